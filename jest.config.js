@@ -1,0 +1,13 @@
+// jest in ESM mode (see ../shared/TOOLING.md): swc strips types, tsc type-checks separately.
+export default {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
+  },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,29 @@
+// The clock seam: time and sleeping enter through this interface so tests can drive them.
+
+export interface Clock {
+  now(): number;
+  /** Resolve after `ms`, or reject with the signal's reason when it aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const t = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(t);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+};
+
+/** Capped exponential backoff: base * 2^attempt, at most cap. */
+export function backoffDelay(attempt: number, baseMs: number, capMs: number): number {
+  return Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
+}

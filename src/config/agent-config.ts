@@ -1,0 +1,48 @@
+// The one typed, validated configuration of the agent, produced by ./parse.ts from argv, FLANNELD_* env
+// and an optional env file. Mirrors flanneld's CmdLineOpts (main.go) plus this agent's own options.
+import type { LogLevel } from '../log.js';
+
+export type Dataplane = 'windows' | 'simulated';
+
+export interface AgentConfig {
+  kubeSubnetMgr: boolean;
+  kubeconfigFile: string;
+  kubeApiUrl: string;
+  /** Normalised per COMPATIBILITY.md §3 (ends in `/` or `-`). */
+  kubeAnnotationPrefix: string;
+  netConfigPath: string;
+  subnetFile: string;
+  iface: string[];
+  ifaceRegex: string[];
+  publicIP: string;
+  ipMasq: boolean;
+  healthzIP: string;
+  /** 0 = health server off. */
+  healthzPort: number;
+  setNodeNetworkUnavailable: boolean;
+  subnetLeaseRenewMargin: number;
+  etcdEndpoints: string[];
+  etcdPrefix: string;
+  etcdKeyfile: string;
+  etcdCertfile: string;
+  etcdCafile: string;
+  etcdUsername: string;
+  etcdPassword: string;
+  verbosity: number;
+
+  dataplane: Dataplane;
+  /** Simulated dataplane persistence (JSON); empty = in memory only. */
+  dataplaneState: string;
+  logLevel: LogLevel;
+  logFormat: 'text' | 'json';
+  logFile: string;
+
+  /** From NODE_NAME, or undefined when POD_NAME/POD_NAMESPACE must be resolved through the API. */
+  nodeName: string | undefined;
+  podName: string | undefined;
+  podNamespace: string | undefined;
+  /** EVENT_QUEUE_DEPTH (default 5000). */
+  eventQueueDepth: number;
+  /** CONT_WHEN_CACHE_NOT_READY (default false). */
+  contWhenCacheNotReady: boolean;
+}

@@ -1,0 +1,125 @@
+// JSON shapes of HNS v1 (vmcompute HNSCall) and HCN v2 (computenetwork.dll) objects, as Windows returns
+// them. Field names are HNS's own. Mirrors hcsshim internal/hns/hnsnetwork.go, hnsendpoint.go and
+// hcn/hcnnetwork.go, hcnendpoint.go, hcnpolicy.go (only the fields this agent uses are typed).
+
+export interface HnsVersion {
+  Major: number;
+  Minor: number;
+}
+
+/** v1 envelope of every HNSCall response. */
+export interface HnsEnvelope<T = unknown> {
+  Success: boolean;
+  Error?: string;
+  Output?: T;
+}
+
+export interface HnsSubnetV1 {
+  AddressPrefix: string;
+  GatewayAddress?: string;
+  Policies?: unknown[];
+}
+
+export interface HnsNetworkV1 {
+  ID?: string;
+  Name: string;
+  Type: string;
+  NetworkAdapterName?: string;
+  SourceMac?: string;
+  Policies?: unknown[];
+  MacPools?: { StartMacAddress: string; EndMacAddress: string }[];
+  Subnets?: HnsSubnetV1[];
+  DNSSuffix?: string;
+  DNSServerList?: string;
+  ManagementIP?: string;
+  AutomaticDNS?: boolean;
+}
+
+export interface HnsEndpointV1 {
+  ID?: string;
+  Name: string;
+  VirtualNetwork?: string;
+  VirtualNetworkName?: string;
+  Policies?: unknown[];
+  MacAddress?: string;
+  IPAddress?: string;
+  PrefixLength?: number;
+  GatewayAddress?: string;
+  IsRemoteEndpoint?: boolean;
+  State?: number;
+}
+
+export interface HcnSchemaVersion {
+  Major: number;
+  Minor: number;
+}
+
+export interface HcnPolicy<S = Record<string, unknown>> {
+  Type: string;
+  Settings?: S;
+}
+
+export interface HcnRoute {
+  NextHop?: string;
+  DestinationPrefix: string;
+  Metric?: number;
+}
+
+export interface HcnSubnet {
+  IpAddressPrefix: string;
+  Policies?: HcnPolicy[];
+  Routes?: HcnRoute[];
+}
+
+export interface HcnIpam {
+  Type?: string;
+  Subnets?: HcnSubnet[];
+}
+
+export interface HcnNetwork {
+  ID?: string;
+  Name: string;
+  Type: string;
+  Ipams?: HcnIpam[];
+  Policies?: HcnPolicy[];
+  MacPool?: { Ranges?: { StartMacAddress: string; EndMacAddress: string }[] };
+  Dns?: { Domain?: string; Search?: string[]; ServerList?: string[] };
+  Flags?: number;
+  SchemaVersion: HcnSchemaVersion;
+}
+
+export interface HcnIpConfig {
+  IpAddress: string;
+  PrefixLength?: number;
+}
+
+export interface HcnEndpoint {
+  ID?: string;
+  Name: string;
+  HostComputeNetwork?: string;
+  HostComputeNamespace?: string;
+  Policies?: HcnPolicy[];
+  IpConfigurations?: HcnIpConfig[];
+  MacAddress?: string;
+  Flags?: number;
+  SchemaVersion: HcnSchemaVersion;
+}
+
+/** `RemoteSubnetRoute` network policy settings (one per vxlan peer). */
+export interface RemoteSubnetRoutePolicySettings {
+  DestinationPrefix: string;
+  IsolationId: number;
+  ProviderAddress: string;
+  DistributedRouterMacAddress: string;
+}
+
+/** HcnModifyNetwork body for adding/removing network policies. */
+export interface HcnPolicyRequest {
+  ResourceType: 'Policy';
+  RequestType: 'Add' | 'Remove' | 'Update';
+  Settings: { Policies: HcnPolicy[] };
+}
+
+/** Network flag: not persisted across reboots (hcn.EnableNonPersistent). */
+export const HCN_FLAG_NON_PERSISTENT = 8;
+export const HCN_SCHEMA_V2: HcnSchemaVersion = { Major: 2, Minor: 0 };

@@ -1,0 +1,38 @@
+// The raw HNS boundary: JSON strings in and out, exactly as the Windows DLLs move them.
+// v1 = vmcompute.dll!HNSCall; v2 = computenetwork.dll!Hcn*. Two implementations: win32 (ffi-rs, issue 3)
+// and simulated (in-memory HNS). Everything above this interface runs unchanged on Linux.
+//
+// Contract for implementations: a negative HRESULT, a non-empty ErrorRecord (v2) or a `Success:false`
+// envelope (v1) is thrown as an HnsError built by `hnsError()` in ./errors.ts, so both transports map
+// HNS's failures to the same codes. Returned strings are the DLL's output, unparsed.
+
+/** Opaque handle to an opened HCN network or endpoint (a pointer on Windows). */
+export interface HcnHandle {
+  readonly kind: 'network' | 'endpoint';
+  readonly id: string;
+}
+
+export interface HnsTransport {
+  /** HNS v1: `HNSCall(method, path, request, &response)`; returns the response envelope JSON. */
+  hnsCall(method: 'GET' | 'POST' | 'DELETE', path: string, request: string): Promise<string>;
+
+  /** `HcnEnumerateNetworks(query)`: JSON array of network GUID strings. */
+  enumerateNetworks(query: string): Promise<string>;
+  /** `HcnCreateNetwork(id, settings)`; the zero GUID lets HNS choose the ID. */
+  createNetwork(id: string, settings: string): Promise<HcnHandle>;
+  openNetwork(id: string): Promise<HcnHandle>;
+  modifyNetwork(network: HcnHandle, settings: string): Promise<void>;
+  queryNetworkProperties(network: HcnHandle, query: string): Promise<string>;
+  deleteNetwork(id: string): Promise<void>;
+  closeNetwork(network: HcnHandle): Promise<void>;
+
+  enumerateEndpoints(query: string): Promise<string>;
+  createEndpoint(network: HcnHandle, id: string, settings: string): Promise<HcnHandle>;
+  openEndpoint(id: string): Promise<HcnHandle>;
+  modifyEndpoint(endpoint: HcnHandle, settings: string): Promise<void>;
+  queryEndpointProperties(endpoint: HcnHandle, query: string): Promise<string>;
+  deleteEndpoint(id: string): Promise<void>;
+  closeEndpoint(endpoint: HcnHandle): Promise<void>;
+}
+
+export const ZERO_GUID = '00000000-0000-0000-0000-000000000000';

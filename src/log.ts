@@ -1,0 +1,55 @@
+// winston logging: one root logger configured from flags, one child logger per component.
+// Facts go in fields (`log.info('route added', { dest, nextHop })`); secrets never do.
+import winston from 'winston';
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+export type Logger = winston.Logger;
+
+export interface LogOptions {
+  level?: LogLevel;
+  format?: 'text' | 'json';
+  /** Size-rotated log file (in addition to stderr). */
+  file?: string;
+  /** Write nothing to the console (tests). */
+  silent?: boolean;
+}
+
+const LOG_FILE_MAX_BYTES = 10 * 1024 * 1024;
+const LOG_FILE_KEEP = 5;
+
+function textFormat(): winston.Logform.Format {
+  return winston.format.printf((info) => {
+    const { level, message, timestamp, component, ...fields } = info as Record<string, unknown>;
+    const extra = Object.entries(fields)
+      .filter(([k, v]) => v !== undefined && typeof k === 'string')
+      .map(([k, v]) => `${k}=${typeof v === 'string' && !/\s|"/.test(v) ? v : JSON.stringify(v)}`)
+      .join(' ');
+    const comp = component ? `[${String(component)}] ` : '';
+    return `${String(timestamp)} ${String(level).toUpperCase()} ${comp}${String(message)}${extra ? ' ' + extra : ''}`;
+  });
+}
+
+export function createLogger(opts: LogOptions = {}): Logger {
+  const format =
+    opts.format === 'json'
+      ? winston.format.combine(winston.format.timestamp(), winston.format.json())
+      : winston.format.combine(winston.format.timestamp(), textFormat());
+  const transports: winston.transport[] = [
+    new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'], silent: opts.silent === true }),
+  ];
+  if (opts.file) {
+    transports.push(
+      new winston.transports.File({ filename: opts.file, maxsize: LOG_FILE_MAX_BYTES, maxFiles: LOG_FILE_KEEP, tailable: true }),
+    );
+  }
+  return winston.createLogger({ level: opts.level ?? 'info', format, transports });
+}
+
+/** A logger that drops everything (default for library code and tests). */
+export function silentLogger(): Logger {
+  return winston.createLogger({ silent: true, transports: [new winston.transports.Console({ silent: true })] });
+}
+
+export function componentLogger(root: Logger, component: string): Logger {
+  return root.child({ component });
+}

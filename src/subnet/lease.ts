@@ -1,0 +1,64 @@
+// Lease records and the SubnetManager seam. Mirrors flannel pkg/lease/types.go and pkg/subnet/subnet.go
+// (Manager), reduced to what a Windows node needs: IPv4 leases, kube or etcd behind one interface.
+
+/** vxlan BackendData as flannel publishes it: `{"VNI":4096,"VtepMAC":"00:15:5d:b3:ac:db"}`. */
+export interface VxlanBackendData {
+  VNI: number;
+  VtepMAC: string;
+}
+
+/** One node's claim on a subnet, as small as a peer needs (full Node objects are never kept). */
+export interface Lease {
+  /** Stable identity of the record: the Node name (kube) or the subnet key (etcd). */
+  key: string;
+  /** IPv4 subnet in CIDR notation, network address, e.g. `10.244.3.0/24`. */
+  subnet: string;
+  /** Dotted IPv4 of the node (the VTEP / next hop). */
+  publicIP: string;
+  /** `vxlan`, `host-gw`, ... exactly as published. */
+  backendType: string;
+  /** Parsed backend-data JSON (`null` for host-gw). */
+  backendData: unknown;
+  /** etcd only: when the lease expires (ms since epoch); undefined = never (kube, reservations). */
+  expiration?: number;
+}
+
+/** What this node publishes about itself (flannel LeaseAttrs). */
+export interface LeaseAttrs {
+  publicIP: string;
+  backendType: string;
+  /** JSON-encodable backend data; `null` for host-gw. */
+  backendData: unknown;
+}
+
+/**
+ * What a SubnetManager reports about the cluster. `snapshot` is a complete list (first list and every
+ * re-list); `events` are incremental changes. The LeaseWatcher turns both into a validated peer set.
+ */
+export type LeaseUpdate =
+  | { kind: 'snapshot'; leases: Lease[] }
+  | { kind: 'events'; events: LeaseEvent[] };
+
+export interface LeaseEvent {
+  type: 'added' | 'removed';
+  lease: Lease;
+}
+
+export type LeaseUpdateHandler = (update: LeaseUpdate) => void;
+
+export interface SubnetManager {
+  /** `kube` or `etcd`. */
+  readonly name: string;
+  /**
+   * Find (kube: the node's podCIDR; etcd: allocate) the own lease, publish `attrs`, and return it.
+   * `publicIP` of the result may differ from `attrs.publicIP` when the node overrides it.
+   */
+  acquireLease(attrs: LeaseAttrs, signal: AbortSignal): Promise<Lease>;
+  /**
+   * List + watch peer leases until `signal` aborts: emit a `snapshot` after every (re)list and
+   * `events` in between. Reconnects by itself; rejects only on a fatal error.
+   */
+  watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void>;
+  /** Called once the dataplane is programmed for the own lease (kube: NetworkUnavailable=False). */
+  completeLease(lease: Lease, signal: AbortSignal): Promise<void>;
+}

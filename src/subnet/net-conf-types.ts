@@ -1,0 +1,42 @@
+// Parsed net-conf.json (flannel pkg/subnet/config.go Config), after defaults and Windows rules.
+
+export interface HostGwBackendConfig {
+  type: 'host-gw';
+  /** HNS network name, default `cbr0`. */
+  name: string;
+  /** Comma-separated DNS servers for the L2Bridge network, default empty. */
+  dnsServerList: string;
+}
+
+export interface VxlanBackendConfig {
+  type: 'vxlan';
+  /** >= 4096, default 4096. */
+  vni: number;
+  /** Always 4789 on Windows. */
+  port: number;
+  /** `xx-xx`, default `0E-2A`. */
+  macPrefix: string;
+  /** HNS network name, default `flannel.<VNI>`. */
+  name: string;
+  /** Program legacy per-peer HNS v1 remote endpoints instead of RemoteSubnetRoute policies (default false). */
+  legacyRemoteEndpoints: boolean;
+}
+
+export type BackendConfig = HostGwBackendConfig | VxlanBackendConfig;
+
+export interface NetworkConfig {
+  enableIPv4: boolean;
+  enableIPv6: boolean;
+  /** IPv4 CIDR with host bits masked, e.g. `10.244.0.0/16`. */
+  network: string;
+  /** 0 when not given (kube mode takes the node's podCIDR). */
+  subnetLen: number;
+  /** Network address of the first/last allocatable subnet (dotted), defaults applied when network set. */
+  subnetMin: string;
+  subnetMax: string;
+  ipv6Network: string;
+  ipv6SubnetLen: number;
+  backend: BackendConfig;
+  /** The raw Backend object as given (for etcd config round trips). */
+  rawBackend: Record<string, unknown>;
+}
