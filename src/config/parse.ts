@@ -1,0 +1,246 @@
+// Assemble the AgentConfig from argv, FLANNELD_* environment and an optional dotenv file.
+// Mirrors flannel main.go (flag parsing, flagsFromEnv, option validation) and the NODE_NAME /
+// POD_NAME rules of pkg/subnet/kube/kube.go. Pure: the environment is a parameter, never process.env.
+import { readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
+import dotenv from 'dotenv';
+import { ConfigError, FlagError, FlannelError, errorMessage } from '../errors.js';
+import type { LogLevel } from '../log.js';
+import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
+import type { AgentConfig, Dataplane } from './agent-config.js';
+import { FLAGS, applyFlagValue, envVarName, parseFlags, parseGoBool, parseGoInt, renderUsage } from './flags.js';
+import type { FlagValue } from './flags.js';
+
+export type ParsedCommand = { kind: 'help'; text: string } | { kind: 'version' } | { kind: 'run'; config: AgentConfig };
+
+export interface ParseOptions {
+  platform: NodeJS.Platform;
+  /** Reads a text file (the env file); defaults to fs.readFileSync(p, 'utf8'). */
+  readFile?: (path: string) => string;
+  /** Program name shown in the usage text. */
+  program?: string;
+}
+
+export type Env = Record<string, string | undefined>;
+
+export const WINDOWS_NET_CONFIG_PATH = 'C:\\etc\\kube-flannel\\net-conf.json';
+export const WINDOWS_SUBNET_FILE = 'C:\\run\\flannel\\subnet.env';
+export const DEFAULT_EVENT_QUEUE_DEPTH = 5000;
+
+const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
+const DATAPLANES: readonly Dataplane[] = ['windows', 'simulated'];
+
+export function parseConfig(argv: readonly string[], env: Env, opts: ParseOptions): ParsedCommand {
+  const cli = parseFlags(argv);
+  if (cli.help) return { kind: 'help', text: renderUsage(opts.program) };
+  if (cli.values.get('version') === true) return { kind: 'version' };
+
+  const realEnv = nonEmpty(env);
+  const envFilePath = (cli.values.get('env-file') as string | undefined) || realEnv['FLANNELD_ENV_FILE'] || '';
+  const fileEnv = envFilePath ? readEnvFile(envFilePath, opts.readFile ?? ((p) => readFileSync(p, 'utf8'))) : {};
+  // Precedence: flags > real environment > env file.
+  const merged: Record<string, string> = { ...nonEmpty(fileEnv), ...realEnv };
+
+  const explicit = new Set<string>(cli.values.keys());
+  const values = new Map<string, FlagValue>(cli.values);
+  for (const spec of FLAGS) {
+    if (values.has(spec.name) || spec.noEnv || spec.name === 'env-file') continue;
+    const key = envVarName(spec.name);
+    const raw = merged[key];
+    if (raw === undefined) continue;
+    values.set(spec.name, applyFlagValue(spec, undefined, raw, `environment variable ${key} (flag -${spec.name})`));
+    explicit.add(spec.name);
+  }
+  const str = (name: string): string => (values.has(name) ? (values.get(name) as string) : (flagDefault(name) as string));
+  const int = (name: string): number => (values.has(name) ? (values.get(name) as number) : (flagDefault(name) as number));
+  const bool = (name: string): boolean => (values.has(name) ? (values.get(name) as boolean) : (flagDefault(name) as boolean));
+  const list = (name: string): string[] => (values.has(name) ? [...(values.get(name) as string[])] : []);
+
+  const win = opts.platform === 'win32';
+
+  if (str('iface-can-reach') !== '') {
+    throw new FlannelError(
+      'FLANNEL_ERR_UNSUPPORTED',
+      `--iface-can-reach is not supported on Windows; choose the interface with --iface (IP or adapter name) or --iface-regex`,
+      { flag: 'iface-can-reach', value: str('iface-can-reach') },
+    );
+  }
+
+  const kubeSubnetMgr = bool('kube-subnet-mgr');
+
+  const renew = int('subnet-lease-renew-margin');
+  if (renew < 1 || renew > 1439) {
+    throw new FlagError(`invalid value "${renew}" for flag -subnet-lease-renew-margin: out of range, must be 1..1439 (minutes)`, {
+      flag: 'subnet-lease-renew-margin',
+      value: renew,
+    });
+  }
+  const healthzPort = int('healthz-port');
+  if (healthzPort < 0 || healthzPort > 65535) {
+    throw new FlagError(`invalid value "${healthzPort}" for flag -healthz-port: out of range, must be 0..65535 (0 disables the health server)`, {
+      flag: 'healthz-port',
+      value: healthzPort,
+    });
+  }
+  const publicIP = str('public-ip');
+  requireIPv4('public-ip', publicIP, true);
+  const healthzIP = str('healthz-ip');
+  requireIPv4('healthz-ip', healthzIP, false);
+
+  const verbosity = int('v');
+  if (verbosity < 0) {
+    throw new FlagError(`invalid value "${verbosity}" for flag -v: must be >= 0`, { flag: 'v', value: verbosity });
+  }
+
+  const dataplaneRaw = str('dataplane');
+  let dataplane: Dataplane;
+  if (dataplaneRaw === '') {
+    if (!win) {
+      throw new FlagError(
+        `flag -dataplane is required on ${opts.platform}: pass --dataplane simulated (--dataplane windows programs HNS and needs a Windows host)`,
+        { flag: 'dataplane', platform: opts.platform },
+      );
+    }
+    dataplane = 'windows';
+  } else {
+    dataplane = oneOf('dataplane', dataplaneRaw, DATAPLANES);
+  }
+
+  let logLevel: LogLevel = oneOf('log-level', str('log-level'), LOG_LEVELS);
+  if (!explicit.has('log-level') && verbosity >= 2) logLevel = 'debug';
+  const logFormat = oneOf('log-format', str('log-format'), ['text', 'json'] as const);
+
+  const etcdEndpoints = str('etcd-endpoints')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (!kubeSubnetMgr && etcdEndpoints.length === 0) {
+    throw new FlagError('flag -etcd-endpoints is empty: give at least one etcd URL, or use --kube-subnet-mgr', { flag: 'etcd-endpoints' });
+  }
+
+  const kubeAnnotationPrefix = normalizeAnnotationPrefix(str('kube-annotation-prefix'));
+
+  const node = nodeIdentity(merged, kubeSubnetMgr);
+
+  const config: AgentConfig = {
+    kubeSubnetMgr,
+    kubeconfigFile: str('kubeconfig-file'),
+    kubeApiUrl: str('kube-api-url'),
+    kubeAnnotationPrefix,
+    netConfigPath: values.has('net-config-path') ? str('net-config-path') : win ? WINDOWS_NET_CONFIG_PATH : str('net-config-path'),
+    subnetFile: values.has('subnet-file') ? str('subnet-file') : win ? WINDOWS_SUBNET_FILE : str('subnet-file'),
+    iface: list('iface'),
+    ifaceRegex: list('iface-regex'),
+    publicIP,
+    ipMasq: bool('ip-masq'),
+    healthzIP,
+    healthzPort,
+    setNodeNetworkUnavailable: bool('set-node-network-unavailable'),
+    subnetLeaseRenewMargin: renew,
+    etcdEndpoints,
+    etcdPrefix: str('etcd-prefix'),
+    etcdKeyfile: str('etcd-keyfile'),
+    etcdCertfile: str('etcd-certfile'),
+    etcdCafile: str('etcd-cafile'),
+    etcdUsername: str('etcd-username'),
+    etcdPassword: str('etcd-password'),
+    verbosity,
+    dataplane,
+    dataplaneState: str('dataplane-state'),
+    logLevel,
+    logFormat,
+    logFile: str('log-file'),
+    ...node,
+    eventQueueDepth: eventQueueDepth(merged['EVENT_QUEUE_DEPTH']),
+    contWhenCacheNotReady: contWhenCacheNotReady(merged['CONT_WHEN_CACHE_NOT_READY']),
+  };
+  return { kind: 'run', config };
+}
+
+function flagDefault(name: string): FlagValue {
+  const spec = FLAGS.find((f) => f.name === name);
+  if (!spec) throw new Error(`internal: no flag ${name}`);
+  return spec.default;
+}
+
+function nonEmpty(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') out[k] = v;
+  return out;
+}
+
+// dotenv's own line pattern: whatever it does not match (besides blanks and comments) it would drop silently.
+const DOTENV_LINE =
+  /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
+
+/** Read and parse a dotenv file; unreadable or unparseable -> ConfigError FLANNEL_ERR_ENV_FILE naming the file. */
+export function readEnvFile(path: string, readFile: (p: string) => string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    throw new ConfigError('FLANNEL_ERR_ENV_FILE', `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --env-file / FLANNELD_ENV_FILE`, {
+      path,
+    });
+  }
+  const normalized = text.replace(/\r\n?/g, '\n');
+  const leftover = normalized.replace(DOTENV_LINE, (m) => m.replace(/[^\n]/g, ''));
+  const lines = leftover.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line !== '' && !line.startsWith('#')) {
+      throw new ConfigError(
+        'FLANNEL_ERR_ENV_FILE',
+        `env file ${path} line ${i + 1} is not NAME=value: ${JSON.stringify(line.slice(0, 80))}; fix or remove the line`,
+        { path, line: i + 1 },
+      );
+    }
+  }
+  return dotenv.parse(normalized);
+}
+
+function requireIPv4(flag: string, value: string, emptyOk: boolean): void {
+  if (value === '' && emptyOk) return;
+  if (!isIPv4(value)) {
+    throw new FlagError(`invalid value "${value}" for flag -${flag}: not an IPv4 address (e.g. 192.168.1.10)`, { flag, value });
+  }
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new FlagError(`invalid value "${value}" for flag -${flag}: must be one of ${allowed.join(', ')}`, { flag, value });
+}
+
+type NodeIdentity = Pick<AgentConfig, 'nodeName' | 'podName' | 'podNamespace'>;
+
+function nodeIdentity(env: Record<string, string>, kubeSubnetMgr: boolean): NodeIdentity {
+  const nodeName = env['NODE_NAME'];
+  const podName = env['POD_NAME'];
+  const podNamespace = env['POD_NAMESPACE'];
+  if (kubeSubnetMgr && nodeName === undefined && (podName === undefined || podNamespace === undefined)) {
+    throw new ConfigError('FLANNEL_ERR_CONFIG', 'env variables POD_NAME and POD_NAMESPACE must be set', {
+      hint: 'set NODE_NAME (e.g. from the downward API spec.nodeName), or POD_NAME and POD_NAMESPACE',
+    });
+  }
+  return { nodeName, podName, podNamespace };
+}
+
+function eventQueueDepth(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_EVENT_QUEUE_DEPTH;
+  const n = parseGoInt(raw);
+  if (n === undefined || n < 1) {
+    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid EVENT_QUEUE_DEPTH "${raw}": must be a positive integer (default ${DEFAULT_EVENT_QUEUE_DEPTH})`, {
+      value: raw,
+    });
+  }
+  return n;
+}
+
+function contWhenCacheNotReady(raw: string | undefined): boolean {
+  if (raw === undefined) return false;
+  const b = parseGoBool(raw);
+  if (b === undefined) {
+    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid CONT_WHEN_CACHE_NOT_READY "${raw}": must be true or false`, { value: raw });
+  }
+  return b;
+}

@@ -1,0 +1,258 @@
+// Parse net-conf.json into a NetworkConfig, with flannel's defaults and the Windows backend rules.
+// Mirrors flannel pkg/subnet/config.go (ParseConfig, CheckNetworkConfig) and the config parts of
+// pkg/backend/vxlan/vxlan_windows.go and pkg/backend/hostgw/hostgw_windows.go. Upstream error texts are kept
+// byte for byte (COMPATIBILITY.md §2); every error is FLANNEL_ERR_NET_CONF.
+import { isIPv4 } from 'node:net';
+import IPCIDR from 'ip-cidr';
+import { FlannelError, errorMessage } from '../errors.js';
+import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
+
+export const DEFAULT_VXLAN_VNI = 4096;
+export const VXLAN_PORT = 4789;
+export const DEFAULT_MAC_PREFIX = '0E-2A';
+export const DEFAULT_HOSTGW_NAME = 'cbr0';
+export const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
+
+type JsonObject = Record<string, unknown>;
+
+function fail(message: string, context: Record<string, string | number | boolean | undefined> = {}): never {
+  throw new FlannelError('FLANNEL_ERR_NET_CONF', message, context);
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Go encoding/json field matching: case-insensitive, the last matching key wins; `null` leaves the default. */
+function field(obj: JsonObject, name: string): unknown {
+  const want = name.toLowerCase();
+  let found: unknown = undefined;
+  for (const [k, v] of Object.entries(obj)) if (k.toLowerCase() === want) found = v;
+  return found === null ? undefined : found;
+}
+
+function describe(v: unknown): string {
+  return `${Array.isArray(v) ? 'array' : typeof v} ${JSON.stringify(v)}`;
+}
+
+function optBool(obj: JsonObject, name: string, path: string): boolean | undefined {
+  const v = field(obj, name);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'boolean') fail(`${path}${name} must be true or false, got ${describe(v)}`, { key: path + name });
+  return v;
+}
+
+function optString(obj: JsonObject, name: string, path: string): string | undefined {
+  const v = field(obj, name);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') fail(`${path}${name} must be a string, got ${describe(v)}`, { key: path + name });
+  return v;
+}
+
+function optInt(obj: JsonObject, name: string, path: string, min: number): number | undefined {
+  const v = field(obj, name);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
+    fail(`${path}${name} must be an integer${min === 0 ? ' >= 0' : ''}, got ${describe(v)}`, { key: path + name });
+  }
+  return v;
+}
+
+function ip4ToInt(ip: string): number {
+  return ip.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
+}
+
+function intToIp4(n: number): string {
+  return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
+}
+
+interface Cidr4 {
+  base: number;
+  prefix: number;
+}
+
+function parseCidr4(key: string, s: string): Cidr4 {
+  if (!IPCIDR.isValidCIDR(s)) fail(`invalid CIDR address: ${s}`, { key });
+  const c = new IPCIDR(s);
+  if (!c.address.v4) fail(`${key} ${s} is not an IPv4 CIDR; Network must be an IPv4 range such as 10.244.0.0/16 (use IPv6Network for IPv6)`, { key });
+  return { base: ip4ToInt(String(c.start())), prefix: c.address.subnetMask };
+}
+
+function optIp4(obj: JsonObject, name: string): number | undefined {
+  const s = optString(obj, name, '');
+  if (s === undefined) return undefined;
+  if (!isIPv4(s)) fail(`${name} "${s}" is not an IPv4 address`, { key: name });
+  const n = ip4ToInt(s);
+  return n === 0 ? undefined : n; // upstream treats 0.0.0.0 as "not set"
+}
+
+/** Parse and validate net-conf.json text. Throws FlannelError FLANNEL_ERR_NET_CONF. */
+export function parseNetConf(json: string): NetworkConfig {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(json);
+  } catch (err) {
+    fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`);
+  }
+  if (!isObject(doc)) fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`);
+
+  // Decode (ParseConfig).
+  const enableIPv4 = optBool(doc, 'EnableIPv4', '') ?? true;
+  const enableIPv6 = optBool(doc, 'EnableIPv6', '') ?? false;
+  const networkText = optString(doc, 'Network', '');
+  const network = networkText === undefined || networkText === '' ? undefined : parseCidr4('Network', networkText);
+  let subnetLen = optInt(doc, 'SubnetLen', '', 0) ?? 0;
+  let subnetMin = optIp4(doc, 'SubnetMin');
+  let subnetMax = optIp4(doc, 'SubnetMax');
+  const ipv6NetworkText = optString(doc, 'IPv6Network', '');
+  let ipv6SubnetLen = optInt(doc, 'IPv6SubnetLen', '', 0) ?? 0;
+  const rawBackendValue = field(doc, 'Backend');
+  const backendPresent = Object.keys(doc).some((k) => k.toLowerCase() === 'backend');
+  if (!backendPresent) {
+    fail(
+      'net-conf.json has no Backend: upstream flannel then defaults to udp, which Windows cannot run; use "Backend": {"Type": "vxlan"} or "Backend": {"Type": "host-gw"}',
+    );
+  }
+  const rawBackend: JsonObject = rawBackendValue === undefined ? {} : (rawBackendValue as JsonObject);
+  if (!isObject(rawBackend)) fail(`error decoding Backend property of config: Backend must be an object, got ${describe(rawBackendValue)}`);
+  const typeText = optString(rawBackend, 'Type', 'Backend.') ?? '';
+  const backendType = typeText.toLowerCase();
+  if (typeText === '') fail('Backend.Type is missing; use "Type": "vxlan" or "Type": "host-gw"');
+  if (backendType !== 'vxlan' && backendType !== 'host-gw') {
+    fail(`backend type ${typeText} is not supported on Windows; use vxlan or host-gw`, { backendType: typeText });
+  }
+
+  if (!enableIPv4 && !enableIPv6) {
+    fail('net-conf.json disables IPv4 (EnableIPv4: false) and does not enable IPv6: set EnableIPv4 to true (or remove it)');
+  }
+
+  // CheckNetworkConfig (IPv4).
+  let networkOut = '';
+  let minOut = '';
+  let maxOut = '';
+  if (enableIPv4) {
+    if (network === undefined) fail('please define a correct Network parameter in the flannel config');
+    if (subnetLen > 0) {
+      if (subnetLen > 30) fail('SubnetLen must be less than /31');
+      if (subnetLen < network.prefix + 2) fail('network must be able to accommodate at least four subnets');
+    } else if (network.prefix > 28) {
+      fail('network is too small. Minimum useful network prefix is /28');
+    } else if (network.prefix <= 22) {
+      subnetLen = 24;
+    } else {
+      subnetLen = network.prefix + 2;
+    }
+    const subnetSize = 2 ** (32 - subnetLen);
+    const netSize = 2 ** (32 - network.prefix);
+    const contains = (ip: number) => ip >= network.base && ip < network.base + netSize;
+    if (subnetMin === undefined) subnetMin = network.base + subnetSize;
+    else if (!contains(subnetMin)) fail('SubnetMin is not in the range of the Network');
+    if (subnetMax === undefined) subnetMax = network.base + netSize - subnetSize;
+    else if (!contains(subnetMax)) fail('SubnetMax is not in the range of the Network');
+    if (subnetMin % subnetSize !== 0) fail(`SubnetMin is not on a SubnetLen boundary: ${intToIp4(subnetMin)}`);
+    if (subnetMax % subnetSize !== 0) fail(`SubnetMax is not on a SubnetLen boundary: ${intToIp4(subnetMax)}`);
+    networkOut = `${intToIp4(network.base)}/${network.prefix}`;
+    minOut = intToIp4(subnetMin);
+    maxOut = intToIp4(subnetMax);
+  } else if (network !== undefined) {
+    networkOut = `${intToIp4(network.base)}/${network.prefix}`;
+  }
+
+  // CheckNetworkConfig (IPv6): prefix and length rules only.
+  let ipv6Network = '';
+  if (enableIPv6) {
+    if (ipv6NetworkText === undefined || ipv6NetworkText === '' || !IPCIDR.isValidCIDR(ipv6NetworkText) || new IPCIDR(ipv6NetworkText).address.v4) {
+      fail('please define a correct IPv6Network parameter in the flannel config');
+    }
+    const c6 = new IPCIDR(ipv6NetworkText);
+    const prefix6 = c6.address.subnetMask;
+    if (ipv6SubnetLen > 0) {
+      if (ipv6SubnetLen > 126) fail('SubnetLen must be less than /127');
+      if (ipv6SubnetLen < prefix6 + 2) fail('network must be able to accommodate at least four subnets');
+    } else if (prefix6 > 124) {
+      fail('IPv6Network is too small. Minimum useful network prefix is /124');
+    } else if (prefix6 <= 62) {
+      ipv6SubnetLen = 64;
+    } else {
+      ipv6SubnetLen = prefix6 + 2;
+    }
+    ipv6Network = `${c6.address.startAddress().correctForm()}/${prefix6}`;
+  }
+
+  const backend: BackendConfig = backendType === 'vxlan' ? vxlanConfig(rawBackend) : hostGwConfig(rawBackend);
+
+  return {
+    enableIPv4,
+    enableIPv6,
+    network: networkOut,
+    subnetLen,
+    subnetMin: minOut,
+    subnetMax: maxOut,
+    ipv6Network,
+    ipv6SubnetLen: enableIPv6 ? ipv6SubnetLen : 0,
+    backend,
+    rawBackend,
+  };
+}
+
+/** vxlan_windows.go RegisterNetwork: decode, then verify in upstream's order. */
+function vxlanConfig(be: JsonObject): VxlanBackendConfig {
+  const vni = optInt(be, 'VNI', 'Backend.', Number.MIN_SAFE_INTEGER) ?? DEFAULT_VXLAN_VNI;
+  const port = optInt(be, 'Port', 'Backend.', Number.MIN_SAFE_INTEGER) ?? VXLAN_PORT;
+  const gbp = optBool(be, 'GBP', 'Backend.') ?? false;
+  const directRouting = optBool(be, 'DirectRouting', 'Backend.') ?? false;
+  const macPrefix = optString(be, 'MacPrefix', 'Backend.') ?? DEFAULT_MAC_PREFIX;
+  const name = optString(be, 'Name', 'Backend.') ?? '';
+  const legacyRemoteEndpoints = optBool(be, 'LegacyRemoteEndpoints', 'Backend.') ?? false;
+
+  if (vni < DEFAULT_VXLAN_VNI) {
+    fail(`invalid VXLAN backend config. VNI [${vni}] must be greater than or equal to ${DEFAULT_VXLAN_VNI} on Windows`, { vni });
+  }
+  if (vni > 0xffffff) fail(`invalid VXLAN backend config. VNI [${vni}] must be at most 16777215 (24 bits)`, { vni });
+  if (port !== VXLAN_PORT) {
+    fail(`invalid VXLAN backend config. Port [${port}] is not supported on Windows. Omit the setting to default to port ${VXLAN_PORT}`, { port });
+  }
+  if (directRouting) fail('invalid VXLAN backend config. DirectRouting is not supported on Windows');
+  if (gbp) fail('invalid VXLAN backend config. GBP is not supported on Windows');
+  if (!/^[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}$/.test(macPrefix)) {
+    fail(`invalid VXLAN backend config.MacPrefix [${macPrefix}] is invalid, prefix must be of the format xx-xx e.g. 0E-2A`, { macPrefix });
+  }
+  return { type: 'vxlan', vni, port, macPrefix, name: name === '' ? `flannel.${vni}` : name, legacyRemoteEndpoints };
+}
+
+/** hostgw_windows.go RegisterNetwork config: Name (default cbr0), DNSServerList. */
+function hostGwConfig(be: JsonObject): HostGwBackendConfig {
+  const name = optString(be, 'Name', 'Backend.') ?? '';
+  const dnsServerList = optString(be, 'DNSServerList', 'Backend.') ?? '';
+  return { type: 'host-gw', name: name === '' ? DEFAULT_HOSTGW_NAME : name, dnsServerList };
+}
+
+/**
+ * Read and parse the net-conf.json at `path`. A missing file names the path and the ConfigMap that
+ * normally provides it; parse errors keep their upstream text, prefixed with the path.
+ */
+export function readNetConf(path: string, readFile: (p: string) => string): NetworkConfig {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === 'ENOENT') {
+      throw new FlannelError(
+        'FLANNEL_ERR_NET_CONF',
+        `net-conf.json not found at ${path}: mount the ${NET_CONF_CONFIGMAP} ConfigMap (key net-conf.json) there, or pass --net-config-path`,
+        { path },
+        { cause: err },
+      );
+    }
+    throw new FlannelError('FLANNEL_ERR_NET_CONF', `cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
+  }
+  try {
+    return parseNetConf(text);
+  } catch (err) {
+    if (err instanceof FlannelError) {
+      throw new FlannelError('FLANNEL_ERR_NET_CONF', `${path}: ${err.message}`, { ...err.context, path }, { cause: err });
+    }
+    throw err;
+  }
+}

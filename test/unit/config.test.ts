@@ -1,0 +1,391 @@
+import { describe, it, expect } from '@jest/globals';
+import { parseConfig } from '../../src/config/parse.js';
+import type { ParseOptions } from '../../src/config/parse.js';
+import { FLAGS, envVarName, parseFlags, renderUsage } from '../../src/config/flags.js';
+import type { AgentConfig } from '../../src/config/agent-config.js';
+import { FlannelError } from '../../src/errors.js';
+
+const LINUX: ParseOptions = { platform: 'linux' };
+const WIN: ParseOptions = { platform: 'win32' };
+const BASE = ['--dataplane', 'simulated'];
+const NODE_ENV = { NODE_NAME: 'node-1' };
+
+function run(argv: string[], env: Record<string, string | undefined> = {}, opts: ParseOptions = LINUX): AgentConfig {
+  const cmd = parseConfig(argv, env, opts);
+  if (cmd.kind !== 'run') throw new Error(`expected run, got ${cmd.kind}`);
+  return cmd.config;
+}
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof FlannelError) return err.code;
+    throw err;
+  }
+  return undefined;
+}
+
+function errorOf(fn: () => unknown): FlannelError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof FlannelError) return err;
+    throw err;
+  }
+  throw new Error('expected an error');
+}
+
+describe('flag syntax', () => {
+  it.each([
+    ['--x=y', ['--healthz-port=8080']],
+    ['--x y', ['--healthz-port', '8080']],
+    ['-x=y', ['-healthz-port=8080']],
+    ['-x y', ['-healthz-port', '8080']],
+  ])('%s', (_label, argv) => {
+    expect(run([...BASE, ...argv]).healthzPort).toBe(8080);
+  });
+
+  it.each([
+    [['--ip-masq'], true],
+    [['-ip-masq'], true],
+    [['--ip-masq=true'], true],
+    [['--ip-masq=false'], false],
+    [['--ip-masq=1'], true],
+    [['--ip-masq=0'], false],
+    [['--ip-masq=t'], true],
+    [['--ip-masq=f'], false],
+    [['--ip-masq=TRUE'], true],
+    [['--ip-masq=FALSE'], false],
+    [['--ip-masq=True'], true],
+    [['--ip-masq=False'], false],
+    [[], false],
+  ])('bool %j -> %s', (argv, expected) => {
+    expect(run([...BASE, ...argv]).ipMasq).toBe(expected);
+  });
+
+  it.each([
+    ['--set-node-network-unavailable=false', 'setNodeNetworkUnavailable', false],
+    ['--kube-subnet-mgr=false', 'kubeSubnetMgr', false],
+  ] as const)('%s', (arg, key, expected) => {
+    expect(run([...BASE, arg])[key]).toBe(expected);
+  });
+
+  it('a boolean never swallows the next argument', () => {
+    // `--ip-masq false` : `false` is a positional argument, not the value.
+    expect(codeOf(() => run([...BASE, '--ip-masq', 'false']))).toBe('FLANNEL_ERR_FLAG');
+    const cfg = run(['--ip-masq', '--dataplane', 'simulated', '--kube-subnet-mgr', '--healthz-port', '1'], NODE_ENV);
+    expect(cfg).toMatchObject({ ipMasq: true, kubeSubnetMgr: true, healthzPort: 1, dataplane: 'simulated' });
+  });
+
+  it('repeatable flags accumulate in order', () => {
+    const cfg = run([...BASE, '--iface', '10.0.0.2', '--iface=Ethernet', '-iface-regex', '^10\\.', '--iface-regex=^vEth']);
+    expect(cfg.iface).toEqual(['10.0.0.2', 'Ethernet']);
+    expect(cfg.ifaceRegex).toEqual(['^10\\.', '^vEth']);
+  });
+
+  it('a repeated scalar flag keeps the last value', () => {
+    expect(run([...BASE, '--etcd-prefix=/a', '--etcd-prefix=/b']).etcdPrefix).toBe('/b');
+  });
+
+  it('--etcd-endpoints is a comma-separated list', () => {
+    expect(run([...BASE, '--etcd-endpoints=https://a:2379, https://b:2379']).etcdEndpoints).toEqual(['https://a:2379', 'https://b:2379']);
+  });
+
+  it('-- ends the flags', () => {
+    expect(run([...BASE, '--']).dataplane).toBe('simulated');
+  });
+
+  it.each([
+    ['unknown flag', ['--foo'], 'flag provided but not defined: -foo'],
+    ['unknown flag with value', ['--foo=1'], 'flag provided but not defined: -foo'],
+    ['bad int', ['--healthz-port=x'], 'invalid value "x" for flag -healthz-port: parse error'],
+    ['bad bool', ['--ip-masq=yes'], 'invalid boolean value "yes" for flag -ip-masq: parse error'],
+    ['missing value', ['--healthz-port'], 'flag needs an argument: -healthz-port'],
+    ['positional', ['extra'], 'unexpected argument "extra"'],
+    ['positional after --', ['--', 'extra'], 'unexpected argument "extra"'],
+    ['bad syntax', ['---x'], 'bad flag syntax: ---x'],
+    ['bare dash', ['-'], 'unexpected argument "-"'],
+  ])('%s -> FLANNEL_ERR_FLAG', (_label, argv, text) => {
+    const err = errorOf(() => run([...BASE, ...argv]));
+    expect(err.code).toBe('FLANNEL_ERR_FLAG');
+    expect(err.message).toContain(text);
+  });
+
+  it('parseFlags returns only what was given', () => {
+    const p = parseFlags(['--iface=a', '--v=3']);
+    expect([...p.values.entries()]).toEqual([
+      ['iface', ['a']],
+      ['v', 3],
+    ]);
+  });
+});
+
+describe('environment fallback', () => {
+  it.each([
+    ['FLANNELD_KUBE_SUBNET_MGR', 'true', 'kubeSubnetMgr', true],
+    ['FLANNELD_IFACE', 'Ethernet 2', 'iface', ['Ethernet 2']],
+    ['FLANNELD_IFACE_REGEX', '^10\\.', 'ifaceRegex', ['^10\\.']],
+    ['FLANNELD_PUBLIC_IP', '192.168.1.5', 'publicIP', '192.168.1.5'],
+    ['FLANNELD_HEALTHZ_PORT', '9000', 'healthzPort', 9000],
+    ['FLANNELD_IP_MASQ', '1', 'ipMasq', true],
+    ['FLANNELD_SUBNET_LEASE_RENEW_MARGIN', '30', 'subnetLeaseRenewMargin', 30],
+    ['FLANNELD_ETCD_ENDPOINTS', 'http://e:2379', 'etcdEndpoints', ['http://e:2379']],
+    ['FLANNELD_KUBECONFIG_FILE', 'C:\\k\\config', 'kubeconfigFile', 'C:\\k\\config'],
+    ['FLANNELD_DATAPLANE_STATE', '/tmp/s.json', 'dataplaneState', '/tmp/s.json'],
+    ['FLANNELD_LOG_FORMAT', 'json', 'logFormat', 'json'],
+    ['FLANNELD_V', '4', 'verbosity', 4],
+  ] as const)('%s=%s', (key, value, field, expected) => {
+    expect(run(BASE, { ...NODE_ENV, [key]: value })[field]).toEqual(expected);
+  });
+
+  it('FLANNELD_DATAPLANE satisfies the dataplane requirement', () => {
+    expect(run([], { FLANNELD_DATAPLANE: 'simulated' }).dataplane).toBe('simulated');
+  });
+
+  it('the flag beats the environment', () => {
+    const cfg = run([...BASE, '--healthz-port=1', '--iface=a', '--kube-subnet-mgr=false'], {
+      FLANNELD_HEALTHZ_PORT: '2',
+      FLANNELD_IFACE: 'b',
+      FLANNELD_KUBE_SUBNET_MGR: 'true',
+    });
+    expect(cfg).toMatchObject({ healthzPort: 1, iface: ['a'], kubeSubnetMgr: false });
+  });
+
+  it('empty environment values are ignored', () => {
+    const cfg = run(BASE, { FLANNELD_HEALTHZ_IP: '', FLANNELD_ETCD_PREFIX: '', FLANNELD_KUBE_SUBNET_MGR: '' });
+    expect(cfg).toMatchObject({ healthzIP: '0.0.0.0', etcdPrefix: '/coreos.com/network', kubeSubnetMgr: false });
+  });
+
+  it('a bad environment value is a flag error naming the variable', () => {
+    const err = errorOf(() => run(BASE, { FLANNELD_HEALTHZ_PORT: 'abc' }));
+    expect(err.code).toBe('FLANNEL_ERR_FLAG');
+    expect(err.message).toContain('FLANNELD_HEALTHZ_PORT');
+  });
+
+  it('env var names: upper case, - and . become _', () => {
+    expect(envVarName('kube-subnet-mgr')).toBe('FLANNELD_KUBE_SUBNET_MGR');
+    expect(envVarName('a.b-c')).toBe('FLANNELD_A_B_C');
+  });
+});
+
+describe('env file', () => {
+  const files: Record<string, string> = {
+    '/etc/flannel.env': 'FLANNELD_HEALTHZ_PORT=7000\nFLANNELD_ETCD_PREFIX=/from-file\nexport FLANNELD_PUBLIC_IP=10.1.1.1\n# comment\n\nNODE_NAME="file-node"\n',
+    '/etc/crlf.env': 'FLANNELD_HEALTHZ_PORT=7001\r\nFLANNELD_IP_MASQ=true\r\n',
+    '/etc/bad.env': 'FLANNELD_HEALTHZ_PORT=7000\nthis is not a variable\n',
+  };
+  const readFile = (p: string): string => {
+    const t = files[p];
+    if (t === undefined) throw Object.assign(new Error(`ENOENT: no such file or directory, open '${p}'`), { code: 'ENOENT' });
+    return t;
+  };
+  const opts: ParseOptions = { platform: 'linux', readFile };
+
+  it('values from the file are used', () => {
+    const cfg = run([...BASE, '--env-file', '/etc/flannel.env', '--kube-subnet-mgr'], {}, opts);
+    expect(cfg).toMatchObject({ healthzPort: 7000, etcdPrefix: '/from-file', publicIP: '10.1.1.1', nodeName: 'file-node' });
+  });
+
+  it('FLANNELD_ENV_FILE names the file; CRLF files work', () => {
+    expect(run(BASE, { FLANNELD_ENV_FILE: '/etc/crlf.env' }, opts)).toMatchObject({ healthzPort: 7001, ipMasq: true });
+  });
+
+  it('real environment and flags win over the file', () => {
+    const cfg = run([...BASE, '--env-file=/etc/flannel.env', '--etcd-prefix=/from-flag'], { FLANNELD_HEALTHZ_PORT: '8000', NODE_NAME: 'env-node' }, opts);
+    expect(cfg).toMatchObject({ healthzPort: 8000, etcdPrefix: '/from-flag', publicIP: '10.1.1.1', nodeName: 'env-node' });
+  });
+
+  it.each([
+    ['missing file', '/etc/nope.env', '/etc/nope.env'],
+    ['unparseable line', '/etc/bad.env', '/etc/bad.env line 2'],
+  ])('%s -> FLANNEL_ERR_ENV_FILE', (_label, path, text) => {
+    const err = errorOf(() => run([...BASE, `--env-file=${path}`], {}, opts));
+    expect(err.code).toBe('FLANNEL_ERR_ENV_FILE');
+    expect(err.message).toContain(text);
+  });
+});
+
+describe('validation', () => {
+  it.each([
+    [['--subnet-lease-renew-margin=0'], 'FLANNEL_ERR_FLAG'],
+    [['--subnet-lease-renew-margin=1'], undefined],
+    [['--subnet-lease-renew-margin=1439'], undefined],
+    [['--subnet-lease-renew-margin=1440'], 'FLANNEL_ERR_FLAG'],
+    [['--subnet-lease-renew-margin=-5'], 'FLANNEL_ERR_FLAG'],
+    [['--healthz-port=65535'], undefined],
+    [['--healthz-port=65536'], 'FLANNEL_ERR_FLAG'],
+    [['--healthz-port=-1'], 'FLANNEL_ERR_FLAG'],
+    [['--public-ip=10.0.0.5'], undefined],
+    [['--public-ip=fe80::1'], 'FLANNEL_ERR_FLAG'],
+    [['--public-ip=node-1'], 'FLANNEL_ERR_FLAG'],
+    [['--healthz-ip=127.0.0.1'], undefined],
+    [['--healthz-ip=::'], 'FLANNEL_ERR_FLAG'],
+    [['--dataplane=hyperv'], 'FLANNEL_ERR_FLAG'],
+    [['--log-level=trace'], 'FLANNEL_ERR_FLAG'],
+    [['--log-format=xml'], 'FLANNEL_ERR_FLAG'],
+    [['--v=-1'], 'FLANNEL_ERR_FLAG'],
+    [['--kube-annotation-prefix=a/b/c'], 'FLANNEL_ERR_ANNOTATION_PREFIX'],
+    [['--kube-annotation-prefix=Bad_Prefix'], 'FLANNEL_ERR_ANNOTATION_PREFIX'],
+    [['--iface-can-reach=8.8.8.8'], 'FLANNEL_ERR_UNSUPPORTED'],
+    [['--etcd-endpoints=,'], 'FLANNEL_ERR_FLAG'],
+  ])('%j -> %s', (argv, code) => {
+    expect(codeOf(() => run([...BASE, ...argv]))).toBe(code);
+  });
+
+  it('--iface-can-reach says it is not supported on Windows (also from the environment)', () => {
+    const err = errorOf(() => run(BASE, { FLANNELD_IFACE_CAN_REACH: '8.8.8.8' }));
+    expect(err.code).toBe('FLANNEL_ERR_UNSUPPORTED');
+    expect(err.message).toContain('not supported on Windows');
+  });
+
+  it('the annotation prefix is normalised', () => {
+    expect(run(BASE).kubeAnnotationPrefix).toBe('flannel.alpha.coreos.com/');
+    expect(run([...BASE, '--kube-annotation-prefix=example.com/my']).kubeAnnotationPrefix).toBe('example.com/my-');
+  });
+
+  it.each(['--iptables-resync=10', '--iptables-forward-rules=false', '--ip-masq-fully-random-disable', '--ip-blackhole-route', '--public-ipv6=fd00::1'])(
+    'accepted and ignored: %s',
+    (arg) => {
+      expect(run([...BASE, arg]).dataplane).toBe('simulated');
+    },
+  );
+});
+
+describe('defaults and platforms', () => {
+  it('Linux defaults', () => {
+    const cfg = run(BASE);
+    expect(cfg).toEqual({
+      kubeSubnetMgr: false,
+      kubeconfigFile: '',
+      kubeApiUrl: '',
+      kubeAnnotationPrefix: 'flannel.alpha.coreos.com/',
+      netConfigPath: '/etc/kube-flannel/net-conf.json',
+      subnetFile: '/run/flannel/subnet.env',
+      iface: [],
+      ifaceRegex: [],
+      publicIP: '',
+      ipMasq: false,
+      healthzIP: '0.0.0.0',
+      healthzPort: 0,
+      setNodeNetworkUnavailable: true,
+      subnetLeaseRenewMargin: 60,
+      etcdEndpoints: ['http://127.0.0.1:4001', 'http://127.0.0.1:2379'],
+      etcdPrefix: '/coreos.com/network',
+      etcdKeyfile: '',
+      etcdCertfile: '',
+      etcdCafile: '',
+      etcdUsername: '',
+      etcdPassword: '',
+      verbosity: 0,
+      dataplane: 'simulated',
+      dataplaneState: '',
+      logLevel: 'info',
+      logFormat: 'text',
+      logFile: '',
+      nodeName: undefined,
+      podName: undefined,
+      podNamespace: undefined,
+      eventQueueDepth: 5000,
+      contWhenCacheNotReady: false,
+    } satisfies AgentConfig);
+  });
+
+  it('Windows defaults: paths and dataplane', () => {
+    const cfg = run([], {}, WIN);
+    expect(cfg).toMatchObject({
+      netConfigPath: 'C:\\etc\\kube-flannel\\net-conf.json',
+      subnetFile: 'C:\\run\\flannel\\subnet.env',
+      dataplane: 'windows',
+    });
+  });
+
+  it('explicit paths win on Windows', () => {
+    const cfg = run(['--net-config-path=D:\\n.json', '--subnet-file=D:\\s.env', '--dataplane=simulated'], {}, WIN);
+    expect(cfg).toMatchObject({ netConfigPath: 'D:\\n.json', subnetFile: 'D:\\s.env', dataplane: 'simulated' });
+  });
+
+  it.each(['linux', 'darwin'] as const)('missing --dataplane on %s is a flag error telling what to pass', (platform) => {
+    const err = errorOf(() => run([], {}, { platform }));
+    expect(err.code).toBe('FLANNEL_ERR_FLAG');
+    expect(err.message).toContain('--dataplane simulated');
+  });
+
+  it.each([
+    [[], {}, 'info'],
+    [['-v=1'], {}, 'info'],
+    [['-v', '2'], {}, 'debug'],
+    [['--v=5'], {}, 'debug'],
+    [['-v=5', '--log-level=warn'], {}, 'warn'],
+    [['-v=5'], { FLANNELD_LOG_LEVEL: 'error' }, 'error'],
+    [['--log-level=debug'], {}, 'debug'],
+  ])('log level for %j %j -> %s', (argv, env, level) => {
+    expect(run([...BASE, ...argv], env).logLevel).toBe(level);
+  });
+
+  it.each([
+    [{ EVENT_QUEUE_DEPTH: '100' }, 100, false],
+    [{ CONT_WHEN_CACHE_NOT_READY: 'true' }, 5000, true],
+    [{ EVENT_QUEUE_DEPTH: '', CONT_WHEN_CACHE_NOT_READY: '' }, 5000, false],
+  ])('%j', (env, depth, cont) => {
+    expect(run(BASE, env)).toMatchObject({ eventQueueDepth: depth, contWhenCacheNotReady: cont });
+  });
+
+  it.each([{ EVENT_QUEUE_DEPTH: 'lots' }, { EVENT_QUEUE_DEPTH: '0' }, { CONT_WHEN_CACHE_NOT_READY: 'maybe' }])('bad %j -> FLANNEL_ERR_CONFIG', (env) => {
+    expect(codeOf(() => run(BASE, env))).toBe('FLANNEL_ERR_CONFIG');
+  });
+});
+
+describe('node name', () => {
+  const KSM = [...BASE, '--kube-subnet-mgr'];
+  it.each([
+    [{ NODE_NAME: 'n1' }, { nodeName: 'n1' }],
+    [{ NODE_NAME: 'n1', POD_NAME: 'p', POD_NAMESPACE: 'kube-flannel' }, { nodeName: 'n1' }],
+    [{ POD_NAME: 'p', POD_NAMESPACE: 'kube-flannel' }, { nodeName: undefined, podName: 'p', podNamespace: 'kube-flannel' }],
+    [{ NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: 'ns' }, { nodeName: undefined, podName: 'p', podNamespace: 'ns' }],
+  ])('%j', (env, expected) => {
+    expect(run(KSM, env)).toMatchObject(expected);
+  });
+
+  it.each([{}, { POD_NAME: 'p' }, { POD_NAMESPACE: 'ns' }, { NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: '' }])('%j in kube mode -> exact upstream error', (env) => {
+    const err = errorOf(() => run(KSM, env));
+    expect(err.code).toBe('FLANNEL_ERR_CONFIG');
+    expect(err.message).toBe('env variables POD_NAME and POD_NAMESPACE must be set');
+  });
+
+  it('etcd mode needs no node name', () => {
+    expect(run(BASE, {}).nodeName).toBeUndefined();
+  });
+});
+
+describe('--help and --version', () => {
+  it.each([['--help'], ['-help'], ['-h'], ['--h']])('%s renders usage', (arg) => {
+    const cmd = parseConfig([arg], {}, LINUX);
+    expect(cmd.kind).toBe('help');
+  });
+
+  it('help wins even before an unknown flag and without --dataplane', () => {
+    expect(parseConfig(['--help', '--bogus'], {}, LINUX).kind).toBe('help');
+  });
+
+  it('usage lists every flag with its default and help', () => {
+    const cmd = parseConfig(['--help'], {}, LINUX);
+    if (cmd.kind !== 'help') throw new Error('expected help');
+    expect(cmd.text).toBe(renderUsage());
+    for (const f of FLAGS) {
+      expect(cmd.text).toContain(`--${f.name}`);
+      expect(cmd.text).toContain(f.help);
+    }
+    expect(cmd.text).toContain('(default "http://127.0.0.1:4001,http://127.0.0.1:2379")');
+    expect(cmd.text).toContain('(default 60)');
+    expect(cmd.text).toContain('(default "flannel.alpha.coreos.com")');
+  });
+
+  it.each([[['--version']], [['-version']], [['--version=true', '--dataplane=simulated']]])('%j -> version', (argv) => {
+    expect(parseConfig(argv, {}, LINUX)).toEqual({ kind: 'version' });
+  });
+
+  it('--version=false runs', () => {
+    expect(parseConfig(['--version=false', ...BASE], {}, LINUX).kind).toBe('run');
+  });
+});
