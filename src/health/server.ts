@@ -1,0 +1,83 @@
+// /healthz, /readyz and /metrics. Mirrors flannel main.go mustRunHealthz (same paths, status codes and
+// bodies, no trailing newline) plus a Prometheus text endpoint.
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Metrics } from './metrics.js';
+import type { Logger } from '../log.js';
+import { silentLogger } from '../log.js';
+
+export interface HealthServerOptions {
+  /** Listen address (`--healthz-ip`). */
+  host: string;
+  /** Listen port (`--healthz-port`); 0 picks a free port (tests). */
+  port: number;
+  metrics: Metrics;
+  /** True once subnet.env has been written. */
+  isReady: () => boolean;
+  log?: Logger;
+}
+
+export interface HealthServer {
+  /** The port actually listened on. */
+  port: number;
+  close(): Promise<void>;
+}
+
+export const HEALTHZ_BODY = 'flanneld is running';
+export const READY_BODY = 'flanneld is ready';
+export const NOT_READY_BODY = 'flanneld is not ready yet';
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8', head = false): void {
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.end(head ? undefined : body);
+}
+
+export function startHealthServer(opts: HealthServerOptions): Promise<HealthServer> {
+  const log = opts.log ?? silentLogger();
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? '/').split('?')[0];
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) {
+      send(res, 404, '404 page not found\n');
+      return;
+    }
+    try {
+      switch (path) {
+        case '/healthz':
+          return send(res, 200, HEALTHZ_BODY, undefined, head);
+        case '/readyz':
+          return opts.isReady() ? send(res, 200, READY_BODY, undefined, head) : send(res, 503, NOT_READY_BODY, undefined, head);
+        case '/metrics':
+          return send(res, 200, opts.metrics.render(), METRICS_CONTENT_TYPE, head);
+        default:
+          return send(res, 404, '404 page not found\n', undefined, head);
+      }
+    } catch (err) {
+      log.error('health handler failed', { path, error: err instanceof Error ? err.message : String(err) });
+      if (!res.headersSent) send(res, 500, 'internal error\n');
+      else res.destroy();
+    }
+  };
+
+  const server = createServer(handler);
+  return new Promise<HealthServer>((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.once('error', onError);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', onError);
+      server.on('error', (err) => log.error('health server error', { error: err.message }));
+      const port = (server.address() as AddressInfo).port;
+      log.info('health server listening', { host: opts.host, port });
+      resolve({
+        port,
+        close: () =>
+          new Promise<void>((res, rej) => {
+            server.close((err) => (err ? rej(err) : res()));
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}

@@ -1,0 +1,181 @@
+// subnet.env, the file the flannel CNI meta-plugin reads. Mirrors flannel pkg/subnet/subnet.go
+// (WriteSubnetFile) and main.go (ReadCIDRFromSubnetFile); COMPATIBILITY.md §4 is the contract.
+import * as nodeFs from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { isIPv6 } from 'node:net';
+import { parse as dotenvParse } from 'dotenv';
+import IPCIDR from 'ip-cidr';
+import { FlannelError, errorMessage } from '../errors.js';
+import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
+
+export interface SubnetEnvValues {
+  /** Cluster Network (IPv4 CIDR). */
+  network: string;
+  /** The own lease's IPv4 subnet (network address form); written as its first address + 1. */
+  subnet: string;
+  mtu: number;
+  ipMasq: boolean;
+  /** Both or neither: the IPv6 cluster network and the own IPv6 lease subnet. */
+  ipv6Network?: string;
+  ipv6Subnet?: string;
+}
+
+function envError(message: string, context: Record<string, string | number | undefined>, cause?: unknown): FlannelError {
+  return new FlannelError('FLANNEL_ERR_SUBNET_ENV', message, context, cause === undefined ? undefined : { cause });
+}
+
+/** RFC 5952 text of a 128-bit value (as Go's net.IP.String prints it). */
+function formatIp6(v: bigint): string {
+  const groups: number[] = [];
+  for (let i = 7; i >= 0; i--) groups.push(Number((v >> BigInt(i * 16)) & 0xffffn));
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
+}
+
+function parseCidr6(text: string, what: string): { start: bigint; prefix: number } {
+  const slash = text.indexOf('/');
+  const addr = slash < 0 ? '' : text.slice(0, slash);
+  const p = slash < 0 ? '' : text.slice(slash + 1);
+  if (!isIPv6(addr) || !/^(0|[1-9]\d{0,2})$/.test(p) || Number(p) > 128 || !IPCIDR.isValidCIDR(text)) {
+    throw envError(`${what} ${JSON.stringify(text)} is not an IPv6 CIDR`, { [what]: text });
+  }
+  return { start: new IPCIDR(text).start<bigint>({ type: 'bigInteger' }), prefix: Number(p) };
+}
+
+function ipv4(text: string, what: string): { net: string; first: string } {
+  const n = parseCidr(text);
+  if (n === undefined) throw envError(`${what} ${JSON.stringify(text)} is not an IPv4 CIDR`, { [what]: text });
+  const masked = network(n);
+  if (n.prefix > 31) throw envError(`${what} ${text} has no host addresses`, { [what]: text });
+  return { net: formatCidr(masked), first: `${nthAddress(masked, 1)}/${n.prefix}` };
+}
+
+/** The exact bytes of subnet.env (LF endings, no quotes, upstream key order). */
+export function encodeSubnetEnv(v: SubnetEnvValues): string {
+  if (!Number.isInteger(v.mtu) || v.mtu <= 0) throw envError(`MTU ${String(v.mtu)} is not a positive integer`, { mtu: v.mtu });
+  const lines: string[] = [];
+  lines.push(`FLANNEL_NETWORK=${ipv4(v.network, 'network').net}`);
+  lines.push(`FLANNEL_SUBNET=${ipv4(v.subnet, 'subnet').first}`);
+  if ((v.ipv6Network === undefined) !== (v.ipv6Subnet === undefined)) {
+    throw envError('ipv6Network and ipv6Subnet must be given together', { ipv6Network: v.ipv6Network, ipv6Subnet: v.ipv6Subnet });
+  }
+  if (v.ipv6Network !== undefined && v.ipv6Subnet !== undefined) {
+    const n6 = parseCidr6(v.ipv6Network, 'ipv6Network');
+    const s6 = parseCidr6(v.ipv6Subnet, 'ipv6Subnet');
+    lines.push(`FLANNEL_IPV6_NETWORK=${formatIp6(n6.start)}/${n6.prefix}`);
+    lines.push(`FLANNEL_IPV6_SUBNET=${formatIp6(s6.start + 1n)}/${s6.prefix}`);
+  }
+  lines.push(`FLANNEL_MTU=${v.mtu}`);
+  lines.push(`FLANNEL_IPMASQ=${v.ipMasq ? 'true' : 'false'}`);
+  return lines.join('\n') + '\n';
+}
+
+const LINE = /^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*=/;
+
+/** Throws FLANNEL_ERR_SUBNET_ENV when `text` is not a dotenv file (binary, or lines without `KEY=`). */
+export function checkSubnetEnvSyntax(text: string, path = 'subnet.env'): void {
+  if (text.includes('\0')) throw envError(`${path} is not a text file`, { path });
+  const lines = text.split(/\r?\n|\r/);
+  lines.forEach((line, i) => {
+    const t = line.trim();
+    if (t === '' || t.startsWith('#') || LINE.test(line)) return;
+    throw envError(`${path} line ${i + 1} is not KEY=VALUE`, { path, line: i + 1 });
+  });
+}
+
+/** Parse subnet.env (CRLF tolerated). */
+export function parseSubnetEnv(text: string): Record<string, string> {
+  return dotenvParse(text.replace(/\r\n?/g, '\n'));
+}
+
+/** The previous own subnet: FLANNEL_SUBNET (`10.244.3.1/24`) as its network CIDR (`10.244.3.0/24`). */
+export function previousSubnetFromEnv(text: string): string | undefined {
+  const v = parseSubnetEnv(text)['FLANNEL_SUBNET']?.trim();
+  if (v === undefined) return undefined;
+  const n = parseCidr(v);
+  return n === undefined ? undefined : formatCidr(network(n));
+}
+
+/** The file operations subnet.env needs; node:fs/promises by default. */
+export interface SubnetEnvFs {
+  mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
+  open(path: string, flags: string, mode?: number): Promise<{
+    writeFile(data: string, encoding: 'utf8'): Promise<void>;
+    sync(): Promise<void>;
+    close(): Promise<void>;
+  }>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  readFile(path: string, encoding: 'utf8'): Promise<string>;
+}
+
+export const nodeSubnetEnvFs: SubnetEnvFs = {
+  mkdir: (p, o) => nodeFs.mkdir(p, o),
+  open: (p, f, m) => nodeFs.open(p, f, m),
+  rename: (a, b) => nodeFs.rename(a, b),
+  unlink: (p) => nodeFs.unlink(p),
+  readFile: (p, e) => nodeFs.readFile(p, e),
+};
+
+/**
+ * Atomically replace `path` with `contents`: mkdir -p the parent, write a temp file in the same
+ * directory, fsync it, rename it over the target. On failure the old file is untouched, the temp file
+ * is removed, and a FLANNEL_ERR_SUBNET_ENV error names the path.
+ */
+export async function writeSubnetEnv(path: string, contents: string, fs: SubnetEnvFs = nodeSubnetEnvFs): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  let stage = 'create directory';
+  let created = false;
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    stage = 'create temp file';
+    const fh = await fs.open(tmp, 'wx', 0o644);
+    created = true;
+    try {
+      stage = 'write';
+      await fh.writeFile(contents, 'utf8');
+      stage = 'fsync';
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    stage = 'rename';
+    await fs.rename(tmp, path);
+  } catch (err) {
+    if (created) await fs.unlink(tmp).catch(() => undefined);
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    throw envError(`cannot write subnet file ${path} (${stage}): ${errorMessage(err)}`, { path, stage, errno: code }, err);
+  }
+}
+
+/** Read subnet.env: its text, `undefined` when it does not exist; unreadable or malformed -> FLANNEL_ERR_SUBNET_ENV. */
+export async function readSubnetEnv(path: string, fs: SubnetEnvFs = nodeSubnetEnvFs): Promise<string | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    if (code === 'ENOENT') return undefined;
+    throw envError(`cannot read subnet file ${path}: ${errorMessage(err)}`, { path, errno: code }, err);
+  }
+  checkSubnetEnvSyntax(text, path);
+  return text;
+}

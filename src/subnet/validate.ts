@@ -1,0 +1,104 @@
+// Peer lease validation (ARCHITECTURE.md, Security). No upstream counterpart: flannel trusts peer leases;
+// this agent never lets a malformed or hostile lease reach the dataplane.
+import type { Lease } from './lease.js';
+import { contains, isUnicast, network, overlaps, parseCidr, parseIp4 } from '../ip4.js';
+
+export interface LeaseValidationContext {
+  /** The cluster Network from net-conf.json, e.g. `10.244.0.0/16`. */
+  network: string;
+  /** Required prefix length of every lease (kube mode: the own podCIDR's prefix length). */
+  subnetLen: number;
+  /** The own lease's subnet; peers overlapping it are rejected (the own subnet itself is dropped earlier). */
+  ownSubnet?: string;
+  backendType: 'vxlan' | 'host-gw';
+}
+
+/** Short machine labels, used as the `reason` label of `flannel_leases_rejected_total`. */
+export type LeaseRejectReason =
+  | 'subnet-invalid'
+  | 'subnet-not-network-address'
+  | 'subnet-outside-network'
+  | 'subnet-length'
+  | 'subnet-overlaps-own'
+  | 'subnet-overlaps-peer'
+  | 'public-ip-invalid'
+  | 'public-ip-not-unicast'
+  | 'public-ip-inside-network'
+  | 'backend-type-mismatch'
+  | 'backend-data-invalid'
+  | 'vni-invalid'
+  | 'vni-too-low'
+  | 'vtep-mac-invalid';
+
+export type LeaseValidation = { ok: true } | { ok: false; reason: LeaseRejectReason; message: string };
+
+/** Lowest VNI Windows accepts (HNS reserves lower VSIDs); Linux flanneld defaults to 1. */
+export const MIN_WINDOWS_VNI = 4096;
+const MAX_VNI = 0xffffff;
+
+function reject(reason: LeaseRejectReason, message: string): LeaseValidation {
+  return { ok: false, reason, message };
+}
+
+/** `aa:bb:cc:dd:ee:ff`, unicast (I/G bit clear), not all zero, not broadcast. */
+export function isValidVtepMac(mac: unknown): boolean {
+  if (typeof mac !== 'string' || !/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(mac)) return false;
+  const octets = mac.split(':').map((h) => parseInt(h, 16));
+  if (octets.every((o) => o === 0)) return false;
+  // The low bit of the first octet marks group (multicast) addresses; broadcast ff:..:ff is one of them.
+  return (octets[0]! & 1) === 0;
+}
+
+export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseValidation {
+  const sn = parseCidr(lease.subnet);
+  if (sn === undefined) return reject('subnet-invalid', `subnet ${JSON.stringify(lease.subnet)} is not an IPv4 CIDR`);
+  if (network(sn).ip !== sn.ip) {
+    return reject('subnet-not-network-address', `subnet ${lease.subnet} has host bits set`);
+  }
+  const net = parseCidr(ctx.network);
+  if (net === undefined || sn.prefix < net.prefix || !contains(net, sn.ip)) {
+    return reject('subnet-outside-network', `subnet ${lease.subnet} is not inside the cluster network ${ctx.network}`);
+  }
+  if (sn.prefix !== ctx.subnetLen) {
+    return reject('subnet-length', `subnet ${lease.subnet} is not a /${ctx.subnetLen} as configured for this cluster`);
+  }
+  if (ctx.ownSubnet !== undefined && overlaps(sn, ctx.ownSubnet)) {
+    return reject('subnet-overlaps-own', `subnet ${lease.subnet} overlaps this node's subnet ${ctx.ownSubnet}`);
+  }
+
+  const pip = parseIp4(lease.publicIP);
+  if (pip === undefined) return reject('public-ip-invalid', `public IP ${JSON.stringify(lease.publicIP)} is not a dotted IPv4 address`);
+  if (!isUnicast(pip)) return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address`);
+  if (net !== undefined && contains(net, pip)) {
+    return reject('public-ip-inside-network', `public IP ${lease.publicIP} lies inside the cluster network ${ctx.network}`);
+  }
+
+  if (lease.backendType !== ctx.backendType) {
+    return reject(
+      'backend-type-mismatch',
+      `backend type ${JSON.stringify(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`,
+    );
+  }
+
+  if (ctx.backendType === 'vxlan') {
+    const data = lease.backendData;
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      return reject('backend-data-invalid', 'vxlan backend-data is missing or not a JSON object');
+    }
+    const { VNI: vni, VtepMAC: mac } = data as Record<string, unknown>;
+    if (typeof vni !== 'number' || !Number.isInteger(vni) || vni < 0 || vni > MAX_VNI) {
+      return reject('vni-invalid', `vxlan VNI ${JSON.stringify(vni)} is not an integer 0..${MAX_VNI}`);
+    }
+    if (vni < MIN_WINDOWS_VNI) {
+      return reject(
+        'vni-too-low',
+        `vxlan VNI ${vni} is below ${MIN_WINDOWS_VNI}, which Windows cannot use; set "VNI": 4096 (and "Port": 4789) ` +
+          'in the Backend section of net-conf.json for every node of the cluster',
+      );
+    }
+    if (!isValidVtepMac(mac)) {
+      return reject('vtep-mac-invalid', `VtepMAC ${JSON.stringify(mac)} is not a unicast MAC address (aa:bb:cc:dd:ee:ff)`);
+    }
+  }
+  return { ok: true };
+}

@@ -1,0 +1,130 @@
+import { describe, it, expect } from '@jest/globals';
+import {
+  cidrContains,
+  contains,
+  formatIp4,
+  hostAddresses,
+  isApipa,
+  isIp4,
+  isNetworkCidr,
+  isUnicast,
+  normalizeCidr,
+  nthAddress,
+  overlaps,
+  parseCidr,
+  parseIp4,
+} from '../../src/ip4.js';
+
+describe('ip4 parse/format', () => {
+  it.each([
+    ['10.244.3.1', 0x0af40301],
+    ['0.0.0.0', 0],
+    ['255.255.255.255', 0xffffffff],
+    ['192.168.0.10', 0xc0a8000a],
+  ])('parses %s', (text, n) => {
+    expect(parseIp4(text)).toBe(n);
+    expect(formatIp4(n)).toBe(text);
+  });
+
+  it.each(['010.1.1.1', '1.1.1.01', '256.1.1.1', '1.1.1', '1.1.1.1.1', ' 1.1.1.1', '1.1.1.1 ', '', 'a.b.c.d', '::1', '1.1.1.-1'])(
+    'rejects %j',
+    (text) => {
+      expect(isIp4(text)).toBe(false);
+      expect(parseIp4(text)).toBeUndefined();
+    },
+  );
+
+  it.each([
+    ['10.244.0.0/16', { ip: 0x0af40000, prefix: 16 }],
+    ['0.0.0.0/0', { ip: 0, prefix: 0 }],
+    ['10.1.2.3/32', { ip: 0x0a010203, prefix: 32 }],
+  ])('parses CIDR %s', (text, net) => {
+    expect(parseCidr(text)).toEqual(net);
+  });
+
+  it.each(['10.0.0.0', '10.0.0.0/33', '10.0.0.0/08', '10.0.0.0/', '10.0.0.0/1/2', '10.0.0.0/-1', '010.0.0.0/8', '10.0.0.0/ 8'])(
+    'rejects CIDR %j',
+    (text) => expect(parseCidr(text)).toBeUndefined(),
+  );
+
+  it('normalizes and checks network form', () => {
+    expect(normalizeCidr('10.244.3.7/24')).toBe('10.244.3.0/24');
+    expect(isNetworkCidr('10.244.3.0/24')).toBe(true);
+    expect(isNetworkCidr('10.244.3.7/24')).toBe(false);
+    expect(normalizeCidr('nope')).toBeUndefined();
+  });
+});
+
+describe('ip4 containment', () => {
+  it.each([
+    ['10.244.0.0/16', '10.244.3.1', true],
+    ['10.244.0.0/16', '10.245.0.0', false],
+    ['0.0.0.0/0', '1.2.3.4', true],
+    ['10.1.2.3/32', '10.1.2.3', true],
+    ['10.1.2.3/32', '10.1.2.4', false],
+    ['bad', '10.1.2.3', false],
+  ])('contains(%s, %s) = %s', (c, ip, want) => expect(contains(c, ip)).toBe(want));
+
+  it.each([
+    ['10.244.0.0/16', '10.244.3.0/24', true],
+    ['10.244.0.0/16', '10.244.0.0/16', true],
+    ['10.244.0.0/16', '10.0.0.0/8', false],
+    ['10.244.0.0/16', '0.0.0.0/0', false],
+    ['10.244.0.0/16', '10.245.0.0/24', false],
+  ])('cidrContains(%s, %s) = %s', (o, i, want) => expect(cidrContains(o, i)).toBe(want));
+
+  it.each([
+    ['10.244.3.0/24', '10.244.3.0/24', true],
+    ['10.244.3.0/24', '10.244.0.0/16', true],
+    ['10.244.0.0/16', '10.244.3.128/25', true],
+    ['10.244.3.0/24', '10.244.4.0/24', false],
+    ['0.0.0.0/0', '10.244.4.0/24', true],
+  ])('overlaps(%s, %s) = %s', (a, b, want) => {
+    expect(overlaps(a, b)).toBe(want);
+    expect(overlaps(b, a)).toBe(want);
+  });
+});
+
+describe('ip4 classes', () => {
+  it.each([
+    ['192.168.1.10', true],
+    ['10.0.0.2', true],
+    ['0.0.0.0', false],
+    ['0.1.2.3', false],
+    ['127.0.0.1', false],
+    ['224.0.0.1', false],
+    ['239.255.255.255', false],
+    ['240.0.0.1', false],
+    ['255.255.255.255', false],
+    ['169.254.1.1', true],
+    ['nope', false],
+  ])('isUnicast(%s) = %s', (ip, want) => expect(isUnicast(ip)).toBe(want));
+
+  it.each([
+    ['169.254.10.20', true],
+    ['169.253.10.20', false],
+    ['10.0.0.1', false],
+  ])('isApipa(%s) = %s', (ip, want) => expect(isApipa(ip)).toBe(want));
+
+  it('nth address', () => {
+    expect(nthAddress('10.244.3.0/24', 0)).toBe('10.244.3.0');
+    expect(nthAddress('10.244.3.0/24', 1)).toBe('10.244.3.1');
+    expect(nthAddress('10.244.3.0/24', 2)).toBe('10.244.3.2');
+    expect(nthAddress('10.244.3.9/24', 1)).toBe('10.244.3.1');
+    expect(nthAddress('10.244.3.0/24', 255)).toBe('10.244.3.255');
+    expect(() => nthAddress('10.244.3.0/24', 256)).toThrow(RangeError);
+    expect(() => nthAddress('bad', 1)).toThrow(RangeError);
+  });
+
+  it('host addresses', () => {
+    const h = hostAddresses('10.244.3.0/24');
+    expect(h).toHaveLength(254);
+    expect(h[0]).toBe('10.244.3.1');
+    expect(h[253]).toBe('10.244.3.254');
+    expect(hostAddresses('10.244.3.4/30')).toEqual(['10.244.3.5', '10.244.3.6']);
+    expect(hostAddresses('10.244.3.4/31')).toEqual(['10.244.3.4', '10.244.3.5']);
+    expect(hostAddresses('10.244.3.4/32')).toEqual(['10.244.3.4']);
+    expect(() => hostAddresses('10.0.0.0/8')).toThrow(RangeError);
+    expect(() => hostAddresses('bad')).toThrow(RangeError);
+  });
+});

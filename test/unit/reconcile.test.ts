@@ -1,0 +1,257 @@
+import { describe, it, expect } from '@jest/globals';
+import { planReconcile, Reconciler } from '../../src/backends/reconcile.js';
+import type { PlanOps, ReconcileDriver } from '../../src/backends/reconcile.js';
+import type { Clock } from '../../src/clock.js';
+import { Metrics, METRIC } from '../../src/health/metrics.js';
+
+// Items are "key=value" strings on both sides: key = the part before '=', same = equal strings.
+const ops: PlanOps<string, string> = {
+  actualKey: (a) => a.split('=')[0]!,
+  desiredKey: (d) => d.split('=')[0]!,
+  same: (a, d) => a === d,
+};
+
+describe('planReconcile', () => {
+  const cases: [string, string[], string[], { add: string[]; remove: string[]; replace: [string, string][]; unchanged: number }][] = [
+    ['empty', [], [], { add: [], remove: [], replace: [], unchanged: 0 }],
+    ['add to empty', [], ['a=1', 'b=1'], { add: ['a=1', 'b=1'], remove: [], replace: [], unchanged: 0 }],
+    ['remove stale', ['a=1', 'x=9'], ['a=1'], { add: [], remove: ['x=9'], replace: [], unchanged: 1 }],
+    ['remove all', ['a=1', 'b=2'], [], { add: [], remove: ['a=1', 'b=2'], replace: [], unchanged: 0 }],
+    ['replace changed', ['a=1', 'b=1'], ['a=1', 'b=2'], { add: [], remove: [], replace: [['b=1', 'b=2']], unchanged: 1 }],
+    ['duplicates, one same', ['a=2', 'a=1', 'a=1'], ['a=1'], { add: [], remove: ['a=2', 'a=1'], replace: [], unchanged: 1 }],
+    ['duplicates, none same', ['a=2', 'a=3'], ['a=1'], { add: [], remove: ['a=3'], replace: [['a=2', 'a=1']], unchanged: 0 }],
+    ['duplicate desired: first wins', [], ['a=1', 'a=2'], { add: ['a=1'], remove: [], replace: [], unchanged: 0 }],
+    [
+      'mixed',
+      ['a=1', 'b=1', 'x=1'],
+      ['a=1', 'b=2', 'c=1'],
+      { add: ['c=1'], remove: ['x=1'], replace: [['b=1', 'b=2']], unchanged: 1 },
+    ],
+  ];
+  it.each(cases)('%s', (_n, actual, desired, want) => {
+    const p = planReconcile(actual, desired, ops);
+    expect({ ...p, replace: p.replace.map((r) => [r.from, r.to]) }).toEqual(want);
+  });
+});
+
+class FakeClock implements Clock {
+  t = 1_000_000;
+  timers: { at: number; resolve: () => void }[] = [];
+  now(): number {
+    return this.t;
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const timer = {
+        at: this.t + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        this.timers = this.timers.filter((x) => x !== timer);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.timers.push(timer);
+    });
+  }
+  pending(): number[] {
+    return this.timers.map((x) => x.at - this.t).sort((a, b) => a - b);
+  }
+  async advance(ms: number): Promise<void> {
+    const end = this.t + ms;
+    for (;;) {
+      await flush();
+      const due = this.timers.filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      this.t = due.at;
+      this.timers = this.timers.filter((x) => x !== due);
+      due.resolve();
+    }
+    this.t = end;
+    await flush();
+  }
+}
+
+async function flush(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+class FakeDriver implements ReconcileDriver<string, string> {
+  name = 'fake';
+  actual: string[] = [];
+  log: string[] = [];
+  failAdds = 0;
+  gate: Promise<void> | undefined;
+  actualKey = ops.actualKey;
+  desiredKey = ops.desiredKey;
+  same = ops.same;
+  async readActual(): Promise<string[]> {
+    this.log.push('read');
+    if (this.gate) await this.gate;
+    return [...this.actual];
+  }
+  async remove(items: string[]): Promise<void> {
+    this.log.push(`remove ${items.join(',')}`);
+    this.actual = this.actual.filter((a) => !items.includes(a));
+  }
+  async add(items: string[]): Promise<void> {
+    if (this.failAdds > 0) {
+      this.failAdds--;
+      this.log.push(`add-failed ${items.join(',')}`);
+      throw new Error('HNS said no');
+    }
+    this.log.push(`add ${items.join(',')}`);
+    this.actual.push(...items);
+  }
+}
+
+function setup(over: { resyncMs?: number } = {}) {
+  const clock = new FakeClock();
+  const driver = new FakeDriver();
+  const metrics = new Metrics();
+  const r = new Reconciler({ driver, clock, metrics, resyncMs: over.resyncMs ?? 10_000, backoffBaseMs: 250, backoffCapMs: 1000 });
+  const ac = new AbortController();
+  return { clock, driver, metrics, r, ac };
+}
+
+describe('Reconciler', () => {
+  it('writes nothing before markSynced, even through resyncs', async () => {
+    const { clock, driver, r, ac } = setup();
+    r.setDesired(['a=1']);
+    expect(await r.applyOnce()).toMatchObject({ ok: true, skipped: true, added: 0 });
+    const done = r.run(ac.signal);
+    await clock.advance(60_000);
+    expect(driver.log).toEqual([]);
+    expect(r.status()).toMatchObject({ synced: false, passes: 0 });
+    r.markSynced();
+    await flush();
+    expect(driver.log).toEqual(['read', 'add a=1']);
+    ac.abort();
+    await done;
+  });
+
+  it('reads once and writes only the difference, removals before additions', async () => {
+    const { driver, r } = setup();
+    driver.actual = ['a=1', 'b=1', 'x=1'];
+    r.setDesired(['a=1', 'b=2', 'c=1']);
+    r.markSynced();
+    expect(await r.applyOnce()).toEqual({ ok: true, added: 1, removed: 1, replaced: 1 });
+    expect(driver.log).toEqual(['read', 'remove x=1,b=1', 'add c=1,b=2']);
+    expect(driver.actual.sort()).toEqual(['a=1', 'b=2', 'c=1']);
+    driver.log = [];
+    expect(await r.applyOnce()).toEqual({ ok: true, added: 0, removed: 0, replaced: 0 });
+    expect(driver.log).toEqual(['read']);
+    expect(r.status()).toMatchObject({ synced: true, inSync: true, passes: 2, consecutiveFailures: 0 });
+  });
+
+  it('a failure stays dirty and retries with capped exponential backoff, then succeeds', async () => {
+    const { clock, driver, metrics, r, ac } = setup();
+    driver.failAdds = 4;
+    r.setDesired(['a=1']);
+    r.markSynced();
+    const inSync = r.waitForInSync();
+    let resolved = false;
+    void inSync.then(() => (resolved = true));
+    const done = r.run(ac.signal);
+    await flush();
+    expect(driver.log.filter((l) => l.startsWith('add')).length).toBe(1);
+    expect(r.status()).toMatchObject({ consecutiveFailures: 1, inSync: false });
+    expect(clock.pending()).toEqual([250]);
+    await clock.advance(249);
+    expect(driver.log.filter((l) => l.startsWith('add')).length).toBe(1);
+    await clock.advance(1);
+    expect(driver.log.filter((l) => l.startsWith('add')).length).toBe(2);
+    expect(clock.pending()).toEqual([500]);
+    await clock.advance(500);
+    expect(clock.pending()).toEqual([1000]); // 1000 = cap
+    await clock.advance(1000);
+    expect(clock.pending()).toEqual([1000]);
+    expect(resolved).toBe(false);
+    await clock.advance(1000);
+    expect(driver.actual).toEqual(['a=1']);
+    expect(resolved).toBe(true);
+    expect(r.status()).toMatchObject({ consecutiveFailures: 0, inSync: true, passes: 5, lastSuccessAt: clock.t });
+    expect(metrics.get(METRIC.applyPasses, { result: 'error' })).toBe(4);
+    expect(metrics.get(METRIC.applyPasses, { result: 'ok' })).toBe(1);
+    expect(metrics.get(METRIC.lastApplySuccess)).toBe(Math.floor(clock.t / 1000));
+    expect(clock.pending()).toEqual([10_000]); // idle: only the resync timer
+    ac.abort();
+    await done;
+  });
+
+  it('the resync timer re-reads and repairs drift', async () => {
+    const { clock, driver, r, ac } = setup({ resyncMs: 5000 });
+    r.setDesired(['a=1', 'b=1']);
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await r.waitForInSync();
+    driver.actual = ['b=1', 'zombie=1']; // someone deleted a=1 and added a stray item
+    driver.log = [];
+    await clock.advance(4999);
+    expect(driver.log).toEqual([]);
+    await clock.advance(1);
+    expect(driver.log).toEqual(['read', 'remove zombie=1', 'add a=1']);
+    expect(driver.actual.sort()).toEqual(['a=1', 'b=1']);
+    ac.abort();
+    await done;
+  });
+
+  it('setDesired during a pass triggers another pass', async () => {
+    const { driver, r, ac } = setup();
+    let release!: () => void;
+    driver.gate = new Promise<void>((res) => (release = res));
+    r.setDesired(['a=1']);
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(driver.log).toEqual(['read']);
+    r.setDesired(['a=1', 'b=1']);
+    driver.gate = undefined;
+    release();
+    await flush();
+    expect(driver.log).toEqual(['read', 'add a=1', 'read', 'add b=1']);
+    expect(r.status()).toMatchObject({ inSync: true, passes: 2 });
+    ac.abort();
+    await done;
+  });
+
+  it('a change wakes the idle loop immediately; abort ends run()', async () => {
+    const { clock, driver, r, ac } = setup();
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(driver.log).toEqual(['read']);
+    r.setDesired(['a=1']);
+    await flush();
+    expect(driver.log).toEqual(['read', 'read', 'add a=1']);
+    ac.abort();
+    await done;
+    expect(clock.pending()).toEqual([]);
+  });
+
+  it('waitForInSync rejects when its signal aborts', async () => {
+    const { r } = setup();
+    const ac = new AbortController();
+    const p = r.waitForInSync(ac.signal);
+    ac.abort(new Error('stop'));
+    await expect(p).rejects.toThrow('stop');
+  });
+
+  it('failed removal: plain additions still go ahead, replacements wait', async () => {
+    const { driver, r } = setup();
+    driver.actual = ['b=1', 'x=1'];
+    driver.remove = async () => {
+      throw new Error('remove failed');
+    };
+    r.setDesired(['b=2', 'c=1']);
+    r.markSynced();
+    const res = await r.applyOnce();
+    expect(res).toMatchObject({ ok: false, added: 1, removed: 0, replaced: 0 });
+    expect(driver.actual).toEqual(['b=1', 'x=1', 'c=1']);
+    expect(r.status()).toMatchObject({ inSync: false, consecutiveFailures: 1 });
+  });
+});

@@ -1,0 +1,167 @@
+import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  encodeSubnetEnv,
+  nodeSubnetEnvFs,
+  parseSubnetEnv,
+  previousSubnetFromEnv,
+  readSubnetEnv,
+  writeSubnetEnv,
+} from '../../src/subnet/subnet-env.js';
+import type { SubnetEnvFs } from '../../src/subnet/subnet-env.js';
+import { isFlannelError } from '../../src/errors.js';
+
+describe('encodeSubnetEnv', () => {
+  it('matches the COMPATIBILITY.md §4 example byte for byte', () => {
+    const text = encodeSubnetEnv({ network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true });
+    expect(Buffer.from(text)).toEqual(
+      Buffer.from('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n'),
+    );
+  });
+
+  it.each([
+    [
+      { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1500, ipMasq: false },
+      'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=false\n',
+    ],
+    [
+      // host bits masked in NETWORK, subnet written as first address + 1
+      { network: '10.5.0.1/16', subnet: '10.5.52.0/26', mtu: 1450, ipMasq: true },
+      'FLANNEL_NETWORK=10.5.0.0/16\nFLANNEL_SUBNET=10.5.52.1/26\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n',
+    ],
+    [
+      // upstream order with IPv6: IPv4 pair, IPv6 pair, MTU, IPMASQ (pkg/subnet/subnet.go WriteSubnetFile)
+      {
+        network: '10.244.0.0/16',
+        subnet: '10.244.3.0/24',
+        mtu: 1450,
+        ipMasq: true,
+        ipv6Network: 'fd00:0012:0013::/48',
+        ipv6Subnet: 'fd00:12:13:52::/64',
+      },
+      'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_IPV6_NETWORK=fd00:12:13::/48\nFLANNEL_IPV6_SUBNET=fd00:12:13:52::1/64\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n',
+    ],
+  ])('encodes %j', (v, want) => {
+    expect(encodeSubnetEnv(v)).toBe(want);
+  });
+
+  it.each([
+    { network: 'nope', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true },
+    { network: '10.244.0.0/16', subnet: '10.244.3.0', mtu: 1450, ipMasq: true },
+    { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 0, ipMasq: true },
+    { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450.5, ipMasq: true },
+    { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: 'fd00::/48' },
+    { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: '10.0.0.0/8', ipv6Subnet: 'fd00::/64' },
+  ])('rejects %j with FLANNEL_ERR_SUBNET_ENV', (v) => {
+    expect(() => encodeSubnetEnv(v)).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_SUBNET_ENV' }));
+  });
+});
+
+describe('parseSubnetEnv / previousSubnetFromEnv', () => {
+  it('tolerates CRLF', () => {
+    const text = 'FLANNEL_NETWORK=10.244.0.0/16\r\nFLANNEL_SUBNET=10.244.3.1/24\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n';
+    expect(parseSubnetEnv(text)).toEqual({
+      FLANNEL_NETWORK: '10.244.0.0/16',
+      FLANNEL_SUBNET: '10.244.3.1/24',
+      FLANNEL_MTU: '1450',
+      FLANNEL_IPMASQ: 'true',
+    });
+    expect(previousSubnetFromEnv(text)).toBe('10.244.3.0/24');
+  });
+
+  it.each([
+    ['FLANNEL_SUBNET=10.244.3.1/24\n', '10.244.3.0/24'],
+    ['FLANNEL_SUBNET=10.5.52.1/26\n', '10.5.52.0/26'],
+    ['FLANNEL_NETWORK=10.244.0.0/16\n', undefined],
+    ['FLANNEL_SUBNET=garbage\n', undefined],
+    ['', undefined],
+  ])('%j -> %s', (text, want) => expect(previousSubnetFromEnv(text)).toBe(want));
+});
+
+describe('writeSubnetEnv / readSubnetEnv', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'subnet-env-'));
+  });
+  afterEach(() => {
+    chmodSync(dir, 0o755);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const contents = encodeSubnetEnv({ network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true });
+
+  it('creates parent directories and writes the exact bytes', async () => {
+    const path = join(dir, 'run', 'flannel', 'subnet.env');
+    await writeSubnetEnv(path, contents);
+    expect(readFileSync(path, 'utf8')).toBe(contents);
+    expect(readdirSync(join(dir, 'run', 'flannel'))).toEqual(['subnet.env']);
+    expect(await readSubnetEnv(path)).toBe(contents);
+  });
+
+  it('replaces an existing file', async () => {
+    const path = join(dir, 'subnet.env');
+    writeFileSync(path, 'FLANNEL_SUBNET=10.244.9.1/24\n');
+    await writeSubnetEnv(path, contents);
+    expect(readFileSync(path, 'utf8')).toBe(contents);
+    expect(readdirSync(dir)).toEqual(['subnet.env']);
+  });
+
+  const failing = (op: 'rename' | 'write' | 'mkdir', errno: string): SubnetEnvFs => {
+    const fail = () => Promise.reject(Object.assign(new Error(`${errno}: simulated`), { code: errno }));
+    return {
+      ...nodeSubnetEnvFs,
+      mkdir: op === 'mkdir' ? fail : nodeSubnetEnvFs.mkdir,
+      rename: op === 'rename' ? fail : nodeSubnetEnvFs.rename,
+      open: async (p, f, m) => {
+        const fh = await nodeSubnetEnvFs.open(p, f, m);
+        return op === 'write' ? { writeFile: fail, sync: () => fh.sync(), close: () => fh.close() } : fh;
+      },
+    };
+  };
+
+  it.each([
+    ['rename', 'EROFS'],
+    ['write', 'ENOSPC'],
+    ['mkdir', 'EACCES'],
+  ] as const)('%s failing with %s: code, path named, old file intact, no temp left', async (op, errno) => {
+    const path = join(dir, 'subnet.env');
+    writeFileSync(path, 'OLD=1\n');
+    const err = await writeSubnetEnv(path, contents, failing(op, errno)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isFlannelError(err, 'FLANNEL_ERR_SUBNET_ENV')).toBe(true);
+    expect((err as Error).message).toContain(path);
+    expect(readFileSync(path, 'utf8')).toBe('OLD=1\n');
+    expect(readdirSync(dir)).toEqual(['subnet.env']);
+  });
+
+  const notRoot = typeof process.getuid === 'function' && process.getuid() !== 0;
+  (notRoot ? it : it.skip)('real read-only directory: code, old file intact, no temp left', async () => {
+    const path = join(dir, 'subnet.env');
+    writeFileSync(path, 'OLD=1\n');
+    chmodSync(dir, 0o555);
+    await expect(writeSubnetEnv(path, contents)).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+    expect(readFileSync(path, 'utf8')).toBe('OLD=1\n');
+    expect(readdirSync(dir)).toEqual(['subnet.env']);
+  });
+
+  it('parent path is a file: FLANNEL_ERR_SUBNET_ENV', async () => {
+    writeFileSync(join(dir, 'file'), 'x');
+    await expect(writeSubnetEnv(join(dir, 'file', 'subnet.env'), contents)).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+  });
+
+  it('read: missing -> undefined, directory -> code, malformed -> code', async () => {
+    expect(await readSubnetEnv(join(dir, 'missing.env'))).toBeUndefined();
+    mkdirSync(join(dir, 'adir'));
+    await expect(readSubnetEnv(join(dir, 'adir'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+    writeFileSync(join(dir, 'bad.env'), 'FLANNEL_SUBNET=10.244.3.1/24\nthis is not env\n');
+    await expect(readSubnetEnv(join(dir, 'bad.env'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+    writeFileSync(join(dir, 'bin.env'), Buffer.from([0x46, 0, 0x3d, 0x31]));
+    await expect(readSubnetEnv(join(dir, 'bin.env'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+    writeFileSync(join(dir, 'crlf.env'), '# written by hand\r\nFLANNEL_SUBNET=10.244.3.1/24\r\n');
+    expect(previousSubnetFromEnv((await readSubnetEnv(join(dir, 'crlf.env')))!)).toBe('10.244.3.0/24');
+  });
+});
