@@ -1,0 +1,425 @@
+// Typed HNS operations on any HnsTransport (win32 or simulated). Mirrors hcsshim internal/hns
+// (hnsnetwork.go, hnsendpoint.go, hnsglobals.go: v1 via HNSCall) and hcn (hcnnetwork.go, hcnendpoint.go,
+// hcnsupport.go: v2 via Hcn*): get-by-name, create/delete, policies, host attach, version.
+// Every call is counted in /metrics; handles are always closed; errors keep their codes and gain context.
+import { FlannelError, HnsError, errorMessage } from '../errors.js';
+import type { ErrorContext } from '../errors.js';
+import { METRIC } from '../health/metrics.js';
+import type { Metrics } from '../health/metrics.js';
+import { silentLogger } from '../log.js';
+import type { Logger } from '../log.js';
+import { systemClock } from '../clock.js';
+import type { Clock } from '../clock.js';
+import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, parseEnvelope } from './errors.js';
+import { HCN_SCHEMA_V2 } from './schema.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
+import { ZERO_GUID } from './transport.js';
+import type { HcnHandle, HnsTransport } from './transport.js';
+
+export interface HnsClientOptions {
+  log?: Logger;
+  metrics?: Metrics;
+  clock?: Clock;
+}
+
+export interface WaitOptions {
+  timeoutMs: number;
+  intervalMs: number;
+  signal?: AbortSignal;
+}
+
+export interface PolicyOptions {
+  /** Add: policies that already exist count as added (falls back to one call per policy). */
+  ignoreExisting?: boolean;
+}
+
+/** HNS 9.2 (Windows Server 2019) brought HCN v2 and the RemoteSubnet policies. */
+export const REMOTE_SUBNET_MIN_VERSION: HnsVersion = { Major: 9, Minor: 2 };
+
+/** The host-attach request body (hcsshim HostAttach). */
+export const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
+
+/** `HcnQuery*` / `HcnEnumerate*` query JSON, with an optional field-equality filter. */
+export function hcnQuery(filter?: Record<string, unknown>): string {
+  return JSON.stringify({
+    SchemaVersion: HCN_SCHEMA_V2,
+    Flags: 0,
+    ...(filter && Object.keys(filter).length ? { Filter: JSON.stringify(filter) } : {}),
+  });
+}
+
+export function versionAtLeast(v: HnsVersion, min: HnsVersion): boolean {
+  return v.Major > min.Major || (v.Major === min.Major && v.Minor >= min.Minor);
+}
+
+export class HnsClient {
+  private readonly log: Logger;
+  private readonly metrics: Metrics | undefined;
+  private readonly clock: Clock;
+  private cachedVersion: Promise<HnsVersion> | undefined;
+
+  constructor(
+    private readonly transport: HnsTransport,
+    opts: HnsClientOptions = {},
+  ) {
+    this.log = opts.log ?? silentLogger();
+    this.metrics = opts.metrics;
+    this.clock = opts.clock ?? systemClock;
+  }
+
+  /** Count the operation, add `context` to any FlannelError it throws, count the failure. */
+  private async run<T>(op: string, context: ErrorContext, fn: () => Promise<T>): Promise<T> {
+    const label = { op: `hns.${op}` };
+    this.metrics?.inc(METRIC.dataplaneCalls, label);
+    try {
+      return await fn();
+    } catch (err) {
+      this.metrics?.inc(METRIC.dataplaneErrors, label);
+      if (err instanceof FlannelError) {
+        for (const [k, v] of Object.entries(context)) if (v !== undefined && err.context[k] === undefined) err.context[k] = v;
+      }
+      this.log.debug('HNS operation failed', { op, ...context, code: (err as FlannelError).code, error: errorMessage(err) });
+      throw err;
+    }
+  }
+
+  /** One HNSCall; unwraps the envelope (Success:false -> HnsError). */
+  private async v1<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, context: ErrorContext = {}): Promise<T> {
+    const response = await this.transport.hnsCall(method, path, body === undefined ? '' : JSON.stringify(body));
+    return parseEnvelope<T>(`HNSCall ${method} ${path}`, response, context);
+  }
+
+  private parse<T>(op: string, json: string): T {
+    try {
+      return JSON.parse(json) as T;
+    } catch {
+      throw hnsError(op, undefined, `HNS returned invalid JSON: ${json.slice(0, 200)}`);
+    }
+  }
+
+  // ================================================================ version
+
+  /** HNS version (v1 `GET /globals/version`), read once. */
+  version(): Promise<HnsVersion> {
+    this.cachedVersion ??= this.run('version', {}, () => this.v1<HnsVersion>('GET', '/globals/version')).catch((err: unknown) => {
+      this.cachedVersion = undefined;
+      throw err;
+    });
+    return this.cachedVersion;
+  }
+
+  /** HCN v2 and RemoteSubnetRoute policies need HNS >= 9.2. */
+  async supportsRemoteSubnet(): Promise<boolean> {
+    return versionAtLeast(await this.version(), REMOTE_SUBNET_MIN_VERSION);
+  }
+
+  // ================================================================ v1 networks
+
+  listNetworksV1(): Promise<HnsNetworkV1[]> {
+    return this.run('listNetworksV1', {}, async () => (await this.v1<HnsNetworkV1[] | null>('GET', '/networks/')) ?? []);
+  }
+
+  /** hcsshim GetHNSNetworkByName: list all, compare Name exactly. */
+  async getNetworkByNameV1(name: string): Promise<HnsNetworkV1 | undefined> {
+    return this.run('getNetworkByNameV1', { network: name }, async () => {
+      const all = (await this.v1<HnsNetworkV1[] | null>('GET', '/networks/')) ?? [];
+      return all.find((n) => n.Name === name);
+    });
+  }
+
+  /** `GET /networks/<id>`; undefined when HNS does not know it. */
+  getNetworkV1(id: string): Promise<HnsNetworkV1 | undefined> {
+    return this.run('getNetworkV1', { networkId: id }, async () => {
+      try {
+        return await this.v1<HnsNetworkV1>('GET', `/networks/${id}`, undefined, { networkId: id });
+      } catch (err) {
+        if (isHnsNotFound(err)) return undefined;
+        throw err;
+      }
+    });
+  }
+
+  createNetworkV1(net: HnsNetworkV1): Promise<HnsNetworkV1> {
+    return this.run('createNetworkV1', { network: net.Name }, () => this.v1<HnsNetworkV1>('POST', '/networks/', net, { network: net.Name }));
+  }
+
+  /** `DELETE /networks/<id>`; a network that is already gone counts as deleted. */
+  deleteNetworkV1(id: string): Promise<void> {
+    return this.run('deleteNetworkV1', { networkId: id }, async () => {
+      try {
+        await this.v1<unknown>('DELETE', `/networks/${id}`, undefined, { networkId: id });
+      } catch (err) {
+        if (!isHnsNotFound(err)) throw err;
+      }
+    });
+  }
+
+  /** Poll `GET /networks/<id>` until HNS fills in ManagementIP (the host vNIC is up). */
+  async waitForManagementIP(id: string, opts: WaitOptions): Promise<HnsNetworkV1> {
+    const start = this.clock.now();
+    for (;;) {
+      const net = await this.run('getNetworkV1', { networkId: id }, () => this.v1<HnsNetworkV1>('GET', `/networks/${id}`, undefined, { networkId: id }));
+      if (net?.ManagementIP) return net;
+      if (this.clock.now() - start >= opts.timeoutMs) {
+        throw new HnsError(
+          'FLANNEL_ERR_HNS_CALL',
+          `HNS network ${net?.Name ?? id} has no ManagementIP after ${opts.timeoutMs} ms: the host vNIC did not come up; check the adapter and the Microsoft-Windows-Host-Network-Service-Admin event log`,
+          { networkId: id, network: net?.Name, timeoutMs: opts.timeoutMs },
+        );
+      }
+      await this.clock.sleep(opts.intervalMs, opts.signal);
+    }
+  }
+
+  // ================================================================ v1 endpoints
+
+  listEndpointsV1(): Promise<HnsEndpointV1[]> {
+    return this.run('listEndpointsV1', {}, async () => (await this.v1<HnsEndpointV1[] | null>('GET', '/endpoints/')) ?? []);
+  }
+
+  getEndpointByNameV1(name: string): Promise<HnsEndpointV1 | undefined> {
+    return this.run('getEndpointByNameV1', { endpoint: name }, async () => {
+      const all = (await this.v1<HnsEndpointV1[] | null>('GET', '/endpoints/')) ?? [];
+      return all.find((e) => e.Name === name);
+    });
+  }
+
+  createEndpointV1(ep: HnsEndpointV1): Promise<HnsEndpointV1> {
+    const ctx = { endpoint: ep.Name, networkId: ep.VirtualNetwork };
+    return this.run('createEndpointV1', ctx, () => this.v1<HnsEndpointV1>('POST', '/endpoints/', ep, ctx));
+  }
+
+  /** `DELETE /endpoints/<id>`; an endpoint that is already gone counts as deleted. */
+  deleteEndpointV1(id: string): Promise<void> {
+    return this.run('deleteEndpointV1', { endpointId: id }, async () => {
+      try {
+        await this.v1<unknown>('DELETE', `/endpoints/${id}`, undefined, { endpointId: id });
+      } catch (err) {
+        if (!isHnsNotFound(err)) throw err;
+      }
+    });
+  }
+
+  /** `POST /endpoints/<id>/attach` to the host compartment; already attached counts as attached. */
+  attachEndpointToHost(id: string): Promise<void> {
+    return this.run('attachEndpointToHost', { endpointId: id }, async () => {
+      try {
+        await this.v1<unknown>('POST', `/endpoints/${id}/attach`, HOST_ATTACH_REQUEST, { endpointId: id });
+      } catch (err) {
+        if (!isHnsAttached(err)) throw err;
+      }
+    });
+  }
+
+  // ================================================================ v2 networks
+
+  private async closeNetworkQuietly(h: HcnHandle): Promise<void> {
+    try {
+      await this.transport.closeNetwork(h);
+    } catch (err) {
+      this.log.warn('HcnCloseNetwork failed; the handle leaks', { networkId: h.id, error: errorMessage(err) });
+    }
+  }
+
+  private async closeEndpointQuietly(h: HcnHandle): Promise<void> {
+    try {
+      await this.transport.closeEndpoint(h);
+    } catch (err) {
+      this.log.warn('HcnCloseEndpoint failed; the handle leaks', { endpointId: h.id, error: errorMessage(err) });
+    }
+  }
+
+  /** Open, query, close; undefined when the network is gone. */
+  private async queryNetwork(id: string): Promise<HcnNetwork | undefined> {
+    let h: HcnHandle;
+    try {
+      h = await this.transport.openNetwork(id);
+    } catch (err) {
+      if (isHnsNotFound(err)) return undefined;
+      throw err;
+    }
+    try {
+      return this.parse<HcnNetwork>('HcnQueryNetworkProperties', await this.transport.queryNetworkProperties(h, hcnQuery()));
+    } catch (err) {
+      if (isHnsNotFound(err)) return undefined;
+      throw err;
+    } finally {
+      await this.closeNetworkQuietly(h);
+    }
+  }
+
+  /** hcsshim GetNetworkByName: enumerate with a Name filter, then open/query/close. */
+  getNetworkByName(name: string): Promise<HcnNetwork | undefined> {
+    return this.run('getNetworkByName', { network: name }, async () => {
+      const ids = this.parse<string[] | null>('HcnEnumerateNetworks', await this.transport.enumerateNetworks(hcnQuery({ Name: name }))) ?? [];
+      for (const id of ids) {
+        const net = await this.queryNetwork(id);
+        if (net && net.Name === name) return net;
+      }
+      return undefined;
+    });
+  }
+
+  /** The network with that ID, or undefined. */
+  getNetwork(id: string): Promise<HcnNetwork | undefined> {
+    return this.run('getNetwork', { networkId: id }, () => this.queryNetwork(id));
+  }
+
+  /** All networks (enumerate, then open/query/close each). */
+  listNetworks(): Promise<HcnNetwork[]> {
+    return this.run('listNetworks', {}, async () => {
+      const ids = this.parse<string[] | null>('HcnEnumerateNetworks', await this.transport.enumerateNetworks(hcnQuery())) ?? [];
+      const out: HcnNetwork[] = [];
+      for (const id of ids) {
+        const net = await this.queryNetwork(id);
+        if (net) out.push(net);
+      }
+      return out;
+    });
+  }
+
+  /** HcnCreateNetwork with the zero GUID (HNS picks the ID); returns the network as HNS stored it. */
+  createNetwork(net: HcnNetwork): Promise<HcnNetwork> {
+    return this.run('createNetwork', { network: net.Name }, async () => {
+      const body: HcnNetwork = { ...net, SchemaVersion: net.SchemaVersion ?? HCN_SCHEMA_V2 };
+      const h = await this.transport.createNetwork(ZERO_GUID, JSON.stringify(body));
+      try {
+        return this.parse<HcnNetwork>('HcnQueryNetworkProperties', await this.transport.queryNetworkProperties(h, hcnQuery()));
+      } finally {
+        await this.closeNetworkQuietly(h);
+      }
+    });
+  }
+
+  /** HcnDeleteNetwork; a network that is already gone counts as deleted. */
+  deleteNetwork(id: string): Promise<void> {
+    return this.run('deleteNetwork', { networkId: id }, async () => {
+      try {
+        await this.transport.deleteNetwork(id);
+      } catch (err) {
+        if (!isHnsNotFound(err)) throw err;
+      }
+    });
+  }
+
+  private async modifyPolicies(id: string, requestType: 'Add' | 'Remove', policies: readonly HcnPolicy<object>[]): Promise<void> {
+    const request: HcnPolicyRequest = { ResourceType: 'Policy', RequestType: requestType, Settings: { Policies: policies as HcnPolicy[] } };
+    const h = await this.transport.openNetwork(id);
+    try {
+      await this.transport.modifyNetwork(h, JSON.stringify(request));
+    } finally {
+      await this.closeNetworkQuietly(h);
+    }
+  }
+
+  /** One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`. */
+  addNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: PolicyOptions = {}): Promise<void> {
+    if (policies.length === 0) return Promise.resolve();
+    return this.run('addNetworkPolicies', { networkId, policies: policies.length }, async () => {
+      try {
+        await this.modifyPolicies(networkId, 'Add', policies);
+      } catch (err) {
+        if (!opts.ignoreExisting || !isHnsExists(err)) throw err;
+        // The batch is atomic: add the others one by one, skipping those already there.
+        if (policies.length > 1) {
+          for (const p of policies) {
+            try {
+              await this.modifyPolicies(networkId, 'Add', [p]);
+            } catch (e) {
+              if (!isHnsExists(e)) throw e;
+            }
+          }
+        }
+      }
+    });
+  }
+
+  /** One HcnModifyNetwork removing all `policies`; policies (or a network) already gone count as removed. */
+  removeNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[]): Promise<void> {
+    if (policies.length === 0) return Promise.resolve();
+    return this.run('removeNetworkPolicies', { networkId, policies: policies.length }, async () => {
+      try {
+        await this.modifyPolicies(networkId, 'Remove', policies);
+      } catch (err) {
+        if (!isHnsNotFound(err)) throw err;
+        // The batch is atomic: one missing policy rejects all, so remove the rest one by one.
+        if (policies.length > 1) {
+          for (const p of policies) {
+            try {
+              await this.modifyPolicies(networkId, 'Remove', [p]);
+            } catch (e) {
+              if (!isHnsNotFound(e)) throw e;
+            }
+          }
+        }
+      }
+    });
+  }
+
+  // ================================================================ v2 endpoints
+
+  private async queryEndpoint(id: string): Promise<HcnEndpoint | undefined> {
+    let h: HcnHandle;
+    try {
+      h = await this.transport.openEndpoint(id);
+    } catch (err) {
+      if (isHnsNotFound(err)) return undefined;
+      throw err;
+    }
+    try {
+      return this.parse<HcnEndpoint>('HcnQueryEndpointProperties', await this.transport.queryEndpointProperties(h, hcnQuery()));
+    } catch (err) {
+      if (isHnsNotFound(err)) return undefined;
+      throw err;
+    } finally {
+      await this.closeEndpointQuietly(h);
+    }
+  }
+
+  /** Endpoints (of one network, by the `VirtualNetwork` filter hcsshim uses). */
+  listEndpoints(networkId?: string): Promise<HcnEndpoint[]> {
+    return this.run('listEndpoints', { networkId }, async () => {
+      const query = hcnQuery(networkId ? { VirtualNetwork: networkId } : undefined);
+      const ids = this.parse<string[] | null>('HcnEnumerateEndpoints', await this.transport.enumerateEndpoints(query)) ?? [];
+      const out: HcnEndpoint[] = [];
+      for (const id of ids) {
+        const ep = await this.queryEndpoint(id);
+        if (ep) out.push(ep);
+      }
+      return out;
+    });
+  }
+
+  getEndpoint(id: string): Promise<HcnEndpoint | undefined> {
+    return this.run('getEndpoint', { endpointId: id }, () => this.queryEndpoint(id));
+  }
+
+  /** HcnCreateEndpoint on a network (zero GUID); returns the endpoint as HNS stored it. */
+  createEndpoint(networkId: string, ep: HcnEndpoint): Promise<HcnEndpoint> {
+    return this.run('createEndpoint', { networkId, endpoint: ep.Name }, async () => {
+      const nh = await this.transport.openNetwork(networkId);
+      try {
+        const body: HcnEndpoint = { ...ep, SchemaVersion: ep.SchemaVersion ?? HCN_SCHEMA_V2 };
+        const eh = await this.transport.createEndpoint(nh, ZERO_GUID, JSON.stringify(body));
+        try {
+          return this.parse<HcnEndpoint>('HcnQueryEndpointProperties', await this.transport.queryEndpointProperties(eh, hcnQuery()));
+        } finally {
+          await this.closeEndpointQuietly(eh);
+        }
+      } finally {
+        await this.closeNetworkQuietly(nh);
+      }
+    });
+  }
+
+  /** HcnDeleteEndpoint; an endpoint that is already gone counts as deleted. */
+  deleteEndpoint(id: string): Promise<void> {
+    return this.run('deleteEndpoint', { endpointId: id }, async () => {
+      try {
+        await this.transport.deleteEndpoint(id);
+      } catch (err) {
+        if (!isHnsNotFound(err)) throw err;
+      }
+    });
+  }
+}

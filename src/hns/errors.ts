@@ -1,0 +1,159 @@
+// HNS/HCN failures -> HnsError with a stable code. Mirrors hcsshim hcn/hcnerrors.go (checkForErrors,
+// IsNotFoundError), internal/hcserror and internal/hns/hnsfuncs.go (the v1 response envelope).
+// Both transports (win32 and simulated) and HnsClient build their errors here, so a failure maps to
+// the same code however it arrived: negative HRESULT, v2 ErrorRecord, or a v1 `Success:false` envelope.
+import { HnsError, hex } from '../errors.js';
+import type { ErrorCode, ErrorContext } from '../errors.js';
+
+/** HRESULTs HNS returns (unsigned form). */
+export const HRESULT = {
+  S_OK: 0,
+  E_ACCESSDENIED: 0x80070005,
+  E_HANDLE: 0x80070006,
+  E_INVALIDARG: 0x80070057,
+  /** HRESULT_FROM_WIN32(ERROR_NOT_FOUND, 1168) "Element not found." */
+  E_NOT_FOUND: 0x80070490,
+  E_FAIL: 0x80004005,
+  HCN_E_NETWORK_NOT_FOUND: 0x803b0001,
+  HCN_E_ENDPOINT_NOT_FOUND: 0x803b0002,
+  HCN_E_NETWORK_ALREADY_EXISTS: 0x803b0010,
+  HCN_E_POLICY_ALREADY_EXISTS: 0x803b0012,
+  HCN_E_ENDPOINT_ALREADY_ATTACHED: 0x803b0014,
+  HCN_E_INVALID_JSON: 0x803b001b,
+} as const;
+
+/** Windows' message text for the HRESULTs above (what HNS puts in `Error` / the ErrorRecord). */
+const HRESULT_TEXT: Record<number, string> = {
+  [HRESULT.E_ACCESSDENIED]: 'Access is denied.',
+  [HRESULT.E_HANDLE]: 'The handle is invalid.',
+  [HRESULT.E_INVALIDARG]: 'The parameter is incorrect.',
+  [HRESULT.E_NOT_FOUND]: 'Element not found.',
+  [HRESULT.E_FAIL]: 'Unspecified error',
+  [HRESULT.HCN_E_NETWORK_NOT_FOUND]: 'The network was not found.',
+  [HRESULT.HCN_E_ENDPOINT_NOT_FOUND]: 'The endpoint was not found.',
+  [HRESULT.HCN_E_NETWORK_ALREADY_EXISTS]: 'A network with this name already exists.',
+  [HRESULT.HCN_E_POLICY_ALREADY_EXISTS]: 'Policy information already exists.',
+  [HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED]: 'This endpoint is already attached to the switch.',
+  [HRESULT.HCN_E_INVALID_JSON]: 'The JSON document is invalid.',
+};
+
+/** The text Windows prints for an HRESULT, if known. */
+export function hresultText(hresult: number): string | undefined {
+  return HRESULT_TEXT[hresult >>> 0];
+}
+
+/** HRESULT failure test: the severity bit is set (works on signed and unsigned forms). */
+export function failedHresult(hresult: number): boolean {
+  return (hresult | 0) < 0;
+}
+
+const BY_HRESULT: Record<number, ErrorCode> = {
+  [HRESULT.HCN_E_NETWORK_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
+  [HRESULT.HCN_E_ENDPOINT_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
+  [HRESULT.E_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
+  [HRESULT.HCN_E_NETWORK_ALREADY_EXISTS]: 'FLANNEL_ERR_HNS_EXISTS',
+  [HRESULT.HCN_E_POLICY_ALREADY_EXISTS]: 'FLANNEL_ERR_HNS_EXISTS',
+  [HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED]: 'FLANNEL_ERR_HNS_ATTACHED',
+  [HRESULT.E_ACCESSDENIED]: 'FLANNEL_ERR_HNS_ACCESS_DENIED',
+};
+
+/** v1 error texts (no HRESULT in the envelope): checked in order. */
+const BY_TEXT: [RegExp, ErrorCode][] = [
+  [/already attached/i, 'FLANNEL_ERR_HNS_ATTACHED'],
+  [/not found|does not exist|cannot find|could not be found/i, 'FLANNEL_ERR_HNS_NOT_FOUND'],
+  [/already exists/i, 'FLANNEL_ERR_HNS_EXISTS'],
+  [/access is denied|access denied/i, 'FLANNEL_ERR_HNS_ACCESS_DENIED'],
+];
+
+const ADVICE: Record<string, string> = {
+  FLANNEL_ERR_HNS_NOT_FOUND: 'the object is gone (deleted outside the agent or never created); it is recreated on the next reconcile',
+  FLANNEL_ERR_HNS_EXISTS: 'an object with that name or policy already exists; the agent reuses it when it matches, otherwise delete it',
+  FLANNEL_ERR_HNS_ATTACHED: 'the endpoint is already attached; nothing to do',
+  FLANNEL_ERR_HNS_ACCESS_DENIED: 'run flanneld as Administrator or LocalSystem',
+  FLANNEL_ERR_HNS_CALL:
+    'check that the HNS service is running (Get-Service hns) and look at the Microsoft-Windows-Host-Network-Service-Admin event log',
+};
+
+/** Code for an HRESULT (and/or error text); HRESULT wins, text decides when the HRESULT is unknown or generic. */
+export function hnsErrorCode(hresult: number | undefined, errorText?: string): ErrorCode {
+  if (hresult !== undefined) {
+    const byHr = BY_HRESULT[hresult >>> 0];
+    if (byHr) return byHr;
+  }
+  if (errorText) {
+    for (const [re, code] of BY_TEXT) if (re.test(errorText)) return code;
+  }
+  return 'FLANNEL_ERR_HNS_CALL';
+}
+
+/**
+ * Build the HnsError for a failed HNS operation. `op` names the call (`HcnCreateNetwork`,
+ * `HNSCall POST /networks/`); `hresult` may be signed or unsigned; `errorText` is HNS's own text.
+ */
+export function hnsError(op: string, hresult: number | undefined, errorText?: string, context: ErrorContext = {}): HnsError {
+  const hr = hresult === undefined ? undefined : hresult >>> 0;
+  const code = hnsErrorCode(hr, errorText);
+  const text = (errorText ?? (hr === undefined ? undefined : hresultText(hr)))?.trim();
+  const hrPart = hr === undefined ? '' : ` with HRESULT ${hex(hr)}`;
+  const message = `HNS ${op} failed${hrPart}${text ? `: ${text}` : ''} (${ADVICE[code] ?? ADVICE.FLANNEL_ERR_HNS_CALL})`;
+  return new HnsError(code, message, { ...context, op, hresult: hr, hnsError: text || undefined });
+}
+
+export interface ErrorRecord {
+  success: boolean;
+  error?: string;
+  /** Unsigned HRESULT from `ErrorCode`, when present. */
+  hresult?: number;
+}
+
+/**
+ * Parse a v2 ErrorRecord (`{"Success":false,"Error":"...","ErrorCode":2147942487}`). Empty/blank input
+ * means "no error record" -> undefined. Non-JSON text is returned as the error text.
+ */
+export function parseErrorRecord(json: string | undefined | null): ErrorRecord | undefined {
+  if (json === undefined || json === null || json.trim() === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return { success: false, error: json.trim() };
+  }
+  if (typeof parsed !== 'object' || parsed === null) return { success: false, error: String(parsed) };
+  const rec = parsed as Record<string, unknown>;
+  const out: ErrorRecord = { success: rec.Success === true };
+  if (typeof rec.Error === 'string') out.error = rec.Error;
+  if (typeof rec.ErrorCode === 'number') out.hresult = rec.ErrorCode >>> 0;
+  return out;
+}
+
+/**
+ * Unwrap a v1 HNSCall response envelope `{"Success":..,"Error":..,"Output":..}`: returns `Output`,
+ * throws an HnsError on `Success:false` or on a response that is not an envelope.
+ */
+export function parseEnvelope<T>(op: string, responseJson: string, context: ErrorContext = {}): T {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(responseJson);
+  } catch {
+    throw hnsError(op, undefined, `HNS returned a response that is not JSON: ${responseJson.slice(0, 200)}`, context);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw hnsError(op, undefined, `HNS returned a response that is not an envelope: ${responseJson.slice(0, 200)}`, context);
+  }
+  const env = parsed as Record<string, unknown>;
+  if (env.Success !== true) {
+    const hr = typeof env.ErrorCode === 'number' ? env.ErrorCode : undefined;
+    const text = typeof env.Error === 'string' && env.Error !== '' ? env.Error : 'Success:false without an error text';
+    throw hnsError(op, hr, text, context);
+  }
+  return env.Output as T;
+}
+
+/** True when `err` is an HnsError with the given code. */
+function hasCode(err: unknown, code: ErrorCode): boolean {
+  return err instanceof HnsError && err.code === code;
+}
+
+export const isHnsNotFound = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_NOT_FOUND');
+export const isHnsExists = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_EXISTS');
+export const isHnsAttached = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_ATTACHED');

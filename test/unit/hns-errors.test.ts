@@ -1,0 +1,92 @@
+import { describe, it, expect } from '@jest/globals';
+import { HnsError } from '../../src/errors.js';
+import { HRESULT, hnsError, hnsErrorCode, parseEnvelope, parseErrorRecord, failedHresult } from '../../src/hns/errors.js';
+
+describe('hnsError: HRESULT -> code', () => {
+  it.each([
+    [0x803b0001, 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    [0x803b0002, 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    [0x80070490, 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    [0x803b0010, 'FLANNEL_ERR_HNS_EXISTS'],
+    [0x803b0012, 'FLANNEL_ERR_HNS_EXISTS'],
+    [0x803b0014, 'FLANNEL_ERR_HNS_ATTACHED'],
+    [0x80070005, 'FLANNEL_ERR_HNS_ACCESS_DENIED'],
+    [0x80070057, 'FLANNEL_ERR_HNS_CALL'],
+    [0x803b001b, 'FLANNEL_ERR_HNS_CALL'],
+    [(0x803b0001 | 0) as number, 'FLANNEL_ERR_HNS_NOT_FOUND'], // signed form
+  ])('%s -> %s', (hr, code) => {
+    const err = hnsError('HcnOpenNetwork', hr);
+    expect(err).toBeInstanceOf(HnsError);
+    expect(err.code).toBe(code);
+    expect(err.hresult).toBe(hr >>> 0);
+  });
+
+  it('names the operation and the HRESULT in hex, and says what to do', () => {
+    const err = hnsError('HcnCreateNetwork', HRESULT.HCN_E_NETWORK_ALREADY_EXISTS, undefined, { network: 'cbr0' });
+    expect(err.message).toContain('HcnCreateNetwork');
+    expect(err.message).toContain('0x803B0010');
+    expect(err.message).toMatch(/delete it|reuses/);
+    expect(err.context).toMatchObject({ network: 'cbr0', hresult: '0x803B0010' });
+  });
+});
+
+describe('hnsError: v1 error texts', () => {
+  it.each([
+    ['This endpoint is already attached to the switch.', 'FLANNEL_ERR_HNS_ATTACHED'],
+    ['Network not found', 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    ['Element not found.', 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    ['The network was not found.', 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    ['A network with this name already exists.', 'FLANNEL_ERR_HNS_EXISTS'],
+    ['Access is denied.', 'FLANNEL_ERR_HNS_ACCESS_DENIED'],
+    ['The parameter is incorrect.', 'FLANNEL_ERR_HNS_CALL'],
+  ])('%s -> %s', (text, code) => {
+    expect(hnsError('HNSCall POST /endpoints/X/attach', undefined, text).code).toBe(code);
+  });
+
+  it('a known HRESULT wins over the text', () => {
+    expect(hnsErrorCode(HRESULT.E_ACCESSDENIED, 'network not found')).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
+  });
+
+  it('failedHresult', () => {
+    expect(failedHresult(0)).toBe(false);
+    expect(failedHresult(0x803b0001)).toBe(true);
+    expect(failedHresult(-2147024809)).toBe(true);
+  });
+});
+
+describe('parseErrorRecord', () => {
+  it.each([
+    ['', undefined],
+    ['   ', undefined],
+    ['{"Success":false,"Error":"The parameter is incorrect. ","ErrorCode":2147942487}', { success: false, error: 'The parameter is incorrect. ', hresult: 0x80070057 }],
+    ['not json', { success: false, error: 'not json' }],
+  ])('%j', (json, want) => {
+    expect(parseErrorRecord(json)).toEqual(want);
+  });
+});
+
+describe('parseEnvelope', () => {
+  it('returns Output on success', () => {
+    expect(parseEnvelope('HNSCall GET /globals/version', '{"Success":true,"Output":{"Major":13,"Minor":2}}')).toEqual({ Major: 13, Minor: 2 });
+    expect(parseEnvelope('HNSCall DELETE /networks/X', '{"Success":true}')).toBeUndefined();
+  });
+
+  it.each([
+    ['{"Success":false,"Error":"This endpoint is already attached to the switch."}', 'FLANNEL_ERR_HNS_ATTACHED'],
+    ['{"Success":false,"Error":"whatever","ErrorCode":2151350273}', 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    ['{"Success":false}', 'FLANNEL_ERR_HNS_CALL'],
+    ['garbage', 'FLANNEL_ERR_HNS_CALL'],
+    ['[1,2]', 'FLANNEL_ERR_HNS_CALL'],
+  ])('%s throws %s', (json, code) => {
+    let caught: unknown;
+    try {
+      parseEnvelope('HNSCall GET /networks/', json, { network: 'cbr0' });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(HnsError);
+    expect((caught as HnsError).code).toBe(code);
+    expect((caught as HnsError).context.network).toBe('cbr0');
+    expect((caught as HnsError).message).toContain('HNSCall GET /networks/');
+  });
+});
