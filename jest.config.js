@@ -10,4 +10,5 @@ export default {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 30000,
   maxWorkers: 2,
+  reporters: process.env.FLANNEL_TEST_SUMMARY ? ['default', '<rootDir>/.ci/summary-reporter.cjs'] : ['default'],
 };

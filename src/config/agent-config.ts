@@ -21,6 +21,8 @@ export interface AgentConfig {
   healthzPort: number;
   setNodeNetworkUnavailable: boolean;
   subnetLeaseRenewMargin: number;
+  /** How long the kube subnet manager waits for the own Node and its podCIDR (--node-wait-timeout). */
+  nodeWaitTimeoutSeconds: number;
   etcdEndpoints: string[];
   etcdPrefix: string;
   etcdKeyfile: string;

@@ -70,6 +70,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'version', kind: 'bool', default: false, help: 'print version and exit', noEnv: true },
   // --- flanneld-windows ---
   { name: 'dataplane', kind: 'string', default: '', help: 'dataplane to program: windows (HNS and the IP route table; the default on Windows) or simulated (in-memory HNS, any platform)', valueName: 'windows|simulated' },
+  { name: 'node-wait-timeout', kind: 'int', default: 300, help: 'seconds to wait for the own Node object and its podCIDR before giving up (kube subnet manager)', valueName: 'SECONDS' },
   { name: 'dataplane-state', kind: 'string', default: '', help: 'JSON file that persists the simulated dataplane across restarts (empty: in memory only)', valueName: 'FILE' },
   { name: 'log-level', kind: 'string', default: 'info', help: 'log level: error, warn, info or debug', valueName: 'LEVEL' },
   { name: 'log-format', kind: 'string', default: 'text', help: 'log format: text or json', valueName: 'FORMAT' },

@@ -82,6 +82,13 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       value: healthzPort,
     });
   }
+  const nodeWaitTimeout = int('node-wait-timeout');
+  if (nodeWaitTimeout < 1) {
+    throw new FlagError(`invalid value "${nodeWaitTimeout}" for flag -node-wait-timeout: must be at least 1 (seconds)`, {
+      flag: 'node-wait-timeout',
+      value: nodeWaitTimeout,
+    });
+  }
   const publicIP = str('public-ip');
   requireIPv4('public-ip', publicIP, true);
   const healthzIP = str('healthz-ip');
@@ -137,6 +144,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     healthzPort,
     setNodeNetworkUnavailable: bool('set-node-network-unavailable'),
     subnetLeaseRenewMargin: renew,
+    nodeWaitTimeoutSeconds: nodeWaitTimeout,
     etcdEndpoints,
     etcdPrefix: str('etcd-prefix'),
     etcdKeyfile: str('etcd-keyfile'),

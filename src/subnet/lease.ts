@@ -44,16 +44,21 @@ export interface LeaseEvent {
   lease: Lease;
 }
 
+/** Called with the own subnet (CIDR) once known; returns the attributes to publish. */
+export type LeaseAttrsSource = (subnet: string) => Promise<LeaseAttrs>;
+
 export type LeaseUpdateHandler = (update: LeaseUpdate) => void;
 
 export interface SubnetManager {
   /** `kube` or `etcd`. */
   readonly name: string;
   /**
-   * Find (kube: the node's podCIDR; etcd: allocate) the own lease, publish `attrs`, and return it.
-   * `publicIP` of the result may differ from `attrs.publicIP` when the node overrides it.
+   * Find the own subnet (kube: the node's podCIDR; etcd: allocate one), call `attrsFor(subnet)` to
+   * learn what to publish (vxlan creates its HNS network there to learn the VtepMAC, so a lease is never
+   * published with an empty VtepMAC), publish it and return the lease. `publicIP` of the result may
+   * differ from the attrs' when the node overrides it (node-public-ip / public-ip-overwrite).
    */
-  acquireLease(attrs: LeaseAttrs, signal: AbortSignal): Promise<Lease>;
+  acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease>;
   /**
    * List + watch peer leases until `signal` aborts: emit a `snapshot` after every (re)list and
    * `events` in between. Reconnects by itself; rejects only on a fatal error.

@@ -270,6 +270,7 @@ describe('defaults and platforms', () => {
       healthzPort: 0,
       setNodeNetworkUnavailable: true,
       subnetLeaseRenewMargin: 60,
+      nodeWaitTimeoutSeconds: 300,
       etcdEndpoints: ['http://127.0.0.1:4001', 'http://127.0.0.1:2379'],
       etcdPrefix: '/coreos.com/network',
       etcdKeyfile: '',

@@ -1,0 +1,63 @@
+// The backend seam. Mirrors flannel pkg/backend/common.go (Backend, Network, ExternalInterface).
+import type { Clock } from '../clock.js';
+import type { Metrics } from '../health/metrics.js';
+import type { HnsClient } from '../hns/client.js';
+import type { Host, HostInterface } from '../host/host.js';
+import type { Logger } from '../log.js';
+import type { RouteTable } from '../routes/route-table.js';
+import type { Lease, SubnetManager } from '../subnet/lease.js';
+import type { NetworkConfig } from '../subnet/net-conf-types.js';
+
+/** Everything a backend needs, passed in (effects at the edges). */
+export interface BackendDeps {
+  netConf: NetworkConfig;
+  subnetManager: SubnetManager;
+  hns: HnsClient;
+  routes: RouteTable;
+  host: Host;
+  /** The external interface chosen before the HNS network exists (its index changes afterwards). */
+  extIface: HostInterface;
+  /** The address peers reach this node at (--public-ip, else the interface address). */
+  publicIP: string;
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+  /** Reconcile resync period (default 10 s). */
+  resyncMs?: number;
+}
+
+/** A registered network: the own lease, the MTU for subnet.env, and the peer reconcile loop. */
+export interface Network {
+  readonly lease: Lease;
+  readonly mtu: number;
+  /** Name of the HNS network backing it (`cbr0`, `flannel.4096`, ...). */
+  readonly networkName: string;
+  /** Replace the desired peer set (validated peer leases). Marks the dataplane dirty; writes nothing. */
+  setPeers(peers: Lease[]): void;
+  /** The first complete list has arrived: from now on the dataplane may be written. */
+  markSynced(): void;
+  /** Resolves after the first pass that left the dataplane equal to the desired set. */
+  waitForInSync(signal?: AbortSignal): Promise<void>;
+  /** Reconcile until `signal` aborts. */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+export interface Backend {
+  readonly type: 'host-gw' | 'vxlan';
+  registerNetwork(signal: AbortSignal): Promise<Network>;
+}
+
+/** Retry `fn` until it succeeds, `attempts` run out, or `signal` aborts (for HNS/host calls that race the vSwitch). */
+export async function poll<T>(
+  clock: Clock,
+  fn: () => Promise<T | undefined>,
+  opts: { intervalMs: number; timeoutMs: number; signal?: AbortSignal },
+): Promise<T | undefined> {
+  const deadline = clock.now() + opts.timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (clock.now() >= deadline) return undefined;
+    await clock.sleep(opts.intervalMs, opts.signal);
+  }
+}

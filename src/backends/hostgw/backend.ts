@@ -1,0 +1,159 @@
+// host-gw on Windows: an L2Bridge HNS network (HNS v1), a host endpoint at .2, forwarding on both vNICs,
+// and one route per peer on the management vNIC. Mirrors flannel pkg/backend/hostgw/hostgw_windows.go,
+// but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
+import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
+import { ReconciledNetwork } from '../reconciled-network.js';
+import { hostGwRouteDriver, ROUTE_METRIC } from './routes.js';
+import { FlannelError } from '../../errors.js';
+import type { HnsEndpointV1, HnsNetworkV1 } from '../../hns/schema.js';
+import { findInterfaceByIP } from '../../host/select.js';
+import type { HostInterface } from '../../host/host.js';
+import { nthAddress } from '../../ip4.js';
+import type { HostGwBackendConfig } from '../../subnet/net-conf-types.js';
+import type { Lease } from '../../subnet/lease.js';
+
+const MANAGEMENT_IP_TIMEOUT_MS = 30_000;
+const VNIC_TIMEOUT_MS = 45_000;
+const ATTACH_TIMEOUT_MS = 5_000;
+const POLL_MS = 500;
+
+export class HostGwBackend implements Backend {
+  readonly type = 'host-gw' as const;
+  private readonly cfg: HostGwBackendConfig;
+
+  constructor(private readonly deps: BackendDeps) {
+    if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
+    this.cfg = deps.netConf.backend;
+    if (deps.publicIP !== deps.extIface.ipv4) {
+      throw new FlannelError(
+        'FLANNEL_ERR_BACKEND',
+        "your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend",
+        { publicIP: deps.publicIP, interfaceIP: deps.extIface.ipv4 },
+      );
+    }
+  }
+
+  async registerNetwork(signal: AbortSignal): Promise<Network> {
+    const { deps, cfg } = this;
+    const log = deps.log;
+    const lease = await deps.subnetManager.acquireLease(
+      async () => ({ publicIP: deps.publicIP, backendType: 'host-gw', backendData: null }),
+      signal,
+    );
+    log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });
+
+    const network = await this.ensureNetwork(lease, signal);
+    const endpoint = await this.ensureHostEndpoint(network, lease, signal);
+
+    const mgmt = await this.waitForInterface(network.ManagementIP!, signal);
+    const epIface = await this.waitForInterface(endpoint.IPAddress!, signal);
+    for (const iface of [mgmt, epIface]) {
+      if (!(await deps.host.getForwarding(iface.index))) {
+        await deps.host.setForwarding(iface.index, true);
+        log.info('enabled forwarding', { interface: iface.name, index: iface.index });
+      }
+    }
+
+    return new ReconciledNetwork({
+      lease,
+      mtu: deps.extIface.mtu,
+      networkName: cfg.name,
+      driver: hostGwRouteDriver({ routes: deps.routes, network: deps.netConf.network, ownSubnet: lease.subnet, interfaceIndex: mgmt.index }),
+      desiredFor: (peer: Lease) => [
+        { destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: mgmt.index, metric: ROUTE_METRIC },
+      ],
+      log,
+      metrics: deps.metrics,
+      clock: deps.clock,
+      resyncMs: deps.resyncMs,
+    });
+  }
+
+  /** Reuse a network whose name, type, subnet and gateway match; otherwise (re)create it. */
+  private async ensureNetwork(lease: Lease, signal: AbortSignal): Promise<HnsNetworkV1> {
+    const { deps, cfg } = this;
+    const gateway = nthAddress(lease.subnet, 1);
+    const existing = await deps.hns.getNetworkByNameV1(cfg.name);
+    if (existing && existing.Type === 'L2Bridge' && existing.Subnets?.some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway)) {
+      deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
+      if (existing.ManagementIP) return existing;
+      return deps.hns.waitForManagementIP(existing.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
+    }
+    if (existing) {
+      deps.log.warn('deleting HNS network whose type or subnet changed', {
+        network: cfg.name,
+        id: existing.ID,
+        type: existing.Type,
+        subnets: existing.Subnets?.map((s) => s.AddressPrefix).join(','),
+        want: lease.subnet,
+      });
+      await deps.hns.deleteNetworkV1(existing.ID!);
+    }
+    const body: HnsNetworkV1 = {
+      Name: cfg.name,
+      Type: 'L2Bridge',
+      ...(cfg.dnsServerList ? { DNSServerList: cfg.dnsServerList } : {}),
+      Subnets: [{ AddressPrefix: lease.subnet, GatewayAddress: gateway }],
+    };
+    deps.log.info('creating HNS network', { network: cfg.name, type: 'L2Bridge', subnet: lease.subnet });
+    const created = await deps.hns.createNetworkV1(body);
+    signal.throwIfAborted();
+    const ready = await deps.hns.waitForManagementIP(created.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
+    deps.log.info('created HNS network', { network: cfg.name, id: ready.ID, managementIP: ready.ManagementIP });
+    return ready;
+  }
+
+  /** `<name>_ep` at .2 on this network, attached to the host compartment. */
+  private async ensureHostEndpoint(network: HnsNetworkV1, lease: Lease, signal: AbortSignal): Promise<HnsEndpointV1> {
+    const { deps, cfg } = this;
+    const name = `${cfg.name}_ep`;
+    const ip = nthAddress(lease.subnet, 2);
+    let ep = await deps.hns.getEndpointByNameV1(name);
+    const matches = ep && ep.IPAddress === ip && ep.VirtualNetwork?.toUpperCase() === network.ID?.toUpperCase();
+    if (ep && !matches) {
+      deps.log.warn('deleting stale host endpoint', { endpoint: name, id: ep.ID, ip: ep.IPAddress });
+      await deps.hns.deleteEndpointV1(ep.ID!);
+      ep = undefined;
+    }
+    if (!ep) {
+      ep = await deps.hns.createEndpointV1({ Name: name, IPAddress: ip, VirtualNetwork: network.ID! });
+      deps.log.info('created host endpoint', { endpoint: name, id: ep.ID, ip });
+    } else {
+      deps.log.info('reusing host endpoint', { endpoint: name, id: ep.ID, ip });
+    }
+    const id = ep.ID!;
+    let lastErr: unknown;
+    const attached = await poll(
+      deps.clock,
+      async () => {
+        try {
+          await deps.hns.attachEndpointToHost(id);
+          return true;
+        } catch (err) {
+          lastErr = err;
+          return undefined;
+        }
+      },
+      { intervalMs: POLL_MS, timeoutMs: ATTACH_TIMEOUT_MS, signal },
+    );
+    if (!attached) throw lastErr;
+    return ep;
+  }
+
+  /** The vNIC holding `ip` (it appears, with a new index, after the vSwitch is built). */
+  private async waitForInterface(ip: string, signal: AbortSignal): Promise<HostInterface> {
+    const { deps } = this;
+    const iface = await poll(deps.clock, async () => findInterfaceByIP(await deps.host.interfaces(), ip), {
+      intervalMs: POLL_MS,
+      timeoutMs: VNIC_TIMEOUT_MS,
+      signal,
+    });
+    if (!iface) {
+      throw new FlannelError('FLANNEL_ERR_HOST', `no network interface holds ${ip} after creating HNS network ${this.cfg.name}; check the host's adapters (Get-NetIPAddress) and the vSwitch`, {
+        ip,
+        network: this.cfg.name,
+      });
+    }
+    return iface;
+  }
+}

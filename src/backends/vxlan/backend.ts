@@ -1,0 +1,183 @@
+// vxlan on Windows: an Overlay HNS network (HCN v2) with VSID = VNI, whose DR MAC is published as the
+// VtepMAC, and one RemoteSubnetRoute policy per peer. Mirrors flannel pkg/backend/vxlan/vxlan_windows.go
+// and device_windows.go, but publishes the lease only once the network and its MAC exist (upstream first
+// publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
+import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
+import { ReconciledNetwork } from '../reconciled-network.js';
+import { remoteEndpointDriver, remoteEndpointsFor } from './remote-endpoints.js';
+import { remoteSubnetRouteDriver, remoteSubnetRouteFor } from './policies.js';
+import { FlannelError } from '../../errors.js';
+import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, type HcnNetwork, type HcnPolicy } from '../../hns/schema.js';
+import { findInterfaceByIP } from '../../host/select.js';
+import { nthAddress } from '../../ip4.js';
+import { macToFlannel } from '../../subnet/kube/annotations.js';
+import type { LeaseAttrs, VxlanBackendData } from '../../subnet/lease.js';
+import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
+
+/** VXLAN encapsulation overhead subtracted from the interface MTU. */
+export const ENCAP_OVERHEAD = 50;
+const PROVIDER_ADDRESS_TIMEOUT_MS = 5_000;
+const VNIC_TIMEOUT_MS = 45_000;
+const POLL_MS = 500;
+
+function policy(net: HcnNetwork, type: string): HcnPolicy | undefined {
+  return net.Policies?.find((p) => p.Type === type);
+}
+
+export function providerAddress(net: HcnNetwork): string | undefined {
+  const v = policy(net, 'ProviderAddress')?.Settings?.['ProviderAddress'];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+export function drMacAddress(net: HcnNetwork): string | undefined {
+  const v = policy(net, 'DrMacAddress')?.Settings?.['Address'];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** The Overlay network this backend wants for `subnet` (device_windows.go newVXLANDevice). */
+export function overlayNetworkFor(cfg: VxlanBackendConfig, subnet: string, adapterName: string): HcnNetwork {
+  return {
+    Name: cfg.name,
+    Type: 'Overlay',
+    Ipams: [
+      {
+        Type: 'Static',
+        Subnets: [
+          {
+            IpAddressPrefix: subnet,
+            Policies: [{ Type: 'VSID', Settings: { IsolationId: cfg.vni } }],
+            Routes: [{ NextHop: nthAddress(subnet, 1), DestinationPrefix: '0.0.0.0/0' }],
+          },
+        ],
+      },
+    ],
+    Policies: adapterName ? [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: adapterName } }] : [],
+    Flags: HCN_FLAG_NON_PERSISTENT,
+    SchemaVersion: HCN_SCHEMA_V2,
+  };
+}
+
+/** A network is reused when its type, subnet and VSID match (a VNI change needs a new network). */
+export function overlayMatches(net: HcnNetwork, subnet: string, vni: number): boolean {
+  const s = net.Ipams?.[0]?.Subnets?.[0];
+  const vsid = s?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
+  return net.Type === 'Overlay' && s?.IpAddressPrefix === subnet && (vsid === undefined || Number(vsid) === vni);
+}
+
+export class VxlanBackend implements Backend {
+  readonly type = 'vxlan' as const;
+  private readonly cfg: VxlanBackendConfig;
+  private network: HcnNetwork | undefined;
+
+  constructor(private readonly deps: BackendDeps) {
+    if (deps.netConf.backend.type !== 'vxlan') throw new Error('VxlanBackend needs a vxlan backend config');
+    this.cfg = deps.netConf.backend;
+  }
+
+  async registerNetwork(signal: AbortSignal): Promise<Network> {
+    const { deps, cfg } = this;
+    if (!(await deps.hns.supportsRemoteSubnet())) {
+      const v = await deps.hns.version();
+      throw new FlannelError(
+        'FLANNEL_ERR_HNS_VERSION',
+        `HNS ${v.Major}.${v.Minor} lacks the RemoteSubnet feature the vxlan backend needs (HNS >= 9.2, Windows Server 2019 or newer); upgrade Windows or use the host-gw backend`,
+        { major: v.Major, minor: v.Minor },
+      );
+    }
+    deps.log.info('vxlan config', { name: cfg.name, vni: cfg.vni, port: cfg.port, macPrefix: cfg.macPrefix, legacyRemoteEndpoints: cfg.legacyRemoteEndpoints });
+
+    const lease = await deps.subnetManager.acquireLease((subnet) => this.prepareNetwork(subnet, signal), signal);
+    const net = this.network!;
+    deps.log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP, network: cfg.name, id: net.ID });
+
+    const common = {
+      lease,
+      mtu: deps.extIface.mtu - ENCAP_OVERHEAD,
+      networkName: cfg.name,
+      log: deps.log,
+      metrics: deps.metrics,
+      clock: deps.clock,
+      resyncMs: deps.resyncMs,
+    };
+    if (cfg.legacyRemoteEndpoints) {
+      return new ReconciledNetwork({
+        ...common,
+        driver: remoteEndpointDriver(deps.hns, net.ID!),
+        desiredFor: (peer) => remoteEndpointsFor(peer, net.ID!, cfg.macPrefix),
+      });
+    }
+    return new ReconciledNetwork({
+      ...common,
+      driver: remoteSubnetRouteDriver(deps.hns, net.ID!),
+      desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
+    });
+  }
+
+  /** Ensure the Overlay network for the own subnet and return the attributes to publish (with its DR MAC). */
+  private async prepareNetwork(subnet: string, signal: AbortSignal): Promise<LeaseAttrs> {
+    const { deps, cfg } = this;
+    const net = await this.ensureNetwork(subnet, signal);
+    this.network = net;
+    const drMac = drMacAddress(net);
+    if (!drMac) {
+      throw new FlannelError('FLANNEL_ERR_BACKEND', `HNS network ${cfg.name} has no DrMacAddress policy, so there is no VtepMAC to publish; delete the network and restart flanneld`, {
+        network: cfg.name,
+        id: net.ID,
+      });
+    }
+    const data: VxlanBackendData = { VNI: cfg.vni, VtepMAC: macToFlannel(drMac) };
+    return { publicIP: deps.publicIP, backendType: 'vxlan', backendData: data };
+  }
+
+  private async ensureNetwork(subnet: string, signal: AbortSignal): Promise<HcnNetwork> {
+    const { deps, cfg } = this;
+    const existing = await deps.hns.getNetworkByName(cfg.name);
+    let net: HcnNetwork;
+    if (existing && overlayMatches(existing, subnet, cfg.vni)) {
+      deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
+      net = existing;
+    } else {
+      if (existing) {
+        deps.log.warn('deleting HNS network whose type, subnet or VNI changed', {
+          network: cfg.name,
+          id: existing.ID,
+          type: existing.Type,
+          subnet: existing.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix,
+          want: subnet,
+        });
+        await deps.hns.deleteNetwork(existing.ID!);
+      }
+      deps.log.info('creating HNS network', { network: cfg.name, type: 'Overlay', subnet, vni: cfg.vni, adapter: deps.extIface.name });
+      const created = await deps.hns.createNetwork(overlayNetworkFor(cfg, subnet, deps.extIface.name));
+      const ready = await poll(deps.clock, async () => {
+        const n = await deps.hns.getNetwork(created.ID!);
+        return n && providerAddress(n) ? n : undefined;
+      }, { intervalMs: POLL_MS, timeoutMs: PROVIDER_ADDRESS_TIMEOUT_MS, signal });
+      if (!ready) {
+        throw new FlannelError('FLANNEL_ERR_BACKEND', `timeout, failed to get management IP from HostComputeNetwork ${cfg.name}; check the adapter ${deps.extIface.name} is up`, {
+          network: cfg.name,
+          id: created.ID,
+        });
+      }
+      const pa = providerAddress(ready)!;
+      const vnic = await poll(deps.clock, async () => findInterfaceByIP(await deps.host.interfaces(), pa), { intervalMs: POLL_MS, timeoutMs: VNIC_TIMEOUT_MS, signal });
+      if (!vnic) {
+        throw new FlannelError('FLANNEL_ERR_HOST', `Interface bound to ${cfg.name} took too long to get ready. Please check your network host configuration`, { network: cfg.name, ip: pa });
+      }
+      deps.log.info('created HNS network', { network: cfg.name, id: ready.ID, providerAddress: pa, vnic: vnic.name, index: vnic.index });
+      net = ready;
+    }
+    if (!policy(net, 'HostRoute')) {
+      try {
+        await deps.hns.addNetworkPolicies(net.ID!, [{ Type: 'HostRoute', Settings: {} }]);
+        net = (await deps.hns.getNetwork(net.ID!)) ?? net;
+      } catch (err) {
+        deps.log.warn('could not apply the HostRoute policy (host to local pod connectivity); it needs Windows 18321 or newer', {
+          network: cfg.name,
+          error: (err as Error).message,
+        });
+      }
+    }
+    return net;
+  }
+}

@@ -1,0 +1,53 @@
+// Legacy vxlan dataplane (flannel before 2019): one HNS v1 remote endpoint per remote pod IP, named
+// `remote_<ip>`, MAC `<MacPrefix>-<ip octets in hex>`, with a PA policy naming the peer's public IP.
+// Off by default (Backend.LegacyRemoteEndpoints); kept for HNS versions without RemoteSubnetRoute.
+import type { ReconcileDriver } from '../reconcile.js';
+import { forEachLimit } from '../../concurrency.js';
+import type { HnsClient } from '../../hns/client.js';
+import type { HnsEndpointV1 } from '../../hns/schema.js';
+import { hostAddresses } from '../../ip4.js';
+import type { Lease } from '../../subnet/lease.js';
+
+const ENDPOINT_WRITE_CONCURRENCY = 8;
+
+export function remoteEndpointMac(macPrefix: string, ip: string): string {
+  const hex = ip.split('.').map((o) => Number(o).toString(16).toUpperCase().padStart(2, '0'));
+  return `${macPrefix.toUpperCase()}-${hex.join('-')}`;
+}
+
+function paOf(ep: HnsEndpointV1): string | undefined {
+  const pa = (ep.Policies ?? []).find((p) => (p as { Type?: string }).Type === 'PA') as { PA?: string } | undefined;
+  return pa?.PA;
+}
+
+/** Every pod address of the peer's subnet (not the network address, gateway .1, or broadcast). */
+export function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: string): HnsEndpointV1[] {
+  return hostAddresses(peer.subnet)
+    .slice(1)
+    .map((ip) => ({
+      Name: `remote_${ip}`,
+      VirtualNetwork: networkId,
+      IPAddress: ip,
+      MacAddress: remoteEndpointMac(macPrefix, ip),
+      IsRemoteEndpoint: true,
+      Policies: [{ Type: 'PA', PA: peer.publicIP }],
+    }));
+}
+
+export function remoteEndpointDriver(hns: HnsClient, networkId: string): ReconcileDriver<HnsEndpointV1, HnsEndpointV1> {
+  return {
+    name: 'vxlan remote endpoints',
+    async readActual() {
+      const all = await hns.listEndpointsV1();
+      return all.filter((e) => e.IsRemoteEndpoint === true && e.VirtualNetwork?.toUpperCase() === networkId.toUpperCase());
+    },
+    actualKey: (e) => String(e.IPAddress),
+    desiredKey: (e) => e.IPAddress!,
+    same: (a, d) => a.MacAddress?.toUpperCase() === d.MacAddress && paOf(a) === paOf(d),
+    remove: (items) => forEachLimit(items, ENDPOINT_WRITE_CONCURRENCY, (e) => hns.deleteEndpointV1(e.ID!)),
+    add: (items) =>
+      forEachLimit(items, ENDPOINT_WRITE_CONCURRENCY, async (e) => {
+        await hns.createEndpointV1(e);
+      }),
+  };
+}

@@ -1,0 +1,48 @@
+// Builds the dataplane the agent runs on: the simulated one (anywhere) or the native Windows one.
+import type { Clock } from '../clock.js';
+import type { AgentConfig } from '../config/agent-config.js';
+import { FlannelError } from '../errors.js';
+import type { Metrics } from '../health/metrics.js';
+import { HnsClient } from '../hns/client.js';
+import { SimulatedHnsTransport } from '../hns/simulated.js';
+import type { Host } from '../host/host.js';
+import { SimulatedHost } from '../host/simulated.js';
+import { componentLogger, type Logger } from '../log.js';
+import type { RouteTable } from '../routes/route-table.js';
+import { SimulatedRouteTable } from '../routes/simulated.js';
+import { SimulatedDataplane } from './simulated.js';
+import { isIPv4 } from 'node:net';
+
+export interface Dataplane {
+  hns: HnsClient;
+  routes: RouteTable;
+  host: Host;
+  /** The simulated model, when the dataplane is simulated (tests and the demo inspect it). */
+  simulated?: SimulatedDataplane;
+}
+
+/** The simulated node's IP: the first --iface given as an IP, else --public-ip, else 10.0.0.2. */
+export function simulatedNodeIP(config: Pick<AgentConfig, 'iface' | 'publicIP'>): string {
+  return config.iface.find((i) => isIPv4(i)) ?? (config.publicIP || '10.0.0.2');
+}
+
+export function simulatedDataplane(sim: SimulatedDataplane, deps: { log: Logger; metrics: Metrics; clock: Clock }): Dataplane {
+  return {
+    hns: new HnsClient(new SimulatedHnsTransport(sim), { log: componentLogger(deps.log, 'hns'), metrics: deps.metrics, clock: deps.clock }),
+    routes: new SimulatedRouteTable(sim),
+    host: new SimulatedHost(sim),
+    simulated: sim,
+  };
+}
+
+export async function createDataplane(config: AgentConfig, deps: { log: Logger; metrics: Metrics; clock: Clock }): Promise<Dataplane> {
+  if (config.dataplane === 'simulated') {
+    const sim = new SimulatedDataplane({ statePath: config.dataplaneState || undefined, nodeIP: simulatedNodeIP(config), clock: deps.clock });
+    return simulatedDataplane(sim, deps);
+  }
+  throw new FlannelError(
+    'FLANNEL_ERR_UNSUPPORTED',
+    'the native Windows dataplane (vmcompute.dll/computenetwork.dll/iphlpapi through ffi-rs) is not in this build yet; run with --dataplane simulated',
+    { dataplane: config.dataplane },
+  );
+}

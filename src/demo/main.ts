@@ -1,0 +1,114 @@
+// `npm start`: the agent against an in-process cluster on the simulated dataplane. A fake Kubernetes
+// API server (real HTTP, real client-node) holds a few Linux flannel nodes and one Windows node; the
+// agent leases the Windows node's podCIDR, writes subnet.env and programs the peers; every few seconds
+// a node joins or leaves so the reconcile can be watched. Ctrl-C stops.
+//   npm start -- [--backend vxlan|host-gw] [--log-level warn|info|debug] [--interval SECONDS]
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from '../agent.js';
+import { parseConfig } from '../config/parse.js';
+import { errorMessage } from '../errors.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../kube-fake/api-server.js';
+import { createLogger } from '../log.js';
+import { peerTable, renderTable } from './peer-table.js';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
+}
+
+const backend = arg('backend', 'vxlan') === 'host-gw' ? 'host-gw' : 'vxlan';
+const logLevel = arg('log-level', 'warn');
+const intervalMs = Math.max(1, Number(arg('interval', '8'))) * 1000;
+const WINDOWS_NODE = 'win-node-1';
+const WINDOWS_IP = '10.0.0.2';
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'flanneld-demo-'));
+  const api = new FakeKubeApiServer();
+  await api.start();
+
+  let next = 1;
+  const addLinux = () => {
+    const n = next++;
+    api.addNode(linuxFlannelNode({ name: `linux-node-${n}`, podCIDR: `10.244.${n}.0/24`, publicIP: `10.0.0.${10 + n}`, backendType: backend }));
+  };
+  for (let i = 0; i < 3; i++) addLinux();
+  api.addNode({ ...bareNode({ name: WINDOWS_NODE, podCIDR: '10.244.100.0/24', internalIP: WINDOWS_IP }) });
+
+  const netConf = backend === 'vxlan' ? { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } } : { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+  writeFileSync(join(dir, 'net-conf.json'), JSON.stringify(netConf, null, 2));
+  await writeKubeconfig(join(dir, 'kubeconfig'), api.url);
+
+  const parsed = parseConfig(
+    [
+      '--kube-subnet-mgr',
+      `--kubeconfig-file=${join(dir, 'kubeconfig')}`,
+      `--net-config-path=${join(dir, 'net-conf.json')}`,
+      `--subnet-file=${join(dir, 'run', 'flannel', 'subnet.env')}`,
+      '--dataplane=simulated',
+      `--dataplane-state=${join(dir, 'dataplane.json')}`,
+      `--iface=${WINDOWS_IP}`,
+      '--ip-masq',
+      `--log-level=${logLevel}`,
+    ],
+    { NODE_NAME: WINDOWS_NODE },
+    { platform: process.platform },
+  );
+  if (parsed.kind !== 'run') throw new Error('demo config did not parse to a run command');
+  const config = parsed.config;
+  const log = createLogger({ level: config.logLevel });
+  const agent = new Agent({ config, log, resyncMs: 2000 });
+  const controller = new AbortController();
+  process.on('SIGINT', () => controller.abort(new Error('SIGINT')));
+  process.on('SIGTERM', () => controller.abort(new Error('SIGTERM')));
+
+  const out = (s: string) => process.stdout.write(s + '\n');
+  out(`flanneld-windows demo: ${backend} backend, fake API server at ${api.url}, work dir ${dir}`);
+  const running = agent.run(controller.signal);
+
+  const show = (title: string) => {
+    const rows = peerTable(agent, api.listNodes());
+    out(`\n${title}\n${renderTable(rows)}`);
+  };
+
+  // Wait for the first in-sync pass, then show what was leased and programmed.
+  while (!agent.network && agent.phase !== 'stopped') await new Promise((r) => setTimeout(r, 50));
+  if (agent.network) {
+    await agent.network.waitForInSync(controller.signal).catch(() => undefined);
+    const lease = agent.network.lease;
+    out(`\nleased ${lease.subnet} for node ${WINDOWS_NODE} (public IP ${lease.publicIP}), HNS network ${agent.network.networkName}, MTU ${agent.network.mtu}`);
+    out(`\n${config.subnetFile}:\n${readFileSync(config.subnetFile, 'utf8')}`);
+    show('programmed peers:');
+    out(`\nEvery ${intervalMs / 1000} s a node joins or leaves; press Ctrl-C to stop.`);
+  }
+
+  let step = 0;
+  const churn = setInterval(() => {
+    step++;
+    const linux = api.listNodes().filter((n) => n.metadata.name.startsWith('linux-node-'));
+    if (step % 2 === 1 || linux.length === 0) {
+      addLinux();
+      out(`\n+ node linux-node-${next - 1} joined`);
+    } else {
+      const victim = linux[0]!.metadata.name;
+      api.deleteNode(victim);
+      out(`\n- node ${victim} left`);
+    }
+    setTimeout(() => show('programmed peers:'), 1000);
+  }, intervalMs);
+
+  try {
+    await running;
+  } finally {
+    clearInterval(churn);
+    await api.stop();
+    out('\ndemo stopped');
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`demo failed: ${errorMessage(err)}\n`);
+  process.exitCode = 1;
+});

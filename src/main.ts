@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+// flanneld entry point: parse flags/env, start the agent, map outcomes to exit codes.
+// The only module that calls process.exit (and, through config, reads process.env).
+import { Agent } from './agent.js';
+import { parseConfig } from './config/parse.js';
+import { FlagError, FlannelError, errorMessage } from './errors.js';
+import { createLogger } from './log.js';
+import { VERSION } from './version.js';
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseConfig(process.argv.slice(2), process.env, { platform: process.platform });
+  } catch (err) {
+    if (err instanceof FlagError) {
+      process.stderr.write(`flanneld: ${err.message}\nRun 'flanneld --help' for usage.\n`);
+      return 2;
+    }
+    process.stderr.write(`flanneld: ${errorMessage(err)}\n`);
+    return err instanceof FlannelError ? 2 : 1;
+  }
+  if (parsed.kind === 'help') {
+    process.stdout.write(parsed.text);
+    return 0;
+  }
+  if (parsed.kind === 'version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const config = parsed.config;
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, file: config.logFile || undefined });
+  log.info('flanneld-windows starting', { version: VERSION, dataplane: config.dataplane, pid: process.pid });
+
+  const controller = new AbortController();
+  const stop = (sig: string) => {
+    if (controller.signal.aborted) return;
+    log.info('shutting down', { signal: sig });
+    controller.abort(new Error(`received ${sig}`));
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+
+  try {
+    await new Agent({ config, log }).run(controller.signal);
+    log.info('stopped');
+    return 0;
+  } catch (err) {
+    const fields = err instanceof FlannelError ? { code: err.code, ...err.context } : {};
+    log.error(errorMessage(err), fields);
+    return 1;
+  } finally {
+    await new Promise<void>((resolve) => {
+      log.on('finish', () => resolve());
+      log.end();
+      setTimeout(resolve, 500).unref();
+    });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`flanneld: unexpected error: ${errorMessage(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,148 @@
+// Build the @kubernetes/client-node KubeConfig the kube subnet manager talks through.
+// Mirrors flannel pkg/subnet/kube/kube.go NewSubnetManager -> clientcmd.BuildConfigFromFlags(apiUrl, kubeconfig):
+// `--kubeconfig-file` if given; else `--kube-api-url` alone; else the in-cluster service account.
+// `--kube-api-url` overrides the server of the kubeconfig. TLS is verified unless the kubeconfig says
+// `insecure-skip-tls-verify: true` (a plain http:// server has no TLS to verify).
+import { existsSync, readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Cluster } from '@kubernetes/client-node';
+import { errorMessage, FlannelError } from '../../errors.js';
+
+export interface KubeClientOptions {
+  /** `--kubeconfig-file` ("" = none). */
+  kubeconfigFile: string;
+  /** `--kube-api-url` ("" = none). */
+  kubeApiUrl: string;
+  /**
+   * In-cluster only: prefix of the service account files (default `$CONTAINER_SANDBOX_MOUNT_POINT`,
+   * set in a Windows HostProcess container, else "").
+   */
+  inClusterPathPrefix?: string;
+  /**
+   * In-cluster only: where KUBERNETES_SERVICE_HOST / _PORT (and CONTAINER_SANDBOX_MOUNT_POINT, the
+   * default path prefix) are read; default `process.env`.
+   */
+  env?: Record<string, string | undefined>;
+}
+
+const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+function checkServerUrl(server: string, source: string): void {
+  let u: URL;
+  try {
+    u = new URL(server);
+  } catch {
+    throw new FlannelError('FLANNEL_ERR_KUBE', `${source}: API server URL "${server}" is not a valid URL; use https://host:port`, { server });
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') {
+    throw new FlannelError('FLANNEL_ERR_KUBE', `${source}: API server URL "${server}" must start with https:// or http://`, { server });
+  }
+}
+
+/** http:// has no TLS: client-node refuses it unless skipTLSVerify is set, which changes nothing else. */
+function withServer(cluster: Cluster, server: string): Cluster {
+  return { ...cluster, server, skipTLSVerify: cluster.skipTLSVerify || server.startsWith('http:') };
+}
+
+function replaceCurrentCluster(kc: KubeConfig, server: string | undefined): void {
+  const current = kc.getCurrentCluster();
+  if (!current) return;
+  const clusters = kc.clusters.map((c) => (c.name === current.name ? withServer(c, server ?? c.server) : c));
+  kc.loadFromOptions({ clusters, users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext });
+}
+
+function fromFile(file: string, apiUrl: string): KubeConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new FlannelError(
+      'FLANNEL_ERR_KUBE',
+      `fail to create kubernetes config: cannot read kubeconfig file ${file}: ${errorMessage(err)}; fix --kubeconfig-file (or omit it to use the in-cluster service account)`,
+      { file },
+      { cause: err },
+    );
+  }
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromString(text);
+  } catch (err) {
+    throw new FlannelError(
+      'FLANNEL_ERR_KUBE',
+      `fail to create kubernetes config: kubeconfig file ${file} is not a valid kubeconfig: ${errorMessage(err)}; check the YAML (clusters, users, contexts, current-context)`,
+      { file },
+      { cause: err },
+    );
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster && !apiUrl) {
+    throw new FlannelError(
+      'FLANNEL_ERR_KUBE',
+      `fail to create kubernetes config: kubeconfig file ${file} has no usable current context (current-context "${kc.getCurrentContext() ?? ''}"); set current-context to a context whose cluster exists, or pass --kube-api-url`,
+      { file },
+    );
+  }
+  if (!cluster) {
+    // Server only from --kube-api-url; keep the file's user if there is exactly one.
+    const user = kc.getCurrentUser() ?? kc.users[0] ?? { name: 'user' };
+    kc.loadFromClusterAndUser({ name: 'cluster', server: apiUrl, skipTLSVerify: apiUrl.startsWith('http:') }, user);
+    return kc;
+  }
+  if (apiUrl) {
+    replaceCurrentCluster(kc, apiUrl);
+  } else {
+    if (!cluster.server) {
+      throw new FlannelError('FLANNEL_ERR_KUBE', `fail to create kubernetes config: kubeconfig file ${file}: cluster "${cluster.name}" has no server; set clusters[].cluster.server or pass --kube-api-url`, { file });
+    }
+    checkServerUrl(cluster.server, `kubeconfig file ${file}`);
+    replaceCurrentCluster(kc, undefined);
+  }
+  return kc;
+}
+
+/**
+ * The KubeConfig for flanneld's flags. Throws FlannelError FLANNEL_ERR_KUBE naming the file and the fix
+ * when the kubeconfig is missing or invalid, or when in-cluster config is requested outside a cluster.
+ */
+export function buildKubeConfig(opts: KubeClientOptions): KubeConfig {
+  const apiUrl = opts.kubeApiUrl.trim();
+  if (apiUrl) checkServerUrl(apiUrl, '--kube-api-url');
+  if (opts.kubeconfigFile) return fromFile(opts.kubeconfigFile, apiUrl);
+  const kc = new KubeConfig();
+  if (apiUrl) {
+    kc.loadFromClusterAndUser({ name: 'cluster', server: apiUrl, skipTLSVerify: apiUrl.startsWith('http:') }, { name: 'user' });
+    return kc;
+  }
+  const env = opts.env ?? process.env;
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) {
+    throw new FlannelError(
+      'FLANNEL_ERR_KUBE',
+      'fail to create kubernetes config: not running in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set); pass --kubeconfig-file or --kube-api-url',
+      {},
+    );
+  }
+  const prefix = opts.inClusterPathPrefix ?? env.CONTAINER_SANDBOX_MOUNT_POINT ?? '';
+  const tokenFile = `${prefix}${SERVICEACCOUNT_DIR}/token`;
+  const caFile = `${prefix}${SERVICEACCOUNT_DIR}/ca.crt`;
+  if (!existsSync(tokenFile)) {
+    throw new FlannelError(
+      'FLANNEL_ERR_KUBE',
+      `fail to create kubernetes config: in-cluster service account token ${tokenFile} not found; mount the service account (automountServiceAccountToken) or pass --kubeconfig-file`,
+      { file: tokenFile },
+    );
+  }
+  // The same shape client-node's loadFromCluster builds, without it reading process.env.
+  const scheme = port === '80' || port === '8080' || port === '8001' ? 'http' : 'https';
+  const server = `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
+  kc.loadFromClusterAndUser(
+    { name: 'inCluster', server, caFile, skipTLSVerify: scheme === 'http' },
+    { name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile } } },
+  );
+  return kc;
+}
+
+/** Alias used by the agent. */
+export const loadKubeConfig = buildKubeConfig;

@@ -1,0 +1,492 @@
+// KubeSubnetManager over real HTTP, through @kubernetes/client-node, against FakeKubeApiServer.
+import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { buildKubeConfig } from '../../src/subnet/kube/client.js';
+import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
+import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
+import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
+import { METRIC, Metrics } from '../../src/health/metrics.js';
+import { FlannelError } from '../../src/errors.js';
+
+const P = 'flannel.alpha.coreos.com/';
+const SMP = 'application/strategic-merge-patch+json';
+const VXLAN: LeaseAttrs = { publicIP: '10.0.0.5', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '00:15:5d:b3:ac:db' } };
+const HOSTGW: LeaseAttrs = { publicIP: '10.0.0.5', backendType: 'host-gw', backendData: null };
+
+let api: FakeKubeApiServer;
+let dir: string;
+let kubeconfigPath: string;
+const controllers: AbortController[] = [];
+
+async function waitFor(cond: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function signal(): AbortSignal {
+  const c = new AbortController();
+  controllers.push(c);
+  return c.signal;
+}
+
+function manager(over: Partial<KubeSubnetManagerOptions> = {}): KubeSubnetManager {
+  return new KubeSubnetManager({
+    kubeConfig: buildKubeConfig({ kubeconfigFile: kubeconfigPath, kubeApiUrl: '' }),
+    nodeName: 'win',
+    network: '10.244.0.0/16',
+    annotationPrefix: P,
+    setNodeNetworkUnavailable: true,
+    backoffBaseMs: 10,
+    backoffCapMs: 100,
+    nodePollIntervalMs: 20,
+    nodeWaitTimeoutMs: 2000,
+    apiRetryTimeoutMs: 3000,
+    watchTimeoutSeconds: 60,
+    ...over,
+  });
+}
+
+const attrs = (a: LeaseAttrs) => async () => a;
+
+async function rejection(p: Promise<unknown>): Promise<FlannelError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(FlannelError);
+    return err as FlannelError;
+  }
+  throw new Error('expected a rejection');
+}
+
+const patches = () => api.requests.filter((r) => r.method === 'PATCH');
+
+beforeEach(async () => {
+  api = new FakeKubeApiServer();
+  await api.start();
+  dir = await mkdtemp(join(tmpdir(), 'kube-mgr-'));
+  kubeconfigPath = join(dir, 'kubeconfig');
+  await writeKubeconfig(kubeconfigPath, api.url);
+});
+
+afterEach(async () => {
+  for (const c of controllers.splice(0)) c.abort();
+  await api.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('acquireLease', () => {
+  it('vxlan: patches exactly the four annotations on /status as a strategic merge patch', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    let askedFor = '';
+    const lease = await manager().acquireLease(async (subnet) => {
+      askedFor = subnet;
+      return VXLAN;
+    }, signal());
+    expect(askedFor).toBe('10.244.5.0/24');
+    expect(lease).toEqual({ key: 'win', subnet: '10.244.5.0/24', publicIP: '10.0.0.5', backendType: 'vxlan', backendData: VXLAN.backendData });
+    const [p, ...rest] = patches();
+    expect(rest).toHaveLength(0);
+    expect(p!.path).toBe('/api/v1/nodes/win/status');
+    expect(p!.contentType).toBe(SMP);
+    expect(p!.body).toEqual({
+      metadata: {
+        annotations: {
+          [`${P}kube-subnet-manager`]: 'true',
+          [`${P}backend-type`]: 'vxlan',
+          [`${P}backend-data`]: '{"VNI":4096,"VtepMAC":"00:15:5d:b3:ac:db"}',
+          [`${P}public-ip`]: '10.0.0.5',
+        },
+      },
+    });
+    expect(api.getNode('win')!.metadata.annotations![`${P}backend-data`]).toBe('{"VNI":4096,"VtepMAC":"00:15:5d:b3:ac:db"}');
+  });
+
+  it('host-gw: backend-data is the four characters null; podCIDRs picks IPv4', async () => {
+    api.addNode({ ...bareNode({ name: 'win' }), spec: { podCIDR: 'fd00:1::/64', podCIDRs: ['fd00:1::/64', '10.244.7.0/24'] } });
+    const lease = await manager().acquireLease(attrs(HOSTGW), signal());
+    expect(lease.subnet).toBe('10.244.7.0/24');
+    expect(patches()[0]!.body).toEqual({
+      metadata: {
+        annotations: {
+          [`${P}kube-subnet-manager`]: 'true',
+          [`${P}backend-type`]: 'host-gw',
+          [`${P}backend-data`]: 'null',
+          [`${P}public-ip`]: '10.0.0.5',
+        },
+      },
+    });
+  });
+
+  it('second start patches nothing, and then only the changed key', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    await manager().acquireLease(attrs(VXLAN), signal());
+    expect(patches()).toHaveLength(1);
+    await manager().acquireLease(attrs(VXLAN), signal());
+    expect(patches()).toHaveLength(1);
+    await manager().acquireLease(attrs({ ...VXLAN, publicIP: '10.0.0.6' }), signal());
+    expect(patches()).toHaveLength(2);
+    expect(patches()[1]!.body).toEqual({ metadata: { annotations: { [`${P}public-ip`]: '10.0.0.6' } } });
+  });
+
+  it('missing podCIDR: waits, then fails with the upstream text', async () => {
+    api.addNode(bareNode({ name: 'win' }));
+    const err = await rejection(manager({ nodeWaitTimeoutMs: 200 }).acquireLease(attrs(VXLAN), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_NODE');
+    expect(err.message).toBe('node "win" pod cidr not assigned');
+    expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
+    expect(patches()).toHaveLength(0);
+  });
+
+  it('waits for the node to appear and get a podCIDR', async () => {
+    const p = manager().acquireLease(attrs(VXLAN), signal());
+    setTimeout(() => api.addNode(bareNode({ name: 'win' })), 100);
+    setTimeout(() => api.updateNode('win', (n) => void (n.spec = { podCIDR: '10.244.9.0/24', podCIDRs: ['10.244.9.0/24'] })), 250);
+    expect((await p).subnet).toBe('10.244.9.0/24');
+  });
+
+  it('missing node: FLANNEL_ERR_NODE naming the node', async () => {
+    const err = await rejection(manager({ nodeWaitTimeoutMs: 150 }).acquireLease(attrs(VXLAN), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_NODE');
+    expect(err.message).toContain('node "win" not found');
+  });
+
+  it('podCIDR outside Network: exact upstream text, nothing patched', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.99.1.0/24' }));
+    const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_NODE');
+    expect(err.message).toBe(`subnet "10.244.0.0/16" specified in the flannel net config doesn't contain "10.99.1.0/24" PodCIDR of the "win" node`);
+    expect(patches()).toHaveLength(0);
+  });
+
+  it('node-public-ip annotation overrides the public IP at start', async () => {
+    const n = bareNode({ name: 'win', podCIDR: '10.244.5.0/24' });
+    n.metadata.annotations = { [`${P}node-public-ip`]: '192.168.1.50' };
+    api.addNode(n);
+    const lease = await manager({ publicIPOverride: '10.0.0.5' }).acquireLease(attrs(VXLAN), signal());
+    expect(lease.publicIP).toBe('192.168.1.50');
+    expect((patches()[0]!.body as { metadata: { annotations: Record<string, string> } }).metadata.annotations[`${P}public-ip`]).toBe('192.168.1.50');
+  });
+
+  it('public-ip-overwrite is published as public-ip', async () => {
+    const n = bareNode({ name: 'win', podCIDR: '10.244.5.0/24' });
+    n.metadata.annotations = { [`${P}public-ip-overwrite`]: '172.16.0.9' };
+    api.addNode(n);
+    const lease = await manager().acquireLease(attrs(VXLAN), signal());
+    expect(lease.publicIP).toBe('172.16.0.9');
+    expect(api.getNode('win')!.metadata.annotations![`${P}public-ip`]).toBe('172.16.0.9');
+  });
+
+  it('refuses to publish vxlan data without a VtepMAC', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    const err = await rejection(manager().acquireLease(attrs({ ...VXLAN, backendData: { VNI: 4096, VtepMAC: '' } }), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_BACKEND');
+    expect(patches()).toHaveLength(0);
+  });
+
+  it('retries the patch through API blips (503, dropped connection)', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    api.failNext('PATCH', /^\/api\/v1\/nodes\/win\/status$/, 503, 2);
+    api.failNext('PATCH', /^\/api\/v1\/nodes\/win\/status$/, 0, 1);
+    const lease = await manager().acquireLease(attrs(VXLAN), signal());
+    expect(lease.subnet).toBe('10.244.5.0/24');
+    expect(patches()).toHaveLength(4);
+    expect(api.getNode('win')!.metadata.annotations![`${P}kube-subnet-manager`]).toBe('true');
+  });
+
+  it('403 is not retried: FLANNEL_ERR_KUBE naming the RBAC rule', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    api.failNext('PATCH', /status$/, 403, 5);
+    const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_KUBE');
+    expect(err.message).toContain('nodes/status: patch');
+    expect(patches()).toHaveLength(1);
+  });
+});
+
+describe('node name resolution', () => {
+  it('POD_NAME/POD_NAMESPACE: takes spec.nodeName of the pod', async () => {
+    api.addNode(bareNode({ name: 'win-7', podCIDR: '10.244.5.0/24' }));
+    api.addPod(podOnNode({ name: 'kube-flannel-ds-abc', namespace: 'kube-flannel', nodeName: 'win-7' }));
+    const m = manager({ nodeName: undefined, podName: 'kube-flannel-ds-abc', podNamespace: 'kube-flannel' });
+    const lease = await m.acquireLease(attrs(VXLAN), signal());
+    expect(lease.key).toBe('win-7');
+    expect(api.requests[0]!.path).toBe('/api/v1/namespaces/kube-flannel/pods/kube-flannel-ds-abc');
+    expect(patches()[0]!.path).toBe('/api/v1/nodes/win-7/status');
+  });
+
+  it('neither NODE_NAME nor POD_NAME/POD_NAMESPACE: upstream text', async () => {
+    const err = await rejection(manager({ nodeName: undefined }).acquireLease(attrs(VXLAN), signal()));
+    expect(err.message).toBe('env variables POD_NAME and POD_NAMESPACE must be set');
+  });
+
+  it('pod without nodeName / missing pod', async () => {
+    api.addPod(podOnNode({ name: 'p', namespace: 'ns' }));
+    const e1 = await rejection(manager({ nodeName: undefined, podName: 'p', podNamespace: 'ns' }).acquireLease(attrs(VXLAN), signal()));
+    expect(e1.message).toBe(`node name not present in pod spec 'ns/p'`);
+    const e2 = await rejection(manager({ nodeName: undefined, podName: 'q', podNamespace: 'ns' }).acquireLease(attrs(VXLAN), signal()));
+    expect(e2.code).toBe('FLANNEL_ERR_KUBE');
+    expect(e2.message).toContain(`error retrieving pod spec for 'ns/q'`);
+  });
+});
+
+describe('kubeconfig', () => {
+  it('missing file: FLANNEL_ERR_KUBE naming the file', () => {
+    const f = join(dir, 'nope.yaml');
+    try {
+      buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' });
+      throw new Error('no throw');
+    } catch (err) {
+      expect((err as FlannelError).code).toBe('FLANNEL_ERR_KUBE');
+      expect((err as Error).message).toContain(f);
+      expect((err as Error).message).toContain('--kubeconfig-file');
+    }
+  });
+
+  it('garbage file: FLANNEL_ERR_KUBE naming the file', async () => {
+    const f = join(dir, 'bad.yaml');
+    await writeFile(f, ': : [not yaml\n\t-');
+    expect(() => buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE', message: expect.stringContaining(f) }));
+    const g = join(dir, 'empty-ctx.yaml');
+    await writeFile(g, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+    expect(() => buildKubeConfig({ kubeconfigFile: g, kubeApiUrl: '' })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE', message: expect.stringContaining(g) }));
+  });
+
+  it('no flags outside a cluster: FLANNEL_ERR_KUBE', () => {
+    expect(() => buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: '', env: {} })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE' }));
+  });
+
+  it('in-cluster: https server, CA file and token file from the service account', async () => {
+    const sa = join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
+    await (await import('node:fs/promises')).mkdir(sa, { recursive: true });
+    await writeFile(join(sa, 'token'), 'x');
+    const kc = buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: '', env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', CONTAINER_SANDBOX_MOUNT_POINT: dir } });
+    expect(kc.getCurrentCluster()).toMatchObject({ server: 'https://10.96.0.1:443', skipTLSVerify: false, caFile: join(sa, 'ca.crt') });
+  });
+
+  it('TLS stays verified for https kubeconfigs', async () => {
+    const f = join(dir, 'tls.yaml');
+    await writeKubeconfig(f, 'https://10.1.2.3:6443');
+    expect(buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' }).getCurrentCluster()!.skipTLSVerify).toBe(false);
+  });
+
+  it('--kube-api-url overrides the kubeconfig server; the token is sent', async () => {
+    await api.stop();
+    api = new FakeKubeApiServer({ bearerToken: 's3cret' });
+    await api.start();
+    const f = join(dir, 'wrong-server.yaml');
+    await writeKubeconfig(f, 'http://127.0.0.1:1', { token: 's3cret' });
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    const m = manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }) });
+    await m.acquireLease(attrs(VXLAN), signal());
+    expect(api.requests.every((r) => r.authorization === 'Bearer s3cret')).toBe(true);
+  });
+
+  it('--kube-api-url alone', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    const m = manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: api.url }) });
+    expect((await m.acquireLease(attrs(HOSTGW), signal())).subnet).toBe('10.244.5.0/24');
+  });
+
+  it('wrong token: 401 is FLANNEL_ERR_KUBE', async () => {
+    await api.stop();
+    api = new FakeKubeApiServer({ bearerToken: 'right' });
+    await api.start();
+    await writeKubeconfig(kubeconfigPath, api.url, { token: 'wrong' });
+    const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_KUBE');
+    expect(err.message).not.toContain('wrong');
+  });
+});
+
+describe('completeLease', () => {
+  const lease: Lease = { key: 'win', subnet: '10.244.5.0/24', publicIP: '10.0.0.5', backendType: 'vxlan', backendData: null };
+
+  it('patches NetworkUnavailable=False on /status, keeping other conditions', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    const t = Date.UTC(2025, 2, 19, 19, 57, 30, 123);
+    await manager({ clock: { now: () => t, sleep: async () => undefined } }).completeLease(lease, signal());
+    const [p] = patches();
+    expect(p!.path).toBe('/api/v1/nodes/win/status');
+    expect(p!.contentType).toBe(SMP);
+    expect(p!.body).toEqual({
+      status: {
+        conditions: [
+          {
+            type: 'NetworkUnavailable',
+            status: 'False',
+            lastHeartbeatTime: '2025-03-19T19:57:30Z',
+            lastTransitionTime: '2025-03-19T19:57:30Z',
+            reason: 'FlannelIsUp',
+            message: 'Flannel is running on this node',
+          },
+        ],
+      },
+    });
+    const conds = api.getNode('win')!.status!.conditions!;
+    expect(conds.map((c) => c.type).sort()).toEqual(['NetworkUnavailable', 'Ready']);
+  });
+
+  it('retries, and does nothing when --set-node-network-unavailable=false', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    await manager({ setNodeNetworkUnavailable: false }).completeLease(lease, signal());
+    expect(patches()).toHaveLength(0);
+    api.failNext('PATCH', /status$/, 500, 2);
+    await manager().completeLease(lease, signal());
+    expect(patches()).toHaveLength(3);
+  });
+});
+
+describe('watchLeases', () => {
+  function collect(m: KubeSubnetManager, metrics?: Metrics) {
+    const updates: LeaseUpdate[] = [];
+    const s = signal();
+    const done = m.watchLeases((u) => updates.push(u), s);
+    const snapshots = () => updates.filter((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot');
+    const events = () => updates.flatMap((u) => (u.kind === 'events' ? u.events : []));
+    return { updates, done, snapshots, events, metrics };
+  }
+
+  const peer = (i: number, backendType: 'vxlan' | 'host-gw' = 'vxlan') =>
+    linuxFlannelNode({ name: `linux-${i}`, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType });
+
+  it('snapshot, then added / changed / status-only / unmanaged / deleted', async () => {
+    api.addNode(peer(1));
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    const m = manager();
+    expect(m.hasSynced).toBe(false);
+    const c = collect(m);
+    await waitFor(() => c.snapshots().length === 1, 5000, 'first snapshot');
+    expect(m.hasSynced).toBe(true);
+    expect(c.snapshots()[0]!.leases).toEqual([
+      { key: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' } },
+    ]);
+    await waitFor(() => api.activeWatches === 1, 5000, 'watch');
+
+    api.addNode(peer(2, 'host-gw'));
+    await waitFor(() => c.events().length === 1, 5000, 'added');
+    expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null } });
+
+    // Heartbeat-only / unrelated changes: no events.
+    api.updateNode('linux-1', (n) => void (n.status!.conditions![0]!.lastHeartbeatTime = '2030-01-01T00:00:00Z'));
+    api.updateNode('linux-1', (n) => void (n.metadata.labels!.foo = 'bar'));
+    api.updateNode('win', (n) => void (n.metadata.annotations!.x = 'y'));
+    // Relevant change.
+    api.updateNode('linux-1', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.99'));
+    await waitFor(() => c.events().length === 2, 5000, 'changed');
+    expect(c.events()[1]).toMatchObject({ type: 'added', lease: { key: 'linux-1', publicIP: '10.0.0.99' } });
+
+    // Stops being managed by flannel: removed.
+    api.updateNode('linux-2', (n) => void delete n.metadata.annotations![`${P}kube-subnet-manager`]);
+    await waitFor(() => c.events().length === 3, 5000, 'unmanaged');
+    expect(c.events()[2]).toMatchObject({ type: 'removed', lease: { key: 'linux-2' } });
+
+    api.deleteNode('linux-1');
+    await waitFor(() => c.events().length === 4, 5000, 'deleted');
+    expect(c.events()[3]).toMatchObject({ type: 'removed', lease: { key: 'linux-1', publicIP: '10.0.0.99' } });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(c.events()).toHaveLength(4);
+    expect(c.snapshots()).toHaveLength(1);
+  });
+
+  it('API server restart: relists and snapshots without the peer deleted meanwhile', async () => {
+    api.addNode(peer(1));
+    api.addNode(peer(2));
+    const metrics = new Metrics();
+    const c = collect(manager({ metrics }));
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    await api.stop();
+    api.deleteNode('linux-2');
+    api.addNode(peer(3));
+    await new Promise((r) => setTimeout(r, 150)); // a few failed reconnects
+    await api.start();
+    await waitFor(() => c.snapshots().length >= 2, 5000, 'relist snapshot');
+    expect(c.snapshots().at(-1)!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
+    expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
+    await waitFor(() => api.activeWatches === 1, 5000, 'rewatch');
+    api.addNode(peer(4));
+    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-4'), 5000, 'event after restart');
+  });
+
+  it('410 Gone after compaction: relist snapshot', async () => {
+    api.addNode(peer(1));
+    api.addNode(peer(2));
+    const metrics = new Metrics();
+    const c = collect(manager({ metrics }));
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    api.compact(); // ends the open watch cleanly; its resume is too old
+    await waitFor(() => api.expiredWatches === 1, 5000, '410');
+    await waitFor(() => c.snapshots().length >= 2, 5000, 'relist after 410');
+    expect(c.snapshots().at(-1)!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2']);
+    expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
+  });
+
+  it('peer deleted while the watch is expired is gone from the relist', async () => {
+    api.addNode(peer(1));
+    api.addNode(peer(2));
+    const c = collect(manager());
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    // Close the watch, delete while no watch is open, compact: the resume gets 410, the delete is never seen.
+    api.closeWatches();
+    api.deleteNode('linux-2');
+    api.compact({ closeWatches: false });
+    await waitFor(() => c.snapshots().length >= 2, 5000, 'relist');
+    expect(c.snapshots().at(-1)!.leases.map((l) => l.key)).toEqual(['linux-1']);
+    expect(api.expiredWatches).toBe(1);
+    expect(c.events()).toHaveLength(0);
+  });
+
+  it('a clean watch close resumes from the last resourceVersion without a relist', async () => {
+    api.addNode(peer(1));
+    const c = collect(manager());
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    api.addNode(peer(2));
+    await waitFor(() => c.events().length === 1);
+    api.closeWatches();
+    await waitFor(() => api.activeWatches === 1, 5000, 'rewatch');
+    api.addNode(peer(3));
+    await waitFor(() => c.events().length === 2);
+    expect(c.snapshots()).toHaveLength(1);
+    const watches = api.requests.filter((r) => r.query.watch === 'true');
+    expect(Number(watches.at(-1)!.query.resourceVersion)).toBeGreaterThan(Number(watches[0]!.query.resourceVersion));
+  });
+
+  it('keeps retrying while the API is down at start, and resolves on abort', async () => {
+    api.addNode(peer(1));
+    await api.stop();
+    const ctrl = new AbortController();
+    const updates: LeaseUpdate[] = [];
+    const done = manager().watchLeases((u) => updates.push(u), ctrl.signal);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(updates).toHaveLength(0);
+    await api.start();
+    await waitFor(() => updates.length === 1, 5000, 'snapshot after API came up');
+    ctrl.abort();
+    await expect(done).resolves.toBeUndefined();
+  });
+
+  it('list pages are followed (limit/continue)', async () => {
+    for (let i = 1; i <= 7; i++) api.addNode(peer(i));
+    const c = collect(manager({ listPageSize: 3 }));
+    await waitFor(() => c.snapshots().length === 1);
+    expect(c.snapshots()[0]!.leases).toHaveLength(7);
+    expect(api.requests.filter((r) => r.path === '/api/v1/nodes' && r.query.watch !== 'true')).toHaveLength(3);
+  });
+
+  it('hostile nodes never break the watch', async () => {
+    const c = collect(manager());
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    const evil = peer(9);
+    evil.metadata.annotations![`${P}backend-data`] = 'x'.repeat(100_000);
+    evil.spec = { podCIDR: 42 as unknown as string, podCIDRs: [{} as unknown as string, '0.0.0.0/0'] };
+    api.addNode(evil);
+    api.addNode(peer(1));
+    await waitFor(() => c.events().length === 2);
+    expect(c.events()[0]!.lease).toMatchObject({ key: 'linux-9', subnet: '0.0.0.0/0', backendData: undefined });
+  });
+});

@@ -1,0 +1,104 @@
+// Integration test support: a fake API server plus Windows agents on simulated dataplanes.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from '../../src/agent.js';
+import { parseConfig } from '../../src/config/parse.js';
+import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { createLogger, silentLogger, type Logger } from '../../src/log.js';
+
+export const LOG: Logger = process.env['FLANNEL_TEST_LOG'] ? createLogger({ level: 'debug' }) : silentLogger();
+
+export async function waitFor<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
+export const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+
+export interface RunningAgent {
+  agent: Agent;
+  dir: string;
+  subnetFile: string;
+  statePath: string;
+  controller: AbortController;
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export class TestCluster {
+  readonly api = new FakeKubeApiServer();
+  readonly dir = mkdtempSync(join(tmpdir(), 'flanneld-it-'));
+  private readonly agents: RunningAgent[] = [];
+
+  async start(): Promise<this> {
+    await this.api.start();
+    await writeKubeconfig(join(this.dir, 'kubeconfig'), this.api.url);
+    return this;
+  }
+
+  addWindowsNode(name: string, podCIDR: string | undefined, ip: string): void {
+    this.api.addNode(bareNode({ name, podCIDR, internalIP: ip }));
+  }
+
+  /** Start an agent for `nodeName`; its files live in `<dir>/<nodeName>/`. */
+  startAgent(opts: { nodeName: string; ip: string; netConf: unknown; extraArgs?: string[]; resyncMs?: number; kubeconfig?: string }): RunningAgent {
+    const dir = join(this.dir, opts.nodeName);
+    const netConfPath = join(dir, 'net-conf.json');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(netConfPath, typeof opts.netConf === 'string' ? opts.netConf : JSON.stringify(opts.netConf));
+    const subnetFile = join(dir, 'run', 'flannel', 'subnet.env');
+    const statePath = join(dir, 'dataplane.json');
+    const parsed = parseConfig(
+      [
+        '--kube-subnet-mgr',
+        `--kubeconfig-file=${opts.kubeconfig ?? join(this.dir, 'kubeconfig')}`,
+        `--net-config-path=${netConfPath}`,
+        `--subnet-file=${subnetFile}`,
+        '--dataplane=simulated',
+        `--dataplane-state=${statePath}`,
+        `--iface=${opts.ip}`,
+        '--ip-masq',
+        ...(opts.extraArgs ?? []),
+      ],
+      { NODE_NAME: opts.nodeName },
+      { platform: 'linux' },
+    );
+    if (parsed.kind !== 'run') throw new Error('expected a run config');
+    const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: opts.resyncMs ?? 200 });
+    const controller = new AbortController();
+    const done = agent.run(controller.signal);
+    done.catch(() => undefined);
+    const running: RunningAgent = {
+      agent,
+      dir,
+      subnetFile,
+      statePath,
+      controller,
+      done,
+      stop: async () => {
+        controller.abort(new Error('test stop'));
+        await done.catch(() => undefined);
+      },
+    };
+    this.agents.push(running);
+    return running;
+  }
+
+  async stop(): Promise<void> {
+    for (const a of this.agents) await a.stop();
+    await this.api.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
