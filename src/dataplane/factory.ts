@@ -9,6 +9,7 @@ import type { Host } from '../host/host.js';
 import { SimulatedHost } from '../host/simulated.js';
 import { componentLogger, type Logger } from '../log.js';
 import type { RouteTable } from '../routes/route-table.js';
+import { MeteredRouteTable } from '../routes/metered.js';
 import { SimulatedRouteTable } from '../routes/simulated.js';
 import { SimulatedDataplane } from './simulated.js';
 import { isIPv4 } from 'node:net';
@@ -29,7 +30,7 @@ export function simulatedNodeIP(config: Pick<AgentConfig, 'iface' | 'publicIP'>)
 export function simulatedDataplane(sim: SimulatedDataplane, deps: { log: Logger; metrics: Metrics; clock: Clock }): Dataplane {
   return {
     hns: new HnsClient(new SimulatedHnsTransport(sim), { log: componentLogger(deps.log, 'hns'), metrics: deps.metrics, clock: deps.clock }),
-    routes: new SimulatedRouteTable(sim),
+    routes: new MeteredRouteTable(new SimulatedRouteTable(sim), deps.metrics),
     host: new SimulatedHost(sim),
     simulated: sim,
   };

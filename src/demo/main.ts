@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Agent } from '../agent.js';
 import { parseConfig } from '../config/parse.js';
 import { errorMessage } from '../errors.js';
+import { METRIC } from '../health/metrics.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../kube-fake/api-server.js';
 import { createLogger } from '../log.js';
 import { peerTable, renderTable } from './peer-table.js';
@@ -35,6 +36,8 @@ async function main(): Promise<void> {
     api.addNode(linuxFlannelNode({ name: `linux-node-${n}`, podCIDR: `10.244.${n}.0/24`, publicIP: `10.0.0.${10 + n}`, backendType: backend }));
   };
   for (let i = 0; i < 3; i++) addLinux();
+  // A Linux node still on Linux flanneld's default VNI 1: Windows cannot reach it, so the agent rejects it.
+  if (backend === 'vxlan') api.addNode(linuxFlannelNode({ name: 'linux-vni1', podCIDR: '10.244.50.0/24', publicIP: '10.0.0.50', backendType: 'vxlan', vni: 1 }));
   api.addNode({ ...bareNode({ name: WINDOWS_NODE, podCIDR: '10.244.100.0/24', internalIP: WINDOWS_IP }) });
 
   const netConf = backend === 'vxlan' ? { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } } : { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
@@ -81,6 +84,8 @@ async function main(): Promise<void> {
     out(`\nleased ${lease.subnet} for node ${WINDOWS_NODE} (public IP ${lease.publicIP}), HNS network ${agent.network.networkName}, MTU ${agent.network.mtu}`);
     out(`\n${config.subnetFile}:\n${readFileSync(config.subnetFile, 'utf8')}`);
     show('programmed peers:');
+    const rejected = agent.metrics.total(METRIC.leasesRejected);
+    if (rejected > 0) out(`  (${rejected} peer lease${rejected === 1 ? '' : 's'} rejected: see the warning above and flannel_leases_rejected_total)`);
     out(`\nEvery ${intervalMs / 1000} s a node joins or leaves; press Ctrl-C to stop.`);
   }
 

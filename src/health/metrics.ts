@@ -84,3 +84,14 @@ export class Metrics {
     return out.join('\n') + '\n';
   }
 }
+
+/** Run one dataplane call, counting it (and its failure) under `op`. */
+export async function metered<T>(metrics: Metrics | undefined, op: string, fn: () => Promise<T>): Promise<T> {
+  metrics?.inc(METRIC.dataplaneCalls, { op });
+  try {
+    return await fn();
+  } catch (err) {
+    metrics?.inc(METRIC.dataplaneErrors, { op });
+    throw err;
+  }
+}

@@ -4,7 +4,7 @@
 // Every call is counted in /metrics; handles are always closed; errors keep their codes and gain context.
 import { FlannelError, HnsError, errorMessage } from '../errors.js';
 import type { ErrorContext } from '../errors.js';
-import { METRIC } from '../health/metrics.js';
+import { metered } from '../health/metrics.js';
 import type { Metrics } from '../health/metrics.js';
 import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
@@ -69,12 +69,9 @@ export class HnsClient {
 
   /** Count the operation, add `context` to any FlannelError it throws, count the failure. */
   private async run<T>(op: string, context: ErrorContext, fn: () => Promise<T>): Promise<T> {
-    const label = { op: `hns.${op}` };
-    this.metrics?.inc(METRIC.dataplaneCalls, label);
     try {
-      return await fn();
+      return await metered(this.metrics, `hns.${op}`, fn);
     } catch (err) {
-      this.metrics?.inc(METRIC.dataplaneErrors, label);
       if (err instanceof FlannelError) {
         for (const [k, v] of Object.entries(context)) if (v !== undefined && err.context[k] === undefined) err.context[k] = v;
       }

@@ -120,6 +120,8 @@ describe('a full start of the binary', () => {
       }, 'peer route in the state file');
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/^flannel_peers 1$/m);
+      expect(metrics).toMatch(/^flannel_dataplane_calls_total\{op="routes.add"\} 1$/m);
+      expect(metrics).toMatch(/^flannel_last_successful_apply_timestamp_seconds \d+/m);
     } finally {
       child.kill('SIGTERM');
     }

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { annotationKeys, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
-import { leaseRelevantChanged, MAX_ANNOTATION_LENGTH, parseIPv4Cidr, projectNode, toLease } from '../../src/subnet/kube/projection.js';
+import { leaseRelevantChanged, MAX_ANNOTATION_LENGTH, projectNode, toLease } from '../../src/subnet/kube/projection.js';
 import type { NodeLease } from '../../src/subnet/kube/projection.js';
 
 const keys = annotationKeys(normalizeAnnotationPrefix('flannel.alpha.coreos.com'));
@@ -134,21 +134,5 @@ describe('leaseRelevantChanged', () => {
   it('undefined on one side', () => {
     expect(leaseRelevantChanged(undefined, a)).toBe(true);
     expect(leaseRelevantChanged(undefined, undefined)).toBe(false);
-  });
-});
-
-describe('parseIPv4Cidr', () => {
-  it.each([
-    ['10.244.0.0/16', { ip: 0x0af40000, prefix: 16 }],
-    ['255.255.255.255/32', { ip: 0xffffffff, prefix: 32 }],
-    ['10.244.3.9/0', { ip: 0, prefix: 0 }],
-    ['10.244.0.0', undefined],
-    ['10.244.0.0/', undefined],
-    ['10.244.0.0/016', undefined],
-    ['1.2.3/8', undefined],
-    ['1.2.3.4.5/8', undefined],
-    [' 1.2.3.4/8', undefined],
-  ])('%s', (s, want) => {
-    expect(parseIPv4Cidr(s)).toEqual(want);
   });
 });

@@ -15,7 +15,8 @@ import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrsSource, LeaseEvent, LeaseUpdateHandler, SubnetManager, VxlanBackendData } from '../lease.js';
 import { annotationKeys, encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
-import { cidrContains, leaseRelevantChanged, parseIPv4, parseIPv4Cidr, projectNode, toLease } from './projection.js';
+import { leaseRelevantChanged, projectNode, toLease } from './projection.js';
+import { cidrContains, isIp4, isNetworkCidr } from '../../ip4.js';
 import type { NodeLease } from './projection.js';
 
 export interface KubeSubnetManagerOptions {
@@ -154,7 +155,6 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly metrics: Metrics;
   private readonly clock: Clock;
   private readonly opts: KubeSubnetManagerOptions;
-  private readonly networkCidr: { ip: number; prefix: number };
   private nodeName: string | undefined;
   private records = new Map<string, NodeLease>();
   private synced = false;
@@ -168,11 +168,9 @@ export class KubeSubnetManager implements SubnetManager {
     this.metrics = opts.metrics ?? new Metrics();
     this.clock = opts.clock ?? systemClock;
     this.nodeName = opts.nodeName || undefined;
-    const net = parseIPv4Cidr(opts.network);
-    if (!net) {
+    if (!isNetworkCidr(opts.network)) {
       throw new FlannelError('FLANNEL_ERR_CONFIG', `kube subnet manager: Network "${opts.network}" is not an IPv4 CIDR; fix net-conf.json`, { network: opts.network });
     }
-    this.networkCidr = net;
   }
 
   /** True once the first complete Node list has been delivered as a snapshot. */
@@ -294,8 +292,7 @@ export class KubeSubnetManager implements SubnetManager {
   async acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
     const name = await this.resolveNodeName(signal);
     const rec = await this.waitForOwnNode(name, signal);
-    const pod = parseIPv4Cidr(rec.podCIDR)!;
-    if (!cidrContains(this.networkCidr, pod)) {
+    if (!cidrContains(this.opts.network, rec.podCIDR)) {
       throw new FlannelError(
         'FLANNEL_ERR_NODE',
         `subnet "${this.opts.network}" specified in the flannel net config doesn't contain "${rec.podCIDR}" PodCIDR of the "${name}" node`,
@@ -311,7 +308,7 @@ export class KubeSubnetManager implements SubnetManager {
 
     let publicIP = attrs.publicIP;
     if (rec.nodePublicIP !== undefined && rec.nodePublicIP !== '') {
-      if (parseIPv4(rec.nodePublicIP) !== undefined) {
+      if (isIp4(rec.nodePublicIP)) {
         if (rec.nodePublicIP !== publicIP) {
           this.log.info('public IP overridden by node annotation', {
             annotation: this.keys.nodePublicIP,
@@ -327,7 +324,7 @@ export class KubeSubnetManager implements SubnetManager {
     }
     let published = publicIP;
     if (rec.publicIPOverwrite !== undefined && rec.publicIPOverwrite !== '') {
-      if (parseIPv4(rec.publicIPOverwrite) !== undefined) {
+      if (isIp4(rec.publicIPOverwrite)) {
         if (rec.publicIPOverwrite !== publicIP) {
           this.log.info('overriding public ip from node annotation', { annotation: this.keys.publicIPOverwrite, publicIP: rec.publicIPOverwrite });
         }

@@ -4,6 +4,7 @@
 import type { Lease } from '../lease.js';
 import type { AnnotationKeys } from './annotations.js';
 import { decodeBackendData } from './annotations.js';
+import { normalizeCidr } from '../../ip4.js';
 
 /** Annotation values longer than this are treated as invalid (never kept in memory). */
 export const MAX_ANNOTATION_LENGTH = 1024;
@@ -33,55 +34,9 @@ function asObj(v: unknown): Obj | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
 }
 
-/** Strict dotted-quad IPv4 (no leading zeros, as Go's net.ParseIP) to a uint32. */
-export function parseIPv4(s: string): number | undefined {
-  if (s.length > 15) return undefined;
-  const parts = s.split('.');
-  if (parts.length !== 4) return undefined;
-  let n = 0;
-  for (const p of parts) {
-    if (!/^(0|[1-9]\d{0,2})$/.test(p)) return undefined;
-    const o = Number(p);
-    if (o > 255) return undefined;
-    n = n * 256 + o;
-  }
-  return n;
-}
-
-export function formatIPv4(n: number): string {
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-}
-
-export interface IPv4Cidr {
-  /** Network address (host bits cleared). */
-  ip: number;
-  prefix: number;
-}
-
-/** Parse `a.b.c.d/n` (IPv4 only) and mask the host bits, as Go's net.ParseCIDR does. */
-export function parseIPv4Cidr(s: string): IPv4Cidr | undefined {
-  if (s.length > MAX_CIDR_LENGTH) return undefined;
-  const slash = s.indexOf('/');
-  if (slash < 0) return undefined;
-  const ip = parseIPv4(s.slice(0, slash));
-  const pfx = s.slice(slash + 1);
-  if (ip === undefined || !/^(0|[1-9]\d?)$/.test(pfx)) return undefined;
-  const prefix = Number(pfx);
-  if (prefix > 32) return undefined;
-  return { ip: maskIPv4(ip, prefix), prefix };
-}
-
-export function maskIPv4(ip: number, prefix: number): number {
-  return prefix === 0 ? 0 : (ip & (0xffffffff << (32 - prefix))) >>> 0;
-}
-
-export function formatCidr(c: IPv4Cidr): string {
-  return `${formatIPv4(c.ip)}/${c.prefix}`;
-}
-
-/** `inner` lies inside `outer` (flannel containsCIDR). */
-export function cidrContains(outer: IPv4Cidr, inner: IPv4Cidr): boolean {
-  return outer.prefix <= inner.prefix && maskIPv4(inner.ip, outer.prefix) === outer.ip;
+/** An IPv4 CIDR in network-address form (host bits masked, as Go's net.ParseCIDR), bounded in length. */
+function podCidr(s: string): string | undefined {
+  return s.length > MAX_CIDR_LENGTH ? undefined : normalizeCidr(s);
 }
 
 /** First IPv4 CIDR of spec.podCIDRs, else spec.podCIDR when it is IPv4; network-address form. */
@@ -92,16 +47,12 @@ export function nodePodCIDR(spec: unknown): string | undefined {
   if (Array.isArray(list) && list.length > 0) {
     for (const c of list.slice(0, 8)) {
       if (typeof c !== 'string') continue;
-      const p = parseIPv4Cidr(c);
-      if (p) return formatCidr(p);
+      const p = podCidr(c);
+      if (p) return p;
     }
     return undefined;
   }
-  if (typeof s.podCIDR === 'string') {
-    const p = parseIPv4Cidr(s.podCIDR);
-    if (p) return formatCidr(p);
-  }
-  return undefined;
+  return typeof s.podCIDR === 'string' ? podCidr(s.podCIDR) : undefined;
 }
 
 /** Project a Node (typed client-node object or raw JSON) to its lease record; undefined without a name. */
