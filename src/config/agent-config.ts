@@ -35,6 +35,8 @@ export interface AgentConfig {
   dataplane: Dataplane;
   /** Simulated dataplane persistence (JSON); empty = in memory only. */
   dataplaneState: string;
+  /** Where the win32 dataplane loads its DLLs from; empty = the system's (bare names). */
+  win32DllDir: string;
   logLevel: LogLevel;
   logFormat: 'text' | 'json';
   logFile: string;

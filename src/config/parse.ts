@@ -155,6 +155,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     verbosity,
     dataplane,
     dataplaneState: str('dataplane-state'),
+    win32DllDir: str('win32-dll-dir'),
     logLevel,
     logFormat,
     logFile: str('log-file'),

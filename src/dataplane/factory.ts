@@ -1,7 +1,7 @@
 // Builds the dataplane the agent runs on: the simulated one (anywhere) or the native Windows one.
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { FlannelError } from '../errors.js';
+import { errorMessage, FlannelError } from '../errors.js';
 import type { Metrics } from '../health/metrics.js';
 import { HnsClient } from '../hns/client.js';
 import { SimulatedHnsTransport } from '../hns/simulated.js';
@@ -41,9 +41,16 @@ export async function createDataplane(config: AgentConfig, deps: { log: Logger; 
     const sim = new SimulatedDataplane({ statePath: config.dataplaneState || undefined, nodeIP: simulatedNodeIP(config), clock: deps.clock });
     return simulatedDataplane(sim, deps);
   }
-  throw new FlannelError(
-    'FLANNEL_ERR_UNSUPPORTED',
-    'the native Windows dataplane (vmcompute.dll/computenetwork.dll/iphlpapi through ffi-rs) is not in this build yet; run with --dataplane simulated',
-    { dataplane: config.dataplane },
-  );
+  // Loaded lazily: only the win32 modules import ffi-rs, so nothing native is touched elsewhere.
+  let win32: typeof import('./win32.js');
+  try {
+    win32 = await import('./win32.js');
+  } catch (err) {
+    throw new FlannelError(
+      'FLANNEL_ERR_UNSUPPORTED',
+      `the native Windows dataplane could not be loaded (${errorMessage(err)}); on Windows install the win32 ffi-rs addon beside flanneld, elsewhere run with --dataplane simulated`,
+      { dataplane: config.dataplane },
+    );
+  }
+  return win32.createWin32Dataplane(config, deps);
 }

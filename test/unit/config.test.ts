@@ -281,6 +281,7 @@ describe('defaults and platforms', () => {
       verbosity: 0,
       dataplane: 'simulated',
       dataplaneState: '',
+      win32DllDir: '',
       logLevel: 'info',
       logFormat: 'text',
       logFile: '',
