@@ -155,8 +155,8 @@ export class Agent {
 
     let synced = false;
     const watching = subnetManager.watchLeases((update) => {
-      watcher.apply(update);
-      network.setPeers(watcher.peers());
+      const changes = watcher.apply(update);
+      if (changes.length > 0 || !synced) network.setPeers(watcher.peers());
       if (update.kind === 'snapshot' && !synced) {
         synced = true;
         network.markSynced();
