@@ -1,14 +1,36 @@
 // The native Windows dataplane: HNS (vmcompute.dll / computenetwork.dll) and iphlpapi through ffi-rs.
-// Placeholder until the win32 transports land (issue 3): fails with a clear, coded error.
+// Imported lazily by ./factory.ts, so ffi-rs (../win32/ffi.ts) loads only when this dataplane is used.
+// The DLLs come from `--win32-dll-dir` when set (the Wine harness points it at stand-ins), else the
+// system's; ole32.dll (CoTaskMemFree) is always the system's.
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { FlannelError } from '../errors.js';
 import type { Metrics } from '../health/metrics.js';
-import type { Logger } from '../log.js';
+import { HnsClient } from '../hns/client.js';
+import { Win32HnsTransport } from '../hns/win32.js';
+import { Win32Host } from '../host/win32.js';
+import { componentLogger, type Logger } from '../log.js';
+import { MeteredRouteTable } from '../routes/metered.js';
+import { Win32RouteTable } from '../routes/win32.js';
+import { loadWin32Native } from '../win32/ffi.js';
+import type { Win32Native } from '../win32/native.js';
 import type { Dataplane } from './factory.js';
 
-export async function createWin32Dataplane(config: AgentConfig, _deps: { log: Logger; metrics: Metrics; clock: Clock }): Promise<Dataplane> {
-  throw new FlannelError('FLANNEL_ERR_UNSUPPORTED', 'the native Windows dataplane is not in this build yet; run with --dataplane simulated', {
-    dataplane: config.dataplane,
+export interface Win32DataplaneDeps {
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+  /** Inject the native layer (tests); default: ffi-rs on the real DLLs. */
+  native?: Win32Native;
+}
+
+export async function createWin32Dataplane(config: AgentConfig, deps: Win32DataplaneDeps): Promise<Dataplane> {
+  const native = deps.native ?? (await loadWin32Native(config.win32DllDir));
+  componentLogger(deps.log, 'dataplane').info('using the native Windows dataplane', {
+    dllDir: config.win32DllDir || '(system)',
   });
+  return {
+    hns: new HnsClient(new Win32HnsTransport(native), { log: componentLogger(deps.log, 'hns'), metrics: deps.metrics, clock: deps.clock }),
+    routes: new MeteredRouteTable(new Win32RouteTable(native), deps.metrics),
+    host: new Win32Host(native),
+  };
 }

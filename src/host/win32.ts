@@ -1,0 +1,129 @@
+// The Windows host on iphlpapi only: IPv4 addresses from GetIpAddrTable, the adapter's friendly name
+// from ConvertInterfaceIndexToLuid + ConvertInterfaceLuidToAlias, its MTU (NlMtu) and forwarding flag
+// from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
+// from GetIpForwardTable2. os.networkInterfaces() is not used: under Wine it shows the Linux host's
+// interfaces, and on Windows these calls give the same facts.
+import { FlannelError } from '../errors.js';
+import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
+import {
+  AF_INET,
+  decodeIpAddrTable,
+  decodeIpInterfaceRow,
+  encodeIpInterfaceKey,
+  fromUtf16z,
+  IF_MAX_STRING_SIZE,
+  ipAddrTableLength,
+  setIpInterfaceForwarding,
+  SIZES,
+  WIN32_ERROR,
+} from '../win32/encoding.js';
+import type { IpInterfaceRow } from '../win32/encoding.js';
+import type { Win32IpHelperNative } from '../win32/native.js';
+import type { Host, HostInterface } from './host.js';
+
+function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): FlannelError {
+  return new FlannelError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
+}
+
+export class Win32Host implements Host {
+  constructor(private readonly dll: Win32IpHelperNative) {}
+
+  /** GetIpAddrTable, growing the buffer as long as it answers ERROR_INSUFFICIENT_BUFFER. */
+  private ipAddrTable(): Buffer | undefined {
+    let size = ipAddrTableLength(16);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const table = Buffer.alloc(size);
+      const sizeBuf = Buffer.alloc(4);
+      sizeBuf.writeUInt32LE(size, 0);
+      const status = this.dll.getIpAddrTable(table, sizeBuf, true);
+      if (status === WIN32_ERROR.NO_ERROR) return table;
+      if (status === WIN32_ERROR.ERROR_NO_DATA) return undefined;
+      if (status !== WIN32_ERROR.ERROR_INSUFFICIENT_BUFFER) throw hostError('GetIpAddrTable', status, 'reading the IPv4 addresses');
+      // Addresses may appear between the two calls: ask for a little more than the size given back.
+      size = Math.max(sizeBuf.readUInt32LE(0), size) + SIZES.MIB_IPADDRROW * 4;
+    }
+    throw new FlannelError('FLANNEL_ERR_HOST', 'GetIpAddrTable kept asking for a larger buffer; the address table is changing too fast to read', {
+      op: 'GetIpAddrTable',
+    });
+  }
+
+  /** The adapter's friendly name (alias), or undefined when the interface is gone. */
+  private alias(index: number): string | undefined {
+    const luid = Buffer.alloc(SIZES.NET_LUID);
+    let status = this.dll.convertInterfaceIndexToLuid(index, luid);
+    if (status === WIN32_ERROR.ERROR_NOT_FOUND || status === WIN32_ERROR.ERROR_INVALID_PARAMETER) return undefined;
+    if (status !== WIN32_ERROR.NO_ERROR) throw hostError('ConvertInterfaceIndexToLuid', status, `for interface ${index}`, { interfaceIndex: index });
+    const chars = IF_MAX_STRING_SIZE + 1;
+    const alias = Buffer.alloc(chars * 2);
+    status = this.dll.convertInterfaceLuidToAlias(luid, alias, chars);
+    if (status === WIN32_ERROR.ERROR_NOT_FOUND || status === WIN32_ERROR.ERROR_INVALID_PARAMETER) return undefined;
+    if (status !== WIN32_ERROR.NO_ERROR) throw hostError('ConvertInterfaceLuidToAlias', status, `for interface ${index}`, { interfaceIndex: index });
+    return fromUtf16z(alias);
+  }
+
+  /** GetIpInterfaceEntry(AF_INET, index): the raw row, or undefined when there is no IPv4 interface. */
+  private ipInterfaceRow(index: number): Buffer | undefined {
+    const row = Buffer.alloc(SIZES.MIB_IPINTERFACE_ROW);
+    this.dll.initializeIpInterfaceEntry(row);
+    encodeIpInterfaceKey(index, row, AF_INET);
+    const status = this.dll.getIpInterfaceEntry(row);
+    if (status === WIN32_ERROR.ERROR_NOT_FOUND) return undefined;
+    if (status !== WIN32_ERROR.NO_ERROR) throw hostError('GetIpInterfaceEntry', status, `for interface ${index}`, { interfaceIndex: index });
+    return row;
+  }
+
+  private requireIpInterface(op: string, index: number): Buffer {
+    const row = this.ipInterfaceRow(index);
+    if (!row) {
+      throw new FlannelError(
+        'FLANNEL_ERR_HOST',
+        `${op}: there is no IPv4 interface with index ${index} (the adapter may have been replaced when HNS created the vSwitch; it is re-resolved on the next attempt)`,
+        { op, interfaceIndex: index, status: WIN32_ERROR.ERROR_NOT_FOUND },
+      );
+    }
+    return row;
+  }
+
+  async interfaces(): Promise<HostInterface[]> {
+    const table = this.ipAddrTable();
+    if (!table) return [];
+    const out: HostInterface[] = [];
+    const info = new Map<number, { name: string; row: IpInterfaceRow } | undefined>();
+    for (const a of decodeIpAddrTable(table)) {
+      if (a.address === '0.0.0.0' || a.address.startsWith('127.')) continue;
+      if (!info.has(a.interfaceIndex)) {
+        const name = this.alias(a.interfaceIndex);
+        const raw = name === undefined ? undefined : this.ipInterfaceRow(a.interfaceIndex);
+        info.set(a.interfaceIndex, name !== undefined && raw ? { name, row: decodeIpInterfaceRow(raw) } : undefined);
+      }
+      const i = info.get(a.interfaceIndex);
+      if (!i) continue; // the interface went away between the calls
+      out.push({ name: i.name, index: a.interfaceIndex, ipv4: a.address, prefixLength: a.prefixLength, mtu: i.row.nlMtu });
+    }
+    return out;
+  }
+
+  async defaultRouteInterfaceIndex(): Promise<number | undefined> {
+    let best: { index: number; metric: number } | undefined;
+    for (const r of readIpv4ForwardTable(this.dll)) {
+      if (r.family !== AF_INET || r.destination !== '0.0.0.0' || r.prefixLength !== 0) continue;
+      if (!best || r.metric < best.metric) best = { index: r.interfaceIndex, metric: r.metric };
+    }
+    return best?.index;
+  }
+
+  async getForwarding(interfaceIndex: number): Promise<boolean> {
+    return decodeIpInterfaceRow(this.requireIpInterface('GetIpInterfaceEntry', interfaceIndex)).forwardingEnabled;
+  }
+
+  async setForwarding(interfaceIndex: number, enabled: boolean): Promise<void> {
+    const row = this.requireIpInterface('GetIpInterfaceEntry', interfaceIndex);
+    setIpInterfaceForwarding(row, enabled);
+    const status = this.dll.setIpInterfaceEntry(row);
+    if (status !== WIN32_ERROR.NO_ERROR) {
+      throw hostError('SetIpInterfaceEntry', status, `${enabled ? 'enabling' : 'disabling'} IPv4 forwarding on interface ${interfaceIndex}`, {
+        interfaceIndex,
+      });
+    }
+  }
+}

@@ -1,0 +1,481 @@
+// Pure byte-level encoders/decoders for the Win32 ABI the native dataplane calls (no ffi-rs here, so
+// everything in this file is unit-tested on Linux): UTF-16LE strings, GUIDs, HRESULT/NETIO statuses,
+// and the iphlpapi structures of netioapi.h / iprtrmib.h on x64.
+//
+// Every size and offset below was printed by a probe compiled with x86_64-w64-mingw32-gcc against the
+// SDK headers mingw-w64 ships (netioapi.h, iprtrmib.h) and run under Wine; the Windows test harness
+// asserts SIZES and OFFSETS against the same probe. Where ../../shared/WINDOWS.md and the header
+// disagree, the header wins.
+
+// ================================================================ constants
+
+export const AF_INET = 2;
+export const AF_INET6 = 23;
+/** NL_ROUTE_PROTOCOL: a route added through the management API (what route.exe / New-NetRoute make). */
+export const MIB_IPPROTO_NETMGMT = 3;
+/** ValidLifetime / PreferredLifetime "infinite". */
+export const INFINITE_LIFETIME = 0xffffffff;
+/** IF_MAX_STRING_SIZE (ifdef.h): an interface alias holds at most this many WCHARs plus the NUL. */
+export const IF_MAX_STRING_SIZE = 256;
+
+/** Win32 error codes (NETIO_STATUS / DWORD) the iphlpapi calls return. */
+export const WIN32_ERROR = {
+  NO_ERROR: 0,
+  ERROR_ACCESS_DENIED: 5,
+  ERROR_INVALID_PARAMETER: 87,
+  ERROR_INSUFFICIENT_BUFFER: 122,
+  ERROR_NO_DATA: 232,
+  ERROR_NOT_FOUND: 1168,
+  ERROR_OBJECT_ALREADY_EXISTS: 5010,
+} as const;
+
+/** sizeof(...) on x64, from the mingw probe. */
+export const SIZES = {
+  GUID: 16,
+  NET_LUID: 8,
+  SOCKADDR_INET: 28,
+  IP_ADDRESS_PREFIX: 32,
+  MIB_IPFORWARD_ROW2: 104,
+  /** One row included (ANY_SIZE = 1): header 8 (NumEntries + 4 bytes padding to the row's 8-byte alignment) + 104. */
+  MIB_IPFORWARD_TABLE2: 112,
+  MIB_IPINTERFACE_ROW: 168,
+  MIB_IPADDRROW: 24,
+  /** One row included: header 4 + 24. */
+  MIB_IPADDRTABLE: 28,
+} as const;
+
+/** offsetof(MIB_IPFORWARD_ROW2, ...) on x64 (netioapi.h). Nested SOCKADDR_INET fields are flattened. */
+export const MIB_IPFORWARD_ROW2_OFFSETS = {
+  InterfaceLuid: 0, // NET_LUID (u64)
+  InterfaceIndex: 8, // NET_IFINDEX (u32)
+  DestinationPrefix: 12, // IP_ADDRESS_PREFIX { SOCKADDR_INET Prefix; UINT8 PrefixLength }
+  DestinationPrefix_Prefix_si_family: 12, // ADDRESS_FAMILY (u16)
+  DestinationPrefix_Prefix_Ipv4_sin_addr: 16, // IN_ADDR, network byte order
+  DestinationPrefix_PrefixLength: 40, // u8
+  NextHop: 44, // SOCKADDR_INET
+  NextHop_si_family: 44, // u16
+  NextHop_Ipv4_sin_addr: 48, // IN_ADDR
+  SitePrefixLength: 72, // u8
+  ValidLifetime: 76, // u32
+  PreferredLifetime: 80, // u32
+  Metric: 84, // u32
+  Protocol: 88, // NL_ROUTE_PROTOCOL (enum, i32)
+  Loopback: 92, // BOOLEAN (u8)
+  AutoconfigureAddress: 93,
+  Publish: 94,
+  Immortal: 95,
+  Age: 96, // u32
+  Origin: 100, // NL_ROUTE_ORIGIN (enum, i32)
+} as const;
+
+/** offsetof(MIB_IPFORWARD_TABLE2, ...): rows start at 8 (the row has 8-byte alignment from NET_LUID). */
+export const MIB_IPFORWARD_TABLE2_OFFSETS = {
+  NumEntries: 0,
+  Table: 8,
+} as const;
+
+/** offsetof(MIB_IPINTERFACE_ROW, ...) on x64 (netioapi.h). */
+export const MIB_IPINTERFACE_ROW_OFFSETS = {
+  Family: 0, // ADDRESS_FAMILY (u16)
+  InterfaceLuid: 8, // NET_LUID (u64)
+  InterfaceIndex: 16, // u32
+  MaxReassemblySize: 20,
+  InterfaceIdentifier: 24, // u64
+  AdvertisingEnabled: 40, // BOOLEAN
+  ForwardingEnabled: 41, // BOOLEAN
+  WeakHostSend: 42,
+  WeakHostReceive: 43,
+  UseAutomaticMetric: 44,
+  RouterDiscoveryBehavior: 52,
+  ZoneIndices: 80, // ULONG[ScopeLevelCount = 16]
+  SitePrefixLength: 144, // u32
+  Metric: 148, // u32
+  NlMtu: 152, // u32
+  Connected: 156, // BOOLEAN
+  DisableDefaultRoutes: 166, // BOOLEAN
+} as const;
+
+/** offsetof(MIB_IPADDRROW, ...) (iprtrmib.h). Addresses are IN_ADDR bytes in a DWORD (network order). */
+export const MIB_IPADDRROW_OFFSETS = {
+  dwAddr: 0,
+  dwIndex: 4,
+  dwMask: 8,
+  dwBCastAddr: 12,
+  dwReasmSize: 16,
+  unused1: 20,
+  wType: 22,
+} as const;
+
+/** offsetof(MIB_IPADDRTABLE, ...): rows start at 4 (the row is all DWORDs). */
+export const MIB_IPADDRTABLE_OFFSETS = {
+  dwNumEntries: 0,
+  table: 4,
+} as const;
+
+/** C member paths of the flattened nested fields (as `offsetof` spells them). */
+const NESTED_NAMES: Record<string, string> = {
+  DestinationPrefix_Prefix_si_family: 'DestinationPrefix.Prefix.si_family',
+  DestinationPrefix_Prefix_Ipv4_sin_addr: 'DestinationPrefix.Prefix.Ipv4.sin_addr',
+  DestinationPrefix_PrefixLength: 'DestinationPrefix.PrefixLength',
+  NextHop_si_family: 'NextHop.si_family',
+  NextHop_Ipv4_sin_addr: 'NextHop.Ipv4.sin_addr',
+};
+
+/** Everything the harness probe compares, keyed `STRUCT.field` like the probe prints them. */
+export const OFFSETS: Record<string, number> = Object.fromEntries([
+  ...Object.entries(MIB_IPFORWARD_ROW2_OFFSETS).map(([k, v]) => [`MIB_IPFORWARD_ROW2.${NESTED_NAMES[k] ?? k}`, v]),
+  ...Object.entries(MIB_IPFORWARD_TABLE2_OFFSETS).map(([k, v]) => [`MIB_IPFORWARD_TABLE2.${k}`, v]),
+  ...Object.entries(MIB_IPINTERFACE_ROW_OFFSETS).map(([k, v]) => [`MIB_IPINTERFACE_ROW.${k}`, v]),
+  ...Object.entries(MIB_IPADDRROW_OFFSETS).map(([k, v]) => [`MIB_IPADDRROW.${k}`, v]),
+  ...Object.entries(MIB_IPADDRTABLE_OFFSETS).map(([k, v]) => [`MIB_IPADDRTABLE.${k}`, v]),
+]);
+
+// ================================================================ UTF-16LE
+
+/** `s` as a NUL-terminated UTF-16LE buffer (a PCWSTR's bytes). */
+export function utf16z(s: string): Buffer {
+  if (s.includes('\0')) throw new TypeError('a Windows string cannot contain a NUL character');
+  return Buffer.from(s + '\0', 'utf16le');
+}
+
+/** Decode UTF-16LE from `buf` (starting at `offset`) up to the first NUL code unit or the end. */
+export function fromUtf16z(buf: Buffer, offset = 0): string {
+  let end = offset;
+  while (end + 1 < buf.length && (buf[end] !== 0 || buf[end + 1] !== 0)) end += 2;
+  return buf.toString('utf16le', offset, end);
+}
+
+/** Byte offset of the first NUL code unit at or after `from` (2-aligned relative to 0), or -1. */
+export function findUtf16Nul(buf: Buffer, from = 0): number {
+  for (let i = from; i + 1 < buf.length; i += 2) if (buf[i] === 0 && buf[i + 1] === 0) return i;
+  return -1;
+}
+
+// ================================================================ GUID
+
+const GUID_RE = /^\{?([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})\}?$/i;
+
+export function isGuid(s: string): boolean {
+  return GUID_RE.test(s);
+}
+
+/**
+ * GUID text -> the 16 bytes of `struct GUID { u32 Data1; u16 Data2; u16 Data3; u8 Data4[8]; }`:
+ * Data1..3 little-endian (byte-swapped relative to the text), Data4 as written. Braces optional.
+ */
+export function guidToBuffer(guid: string): Buffer {
+  const m = GUID_RE.exec(guid.trim());
+  if (!m) throw new TypeError(`${JSON.stringify(guid)} is not a GUID (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)`);
+  const buf = Buffer.alloc(SIZES.GUID);
+  buf.writeUInt32LE(parseInt(m[1]!, 16), 0);
+  buf.writeUInt16LE(parseInt(m[2]!, 16), 4);
+  buf.writeUInt16LE(parseInt(m[3]!, 16), 6);
+  Buffer.from(m[4]! + m[5]!, 'hex').copy(buf, 8);
+  return buf;
+}
+
+/** The 16 GUID bytes at `offset` -> upper-case text without braces (how HNS prints IDs). */
+export function guidFromBuffer(buf: Buffer, offset = 0): string {
+  if (buf.length < offset + SIZES.GUID) throw new RangeError('a GUID needs 16 bytes');
+  const h = (n: number, w: number): string => n.toString(16).padStart(w, '0');
+  const d4 = buf.subarray(offset + 8, offset + 16).toString('hex');
+  return [
+    h(buf.readUInt32LE(offset), 8),
+    h(buf.readUInt16LE(offset + 4), 4),
+    h(buf.readUInt16LE(offset + 6), 4),
+    d4.slice(0, 4),
+    d4.slice(4),
+  ]
+    .join('-')
+    .toUpperCase();
+}
+
+// ================================================================ HRESULT / NETIO_STATUS
+
+/** HRESULT as the unsigned 32-bit value (0x80070005). */
+export function hresultUnsigned(hr: number): number {
+  return hr >>> 0;
+}
+
+/** HRESULT as the signed 32-bit value a C `HRESULT` (LONG) holds (-2147024891). */
+export function hresultSigned(hr: number): number {
+  return hr | 0;
+}
+
+/** FAILED(hr): severity bit set. */
+export function hrFailed(hr: number): boolean {
+  return (hr | 0) < 0;
+}
+
+/** HRESULT_FROM_WIN32(code). */
+export function hresultFromWin32(code: number): number {
+  return code <= 0 ? code >>> 0 : ((code & 0xffff) | 0x80070000) >>> 0;
+}
+
+/** NETIO_STATUS (a DWORD) normalised to an unsigned number. */
+export function netioStatus(status: number): number {
+  return status >>> 0;
+}
+
+export function netioSuccess(status: number): boolean {
+  return status >>> 0 === WIN32_ERROR.NO_ERROR;
+}
+
+// ================================================================ IPv4 helpers
+
+/** Dotted IPv4 -> its 4 bytes in network order (how IN_ADDR and an iphlpapi DWORD address lie in memory). */
+export function ipv4ToBytes(ip: string): Buffer {
+  const parts = ip.split('.');
+  if (parts.length !== 4 || parts.some((p) => !/^\d{1,3}$/.test(p) || Number(p) > 255)) {
+    throw new TypeError(`${JSON.stringify(ip)} is not an IPv4 address`);
+  }
+  return Buffer.from(parts.map(Number));
+}
+
+/** 4 bytes at `offset` in network order -> dotted IPv4. */
+export function ipv4FromBytes(buf: Buffer, offset = 0): string {
+  return `${buf[offset]}.${buf[offset + 1]}.${buf[offset + 2]}.${buf[offset + 3]}`;
+}
+
+/** Netmask bytes (network order) -> prefix length; a non-contiguous mask counts its leading ones. */
+export function maskToPrefixLength(buf: Buffer, offset = 0): number {
+  const v = buf.readUInt32BE(offset);
+  let n = 0;
+  while (n < 32 && v & (0x80000000 >>> n)) n++;
+  return n;
+}
+
+function parseCidr(cidr: string): { ip: string; prefixLength: number } {
+  const [ip, len, extra] = cidr.split('/');
+  const prefixLength = Number(len);
+  if (extra !== undefined || ip === undefined || len === undefined || !/^\d{1,2}$/.test(len) || prefixLength > 32) {
+    throw new TypeError(`${JSON.stringify(cidr)} is not an IPv4 CIDR`);
+  }
+  ipv4ToBytes(ip);
+  return { ip, prefixLength };
+}
+
+// ================================================================ MIB_IPFORWARD_ROW2
+
+/** The fields of MIB_IPFORWARD_ROW2 this project reads and writes (IPv4 only). */
+export interface IpForwardRow2 {
+  interfaceLuid: bigint;
+  interfaceIndex: number;
+  /** Address family of DestinationPrefix (2 = AF_INET). */
+  family: number;
+  /** Dotted IPv4 destination (the prefix address). */
+  destination: string;
+  prefixLength: number;
+  /** Dotted IPv4 next hop (0.0.0.0 = on-link). */
+  nextHop: string;
+  sitePrefixLength: number;
+  validLifetime: number;
+  preferredLifetime: number;
+  metric: number;
+  protocol: number;
+  loopback: boolean;
+  autoconfigureAddress: boolean;
+  publish: boolean;
+  immortal: boolean;
+  age: number;
+  origin: number;
+}
+
+/** A route as the RouteTable seam sees it, for encoding. */
+export interface IpForwardRouteSpec {
+  /** CIDR, e.g. `10.244.3.0/24`. */
+  destinationPrefix: string;
+  nextHop: string;
+  interfaceIndex: number;
+  metric: number;
+}
+
+/**
+ * Write an IPv4 route into a MIB_IPFORWARD_ROW2 buffer. Pass the buffer `InitializeIpForwardEntry`
+ * filled (its defaults are kept); without one a zeroed row is used. Sets InterfaceLuid 0 (= use the
+ * index), InterfaceIndex, DestinationPrefix, NextHop, SitePrefixLength 0, infinite lifetimes, Metric,
+ * Protocol = MIB_IPPROTO_NETMGMT.
+ */
+export function encodeIpForwardRow2(route: IpForwardRouteSpec, row: Buffer = Buffer.alloc(SIZES.MIB_IPFORWARD_ROW2)): Buffer {
+  if (row.length < SIZES.MIB_IPFORWARD_ROW2) throw new RangeError(`MIB_IPFORWARD_ROW2 needs ${SIZES.MIB_IPFORWARD_ROW2} bytes`);
+  const O = MIB_IPFORWARD_ROW2_OFFSETS;
+  const { ip, prefixLength } = parseCidr(route.destinationPrefix);
+  const nextHop = ipv4ToBytes(route.nextHop);
+  row.writeBigUInt64LE(0n, O.InterfaceLuid);
+  row.writeUInt32LE(route.interfaceIndex >>> 0, O.InterfaceIndex);
+  // SOCKADDR_IN inside SOCKADDR_INET: family, port 0, address, zero padding.
+  row.fill(0, O.DestinationPrefix, O.DestinationPrefix + SIZES.SOCKADDR_INET);
+  row.writeUInt16LE(AF_INET, O.DestinationPrefix_Prefix_si_family);
+  ipv4ToBytes(ip).copy(row, O.DestinationPrefix_Prefix_Ipv4_sin_addr);
+  row.writeUInt8(prefixLength, O.DestinationPrefix_PrefixLength);
+  row.fill(0, O.NextHop, O.NextHop + SIZES.SOCKADDR_INET);
+  row.writeUInt16LE(AF_INET, O.NextHop_si_family);
+  nextHop.copy(row, O.NextHop_Ipv4_sin_addr);
+  row.writeUInt8(0, O.SitePrefixLength);
+  row.writeUInt32LE(INFINITE_LIFETIME, O.ValidLifetime);
+  row.writeUInt32LE(INFINITE_LIFETIME, O.PreferredLifetime);
+  row.writeUInt32LE(route.metric >>> 0, O.Metric);
+  row.writeInt32LE(MIB_IPPROTO_NETMGMT, O.Protocol);
+  return row;
+}
+
+/** Decode one MIB_IPFORWARD_ROW2 at `offset`. */
+export function decodeIpForwardRow2(buf: Buffer, offset = 0): IpForwardRow2 {
+  if (buf.length < offset + SIZES.MIB_IPFORWARD_ROW2) throw new RangeError('truncated MIB_IPFORWARD_ROW2');
+  const O = MIB_IPFORWARD_ROW2_OFFSETS;
+  const at = (o: number): number => offset + o;
+  return {
+    interfaceLuid: buf.readBigUInt64LE(at(O.InterfaceLuid)),
+    interfaceIndex: buf.readUInt32LE(at(O.InterfaceIndex)),
+    family: buf.readUInt16LE(at(O.DestinationPrefix_Prefix_si_family)),
+    destination: ipv4FromBytes(buf, at(O.DestinationPrefix_Prefix_Ipv4_sin_addr)),
+    prefixLength: buf.readUInt8(at(O.DestinationPrefix_PrefixLength)),
+    nextHop: ipv4FromBytes(buf, at(O.NextHop_Ipv4_sin_addr)),
+    sitePrefixLength: buf.readUInt8(at(O.SitePrefixLength)),
+    validLifetime: buf.readUInt32LE(at(O.ValidLifetime)),
+    preferredLifetime: buf.readUInt32LE(at(O.PreferredLifetime)),
+    metric: buf.readUInt32LE(at(O.Metric)),
+    protocol: buf.readInt32LE(at(O.Protocol)),
+    loopback: buf.readUInt8(at(O.Loopback)) !== 0,
+    autoconfigureAddress: buf.readUInt8(at(O.AutoconfigureAddress)) !== 0,
+    publish: buf.readUInt8(at(O.Publish)) !== 0,
+    immortal: buf.readUInt8(at(O.Immortal)) !== 0,
+    age: buf.readUInt32LE(at(O.Age)),
+    origin: buf.readInt32LE(at(O.Origin)),
+  };
+}
+
+/** Byte length of a MIB_IPFORWARD_TABLE2 holding `numEntries` rows. */
+export function ipForwardTable2Length(numEntries: number): number {
+  return MIB_IPFORWARD_TABLE2_OFFSETS.Table + numEntries * SIZES.MIB_IPFORWARD_ROW2;
+}
+
+/** Decode a MIB_IPFORWARD_TABLE2 (NumEntries, then the rows from offset 8). */
+export function decodeIpForwardTable2(buf: Buffer): IpForwardRow2[] {
+  if (buf.length < 4) throw new RangeError('truncated MIB_IPFORWARD_TABLE2');
+  const n = buf.readUInt32LE(MIB_IPFORWARD_TABLE2_OFFSETS.NumEntries);
+  if (buf.length < ipForwardTable2Length(n)) throw new RangeError(`MIB_IPFORWARD_TABLE2 says ${n} rows but holds ${buf.length} bytes`);
+  const rows: IpForwardRow2[] = [];
+  for (let i = 0; i < n; i++) rows.push(decodeIpForwardRow2(buf, MIB_IPFORWARD_TABLE2_OFFSETS.Table + i * SIZES.MIB_IPFORWARD_ROW2));
+  return rows;
+}
+
+/** Build a MIB_IPFORWARD_TABLE2 from rows (tests and fakes). */
+export function encodeIpForwardTable2(routes: IpForwardRouteSpec[]): Buffer {
+  const buf = Buffer.alloc(ipForwardTable2Length(routes.length));
+  buf.writeUInt32LE(routes.length, MIB_IPFORWARD_TABLE2_OFFSETS.NumEntries);
+  routes.forEach((r, i) => {
+    const row = buf.subarray(MIB_IPFORWARD_TABLE2_OFFSETS.Table + i * SIZES.MIB_IPFORWARD_ROW2);
+    encodeIpForwardRow2(r, row);
+  });
+  return buf;
+}
+
+// ================================================================ MIB_IPINTERFACE_ROW
+
+/**
+ * Set the keys GetIpInterfaceEntry looks a row up by (Family, InterfaceLuid 0, InterfaceIndex) in a
+ * MIB_IPINTERFACE_ROW buffer (the one InitializeIpInterfaceEntry filled, or a zeroed one).
+ */
+export function encodeIpInterfaceKey(interfaceIndex: number, row: Buffer = Buffer.alloc(SIZES.MIB_IPINTERFACE_ROW), family = AF_INET): Buffer {
+  if (row.length < SIZES.MIB_IPINTERFACE_ROW) throw new RangeError(`MIB_IPINTERFACE_ROW needs ${SIZES.MIB_IPINTERFACE_ROW} bytes`);
+  const O = MIB_IPINTERFACE_ROW_OFFSETS;
+  row.writeUInt16LE(family, O.Family);
+  row.writeBigUInt64LE(0n, O.InterfaceLuid);
+  row.writeUInt32LE(interfaceIndex >>> 0, O.InterfaceIndex);
+  return row;
+}
+
+export interface IpInterfaceRow {
+  family: number;
+  interfaceLuid: bigint;
+  interfaceIndex: number;
+  forwardingEnabled: boolean;
+  sitePrefixLength: number;
+  metric: number;
+  nlMtu: number;
+  connected: boolean;
+}
+
+export function decodeIpInterfaceRow(row: Buffer): IpInterfaceRow {
+  if (row.length < SIZES.MIB_IPINTERFACE_ROW) throw new RangeError('truncated MIB_IPINTERFACE_ROW');
+  const O = MIB_IPINTERFACE_ROW_OFFSETS;
+  return {
+    family: row.readUInt16LE(O.Family),
+    interfaceLuid: row.readBigUInt64LE(O.InterfaceLuid),
+    interfaceIndex: row.readUInt32LE(O.InterfaceIndex),
+    forwardingEnabled: row.readUInt8(O.ForwardingEnabled) !== 0,
+    sitePrefixLength: row.readUInt32LE(O.SitePrefixLength),
+    metric: row.readUInt32LE(O.Metric),
+    nlMtu: row.readUInt32LE(O.NlMtu),
+    connected: row.readUInt8(O.Connected) !== 0,
+  };
+}
+
+/**
+ * Prepare a row GetIpInterfaceEntry returned for SetIpInterfaceEntry: ForwardingEnabled as asked and
+ * SitePrefixLength 0 (Set fails with ERROR_INVALID_PARAMETER on IPv4 otherwise).
+ */
+export function setIpInterfaceForwarding(row: Buffer, enabled: boolean): Buffer {
+  const O = MIB_IPINTERFACE_ROW_OFFSETS;
+  row.writeUInt8(enabled ? 1 : 0, O.ForwardingEnabled);
+  row.writeUInt32LE(0, O.SitePrefixLength);
+  return row;
+}
+
+// ================================================================ MIB_IPADDRTABLE (GetIpAddrTable)
+
+export interface IpAddrRow {
+  /** Dotted IPv4 (dwAddr holds the bytes in network order). */
+  address: string;
+  interfaceIndex: number;
+  /** Dotted netmask. */
+  mask: string;
+  prefixLength: number;
+  broadcast: string;
+  reasmSize: number;
+  type: number;
+}
+
+export function ipAddrTableLength(numEntries: number): number {
+  return MIB_IPADDRTABLE_OFFSETS.table + numEntries * SIZES.MIB_IPADDRROW;
+}
+
+export function decodeIpAddrTable(buf: Buffer): IpAddrRow[] {
+  if (buf.length < 4) throw new RangeError('truncated MIB_IPADDRTABLE');
+  const n = buf.readUInt32LE(MIB_IPADDRTABLE_OFFSETS.dwNumEntries);
+  if (buf.length < ipAddrTableLength(n)) throw new RangeError(`MIB_IPADDRTABLE says ${n} rows but holds ${buf.length} bytes`);
+  const O = MIB_IPADDRROW_OFFSETS;
+  const rows: IpAddrRow[] = [];
+  for (let i = 0; i < n; i++) {
+    const at = MIB_IPADDRTABLE_OFFSETS.table + i * SIZES.MIB_IPADDRROW;
+    rows.push({
+      address: ipv4FromBytes(buf, at + O.dwAddr),
+      interfaceIndex: buf.readUInt32LE(at + O.dwIndex),
+      mask: ipv4FromBytes(buf, at + O.dwMask),
+      prefixLength: maskToPrefixLength(buf, at + O.dwMask),
+      broadcast: ipv4FromBytes(buf, at + O.dwBCastAddr),
+      reasmSize: buf.readUInt32LE(at + O.dwReasmSize),
+      type: buf.readUInt16LE(at + O.wType),
+    });
+  }
+  return rows;
+}
+
+/** Build a MIB_IPADDRTABLE (tests and fakes). */
+export function encodeIpAddrTable(rows: { address: string; interfaceIndex: number; prefixLength: number }[]): Buffer {
+  const buf = Buffer.alloc(ipAddrTableLength(rows.length));
+  buf.writeUInt32LE(rows.length, MIB_IPADDRTABLE_OFFSETS.dwNumEntries);
+  const O = MIB_IPADDRROW_OFFSETS;
+  rows.forEach((r, i) => {
+    const at = MIB_IPADDRTABLE_OFFSETS.table + i * SIZES.MIB_IPADDRROW;
+    ipv4ToBytes(r.address).copy(buf, at + O.dwAddr);
+    buf.writeUInt32LE(r.interfaceIndex, at + O.dwIndex);
+    const mask = r.prefixLength === 0 ? 0 : (0xffffffff << (32 - r.prefixLength)) >>> 0;
+    buf.writeUInt32BE(mask, at + O.dwMask);
+    buf.writeUInt32LE(1, at + O.dwBCastAddr);
+    buf.writeUInt32LE(0xffff, at + O.dwReasmSize);
+    buf.writeUInt16LE(1, at + O.wType);
+  });
+  return buf;
+}

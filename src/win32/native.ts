@@ -1,0 +1,85 @@
+// The thin native seam under the win32 transports: one method per DLL entry point, Buffers in, raw
+// statuses and opaque pointers out. ./ffi.ts implements it with ffi-rs on Windows (and under Wine with
+// stand-in DLLs); unit tests implement it with fakes. Everything that decides what a result means
+// (freeing, closing, error mapping, struct layout) lives above this seam, in the transports, so it is
+// tested on Linux. Types only: importing this file loads nothing native.
+
+/** An opaque native pointer (an ffi-rs External on Windows, anything in a fake). NULL is `null`. */
+export type NativePtr = object;
+
+/** A v2 call's HRESULT and its `PWSTR *ErrorRecord` out-param (to read and free). */
+export interface HcnResult {
+  hr: number;
+  errorRecord: NativePtr | null;
+}
+
+/** ... plus a `PWSTR *` result (Networks / Endpoints / Properties). */
+export interface HcnStringResult extends HcnResult {
+  result: NativePtr | null;
+}
+
+/** ... plus an `HCN_NETWORK *` / `HCN_ENDPOINT *` out-param. */
+export interface HcnHandleResult extends HcnResult {
+  handle: NativePtr | null;
+}
+
+/**
+ * vmcompute.dll, computenetwork.dll and ole32.dll. String arguments are NUL-terminated UTF-16LE
+ * Buffers (PCWSTR), GUIDs are 16-byte Buffers (REFGUID). Returned strings are owned by the caller:
+ * read them with `readWString` and free them with `coTaskMemFree`.
+ */
+export interface Win32HnsNative {
+  /** `HRESULT HNSCall(PCWSTR method, PCWSTR path, PCWSTR request, PWSTR *response)` (vmcompute.dll). */
+  hnsCall(method: Buffer, path: Buffer, request: Buffer): { hr: number; response: NativePtr | null };
+
+  hcnEnumerateNetworks(query: Buffer): HcnStringResult;
+  hcnCreateNetwork(id: Buffer, settings: Buffer): HcnHandleResult;
+  hcnOpenNetwork(id: Buffer): HcnHandleResult;
+  hcnModifyNetwork(network: NativePtr, settings: Buffer): HcnResult;
+  hcnQueryNetworkProperties(network: NativePtr, query: Buffer): HcnStringResult;
+  hcnDeleteNetwork(id: Buffer): HcnResult;
+  /** `HRESULT HcnCloseNetwork(HCN_NETWORK)`. */
+  hcnCloseNetwork(network: NativePtr): number;
+
+  hcnEnumerateEndpoints(query: Buffer): HcnStringResult;
+  hcnCreateEndpoint(network: NativePtr, id: Buffer, settings: Buffer): HcnHandleResult;
+  hcnOpenEndpoint(id: Buffer): HcnHandleResult;
+  hcnModifyEndpoint(endpoint: NativePtr, settings: Buffer): HcnResult;
+  hcnQueryEndpointProperties(endpoint: NativePtr, query: Buffer): HcnStringResult;
+  hcnDeleteEndpoint(id: Buffer): HcnResult;
+  hcnCloseEndpoint(endpoint: NativePtr): number;
+
+  /** Read a NUL-terminated UTF-16LE string the DLL returned (does not free it). */
+  readWString(p: NativePtr): string;
+  /** `void CoTaskMemFree(LPVOID)` (ole32.dll, always the system's). */
+  coTaskMemFree(p: NativePtr): void;
+}
+
+/** iphlpapi.dll (netioapi.h / iphlpapi.h). Statuses are NETIO_STATUS / DWORD Win32 error codes. */
+export interface Win32IpHelperNative {
+  /** `GetIpForwardTable2(ADDRESS_FAMILY, PMIB_IPFORWARD_TABLE2 *)`; free the table with `freeMibTable`. */
+  getIpForwardTable2(family: number): { status: number; table: NativePtr | null };
+  /** `VOID FreeMibTable(PVOID)`. */
+  freeMibTable(table: NativePtr): void;
+  /** Copy `length` bytes of native memory at `p` into a new Buffer. */
+  readBytes(p: NativePtr, length: number): Buffer;
+
+  /** `VOID InitializeIpForwardEntry(PMIB_IPFORWARD_ROW2)`: fills defaults into the 104-byte row. */
+  initializeIpForwardEntry(row: Buffer): void;
+  createIpForwardEntry2(row: Buffer): number;
+  deleteIpForwardEntry2(row: Buffer): number;
+
+  /** `DWORD GetIpAddrTable(PMIB_IPADDRTABLE, PULONG pdwSize, BOOL bOrder)`; `size` is a 4-byte in/out Buffer. */
+  getIpAddrTable(table: Buffer, size: Buffer, order: boolean): number;
+  /** `ConvertInterfaceIndexToLuid(NET_IFINDEX, PNET_LUID)`; `luid` is an 8-byte out Buffer. */
+  convertInterfaceIndexToLuid(index: number, luid: Buffer): number;
+  /** `ConvertInterfaceLuidToAlias(const NET_LUID *, PWSTR, SIZE_T Length)`; `lengthChars` in WCHARs. */
+  convertInterfaceLuidToAlias(luid: Buffer, alias: Buffer, lengthChars: number): number;
+
+  /** `VOID InitializeIpInterfaceEntry(PMIB_IPINTERFACE_ROW)` on the 168-byte row. */
+  initializeIpInterfaceEntry(row: Buffer): void;
+  getIpInterfaceEntry(row: Buffer): number;
+  setIpInterfaceEntry(row: Buffer): number;
+}
+
+export type Win32Native = Win32HnsNative & Win32IpHelperNative;

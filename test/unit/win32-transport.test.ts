@@ -1,0 +1,471 @@
+// The win32 transports' error handling on a fake native layer (no DLLs): HRESULTs, ErrorRecords,
+// CoTaskMemFree on every returned string (also on failure), handles closed, route/host statuses.
+import { describe, it, expect, beforeEach } from '@jest/globals';
+import { HnsError, RouteError, FlannelError } from '../../src/errors.js';
+import { HnsClient } from '../../src/hns/client.js';
+import { Win32HnsTransport } from '../../src/hns/win32.js';
+import { Win32Host } from '../../src/host/win32.js';
+import { Win32RouteTable } from '../../src/routes/win32.js';
+import {
+  encodeIpAddrTable,
+  encodeIpForwardTable2,
+  guidFromBuffer,
+  ipAddrTableLength,
+  MIB_IPINTERFACE_ROW_OFFSETS,
+  decodeIpForwardRow2,
+  fromUtf16z,
+} from '../../src/win32/encoding.js';
+import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32Native } from '../../src/win32/native.js';
+
+type Str = { s: string; freed: boolean };
+type Handle = { id: string; closed: boolean };
+
+const NET = '7E1B4F2A-0C3D-4E5F-8A9B-112233445566';
+const ERROR_RECORD = '{"Success":false,"Error":"The parameter is incorrect. ","ErrorCode":2147942487}';
+
+/** A scriptable fake of the DLLs: every string it returns must come back through coTaskMemFree. */
+class FakeNative implements Win32Native {
+  strings: Str[] = [];
+  handles: Handle[] = [];
+  frees = 0;
+  calls: string[] = [];
+  next: Partial<{ hr: number; result: string | null; errorRecord: string | null; handle: boolean }> = {};
+  hnsResponse: { hr: number; response: string | null } = { hr: 0, response: '{"Success":true,"Output":{"Major":13,"Minor":2}}' };
+  readFails = false;
+
+  // iphlpapi state
+  routes = [{ destinationPrefix: '0.0.0.0/0', nextHop: '10.0.0.1', interfaceIndex: 4, metric: 25 }];
+  tableStatus = 0;
+  tablesFreed = 0;
+  tablesGiven = 0;
+  createStatus = 0;
+  deleteStatus = 0;
+  lastRow: Buffer | undefined;
+  forwarding = new Map<number, boolean>([[4, false]]);
+  setStatus = 0;
+
+  private str(s: string | null | undefined): NativePtr | null {
+    if (s === null || s === undefined) return null;
+    const p: Str = { s, freed: false };
+    this.strings.push(p);
+    return p;
+  }
+  /** One v2 call: `kind` says which out-params the real function has. */
+  private v2(name: string, kind: 'string' | 'handle' | 'plain'): HcnStringResult & HcnHandleResult {
+    this.calls.push(name);
+    const n = this.next;
+    this.next = {};
+    const handle = kind !== 'handle' || n.handle === false ? null : ({ id: name, closed: false } as Handle);
+    if (handle) this.handles.push(handle);
+    const result = kind === 'string' ? this.str(n.result === undefined ? '[]' : n.result) : null;
+    return { hr: n.hr ?? 0, result, errorRecord: this.str(n.errorRecord), handle };
+  }
+  get leaked(): Str[] {
+    return this.strings.filter((s) => !s.freed);
+  }
+  get openHandles(): Handle[] {
+    return this.handles.filter((h) => !h.closed);
+  }
+
+  hnsCall(method: Buffer, path: Buffer, request: Buffer): { hr: number; response: NativePtr | null } {
+    this.calls.push(`HNSCall ${fromUtf16z(method)} ${fromUtf16z(path)} ${fromUtf16z(request)}`);
+    return { hr: this.hnsResponse.hr, response: this.str(this.hnsResponse.response) };
+  }
+  hcnEnumerateNetworks(_q: Buffer): HcnStringResult {
+    return this.v2('HcnEnumerateNetworks', 'string');
+  }
+  hcnCreateNetwork(id: Buffer, _s: Buffer): HcnHandleResult {
+    return this.v2(`HcnCreateNetwork ${guidFromBuffer(id)}`, 'handle');
+  }
+  hcnOpenNetwork(id: Buffer): HcnHandleResult {
+    return this.v2(`HcnOpenNetwork ${guidFromBuffer(id)}`, 'handle');
+  }
+  hcnModifyNetwork(_n: NativePtr, _s: Buffer): HcnResult {
+    return this.v2('HcnModifyNetwork', 'plain');
+  }
+  hcnQueryNetworkProperties(_n: NativePtr, _q: Buffer): HcnStringResult {
+    return this.v2('HcnQueryNetworkProperties', 'string');
+  }
+  hcnDeleteNetwork(_id: Buffer): HcnResult {
+    return this.v2('HcnDeleteNetwork', 'plain');
+  }
+  hcnCloseNetwork(n: NativePtr): number {
+    (n as Handle).closed = true;
+    return 0;
+  }
+  hcnEnumerateEndpoints(_q: Buffer): HcnStringResult {
+    return this.v2('HcnEnumerateEndpoints', 'string');
+  }
+  hcnCreateEndpoint(_n: NativePtr, _id: Buffer, _s: Buffer): HcnHandleResult {
+    return this.v2('HcnCreateEndpoint', 'handle');
+  }
+  hcnOpenEndpoint(_id: Buffer): HcnHandleResult {
+    return this.v2('HcnOpenEndpoint', 'handle');
+  }
+  hcnModifyEndpoint(_e: NativePtr, _s: Buffer): HcnResult {
+    return this.v2('HcnModifyEndpoint', 'plain');
+  }
+  hcnQueryEndpointProperties(_e: NativePtr, _q: Buffer): HcnStringResult {
+    return this.v2('HcnQueryEndpointProperties', 'string');
+  }
+  hcnDeleteEndpoint(_id: Buffer): HcnResult {
+    return this.v2('HcnDeleteEndpoint', 'plain');
+  }
+  hcnCloseEndpoint(e: NativePtr): number {
+    (e as Handle).closed = true;
+    return 0;
+  }
+  readWString(p: NativePtr): string {
+    if (this.readFails) throw new RangeError('boom');
+    const s = p as Str;
+    if (s.freed) throw new Error('use after free');
+    return s.s;
+  }
+  coTaskMemFree(p: NativePtr): void {
+    const s = p as Str;
+    if (s.freed) throw new Error('double free');
+    s.freed = true;
+    this.frees++;
+  }
+
+  getIpForwardTable2(_family: number): { status: number; table: NativePtr | null } {
+    if (this.tableStatus !== 0) return { status: this.tableStatus, table: null };
+    this.tablesGiven++;
+    return { status: 0, table: { bytes: encodeIpForwardTable2(this.routes) } };
+  }
+  freeMibTable(_t: NativePtr): void {
+    this.tablesFreed++;
+  }
+  readBytes(p: NativePtr, length: number): Buffer {
+    return Buffer.from((p as { bytes: Buffer }).bytes.subarray(0, length));
+  }
+  initializeIpForwardEntry(row: Buffer): void {
+    row.fill(0);
+    row.writeUInt32LE(0xdead, 84); // "invalid" metric the encoder must overwrite
+  }
+  createIpForwardEntry2(row: Buffer): number {
+    this.lastRow = Buffer.from(row);
+    return this.createStatus;
+  }
+  deleteIpForwardEntry2(row: Buffer): number {
+    this.lastRow = Buffer.from(row);
+    return this.deleteStatus;
+  }
+  getIpAddrTable(table: Buffer, size: Buffer, _order: boolean): number {
+    const data = encodeIpAddrTable([
+      { address: '127.0.0.1', interfaceIndex: 1, prefixLength: 8 },
+      { address: '10.0.0.2', interfaceIndex: 4, prefixLength: 24 },
+      { address: '0.0.0.0', interfaceIndex: 5, prefixLength: 0 },
+      ...Array.from({ length: 20 }, (_, i) => ({ address: `192.168.${i}.1`, interfaceIndex: 100 + i, prefixLength: 24 })),
+    ]);
+    if (size.readUInt32LE(0) < data.length) {
+      size.writeUInt32LE(data.length, 0);
+      return 122;
+    }
+    data.copy(table);
+    return 0;
+  }
+  convertInterfaceIndexToLuid(index: number, luid: Buffer): number {
+    if (index >= 100 && index % 2 === 1) return 1168; // vanished
+    luid.writeBigUInt64LE(BigInt(index) + 0x60000n, 0);
+    return 0;
+  }
+  convertInterfaceLuidToAlias(luid: Buffer, alias: Buffer, lengthChars: number): number {
+    expect(lengthChars).toBe(257);
+    const idx = Number(luid.readBigUInt64LE(0) - 0x60000n);
+    alias.write(idx === 4 ? 'vEthernet (Ethernet 2)\0' : `Ethernet ${idx}\0`, 'utf16le');
+    return 0;
+  }
+  initializeIpInterfaceEntry(row: Buffer): void {
+    row.fill(0);
+    row.writeUInt32LE(0xffffffff, MIB_IPINTERFACE_ROW_OFFSETS.SitePrefixLength);
+  }
+  getIpInterfaceEntry(row: Buffer): number {
+    const idx = row.readUInt32LE(16);
+    if (row.readUInt16LE(0) !== 2) return 87;
+    if (idx !== 4 && idx < 100) return 1168;
+    row.writeUInt32LE(idx === 4 ? 1450 : 1500, MIB_IPINTERFACE_ROW_OFFSETS.NlMtu);
+    row.writeUInt32LE(64, MIB_IPINTERFACE_ROW_OFFSETS.SitePrefixLength);
+    row[MIB_IPINTERFACE_ROW_OFFSETS.ForwardingEnabled] = this.forwarding.get(idx) ? 1 : 0;
+    return 0;
+  }
+  setIpInterfaceEntry(row: Buffer): number {
+    if (this.setStatus) return this.setStatus;
+    if (row.readUInt32LE(MIB_IPINTERFACE_ROW_OFFSETS.SitePrefixLength) !== 0) return 87;
+    this.forwarding.set(row.readUInt32LE(16), row[MIB_IPINTERFACE_ROW_OFFSETS.ForwardingEnabled] === 1);
+    return 0;
+  }
+}
+
+async function rejection(p: Promise<unknown>): Promise<HnsError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as HnsError;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('Win32HnsTransport v1 (HNSCall)', () => {
+  let dll: FakeNative;
+  let t: Win32HnsTransport;
+  beforeEach(() => {
+    dll = new FakeNative();
+    t = new Win32HnsTransport(dll);
+  });
+
+  it('passes UTF-16 method/path/body and returns the envelope unparsed, freeing it', async () => {
+    const out = await t.hnsCall('POST', '/endpoints/X/attach', '{"SystemType":"Host","CompartmentId":1}');
+    expect(out).toBe(dll.hnsResponse.response);
+    expect(dll.calls).toEqual(['HNSCall POST /endpoints/X/attach {"SystemType":"Host","CompartmentId":1}']);
+    expect(dll.frees).toBe(1);
+    expect(dll.leaked).toEqual([]);
+  });
+
+  it('a Success:false envelope is returned as is (HnsClient maps it)', async () => {
+    dll.hnsResponse = { hr: 0, response: '{"Success":false,"Error":"Network not found"}' };
+    const c = new HnsClient(t);
+    expect(await c.getNetworkV1('ABC')).toBeUndefined();
+    expect(dll.leaked).toEqual([]);
+  });
+
+  it('a negative HRESULT is an HnsError with its code, the response still freed', async () => {
+    dll.hnsResponse = { hr: 0x80070005 | 0, response: '{"Success":false,"Error":"Access is denied."}' };
+    const err = await rejection(t.hnsCall('GET', '/networks/', ''));
+    expect(err).toBeInstanceOf(HnsError);
+    expect(err.code).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
+    expect(err.hresult).toBe(0x80070005);
+    expect(err.message).toContain('Access is denied.');
+    expect(dll.leaked).toEqual([]);
+  });
+
+  it('a negative HRESULT with no response', async () => {
+    dll.hnsResponse = { hr: 0x803b0001 | 0, response: null };
+    expect((await rejection(t.hnsCall('GET', '/networks/X', ''))).code).toBe('FLANNEL_ERR_HNS_NOT_FOUND');
+  });
+
+  it('frees the response even when reading it fails', async () => {
+    dll.readFails = true;
+    await expect(t.hnsCall('GET', '/globals/version', '')).rejects.toThrow('boom');
+    expect(dll.frees).toBe(1);
+  });
+});
+
+describe('Win32HnsTransport v2 (Hcn*)', () => {
+  let dll: FakeNative;
+  let t: Win32HnsTransport;
+  beforeEach(() => {
+    dll = new FakeNative();
+    t = new Win32HnsTransport(dll);
+  });
+
+  it('enumerate returns the string and frees it', async () => {
+    dll.next = { result: `["${NET}"]` };
+    expect(await t.enumerateNetworks('{}')).toBe(`["${NET}"]`);
+    expect(dll.frees).toBe(1);
+  });
+
+  it.each([
+    [0x803b0001, 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    [0x803b0002, 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    [0x80070490, 'FLANNEL_ERR_HNS_NOT_FOUND'],
+    [0x803b0010, 'FLANNEL_ERR_HNS_EXISTS'],
+    [0x803b0014, 'FLANNEL_ERR_HNS_ATTACHED'],
+    [0x80070005, 'FLANNEL_ERR_HNS_ACCESS_DENIED'],
+    [0x80070057, 'FLANNEL_ERR_HNS_CALL'],
+  ])('negative HRESULT %s -> %s', async (hr, code) => {
+    dll.next = { hr: hr | 0, result: null, handle: false };
+    const err = await rejection(t.openNetwork(NET));
+    expect(err.code).toBe(code);
+    expect(err.hresult).toBe(hr);
+  });
+
+  it('an ErrorRecord with HRESULT 0 still fails, with the record text and code; all strings freed', async () => {
+    const h = await t.openNetwork(NET);
+    dll.next = { hr: 0, result: '{"ID":"x"}', errorRecord: ERROR_RECORD };
+    const err = await rejection(t.queryNetworkProperties(h, '{}'));
+    expect(err.code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect(err.hresult).toBe(0x80070057);
+    expect(err.message).toContain('The parameter is incorrect.');
+    expect(dll.leaked).toEqual([]);
+    await t.closeNetwork(h);
+  });
+
+  it('an ErrorRecord that is not JSON is its own text', async () => {
+    dll.next = { hr: 0x803b0010 | 0, errorRecord: 'A network with this name already exists.', handle: false };
+    const err = await rejection(t.createNetwork('00000000-0000-0000-0000-000000000000', '{}'));
+    expect(err.code).toBe('FLANNEL_ERR_HNS_EXISTS');
+    expect(err.message).toContain('already exists');
+    expect(dll.leaked).toEqual([]);
+  });
+
+  it('a handle that came back with a failure is closed', async () => {
+    dll.next = { hr: 0, errorRecord: ERROR_RECORD };
+    await expect(t.createNetwork(NET, '{}')).rejects.toBeInstanceOf(HnsError);
+    expect(dll.handles).toHaveLength(1);
+    expect(dll.openHandles).toEqual([]);
+    expect(t.openHandles).toBe(0);
+  });
+
+  it('passes GUIDs as 16-byte structs and rejects a bad one as E_INVALIDARG', async () => {
+    const h = await t.openNetwork(NET.toLowerCase());
+    expect(dll.calls).toContain(`HcnOpenNetwork ${NET}`);
+    expect(h).toMatchObject({ kind: 'network', id: NET });
+    await t.closeNetwork(h);
+    const err = await rejection(t.openNetwork('cbr0'));
+    expect(err.code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect(err.hresult).toBe(0x80070057);
+  });
+
+  it('handles: closed once, unknown or wrong-kind handles are E_HANDLE', async () => {
+    const h = await t.openNetwork(NET);
+    expect(t.openHandles).toBe(1);
+    await t.closeNetwork(h);
+    expect(dll.openHandles).toEqual([]);
+    expect(t.openHandles).toBe(0);
+    expect((await rejection(t.closeNetwork(h))).hresult).toBe(0x80070006);
+    expect((await rejection(t.queryNetworkProperties({ kind: 'network', id: NET }, '{}'))).hresult).toBe(0x80070006);
+    const e = await t.openEndpoint(NET);
+    expect((await rejection(t.closeNetwork(e))).hresult).toBe(0x80070006);
+    await t.closeEndpoint(e);
+  });
+
+  it('endpoint create on a network handle; delete failure; every string freed', async () => {
+    const n = await t.openNetwork(NET);
+    dll.next = { result: null };
+    const e = await t.createEndpoint(n, '00000000-0000-0000-0000-000000000000', '{"Name":"cbr0_ep"}');
+    dll.next = { result: '{"ID":"E"}' };
+    expect(await t.queryEndpointProperties(e, '{}')).toBe('{"ID":"E"}');
+    await t.closeEndpoint(e);
+    await t.closeNetwork(n);
+    dll.next = { hr: 0x803b0002 | 0, errorRecord: '{"Success":false,"Error":"The endpoint was not found.","ErrorCode":2151350274}' };
+    expect((await rejection(t.deleteEndpoint(NET))).code).toBe('FLANNEL_ERR_HNS_NOT_FOUND');
+    expect(dll.leaked).toEqual([]);
+    expect(dll.openHandles).toEqual([]);
+  });
+
+  it('frees both out-strings even when reading fails', async () => {
+    dll.next = { result: '[]', errorRecord: ERROR_RECORD };
+    dll.readFails = true;
+    await expect(t.enumerateEndpoints('{}')).rejects.toThrow('boom');
+    expect(dll.frees).toBe(2);
+    expect(dll.leaked).toEqual([]);
+  });
+
+  it('HnsClient on top: get-network-by-name closes every handle it opened, also on failure', async () => {
+    const c = new HnsClient(t);
+    dll.next = { result: `["${NET}"]` };
+    const origQuery = dll.hcnQueryNetworkProperties.bind(dll);
+    dll.hcnQueryNetworkProperties = (n, q) => {
+      dll.next = { hr: 0x80070005 | 0, result: null, errorRecord: null };
+      return origQuery(n, q);
+    };
+    await expect(c.getNetworkByName('flannel.4096')).rejects.toMatchObject({ code: 'FLANNEL_ERR_HNS_ACCESS_DENIED' });
+    expect(dll.openHandles).toEqual([]);
+    expect(dll.leaked).toEqual([]);
+  });
+});
+
+describe('Win32RouteTable', () => {
+  let dll: FakeNative;
+  let r: Win32RouteTable;
+  beforeEach(() => {
+    dll = new FakeNative();
+    r = new Win32RouteTable(dll);
+    dll.routes.push({ destinationPrefix: '10.244.1.0/24', nextHop: '10.0.0.3', interfaceIndex: 9, metric: 5 });
+  });
+
+  it('lists, filters by interface, frees the table', async () => {
+    expect(await r.list()).toEqual(dll.routes);
+    expect(await r.list(9)).toEqual([dll.routes[1]]);
+    expect(dll.tablesFreed).toBe(dll.tablesGiven);
+  });
+
+  it('1168 from GetIpForwardTable2 is an empty table; other statuses are RouteErrors', async () => {
+    dll.tableStatus = 1168;
+    expect(await r.list()).toEqual([]);
+    dll.tableStatus = 5;
+    const err = (await rejection(r.list())) as unknown as RouteError;
+    expect(err).toBeInstanceOf(RouteError);
+    expect(err.status).toBe(5);
+  });
+
+  it('add writes the row on top of InitializeIpForwardEntry; 5010 is success', async () => {
+    const route = { destinationPrefix: '10.244.2.0/24', nextHop: '10.0.0.4', interfaceIndex: 9, metric: 7 };
+    await r.add(route);
+    const row = decodeIpForwardRow2(dll.lastRow!);
+    expect(row).toMatchObject({ interfaceLuid: 0n, interfaceIndex: 9, destination: '10.244.2.0', prefixLength: 24, nextHop: '10.0.0.4', metric: 7, protocol: 3, sitePrefixLength: 0 });
+    expect(row.validLifetime).toBe(0xffffffff);
+    dll.createStatus = 5010;
+    await r.add(route);
+  });
+
+  it.each([
+    [5, /Administrator/],
+    [1168, /interface/],
+    [87, /invalid parameter/],
+  ])('add status %s is a RouteError naming the route', async (status, advice) => {
+    dll.createStatus = status;
+    const err = (await rejection(r.add({ destinationPrefix: '10.244.2.0/24', nextHop: '10.0.0.4', interfaceIndex: 9, metric: 7 }))) as unknown as RouteError;
+    expect(err).toBeInstanceOf(RouteError);
+    expect(err.code).toBe('FLANNEL_ERR_ROUTE');
+    expect(err.status).toBe(status);
+    expect(err.message).toContain('10.244.2.0/24 via 10.0.0.4');
+    expect(err.message).toMatch(advice);
+  });
+
+  it('remove: 1168 is success, 5 is a RouteError', async () => {
+    dll.deleteStatus = 1168;
+    await r.remove({ destinationPrefix: '10.244.1.0/24', nextHop: '10.0.0.3', interfaceIndex: 9, metric: 5 });
+    expect(decodeIpForwardRow2(dll.lastRow!)).toMatchObject({ interfaceIndex: 9, destination: '10.244.1.0', nextHop: '10.0.0.3' });
+    dll.deleteStatus = 5;
+    expect(((await rejection(r.remove({ destinationPrefix: '10.244.1.0/24', nextHop: '10.0.0.3', interfaceIndex: 9, metric: 5 }))) as unknown as RouteError).status).toBe(5);
+  });
+
+  it('a bad route is a RouteError, not a crash', async () => {
+    await expect(r.add({ destinationPrefix: 'nope', nextHop: '10.0.0.4', interfaceIndex: 9, metric: 7 })).rejects.toBeInstanceOf(RouteError);
+  });
+});
+
+describe('Win32Host', () => {
+  let dll: FakeNative;
+  let h: Win32Host;
+  beforeEach(() => {
+    dll = new FakeNative();
+    h = new Win32Host(dll);
+  });
+
+  it('interfaces: grows the GetIpAddrTable buffer, skips 127/8, 0.0.0.0 and vanished interfaces, reads alias and MTU', async () => {
+    const ifaces = await h.interfaces();
+    expect(ifaces[0]).toEqual({ name: 'vEthernet (Ethernet 2)', index: 4, ipv4: '10.0.0.2', prefixLength: 24, mtu: 1450 });
+    expect(ifaces.map((i) => i.index)).toEqual([4, ...Array.from({ length: 10 }, (_, i) => 100 + 2 * i)]);
+    expect(ifaces[1]).toMatchObject({ name: 'Ethernet 100', mtu: 1500 });
+    expect(ipAddrTableLength(23)).toBeGreaterThan(ipAddrTableLength(16));
+  });
+
+  it('default route interface: 0.0.0.0/0 with the lowest metric', async () => {
+    dll.routes.push({ destinationPrefix: '0.0.0.0/0', nextHop: '10.1.0.1', interfaceIndex: 12, metric: 5 });
+    dll.routes.push({ destinationPrefix: '0.0.0.0/1', nextHop: '10.1.0.1', interfaceIndex: 13, metric: 0 });
+    expect(await h.defaultRouteInterfaceIndex()).toBe(12);
+    dll.routes = [];
+    expect(await h.defaultRouteInterfaceIndex()).toBeUndefined();
+    expect(dll.tablesFreed).toBe(dll.tablesGiven);
+  });
+
+  it('forwarding: Get, set with SitePrefixLength 0, Set', async () => {
+    expect(await h.getForwarding(4)).toBe(false);
+    await h.setForwarding(4, true);
+    expect(await h.getForwarding(4)).toBe(true);
+  });
+
+  it('forwarding errors are FLANNEL_ERR_HOST with the status', async () => {
+    const missing = await rejection(h.getForwarding(9));
+    expect(missing).toBeInstanceOf(FlannelError);
+    expect(missing.code).toBe('FLANNEL_ERR_HOST');
+    expect(missing.context.status).toBe(1168);
+    dll.setStatus = 5;
+    const denied = await rejection(h.setForwarding(4, true));
+    expect(denied.code).toBe('FLANNEL_ERR_HOST');
+    expect(denied.message).toMatch(/Administrator/);
+  });
+});
