@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['.ci/**', 'dist/**', 'node_modules/**', 'coverage/**', 'bench/results/**'] },
+  { ignores: ['.ci/**', 'dist/**', 'test/windows/.cache/**', 'node_modules/**', 'coverage/**', 'bench/results/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

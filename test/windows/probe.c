@@ -1,0 +1,132 @@
+/* Prints sizeof/offsetof of the iphlpapi structures the win32 encoders build by hand, as one JSON
+ * object, taken from the SDK headers mingw-w64 ships. test/windows/probe.test.ts compares it with
+ * src/win32/encoding.ts. Run under Wine (stdout redirected to a file). */
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#include <iphlpapi.h>
+#include <netioapi.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define F(type, field) printf("%s\"%s\":%u", first++ ? "," : "", #field, (unsigned)offsetof(type, field))
+#define S(type) printf("\"size\":%u", (unsigned)sizeof(type))
+
+int main(void) {
+  int first;
+  printf("{");
+
+  printf("\"MIB_IPFORWARD_ROW2\":{");
+  S(MIB_IPFORWARD_ROW2);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(MIB_IPFORWARD_ROW2, InterfaceLuid);
+  F(MIB_IPFORWARD_ROW2, InterfaceIndex);
+  F(MIB_IPFORWARD_ROW2, DestinationPrefix);
+  F(MIB_IPFORWARD_ROW2, DestinationPrefix.Prefix.si_family);
+  F(MIB_IPFORWARD_ROW2, DestinationPrefix.Prefix.Ipv4.sin_addr);
+  F(MIB_IPFORWARD_ROW2, DestinationPrefix.PrefixLength);
+  F(MIB_IPFORWARD_ROW2, NextHop);
+  F(MIB_IPFORWARD_ROW2, NextHop.si_family);
+  F(MIB_IPFORWARD_ROW2, NextHop.Ipv4.sin_addr);
+  F(MIB_IPFORWARD_ROW2, SitePrefixLength);
+  F(MIB_IPFORWARD_ROW2, ValidLifetime);
+  F(MIB_IPFORWARD_ROW2, PreferredLifetime);
+  F(MIB_IPFORWARD_ROW2, Metric);
+  F(MIB_IPFORWARD_ROW2, Protocol);
+  F(MIB_IPFORWARD_ROW2, Loopback);
+  F(MIB_IPFORWARD_ROW2, AutoconfigureAddress);
+  F(MIB_IPFORWARD_ROW2, Publish);
+  F(MIB_IPFORWARD_ROW2, Immortal);
+  F(MIB_IPFORWARD_ROW2, Age);
+  F(MIB_IPFORWARD_ROW2, Origin);
+  printf("}},");
+
+  printf("\"MIB_IPFORWARD_TABLE2\":{");
+  S(MIB_IPFORWARD_TABLE2);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(MIB_IPFORWARD_TABLE2, NumEntries);
+  F(MIB_IPFORWARD_TABLE2, Table);
+  printf("}},");
+
+  printf("\"SOCKADDR_INET\":{");
+  S(SOCKADDR_INET);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(SOCKADDR_INET, si_family);
+  F(SOCKADDR_INET, Ipv4.sin_port);
+  F(SOCKADDR_INET, Ipv4.sin_addr);
+  printf("}},");
+
+  printf("\"IP_ADDRESS_PREFIX\":{");
+  S(IP_ADDRESS_PREFIX);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(IP_ADDRESS_PREFIX, Prefix);
+  F(IP_ADDRESS_PREFIX, PrefixLength);
+  printf("}},");
+
+  printf("\"MIB_IPINTERFACE_ROW\":{");
+  S(MIB_IPINTERFACE_ROW);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(MIB_IPINTERFACE_ROW, Family);
+  F(MIB_IPINTERFACE_ROW, InterfaceLuid);
+  F(MIB_IPINTERFACE_ROW, InterfaceIndex);
+  F(MIB_IPINTERFACE_ROW, MaxReassemblySize);
+  F(MIB_IPINTERFACE_ROW, InterfaceIdentifier);
+  F(MIB_IPINTERFACE_ROW, AdvertisingEnabled);
+  F(MIB_IPINTERFACE_ROW, ForwardingEnabled);
+  F(MIB_IPINTERFACE_ROW, WeakHostSend);
+  F(MIB_IPINTERFACE_ROW, WeakHostReceive);
+  F(MIB_IPINTERFACE_ROW, UseAutomaticMetric);
+  F(MIB_IPINTERFACE_ROW, RouterDiscoveryBehavior);
+  F(MIB_IPINTERFACE_ROW, ZoneIndices);
+  F(MIB_IPINTERFACE_ROW, SitePrefixLength);
+  F(MIB_IPINTERFACE_ROW, Metric);
+  F(MIB_IPINTERFACE_ROW, NlMtu);
+  F(MIB_IPINTERFACE_ROW, Connected);
+  F(MIB_IPINTERFACE_ROW, ReachableTime);
+  F(MIB_IPINTERFACE_ROW, DisableDefaultRoutes);
+  printf("}},");
+
+  printf("\"MIB_IPADDRTABLE\":{");
+  S(MIB_IPADDRTABLE);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(MIB_IPADDRTABLE, dwNumEntries);
+  F(MIB_IPADDRTABLE, table);
+  printf("}},");
+
+  printf("\"MIB_IPADDRROW\":{");
+  S(MIB_IPADDRROW);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(MIB_IPADDRROW, dwAddr);
+  F(MIB_IPADDRROW, dwIndex);
+  F(MIB_IPADDRROW, dwMask);
+  F(MIB_IPADDRROW, dwBCastAddr);
+  F(MIB_IPADDRROW, dwReasmSize);
+  F(MIB_IPADDRROW, unused1);
+  F(MIB_IPADDRROW, wType);
+  printf("}},");
+
+  printf("\"NET_LUID\":{");
+  S(NET_LUID);
+  printf("},\"GUID\":{");
+  S(GUID);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(GUID, Data1);
+  F(GUID, Data2);
+  F(GUID, Data3);
+  F(GUID, Data4);
+  printf("}},\"constants\":{\"AF_INET\":%d,\"AF_INET6\":%d,\"MIB_IPPROTO_NETMGMT\":%d,\"ERROR_OBJECT_ALREADY_EXISTS\":%d,\"ERROR_NOT_FOUND\":%d,"
+         "\"ERROR_INSUFFICIENT_BUFFER\":%d,\"ERROR_INVALID_PARAMETER\":%d,\"ERROR_NOT_ENOUGH_MEMORY\":%d,\"IF_MAX_STRING_SIZE\":%d}",
+         AF_INET, AF_INET6, (int)MIB_IPPROTO_NETMGMT, (int)ERROR_OBJECT_ALREADY_EXISTS, (int)ERROR_NOT_FOUND, (int)ERROR_INSUFFICIENT_BUFFER, (int)ERROR_INVALID_PARAMETER,
+         (int)ERROR_NOT_ENOUGH_MEMORY, (int)IF_MAX_STRING_SIZE);
+  printf("}\n");
+  fflush(stdout);
+  return 0;
+}

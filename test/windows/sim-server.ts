@@ -1,0 +1,471 @@
+// The loopback server behind the stand-in DLLs (test/windows/standins/*.c). It wraps ONE
+// SimulatedDataplane (the project's one model of HNS, the route table and the host adapters) with the
+// SimulatedHnsTransport, and only translates: the stand-ins send one JSON request per line, this answers
+// one JSON line with the raw outcome a Windows DLL would return (HRESULT + result/ErrorRecord strings,
+// NETIO statuses, MIB rows as integers). No HNS or route semantics live here or in the C code.
+//
+// Wire format (all replies are flat objects; strings are JSON strings, handles small integers):
+//   HNSCall                      {method,path,request}          -> {hr,out}
+//   HcnEnumerate{Networks,Endpoints} {query}                    -> {hr,out,err}
+//   HcnCreateNetwork             {id,settings}                  -> {hr,h,err}
+//   HcnCreateEndpoint            {h,id,settings}                -> {hr,h,err}
+//   HcnOpen{Network,Endpoint}    {id}                           -> {hr,h,err}
+//   HcnModify{Network,Endpoint}  {h,settings}                   -> {hr,err}
+//   HcnQuery{Network,Endpoint}Properties {h,query}              -> {hr,out,err}
+//   HcnDelete{Network,Endpoint}  {id}                           -> {hr,err}
+//   HcnClose{Network,Endpoint}   {h}                            -> {hr}
+//   GetIpForwardTable2           {family}                       -> {st,rows:[13 ints per row]}
+//   Create/DeleteIpForwardEntry2 {luid,ifIndex,destFamily,dest,prefixLength,nextHopFamily,nextHop,sitePrefixLength,metric,protocol,...} -> {st}
+//   GetIpAddrTable               {order}                        -> {st,rows:[6 ints per row]}
+//   ConvertInterface*            {ifIndex|luid|alias}           -> {st,luid|ifIndex|alias}
+//   Get/SetIpInterfaceEntry      {family,luid,ifIndex,...}      -> {st,...}
+//   MibTableAllocated / FreeMibTable {ok}                       -> {st}   (bookkeeping: every table freed?)
+import { createServer, type Server, type Socket } from 'node:net';
+import { FlannelError, HnsError, RouteError, errorMessage } from '../../src/errors.js';
+import { SimulatedDataplane, type SimulatedDataplaneOptions } from '../../src/dataplane/simulated.js';
+import { HRESULT } from '../../src/hns/errors.js';
+import { SimulatedHnsTransport, type SimulatedHnsOptions } from '../../src/hns/simulated.js';
+import type { HcnHandle } from '../../src/hns/transport.js';
+
+/** NETIO / Win32 statuses the server answers with (winerror.h). */
+export const STATUS = {
+  NO_ERROR: 0,
+  ERROR_FILE_NOT_FOUND: 2,
+  ERROR_GEN_FAILURE: 31,
+  ERROR_NOT_SUPPORTED: 50,
+  ERROR_INVALID_PARAMETER: 87,
+  ERROR_NOT_FOUND: 1168,
+  ERROR_OBJECT_ALREADY_EXISTS: 5010,
+} as const;
+
+const E_NOTIMPL = 0x80004001;
+const AF_UNSPEC = 0;
+const AF_INET = 2;
+const AF_INET6 = 23;
+const IF_TYPE_ETHERNET_CSMACD = 6;
+/** What GetIpInterfaceEntry reports for an IPv4 interface: Windows returns a non-zero SitePrefixLength, and
+ *  SetIpInterfaceEntry rejects an IPv4 row whose SitePrefixLength is not 0 (the caller must clear it). */
+const IPV4_SITE_PREFIX_LENGTH_REPORTED = 64;
+
+/** NET_LUID of a simulated adapter: IfType 6 (Ethernet) in bits 48-63, NetLuidIndex = the interface index. */
+export function luidOf(interfaceIndex: number): number {
+  return IF_TYPE_ETHERNET_CSMACD * 2 ** 48 + interfaceIndex * 2 ** 24;
+}
+
+type Req = Record<string, unknown> & { fn: string };
+type Reply = Record<string, unknown>;
+
+export interface WindowsSimServerOptions {
+  /** Serve this dataplane (default: a new one built from `dataplane`). */
+  dp?: SimulatedDataplane;
+  dataplane?: SimulatedDataplaneOptions;
+  hns?: SimulatedHnsOptions;
+}
+
+interface RecordOnlyRule {
+  op: string;
+  remaining: number;
+}
+
+function ipBytes(ip: string): number[] {
+  const parts = ip.split('.').map(Number);
+  return parts.length === 4 && parts.every((p) => Number.isInteger(p) && p >= 0 && p <= 255) ? parts : [0, 0, 0, 0];
+}
+
+function ipToInt(ip: string): number {
+  const [a, b, c, d] = ipBytes(ip);
+  return ((a! << 24) | (b! << 16) | (c! << 8) | d!) >>> 0;
+}
+
+function isDottedIPv4(s: unknown): s is string {
+  return typeof s === 'string' && /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(s) && s.split('.').every((p) => Number(p) <= 255);
+}
+
+function num(req: Req, key: string): number {
+  const v = req[key];
+  return typeof v === 'number' ? v : NaN;
+}
+
+function str(req: Req, key: string): string {
+  const v = req[key];
+  return typeof v === 'string' ? v : '';
+}
+
+/** A NETIO status out of whatever the dataplane threw (RouteError.status, FlannelError context.status). */
+function statusOf(err: unknown): number | undefined {
+  if (err instanceof RouteError && typeof err.status === 'number') return err.status;
+  if (err instanceof FlannelError && typeof err.context.status === 'number') return err.context.status;
+  return undefined;
+}
+
+export class WindowsSimServer {
+  readonly dp: SimulatedDataplane;
+  readonly hns: SimulatedHnsTransport;
+  /** Requests received per DLL function name (what actually crossed the DLL boundary). */
+  readonly requests = new Map<string, number>();
+  /** Requests the server could not understand (unknown function, malformed line): should stay empty. */
+  readonly protocolErrors: string[] = [];
+  /** Every request/answer, one line each (written into a test's failure output). */
+  readonly transcript: string[] = [];
+  /** MIB tables handed out by GetIpForwardTable2 and not yet freed with FreeMibTable. */
+  mibTablesOutstanding = 0;
+  /** FreeMibTable calls on a pointer that was not a live table from the stand-in. */
+  badFrees = 0;
+
+  private readonly handles = new Map<number, HcnHandle>();
+  private nextHandle = 1;
+  private recordOnly: RecordOnlyRule[] = [];
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(opts: WindowsSimServerOptions = {}) {
+    this.dp = opts.dp ?? new SimulatedDataplane(opts.dataplane);
+    this.hns = new SimulatedHnsTransport(this.dp, opts.hns);
+  }
+
+  /** HCN handles the DLL side holds open (each HcnOpen/Create must be matched by HcnClose*). */
+  get openHandles(): number {
+    return this.handles.size;
+  }
+
+  count(fn: string): number {
+    return this.requests.get(fn) ?? 0;
+  }
+
+  /**
+   * The next `count` failing v2 calls named `op` report their failure the other way HCN does:
+   * S_OK with a non-empty ErrorRecord (the caller must still treat it as a failure).
+   */
+  errorRecordOnly(op: string, count = 1): void {
+    this.recordOnly.push({ op, remaining: count });
+  }
+
+  async start(): Promise<number> {
+    this.server = createServer((socket) => this.onConnection(socket));
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(0, '127.0.0.1', () => resolve());
+    });
+    const addr = this.server.address();
+    this.port = typeof addr === 'object' && addr ? addr.port : 0;
+    return this.port;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    if (this.server) await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    this.server = undefined;
+  }
+
+  private onConnection(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let buf = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        void this.answer(line).then((reply) => {
+          if (!socket.destroyed) socket.write(JSON.stringify(reply) + '\n');
+        });
+      }
+    });
+  }
+
+  /** Handle one request line (exported for unit tests of the translation). */
+  async answer(line: string): Promise<Reply> {
+    let req: Req;
+    try {
+      const parsed: unknown = JSON.parse(line);
+      if (typeof parsed !== 'object' || parsed === null || typeof (parsed as Req).fn !== 'string') throw new Error('no "fn"');
+      req = parsed as Req;
+    } catch (err) {
+      this.protocolErrors.push(`malformed request line ${JSON.stringify(line.slice(0, 200))}: ${errorMessage(err)}`);
+      return { hr: E_NOTIMPL, st: STATUS.ERROR_NOT_SUPPORTED };
+    }
+    this.requests.set(req.fn, (this.requests.get(req.fn) ?? 0) + 1);
+    let reply: Reply;
+    try {
+      reply = await this.dispatch(req);
+    } catch (err) {
+      // Not an HNS/route outcome: a bug in the simulator or this server. Visible, never silent.
+      this.protocolErrors.push(`${req.fn}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      reply = { hr: HRESULT.E_FAIL, st: STATUS.ERROR_GEN_FAILURE };
+    }
+    const { fn, ...args } = req;
+    this.transcript.push(`${fn} ${JSON.stringify(args).slice(0, 300)} -> ${JSON.stringify(reply).slice(0, 300)}`);
+    return reply;
+  }
+
+  private async dispatch(req: Req): Promise<Reply> {
+    switch (req.fn) {
+      case 'HNSCall':
+        return this.hnsCall(req);
+      case 'HcnEnumerateNetworks':
+        return this.v2(req.fn, async () => ({ out: await this.hns.enumerateNetworks(str(req, 'query')) }));
+      case 'HcnEnumerateEndpoints':
+        return this.v2(req.fn, async () => ({ out: await this.hns.enumerateEndpoints(str(req, 'query')) }));
+      case 'HcnCreateNetwork':
+        return this.v2(req.fn, async () => ({ h: this.addHandle(await this.hns.createNetwork(str(req, 'id'), str(req, 'settings'))) }));
+      case 'HcnOpenNetwork':
+        return this.v2(req.fn, async () => ({ h: this.addHandle(await this.hns.openNetwork(str(req, 'id'))) }));
+      case 'HcnModifyNetwork':
+        return this.v2(req.fn, async () => {
+          await this.hns.modifyNetwork(this.handle(req, 'network'), str(req, 'settings'));
+          return {};
+        });
+      case 'HcnQueryNetworkProperties':
+        return this.v2(req.fn, async () => ({ out: await this.hns.queryNetworkProperties(this.handle(req, 'network'), str(req, 'query')) }));
+      case 'HcnDeleteNetwork':
+        return this.v2(req.fn, async () => {
+          await this.hns.deleteNetwork(str(req, 'id'));
+          return {};
+        });
+      case 'HcnCloseNetwork':
+        return this.v2(req.fn, async () => {
+          await this.hns.closeNetwork(this.handle(req, 'network'));
+          this.handles.delete(num(req, 'h'));
+          return {};
+        }, false);
+      case 'HcnCreateEndpoint':
+        return this.v2(req.fn, async () => ({
+          h: this.addHandle(await this.hns.createEndpoint(this.handle(req, 'network'), str(req, 'id'), str(req, 'settings'))),
+        }));
+      case 'HcnOpenEndpoint':
+        return this.v2(req.fn, async () => ({ h: this.addHandle(await this.hns.openEndpoint(str(req, 'id'))) }));
+      case 'HcnModifyEndpoint':
+        return this.v2(req.fn, async () => {
+          await this.hns.modifyEndpoint(this.handle(req, 'endpoint'), str(req, 'settings'));
+          return {};
+        });
+      case 'HcnQueryEndpointProperties':
+        return this.v2(req.fn, async () => ({ out: await this.hns.queryEndpointProperties(this.handle(req, 'endpoint'), str(req, 'query')) }));
+      case 'HcnDeleteEndpoint':
+        return this.v2(req.fn, async () => {
+          await this.hns.deleteEndpoint(str(req, 'id'));
+          return {};
+        });
+      case 'HcnCloseEndpoint':
+        return this.v2(req.fn, async () => {
+          await this.hns.closeEndpoint(this.handle(req, 'endpoint'));
+          this.handles.delete(num(req, 'h'));
+          return {};
+        }, false);
+      case 'GetIpForwardTable2':
+        return this.netio(() => this.getIpForwardTable2(req));
+      case 'CreateIpForwardEntry2':
+      case 'DeleteIpForwardEntry2':
+        return this.netio(() => this.routeEntry(req));
+      case 'GetIpAddrTable':
+        return this.netio(() => this.getIpAddrTable(req));
+      case 'ConvertInterfaceIndexToLuid':
+        return this.netio(async () => {
+          await this.dp.enter(req.fn, 'host');
+          const idx = num(req, 'ifIndex');
+          if (!this.dp.listAdapters().some((a) => a.InterfaceIndex === idx)) return { st: STATUS.ERROR_FILE_NOT_FOUND };
+          return { st: 0, luid: luidOf(idx) };
+        });
+      case 'ConvertInterfaceLuidToIndex':
+        return this.netio(async () => {
+          await this.dp.enter(req.fn, 'host');
+          const a = this.adapterByLuid(num(req, 'luid'));
+          return a ? { st: 0, ifIndex: a.InterfaceIndex } : { st: STATUS.ERROR_FILE_NOT_FOUND };
+        });
+      case 'ConvertInterfaceLuidToAlias':
+        return this.netio(async () => {
+          await this.dp.enter(req.fn, 'host');
+          const a = this.adapterByLuid(num(req, 'luid'));
+          return a ? { st: 0, alias: a.Name } : { st: STATUS.ERROR_FILE_NOT_FOUND };
+        });
+      case 'ConvertInterfaceAliasToLuid':
+        return this.netio(async () => {
+          await this.dp.enter(req.fn, 'host');
+          // Windows compares aliases case-insensitively.
+          const alias = str(req, 'alias').toLowerCase();
+          const a = this.dp.listAdapters().find((x) => x.Name.toLowerCase() === alias);
+          return a ? { st: 0, luid: luidOf(a.InterfaceIndex) } : { st: STATUS.ERROR_INVALID_PARAMETER };
+        });
+      case 'GetIpInterfaceEntry':
+        return this.netio(() => this.getIpInterfaceEntry(req));
+      case 'SetIpInterfaceEntry':
+        return this.netio(() => this.setIpInterfaceEntry(req));
+      case 'MibTableAllocated':
+        this.mibTablesOutstanding++;
+        return { st: 0 };
+      case 'FreeMibTable':
+        if (num(req, 'ok') === 1) this.mibTablesOutstanding--;
+        else this.badFrees++;
+        return { st: 0 };
+      default:
+        this.protocolErrors.push(`unknown function ${req.fn}`);
+        return { hr: E_NOTIMPL, st: STATUS.ERROR_NOT_SUPPORTED };
+    }
+  }
+
+  // ---------------------------------------------------------------- HNS
+
+  private async hnsCall(req: Req): Promise<Reply> {
+    const method = str(req, 'method');
+    if (method !== 'GET' && method !== 'POST' && method !== 'DELETE') return { hr: HRESULT.E_INVALIDARG, out: null };
+    try {
+      // Success:false envelopes come back with S_OK, as HNS does; only a thrown HnsError is an HRESULT.
+      return { hr: 0, out: await this.hns.hnsCall(method, str(req, 'path'), str(req, 'request')) };
+    } catch (err) {
+      if (err instanceof HnsError) return { hr: err.hresult ?? HRESULT.E_FAIL, out: null };
+      throw err;
+    }
+  }
+
+  private addHandle(h: HcnHandle): number {
+    const n = this.nextHandle++;
+    this.handles.set(n, h);
+    return n;
+  }
+
+  /** The transport's handle for a DLL handle; an unknown one becomes a handle the transport rejects (E_HANDLE). */
+  private handle(req: Req, kind: 'network' | 'endpoint'): HcnHandle {
+    return this.handles.get(num(req, 'h')) ?? { kind, id: '' };
+  }
+
+  /** Run a v2 call: success -> hr 0 (+ fields); HnsError -> negative HRESULT + ErrorRecord JSON (or S_OK + record). */
+  private async v2(op: string, fn: () => Promise<Reply>, hasErrorRecord = true): Promise<Reply> {
+    try {
+      return { hr: 0, ...(await fn()), err: null };
+    } catch (err) {
+      if (!(err instanceof HnsError)) throw err;
+      const hr = (err.hresult ?? HRESULT.E_FAIL) >>> 0;
+      if (!hasErrorRecord) return { hr };
+      const text = typeof err.context.hnsError === 'string' ? err.context.hnsError : err.message;
+      const record = JSON.stringify({ Success: false, Error: text, ErrorCode: hr });
+      const rule = this.recordOnly.find((r) => r.remaining > 0 && r.op === op);
+      if (rule) {
+        rule.remaining--;
+        this.recordOnly = this.recordOnly.filter((r) => r.remaining > 0);
+        return { hr: 0, out: null, h: 0, err: record };
+      }
+      return { hr, out: null, h: 0, err: record };
+    }
+  }
+
+  // ---------------------------------------------------------------- iphlpapi
+
+  /** Run a NETIO call: the dataplane's RouteError/FlannelError statuses become the returned status. */
+  private async netio(fn: () => Promise<Reply>): Promise<Reply> {
+    try {
+      return await fn();
+    } catch (err) {
+      const st = statusOf(err);
+      if (st === undefined) throw err;
+      return { st };
+    }
+  }
+
+  private adapterByLuid(luid: number) {
+    return this.dp.listAdapters().find((a) => luidOf(a.InterfaceIndex) === luid);
+  }
+
+  /** InterfaceLuid wins when non-zero (as iphlpapi does); else InterfaceIndex. undefined = no such interface. */
+  private resolveIndex(req: Req): number | undefined {
+    const luid = num(req, 'luid');
+    if (luid) return this.adapterByLuid(luid)?.InterfaceIndex;
+    const idx = num(req, 'ifIndex');
+    return this.dp.listAdapters().some((a) => a.InterfaceIndex === idx) ? idx : undefined;
+  }
+
+  private async getIpForwardTable2(req: Req): Promise<Reply> {
+    await this.dp.enter('GetIpForwardTable2', 'route');
+    const family = num(req, 'family');
+    if (family !== AF_UNSPEC && family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const routes = family === AF_INET6 ? [] : this.dp.listRoutes();
+    if (routes.length === 0) return { st: STATUS.ERROR_NOT_FOUND };
+    const rows = routes.flatMap((r) => {
+      const [dest, plen] = r.DestinationPrefix.split('/');
+      return [luidOf(r.InterfaceIndex), r.InterfaceIndex, ...ipBytes(dest!), Number(plen), ...ipBytes(r.NextHop), r.Metric, 3];
+    });
+    return { st: 0, rows };
+  }
+
+  private async routeEntry(req: Req): Promise<Reply> {
+    const create = req.fn === 'CreateIpForwardEntry2';
+    // Row validation as iphlpapi does it: what InitializeIpForwardEntry leaves invalid must have been set.
+    const dest = str(req, 'dest');
+    const nextHop = str(req, 'nextHop');
+    const plen = num(req, 'prefixLength');
+    if (num(req, 'destFamily') !== AF_INET || num(req, 'nextHopFamily') !== AF_INET || !isDottedIPv4(dest) || !isDottedIPv4(nextHop)) {
+      return { st: STATUS.ERROR_INVALID_PARAMETER };
+    }
+    if (!(plen >= 0 && plen <= 32)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const mask = plen === 0 ? 0 : (0xffffffff << (32 - plen)) >>> 0;
+    if (((ipToInt(dest) & ~mask) >>> 0) !== 0) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (create) {
+      const metric = num(req, 'metric');
+      const protocol = num(req, 'protocol');
+      if (!(num(req, 'sitePrefixLength') <= 32)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+      if (!(metric >= 0 && metric < 0xffffffff)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+      if (!(protocol >= 1 && protocol <= 20)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    }
+    const luid = num(req, 'luid');
+    const idx = num(req, 'ifIndex');
+    let interfaceIndex = idx;
+    if (luid) {
+      const byLuid = this.adapterByLuid(luid);
+      if (!byLuid) return { st: STATUS.ERROR_NOT_FOUND };
+      if (idx && idx !== byLuid.InterfaceIndex) return { st: STATUS.ERROR_INVALID_PARAMETER };
+      interfaceIndex = byLuid.InterfaceIndex;
+    }
+    await this.dp.enter(req.fn, 'route');
+    const route = { DestinationPrefix: `${dest}/${plen}`, NextHop: nextHop, InterfaceIndex: interfaceIndex, Metric: create ? num(req, 'metric') : 0 };
+    if (create) this.dp.createRoute(route);
+    else this.dp.deleteRoute(route);
+    return { st: 0 };
+  }
+
+  private async getIpAddrTable(req: Req): Promise<Reply> {
+    await this.dp.enter('GetIpAddrTable', 'host');
+    const adapters = this.dp.listAdapters().filter((a) => a.IPAddress !== '');
+    if (num(req, 'order') === 1) adapters.sort((a, b) => ipToInt(a.IPAddress) - ipToInt(b.IPAddress));
+    return { st: 0, rows: adapters.flatMap((a) => [...ipBytes(a.IPAddress), a.InterfaceIndex, a.PrefixLength]) };
+  }
+
+  private async getIpInterfaceEntry(req: Req): Promise<Reply> {
+    await this.dp.enter('GetIpInterfaceEntry', 'host');
+    const family = num(req, 'family');
+    if (family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const idx = this.resolveIndex(req);
+    if (idx === undefined || family === AF_INET6) return { st: STATUS.ERROR_NOT_FOUND };
+    const adapter = this.dp.listAdapters().find((a) => a.InterfaceIndex === idx)!;
+    return {
+      st: 0,
+      luid: luidOf(idx),
+      ifIndex: idx,
+      forwarding: this.dp.getForwarding(idx) ? 1 : 0,
+      mtu: adapter.Mtu,
+      metric: 25,
+      sitePrefixLength: IPV4_SITE_PREFIX_LENGTH_REPORTED,
+    };
+  }
+
+  private async setIpInterfaceEntry(req: Req): Promise<Reply> {
+    await this.dp.enter('SetIpInterfaceEntry', 'host');
+    if (num(req, 'family') !== AF_INET) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (num(req, 'sitePrefixLength') !== 0) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const idx = this.resolveIndex(req);
+    if (idx === undefined) return { st: STATUS.ERROR_NOT_FOUND };
+    const mtu = num(req, 'mtu');
+    if (!(mtu >= 576)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const adapter = this.dp.listAdapters().find((a) => a.InterfaceIndex === idx)!;
+    if (adapter.Mtu !== mtu) {
+      this.dp.mutate((s) => {
+        const a = s.adapters.find((x) => x.InterfaceIndex === idx);
+        if (a) a.Mtu = mtu;
+      });
+    }
+    this.dp.setForwarding(idx, num(req, 'forwarding') === 1);
+    return { st: 0 };
+  }
+}

@@ -1,0 +1,318 @@
+/* Stand-in iphlpapi.dll (route table and interface calls), compiled against mingw-w64's iphlpapi.h /
+ * netioapi.h: the definitions below must match the SDK prototypes or this file does not compile.
+ * Loaded by full path from --win32-dll-dir (Wine's own iphlpapi.dll is already loaded by Node).
+ * Rows are encoded/decoded here with the header's struct layout; the simulator (test/windows/sim-server.ts)
+ * decides every NETIO status (5010 duplicate route, 1168 missing route/interface, 87 bad row). */
+#include "simlink.h"
+#include <iphlpapi.h>
+#include <netioapi.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ST_TRANSPORT ERROR_GEN_FAILURE /* 31: the simulator could not be reached */
+
+/* MIB tables carry a header so FreeMibTable can tell ours from anything else (and catch double frees). */
+#define MIB_MAGIC 0x464C4D49424D4942ULL /* "BIMBMLF" */
+typedef struct {
+  unsigned long long magic;
+  unsigned long long pad;
+} mib_header;
+
+static void *mib_alloc(size_t size) {
+  mib_header *h = HeapAlloc(GetProcessHeap(), HEAP_ZERO_MEMORY, sizeof(mib_header) + size);
+  if (!h) return NULL;
+  h->magic = MIB_MAGIC;
+  return h + 1;
+}
+
+static DWORD reply_status(char *reply) { return (DWORD)jr_u64(reply, "st", ST_TRANSPORT); }
+
+static void jb_ipv4(jbuf *b, const char *key, const SOCKADDR_INET *a) {
+  char s[16];
+  const unsigned char *p = (const unsigned char *)&a->Ipv4.sin_addr;
+  wsprintfA(s, "%u.%u.%u.%u", p[0], p[1], p[2], p[3]);
+  jb_str(b, key, s);
+}
+
+static void put_ipv4(SOCKADDR_INET *a, unsigned long long b0, unsigned long long b1, unsigned long long b2, unsigned long long b3) {
+  a->si_family = AF_INET;
+  unsigned char *p = (unsigned char *)&a->Ipv4.sin_addr;
+  p[0] = (unsigned char)b0; p[1] = (unsigned char)b1; p[2] = (unsigned char)b2; p[3] = (unsigned char)b3;
+}
+
+/* ---- routes ---- */
+
+#define ROUTE_FIELDS 13 /* luid, index, d0-d3, prefixLength, n0-n3, metric, protocol */
+
+NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TABLE2 *Table) {
+  if (!Table) return ERROR_INVALID_PARAMETER;
+  *Table = NULL;
+  jbuf b;
+  jb_init(&b, "GetIpForwardTable2");
+  jb_u64(&b, "family", Family);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  unsigned long long *v = NULL;
+  int n = jr_u64_array(reply, "rows", &v);
+  free(reply);
+  if (st != NO_ERROR) { free(v); return st; }
+  if (n < 0 || n % ROUTE_FIELDS) { free(v); return ST_TRANSPORT; }
+  ULONG rows = (ULONG)(n / ROUTE_FIELDS);
+  PMIB_IPFORWARD_TABLE2 t = mib_alloc(offsetof(MIB_IPFORWARD_TABLE2, Table) + (size_t)(rows ? rows : 1) * sizeof(MIB_IPFORWARD_ROW2));
+  if (!t) { free(v); return ERROR_NOT_ENOUGH_MEMORY; }
+  t->NumEntries = rows;
+  for (ULONG i = 0; i < rows; i++) {
+    unsigned long long *f = v + (size_t)i * ROUTE_FIELDS;
+    MIB_IPFORWARD_ROW2 *r = &t->Table[i];
+    r->InterfaceLuid.Value = f[0];
+    r->InterfaceIndex = (NET_IFINDEX)f[1];
+    put_ipv4(&r->DestinationPrefix.Prefix, f[2], f[3], f[4], f[5]);
+    r->DestinationPrefix.PrefixLength = (UINT8)f[6];
+    put_ipv4(&r->NextHop, f[7], f[8], f[9], f[10]);
+    r->SitePrefixLength = 0;
+    r->ValidLifetime = 0xffffffff;
+    r->PreferredLifetime = 0xffffffff;
+    r->Metric = (ULONG)f[11];
+    r->Protocol = (NL_ROUTE_PROTOCOL)f[12];
+    r->Loopback = FALSE;
+    r->AutoconfigureAddress = FALSE;
+    r->Publish = FALSE;
+    r->Immortal = FALSE;
+    r->Age = 0;
+    r->Origin = NlroManual;
+  }
+  free(v);
+  *Table = t;
+  /* count it so the harness can check every table is freed */
+  jb_init(&b, "MibTableAllocated");
+  reply = sim_call(&b);
+  jb_free(&b);
+  free(reply);
+  return NO_ERROR;
+}
+
+VOID WINAPI FreeMibTable(PVOID Memory) {
+  if (!Memory) return;
+  mib_header *h = (mib_header *)Memory - 1;
+  jbuf b;
+  jb_init(&b, "FreeMibTable");
+  jb_u64(&b, "ok", h->magic == MIB_MAGIC ? 1 : 0);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  free(reply);
+  if (h->magic != MIB_MAGIC) return; /* not ours or already freed: reported above, never touched */
+  h->magic = 0;
+  HeapFree(GetProcessHeap(), 0, h);
+}
+
+/* Like Windows: zero, lifetimes infinite; Metric, Protocol and SitePrefixLength left invalid (the caller sets them). */
+VOID WINAPI InitializeIpForwardEntry(PMIB_IPFORWARD_ROW2 Row) {
+  if (!Row) return;
+  memset(Row, 0, sizeof *Row);
+  Row->ValidLifetime = 0xffffffff;
+  Row->PreferredLifetime = 0xffffffff;
+  Row->Metric = 0xffffffff;
+  Row->Protocol = (NL_ROUTE_PROTOCOL)-1;
+  Row->SitePrefixLength = 0xff;
+  Row->Loopback = TRUE;
+  Row->AutoconfigureAddress = TRUE;
+  Row->Origin = NlroManual;
+}
+
+static NETIO_STATUS route_call(const char *fn, const MIB_IPFORWARD_ROW2 *Row) {
+  if (!Row) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, fn);
+  jb_u64(&b, "luid", Row->InterfaceLuid.Value);
+  jb_u64(&b, "ifIndex", Row->InterfaceIndex);
+  jb_u64(&b, "destFamily", Row->DestinationPrefix.Prefix.si_family);
+  jb_ipv4(&b, "dest", &Row->DestinationPrefix.Prefix);
+  jb_u64(&b, "prefixLength", Row->DestinationPrefix.PrefixLength);
+  jb_u64(&b, "nextHopFamily", Row->NextHop.si_family);
+  jb_ipv4(&b, "nextHop", &Row->NextHop);
+  jb_u64(&b, "sitePrefixLength", Row->SitePrefixLength);
+  jb_u64(&b, "metric", Row->Metric);
+  jb_i64(&b, "protocol", (long long)(int)Row->Protocol);
+  jb_u64(&b, "validLifetime", Row->ValidLifetime);
+  jb_u64(&b, "preferredLifetime", Row->PreferredLifetime);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  free(reply);
+  return st;
+}
+
+NETIO_STATUS WINAPI CreateIpForwardEntry2(CONST MIB_IPFORWARD_ROW2 *Row) { return route_call("CreateIpForwardEntry2", Row); }
+NETIO_STATUS WINAPI DeleteIpForwardEntry2(CONST MIB_IPFORWARD_ROW2 *Row) { return route_call("DeleteIpForwardEntry2", Row); }
+
+/* ---- addresses ---- */
+
+#define ADDR_FIELDS 6 /* a0-a3, index, prefixLength */
+
+DWORD WINAPI GetIpAddrTable(PMIB_IPADDRTABLE pIpAddrTable, PULONG pdwSize, WINBOOL bOrder) {
+  if (!pdwSize) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, "GetIpAddrTable");
+  jb_u64(&b, "order", bOrder ? 1 : 0);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  unsigned long long *v = NULL;
+  int n = jr_u64_array(reply, "rows", &v);
+  free(reply);
+  if (st != NO_ERROR) { free(v); return st; }
+  if (n < 0 || n % ADDR_FIELDS) { free(v); return ST_TRANSPORT; }
+  ULONG rows = (ULONG)(n / ADDR_FIELDS);
+  ULONG need = (ULONG)(offsetof(MIB_IPADDRTABLE, table) + (size_t)rows * sizeof(MIB_IPADDRROW));
+  if (!pIpAddrTable || *pdwSize < need) {
+    *pdwSize = need;
+    free(v);
+    return ERROR_INSUFFICIENT_BUFFER;
+  }
+  pIpAddrTable->dwNumEntries = rows;
+  for (ULONG i = 0; i < rows; i++) {
+    unsigned long long *f = v + (size_t)i * ADDR_FIELDS;
+    MIB_IPADDRROW *r = &pIpAddrTable->table[i];
+    unsigned char *a = (unsigned char *)&r->dwAddr;
+    a[0] = (unsigned char)f[0]; a[1] = (unsigned char)f[1]; a[2] = (unsigned char)f[2]; a[3] = (unsigned char)f[3];
+    r->dwIndex = (DWORD)f[4];
+    ULONG bits = (ULONG)f[5];
+    ULONG maskHost = bits == 0 ? 0 : (0xffffffffUL << (32 - bits));
+    r->dwMask = htonl(maskHost);
+    r->dwBCastAddr = 1;
+    r->dwReasmSize = 65535;
+    r->unused1 = 0;
+    r->wType = MIB_IPADDR_PRIMARY;
+  }
+  free(v);
+  return NO_ERROR;
+}
+
+/* ---- interface identifiers ---- */
+
+NETIO_STATUS WINAPI ConvertInterfaceIndexToLuid(NET_IFINDEX InterfaceIndex, PNET_LUID InterfaceLuid) {
+  if (!InterfaceLuid) return ERROR_INVALID_PARAMETER;
+  InterfaceLuid->Value = 0;
+  jbuf b;
+  jb_init(&b, "ConvertInterfaceIndexToLuid");
+  jb_u64(&b, "ifIndex", InterfaceIndex);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  if (st == NO_ERROR) InterfaceLuid->Value = jr_u64(reply, "luid", 0);
+  free(reply);
+  return st;
+}
+
+NETIO_STATUS WINAPI ConvertInterfaceLuidToIndex(CONST NET_LUID *InterfaceLuid, PNET_IFINDEX InterfaceIndex) {
+  if (!InterfaceLuid || !InterfaceIndex) return ERROR_INVALID_PARAMETER;
+  *InterfaceIndex = 0;
+  jbuf b;
+  jb_init(&b, "ConvertInterfaceLuidToIndex");
+  jb_u64(&b, "luid", InterfaceLuid->Value);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  if (st == NO_ERROR) *InterfaceIndex = (NET_IFINDEX)jr_u64(reply, "ifIndex", 0);
+  free(reply);
+  return st;
+}
+
+NETIO_STATUS WINAPI ConvertInterfaceLuidToAlias(CONST NET_LUID *InterfaceLuid, PWSTR InterfaceAlias, SIZE_T Length) {
+  if (!InterfaceLuid || !InterfaceAlias) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, "ConvertInterfaceLuidToAlias");
+  jb_u64(&b, "luid", InterfaceLuid->Value);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  PWSTR alias = st == NO_ERROR ? jr_wstr_cotask(reply, "alias") : NULL;
+  free(reply);
+  if (st != NO_ERROR) return st;
+  if (!alias) return ST_TRANSPORT;
+  SIZE_T need = (SIZE_T)lstrlenW(alias) + 1;
+  if (Length < need) st = ERROR_NOT_ENOUGH_MEMORY;
+  else memcpy(InterfaceAlias, alias, need * sizeof(WCHAR));
+  CoTaskMemFree(alias);
+  return st;
+}
+
+NETIO_STATUS WINAPI ConvertInterfaceAliasToLuid(CONST WCHAR *InterfaceAlias, PNET_LUID InterfaceLuid) {
+  if (!InterfaceAlias || !InterfaceLuid) return ERROR_INVALID_PARAMETER;
+  InterfaceLuid->Value = 0;
+  jbuf b;
+  jb_init(&b, "ConvertInterfaceAliasToLuid");
+  jb_wstr(&b, "alias", InterfaceAlias);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  if (st == NO_ERROR) InterfaceLuid->Value = jr_u64(reply, "luid", 0);
+  free(reply);
+  return st;
+}
+
+/* ---- IP interface rows (forwarding, MTU) ---- */
+
+VOID WINAPI InitializeIpInterfaceEntry(PMIB_IPINTERFACE_ROW Row) {
+  if (!Row) return;
+  memset(Row, 0, sizeof *Row);
+  Row->Family = AF_UNSPEC;
+}
+
+NETIO_STATUS WINAPI GetIpInterfaceEntry(PMIB_IPINTERFACE_ROW Row) {
+  if (!Row) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, "GetIpInterfaceEntry");
+  jb_u64(&b, "family", Row->Family);
+  jb_u64(&b, "luid", Row->InterfaceLuid.Value);
+  jb_u64(&b, "ifIndex", Row->InterfaceIndex);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  if (st == NO_ERROR) {
+    ADDRESS_FAMILY family = Row->Family;
+    memset(Row, 0, sizeof *Row);
+    Row->Family = family;
+    Row->InterfaceLuid.Value = jr_u64(reply, "luid", 0);
+    Row->InterfaceIndex = (NET_IFINDEX)jr_u64(reply, "ifIndex", 0);
+    Row->MaxReassemblySize = 65535;
+    Row->ForwardingEnabled = jr_u64(reply, "forwarding", 0) ? TRUE : FALSE;
+    Row->WeakHostSend = FALSE;
+    Row->WeakHostReceive = FALSE;
+    Row->UseAutomaticMetric = TRUE;
+    Row->SitePrefixLength = (ULONG)jr_u64(reply, "sitePrefixLength", 0);
+    Row->Metric = (ULONG)jr_u64(reply, "metric", 0);
+    Row->NlMtu = (ULONG)jr_u64(reply, "mtu", 0);
+    Row->Connected = TRUE;
+  }
+  free(reply);
+  return st;
+}
+
+NETIO_STATUS WINAPI SetIpInterfaceEntry(PMIB_IPINTERFACE_ROW Row) {
+  if (!Row) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, "SetIpInterfaceEntry");
+  jb_u64(&b, "family", Row->Family);
+  jb_u64(&b, "luid", Row->InterfaceLuid.Value);
+  jb_u64(&b, "ifIndex", Row->InterfaceIndex);
+  jb_u64(&b, "forwarding", Row->ForwardingEnabled ? 1 : 0);
+  jb_u64(&b, "mtu", Row->NlMtu);
+  jb_u64(&b, "sitePrefixLength", Row->SitePrefixLength);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  free(reply);
+  return st;
+}
