@@ -172,6 +172,8 @@ export class SimulatedDataplane {
   private failRules: FailRule[] = [];
   private stallRules: StallRule[] = [];
   private rate: { probability: number; hresult: number; op?: string | RegExp } | undefined;
+  /** The document the state file holds (last written or loaded): a failed write rolls the model back to it. */
+  private persisted: string | undefined;
 
   constructor(opts: SimulatedDataplaneOptions = {}) {
     this.statePath = opts.statePath;
@@ -227,6 +229,7 @@ export class SimulatedDataplane {
       throw this.malformed(`it is not JSON (${errorMessage(err)})`);
     }
     if (!validState(parsed)) throw this.malformed('expected {"networks":[],"endpoints":[],"routes":[],"adapters":[]}');
+    this.persisted = text;
     return parsed;
   }
 
@@ -243,11 +246,15 @@ export class SimulatedDataplane {
     if (!this.statePath) return;
     const file = this.statePath;
     const tmp = `${file}.tmp-${process.pid}`;
+    const text = JSON.stringify(this.state, null, 2) + '\n';
     try {
       this.fs.mkdirSync(path.dirname(file), { recursive: true });
-      this.fs.writeFileSync(tmp, JSON.stringify(this.state, null, 2) + '\n');
+      this.fs.writeFileSync(tmp, text);
       this.fs.renameSync(tmp, file);
+      this.persisted = text;
     } catch (err) {
+      // The call fails as a whole: the model goes back to what its file holds (what a restart would see).
+      if (this.persisted !== undefined) this.state = JSON.parse(this.persisted) as DataplaneState;
       throw new FlannelError(
         'FLANNEL_ERR_DATAPLANE_STATE',
         `cannot write the simulated dataplane state file ${file}: ${errorMessage(err)}; check the directory is writable`,

@@ -79,6 +79,7 @@ export function encodeSubnetEnv(v: SubnetEnvValues): string {
   if (v.ipv6Network !== undefined && v.ipv6Subnet !== undefined) {
     const n6 = parseCidr6(v.ipv6Network, 'ipv6Network');
     const s6 = parseCidr6(v.ipv6Subnet, 'ipv6Subnet');
+    if (s6.prefix > 127) throw envError(`ipv6Subnet ${v.ipv6Subnet} has no host addresses`, { ipv6Subnet: v.ipv6Subnet });
     lines.push(`FLANNEL_IPV6_NETWORK=${formatIp6(n6.start)}/${n6.prefix}`);
     lines.push(`FLANNEL_IPV6_SUBNET=${formatIp6(s6.start + 1n)}/${s6.prefix}`);
   }

@@ -44,6 +44,9 @@ export function nodePodCIDR(spec: unknown): string | undefined {
   const s = asObj(spec);
   if (!s) return undefined;
   const list = s.podCIDRs;
+  // A podCIDRs that is not a list is malformed: client-node's list decoding turns a string into its
+  // characters (so '' into []), and falling back to podCIDR would make the watch accept what a relist drops.
+  if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return undefined;
   if (Array.isArray(list) && list.length > 0) {
     for (const c of list.slice(0, 8)) {
       if (typeof c !== 'string') continue;

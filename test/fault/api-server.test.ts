@@ -1,0 +1,79 @@
+// The API server killed and restarted mid-list and mid-watch: the agent relists, writes nothing before
+// a complete list, and ends with the dataplane equal to the cluster's state.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { METRIC } from '../../src/health/metrics.js';
+import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
+
+/** The Node list (not the watch, not a GET of one node). */
+const LIST = /^\/api\/v1\/nodes\?(?!.*watch=)/;
+
+let c: FaultCluster;
+afterEach(async () => {
+  await c?.stop();
+});
+
+describe('API server faults', () => {
+  it('killed mid-list before the first sync: nothing is written until a complete list, then exactly the cluster', async () => {
+    c = await new FaultCluster().start();
+    for (const n of [1, 2, 3]) c.addLinux(n, 'vxlan');
+    c.addWindowsNode();
+    // The first list's connection dies mid-request; the server then goes away for a while.
+    c.api.failNext('GET', LIST, 0, 1);
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    await waitFor(() => c.api.requests.some((r) => r.method === 'GET' && r.path === '/api/v1/nodes' && r.query['watch'] === undefined), 'the first list');
+    await c.api.stop();
+    c.api.deleteNode('linux-2');
+    c.addLinux(4, 'vxlan');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(a.agent.isReady).toBe(true); // the own lease was published before the list
+    expect(policies(a)).toEqual([]); // nothing written without a complete list
+    await c.api.start();
+    await expectConverged(a, 'vxlan', [1, 3, 4]);
+  });
+
+  it('killed mid-watch: the outage hides a delete, an add and a change; the relist fails once more; then exact', async () => {
+    c = await new FaultCluster().start();
+    for (const n of [1, 2, 3]) c.addLinux(n, 'host-gw');
+    c.addWindowsNode();
+    const a = c.startAgent({ netConf: HOSTGW_NET_CONF });
+    await expectConverged(a, 'host-gw', [1, 2, 3]);
+    await waitFor(() => c.api.activeWatches > 0, 'an open watch');
+
+    await c.api.stop(); // the watch connection is cut
+    c.api.deleteNode('linux-1');
+    c.addLinux(5, 'host-gw');
+    c.api.updateNode('linux-3', (n) => {
+      n.metadata.annotations!['flannel.alpha.coreos.com/public-ip'] = '10.0.1.33';
+    });
+    c.api.compact(); // a resumed watch would get 410 Gone
+    c.api.failNext('GET', LIST, 0, 1); // and the first relist dies mid-request
+    await new Promise((r) => setTimeout(r, 300));
+    expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']); // left alone while away
+    await c.api.start();
+    await waitFor(() => routes(a).join() === '10.244.2.0/24 via 10.0.1.2,10.244.3.0/24 via 10.0.1.33,10.244.5.0/24 via 10.0.1.5', 'relisted', 20_000);
+    expect(routes(a)).toEqual(['10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.33', '10.244.5.0/24 via 10.0.1.5']);
+    expect(a.agent.metrics.total(METRIC.apiReconnects)).toBeGreaterThanOrEqual(1);
+    // Changes after the recovery flow through the new watch.
+    c.api.deleteNode('linux-3');
+    c.addLinux(6, 'host-gw');
+    await expectConverged(a, 'host-gw', [2, 5, 6]);
+  });
+
+  it('restarted repeatedly with 5xx answers and watches closed mid-stream: converges to the final state', async () => {
+    c = await new FaultCluster().start();
+    for (const n of [1, 2, 3, 4]) c.addLinux(n, 'vxlan');
+    c.addWindowsNode();
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    await expectConverged(a, 'vxlan', [1, 2, 3, 4]);
+    for (let round = 0; round < 3; round++) {
+      await waitFor(() => c.api.activeWatches > 0, 'an open watch', 20_000);
+      c.api.deleteNode(`linux-${round + 1}`);
+      c.addLinux(10 + round, 'vxlan');
+      if (round === 1) c.api.closeWatches();
+      else await c.api.restart();
+      c.api.failNext('GET', LIST, 503, 1);
+      c.addLinux(20 + round, 'vxlan');
+    }
+    await expectConverged(a, 'vxlan', [4, 10, 11, 12, 20, 21, 22], 25_000);
+  });
+});
