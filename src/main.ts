@@ -2,12 +2,25 @@
 // flanneld entry point: parse flags/env, start the agent, map outcomes to exit codes.
 // The only module that calls process.exit (and, through config, reads process.env).
 import { Agent } from './agent.js';
+import { loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 
 async function main(): Promise<number> {
+  const sub = process.argv[2];
+  if (sub !== undefined && !sub.startsWith('-')) {
+    const command = await loadCommand(sub);
+    if (command) {
+      return command.run(process.argv.slice(3), {
+        stdout: (t) => process.stdout.write(t),
+        stderr: (t) => process.stderr.write(t),
+        env: process.env,
+        platform: process.platform,
+      });
+    }
+  }
   let parsed;
   try {
     parsed = parseConfig(process.argv.slice(2), process.env, { platform: process.platform });
