@@ -27,3 +27,13 @@ export const systemClock: Clock = {
 export function backoffDelay(attempt: number, baseMs: number, capMs: number): number {
   return Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
 }
+
+/** Sleep that resolves `false` instead of rejecting when `signal` aborts (true after a full sleep). */
+export async function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await clock.sleep(ms, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}

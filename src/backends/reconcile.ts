@@ -2,7 +2,7 @@
 // route/policy handlers apply events one by one and never sweep stale state (flannel#2554); here events
 // only change the desired set, and each pass reads the actual dataplane once and writes the difference.
 import type { Clock } from '../clock.js';
-import { backoffDelay, systemClock } from '../clock.js';
+import { backoffDelay, pause, systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
@@ -266,7 +266,7 @@ export class Reconciler<A, D> {
         if (!r.ok) {
           const delay = backoffDelay(this.consecutiveFailures - 1, this.backoffBaseMs, this.backoffCapMs);
           this.log.info('reconcile retry scheduled', { driver: this.driver.name, delayMs: delay, attempt: this.consecutiveFailures });
-          if (!(await this.sleep(delay, signal))) return;
+          if (!(await pause(this.clock, delay, signal))) return;
         }
         continue;
       }
@@ -289,16 +289,6 @@ export class Reconciler<A, D> {
       }
       if (signal.aborted) return;
       if (!woken && this.synced) this.dirty = true; // resync: re-read and repair drift
-    }
-  }
-
-  /** false when aborted. */
-  private async sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-    try {
-      await this.clock.sleep(ms, signal);
-      return true;
-    } catch {
-      return !signal.aborted;
     }
   }
 }
