@@ -9,7 +9,7 @@ import { VxlanBackend } from './backends/vxlan/backend.js';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, FlannelError } from './errors.js';
+import { errorMessage } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { startHealthServer } from './health/server.js';
 import { selectExternalInterface } from './host/select.js';
@@ -19,6 +19,7 @@ import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import { loadKubeConfig } from './subnet/kube/client.js';
 import { KubeSubnetManager } from './subnet/kube/manager.js';
+import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from './subnet/etcd/factory.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { LeaseWatcher } from './subnet/watcher.js';
 
@@ -84,12 +85,19 @@ export class Agent {
             log: componentLogger(this.opts.log, 'health'),
           })
         : undefined;
+    // A fatal error in one part (e.g. a revoked etcd lease) stops the others: watch, renewal, reconcile.
+    const inner = new AbortController();
+    const onAbort = () => inner.abort(signal.reason);
+    if (signal.aborted) inner.abort(signal.reason);
+    else signal.addEventListener('abort', onAbort, { once: true });
     try {
-      await this.runInner(signal);
+      await this.runInner(inner.signal);
     } catch (err) {
       if (signal.aborted) return;
+      inner.abort(err);
       throw err;
     } finally {
+      signal.removeEventListener('abort', onAbort);
       this.phaseValue = 'stopped';
       await health?.close();
     }
@@ -98,7 +106,11 @@ export class Agent {
   private async runInner(signal: AbortSignal): Promise<void> {
     const { config } = this.opts;
     const root = this.opts.log;
-    const netConf = readNetConf(config.netConfigPath, this.opts.readFile ?? ((p) => readFileSync(p, 'utf8')));
+    // kube mode reads net-conf.json; etcd mode reads <prefix>/config (waits, bounded, while it is missing).
+    const netConf =
+      config.kubeSubnetMgr || this.opts.subnetManager
+        ? readNetConf(config.netConfigPath, this.opts.readFile ?? ((p) => readFileSync(p, 'utf8')))
+        : await fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
     this.log.info('network config', { network: netConf.network, backend: netConf.backend.type, name: netConf.backend.name });
 
@@ -114,7 +126,11 @@ export class Agent {
 
     await this.logPreviousSubnetEnv(config.subnetFile);
 
-    const subnetManager = this.opts.subnetManager ?? this.createSubnetManager(netConf);
+    const subnetManager =
+      this.opts.subnetManager ??
+      (config.kubeSubnetMgr
+        ? this.createKubeSubnetManager(netConf)
+        : await createEtcdSubnetManager(config, { netConf, publicIP, log: root, metrics: this.metrics, clock: this.clock }));
     const deps: BackendDeps = {
       netConf,
       subnetManager,
@@ -186,14 +202,8 @@ export class Agent {
     }
   }
 
-  private createSubnetManager(netConf: NetworkConfig): SubnetManager {
+  private createKubeSubnetManager(netConf: NetworkConfig): SubnetManager {
     const { config } = this.opts;
-    if (!config.kubeSubnetMgr) {
-      throw new FlannelError(
-        'FLANNEL_ERR_UNSUPPORTED',
-        'the etcd subnet manager is not available in this build yet; run with --kube-subnet-mgr (the usual mode on Windows nodes)',
-      );
-    }
     const kubeConfig = this.opts.kubeConfig ?? loadKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl });
     return new KubeSubnetManager({
       kubeConfig,

@@ -1,0 +1,58 @@
+// The JSON value of an etcd lease key, byte-compatible with flannel's LeaseAttrs marshalling.
+// Mirrors flannel pkg/lease/lease.go (LeaseAttrs: PublicIP, PublicIPv6 pointer -> `null`,
+// BackendType/BackendData/BackendV6Data `omitempty`), as encoding/json writes and reads it.
+import { isIp4 } from '../../ip4.js';
+import type { LeaseAttrs } from '../lease.js';
+
+/** What a lease value says about its node. */
+export interface DecodedLeaseAttrs {
+  publicIP: string;
+  backendType: string;
+  /** Parsed BackendData; `null` when absent (host-gw). */
+  backendData: unknown;
+}
+
+function isVxlanData(d: unknown): d is { VNI: number; VtepMAC: string } {
+  return d !== null && typeof d === 'object' && typeof (d as { VNI?: unknown }).VNI === 'number' && typeof (d as { VtepMAC?: unknown }).VtepMAC === 'string';
+}
+
+/**
+ * `{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:44"}}`.
+ * vxlan data is written in Go's struct order (VNI, VtepMAC); host-gw (null data) omits BackendData.
+ */
+export function encodeLeaseAttrs(attrs: LeaseAttrs): string {
+  let out = `{"PublicIP":${JSON.stringify(attrs.publicIP)},"PublicIPv6":null`;
+  if (attrs.backendType !== '') out += `,"BackendType":${JSON.stringify(attrs.backendType)}`;
+  const d = attrs.backendData;
+  if (d !== null && d !== undefined) {
+    const data = isVxlanData(d) ? { VNI: d.VNI, VtepMAC: d.VtepMAC } : d;
+    out += `,"BackendData":${JSON.stringify(data)}`;
+  }
+  return out + '}';
+}
+
+/** encoding/json field matching: case-insensitive, the last matching key wins. */
+function field(obj: Record<string, unknown>, name: string): unknown {
+  const want = name.toLowerCase();
+  let found: unknown = undefined;
+  for (const [k, v] of Object.entries(obj)) if (k.toLowerCase() === want) found = v;
+  return found;
+}
+
+/** Decode a lease value; a string saying what is wrong when it cannot be used. */
+export function decodeLeaseAttrs(text: string): DecodedLeaseAttrs | string {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    return `value is not JSON (${err instanceof Error ? err.message : String(err)})`;
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return 'value is not a JSON object';
+  const obj = doc as Record<string, unknown>;
+  const ip = field(obj, 'PublicIP');
+  if (typeof ip !== 'string' || !isIp4(ip)) return `PublicIP ${JSON.stringify(ip) ?? 'undefined'} is not an IPv4 address`;
+  const bt = field(obj, 'BackendType');
+  if (bt !== undefined && bt !== null && typeof bt !== 'string') return 'BackendType is not a string';
+  const bd = field(obj, 'BackendData');
+  return { publicIP: ip, backendType: typeof bt === 'string' ? bt : '', backendData: bd === undefined ? null : bd };
+}

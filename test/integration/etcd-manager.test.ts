@@ -1,0 +1,265 @@
+// The etcd subnet manager against a real etcd (Debian's etcd-server, started per suite).
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { Etcd3 } from 'etcd3';
+import { isFlannelError } from '../../src/errors.js';
+import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
+import type { NetworkConfig } from '../../src/subnet/net-conf-types.js';
+import { fetchEtcdNetworkConfig } from '../../src/subnet/etcd/factory.js';
+import { EtcdSubnetManager } from '../../src/subnet/etcd/manager.js';
+import type { EtcdSubnetManagerOptions } from '../../src/subnet/etcd/manager.js';
+import { EtcdRegistry } from '../../src/subnet/etcd/registry.js';
+import { LOG, waitFor } from '../support/cluster.js';
+import { describeEtcd, EtcdServer, etcdPort, TcpProxy } from '../support/etcd.js';
+
+let prefixSeq = 0;
+
+function flags(endpoint: string, prefix: string) {
+  return {
+    etcdEndpoints: [endpoint],
+    etcdPrefix: prefix,
+    etcdKeyfile: '',
+    etcdCertfile: '',
+    etcdCafile: '',
+    etcdUsername: '',
+    etcdPassword: '',
+  };
+}
+
+function vxlanAttrs(publicIP: string, mac: string): (subnet: string) => Promise<LeaseAttrs> {
+  return () => Promise.resolve({ publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: mac } });
+}
+
+interface Harness {
+  mgr: EtcdSubnetManager;
+  ctrl: AbortController;
+  updates: LeaseUpdate[];
+  /** Current peer view built from snapshots + events (key -> lease). */
+  view: Map<string, Lease>;
+  watching?: Promise<void>;
+}
+
+describeEtcd('etcd subnet manager (real etcd)', () => {
+  const etcd = new EtcdServer();
+  let admin: Etcd3;
+  const harnesses: Harness[] = [];
+
+  beforeAll(async () => {
+    await etcd.start();
+    admin = etcd.client();
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const h of harnesses) {
+      h.ctrl.abort(new Error('test end'));
+      await h.watching?.catch(() => undefined);
+    }
+    await etcd.destroy();
+  }, 30_000);
+
+  async function newPrefix(conf: unknown): Promise<{ prefix: string; netConf: NetworkConfig }> {
+    const prefix = `/test${++prefixSeq}/network`;
+    const text = JSON.stringify(conf);
+    await admin.put(`${prefix}/config`).value(text);
+    return { prefix, netConf: parseNetConf(text) };
+  }
+
+  function manager(prefix: string, netConf: NetworkConfig, publicIP: string, extra: Partial<EtcdSubnetManagerOptions> = {}, endpoint = etcd.endpoint): Harness {
+    const client = new Etcd3({ hosts: endpoint });
+    const mgr = new EtcdSubnetManager({
+      registry: new EtcdRegistry(client, prefix),
+      prefix,
+      netConf,
+      publicIP,
+      onClose: () => client.close(),
+      backoffBaseMs: 50,
+      backoffCapMs: 500,
+      apiRetryTimeoutMs: 10_000,
+      log: LOG,
+      ...extra,
+    });
+    const h: Harness = { mgr, ctrl: new AbortController(), updates: [], view: new Map() };
+    harnesses.push(h);
+    return h;
+  }
+
+  function watch(h: Harness): Promise<void> {
+    h.watching = h.mgr.watchLeases((u) => {
+      h.updates.push(u);
+      if (u.kind === 'snapshot') {
+        h.view.clear();
+        for (const l of u.leases) h.view.set(l.key, l);
+      } else {
+        for (const e of u.events) {
+          if (e.type === 'added') h.view.set(e.lease.key, e.lease);
+          else h.view.delete(e.lease.key);
+        }
+      }
+    }, h.ctrl.signal);
+    h.watching.catch(() => undefined);
+    return h.watching;
+  }
+
+  async function stop(h: Harness): Promise<void> {
+    h.ctrl.abort(new Error('stop'));
+    await h.watching?.catch(() => undefined);
+  }
+
+  it('reads <prefix>/config; a missing config names the key and how to create it', async () => {
+    const ctrl = new AbortController();
+    const err = await fetchEtcdNetworkConfig(flags(etcd.endpoint, '/missing/network'), { log: LOG, signal: ctrl.signal, waitTimeoutMs: 0 }).catch((e: unknown) => e);
+    expect(isFlannelError(err, 'FLANNEL_ERR_NET_CONF')).toBe(true);
+    expect((err as Error).message).toContain('/missing/network/config: key not found');
+    expect((err as Error).message).toContain('etcdctl put /missing/network/config');
+
+    const { prefix } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const conf = await fetchEtcdNetworkConfig(flags(etcd.endpoint, prefix), { log: LOG, signal: ctrl.signal, waitTimeoutMs: 0 });
+    expect(conf).toMatchObject({ network: '10.5.0.0/16', subnetLen: 24, subnetMin: '10.5.1.0', subnetMax: '10.5.255.0' });
+
+    await admin.put('/bad/network/config').value('{"Network": "10.5.0.0/30", "Backend": {"Type": "vxlan"}}');
+    const bad = await fetchEtcdNetworkConfig(flags(etcd.endpoint, '/bad/network'), { log: LOG, signal: ctrl.signal, waitTimeoutMs: 0 }).catch((e: unknown) => e);
+    expect(isFlannelError(bad, 'FLANNEL_ERR_NET_CONF')).toBe(true);
+    expect((bad as Error).message).toContain('network is too small');
+  });
+
+  it('three managers get distinct subnets, published in upstream format under 24 h leases, and see each other', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } });
+    const hs = ['192.168.64.3', '192.168.64.4', '192.168.64.5'].map((ip) => manager(prefix, netConf, ip));
+    const leases = await Promise.all(hs.map((h, i) => h.mgr.acquireLease(vxlanAttrs(`192.168.64.${i + 3}`, `c6:d2:32:6f:8f:4${i}`), h.ctrl.signal)));
+    expect(new Set(leases.map((l) => l.subnet)).size).toBe(3);
+    for (const l of leases) {
+      expect(l.subnet).toMatch(/^10\.5\.\d+\.0\/24$/);
+      expect(l.key).toBe(l.subnet.replace('/', '-'));
+      expect(l.expiration).toBeGreaterThan(Date.now() + 86_000_000);
+    }
+    const raw = await admin.get(`${prefix}/subnets/${leases[0]!.key}`).exec();
+    expect(raw.kvs[0]!.value.toString()).toBe('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:40"}}');
+    const ttl = await admin.leaseClient.leaseTimeToLive({ ID: raw.kvs[0]!.lease });
+    expect(Number(ttl.grantedTTL)).toBe(86400);
+
+    for (const h of hs) void watch(h);
+    await waitFor(() => hs.every((h) => h.view.size === 3), 'all managers to list all three leases');
+    expect(hs[0]!.updates[0]!.kind).toBe('snapshot');
+    // A fourth node joining shows up as an event on every watcher.
+    const late = manager(prefix, netConf, '192.168.64.6');
+    const l4 = await late.mgr.acquireLease(vxlanAttrs('192.168.64.6', 'c6:d2:32:6f:8f:46'), late.ctrl.signal);
+    await waitFor(() => hs.every((h) => h.view.get(l4.key)?.publicIP === '192.168.64.6'), 'the fourth lease as an event');
+    for (const h of [...hs, late]) await stop(h);
+  });
+
+  it('an upstream-written lease and a reservation are peers and never chosen; full range -> out of subnets', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', SubnetMin: '10.5.52.0', SubnetMax: '10.5.54.0', Backend: { Type: 'vxlan', VNI: 4096 } });
+    await admin.put(`${prefix}/subnets/10.5.52.0-24`).value('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:44"}}').lease(
+      (await admin.leaseClient.leaseGrant({ TTL: 86400 })).ID,
+    );
+    // A reservation: no etcd lease, never expires. Plus junk that must be skipped.
+    await admin.put(`${prefix}/subnets/10.5.53.0-24`).value('{"PublicIP":"192.168.64.9","BackendType":"host-gw"}');
+    await admin.put(`${prefix}/subnets/not-a-subnet`).value('{}');
+    await admin.put(`${prefix}/subnets/10.5.60.0-24`).value('garbage');
+
+    const h = manager(prefix, netConf, '192.168.64.20');
+    const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.20', '0e:2a:00:00:00:01'), h.ctrl.signal);
+    expect(own.subnet).toBe('10.5.54.0/24');
+    void watch(h);
+    await waitFor(() => h.view.size === 3, 'snapshot (own lease, upstream lease, reservation; junk skipped)');
+    expect(h.view.get('10.5.52.0-24')).toMatchObject({ subnet: '10.5.52.0/24', publicIP: '192.168.64.3', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: 'c6:d2:32:6f:8f:44' } });
+    expect(h.view.get('10.5.52.0-24')!.expiration).toBeGreaterThan(Date.now());
+    const reservation = h.view.get('10.5.53.0-24')!;
+    expect(reservation).toMatchObject({ subnet: '10.5.53.0/24', publicIP: '192.168.64.9', backendType: 'host-gw', backendData: null });
+    expect(reservation.expiration).toBeUndefined();
+    expect(h.view.has('10.5.60.0-24')).toBe(false);
+
+    const full = manager(prefix, netConf, '192.168.64.21');
+    const err = await full.mgr.acquireLease(vxlanAttrs('192.168.64.21', '0e:2a:00:00:00:02'), full.ctrl.signal).catch((e: unknown) => e);
+    expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
+    expect((err as Error).message).toMatch(/^out of subnets/);
+    await stop(h);
+    await stop(full);
+  });
+
+  it('a restarted node reuses its lease (same PublicIP); a new IP gets its previous subnet from subnet.env', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'host-gw' } });
+    const hostgw = (ip: string) => () => Promise.resolve({ publicIP: ip, backendType: 'host-gw', backendData: null });
+    const a = manager(prefix, netConf, '192.168.64.3');
+    const first = await a.mgr.acquireLease(hostgw('192.168.64.3'), a.ctrl.signal);
+    await stop(a);
+    const again = manager(prefix, netConf, '192.168.64.3');
+    const second = await again.mgr.acquireLease(hostgw('192.168.64.3'), again.ctrl.signal);
+    expect(second.subnet).toBe(first.subnet);
+    const raw = await admin.get(`${prefix}/subnets/${second.key}`).string();
+    expect(raw).toBe('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"host-gw"}');
+    const all = await admin.getAll().prefix(`${prefix}/subnets/`).keys();
+    expect(all).toHaveLength(1);
+
+    const b = manager(prefix, netConf, '192.168.64.77', { previousSubnet: '10.5.200.0/24' });
+    expect((await b.mgr.acquireLease(hostgw('192.168.64.77'), b.ctrl.signal)).subnet).toBe('10.5.200.0/24');
+    await stop(again);
+    await stop(b);
+  });
+
+  it('deleting our key revokes the lease: watchLeases rejects with FLANNEL_ERR_LEASE_REVOKED', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const h = manager(prefix, netConf, '192.168.64.3');
+    const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:03'), h.ctrl.signal);
+    const watching = watch(h);
+    await waitFor(() => h.view.size === 1, 'snapshot');
+    await admin.delete().key(`${prefix}/subnets/${own.key}`);
+    const err = await watching.then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    expect(isFlannelError(err, 'FLANNEL_ERR_LEASE_REVOKED')).toBe(true);
+    expect((err as Error).message).toContain('Lease has been revoked. Shutting down daemon.');
+    await stop(h);
+  });
+
+  it('renews the lease before expiry (short test TTL), so the key outlives its first etcd lease', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const h = manager(prefix, netConf, '192.168.64.3', { leaseTtlSeconds: 4, renewMarginMs: 3000, renewRetryMs: 200 });
+    const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:04'), h.ctrl.signal);
+    const key = `${prefix}/subnets/${own.key}`;
+    const firstLease = (await admin.get(key).exec()).kvs[0]!.lease;
+    await waitFor(async () => (await admin.get(key).exec()).kvs[0]?.lease !== firstLease || undefined, 'a renewal with a new lease', 5000);
+    await new Promise((r) => setTimeout(r, 4500)); // past the first TTL: still there
+    expect(await admin.get(key).string()).not.toBeNull();
+    await stop(h);
+  });
+
+  it('etcd restarted while watching: watchers reconnect and converge', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const hs = ['10.0.0.1', '10.0.0.2'].map((ip) => manager(prefix, netConf, ip));
+    await Promise.all(hs.map((h, i) => h.mgr.acquireLease(vxlanAttrs(`10.0.0.${i + 1}`, `0e:2a:00:00:01:0${i}`), h.ctrl.signal)));
+    for (const h of hs) void watch(h);
+    await waitFor(() => hs.every((h) => h.view.size === 2), 'initial snapshots');
+    await etcd.restart();
+    const c = manager(prefix, netConf, '10.0.0.3');
+    const l3 = await c.mgr.acquireLease(vxlanAttrs('10.0.0.3', '0e:2a:00:00:01:03'), c.ctrl.signal);
+    await waitFor(() => hs.every((h) => h.view.has(l3.key)), 'watchers to see the lease created after the restart', 20_000);
+    await admin.delete().key(`${prefix}/subnets/${l3.key}`);
+    await waitFor(() => hs.every((h) => !h.view.has(l3.key) && h.view.size === 2), 'watchers to see the delete', 10_000);
+    for (const h of [...hs, c]) await stop(h);
+  }, 60_000);
+
+  it('compaction while the watch is disconnected: relist, snapshot, nothing lost', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const proxy = await new TcpProxy(etcdPort(etcd)).start();
+    try {
+      const h = manager(prefix, netConf, '10.0.1.1', {}, proxy.endpoint);
+      await h.mgr.acquireLease(vxlanAttrs('10.0.1.1', '0e:2a:00:00:02:01'), h.ctrl.signal);
+      void watch(h);
+      await waitFor(() => h.view.size === 1, 'snapshot');
+      const snapshotsBefore = h.updates.filter((u) => u.kind === 'snapshot').length;
+      proxy.disconnect();
+      await admin.put(`${prefix}/subnets/10.5.99.0-24`).value('{"PublicIP":"10.0.1.99","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:02:99"}}');
+      await admin.put(`${prefix}/subnets/10.5.98.0-24`).value('{"PublicIP":"10.0.1.98","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:02:98"}}');
+      await admin.delete().key(`${prefix}/subnets/10.5.98.0-24`);
+      await etcd.compact();
+      proxy.restore();
+      await waitFor(() => h.view.has('10.5.99.0-24') && !h.view.has('10.5.98.0-24') && h.view.size === 2, 'the relisted view', 20_000);
+      expect(h.updates.filter((u) => u.kind === 'snapshot').length).toBeGreaterThan(snapshotsBefore);
+      await stop(h);
+    } finally {
+      await proxy.stop();
+    }
+  }, 60_000);
+});
