@@ -1,0 +1,361 @@
+// Shared benchmark plumbing: the node population, the fake API server in a child process, agents on a
+// simulated dataplane with hooks that time-stamp every dataplane write, tables and JSON results.
+/* global performance, structuredClone */
+import { fork } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir, cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import winston from 'winston';
+import { Agent } from '../../dist/agent.js';
+import { parseConfig } from '../../dist/config/parse.js';
+import { SimulatedDataplane } from '../../dist/dataplane/simulated.js';
+import { simulatedDataplane } from '../../dist/dataplane/factory.js';
+import { Metrics } from '../../dist/health/metrics.js';
+import { systemClock } from '../../dist/clock.js';
+
+export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
+export const RESULTS_DIR = join(BENCH_DIR, 'results');
+
+// ---- the cluster shape --------------------------------------------------------------------------
+// Network 10.128.0.0/9 with /24 node subnets holds 32768 nodes; public IPs live in 172.16.0.0/12.
+export const NETWORK = '10.128.0.0/9';
+export const OWN_NODE = 'win-bench-0';
+export const OWN_IP = '172.31.255.2';
+export const VXLAN_NET_CONF = { Network: NETWORK, Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
+export const HOSTGW_NET_CONF = { Network: NETWORK, Backend: { Type: 'host-gw' } };
+export const VXLAN_NETWORK_NAME = 'flannel.4096';
+
+/** Peer i (1-based): name, pod subnet, public IP. */
+export function peer(i) {
+  const base = 10 * 2 ** 24 + 128 * 2 ** 16 + i * 256; // 10.128.0.0 + i * 256
+  const ip = (n) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+  const pub = 172 * 2 ** 24 + 16 * 2 ** 16 + 10 + i; // 172.16.0.10 + i
+  return { name: `node-${String(i).padStart(6, '0')}`, subnet: `${ip(base)}/24`, publicIP: ip(pub) };
+}
+
+// ---- time, stats, output -----------------------------------------------------------------------
+
+/** Wall-clock milliseconds with sub-ms precision, comparable across processes on one machine. */
+export const wallNow = () => performance.timeOrigin + performance.now();
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export function percentile(values, p) {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  const idx = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[idx];
+}
+
+export const r1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? null : Math.round(x * 10) / 10);
+export const r2 = (x) => (x === null || x === undefined || Number.isNaN(x) ? null : Math.round(x * 100) / 100);
+export const mb = (bytes) => r1(bytes / (1024 * 1024));
+
+export function table(title, rows) {
+  console.log(`\n## ${title}`);
+  if (rows.length === 0) return;
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const cell = (v) => (v === undefined || v === null ? '-' : typeof v === 'number' ? String(v) : String(v));
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (vals) => '| ' + vals.map((v, i) => v.padEnd(widths[i])).join(' | ') + ' |';
+  console.log(line(cols));
+  console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|');
+  for (const r of rows) console.log(line(cols.map((c) => cell(r[c]))));
+}
+
+export function machine() {
+  return { nproc: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', node: process.version, platform: `${process.platform}-${process.arch}` };
+}
+
+export function writeResult(name, data) {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ benchmark: name, date: new Date().toISOString(), machine: machine(), ...data }, null, 2) + '\n');
+  return file;
+}
+
+export function log(msg) {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+}
+
+// ---- the fake API server in a child process ------------------------------------------------------
+
+/** A FakeKubeApiServer in its own process (its CPU and memory stay out of the agent's figures). */
+export class ApiServerProcess {
+  constructor() {
+    this.child = fork(join(BENCH_DIR, 'lib', 'api-child.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+    this.seq = 0;
+    this.pending = new Map();
+    this.child.on('message', (m) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (m.ok) p.resolve(m.result);
+      else p.reject(new Error(m.error));
+    });
+    this.exited = new Promise((r) => this.child.once('exit', r));
+  }
+
+  call(cmd, args = {}) {
+    const id = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.child.send({ id, cmd, args });
+    });
+  }
+
+  /** Start the server, write a kubeconfig, add the own Windows node and `peers` Linux flannel nodes. */
+  async setup(dir, { peers, backend }) {
+    const { url } = await this.call('start');
+    this.url = url;
+    this.kubeconfig = join(dir, 'kubeconfig');
+    await this.call('kubeconfig', { path: this.kubeconfig });
+    await this.call('addOwn', { name: OWN_NODE, podCIDR: '10.128.0.0/24', ip: OWN_IP });
+    if (peers > 0) await this.call('populate', { from: 1, count: peers, backend });
+    return this;
+  }
+
+  async close() {
+    try {
+      await this.call('exit');
+    } catch {
+      // already gone
+    }
+    await this.exited;
+  }
+}
+
+// ---- agents ---------------------------------------------------------------------------------------
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A winston logger that prints nothing and time-stamps the agent's milestone messages. */
+export function milestoneLogger(milestones, echo = false) {
+  const watch = new Set(['wrote subnet.env', 'node list synced', 'dataplane in sync with peers', 'lease acquired']);
+  const fmt = winston.format((info) => {
+    const msg = String(info.message);
+    if (watch.has(msg) && milestones[msg] === undefined) milestones[msg] = wallNow();
+    if (echo && (info.level === 'warn' || info.level === 'error')) process.stderr.write(`  agent ${info.level}: ${msg} ${info.error ?? ''}\n`);
+    return false;
+  });
+  return winston.createLogger({ level: 'info', format: fmt(), transports: [new winston.transports.Console({ silent: true })] });
+}
+
+/**
+ * Wrap the SimulatedDataplane's store so every effective write is time-stamped per destination prefix:
+ * `onWrite(kind, prefix, t)` with kind 'add' | 'remove' for policies and routes alike.
+ */
+export function hookWrites(sim, onWrite) {
+  const mod = sim.modifyNetworkPolicies.bind(sim);
+  sim.modifyNetworkPolicies = (op, id, requestType, policies) => {
+    mod(op, id, requestType, policies);
+    const t = wallNow();
+    for (const p of policies) {
+      const prefix = p?.Settings?.DestinationPrefix;
+      if (prefix) onWrite(requestType === 'Add' ? 'add' : 'remove', String(prefix), t, p.Type);
+    }
+  };
+  const create = sim.createRoute.bind(sim);
+  sim.createRoute = (route) => {
+    create(route);
+    onWrite('add', route.DestinationPrefix, wallNow(), 'route');
+  };
+  const del = sim.deleteRoute.bind(sim);
+  sim.deleteRoute = (route) => {
+    del(route);
+    onWrite('remove', route.DestinationPrefix, wallNow(), 'route');
+  };
+}
+
+function stable(v) {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    return `{${Object.keys(v)
+      .filter((k) => v[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable(v[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * Give the simulator an indexed policy store. The in-repo SimulatedDataplane checks a policy Add/Remove
+ * against the network's policies by linear scan (O(policies) per policy, O(n^2) for a cold start), which
+ * at 10k peers costs the simulator more CPU than the agent spends. This keeps the exact semantics
+ * (atomic Add failing with 0x803B0012 on a duplicate, atomic Remove failing with 0x80070490 on a missing
+ * policy) with a hash index, so the figures measure the agent, not the simulator.
+ */
+export async function fastPolicyStore(sim) {
+  const { hnsError, hresultText, HRESULT } = await import('../../dist/hns/errors.js');
+  const index = new WeakMap(); // network object -> { arr, map }
+  const orig = sim.modifyNetworkPolicies.bind(sim);
+  sim.modifyNetworkPolicies = (op, id, requestType, policies) => {
+    const net = sim['state'].networks.find((n) => String(n.ID).toUpperCase() === String(id).toUpperCase());
+    if (!net || !Array.isArray(policies) || (requestType !== 'Add' && requestType !== 'Remove')) return orig(op, id, requestType, policies);
+    let ix = index.get(net);
+    if (!ix || ix.arr !== net.Policies || ix.len !== (net.Policies ?? []).length) {
+      const map = new Map();
+      for (const p of net.Policies ?? []) {
+        const k = stable(p);
+        const list = map.get(k);
+        if (list) list.push(p);
+        else map.set(k, [p]);
+      }
+      ix = { map };
+    }
+    const ctx = { networkId: id };
+    const keys = policies.map(stable);
+    if (requestType === 'Add') {
+      const seen = new Set();
+      keys.forEach((k, i) => {
+        if (ix.map.has(k) || seen.has(k)) throw hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: policies[i].Type });
+        seen.add(k);
+      });
+      keys.forEach((k, i) => ix.map.set(k, [structuredClone(policies[i])]));
+    } else {
+      const need = new Map();
+      keys.forEach((k, i) => {
+        need.set(k, (need.get(k) ?? 0) + 1);
+        if ((ix.map.get(k)?.length ?? 0) < need.get(k)) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { ...ctx, policyType: policies[i].Type });
+      });
+      for (const k of keys) {
+        const list = ix.map.get(k);
+        list.shift();
+        if (list.length === 0) ix.map.delete(k);
+      }
+    }
+    net.Policies = [...ix.map.values()].flat();
+    ix.arr = net.Policies;
+    ix.len = net.Policies.length;
+    index.set(net, ix);
+  };
+  return sim;
+}
+
+/** Write calls and read calls out of the SimulatedDataplane's per-operation counters. */
+export function classifyCalls(calls) {
+  const out = { writes: 0, reads: 0, handles: 0, other: 0, byOp: {} };
+  for (const [op, n] of calls) {
+    out.byOp[op] = n;
+    if (/HcnModifyNetwork|CreateIpForwardEntry2|DeleteIpForwardEntry2/.test(op)) out.writes += n;
+    else if (/HcnQuery|HcnEnumerate|GetIpForwardTable2|HNSCall GET/.test(op)) out.reads += n;
+    else if (/HcnOpen|HcnClose/.test(op)) out.handles += n;
+    else out.other += n;
+  }
+  return out;
+}
+
+export function diffCalls(after, before) {
+  const d = new Map();
+  for (const [op, n] of after) {
+    const k = n - (before.get(op) ?? 0);
+    if (k) d.set(op, k);
+  }
+  return d;
+}
+
+/** HNS latency model of benchmark 1: 5 ms per HNS call + 0.1 ms per item, 0.2 ms per route call. */
+export const COLD_LATENCY = { hnsCallMs: 5, hnsPerItemMs: 0.1, routeCallMs: 0.2 };
+
+/**
+ * Start an agent in this process on a fresh SimulatedDataplane against `api`. Returns handles to the
+ * agent, the simulated dataplane, its milestones and a stop function.
+ */
+export async function startAgent({ api, backend = 'vxlan', latency = COLD_LATENCY, resyncMs, healthz = false, echo = false, random }) {
+  const dir = mkdtempSync(join(tmpdir(), 'flanneld-bench-'));
+  const netConfPath = join(dir, 'net-conf.json');
+  writeFileSync(netConfPath, JSON.stringify(backend === 'vxlan' ? VXLAN_NET_CONF : HOSTGW_NET_CONF));
+  const subnetFile = join(dir, 'run', 'flannel', 'subnet.env');
+  mkdirSync(dirname(subnetFile), { recursive: true });
+  const port = healthz ? await freePort() : 0;
+  const parsed = parseConfig(
+    [
+      '--kube-subnet-mgr',
+      `--kubeconfig-file=${api.kubeconfig}`,
+      `--net-config-path=${netConfPath}`,
+      `--subnet-file=${subnetFile}`,
+      '--dataplane=simulated',
+      `--iface=${OWN_IP}`,
+      '--ip-masq',
+      ...(healthz ? ['--healthz-ip=127.0.0.1', `--healthz-port=${port}`] : []),
+    ],
+    { NODE_NAME: OWN_NODE },
+    { platform: 'linux' },
+  );
+  if (parsed.kind !== 'run') throw new Error('expected a run config');
+  const milestones = {};
+  const logger = milestoneLogger(milestones, echo);
+  const metrics = new Metrics();
+  const sim = await fastPolicyStore(new SimulatedDataplane({ nodeIP: OWN_IP, latency, ...(random ? { random } : {}) }));
+  const dataplane = simulatedDataplane(sim, { log: logger, metrics, clock: systemClock });
+  const agent = new Agent({ config: parsed.config, log: logger, metrics, dataplane, ...(resyncMs ? { resyncMs } : {}) });
+  const controller = new AbortController();
+  const t0 = wallNow();
+  const done = agent.run(controller.signal);
+  done.catch((err) => log(`agent stopped with error: ${err?.message ?? err}`));
+  return {
+    agent,
+    sim,
+    metrics,
+    milestones,
+    t0,
+    port,
+    dir,
+    subnetFile,
+    async stop() {
+      controller.abort(new Error('bench stop'));
+      await done.catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function waitUntil(fn, what, timeoutMs = 600_000, intervalMs = 5) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** Destination prefixes the dataplane holds for peers (vxlan policies or host-gw routes). */
+export function programmedPrefixes(sim, backend) {
+  if (backend === 'vxlan') {
+    const net = sim.getNetworkByName(VXLAN_NETWORK_NAME);
+    return new Set((net?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').map((p) => p.Settings.DestinationPrefix));
+  }
+  return new Set(sim.listRoutes().filter((r) => r.DestinationPrefix.startsWith('10.') && r.DestinationPrefix !== '10.128.0.0/24').map((r) => r.DestinationPrefix));
+}
+
+/** Count how many of `prefixes` the dataplane holds, without cloning the whole state. */
+export function countPolicies(sim, backend) {
+  return programmedPrefixes(sim, backend).size;
+}
+
+export function makeTmpDir() {
+  return mkdtempSync(join(tmpdir(), 'flanneld-bench-'));
+}
+
+export function cpuSampler() {
+  const c0 = process.cpuUsage();
+  const w0 = performance.now();
+  return () => {
+    const c = process.cpuUsage(c0);
+    const wall = performance.now() - w0;
+    const cpuMs = (c.user + c.system) / 1000;
+    return { cpuMs: r1(cpuMs), wallMs: r1(wall), cpuShare: r2((cpuMs / wall) * 100) };
+  };
+}
