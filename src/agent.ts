@@ -3,9 +3,11 @@
 // WriteSubnetFile, the health server) with Windows rules and the reconcile design of ARCHITECTURE.md.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import { HostGwBackend } from './backends/hostgw/backend.js';
 import { VxlanBackend } from './backends/vxlan/backend.js';
+import { hnsMacOf, reserveSourceVip, type SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
@@ -13,6 +15,7 @@ import { errorMessage } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { startHealthServer } from './health/server.js';
 import { selectExternalInterface } from './host/select.js';
+import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
@@ -36,6 +39,11 @@ export interface AgentOptions {
   subnetManager?: SubnetManager;
   readFile?: (path: string) => string;
   resyncMs?: number;
+  /**
+   * The host's boot time, ms since the epoch. Default on Windows: now - os.uptime(); elsewhere (the
+   * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
+   */
+  bootTimeMs?: () => number;
 }
 
 export type AgentPhase = 'starting' | 'registering' | 'running' | 'stopped';
@@ -49,6 +57,8 @@ export class Agent {
   private networkValue: Network | undefined;
   private dataplaneValue: Dataplane | undefined;
   private netConfValue: NetworkConfig | undefined;
+  private startKindValue: StartKind | undefined;
+  private sourceVipValue: SourceVipRecord | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -70,6 +80,14 @@ export class Agent {
   }
   get netConf(): NetworkConfig | undefined {
     return this.netConfValue;
+  }
+  /** Whether this start follows a reboot, a restart in the same boot, or is the first (boot.json beside subnet.env). */
+  get startKind(): StartKind | undefined {
+    return this.startKindValue;
+  }
+  /** The kube-proxy source VIP reserved on a vxlan node. */
+  get sourceVip(): SourceVipRecord | undefined {
+    return this.sourceVipValue;
   }
 
   /** Run until `signal` aborts (resolves) or a fatal error (rejects). */
@@ -125,6 +143,7 @@ export class Agent {
     this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
 
     await this.logPreviousSubnetEnv(config.subnetFile);
+    this.recordBoot(config.subnetFile);
 
     const subnetManager =
       this.opts.subnetManager ??
@@ -149,6 +168,7 @@ export class Agent {
     this.phaseValue = 'registering';
     const network = await backend.registerNetwork(signal);
     this.networkValue = network;
+    if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
 
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
     await writeSubnetEnv(config.subnetFile, contents);
@@ -190,6 +210,44 @@ export class Agent {
       },
     );
     await Promise.all([watching, running, completing]);
+  }
+
+  /** Record the boot time beside subnet.env and say whether this start follows a reboot (issue 5 item 6). */
+  private recordBoot(subnetFile: string): void {
+    const bootTime = this.opts.bootTimeMs ?? (process.platform === 'win32' ? () => systemBootTimeMs() : undefined);
+    if (!bootTime) return;
+    const path = bootRecordPath(subnetFile);
+    try {
+      const check = checkBoot(path, bootTime(), this.clock.now());
+      this.startKindValue = check.kind;
+      const what =
+        check.kind === 'reboot'
+          ? 'this start follows a reboot: non-persistent HNS networks are gone and will be recreated'
+          : check.kind === 'restart'
+            ? 'this start is a restart within the same boot: a matching HNS network is reused, never deleted'
+            : 'first start on this host (no boot record yet)';
+      this.log.info(what, { startKind: check.kind, bootTime: check.current.bootTime, previousBootTime: check.previous?.bootTime, starts: check.current.starts, path });
+    } catch (err) {
+      this.log.warn('could not record the boot time; reboot detection is off for this start', { path, error: errorMessage(err) });
+    }
+  }
+
+  /** vxlan: reserve kube-proxy's source VIP (an endpoint no pod can get) and write where the scripts look. */
+  private async reserveSourceVip(network: Network, dataplane: Dataplane): Promise<void> {
+    const { config } = this.opts;
+    if (!config.sourceVipFile) return;
+    const pa = (await dataplane.hns.getNetworkByName(network.networkName))?.Policies?.find((p) => p.Type === 'ProviderAddress')?.Settings?.['ProviderAddress'];
+    this.sourceVipValue = await reserveSourceVip({
+      hns: dataplane.hns,
+      networkName: network.networkName,
+      subnet: network.lease.subnet,
+      file: config.sourceVipFile,
+      compatFiles: config.sourceVipCompatFiles,
+      ipamDataDir: config.cniIpamDataDir,
+      macAddress: typeof pa === 'string' ? hnsMacOf(pa, networkInterfaces()) : undefined,
+      log: componentLogger(this.opts.log, 'source-vip'),
+    });
+    this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
   }
 
   /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */

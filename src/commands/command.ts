@@ -17,7 +17,11 @@ export interface Command {
 }
 
 /** Subcommand name -> module path (relative to this file). */
-export const COMMANDS: Record<string, string> = {};
+export const COMMANDS: Record<string, string> = {
+  cleanup: './cleanup.js',
+  'cni-config': './cni-config.js',
+  service: './service.js',
+};
 
 export async function loadCommand(name: string): Promise<Command | undefined> {
   const path = COMMANDS[name];

@@ -37,6 +37,12 @@ export interface AgentConfig {
   dataplaneState: string;
   /** Where the win32 dataplane loads its DLLs from; empty = the system's (bare names). */
   win32DllDir: string;
+  /** vxlan: the documented source VIP file ('' = no source VIP reservation). */
+  sourceVipFile: string;
+  /** vxlan: sourceVip.json paths in host-local format for the familiar scripts. */
+  sourceVipCompatFiles: string[];
+  /** vxlan: host-local IPAM data dir to reserve the source VIP in ('' = none). */
+  cniIpamDataDir: string;
   logLevel: LogLevel;
   logFormat: 'text' | 'json';
   logFile: string;

@@ -156,6 +156,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     dataplane,
     dataplaneState: str('dataplane-state'),
     win32DllDir: str('win32-dll-dir'),
+    ...sourceVipSettings(str, win, values.has('subnet-file') ? str('subnet-file') : win ? WINDOWS_SUBNET_FILE : str('subnet-file')),
     logLevel,
     logFormat,
     logFile: str('log-file'),
@@ -164,6 +165,26 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     contWhenCacheNotReady: contWhenCacheNotReady(merged['CONT_WHEN_CACHE_NOT_READY']),
   };
   return { kind: 'run', config };
+}
+
+export const WINDOWS_SOURCE_VIP_FILE = 'C:\\run\\flannel\\sourcevip.json';
+export const WINDOWS_SOURCE_VIP_COMPAT_FILES = ['C:\\k\\sourceVip.json', 'C:\\sourcevip\\sourceVip.json'];
+export const WINDOWS_CNI_IPAM_DATA_DIR = 'C:\\var\\lib\\cni\\networks';
+
+/** Source VIP paths: "none" disables one; empty takes the platform default (on Windows: on; elsewhere: off unless given). */
+function sourceVipSettings(str: (name: string) => string, win: boolean, subnetFile: string): Pick<AgentConfig, 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'> {
+  const pick = (name: string, def: string) => {
+    const v = str(name).trim();
+    return v === 'none' ? '' : v || def;
+  };
+  const sep = win ? '\\' : '/';
+  const dir = /^(.*)[\\/][^\\/]*$/.exec(subnetFile)?.[1] ?? '.';
+  const compat = pick('source-vip-compat-files', win ? WINDOWS_SOURCE_VIP_COMPAT_FILES.join(',') : '');
+  return {
+    sourceVipFile: pick('source-vip-file', win ? `${dir}${sep}sourcevip.json` : ''),
+    sourceVipCompatFiles: compat.split(',').map((s) => s.trim()).filter((s) => s !== ''),
+    cniIpamDataDir: pick('cni-ipam-data-dir', win ? WINDOWS_CNI_IPAM_DATA_DIR : ''),
+  };
 }
 
 function flagDefault(name: string): FlagValue {

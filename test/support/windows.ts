@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { inflateRawSync } from 'node:zlib';
 
 const run = promisify(execFile);
 
@@ -420,4 +421,142 @@ export async function prepareHarness(opts: { agent: boolean }): Promise<Prepared
 /** Remove what a previous run of the agent left inside the prefix (C:\run\flannel). */
 export function resetPrefixRunDir(): void {
   rmSync(driveC('run'), { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------- the packaged zip (issue 5)
+
+/** Files whose content decides the package: the built app, the packaging sources, the lock file, scripts/ and deploy/. */
+function packageInputsHash(nodeExe: string): string {
+  const h = createHash('sha256');
+  const walk = (dir: string) => {
+    if (!existsSync(dir)) return;
+    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) {
+        if (e.name !== 'windows-package') walk(p);
+      } else if (e.isFile() && !e.name.endsWith('.zip')) {
+        h.update(p.slice(REPO.length));
+        h.update(readFileSync(p));
+      }
+    }
+  };
+  for (const d of ['dist', 'packaging', 'scripts', 'deploy']) walk(join(REPO, d));
+  h.update(readFileSync(join(REPO, 'package-lock.json')));
+  h.update(nodeExe);
+  return h.digest('hex').slice(0, 16);
+}
+
+export interface BuiltPackage {
+  zip: string;
+  /** The zip extracted (flanneld.exe, flanneld-service.exe, node_modules/, ...). */
+  dir: string;
+  /** How long `packaging/build.mjs --skip-build` took (0 when cached). */
+  buildMs: number;
+}
+
+/**
+ * `node packaging/build.mjs --skip-build` into the cache (keyed by the inputs' hash; the harness's
+ * node.exe and Wine prefix), and the zip extracted beside it.
+ */
+export async function ensurePackage(nodeExe: string): Promise<BuiltPackage> {
+  const root = join(CACHE, 'package', packageInputsHash(nodeExe));
+  const pkg: BuiltPackage = { zip: join(root, 'flanneld-windows-amd64.zip'), dir: join(root, 'x'), buildMs: 0 };
+  if (existsSync(join(root, '.complete'))) return pkg;
+  return withLock('package', async () => {
+    if (existsSync(join(root, '.complete'))) return pkg;
+    rmSync(join(CACHE, 'package'), { recursive: true, force: true });
+    mkdirSync(root, { recursive: true });
+    const t0 = Date.now();
+    try {
+      await run(process.execPath, [join(REPO, 'packaging', 'build.mjs'), '--skip-build', '--out-dir', root, '--work-dir', join(root, 'work')], {
+        cwd: REPO,
+        env: { ...process.env, FLANNELD_NODE_WIN_EXE: nodeExe, WINEPREFIX: prefixDir() },
+        timeout: 300_000,
+      });
+    } catch (err) {
+      const e = err as { stdout?: string; stderr?: string; message: string };
+      throw new Error(`packaging/build.mjs failed:\n${e.stdout ?? ''}${e.stderr ?? e.message}`);
+    }
+    pkg.buildMs = Date.now() - t0;
+    extractZip(pkg.zip, pkg.dir);
+    writeFileSync(join(root, '.complete'), String(pkg.buildMs));
+    return pkg;
+  });
+}
+
+export interface ZipEntry {
+  name: string;
+  method: number;
+  compressedSize: number;
+  size: number;
+  localOffset: number;
+  /** Unix mode from the external attributes (0 when not made on Unix). */
+  mode: number;
+}
+
+/** The central directory of a zip (no zip64: the package is far below 4 GiB). */
+export function readZipEntries(zip: Buffer): ZipEntry[] {
+  let eocd = -1;
+  for (let i = zip.length - 22; i >= Math.max(0, zip.length - 65_557); i--) {
+    if (zip.readUInt32LE(i) === 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) throw new Error('not a zip: no end of central directory');
+  const count = zip.readUInt16LE(eocd + 10);
+  let p = zip.readUInt32LE(eocd + 16);
+  const out: ZipEntry[] = [];
+  for (let n = 0; n < count; n++) {
+    if (zip.readUInt32LE(p) !== 0x02014b50) throw new Error(`bad central directory entry at ${p}`);
+    const nameLen = zip.readUInt16LE(p + 28);
+    const extraLen = zip.readUInt16LE(p + 30);
+    const commentLen = zip.readUInt16LE(p + 32);
+    out.push({
+      name: zip.toString('utf8', p + 46, p + 46 + nameLen),
+      method: zip.readUInt16LE(p + 10),
+      compressedSize: zip.readUInt32LE(p + 20),
+      size: zip.readUInt32LE(p + 24),
+      localOffset: zip.readUInt32LE(p + 42),
+      mode: zip.readUInt32LE(p + 38) >>> 16,
+    });
+    p += 46 + nameLen + extraLen + commentLen;
+  }
+  return out;
+}
+
+export function extractZip(zipFile: string, dest: string): void {
+  const zip = readFileSync(zipFile);
+  rmSync(dest, { recursive: true, force: true });
+  for (const e of readZipEntries(zip)) {
+    if (e.name.endsWith('/')) continue;
+    if (e.name.split('/').includes('..') || e.name.startsWith('/')) throw new Error(`unsafe zip entry ${e.name}`);
+    const lh = e.localOffset;
+    const start = lh + 30 + zip.readUInt16LE(lh + 26) + zip.readUInt16LE(lh + 28);
+    const raw = zip.subarray(start, start + e.compressedSize);
+    const data = e.method === 0 ? raw : e.method === 8 ? inflateRawSync(raw) : undefined;
+    if (!data) throw new Error(`${e.name}: unsupported zip method ${e.method}`);
+    if (data.length !== e.size) throw new Error(`${e.name}: size ${data.length} != ${e.size}`);
+    const out = join(dest, ...e.name.split('/'));
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, data, { mode: e.mode & 0o777 || 0o644 });
+  }
+}
+
+/**
+ * A Wine prefix of its own (created once, cached) for tests that register services or keep a
+ * persistent wineserver: `wineserver -k` there cannot touch the other suites' Wine processes.
+ */
+export async function ensureIsolatedPrefix(name: string): Promise<string> {
+  const prefix = join(CACHE, name);
+  if (existsSync(join(prefix, 'system.reg'))) return prefix;
+  return withLock(name, async () => {
+    if (!existsSync(join(prefix, 'system.reg'))) {
+      mkdirSync(prefix, { recursive: true });
+      const env = wineEnv({ WINEPREFIX: prefix });
+      await run(WINE, ['wineboot', '-i'], { env, timeout: 180_000 });
+      await run('wineserver', ['-w'], { env, timeout: 180_000 });
+    }
+    return prefix;
+  });
 }

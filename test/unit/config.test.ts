@@ -282,6 +282,9 @@ describe('defaults and platforms', () => {
       dataplane: 'simulated',
       dataplaneState: '',
       win32DllDir: '',
+      sourceVipFile: '',
+      sourceVipCompatFiles: [],
+      cniIpamDataDir: '',
       logLevel: 'info',
       logFormat: 'text',
       logFile: '',
@@ -298,6 +301,9 @@ describe('defaults and platforms', () => {
     expect(cfg).toMatchObject({
       netConfigPath: 'C:\\etc\\kube-flannel\\net-conf.json',
       subnetFile: 'C:\\run\\flannel\\subnet.env',
+      sourceVipFile: 'C:\\run\\flannel\\sourcevip.json',
+      sourceVipCompatFiles: ['C:\\k\\sourceVip.json', 'C:\\sourcevip\\sourceVip.json'],
+      cniIpamDataDir: 'C:\\var\\lib\\cni\\networks',
       dataplane: 'windows',
     });
   });

@@ -1,0 +1,110 @@
+<#
+.SYNOPSIS
+  Bootstrap flanneld-windows on a Windows node: write net-conf.json and the CNI config, install (or
+  update) and start the flanneld service, then wait - with a timeout - until the agent is ready.
+
+.DESCRIPTION
+  Parameters follow the familiar microsoft/SDN and sig-windows-tools start scripts. Unlike them, this
+  script never loops forever on "Waiting for the Network to be created": it polls flanneld's /readyz
+  (or, with -HealthzPort 0, subnet.env) until -TimeoutSeconds and then fails with the log's location.
+
+.EXAMPLE
+  .\start.ps1 -ManagementIP 192.168.1.20 -NetworkMode overlay -ClusterCIDR 10.244.0.0/16 `
+      -ServiceCIDR 10.96.0.0/12 -KubeDnsServiceIP 10.96.0.10 -KubeConfig C:\k\config
+#>
+[CmdletBinding()]
+param(
+    [Parameter(Mandatory = $true)][string]$ManagementIP,
+    [ValidateSet('l2bridge', 'overlay')][string]$NetworkMode = 'overlay',
+    [string]$ClusterCIDR = '10.244.0.0/16',
+    [string]$ServiceCIDR = '10.96.0.0/12',
+    [string]$KubeDnsServiceIP = '10.96.0.10',
+    [string]$InterfaceName = '',
+    [string]$LogDir = 'C:\k\logs\flanneld',
+    [string]$KubeConfig = 'C:\k\config',
+    [string]$FlanneldExe = (Join-Path $PSScriptRoot 'flanneld.exe'),
+    [string]$NodeName = ([System.Net.Dns]::GetHostName()).ToLower(),
+    [string]$ServiceName = 'flanneld',
+    [string]$NetConfPath = 'C:\etc\kube-flannel\net-conf.json',
+    [string]$SubnetFile = 'C:\run\flannel\subnet.env',
+    [string]$CniConfFile = 'C:\etc\cni\net.d\10-flannel.conflist',
+    [int]$HealthzPort = 10277,
+    [int]$TimeoutSeconds = 180
+)
+
+Set-StrictMode -Version Latest
+$ErrorActionPreference = 'Stop'
+
+function Invoke-Flanneld {
+    param([string[]]$Arguments)
+    & $FlanneldExe @Arguments
+    if ($LASTEXITCODE -ne 0) {
+        throw "flanneld $($Arguments[0]) failed with exit code $LASTEXITCODE"
+    }
+}
+
+if (-not (Test-Path -LiteralPath $FlanneldExe)) {
+    throw "flanneld.exe not found at $FlanneldExe; pass -FlanneldExe"
+}
+if (-not (Test-Path -LiteralPath $KubeConfig)) {
+    throw "kubeconfig not found at $KubeConfig; pass -KubeConfig"
+}
+
+# net-conf.json: VNI 4096 and port 4789 are what Windows needs (and what Linux nodes must be told too).
+if ($NetworkMode -eq 'overlay') {
+    $backend = [ordered]@{ Type = 'vxlan'; VNI = 4096; Port = 4789 }
+} else {
+    $backend = [ordered]@{ Type = 'host-gw' }
+}
+$netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend } | ConvertTo-Json -Depth 4
+New-Item -ItemType Directory -Force -Path (Split-Path -Parent $NetConfPath) | Out-Null
+# UTF-8 without a byte order mark (Set-Content -Encoding UTF8 would add one on Windows PowerShell 5).
+[System.IO.File]::WriteAllText($NetConfPath, $netConf)
+Write-Host "Wrote $NetConfPath ($NetworkMode)"
+
+$iface = $ManagementIP
+if ($InterfaceName -ne '') {
+    $iface = $InterfaceName
+}
+$agentArgs = @(
+    '--kube-subnet-mgr',
+    "--kubeconfig-file=$KubeConfig",
+    "--net-config-path=$NetConfPath",
+    "--subnet-file=$SubnetFile",
+    "--iface=$iface",
+    '--ip-masq',
+    '--healthz-ip=127.0.0.1',
+    "--healthz-port=$HealthzPort"
+)
+
+Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--management-ip=$ManagementIP",
+    "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)
+
+# Install (or update) the service with these flags, then start it.
+Invoke-Flanneld (@('service', 'install', '--name', $ServiceName, '--log-dir', $LogDir, '--env', "NODE_NAME=$NodeName", '--') + $agentArgs)
+Invoke-Flanneld @('service', 'start', '--name', $ServiceName, '--timeout', '60')
+
+# Wait for readiness, bounded.
+$deadline = [DateTime]::UtcNow.AddSeconds($TimeoutSeconds)
+$lastError = 'no answer yet'
+while ($true) {
+    if ($HealthzPort -gt 0) {
+        try {
+            $r = Invoke-WebRequest -UseBasicParsing -TimeoutSec 5 -Uri "http://127.0.0.1:$HealthzPort/readyz"
+            if ($r.StatusCode -eq 200) {
+                break
+            }
+            $lastError = "readyz answered $($r.StatusCode)"
+        } catch {
+            $lastError = $_.Exception.Message
+        }
+    } elseif ((Test-Path -LiteralPath $SubnetFile) -and (Select-String -Quiet -Pattern '^FLANNEL_SUBNET=' -LiteralPath $SubnetFile)) {
+        break
+    }
+    if ([DateTime]::UtcNow -ge $deadline) {
+        throw ("flanneld did not become ready within $TimeoutSeconds s ($lastError). " +
+            "See $LogDir\$ServiceName.log and 'flanneld.exe service status --name $ServiceName'.")
+    }
+    Start-Sleep -Seconds 2
+}
+Write-Host "flanneld is ready: $(Get-Content -LiteralPath $SubnetFile -Raw)"

@@ -1,0 +1,246 @@
+// kube-proxy's source VIP on vxlan nodes. kube-proxy (winkernel) in overlay mode needs `--source-vip`: an
+// address of the node's pod subnet that it SNATs Service traffic to, backed by a local HNS endpoint on the
+// Overlay network, that no pod may ever get. The familiar scripts (microsoft/SDN helper.psm1 GetSourceVip,
+// sig-windows-tools' HostProcess kube-proxy start.ps1) obtain it by running host-local IPAM by hand and keep
+// its output in `sourceVip.json` (`{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.2/24",...}}`), which they
+// read back with `.ip4.ip.Split("/")[0]`.
+//
+// This agent reserves it itself, once the Overlay network exists:
+//  * the address: the one recorded before (our file or a script's sourceVip.json) when it is still inside
+//    the subnet, else `.2` (what the scripts got on a fresh node: host-local's first free address after the
+//    gateway), else the lowest free host address; "free" = no other endpoint on the network holds it and no
+//    other container holds its host-local reservation;
+//  * an HNS endpoint `<network>_sourcevip` with that address on the Overlay network, with the node's
+//    ProviderAddress policy (the endpoint kube-proxy would otherwise create itself; it reuses one it finds);
+//  * a reservation file in host-local's store (`<cni-ipam-data-dir>/<network>/<ip>`, the CNI network name
+//    being the HNS network name), so the flannel CNI's host-local IPAM never hands the address to a pod;
+//  * the files: `--source-vip-file` (default `C:\run\flannel\sourcevip.json`; plain `{"ip":...}` plus the
+//    `ip4` object) and every `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and
+//    `C:\sourcevip\sourceVip.json`) in host-local's own output format.
+import * as nodeFs from 'node:fs';
+import { dirname, join } from 'node:path';
+import { FlannelError, errorMessage } from '../../errors.js';
+import type { HnsClient } from '../../hns/client.js';
+import type { HcnEndpoint, HcnNetwork } from '../../hns/schema.js';
+import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
+import type { Logger } from '../../log.js';
+
+/** Host index of the default source VIP inside the pod subnet (`.2`). */
+export const SOURCE_VIP_HOST_INDEX = 2;
+/** The container ID written into host-local's reservation file. */
+export const SOURCE_VIP_OWNER = 'flanneld-source-vip';
+/** host-local's line break on Windows (disk backend `LineBreak`). */
+const IPAM_LINE_BREAK = '\r\n';
+
+export function sourceVipEndpointName(networkName: string): string {
+  return `${networkName}_sourcevip`;
+}
+
+export interface SourceVipRecord {
+  ip: string;
+  prefixLength: number;
+  subnet: string;
+  gateway: string;
+  network: string;
+  endpointId: string;
+}
+
+/** host-local's CNI 0.2.0 result, the format of the scripts' `sourceVip.json`. */
+export function sdnSourceVipDocument(rec: Pick<SourceVipRecord, 'ip' | 'prefixLength' | 'gateway'>): Record<string, unknown> {
+  return { cniVersion: '0.2.0', ip4: { ip: `${rec.ip}/${rec.prefixLength}`, gateway: rec.gateway }, dns: {} };
+}
+
+/** The documented file: plain fields first, plus the `ip4` object so SDN-style readers work on it too. */
+export function plainSourceVipDocument(rec: SourceVipRecord): Record<string, unknown> {
+  return {
+    ip: rec.ip,
+    prefixLength: rec.prefixLength,
+    subnet: rec.subnet,
+    network: rec.network,
+    endpointId: rec.endpointId,
+    ip4: { ip: `${rec.ip}/${rec.prefixLength}`, gateway: rec.gateway },
+  };
+}
+
+/** The address a source VIP document names: plain `ip`, CNI 0.2 `ip4.ip`, or CNI >= 0.3 `ips[0].address`. */
+export function parseSourceVipDocument(text: string): string | undefined {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch {
+    return undefined;
+  }
+  if (typeof doc !== 'object' || doc === null) return undefined;
+  const o = doc as { ip?: unknown; ip4?: { ip?: unknown }; ips?: { address?: unknown }[] };
+  const candidates = [o.ip, o.ip4?.ip, Array.isArray(o.ips) ? o.ips[0]?.address : undefined];
+  for (const c of candidates) {
+    if (typeof c !== 'string') continue;
+    const ip = c.split('/')[0]!;
+    if (parseCidr(`${ip}/32`)) return ip;
+  }
+  return undefined;
+}
+
+/**
+ * Pick the source VIP: the first `preferred` address that is a usable host address of `subnet` and not
+ * `taken`, else `.2`, else the lowest free host address above the gateway. Undefined when the subnet is full.
+ */
+export function chooseSourceVip(subnet: string, preferred: readonly string[], taken: ReadonlySet<string>): string | undefined {
+  const hosts = hostAddresses(subnet);
+  const gateway = nthAddress(subnet, 1);
+  const usable = (ip: string) => ip !== gateway && hosts.includes(ip) && !taken.has(ip);
+  const first = [...preferred, nthAddress(subnet, SOURCE_VIP_HOST_INDEX)].find(usable);
+  return first ?? hosts.find(usable);
+}
+
+export interface SourceVipFs {
+  readFileSync(path: string, encoding: 'utf8'): string;
+  writeFileSync(path: string, data: string): void;
+  renameSync(from: string, to: string): void;
+  mkdirSync(path: string, opts: { recursive: true }): unknown;
+  readdirSync(path: string): string[];
+}
+
+export interface SourceVipOptions {
+  hns: HnsClient;
+  /** The Overlay network (its name is also the CNI network name). */
+  networkName: string;
+  /** The own pod subnet (lease). */
+  subnet: string;
+  /** The documented file; '' = none. */
+  file: string;
+  compatFiles: readonly string[];
+  /** host-local's dataDir (`C:\var\lib\cni\networks`); '' = do not write a reservation. */
+  ipamDataDir: string;
+  /** MAC for the endpoint (kube-proxy uses the host's); HNS assigns one when omitted. */
+  macAddress?: string;
+  log: Logger;
+  fs?: SourceVipFs;
+}
+
+function readText(fs: SourceVipFs, path: string): string | undefined {
+  try {
+    return fs.readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function writeIfChanged(fs: SourceVipFs, path: string, text: string): boolean {
+  if (readText(fs, path) === text) return false;
+  fs.mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, path);
+  return true;
+}
+
+function endpointIP(ep: HcnEndpoint): string | undefined {
+  return ep.IpConfigurations?.[0]?.IpAddress;
+}
+
+function sameId(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && a.toUpperCase() === b.toUpperCase();
+}
+
+function providerAddressOf(net: HcnNetwork): string | undefined {
+  const v = net.Policies?.find((p) => p.Type === 'ProviderAddress')?.Settings?.['ProviderAddress'];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** Ensure the source VIP endpoint, its host-local reservation and its files; returns what was reserved. */
+export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVipRecord> {
+  const fs = opts.fs ?? (nodeFs as unknown as SourceVipFs);
+  const { hns, networkName, subnet, log } = opts;
+  const net = await hns.getNetworkByName(networkName);
+  if (!net?.ID) {
+    throw new FlannelError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: HNS network ${networkName} does not exist`, { network: networkName });
+  }
+  const prefixLength = Number(subnet.split('/')[1]);
+  const gateway = nthAddress(subnet, 1);
+  const epName = sourceVipEndpointName(networkName);
+  const endpoints = (await hns.listEndpoints(net.ID)).filter((e) => sameId(e.HostComputeNetwork, net.ID));
+  let mine = endpoints.find((e) => e.Name === epName);
+  const mineIP = mine ? endpointIP(mine) : undefined;
+  if (mine && (!mineIP || !contains(subnet, mineIP))) {
+    log.warn('deleting source VIP endpoint outside the pod subnet', { endpoint: epName, id: mine.ID, ip: mineIP, subnet });
+    await hns.deleteEndpoint(mine.ID!);
+    mine = undefined;
+  }
+
+  const ipamDir = opts.ipamDataDir ? join(opts.ipamDataDir, networkName) : '';
+  const recorded = [opts.file, ...opts.compatFiles]
+    .filter((f) => f !== '')
+    .map((f) => {
+      const t = readText(fs, f);
+      return t === undefined ? undefined : parseSourceVipDocument(t);
+    })
+    .filter((ip): ip is string => ip !== undefined && contains(subnet, ip));
+
+  let ip: string;
+  if (mine) {
+    ip = endpointIP(mine)!;
+  } else {
+    const taken = new Set(endpoints.map(endpointIP).filter((x): x is string => x !== undefined));
+    if (ipamDir) {
+      // Reservations by other containers (pods) are taken; ours, and the one a script made for the source VIP, are not.
+      let names: string[] = [];
+      try {
+        names = fs.readdirSync(ipamDir);
+      } catch {
+        names = [];
+      }
+      for (const n of names) {
+        if (!contains(subnet, n) || recorded.includes(n)) continue;
+        const owner = readText(fs, join(ipamDir, n))?.split(/\r?\n/)[0]?.trim();
+        if (owner !== SOURCE_VIP_OWNER) taken.add(n);
+      }
+    }
+    const chosen = chooseSourceVip(subnet, recorded, taken);
+    if (!chosen) {
+      throw new FlannelError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: no free address left in ${subnet}`, { subnet, network: networkName });
+    }
+    ip = chosen;
+    const pa = providerAddressOf(net);
+    const body: HcnEndpoint = {
+      Name: epName,
+      IpConfigurations: [{ IpAddress: ip, PrefixLength: prefixLength }],
+      ...(opts.macAddress ? { MacAddress: opts.macAddress } : {}),
+      Policies: pa ? [{ Type: 'ProviderAddress', Settings: { ProviderAddress: pa } }] : [],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    };
+    mine = await hns.createEndpoint(net.ID, body);
+    log.info('created kube-proxy source VIP endpoint', { endpoint: epName, id: mine.ID, ip, network: networkName });
+  }
+
+  const rec: SourceVipRecord = { ip, prefixLength, subnet, gateway, network: networkName, endpointId: mine.ID ?? '' };
+  if (ipamDir) {
+    const path = join(ipamDir, ip);
+    const existing = readText(fs, path);
+    if (existing === undefined) {
+      writeIfChanged(fs, path, `${SOURCE_VIP_OWNER}${IPAM_LINE_BREAK}sourcevip`);
+      log.info('reserved the source VIP in host-local IPAM', { path });
+    }
+  }
+  if (opts.file) {
+    if (writeIfChanged(fs, opts.file, JSON.stringify(plainSourceVipDocument(rec)) + '\n')) log.info('wrote source VIP file', { path: opts.file, ip });
+  }
+  for (const f of opts.compatFiles) {
+    try {
+      if (writeIfChanged(fs, f, JSON.stringify(sdnSourceVipDocument(rec)) + '\n')) log.info('wrote source VIP file (script format)', { path: f, ip });
+    } catch (err) {
+      log.warn('could not write a source VIP file for the scripts', { path: f, error: errorMessage(err) });
+    }
+  }
+  return rec;
+}
+
+/** The host MAC for `ip` in HNS form (`00-15-5D-..`), from os.networkInterfaces(); undefined when unknown. */
+export function hnsMacOf(ip: string, ifaces: NodeJS.Dict<{ address: string; family: string | number; mac: string }[]>): string | undefined {
+  for (const list of Object.values(ifaces)) {
+    for (const a of list ?? []) {
+      if (a.address === ip && a.mac && a.mac !== '00:00:00:00:00:00') return a.mac.toUpperCase().replace(/:/g, '-');
+    }
+  }
+  return undefined;
+}

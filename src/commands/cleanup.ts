@@ -1,0 +1,169 @@
+// `flanneld cleanup`: undo what the agent did on this node, for uninstalling or switching backends. Removes
+// only the agent's own objects, found by the names net-conf.json gives (COMPATIBILITY.md §5):
+//  * host-gw: the peer routes on the management vNIC (destinations inside Network, other than the own
+//    subnet: exactly the set the agent reconciles), the host endpoint `<name>_ep`, the L2Bridge network;
+//  * vxlan: the source VIP endpoint `<name>_sourcevip`, its host-local reservation and sourceVip files,
+//    the Overlay network (its RemoteSubnetRoute policies go with it);
+//  * the agent's files in the subnet file's directory (`C:\run\flannel`: subnet.env, boot.json,
+//    sourcevip.json), and the directory itself when nothing else is left in it.
+// Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
+// `--dry-run` reports without changing anything. Prints one line per object.
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { SOURCE_VIP_OWNER, parseSourceVipDocument, sourceVipEndpointName } from '../backends/vxlan/source-vip.js';
+import { systemClock } from '../clock.js';
+import type { FlagSpec } from '../config/flags.js';
+import { createDataplane, type Dataplane } from '../dataplane/factory.js';
+import { Metrics } from '../health/metrics.js';
+import { BOOT_FILE_NAME } from '../host/boot.js';
+import { findInterfaceByIP } from '../host/select.js';
+import { cidrContains, contains } from '../ip4.js';
+import { silentLogger } from '../log.js';
+import { readNetConf } from '../subnet/net-conf.js';
+import type { NetworkConfig } from '../subnet/net-conf-types.js';
+import type { AgentConfig } from '../config/agent-config.js';
+import type { Command, CommandIO } from './command.js';
+import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
+
+export const CLEANUP_FLAGS: readonly FlagSpec[] = [
+  { name: 'dry-run', kind: 'bool', default: false, help: 'only print what would be removed' },
+];
+
+export interface CleanupReport {
+  /** One line per object: `removed <what>` (or `would remove <what>`). */
+  lines: string[];
+  /** Objects left on purpose, with the reason. */
+  kept: string[];
+}
+
+export interface CleanupOptions {
+  config: AgentConfig;
+  netConf: NetworkConfig;
+  dataplane: Dataplane;
+  dryRun: boolean;
+}
+
+/** Remove the agent's HNS objects, routes and files; returns what it did. */
+export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
+  const { config, netConf, dataplane, dryRun } = opts;
+  const { hns, routes, host } = dataplane;
+  const verb = dryRun ? 'would remove' : 'removed';
+  const report: CleanupReport = { lines: [], kept: [] };
+  const did = (what: string) => report.lines.push(`${verb} ${what}`);
+  const name = netConf.backend.name;
+  let sourceVip: string | undefined;
+  const seen = new Set<string>();
+
+  if (netConf.backend.type === 'host-gw') {
+    const net = await hns.getNetworkByNameV1(name);
+    if (net?.ID) {
+      const own = net.Subnets?.[0]?.AddressPrefix;
+      const mgmt = net.ManagementIP ? findInterfaceByIP(await host.interfaces(), net.ManagementIP) : undefined;
+      if (mgmt) {
+        for (const r of await routes.list(mgmt.index)) {
+          if (r.interfaceIndex !== mgmt.index || r.destinationPrefix === own || !cidrContains(netConf.network, r.destinationPrefix)) continue;
+          if (!dryRun) await routes.remove(r);
+          did(`route ${r.destinationPrefix} via ${r.nextHop} on ${mgmt.name} (index ${mgmt.index})`);
+        }
+      }
+      const ep = await hns.getEndpointByNameV1(`${name}_ep`);
+      if (ep?.ID) {
+        if (!dryRun) await hns.deleteEndpointV1(ep.ID);
+        did(`HNS endpoint ${ep.Name} (${ep.IPAddress ?? '?'}, ID ${ep.ID})`);
+      }
+      if (!dryRun) await hns.deleteNetworkV1(net.ID);
+      did(`HNS network ${name} (${net.Type}, ${own ?? '?'}, ID ${net.ID})`);
+    }
+  } else {
+    const net = await hns.getNetworkByName(name);
+    if (net?.ID) {
+      const own = net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
+      const vipName = sourceVipEndpointName(name);
+      for (const ep of await hns.listEndpoints(net.ID)) {
+        if (ep.Name !== vipName || !ep.ID || ep.HostComputeNetwork?.toUpperCase() !== net.ID.toUpperCase()) continue;
+        sourceVip = ep.IpConfigurations?.[0]?.IpAddress;
+        if (!dryRun) await hns.deleteEndpoint(ep.ID);
+        did(`HNS endpoint ${ep.Name} (${sourceVip ?? '?'}, ID ${ep.ID})`);
+      }
+      if (!dryRun) await hns.deleteNetwork(net.ID);
+      const policies = (net.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').length;
+      did(`HNS network ${name} (${net.Type}, ${own ?? '?'}, ${policies} RemoteSubnetRoute policies, ID ${net.ID})`);
+      if (sourceVip === undefined && own) {
+        // The endpoint may be gone already (reboot): take the address from the file, if it is ours.
+        const fromFile = readIf(config.sourceVipFile);
+        const ip = fromFile === undefined ? undefined : parseSourceVipDocument(fromFile);
+        if (ip && contains(own, ip)) sourceVip = ip;
+      }
+    }
+    if (sourceVip && config.cniIpamDataDir) {
+      const path = join(config.cniIpamDataDir, name, sourceVip);
+      const owner = readIf(path)?.split(/\r?\n/)[0]?.trim();
+      if (owner === SOURCE_VIP_OWNER) removeFile(path, dryRun, did, seen);
+    }
+    for (const f of [config.sourceVipFile, ...config.sourceVipCompatFiles]) {
+      const text = f ? readIf(f) : undefined;
+      if (text === undefined) continue;
+      const ip = parseSourceVipDocument(text);
+      if (sourceVip !== undefined && ip === sourceVip) removeFile(f, dryRun, did, seen);
+      else if (f === config.sourceVipFile && sourceVip === undefined) removeFile(f, dryRun, did, seen);
+      else report.kept.push(`${f}: names ${ip ?? 'no address'}, not this node's source VIP`);
+    }
+  }
+
+  // The agent's files beside subnet.env, then the directory when it is empty.
+  const dir = dirname(config.subnetFile);
+  const own = new Set([config.subnetFile, join(dir, BOOT_FILE_NAME), config.sourceVipFile].filter((f) => f !== ''));
+  for (const f of own) if (dirname(f) === dir) removeFile(f, dryRun, did, seen);
+  if (existsSync(dir)) {
+    const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json)\.tmp-\d+$/.test(n));
+    if (left.length === 0) {
+      if (!dryRun) {
+        for (const n of readdirSync(dir)) rmSync(join(dir, n), { force: true });
+        rmdirSync(dir);
+      }
+      did(`directory ${dir}`);
+    } else {
+      report.kept.push(`${dir}: holds other files (${left.slice(0, 5).join(', ')})`);
+    }
+  }
+  return report;
+}
+
+function readIf(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function removeFile(path: string, dryRun: boolean, did: (what: string) => void, seen: Set<string>): void {
+  if (seen.has(path) || !existsSync(path)) return;
+  seen.add(path);
+  if (!dryRun) rmSync(path, { force: true });
+  did(`file ${path}`);
+}
+
+export const command: Command = {
+  summary: "remove this node's flannel HNS network and endpoints, the routes it created and C:\\run\\flannel (keeps other networks)",
+  async run(args: string[], io: CommandIO): Promise<number> {
+    const program = 'flanneld cleanup';
+    try {
+      const parsed = parseCommandArgs(args, CLEANUP_FLAGS, io);
+      if (parsed.kind === 'help') {
+        io.stdout(commandUsage(program, this.summary, CLEANUP_FLAGS));
+        return 0;
+      }
+      const { config } = parsed;
+      const netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
+      const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
+      const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true });
+      for (const l of report.lines) io.stdout(`${l}\n`);
+      for (const k of report.kept) io.stdout(`kept ${k}\n`);
+      if (report.lines.length === 0) io.stdout(`nothing to remove: no HNS network ${netConf.backend.name} and no agent files\n`);
+      return 0;
+    } catch (err) {
+      return reportError(program, err, io);
+    }
+  },
+};

@@ -1,0 +1,74 @@
+// Command-line helpers shared by the `flanneld cni-config` and `flanneld cleanup` subcommands: each takes
+// its own flags plus every agent flag (--net-config-path, --subnet-file, --dataplane, ...), so one set of
+// FLANNELD_* settings serves the daemon and its tools. The agent flags go through parseConfig unchanged.
+import { FLAGS, lookupFlag, parseFlags, renderUsage, type FlagSpec, type FlagValue } from '../config/flags.js';
+import { parseConfig } from '../config/parse.js';
+import type { AgentConfig } from '../config/agent-config.js';
+import { FlagError, FlannelError, errorMessage } from '../errors.js';
+import type { CommandIO } from './command.js';
+
+export interface SplitArgs {
+  /** Arguments naming this command's own flags (with their values). */
+  own: string[];
+  /** Everything else: handed to parseConfig (agent flags). */
+  agent: string[];
+}
+
+function flagName(arg: string): string | undefined {
+  if (arg.length < 2 || !arg.startsWith('-') || arg === '--') return undefined;
+  const body = arg.startsWith('--') ? arg.slice(2) : arg.slice(1);
+  const eq = body.indexOf('=');
+  return eq < 0 ? body : body.slice(0, eq);
+}
+
+/** Split argv into this command's flags and the agent's, Go-flag style (`--x=y`, `--x y`, bare booleans). */
+export function splitArgs(argv: readonly string[], own: readonly FlagSpec[]): SplitArgs {
+  const out: SplitArgs = { own: [], agent: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const name = flagName(arg);
+    const ownSpec = name === undefined ? undefined : lookupFlag(name, own);
+    const spec = ownSpec ?? (name === undefined ? undefined : lookupFlag(name));
+    const target = ownSpec ? out.own : out.agent;
+    target.push(arg);
+    if (spec && spec.kind !== 'bool' && !arg.includes('=') && i + 1 < argv.length) target.push(argv[++i]!);
+  }
+  return out;
+}
+
+export type OwnValues = ReadonlyMap<string, FlagValue>;
+
+export type ParsedCommandArgs = { kind: 'help' } | { kind: 'run'; own: OwnValues; config: AgentConfig };
+
+/** Parse own + agent flags. The agent part accepts FLANNELD_* from the environment, as the daemon does. */
+export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec[], io: CommandIO): ParsedCommandArgs {
+  const split = splitArgs(argv, own);
+  const ownParsed = parseFlags(split.own, own);
+  if (ownParsed.help || split.agent.some((a) => a === '-h' || a === '--help' || a === '-help')) return { kind: 'help' };
+  const values = new Map(ownParsed.values);
+  for (const spec of own) if (!values.has(spec.name)) values.set(spec.name, spec.default);
+  // The tools never talk to the API server: kube mode only matters for NODE_NAME checks, so drop it.
+  const parsed = parseConfig(
+    split.agent.filter((a) => flagName(a) !== 'kube-subnet-mgr'),
+    { ...io.env, FLANNELD_KUBE_SUBNET_MGR: undefined },
+    { platform: io.platform },
+  );
+  if (parsed.kind !== 'run') return { kind: 'help' };
+  return { kind: 'run', own: values, config: parsed.config };
+}
+
+export function commandUsage(program: string, summary: string, own: readonly FlagSpec[]): string {
+  const ownText = renderUsage(program, own).replace(/^Usage:.*\n\n/, '').replace(/\nEnvironment:.*\n$/, '\n');
+  const agentNames = FLAGS.filter((f) => !f.ignored && !f.noEnv).map((f) => `--${f.name}`);
+  return `Usage: ${program} [OPTION]...\n\n${summary}\n\n${ownText}\nAlso accepts the agent's flags (and FLANNELD_* variables): ${agentNames.join(', ')}.\n`;
+}
+
+/** Map an error to the exit code and one-line message flanneld uses (2 for flags/config, 1 otherwise). */
+export function reportError(program: string, err: unknown, io: CommandIO): number {
+  if (err instanceof FlagError) {
+    io.stderr(`${program}: ${err.message}\nRun '${program} --help' for usage.\n`);
+    return 2;
+  }
+  io.stderr(`${program}: ${errorMessage(err)}\n`);
+  return err instanceof FlannelError && (err.code === 'FLANNEL_ERR_CONFIG' || err.code === 'FLANNEL_ERR_NET_CONF') ? 2 : 1;
+}

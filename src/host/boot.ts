@@ -1,0 +1,96 @@
+// Boot awareness. The vxlan Overlay network is created non-persistent (Flags 8): a reboot removes it and
+// the agent recreates it, while a service restart must find and reuse it (deleting it kills every pod on
+// the node). The agent records the host's boot time in a small file next to subnet.env (`boot.json`) and
+// compares it at each start, so the log says whether this start follows a reboot or only a restart, and
+// tests can check that a restart never recreates the network.
+//
+// Boot time = now - uptime (`os.uptime()`, which is GetTickCount64 on Windows). It is derived from the
+// wall clock, so it wanders with clock corrections (NTP); two values within BOOT_TIME_TOLERANCE_MS are the
+// same boot. A reboot moves it by at least the previous uptime plus the reboot itself.
+import * as nodeFs from 'node:fs';
+import { uptime } from 'node:os';
+import { dirname, join } from 'node:path';
+
+export const BOOT_FILE_NAME = 'boot.json';
+export const BOOT_TIME_TOLERANCE_MS = 30_000;
+
+export type StartKind = 'first-start' | 'restart' | 'reboot';
+
+export interface BootRecord {
+  /** Host boot time, ms since the epoch. */
+  bootTimeMs: number;
+  bootTime: string;
+  /** When the agent last started in this boot. */
+  startedAt: string;
+  starts: number;
+}
+
+/** The host's boot time in ms since the epoch (now - uptime). */
+export function systemBootTimeMs(now: number = Date.now(), uptimeSeconds: number = uptime()): number {
+  return Math.round(now - uptimeSeconds * 1000);
+}
+
+/** Where the record lives: beside subnet.env (`C:\run\flannel\boot.json`). */
+export function bootRecordPath(subnetFile: string): string {
+  return join(dirname(subnetFile), BOOT_FILE_NAME);
+}
+
+export function parseBootRecord(text: string): BootRecord | undefined {
+  try {
+    const o = JSON.parse(text) as Partial<BootRecord>;
+    if (typeof o.bootTimeMs !== 'number' || !Number.isFinite(o.bootTimeMs)) return undefined;
+    return {
+      bootTimeMs: o.bootTimeMs,
+      bootTime: String(o.bootTime ?? new Date(o.bootTimeMs).toISOString()),
+      startedAt: String(o.startedAt ?? ''),
+      starts: typeof o.starts === 'number' ? o.starts : 1,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export function classifyStart(previous: BootRecord | undefined, bootTimeMs: number, toleranceMs = BOOT_TIME_TOLERANCE_MS): StartKind {
+  if (!previous) return 'first-start';
+  return Math.abs(previous.bootTimeMs - bootTimeMs) <= toleranceMs ? 'restart' : 'reboot';
+}
+
+export interface BootCheck {
+  kind: StartKind;
+  previous: BootRecord | undefined;
+  current: BootRecord;
+  path: string;
+}
+
+export interface BootFs {
+  readFileSync(path: string, encoding: 'utf8'): string;
+  writeFileSync(path: string, data: string): void;
+  renameSync(from: string, to: string): void;
+  mkdirSync(path: string, opts: { recursive: true }): unknown;
+}
+
+/**
+ * Read the previous record, classify this start and write the new record (atomically). A restart keeps
+ * the recorded boot time (so clock drift does not accumulate) and counts the start.
+ */
+export function checkBoot(path: string, bootTimeMs: number, now: number = Date.now(), fs: BootFs = nodeFs as unknown as BootFs): BootCheck {
+  let previous: BootRecord | undefined;
+  try {
+    previous = parseBootRecord(fs.readFileSync(path, 'utf8'));
+  } catch {
+    previous = undefined;
+  }
+  const kind = classifyStart(previous, bootTimeMs);
+  const keep = kind === 'restart' && previous ? previous.bootTimeMs : bootTimeMs;
+  const current: BootRecord = {
+    bootTimeMs: keep,
+    bootTime: new Date(keep).toISOString(),
+    startedAt: new Date(now).toISOString(),
+    starts: kind === 'restart' && previous ? previous.starts + 1 : 1,
+  };
+  fs.mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, JSON.stringify(current) + '\n');
+  fs.renameSync(tmp, path);
+  return { kind, previous, current, path };
+}

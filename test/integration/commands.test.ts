@@ -1,0 +1,152 @@
+// `flanneld cleanup` and `flanneld cni-config` against what a real agent run left on the simulated
+// dataplane (`--dataplane simulated --dataplane-state FILE`): cleanup removes the agent's network,
+// endpoints, routes and files and keeps everything else; the binary dispatches both subcommands.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { command as cleanup } from '../../src/commands/cleanup.js';
+import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
+
+const WIN = 'win-1';
+const WIN_IP = '10.0.0.20';
+const WIN_CIDR = '10.244.100.0/24';
+const MAIN = join(process.cwd(), 'dist', 'main.js');
+
+let cluster: TestCluster | undefined;
+afterEach(async () => {
+  await cluster?.stop();
+  cluster = undefined;
+});
+
+function io() {
+  const out = { stdout: '', stderr: '' };
+  return { out, io: { stdout: (t: string) => (out.stdout += t), stderr: (t: string) => (out.stderr += t), env: {}, platform: 'linux' as NodeJS.Platform } };
+}
+
+/** The agent's flags, as the operator passes them to the subcommands. */
+function agentFlags(a: RunningAgent): string[] {
+  return [
+    `--net-config-path=${join(a.dir, 'net-conf.json')}`,
+    `--subnet-file=${a.subnetFile}`,
+    '--dataplane=simulated',
+    `--dataplane-state=${a.statePath}`,
+    `--source-vip-file=${join(a.dir, 'run', 'flannel', 'sourcevip.json')}`,
+  ];
+}
+
+async function runToSync(backend: 'host-gw' | 'vxlan'): Promise<RunningAgent> {
+  cluster = await new TestCluster().start();
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: backend }));
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: backend }));
+  cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
+  // The source VIP is on by default on Windows only: name its file, as an operator on Linux would.
+  const extraArgs = [`--source-vip-file=${join(cluster.dir, WIN, 'run', 'flannel', 'sourcevip.json')}`];
+  const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: backend === 'vxlan' ? VXLAN_NET_CONF : HOSTGW_NET_CONF, extraArgs });
+  await waitFor(() => a.agent.isReady && a.agent.phase === 'running', 'agent ready');
+  const sim = () => a.agent.dataplane!.simulated!;
+  if (backend === 'host-gw') await waitFor(() => sim().listRoutes().filter((r) => r.DestinationPrefix.startsWith('10.244.')).length === 2, 'peer routes');
+  else await waitFor(() => (sim().getNetworkByName('flannel.4096')?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').length === 2, 'policies');
+  await a.stop();
+  return a;
+}
+
+describe('flanneld cleanup', () => {
+  it('host-gw: removes routes, cbr0_ep, cbr0 and the run directory; keeps a foreign network and route', async () => {
+    const a = await runToSync('host-gw');
+    // Someone else's objects on the same node.
+    const before = new SimulatedDataplane({ statePath: a.statePath });
+    // Another L2Bridge network on the same vSwitch, so the vNIC (and its other routes) outlive cbr0.
+    before.createNetwork('test', {
+      Name: 'other',
+      Type: 'L2Bridge',
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: '192.168.50.0/24' }] }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const vnic = before.listAdapters().find((x) => x.IPAddress === WIN_IP)!;
+    before.addRoute({ DestinationPrefix: '172.16.0.0/16', NextHop: '10.0.0.1', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
+    writeFileSync(join(a.dir, 'other.txt'), 'x'); // not in the run dir: untouched anyway
+
+    const dry = io();
+    expect(await cleanup.run([...agentFlags(a), '--dry-run'], dry.io)).toBe(0);
+    expect(dry.out.stdout).toContain('would remove HNS network cbr0');
+    expect(new SimulatedDataplane({ statePath: a.statePath }).getNetworkByName('cbr0')).toBeDefined();
+    expect(existsSync(a.subnetFile)).toBe(true);
+
+    const r = io();
+    expect(await cleanup.run(agentFlags(a), r.io)).toBe(0);
+    const lines = r.out.stdout.trim().split('\n');
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^removed route 10\.244\.1\.0\/24 via 10\.0\.0\.11 on vEthernet \(Ethernet\)/),
+        expect.stringMatching(/^removed route 10\.244\.2\.0\/24 via 10\.0\.0\.12 /),
+        expect.stringMatching(/^removed HNS endpoint cbr0_ep \(10\.244\.100\.2, ID /),
+        expect.stringMatching(/^removed HNS network cbr0 \(L2Bridge, 10\.244\.100\.0\/24, ID /),
+        `removed file ${a.subnetFile}`,
+        `removed directory ${join(a.dir, 'run', 'flannel')}`,
+      ]),
+    );
+    const after = new SimulatedDataplane({ statePath: a.statePath });
+    expect(after.listNetworks().map((n) => n.Name)).toEqual(['other']);
+    expect(after.listEndpoints()).toEqual([]);
+    expect(after.listRoutes().filter((x) => x.DestinationPrefix.startsWith('10.244.'))).toEqual([]);
+    expect(after.listRoutes().some((x) => x.DestinationPrefix === '172.16.0.0/16')).toBe(true);
+    expect(existsSync(join(a.dir, 'run', 'flannel'))).toBe(false);
+    expect(existsSync(join(a.dir, 'other.txt'))).toBe(true);
+
+    const again = io();
+    expect(await cleanup.run(agentFlags(a), again.io)).toBe(0);
+    expect(again.out.stdout).toMatch(/^nothing to remove/);
+  });
+
+  it('vxlan: removes the source VIP endpoint and files and the Overlay network; a busy run dir is kept', async () => {
+    const a = await runToSync('vxlan');
+    const vipFile = join(a.dir, 'run', 'flannel', 'sourcevip.json');
+    expect(JSON.parse(readFileSync(vipFile, 'utf8'))).toMatchObject({ ip: '10.244.100.2', network: 'flannel.4096' });
+    writeFileSync(join(a.dir, 'run', 'flannel', 'operator-notes.txt'), 'keep me');
+
+    const r = io();
+    expect(await cleanup.run(agentFlags(a), r.io)).toBe(0);
+    expect(r.out.stdout).toMatch(/^removed HNS endpoint flannel\.4096_sourcevip \(10\.244\.100\.2, ID /m);
+    expect(r.out.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay, 10\.244\.100\.0\/24, 2 RemoteSubnetRoute policies, ID /m);
+    expect(r.out.stdout).toContain(`removed file ${vipFile}`);
+    expect(r.out.stdout).toMatch(/^kept .*holds other files \(operator-notes\.txt\)/m);
+    const after = new SimulatedDataplane({ statePath: a.statePath });
+    expect(after.listNetworks()).toEqual([]);
+    expect(after.listEndpoints()).toEqual([]);
+    // The vSwitch went with the last network: the node IP is back on the physical adapter.
+    expect(after.listAdapters().find((x) => x.IPAddress === WIN_IP)?.Name).toBe('Ethernet');
+    expect(existsSync(join(a.dir, 'run', 'flannel', 'operator-notes.txt'))).toBe(true);
+    expect(existsSync(a.subnetFile)).toBe(false);
+  });
+
+  it('a missing net-conf.json is a clear error (exit 2)', async () => {
+    cluster = await new TestCluster().start();
+    const r = io();
+    expect(await cleanup.run(['--dataplane=simulated', `--net-config-path=${join(cluster.dir, 'nope.json')}`], r.io)).toBe(2);
+    expect(r.out.stderr).toContain('nope.json');
+  });
+});
+
+describe('the binary dispatches the subcommands', () => {
+  it('cni-config and cleanup run from dist/main.js', async () => {
+    if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+    cluster = await new TestCluster().start();
+    const dir = join(cluster.dir, 'bin');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'net-conf.json'), JSON.stringify(VXLAN_NET_CONF));
+    const env = { PATH: process.env['PATH'] ?? '', FLANNELD_NET_CONFIG_PATH: join(dir, 'net-conf.json'), FLANNELD_DATAPLANE: 'simulated' };
+    const cni = spawnSync(process.execPath, [MAIN, 'cni-config', '--management-ip', '192.168.1.20', '--management-subnet=192.168.1.0/24'], { encoding: 'utf8', env });
+    expect(cni.stderr).toBe('');
+    expect(cni.status).toBe(0);
+    expect(JSON.parse(cni.stdout)).toMatchObject({ name: 'flannel.4096', plugins: [{ type: 'flannel', delegate: { type: 'win-overlay', apiVersion: 2 } }] });
+    const help = spawnSync(process.execPath, [MAIN, 'cleanup', '--help'], { encoding: 'utf8', env });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('--dry-run');
+    const clean = spawnSync(process.execPath, [MAIN, 'cleanup', `--subnet-file=${join(dir, 'run', 'subnet.env')}`, `--dataplane-state=${join(dir, 'state.json')}`], { encoding: 'utf8', env });
+    expect(clean.status).toBe(0);
+    expect(clean.stdout).toMatch(/^nothing to remove/);
+  });
+});

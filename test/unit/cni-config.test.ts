@@ -1,0 +1,167 @@
+// `flanneld cni-config`: the conflist per backend, against golden JSON (the shape of
+// containernetworking/plugins plugins/main/windows/win-*/sample-v2.conf behind the flannel meta-plugin).
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { command, renderCniConfig, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
+import { splitArgs } from '../../src/commands/cni-flags.js';
+import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
+
+const VXLAN = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
+const VXLAN0 = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4097,"Name":"vxlan0","MacPrefix":"0E-2B"}}');
+const HOSTGW = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
+
+const base = { serviceCidr: '10.96.0.0/12', managementSubnet: '192.168.1.0/24', dnsServers: ['10.96.0.10'], dnsSearch: ['svc.cluster.local'] };
+
+const GOLDEN_VXLAN = {
+  cniVersion: '0.3.0',
+  name: 'flannel.4096',
+  plugins: [
+    {
+      type: 'flannel',
+      capabilities: { portMappings: true, dns: true },
+      delegate: {
+        type: 'win-overlay',
+        apiVersion: 2,
+        endpointMacPrefix: '0E-2A',
+        dns: { nameservers: ['10.96.0.10'], search: ['svc.cluster.local'] },
+        policies: [
+          { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12', '192.168.1.0/24'] } } },
+          { name: 'EndpointPolicy', value: { Type: 'SDNRoute', Settings: { DestinationPrefix: '10.96.0.0/12', NeedEncap: true } } },
+          { name: 'EndpointPolicy', value: { Type: 'ProviderAddress', Settings: { ProviderAddress: '192.168.1.20' } } },
+        ],
+      },
+    },
+  ],
+};
+
+const GOLDEN_HOSTGW = {
+  cniVersion: '0.3.0',
+  name: 'cbr0',
+  plugins: [
+    {
+      type: 'flannel',
+      capabilities: { portMappings: true, dns: true },
+      delegate: {
+        type: 'win-bridge',
+        apiVersion: 2,
+        dns: { nameservers: ['10.96.0.10'], search: ['svc.cluster.local'] },
+        policies: [
+          { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12', '192.168.1.0/24'] } } },
+          { name: 'EndpointPolicy', value: { Type: 'SDNRoute', Settings: { DestinationPrefix: '10.96.0.0/12', NeedEncap: true } } },
+          { name: 'EndpointPolicy', value: { Type: 'SDNRoute', Settings: { DestinationPrefix: '192.168.1.20/32', NeedEncap: true } } },
+        ],
+      },
+    },
+  ],
+};
+
+describe('renderCniConfig', () => {
+  it.each<[string, CniConfigInput, unknown]>([
+    ['vxlan -> win-overlay with ProviderAddress', { ...base, netConf: VXLAN, managementIP: '192.168.1.20' }, GOLDEN_VXLAN],
+    ['host-gw -> win-bridge with a host route', { ...base, netConf: HOSTGW, managementIP: '192.168.1.20' }, GOLDEN_HOSTGW],
+    [
+      'host-gw without a management IP: no host route',
+      { ...base, netConf: HOSTGW },
+      { ...GOLDEN_HOSTGW, plugins: [{ ...GOLDEN_HOSTGW.plugins[0]!, delegate: { ...GOLDEN_HOSTGW.plugins[0]!.delegate, policies: GOLDEN_HOSTGW.plugins[0]!.delegate.policies.slice(0, 2) } }] },
+    ],
+    [
+      'vxlan with Name and MacPrefix: name = the HNS network, MAC prefix passed on',
+      { ...base, netConf: VXLAN0, managementIP: '192.168.1.20', cniVersion: '0.2.0' },
+      {
+        ...GOLDEN_VXLAN,
+        cniVersion: '0.2.0',
+        name: 'vxlan0',
+        plugins: [{ ...GOLDEN_VXLAN.plugins[0]!, delegate: { ...GOLDEN_VXLAN.plugins[0]!.delegate, endpointMacPrefix: '0E-2B' } }],
+      },
+    ],
+    [
+      'duplicate exceptions collapse (service CIDR inside the cluster CIDR list once)',
+      { ...base, netConf: HOSTGW, managementSubnet: '10.244.0.0/16' },
+      {
+        ...GOLDEN_HOSTGW,
+        plugins: [
+          {
+            ...GOLDEN_HOSTGW.plugins[0]!,
+            delegate: {
+              ...GOLDEN_HOSTGW.plugins[0]!.delegate,
+              policies: [
+                { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12'] } } },
+                GOLDEN_HOSTGW.plugins[0]!.delegate.policies[1],
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  ])('%s', (_name, input, golden) => {
+    expect(JSON.parse(JSON.stringify(renderCniConfig(input)))).toEqual(golden);
+    // Key order is part of the golden text too (operators diff these files).
+    expect(JSON.stringify(renderCniConfig(input))).toBe(JSON.stringify(golden));
+  });
+
+  it('vxlan without a management IP is a flag error naming the flag', () => {
+    expect(() => renderCniConfig({ ...base, netConf: VXLAN })).toThrow(/management-ip/);
+  });
+});
+
+describe('subnetOfIP', () => {
+  it('finds the CIDR of the interface holding the IP', () => {
+    const ifaces = {
+      Ethernet: [{ address: '192.168.1.20', netmask: '255.255.255.0', family: 'IPv4' as const, mac: '00:15:5d:00:00:01', internal: false, cidr: '192.168.1.20/24' }],
+    };
+    expect(subnetOfIP('192.168.1.20', ifaces)).toBe('192.168.1.0/24');
+    expect(subnetOfIP('192.168.1.21', ifaces)).toBeUndefined();
+  });
+});
+
+describe('splitArgs', () => {
+  it('separates own flags (with values) from agent flags', () => {
+    expect(splitArgs(['--service-cidr', '10.96.0.0/12', '--net-config-path', 'x.json', '--ip-masq', '-o=f', '--dataplane=simulated'], CNI_CONFIG_FLAGS)).toEqual({
+      own: ['--service-cidr', '10.96.0.0/12', '-o=f'],
+      agent: ['--net-config-path', 'x.json', '--ip-masq', '--dataplane=simulated'],
+    });
+  });
+});
+
+describe('the cni-config command', () => {
+  const io = () => {
+    const out = { stdout: '', stderr: '' };
+    return { out, io: { stdout: (t: string) => (out.stdout += t), stderr: (t: string) => (out.stderr += t), env: {}, platform: 'linux' as NodeJS.Platform } };
+  };
+
+  it('renders to stdout and to a file, from the agent net-conf flag', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-config-'));
+    try {
+      writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
+      const a = io();
+      const args = ['--dataplane=simulated', `--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '--management-subnet=192.168.1.0/24'];
+      expect(await command.run(args, a.io)).toBe(0);
+      expect(JSON.parse(a.out.stdout)).toEqual(GOLDEN_VXLAN);
+      const b = io();
+      expect(await command.run([...args, '-o', join(dir, 'out', '10-flannel.conflist')], b.io)).toBe(0);
+      expect(readFileSync(join(dir, 'out', '10-flannel.conflist'), 'utf8')).toBe(a.out.stdout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    [['--service-cidr=banana', '--management-subnet=192.168.1.0/24'], 'service-cidr'],
+    [['--management-ip=192.168.1.20', '--management-subnet=10.0.0.0/24'], 'management-subnet'],
+    [['--management-ip=1.2.3.4.5', '--management-subnet=10.0.0.0/24'], 'management-ip'],
+    [[], 'management-subnet'],
+  ])('bad flags %j exit 2 naming %s', async (extra, flag) => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-config-'));
+    try {
+      writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
+      const a = io();
+      expect(await command.run(['--dataplane=simulated', `--net-config-path=${join(dir, 'net-conf.json')}`, ...extra], a.io)).toBe(2);
+      expect(a.out.stderr.split('\n')[0]).toContain(flag);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,135 @@
+// kube-proxy source VIP: address choice, the file formats the scripts read, and the reservation on the
+// simulated HNS (endpoint, host-local reservation, files; idempotent; a taken address is skipped).
+import { describe, expect, it } from '@jest/globals';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  SOURCE_VIP_OWNER,
+  chooseSourceVip,
+  hnsMacOf,
+  parseSourceVipDocument,
+  reserveSourceVip,
+  sdnSourceVipDocument,
+  sourceVipEndpointName,
+} from '../../src/backends/vxlan/source-vip.js';
+import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
+import { HnsClient } from '../../src/hns/client.js';
+import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { silentLogger } from '../../src/log.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
+
+describe('chooseSourceVip', () => {
+  it.each<[string, string[], string[], string | undefined]>([
+    ['fresh node: .2', [], [], '10.244.1.2'],
+    ['recorded address wins', ['10.244.1.7'], [], '10.244.1.7'],
+    ['recorded but taken: .2', ['10.244.1.7'], ['10.244.1.7'], '10.244.1.2'],
+    ['recorded outside the subnet is ignored', ['10.244.9.7'], [], '10.244.1.2'],
+    ['the gateway is never chosen', ['10.244.1.1'], [], '10.244.1.2'],
+    ['.2 taken: lowest free', [], ['10.244.1.2', '10.244.1.3'], '10.244.1.4'],
+  ])('%s', (_n, preferred, taken, want) => {
+    expect(chooseSourceVip('10.244.1.0/24', preferred, new Set(taken))).toBe(want);
+  });
+
+  it('a full subnet has none', () => {
+    expect(chooseSourceVip('10.244.1.0/30', [], new Set(['10.244.1.2']))).toBeUndefined();
+  });
+});
+
+describe('documents', () => {
+  it('the script format is host-local CNI 0.2.0 output, read back with .ip4.ip', () => {
+    const doc = sdnSourceVipDocument({ ip: '10.244.1.2', prefixLength: 24, gateway: '10.244.1.1' });
+    expect(JSON.stringify(doc)).toBe('{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.2/24","gateway":"10.244.1.1"},"dns":{}}');
+  });
+
+  it.each([
+    ['{"ip":"10.244.1.2"}', '10.244.1.2'],
+    ['{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.3/24"}}', '10.244.1.3'],
+    ['{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.244.1.4/24"}]}', '10.244.1.4'],
+    ['\uFEFF{"ip4":{"ip":"10.244.1.5/24"}}', '10.244.1.5'], // Out-File writes a BOM
+    ['not json', undefined],
+    ['{"ip":"nope"}', undefined],
+  ])('parses %s', (text, want) => {
+    expect(parseSourceVipDocument(text)).toBe(want);
+  });
+
+  it('hnsMacOf turns a Node MAC into HNS form', () => {
+    expect(hnsMacOf('10.0.0.2', { Ethernet: [{ address: '10.0.0.2', family: 'IPv4', mac: '00:15:5d:0a:0b:0c' }] })).toBe('00-15-5D-0A-0B-0C');
+    expect(hnsMacOf('10.0.0.3', { Ethernet: [{ address: '10.0.0.2', family: 'IPv4', mac: '00:15:5d:0a:0b:0c' }] })).toBeUndefined();
+  });
+});
+
+describe('reserveSourceVip on the simulated HNS', () => {
+  const netConf = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096}}');
+  const subnet = '10.244.1.0/24';
+
+  async function setup() {
+    const dir = mkdtempSync(join(tmpdir(), 'source-vip-'));
+    const sim = new SimulatedDataplane();
+    const hns = new HnsClient(new SimulatedHnsTransport(sim));
+    if (netConf.backend.type !== 'vxlan') throw new Error('vxlan');
+    await hns.createNetwork(overlayNetworkFor(netConf.backend, subnet, 'Ethernet'));
+    const opts = {
+      hns,
+      networkName: 'flannel.4096',
+      subnet,
+      file: join(dir, 'run', 'sourcevip.json'),
+      compatFiles: [join(dir, 'k', 'sourceVip.json'), join(dir, 'sourcevip', 'sourceVip.json')],
+      ipamDataDir: join(dir, 'cni'),
+      log: silentLogger(),
+    };
+    return { dir, sim, hns, opts, done: () => rmSync(dir, { recursive: true, force: true }) };
+  }
+
+  it('creates the endpoint at .2, reserves it in host-local, writes both formats; a second run changes nothing', async () => {
+    const t = await setup();
+    try {
+      const rec = await reserveSourceVip(t.opts);
+      expect(rec).toMatchObject({ ip: '10.244.1.2', prefixLength: 24, network: 'flannel.4096' });
+      const eps = t.sim.listEndpoints().filter((e) => e.Name === sourceVipEndpointName('flannel.4096'));
+      expect(eps).toHaveLength(1);
+      expect(eps[0]!.IpConfigurations).toEqual([{ IpAddress: '10.244.1.2', PrefixLength: 24 }]);
+      expect(eps[0]!.Policies).toEqual([{ Type: 'ProviderAddress', Settings: { ProviderAddress: t.sim.nodeIP } }]);
+      expect(readFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.2'), 'utf8')).toBe(`${SOURCE_VIP_OWNER}\r\nsourcevip`);
+      const plain = JSON.parse(readFileSync(t.opts.file, 'utf8'));
+      expect(plain).toMatchObject({ ip: '10.244.1.2', prefixLength: 24, ip4: { ip: '10.244.1.2/24' }, endpointId: eps[0]!.ID });
+      for (const f of t.opts.compatFiles) expect(JSON.parse(readFileSync(f, 'utf8')).ip4.ip.split('/')[0]).toBe('10.244.1.2');
+
+      const creates = t.sim.calls.get('HcnCreateEndpoint') ?? 0;
+      const again = await reserveSourceVip(t.opts);
+      expect(again).toEqual(rec);
+      expect(t.sim.calls.get('HcnCreateEndpoint') ?? 0).toBe(creates);
+    } finally {
+      t.done();
+    }
+  });
+
+  it('skips an address a pod holds (endpoint) or host-local gave to a container, keeps a script reservation', async () => {
+    const t = await setup();
+    try {
+      const net = t.sim.getNetworkByName('flannel.4096')!;
+      t.sim.createEndpoint('test', net.ID!, { Name: 'pod-a', IpConfigurations: [{ IpAddress: '10.244.1.2', PrefixLength: 24 }], SchemaVersion: { Major: 2, Minor: 0 } });
+      mkdirSync(join(t.dir, 'cni', 'flannel.4096'), { recursive: true });
+      writeFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.3'), 'containerid-b\r\neth0');
+      expect((await reserveSourceVip(t.opts)).ip).toBe('10.244.1.4');
+    } finally {
+      t.done();
+    }
+  });
+
+  it('an address the SDN scripts reserved (sourceVip.json + host-local "dummy") is taken over', async () => {
+    const t = await setup();
+    try {
+      mkdirSync(join(t.dir, 'k'), { recursive: true });
+      writeFileSync(t.opts.compatFiles[0]!, '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.9/24","gateway":"10.244.1.1"},"dns":{}}');
+      mkdirSync(join(t.dir, 'cni', 'flannel.4096'), { recursive: true });
+      writeFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.9'), 'dummy\r\ndummy');
+      expect((await reserveSourceVip(t.opts)).ip).toBe('10.244.1.9');
+      // The script's reservation file is left as it was (still reserving the same address).
+      expect(readFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.9'), 'utf8')).toBe('dummy\r\ndummy');
+    } finally {
+      t.done();
+    }
+  });
+});

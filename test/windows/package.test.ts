@@ -1,0 +1,205 @@
+// `npm run package:windows` (packaging/build.mjs) and the flanneld.exe it makes, under Wine: the zip's
+// layout and notices, `flanneld.exe --version`, and one full start of the single executable against a
+// fake API server, on the simulated dataplane and on the win32 dataplane (ffi-rs loaded from
+// node_modules beside the exe, the stand-in DLLs behind it).
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { VERSION } from '../../src/version.js';
+import { WindowsSimServer } from './sim-server.js';
+import {
+  CACHE,
+  buildWindowsArtifacts,
+  ensurePackage,
+  ensurePrefix,
+  ensureWindowsNode,
+  mustFailWhenSkipped,
+  readZipEntries,
+  runUnderWine,
+  standinOverrides,
+  winPath,
+  windowsHarness,
+  wineEnv,
+  type BuiltPackage,
+  type WindowsBuild,
+} from '../support/windows.js';
+
+const harness = windowsHarness();
+
+if (!harness.run && mustFailWhenSkipped()) {
+  describe('Windows harness (package)', () => {
+    it('requires wine64 and mingw-w64 under CI', () => {
+      throw new Error(`${harness.reason} (.ci/run installs them; CI=true does not allow skipping)`);
+    });
+  });
+}
+
+const NODE = 'win-1';
+const NODE_IP = '10.0.0.2';
+const POD_CIDR = '10.244.100.0/24';
+const START_WAIT_MS = 60_000;
+
+interface Started {
+  log: () => string;
+  exited: Promise<number | null>;
+  stop: () => Promise<number | null>;
+}
+
+/** flanneld.exe under Wine, output in files (pipes make Node under Wine die). */
+function startExe(exe: string, args: string[], env: Record<string, string>, dir: string): Started {
+  const outFile = join(dir, 'flanneld.out');
+  const errFile = join(dir, 'flanneld.err');
+  const out = openSync(outFile, 'w');
+  const err = openSync(errFile, 'w');
+  const child = spawn('wine', [exe, ...args], { env: wineEnv(env), stdio: ['ignore', out, err] });
+  closeSync(out);
+  closeSync(err);
+  const exited = new Promise<number | null>((res) => {
+    child.on('exit', (code) => res(code));
+    child.on('error', () => res(-1));
+  });
+  const log = () => readFileSync(outFile, 'utf8') + readFileSync(errFile, 'utf8');
+  return {
+    log,
+    exited,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGINT');
+        const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        const code = await exited;
+        clearTimeout(t);
+        return code;
+      }
+      return child.exitCode;
+    },
+  };
+}
+
+async function waitForFile(file: string, agent: Started): Promise<string> {
+  const deadline = Date.now() + START_WAIT_MS;
+  let exited = false;
+  void agent.exited.then(() => (exited = true));
+  for (;;) {
+    if (existsSync(file)) {
+      const text = readFileSync(file, 'utf8');
+      if (text.includes('FLANNEL_SUBNET')) return text;
+    }
+    if (exited) throw new Error(`flanneld.exe exited before writing ${file}:\n${agent.log().slice(-4000)}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${file}:\n${agent.log().slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+(harness.run ? describe : describe.skip)('flanneld-windows-amd64.zip (npm run package:windows) under Wine', () => {
+  let pkg: BuiltPackage;
+  let build: WindowsBuild;
+  const cleanups: (() => Promise<unknown>)[] = [];
+
+  beforeAll(async () => {
+    const t0 = Date.now();
+    build = await buildWindowsArtifacts();
+    const [, nodeExe] = await Promise.all([ensurePrefix(build), ensureWindowsNode()]);
+    pkg = await ensurePackage(nodeExe);
+    console.log(`package ready in ${Date.now() - t0} ms (packaging/build.mjs: ${pkg.buildMs ? `${pkg.buildMs} ms` : 'cached'})`);
+  }, 400_000);
+
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()!();
+  }, 30_000);
+
+  const exe = () => join(pkg.dir, 'flanneld.exe');
+
+  it('holds the single executable, the service host, ffi-rs with its win32-x64 addon, the notices and the README', () => {
+    const names = readZipEntries(readFileSync(pkg.zip)).map((e) => e.name);
+    for (const n of [
+      'flanneld.exe',
+      'flanneld-service.exe',
+      'node_modules/ffi-rs/package.json',
+      'node_modules/ffi-rs/index.js',
+      'node_modules/@yuuang/ffi-rs-win32-x64-msvc/ffi-rs.win32-x64-msvc.node',
+      'node_modules/etcd3/proto/rpc.proto',
+      'THIRD_PARTY_NOTICES.txt',
+      'README.txt',
+    ]) {
+      expect(names).toContain(n);
+    }
+    // only the x64 addon, nothing from the Linux build
+    expect(names.filter((n) => n.endsWith('.node'))).toEqual(['node_modules/@yuuang/ffi-rs-win32-x64-msvc/ffi-rs.win32-x64-msvc.node']);
+    expect(names.some((n) => n.startsWith('dist/') || n.startsWith('src/') || n.startsWith('test/'))).toBe(false);
+    const notices = readFileSync(join(pkg.dir, 'THIRD_PARTY_NOTICES.txt'), 'utf8');
+    for (const p of ['Node.js', '@kubernetes/client-node@', 'ip-cidr@', 'winston@', 'ffi-rs@', '@yuuang/ffi-rs-win32-x64-msvc@', 'mingw-w64']) expect(notices).toContain(p);
+    expect(readFileSync(join(pkg.dir, 'README.txt'), 'utf8')).toContain('flanneld.exe service install');
+    // a PE image with the SEA blob injected
+    const image = readFileSync(exe());
+    expect(image.subarray(0, 2).toString()).toBe('MZ');
+    expect(image.includes(Buffer.from('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1'))).toBe(true);
+  });
+
+  it(
+    'flanneld.exe --version prints the version',
+    async () => {
+      const r = await runUnderWine(exe(), ['--version'], { timeoutMs: 60_000 });
+      expect(r.code).toBe(0);
+      expect(r.stdout.trim()).toBe(VERSION);
+      expect(r.stderr).not.toMatch(/Warning|DeprecationWarning/);
+    },
+    90_000,
+  );
+
+  async function scenario(backendType: 'host-gw' | 'vxlan') {
+    const dir = mkdtempSync(join(CACHE, 'runs', 'exe-'));
+    const api = new FakeKubeApiServer();
+    await api.start();
+    cleanups.push(() => api.stop());
+    api.addNode(bareNode({ name: NODE, podCIDR: POD_CIDR, internalIP: NODE_IP }));
+    api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType }));
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const netConf = join(dir, 'net-conf.json');
+    const backend = backendType === 'vxlan' ? { Type: 'vxlan', VNI: 4096, Port: 4789 } : { Type: 'host-gw' };
+    writeFileSync(netConf, JSON.stringify({ Network: '10.244.0.0/16', Backend: backend }));
+    const subnetEnv = join(dir, 'subnet.env');
+    const args = ['--kube-subnet-mgr', `--kubeconfig-file=${winPath(kubeconfig)}`, `--net-config-path=${winPath(netConf)}`, `--subnet-file=${winPath(subnetEnv)}`, '--iface', NODE_IP];
+    return { dir, api, args, subnetEnv };
+  }
+
+  it(
+    'flanneld.exe on the simulated dataplane against a fake API server: writes subnet.env, stops on Ctrl+C',
+    async () => {
+      mkdirSync(join(CACHE, 'runs'), { recursive: true });
+      const s = await scenario('host-gw');
+      const agent = startExe(exe(), [...s.args, '--dataplane', 'simulated'], { NODE_NAME: NODE }, s.dir);
+      cleanups.push(() => agent.stop());
+      const env = await waitForFile(s.subnetEnv, agent);
+      expect(env).toContain(`FLANNEL_SUBNET=10.244.100.1/24`);
+      expect(env).toContain('FLANNEL_NETWORK=10.244.0.0/16');
+      expect(await agent.stop()).toBe(0);
+      expect(agent.log()).toContain('stopped');
+    },
+    120_000,
+  );
+
+  it(
+    'flanneld.exe on the win32 dataplane: ffi-rs loads from node_modules beside the exe and programs the stand-in DLLs',
+    async () => {
+      mkdirSync(join(CACHE, 'runs'), { recursive: true });
+      const s = await scenario('vxlan');
+      const sim = new WindowsSimServer({ dataplane: { nodeIP: NODE_IP, statePath: join(s.dir, 'dataplane.json') } });
+      await sim.start();
+      cleanups.push(() => sim.stop());
+      const agent = startExe(exe(), [...s.args, '--dataplane', 'windows', '--win32-dll-dir', winPath(build.dllDir)], {
+        NODE_NAME: NODE,
+        FLANNEL_SIM_PORT: String(sim.port),
+        WINEDLLOVERRIDES: standinOverrides(build.dllDir),
+      }, s.dir);
+      cleanups.push(() => agent.stop());
+      const env = await waitForFile(s.subnetEnv, agent);
+      expect(env).toContain('FLANNEL_SUBNET=10.244.100.1/24');
+      expect(sim.dp.getNetworkByName('flannel.4096')).toBeDefined();
+      expect(await agent.stop()).toBe(0);
+    },
+    120_000,
+  );
+});
