@@ -22,7 +22,7 @@ param(
     [string]$InterfaceName = '',
     [string]$LogDir = 'C:\k\logs\flanneld',
     [string]$KubeConfig = 'C:\k\config',
-    [string]$FlanneldExe = (Join-Path $PSScriptRoot 'flanneld.exe'),
+    [string]$FlanneldExe = '',
     [string]$NodeName = ([System.Net.Dns]::GetHostName()).ToLower(),
     [string]$ServiceName = 'flanneld',
     [string]$NetConfPath = 'C:\etc\kube-flannel\net-conf.json',
@@ -34,6 +34,11 @@ param(
 
 Set-StrictMode -Version Latest
 $ErrorActionPreference = 'Stop'
+if (-not $FlanneldExe) {
+    # In the release zip this script is in scripts\ and flanneld.exe one level up; beside it also works.
+    $FlanneldExe = Join-Path $PSScriptRoot 'flanneld.exe'
+    if (-not (Test-Path $FlanneldExe)) { $FlanneldExe = Join-Path (Split-Path $PSScriptRoot -Parent) 'flanneld.exe' }
+}
 
 function Invoke-Flanneld {
     param([string[]]$Arguments)

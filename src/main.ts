@@ -2,7 +2,7 @@
 // flanneld entry point: parse flags/env, start the agent, map outcomes to exit codes.
 // The only module that calls process.exit (and, through config, reads process.env).
 import { Agent } from './agent.js';
-import { loadCommand } from './commands/command.js';
+import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
 import { createLogger } from './log.js';
@@ -33,7 +33,9 @@ async function main(): Promise<number> {
     return err instanceof FlannelError ? 2 : 1;
   }
   if (parsed.kind === 'help') {
-    process.stdout.write(parsed.text);
+    const lines = ['', 'Commands (flanneld COMMAND --help for their options):'];
+    for (const name of Object.keys(COMMANDS)) lines.push(`  ${name.padEnd(12)}${(await loadCommand(name))?.summary ?? ''}`);
+    process.stdout.write(parsed.text + lines.join('\n') + '\n');
     return 0;
   }
   if (parsed.kind === 'version') {

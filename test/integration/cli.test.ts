@@ -53,6 +53,8 @@ describe('flanneld command line', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('-kube-subnet-mgr');
     expect(r.stdout).toContain('-dataplane');
+    expect(r.stdout).toMatch(/^ {2}cleanup +remove/m);
+    expect(r.stdout).toMatch(/^ {2}service +install/m);
   });
 
   it.each([
