@@ -1,9 +1,13 @@
 // Integration test support: Debian's etcd (`apt-get install etcd-server`) on free loopback ports in a
 // temp data dir; stop / restart on the same ports; compaction. Suites use `describeEtcd`, which skips
 // (one printed line) when the binary is missing, and fails instead when CI=true.
-import { spawn, spawnSync } from 'node:child_process';
+// TLS: makeTestCa/issueCert write throwaway PKI with `openssl`; EtcdServer({ tls }) serves https with
+// client-cert auth. Auth: EtcdServer.enableAuth adds root + prefix-scoped users and turns auth on.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,28 +15,149 @@ import { join } from 'node:path';
 import { describe, it } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 
-export function etcdBinary(): string | undefined {
-  const r = spawnSync('sh', ['-c', 'command -v etcd'], { encoding: 'utf8' });
+function commandPath(cmd: string): string | undefined {
+  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
   const p = r.stdout.trim();
   return r.status === 0 && p !== '' ? p : undefined;
 }
 
-/** `describe` when etcd is installed; otherwise one skip line (or a failing test under CI=true). */
-export function describeEtcd(name: string, fn: () => void): void {
-  if (etcdBinary() !== undefined) {
+export function etcdBinary(): string | undefined {
+  return commandPath('etcd');
+}
+
+export function opensslBinary(): string | undefined {
+  return commandPath('openssl');
+}
+
+export interface DescribeEtcdOptions {
+  /** Also needs `openssl` (TLS suites); same skip / fail-under-CI rule as the etcd binary. */
+  openssl?: boolean;
+}
+
+/** `describe` when etcd (and openssl if asked) is installed; otherwise one skip line (or a failing test under CI=true). */
+export function describeEtcd(name: string, fn: () => void, opts: DescribeEtcdOptions = {}): void {
+  const missing: string[] = [];
+  if (etcdBinary() === undefined) missing.push('etcd binary not found (apt-get install etcd-server)');
+  if (opts.openssl && opensslBinary() === undefined) missing.push('openssl not found (apt-get install openssl)');
+  if (missing.length === 0) {
     describe(name, fn);
     return;
   }
   if (process.env['CI'] === 'true') {
     describe(name, () => {
-      it('needs the etcd binary', () => {
-        throw new Error('etcd binary not found but CI=true: apt-get install etcd-server');
+      it(missing.some((m) => m.startsWith('etcd')) ? 'needs the etcd binary' : 'needs openssl', () => {
+        throw new Error(`${missing.join('; ')} but CI=true`);
       });
     });
     return;
   }
-  process.stderr.write(`skipping "${name}": etcd binary not found (apt-get install etcd-server)\n`);
+  process.stderr.write(`skipping "${name}": ${missing.join('; ')}\n`);
   describe.skip(name, fn);
+}
+
+// ---- throwaway PKI (openssl) -------------------------------------------------------------------------
+
+export interface TestCa {
+  certFile: string;
+  keyFile: string;
+}
+
+export interface TestCert {
+  certFile: string;
+  keyFile: string;
+}
+
+function openssl(args: string[]): void {
+  execFileSync(opensslBinary() ?? 'openssl', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 15_000 });
+}
+
+/** A self-signed CA (EC P-256, 1 day) as `<dir>/<name>.crt` + `<name>.key`. */
+export function makeTestCa(dir: string, name: string): TestCa {
+  const certFile = join(dir, `${name}.crt`);
+  const keyFile = join(dir, `${name}.key`);
+  // prettier-ignore
+  openssl([
+    'req', '-x509', '-new', '-nodes', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+    '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', `/CN=${name}`,
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  return { certFile, keyFile };
+}
+
+/**
+ * A leaf certificate signed by `ca`: server certs carry SAN IP:127.0.0.1 / DNS:localhost and
+ * serverAuth, client certs clientAuth (Go's etcd checks the extended key usage of both).
+ */
+export function issueCert(ca: TestCa, dir: string, name: string, kind: 'server' | 'client'): TestCert {
+  const certFile = join(dir, `${name}.crt`);
+  const keyFile = join(dir, `${name}.key`);
+  const csr = join(dir, `${name}.csr`);
+  const ext = join(dir, `${name}.ext`);
+  writeFileSync(
+    ext,
+    [
+      'basicConstraints=critical,CA:FALSE',
+      'keyUsage=critical,digitalSignature,keyEncipherment',
+      kind === 'server' ? 'extendedKeyUsage=serverAuth' : 'extendedKeyUsage=clientAuth',
+      ...(kind === 'server' ? ['subjectAltName=IP:127.0.0.1,DNS:localhost'] : []),
+      '',
+    ].join('\n'),
+  );
+  openssl(['req', '-new', '-nodes', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-keyout', keyFile, '-out', csr, '-subj', `/CN=${name}`]);
+  // prettier-ignore
+  openssl([
+    'x509', '-req', '-in', csr, '-CA', ca.certFile, '-CAkey', ca.keyFile, '-CAcreateserial',
+    '-out', certFile, '-days', '1', '-extfile', ext,
+  ]);
+  return { certFile, keyFile };
+}
+
+/** What EtcdServer needs for https with client-cert auth, and what its admin client presents. */
+export interface EtcdTls {
+  /** Trusted CA of client certs (`--trusted-ca-file`) and of the server cert for the admin client. */
+  caFile: string;
+  server: TestCert;
+  /** The admin client's certificate (signed by caFile). */
+  client: TestCert;
+}
+
+export interface EtcdServerOptions {
+  /** Serve clients over https with `--client-cert-auth` (mTLS). */
+  tls?: EtcdTls;
+}
+
+export interface EtcdUser {
+  name: string;
+  password: string;
+  /** The user's role gets readwrite on this key prefix only. */
+  readwritePrefix: string;
+}
+
+/** GET <endpoint>/health, presenting the admin client cert under TLS; true when etcd says healthy. */
+function probeHealth(endpoint: string, tls: EtcdTls | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const url = new URL('/health', endpoint);
+    const opts = tls
+      ? { ca: readFileSync(tls.caFile), cert: readFileSync(tls.client.certFile), key: readFileSync(tls.client.keyFile), timeout: 1000, agent: false as const }
+      : { timeout: 1000, agent: false as const };
+    const req = (tls ? httpsRequest : httpRequest)(url, opts, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => {
+        try {
+          const h = (JSON.parse(body) as { health?: unknown }).health;
+          resolve(h === 'true' || h === true);
+        } catch {
+          resolve(false);
+        }
+      });
+      res.on('error', () => resolve(false));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(false));
+    req.end();
+  });
 }
 
 function freePort(): Promise<number> {
@@ -54,9 +179,13 @@ export class EtcdServer {
   private peerPort = 0;
   private output = '';
   private admin: Etcd3 | undefined;
+  /** Set by enableAuth: the admin client then authenticates as root. */
+  private rootPassword: string | undefined;
+
+  constructor(private readonly opts: EtcdServerOptions = {}) {}
 
   get endpoint(): string {
-    return `http://127.0.0.1:${this.clientPort}`;
+    return `${this.opts.tls ? 'https' : 'http'}://127.0.0.1:${this.clientPort}`;
   }
 
   async start(): Promise<this> {
@@ -80,6 +209,9 @@ export class EtcdServer {
         `--initial-advertise-peer-urls=${peer}`,
         `--initial-cluster=flannel-test=${peer}`,
         '--log-level=error',
+        ...(this.opts.tls
+          ? [`--cert-file=${this.opts.tls.server.certFile}`, `--key-file=${this.opts.tls.server.keyFile}`, '--client-cert-auth', `--trusted-ca-file=${this.opts.tls.caFile}`]
+          : []),
       ],
       { env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -93,13 +225,7 @@ export class EtcdServer {
     const deadline = Date.now() + 15_000;
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`etcd exited with ${proc.exitCode}: ${this.output}`);
-      try {
-        const res = await fetch(`${this.endpoint}/health`, { signal: AbortSignal.timeout(1000) });
-        const body = (await res.json()) as { health?: unknown };
-        if (body.health === 'true' || body.health === true) return this;
-      } catch {
-        // not up yet
-      }
+      if (await probeHealth(this.endpoint, this.opts.tls)) return this;
       if (Date.now() > deadline) throw new Error(`etcd did not become healthy: ${this.output}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -124,8 +250,36 @@ export class EtcdServer {
 
   /** A client for test setup (put/delete/compact). */
   client(): Etcd3 {
-    this.admin ??= new Etcd3({ hosts: this.endpoint });
+    const tls = this.opts.tls;
+    this.admin ??= new Etcd3({
+      hosts: this.endpoint,
+      ...(tls
+        ? { credentials: { rootCertificate: readFileSync(tls.caFile), certChain: readFileSync(tls.client.certFile), privateKey: readFileSync(tls.client.keyFile) } }
+        : {}),
+      ...(this.rootPassword !== undefined ? { auth: { username: 'root', password: this.rootPassword } } : {}),
+    });
     return this.admin;
+  }
+
+  /**
+   * Turn on etcd authentication: user `root` (role root) with `rootPassword`, and each of `users`
+   * with a role of its own name granting readwrite on its prefix. client() is root afterwards.
+   */
+  async enableAuth(rootPassword: string, users: EtcdUser[] = []): Promise<void> {
+    const c = this.client();
+    await c.role('root').create();
+    await c.user('root').create(rootPassword);
+    await c.user('root').addRole('root');
+    for (const u of users) {
+      await c.role(u.name).create();
+      await c.role(u.name).grant({ permission: 'Readwrite', range: c.range({ prefix: u.readwritePrefix }) });
+      await c.user(u.name).create(u.password);
+      await c.user(u.name).addRole(u.name);
+    }
+    await c.auth.authEnable();
+    this.admin?.close();
+    this.admin = undefined;
+    this.rootPassword = rootPassword;
   }
 
   /** Compact the history up to the current revision (watches from older revisions get "compacted"). */

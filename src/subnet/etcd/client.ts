@@ -2,7 +2,7 @@
 // server verified), username/password. Mirrors flannel pkg/subnet/etcd/registry.go (EtcdConfig,
 // newTlsConfig, newEtcdClient) on the `etcd3` npm client (grpc-js).
 import { readFileSync } from 'node:fs';
-import { Etcd3 } from 'etcd3';
+import { Etcd3, isRecoverableError } from 'etcd3';
 import type { IOptions } from 'etcd3';
 import { backoffDelay } from '../../clock.js';
 import { errorMessage, FlannelError } from '../../errors.js';
@@ -26,6 +26,33 @@ export interface EtcdClientConfig {
 }
 
 type WatchBackoff = NonNullable<NonNullable<IOptions['faultHandling']>['watchBackoff']>;
+type HostPolicy = ReturnType<NonNullable<NonNullable<IOptions['faultHandling']>['host']>>;
+
+/**
+ * Per-endpoint circuit breaker in place of the client's default (3 consecutive recoverable failures
+ * open it for 5 s), with one difference: a call refused while open fails with the endpoint's last
+ * real error, not "Execution prevented because the circuit breaker is open", so our retries, their
+ * logs and the final FLANNEL_ERR_ETCD keep naming the cause (TLS verification, refused, ...).
+ */
+class HostBreaker {
+  private failures = 0;
+  private openUntil = 0;
+  private lastError: unknown;
+  async execute<T>(fn: () => T | Promise<T>): Promise<T> {
+    if (this.failures >= 3 && Date.now() < this.openUntil) throw this.lastError;
+    try {
+      const result = await fn();
+      this.failures = 0;
+      return result;
+    } catch (err) {
+      if (err instanceof Error && isRecoverableError(err)) {
+        this.lastError = err;
+        if (++this.failures >= 3) this.openUntil = Date.now() + 5000;
+      }
+      throw err;
+    }
+  }
+}
 
 /** Capped exponential backoff in the shape the client's watch manager expects. */
 class CappedBackoff {
@@ -72,6 +99,7 @@ export function etcdClientOptions(cfg: EtcdClientConfig): IOptions {
     dialTimeout: timeout,
     defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
     faultHandling: {
+      host: () => new HostBreaker() as unknown as HostPolicy,
       watchBackoff: new CappedBackoff(0, cfg.watchBackoffBaseMs ?? 100, cfg.watchBackoffCapMs ?? 5000) as unknown as WatchBackoff,
     },
   };

@@ -1,0 +1,211 @@
+// The etcd subnet manager over TLS (mTLS: --etcd-cafile/--etcd-certfile/--etcd-keyfile) and with etcd
+// authentication (--etcd-username/--etcd-password) against a real etcd (Debian's etcd-server). The PKI
+// is throwaway, made with openssl per suite.
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Etcd3 } from 'etcd3';
+import type { AgentConfig } from '../../src/config/agent-config.js';
+import { parseConfig } from '../../src/config/parse.js';
+import { isFlannelError } from '../../src/errors.js';
+import type { Lease } from '../../src/subnet/lease.js';
+import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from '../../src/subnet/etcd/factory.js';
+import { LOG } from '../support/cluster.js';
+import { describeEtcd, EtcdServer, issueCert, makeTestCa } from '../support/etcd.js';
+import type { TestCa, TestCert } from '../support/etcd.js';
+
+const CONF = { Network: '10.6.0.0/16', Backend: { Type: 'host-gw' } };
+/** Short waits so failures surface in well under the per-test budget. */
+const FAST = { waitTimeoutMs: 1500, backoffBaseMs: 50, backoffCapMs: 200 };
+const TUNING = { apiRetryTimeoutMs: 1500, backoffBaseMs: 50, backoffCapMs: 200 };
+
+let seq = 0;
+
+/** An AgentConfig from flanneld flags, as the agent builds it; files under `home`. */
+function agentConfig(home: string, flags: string[]): AgentConfig {
+  const dir = join(home, `node${++seq}`);
+  mkdirSync(dir, { recursive: true });
+  const parsed = parseConfig([...flags, '--dataplane=simulated', `--subnet-file=${join(dir, 'subnet.env')}`, '--iface=10.0.0.2'], {}, { platform: 'linux' });
+  if (parsed.kind !== 'run') throw new Error('expected a run config');
+  return parsed.config;
+}
+
+/** Read `<prefix>/config` and acquire a lease the way the agent does; aborting `ctrl` closes the client. */
+async function acquire(config: AgentConfig, ctrl: AbortController, publicIP = '10.0.0.2'): Promise<Lease> {
+  const netConf = await fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST });
+  const mgr = await createEtcdSubnetManager(config, { netConf, publicIP, log: LOG, previousSubnet: '', tuning: TUNING });
+  return mgr.acquireLease(() => Promise.resolve({ publicIP, backendType: 'host-gw', backendData: null }), ctrl.signal);
+}
+
+/** The error `p` rejects with (fails the test if it resolves). */
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  const r = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(r instanceof Error)) throw new Error(`expected a rejection, got ${String(r)}`);
+  return r;
+}
+
+describeEtcd(
+  'etcd over mTLS (real etcd, throwaway PKI)',
+  () => {
+    let dir: string;
+    let ca: TestCa;
+    let client: TestCert;
+    let otherCa: TestCa;
+    let otherClient: TestCert;
+    let etcd: EtcdServer;
+    let admin: Etcd3;
+    const ctrls: AbortController[] = [];
+    const prefix = '/tls/network';
+
+    function controller(): AbortController {
+      const c = new AbortController();
+      ctrls.push(c);
+      return c;
+    }
+
+    function tlsFlags(cafile: string, cert: TestCert | undefined): string[] {
+      return [
+        `--etcd-endpoints=${etcd.endpoint}`,
+        `--etcd-prefix=${prefix}`,
+        `--etcd-cafile=${cafile}`,
+        ...(cert ? [`--etcd-certfile=${cert.certFile}`, `--etcd-keyfile=${cert.keyFile}`] : []),
+      ];
+    }
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'flanneld-etcd-tls-'));
+      ca = makeTestCa(dir, 'ca');
+      const server = issueCert(ca, dir, 'server', 'server');
+      client = issueCert(ca, dir, 'client', 'client');
+      otherCa = makeTestCa(dir, 'other-ca');
+      otherClient = issueCert(otherCa, dir, 'other-client', 'client');
+      etcd = new EtcdServer({ tls: { caFile: ca.certFile, server, client } });
+      await etcd.start();
+      expect(etcd.endpoint).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      admin = etcd.client();
+      await admin.put(`${prefix}/config`).value(JSON.stringify(CONF));
+    }, 30_000);
+
+    afterAll(async () => {
+      for (const c of ctrls) c.abort(new Error('test end'));
+      await etcd?.destroy();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }, 30_000);
+
+    it('with --etcd-cafile/--etcd-certfile/--etcd-keyfile the manager reads the config and acquires a lease', async () => {
+      const ctrl = controller();
+      const lease = await acquire(agentConfig(dir, tlsFlags(ca.certFile, client)), ctrl);
+      expect(lease.subnet).toMatch(/^10\.6\.\d+\.0\/24$/);
+      const raw = await admin.get(`${prefix}/subnets/${lease.key}`).string();
+      expect(raw).toBe('{"PublicIP":"10.0.0.2","PublicIPv6":null,"BackendType":"host-gw"}');
+      ctrl.abort(new Error('done'));
+    }, 20_000);
+
+    it('a server certificate from another CA fails fast with FLANNEL_ERR_ETCD naming the certificate problem', async () => {
+      const config = agentConfig(dir, tlsFlags(otherCa.certFile, client));
+      const ctrl = controller();
+      const err = await rejection(fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST }));
+      expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
+      expect(err.message).toMatch(/certificate/i);
+      expect(err.message).toContain('TLS files');
+
+      // The manager's own retry (acquireLease) gives up after apiRetryTimeoutMs with the same diagnosis.
+      const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, client)), { log: LOG, signal: ctrl.signal, ...FAST });
+      const mgr = await createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, previousSubnet: '', tuning: TUNING });
+      const started = Date.now();
+      const err2 = await rejection(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal));
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(isFlannelError(err2, 'FLANNEL_ERR_ETCD')).toBe(true);
+      expect(err2.message).toMatch(/certificate/i);
+      mgr.close();
+      ctrl.abort(new Error('done'));
+    }, 20_000);
+
+    it('etcd rejects a client certificate it does not trust, and a client without one: FLANNEL_ERR_ETCD', async () => {
+      for (const cert of [otherClient, undefined]) {
+        const ctrl = controller();
+        const err = await rejection(fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, cert)), { log: LOG, signal: ctrl.signal, ...FAST }));
+        expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
+        expect(err.message).toContain(`Couldn't fetch network config from ${prefix}/config`);
+        expect(err.message).toMatch(/bad certificate/i);
+        ctrl.abort(new Error('done'));
+      }
+    }, 20_000);
+  },
+  { openssl: true },
+);
+
+describeEtcd('etcd with authentication (real etcd)', () => {
+  let dir: string;
+  let etcd: EtcdServer;
+  let admin: Etcd3;
+  const ctrls: AbortController[] = [];
+  const prefix = '/auth/network';
+
+  function controller(): AbortController {
+    const c = new AbortController();
+    ctrls.push(c);
+    return c;
+  }
+
+  function authFlags(user: string, password: string): string[] {
+    return [`--etcd-endpoints=${etcd.endpoint}`, `--etcd-prefix=${prefix}`, `--etcd-username=${user}`, `--etcd-password=${password}`];
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-etcd-auth-'));
+    etcd = new EtcdServer();
+    await etcd.start();
+    await etcd.client().put(`${prefix}/config`).value(JSON.stringify(CONF));
+    await etcd.enableAuth('root-pw', [{ name: 'flannel', password: 'flannel-pw', readwritePrefix: `${prefix}/` }]);
+    admin = etcd.client();
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const c of ctrls) c.abort(new Error('test end'));
+    await etcd?.destroy();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('with --etcd-username/--etcd-password (a user allowed only <prefix>/) the manager acquires a lease', async () => {
+    const ctrl = controller();
+    const lease = await acquire(agentConfig(dir, authFlags('flannel', 'flannel-pw')), ctrl, '10.0.0.3');
+    expect(lease.subnet).toMatch(/^10\.6\.\d+\.0\/24$/);
+    const raw = await admin.get(`${prefix}/subnets/${lease.key}`).string();
+    expect(raw).toBe('{"PublicIP":"10.0.0.3","PublicIPv6":null,"BackendType":"host-gw"}');
+    ctrl.abort(new Error('done'));
+  }, 20_000);
+
+  it('a wrong password fails fast with FLANNEL_ERR_ETCD naming authentication', async () => {
+    const config = agentConfig(dir, authFlags('flannel', 'wrong'));
+    const ctrl = controller();
+    const err = await rejection(fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST }));
+    expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
+    expect(err.message).toMatch(/authentication failed/i);
+
+    const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, authFlags('flannel', 'flannel-pw')), { log: LOG, signal: ctrl.signal, ...FAST });
+    const mgr = await createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, previousSubnet: '', tuning: { ...TUNING, apiRetryTimeoutMs: 60_000 } });
+    // An authentication error is not retried: no wait for apiRetryTimeoutMs.
+    const started = Date.now();
+    const err2 = await rejection(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal));
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(isFlannelError(err2, 'FLANNEL_ERR_ETCD')).toBe(true);
+    expect(err2.message).toMatch(/authentication failed/i);
+    mgr.close();
+    ctrl.abort(new Error('done'));
+  }, 20_000);
+
+  it('without credentials etcd refuses: FLANNEL_ERR_ETCD', async () => {
+    const ctrl = controller();
+    const err = await rejection(
+      fetchEtcdNetworkConfig(agentConfig(dir, [`--etcd-endpoints=${etcd.endpoint}`, `--etcd-prefix=${prefix}`]), { log: LOG, signal: ctrl.signal, ...FAST }),
+    );
+    expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
+    expect(err.message).toContain('user name is empty');
+    ctrl.abort(new Error('done'));
+  }, 20_000);
+});
