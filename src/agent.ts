@@ -11,9 +11,10 @@ import { hnsMacOf, reserveSourceVip, type SourceVipRecord } from './backends/vxl
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage } from './errors.js';
+import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { startHealthServer } from './health/server.js';
+import { policySetting } from './hns/schema.js';
 import { selectExternalInterface } from './host/select.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
@@ -130,6 +131,11 @@ export class Agent {
         ? readNetConf(config.netConfigPath, this.opts.readFile ?? ((p) => readFileSync(p, 'utf8')))
         : await fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
+    if (!netConf.enableIPv4 || netConf.enableIPv6) {
+      throw new FlannelError('FLANNEL_ERR_UNSUPPORTED', 'this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config', {
+        path: config.netConfigPath,
+      });
+    }
     this.log.info('network config', { network: netConf.network, backend: netConf.backend.type, name: netConf.backend.name });
 
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
@@ -236,7 +242,7 @@ export class Agent {
   private async reserveSourceVip(network: Network, dataplane: Dataplane): Promise<void> {
     const { config } = this.opts;
     if (!config.sourceVipFile) return;
-    const pa = (await dataplane.hns.getNetworkByName(network.networkName))?.Policies?.find((p) => p.Type === 'ProviderAddress')?.Settings?.['ProviderAddress'];
+    const pa = policySetting((await dataplane.hns.getNetworkByName(network.networkName))?.Policies, 'ProviderAddress', 'ProviderAddress');
     this.sourceVipValue = await reserveSourceVip({
       hns: dataplane.hns,
       networkName: network.networkName,
@@ -244,7 +250,7 @@ export class Agent {
       file: config.sourceVipFile,
       compatFiles: config.sourceVipCompatFiles,
       ipamDataDir: config.cniIpamDataDir,
-      macAddress: typeof pa === 'string' ? hnsMacOf(pa, networkInterfaces()) : undefined,
+      macAddress: pa === undefined ? undefined : hnsMacOf(pa, networkInterfaces()),
       log: componentLogger(this.opts.log, 'source-vip'),
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });

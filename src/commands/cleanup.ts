@@ -15,6 +15,7 @@ import { systemClock } from '../clock.js';
 import type { FlagSpec } from '../config/flags.js';
 import { createDataplane, type Dataplane } from '../dataplane/factory.js';
 import { Metrics } from '../health/metrics.js';
+import { sameId } from '../hns/schema.js';
 import { BOOT_FILE_NAME } from '../host/boot.js';
 import { findInterfaceByIP } from '../host/select.js';
 import { cidrContains, contains } from '../ip4.js';
@@ -80,7 +81,7 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
       const own = net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
       const vipName = sourceVipEndpointName(name);
       for (const ep of await hns.listEndpoints(net.ID)) {
-        if (ep.Name !== vipName || !ep.ID || ep.HostComputeNetwork?.toUpperCase() !== net.ID.toUpperCase()) continue;
+        if (ep.Name !== vipName || !ep.ID || !sameId(ep.HostComputeNetwork, net.ID)) continue;
         sourceVip = ep.IpConfigurations?.[0]?.IpAddress;
         if (!dryRun) await hns.deleteEndpoint(ep.ID);
         did(`HNS endpoint ${ep.Name} (${sourceVip ?? '?'}, ID ${ep.ID})`);

@@ -9,7 +9,7 @@ import { FlannelError, RouteError, errorMessage } from '../errors.js';
 import type { ErrorContext } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
-import { HCN_SCHEMA_V2 } from '../hns/schema.js';
+import { HCN_SCHEMA_V2, policySetting, sameId } from '../hns/schema.js';
 import { systemClock } from '../clock.js';
 import type { Clock } from '../clock.js';
 
@@ -135,19 +135,11 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => jsonEqual(ao[k], bo[k]));
 }
 
-function sameId(a: string | undefined, b: string | undefined): boolean {
-  return a !== undefined && b !== undefined && a.toUpperCase() === b.toUpperCase();
-}
 
 function isVSwitchType(type: string): boolean {
   return VSWITCH_TYPES.has(type.toLowerCase());
 }
 
-function policySetting(policies: HcnPolicy[] | undefined, type: string, key: string): string | undefined {
-  const p = policies?.find((x) => x.Type === type);
-  const v = p?.Settings?.[key];
-  return typeof v === 'string' ? v : undefined;
-}
 
 function validState(s: unknown): s is DataplaneState {
   if (typeof s !== 'object' || s === null) return false;

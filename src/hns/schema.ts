@@ -123,3 +123,14 @@ export interface HcnPolicyRequest {
 /** Network flag: not persisted across reboots (hcn.EnableNonPersistent). */
 export const HCN_FLAG_NON_PERSISTENT = 8;
 export const HCN_SCHEMA_V2: HcnSchemaVersion = { Major: 2, Minor: 0 };
+
+/** A string setting of the first policy of `type` (e.g. ProviderAddress, DrMacAddress); empty counts as absent. */
+export function policySetting(policies: readonly HcnPolicy[] | undefined, type: string, key: string): string | undefined {
+  const v = policies?.find((p) => p.Type === type)?.Settings?.[key];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** HNS IDs are GUID strings; HNS prints them upper case, callers may not: compare case-insensitively. */
+export function sameId(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && a.toUpperCase() === b.toUpperCase();
+}

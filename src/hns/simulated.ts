@@ -8,7 +8,7 @@ import type { SimulatedDataplane } from '../dataplane/simulated.js';
 import { ipInCidr, jsonEqual } from '../dataplane/simulated.js';
 import { HRESULT, hnsError, hresultText, parseErrorRecord } from './errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnSubnet, HnsEndpointV1, HnsNetworkV1, HnsSubnetV1, HnsVersion } from './schema.js';
-import { HCN_SCHEMA_V2 } from './schema.js';
+import { HCN_SCHEMA_V2, policySetting } from './schema.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
 
 export interface SimulatedHnsOptions {
@@ -44,10 +44,6 @@ export function policyV2toV1(p: HcnPolicy): Record<string, unknown> {
 /** Network policies that surface as v1 fields rather than v1 policies. */
 const V1_FIELD_POLICIES = new Set(['NetAdapterName', 'ProviderAddress']);
 
-function settingOf(policies: HcnPolicy[] | undefined, type: string, key: string): string | undefined {
-  const v = policies?.find((p) => p.Type === type)?.Settings?.[key];
-  return typeof v === 'string' ? v : undefined;
-}
 
 function gatewayOf(subnet: HcnSubnet): string | undefined {
   return subnet.Routes?.find((r) => r.DestinationPrefix === '0.0.0.0/0')?.NextHop;
@@ -70,9 +66,9 @@ export function networkV2toV1(net: HcnNetwork, withManagementIP = true): HnsNetw
     Type: net.Type,
     Policies: (net.Policies ?? []).filter((p) => !V1_FIELD_POLICIES.has(p.Type)).map(policyV2toV1),
     Subnets: subnets,
-    ManagementIP: withManagementIP ? (settingOf(net.Policies, 'ProviderAddress', 'ProviderAddress') ?? '') : '',
+    ManagementIP: withManagementIP ? (policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress') ?? '') : '',
   };
-  const adapter = settingOf(net.Policies, 'NetAdapterName', 'NetworkAdapterName');
+  const adapter = policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName');
   if (adapter) v1.NetworkAdapterName = adapter;
   if (net.MacPool?.Ranges?.length) v1.MacPools = net.MacPool.Ranges.map((r) => ({ ...r }));
   if (net.Dns?.Domain) v1.DNSSuffix = net.Dns.Domain;

@@ -5,7 +5,7 @@ import { poll, type Backend, type BackendDeps, type Network } from '../backend.j
 import { ReconciledNetwork } from '../reconciled-network.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from './routes.js';
 import { FlannelError } from '../../errors.js';
-import type { HnsEndpointV1, HnsNetworkV1 } from '../../hns/schema.js';
+import { sameId, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import type { HostInterface } from '../../host/host.js';
 import { nthAddress } from '../../ip4.js';
@@ -109,7 +109,7 @@ export class HostGwBackend implements Backend {
     const name = `${cfg.name}_ep`;
     const ip = nthAddress(lease.subnet, 2);
     let ep = await deps.hns.getEndpointByNameV1(name);
-    const matches = ep && ep.IPAddress === ip && ep.VirtualNetwork?.toUpperCase() === network.ID?.toUpperCase();
+    const matches = ep && ep.IPAddress === ip && sameId(ep.VirtualNetwork, network.ID);
     if (ep && !matches) {
       deps.log.warn('deleting stale host endpoint', { endpoint: name, id: ep.ID, ip: ep.IPAddress });
       await deps.hns.deleteEndpointV1(ep.ID!);

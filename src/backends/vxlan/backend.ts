@@ -7,7 +7,7 @@ import { ReconciledNetwork } from '../reconciled-network.js';
 import { remoteEndpointDriver, remoteEndpointsFor } from './remote-endpoints.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor } from './policies.js';
 import { FlannelError } from '../../errors.js';
-import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, type HcnNetwork, type HcnPolicy } from '../../hns/schema.js';
+import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork } from '../../hns/schema.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../ip4.js';
 import { macToFlannel } from '../../subnet/kube/annotations.js';
@@ -20,19 +20,8 @@ const PROVIDER_ADDRESS_TIMEOUT_MS = 5_000;
 const VNIC_TIMEOUT_MS = 45_000;
 const POLL_MS = 500;
 
-function policy(net: HcnNetwork, type: string): HcnPolicy | undefined {
-  return net.Policies?.find((p) => p.Type === type);
-}
-
-export function providerAddress(net: HcnNetwork): string | undefined {
-  const v = policy(net, 'ProviderAddress')?.Settings?.['ProviderAddress'];
-  return typeof v === 'string' && v !== '' ? v : undefined;
-}
-
-export function drMacAddress(net: HcnNetwork): string | undefined {
-  const v = policy(net, 'DrMacAddress')?.Settings?.['Address'];
-  return typeof v === 'string' && v !== '' ? v : undefined;
-}
+export const providerAddress = (net: HcnNetwork): string | undefined => policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress');
+export const drMacAddress = (net: HcnNetwork): string | undefined => policySetting(net.Policies, 'DrMacAddress', 'Address');
 
 /** The Overlay network this backend wants for `subnet` (device_windows.go newVXLANDevice). */
 export function overlayNetworkFor(cfg: VxlanBackendConfig, subnet: string, adapterName: string): HcnNetwork {
@@ -167,7 +156,7 @@ export class VxlanBackend implements Backend {
       deps.log.info('created HNS network', { network: cfg.name, id: ready.ID, providerAddress: pa, vnic: vnic.name, index: vnic.index });
       net = ready;
     }
-    if (!policy(net, 'HostRoute')) {
+    if (!net.Policies?.some((p) => p.Type === 'HostRoute')) {
       try {
         await deps.hns.addNetworkPolicies(net.ID!, [{ Type: 'HostRoute', Settings: {} }]);
         net = (await deps.hns.getNetwork(net.ID!)) ?? net;

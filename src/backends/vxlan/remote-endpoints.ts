@@ -4,7 +4,7 @@
 import type { ReconcileDriver } from '../reconcile.js';
 import { forEachLimit } from '../../concurrency.js';
 import type { HnsClient } from '../../hns/client.js';
-import type { HnsEndpointV1 } from '../../hns/schema.js';
+import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
 import { hostAddresses } from '../../ip4.js';
 import type { Lease } from '../../subnet/lease.js';
 
@@ -39,7 +39,7 @@ export function remoteEndpointDriver(hns: HnsClient, networkId: string): Reconci
     name: 'vxlan remote endpoints',
     async readActual() {
       const all = await hns.listEndpointsV1();
-      return all.filter((e) => e.IsRemoteEndpoint === true && e.VirtualNetwork?.toUpperCase() === networkId.toUpperCase());
+      return all.filter((e) => e.IsRemoteEndpoint === true && sameId(e.VirtualNetwork, networkId));
     },
     actualKey: (e) => String(e.IPAddress),
     desiredKey: (e) => e.IPAddress!,

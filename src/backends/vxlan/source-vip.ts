@@ -21,7 +21,7 @@ import * as nodeFs from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FlannelError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
-import type { HcnEndpoint, HcnNetwork } from '../../hns/schema.js';
+import { policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 
@@ -139,14 +139,7 @@ function endpointIP(ep: HcnEndpoint): string | undefined {
   return ep.IpConfigurations?.[0]?.IpAddress;
 }
 
-function sameId(a: string | undefined, b: string | undefined): boolean {
-  return a !== undefined && b !== undefined && a.toUpperCase() === b.toUpperCase();
-}
 
-function providerAddressOf(net: HcnNetwork): string | undefined {
-  const v = net.Policies?.find((p) => p.Type === 'ProviderAddress')?.Settings?.['ProviderAddress'];
-  return typeof v === 'string' && v !== '' ? v : undefined;
-}
 
 /** Ensure the source VIP endpoint, its host-local reservation and its files; returns what was reserved. */
 export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVipRecord> {
@@ -201,7 +194,7 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
       throw new FlannelError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: no free address left in ${subnet}`, { subnet, network: networkName });
     }
     ip = chosen;
-    const pa = providerAddressOf(net);
+    const pa = policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress');
     const body: HcnEndpoint = {
       Name: epName,
       IpConfigurations: [{ IpAddress: ip, PrefixLength: prefixLength }],
