@@ -4,9 +4,9 @@
 // win-overlay for vxlan (Overlay network), both in HNS v2 mode (`apiVersion: 2`, the policy shape of
 // containernetworking/plugins plugins/main/windows/*/sample-v2.conf). The conflist `name` is the HNS
 // network name: the flannel plugin passes it to the delegate, which looks the network up by that name.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { dirname } from 'node:path';
+import { writeFileAtomicSync } from '../fs-atomic.js';
 import type { FlagSpec } from '../config/flags.js';
 import { FlagError } from '../errors.js';
 import { contains, formatCidr, isIp4, network, normalizeCidr, parseCidr } from '../ip4.js';
@@ -159,10 +159,7 @@ export const command: Command = {
         io.stdout(text);
         return 0;
       }
-      mkdirSync(dirname(out), { recursive: true });
-      const tmp = `${out}.tmp-${process.pid}`;
-      writeFileSync(tmp, text);
-      renameSync(tmp, out);
+      writeFileAtomicSync(out, text);
       io.stderr(`wrote ${out} (network ${netConf.backend.name}, ${netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
       return 0;
     } catch (err) {

@@ -4,7 +4,7 @@
 // (hcsshim hcn/hcnnetwork.go, hcnendpoint.go, internal/hns/hnsnetwork.go, hnsendpoint.go describe the
 // objects): IDs, the host vNIC move, ProviderAddress/DrMacAddress policies and HNS's HRESULTs.
 import * as nodeFs from 'node:fs';
-import * as path from 'node:path';
+import { writeFileAtomicSync } from '../fs-atomic.js';
 import { FlannelError, RouteError, errorMessage } from '../errors.js';
 import type { ErrorContext } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
@@ -237,12 +237,9 @@ export class SimulatedDataplane {
   private persist(): void {
     if (!this.statePath) return;
     const file = this.statePath;
-    const tmp = `${file}.tmp-${process.pid}`;
     const text = JSON.stringify(this.state, null, 2) + '\n';
     try {
-      this.fs.mkdirSync(path.dirname(file), { recursive: true });
-      this.fs.writeFileSync(tmp, text);
-      this.fs.renameSync(tmp, file);
+      writeFileAtomicSync(file, text, this.fs);
       this.persisted = text;
     } catch (err) {
       // The call fails as a whole: the model goes back to what its file holds (what a restart would see).

@@ -10,6 +10,7 @@
 import * as nodeFs from 'node:fs';
 import { uptime } from 'node:os';
 import { dirname, join } from 'node:path';
+import { writeFileAtomicSync, type AtomicWriteFs } from '../fs-atomic.js';
 
 export const BOOT_FILE_NAME = 'boot.json';
 export const BOOT_TIME_TOLERANCE_MS = 30_000;
@@ -62,11 +63,8 @@ export interface BootCheck {
   path: string;
 }
 
-export interface BootFs {
+export interface BootFs extends AtomicWriteFs {
   readFileSync(path: string, encoding: 'utf8'): string;
-  writeFileSync(path: string, data: string): void;
-  renameSync(from: string, to: string): void;
-  mkdirSync(path: string, opts: { recursive: true }): unknown;
 }
 
 /**
@@ -88,9 +86,6 @@ export function checkBoot(path: string, bootTimeMs: number, now: number = Date.n
     startedAt: new Date(now).toISOString(),
     starts: kind === 'restart' && previous ? previous.starts + 1 : 1,
   };
-  fs.mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, JSON.stringify(current) + '\n');
-  fs.renameSync(tmp, path);
+  writeFileAtomicSync(path, JSON.stringify(current) + '\n', fs);
   return { kind, previous, current, path };
 }

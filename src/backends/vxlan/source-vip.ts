@@ -18,7 +18,8 @@
 //    `ip4` object) and every `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and
 //    `C:\sourcevip\sourceVip.json`) in host-local's own output format.
 import * as nodeFs from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
 import { FlannelError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
 import { policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
@@ -93,11 +94,8 @@ export function chooseSourceVip(subnet: string, preferred: readonly string[], ta
   return first ?? hosts.find(usable);
 }
 
-export interface SourceVipFs {
+export interface SourceVipFs extends AtomicWriteFs {
   readFileSync(path: string, encoding: 'utf8'): string;
-  writeFileSync(path: string, data: string): void;
-  renameSync(from: string, to: string): void;
-  mkdirSync(path: string, opts: { recursive: true }): unknown;
   readdirSync(path: string): string[];
 }
 
@@ -128,10 +126,7 @@ function readText(fs: SourceVipFs, path: string): string | undefined {
 
 function writeIfChanged(fs: SourceVipFs, path: string, text: string): boolean {
   if (readText(fs, path) === text) return false;
-  fs.mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, text);
-  fs.renameSync(tmp, path);
+  writeFileAtomicSync(path, text, fs);
   return true;
 }
 
