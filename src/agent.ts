@@ -21,7 +21,7 @@ import { componentLogger, type Logger } from './log.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
-import { loadKubeConfig } from './subnet/kube/client.js';
+import { buildKubeConfig } from './subnet/kube/client.js';
 import { KubeSubnetManager } from './subnet/kube/manager.js';
 import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from './subnet/etcd/factory.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
@@ -268,7 +268,7 @@ export class Agent {
 
   private createKubeSubnetManager(netConf: NetworkConfig): SubnetManager {
     const { config } = this.opts;
-    const kubeConfig = this.opts.kubeConfig ?? loadKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl });
+    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl });
     return new KubeSubnetManager({
       kubeConfig,
       nodeName: config.nodeName,

@@ -56,8 +56,4 @@ export class ReconciledNetwork<A, D> implements Network {
   run(signal: AbortSignal): Promise<void> {
     return this.reconciler.run(signal);
   }
-
-  status() {
-    return this.reconciler.status();
-  }
 }

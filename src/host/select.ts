@@ -5,6 +5,7 @@
 import { isIPv4 } from 'node:net';
 import { FlannelError } from '../errors.js';
 import type { HostInterface } from './host.js';
+import { isApipa } from '../ip4.js';
 
 export interface SelectOptions {
   /** `--iface` values: IPv4 addresses or adapter names (names may contain spaces). */
@@ -13,9 +14,6 @@ export interface SelectOptions {
   ifaceRegex: string[];
 }
 
-export function isApipa(ip: string): boolean {
-  return ip.startsWith('169.254.');
-}
 
 /** The usable interface with exactly this IPv4 address. */
 export function findInterfaceByIP(ifaces: HostInterface[], ip: string): HostInterface | undefined {

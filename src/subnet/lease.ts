@@ -67,3 +67,13 @@ export interface SubnetManager {
   /** Called once the dataplane is programmed for the own lease (kube: NetworkUnavailable=False). */
   completeLease(lease: Lease, signal: AbortSignal): Promise<void>;
 }
+
+/** `{VNI: number, VtepMAC: string}` as flannel's vxlan backend-data (the MAC may still be invalid). */
+export function isVxlanBackendData(d: unknown): d is VxlanBackendData {
+  return d !== null && typeof d === 'object' && typeof (d as VxlanBackendData).VNI === 'number' && typeof (d as VxlanBackendData).VtepMAC === 'string';
+}
+
+/** Attributes a vxlan node may publish: never an empty VtepMAC (peers could not decode it). */
+export function publishableAttrs(attrs: LeaseAttrs): boolean {
+  return attrs.backendType !== 'vxlan' || (isVxlanBackendData(attrs.backendData) && attrs.backendData.VtepMAC !== '');
+}

@@ -5,6 +5,7 @@ import { chunk } from '../../concurrency.js';
 import type { HnsClient } from '../../hns/client.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
+import { macToFlannel } from '../../subnet/kube/annotations.js';
 
 export const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
 /**
@@ -30,14 +31,13 @@ export function remoteSubnetRouteFor(peer: Lease): RemoteSubnetRoutePolicy {
   };
 }
 
-const normMac = (m: unknown) => String(m ?? '').replace(/-/g, ':').toLowerCase();
 
 export function sameRemoteSubnetRoute(a: RemoteSubnetRoutePolicySettings, d: RemoteSubnetRoutePolicySettings): boolean {
   return (
     a.DestinationPrefix === d.DestinationPrefix &&
     Number(a.IsolationId) === d.IsolationId &&
     a.ProviderAddress === d.ProviderAddress &&
-    normMac(a.DistributedRouterMacAddress) === normMac(d.DistributedRouterMacAddress)
+    macToFlannel(String(a.DistributedRouterMacAddress ?? '')) === macToFlannel(d.DistributedRouterMacAddress)
   );
 }
 

@@ -24,6 +24,7 @@ import { FlannelError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
 import { policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
+import { macToHns } from '../../subnet/kube/annotations.js';
 import type { Logger } from '../../log.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
@@ -227,7 +228,7 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
 export function hnsMacOf(ip: string, ifaces: NodeJS.Dict<{ address: string; family: string | number; mac: string }[]>): string | undefined {
   for (const list of Object.values(ifaces)) {
     for (const a of list ?? []) {
-      if (a.address === ip && a.mac && a.mac !== '00:00:00:00:00:00') return a.mac.toUpperCase().replace(/:/g, '-');
+      if (a.address === ip && a.mac && a.mac !== '00:00:00:00:00:00') return macToHns(a.mac);
     }
   }
   return undefined;

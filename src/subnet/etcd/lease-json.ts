@@ -3,6 +3,7 @@
 // BackendType/BackendData/BackendV6Data `omitempty`), as encoding/json writes and reads it.
 import { isIp4 } from '../../ip4.js';
 import type { LeaseAttrs } from '../lease.js';
+import { isVxlanBackendData } from '../lease.js';
 
 /** What a lease value says about its node. */
 export interface DecodedLeaseAttrs {
@@ -12,9 +13,6 @@ export interface DecodedLeaseAttrs {
   backendData: unknown;
 }
 
-function isVxlanData(d: unknown): d is { VNI: number; VtepMAC: string } {
-  return d !== null && typeof d === 'object' && typeof (d as { VNI?: unknown }).VNI === 'number' && typeof (d as { VtepMAC?: unknown }).VtepMAC === 'string';
-}
 
 /**
  * `{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:44"}}`.
@@ -25,7 +23,7 @@ export function encodeLeaseAttrs(attrs: LeaseAttrs): string {
   if (attrs.backendType !== '') out += `,"BackendType":${JSON.stringify(attrs.backendType)}`;
   const d = attrs.backendData;
   if (d !== null && d !== undefined) {
-    const data = isVxlanData(d) ? { VNI: d.VNI, VtepMAC: d.VtepMAC } : d;
+    const data = isVxlanBackendData(d) ? { VNI: d.VNI, VtepMAC: d.VtepMAC } : d;
     out += `,"BackendData":${JSON.stringify(data)}`;
   }
   return out + '}';

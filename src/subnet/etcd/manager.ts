@@ -10,6 +10,7 @@ import { METRIC, Metrics } from '../../health/metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseEvent, LeaseUpdateHandler, SubnetManager } from '../lease.js';
+import { publishableAttrs } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import { allocateSubnet, isSubnetConfigCompat } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
@@ -75,10 +76,6 @@ function isAuthError(err: unknown): boolean {
   return /AuthenticationFailed|PermissionDenied|InvalidAuthToken|UserNotFound|RoleNotGranted/.test(name);
 }
 
-function isVxlanAttrs(attrs: LeaseAttrs): boolean {
-  const d = attrs.backendData as { VtepMAC?: unknown } | null;
-  return d !== null && typeof d === 'object' && typeof d.VtepMAC === 'string' && d.VtepMAC !== '';
-}
 
 export class EtcdSubnetManager implements SubnetManager {
   readonly name = 'etcd';
@@ -118,10 +115,6 @@ export class EtcdSubnetManager implements SubnetManager {
     return this.opts.backoffCapMs ?? 5000;
   }
 
-  /** The key of the own lease once acquired (e.g. `10.5.52.0-24`). */
-  get ownKey(): string | undefined {
-    return this.own?.name;
-  }
 
   /**
    * Stop using etcd: ends any open watch stream, then closes the client when the manager owns it
@@ -188,7 +181,7 @@ export class EtcdSubnetManager implements SubnetManager {
   private async attrsToPublish(subnet: string, attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<LeaseAttrs> {
     const attrs = await attrsFor(subnet);
     if (signal.aborted) throw signal.reason;
-    if (attrs.backendType === 'vxlan' && !isVxlanAttrs(attrs)) {
+    if (!publishableAttrs(attrs)) {
       throw new FlannelError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
     }
     if (attrs.publicIP !== this.opts.publicIP) {

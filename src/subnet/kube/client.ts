@@ -144,5 +144,3 @@ export function buildKubeConfig(opts: KubeClientOptions): KubeConfig {
   return kc;
 }
 
-/** Alias used by the agent. */
-export const loadKubeConfig = buildKubeConfig;

@@ -12,7 +12,8 @@ import type { ErrorCode } from '../../errors.js';
 import { METRIC, Metrics } from '../../health/metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseAttrsSource, LeaseEvent, LeaseUpdateHandler, SubnetManager, VxlanBackendData } from '../lease.js';
+import type { Lease, LeaseAttrsSource, LeaseEvent, LeaseUpdateHandler, SubnetManager } from '../lease.js';
+import { isVxlanBackendData, publishableAttrs } from '../lease.js';
 import { annotationKeys, encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
 import { leaseRelevantChanged, projectNode, toLease } from './projection.js';
@@ -134,13 +135,10 @@ function withSignal<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function isVxlanData(d: unknown): d is VxlanBackendData {
-  return d !== null && typeof d === 'object' && typeof (d as VxlanBackendData).VNI === 'number' && typeof (d as VxlanBackendData).VtepMAC === 'string';
-}
 
 function encodeAttrsData(d: unknown): string {
   if (d === null || d === undefined) return 'null';
-  if (isVxlanData(d)) return encodeBackendData(d);
+  if (isVxlanBackendData(d)) return encodeBackendData(d);
   return JSON.stringify(d);
 }
 
@@ -306,7 +304,7 @@ export class KubeSubnetManager implements SubnetManager {
     this.log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR });
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;
-    if (attrs.backendType === 'vxlan' && (!isVxlanData(attrs.backendData) || attrs.backendData.VtepMAC === '')) {
+    if (!publishableAttrs(attrs)) {
       throw new FlannelError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { node: name });
     }
 
