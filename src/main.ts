@@ -8,6 +8,10 @@ import { FlagError, FlannelError, errorMessage } from './errors.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 
+// Every HNS call runs on a libuv worker thread (so a hung one can time out); 4 workers is too few to
+// survive a few hung calls next to DNS and file work. Set before the pool is first used.
+process.env['UV_THREADPOOL_SIZE'] ??= '16';
+
 async function main(): Promise<number> {
   const sub = process.argv[2];
   if (sub !== undefined && !sub.startsWith('-')) {

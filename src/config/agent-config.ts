@@ -37,6 +37,8 @@ export interface AgentConfig {
   dataplaneState: string;
   /** Where the win32 dataplane loads its DLLs from; empty = the system's (bare names). */
   win32DllDir: string;
+  /** Per HNS call timeout in seconds (--hns-call-timeout); 0 = no timeout. */
+  hnsCallTimeoutSeconds: number;
   /** vxlan: the documented source VIP file ('' = no source VIP reservation). */
   sourceVipFile: string;
   /** vxlan: sourceVip.json paths in host-local format for the familiar scripts. */

@@ -71,6 +71,7 @@ export const FLAGS: readonly FlagSpec[] = [
   // --- flanneld-windows ---
   { name: 'dataplane', kind: 'string', default: '', help: 'dataplane to program: windows (HNS and the IP route table; the default on Windows) or simulated (in-memory HNS, any platform)', valueName: 'windows|simulated' },
   { name: 'node-wait-timeout', kind: 'int', default: 300, help: 'seconds to wait for the own Node object and its podCIDR before giving up (kube subnet manager)', valueName: 'SECONDS' },
+  { name: 'hns-call-timeout', kind: 'int', default: 120, help: 'seconds to wait for one HNS call (HNSCall, Hcn*) before it fails and the reconcile loop retries (0: wait forever)', valueName: 'SECONDS' },
   { name: 'win32-dll-dir', kind: 'string', default: '', help: 'directory to load vmcompute.dll, computenetwork.dll and iphlpapi.dll from (default: the system directory; tests point it at stand-ins)', valueName: 'DIR' },
   { name: 'dataplane-state', kind: 'string', default: '', help: 'JSON file that persists the simulated dataplane across restarts (empty: in memory only)', valueName: 'FILE' },
   { name: 'log-level', kind: 'string', default: 'info', help: 'log level: error, warn, info or debug', valueName: 'LEVEL' },

@@ -89,6 +89,13 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       value: nodeWaitTimeout,
     });
   }
+  const hnsCallTimeout = int('hns-call-timeout');
+  if (hnsCallTimeout < 0 || hnsCallTimeout > 86_400) {
+    throw new FlagError(`invalid value "${hnsCallTimeout}" for flag -hns-call-timeout: out of range, must be 0..86400 (seconds; 0 waits forever)`, {
+      flag: 'hns-call-timeout',
+      value: hnsCallTimeout,
+    });
+  }
   const publicIP = str('public-ip');
   requireIPv4('public-ip', publicIP, true);
   const healthzIP = str('healthz-ip');
@@ -156,6 +163,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     dataplane,
     dataplaneState: str('dataplane-state'),
     win32DllDir: str('win32-dll-dir'),
+    hnsCallTimeoutSeconds: hnsCallTimeout,
     ...sourceVipSettings(str, win, values.has('subnet-file') ? str('subnet-file') : win ? WINDOWS_SUBNET_FILE : str('subnet-file')),
     logLevel,
     logFormat,

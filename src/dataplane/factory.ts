@@ -27,19 +27,35 @@ export function simulatedNodeIP(config: Pick<AgentConfig, 'iface' | 'publicIP'>)
   return config.iface.find((i) => isIPv4(i)) ?? (config.publicIP || '10.0.0.2');
 }
 
-export function simulatedDataplane(sim: SimulatedDataplane, deps: { log: Logger; metrics: Metrics; clock: Clock }): Dataplane {
+export interface DataplaneDeps {
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+}
+
+/** HnsClient options from the config: `--hns-call-timeout` (seconds) as `callTimeoutMs`. */
+export function hnsCallTimeoutMs(config: Pick<AgentConfig, 'hnsCallTimeoutSeconds'>): number {
+  return config.hnsCallTimeoutSeconds * 1000;
+}
+
+export function simulatedDataplane(sim: SimulatedDataplane, deps: DataplaneDeps & { hnsCallTimeoutMs?: number }): Dataplane {
   return {
-    hns: new HnsClient(new SimulatedHnsTransport(sim), { log: componentLogger(deps.log, 'hns'), metrics: deps.metrics, clock: deps.clock }),
+    hns: new HnsClient(new SimulatedHnsTransport(sim), {
+      log: componentLogger(deps.log, 'hns'),
+      metrics: deps.metrics,
+      clock: deps.clock,
+      callTimeoutMs: deps.hnsCallTimeoutMs,
+    }),
     routes: new MeteredRouteTable(new SimulatedRouteTable(sim), deps.metrics),
     host: new SimulatedHost(sim),
     simulated: sim,
   };
 }
 
-export async function createDataplane(config: AgentConfig, deps: { log: Logger; metrics: Metrics; clock: Clock }): Promise<Dataplane> {
+export async function createDataplane(config: AgentConfig, deps: DataplaneDeps): Promise<Dataplane> {
   if (config.dataplane === 'simulated') {
     const sim = new SimulatedDataplane({ statePath: config.dataplaneState || undefined, nodeIP: simulatedNodeIP(config), clock: deps.clock });
-    return simulatedDataplane(sim, deps);
+    return simulatedDataplane(sim, { ...deps, hnsCallTimeoutMs: hnsCallTimeoutMs(config) });
   }
   // Loaded lazily: only the win32 modules import ffi-rs, so nothing native is touched elsewhere.
   let win32: typeof import('./win32.js');

@@ -27,9 +27,15 @@ export async function createWin32Dataplane(config: AgentConfig, deps: Win32Datap
   const native = deps.native ?? (await loadWin32Native(config.win32DllDir));
   componentLogger(deps.log, 'dataplane').info('using the native Windows dataplane', {
     dllDir: config.win32DllDir || '(system)',
+    hnsCallTimeoutSeconds: config.hnsCallTimeoutSeconds,
   });
   return {
-    hns: new HnsClient(new Win32HnsTransport(native), { log: componentLogger(deps.log, 'hns'), metrics: deps.metrics, clock: deps.clock }),
+    hns: new HnsClient(new Win32HnsTransport(native), {
+      log: componentLogger(deps.log, 'hns'),
+      metrics: deps.metrics,
+      clock: deps.clock,
+      callTimeoutMs: config.hnsCallTimeoutSeconds * 1000,
+    }),
     routes: new MeteredRouteTable(new Win32RouteTable(native), deps.metrics),
     host: new Win32Host(native),
   };

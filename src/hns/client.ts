@@ -20,7 +20,16 @@ export interface HnsClientOptions {
   log?: Logger;
   metrics?: Metrics;
   clock?: Clock;
+  /**
+   * Give up on one transport call (HNSCall, one Hcn* function) after this long: it rejects with
+   * FLANNEL_ERR_HNS_CALL, and whatever the call returns later (a handle) is closed. 0 = wait forever.
+   * Default DEFAULT_HNS_CALL_TIMEOUT_MS (`--hns-call-timeout`).
+   */
+  callTimeoutMs?: number;
 }
+
+/** `--hns-call-timeout` default: 120 s. */
+export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;
 
 export interface WaitOptions {
   timeoutMs: number;
@@ -52,19 +61,108 @@ export function versionAtLeast(v: HnsVersion, min: HnsVersion): boolean {
   return v.Major > min.Major || (v.Major === min.Major && v.Minor >= min.Minor);
 }
 
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
 export class HnsClient {
   private readonly log: Logger;
   private readonly metrics: Metrics | undefined;
   private readonly clock: Clock;
+  private readonly callTimeoutMs: number;
+  private readonly transport: HnsTransport;
   private cachedVersion: Promise<HnsVersion> | undefined;
 
-  constructor(
-    private readonly transport: HnsTransport,
-    opts: HnsClientOptions = {},
-  ) {
+  constructor(transport: HnsTransport, opts: HnsClientOptions = {}) {
     this.log = opts.log ?? silentLogger();
     this.metrics = opts.metrics;
     this.clock = opts.clock ?? systemClock;
+    this.callTimeoutMs = Math.max(0, opts.callTimeoutMs ?? DEFAULT_HNS_CALL_TIMEOUT_MS);
+    this.transport = this.callTimeoutMs > 0 ? this.timed(transport) : transport;
+  }
+
+  /**
+   * `transport` with every call bounded by `callTimeoutMs`. The closes are bounded too (a hung close
+   * must not hang a pass either) but nothing is cleaned up after them.
+   */
+  private timed(t: HnsTransport): HnsTransport {
+    const net = (h: HcnHandle) => void this.closeLate(t, h);
+    return {
+      hnsCall: (method, path, request) => this.bounded(`HNSCall ${method} ${path}`, () => t.hnsCall(method, path, request)),
+      enumerateNetworks: (q) => this.bounded('HcnEnumerateNetworks', () => t.enumerateNetworks(q)),
+      createNetwork: (id, s) => this.bounded('HcnCreateNetwork', () => t.createNetwork(id, s), net),
+      openNetwork: (id) => this.bounded('HcnOpenNetwork', () => t.openNetwork(id), net),
+      modifyNetwork: (h, s) => this.bounded('HcnModifyNetwork', () => t.modifyNetwork(h, s)),
+      queryNetworkProperties: (h, q) => this.bounded('HcnQueryNetworkProperties', () => t.queryNetworkProperties(h, q)),
+      deleteNetwork: (id) => this.bounded('HcnDeleteNetwork', () => t.deleteNetwork(id)),
+      closeNetwork: (h) => this.bounded('HcnCloseNetwork', () => t.closeNetwork(h)),
+      enumerateEndpoints: (q) => this.bounded('HcnEnumerateEndpoints', () => t.enumerateEndpoints(q)),
+      createEndpoint: (h, id, s) => this.bounded('HcnCreateEndpoint', () => t.createEndpoint(h, id, s), net),
+      openEndpoint: (id) => this.bounded('HcnOpenEndpoint', () => t.openEndpoint(id), net),
+      modifyEndpoint: (h, s) => this.bounded('HcnModifyEndpoint', () => t.modifyEndpoint(h, s)),
+      queryEndpointProperties: (h, q) => this.bounded('HcnQueryEndpointProperties', () => t.queryEndpointProperties(h, q)),
+      deleteEndpoint: (id) => this.bounded('HcnDeleteEndpoint', () => t.deleteEndpoint(id)),
+      closeEndpoint: (h) => this.bounded('HcnCloseEndpoint', () => t.closeEndpoint(h)),
+    };
+  }
+
+  /** A handle that arrived after its call timed out: nobody holds it, so close it now. */
+  private async closeLate(t: HnsTransport, h: HcnHandle): Promise<void> {
+    try {
+      await (h.kind === 'network' ? t.closeNetwork(h) : t.closeEndpoint(h));
+      this.log.info('closed the handle of an HNS call that completed after its timeout', { kind: h.kind, id: h.id });
+    } catch (err) {
+      this.log.warn(`HcnClose${h.kind === 'network' ? 'Network' : 'Endpoint'} of a late handle failed; the handle leaks`, { id: h.id, error: errorMessage(err) });
+    }
+  }
+
+  /**
+   * Run one transport call; reject with FLANNEL_ERR_HNS_CALL when it has not settled within
+   * `callTimeoutMs`. The call itself cannot be cancelled: when it completes later, `late` receives
+   * its value (to release it) and a late failure is only logged. The timer is a real one, not the
+   * injected clock: test clocks whose sleep returns at once must not time every call out.
+   */
+  private bounded<T>(op: string, fn: () => Promise<T>, late?: (value: T) => void): Promise<T> {
+    const ms = this.callTimeoutMs;
+    const started = Date.now();
+    let call: Promise<T>;
+    try {
+      call = fn();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return new Promise<T>((resolve, reject) => {
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        reject(
+          new HnsError(
+            'FLANNEL_ERR_HNS_CALL',
+            `${op} timed out after ${formatMs(ms)} (--hns-call-timeout): HNS did not answer; check that the hns and vmcompute services are running (Get-Service hns, vmcompute) and the Microsoft-Windows-Host-Network-Service-Admin event log. The call may still complete; the next reconcile pass re-reads the state`,
+            { op, timeoutMs: ms },
+          ),
+        );
+      }, ms);
+      call.then(
+        (value) => {
+          if (!timedOut) {
+            clearTimeout(timer);
+            resolve(value);
+            return;
+          }
+          this.log.warn('an HNS call completed after its timeout', { op, afterMs: Date.now() - started });
+          late?.(value);
+        },
+        (err: unknown) => {
+          if (!timedOut) {
+            clearTimeout(timer);
+            reject(err as Error);
+            return;
+          }
+          this.log.warn('an HNS call failed after its timeout', { op, afterMs: Date.now() - started, error: errorMessage(err) });
+        },
+      );
+    });
   }
 
   /** Count the operation, add `context` to any FlannelError it throws, count the failure. */

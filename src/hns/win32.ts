@@ -4,16 +4,25 @@
 // returned string and ErrorRecord is freed with CoTaskMemFree (also when reading or the call failed),
 // and a v2 call failed when the HRESULT is negative OR a non-empty ErrorRecord came back. Every failure
 // is thrown through hnsError(), so codes match the simulated transport exactly.
+// The native HNS calls may complete later, on another thread (../win32/ffi.ts runs them there so a
+// hung HNS cannot block the event loop; HnsClient gives up on them after --hns-call-timeout). Their
+// strings are still read and freed whenever they return, and HcnClose* of a handle waits until the
+// calls using that handle have returned (closing it under a running call would be a use-after-free).
 import { hresultText, hnsError, HRESULT, parseErrorRecord } from './errors.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
 import type { ErrorContext } from '../errors.js';
 import { guidToBuffer, hrFailed, utf16z } from '../win32/encoding.js';
-import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32HnsNative } from '../win32/native.js';
+import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32HnsNative } from '../win32/native.js';
 
 type Kind = 'network' | 'endpoint';
 
 /** The HcnHandle given out: the native pointer is kept in `native` (a WeakMap), never exposed. */
 class Win32HcnHandle implements HcnHandle {
+  /** Native calls running with this handle's pointer. */
+  inUse = 0;
+  /** HcnClose* requested while `inUse` > 0: runs when the last of those calls returns. */
+  closeWhenIdle: (() => void) | undefined;
+
   constructor(
     readonly kind: Kind,
     readonly id: string,
@@ -26,7 +35,7 @@ export class Win32HnsTransport implements HnsTransport {
 
   constructor(private readonly dll: Win32HnsNative) {}
 
-  /** Handles given out and not closed yet (leak checks in tests and the harness). */
+  /** Native handles not closed yet, a close deferred behind a running call included (leak checks). */
   get openHandles(): number {
     return this.openCount;
   }
@@ -86,24 +95,41 @@ export class Win32HnsTransport implements HnsTransport {
     return p;
   }
 
+  /** Run a native call with `h`'s pointer; an HcnClose* of `h` meanwhile waits until it has returned. */
+  private async using<T>(op: string, h: HcnHandle, kind: Kind, call: (p: NativePtr) => MaybePromise<T>): Promise<T> {
+    const p = this.nativeOf(op, h, kind);
+    const wh = h as Win32HcnHandle;
+    wh.inUse++;
+    try {
+      return await call(p);
+    } finally {
+      wh.inUse--;
+      const close = wh.inUse === 0 ? wh.closeWhenIdle : undefined;
+      if (close) {
+        wh.closeWhenIdle = undefined;
+        close();
+      }
+    }
+  }
+
   /** A v2 call returning a string (enumerate / query). */
-  private stringCall(op: string, context: ErrorContext, call: () => HcnStringResult): string {
-    const r = call();
+  private async stringCall(op: string, context: ErrorContext, call: () => MaybePromise<HcnStringResult>): Promise<string> {
+    const r = await call();
     const { result, errorRecord } = this.takeBoth(r.result, r.errorRecord);
     this.check(op, r.hr, errorRecord, context);
     return result ?? '';
   }
 
   /** A v2 call returning only an ErrorRecord (modify / delete). */
-  private plainCall(op: string, context: ErrorContext, call: () => HcnResult): void {
-    const r = call();
+  private async plainCall(op: string, context: ErrorContext, call: () => MaybePromise<HcnResult>): Promise<void> {
+    const r = await call();
     const { errorRecord } = this.takeBoth(null, r.errorRecord);
     this.check(op, r.hr, errorRecord, context);
   }
 
   /** A v2 call returning a handle (create / open); a handle that came with a failure is closed. */
-  private handleCall(op: string, kind: Kind, id: string, context: ErrorContext, call: () => HcnHandleResult): HcnHandle {
-    const r = call();
+  private async handleCall(op: string, kind: Kind, id: string, context: ErrorContext, call: () => MaybePromise<HcnHandleResult>): Promise<HcnHandle> {
+    const r = await call();
     const close = (p: NativePtr): void => {
       try {
         if (kind === 'network') this.dll.hcnCloseNetwork(p);
@@ -129,10 +155,27 @@ export class Win32HnsTransport implements HnsTransport {
 
   private closeCall(op: string, h: HcnHandle, kind: Kind): void {
     const p = this.nativeOf(op, h, kind);
-    // Forget the pointer first: whatever HcnClose* answers, it must never be closed twice.
+    // Forget the pointer first: whatever HcnClose* answers, it must never be closed twice (and no new
+    // call can start on it).
     this.native.delete(h);
-    this.openCount--;
-    const hr = kind === 'network' ? this.dll.hcnCloseNetwork(p) : this.dll.hcnCloseEndpoint(p);
+    const close = (): number => {
+      this.openCount--;
+      return kind === 'network' ? this.dll.hcnCloseNetwork(p) : this.dll.hcnCloseEndpoint(p);
+    };
+    const wh = h as Win32HcnHandle;
+    if (wh.inUse > 0) {
+      // A call still runs with this pointer (it timed out above us): close it when that call returns.
+      // Nobody waits for that close, so its HRESULT goes nowhere.
+      wh.closeWhenIdle = () => {
+        try {
+          close();
+        } catch {
+          // nothing to report to
+        }
+      };
+      return;
+    }
+    const hr = close();
     if (hrFailed(hr)) throw hnsError(op, hr, hresultText(hr >>> 0), { [`${kind}Id`]: h.id });
   }
 
@@ -141,7 +184,7 @@ export class Win32HnsTransport implements HnsTransport {
   async hnsCall(method: 'GET' | 'POST' | 'DELETE', path: string, request: string): Promise<string> {
     const op = `HNSCall ${method} ${path}`;
     const context = { path };
-    const r = this.dll.hnsCall(this.wstr(op, method, context), this.wstr(op, path, context), this.wstr(op, request, context));
+    const r = await this.dll.hnsCall(this.wstr(op, method, context), this.wstr(op, path, context), this.wstr(op, request, context));
     const response = this.takeString(r.response);
     if (hrFailed(r.hr)) {
       // A failed HNSCall may still carry an envelope with HNS's own text.
@@ -180,21 +223,19 @@ export class Win32HnsTransport implements HnsTransport {
   async modifyNetwork(network: HcnHandle, settings: string): Promise<void> {
     const op = 'HcnModifyNetwork';
     const ctx = { networkId: network.id };
-    const p = this.nativeOf(op, network, 'network');
-    this.plainCall(op, ctx, () => this.dll.hcnModifyNetwork(p, this.wstr(op, settings, ctx)));
+    return this.plainCall(op, ctx, () => this.using(op, network, 'network', (p) => this.dll.hcnModifyNetwork(p, this.wstr(op, settings, ctx))));
   }
 
   async queryNetworkProperties(network: HcnHandle, query: string): Promise<string> {
     const op = 'HcnQueryNetworkProperties';
     const ctx = { networkId: network.id };
-    const p = this.nativeOf(op, network, 'network');
-    return this.stringCall(op, ctx, () => this.dll.hcnQueryNetworkProperties(p, this.wstr(op, query, ctx)));
+    return this.stringCall(op, ctx, () => this.using(op, network, 'network', (p) => this.dll.hcnQueryNetworkProperties(p, this.wstr(op, query, ctx))));
   }
 
   async deleteNetwork(id: string): Promise<void> {
     const op = 'HcnDeleteNetwork';
     const ctx = { networkId: id };
-    this.plainCall(op, ctx, () => this.dll.hcnDeleteNetwork(this.guid(op, id, ctx)));
+    return this.plainCall(op, ctx, () => this.dll.hcnDeleteNetwork(this.guid(op, id, ctx)));
   }
 
   async closeNetwork(network: HcnHandle): Promise<void> {
@@ -211,8 +252,9 @@ export class Win32HnsTransport implements HnsTransport {
   async createEndpoint(network: HcnHandle, id: string, settings: string): Promise<HcnHandle> {
     const op = 'HcnCreateEndpoint';
     const ctx = { networkId: network.id, endpointId: id };
-    const p = this.nativeOf(op, network, 'network');
-    return this.handleCall(op, 'endpoint', id, ctx, () => this.dll.hcnCreateEndpoint(p, this.guid(op, id, ctx), this.wstr(op, settings, ctx)));
+    return this.handleCall(op, 'endpoint', id, ctx, () =>
+      this.using(op, network, 'network', (p) => this.dll.hcnCreateEndpoint(p, this.guid(op, id, ctx), this.wstr(op, settings, ctx))),
+    );
   }
 
   async openEndpoint(id: string): Promise<HcnHandle> {
@@ -224,21 +266,19 @@ export class Win32HnsTransport implements HnsTransport {
   async modifyEndpoint(endpoint: HcnHandle, settings: string): Promise<void> {
     const op = 'HcnModifyEndpoint';
     const ctx = { endpointId: endpoint.id };
-    const p = this.nativeOf(op, endpoint, 'endpoint');
-    this.plainCall(op, ctx, () => this.dll.hcnModifyEndpoint(p, this.wstr(op, settings, ctx)));
+    return this.plainCall(op, ctx, () => this.using(op, endpoint, 'endpoint', (p) => this.dll.hcnModifyEndpoint(p, this.wstr(op, settings, ctx))));
   }
 
   async queryEndpointProperties(endpoint: HcnHandle, query: string): Promise<string> {
     const op = 'HcnQueryEndpointProperties';
     const ctx = { endpointId: endpoint.id };
-    const p = this.nativeOf(op, endpoint, 'endpoint');
-    return this.stringCall(op, ctx, () => this.dll.hcnQueryEndpointProperties(p, this.wstr(op, query, ctx)));
+    return this.stringCall(op, ctx, () => this.using(op, endpoint, 'endpoint', (p) => this.dll.hcnQueryEndpointProperties(p, this.wstr(op, query, ctx))));
   }
 
   async deleteEndpoint(id: string): Promise<void> {
     const op = 'HcnDeleteEndpoint';
     const ctx = { endpointId: id };
-    this.plainCall(op, ctx, () => this.dll.hcnDeleteEndpoint(this.guid(op, id, ctx)));
+    return this.plainCall(op, ctx, () => this.dll.hcnDeleteEndpoint(this.guid(op, id, ctx)));
   }
 
   async closeEndpoint(endpoint: HcnHandle): Promise<void> {

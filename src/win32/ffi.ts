@@ -9,7 +9,12 @@
 //   `createPointer`, read back with `unwrapPointer`, and freed with `freePointer`; a NULL result is
 //   detected on the cell's bytes and `isNullPointer`, never by a String return type;
 // - returned PWSTRs are read page by page (never past the page holding the NUL) and are freed by the
-//   caller (the transports) with CoTaskMemFree, which always comes from the system's ole32.dll.
+//   caller (the transports) with CoTaskMemFree, which always comes from the system's ole32.dll;
+// - the HNS calls (HNSCall, Hcn* but HcnClose*) run with `runInNewThread: true` (a libuv worker
+//   thread; load() returns a Promise), so a hung HNS leaves the event loop free. ffi-rs passes a
+//   U8Array as the Buffer's own memory and an External as its address, and holds no reference to
+//   either: the argument Buffers and the out-param cells are kept (and the cells freed) only once the
+//   Promise has settled.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type * as FfiRs from 'ffi-rs';
@@ -63,6 +68,11 @@ function ext(p: NativePtr): JsExternal {
   return p.ext;
 }
 
+/** Hold a reference until here (the native code on a worker thread reads what `_values` points at). */
+function keepAlive(_values: unknown): void {
+  // nothing: being called with the values is the point
+}
+
 const PAGE = 4096;
 /** Refuse to walk a "string" longer than this (64 MiB): a missing NUL is a bug, not data. */
 const MAX_WSTRING_BYTES = 64 * 1024 * 1024;
@@ -112,6 +122,30 @@ export class FfiWin32Native implements Win32Native {
     return this.ffi.load({ library: this.lib(dll), funcName, retType, paramsType, paramsValue }) as T;
   }
 
+  /**
+   * The same call on a worker thread (`runInNewThread`). `paramsValue` (the Buffers the native code
+   * reads) stays referenced until the call has returned, whenever that is.
+   */
+  private async callInThread<T>(dll: DllName, funcName: string, retType: FfiRs.DataType, paramsType: FfiRs.DataType[], paramsValue: unknown[]): Promise<T> {
+    const pending = this.ffi.load({ library: this.lib(dll), funcName, retType, paramsType, paramsValue, runInNewThread: true }) as Promise<T>;
+    try {
+      return await pending;
+    } finally {
+      keepAlive(paramsValue);
+    }
+  }
+
+  /** `withCells` for a call that completes later: the cells are freed once `body` has settled. */
+  private async withCellsAsync<T>(n: number, body: (cells: JsExternal[][]) => Promise<T>): Promise<T> {
+    const cells: JsExternal[][] = [];
+    try {
+      for (let i = 0; i < n; i++) cells.push(this.ffi.createPointer({ paramsType: [this.D.I64], paramsValue: [0] }));
+      return await body(cells);
+    } finally {
+      for (const c of cells) this.ffi.freePointer({ paramsType: [this.D.I64], paramsValue: c, pointerType: this.ffi.PointerType.RsPointer });
+    }
+  }
+
   /** Run `body` with `n` zeroed 8-byte out-param cells; the cells are always freed. */
   private withCells<T>(n: number, body: (cells: JsExternal[][]) => T): T {
     const cells: JsExternal[][] = [];
@@ -133,10 +167,10 @@ export class FfiWin32Native implements Win32Native {
 
   // ================================================================ vmcompute.dll
 
-  hnsCall(method: Buffer, pathArg: Buffer, request: Buffer): { hr: number; response: NativePtr | null } {
+  hnsCall(method: Buffer, pathArg: Buffer, request: Buffer): Promise<{ hr: number; response: NativePtr | null }> {
     const D = this.D;
-    return this.withCells(1, ([resp]) => {
-      const hr = this.call<number>('vmcompute', 'HNSCall', D.I32, [D.U8Array, D.U8Array, D.U8Array, D.External], [method, pathArg, request, resp![0]]);
+    return this.withCellsAsync(1, async ([resp]) => {
+      const hr = await this.callInThread<number>('vmcompute', 'HNSCall', D.I32, [D.U8Array, D.U8Array, D.U8Array, D.External], [method, pathArg, request, resp![0]]);
       return { hr, response: this.take(resp!) };
     });
   }
@@ -144,70 +178,70 @@ export class FfiWin32Native implements Win32Native {
   // ================================================================ computenetwork.dll
 
   /** `HRESULT f(...args, PWSTR *Result, PWSTR *ErrorRecord)`. */
-  private hcnString(funcName: string, types: FfiRs.DataType[], values: unknown[]): HcnStringResult {
+  private hcnString(funcName: string, types: FfiRs.DataType[], values: unknown[]): Promise<HcnStringResult> {
     const D = this.D;
-    return this.withCells(2, ([res, err]) => {
-      const hr = this.call<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, res![0], err![0]]);
+    return this.withCellsAsync(2, async ([res, err]) => {
+      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, res![0], err![0]]);
       return { hr, result: this.take(res!), errorRecord: this.take(err!) };
     });
   }
 
   /** `HRESULT f(...args, HCN_X *Handle, PWSTR *ErrorRecord)`. */
-  private hcnHandle(funcName: string, types: FfiRs.DataType[], values: unknown[]): HcnHandleResult {
+  private hcnHandle(funcName: string, types: FfiRs.DataType[], values: unknown[]): Promise<HcnHandleResult> {
     const D = this.D;
-    return this.withCells(2, ([h, err]) => {
-      const hr = this.call<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, h![0], err![0]]);
+    return this.withCellsAsync(2, async ([h, err]) => {
+      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, h![0], err![0]]);
       return { hr, handle: this.take(h!), errorRecord: this.take(err!) };
     });
   }
 
   /** `HRESULT f(...args, PWSTR *ErrorRecord)`. */
-  private hcnPlain(funcName: string, types: FfiRs.DataType[], values: unknown[]): HcnResult {
+  private hcnPlain(funcName: string, types: FfiRs.DataType[], values: unknown[]): Promise<HcnResult> {
     const D = this.D;
-    return this.withCells(1, ([err]) => {
-      const hr = this.call<number>('computenetwork', funcName, D.I32, [...types, D.External], [...values, err![0]]);
+    return this.withCellsAsync(1, async ([err]) => {
+      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External], [...values, err![0]]);
       return { hr, errorRecord: this.take(err!) };
     });
   }
 
-  hcnEnumerateNetworks(query: Buffer): HcnStringResult {
+  hcnEnumerateNetworks(query: Buffer): Promise<HcnStringResult> {
     return this.hcnString('HcnEnumerateNetworks', [this.D.U8Array], [query]);
   }
-  hcnCreateNetwork(id: Buffer, settings: Buffer): HcnHandleResult {
+  hcnCreateNetwork(id: Buffer, settings: Buffer): Promise<HcnHandleResult> {
     return this.hcnHandle('HcnCreateNetwork', [this.D.U8Array, this.D.U8Array], [id, settings]);
   }
-  hcnOpenNetwork(id: Buffer): HcnHandleResult {
+  hcnOpenNetwork(id: Buffer): Promise<HcnHandleResult> {
     return this.hcnHandle('HcnOpenNetwork', [this.D.U8Array], [id]);
   }
-  hcnModifyNetwork(network: NativePtr, settings: Buffer): HcnResult {
+  hcnModifyNetwork(network: NativePtr, settings: Buffer): Promise<HcnResult> {
     return this.hcnPlain('HcnModifyNetwork', [this.D.External, this.D.U8Array], [ext(network), settings]);
   }
-  hcnQueryNetworkProperties(network: NativePtr, query: Buffer): HcnStringResult {
+  hcnQueryNetworkProperties(network: NativePtr, query: Buffer): Promise<HcnStringResult> {
     return this.hcnString('HcnQueryNetworkProperties', [this.D.External, this.D.U8Array], [ext(network), query]);
   }
-  hcnDeleteNetwork(id: Buffer): HcnResult {
+  hcnDeleteNetwork(id: Buffer): Promise<HcnResult> {
     return this.hcnPlain('HcnDeleteNetwork', [this.D.U8Array], [id]);
   }
   hcnCloseNetwork(network: NativePtr): number {
     return this.call<number>('computenetwork', 'HcnCloseNetwork', this.D.I32, [this.D.External], [ext(network)]);
   }
 
-  hcnEnumerateEndpoints(query: Buffer): HcnStringResult {
+  hcnEnumerateEndpoints(query: Buffer): Promise<HcnStringResult> {
     return this.hcnString('HcnEnumerateEndpoints', [this.D.U8Array], [query]);
   }
-  hcnCreateEndpoint(network: NativePtr, id: Buffer, settings: Buffer): HcnHandleResult {
+  hcnCreateEndpoint(network: NativePtr, id: Buffer, settings: Buffer): Promise<HcnHandleResult> {
     return this.hcnHandle('HcnCreateEndpoint', [this.D.External, this.D.U8Array, this.D.U8Array], [ext(network), id, settings]);
   }
-  hcnOpenEndpoint(id: Buffer): HcnHandleResult {
+  hcnOpenEndpoint(id: Buffer): Promise<HcnHandleResult> {
     return this.hcnHandle('HcnOpenEndpoint', [this.D.U8Array], [id]);
   }
-  hcnModifyEndpoint(endpoint: NativePtr, settings: Buffer): HcnResult {
+  hcnModifyEndpoint(endpoint: NativePtr, settings: Buffer): Promise<HcnResult> {
     return this.hcnPlain('HcnModifyEndpoint', [this.D.External, this.D.U8Array], [ext(endpoint), settings]);
   }
-  hcnQueryEndpointProperties(endpoint: NativePtr, query: Buffer): HcnStringResult {
+  hcnQueryEndpointProperties(endpoint: NativePtr, query: Buffer): Promise<HcnStringResult> {
     return this.hcnString('HcnQueryEndpointProperties', [this.D.External, this.D.U8Array], [ext(endpoint), query]);
   }
-  hcnDeleteEndpoint(id: Buffer): HcnResult {
+  hcnDeleteEndpoint(id: Buffer): Promise<HcnResult> {
     return this.hcnPlain('HcnDeleteEndpoint', [this.D.U8Array], [id]);
   }
   hcnCloseEndpoint(endpoint: NativePtr): number {

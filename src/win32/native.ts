@@ -23,30 +23,38 @@ export interface HcnHandleResult extends HcnResult {
   handle: NativePtr | null;
 }
 
+/** A result now (fakes, quick calls) or later (a call running on another thread). */
+export type MaybePromise<T> = T | Promise<T>;
+
 /**
  * vmcompute.dll, computenetwork.dll and ole32.dll. String arguments are NUL-terminated UTF-16LE
  * Buffers (PCWSTR), GUIDs are 16-byte Buffers (REFGUID). Returned strings are owned by the caller:
  * read them with `readWString` and free them with `coTaskMemFree`.
+ *
+ * The HNS calls (`hnsCall`, `hcn*` except `hcnClose*`) may return a Promise: ./ffi.ts runs them on a
+ * worker thread so a hung HNS cannot block the event loop. Until that Promise settles the native
+ * code still uses the arguments: the implementation keeps the Buffers alive, and the caller must not
+ * close a handle passed in (the transport defers HcnClose* until the calls using it are done).
  */
 export interface Win32HnsNative {
   /** `HRESULT HNSCall(PCWSTR method, PCWSTR path, PCWSTR request, PWSTR *response)` (vmcompute.dll). */
-  hnsCall(method: Buffer, path: Buffer, request: Buffer): { hr: number; response: NativePtr | null };
+  hnsCall(method: Buffer, path: Buffer, request: Buffer): MaybePromise<{ hr: number; response: NativePtr | null }>;
 
-  hcnEnumerateNetworks(query: Buffer): HcnStringResult;
-  hcnCreateNetwork(id: Buffer, settings: Buffer): HcnHandleResult;
-  hcnOpenNetwork(id: Buffer): HcnHandleResult;
-  hcnModifyNetwork(network: NativePtr, settings: Buffer): HcnResult;
-  hcnQueryNetworkProperties(network: NativePtr, query: Buffer): HcnStringResult;
-  hcnDeleteNetwork(id: Buffer): HcnResult;
+  hcnEnumerateNetworks(query: Buffer): MaybePromise<HcnStringResult>;
+  hcnCreateNetwork(id: Buffer, settings: Buffer): MaybePromise<HcnHandleResult>;
+  hcnOpenNetwork(id: Buffer): MaybePromise<HcnHandleResult>;
+  hcnModifyNetwork(network: NativePtr, settings: Buffer): MaybePromise<HcnResult>;
+  hcnQueryNetworkProperties(network: NativePtr, query: Buffer): MaybePromise<HcnStringResult>;
+  hcnDeleteNetwork(id: Buffer): MaybePromise<HcnResult>;
   /** `HRESULT HcnCloseNetwork(HCN_NETWORK)`. */
   hcnCloseNetwork(network: NativePtr): number;
 
-  hcnEnumerateEndpoints(query: Buffer): HcnStringResult;
-  hcnCreateEndpoint(network: NativePtr, id: Buffer, settings: Buffer): HcnHandleResult;
-  hcnOpenEndpoint(id: Buffer): HcnHandleResult;
-  hcnModifyEndpoint(endpoint: NativePtr, settings: Buffer): HcnResult;
-  hcnQueryEndpointProperties(endpoint: NativePtr, query: Buffer): HcnStringResult;
-  hcnDeleteEndpoint(id: Buffer): HcnResult;
+  hcnEnumerateEndpoints(query: Buffer): MaybePromise<HcnStringResult>;
+  hcnCreateEndpoint(network: NativePtr, id: Buffer, settings: Buffer): MaybePromise<HcnHandleResult>;
+  hcnOpenEndpoint(id: Buffer): MaybePromise<HcnHandleResult>;
+  hcnModifyEndpoint(endpoint: NativePtr, settings: Buffer): MaybePromise<HcnResult>;
+  hcnQueryEndpointProperties(endpoint: NativePtr, query: Buffer): MaybePromise<HcnStringResult>;
+  hcnDeleteEndpoint(id: Buffer): MaybePromise<HcnResult>;
   hcnCloseEndpoint(endpoint: NativePtr): number;
 
   /** Read a NUL-terminated UTF-16LE string the DLL returned (does not free it). */

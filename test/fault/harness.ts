@@ -8,7 +8,7 @@ import { expect } from '@jest/globals';
 import { Agent } from '../../src/agent.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { simulatedDataplane } from '../../src/dataplane/factory.js';
+import { hnsCallTimeoutMs, simulatedDataplane } from '../../src/dataplane/factory.js';
 import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../../src/dataplane/simulated.js';
 import { Metrics } from '../../src/health/metrics.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
@@ -115,6 +115,8 @@ export interface StartOptions {
   /** Prepare the dataplane before the agent runs (injections, fs mode). */
   before?: (sim: SimulatedDataplane, state: StateFs) => void;
   state?: StateFs;
+  /** More agent flags (e.g. `--hns-call-timeout=1`), after the harness's own. */
+  extraArgs?: string[];
 }
 
 export class FaultCluster {
@@ -158,6 +160,7 @@ export class FaultCluster {
         `--dataplane-state=${statePath}`,
         `--iface=${ip}`,
         '--ip-masq',
+        ...(opts.extraArgs ?? []),
       ],
       { NODE_NAME: nodeName },
       { platform: 'linux' },
@@ -167,7 +170,7 @@ export class FaultCluster {
     const sim = new SimulatedDataplane({ statePath, nodeIP: ip, fs: state.fs, clock: state.clock, latency: opts.latency, random: opts.random });
     opts.before?.(sim, state);
     const metrics = new Metrics();
-    const dataplane = simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock });
+    const dataplane = simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: hnsCallTimeoutMs(parsed.config) });
     const agent = new Agent({ config: parsed.config, log: LOG, metrics, dataplane, resyncMs: opts.resyncMs ?? 200 });
     const controller = new AbortController();
     const done = agent.run(controller.signal);

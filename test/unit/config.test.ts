@@ -282,6 +282,7 @@ describe('defaults and platforms', () => {
       dataplane: 'simulated',
       dataplaneState: '',
       win32DllDir: '',
+      hnsCallTimeoutSeconds: 120,
       sourceVipFile: '',
       sourceVipCompatFiles: [],
       cniIpamDataDir: '',

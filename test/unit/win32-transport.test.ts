@@ -15,7 +15,8 @@ import {
   decodeIpForwardRow2,
   fromUtf16z,
 } from '../../src/win32/encoding.js';
-import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32Native } from '../../src/win32/native.js';
+import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
+import { Metrics, METRIC } from '../../src/health/metrics.js';
 
 type Str = { s: string; freed: boolean };
 type Handle = { id: string; closed: boolean };
@@ -32,6 +33,40 @@ class FakeNative implements Win32Native {
   next: Partial<{ hr: number; result: string | null; errorRecord: string | null; handle: boolean }> = {};
   hnsResponse: { hr: number; response: string | null } = { hr: 0, response: '{"Success":true,"Output":{"Major":13,"Minor":2}}' };
   readFails = false;
+  closes = 0;
+  /** A native call that ran with a handle already closed (a use-after-free on Windows). */
+  usedAfterClose: string[] = [];
+  /** The next call whose name starts with `name` answers later (a call on a worker thread), with `next`. */
+  private holdRule: { name: string; next: FakeNative['next'] } | undefined;
+  held: { name: string; release: () => void }[] = [];
+
+  hold(name: string, next: FakeNative['next'] = {}): void {
+    this.holdRule = { name, next };
+  }
+  /** Let every held call return. */
+  releaseAll(): void {
+    for (const h of this.held.splice(0)) h.release();
+  }
+  private later<T>(name: string, make: (n: FakeNative['next']) => T, n: FakeNative['next'], uses?: NativePtr): MaybePromise<T> {
+    const rule = this.holdRule;
+    const check = () => {
+      if (uses && (uses as Handle).closed) this.usedAfterClose.push(name);
+    };
+    if (!rule || !name.startsWith(rule.name)) {
+      check();
+      return make(n);
+    }
+    this.holdRule = undefined;
+    return new Promise<T>((resolve) =>
+      this.held.push({
+        name,
+        release: () => {
+          check();
+          resolve(make(rule.next));
+        },
+      }),
+    );
+  }
 
   // iphlpapi state
   routes = [{ destinationPrefix: '0.0.0.0/0', nextHop: '10.0.0.1', interfaceIndex: 4, metric: 25 }];
@@ -51,14 +86,21 @@ class FakeNative implements Win32Native {
     return p;
   }
   /** One v2 call: `kind` says which out-params the real function has. */
-  private v2(name: string, kind: 'string' | 'handle' | 'plain'): HcnStringResult & HcnHandleResult {
+  private v2(name: string, kind: 'string' | 'handle' | 'plain', uses?: NativePtr): MaybePromise<HcnStringResult & HcnHandleResult> {
     this.calls.push(name);
-    const n = this.next;
+    const next = this.next;
     this.next = {};
-    const handle = kind !== 'handle' || n.handle === false ? null : ({ id: name, closed: false } as Handle);
-    if (handle) this.handles.push(handle);
-    const result = kind === 'string' ? this.str(n.result === undefined ? '[]' : n.result) : null;
-    return { hr: n.hr ?? 0, result, errorRecord: this.str(n.errorRecord), handle };
+    return this.later(
+      name,
+      (n) => {
+        const handle = kind !== 'handle' || n.handle === false ? null : ({ id: name, closed: false } as Handle);
+        if (handle) this.handles.push(handle);
+        const result = kind === 'string' ? this.str(n.result === undefined ? '[]' : n.result) : null;
+        return { hr: n.hr ?? 0, result, errorRecord: this.str(n.errorRecord), handle };
+      },
+      next,
+      uses,
+    );
   }
   get leaked(): Str[] {
     return this.strings.filter((s) => !s.freed);
@@ -67,52 +109,58 @@ class FakeNative implements Win32Native {
     return this.handles.filter((h) => !h.closed);
   }
 
-  hnsCall(method: Buffer, path: Buffer, request: Buffer): { hr: number; response: NativePtr | null } {
-    this.calls.push(`HNSCall ${fromUtf16z(method)} ${fromUtf16z(path)} ${fromUtf16z(request)}`);
-    return { hr: this.hnsResponse.hr, response: this.str(this.hnsResponse.response) };
+  hnsCall(method: Buffer, path: Buffer, request: Buffer): MaybePromise<{ hr: number; response: NativePtr | null }> {
+    const name = `HNSCall ${fromUtf16z(method)} ${fromUtf16z(path)} ${fromUtf16z(request)}`;
+    this.calls.push(name);
+    const r = this.hnsResponse;
+    return this.later(name, () => ({ hr: r.hr, response: this.str(r.response) }), {});
   }
-  hcnEnumerateNetworks(_q: Buffer): HcnStringResult {
+  hcnEnumerateNetworks(_q: Buffer): MaybePromise<HcnStringResult> {
     return this.v2('HcnEnumerateNetworks', 'string');
   }
-  hcnCreateNetwork(id: Buffer, _s: Buffer): HcnHandleResult {
+  hcnCreateNetwork(id: Buffer, _s: Buffer): MaybePromise<HcnHandleResult> {
     return this.v2(`HcnCreateNetwork ${guidFromBuffer(id)}`, 'handle');
   }
-  hcnOpenNetwork(id: Buffer): HcnHandleResult {
+  hcnOpenNetwork(id: Buffer): MaybePromise<HcnHandleResult> {
     return this.v2(`HcnOpenNetwork ${guidFromBuffer(id)}`, 'handle');
   }
-  hcnModifyNetwork(_n: NativePtr, _s: Buffer): HcnResult {
-    return this.v2('HcnModifyNetwork', 'plain');
+  hcnModifyNetwork(n: NativePtr, _s: Buffer): MaybePromise<HcnResult> {
+    return this.v2('HcnModifyNetwork', 'plain', n);
   }
-  hcnQueryNetworkProperties(_n: NativePtr, _q: Buffer): HcnStringResult {
-    return this.v2('HcnQueryNetworkProperties', 'string');
+  hcnQueryNetworkProperties(n: NativePtr, _q: Buffer): MaybePromise<HcnStringResult> {
+    return this.v2('HcnQueryNetworkProperties', 'string', n);
   }
-  hcnDeleteNetwork(_id: Buffer): HcnResult {
+  hcnDeleteNetwork(_id: Buffer): MaybePromise<HcnResult> {
     return this.v2('HcnDeleteNetwork', 'plain');
   }
   hcnCloseNetwork(n: NativePtr): number {
+    if ((n as Handle).closed) throw new Error('double close');
     (n as Handle).closed = true;
+    this.closes++;
     return 0;
   }
-  hcnEnumerateEndpoints(_q: Buffer): HcnStringResult {
+  hcnEnumerateEndpoints(_q: Buffer): MaybePromise<HcnStringResult> {
     return this.v2('HcnEnumerateEndpoints', 'string');
   }
-  hcnCreateEndpoint(_n: NativePtr, _id: Buffer, _s: Buffer): HcnHandleResult {
-    return this.v2('HcnCreateEndpoint', 'handle');
+  hcnCreateEndpoint(n: NativePtr, _id: Buffer, _s: Buffer): MaybePromise<HcnHandleResult> {
+    return this.v2('HcnCreateEndpoint', 'handle', n);
   }
-  hcnOpenEndpoint(_id: Buffer): HcnHandleResult {
+  hcnOpenEndpoint(_id: Buffer): MaybePromise<HcnHandleResult> {
     return this.v2('HcnOpenEndpoint', 'handle');
   }
-  hcnModifyEndpoint(_e: NativePtr, _s: Buffer): HcnResult {
-    return this.v2('HcnModifyEndpoint', 'plain');
+  hcnModifyEndpoint(e: NativePtr, _s: Buffer): MaybePromise<HcnResult> {
+    return this.v2('HcnModifyEndpoint', 'plain', e);
   }
-  hcnQueryEndpointProperties(_e: NativePtr, _q: Buffer): HcnStringResult {
-    return this.v2('HcnQueryEndpointProperties', 'string');
+  hcnQueryEndpointProperties(e: NativePtr, _q: Buffer): MaybePromise<HcnStringResult> {
+    return this.v2('HcnQueryEndpointProperties', 'string', e);
   }
-  hcnDeleteEndpoint(_id: Buffer): HcnResult {
+  hcnDeleteEndpoint(_id: Buffer): MaybePromise<HcnResult> {
     return this.v2('HcnDeleteEndpoint', 'plain');
   }
   hcnCloseEndpoint(e: NativePtr): number {
+    if ((e as Handle).closed) throw new Error('double close');
     (e as Handle).closed = true;
+    this.closes++;
     return 0;
   }
   readWString(p: NativePtr): string {
@@ -467,5 +515,116 @@ describe('Win32Host', () => {
     const denied = await rejection(h.setForwarding(4, true));
     expect(denied.code).toBe('FLANNEL_ERR_HOST');
     expect(denied.message).toMatch(/Administrator/);
+  });
+});
+
+describe('Win32HnsTransport calls that return after the HnsClient timeout (a hung HNS on a worker thread)', () => {
+  let dll: FakeNative;
+  let t: Win32HnsTransport;
+  let metrics: Metrics;
+  let c: HnsClient;
+  const TIMEOUT = 30;
+  const settle = () => new Promise((r) => setTimeout(r, 5));
+  beforeEach(() => {
+    dll = new FakeNative();
+    t = new Win32HnsTransport(dll);
+    metrics = new Metrics();
+    c = new HnsClient(t, { callTimeoutMs: TIMEOUT, metrics });
+  });
+
+  const POLICY = { Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.1.0/24' } };
+
+  it('a hung HcnModifyNetwork: the pass fails with FLANNEL_ERR_HNS_CALL; the handle is closed only once the call returns, its ErrorRecord freed', async () => {
+    dll.hold('HcnModifyNetwork', { errorRecord: ERROR_RECORD });
+    const err = await rejection(c.addNetworkPolicies(NET, [POLICY]));
+    expect(err).toBeInstanceOf(HnsError);
+    expect(err.code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect(err.message).toMatch(/^HcnModifyNetwork timed out after 30 ms/);
+    expect(err.message).toContain('hns and vmcompute services');
+    expect(err.context).toMatchObject({ op: 'HcnModifyNetwork', networkId: NET, timeoutMs: TIMEOUT });
+    expect(metrics.get(METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' })).toBe(1);
+    // HnsClient asked to close the network handle, but HcnModifyNetwork still runs with it.
+    expect(dll.openHandles).toHaveLength(1);
+    expect(t.openHandles).toBe(1);
+    expect(dll.closes).toBe(0);
+
+    dll.releaseAll();
+    await settle();
+    expect(dll.usedAfterClose).toEqual([]);
+    expect(dll.closes).toBe(1);
+    expect(dll.openHandles).toEqual([]);
+    expect(t.openHandles).toBe(0);
+    expect(dll.leaked).toEqual([]); // the late ErrorRecord was read and freed
+    expect(dll.frees).toBe(1);
+  });
+
+  it('a hung HcnOpenNetwork: the handle it returns late is closed by HnsClient', async () => {
+    dll.hold('HcnOpenNetwork', { errorRecord: null });
+    expect((await rejection(c.getNetwork(NET))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect(dll.handles).toHaveLength(0);
+    dll.releaseAll();
+    await settle();
+    expect(dll.handles).toHaveLength(1);
+    expect(dll.openHandles).toEqual([]);
+    expect(dll.closes).toBe(1);
+    expect(t.openHandles).toBe(0);
+    expect(dll.leaked).toEqual([]);
+  });
+
+  it('a hung HcnCreateEndpoint returning a handle and an ErrorRecord late: both released, the network handle closed after it', async () => {
+    dll.hold('HcnCreateEndpoint', { errorRecord: ERROR_RECORD });
+    expect((await rejection(c.createEndpoint(NET, { Name: 'e', SchemaVersion: { Major: 2, Minor: 0 } }))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect(dll.openHandles.map((h) => h.id)).toEqual([`HcnOpenNetwork ${NET}`]);
+    dll.releaseAll();
+    await settle();
+    expect(dll.usedAfterClose).toEqual([]);
+    expect(dll.openHandles).toEqual([]); // the failed call's endpoint handle and the network handle
+    expect(dll.closes).toBe(2);
+    expect(t.openHandles).toBe(0);
+    expect(dll.leaked).toEqual([]);
+  });
+
+  it('a hung HcnQueryNetworkProperties / HcnEnumerateNetworks / HNSCall: the strings they return late are freed', async () => {
+    dll.hold('HcnQueryNetworkProperties', { result: '{"ID":"X","Name":"n"}' });
+    expect((await rejection(c.getNetwork(NET))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    dll.hold('HcnEnumerateNetworks', { result: '["X"]', errorRecord: '' });
+    expect((await rejection(c.listNetworks())).code).toBe('FLANNEL_ERR_HNS_CALL');
+    dll.hold('HNSCall GET /networks/');
+    const v1 = await rejection(c.listNetworksV1());
+    expect(v1.message).toMatch(/^HNSCall GET \/networks\/ timed out/);
+    expect(dll.held).toHaveLength(3);
+    dll.releaseAll();
+    await settle();
+    expect(dll.strings).toHaveLength(4);
+    expect(dll.leaked).toEqual([]);
+    expect(dll.usedAfterClose).toEqual([]);
+    expect(dll.openHandles).toEqual([]);
+    expect(t.openHandles).toBe(0);
+    expect(metrics.total(METRIC.dataplaneErrors)).toBe(3);
+  });
+
+  it('a call that answers (on a worker thread) within the timeout is an ordinary call', async () => {
+    dll.hold('HcnModifyNetwork');
+    const p = c.addNetworkPolicies(NET, [POLICY]);
+    await settle();
+    dll.releaseAll();
+    await expect(p).resolves.toBeUndefined();
+    expect(dll.openHandles).toEqual([]);
+    expect(dll.closes).toBe(1);
+    expect(metrics.total(METRIC.dataplaneErrors)).toBe(0);
+  });
+
+  it('a second close of a handle whose close is deferred is E_HANDLE, and a new call on it too', async () => {
+    dll.hold('HcnModifyNetwork');
+    const h = await t.openNetwork(NET);
+    const modify = t.modifyNetwork(h, '{}');
+    await t.closeNetwork(h); // deferred
+    expect(dll.closes).toBe(0);
+    expect((await rejection(t.closeNetwork(h))).hresult).toBe(0x80070006);
+    expect((await rejection(t.queryNetworkProperties(h, '{}'))).hresult).toBe(0x80070006);
+    dll.releaseAll();
+    await modify;
+    expect(dll.closes).toBe(1);
+    expect(dll.usedAfterClose).toEqual([]);
   });
 });

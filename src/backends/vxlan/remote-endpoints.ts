@@ -1,6 +1,7 @@
 // Legacy vxlan dataplane (flannel before 2019): one HNS v1 remote endpoint per remote pod IP, named
 // `remote_<ip>`, MAC `<MacPrefix>-<ip octets in hex>`, with a PA policy naming the peer's public IP.
-// Off by default (Backend.LegacyRemoteEndpoints); kept for HNS versions without RemoteSubnetRoute.
+// Off by default (Backend.LegacyRemoteEndpoints), for tooling that still expects the old remote
+// endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
 import type { ReconcileDriver } from '../reconcile.js';
 import { forEachLimit } from '../../concurrency.js';
 import type { HnsClient } from '../../hns/client.js';
