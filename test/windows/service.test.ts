@@ -237,7 +237,14 @@ const NODE = 'win-1';
       // the SCM's own tools see the same service
       const net = await wineCmd(['net', 'start', SVC]);
       expect(net.stdout + net.stderr).toMatch(/started successfully/);
-      expect(await scState()).toBe('RUNNING');
+      // Wine's `net start` may return while the service is still START_PENDING (Windows' waits)
+      const running = Date.now() + 20_000;
+      let state = await scState();
+      while (state === 'START_PENDING' && Date.now() < running) {
+        await new Promise((r) => setTimeout(r, 250));
+        state = await scState();
+      }
+      expect(state).toBe('RUNNING');
 
       const uninstall = await flanneld(['service', 'uninstall', '--name', SVC]);
       expect(uninstall.code).toBe(0);
