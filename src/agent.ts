@@ -268,7 +268,7 @@ export class Agent {
 
   private createKubeSubnetManager(netConf: NetworkConfig): SubnetManager {
     const { config } = this.opts;
-    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl });
+    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv });
     return new KubeSubnetManager({
       kubeConfig,
       nodeName: config.nodeName,

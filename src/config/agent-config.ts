@@ -53,6 +53,8 @@ export interface AgentConfig {
   nodeName: string | undefined;
   podName: string | undefined;
   podNamespace: string | undefined;
+  /** In-cluster API settings (KUBERNETES_SERVICE_HOST/_PORT, CONTAINER_SANDBOX_MOUNT_POINT), read here once. */
+  inClusterEnv: Record<'KUBERNETES_SERVICE_HOST' | 'KUBERNETES_SERVICE_PORT' | 'CONTAINER_SANDBOX_MOUNT_POINT', string | undefined>;
   /** EVENT_QUEUE_DEPTH (default 5000). */
   eventQueueDepth: number;
   /** CONT_WHEN_CACHE_NOT_READY (default false). */

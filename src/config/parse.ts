@@ -169,6 +169,11 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     logFormat,
     logFile: str('log-file'),
     ...node,
+    inClusterEnv: {
+      KUBERNETES_SERVICE_HOST: merged['KUBERNETES_SERVICE_HOST'],
+      KUBERNETES_SERVICE_PORT: merged['KUBERNETES_SERVICE_PORT'],
+      CONTAINER_SANDBOX_MOUNT_POINT: merged['CONTAINER_SANDBOX_MOUNT_POINT'],
+    },
     eventQueueDepth: eventQueueDepth(merged['EVENT_QUEUE_DEPTH']),
     contWhenCacheNotReady: contWhenCacheNotReady(merged['CONT_WHEN_CACHE_NOT_READY']),
   };

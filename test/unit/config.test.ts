@@ -294,6 +294,7 @@ describe('defaults and platforms', () => {
       podNamespace: undefined,
       eventQueueDepth: 5000,
       contWhenCacheNotReady: false,
+      inClusterEnv: { KUBERNETES_SERVICE_HOST: undefined, KUBERNETES_SERVICE_PORT: undefined, CONTAINER_SANDBOX_MOUNT_POINT: undefined },
     } satisfies AgentConfig);
   });
 

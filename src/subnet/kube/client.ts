@@ -20,8 +20,8 @@ export interface KubeClientOptions {
    */
   inClusterPathPrefix?: string;
   /**
-   * In-cluster only: where KUBERNETES_SERVICE_HOST / _PORT (and CONTAINER_SANDBOX_MOUNT_POINT, the
-   * default path prefix) are read; default `process.env`.
+   * In-cluster only: KUBERNETES_SERVICE_HOST / _PORT (and CONTAINER_SANDBOX_MOUNT_POINT, the default
+   * path prefix), as src/config read them; none given = not in a cluster.
    */
   env?: Record<string, string | undefined>;
 }
@@ -114,7 +114,7 @@ export function buildKubeConfig(opts: KubeClientOptions): KubeConfig {
     kc.loadFromClusterAndUser({ name: 'cluster', server: apiUrl, skipTLSVerify: apiUrl.startsWith('http:') }, { name: 'user' });
     return kc;
   }
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? {};
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
   if (!host || !port) {
