@@ -228,6 +228,9 @@ export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = F
     if (!spec.noEnv) lines.push(`        env: ${envVarName(spec.name)}`);
   }
   lines.push('');
-  lines.push('Environment: NODE_NAME (else POD_NAME and POD_NAMESPACE), EVENT_QUEUE_DEPTH, CONT_WHEN_CACHE_NOT_READY.');
+  lines.push('Environment: NODE_NAME (else POD_NAME and POD_NAMESPACE).');
+  lines.push('EVENT_QUEUE_DEPTH and CONT_WHEN_CACHE_NOT_READY are accepted (and checked) for manifest compatibility but change');
+  lines.push('nothing here: watch events update the desired set directly (no queue to size), and a slow first node list');
+  lines.push('never stops the agent (it keeps retrying; the dataplane is written once the list is complete).');
   return lines.join('\n') + '\n';
 }
