@@ -14,7 +14,6 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { startHealthServer } from './health/server.js';
-import { policySetting } from './hns/schema.js';
 import { selectExternalInterface } from './host/select.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
@@ -148,14 +147,14 @@ export class Agent {
     const publicIP = config.publicIP || extIface.ipv4;
     this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
 
-    await this.logPreviousSubnetEnv(config.subnetFile);
+    const previousSubnet = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
 
     const subnetManager =
       this.opts.subnetManager ??
       (config.kubeSubnetMgr
         ? this.createKubeSubnetManager(netConf)
-        : await createEtcdSubnetManager(config, { netConf, publicIP, log: root, metrics: this.metrics, clock: this.clock }));
+        : await createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
     const deps: BackendDeps = {
       netConf,
       subnetManager,
@@ -242,7 +241,6 @@ export class Agent {
   private async reserveSourceVip(network: Network, dataplane: Dataplane): Promise<void> {
     const { config } = this.opts;
     if (!config.sourceVipFile) return;
-    const pa = policySetting((await dataplane.hns.getNetworkByName(network.networkName))?.Policies, 'ProviderAddress', 'ProviderAddress');
     this.sourceVipValue = await reserveSourceVip({
       hns: dataplane.hns,
       networkName: network.networkName,
@@ -250,19 +248,23 @@ export class Agent {
       file: config.sourceVipFile,
       compatFiles: config.sourceVipCompatFiles,
       ipamDataDir: config.cniIpamDataDir,
-      macAddress: pa === undefined ? undefined : hnsMacOf(pa, networkInterfaces()),
+      macFor: (providerAddress) => hnsMacOf(providerAddress, networkInterfaces()),
       log: componentLogger(this.opts.log, 'source-vip'),
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
   }
 
   /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */
-  private async logPreviousSubnetEnv(path: string): Promise<void> {
+  private async previousSubnet(path: string): Promise<string | undefined> {
     try {
       const previous = await readSubnetEnv(path);
-      if (previous !== undefined) this.log.info('found previous subnet.env', { path, subnet: previousSubnetFromEnv(previous) });
+      if (previous === undefined) return undefined;
+      const subnet = previousSubnetFromEnv(previous);
+      this.log.info('found previous subnet.env', { path, subnet });
+      return subnet;
     } catch (err) {
       this.log.warn('ignoring unreadable previous subnet.env; it will be rewritten', { path, error: errorMessage(err) });
+      return undefined;
     }
   }
 

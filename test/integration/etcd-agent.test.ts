@@ -5,21 +5,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
-import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { isFlannelError } from '../../src/errors.js';
-import { LOG, waitFor } from '../support/cluster.js';
+import { runAgent, waitFor, type RunningAgent } from '../support/cluster.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
 
-interface EtcdAgent {
+interface EtcdAgent extends RunningAgent {
   name: string;
   ip: string;
-  agent: Agent;
-  subnetFile: string;
-  statePath: string;
-  controller: AbortController;
-  done: Promise<void>;
-  stop(): Promise<void>;
 }
 
 interface PolicySettings {
@@ -101,24 +94,7 @@ describeEtcd('the agent in etcd mode (real etcd, simulated dataplane)', () => {
       {},
       { platform: 'linux' },
     );
-    if (parsed.kind !== 'run') throw new Error('expected a run config');
-    const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: 200 });
-    const controller = new AbortController();
-    const done = agent.run(controller.signal);
-    done.catch(() => undefined);
-    const a: EtcdAgent = {
-      name,
-      ip,
-      agent,
-      subnetFile,
-      statePath,
-      controller,
-      done,
-      stop: async () => {
-        controller.abort(new Error('test stop'));
-        await done.catch(() => undefined);
-      },
-    };
+    const a: EtcdAgent = { ...runAgent(parsed, { dir: home, subnetFile, statePath }), name, ip };
     agents.push(a);
     return a;
   }

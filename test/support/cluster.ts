@@ -37,6 +37,30 @@ export interface RunningAgent {
   stop(): Promise<void>;
 }
 
+/** Start an Agent from a parsed command line (`kind: 'run'`); `stop()` aborts it and waits. */
+export function runAgent(
+  parsed: ReturnType<typeof parseConfig>,
+  files: { dir: string; subnetFile: string; statePath: string; resyncMs?: number },
+): RunningAgent {
+  if (parsed.kind !== 'run') throw new Error('expected a run config');
+  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: files.resyncMs ?? 200 });
+  const controller = new AbortController();
+  const done = agent.run(controller.signal);
+  done.catch(() => undefined);
+  return {
+    agent,
+    dir: files.dir,
+    subnetFile: files.subnetFile,
+    statePath: files.statePath,
+    controller,
+    done,
+    stop: async () => {
+      controller.abort(new Error('test stop'));
+      await done.catch(() => undefined);
+    },
+  };
+}
+
 export class TestCluster {
   readonly api = new FakeKubeApiServer();
   readonly dir = mkdtempSync(join(tmpdir(), 'flanneld-it-'));
@@ -75,23 +99,7 @@ export class TestCluster {
       { NODE_NAME: opts.nodeName },
       { platform: 'linux' },
     );
-    if (parsed.kind !== 'run') throw new Error('expected a run config');
-    const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: opts.resyncMs ?? 200 });
-    const controller = new AbortController();
-    const done = agent.run(controller.signal);
-    done.catch(() => undefined);
-    const running: RunningAgent = {
-      agent,
-      dir,
-      subnetFile,
-      statePath,
-      controller,
-      done,
-      stop: async () => {
-        controller.abort(new Error('test stop'));
-        await done.catch(() => undefined);
-      },
-    };
+    const running = runAgent(parsed, { dir, subnetFile, statePath, resyncMs: opts.resyncMs });
     this.agents.push(running);
     return running;
   }

@@ -111,8 +111,8 @@ export interface SourceVipOptions {
   compatFiles: readonly string[];
   /** host-local's dataDir (`C:\var\lib\cni\networks`); '' = do not write a reservation. */
   ipamDataDir: string;
-  /** MAC for the endpoint (kube-proxy uses the host's); HNS assigns one when omitted. */
-  macAddress?: string;
+  /** MAC for the endpoint given the network's provider address (kube-proxy uses the host's); HNS assigns one when it has none. */
+  macFor?: (providerAddress: string) => string | undefined;
   log: Logger;
   fs?: SourceVipFs;
 }
@@ -191,10 +191,11 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
     }
     ip = chosen;
     const pa = policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress');
+    const mac = pa === undefined ? undefined : opts.macFor?.(pa);
     const body: HcnEndpoint = {
       Name: epName,
       IpConfigurations: [{ IpAddress: ip, PrefixLength: prefixLength }],
-      ...(opts.macAddress ? { MacAddress: opts.macAddress } : {}),
+      ...(mac ? { MacAddress: mac } : {}),
       Policies: pa ? [{ Type: 'ProviderAddress', Settings: { ProviderAddress: pa } }] : [],
       SchemaVersion: { Major: 2, Minor: 0 },
     };

@@ -3,12 +3,10 @@
 // subnet.env, getConfig's wait for `<prefix>/config`).
 import type { Clock } from '../../clock.js';
 import type { AgentConfig } from '../../config/agent-config.js';
-import { errorMessage } from '../../errors.js';
 import type { Metrics } from '../../health/metrics.js';
 import { componentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { NetworkConfig } from '../net-conf-types.js';
-import { previousSubnetFromEnv, readSubnetEnv } from '../subnet-env.js';
 import { createEtcdClient } from './client.js';
 import type { EtcdClientConfig } from './client.js';
 import { EtcdSubnetManager } from './manager.js';
@@ -68,7 +66,7 @@ export interface CreateEtcdSubnetManagerDeps {
   log: Logger;
   metrics?: Metrics;
   clock?: Clock;
-  /** Previous own subnet; default: FLANNEL_SUBNET of `--subnet-file` when readable. */
+  /** Previous own subnet (FLANNEL_SUBNET of the previous subnet.env, which the agent reads once). */
   previousSubnet?: string;
   /** Test knobs passed through to the manager. */
   tuning?: Partial<Pick<EtcdSubnetManagerOptions, 'leaseTtlSeconds' | 'renewMarginMs' | 'renewRetryMs' | 'backoffBaseMs' | 'backoffCapMs' | 'apiRetryTimeoutMs'>>;
@@ -76,39 +74,30 @@ export interface CreateEtcdSubnetManagerDeps {
 
 /** The etcd SubnetManager for `--etcd-*` flags. It owns its client and closes it when the agent's signal aborts. */
 export async function createEtcdSubnetManager(
-  config: EtcdFlags & Pick<AgentConfig, 'subnetFile' | 'subnetLeaseRenewMargin'>,
+  config: EtcdFlags & Pick<AgentConfig, 'subnetLeaseRenewMargin'>,
   deps: CreateEtcdSubnetManagerDeps,
 ): Promise<EtcdSubnetManager> {
   const log = componentLogger(deps.log, 'etcd');
-  let previousSubnet = deps.previousSubnet;
-  if (previousSubnet === undefined) {
-    try {
-      const text = await readSubnetEnv(config.subnetFile);
-      previousSubnet = text === undefined ? undefined : previousSubnetFromEnv(text);
-    } catch (err) {
-      log.warn('ignoring unreadable previous subnet file', { path: config.subnetFile, error: errorMessage(err) });
-    }
-  }
   const client = createEtcdClient(clientConfig(config, log));
   let manager: EtcdSubnetManager;
   try {
     manager = new EtcdSubnetManager({
-    registry: new EtcdRegistry(client, config.etcdPrefix),
-    prefix: config.etcdPrefix,
-    netConf: deps.netConf,
-    publicIP: deps.publicIP,
-    previousSubnet,
-    renewMarginMinutes: config.subnetLeaseRenewMargin,
-    onClose: () => client.close(),
-    log,
-    metrics: deps.metrics,
-    clock: deps.clock,
-    ...deps.tuning,
+      registry: new EtcdRegistry(client, config.etcdPrefix),
+      prefix: config.etcdPrefix,
+      netConf: deps.netConf,
+      publicIP: deps.publicIP,
+      previousSubnet: deps.previousSubnet,
+      renewMarginMinutes: config.subnetLeaseRenewMargin,
+      onClose: () => client.close(),
+      log,
+      metrics: deps.metrics,
+      clock: deps.clock,
+      ...deps.tuning,
     });
   } catch (err) {
     client.close();
     throw err;
   }
-  log.info(`Etcd Local Manager with Previous Subnet: ${previousSubnet ?? 'None'}`, { endpoints: config.etcdEndpoints.join(','), prefix: config.etcdPrefix });
+  log.info(`Etcd Local Manager with Previous Subnet: ${deps.previousSubnet ?? 'None'}`, { endpoints: config.etcdEndpoints.join(','), prefix: config.etcdPrefix });
   return manager;
 }
