@@ -1,0 +1,148 @@
+// `flanneld install-cni`: put flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe into the
+// CNI bin directory from archives the operator names by URL or path, each with its SHA-256.
+//
+// Order, so a bad download never touches the node: every source is read into memory and its SHA-256
+// compared with the one given BEFORE anything is written; then the plugins are read out of it; only when
+// all four are there are the changed ones written to a temporary directory inside the bin directory and
+// renamed into place (same volume: each rename replaces one file whole). Files already equal byte for
+// byte are left alone, so a second run writes nothing.
+import { createHash } from 'node:crypto';
+import * as nodeFs from 'node:fs';
+import { join } from 'node:path';
+import { FlannelError, errorMessage } from '../errors.js';
+import { CNI_PLUGIN_FILES, readPlugins, type CniPluginFile } from './archive.js';
+
+/** Refuse downloads larger than this (the containernetworking/plugins Windows tgz is ~50 MB). */
+export const MAX_SOURCE_BYTES = 512 * 1024 * 1024;
+
+export interface PluginSource {
+  /** https:// or http:// URL, or a local path. */
+  location: string;
+  /** Expected SHA-256 of the whole file, hex. */
+  sha256: string;
+}
+
+export interface InstallOptions {
+  sources: readonly PluginSource[];
+  binDir: string;
+  /** Injected for tests; the global fetch (follows redirects: GitHub release assets redirect). */
+  fetch?: typeof fetch;
+  fs?: Pick<typeof nodeFs, 'readFileSync' | 'existsSync' | 'mkdirSync' | 'mkdtempSync' | 'writeFileSync' | 'renameSync' | 'rmSync'>;
+}
+
+export interface InstallReport {
+  /** Plugins written (new or changed), in CNI_PLUGIN_FILES order. */
+  installed: CniPluginFile[];
+  /** Plugins already there with the same content. */
+  unchanged: CniPluginFile[];
+  /** SHA-256 of each installed file, for the log. */
+  sha256: Record<CniPluginFile, string>;
+}
+
+export function sha256Hex(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** Validate a --sha256 value: 64 hex digits (any case; `sha256:` prefix as GitHub shows digests). */
+export function normalizeSha256(raw: string): string | undefined {
+  const v = raw.trim().toLowerCase().replace(/^sha256:/, '');
+  return /^[0-9a-f]{64}$/.test(v) ? v : undefined;
+}
+
+function isUrl(location: string): boolean {
+  return /^https?:\/\//i.test(location);
+}
+
+async function download(url: string, fetchFn: typeof fetch): Promise<Buffer> {
+  let res: Response;
+  try {
+    res = await fetchFn(url, { redirect: 'follow' });
+  } catch (err) {
+    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: ${errorMessage(err)}; check the URL and the node's access to it`, { source: url }, { cause: err });
+  }
+  if (!res.ok) {
+    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: HTTP ${res.status} ${res.statusText}`, { source: url, status: res.status });
+  }
+  const length = Number(res.headers.get('content-length') ?? 0);
+  if (length > MAX_SOURCE_BYTES) {
+    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `${url} is ${length} bytes, more than the ${MAX_SOURCE_BYTES} allowed for a plugin archive`, { source: url });
+  }
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** Read one source and check its SHA-256; nothing is written. */
+export async function loadSource(src: PluginSource, fetchFn: typeof fetch, fs: Pick<typeof nodeFs, 'readFileSync'>): Promise<Buffer> {
+  let data: Buffer;
+  if (isUrl(src.location)) {
+    data = await download(src.location, fetchFn);
+  } else {
+    try {
+      data = fs.readFileSync(src.location);
+    } catch (err) {
+      throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot read ${src.location}: ${errorMessage(err)}`, { source: src.location }, { cause: err });
+    }
+  }
+  const actual = sha256Hex(data);
+  if (actual !== src.sha256) {
+    throw new FlannelError(
+      'FLANNEL_ERR_CNI_HASH',
+      `${src.location} has SHA-256 ${actual}, not the expected ${src.sha256}: the download is damaged or not the release you pinned; nothing was installed`,
+      { source: src.location, expected: src.sha256, actual },
+    );
+  }
+  return data;
+}
+
+function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFileSync' | 'existsSync'>): boolean {
+  if (!fs.existsSync(path)) return false;
+  try {
+    const have = fs.readFileSync(path);
+    return have.length === data.length && have.equals(data);
+  } catch {
+    return false;
+  }
+}
+
+export async function installCniPlugins(opts: InstallOptions): Promise<InstallReport> {
+  const fs = opts.fs ?? nodeFs;
+  const fetchFn = opts.fetch ?? fetch;
+  const found = new Map<CniPluginFile, { data: Buffer; from: string }>();
+  for (const src of opts.sources) {
+    const data = await loadSource(src, fetchFn, fs);
+    for (const [file, content] of await readPlugins(data, src.location)) {
+      const prev = found.get(file);
+      if (prev) {
+        throw new FlannelError('FLANNEL_ERR_CNI_ARCHIVE', `${file} is in both ${prev.from} and ${src.location}; give it once`, { file });
+      }
+      found.set(file, { data: content, from: src.location });
+    }
+  }
+  const missing = CNI_PLUGIN_FILES.filter((f) => !found.has(f));
+  if (missing.length > 0) {
+    throw new FlannelError(
+      'FLANNEL_ERR_CNI_ARCHIVE',
+      `the sources hold no ${missing.join(', ')}; add a --source that has ${missing.length === 1 ? 'it' : 'them'} (see src/cni-plugins/pinned.json for the upstream releases); nothing was installed`,
+      { missing: missing.join(',') },
+    );
+  }
+
+  const report: InstallReport = { installed: [], unchanged: [], sha256: {} as Record<CniPluginFile, string> };
+  for (const f of CNI_PLUGIN_FILES) {
+    const { data } = found.get(f)!;
+    report.sha256[f] = sha256Hex(data);
+    (sameContent(join(opts.binDir, f), data, fs) ? report.unchanged : report.installed).push(f);
+  }
+  if (report.installed.length === 0) return report;
+
+  fs.mkdirSync(opts.binDir, { recursive: true });
+  const tmp = fs.mkdtempSync(join(opts.binDir, '.install-cni-'));
+  try {
+    for (const f of report.installed) fs.writeFileSync(join(tmp, f), found.get(f)!.data, { mode: 0o755 });
+    for (const f of report.installed) fs.renameSync(join(tmp, f), join(opts.binDir, f));
+  } catch (err) {
+    throw new FlannelError('FLANNEL_ERR_CNI_INSTALL', `cannot write the plugins into ${opts.binDir}: ${errorMessage(err)}`, { binDir: opts.binDir }, { cause: err });
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  return report;
+}
