@@ -24,7 +24,8 @@ const exe = (name: string, release: string) => Buffer.from(`MZ\x90\x00 ${name} $
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 async function zipOf(files: Record<string, Buffer>): Promise<Buffer> {
-  const yazl = require('yazl') as typeof import('yazl');
+  // yazl (our zip writer, packaging/build.mjs) ships no types.
+  const yazl = require('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, name: string): void; end(): void; outputStream: AsyncIterable<Buffer> } };
   const zip = new yazl.ZipFile();
   for (const [name, data] of Object.entries(files)) zip.addBuffer(data, name);
   zip.end();
