@@ -324,7 +324,7 @@ describe('scripts/start.ps1', () => {
     // A script_parameter's own `variable` child is its name ($true in an attribute is nested deeper).
     const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n!.children.find((c) => c?.type === 'variable')?.text.slice(1));
     expect(params).toEqual(
-      expect.arrayContaining(['ManagementIP', 'NetworkMode', 'ClusterCIDR', 'ServiceCIDR', 'KubeDnsServiceIP', 'InterfaceName', 'LogDir', 'KubeConfig', 'FlanneldExe', 'TimeoutSeconds']),
+      expect.arrayContaining(['ManagementIP', 'NetworkMode', 'ClusterCIDR', 'ServiceCIDR', 'KubeDnsServiceIP', 'InterfaceName', 'LogDir', 'KubeConfig', 'FlanneldExe', 'TimeoutSeconds', 'CniBinDir', 'CniPluginSource', 'CniPluginSha256']),
     );
     const text = readFileSync(SCRIPT, 'utf8');
     expect(text).toContain("[ValidateSet('l2bridge', 'overlay')]");
@@ -332,5 +332,11 @@ describe('scripts/start.ps1', () => {
     expect(text).toMatch(/if \(\[DateTime\]::UtcNow -ge \$deadline\) \{\s*throw/);
     // The backend the script writes for overlay is the mixed-cluster one.
     expect(text).toContain("Type = 'vxlan'; VNI = 4096; Port = 4789");
+    // The CNI plugins are installed (pinned upstream releases, or the operator's sources with hashes) before the CNI config.
+    expect(text).toContain("$pluginArgs = @('install-cni', \"--bin-dir=$CniBinDir\")");
+    expect(text).toContain("$pluginArgs += '--pinned'");
+    expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
+    expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
+    expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf("Invoke-Flanneld @('cni-config'"));
   });
 });
