@@ -6,11 +6,25 @@
 // all four are there are the changed ones written to a temporary directory inside the bin directory and
 // renamed into place (same volume: each rename replaces one file whole). Files already equal byte for
 // byte are left alone, so a second run writes nothing.
+//
+// A record of the last install (INSTALL_RECORD in the bin dir: the sources' SHA-256 and each plugin's)
+// lets a rerun with the same sources finish without downloading anything, as long as every plugin on
+// disk still has the recorded hash (the DaemonSet's init container runs this on every pod start).
 import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
 import { FlannelError, errorMessage } from '../errors.js';
+import { writeFileAtomicSync } from '../fs-atomic.js';
 import { CNI_PLUGIN_FILES, readPlugins, type CniPluginFile } from './archive.js';
+
+/** The record of the last install, in the bin dir. */
+export const INSTALL_RECORD = '.flanneld-install-cni.json';
+
+interface InstallRecord {
+  /** SHA-256 of each source, sorted (the location does not matter: same bytes, same plugins). */
+  sources: string[];
+  files: Record<string, string>;
+}
 
 /** Refuse downloads larger than this (the containernetworking/plugins Windows tgz is ~50 MB). */
 export const MAX_SOURCE_BYTES = 512 * 1024 * 1024;
@@ -35,6 +49,8 @@ export interface InstallReport {
   installed: CniPluginFile[];
   /** Plugins already there with the same content. */
   unchanged: CniPluginFile[];
+  /** True when the install record matched and nothing was downloaded. */
+  fromRecord: boolean;
   /** SHA-256 of each installed file, for the log. */
   sha256: Record<CniPluginFile, string>;
 }
@@ -103,9 +119,28 @@ function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFi
   }
 }
 
+/** The plugins on disk when they are exactly what the record of an install of these sources says. */
+function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync'>): InstallReport | undefined {
+  try {
+    const rec = JSON.parse(fs.readFileSync(join(binDir, INSTALL_RECORD), 'utf8') as string) as InstallRecord;
+    const wanted = sources.map((s) => s.sha256).sort();
+    if (JSON.stringify(rec.sources) !== JSON.stringify(wanted)) return undefined;
+    const sha256 = {} as Record<CniPluginFile, string>;
+    for (const f of CNI_PLUGIN_FILES) {
+      sha256[f] = sha256Hex(fs.readFileSync(join(binDir, f)) as Buffer);
+      if (rec.files[f] !== sha256[f]) return undefined;
+    }
+    return { installed: [], unchanged: [...CNI_PLUGIN_FILES], sha256, fromRecord: true };
+  } catch {
+    return undefined; // no record, unreadable, or a plugin missing: do the full install
+  }
+}
+
 export async function installCniPlugins(opts: InstallOptions): Promise<InstallReport> {
   const fs = opts.fs ?? nodeFs;
   const fetchFn = opts.fetch ?? fetch;
+  const recorded = recordedInstall(opts.binDir, opts.sources, fs);
+  if (recorded) return recorded;
   const found = new Map<CniPluginFile, { data: Buffer; from: string }>();
   for (const src of opts.sources) {
     const data = await loadSource(src, fetchFn, fs);
@@ -126,13 +161,17 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
     );
   }
 
-  const report: InstallReport = { installed: [], unchanged: [], sha256: {} as Record<CniPluginFile, string> };
+  const report: InstallReport = { installed: [], unchanged: [], sha256: {} as Record<CniPluginFile, string>, fromRecord: false };
   for (const f of CNI_PLUGIN_FILES) {
     const { data } = found.get(f)!;
     report.sha256[f] = sha256Hex(data);
     (sameContent(join(opts.binDir, f), data, fs) ? report.unchanged : report.installed).push(f);
   }
-  if (report.installed.length === 0) return report;
+  const record: InstallRecord = { sources: opts.sources.map((s) => s.sha256).sort(), files: report.sha256 };
+  if (report.installed.length === 0) {
+    writeRecord(opts.binDir, record, fs);
+    return report;
+  }
 
   fs.mkdirSync(opts.binDir, { recursive: true });
   const tmp = fs.mkdtempSync(join(opts.binDir, '.install-cni-'));
@@ -144,5 +183,15 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+  writeRecord(opts.binDir, record, fs);
   return report;
+}
+
+/** Best effort: without a record the next run downloads and compares again. */
+function writeRecord(binDir: string, record: InstallRecord, fs: Pick<typeof nodeFs, 'writeFileSync' | 'renameSync' | 'mkdirSync'>): void {
+  try {
+    writeFileAtomicSync(join(binDir, INSTALL_RECORD), JSON.stringify(record, null, 2) + '\n', fs);
+  } catch {
+    // ignored
+  }
 }

@@ -4,7 +4,7 @@
 import { parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
 import { FlagError, FlannelError, errorMessage } from '../errors.js';
 import { CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
-import { installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
+import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
 import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
 import type { Command, CommandIO } from './command.js';
 
@@ -27,7 +27,8 @@ export function usage(platform: NodeJS.Platform): string {
     `Usage: ${PROGRAM} --source URL|PATH --sha256 HEX [--source ... --sha256 ...] [--bin-dir DIR]\n` +
     `       ${PROGRAM} --pinned [--bin-dir DIR]\n\n` +
     `${command.summary}.\nEvery source is hashed before anything is written; the plugins are written to a temporary\n` +
-    `directory in DIR and renamed into place; files already equal are left alone (a rerun writes nothing).\n` +
+    `directory in DIR and renamed into place; files already equal are left alone (a rerun writes nothing,\n` +
+    `and downloads nothing while the plugins still match the record of the last install, DIR\\${INSTALL_RECORD}).\n` +
     `Bare executables are named by their file name (flannel-amd64.exe is installed as flannel.exe).\n\n${flags}`
   );
 }
@@ -64,7 +65,8 @@ export const command: Command = {
       if (binDir.trim() === '') throw new FlagError('flag -bin-dir is empty', { flag: 'bin-dir' });
       const report = await installCniPlugins({ sources, binDir });
       for (const f of report.installed) io.stdout(`installed ${f} (sha256 ${report.sha256[f]})\n`);
-      if (report.installed.length === 0) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the same files; nothing written\n`);
+      if (report.fromRecord) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the recorded install of these sources; nothing downloaded or written\n`);
+      else if (report.installed.length === 0) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the same files; nothing written\n`);
       else for (const f of report.unchanged) io.stdout(`unchanged ${f}\n`);
       return 0;
     } catch (err) {

@@ -93,7 +93,8 @@ afterAll(async () => {
 
 const binDir = () => join(dir, 'opt', 'cni', 'bin');
 const installed = () => Object.fromEntries(PLUGINS.map((p) => [p, readFileSync(join(binDir(), p)).toString('latin1')]));
-const leftovers = () => readdirSync(binDir()).filter((f) => !PLUGINS.includes(f));
+const RECORD = '.flanneld-install-cni.json';
+const leftovers = () => readdirSync(binDir()).filter((f) => !PLUGINS.includes(f) && f !== RECORD);
 
 describe('flanneld install-cni', () => {
   it('a bad hash is refused before anything is written (the bin dir is not even created)', async () => {
@@ -114,13 +115,37 @@ describe('flanneld install-cni', () => {
     expect(leftovers()).toEqual([]); // the temporary directory is gone
   });
 
-  it('does nothing when the same files are already there', async () => {
+  it('a rerun with the same sources downloads nothing and writes nothing (the install record matches)', async () => {
     const before = PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs);
+    const seen = requests.length;
     await new Promise((r) => setTimeout(r, 20));
     const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^already installed: .*nothing written\n$/);
+    expect(r.stdout).toMatch(/^already installed: .*nothing downloaded or written\n$/);
+    expect(requests.length).toBe(seen);
     expect(PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs)).toEqual(before);
+  });
+
+  it('without the record, the same files are downloaded and compared, and nothing is written', async () => {
+    rmSync(join(binDir(), RECORD));
+    const before = PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs);
+    const seen = requests.length;
+    const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^already installed: .* are the same files; nothing written\n$/);
+    expect(requests.length).toBe(seen + 1);
+    expect(PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs)).toEqual(before);
+    expect(existsSync(join(binDir(), RECORD))).toBe(true);
+  });
+
+  it('a plugin changed behind our back is noticed despite the record, and restored', async () => {
+    writeFileSync(join(binDir(), 'host-local.exe'), 'MZ tampered');
+    const seen = requests.length;
+    const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^installed host-local\.exe /);
+    expect(requests.length).toBe(seen + 1);
+    expect(installed()['host-local.exe']).toBe(exe('host-local.exe', 'v1').toString('latin1'));
   });
 
   it.each([
@@ -145,7 +170,7 @@ describe('flanneld install-cni', () => {
   });
 
   it('an HTTP 404 is a coded download error', async () => {
-    const r = await run(['--source', `${base}/missing.tgz`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
+    const r = await run(['--source', `${base}/missing.tgz`, '--sha256', sha(tgzV2), '--bin-dir', binDir()]);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('HTTP 404');
     expect(r.stderr).toContain('[FLANNEL_ERR_CNI_SOURCE]');
