@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { FlannelError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import { CNI_PLUGIN_FILES, readPlugins, type CniPluginFile } from './archive.js';
@@ -42,6 +43,28 @@ export interface InstallOptions {
   /** Injected for tests; the global fetch (follows redirects: GitHub release assets redirect). */
   fetch?: typeof fetch;
   fs?: Pick<typeof nodeFs, 'readFileSync' | 'existsSync' | 'mkdirSync' | 'mkdtempSync' | 'writeFileSync' | 'renameSync' | 'rmSync'>;
+  /** Waits between rename attempts (injected for tests). */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Windows refuses to replace an executable that is running (a plugin mid-ADD) with EPERM/EBUSY/EACCES;
+ * plugins run for well under a second, so a replace is retried for about 5 s before it counts as failed.
+ */
+const RENAME_RETRY_MS = [50, 100, 200, 400, 800, 1000, 1000, 1500];
+const BUSY = new Set(['EPERM', 'EBUSY', 'EACCES']);
+
+async function renameWithRetry(from: string, to: string, fs: Pick<typeof nodeFs, 'renameSync'>, sleep: (ms: number) => Promise<void>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.renameSync(from, to);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (!BUSY.has(code) || attempt >= RENAME_RETRY_MS.length) throw err;
+      await sleep(RENAME_RETRY_MS[attempt]!);
+    }
+  }
 }
 
 export interface InstallReport {
@@ -175,11 +198,21 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
 
   fs.mkdirSync(opts.binDir, { recursive: true });
   const tmp = fs.mkdtempSync(join(opts.binDir, '.install-cni-'));
+  const done: CniPluginFile[] = [];
   try {
     for (const f of report.installed) fs.writeFileSync(join(tmp, f), found.get(f)!.data, { mode: 0o755 });
-    for (const f of report.installed) fs.renameSync(join(tmp, f), join(opts.binDir, f));
+    for (const f of report.installed) {
+      await renameWithRetry(join(tmp, f), join(opts.binDir, f), fs, opts.sleep ?? ((ms) => delay(ms)));
+      done.push(f);
+    }
   } catch (err) {
-    throw new FlannelError('FLANNEL_ERR_CNI_INSTALL', `cannot write the plugins into ${opts.binDir}: ${errorMessage(err)}`, { binDir: opts.binDir }, { cause: err });
+    const left = report.installed.filter((f) => !done.includes(f));
+    throw new FlannelError(
+      'FLANNEL_ERR_CNI_INSTALL',
+      `cannot write the plugins into ${opts.binDir}: ${errorMessage(err)}; ${done.length > 0 ? `${done.join(', ')} replaced, ` : ''}${left.join(', ')} left as they were: run install-cni again`,
+      { binDir: opts.binDir, replaced: done.join(','), kept: left.join(',') },
+      { cause: err },
+    );
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -3,10 +3,14 @@
 // makes containerd run flannel.exe), --sha256 values, and archives that hold a plugin twice or under a
 // path that tries to leave the directory (only the base name is ever used).
 import { describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import tarStream from 'tar-stream';
 import { pluginFileFor, readPlugins, sourceKind } from '../../src/cni-plugins/archive.js';
-import { normalizeSha256 } from '../../src/cni-plugins/install.js';
+import { installCniPlugins, normalizeSha256 } from '../../src/cni-plugins/install.js';
 import { FlannelError } from '../../src/errors.js';
 
 async function tgz(files: Record<string, string>): Promise<Buffer> {
@@ -65,5 +69,63 @@ describe('cni-plugins', () => {
       ].map((p) => p.then(() => 'no error', (e: unknown) => (e instanceof FlannelError ? e.code : String(e)))),
     );
     expect(codes).toEqual(['FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_ARCHIVE']);
+  });
+});
+
+describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the .exe runs)', () => {
+  async function setup() {
+    const dir = fs.mkdtempSync(join(tmpdir(), 'flanneld-cni-unit-'));
+    const archive = await tgz({ 'flannel.exe': 'MZ f', 'win-overlay.exe': 'MZ o', 'win-bridge.exe': 'MZ b', 'host-local.exe': 'MZ h' });
+    fs.writeFileSync(join(dir, 'p.tgz'), archive);
+    const sources = [{ location: join(dir, 'p.tgz'), sha256: createHash('sha256').update(archive).digest('hex') }];
+    return { dir, sources, binDir: join(dir, 'bin') };
+  }
+  const busy = (code: string) => Object.assign(new Error(`${code}: operation not permitted, rename`), { code });
+
+  it('retries a busy rename with growing waits, then succeeds', async () => {
+    const { dir, sources, binDir } = await setup();
+    let failures = 2;
+    const waits: number[] = [];
+    const report = await installCniPlugins({
+      sources,
+      binDir,
+      sleep: async (ms) => void waits.push(ms),
+      fs: {
+        ...fs,
+        renameSync: (a: fs.PathLike, b: fs.PathLike) => {
+          if (String(b).endsWith('win-bridge.exe') && failures-- > 0) throw busy('EBUSY');
+          fs.renameSync(a, b);
+        },
+      },
+    });
+    expect(report.installed).toEqual(['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe']);
+    expect(waits).toEqual([50, 100]);
+    expect(fs.readFileSync(join(binDir, 'win-bridge.exe'), 'utf8')).toBe('MZ b');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gives up after about 5 s with a coded error naming what was replaced and what was kept', async () => {
+    const { dir, sources, binDir } = await setup();
+    fs.mkdirSync(binDir);
+    fs.writeFileSync(join(binDir, 'win-bridge.exe'), 'MZ old');
+    const waits: number[] = [];
+    const err = await installCniPlugins({
+      sources,
+      binDir,
+      sleep: async (ms) => void waits.push(ms),
+      fs: {
+        ...fs,
+        renameSync: (a: fs.PathLike, b: fs.PathLike) => {
+          if (String(b).endsWith('win-bridge.exe')) throw busy('EPERM');
+          fs.renameSync(a, b);
+        },
+      },
+    }).then(() => undefined, (e: unknown) => e as FlannelError);
+    expect(err?.code).toBe('FLANNEL_ERR_CNI_INSTALL');
+    expect(err?.context).toMatchObject({ replaced: 'flannel.exe,win-overlay.exe', kept: 'win-bridge.exe,host-local.exe' });
+    expect(waits.reduce((a, b) => a + b, 0)).toBe(5050);
+    expect(fs.readFileSync(join(binDir, 'win-bridge.exe'), 'utf8')).toBe('MZ old');
+    expect(fs.readdirSync(binDir).sort()).toEqual(['flannel.exe', 'win-bridge.exe', 'win-overlay.exe']); // no temp dir left
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });
