@@ -38,6 +38,7 @@ describe('cni-plugins', () => {
     ['./win-overlay.exe', 'win-overlay.exe'],
     ['cni\\bin\\HOST-LOCAL.EXE', 'host-local.exe'],
     ['https://github.com/flannel-io/cni-plugin/releases/download/v1.9.1-flannel3/flannel-amd64.exe', 'flannel.exe'],
+    ['https://mirror.example/cni/flannel-amd64.exe?X-Amz-Signature=abc#x', 'flannel.exe'],
     ['static.exe', undefined],
     ['flannel', undefined],
   ])('pluginFileFor(%s) = %s', (name, file) => {
