@@ -1,12 +1,16 @@
 <#
 .SYNOPSIS
-  Bootstrap flanneld-windows on a Windows node: write net-conf.json and the CNI config, install (or
-  update) and start the flanneld service, then wait - with a timeout - until the agent is ready.
+  Bootstrap flanneld-windows on a Windows node: install the CNI plugins (SHA-256 checked), write
+  net-conf.json and the CNI config, install (or update) and start the flanneld service, then wait - with
+  a timeout - until the agent is ready.
 
 .DESCRIPTION
   Parameters follow the familiar microsoft/SDN and sig-windows-tools start scripts. Unlike them, this
   script never loops forever on "Waiting for the Network to be created": it polls flanneld's /readyz
   (or, with -HealthzPort 0, subnet.env) until -TimeoutSeconds and then fails with the log's location.
+
+  CNI plugins: by default the upstream releases pinned in this build (flanneld.exe install-cni --pinned);
+  offline, pass -CniPluginSource (archives or URLs) with one -CniPluginSha256 each.
 
 .EXAMPLE
   .\start.ps1 -ManagementIP 192.168.1.20 -NetworkMode overlay -ClusterCIDR 10.244.0.0/16 `
@@ -28,6 +32,9 @@ param(
     [string]$NetConfPath = 'C:\etc\kube-flannel\net-conf.json',
     [string]$SubnetFile = 'C:\run\flannel\subnet.env',
     [string]$CniConfFile = 'C:\etc\cni\net.d\10-flannel.conflist',
+    [string]$CniBinDir = 'C:\opt\cni\bin',
+    [string[]]$CniPluginSource = @(),
+    [string[]]$CniPluginSha256 = @(),
     [int]$HealthzPort = 10277,
     [int]$TimeoutSeconds = 180
 )
@@ -81,6 +88,21 @@ $agentArgs = @(
     '--healthz-ip=127.0.0.1',
     "--healthz-port=$HealthzPort"
 )
+
+# CNI plugins (flannel.exe, win-overlay.exe, win-bridge.exe, host-local.exe): hashed before anything is
+# written; a node that already has the same files is left alone.
+$pluginArgs = @('install-cni', "--bin-dir=$CniBinDir")
+if ($CniPluginSource.Count -eq 0) {
+    $pluginArgs += '--pinned'
+} else {
+    if ($CniPluginSource.Count -ne $CniPluginSha256.Count) {
+        throw "give one -CniPluginSha256 per -CniPluginSource ($($CniPluginSource.Count) sources, $($CniPluginSha256.Count) hashes)"
+    }
+    for ($i = 0; $i -lt $CniPluginSource.Count; $i++) {
+        $pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])
+    }
+}
+Invoke-Flanneld $pluginArgs
 
 Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--management-ip=$ManagementIP",
     "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)

@@ -5,6 +5,10 @@ export type ErrorCode =
   | 'FLANNEL_ERR_FLAG' // bad command line flag or value (exit 2)
   | 'FLANNEL_ERR_CONFIG' // bad configuration assembled from flags/env/env-file
   | 'FLANNEL_ERR_NET_CONF' // net-conf.json missing or invalid
+  | 'FLANNEL_ERR_CNI_SOURCE' // install-cni: a plugin archive could not be downloaded or read
+  | 'FLANNEL_ERR_CNI_HASH' // install-cni: a plugin archive's SHA-256 is not the one given
+  | 'FLANNEL_ERR_CNI_ARCHIVE' // install-cni: corrupt archive, or a plugin missing or given twice
+  | 'FLANNEL_ERR_CNI_INSTALL' // install-cni: the plugins could not be written into the bin directory
   | 'FLANNEL_ERR_ANNOTATION_PREFIX' // --kube-annotation-prefix invalid
   | 'FLANNEL_ERR_ENV_FILE' // --env-file unreadable or malformed
   | 'FLANNEL_ERR_SUBNET_ENV' // subnet.env unreadable, malformed or not writable

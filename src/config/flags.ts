@@ -10,7 +10,10 @@ export interface FlagSpec {
   /** Name without dashes, e.g. `kube-subnet-mgr`. */
   readonly name: string;
   readonly kind: FlagKind;
+  /** The default everywhere but Windows. */
   readonly default: FlagValue;
+  /** The default on Windows, when it differs; the usage text shows the running platform's only. */
+  readonly windowsDefault?: FlagValue;
   readonly help: string;
   /** Other spellings (e.g. `h` for `help`). */
   readonly aliases?: readonly string[];
@@ -49,7 +52,7 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'REGEX',
   },
   { name: 'iface-can-reach', kind: 'string', default: '', help: 'detect the interface by the route to this IP (not supported on Windows: use --iface or --iface-regex)', valueName: 'IP' },
-  { name: 'subnet-file', kind: 'string', default: '/run/flannel/subnet.env', help: 'filename where env variables (subnet, MTU, ... ) will be written to (Windows default C:\\run\\flannel\\subnet.env)', valueName: 'FILE' },
+  { name: 'subnet-file', kind: 'string', default: '/run/flannel/subnet.env', windowsDefault: 'C:\\run\\flannel\\subnet.env', help: 'filename where env variables (subnet, MTU, ... ) will be written to', valueName: 'FILE' },
   { name: 'public-ip', kind: 'string', default: '', help: 'IP accessible by other nodes for inter-host communication', valueName: 'IP' },
   { name: 'public-ipv6', kind: 'string', default: '', help: 'IPv6 accessible by other nodes for inter-host communication' + IGNORED, valueName: 'IP', ignored: true },
   { name: 'subnet-lease-renew-margin', kind: 'int', default: 60, help: 'subnet lease renewal margin, in minutes, ranging from 1 to 1439', valueName: 'MINUTES' },
@@ -64,12 +67,12 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'iptables-forward-rules', kind: 'bool', default: true, help: 'add default accept rules to FORWARD chain in iptables' + IGNORED, ignored: true },
   { name: 'ip-masq-fully-random-disable', kind: 'bool', default: false, help: 'disable the --random-fully flag of the masquerade rules' + IGNORED, ignored: true },
   { name: 'ip-blackhole-route', kind: 'bool', default: false, help: 'add a blackhole route for the local podCIDR' + IGNORED, ignored: true },
-  { name: 'net-config-path', kind: 'string', default: '/etc/kube-flannel/net-conf.json', help: 'path to the network configuration file (Windows default C:\\etc\\kube-flannel\\net-conf.json)', valueName: 'FILE' },
+  { name: 'net-config-path', kind: 'string', default: '/etc/kube-flannel/net-conf.json', windowsDefault: 'C:\\etc\\kube-flannel\\net-conf.json', help: 'path to the network configuration file', valueName: 'FILE' },
   { name: 'set-node-network-unavailable', kind: 'bool', default: true, help: 'set NodeNetworkUnavailable after ready' },
   { name: 'v', kind: 'int', default: 0, help: 'number for the log level verbosity (>= 2 turns on debug logging unless --log-level is given)', valueName: 'LEVEL' },
   { name: 'version', kind: 'bool', default: false, help: 'print version and exit', noEnv: true },
   // --- flanneld-windows ---
-  { name: 'dataplane', kind: 'string', default: '', help: 'dataplane to program: windows (HNS and the IP route table; the default on Windows) or simulated (in-memory HNS, any platform)', valueName: 'windows|simulated' },
+  { name: 'dataplane', kind: 'string', default: '', windowsDefault: 'windows', help: 'dataplane to program: windows (HNS and the IP route table; needs Windows) or simulated (in-memory HNS, any platform); required except on Windows', valueName: 'windows|simulated' },
   { name: 'node-wait-timeout', kind: 'int', default: 300, help: 'seconds to wait for the own Node object and its podCIDR before giving up (kube subnet manager)', valueName: 'SECONDS' },
   { name: 'hns-call-timeout', kind: 'int', default: 120, help: 'seconds to wait for one HNS call (HNSCall, Hcn*) before it fails and the reconcile loop retries (0: wait forever)', valueName: 'SECONDS' },
   { name: 'win32-dll-dir', kind: 'string', default: '', help: 'directory to load vmcompute.dll, computenetwork.dll and iphlpapi.dll from (default: the system directory; tests point it at stand-ins)', valueName: 'DIR' },
@@ -77,9 +80,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'log-level', kind: 'string', default: 'info', help: 'log level: error, warn, info or debug', valueName: 'LEVEL' },
   { name: 'log-format', kind: 'string', default: 'text', help: 'log format: text or json', valueName: 'FORMAT' },
   { name: 'log-file', kind: 'string', default: '', help: 'also write the log to this size-rotated file', valueName: 'FILE' },
-  { name: 'source-vip-file', kind: 'string', default: '', help: 'vxlan: where to record the kube-proxy source VIP the agent reserves (Windows default: sourcevip.json beside --subnet-file, i.e. C:\\run\\flannel\\sourcevip.json; elsewhere off unless given; "none" disables the reservation)', valueName: 'FILE' },
-  { name: 'source-vip-compat-files', kind: 'string', default: '', help: 'vxlan: comma-separated sourceVip.json paths the familiar kube-proxy scripts read, written in host-local format (Windows default C:\\k\\sourceVip.json,C:\\sourcevip\\sourceVip.json; "none" for none)', valueName: 'FILES' },
-  { name: 'cni-ipam-data-dir', kind: 'string', default: '', help: 'vxlan: host-local IPAM data directory in which the source VIP is reserved so no pod gets it (Windows default C:\\var\\lib\\cni\\networks; "none" for none)', valueName: 'DIR' },
+  { name: 'source-vip-file', kind: 'string', default: '', windowsDefault: 'C:\\run\\flannel\\sourcevip.json', help: 'vxlan: where to record the kube-proxy source VIP the agent reserves (empty: sourcevip.json beside --subnet-file on Windows, off elsewhere; "none" disables the reservation)', valueName: 'FILE' },
+  { name: 'source-vip-compat-files', kind: 'string', default: '', windowsDefault: 'C:\\k\\sourceVip.json,C:\\sourcevip\\sourceVip.json', help: 'vxlan: comma-separated sourceVip.json paths the familiar kube-proxy scripts read, written in host-local format ("none" for none)', valueName: 'FILES' },
+  { name: 'cni-ipam-data-dir', kind: 'string', default: '', windowsDefault: 'C:\\var\\lib\\cni\\networks', help: 'vxlan: host-local IPAM data directory in which the source VIP is reserved so no pod gets it ("none" for none)', valueName: 'DIR' },
   { name: 'env-file', kind: 'string', default: '', help: 'read FLANNELD_* (and NODE_NAME, ...) variables from this dotenv file; real environment and flags win', valueName: 'FILE' },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
@@ -207,16 +210,24 @@ function positional(arg: string): FlagError {
   return new FlagError(`unexpected argument "${arg}": flanneld takes only flags (did you forget a -- before a flag name, or quote a value?)`, { arg });
 }
 
-function formatDefault(spec: FlagSpec): string {
-  const d = spec.default;
+/** The default a flag has on `platform`. */
+export function platformDefault(spec: FlagSpec, platform: NodeJS.Platform): FlagValue {
+  return platform === 'win32' && spec.windowsDefault !== undefined ? spec.windowsDefault : spec.default;
+}
+
+function formatDefault(spec: FlagSpec, platform: NodeJS.Platform): string {
+  const d = platformDefault(spec, platform);
   if (Array.isArray(d)) return d.length === 0 ? '' : ` (default ${JSON.stringify(d)})`;
   if (typeof d === 'boolean') return d ? ' (default true)' : '';
   if (typeof d === 'number') return d === 0 ? '' : ` (default ${d})`;
   return d === '' ? '' : ` (default "${d}")`;
 }
 
-/** Usage text in the shape of Go's flag.PrintDefaults, listing every flag with its help and default. */
-export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = FLAGS): string {
+/**
+ * Usage text in the shape of Go's flag.PrintDefaults, listing every flag with its help and the default
+ * it has on `platform` (one default per flag: a Windows operator never reads a Linux path).
+ */
+export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = FLAGS, platform: NodeJS.Platform = process.platform): string {
   const lines = [`Usage: ${program} [OPTION]...`, ''];
   for (const spec of table) {
     const names = [...(spec.aliases ?? []).map((a) => `-${a}`), `--${spec.name}`].join(', ');
@@ -224,7 +235,7 @@ export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = F
     if (spec.kind !== 'bool') head += ` ${spec.valueName ?? spec.kind.replace('stringList', 'string')}`;
     if (spec.kind === 'stringList') head += ' (repeatable)';
     lines.push(head);
-    lines.push(`        ${spec.help}${formatDefault(spec)}`);
+    lines.push(`        ${spec.help}${formatDefault(spec, platform)}`);
     if (!spec.noEnv) lines.push(`        env: ${envVarName(spec.name)}`);
   }
   lines.push('');

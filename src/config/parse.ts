@@ -32,7 +32,7 @@ const DATAPLANES: readonly Dataplane[] = ['windows', 'simulated'];
 
 export function parseConfig(argv: readonly string[], env: Env, opts: ParseOptions): ParsedCommand {
   const cli = parseFlags(argv);
-  if (cli.help) return { kind: 'help', text: renderUsage(opts.program) };
+  if (cli.help) return { kind: 'help', text: renderUsage(opts.program, FLAGS, opts.platform) };
   if (cli.values.get('version') === true) return { kind: 'version' };
 
   const realEnv = nonEmpty(env);

@@ -195,7 +195,11 @@ export function parseNetConf(json: string): NetworkConfig {
   };
 }
 
-/** vxlan_windows.go RegisterNetwork: decode, then verify in upstream's order. */
+/** What to do when the shared net-conf still carries Linux's vxlan defaults (VNI 1, port 8472). */
+export const MIXED_CLUSTER_HINT =
+  '; every node of a mixed cluster must use VNI >= 4096 and Port 4789: patch the shared kube-flannel-cfg with deploy/patches/kube-flannel-cfg-vxlan.yaml (README: "A mixed-cluster net-conf.json")';
+
+/** vxlan_windows.go RegisterNetwork: decode, then verify in upstream's order (upstream's messages, plus a hint). */
 function vxlanConfig(be: JsonObject): VxlanBackendConfig {
   const vni = optInt(be, 'VNI', 'Backend.', Number.MIN_SAFE_INTEGER) ?? DEFAULT_VXLAN_VNI;
   const port = optInt(be, 'Port', 'Backend.', Number.MIN_SAFE_INTEGER) ?? VXLAN_PORT;
@@ -206,11 +210,11 @@ function vxlanConfig(be: JsonObject): VxlanBackendConfig {
   const legacyRemoteEndpoints = optBool(be, 'LegacyRemoteEndpoints', 'Backend.') ?? false;
 
   if (vni < DEFAULT_VXLAN_VNI) {
-    fail(`invalid VXLAN backend config. VNI [${vni}] must be greater than or equal to ${DEFAULT_VXLAN_VNI} on Windows`, { vni });
+    fail(`invalid VXLAN backend config. VNI [${vni}] must be greater than or equal to ${DEFAULT_VXLAN_VNI} on Windows${MIXED_CLUSTER_HINT}`, { vni });
   }
   if (vni > 0xffffff) fail(`invalid VXLAN backend config. VNI [${vni}] must be at most 16777215 (24 bits)`, { vni });
   if (port !== VXLAN_PORT) {
-    fail(`invalid VXLAN backend config. Port [${port}] is not supported on Windows. Omit the setting to default to port ${VXLAN_PORT}`, { port });
+    fail(`invalid VXLAN backend config. Port [${port}] is not supported on Windows. Omit the setting to default to port ${VXLAN_PORT}${MIXED_CLUSTER_HINT}`, { port });
   }
   if (directRouting) fail('invalid VXLAN backend config. DirectRouting is not supported on Windows');
   if (gbp) fail('invalid VXLAN backend config. GBP is not supported on Windows');

@@ -1,16 +1,22 @@
-// deploy/ manifests through the real kubectl: `kubectl apply --dry-run=client` (client-side only; kubectl
-// needs API discovery to map kinds, which a tiny in-test discovery server answers), then the key fields
-// asserted on kubectl's own JSON rendering: exact RBAC rules, HostProcess as SYSTEM, the mixed-cluster
-// VNI/port, NODE_NAME from the downward API, the API server address from the admin's ConfigMap.
+// deploy/ through the real kubectl: `kubectl apply -k deploy/overlays/example --dry-run=client` (client-side
+// only; kubectl needs API discovery to map kinds, which a tiny in-test discovery server answers), then the
+// key fields asserted on kubectl's own JSON rendering: deploy/ owns only Windows objects (never the
+// kube-flannel Namespace or the shared kube-flannel-cfg, which the Linux manifest owns), exact RBAC rules,
+// HostProcess as SYSTEM, NODE_NAME from the downward API, the image and API server from the overlay. The
+// net-conf patch for the shared ConfigMap goes through `kubectl patch --local`, and the VNI-1 guard through
+// the built binary.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadAllYaml } from '@kubernetes/client-node';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 
 const DEPLOY = join(process.cwd(), 'deploy');
+const OVERLAY = join(DEPLOY, 'overlays', 'example');
+const MAIN = join(process.cwd(), 'dist', 'main.js');
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -45,20 +51,31 @@ function discoveryServer(): Server {
   });
 }
 
-/** kubectl, asynchronously: spawnSync would block the discovery server living in this process. */
-function kubectl(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/** A program, asynchronously: spawnSync would block the discovery server living in this process. */
+function exec(cmd: string, args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('kubectl', args, { env: { PATH: process.env['PATH'] ?? '', ...env } });
+    const child = spawn(cmd, args, { env: { PATH: process.env['PATH'] ?? '', ...env } });
     let so = '';
     let se = '';
     child.stdout.on('data', (b: Buffer) => (so += b.toString()));
     child.stderr.on('data', (b: Buffer) => (se += b.toString()));
-    child.on('error', (err) => resolve({ status: -1, stdout: '', stderr: `kubectl could not be run (it is preinstalled on CI machines): ${err.message}` }));
+    child.on('error', (err) => resolve({ status: -1, stdout: '', stderr: `${cmd} could not be run (kubectl is preinstalled on CI machines): ${err.message}` }));
     child.on('exit', (code) => resolve({ status: code, stdout: so, stderr: se }));
   });
 }
+const kubectl = (args: string[], env: Record<string, string>) => exec('kubectl', args, env);
 
-describe('deploy/ manifests (kubectl apply --dry-run=client)', () => {
+/** Every YAML file under deploy/ (recursively). */
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? yamlFiles(p) : /\.ya?ml$/.test(f) ? [p] : [];
+  });
+}
+
+const ownedByLinuxFlannel = (o: Obj) => o['kind'] === 'Namespace' || (o['kind'] === 'ConfigMap' && o['metadata']?.['name'] === 'kube-flannel-cfg');
+
+describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', () => {
   let server: Server;
   let dir: string;
   let objects: Obj[] = [];
@@ -85,7 +102,7 @@ describe('deploy/ manifests (kubectl apply --dry-run=client)', () => {
       ].join('\n'),
     );
     env = { HOME: dir, KUBECONFIG: kubeconfig };
-    const out = await kubectl(['apply', '--dry-run=client', '--validate=false', '-o', 'json', '-f', DEPLOY], env);
+    const out = await kubectl(['apply', '-k', OVERLAY, '--dry-run=client', '--validate=false', '-o', 'json'], env);
     status = out.status;
     stderr = out.stderr;
     const parsed = JSON.parse(out.stdout || '{}') as Obj;
@@ -97,11 +114,12 @@ describe('deploy/ manifests (kubectl apply --dry-run=client)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the check is not vacuous: kubectl rejects a broken manifest', async () => {
+  it('the check is not vacuous: kubectl rejects a broken kustomization', async () => {
     const bad = join(dir, 'bad');
     mkdirSync(bad);
+    writeFileSync(join(bad, 'kustomization.yaml'), 'resources:\n  - x.yml\n');
     writeFileSync(join(bad, 'x.yml'), 'apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: x\n spec: [\n');
-    const out = await kubectl(['apply', '--dry-run=client', '--validate=false', '-o', 'json', '-f', bad], env);
+    const out = await kubectl(['apply', '-k', bad, '--dry-run=client', '--validate=false', '-o', 'json'], env);
     expect(out.status).not.toBe(0);
   });
 
@@ -111,25 +129,37 @@ describe('deploy/ manifests (kubectl apply --dry-run=client)', () => {
     return o;
   };
 
-  it('kubectl accepts every manifest', () => {
+  it('kubectl accepts the overlay, which creates only the Windows objects', () => {
     expect(stderr).toBe('');
     expect(status).toBe(0);
-    const files = readdirSync(DEPLOY).filter((f) => /\.ya?ml$/.test(f));
-    expect(files.length).toBeGreaterThanOrEqual(4);
     expect(objects.map((o) => `${o['kind']}/${o['metadata']['name']}`).sort()).toEqual(
       [
         'ClusterRole/flannel-windows',
         'ClusterRoleBinding/flannel-windows',
         'ConfigMap/flanneld-windows-config',
-        'ConfigMap/kube-flannel-cfg',
         'DaemonSet/kube-flannel-ds-windows',
-        'Namespace/kube-flannel',
-        'ServiceAccount/flannel',
+        'ServiceAccount/flannel-windows',
       ].sort(),
     );
   });
 
-  it('RBAC: exactly flannel\'s rules, bound to the flannel ServiceAccount', () => {
+  it('no object anywhere in deploy/ is a Namespace or the shared kube-flannel-cfg (so `kubectl delete -k` cannot take them)', async () => {
+    const docs = yamlFiles(DEPLOY).flatMap((f) => (loadAllYaml(readFileSync(f, 'utf8')) as Obj[]).filter((d) => d && d['kind']).map((d) => ({ ...d, file: f })));
+    expect(docs.length).toBeGreaterThanOrEqual(5);
+    expect(docs.filter(ownedByLinuxFlannel)).toEqual([]);
+    for (const k of [join(DEPLOY, 'base'), OVERLAY]) {
+      const out = await kubectl(['kustomize', k], env);
+      expect(out.status).toBe(0);
+      const rendered = loadAllYaml(out.stdout) as Obj[];
+      expect(rendered.length).toBe(5);
+      expect(rendered.filter(ownedByLinuxFlannel)).toEqual([]);
+      expect(rendered.every((o) => o['metadata']['name'] !== 'flannel' || o['kind'] === 'ClusterRole')).toBe(true); // never the Linux ServiceAccount/binding
+    }
+    // The guard itself catches what the old deploy/ shipped.
+    expect([{ kind: 'Namespace', metadata: { name: 'kube-flannel' } }, { kind: 'ConfigMap', metadata: { name: 'kube-flannel-cfg' } }].filter(ownedByLinuxFlannel)).toHaveLength(2);
+  });
+
+  it('RBAC: exactly flannel\'s rules, bound to the Windows ServiceAccount', () => {
     const role = find('ClusterRole', 'flannel-windows');
     expect(role['rules']).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
@@ -138,37 +168,43 @@ describe('deploy/ manifests (kubectl apply --dry-run=client)', () => {
     ]);
     const binding = find('ClusterRoleBinding', 'flannel-windows');
     expect(binding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel-windows' });
-    expect(binding['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'flannel', namespace: 'kube-flannel' }]);
-    expect(find('ServiceAccount', 'flannel')['metadata']['namespace']).toBe('kube-flannel');
-    expect(find('Namespace', 'kube-flannel')['metadata']['labels']['pod-security.kubernetes.io/enforce']).toBe('privileged');
+    expect(binding['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'flannel-windows', namespace: 'kube-flannel' }]);
+    expect(find('ServiceAccount', 'flannel-windows')['metadata']['namespace']).toBe('kube-flannel');
   });
 
-  it('kube-flannel-cfg: a mixed-cluster vxlan net-conf (VNI 4096, Port 4789) this agent accepts', () => {
-    const cm = find('ConfigMap', 'kube-flannel-cfg');
-    expect(cm['metadata']['namespace']).toBe('kube-flannel');
-    const raw = JSON.parse(cm['data']['net-conf.json'] as string) as Obj;
-    expect(raw['Backend']).toEqual({ Type: 'vxlan', VNI: 4096, Port: 4789 });
-    const nc = parseNetConf(cm['data']['net-conf.json'] as string);
-    expect(nc.backend).toMatchObject({ type: 'vxlan', vni: 4096, port: 4789, name: 'flannel.4096' });
-    // The Linux nodes' CNI config stays in the same ConfigMap.
-    expect(JSON.parse(cm['data']['cni-conf.json'] as string)['plugins'][0]['type']).toBe('flannel');
-  });
-
-  it('DaemonSet: Windows only, HostProcess as SYSTEM, host network, tolerations', () => {
+  it('DaemonSet: Windows only, HostProcess as SYSTEM, host network, tolerations, the shared net-conf', () => {
     const ds = find('DaemonSet', 'kube-flannel-ds-windows');
     const spec = ds['spec']['template']['spec'] as Obj;
     expect(ds['metadata']['namespace']).toBe('kube-flannel');
     expect(spec['nodeSelector']).toEqual({ 'kubernetes.io/os': 'windows' });
     expect(spec['hostNetwork']).toBe(true);
     expect(spec['securityContext']['windowsOptions']).toEqual({ hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' });
-    expect(spec['serviceAccountName']).toBe('flannel');
+    expect(spec['serviceAccountName']).toBe('flannel-windows');
     expect(spec['tolerations']).toEqual(expect.arrayContaining([{ operator: 'Exists', effect: 'NoSchedule' }]));
     expect(ds['spec']['selector']['matchLabels']).toEqual({ app: 'flannel-windows' });
     expect(ds['spec']['template']['metadata']['labels']).toMatchObject({ app: 'flannel-windows' });
+    // It reads the Linux manifest's ConfigMap in the same namespace, without owning it.
+    expect(spec['volumes']).toEqual([{ name: 'flannel-cfg', configMap: { name: 'kube-flannel-cfg' } }]);
   });
 
-  it('DaemonSet: NODE_NAME from the downward API, API server address from the admin ConfigMap, config via the sandbox mount', () => {
+  it('the overlay names the image in every container and the API server address', () => {
     const ds = find('DaemonSet', 'kube-flannel-ds-windows');
+    const spec = ds['spec']['template']['spec'] as Obj;
+    const containers = [...(spec['initContainers'] as Obj[]), ...(spec['containers'] as Obj[])];
+    expect(containers.map((c) => c['name'])).toEqual(['install-cni-plugins', 'install-cni-config', 'kube-flannel']);
+    const overlay = loadAllYaml(readFileSync(join(OVERLAY, 'kustomization.yaml'), 'utf8'))[0] as Obj;
+    const img = (overlay['images'] as Obj[]).find((i) => i['name'] === 'flanneld-windows')!;
+    for (const c of containers) expect(c['image']).toBe(`${img['newName']}:${img['newTag']}`);
+    const cfg = find('ConfigMap', 'flanneld-windows-config');
+    expect(cfg['data']).toMatchObject({ KUBERNETES_SERVICE_HOST: '192.168.1.10', KUBERNETES_SERVICE_PORT: '6443', CNI_BIN_DIR: 'C:\\opt\\cni\\bin' });
+  });
+
+  it('DaemonSet: plugins installed (pinned, hashed), the CNI config written, then the agent with NODE_NAME from the downward API', () => {
+    const ds = find('DaemonSet', 'kube-flannel-ds-windows');
+    const [plugins, cniConfig] = ds['spec']['template']['spec']['initContainers'] as Obj[];
+    expect((plugins!['args'] as string[]).join(' ')).toMatch(/flanneld\.exe'\) install-cni --pinned --bin-dir \$env:CNI_BIN_DIR/);
+    expect(plugins!['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
+    expect((cniConfig!['args'] as string[]).join(' ')).toContain('cni-config');
     const c = (ds['spec']['template']['spec']['containers'] as Obj[]).find((x) => x['name'] === 'kube-flannel')!;
     expect(c['env']).toEqual(expect.arrayContaining([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]));
     expect(c['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
@@ -179,10 +215,78 @@ describe('deploy/ manifests (kubectl apply --dry-run=client)', () => {
     expect(args).not.toContain('--log-file'); // logs go to stdout
     expect(c['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
     expect(c['readinessProbe']['httpGet']).toEqual({ path: '/readyz', port: 10277 });
-    const cfg = find('ConfigMap', 'flanneld-windows-config');
-    expect(Object.keys(cfg['data'] as Obj)).toEqual(expect.arrayContaining(['KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT']));
-    const init = (ds['spec']['template']['spec']['initContainers'] as Obj[])[0]!;
-    expect((init['args'] as string[]).join(' ')).toContain('cni-config');
+  });
+});
+
+// The shared ConfigMap as the Linux manifest ships it (flannel-io/flannel Documentation/kube-flannel.yml:
+// vxlan with no VNI or Port, i.e. VNI 1 / port 8472 on Linux).
+const UPSTREAM_KUBE_FLANNEL_CFG = `kind: ConfigMap
+apiVersion: v1
+metadata:
+  name: kube-flannel-cfg
+  namespace: kube-flannel
+  labels:
+    tier: node
+    k8s-app: flannel
+    app: flannel
+data:
+  cni-conf.json: |
+    {
+      "name": "cbr0",
+      "cniVersion": "0.3.1",
+      "plugins": [
+        { "type": "flannel", "delegate": { "hairpinMode": true, "isDefaultGateway": true } },
+        { "type": "portmap", "capabilities": { "portMappings": true } }
+      ]
+    }
+  net-conf.json: |
+    {
+      "Network": "10.244.0.0/16",
+      "EnableNFTables": false,
+      "Backend": {
+        "Type": "vxlan"
+      }
+    }
+`;
+
+describe('the shared net-conf: a separate patch step, and a guard against VNI 1', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-netconf-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('deploy/patches/kube-flannel-cfg-vxlan.yaml (kubectl patch --local) moves the shared ConfigMap to VNI 4096 / Port 4789 and keeps cni-conf.json', async () => {
+    const cm = join(dir, 'cm.yaml');
+    writeFileSync(cm, UPSTREAM_KUBE_FLANNEL_CFG);
+    const out = await exec('kubectl', ['patch', '--local', '-f', cm, '--type', 'merge', '--patch-file', join(DEPLOY, 'patches', 'kube-flannel-cfg-vxlan.yaml'), '-o', 'json'], { HOME: dir });
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+    const patched = JSON.parse(out.stdout) as Obj;
+    expect(patched['metadata']['name']).toBe('kube-flannel-cfg');
+    const nc = parseNetConf(patched['data']['net-conf.json'] as string);
+    expect(nc.backend).toMatchObject({ type: 'vxlan', vni: 4096, port: 4789, name: 'flannel.4096' });
+    expect(patched['data']['cni-conf.json']).toBe((loadAllYaml(UPSTREAM_KUBE_FLANNEL_CFG)[0] as Obj)['data']['cni-conf.json']);
+  });
+
+  it.each([
+    ['VNI 1 (the Linux default, written out)', { Type: 'vxlan', VNI: 1 }, 'VNI [1] must be greater than or equal to 4096'],
+    ['port 8472 (the Linux default, written out)', { Type: 'vxlan', VNI: 4096, Port: 8472 }, 'Port [8472] is not supported on Windows'],
+  ])('the agent and the CNI-config init container refuse to start a Windows node on %s', async (_what, backend, text) => {
+    const nc = join(dir, 'net-conf.json');
+    writeFileSync(nc, JSON.stringify({ Network: '10.244.0.0/16', Backend: backend }));
+    // An API server that is never reached: the net-conf is checked first.
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
+    const agent = await exec(process.execPath, [MAIN, '--kube-subnet-mgr', `--kubeconfig-file=${kubeconfig}`, `--net-config-path=${nc}`, '--dataplane=simulated', '--log-format=json'], { NODE_NAME: 'win-1' });
+    expect(agent.status).toBe(1);
+    const err = (agent.stdout + agent.stderr).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Obj).find((l) => l['level'] === 'error');
+    expect(err).toMatchObject({ code: 'FLANNEL_ERR_NET_CONF' });
+    expect(err!['message']).toContain(text);
+    expect(err!['message']).toContain('kube-flannel-cfg-vxlan.yaml'); // says what to do
+    const init = await exec(process.execPath, [MAIN, 'cni-config', '--dataplane=simulated', `--net-config-path=${nc}`, '--management-ip=10.0.0.20', '--management-subnet=10.0.0.0/24'], {});
+    expect(init.status).toBe(2);
+    expect(init.stderr).toContain(text);
   });
 });
 
@@ -220,7 +324,7 @@ describe('scripts/start.ps1', () => {
     // A script_parameter's own `variable` child is its name ($true in an attribute is nested deeper).
     const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n!.children.find((c) => c?.type === 'variable')?.text.slice(1));
     expect(params).toEqual(
-      expect.arrayContaining(['ManagementIP', 'NetworkMode', 'ClusterCIDR', 'ServiceCIDR', 'KubeDnsServiceIP', 'InterfaceName', 'LogDir', 'KubeConfig', 'FlanneldExe', 'TimeoutSeconds']),
+      expect.arrayContaining(['ManagementIP', 'NetworkMode', 'ClusterCIDR', 'ServiceCIDR', 'KubeDnsServiceIP', 'InterfaceName', 'LogDir', 'KubeConfig', 'FlanneldExe', 'TimeoutSeconds', 'CniBinDir', 'CniPluginSource', 'CniPluginSha256']),
     );
     const text = readFileSync(SCRIPT, 'utf8');
     expect(text).toContain("[ValidateSet('l2bridge', 'overlay')]");
@@ -228,5 +332,11 @@ describe('scripts/start.ps1', () => {
     expect(text).toMatch(/if \(\[DateTime\]::UtcNow -ge \$deadline\) \{\s*throw/);
     // The backend the script writes for overlay is the mixed-cluster one.
     expect(text).toContain("Type = 'vxlan'; VNI = 4096; Port = 4789");
+    // The CNI plugins are installed (pinned upstream releases, or the operator's sources with hashes) before the CNI config.
+    expect(text).toContain("$pluginArgs = @('install-cni', \"--bin-dir=$CniBinDir\")");
+    expect(text).toContain("$pluginArgs += '--pinned'");
+    expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
+    expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
+    expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf("Invoke-Flanneld @('cni-config'"));
   });
 });

@@ -310,6 +310,34 @@ describe('defaults and platforms', () => {
     });
   });
 
+  it('the usage text shows one default per flag, the running platform\'s, and it is the one the config uses', () => {
+    const text = (opts: { platform: NodeJS.Platform }) => {
+      const cmd = parseConfig(['--help'], {}, opts);
+      if (cmd.kind !== 'help') throw new Error('expected help');
+      return cmd.text;
+    };
+    const win = text(WIN);
+    const linux = text(LINUX);
+    expect(win).toContain('(default "C:\\run\\flannel\\subnet.env")');
+    expect(win).toContain('(default "C:\\etc\\kube-flannel\\net-conf.json")');
+    expect(win).toContain('(default "windows")');
+    expect(win).not.toMatch(/\/run\/flannel|\/etc\/kube-flannel|Windows default|Linux:/);
+    expect(linux).toContain('(default "/run/flannel/subnet.env")');
+    expect(linux).not.toMatch(/C:\\|Windows default/);
+    const cfg = run([], {}, WIN);
+    const resolved: Record<string, unknown> = {
+      'net-config-path': cfg.netConfigPath,
+      'subnet-file': cfg.subnetFile,
+      'source-vip-file': cfg.sourceVipFile,
+      'source-vip-compat-files': cfg.sourceVipCompatFiles.join(','),
+      'cni-ipam-data-dir': cfg.cniIpamDataDir,
+      dataplane: cfg.dataplane,
+    };
+    const withWindowsDefault = FLAGS.filter((f) => f.windowsDefault !== undefined);
+    expect(withWindowsDefault.map((f) => f.name).sort()).toEqual(Object.keys(resolved).sort());
+    for (const f of withWindowsDefault) expect([f.name, f.windowsDefault]).toEqual([f.name, resolved[f.name]]);
+  });
+
   it('explicit paths win on Windows', () => {
     const cfg = run(['--net-config-path=D:\\n.json', '--subnet-file=D:\\s.env', '--dataplane=simulated'], {}, WIN);
     expect(cfg).toMatchObject({ netConfigPath: 'D:\\n.json', subnetFile: 'D:\\s.env', dataplane: 'simulated' });

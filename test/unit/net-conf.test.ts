@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
+import { MIXED_CLUSTER_HINT, parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
 import { FlannelError } from '../../src/errors.js';
 
 const VX = { Type: 'vxlan' };
@@ -121,11 +121,11 @@ describe('parseNetConf: errors', () => {
     [{ Network: '10.0.0.0/16', SubnetMin: '10.0.1.5', Backend: VX }, 'SubnetMin is not on a SubnetLen boundary: 10.0.1.5'],
     [{ Network: '10.0.0.0/16', SubnetMax: '10.0.9.128', Backend: VX }, 'SubnetMax is not on a SubnetLen boundary: 10.0.9.128'],
     [{ Backend: VX }, 'please define a correct Network parameter in the flannel config'],
-    [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 1 } }, 'invalid VXLAN backend config. VNI [1] must be greater than or equal to 4096 on Windows'],
-    [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 4095 } }, 'invalid VXLAN backend config. VNI [4095] must be greater than or equal to 4096 on Windows'],
+    [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 1 } }, 'invalid VXLAN backend config. VNI [1] must be greater than or equal to 4096 on Windows' + MIXED_CLUSTER_HINT],
+    [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 4095 } }, 'invalid VXLAN backend config. VNI [4095] must be greater than or equal to 4096 on Windows' + MIXED_CLUSTER_HINT],
     [
       { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', Port: 8472 } },
-      'invalid VXLAN backend config. Port [8472] is not supported on Windows. Omit the setting to default to port 4789',
+      'invalid VXLAN backend config. Port [8472] is not supported on Windows. Omit the setting to default to port 4789' + MIXED_CLUSTER_HINT,
     ],
     [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', DirectRouting: true } }, 'invalid VXLAN backend config. DirectRouting is not supported on Windows'],
     [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', GBP: true } }, 'invalid VXLAN backend config. GBP is not supported on Windows'],

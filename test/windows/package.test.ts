@@ -1,11 +1,14 @@
 // `npm run package:windows` (packaging/build.mjs) and the flanneld.exe it makes, under Wine: the zip's
-// layout and notices, `flanneld.exe --version`, and one full start of the single executable against a
+// layout and notices, `flanneld.exe --version`, `install-cni` and the Windows defaults in --help, and one full start of the single executable against a
 // fake API server, on the simulated dataplane and on the win32 dataplane (ffi-rs loaded from
 // node_modules beside the exe, the stand-in DLLs behind it).
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
 import { WindowsSimServer } from './sim-server.js';
@@ -146,6 +149,41 @@ async function waitForFile(file: string, agent: Started): Promise<string> {
       expect(r.stderr).not.toMatch(/Warning|DeprecationWarning/);
     },
     90_000,
+  );
+
+  it(
+    'flanneld.exe install-cni: installs the four plugins from a zip path with Windows paths and renames; a rerun writes nothing; --help names C:\\opt\\cni\\bin',
+    async () => {
+      mkdirSync(join(CACHE, 'runs'), { recursive: true });
+      const dir = mkdtempSync(join(CACHE, 'runs', 'cni-'));
+      const plugins = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
+      const yazl = createRequire(import.meta.url)('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, n: string): void; end(): void; outputStream: NodeJS.ReadableStream } };
+      const zip = new yazl.ZipFile();
+      for (const p of plugins) zip.addBuffer(Buffer.from(`MZ ${p} ${'x'.repeat(1000)}`), `bin/${p}`);
+      zip.end();
+      const zipPath = join(dir, 'plugins.zip');
+      await pipeline(zip.outputStream, createWriteStream(zipPath));
+      const hash = createHash('sha256').update(readFileSync(zipPath)).digest('hex');
+      const binDir = join(dir, 'opt', 'cni', 'bin');
+      const args = ['install-cni', '--source', winPath(zipPath), '--sha256', hash, '--bin-dir', winPath(binDir)];
+      const first = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
+      expect(first.stderr).not.toContain('install-cni:');
+      expect(first.code).toBe(0);
+      for (const p of plugins) expect(readFileSync(join(binDir, p), 'utf8')).toContain(`MZ ${p} `);
+      const again = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain('nothing downloaded or written');
+      const bad = await runUnderWine(exe(), ['install-cni', '--source', winPath(zipPath), '--sha256', '0'.repeat(64), '--bin-dir', winPath(join(dir, 'other'))], { timeoutMs: 60_000 });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('[FLANNEL_ERR_CNI_HASH]');
+      expect(existsSync(join(dir, 'other'))).toBe(false);
+      const help = await runUnderWine(exe(), ['install-cni', '--help'], { timeoutMs: 60_000 });
+      expect(help.stdout).toContain('(default "C:\\opt\\cni\\bin")');
+      const main = await runUnderWine(exe(), ['--help'], { timeoutMs: 60_000 });
+      expect(main.stdout).toContain('(default "C:\\run\\flannel\\subnet.env")');
+      expect(main.stdout).not.toContain('(default "/run/flannel/subnet.env")');
+    },
+    300_000,
   );
 
   async function scenario(backendType: 'host-gw' | 'vxlan') {

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// `npm run package:image-context`: lays out the build context of Dockerfile.windows from the release zip
+// that `npm run package:windows` made, so the HostProcess image holds exactly what the zip ships:
+//
+//   dist/image-context/
+//     Dockerfile.windows        (a copy of the repo's)
+//     flanneld/                 (the zip's contents: flanneld.exe, node_modules\ffi-rs, notices, ...)
+//
+// Then: docker buildx build --platform windows/amd64 -f dist/image-context/Dockerfile.windows \
+//         -t REGISTRY/flanneld-windows:VERSION --push dist/image-context
+//
+// Options: --zip FILE (default dist/flanneld-windows-amd64.zip), --out-dir DIR (default dist/image-context),
+// --image REF (print the docker and kustomize lines for this image reference).
+import { createWriteStream, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** What the DaemonSet runs ($CONTAINER_SANDBOX_MOUNT_POINT\flanneld\flanneld.exe) and what it needs beside it. */
+const REQUIRED = ['flanneld.exe', 'node_modules/ffi-rs/package.json'];
+
+function parseArgs(argv) {
+  const o = { zip: join(REPO, 'dist', 'flanneld-windows-amd64.zip'), outDir: join(REPO, 'dist', 'image-context'), image: '' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--zip') o.zip = resolve(value());
+    else if (a === '--out-dir') o.outDir = resolve(value());
+    else if (a === '--image') o.image = value();
+    else throw new Error(`unknown option ${a} (options: --zip FILE, --out-dir DIR, --image REF)`);
+  }
+  return o;
+}
+
+/** Extract every file of the zip under `dest` (yauzl rejects absolute and `..` entry names). */
+async function unzip(zipPath, dest) {
+  const yauzl = require('yauzl');
+  const zip = await new Promise((res, rej) => yauzl.open(zipPath, { lazyEntries: true }, (err, z) => (err ? rej(err) : res(z))));
+  const names = [];
+  await new Promise((res, rej) => {
+    zip.on('error', rej);
+    zip.on('end', res);
+    zip.on('entry', (entry) => {
+      if (entry.fileName.endsWith('/')) return zip.readEntry();
+      const target = join(dest, ...entry.fileName.split('/'));
+      if (!target.startsWith(dest + sep)) return rej(new Error(`zip entry ${entry.fileName} points outside the context`));
+      names.push(entry.fileName);
+      zip.openReadStream(entry, (err, stream) => {
+        if (err) return rej(err);
+        mkdirSync(dirname(target), { recursive: true });
+        pipeline(stream, createWriteStream(target)).then(() => zip.readEntry(), rej);
+      });
+    });
+    zip.readEntry();
+  });
+  return names;
+}
+
+export async function imageContext(opts) {
+  if (!existsSync(opts.zip)) throw new Error(`${opts.zip} is missing: run npm run package:windows first`);
+  rmSync(opts.outDir, { recursive: true, force: true });
+  const files = join(opts.outDir, 'flanneld');
+  mkdirSync(files, { recursive: true });
+  const names = await unzip(opts.zip, files);
+  const missing = REQUIRED.filter((r) => !names.includes(r));
+  if (missing.length > 0) throw new Error(`${opts.zip} lacks ${missing.join(', ')}: not a flanneld-windows package`);
+  cpSync(join(REPO, 'Dockerfile.windows'), join(opts.outDir, 'Dockerfile.windows'));
+  return { outDir: opts.outDir, files: names.length };
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const opts = parseArgs(process.argv.slice(2));
+  imageContext(opts).then(
+    (r) => {
+      const version = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version;
+      const image = opts.image || `REGISTRY/flanneld-windows:${version}`;
+      const at = image.lastIndexOf(':') > image.lastIndexOf('/') ? image.lastIndexOf(':') : -1;
+      const [name, tag] = at < 0 ? [image, 'latest'] : [image.slice(0, at), image.slice(at + 1)];
+      process.stdout.write(
+        `image-context: ${r.files} files in ${r.outDir}\n\n` +
+          `Build and push (BuildKit builds a COPY-only Windows image on Linux):\n` +
+          `  docker buildx build --platform windows/amd64 --build-arg VERSION=${version} -f ${join(r.outDir, 'Dockerfile.windows')} -t ${image} --push ${r.outDir}\n\n` +
+          `Then name it in your overlay's kustomization.yaml:\n` +
+          `images:\n  - name: flanneld-windows\n    newName: ${name}\n    newTag: "${tag}"\n`,
+      );
+    },
+    (err) => {
+      process.stderr.write(`image-context: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,230 @@
+// `flanneld install-cni`: put flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe into the
+// CNI bin directory from archives the operator names by URL or path, each with its SHA-256.
+//
+// Order, so a bad download never touches the node: every source is read into memory and its SHA-256
+// compared with the one given BEFORE anything is written; then the plugins are read out of it; only when
+// all four are there are the changed ones written to a temporary directory inside the bin directory and
+// renamed into place (same volume: each rename replaces one file whole). Files already equal byte for
+// byte are left alone, so a second run writes nothing.
+//
+// A record of the last install (INSTALL_RECORD in the bin dir: the sources' SHA-256 and each plugin's)
+// lets a rerun with the same sources finish without downloading anything, as long as every plugin on
+// disk still has the recorded hash (the DaemonSet's init container runs this on every pod start).
+import { createHash } from 'node:crypto';
+import * as nodeFs from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { FlannelError, errorMessage } from '../errors.js';
+import { writeFileAtomicSync } from '../fs-atomic.js';
+import { CNI_PLUGIN_FILES, readPlugins, type CniPluginFile } from './archive.js';
+
+/** The record of the last install, in the bin dir. */
+export const INSTALL_RECORD = '.flanneld-install-cni.json';
+
+interface InstallRecord {
+  /** SHA-256 of each source, sorted (the location does not matter: same bytes, same plugins). */
+  sources: string[];
+  files: Record<string, string>;
+}
+
+/** Refuse downloads larger than this (the containernetworking/plugins Windows tgz is ~50 MB). */
+export const MAX_SOURCE_BYTES = 512 * 1024 * 1024;
+
+export interface PluginSource {
+  /** https:// or http:// URL, or a local path. */
+  location: string;
+  /** Expected SHA-256 of the whole file, hex. */
+  sha256: string;
+}
+
+export interface InstallOptions {
+  sources: readonly PluginSource[];
+  binDir: string;
+  /** Injected for tests; the global fetch (follows redirects: GitHub release assets redirect). */
+  fetch?: typeof fetch;
+  fs?: Pick<typeof nodeFs, 'readFileSync' | 'existsSync' | 'mkdirSync' | 'mkdtempSync' | 'writeFileSync' | 'renameSync' | 'rmSync'>;
+  /** Waits between rename attempts (injected for tests). */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Windows refuses to replace an executable that is running (a plugin mid-ADD) with EPERM/EBUSY/EACCES;
+ * plugins run for well under a second, so a replace is retried for about 5 s before it counts as failed.
+ */
+const RENAME_RETRY_MS = [50, 100, 200, 400, 800, 1000, 1000, 1500];
+const BUSY = new Set(['EPERM', 'EBUSY', 'EACCES']);
+
+async function renameWithRetry(from: string, to: string, fs: Pick<typeof nodeFs, 'renameSync'>, sleep: (ms: number) => Promise<void>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.renameSync(from, to);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (!BUSY.has(code) || attempt >= RENAME_RETRY_MS.length) throw err;
+      await sleep(RENAME_RETRY_MS[attempt]!);
+    }
+  }
+}
+
+export interface InstallReport {
+  /** Plugins written (new or changed), in CNI_PLUGIN_FILES order. */
+  installed: CniPluginFile[];
+  /** Plugins already there with the same content. */
+  unchanged: CniPluginFile[];
+  /** True when the install record matched and nothing was downloaded. */
+  fromRecord: boolean;
+  /** SHA-256 of each installed file, for the log. */
+  sha256: Record<CniPluginFile, string>;
+}
+
+export function sha256Hex(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** Validate a --sha256 value: 64 hex digits (any case; `sha256:` prefix as GitHub shows digests). */
+export function normalizeSha256(raw: string): string | undefined {
+  const v = raw.trim().toLowerCase().replace(/^sha256:/, '');
+  return /^[0-9a-f]{64}$/.test(v) ? v : undefined;
+}
+
+function isUrl(location: string): boolean {
+  return /^https?:\/\//i.test(location);
+}
+
+async function download(url: string, fetchFn: typeof fetch): Promise<Buffer> {
+  let res: Response;
+  try {
+    res = await fetchFn(url, { redirect: 'follow' });
+  } catch (err) {
+    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: ${errorMessage(err)}; check the URL and the node's access to it`, { source: url }, { cause: err });
+  }
+  if (!res.ok) {
+    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: HTTP ${res.status} ${res.statusText}`, { source: url, status: res.status });
+  }
+  const length = Number(res.headers.get('content-length') ?? 0);
+  if (length > MAX_SOURCE_BYTES) {
+    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `${url} is ${length} bytes, more than the ${MAX_SOURCE_BYTES} allowed for a plugin archive`, { source: url });
+  }
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** Read one source and check its SHA-256; nothing is written. */
+export async function loadSource(src: PluginSource, fetchFn: typeof fetch, fs: Pick<typeof nodeFs, 'readFileSync'>): Promise<Buffer> {
+  let data: Buffer;
+  if (isUrl(src.location)) {
+    data = await download(src.location, fetchFn);
+  } else {
+    try {
+      data = fs.readFileSync(src.location);
+    } catch (err) {
+      throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot read ${src.location}: ${errorMessage(err)}`, { source: src.location }, { cause: err });
+    }
+  }
+  const actual = sha256Hex(data);
+  if (actual !== src.sha256) {
+    throw new FlannelError(
+      'FLANNEL_ERR_CNI_HASH',
+      `${src.location} has SHA-256 ${actual}, not the expected ${src.sha256}: the download is damaged or not the release you pinned; nothing was installed`,
+      { source: src.location, expected: src.sha256, actual },
+    );
+  }
+  return data;
+}
+
+function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFileSync' | 'existsSync'>): boolean {
+  if (!fs.existsSync(path)) return false;
+  try {
+    const have = fs.readFileSync(path);
+    return have.length === data.length && have.equals(data);
+  } catch {
+    return false;
+  }
+}
+
+/** The plugins on disk when they are exactly what the record of an install of these sources says. */
+function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync'>): InstallReport | undefined {
+  try {
+    const rec = JSON.parse(fs.readFileSync(join(binDir, INSTALL_RECORD), 'utf8') as string) as InstallRecord;
+    const wanted = sources.map((s) => s.sha256).sort();
+    if (JSON.stringify(rec.sources) !== JSON.stringify(wanted)) return undefined;
+    const sha256 = {} as Record<CniPluginFile, string>;
+    for (const f of CNI_PLUGIN_FILES) {
+      sha256[f] = sha256Hex(fs.readFileSync(join(binDir, f)) as Buffer);
+      if (rec.files[f] !== sha256[f]) return undefined;
+    }
+    return { installed: [], unchanged: [...CNI_PLUGIN_FILES], sha256, fromRecord: true };
+  } catch {
+    return undefined; // no record, unreadable, or a plugin missing: do the full install
+  }
+}
+
+export async function installCniPlugins(opts: InstallOptions): Promise<InstallReport> {
+  const fs = opts.fs ?? nodeFs;
+  const fetchFn = opts.fetch ?? fetch;
+  const recorded = recordedInstall(opts.binDir, opts.sources, fs);
+  if (recorded) return recorded;
+  const found = new Map<CniPluginFile, { data: Buffer; from: string }>();
+  for (const src of opts.sources) {
+    const data = await loadSource(src, fetchFn, fs);
+    for (const [file, content] of await readPlugins(data, src.location)) {
+      const prev = found.get(file);
+      if (prev) {
+        throw new FlannelError('FLANNEL_ERR_CNI_ARCHIVE', `${file} is in both ${prev.from} and ${src.location}; give it once`, { file });
+      }
+      found.set(file, { data: content, from: src.location });
+    }
+  }
+  const missing = CNI_PLUGIN_FILES.filter((f) => !found.has(f));
+  if (missing.length > 0) {
+    throw new FlannelError(
+      'FLANNEL_ERR_CNI_ARCHIVE',
+      `the sources hold no ${missing.join(', ')}; add a --source that has ${missing.length === 1 ? 'it' : 'them'} (see src/cni-plugins/pinned.json for the upstream releases); nothing was installed`,
+      { missing: missing.join(',') },
+    );
+  }
+
+  const report: InstallReport = { installed: [], unchanged: [], sha256: {} as Record<CniPluginFile, string>, fromRecord: false };
+  for (const f of CNI_PLUGIN_FILES) {
+    const { data } = found.get(f)!;
+    report.sha256[f] = sha256Hex(data);
+    (sameContent(join(opts.binDir, f), data, fs) ? report.unchanged : report.installed).push(f);
+  }
+  const record: InstallRecord = { sources: opts.sources.map((s) => s.sha256).sort(), files: report.sha256 };
+  if (report.installed.length === 0) {
+    writeRecord(opts.binDir, record, fs);
+    return report;
+  }
+
+  fs.mkdirSync(opts.binDir, { recursive: true });
+  const tmp = fs.mkdtempSync(join(opts.binDir, '.install-cni-'));
+  const done: CniPluginFile[] = [];
+  try {
+    for (const f of report.installed) fs.writeFileSync(join(tmp, f), found.get(f)!.data, { mode: 0o755 });
+    for (const f of report.installed) {
+      await renameWithRetry(join(tmp, f), join(opts.binDir, f), fs, opts.sleep ?? ((ms) => delay(ms)));
+      done.push(f);
+    }
+  } catch (err) {
+    const left = report.installed.filter((f) => !done.includes(f));
+    throw new FlannelError(
+      'FLANNEL_ERR_CNI_INSTALL',
+      `cannot write the plugins into ${opts.binDir}: ${errorMessage(err)}; ${done.length > 0 ? `${done.join(', ')} replaced, ` : ''}${left.join(', ')} left as they were: run install-cni again`,
+      { binDir: opts.binDir, replaced: done.join(','), kept: left.join(',') },
+      { cause: err },
+    );
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  writeRecord(opts.binDir, record, fs);
+  return report;
+}
+
+/** Best effort: without a record the next run downloads and compares again. */
+function writeRecord(binDir: string, record: InstallRecord, fs: Pick<typeof nodeFs, 'writeFileSync' | 'renameSync' | 'mkdirSync'>): void {
+  try {
+    writeFileAtomicSync(join(binDir, INSTALL_RECORD), JSON.stringify(record, null, 2) + '\n', fs);
+  } catch {
+    // ignored
+  }
+}

@@ -1,0 +1,82 @@
+// `flanneld install-cni`: install the CNI plugins the flannel CNI config names (flannel.exe, win-overlay.exe,
+// win-bridge.exe, host-local.exe) from SHA-256-pinned archives; see src/cni-plugins/install.ts. With
+// --pinned the upstream releases of src/cni-plugins/pinned.json are used.
+import { parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
+import { FlagError, FlannelError, errorMessage } from '../errors.js';
+import { CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
+import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
+import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
+import type { Command, CommandIO } from './command.js';
+
+const PROGRAM = 'flanneld install-cni';
+
+export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
+  { name: 'source', kind: 'stringList', default: [], help: 'a .zip, a .tgz or a plugin .exe: https:// or http:// URL or a local path; give one --sha256 per --source, in the same order', valueName: 'URL|PATH' },
+  { name: 'sha256', kind: 'stringList', default: [], help: 'the SHA-256 (64 hex digits) of the --source at the same position; checked before anything is written', valueName: 'HEX' },
+  { name: 'pinned', kind: 'bool', default: false, help: `download the upstream releases pinned in this build (${pinned.releases.map((r) => `${r.repository} ${r.version}`).join(', ')}) instead of --source` },
+  { name: 'bin-dir', kind: 'string', default: '/opt/cni/bin', windowsDefault: 'C:\\opt\\cni\\bin', help: "the CNI plugin directory (containerd's bin_dir)", valueName: 'DIR' },
+  { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
+];
+
+/** The releases pinned in src/cni-plugins/pinned.json, as sources. */
+export const PINNED_SOURCES: readonly PluginSource[] = pinned.releases.map((r) => ({ location: r.url, sha256: r.sha256 }));
+
+export function usage(platform: NodeJS.Platform): string {
+  const flags = renderUsage(PROGRAM, INSTALL_CNI_FLAGS, platform).replace(/^Usage:.*\n\n/, '').replace(/\nEnvironment:[\s\S]*$/, '\n');
+  return (
+    `Usage: ${PROGRAM} --source URL|PATH --sha256 HEX [--source ... --sha256 ...] [--bin-dir DIR]\n` +
+    `       ${PROGRAM} --pinned [--bin-dir DIR]\n\n` +
+    `${command.summary}.\nEvery source is hashed before anything is written; the plugins are written to a temporary\n` +
+    `directory in DIR and renamed into place; files already equal are left alone (a rerun writes nothing,\n` +
+    `and downloads nothing while the plugins still match the record of the last install, DIR\\${INSTALL_RECORD}).\n` +
+    `Bare executables are named by their file name (flannel-amd64.exe is installed as flannel.exe).\n\n${flags}`
+  );
+}
+
+function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
+  const sources = (values.get('source') as string[] | undefined) ?? [];
+  const hashes = (values.get('sha256') as string[] | undefined) ?? [];
+  if (values.get('pinned') === true) {
+    if (sources.length > 0 || hashes.length > 0) throw new FlagError('--pinned and --source/--sha256 exclude each other', { flag: 'pinned' });
+    return [...PINNED_SOURCES];
+  }
+  if (sources.length === 0) throw new FlagError('flag -source is required (or --pinned): name the plugin archive(s) to install', { flag: 'source' });
+  if (hashes.length !== sources.length) {
+    throw new FlagError(`give one --sha256 per --source (got ${sources.length} --source and ${hashes.length} --sha256)`, { flag: 'sha256' });
+  }
+  return sources.map((location, i) => {
+    const sha256 = normalizeSha256(hashes[i]!);
+    if (!sha256) throw new FlagError(`invalid value "${hashes[i]}" for flag -sha256: expected 64 hex digits`, { flag: 'sha256', value: hashes[i] });
+    return { location, sha256 };
+  });
+}
+
+export const command: Command = {
+  summary: 'install flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe from SHA-256-pinned archives',
+  async run(args: string[], io: CommandIO): Promise<number> {
+    try {
+      const cli = parseFlags(args, INSTALL_CNI_FLAGS);
+      if (cli.help) {
+        io.stdout(usage(io.platform));
+        return 0;
+      }
+      const sources = parseSources(cli.values);
+      const binDir = (cli.values.get('bin-dir') as string | undefined) ?? (platformDefault(INSTALL_CNI_FLAGS.find((f) => f.name === 'bin-dir')!, io.platform) as string);
+      if (binDir.trim() === '') throw new FlagError('flag -bin-dir is empty', { flag: 'bin-dir' });
+      const report = await installCniPlugins({ sources, binDir });
+      for (const f of report.installed) io.stdout(`installed ${f} (sha256 ${report.sha256[f]})\n`);
+      if (report.fromRecord) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the recorded install of these sources; nothing downloaded or written\n`);
+      else if (report.installed.length === 0) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the same files; nothing written\n`);
+      else for (const f of report.unchanged) io.stdout(`unchanged ${f}\n`);
+      return 0;
+    } catch (err) {
+      if (err instanceof FlagError) {
+        io.stderr(`${PROGRAM}: ${err.message}\nRun '${PROGRAM} --help' for usage.\n`);
+        return 2;
+      }
+      const code = err instanceof FlannelError ? ` [${err.code}]` : '';
+      io.stderr(`${PROGRAM}: ${errorMessage(err)}${code}\n`);
+      return 1;
+    }
+  },
+};

@@ -1,0 +1,104 @@
+// `npm run package:image-context` (packaging/image-context.mjs) on a zip laid out like the one
+// `npm run package:windows` writes, and Dockerfile.windows read as BuildKit would: COPY-only (so
+// `docker buildx build --platform windows/amd64` works on Linux), FROM the HostProcess base image, every
+// COPY source present in the context, and flanneld.exe where the DaemonSet runs it
+// ($CONTAINER_SANDBOX_MOUNT_POINT\flanneld\flanneld.exe). docker buildx is not available here, so the
+// image itself is not built by the tests.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+
+const require = createRequire(import.meta.url);
+const SCRIPT = join(process.cwd(), 'packaging', 'image-context.mjs');
+const DOCKERFILE = join(process.cwd(), 'Dockerfile.windows');
+const BASE_IMAGE = 'mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0';
+
+async function writeZip(path: string, files: Record<string, string>): Promise<void> {
+  // yazl (our zip writer, packaging/build.mjs) ships no types.
+  const yazl = require('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, name: string): void; end(): void; outputStream: NodeJS.ReadableStream } };
+  const zip = new yazl.ZipFile();
+  for (const [name, text] of Object.entries(files)) zip.addBuffer(Buffer.from(text), name);
+  zip.end();
+  await pipeline(zip.outputStream, createWriteStream(path));
+}
+
+/** Dockerfile instructions (continuations joined, comments dropped): [keyword, rest]. */
+function instructions(text: string): [string, string][] {
+  const lines = text.replace(/\\\r?\n/g, ' ').split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  return lines.map((l) => {
+    const m = /^(\w+)\s+(.*)$/.exec(l)!;
+    return [m[1]!.toUpperCase(), m[2]!];
+  });
+}
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'flanneld-image-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const run = (args: string[]) => spawnSync(process.execPath, [SCRIPT, ...args], { encoding: 'utf8', timeout: 30_000 });
+
+describe('Dockerfile.windows', () => {
+  const ins = instructions(readFileSync(DOCKERFILE, 'utf8'));
+
+  it('is COPY-only (no RUN or ADD: nothing executes on Linux) and FROM the HostProcess base image', () => {
+    expect(ins.map(([k]) => k).filter((k) => !['ARG', 'FROM', 'LABEL', 'ENV', 'COPY', 'ENTRYPOINT'].includes(k))).toEqual([]);
+    const args = Object.fromEntries(ins.filter(([k]) => k === 'ARG').map(([, v]) => v.split('=') as [string, string]));
+    const from = ins.find(([k]) => k === 'FROM')![1].replace(/\$\{(\w+)\}/g, (_m, n: string) => args[n] ?? '');
+    expect(from).toBe(BASE_IMAGE);
+  });
+
+  it('the check is not vacuous: a RUN step is caught', () => {
+    expect(instructions('FROM x\nRUN \\\n  echo hi\n').map(([k]) => k)).toEqual(['FROM', 'RUN']);
+  });
+});
+
+describe('npm run package:image-context', () => {
+  const zipFiles = {
+    'flanneld.exe': 'MZ flanneld',
+    'flanneld-service.exe': 'MZ service host',
+    'node_modules/ffi-rs/package.json': '{"name":"ffi-rs"}',
+    'node_modules/@yuuang/ffi-rs-win32-x64-msvc/ffi-rs.win32-x64-msvc.node': 'MZ addon',
+    'scripts/start.ps1': '# start',
+    'README.txt': 'readme',
+  };
+
+  it('lays out the context from the zip; every COPY source exists; flanneld.exe is where the DaemonSet runs it', async () => {
+    const zip = join(dir, 'flanneld-windows-amd64.zip');
+    await writeZip(zip, zipFiles);
+    const out = join(dir, 'ctx');
+    const r = run(['--zip', zip, '--out-dir', out, '--image', 'registry.example.com:5000/flanneld-windows:1.2.3']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    for (const [name, text] of Object.entries(zipFiles)) expect(readFileSync(join(out, 'flanneld', ...name.split('/')), 'utf8')).toBe(text);
+    expect(readFileSync(join(out, 'Dockerfile.windows'), 'utf8')).toBe(readFileSync(DOCKERFILE, 'utf8'));
+    for (const [, rest] of instructions(readFileSync(DOCKERFILE, 'utf8')).filter(([k]) => k === 'COPY')) {
+      const src = rest.split(/\s+/)[0]!;
+      expect([src, existsSync(join(out, src))]).toEqual([src, true]);
+    }
+    // deploy/base/40-daemonset-windows.yml runs (Join-Path $env:CONTAINER_SANDBOX_MOUNT_POINT 'flanneld\flanneld.exe').
+    const ds = readFileSync(join(process.cwd(), 'deploy', 'base', '40-daemonset-windows.yml'), 'utf8');
+    expect(ds).toContain("'flanneld\\flanneld.exe'");
+    expect(existsSync(join(out, 'flanneld', 'flanneld.exe'))).toBe(true);
+    // The lines to paste: the buildx command and the overlay's images entry (registry port kept in the name).
+    expect(r.stdout).toContain(`docker buildx build --platform windows/amd64 --build-arg VERSION=`);
+    expect(r.stdout).toContain(`-t registry.example.com:5000/flanneld-windows:1.2.3 --push ${out}`);
+    expect(r.stdout).toContain('newName: registry.example.com:5000/flanneld-windows\n    newTag: "1.2.3"');
+  });
+
+  it('refuses a zip that is not a flanneld-windows package, and a missing zip', async () => {
+    const zip = join(dir, 'other.zip');
+    await writeZip(zip, { 'README.txt': 'x' });
+    const r = run(['--zip', zip, '--out-dir', join(dir, 'ctx2')]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('lacks flanneld.exe, node_modules/ffi-rs/package.json');
+    const missing = run(['--zip', join(dir, 'nope.zip'), '--out-dir', join(dir, 'ctx3')]);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('run npm run package:windows first');
+  });
+});

@@ -1,0 +1,231 @@
+// `flanneld install-cni` through the built binary (dist/main.js), against archives shaped like the upstream
+// releases (containernetworking/plugins' cni-plugins-windows-amd64-<tag>.tgz with `./win-overlay.exe`
+// entries; flannel-io/cni-plugin's bare flannel-amd64.exe asset; a zip) served by a real HTTP server on
+// 127.0.0.1, and from file paths: the hash is checked before anything is written, a bad hash or a corrupt
+// archive leaves the installed plugins as they were, and a rerun with the same files writes nothing.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import tarStream from 'tar-stream';
+import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
+
+const MAIN = join(process.cwd(), 'dist', 'main.js');
+const require = createRequire(import.meta.url);
+const PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
+
+/** A fake PE file: "MZ" and a body naming the plugin and release. */
+const exe = (name: string, release: string) => Buffer.from(`MZ\x90\x00 ${name} ${release} ` + 'x'.repeat(2000));
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function zipOf(files: Record<string, Buffer>): Promise<Buffer> {
+  // yazl (our zip writer, packaging/build.mjs) ships no types.
+  const yazl = require('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, name: string): void; end(): void; outputStream: AsyncIterable<Buffer> } };
+  const zip = new yazl.ZipFile();
+  for (const [name, data] of Object.entries(files)) zip.addBuffer(data, name);
+  zip.end();
+  const chunks: Buffer[] = [];
+  for await (const c of zip.outputStream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function tgzOf(files: Record<string, Buffer>): Promise<Buffer> {
+  const pack = tarStream.pack();
+  for (const [name, data] of Object.entries(files)) pack.entry({ name, mode: 0o755 }, data);
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of pack) chunks.push(c as Buffer);
+  return gzipSync(Buffer.concat(chunks));
+}
+
+function run(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, 'install-cni', ...args], { env: { PATH: process.env['PATH'] ?? '' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+let dir: string;
+let server: Server;
+let base: string;
+const served = new Map<string, Buffer>();
+const requests: string[] = [];
+let zipV1: Buffer;
+let tgzV2: Buffer;
+let flannelV2: Buffer;
+
+beforeAll(async () => {
+  if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+  dir = mkdtempSync(join(tmpdir(), 'flanneld-install-cni-'));
+  zipV1 = await zipOf(Object.fromEntries(PLUGINS.map((p) => [`cni/bin/${p}`, exe(p, 'v1')])));
+  // containernetworking/plugins' layout: ./<plugin>.exe entries, more plugins than we need.
+  tgzV2 = await tgzOf({ './win-overlay.exe': exe('win-overlay.exe', 'v2'), './win-bridge.exe': exe('win-bridge.exe', 'v2'), './host-local.exe': exe('host-local.exe', 'v2'), './static.exe': exe('static.exe', 'v2'), './README.md': Buffer.from('readme') });
+  flannelV2 = exe('flannel.exe', 'v2');
+  served.set('/plugins-v1.zip', zipV1);
+  served.set('/cni-plugins-windows-amd64-v2.tgz', tgzV2);
+  served.set('/broken.tgz', tgzV2.subarray(0, Math.floor(tgzV2.length / 2)));
+  served.set('/broken.zip', Buffer.concat([zipV1.subarray(0, 200), Buffer.alloc(300), zipV1.subarray(500)]));
+  served.set('/no-bridge.zip', await zipOf({ 'flannel.exe': exe('flannel.exe', 'v3'), 'win-overlay.exe': exe('win-overlay.exe', 'v3'), 'host-local.exe': exe('host-local.exe', 'v3') }));
+  writeFileSync(join(dir, 'flannel-amd64.exe'), flannelV2);
+  server = createServer((req, res) => {
+    requests.push(req.url ?? '');
+    const body = served.get(req.url ?? '');
+    res.writeHead(body ? 200 : 404, { 'Content-Type': 'application/octet-stream' });
+    res.end(body ?? 'not found');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+
+afterAll(async () => {
+  await new Promise<void>((r) => server.close(() => r()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const binDir = () => join(dir, 'opt', 'cni', 'bin');
+const installed = () => Object.fromEntries(PLUGINS.map((p) => [p, readFileSync(join(binDir(), p)).toString('latin1')]));
+const RECORD = '.flanneld-install-cni.json';
+const leftovers = () => readdirSync(binDir()).filter((f) => !PLUGINS.includes(f) && f !== RECORD);
+
+describe('flanneld install-cni', () => {
+  it('a bad hash is refused before anything is written (the bin dir is not even created)', async () => {
+    const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(Buffer.from('other')), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_HASH]');
+    expect(r.stderr).toContain(sha(zipV1)); // names the actual hash
+    expect(requests).toContain('/plugins-v1.zip');
+    expect(existsSync(binDir())).toBe(false);
+  });
+
+  it('installs the four plugins from a zip served over HTTP', async () => {
+    const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1).toUpperCase(), '--bin-dir', binDir()]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n').map((l) => l.split(' ')[1])).toEqual(PLUGINS);
+    for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v1').toString('latin1'));
+    expect(leftovers()).toEqual([]); // the temporary directory is gone
+  });
+
+  it('a rerun with the same sources downloads nothing and writes nothing (the install record matches)', async () => {
+    const before = PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs);
+    const seen = requests.length;
+    await new Promise((r) => setTimeout(r, 20));
+    const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^already installed: .*nothing downloaded or written\n$/);
+    expect(requests.length).toBe(seen);
+    expect(PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs)).toEqual(before);
+  });
+
+  it('without the record, the same files are downloaded and compared, and nothing is written', async () => {
+    rmSync(join(binDir(), RECORD));
+    const before = PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs);
+    const seen = requests.length;
+    const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^already installed: .* are the same files; nothing written\n$/);
+    expect(requests.length).toBe(seen + 1);
+    expect(PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs)).toEqual(before);
+    expect(existsSync(join(binDir(), RECORD))).toBe(true);
+  });
+
+  it('a plugin changed behind our back is noticed despite the record, and restored', async () => {
+    writeFileSync(join(binDir(), 'host-local.exe'), 'MZ tampered');
+    const seen = requests.length;
+    const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^installed host-local\.exe /);
+    expect(requests.length).toBe(seen + 1);
+    expect(installed()['host-local.exe']).toBe(exe('host-local.exe', 'v1').toString('latin1'));
+  });
+
+  it.each([
+    ['a truncated .tgz', '/broken.tgz'],
+    ['a damaged .zip', '/broken.zip'],
+  ])('%s (with its own, matching hash) is a coded error and the old plugins stay', async (_what, path) => {
+    const body = served.get(path)!;
+    const r = await run(['--source', `${base}${path}`, '--sha256', sha(body), '--source', join(dir, 'flannel-amd64.exe'), '--sha256', sha(flannelV2), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_ARCHIVE]');
+    for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v1').toString('latin1'));
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('an archive without win-bridge.exe is refused and nothing changes', async () => {
+    const body = served.get('/no-bridge.zip')!;
+    const r = await run(['--source', `${base}/no-bridge.zip`, '--sha256', sha(body), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('win-bridge.exe');
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_ARCHIVE]');
+    for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v1').toString('latin1'));
+  });
+
+  it('an HTTP 404 is a coded download error', async () => {
+    const r = await run(['--source', `${base}/missing.tgz`, '--sha256', sha(tgzV2), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('HTTP 404');
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_SOURCE]');
+  });
+
+  it('upgrades from the upstream layout: a .tgz over HTTP plus the bare flannel-amd64.exe from a file path', async () => {
+    const r = await run(['--source', `${base}/cni-plugins-windows-amd64-v2.tgz`, '--sha256', sha(tgzV2), '--source', join(dir, 'flannel-amd64.exe'), '--sha256', sha(flannelV2), '--bin-dir', binDir()]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v2').toString('latin1'));
+    expect(existsSync(join(binDir(), 'static.exe'))).toBe(false); // only the plugins flannel needs
+    expect(leftovers()).toEqual([]);
+  });
+
+  it('a local zip path works too, and only the changed files are rewritten', async () => {
+    const mixed = await zipOf({ 'flannel.exe': flannelV2, 'win-overlay.exe': exe('win-overlay.exe', 'v2'), 'win-bridge.exe': exe('win-bridge.exe', 'v4'), 'host-local.exe': exe('host-local.exe', 'v2') });
+    writeFileSync(join(dir, 'mixed.zip'), mixed);
+    const r = await run([`--source=${join(dir, 'mixed.zip')}`, `--sha256=sha256:${sha(mixed)}`, '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^installed win-bridge\.exe \(sha256 [0-9a-f]{64}\)\nunchanged flannel\.exe\n/);
+    expect(installed()['win-bridge.exe']).toBe(exe('win-bridge.exe', 'v4').toString('latin1'));
+  });
+
+  it.each([
+    [['--sha256', 'ab'], 'flag -source is required'],
+    [['--source', 'x.zip'], 'give one --sha256 per --source'],
+    [['--source', 'x.zip', '--sha256', 'zz'], 'expected 64 hex digits'],
+    [['--pinned', '--source', 'x.zip', '--sha256', 'a'.repeat(64)], 'exclude each other'],
+  ])('flag errors exit 2: %j', async (args, text) => {
+    const r = await run(args);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(text);
+  });
+
+  it('--help names the platform default bin dir only', async () => {
+    const r = await run(['--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: flanneld install-cni /);
+    expect(r.stdout).toContain('(default "/opt/cni/bin")');
+    expect(r.stdout).not.toContain('C:\\opt');
+  });
+});
+
+describe('src/cni-plugins/pinned.json', () => {
+  it('pins each upstream release by URL and SHA-256, and together they provide the four plugins', () => {
+    const provided: string[] = [];
+    for (const r of pinned.releases) {
+      expect(r.sha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(r.url.startsWith(`https://github.com/${r.repository}/releases/download/${r.version}/`)).toBe(true);
+      expect(r.sha256Checked.length).toBeGreaterThan(0);
+      for (const [file, asset] of Object.entries(r.provides)) {
+        provided.push(file);
+        expect(r.url.endsWith(`/${asset}`) || r.url.endsWith('.tgz') || r.url.endsWith('.zip')).toBe(true);
+      }
+    }
+    expect(provided.sort()).toEqual([...PLUGINS].sort());
+  });
+});

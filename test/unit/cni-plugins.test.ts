@@ -1,0 +1,132 @@
+// The pure parts of install-cni: what a download is (by magic bytes), which plugin a published name
+// stands for (flannel-io/cni-plugin publishes flannel-amd64.exe; the CNI config's "type": "flannel"
+// makes containerd run flannel.exe), --sha256 values, and archives that hold a plugin twice or under a
+// path that tries to leave the directory (only the base name is ever used).
+import { describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import tarStream from 'tar-stream';
+import { pluginFileFor, readPlugins, sourceKind } from '../../src/cni-plugins/archive.js';
+import { installCniPlugins, normalizeSha256 } from '../../src/cni-plugins/install.js';
+import { FlannelError } from '../../src/errors.js';
+
+async function tgz(files: Record<string, string>): Promise<Buffer> {
+  const pack = tarStream.pack();
+  for (const [name, text] of Object.entries(files)) pack.entry({ name }, text);
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of pack) chunks.push(c as Buffer);
+  return gzipSync(Buffer.concat(chunks));
+}
+
+describe('cni-plugins', () => {
+  it.each([
+    [Buffer.from('PK\x03\x04rest'), 'zip'],
+    [gzipSync('x'), 'tgz'],
+    [Buffer.from('MZ\x90\x00'), 'exe'],
+    [Buffer.from('<html>Not Found</html>'), undefined],
+    [Buffer.alloc(0), undefined],
+  ])('sourceKind(%j) = %s', (data, kind) => {
+    expect(sourceKind(data)).toBe(kind);
+  });
+
+  it.each([
+    ['flannel-amd64.exe', 'flannel.exe'],
+    ['./win-overlay.exe', 'win-overlay.exe'],
+    ['cni\\bin\\HOST-LOCAL.EXE', 'host-local.exe'],
+    ['https://github.com/flannel-io/cni-plugin/releases/download/v1.9.1-flannel3/flannel-amd64.exe', 'flannel.exe'],
+    ['https://mirror.example/cni/flannel-amd64.exe?X-Amz-Signature=abc#x', 'flannel.exe'],
+    ['static.exe', undefined],
+    ['flannel', undefined],
+  ])('pluginFileFor(%s) = %s', (name, file) => {
+    expect(pluginFileFor(name)).toBe(file);
+  });
+
+  it.each([
+    ['A'.repeat(64), 'a'.repeat(64)],
+    [`sha256:${'0'.repeat(64)}`, '0'.repeat(64)],
+    [` ${'f'.repeat(64)} `, 'f'.repeat(64)],
+    ['a'.repeat(63), undefined],
+    ['g'.repeat(64), undefined],
+  ])('normalizeSha256(%s) = %s', (raw, want) => {
+    expect(normalizeSha256(raw)).toBe(want);
+  });
+
+  it('reads only the wanted plugins, by base name: a ../ path cannot place a file anywhere', async () => {
+    const plugins = await readPlugins(await tgz({ '../../evil/win-bridge.exe': 'MZ b', './static.exe': 'MZ s', 'x/host-local.exe': 'MZ h' }), 'a.tgz');
+    expect([...plugins.keys()].sort()).toEqual(['host-local.exe', 'win-bridge.exe']);
+    expect(plugins.get('win-bridge.exe')!.toString()).toBe('MZ b');
+  });
+
+  it('refuses an archive holding one plugin twice, a bare exe of another name, and something that is no archive', async () => {
+    const codes = await Promise.all(
+      [
+        readPlugins(await tgz({ 'flannel.exe': 'MZ 1', 'flannel-amd64.exe': 'MZ 2' }), 'dup.tgz'),
+        readPlugins(Buffer.from('MZ x'), 'kube-proxy.exe'),
+        readPlugins(Buffer.from('<html>'), 'page.html'),
+      ].map((p) => p.then(() => 'no error', (e: unknown) => (e instanceof FlannelError ? e.code : String(e)))),
+    );
+    expect(codes).toEqual(['FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_ARCHIVE']);
+  });
+});
+
+describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the .exe runs)', () => {
+  async function setup() {
+    const dir = fs.mkdtempSync(join(tmpdir(), 'flanneld-cni-unit-'));
+    const archive = await tgz({ 'flannel.exe': 'MZ f', 'win-overlay.exe': 'MZ o', 'win-bridge.exe': 'MZ b', 'host-local.exe': 'MZ h' });
+    fs.writeFileSync(join(dir, 'p.tgz'), archive);
+    const sources = [{ location: join(dir, 'p.tgz'), sha256: createHash('sha256').update(archive).digest('hex') }];
+    return { dir, sources, binDir: join(dir, 'bin') };
+  }
+  const busy = (code: string) => Object.assign(new Error(`${code}: operation not permitted, rename`), { code });
+
+  it('retries a busy rename with growing waits, then succeeds', async () => {
+    const { dir, sources, binDir } = await setup();
+    let failures = 2;
+    const waits: number[] = [];
+    const report = await installCniPlugins({
+      sources,
+      binDir,
+      sleep: async (ms) => void waits.push(ms),
+      fs: {
+        ...fs,
+        renameSync: (a: fs.PathLike, b: fs.PathLike) => {
+          if (String(b).endsWith('win-bridge.exe') && failures-- > 0) throw busy('EBUSY');
+          fs.renameSync(a, b);
+        },
+      },
+    });
+    expect(report.installed).toEqual(['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe']);
+    expect(waits).toEqual([50, 100]);
+    expect(fs.readFileSync(join(binDir, 'win-bridge.exe'), 'utf8')).toBe('MZ b');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gives up after about 5 s with a coded error naming what was replaced and what was kept', async () => {
+    const { dir, sources, binDir } = await setup();
+    fs.mkdirSync(binDir);
+    fs.writeFileSync(join(binDir, 'win-bridge.exe'), 'MZ old');
+    const waits: number[] = [];
+    const err = await installCniPlugins({
+      sources,
+      binDir,
+      sleep: async (ms) => void waits.push(ms),
+      fs: {
+        ...fs,
+        renameSync: (a: fs.PathLike, b: fs.PathLike) => {
+          if (String(b).endsWith('win-bridge.exe')) throw busy('EPERM');
+          fs.renameSync(a, b);
+        },
+      },
+    }).then(() => undefined, (e: unknown) => e as FlannelError);
+    expect(err?.code).toBe('FLANNEL_ERR_CNI_INSTALL');
+    expect(err?.context).toMatchObject({ replaced: 'flannel.exe,win-overlay.exe', kept: 'win-bridge.exe,host-local.exe' });
+    expect(waits.reduce((a, b) => a + b, 0)).toBe(5050);
+    expect(fs.readFileSync(join(binDir, 'win-bridge.exe'), 'utf8')).toBe('MZ old');
+    expect(fs.readdirSync(binDir).sort()).toEqual(['flannel.exe', 'win-bridge.exe', 'win-overlay.exe']); // no temp dir left
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
