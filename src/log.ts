@@ -1,7 +1,7 @@
 // winston logging: one root logger configured from flags, one child logger per component.
 // Facts go in fields (`log.info('route added', { dest, nextHop })`); secrets never do.
 import winston from 'winston';
-import { safeText, safeValue } from './log-safe.js';
+import { safeField } from './log-safe.js';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 export type Logger = winston.Logger;
@@ -30,12 +30,11 @@ function textFormat(): winston.Logform.Format {
   });
 }
 
-/** Escape control characters and redact URL credentials in the message and every field (./log-safe.ts). */
+/** Escape control characters and redact credentials in the message and every field (./log-safe.ts). */
 const safeFields = winston.format((info) => {
   for (const key of Object.keys(info)) {
     if (key === 'level') continue;
-    const safeKey = safeText(key);
-    const safe = safeValue(info[key]);
+    const [safeKey, safe] = safeField(key, info[key]);
     if (safeKey !== key) delete info[key];
     info[safeKey] = safe;
   }

@@ -33,7 +33,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'etcd-certfile', kind: 'string', default: '', help: 'SSL certification file used to secure etcd communication', valueName: 'FILE' },
   { name: 'etcd-cafile', kind: 'string', default: '', help: 'SSL Certificate Authority file used to secure etcd communication', valueName: 'FILE' },
   { name: 'etcd-username', kind: 'string', default: '', help: 'username for BasicAuth to etcd' },
-  { name: 'etcd-password', kind: 'string', default: '', help: 'password for BasicAuth to etcd' },
+  { name: 'etcd-password', kind: 'string', default: '', help: 'password for BasicAuth to etcd (visible in the process list: prefer --etcd-password-file or FLANNELD_ETCD_PASSWORD)' },
+  { name: 'etcd-password-file', kind: 'string', default: '', help: 'read the etcd BasicAuth password from this file (one line; a trailing newline is dropped)', valueName: 'FILE' },
   {
     name: 'iface',
     kind: 'stringList',

@@ -1,6 +1,7 @@
 // Logs are safe to read: control characters in any logged value are escaped (an ESC [2J in a Node
 // annotation must not clear the operator's terminal, a newline must not forge a line), and credentials
-// embedded in URLs (`--etcd-endpoints=http://user:pass@host:2379`) are never written.
+// embedded in URLs (`--etcd-endpoints=http://user:pass@host:2379`), HTTP credentials and secret-named
+// fields are never written.
 import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,6 +47,17 @@ describe.each(['text', 'json'] as const)('%s log format', (format) => {
     for (const secret of ['s3cret', 'p%40ss', 'hunter2', 'tok3n', 'root:', 'admin:']) expect(out).not.toContain(secret);
     expect(out).toContain('http://***@10.0.0.5:2379');
     expect(out).toContain('https://***@etcd:2379');
+  });
+});
+
+describe('credentials in messages and fields', () => {
+  it.each(['text', 'json'] as const)('%s: Bearer/Basic credentials and secret-named fields are redacted', async (format) => {
+    const out = await logged(format, (log) => {
+      log.warn('request failed', { error: 'HTTP 401: request headers {"Authorization":"Bearer eyJhbGciOi.c2VjcmV0.sig"}', nested: { headers: { authorization: 'Basic dXNlcjpwYXNz' } } });
+      log.debug('kubeconfig', { token: 'tok-123', etcdPassword: 'pw-456', user: { password: 'pw-789' } });
+    });
+    for (const secret of ['eyJhbGciOi', 'c2VjcmV0', 'dXNlcjpwYXNz', 'tok-123', 'pw-456', 'pw-789']) expect(out).not.toContain(secret);
+    expect(out).toContain('Bearer ***');
   });
 });
 
