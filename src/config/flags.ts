@@ -81,7 +81,14 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'source-vip-file', kind: 'string', default: '', help: 'vxlan: where to record the kube-proxy source VIP the agent reserves (Windows default: sourcevip.json beside --subnet-file, i.e. C:\\run\\flannel\\sourcevip.json; elsewhere off unless given; "none" disables the reservation)', valueName: 'FILE' },
   { name: 'source-vip-compat-files', kind: 'string', default: '', help: 'vxlan: comma-separated sourceVip.json paths the familiar kube-proxy scripts read, written in host-local format (Windows default C:\\k\\sourceVip.json,C:\\sourcevip\\sourceVip.json; "none" for none)', valueName: 'FILES' },
   { name: 'cni-ipam-data-dir', kind: 'string', default: '', help: 'vxlan: host-local IPAM data directory in which the source VIP is reserved so no pod gets it (Windows default C:\\var\\lib\\cni\\networks; "none" for none)', valueName: 'DIR' },
-  { name: 'env-file', kind: 'string', default: '', help: 'read FLANNELD_* (and NODE_NAME, ...) variables from this dotenv file; real environment and flags win', valueName: 'FILE' },
+  {
+    name: 'env-file',
+    kind: 'string',
+    default: '',
+    help: 'read FLANNELD_* (and NODE_NAME, ...) variables from this dotenv file; real environment and flags win. Started as `node main.js`, Node 20 also reads --env-file itself: use the flanneld command, `node -- main.js`, or the spelling --flanneld-env-file',
+    aliases: ['flanneld-env-file'],
+    valueName: 'FILE',
+  },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
 
