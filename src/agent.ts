@@ -104,6 +104,9 @@ export class Agent {
             metrics: this.metrics,
             isReady: () => this.ready,
             log: componentLogger(this.opts.log, 'health'),
+          }).catch((err: unknown) => {
+            lock.release();
+            throw err;
           })
         : undefined;
     // A fatal error in one part (e.g. a revoked etcd lease) stops the others: watch, renewal, reconcile.

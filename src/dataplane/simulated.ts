@@ -142,7 +142,6 @@ function isVSwitchType(type: string): boolean {
 }
 
 
-
 export class SimulatedDataplane {
   /** Calls per operation name (`HcnCreateNetwork`, `HNSCall GET /networks/`, `CreateIpForwardEntry2`, ...). */
   readonly calls = new Map<string, number>();
