@@ -85,7 +85,7 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'env-file',
     kind: 'string',
     default: '',
-    help: 'read FLANNELD_* (and NODE_NAME, ...) variables from this dotenv file; real environment and flags win. Started as `node main.js`, Node 20 also reads --env-file itself: use the flanneld command, `node -- main.js`, or the spelling --flanneld-env-file',
+    help: 'read FLANNELD_* (and NODE_NAME, ...) variables from this dotenv file; real environment and flags win. Prefer the name --flanneld-env-file: Node itself reads --env-file too, even after the script (flanneld.exe, node main.js), and reports a missing file as "FILE: not found"',
     aliases: ['flanneld-env-file'],
     valueName: 'FILE',
   },

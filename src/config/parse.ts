@@ -222,7 +222,7 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
   try {
     text = readFile(path);
   } catch (err) {
-    throw new ConfigError('FLANNEL_ERR_ENV_FILE', `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --env-file / FLANNELD_ENV_FILE`, {
+    throw new ConfigError('FLANNEL_ERR_ENV_FILE', `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --flanneld-env-file (--env-file) / FLANNELD_ENV_FILE`, {
       path,
     });
   }
