@@ -230,7 +230,7 @@ function hostGwConfig(be: JsonObject): HostGwBackendConfig {
   return { type: 'host-gw', name: name === '' ? DEFAULT_HOSTGW_NAME : hnsNetworkName(name), dnsServerList };
 }
 
-export const MAX_HNS_NETWORK_NAME = 256;
+const MAX_HNS_NETWORK_NAME = 256;
 
 /**
  * Backend.Name names the HNS network and, through the CNI config, the host-local IPAM directory
