@@ -15,6 +15,7 @@ import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { startHealthServer } from './health/server.js';
 import { selectExternalInterface } from './host/select.js';
+import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import type { SubnetManager } from './subnet/lease.js';
@@ -93,6 +94,8 @@ export class Agent {
   /** Run until `signal` aborts (resolves) or a fatal error (rejects). */
   async run(signal: AbortSignal): Promise<void> {
     const { config } = this.opts;
+    // One agent per node: fails with FLANNEL_ERR_AGENT_LOCK naming the running agent's PID.
+    const lock = acquireAgentLock(agentLockPath(config.subnetFile));
     const health =
       config.healthzPort > 0
         ? await startHealthServer({
@@ -101,6 +104,9 @@ export class Agent {
             metrics: this.metrics,
             isReady: () => this.ready,
             log: componentLogger(this.opts.log, 'health'),
+          }).catch((err: unknown) => {
+            lock.release();
+            throw err;
           })
         : undefined;
     // A fatal error in one part (e.g. a revoked etcd lease) stops the others: watch, renewal, reconcile.
@@ -118,6 +124,7 @@ export class Agent {
       signal.removeEventListener('abort', onAbort);
       this.phaseValue = 'stopped';
       await health?.close();
+      lock.release();
     }
   }
 

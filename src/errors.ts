@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'FLANNEL_ERR_DATAPLANE_STATE' // simulated dataplane state file problem
   | 'FLANNEL_ERR_ETCD' // etcd subnet manager: etcd unreachable / failing, config missing, out of subnets
   | 'FLANNEL_ERR_LEASE_REVOKED' // the own etcd lease was deleted: the daemon shuts down
+  | 'FLANNEL_ERR_AGENT_LOCK' // another agent holds the node's lock (flanneld.lock beside subnet.env)
   | 'FLANNEL_ERR_UNSUPPORTED'; // feature not supported on Windows
 
 export type ErrorContext = Record<string, string | number | boolean | undefined>;

@@ -1,6 +1,7 @@
 // winston logging: one root logger configured from flags, one child logger per component.
 // Facts go in fields (`log.info('route added', { dest, nextHop })`); secrets never do.
 import winston from 'winston';
+import { safeField } from './log-safe.js';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 export type Logger = winston.Logger;
@@ -29,11 +30,22 @@ function textFormat(): winston.Logform.Format {
   });
 }
 
+/** Escape control characters and redact credentials in the message and every field (./log-safe.ts). */
+const safeFields = winston.format((info) => {
+  for (const key of Object.keys(info)) {
+    if (key === 'level') continue;
+    const [safeKey, safe] = safeField(key, info[key]);
+    if (safeKey !== key) delete info[key];
+    info[safeKey] = safe;
+  }
+  return info;
+});
+
 export function createLogger(opts: LogOptions = {}): Logger {
   const format =
     opts.format === 'json'
-      ? winston.format.combine(winston.format.timestamp(), winston.format.json())
-      : winston.format.combine(winston.format.timestamp(), textFormat());
+      ? winston.format.combine(safeFields(), winston.format.timestamp(), winston.format.json())
+      : winston.format.combine(safeFields(), winston.format.timestamp(), textFormat());
   const transports: winston.transport[] = [
     new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'], silent: opts.silent === true }),
   ];

@@ -6,6 +6,7 @@ import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
 import { createLogger } from './log.js';
+import { safeText } from './log-safe.js';
 import { VERSION } from './version.js';
 
 // Every HNS call runs on a libuv worker thread (so a hung one can time out); 4 workers is too few to
@@ -30,10 +31,10 @@ async function main(): Promise<number> {
     parsed = parseConfig(process.argv.slice(2), process.env, { platform: process.platform });
   } catch (err) {
     if (err instanceof FlagError) {
-      process.stderr.write(`flanneld: ${err.message}\nRun 'flanneld --help' for usage.\n`);
+      process.stderr.write(`flanneld: ${safeText(err.message)}\nRun 'flanneld --help' for usage.\n`);
       return 2;
     }
-    process.stderr.write(`flanneld: ${errorMessage(err)}\n`);
+    process.stderr.write(`flanneld: ${safeText(errorMessage(err))}\n`);
     return err instanceof FlannelError ? 2 : 1;
   }
   if (parsed.kind === 'help') {

@@ -16,6 +16,8 @@ import type { FlagSpec } from '../config/flags.js';
 import { createDataplane, type Dataplane } from '../dataplane/factory.js';
 import { Metrics } from '../health/metrics.js';
 import { sameId } from '../hns/schema.js';
+import { FlannelError } from '../errors.js';
+import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
 import { BOOT_FILE_NAME } from '../host/boot.js';
 import { findInterfaceByIP } from '../host/select.js';
 import { cidrContains, contains } from '../ip4.js';
@@ -28,6 +30,7 @@ import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 
 export const CLEANUP_FLAGS: readonly FlagSpec[] = [
   { name: 'dry-run', kind: 'bool', default: false, help: 'only print what would be removed' },
+  { name: 'force', kind: 'bool', default: false, help: 'run even while an agent holds the node lock (flanneld.lock beside subnet.env)' },
 ];
 
 export interface CleanupReport {
@@ -113,7 +116,7 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
 
   // The agent's files beside subnet.env, then the directory when it is empty.
   const dir = dirname(config.subnetFile);
-  const own = new Set([config.subnetFile, join(dir, BOOT_FILE_NAME), config.sourceVipFile].filter((f) => f !== ''));
+  const own = new Set([config.subnetFile, join(dir, BOOT_FILE_NAME), agentLockPath(config.subnetFile), config.sourceVipFile].filter((f) => f !== ''));
   for (const f of own) if (dirname(f) === dir) removeFile(f, dryRun, did, seen);
   if (existsSync(dir)) {
     const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json)\.tmp-\d+$/.test(n));
@@ -145,6 +148,18 @@ function removeFile(path: string, dryRun: boolean, did: (what: string) => void, 
   did(`file ${path}`);
 }
 
+/** A running agent would recreate what cleanup removes: refuse, unless --force. */
+function refuseWhileAgentRuns(subnetFile: string, force: boolean): void {
+  const holder = readLockHolder(agentLockPath(subnetFile));
+  if (holder && !force) {
+    throw new FlannelError(
+      'FLANNEL_ERR_AGENT_LOCK',
+      `flanneld (PID ${holder.pid}) is running for this node (${agentLockPath(subnetFile)}); stop it first (it would recreate what cleanup removes), or pass --force`,
+      { pid: holder.pid },
+    );
+  }
+}
+
 export const command: Command = {
   summary: "remove this node's flannel HNS network and endpoints, the routes it created and C:\\run\\flannel (keeps other networks)",
   async run(args: string[], io: CommandIO): Promise<number> {
@@ -156,6 +171,7 @@ export const command: Command = {
         return 0;
       }
       const { config } = parsed;
+      refuseWhileAgentRuns(config.subnetFile, parsed.own.get('force') === true);
       const netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
       const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true });

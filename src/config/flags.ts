@@ -36,7 +36,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'etcd-certfile', kind: 'string', default: '', help: 'SSL certification file used to secure etcd communication', valueName: 'FILE' },
   { name: 'etcd-cafile', kind: 'string', default: '', help: 'SSL Certificate Authority file used to secure etcd communication', valueName: 'FILE' },
   { name: 'etcd-username', kind: 'string', default: '', help: 'username for BasicAuth to etcd' },
-  { name: 'etcd-password', kind: 'string', default: '', help: 'password for BasicAuth to etcd' },
+  { name: 'etcd-password', kind: 'string', default: '', help: 'password for BasicAuth to etcd (visible in the process list: prefer --etcd-password-file or FLANNELD_ETCD_PASSWORD)' },
+  { name: 'etcd-password-file', kind: 'string', default: '', help: 'read the etcd BasicAuth password from this file (one line; a trailing newline is dropped)', valueName: 'FILE' },
   {
     name: 'iface',
     kind: 'stringList',
@@ -83,7 +84,14 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'source-vip-file', kind: 'string', default: '', windowsDefault: 'C:\\run\\flannel\\sourcevip.json', help: 'vxlan: where to record the kube-proxy source VIP the agent reserves (empty: sourcevip.json beside --subnet-file on Windows, off elsewhere; "none" disables the reservation)', valueName: 'FILE' },
   { name: 'source-vip-compat-files', kind: 'string', default: '', windowsDefault: 'C:\\k\\sourceVip.json,C:\\sourcevip\\sourceVip.json', help: 'vxlan: comma-separated sourceVip.json paths the familiar kube-proxy scripts read, written in host-local format ("none" for none)', valueName: 'FILES' },
   { name: 'cni-ipam-data-dir', kind: 'string', default: '', windowsDefault: 'C:\\var\\lib\\cni\\networks', help: 'vxlan: host-local IPAM data directory in which the source VIP is reserved so no pod gets it ("none" for none)', valueName: 'DIR' },
-  { name: 'env-file', kind: 'string', default: '', help: 'read FLANNELD_* (and NODE_NAME, ...) variables from this dotenv file; real environment and flags win', valueName: 'FILE' },
+  {
+    name: 'env-file',
+    kind: 'string',
+    default: '',
+    help: 'read FLANNELD_* (and NODE_NAME, ...) variables from this dotenv file; real environment and flags win. Prefer the name --flanneld-env-file: Node itself reads --env-file too, even after the script (flanneld.exe, node main.js), and reports a missing file as "FILE: not found"',
+    aliases: ['flanneld-env-file'],
+    valueName: 'FILE',
+  },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
 

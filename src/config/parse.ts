@@ -158,7 +158,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     etcdCertfile: str('etcd-certfile'),
     etcdCafile: str('etcd-cafile'),
     etcdUsername: str('etcd-username'),
-    etcdPassword: str('etcd-password'),
+    etcdPassword: etcdPassword(str('etcd-password'), str('etcd-password-file'), opts.readFile ?? ((f) => readFileSync(f, 'utf8'))),
     verbosity,
     dataplane,
     dataplaneState: str('dataplane-state'),
@@ -222,7 +222,7 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
   try {
     text = readFile(path);
   } catch (err) {
-    throw new ConfigError('FLANNEL_ERR_ENV_FILE', `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --env-file / FLANNELD_ENV_FILE`, {
+    throw new ConfigError('FLANNEL_ERR_ENV_FILE', `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --flanneld-env-file (--env-file) / FLANNELD_ENV_FILE`, {
       path,
     });
   }
@@ -240,6 +240,21 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
     }
   }
   return dotenv.parse(normalized);
+}
+
+/** --etcd-password, or the first line of --etcd-password-file (which keeps it out of the process list). */
+function etcdPassword(password: string, file: string, readFile: (p: string) => string): string {
+  if (file === '') return password;
+  if (password !== '') {
+    throw new FlagError('flags -etcd-password and -etcd-password-file are both set: give only one (the file keeps the password off the command line)', { flag: 'etcd-password-file' });
+  }
+  let text: string;
+  try {
+    text = readFile(file);
+  } catch (err) {
+    throw new ConfigError('FLANNEL_ERR_CONFIG', `cannot read the etcd password file ${file}: ${errorMessage(err)}; fix --etcd-password-file`, { flag: 'etcd-password-file', path: file });
+  }
+  return text.replace(/\r?\n$/, '');
 }
 
 function requireIPv4(flag: string, value: string, emptyOk: boolean): void {

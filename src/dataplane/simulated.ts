@@ -5,6 +5,7 @@
 // objects): IDs, the host vNIC move, ProviderAddress/DrMacAddress policies and HNS's HRESULTs.
 import * as nodeFs from 'node:fs';
 import { writeFileAtomicSync } from '../fs-atomic.js';
+import { parseDataplaneState } from './state-file.js';
 import { FlannelError, RouteError, errorMessage } from '../errors.js';
 import type { ErrorContext } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
@@ -141,12 +142,6 @@ function isVSwitchType(type: string): boolean {
 }
 
 
-function validState(s: unknown): s is DataplaneState {
-  if (typeof s !== 'object' || s === null) return false;
-  const o = s as Record<string, unknown>;
-  return ['networks', 'endpoints', 'routes', 'adapters'].every((k) => Array.isArray(o[k]));
-}
-
 export class SimulatedDataplane {
   /** Calls per operation name (`HcnCreateNetwork`, `HNSCall GET /networks/`, `CreateIpForwardEntry2`, ...). */
   readonly calls = new Map<string, number>();
@@ -214,23 +209,9 @@ export class SimulatedDataplane {
         { cause: err },
       );
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (err) {
-      throw this.malformed(`it is not JSON (${errorMessage(err)})`);
-    }
-    if (!validState(parsed)) throw this.malformed('expected {"networks":[],"endpoints":[],"routes":[],"adapters":[]}');
+    const parsed = parseDataplaneState(text, this.statePath);
     this.persisted = text;
     return parsed;
-  }
-
-  private malformed(why: string): FlannelError {
-    return new FlannelError(
-      'FLANNEL_ERR_DATAPLANE_STATE',
-      `simulated dataplane state file ${this.statePath} is malformed: ${why}; delete it to start from a fresh node, or fix it`,
-      { file: this.statePath },
-    );
   }
 
   /** Write the state atomically (temp file + rename). No-op without a state path. */

@@ -5,6 +5,7 @@
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
 import { FlannelError, errorMessage } from '../errors.js';
+import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 
 export const DEFAULT_VXLAN_VNI = 4096;
@@ -32,7 +33,8 @@ function field(obj: JsonObject, name: string): unknown {
 }
 
 function describe(v: unknown): string {
-  return `${Array.isArray(v) ? 'array' : typeof v} ${JSON.stringify(v)}`;
+  const text = JSON.stringify(v) ?? String(v);
+  return `${Array.isArray(v) ? 'array' : typeof v} ${text.length > 80 ? text.slice(0, 77) + '...' : text}`;
 }
 
 function optBool(obj: JsonObject, name: string, path: string): boolean | undefined {
@@ -94,6 +96,7 @@ export function parseNetConf(json: string): NetworkConfig {
   } catch (err) {
     fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`);
   }
+  if (jsonTooDeep(doc)) fail(`net-conf.json nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels; a network config is a few levels deep`);
   if (!isObject(doc)) fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`);
 
   // Decode (ParseConfig).
@@ -221,14 +224,37 @@ function vxlanConfig(be: JsonObject): VxlanBackendConfig {
   if (!/^[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}$/.test(macPrefix)) {
     fail(`invalid VXLAN backend config.MacPrefix [${macPrefix}] is invalid, prefix must be of the format xx-xx e.g. 0E-2A`, { macPrefix });
   }
-  return { type: 'vxlan', vni, port, macPrefix, name: name === '' ? `flannel.${vni}` : name, legacyRemoteEndpoints };
+  return { type: 'vxlan', vni, port, macPrefix, name: name === '' ? `flannel.${vni}` : hnsNetworkName(name), legacyRemoteEndpoints };
 }
 
 /** hostgw_windows.go RegisterNetwork config: Name (default cbr0), DNSServerList. */
 function hostGwConfig(be: JsonObject): HostGwBackendConfig {
   const name = optString(be, 'Name', 'Backend.') ?? '';
   const dnsServerList = optString(be, 'DNSServerList', 'Backend.') ?? '';
-  return { type: 'host-gw', name: name === '' ? DEFAULT_HOSTGW_NAME : name, dnsServerList };
+  return { type: 'host-gw', name: name === '' ? DEFAULT_HOSTGW_NAME : hnsNetworkName(name), dnsServerList };
+}
+
+const MAX_HNS_NETWORK_NAME = 256;
+
+/**
+ * Backend.Name names the HNS network and, through the CNI config, the host-local IPAM directory
+ * `<--cni-ipam-data-dir>/<name>` (containernetworking/plugins plugins/ipam/host-local/backend/disk:
+ * filepath.Join(dataDir, network)). So it must be one plain path element: no `/` or `\`, no `..`,
+ * no control characters, at most 256 characters.
+ */
+function hnsNetworkName(name: string): string {
+  const bad =
+    name.length > MAX_HNS_NETWORK_NAME
+      ? `is longer than ${MAX_HNS_NETWORK_NAME} characters`
+      : /[/\\]/.test(name)
+        ? 'contains a path separator'
+        : name.includes('..')
+          ? 'contains ".."'
+          : [...name].some((c) => c < ' ' || c === '\u007f')
+            ? 'contains a control character'
+            : undefined;
+  if (bad) fail(`Backend.Name ${JSON.stringify(name.slice(0, 64))} ${bad}; use a plain HNS network name such as cbr0 or flannel.4096`, { key: 'Backend.Name' });
+  return name;
 }
 
 /**

@@ -78,6 +78,10 @@ const macPrefixArb = fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min
   return up ? t.toUpperCase() : t;
 });
 
+/** One plain path element: what Backend.Name must be (it names the host-local IPAM directory). */
+const plainName = (n: string) => !/[/\\]/.test(n) && !n.includes('..') && ![...n].some((c) => c < ' ' || c === '\u007f');
+const hnsNameArb = fc.string({ minLength: 1, maxLength: 20 }).filter(plainName);
+
 const validConf: fc.Arbitrary<ValidConf> = fc
   .integer({ min: 1, max: 28 })
   .chain((prefix) =>
@@ -93,11 +97,11 @@ const validConf: fc.Arbitrary<ValidConf> = fc
           type: fc.constant('vxlan' as const),
           vni: fc.option(fc.integer({ min: 4096, max: 0xffffff }), { nil: undefined }),
           macPrefix: fc.option(macPrefixArb, { nil: undefined }),
-          name: fc.option(fc.string({ minLength: 1, maxLength: 20 }), { nil: undefined }),
+          name: fc.option(hnsNameArb, { nil: undefined }),
         }),
         fc.record({
           type: fc.constant('host-gw' as const),
-          name: fc.option(fc.string({ minLength: 1, maxLength: 20 }), { nil: undefined }),
+          name: fc.option(hnsNameArb, { nil: undefined }),
           dns: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }),
         }),
       ),
@@ -200,6 +204,18 @@ describe('parseNetConf: valid generated configs', () => {
         expect(r.backend.type === 'vxlan' && r.backend.vni).toBe(v2);
       }),
       RUNS,
+    );
+  });
+});
+
+describe('parseNetConf: Backend.Name', () => {
+  it('a name with a path separator, ".." or a control character is refused, any other is kept', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 20, unit: 'binary-ascii' }), fc.constantFrom('vxlan', 'host-gw'), (name, type) => {
+        const text = JSON.stringify({ Network: '10.244.0.0/16', Backend: { Type: type, Name: name } });
+        if (plainName(name)) expect(parseNetConf(text).backend.name).toBe(name);
+        else expect(() => parseNetConf(text)).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_NET_CONF' }));
+      }),
     );
   });
 });

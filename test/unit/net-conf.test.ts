@@ -199,3 +199,38 @@ describe('readNetConf', () => {
     for (const f of fragments) expect(err.message).toContain(f);
   });
 });
+
+describe('hostile net-conf', () => {
+  it.each([
+    ['../../x', 'vxlan'],
+    ['..\\..\\x', 'host-gw'],
+    ['a/b', 'host-gw'],
+    ['a\\b', 'vxlan'],
+    ['..', 'vxlan'],
+    ['cbr0\u0000', 'host-gw'],
+    ['flannel\n4096', 'vxlan'],
+    ['x'.repeat(257), 'vxlan'],
+  ])('Backend.Name %j (%s) is refused: it names a host-local IPAM directory under --cni-ipam-data-dir', (name, type) => {
+    const err = errorOf(() => parseNetConf(conf({ Network: '10.244.0.0/16', Backend: { Type: type, Name: name } })));
+    expect(err.code).toBe('FLANNEL_ERR_NET_CONF');
+    expect(err.context['key']).toBe('Backend.Name');
+  });
+
+  it.each(['cbr0', 'flannel.4096', 'vxlan0', 'x'.repeat(256), 'my net-1_a.b'])('Backend.Name %j is accepted', (name) => {
+    expect(parseNetConf(conf({ Network: '10.244.0.0/16', Backend: { Type: 'vxlan', Name: name } })).backend.name).toBe(name);
+  });
+
+  const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+  it.each([
+    ['the whole document', deep],
+    ['an unterminated document', '['.repeat(100_000)],
+    ['Network', `{"Network":${deep},"Backend":{"Type":"vxlan"}}`],
+    ['Backend.Name', `{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","Name":${deep}}}`],
+    ['an unknown Backend key', `{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","X":${deep}}}`],
+  ])('100,000 nested [ in %s: a coded error naming the file, no stack overflow', (_what, text) => {
+    const err = errorOf(() => readNetConf('/etc/kube-flannel/net-conf.json', () => text));
+    expect(err.code).toBe('FLANNEL_ERR_NET_CONF');
+    expect(err.context['path']).toBe('/etc/kube-flannel/net-conf.json');
+    expect(err.message).toContain('/etc/kube-flannel/net-conf.json');
+  });
+});

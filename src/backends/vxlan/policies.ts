@@ -52,10 +52,11 @@ export function remoteSubnetRouteDriver(
     name: 'vxlan RemoteSubnetRoute policies',
     async readActual() {
       const net = await hns.getNetwork(networkId);
-      const found = (net?.Policies ?? []).filter((p) => p.Type === REMOTE_SUBNET_ROUTE && p.Settings !== undefined);
+      // A policy without Settings (HCN allows it) routes nothing we asked for: it is read, never matches, and is swept.
+      const found = (net?.Policies ?? []).filter((p) => p.Type === REMOTE_SUBNET_ROUTE);
       return found as unknown[] as RemoteSubnetRoutePolicy[];
     },
-    actualKey: (p) => String(p.Settings?.DestinationPrefix),
+    actualKey: (p) => (p.Settings ? String(p.Settings.DestinationPrefix) : ''),
     desiredKey: (p) => p.Settings!.DestinationPrefix,
     same: (a, d) => sameRemoteSubnetRoute(a.Settings!, d.Settings!),
     async remove(items) {

@@ -22,6 +22,19 @@ export function isSubnetConfigCompat(range: SubnetRange, subnet: string): boolea
 }
 
 /**
+ * True for a lease key wider than SubnetLen (e.g. `10.5.0.0-16`, `0.0.0.0-0`): no flanneld writes one
+ * (every lease has exactly SubnetLen), yet one such key overlaps every candidate and would leave every
+ * new node "out of subnets". Upstream's allocateSubnet skips candidates that Overlap any lease
+ * (pkg/ip/ipnet.go IP4Net.Overlaps), so it does stall on such a key; only its previous-subnet check
+ * compares exactly (local_manager.go findLeaseBySubnet, IP4Net.Equal). This agent leaves those keys
+ * out of the allocation. Narrower keys still hold what they overlap.
+ */
+export function widerThanSubnetLen(range: Pick<SubnetRange, 'subnetLen'>, subnet: string): boolean {
+  const n = parseCidr(subnet);
+  return n !== undefined && n.prefix < range.subnetLen;
+}
+
+/**
  * A random free subnet among the first MAX_CANDIDATES that overlap none of `taken`; undefined when
  * none is free (the caller reports `out of subnets`).
  */

@@ -12,7 +12,7 @@ import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseEvent, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import { publishableAttrs } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
-import { allocateSubnet, isSubnetConfigCompat } from './allocate.js';
+import { allocateSubnet, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import { closeWatchStream } from './registry.js';
 import type { EtcdRegistry, RawSubnetKv, WatchStream } from './registry.js';
@@ -88,6 +88,8 @@ export class EtcdSubnetManager implements SubnetManager {
   private readonly ttl: number;
   private own: { name: string; value: string; leaseId: string; reservation: boolean } | undefined;
   private records = new Map<string, Known>();
+  /** Lease keys already logged as ignored by the allocation (ignoreKeyOnce). */
+  private readonly ignoredKeys = new Set<string>();
   private revokedErr: FlannelError | undefined;
   private readonly revokeWaiters = new Set<() => void>();
   private closed = false;
@@ -204,7 +206,8 @@ export class EtcdSubnetManager implements SubnetManager {
     for (const kv of kvs) {
       const key = parseSubnetKey(kv.name);
       if (!key) continue;
-      taken.push(key.subnet); // a key with a bad value still holds its subnet
+      if (widerThanSubnetLen(netConf, key.subnet)) this.ignoreKeyOnce(kv.name, netConf.subnetLen);
+      else taken.push(key.subnet); // a key with a bad value still holds its subnet
       const attrs = decodeLeaseAttrs(kv.value);
       if (typeof attrs !== 'string' && attrs.publicIP === this.opts.publicIP && !mine) {
         mine = { name: kv.name, subnet: key.subnet, ipv6: key.ipv6Subnet !== undefined, leaseId: kv.leaseId };
@@ -260,6 +263,15 @@ export class EtcdSubnetManager implements SubnetManager {
     this.log.info(`Allocated lease (ip: ${subnet} ipv6: ) to current node (${this.opts.publicIP}) `, { key: name, ttlSeconds: res.ttlSeconds });
     this.own = { name, value, leaseId: res.leaseId, reservation: false };
     return this.ownLease(name, subnet, attrs, res.ttlSeconds);
+  }
+
+  /** Log a lease key that cannot be a lease of this network once per key, not on every allocation. */
+  private ignoreKeyOnce(name: string, subnetLen: number): void {
+    if (this.ignoredKeys.has(name)) return;
+    this.ignoredKeys.add(name);
+    this.log.warn(`ignoring lease key wider than SubnetLen /${subnetLen} when allocating: it cannot be a lease of this network; delete it`, {
+      key: this.reg.keyOf(name).slice(0, 200),
+    });
   }
 
   /** Renew `--subnet-lease-renew-margin` before expiry; retried after failures; stops on abort/revocation. */

@@ -17,7 +17,8 @@ import { isVxlanBackendData, publishableAttrs } from '../lease.js';
 import { annotationKeys, encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
 import { leaseRelevantChanged, projectNode, toLease } from './projection.js';
-import { cidrContains, isIp4, isNetworkCidr } from '../../ip4.js';
+import { isIp4, isNetworkCidr } from '../../ip4.js';
+import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
 import type { NodeLease } from './projection.js';
 
 export interface KubeSubnetManagerOptions {
@@ -294,13 +295,8 @@ export class KubeSubnetManager implements SubnetManager {
   async acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
     const name = await this.resolveNodeName(signal);
     const rec = await this.waitForOwnNode(name, signal);
-    if (!cidrContains(this.opts.network, rec.podCIDR)) {
-      throw new FlannelError(
-        'FLANNEL_ERR_NODE',
-        `subnet "${this.opts.network}" specified in the flannel net config doesn't contain "${rec.podCIDR}" PodCIDR of the "${name}" node`,
-        { node: name, podCIDR: rec.podCIDR, network: this.opts.network },
-      );
-    }
+    checkOwnSubnet(name, this.opts.network, rec.podCIDR);
+    checkOwnPublicIPs(name, { [this.keys.nodePublicIP]: rec.nodePublicIP, [this.keys.publicIPOverwrite]: rec.publicIPOverwrite });
     this.log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR });
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;

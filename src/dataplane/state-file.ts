@@ -1,0 +1,110 @@
+// The simulated dataplane's state file: parse and validate one document (ARCHITECTURE.md "Simulated
+// dataplane state file"). Pure. Networks and endpoints follow the HCN v2 schema (hcsshim hcn/hcnnetwork.go,
+// hcn/hcnendpoint.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
+// iphlpapi's MIB_IPFORWARD_ROW2 reduced. A file edited by hand or by another tool must give a coded
+// error naming the file and the entry, never a TypeError deep inside the model.
+import { FlannelError } from '../errors.js';
+import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
+import type { DataplaneState } from './simulated.js';
+
+type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
+type Obj = Record<string, unknown>;
+
+function kindOf(v: unknown): Kind | 'null' | 'other' {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  const t = typeof v;
+  return t === 'string' || t === 'number' || t === 'boolean' || t === 'object' ? t : 'other';
+}
+
+class Shape {
+  constructor(private readonly fail: (why: string) => never) {}
+
+  object(v: unknown, at: string): Obj {
+    if (kindOf(v) !== 'object') this.fail(`${at} must be an object, got ${kindOf(v)}`);
+    return v as Obj;
+  }
+
+  /** Each element of the array at `at` (absent allowed when `optional`). */
+  each(o: Obj, key: string, at: string, optional: boolean, check: (item: unknown, at: string) => void): void {
+    const v = o[key];
+    if (v === undefined && optional) return;
+    if (!Array.isArray(v)) this.fail(`${at}.${key} must be an array, got ${kindOf(v)}`);
+    (v as unknown[]).forEach((item, i) => check(item, `${at}.${key}[${i}]`));
+  }
+
+  fields(o: Obj, at: string, required: Record<string, Kind>, optional: Record<string, Kind> = {}): void {
+    for (const [k, want] of Object.entries(required)) {
+      if (kindOf(o[k]) !== want) this.fail(`${at}.${k} must be a ${want}, got ${kindOf(o[k])}`);
+    }
+    for (const [k, want] of Object.entries(optional)) {
+      if (o[k] !== undefined && kindOf(o[k]) !== want) this.fail(`${at}.${k} must be a ${want} when present, got ${kindOf(o[k])}`);
+    }
+  }
+
+  policy = (v: unknown, at: string): void => {
+    this.fields(this.object(v, at), at, { Type: 'string' }, { Settings: 'object' });
+  };
+
+  network = (v: unknown, at: string): void => {
+    const n = this.object(v, at);
+    this.fields(n, at, { Name: 'string', Type: 'string' }, { ID: 'string', Flags: 'number', MacPool: 'object', Dns: 'object', SchemaVersion: 'object' });
+    this.each(n, 'Policies', at, true, this.policy);
+    this.each(n, 'Ipams', at, true, (ipam, ipamAt) => {
+      const i = this.object(ipam, ipamAt);
+      this.fields(i, ipamAt, {}, { Type: 'string' });
+      this.each(i, 'Subnets', ipamAt, true, (sub, subAt) => {
+        const s = this.object(sub, subAt);
+        this.fields(s, subAt, { IpAddressPrefix: 'string' });
+        this.each(s, 'Policies', subAt, true, this.policy);
+        this.each(s, 'Routes', subAt, true, (r, rAt) => this.fields(this.object(r, rAt), rAt, { DestinationPrefix: 'string' }, { NextHop: 'string', Metric: 'number' }));
+      });
+    });
+  };
+
+  endpoint = (v: unknown, at: string): void => {
+    const e = this.object(v, at);
+    this.fields(e, at, { Name: 'string' }, { ID: 'string', HostComputeNetwork: 'string', HostComputeNamespace: 'string', MacAddress: 'string', Flags: 'number', SchemaVersion: 'object' });
+    this.each(e, 'Policies', at, true, this.policy);
+    this.each(e, 'IpConfigurations', at, true, (c, cAt) => this.fields(this.object(c, cAt), cAt, { IpAddress: 'string' }, { PrefixLength: 'number' }));
+  };
+
+  route = (v: unknown, at: string): void => {
+    this.fields(this.object(v, at), at, { DestinationPrefix: 'string', NextHop: 'string', InterfaceIndex: 'number', Metric: 'number' });
+  };
+
+  adapter = (v: unknown, at: string): void => {
+    this.fields(this.object(v, at), at, { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string', PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean' });
+  };
+}
+
+/**
+ * Parse and validate the text of the state file `file`. Throws FLANNEL_ERR_DATAPLANE_STATE naming the
+ * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`).
+ */
+export function parseDataplaneState(text: string, file: string): DataplaneState {
+  const fail = (why: string): never => {
+    throw new FlannelError(
+      'FLANNEL_ERR_DATAPLANE_STATE',
+      `simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`,
+      { file },
+    );
+  };
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    fail(`it is not JSON (${err instanceof Error ? err.message : String(err)})`);
+  }
+  if (jsonTooDeep(doc)) fail(`it nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
+  if (kindOf(doc) !== 'object' || !['networks', 'endpoints', 'routes', 'adapters'].every((k) => Array.isArray((doc as Obj)[k]))) {
+    fail('expected {"networks":[],"endpoints":[],"routes":[],"adapters":[]}');
+  }
+  const shape = new Shape(fail);
+  const o = doc as Obj;
+  shape.each(o, 'networks', '$', false, shape.network);
+  shape.each(o, 'endpoints', '$', false, shape.endpoint);
+  shape.each(o, 'routes', '$', false, shape.route);
+  shape.each(o, 'adapters', '$', false, shape.adapter);
+  return doc as DataplaneState;
+}

@@ -1,0 +1,64 @@
+// Checks on the own node's lease before anything is published or programmed: the podCIDR the API
+// server assigned and the public IP annotations an operator (or anyone with Node write access) set.
+// Upstream flannel checks only that Network contains the podCIDR (pkg/subnet/kube/kube.go
+// AcquireLease: "subnet %q specified in the flannel net config doesn't contain %q PodCIDR of the %q
+// node"); this agent also refuses what cannot work on Windows:
+// - a podCIDR as large as Network or larger: it would claim every peer's subnet;
+// - a /31 or /32: no room for the gateway (.1) the CNI and HNS give the pod network plus any pod
+//   (flannel's own SubnetLen rule, pkg/subnet/config.go CheckNetworkConfig: "SubnetLen must be less than /31");
+// - a public IP that is unspecified, loopback, link-local or multicast (Go net.IP IsUnspecified,
+//   IsLoopback, IsLinkLocalUnicast, IsMulticast): peers could never reach the node there.
+// Pure: throws FLANNEL_ERR_NODE naming the node.
+import { FlannelError } from '../errors.js';
+import { cidrContains, contains, isIp4, parseCidr } from '../ip4.js';
+
+/** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
+export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {
+  const ctx = { node, podCIDR, network };
+  if (!cidrContains(network, podCIDR)) {
+    throw new FlannelError('FLANNEL_ERR_NODE', `subnet "${network}" specified in the flannel net config doesn't contain "${podCIDR}" PodCIDR of the "${node}" node`, ctx);
+  }
+  const sn = parseCidr(podCIDR)!;
+  const net = parseCidr(network)!;
+  if (sn.prefix <= net.prefix) {
+    throw new FlannelError(
+      'FLANNEL_ERR_NODE',
+      `the podCIDR ${podCIDR} of node "${node}" is as large as the flannel Network ${network} or larger: it would take every peer's subnet; give the node a smaller podCIDR (kube-controller-manager --node-cidr-mask-size) or widen Network`,
+      ctx,
+    );
+  }
+  if (sn.prefix >= 31) {
+    throw new FlannelError(
+      'FLANNEL_ERR_NODE',
+      `the podCIDR ${podCIDR} of node "${node}" is a /${sn.prefix}: it has no room for the pod gateway and pods; give the node a /30 or larger podCIDR`,
+      ctx,
+    );
+  }
+}
+
+/** Why `ip` cannot be a node's public IP, or undefined when it can. */
+export function unusablePublicIP(ip: string): string | undefined {
+  if (!isIp4(ip)) return undefined;
+  if (ip === '0.0.0.0') return 'unspecified';
+  if (contains('127.0.0.0/8', ip)) return 'loopback';
+  if (contains('169.254.0.0/16', ip)) return 'link-local';
+  if (contains('224.0.0.0/4', ip)) return 'multicast';
+  return undefined;
+}
+
+/**
+ * Public IPs from the node's annotations (`node-public-ip`, `public-ip-overwrite`), keyed by annotation
+ * name. Text that is not an IPv4 address is left to the caller (which ignores it with a warning).
+ */
+export function checkOwnPublicIPs(node: string, annotations: Record<string, string | undefined>): void {
+  for (const [annotation, ip] of Object.entries(annotations)) {
+    const why = ip === undefined ? undefined : unusablePublicIP(ip);
+    if (why) {
+      throw new FlannelError(
+        'FLANNEL_ERR_NODE',
+        `annotation ${annotation}=${ip} of node "${node}" is a ${why} address that peers cannot reach; set it to the node's routable IPv4 address or remove it`,
+        { node, annotation, publicIP: ip },
+      );
+    }
+  }
+}

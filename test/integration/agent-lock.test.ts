@@ -1,0 +1,141 @@
+// One agent per node (src/host/agent-lock.ts): the lock beside subnet.env, its stale cases, and the real
+// thing: a second dist/main.js for the same node exits naming the first one's PID, and `flanneld cleanup`
+// refuses to run beside a live agent unless given --force.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FlannelError } from '../../src/errors.js';
+import { acquireAgentLock, agentLockPath, readLockHolder, type LockFs } from '../../src/host/agent-lock.js';
+import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { waitFor } from '../support/cluster.js';
+import { MAIN, startFlanneld } from '../support/flanneld-process.js';
+
+function memFs(files = new Map<string, string>()): LockFs & { files: Map<string, string> } {
+  const enoent = () => Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
+  return {
+    files,
+    readFileSync: (p) => {
+      const v = files.get(p);
+      if (v === undefined) throw enoent();
+      return v;
+    },
+    writeFileSync: (p, d) => void files.set(p, d),
+    linkSync: (from, to) => {
+      if (files.has(to)) throw Object.assign(new Error('EEXIST'), { code: 'EEXIST' });
+      const v = files.get(from);
+      if (v === undefined) throw enoent();
+      files.set(to, v);
+    },
+    unlinkSync: (p) => {
+      if (!files.delete(p)) throw enoent();
+    },
+    mkdirSync: () => undefined,
+  };
+}
+
+const LOCK = '/run/flannel/flanneld.lock';
+const BOOT = 1_700_000_000_000;
+const held = (pid: number, bootTimeMs = BOOT) => JSON.stringify({ pid, bootTimeMs, startedAt: '2026-01-01T00:00:00.000Z' });
+
+describe('agent lock (pure, injected fs)', () => {
+  const deps = (fs: LockFs, alive: number[] = []) => ({ fs, pid: 100, bootTimeMs: () => BOOT, isAlive: (p: number) => alive.includes(p), now: () => BOOT + 5 });
+
+  it('lives beside subnet.env', () => {
+    expect(agentLockPath('/run/flannel/subnet.env')).toBe(LOCK);
+  });
+
+  it('takes a free lock, holding the PID; release removes it; the temp file never stays', () => {
+    const fs = memFs();
+    const lock = acquireAgentLock(LOCK, deps(fs));
+    expect(JSON.parse(fs.files.get(LOCK)!)).toMatchObject({ pid: 100, bootTimeMs: BOOT });
+    expect([...fs.files.keys()]).toEqual([LOCK]);
+    lock.release();
+    expect(fs.files.size).toBe(0);
+  });
+
+  it('a live holder: FLANNEL_ERR_AGENT_LOCK naming its PID, lock untouched', () => {
+    const fs = memFs(new Map([[LOCK, held(4242)]]));
+    let err: unknown;
+    try {
+      acquireAgentLock(LOCK, deps(fs, [4242]));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(FlannelError);
+    expect((err as FlannelError).code).toBe('FLANNEL_ERR_AGENT_LOCK');
+    expect((err as FlannelError).context['pid']).toBe(4242);
+    expect((err as FlannelError).message).toContain('PID 4242');
+    expect(fs.files.get(LOCK)).toBe(held(4242));
+    expect(readLockHolder(LOCK, deps(fs, [4242]))?.pid).toBe(4242);
+  });
+
+  it.each([
+    ['a dead PID', held(4242), []],
+    ['a PID of an earlier boot (reused after a reboot)', held(4242, BOOT - 3_600_000), [4242]],
+    ['our own PID (an earlier agent in this process)', held(100), [100]],
+    ['an empty file', '', []],
+    ['garbage', 'not a lock', []],
+  ])('stale: %s is taken over', (_what, content, alive) => {
+    const fs = memFs(new Map([[LOCK, content]]));
+    expect(readLockHolder(LOCK, deps(fs, alive))).toBeUndefined();
+    acquireAgentLock(LOCK, deps(fs, alive));
+    expect(JSON.parse(fs.files.get(LOCK)!)).toMatchObject({ pid: 100 });
+  });
+
+  it('release leaves a lock that is no longer ours', () => {
+    const fs = memFs();
+    const lock = acquireAgentLock(LOCK, deps(fs));
+    fs.files.set(LOCK, held(7));
+    lock.release();
+    expect(fs.files.get(LOCK)).toBe(held(7));
+  });
+});
+
+describe('one agent per node: two real processes', () => {
+  const api = new FakeKubeApiServer();
+  let dir: string;
+  beforeAll(async () => {
+    await api.start();
+    dir = mkdtempSync(join(tmpdir(), 'agent-lock-'));
+    await writeKubeconfig(join(dir, 'kubeconfig'), api.url);
+    writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
+    api.addNode(bareNode({ name: 'win-1', podCIDR: '10.244.7.0/24' }));
+  });
+  afterAll(async () => {
+    await api.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the second agent exits 1 naming the first one’s PID; cleanup refuses unless --force', async () => {
+    const subnetFile = join(dir, 'run', 'subnet.env');
+    const args = ['--kube-subnet-mgr', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'];
+    const env = { NODE_NAME: 'win-1', FLANNELD_KUBECONFIG_FILE: join(dir, 'kubeconfig'), FLANNELD_DATAPLANE_STATE: join(dir, 'state.json'), FLANNELD_IFACE: '10.0.0.7' };
+    const first = startFlanneld(args, env);
+    try {
+      await waitFor(() => existsSync(subnetFile), 'the first agent wrote subnet.env', 20_000);
+      expect(JSON.parse(readFileSync(join(dir, 'run', 'flanneld.lock'), 'utf8'))).toMatchObject({ pid: first.pid });
+
+      const second = startFlanneld(args, { ...env, FLANNELD_DATAPLANE_STATE: join(dir, 'state2.json') });
+      expect(await second.exited).toBe(1);
+      expect(second.stderr()).toContain(`PID ${first.pid}`);
+      expect(second.stderr()).toContain('code=FLANNEL_ERR_AGENT_LOCK');
+      expect(existsSync(join(dir, 'state2.json'))).toBe(false);
+
+      const cleanupArgs = [MAIN, 'cleanup', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated', `--dataplane-state=${join(dir, 'state.json')}`];
+      const refused = spawnSync(process.execPath, cleanupArgs, { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' } });
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain(`PID ${first.pid}`);
+      expect(refused.stderr).toContain('--force');
+      expect(existsSync(subnetFile)).toBe(true);
+
+      const forced = spawnSync(process.execPath, [...cleanupArgs, '--dry-run', '--force'], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' } });
+      expect(forced.status).toBe(0);
+      expect(forced.stdout).toContain('would remove HNS network cbr0');
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+    expect(existsSync(join(dir, 'run', 'flanneld.lock'))).toBe(false);
+  }, 60_000);
+});

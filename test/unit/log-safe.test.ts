@@ -1,0 +1,72 @@
+// Logs are safe to read: control characters in any logged value are escaped (an ESC [2J in a Node
+// annotation must not clear the operator's terminal, a newline must not forge a line), and credentials
+// embedded in URLs (`--etcd-endpoints=http://user:pass@host:2379`), HTTP credentials and secret-named
+// fields are never written.
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { componentLogger, createLogger } from '../../src/log.js';
+import { safeText } from '../../src/log-safe.js';
+
+async function logged(format: 'text' | 'json', write: (log: ReturnType<typeof createLogger>) => void): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'log-safe-'));
+  try {
+    const file = join(dir, 'flanneld.log');
+    const log = createLogger({ format, file, silent: true, level: 'debug' });
+    write(log);
+    await new Promise<void>((resolve) => {
+      log.on('finish', () => resolve());
+      log.end();
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    return readFileSync(file, 'utf8');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const HOSTILE = 'x\u001b[2J\u001b]0;owned\u0007\r\nFAKE 2026 ERROR forged\u009b2J\u007f';
+
+describe.each(['text', 'json'] as const)('%s log format', (format) => {
+  it('escapes control characters in the message, fields, nested fields and keys', async () => {
+    const out = await logged(format, (log) => {
+      componentLogger(log, 'kube').warn(`bad annotation ${HOSTILE}`, { value: HOSTILE, nested: { list: [HOSTILE] }, [`k${HOSTILE}`]: 1 });
+    });
+    // eslint-disable-next-line no-control-regex -- asserting their absence
+    expect(out.trimEnd()).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(out.trimEnd().split('\n')).toHaveLength(1);
+    expect(out).toContain(format === 'json' ? '\\\\u001b[2J' : '\\u001b[2J');
+  });
+
+  it('redacts credentials embedded in URLs', async () => {
+    const out = await logged(format, (log) => {
+      log.info('Etcd Local Manager with Previous Subnet: None', { endpoints: 'http://root:s3cret@10.0.0.5:2379,https://u:p%40ss@etcd:2379' });
+      log.error('cannot reach http://admin:hunter2@10.0.0.5:2379/v3/kv', { nested: ['https://tok3n@h:1'] });
+    });
+    for (const secret of ['s3cret', 'p%40ss', 'hunter2', 'tok3n', 'root:', 'admin:']) expect(out).not.toContain(secret);
+    expect(out).toContain('http://***@10.0.0.5:2379');
+    expect(out).toContain('https://***@etcd:2379');
+  });
+});
+
+describe('credentials in messages and fields', () => {
+  it.each(['text', 'json'] as const)('%s: Bearer/Basic credentials and secret-named fields are redacted', async (format) => {
+    const out = await logged(format, (log) => {
+      log.warn('request failed', { error: 'HTTP 401: request headers {"Authorization":"Bearer eyJhbGciOi.c2VjcmV0.sig"}', nested: { headers: { authorization: 'Basic dXNlcjpwYXNz' } } });
+      log.debug('kubeconfig', { token: 'tok-123', etcdPassword: 'pw-456', user: { password: 'pw-789' } });
+    });
+    for (const secret of ['eyJhbGciOi', 'c2VjcmV0', 'dXNlcjpwYXNz', 'tok-123', 'pw-456', 'pw-789']) expect(out).not.toContain(secret);
+    expect(out).toContain('Bearer ***');
+  });
+});
+
+describe('safeText', () => {
+  it.each([
+    ['http://host:2379', 'http://host:2379'],
+    ['http://host/a@b', 'http://host/a@b'],
+    ['http://host?x=a@b', 'http://host?x=a@b'],
+    ['user@example.com', 'user@example.com'],
+    ['tab\there', 'tab\\u0009here'],
+  ])('%j -> %j', (input, want) => expect(safeText(input)).toBe(want));
+});
