@@ -192,6 +192,7 @@ export class Agent {
       },
       log: componentLogger(root, 'leases'),
       metrics: this.metrics,
+      clock: this.clock,
     });
 
     let synced = false;

@@ -10,6 +10,7 @@ import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js'
 import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { METRIC, Metrics } from '../../src/health/metrics.js';
 import { FlannelError } from '../../src/errors.js';
+import { systemClock } from '../../src/clock.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const SMP = 'application/strategic-merge-patch+json';
@@ -310,7 +311,7 @@ describe('completeLease', () => {
   it('patches NetworkUnavailable=False on /status, keeping other conditions', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     const t = Date.UTC(2025, 2, 19, 19, 57, 30, 123);
-    await manager({ clock: { now: () => t, sleep: async () => undefined } }).completeLease(lease, signal());
+    await manager({ clock: { now: () => t, sleep: systemClock.sleep } }).completeLease(lease, signal());
     const [p] = patches();
     expect(p!.path).toBe('/api/v1/nodes/win/status');
     expect(p!.contentType).toBe(SMP);
@@ -364,13 +365,20 @@ describe('watchLeases', () => {
     await waitFor(() => c.snapshots().length === 1, 5000, 'first snapshot');
     expect(m.hasSynced).toBe(true);
     expect(c.snapshots()[0]!.leases).toEqual([
-      { key: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' } },
+      {
+        key: 'linux-1',
+        subnet: '10.244.1.0/24',
+        publicIP: '10.0.0.11',
+        backendType: 'vxlan',
+        backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' },
+        created: Date.parse(api.getNode('linux-1')!.metadata.creationTimestamp!),
+      },
     ]);
     await waitFor(() => api.activeWatches === 1, 5000, 'watch');
 
     api.addNode(peer(2, 'host-gw'));
     await waitFor(() => c.events().length === 1, 5000, 'added');
-    expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null } });
+    expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null, created: expect.any(Number) } });
 
     // Heartbeat-only / unrelated changes: no events.
     api.updateNode('linux-1', (n) => void (n.status!.conditions![0]!.lastHeartbeatTime = '2030-01-01T00:00:00Z'));

@@ -56,7 +56,7 @@ function finalState(updates: LeaseUpdate[]): Map<string, Lease> {
     if (u.kind === 'snapshot') {
       m.clear();
       for (const l of u.leases) m.set(l.key, l);
-    } else {
+    } else if (u.kind === 'events') {
       for (const e of u.events) {
         if (e.type === 'removed') m.delete(e.lease.key);
         else m.set(e.lease.key, e.lease);
