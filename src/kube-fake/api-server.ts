@@ -78,6 +78,16 @@ interface FailRule {
   remaining: number;
 }
 
+/** `no-answer`: the request is read and never answered; `headers-only`: 200 and headers, then nothing. */
+export type HangMode = 'no-answer' | 'headers-only';
+
+interface HangRule {
+  method: string;
+  path: RegExp;
+  mode: HangMode;
+  remaining: number;
+}
+
 const clone = <T>(v: T): T => structuredClone(v);
 
 /** A Kubernetes `Status` failure object. */
@@ -118,6 +128,9 @@ export class FakeKubeApiServer {
   private readonly watches = new Set<ActiveWatch>();
   private readonly sockets = new Set<Socket>();
   private failRules: FailRule[] = [];
+  private hangRules: HangRule[] = [];
+  /** Requests held open by a hang rule (answered never; closed by stop() or unhang()). */
+  private readonly hung = new Set<http.ServerResponse>();
   private uidSeq = 0;
   /** Watches answered with 410 Gone (`too old resource version`). */
   expiredWatches = 0;
@@ -164,6 +177,7 @@ export class FakeKubeApiServer {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
+    this.hung.clear();
     for (const w of this.watches) if (w.timer) clearTimeout(w.timer);
     this.watches.clear();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -263,6 +277,26 @@ export class FakeKubeApiServer {
     this.failRules.push({ method: method.toUpperCase(), path, status, remaining: count });
   }
 
+  /**
+   * The next `count` matching requests (Infinity = until unhang()) hang: `no-answer` never answers,
+   * `headers-only` sends 200 and its headers and then nothing (a watch or list gone silent).
+   */
+  hang(method: string, path: RegExp, mode: HangMode = 'no-answer', count = Infinity): void {
+    this.hangRules.push({ method: method.toUpperCase(), path, mode, remaining: count });
+  }
+
+  /** Drop every hang rule and cut the connections held open so far. */
+  unhang(): void {
+    this.hangRules = [];
+    for (const res of this.hung) res.destroy();
+    this.hung.clear();
+  }
+
+  /** Requests currently held open by a hang rule. */
+  get hangingRequests(): number {
+    return this.hung.size;
+  }
+
   clearRequests(): void {
     this.requests.length = 0;
   }
@@ -338,6 +372,18 @@ export class FakeKubeApiServer {
     this.requests.push(rec);
 
     const full = url.search ? `${path}${url.search}` : path;
+    const hang = this.hangRules.find((r) => r.remaining > 0 && r.method === method && (r.path.test(path) || r.path.test(full)));
+    if (hang) {
+      hang.remaining--;
+      this.hangRules = this.hangRules.filter((r) => r.remaining > 0);
+      this.hung.add(res);
+      res.on('close', () => this.hung.delete(res));
+      if (hang.mode === 'headers-only') {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+        res.flushHeaders();
+      }
+      return;
+    }
     const rule = this.failRules.find((r) => r.remaining > 0 && r.method === method && (r.path.test(path) || r.path.test(full)));
     if (rule) {
       rule.remaining--;

@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import type { FakeNode } from '../../src/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
@@ -353,8 +354,8 @@ describe('watchLeases', () => {
     return { updates, done, snapshots, events, metrics };
   }
 
-  const peer = (i: number, backendType: 'vxlan' | 'host-gw' = 'vxlan') =>
-    linuxFlannelNode({ name: `linux-${i}`, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType });
+  const peer = (i: number, backendType: 'vxlan' | 'host-gw' = 'vxlan', name = `linux-${i}`) =>
+    linuxFlannelNode({ name, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType });
 
   it('snapshot, then added / changed / status-only / unmanaged / deleted', async () => {
     api.addNode(peer(1));
@@ -486,6 +487,28 @@ describe('watchLeases', () => {
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes' && r.query.watch !== 'true')).toHaveLength(3);
   });
 
+  it('Nodes with wrong-typed fields flannel does not read still count; an object that cannot be read is skipped and counted', async () => {
+    const odd = peer(3) as FakeNode & Record<string, unknown>;
+    odd.status = { conditions: 'not-a-list', addresses: 7 } as never;
+    odd.spec = { ...odd.spec, taints: 5 } as never;
+    (odd.metadata as Record<string, unknown>).finalizers = { a: 1 };
+    (odd.metadata as Record<string, unknown>).labels = ['x'];
+    api.addNode(odd);
+    api.addNode(peer(1));
+    api.addNode(peer(250, 'vxlan', 'l'.repeat(300)));
+    const metrics = new Metrics();
+    const c = collect(manager({ metrics }), metrics);
+    await waitFor(() => c.snapshots().length === 1, 5000, 'snapshot');
+    expect(c.snapshots()[0]!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
+    expect(metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
+    await waitFor(() => api.activeWatches === 1, 5000, 'watch');
+    api.addNode(peer(251, 'vxlan', 'm'.repeat(300)));
+    api.updateNode('linux-3', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.33'));
+    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-3'), 5000, 'event after a skipped one');
+    expect(metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+    expect(c.snapshots()).toHaveLength(1);
+  });
+
   it('hostile nodes never break the watch', async () => {
     const c = collect(manager());
     await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
@@ -496,5 +519,79 @@ describe('watchLeases', () => {
     api.addNode(peer(1));
     await waitFor(() => c.events().length === 2);
     expect(c.events()[0]!.lease).toMatchObject({ key: 'linux-9', subnet: '0.0.0.0/0', backendData: undefined });
+  });
+});
+
+describe('a hung API server: every request has a deadline', () => {
+  const LIST = /^\/api\/v1\/nodes\?(?!.*watch=)/;
+  const WATCH = /^\/api\/v1\/nodes\?.*watch=true/;
+  const peer = (i: number) => linuxFlannelNode({ name: `linux-${i}`, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType: 'vxlan' });
+
+  it('own-Node GET that never answers: acquireLease gives up within --node-wait-timeout with a coded error', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    api.hang('GET', /^\/api\/v1\/nodes\/win$/);
+    const started = Date.now();
+    const err = await rejection(manager({ nodeWaitTimeoutMs: 1500, requestTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_KUBE');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
+    await waitFor(() => api.hangingRequests === 0, 2000, 'hung requests abandoned by the client');
+  });
+
+  it('own-Node GET, pod lookup and status patch that hang once are retried', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    api.addPod(podOnNode({ name: 'p', namespace: 'ns', nodeName: 'win' }));
+    api.hang('GET', /pods\/p$/, 'no-answer', 1);
+    api.hang('GET', /^\/api\/v1\/nodes\/win$/, 'headers-only', 1);
+    api.hang('PATCH', /status$/, 'no-answer', 1);
+    const m = manager({ nodeName: undefined, podName: 'p', podNamespace: 'ns', requestTimeoutMs: 200 });
+    expect((await m.acquireLease(attrs(VXLAN), signal())).subnet).toBe('10.244.5.0/24');
+    expect(api.getNode('win')!.metadata.annotations![`${P}kube-subnet-manager`]).toBe('true');
+    api.hang('PATCH', /status$/, 'headers-only', 1);
+    await m.completeLease({ key: 'win', subnet: '10.244.5.0/24', publicIP: '10.0.0.5', backendType: 'vxlan', backendData: null }, signal());
+    expect(patches()).toHaveLength(4);
+    expect(api.getNode('win')!.status!.conditions!.map((c) => c.type)).toContain('NetworkUnavailable');
+  });
+
+  it('a list page that never answers (or stops after its headers) is abandoned and the list retried', async () => {
+    for (let i = 1; i <= 4; i++) api.addNode(peer(i));
+    api.hang('GET', LIST, 'no-answer', 1);
+    api.hang('GET', LIST, 'headers-only', 1);
+    const updates: LeaseUpdate[] = [];
+    manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.some((u) => u.kind === 'snapshot'), 5000, 'snapshot after the hung pages');
+    const snap = updates.find((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot')!;
+    expect(snap.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
+    expect(api.requests.filter((r) => LIST.test(`${r.path}?${new URLSearchParams(r.query).toString()}`)).length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('a watch that sends headers and then nothing is caught by the silence watchdog and reopened', async () => {
+    api.addNode(peer(1));
+    api.hang('GET', WATCH, 'headers-only', 1);
+    const updates: LeaseUpdate[] = [];
+    const m = manager({ watchTimeoutSeconds: 1, watchSilenceMs: 400 });
+    m.watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.length === 1 && api.hangingRequests === 1, 5000, 'a silent watch');
+    await waitFor(() => api.activeWatches === 1, 5000, 'a new watch after the silent one');
+    expect(api.hangingRequests).toBe(0);
+    api.addNode(peer(2));
+    await waitFor(() => updates.some((u) => u.kind === 'events' && u.events.some((e) => e.lease.key === 'linux-2')), 5000, 'event through the new watch');
+    const watches = api.requests.filter((r) => r.query.watch === 'true');
+    expect(watches[0]!.query).toMatchObject({ allowWatchBookmarks: 'true', timeoutSeconds: '1' });
+  });
+
+  it('while every Node request hangs, nothing is emitted (the dataplane is left as it is)', async () => {
+    api.addNode(peer(1));
+    const updates: LeaseUpdate[] = [];
+    manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.length === 1 && api.activeWatches === 1, 5000, 'synced');
+    api.hang('GET', /^\/api\/v1\/nodes/);
+    api.closeWatches();
+    api.deleteNode('linux-1');
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(updates).toHaveLength(1);
+    api.unhang();
+    await waitFor(() => updates.length >= 2, 5000, 'relist after the hang');
+    expect(updates.at(-1)).toEqual({ kind: 'snapshot', leases: [] });
   });
 });
