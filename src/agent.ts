@@ -271,7 +271,12 @@ export class Agent {
 
   private createKubeSubnetManager(netConf: NetworkConfig): SubnetManager {
     const { config } = this.opts;
-    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv });
+    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({
+        kubeconfigFile: config.kubeconfigFile,
+        kubeApiUrl: config.kubeApiUrl,
+        env: config.inClusterEnv,
+        log: componentLogger(this.opts.log, 'kube'),
+      });
     return new KubeSubnetManager({
       kubeConfig,
       nodeName: config.nodeName,

@@ -4,6 +4,7 @@
 // that flannel pkg/subnet/kube/kube.go relies on through client-go. Used by the integration tests and the
 // `npm start` demo; real HTTP on 127.0.0.1 so the real @kubernetes/client-node talks to it.
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { annotationKeys, DEFAULT_ANNOTATION_PREFIX, encodeBackendData, normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
@@ -56,6 +57,8 @@ export interface FakeKubeApiServerOptions {
   bearerToken?: string;
   /** Watch events kept for resuming watches (default 1000); older resourceVersions get 410 Gone. */
   historyLimit?: number;
+  /** Serve https with this certificate and key (PEM); plain http otherwise. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -119,6 +122,7 @@ export class FakeKubeApiServer {
   private server: http.Server | undefined;
   private port: number;
   private readonly historyLimit: number;
+  private readonly tls: FakeKubeApiServerOptions['tls'];
   private readonly nodes = new Map<string, FakeNode>();
   private readonly pods = new Map<string, FakePod>();
   private rv = 1;
@@ -139,11 +143,12 @@ export class FakeKubeApiServer {
     this.port = opts.port ?? 0;
     this.bearerToken = opts.bearerToken;
     this.historyLimit = Math.max(1, opts.historyLimit ?? 1000);
+    this.tls = opts.tls;
   }
 
-  /** `http://127.0.0.1:<port>` (valid after start()). */
+  /** `http://127.0.0.1:<port>` (`https://` with `tls`; valid after start()). */
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   get resourceVersion(): string {
@@ -156,8 +161,9 @@ export class FakeKubeApiServer {
 
   async start(): Promise<void> {
     if (this.server) return;
-    const server = http.createServer((req, res) => this.handle(req, res));
-    server.on('connection', (s) => {
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(req, res);
+    const server: http.Server = this.tls ? https.createServer({ cert: this.tls.cert, key: this.tls.key }, handler) : http.createServer(handler);
+    server.on('connection', (s: Socket) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
@@ -611,7 +617,7 @@ export function podOnNode(opts: { name: string; namespace: string; nodeName?: st
  * Write a kubeconfig for `serverUrl`. A plain `http://` server gets `insecure-skip-tls-verify: true`
  * (client-node refuses http otherwise; there is no TLS to verify).
  */
-export async function writeKubeconfig(path: string, serverUrl: string, opts: { token?: string; insecure?: boolean } = {}): Promise<void> {
+export async function writeKubeconfig(path: string, serverUrl: string, opts: { token?: string; insecure?: boolean; caFile?: string } = {}): Promise<void> {
   const q = (s: string) => JSON.stringify(s);
   const insecure = opts.insecure ?? serverUrl.startsWith('http:');
   const lines = [
@@ -622,6 +628,7 @@ export async function writeKubeconfig(path: string, serverUrl: string, opts: { t
     '  cluster:',
     `    server: ${q(serverUrl)}`,
     ...(insecure ? ['    insecure-skip-tls-verify: true'] : []),
+    ...(opts.caFile !== undefined ? [`    certificate-authority: ${q(opts.caFile)}`] : []),
     'users:',
     '- name: fake-user',
     `  user: ${opts.token !== undefined ? `{token: ${q(opts.token)}}` : '{}'}`,

@@ -1,6 +1,8 @@
 // KubeSubnetManager over real HTTP, through @kubernetes/client-node, against FakeKubeApiServer.
 import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { Writable } from 'node:stream';
+import winston from 'winston';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
@@ -12,6 +14,8 @@ import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { METRIC, Metrics } from '../../src/health/metrics.js';
 import { FlannelError } from '../../src/errors.js';
 import { systemClock } from '../../src/clock.js';
+import { issueCert, makeTestCa } from '../support/etcd.js';
+import type { TestCa, TestCert } from '../support/etcd.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const SMP = 'application/strategic-merge-patch+json';
@@ -277,32 +281,78 @@ describe('kubeconfig', () => {
     expect(buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' }).getCurrentCluster()!.skipTLSVerify).toBe(false);
   });
 
-  it('--kube-api-url overrides the kubeconfig server; the token is sent', async () => {
-    await api.stop();
-    api = new FakeKubeApiServer({ bearerToken: 's3cret' });
-    await api.start();
-    const f = join(dir, 'wrong-server.yaml');
-    await writeKubeconfig(f, 'http://127.0.0.1:1', { token: 's3cret' });
-    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
-    const m = manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }) });
-    await m.acquireLease(attrs(VXLAN), signal());
-    expect(api.requests.every((r) => r.authorization === 'Bearer s3cret')).toBe(true);
-  });
-
   it('--kube-api-url alone', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     const m = manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: api.url }) });
     expect((await m.acquireLease(attrs(HOSTGW), signal())).subnet).toBe('10.244.5.0/24');
   });
 
-  it('wrong token: 401 is FLANNEL_ERR_KUBE', async () => {
-    await api.stop();
-    api = new FakeKubeApiServer({ bearerToken: 'right' });
-    await api.start();
-    await writeKubeconfig(kubeconfigPath, api.url, { token: 'wrong' });
-    const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_KUBE');
-    expect(err.message).not.toContain('wrong');
+  describe('TLS and credentials', () => {
+    let ca: TestCa;
+    let serverCert: TestCert;
+    beforeEach(async () => {
+      ca = makeTestCa(dir, 'kube-ca');
+      serverCert = issueCert(ca, dir, 'kube-apiserver', 'server');
+      await api.stop();
+      api = new FakeKubeApiServer({ bearerToken: 's3cret', tls: { cert: await readFile(serverCert.certFile), key: await readFile(serverCert.keyFile) } });
+      await api.start();
+      api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    });
+
+    it('https with the CA: the token is sent and TLS verified', async () => {
+      const f = join(dir, 'https.yaml');
+      await writeKubeconfig(f, api.url, { token: 's3cret', caFile: ca.certFile });
+      await manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' }) }).acquireLease(attrs(VXLAN), signal());
+      expect(api.requests.length).toBeGreaterThan(0);
+      expect(api.requests.every((r) => r.authorization === 'Bearer s3cret')).toBe(true);
+    });
+
+    it('https with an unknown CA fails (no request is made in clear), and --kube-api-url overrides the server', async () => {
+      const f = join(dir, 'no-ca.yaml');
+      await writeKubeconfig(f, 'https://127.0.0.1:1', { token: 's3cret' });
+      const err = await rejection(manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }), nodeWaitTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()));
+      expect(err.code).toBe('FLANNEL_ERR_KUBE');
+      expect(api.requests).toHaveLength(0);
+    });
+
+    it('insecure-skip-tls-verify: works, and a warning says so', async () => {
+      const f = join(dir, 'insecure.yaml');
+      await writeKubeconfig(f, api.url, { token: 's3cret', insecure: true });
+      const warnings: Record<string, unknown>[] = [];
+      const log = winston.createLogger({
+        transports: [new winston.transports.Stream({ stream: new Writable({ objectMode: true, write: (i: Record<string, unknown>, _e, cb) => (warnings.push(i), cb()) }) })],
+      });
+      const kc = buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '', log });
+      expect(warnings).toEqual([expect.objectContaining({ level: 'warn', server: api.url })]);
+      expect(JSON.stringify(warnings)).not.toContain('s3cret');
+      await manager({ kubeConfig: kc }).acquireLease(attrs(VXLAN), signal());
+    });
+
+    it('wrong token: 401 is FLANNEL_ERR_KUBE, without the token in the message', async () => {
+      await writeKubeconfig(kubeconfigPath, api.url, { token: 'wrong', caFile: ca.certFile });
+      const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
+      expect(err.code).toBe('FLANNEL_ERR_KUBE');
+      expect(err.message).not.toContain('wrong');
+    });
+
+    it('credentials over plain http:// are refused, from the kubeconfig, with --kube-api-url, and in-cluster on port 8080', async () => {
+      const f = join(dir, 'http-token.yaml');
+      await writeKubeconfig(f, 'http://127.0.0.1:8080', { token: 's3cret' });
+      for (const apiUrl of ['', 'http://127.0.0.1:8081']) {
+        expect(() => buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: apiUrl })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }));
+      }
+      const httpsWithToken = join(dir, 'https-token.yaml');
+      await writeKubeconfig(httpsWithToken, api.url, { token: 's3cret', caFile: ca.certFile });
+      expect(() => buildKubeConfig({ kubeconfigFile: httpsWithToken, kubeApiUrl: 'http://127.0.0.1:8081' })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }));
+      const sa = join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
+      await mkdir(sa, { recursive: true });
+      await writeFile(join(sa, 'token'), 'x');
+      expect(() => buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: '', env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '8080', CONTAINER_SANDBOX_MOUNT_POINT: dir } })).toThrow(
+        expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }),
+      );
+      // http:// without credentials, given explicitly, stays allowed (the fake API server, kubectl proxy)
+      expect(buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: 'http://127.0.0.1:8001' }).getCurrentCluster()!.server).toBe('http://127.0.0.1:8001');
+    });
   });
 });
 
