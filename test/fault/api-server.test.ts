@@ -59,6 +59,25 @@ describe('API server faults', () => {
     await expectConverged(a, 'host-gw', [2, 5, 6]);
   });
 
+  it('hung (requests read, never answered): the dataplane is left as it is; when it answers again, exact', async () => {
+    c = await new FaultCluster().start();
+    for (const n of [1, 2, 3]) c.addLinux(n, 'host-gw');
+    c.addWindowsNode();
+    const a = c.startAgent({ netConf: HOSTGW_NET_CONF });
+    await expectConverged(a, 'host-gw', [1, 2, 3]);
+    await waitFor(() => c.api.activeWatches > 0, 'an open watch');
+    c.api.hang('GET', /^\/api\/v1\/nodes/); // every list, watch and get
+    c.api.closeWatches(); // the agent re-watches into the hang
+    await waitFor(() => c.api.hangingRequests > 0, 'a hung request');
+    c.api.deleteNode('linux-1');
+    c.api.compact({ closeWatches: false });
+    c.addLinux(4, 'host-gw');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']);
+    c.api.unhang(); // the hung connections are cut: the agent relists
+    await expectConverged(a, 'host-gw', [2, 3, 4]);
+  });
+
   it('restarted repeatedly with 5xx answers and watches closed mid-stream: converges to the final state', async () => {
     c = await new FaultCluster().start();
     for (const n of [1, 2, 3, 4]) c.addLinux(n, 'vxlan');

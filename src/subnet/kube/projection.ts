@@ -71,10 +71,16 @@ export function nodeBadPodCIDR(spec: unknown): string | undefined {
   const s = asObj(spec);
   if (!s) return spec === undefined || spec === null ? undefined : '';
   const list = s.podCIDRs;
-  const v = Array.isArray(list) && list.length > 0 ? list[0] : list !== undefined && list !== null && list !== '' && !Array.isArray(list) ? list : s.podCIDR;
+  // podCIDRs that is not a list is shown as JSON (quoted), so it can never pass as a CIDR.
+  if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return bounded(JSON.stringify(list) ?? '');
+  const v = Array.isArray(list) && list.length > 0 ? list[0] : s.podCIDR;
   if (v === undefined || v === null || v === '') return undefined;
-  const text = typeof v === 'string' ? v : (JSON.stringify(v) ?? '');
-  return text.slice(0, MAX_CIDR_LENGTH + 1);
+  return bounded(typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+}
+
+/** At most MAX_CIDR_LENGTH characters; a longer text is cut and marked, so it stays invalid. */
+function bounded(text: string): string {
+  return text.length > MAX_CIDR_LENGTH ? `${text.slice(0, MAX_CIDR_LENGTH)}…` : text;
 }
 
 /** metadata.creationTimestamp (RFC 3339) in ms since epoch; undefined when absent or unparsable. */
