@@ -535,6 +535,8 @@ describe('watchLeases', () => {
     await waitFor(() => c.snapshots().length === 1);
     expect(c.snapshots()[0]!.leases).toHaveLength(7);
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes' && r.query.watch !== 'true')).toHaveLength(3);
+    // The first list's pages arrive as additions before the complete list's snapshot.
+    expect(c.updates.map((u) => `${u.kind}:${u.kind === 'events' ? u.events.length : u.leases.length}`)).toEqual(['page:3', 'page:3', 'snapshot:7']);
   });
 
   it('Nodes with wrong-typed fields flannel does not read still count; an object that cannot be read is skipped and counted', async () => {
