@@ -1,6 +1,6 @@
 // The Kubernetes subnet manager: the own Node's podCIDR is the lease, flannel's annotations publish it,
 // and a list + watch of Nodes yields the peers (node-watch.ts). Mirrors flannel pkg/subnet/kube/kube.go
-// (NewSubnetManager node-name resolution, AcquireLease, CompleteLease, the node informer handlers).
+// (NewSubnetManager node-name resolution, AcquireLease, CompleteLease).
 // Differences by design: bounded wait for the own node, a deadline on every request (client-go has
 // rest.Config.Timeout; a GET that never answers must not freeze the agent), retries for API blips, only
 // changed annotation keys patched. Requests are raw JSON (http.ts): no typed model of any Node is built.

@@ -51,6 +51,8 @@ interface WatchResult {
   err?: unknown;
 }
 
+const SKIP_LOG_INTERVAL_MS = 60_000;
+
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
 
@@ -63,6 +65,9 @@ function skipName(obj: unknown): string {
 export class NodeWatch {
   private records = new Map<string, NodeLease>();
   private synced = false;
+  /** Skipped objects are logged at most once a minute, with how many were held back. */
+  private lastSkipLog = -Infinity;
+  private heldSkips = 0;
 
   constructor(private readonly o: NodeWatchOptions) {}
 
@@ -83,7 +88,18 @@ export class NodeWatch {
     const rec = projectNode(obj, this.o.keys);
     if (rec) return rec;
     this.o.metrics.inc(METRIC.nodesSkipped, { where });
-    this.o.log.warn('skipping a Node object that cannot be read (no valid metadata.name)', { where, name: skipName(obj) });
+    const now = this.o.clock.now();
+    if (now - this.lastSkipLog < SKIP_LOG_INTERVAL_MS) {
+      this.heldSkips++;
+      return undefined;
+    }
+    this.o.log.warn('skipping a Node object that cannot be read (no valid metadata.name)', {
+      where,
+      name: skipName(obj),
+      ...(this.heldSkips > 0 ? { heldBack: this.heldSkips } : {}),
+    });
+    this.lastSkipLog = now;
+    this.heldSkips = 0;
     return undefined;
   }
 
