@@ -89,53 +89,62 @@ export class KubeHttp {
   /** One request whose JSON answer is returned; rejects with KubeApiError, KubeTimeoutError or a network error. */
   async json(r: KubeRequest): Promise<unknown> {
     const what = `${r.method} ${r.path}`;
-    const body = r.body === undefined ? undefined : JSON.stringify(r.body);
-    const p = await this.prepare(r.path, r.query, r.method, r.contentType);
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(r.signal.reason);
     r.signal.addEventListener('abort', onAbort, { once: true });
     if (r.signal.aborted) onAbort();
+    // The deadline covers the credentials too (an exec plugin or token file read), then headers and body.
     const deadline = new AbortController();
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      this.clock.sleep(r.timeoutMs, deadline.signal).then(
+        () => {
+          const err = new KubeTimeoutError(`${what}: no complete answer within ${r.timeoutMs} ms`, r.timeoutMs);
+          ctrl.abort(err);
+          reject(err);
+        },
+        () => undefined,
+      );
+    });
+    timedOut.catch(() => undefined);
     try {
-      return await new Promise<unknown>((resolve, reject) => {
-        this.clock.sleep(r.timeoutMs, deadline.signal).then(
-          () => {
-            const err = new KubeTimeoutError(`${what}: no complete answer within ${r.timeoutMs} ms`, r.timeoutMs);
-            ctrl.abort(err);
-            reject(err);
-          },
-          () => undefined,
-        );
-        const req = this.send(p, body, ctrl.signal);
-        req.on('error', (err) => reject(ctrl.signal.aborted ? ctrl.signal.reason : err));
-        req.on('response', (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size > MAX_BODY_BYTES) {
-              res.destroy(new Error(`${what}: answer larger than ${MAX_BODY_BYTES} bytes`));
-              return;
-            }
-            chunks.push(c);
-          });
-          res.on('error', (err) => reject(ctrl.signal.aborted ? ctrl.signal.reason : err));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            if (status < 200 || status > 299) return reject(new KubeApiError(status, text.slice(0, MAX_ERROR_BODY), what));
-            try {
-              resolve(JSON.parse(text) as unknown);
-            } catch (err) {
-              reject(new Error(`${what}: the answer is not JSON: ${(err as Error).message}`));
-            }
-          });
-        });
-      });
+      const p = await Promise.race([this.prepare(r.path, r.query, r.method, r.contentType), timedOut]);
+      const body = r.body === undefined ? undefined : JSON.stringify(r.body);
+      return await Promise.race([this.exchange(p, body, ctrl.signal, what), timedOut]);
     } finally {
       deadline.abort();
       r.signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  private exchange(p: Prepared, body: string | undefined, signal: AbortSignal, what: string): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
+      const fail = (err: unknown) => reject(signal.aborted ? signal.reason : err);
+      const req = this.send(p, body, signal);
+      req.on('error', fail);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > MAX_BODY_BYTES) {
+            res.destroy(new Error(`${what}: answer larger than ${MAX_BODY_BYTES} bytes`));
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('error', fail);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299) return reject(new KubeApiError(status, text.slice(0, MAX_ERROR_BODY), what));
+          try {
+            resolve(JSON.parse(text) as unknown);
+          } catch (err) {
+            reject(new Error(`${what}: the answer is not JSON: ${(err as Error).message}`));
+          }
+        });
+      });
+    });
   }
 
   /**
