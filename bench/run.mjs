@@ -8,7 +8,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 
-const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream'];
+const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api'];
 const selected = only ?? ALL;
 
 const started = performance.now();

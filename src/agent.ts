@@ -199,6 +199,7 @@ export class Agent {
       },
       log: componentLogger(root, 'leases'),
       metrics: this.metrics,
+      clock: this.clock,
     });
 
     let synced = false;
@@ -277,7 +278,12 @@ export class Agent {
 
   private createKubeSubnetManager(netConf: NetworkConfig): SubnetManager {
     const { config } = this.opts;
-    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv });
+    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({
+        kubeconfigFile: config.kubeconfigFile,
+        kubeApiUrl: config.kubeApiUrl,
+        env: config.inClusterEnv,
+        log: componentLogger(this.opts.log, 'kube'),
+      });
     return new KubeSubnetManager({
       kubeConfig,
       nodeName: config.nodeName,

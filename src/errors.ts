@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'FLANNEL_ERR_ENV_FILE' // --env-file unreadable or malformed
   | 'FLANNEL_ERR_SUBNET_ENV' // subnet.env unreadable, malformed or not writable
   | 'FLANNEL_ERR_KUBE' // kubernetes API failure (kubeconfig, API error)
+  | 'FLANNEL_ERR_KUBE_INSECURE' // credentials would be sent to the API server over plain http://
   | 'FLANNEL_ERR_NODE' // own node missing / not ready / podCIDR problems
   | 'FLANNEL_ERR_LEASE' // peer lease rejected (validation)
   | 'FLANNEL_ERR_HNS_CALL' // HNS/HCN call failed (other)

@@ -17,6 +17,8 @@ export const METRIC = {
   lastApplySuccess: 'flannel_last_successful_apply_timestamp_seconds',
   applyPasses: 'flannel_apply_passes_total',
   apiReconnects: 'flannel_api_reconnects_total',
+  nodesSkipped: 'flannel_nodes_skipped_total',
+  subnetConflicts: 'flannel_subnet_conflicts_total',
 } as const;
 
 const HELP: Record<string, [string, 'counter' | 'gauge']> = {
@@ -27,6 +29,8 @@ const HELP: Record<string, [string, 'counter' | 'gauge']> = {
   [METRIC.lastApplySuccess]: ['Unix time of the last reconcile pass that left the dataplane equal to the desired set.', 'gauge'],
   [METRIC.applyPasses]: ['Reconcile passes, by result.', 'counter'],
   [METRIC.apiReconnects]: ['Times the subnet manager re-listed or reconnected its watch.', 'counter'],
+  [METRIC.nodesSkipped]: ['Node objects (or watch lines) skipped because they could not be read, by where they came from.', 'counter'],
+  [METRIC.subnetConflicts]: ['Peers found claiming a subnet another peer holds or claims as well.', 'counter'],
 };
 
 function labelKey(labels: Labels): string {

@@ -4,6 +4,7 @@
 // that flannel pkg/subnet/kube/kube.go relies on through client-go. Used by the integration tests and the
 // `npm start` demo; real HTTP on 127.0.0.1 so the real @kubernetes/client-node talks to it.
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { annotationKeys, DEFAULT_ANNOTATION_PREFIX, encodeBackendData, normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
@@ -56,6 +57,8 @@ export interface FakeKubeApiServerOptions {
   bearerToken?: string;
   /** Watch events kept for resuming watches (default 1000); older resourceVersions get 410 Gone. */
   historyLimit?: number;
+  /** Serve https with this certificate and key (PEM); plain http otherwise. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -75,6 +78,16 @@ interface FailRule {
   method: string;
   path: RegExp;
   status: number;
+  remaining: number;
+}
+
+/** `no-answer`: the request is read and never answered; `headers-only`: 200 and headers, then nothing. */
+export type HangMode = 'no-answer' | 'headers-only';
+
+interface HangRule {
+  method: string;
+  path: RegExp;
+  mode: HangMode;
   remaining: number;
 }
 
@@ -109,6 +122,7 @@ export class FakeKubeApiServer {
   private server: http.Server | undefined;
   private port: number;
   private readonly historyLimit: number;
+  private readonly tls: FakeKubeApiServerOptions['tls'];
   private readonly nodes = new Map<string, FakeNode>();
   private readonly pods = new Map<string, FakePod>();
   private rv = 1;
@@ -118,6 +132,9 @@ export class FakeKubeApiServer {
   private readonly watches = new Set<ActiveWatch>();
   private readonly sockets = new Set<Socket>();
   private failRules: FailRule[] = [];
+  private hangRules: HangRule[] = [];
+  /** Requests held open by a hang rule (answered never; closed by stop() or unhang()). */
+  private readonly hung = new Set<http.ServerResponse>();
   private uidSeq = 0;
   /** Watches answered with 410 Gone (`too old resource version`). */
   expiredWatches = 0;
@@ -126,11 +143,12 @@ export class FakeKubeApiServer {
     this.port = opts.port ?? 0;
     this.bearerToken = opts.bearerToken;
     this.historyLimit = Math.max(1, opts.historyLimit ?? 1000);
+    this.tls = opts.tls;
   }
 
-  /** `http://127.0.0.1:<port>` (valid after start()). */
+  /** `http://127.0.0.1:<port>` (`https://` with `tls`; valid after start()). */
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   get resourceVersion(): string {
@@ -143,8 +161,9 @@ export class FakeKubeApiServer {
 
   async start(): Promise<void> {
     if (this.server) return;
-    const server = http.createServer((req, res) => this.handle(req, res));
-    server.on('connection', (s) => {
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(req, res);
+    const server: http.Server = this.tls ? https.createServer({ cert: this.tls.cert, key: this.tls.key }, handler) : http.createServer(handler);
+    server.on('connection', (s: Socket) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
@@ -164,6 +183,7 @@ export class FakeKubeApiServer {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
+    this.hung.clear();
     for (const w of this.watches) if (w.timer) clearTimeout(w.timer);
     this.watches.clear();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -263,6 +283,26 @@ export class FakeKubeApiServer {
     this.failRules.push({ method: method.toUpperCase(), path, status, remaining: count });
   }
 
+  /**
+   * The next `count` matching requests (Infinity = until unhang()) hang: `no-answer` never answers,
+   * `headers-only` sends 200 and its headers and then nothing (a watch or list gone silent).
+   */
+  hang(method: string, path: RegExp, mode: HangMode = 'no-answer', count = Infinity): void {
+    this.hangRules.push({ method: method.toUpperCase(), path, mode, remaining: count });
+  }
+
+  /** Drop every hang rule and cut the connections held open so far. */
+  unhang(): void {
+    this.hangRules = [];
+    for (const res of this.hung) res.destroy();
+    this.hung.clear();
+  }
+
+  /** Requests currently held open by a hang rule. */
+  get hangingRequests(): number {
+    return this.hung.size;
+  }
+
   clearRequests(): void {
     this.requests.length = 0;
   }
@@ -338,6 +378,18 @@ export class FakeKubeApiServer {
     this.requests.push(rec);
 
     const full = url.search ? `${path}${url.search}` : path;
+    const hang = this.hangRules.find((r) => r.remaining > 0 && r.method === method && (r.path.test(path) || r.path.test(full)));
+    if (hang) {
+      hang.remaining--;
+      this.hangRules = this.hangRules.filter((r) => r.remaining > 0);
+      this.hung.add(res);
+      res.on('close', () => this.hung.delete(res));
+      if (hang.mode === 'headers-only') {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+        res.flushHeaders();
+      }
+      return;
+    }
     const rule = this.failRules.find((r) => r.remaining > 0 && r.method === method && (r.path.test(path) || r.path.test(full)));
     if (rule) {
       rule.remaining--;
@@ -565,7 +617,7 @@ export function podOnNode(opts: { name: string; namespace: string; nodeName?: st
  * Write a kubeconfig for `serverUrl`. A plain `http://` server gets `insecure-skip-tls-verify: true`
  * (client-node refuses http otherwise; there is no TLS to verify).
  */
-export async function writeKubeconfig(path: string, serverUrl: string, opts: { token?: string; insecure?: boolean } = {}): Promise<void> {
+export async function writeKubeconfig(path: string, serverUrl: string, opts: { token?: string; insecure?: boolean; caFile?: string } = {}): Promise<void> {
   const q = (s: string) => JSON.stringify(s);
   const insecure = opts.insecure ?? serverUrl.startsWith('http:');
   const lines = [
@@ -576,6 +628,7 @@ export async function writeKubeconfig(path: string, serverUrl: string, opts: { t
     '  cluster:',
     `    server: ${q(serverUrl)}`,
     ...(insecure ? ['    insecure-skip-tls-verify: true'] : []),
+    ...(opts.caFile !== undefined ? [`    certificate-authority: ${q(opts.caFile)}`] : []),
     'users:',
     '- name: fake-user',
     `  user: ${opts.token !== undefined ? `{token: ${q(opts.token)}}` : '{}'}`,

@@ -21,6 +21,11 @@ export interface Lease {
   backendData: unknown;
   /** etcd only: when the lease expires (ms since epoch); undefined = never (kube, reservations). */
   expiration?: number;
+  /**
+   * kube only: the Node's metadata.creationTimestamp (ms since epoch), which decides who holds a
+   * contested subnet at start-up (src/subnet/watcher.ts); undefined = unknown (counts as the newest).
+   */
+  created?: number;
 }
 
 /** What this node publishes about itself (flannel LeaseAttrs). */
@@ -33,10 +38,13 @@ export interface LeaseAttrs {
 
 /**
  * What a SubnetManager reports about the cluster. `snapshot` is a complete list (first list and every
- * re-list); `events` are incremental changes. The LeaseWatcher turns both into a validated peer set.
+ * re-list); `events` are incremental changes; `page` is part of the first list, delivered before the
+ * list is complete: additions only (nothing absent from a page is removed). The LeaseWatcher turns them
+ * into a validated peer set.
  */
 export type LeaseUpdate =
   | { kind: 'snapshot'; leases: Lease[] }
+  | { kind: 'page'; leases: Lease[] }
   | { kind: 'events'; events: LeaseEvent[] };
 
 export interface LeaseEvent {

@@ -1,7 +1,8 @@
 // Peer lease validation (ARCHITECTURE.md, Security). No upstream counterpart: flannel trusts peer leases;
 // this agent never lets a malformed or hostile lease reach the dataplane.
+import { isIPv6 } from 'node:net';
 import type { Lease } from './lease.js';
-import { contains, isUnicast, network, overlaps, parseCidr, parseIp4 } from '../ip4.js';
+import { contains, isUnicast, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
 
 export interface LeaseValidationContext {
   /** The cluster Network from net-conf.json, e.g. `10.244.0.0/16`. */
@@ -21,6 +22,9 @@ export type LeaseRejectReason =
   | 'subnet-length'
   | 'subnet-overlaps-own'
   | 'subnet-overlaps-peer'
+  | 'subnet-contested'
+  | 'subnet-equals-own'
+  | 'subnet-ipv6-only'
   | 'public-ip-invalid'
   | 'public-ip-not-unicast'
   | 'public-ip-inside-network'
@@ -51,7 +55,12 @@ export function isValidVtepMac(mac: unknown): boolean {
 
 export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseValidation {
   const sn = parseCidr(lease.subnet);
-  if (sn === undefined) return reject('subnet-invalid', `subnet ${JSON.stringify(lease.subnet)} is not an IPv4 CIDR`);
+  if (sn === undefined) {
+    if (isIPv6(lease.subnet.split('/')[0] ?? '')) {
+      return reject('subnet-ipv6-only', `podCIDR ${lease.subnet} is IPv6 and the node has no IPv4 podCIDR; this agent routes IPv4 only`);
+    }
+    return reject('subnet-invalid', `subnet ${JSON.stringify(lease.subnet)} is not an IPv4 CIDR`);
+  }
   if (network(sn).ip !== sn.ip) {
     return reject('subnet-not-network-address', `subnet ${lease.subnet} has host bits set`);
   }
@@ -61,6 +70,9 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
   }
   if (sn.prefix !== ctx.subnetLen) {
     return reject('subnet-length', `subnet ${lease.subnet} is not a /${ctx.subnetLen} as configured for this cluster`);
+  }
+  if (ctx.ownSubnet !== undefined && normalizeCidr(ctx.ownSubnet) === lease.subnet) {
+    return reject('subnet-equals-own', `subnet ${lease.subnet} is this node's own subnet`);
   }
   if (ctx.ownSubnet !== undefined && overlaps(sn, ctx.ownSubnet)) {
     return reject('subnet-overlaps-own', `subnet ${lease.subnet} overlaps this node's subnet ${ctx.ownSubnet}`);

@@ -1,13 +1,25 @@
 // The pure peer-lease set. Mirrors flannel pkg/lease/watch.go (LeaseWatcher: reset/update, drop the own
-// lease) and adds what upstream lacks: validation of every lease and deterministic overlap handling.
+// lease) and adds what upstream lacks: validation of every lease and a rule for contested subnets.
+// Upstream (pkg/subnet/kube/kube.go) passes every Node on, so two Nodes claiming one podCIDR both get
+// routes and the later event wins. Here:
+// - the holder keeps its subnet; a subnet changes hands only when its holder is deleted, moves to another
+//   subnet or turns invalid, and the handover is logged;
+// - a subnet nobody holds (the first complete list, or after a handover) goes to the claimant with the
+//   oldest creation time (Node metadata.creationTimestamp); with equal (or unknown) times, to no one;
+// - every node refused a subnet is a conflict: logged once, naming both nodes, and counted.
+// The first complete list decides from scratch: pages before it only add (a provisional holder may lose
+// its subnet to an older claimant on a later page when the list completes).
 import type { Lease, LeaseEvent, LeaseUpdate } from './lease.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
 import { METRIC } from '../health/metrics.js';
+import { systemClock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { normalizeCidr } from '../ip4.js';
-import type { LeaseValidationContext, LeaseRejectReason } from './validate.js';
+import type { LeaseValidation, LeaseValidationContext, LeaseRejectReason } from './validate.js';
 import { validateLease } from './validate.js';
+import { RejectionLog } from './rejections.js';
 
 export interface LeaseWatcherOptions {
   /** Key of the own lease (kube: the own Node name; etcd: the own subnet key). */
@@ -18,7 +30,12 @@ export interface LeaseWatcherOptions {
   validation: LeaseValidationContext;
   log?: Logger;
   metrics?: Metrics;
+  clock?: Clock;
+  /** One rejection line per node and reason per this interval (default 60 s). */
+  rejectLogIntervalMs?: number;
 }
+
+const CONFLICT_REASONS: ReadonlySet<LeaseRejectReason> = new Set(['subnet-overlaps-peer', 'subnet-contested']);
 
 function stable(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
@@ -44,15 +61,18 @@ export class LeaseWatcher {
   private readonly ctx: LeaseValidationContext;
   private readonly log: Logger;
   private readonly metrics: Metrics | undefined;
+  private readonly rejections: RejectionLog;
   /** Latest lease per key as reported by the subnet manager (own lease excluded). */
   private readonly raw = new Map<string, Lease>();
-  /** raw keys by normalized subnet, to find leases waiting for a subnet held by another peer. */
+  /** raw keys by normalized subnet: the claimants of each subnet. */
   private readonly rawBySubnet = new Map<string, Set<string>>();
   /** Accepted peers by key, and the key holding each accepted subnet. */
   private readonly accepted = new Map<string, Lease>();
   private readonly holder = new Map<string, string>();
-  /** Rejections already logged, per key: `${reason}|${content}`. */
-  private readonly logged = new Map<string, Set<string>>();
+  /** False until the first complete list (snapshot): until then the subnet holders are provisional. */
+  private synced = false;
+  /** During apply(): subnets some claimant left (a tie may be resolved now). */
+  private readonly left = new Set<string>();
 
   constructor(opts: LeaseWatcherOptions) {
     this.ownLeaseKey = opts.ownLeaseKey;
@@ -60,10 +80,16 @@ export class LeaseWatcher {
     this.ctx = { ...opts.validation, ownSubnet: opts.validation.ownSubnet ?? opts.ownSubnet };
     this.log = opts.log ?? silentLogger();
     this.metrics = opts.metrics;
+    this.rejections = new RejectionLog(this.log, this.metrics, opts.clock ?? systemClock, opts.rejectLogIntervalMs ?? 60_000);
   }
 
   get size(): number {
     return this.accepted.size;
+  }
+
+  /** Records kept: reported leases plus remembered rejections (each at most one per node present). */
+  get remembered(): number {
+    return this.raw.size + this.rejections.size;
   }
 
   /** Accepted peer leases, sorted by key. */
@@ -71,15 +97,16 @@ export class LeaseWatcher {
     return [...this.accepted.keys()].sort().map((k) => this.accepted.get(k)!);
   }
 
+  /** The own lease: by key when the manager names it (a peer with our subnet is then rejected), else by subnet. */
   private isOwn(l: Lease): boolean {
-    if (this.ownLeaseKey !== undefined && l.key === this.ownLeaseKey) return true;
+    if (this.ownLeaseKey !== undefined) return l.key === this.ownLeaseKey;
     return (normalizeCidr(l.subnet) ?? l.subnet) === this.ownSubnet;
   }
 
   private rawSet(l: Lease): void {
     this.rawDelete(l.key);
     this.raw.set(l.key, l);
-    const sn = normalizeCidr(l.subnet) ?? l.subnet;
+    const sn = subnetKey(l);
     let s = this.rawBySubnet.get(sn);
     if (!s) this.rawBySubnet.set(sn, (s = new Set()));
     s.add(l.key);
@@ -89,20 +116,18 @@ export class LeaseWatcher {
     const old = this.raw.get(key);
     if (!old) return;
     this.raw.delete(key);
-    const sn = normalizeCidr(old.subnet) ?? old.subnet;
+    const sn = subnetKey(old);
+    this.left.add(sn);
     const s = this.rawBySubnet.get(sn);
     s?.delete(key);
     if (s && s.size === 0) this.rawBySubnet.delete(sn);
   }
 
-  private reject(l: Lease, reason: LeaseRejectReason, message: string, fields: Record<string, string> = {}): void {
-    const sig = `${reason}|${leaseContent(l)}`;
-    let seen = this.logged.get(l.key);
-    if (!seen) this.logged.set(l.key, (seen = new Set()));
-    if (seen.has(sig)) return;
-    seen.add(sig);
-    this.metrics?.inc(METRIC.leasesRejected, { reason });
-    this.log.warn('peer lease rejected', { node: l.key, reason, subnet: l.subnet, publicIP: l.publicIP, detail: message, ...fields });
+  private reject(l: Lease, reason: LeaseRejectReason, message: string, other?: string): void {
+    const fields: Record<string, unknown> = { subnet: l.subnet, publicIP: l.publicIP };
+    if (other !== undefined) fields.otherNode = other;
+    const fresh = this.rejections.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });
+    if (fresh && CONFLICT_REASONS.has(reason)) this.metrics?.inc(METRIC.subnetConflicts);
   }
 
   /** Apply one update from the subnet manager; returns the changes to the accepted peer set. */
@@ -119,7 +144,7 @@ export class LeaseWatcher {
         return;
       }
       const cur = this.raw.get(l.key);
-      if (cur && leaseContent(cur) === leaseContent(l)) {
+      if (cur && leaseContent(cur) === leaseContent(l) && cur.created === l.created) {
         // Same content (e.g. an expiration renewal): keep the newest record, no dataplane work.
         this.rawSet(l);
         if (this.accepted.has(l.key)) this.accepted.set(l.key, l);
@@ -129,60 +154,66 @@ export class LeaseWatcher {
       touched.add(l.key);
     };
     const delRaw = (key: string): void => {
+      this.rejections.forget(key);
       if (!this.raw.has(key)) return;
       this.rawDelete(key);
-      this.logged.delete(key);
       touched.add(key);
     };
 
+    const firstSync = update.kind === 'snapshot' && !this.synced;
     if (update.kind === 'snapshot') {
       const present = new Set(update.leases.map((l) => l.key));
       for (const key of [...this.raw.keys()]) if (!present.has(key)) delRaw(key);
       for (const l of update.leases) setRaw(l);
+      this.synced = true;
+    } else if (update.kind === 'page') {
+      for (const l of update.leases) setRaw(l);
     } else {
       for (const ev of update.events) {
-        if (ev.type === 'removed') {
-          delRaw(ev.lease.key);
-        } else setRaw(ev.lease);
+        if (ev.type === 'removed') delRaw(ev.lease.key);
+        else setRaw(ev.lease);
       }
     }
-    if (touched.size === 0) return [];
+    // The first complete list decides every subnet afresh (holders from pages were provisional).
+    if (firstSync) for (const key of [...this.raw.keys(), ...this.accepted.keys()]) touched.add(key);
+    if (touched.size === 0) {
+      this.left.clear();
+      return [];
+    }
 
-    // 2. Drop accepted peers whose lease changed or vanished; their subnets become free.
+    const verdicts = new Map<string, LeaseValidation>();
+    const verdict = (l: Lease): LeaseValidation => {
+      let v = verdicts.get(l.key);
+      if (!v) verdicts.set(l.key, (v = validateLease(l, this.ctx)));
+      return v;
+    };
+
+    // 2. A holder whose lease changed keeps its subnet if it still claims it validly; otherwise (gone,
+    //    moved, invalid) the subnet is freed. On the first complete list every subnet is freed.
     const before = new Map<string, Lease | undefined>();
-    const freed: string[] = [];
+    const freed = new Map<string, string>();
     for (const key of touched) {
       const acc = this.accepted.get(key);
       if (!acc) continue;
       before.set(key, acc);
+      const cur = this.raw.get(key);
+      if (!firstSync && cur && subnetKey(cur) === subnetKey(acc) && verdict(cur).ok) {
+        this.accepted.set(key, cur);
+        continue;
+      }
       this.accepted.delete(key);
-      const sn = normalizeCidr(acc.subnet)!;
-      this.holder.delete(sn);
-      freed.push(sn);
+      this.holder.delete(subnetKey(acc));
+      freed.set(subnetKey(acc), key);
     }
 
-    // 3. Candidates: touched leases still present, plus leases waiting on a freed subnet. Sorted by key
-    //    so the outcome of a conflict does not depend on arrival order within one update.
-    const cands = new Set<string>();
-    for (const key of touched) if (this.raw.has(key)) cands.add(key);
-    for (const sn of freed) for (const key of this.rawBySubnet.get(sn) ?? []) if (!this.accepted.has(key)) cands.add(key);
-    for (const key of [...cands].sort()) {
-      const l = this.raw.get(key)!;
-      const v = validateLease(l, this.ctx);
-      if (!v.ok) {
-        this.reject(l, v.reason, v.message);
-        continue;
-      }
-      const sn = normalizeCidr(l.subnet)!;
-      const other = this.holder.get(sn);
-      if (other !== undefined && other !== key) {
-        this.reject(l, 'subnet-overlaps-peer', `subnet ${l.subnet} is already held by ${other}`, { heldBy: other });
-        continue;
-      }
-      this.accepted.set(key, l);
-      this.holder.set(sn, key);
-      if (!before.has(key)) before.set(key, undefined);
+    // 3. Decide every subnet a touched lease claims, and every freed subnet.
+    const subnets = new Set<string>([...freed.keys(), ...this.left]);
+    this.left.clear();
+    for (const key of touched) {
+      const l = this.raw.get(key);
+      if (l) subnets.add(subnetKey(l));
     }
+    for (const sn of [...subnets].sort()) this.decide(sn, verdict, freed.get(sn), before);
 
     // 4. Diff the accepted set for every key that may have changed.
     const events: LeaseEvent[] = [];
@@ -202,4 +233,46 @@ export class LeaseWatcher {
     }
     return events;
   }
+
+  /** Who holds subnet `sn` now: its holder if any, else the oldest valid claimant, else (a tie) no one. */
+  private decide(sn: string, verdict: (l: Lease) => LeaseValidation, freedFrom: string | undefined, before: Map<string, Lease | undefined>): void {
+    const valid: Lease[] = [];
+    for (const key of this.rawBySubnet.get(sn) ?? []) {
+      const l = this.raw.get(key)!;
+      const v = verdict(l);
+      if (v.ok) valid.push(l);
+      else this.reject(l, v.reason, v.message);
+    }
+    let holder = this.holder.get(sn);
+    if (holder === undefined && valid.length > 0) {
+      valid.sort((a, b) => (a.created ?? Infinity) - (b.created ?? Infinity) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const [first, second] = valid;
+      if (second !== undefined && !((first!.created ?? Infinity) < (second.created ?? Infinity))) {
+        // Equal (or unknown) creation times: no one holds the subnet until one of them gives it up.
+        const tied = valid.filter((l) => (l.created ?? Infinity) === (first!.created ?? Infinity)).map((l) => l.key);
+        for (const l of valid) {
+          const other = tied.find((k) => k !== l.key) ?? first!.key;
+          this.reject(l, 'subnet-contested', `subnet ${l.subnet} is claimed by ${tied.length} nodes created at the same time; none of them gets it`, other);
+        }
+        return;
+      }
+      holder = first!.key;
+      const waited = this.rejections.reasonOf(holder);
+      this.accepted.set(holder, first!);
+      this.holder.set(sn, holder);
+      this.rejections.accepted(holder);
+      if (!before.has(holder)) before.set(holder, undefined);
+      if ((freedFrom !== undefined && freedFrom !== holder) || (waited !== undefined && CONFLICT_REASONS.has(waited))) {
+        this.log.info('subnet handed over', { subnet: sn, from: freedFrom ?? '', to: holder });
+      }
+    }
+    for (const l of valid) {
+      if (l.key === holder) continue;
+      this.reject(l, 'subnet-overlaps-peer', `subnet ${l.subnet} is already held by ${holder!}`, holder);
+    }
+  }
+}
+
+function subnetKey(l: Lease): string {
+  return normalizeCidr(l.subnet) ?? l.subnet;
 }

@@ -12,6 +12,17 @@ afterEach(async () => {
   await c?.stop();
 });
 
+/** host-gw peers 1-3, converged, with its watch open. */
+async function watchingHostGwAgent() {
+  c = await new FaultCluster().start();
+  for (const n of [1, 2, 3]) c.addLinux(n, 'host-gw');
+  c.addWindowsNode();
+  const a = c.startAgent({ netConf: HOSTGW_NET_CONF });
+  await expectConverged(a, 'host-gw', [1, 2, 3]);
+  await waitFor(() => c.api.activeWatches > 0, 'an open watch');
+  return a;
+}
+
 describe('API server faults', () => {
   it('killed mid-list before the first sync: nothing is written until a complete list, then exactly the cluster', async () => {
     c = await new FaultCluster().start();
@@ -32,12 +43,7 @@ describe('API server faults', () => {
   });
 
   it('killed mid-watch: the outage hides a delete, an add and a change; the relist fails once more; then exact', async () => {
-    c = await new FaultCluster().start();
-    for (const n of [1, 2, 3]) c.addLinux(n, 'host-gw');
-    c.addWindowsNode();
-    const a = c.startAgent({ netConf: HOSTGW_NET_CONF });
-    await expectConverged(a, 'host-gw', [1, 2, 3]);
-    await waitFor(() => c.api.activeWatches > 0, 'an open watch');
+    const a = await watchingHostGwAgent();
 
     await c.api.stop(); // the watch connection is cut
     c.api.deleteNode('linux-1');
@@ -57,6 +63,20 @@ describe('API server faults', () => {
     c.api.deleteNode('linux-3');
     c.addLinux(6, 'host-gw');
     await expectConverged(a, 'host-gw', [2, 5, 6]);
+  });
+
+  it('hung (requests read, never answered): the dataplane is left as it is; when it answers again, exact', async () => {
+    const a = await watchingHostGwAgent();
+    c.api.hang('GET', /^\/api\/v1\/nodes/); // every list, watch and get
+    c.api.closeWatches(); // the agent re-watches into the hang
+    await waitFor(() => c.api.hangingRequests > 0, 'a hung request');
+    c.api.deleteNode('linux-1');
+    c.api.compact({ closeWatches: false });
+    c.addLinux(4, 'host-gw');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']);
+    c.api.unhang(); // the hung connections are cut: the agent relists
+    await expectConverged(a, 'host-gw', [2, 3, 4]);
   });
 
   it('restarted repeatedly with 5xx answers and watches closed mid-stream: converges to the final state', async () => {

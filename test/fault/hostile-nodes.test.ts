@@ -3,7 +3,7 @@
 import { afterEach, expect, it } from '@jest/globals';
 import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/kube-fake/api-server.js';
 import { METRIC } from '../../src/health/metrics.js';
-import { expectConverged, FaultCluster, HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from './harness.js';
+import { expectConverged, FaultCluster, HOSTGW_NET_CONF, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
 
 const P = 'flannel.alpha.coreos.com/';
 
@@ -140,3 +140,42 @@ for (const backend of ['vxlan', 'host-gw'] as const) {
     expect(a.agent.isReady).toBe(true);
   });
 }
+
+it('silent drops get reasons: a podCIDR equal to ours, one that is not a CIDR, an IPv6-only one', async () => {
+  c = await new FaultCluster().start();
+  c.addLinux(1, 'host-gw');
+  for (const n of hostileNodes('host-gw', 10)) c.api.addNode(n);
+  c.addWindowsNode();
+  const a = c.startAgent({ netConf: HOSTGW_NET_CONF });
+  await expectConverged(a, 'host-gw', [1]);
+  const m = a.agent.metrics;
+  for (const reason of ['subnet-equals-own', 'subnet-ipv6-only', 'subnet-invalid']) {
+    await waitFor(() => m.get(METRIC.leasesRejected, { reason }) > 0, `a rejection counted as ${reason}`);
+  }
+  // own-subnet, ipv6-only, podcidr-number, podcidrs-string, podcidrs-objects, spec-array
+  expect(m.get(METRIC.leasesRejected, { reason: 'subnet-equals-own' })).toBe(1);
+  expect(m.get(METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
+  expect(m.get(METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(4);
+});
+
+it('a duplicate podCIDR never hijacks a subnet: the holder keeps it through a flicker; it changes hands only when the holder goes', async () => {
+  c = await new FaultCluster().start();
+  c.addLinux(1, 'host-gw');
+  c.addLinux(2, 'host-gw');
+  c.addWindowsNode();
+  const a = c.startAgent({ netConf: HOSTGW_NET_CONF });
+  await expectConverged(a, 'host-gw', [1, 2]);
+  // "a-hijacker" sorts before linux-1 and claims its podCIDR.
+  const hijacker = linuxFlannelNode({ name: 'a-hijacker', podCIDR: '10.244.1.0/24', publicIP: '10.0.9.9', backendType: 'host-gw' });
+  c.api.addNode(hijacker);
+  await waitFor(() => a.agent.metrics.get(METRIC.subnetConflicts) === 1, 'the conflict counted');
+  // The holder flickers (public IP changes and changes back): it keeps its subnet throughout.
+  c.api.updateNode('linux-1', (x) => void (x.metadata.annotations![`${P}public-ip`] = '10.0.1.101'));
+  await waitFor(() => routes(a).includes('10.244.1.0/24 via 10.0.1.101'), 'the holder moved');
+  c.api.updateNode('linux-1', (x) => void (x.metadata.annotations![`${P}public-ip`] = '10.0.1.1'));
+  await expectConverged(a, 'host-gw', [1, 2]);
+  expect(a.agent.metrics.get(METRIC.subnetConflicts)).toBe(1);
+  // The holder is deleted: only now does the subnet change hands.
+  c.api.deleteNode('linux-1');
+  await waitFor(() => routes(a).join() === '10.244.1.0/24 via 10.0.9.9,10.244.2.0/24 via 10.0.1.2', 'handed over');
+});

@@ -89,7 +89,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
       if (u.kind === 'snapshot') {
         h.view.clear();
         for (const l of u.leases) h.view.set(l.key, l);
-      } else {
+      } else if (u.kind === 'events') {
         for (const e of u.events) {
           if (e.type === 'added') h.view.set(e.lease.key, e.lease);
           else h.view.delete(e.lease.key);

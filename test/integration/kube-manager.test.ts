@@ -1,15 +1,21 @@
 // KubeSubnetManager over real HTTP, through @kubernetes/client-node, against FakeKubeApiServer.
 import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { Writable } from 'node:stream';
+import winston from 'winston';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import type { FakeNode } from '../../src/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
 import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { METRIC, Metrics } from '../../src/health/metrics.js';
 import { FlannelError } from '../../src/errors.js';
+import { systemClock } from '../../src/clock.js';
+import { issueCert, makeTestCa } from '../support/etcd.js';
+import type { TestCa, TestCert } from '../support/etcd.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const SMP = 'application/strategic-merge-patch+json';
@@ -275,32 +281,78 @@ describe('kubeconfig', () => {
     expect(buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' }).getCurrentCluster()!.skipTLSVerify).toBe(false);
   });
 
-  it('--kube-api-url overrides the kubeconfig server; the token is sent', async () => {
-    await api.stop();
-    api = new FakeKubeApiServer({ bearerToken: 's3cret' });
-    await api.start();
-    const f = join(dir, 'wrong-server.yaml');
-    await writeKubeconfig(f, 'http://127.0.0.1:1', { token: 's3cret' });
-    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
-    const m = manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }) });
-    await m.acquireLease(attrs(VXLAN), signal());
-    expect(api.requests.every((r) => r.authorization === 'Bearer s3cret')).toBe(true);
-  });
-
   it('--kube-api-url alone', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     const m = manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: api.url }) });
     expect((await m.acquireLease(attrs(HOSTGW), signal())).subnet).toBe('10.244.5.0/24');
   });
 
-  it('wrong token: 401 is FLANNEL_ERR_KUBE', async () => {
-    await api.stop();
-    api = new FakeKubeApiServer({ bearerToken: 'right' });
-    await api.start();
-    await writeKubeconfig(kubeconfigPath, api.url, { token: 'wrong' });
-    const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_KUBE');
-    expect(err.message).not.toContain('wrong');
+  describe('TLS and credentials', () => {
+    let ca: TestCa;
+    let serverCert: TestCert;
+    beforeEach(async () => {
+      ca = makeTestCa(dir, 'kube-ca');
+      serverCert = issueCert(ca, dir, 'kube-apiserver', 'server');
+      await api.stop();
+      api = new FakeKubeApiServer({ bearerToken: 's3cret', tls: { cert: await readFile(serverCert.certFile), key: await readFile(serverCert.keyFile) } });
+      await api.start();
+      api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    });
+
+    it('https with the CA: the token is sent and TLS verified', async () => {
+      const f = join(dir, 'https.yaml');
+      await writeKubeconfig(f, api.url, { token: 's3cret', caFile: ca.certFile });
+      await manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' }) }).acquireLease(attrs(VXLAN), signal());
+      expect(api.requests.length).toBeGreaterThan(0);
+      expect(api.requests.every((r) => r.authorization === 'Bearer s3cret')).toBe(true);
+    });
+
+    it('https with an unknown CA fails (no request is made in clear), and --kube-api-url overrides the server', async () => {
+      const f = join(dir, 'no-ca.yaml');
+      await writeKubeconfig(f, 'https://127.0.0.1:1', { token: 's3cret' });
+      const err = await rejection(manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }), nodeWaitTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()));
+      expect(err.code).toBe('FLANNEL_ERR_KUBE');
+      expect(api.requests).toHaveLength(0);
+    });
+
+    it('insecure-skip-tls-verify: works, and a warning says so', async () => {
+      const f = join(dir, 'insecure.yaml');
+      await writeKubeconfig(f, api.url, { token: 's3cret', insecure: true });
+      const warnings: Record<string, unknown>[] = [];
+      const log = winston.createLogger({
+        transports: [new winston.transports.Stream({ stream: new Writable({ objectMode: true, write: (i: Record<string, unknown>, _e, cb) => (warnings.push(i), cb()) }) })],
+      });
+      const kc = buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '', log });
+      expect(warnings).toEqual([expect.objectContaining({ level: 'warn', server: api.url })]);
+      expect(JSON.stringify(warnings)).not.toContain('s3cret');
+      await manager({ kubeConfig: kc }).acquireLease(attrs(VXLAN), signal());
+    });
+
+    it('wrong token: 401 is FLANNEL_ERR_KUBE, without the token in the message', async () => {
+      await writeKubeconfig(kubeconfigPath, api.url, { token: 'wrong', caFile: ca.certFile });
+      const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
+      expect(err.code).toBe('FLANNEL_ERR_KUBE');
+      expect(err.message).not.toContain('wrong');
+    });
+
+    it('credentials over plain http:// are refused, from the kubeconfig, with --kube-api-url, and in-cluster on port 8080', async () => {
+      const f = join(dir, 'http-token.yaml');
+      await writeKubeconfig(f, 'http://127.0.0.1:8080', { token: 's3cret' });
+      for (const apiUrl of ['', 'http://127.0.0.1:8081']) {
+        expect(() => buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: apiUrl })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }));
+      }
+      const httpsWithToken = join(dir, 'https-token.yaml');
+      await writeKubeconfig(httpsWithToken, api.url, { token: 's3cret', caFile: ca.certFile });
+      expect(() => buildKubeConfig({ kubeconfigFile: httpsWithToken, kubeApiUrl: 'http://127.0.0.1:8081' })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }));
+      const sa = join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
+      await mkdir(sa, { recursive: true });
+      await writeFile(join(sa, 'token'), 'x');
+      expect(() => buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: '', env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '8080', CONTAINER_SANDBOX_MOUNT_POINT: dir } })).toThrow(
+        expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }),
+      );
+      // http:// without credentials, given explicitly, stays allowed (the fake API server, kubectl proxy)
+      expect(buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: 'http://127.0.0.1:8001' }).getCurrentCluster()!.server).toBe('http://127.0.0.1:8001');
+    });
   });
 });
 
@@ -310,7 +362,7 @@ describe('completeLease', () => {
   it('patches NetworkUnavailable=False on /status, keeping other conditions', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     const t = Date.UTC(2025, 2, 19, 19, 57, 30, 123);
-    await manager({ clock: { now: () => t, sleep: async () => undefined } }).completeLease(lease, signal());
+    await manager({ clock: { now: () => t, sleep: systemClock.sleep } }).completeLease(lease, signal());
     const [p] = patches();
     expect(p!.path).toBe('/api/v1/nodes/win/status');
     expect(p!.contentType).toBe(SMP);
@@ -352,8 +404,8 @@ describe('watchLeases', () => {
     return { updates, done, snapshots, events, metrics };
   }
 
-  const peer = (i: number, backendType: 'vxlan' | 'host-gw' = 'vxlan') =>
-    linuxFlannelNode({ name: `linux-${i}`, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType });
+  const peer = (i: number, backendType: 'vxlan' | 'host-gw' = 'vxlan', name = `linux-${i}`) =>
+    linuxFlannelNode({ name, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType });
 
   it('snapshot, then added / changed / status-only / unmanaged / deleted', async () => {
     api.addNode(peer(1));
@@ -364,13 +416,20 @@ describe('watchLeases', () => {
     await waitFor(() => c.snapshots().length === 1, 5000, 'first snapshot');
     expect(m.hasSynced).toBe(true);
     expect(c.snapshots()[0]!.leases).toEqual([
-      { key: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' } },
+      {
+        key: 'linux-1',
+        subnet: '10.244.1.0/24',
+        publicIP: '10.0.0.11',
+        backendType: 'vxlan',
+        backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' },
+        created: Date.parse(api.getNode('linux-1')!.metadata.creationTimestamp!),
+      },
     ]);
     await waitFor(() => api.activeWatches === 1, 5000, 'watch');
 
     api.addNode(peer(2, 'host-gw'));
     await waitFor(() => c.events().length === 1, 5000, 'added');
-    expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null } });
+    expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null, created: expect.any(Number) } });
 
     // Heartbeat-only / unrelated changes: no events.
     api.updateNode('linux-1', (n) => void (n.status!.conditions![0]!.lastHeartbeatTime = '2030-01-01T00:00:00Z'));
@@ -476,6 +535,30 @@ describe('watchLeases', () => {
     await waitFor(() => c.snapshots().length === 1);
     expect(c.snapshots()[0]!.leases).toHaveLength(7);
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes' && r.query.watch !== 'true')).toHaveLength(3);
+    // The first list's pages arrive as additions before the complete list's snapshot.
+    expect(c.updates.map((u) => `${u.kind}:${u.kind === 'events' ? u.events.length : u.leases.length}`)).toEqual(['page:3', 'page:3', 'snapshot:7']);
+  });
+
+  it('Nodes with wrong-typed fields flannel does not read still count; an object that cannot be read is skipped and counted', async () => {
+    const odd = peer(3) as FakeNode & Record<string, unknown>;
+    odd.status = { conditions: 'not-a-list', addresses: 7 } as never;
+    odd.spec = { ...odd.spec, taints: 5 } as never;
+    (odd.metadata as Record<string, unknown>).finalizers = { a: 1 };
+    (odd.metadata as Record<string, unknown>).labels = ['x'];
+    api.addNode(odd);
+    api.addNode(peer(1));
+    api.addNode(peer(250, 'vxlan', 'l'.repeat(300)));
+    const metrics = new Metrics();
+    const c = collect(manager({ metrics }), metrics);
+    await waitFor(() => c.snapshots().length === 1, 5000, 'snapshot');
+    expect(c.snapshots()[0]!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
+    expect(metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
+    await waitFor(() => api.activeWatches === 1, 5000, 'watch');
+    api.addNode(peer(251, 'vxlan', 'm'.repeat(300)));
+    api.updateNode('linux-3', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.33'));
+    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-3'), 5000, 'event after a skipped one');
+    expect(metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+    expect(c.snapshots()).toHaveLength(1);
   });
 
   it('hostile nodes never break the watch', async () => {
@@ -488,5 +571,79 @@ describe('watchLeases', () => {
     api.addNode(peer(1));
     await waitFor(() => c.events().length === 2);
     expect(c.events()[0]!.lease).toMatchObject({ key: 'linux-9', subnet: '0.0.0.0/0', backendData: undefined });
+  });
+});
+
+describe('a hung API server: every request has a deadline', () => {
+  const LIST = /^\/api\/v1\/nodes\?(?!.*watch=)/;
+  const WATCH = /^\/api\/v1\/nodes\?.*watch=true/;
+  const peer = (i: number) => linuxFlannelNode({ name: `linux-${i}`, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType: 'vxlan' });
+
+  it('own-Node GET that never answers: acquireLease gives up within --node-wait-timeout with a coded error', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    api.hang('GET', /^\/api\/v1\/nodes\/win$/);
+    const started = Date.now();
+    const err = await rejection(manager({ nodeWaitTimeoutMs: 1500, requestTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()));
+    expect(err.code).toBe('FLANNEL_ERR_KUBE');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
+    await waitFor(() => api.hangingRequests === 0, 2000, 'hung requests abandoned by the client');
+  });
+
+  it('own-Node GET, pod lookup and status patch that hang once are retried', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    api.addPod(podOnNode({ name: 'p', namespace: 'ns', nodeName: 'win' }));
+    api.hang('GET', /pods\/p$/, 'no-answer', 1);
+    api.hang('GET', /^\/api\/v1\/nodes\/win$/, 'headers-only', 1);
+    api.hang('PATCH', /status$/, 'no-answer', 1);
+    const m = manager({ nodeName: undefined, podName: 'p', podNamespace: 'ns', requestTimeoutMs: 200 });
+    expect((await m.acquireLease(attrs(VXLAN), signal())).subnet).toBe('10.244.5.0/24');
+    expect(api.getNode('win')!.metadata.annotations![`${P}kube-subnet-manager`]).toBe('true');
+    api.hang('PATCH', /status$/, 'headers-only', 1);
+    await m.completeLease({ key: 'win', subnet: '10.244.5.0/24', publicIP: '10.0.0.5', backendType: 'vxlan', backendData: null }, signal());
+    expect(patches()).toHaveLength(4);
+    expect(api.getNode('win')!.status!.conditions!.map((c) => c.type)).toContain('NetworkUnavailable');
+  });
+
+  it('a list page that never answers (or stops after its headers) is abandoned and the list retried', async () => {
+    for (let i = 1; i <= 4; i++) api.addNode(peer(i));
+    api.hang('GET', LIST, 'no-answer', 1);
+    api.hang('GET', LIST, 'headers-only', 1);
+    const updates: LeaseUpdate[] = [];
+    manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.some((u) => u.kind === 'snapshot'), 5000, 'snapshot after the hung pages');
+    const snap = updates.find((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot')!;
+    expect(snap.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
+    expect(api.requests.filter((r) => LIST.test(`${r.path}?${new URLSearchParams(r.query).toString()}`)).length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('a watch that sends headers and then nothing is caught by the silence watchdog and reopened', async () => {
+    api.addNode(peer(1));
+    api.hang('GET', WATCH, 'headers-only', 1);
+    const updates: LeaseUpdate[] = [];
+    const m = manager({ watchTimeoutSeconds: 1, watchSilenceMs: 400 });
+    m.watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.length === 1 && api.hangingRequests === 1, 5000, 'a silent watch');
+    await waitFor(() => api.activeWatches === 1, 5000, 'a new watch after the silent one');
+    expect(api.hangingRequests).toBe(0);
+    api.addNode(peer(2));
+    await waitFor(() => updates.some((u) => u.kind === 'events' && u.events.some((e) => e.lease.key === 'linux-2')), 5000, 'event through the new watch');
+    const watches = api.requests.filter((r) => r.query.watch === 'true');
+    expect(watches[0]!.query).toMatchObject({ allowWatchBookmarks: 'true', timeoutSeconds: '1' });
+  });
+
+  it('while every Node request hangs, nothing is emitted (the dataplane is left as it is)', async () => {
+    api.addNode(peer(1));
+    const updates: LeaseUpdate[] = [];
+    manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.length === 1 && api.activeWatches === 1, 5000, 'synced');
+    api.hang('GET', /^\/api\/v1\/nodes/);
+    api.closeWatches();
+    api.deleteNode('linux-1');
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(updates).toHaveLength(1);
+    api.unhang();
+    await waitFor(() => updates.length >= 2, 5000, 'relist after the hang');
+    expect(updates.at(-1)).toEqual({ kind: 'snapshot', leases: [] });
   });
 });

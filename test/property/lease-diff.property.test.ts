@@ -40,10 +40,12 @@ const leaseArb: fc.Arbitrary<Lease> = fc.record({
     undefined,
     [],
   ),
+  created: fc.constantFrom<number | undefined>(undefined, 1000, 1000, 2000), // who holds a contested subnet
 });
 
 const updateArb: fc.Arbitrary<LeaseUpdate> = fc.oneof(
   fc.array(leaseArb, { maxLength: 8 }).map((leases) => ({ kind: 'snapshot' as const, leases })),
+  fc.array(leaseArb, { maxLength: 4 }).map((leases) => ({ kind: 'page' as const, leases })),
   fc
     .array(fc.record({ type: fc.constantFrom('added' as const, 'removed' as const), lease: leaseArb }), { minLength: 1, maxLength: 6 })
     .map((events) => ({ kind: 'events' as const, events })),
@@ -56,6 +58,8 @@ function finalState(updates: LeaseUpdate[]): Map<string, Lease> {
     if (u.kind === 'snapshot') {
       m.clear();
       for (const l of u.leases) m.set(l.key, l);
+    } else if (u.kind === 'page') {
+      for (const l of u.leases) m.set(l.key, l); // additions only
     } else {
       for (const e of u.events) {
         if (e.type === 'removed') m.delete(e.lease.key);
@@ -100,8 +104,12 @@ describe('LeaseWatcher: the peer set after any sequence of snapshots and events'
         // No two peers share a subnet (all valid subnets have one length, so overlap = equal).
         const subnets = peers.map((p) => normalizeCidr(p.subnet));
         expect(new Set(subnets).size).toBe(subnets.length);
-        // Maximal: each subnet some valid lease asks for is held by exactly one of them.
-        expect(new Set(subnets)).toEqual(new Set(valid.map((l) => normalizeCidr(l.subnet))));
+        // Maximal: a subnet only one valid lease asks for is held by it; a contested one (two or more
+        // valid claimants) by at most one of them (none after a tie in age).
+        const claims = new Map<string | undefined, number>();
+        for (const l of valid) claims.set(normalizeCidr(l.subnet), (claims.get(normalizeCidr(l.subnet)) ?? 0) + 1);
+        for (const [sn, n] of claims) if (n === 1) expect(subnets).toContain(sn);
+        for (const sn of subnets) expect(claims.has(sn)).toBe(true);
         // Without conflicts the set is exactly the valid leases.
         if (new Set(valid.map((l) => normalizeCidr(l.subnet))).size === valid.length) {
           expect(peers.map((p) => p.key)).toEqual(valid.map((l) => l.key).sort());

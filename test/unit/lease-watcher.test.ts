@@ -32,28 +32,44 @@ function setup() {
   const cap = capture();
   const log = winston.createLogger({ level: 'debug', transports: [cap.transport] });
   const metrics = new Metrics();
+  const clock = { t: 1_000_000, now: () => clock.t, sleep: async () => undefined };
   const w = new LeaseWatcher({
     ownLeaseKey: 'node-1',
     ownSubnet: '10.244.1.0/24',
     validation: { network: '10.244.0.0/16', subnetLen: 24, backendType: 'vxlan' },
     log,
     metrics,
+    clock,
+    rejectLogIntervalMs: 60_000,
   });
   const rejections = () => cap.entries.filter((e) => e['message'] === 'peer lease rejected');
-  return { w, metrics, rejections };
+  const handovers = () => cap.entries.filter((e) => e['message'] === 'subnet handed over');
+  return { w, metrics, rejections, handovers, clock, entries: cap.entries };
 }
+
+const T0 = Date.UTC(2024, 0, 1);
 
 const brief = (evs: LeaseEvent[]) => evs.map((e) => `${e.type}:${e.lease.key}`);
 
 describe('LeaseWatcher', () => {
-  it('accepts a first snapshot and drops the own lease by key and by subnet', () => {
-    const { w, metrics } = setup();
+  it('accepts a first snapshot and drops the own lease by key; another node with our subnet is rejected with a reason', () => {
+    const { w, metrics, rejections } = setup();
     const evs = w.apply({ kind: 'snapshot', leases: [peer(1), peer(2), peer(3), peer(4, { key: 'alias-of-me', subnet: '10.244.1.0/24' })] });
     expect(brief(evs)).toEqual(['added:node-2', 'added:node-3']);
     expect(w.size).toBe(2);
     expect(w.peers().map((l) => l.key)).toEqual(['node-2', 'node-3']);
     expect(metrics.get(METRIC.peers)).toBe(2);
-    expect(metrics.total(METRIC.leasesRejected)).toBe(0);
+    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-equals-own' })).toBe(1);
+    expect(rejections()).toEqual([expect.objectContaining({ node: 'alias-of-me', reason: 'subnet-equals-own' })]);
+  });
+
+  it('an IPv6-only podCIDR and one that is not a CIDR are rejected with their reasons', () => {
+    const { w, metrics, rejections } = setup();
+    w.apply({ kind: 'snapshot', leases: [peer(2, { subnet: 'fd00:1::/64' }), peer(3, { subnet: 'banana' }), peer(4, { subnet: '' })] });
+    expect(w.size).toBe(0);
+    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
+    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(2);
+    expect(rejections().map((e) => `${String(e['node'])}:${String(e['reason'])}`).sort()).toEqual(['node-2:subnet-ipv6-only', 'node-3:subnet-invalid', 'node-4:subnet-invalid']);
   });
 
   it('a re-list snapshot removes peers missing from it and re-adds changed ones', () => {
@@ -103,8 +119,8 @@ describe('LeaseWatcher', () => {
     expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] }))).toEqual(['added:node-2']);
   });
 
-  it('logs and counts a rejected lease once per (key, reason, content), with the node name', () => {
-    const { w, metrics, rejections } = setup();
+  it('counts a rejected lease once per (key, reason, content) and logs it with the node name', () => {
+    const { w, metrics, rejections, clock } = setup();
     const zero = peer(7, { subnet: '0.0.0.0/0' });
     for (let i = 0; i < 3; i++) {
       expect(w.apply({ kind: 'snapshot', leases: [peer(2), zero] }).filter((e) => e.lease.key === 'node-7')).toEqual([]);
@@ -113,9 +129,14 @@ describe('LeaseWatcher', () => {
     expect(rejections()).toHaveLength(1);
     expect(rejections()[0]).toMatchObject({ node: 'node-7', reason: 'subnet-outside-network', level: 'warn' });
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(1);
-    // different content -> logged again
+    // different content -> counted; logged again once the interval has passed, with what was held back
     w.apply({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.77' } }] });
+    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(2);
+    expect(rejections()).toHaveLength(1);
+    clock.t += 60_000;
+    w.apply({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.78' } }] });
     expect(rejections()).toHaveLength(2);
+    expect(rejections()[1]).toMatchObject({ node: 'node-7', reason: 'subnet-outside-network', heldBack: 1 });
     expect(w.peers().map((l) => l.key)).toEqual(['node-2']);
   });
 
@@ -126,7 +147,8 @@ describe('LeaseWatcher', () => {
     expect(evs).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-overlaps-peer' })).toBe(1);
-    expect(rejections()[0]).toMatchObject({ node: 'alpha', heldBy: 'zeta' });
+    expect(rejections()[0]).toMatchObject({ node: 'alpha', reason: 'subnet-overlaps-peer', otherNode: 'zeta' });
+    expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
     // a re-list keeps the incumbent, whatever the order
     expect(w.apply({ kind: 'snapshot', leases: [peer(5, { key: 'alpha', publicIP: '192.168.1.99' }), peer(5, { key: 'zeta' })] })).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
@@ -137,15 +159,84 @@ describe('LeaseWatcher', () => {
     ]);
   });
 
-  it('overlap inside one update is decided by key order, not arrival order', () => {
+  it('first list: the oldest claimant (creationTimestamp) holds a contested subnet, whatever the names or order', () => {
     for (const order of [
-      ['b', 'a'],
       ['a', 'b'],
+      ['b', 'a'],
     ]) {
-      const { w } = setup();
-      const leases = order.map((k) => peer(6, { key: k }));
-      w.apply({ kind: 'snapshot', leases });
-      expect(w.peers().map((l) => l.key)).toEqual(['a']);
+      const { w, metrics, rejections } = setup();
+      const created = { a: T0 + 1000, b: T0 };
+      w.apply({ kind: 'snapshot', leases: order.map((k) => peer(6, { key: k, created: created[k as 'a' | 'b'] })) });
+      expect(w.peers().map((l) => l.key)).toEqual(['b']);
+      expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
+      expect(rejections()).toEqual([expect.objectContaining({ node: 'a', reason: 'subnet-overlaps-peer', otherNode: 'b' })]);
     }
+  });
+
+  it('first list: equal creation times: neither holds the subnet; when one leaves, the other gets it (logged)', () => {
+    const { w, metrics, rejections, handovers } = setup();
+    const evs = w.apply({ kind: 'snapshot', leases: [peer(6, { key: 'a', created: T0 }), peer(6, { key: 'b', created: T0 }), peer(2)] });
+    expect(brief(evs)).toEqual(['added:node-2']);
+    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-contested' })).toBe(2);
+    expect(rejections().map((e) => [e['node'], e['otherNode']])).toEqual([
+      ['a', 'b'],
+      ['b', 'a'],
+    ]);
+    expect(brief(w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(6, { key: 'a' }) }] }))).toEqual(['added:b']);
+    expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.6.0/24', to: 'b' })]);
+  });
+
+  it('the holder keeps its subnet when it flickers (changes, re-lists); a duplicate never takes over until it is gone', () => {
+    const { w, rejections, handovers, metrics } = setup();
+    // zeta holds 10.244.5.0/24; alpha (older, and sorting first) turns up later with the same podCIDR.
+    w.apply({ kind: 'snapshot', leases: [peer(5, { key: 'zeta', created: T0 + 5000 })] });
+    const alpha = peer(5, { key: 'alpha', created: T0, publicIP: '192.168.1.99' });
+    expect(w.apply({ kind: 'events', events: [{ type: 'added', lease: alpha }] })).toEqual([]);
+    // the holder changes its public IP, then is seen again by a re-list: it keeps the subnet each time
+    const zeta2 = peer(5, { key: 'zeta', created: T0 + 5000, publicIP: '192.168.1.55' });
+    expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: zeta2 }] }))).toEqual(['added:zeta']);
+    expect(w.apply({ kind: 'snapshot', leases: [alpha, zeta2] })).toEqual([]);
+    expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
+    // logged once, counted once
+    expect(rejections().filter((e) => e['node'] === 'alpha')).toHaveLength(1);
+    expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
+    expect(handovers()).toEqual([]);
+    // the holder gives the subnet up (moves to another): the subnet changes hands, logged
+    const zeta3 = peer(9, { key: 'zeta', created: T0 + 5000 });
+    expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: zeta3 }] }))).toEqual(['added:alpha', 'removed:zeta', 'added:zeta']);
+    expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.5.0/24', from: 'zeta', to: 'alpha' })]);
+  });
+
+  it('pages before the first complete list only add; the list then decides a contested subnet by age', () => {
+    const { w } = setup();
+    expect(brief(w.apply({ kind: 'page', leases: [peer(2), peer(6, { key: 'newer', created: T0 + 1 })] }))).toEqual(['added:newer', 'added:node-2']);
+    // a later page brings an older claimant: nothing removed yet
+    expect(w.apply({ kind: 'page', leases: [peer(6, { key: 'older', created: T0 })] })).toEqual([]);
+    expect(w.peers().map((l) => l.key)).toEqual(['newer', 'node-2']);
+    // the complete list: node-2 is gone, the older claimant holds the subnet
+    const evs = w.apply({ kind: 'snapshot', leases: [peer(6, { key: 'newer', created: T0 + 1 }), peer(6, { key: 'older', created: T0 })] });
+    expect(brief(evs)).toEqual(['removed:newer', 'removed:node-2', 'added:older']);
+  });
+
+  it('rejection spam: one node rewriting an invalid annotation 90,000 times keeps one record and a bounded number of log lines', () => {
+    const { w, metrics, rejections, clock, entries } = setup();
+    w.apply({ kind: 'snapshot', leases: [peer(2)] });
+    const spamMs = 10 * 60_000;
+    const n = 90_000;
+    for (let i = 0; i < n; i++) {
+      clock.t += spamMs / n;
+      const bad = peer(3, { backendData: { VNI: 4096, VtepMAC: `not-a-mac-${i}` } });
+      w.apply({ kind: 'events', events: [{ type: 'added', lease: bad }] });
+      expect(w.remembered).toBeLessThanOrEqual(4);
+    }
+    expect(metrics.get(METRIC.leasesRejected, { reason: 'vtep-mac-invalid' })).toBe(n);
+    // one line per node and reason per minute (plus the first): 11 lines for 10 minutes, not 90,000
+    expect(rejections().length).toBeLessThanOrEqual(11);
+    expect(rejections().at(-1)).toMatchObject({ node: 'node-3', reason: 'vtep-mac-invalid', heldBack: expect.any(Number) });
+    expect(entries.length).toBeLessThanOrEqual(20);
+    // deleted: nothing about it is remembered
+    w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(3) }] });
+    expect(w.remembered).toBe(1);
+    expect(w.peers().map((l) => l.key)).toEqual(['node-2']);
   });
 });

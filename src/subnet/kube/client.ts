@@ -2,12 +2,17 @@
 // Mirrors flannel pkg/subnet/kube/kube.go NewSubnetManager -> clientcmd.BuildConfigFromFlags(apiUrl, kubeconfig):
 // `--kubeconfig-file` if given; else `--kube-api-url` alone; else the in-cluster service account.
 // `--kube-api-url` overrides the server of the kubeconfig. TLS is verified unless the kubeconfig says
-// `insecure-skip-tls-verify: true` (a plain http:// server has no TLS to verify).
+// `insecure-skip-tls-verify: true`, which is logged as a warning (client-go only honours it too).
+// Plain http:// has no TLS at all: it is accepted only for a server given explicitly (--kube-api-url or
+// the kubeconfig's server) with no credentials in the kubeconfig; a bearer token, basic auth, an exec or
+// auth-provider plugin, a token file or a client certificate over http:// is refused with
+// FLANNEL_ERR_KUBE_INSECURE (client-go would send the token in clear text).
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Cluster } from '@kubernetes/client-node';
+import type { Cluster, User } from '@kubernetes/client-node';
 import { errorMessage, FlannelError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 
 export interface KubeClientOptions {
   /** `--kubeconfig-file` ("" = none). */
@@ -24,6 +29,8 @@ export interface KubeClientOptions {
    * path prefix), as src/config read them; none given = not in a cluster.
    */
   env?: Record<string, string | undefined>;
+  /** Where the insecure-skip-tls-verify warning goes. */
+  log?: Logger;
 }
 
 const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -101,12 +108,53 @@ function fromFile(file: string, apiUrl: string): KubeConfig {
   return kc;
 }
 
+/** The kinds of credentials a kubeconfig user carries (none = anonymous). */
+export function credentialKinds(user: User | null | undefined): string[] {
+  if (!user) return [];
+  const kinds: string[] = [];
+  if (user.token) kinds.push('token');
+  if (user.username || user.password) kinds.push('basic-auth');
+  if (user.authProvider) kinds.push('auth-provider');
+  if (user.exec) kinds.push('exec');
+  if (user.certData || user.certFile || user.keyData || user.keyFile) kinds.push('client-certificate');
+  return kinds;
+}
+
+/** Refuse credentials over http://; warn when TLS verification is off. */
+function checkTransport(kc: KubeConfig, source: string, log: Logger | undefined): KubeConfig {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) return kc;
+  if (cluster.server.startsWith('http:')) {
+    const kinds = credentialKinds(kc.getCurrentUser());
+    if (kinds.length > 0) {
+      throw new FlannelError(
+        'FLANNEL_ERR_KUBE_INSECURE',
+        `refusing to send credentials (${kinds.join(', ')}) to the API server over plain http:// (${cluster.server}, from ${source}); ` +
+          'use an https:// server, or remove the credentials from the kubeconfig for an unauthenticated http:// endpoint',
+        { server: cluster.server, source },
+      );
+    }
+  } else if (cluster.skipTLSVerify) {
+    log?.warn('TLS verification of the API server is disabled (insecure-skip-tls-verify); anyone on the path can impersonate it', {
+      server: cluster.server,
+      source,
+    });
+  }
+  return kc;
+}
+
 /**
  * The KubeConfig for flanneld's flags. Throws FlannelError FLANNEL_ERR_KUBE naming the file and the fix
- * when the kubeconfig is missing or invalid, or when in-cluster config is requested outside a cluster.
+ * when the kubeconfig is missing or invalid, or when in-cluster config is requested outside a cluster,
+ * and FLANNEL_ERR_KUBE_INSECURE when credentials would go over plain http://.
  */
 export function buildKubeConfig(opts: KubeClientOptions): KubeConfig {
   const apiUrl = opts.kubeApiUrl.trim();
+  const source = apiUrl ? '--kube-api-url' : opts.kubeconfigFile ? `kubeconfig file ${opts.kubeconfigFile}` : 'the in-cluster service account';
+  return checkTransport(buildConfig(opts, apiUrl), source, opts.log);
+}
+
+function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   if (apiUrl) checkServerUrl(apiUrl, '--kube-api-url');
   if (opts.kubeconfigFile) return fromFile(opts.kubeconfigFile, apiUrl);
   const kc = new KubeConfig();

@@ -1,25 +1,27 @@
 // The Kubernetes subnet manager: the own Node's podCIDR is the lease, flannel's annotations publish it,
-// and a list + watch of Nodes yields the peers. Mirrors flannel pkg/subnet/kube/kube.go
-// (NewSubnetManager node-name resolution, AcquireLease, CompleteLease, the node informer handlers).
-// Differences by design: bounded wait for the own node, retries for API blips, only changed annotation
-// keys patched, and list + watch driven here (relist and snapshot after 410 Gone or a broken watch).
-import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { backoffDelay, pause, systemClock } from '../../clock.js';
+// and a list + watch of Nodes yields the peers (node-watch.ts). Mirrors flannel pkg/subnet/kube/kube.go
+// (NewSubnetManager node-name resolution, AcquireLease, CompleteLease).
+// Differences by design: bounded wait for the own node, a deadline on every request (client-go has
+// rest.Config.Timeout; a GET that never answers must not freeze the agent), retries for API blips, only
+// changed annotation keys patched. Requests are raw JSON (http.ts): no typed model of any Node is built.
+import { backoffDelay, systemClock } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { errorMessage, FlannelError } from '../../errors.js';
-import type { ErrorCode } from '../../errors.js';
-import { METRIC, Metrics } from '../../health/metrics.js';
+import { FlannelError } from '../../errors.js';
+import { Metrics } from '../../health/metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseAttrsSource, LeaseEvent, LeaseUpdateHandler, SubnetManager } from '../lease.js';
+import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import { isVxlanBackendData, publishableAttrs } from '../lease.js';
 import { annotationKeys, encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
-import { leaseRelevantChanged, projectNode, toLease } from './projection.js';
+import { describe, httpStatus, kubeError, retryable } from './api-error.js';
+import { KubeHttp } from './http.js';
+import { NodeWatch } from './node-watch.js';
+import { projectNode } from './projection.js';
 import { isIp4, isNetworkCidr } from '../../ip4.js';
 import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
 import type { NodeLease } from './projection.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface KubeSubnetManagerOptions {
   kubeConfig: KubeConfig;
@@ -48,94 +50,25 @@ export interface KubeSubnetManagerOptions {
   backoffCapMs?: number;
   /** How long a failing API call (get pod, patch) is retried before giving up (default 5 min). */
   apiRetryTimeoutMs?: number;
-  /** Server-side watch timeout; default 300-600 s (jittered, as client-go). */
+  /** Deadline of every request: list pages, the own-Node get, patches, the pod lookup (default 30 s). */
+  requestTimeoutMs?: number;
+  /** Server-side watch timeout; default 30-40 s (jittered), so a healthy watch is never silent longer. */
   watchTimeoutSeconds?: number;
+  /** A watch with no byte for this long is abandoned and relisted (default: watch timeout + 10 s). */
+  watchSilenceMs?: number;
   /**
-   * Page size of the Node list (default 100). Each page is decoded into full typed Node objects before
-   * projection; at ~9 KB per real Node, 500-node pages left ~45 MB of freed-but-retained RSS at 5k nodes
-   * against ~20 MB with 100-node pages (bench/memory.mjs).
+   * Page size of the Node list (default 250). bench/kube-api.mjs, 5,000 ~9 KB Nodes, raw path: 250 cost
+   * the least CPU (583 ms against 641 at 100 and 730 at 500) with peak RSS growth near 100's (51 MB
+   * against 47; 117 MB at 500, 179 MB unpaged).
    */
   listPageSize?: number;
 }
 
 const MIN = 60_000;
+const SMP = 'application/strategic-merge-patch+json';
 
-type WatchOutcome = 'aborted' | 'closed' | 'gone' | 'error';
-
-interface WatchResult {
-  outcome: WatchOutcome;
-  rv: string;
-  events: number;
-  err?: unknown;
-}
-
-/** HTTP status of a client-node ApiException (or a Watch error), undefined for network errors. */
-function httpStatus(err: unknown): number | undefined {
-  if (err === null || typeof err !== 'object') return undefined;
-  const e = err as { code?: unknown; statusCode?: unknown };
-  if (typeof e.code === 'number') return e.code;
-  if (typeof e.statusCode === 'number') return e.statusCode;
-  return undefined;
-}
-
-/** A short description of an API failure: HTTP status and the Status message, never headers. */
-function describe(err: unknown): string {
-  const code = httpStatus(err);
-  if (code === undefined) return errorMessage(err);
-  const body = (err as { body?: unknown }).body;
-  let msg: string | undefined;
-  if (typeof body === 'string') {
-    try {
-      const parsed = JSON.parse(body) as { message?: unknown };
-      if (typeof parsed.message === 'string') msg = parsed.message;
-    } catch {
-      msg = body.slice(0, 200);
-    }
-  } else if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
-    msg = (body as { message: string }).message;
-  }
-  return `HTTP ${code}${msg ? `: ${msg}` : ''}`;
-}
-
-function retryable(err: unknown): boolean {
-  const code = httpStatus(err);
-  if (code === undefined) return true; // connection refused/reset, timeouts: the API blip
-  return code === 408 || code === 409 || code === 429 || code >= 500;
-}
-
-function kubeError(what: string, err: unknown, code: ErrorCode = 'FLANNEL_ERR_KUBE'): FlannelError {
-  const status = httpStatus(err);
-  const hint =
-    status === 401
-      ? '; check the credentials in the kubeconfig / service account token'
-      : status === 403
-        ? "; check flannel's ClusterRole (nodes: get, list, watch; nodes/status: patch; pods: get)"
-        : '';
-  return new FlannelError(code, `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
-}
-
-/** Resolve with `p`, or reject with the signal's reason as soon as it aborts. */
-function withSignal<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    p.catch(() => undefined);
-    return Promise.reject(signal.reason as Error);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e as Error);
-      },
-    );
-  });
-}
-
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
 
 function encodeAttrsData(d: unknown): string {
   if (d === null || d === undefined) return 'null';
@@ -151,25 +84,35 @@ function rfc3339(ms: number): string {
 export class KubeSubnetManager implements SubnetManager {
   readonly name = 'kube';
 
-  private readonly kc: KubeConfig;
-  private readonly api: CoreV1Api;
+  private readonly http: KubeHttp;
+  private readonly nodes: NodeWatch;
   private readonly keys: AnnotationKeys;
   private readonly log: Logger;
   private readonly metrics: Metrics;
   private readonly clock: Clock;
   private readonly opts: KubeSubnetManagerOptions;
   private nodeName: string | undefined;
-  private records = new Map<string, NodeLease>();
-  private synced = false;
 
   constructor(opts: KubeSubnetManagerOptions) {
     this.opts = opts;
-    this.kc = opts.kubeConfig;
-    this.api = opts.kubeConfig.makeApiClient(CoreV1Api);
     this.keys = annotationKeys(opts.annotationPrefix);
     this.log = opts.log ?? silentLogger();
     this.metrics = opts.metrics ?? new Metrics();
     this.clock = opts.clock ?? systemClock;
+    this.http = new KubeHttp(opts.kubeConfig, this.clock);
+    this.nodes = new NodeWatch({
+      http: this.http,
+      keys: this.keys,
+      log: this.log,
+      metrics: this.metrics,
+      clock: this.clock,
+      backoffBaseMs: this.base,
+      backoffCapMs: this.cap,
+      requestTimeoutMs: this.requestTimeoutMs,
+      listPageSize: opts.listPageSize ?? 250,
+      watchTimeoutSeconds: opts.watchTimeoutSeconds,
+      watchSilenceMs: opts.watchSilenceMs,
+    });
     this.nodeName = opts.nodeName || undefined;
     if (!isNetworkCidr(opts.network)) {
       throw new FlannelError('FLANNEL_ERR_CONFIG', `kube subnet manager: Network "${opts.network}" is not an IPv4 CIDR; fix net-conf.json`, { network: opts.network });
@@ -178,7 +121,20 @@ export class KubeSubnetManager implements SubnetManager {
 
   /** True once the first complete Node list has been delivered as a snapshot. */
   get hasSynced(): boolean {
-    return this.synced;
+    return this.nodes.hasSynced;
+  }
+
+  private get requestTimeoutMs(): number {
+    return this.opts.requestTimeoutMs ?? 30_000;
+  }
+
+  private get(path: string, signal: AbortSignal, timeoutMs = this.requestTimeoutMs): Promise<unknown> {
+    return this.http.json({ method: 'GET', path, timeoutMs, signal });
+  }
+
+  private patchStatus(name: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    const path = `/api/v1/nodes/${encodeURIComponent(name)}/status`;
+    return this.http.json({ method: 'PATCH', path, body, contentType: SMP, timeoutMs: this.requestTimeoutMs, signal });
   }
 
   private get base(): number {
@@ -194,7 +150,7 @@ export class KubeSubnetManager implements SubnetManager {
     const deadline = this.clock.now() + (this.opts.apiRetryTimeoutMs ?? 5 * MIN);
     for (let attempt = 0; ; attempt++) {
       try {
-        return await withSignal(fn(), signal);
+        return await fn();
       } catch (err) {
         if (signal.aborted) throw signal.reason;
         if (!retryable(err) || this.clock.now() >= deadline) throw kubeError(what, err);
@@ -214,11 +170,11 @@ export class KubeSubnetManager implements SubnetManager {
     }
     const pod = await this.retry(
       `error retrieving pod spec for '${podNamespace}/${podName}'`,
-      () => this.api.readNamespacedPod({ name: podName, namespace: podNamespace }),
+      () => this.get(`/api/v1/namespaces/${encodeURIComponent(podNamespace)}/pods/${encodeURIComponent(podName)}`, signal),
       signal,
     );
-    const nodeName = pod.spec?.nodeName;
-    if (!nodeName) {
+    const nodeName = asObj(asObj(pod)?.spec)?.nodeName;
+    if (typeof nodeName !== 'string' || nodeName === '') {
       throw new FlannelError('FLANNEL_ERR_NODE', `node name not present in pod spec '${podNamespace}/${podName}'`, { pod: `${podNamespace}/${podName}` });
     }
     this.log.info('node name resolved from pod', { pod: `${podNamespace}/${podName}`, node: nodeName });
@@ -238,13 +194,15 @@ export class KubeSubnetManager implements SubnetManager {
       let state: 'missing' | 'no-podcidr' | 'api-error';
       let lastErr: unknown;
       try {
-        const node = await withSignal(this.api.readNode({ name }), signal);
+        // Bounded by what is left of the wait (at least 1 s, so a slow but healthy answer still counts).
+        const left = Math.max(1000, timeoutMs - (this.clock.now() - start));
+        const node = await this.get(`/api/v1/nodes/${encodeURIComponent(name)}`, signal, Math.min(this.requestTimeoutMs, left));
         const rec = projectNode(node, this.keys);
         if (rec?.podCIDR !== undefined) {
           if (apiFailures > 0 || lastLog > -Infinity) this.log.info('own node is ready', { node: name, podCIDR: rec.podCIDR });
           return rec as NodeLease & { podCIDR: string };
         }
-        const spec = (node as { spec?: { podCIDR?: unknown; podCIDRs?: unknown } }).spec;
+        const spec = asObj(asObj(node)?.spec);
         if (typeof spec?.podCIDR === 'string' && spec.podCIDR !== '') {
           throw new FlannelError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, { node: name });
         }
@@ -349,11 +307,7 @@ export class KubeSubnetManager implements SubnetManager {
     if (Object.keys(changed).length > 0) {
       await this.retry(
         `patching annotations of node "${name}"`,
-        () =>
-          this.api.patchNodeStatus(
-            { name, body: { metadata: { annotations: changed } } },
-            setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
-          ),
+        () => this.patchStatus(name, { metadata: { annotations: changed } }, signal),
         signal,
       );
       this.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
@@ -378,177 +332,13 @@ export class KubeSubnetManager implements SubnetManager {
     };
     await this.retry(
       `setting NetworkUnavailable=False on node "${name}"`,
-      () =>
-        this.api.patchNodeStatus(
-          { name, body: { status: { conditions: [condition] } } },
-          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
-        ),
+      () => this.patchStatus(name, { status: { conditions: [condition] } }, signal),
       signal,
     );
     this.log.info('node condition NetworkUnavailable set to False', { node: name });
   }
 
-  // ---- list + watch ------------------------------------------------------------------------------
-
-  private async listAll(signal: AbortSignal): Promise<{ records: Map<string, NodeLease>; rv: string }> {
-    const records = new Map<string, NodeLease>();
-    const limit = this.opts.listPageSize ?? 100;
-    let cont: string | undefined;
-    let rv = '';
-    do {
-      const page = await withSignal(this.api.listNode({ limit, _continue: cont }), signal);
-      if (rv === '') rv = page.metadata?.resourceVersion ?? '';
-      for (const item of page.items ?? []) {
-        const rec = projectNode(item, this.keys);
-        if (rec) records.set(rec.name, rec);
-      }
-      cont = page.metadata?._continue || undefined;
-    } while (cont);
-    return { records, rv };
-  }
-
-  private emit(onUpdate: LeaseUpdateHandler, events: LeaseEvent[]): void {
-    if (events.length === 0) return;
-    try {
-      onUpdate({ kind: 'events', events });
-    } catch (err) {
-      this.log.error('lease update handler failed', { error: errorMessage(err) });
-    }
-  }
-
-  /** Apply one watch event to the records; returns the lease events it implies. */
-  private apply(type: string, obj: unknown): LeaseEvent[] {
-    const rec = projectNode(obj, this.keys);
-    if (!rec) return [];
-    const prev = this.records.get(rec.name);
-    if (type === 'DELETED') {
-      this.records.delete(rec.name);
-      const lease = toLease(prev ?? rec);
-      return lease ? [{ type: 'removed', lease }] : [];
-    }
-    this.records.set(rec.name, rec);
-    if (prev && !leaseRelevantChanged(prev, rec)) return [];
-    const next = toLease(rec);
-    if (next) return [{ type: 'added', lease: next }];
-    const old = prev && toLease(prev);
-    return old ? [{ type: 'removed', lease: old }] : [];
-  }
-
-  private watchOnce(rv: string, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchResult> {
-    const timeoutSeconds = this.opts.watchTimeoutSeconds ?? 300 + Math.floor(Math.random() * 300);
-    return new Promise<WatchResult>((resolve) => {
-      let settled = false;
-      let lastRv = rv;
-      let events = 0;
-      let ctrl: AbortController | undefined;
-      const watchdog = new AbortController();
-      const finish = (outcome: WatchOutcome, err?: unknown) => {
-        if (settled) return;
-        settled = true;
-        signal.removeEventListener('abort', onAbort);
-        watchdog.abort();
-        ctrl?.abort();
-        resolve({ outcome, rv: lastRv, events, err });
-      };
-      const onAbort = () => finish('aborted');
-      if (signal.aborted) return finish('aborted');
-      signal.addEventListener('abort', onAbort, { once: true });
-      // A watch the server forgot (no FIN, no events past its own timeout) is abandoned.
-      this.clock.sleep((timeoutSeconds + 30) * 1000, watchdog.signal).then(
-        () => finish('error', new Error('watch stalled past its timeout')),
-        () => undefined,
-      );
-      const callback = (phase: string, obj: unknown) => {
-        if (settled) return;
-        try {
-          if (phase === 'ERROR') {
-            const st = obj as { code?: unknown; message?: unknown } | undefined;
-            if (st?.code === 410) finish('gone');
-            else finish('error', new Error(`watch error: ${typeof st?.message === 'string' ? st.message : 'unknown'}`));
-            return;
-          }
-          const meta = (obj as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata;
-          if (typeof meta?.resourceVersion === 'string' && meta.resourceVersion !== '') lastRv = meta.resourceVersion;
-          if (phase === 'BOOKMARK') return;
-          if (phase !== 'ADDED' && phase !== 'MODIFIED' && phase !== 'DELETED') return;
-          events++;
-          this.emit(onUpdate, this.apply(phase, obj));
-        } catch (err) {
-          this.log.warn('ignoring malformed watch event', { phase, error: errorMessage(err) });
-        }
-      };
-      new Watch(this.kc)
-        .watch('/api/v1/nodes', { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, callback, (err: unknown) =>
-          finish(err ? 'error' : 'closed', err ?? undefined),
-        )
-        .then(
-          (c) => {
-            ctrl = c;
-            if (settled) c.abort();
-          },
-          (err: unknown) => finish('error', err),
-        );
-    });
-  }
-
   async watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
-    let failures = 0;
-    let lists = 0;
-    while (!signal.aborted) {
-      let rv: string;
-      try {
-        const { records, rv: listRv } = await this.listAll(signal);
-        rv = listRv;
-        this.records = records;
-      } catch (err) {
-        if (signal.aborted) break;
-        const delayMs = backoffDelay(failures++, this.base, this.cap);
-        this.log.warn('listing nodes failed, retrying', { attempt: failures, delayMs, error: describe(err) });
-        if (!(await pause(this.clock, delayMs, signal))) break;
-        continue;
-      }
-      if (lists++ > 0) this.metrics.inc(METRIC.apiReconnects);
-      failures = 0; // the API answered: a watch that breaks next starts its backoff afresh
-      this.synced = true;
-      const leases: Lease[] = [];
-      for (const rec of this.records.values()) {
-        const l = toLease(rec);
-        if (l) leases.push(l);
-      }
-      this.log.info('node list synced', { nodes: this.records.size, leases: leases.length, resourceVersion: rv });
-      try {
-        onUpdate({ kind: 'snapshot', leases });
-      } catch (err) {
-        this.log.error('lease update handler failed', { error: errorMessage(err) });
-      }
-
-      // Watch from the list's resourceVersion until the watch breaks; then relist.
-      for (;;) {
-        const started = this.clock.now();
-        const r = await this.watchOnce(rv, onUpdate, signal);
-        rv = r.rv;
-        if (r.outcome === 'aborted' || signal.aborted) return;
-        if (r.outcome === 'closed') {
-          // Normal end (server timeout): resume from the last resourceVersion without a relist.
-          this.metrics.inc(METRIC.apiReconnects);
-          if (r.events > 0 || this.clock.now() - started >= 1000) {
-            failures = 0;
-          } else {
-            const delayMs = backoffDelay(failures++, this.base, this.cap);
-            if (!(await pause(this.clock, delayMs, signal))) return;
-          }
-          continue;
-        }
-        if (r.outcome === 'gone') {
-          this.log.info('watch resourceVersion expired (410 Gone), relisting nodes', { resourceVersion: rv });
-          failures = 0;
-          break;
-        }
-        const delayMs = backoffDelay(failures++, this.base, this.cap);
-        this.log.warn('node watch failed, relisting', { attempt: failures, delayMs, error: describe(r.err) });
-        if (!(await pause(this.clock, delayMs, signal))) return;
-        break;
-      }
-    }
+    await this.nodes.run(onUpdate, signal);
   }
 }

@@ -16,6 +16,10 @@ export interface NodeLease {
   name: string;
   /** First IPv4 of spec.podCIDRs, else spec.podCIDR (when IPv4); network-address form. */
   podCIDR?: string;
+  /** What the Node has instead when it has a podCIDR but no IPv4 CIDR (bounded; e.g. an IPv6 CIDR). */
+  badPodCIDR?: string;
+  /** metadata.creationTimestamp in ms since epoch (who holds a contested subnet). */
+  created?: number;
   /** The `kube-subnet-manager` annotation. */
   subnetManager?: string;
   backendType?: string;
@@ -44,8 +48,8 @@ export function nodePodCIDR(spec: unknown): string | undefined {
   const s = asObj(spec);
   if (!s) return undefined;
   const list = s.podCIDRs;
-  // A podCIDRs that is not a list is malformed: client-node's list decoding turns a string into its
-  // characters (so '' into []), and falling back to podCIDR would make the watch accept what a relist drops.
+  // A podCIDRs that is not a list is malformed (the API always serves a list); falling back to podCIDR
+  // would accept a Node the API server's own validation could never have produced.
   if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return undefined;
   if (Array.isArray(list) && list.length > 0) {
     for (const c of list.slice(0, 8)) {
@@ -58,7 +62,35 @@ export function nodePodCIDR(spec: unknown): string | undefined {
   return typeof s.podCIDR === 'string' ? podCidr(s.podCIDR) : undefined;
 }
 
-/** Project a Node (typed client-node object or raw JSON) to its lease record; undefined without a name. */
+/**
+ * What a Node offers as podCIDR when it has no IPv4 CIDR: the first entry of spec.podCIDRs (or
+ * spec.podCIDR), as text and bounded, so that the peer is rejected with a reason instead of vanishing.
+ * Undefined when the Node has no podCIDR at all (not yet allocated: not an error).
+ */
+export function nodeBadPodCIDR(spec: unknown): string | undefined {
+  const s = asObj(spec);
+  if (!s) return spec === undefined || spec === null ? undefined : '';
+  const list = s.podCIDRs;
+  // podCIDRs that is not a list is shown as JSON (quoted), so it can never pass as a CIDR.
+  if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return bounded(JSON.stringify(list) ?? '');
+  const v = Array.isArray(list) && list.length > 0 ? list[0] : s.podCIDR;
+  if (v === undefined || v === null || v === '') return undefined;
+  return bounded(typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+}
+
+/** At most MAX_CIDR_LENGTH characters; a longer text is cut and marked, so it stays invalid. */
+function bounded(text: string): string {
+  return text.length > MAX_CIDR_LENGTH ? `${text.slice(0, MAX_CIDR_LENGTH)}…` : text;
+}
+
+/** metadata.creationTimestamp (RFC 3339) in ms since epoch; undefined when absent or unparsable. */
+function creationTime(v: unknown): number | undefined {
+  if (typeof v !== 'string' || v.length > 64) return undefined;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/** Project a raw Node to its lease record; undefined without a usable name. */
 export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | undefined {
   const n = asObj(node);
   const meta = asObj(n?.metadata);
@@ -67,6 +99,12 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
   const rec: NodeLease = { name };
   const pod = nodePodCIDR(n?.spec);
   if (pod !== undefined) rec.podCIDR = pod;
+  else {
+    const bad = nodeBadPodCIDR(n?.spec);
+    if (bad !== undefined) rec.badPodCIDR = bad;
+  }
+  const created = creationTime(meta?.creationTimestamp);
+  if (created !== undefined) rec.created = created;
   const ann = asObj(meta?.annotations);
   if (!ann) return rec;
   const pick = (field: keyof NodeLease & string, key: string) => {
@@ -90,15 +128,17 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
 
 /**
  * The peer lease a record stands for: only Nodes with `kube-subnet-manager == "true"` and a podCIDR.
- * Other fields pass through as published (an invalid public IP or backend-data is the LeaseWatcher's
- * to reject); oversized backend-data decodes as `undefined` (malformed).
+ * Other fields pass through as published (an invalid subnet, public IP or backend-data is the
+ * LeaseWatcher's to reject, with a reason); oversized backend-data decodes as `undefined` (malformed).
  */
 export function toLease(rec: NodeLease): Lease | undefined {
-  if (rec.subnetManager !== 'true' || rec.podCIDR === undefined) return undefined;
+  const subnet = rec.podCIDR ?? rec.badPodCIDR;
+  if (rec.subnetManager !== 'true' || subnet === undefined) return undefined;
   const oversized = rec.oversized ?? [];
   return {
     key: rec.name,
-    subnet: rec.podCIDR,
+    subnet,
+    ...(rec.created !== undefined ? { created: rec.created } : {}),
     publicIP: rec.publicIP ?? '',
     backendType: rec.backendType ?? '',
     backendData: oversized.includes('backendData') ? undefined : decodeBackendData(rec.backendData),
@@ -113,6 +153,8 @@ export function leaseRelevantChanged(a: NodeLease | undefined, b: NodeLease | un
   if (a === undefined || b === undefined) return a !== b;
   return (
     a.podCIDR !== b.podCIDR ||
+    a.badPodCIDR !== b.badPodCIDR ||
+    a.created !== b.created ||
     a.subnetManager !== b.subnetManager ||
     a.backendType !== b.backendType ||
     a.backendData !== b.backendData ||

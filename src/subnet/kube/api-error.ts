@@ -1,0 +1,46 @@
+// How the kube subnet manager reads an API failure: its HTTP status, a short description (the Status
+// message, never headers), whether it is worth retrying (client-go's rule: 408/409/429/5xx and network
+// errors are transient), and the coded FlannelError a caller finally sees.
+import { errorMessage, FlannelError } from '../../errors.js';
+import type { ErrorCode } from '../../errors.js';
+
+/** HTTP status of a KubeApiError (or any error carrying one), undefined for network errors and timeouts. */
+export function httpStatus(err: unknown): number | undefined {
+  if (err === null || typeof err !== 'object') return undefined;
+  const e = err as { statusCode?: unknown };
+  return typeof e.statusCode === 'number' ? e.statusCode : undefined;
+}
+
+/** A short description of an API failure: HTTP status and the Status message, never headers. */
+export function describe(err: unknown): string {
+  const code = httpStatus(err);
+  if (code === undefined) return errorMessage(err);
+  const body = (err as { body?: unknown }).body;
+  let msg: string | undefined;
+  if (typeof body === 'string') {
+    try {
+      const parsed = JSON.parse(body) as { message?: unknown };
+      if (typeof parsed?.message === 'string') msg = parsed.message;
+    } catch {
+      msg = body.slice(0, 200);
+    }
+  }
+  return `HTTP ${code}${msg ? `: ${msg}` : ''}`;
+}
+
+export function retryable(err: unknown): boolean {
+  const code = httpStatus(err);
+  if (code === undefined) return true; // connection refused/reset, timeouts: the API blip
+  return code === 408 || code === 409 || code === 429 || code >= 500;
+}
+
+export function kubeError(what: string, err: unknown, code: ErrorCode = 'FLANNEL_ERR_KUBE'): FlannelError {
+  const status = httpStatus(err);
+  const hint =
+    status === 401
+      ? '; check the credentials in the kubeconfig / service account token'
+      : status === 403
+        ? "; check flannel's ClusterRole (nodes: get, list, watch; nodes/status: patch; pods: get)"
+        : '';
+  return new FlannelError(code, `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
+}

@@ -1,0 +1,230 @@
+// Raw JSON requests to the Kubernetes API server, each with a deadline, and a watch stream with a
+// silence watchdog. @kubernetes/client-node still provides the kubeconfig, authentication and TLS
+// (KubeConfig.applyToFetchOptions: the bearer/exec/token-file headers and the http(s) Agent with CA,
+// client certificate and insecure-skip-tls-verify); what it does not give is a deadline and a decode we
+// choose:
+// - its typed API (CoreV1Api) deserializes every Node into the full model, and one Node with a
+//   wrong-typed field (status.conditions, spec.taints) makes the whole list throw;
+// - its Watch (client-node src/watch.ts) only hands back its AbortController once the response headers
+//   have arrived, so a watch whose server never answers cannot be abandoned, and it has no idle timer.
+// Upstream flanneld gets both from client-go (rest.Config.Timeout, reflector watch timeouts;
+// pkg/subnet/kube/kube.go builds the informer). Watch lines are newline-delimited JSON
+// (https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes); they
+// are split on '\n' by hand, which bench/kube-api.mjs measured faster than readline (client-node's way).
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Clock } from '../../clock.js';
+
+/** A non-2xx answer of the API server; `body` is the (bounded) response text, usually a Status. */
+export class KubeApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly body: string,
+    what: string,
+  ) {
+    super(`${what}: HTTP ${statusCode}`);
+    this.name = 'KubeApiError';
+  }
+}
+
+/** A request that did not complete within its deadline (or a watch that went silent). */
+export class KubeTimeoutError extends Error {
+  constructor(
+    message: string,
+    readonly timeoutMs: number,
+  ) {
+    super(message);
+    this.name = 'KubeTimeoutError';
+  }
+}
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface KubeRequest {
+  method: 'GET' | 'PATCH';
+  path: string;
+  query?: Query;
+  body?: unknown;
+  contentType?: string;
+  /** Deadline for the whole exchange, headers and body. */
+  timeoutMs: number;
+  signal: AbortSignal;
+}
+
+/** Largest response body read (a list page of 100 Nodes is ~1 MB; hostile annotations can be larger). */
+const MAX_BODY_BYTES = 256 * 1024 * 1024;
+const MAX_ERROR_BODY = 4096;
+
+interface Prepared {
+  url: URL;
+  options: http.RequestOptions;
+}
+
+export class KubeHttp {
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  private async prepare(path: string, query: Query | undefined, method: string, contentType?: string): Promise<Prepared> {
+    const cluster = this.kc.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig has no current cluster');
+    const url = new URL(cluster.server.replace(/\/+$/, '') + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const init = await this.kc.applyToFetchOptions({});
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    (init.headers as Headers | undefined)?.forEach((v, k) => (headers[k] = v));
+    if (contentType) headers['Content-Type'] = contentType;
+    return { url, options: { method, headers, agent: init.agent as http.Agent | undefined } };
+  }
+
+  private send(p: Prepared, body: string | undefined, signal: AbortSignal): http.ClientRequest {
+    const mod = p.url.protocol === 'https:' ? https : http;
+    const req = mod.request(p.url, { ...p.options, signal });
+    req.end(body);
+    return req;
+  }
+
+  /** One request whose JSON answer is returned; rejects with KubeApiError, KubeTimeoutError or a network error. */
+  async json(r: KubeRequest): Promise<unknown> {
+    const what = `${r.method} ${r.path}`;
+    const ctrl = new AbortController();
+    const onAbort = () => ctrl.abort(r.signal.reason);
+    r.signal.addEventListener('abort', onAbort, { once: true });
+    if (r.signal.aborted) onAbort();
+    // The deadline covers the credentials too (an exec plugin or token file read), then headers and body.
+    const deadline = new AbortController();
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      this.clock.sleep(r.timeoutMs, deadline.signal).then(
+        () => {
+          const err = new KubeTimeoutError(`${what}: no complete answer within ${r.timeoutMs} ms`, r.timeoutMs);
+          ctrl.abort(err);
+          reject(err);
+        },
+        () => undefined,
+      );
+    });
+    timedOut.catch(() => undefined);
+    try {
+      const p = await Promise.race([this.prepare(r.path, r.query, r.method, r.contentType), timedOut]);
+      const body = r.body === undefined ? undefined : JSON.stringify(r.body);
+      return await Promise.race([this.exchange(p, body, ctrl.signal, what), timedOut]);
+    } finally {
+      deadline.abort();
+      r.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private exchange(p: Prepared, body: string | undefined, signal: AbortSignal, what: string): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
+      const fail = (err: unknown) => reject(signal.aborted ? signal.reason : err);
+      const req = this.send(p, body, signal);
+      req.on('error', fail);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > MAX_BODY_BYTES) {
+            res.destroy(new Error(`${what}: answer larger than ${MAX_BODY_BYTES} bytes`));
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('error', fail);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status > 299) return reject(new KubeApiError(status, text.slice(0, MAX_ERROR_BODY), what));
+          try {
+            resolve(JSON.parse(text) as unknown);
+          } catch (err) {
+            reject(new Error(`${what}: the answer is not JSON: ${(err as Error).message}`));
+          }
+        });
+      });
+    });
+  }
+
+  /**
+   * A watch: `onEvent(type, object)` for every line until the server ends the stream (resolves), or an
+   * error, a non-200 answer, `silenceMs` without a byte (headers included) or the signal (rejects).
+   */
+  async watch(
+    path: string,
+    query: Query,
+    onEvent: (type: unknown, object: unknown) => void,
+    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void },
+  ): Promise<void> {
+    const what = `watch ${path}`;
+    const p = await this.prepare(path, { ...query, watch: true }, 'GET');
+    const ctrl = new AbortController();
+    const onAbort = () => ctrl.abort(opts.signal.reason);
+    opts.signal.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal.aborted) onAbort();
+    let last = this.clock.now();
+    const watchdog = async () => {
+      for (;;) {
+        const idle = this.clock.now() - last;
+        if (idle >= opts.silenceMs) {
+          ctrl.abort(new KubeTimeoutError(`${what}: nothing received for ${opts.silenceMs} ms`, opts.silenceMs));
+          return;
+        }
+        await this.clock.sleep(opts.silenceMs - idle, ctrl.signal);
+      }
+    };
+    try {
+      await new Promise<void>((resolve, reject) => {
+        watchdog().catch(() => undefined);
+        const req = this.send(p, undefined, ctrl.signal);
+        const fail = (err: unknown) => reject(ctrl.signal.aborted ? ctrl.signal.reason : err);
+        req.on('error', fail);
+        req.on('response', (res) => {
+          last = this.clock.now();
+          const status = res.statusCode ?? 0;
+          if (status !== 200) {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (text = (text + c).slice(0, MAX_ERROR_BODY)));
+            res.on('end', () => reject(new KubeApiError(status, text, what)));
+            res.on('error', fail);
+            return;
+          }
+          let buf = '';
+          let ended = false;
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            last = this.clock.now();
+            buf += chunk;
+            let start = 0;
+            for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n', start)) {
+              const line = buf.slice(start, nl);
+              start = nl + 1;
+              if (line.trim() === '') continue;
+              let ev: { type?: unknown; object?: unknown };
+              try {
+                ev = JSON.parse(line) as { type?: unknown; object?: unknown };
+              } catch {
+                opts.onBadLine?.(line.slice(0, 200));
+                continue;
+              }
+              onEvent(ev?.type, ev?.object);
+            }
+            buf = buf.slice(start);
+            if (buf.length > MAX_BODY_BYTES) res.destroy(new Error(`${what}: a watch event larger than ${MAX_BODY_BYTES} bytes`));
+          });
+          res.on('error', fail);
+          res.on('end', () => {
+            ended = true;
+            resolve();
+          });
+          res.on('close', () => (ended ? resolve() : fail(new Error(`${what}: the connection closed in the middle of the stream`))));
+        });
+      });
+    } finally {
+      ctrl.abort();
+      opts.signal.removeEventListener('abort', onAbort);
+    }
+  }
+}

@@ -1,0 +1,91 @@
+// What the LeaseWatcher remembers about rejected peer leases, bounded whatever a peer does: at most one
+// remembered rejection per node (the latest), log lines rate-limited to one per node and reason per
+// interval (the next line carries how many were held back), and everything about a node forgotten once
+// it is deleted. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease.
+import type { Clock } from '../clock.js';
+import { METRIC } from '../health/metrics.js';
+import type { Metrics } from '../health/metrics.js';
+import type { Logger } from '../log.js';
+import type { LeaseRejectReason } from './validate.js';
+
+interface LineState {
+  at: number;
+  held: number;
+}
+
+interface NodeRejection {
+  /** The latest rejection (reason and what was rejected); '' once the node's lease is accepted. */
+  sig: string;
+  reason: LeaseRejectReason | '';
+  /** Last log line per reason (bounded by the number of reasons). */
+  lines: Map<LeaseRejectReason, LineState>;
+}
+
+export interface Rejection {
+  node: string;
+  reason: LeaseRejectReason;
+  /** What was rejected (content of the lease, the other node): a new one is counted and may be logged. */
+  sig: string;
+  message: string;
+  fields: Record<string, unknown>;
+}
+
+export class RejectionLog {
+  private readonly byNode = new Map<string, NodeRejection>();
+
+  constructor(
+    private readonly log: Logger,
+    private readonly metrics: Metrics | undefined,
+    private readonly clock: Clock,
+    private readonly intervalMs: number,
+  ) {}
+
+  /** Nodes with remembered state (at most one entry per node). */
+  get size(): number {
+    return this.byNode.size;
+  }
+
+  /** The reason a node is currently rejected for, if it is. */
+  reasonOf(node: string): LeaseRejectReason | undefined {
+    return this.byNode.get(node)?.reason || undefined;
+  }
+
+  /** Record a rejection; returns true when it is new (not the one already remembered for the node). */
+  reject(r: Rejection): boolean {
+    let rec = this.byNode.get(r.node);
+    if (rec && rec.sig === r.sig) return false;
+    if (!rec) this.byNode.set(r.node, (rec = { sig: '', reason: '', lines: new Map() }));
+    rec.sig = r.sig;
+    rec.reason = r.reason;
+    this.metrics?.inc(METRIC.leasesRejected, { reason: r.reason });
+    const now = this.clock.now();
+    const line = rec.lines.get(r.reason);
+    if (line && now - line.at < this.intervalMs) {
+      line.held++;
+      return true;
+    }
+    this.log.warn('peer lease rejected', {
+      node: r.node,
+      reason: r.reason,
+      ...r.fields,
+      detail: r.message,
+      ...(line && line.held > 0 ? { heldBack: line.held, sinceS: Math.round((now - line.at) / 1000) } : {}),
+    });
+    rec.lines.set(r.reason, { at: now, held: 0 });
+    return true;
+  }
+
+  /** The node's lease is accepted now: a later rejection counts as new. */
+  accepted(node: string): void {
+    const rec = this.byNode.get(node);
+    if (rec) {
+      rec.sig = '';
+      rec.reason = '';
+    }
+  }
+
+  /** The node is gone: forget everything about it. */
+  forget(node: string): void {
+    this.byNode.delete(node);
+  }
+}
