@@ -101,6 +101,17 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   };
 }
 
+/** True when `text` is a conflist this command renders for HNS network `networkName` (cleanup removes only those). */
+export function isOwnCniConfig(text: string, networkName: string): boolean {
+  try {
+    const conf = JSON.parse(text) as { name?: unknown; plugins?: { type?: unknown; delegate?: { type?: unknown } }[] };
+    const plugin = conf.plugins?.[0];
+    return conf.name === networkName && plugin?.type === 'flannel' && (plugin.delegate?.type === 'win-overlay' || plugin.delegate?.type === 'win-bridge');
+  } catch {
+    return false;
+  }
+}
+
 function unique(items: string[]): string[] {
   return [...new Set(items)];
 }
