@@ -17,6 +17,7 @@ import { startHealthServer } from './health/server.js';
 import { selectExternalInterface } from './host/select.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
+import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
@@ -171,8 +172,10 @@ export class Agent {
     const backend: Backend = netConf.backend.type === 'vxlan' ? new VxlanBackend(deps) : new HostGwBackend(deps);
 
     this.phaseValue = 'registering';
+    const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     const network = await backend.registerNetwork(signal);
     this.networkValue = network;
+    await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
     if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
 
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
