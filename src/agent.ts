@@ -14,6 +14,7 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { startHealthServer } from './health/server.js';
+import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { selectExternalInterface } from './host/select.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
@@ -26,6 +27,7 @@ import { KubeSubnetManager } from './subnet/kube/manager.js';
 import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from './subnet/etcd/factory.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { LeaseWatcher } from './subnet/watcher.js';
+import { VERSION } from './version.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -60,6 +62,7 @@ export class Agent {
   private netConfValue: NetworkConfig | undefined;
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
+  private watcher: LeaseWatcher | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -91,6 +94,33 @@ export class Agent {
     return this.sourceVipValue;
   }
 
+  /** What `flanneld status` shows (GET /status); reads the HNS network once. */
+  async status(): Promise<StatusReport> {
+    const network = this.networkValue;
+    let hnsNetwork: StatusInput['hnsNetwork'];
+    if (network && this.dataplaneValue) {
+      try {
+        const n = await this.dataplaneValue.hns.getNetworkByNameV1(network.networkName);
+        hnsNetwork = n && { id: n.ID, type: n.Type, adapter: n.NetworkAdapterName };
+      } catch (err) {
+        hnsNetwork = err instanceof Error ? err : new Error(String(err));
+      }
+    }
+    return buildStatusReport({
+      version: VERSION,
+      phase: this.phaseValue,
+      ready: this.ready,
+      startKind: this.startKindValue,
+      lease: network && { subnet: network.lease.subnet, publicIP: network.lease.publicIP },
+      networkName: network?.networkName ?? this.netConfValue?.backend.name,
+      hnsNetwork,
+      mtu: network?.mtu,
+      sourceVip: this.sourceVipValue?.ip,
+      network: network?.status?.(),
+      rejections: this.watcher?.rejected() ?? [],
+    });
+  }
+
   /** Run until `signal` aborts (resolves) or a fatal error (rejects). */
   async run(signal: AbortSignal): Promise<void> {
     const { config } = this.opts;
@@ -101,6 +131,7 @@ export class Agent {
             port: config.healthzPort,
             metrics: this.metrics,
             isReady: () => this.ready,
+            status: () => this.status(),
             log: componentLogger(this.opts.log, 'health'),
           })
         : undefined;
@@ -184,7 +215,7 @@ export class Agent {
     this.phaseValue = 'running';
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
 
-    const watcher = new LeaseWatcher({
+    const watcher = (this.watcher = new LeaseWatcher({
       ownLeaseKey: network.lease.key,
       ownSubnet: network.lease.subnet,
       validation: {
@@ -195,7 +226,7 @@ export class Agent {
       },
       log: componentLogger(root, 'leases'),
       metrics: this.metrics,
-    });
+    }));
 
     let synced = false;
     const watching = subnetManager.watchLeases((update) => {

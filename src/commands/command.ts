@@ -21,6 +21,7 @@ export const COMMANDS: Record<string, string> = {
   cleanup: './cleanup.js',
   'cni-config': './cni-config.js',
   service: './service.js',
+  status: './status.js',
 };
 
 export async function loadCommand(name: string): Promise<Command | undefined> {

@@ -20,6 +20,14 @@ export interface LeaseWatcherOptions {
   metrics?: Metrics;
 }
 
+export interface RejectedLease {
+  key: string;
+  subnet: string;
+  publicIP: string;
+  reason: LeaseRejectReason;
+  message: string;
+}
+
 function stable(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
   if (v !== null && typeof v === 'object') {
@@ -53,6 +61,8 @@ export class LeaseWatcher {
   private readonly holder = new Map<string, string>();
   /** Rejections already logged, per key: `${reason}|${content}`. */
   private readonly logged = new Map<string, Set<string>>();
+  /** Peers whose current lease is rejected, with the reason. */
+  private readonly rejectedNow = new Map<string, RejectedLease>();
 
   constructor(opts: LeaseWatcherOptions) {
     this.ownLeaseKey = opts.ownLeaseKey;
@@ -64,6 +74,11 @@ export class LeaseWatcher {
 
   get size(): number {
     return this.accepted.size;
+  }
+
+  /** Peer leases rejected now (their current content), sorted by key. */
+  rejected(): RejectedLease[] {
+    return [...this.rejectedNow.keys()].sort().map((k) => this.rejectedNow.get(k)!);
   }
 
   /** Accepted peer leases, sorted by key. */
@@ -96,6 +111,7 @@ export class LeaseWatcher {
   }
 
   private reject(l: Lease, reason: LeaseRejectReason, message: string, fields: Record<string, string> = {}): void {
+    this.rejectedNow.set(l.key, { key: l.key, subnet: l.subnet, publicIP: l.publicIP, reason, message });
     const sig = `${reason}|${leaseContent(l)}`;
     let seen = this.logged.get(l.key);
     if (!seen) this.logged.set(l.key, (seen = new Set()));
@@ -111,6 +127,7 @@ export class LeaseWatcher {
     const touched = new Set<string>();
     const setRaw = (l: Lease): void => {
       if (this.isOwn(l)) {
+        this.rejectedNow.delete(l.key);
         if (this.raw.has(l.key)) {
           this.rawDelete(l.key);
           touched.add(l.key);
@@ -132,6 +149,7 @@ export class LeaseWatcher {
       if (!this.raw.has(key)) return;
       this.rawDelete(key);
       this.logged.delete(key);
+      this.rejectedNow.delete(key);
       touched.add(key);
     };
 
@@ -181,6 +199,7 @@ export class LeaseWatcher {
       }
       this.accepted.set(key, l);
       this.holder.set(sn, key);
+      this.rejectedNow.delete(key);
       if (!before.has(key)) before.set(key, undefined);
     }
 

@@ -1,5 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
+import { buildStatusReport, isLocalRequest } from '../../src/health/status.js';
 import { startHealthServer } from '../../src/health/server.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
 
@@ -56,5 +57,65 @@ describe('health server', () => {
     } finally {
       await a.close();
     }
+  });
+});
+
+describe('/status', () => {
+  const report = buildStatusReport({
+    version: '0.1.0',
+    phase: 'running',
+    ready: true,
+    startKind: 'reboot',
+    lease: { subnet: '10.244.7.0/24', publicIP: '10.0.0.7' },
+    networkName: 'cbr0',
+    hnsNetwork: { id: 'ID-1', type: 'L2Bridge', adapter: 'Ethernet' },
+    mtu: 1500,
+    sourceVip: undefined,
+    network: { inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined },
+    rejections: [],
+  });
+
+  it('is served as JSON to this host; 503 without a source', async () => {
+    const srv = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => true, status: async () => report });
+    const none = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => true });
+    try {
+      const r = await get(srv.port, '/status');
+      expect(r).toMatchObject({ status: 200, type: 'application/json' });
+      expect(JSON.parse(r.body)).toEqual(report);
+      expect((await get(none.port, '/status')).status).toBe(503);
+    } finally {
+      await srv.close();
+      await none.close();
+    }
+  });
+
+  it.each([
+    ['127.0.0.1', '127.0.0.1', true],
+    ['::1', '::1', true],
+    ['::ffff:127.0.0.1', '::ffff:127.0.0.1', true],
+    ['10.0.0.7', '10.0.0.7', true], // flanneld status on the node, port bound to the node IP
+    ['10.0.0.8', '10.0.0.7', false], // another machine
+  ])('a client at %s on a listener at %s is local: %s', (remoteAddress, localAddress, local) => {
+    expect(isLocalRequest({ socket: { remoteAddress, localAddress } } as unknown as IncomingMessage)).toBe(local);
+  });
+
+  it('in sync needs the network present and every desired peer programmed', () => {
+    expect(report.inSync).toBe(true);
+    const input = {
+      version: '0.1.0',
+      phase: 'running',
+      ready: true,
+      startKind: undefined,
+      lease: undefined,
+      networkName: 'cbr0',
+      mtu: undefined,
+      sourceVip: undefined,
+      rejections: [],
+    };
+    const net = { inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined };
+    expect(buildStatusReport({ ...input, hnsNetwork: undefined, network: net }).inSync).toBe(false);
+    expect(buildStatusReport({ ...input, hnsNetwork: new Error('HNS down'), network: net }).network).toMatchObject({ present: false, error: 'HNS down' });
+    expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: { ...net, peersProgrammed: 1 } }).inSync).toBe(false);
+    expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: net }).inSync).toBe(true);
   });
 });

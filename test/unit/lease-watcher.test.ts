@@ -103,6 +103,20 @@ describe('LeaseWatcher', () => {
     expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] }))).toEqual(['added:node-2']);
   });
 
+  it('rejected() lists the peers rejected now, with the reason; a renewal keeps them, a fix or removal clears them', () => {
+    const { w } = setup();
+    const bad = peer(3, { backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:03:01' } });
+    w.apply({ kind: 'snapshot', leases: [peer(2), bad] });
+    expect(w.rejected()).toEqual([{ key: 'node-3', subnet: '10.244.3.0/24', publicIP: '192.168.1.3', reason: 'vni-too-low', message: expect.any(String) }]);
+    w.apply({ kind: 'events', events: [{ type: 'added', lease: { ...bad, expiration: 123 } }] }); // same content
+    expect(w.rejected().map((r) => r.key)).toEqual(['node-3']);
+    w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(3) }] });
+    expect(w.rejected()).toEqual([]);
+    w.apply({ kind: 'events', events: [{ type: 'added', lease: bad }] });
+    w.apply({ kind: 'events', events: [{ type: 'removed', lease: bad }] });
+    expect(w.rejected()).toEqual([]);
+  });
+
   it('logs and counts a rejected lease once per (key, reason, content), with the node name', () => {
     const { w, metrics, rejections } = setup();
     const zero = peer(7, { subnet: '0.0.0.0/0' });
