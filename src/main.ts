@@ -5,6 +5,7 @@ import { Agent } from './agent.js';
 import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
+import { Metrics } from './health/metrics.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 
@@ -60,7 +61,7 @@ async function main(): Promise<number> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 
   try {
-    await new Agent({ config, log }).run(controller.signal);
+    await new Agent({ config, log, metrics: new Metrics({ process: true }) }).run(controller.signal);
     log.info('stopped');
     return 0;
   } catch (err) {

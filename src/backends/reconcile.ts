@@ -133,6 +133,8 @@ export class Reconciler<A, D> {
   private lastError: { at: number; message: string } | undefined;
   /** Keys of desired items the dataplane holds, as far as the passes so far know. */
   private programmed = new Set<string>();
+  /** When the desired set first changed since the last successful pass (event-to-dataplane latency). */
+  private pendingSince: number | undefined;
   private running: Promise<ApplyResult> | undefined;
   private wake: (() => void) | undefined;
   private readonly inSyncWaiters: (() => void)[] = [];
@@ -150,6 +152,7 @@ export class Reconciler<A, D> {
   /** Replace the desired set and mark the dataplane dirty. Writes nothing by itself. */
   setDesired(items: readonly D[]): void {
     this.desired = [...items];
+    this.pendingSince ??= this.clock.now();
     this.dirty = true;
     this.inSync = false;
     this.wake?.();
@@ -221,6 +224,9 @@ export class Reconciler<A, D> {
     let removed = 0;
     let replaced = 0;
     let failure: unknown;
+    const started = this.clock.now();
+    const since = this.pendingSince;
+    this.pendingSince = undefined;
     const key = (d: D) => this.driver.desiredKey(d);
     const wanted = new Set(desired.map(key));
     let programmed = new Set([...this.programmed].filter((k) => wanted.has(k)));
@@ -261,6 +267,10 @@ export class Reconciler<A, D> {
     this.programmed = programmed;
     this.lastPassAt = this.clock.now();
     this.lastPassOk = failure === undefined;
+    this.metrics?.observe(METRIC.passDuration, (this.lastPassAt - started) / 1000, { result: this.lastPassOk ? 'ok' : 'error' });
+    if (failure === undefined && since !== undefined) this.metrics?.observe(METRIC.eventToDataplane, (this.lastPassAt - since) / 1000);
+    // A change that did not reach the dataplane keeps its start time for the next pass.
+    else if (since !== undefined) this.pendingSince = Math.min(since, this.pendingSince ?? since);
 
     if (failure !== undefined) {
       this.lastError = { at: this.lastPassAt, message: errorMessage(failure) };

@@ -53,7 +53,10 @@ export function startHealthServer(opts: HealthServerOptions): Promise<HealthServ
         case '/readyz':
           return opts.isReady() ? send(res, 200, READY_BODY, undefined, head) : send(res, 503, NOT_READY_BODY, undefined, head);
         case '/metrics':
-          return send(res, 200, opts.metrics.render(), METRICS_CONTENT_TYPE, head);
+          return void opts.metrics.render().then(
+            (body) => send(res, 200, body, METRICS_CONTENT_TYPE, head),
+            () => send(res, 500, 'internal error\n'),
+          );
         case '/status':
           return void serveStatus(req, res, { source: opts.status, head, log });
         default:

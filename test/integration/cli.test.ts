@@ -124,6 +124,17 @@ describe('a full start of the binary', () => {
       expect(metrics).toMatch(/^flannel_peers 1$/m);
       expect(metrics).toMatch(/^flannel_dataplane_calls_total\{op="routes.add"\} 1$/m);
       expect(metrics).toMatch(/^flannel_last_successful_apply_timestamp_seconds \d+/m);
+      // prom-client: build info, histograms, process metrics, labelled series present at zero.
+      expect(metrics).toContain(`flannel_build_info{version="${VERSION}"} 1`);
+      expect(metrics).toMatch(/^# TYPE flannel_apply_pass_duration_seconds histogram$/m);
+      expect(metrics).toMatch(/^flannel_apply_pass_duration_seconds_count\{result="ok"\} [1-9]/m);
+      expect(metrics).toMatch(/^flannel_event_to_dataplane_seconds_count [1-9]/m);
+      expect(metrics).toMatch(/^flannel_event_to_dataplane_seconds_bucket\{le="\+Inf"\} [1-9]/m);
+      expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
+      expect(metrics).toMatch(/^nodejs_heap_size_used_bytes \d+/m);
+      expect(metrics).toMatch(/^flannel_leases_rejected_total\{reason="vni-too-low"\} 0$/m);
+      expect(metrics).toMatch(/^flannel_dataplane_errors_total\{op="hns.createNetwork"\} 0$/m);
+      expect(metrics).toMatch(/^flannel_apply_passes_total\{result="error"\} 0$/m);
     } finally {
       child.kill('SIGTERM');
     }

@@ -2,7 +2,10 @@ import { describe, it, expect } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import { buildStatusReport, isLocalRequest } from '../../src/health/status.js';
 import { startHealthServer } from '../../src/health/server.js';
-import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { readFileSync } from 'node:fs';
+import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/health/metrics.js';
+import { LEASE_REJECT_REASONS } from '../../src/subnet/validate.js';
+import { VERSION } from '../../src/version.js';
 
 function get(port: number, path: string, method = 'GET'): Promise<{ status: number; type: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
@@ -117,5 +120,52 @@ describe('/status', () => {
     expect(buildStatusReport({ ...input, hnsNetwork: new Error('HNS down'), network: net }).network).toMatchObject({ present: false, error: 'HNS down' });
     expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: { ...net, peersProgrammed: 1 } }).inSync).toBe(false);
     expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: net }).inSync).toBe(true);
+  });
+});
+
+describe('Metrics (prom-client)', () => {
+  it('pre-registers every known labelled series at zero, plus build info', async () => {
+    const text = await new Metrics().render();
+    for (const reason of LEASE_REJECT_REASONS) expect(text).toContain(`flannel_leases_rejected_total{reason="${reason}"} 0\n`);
+    for (const op of DATAPLANE_OPS) {
+      expect(text).toContain(`flannel_dataplane_calls_total{op="${op}"} 0\n`);
+      expect(text).toContain(`flannel_dataplane_errors_total{op="${op}"} 0\n`);
+    }
+    expect(text).toContain('flannel_apply_passes_total{result="ok"} 0\n');
+    expect(text).toContain('flannel_apply_pass_duration_seconds_count{result="error"} 0\n');
+    expect(text).toContain('flannel_event_to_dataplane_seconds_count 0\n');
+    expect(text).toContain('flannel_api_reconnects_total 0\n');
+    expect(text).toContain(`flannel_build_info{version="${VERSION}"} 1\n`);
+    expect(text).not.toContain('process_cpu_seconds_total'); // only with { process: true } (the daemon)
+    expect(await new Metrics({ process: true }).render()).toMatch(/^process_cpu_seconds_total /m);
+  });
+
+  it('every operation HnsClient and the route table meter is pre-registered', () => {
+    const ops = [
+      ...[...readFileSync('src/hns/client.ts', 'utf8').matchAll(/this\.run\(\s*'([A-Za-z0-9]+)'/g)].map((m) => `hns.${m[1]}`),
+      ...[...readFileSync('src/routes/metered.ts', 'utf8').matchAll(/metered\(this\.metrics, '([a-z.]+)'/g)].map((m) => m[1]),
+    ];
+    expect(ops.length).toBeGreaterThan(20);
+    expect([...new Set(ops)].filter((op) => !DATAPLANE_OPS.includes(op!))).toEqual([]);
+  });
+
+  it('histograms observe seconds; get/total read counters and gauges; a family may grow a label', async () => {
+    const m = new Metrics();
+    m.observe(METRIC.passDuration, 0.03, { result: 'ok' });
+    m.observe(METRIC.eventToDataplane, 2);
+    m.inc('flannel_test_total');
+    m.inc('flannel_test_total', { kind: 'a' }, 2);
+    m.set(METRIC.peers, 4);
+    expect(m.get('flannel_test_total')).toBe(1);
+    expect(m.total('flannel_test_total')).toBe(3);
+    expect(m.get(METRIC.peers)).toBe(4);
+    const text = await m.render();
+    expect(text).toContain('flannel_apply_pass_duration_seconds_bucket{le="0.05",result="ok"} 1\n');
+    expect(text).toContain('flannel_apply_pass_duration_seconds_bucket{le="0.025",result="ok"} 0\n');
+    expect(text).toContain('flannel_event_to_dataplane_seconds_bucket{le="2.5"} 1\n');
+    expect(text).toContain('flannel_event_to_dataplane_seconds_sum 2\n');
+    expect(text).toContain('flannel_test_total 1\n');
+    expect(text).toContain('flannel_test_total{kind="a"} 2\n');
+    expect(text).toContain('flannel_peers 4\n');
   });
 });
