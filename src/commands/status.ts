@@ -3,6 +3,7 @@
 // the source VIP. Exit code 0 when the dataplane is in sync, 1 otherwise (also when the agent cannot be
 // reached), 2 for bad flags, so scripts can wait on it. Calico's `calicoctl node status` is the model;
 // upstream flannel has nothing like it.
+import { networkInterfaces } from 'node:os';
 import type { FlagSpec } from '../config/flags.js';
 import { FlagError, errorMessage } from '../errors.js';
 import type { StatusReport } from '../health/status.js';
@@ -24,10 +25,18 @@ export const STATUS_FLAGS: readonly FlagSpec[] = [
   },
 ];
 
-/** Where the agent started with these flags answers. */
-export function statusUrl(healthzIP: string, healthzPort: number): string {
-  const host = healthzIP === '' || healthzIP === '0.0.0.0' ? '127.0.0.1' : healthzIP.includes(':') ? `[${healthzIP}]` : healthzIP;
-  return `http://${host}:${healthzPort > 0 ? healthzPort : DEFAULT_STATUS_PORT}/status`;
+/**
+ * Where the agent started with these flags answers. Without a --healthz-ip (or with 0.0.0.0) the agent may
+ * listen on every address (loopback answers) or, as in the DaemonSet, on the node IP: try loopback first,
+ * then this host's own IPv4 addresses.
+ */
+export function statusUrls(healthzIP: string, healthzPort: number, ifaces: ReturnType<typeof networkInterfaces> = networkInterfaces()): string[] {
+  const port = healthzPort > 0 ? healthzPort : DEFAULT_STATUS_PORT;
+  const hosts =
+    healthzIP === '' || healthzIP === '0.0.0.0'
+      ? ['127.0.0.1', ...Object.values(ifaces).flatMap((list) => (list ?? []).filter((a) => a.family === 'IPv4' && !a.internal).map((a) => a.address))]
+      : [healthzIP];
+  return [...new Set(hosts)].map((h) => `http://${h.includes(':') ? `[${h}]` : h}:${port}/status`);
 }
 
 /** The table `flanneld status` prints. Pure. */
@@ -74,13 +83,23 @@ export const command: Command = {
       }
       const output = String(parsed.own.get('output'));
       if (output !== 'table' && output !== 'json') throw new FlagError(`invalid value "${output}" for flag -output: use table or json`, { flag: 'output', value: output });
-      const url = String(parsed.own.get('url') ?? '') || statusUrl(parsed.config.healthzIP, parsed.config.healthzPort);
-      let res: Response;
-      try {
-        res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
-      } catch (err) {
-        const cause = (err as { cause?: unknown }).cause;
-        io.stderr(`${program}: cannot reach the agent at ${url}: ${errorMessage(cause ?? err)}; is flanneld running with --healthz-port (pass the same --healthz-ip/--healthz-port, or --url)?\n`);
+      const flagUrl = String(parsed.own.get('url') ?? '');
+      const urls = flagUrl ? [flagUrl] : statusUrls(parsed.config.healthzIP, parsed.config.healthzPort);
+      let res: Response | undefined;
+      let url = urls[0]!;
+      let failure: unknown;
+      for (const candidate of urls) {
+        try {
+          res = await fetch(candidate, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+          url = candidate;
+          break;
+        } catch (err) {
+          failure ??= (err as { cause?: unknown }).cause ?? err;
+        }
+      }
+      if (!res) {
+        const where = urls.length > 1 ? `${urls[0]} (nor on this host's other addresses)` : url;
+        io.stderr(`${program}: cannot reach the agent at ${where}: ${errorMessage(failure)}; is flanneld running with --healthz-port (pass the same --healthz-ip/--healthz-port, or --url)?\n`);
         return 1;
       }
       const text = await res.text();

@@ -5,6 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
@@ -56,7 +57,7 @@ function cli(args: string[]): Promise<{ status: number | null; stdout: string; s
 }
 
 /** An agent with a health port and an injected boot time (the simulated node keeps no boot record otherwise). */
-async function startAgent(c: TestCluster, netConf: unknown, port: number) {
+async function startAgent(c: TestCluster, netConf: unknown, port: number, healthzIP = '127.0.0.1') {
   const dir = join(c.dir, WIN);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'net-conf.json'), JSON.stringify(netConf));
@@ -70,7 +71,7 @@ async function startAgent(c: TestCluster, netConf: unknown, port: number) {
       `--dataplane-state=${join(dir, 'dataplane.json')}`,
       `--iface=${WIN_IP}`,
       `--source-vip-file=${join(dir, 'run', 'flannel', 'sourcevip.json')}`,
-      '--healthz-ip=127.0.0.1',
+      `--healthz-ip=${healthzIP}`,
       `--healthz-port=${port}`,
     ],
     { NODE_NAME: WIN },
@@ -160,6 +161,22 @@ describe('flanneld status', () => {
     const r = await cli(['status', `--url=http://127.0.0.1:${port}/status`, '--output=json']);
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ startKind: 'restart', network: { name: 'cbr0', type: 'L2Bridge', adapter: 'Ethernet' }, mtu: 1500, sourceVip: null });
+  });
+
+  it('a health port bound to the node IP (the DaemonSet) is found without --healthz-ip, and answers this host', async () => {
+    const hostIP = Object.values(networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .find((a) => a.family === 'IPv4' && !a.internal)?.address;
+    if (!hostIP) return; // a host without a non-loopback IPv4 cannot show this
+    cluster = await new TestCluster().start();
+    cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
+    const port = await freePort();
+    const { agent } = await startAgent(cluster, HOSTGW_NET_CONF, port, hostIP);
+    await waitFor(async () => (await agent.status()).inSync, 'in sync');
+    const r = await cli(['status', `--healthz-port=${port}`, '--output=json']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ inSync: true, peers: { desired: 0, programmed: 0 } });
   });
 
   it('no agent listening: a clear error and exit 1; a bad --output is a flag error (exit 2)', async () => {

@@ -1,6 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import { buildStatusReport, isLocalRequest } from '../../src/health/status.js';
+import { statusUrls } from '../../src/commands/status.js';
 import { startHealthServer } from '../../src/health/server.js';
 import { readFileSync } from 'node:fs';
 import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/health/metrics.js';
@@ -167,5 +168,20 @@ describe('Metrics (prom-client)', () => {
     expect(text).toContain('flannel_test_total 1\n');
     expect(text).toContain('flannel_test_total{kind="a"} 2\n');
     expect(text).toContain('flannel_peers 4\n');
+  });
+});
+
+describe('flanneld status: where it looks for the agent', () => {
+  const ifaces = {
+    lo: [{ address: '127.0.0.1', netmask: '255.0.0.0', family: 'IPv4' as const, mac: '00:00:00:00:00:00', internal: true, cidr: '127.0.0.1/8' }],
+    Ethernet: [{ address: '10.0.0.7', netmask: '255.255.255.0', family: 'IPv4' as const, mac: '00:15:5d:00:00:01', internal: false, cidr: '10.0.0.7/24' }],
+  };
+  it.each([
+    ['', 0, ['http://127.0.0.1:10277/status', 'http://10.0.0.7:10277/status']],
+    ['0.0.0.0', 9999, ['http://127.0.0.1:9999/status', 'http://10.0.0.7:9999/status']],
+    ['10.0.0.7', 10277, ['http://10.0.0.7:10277/status']],
+    ['127.0.0.1', 0, ['http://127.0.0.1:10277/status']],
+  ])('--healthz-ip %j --healthz-port %j', (ip, port, urls) => {
+    expect(statusUrls(ip, port, ifaces)).toEqual(urls);
   });
 });
