@@ -3,25 +3,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
-import { waitFor } from '../support/cluster.js';
+import { freePort, waitFor } from '../support/cluster.js';
 
 const MAIN = join(process.cwd(), 'dist', 'main.js');
 const run = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 20_000 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Like run(), but without blocking the event loop (the fake API server lives in this process). */
 function runAsync(args: string[], env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {

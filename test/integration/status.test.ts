@@ -4,14 +4,13 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, waitFor } from '../support/cluster.js';
 
 const MAIN = join(process.cwd(), 'dist', 'main.js');
 const WIN = 'win-1';
@@ -30,15 +29,6 @@ afterEach(async () => {
 beforeAll(() => {
   if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The built CLI, without blocking this process's event loop (the agent and the API server live here). */
 function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
