@@ -13,8 +13,10 @@ export interface LeaseValidationContext {
   backendType: 'vxlan' | 'host-gw';
 }
 
-/** Short machine labels, used as the `reason` label of `flannel_leases_rejected_total`. */
-/** Every reason a peer lease is rejected for (metrics pre-register one series per reason). */
+/**
+ * Every reason a peer lease is rejected for: short machine labels, used as the `reason` label of
+ * `flannel_leases_rejected_total` (pre-registered at zero, one series per reason).
+ */
 export const LEASE_REJECT_REASONS = [
   'subnet-invalid',
   'subnet-not-network-address',
