@@ -2,8 +2,8 @@
 // process metrics). The agent's components receive the one `Metrics` instance and bump the names below
 // through inc/set/observe; /metrics renders its registry. A small mirror of the counter and gauge values
 // answers get/total synchronously (prom-client reads are async), for the demo and the tests.
-// Every labelled series whose label values are known (LABEL_VALUES) exists from the start at zero, so a
-// rate() or an alert on it works before the first event.
+// Every family in HELP exists from the start, and every labelled series whose label values are known
+// (LABEL_VALUES) at zero, so a rate() or an alert on it works before the first event.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { LEASE_REJECT_REASONS } from '../subnet/validate.js';
 import { VERSION } from '../version.js';
@@ -111,7 +111,8 @@ export class Metrics {
         else this.set(name, 0, { [label]: v });
       }
     }
-    for (const name of [METRIC.peers, METRIC.lastApplySuccess, METRIC.apiReconnects, METRIC.eventToDataplane]) this.family(name, []);
+    // Every other declared family from the start too (an unlabelled one at zero; labels may come later).
+    for (const name of Object.keys(HELP)) this.family(name, []);
     this.set(METRIC.buildInfo, 1, { version: VERSION });
     if (opts.process) collectDefaultMetrics({ register: this.registry });
   }

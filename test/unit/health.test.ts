@@ -157,6 +157,7 @@ describe('Metrics (prom-client)', () => {
     m.inc('flannel_test_total');
     m.inc('flannel_test_total', { kind: 'a' }, 2);
     m.set(METRIC.peers, 4);
+    m.inc(METRIC.apiReconnects, { kind: 'relist' }); // a declared unlabelled family growing a label
     expect(m.get('flannel_test_total')).toBe(1);
     expect(m.total('flannel_test_total')).toBe(3);
     expect(m.get(METRIC.peers)).toBe(4);
@@ -168,6 +169,8 @@ describe('Metrics (prom-client)', () => {
     expect(text).toContain('flannel_test_total 1\n');
     expect(text).toContain('flannel_test_total{kind="a"} 2\n');
     expect(text).toContain('flannel_peers 4\n');
+    expect(text).toContain('flannel_api_reconnects_total{kind="relist"} 1\n');
+    expect(text).not.toContain('flannel_api_reconnects_total 0\n');
   });
 });
 
