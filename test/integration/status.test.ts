@@ -136,7 +136,7 @@ describe('flanneld status', () => {
     expect(failingTable.status).toBe(1);
     expect(failingTable.stdout).toMatch(/^Dataplane +NOT in sync/m);
     expect(failingTable.stdout).toMatch(/^Peers +2 desired, 1 programmed, 1 rejected$/m);
-  });
+  }, 60_000);
 
   it('host-gw: a restart in the same boot says so; the L2Bridge network and its adapter are named', async () => {
     cluster = await new TestCluster().start();
