@@ -57,17 +57,6 @@ async function listBaseline(kubeconfig, repeats) {
   return { medianMs: r1(percentile(times, 50)), minMs: r1(Math.min(...times)), items, repeats };
 }
 
-function metricValue(metrics, name, labelText) {
-  const text = metrics.render();
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    if (labelText && !line.includes(labelText)) continue;
-    sum += Number(line.split(' ').pop());
-  }
-  return sum;
-}
-
 async function coldStart(n, backend) {
   const dir = makeTmpDir();
   const api = await new ApiServerProcess().setup(dir, { peers: n, backend });
@@ -91,7 +80,7 @@ async function coldStart(n, backend) {
     const tProgrammed = a.milestones['dataplane in sync with peers'] ?? wallNow();
     const held = programmedPrefixes(a.sim, backend).size;
     const applyCalls = classifyCalls(diffCalls(a.sim.calls, callsAtEnv ?? new Map()));
-    const passes = metricValue(a.metrics, 'flannel_apply_passes_total', 'result="ok"') + metricValue(a.metrics, 'flannel_apply_passes_total', 'result="error"');
+    const passes = a.metrics.total('flannel_apply_passes_total');
     await a.stop();
     const writesPerPeer = n > 0 ? applyCalls.writes / n : 0;
     const readsPerPass = passes > 0 ? applyCalls.reads / passes : applyCalls.reads;

@@ -21,11 +21,7 @@ import {
 } from './lib/common.mjs';
 
 function passes(metrics) {
-  return metrics
-    .render()
-    .split('\n')
-    .filter((l) => l.startsWith('flannel_apply_passes_total'))
-    .reduce((s, l) => s + Number(l.split(' ').pop()), 0);
+  return metrics.total('flannel_apply_passes_total');
 }
 
 const equalTo = (sim, backend, want) => () => {

@@ -64,9 +64,8 @@ async function one(backend, n, stallMs) {
     let lost = 0;
     for (let i = 1; i <= n; i++) if (!held.has(peer(i).subnet)) lost++;
     const calls = classifyCalls(a.sim.calls);
-    const errors = a.metrics.render().split('\n').filter((l) => l.startsWith('flannel_dataplane_errors_total')).reduce((s, l) => s + Number(l.split(' ').pop()), 0);
-    const passLines = a.metrics.render().split('\n').filter((l) => l.startsWith('flannel_apply_passes_total'));
-    const passCount = (result) => passLines.filter((l) => l.includes(`result="${result}"`)).reduce((s, l) => s + Number(l.split(' ').pop()), 0);
+    const errors = a.metrics.total('flannel_dataplane_errors_total');
+    const passCount = (result) => a.metrics.get('flannel_apply_passes_total', { result });
     const att = [...attempts.values()];
     const retried = att.filter((x) => x > 1).length;
     a.sim.clearInjections();

@@ -14,10 +14,12 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { startHealthServer } from './health/server.js';
+import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
+import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
@@ -26,6 +28,7 @@ import { KubeSubnetManager } from './subnet/kube/manager.js';
 import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from './subnet/etcd/factory.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { LeaseWatcher } from './subnet/watcher.js';
+import { VERSION } from './version.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -60,6 +63,7 @@ export class Agent {
   private netConfValue: NetworkConfig | undefined;
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
+  private watcher: LeaseWatcher | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -91,6 +95,33 @@ export class Agent {
     return this.sourceVipValue;
   }
 
+  /** What `flanneld status` shows (GET /status); reads the HNS network once. */
+  async status(): Promise<StatusReport> {
+    const network = this.networkValue;
+    let hnsNetwork: StatusInput['hnsNetwork'];
+    if (network && this.dataplaneValue) {
+      try {
+        const n = await this.dataplaneValue.hns.getNetworkByNameV1(network.networkName);
+        hnsNetwork = n && { id: n.ID, type: n.Type, adapter: n.NetworkAdapterName };
+      } catch (err) {
+        hnsNetwork = err instanceof Error ? err : new Error(String(err));
+      }
+    }
+    return buildStatusReport({
+      version: VERSION,
+      phase: this.phaseValue,
+      ready: this.ready,
+      startKind: this.startKindValue,
+      lease: network && { subnet: network.lease.subnet, publicIP: network.lease.publicIP },
+      networkName: network?.networkName ?? this.netConfValue?.backend.name,
+      hnsNetwork,
+      mtu: network?.mtu,
+      sourceVip: this.sourceVipValue?.ip,
+      network: network?.status?.(),
+      rejections: this.watcher?.rejected() ?? [],
+    });
+  }
+
   /** Run until `signal` aborts (resolves) or a fatal error (rejects). */
   async run(signal: AbortSignal): Promise<void> {
     const { config } = this.opts;
@@ -103,6 +134,7 @@ export class Agent {
             port: config.healthzPort,
             metrics: this.metrics,
             isReady: () => this.ready,
+            status: () => this.status(),
             log: componentLogger(this.opts.log, 'health'),
           }).catch((err: unknown) => {
             lock.release();
@@ -178,8 +210,10 @@ export class Agent {
     const backend: Backend = netConf.backend.type === 'vxlan' ? new VxlanBackend(deps) : new HostGwBackend(deps);
 
     this.phaseValue = 'registering';
+    const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     const network = await backend.registerNetwork(signal);
     this.networkValue = network;
+    await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
     if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
 
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
@@ -188,7 +222,7 @@ export class Agent {
     this.phaseValue = 'running';
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
 
-    const watcher = new LeaseWatcher({
+    const watcher = (this.watcher = new LeaseWatcher({
       ownLeaseKey: network.lease.key,
       ownSubnet: network.lease.subnet,
       validation: {
@@ -200,7 +234,7 @@ export class Agent {
       log: componentLogger(root, 'leases'),
       metrics: this.metrics,
       clock: this.clock,
-    });
+    }));
 
     let synced = false;
     const watching = subnetManager.watchLeases((update) => {

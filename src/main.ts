@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // flanneld entry point: parse flags/env, start the agent, map outcomes to exit codes.
 // The only module that calls process.exit (and, through config, reads process.env).
-import { Agent } from './agent.js';
 import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
@@ -61,7 +60,9 @@ async function main(): Promise<number> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 
   try {
-    await new Agent({ config, log }).run(controller.signal);
+    // Loaded here, not at the top: the subcommands (status, cni-config, ...) start without the agent.
+    const [{ Agent }, { Metrics }] = await Promise.all([import('./agent.js'), import('./health/metrics.js')]);
+    await new Agent({ config, log, metrics: new Metrics({ process: true }) }).run(controller.signal);
     log.info('stopped');
     return 0;
   } catch (err) {

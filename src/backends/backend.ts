@@ -26,6 +26,19 @@ export interface BackendDeps {
   resyncMs?: number;
 }
 
+/** What `flanneld status` shows of a network's reconcile loop. */
+export interface NetworkStatus {
+  /** The last pass succeeded and the desired set has not changed since. */
+  inSync: boolean;
+  /** Peers handed to setPeers, and how many of them the dataplane holds completely. */
+  peersDesired: number;
+  peersProgrammed: number;
+  lastPassAt: number | undefined;
+  lastPassOk: boolean | undefined;
+  lastSuccessAt: number | undefined;
+  lastError: { at: number; message: string } | undefined;
+}
+
 /** A registered network: the own lease, the MTU for subnet.env, and the peer reconcile loop. */
 export interface Network {
   readonly lease: Lease;
@@ -40,6 +53,8 @@ export interface Network {
   waitForInSync(signal?: AbortSignal): Promise<void>;
   /** Reconcile until `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
+  /** The reconcile loop's state, for `flanneld status`. */
+  status?(): NetworkStatus;
 }
 
 export interface Backend {

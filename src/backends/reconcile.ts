@@ -104,6 +104,11 @@ export interface ReconcilerStatus {
   lastSuccessAt: number | undefined;
   passes: number;
   consecutiveFailures: number;
+  /** When the last pass ended, and whether it succeeded. */
+  lastPassAt: number | undefined;
+  lastPassOk: boolean | undefined;
+  /** The last failed pass: when, and its error. */
+  lastError: { at: number; message: string } | undefined;
 }
 
 export class Reconciler<A, D> {
@@ -123,6 +128,13 @@ export class Reconciler<A, D> {
   private lastSuccessAt: number | undefined;
   private passes = 0;
   private consecutiveFailures = 0;
+  private lastPassAt: number | undefined;
+  private lastPassOk: boolean | undefined;
+  private lastError: { at: number; message: string } | undefined;
+  /** Keys of desired items the dataplane holds, as far as the passes so far know. */
+  private programmed = new Set<string>();
+  /** When the desired set first changed since the last successful pass (event-to-dataplane latency). */
+  private pendingSince: number | undefined;
   private running: Promise<ApplyResult> | undefined;
   private wake: (() => void) | undefined;
   private readonly inSyncWaiters: (() => void)[] = [];
@@ -140,6 +152,7 @@ export class Reconciler<A, D> {
   /** Replace the desired set and mark the dataplane dirty. Writes nothing by itself. */
   setDesired(items: readonly D[]): void {
     this.desired = [...items];
+    this.pendingSince ??= this.clock.now();
     this.dirty = true;
     this.inSync = false;
     this.wake?.();
@@ -160,7 +173,15 @@ export class Reconciler<A, D> {
       lastSuccessAt: this.lastSuccessAt,
       passes: this.passes,
       consecutiveFailures: this.consecutiveFailures,
+      lastPassAt: this.lastPassAt,
+      lastPassOk: this.lastPassOk,
+      lastError: this.lastError,
     };
+  }
+
+  /** True when the last passes left the desired item with this key in the dataplane. */
+  isProgrammed(key: string): boolean {
+    return this.programmed.has(key);
   }
 
   /** Resolves after the first successful pass after `markSynced()`. */
@@ -203,9 +224,16 @@ export class Reconciler<A, D> {
     let removed = 0;
     let replaced = 0;
     let failure: unknown;
+    const started = this.clock.now();
+    const since = this.pendingSince;
+    this.pendingSince = undefined;
+    const key = (d: D) => this.driver.desiredKey(d);
+    const wanted = new Set(desired.map(key));
+    let programmed = new Set([...this.programmed].filter((k) => wanted.has(k)));
     try {
       const actual = await this.driver.readActual();
       const plan = planReconcile(actual, desired, this.driver);
+      programmed = new Set(wanted);
       const toRemove = [...plan.remove, ...plan.replace.map((r) => r.from)];
       let removeOk = true;
       if (toRemove.length > 0) {
@@ -215,6 +243,7 @@ export class Reconciler<A, D> {
         } catch (err) {
           removeOk = false;
           failure = err;
+          for (const r of plan.replace) programmed.delete(key(r.to));
         }
       }
       // A replacement is added only once its old item is gone; plain additions go ahead regardless.
@@ -226,6 +255,7 @@ export class Reconciler<A, D> {
           if (removeOk) replaced = plan.replace.length;
         } catch (err) {
           failure ??= err;
+          for (const d of toAdd) programmed.delete(key(d));
         }
       }
       if (toRemove.length + toAdd.length > 0 || failure !== undefined) {
@@ -234,8 +264,16 @@ export class Reconciler<A, D> {
     } catch (err) {
       failure = err;
     }
+    this.programmed = programmed;
+    this.lastPassAt = this.clock.now();
+    this.lastPassOk = failure === undefined;
+    this.metrics?.observe(METRIC.passDuration, (this.lastPassAt - started) / 1000, { result: this.lastPassOk ? 'ok' : 'error' });
+    if (failure === undefined && since !== undefined) this.metrics?.observe(METRIC.eventToDataplane, (this.lastPassAt - since) / 1000);
+    // A change that did not reach the dataplane keeps its start time for the next pass.
+    else if (since !== undefined) this.pendingSince = Math.min(since, this.pendingSince ?? since);
 
     if (failure !== undefined) {
+      this.lastError = { at: this.lastPassAt, message: errorMessage(failure) };
       this.dirty = true;
       this.inSync = false;
       this.consecutiveFailures++;

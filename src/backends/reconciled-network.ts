@@ -1,6 +1,6 @@
 // A Network whose peers are kept equal to the desired set by the shared Reconciler. Both backends are
 // this class with their own driver (routes for host-gw, RemoteSubnetRoute policies for vxlan).
-import type { Network } from './backend.js';
+import type { Network, NetworkStatus } from './backend.js';
 import { Reconciler, type ReconcileDriver } from './reconcile.js';
 import type { Clock } from '../clock.js';
 import type { Metrics } from '../health/metrics.js';
@@ -26,12 +26,15 @@ export class ReconciledNetwork<A, D> implements Network {
   readonly networkName: string;
   private readonly reconciler: Reconciler<A, D>;
   private readonly desiredFor: (peer: Lease) => D[];
+  private readonly desiredKey: (d: D) => string;
+  private peers: Lease[] = [];
 
   constructor(opts: ReconciledNetworkOptions<A, D>) {
     this.lease = opts.lease;
     this.mtu = opts.mtu;
     this.networkName = opts.networkName;
     this.desiredFor = opts.desiredFor;
+    this.desiredKey = (d) => opts.driver.desiredKey(d);
     this.reconciler = new Reconciler<A, D>({
       driver: opts.driver,
       clock: opts.clock,
@@ -42,6 +45,7 @@ export class ReconciledNetwork<A, D> implements Network {
   }
 
   setPeers(peers: Lease[]): void {
+    this.peers = peers;
     this.reconciler.setDesired(peers.flatMap((p) => this.desiredFor(p)));
   }
 
@@ -55,5 +59,19 @@ export class ReconciledNetwork<A, D> implements Network {
 
   run(signal: AbortSignal): Promise<void> {
     return this.reconciler.run(signal);
+  }
+
+  status(): NetworkStatus {
+    const r = this.reconciler.status();
+    const programmed = this.peers.filter((p) => this.desiredFor(p).every((d) => this.reconciler.isProgrammed(this.desiredKey(d)))).length;
+    return {
+      inSync: r.synced && r.inSync,
+      peersDesired: this.peers.length,
+      peersProgrammed: programmed,
+      lastPassAt: r.lastPassAt,
+      lastPassOk: r.lastPassOk,
+      lastSuccessAt: r.lastSuccessAt,
+      lastError: r.lastError,
+    };
   }
 }

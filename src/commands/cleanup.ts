@@ -5,7 +5,9 @@
 //  * vxlan: the source VIP endpoint `<name>_sourcevip`, its host-local reservation and sourceVip files,
 //    the Overlay network (its RemoteSubnetRoute policies go with it);
 //  * the agent's files in the subnet file's directory (`C:\run\flannel`: subnet.env, boot.json,
-//    sourcevip.json), and the directory itself when nothing else is left in it.
+//    sourcevip.json), and the directory itself when nothing else is left in it;
+//  * the CNI conflist `flanneld cni-config -o` wrote (`--cni-conf-file`), when it still is flannel's
+//    conflist for this network (someone else's file at that path is kept).
 // Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
 // `--dry-run` reports without changing anything. Prints one line per object.
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
@@ -26,11 +28,16 @@ import { readNetConf } from '../subnet/net-conf.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import type { Command, CommandIO } from './command.js';
+import { isOwnCniConfig } from './cni-config.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
+
+/** Where the install scripts and the DaemonSet have `cni-config` write the conflist. */
+export const WINDOWS_CNI_CONF_FILE = 'C:\\etc\\cni\\net.d\\10-flannel.conflist';
 
 export const CLEANUP_FLAGS: readonly FlagSpec[] = [
   { name: 'dry-run', kind: 'bool', default: false, help: 'only print what would be removed' },
   { name: 'force', kind: 'bool', default: false, help: 'run even while an agent holds the node lock (flanneld.lock beside subnet.env)' },
+  { name: 'cni-conf-file', kind: 'string', default: '', help: `the CNI conflist written by cni-config -o, removed when it is flannel's for this network (Windows default ${WINDOWS_CNI_CONF_FILE}; "none" keeps it)`, valueName: 'FILE' },
 ];
 
 export interface CleanupReport {
@@ -45,6 +52,8 @@ export interface CleanupOptions {
   netConf: NetworkConfig;
   dataplane: Dataplane;
   dryRun: boolean;
+  /** The CNI conflist to remove when it is ours; '' for none. */
+  cniConfFile?: string;
 }
 
 /** Remove the agent's HNS objects, routes and files; returns what it did. */
@@ -114,6 +123,12 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
     }
   }
 
+  if (opts.cniConfFile) {
+    const text = readIf(opts.cniConfFile);
+    if (text !== undefined && isOwnCniConfig(text, name)) removeFile(opts.cniConfFile, dryRun, did, seen);
+    else if (text !== undefined) report.kept.push(`${opts.cniConfFile}: not flannel's CNI config for network ${name}`);
+  }
+
   // The agent's files beside subnet.env, then the directory when it is empty.
   const dir = dirname(config.subnetFile);
   const own = new Set([config.subnetFile, join(dir, BOOT_FILE_NAME), agentLockPath(config.subnetFile), config.sourceVipFile].filter((f) => f !== ''));
@@ -174,7 +189,9 @@ export const command: Command = {
       refuseWhileAgentRuns(config.subnetFile, parsed.own.get('force') === true);
       const netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
-      const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true });
+      const cniFlag = String(parsed.own.get('cni-conf-file') ?? '');
+      const cniConfFile = cniFlag === 'none' ? '' : cniFlag || (io.platform === 'win32' ? WINDOWS_CNI_CONF_FILE : '');
+      const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true, cniConfFile });
       for (const l of report.lines) io.stdout(`${l}\n`);
       for (const k of report.kept) io.stdout(`kept ${k}\n`);
       if (report.lines.length === 0) io.stdout(`nothing to remove: no HNS network ${netConf.backend.name} and no agent files\n`);

@@ -4,6 +4,18 @@
 // win-overlay for vxlan (Overlay network), both in HNS v2 mode (`apiVersion: 2`, the policy shape of
 // containernetworking/plugins plugins/main/windows/*/sample-v2.conf). The conflist `name` is the HNS
 // network name: the flannel plugin passes it to the delegate, which looks the network up by that name.
+//
+// OutBoundNAT exceptions (traffic that keeps the pod IP as its source):
+//  * vxlan: the cluster CIDR and the Service CIDR only, as every overlay install has them: microsoft/SDN
+//    Kubernetes/flannel/overlay/cni/config/cni.conf, sig-windows-tools hostprocess/flannel/flanneld/
+//    start.ps1 (`Exceptions = $serviceSubnet, $podSubnet`) and rke2 pkg/windows/flannel.go
+//    (flannelCniConflistTemplate). The node's LAN is NOT excepted: a LAN machine outside the cluster
+//    cannot route a reply back to a pod IP, so pod traffic to it must leave with the node's IP.
+//  * host-gw: also the node subnet (microsoft/SDN Kubernetes/flannel/l2bridge/cni/config/cni.conf): on
+//    an L2Bridge network the other nodes sit on that subnet and route pod CIDRs to each other.
+// `loopbackDSR` is a top-level key of the delegate's config (containernetworking/plugins pkg/hns/
+// netconf_windows.go NetConf.LoopbackDSR, read by win-overlay and win-bridge): the plugin adds an
+// OutBoundNAT policy with the pod's own IP as destination, so a pod can reach itself through a Service.
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { writeFileAtomicSync } from '../fs-atomic.js';
@@ -23,9 +35,10 @@ export const DEFAULT_CNI_VERSION = '0.3.0';
 export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
   { name: 'service-cidr', kind: 'string', default: DEFAULT_SERVICE_CIDR, help: 'the cluster Service CIDR: no NAT towards it, routed through the host (SDNRoute)', valueName: 'CIDR' },
   { name: 'management-ip', kind: 'string', default: '', help: "the node's IP (required for vxlan: the ProviderAddress policy; host-gw: a /32 SDNRoute to the host)", valueName: 'IP' },
-  { name: 'management-subnet', kind: 'string', default: '', help: "the node network's CIDR (no NAT towards it); default: the subnet of --management-ip on this host", valueName: 'CIDR' },
+  { name: 'management-subnet', kind: 'string', default: '', help: "host-gw: the node network's CIDR (no NAT towards it); default: the subnet of --management-ip on this host. Not used for vxlan", valueName: 'CIDR' },
   { name: 'dns-server', kind: 'string', default: DEFAULT_DNS_SERVER, help: 'comma-separated DNS servers for pods (the kube-dns Service IP)', valueName: 'IPS' },
   { name: 'dns-search', kind: 'string', default: DEFAULT_DNS_SEARCH, help: 'comma-separated DNS search suffixes for pods', valueName: 'DOMAINS' },
+  { name: 'no-loopback-dsr', kind: 'bool', default: false, help: 'leave loopbackDSR off (by default a pod can reach itself through its own Service)' },
   { name: 'cni-version', kind: 'string', default: DEFAULT_CNI_VERSION, help: 'cniVersion of the conflist', valueName: 'VERSION' },
   { name: 'output', kind: 'string', default: '', help: 'write the conflist to this file (atomically) instead of stdout', valueName: 'FILE', aliases: ['o'] },
 ];
@@ -33,12 +46,15 @@ export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
 export interface CniConfigInput {
   netConf: NetworkConfig;
   serviceCidr: string;
-  managementSubnet: string;
+  /** host-gw: the node network, excepted from NAT. Not used for vxlan. */
+  managementSubnet?: string;
   /** Required for vxlan. */
   managementIP?: string;
   dnsServers: string[];
   dnsSearch: string[];
   cniVersion?: string;
+  /** Default true. */
+  loopbackDSR?: boolean;
 }
 
 interface Policy {
@@ -56,7 +72,10 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   if (vxlan && !input.managementIP) {
     throw new FlagError('flag -management-ip is required for the vxlan backend (the ProviderAddress policy of win-overlay)', { flag: 'management-ip' });
   }
-  const exceptions = unique([netConf.network, input.serviceCidr, input.managementSubnet]);
+  if (!vxlan && !input.managementSubnet) {
+    throw new FlagError('flag -management-subnet (or -management-ip) is required for host-gw: the node network must be excluded from outbound NAT', { flag: 'management-subnet' });
+  }
+  const exceptions = unique(vxlan ? [netConf.network, input.serviceCidr] : [netConf.network, input.serviceCidr, input.managementSubnet!]);
   const policies: Policy[] = [
     policy('OutBoundNAT', { Exceptions: exceptions }),
     policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true }),
@@ -71,6 +90,7 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
     type: vxlan ? 'win-overlay' : 'win-bridge',
     apiVersion: 2,
     ...(vxlan ? { endpointMacPrefix: backend.macPrefix } : {}),
+    loopbackDSR: input.loopbackDSR ?? true,
     dns: { nameservers: input.dnsServers, search: input.dnsSearch },
     policies,
   };
@@ -79,6 +99,17 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
     name: backend.name,
     plugins: [{ type: 'flannel', capabilities: { portMappings: true, dns: true }, delegate }],
   };
+}
+
+/** True when `text` is a conflist this command renders for HNS network `networkName` (cleanup removes only those). */
+export function isOwnCniConfig(text: string, networkName: string): boolean {
+  try {
+    const conf = JSON.parse(text) as { name?: unknown; plugins?: { type?: unknown; delegate?: { type?: unknown } }[] };
+    const plugin = conf.plugins?.[0];
+    return conf.name === networkName && plugin?.type === 'flannel' && (plugin.delegate?.type === 'win-overlay' || plugin.delegate?.type === 'win-bridge');
+  } catch {
+    return false;
+  }
 }
 
 function unique(items: string[]): string[] {
@@ -118,7 +149,7 @@ export const command: Command = {
   async run(args: string[], io: CommandIO): Promise<number> {
     const program = 'flanneld cni-config';
     try {
-      const parsed = parseCommandArgs(args, CNI_CONFIG_FLAGS, io);
+      const parsed = parseCommandArgs(args, CNI_CONFIG_FLAGS, io, { usesDataplane: false });
       if (parsed.kind === 'help') {
         io.stdout(commandUsage(program, this.summary, CNI_CONFIG_FLAGS));
         return 0;
@@ -129,17 +160,15 @@ export const command: Command = {
       if (managementIP && !isIp4(managementIP)) {
         throw new FlagError(`invalid value "${managementIP}" for flag -management-ip: not an IPv4 address`, { flag: 'management-ip', value: managementIP });
       }
-      let managementSubnet = own('management-subnet') ? cidrFlag('management-subnet', own('management-subnet')) : '';
-      if (!managementSubnet && managementIP) managementSubnet = subnetOfIP(managementIP) ?? '';
-      if (!managementSubnet) {
-        throw new FlagError(
-          managementIP
-            ? `no interface of this host holds ${managementIP}, so its subnet is unknown: pass --management-subnet (e.g. 192.168.1.0/24)`
-            : 'flag -management-subnet (or -management-ip) is required: the node network must be excluded from outbound NAT',
-          { flag: 'management-subnet' },
-        );
+      const vxlan = netConf.backend.type === 'vxlan';
+      let managementSubnet = !vxlan && own('management-subnet') ? cidrFlag('management-subnet', own('management-subnet')) : '';
+      if (!vxlan && !managementSubnet && managementIP) {
+        managementSubnet = subnetOfIP(managementIP) ?? '';
+        if (!managementSubnet) {
+          throw new FlagError(`no interface of this host holds ${managementIP}, so its subnet is unknown: pass --management-subnet (e.g. 192.168.1.0/24)`, { flag: 'management-subnet' });
+        }
       }
-      if (managementIP && !contains(managementSubnet, managementIP)) {
+      if (managementSubnet && managementIP && !contains(managementSubnet, managementIP)) {
         throw new FlagError(`--management-ip ${managementIP} is not inside --management-subnet ${managementSubnet}`, { flag: 'management-subnet' });
       }
       const dnsServers = listFlag(own('dns-server'));
@@ -147,11 +176,12 @@ export const command: Command = {
       const conf = renderCniConfig({
         netConf,
         serviceCidr: cidrFlag('service-cidr', own('service-cidr')),
-        managementSubnet,
+        managementSubnet: managementSubnet || undefined,
         managementIP: managementIP || undefined,
         dnsServers,
         dnsSearch: listFlag(own('dns-search')),
         cniVersion: own('cni-version') || DEFAULT_CNI_VERSION,
+        loopbackDSR: parsed.own.get('no-loopback-dsr') !== true,
       });
       const text = JSON.stringify(conf, null, 2) + '\n';
       const out = own('output');

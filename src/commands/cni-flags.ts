@@ -40,8 +40,11 @@ export type OwnValues = ReadonlyMap<string, FlagValue>;
 
 export type ParsedCommandArgs = { kind: 'help' } | { kind: 'run'; own: OwnValues; config: AgentConfig };
 
-/** Parse own + agent flags. The agent part accepts FLANNELD_* from the environment, as the daemon does. */
-export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec[], io: CommandIO): ParsedCommandArgs {
+/**
+ * Parse own + agent flags. The agent part accepts FLANNELD_* from the environment, as the daemon does.
+ * A command that never touches the dataplane (`usesDataplane: false`) runs anywhere without --dataplane.
+ */
+export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec[], io: CommandIO, opts: { usesDataplane?: boolean } = {}): ParsedCommandArgs {
   const split = splitArgs(argv, own);
   const ownParsed = parseFlags(split.own, own);
   if (ownParsed.help || split.agent.some((a) => a === '-h' || a === '--help' || a === '-help')) return { kind: 'help' };
@@ -50,7 +53,11 @@ export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec
   // The tools never talk to the API server: kube mode only matters for NODE_NAME checks, so drop it.
   const parsed = parseConfig(
     split.agent.filter((a) => flagName(a) !== 'kube-subnet-mgr'),
-    { ...io.env, FLANNELD_KUBE_SUBNET_MGR: undefined },
+    {
+      ...io.env,
+      FLANNELD_KUBE_SUBNET_MGR: undefined,
+      ...(opts.usesDataplane === false ? { FLANNELD_DATAPLANE: io.env['FLANNELD_DATAPLANE'] || 'simulated' } : {}),
+    },
     { platform: io.platform },
   );
   if (parsed.kind !== 'run') return { kind: 'help' };

@@ -22,6 +22,7 @@ export const COMMANDS: Record<string, string> = {
   'cni-config': './cni-config.js',
   'install-cni': './install-cni.js',
   service: './service.js',
+  status: './status.js',
 };
 
 export async function loadCommand(name: string): Promise<Command | undefined> {

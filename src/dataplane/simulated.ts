@@ -392,7 +392,11 @@ export class SimulatedDataplane {
     return this.state.adapters.find((a) => a.Name === PHYSICAL_ADAPTER);
   }
 
-  /** Build the vSwitch on `phys` once: move its IP and default route to `vEthernet (<phys>)` with a new index. */
+  /**
+   * Build the vSwitch on `phys` once: move its IP and default route to `vEthernet (<phys>)` with a new index.
+   * Its other routes are lost, as on Windows: among them a cloud image's route to the metadata server
+   * 169.254.169.254 (sig-windows-tools hostprocess/flannel/flanneld/start.ps1 re-adds it for that reason).
+   */
   private ensureVSwitch(phys: SimAdapter): SimAdapter {
     const name = `vEthernet (${phys.Name})`;
     const existing = this.state.adapters.find((a) => a.Name === name);

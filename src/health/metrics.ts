@@ -1,13 +1,14 @@
-// A small Prometheus text-format registry: counters and gauges with optional labels. The agent's
-// components receive the one `Metrics` instance and bump the names below; /metrics renders it.
+// The agent's Prometheus metrics, exposed by prom-client (the ecosystem's client: text format, histograms,
+// process metrics). The agent's components receive the one `Metrics` instance and bump the names below
+// through inc/set/observe; /metrics renders its registry. A small mirror of the counter and gauge values
+// answers get/total synchronously (prom-client reads are async), for the demo and the tests.
+// Every family in HELP exists from the start, and every labelled series whose label values are known
+// (LABEL_VALUES) at zero, so a rate() or an alert on it works before the first event.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LEASE_REJECT_REASONS } from '../subnet/validate.js';
+import { VERSION } from '../version.js';
 
 export type Labels = Record<string, string>;
-
-interface Family {
-  help: string;
-  type: 'counter' | 'gauge';
-  values: Map<string, { labels: Labels; value: number }>;
-}
 
 export const METRIC = {
   peers: 'flannel_peers',
@@ -19,9 +20,14 @@ export const METRIC = {
   apiReconnects: 'flannel_api_reconnects_total',
   nodesSkipped: 'flannel_nodes_skipped_total',
   subnetConflicts: 'flannel_subnet_conflicts_total',
+  buildInfo: 'flannel_build_info',
+  eventToDataplane: 'flannel_event_to_dataplane_seconds',
+  passDuration: 'flannel_apply_pass_duration_seconds',
 } as const;
 
-const HELP: Record<string, [string, 'counter' | 'gauge']> = {
+type Kind = 'counter' | 'gauge' | 'histogram';
+
+const HELP: Record<string, [string, Kind]> = {
   [METRIC.peers]: ['Peer leases currently accepted and desired in the dataplane.', 'gauge'],
   [METRIC.leasesRejected]: ['Peer leases rejected by validation, by reason.', 'counter'],
   [METRIC.dataplaneCalls]: ['Dataplane (HNS, route table, host) calls, by operation.', 'counter'],
@@ -31,61 +37,148 @@ const HELP: Record<string, [string, 'counter' | 'gauge']> = {
   [METRIC.apiReconnects]: ['Times the subnet manager re-listed or reconnected its watch.', 'counter'],
   [METRIC.nodesSkipped]: ['Node objects (or watch lines) skipped because they could not be read, by where they came from.', 'counter'],
   [METRIC.subnetConflicts]: ['Peers found claiming a subnet another peer holds or claims as well.', 'counter'],
+  [METRIC.buildInfo]: ['Always 1; the version label names the running flanneld-windows.', 'gauge'],
+  [METRIC.eventToDataplane]: ['Seconds from a change of the desired peer set (a lease event) to the end of the reconcile pass that applied it.', 'histogram'],
+  [METRIC.passDuration]: ['Seconds one reconcile pass took (read, plan, write), by result.', 'histogram'],
 };
+
+/** The operations `metered` counts: HnsClient's (hns.*) and the route table's (routes.*). */
+export const DATAPLANE_OPS: readonly string[] = [
+  ...[
+    'version',
+    'listNetworksV1',
+    'getNetworkByNameV1',
+    'getNetworkV1',
+    'createNetworkV1',
+    'deleteNetworkV1',
+    'listEndpointsV1',
+    'getEndpointByNameV1',
+    'createEndpointV1',
+    'deleteEndpointV1',
+    'attachEndpointToHost',
+    'getNetworkByName',
+    'getNetwork',
+    'listNetworks',
+    'createNetwork',
+    'deleteNetwork',
+    'addNetworkPolicies',
+    'removeNetworkPolicies',
+    'listEndpoints',
+    'getEndpoint',
+    'createEndpoint',
+    'deleteEndpoint',
+  ].map((op) => `hns.${op}`),
+  'routes.list',
+  'routes.add',
+  'routes.remove',
+];
+
+/** Label values each labelled family is pre-registered with, at zero. */
+const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
+  [METRIC.leasesRejected]: { reason: LEASE_REJECT_REASONS },
+  [METRIC.dataplaneCalls]: { op: DATAPLANE_OPS },
+  [METRIC.dataplaneErrors]: { op: DATAPLANE_OPS },
+  [METRIC.applyPasses]: { result: ['ok', 'error'] },
+  [METRIC.passDuration]: { result: ['ok', 'error'] },
+};
+
+/** Histogram buckets, in seconds: from one fast pass (ms) to a slow HNS start (a minute). */
+const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+type Family = Counter | Gauge | Histogram;
 
 function labelKey(labels: Labels): string {
   return Object.keys(labels)
     .sort()
-    .map((k) => `${k}="${labels[k]!.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')}"`)
+    .map((k) => `${k}=${JSON.stringify(labels[k])}`)
     .join(',');
 }
 
-export class Metrics {
-  private readonly families = new Map<string, Family>();
+export interface MetricsOptions {
+  /** Also expose prom-client's process and Node.js metrics (CPU, RSS, heap, event loop lag, GC). */
+  process?: boolean;
+}
 
-  private family(name: string): Family {
-    let f = this.families.get(name);
-    if (!f) {
-      const [help, type] = HELP[name] ?? ['', 'gauge'];
-      f = { help, type, values: new Map() };
-      this.families.set(name, f);
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly families = new Map<string, { metric: Family; labelNames: string[] }>();
+  /** Counter and gauge values by name and label set, for get/total. */
+  private readonly values = new Map<string, Map<string, { labels: Labels; value: number }>>();
+
+  constructor(opts: MetricsOptions = {}) {
+    for (const [name, byLabel] of Object.entries(LABEL_VALUES)) {
+      const [label, values] = Object.entries(byLabel)[0]!;
+      const family = this.family(name, [label]);
+      for (const v of values) {
+        if (family instanceof Histogram) family.zero({ [label]: v });
+        else if (family instanceof Counter) this.inc(name, { [label]: v }, 0);
+        else this.set(name, 0, { [label]: v });
+      }
     }
-    return f;
+    // Every other declared family from the start too (an unlabelled one at zero; labels may come later).
+    for (const name of Object.keys(HELP)) this.family(name, []);
+    this.set(METRIC.buildInfo, 1, { version: VERSION });
+    if (opts.process) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The family `name`, created on first use with these label names (recreated, values kept, if more appear). */
+  private family(name: string, labelNames: string[]): Family {
+    const cur = this.families.get(name);
+    if (cur && labelNames.every((l) => cur.labelNames.includes(l))) return cur.metric;
+    const names = [...new Set([...(cur?.labelNames ?? []), ...labelNames])];
+    if (cur) this.registry.removeSingleMetric(name);
+    const [help, kind] = HELP[name] ?? [name, 'gauge'];
+    const config = { name, help, labelNames: names, registers: [this.registry] };
+    const metric = kind === 'counter' ? new Counter(config) : kind === 'histogram' ? new Histogram({ ...config, buckets: BUCKETS }) : new Gauge(config);
+    this.families.set(name, { metric, labelNames: names });
+    if (cur && !(metric instanceof Histogram)) {
+      for (const { labels, value } of this.values.get(name)?.values() ?? []) metric.inc(labels, value);
+    }
+    return metric;
+  }
+
+  private mirror(name: string, labels: Labels): { labels: Labels; value: number } {
+    let m = this.values.get(name);
+    if (!m) this.values.set(name, (m = new Map()));
+    const key = labelKey(labels);
+    let v = m.get(key);
+    if (!v) m.set(key, (v = { labels, value: 0 }));
+    return v;
   }
 
   inc(name: string, labels: Labels = {}, by = 1): void {
-    const f = this.family(name);
-    const key = labelKey(labels);
-    const cur = f.values.get(key);
-    if (cur) cur.value += by;
-    else f.values.set(key, { labels, value: by });
+    const family = this.family(name, Object.keys(labels)) as Counter | Gauge;
+    family.inc(labels, by);
+    this.mirror(name, labels).value += by;
   }
 
   set(name: string, value: number, labels: Labels = {}): void {
-    this.family(name).values.set(labelKey(labels), { labels, value });
+    const family = this.family(name, Object.keys(labels));
+    if (family instanceof Gauge) family.set(labels, value);
+    else if (family instanceof Counter && value > this.get(name, labels)) family.inc(labels, value - this.get(name, labels));
+    this.mirror(name, labels).value = value;
+  }
+
+  /** Record one observation (seconds) in a histogram. */
+  observe(name: string, value: number, labels: Labels = {}): void {
+    const family = this.family(name, Object.keys(labels));
+    if (family instanceof Histogram) family.observe(labels, value);
   }
 
   get(name: string, labels: Labels = {}): number {
-    return this.families.get(name)?.values.get(labelKey(labels))?.value ?? 0;
+    return this.values.get(name)?.get(labelKey(labels))?.value ?? 0;
   }
 
   /** Sum over all label sets of one family. */
   total(name: string): number {
     let sum = 0;
-    for (const v of this.families.get(name)?.values.values() ?? []) sum += v.value;
+    for (const v of this.values.get(name)?.values() ?? []) sum += v.value;
     return sum;
   }
 
-  render(): string {
-    const out: string[] = [];
-    for (const [name, f] of this.families) {
-      out.push(`# HELP ${name} ${f.help}`, `# TYPE ${name} ${f.type}`);
-      for (const { labels, value } of f.values.values()) {
-        const l = labelKey(labels);
-        out.push(`${name}${l ? `{${l}}` : ''} ${value}`);
-      }
-    }
-    return out.join('\n') + '\n';
+  /** The Prometheus text exposition of every family. */
+  render(): Promise<string> {
+    return this.registry.metrics();
   }
 }
 

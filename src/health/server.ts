@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Metrics } from './metrics.js';
+import { serveStatus, type StatusReport } from './status.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 
@@ -15,6 +16,8 @@ export interface HealthServerOptions {
   metrics: Metrics;
   /** True once subnet.env has been written. */
   isReady: () => boolean;
+  /** The agent's account of this node for GET /status (./status.ts). */
+  status?: () => Promise<StatusReport>;
   log?: Logger;
 }
 
@@ -50,7 +53,12 @@ export function startHealthServer(opts: HealthServerOptions): Promise<HealthServ
         case '/readyz':
           return opts.isReady() ? send(res, 200, READY_BODY, undefined, head) : send(res, 503, NOT_READY_BODY, undefined, head);
         case '/metrics':
-          return send(res, 200, opts.metrics.render(), METRICS_CONTENT_TYPE, head);
+          return void opts.metrics.render().then(
+            (body) => send(res, 200, body, METRICS_CONTENT_TYPE, head),
+            () => send(res, 500, 'internal error\n'),
+          );
+        case '/status':
+          return void serveStatus(req, res, { source: opts.status, head, log });
         default:
           return send(res, 404, '404 page not found\n', undefined, head);
       }

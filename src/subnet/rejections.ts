@@ -17,6 +17,7 @@ interface NodeRejection {
   /** The latest rejection (reason and what was rejected); '' once the node's lease is accepted. */
   sig: string;
   reason: LeaseRejectReason | '';
+  message: string;
   /** Last log line per reason (bounded by the number of reasons). */
   lines: Map<LeaseRejectReason, LineState>;
 }
@@ -45,6 +46,12 @@ export class RejectionLog {
     return this.byNode.size;
   }
 
+  /** Why a node's current lease is rejected (reason and message), if it is. */
+  current(node: string): { reason: LeaseRejectReason; message: string } | undefined {
+    const rec = this.byNode.get(node);
+    return rec && rec.reason !== '' ? { reason: rec.reason, message: rec.message } : undefined;
+  }
+
   /** The reason a node is currently rejected for, if it is. */
   reasonOf(node: string): LeaseRejectReason | undefined {
     return this.byNode.get(node)?.reason || undefined;
@@ -54,9 +61,10 @@ export class RejectionLog {
   reject(r: Rejection): boolean {
     let rec = this.byNode.get(r.node);
     if (rec && rec.sig === r.sig) return false;
-    if (!rec) this.byNode.set(r.node, (rec = { sig: '', reason: '', lines: new Map() }));
+    if (!rec) this.byNode.set(r.node, (rec = { sig: '', reason: '', message: '', lines: new Map() }));
     rec.sig = r.sig;
     rec.reason = r.reason;
+    rec.message = r.message;
     this.metrics?.inc(METRIC.leasesRejected, { reason: r.reason });
     const now = this.clock.now();
     const line = rec.lines.get(r.reason);
@@ -81,6 +89,7 @@ export class RejectionLog {
     if (rec) {
       rec.sig = '';
       rec.reason = '';
+      rec.message = '';
     }
   }
 

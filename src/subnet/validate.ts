@@ -14,25 +14,31 @@ export interface LeaseValidationContext {
   backendType: 'vxlan' | 'host-gw';
 }
 
-/** Short machine labels, used as the `reason` label of `flannel_leases_rejected_total`. */
-export type LeaseRejectReason =
-  | 'subnet-invalid'
-  | 'subnet-not-network-address'
-  | 'subnet-outside-network'
-  | 'subnet-length'
-  | 'subnet-overlaps-own'
-  | 'subnet-overlaps-peer'
-  | 'subnet-contested'
-  | 'subnet-equals-own'
-  | 'subnet-ipv6-only'
-  | 'public-ip-invalid'
-  | 'public-ip-not-unicast'
-  | 'public-ip-inside-network'
-  | 'backend-type-mismatch'
-  | 'backend-data-invalid'
-  | 'vni-invalid'
-  | 'vni-too-low'
-  | 'vtep-mac-invalid';
+/**
+ * Every reason a peer lease is rejected for: short machine labels, used as the `reason` label of
+ * `flannel_leases_rejected_total` (pre-registered at zero, one series per reason).
+ */
+export const LEASE_REJECT_REASONS = [
+  'subnet-invalid',
+  'subnet-not-network-address',
+  'subnet-outside-network',
+  'subnet-length',
+  'subnet-overlaps-own',
+  'subnet-overlaps-peer',
+  'subnet-contested',
+  'subnet-equals-own',
+  'subnet-ipv6-only',
+  'public-ip-invalid',
+  'public-ip-not-unicast',
+  'public-ip-inside-network',
+  'backend-type-mismatch',
+  'backend-data-invalid',
+  'vni-invalid',
+  'vni-too-low',
+  'vtep-mac-invalid',
+] as const;
+
+export type LeaseRejectReason = (typeof LEASE_REJECT_REASONS)[number];
 
 export type LeaseValidation = { ok: true } | { ok: false; reason: LeaseRejectReason; message: string };
 

@@ -35,6 +35,15 @@ export interface LeaseWatcherOptions {
   rejectLogIntervalMs?: number;
 }
 
+/** A peer whose current lease is rejected (for `flanneld status`). */
+export interface RejectedLease {
+  key: string;
+  subnet: string;
+  publicIP: string;
+  reason: LeaseRejectReason;
+  message: string;
+}
+
 const CONFLICT_REASONS: ReadonlySet<LeaseRejectReason> = new Set(['subnet-overlaps-peer', 'subnet-contested']);
 
 function stable(v: unknown): string {
@@ -90,6 +99,17 @@ export class LeaseWatcher {
   /** Records kept: reported leases plus remembered rejections (each at most one per node present). */
   get remembered(): number {
     return this.raw.size + this.rejections.size;
+  }
+
+  /** Peer leases rejected now (their current content), with the reason, sorted by key. */
+  rejected(): RejectedLease[] {
+    const out: RejectedLease[] = [];
+    for (const key of [...this.raw.keys()].sort()) {
+      const why = this.accepted.has(key) ? undefined : this.rejections.current(key);
+      const l = this.raw.get(key)!;
+      if (why) out.push({ key, subnet: l.subnet, publicIP: l.publicIP, ...why });
+    }
+    return out;
   }
 
   /** Accepted peer leases, sorted by key. */

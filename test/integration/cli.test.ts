@@ -3,25 +3,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
-import { waitFor } from '../support/cluster.js';
+import { freePort, waitFor } from '../support/cluster.js';
 
 const MAIN = join(process.cwd(), 'dist', 'main.js');
 const run = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 20_000 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Like run(), but without blocking the event loop (the fake API server lives in this process). */
 function runAsync(args: string[], env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
@@ -124,6 +114,17 @@ describe('a full start of the binary', () => {
       expect(metrics).toMatch(/^flannel_peers 1$/m);
       expect(metrics).toMatch(/^flannel_dataplane_calls_total\{op="routes.add"\} 1$/m);
       expect(metrics).toMatch(/^flannel_last_successful_apply_timestamp_seconds \d+/m);
+      // prom-client: build info, histograms, process metrics, labelled series present at zero.
+      expect(metrics).toContain(`flannel_build_info{version="${VERSION}"} 1`);
+      expect(metrics).toMatch(/^# TYPE flannel_apply_pass_duration_seconds histogram$/m);
+      expect(metrics).toMatch(/^flannel_apply_pass_duration_seconds_count\{result="ok"\} [1-9]/m);
+      expect(metrics).toMatch(/^flannel_event_to_dataplane_seconds_count [1-9]/m);
+      expect(metrics).toMatch(/^flannel_event_to_dataplane_seconds_bucket\{le="\+Inf"\} [1-9]/m);
+      expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
+      expect(metrics).toMatch(/^nodejs_heap_size_used_bytes \d+/m);
+      expect(metrics).toMatch(/^flannel_leases_rejected_total\{reason="vni-too-low"\} 0$/m);
+      expect(metrics).toMatch(/^flannel_dataplane_errors_total\{op="hns.createNetwork"\} 0$/m);
+      expect(metrics).toMatch(/^flannel_apply_passes_total\{result="error"\} 0$/m);
     } finally {
       child.kill('SIGTERM');
     }

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { command as cleanup } from '../../src/commands/cleanup.js';
+import { command as cniConfig } from '../../src/commands/cni-config.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
@@ -120,6 +121,31 @@ describe('flanneld cleanup', () => {
     expect(after.listAdapters().find((x) => x.IPAddress === WIN_IP)?.Name).toBe('Ethernet');
     expect(existsSync(join(a.dir, 'run', 'flannel', 'operator-notes.txt'))).toBe(true);
     expect(existsSync(a.subnetFile)).toBe(false);
+  });
+
+  it('removes the CNI conflist cni-config wrote; keeps a foreign file at that path', async () => {
+    const a = await runToSync('vxlan');
+    const conflist = join(a.dir, 'etc', 'cni', 'net.d', '10-flannel.conflist');
+    const w = io();
+    expect(await cniConfig.run([`--net-config-path=${join(a.dir, 'net-conf.json')}`, `--management-ip=${WIN_IP}`, '-o', conflist], w.io)).toBe(0);
+    expect(existsSync(conflist)).toBe(true);
+
+    const dry = io();
+    expect(await cleanup.run([...agentFlags(a), `--cni-conf-file=${conflist}`, '--dry-run'], dry.io)).toBe(0);
+    expect(dry.out.stdout).toContain(`would remove file ${conflist}`);
+    expect(existsSync(conflist)).toBe(true);
+
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--cni-conf-file=${conflist}`], r.io)).toBe(0);
+    expect(r.out.stdout).toContain(`removed file ${conflist}`);
+    expect(existsSync(conflist)).toBe(false);
+
+    // Another plugin's conflist at the same path (the operator switched CNIs): kept, and said so.
+    writeFileSync(conflist, JSON.stringify({ cniVersion: '0.3.0', name: 'Calico', plugins: [{ type: 'calico' }] }));
+    const again = io();
+    expect(await cleanup.run([...agentFlags(a), `--cni-conf-file=${conflist}`], again.io)).toBe(0);
+    expect(again.out.stdout).toContain(`kept ${conflist}: not flannel's CNI config for network flannel.4096`);
+    expect(existsSync(conflist)).toBe(true);
   });
 
   it('a missing net-conf.json is a clear error (exit 2)', async () => {

@@ -1,5 +1,6 @@
 // Integration test support: a fake API server plus Windows agents on simulated dataplanes.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
@@ -8,6 +9,16 @@ import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fak
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 
 export const LOG: Logger = process.env['FLANNEL_TEST_LOG'] ? createLogger({ level: 'debug' }) : silentLogger();
+
+/** A TCP port free on 127.0.0.1 right now (for a health port). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
 
 export async function waitFor<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

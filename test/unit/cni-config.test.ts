@@ -1,5 +1,7 @@
 // `flanneld cni-config`: the conflist per backend, against golden JSON (the shape of
-// containernetworking/plugins plugins/main/windows/win-*/sample-v2.conf behind the flannel meta-plugin).
+// containernetworking/plugins plugins/main/windows/win-*/sample-v2.conf behind the flannel meta-plugin),
+// and against the CNI configs the install paths people use today write (microsoft/SDN, sig-windows-tools,
+// rke2): their OutBoundNAT exceptions and policies are the golden data.
 import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,9 +28,10 @@ const GOLDEN_VXLAN = {
         type: 'win-overlay',
         apiVersion: 2,
         endpointMacPrefix: '0E-2A',
+        loopbackDSR: true,
         dns: { nameservers: ['10.96.0.10'], search: ['svc.cluster.local'] },
         policies: [
-          { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12', '192.168.1.0/24'] } } },
+          { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12'] } } },
           { name: 'EndpointPolicy', value: { Type: 'SDNRoute', Settings: { DestinationPrefix: '10.96.0.0/12', NeedEncap: true } } },
           { name: 'EndpointPolicy', value: { Type: 'ProviderAddress', Settings: { ProviderAddress: '192.168.1.20' } } },
         ],
@@ -47,6 +50,7 @@ const GOLDEN_HOSTGW = {
       delegate: {
         type: 'win-bridge',
         apiVersion: 2,
+        loopbackDSR: true,
         dns: { nameservers: ['10.96.0.10'], search: ['svc.cluster.local'] },
         policies: [
           { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12', '192.168.1.0/24'] } } },
@@ -107,6 +111,84 @@ describe('renderCniConfig', () => {
   });
 });
 
+/** Policies with lower-case name/value keys (the plugins decode JSON case-insensitively, as Go does). */
+function normalizePolicies(policies: unknown[]): unknown[] {
+  return policies.map((p) => {
+    const o = p as Record<string, unknown>;
+    return { name: o['name'] ?? o['Name'], value: o['value'] ?? o['Value'] };
+  });
+}
+
+function delegateOf(conf: Record<string, unknown>): Record<string, unknown> {
+  return (conf['plugins'] as { delegate: Record<string, unknown> }[])[0]!.delegate;
+}
+
+const exceptionsOf = (conf: Record<string, unknown>): string[] =>
+  ((delegateOf(conf)['policies'] as { value: { Type: string; Settings: { Exceptions: string[] } } }[]).find((p) => p.value.Type === 'OutBoundNAT')!.value.Settings.Exceptions);
+
+describe('the CNI configs of the install paths in use today (golden data)', () => {
+  it('vxlan: the policies rke2 writes (pkg/windows/flannel.go, flannelCniConflistTemplate at 0ff227c6)', () => {
+    // rke2's template rendered with ClusterCIDR 10.42.0.0/16, ServiceCIDR 10.43.0.0/16, NodeIP 172.16.0.7.
+    const rke2Policies = [
+      { Name: 'EndpointPolicy', Value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.42.0.0/16', '10.43.0.0/16'] } } },
+      { Name: 'EndpointPolicy', Value: { Type: 'SDNRoute', Settings: { DestinationPrefix: '10.43.0.0/16', NeedEncap: true } } },
+      { name: 'EndpointPolicy', value: { Type: 'ProviderAddress', Settings: { ProviderAddress: '172.16.0.7' } } },
+    ];
+    const conf = renderCniConfig({
+      netConf: parseNetConf('{"Network":"10.42.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}'),
+      serviceCidr: '10.43.0.0/16',
+      managementIP: '172.16.0.7',
+      dnsServers: ['10.43.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+    });
+    expect(conf['name']).toBe('flannel.4096'); // rke2's "name":"flannel.4096"
+    expect(delegateOf(conf)['type']).toBe('win-overlay');
+    expect(delegateOf(conf)['apiVersion']).toBe(2);
+    expect(JSON.stringify(normalizePolicies(delegateOf(conf)['policies'] as unknown[]))).toBe(JSON.stringify(normalizePolicies(rke2Policies)));
+  });
+
+  it.each([
+    // sig-windows-tools hostprocess/flannel/flanneld/start.ps1: `Exceptions = $serviceSubnet, $podSubnet`.
+    ['sig-windows-tools flanneld/start.ps1', '10.244.0.0/16', '10.96.0.0/12', ['10.96.0.0/12', '10.244.0.0/16']],
+    // microsoft/SDN Kubernetes/flannel/overlay/cni/config/cni.conf: ExceptionList [cluster, service].
+    ['microsoft/SDN overlay cni.conf', '192.168.0.0/16', '11.0.0.0/8', ['192.168.0.0/16', '11.0.0.0/8']],
+  ])('vxlan: OutBoundNAT exceptions are the cluster and Service CIDRs only, as %s has them', (_src, cluster, service, theirs) => {
+    const conf = renderCniConfig({
+      netConf: parseNetConf(`{"Network":"${cluster}","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}`),
+      serviceCidr: service,
+      managementIP: '192.168.1.20',
+      managementSubnet: '192.168.1.0/24', // the node LAN: not an exception for vxlan
+      dnsServers: [],
+      dnsSearch: [],
+    });
+    expect([...exceptionsOf(conf)].sort()).toEqual([...theirs].sort());
+  });
+
+  it('host-gw keeps the node subnet, as microsoft/SDN Kubernetes/flannel/l2bridge/cni/config/cni.conf has it', () => {
+    // Its ExceptionList: [cluster 10.244.0.0/16, service 10.96.0.0/12, node LAN 10.127.130.0/24], and ROUTE
+    // policies to the Service CIDR and to the node's own IP /32.
+    const conf = renderCniConfig({
+      netConf: HOSTGW,
+      serviceCidr: '10.96.0.0/12',
+      managementIP: '10.127.130.36',
+      managementSubnet: '10.127.130.0/24',
+      dnsServers: ['10.96.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+    });
+    expect(exceptionsOf(conf)).toEqual(['10.244.0.0/16', '10.96.0.0/12', '10.127.130.0/24']);
+    const routes = (delegateOf(conf)['policies'] as { value: { Type: string; Settings: { DestinationPrefix?: string } } }[])
+      .filter((p) => p.value.Type === 'SDNRoute')
+      .map((p) => p.value.Settings.DestinationPrefix);
+    expect(routes).toEqual(['10.96.0.0/12', '10.127.130.36/32']);
+  });
+
+  it('loopbackDSR is a top-level key of the delegate (containernetworking/plugins pkg/hns NetConf `json:"loopbackDSR"`); off on request', () => {
+    const input = { ...base, netConf: VXLAN, managementIP: '192.168.1.20' };
+    expect(delegateOf(renderCniConfig(input))['loopbackDSR']).toBe(true);
+    expect(delegateOf(renderCniConfig({ ...input, loopbackDSR: false }))['loopbackDSR']).toBe(false);
+  });
+});
+
 describe('subnetOfIP', () => {
   it('finds the CIDR of the interface holding the IP', () => {
     const ifaces = {
@@ -143,6 +225,22 @@ describe('the cni-config command', () => {
       const b = io();
       expect(await command.run([...args, '-o', join(dir, 'out', '10-flannel.conflist')], b.io)).toBe(0);
       expect(readFileSync(join(dir, 'out', '10-flannel.conflist'), 'utf8')).toBe(a.out.stdout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs on Linux without --dataplane; vxlan needs no --management-subnet; --no-loopback-dsr turns loopbackDSR off', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-config-'));
+    try {
+      writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
+      const a = io();
+      expect(await command.run([`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20'], a.io)).toBe(0);
+      expect(a.out.stderr).toBe('');
+      expect(JSON.parse(a.out.stdout)).toEqual(GOLDEN_VXLAN);
+      const b = io();
+      expect(await command.run([`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '--no-loopback-dsr'], b.io)).toBe(0);
+      expect(JSON.parse(b.out.stdout).plugins[0].delegate.loopbackDSR).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

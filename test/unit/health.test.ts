@@ -1,7 +1,12 @@
 import { describe, it, expect } from '@jest/globals';
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
+import { buildStatusReport, isLocalRequest } from '../../src/health/status.js';
+import { statusUrls } from '../../src/commands/status.js';
 import { startHealthServer } from '../../src/health/server.js';
-import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { readFileSync } from 'node:fs';
+import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/health/metrics.js';
+import { LEASE_REJECT_REASONS } from '../../src/subnet/validate.js';
+import { VERSION } from '../../src/version.js';
 
 function get(port: number, path: string, method = 'GET'): Promise<{ status: number; type: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
@@ -56,5 +61,130 @@ describe('health server', () => {
     } finally {
       await a.close();
     }
+  });
+});
+
+describe('/status', () => {
+  const report = buildStatusReport({
+    version: '0.1.0',
+    phase: 'running',
+    ready: true,
+    startKind: 'reboot',
+    lease: { subnet: '10.244.7.0/24', publicIP: '10.0.0.7' },
+    networkName: 'cbr0',
+    hnsNetwork: { id: 'ID-1', type: 'L2Bridge', adapter: 'Ethernet' },
+    mtu: 1500,
+    sourceVip: undefined,
+    network: { inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined },
+    rejections: [],
+  });
+
+  it('is served as JSON to this host; 503 without a source', async () => {
+    const srv = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => true, status: async () => report });
+    const none = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => true });
+    try {
+      const r = await get(srv.port, '/status');
+      expect(r).toMatchObject({ status: 200, type: 'application/json' });
+      expect(JSON.parse(r.body)).toEqual(report);
+      expect((await get(none.port, '/status')).status).toBe(503);
+    } finally {
+      await srv.close();
+      await none.close();
+    }
+  });
+
+  it.each([
+    ['127.0.0.1', '127.0.0.1', true],
+    ['::1', '::1', true],
+    ['::ffff:127.0.0.1', '::ffff:127.0.0.1', true],
+    ['10.0.0.7', '10.0.0.7', true], // flanneld status on the node, port bound to the node IP
+    ['10.0.0.8', '10.0.0.7', false], // another machine
+  ])('a client at %s on a listener at %s is local: %s', (remoteAddress, localAddress, local) => {
+    expect(isLocalRequest({ socket: { remoteAddress, localAddress } } as unknown as IncomingMessage)).toBe(local);
+  });
+
+  it('in sync needs the network present and every desired peer programmed', () => {
+    expect(report.inSync).toBe(true);
+    const input = {
+      version: '0.1.0',
+      phase: 'running',
+      ready: true,
+      startKind: undefined,
+      lease: undefined,
+      networkName: 'cbr0',
+      mtu: undefined,
+      sourceVip: undefined,
+      rejections: [],
+    };
+    const net = { inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined };
+    expect(buildStatusReport({ ...input, hnsNetwork: undefined, network: net }).inSync).toBe(false);
+    expect(buildStatusReport({ ...input, hnsNetwork: new Error('HNS down'), network: net }).network).toMatchObject({ present: false, error: 'HNS down' });
+    expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: { ...net, peersProgrammed: 1 } }).inSync).toBe(false);
+    expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: net }).inSync).toBe(true);
+  });
+});
+
+describe('Metrics (prom-client)', () => {
+  it('pre-registers every known labelled series at zero, plus build info', async () => {
+    const text = await new Metrics().render();
+    for (const reason of LEASE_REJECT_REASONS) expect(text).toContain(`flannel_leases_rejected_total{reason="${reason}"} 0\n`);
+    for (const op of DATAPLANE_OPS) {
+      expect(text).toContain(`flannel_dataplane_calls_total{op="${op}"} 0\n`);
+      expect(text).toContain(`flannel_dataplane_errors_total{op="${op}"} 0\n`);
+    }
+    expect(text).toContain('flannel_apply_passes_total{result="ok"} 0\n');
+    expect(text).toContain('flannel_apply_pass_duration_seconds_count{result="error"} 0\n');
+    expect(text).toContain('flannel_event_to_dataplane_seconds_count 0\n');
+    expect(text).toContain('flannel_api_reconnects_total 0\n');
+    expect(text).toContain(`flannel_build_info{version="${VERSION}"} 1\n`);
+    expect(text).not.toContain('process_cpu_seconds_total'); // only with { process: true } (the daemon)
+    expect(await new Metrics({ process: true }).render()).toMatch(/^process_cpu_seconds_total /m);
+  });
+
+  it('every operation HnsClient and the route table meter is pre-registered', () => {
+    const ops = [
+      ...[...readFileSync('src/hns/client.ts', 'utf8').matchAll(/this\.run\(\s*'([A-Za-z0-9]+)'/g)].map((m) => `hns.${m[1]}`),
+      ...[...readFileSync('src/routes/metered.ts', 'utf8').matchAll(/metered\(this\.metrics, '([a-z.]+)'/g)].map((m) => m[1]),
+    ];
+    expect(ops.length).toBeGreaterThan(20);
+    expect([...new Set(ops)].filter((op) => !DATAPLANE_OPS.includes(op!))).toEqual([]);
+  });
+
+  it('histograms observe seconds; get/total read counters and gauges; a family may grow a label', async () => {
+    const m = new Metrics();
+    m.observe(METRIC.passDuration, 0.03, { result: 'ok' });
+    m.observe(METRIC.eventToDataplane, 2);
+    m.inc('flannel_test_total');
+    m.inc('flannel_test_total', { kind: 'a' }, 2);
+    m.set(METRIC.peers, 4);
+    m.inc(METRIC.apiReconnects, { kind: 'relist' }); // a declared unlabelled family growing a label
+    expect(m.get('flannel_test_total')).toBe(1);
+    expect(m.total('flannel_test_total')).toBe(3);
+    expect(m.get(METRIC.peers)).toBe(4);
+    const text = await m.render();
+    expect(text).toContain('flannel_apply_pass_duration_seconds_bucket{le="0.05",result="ok"} 1\n');
+    expect(text).toContain('flannel_apply_pass_duration_seconds_bucket{le="0.025",result="ok"} 0\n');
+    expect(text).toContain('flannel_event_to_dataplane_seconds_bucket{le="2.5"} 1\n');
+    expect(text).toContain('flannel_event_to_dataplane_seconds_sum 2\n');
+    expect(text).toContain('flannel_test_total 1\n');
+    expect(text).toContain('flannel_test_total{kind="a"} 2\n');
+    expect(text).toContain('flannel_peers 4\n');
+    expect(text).toContain('flannel_api_reconnects_total{kind="relist"} 1\n');
+    expect(text).not.toContain('flannel_api_reconnects_total 0\n');
+  });
+});
+
+describe('flanneld status: where it looks for the agent', () => {
+  const ifaces = {
+    lo: [{ address: '127.0.0.1', netmask: '255.0.0.0', family: 'IPv4' as const, mac: '00:00:00:00:00:00', internal: true, cidr: '127.0.0.1/8' }],
+    Ethernet: [{ address: '10.0.0.7', netmask: '255.255.255.0', family: 'IPv4' as const, mac: '00:15:5d:00:00:01', internal: false, cidr: '10.0.0.7/24' }],
+  };
+  it.each([
+    ['', 0, ['http://127.0.0.1:10277/status', 'http://10.0.0.7:10277/status']],
+    ['0.0.0.0', 9999, ['http://127.0.0.1:9999/status', 'http://10.0.0.7:9999/status']],
+    ['10.0.0.7', 10277, ['http://10.0.0.7:10277/status']],
+    ['127.0.0.1', 0, ['http://127.0.0.1:10277/status']],
+  ])('--healthz-ip %j --healthz-port %j', (ip, port, urls) => {
+    expect(statusUrls(ip, port, ifaces)).toEqual(urls);
   });
 });

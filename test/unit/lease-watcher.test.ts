@@ -52,6 +52,20 @@ const T0 = Date.UTC(2024, 0, 1);
 const brief = (evs: LeaseEvent[]) => evs.map((e) => `${e.type}:${e.lease.key}`);
 
 describe('LeaseWatcher', () => {
+  it('rejected() lists the peers rejected now, with the reason; a renewal keeps them, a fix or removal clears them', () => {
+    const { w } = setup();
+    const bad = peer(3, { backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:03:01' } });
+    w.apply({ kind: 'snapshot', leases: [peer(2), bad] });
+    expect(w.rejected()).toEqual([{ key: 'node-3', subnet: '10.244.3.0/24', publicIP: '192.168.1.3', reason: 'vni-too-low', message: expect.any(String) }]);
+    w.apply({ kind: 'events', events: [{ type: 'added', lease: { ...bad, expiration: 123 } }] }); // same content
+    expect(w.rejected().map((r) => r.key)).toEqual(['node-3']);
+    w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(3) }] });
+    expect(w.rejected()).toEqual([]);
+    w.apply({ kind: 'events', events: [{ type: 'added', lease: bad }] });
+    w.apply({ kind: 'events', events: [{ type: 'removed', lease: bad }] });
+    expect(w.rejected()).toEqual([]);
+  });
+
   it('accepts a first snapshot and drops the own lease by key; another node with our subnet is rejected with a reason', () => {
     const { w, metrics, rejections } = setup();
     const evs = w.apply({ kind: 'snapshot', leases: [peer(1), peer(2), peer(3), peer(4, { key: 'alias-of-me', subnet: '10.244.1.0/24' })] });

@@ -183,6 +183,29 @@ describe('Reconciler', () => {
     await done;
   });
 
+  it('histograms: event-to-dataplane latency spans the retries; pass durations by result; status says what is programmed', async () => {
+    const { clock, driver, metrics, r, ac } = setup();
+    driver.failAdds = 2;
+    const t0 = clock.t;
+    r.setDesired(['a=1', 'b=1']);
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(r.status()).toMatchObject({ lastPassOk: false, lastError: { at: t0, message: 'HNS said no' } });
+    expect(r.isProgrammed('a')).toBe(false);
+    await clock.advance(250 + 500); // two backoffs, then success
+    expect(r.status()).toMatchObject({ lastPassOk: true, inSync: true });
+    expect(r.isProgrammed('a') && r.isProgrammed('b')).toBe(true);
+    const text = await metrics.render();
+    // One change, applied 0.75 s later after two failed passes.
+    expect(text).toContain('flannel_event_to_dataplane_seconds_count 1\n');
+    expect(text).toContain('flannel_event_to_dataplane_seconds_sum 0.75\n');
+    expect(text).toContain('flannel_apply_pass_duration_seconds_count{result="error"} 2\n');
+    expect(text).toContain('flannel_apply_pass_duration_seconds_count{result="ok"} 1\n');
+    ac.abort();
+    await done;
+  });
+
   it('the resync timer re-reads and repairs drift', async () => {
     const { clock, driver, r, ac } = setup({ resyncMs: 5000 });
     r.setDesired(['a=1', 'b=1']);

@@ -1,0 +1,109 @@
+// `/status` on the health port: the agent's own account of this node as JSON, read by `flanneld status`.
+// Upstream flannel has no such endpoint; Calico's `calicoctl node status` plays the same part. It is
+// answered to clients on this host only (loopback, or the listener's own address when the port is bound
+// to the node IP): it names the node's addresses and errors, which are no business of other machines.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { NetworkStatus } from '../backends/backend.js';
+import type { StartKind } from '../host/boot.js';
+import type { RejectedLease } from '../subnet/watcher.js';
+
+export interface StatusReport {
+  version: string;
+  /** starting | registering | running | stopped */
+  phase: string;
+  /** subnet.env is written. */
+  ready: boolean;
+  /** Ready, the network exists, the last pass succeeded and every desired peer is programmed. */
+  inSync: boolean;
+  startKind: StartKind | null;
+  lease: { subnet: string; publicIP: string } | null;
+  network: { name: string; present: boolean; type: string | null; id: string | null; adapter: string | null; error?: string } | null;
+  mtu: number | null;
+  sourceVip: string | null;
+  peers: { desired: number; programmed: number; rejected: number; rejections: RejectedLease[] };
+  lastPass: { at: string; ok: boolean } | null;
+  lastSuccess: string | null;
+  lastError: { at: string; message: string } | null;
+}
+
+/** What the agent knows, gathered at request time (the HNS network is read then). */
+export interface StatusInput {
+  version: string;
+  phase: string;
+  ready: boolean;
+  startKind: StartKind | undefined;
+  lease: { subnet: string; publicIP: string } | undefined;
+  networkName: string | undefined;
+  /** The HNS network by that name: undefined = not found; an Error = the lookup failed. */
+  hnsNetwork: { id: string | undefined; type: string; adapter: string | undefined } | undefined | Error;
+  mtu: number | undefined;
+  sourceVip: string | undefined;
+  network: NetworkStatus | undefined;
+  rejections: RejectedLease[];
+}
+
+const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** Pure: the report for one moment. */
+export function buildStatusReport(s: StatusInput): StatusReport {
+  const n = s.network;
+  const hns = s.hnsNetwork;
+  const present = hns !== undefined && !(hns instanceof Error);
+  const network = s.networkName
+    ? {
+        name: s.networkName,
+        present,
+        type: present ? hns.type : null,
+        id: present ? (hns.id ?? null) : null,
+        adapter: present ? (hns.adapter ?? null) : null,
+        ...(hns instanceof Error ? { error: hns.message } : {}),
+      }
+    : null;
+  const inSync = s.ready && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
+  return {
+    version: s.version,
+    phase: s.phase,
+    ready: s.ready,
+    inSync,
+    startKind: s.startKind ?? null,
+    lease: s.lease ?? null,
+    network,
+    mtu: s.mtu ?? null,
+    sourceVip: s.sourceVip ?? null,
+    peers: { desired: n?.peersDesired ?? 0, programmed: n?.peersProgrammed ?? 0, rejected: s.rejections.length, rejections: s.rejections },
+    lastPass: n?.lastPassAt === undefined ? null : { at: iso(n.lastPassAt)!, ok: n.lastPassOk === true },
+    lastSuccess: iso(n?.lastSuccessAt),
+    lastError: n?.lastError ? { at: iso(n.lastError.at)!, message: n.lastError.message } : null,
+  };
+}
+
+const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
+
+/** A client on this host: loopback, or the same address the server listens on. */
+export function isLocalRequest(req: IncomingMessage): boolean {
+  const remote = req.socket.remoteAddress ?? '';
+  return LOOPBACK.test(remote) || (remote !== '' && remote === req.socket.localAddress);
+}
+
+/** Answer GET /status: 403 for other hosts, 503 without a status source, 500 when it fails, else the JSON. */
+export async function serveStatus(req: IncomingMessage, res: ServerResponse, opts: { source: (() => Promise<StatusReport>) | undefined; head: boolean; log: Logger }): Promise<void> {
+  let status = 200;
+  let body: string;
+  if (!isLocalRequest(req)) {
+    [status, body] = [403, 'flanneld status is served to clients on this host only\n'];
+  } else if (!opts.source) {
+    [status, body] = [503, 'flanneld status is not available\n'];
+  } else {
+    try {
+      body = JSON.stringify(await opts.source());
+    } catch (err) {
+      opts.log.error('status handler failed', { error: errorMessage(err) });
+      [status, body] = [500, 'internal error\n'];
+    }
+  }
+  if (res.destroyed) return;
+  res.writeHead(status, { 'Content-Type': status === 200 ? 'application/json' : 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.end(opts.head ? undefined : body);
+}
