@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/config/parse.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';
+import { issueCert, makeTestCa } from '../support/etcd.js';
 import { startFlanneld } from '../support/flanneld-process.js';
 
 describe('--etcd-password-file', () => {
@@ -55,12 +56,16 @@ async function freePort(): Promise<number> {
 
 describe('a kubeconfig token never reaches the log or /metrics', () => {
   const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.dG9rZW4tc2lnbmF0dXJl';
-  const api = new FakeKubeApiServer({ bearerToken: TOKEN });
+  let api: FakeKubeApiServer;
   let dir: string;
   beforeAll(async () => {
-    await api.start();
     dir = mkdtempSync(join(tmpdir(), 'secrets-'));
-    await writeKubeconfig(join(dir, 'kubeconfig'), api.url, { token: TOKEN });
+    // https with a test CA: a token is never sent over plain http:// (FLANNEL_ERR_KUBE_INSECURE).
+    const ca = makeTestCa(dir, 'kube-ca');
+    const cert = issueCert(ca, dir, 'kube-apiserver', 'server');
+    api = new FakeKubeApiServer({ bearerToken: TOKEN, tls: { cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) } });
+    await api.start();
+    await writeKubeconfig(join(dir, 'kubeconfig'), api.url, { token: TOKEN, caFile: ca.certFile });
     writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan"}}');
     api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
     api.addNode(bareNode({ name: 'win-1', podCIDR: '10.244.7.0/24' }));
