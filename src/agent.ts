@@ -196,6 +196,8 @@ export class Agent {
         subnetLen: Number(network.lease.subnet.split('/')[1]),
         ownSubnet: network.lease.subnet,
         backendType: netConf.backend.type,
+        ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
+        ownIPs: [...new Set([network.lease.publicIP, publicIP, extIface.ipv4])],
       },
       log: componentLogger(root, 'leases'),
       metrics: this.metrics,
