@@ -17,6 +17,7 @@ export const METRIC = {
   lastApplySuccess: 'flannel_last_successful_apply_timestamp_seconds',
   applyPasses: 'flannel_apply_passes_total',
   apiReconnects: 'flannel_api_reconnects_total',
+  simulatedCalls: 'flannel_simulated_dataplane_calls_total',
 } as const;
 
 const HELP: Record<string, [string, 'counter' | 'gauge']> = {
@@ -27,6 +28,7 @@ const HELP: Record<string, [string, 'counter' | 'gauge']> = {
   [METRIC.lastApplySuccess]: ['Unix time of the last reconcile pass that left the dataplane equal to the desired set.', 'gauge'],
   [METRIC.applyPasses]: ['Reconcile passes, by result.', 'counter'],
   [METRIC.apiReconnects]: ['Times the subnet manager re-listed or reconnected its watch.', 'counter'],
+  [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter'],
 };
 
 function labelKey(labels: Labels): string {
