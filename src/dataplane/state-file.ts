@@ -5,7 +5,7 @@
 // error naming the file and the entry, never a TypeError deep inside the model.
 import { FlannelError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
-import type { DataplaneState } from './simulated.js';
+import type { DataplaneState } from './sim-state.js';
 
 type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
 type Obj = Record<string, unknown>;
@@ -64,7 +64,7 @@ class Shape {
 
   endpoint = (v: unknown, at: string): void => {
     const e = this.object(v, at);
-    this.fields(e, at, { Name: 'string' }, { ID: 'string', HostComputeNetwork: 'string', HostComputeNamespace: 'string', MacAddress: 'string', Flags: 'number', SchemaVersion: 'object' });
+    this.fields(e, at, {}, { Name: 'string', ID: 'string', HostComputeNetwork: 'string', HostComputeNamespace: 'string', MacAddress: 'string', Flags: 'number', SchemaVersion: 'object' });
     this.each(e, 'Policies', at, true, this.policy);
     this.each(e, 'IpConfigurations', at, true, (c, cAt) => this.fields(this.object(c, cAt), cAt, { IpAddress: 'string' }, { PrefixLength: 'number' }));
   };
@@ -74,7 +74,7 @@ class Shape {
   };
 
   adapter = (v: unknown, at: string): void => {
-    this.fields(this.object(v, at), at, { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string', PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean' });
+    this.fields(this.object(v, at), at, { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string' }, { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean' });
   };
 }
 

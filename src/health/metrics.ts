@@ -23,6 +23,7 @@ export const METRIC = {
   buildInfo: 'flannel_build_info',
   eventToDataplane: 'flannel_event_to_dataplane_seconds',
   passDuration: 'flannel_apply_pass_duration_seconds',
+  simulatedCalls: 'flannel_simulated_dataplane_calls_total',
 } as const;
 
 type Kind = 'counter' | 'gauge' | 'histogram';
@@ -40,6 +41,7 @@ const HELP: Record<string, [string, Kind]> = {
   [METRIC.buildInfo]: ['Always 1; the version label names the running flanneld-windows.', 'gauge'],
   [METRIC.eventToDataplane]: ['Seconds from a change of the desired peer set (a lease event) to the end of the reconcile pass that applied it.', 'histogram'],
   [METRIC.passDuration]: ['Seconds one reconcile pass took (read, plan, write), by result.', 'histogram'],
+  [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter'],
 };
 
 /** The operations `metered` counts: HnsClient's (hns.*) and the route table's (routes.*). */

@@ -3,9 +3,10 @@
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
 import { ReconciledNetwork } from '../reconciled-network.js';
-import { hostGwRouteDriver, ROUTE_METRIC } from './routes.js';
+import { hostGwRouteDriver, ManagementVNic, ROUTE_METRIC } from './routes.js';
 import { FlannelError } from '../../errors.js';
 import { sameId, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
+import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import type { HostInterface } from '../../host/host.js';
 import { nthAddress } from '../../ip4.js';
@@ -54,14 +55,13 @@ export class HostGwBackend implements Backend {
       }
     }
 
+    const vnic = new ManagementVNic(deps.host, mgmt, log);
     return new ReconciledNetwork({
       lease,
       mtu: deps.extIface.mtu,
       networkName: cfg.name,
-      driver: hostGwRouteDriver({ routes: deps.routes, network: deps.netConf.network, ownSubnet: lease.subnet, interfaceIndex: mgmt.index }),
-      desiredFor: (peer: Lease) => [
-        { destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: mgmt.index, metric: ROUTE_METRIC },
-      ],
+      driver: hostGwRouteDriver({ routes: deps.routes, network: deps.netConf.network, ownSubnet: lease.subnet, vnic }),
+      desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
       log,
       metrics: deps.metrics,
       clock: deps.clock,
@@ -69,33 +69,42 @@ export class HostGwBackend implements Backend {
     });
   }
 
-  /** Reuse a network whose name, type, subnet and gateway match; otherwise (re)create it. */
+  /**
+   * Reuse a network whose name, type, subnet and gateway match (and adapter, when the external interface
+   * is a physical one); otherwise (re)create it, bound to the external interface's physical adapter.
+   */
   private async ensureNetwork(lease: Lease, signal: AbortSignal): Promise<HnsNetworkV1> {
     const { deps, cfg } = this;
     const gateway = nthAddress(lease.subnet, 1);
-    const existing = await deps.hns.getNetworkByNameV1(cfg.name);
-    if (existing && existing.Type === 'L2Bridge' && existing.Subnets?.some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway)) {
+    const networks = await deps.hns.listNetworksV1();
+    const existing = networks.find((n) => n.Name === cfg.name);
+    const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
+    const sameAdapter = !wantAdapter || !existing?.NetworkAdapterName || existing.NetworkAdapterName.toLowerCase() === wantAdapter.toLowerCase();
+    if (existing && existing.Type === 'L2Bridge' && sameAdapter && existing.Subnets?.some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway)) {
       deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
       if (existing.ManagementIP) return existing;
       return deps.hns.waitForManagementIP(existing.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
     }
     if (existing) {
-      deps.log.warn('deleting HNS network whose type or subnet changed', {
+      deps.log.warn('deleting HNS network whose type, subnet or adapter changed', {
         network: cfg.name,
         id: existing.ID,
         type: existing.Type,
         subnets: existing.Subnets?.map((s) => s.AddressPrefix).join(','),
+        adapter: existing.NetworkAdapterName,
         want: lease.subnet,
       });
       await deps.hns.deleteNetworkV1(existing.ID!);
     }
+    const adapter = await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal });
     const body: HnsNetworkV1 = {
       Name: cfg.name,
       Type: 'L2Bridge',
+      NetworkAdapterName: adapter,
       ...(cfg.dnsServerList ? { DNSServerList: cfg.dnsServerList } : {}),
       Subnets: [{ AddressPrefix: lease.subnet, GatewayAddress: gateway }],
     };
-    deps.log.info('creating HNS network', { network: cfg.name, type: 'L2Bridge', subnet: lease.subnet });
+    deps.log.info('creating HNS network', { network: cfg.name, type: 'L2Bridge', subnet: lease.subnet, adapter });
     const created = await deps.hns.createNetworkV1(body);
     signal.throwIfAborted();
     const ready = await deps.hns.waitForManagementIP(created.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });

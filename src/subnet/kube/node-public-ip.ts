@@ -1,0 +1,64 @@
+// The public IPs the own Node's annotations ask for, read once at start, before the external interface
+// is chosen. Mirrors flannel main.go, which calls the kube subnet manager's GetStoredPublicIP
+// (pkg/subnet/kube/kube.go: one GET of the own Node, errors only logged) and, with no --iface, hands the
+// IP to ipmatch.LookupExtIface to pick the interface holding it. This agent also tries
+// `public-ip-overwrite` (it is the node's own address when the node has several NICs and no NAT).
+import type { KubeConfig } from '@kubernetes/client-node';
+import { systemClock, type Clock } from '../../clock.js';
+import { errorMessage } from '../../errors.js';
+import { isIp4 } from '../../ip4.js';
+import type { Logger } from '../../log.js';
+import { annotationKeys, normalizeAnnotationPrefix } from './annotations.js';
+import { KubeHttp } from './http.js';
+
+export interface NodePublicIPs {
+  /** `<prefix>/public-ip-overwrite`, when a valid IPv4. */
+  publicIPOverwrite?: string;
+  /** `<prefix>/node-public-ip`, when a valid IPv4. */
+  nodePublicIP?: string;
+}
+
+/** The two annotations out of a Node's annotation map (invalid values dropped). Pure. */
+export function nodePublicIPsOf(annotations: Record<string, string> | undefined, annotationPrefix: string): NodePublicIPs {
+  const keys = annotationKeys(normalizeAnnotationPrefix(annotationPrefix));
+  const pick = (key: string) => {
+    const raw: unknown = annotations?.[key];
+    const v = typeof raw === 'string' ? raw.trim() : undefined;
+    return v && isIp4(v) ? v : undefined;
+  };
+  const out: NodePublicIPs = {};
+  const overwrite = pick(keys.publicIPOverwrite);
+  const nodeIP = pick(keys.nodePublicIP);
+  if (overwrite) out.publicIPOverwrite = overwrite;
+  if (nodeIP) out.nodePublicIP = nodeIP;
+  return out;
+}
+
+/**
+ * GET the own Node (raw JSON, with a deadline like every other API request) and return its public-IP
+ * annotations; any failure or timeout is logged and yields none.
+ */
+export async function readNodePublicIPs(opts: {
+  kubeConfig: KubeConfig;
+  nodeName: string;
+  annotationPrefix: string;
+  log: Logger;
+  clock?: Clock;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}): Promise<NodePublicIPs> {
+  try {
+    const http = new KubeHttp(opts.kubeConfig, opts.clock ?? systemClock);
+    const node = (await http.json({
+      method: 'GET',
+      path: `/api/v1/nodes/${encodeURIComponent(opts.nodeName)}`,
+      timeoutMs: opts.timeoutMs ?? 30_000,
+      signal: opts.signal ?? new AbortController().signal,
+    })) as { metadata?: { annotations?: unknown } } | null;
+    const annotations = node?.metadata?.annotations;
+    return nodePublicIPsOf(annotations !== null && typeof annotations === 'object' ? (annotations as Record<string, string>) : undefined, opts.annotationPrefix);
+  } catch (err) {
+    opts.log.warn('could not read the own node for its public-ip annotations; choosing the interface without them', { node: opts.nodeName, error: errorMessage(err) });
+    return {};
+  }
+}
