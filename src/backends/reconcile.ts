@@ -1,6 +1,10 @@
-// The reconcile engine both backends use (ARCHITECTURE.md item 6). No upstream counterpart: flannel's
-// route/policy handlers apply events one by one and never sweep stale state (flannel#2554); here events
-// only change the desired set, and each pass reads the actual dataplane once and writes the difference.
+// The reconcile engine both backends use (ARCHITECTURE.md item 6). No upstream flannel counterpart:
+// flannel's route/policy handlers apply events one by one and never sweep stale state (flannel#2554).
+// The shape is Felix's Windows VXLAN manager (projectcalico/calico felix/dataplane/windows/vxlan_mgr.go:
+// record the desired state, mark it dirty, apply later) with an incremental apply: the last read of the
+// dataplane is kept as a cache, updated with our own successful writes, so a peer event writes only its
+// own delta and reads nothing. A full read and diff happens at every resync period, after any failed
+// write, and when a whole new desired set arrives (a snapshot).
 import type { Clock } from '../clock.js';
 import { backoffDelay, pause, systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -8,70 +12,33 @@ import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
 import { METRIC } from '../health/metrics.js';
 import { errorMessage } from '../errors.js';
+import { writeInBatches } from './batch-writer.js';
+import { planReconcile, type PlanOps, type ReconcilePlan } from './reconcile-plan.js';
+import { RefusalTracker } from './refusals.js';
 
-export interface PlanOps<A, D> {
-  actualKey(a: A): string;
-  desiredKey(d: D): string;
-  /** True when actual item `a` already is desired item `d` (no write needed). */
-  same(a: A, d: D): boolean;
-}
-
-export interface ReconcilePlan<A, D> {
-  add: D[];
-  remove: A[];
-  replace: { from: A; to: D }[];
-  unchanged: number;
-}
-
-/**
- * Compare the actual items with the desired ones, by key. Actual items without a desired key are
- * removed; of several actual items for one key, one that is `same` is kept and the rest removed;
- * if none is the same, the first is replaced and the rest removed. Desired keys are unique (first wins).
- */
-export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[], ops: PlanOps<A, D>): ReconcilePlan<A, D> {
-  const want = new Map<string, D>();
-  for (const d of desired) {
-    const k = ops.desiredKey(d);
-    if (!want.has(k)) want.set(k, d);
-  }
-  const have = new Map<string, A[]>();
-  for (const a of actual) {
-    const k = ops.actualKey(a);
-    const list = have.get(k);
-    if (list) list.push(a);
-    else have.set(k, [a]);
-  }
-  const plan: ReconcilePlan<A, D> = { add: [], remove: [], replace: [], unchanged: 0 };
-  for (const [k, items] of have) {
-    const d = want.get(k);
-    if (d === undefined) {
-      plan.remove.push(...items);
-      continue;
-    }
-    const keep = items.findIndex((a) => ops.same(a, d));
-    if (keep >= 0) {
-      plan.unchanged++;
-      items.forEach((a, i) => {
-        if (i !== keep) plan.remove.push(a);
-      });
-    } else {
-      plan.replace.push({ from: items[0]!, to: d });
-      plan.remove.push(...items.slice(1));
-    }
-  }
-  for (const [k, d] of want) if (!have.has(k)) plan.add.push(d);
-  return plan;
-}
+export { planReconcile, type PlanOps, type ReconcilePlan } from './reconcile-plan.js';
 
 export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
-  /** Short name for logs (`routes`, `remote-subnet-policies`). */
+  /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
   name: string;
-  /** The actual dataplane items this driver owns. */
+  /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
   readActual(): Promise<A[]>;
-  /** Remove these items (may batch). */
+  /** One write removing these items (at most `batch` of them). */
   remove(items: A[]): Promise<void>;
-  /** Add these items (may batch). */
+  /** One write adding these items (at most `batch` of them). */
   add(items: D[]): Promise<void>;
+  /** Items per write call (default: all of them in one). */
+  batch?: number;
+  /** Write calls in flight at once (default 1). */
+  concurrency?: number;
+  /** What a successful add of `d` leaves in the dataplane. Without it every pass reads (no incremental apply). */
+  toActual?(d: D): A;
+  /** True when `err` refuses the items of one write (split the batch to find them), not the call as a whole. */
+  refuses?(err: unknown): boolean;
+  /** True when `err` says the network this driver writes to no longer exists. */
+  networkGone?(err: unknown): boolean;
+  /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
+  release?(): Promise<void>;
 }
 
 export interface ReconcilerOptions<A, D> {
@@ -79,11 +46,17 @@ export interface ReconcilerOptions<A, D> {
   clock?: Clock;
   log?: Logger;
   metrics?: Metrics;
-  /** Re-read and repair drift this often even without changes (default 10000 ms). */
+  /** Read everything and repair drift this often (default 10000 ms). */
   resyncMs?: number;
-  /** Backoff after a failed pass: base * 2^n, at most cap (defaults 250 / 30000 ms). */
+  /** Backoff after a failed pass, and per refused item: base * 2^n, at most cap (defaults 250 / 30000 ms). */
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** Before `markSynced()`, passes may add missing items (never remove or replace). Default false. */
+  earlyAdds?: boolean;
+  /** The peer (node) a desired key belongs to, for logs. */
+  owner?: (key: string) => string | undefined;
+  /** Recreate the network after a pass found it gone; the loop retries it with backoff until it succeeds. */
+  onNetworkGone?: (signal: AbortSignal) => Promise<void>;
 }
 
 export interface ApplyResult {
@@ -93,39 +66,61 @@ export interface ApplyResult {
   replaced: number;
   /** True when nothing was attempted because the first complete list has not arrived (`markSynced`). */
   skipped?: boolean;
+  /** Items the dataplane refused in this pass (retried on their own backoff). */
+  refused?: number;
+  /** The pass found the network gone. */
+  networkGone?: boolean;
   error?: unknown;
 }
 
 export interface ReconcilerStatus {
   /** `markSynced()` was called: the desired set is complete. */
   synced: boolean;
-  /** The last pass succeeded and nothing changed since. */
+  /** The last pass wrote everything and nothing changed since (no refused item either). */
   inSync: boolean;
   lastSuccessAt: number | undefined;
   passes: number;
   consecutiveFailures: number;
+  /** The last pass found the network gone and it has not been rebuilt yet. */
+  networkMissing: boolean;
+  /** Items the dataplane currently refuses. */
+  refused: number;
 }
 
+type Waiter = { done: () => void };
+
 export class Reconciler<A, D> {
-  private readonly driver: ReconcileDriver<A, D>;
+  private driver: ReconcileDriver<A, D>;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly metrics: Metrics | undefined;
   private readonly resyncMs: number;
   private readonly backoffBaseMs: number;
   private readonly backoffCapMs: number;
+  private readonly earlyAdds: boolean;
+  private readonly onNetworkGone: ((signal: AbortSignal) => Promise<void>) | undefined;
+  private readonly refusals: RefusalTracker;
 
-  private desired: D[] = [];
+  private desired = new Map<string, D>();
+  /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
+  private cache: Map<string, A[]> | undefined;
+  /** Keys whose desired item changed since the last pass (the incremental pass writes only these). */
+  private readonly dirtyKeys = new Set<string>();
+  private fullPending = true;
   private dirty = false;
   private synced = false;
   private inSync = false;
+  private missing = false;
   private everSucceeded = false;
+  private firstPassTried = false;
   private lastSuccessAt: number | undefined;
+  private lastFullAt: number | undefined;
   private passes = 0;
   private consecutiveFailures = 0;
   private running: Promise<ApplyResult> | undefined;
   private wake: (() => void) | undefined;
-  private readonly inSyncWaiters: (() => void)[] = [];
+  private readonly inSyncWaiters: Waiter[] = [];
+  private readonly firstPassWaiters: Waiter[] = [];
 
   constructor(opts: ReconcilerOptions<A, D>) {
     this.driver = opts.driver;
@@ -135,22 +130,62 @@ export class Reconciler<A, D> {
     this.resyncMs = opts.resyncMs ?? 10_000;
     this.backoffBaseMs = opts.backoffBaseMs ?? 250;
     this.backoffCapMs = opts.backoffCapMs ?? 30_000;
+    this.earlyAdds = opts.earlyAdds ?? false;
+    this.onNetworkGone = opts.onNetworkGone;
+    this.refusals = new RefusalTracker({
+      driver: opts.driver.name,
+      clock: this.clock,
+      log: this.log,
+      metrics: opts.metrics,
+      baseMs: this.backoffBaseMs,
+      capMs: this.backoffCapMs,
+      owner: opts.owner,
+    });
   }
 
-  /** Replace the desired set and mark the dataplane dirty. Writes nothing by itself. */
+  /** Replace the whole desired set (a snapshot): the next pass reads the dataplane and diffs everything. */
   setDesired(items: readonly D[]): void {
-    this.desired = [...items];
+    const next = new Map<string, D>();
+    for (const d of items) {
+      const k = this.driver.desiredKey(d);
+      if (!next.has(k)) next.set(k, d);
+    }
+    this.desired = next;
+    this.fullPending = true;
+    this.touch();
+  }
+
+  /** Change some keys of the desired set (`undefined` = no longer desired): the next pass writes only those. */
+  updateDesired(changes: Iterable<readonly [string, D | undefined]>): void {
+    for (const [k, d] of changes) {
+      if (d === undefined) this.desired.delete(k);
+      else this.desired.set(k, d);
+      this.dirtyKeys.add(k);
+      this.refusals.forget(k); // new content: try it now rather than after the old item's backoff
+    }
+    this.touch();
+  }
+
+  /** Write to another driver from now on (the network was rebuilt); the next pass reads it. */
+  rebind(driver: ReconcileDriver<A, D>): void {
+    this.driver = driver;
+    this.cache = undefined;
+    this.fullPending = true;
+    this.touch();
+  }
+
+  private touch(): void {
     this.dirty = true;
     this.inSync = false;
     this.wake?.();
   }
 
-  /** The desired set is complete (first full list seen): writes may start. */
+  /** The desired set is complete (first full list seen): removals, replacements and "in sync" may start. */
   markSynced(): void {
     if (!this.synced) this.log.debug('desired set complete, reconcile enabled', { driver: this.driver.name });
     this.synced = true;
-    this.dirty = true;
-    this.wake?.();
+    this.fullPending = true;
+    this.touch();
   }
 
   status(): ReconcilerStatus {
@@ -160,32 +195,49 @@ export class Reconciler<A, D> {
       lastSuccessAt: this.lastSuccessAt,
       passes: this.passes,
       consecutiveFailures: this.consecutiveFailures,
+      networkMissing: this.missing,
+      refused: this.refusals.size,
     };
   }
 
-  /** Resolves after the first successful pass after `markSynced()`. */
+  /** Resolves after the first successful pass after `markSynced()` (refused items aside). */
   waitForInSync(signal?: AbortSignal): Promise<void> {
-    if (this.everSucceeded) return Promise.resolve();
+    return this.waitOn(this.everSucceeded, this.inSyncWaiters, signal);
+  }
+
+  /** Resolves after the first pass after `markSynced()` was tried against an existing network, whatever its result. */
+  waitForFirstPass(signal?: AbortSignal): Promise<void> {
+    return this.waitOn(this.firstPassTried, this.firstPassWaiters, signal);
+  }
+
+  private waitOn(already: boolean, list: Waiter[], signal?: AbortSignal): Promise<void> {
+    if (already) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const done = () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
+      const w: Waiter = {
+        done: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
       };
       const onAbort = () => {
-        const i = this.inSyncWaiters.indexOf(done);
-        if (i >= 0) this.inSyncWaiters.splice(i, 1);
+        const i = list.indexOf(w);
+        if (i >= 0) list.splice(i, 1);
         reject(signal!.reason);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.inSyncWaiters.push(done);
+      list.push(w);
     });
   }
 
-  /** One pass: read actual once, plan, write the difference (removals first). Serialized. */
+  /** One full pass: read the dataplane, diff everything, write the difference (removals first). Serialized. */
   applyOnce(): Promise<ApplyResult> {
+    return this.serialized(true);
+  }
+
+  private serialized(full: boolean): Promise<ApplyResult> {
     const prev = this.running ?? Promise.resolve(undefined);
-    const next = prev.then(() => this.pass());
+    const next = prev.then(() => this.pass(full));
     this.running = next;
     void next.finally(() => {
       if (this.running === next) this.running = undefined;
@@ -193,102 +245,257 @@ export class Reconciler<A, D> {
     return next;
   }
 
-  private async pass(): Promise<ApplyResult> {
-    if (!this.synced) return { ok: true, added: 0, removed: 0, replaced: 0, skipped: true };
-    const name = this.driver.name;
-    this.dirty = false;
-    this.passes++;
+  private async pass(forceFull: boolean): Promise<ApplyResult> {
+    const early = !this.synced;
+    if (early && !this.earlyAdds) return { ok: true, added: 0, removed: 0, replaced: 0, skipped: true };
+    const driver = this.driver;
+    const incremental = !forceFull && !this.fullPending && this.cache !== undefined && driver.toActual !== undefined;
+    const keys = incremental ? [...this.dirtyKeys] : undefined;
     const desired = this.desired;
-    let added = 0;
-    let removed = 0;
-    let replaced = 0;
-    let failure: unknown;
+    this.dirty = false;
+    this.dirtyKeys.clear();
+    if (!incremental) this.fullPending = false;
+    this.passes++;
+    const out: ApplyResult = { ok: true, added: 0, removed: 0, replaced: 0 };
     try {
-      const actual = await this.driver.readActual();
-      const plan = planReconcile(actual, desired, this.driver);
-      const toRemove = [...plan.remove, ...plan.replace.map((r) => r.from)];
-      let removeOk = true;
-      if (toRemove.length > 0) {
-        try {
-          await this.driver.remove(toRemove);
-          removed = plan.remove.length;
-        } catch (err) {
-          removeOk = false;
-          failure = err;
-        }
+      let plan: ReconcilePlan<A, D>;
+      if (!incremental) {
+        const actual = await driver.readActual();
+        this.lastFullAt = this.clock.now();
+        this.cache = driver.toActual ? index(actual, (a) => driver.actualKey(a)) : undefined;
+        plan = planReconcile(actual, [...desired.values()], driver);
+      } else {
+        const cache = this.cache!;
+        const want = keys!.map((k) => desired.get(k)).filter((d): d is D => d !== undefined);
+        plan = planReconcile(keys!.flatMap((k) => cache.get(k) ?? []), want, driver);
       }
-      // A replacement is added only once its old item is gone; plain additions go ahead regardless.
-      const toAdd = removeOk ? [...plan.add, ...plan.replace.map((r) => r.to)] : plan.add;
-      if (toAdd.length > 0) {
-        try {
-          await this.driver.add(toAdd);
-          added = plan.add.length;
-          if (removeOk) replaced = plan.replace.length;
-        } catch (err) {
-          failure ??= err;
-        }
-      }
-      if (toRemove.length + toAdd.length > 0 || failure !== undefined) {
-        this.log.info('reconcile pass', { driver: name, added, removed, replaced, unchanged: plan.unchanged, ok: failure === undefined });
-      }
+      await this.write(driver, plan, early, out);
     } catch (err) {
-      failure = err;
+      out.ok = false;
+      out.error ??= err;
+    }
+    if (!incremental) await this.releaseQuietly(driver);
+    this.pruneRefusals();
+    return this.settle(out, early, incremental);
+  }
+
+  /** Execute `plan`: removals first, then additions and the replacements whose old item is gone. */
+  private async write(driver: ReconcileDriver<A, D>, plan: ReconcilePlan<A, D>, early: boolean, out: ApplyResult): Promise<void> {
+    const now = this.clock.now();
+    const waiting = (k: string) => this.refusals.backingOff(k, now);
+    const aKey = (a: A) => driver.actualKey(a);
+    const dKey = (d: D) => driver.desiredKey(d);
+    const opts = {
+      size: driver.batch ?? Number.MAX_SAFE_INTEGER,
+      concurrency: driver.concurrency ?? 1,
+      refuses: (e: unknown) => driver.refuses?.(e) === true,
+    };
+    const refusedKeys = new Set<string>();
+    const attempted = new Set<string>();
+
+    const toRemove = early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
+    const rm = await writeInBatches(toRemove, { ...opts, write: (items) => driver.remove(items) });
+    const gone = new Set(rm.done);
+    for (const a of rm.done) {
+      attempted.add(aKey(a));
+      this.cacheRemove(aKey(a), a);
+    }
+    for (const r of rm.refused) {
+      refusedKeys.add(aKey(r.item));
+      this.refusals.refused(aKey(r.item), r.error);
     }
 
+    const replacing = early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
+    const toAdd = [...plan.add, ...replacing].filter((d) => !waiting(dKey(d)));
+    const ad = await writeInBatches(toAdd, { ...opts, write: (items) => driver.add(items) });
+    const added = new Set(ad.done);
+    for (const d of added) {
+      attempted.add(dKey(d));
+      if (driver.toActual) this.cacheAdd(dKey(d), driver.toActual(d));
+    }
+    for (const r of ad.refused) {
+      refusedKeys.add(dKey(r.item));
+      this.refusals.refused(dKey(r.item), r.error);
+    }
+    for (const k of attempted) if (!refusedKeys.has(k)) this.refusals.accepted(k);
+
+    out.removed = plan.remove.filter((a) => gone.has(a)).length;
+    out.added = plan.add.filter((d) => added.has(d)).length;
+    out.replaced = plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length;
+    if (refusedKeys.size > 0) out.refused = refusedKeys.size;
+    const failure = rm.failure ?? ad.failure;
     if (failure !== undefined) {
+      out.ok = false;
+      out.error = failure;
+    }
+    if (toRemove.length + toAdd.length > 0 || failure !== undefined) {
+      this.log.info('reconcile pass', {
+        driver: driver.name,
+        added: out.added,
+        removed: out.removed,
+        replaced: out.replaced,
+        refused: out.refused,
+        unchanged: plan.unchanged,
+        ok: failure === undefined,
+        writes: rm.calls + ad.calls,
+      });
+    }
+  }
+
+  private cacheRemove(k: string, a: A): void {
+    const list = this.cache?.get(k);
+    if (!list) return;
+    const rest = list.filter((x) => x !== a);
+    if (rest.length > 0) this.cache!.set(k, rest);
+    else this.cache!.delete(k);
+  }
+
+  private cacheAdd(k: string, a: A): void {
+    if (!this.cache) return;
+    const list = this.cache.get(k);
+    if (list) list.push(a);
+    else this.cache.set(k, [a]);
+  }
+
+  private async releaseQuietly(driver: ReconcileDriver<A, D>): Promise<void> {
+    try {
+      await driver.release?.();
+    } catch (err) {
+      this.log.debug('releasing the dataplane handle failed', { driver: driver.name, error: errorMessage(err) });
+    }
+  }
+
+  /** Refused keys that are neither desired nor present any more need no retry. */
+  private pruneRefusals(): void {
+    for (const k of this.refusals.keys()) {
+      if (!this.desired.has(k) && !(this.cache?.has(k) ?? false)) this.refusals.forget(k);
+    }
+  }
+
+  private settle(out: ApplyResult, early: boolean, incremental: boolean): ApplyResult {
+    const name = this.driver.name;
+    if (out.refused !== undefined) this.fullPending = true; // a refused write: read before trusting the cache again
+    if (!out.ok) {
+      out.networkGone = this.driver.networkGone?.(out.error) === true;
       this.dirty = true;
+      this.fullPending = true;
       this.inSync = false;
       this.consecutiveFailures++;
       this.metrics?.inc(METRIC.applyPasses, { result: 'error' });
-      this.log.warn('reconcile pass failed', { driver: name, error: errorMessage(failure), consecutiveFailures: this.consecutiveFailures });
-      return { ok: false, added, removed, replaced, error: failure };
+      if (out.networkGone) {
+        if (!this.missing) this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', { driver: name, error: errorMessage(out.error) });
+        this.missing = true;
+      } else {
+        this.log.warn('reconcile pass failed', { driver: name, incremental, error: errorMessage(out.error), consecutiveFailures: this.consecutiveFailures });
+      }
+    } else {
+      this.consecutiveFailures = 0;
+      this.lastSuccessAt = this.clock.now();
+      this.metrics?.inc(METRIC.applyPasses, { result: 'ok' });
+      this.metrics?.set(METRIC.lastApplySuccess, Math.floor(this.lastSuccessAt / 1000));
     }
-    this.consecutiveFailures = 0;
-    this.lastSuccessAt = this.clock.now();
-    this.inSync = !this.dirty;
-    this.metrics?.inc(METRIC.applyPasses, { result: 'ok' });
-    this.metrics?.set(METRIC.lastApplySuccess, Math.floor(this.lastSuccessAt / 1000));
-    if (!this.everSucceeded) {
-      this.everSucceeded = true;
-      for (const w of this.inSyncWaiters.splice(0)) w();
+    if (early) return out; // additions only: removals, replacements and "in sync" wait for the complete list
+    if (out.ok) {
+      this.inSync = !this.dirty && this.refusals.size === 0;
+      if (!this.everSucceeded) {
+        this.everSucceeded = true;
+        for (const w of this.inSyncWaiters.splice(0)) w.done();
+      }
     }
-    return { ok: true, added, removed, replaced };
+    if (!out.networkGone && !this.firstPassTried) {
+      this.firstPassTried = true;
+      for (const w of this.firstPassWaiters.splice(0)) w.done();
+    }
+    return out;
   }
 
   /**
-   * Keep the dataplane in step until `signal` aborts: a pass whenever the desired set changes, a resync
-   * pass every `resyncMs`, and capped exponential backoff after failures.
+   * Keep the dataplane in step until `signal` aborts: a pass whenever the desired set changes (the delta
+   * only), a full pass every `resyncMs`, refused items retried when their backoff ends, capped exponential
+   * backoff after failures, and a rebuild when a pass finds the network gone.
    */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      if (this.synced && this.dirty) {
-        const r = await this.applyOnce();
-        if (!r.ok) {
+      if (this.missing && this.onNetworkGone) {
+        if (!(await this.rebuild(signal))) return;
+        continue;
+      }
+      if ((this.synced || this.earlyAdds) && this.dirty) {
+        const r = await this.serialized(false);
+        if (!r.ok && !(r.networkGone && this.onNetworkGone)) {
           const delay = backoffDelay(this.consecutiveFailures - 1, this.backoffBaseMs, this.backoffCapMs);
           this.log.info('reconcile retry scheduled', { driver: this.driver.name, delayMs: delay, attempt: this.consecutiveFailures });
           if (!(await pause(this.clock, delay, signal))) return;
         }
         continue;
       }
-      // Idle: wait for a change or the resync timer.
-      const ac = new AbortController();
-      const onAbort = () => ac.abort(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      let woken = false;
-      this.wake = () => {
-        woken = true;
-        ac.abort();
-      };
-      try {
-        await this.clock.sleep(this.resyncMs, ac.signal);
-      } catch {
-        // woken or aborted
-      } finally {
-        this.wake = undefined;
-        signal.removeEventListener('abort', onAbort);
-      }
-      if (signal.aborted) return;
-      if (!woken && this.synced) this.dirty = true; // resync: re-read and repair drift
+      await this.idle(signal);
     }
   }
+
+  /** Wait for a change, the resync timer or the next refused item's retry. */
+  private async idle(signal: AbortSignal): Promise<void> {
+    const now = this.clock.now();
+    const resyncIn = this.lastFullAt === undefined ? this.resyncMs : Math.max(0, this.lastFullAt + this.resyncMs - now);
+    const retryAt = this.synced ? this.refusals.nextRetryAt() : undefined;
+    const ms = retryAt === undefined ? resyncIn : Math.min(resyncIn, Math.max(0, retryAt - now));
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    let woken = false;
+    this.wake = () => {
+      woken = true;
+      ac.abort();
+    };
+    try {
+      await this.clock.sleep(ms, ac.signal);
+    } catch {
+      // woken or aborted
+    } finally {
+      this.wake = undefined;
+      signal.removeEventListener('abort', onAbort);
+    }
+    if (signal.aborted || woken || !this.synced) return;
+    const t = this.clock.now();
+    const due = this.refusals.due(t);
+    if (due.length > 0) {
+      for (const k of due) this.dirtyKeys.add(k);
+      this.dirty = true;
+    }
+    if (this.lastFullAt === undefined || t - this.lastFullAt >= this.resyncMs) {
+      this.fullPending = true; // resync: re-read and repair drift
+      this.dirty = true;
+    }
+  }
+
+  /** The network is gone: recreate it (the owner's hook), then read and reprogram everything. False once aborted. */
+  private async rebuild(signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.onNetworkGone!(signal);
+      this.missing = false;
+      this.cache = undefined;
+      this.fullPending = true;
+      this.dirty = true;
+      this.metrics?.inc(METRIC.networkRebuilds, { result: 'ok' });
+      return true;
+    } catch (err) {
+      if (signal.aborted) return false;
+      this.consecutiveFailures++;
+      this.metrics?.inc(METRIC.networkRebuilds, { result: 'error' });
+      const delay = backoffDelay(this.consecutiveFailures - 1, this.backoffBaseMs, this.backoffCapMs);
+      this.log.warn('recreating the HNS network failed; retrying', { driver: this.driver.name, error: errorMessage(err), delayMs: delay });
+      return pause(this.clock, delay, signal);
+    }
+  }
+}
+
+function index<A>(items: readonly A[], key: (a: A) => string): Map<string, A[]> {
+  const m = new Map<string, A[]>();
+  for (const a of items) {
+    const k = key(a);
+    const list = m.get(k);
+    if (list) list.push(a);
+    else m.set(k, [a]);
+  }
+  return m;
 }

@@ -17,6 +17,9 @@ export const METRIC = {
   lastApplySuccess: 'flannel_last_successful_apply_timestamp_seconds',
   applyPasses: 'flannel_apply_passes_total',
   apiReconnects: 'flannel_api_reconnects_total',
+  refusedItems: 'flannel_dataplane_refused_items',
+  refusals: 'flannel_dataplane_refusals_total',
+  networkRebuilds: 'flannel_network_rebuilds_total',
 } as const;
 
 const HELP: Record<string, [string, 'counter' | 'gauge']> = {
@@ -27,6 +30,9 @@ const HELP: Record<string, [string, 'counter' | 'gauge']> = {
   [METRIC.lastApplySuccess]: ['Unix time of the last reconcile pass that left the dataplane equal to the desired set.', 'gauge'],
   [METRIC.applyPasses]: ['Reconcile passes, by result.', 'counter'],
   [METRIC.apiReconnects]: ['Times the subnet manager re-listed or reconnected its watch.', 'counter'],
+  [METRIC.refusedItems]: ['Peer routes or policies the dataplane currently refuses (retried with backoff), by driver.', 'gauge'],
+  [METRIC.refusals]: ['Writes of one route or policy the dataplane refused, by driver.', 'counter'],
+  [METRIC.networkRebuilds]: ['Times the HNS network was found missing and rebuilt, by result.', 'counter'],
 };
 
 function labelKey(labels: Labels): string {

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { request } from 'node:http';
-import { startHealthServer } from '../../src/health/server.js';
+import { startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
 
 function get(port: number, path: string, method = 'GET'): Promise<{ status: number; type: string | undefined; body: string }> {
@@ -44,6 +44,20 @@ describe('health server', () => {
       await srv.close();
     }
     await expect(get(srv.port, '/healthz')).rejects.toThrow();
+  });
+
+  it('/healthz answers 503 while the agent reports itself unhealthy (a wedged reconcile loop)', async () => {
+    let healthy = true;
+    const srv = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => true, isHealthy: () => healthy });
+    try {
+      expect(await get(srv.port, '/healthz')).toMatchObject({ status: 200, body: 'flanneld is running' });
+      healthy = false;
+      expect(await get(srv.port, '/healthz')).toMatchObject({ status: 503, body: UNHEALTHY_BODY });
+      expect(await get(srv.port, '/healthz', 'HEAD')).toMatchObject({ status: 503, body: '' });
+      expect((await get(srv.port, '/readyz')).status).toBe(200);
+    } finally {
+      await srv.close();
+    }
   });
 
   it('rejects when the port is taken', async () => {
