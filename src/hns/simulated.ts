@@ -5,7 +5,8 @@
 import { HnsError } from '../errors.js';
 import type { ErrorContext } from '../errors.js';
 import type { SimulatedDataplane } from '../dataplane/simulated.js';
-import { ipInCidr, jsonEqual } from '../dataplane/simulated.js';
+import { jsonEqual } from '../dataplane/simulated.js';
+import { contains } from '../ip4.js';
 import { HRESULT, hnsError, hresultText, parseErrorRecord } from './errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnSubnet, HnsEndpointV1, HnsNetworkV1, HnsSubnetV1, HnsVersion } from './schema.js';
 import { HCN_SCHEMA_V2, policySetting } from './schema.js';
@@ -117,7 +118,7 @@ export function endpointV2toV1(ep: HcnEndpoint, net: HcnNetwork | undefined, att
   if (ipc) {
     v1.IPAddress = ipc.IpAddress;
     if (ipc.PrefixLength !== undefined) v1.PrefixLength = ipc.PrefixLength;
-    const subnet = net?.Ipams?.flatMap((i) => i.Subnets ?? []).find((s) => ipInCidr(ipc.IpAddress, s.IpAddressPrefix));
+    const subnet = net?.Ipams?.flatMap((i) => i.Subnets ?? []).find((s) => contains(s.IpAddressPrefix, ipc.IpAddress));
     const gw = subnet && gatewayOf(subnet);
     if (gw) v1.GatewayAddress = gw;
   }
@@ -182,7 +183,7 @@ export class SimulatedHnsTransport implements HnsTransport {
       }
     }
     try {
-      const output = await this.v1(op, method, route, body);
+      const output = await this.v1(op, method, route, body, `${path} ${request}`);
       return JSON.stringify(output === undefined ? { Success: true } : { Success: true, Output: output });
     } catch (err) {
       if (!(err instanceof HnsError)) throw err;
@@ -191,21 +192,21 @@ export class SimulatedHnsTransport implements HnsTransport {
     }
   }
 
-  private async v1(op: string, method: Method, route: ParsedPath, body: unknown): Promise<unknown> {
+  private async v1(op: string, method: Method, route: ParsedPath, body: unknown, input: string): Promise<unknown> {
     const dp = this.dp;
     switch (route.template) {
       case '/globals/version':
         if (method !== 'GET') break;
-        await dp.enter(op, 'hns');
+        await dp.enter(op, 'hns', 0, input);
         return { ...this.version };
       case '/networks/':
         if (method === 'GET') {
           const nets = dp.listNetworks();
-          await dp.enter(op, 'hns', nets.length);
+          await dp.enter(op, 'hns', nets.length, input);
           return nets.map((n) => this.networkV1(n));
         }
         if (method === 'POST') {
-          await dp.enter(op, 'hns');
+          await dp.enter(op, 'hns', 0, input);
           const v1 = requireObject<HnsNetworkV1>(op, body);
           const created = dp.createNetwork(op, networkV1toV2(v1), v1.ID);
           if (this.managementIPPolls > 0) this.pendingManagementIP.set(created.ID!, this.managementIPPolls);
@@ -214,7 +215,7 @@ export class SimulatedHnsTransport implements HnsTransport {
         }
         break;
       case '/networks/{id}': {
-        await dp.enter(op, 'hns');
+        await dp.enter(op, 'hns', 0, input);
         const id = route.id!;
         if (method === 'GET') {
           const net = dp.getNetwork(id);
@@ -230,11 +231,11 @@ export class SimulatedHnsTransport implements HnsTransport {
       case '/endpoints/':
         if (method === 'GET') {
           const eps = dp.listEndpoints();
-          await dp.enter(op, 'hns', eps.length);
+          await dp.enter(op, 'hns', eps.length, input);
           return eps.map((e) => this.endpointV1(e));
         }
         if (method === 'POST') {
-          await dp.enter(op, 'hns');
+          await dp.enter(op, 'hns', 0, input);
           const v1 = requireObject<HnsEndpointV1>(op, body);
           const net = v1.VirtualNetwork
             ? dp.getNetwork(v1.VirtualNetwork)
@@ -246,14 +247,14 @@ export class SimulatedHnsTransport implements HnsTransport {
               network: v1.VirtualNetwork ?? v1.VirtualNetworkName,
             });
           }
-          const prefix = net.Ipams?.flatMap((i) => i.Subnets ?? []).find((s) => v1.IPAddress && ipInCidr(v1.IPAddress, s.IpAddressPrefix));
+          const prefix = net.Ipams?.flatMap((i) => i.Subnets ?? []).find((s) => v1.IPAddress && contains(s.IpAddressPrefix, v1.IPAddress));
           const pl = prefix ? Number(prefix.IpAddressPrefix.split('/')[1]) : undefined;
           const created = dp.createEndpoint(op, net.ID!, endpointV1toV2(v1, pl), v1.ID);
           return this.endpointV1(created);
         }
         break;
       case '/endpoints/{id}': {
-        await dp.enter(op, 'hns');
+        await dp.enter(op, 'hns', 0, input);
         const id = route.id!;
         if (method === 'GET') {
           const ep = dp.getEndpoint(id);
@@ -268,7 +269,7 @@ export class SimulatedHnsTransport implements HnsTransport {
       }
       case '/endpoints/{id}/attach': {
         if (method !== 'POST') break;
-        await dp.enter(op, 'hns');
+        await dp.enter(op, 'hns', 0, input);
         const req = requireObject<{ SystemType?: string }>(op, body);
         if (req.SystemType !== 'Host') {
           throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (only SystemType Host is modelled)', { endpointId: route.id });
@@ -277,7 +278,7 @@ export class SimulatedHnsTransport implements HnsTransport {
         return undefined;
       }
     }
-    await dp.enter(op, 'hns');
+    await dp.enter(op, 'hns', 0, input);
     throw hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (${method} ${route.template} is not an HNS v1 call)`);
   }
 
@@ -355,7 +356,7 @@ export class SimulatedHnsTransport implements HnsTransport {
         .listNetworks()
         .filter((n) => filterMatches(n as unknown as Record<string, unknown>, filter, {}))
         .map((n) => n.ID!);
-      await this.dp.enter(op, 'hns', ids.length);
+      await this.dp.enter(op, 'hns', ids.length, query);
       return JSON.stringify(ids);
     });
   }
@@ -364,7 +365,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnCreateNetwork';
     return this.v2(op, async () => {
       const body = this.parseJson(op, settings, false) as unknown as HcnNetwork;
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
       const net = this.dp.createNetwork(op, body, id);
       return this.handle('network', net.ID!);
     });
@@ -373,7 +374,7 @@ export class SimulatedHnsTransport implements HnsTransport {
   openNetwork(id: string): Promise<HcnHandle> {
     const op = 'HcnOpenNetwork';
     return this.v2(op, async () => {
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, id);
       if (!this.dp.getNetwork(id)) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), { networkId: id });
       return this.handle('network', id);
     });
@@ -390,7 +391,7 @@ export class SimulatedHnsTransport implements HnsTransport {
           networkId: network.id,
         });
       }
-      await this.dp.enter(op, 'hns', policies.length);
+      await this.dp.enter(op, 'hns', policies.length, `${network.id} ${settings}`);
       this.dp.modifyNetworkPolicies(op, network.id, String(req.RequestType), policies as HcnPolicy[]);
     });
   }
@@ -400,7 +401,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       this.checkHandle(op, network, 'network');
       this.parseJson(op, query, true);
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, `${network.id} ${query}`);
       const net = this.dp.getNetwork(network.id);
       if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), { networkId: network.id });
       return JSON.stringify(net);
@@ -410,7 +411,7 @@ export class SimulatedHnsTransport implements HnsTransport {
   deleteNetwork(id: string): Promise<void> {
     const op = 'HcnDeleteNetwork';
     return this.v2(op, async () => {
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, id);
       this.dp.deleteNetwork(op, id);
     });
   }
@@ -419,7 +420,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnCloseNetwork';
     return this.v2(op, async () => {
       this.closeHandle(op, network, 'network');
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, network.id);
     });
   }
 
@@ -431,7 +432,7 @@ export class SimulatedHnsTransport implements HnsTransport {
         .listEndpoints()
         .filter((e) => filterMatches(e as unknown as Record<string, unknown>, filter, { VirtualNetwork: 'HostComputeNetwork' }))
         .map((e) => e.ID!);
-      await this.dp.enter(op, 'hns', ids.length);
+      await this.dp.enter(op, 'hns', ids.length, query);
       return JSON.stringify(ids);
     });
   }
@@ -441,7 +442,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       this.checkHandle(op, network, 'network');
       const body = this.parseJson(op, settings, false) as unknown as HcnEndpoint;
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, `${network.id} ${id} ${settings}`);
       const ep = this.dp.createEndpoint(op, network.id, body, id);
       return this.handle('endpoint', ep.ID!);
     });
@@ -450,7 +451,7 @@ export class SimulatedHnsTransport implements HnsTransport {
   openEndpoint(id: string): Promise<HcnHandle> {
     const op = 'HcnOpenEndpoint';
     return this.v2(op, async () => {
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, id);
       if (!this.dp.getEndpoint(id)) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { endpointId: id });
       return this.handle('endpoint', id);
     });
@@ -461,7 +462,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       this.checkHandle(op, endpoint, 'endpoint');
       this.parseJson(op, settings, false);
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, `${endpoint.id} ${settings}`);
       throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (endpoint modification is not modelled by the simulator)', {
         endpointId: endpoint.id,
       });
@@ -473,7 +474,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       this.checkHandle(op, endpoint, 'endpoint');
       this.parseJson(op, query, true);
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, `${endpoint.id} ${query}`);
       const ep = this.dp.getEndpoint(endpoint.id);
       if (!ep) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { endpointId: endpoint.id });
       return JSON.stringify(ep);
@@ -483,7 +484,7 @@ export class SimulatedHnsTransport implements HnsTransport {
   deleteEndpoint(id: string): Promise<void> {
     const op = 'HcnDeleteEndpoint';
     return this.v2(op, async () => {
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, id);
       this.dp.deleteEndpoint(op, id);
     });
   }
@@ -492,7 +493,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnCloseEndpoint';
     return this.v2(op, async () => {
       this.closeHandle(op, endpoint, 'endpoint');
-      await this.dp.enter(op, 'hns');
+      await this.dp.enter(op, 'hns', 0, endpoint.id);
     });
   }
 }

@@ -1,5 +1,5 @@
-// Host on the SimulatedDataplane: the adapters the model keeps (the physical `Ethernet`, then
-// `vEthernet (...)` vNICs), the default route's interface, and per-interface IPv4 forwarding
+// Host on the SimulatedDataplane: the adapters the model keeps (physical NICs, then `vEthernet (...)`
+// vNICs), the default route's interface, and per-interface IPv4 forwarding
 // (the simulated counterpart of GetAdaptersAddresses / Get/SetIpInterfaceEntry).
 import type { SimulatedDataplane } from '../dataplane/simulated.js';
 import type { Host, HostInterface } from './host.js';
@@ -21,12 +21,12 @@ export class SimulatedHost implements Host {
   }
 
   async setForwarding(interfaceIndex: number, enabled: boolean): Promise<void> {
-    await this.dp.enter('SetIpInterfaceEntry', 'host');
+    await this.dp.enter('SetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, ForwardingEnabled: enabled }));
     this.dp.setForwarding(interfaceIndex, enabled);
   }
 
   async getForwarding(interfaceIndex: number): Promise<boolean> {
-    await this.dp.enter('GetIpInterfaceEntry', 'host');
+    await this.dp.enter('GetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex }));
     return this.dp.getForwarding(interfaceIndex);
   }
 }

@@ -6,8 +6,9 @@ import { RouteError } from '../errors.js';
 import type { SimRoute, SimulatedDataplane } from '../dataplane/simulated.js';
 import type { Route, RouteTable } from './route-table.js';
 
-export const ERROR_NOT_FOUND = 1168;
-export const ERROR_OBJECT_ALREADY_EXISTS = 5010;
+import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS } from '../dataplane/sim-host.js';
+
+export { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS };
 
 function toSim(r: Route): SimRoute {
   return { DestinationPrefix: r.destinationPrefix, NextHop: r.nextHop, InterfaceIndex: r.interfaceIndex, Metric: r.metric };
@@ -21,13 +22,13 @@ export class SimulatedRouteTable implements RouteTable {
   constructor(private readonly dp: SimulatedDataplane) {}
 
   async list(interfaceIndex?: number): Promise<Route[]> {
-    await this.dp.enter('GetIpForwardTable2', 'route');
+    await this.dp.enter('GetIpForwardTable2', 'route', 0, interfaceIndex === undefined ? '' : JSON.stringify({ InterfaceIndex: interfaceIndex }));
     return this.dp.listRoutes(interfaceIndex).map(fromSim);
   }
 
   /** Duplicate (5010) = success; an unknown interface (1168) is thrown. */
   async add(route: Route): Promise<void> {
-    await this.dp.enter('CreateIpForwardEntry2', 'route');
+    await this.dp.enter('CreateIpForwardEntry2', 'route', 0, JSON.stringify(toSim(route)));
     try {
       this.dp.createRoute(toSim(route));
     } catch (err) {
@@ -38,7 +39,7 @@ export class SimulatedRouteTable implements RouteTable {
 
   /** Missing route (1168) = success. */
   async remove(route: Route): Promise<void> {
-    await this.dp.enter('DeleteIpForwardEntry2', 'route');
+    await this.dp.enter('DeleteIpForwardEntry2', 'route', 0, JSON.stringify(toSim(route)));
     try {
       this.dp.deleteRoute(toSim(route));
     } catch (err) {

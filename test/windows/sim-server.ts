@@ -418,8 +418,8 @@ export class WindowsSimServer {
       if (idx && idx !== byLuid.InterfaceIndex) return { st: STATUS.ERROR_INVALID_PARAMETER };
       interfaceIndex = byLuid.InterfaceIndex;
     }
-    await this.dp.enter(req.fn, 'route');
     const route = { DestinationPrefix: `${dest}/${plen}`, NextHop: nextHop, InterfaceIndex: interfaceIndex, Metric: create ? num(req, 'metric') : 0 };
+    await this.dp.enter(req.fn, 'route', 0, JSON.stringify(route));
     if (create) this.dp.createRoute(route);
     else this.dp.deleteRoute(route);
     return { st: 0 };

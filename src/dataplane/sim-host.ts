@@ -1,0 +1,130 @@
+// The host side of the simulated node: adapters, the vSwitch a network binds to a physical NIC, the
+// IPv4 route table. Pure functions on the state document; the model (simulated.ts) locks and persists.
+// What Windows does, and the model does too:
+//  * an L2Bridge/Overlay network binds a vSwitch to ONE physical adapter (hcsshim hcn/hcnnetwork.go
+//    `NetAdapterName` policy; without it HNS picks the adapter of the default route); the adapter's IPv4
+//    address and default route move to a new host vNIC `vEthernet (<adapter>)` with a new interface index
+//    (Microsoft, "Host network requirements / vSwitch": the physical NIC keeps no IP once bound), and
+//    move back when the last such network on it is deleted;
+//  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
+//  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
+import { FlannelError, RouteError } from '../errors.js';
+import { policySetting, type HcnNetwork } from '../hns/schema.js';
+import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
+
+export const ERROR_NOT_FOUND = 1168;
+export const ERROR_OBJECT_ALREADY_EXISTS = 5010;
+
+export function defaultRoute(state: DataplaneState): SimRoute | undefined {
+  return state.routes.filter((r) => r.DestinationPrefix === '0.0.0.0/0').sort((a, b) => a.Metric - b.Metric)[0];
+}
+
+const byName = (state: DataplaneState, name: string): SimAdapter | undefined =>
+  state.adapters.find((a) => a.Name === name) ?? state.adapters.find((a) => a.Name.toLowerCase() === name.toLowerCase());
+
+/** The adapter a vSwitch network is bound to (its NetAdapterName policy; `Ethernet` for a hand-written one without). */
+export function boundAdapterName(net: HcnNetwork): string {
+  return policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName') ?? PHYSICAL_ADAPTER;
+}
+
+/**
+ * The physical adapter a new vSwitch network binds to: the one named (a `vEthernet (...)` vNIC is no
+ * physical adapter: HNS refuses it), else the one behind the default route.
+ */
+export function physicalAdapterFor(state: DataplaneState, name: string | undefined): SimAdapter | undefined {
+  if (name) {
+    const a = byName(state, name);
+    return a && vEthernetTarget(a.Name) === undefined ? a : undefined;
+  }
+  const idx = defaultRoute(state)?.InterfaceIndex;
+  const viaRoute = state.adapters.find((a) => a.InterfaceIndex === idx);
+  if (!viaRoute) return undefined;
+  const target = vEthernetTarget(viaRoute.Name);
+  return target === undefined ? viaRoute : byName(state, target);
+}
+
+/** Bind the vSwitch to `phys` once: its IP and routes move to `vEthernet (<phys>)` with a new index. */
+export function ensureVSwitch(state: DataplaneState, phys: SimAdapter, newIndex: () => number): SimAdapter {
+  const name = vEthernetName(phys.Name);
+  const existing = state.adapters.find((a) => a.Name === name);
+  if (existing) return existing;
+  const vnic: SimAdapter = {
+    Name: name,
+    InterfaceIndex: newIndex(),
+    IPAddress: phys.IPAddress,
+    PrefixLength: phys.PrefixLength,
+    Mtu: phys.Mtu,
+    Forwarding: false,
+  };
+  phys.IPAddress = '';
+  phys.PrefixLength = 0;
+  state.adapters.push(vnic);
+  state.routes = state.routes.flatMap((r) => {
+    if (r.InterfaceIndex !== phys.InterfaceIndex) return [r];
+    return r.DestinationPrefix === '0.0.0.0/0' ? [{ ...r, InterfaceIndex: vnic.InterfaceIndex }] : [];
+  });
+  return vnic;
+}
+
+/** Unbind the vSwitch from `physName` when no vSwitch network uses it any more: IP and default route go back. */
+export function releaseVSwitch(state: DataplaneState, physName: string): void {
+  const stillUsed = state.networks.some((n) => isVSwitchType(n.Type) && boundAdapterName(n).toLowerCase() === physName.toLowerCase());
+  const vnic = state.adapters.find((a) => a.Name.toLowerCase() === vEthernetName(physName).toLowerCase());
+  if (stillUsed || !vnic) return;
+  const phys = byName(state, physName);
+  if (phys) {
+    phys.IPAddress = vnic.IPAddress;
+    phys.PrefixLength = vnic.PrefixLength;
+  }
+  state.routes = state.routes.flatMap((r) => {
+    if (r.InterfaceIndex !== vnic.InterfaceIndex) return [r];
+    return r.DestinationPrefix === '0.0.0.0/0' && phys ? [{ ...r, InterfaceIndex: phys.InterfaceIndex }] : [];
+  });
+  state.adapters = state.adapters.filter((a) => a !== vnic);
+}
+
+export function sameRoute(a: SimRoute, b: SimRoute): boolean {
+  return a.DestinationPrefix === b.DestinationPrefix && a.NextHop === b.NextHop && a.InterfaceIndex === b.InterfaceIndex;
+}
+
+/** CreateIpForwardEntry2: RouteError 1168 for an unknown interface, 5010 for an existing route. */
+export function createRoute(state: DataplaneState, route: SimRoute): void {
+  const ctx = { destination: route.DestinationPrefix, nextHop: route.NextHop, interfaceIndex: route.InterfaceIndex };
+  if (!state.adapters.some((a) => a.InterfaceIndex === route.InterfaceIndex)) {
+    throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no interface with index ${route.InterfaceIndex}; re-resolve the interface`, {
+      ...ctx,
+      status: ERROR_NOT_FOUND,
+    });
+  }
+  if (state.routes.some((r) => sameRoute(r, route))) {
+    throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_OBJECT_ALREADY_EXISTS}: the route already exists`, { ...ctx, status: ERROR_OBJECT_ALREADY_EXISTS });
+  }
+  state.routes.push({ ...route });
+}
+
+/** DeleteIpForwardEntry2: RouteError 1168 when no such route. */
+export function deleteRoute(state: DataplaneState, route: SimRoute): void {
+  const i = state.routes.findIndex((r) => sameRoute(r, route));
+  if (i < 0) {
+    throw new RouteError(`DeleteIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no such route`, {
+      destination: route.DestinationPrefix,
+      nextHop: route.NextHop,
+      interfaceIndex: route.InterfaceIndex,
+      status: ERROR_NOT_FOUND,
+    });
+  }
+  state.routes.splice(i, 1);
+}
+
+/** The adapter with this index; FlannelError FLANNEL_ERR_HOST (status 1168) when there is none. */
+export function adapterOrThrow(state: DataplaneState, op: string, interfaceIndex: number): SimAdapter {
+  const a = state.adapters.find((x) => x.InterfaceIndex === interfaceIndex);
+  if (!a) {
+    throw new FlannelError(
+      'FLANNEL_ERR_HOST',
+      `${op} failed with status ${ERROR_NOT_FOUND}: no interface with index ${interfaceIndex}; re-resolve the interface (its index changes when the vSwitch is created)`,
+      { op, interfaceIndex, status: ERROR_NOT_FOUND },
+    );
+  }
+  return a;
+}

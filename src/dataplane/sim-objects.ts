@@ -1,0 +1,196 @@
+// HNS objects of the simulated node: networks and endpoints in the HCN v2 schema, changed the way HNS
+// changes them (hcsshim hcn/hcnnetwork.go, hcnendpoint.go, internal/hns/hnsnetwork.go, hnsendpoint.go
+// describe the objects): IDs, the vSwitch bound on the first L2Bridge/Overlay network, ProviderAddress
+// and DrMacAddress policies, and HNS's HRESULTs. Pure functions on the state document.
+import type { ErrorContext } from '../errors.js';
+import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
+import { HCN_SCHEMA_V2, policySetting, sameId } from '../hns/schema.js';
+import { nthAddress, parseCidr, sizeOf } from '../ip4.js';
+import { boundAdapterName, ensureVSwitch, physicalAdapterFor, releaseVSwitch } from './sim-host.js';
+import { isVSwitchType, jsonEqual, vEthernetName, type DataplaneState, type SimAdapter } from './sim-state.js';
+
+/** Where new IDs, MACs and interface indexes come from (the model's random source and counter). */
+export interface SimIds {
+  guid(): string;
+  mac(): string;
+  /** A new interface index (Windows does not hand a removed adapter's index to the next one). */
+  ifIndex(): number;
+}
+
+const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
+
+/**
+ * HcnCreateNetwork semantics. `id` undefined or the zero GUID: HNS picks one. Throws HnsError
+ * (0x803B0010 duplicate name/ID, 0x80070057 bad settings).
+ */
+export function createNetwork(state: DataplaneState, ids: SimIds, op: string, settings: HcnNetwork, id?: string): HcnNetwork {
+  const ctx: ErrorContext = { network: settings?.Name };
+  if (typeof settings !== 'object' || settings === null || typeof settings.Name !== 'string' || settings.Name === '' || typeof settings.Type !== 'string') {
+    throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Name and Type are required)', ctx);
+  }
+  if (state.networks.some((n) => n.Name === settings.Name)) {
+    throw hnsError(op, HRESULT.HCN_E_NETWORK_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_NETWORK_ALREADY_EXISTS), ctx);
+  }
+  const useId = id && !ZERO_GUID.test(id) ? id.toUpperCase() : ids.guid();
+  if (state.networks.some((n) => sameId(n.ID, useId))) {
+    throw hnsError(op, HRESULT.HCN_E_NETWORK_ALREADY_EXISTS, `A network with ID ${useId} already exists.`, ctx);
+  }
+  const net: HcnNetwork = structuredClone(settings);
+  net.ID = useId;
+  net.SchemaVersion = net.SchemaVersion ?? { ...HCN_SCHEMA_V2 };
+  net.Flags = net.Flags ?? 0;
+  net.Policies = [...(net.Policies ?? [])];
+  for (const p of net.Policies) {
+    if (typeof p !== 'object' || p === null || typeof p.Type !== 'string') {
+      throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (policy without Type)', ctx);
+    }
+  }
+  if (isVSwitchType(net.Type)) {
+    const wanted = policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName');
+    const phys = physicalAdapterFor(state, wanted);
+    if (!phys) {
+      throw hnsError(op, HRESULT.E_INVALIDARG, `The network adapter '${wanted ?? '(default)'}' is not present on this host.`, ctx);
+    }
+    if (!wanted) net.Policies.push({ Type: 'NetAdapterName', Settings: { NetworkAdapterName: phys.Name } });
+    const vnic = ensureVSwitch(state, phys, ids.ifIndex);
+    if (!net.Policies.some((p) => p.Type === 'ProviderAddress')) {
+      net.Policies.push({ Type: 'ProviderAddress', Settings: { ProviderAddress: vnic.IPAddress } });
+    }
+    if (net.Type.toLowerCase() === 'overlay' && !net.Policies.some((p) => p.Type === 'DrMacAddress')) {
+      net.Policies.push({ Type: 'DrMacAddress', Settings: { Address: ids.mac() } });
+    }
+  }
+  state.networks.push(net);
+  return structuredClone(net);
+}
+
+/** HcnDeleteNetwork / DELETE /networks/<id>: also removes its endpoints. 0x803B0001 when missing. */
+export function deleteNetwork(state: DataplaneState, op: string, id: string): void {
+  const net = state.networks.find((n) => sameId(n.ID, id));
+  if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), { networkId: id });
+  for (const ep of state.endpoints.filter((e) => sameId(e.HostComputeNetwork, net.ID))) dropEndpoint(state, ep);
+  state.networks = state.networks.filter((n) => n !== net);
+  if (isVSwitchType(net.Type)) releaseVSwitch(state, boundAdapterName(net));
+}
+
+/**
+ * HcnModifyNetwork with ResourceType Policy. Atomic: Add fails with 0x803B0012 if any policy is already
+ * there (or repeated), Remove fails with 0x80070490 if any is missing; nothing changes then.
+ */
+export function modifyNetworkPolicies(state: DataplaneState, op: string, id: string, requestType: string, policies: HcnPolicy[]): void {
+  const net = state.networks.find((n) => sameId(n.ID, id));
+  const ctx: ErrorContext = { networkId: id };
+  if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), ctx);
+  if (!Array.isArray(policies) || policies.some((p) => typeof p !== 'object' || p === null || typeof p.Type !== 'string')) {
+    throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Settings.Policies must be [{Type, Settings}])', ctx);
+  }
+  const current = net.Policies ?? [];
+  if (requestType === 'Add') {
+    for (let i = 0; i < policies.length; i++) {
+      const p = policies[i]!;
+      if (current.some((c) => jsonEqual(c, p)) || policies.slice(0, i).some((q) => jsonEqual(q, p))) {
+        throw hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: p.Type });
+      }
+    }
+    net.Policies = [...current, ...structuredClone(policies)];
+  } else if (requestType === 'Remove') {
+    const left = [...current];
+    for (const p of policies) {
+      const i = left.findIndex((c) => jsonEqual(c, p));
+      if (i < 0) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { ...ctx, policyType: p.Type });
+      left.splice(i, 1);
+    }
+    net.Policies = left;
+  } else {
+    throw hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (RequestType ${requestType} is not modelled)`, ctx);
+  }
+}
+
+/** HcnCreateEndpoint: allocates an IP from the network's first subnet and a MAC when not given. */
+export function createEndpoint(state: DataplaneState, ids: SimIds, op: string, networkId: string, settings: HcnEndpoint, id?: string): HcnEndpoint {
+  const ctx: ErrorContext = { networkId, endpoint: settings?.Name };
+  const net = state.networks.find((n) => sameId(n.ID, networkId));
+  if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), ctx);
+  if (typeof settings !== 'object' || settings === null || typeof settings.Name !== 'string') {
+    throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Name is required)', ctx);
+  }
+  const useId = id && !ZERO_GUID.test(id) ? id.toUpperCase() : ids.guid();
+  if (state.endpoints.some((e) => sameId(e.ID, useId))) {
+    throw hnsError(op, HRESULT.E_INVALIDARG, `An endpoint with ID ${useId} already exists.`, ctx);
+  }
+  const ep: HcnEndpoint = structuredClone(settings);
+  ep.ID = useId;
+  ep.HostComputeNetwork = net.ID;
+  ep.SchemaVersion = ep.SchemaVersion ?? { ...HCN_SCHEMA_V2 };
+  ep.Flags = ep.Flags ?? 0;
+  ep.Policies = ep.Policies ?? [];
+  ep.MacAddress = ep.MacAddress || ids.mac();
+  if (!ep.IpConfigurations?.length) {
+    const alloc = allocateIp(state, net);
+    if (alloc) ep.IpConfigurations = [alloc];
+  }
+  state.endpoints.push(ep);
+  return structuredClone(ep);
+}
+
+function allocateIp(state: DataplaneState, net: HcnNetwork): { IpAddress: string; PrefixLength: number } | undefined {
+  const subnet = net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
+  const c = subnet ? parseCidr(subnet) : undefined;
+  if (!c) return undefined;
+  const used = new Set(
+    state.endpoints.filter((e) => sameId(e.HostComputeNetwork, net.ID)).flatMap((e) => (e.IpConfigurations ?? []).map((i) => i.IpAddress)),
+  );
+  // HNS hands out from .2 (.1 is the gateway), never the broadcast address.
+  for (let off = 2; off < sizeOf(c.prefix) - 1; off++) {
+    const ip = nthAddress(c, off);
+    if (!used.has(ip)) return { IpAddress: ip, PrefixLength: c.prefix };
+  }
+  return undefined;
+}
+
+/** HcnDeleteEndpoint / DELETE /endpoints/<id>. 0x803B0002 when missing. */
+export function deleteEndpoint(state: DataplaneState, op: string, id: string): void {
+  const ep = state.endpoints.find((e) => sameId(e.ID, id));
+  if (!ep) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { endpointId: id });
+  dropEndpoint(state, ep);
+}
+
+function dropEndpoint(state: DataplaneState, ep: HcnEndpoint): void {
+  const adapter = hostAdapterOf(state, ep);
+  if (adapter) {
+    state.adapters = state.adapters.filter((a) => a !== adapter);
+    state.routes = state.routes.filter((r) => r.InterfaceIndex !== adapter.InterfaceIndex);
+  }
+  state.endpoints = state.endpoints.filter((e) => e !== ep);
+}
+
+function hostAdapterOf(state: DataplaneState, ep: HcnEndpoint): SimAdapter | undefined {
+  return state.adapters.find((a) => a.Name === vEthernetName(ep.Name));
+}
+
+export function isAttachedToHost(state: DataplaneState, id: string): boolean {
+  const ep = state.endpoints.find((e) => sameId(e.ID, id));
+  return ep !== undefined && hostAdapterOf(state, ep) !== undefined;
+}
+
+/** Attach to the host compartment: a new adapter `vEthernet (<name>)` with the endpoint's IP. */
+export function attachEndpointToHost(state: DataplaneState, ids: SimIds, op: string, id: string): SimAdapter {
+  const ep = state.endpoints.find((e) => sameId(e.ID, id));
+  if (!ep) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { endpointId: id });
+  if (hostAdapterOf(state, ep)) {
+    throw hnsError(op, HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED, hresultText(HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED), { endpointId: id, endpoint: ep.Name });
+  }
+  const ipc = ep.IpConfigurations?.[0];
+  const adapter: SimAdapter = {
+    Name: vEthernetName(ep.Name),
+    InterfaceIndex: ids.ifIndex(),
+    IPAddress: ipc?.IpAddress ?? '',
+    PrefixLength: ipc?.PrefixLength ?? 0,
+    Mtu: 1500,
+    Forwarding: false,
+  };
+  state.adapters.push(adapter);
+  return { ...adapter };
+}
+

@@ -1,0 +1,140 @@
+// The simulated node's state document (ARCHITECTURE.md "Simulated dataplane state file"; README "The
+// simulated node"): its types, its validation, and the fresh node it starts from. Pure.
+import { FlannelError } from '../errors.js';
+import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
+import { nthAddress, parseCidr } from '../ip4.js';
+import { parseFaultRules, type FaultRule } from './sim-faults.js';
+
+/** A route as the state file stores it (iphlpapi's MIB_IPFORWARD_ROW2, reduced). */
+export interface SimRoute {
+  DestinationPrefix: string;
+  NextHop: string;
+  InterfaceIndex: number;
+  Metric: number;
+}
+
+/**
+ * A host network adapter. `IPAddress` is '' when the adapter carries no IPv4: a physical NIC a vSwitch
+ * is bound to (its address moved to `vEthernet (<Name>)`, as on Windows).
+ */
+export interface SimAdapter {
+  Name: string;
+  InterfaceIndex: number;
+  IPAddress: string;
+  PrefixLength: number;
+  Mtu: number;
+  Forwarding: boolean;
+}
+
+/** The state file document. `faults` is only present when someone wrote it (see sim-faults.ts). */
+export interface DataplaneState {
+  networks: HcnNetwork[];
+  endpoints: HcnEndpoint[];
+  routes: SimRoute[];
+  adapters: SimAdapter[];
+  faults?: FaultRule[];
+}
+
+export const PHYSICAL_ADAPTER = 'Ethernet';
+export const PHYSICAL_ADAPTER_INDEX = 4;
+const VSWITCH_TYPES = new Set(['l2bridge', 'overlay']);
+
+/** Networks that bind a vSwitch to a physical adapter (hcsshim: L2Bridge, Overlay; NAT/ICS do not). */
+export function isVSwitchType(type: string): boolean {
+  return VSWITCH_TYPES.has(type.toLowerCase());
+}
+
+/** The host vNIC Windows creates for a vSwitch (or a host-attached endpoint) named `name`. */
+export function vEthernetName(name: string): string {
+  return `vEthernet (${name})`;
+}
+
+/** `vEthernet (X)` -> `X`; undefined for any other adapter name. */
+export function vEthernetTarget(adapterName: string): string | undefined {
+  return /^vEthernet \((.*)\)$/.exec(adapterName)?.[1];
+}
+
+/** A fresh node: one physical adapter `Ethernet` holding `ip`/24 and the default route via `.1`. */
+export function initialState(ip: string): DataplaneState {
+  const gw = nthAddress(`${ip}/24`, 1);
+  return {
+    networks: [],
+    endpoints: [],
+    routes: [{ DestinationPrefix: '0.0.0.0/0', NextHop: gw, InterfaceIndex: PHYSICAL_ADAPTER_INDEX, Metric: 0 }],
+    adapters: [{ Name: PHYSICAL_ADAPTER, InterfaceIndex: PHYSICAL_ADAPTER_INDEX, IPAddress: ip, PrefixLength: 24, Mtu: 1500, Forwarding: false }],
+  };
+}
+
+/** The next free interface index (Windows never reuses one while the adapter exists). */
+export function nextInterfaceIndex(state: DataplaneState): number {
+  return Math.max(PHYSICAL_ADAPTER_INDEX, ...state.adapters.map((a) => a.InterfaceIndex), ...state.routes.map((r) => r.InterfaceIndex)) + 1;
+}
+
+function malformed(file: string, why: string): FlannelError {
+  return new FlannelError(
+    'FLANNEL_ERR_DATAPLANE_STATE',
+    `simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`,
+    { file },
+  );
+}
+
+function checkAdapters(file: string, adapters: unknown[]): void {
+  adapters.forEach((a, i) => {
+    const o = (typeof a === 'object' && a !== null ? a : {}) as Record<string, unknown>;
+    if (typeof o.Name !== 'string' || !Number.isInteger(o.InterfaceIndex) || typeof o.IPAddress !== 'string') {
+      throw malformed(file, `adapters[${i}] needs Name, InterfaceIndex and IPAddress ('' for none)`);
+    }
+    if (o.IPAddress !== '' && !parseCidr(`${o.IPAddress}/32`)) throw malformed(file, `adapters[${i}].IPAddress ${JSON.stringify(o.IPAddress)} is not an IPv4 address`);
+  });
+  const names = adapters.map((a) => (a as SimAdapter).Name.toLowerCase());
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup !== undefined) throw malformed(file, `two adapters are named ${JSON.stringify(dup)}`);
+}
+
+/**
+ * Parse and check a state document. Adapters may omit PrefixLength (24), Mtu (1500) and Forwarding
+ * (false); they are filled in so an operator can add one by hand.
+ */
+export function parseState(text: string, file: string): DataplaneState {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw malformed(file, `it is not JSON (${(err as Error).message})`);
+  }
+  const o = (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : undefined) as Record<string, unknown> | undefined;
+  if (!o || !['networks', 'endpoints', 'routes', 'adapters'].every((k) => Array.isArray(o[k]))) {
+    throw malformed(file, 'expected {"networks":[],"endpoints":[],"routes":[],"adapters":[]}');
+  }
+  const state = o as unknown as DataplaneState;
+  checkAdapters(file, o.adapters as unknown[]);
+  const partial = state.adapters as Partial<SimAdapter>[];
+  state.adapters = partial.map((a) => ({ PrefixLength: a.IPAddress ? 24 : 0, Mtu: 1500, Forwarding: false, ...a }) as SimAdapter);
+  if (o.faults !== undefined) {
+    const faults = parseFaultRules(o.faults);
+    if (typeof faults === 'string') throw malformed(file, faults);
+    state.faults = faults;
+  }
+  return state;
+}
+
+/** The document as the file holds it (stable key order, 2-space indent). */
+export function serializeState(state: DataplaneState): string {
+  return JSON.stringify(state, null, 2) + '\n';
+}
+
+/** Deep equality of JSON values, key order ignored (policy identity). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((v, i) => jsonEqual(v, bb[i]));
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  return ak.length === bk.length && ak.every((k) => jsonEqual(ao[k], bo[k]));
+}

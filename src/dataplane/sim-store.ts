@@ -1,0 +1,242 @@
+// The simulated node's state file as shared truth. On Windows HNS is one service that every process on
+// the node talks to (kube-proxy, the CNI plugins, an admin's Remove-HnsNetwork), so the simulated node is
+// one file that several processes share:
+//  * before each call the model re-reads the file when another process changed it (inode, size, mtime);
+//  * every change is a locked read-modify-write: `FILE.lock` is created exclusively (O_EXCL) and holds
+//    `{"pid","at"}`; a lock whose process is gone, or older than LOCK_STALE_MS, is broken; the document is
+//    re-read under the lock, changed, written atomically (temp + rename), then the lock is removed.
+// So no update is lost, and `flanneld cleanup` against a running agent's file acts as it would on Windows.
+import * as nodeFs from 'node:fs';
+import { dirname } from 'node:path';
+import { writeFileAtomicSync } from '../fs-atomic.js';
+import { FlannelError, errorMessage } from '../errors.js';
+import { parseState, serializeState, type DataplaneState } from './sim-state.js';
+
+/** The file-system calls the dataplane makes (node:fs by default). */
+export interface DataplaneFs {
+  readFileSync(file: string, encoding: 'utf8'): string;
+  writeFileSync(file: string, data: string): void;
+  renameSync(from: string, to: string): void;
+  mkdirSync(dir: string, options: { recursive: true }): unknown;
+  /** Used to notice another process's write cheaply; without it the file is read before each call. */
+  statSync?(file: string): { ino: number; size: number; mtimeMs: number };
+}
+
+/** How long a writer waits for another one's lock before failing the call. */
+export const LOCK_WAIT_MS = 10_000;
+/** A lock older than this is broken even if its process still runs (a lock is held for milliseconds). */
+export const LOCK_STALE_MS = 30_000;
+const LOCK_SPIN_MS = 2;
+
+export interface StateStoreOptions {
+  file: string | undefined;
+  fs?: DataplaneFs;
+  /** Take `FILE.lock` around writes (default: when `fs` is node:fs; an injected fs is one process's). */
+  lock?: boolean;
+  /** Wall clock for lock ages (ms). */
+  now: () => number;
+  /** The document of a node that has no file yet. */
+  fresh: () => DataplaneState;
+}
+
+/** Block the thread for `ms` (the lock is taken inside synchronous model calls). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class StateStore {
+  /** The model's current document. Callers mutate it only inside `update`. */
+  state: DataplaneState;
+  private readonly file: string | undefined;
+  private readonly fs: DataplaneFs;
+  private readonly locking: boolean;
+  private readonly now: () => number;
+  /** The text the file held when last read or written (a failed change rolls back to it). */
+  private persisted: string | undefined;
+  private statKey: string | undefined;
+  private lockDepth = 0;
+
+  constructor(opts: StateStoreOptions) {
+    this.file = opts.file;
+    this.fs = opts.fs ?? nodeFs;
+    this.locking = opts.lock ?? opts.fs === undefined;
+    this.now = opts.now;
+    this.state = opts.fresh();
+    if (!this.file) return;
+    this.withLock(() => {
+      if (!this.reload()) this.write(serializeState(this.state));
+    });
+  }
+
+  /** Re-read the file if another process changed it since this model last read or wrote it. */
+  refresh(): void {
+    if (!this.file) return;
+    const key = this.currentStatKey();
+    if (key !== undefined && key === this.statKey) return;
+    this.reload();
+  }
+
+  /** A locked read-modify-write: `fn` changes `state`; the file is written when the document changed. */
+  update<T>(fn: (state: DataplaneState) => T): T {
+    if (!this.file) return fn(this.state);
+    return this.withLock(() => {
+      this.refresh();
+      let result: T;
+      try {
+        result = fn(this.state);
+      } catch (err) {
+        this.rollback();
+        throw err;
+      }
+      const text = serializeState(this.state);
+      if (text !== this.persisted) this.write(text);
+      return result;
+    });
+  }
+
+  private rollback(): void {
+    if (this.persisted !== undefined) this.state = parseState(this.persisted, this.file!);
+  }
+
+  /** Load the file into `state`; false when it does not exist (the model keeps what it has). */
+  private reload(): boolean {
+    const file = this.file!;
+    let text: string;
+    try {
+      text = this.fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw new FlannelError(
+        'FLANNEL_ERR_DATAPLANE_STATE',
+        `cannot read the simulated dataplane state file ${file}: ${errorMessage(err)}; fix its permissions or pass another --dataplane-state`,
+        { file },
+        { cause: err },
+      );
+    }
+    this.statKey = this.currentStatKey();
+    if (text === this.persisted) return true;
+    this.state = parseState(text, file);
+    this.persisted = text;
+    return true;
+  }
+
+  private currentStatKey(): string | undefined {
+    if (!this.fs.statSync) return undefined;
+    try {
+      const st = this.fs.statSync(this.file!);
+      return `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private write(text: string): void {
+    const file = this.file!;
+    try {
+      writeFileAtomicSync(file, text, this.fs);
+      this.persisted = text;
+      this.statKey = this.currentStatKey();
+    } catch (err) {
+      // The call fails as a whole: the model goes back to what its file holds (what a restart would see).
+      this.rollback();
+      throw new FlannelError(
+        'FLANNEL_ERR_DATAPLANE_STATE',
+        `cannot write the simulated dataplane state file ${file}: ${errorMessage(err)}; check the directory is writable`,
+        { file },
+        { cause: err },
+      );
+    }
+  }
+
+  private withLock<T>(fn: () => T): T {
+    if (!this.locking || this.lockDepth > 0) return fn();
+    const lockFile = `${this.file!}.lock`;
+    this.acquire(lockFile);
+    this.lockDepth++;
+    try {
+      return fn();
+    } finally {
+      this.lockDepth--;
+      try {
+        nodeFs.unlinkSync(lockFile);
+      } catch {
+        // already broken by another process as stale: nothing to release
+      }
+    }
+  }
+
+  private acquire(lockFile: string): void {
+    const deadline = this.now() + LOCK_WAIT_MS;
+    nodeFs.mkdirSync(dirname(lockFile), { recursive: true });
+    for (;;) {
+      try {
+        nodeFs.writeFileSync(lockFile, JSON.stringify({ pid: process.pid, at: this.now() }), { flag: 'wx' });
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw new FlannelError('FLANNEL_ERR_DATAPLANE_STATE', `cannot create the lock ${lockFile}: ${errorMessage(err)}; check the directory is writable`, { file: lockFile }, { cause: err });
+        }
+      }
+      const holder = this.lockHolder(lockFile);
+      if (holder.stale) {
+        this.breakLock(lockFile);
+        continue;
+      }
+      if (this.now() > deadline) {
+        throw new FlannelError(
+          'FLANNEL_ERR_DATAPLANE_STATE',
+          `the simulated dataplane state file is locked by process ${holder.pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`,
+          { file: lockFile, pid: holder.pid },
+        );
+      }
+      sleepSync(LOCK_SPIN_MS);
+    }
+  }
+
+  /** Who holds the lock, and whether it is stale (its process is gone, or it is older than LOCK_STALE_MS). */
+  private lockHolder(lockFile: string): { pid?: number; stale: boolean } {
+    let text: string;
+    try {
+      text = nodeFs.readFileSync(lockFile, 'utf8');
+    } catch {
+      return { stale: false }; // released meanwhile: try again
+    }
+    let rec: { pid?: unknown; at?: unknown } = {};
+    try {
+      rec = JSON.parse(text) as typeof rec;
+    } catch {
+      // being written right now, or garbage: judged by age below
+    }
+    const pid = typeof rec.pid === 'number' ? rec.pid : undefined;
+    let at = typeof rec.at === 'number' ? rec.at : undefined;
+    if (at === undefined) {
+      try {
+        at = nodeFs.statSync(lockFile).mtimeMs;
+      } catch {
+        return { pid, stale: false };
+      }
+    }
+    const dead = pid !== undefined && pid !== process.pid && !pidAlive(pid);
+    return { pid, stale: dead || this.now() - at > LOCK_STALE_MS };
+  }
+
+  /** Remove a stale lock: renamed away first, so of several processes breaking it only one succeeds. */
+  private breakLock(lockFile: string): void {
+    const aside = `${lockFile}.stale-${process.pid}`;
+    try {
+      nodeFs.renameSync(lockFile, aside);
+      nodeFs.unlinkSync(aside);
+    } catch {
+      // another process broke it first
+    }
+  }
+}

@@ -1,0 +1,59 @@
+// The simulated node is shared truth: the built CLI runs against a state file that the test (as
+// kube-proxy, an admin or HNS would) changes from outside while the agent runs.
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { MAIN, SimCluster } from '../support/sim-node.js';
+
+const WIN = 'win-1';
+let cluster: SimCluster;
+beforeEach(async () => {
+  cluster = await new SimCluster().start();
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
+  cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: '10.0.0.7' }));
+});
+afterEach(() => cluster.stop());
+
+function cleanupCli(args: string[]): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, 'cleanup', ...args], { env: { PATH: process.env['PATH'] ?? '' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.on('exit', (code) => resolve({ code, stdout }));
+  });
+}
+
+describe('the state file is the node, shared by every process', () => {
+  it('flanneld cleanup against a running agent: the network stays deleted; the agent sees it gone', async () => {
+    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    await agent.waitReady();
+    await agent.state.waitFor(() => agent.state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24', 'the peer policy');
+
+    const r = await cleanupCli([`--net-config-path=${join(agent.dir, 'net-conf.json')}`, `--subnet-file=${agent.subnetFile}`, '--dataplane=simulated', `--dataplane-state=${agent.state.path}`]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay/m);
+    expect(agent.state.read().networks).toEqual([]);
+
+    // A new peer makes the agent write: its HcnModifyNetwork finds no network (as on Windows), and its
+    // stale copy of the node never overwrites what cleanup did.
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
+    await waitFor(async () => /flannel_dataplane_errors_total\{op="hns\.\w+"\} [1-9]/.test(await agent.metrics()), 'a failed HNS call');
+    expect(agent.state.read().networks.filter((n) => n.Name === 'flannel.4096' && (n.Policies ?? []).some((p) => p.Type === 'RemoteSubnetRoute' && p.Settings?.['DestinationPrefix'] === '10.244.1.0/24'))).toEqual([]);
+    expect(agent.state.read().adapters.find((a) => a.IPAddress === '10.0.0.7')?.Name).toBe('Ethernet');
+  });
+
+  it('a faults rule installed from outside fails the matching call until it is spent, then the agent converges', async () => {
+    const state = cluster.stateOf(WIN);
+    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    await agent.waitReady();
+    await state.waitFor(() => state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24', 'the first peer');
+
+    state.addFault({ op: 'HcnModifyNetwork', match: '10.244.3.0/24', hresult: '0x803B002F', remaining: 2 });
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-3', podCIDR: '10.244.3.0/24', publicIP: '10.0.0.13', backendType: 'vxlan' }));
+    await state.waitFor(() => state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24,10.244.3.0/24', 'the second peer after the faults', 30_000);
+    expect(state.read().faults).toEqual([{ op: 'HcnModifyNetwork', match: '10.244.3.0/24', hresult: '0x803B002F', remaining: 0 }]);
+    expect(await agent.metrics()).toMatch(/^flannel_dataplane_errors_total\{op="hns\.addNetworkPolicies"\} [2-9]/m);
+  });
+});
