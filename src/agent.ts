@@ -74,13 +74,14 @@ export class Agent {
   }
 
   /**
-   * False once no reconcile pass has succeeded for --healthz-stale-after since the loop started, so the
-   * kubelet's liveness probe or the service manager restarts a wedged agent. True before the loop runs.
+   * False once the reconcile loop has not been good (idle after a successful pass) for --healthz-stale-after:
+   * its passes keep failing, a call hangs, or the first list never came. The kubelet's liveness probe or
+   * the service manager then restarts the agent. True before the loop runs.
    */
   get isHealthy(): boolean {
     const staleMs = this.opts.config.healthzStaleAfterSeconds * 1000;
     if (staleMs <= 0 || this.runningSince === undefined || !this.networkValue) return true;
-    const since = this.networkValue.status().lastSuccessAt ?? this.runningSince;
+    const since = this.networkValue.status().lastGoodAt ?? this.runningSince;
     return this.clock.now() - Math.max(since, this.runningSince) <= staleMs;
   }
   get phase(): AgentPhase {
@@ -232,7 +233,7 @@ export class Agent {
     const completing = network.waitForFirstPass(signal).then(
       () => {
         const s = network.status();
-        this.log.info('first reconcile pass done', { peers: watcher.size, refused: s.refused, ok: s.lastSuccessAt !== undefined });
+        this.log.info('first reconcile pass done', { peers: watcher.size, refused: s.refused, ok: s.lastGoodAt !== undefined });
         return subnetManager.completeLease(network.lease, signal);
       },
       (err: unknown) => {

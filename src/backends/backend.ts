@@ -30,8 +30,8 @@ export interface BackendDeps {
 export interface NetworkStatus {
   /** The last pass found the HNS network gone and it is not rebuilt yet. */
   networkMissing: boolean;
-  /** When a pass last succeeded (ms since the epoch). */
-  lastSuccessAt: number | undefined;
+  /** When the reconcile loop was last known good: now while it idles after a successful pass, else when a pass last succeeded. */
+  lastGoodAt: number | undefined;
   /** Peer items the dataplane currently refuses. */
   refused: number;
 }

@@ -79,6 +79,8 @@ export interface ReconcilerStatus {
   /** The last pass wrote everything and nothing changed since (no refused item either). */
   inSync: boolean;
   lastSuccessAt: number | undefined;
+  /** When the loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
+  lastGoodAt: number | undefined;
   passes: number;
   consecutiveFailures: number;
   /** The last pass found the network gone and it has not been rebuilt yet. */
@@ -193,6 +195,7 @@ export class Reconciler<A, D> {
       synced: this.synced,
       inSync: this.inSync,
       lastSuccessAt: this.lastSuccessAt,
+      lastGoodAt: this.running === undefined && this.consecutiveFailures === 0 && !this.missing && this.lastSuccessAt !== undefined ? this.clock.now() : this.lastSuccessAt,
       passes: this.passes,
       consecutiveFailures: this.consecutiveFailures,
       networkMissing: this.missing,

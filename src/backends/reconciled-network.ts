@@ -126,7 +126,7 @@ export class ReconciledNetwork<A, D> implements Network {
 
   status(): NetworkStatus {
     const s = this.reconciler.status();
-    return { networkMissing: s.networkMissing, lastSuccessAt: s.lastSuccessAt, refused: s.refused };
+    return { networkMissing: s.networkMissing, lastGoodAt: s.lastGoodAt, refused: s.refused };
   }
 
   run(signal: AbortSignal): Promise<void> {
