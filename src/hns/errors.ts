@@ -181,7 +181,7 @@ export const isHnsNotFound = (err: unknown): boolean => hasCode(err, 'FLANNEL_ER
 export function isHnsNetworkNotFound(err: unknown): boolean {
   if (!(err instanceof HnsError)) return false;
   if (err.hresult !== undefined) return err.hresult >>> 0 === HRESULT.HCN_E_NETWORK_NOT_FOUND;
-  return err.code === 'FLANNEL_ERR_HNS_NOT_FOUND' && /network/i.test(err.message);
+  return err.code === 'FLANNEL_ERR_HNS_NOT_FOUND' && /network/i.test(String(err.context['hnsError'] ?? ''));
 }
 
 /**
