@@ -216,10 +216,9 @@ export class Agent {
     let synced = false;
     const watching = subnetManager.watchLeases((update) => {
       const changes = watcher.apply(update);
-      // Until the first complete list, hand over the whole (partial) set: passes only add then.
-      // Afterwards only the changes, so one peer event writes only its own delta.
-      if (!synced) network.setPeers(watcher.peers());
-      else if (changes.length > 0) network.applyPeerEvents(changes);
+      // Only the changes reach the network, so one peer event writes only its own delta. Before the
+      // first complete list they come from partial views, and the passes then only add.
+      if (changes.length > 0) network.applyPeerEvents(changes);
       if (update.kind === 'snapshot' && !synced) {
         synced = true;
         network.markSynced();

@@ -43,8 +43,6 @@ export interface Network {
   readonly mtu: number;
   /** Name of the HNS network backing it (`cbr0`, `flannel.4096`, ...). */
   readonly networkName: string;
-  /** Replace the desired peer set (validated peer leases). Marks the dataplane dirty; writes nothing. */
-  setPeers(peers: Lease[]): void;
   /** Apply changes of the peer set (the LeaseWatcher's events): the next pass writes only their delta. */
   applyPeerEvents(events: readonly LeaseEvent[]): void;
   /** The first complete list has arrived: from now on the dataplane may be written. */

@@ -63,7 +63,8 @@ export class ReconciledNetwork<A, D> implements Network {
     return this.binding.mtu;
   }
 
-  setPeers(peers: Lease[]): void {
+  /** Replace the whole desired peer set: the next pass reads the dataplane and diffs everything. */
+  private setPeers(peers: Lease[]): void {
     this.peers.clear();
     this.keysOf.clear();
     this.ownerOf.clear();
