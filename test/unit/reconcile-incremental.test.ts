@@ -254,6 +254,27 @@ describe('refused items', () => {
   });
 });
 
+describe('health', () => {
+  it('lastGoodAt: now while idle after a success; frozen at the last success while passes fail', async () => {
+    const { clock, dp, r, ac } = setup();
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    const t0 = clock.t;
+    await clock.advance(5000);
+    expect(r.status().lastGoodAt).toBe(clock.t);
+    dp.failNext = 100;
+    r.updateDesired([['a', 'a=1']]);
+    await clock.advance(20_000);
+    expect(r.status()).toMatchObject({ lastSuccessAt: t0, lastGoodAt: t0 });
+    dp.failNext = 0;
+    await clock.advance(10_000);
+    expect(r.status().lastGoodAt).toBe(clock.t);
+    ac.abort();
+    await done;
+  });
+});
+
 describe('before the first complete list', () => {
   it('passes only add: nothing is removed or replaced, and nothing counts as in sync', async () => {
     const { dp, r, ac } = setup({ earlyAdds: true });
