@@ -12,34 +12,12 @@ import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
 import { METRIC } from '../health/metrics.js';
 import { errorMessage } from '../errors.js';
-import { writeInBatches } from './batch-writer.js';
-import { planReconcile, type PlanOps, type ReconcilePlan } from './reconcile-plan.js';
+import { planReconcile, type ApplyResult, type ReconcileDriver, type ReconcilePlan, type ReconcilerStatus } from './reconcile-plan.js';
+import { Latch } from './latch.js';
+import { ActualCache, writePlan } from './reconcile-write.js';
 import { RefusalTracker } from './refusals.js';
 
-export { planReconcile, type PlanOps, type ReconcilePlan } from './reconcile-plan.js';
-
-export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
-  /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
-  name: string;
-  /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
-  readActual(): Promise<A[]>;
-  /** One write removing these items (at most `batch` of them). */
-  remove(items: A[]): Promise<void>;
-  /** One write adding these items (at most `batch` of them). */
-  add(items: D[]): Promise<void>;
-  /** Items per write call (default: all of them in one). */
-  batch?: number;
-  /** Write calls in flight at once (default 1). */
-  concurrency?: number;
-  /** What a successful add of `d` leaves in the dataplane. Without it every pass reads (no incremental apply). */
-  toActual?(d: D): A;
-  /** True when `err` refuses the items of one write (split the batch to find them), not the call as a whole. */
-  refuses?(err: unknown): boolean;
-  /** True when `err` says the network this driver writes to no longer exists. */
-  networkGone?(err: unknown): boolean;
-  /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
-  release?(): Promise<void>;
-}
+export { planReconcile, type ApplyResult, type PlanOps, type ReconcileDriver, type ReconcilePlan, type ReconcilerStatus } from './reconcile-plan.js';
 
 export interface ReconcilerOptions<A, D> {
   driver: ReconcileDriver<A, D>;
@@ -59,38 +37,6 @@ export interface ReconcilerOptions<A, D> {
   onNetworkGone?: (signal: AbortSignal) => Promise<void>;
 }
 
-export interface ApplyResult {
-  ok: boolean;
-  added: number;
-  removed: number;
-  replaced: number;
-  /** True when nothing was attempted because the first complete list has not arrived (`markSynced`). */
-  skipped?: boolean;
-  /** Items the dataplane refused in this pass (retried on their own backoff). */
-  refused?: number;
-  /** The pass found the network gone. */
-  networkGone?: boolean;
-  error?: unknown;
-}
-
-export interface ReconcilerStatus {
-  /** `markSynced()` was called: the desired set is complete. */
-  synced: boolean;
-  /** The last pass wrote everything and nothing changed since (no refused item either). */
-  inSync: boolean;
-  lastSuccessAt: number | undefined;
-  /** When the loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
-  lastGoodAt: number | undefined;
-  passes: number;
-  consecutiveFailures: number;
-  /** The last pass found the network gone and it has not been rebuilt yet. */
-  networkMissing: boolean;
-  /** Items the dataplane currently refuses. */
-  refused: number;
-}
-
-type Waiter = { done: () => void };
-
 export class Reconciler<A, D> {
   private driver: ReconcileDriver<A, D>;
   private readonly clock: Clock;
@@ -105,7 +51,7 @@ export class Reconciler<A, D> {
 
   private desired = new Map<string, D>();
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
-  private cache: Map<string, A[]> | undefined;
+  private cache: ActualCache<A> | undefined;
   /** Keys whose desired item changed since the last pass (the incremental pass writes only these). */
   private readonly dirtyKeys = new Set<string>();
   private fullPending = true;
@@ -113,16 +59,16 @@ export class Reconciler<A, D> {
   private synced = false;
   private inSync = false;
   private missing = false;
-  private everSucceeded = false;
-  private firstPassTried = false;
   private lastSuccessAt: number | undefined;
   private lastFullAt: number | undefined;
   private passes = 0;
   private consecutiveFailures = 0;
   private running: Promise<ApplyResult> | undefined;
   private wake: (() => void) | undefined;
-  private readonly inSyncWaiters: Waiter[] = [];
-  private readonly firstPassWaiters: Waiter[] = [];
+  /** Opens at the first successful pass after `markSynced()`. */
+  private readonly inSyncLatch = new Latch();
+  /** Opens once the first pass after `markSynced()` was tried on an existing network. */
+  private readonly firstPassLatch = new Latch();
 
   constructor(opts: ReconcilerOptions<A, D>) {
     this.driver = opts.driver;
@@ -205,32 +151,12 @@ export class Reconciler<A, D> {
 
   /** Resolves after the first successful pass after `markSynced()` (refused items aside). */
   waitForInSync(signal?: AbortSignal): Promise<void> {
-    return this.waitOn(this.everSucceeded, this.inSyncWaiters, signal);
+    return this.inSyncLatch.wait(signal);
   }
 
   /** Resolves after the first pass after `markSynced()` was tried against an existing network, whatever its result. */
   waitForFirstPass(signal?: AbortSignal): Promise<void> {
-    return this.waitOn(this.firstPassTried, this.firstPassWaiters, signal);
-  }
-
-  private waitOn(already: boolean, list: Waiter[], signal?: AbortSignal): Promise<void> {
-    if (already) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const w: Waiter = {
-        done: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-      };
-      const onAbort = () => {
-        const i = list.indexOf(w);
-        if (i >= 0) list.splice(i, 1);
-        reject(signal!.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      list.push(w);
-    });
+    return this.firstPassLatch.wait(signal);
   }
 
   /** One full pass: read the dataplane, diff everything, write the difference (removals first). Serialized. */
@@ -265,14 +191,32 @@ export class Reconciler<A, D> {
       if (!incremental) {
         const actual = await driver.readActual();
         this.lastFullAt = this.clock.now();
-        this.cache = driver.toActual ? index(actual, (a) => driver.actualKey(a)) : undefined;
+        this.cache = driver.toActual ? new ActualCache(actual, (a) => driver.actualKey(a)) : undefined;
         plan = planReconcile(actual, [...desired.values()], driver);
       } else {
         const cache = this.cache!;
         const want = keys!.map((k) => desired.get(k)).filter((d): d is D => d !== undefined);
-        plan = planReconcile(keys!.flatMap((k) => cache.get(k) ?? []), want, driver);
+        plan = planReconcile(keys!.flatMap((k) => cache.get(k)), want, driver);
       }
-      await this.write(driver, plan, early, out);
+      const w = await writePlan(driver, plan, { early, now: this.clock.now(), refusals: this.refusals, cache: this.cache });
+      Object.assign(out, { added: w.added, removed: w.removed, replaced: w.replaced }, w.refused > 0 ? { refused: w.refused } : {});
+      if (w.failure !== undefined) {
+        out.ok = false;
+        out.error = w.failure;
+      }
+      if (w.attempted > 0 || w.failure !== undefined) {
+        this.log.info('reconcile pass', {
+          driver: driver.name,
+          incremental,
+          added: w.added,
+          removed: w.removed,
+          replaced: w.replaced,
+          refused: w.refused,
+          unchanged: plan.unchanged,
+          ok: w.failure === undefined,
+          writes: w.calls,
+        });
+      }
     } catch (err) {
       out.ok = false;
       out.error ??= err;
@@ -280,84 +224,6 @@ export class Reconciler<A, D> {
     if (!incremental) await this.releaseQuietly(driver);
     this.pruneRefusals();
     return this.settle(out, early, incremental);
-  }
-
-  /** Execute `plan`: removals first, then additions and the replacements whose old item is gone. */
-  private async write(driver: ReconcileDriver<A, D>, plan: ReconcilePlan<A, D>, early: boolean, out: ApplyResult): Promise<void> {
-    const now = this.clock.now();
-    const waiting = (k: string) => this.refusals.backingOff(k, now);
-    const aKey = (a: A) => driver.actualKey(a);
-    const dKey = (d: D) => driver.desiredKey(d);
-    const opts = {
-      size: driver.batch ?? Number.MAX_SAFE_INTEGER,
-      concurrency: driver.concurrency ?? 1,
-      refuses: (e: unknown) => driver.refuses?.(e) === true,
-    };
-    const refusedKeys = new Set<string>();
-    const attempted = new Set<string>();
-
-    const toRemove = early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
-    const rm = await writeInBatches(toRemove, { ...opts, write: (items) => driver.remove(items) });
-    const gone = new Set(rm.done);
-    for (const a of rm.done) {
-      attempted.add(aKey(a));
-      this.cacheRemove(aKey(a), a);
-    }
-    for (const r of rm.refused) {
-      refusedKeys.add(aKey(r.item));
-      this.refusals.refused(aKey(r.item), r.error);
-    }
-
-    const replacing = early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
-    const toAdd = [...plan.add, ...replacing].filter((d) => !waiting(dKey(d)));
-    const ad = await writeInBatches(toAdd, { ...opts, write: (items) => driver.add(items) });
-    const added = new Set(ad.done);
-    for (const d of added) {
-      attempted.add(dKey(d));
-      if (driver.toActual) this.cacheAdd(dKey(d), driver.toActual(d));
-    }
-    for (const r of ad.refused) {
-      refusedKeys.add(dKey(r.item));
-      this.refusals.refused(dKey(r.item), r.error);
-    }
-    for (const k of attempted) if (!refusedKeys.has(k)) this.refusals.accepted(k);
-
-    out.removed = plan.remove.filter((a) => gone.has(a)).length;
-    out.added = plan.add.filter((d) => added.has(d)).length;
-    out.replaced = plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length;
-    if (refusedKeys.size > 0) out.refused = refusedKeys.size;
-    const failure = rm.failure ?? ad.failure;
-    if (failure !== undefined) {
-      out.ok = false;
-      out.error = failure;
-    }
-    if (toRemove.length + toAdd.length > 0 || failure !== undefined) {
-      this.log.info('reconcile pass', {
-        driver: driver.name,
-        added: out.added,
-        removed: out.removed,
-        replaced: out.replaced,
-        refused: out.refused,
-        unchanged: plan.unchanged,
-        ok: failure === undefined,
-        writes: rm.calls + ad.calls,
-      });
-    }
-  }
-
-  private cacheRemove(k: string, a: A): void {
-    const list = this.cache?.get(k);
-    if (!list) return;
-    const rest = list.filter((x) => x !== a);
-    if (rest.length > 0) this.cache!.set(k, rest);
-    else this.cache!.delete(k);
-  }
-
-  private cacheAdd(k: string, a: A): void {
-    if (!this.cache) return;
-    const list = this.cache.get(k);
-    if (list) list.push(a);
-    else this.cache.set(k, [a]);
   }
 
   private async releaseQuietly(driver: ReconcileDriver<A, D>): Promise<void> {
@@ -400,15 +266,9 @@ export class Reconciler<A, D> {
     if (early) return out; // additions only: removals, replacements and "in sync" wait for the complete list
     if (out.ok) {
       this.inSync = !this.dirty && this.refusals.size === 0;
-      if (!this.everSucceeded) {
-        this.everSucceeded = true;
-        for (const w of this.inSyncWaiters.splice(0)) w.done();
-      }
+      this.inSyncLatch.open();
     }
-    if (!out.networkGone && !this.firstPassTried) {
-      this.firstPassTried = true;
-      for (const w of this.firstPassWaiters.splice(0)) w.done();
-    }
+    if (!out.networkGone) this.firstPassLatch.open();
     return out;
   }
 
@@ -490,15 +350,4 @@ export class Reconciler<A, D> {
       return pause(this.clock, delay, signal);
     }
   }
-}
-
-function index<A>(items: readonly A[], key: (a: A) => string): Map<string, A[]> {
-  const m = new Map<string, A[]>();
-  for (const a of items) {
-    const k = key(a);
-    const list = m.get(k);
-    if (list) list.push(a);
-    else m.set(k, [a]);
-  }
-  return m;
 }
