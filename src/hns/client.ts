@@ -12,7 +12,7 @@ import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
 import { systemClock } from '../clock.js';
 import type { Clock } from '../clock.js';
-import { hnsError, isHnsAttached, isHnsExists, isHnsNetworkNotFound, isHnsNotFound, parseEnvelope } from './errors.js';
+import { hnsError, isHnsAttached, isHnsExists, isHnsNetworkNotFound, isHnsNotFound, isHnsRefusal, parseEnvelope } from './errors.js';
 import { HCN_SCHEMA_V2 } from './schema.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
 import { ZERO_GUID } from './transport.js';
@@ -434,27 +434,26 @@ export class HnsClient {
     try {
       await this.transport.modifyNetwork(h, JSON.stringify(request));
     } catch (err) {
-      // The handle may be stale (HNS restarted, the network deleted): the next write opens a new one.
-      await this.releaseNetwork(id);
+      // Unless HNS only refused what the request carried, the handle may be stale (HNS restarted, the
+      // network deleted): the next write opens a new one.
+      if (!isHnsRefusal(err) && !isHnsExists(err)) await this.releaseNetwork(id);
       throw err;
     }
   }
 
-  /** Close the handle kept open for policy writes on `id` (every kept handle without `id`). */
-  async releaseNetwork(id?: string): Promise<void> {
-    const keys = id === undefined ? [...this.kept.keys()] : [id.toUpperCase()];
-    for (const key of keys) {
-      const opening = this.kept.get(key);
-      if (!opening) continue;
-      this.kept.delete(key);
-      let h: HcnHandle;
-      try {
-        h = await opening;
-      } catch {
-        continue;
-      }
-      await this.closeNetworkQuietly(h);
+  /** Close the handle kept open for policy writes on network `id`, if any. */
+  async releaseNetwork(id: string): Promise<void> {
+    const key = id.toUpperCase();
+    const opening = this.kept.get(key);
+    if (!opening) return;
+    this.kept.delete(key);
+    let h: HcnHandle;
+    try {
+      h = await opening;
+    } catch {
+      return;
     }
+    await this.closeNetworkQuietly(h);
   }
 
   /** One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`. */

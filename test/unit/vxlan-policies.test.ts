@@ -28,6 +28,7 @@ async function setup() {
   const clock = new FakeClock();
   const r = new Reconciler({ driver, clock, resyncMs: 10_000 });
   const calls = () => Object.fromEntries([...dp.calls].filter(([op]) => op.startsWith('Hcn')));
+  dp.calls.clear();
   const prefixes = () => (dp.getNetwork(net.ID!)?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').map((p) => String(p.Settings?.['DestinationPrefix'])).sort();
   return { dp, hns, net, r, clock, calls, prefixes };
 }
@@ -69,6 +70,9 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     expect(prefixes()).not.toContain('10.244.137.0/24');
     // One call for the batch, then two per halving down to the refused policy: at most 1 + 2 * ceil(log2(200)).
     expect(dp.calls.get('HcnModifyNetwork')).toBeLessThanOrEqual(1 + 2 * 8);
+    // One open for the read, one for all the writes: a refusal does not make the handle suspect.
+    expect(dp.calls.get('HcnOpenNetwork')).toBe(2);
+    expect(dp.openHandles).toBe(0);
   });
 
   it('a deleted network: the read says it is gone, and so does a write on the kept handle', async () => {
