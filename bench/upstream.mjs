@@ -147,7 +147,7 @@ function agentStrategy(backend, node, clock, live) {
   const driver =
     backend === 'vxlan'
       ? remoteSubnetRouteDriver(node.hns, node.netId)
-      : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: '10.128.0.0/24', interfaceIndex: node.ifIndex });
+      : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: '10.128.0.0/24', vnic: { index: node.ifIndex, refresh: async () => false } });
   const rec = new Reconciler({ driver, clock });
   const itemOf = (i) => (backend === 'vxlan' ? remoteSubnetRouteFor(leaseOf(i)) : routeFor(i, node.ifIndex));
   const ac = new AbortController();

@@ -22,6 +22,7 @@ import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import { buildKubeConfig } from './subnet/kube/client.js';
 import { KubeSubnetManager } from './subnet/kube/manager.js';
+import { readNodePublicIPs } from './subnet/kube/node-public-ip.js';
 import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from './subnet/etcd/factory.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { LeaseWatcher } from './subnet/watcher.js';
@@ -61,6 +62,7 @@ export class Agent {
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
   private writtenMtu: number | undefined;
+  private kubeConfigValue: KubeConfig | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -156,11 +158,16 @@ export class Agent {
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
     this.dataplaneValue = dataplane;
 
+    const publicIPs = await this.publicIPCandidates();
     const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
       iface: config.iface,
       ifaceRegex: config.ifaceRegex,
+      publicIPs,
     });
     const publicIP = config.publicIP || extIface.ipv4;
+    if (publicIPs.length > 0 && !publicIPs.includes(extIface.ipv4)) {
+      this.log.warn('no interface holds the public IP; using the default route interface', { publicIPs: publicIPs.join(','), interface: extIface.name });
+    }
     this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
 
     const previousSubnet = await this.previousSubnet(config.subnetFile);
@@ -208,6 +215,8 @@ export class Agent {
         subnetLen: Number(network.lease.subnet.split('/')[1]),
         ownSubnet: network.lease.subnet,
         backendType: netConf.backend.type,
+        ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
+        ownIPs: [...new Set([network.lease.publicIP, publicIP, extIface.ipv4])],
       },
       log: componentLogger(root, 'leases'),
       metrics: this.metrics,
@@ -249,6 +258,26 @@ export class Agent {
     await writeSubnetEnv(config.subnetFile, contents);
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
+  }
+
+  /**
+   * With no --iface/--iface-regex: the public IPs that pick the external interface, in order: --public-ip,
+   * then (kube mode) the own Node's public-ip-overwrite and node-public-ip annotations.
+   */
+  private async publicIPCandidates(): Promise<string[]> {
+    const { config } = this.opts;
+    if (config.iface.length > 0 || config.ifaceRegex.length > 0) return [];
+    const ips = config.publicIP ? [config.publicIP] : [];
+    if (config.kubeSubnetMgr && !this.opts.subnetManager && config.nodeName) {
+      const annotated = await readNodePublicIPs({
+        kubeConfig: this.kubeConfig(),
+        nodeName: config.nodeName,
+        annotationPrefix: config.kubeAnnotationPrefix,
+        log: componentLogger(this.opts.log, 'kube'),
+      });
+      ips.push(...[annotated.publicIPOverwrite, annotated.nodePublicIP].filter((ip): ip is string => ip !== undefined));
+    }
+    return ips;
   }
 
   /** Record the boot time beside subnet.env and say whether this start follows a reboot (issue 5 item 6). */
@@ -302,11 +331,16 @@ export class Agent {
     }
   }
 
+  private kubeConfig(): KubeConfig {
+    const { config } = this.opts;
+    this.kubeConfigValue ??= this.opts.kubeConfig ?? buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv });
+    return this.kubeConfigValue;
+  }
+
   private createKubeSubnetManager(netConf: NetworkConfig): SubnetManager {
     const { config } = this.opts;
-    const kubeConfig = this.opts.kubeConfig ?? buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv });
     return new KubeSubnetManager({
-      kubeConfig,
+      kubeConfig: this.kubeConfig(),
       nodeName: config.nodeName,
       podName: config.podName,
       podNamespace: config.podNamespace,

@@ -2,7 +2,7 @@
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { errorMessage, FlannelError } from '../errors.js';
-import type { Metrics } from '../health/metrics.js';
+import { METRIC, type Metrics } from '../health/metrics.js';
 import { HnsClient } from '../hns/client.js';
 import { SimulatedHnsTransport } from '../hns/simulated.js';
 import type { Host } from '../host/host.js';
@@ -54,7 +54,12 @@ export function simulatedDataplane(sim: SimulatedDataplane, deps: DataplaneDeps 
 
 export async function createDataplane(config: AgentConfig, deps: DataplaneDeps): Promise<Dataplane> {
   if (config.dataplane === 'simulated') {
-    const sim = new SimulatedDataplane({ statePath: config.dataplaneState || undefined, nodeIP: simulatedNodeIP(config), clock: deps.clock });
+    const sim = new SimulatedDataplane({
+      statePath: config.dataplaneState || undefined,
+      nodeIP: simulatedNodeIP(config),
+      clock: deps.clock,
+      onCall: (op) => deps.metrics.inc(METRIC.simulatedCalls, { op }),
+    });
     return simulatedDataplane(sim, { ...deps, hnsCallTimeoutMs: hnsCallTimeoutMs(config) });
   }
   // Loaded lazily: only the win32 modules import ffi-rs, so nothing native is touched elsewhere.

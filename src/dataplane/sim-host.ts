@@ -9,11 +9,10 @@
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
 import { FlannelError, RouteError } from '../errors.js';
+import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS } from '../routes/route-table.js';
 import { policySetting, type HcnNetwork } from '../hns/schema.js';
 import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
 
-export const ERROR_NOT_FOUND = 1168;
-export const ERROR_OBJECT_ALREADY_EXISTS = 5010;
 
 export function defaultRoute(state: DataplaneState): SimRoute | undefined {
   return state.routes.filter((r) => r.DestinationPrefix === '0.0.0.0/0').sort((a, b) => a.Metric - b.Metric)[0];

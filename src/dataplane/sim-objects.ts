@@ -112,8 +112,9 @@ export function createEndpoint(state: DataplaneState, ids: SimIds, op: string, n
   const ctx: ErrorContext = { networkId, endpoint: settings?.Name };
   const net = state.networks.find((n) => sameId(n.ID, networkId));
   if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), ctx);
-  if (typeof settings !== 'object' || settings === null || typeof settings.Name !== 'string') {
-    throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Name is required)', ctx);
+  // kube-proxy creates its endpoints without a Name (winkernel hns.go createEndpoint): HNS accepts that.
+  if (typeof settings !== 'object' || settings === null || (settings.Name !== undefined && typeof settings.Name !== 'string')) {
+    throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Name must be a string)', ctx);
   }
   const useId = id && !ZERO_GUID.test(id) ? id.toUpperCase() : ids.guid();
   if (state.endpoints.some((e) => sameId(e.ID, useId))) {
@@ -165,8 +166,11 @@ function dropEndpoint(state: DataplaneState, ep: HcnEndpoint): void {
   state.endpoints = state.endpoints.filter((e) => e !== ep);
 }
 
+/** The host vNIC of an attached endpoint: `vEthernet (<name>)` (its ID when it has no name). */
+const hostVNicName = (ep: HcnEndpoint): string => vEthernetName(ep.Name || ep.ID!);
+
 function hostAdapterOf(state: DataplaneState, ep: HcnEndpoint): SimAdapter | undefined {
-  return state.adapters.find((a) => a.Name === vEthernetName(ep.Name));
+  return state.adapters.find((a) => a.Name === hostVNicName(ep));
 }
 
 export function isAttachedToHost(state: DataplaneState, id: string): boolean {
@@ -183,7 +187,7 @@ export function attachEndpointToHost(state: DataplaneState, ids: SimIds, op: str
   }
   const ipc = ep.IpConfigurations?.[0];
   const adapter: SimAdapter = {
-    Name: vEthernetName(ep.Name),
+    Name: hostVNicName(ep),
     InterfaceIndex: ids.ifIndex(),
     IPAddress: ipc?.IpAddress ?? '',
     PrefixLength: ipc?.PrefixLength ?? 0,

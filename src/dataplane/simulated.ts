@@ -42,6 +42,8 @@ export interface SimulatedDataplaneOptions {
   random?: () => number;
   latency?: DataplaneLatency;
   clock?: Clock;
+  /** Told the name of every call (the agent counts them in /metrics). */
+  onCall?: (op: string) => void;
 }
 
 export class SimulatedDataplane {
@@ -56,6 +58,7 @@ export class SimulatedDataplane {
   private readonly latency: Required<DataplaneLatency>;
   private readonly defaultNodeIP: string;
   private readonly injections = new Injections();
+  private readonly onCall: ((op: string) => void) | undefined;
   private readonly ids: objects.SimIds = { guid: () => this.newGuid(), mac: () => this.newMac(), ifIndex: () => this.newInterfaceIndex() };
   /** Interface indexes below this were handed out (kept across removals, as Windows does). */
   private indexHighWater = 0;
@@ -65,6 +68,7 @@ export class SimulatedDataplane {
     this.clock = opts.clock ?? systemClock;
     this.latency = { hnsCallMs: 0, hnsPerItemMs: 0, routeCallMs: 0, ...opts.latency };
     this.defaultNodeIP = opts.nodeIP ?? '10.0.0.2';
+    this.onCall = opts.onCall;
     this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(this.defaultNodeIP) });
   }
 
@@ -116,6 +120,7 @@ export class SimulatedDataplane {
    */
   async enter(op: string, kind: CallKind, items = 0, input = ''): Promise<void> {
     this.calls.set(op, (this.calls.get(op) ?? 0) + 1);
+    this.onCall?.(op);
     let delay = kind === 'hns' ? this.latency.hnsCallMs + this.latency.hnsPerItemMs * items : kind === 'route' ? this.latency.routeCallMs : 0;
     delay += this.injections.takeStall(op);
     if (delay > 0) await this.clock.sleep(delay);

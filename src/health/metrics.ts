@@ -20,6 +20,7 @@ export const METRIC = {
   refusedItems: 'flannel_dataplane_refused_items',
   refusals: 'flannel_dataplane_refusals_total',
   networkRebuilds: 'flannel_network_rebuilds_total',
+  simulatedCalls: 'flannel_simulated_dataplane_calls_total',
 } as const;
 
 const HELP: Record<string, [string, 'counter' | 'gauge']> = {
@@ -33,6 +34,7 @@ const HELP: Record<string, [string, 'counter' | 'gauge']> = {
   [METRIC.refusedItems]: ['Peer routes or policies the dataplane currently refuses (retried with backoff), by driver.', 'gauge'],
   [METRIC.refusals]: ['Writes of one route or policy the dataplane refused, by driver.', 'counter'],
   [METRIC.networkRebuilds]: ['Times the HNS network was found missing and rebuilt, by result.', 'counter'],
+  [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter'],
 };
 
 function labelKey(labels: Labels): string {

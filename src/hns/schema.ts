@@ -95,7 +95,8 @@ export interface HcnIpConfig {
 
 export interface HcnEndpoint {
   ID?: string;
-  Name: string;
+  /** kube-proxy creates endpoints without one (winkernel hns.go createEndpoint). */
+  Name?: string;
   HostComputeNetwork?: string;
   HostComputeNamespace?: string;
   Policies?: HcnPolicy[];

@@ -107,7 +107,7 @@ export function endpointV2toV1(ep: HcnEndpoint, net: HcnNetwork | undefined, att
   const ipc = ep.IpConfigurations?.[0];
   const v1: HnsEndpointV1 = {
     ID: ep.ID,
-    Name: ep.Name,
+    Name: ep.Name ?? '',
     VirtualNetwork: ep.HostComputeNetwork,
     Policies: (ep.Policies ?? []).map(policyV2toV1),
     MacAddress: ep.MacAddress,

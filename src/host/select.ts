@@ -1,6 +1,8 @@
 // Picks the external interface, as flannel main.go + pkg/ipmatch (LookupExtIface) do: each `--iface`
 // (an IP or an adapter name) in order, first match wins; then each `--iface-regex`, tried against the
-// IPs, then the names; with neither flag, the interface holding the default route. Pure.
+// IPs, then the names; with neither flag, the interface holding the public IP (`--public-ip`, else the
+// own Node's public-ip annotations), else the interface of the default route (lowest metric). Pure.
+// Unlike upstream, a public IP no interface holds (a NAT address) falls back to the default route.
 // Windows rule: an APIPA address (169.254/16) is never chosen (a NIC that lost DHCP/static config).
 import { isIPv4 } from 'node:net';
 import { FlannelError } from '../errors.js';
@@ -12,6 +14,8 @@ export interface SelectOptions {
   iface: string[];
   /** `--iface-regex` values. */
   ifaceRegex: string[];
+  /** With neither: public IPs in order of preference; the first one an interface holds picks it. */
+  publicIPs?: string[];
 }
 
 
@@ -49,6 +53,8 @@ export function selectExternalInterface(ifaces: HostInterface[], defaultRouteInd
   const regexes = opts.ifaceRegex.map(compile);
 
   if (opts.iface.length === 0 && regexes.length === 0) {
+    const byPublicIP = (opts.publicIPs ?? []).map((ip) => findInterfaceByIP(usable, ip)).find((i) => i !== undefined);
+    if (byPublicIP) return byPublicIP;
     const byRoute = usable.find((i) => i.index === defaultRouteIndex);
     if (byRoute) return byRoute;
     const why =

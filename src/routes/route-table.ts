@@ -1,4 +1,15 @@
-// IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2, issue 3); simulated = a JSON table.
+// IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2); simulated = a JSON table.
+import { RouteError } from '../errors.js';
+
+/** winerror.h: CreateIpForwardEntry2 on an interface that is gone; DeleteIpForwardEntry2 of a missing route. */
+export const ERROR_NOT_FOUND = 1168;
+/** winerror.h: CreateIpForwardEntry2 of a route that exists. */
+export const ERROR_OBJECT_ALREADY_EXISTS = 5010;
+
+/** An add failed because its interface index names no interface (any more). */
+export function isInterfaceGone(err: unknown): boolean {
+  return err instanceof RouteError && err.status === ERROR_NOT_FOUND;
+}
 
 export interface Route {
   /** CIDR, e.g. `10.244.3.0/24`. */

@@ -6,9 +6,7 @@ import { RouteError } from '../errors.js';
 import type { SimRoute, SimulatedDataplane } from '../dataplane/simulated.js';
 import type { Route, RouteTable } from './route-table.js';
 
-import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS } from '../dataplane/sim-host.js';
-
-export { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS };
+import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS } from './route-table.js';
 
 function toSim(r: Route): SimRoute {
   return { DestinationPrefix: r.destinationPrefix, NextHop: r.nextHop, InterfaceIndex: r.interfaceIndex, Metric: r.metric };

@@ -8,6 +8,11 @@ import { FlannelError, errorMessage } from '../errors.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 
 export const DEFAULT_VXLAN_VNI = 4096;
+/**
+ * Highest VNI Windows can use: the RemoteSubnetRoute policy's IsolationId is a uint16 (hcsshim
+ * hcn/hcnpolicy.go RemoteSubnetRoutePolicySetting), and kube-proxy winkernel keeps it as one too.
+ */
+export const MAX_WINDOWS_VNI = 65535;
 export const VXLAN_PORT = 4789;
 export const DEFAULT_MAC_PREFIX = '0E-2A';
 export const DEFAULT_HOSTGW_NAME = 'cbr0';
@@ -209,6 +214,12 @@ function vxlanConfig(be: JsonObject): VxlanBackendConfig {
     fail(`invalid VXLAN backend config. VNI [${vni}] must be greater than or equal to ${DEFAULT_VXLAN_VNI} on Windows`, { vni });
   }
   if (vni > 0xffffff) fail(`invalid VXLAN backend config. VNI [${vni}] must be at most 16777215 (24 bits)`, { vni });
+  if (vni > MAX_WINDOWS_VNI) {
+    fail(
+      `invalid VXLAN backend config. VNI [${vni}] must be at most ${MAX_WINDOWS_VNI} on Windows: HNS and kube-proxy carry it as a 16-bit IsolationId; choose a VNI from ${DEFAULT_VXLAN_VNI} to ${MAX_WINDOWS_VNI} for every node of the cluster`,
+      { vni },
+    );
+  }
   if (port !== VXLAN_PORT) {
     fail(`invalid VXLAN backend config. Port [${port}] is not supported on Windows. Omit the setting to default to port ${VXLAN_PORT}`, { port });
   }

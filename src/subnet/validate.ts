@@ -1,7 +1,7 @@
 // Peer lease validation (ARCHITECTURE.md, Security). No upstream counterpart: flannel trusts peer leases;
 // this agent never lets a malformed or hostile lease reach the dataplane.
 import type { Lease } from './lease.js';
-import { contains, isUnicast, network, overlaps, parseCidr, parseIp4 } from '../ip4.js';
+import { contains, isApipa, isUnicast, network, overlaps, parseCidr, parseIp4 } from '../ip4.js';
 
 export interface LeaseValidationContext {
   /** The cluster Network from net-conf.json, e.g. `10.244.0.0/16`. */
@@ -11,6 +11,10 @@ export interface LeaseValidationContext {
   /** The own lease's subnet; peers overlapping it are rejected (the own subnet itself is dropped earlier). */
   ownSubnet?: string;
   backendType: 'vxlan' | 'host-gw';
+  /** vxlan: this node's VNI; a peer with another one is rejected (HNS cannot reach it). */
+  vni?: number;
+  /** This node's own addresses (published public IP, interface IP); a peer claiming one is rejected. */
+  ownIPs?: readonly string[];
 }
 
 /** Short machine labels, used as the `reason` label of `flannel_leases_rejected_total`. */
@@ -28,6 +32,9 @@ export type LeaseRejectReason =
   | 'backend-data-invalid'
   | 'vni-invalid'
   | 'vni-too-low'
+  | 'vni-mismatch'
+  | 'public-ip-link-local'
+  | 'public-ip-own'
   | 'vtep-mac-invalid';
 
 export type LeaseValidation = { ok: true } | { ok: false; reason: LeaseRejectReason; message: string };
@@ -68,7 +75,13 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
 
   const pip = parseIp4(lease.publicIP);
   if (pip === undefined) return reject('public-ip-invalid', `public IP ${JSON.stringify(lease.publicIP)} is not a dotted IPv4 address`);
-  if (!isUnicast(pip)) return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address`);
+  if (!isUnicast(pip)) {
+    return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address (unspecified, loopback, multicast or reserved)`);
+  }
+  if (isApipa(pip)) return reject('public-ip-link-local', `public IP ${lease.publicIP} is link-local (169.254/16): no other node can reach it`);
+  if (ctx.ownIPs?.includes(lease.publicIP)) {
+    return reject('public-ip-own', `public IP ${lease.publicIP} is this node's own address: routing its subnet there would loop`);
+  }
   if (net !== undefined && contains(net, pip)) {
     return reject('public-ip-inside-network', `public IP ${lease.publicIP} lies inside the cluster network ${ctx.network}`);
   }
@@ -94,6 +107,12 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
         'vni-too-low',
         `vxlan VNI ${vni} is below ${MIN_WINDOWS_VNI}, which Windows cannot use; set "VNI": 4096 (and "Port": 4789) ` +
           'in the Backend section of net-conf.json for every node of the cluster',
+      );
+    }
+    if (ctx.vni !== undefined && vni !== ctx.vni) {
+      return reject(
+        'vni-mismatch',
+        `vxlan VNI ${vni} differs from this node's VNI ${ctx.vni}, so HNS cannot reach it; set the same "VNI" in the Backend section of net-conf.json on every node of the cluster`,
       );
     }
     if (!isValidVtepMac(mac)) {

@@ -61,5 +61,7 @@ describe('the state file is the node, shared by every process', () => {
     await state.waitFor(() => state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24,10.244.3.0/24', 'the second peer after the faults', 30_000);
     expect(state.read().faults).toEqual([{ op: 'HcnModifyNetwork', match: '10.244.3.0/24', hresult: '0x803B002F', remaining: 0 }]);
     expect(await agent.metrics()).toMatch(/^flannel_dataplane_errors_total\{op="hns\.addNetworkPolicies"\} [2-9]/m);
+    // the rule's op is the call name /metrics counts for the simulated dataplane
+    expect(await agent.metrics()).toMatch(/^flannel_simulated_dataplane_calls_total\{op="HcnModifyNetwork"\} \d+$/m);
   });
 });

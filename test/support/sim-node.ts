@@ -49,14 +49,19 @@ export class SimNodeState {
     return JSON.parse(readFileSync(this.path, 'utf8')) as DataplaneState;
   }
 
+  /** The node's model on this file, for HNS-level changes (create a network or an endpoint as HNS would). */
+  model(): SimulatedDataplane {
+    return new SimulatedDataplane({ statePath: this.path });
+  }
+
   /** A locked read-modify-write of the file (the agent sees it before its next call). */
   edit(fn: (state: DataplaneState) => void): void {
-    new SimulatedDataplane({ statePath: this.path }).mutate(fn);
+    this.model().mutate(fn);
   }
 
   /** Delete a network as `Remove-HnsNetwork` / an HNS restart would (endpoints and vSwitch go with it). */
   deleteNetwork(name: string): boolean {
-    return new SimulatedDataplane({ statePath: this.path }).removeNetwork(name);
+    return this.model().removeNetwork(name);
   }
 
   /** Add a host adapter, with a default route of that metric when `defaultRouteMetric` is given. */

@@ -28,6 +28,20 @@ describe('selectExternalInterface', () => {
     expect(selectExternalInterface(ifaces, def, { iface, ifaceRegex }).name).toBe(want);
   });
 
+  // flannel main.go: with no --iface, LookupExtIface(publicIP) picks the interface holding the public IP.
+  it.each<[string, string[], string]>([
+    ['--public-ip held by a NIC', ['192.168.50.4'], 'Storage NIC'],
+    ['first held IP wins (a NAT overwrite is skipped)', ['203.0.113.9', '192.168.50.4'], 'Storage NIC'],
+    ['no NIC holds it: the default route', ['203.0.113.9'], 'Ethernet'],
+    ['an APIPA public IP is never used', ['169.254.10.3'], 'Ethernet'],
+  ])('public IPs, no --iface: %s', (_name, publicIPs, want) => {
+    expect(selectExternalInterface(ifaces, 4, { iface: [], ifaceRegex: [], publicIPs }).name).toBe(want);
+  });
+
+  it('--iface wins over the public IPs', () => {
+    expect(selectExternalInterface(ifaces, 4, { iface: ['Ethernet'], ifaceRegex: [], publicIPs: ['192.168.50.4'] }).name).toBe('Ethernet');
+  });
+
   it.each<[string, HostInterface[], number | undefined, string[], string[], string]>([
     ['no default route', ifaces, undefined, [], [], 'FLANNEL_ERR_HOST'],
     ['default route on APIPA', ifaces, 7, [], [], 'FLANNEL_ERR_HOST'],

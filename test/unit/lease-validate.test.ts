@@ -43,6 +43,11 @@ describe('validateLease', () => {
     ['VNI as a string', lease({ backendData: { VNI: '4096', VtepMAC: '00:15:5d:b3:ac:db' } }), vx, 'vni-invalid'],
     ['VNI fractional', lease({ backendData: { VNI: 4096.5, VtepMAC: '00:15:5d:b3:ac:db' } }), vx, 'vni-invalid'],
     ['VNI above 24 bits', lease({ backendData: { VNI: 0x1000000, VtepMAC: '00:15:5d:b3:ac:db' } }), vx, 'vni-invalid'],
+    ['VNI differs from ours', lease({ backendData: { VNI: 4097, VtepMAC: '00:15:5d:b3:ac:db' } }), { ...vx, vni: 4096 }, 'vni-mismatch'],
+    ['VNI equal to ours', lease(), { ...vx, vni: 4096 }, undefined],
+    ['host-gw ignores the VNI', lease({ backendType: 'host-gw', backendData: null }), { ...hg, vni: 4096 }, undefined],
+    ['link-local public IP', lease({ publicIP: '169.254.3.4' }), vx, 'public-ip-link-local'],
+    ["our own public IP", lease({ publicIP: '192.168.1.12' }), { ...vx, ownIPs: ['192.168.1.10', '192.168.1.12'] }, 'public-ip-own'],
     ['empty VtepMAC', lease({ backendData: { VNI: 4096, VtepMAC: '' } }), vx, 'vtep-mac-invalid'],
     ['missing VtepMAC', lease({ backendData: { VNI: 4096 } }), vx, 'vtep-mac-invalid'],
     ['multicast VtepMAC', lease({ backendData: { VNI: 4096, VtepMAC: '01:00:5e:00:00:01' } }), vx, 'vtep-mac-invalid'],
@@ -72,6 +77,12 @@ describe('validateLease', () => {
     const r = validateLease(lease({ backendData: { VNI: 1, VtepMAC: '00:15:5d:b3:ac:db' } }), vx);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.message).toMatch(/VNI"?:? ?4096/);
+  });
+
+  it('a peer at another VNI is told to use the same VNI as this node', () => {
+    const r = validateLease(lease({ backendData: { VNI: 4097, VtepMAC: '00:15:5d:b3:ac:db' } }), { ...vx, vni: 4096 });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.message).toMatch(/4097.*4096.*same "VNI"/);
   });
 
   it('works without an own subnet', () => {

@@ -65,6 +65,10 @@ describe('parseNetConf: defaults', () => {
     expect(nc.backend).toEqual({ type: 'vxlan', vni: 5000, port: 4789, macPrefix: '0A-BC', name: 'vxlan0', legacyRemoteEndpoints: true });
   });
 
+  it('VNI 65535 is the highest Windows takes (RemoteSubnetRoute IsolationId is a uint16)', () => {
+    expect(parseNetConf(conf({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 65535 } })).backend).toMatchObject({ vni: 65535, name: 'flannel.65535' });
+  });
+
   it('vxlan Name defaults to flannel.<VNI>', () => {
     expect(parseNetConf(conf({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4097, Name: '' } })).backend).toMatchObject({ name: 'flannel.4097' });
   });
@@ -123,6 +127,10 @@ describe('parseNetConf: errors', () => {
     [{ Backend: VX }, 'please define a correct Network parameter in the flannel config'],
     [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 1 } }, 'invalid VXLAN backend config. VNI [1] must be greater than or equal to 4096 on Windows'],
     [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 4095 } }, 'invalid VXLAN backend config. VNI [4095] must be greater than or equal to 4096 on Windows'],
+    [
+      { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 65536 } },
+      'invalid VXLAN backend config. VNI [65536] must be at most 65535 on Windows: HNS and kube-proxy carry it as a 16-bit IsolationId; choose a VNI from 4096 to 65535 for every node of the cluster',
+    ],
     [
       { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', Port: 8472 } },
       'invalid VXLAN backend config. Port [8472] is not supported on Windows. Omit the setting to default to port 4789',

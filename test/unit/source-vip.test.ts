@@ -8,7 +8,9 @@ import {
   SOURCE_VIP_OWNER,
   chooseSourceVip,
   hnsMacOf,
+  kubeProxySourceVip,
   parseSourceVipDocument,
+  plainSourceVipDocument,
   reserveSourceVip,
   sdnSourceVipDocument,
   sourceVipEndpointName,
@@ -38,9 +40,31 @@ describe('chooseSourceVip', () => {
 });
 
 describe('documents', () => {
-  it('the script format is host-local CNI 0.2.0 output, read back with .ip4.ip', () => {
-    const doc = sdnSourceVipDocument({ ip: '10.244.1.2', prefixLength: 24, gateway: '10.244.1.1' });
-    expect(JSON.stringify(doc)).toBe('{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.2/24","gateway":"10.244.1.1"},"dns":{}}');
+  // The two readers, as the scripts write them:
+  //  microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip:      $sourceVipJSONData.ip4.ip.Split("/")[0]
+  //  sig-windows-tools hostprocess/flannel/kube-proxy/start.ps1 (#308): $sourceVipJSONData.ips[0].address.Split("/")[0]
+  const sdnReader = (text: string) => (JSON.parse(text) as { ip4: { ip: string } }).ip4.ip.split('/')[0];
+  const sigWindowsReader = (text: string) => (JSON.parse(text) as { ips: { address: string }[] }).ips[0]!.address.split('/')[0];
+
+  it('the script format is one object holding host-local CNI 0.2.0 (ip4) and 0.3.0 (ips) output; both readers get the address', () => {
+    const text = JSON.stringify(sdnSourceVipDocument({ ip: '10.244.1.2', prefixLength: 24, gateway: '10.244.1.1' }));
+    expect(text).toBe(
+      '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.2/24","gateway":"10.244.1.1"},"ips":[{"version":"4","address":"10.244.1.2/24","gateway":"10.244.1.1"}],"dns":{}}',
+    );
+    expect(sdnReader(text)).toBe('10.244.1.2');
+    expect(sigWindowsReader(text)).toBe('10.244.1.2');
+    const plain = JSON.stringify(
+      plainSourceVipDocument({ ip: '10.244.1.2', prefixLength: 24, gateway: '10.244.1.1', subnet: '10.244.1.0/24', network: 'flannel.4096', endpointId: 'E' }),
+    );
+    expect([sdnReader(plain), sigWindowsReader(plain), parseSourceVipDocument(plain)]).toEqual(['10.244.1.2', '10.244.1.2', '10.244.1.2']);
+  });
+
+  it.each([
+    // golden: host-local's output for the scripts' requests (cniVersion 0.2.0 and 0.3.0)
+    ['{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.9/24","gateway":"10.244.1.1"},"dns":{}}', '10.244.1.9'],
+    ['{"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.244.1.9/24","gateway":"10.244.1.1"}],"dns":{}}', '10.244.1.9'],
+  ])('reads what the scripts stored: %s', (text, want) => {
+    expect(parseSourceVipDocument(text)).toBe(want);
   });
 
   it.each([
@@ -59,6 +83,29 @@ describe('documents', () => {
     expect(hnsMacOf('10.0.0.3', { Ethernet: [{ address: '10.0.0.2', family: 'IPv4', mac: '00:15:5d:0a:0b:0c' }] })).toBeUndefined();
   });
 });
+
+describe("kube-proxy's endpoint, found by IP as winkernel hns.go getEndpointByIpAddress does", () => {
+  const ep = (name: string | undefined, ip: string, flags = 0, second?: string) => ({
+    ...(name !== undefined ? { Name: name } : {}),
+    ID: `ID-${ip}`,
+    Flags: flags,
+    IpConfigurations: [{ IpAddress: ip }, ...(second ? [{ IpAddress: second }] : [])],
+    SchemaVersion: { Major: 2, Minor: 0 },
+  });
+  it.each<[string, ReturnType<typeof ep>[], string[], string | undefined]>([
+    ['nameless local endpoint', [ep('pod-a', '10.244.1.3'), ep(undefined, '10.244.1.9')], [], '10.244.1.9'],
+    ['the one holding a recorded IP first', [ep(undefined, '10.244.1.5'), ep(undefined, '10.244.1.9')], ['10.244.1.9'], '10.244.1.9'],
+    ['recorded IP on the second IP configuration', [ep(undefined, '10.244.1.5'), ep(undefined, '10.244.1.20', 0, '10.244.1.9')], ['10.244.1.9'], '10.244.1.20'],
+    ['a named endpoint (a pod, or this agent) never, even at a recorded IP', [ep('pod-a', '10.244.1.9'), ep('flannel.4096_sourcevip', '10.244.1.2')], ['10.244.1.9', '10.244.1.2'], undefined],
+    ['a remote endpoint (kube-proxy service VIP) never', [ep(undefined, '10.244.1.9', 1)], ['10.244.1.9'], undefined],
+    ['outside the subnet never', [ep(undefined, '10.96.0.10')], [], undefined],
+    ['named pods only: none', [ep('pod-a', '10.244.1.3')], [], undefined],
+  ])('%s', (_what, endpoints, recorded, want) => {
+    expect(endpointIPOf(kubeProxySourceVip(endpoints, '10.244.1.0/24', recorded))).toBe(want);
+  });
+});
+
+const endpointIPOf = (e: { IpConfigurations?: { IpAddress: string }[] } | undefined) => e?.IpConfigurations?.[0]?.IpAddress;
 
 describe('reserveSourceVip on the simulated HNS', () => {
   const netConf = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096}}');
@@ -128,6 +175,25 @@ describe('reserveSourceVip on the simulated HNS', () => {
       expect((await reserveSourceVip(t.opts)).ip).toBe('10.244.1.9');
       // The script's reservation file is left as it was (still reserving the same address).
       expect(readFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.9'), 'utf8')).toBe('dummy\r\ndummy');
+    } finally {
+      t.done();
+    }
+  });
+
+  it("kube-proxy's nameless endpoint at the recorded address is adopted; the agent's own duplicate goes; nothing is created", async () => {
+    const t = await setup();
+    try {
+      const first = await reserveSourceVip(t.opts); // the agent's own, at .2
+      const net = t.sim.getNetworkByName('flannel.4096')!;
+      const kp = t.sim.createEndpoint('HcnCreateEndpoint', net.ID!, { IpConfigurations: [{ IpAddress: '10.244.1.9' }], SchemaVersion: { Major: 2, Minor: 0 } });
+      writeFileSync(t.opts.compatFiles[1]!, '{"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.244.1.9/24","gateway":"10.244.1.1"}],"dns":{}}');
+      const creates = t.sim.calls.get('HcnCreateEndpoint') ?? 0;
+      const rec = await reserveSourceVip(t.opts);
+      expect(rec).toMatchObject({ ip: '10.244.1.9', endpointId: kp.ID });
+      expect(t.sim.listEndpoints().map((e) => e.ID)).toEqual([kp.ID]);
+      expect(t.sim.listEndpoints().some((e) => e.ID === first.endpointId)).toBe(false);
+      expect(t.sim.calls.get('HcnCreateEndpoint') ?? 0).toBe(creates);
+      for (const f of [t.opts.file, ...t.opts.compatFiles]) expect(parseSourceVipDocument(readFileSync(f, 'utf8'))).toBe('10.244.1.9');
     } finally {
       t.done();
     }

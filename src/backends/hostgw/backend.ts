@@ -3,11 +3,12 @@
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
 import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
-import { hostGwRouteDriver, ROUTE_METRIC } from './routes.js';
+import { hostGwRouteDriver, ManagementVNic, ROUTE_METRIC } from './routes.js';
 import { FlannelError } from '../../errors.js';
 import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
 import { sameId, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
+import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import type { HostInterface } from '../../host/host.js';
 import { nthAddress } from '../../ip4.js';
@@ -73,49 +74,59 @@ export class HostGwBackend implements Backend {
       }
     }
     const networkId = network.ID!;
+    const vnic = new ManagementVNic(deps.host, mgmt, deps.log);
     return {
       driver: hostGwRouteDriver({
         routes: deps.routes,
         network: deps.netConf.network,
         ownSubnet: lease.subnet,
-        interfaceIndex: mgmt.index,
+        vnic,
         checkNetwork: async () => {
           if (!(await deps.hns.getNetworkV1(networkId))) throw networkGoneError(cfg.name, networkId);
         },
         networkGone: isNetworkGone,
       }),
-      desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: mgmt.index, metric: ROUTE_METRIC }],
+      desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
       mtu: mgmt.mtu,
     };
   }
 
-  /** Reuse a network whose name, type, subnet and gateway match; otherwise (re)create it. */
+  /**
+   * Reuse a network whose name, type, subnet and gateway match (and adapter, when the external interface
+   * is a physical one); otherwise (re)create it, bound to the external interface's physical adapter.
+   */
   private async ensureNetwork(lease: Lease, signal: AbortSignal): Promise<HnsNetworkV1> {
     const { deps, cfg } = this;
     const gateway = nthAddress(lease.subnet, 1);
-    const existing = await deps.hns.getNetworkByNameV1(cfg.name);
-    if (existing && existing.Type === 'L2Bridge' && existing.Subnets?.some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway)) {
+    const networks = await deps.hns.listNetworksV1();
+    const existing = networks.find((n) => n.Name === cfg.name);
+    const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
+    const sameAdapter = !wantAdapter || !existing?.NetworkAdapterName || existing.NetworkAdapterName.toLowerCase() === wantAdapter.toLowerCase();
+    if (existing && existing.Type === 'L2Bridge' && sameAdapter && existing.Subnets?.some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway)) {
       deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
       if (existing.ManagementIP) return existing;
       return deps.hns.waitForManagementIP(existing.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
     }
     if (existing) {
-      deps.log.warn('deleting HNS network whose type or subnet changed', {
+      deps.log.warn('deleting HNS network whose type, subnet or adapter changed', {
         network: cfg.name,
         id: existing.ID,
         type: existing.Type,
         subnets: existing.Subnets?.map((s) => s.AddressPrefix).join(','),
+        adapter: existing.NetworkAdapterName,
         want: lease.subnet,
       });
       await deps.hns.deleteNetworkV1(existing.ID!);
     }
+    const adapter = await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal });
     const body: HnsNetworkV1 = {
       Name: cfg.name,
       Type: 'L2Bridge',
+      NetworkAdapterName: adapter,
       ...(cfg.dnsServerList ? { DNSServerList: cfg.dnsServerList } : {}),
       Subnets: [{ AddressPrefix: lease.subnet, GatewayAddress: gateway }],
     };
-    deps.log.info('creating HNS network', { network: cfg.name, type: 'L2Bridge', subnet: lease.subnet });
+    deps.log.info('creating HNS network', { network: cfg.name, type: 'L2Bridge', subnet: lease.subnet, adapter });
     const created = await deps.hns.createNetworkV1(body);
     signal.throwIfAborted();
     const ready = await deps.hns.waitForManagementIP(created.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });

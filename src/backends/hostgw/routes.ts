@@ -1,42 +1,94 @@
 // The host-gw reconcile driver: the actual set is every route on the management vNIC whose destination
 // lies inside the cluster Network (other than the own subnet); the desired set is one route per peer.
+// The vNIC's interface index is not fixed: Windows gives the vNIC a new one whenever the vSwitch is
+// rebuilt (an HNS restart, the NIC disabled and enabled), and CreateIpForwardEntry2 then fails with
+// ERROR_NOT_FOUND (1168, netioapi.h). The driver looks the vNIC up again by its IP and writes there.
 // Routes are written one per call (CreateIpForwardEntry2 / DeleteIpForwardEntry2), several in flight.
 import type { ReconcileDriver } from '../reconcile.js';
 import { RouteError } from '../../errors.js';
+import type { Host, HostInterface } from '../../host/host.js';
+import { findInterfaceByIP } from '../../host/select.js';
 import { cidrContains } from '../../ip4.js';
-import type { Route, RouteTable } from '../../routes/route-table.js';
+import type { Logger } from '../../log.js';
+import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route-table.js';
 
 /** Metric of the routes the agent installs (Windows' default for manual routes). */
 export const ROUTE_METRIC = 256;
 const ROUTE_WRITE_CONCURRENCY = 8;
-/** ERROR_NOT_FOUND: the interface is gone (not this route's fault). */
-const STATUS_NOT_FOUND = 1168;
 /** ERROR_OBJECT_ALREADY_EXISTS: the route is already there (the cache was wrong; re-read). */
 const STATUS_EXISTS = 5010;
 
 /** The route table refused this one route (any status but a missing interface or an existing route). */
 export function isRouteRefusal(err: unknown): boolean {
-  return err instanceof RouteError && err.status !== undefined && err.status !== STATUS_NOT_FOUND && err.status !== STATUS_EXISTS;
+  return err instanceof RouteError && err.status !== undefined && !isInterfaceGone(err) && err.status !== STATUS_EXISTS;
+}
+
+/** Where the routes go: the vNIC's current index, and a way to look it up again. */
+export interface RouteInterface {
+  readonly index: number;
+  /** Look the interface up again; true when its index changed. */
+  refresh(): Promise<boolean>;
+}
+
+/** The management vNIC (the one holding the network's ManagementIP), re-resolved by IP on demand. */
+export class ManagementVNic implements RouteInterface {
+  private current: HostInterface;
+  private refreshing: Promise<boolean> | undefined;
+
+  constructor(
+    private readonly host: Host,
+    initial: HostInterface,
+    private readonly log: Logger,
+  ) {
+    this.current = initial;
+  }
+
+  get index(): number {
+    return this.current.index;
+  }
+
+  /** Look the vNIC up again by its IP; true when its index changed (forwarding is enabled on the new one). */
+  refresh(): Promise<boolean> {
+    this.refreshing ??= this.lookUp().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async lookUp(): Promise<boolean> {
+    const found = findInterfaceByIP(await this.host.interfaces(), this.current.ipv4);
+    if (!found || found.index === this.current.index) return false;
+    this.log.info('the management vNIC has a new interface index; routes follow it', { interface: found.name, ip: found.ipv4, index: found.index, previous: this.current.index });
+    this.current = found;
+    if (!(await this.host.getForwarding(found.index))) await this.host.setForwarding(found.index, true);
+    return true;
+  }
 }
 
 export function hostGwRouteDriver(opts: {
   routes: RouteTable;
   network: string;
   ownSubnet: string;
-  interfaceIndex: number;
+  vnic: RouteInterface;
   /** Throws (a network-gone error) when the backing HNS network no longer exists; checked before each read. */
   checkNetwork?: () => Promise<void>;
   networkGone?: (err: unknown) => boolean;
 }): ReconcileDriver<Route, Route> {
-  const { routes, network, ownSubnet, interfaceIndex } = opts;
+  const { routes, network, ownSubnet, vnic } = opts;
+  /** Write on the vNIC's current index; after a 1168 (no such interface), re-resolve it once and retry. */
+  const write = async (r: Route): Promise<void> => {
+    try {
+      await routes.add({ ...r, interfaceIndex: vnic.index });
+    } catch (err) {
+      if (!isInterfaceGone(err) || !(await vnic.refresh())) throw err;
+      await routes.add({ ...r, interfaceIndex: vnic.index });
+    }
+  };
   return {
     name: 'host-gw routes',
     async readActual() {
       await opts.checkNetwork?.();
-      const all = await routes.list(interfaceIndex);
-      return all.filter(
-        (r) => r.interfaceIndex === interfaceIndex && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix),
-      );
+      const index = vnic.index;
+      const all = await routes.list(index);
+      return all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
     },
     actualKey: (r) => r.destinationPrefix,
     desiredKey: (r) => r.destinationPrefix,
@@ -44,8 +96,8 @@ export function hostGwRouteDriver(opts: {
     batch: 1,
     concurrency: ROUTE_WRITE_CONCURRENCY,
     remove: async ([r]) => routes.remove(r!),
-    add: async ([r]) => routes.add(r!),
-    toActual: (d) => d,
+    add: async ([r]) => write(r!),
+    toActual: (d) => ({ ...d, interfaceIndex: vnic.index }),
     refuses: isRouteRefusal,
     networkGone: opts.networkGone,
   };

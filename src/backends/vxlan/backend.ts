@@ -10,6 +10,7 @@ import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor, type Remot
 import { FlannelError } from '../../errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
+import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../ip4.js';
 import { macToFlannel } from '../../subnet/kube/annotations.js';
@@ -51,11 +52,16 @@ export function overlayNetworkFor(cfg: VxlanBackendConfig, subnet: string, adapt
   };
 }
 
-/** A network is reused when its type, subnet and VSID match (a VNI change needs a new network). */
-export function overlayMatches(net: HcnNetwork, subnet: string, vni: number): boolean {
+/**
+ * A network is reused when its type, subnet and VSID match (a VNI change needs a new network), and its
+ * adapter when `adapter` is given (the external interface moved to another NIC).
+ */
+export function overlayMatches(net: HcnNetwork, subnet: string, vni: number, adapter?: string): boolean {
   const s = net.Ipams?.[0]?.Subnets?.[0];
   const vsid = s?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
-  return net.Type === 'Overlay' && s?.IpAddressPrefix === subnet && (vsid === undefined || Number(vsid) === vni);
+  const bound = policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName');
+  const sameAdapter = adapter === undefined || bound === undefined || bound.toLowerCase() === adapter.toLowerCase();
+  return net.Type === 'Overlay' && s?.IpAddressPrefix === subnet && (vsid === undefined || Number(vsid) === vni) && sameAdapter;
 }
 
 export class VxlanBackend implements Backend {
@@ -160,24 +166,28 @@ export class VxlanBackend implements Backend {
     opts: { adapter?: string; drMac?: string } = {},
   ): Promise<{ net: HcnNetwork; vnic?: HostInterface }> {
     const { deps, cfg } = this;
-    const adapter = opts.adapter ?? deps.extIface.name;
     const existing = await deps.hns.getNetworkByName(cfg.name);
+    const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
     let net: HcnNetwork;
     let vnic: HostInterface | undefined;
-    if (existing && overlayMatches(existing, subnet, cfg.vni)) {
+    if (existing && overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
       deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
       net = existing;
     } else {
+      // Listed before the old network goes: it names the physical adapter behind a vEthernet interface.
+      const networks = wantAdapter || opts.adapter ? [] : await deps.hns.listNetworksV1();
       if (existing) {
-        deps.log.warn('deleting HNS network whose type, subnet or VNI changed', {
+        deps.log.warn('deleting HNS network whose type, subnet, VNI or adapter changed', {
           network: cfg.name,
           id: existing.ID,
           type: existing.Type,
           subnet: existing.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix,
+          adapter: policySetting(existing.Policies, 'NetAdapterName', 'NetworkAdapterName'),
           want: subnet,
         });
         await deps.hns.deleteNetwork(existing.ID!);
       }
+      const adapter = opts.adapter ?? (await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal }));
       deps.log.info('creating HNS network', { network: cfg.name, type: 'Overlay', subnet, vni: cfg.vni, adapter });
       const body = overlayNetworkFor(cfg, subnet, adapter);
       if (opts.drMac) body.Policies = [...(body.Policies ?? []), { Type: 'DrMacAddress', Settings: { Address: opts.drMac } }];

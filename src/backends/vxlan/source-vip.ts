@@ -6,17 +6,25 @@
 // read back with `.ip4.ip.Split("/")[0]`.
 //
 // This agent reserves it itself, once the Overlay network exists:
-//  * the address: the one recorded before (our file or a script's sourceVip.json) when it is still inside
-//    the subnet, else `.2` (what the scripts got on a fresh node: host-local's first free address after the
-//    gateway), else the lowest free host address; "free" = no other endpoint on the network holds it and no
-//    other container holds its host-local reservation;
-//  * an HNS endpoint `<network>_sourcevip` with that address on the Overlay network, with the node's
-//    ProviderAddress policy (the endpoint kube-proxy would otherwise create itself; it reuses one it finds);
+//  * kube-proxy's own endpoint first: kube-proxy (pkg/proxy/winkernel proxier.go syncProxyRules) looks
+//    the source VIP up on the network BY IP ADDRESS (hns.go getEndpointByIpAddress: IpConfigurations[0]
+//    or [1], on the network's ID) and, when none is there, creates a local endpoint WITHOUT a name
+//    (hns.go createEndpoint / proxier.go newSourceVIP). A nameless local endpoint on the Overlay network
+//    (the one holding a recorded source VIP first) is therefore adopted, with its address; no second VIP
+//    is ever allocated beside it, and one this agent made before is deleted;
+//  * else the address: the one recorded before (our file or a script's sourceVip.json) when it is still
+//    inside the subnet, else `.2` (what the scripts got on a fresh node: host-local's first free address
+//    after the gateway), else the lowest free host address; "free" = no other endpoint on the network
+//    holds it and no other container holds its host-local reservation; and an HNS endpoint
+//    `<network>_sourcevip` with that address and the node's ProviderAddress policy;
 //  * a reservation file in host-local's store (`<cni-ipam-data-dir>/<network>/<ip>`, the CNI network name
 //    being the HNS network name), so the flannel CNI's host-local IPAM never hands the address to a pod;
-//  * the files: `--source-vip-file` (default `C:\run\flannel\sourcevip.json`; plain `{"ip":...}` plus the
-//    `ip4` object) and every `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and
-//    `C:\sourcevip\sourceVip.json`) in host-local's own output format.
+//  * the files: `--source-vip-file` (default `C:\run\flannel\sourcevip.json`) and every
+//    `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and `C:\sourcevip\sourceVip.json`),
+//    each ONE object both readers accept: microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip reads
+//    host-local's CNI 0.2.0 output as `.ip4.ip.Split("/")[0]`; sig-windows-tools
+//    hostprocess/flannel/kube-proxy/start.ps1 (since #308) reads CNI 0.3.0 output as
+//    `.ips[0].address.Split("/")[0]`.
 import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
@@ -47,21 +55,19 @@ export interface SourceVipRecord {
   endpointId: string;
 }
 
-/** host-local's CNI 0.2.0 result, the format of the scripts' `sourceVip.json`. */
+/**
+ * The scripts' `sourceVip.json`: host-local's CNI 0.2.0 result (`ip4`) and its 0.3.0 result (`ips`) in
+ * one object, so both script generations read the same address.
+ */
 export function sdnSourceVipDocument(rec: Pick<SourceVipRecord, 'ip' | 'prefixLength' | 'gateway'>): Record<string, unknown> {
-  return { cniVersion: '0.2.0', ip4: { ip: `${rec.ip}/${rec.prefixLength}`, gateway: rec.gateway }, dns: {} };
+  const address = `${rec.ip}/${rec.prefixLength}`;
+  return { cniVersion: '0.2.0', ip4: { ip: address, gateway: rec.gateway }, ips: [{ version: '4', address, gateway: rec.gateway }], dns: {} };
 }
 
-/** The documented file: plain fields first, plus the `ip4` object so SDN-style readers work on it too. */
+/** The documented file: plain fields first, plus the script fields so either reader works on it too. */
 export function plainSourceVipDocument(rec: SourceVipRecord): Record<string, unknown> {
-  return {
-    ip: rec.ip,
-    prefixLength: rec.prefixLength,
-    subnet: rec.subnet,
-    network: rec.network,
-    endpointId: rec.endpointId,
-    ip4: { ip: `${rec.ip}/${rec.prefixLength}`, gateway: rec.gateway },
-  };
+  const { ip4, ips } = sdnSourceVipDocument(rec);
+  return { ip: rec.ip, prefixLength: rec.prefixLength, subnet: rec.subnet, network: rec.network, endpointId: rec.endpointId, ip4, ips };
 }
 
 /** The address a source VIP document names: plain `ip`, CNI 0.2 `ip4.ip`, or CNI >= 0.3 `ips[0].address`. */
@@ -135,6 +141,20 @@ function endpointIP(ep: HcnEndpoint): string | undefined {
   return ep.IpConfigurations?.[0]?.IpAddress;
 }
 
+/** hcn EndpointFlagsRemoteEndpoint: kube-proxy's service and remote-pod endpoints; never a source VIP. */
+const ENDPOINT_FLAG_REMOTE = 1;
+
+/**
+ * kube-proxy's source VIP endpoint among the network's endpoints: a local (not remote), nameless endpoint
+ * inside the subnet, preferring one that holds a recorded source VIP (matched by IP as kube-proxy does:
+ * its first or second IP configuration). Named endpoints are pods' or this agent's, never kube-proxy's.
+ */
+export function kubeProxySourceVip(endpoints: readonly HcnEndpoint[], subnet: string, recorded: readonly string[]): HcnEndpoint | undefined {
+  const candidates = endpoints.filter((e) => !e.Name && ((e.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) === 0 && contains(subnet, endpointIP(e) ?? ''));
+  const ipsOf = (e: HcnEndpoint) => (e.IpConfigurations ?? []).slice(0, 2).map((c) => c.IpAddress);
+  return recorded.map((ip) => candidates.find((e) => ipsOf(e).includes(ip))).find((e) => e !== undefined) ?? candidates[0];
+}
+
 
 
 /** Ensure the source VIP endpoint, its host-local reservation and its files; returns what was reserved. */
@@ -165,6 +185,16 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
       return t === undefined ? undefined : parseSourceVipDocument(t);
     })
     .filter((ip): ip is string => ip !== undefined && contains(subnet, ip));
+
+  const kubeProxy = kubeProxySourceVip(endpoints, subnet, recorded);
+  if (kubeProxy && !sameId(kubeProxy.ID, mine?.ID)) {
+    if (mine) {
+      log.warn('deleting the source VIP endpoint this agent made: kube-proxy has its own', { endpoint: epName, id: mine.ID, ip: endpointIP(mine), kubeProxyIP: endpointIP(kubeProxy) });
+      await hns.deleteEndpoint(mine.ID!);
+    }
+    log.info("adopting kube-proxy's source VIP endpoint", { id: kubeProxy.ID, name: kubeProxy.Name ?? '', ip: endpointIP(kubeProxy), network: networkName });
+    mine = kubeProxy;
+  }
 
   let ip: string;
   if (mine) {
