@@ -259,6 +259,7 @@ export class Reconciler<A, D> {
       }
     } else {
       this.consecutiveFailures = 0;
+      this.missing = false; // back (recreated by someone else when there is no rebuild hook)
       this.lastSuccessAt = this.clock.now();
       this.metrics?.inc(METRIC.applyPasses, { result: 'ok' });
       this.metrics?.set(METRIC.lastApplySuccess, Math.floor(this.lastSuccessAt / 1000));

@@ -326,6 +326,20 @@ describe('network gone', () => {
     await done;
   });
 
+  it('without a rebuild hook, a gone network is a failure retried with backoff, and missing until a pass succeeds', async () => {
+    const { clock, dp, r, ac } = setup();
+    dp.gone = true;
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(r.status()).toMatchObject({ networkMissing: true, consecutiveFailures: 1 });
+    dp.gone = false;
+    await clock.advance(1000);
+    expect(r.status()).toMatchObject({ networkMissing: false, consecutiveFailures: 0 });
+    ac.abort();
+    await done;
+  });
+
   it('while the rebuild fails the network stays missing and the rebuild is retried with backoff', async () => {
     let attempts = 0;
     const { clock, dp, r, ac, metrics } = setup({
