@@ -2,10 +2,11 @@
 // IPv4 route table. Pure functions on the state document; the model (simulated.ts) locks and persists.
 // What Windows does, and the model does too:
 //  * an L2Bridge/Overlay network binds a vSwitch to ONE physical adapter (hcsshim hcn/hcnnetwork.go
-//    `NetAdapterName` policy; without it HNS picks the adapter of the default route); the adapter's IPv4
-//    address and default route move to a new host vNIC `vEthernet (<adapter>)` with a new interface index
-//    (Microsoft, "Host network requirements / vSwitch": the physical NIC keeps no IP once bound), and
-//    move back when the last such network on it is deleted;
+//    `NetAdapterName` policy, internal/hns/hnsnetwork.go `NetworkAdapterName`; without it HNS picks the
+//    adapter of the default route); the adapter's IPv4 address and default route move to a new host vNIC
+//    `vEthernet (<adapter>)` with a new interface index (flannel hostgw_windows.go: "When a new hns
+//    network is created, the interface is modified, esp the name, index"; vxlan device_windows.go waits
+//    for the interface holding the ManagementIP), and move back when the last such network is deleted;
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
 import { FlannelError, RouteError } from '../errors.js';

@@ -75,9 +75,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
 
   const pip = parseIp4(lease.publicIP);
   if (pip === undefined) return reject('public-ip-invalid', `public IP ${JSON.stringify(lease.publicIP)} is not a dotted IPv4 address`);
-  if (!isUnicast(pip)) {
-    return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address (unspecified, loopback, multicast or reserved)`);
-  }
+  if (!isUnicast(pip)) return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address`);
   if (isApipa(pip)) return reject('public-ip-link-local', `public IP ${lease.publicIP} is link-local (169.254/16): no other node can reach it`);
   if (ctx.ownIPs?.includes(lease.publicIP)) {
     return reject('public-ip-own', `public IP ${lease.publicIP} is this node's own address: routing its subnet there would loop`);

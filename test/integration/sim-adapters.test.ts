@@ -5,7 +5,7 @@
 // `vEthernet (<adapter>)` with a new interface index; a route on a vanished interface fails with 1168.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { SimCluster, type SimNodeState } from '../support/sim-node.js';
 import { policySetting } from '../../src/hns/schema.js';
@@ -13,9 +13,7 @@ import { policySetting } from '../../src/hns/schema.js';
 const WIN = 'win-1';
 let cluster: SimCluster;
 beforeEach(async () => {
-  cluster = await new SimCluster().start();
-  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
-  cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: '10.0.0.7' }));
+  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
 });
 afterEach(() => cluster.stop());
 

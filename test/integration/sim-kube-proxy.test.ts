@@ -5,7 +5,6 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
-import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { VXLAN_NET_CONF } from '../support/cluster.js';
 import { SimCluster } from '../support/sim-node.js';
@@ -13,9 +12,7 @@ import { SimCluster } from '../support/sim-node.js';
 const WIN = 'win-1';
 let cluster: SimCluster;
 beforeEach(async () => {
-  cluster = await new SimCluster().start();
-  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
-  cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: '10.0.0.2' }));
+  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.2' });
 });
 afterEach(() => cluster.stop());
 

@@ -3,16 +3,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { MAIN, SimCluster } from '../support/sim-node.js';
 
 const WIN = 'win-1';
 let cluster: SimCluster;
 beforeEach(async () => {
-  cluster = await new SimCluster().start();
-  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
-  cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: '10.0.0.7' }));
+  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
 });
 afterEach(() => cluster.stop());
 

@@ -3,15 +3,14 @@
 // refused above 65535; peers that HNS cannot reach, or that would loop back to this node, are rejected.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
-import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { SimCluster } from '../support/sim-node.js';
 
 const WIN = 'win-1';
 let cluster: SimCluster;
 beforeEach(async () => {
-  cluster = await new SimCluster().start();
-  cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: '10.0.0.7' }));
+  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' }, false);
 });
 afterEach(() => cluster.stop());
 

@@ -13,7 +13,7 @@ import { SimulatedDataplane, type DataplaneState, type SimAdapter } from '../../
 import type { FaultRule } from '../../src/dataplane/sim-faults.js';
 import { policySetting, type HcnNetwork } from '../../src/hns/schema.js';
 import { cidrContains } from '../../src/ip4.js';
-import { FakeKubeApiServer, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { waitFor } from './cluster.js';
 
 export const MAIN = join(process.cwd(), 'dist', 'main.js');
@@ -194,6 +194,16 @@ export class SimCluster {
     if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
     await this.api.start();
     await writeKubeconfig(join(this.dir, 'kubeconfig'), this.api.url);
+    return this;
+  }
+
+  /**
+   * The usual scene: a Windows node `win` (podCIDR 10.244.7.0/24 unless given) and, unless `peer` is
+   * false, one Linux vxlan peer `linux-1` (10.244.1.0/24 at 10.0.0.11).
+   */
+  async withNodes(win: { name: string; internalIP: string; podCIDR?: string }, peer = true): Promise<this> {
+    if (peer) this.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
+    this.api.addNode(bareNode({ name: win.name, podCIDR: win.podCIDR ?? '10.244.7.0/24', internalIP: win.internalIP }));
     return this;
   }
 

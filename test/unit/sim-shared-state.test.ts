@@ -204,3 +204,43 @@ describe('faults in the state file', () => {
     await client(dp).createNetwork(overlay());
   });
 });
+
+describe('several adapters: the vSwitch binds one physical NIC', () => {
+  function twoNics(): SimulatedDataplane {
+    const dp = new SimulatedDataplane({ nodeIP: '10.0.0.7' });
+    dp.mutate((st) => {
+      st.adapters.push({ Name: 'Ethernet 2', InterfaceIndex: 9, IPAddress: '192.168.5.7', PrefixLength: 24, Mtu: 9000, Forwarding: false });
+      st.routes.push({ DestinationPrefix: '0.0.0.0/0', NextHop: '192.168.5.1', InterfaceIndex: 9, Metric: 25 });
+    });
+    return dp;
+  }
+
+  it('without NetAdapterName HNS takes the default route of lowest metric; the IP moves to vEthernet and back', async () => {
+    const dp = twoNics();
+    const hns = client(dp);
+    const net = await hns.createNetwork(overlay());
+    expect(net.Policies).toContainEqual({ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'Ethernet' } });
+    expect(dp.listAdapters().map((a) => [a.Name, a.IPAddress])).toEqual([
+      ['Ethernet', ''],
+      ['Ethernet 2', '192.168.5.7'],
+      ['vEthernet (Ethernet)', '10.0.0.7'],
+    ]);
+    await hns.deleteNetwork(net.ID!);
+    expect(dp.listAdapters().map((a) => [a.Name, a.IPAddress])).toEqual([
+      ['Ethernet', '10.0.0.7'],
+      ['Ethernet 2', '192.168.5.7'],
+    ]);
+  });
+
+  it('NetAdapterName picks the NIC; a vEthernet vNIC is refused (HNS binds physical adapters only)', async () => {
+    const dp = twoNics();
+    const hns = client(dp);
+    const onSecond = { ...overlay(), Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'Ethernet 2' } }] };
+    const net = await hns.createNetwork(onSecond);
+    expect(net.Policies).toContainEqual({ Type: 'ProviderAddress', Settings: { ProviderAddress: '192.168.5.7' } });
+    const bad = { ...overlay('10.244.8.0/24'), Name: 'other', Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'vEthernet (Ethernet 2)' } }] };
+    const err = await hns.createNetwork(bad).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HnsError);
+    expect((err as HnsError).hresult).toBe(HRESULT.E_INVALIDARG);
+  });
+});
