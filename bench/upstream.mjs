@@ -142,24 +142,25 @@ function upstreamStrategy(backend, node, clock, onDone) {
   };
 }
 
-/** This agent: events change the desired set; the shared Reconciler writes the difference. */
+/** This agent: an event writes only its own delta (no read); the full read and diff happen at resync. */
 function agentStrategy(backend, node, clock, live) {
   const driver =
     backend === 'vxlan'
       ? remoteSubnetRouteDriver(node.hns, node.netId)
       : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: '10.128.0.0/24', vnic: { index: node.ifIndex, refresh: async () => false } });
   const rec = new Reconciler({ driver, clock });
-  const desired = () => [...live].map((i) => (backend === 'vxlan' ? remoteSubnetRouteFor(leaseOf(i)) : routeFor(i, node.ifIndex)));
+  const itemOf = (i) => (backend === 'vxlan' ? remoteSubnetRouteFor(leaseOf(i)) : routeFor(i, node.ifIndex));
   const ac = new AbortController();
   void rec.run(ac.signal);
   return {
     push(ev) {
+      const d = itemOf(ev.i);
       if (ev.type === 'add') live.add(ev.i);
       else live.delete(ev.i);
-      rec.setDesired(desired());
+      rec.updateDesired([[driver.desiredKey(d), ev.type === 'add' ? d : undefined]]);
     },
     snapshot() {
-      rec.setDesired(desired());
+      rec.setDesired([...live].map(itemOf));
       rec.markSynced();
     },
     stop: () => ac.abort(),

@@ -65,6 +65,8 @@ export class Agent {
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
   private watcher: LeaseWatcher | undefined;
+  private runningSince: number | undefined;
+  private writtenMtu: number | undefined;
   private kubeConfigValue: KubeConfig | undefined;
 
   constructor(private readonly opts: AgentOptions) {
@@ -73,8 +75,21 @@ export class Agent {
     this.metrics = opts.metrics ?? new Metrics();
   }
 
+  /** subnet.env is written and the HNS network exists (false while it is missing and being rebuilt). */
   get isReady(): boolean {
-    return this.ready;
+    return this.ready && this.networkValue?.status().networkMissing !== true;
+  }
+
+  /**
+   * False once the reconcile loop has not been good (idle after a successful pass) for --healthz-stale-after:
+   * its passes keep failing, a call hangs, or the first list never came. The kubelet's liveness probe or
+   * the service manager then restarts the agent. True before the loop runs.
+   */
+  get isHealthy(): boolean {
+    const staleMs = this.opts.config.healthzStaleAfterSeconds * 1000;
+    if (staleMs <= 0 || this.runningSince === undefined || !this.networkValue) return true;
+    const since = this.networkValue.status().lastGoodAt ?? this.runningSince;
+    return this.clock.now() - Math.max(since, this.runningSince) <= staleMs;
   }
   get phase(): AgentPhase {
     return this.phaseValue;
@@ -135,7 +150,8 @@ export class Agent {
             host: config.healthzIP,
             port: config.healthzPort,
             metrics: this.metrics,
-            isReady: () => this.ready,
+            isReady: () => this.isReady,
+            isHealthy: () => this.isHealthy,
             status: () => this.status(),
             log: componentLogger(this.opts.log, 'health'),
           }).catch((err: unknown) => {
@@ -223,11 +239,15 @@ export class Agent {
     await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
     if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
 
-    const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
-    await writeSubnetEnv(config.subnetFile, contents);
+    await this.writeSubnetEnv(netConf, network);
     this.ready = true;
     this.phaseValue = 'running';
-    this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
+    this.runningSince = this.clock.now();
+    network.onRebuilt(async () => {
+      await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
+      if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
+      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+    });
 
     const watcher = (this.watcher = new LeaseWatcher({
       ownLeaseKey: network.lease.key,
@@ -248,7 +268,9 @@ export class Agent {
     let synced = false;
     const watching = subnetManager.watchLeases((update) => {
       const changes = watcher.apply(update);
-      if (changes.length > 0 || !synced) network.setPeers(watcher.peers());
+      // Only the changes reach the network, so one peer event writes only its own delta. Before the
+      // first complete list they come from partial views, and the passes then only add.
+      if (changes.length > 0) network.applyPeerEvents(changes);
       if (update.kind === 'snapshot' && !synced) {
         synced = true;
         network.markSynced();
@@ -256,9 +278,13 @@ export class Agent {
     }, signal);
 
     const running = network.run(signal);
-    const completing = network.waitForInSync(signal).then(
+    // As upstream flanneld (main.go calls CompleteLease once the backend runs; pkg/subnet/kube/kube.go
+    // CompleteLease sets NodeNetworkUnavailable=False): once the network exists and the first full pass was
+    // tried. Peers that keep failing are a metric and a log line, never a tainted node.
+    const completing = network.waitForFirstPass(signal).then(
       () => {
-        this.log.info('dataplane in sync with peers', { peers: watcher.size });
+        const s = network.status();
+        this.log.info('first reconcile pass done', { peers: watcher.size, refused: s.refused, ok: s.lastGoodAt !== undefined });
         return subnetManager.completeLease(network.lease, signal);
       },
       (err: unknown) => {
@@ -266,6 +292,15 @@ export class Agent {
       },
     );
     await Promise.all([watching, running, completing]);
+  }
+
+  /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
+  private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
+    const { config } = this.opts;
+    const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
+    await writeSubnetEnv(config.subnetFile, contents);
+    this.writtenMtu = network.mtu;
+    this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
   }
 
   /**

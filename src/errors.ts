@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'FLANNEL_ERR_ROUTE' // route table call failed
   | 'FLANNEL_ERR_HOST' // host interface/forwarding problem
   | 'FLANNEL_ERR_BACKEND' // backend could not register the network
+  | 'FLANNEL_ERR_NETWORK_GONE' // the backend's HNS network disappeared while the agent ran (it is rebuilt)
   | 'FLANNEL_ERR_DATAPLANE_STATE' // simulated dataplane state file problem
   | 'FLANNEL_ERR_ETCD' // etcd subnet manager: etcd unreachable / failing, config missing, out of subnets
   | 'FLANNEL_ERR_LEASE_REVOKED' // the own etcd lease was deleted: the daemon shuts down

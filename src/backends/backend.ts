@@ -5,7 +5,7 @@ import type { HnsClient } from '../hns/client.js';
 import type { Host, HostInterface } from '../host/host.js';
 import type { Logger } from '../log.js';
 import type { RouteTable } from '../routes/route-table.js';
-import type { Lease, SubnetManager } from '../subnet/lease.js';
+import type { Lease, LeaseEvent, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 
 /** Everything a backend needs, passed in (effects at the edges). */
@@ -26,11 +26,17 @@ export interface BackendDeps {
   resyncMs?: number;
 }
 
-/** What `flanneld status` shows of a network's reconcile loop. */
+/** What /healthz, /readyz and `flanneld status` need to know about the reconcile loop. */
 export interface NetworkStatus {
-  /** The last pass succeeded and the desired set has not changed since. */
+  /** The last pass found the HNS network gone and it is not rebuilt yet. */
+  networkMissing: boolean;
+  /** When the reconcile loop was last known good: now while it idles after a successful pass, else when a pass last succeeded. */
+  lastGoodAt: number | undefined;
+  /** Peer items the dataplane currently refuses. */
+  refused: number;
+  /** The complete list has arrived, the last pass wrote everything and nothing changed since. */
   inSync: boolean;
-  /** Peers handed to setPeers, and how many of them the dataplane holds completely. */
+  /** Accepted peers, and how many of them the dataplane holds completely. */
   peersDesired: number;
   peersProgrammed: number;
   lastPassAt: number | undefined;
@@ -42,19 +48,23 @@ export interface NetworkStatus {
 /** A registered network: the own lease, the MTU for subnet.env, and the peer reconcile loop. */
 export interface Network {
   readonly lease: Lease;
+  /** The MTU for subnet.env (may change when the network is rebuilt). */
   readonly mtu: number;
   /** Name of the HNS network backing it (`cbr0`, `flannel.4096`, ...). */
   readonly networkName: string;
-  /** Replace the desired peer set (validated peer leases). Marks the dataplane dirty; writes nothing. */
-  setPeers(peers: Lease[]): void;
+  /** Apply changes of the peer set (the LeaseWatcher's events): the next pass writes only their delta. */
+  applyPeerEvents(events: readonly LeaseEvent[]): void;
   /** The first complete list has arrived: from now on the dataplane may be written. */
   markSynced(): void;
-  /** Resolves after the first pass that left the dataplane equal to the desired set. */
+  /** Resolves after the first successful pass after `markSynced()`. */
   waitForInSync(signal?: AbortSignal): Promise<void>;
+  /** Resolves after the first pass after `markSynced()` was tried on an existing network (whatever its result). */
+  waitForFirstPass(signal?: AbortSignal): Promise<void>;
+  status(): NetworkStatus;
+  /** Run `listener` after each rebuild of the HNS network (a failure makes the rebuild retry). */
+  onRebuilt(listener: () => Promise<void>): void;
   /** Reconcile until `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
-  /** The reconcile loop's state, for `flanneld status`. */
-  status?(): NetworkStatus;
 }
 
 export interface Backend {

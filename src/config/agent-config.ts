@@ -19,6 +19,8 @@ export interface AgentConfig {
   healthzIP: string;
   /** 0 = health server off. */
   healthzPort: number;
+  /** /healthz fails once no reconcile pass succeeded for this long (--healthz-stale-after); 0 = never. */
+  healthzStaleAfterSeconds: number;
   setNodeNetworkUnavailable: boolean;
   subnetLeaseRenewMargin: number;
   /** How long the kube subnet manager waits for the own Node and its podCIDR (--node-wait-timeout). */

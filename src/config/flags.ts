@@ -64,6 +64,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: 'kubeconfig-file', kind: 'string', default: '', help: 'kubeconfig file location. Does not need to be specified if flannel is running in a pod.', valueName: 'FILE' },
   { name: 'healthz-ip', kind: 'string', default: '0.0.0.0', help: 'the IP address for healthz server to listen', valueName: 'IP' },
   { name: 'healthz-port', kind: 'int', default: 0, help: 'the port for healthz server to listen(0 to disable)', valueName: 'PORT' },
+  { name: 'healthz-stale-after', kind: 'int', default: 300, help: '/healthz fails (503) once no reconcile pass has succeeded for this many seconds, so a wedged agent is restarted (0: never)', valueName: 'SECONDS' },
   { name: 'iptables-resync', kind: 'int', default: 5, help: 'resync period for iptables rules, in seconds' + IGNORED, valueName: 'SECONDS', ignored: true },
   { name: 'iptables-forward-rules', kind: 'bool', default: true, help: 'add default accept rules to FORWARD chain in iptables' + IGNORED, ignored: true },
   { name: 'ip-masq-fully-random-disable', kind: 'bool', default: false, help: 'disable the --random-fully flag of the masquerade rules' + IGNORED, ignored: true },

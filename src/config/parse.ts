@@ -96,6 +96,13 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       value: hnsCallTimeout,
     });
   }
+  const healthzStaleAfter = int('healthz-stale-after');
+  if (healthzStaleAfter < 0 || healthzStaleAfter > 86_400) {
+    throw new FlagError(`invalid value "${healthzStaleAfter}" for flag -healthz-stale-after: out of range, must be 0..86400 (seconds; 0 never fails /healthz)`, {
+      flag: 'healthz-stale-after',
+      value: healthzStaleAfter,
+    });
+  }
   const publicIP = str('public-ip');
   requireIPv4('public-ip', publicIP, true);
   const healthzIP = str('healthz-ip');
@@ -149,6 +156,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     ipMasq: bool('ip-masq'),
     healthzIP,
     healthzPort,
+    healthzStaleAfterSeconds: healthzStaleAfter,
     setNodeNetworkUnavailable: bool('set-node-network-unavailable'),
     subnetLeaseRenewMargin: renew,
     nodeWaitTimeoutSeconds: nodeWaitTimeout,

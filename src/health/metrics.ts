@@ -23,6 +23,9 @@ export const METRIC = {
   buildInfo: 'flannel_build_info',
   eventToDataplane: 'flannel_event_to_dataplane_seconds',
   passDuration: 'flannel_apply_pass_duration_seconds',
+  refusedItems: 'flannel_dataplane_refused_items',
+  refusals: 'flannel_dataplane_refusals_total',
+  networkRebuilds: 'flannel_network_rebuilds_total',
   simulatedCalls: 'flannel_simulated_dataplane_calls_total',
 } as const;
 
@@ -41,6 +44,9 @@ const HELP: Record<string, [string, Kind]> = {
   [METRIC.buildInfo]: ['Always 1; the version label names the running flanneld-windows.', 'gauge'],
   [METRIC.eventToDataplane]: ['Seconds from a change of the desired peer set (a lease event) to the end of the reconcile pass that applied it.', 'histogram'],
   [METRIC.passDuration]: ['Seconds one reconcile pass took (read, plan, write), by result.', 'histogram'],
+  [METRIC.refusedItems]: ['Peer routes or policies the dataplane currently refuses (retried with backoff), by driver.', 'gauge'],
+  [METRIC.refusals]: ['Writes of one route or policy the dataplane refused, by driver.', 'counter'],
+  [METRIC.networkRebuilds]: ['Times the HNS network was found missing and rebuilt, by result.', 'counter'],
   [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter'],
 };
 

@@ -1,5 +1,7 @@
 // /healthz, /readyz and /metrics. Mirrors flannel main.go mustRunHealthz (same paths, status codes and
-// bodies, no trailing newline) plus a Prometheus text endpoint.
+// bodies, no trailing newline) plus a Prometheus text endpoint. Unlike upstream (whose /healthz always
+// answers 200), /healthz answers 503 once the reconcile loop is wedged (`isHealthy`), so the kubelet's
+// liveness probe or the service manager restarts the agent.
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,10 +16,12 @@ export interface HealthServerOptions {
   /** Listen port (`--healthz-port`); 0 picks a free port (tests). */
   port: number;
   metrics: Metrics;
-  /** True once subnet.env has been written. */
+  /** True once subnet.env has been written (and while the HNS network exists). */
   isReady: () => boolean;
   /** The agent's account of this node for GET /status (./status.ts). */
   status?: () => Promise<StatusReport>;
+  /** False once no reconcile pass has succeeded for --healthz-stale-after; default always true. */
+  isHealthy?: () => boolean;
   log?: Logger;
 }
 
@@ -30,6 +34,7 @@ export interface HealthServer {
 export const HEALTHZ_BODY = 'flanneld is running';
 export const READY_BODY = 'flanneld is ready';
 export const NOT_READY_BODY = 'flanneld is not ready yet';
+export const UNHEALTHY_BODY = 'flanneld is not healthy: no reconcile pass succeeded within --healthz-stale-after';
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8', head = false): void {
@@ -49,7 +54,7 @@ export function startHealthServer(opts: HealthServerOptions): Promise<HealthServ
     try {
       switch (path) {
         case '/healthz':
-          return send(res, 200, HEALTHZ_BODY, undefined, head);
+          return (opts.isHealthy?.() ?? true) ? send(res, 200, HEALTHZ_BODY, undefined, head) : send(res, 503, UNHEALTHY_BODY, undefined, head);
         case '/readyz':
           return opts.isReady() ? send(res, 200, READY_BODY, undefined, head) : send(res, 503, NOT_READY_BODY, undefined, head);
         case '/metrics':

@@ -1,7 +1,9 @@
 // Typed HNS operations on any HnsTransport (win32 or simulated). Mirrors hcsshim internal/hns
 // (hnsnetwork.go, hnsendpoint.go, hnsglobals.go: v1 via HNSCall) and hcn (hcnnetwork.go, hcnendpoint.go,
 // hcnsupport.go: v2 via Hcn*): get-by-name, create/delete, policies, host attach, version.
-// Every call is counted in /metrics; handles are always closed; errors keep their codes and gain context.
+// Every call is counted in /metrics; errors keep their codes and gain context. Handles are closed after
+// each call, except the network handle policy writes may keep open (`keepOpen`) until `releaseNetwork`,
+// an error on it, or the network's deletion.
 import { FlannelError, HnsError, errorMessage } from '../errors.js';
 import type { ErrorContext } from '../errors.js';
 import { metered } from '../health/metrics.js';
@@ -10,7 +12,7 @@ import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
 import { systemClock } from '../clock.js';
 import type { Clock } from '../clock.js';
-import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, parseEnvelope } from './errors.js';
+import { hnsError, isHnsAttached, isHnsExists, isHnsNetworkNotFound, isHnsNotFound, isHnsRefusal, parseEnvelope } from './errors.js';
 import { HCN_SCHEMA_V2 } from './schema.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
 import { ZERO_GUID } from './transport.js';
@@ -40,6 +42,11 @@ export interface WaitOptions {
 export interface PolicyOptions {
   /** Add: policies that already exist count as added (falls back to one call per policy). */
   ignoreExisting?: boolean;
+  /**
+   * Keep the network handle open for the next policy write (one HcnModifyNetwork per write instead of
+   * open, modify, close). It is closed by `releaseNetwork`, after any error on it, and by `deleteNetwork`.
+   */
+  keepOpen?: boolean;
 }
 
 /** HNS 9.2 (Windows Server 2019) brought HCN v2 and the RemoteSubnet policies. */
@@ -72,6 +79,8 @@ export class HnsClient {
   private readonly callTimeoutMs: number;
   private readonly transport: HnsTransport;
   private cachedVersion: Promise<HnsVersion> | undefined;
+  /** Network handles kept open for policy writes, by network ID. */
+  private readonly kept = new Map<string, Promise<HcnHandle>>();
 
   constructor(transport: HnsTransport, opts: HnsClientOptions = {}) {
     this.log = opts.log ?? silentLogger();
@@ -389,6 +398,7 @@ export class HnsClient {
   /** HcnDeleteNetwork; a network that is already gone counts as deleted. */
   deleteNetwork(id: string): Promise<void> {
     return this.run('deleteNetwork', { networkId: id }, async () => {
+      await this.releaseNetwork(id);
       try {
         await this.transport.deleteNetwork(id);
       } catch (err) {
@@ -397,14 +407,53 @@ export class HnsClient {
     });
   }
 
-  private async modifyPolicies(id: string, requestType: 'Add' | 'Remove', policies: readonly HcnPolicy<object>[]): Promise<void> {
+  private async modifyPolicies(id: string, requestType: 'Add' | 'Remove', policies: readonly HcnPolicy<object>[], keepOpen = false): Promise<void> {
     const request: HcnPolicyRequest = { ResourceType: 'Policy', RequestType: requestType, Settings: { Policies: policies as HcnPolicy[] } };
-    const h = await this.transport.openNetwork(id);
+    if (!keepOpen) {
+      const h = await this.transport.openNetwork(id);
+      try {
+        await this.transport.modifyNetwork(h, JSON.stringify(request));
+      } finally {
+        await this.closeNetworkQuietly(h);
+      }
+      return;
+    }
+    const key = id.toUpperCase();
+    let opening = this.kept.get(key);
+    if (!opening) {
+      opening = this.transport.openNetwork(id);
+      this.kept.set(key, opening);
+    }
+    let h: HcnHandle;
+    try {
+      h = await opening;
+    } catch (err) {
+      if (this.kept.get(key) === opening) this.kept.delete(key);
+      throw err;
+    }
     try {
       await this.transport.modifyNetwork(h, JSON.stringify(request));
-    } finally {
-      await this.closeNetworkQuietly(h);
+    } catch (err) {
+      // Unless HNS only refused what the request carried, the handle may be stale (HNS restarted, the
+      // network deleted): the next write opens a new one.
+      if (!isHnsRefusal(err) && !isHnsExists(err)) await this.releaseNetwork(id);
+      throw err;
     }
+  }
+
+  /** Close the handle kept open for policy writes on network `id`, if any. */
+  async releaseNetwork(id: string): Promise<void> {
+    const key = id.toUpperCase();
+    const opening = this.kept.get(key);
+    if (!opening) return;
+    this.kept.delete(key);
+    let h: HcnHandle;
+    try {
+      h = await opening;
+    } catch {
+      return;
+    }
+    await this.closeNetworkQuietly(h);
   }
 
   /** One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`. */
@@ -412,14 +461,14 @@ export class HnsClient {
     if (policies.length === 0) return Promise.resolve();
     return this.run('addNetworkPolicies', { networkId, policies: policies.length }, async () => {
       try {
-        await this.modifyPolicies(networkId, 'Add', policies);
+        await this.modifyPolicies(networkId, 'Add', policies, opts.keepOpen);
       } catch (err) {
         if (!opts.ignoreExisting || !isHnsExists(err)) throw err;
         // The batch is atomic: add the others one by one, skipping those already there.
         if (policies.length > 1) {
           for (const p of policies) {
             try {
-              await this.modifyPolicies(networkId, 'Add', [p]);
+              await this.modifyPolicies(networkId, 'Add', [p], opts.keepOpen);
             } catch (e) {
               if (!isHnsExists(e)) throw e;
             }
@@ -429,21 +478,25 @@ export class HnsClient {
     });
   }
 
-  /** One HcnModifyNetwork removing all `policies`; policies (or a network) already gone count as removed. */
-  removeNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[]): Promise<void> {
+  /**
+   * One HcnModifyNetwork removing all `policies`; policies already gone count as removed. A missing
+   * network is an error (HCN_E_NETWORK_NOT_FOUND): the caller must learn that its network is gone.
+   */
+  removeNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
+    const policyGone = (err: unknown) => isHnsNotFound(err) && !isHnsNetworkNotFound(err);
     return this.run('removeNetworkPolicies', { networkId, policies: policies.length }, async () => {
       try {
-        await this.modifyPolicies(networkId, 'Remove', policies);
+        await this.modifyPolicies(networkId, 'Remove', policies, opts.keepOpen);
       } catch (err) {
-        if (!isHnsNotFound(err)) throw err;
+        if (!policyGone(err)) throw err;
         // The batch is atomic: one missing policy rejects all, so remove the rest one by one.
         if (policies.length > 1) {
           for (const p of policies) {
             try {
-              await this.modifyPolicies(networkId, 'Remove', [p]);
+              await this.modifyPolicies(networkId, 'Remove', [p], opts.keepOpen);
             } catch (e) {
-              if (!isHnsNotFound(e)) throw e;
+              if (!policyGone(e)) throw e;
             }
           }
         }

@@ -1,8 +1,10 @@
 // HNS/HCN failures -> HnsError with a stable code. Mirrors hcsshim hcn/hcnerrors.go (checkForErrors,
-// IsNotFoundError), internal/hcserror and internal/hns/hnsfuncs.go (the v1 response envelope).
+// IsNotFoundError), internal/hcserror and internal/hns/hnsfuncs.go (the v1 response envelope). The
+// HCN_E_* values are winerror.h's (golang.org/x/sys/windows zerrors_windows.go, vendored by hcsshim) and
+// their texts the HCN error code reference (learn.microsoft.com, virtualization/api/hcn "HCN Error Code").
 // Both transports (win32 and simulated) and HnsClient build their errors here, so a failure maps to
 // the same code however it arrived: negative HRESULT, v2 ErrorRecord, or a v1 `Success:false` envelope.
-import { HnsError, hex } from '../errors.js';
+import { FlannelError, HnsError, hex } from '../errors.js';
 import type { ErrorCode, ErrorContext } from '../errors.js';
 
 /** HRESULTs HNS returns (unsigned form). */
@@ -16,10 +18,19 @@ export const HRESULT = {
   E_FAIL: 0x80004005,
   HCN_E_NETWORK_NOT_FOUND: 0x803b0001,
   HCN_E_ENDPOINT_NOT_FOUND: 0x803b0002,
+  HCN_E_INVALID_POLICY: 0x803b000d,
+  HCN_E_INVALID_POLICY_TYPE: 0x803b000e,
+  HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION: 0x803b000f,
   HCN_E_NETWORK_ALREADY_EXISTS: 0x803b0010,
   HCN_E_POLICY_ALREADY_EXISTS: 0x803b0012,
   HCN_E_ENDPOINT_ALREADY_ATTACHED: 0x803b0014,
+  HCN_E_REQUEST_UNSUPPORTED: 0x803b0015,
   HCN_E_INVALID_JSON: 0x803b001b,
+  HCN_E_INVALID_IP: 0x803b001e,
+  HCN_E_MANAGER_STOPPED: 0x803b0020,
+  HCN_E_ADDR_INVALID_OR_RESERVED: 0x803b002f,
+  HCN_E_INVALID_PREFIX: 0x803b0030,
+  HCN_E_INVALID_SUBNET: 0x803b0032,
 } as const;
 
 /** Windows' message text for the HRESULTs above (what HNS puts in `Error` / the ErrorRecord). */
@@ -35,6 +46,15 @@ const HRESULT_TEXT: Record<number, string> = {
   [HRESULT.HCN_E_POLICY_ALREADY_EXISTS]: 'Policy information already exists.',
   [HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED]: 'This endpoint is already attached to the switch.',
   [HRESULT.HCN_E_INVALID_JSON]: 'The JSON document is invalid.',
+  [HRESULT.HCN_E_INVALID_POLICY]: 'The provided policy configuration is invalid or missing parameters.',
+  [HRESULT.HCN_E_INVALID_POLICY_TYPE]: 'Invalid policy type.',
+  [HRESULT.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION]: 'This requested operation is invalid for a remote endpoint.',
+  [HRESULT.HCN_E_REQUEST_UNSUPPORTED]: 'The specified request is unsupported.',
+  [HRESULT.HCN_E_INVALID_IP]: 'IP address is either invalid or not part of any configured subnet(s).',
+  [HRESULT.HCN_E_MANAGER_STOPPED]: 'Operation cannot be performed while service is stopping.',
+  [HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED]: 'An address provided is invalid or reserved.',
+  [HRESULT.HCN_E_INVALID_PREFIX]: 'The prefix provided is invalid.',
+  [HRESULT.HCN_E_INVALID_SUBNET]: 'The provided subnet configuration is invalid or missing parameters.',
 };
 
 /** The text Windows prints for an HRESULT, if known. */
@@ -66,7 +86,8 @@ const BY_TEXT: [RegExp, ErrorCode][] = [
 ];
 
 const ADVICE: Record<string, string> = {
-  FLANNEL_ERR_HNS_NOT_FOUND: 'the object is gone (deleted outside the agent or never created); it is recreated on the next reconcile',
+  FLANNEL_ERR_HNS_NOT_FOUND:
+    'the object is gone (deleted outside the agent, HNS restarted, or never created); the reconcile loop re-reads HNS, recreates its own network when that is what is gone, and re-adds its policies and routes',
   FLANNEL_ERR_HNS_EXISTS: 'an object with that name or policy already exists; the agent reuses it when it matches, otherwise delete it',
   FLANNEL_ERR_HNS_ATTACHED: 'the endpoint is already attached; nothing to do',
   FLANNEL_ERR_HNS_ACCESS_DENIED: 'run flanneld as Administrator or LocalSystem',
@@ -155,5 +176,47 @@ function hasCode(err: unknown, code: ErrorCode): boolean {
 }
 
 export const isHnsNotFound = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_NOT_FOUND');
+
+/** HNS answered that the network itself is missing (HCN_E_NETWORK_NOT_FOUND, or v1's "Network ... not found"). */
+export function isHnsNetworkNotFound(err: unknown): boolean {
+  if (!(err instanceof HnsError)) return false;
+  if (err.hresult !== undefined) return err.hresult >>> 0 === HRESULT.HCN_E_NETWORK_NOT_FOUND;
+  return err.code === 'FLANNEL_ERR_HNS_NOT_FOUND' && /network/i.test(String(err.context['hnsError'] ?? ''));
+}
+
+/**
+ * HRESULTs by which HNS refuses what one request carries (a policy, an address) rather than the call as a
+ * whole: a batch failing with one of these is split to find the refused items. Anything else (E_FAIL, a
+ * stopped service, a timeout, a missing network) fails the whole write and the pass is retried.
+ */
+const REFUSALS: ReadonlySet<number> = new Set([
+  HRESULT.E_INVALIDARG,
+  HRESULT.HCN_E_INVALID_POLICY,
+  HRESULT.HCN_E_INVALID_POLICY_TYPE,
+  HRESULT.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION,
+  HRESULT.HCN_E_REQUEST_UNSUPPORTED,
+  HRESULT.HCN_E_INVALID_JSON,
+  HRESULT.HCN_E_INVALID_IP,
+  HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED,
+  HRESULT.HCN_E_INVALID_PREFIX,
+  HRESULT.HCN_E_INVALID_SUBNET,
+]);
+
+export function isHnsRefusal(err: unknown): boolean {
+  return err instanceof HnsError && err.hresult !== undefined && REFUSALS.has(err.hresult >>> 0);
+}
+
+/** The network a driver writes to no longer exists (read found nothing, or a write said so). */
+export function networkGoneError(network: string, id: string): FlannelError {
+  return new FlannelError(
+    'FLANNEL_ERR_NETWORK_GONE',
+    `HNS network ${network} (${id}) no longer exists (HNS restarted, or it was deleted outside flanneld); flanneld recreates it with the same subnet and reprograms every peer`,
+    { network, networkId: id },
+  );
+}
+
+export function isNetworkGone(err: unknown): boolean {
+  return (err instanceof FlannelError && err.code === 'FLANNEL_ERR_NETWORK_GONE') || isHnsNetworkNotFound(err);
+}
 export const isHnsExists = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_EXISTS');
 export const isHnsAttached = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_ATTACHED');

@@ -24,22 +24,28 @@ function cleanupCli(args: string[]): Promise<{ code: number | null; stdout: stri
 }
 
 describe('the state file is the node, shared by every process', () => {
-  it('flanneld cleanup against a running agent: the network stays deleted; the agent sees it gone', async () => {
+  it('flanneld cleanup against a running agent: the network stays deleted until the agent sees it gone and builds a new one', async () => {
     const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     await agent.state.waitFor(() => agent.state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24', 'the peer policy');
+    const oldId = agent.state.network('flannel.4096')?.ID;
 
     const r = await cleanupCli([`--net-config-path=${join(agent.dir, 'net-conf.json')}`, `--subnet-file=${agent.subnetFile}`, '--dataplane=simulated', `--dataplane-state=${agent.state.path}`]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay/m);
-    expect(agent.state.read().networks).toEqual([]);
+    expect(agent.state.read().networks.filter((n) => n.ID === oldId)).toEqual([]);
 
-    // A new peer makes the agent write: its HcnModifyNetwork finds no network (as on Windows), and its
-    // stale copy of the node never overwrites what cleanup did.
+    // A new peer makes the agent write: its HcnModifyNetwork finds no network (as on Windows), so the agent
+    // creates a new network (a new ID: its stale copy of the node never overwrites what cleanup did) and
+    // programs every peer on it.
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
     await waitFor(async () => /flannel_dataplane_errors_total\{op="hns\.\w+"\} [1-9]/.test(await agent.metrics()), 'a failed HNS call');
-    expect(agent.state.read().networks.filter((n) => n.Name === 'flannel.4096' && (n.Policies ?? []).some((p) => p.Type === 'RemoteSubnetRoute' && p.Settings?.['DestinationPrefix'] === '10.244.1.0/24'))).toEqual([]);
-    expect(agent.state.read().adapters.find((a) => a.IPAddress === '10.0.0.7')?.Name).toBe('Ethernet');
+    await agent.state.waitFor(
+      (s) => s.networks.some((n) => n.Name === 'flannel.4096' && n.ID !== oldId) && agent.state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24,10.244.2.0/24',
+      'the rebuilt network with both peers',
+    );
+    expect(agent.state.read().networks.filter((n) => n.ID === oldId)).toEqual([]);
+    expect(await agent.metrics()).toMatch(/^flannel_network_rebuilds_total\{result="ok"\} 1$/m);
   });
 
   it('a faults rule installed from outside fails the matching call until it is spent, then the agent converges', async () => {

@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import { buildStatusReport, isLocalRequest } from '../../src/health/status.js';
 import { statusUrls } from '../../src/commands/status.js';
-import { startHealthServer } from '../../src/health/server.js';
+import { startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
 import { readFileSync } from 'node:fs';
 import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/health/metrics.js';
 import { LEASE_REJECT_REASONS } from '../../src/subnet/validate.js';
@@ -51,6 +51,20 @@ describe('health server', () => {
     await expect(get(srv.port, '/healthz')).rejects.toThrow();
   });
 
+  it('/healthz answers 503 while the agent reports itself unhealthy (a wedged reconcile loop)', async () => {
+    let healthy = true;
+    const srv = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => true, isHealthy: () => healthy });
+    try {
+      expect(await get(srv.port, '/healthz')).toMatchObject({ status: 200, body: 'flanneld is running' });
+      healthy = false;
+      expect(await get(srv.port, '/healthz')).toMatchObject({ status: 503, body: UNHEALTHY_BODY });
+      expect(await get(srv.port, '/healthz', 'HEAD')).toMatchObject({ status: 503, body: '' });
+      expect((await get(srv.port, '/readyz')).status).toBe(200);
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('rejects when the port is taken', async () => {
     const metrics = new Metrics();
     const a = await startHealthServer({ host: '127.0.0.1', port: 0, metrics, isReady: () => true });
@@ -75,7 +89,7 @@ describe('/status', () => {
     hnsNetwork: { id: 'ID-1', type: 'L2Bridge', adapter: 'Ethernet' },
     mtu: 1500,
     sourceVip: undefined,
-    network: { inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined },
+    network: { networkMissing: false, lastGoodAt: 0, refused: 0, inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined },
     rejections: [],
   });
 
@@ -116,7 +130,7 @@ describe('/status', () => {
       sourceVip: undefined,
       rejections: [],
     };
-    const net = { inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined };
+    const net = { networkMissing: false, lastGoodAt: 0, refused: 0, inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined };
     expect(buildStatusReport({ ...input, hnsNetwork: undefined, network: net }).inSync).toBe(false);
     expect(buildStatusReport({ ...input, hnsNetwork: new Error('HNS down'), network: net }).network).toMatchObject({ present: false, error: 'HNS down' });
     expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: { ...net, peersProgrammed: 1 } }).inSync).toBe(false);

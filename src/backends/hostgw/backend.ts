@@ -2,9 +2,11 @@
 // and one route per peer on the management vNIC. Mirrors flannel pkg/backend/hostgw/hostgw_windows.go,
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { ReconciledNetwork } from '../reconciled-network.js';
+import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
 import { hostGwRouteDriver, ManagementVNic, ROUTE_METRIC } from './routes.js';
 import { FlannelError } from '../../errors.js';
+import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
+import type { Route } from '../../routes/route-table.js';
 import { sameId, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
@@ -43,30 +45,50 @@ export class HostGwBackend implements Backend {
     );
     log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });
 
-    const network = await this.ensureNetwork(lease, signal);
-    const endpoint = await this.ensureHostEndpoint(network, lease, signal);
-
-    const mgmt = await this.waitForInterface(network.ManagementIP!, signal);
-    const epIface = await this.waitForInterface(endpoint.IPAddress!, signal);
-    for (const iface of [mgmt, epIface]) {
-      if (!(await deps.host.getForwarding(iface.index))) {
-        await deps.host.setForwarding(iface.index, true);
-        log.info('enabled forwarding', { interface: iface.name, index: iface.index });
-      }
-    }
-
-    const vnic = new ManagementVNic(deps.host, mgmt, log);
     return new ReconciledNetwork({
       lease,
-      mtu: deps.extIface.mtu,
       networkName: cfg.name,
-      driver: hostGwRouteDriver({ routes: deps.routes, network: deps.netConf.network, ownSubnet: lease.subnet, vnic }),
-      desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
+      binding: await this.setUp(lease, signal),
+      rebuild: (sig) => this.setUp(lease, sig),
       log,
       metrics: deps.metrics,
       clock: deps.clock,
       resyncMs: deps.resyncMs,
     });
+  }
+
+  /**
+   * The L2Bridge network, its host endpoint and forwarding on both vNICs; the binding writes routes on the
+   * management vNIC. Also the rebuild after the network disappeared (the vNIC then has a new index).
+   */
+  private async setUp(lease: Lease, signal: AbortSignal): Promise<NetworkBinding<Route, Route>> {
+    const { deps, cfg } = this;
+    const network = await this.ensureNetwork(lease, signal);
+    const endpoint = await this.ensureHostEndpoint(network, lease, signal);
+    const mgmt = await this.waitForInterface(network.ManagementIP!, signal);
+    const epIface = await this.waitForInterface(endpoint.IPAddress!, signal);
+    for (const iface of [mgmt, epIface]) {
+      if (!(await deps.host.getForwarding(iface.index))) {
+        await deps.host.setForwarding(iface.index, true);
+        deps.log.info('enabled forwarding', { interface: iface.name, index: iface.index });
+      }
+    }
+    const networkId = network.ID!;
+    const vnic = new ManagementVNic(deps.host, mgmt, deps.log);
+    return {
+      driver: hostGwRouteDriver({
+        routes: deps.routes,
+        network: deps.netConf.network,
+        ownSubnet: lease.subnet,
+        vnic,
+        checkNetwork: async () => {
+          if (!(await deps.hns.getNetworkV1(networkId))) throw networkGoneError(cfg.name, networkId);
+        },
+        networkGone: isNetworkGone,
+      }),
+      desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
+      mtu: mgmt.mtu,
+    };
   }
 
   /**

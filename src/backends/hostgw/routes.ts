@@ -3,8 +3,9 @@
 // The vNIC's interface index is not fixed: Windows gives the vNIC a new one whenever the vSwitch is
 // rebuilt (an HNS restart, the NIC disabled and enabled), and CreateIpForwardEntry2 then fails with
 // ERROR_NOT_FOUND (1168, netioapi.h). The driver looks the vNIC up again by its IP and writes there.
+// Routes are written one per call (CreateIpForwardEntry2 / DeleteIpForwardEntry2), several in flight.
 import type { ReconcileDriver } from '../reconcile.js';
-import { forEachLimit } from '../../concurrency.js';
+import { RouteError } from '../../errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { cidrContains } from '../../ip4.js';
@@ -14,6 +15,13 @@ import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route
 /** Metric of the routes the agent installs (Windows' default for manual routes). */
 export const ROUTE_METRIC = 256;
 const ROUTE_WRITE_CONCURRENCY = 8;
+/** ERROR_OBJECT_ALREADY_EXISTS: the route is already there (the cache was wrong; re-read). */
+const STATUS_EXISTS = 5010;
+
+/** The route table refused this one route (any status but a missing interface or an existing route). */
+export function isRouteRefusal(err: unknown): boolean {
+  return err instanceof RouteError && err.status !== undefined && !isInterfaceGone(err) && err.status !== STATUS_EXISTS;
+}
 
 /** Where the routes go: the vNIC's current index, and a way to look it up again. */
 export interface RouteInterface {
@@ -55,7 +63,15 @@ export class ManagementVNic implements RouteInterface {
   }
 }
 
-export function hostGwRouteDriver(opts: { routes: RouteTable; network: string; ownSubnet: string; vnic: RouteInterface }): ReconcileDriver<Route, Route> {
+export function hostGwRouteDriver(opts: {
+  routes: RouteTable;
+  network: string;
+  ownSubnet: string;
+  vnic: RouteInterface;
+  /** Throws (a network-gone error) when the backing HNS network no longer exists; checked before each read. */
+  checkNetwork?: () => Promise<void>;
+  networkGone?: (err: unknown) => boolean;
+}): ReconcileDriver<Route, Route> {
   const { routes, network, ownSubnet, vnic } = opts;
   /** Write on the vNIC's current index; after a 1168 (no such interface), re-resolve it once and retry. */
   const write = async (r: Route): Promise<void> => {
@@ -69,6 +85,7 @@ export function hostGwRouteDriver(opts: { routes: RouteTable; network: string; o
   return {
     name: 'host-gw routes',
     async readActual() {
+      await opts.checkNetwork?.();
       const index = vnic.index;
       const all = await routes.list(index);
       return all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
@@ -76,7 +93,12 @@ export function hostGwRouteDriver(opts: { routes: RouteTable; network: string; o
     actualKey: (r) => r.destinationPrefix,
     desiredKey: (r) => r.destinationPrefix,
     same: (a, d) => a.nextHop === d.nextHop,
-    remove: (items) => forEachLimit(items, ROUTE_WRITE_CONCURRENCY, (r) => routes.remove(r)),
-    add: (items) => forEachLimit(items, ROUTE_WRITE_CONCURRENCY, write),
+    batch: 1,
+    concurrency: ROUTE_WRITE_CONCURRENCY,
+    remove: async ([r]) => routes.remove(r!),
+    add: async ([r]) => write(r!),
+    toActual: (d) => ({ ...d, interfaceIndex: vnic.index }),
+    refuses: isRouteRefusal,
+    networkGone: opts.networkGone,
   };
 }

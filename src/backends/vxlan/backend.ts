@@ -3,17 +3,22 @@
 // and device_windows.go, but publishes the lease only once the network and its MAC exist (upstream first
 // publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { ReconciledNetwork } from '../reconciled-network.js';
+import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
+import type { ReconcileDriver } from '../reconcile.js';
 import { remoteEndpointDriver, remoteEndpointsFor } from './remote-endpoints.js';
-import { remoteSubnetRouteDriver, remoteSubnetRouteFor } from './policies.js';
+import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from './policies.js';
 import { FlannelError } from '../../errors.js';
-import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork } from '../../hns/schema.js';
+import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
+import type { HostInterface } from '../../host/host.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../ip4.js';
 import { macToFlannel } from '../../subnet/kube/annotations.js';
-import type { LeaseAttrs, VxlanBackendData } from '../../subnet/lease.js';
+import type { Lease, LeaseAttrs, VxlanBackendData } from '../../subnet/lease.js';
 import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
+
+/** What the vxlan drivers write: RemoteSubnetRoute policies, or legacy remote endpoints. */
+type VxlanItem = RemoteSubnetRoutePolicy | HnsEndpointV1;
 
 /** VXLAN encapsulation overhead subtracted from the interface MTU. */
 export const ENCAP_OVERHEAD = 50;
@@ -85,33 +90,63 @@ export class VxlanBackend implements Backend {
     const net = this.network!;
     deps.log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP, network: cfg.name, id: net.ID });
 
-    const common = {
+    return new ReconciledNetwork({
       lease,
-      mtu: deps.extIface.mtu - ENCAP_OVERHEAD,
       networkName: cfg.name,
+      binding: this.bind(net, deps.extIface.mtu),
+      rebuild: (sig) => this.rebuild(lease, sig),
       log: deps.log,
       metrics: deps.metrics,
       clock: deps.clock,
       resyncMs: deps.resyncMs,
-    };
+    });
+  }
+
+  /** The driver and peer mapping for one incarnation of the Overlay network. */
+  private bind(net: HcnNetwork, ifaceMtu: number): NetworkBinding<VxlanItem, VxlanItem> {
+    const { deps, cfg } = this;
+    const mtu = ifaceMtu - ENCAP_OVERHEAD;
     if (cfg.legacyRemoteEndpoints) {
-      return new ReconciledNetwork({
-        ...common,
-        driver: remoteEndpointDriver(deps.hns, net.ID!),
+      return {
+        driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.name) as ReconcileDriver<VxlanItem, VxlanItem>,
         desiredFor: (peer) => remoteEndpointsFor(peer, net.ID!, cfg.macPrefix),
+        mtu,
+      };
+    }
+    return {
+      driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, cfg.name) as ReconcileDriver<VxlanItem, VxlanItem>,
+      desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
+      mtu,
+    };
+  }
+
+  /**
+   * The network disappeared while the agent ran: create it again for the same subnet, on the adapter the
+   * old one was bound to, asking HNS for the DR MAC peers already know as our VtepMAC (hcsshim
+   * hcn/hcnpolicy.go DrMacAddressNetworkPolicySetting "sets the DR MAC for a network").
+   */
+  private async rebuild(lease: Lease, signal: AbortSignal): Promise<NetworkBinding<VxlanItem, VxlanItem>> {
+    const { deps, cfg } = this;
+    const old = this.network!;
+    const adapter = policySetting(old.Policies, 'NetAdapterName', 'NetworkAdapterName') ?? deps.extIface.name;
+    const oldMac = drMacAddress(old);
+    const { net, vnic } = await this.ensureNetwork(lease.subnet, signal, { adapter, drMac: oldMac });
+    this.network = net;
+    const newMac = drMacAddress(net);
+    if (oldMac && newMac && macToFlannel(newMac) !== macToFlannel(oldMac)) {
+      deps.log.error('the recreated HNS network has another DR MAC than the VtepMAC this node published; peers cannot reach its pods until flanneld restarts and publishes the new one', {
+        network: cfg.name,
+        published: macToFlannel(oldMac),
+        now: macToFlannel(newMac),
       });
     }
-    return new ReconciledNetwork({
-      ...common,
-      driver: remoteSubnetRouteDriver(deps.hns, net.ID!),
-      desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
-    });
+    return this.bind(net, vnic?.mtu ?? deps.extIface.mtu);
   }
 
   /** Ensure the Overlay network for the own subnet and return the attributes to publish (with its DR MAC). */
   private async prepareNetwork(subnet: string, signal: AbortSignal): Promise<LeaseAttrs> {
     const { deps, cfg } = this;
-    const net = await this.ensureNetwork(subnet, signal);
+    const { net } = await this.ensureNetwork(subnet, signal);
     this.network = net;
     const drMac = drMacAddress(net);
     if (!drMac) {
@@ -124,17 +159,23 @@ export class VxlanBackend implements Backend {
     return { publicIP: deps.publicIP, backendType: 'vxlan', backendData: data };
   }
 
-  private async ensureNetwork(subnet: string, signal: AbortSignal): Promise<HcnNetwork> {
+  /** Reuse or (re)create the Overlay network; `vnic` is the host vNIC when this call created the network. */
+  private async ensureNetwork(
+    subnet: string,
+    signal: AbortSignal,
+    opts: { adapter?: string; drMac?: string } = {},
+  ): Promise<{ net: HcnNetwork; vnic?: HostInterface }> {
     const { deps, cfg } = this;
     const existing = await deps.hns.getNetworkByName(cfg.name);
     const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
     let net: HcnNetwork;
+    let vnic: HostInterface | undefined;
     if (existing && overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
       deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
       net = existing;
     } else {
       // Listed before the old network goes: it names the physical adapter behind a vEthernet interface.
-      const networks = wantAdapter ? [] : await deps.hns.listNetworksV1();
+      const networks = wantAdapter || opts.adapter ? [] : await deps.hns.listNetworksV1();
       if (existing) {
         deps.log.warn('deleting HNS network whose type, subnet, VNI or adapter changed', {
           network: cfg.name,
@@ -146,9 +187,11 @@ export class VxlanBackend implements Backend {
         });
         await deps.hns.deleteNetwork(existing.ID!);
       }
-      const adapter = await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal });
+      const adapter = opts.adapter ?? (await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal }));
       deps.log.info('creating HNS network', { network: cfg.name, type: 'Overlay', subnet, vni: cfg.vni, adapter });
-      const created = await deps.hns.createNetwork(overlayNetworkFor(cfg, subnet, adapter));
+      const body = overlayNetworkFor(cfg, subnet, adapter);
+      if (opts.drMac) body.Policies = [...(body.Policies ?? []), { Type: 'DrMacAddress', Settings: { Address: opts.drMac } }];
+      const created = await deps.hns.createNetwork(body);
       const ready = await poll(deps.clock, async () => {
         const n = await deps.hns.getNetwork(created.ID!);
         return n && providerAddress(n) ? n : undefined;
@@ -160,7 +203,7 @@ export class VxlanBackend implements Backend {
         });
       }
       const pa = providerAddress(ready)!;
-      const vnic = await poll(deps.clock, async () => findInterfaceByIP(await deps.host.interfaces(), pa), { intervalMs: POLL_MS, timeoutMs: VNIC_TIMEOUT_MS, signal });
+      vnic = await poll(deps.clock, async () => findInterfaceByIP(await deps.host.interfaces(), pa), { intervalMs: POLL_MS, timeoutMs: VNIC_TIMEOUT_MS, signal });
       if (!vnic) {
         throw new FlannelError('FLANNEL_ERR_HOST', `Interface bound to ${cfg.name} took too long to get ready. Please check your network host configuration`, { network: cfg.name, ip: pa });
       }
@@ -178,6 +221,6 @@ export class VxlanBackend implements Backend {
         });
       }
     }
-    return net;
+    return { net, vnic };
   }
 }

@@ -1,8 +1,9 @@
 // The vxlan reconcile driver: RemoteSubnetRoute network policies on the Overlay network, one per peer,
-// written in bounded batches through HcnModifyNetwork. Policy shape: flannel vxlan_network_windows.go.
+// written in bounded batches through HcnModifyNetwork on a network handle kept open between writes.
+// Policy shape: flannel vxlan_network_windows.go.
 import type { ReconcileDriver } from '../reconcile.js';
-import { chunk } from '../../concurrency.js';
 import type { HnsClient } from '../../hns/client.js';
+import { isHnsRefusal, isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
 import { macToFlannel } from '../../subnet/kube/annotations.js';
@@ -46,24 +47,27 @@ export function remoteSubnetRouteDriver(
   hns: HnsClient,
   networkId: string,
   batch: number = POLICY_BATCH,
+  networkName = networkId,
 ): ReconcileDriver<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy> {
-  const size = Math.max(1, Math.floor(batch));
   return {
     name: 'vxlan RemoteSubnetRoute policies',
     async readActual() {
       const net = await hns.getNetwork(networkId);
+      if (!net) throw networkGoneError(networkName, networkId);
       // A policy without Settings (HCN allows it) routes nothing we asked for: it is read, never matches, and is swept.
-      const found = (net?.Policies ?? []).filter((p) => p.Type === REMOTE_SUBNET_ROUTE);
+      const found = (net.Policies ?? []).filter((p) => p.Type === REMOTE_SUBNET_ROUTE);
       return found as unknown[] as RemoteSubnetRoutePolicy[];
     },
     actualKey: (p) => (p.Settings ? String(p.Settings.DestinationPrefix) : ''),
     desiredKey: (p) => p.Settings!.DestinationPrefix,
     same: (a, d) => sameRemoteSubnetRoute(a.Settings!, d.Settings!),
-    async remove(items) {
-      for (const part of chunk(items, size)) await hns.removeNetworkPolicies(networkId, part);
-    },
-    async add(items) {
-      for (const part of chunk(items, size)) await hns.addNetworkPolicies(networkId, part);
-    },
+    batch: Math.max(1, Math.floor(batch)),
+    remove: (items) => hns.removeNetworkPolicies(networkId, items, { keepOpen: true }),
+    add: (items) => hns.addNetworkPolicies(networkId, items, { keepOpen: true }),
+    // HNS stores the policy as written (the resync read compares it with `same`).
+    toActual: (d) => d,
+    refuses: isHnsRefusal,
+    networkGone: isNetworkGone,
+    release: () => hns.releaseNetwork(networkId),
   };
 }

@@ -3,8 +3,8 @@
 // Off by default (Backend.LegacyRemoteEndpoints), for tooling that still expects the old remote
 // endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
 import type { ReconcileDriver } from '../reconcile.js';
-import { forEachLimit } from '../../concurrency.js';
 import type { HnsClient } from '../../hns/client.js';
+import { isHnsRefusal, isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
 import { hostAddresses } from '../../ip4.js';
 import type { Lease } from '../../subnet/lease.js';
@@ -35,20 +35,25 @@ export function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: st
     }));
 }
 
-export function remoteEndpointDriver(hns: HnsClient, networkId: string): ReconcileDriver<HnsEndpointV1, HnsEndpointV1> {
+/** Endpoints are written one per call, several in flight; without `toActual` (HNS assigns the IDs) every pass reads. */
+export function remoteEndpointDriver(hns: HnsClient, networkId: string, networkName = networkId): ReconcileDriver<HnsEndpointV1, HnsEndpointV1> {
   return {
     name: 'vxlan remote endpoints',
     async readActual() {
+      if (!(await hns.getNetworkV1(networkId))) throw networkGoneError(networkName, networkId);
       const all = await hns.listEndpointsV1();
       return all.filter((e) => e.IsRemoteEndpoint === true && sameId(e.VirtualNetwork, networkId));
     },
     actualKey: (e) => String(e.IPAddress),
     desiredKey: (e) => e.IPAddress!,
     same: (a, d) => a.MacAddress?.toUpperCase() === d.MacAddress && paOf(a) === paOf(d),
-    remove: (items) => forEachLimit(items, ENDPOINT_WRITE_CONCURRENCY, (e) => hns.deleteEndpointV1(e.ID!)),
-    add: (items) =>
-      forEachLimit(items, ENDPOINT_WRITE_CONCURRENCY, async (e) => {
-        await hns.createEndpointV1(e);
-      }),
+    batch: 1,
+    concurrency: ENDPOINT_WRITE_CONCURRENCY,
+    remove: ([e]) => hns.deleteEndpointV1(e!.ID!),
+    add: async ([e]) => {
+      await hns.createEndpointV1(e!);
+    },
+    refuses: isHnsRefusal,
+    networkGone: isNetworkGone,
   };
 }

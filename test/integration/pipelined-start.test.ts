@@ -1,0 +1,104 @@
+// Pipelined cold start, the agent's side: peers that arrive before the first complete list (partial
+// pages of the first list) are programmed at once, but nothing is removed or replaced, nothing counts as
+// in sync and NetworkUnavailable is not cleared until the complete list is in.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from '../../src/agent.js';
+import { systemClock } from '../../src/clock.js';
+import { parseConfig } from '../../src/config/parse.js';
+import { simulatedDataplane } from '../../src/dataplane/factory.js';
+import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { Metrics } from '../../src/health/metrics.js';
+import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
+import { LOG, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+
+const OWN = '10.244.100.0/24';
+const peer = (n: number): Lease => ({
+  key: `linux-${n}`,
+  subnet: `10.244.${n}.0/24`,
+  publicIP: `10.0.1.${n}`,
+  backendType: 'vxlan',
+  backendData: { VNI: 4096, VtepMAC: `0e:2a:0a:00:01:0${n}` },
+});
+
+/** A subnet manager the test drives: it emits what the test says, when it says. */
+class ScriptedSubnetManager implements SubnetManager {
+  readonly name = 'scripted';
+  emit: LeaseUpdateHandler | undefined;
+  completed = 0;
+  async acquireLease(attrsFor: LeaseAttrsSource): Promise<Lease> {
+    const attrs = await attrsFor(OWN);
+    return { key: 'win-1', subnet: OWN, ...attrs };
+  }
+  watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
+    this.emit = onUpdate;
+    return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+  async completeLease(): Promise<void> {
+    this.completed++;
+  }
+}
+
+let dir: string | undefined;
+let stop: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await stop?.();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('before the first complete list', () => {
+  it('peers are added as they arrive; the stale policy stays and NetworkUnavailable waits for the complete list', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-pipelined-'));
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'net-conf.json'), JSON.stringify(VXLAN_NET_CONF));
+    const parsed = parseConfig(
+      [`--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${join(dir, 'subnet.env')}`, '--dataplane=simulated', '--iface=10.0.0.2'],
+      {},
+      { platform: 'linux' },
+    );
+    if (parsed.kind !== 'run') throw new Error('expected a run config');
+    const sim = new SimulatedDataplane({ nodeIP: '10.0.0.2' });
+    const metrics = new Metrics();
+    const sm = new ScriptedSubnetManager();
+    const agent = new Agent({
+      config: parsed.config,
+      log: LOG,
+      metrics,
+      subnetManager: sm,
+      dataplane: simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: 0 }),
+      resyncMs: 200,
+    });
+    const ac = new AbortController();
+    const done = agent.run(ac.signal);
+    stop = async () => {
+      ac.abort();
+      await done;
+    };
+    await waitFor(() => agent.isReady && sm.emit !== undefined, 'the network and the watch');
+    const stale = { Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.9.0/24', IsolationId: 4096, ProviderAddress: '10.0.1.9', DistributedRouterMacAddress: '0e:2a:0a:00:01:09' } };
+    sim.addPolicy('flannel.4096', stale);
+    const prefixes = () =>
+      (sim.getNetworkByName('flannel.4096')?.Policies ?? [])
+        .filter((p) => p.Type === 'RemoteSubnetRoute')
+        .map((p) => String(p.Settings?.['DestinationPrefix']))
+        .sort();
+
+    // Two pages of the first list, then a changed peer, all before the complete list.
+    sm.emit!({ kind: 'events', events: [{ type: 'added', lease: peer(1) }] });
+    await waitFor(() => prefixes().includes('10.244.1.0/24'), 'the first page programmed');
+    sm.emit!({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] });
+    await waitFor(() => prefixes().includes('10.244.2.0/24'), 'the second page programmed');
+    sm.emit!({ kind: 'events', events: [{ type: 'added', lease: { ...peer(1), publicIP: '10.0.1.99' } }] });
+    await new Promise((r) => setTimeout(r, 1000)); // several resync periods
+    expect(prefixes()).toEqual(['10.244.1.0/24', '10.244.2.0/24', '10.244.9.0/24']);
+    const pa1 = () => sim.getNetworkByName('flannel.4096')!.Policies!.find((p) => p.Settings?.['DestinationPrefix'] === '10.244.1.0/24')!.Settings!['ProviderAddress'];
+    expect(pa1()).toBe('10.0.1.1'); // a replacement waits for the complete list
+    expect(sm.completed).toBe(0);
+
+    sm.emit!({ kind: 'snapshot', leases: [{ ...peer(1), publicIP: '10.0.1.99' }, peer(2)] });
+    await waitFor(() => prefixes().join() === '10.244.1.0/24,10.244.2.0/24' && pa1() === '10.0.1.99', 'the stale policy removed, the peer replaced');
+    await waitFor(() => sm.completed === 1, 'CompleteLease');
+  });
+});

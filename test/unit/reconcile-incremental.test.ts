@@ -1,0 +1,367 @@
+// The Reconciler's incremental apply (Felix felix/dataplane/windows/vxlan_mgr.go: record desired, mark
+// dirty, apply later), refused items, the first-pass signal, early additions and the network-gone rebuild.
+import { describe, expect, it } from '@jest/globals';
+import { Reconciler, type ReconcileDriver } from '../../src/backends/reconcile.js';
+import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { Writable } from 'node:stream';
+import winston from 'winston';
+import { FakeClock, flush } from '../support/fake-clock.js';
+
+class Refused extends Error {}
+class Gone extends Error {}
+
+const key = (s: string) => s.split('=')[0]!;
+
+/** An atomic-batch dataplane of "key=value" items: a write fails whole when it carries a refused item. */
+class Dataplane implements ReconcileDriver<string, string> {
+  name = 'fake';
+  actual: string[] = [];
+  log: string[] = [];
+  refused = new Set<string>();
+  failNext = 0;
+  gone = false;
+  batch: number | undefined;
+  actualKey = key;
+  desiredKey = key;
+  same = (a: string, d: string) => a === d;
+  toActual = (d: string) => d;
+  refuses = (e: unknown) => e instanceof Refused;
+  networkGone = (e: unknown) => e instanceof Gone;
+  released = 0;
+  async readActual(): Promise<string[]> {
+    this.log.push('read');
+    if (this.gone) throw new Gone('network gone');
+    return [...this.actual];
+  }
+  private check(items: string[]): void {
+    if (this.gone) throw new Gone('network gone');
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error('HNS is down');
+    }
+    if (items.some((i) => this.refused.has(i))) throw new Refused('refused');
+  }
+  async remove(items: string[]): Promise<void> {
+    this.log.push(`remove ${items.join(',')}`);
+    this.check(items);
+    this.actual = this.actual.filter((a) => !items.includes(a));
+  }
+  async add(items: string[]): Promise<void> {
+    this.log.push(`add ${items.join(',')}`);
+    this.check(items);
+    this.actual.push(...items);
+  }
+  async release(): Promise<void> {
+    this.released++;
+  }
+}
+
+function logSink() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      cb();
+    },
+  });
+  return { lines, log: winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }) };
+}
+
+function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () => Promise<void> } = {}) {
+  const clock = new FakeClock();
+  const dp = new Dataplane();
+  dp.batch = opts.batch;
+  const metrics = new Metrics();
+  const sink = logSink();
+  const r = new Reconciler({
+    driver: dp,
+    clock,
+    metrics,
+    log: sink.log,
+    resyncMs: 10_000,
+    backoffBaseMs: 1000,
+    backoffCapMs: 8000,
+    earlyAdds: opts.earlyAdds,
+    owner: (k) => `node-${k}`,
+    onNetworkGone: opts.onNetworkGone,
+  });
+  const ac = new AbortController();
+  return { clock, dp, metrics, r, ac, lines: sink.lines };
+}
+
+describe('incremental apply', () => {
+  it('an event writes only its delta with no read; the resync period still reads and repairs drift', async () => {
+    const { clock, dp, r, ac } = setup();
+    dp.actual = ['a=1', 'b=1'];
+    r.setDesired(['a=1', 'b=1']);
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(dp.log).toEqual(['read']);
+    dp.log = [];
+    await clock.advance(3000);
+    r.updateDesired([['c', 'c=1']]);
+    await flush();
+    r.updateDesired([['a', undefined], ['b', 'b=2']]);
+    await flush();
+    expect(dp.log).toEqual(['add c=1', 'remove a=1,b=1', 'add b=2']);
+    expect(dp.actual.sort()).toEqual(['b=2', 'c=1']);
+    expect(r.status()).toMatchObject({ inSync: true });
+    // Someone deletes c=1 behind our back: the cache does not know, the resync (10 s after the last read) does.
+    dp.actual = ['b=2'];
+    dp.log = [];
+    expect(clock.pending()).toEqual([7000]);
+    await clock.advance(7000);
+    expect(dp.log).toEqual(['read', 'add c=1']);
+    ac.abort();
+    await done;
+  });
+
+  it('a burst of events coalesces into one batch', async () => {
+    const { dp, r, ac } = setup({ batch: 100 });
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    dp.log = [];
+    for (const k of ['a', 'b', 'c', 'd']) r.updateDesired([[k, `${k}=1`]]);
+    await flush();
+    expect(dp.log).toEqual(['add a=1,b=1,c=1,d=1']);
+    ac.abort();
+    await done;
+  });
+
+  it('after a failed write the next pass reads before writing again', async () => {
+    const { clock, dp, r, ac } = setup();
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    dp.log = [];
+    dp.failNext = 1;
+    r.updateDesired([['a', 'a=1']]);
+    await flush();
+    expect(dp.log).toEqual(['add a=1']);
+    await clock.advance(1000);
+    expect(dp.log).toEqual(['add a=1', 'read', 'add a=1']);
+    ac.abort();
+    await done;
+  });
+
+  it('a snapshot (setDesired) is diffed against a fresh read', async () => {
+    const { dp, r, ac } = setup();
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    dp.log = [];
+    r.setDesired(['a=1']);
+    await flush();
+    expect(dp.log).toEqual(['read', 'add a=1']);
+    ac.abort();
+    await done;
+  });
+
+  it('releases what incremental writes kept open after each full pass only', async () => {
+    const { dp, r, ac } = setup();
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(dp.released).toBe(1);
+    r.updateDesired([['a', 'a=1']]);
+    await flush();
+    expect(dp.released).toBe(1);
+    await r.applyOnce();
+    expect(dp.released).toBe(2);
+    ac.abort();
+    await done;
+  });
+});
+
+describe('refused items', () => {
+  it('one refused item in a batch: the rest land, it is retried with backoff, counted, and logged once', async () => {
+    const { clock, dp, r, ac, metrics, lines } = setup({ batch: 8 });
+    dp.refused.add('e=1');
+    r.setDesired(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1']);
+    r.markSynced();
+    const first = r.waitForFirstPass();
+    const done = r.run(ac.signal);
+    await first;
+    await flush();
+    expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1', 'd=1', 'f=1', 'g=1', 'h=1']);
+    expect(r.status()).toMatchObject({ inSync: false, refused: 1, consecutiveFailures: 0 });
+    expect(r.status().lastSuccessAt).toBe(clock.t);
+    expect(metrics.get(METRIC.refusedItems, { driver: 'fake' })).toBe(1);
+    expect(metrics.get(METRIC.refusals, { driver: 'fake' })).toBe(1);
+    const warned = lines.filter((l) => l['level'] === 'warn' && String(l['message']).includes('refused'));
+    expect(warned).toEqual([expect.objectContaining({ node: 'node-e', prefix: 'e', hresult: 'refused' })]);
+
+    // Retried on its own backoff (1 s, 2 s, 4 s ...), each time alone, and logged only once.
+    dp.log = [];
+    expect(clock.pending()).toEqual([1000]);
+    await clock.advance(1000);
+    expect(dp.log).toEqual(['read', 'add e=1']);
+    await clock.advance(2000);
+    expect(dp.log).toEqual(['read', 'add e=1', 'read', 'add e=1']);
+    expect(metrics.get(METRIC.refusals, { driver: 'fake' })).toBe(3);
+    expect(lines.filter((l) => l['level'] === 'warn' && String(l['message']).includes('refused')).length).toBe(1);
+
+    // Meanwhile other peers are written as usual.
+    dp.log = [];
+    r.updateDesired([['z', 'z=1']]);
+    await flush();
+    expect(dp.log).toEqual(['read', 'add z=1']);
+
+    // HNS takes it at last.
+    dp.refused.clear();
+    await clock.advance(4000);
+    expect(dp.actual).toContain('e=1');
+    expect(r.status()).toMatchObject({ inSync: true, refused: 0 });
+    expect(metrics.get(METRIC.refusedItems, { driver: 'fake' })).toBe(0);
+    ac.abort();
+    await done;
+  });
+
+  it('a refused removal keeps the replacement back; a peer that goes away is no longer retried', async () => {
+    const { clock, dp, r, ac } = setup();
+    dp.actual = ['a=1', 'b=1'];
+    dp.refused.add('a=1');
+    r.setDesired(['a=2', 'b=1']);
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(dp.actual).toEqual(['a=1', 'b=1']);
+    expect(dp.log).toEqual(['read', 'remove a=1']);
+    expect(r.status().refused).toBe(1);
+    r.updateDesired([['a', undefined]]);
+    dp.refused.clear();
+    await flush();
+    expect(dp.actual).toEqual(['b=1']);
+    expect(r.status()).toMatchObject({ refused: 0, inSync: true });
+    await clock.advance(60_000);
+    ac.abort();
+    await done;
+  });
+
+  it('the first pass counts as tried even when it fails as a whole (NetworkUnavailable does not wait for HNS)', async () => {
+    const { dp, r, ac } = setup();
+    dp.failNext = 1;
+    r.setDesired(['a=1']);
+    r.markSynced();
+    const first = r.waitForFirstPass();
+    const done = r.run(ac.signal);
+    await first;
+    expect(r.status()).toMatchObject({ consecutiveFailures: 1, lastSuccessAt: undefined });
+    ac.abort();
+    await done;
+  });
+});
+
+describe('health', () => {
+  it('lastGoodAt: now while idle after a success; frozen at the last success while passes fail', async () => {
+    const { clock, dp, r, ac } = setup();
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    const t0 = clock.t;
+    await clock.advance(5000);
+    expect(r.status().lastGoodAt).toBe(clock.t);
+    dp.failNext = 100;
+    r.updateDesired([['a', 'a=1']]);
+    await clock.advance(20_000);
+    expect(r.status()).toMatchObject({ lastSuccessAt: t0, lastGoodAt: t0 });
+    dp.failNext = 0;
+    await clock.advance(10_000);
+    expect(r.status().lastGoodAt).toBe(clock.t);
+    ac.abort();
+    await done;
+  });
+});
+
+describe('before the first complete list', () => {
+  it('passes only add: nothing is removed or replaced, and nothing counts as in sync', async () => {
+    const { dp, r, ac } = setup({ earlyAdds: true });
+    dp.actual = ['a=1', 'stale=1'];
+    let tried = false;
+    void r.waitForFirstPass().then(() => (tried = true));
+    const done = r.run(ac.signal);
+    r.setDesired(['a=2', 'b=1']);
+    await flush();
+    expect(dp.log).toEqual(['read', 'add b=1']);
+    r.updateDesired([['c', 'c=1']]);
+    await flush();
+    expect(dp.log).toEqual(['read', 'add b=1', 'add c=1']);
+    expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1', 'stale=1']);
+    expect(r.status()).toMatchObject({ synced: false, inSync: false });
+    expect(tried).toBe(false);
+    r.markSynced();
+    await flush();
+    expect(dp.actual.sort()).toEqual(['a=2', 'b=1', 'c=1']);
+    expect(tried).toBe(true);
+    ac.abort();
+    await done;
+  });
+});
+
+describe('network gone', () => {
+  it('a pass that finds the network gone calls the rebuild hook at once, then reads and reprograms everything', async () => {
+    let rebuilds = 0;
+    const { dp, r, ac, metrics } = setup({
+      onNetworkGone: async () => {
+        rebuilds++;
+        dp.gone = false;
+        dp.actual = [];
+      },
+    });
+    r.setDesired(['a=1', 'b=1']);
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    dp.gone = true;
+    dp.log = [];
+    r.updateDesired([['c', 'c=1']]);
+    await flush();
+    expect(rebuilds).toBe(1);
+    expect(dp.log).toEqual(['add c=1', 'read', 'add a=1,b=1,c=1']);
+    expect(r.status()).toMatchObject({ networkMissing: false, inSync: true });
+    expect(metrics.get(METRIC.networkRebuilds, { result: 'ok' })).toBe(1);
+    ac.abort();
+    await done;
+  });
+
+  it('without a rebuild hook, a gone network is a failure retried with backoff, and missing until a pass succeeds', async () => {
+    const { clock, dp, r, ac } = setup();
+    dp.gone = true;
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(r.status()).toMatchObject({ networkMissing: true, consecutiveFailures: 1 });
+    dp.gone = false;
+    await clock.advance(1000);
+    expect(r.status()).toMatchObject({ networkMissing: false, consecutiveFailures: 0 });
+    ac.abort();
+    await done;
+  });
+
+  it('while the rebuild fails the network stays missing and the rebuild is retried with backoff', async () => {
+    let attempts = 0;
+    const { clock, dp, r, ac, metrics } = setup({
+      onNetworkGone: async () => {
+        if (++attempts < 3) throw new Error('HcnCreateNetwork failed');
+        dp.gone = false;
+      },
+    });
+    dp.gone = true;
+    r.markSynced();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(r.status().networkMissing).toBe(true);
+    expect(attempts).toBe(1);
+    await clock.advance(2000);
+    expect(attempts).toBe(2);
+    expect(r.status().networkMissing).toBe(true);
+    await clock.advance(4000);
+    expect(attempts).toBe(3);
+    expect(r.status()).toMatchObject({ networkMissing: false, consecutiveFailures: 0 });
+    expect(metrics.get(METRIC.networkRebuilds, { result: 'error' })).toBe(2);
+    ac.abort();
+    await done;
+  });
+});

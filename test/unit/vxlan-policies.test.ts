@@ -1,0 +1,115 @@
+// The vxlan RemoteSubnetRoute driver on the real HnsClient and the simulated HNS: one HcnModifyNetwork per
+// peer event on a network handle kept open (no open/query/close), a refused policy split out of its
+// batch, and a missing network reported as such (HCN_E_NETWORK_NOT_FOUND, hcsshim hcn/hcnerrors.go).
+import { describe, expect, it } from '@jest/globals';
+import { Reconciler } from '../../src/backends/reconcile.js';
+import { remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../../src/backends/vxlan/policies.js';
+import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
+import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { HnsClient } from '../../src/hns/client.js';
+import { HRESULT, isHnsNetworkNotFound, isHnsRefusal, isNetworkGone, hnsError } from '../../src/hns/errors.js';
+import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import type { Lease } from '../../src/subnet/lease.js';
+import { FakeClock, flush } from '../support/fake-clock.js';
+
+const peer = (n: number): Lease => ({
+  key: `linux-${n}`,
+  subnet: `10.244.${n}.0/24`,
+  publicIP: `10.0.1.${n}`,
+  backendType: 'vxlan',
+  backendData: { VNI: 4096, VtepMAC: `0e:2a:0a:00:01:${n.toString(16).padStart(2, '0')}` },
+});
+
+async function setup() {
+  const dp = new SimulatedDataplane();
+  const hns = new HnsClient(new SimulatedHnsTransport(dp), { callTimeoutMs: 0 });
+  const net = await hns.createNetwork(overlayNetworkFor({ type: 'vxlan', name: 'flannel.4096', vni: 4096, port: 4789, macPrefix: '0E-2A', legacyRemoteEndpoints: false }, '10.244.100.0/24', ''));
+  const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
+  const clock = new FakeClock();
+  const r = new Reconciler({ driver, clock, resyncMs: 10_000 });
+  const calls = () => Object.fromEntries([...dp.calls].filter(([op]) => op.startsWith('Hcn')));
+  dp.calls.clear();
+  const prefixes = () => (dp.getNetwork(net.ID!)?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').map((p) => String(p.Settings?.['DestinationPrefix'])).sort();
+  return { dp, hns, net, r, clock, calls, prefixes };
+}
+
+describe('vxlan RemoteSubnetRoute driver', () => {
+  it('a peer event costs one HcnModifyNetwork: the handle stays open between writes and closes after each full pass', async () => {
+    const { dp, r, calls, prefixes } = await setup();
+    r.setDesired([remoteSubnetRouteFor(peer(1))]);
+    r.markSynced();
+    const ac = new AbortController();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(prefixes()).toEqual(['10.244.1.0/24']);
+    expect(dp.openHandles).toBe(0);
+    dp.calls.clear();
+    for (const n of [2, 3, 4]) {
+      r.updateDesired([[`10.244.${n}.0/24`, remoteSubnetRouteFor(peer(n))]]);
+      await flush();
+    }
+    r.updateDesired([['10.244.1.0/24', undefined]]);
+    await flush();
+    expect(prefixes()).toEqual(['10.244.2.0/24', '10.244.3.0/24', '10.244.4.0/24']);
+    expect(calls()).toEqual({ HcnOpenNetwork: 1, HcnModifyNetwork: 4 });
+    expect(dp.openHandles).toBe(1);
+    await r.applyOnce(); // a resync: reads, finds nothing to do, closes the kept handle
+    expect(dp.openHandles).toBe(0);
+    ac.abort();
+    await done;
+  });
+
+  it('HNS refusing one policy of a 200-policy batch leaves only that one out', async () => {
+    const { dp, r, prefixes } = await setup();
+    dp.mutate((s) => void (s.faults = [{ op: 'HcnModifyNetwork', match: '"10.244.137.0/24"', hresult: '0x803B002F', remaining: -1 }]));
+    r.setDesired(Array.from({ length: 200 }, (_, i) => remoteSubnetRouteFor(peer(i + 1))));
+    r.markSynced();
+    const res = await r.applyOnce();
+    expect(res).toMatchObject({ ok: true, added: 199, refused: 1 });
+    expect(prefixes()).toHaveLength(199);
+    expect(prefixes()).not.toContain('10.244.137.0/24');
+    // One call for the batch, then two per halving down to the refused policy: at most 1 + 2 * ceil(log2(200)).
+    expect(dp.calls.get('HcnModifyNetwork')).toBeLessThanOrEqual(1 + 2 * 8);
+    // One open for the read, one for all the writes: a refusal does not make the handle suspect.
+    expect(dp.calls.get('HcnOpenNetwork')).toBe(2);
+    expect(dp.openHandles).toBe(0);
+  });
+
+  it('a deleted network: the read says it is gone, and so does a write on the kept handle', async () => {
+    const { dp, hns, net, r } = await setup();
+    r.markSynced();
+    await r.applyOnce();
+    await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(9))], { keepOpen: true });
+    dp.removeNetwork('flannel.4096');
+    const write = await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))], { keepOpen: true }).catch((e: unknown) => e);
+    expect(isNetworkGone(write)).toBe(true);
+    const removal = await hns.removeNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))]).catch((e: unknown) => e);
+    expect(isHnsNetworkNotFound(removal)).toBe(true);
+    expect(await r.applyOnce()).toMatchObject({ ok: false, networkGone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
+    expect(dp.openHandles).toBe(0);
+  });
+});
+
+describe('HNS error classes', () => {
+  it.each([
+    [HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED, true, false],
+    [HRESULT.HCN_E_INVALID_POLICY, true, false],
+    [HRESULT.E_INVALIDARG, true, false],
+    [HRESULT.HCN_E_INVALID_IP, true, false],
+    [HRESULT.E_FAIL, false, false],
+    [HRESULT.HCN_E_MANAGER_STOPPED, false, false],
+    [HRESULT.HCN_E_POLICY_ALREADY_EXISTS, false, false],
+    [HRESULT.E_NOT_FOUND, false, false],
+    [HRESULT.HCN_E_NETWORK_NOT_FOUND, false, true],
+  ])('0x%s: refusal %s, network gone %s', (hr, refusal, gone) => {
+    const err = hnsError('HcnModifyNetwork', hr);
+    expect(isHnsRefusal(err)).toBe(refusal);
+    expect(isNetworkGone(err)).toBe(gone);
+  });
+
+  it('v1 errors without an HRESULT: "network not found" text means the network is gone', () => {
+    expect(isHnsNetworkNotFound(hnsError('HNSCall GET /networks/x', undefined, 'Network x not found'))).toBe(true);
+    expect(isHnsNetworkNotFound(hnsError('HNSCall GET /endpoints/x', undefined, 'Endpoint x not found'))).toBe(false);
+    expect(isHnsRefusal(new Error('x'))).toBe(false);
+  });
+});
