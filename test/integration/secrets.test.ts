@@ -100,7 +100,8 @@ describe('a kubeconfig token never reaches the log or /metrics', () => {
     let metrics = '';
     try {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 'readyz', 20_000);
-      metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      // Ready comes with subnet.env; the peer list follows: wait until the one peer is counted.
+      await waitFor(async () => /^flannel_peers 1$/m.test((metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())), 'flannel_peers 1', 20_000);
     } finally {
       expect(await agent.stop()).toBe(0);
     }
