@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // flanneld entry point: parse flags/env, start the agent, map outcomes to exit codes.
 // The only module that calls process.exit (and, through config, reads process.env).
-import { Agent } from './agent.js';
+// The agent and the logger are imported only when the daemon runs: `--version`, `--help` and the
+// subcommands load neither (see README, Performance: what the process loads).
 import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
-import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 
 // Every HNS call runs on a libuv worker thread (so a hung one can time out); 4 workers is too few to
@@ -47,6 +47,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = parsed.config;
+  const { createLogger } = await import('./log.js');
+  const { Agent } = await import('./agent.js');
   const log = createLogger({ level: config.logLevel, format: config.logFormat, file: config.logFile || undefined });
   log.info('flanneld-windows starting', { version: VERSION, dataplane: config.dataplane, pid: process.pid });
 

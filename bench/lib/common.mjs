@@ -11,7 +11,7 @@ import winston from 'winston';
 import { Agent } from '../../dist/agent.js';
 import { parseConfig } from '../../dist/config/parse.js';
 import { SimulatedDataplane } from '../../dist/dataplane/simulated.js';
-import { simulatedDataplane } from '../../dist/dataplane/factory.js';
+import { simulatedDataplane } from '../../dist/dataplane/simulated-node.js';
 import { Metrics } from '../../dist/health/metrics.js';
 import { systemClock } from '../../dist/clock.js';
 
