@@ -87,5 +87,7 @@ if (quick) out.quick = true;
 writeFileSync(summaryFile, JSON.stringify(out, null, 2) + '\n');
 const missing = SUMMARY_KEYS.filter((k) => out[k] === undefined);
 console.log(`\nsummary (${summaryFile}): ${JSON.stringify(out)}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`);
+// A run of every benchmark that leaves a figure out is a broken harness, not a slow agent.
+if (!only && missing.length > 0) process.exitCode = 1;
 const total = Math.round((performance.now() - started) / 100) / 10;
 console.log(`benchmarks finished in ${total}s: ${JSON.stringify(Object.fromEntries(Object.entries(summary).map(([k, v]) => [k, v.seconds ?? 'failed'])))}`);
