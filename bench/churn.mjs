@@ -7,6 +7,7 @@
 // the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the same events.
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
+import { METRIC } from '../dist/health/metrics.js';
 import {
   ApiServerProcess,
   BENCH_DIR,
@@ -79,6 +80,7 @@ export async function run({ quick }) {
       const ms = ph.ms ?? durationMs;
       log(`churn: ${ph.name} for ${ms / 1000}s`);
       const calls0 = dataplaneCallsFromMetrics(a.metrics);
+      const reconnects0 = a.metrics.total(METRIC.apiReconnects);
       const base0 = await baseline.cpu();
       const cpu = cpuSampler();
       const res = await api.call('churn', { addDelPerSec: ph.addDelPerSec, statusPerSec: ph.statusPerSec, durationMs: ms, live });
@@ -107,6 +109,8 @@ export async function run({ quick }) {
         seconds: r1(seconds),
         nodeEvents,
         statusUpdates: res.statusUpdates,
+        // What the API server achieved: on a busy machine it falls short of the phase's nominal rate.
+        statusPerSec: r1(res.statusUpdates / seconds),
         cpuSharePct: c.cpuShare,
         cpuMsPerNodeEvent: nodeEvents ? r2((c.cpuMs - idleCpuMsPerSec * seconds) / nodeEvents) : null,
         watchBaselineCpuSharePct: r2((baseCpuMs / c.wallMs) * 100),
@@ -118,6 +122,7 @@ export async function run({ quick }) {
         reads: calls.reads,
         readsPerNodeEvent: nodeEvents ? r2(calls.reads / nodeEvents) : null,
         writesPerNodeEvent: nodeEvents ? r2(calls.writes / nodeEvents) : null,
+        apiReconnects: a.metrics.total(METRIC.apiReconnects) - reconnects0,
         callsByOp: Object.fromEntries(calls.byOp),
       });
     }
