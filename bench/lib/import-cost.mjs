@@ -2,18 +2,10 @@
 // import the modules a mode loads one at a time, in the order the CLI loads them, and record
 // process.memoryUsage() after full GCs following each import. Prints one JSON array of rows.
 // Usage: node --expose-gc [flags] import-cost.mjs <specifier>...  (dist/ paths are relative to the repo)
-// It imports nothing of the bench (common.mjs would load winston), only node: modules.
+// It imports only ./settle.mjs (the bench's common.mjs would load winston).
+import { settledMemory } from './settle.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function settle() {
-  for (let i = 0; i < 3; i++) {
-    globalThis.gc();
-    await sleep(50);
-  }
-  const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external };
-}
+const settle = () => settledMemory(3, 50);
 
 const rows = [];
 let prev = await settle();

@@ -5,15 +5,7 @@
 const [mode, kubeconfig, expectArg] = process.argv.slice(2);
 const expect = Number(expectArg);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function settle() {
-  for (let i = 0; i < 4; i++) {
-    globalThis.gc();
-    await sleep(250);
-  }
-  const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
-}
+const { settledMemory } = await import('./settle.mjs');
 
 async function informerMode() {
   const { CoreV1Api, KubeConfig, makeInformer } = await import('@kubernetes/client-node');
@@ -26,7 +18,7 @@ async function informerMode() {
   await informer.start();
   while (informer.list().length < expect + 1) await sleep(10);
   const syncMs = performance.now() - t;
-  const mem = await settle();
+  const mem = await settledMemory();
   const held = informer.list().length - 1;
   return { held, syncMs, ...mem };
 }
