@@ -123,6 +123,7 @@ export async function run({ quick }) {
   table(`Drift and outage (${n} peers; resync every ${opts.resyncMs / 1000} s; outage ${opts.outageMs / 1000} s)`, rows);
   return {
     peers: n,
+    summary: { drift_repair_s: Math.max(...rows.map((r) => r.driftRepairS)) },
     ...opts,
     latencyModel: COLD_LATENCY,
     rows,

@@ -1,28 +1,61 @@
 // Runs the benchmarks (`npm run bench`, `npm run bench -- --quick`, `--only=churn,memory`). Each prints a
-// table and writes bench/results/<name>.json. Figures are reported, never judged: the exit code is 0
-// whatever the numbers are (only a crash of the harness itself fails the run).
+// table and writes bench/results/<name>.json; bench/results/summary.json collects the headline figures
+// (one flat object of numbers; "quick": true after a quick run). Figures are reported, never judged:
+// the exit code is 0 whatever the numbers are (only a crash of the harness itself fails the run).
+// The agents measured in this process run with the Node flags flanneld.exe ships with
+// (packaging/runtime-flags.mjs): the harness re-executes itself with them.
 /* global performance */
-import { log, machine, writeResult } from './lib/common.mjs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RUNTIME_EXEC_ARGV } from '../packaging/runtime-flags.mjs';
+
+// --node-defaults: measure with Node's default flags instead (to see what the shipped flags change).
+const nodeDefaults = process.argv.includes('--node-defaults');
+if (!nodeDefaults && !RUNTIME_EXEC_ARGV.every((f) => process.execArgv.includes(f))) {
+  const r = spawnSync(process.execPath, [...process.execArgv, ...RUNTIME_EXEC_ARGV, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
+
+const { RESULTS_DIR, log, machine, writeResult } = await import('./lib/common.mjs');
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const exeDir = args.find((a) => a.startsWith('--exe-dir='))?.slice('--exe-dir='.length);
 
 const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api'];
+/** Run only when named in --only (needs Wine and a packaged flanneld.exe: --exe-dir=DIR). */
+const OPTIONAL = ['windows-exe'];
 const selected = only ?? ALL;
+/** The keys of summary.json, in order; each comes from one benchmark's `summary`. */
+const SUMMARY_KEYS = [
+  'cpu_ms_per_node_event_5k',
+  'event_to_dataplane_p50_ms',
+  'hns_reads_per_node_event',
+  'cold_start_5k_all_peers_over_list',
+  'rss_zero_nodes_mb',
+  'rss_5k_mb',
+  'rss_5k_over_informer',
+  'status_storm_cpu_pct',
+  'drift_repair_s',
+];
 
 const started = performance.now();
 const summary = {};
-console.log(`# flanneld-windows benchmarks (${quick ? 'quick' : 'full'} mode)`);
+const figures = {};
+console.log(`# flanneld-windows benchmarks (${quick ? 'quick' : 'full'} mode; node ${process.execArgv.join(' ')})`);
 console.log(`machine: ${JSON.stringify(machine())}`);
-for (const name of ALL.filter((n) => selected.includes(n))) {
+for (const name of [...ALL, ...OPTIONAL].filter((n) => selected.includes(n))) {
   const mod = await import(`./${name}.mjs`);
   const t = performance.now();
   log(`== ${name}`);
   try {
-    const data = await mod.run({ quick });
+    const data = await mod.run({ quick, exeDir });
     const seconds = Math.round((performance.now() - t) / 100) / 10;
-    const file = writeResult(name, { mode: quick ? 'quick' : 'full', seconds, ...data });
+    const file = writeResult(name, { mode: quick ? 'quick' : 'full', seconds, runtimeFlags: process.execArgv, ...data });
+    Object.assign(figures, data.summary ?? {});
     summary[name] = { seconds, file };
     log(`${name} done in ${seconds}s -> ${file}`);
   } catch (err) {
@@ -31,5 +64,30 @@ for (const name of ALL.filter((n) => selected.includes(n))) {
     process.exitCode = 1;
   }
 }
+
+// summary.json: this run's figures; with --only, the other keys keep the values of the last run of
+// the same mode (a quick run never mixes with a full one).
+mkdirSync(RESULTS_DIR, { recursive: true });
+const summaryFile = join(RESULTS_DIR, 'summary.json');
+let previous = {};
+if (only && existsSync(summaryFile)) {
+  try {
+    previous = JSON.parse(readFileSync(summaryFile, 'utf8'));
+    if (Boolean(previous.quick) !== quick) previous = {};
+  } catch {
+    previous = {};
+  }
+}
+const out = {};
+for (const k of SUMMARY_KEYS) {
+  const v = figures[k] ?? previous[k];
+  if (typeof v === 'number') out[k] = v;
+}
+if (quick) out.quick = true;
+writeFileSync(summaryFile, JSON.stringify(out, null, 2) + '\n');
+const missing = SUMMARY_KEYS.filter((k) => out[k] === undefined);
+console.log(`\nsummary (${summaryFile}): ${JSON.stringify(out)}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`);
+// A run of every benchmark that leaves a figure out is a broken harness, not a slow agent.
+if (!only && missing.length > 0) process.exitCode = 1;
 const total = Math.round((performance.now() - started) / 100) / 10;
-console.log(`\nbenchmarks finished in ${total}s: ${JSON.stringify(Object.fromEntries(Object.entries(summary).map(([k, v]) => [k, v.seconds ?? 'failed'])))}`);
+console.log(`benchmarks finished in ${total}s: ${JSON.stringify(Object.fromEntries(Object.entries(summary).map(([k, v]) => [k, v.seconds ?? 'failed'])))}`);

@@ -26,6 +26,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { RUNTIME_EXEC_ARGV } from './runtime-flags.mjs';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -258,7 +259,8 @@ async function wine(args, cwd, timeoutMs) {
 }
 
 async function buildSea(workDir, nodeExe) {
-  const config = { main: 'main.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: false };
+  // execArgv: the runtime flags the agent is measured with (packaging/runtime-flags.mjs).
+  const config = { main: 'main.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: false, execArgv: RUNTIME_EXEC_ARGV };
   writeFileSync(join(workDir, 'sea-config.json'), JSON.stringify(config, null, 2) + '\n');
   rmSync(join(workDir, 'sea-prep.blob'), { force: true });
   // The blob is written by the target runtime itself (same Node version as the exe).

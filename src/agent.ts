@@ -1,19 +1,19 @@
 // The agent: wires config, net-conf, the subnet manager, the dataplane and a backend together and runs
 // them until the signal aborts. Mirrors flannel main.go (newSubnetManager, backend registration,
 // WriteSubnetFile, the health server) with Windows rules and the reconcile design of ARCHITECTURE.md.
+// Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
+// (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
+// and health server are loaded (see README, Performance: what the process loads).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
-import { HostGwBackend } from './backends/hostgw/backend.js';
-import { VxlanBackend } from './backends/vxlan/backend.js';
-import { hnsMacOf, reserveSourceVip, type SourceVipRecord } from './backends/vxlan/source-vip.js';
+import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './health/metrics.js';
-import { startHealthServer } from './health/server.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
@@ -23,10 +23,6 @@ import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
-import { buildKubeConfig } from './subnet/kube/client.js';
-import { KubeSubnetManager } from './subnet/kube/manager.js';
-import { readNodePublicIPs } from './subnet/kube/node-public-ip.js';
-import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from './subnet/etcd/factory.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { LeaseWatcher } from './subnet/watcher.js';
 import { VERSION } from './version.js';
@@ -146,7 +142,7 @@ export class Agent {
     const lock = acquireAgentLock(agentLockPath(config.subnetFile));
     const health =
       config.healthzPort > 0
-        ? await startHealthServer({
+        ? await (await import('./health/server.js')).startHealthServer({
             host: config.healthzIP,
             port: config.healthzPort,
             metrics: this.metrics,
@@ -185,7 +181,7 @@ export class Agent {
     const netConf =
       config.kubeSubnetMgr || this.opts.subnetManager
         ? readNetConf(config.netConfigPath, this.opts.readFile ?? ((p) => readFileSync(p, 'utf8')))
-        : await fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
+        : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
     if (!netConf.enableIPv4 || netConf.enableIPv6) {
       throw new FlannelError('FLANNEL_ERR_UNSUPPORTED', 'this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config', {
@@ -215,8 +211,8 @@ export class Agent {
     const subnetManager =
       this.opts.subnetManager ??
       (config.kubeSubnetMgr
-        ? this.createKubeSubnetManager(netConf)
-        : await createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
+        ? await this.createKubeSubnetManager(netConf)
+        : await (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
     const deps: BackendDeps = {
       netConf,
       subnetManager,
@@ -230,7 +226,8 @@ export class Agent {
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
     };
-    const backend: Backend = netConf.backend.type === 'vxlan' ? new VxlanBackend(deps) : new HostGwBackend(deps);
+    const backend: Backend =
+      netConf.backend.type === 'vxlan' ? new (await import('./backends/vxlan/backend.js')).VxlanBackend(deps) : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
 
     this.phaseValue = 'registering';
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
@@ -312,8 +309,10 @@ export class Agent {
     if (config.iface.length > 0 || config.ifaceRegex.length > 0) return [];
     const ips = config.publicIP ? [config.publicIP] : [];
     if (config.kubeSubnetMgr && !this.opts.subnetManager && config.nodeName) {
+      const kubeConfig = await this.kubeConfig();
+      const { readNodePublicIPs } = await import('./subnet/kube/node-public-ip.js');
       const annotated = await readNodePublicIPs({
-        kubeConfig: this.kubeConfig(),
+        kubeConfig,
         nodeName: config.nodeName,
         annotationPrefix: config.kubeAnnotationPrefix,
         log: componentLogger(this.opts.log, 'kube'),
@@ -349,6 +348,7 @@ export class Agent {
   private async reserveSourceVip(network: Network, dataplane: Dataplane): Promise<void> {
     const { config } = this.opts;
     if (!config.sourceVipFile) return;
+    const { hnsMacOf, reserveSourceVip } = await import('./backends/vxlan/source-vip.js');
     this.sourceVipValue = await reserveSourceVip({
       hns: dataplane.hns,
       networkName: network.networkName,
@@ -376,18 +376,23 @@ export class Agent {
     }
   }
 
-  private kubeConfig(): KubeConfig {
-    const { config } = this.opts;
-    this.kubeConfigValue ??=
-      this.opts.kubeConfig ??
-      buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log: componentLogger(this.opts.log, 'kube') });
+  private async kubeConfig(): Promise<KubeConfig> {
+    if (this.opts.kubeConfig) return this.opts.kubeConfig;
+    if (this.kubeConfigValue === undefined) {
+      const { config } = this.opts;
+      const { buildKubeConfig } = await import('./subnet/kube/client.js');
+      this.kubeConfigValue = buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log: componentLogger(this.opts.log, 'kube') });
+    }
     return this.kubeConfigValue;
   }
 
-  private createKubeSubnetManager(netConf: NetworkConfig): SubnetManager {
+  private async createKubeSubnetManager(netConf: NetworkConfig): Promise<SubnetManager> {
     const { config } = this.opts;
+    // One import at a time: concurrent import()s sharing a module can deadlock jest's ESM loader.
+    const kubeConfig = await this.kubeConfig();
+    const { KubeSubnetManager } = await import('./subnet/kube/manager.js');
     return new KubeSubnetManager({
-      kubeConfig: this.kubeConfig(),
+      kubeConfig,
       nodeName: config.nodeName,
       podName: config.podName,
       podNamespace: config.podNamespace,

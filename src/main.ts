@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // flanneld entry point: parse flags/env, start the agent, map outcomes to exit codes.
 // The only module that calls process.exit (and, through config, reads process.env).
+// The agent and the logger are imported only when the daemon runs: `--version`, `--help` and the
+// subcommands load neither (see README, Performance: what the process loads).
 import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
-import { createLogger } from './log.js';
 import { safeText } from './log-safe.js';
 import { VERSION } from './version.js';
 
@@ -47,6 +48,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = parsed.config;
+  const { createLogger } = await import('./log.js');
   const log = createLogger({ level: config.logLevel, format: config.logFormat, file: config.logFile || undefined });
   log.info('flanneld-windows starting', { version: VERSION, dataplane: config.dataplane, pid: process.pid });
 
@@ -61,7 +63,9 @@ async function main(): Promise<number> {
 
   try {
     // Loaded here, not at the top: the subcommands (status, cni-config, ...) start without the agent.
-    const [{ Agent }, { Metrics }] = await Promise.all([import('./agent.js'), import('./health/metrics.js')]);
+    // One import at a time: concurrent import()s sharing a module can deadlock jest's ESM loader.
+    const { Agent } = await import('./agent.js');
+    const { Metrics } = await import('./health/metrics.js');
     await new Agent({ config, log, metrics: new Metrics({ process: true }) }).run(controller.signal);
     log.info('stopped');
     return 0;

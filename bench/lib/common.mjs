@@ -11,7 +11,7 @@ import winston from 'winston';
 import { Agent } from '../../dist/agent.js';
 import { parseConfig } from '../../dist/config/parse.js';
 import { SimulatedDataplane } from '../../dist/dataplane/simulated.js';
-import { simulatedDataplane } from '../../dist/dataplane/factory.js';
+import { simulatedDataplane } from '../../dist/dataplane/simulated-node.js';
 import { Metrics } from '../../dist/health/metrics.js';
 import { systemClock } from '../../dist/clock.js';
 
@@ -256,7 +256,40 @@ export function classifyCalls(calls) {
   return out;
 }
 
+/**
+ * The agent's dataplane calls by op, from its own /metrics counters (flannel_dataplane_calls_total):
+ * a Map op -> count. diffCalls() totals `reads` (HNS get/list/query/enumerate, route listing) and
+ * `writes` (HNS add/remove/create/delete/modify, route add/remove); host calls are neither.
+ */
+export function dataplaneCallsFromMetrics(metrics) {
+  const calls = new Map();
+  for (const line of metrics.render().split('\n')) {
+    const m = /^flannel_dataplane_calls_total\{op="([^"]+)"\} (\d+)/.exec(line);
+    if (m) calls.set(m[1], Number(m[2]));
+  }
+  return calls;
+}
+
+const READ_OP = /^hns\.(get|list|query|enumerate|version)|^routes\.list/i;
+const WRITE_OP = /^hns\.(add|remove|create|delete|modify|attach|update)|^routes\.(add|remove)/i;
+
+/** after - before, per op, with read and write totals (ops the agent reports through its metrics). */
 export function diffCalls(after, before) {
+  const byOp = new Map();
+  let reads = 0;
+  let writes = 0;
+  for (const [op, n] of after) {
+    const k = n - (before.get(op) ?? 0);
+    if (!k) continue;
+    byOp.set(op, k);
+    if (READ_OP.test(op)) reads += k;
+    else if (WRITE_OP.test(op)) writes += k;
+  }
+  return { byOp, reads, writes };
+}
+
+/** after - before of the SimulatedDataplane's per-call counters (HCN/iphlpapi call names). */
+export function diffSimCalls(after, before) {
   const d = new Map();
   for (const [op, n] of after) {
     const k = n - (before.get(op) ?? 0);

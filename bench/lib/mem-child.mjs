@@ -1,33 +1,11 @@
-// One memory measurement in a fresh process (spawned with --expose-gc): `agent` runs the agent until its
-// dataplane holds every peer; `informer` runs client-node's informer on /api/v1/nodes until it holds
-// every node. Then: full GCs, a pause, and process.memoryUsage() printed as one JSON line.
+// The informer baseline of the memory benchmark, in a fresh process (spawned with --expose-gc):
+// client-node's informer on /api/v1/nodes until it holds every node, then full GCs, a pause, and
+// process.memoryUsage() printed as one JSON line. (The agent side is the real CLI: lib/cli-agent.mjs.)
 /* global performance */
 const [mode, kubeconfig, expectArg] = process.argv.slice(2);
 const expect = Number(expectArg);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function settle() {
-  for (let i = 0; i < 4; i++) {
-    globalThis.gc();
-    await sleep(250);
-  }
-  const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
-}
-
-async function agentMode() {
-  const { startAgent, programmedPrefixes } = await import('./common.mjs');
-  const api = { kubeconfig };
-  const t = performance.now();
-  const a = await startAgent({ api, backend: 'vxlan', latency: {} });
-  while (!a.agent.network) await sleep(10);
-  await a.agent.network.waitForInSync();
-  const held = programmedPrefixes(a.sim, 'vxlan').size;
-  if (held !== expect) throw new Error(`agent holds ${held} peers, expected ${expect}`);
-  const syncMs = performance.now() - t;
-  const mem = await settle();
-  return { held, syncMs, ...mem };
-}
+const { settledMemory } = await import('./settle.mjs');
 
 async function informerMode() {
   const { CoreV1Api, KubeConfig, makeInformer } = await import('@kubernetes/client-node');
@@ -40,13 +18,14 @@ async function informerMode() {
   await informer.start();
   while (informer.list().length < expect + 1) await sleep(10);
   const syncMs = performance.now() - t;
-  const mem = await settle();
+  const mem = await settledMemory();
   const held = informer.list().length - 1;
   return { held, syncMs, ...mem };
 }
 
 try {
-  const out = mode === 'informer' ? await informerMode() : await agentMode();
+  if (mode !== 'informer') throw new Error(`unknown mode ${mode}`);
+  const out = await informerMode();
   process.stdout.write(JSON.stringify(out) + '\n');
   process.exit(0);
 } catch (err) {

@@ -1,17 +1,14 @@
 // Builds the dataplane the agent runs on: the simulated one (anywhere) or the native Windows one.
+// Each is imported only when chosen: ./simulated-node.ts or ./win32.ts.
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { errorMessage, FlannelError } from '../errors.js';
-import { METRIC, type Metrics } from '../health/metrics.js';
-import { HnsClient } from '../hns/client.js';
-import { SimulatedHnsTransport } from '../hns/simulated.js';
+import type { Metrics } from '../health/metrics.js';
+import type { HnsClient } from '../hns/client.js';
 import type { Host } from '../host/host.js';
-import { SimulatedHost } from '../host/simulated.js';
-import { componentLogger, type Logger } from '../log.js';
+import type { Logger } from '../log.js';
 import type { RouteTable } from '../routes/route-table.js';
-import { MeteredRouteTable } from '../routes/metered.js';
-import { SimulatedRouteTable } from '../routes/simulated.js';
-import { SimulatedDataplane } from './simulated.js';
+import type { SimulatedDataplane } from './simulated.js';
 import { isIPv4 } from 'node:net';
 
 export interface Dataplane {
@@ -38,30 +35,8 @@ export function hnsCallTimeoutMs(config: Pick<AgentConfig, 'hnsCallTimeoutSecond
   return config.hnsCallTimeoutSeconds * 1000;
 }
 
-export function simulatedDataplane(sim: SimulatedDataplane, deps: DataplaneDeps & { hnsCallTimeoutMs?: number }): Dataplane {
-  return {
-    hns: new HnsClient(new SimulatedHnsTransport(sim), {
-      log: componentLogger(deps.log, 'hns'),
-      metrics: deps.metrics,
-      clock: deps.clock,
-      callTimeoutMs: deps.hnsCallTimeoutMs,
-    }),
-    routes: new MeteredRouteTable(new SimulatedRouteTable(sim), deps.metrics),
-    host: new SimulatedHost(sim),
-    simulated: sim,
-  };
-}
-
 export async function createDataplane(config: AgentConfig, deps: DataplaneDeps): Promise<Dataplane> {
-  if (config.dataplane === 'simulated') {
-    const sim = new SimulatedDataplane({
-      statePath: config.dataplaneState || undefined,
-      nodeIP: simulatedNodeIP(config),
-      clock: deps.clock,
-      onCall: (op) => deps.metrics.inc(METRIC.simulatedCalls, { op }),
-    });
-    return simulatedDataplane(sim, { ...deps, hnsCallTimeoutMs: hnsCallTimeoutMs(config) });
-  }
+  if (config.dataplane === 'simulated') return (await import('./simulated-node.js')).createSimulatedDataplane(config, deps);
   // Loaded lazily: only the win32 modules import ffi-rs, so nothing native is touched elsewhere.
   let win32: typeof import('./win32.js');
   try {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
 import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { simulatedDataplane } from '../../src/dataplane/factory.js';
+import { simulatedDataplane } from '../../src/dataplane/simulated-node.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { Metrics } from '../../src/health/metrics.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
