@@ -82,7 +82,7 @@ describe('what the flanneld binary loads', () => {
       const { packages, own } = await traced(
         ['--kube-subnet-mgr', `--kubeconfig-file=${join(dir, 'kubeconfig')}`, `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${join(dir, 'kube.env')}`, '--dataplane=simulated', '--iface=10.0.0.7'],
         { NODE_NAME: 'win-lazy' },
-        'dataplane in sync with peers',
+        'first reconcile pass done',
       );
       expect(packages.has('@kubernetes/client-node')).toBe(true);
       expect(packages.has('winston')).toBe(true);
@@ -111,7 +111,7 @@ describeEtcd('what the flanneld binary loads in etcd mode (real etcd)', () => {
     const { packages, own } = await traced(
       [`--etcd-endpoints=${etcd.endpoint}`, '--etcd-prefix=/lazy/network', `--subnet-file=${join(dir, 'etcd.env')}`, '--dataplane=simulated', '--iface=10.0.0.8'],
       {},
-      'dataplane in sync with peers',
+      'first reconcile pass done',
     );
     expect(packages.has('etcd3')).toBe(true);
     expect(packages.has('@kubernetes/client-node')).toBe(false);
