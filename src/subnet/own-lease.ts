@@ -10,7 +10,7 @@
 //   IsLoopback, IsLinkLocalUnicast, IsMulticast): peers could never reach the node there.
 // Pure: throws FLANNEL_ERR_NODE naming the node.
 import { FlannelError } from '../errors.js';
-import { cidrContains, contains, isIp4, parseCidr } from '../ip4.js';
+import { cidrContains, contains, isApipa, isIp4, parseCidr } from '../ip4.js';
 
 /** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
 export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {
@@ -41,7 +41,7 @@ export function unusablePublicIP(ip: string): string | undefined {
   if (!isIp4(ip)) return undefined;
   if (ip === '0.0.0.0') return 'unspecified';
   if (contains('127.0.0.0/8', ip)) return 'loopback';
-  if (contains('169.254.0.0/16', ip)) return 'link-local';
+  if (isApipa(ip)) return 'link-local';
   if (contains('224.0.0.0/4', ip)) return 'multicast';
   return undefined;
 }
