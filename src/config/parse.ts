@@ -8,7 +8,7 @@ import { ConfigError, FlagError, FlannelError, errorMessage } from '../errors.js
 import type { LogLevel } from '../log.js';
 import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
-import { FLAGS, applyFlagValue, envVarName, parseFlags, parseGoBool, parseGoInt, renderUsage } from './flags.js';
+import { FLAGS, applyFlagValue, envVarName, parseFlags, parseGoBool, parseGoInt, platformDefault, renderUsage } from './flags.js';
 import type { FlagValue } from './flags.js';
 
 export type ParsedCommand = { kind: 'help'; text: string } | { kind: 'version' } | { kind: 'run'; config: AgentConfig };
@@ -23,8 +23,9 @@ export interface ParseOptions {
 
 export type Env = Record<string, string | undefined>;
 
-export const WINDOWS_NET_CONFIG_PATH = 'C:\\etc\\kube-flannel\\net-conf.json';
-export const WINDOWS_SUBNET_FILE = 'C:\\run\\flannel\\subnet.env';
+// Windows defaults come from the flag table (flags.ts `windowsDefault`), which --help shows.
+export const WINDOWS_NET_CONFIG_PATH = windowsDefault('net-config-path');
+export const WINDOWS_SUBNET_FILE = windowsDefault('subnet-file');
 export const DEFAULT_EVENT_QUEUE_DEPTH = 5000;
 
 const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
@@ -188,9 +189,8 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   return { kind: 'run', config };
 }
 
-export const WINDOWS_SOURCE_VIP_FILE = 'C:\\run\\flannel\\sourcevip.json';
-export const WINDOWS_SOURCE_VIP_COMPAT_FILES = ['C:\\k\\sourceVip.json', 'C:\\sourcevip\\sourceVip.json'];
-export const WINDOWS_CNI_IPAM_DATA_DIR = 'C:\\var\\lib\\cni\\networks';
+const WINDOWS_SOURCE_VIP_COMPAT_FILES = windowsDefault('source-vip-compat-files');
+const WINDOWS_CNI_IPAM_DATA_DIR = windowsDefault('cni-ipam-data-dir');
 
 /** Source VIP paths: "none" disables one; empty takes the platform default (on Windows: on; elsewhere: off unless given). */
 function sourceVipSettings(str: (name: string) => string, win: boolean, subnetFile: string): Pick<AgentConfig, 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'> {
@@ -200,7 +200,7 @@ function sourceVipSettings(str: (name: string) => string, win: boolean, subnetFi
   };
   const sep = win ? '\\' : '/';
   const dir = /^(.*)[\\/][^\\/]*$/.exec(subnetFile)?.[1] ?? '.';
-  const compat = pick('source-vip-compat-files', win ? WINDOWS_SOURCE_VIP_COMPAT_FILES.join(',') : '');
+  const compat = pick('source-vip-compat-files', win ? WINDOWS_SOURCE_VIP_COMPAT_FILES : '');
   return {
     sourceVipFile: pick('source-vip-file', win ? `${dir}${sep}sourcevip.json` : ''),
     sourceVipCompatFiles: compat.split(',').map((s) => s.trim()).filter((s) => s !== ''),
@@ -208,10 +208,18 @@ function sourceVipSettings(str: (name: string) => string, win: boolean, subnetFi
   };
 }
 
-function flagDefault(name: string): FlagValue {
+function flagSpec(name: string): (typeof FLAGS)[number] {
   const spec = FLAGS.find((f) => f.name === name);
   if (!spec) throw new Error(`internal: no flag ${name}`);
-  return spec.default;
+  return spec;
+}
+
+function flagDefault(name: string): FlagValue {
+  return flagSpec(name).default;
+}
+
+function windowsDefault(name: string): string {
+  return platformDefault(flagSpec(name), 'win32') as string;
 }
 
 function nonEmpty(env: Env): Record<string, string> {

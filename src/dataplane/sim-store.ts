@@ -10,6 +10,7 @@ import * as nodeFs from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import { FlannelError, errorMessage } from '../errors.js';
+import { processAlive } from '../host/agent-lock.js';
 import { parseState, serializeState, type DataplaneState } from './sim-state.js';
 
 /** The file-system calls the dataplane makes (node:fs by default). */
@@ -42,15 +43,6 @@ export interface StateStoreOptions {
 /** Block the thread for `ms` (the lock is taken inside synchronous model calls). */
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 export class StateStore {
@@ -225,7 +217,7 @@ export class StateStore {
         return { pid, stale: false };
       }
     }
-    const dead = pid !== undefined && pid !== process.pid && !pidAlive(pid);
+    const dead = pid !== undefined && pid !== process.pid && !processAlive(pid);
     return { pid, stale: dead || this.now() - at > LOCK_STALE_MS };
   }
 

@@ -51,7 +51,8 @@ export function agentLockPath(subnetFile: string): string {
   return join(dirname(subnetFile), AGENT_LOCK_FILE);
 }
 
-function processAlive(pid: number): boolean {
+/** Is a process with this PID running (on Windows node maps signal 0 to OpenProcess)? */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

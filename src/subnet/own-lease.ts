@@ -6,11 +6,12 @@
 // - a podCIDR as large as Network or larger: it would claim every peer's subnet;
 // - a /31 or /32: no room for the gateway (.1) the CNI and HNS give the pod network plus any pod
 //   (flannel's own SubnetLen rule, pkg/subnet/config.go CheckNetworkConfig: "SubnetLen must be less than /31");
-// - a public IP that is unspecified, loopback, link-local or multicast (Go net.IP IsUnspecified,
-//   IsLoopback, IsLinkLocalUnicast, IsMulticast): peers could never reach the node there.
+// - a public IP that is unspecified (0/8), loopback, link-local, multicast, broadcast or reserved (240/4)
+//   (Go net.IP IsUnspecified, IsLoopback, IsLinkLocalUnicast, IsMulticast; the rest are what this
+//   agent's peer validation rejects as not unicast): peers could never reach the node there.
 // Pure: throws FLANNEL_ERR_NODE naming the node.
 import { FlannelError } from '../errors.js';
-import { cidrContains, contains, isIp4, parseCidr } from '../ip4.js';
+import { cidrContains, contains, isApipa, isIp4, isUnicast, parseCidr } from '../ip4.js';
 
 /** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
 export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {
@@ -39,10 +40,13 @@ export function checkOwnSubnet(node: string, network: string, podCIDR: string): 
 /** Why `ip` cannot be a node's public IP, or undefined when it can. */
 export function unusablePublicIP(ip: string): string | undefined {
   if (!isIp4(ip)) return undefined;
-  if (ip === '0.0.0.0') return 'unspecified';
+  if (contains('0.0.0.0/8', ip)) return 'unspecified';
   if (contains('127.0.0.0/8', ip)) return 'loopback';
-  if (contains('169.254.0.0/16', ip)) return 'link-local';
+  if (isApipa(ip)) return 'link-local';
   if (contains('224.0.0.0/4', ip)) return 'multicast';
+  if (ip === '255.255.255.255') return 'broadcast';
+  // What is left outside unicast is 240/4; peers reject all of these (validate.ts, public-ip-not-unicast).
+  if (!isUnicast(ip)) return 'reserved';
   return undefined;
 }
 

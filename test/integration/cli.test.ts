@@ -8,24 +8,10 @@ import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
 import { freePort, waitFor } from '../support/cluster.js';
+import { MAIN, runFlanneld as runAsync } from '../support/flanneld-process.js';
 
-const MAIN = join(process.cwd(), 'dist', 'main.js');
 const run = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 20_000 });
-
-/** Like run(), but without blocking the event loop (the fake API server lives in this process). */
-function runAsync(args: string[], env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('exit', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stderr });
-    });
-  });
-}
 
 beforeAll(() => {
   if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');

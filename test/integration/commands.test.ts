@@ -10,11 +10,11 @@ import { command as cniConfig } from '../../src/commands/cni-config.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
+import { MAIN } from '../support/flanneld-process.js';
 
 const WIN = 'win-1';
 const WIN_IP = '10.0.0.20';
 const WIN_CIDR = '10.244.100.0/24';
-const MAIN = join(process.cwd(), 'dist', 'main.js');
 
 let cluster: TestCluster | undefined;
 afterEach(async () => {

@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { MAIN } from '../support/flanneld-process.js';
 
 const DEPLOY = join(process.cwd(), 'deploy');
 const OVERLAY = join(DEPLOY, 'overlays', 'example');
-const MAIN = join(process.cwd(), 'dist', 'main.js');
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -3,10 +3,9 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { COMMANDS } from '../../src/commands/command.js';
+import { MAIN } from '../support/flanneld-process.js';
 
-const MAIN = join(process.cwd(), 'dist', 'main.js');
 const run = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' }, timeout: 20_000 });
 
 beforeAll(() => {

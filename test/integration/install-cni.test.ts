@@ -4,7 +4,6 @@
 // 127.0.0.1, and from file paths: the hash is checked before anything is written, a bad hash or a corrupt
 // archive leaves the installed plugins as they were, and a rerun with the same files writes nothing.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -14,8 +13,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import tarStream from 'tar-stream';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
+import { MAIN, runFlanneld } from '../support/flanneld-process.js';
 
-const MAIN = join(process.cwd(), 'dist', 'main.js');
 const require = createRequire(import.meta.url);
 const PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
 
@@ -43,16 +42,7 @@ async function tgzOf(files: Record<string, Buffer>): Promise<Buffer> {
   return gzipSync(Buffer.concat(chunks));
 }
 
-function run(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, 'install-cni', ...args], { env: { PATH: process.env['PATH'] ?? '' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('exit', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const run = (args: string[]) => runFlanneld(['install-cni', ...args]);
 
 let dir: string;
 let server: Server;

@@ -16,6 +16,7 @@ import { FlannelError } from '../../src/errors.js';
 import { systemClock } from '../../src/clock.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import type { TestCa, TestCert } from '../support/etcd.js';
+import { waitFor } from '../support/cluster.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const SMP = 'application/strategic-merge-patch+json';
@@ -26,14 +27,6 @@ let api: FakeKubeApiServer;
 let dir: string;
 let kubeconfigPath: string;
 const controllers: AbortController[] = [];
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function signal(): AbortSignal {
   const c = new AbortController();
@@ -413,7 +406,7 @@ describe('watchLeases', () => {
     const m = manager();
     expect(m.hasSynced).toBe(false);
     const c = collect(m);
-    await waitFor(() => c.snapshots().length === 1, 5000, 'first snapshot');
+    await waitFor(() => c.snapshots().length === 1, 'first snapshot', 5000);
     expect(m.hasSynced).toBe(true);
     expect(c.snapshots()[0]!.leases).toEqual([
       {
@@ -425,10 +418,10 @@ describe('watchLeases', () => {
         created: Date.parse(api.getNode('linux-1')!.metadata.creationTimestamp!),
       },
     ]);
-    await waitFor(() => api.activeWatches === 1, 5000, 'watch');
+    await waitFor(() => api.activeWatches === 1, 'watch', 5000);
 
     api.addNode(peer(2, 'host-gw'));
-    await waitFor(() => c.events().length === 1, 5000, 'added');
+    await waitFor(() => c.events().length === 1, 'added', 5000);
     expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null, created: expect.any(Number) } });
 
     // Heartbeat-only / unrelated changes: no events.
@@ -437,16 +430,16 @@ describe('watchLeases', () => {
     api.updateNode('win', (n) => void (n.metadata.annotations!.x = 'y'));
     // Relevant change.
     api.updateNode('linux-1', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.99'));
-    await waitFor(() => c.events().length === 2, 5000, 'changed');
+    await waitFor(() => c.events().length === 2, 'changed', 5000);
     expect(c.events()[1]).toMatchObject({ type: 'added', lease: { key: 'linux-1', publicIP: '10.0.0.99' } });
 
     // Stops being managed by flannel: removed.
     api.updateNode('linux-2', (n) => void delete n.metadata.annotations![`${P}kube-subnet-manager`]);
-    await waitFor(() => c.events().length === 3, 5000, 'unmanaged');
+    await waitFor(() => c.events().length === 3, 'unmanaged', 5000);
     expect(c.events()[2]).toMatchObject({ type: 'removed', lease: { key: 'linux-2' } });
 
     api.deleteNode('linux-1');
-    await waitFor(() => c.events().length === 4, 5000, 'deleted');
+    await waitFor(() => c.events().length === 4, 'deleted', 5000);
     expect(c.events()[3]).toMatchObject({ type: 'removed', lease: { key: 'linux-1', publicIP: '10.0.0.99' } });
     await new Promise((r) => setTimeout(r, 50));
     expect(c.events()).toHaveLength(4);
@@ -458,18 +451,18 @@ describe('watchLeases', () => {
     api.addNode(peer(2));
     const metrics = new Metrics();
     const c = collect(manager({ metrics }));
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
     await api.stop();
     api.deleteNode('linux-2');
     api.addNode(peer(3));
     await new Promise((r) => setTimeout(r, 150)); // a few failed reconnects
     await api.start();
-    await waitFor(() => c.snapshots().length >= 2, 5000, 'relist snapshot');
+    await waitFor(() => c.snapshots().length >= 2, 'relist snapshot', 5000);
     expect(c.snapshots().at(-1)!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
     expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
-    await waitFor(() => api.activeWatches === 1, 5000, 'rewatch');
+    await waitFor(() => api.activeWatches === 1, 'rewatch', 5000);
     api.addNode(peer(4));
-    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-4'), 5000, 'event after restart');
+    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-4'), 'event after restart', 5000);
   });
 
   it('410 Gone after compaction: relist snapshot', async () => {
@@ -477,10 +470,10 @@ describe('watchLeases', () => {
     api.addNode(peer(2));
     const metrics = new Metrics();
     const c = collect(manager({ metrics }));
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
     api.compact(); // ends the open watch cleanly; its resume is too old
-    await waitFor(() => api.expiredWatches === 1, 5000, '410');
-    await waitFor(() => c.snapshots().length >= 2, 5000, 'relist after 410');
+    await waitFor(() => api.expiredWatches === 1, '410', 5000);
+    await waitFor(() => c.snapshots().length >= 2, 'relist after 410', 5000);
     expect(c.snapshots().at(-1)!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2']);
     expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
   });
@@ -489,12 +482,12 @@ describe('watchLeases', () => {
     api.addNode(peer(1));
     api.addNode(peer(2));
     const c = collect(manager());
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
     // Close the watch, delete while no watch is open, compact: the resume gets 410, the delete is never seen.
     api.closeWatches();
     api.deleteNode('linux-2');
     api.compact({ closeWatches: false });
-    await waitFor(() => c.snapshots().length >= 2, 5000, 'relist');
+    await waitFor(() => c.snapshots().length >= 2, 'relist', 5000);
     expect(c.snapshots().at(-1)!.leases.map((l) => l.key)).toEqual(['linux-1']);
     expect(api.expiredWatches).toBe(1);
     expect(c.events()).toHaveLength(0);
@@ -503,13 +496,13 @@ describe('watchLeases', () => {
   it('a clean watch close resumes from the last resourceVersion without a relist', async () => {
     api.addNode(peer(1));
     const c = collect(manager());
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
     api.addNode(peer(2));
-    await waitFor(() => c.events().length === 1);
+    await waitFor(() => c.events().length === 1, 'condition', 5000);
     api.closeWatches();
-    await waitFor(() => api.activeWatches === 1, 5000, 'rewatch');
+    await waitFor(() => api.activeWatches === 1, 'rewatch', 5000);
     api.addNode(peer(3));
-    await waitFor(() => c.events().length === 2);
+    await waitFor(() => c.events().length === 2, 'condition', 5000);
     expect(c.snapshots()).toHaveLength(1);
     const watches = api.requests.filter((r) => r.query.watch === 'true');
     expect(Number(watches.at(-1)!.query.resourceVersion)).toBeGreaterThan(Number(watches[0]!.query.resourceVersion));
@@ -524,7 +517,7 @@ describe('watchLeases', () => {
     await new Promise((r) => setTimeout(r, 150));
     expect(updates).toHaveLength(0);
     await api.start();
-    await waitFor(() => updates.length === 1, 5000, 'snapshot after API came up');
+    await waitFor(() => updates.length === 1, 'snapshot after API came up', 5000);
     ctrl.abort();
     await expect(done).resolves.toBeUndefined();
   });
@@ -532,7 +525,7 @@ describe('watchLeases', () => {
   it('list pages are followed (limit/continue)', async () => {
     for (let i = 1; i <= 7; i++) api.addNode(peer(i));
     const c = collect(manager({ listPageSize: 3 }));
-    await waitFor(() => c.snapshots().length === 1);
+    await waitFor(() => c.snapshots().length === 1, 'condition', 5000);
     expect(c.snapshots()[0]!.leases).toHaveLength(7);
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes' && r.query.watch !== 'true')).toHaveLength(3);
     // The first list's pages arrive as additions before the complete list's snapshot.
@@ -550,26 +543,26 @@ describe('watchLeases', () => {
     api.addNode(peer(250, 'vxlan', 'l'.repeat(300)));
     const metrics = new Metrics();
     const c = collect(manager({ metrics }), metrics);
-    await waitFor(() => c.snapshots().length === 1, 5000, 'snapshot');
+    await waitFor(() => c.snapshots().length === 1, 'snapshot', 5000);
     expect(c.snapshots()[0]!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
     expect(metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
-    await waitFor(() => api.activeWatches === 1, 5000, 'watch');
+    await waitFor(() => api.activeWatches === 1, 'watch', 5000);
     api.addNode(peer(251, 'vxlan', 'm'.repeat(300)));
     api.updateNode('linux-3', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.33'));
-    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-3'), 5000, 'event after a skipped one');
+    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-3'), 'event after a skipped one', 5000);
     expect(metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
     expect(c.snapshots()).toHaveLength(1);
   });
 
   it('hostile nodes never break the watch', async () => {
     const c = collect(manager());
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1);
+    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
     const evil = peer(9);
     evil.metadata.annotations![`${P}backend-data`] = 'x'.repeat(100_000);
     evil.spec = { podCIDR: 42 as unknown as string, podCIDRs: [{} as unknown as string, '0.0.0.0/0'] };
     api.addNode(evil);
     api.addNode(peer(1));
-    await waitFor(() => c.events().length === 2);
+    await waitFor(() => c.events().length === 2, 'condition', 5000);
     expect(c.events()[0]!.lease).toMatchObject({ key: 'linux-9', subnet: '0.0.0.0/0', backendData: undefined });
   });
 });
@@ -587,7 +580,7 @@ describe('a hung API server: every request has a deadline', () => {
     expect(err.code).toBe('FLANNEL_ERR_KUBE');
     expect(Date.now() - started).toBeLessThan(5000);
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
-    await waitFor(() => api.hangingRequests === 0, 2000, 'hung requests abandoned by the client');
+    await waitFor(() => api.hangingRequests === 0, 'hung requests abandoned by the client', 2000);
   });
 
   it('own-Node GET, pod lookup and status patch that hang once are retried', async () => {
@@ -611,7 +604,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', LIST, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
     manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
-    await waitFor(() => updates.some((u) => u.kind === 'snapshot'), 5000, 'snapshot after the hung pages');
+    await waitFor(() => updates.some((u) => u.kind === 'snapshot'), 'snapshot after the hung pages', 5000);
     const snap = updates.find((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot')!;
     expect(snap.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
     expect(api.requests.filter((r) => LIST.test(`${r.path}?${new URLSearchParams(r.query).toString()}`)).length).toBeGreaterThanOrEqual(4);
@@ -623,11 +616,11 @@ describe('a hung API server: every request has a deadline', () => {
     const updates: LeaseUpdate[] = [];
     const m = manager({ watchTimeoutSeconds: 1, watchSilenceMs: 400 });
     m.watchLeases((u) => updates.push(u), signal());
-    await waitFor(() => updates.length === 1 && api.hangingRequests === 1, 5000, 'a silent watch');
-    await waitFor(() => api.activeWatches === 1, 5000, 'a new watch after the silent one');
+    await waitFor(() => updates.length === 1 && api.hangingRequests === 1, 'a silent watch', 5000);
+    await waitFor(() => api.activeWatches === 1, 'a new watch after the silent one', 5000);
     expect(api.hangingRequests).toBe(0);
     api.addNode(peer(2));
-    await waitFor(() => updates.some((u) => u.kind === 'events' && u.events.some((e) => e.lease.key === 'linux-2')), 5000, 'event through the new watch');
+    await waitFor(() => updates.some((u) => u.kind === 'events' && u.events.some((e) => e.lease.key === 'linux-2')), 'event through the new watch', 5000);
     const watches = api.requests.filter((r) => r.query.watch === 'true');
     expect(watches[0]!.query).toMatchObject({ allowWatchBookmarks: 'true', timeoutSeconds: '1' });
   });
@@ -636,14 +629,14 @@ describe('a hung API server: every request has a deadline', () => {
     api.addNode(peer(1));
     const updates: LeaseUpdate[] = [];
     manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
-    await waitFor(() => updates.length === 1 && api.activeWatches === 1, 5000, 'synced');
+    await waitFor(() => updates.length === 1 && api.activeWatches === 1, 'synced', 5000);
     api.hang('GET', /^\/api\/v1\/nodes/);
     api.closeWatches();
     api.deleteNode('linux-1');
     await new Promise((r) => setTimeout(r, 1200));
     expect(updates).toHaveLength(1);
     api.unhang();
-    await waitFor(() => updates.length >= 2, 5000, 'relist after the hang');
+    await waitFor(() => updates.length >= 2, 'relist after the hang', 5000);
     expect(updates.at(-1)).toEqual({ kind: 'snapshot', leases: [] });
   });
 });

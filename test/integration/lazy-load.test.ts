@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
+import { MAIN } from '../support/flanneld-process.js';
 
-const MAIN = join(process.cwd(), 'dist', 'main.js');
 const TRACE_HOOK = join(process.cwd(), 'test', 'support', 'import-trace.mjs');
 
 let dir: string;

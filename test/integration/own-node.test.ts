@@ -46,6 +46,11 @@ describe('own-lease checks (pure)', () => {
 
   it.each([
     ['0.0.0.0', 'unspecified'],
+    // The rest of 0/8, 240/4 and the limited broadcast: peers reject these as not unicast
+    // (validate.ts public-ip-not-unicast), so the own node must not publish them either.
+    ['0.1.2.3', 'unspecified'],
+    ['240.0.0.1', 'reserved'],
+    ['255.255.255.255', 'broadcast'],
     ['127.0.0.1', 'loopback'],
     ['127.255.0.9', 'loopback'],
     ['169.254.10.1', 'link-local'],

@@ -5,7 +5,8 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
-import { MAIN, SimCluster } from '../support/sim-node.js';
+import { MAIN } from '../support/flanneld-process.js';
+import { SimCluster } from '../support/sim-node.js';
 
 const WIN = 'win-1';
 let cluster: SimCluster;

@@ -2,7 +2,6 @@
 // dataplane and the fake API server: the table and the JSON, exit 0 in sync and 1 when a peer cannot be
 // programmed, the start kind across a restart, /status refused to other hosts, an unreachable agent.
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
@@ -11,8 +10,8 @@ import { parseConfig } from '../../src/config/parse.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, waitFor } from '../support/cluster.js';
+import { MAIN, runFlanneld as cli } from '../support/flanneld-process.js';
 
-const MAIN = join(process.cwd(), 'dist', 'main.js');
 const WIN = 'win-1';
 const WIN_IP = '10.0.0.20';
 const BOOT = Date.parse('2026-01-01T00:00:00Z');
@@ -29,22 +28,6 @@ afterEach(async () => {
 beforeAll(() => {
   if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
 });
-
-/** The built CLI, without blocking this process's event loop (the agent and the API server live here). */
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env['PATH'] ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('exit', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
-}
 
 /** An agent with a health port and an injected boot time (the simulated node keeps no boot record otherwise). */
 async function startAgent(c: TestCluster, netConf: unknown, port: number, healthzIP = '127.0.0.1') {

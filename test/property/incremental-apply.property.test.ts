@@ -124,7 +124,9 @@ describe('incremental apply', () => {
       }),
       { numRuns: 300 },
     );
-  });
+    // About 1 s alone; 300 runs of many setImmediate turns each took over 30 s while the Wine tests held
+    // both cores of the shared machine in a full `npm test`.
+  }, 120_000);
 
   it('a change written incrementally needs no read of the dataplane', async () => {
     await fc.assert(

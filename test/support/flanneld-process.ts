@@ -1,5 +1,7 @@
-// The built daemon (dist/main.js) as a child process, for tests that need a real second process (the
-// agent lock) or the whole output of one (secrets): stderr collected, exit awaited, killed on timeout.
+// The built CLI (dist/main.js) as a child process: `startFlanneld` for a long-running agent that tests
+// need as a real second process (the agent lock) or whose whole output they read (secrets), and
+// `runFlanneld` for a command that exits (status, install-cni, ...). Both leave this process's event loop
+// free (the fake API server and in-process agents live here), collect the output and kill on timeout.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
@@ -33,4 +35,26 @@ export function startFlanneld(args: string[], env: Record<string, string>, timeo
       return exited;
     },
   };
+}
+
+export interface FlanneldRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `node dist/main.js ...args` to its exit, with only PATH and `env` in its environment. */
+export function runFlanneld(args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<FlanneldRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
 }

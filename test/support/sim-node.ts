@@ -6,7 +6,6 @@
 // like every other writer.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimulatedDataplane, type DataplaneState, type SimAdapter } from '../../src/dataplane/simulated.js';
@@ -14,18 +13,8 @@ import type { FaultRule } from '../../src/dataplane/sim-faults.js';
 import { policySetting, type HcnNetwork } from '../../src/hns/schema.js';
 import { cidrContains } from '../../src/ip4.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
-import { waitFor } from './cluster.js';
-
-export const MAIN = join(process.cwd(), 'dist', 'main.js');
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, waitFor } from './cluster.js';
+import { MAIN } from './flanneld-process.js';
 
 /** One JSON log line of the agent. */
 export type LogLine = Record<string, unknown> & { level: string; message: string };

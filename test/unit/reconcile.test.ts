@@ -1,8 +1,8 @@
 import { describe, it, expect } from '@jest/globals';
 import { planReconcile, Reconciler } from '../../src/backends/reconcile.js';
 import type { PlanOps, ReconcileDriver } from '../../src/backends/reconcile.js';
-import type { Clock } from '../../src/clock.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { FakeClock, flush } from '../support/fake-clock.js';
 
 // Items are "key=value" strings on both sides: key = the part before '=', same = equal strings.
 const ops: PlanOps<string, string> = {
@@ -33,52 +33,6 @@ describe('planReconcile', () => {
     expect({ ...p, replace: p.replace.map((r) => [r.from, r.to]) }).toEqual(want);
   });
 });
-
-class FakeClock implements Clock {
-  t = 1_000_000;
-  timers: { at: number; resolve: () => void }[] = [];
-  now(): number {
-    return this.t;
-  }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const timer = {
-        at: this.t + ms,
-        resolve: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-      };
-      const onAbort = () => {
-        this.timers = this.timers.filter((x) => x !== timer);
-        reject(signal!.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.timers.push(timer);
-    });
-  }
-  pending(): number[] {
-    return this.timers.map((x) => x.at - this.t).sort((a, b) => a - b);
-  }
-  async advance(ms: number): Promise<void> {
-    const end = this.t + ms;
-    for (;;) {
-      await flush();
-      const due = this.timers.filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.t = due.at;
-      this.timers = this.timers.filter((x) => x !== due);
-      due.resolve();
-    }
-    this.t = end;
-    await flush();
-  }
-}
-
-async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) await new Promise<void>((r) => setImmediate(r));
-}
 
 class FakeDriver implements ReconcileDriver<string, string> {
   name = 'fake';

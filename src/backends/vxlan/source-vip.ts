@@ -22,9 +22,10 @@
 //  * the files: `--source-vip-file` (default `C:\run\flannel\sourcevip.json`) and every
 //    `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and `C:\sourcevip\sourceVip.json`),
 //    each ONE object both readers accept: microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip reads
-//    host-local's CNI 0.2.0 output as `.ip4.ip.Split("/")[0]`; sig-windows-tools
-//    hostprocess/flannel/kube-proxy/start.ps1 (since #308) reads CNI 0.3.0 output as
-//    `.ips[0].address.Split("/")[0]`.
+//    host-local's CNI 0.2.0 output as `.ip4.ip.Split("/")[0]`, as does sig-windows-tools
+//    hostprocess/flannel/kube-proxy/start.ps1 at the commit test/integration/kube-proxy-handoff.test.ts
+//    cites; scripts that run host-local with `"cniVersion": "0.3.1"` (for example a Calico node script's
+//    GetSourceVip) read its CNI 0.3.x output as `.ips[0].address.Split("/")[0]`.
 import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
