@@ -60,7 +60,7 @@ export function checkOwnPublicIPs(node: string, annotations: Record<string, stri
     if (why) {
       throw new FlannelError(
         'FLANNEL_ERR_NODE',
-        `annotation ${annotation}=${ip} of node "${node}" is a ${why} address that peers cannot reach; set it to the node's routable IPv4 address or remove it`,
+        `annotation ${annotation}=${ip} of node "${node}" is an address peers cannot reach (${why}); set it to the node's routable IPv4 address or remove it`,
         { node, annotation, publicIP: ip },
       );
     }
