@@ -26,6 +26,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { MARKER as KUBECONFIG_BUNDLE } from './kubeconfig-bundle.mjs';
 import { RUNTIME_EXEC_ARGV } from './runtime-flags.mjs';
 
 const run = promisify(execFile);
@@ -171,6 +172,8 @@ async function bundle(workDir) {
   for (const input of Object.keys(result.metafile.inputs)) {
     const pkg = packageDirOf(resolve(REPO, input));
     if (pkg) bundled.add(pkg);
+    // client-node's config module, already bundled into dist/ by npm run build
+    else if (/kubeconfig\.js$/.test(input) && readFileSync(resolve(REPO, input), 'utf8').startsWith(KUBECONFIG_BUNDLE)) bundled.add(dirname(require.resolve('@kubernetes/client-node/package.json')));
   }
   return { outfile, bundled: [...bundled].sort(), assetPackages: [...assetPackages].sort() };
 }

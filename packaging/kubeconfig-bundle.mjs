@@ -21,8 +21,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CLIENT_NODE = `${sep}node_modules${sep}@kubernetes${sep}client-node${sep}`;
-/** The first line of a bundled file: a second run leaves it alone. */
-const MARKER = '// flanneld: client-node KubeConfig bundle';
+/** The first line of a bundled file: a second run leaves it alone; packaging/build.mjs credits client-node. */
+export const MARKER = '// flanneld: client-node KubeConfig bundle';
 const GENERATED = /[\\/]client-node[\\/]dist[\\/]gen[\\/](models|apis)[\\/]/;
 
 function isBuiltin(spec) {
