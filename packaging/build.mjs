@@ -26,6 +26,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { MARKER as KUBECONFIG_BUNDLE } from './kubeconfig-bundle.mjs';
 import { RUNTIME_EXEC_ARGV } from './runtime-flags.mjs';
 
 const run = promisify(execFile);
@@ -164,10 +165,15 @@ async function bundle(workDir) {
   // Anything but the ffi-rs import left as a computed import() would fail inside the SEA.
   const computed = [...code.matchAll(/[^.\w$]import\(([^)]{0,40})/g)].map((m) => m[1]).filter((a) => a !== '"ffi-rs"');
   if (computed.length > 0) throw new Error(`the bundle keeps dynamic import(${computed.join('), import(')}): add it to packaging/build.mjs`);
+  // dist/subnet/kube/kubeconfig.js must be the build's bundle of client-node's config module (packaging/kubeconfig-bundle.mjs).
+  const generated = Object.keys(result.metafile.inputs).filter((i) => /client-node[\\/]dist[\\/](index\.js|gen[\\/])/.test(i));
+  if (generated.length > 0) throw new Error(`the bundle holds client-node's index or generated classes (${generated[0]}): run npm run build, not tsc alone`);
   const bundled = new Set();
   for (const input of Object.keys(result.metafile.inputs)) {
     const pkg = packageDirOf(resolve(REPO, input));
     if (pkg) bundled.add(pkg);
+    // client-node's config module, already bundled into dist/ by npm run build
+    else if (/kubeconfig\.js$/.test(input) && readFileSync(resolve(REPO, input), 'utf8').startsWith(KUBECONFIG_BUNDLE)) bundled.add(dirname(require.resolve('@kubernetes/client-node/package.json')));
   }
   return { outfile, bundled: [...bundled].sort(), assetPackages: [...assetPackages].sort() };
 }

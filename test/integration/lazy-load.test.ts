@@ -24,8 +24,8 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** What a trace names: packages by name, our own modules by their path under dist/. */
-function loaded(traceFile: string): { packages: Set<string>; own: Set<string> } {
+/** What a trace names: packages by name, our own modules by their path under dist/, and every URL. */
+function loaded(traceFile: string): { packages: Set<string>; own: Set<string>; urls: string[] } {
   const urls = existsSync(traceFile) ? readFileSync(traceFile, 'utf8').split('\n').filter(Boolean) : [];
   const packages = new Set<string>();
   const own = new Set<string>();
@@ -35,11 +35,11 @@ function loaded(traceFile: string): { packages: Set<string>; own: Set<string> } 
     if (pkg) packages.add(pkg[1]!);
     else if (url.startsWith(dist)) own.add(url.slice(dist.length));
   }
-  return { packages, own };
+  return { packages, own, urls };
 }
 
 /** Run the binary with the import trace until `until` appears on stderr (then SIGTERM) or it exits. */
-async function traced(args: string[], env: Record<string, string>, until?: string): Promise<{ packages: Set<string>; own: Set<string>; stderr: string }> {
+async function traced(args: string[], env: Record<string, string>, until?: string): Promise<{ packages: Set<string>; own: Set<string>; urls: string[]; stderr: string }> {
   const trace = join(dir, `trace-${++seq}.txt`);
   const child = spawn(process.execPath, ['--import', TRACE_HOOK, MAIN, ...args], {
     env: { PATH: process.env['PATH'] ?? '', FLANNEL_IMPORT_TRACE: trace, ...env },
@@ -78,13 +78,18 @@ describe('what the flanneld binary loads', () => {
     });
     afterAll(() => api.stop());
 
-    it('loads @kubernetes/client-node and the host-gw backend, never etcd3, vxlan or the win32 dataplane', async () => {
-      const { packages, own } = await traced(
+    it('loads client-node\'s KubeConfig and the host-gw backend, never etcd3, vxlan or the win32 dataplane', async () => {
+      const { packages, own, urls } = await traced(
         ['--kube-subnet-mgr', `--kubeconfig-file=${join(dir, 'kubeconfig')}`, `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${join(dir, 'kube.env')}`, '--dataplane=simulated', '--iface=10.0.0.7'],
         { NODE_NAME: 'win-lazy' },
         'first reconcile pass done',
       );
-      expect(packages.has('@kubernetes/client-node')).toBe(true);
+      // client-node's KubeConfig comes from the build's bundle of its config module (packaging/
+      // kubeconfig-bundle.mjs), without the generated API and model classes (+43 MB RSS): neither the
+      // package index nor anything under its dist/gen/ is loaded; its own dependencies still are.
+      expect(own.has('subnet/kube/kubeconfig.js')).toBe(true);
+      expect(urls.filter((u) => u.includes('/@kubernetes/client-node/')).slice(0, 5)).toEqual([]);
+      for (const p of ['js-yaml', 'openid-client', 'node-fetch']) expect([p, packages.has(p)]).toEqual([p, true]);
       expect(packages.has('winston')).toBe(true);
       expect(packages.has('etcd3')).toBe(false);
       expect(packages.has('ffi-rs')).toBe(false);
@@ -117,7 +122,7 @@ describeEtcd('what the flanneld binary loads in etcd mode (real etcd)', () => {
     expect(packages.has('@kubernetes/client-node')).toBe(false);
     expect(own.has('backends/vxlan/backend.js')).toBe(true);
     expect(own.has('subnet/etcd/factory.js')).toBe(true);
-    for (const m of ['backends/hostgw/backend.js', 'subnet/kube/manager.js', 'subnet/kube/client.js', 'dataplane/win32.js']) {
+    for (const m of ['backends/hostgw/backend.js', 'subnet/kube/manager.js', 'subnet/kube/client.js', 'subnet/kube/kubeconfig.js', 'dataplane/win32.js']) {
       expect([m, own.has(m)]).toEqual([m, false]);
     }
   });

@@ -9,7 +9,7 @@
 // FLANNEL_ERR_KUBE_INSECURE (client-go would send the token in clear text).
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from './kubeconfig.js';
 import type { Cluster, User } from '@kubernetes/client-node';
 import { errorMessage, FlannelError } from '../../errors.js';
 import type { Logger } from '../../log.js';

@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// `npm run build` step after tsc: replaces dist/subnet/kube/kubeconfig.js (a re-export of
+// @kubernetes/client-node's dist/config.js, where KubeConfig lives) with an esbuild bundle of that
+// module and its own files only. client-node has no "exports" map, so its dist files are published
+// entry points; but config.js imports the generated index (gen/index.js) for makeApiClient alone, and
+// that index evaluates every generated API class and about 900 model classes (+43 MB RSS, +25 MB heap,
+// README "What the process loads"). Bundling lets esbuild drop what KubeConfig never reaches: the API
+// classes by tree shaking, and the model classes because they are marked side-effect free here (each
+// one only defines a class and sets static fields on it). Kubeconfig parsing, the auth plugins (exec,
+// token file, OIDC, Azure, GCP) and the TLS options are client-node's code, unchanged.
+//
+// client-node's third-party imports (js-yaml, node-fetch, openid-client, hpagent, ...) stay imports of
+// those packages; the build fails if one would resolve from dist/ to another copy than client-node
+// itself gets (a nested node_modules). The SEA bundle (packaging/build.mjs) bundles this file as is.
+//
+// Usage: node packaging/kubeconfig-bundle.mjs [DIST_DIR]   (default: dist/ of this repository)
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
+import { dirname, join, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const CLIENT_NODE = `${sep}node_modules${sep}@kubernetes${sep}client-node${sep}`;
+/** The first line of a bundled file: a second run leaves it alone; packaging/build.mjs credits client-node. */
+export const MARKER = '// flanneld: client-node KubeConfig bundle';
+const GENERATED = /[\\/]client-node[\\/]dist[\\/]gen[\\/](models|apis)[\\/]/;
+
+function isBuiltin(spec) {
+  return spec.startsWith('node:') || builtinModules.includes(spec.split('/')[0]);
+}
+
+/** Bundle client-node's own files; keep packages external; model classes are side-effect free. */
+function clientNodeOnly() {
+  return {
+    name: 'flanneld-client-node-only',
+    setup(build) {
+      build.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.kind === 'entry-point' || args.pluginData === 'inner') return undefined;
+        if (isBuiltin(args.path)) return { path: args.path, external: true };
+        const fromClientNode = args.importer.includes(CLIENT_NODE);
+        if (args.path.startsWith('@kubernetes/client-node/') || (fromClientNode && args.path.startsWith('.'))) {
+          const r = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: 'inner' });
+          if (r.errors.length > 0) return { errors: r.errors };
+          return GENERATED.test(r.path) ? { ...r, sideEffects: false } : r;
+        }
+        if (!fromClientNode) throw new Error(`kubeconfig bundle: unexpected import "${args.path}" from ${args.importer}`);
+        // A package client-node imports: it must be the same copy from dist/ as from client-node.
+        const viaClientNode = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'inner' });
+        const viaDist = await build.resolve(args.path, { kind: args.kind, resolveDir: build.initialOptions.stdin.resolveDir, pluginData: 'inner' });
+        if (viaClientNode.path !== viaDist.path) {
+          throw new Error(`kubeconfig bundle: "${args.path}" resolves to ${viaDist.path} from dist/ but to ${viaClientNode.path} from client-node; dedupe it (npm dedupe)`);
+        }
+        return { path: args.path, external: true };
+      });
+    },
+  };
+}
+
+/** Replace `<distDir>/subnet/kube/kubeconfig.js` by the bundle; returns the client-node files it holds. */
+export async function bundleKubeConfig(distDir = join(REPO, 'dist')) {
+  const file = join(distDir, 'subnet', 'kube', 'kubeconfig.js');
+  if (!existsSync(file)) throw new Error(`${file} is missing: run tsc first`);
+  const src = readFileSync(file, 'utf8');
+  if (src.startsWith(MARKER)) return undefined;
+  if (!src.includes("'@kubernetes/client-node/dist/config.js'")) throw new Error(`${file}: not the re-export of client-node's dist/config.js (update packaging/kubeconfig-bundle.mjs)`);
+  const esbuild = await import('esbuild');
+  const version = createRequire(import.meta.url)('@kubernetes/client-node/package.json').version;
+  const result = await esbuild.build({
+    stdin: { contents: src.replace(/^\/\/# sourceMappingURL=.*$/m, ''), resolveDir: dirname(file), sourcefile: 'kubeconfig.js', loader: 'js' },
+    bundle: true,
+    write: false,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    metafile: true,
+    logLevel: 'warning',
+    banner: { js: `${MARKER} (@kubernetes/client-node ${version} dist/config.js; packaging/kubeconfig-bundle.mjs)` },
+    plugins: [clientNodeOnly()],
+  });
+  const out = Object.values(result.metafile.outputs)[0];
+  const inputs = Object.keys(out.inputs).filter((i) => out.inputs[i].bytesInOutput > 0);
+  const generated = inputs.filter((i) => GENERATED.test(i));
+  if (!out.exports.includes('KubeConfig')) throw new Error('kubeconfig bundle: KubeConfig is not exported');
+  if (generated.length > 0) throw new Error(`kubeconfig bundle: generated classes are still in it: ${generated.slice(0, 3).join(', ')}`);
+  writeFileSync(file, result.outputFiles[0].text);
+  rmSync(`${file}.map`, { force: true });
+  return inputs.filter((i) => i.includes('client-node'));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  await bundleKubeConfig(process.argv[2] ? resolve(process.argv[2]) : undefined);
+}
