@@ -79,7 +79,7 @@ export async function run({ quick }) {
     for (const ph of phases) {
       const ms = ph.ms ?? durationMs;
       log(`churn: ${ph.name} for ${ms / 1000}s`);
-      const calls0 = dataplaneCallsFromMetrics(a.metrics);
+      const calls0 = await dataplaneCallsFromMetrics(a.metrics);
       const reconnects0 = a.metrics.total(METRIC.apiReconnects);
       const base0 = await baseline.cpu();
       const cpu = cpuSampler();
@@ -96,7 +96,7 @@ export async function run({ quick }) {
         if (t === undefined || t < ev.t) missing++;
         else lat.push(t - ev.t);
       }
-      const calls = diffCalls(dataplaneCallsFromMetrics(a.metrics), calls0);
+      const calls = diffCalls(await dataplaneCallsFromMetrics(a.metrics), calls0);
       const seconds = c.wallMs / 1000;
       const baseCpuMs = base1.cpuMs - base0.cpuMs;
       if (ph.name === 'idle') {
