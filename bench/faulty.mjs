@@ -17,7 +17,9 @@ import {
 } from './lib/common.mjs';
 
 const HNS_FAIL = 0x80004005; // E_FAIL
-const ROUTE_FAIL = 1168;
+// ERROR_GEN_FAILURE: a transient refusal. Not 1168 (ERROR_NOT_FOUND), which the host-gw driver rightly
+// reads as "the vNIC is gone" and answers by ending the pass and resolving the interface again.
+const ROUTE_FAIL = 31;
 
 async function one(backend, n, stallMs) {
   const api = await new ApiServerProcess().setup(makeTmpDir(), { peers: n, backend });
@@ -40,22 +42,13 @@ async function one(backend, n, stallMs) {
     const writeOp = backend === 'vxlan' ? 'HcnModifyNetwork' : 'CreateIpForwardEntry2';
     a.sim.failRate(0.01, backend === 'vxlan' ? HNS_FAIL : ROUTE_FAIL);
     a.sim.stall(writeOp, stallMs, 1);
-    // Attempts: wrap the transport-level write entry points.
-    if (backend === 'vxlan') {
-      const t = a.agent.dataplane.hns['transport'];
-      const mod = t.modifyNetwork.bind(t);
-      t.modifyNetwork = (h, settings) => {
-        for (const p of JSON.parse(settings).Settings.Policies) countAttempt(p.Settings.DestinationPrefix);
-        return mod(h, settings);
-      };
-    } else {
-      const rt = a.agent.dataplane.routes['inner'];
-      const add = rt.add.bind(rt);
-      rt.add = (route) => {
-        countAttempt(route.destinationPrefix);
-        return add(route);
-      };
-    }
+    // Attempts: every write call the simulated node receives (SimulatedDataplane.enter, where its
+    // injected failures fire), per destination prefix named in the call's input.
+    const enter = a.sim.enter.bind(a.sim);
+    a.sim.enter = (op, kind, items, input) => {
+      if (op === writeOp) for (const m of String(input).matchAll(/"DestinationPrefix":"([^"]+)"/g)) countAttempt(m[1]);
+      return enter(op, kind, items, input);
+    };
     const t0 = wallNow();
     await a.agent.network.waitForInSync();
     // waitForInSync resolves on the first fully successful pass; under failures that is convergence.
