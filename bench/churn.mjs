@@ -5,6 +5,7 @@
 // agent made (its /metrics counters). The periodic resync is off, so every call is event-driven.
 // Same-run baselines: the idle phase (CPU per event is net of idle), and a bare client-node Watch on
 // the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the same events.
+/* global performance */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { METRIC } from '../dist/health/metrics.js';
@@ -61,6 +62,18 @@ export async function run({ quick }) {
     hookWrites(a.sim, (kind, prefix, t) => {
       if (!writes[kind].has(prefix)) writes[kind].set(prefix, t);
     });
+    // Time spent in the simulated HNS's policy store (synchronous, in this process): the simulator's
+    // share of the agent process's CPU per node event, which on Windows is HNS's, not flanneld's.
+    let simMs = 0;
+    const modify = a.sim.modifyNetworkPolicies.bind(a.sim);
+    a.sim.modifyNetworkPolicies = (...args) => {
+      const t = performance.now();
+      try {
+        return modify(...args);
+      } finally {
+        simMs += performance.now() - t;
+      }
+    };
     while (!a.agent.network) await sleep(10);
     await a.agent.network.waitForInSync();
     baseline = await startWatchBaseline(api.kubeconfig);
@@ -79,8 +92,9 @@ export async function run({ quick }) {
     for (const ph of phases) {
       const ms = ph.ms ?? durationMs;
       log(`churn: ${ph.name} for ${ms / 1000}s`);
-      const calls0 = dataplaneCallsFromMetrics(a.metrics);
+      const calls0 = await dataplaneCallsFromMetrics(a.metrics);
       const reconnects0 = a.metrics.total(METRIC.apiReconnects);
+      const simMs0 = simMs;
       const base0 = await baseline.cpu();
       const cpu = cpuSampler();
       const res = await api.call('churn', { addDelPerSec: ph.addDelPerSec, statusPerSec: ph.statusPerSec, durationMs: ms, live });
@@ -96,7 +110,7 @@ export async function run({ quick }) {
         if (t === undefined || t < ev.t) missing++;
         else lat.push(t - ev.t);
       }
-      const calls = diffCalls(dataplaneCallsFromMetrics(a.metrics), calls0);
+      const calls = diffCalls(await dataplaneCallsFromMetrics(a.metrics), calls0);
       const seconds = c.wallMs / 1000;
       const baseCpuMs = base1.cpuMs - base0.cpuMs;
       if (ph.name === 'idle') {
@@ -113,6 +127,7 @@ export async function run({ quick }) {
         statusPerSec: r1(res.statusUpdates / seconds),
         cpuSharePct: c.cpuShare,
         cpuMsPerNodeEvent: nodeEvents ? r2((c.cpuMs - idleCpuMsPerSec * seconds) / nodeEvents) : null,
+        simHnsMsPerNodeEvent: nodeEvents ? r2((simMs - simMs0) / nodeEvents) : null,
         watchBaselineCpuSharePct: r2((baseCpuMs / c.wallMs) * 100),
         watchBaselineCpuMsPerNodeEvent: nodeEvents ? r2((baseCpuMs - idleBaseCpuMsPerSec * seconds) / nodeEvents) : null,
         p50ms: r1(percentile(lat, 50)),

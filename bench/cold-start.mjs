@@ -77,7 +77,7 @@ async function coldStart(n, backend) {
     await envWatch;
     await a.agent.network.waitForInSync();
     await new Promise((r) => setTimeout(r, 20)); // let the milestone log line land
-    const tProgrammed = a.milestones['dataplane in sync with peers'] ?? wallNow();
+    const tProgrammed = a.milestones['first reconcile pass done'] ?? wallNow();
     const held = programmedPrefixes(a.sim, backend).size;
     const applyCalls = classifyCalls(diffSimCalls(a.sim.calls, callsAtEnv ?? new Map()));
     const passes = a.metrics.total('flannel_apply_passes_total');

@@ -13,11 +13,14 @@ import {
   sleep,
   startAgent,
   table,
+  waitUntil,
   wallNow,
 } from './lib/common.mjs';
 
 const HNS_FAIL = 0x80004005; // E_FAIL
-const ROUTE_FAIL = 1168;
+// ERROR_GEN_FAILURE: a transient refusal. Not 1168 (ERROR_NOT_FOUND), which the host-gw driver rightly
+// reads as "the vNIC is gone" and answers by ending the pass and resolving the interface again.
+const ROUTE_FAIL = 31;
 
 async function one(backend, n, stallMs) {
   const api = await new ApiServerProcess().setup(makeTmpDir(), { peers: n, backend });
@@ -40,29 +43,26 @@ async function one(backend, n, stallMs) {
     const writeOp = backend === 'vxlan' ? 'HcnModifyNetwork' : 'CreateIpForwardEntry2';
     a.sim.failRate(0.01, backend === 'vxlan' ? HNS_FAIL : ROUTE_FAIL);
     a.sim.stall(writeOp, stallMs, 1);
-    // Attempts: wrap the transport-level write entry points.
-    if (backend === 'vxlan') {
-      const t = a.agent.dataplane.hns['transport'];
-      const mod = t.modifyNetwork.bind(t);
-      t.modifyNetwork = (h, settings) => {
-        for (const p of JSON.parse(settings).Settings.Policies) countAttempt(p.Settings.DestinationPrefix);
-        return mod(h, settings);
-      };
-    } else {
-      const rt = a.agent.dataplane.routes['inner'];
-      const add = rt.add.bind(rt);
-      rt.add = (route) => {
-        countAttempt(route.destinationPrefix);
-        return add(route);
-      };
-    }
+    // Attempts: every write call the simulated node receives (SimulatedDataplane.enter, where its
+    // injected failures fire), per destination prefix named in the call's input.
+    const enter = a.sim.enter.bind(a.sim);
+    a.sim.enter = (op, kind, items, input) => {
+      if (op === writeOp) for (const m of String(input).matchAll(/"DestinationPrefix":"([^"]+)"/g)) countAttempt(m[1]);
+      return enter(op, kind, items, input);
+    };
     const t0 = wallNow();
     await a.agent.network.waitForInSync();
-    // waitForInSync resolves on the first fully successful pass; under failures that is convergence.
+    // waitForInSync resolves on the first successful pass, refused items aside (they are retried alone
+    // after their backoff): convergence is the moment the dataplane holds every peer.
+    const missing = () => {
+      const held = programmedPrefixes(a.sim, backend);
+      let k = 0;
+      for (let i = 1; i <= n; i++) if (!held.has(peer(i).subnet)) k++;
+      return k;
+    };
+    await waitUntil(() => missing() === 0, 'every peer held', 120_000, 20).catch(() => undefined);
     const tConverged = wallNow();
-    const held = programmedPrefixes(a.sim, backend);
-    let lost = 0;
-    for (let i = 1; i <= n; i++) if (!held.has(peer(i).subnet)) lost++;
+    const lost = missing();
     const calls = classifyCalls(a.sim.calls);
     const errors = a.metrics.total('flannel_dataplane_errors_total');
     const passCount = (result) => a.metrics.get('flannel_apply_passes_total', { result });
@@ -107,7 +107,7 @@ export async function run({ quick }) {
     rows,
     notes: [
       'ideal = N x 50 ms: one sequential 50 ms write per peer. vxlan writes 64 policies per HcnModifyNetwork (3 HNS calls with open/close); host-gw writes routes 8 at a time.',
-      'duplicateWrites counts a policy/route written while the dataplane already held it; lost counts peers missing once the agent reports in sync.',
+      'duplicateWrites counts a policy/route written while the dataplane already held it; lost counts peers still missing 120 s after the agent reported in sync (refused items aside).',
     ],
   };
 }

@@ -47,7 +47,7 @@ export async function startCliAgent({ kubeconfig, backend = 'vxlan', peers, exec
         } catch {
           continue;
         }
-        if (rec.message === 'dataplane in sync with peers' && rec.peers === peers) {
+        if (rec.message === 'first reconcile pass done' && rec.peers === peers) {
           clearTimeout(timer);
           resolve();
         }

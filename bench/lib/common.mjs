@@ -141,7 +141,7 @@ export async function freePort() {
 
 /** A winston logger that prints nothing and time-stamps the agent's milestone messages. */
 export function milestoneLogger(milestones, echo = false) {
-  const watch = new Set(['wrote subnet.env', 'node list synced', 'dataplane in sync with peers', 'lease acquired']);
+  const watch = new Set(['wrote subnet.env', 'node list synced', 'first reconcile pass done', 'lease acquired']);
   const fmt = winston.format((info) => {
     const msg = String(info.message);
     if (watch.has(msg) && milestones[msg] === undefined) milestones[msg] = wallNow();
@@ -201,8 +201,18 @@ export async function fastPolicyStore(sim) {
   const index = new WeakMap(); // network object -> { arr, map }
   const orig = sim.modifyNetworkPolicies.bind(sim);
   sim.modifyNetworkPolicies = (op, id, requestType, policies) => {
-    const net = sim['state'].networks.find((n) => String(n.ID).toUpperCase() === String(id).toUpperCase());
-    if (!net || !Array.isArray(policies) || (requestType !== 'Add' && requestType !== 'Remove')) return orig(op, id, requestType, policies);
+    if (!Array.isArray(policies) || (requestType !== 'Add' && requestType !== 'Remove')) return orig(op, id, requestType, policies);
+    let handled = false;
+    // mutate() is the simulator's public hook for a change to its model (locked and persisted like a call).
+    sim.mutate((state) => {
+      const net = state.networks.find((n) => String(n.ID).toUpperCase() === String(id).toUpperCase());
+      if (!net) return;
+      handled = true;
+      applyIndexed(net, op, id, requestType, policies);
+    });
+    if (!handled) orig(op, id, requestType, policies);
+  };
+  function applyIndexed(net, op, id, requestType, policies) {
     let ix = index.get(net);
     if (!ix || ix.arr !== net.Policies || ix.len !== (net.Policies ?? []).length) {
       const map = new Map();
@@ -239,7 +249,7 @@ export async function fastPolicyStore(sim) {
     ix.arr = net.Policies;
     ix.len = net.Policies.length;
     index.set(net, ix);
-  };
+  }
   return sim;
 }
 
@@ -261,9 +271,9 @@ export function classifyCalls(calls) {
  * a Map op -> count. diffCalls() totals `reads` (HNS get/list/query/enumerate, route listing) and
  * `writes` (HNS add/remove/create/delete/modify, route add/remove); host calls are neither.
  */
-export function dataplaneCallsFromMetrics(metrics) {
+export async function dataplaneCallsFromMetrics(metrics) {
   const calls = new Map();
-  for (const line of metrics.render().split('\n')) {
+  for (const line of (await metrics.render()).split('\n')) {
     const m = /^flannel_dataplane_calls_total\{op="([^"]+)"\} (\d+)/.exec(line);
     if (m) calls.set(m[1], Number(m[2]));
   }

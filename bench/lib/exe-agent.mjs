@@ -54,7 +54,7 @@ export async function runExeAgent({ exeDir, kubeconfig, backend = 'vxlan', peers
   child.on('exit', (c) => (exitCode = c));
   try {
     const deadline = Date.now() + timeoutMs;
-    const synced = () => readFileSync(errFile, 'utf8').split('\n').some((l) => l.includes('"dataplane in sync with peers"') && l.includes(`"peers":${peers}`));
+    const synced = () => readFileSync(errFile, 'utf8').split('\n').some((l) => l.includes('"first reconcile pass done"') && l.includes(`"peers":${peers}`));
     while (!synced()) {
       if (exitCode !== undefined) throw new Error(`flanneld.exe exited ${exitCode}:\n${readFileSync(errFile, 'utf8').slice(-3000)}`);
       if (Date.now() > deadline) throw new Error(`flanneld.exe did not sync ${peers} peers:\n${readFileSync(errFile, 'utf8').slice(-3000)}`);
