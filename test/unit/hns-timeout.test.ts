@@ -1,4 +1,4 @@
-// HnsClient's per-call timeout (--hns-call-timeout, issue 6): a hung HNS call fails the operation with
+// HnsClient's per-call timeout (--hns-call-timeout): a hung HNS call fails the operation with
 // FLANNEL_ERR_HNS_CALL instead of hanging the agent; what the call returns later is released.
 import { describe, expect, it } from '@jest/globals';
 import { HnsError } from '../../src/errors.js';
