@@ -1,6 +1,6 @@
 // The agent: wires config, net-conf, the subnet manager, the dataplane and a backend together and runs
 // them until the signal aborts. Mirrors flannel main.go (newSubnetManager, backend registration,
-// WriteSubnetFile, the health server) with Windows rules and the reconcile design of ARCHITECTURE.md.
+// WriteSubnetFile, the health server) with Windows rules and the reconcile design of docs/adr/0001.
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see README, Performance: what the process loads).

@@ -1,4 +1,4 @@
-// The reconcile engine both backends use (ARCHITECTURE.md item 6). No upstream flannel counterpart:
+// The reconcile engine both backends use (docs/adr/0001). No upstream flannel counterpart:
 // flannel's route/policy handlers apply events one by one and never sweep stale state (flannel#2554).
 // The shape is Felix's Windows VXLAN manager (projectcalico/calico felix/dataplane/windows/vxlan_mgr.go:
 // record the desired state, mark it dirty, apply later) with an incremental apply: the last read of the

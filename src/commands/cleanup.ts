@@ -1,5 +1,5 @@
 // `flanneld cleanup`: undo what the agent did on this node, for uninstalling or switching backends. Removes
-// only the agent's own objects, found by the names net-conf.json gives (COMPATIBILITY.md §5):
+// only the agent's own objects, found by the names net-conf.json gives (docs/compatibility.md §5):
 //  * host-gw: the peer routes on the management vNIC (destinations inside Network, other than the own
 //    subnet: exactly the set the agent reconciles), the host endpoint `<name>_ep`, the L2Bridge network;
 //  * vxlan: the source VIP endpoint `<name>_sourcevip`, its host-local reservation and sourceVip files,

@@ -191,7 +191,7 @@ export const defaultDeps: ServiceDeps = {
   exists: existsSync,
   runHost: (host, args) =>
     new Promise((resolve, reject) => {
-      // inherited console/handles: the host's output goes where flanneld's goes (no pipes: see WINDOWS.md)
+      // inherited console/handles: the host's output goes where flanneld's goes (no pipes: a pipe nobody drains blocks the host)
       const child = spawn(host, args, { stdio: 'inherit', windowsHide: true });
       child.on('error', reject);
       child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));

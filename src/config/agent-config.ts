@@ -8,7 +8,7 @@ export interface AgentConfig {
   kubeSubnetMgr: boolean;
   kubeconfigFile: string;
   kubeApiUrl: string;
-  /** Normalised per COMPATIBILITY.md §3 (ends in `/` or `-`). */
+  /** Normalised per docs/compatibility.md §3 (ends in `/` or `-`). */
   kubeAnnotationPrefix: string;
   netConfigPath: string;
   subnetFile: string;

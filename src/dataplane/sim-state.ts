@@ -1,4 +1,4 @@
-// The simulated node's state document (ARCHITECTURE.md "Simulated dataplane state file"; README "The
+// The simulated node's state document (README "The
 // simulated node"): its types, its validation, and the fresh node it starts from. Pure.
 import { FlannelError } from '../errors.js';
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';

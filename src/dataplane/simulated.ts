@@ -1,6 +1,6 @@
 // The simulated Windows node: one model (HNS networks/endpoints in the HCN v2 schema, the IPv4 route
 // table, the host adapters) shared by the simulated HNS transport, route table and host, and persisted to
-// one JSON file that several processes may share (ARCHITECTURE.md "Simulated dataplane state file";
+// one JSON file that several processes may share (
 // README "The simulated node"). The parts: sim-state.ts (the document), sim-store.ts (the shared file and
 // its lock), sim-faults.ts (the `faults` rules and test injections), sim-objects.ts (HNS objects),
 // sim-host.ts (adapters, vSwitch, routes).

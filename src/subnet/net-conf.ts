@@ -1,7 +1,7 @@
 // Parse net-conf.json into a NetworkConfig, with flannel's defaults and the Windows backend rules.
 // Mirrors flannel pkg/subnet/config.go (ParseConfig, CheckNetworkConfig) and the config parts of
 // pkg/backend/vxlan/vxlan_windows.go and pkg/backend/hostgw/hostgw_windows.go. Upstream error texts are kept
-// byte for byte (COMPATIBILITY.md §2); every error is FLANNEL_ERR_NET_CONF.
+// byte for byte (docs/compatibility.md §2); every error is FLANNEL_ERR_NET_CONF.
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
 import { FlannelError, errorMessage } from '../errors.js';

@@ -1,5 +1,5 @@
 // subnet.env, the file the flannel CNI meta-plugin reads. Mirrors flannel pkg/subnet/subnet.go
-// (WriteSubnetFile) and main.go (ReadCIDRFromSubnetFile); COMPATIBILITY.md §4 is the contract.
+// (WriteSubnetFile) and main.go (ReadCIDRFromSubnetFile); docs/compatibility.md §4 is the contract.
 import * as nodeFs from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';

@@ -4,8 +4,8 @@
 //
 // Every size and offset below was printed by a probe compiled with x86_64-w64-mingw32-gcc against the
 // SDK headers mingw-w64 ships (netioapi.h, iprtrmib.h) and run under Wine; the Windows test harness
-// asserts SIZES and OFFSETS against the same probe. Where ../../shared/WINDOWS.md and the header
-// disagree, the header wins.
+// asserts SIZES and OFFSETS against the same probe. Where any other
+// description and the header disagree, the header wins.
 
 // ================================================================ constants
 

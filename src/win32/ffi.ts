@@ -1,7 +1,7 @@
 // The one module that touches ffi-rs: it implements the native seam (./native.ts) on the real DLLs.
 // Loaded lazily (the win32 dataplane is imported on demand), so nothing native loads elsewhere.
 //
-// Rules this file keeps (../../shared/WINDOWS.md, "ffi-rs 1.3.7"):
+// Rules this file keeps (ffi-rs 1.3.7's pitfalls, found under Wine):
 // - a library is `open()`ed before any `load()` from it, once per process;
 // - every string/struct argument is a Buffer (DataType.U8Array, zero-copy): UTF-16LE built by
 //   ./encoding.ts, never DataType.String/WString (WString is UTF-32 on Linux);

@@ -73,7 +73,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
       'NetworkUnavailable condition',
     ).then((c) => expect(c).toMatchObject({ status: 'False', reason: 'FlannelIsUp' }));
 
-    // The Overlay network as COMPATIBILITY.md §5 describes it.
+    // The Overlay network as docs/compatibility.md §5 describes it.
     expect(net).toMatchObject({ Type: 'Overlay', Flags: 8 });
     expect(net.Ipams![0]!.Subnets![0]).toMatchObject({ IpAddressPrefix: WIN_CIDR, Policies: [{ Type: 'VSID', Settings: { IsolationId: 4096 } }] });
     expect(net.Policies!.map((p) => p.Type)).toEqual(expect.arrayContaining(['NetAdapterName', 'HostRoute', 'ProviderAddress', 'DrMacAddress']));

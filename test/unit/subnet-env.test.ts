@@ -14,7 +14,7 @@ import type { SubnetEnvFs } from '../../src/subnet/subnet-env.js';
 import { isFlannelError } from '../../src/errors.js';
 
 describe('encodeSubnetEnv', () => {
-  it('matches the COMPATIBILITY.md §4 example byte for byte', () => {
+  it('matches the docs/compatibility.md §4 example byte for byte', () => {
     const text = encodeSubnetEnv({ network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true });
     expect(Buffer.from(text)).toEqual(
       Buffer.from('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n'),

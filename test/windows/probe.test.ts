@@ -27,7 +27,7 @@ if (!harness.run && mustFailWhenSkipped()) {
     probe = JSON.parse(r.stdout) as Probe;
   }, 300_000);
 
-  it('the probe reports the documented x64 layout of MIB_IPFORWARD_ROW2 (WINDOWS.md)', () => {
+  it('the probe reports the documented x64 layout of MIB_IPFORWARD_ROW2 (netioapi.h)', () => {
     expect(probe.MIB_IPFORWARD_ROW2!.size).toBe(104);
     expect(probe.MIB_IPFORWARD_ROW2!.offsets).toMatchObject({ InterfaceIndex: 8, 'DestinationPrefix.PrefixLength': 40, 'NextHop.Ipv4.sin_addr': 48, Metric: 84, Protocol: 88 });
   });
