@@ -1,9 +1,8 @@
 // The simulated Windows node: one model (HNS networks/endpoints in the HCN v2 schema, the IPv4 route
 // table, the host adapters) shared by the simulated HNS transport, route table and host, and persisted to
-// one JSON file that several processes may share (
-// README "The simulated node"). The parts: sim-state.ts (the document), sim-store.ts (the shared file and
-// its lock), sim-faults.ts (the `faults` rules and test injections), sim-objects.ts (HNS objects),
-// sim-host.ts (adapters, vSwitch, routes).
+// one JSON file that several processes may share (README "The simulated node"). The parts: sim-state.ts
+// (the document), sim-store.ts (the shared file and its lock), sim-faults.ts (the `faults` rules and test
+// injections), sim-objects.ts (HNS objects), sim-host.ts (adapters, vSwitch, routes).
 import { FlannelError, RouteError } from '../errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
