@@ -1,10 +1,8 @@
-// The simulated node's state document (README "The
-// simulated node"): its types, its validation, and the fresh node it starts from. Pure.
-import { FlannelError } from '../errors.js';
+// The simulated node's state document (README "The simulated node"): its types and the fresh node it
+// starts from. Pure. ./state-file.ts parses and validates it.
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
-import { nthAddress, parseCidr } from '../ip4.js';
-import { parseFaultRules, type FaultRule } from './sim-faults.js';
-import { parseDataplaneState } from './state-file.js';
+import { nthAddress } from '../ip4.js';
+import type { FaultRule } from './sim-faults.js';
 
 /** A route as the state file stores it (iphlpapi's MIB_IPFORWARD_ROW2, reduced). */
 export interface SimRoute {
@@ -69,45 +67,6 @@ export function initialState(ip: string): DataplaneState {
 /** The next free interface index (Windows never reuses one while the adapter exists). */
 export function nextInterfaceIndex(state: DataplaneState): number {
   return Math.max(PHYSICAL_ADAPTER_INDEX, ...state.adapters.map((a) => a.InterfaceIndex), ...state.routes.map((r) => r.InterfaceIndex)) + 1;
-}
-
-function malformed(file: string, why: string): FlannelError {
-  return new FlannelError(
-    'FLANNEL_ERR_DATAPLANE_STATE',
-    `simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`,
-    { file },
-  );
-}
-
-function checkAdapters(file: string, adapters: unknown[]): void {
-  adapters.forEach((a, i) => {
-    const o = (typeof a === 'object' && a !== null ? a : {}) as Record<string, unknown>;
-    if (typeof o.Name !== 'string' || !Number.isInteger(o.InterfaceIndex) || typeof o.IPAddress !== 'string') {
-      throw malformed(file, `adapters[${i}] needs Name, InterfaceIndex and IPAddress ('' for none)`);
-    }
-    if (o.IPAddress !== '' && !parseCidr(`${o.IPAddress}/32`)) throw malformed(file, `adapters[${i}].IPAddress ${JSON.stringify(o.IPAddress)} is not an IPv4 address`);
-  });
-  const names = adapters.map((a) => (a as SimAdapter).Name.toLowerCase());
-  const dup = names.find((n, i) => names.indexOf(n) !== i);
-  if (dup !== undefined) throw malformed(file, `two adapters are named ${JSON.stringify(dup)}`);
-}
-
-/**
- * Parse and check a state document. Adapters may omit PrefixLength (24), Mtu (1500) and Forwarding
- * (false); they are filled in so an operator can add one by hand.
- */
-export function parseState(text: string, file: string): DataplaneState {
-  const state = parseDataplaneState(text, file);
-  const o = state as unknown as Record<string, unknown>;
-  checkAdapters(file, o.adapters as unknown[]);
-  const partial = state.adapters as Partial<SimAdapter>[];
-  state.adapters = partial.map((a) => ({ PrefixLength: a.IPAddress ? 24 : 0, Mtu: 1500, Forwarding: false, ...a }) as SimAdapter);
-  if (o.faults !== undefined) {
-    const faults = parseFaultRules(o.faults);
-    if (typeof faults === 'string') throw malformed(file, faults);
-    state.faults = faults;
-  }
-  return state;
 }
 
 /** The document as the file holds it (stable key order, 2-space indent). */

@@ -11,7 +11,8 @@ import { dirname } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import { FlannelError, errorMessage } from '../errors.js';
 import { processAlive } from '../host/agent-lock.js';
-import { parseState, serializeState, type DataplaneState } from './sim-state.js';
+import { serializeState, type DataplaneState } from './sim-state.js';
+import { parseDataplaneState } from './state-file.js';
 
 /** The file-system calls the dataplane makes (node:fs by default). */
 export interface DataplaneFs {
@@ -96,7 +97,7 @@ export class StateStore {
   }
 
   private rollback(): void {
-    if (this.persisted !== undefined) this.state = parseState(this.persisted, this.file!);
+    if (this.persisted !== undefined) this.state = parseDataplaneState(this.persisted, this.file!);
   }
 
   /** Load the file into `state`; false when it does not exist (the model keeps what it has). */
@@ -116,7 +117,7 @@ export class StateStore {
     }
     this.statKey = this.currentStatKey();
     if (text === this.persisted) return true;
-    this.state = parseState(text, file);
+    this.state = parseDataplaneState(text, file);
     this.persisted = text;
     return true;
   }

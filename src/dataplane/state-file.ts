@@ -5,7 +5,9 @@
 // error naming the file and the entry, never a TypeError deep inside the model.
 import { FlannelError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
-import type { DataplaneState } from './sim-state.js';
+import { isIp4 } from '../ip4.js';
+import { parseFaultRules } from './sim-faults.js';
+import type { DataplaneState, SimAdapter } from './sim-state.js';
 
 type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
 type Obj = Record<string, unknown>;
@@ -74,12 +76,15 @@ class Shape {
   };
 
   adapter = (v: unknown, at: string): void => {
-    this.fields(this.object(v, at), at, { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string' }, { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean' });
+    const a = this.object(v, at);
+    this.fields(a, at, { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string' }, { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean' });
+    if (!Number.isInteger(a.InterfaceIndex)) this.fail(`${at}.InterfaceIndex must be an integer`);
+    if (a.IPAddress !== '' && !isIp4(a.IPAddress as string)) this.fail(`${at}.IPAddress ${JSON.stringify(a.IPAddress)} is not an IPv4 address ('' for none)`);
   };
 }
 
 /**
- * Parse and validate the text of the state file `file`. Throws FLANNEL_ERR_DATAPLANE_STATE naming the
+ * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, faults). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
  * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`).
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
@@ -106,5 +111,16 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   shape.each(o, 'endpoints', '$', false, shape.endpoint);
   shape.each(o, 'routes', '$', false, shape.route);
   shape.each(o, 'adapters', '$', false, shape.adapter);
-  return doc as DataplaneState;
+  const names = (o.adapters as SimAdapter[]).map((a) => a.Name.toLowerCase());
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup !== undefined) fail(`two adapters are named ${JSON.stringify(dup)}`);
+  const state = doc as DataplaneState;
+  // An operator may add an adapter by hand without PrefixLength, Mtu and Forwarding.
+  state.adapters = (state.adapters as Partial<SimAdapter>[]).map((a) => ({ PrefixLength: a.IPAddress ? 24 : 0, Mtu: 1500, Forwarding: false, ...a }) as SimAdapter);
+  if (o.faults !== undefined) {
+    const faults = parseFaultRules(o.faults);
+    if (typeof faults === 'string') fail(faults);
+    state.faults = faults as Exclude<typeof faults, string>;
+  }
+  return state;
 }

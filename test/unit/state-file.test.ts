@@ -59,6 +59,10 @@ describe('simulated dataplane state file', () => {
     ['an endpoint IpConfiguration null', doc({ endpoints: [{ Name: 'e', IpConfigurations: [null] }] })],
     ['a route without NextHop', doc({ routes: [{ ...route, NextHop: undefined }] })],
     ['an adapter with a string index', doc({ adapters: [{ ...adapter, InterfaceIndex: '4' }] })],
+    ['an adapter with a fractional index', doc({ adapters: [{ ...adapter, InterfaceIndex: 4.5 }] })],
+    ['an adapter whose IPAddress is not IPv4', doc({ adapters: [{ ...adapter, IPAddress: '10.0.0' }] })],
+    ['two adapters with one name', doc({ adapters: [adapter, { ...adapter, Name: 'ETHERNET', InterfaceIndex: 7 }] })],
+    ['a faults rule without op', JSON.stringify({ ...JSON.parse(doc({})), faults: [{ hresult: '0x803B002F' }] })],
   ])('%s: FLANNEL_ERR_DATAPLANE_STATE naming the file, never a TypeError or a stack overflow', (_what, text) => {
     const { err, file } = loadError(text);
     expect(err.code).toBe('FLANNEL_ERR_DATAPLANE_STATE');
@@ -68,6 +72,11 @@ describe('simulated dataplane state file', () => {
 
   it('names the bad entry', () => {
     expect(() => parseDataplaneState(doc({ networks: [{ ...network, Policies: [{ Type: 'A' }, null] }] }), '/s.json')).toThrow(/networks\[0\]\.Policies\[1\] must be an object, got null/);
+  });
+
+  it('fills in what an operator may leave out of a hand-added adapter', () => {
+    const state = parseDataplaneState(doc({ adapters: [adapter, { Name: 'Ethernet 2', InterfaceIndex: 9, IPAddress: '192.168.5.2' }] }), '/s.json');
+    expect(state.adapters[1]).toEqual({ Name: 'Ethernet 2', InterfaceIndex: 9, IPAddress: '192.168.5.2', PrefixLength: 24, Mtu: 1500, Forwarding: false });
   });
 
   it('accepts what the dataplane writes, and a policy without Settings', () => {
