@@ -52,11 +52,6 @@ export class RejectionLog {
     return rec && rec.reason !== '' ? { reason: rec.reason, message: rec.message } : undefined;
   }
 
-  /** The reason a node is currently rejected for, if it is. */
-  reasonOf(node: string): LeaseRejectReason | undefined {
-    return this.byNode.get(node)?.reason || undefined;
-  }
-
   /** Record a rejection; returns true when it is new (not the one already remembered for the node). */
   reject(r: Rejection): boolean {
     let rec = this.byNode.get(r.node);

@@ -277,7 +277,7 @@ export class LeaseWatcher {
         return;
       }
       holder = first!.key;
-      const waited = this.rejections.reasonOf(holder);
+      const waited = this.rejections.current(holder)?.reason;
       this.accepted.set(holder, first!);
       this.holder.set(sn, holder);
       this.rejections.accepted(holder);

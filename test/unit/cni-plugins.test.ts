@@ -81,24 +81,19 @@ describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the
     const sources = [{ location: join(dir, 'p.tgz'), sha256: createHash('sha256').update(archive).digest('hex') }];
     return { dir, sources, binDir: join(dir, 'bin') };
   }
-  const busy = (code: string) => Object.assign(new Error(`${code}: operation not permitted, rename`), { code });
+  /** node:fs whose rename onto `name` fails with `code` the first `times` calls (a plugin in use on Windows). */
+  const busyRename = (name: string, code: string, times = Infinity) => ({
+    ...fs,
+    renameSync: (a: fs.PathLike, b: fs.PathLike) => {
+      if (String(b).endsWith(name) && times-- > 0) throw Object.assign(new Error(`${code}: operation not permitted, rename`), { code });
+      fs.renameSync(a, b);
+    },
+  });
 
   it('retries a busy rename with growing waits, then succeeds', async () => {
     const { dir, sources, binDir } = await setup();
-    let failures = 2;
     const waits: number[] = [];
-    const report = await installCniPlugins({
-      sources,
-      binDir,
-      sleep: async (ms) => void waits.push(ms),
-      fs: {
-        ...fs,
-        renameSync: (a: fs.PathLike, b: fs.PathLike) => {
-          if (String(b).endsWith('win-bridge.exe') && failures-- > 0) throw busy('EBUSY');
-          fs.renameSync(a, b);
-        },
-      },
-    });
+    const report = await installCniPlugins({ sources, binDir, sleep: async (ms) => void waits.push(ms), fs: busyRename('win-bridge.exe', 'EBUSY', 2) });
     expect(report.installed).toEqual(['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe']);
     expect(waits).toEqual([50, 100]);
     expect(fs.readFileSync(join(binDir, 'win-bridge.exe'), 'utf8')).toBe('MZ b');
@@ -110,18 +105,7 @@ describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the
     fs.mkdirSync(binDir);
     fs.writeFileSync(join(binDir, 'win-bridge.exe'), 'MZ old');
     const waits: number[] = [];
-    const err = await installCniPlugins({
-      sources,
-      binDir,
-      sleep: async (ms) => void waits.push(ms),
-      fs: {
-        ...fs,
-        renameSync: (a: fs.PathLike, b: fs.PathLike) => {
-          if (String(b).endsWith('win-bridge.exe')) throw busy('EPERM');
-          fs.renameSync(a, b);
-        },
-      },
-    }).then(() => undefined, (e: unknown) => e as FlannelError);
+    const err = await installCniPlugins({ sources, binDir, sleep: async (ms) => void waits.push(ms), fs: busyRename('win-bridge.exe', 'EPERM') }).then(() => undefined, (e: unknown) => e as FlannelError);
     expect(err?.code).toBe('FLANNEL_ERR_CNI_INSTALL');
     expect(err?.context).toMatchObject({ replaced: 'flannel.exe,win-overlay.exe', kept: 'win-bridge.exe,host-local.exe' });
     expect(waits.reduce((a, b) => a + b, 0)).toBe(5050);
