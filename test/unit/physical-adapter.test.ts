@@ -67,6 +67,6 @@ describe("the own Node's public-IP annotations", () => {
     ['invalid values dropped', { 'flannel.alpha.coreos.com/node-public-ip': 'fe80::1', 'flannel.alpha.coreos.com/public-ip-overwrite': '10.0.0.256' }, 'flannel.alpha.coreos.com', {}],
     ['no annotations', undefined, 'flannel.alpha.coreos.com', {}],
   ])('%s', (_what, annotations, prefix, want) => {
-    expect(nodePublicIPsOf(annotations, prefix)).toEqual(want);
+    expect(nodePublicIPsOf({ metadata: { name: 'win-1', annotations } }, prefix)).toEqual(want);
   });
 });

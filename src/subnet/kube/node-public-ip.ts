@@ -10,6 +10,7 @@ import { isIp4 } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 import { annotationKeys, normalizeAnnotationPrefix } from './annotations.js';
 import { KubeHttp } from './http.js';
+import { projectNode } from './projection.js';
 
 export interface NodePublicIPs {
   /** `<prefix>/public-ip-overwrite`, when a valid IPv4. */
@@ -18,17 +19,13 @@ export interface NodePublicIPs {
   nodePublicIP?: string;
 }
 
-/** The two annotations out of a Node's annotation map (invalid values dropped). Pure. */
-export function nodePublicIPsOf(annotations: Record<string, string> | undefined, annotationPrefix: string): NodePublicIPs {
-  const keys = annotationKeys(normalizeAnnotationPrefix(annotationPrefix));
-  const pick = (key: string) => {
-    const raw: unknown = annotations?.[key];
-    const v = typeof raw === 'string' ? raw.trim() : undefined;
-    return v && isIp4(v) ? v : undefined;
-  };
+/** The two annotations out of a raw Node, through the lease projection (invalid values dropped). Pure. */
+export function nodePublicIPsOf(node: unknown, annotationPrefix: string): NodePublicIPs {
+  const rec = projectNode(node, annotationKeys(normalizeAnnotationPrefix(annotationPrefix)));
+  const valid = (v: string | undefined) => (v !== undefined && isIp4(v.trim()) ? v.trim() : undefined);
   const out: NodePublicIPs = {};
-  const overwrite = pick(keys.publicIPOverwrite);
-  const nodeIP = pick(keys.nodePublicIP);
+  const overwrite = valid(rec?.publicIPOverwrite);
+  const nodeIP = valid(rec?.nodePublicIP);
   if (overwrite) out.publicIPOverwrite = overwrite;
   if (nodeIP) out.nodePublicIP = nodeIP;
   return out;
@@ -49,14 +46,13 @@ export async function readNodePublicIPs(opts: {
 }): Promise<NodePublicIPs> {
   try {
     const http = new KubeHttp(opts.kubeConfig, opts.clock ?? systemClock);
-    const node = (await http.json({
+    const node = await http.json({
       method: 'GET',
       path: `/api/v1/nodes/${encodeURIComponent(opts.nodeName)}`,
       timeoutMs: opts.timeoutMs ?? 30_000,
       signal: opts.signal ?? new AbortController().signal,
-    })) as { metadata?: { annotations?: unknown } } | null;
-    const annotations = node?.metadata?.annotations;
-    return nodePublicIPsOf(annotations !== null && typeof annotations === 'object' ? (annotations as Record<string, string>) : undefined, opts.annotationPrefix);
+    });
+    return nodePublicIPsOf(node, opts.annotationPrefix);
   } catch (err) {
     opts.log.warn('could not read the own node for its public-ip annotations; choosing the interface without them', { node: opts.nodeName, error: errorMessage(err) });
     return {};
