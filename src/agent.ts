@@ -130,7 +130,7 @@ export class Agent {
       hnsNetwork,
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
-      network: network?.status?.(),
+      network: network?.status(),
       rejections: this.watcher?.rejected() ?? [],
     });
   }
