@@ -37,3 +37,8 @@ export async function pause(clock: Clock, ms: number, signal: AbortSignal): Prom
     return false;
   }
 }
+
+/** A source of uniform numbers in [0, 1): allocation picks and jitter take one so tests can seed them. */
+export type Random = () => number;
+
+export const systemRandom: Random = () => Math.random();

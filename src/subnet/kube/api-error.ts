@@ -1,8 +1,12 @@
 // How the kube subnet manager reads an API failure: its HTTP status, a short description (the Status
 // message, never headers), whether it is worth retrying (client-go's rule: 408/409/429/5xx and network
-// errors are transient), and the coded FlannelError a caller finally sees.
+// errors are transient), the bounded retry of one call, and the coded FlannelError a caller finally sees.
+// flannel pkg/subnet/kube/kube.go gets the retries from client-go and wraps errors with fmt.Errorf.
+import { backoffDelay } from '../../clock.js';
+import type { Clock } from '../../clock.js';
 import { errorMessage, FlannelError } from '../../errors.js';
 import type { ErrorCode } from '../../errors.js';
+import type { Logger } from '../../log.js';
 
 /** HTTP status of a KubeApiError (or any error carrying one), undefined for network errors and timeouts. */
 export function httpStatus(err: unknown): number | undefined {
@@ -43,4 +47,29 @@ export function kubeError(what: string, err: unknown, code: ErrorCode = 'FLANNEL
         ? "; check flannel's ClusterRole (nodes: get, list, watch; nodes/status: patch; pods: get)"
         : '';
   return new FlannelError(code, `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
+}
+
+export interface ApiRetryOptions {
+  clock: Clock;
+  log: Logger;
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  /** How long a failing call is retried before its error is returned. */
+  timeoutMs: number;
+}
+
+/** Retry `fn` on retryable failures with capped backoff, for at most `timeoutMs`; then kubeError(what). */
+export async function retryApiCall<T>(what: string, fn: () => Promise<T>, o: ApiRetryOptions, signal: AbortSignal): Promise<T> {
+  const deadline = o.clock.now() + o.timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (!retryable(err) || o.clock.now() >= deadline) throw kubeError(what, err);
+      const delayMs = backoffDelay(attempt, o.backoffBaseMs, o.backoffCapMs);
+      o.log.warn('kubernetes API call failed, retrying', { call: what, attempt: attempt + 1, delayMs, error: describe(err) });
+      await o.clock.sleep(delayMs, signal);
+    }
+  }
 }

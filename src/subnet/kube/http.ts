@@ -15,6 +15,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.js';
+import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
 
 /** A non-2xx answer of the API server; `body` is the (bounded) response text, usually a Status. */
 export class KubeApiError extends Error {
@@ -227,4 +228,16 @@ export class KubeHttp {
       opts.signal.removeEventListener('abort', onAbort);
     }
   }
+}
+
+const NODES = '/api/v1/nodes';
+
+/** The Node list over `http`, one page per call, each with a `timeoutMs` deadline (NodeListWatch's list). */
+export function nodeListFn(http: KubeHttp, timeoutMs: number): NodeListFn {
+  return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal });
+}
+
+/** The Node watch over `http` (NodeListWatch's watch). */
+export function nodeWatchFn(http: KubeHttp): NodeWatchFn {
+  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, opts);
 }

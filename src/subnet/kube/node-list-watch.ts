@@ -1,9 +1,12 @@
 // List + watch of Nodes, projected straight to lease records. Mirrors what flannel
-// pkg/subnet/kube/kube.go gets from its client-go node informer (and client-node src/cache.ts does for
-// JavaScript): a paged list, then a watch from the list's resourceVersion, resumed after a clean close
-// and relisted after 410 Gone or a broken watch. Differences by design:
-// - Nodes are read as raw JSON and only the fields flannel needs are kept (projection.ts); an object
-//   that cannot be projected is skipped, logged and counted, and the rest of the list still counts.
+// pkg/subnet/kube/kube.go gets from its client-go node informer, and takes its list and watch as
+// functions, as client-node's ListWatch (src/cache.ts) takes a `listFn` and a `Watch`: the real ones
+// are raw JSON requests with deadlines (http.ts nodeListFn/nodeWatchFn); tests inject others. The
+// relist-with-backoff loop around them is ../relist.ts: a paged list, then a watch from the list's
+// resourceVersion, resumed after a clean close and relisted after 410 Gone or a broken watch.
+// Differences by design:
+// - Only the fields flannel needs are kept (projection.ts); an object that cannot be projected is
+//   skipped, logged and counted, and the rest of the list still counts.
 // - Every list page has a deadline, and a watch that goes silent is abandoned well under a minute:
 //   the watch asks for `timeoutSeconds` (the server ends it cleanly) and `allowWatchBookmarks` (the
 //   apiserver sends a bookmark about once a minute and before its timeout; kubernetes/kubernetes#90249,
@@ -11,44 +14,54 @@
 //   `watchSilenceMs` means the connection is dead even when TCP does not say so.
 // - The first list's pages are emitted as they arrive (`page`, additions only); the complete list ends
 //   with a `snapshot` as before, so nothing is removed on a partial view.
-import { backoffDelay, pause } from '../../clock.js';
-import type { Clock } from '../../clock.js';
-import { errorMessage } from '../../errors.js';
+import type { Clock, Random } from '../../clock.js';
 import { METRIC } from '../../health/metrics.js';
 import type { Metrics } from '../../health/metrics.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseEvent, LeaseUpdate, LeaseUpdateHandler } from '../lease.js';
+import type { Lease, LeaseEvent, LeaseUpdateHandler } from '../lease.js';
+import { deliverUpdate, runRelistLoop } from '../relist.js';
+import type { ListWatchSource, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
 import { describe } from './api-error.js';
-import type { KubeHttp } from './http.js';
 import { leaseRelevantChanged, projectNode, toLease } from './projection.js';
 import type { NodeLease } from './projection.js';
 
-export interface NodeWatchOptions {
-  http: KubeHttp;
+/** One page of the Node list (`GET /api/v1/nodes?limit=&continue=`), as raw JSON. */
+export type NodeListFn = (page: { limit: number; continue?: string }, signal: AbortSignal) => Promise<unknown>;
+
+export interface NodeWatchQuery {
+  resourceVersion: string;
+  allowWatchBookmarks: boolean;
+  timeoutSeconds: number;
+}
+
+/**
+ * A Node watch: `onEvent(type, object)` per event until the server ends the stream (resolves), or an
+ * error, `silenceMs` without a byte or the signal (rejects). A 410 Gone arrives as an ERROR event.
+ */
+export type NodeWatchFn = (
+  query: NodeWatchQuery,
+  onEvent: (type: unknown, object: unknown) => void,
+  opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void },
+) => Promise<void>;
+
+export interface NodeListWatchOptions {
+  list: NodeListFn;
+  watch: NodeWatchFn;
   keys: AnnotationKeys;
   log: Logger;
   metrics: Metrics;
   clock: Clock;
+  /** Jitter of the default watch timeout. */
+  random: Random;
   backoffBaseMs: number;
   backoffCapMs: number;
-  /** Deadline of each list page. */
-  requestTimeoutMs: number;
   /** Page size of the Node list (bench/kube-api.mjs). */
   listPageSize: number;
   /** Server-side watch timeout; default 30-40 s (jittered). */
   watchTimeoutSeconds?: number;
   /** No byte for this long ends a watch as failed (default: watch timeout + 10 s). */
   watchSilenceMs?: number;
-}
-
-type WatchOutcome = 'aborted' | 'closed' | 'gone' | 'error';
-
-interface WatchResult {
-  outcome: WatchOutcome;
-  rv: string;
-  events: number;
-  err?: unknown;
 }
 
 const SKIP_LOG_INTERVAL_MS = 60_000;
@@ -62,25 +75,17 @@ function skipName(obj: unknown): string {
   return typeof name === 'string' ? name.slice(0, 64) : '';
 }
 
-export class NodeWatch {
+export class NodeListWatch {
   private records = new Map<string, NodeLease>();
   private synced = false;
   /** Skipped objects are logged at most once a minute, with how many were held back. */
   private lastSkipLog = -Infinity;
   private heldSkips = 0;
 
-  constructor(private readonly o: NodeWatchOptions) {}
+  constructor(private readonly o: NodeListWatchOptions) {}
 
   get hasSynced(): boolean {
     return this.synced;
-  }
-
-  private deliver(onUpdate: LeaseUpdateHandler, update: LeaseUpdate): void {
-    try {
-      onUpdate(update);
-    } catch (err) {
-      this.o.log.error('lease update handler failed', { error: errorMessage(err) });
-    }
   }
 
   /** Project one raw Node, or count and log it as skipped. */
@@ -109,15 +114,7 @@ export class NodeWatch {
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = asObj(
-        await this.o.http.json({
-          method: 'GET',
-          path: '/api/v1/nodes',
-          query: { limit: this.o.listPageSize, continue: cont },
-          timeoutMs: this.o.requestTimeoutMs,
-          signal,
-        }),
-      );
+      const page = asObj(await this.o.list({ limit: this.o.listPageSize, continue: cont }, signal));
       const meta = asObj(page?.metadata);
       const items = page?.items;
       if (!page || !Array.isArray(items)) throw new Error('the Node list answer has no items array');
@@ -132,13 +129,28 @@ export class NodeWatch {
       }
       cont = typeof meta?.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
       // Additions from a partial first list; the snapshot after the last page still decides removals.
-      if (firstList && cont !== undefined && added.length > 0) this.deliver(onUpdate, { kind: 'page', leases: added });
+      if (firstList && cont !== undefined && added.length > 0) deliverUpdate(onUpdate, { kind: 'page', leases: added }, this.o.log);
     } while (cont);
     return { records, rv };
   }
 
-  /** Apply one watch event to the records; returns the lease events it implies. */
-  private apply(type: string, obj: unknown): LeaseEvent[] {
+  /** The complete list as a snapshot; returns its resourceVersion, where the watch starts. */
+  private async relist(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<string> {
+    const { records, rv } = await this.listAll(onUpdate, signal);
+    this.records = records;
+    this.synced = true;
+    const leases: Lease[] = [];
+    for (const rec of records.values()) {
+      const l = toLease(rec);
+      if (l) leases.push(l);
+    }
+    this.o.log.info('node list synced', { nodes: records.size, leases: leases.length, resourceVersion: rv });
+    deliverUpdate(onUpdate, { kind: 'snapshot', leases }, this.o.log);
+    return rv;
+  }
+
+  /** Update the Node records with one watch event; returns the lease events the change implies. */
+  private updateRecord(type: string, obj: unknown): LeaseEvent[] {
     const rec = this.project(obj, 'watch');
     if (!rec) return [];
     const prev = this.records.get(rec.name);
@@ -155,9 +167,12 @@ export class NodeWatch {
     return old ? [{ type: 'removed', lease: old }] : [];
   }
 
-  private async watchOnce(rv: string, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchResult> {
-    const timeoutSeconds = this.o.watchTimeoutSeconds ?? 30 + Math.floor(Math.random() * 10);
+  /** One watch from `rv` until the server closes it, it breaks or goes silent, or 410 Gone. */
+  private async watchOnce(rv: string, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchEnd<string>> {
+    const { clock, log, metrics } = this.o;
+    const timeoutSeconds = this.o.watchTimeoutSeconds ?? 30 + Math.floor(this.o.random() * 10);
     const silenceMs = this.o.watchSilenceMs ?? (timeoutSeconds + 10) * 1000;
+    const started = clock.now();
     let lastRv = rv;
     let events = 0;
     let gone = false;
@@ -169,7 +184,7 @@ export class NodeWatch {
       if (type === 'ERROR') {
         const st = asObj(obj);
         if (st?.code === 410) gone = true;
-        else this.o.log.warn('node watch error event', { message: typeof st?.message === 'string' ? st.message.slice(0, 200) : 'unknown' });
+        else log.warn('node watch error event', { message: typeof st?.message === 'string' ? st.message.slice(0, 200) : 'unknown' });
         ctrl.abort(new Error(`watch error event${typeof st?.message === 'string' ? `: ${st.message.slice(0, 200)}` : ''}`));
         return;
       }
@@ -177,82 +192,44 @@ export class NodeWatch {
       if (typeof meta?.resourceVersion === 'string' && meta.resourceVersion !== '') lastRv = meta.resourceVersion;
       if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return; // BOOKMARK: rv only
       events++;
-      const evs = this.apply(type, obj);
-      if (evs.length > 0) this.deliver(onUpdate, { kind: 'events', events: evs });
+      const evs = this.updateRecord(type, obj);
+      if (evs.length > 0) deliverUpdate(onUpdate, { kind: 'events', events: evs }, log);
     };
     try {
-      await this.o.http.watch(
-        '/api/v1/nodes',
-        { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds },
-        onEvent,
-        { silenceMs, signal: ctrl.signal, onBadLine: () => this.o.metrics.inc(METRIC.nodesSkipped, { where: 'watch' }) },
-      );
+      await this.o.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, onEvent, {
+        silenceMs,
+        signal: ctrl.signal,
+        onBadLine: () => metrics.inc(METRIC.nodesSkipped, { where: 'watch' }),
+      });
     } catch (err) {
-      if (!ctrl.signal.aborted) return { outcome: 'error', rv: lastRv, events, err };
+      if (!ctrl.signal.aborted) return { kind: 'broken', progressed: false, err };
     } finally {
       signal.removeEventListener('abort', stop);
     }
-    if (signal.aborted) return { outcome: 'aborted', rv: lastRv, events };
-    if (gone) return { outcome: 'gone', rv: lastRv, events };
-    if (ctrl.signal.aborted) return { outcome: 'error', rv: lastRv, events, err: ctrl.signal.reason };
-    return { outcome: 'closed', rv: lastRv, events };
+    if (signal.aborted) return { kind: 'aborted' };
+    if (gone) {
+      log.info('watch resourceVersion expired (410 Gone), relisting nodes', { resourceVersion: lastRv });
+      return { kind: 'stale' };
+    }
+    if (ctrl.signal.aborted) return { kind: 'broken', progressed: false, err: ctrl.signal.reason };
+    // Normal end (the server's timeoutSeconds): resume from the last resourceVersion, no relist; a
+    // watch closed at once without an event is retried after a backoff.
+    if (events > 0 || clock.now() - started >= 1000) return { kind: 'closed', cursor: lastRv };
+    metrics.inc(METRIC.apiReconnects);
+    return { kind: 'broken', cursor: lastRv, progressed: false };
   }
 
   /** List + watch until `signal` aborts; see SubnetManager.watchLeases. */
-  async run(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
-    const { clock, backoffBaseMs: base, backoffCapMs: cap, metrics, log } = this.o;
-    let failures = 0;
-    let lists = 0;
-    while (!signal.aborted) {
-      let rv: string;
-      try {
-        const listed = await this.listAll(onUpdate, signal);
-        rv = listed.rv;
-        this.records = listed.records;
-      } catch (err) {
-        if (signal.aborted) break;
-        const delayMs = backoffDelay(failures++, base, cap);
-        log.warn('listing nodes failed, retrying', { attempt: failures, delayMs, error: describe(err) });
-        if (!(await pause(clock, delayMs, signal))) break;
-        continue;
-      }
-      if (lists++ > 0) metrics.inc(METRIC.apiReconnects);
-      failures = 0; // the API answered: a watch that breaks next starts its backoff afresh
-      this.synced = true;
-      const leases: Lease[] = [];
-      for (const rec of this.records.values()) {
-        const l = toLease(rec);
-        if (l) leases.push(l);
-      }
-      log.info('node list synced', { nodes: this.records.size, leases: leases.length, resourceVersion: rv });
-      this.deliver(onUpdate, { kind: 'snapshot', leases });
-
-      // Watch from the list's resourceVersion until the watch breaks; then relist.
-      for (;;) {
-        const started = clock.now();
-        const r = await this.watchOnce(rv, onUpdate, signal);
-        rv = r.rv;
-        if (r.outcome === 'aborted' || signal.aborted) return;
-        if (r.outcome === 'closed') {
-          // Normal end (the server's timeoutSeconds): resume from the last resourceVersion, no relist.
-          if (r.events > 0 || clock.now() - started >= 1000) {
-            failures = 0;
-          } else {
-            metrics.inc(METRIC.apiReconnects);
-            if (!(await pause(clock, backoffDelay(failures++, base, cap), signal))) return;
-          }
-          continue;
-        }
-        if (r.outcome === 'gone') {
-          log.info('watch resourceVersion expired (410 Gone), relisting nodes', { resourceVersion: rv });
-          failures = 0;
-          break;
-        }
-        const delayMs = backoffDelay(failures++, base, cap);
-        log.warn('node watch failed, relisting', { attempt: failures, delayMs, error: describe(r.err) });
-        if (!(await pause(clock, delayMs, signal))) return;
-        break;
-      }
-    }
+  run(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
+    const source: ListWatchSource<string> = {
+      list: (s) => this.relist(onUpdate, s),
+      watch: (rv, s) => this.watchOnce(rv, onUpdate, s),
+      onRetry: ({ phase, err, attempt, delayMs }) => {
+        if (phase === 'list') this.o.log.warn('listing nodes failed, retrying', { attempt, delayMs, error: describe(err) });
+        else if (err !== undefined) this.o.log.warn('node watch failed, relisting', { attempt, delayMs, error: describe(err) });
+      },
+    };
+    const { clock, metrics, backoffBaseMs, backoffCapMs } = this.o;
+    return runRelistLoop(source, { clock, metrics, backoffBaseMs, backoffCapMs }, signal);
   }
 }

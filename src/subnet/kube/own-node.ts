@@ -1,0 +1,256 @@
+// The own Node, as the kube subnet manager publishes it: its name (--node-name, else the pod's
+// spec.nodeName), a bounded wait until it exists and has an IPv4 podCIDR (the lease), flannel's
+// annotations patched onto it, and the NetworkUnavailable=False condition. Mirrors flannel
+// pkg/subnet/kube/kube.go (NewSubnetManager's node-name lookup, AcquireLease, CompleteLease's
+// setNodeNetworkUnavailableFalse). Differences by design: the wait is bounded and logged, API blips are
+// retried (api-error.ts), and only the annotation keys that changed are patched.
+import { backoffDelay } from '../../clock.js';
+import type { Clock } from '../../clock.js';
+import { FlannelError } from '../../errors.js';
+import { isIp4 } from '../../ip4.js';
+import type { Logger } from '../../log.js';
+import type { Lease, LeaseAttrsSource } from '../lease.js';
+import { isVxlanBackendData, publishableAttrs } from '../lease.js';
+import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
+import { encodeBackendData } from './annotations.js';
+import type { AnnotationKeys } from './annotations.js';
+import { describe, httpStatus, kubeError, retryApiCall, retryable } from './api-error.js';
+import type { ApiRetryOptions } from './api-error.js';
+import type { KubeHttp } from './http.js';
+import { projectNode } from './projection.js';
+import type { NodeLease } from './projection.js';
+
+export interface OwnNodeOptions {
+  http: KubeHttp;
+  keys: AnnotationKeys;
+  /** net-conf `Network` (IPv4 CIDR). */
+  network: string;
+  /** NODE_NAME; when absent the node is found through POD_NAME + POD_NAMESPACE. */
+  nodeName?: string;
+  podName?: string;
+  podNamespace?: string;
+  setNodeNetworkUnavailable: boolean;
+  /** `--public-ip`, for the log line when the node-public-ip annotation overrides it. */
+  publicIPOverride?: string;
+  log: Logger;
+  clock: Clock;
+  /** Retries of the pod lookup and the patches. */
+  retry: ApiRetryOptions;
+  /** Deadline of every request. */
+  requestTimeoutMs: number;
+  /** How long to wait for the own Node to exist and get a podCIDR. */
+  nodeWaitTimeoutMs: number;
+  /** How often the wait is logged. */
+  nodeWaitLogIntervalMs: number;
+  /** How often the own Node is re-read while waiting. */
+  nodePollIntervalMs: number;
+}
+
+const SMP = 'application/strategic-merge-patch+json';
+
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
+
+function encodeAttrsData(d: unknown): string {
+  if (d === null || d === undefined) return 'null';
+  if (isVxlanBackendData(d)) return encodeBackendData(d);
+  return JSON.stringify(d);
+}
+
+/** RFC 3339 with seconds, as metav1.Time marshals. */
+function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+export class OwnNodePublisher {
+  private nodeName: string | undefined;
+
+  constructor(private readonly o: OwnNodeOptions) {
+    this.nodeName = o.nodeName || undefined;
+  }
+
+  private get(path: string, signal: AbortSignal, timeoutMs = this.o.requestTimeoutMs): Promise<unknown> {
+    return this.o.http.json({ method: 'GET', path, timeoutMs, signal });
+  }
+
+  private patchStatus(what: string, name: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    const path = `/api/v1/nodes/${encodeURIComponent(name)}/status`;
+    const patch = () => this.o.http.json({ method: 'PATCH', path, body, contentType: SMP, timeoutMs: this.o.requestTimeoutMs, signal });
+    return retryApiCall(what, patch, this.o.retry, signal);
+  }
+
+  /** NODE_NAME, else `spec.nodeName` of the pod POD_NAMESPACE/POD_NAME (flannel NewSubnetManager). */
+  async resolveNodeName(signal: AbortSignal): Promise<string> {
+    if (this.nodeName) return this.nodeName;
+    const { podName, podNamespace } = this.o;
+    if (!podName || !podNamespace) {
+      throw new FlannelError('FLANNEL_ERR_NODE', 'env variables POD_NAME and POD_NAMESPACE must be set');
+    }
+    const pod = await retryApiCall(
+      `error retrieving pod spec for '${podNamespace}/${podName}'`,
+      () => this.get(`/api/v1/namespaces/${encodeURIComponent(podNamespace)}/pods/${encodeURIComponent(podName)}`, signal),
+      this.o.retry,
+      signal,
+    );
+    const nodeName = asObj(asObj(pod)?.spec)?.nodeName;
+    if (typeof nodeName !== 'string' || nodeName === '') {
+      throw new FlannelError('FLANNEL_ERR_NODE', `node name not present in pod spec '${podNamespace}/${podName}'`, { pod: `${podNamespace}/${podName}` });
+    }
+    this.o.log.info('node name resolved from pod', { pod: `${podNamespace}/${podName}`, node: nodeName });
+    this.nodeName = nodeName;
+    return nodeName;
+  }
+
+  /** Wait (bounded, logged) until the own Node exists and has an IPv4 podCIDR. */
+  private async waitForOwnNode(name: string, signal: AbortSignal): Promise<NodeLease & { podCIDR: string }> {
+    const { clock, log, nodeWaitTimeoutMs: timeoutMs, nodeWaitLogIntervalMs: logEvery, nodePollIntervalMs: pollMs } = this.o;
+    const start = clock.now();
+    let lastLog = -Infinity;
+    let apiFailures = 0;
+    for (;;) {
+      let state: 'missing' | 'no-podcidr' | 'api-error';
+      let lastErr: unknown;
+      try {
+        // Bounded by what is left of the wait (at least 1 s, so a slow but healthy answer still counts).
+        const left = Math.max(1000, timeoutMs - (clock.now() - start));
+        const node = await this.get(`/api/v1/nodes/${encodeURIComponent(name)}`, signal, Math.min(this.o.requestTimeoutMs, left));
+        const rec = projectNode(node, this.o.keys);
+        if (rec?.podCIDR !== undefined) {
+          if (apiFailures > 0 || lastLog > -Infinity) log.info('own node is ready', { node: name, podCIDR: rec.podCIDR });
+          return rec as NodeLease & { podCIDR: string };
+        }
+        const spec = asObj(asObj(node)?.spec);
+        if (typeof spec?.podCIDR === 'string' && spec.podCIDR !== '') {
+          throw new FlannelError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, { node: name });
+        }
+        state = 'no-podcidr';
+        apiFailures = 0;
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (err instanceof FlannelError) throw err;
+        if (httpStatus(err) === 404) {
+          state = 'missing';
+          apiFailures = 0;
+        } else if (retryable(err)) {
+          state = 'api-error';
+          lastErr = err;
+          apiFailures++;
+        } else {
+          throw kubeError(`reading node "${name}"`, err);
+        }
+      }
+      const waited = clock.now() - start;
+      if (waited >= timeoutMs) {
+        if (state === 'no-podcidr') throw new FlannelError('FLANNEL_ERR_NODE', `node "${name}" pod cidr not assigned`, { node: name, waitedMs: waited });
+        if (state === 'missing') {
+          throw new FlannelError(
+            'FLANNEL_ERR_NODE',
+            `node "${name}" not found after waiting ${Math.round(waited / 1000)}s; check NODE_NAME (or POD_NAME/POD_NAMESPACE) and that the kubelet registered the node`,
+            { node: name, waitedMs: waited },
+          );
+        }
+        throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr);
+      }
+      if (clock.now() - lastLog >= logEvery) {
+        lastLog = clock.now();
+        const reason = state === 'missing' ? 'node not registered yet' : state === 'no-podcidr' ? 'podCIDR not assigned yet' : 'API unreachable';
+        log.info('waiting for own node', {
+          node: name,
+          reason,
+          waitedS: Math.round(waited / 1000),
+          timeoutS: Math.round(timeoutMs / 1000),
+          ...(lastErr !== undefined ? { error: describe(lastErr) } : {}),
+        });
+      }
+      const delay = state === 'api-error' ? backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs) : pollMs;
+      await clock.sleep(Math.max(0, Math.min(delay, timeoutMs - waited)), signal);
+    }
+  }
+
+  /** The public IP to publish: the node-public-ip annotation overrides the backend's, public-ip-overwrite both. */
+  private publishedPublicIP(rec: NodeLease, backendIP: string): string {
+    const { keys, log } = this.o;
+    let publicIP = backendIP;
+    if (rec.nodePublicIP !== undefined && rec.nodePublicIP !== '') {
+      if (isIp4(rec.nodePublicIP)) {
+        if (rec.nodePublicIP !== publicIP) {
+          log.info('public IP overridden by node annotation', {
+            annotation: keys.nodePublicIP,
+            publicIP: rec.nodePublicIP,
+            previous: publicIP,
+            ...(this.o.publicIPOverride ? { flag: this.o.publicIPOverride } : {}),
+          });
+        }
+        publicIP = rec.nodePublicIP;
+      } else {
+        log.warn('ignoring invalid node-public-ip annotation', { annotation: keys.nodePublicIP, value: rec.nodePublicIP.slice(0, 64) });
+      }
+    }
+    if (rec.publicIPOverwrite !== undefined && rec.publicIPOverwrite !== '') {
+      if (isIp4(rec.publicIPOverwrite)) {
+        if (rec.publicIPOverwrite !== publicIP) {
+          log.info('overriding public ip from node annotation', { annotation: keys.publicIPOverwrite, publicIP: rec.publicIPOverwrite });
+        }
+        return rec.publicIPOverwrite;
+      }
+      log.warn('ignoring invalid public-ip-overwrite annotation', { annotation: keys.publicIPOverwrite, value: rec.publicIPOverwrite.slice(0, 64) });
+    }
+    return publicIP;
+  }
+
+  /** The own lease: wait for the Node's podCIDR, then publish the backend's attributes as annotations. */
+  async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
+    const { keys, log } = this.o;
+    const name = await this.resolveNodeName(signal);
+    const rec = await this.waitForOwnNode(name, signal);
+    checkOwnSubnet(name, this.o.network, rec.podCIDR);
+    checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
+    log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR });
+    const attrs = await attrsFor(rec.podCIDR);
+    if (signal.aborted) throw signal.reason;
+    if (!publishableAttrs(attrs)) {
+      throw new FlannelError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { node: name });
+    }
+    const published = this.publishedPublicIP(rec, attrs.publicIP);
+
+    const desired: Record<string, string> = {
+      [keys.kubeSubnetManager]: 'true',
+      [keys.backendType]: attrs.backendType,
+      [keys.backendData]: encodeAttrsData(attrs.backendData),
+      [keys.publicIP]: published,
+    };
+    const current: Record<string, string | undefined> = {
+      [keys.kubeSubnetManager]: rec.subnetManager,
+      [keys.backendType]: rec.backendType,
+      [keys.backendData]: rec.backendData,
+      [keys.publicIP]: rec.publicIP,
+    };
+    const changed: Record<string, string> = {};
+    for (const [k, v] of Object.entries(desired)) if (current[k] !== v) changed[k] = v;
+    if (Object.keys(changed).length > 0) {
+      await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal);
+      log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
+    } else {
+      log.info('node annotations already up to date', { node: name });
+    }
+
+    return { key: name, subnet: rec.podCIDR, publicIP: published, backendType: attrs.backendType, backendData: attrs.backendData };
+  }
+
+  /** NetworkUnavailable=False on the own Node, unless --set-node-network-unavailable=false. */
+  async markNetworkAvailable(signal: AbortSignal): Promise<void> {
+    if (!this.o.setNodeNetworkUnavailable) return;
+    const name = await this.resolveNodeName(signal);
+    const now = rfc3339(this.o.clock.now());
+    const condition = {
+      type: 'NetworkUnavailable',
+      status: 'False',
+      lastHeartbeatTime: now,
+      lastTransitionTime: now,
+      reason: 'FlannelIsUp',
+      message: 'Flannel is running on this node',
+    };
+    await this.patchStatus(`setting NetworkUnavailable=False on node "${name}"`, name, { status: { conditions: [condition] } }, signal);
+    this.o.log.info('node condition NetworkUnavailable set to False', { node: name });
+  }
+}

@@ -1,0 +1,170 @@
+// The Node list-watch (src/subnet/kube/node-list-watch.ts) with its list and watch injected as functions,
+// the way client-node's ListWatch (src/cache.ts) takes a listFn and a Watch: scripted list pages and
+// watch streams, on virtual time. The wire shapes (paged list with metadata.continue, watch events
+// ADDED/MODIFIED/DELETED/BOOKMARK/ERROR, 410 Gone as an ERROR Status) are the API server's:
+// https://kubernetes.io/docs/reference/using-api/api-concepts/ (retrieving large results sets in
+// chunks; efficient detection of changes; watch bookmarks).
+import { describe, it, expect } from '@jest/globals';
+import { METRIC, Metrics } from '../../src/health/metrics.js';
+import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { silentLogger } from '../../src/log.js';
+import type { LeaseUpdate } from '../../src/subnet/lease.js';
+import { annotationKeys, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
+import { NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
+import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
+import { FakeClock, flush } from '../support/fake-clock.js';
+
+const keys = annotationKeys(normalizeAnnotationPrefix('flannel.alpha.coreos.com'));
+
+function node(name: string, octet: number, rv: string, podCIDR = `10.244.${octet}.0/24`): unknown {
+  const n = linuxFlannelNode({ name, podCIDR, publicIP: `10.0.0.${octet}`, backendType: 'host-gw' });
+  return { ...n, metadata: { ...n.metadata, resourceVersion: rv } };
+}
+
+type Event = [type: string, object: unknown];
+interface WatchScript {
+  events: Event[];
+  /** How the stream ends: closed by the server, or failed. */
+  end: 'close' | 'fail';
+}
+interface Script {
+  /** Each list is its pages, each page its items; `rv` is the list's resourceVersion. */
+  lists: { rv: string; pages: unknown[][] }[];
+  watches: WatchScript[];
+}
+
+interface Result {
+  updates: string[];
+  /** `list(continue)` and `watch(rv)` in call order. */
+  calls: string[];
+  timeouts: { timeoutSeconds: number; silenceMs: number }[];
+  metrics: Metrics;
+}
+
+function summary(u: LeaseUpdate): string {
+  if (u.kind === 'events') return `events:${u.events.map((e) => `${e.type === 'added' ? '+' : '-'}${e.lease.key}`).join(',')}`;
+  return `${u.kind}:${u.leases.map((l) => l.key).join(',')}`;
+}
+
+async function run(script: Script): Promise<Result> {
+  const clock = new FakeClock();
+  const metrics = new Metrics();
+  const ctrl = new AbortController();
+  const calls: string[] = [];
+  const timeouts: Result['timeouts'] = [];
+  let list = script.lists.shift();
+  const listFn: NodeListFn = (page) => {
+    calls.push(`list(${page.continue ?? ''})`);
+    if (!list) {
+      ctrl.abort();
+      return Promise.reject(new Error('script used up'));
+    }
+    const i = page.continue === undefined ? 0 : Number(page.continue);
+    const last = i === list.pages.length - 1;
+    const answer = { metadata: { resourceVersion: list.rv, ...(last ? {} : { continue: String(i + 1) }) }, items: list.pages[i] };
+    if (last) list = script.lists.shift();
+    return Promise.resolve(answer);
+  };
+  const watchFn: NodeWatchFn = (query, onEvent, opts) => {
+    calls.push(`watch(${query.resourceVersion})`);
+    timeouts.push({ timeoutSeconds: query.timeoutSeconds, silenceMs: opts.silenceMs });
+    const w = script.watches.shift();
+    if (!w) {
+      ctrl.abort();
+      return Promise.reject(new Error('script used up'));
+    }
+    for (const [type, object] of w.events) onEvent(type, object);
+    return w.end === 'close' ? Promise.resolve() : Promise.reject(new Error('connection reset'));
+  };
+  const lw = new NodeListWatch({
+    list: listFn,
+    watch: watchFn,
+    keys,
+    log: silentLogger(),
+    metrics,
+    clock,
+    random: () => 0.5,
+    backoffBaseMs: 100,
+    backoffCapMs: 1000,
+    listPageSize: 2,
+  });
+  const updates: string[] = [];
+  let done = false;
+  void lw.run((u) => updates.push(summary(u)), ctrl.signal).finally(() => (done = true));
+  for (let i = 0; !done && i < 50; i++) {
+    await flush();
+    const next = clock.pending()[0];
+    if (next !== undefined) await clock.advance(next);
+  }
+  expect(done).toBe(true);
+  return { updates, calls, timeouts, metrics };
+}
+
+describe('NodeListWatch with injected list and watch', () => {
+  it.each<[string, Script, string[], string[]]>([
+    [
+      'a paged first list: each page, then the snapshot; the watch starts at the list version',
+      { lists: [{ rv: '10', pages: [[node('a', 1, '3'), node('b', 2, '4')], [node('c', 3, '5')]] }], watches: [] },
+      ['page:a,b', 'snapshot:a,b,c'],
+      ['list()', 'list(1)', 'watch(10)'],
+    ],
+    [
+      'watch events: an addition, a change flannel ignores, a removal',
+      {
+        lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }],
+        watches: [{ events: [['ADDED', node('b', 2, '11')], ['MODIFIED', node('a', 1, '12')], ['DELETED', node('a', 1, '13')]], end: 'close' }],
+      },
+      ['snapshot:a', 'events:+b', 'events:-a'],
+      ['list()', 'watch(10)', 'watch(13)'],
+    ],
+    [
+      'a changed podCIDR is a new lease for the node',
+      { lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }], watches: [{ events: [['MODIFIED', node('a', 1, '11', '10.244.9.0/24')]], end: 'close' }] },
+      ['snapshot:a', 'events:+a'],
+      ['list()', 'watch(10)', 'watch(11)'],
+    ],
+    [
+      'a bookmark moves the resume point and delivers nothing',
+      { lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }], watches: [{ events: [['BOOKMARK', { metadata: { resourceVersion: '20' } }]], end: 'close' }] },
+      ['snapshot:a'],
+      ['list()', 'watch(10)', 'watch(20)'],
+    ],
+    [
+      '410 Gone: relist (no pages after the first list), snapshot without the node deleted meanwhile',
+      {
+        lists: [
+          { rv: '10', pages: [[node('a', 1, '3')], [node('b', 2, '4')]] },
+          { rv: '30', pages: [[node('b', 2, '4')], [node('c', 3, '25')]] },
+        ],
+        watches: [{ events: [['ERROR', { kind: 'Status', code: 410, reason: 'Expired' }]], end: 'close' }],
+      },
+      ['page:a', 'snapshot:a,b', 'snapshot:b,c'],
+      ['list()', 'list(1)', 'watch(10)', 'list()', 'list(1)', 'watch(30)'],
+    ],
+    [
+      'a failed watch relists',
+      { lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }, { rv: '15', pages: [[node('a', 1, '3')]] }], watches: [{ events: [['ADDED', node('b', 2, '11')]], end: 'fail' }] },
+      ['snapshot:a', 'events:+b', 'snapshot:a'],
+      ['list()', 'watch(10)', 'list()', 'watch(15)'],
+    ],
+  ])('%s', async (_name, script, updates, calls) => {
+    const r = await run(script);
+    expect(r.updates).toEqual(updates);
+    expect(r.calls).toEqual(calls);
+  });
+
+  it('asks for a jittered server-side timeout and abandons a watch silent 10 s longer', async () => {
+    const r = await run({ lists: [{ rv: '10', pages: [[]] }], watches: [] });
+    expect(r.timeouts).toEqual([{ timeoutSeconds: 35, silenceMs: 45_000 }]);
+  });
+
+  it('skips and counts a Node that cannot be read; the rest of the list still counts', async () => {
+    const r = await run({
+      lists: [{ rv: '10', pages: [[node('a', 1, '3'), { metadata: { name: 42 } }]] }],
+      watches: [{ events: [['ADDED', { metadata: {} }], ['ADDED', node('b', 2, '11')]], end: 'close' }],
+    });
+    expect(r.updates).toEqual(['snapshot:a', 'events:+b']);
+    expect(r.metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
+    expect(r.metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+  });
+});
