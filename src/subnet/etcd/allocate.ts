@@ -1,6 +1,7 @@
 // Picking a free subnet and checking an existing one against the config. Mirrors flannel
 // pkg/subnet/etcd/local_manager.go (allocateSubnet: a random one of the first 100 free candidates
 // between SubnetMin and SubnetMax; isSubnetConfigCompat).
+import type { Random } from '../../clock.js';
 import { formatCidr, overlaps, parseCidr, parseIp4, sizeOf } from '../../ip4.js';
 
 export interface SubnetRange {
@@ -38,7 +39,7 @@ export function widerThanSubnetLen(range: Pick<SubnetRange, 'subnetLen'>, subnet
  * A random free subnet among the first MAX_CANDIDATES that overlap none of `taken`; undefined when
  * none is free (the caller reports `out of subnets`).
  */
-export function allocateSubnet(range: SubnetRange, taken: readonly string[], random: () => number = Math.random): string | undefined {
+export function allocateSubnet(range: SubnetRange, taken: readonly string[], random: Random): string | undefined {
   const min = parseIp4(range.subnetMin);
   const max = parseIp4(range.subnetMax);
   if (min === undefined || max === undefined) return undefined;

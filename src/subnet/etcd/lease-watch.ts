@@ -1,0 +1,237 @@
+// The peers' leases from etcd: a prefix list (the snapshot) and a watch from the next revision, turned
+// into LeaseUpdates, run by the relist loop (../relist.ts). Mirrors the watch half of flannel
+// pkg/subnet/etcd/registry.go (watchSubnets, and the resync after compaction that
+// pkg/subnet/etcd/local_manager.go WatchLeases does on ErrCompacted). Watches are raw streams
+// (EtcdRegistry.openWatchStream) resumed on the loop's abortable timers; the own lease being deleted
+// or missing from a list revokes it (OwnLeaseState), which ends the watch with that error.
+import type { IWatchResponse } from 'etcd3';
+import type { Clock } from '../../clock.js';
+import { errorMessage } from '../../errors.js';
+import { METRIC } from '../../health/metrics.js';
+import type { Metrics } from '../../health/metrics.js';
+import type { Logger } from '../../log.js';
+import type { Lease, LeaseEvent, LeaseUpdateHandler } from '../lease.js';
+import { deliverUpdate, runRelistLoop } from '../relist.js';
+import type { ListWatchSource, WatchEnd } from '../relist.js';
+import type { OwnLeaseState } from './lease-keeper.js';
+import { decodeLeaseAttrs } from './lease-json.js';
+import { closeWatchStream } from './registry.js';
+import type { EtcdRegistry, RawSubnetKv, WatchStream } from './registry.js';
+import { parseSubnetKey } from './subnet-key.js';
+
+export interface LeaseWatchOptions {
+  registry: EtcdRegistry;
+  own: OwnLeaseState;
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+  backoffBaseMs: number;
+  backoffCapMs: number;
+}
+
+interface Known {
+  lease: Lease;
+  leaseId: string;
+}
+
+type WatchOutcome = 'aborted' | 'compacted' | 'error' | 'revoked';
+
+interface WatchCursor {
+  /** The revision the next watch starts from. */
+  next: string;
+  /** Set once etcd created the watch. */
+  created: boolean;
+  /** The watch resumes after a broken one (a reconnect once created). */
+  resumed: boolean;
+}
+
+export class EtcdLeaseWatch {
+  private records = new Map<string, Known>();
+  private closed = false;
+  /** Open watch streams, ended by close() should a watch still be running then. */
+  private readonly streams = new Set<WatchStream>();
+
+  constructor(private readonly o: LeaseWatchOptions) {}
+
+  /** End any open watch stream; no watch opens afterwards. Idempotent. */
+  close(): void {
+    this.closed = true;
+    for (const s of this.streams) closeWatchStream(s);
+    this.streams.clear();
+  }
+
+  /** Decode one key; undefined (with a warning) when the key or value is not a lease. */
+  private async toKnown(kv: RawSubnetKv): Promise<Known | undefined> {
+    const key = parseSubnetKey(kv.name);
+    if (!key) {
+      this.o.log.warn('ignoring etcd key that is not a subnet lease', { key: this.o.registry.keyOf(kv.name).slice(0, 200) });
+      return undefined;
+    }
+    const attrs = decodeLeaseAttrs(kv.value);
+    if (typeof attrs === 'string') {
+      this.o.log.warn('ignoring subnet lease with a malformed value', { key: kv.name, error: attrs });
+      return undefined;
+    }
+    const lease: Lease = { key: kv.name, subnet: key.subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
+    const ttl = await this.o.registry.ttlSeconds(kv.leaseId);
+    if (ttl !== undefined) lease.expiration = this.o.clock.now() + Math.max(0, ttl) * 1000;
+    return { lease, leaseId: kv.leaseId };
+  }
+
+  /** List + watch until `signal` aborts or the own lease is revoked (rejects with that error). */
+  async run(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
+    const { own, log, clock, metrics, backoffBaseMs, backoffCapMs } = this.o;
+    const source: ListWatchSource<WatchCursor> = {
+      list: () => this.list(onUpdate),
+      watch: (cursor, s) => this.watch(cursor, onUpdate, s),
+      onRetry: ({ phase, err, attempt, delayMs }) => {
+        if (phase === 'list') log.warn('listing subnet leases failed, retrying', { attempt, delayMs, error: errorMessage(err) });
+      },
+      isFatal: (err) => err !== undefined && err === own.revoked,
+    };
+    await runRelistLoop(source, { clock, metrics, backoffBaseMs, backoffCapMs }, signal);
+    if (own.revoked) throw own.revoked;
+  }
+
+  /** The complete list as a snapshot; the watch starts after its revision. */
+  private async list(onUpdate: LeaseUpdateHandler): Promise<WatchCursor> {
+    const { own, registry: reg, log } = this.o;
+    if (own.revoked) throw own.revoked;
+    const res = await reg.listSubnets();
+    const records = new Map<string, Known>();
+    for (const k of await Promise.all(res.kvs.map((kv) => this.toKnown(kv)))) if (k) records.set(k.lease.key, k);
+    this.records = records;
+    if (own.key !== undefined && !records.has(own.key)) own.revoke('is missing from the lease list');
+    if (own.revoked) throw own.revoked;
+    log.info('subnet leases listed', { leases: records.size, revision: res.revision });
+    deliverUpdate(onUpdate, { kind: 'snapshot', leases: [...records.values()].map((k) => k.lease) }, log);
+    return { next: String(BigInt(res.revision) + 1n), created: false, resumed: false };
+  }
+
+  private async watch(cursor: WatchCursor, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchEnd<WatchCursor>> {
+    cursor.created = false;
+    const outcome = await this.watchOnce(cursor, onUpdate, signal);
+    if (cursor.created && cursor.resumed) this.o.metrics.inc(METRIC.apiReconnects);
+    if (outcome === 'aborted') return { kind: 'aborted' };
+    if (outcome === 'revoked') throw this.o.own.revoked!;
+    if (outcome === 'compacted') {
+      this.o.log.warn(`etcd watch for ${this.o.registry.subnetsPrefix} fell behind compaction, re-listing and resuming`);
+      return { kind: 'stale' };
+    }
+    // Resume from the last applied revision (etcd replays what we missed), like clientv3 does.
+    cursor.resumed = true;
+    return { kind: 'broken', cursor, progressed: cursor.created };
+  }
+
+  /** Apply one watch response's events in order; returns the lease events to emit. */
+  private async applyEvents(events: { type: string; kv: RawSubnetKv }[]): Promise<LeaseEvent[]> {
+    const own = this.o.own;
+    const out: LeaseEvent[] = [];
+    for (const ev of events) {
+      const prev = this.records.get(ev.kv.name);
+      if (ev.type === 'Delete') {
+        if (own.key !== undefined && ev.kv.name === own.key) own.revoke('was deleted');
+        if (prev) {
+          this.records.delete(ev.kv.name);
+          out.push({ type: 'removed', lease: prev.lease });
+        }
+        continue;
+      }
+      const next = await this.toKnown(ev.kv);
+      if (next) {
+        this.records.set(next.lease.key, next);
+        out.push({ type: 'added', lease: next.lease });
+      } else if (prev) {
+        this.records.delete(ev.kv.name);
+        out.push({ type: 'removed', lease: prev.lease });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * One watch stream from `cursor.next` until it fails, falls behind compaction, the lease is revoked or
+   * the signal aborts. `cursor.next` advances only as responses are applied, so a resumed watch neither
+   * skips nor repeats events; `cursor.created` tells whether etcd accepted the watch.
+   */
+  private watchOnce(cursor: WatchCursor, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchOutcome> {
+    const { registry: reg, own, log } = this.o;
+    return new Promise<WatchOutcome>((resolve) => {
+      let settled = false;
+      let stream: WatchStream | undefined;
+      let chain: Promise<void> = Promise.resolve();
+      let unsubscribe = (): void => undefined;
+      const finish = (outcome: WatchOutcome, err?: unknown) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        unsubscribe();
+        if (outcome === 'error') log.warn('etcd watch failed, reconnecting', { from: cursor.next, error: errorMessage(err) });
+        if (stream) {
+          this.streams.delete(stream);
+          closeWatchStream(stream);
+        }
+        resolve(outcome);
+      };
+      const onAbort = () => finish('aborted');
+      if (signal.aborted || this.closed) return finish('aborted');
+      if (own.revoked) return finish('revoked');
+      signal.addEventListener('abort', onAbort, { once: true });
+      unsubscribe = own.onRevoke(() => finish('revoked'));
+
+      const onResponse = (res: IWatchResponse) => {
+        if (settled) return;
+        if (res.canceled) {
+          // etcd cancels a watch whose start revision was compacted away (with created=true when it
+          // never started), or for other reasons given in cancel_reason.
+          const compacted = (res.compact_revision !== '' && res.compact_revision !== '0') || /compacted/i.test(res.cancel_reason);
+          chain = chain.then(() => finish(compacted ? 'compacted' : 'error', new Error(`watch canceled by etcd: ${res.cancel_reason || 'no reason given'}`)));
+          return;
+        }
+        if (res.created) {
+          cursor.created = true;
+          log.debug('watching subnet leases', { from: cursor.next });
+          return;
+        }
+        const evs: { type: string; kv: RawSubnetKv }[] = [];
+        for (const e of res.events) {
+          const kv = reg.toRaw(e.kv);
+          if (kv) evs.push({ type: String(e.type).toUpperCase() === 'DELETE' ? 'Delete' : 'Put', kv });
+        }
+        const revision = res.header.revision;
+        chain = chain.then(async () => {
+          if (settled) return;
+          try {
+            const events = evs.length > 0 ? await this.applyEvents(evs) : [];
+            if (settled) return;
+            cursor.next = String(BigInt(revision) + 1n);
+            if (events.length > 0) deliverUpdate(onUpdate, { kind: 'events', events }, log);
+            if (own.revoked) finish('revoked');
+          } catch (err) {
+            finish('error', err);
+          }
+        });
+      };
+
+      reg.openWatchStream().then(
+        (s) => {
+          if (settled) {
+            closeWatchStream(s);
+            return;
+          }
+          stream = s;
+          this.streams.add(s);
+          s.on('data', onResponse);
+          s.on('error', (err: Error) => {
+            chain = chain.then(() => finish('error', err));
+          });
+          s.on('end', () => {
+            chain = chain.then(() => finish('error', new Error('etcd closed the watch stream')));
+          });
+          s.write({ create_request: reg.subnetsWatchRequest(cursor.next) });
+        },
+        (err: unknown) => finish('error', err),
+      );
+    });
+  }
+}
