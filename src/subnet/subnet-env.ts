@@ -1,6 +1,5 @@
 // subnet.env, the file the flannel CNI meta-plugin reads. Mirrors flannel pkg/subnet/subnet.go
 // (WriteSubnetFile) and main.go (ReadCIDRFromSubnetFile); docs/compatibility.md §4 is the contract.
-import * as nodeFs from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { isIPv6 } from 'node:net';
@@ -8,6 +7,7 @@ import { parse as dotenvParse } from 'dotenv';
 import IPCIDR from 'ip-cidr';
 import { FlannelError, errorMessage } from '../errors.js';
 import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
+import { nodeSubnetEnvFs } from '../host/files.js';
 
 export interface SubnetEnvValues {
   /** Cluster Network (IPv4 CIDR). */
@@ -114,7 +114,7 @@ export function previousSubnetFromEnv(text: string): string | undefined {
   return n === undefined ? undefined : formatCidr(network(n));
 }
 
-/** The file operations subnet.env needs; node:fs/promises by default. */
+/** The file operations subnet.env needs; node:fs/promises by default (src/host/files.ts). */
 export interface SubnetEnvFs {
   mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
   open(path: string, flags: string, mode?: number): Promise<{
@@ -126,14 +126,6 @@ export interface SubnetEnvFs {
   unlink(path: string): Promise<void>;
   readFile(path: string, encoding: 'utf8'): Promise<string>;
 }
-
-export const nodeSubnetEnvFs: SubnetEnvFs = {
-  mkdir: (p, o) => nodeFs.mkdir(p, o),
-  open: (p, f, m) => nodeFs.open(p, f, m),
-  rename: (a, b) => nodeFs.rename(a, b),
-  unlink: (p) => nodeFs.unlink(p),
-  readFile: (p, e) => nodeFs.readFile(p, e),
-};
 
 /**
  * Atomically replace `path` with `contents`: mkdir -p the parent, write a temp file in the same

@@ -2,9 +2,9 @@ import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { nodeSubnetEnvFs } from '../../src/host/files.js';
 import {
   encodeSubnetEnv,
-  nodeSubnetEnvFs,
   parseSubnetEnv,
   previousSubnetFromEnv,
   readSubnetEnv,

@@ -1,11 +1,13 @@
 // Builds the etcd v3 client from flanneld's etcd flags: endpoints, TLS (key + cert + optional CA,
 // server verified), username/password. Mirrors flannel pkg/subnet/etcd/registry.go (EtcdConfig,
 // newTlsConfig, newEtcdClient) on the `etcd3` npm client (grpc-js).
-import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError } from 'etcd3';
 import type { IOptions } from 'etcd3';
-import { backoffDelay } from '../../clock.js';
+import { backoffDelay, systemClock } from '../../clock.js';
+import type { Clock } from '../../clock.js';
 import { errorMessage, FlannelError } from '../../errors.js';
+import { hostFileReader } from '../../host/files.js';
+import type { FileReader } from '../../host/files.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 
@@ -23,6 +25,10 @@ export interface EtcdClientConfig {
   watchBackoffBaseMs?: number;
   watchBackoffCapMs?: number;
   log?: Logger;
+  /** Reads the TLS files (default: the host's files). */
+  files?: FileReader;
+  /** Wall-clock time for gRPC call deadlines and the circuit breaker (default: the system clock). */
+  clock?: Clock;
 }
 
 type WatchBackoff = NonNullable<NonNullable<IOptions['faultHandling']>['watchBackoff']>;
@@ -38,8 +44,9 @@ class HostBreaker {
   private failures = 0;
   private openUntil = 0;
   private lastError: unknown;
+  constructor(private readonly clock: Clock) {}
   async execute<T>(fn: () => T | Promise<T>): Promise<T> {
-    if (this.failures >= 3 && Date.now() < this.openUntil) throw this.lastError;
+    if (this.failures >= 3 && this.clock.now() < this.openUntil) throw this.lastError;
     try {
       const result = await fn();
       this.failures = 0;
@@ -47,7 +54,7 @@ class HostBreaker {
     } catch (err) {
       if (err instanceof Error && isRecoverableError(err)) {
         this.lastError = err;
-        if (++this.failures >= 3) this.openUntil = Date.now() + 5000;
+        if (++this.failures >= 3) this.openUntil = this.clock.now() + 5000;
       }
       throw err;
     }
@@ -69,9 +76,9 @@ class CappedBackoff {
   }
 }
 
-function readPem(path: string, what: string): Buffer {
+function readPem(files: FileReader, path: string, what: string): Buffer {
   try {
-    return readFileSync(path);
+    return files.readBytes(path);
   } catch (err) {
     throw new FlannelError('FLANNEL_ERR_CONFIG', `cannot read ${what} ${path}: ${errorMessage(err)}`, { path }, { cause: err });
   }
@@ -94,28 +101,30 @@ export function etcdClientOptions(cfg: EtcdClientConfig): IOptions {
   const log = cfg.log ?? silentLogger();
   const hosts = checkEndpoints(cfg.endpoints);
   const timeout = cfg.requestTimeoutMs ?? 10_000;
+  const files = cfg.files ?? hostFileReader;
+  const clock = cfg.clock ?? systemClock;
   const opts: IOptions = {
     hosts,
     dialTimeout: timeout,
-    defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
+    defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: clock.now() + timeout }),
     faultHandling: {
-      host: () => new HostBreaker() as unknown as HostPolicy,
+      host: () => new HostBreaker(clock) as unknown as HostPolicy,
       watchBackoff: new CappedBackoff(0, cfg.watchBackoffBaseMs ?? 100, cfg.watchBackoffCapMs ?? 5000) as unknown as WatchBackoff,
     },
   };
   if (cfg.keyfile !== '' && cfg.certfile !== '') {
     opts.credentials = {
       // No --etcd-cafile: grpc verifies the server against the system roots.
-      rootCertificate: (cfg.cafile !== '' ? readPem(cfg.cafile, '--etcd-cafile') : null) as Buffer,
-      privateKey: readPem(cfg.keyfile, '--etcd-keyfile'),
-      certChain: readPem(cfg.certfile, '--etcd-certfile'),
+      rootCertificate: (cfg.cafile !== '' ? readPem(files, cfg.cafile, '--etcd-cafile') : null) as Buffer,
+      privateKey: readPem(files, cfg.keyfile, '--etcd-keyfile'),
+      certChain: readPem(files, cfg.certfile, '--etcd-certfile'),
     };
   } else {
     if (cfg.keyfile !== '' || cfg.certfile !== '') {
       log.warn('only one of --etcd-keyfile and --etcd-certfile is set; TLS client authentication needs both, not using them');
     }
     if (hosts.some((h) => h.startsWith('https://'))) {
-      if (cfg.cafile !== '') opts.credentials = { rootCertificate: readPem(cfg.cafile, '--etcd-cafile') };
+      if (cfg.cafile !== '') opts.credentials = { rootCertificate: readPem(files, cfg.cafile, '--etcd-cafile') };
     } else {
       log.warn('no certificate provided: connecting to etcd with http. This is insecure');
     }

@@ -7,11 +7,12 @@
 // the kubeconfig's server) with no credentials in the kubeconfig; a bearer token, basic auth, an exec or
 // auth-provider plugin, a token file or a client certificate over http:// is refused with
 // FLANNEL_ERR_KUBE_INSECURE (client-go would send the token in clear text).
-import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { KubeConfig } from './kubeconfig.js';
 import type { Cluster, User } from '@kubernetes/client-node';
 import { errorMessage, FlannelError } from '../../errors.js';
+import { hostFileReader } from '../../host/files.js';
+import type { FileReader } from '../../host/files.js';
 import type { Logger } from '../../log.js';
 
 export interface KubeClientOptions {
@@ -31,6 +32,8 @@ export interface KubeClientOptions {
   env?: Record<string, string | undefined>;
   /** Where the insecure-skip-tls-verify warning goes. */
   log?: Logger;
+  /** Reads the kubeconfig and checks for the service account token (default: the host's files). */
+  files?: FileReader;
 }
 
 const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -59,10 +62,10 @@ function replaceCurrentCluster(kc: KubeConfig, server: string | undefined): void
   kc.loadFromOptions({ clusters, users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext });
 }
 
-function fromFile(file: string, apiUrl: string): KubeConfig {
+function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = files.readText(file);
   } catch (err) {
     throw new FlannelError(
       'FLANNEL_ERR_KUBE',
@@ -156,7 +159,8 @@ export function buildKubeConfig(opts: KubeClientOptions): KubeConfig {
 
 function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   if (apiUrl) checkServerUrl(apiUrl, '--kube-api-url');
-  if (opts.kubeconfigFile) return fromFile(opts.kubeconfigFile, apiUrl);
+  const files = opts.files ?? hostFileReader;
+  if (opts.kubeconfigFile) return fromFile(opts.kubeconfigFile, apiUrl, files);
   const kc = new KubeConfig();
   if (apiUrl) {
     kc.loadFromClusterAndUser({ name: 'cluster', server: apiUrl, skipTLSVerify: apiUrl.startsWith('http:') }, { name: 'user' });
@@ -175,7 +179,7 @@ function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   const prefix = opts.inClusterPathPrefix ?? env.CONTAINER_SANDBOX_MOUNT_POINT ?? '';
   const tokenFile = `${prefix}${SERVICEACCOUNT_DIR}/token`;
   const caFile = `${prefix}${SERVICEACCOUNT_DIR}/ca.crt`;
-  if (!existsSync(tokenFile)) {
+  if (!files.exists(tokenFile)) {
     throw new FlannelError(
       'FLANNEL_ERR_KUBE',
       `fail to create kubernetes config: in-cluster service account token ${tokenFile} not found; mount the service account (automountServiceAccountToken) or pass --kubeconfig-file`,
