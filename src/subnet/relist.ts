@@ -1,10 +1,11 @@
 // The relist-with-backoff loop both subnet managers run: list (the source delivers a snapshot), then
 // watch from where the list left off until the watch fails or goes stale, back off, and list again.
 // Mirrors client-go's Reflector.ListAndWatch (k8s.io/client-go/tools/cache/reflector.go), which
-// flannel's kube subnet manager runs through its Node informer (pkg/subnet/kube/kube.go), and the
-// watch half of flannel pkg/subnet/etcd/registry.go (watchSubnets: resync after compaction, resume
-// after a broken stream). The backoff is capped exponential and starts afresh after a good run: a
-// successful list, a watch that closed cleanly after some progress, or a stale watch (410 Gone,
+// flannel's kube subnet manager runs through its Node informer (pkg/subnet/kube/kube.go), and for etcd
+// flannel's cursor loop in pkg/subnet/watch.go (WatchLeases: a nil cursor lists, an error retries)
+// with pkg/subnet/etcd/local_manager.go WatchLeases (leasesWatchReset on ErrCompacted). Upstream
+// retries after a fixed second; here the backoff is capped exponential and starts afresh after a good
+// run: a successful list, a watch that closed cleanly after some progress, or a stale watch (410 Gone,
 // compaction: relisted at once). The clock is injected, so tests drive the loop on virtual time.
 import { backoffDelay, pause } from '../clock.js';
 import type { Clock } from '../clock.js';

@@ -1,7 +1,7 @@
 // The peers' leases from etcd: a prefix list (the snapshot) and a watch from the next revision, turned
 // into LeaseUpdates, run by the relist loop (../relist.ts). Mirrors the watch half of flannel
-// pkg/subnet/etcd/registry.go (watchSubnets, and the resync after compaction that
-// pkg/subnet/etcd/local_manager.go WatchLeases does on ErrCompacted). Watches are raw streams
+// pkg/subnet/etcd/registry.go (watchSubnets) and pkg/subnet/etcd/local_manager.go WatchLeases (the
+// resync after compaction: leasesWatchReset on ErrCompacted). Watches are raw streams
 // (EtcdRegistry.openWatchStream) resumed on the loop's abortable timers; the own lease being deleted
 // or missing from a list revokes it (OwnLeaseState), which ends the watch with that error.
 import type { IWatchResponse } from 'etcd3';
