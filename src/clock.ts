@@ -1,4 +1,5 @@
-// The clock seam: time and sleeping enter through this interface so tests can drive them.
+// The clock seam: time, sleeping and randomness enter through these so tests can drive them. The only
+// module that touches Date.now, setTimeout and Math.random; everything else takes a Clock or a Random.
 
 export interface Clock {
   now(): number;
@@ -37,3 +38,8 @@ export async function pause(clock: Clock, ms: number, signal: AbortSignal): Prom
     return false;
   }
 }
+
+/** A [0,1) random source (IDs, MACs, jitter), injected like the clock so tests can make it deterministic. */
+export type Random = () => number;
+
+export const systemRandom: Random = () => Math.random();

@@ -7,8 +7,7 @@ import { FlannelError, RouteError } from '../errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { sameId } from '../hns/schema.js';
-import { systemClock } from '../clock.js';
-import type { Clock } from '../clock.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './sim-faults.js';
 import { adapterOrThrow, createRoute, defaultRoute, deleteRoute } from './sim-host.js';
 import * as objects from './sim-objects.js';
@@ -37,8 +36,8 @@ export interface SimulatedDataplaneOptions {
   /** IPv4 of the physical adapter when starting from scratch. Default 10.0.0.2. */
   nodeIP?: string;
   fs?: DataplaneFs;
-  /** [0,1) source for IDs, MACs and failRate. Default Math.random. */
-  random?: () => number;
+  /** Source for IDs, MACs and failRate. Default the system's. */
+  random?: Random;
   latency?: DataplaneLatency;
   clock?: Clock;
   /** Told the name of every call (the agent counts them in /metrics). */
@@ -52,7 +51,7 @@ export class SimulatedDataplane {
   openHandles = 0;
 
   private readonly store: StateStore;
-  private readonly random: () => number;
+  private readonly random: Random;
   private readonly clock: Clock;
   private readonly latency: Required<DataplaneLatency>;
   private readonly defaultNodeIP: string;
@@ -63,7 +62,7 @@ export class SimulatedDataplane {
   private indexHighWater = 0;
 
   constructor(opts: SimulatedDataplaneOptions = {}) {
-    this.random = opts.random ?? Math.random;
+    this.random = opts.random ?? systemRandom;
     this.clock = opts.clock ?? systemClock;
     this.latency = { hnsCallMs: 0, hnsPerItemMs: 0, routeCallMs: 0, ...opts.latency };
     this.defaultNodeIP = opts.nodeIP ?? '10.0.0.2';
