@@ -48,8 +48,10 @@ async function scenario(backend, n, { resyncMs, outageMs, cpuWindowMs, withOutag
     const victims = [...live].filter((i) => i % 100 === 7).map((i) => peer(i).subnet);
     const vs = new Set(victims);
     const t0 = wallNow();
-    if (backend === 'vxlan') a.sim.removePolicy(VXLAN_NETWORK_NAME, (p) => p.Type === 'RemoteSubnetRoute' && vs.has(p.Settings?.DestinationPrefix));
-    else for (const v of victims) a.sim.removeRoute(v);
+    a.sim.store.update((s) => {
+      if (backend !== 'vxlan') s.routes = s.routes.filter((r) => !vs.has(r.DestinationPrefix));
+      else for (const net of s.networks.filter((x) => x.Name === VXLAN_NETWORK_NAME)) net.Policies = (net.Policies ?? []).filter((p) => !(p.Type === 'RemoteSubnetRoute' && vs.has(p.Settings?.DestinationPrefix)));
+    });
     row.driftDeleted = victims.length;
     await waitUntil(equalTo(a.sim, backend, desired()), 'drift repair', resyncMs * 3 + 60_000, 2);
     row.driftRepairS = r1((wallNow() - t0) / 1000);

@@ -41,8 +41,8 @@ async function one(backend, n, stallMs) {
     // Wait for registration (no injection during the network setup), then inject.
     while (!a.milestones['wrote subnet.env']) await sleep(5);
     const writeOp = backend === 'vxlan' ? 'HcnModifyNetwork' : 'CreateIpForwardEntry2';
-    a.sim.failRate(0.01, backend === 'vxlan' ? HNS_FAIL : ROUTE_FAIL);
-    a.sim.stall(writeOp, stallMs, 1);
+    a.sim.injections.failRate(0.01, backend === 'vxlan' ? HNS_FAIL : ROUTE_FAIL);
+    a.sim.injections.stall(writeOp, stallMs, 1);
     // Attempts: every write call the simulated node receives (SimulatedDataplane.enter, where its
     // injected failures fire), per destination prefix named in the call's input.
     const enter = a.sim.enter.bind(a.sim);
@@ -68,7 +68,7 @@ async function one(backend, n, stallMs) {
     const passCount = (result) => a.metrics.get('flannel_apply_passes_total', { result });
     const att = [...attempts.values()];
     const retried = att.filter((x) => x > 1).length;
-    a.sim.clearInjections();
+    a.sim.injections.clear();
     const ideal = n * 50;
     return {
       backend,

@@ -1,4 +1,5 @@
-// The clock seam: time and sleeping enter through this interface so tests can drive them.
+// The clock seam: time, sleeping and randomness enter through these so tests can drive them. The only
+// module that touches Date.now, setTimeout and Math.random; everything else takes a Clock or a Random.
 
 export interface Clock {
   now(): number;
@@ -38,7 +39,7 @@ export async function pause(clock: Clock, ms: number, signal: AbortSignal): Prom
   }
 }
 
-/** A source of uniform numbers in [0, 1): allocation picks and jitter take one so tests can seed them. */
+/** A [0,1) random source (IDs, MACs, jitter), injected like the clock so tests can make it deterministic. */
 export type Random = () => number;
 
 export const systemRandom: Random = () => Math.random();

@@ -21,6 +21,12 @@ export function parseIp4(text: string): number | undefined {
   return (((o[0]! << 24) | (o[1]! << 16) | (o[2]! << 8) | o[3]!) >>> 0);
 }
 
+/** The four octets of an address, most significant first; `undefined` when invalid. */
+export function octets(ip: string | number): [number, number, number, number] | undefined {
+  const a = toIp(ip);
+  return a === undefined ? undefined : [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255];
+}
+
 export function formatIp4(ip: number): string {
   const n = ip >>> 0;
   return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;

@@ -3,6 +3,7 @@
 // The only module that calls process.exit (and, through config, reads process.env).
 // The agent and the logger are imported only when the daemon runs: `--version`, `--help` and the
 // subcommands load neither (see README, Performance: what the process loads).
+import { systemClock } from './clock.js';
 import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
 import { FlagError, FlannelError, errorMessage } from './errors.js';
@@ -74,11 +75,10 @@ async function main(): Promise<number> {
     log.error(errorMessage(err), fields);
     return 1;
   } finally {
-    await new Promise<void>((resolve) => {
-      log.on('finish', () => resolve());
-      log.end();
-      setTimeout(resolve, 500).unref();
-    });
+    // The log is flushed, or half a second passed: the process exits either way.
+    const flushed = new Promise<void>((resolve) => log.on('finish', () => resolve()));
+    log.end();
+    await Promise.race([flushed, systemClock.sleep(500)]);
   }
 }
 

@@ -203,8 +203,8 @@ export async function fastPolicyStore(sim) {
   sim.modifyNetworkPolicies = (op, id, requestType, policies) => {
     if (!Array.isArray(policies) || (requestType !== 'Add' && requestType !== 'Remove')) return orig(op, id, requestType, policies);
     let handled = false;
-    // mutate() is the simulator's public hook for a change to its model (locked and persisted like a call).
-    sim.mutate((state) => {
+    // The model's store takes a change to its state (locked and persisted like a call).
+    sim.store.update((state) => {
       const net = state.networks.find((n) => String(n.ID).toUpperCase() === String(id).toUpperCase());
       if (!net) return;
       handled = true;

@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
+import { systemClock } from '../clock.js';
 import { FlannelError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import { CNI_PLUGIN_FILES, readPlugins, type CniPluginFile } from './archive.js';
@@ -202,7 +202,7 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
   try {
     for (const f of report.installed) fs.writeFileSync(join(tmp, f), found.get(f)!.data, { mode: 0o755 });
     for (const f of report.installed) {
-      await renameWithRetry(join(tmp, f), join(opts.binDir, f), fs, opts.sleep ?? ((ms) => delay(ms)));
+      await renameWithRetry(join(tmp, f), join(opts.binDir, f), fs, opts.sleep ?? ((ms) => systemClock.sleep(ms)));
       done.push(f);
     }
   } catch (err) {

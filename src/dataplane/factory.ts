@@ -5,11 +5,11 @@ import type { AgentConfig } from '../config/agent-config.js';
 import { errorMessage, FlannelError } from '../errors.js';
 import type { Metrics } from '../health/metrics.js';
 import type { HnsClient } from '../hns/client.js';
+import { isIp4 } from '../ip4.js';
 import type { Host } from '../host/host.js';
 import type { Logger } from '../log.js';
 import type { RouteTable } from '../routes/route-table.js';
 import type { SimulatedDataplane } from './simulated.js';
-import { isIPv4 } from 'node:net';
 
 export interface Dataplane {
   hns: HnsClient;
@@ -21,7 +21,7 @@ export interface Dataplane {
 
 /** The simulated node's IP: the first --iface given as an IP, else --public-ip, else 10.0.0.2. */
 export function simulatedNodeIP(config: Pick<AgentConfig, 'iface' | 'publicIP'>): string {
-  return config.iface.find((i) => isIPv4(i)) ?? (config.publicIP || '10.0.0.2');
+  return config.iface.find((i) => isIp4(i)) ?? (config.publicIP || '10.0.0.2');
 }
 
 export interface DataplaneDeps {

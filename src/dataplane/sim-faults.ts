@@ -1,7 +1,7 @@
 // Fault rules of the simulated node: what makes a call fail the way Windows makes it fail.
 //  * `faults` in the state file (scriptable from outside the agent, README "The simulated node"):
 //    `{"op": "HcnModifyNetwork", "match": "10.244.7.0/24", "hresult": "0x803B002F", "remaining": -1}`;
-//  * the in-process injections tests use (failNext, failRate, stall).
+//  * the in-process injections of tests and benchmarks (failNext, failRate, stall), never persisted.
 // `op` names the Windows call as the simulator counts it: the computenetwork.dll export (`HcnModifyNetwork`),
 // `HNSCall <METHOD> <path template>` for vmcompute.dll's v1 HNSCall (`HNSCall POST /networks/`,
 // `HNSCall GET /networks/{id}`), the iphlpapi function for routes and adapters (`CreateIpForwardEntry2`).
@@ -72,7 +72,7 @@ export class Injections {
   private stallRules: (CountedRule & { ms: number })[] = [];
   private rate: { probability: number; hresult: number; op?: string | RegExp } | undefined;
 
-  failNext(op: string | RegExp, hresult: number, count: number): void {
+  failNext(op: string | RegExp, hresult: number, count = 1): void {
     this.failRules.push({ op, hresult, remaining: count });
   }
 
@@ -80,7 +80,7 @@ export class Injections {
     this.rate = probability > 0 ? { probability, hresult, op } : undefined;
   }
 
-  stall(op: string | RegExp, ms: number, count: number): void {
+  stall(op: string | RegExp, ms: number, count = 1): void {
     this.stallRules.push({ op, ms, remaining: count });
   }
 

@@ -1,14 +1,15 @@
 // The simulated Windows node: one model (HNS networks/endpoints in the HCN v2 schema, the IPv4 route
 // table, the host adapters) shared by the simulated HNS transport, route table and host, and persisted to
-// one JSON file that several processes may share (README "The simulated node"). The parts: sim-state.ts
-// (the document), sim-store.ts (the shared file and its lock), sim-faults.ts (the `faults` rules and test
-// injections), sim-objects.ts (HNS objects), sim-host.ts (adapters, vSwitch, routes).
+// one JSON file that several processes may share (README "The simulated node"). Every call enters through
+// `enter` (latency, injected failures, `faults` rules), then changes the document under the store's lock.
+// The parts: sim-state.ts (the document), sim-store.ts (the shared file and its lock), sim-faults.ts (the
+// `faults` rules and the in-process injections), sim-objects.ts (HNS objects), sim-host.ts (adapters,
+// vSwitch, routes). Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
 import { FlannelError, RouteError } from '../errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { sameId } from '../hns/schema.js';
-import { systemClock } from '../clock.js';
-import type { Clock } from '../clock.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './sim-faults.js';
 import { adapterOrThrow, createRoute, defaultRoute, deleteRoute } from './sim-host.js';
 import * as objects from './sim-objects.js';
@@ -17,7 +18,7 @@ import { StateStore, type DataplaneFs } from './sim-store.js';
 
 export type { DataplaneState, SimAdapter, SimRoute } from './sim-state.js';
 export type { DataplaneFs } from './sim-store.js';
-export { PHYSICAL_ADAPTER, PHYSICAL_ADAPTER_INDEX, jsonEqual } from './sim-state.js';
+export { jsonEqual } from './sim-state.js';
 
 /** Which seam a call belongs to: decides the latency used and the error type a failure raises. */
 export type CallKind = 'hns' | 'route' | 'host';
@@ -37,8 +38,8 @@ export interface SimulatedDataplaneOptions {
   /** IPv4 of the physical adapter when starting from scratch. Default 10.0.0.2. */
   nodeIP?: string;
   fs?: DataplaneFs;
-  /** [0,1) source for IDs, MACs and failRate. Default Math.random. */
-  random?: () => number;
+  /** Source for IDs, MACs and failRate. Default the system's. */
+  random?: Random;
   latency?: DataplaneLatency;
   clock?: Clock;
   /** Told the name of every call (the agent counts them in /metrics). */
@@ -50,25 +51,28 @@ export class SimulatedDataplane {
   readonly calls = new Map<string, number>();
   /** HCN handles currently open (HnsClient must bring this back to 0). */
   openHandles = 0;
+  /**
+   * The state document and its shared file (sim-store.ts). The seams change it only through the calls
+   * below; test/support/sim-dataplane.ts edits it behind the agent's back, as an admin would.
+   */
+  readonly store: StateStore;
+  /** In-process failures and stalls of tests and benchmarks (failNext, failRate, stall), never persisted. */
+  readonly injections = new Injections();
 
-  private readonly store: StateStore;
-  private readonly random: () => number;
+  private readonly random: Random;
   private readonly clock: Clock;
   private readonly latency: Required<DataplaneLatency>;
-  private readonly defaultNodeIP: string;
-  private readonly injections = new Injections();
   private readonly onCall: ((op: string) => void) | undefined;
   private readonly ids: objects.SimIds = { guid: () => this.newGuid(), mac: () => this.newMac(), ifIndex: () => this.newInterfaceIndex() };
   /** Interface indexes below this were handed out (kept across removals, as Windows does). */
   private indexHighWater = 0;
 
   constructor(opts: SimulatedDataplaneOptions = {}) {
-    this.random = opts.random ?? Math.random;
+    this.random = opts.random ?? systemRandom;
     this.clock = opts.clock ?? systemClock;
     this.latency = { hnsCallMs: 0, hnsPerItemMs: 0, routeCallMs: 0, ...opts.latency };
-    this.defaultNodeIP = opts.nodeIP ?? '10.0.0.2';
     this.onCall = opts.onCall;
-    this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(this.defaultNodeIP) });
+    this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(opts.nodeIP ?? '10.0.0.2') });
   }
 
   /** The state as the file holds it now (re-read when another process changed it). */
@@ -80,35 +84,6 @@ export class SimulatedDataplane {
   /** Deep copy of the whole state (what the state file holds). */
   snapshot(): DataplaneState {
     return structuredClone(this.read());
-  }
-
-  /** The node's IP: on the adapter holding the default route (vEthernet once a vSwitch exists). */
-  get nodeIP(): string {
-    const state = this.read();
-    const idx = defaultRoute(state)?.InterfaceIndex;
-    return state.adapters.find((x) => x.InterfaceIndex === idx && x.IPAddress !== '')?.IPAddress ?? this.defaultNodeIP;
-  }
-
-  // ---------------------------------------------------------------- injection
-
-  /** Make the next `count` calls matching `op` fail with `hresult` (a NETIO status for route/host calls). */
-  failNext(op: string | RegExp, hresult: number, count = 1): void {
-    this.injections.failNext(op, hresult, count);
-  }
-
-  /** Fail each matching call (all calls without `op`) with probability `probability`; 0 turns it off. */
-  failRate(probability: number, hresult: number, op?: string | RegExp): void {
-    this.injections.failRate(probability, hresult, op);
-  }
-
-  /** The next `count` calls matching `op` take `ms` longer (a hung HNS, the vSwitch connectivity blip). */
-  stall(op: string | RegExp, ms: number, count = 1): void {
-    this.injections.stall(op, ms, count);
-  }
-
-  /** Forget all in-process injected failures and stalls (the state file's `faults` stay). */
-  clearInjections(): void {
-    this.injections.clear();
   }
 
   /**
@@ -146,14 +121,14 @@ export class SimulatedDataplane {
   // ---------------------------------------------------------------- ids, MACs
 
   /** Upper-case GUID from the injected random source. */
-  newGuid(): string {
+  private newGuid(): string {
     const hexDigits = (n: number) => Array.from({ length: n }, () => Math.floor(this.random() * 16).toString(16)).join('');
     const variant = (8 + Math.floor(this.random() * 4)).toString(16);
     return `${hexDigits(8)}-${hexDigits(4)}-4${hexDigits(3)}-${variant}${hexDigits(3)}-${hexDigits(12)}`.toUpperCase();
   }
 
   /** A Hyper-V MAC `00-15-5D-XX-XX-XX`. */
-  newMac(): string {
+  private newMac(): string {
     const byte = () => Math.floor(this.random() * 256).toString(16).toUpperCase().padStart(2, '0');
     return `00-15-5D-${byte()}-${byte()}-${byte()}`;
   }
@@ -258,56 +233,5 @@ export class SimulatedDataplane {
 
   getForwarding(interfaceIndex: number): boolean {
     return adapterOrThrow(this.read(), 'GetIpInterfaceEntry', interfaceIndex).Forwarding;
-  }
-
-  // ---------------------------------------------------------------- test helpers (behind the agent's back)
-
-  /** Remove routes to `destinationPrefix` (on one interface, if given), bypassing injection. Returns how many. */
-  removeRoute(destinationPrefix: string, interfaceIndex?: number): number {
-    return this.store.update((s) => {
-      const before = s.routes.length;
-      s.routes = s.routes.filter((r) => !(r.DestinationPrefix === destinationPrefix && (interfaceIndex === undefined || r.InterfaceIndex === interfaceIndex)));
-      return before - s.routes.length;
-    });
-  }
-
-  /** Add a route directly (a stale route left by someone else). */
-  addRoute(route: SimRoute): void {
-    this.mutate((s) => void s.routes.push({ ...route }));
-  }
-
-  /** Remove network policies matching `match` (a Type or a predicate) from the network with that name or ID. */
-  removePolicy(network: string, match: string | ((p: HcnPolicy) => boolean)): number {
-    const pred = typeof match === 'string' ? (p: HcnPolicy) => p.Type === match : match;
-    return this.store.update((s) => {
-      const net = s.networks.find((n) => n.Name === network || sameId(n.ID, network));
-      if (!net?.Policies) return 0;
-      const before = net.Policies.length;
-      net.Policies = net.Policies.filter((p) => !pred(p));
-      return before - net.Policies.length;
-    });
-  }
-
-  /** Add a network policy directly (a stale policy left by someone else). */
-  addPolicy(network: string, policy: HcnPolicy): void {
-    this.store.update((s) => {
-      const net = s.networks.find((n) => n.Name === network || sameId(n.ID, network));
-      if (!net) throw new Error(`no network ${network}`);
-      (net.Policies ??= []).push(structuredClone(policy));
-    });
-  }
-
-  /** Delete a network by name or ID as an operator would (Remove-HnsNetwork); false when none. */
-  removeNetwork(network: string): boolean {
-    return this.store.update((s) => {
-      const net = s.networks.find((n) => n.Name === network || sameId(n.ID, network));
-      if (net) objects.deleteNetwork(s, 'test', net.ID!);
-      return net !== undefined;
-    });
-  }
-
-  /** Arbitrary change to the state (locked, persisted afterwards). */
-  mutate(fn: (state: DataplaneState) => void): void {
-    this.store.update(fn);
   }
 }

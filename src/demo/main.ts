@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../agent.js';
+import { pause, systemClock } from '../clock.js';
 import { parseConfig } from '../config/parse.js';
 import { errorMessage } from '../errors.js';
 import { METRIC } from '../health/metrics.js';
@@ -62,7 +63,8 @@ async function main(): Promise<void> {
   if (parsed.kind !== 'run') throw new Error('demo config did not parse to a run command');
   const config = parsed.config;
   const log = createLogger({ level: config.logLevel });
-  const agent = new Agent({ config, log, resyncMs: 2000 });
+  const clock = systemClock;
+  const agent = new Agent({ config, log, clock, resyncMs: 2000 });
   const controller = new AbortController();
   process.on('SIGINT', () => controller.abort(new Error('SIGINT')));
   process.on('SIGTERM', () => controller.abort(new Error('SIGTERM')));
@@ -77,7 +79,7 @@ async function main(): Promise<void> {
   };
 
   // Wait for the first in-sync pass, then show what was leased and programmed.
-  while (!agent.network && agent.phase !== 'stopped') await new Promise((r) => setTimeout(r, 50));
+  while (!agent.network && agent.phase !== 'stopped' && (await pause(clock, 50, controller.signal)));
   if (agent.network) {
     await agent.network.waitForInSync(controller.signal).catch(() => undefined);
     const lease = agent.network.lease;
@@ -89,25 +91,31 @@ async function main(): Promise<void> {
     out(`\nEvery ${intervalMs / 1000} s a node joins or leaves; press Ctrl-C to stop.`);
   }
 
-  let step = 0;
-  const churn = setInterval(() => {
-    step++;
-    const linux = api.listNodes().filter((n) => n.metadata.name.startsWith('linux-node-'));
-    if (step % 2 === 1 || linux.length === 0) {
-      addLinux();
-      out(`\n+ node linux-node-${next - 1} joined`);
-    } else {
-      const victim = linux[0]!.metadata.name;
-      api.deleteNode(victim);
-      out(`\n- node ${victim} left`);
+  // Every interval a node joins or leaves; the table is shown a second later, once the agent caught up.
+  const churn = async () => {
+    let wait = intervalMs;
+    for (let step = 1; await pause(clock, wait, controller.signal); step++) {
+      const linux = api.listNodes().filter((n) => n.metadata.name.startsWith('linux-node-'));
+      if (step % 2 === 1 || linux.length === 0) {
+        addLinux();
+        out(`\n+ node linux-node-${next - 1} joined`);
+      } else {
+        const victim = linux[0]!.metadata.name;
+        api.deleteNode(victim);
+        out(`\n- node ${victim} left`);
+      }
+      if (!(await pause(clock, 1000, controller.signal))) return;
+      show('programmed peers:');
+      wait = intervalMs - 1000;
     }
-    setTimeout(() => show('programmed peers:'), 1000);
-  }, intervalMs);
+  };
+  const churning = churn();
 
   try {
     await running;
   } finally {
-    clearInterval(churn);
+    controller.abort(new Error('demo stopped'));
+    await churning;
     await api.stop();
     out('\ndemo stopped');
   }

@@ -7,6 +7,7 @@
 // `flanneld cleanup` reads it to refuse running beside a live agent.
 import * as nodeFs from 'node:fs';
 import { dirname, join } from 'node:path';
+import { systemClock } from '../clock.js';
 import { errorMessage, FlannelError } from '../errors.js';
 import { BOOT_TIME_TOLERANCE_MS, systemBootTimeMs } from './boot.js';
 
@@ -29,7 +30,7 @@ export interface AgentLockDeps {
   isAlive?: (pid: number) => boolean;
   /** The host's boot time in ms (default now - uptime). */
   bootTimeMs?: () => number;
-  /** Wall clock for `startedAt` (default Date.now). */
+  /** Wall clock for `startedAt` (default the system clock). */
   now?: () => number;
 }
 
@@ -101,7 +102,7 @@ export function readLockHolder(path: string, deps: AgentLockDeps = {}): LockHold
 export function acquireAgentLock(path: string, deps: AgentLockDeps = {}): AgentLock {
   const fs = deps.fs ?? nodeFs;
   const pid = deps.pid ?? process.pid;
-  const me: LockHolder = { pid, bootTimeMs: (deps.bootTimeMs ?? systemBootTimeMs)(), startedAt: new Date((deps.now ?? Date.now)()).toISOString() };
+  const me: LockHolder = { pid, bootTimeMs: (deps.bootTimeMs ?? systemBootTimeMs)(), startedAt: new Date(deps.now ? deps.now() : systemClock.now()).toISOString() };
   const text = JSON.stringify(me) + '\n';
   const tmp = `${path}.tmp-${pid}`;
   try {

@@ -10,6 +10,7 @@
 import * as nodeFs from 'node:fs';
 import { uptime } from 'node:os';
 import { dirname, join } from 'node:path';
+import { systemClock } from '../clock.js';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../fs-atomic.js';
 
 export const BOOT_FILE_NAME = 'boot.json';
@@ -27,7 +28,7 @@ export interface BootRecord {
 }
 
 /** The host's boot time in ms since the epoch (now - uptime). */
-export function systemBootTimeMs(now: number = Date.now(), uptimeSeconds: number = uptime()): number {
+export function systemBootTimeMs(now: number = systemClock.now(), uptimeSeconds: number = uptime()): number {
   return Math.round(now - uptimeSeconds * 1000);
 }
 
@@ -71,7 +72,7 @@ export interface BootFs extends AtomicWriteFs {
  * Read the previous record, classify this start and write the new record (atomically). A restart keeps
  * the recorded boot time (so clock drift does not accumulate) and counts the start.
  */
-export function checkBoot(path: string, bootTimeMs: number, now: number = Date.now(), fs: BootFs = nodeFs as unknown as BootFs): BootCheck {
+export function checkBoot(path: string, bootTimeMs: number, now: number = systemClock.now(), fs: BootFs = nodeFs as unknown as BootFs): BootCheck {
   let previous: BootRecord | undefined;
   try {
     previous = parseBootRecord(fs.readFileSync(path, 'utf8'));

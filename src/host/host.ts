@@ -1,5 +1,6 @@
-// The host seam: network adapters, MTU, forwarding. win32 = iphlpapi + os.networkInterfaces;
-// simulated = the adapters of the simulated dataplane.
+// The host seam: IPv4 adapters (name, index, address, MTU), the default route's interface and
+// per-interface forwarding. win32.ts asks iphlpapi (GetIpAddrTable, GetIpInterfaceEntry,
+// GetIpForwardTable2); simulated.ts reads the adapters of the simulated dataplane.
 
 export interface HostInterface {
   /** Adapter friendly name, e.g. `Ethernet` or `vEthernet (Ethernet)`. */

@@ -60,7 +60,7 @@ describe('killed between HNS writes', () => {
     c.addWindowsNode();
     const first = c.startAgent({ netConf: VXLAN_NET_CONF });
     await expectConverged(first, 'vxlan', [1]);
-    first.sim.stall('HcnModifyNetwork', 60_000, 1);
+    first.sim.injections.stall('HcnModifyNetwork', 60_000, 1);
     const before = first.sim.calls.get('HcnModifyNetwork') ?? 0;
     c.addLinux(2, 'vxlan');
     c.addLinux(3, 'vxlan');
@@ -78,7 +78,7 @@ describe('killed between HNS writes', () => {
     c.addWindowsNode();
     const first = c.startAgent({ netConf: HOSTGW_NET_CONF });
     await expectConverged(first, 'host-gw', range(1, 4));
-    first.sim.stall('DeleteIpForwardEntry2', 60_000, 10);
+    first.sim.injections.stall('DeleteIpForwardEntry2', 60_000, 10);
     c.api.deleteNode('linux-1');
     c.api.deleteNode('linux-2');
     await waitFor(() => (first.sim.calls.get('DeleteIpForwardEntry2') ?? 0) > 0, 'the hung delete');

@@ -17,7 +17,7 @@ describe('HNS faults', () => {
     c.addWindowsNode();
     const a = c.startAgent({ netConf: VXLAN_NET_CONF });
     await expectConverged(a, 'vxlan', []);
-    a.sim.failNext('HcnModifyNetwork', HRESULT.E_FAIL, 3);
+    a.sim.injections.failNext('HcnModifyNetwork', HRESULT.E_FAIL, 3);
     for (const n of [1, 2, 3]) c.addLinux(n, 'vxlan');
     await expectConverged(a, 'vxlan', [1, 2, 3]);
     expect(a.agent.metrics.get(METRIC.applyPasses, { result: 'error' })).toBeGreaterThanOrEqual(3);
@@ -31,14 +31,14 @@ describe('HNS faults', () => {
     c.addWindowsNode();
     const a = c.startAgent({ netConf: HOSTGW_NET_CONF, random: seeded(7) });
     await expectConverged(a, 'host-gw', [1, 2, 3, 4, 5, 6]);
-    a.sim.failRate(0.5, 1168, /IpForwardEntry2|GetIpForwardTable2/);
+    a.sim.injections.failRate(0.5, 1168, /IpForwardEntry2|GetIpForwardTable2/);
     for (let i = 0; i < 6; i++) {
       c.api.deleteNode(`linux-${i + 1}`);
       c.addLinux(20 + i, 'host-gw');
       await new Promise((r) => setTimeout(r, 60));
     }
     await waitFor(() => a.agent.metrics.get(METRIC.applyPasses, { result: 'error' }) >= 2, 'failed passes');
-    a.sim.failRate(0, 0);
+    a.sim.injections.failRate(0, 0);
     await expectConverged(a, 'host-gw', [20, 21, 22, 23, 24, 25]);
   });
 
@@ -48,7 +48,7 @@ describe('HNS faults', () => {
     c.addWindowsNode();
     const a = c.startAgent({ netConf: VXLAN_NET_CONF });
     await expectConverged(a, 'vxlan', [1]);
-    a.sim.stall('HcnModifyNetwork', 4000, 1);
+    a.sim.injections.stall('HcnModifyNetwork', 4000, 1);
     const before = modifyCalls(a);
     c.addLinux(2, 'vxlan');
     await waitFor(() => modifyCalls(a) > before, 'the hung call');
@@ -69,7 +69,7 @@ describe('HNS faults', () => {
     const a = c.startAgent({ netConf: VXLAN_NET_CONF, extraArgs: ['--hns-call-timeout=1'] });
     await expectConverged(a, 'vxlan', [1]);
     const errorsBefore = a.agent.metrics.get(METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' });
-    a.sim.stall('HcnModifyNetwork', 3000, 1);
+    a.sim.injections.stall('HcnModifyNetwork', 3000, 1);
     const before = modifyCalls(a);
     const t0 = Date.now();
     c.addLinux(2, 'vxlan'); // its Add hangs
@@ -99,7 +99,7 @@ describe('HNS faults', () => {
     c = await new FaultCluster().start();
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
-    const first = c.startAgent({ netConf: VXLAN_NET_CONF, before: (sim) => sim.failNext(/HcnQueryNetworkProperties/, HRESULT.E_FAIL, 50) });
+    const first = c.startAgent({ netConf: VXLAN_NET_CONF, before: (sim) => sim.injections.failNext(/HcnQueryNetworkProperties/, HRESULT.E_FAIL, 50) });
     const err = await first.outcome;
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_HNS_CALL' });
     expect(first.agent.isReady).toBe(false);

@@ -11,6 +11,7 @@ import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
 import { MAIN } from '../support/flanneld-process.js';
+import { addRoute } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
 const WIN_IP = '10.0.0.20';
@@ -67,7 +68,7 @@ describe('flanneld cleanup', () => {
       SchemaVersion: { Major: 2, Minor: 0 },
     });
     const vnic = before.listAdapters().find((x) => x.IPAddress === WIN_IP)!;
-    before.addRoute({ DestinationPrefix: '172.16.0.0/16', NextHop: '10.0.0.1', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
+    addRoute(before, { DestinationPrefix: '172.16.0.0/16', NextHop: '10.0.0.1', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
     writeFileSync(join(a.dir, 'other.txt'), 'x'); // not in the run dir: untouched anyway
 
     const dry = io();

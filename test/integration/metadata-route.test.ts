@@ -6,12 +6,14 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PHYSICAL_ADAPTER_INDEX, SimulatedDataplane, type SimRoute } from '../../src/dataplane/simulated.js';
+import { SimulatedDataplane, type SimRoute } from '../../src/dataplane/simulated.js';
+import { PHYSICAL_ADAPTER_INDEX } from '../../src/dataplane/sim-state.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { METADATA_PREFIX, noteMetadataRoute, restoreMetadataRoute } from '../../src/routes/metadata-route.js';
 import { SimulatedRouteTable } from '../../src/routes/simulated.js';
 import { SimulatedHost } from '../../src/host/simulated.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { addRoute } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
 const WIN_IP = '10.0.0.20';
@@ -32,7 +34,7 @@ describe('the simulated node models the loss', () => {
     ['Overlay', 'vxlan'],
   ])('creating the first %s network (%s) drops the metadata route with the move to vEthernet', (type) => {
     const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
-    sim.addRoute(METADATA);
+    addRoute(sim, METADATA);
     sim.createNetwork('test', {
       Name: 'n',
       Type: type,
@@ -54,7 +56,7 @@ describe('the agent keeps the metadata route', () => {
     cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
     // The node as the cloud hands it over: its state file holds the metadata route on the NIC.
     mkdirSync(join(cluster.dir, WIN), { recursive: true });
-    new SimulatedDataplane({ statePath: join(cluster.dir, WIN, 'dataplane.json'), nodeIP: WIN_IP }).addRoute(METADATA);
+    addRoute(new SimulatedDataplane({ statePath: join(cluster.dir, WIN, 'dataplane.json'), nodeIP: WIN_IP }), METADATA);
 
     const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf });
     await waitFor(() => a.agent.isReady, 'agent ready');
@@ -69,7 +71,7 @@ describe('the agent keeps the metadata route', () => {
     const routes = new SimulatedRouteTable(sim);
     const host = new SimulatedHost(sim);
     expect(await noteMetadataRoute(routes, host)).toBeUndefined();
-    sim.addRoute(METADATA);
+    addRoute(sim, METADATA);
     const note = (await noteMetadataRoute(routes, host))!;
     expect(note.interfaceIP).toBe(WIN_IP);
     expect(await restoreMetadataRoute(note, routes, host)).toBe('present');

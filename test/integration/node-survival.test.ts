@@ -12,6 +12,7 @@ import type { FaultRule } from '../../src/dataplane/sim-faults.js';
 import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { SimCluster, type SimAgent } from '../support/sim-node.js';
+import { editState } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
 const WIN_IP = '10.0.0.7';
@@ -34,7 +35,7 @@ function addPeers(ns: number[], backendType: 'vxlan' | 'host-gw'): void {
 function prepareNode(faults: FaultRule[]): void {
   const path = cluster.stateOf(WIN).path;
   mkdirSync(dirname(path), { recursive: true });
-  new SimulatedDataplane({ statePath: path, nodeIP: WIN_IP }).mutate((s) => void (s.faults = faults));
+  editState(new SimulatedDataplane({ statePath: path, nodeIP: WIN_IP }), (s) => void (s.faults = faults));
 }
 
 async function status(agent: SimAgent, path: string): Promise<number | undefined> {

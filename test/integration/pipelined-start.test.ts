@@ -13,6 +13,7 @@ import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { Metrics } from '../../src/health/metrics.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
 import { LOG, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { addPolicy } from '../support/sim-dataplane.js';
 
 const OWN = '10.244.100.0/24';
 const peer = (n: number): Lease => ({
@@ -78,7 +79,7 @@ describe('before the first complete list', () => {
     };
     await waitFor(() => agent.isReady && sm.emit !== undefined, 'the network and the watch');
     const stale = { Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.9.0/24', IsolationId: 4096, ProviderAddress: '10.0.1.9', DistributedRouterMacAddress: '0e:2a:0a:00:01:09' } };
-    sim.addPolicy('flannel.4096', stale);
+    addPolicy(sim, 'flannel.4096', stale);
     const prefixes = () =>
       (sim.getNetworkByName('flannel.4096')?.Policies ?? [])
         .filter((p) => p.Type === 'RemoteSubnetRoute')

@@ -11,6 +11,7 @@ import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { HCN_FLAG_NON_PERSISTENT } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { removeNetwork } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
 const WIN_IP = '10.0.0.20';
@@ -80,7 +81,7 @@ function inSync(sim: SimulatedDataplane, netConf: unknown): boolean {
 function reboot(statePath: string): string[] {
   const sim = new SimulatedDataplane({ statePath });
   const gone = sim.listNetworks().filter((n) => ((n.Flags ?? 0) & HCN_FLAG_NON_PERSISTENT) !== 0);
-  for (const n of gone) sim.removeNetwork(n.ID!);
+  for (const n of gone) removeNetwork(sim, n.ID!);
   return gone.map((n) => n.Name);
 }
 

@@ -107,7 +107,7 @@ describe('flanneld status', () => {
     expect(report.network?.id).toBe(agent.dataplane!.simulated!.getNetworkByName('flannel.4096')!.ID);
 
     // HNS refuses the next policy writes: a new peer stays unprogrammed, and status says so with exit 1.
-    agent.dataplane!.simulated!.failNext(/ModifyNetwork/, 0x80070005, 1000);
+    agent.dataplane!.simulated!.injections.failNext(/ModifyNetwork/, 0x80070005, 1000);
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
     await waitFor(async () => (await agent.status()).lastError !== null, 'a failed pass');
     const failing = await cli(['status', `--healthz-port=${port}`, '-o=json']);

@@ -2,8 +2,8 @@
 // --dataplane simulated --dataplane-state FILE ...`) runs as its own process against a fake API server,
 // and the test edits the node's state file the way kube-proxy, HNS or an admin would change a real node
 // (delete the network, add an adapter, install a `faults` rule), then waits until the dataplane is what
-// the agent should make of it. Edits go through SimulatedDataplane.mutate, so they take the file's lock
-// like every other writer.
+// the agent should make of it. Edits go through the model's store (./sim-dataplane.ts), so they take the
+// file's lock like every other writer.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { cidrContains } from '../../src/ip4.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { freePort, waitFor } from './cluster.js';
 import { MAIN } from './flanneld-process.js';
+import { editState, removeNetwork } from './sim-dataplane.js';
 
 /** One JSON log line of the agent. */
 export type LogLine = Record<string, unknown> & { level: string; message: string };
@@ -45,12 +46,12 @@ export class SimNodeState {
 
   /** A locked read-modify-write of the file (the agent sees it before its next call). */
   edit(fn: (state: DataplaneState) => void): void {
-    this.model().mutate(fn);
+    editState(this.model(), fn);
   }
 
   /** Delete a network as `Remove-HnsNetwork` / an HNS restart would (endpoints and vSwitch go with it). */
   deleteNetwork(name: string): boolean {
-    return this.model().removeNetwork(name);
+    return removeNetwork(this.model(), name);
   }
 
   /** Add a host adapter, with a default route of that metric when `defaultRouteMetric` is given. */

@@ -83,7 +83,7 @@ describe('HnsClient', () => {
   it('a failed version read is not cached', async () => {
     const dp = new SimulatedDataplane();
     const hns = new HnsClient(new SimulatedHnsTransport(dp, { version: { Major: 9, Minor: 2 } }));
-    dp.failNext('HNSCall GET /globals/version', HRESULT.E_FAIL);
+    dp.injections.failNext('HNSCall GET /globals/version', HRESULT.E_FAIL);
     await expect(hns.version()).rejects.toBeInstanceOf(HnsError);
     expect(await hns.supportsRemoteSubnet()).toBe(true);
   });

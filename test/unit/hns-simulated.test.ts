@@ -11,6 +11,7 @@ import { HRESULT } from '../../src/hns/errors.js';
 import type { HcnNetwork, HnsNetworkV1 } from '../../src/hns/schema.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import { ZERO_GUID } from '../../src/hns/transport.js';
+import { nodeIP, removePolicy } from '../support/sim-dataplane.js';
 
 const GUID_RE = /^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$/;
 
@@ -268,7 +269,7 @@ describe('network policies (HcnModifyNetwork)', () => {
     const { dp, hns } = setup();
     const net = await hns.createNetwork(overlay());
     await hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24')]);
-    expect(dp.removePolicy('flannel.4096', 'RemoteSubnetRoute')).toBe(1);
+    expect(removePolicy(dp, 'flannel.4096', 'RemoteSubnetRoute')).toBe(1);
     expect((await hns.getNetwork(net.ID!))!.Policies!.some((p) => p.Type === 'RemoteSubnetRoute')).toBe(false);
   });
 });
@@ -324,9 +325,9 @@ describe('handles', () => {
     const net = await hns.createNetwork(overlay());
     await hns.getNetworkByName('flannel.4096');
     await hns.listEndpoints();
-    dp.failNext('HcnQueryNetworkProperties', HRESULT.E_FAIL);
+    dp.injections.failNext('HcnQueryNetworkProperties', HRESULT.E_FAIL);
     expect(await codeOf(hns.getNetwork(net.ID!))).toBe('FLANNEL_ERR_HNS_CALL');
-    dp.failNext('HcnModifyNetwork', HRESULT.E_ACCESSDENIED);
+    dp.injections.failNext('HcnModifyNetwork', HRESULT.E_ACCESSDENIED);
     expect(await codeOf(hns.addNetworkPolicies(net.ID!, [{ Type: 'HostRoute', Settings: {} }]))).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
     expect(dp.openHandles).toBe(0);
     const h = await t.createNetwork(ZERO_GUID, JSON.stringify(overlay('x')));
@@ -340,11 +341,11 @@ describe('handles', () => {
 describe('failure injection and latency', () => {
   it('failNext by name, prefix and regex; counts; v1 failures are envelopes', async () => {
     const { dp, hns } = setup();
-    dp.failNext('HNSCall', HRESULT.E_ACCESSDENIED, 2);
+    dp.injections.failNext('HNSCall', HRESULT.E_ACCESSDENIED, 2);
     expect(await codeOf(hns.listNetworksV1())).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
     expect(await codeOf(hns.version())).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
     expect(await hns.version()).toEqual({ Major: 13, Minor: 2 });
-    dp.failNext(/Enumerate/, HRESULT.E_FAIL);
+    dp.injections.failNext(/Enumerate/, HRESULT.E_FAIL);
     expect(await codeOf(hns.getNetworkByName('x'))).toBe('FLANNEL_ERR_HNS_CALL');
     expect(await hns.getNetworkByName('x')).toBeUndefined();
     expect(dp.calls.get('HNSCall GET /networks/')).toBe(1);
@@ -355,11 +356,11 @@ describe('failure injection and latency', () => {
     const values = [0.1, 0.9, 0.4];
     const dp = new SimulatedDataplane({ random: () => values.shift() ?? 0.99 });
     const t = new SimulatedHnsTransport(dp);
-    dp.failRate(0.5, HRESULT.E_FAIL);
+    dp.injections.failRate(0.5, HRESULT.E_FAIL);
     const results = [];
     for (let i = 0; i < 3; i++) results.push(await codeOf(t.enumerateNetworks('')));
     expect(results).toEqual(['FLANNEL_ERR_HNS_CALL', undefined, 'FLANNEL_ERR_HNS_CALL']);
-    dp.failRate(0, 0);
+    dp.injections.failRate(0, 0);
     expect(await codeOf(t.enumerateNetworks(''))).toBeUndefined();
   });
 
@@ -372,7 +373,7 @@ describe('failure injection and latency', () => {
     const body = (n: number) =>
       JSON.stringify({ ResourceType: 'Policy', RequestType: 'Add', Settings: { Policies: Array.from({ length: n }, (_, i) => ({ Type: 'X', Settings: { i } })) } });
     await t.modifyNetwork(h, body(5));
-    dp.stall('HcnCloseNetwork', 1000);
+    dp.injections.stall('HcnCloseNetwork', 1000);
     await t.closeNetwork(h);
     await t.enumerateNetworks('');
     expect(sleeps).toEqual([10, 20, 1010, 12]);
@@ -388,7 +389,7 @@ describe('persistence', () => {
     const b = new SimulatedDataplane({ statePath: '/state/dp.json', fs: mfs });
     expect(b.snapshot()).toEqual(a.dp.snapshot());
     expect(Object.keys(JSON.parse(mfs.files.get('/state/dp.json')!))).toEqual(['networks', 'endpoints', 'routes', 'adapters']);
-    expect(b.nodeIP).toBe('10.0.0.2');
+    expect(nodeIP(b)).toBe('10.0.0.2');
   });
 
   it('real fs: creates the directory and reloads', async () => {

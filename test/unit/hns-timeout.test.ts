@@ -88,7 +88,7 @@ describe('HnsClient per-call timeout', () => {
     const c = new HnsClient(new SimulatedHnsTransport(dp), { callTimeoutMs: 1000 });
     const net = await c.createNetwork({ Name: 'n', Type: 'Overlay', SchemaVersion: SCHEMA });
     expect((await c.getNetwork(net.ID!))?.Name).toBe('n');
-    dp.failNext('HcnOpenNetwork', 0x80070005);
+    dp.injections.failNext('HcnOpenNetwork', 0x80070005);
     expect((await rejection(c.getNetwork(net.ID!))).code).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
     expect(dp.openHandles).toBe(0);
   });
@@ -159,7 +159,7 @@ describe('--hns-call-timeout', () => {
   it('reaches the HnsClient of the dataplane the factory builds', async () => {
     const config = cfg(['--hns-call-timeout=1']);
     const dp = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
-    dp.simulated!.stall('HcnEnumerateNetworks', 1500);
+    dp.simulated!.injections.stall('HcnEnumerateNetworks', 1500);
     const t0 = Date.now();
     const err = await rejection(dp.hns.listNetworks());
     expect(err.message).toMatch(/^HcnEnumerateNetworks timed out after 1 s/);

@@ -10,6 +10,7 @@ import {
   isUnicast,
   normalizeCidr,
   nthAddress,
+  octets,
   overlaps,
   parseCidr,
   parseIp4,
@@ -46,6 +47,17 @@ describe('ip4 parse/format', () => {
     'rejects CIDR %j',
     (text) => expect(parseCidr(text)).toBeUndefined(),
   );
+
+  it.each([
+    ['10.0.0.11', [10, 0, 0, 11]],
+    [0xc0a8000a, [192, 168, 0, 10]],
+    ['255.255.255.255', [255, 255, 255, 255]],
+    [0, [0, 0, 0, 0]],
+    ['10.0.0.256', undefined],
+    ['10.0.0', undefined],
+  ])('octets of %j', (ip, want) => {
+    expect(octets(ip)).toEqual(want);
+  });
 
   it('normalizes and checks network form', () => {
     expect(normalizeCidr('10.244.3.7/24')).toBe('10.244.3.0/24');

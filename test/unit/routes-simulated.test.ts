@@ -6,6 +6,7 @@ import { SimulatedRouteTable } from '../../src/routes/simulated.js';
 import { SimulatedHost } from '../../src/host/simulated.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { removeRoute } from '../support/sim-dataplane.js';
 
 const r = (dest: string, idx = 4, nextHop = '10.0.0.3') => ({ destinationPrefix: dest, nextHop, interfaceIndex: idx, metric: 100 });
 
@@ -50,7 +51,7 @@ describe('SimulatedRouteTable', () => {
     const clock: Clock = { now: () => 0, sleep: async (ms) => void sleeps.push(ms) };
     const dp = new SimulatedDataplane({ clock, latency: { routeCallMs: 3 } });
     const rt = new SimulatedRouteTable(dp);
-    dp.failNext('CreateIpForwardEntry2', 5);
+    dp.injections.failNext('CreateIpForwardEntry2', 5);
     await expect(rt.add(r('10.244.3.0/24'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_ROUTE', status: 5 });
     await rt.add(r('10.244.3.0/24'));
     expect(sleeps).toEqual([3, 3]);
@@ -61,7 +62,7 @@ describe('SimulatedRouteTable', () => {
     const dp = new SimulatedDataplane();
     const rt = new SimulatedRouteTable(dp);
     await rt.add(r('10.244.3.0/24'));
-    expect(dp.removeRoute('10.244.3.0/24')).toBe(1);
+    expect(removeRoute(dp, '10.244.3.0/24')).toBe(1);
     expect((await rt.list()).some((x) => x.destinationPrefix === '10.244.3.0/24')).toBe(false);
   });
 });

@@ -13,6 +13,7 @@ import { HRESULT } from '../../src/hns/errors.js';
 import type { HcnNetwork } from '../../src/hns/schema.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import { SimulatedRouteTable } from '../../src/routes/simulated.js';
+import { editState, removeNetwork } from '../support/sim-dataplane.js';
 
 function overlay(subnet = '10.244.7.0/24'): HcnNetwork {
   return {
@@ -46,7 +47,7 @@ describe('one state file, several processes', () => {
     const hns = client(agent);
     const net = await hns.createNetwork(overlay());
     const admin = new SimulatedDataplane({ statePath: file });
-    expect(admin.removeNetwork('flannel.4096')).toBe(true);
+    expect(removeNetwork(admin, 'flannel.4096')).toBe(true);
     expect(await hns.getNetworkByName('flannel.4096')).toBeUndefined();
     await expect(hns.addNetworkPolicies(net.ID!, [rsr('10.244.1.0/24', '10.0.0.11')])).rejects.toMatchObject({ code: 'FLANNEL_ERR_HNS_NOT_FOUND' });
     // the vSwitch is gone too: the node IP is back on the physical adapter
@@ -208,7 +209,7 @@ describe('faults in the state file', () => {
 describe('several adapters: the vSwitch binds one physical NIC', () => {
   function twoNics(): SimulatedDataplane {
     const dp = new SimulatedDataplane({ nodeIP: '10.0.0.7' });
-    dp.mutate((st) => {
+    editState(dp, (st) => {
       st.adapters.push({ Name: 'Ethernet 2', InterfaceIndex: 9, IPAddress: '192.168.5.7', PrefixLength: 24, Mtu: 9000, Forwarding: false });
       st.routes.push({ DestinationPrefix: '0.0.0.0/0', NextHop: '192.168.5.1', InterfaceIndex: 9, Metric: 25 });
     });

@@ -21,6 +21,7 @@ import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { silentLogger } from '../../src/log.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { nodeIP } from '../support/sim-dataplane.js';
 
 describe('chooseSourceVip', () => {
   it.each<[string, string[], string[], string | undefined]>([
@@ -137,7 +138,7 @@ describe('reserveSourceVip on the simulated HNS', () => {
       const eps = t.sim.listEndpoints().filter((e) => e.Name === sourceVipEndpointName('flannel.4096'));
       expect(eps).toHaveLength(1);
       expect(eps[0]!.IpConfigurations).toEqual([{ IpAddress: '10.244.1.2', PrefixLength: 24 }]);
-      expect(eps[0]!.Policies).toEqual([{ Type: 'ProviderAddress', Settings: { ProviderAddress: t.sim.nodeIP } }]);
+      expect(eps[0]!.Policies).toEqual([{ Type: 'ProviderAddress', Settings: { ProviderAddress: nodeIP(t.sim) } }]);
       expect(readFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.2'), 'utf8')).toBe(`${SOURCE_VIP_OWNER}\r\nsourcevip`);
       const plain = JSON.parse(readFileSync(t.opts.file, 'utf8'));
       expect(plain).toMatchObject({ ip: '10.244.1.2', prefixLength: 24, ip4: { ip: '10.244.1.2/24' }, endpointId: eps[0]!.ID });

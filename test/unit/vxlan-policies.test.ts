@@ -11,6 +11,7 @@ import { HRESULT, isHnsNetworkNotFound, isHnsRefusal, isNetworkGone, hnsError } 
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { editState, removeNetwork } from '../support/sim-dataplane.js';
 
 const peer = (n: number): Lease => ({
   key: `linux-${n}`,
@@ -61,7 +62,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
 
   it('HNS refusing one policy of a 200-policy batch leaves only that one out', async () => {
     const { dp, r, prefixes } = await setup();
-    dp.mutate((s) => void (s.faults = [{ op: 'HcnModifyNetwork', match: '"10.244.137.0/24"', hresult: '0x803B002F', remaining: -1 }]));
+    editState(dp, (s) => void (s.faults = [{ op: 'HcnModifyNetwork', match: '"10.244.137.0/24"', hresult: '0x803B002F', remaining: -1 }]));
     r.setDesired(Array.from({ length: 200 }, (_, i) => remoteSubnetRouteFor(peer(i + 1))));
     r.markSynced();
     const res = await r.applyOnce();
@@ -80,7 +81,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     r.markSynced();
     await r.applyOnce();
     await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(9))], { keepOpen: true });
-    dp.removeNetwork('flannel.4096');
+    removeNetwork(dp, 'flannel.4096');
     const write = await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))], { keepOpen: true }).catch((e: unknown) => e);
     expect(isNetworkGone(write)).toBe(true);
     const removal = await hns.removeNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))]).catch((e: unknown) => e);

@@ -235,8 +235,8 @@ interface Scenario {
       const s = await scenario(HOSTGW_NET_CONF);
       addLinux(s.api, 1, 'host-gw');
       // Both the v2 and the v1 creation paths fail once with "network name already exists".
-      s.sim.dp.failNext('HcnCreateNetwork', 0x803b0010);
-      s.sim.dp.failNext('HNSCall POST /networks/', 0x803b0010);
+      s.sim.dp.injections.failNext('HcnCreateNetwork', 0x803b0010);
+      s.sim.dp.injections.failNext('HNSCall POST /networks/', 0x803b0010);
       const agent = start(s);
       await waitFor(() => /0x803B0010/i.test(agent.log()), 'the HRESULT in the log', agent);
       const line = agent.log().split('\n').find((l) => /0x803B0010/i.test(l))!;
@@ -261,7 +261,7 @@ interface Scenario {
     async () => {
       const s = await scenario(VXLAN_NET_CONF);
       addLinux(s.api, 1, 'vxlan');
-      s.sim.dp.failNext('HcnModifyNetwork', 0x80070057);
+      s.sim.dp.injections.failNext('HcnModifyNetwork', 0x80070057);
       s.sim.errorRecordOnly('HcnModifyNetwork');
       const agent = start(s);
       await waitFor(() => /HcnModifyNetwork/.test(agent.log()) && /0x80070057|parameter is incorrect/i.test(agent.log()), 'the ErrorRecord failure in the log', agent);

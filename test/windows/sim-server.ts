@@ -26,6 +26,7 @@ import { SimulatedDataplane, type SimulatedDataplaneOptions } from '../../src/da
 import { HRESULT } from '../../src/hns/errors.js';
 import { SimulatedHnsTransport, type SimulatedHnsOptions } from '../../src/hns/simulated.js';
 import type { HcnHandle } from '../../src/hns/transport.js';
+import { editState } from '../support/sim-dataplane.js';
 
 /** NETIO / Win32 statuses the server answers with (winerror.h). */
 export const STATUS = {
@@ -460,7 +461,7 @@ export class WindowsSimServer {
     if (!(mtu >= 576)) return { st: STATUS.ERROR_INVALID_PARAMETER };
     const adapter = this.dp.listAdapters().find((a) => a.InterfaceIndex === idx)!;
     if (adapter.Mtu !== mtu) {
-      this.dp.mutate((s) => {
+      editState(this.dp, (s) => {
         const a = s.adapters.find((x) => x.InterfaceIndex === idx);
         if (a) a.Mtu = mtu;
       });
