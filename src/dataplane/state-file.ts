@@ -3,7 +3,7 @@
 // hcn/hcnendpoint.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
 // iphlpapi's MIB_IPFORWARD_ROW2 reduced. A file edited by hand or by another tool must give a coded
 // error naming the file and the entry, never a TypeError deep inside the model.
-import { FlannelError } from '../errors.js';
+import { DataplaneStateError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import { isIp4 } from '../ip4.js';
 import { parseFaultRules } from './sim-faults.js';
@@ -89,8 +89,7 @@ class Shape {
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
   const fail = (why: string): never => {
-    throw new FlannelError(
-      'FLANNEL_ERR_DATAPLANE_STATE',
+    throw new DataplaneStateError(
       `simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`,
       { file },
     );

@@ -4,7 +4,7 @@
 // byte for byte (docs/compatibility.md §2); every error is FLANNEL_ERR_NET_CONF.
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
-import { FlannelError, errorMessage } from '../errors.js';
+import { errorMessage, FlannelError, NetConfError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 
@@ -22,7 +22,7 @@ export const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
 type JsonObject = Record<string, unknown>;
 
 function fail(message: string, context: Record<string, string | number | boolean | undefined> = {}): never {
-  throw new FlannelError('FLANNEL_ERR_NET_CONF', message, context);
+  throw new NetConfError(message, context);
 }
 
 function isObject(v: unknown): v is JsonObject {
@@ -93,7 +93,7 @@ function optIp4(obj: JsonObject, name: string): number | undefined {
   return n === 0 ? undefined : n; // upstream treats 0.0.0.0 as "not set"
 }
 
-/** Parse and validate net-conf.json text. Throws FlannelError FLANNEL_ERR_NET_CONF. */
+/** Parse and validate net-conf.json text. Throws NetConfError (FLANNEL_ERR_NET_CONF). */
 export function parseNetConf(json: string): NetworkConfig {
   let doc: unknown;
   try {
@@ -279,20 +279,19 @@ export function readNetConf(path: string, readFile: (p: string) => string): Netw
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (code === 'ENOENT') {
-      throw new FlannelError(
-        'FLANNEL_ERR_NET_CONF',
+      throw new NetConfError(
         `net-conf.json not found at ${path}: mount the ${NET_CONF_CONFIGMAP} ConfigMap (key net-conf.json) there, or pass --net-config-path`,
         { path },
         { cause: err },
       );
     }
-    throw new FlannelError('FLANNEL_ERR_NET_CONF', `cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
+    throw new NetConfError(`cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
   }
   try {
     return parseNetConf(text);
   } catch (err) {
     if (err instanceof FlannelError) {
-      throw new FlannelError('FLANNEL_ERR_NET_CONF', `${path}: ${err.message}`, { ...err.context, path }, { cause: err });
+      throw new NetConfError(`${path}: ${err.message}`, { ...err.context, path }, { cause: err });
     }
     throw err;
   }

@@ -2,10 +2,17 @@
 // renewed, and turns a prefix list + watch into LeaseUpdates. Mirrors flannel
 // pkg/subnet/etcd/local_manager.go (AcquireLease/tryAcquireLease, RenewLease, CompleteLease's renew loop
 // and "Lease has been revoked") and the watch half of registry.go (watchSubnets, resync after compaction).
+import {
+  EtcdAuthenticationFailedError,
+  EtcdInvalidAuthTokenError,
+  EtcdPermissionDeniedError,
+  EtcdRoleNotGrantedError,
+  EtcdUserNotFoundError,
+} from 'etcd3';
 import type { IWatchResponse } from 'etcd3';
 import { backoffDelay, pause, systemClock } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { errorMessage, FlannelError } from '../../errors.js';
+import { BackendError, errorMessage, EtcdError, FlannelError, UnsupportedError } from '../../errors.js';
 import { METRIC, Metrics } from '../../health/metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
@@ -68,12 +75,18 @@ interface WatchCursor {
 
 function etcdError(what: string, err: unknown): FlannelError {
   if (err instanceof FlannelError) return err;
-  return new FlannelError('FLANNEL_ERR_ETCD', `${what}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`, {}, { cause: err });
+  return new EtcdError('FLANNEL_ERR_ETCD', `${what}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`, {}, { cause: err });
 }
 
+/** etcd refused the credentials or the role: retrying cannot help. */
 function isAuthError(err: unknown): boolean {
-  const name = err instanceof Error ? err.constructor.name : '';
-  return /AuthenticationFailed|PermissionDenied|InvalidAuthToken|UserNotFound|RoleNotGranted/.test(name);
+  return (
+    err instanceof EtcdAuthenticationFailedError ||
+    err instanceof EtcdPermissionDeniedError ||
+    err instanceof EtcdInvalidAuthTokenError ||
+    err instanceof EtcdUserNotFoundError ||
+    err instanceof EtcdRoleNotGrantedError
+  );
 }
 
 
@@ -104,7 +117,7 @@ export class EtcdSubnetManager implements SubnetManager {
     this.clock = opts.clock ?? systemClock;
     this.ttl = opts.leaseTtlSeconds ?? SUBNET_TTL_SECONDS;
     if (!opts.netConf.enableIPv4 || opts.netConf.enableIPv6) {
-      throw new FlannelError('FLANNEL_ERR_UNSUPPORTED', 'the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config', {
+      throw new UnsupportedError('the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config', {
         prefix: opts.prefix,
       });
     }
@@ -141,7 +154,7 @@ export class EtcdSubnetManager implements SubnetManager {
   private revoke(why: string): void {
     if (this.revokedErr) return;
     this.log.error(REVOKED_MESSAGE, { key: this.own?.name, reason: why });
-    this.revokedErr = new FlannelError('FLANNEL_ERR_LEASE_REVOKED', `${REVOKED_MESSAGE} (${this.reg.keyOf(this.own?.name ?? '?')} ${why})`, {
+    this.revokedErr = new EtcdError('FLANNEL_ERR_LEASE_REVOKED', `${REVOKED_MESSAGE} (${this.reg.keyOf(this.own?.name ?? '?')} ${why})`, {
       key: this.own?.name,
     });
     for (const w of this.revokeWaiters) w();
@@ -177,14 +190,14 @@ export class EtcdSubnetManager implements SubnetManager {
         return lease;
       }
     }
-    throw new FlannelError('FLANNEL_ERR_ETCD', 'Max retries reached trying to acquire a subnet', { prefix: this.opts.prefix });
+    throw new EtcdError('FLANNEL_ERR_ETCD', 'Max retries reached trying to acquire a subnet', { prefix: this.opts.prefix });
   }
 
   private async attrsToPublish(subnet: string, attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<LeaseAttrs> {
     const attrs = await attrsFor(subnet);
     if (signal.aborted) throw signal.reason;
     if (!publishableAttrs(attrs)) {
-      throw new FlannelError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
     }
     if (attrs.publicIP !== this.opts.publicIP) {
       this.log.warn('backend publishes a different public IP than the one used to find our lease', { publicIP: attrs.publicIP, expected: this.opts.publicIP });
@@ -245,7 +258,7 @@ export class EtcdSubnetManager implements SubnetManager {
       this.log.info(`Picking subnet in range ${netConf.subnetMin} ... ${netConf.subnetMax}`);
       subnet = allocateSubnet(netConf, taken, this.opts.random);
       if (subnet === undefined) {
-        throw new FlannelError(
+        throw new EtcdError(
           'FLANNEL_ERR_ETCD',
           `out of subnets: every /${netConf.subnetLen} between SubnetMin ${netConf.subnetMin} and SubnetMax ${netConf.subnetMax} of ${netConf.network} is leased under ${this.reg.subnetsPrefix}; delete stale leases or widen the network in ${this.reg.configKey}`,
           { network: netConf.network, leases: taken.length },

@@ -1,8 +1,7 @@
 // How the kube subnet manager reads an API failure: its HTTP status, a short description (the Status
 // message, never headers), whether it is worth retrying (client-go's rule: 408/409/429/5xx and network
-// errors are transient), and the coded FlannelError a caller finally sees.
-import { errorMessage, FlannelError } from '../../errors.js';
-import type { ErrorCode } from '../../errors.js';
+// errors are transient), and the KubeError a caller finally sees.
+import { errorMessage, KubeError } from '../../errors.js';
 
 /** HTTP status of a KubeApiError (or any error carrying one), undefined for network errors and timeouts. */
 export function httpStatus(err: unknown): number | undefined {
@@ -34,7 +33,7 @@ export function retryable(err: unknown): boolean {
   return code === 408 || code === 409 || code === 429 || code >= 500;
 }
 
-export function kubeError(what: string, err: unknown, code: ErrorCode = 'FLANNEL_ERR_KUBE'): FlannelError {
+export function kubeError(what: string, err: unknown): KubeError {
   const status = httpStatus(err);
   const hint =
     status === 401
@@ -42,5 +41,5 @@ export function kubeError(what: string, err: unknown, code: ErrorCode = 'FLANNEL
       : status === 403
         ? "; check flannel's ClusterRole (nodes: get, list, watch; nodes/status: patch; pods: get)"
         : '';
-  return new FlannelError(code, `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
+  return new KubeError('FLANNEL_ERR_KUBE', `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
 }

@@ -6,7 +6,7 @@
 // changed annotation keys patched. Requests are raw JSON (http.ts): no typed model of any Node is built.
 import { backoffDelay, systemClock } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { FlannelError } from '../../errors.js';
+import { BackendError, ConfigError, KubeError } from '../../errors.js';
 import { Metrics } from '../../health/metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
@@ -115,7 +115,7 @@ export class KubeSubnetManager implements SubnetManager {
     });
     this.nodeName = opts.nodeName || undefined;
     if (!isNetworkCidr(opts.network)) {
-      throw new FlannelError('FLANNEL_ERR_CONFIG', `kube subnet manager: Network "${opts.network}" is not an IPv4 CIDR; fix net-conf.json`, { network: opts.network });
+      throw new ConfigError('FLANNEL_ERR_CONFIG', `kube subnet manager: Network "${opts.network}" is not an IPv4 CIDR; fix net-conf.json`, { network: opts.network });
     }
   }
 
@@ -166,7 +166,7 @@ export class KubeSubnetManager implements SubnetManager {
     if (this.nodeName) return this.nodeName;
     const { podName, podNamespace } = this.opts;
     if (!podName || !podNamespace) {
-      throw new FlannelError('FLANNEL_ERR_NODE', 'env variables POD_NAME and POD_NAMESPACE must be set');
+      throw new KubeError('FLANNEL_ERR_NODE', 'env variables POD_NAME and POD_NAMESPACE must be set');
     }
     const pod = await this.retry(
       `error retrieving pod spec for '${podNamespace}/${podName}'`,
@@ -175,7 +175,7 @@ export class KubeSubnetManager implements SubnetManager {
     );
     const nodeName = asObj(asObj(pod)?.spec)?.nodeName;
     if (typeof nodeName !== 'string' || nodeName === '') {
-      throw new FlannelError('FLANNEL_ERR_NODE', `node name not present in pod spec '${podNamespace}/${podName}'`, { pod: `${podNamespace}/${podName}` });
+      throw new KubeError('FLANNEL_ERR_NODE', `node name not present in pod spec '${podNamespace}/${podName}'`, { pod: `${podNamespace}/${podName}` });
     }
     this.log.info('node name resolved from pod', { pod: `${podNamespace}/${podName}`, node: nodeName });
     this.nodeName = nodeName;
@@ -204,13 +204,13 @@ export class KubeSubnetManager implements SubnetManager {
         }
         const spec = asObj(asObj(node)?.spec);
         if (typeof spec?.podCIDR === 'string' && spec.podCIDR !== '') {
-          throw new FlannelError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, { node: name });
+          throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, { node: name });
         }
         state = 'no-podcidr';
         apiFailures = 0;
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        if (err instanceof FlannelError) throw err;
+        if (err instanceof KubeError) throw err;
         if (httpStatus(err) === 404) {
           state = 'missing';
           apiFailures = 0;
@@ -224,9 +224,9 @@ export class KubeSubnetManager implements SubnetManager {
       }
       const waited = this.clock.now() - start;
       if (waited >= timeoutMs) {
-        if (state === 'no-podcidr') throw new FlannelError('FLANNEL_ERR_NODE', `node "${name}" pod cidr not assigned`, { node: name, waitedMs: waited });
+        if (state === 'no-podcidr') throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" pod cidr not assigned`, { node: name, waitedMs: waited });
         if (state === 'missing') {
-          throw new FlannelError(
+          throw new KubeError(
             'FLANNEL_ERR_NODE',
             `node "${name}" not found after waiting ${Math.round(waited / 1000)}s; check NODE_NAME (or POD_NAME/POD_NAMESPACE) and that the kubelet registered the node`,
             { node: name, waitedMs: waited },
@@ -259,7 +259,7 @@ export class KubeSubnetManager implements SubnetManager {
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;
     if (!publishableAttrs(attrs)) {
-      throw new FlannelError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { node: name });
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { node: name });
     }
 
     let publicIP = attrs.publicIP;
