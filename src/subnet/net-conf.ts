@@ -99,10 +99,10 @@ export function parseNetConf(json: string): NetworkConfig {
   try {
     doc = JSON.parse(json);
   } catch (err) {
-    fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`);
+    fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`, { key: '$', reason: 'syntax' });
   }
-  if (jsonTooDeep(doc)) fail(`net-conf.json nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels; a network config is a few levels deep`);
-  if (!isObject(doc)) fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`);
+  if (jsonTooDeep(doc)) fail(`net-conf.json nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels; a network config is a few levels deep`, { key: '$', reason: 'depth' });
+  if (!isObject(doc)) fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`, { key: '$', reason: 'type' });
 
   // Decode (ParseConfig).
   const enableIPv4 = optBool(doc, 'EnableIPv4', '') ?? true;
@@ -119,19 +119,20 @@ export function parseNetConf(json: string): NetworkConfig {
   if (!backendPresent) {
     fail(
       'net-conf.json has no Backend: upstream flannel then defaults to udp, which Windows cannot run; use "Backend": {"Type": "vxlan"} or "Backend": {"Type": "host-gw"}',
+      { key: 'Backend' },
     );
   }
   const rawBackend: JsonObject = rawBackendValue === undefined ? {} : (rawBackendValue as JsonObject);
-  if (!isObject(rawBackend)) fail(`error decoding Backend property of config: Backend must be an object, got ${describe(rawBackendValue)}`);
+  if (!isObject(rawBackend)) fail(`error decoding Backend property of config: Backend must be an object, got ${describe(rawBackendValue)}`, { key: 'Backend' });
   const typeText = optString(rawBackend, 'Type', 'Backend.') ?? '';
   const backendType = typeText.toLowerCase();
-  if (typeText === '') fail('Backend.Type is missing; use "Type": "vxlan" or "Type": "host-gw"');
+  if (typeText === '') fail('Backend.Type is missing; use "Type": "vxlan" or "Type": "host-gw"', { key: 'Backend.Type' });
   if (backendType !== 'vxlan' && backendType !== 'host-gw') {
     fail(`backend type ${typeText} is not supported on Windows; use vxlan or host-gw`, { backendType: typeText });
   }
 
   if (!enableIPv4 && !enableIPv6) {
-    fail('net-conf.json disables IPv4 (EnableIPv4: false) and does not enable IPv6: set EnableIPv4 to true (or remove it)');
+    fail('net-conf.json disables IPv4 (EnableIPv4: false) and does not enable IPv6: set EnableIPv4 to true (or remove it)', { key: 'EnableIPv4' });
   }
 
   // CheckNetworkConfig (IPv4).
