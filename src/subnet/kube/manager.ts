@@ -229,7 +229,7 @@ export class KubeSubnetManager implements SubnetManager {
           throw new KubeError(
             'FLANNEL_ERR_NODE',
             `node "${name}" not found after waiting ${Math.round(waited / 1000)}s; check NODE_NAME (or POD_NAME/POD_NAMESPACE) and that the kubelet registered the node`,
-            { node: name, waitedMs: waited },
+            { node: name, waitedMs: waited, reason: 'not found' },
           );
         }
         throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr);
