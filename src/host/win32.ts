@@ -3,7 +3,7 @@
 // from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
 // from GetIpForwardTable2. os.networkInterfaces() is not used: under Wine it shows the Linux host's
 // interfaces, and on Windows these calls give the same facts.
-import { FlannelError, HostError } from '../errors.js';
+import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
 import {
   AF_INET,
@@ -21,7 +21,7 @@ import type { IpInterfaceRow } from '../win32/encoding.js';
 import type { Win32IpHelperNative } from '../win32/native.js';
 import type { Host, HostInterface } from './host.js';
 
-function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): FlannelError {
+function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): HostError {
   return new HostError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
 }
 
