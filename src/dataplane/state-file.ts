@@ -118,8 +118,8 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   state.adapters = (state.adapters as Partial<SimAdapter>[]).map((a) => ({ PrefixLength: a.IPAddress ? 24 : 0, Mtu: 1500, Forwarding: false, ...a }) as SimAdapter);
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);
-    if (typeof faults === 'string') fail(faults);
-    state.faults = faults as Exclude<typeof faults, string>;
+    if (!Array.isArray(faults)) return fail(faults.problem, faults.entry);
+    state.faults = faults;
   }
   return state;
 }
