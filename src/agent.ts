@@ -12,7 +12,7 @@ import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, FlannelError } from './errors.js';
+import { errorMessage, UnsupportedError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { selectExternalInterface } from './host/select.js';
@@ -184,7 +184,7 @@ export class Agent {
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
     if (!netConf.enableIPv4 || netConf.enableIPv6) {
-      throw new FlannelError('FLANNEL_ERR_UNSUPPORTED', 'this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config', {
+      throw new UnsupportedError('this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config', {
         path: config.netConfigPath,
       });
     }

@@ -1,43 +1,55 @@
-// Error classes with stable codes. Tests assert `code`, never the message text.
-// Messages say what went wrong and what to do; `context` carries the facts (network name, HRESULT, ...).
+// Error classes with stable codes, one class per failure family (the pattern of undici's
+// lib/core/errors.js: each class fixes its own codes). Tests assert `code` (and class), never the
+// message text. Messages say what went wrong and what to do; `context` carries the facts (network
+// name, HRESULT, ...). docs/errors.md documents every code under its family.
 
-export type ErrorCode =
-  | 'FLANNEL_ERR_FLAG' // bad command line flag or value (exit 2)
-  | 'FLANNEL_ERR_CONFIG' // bad configuration assembled from flags/env/env-file
-  | 'FLANNEL_ERR_NET_CONF' // net-conf.json missing or invalid
-  | 'FLANNEL_ERR_CNI_SOURCE' // install-cni: a plugin archive could not be downloaded or read
-  | 'FLANNEL_ERR_CNI_HASH' // install-cni: a plugin archive's SHA-256 is not the one given
-  | 'FLANNEL_ERR_CNI_ARCHIVE' // install-cni: corrupt archive, or a plugin missing or given twice
-  | 'FLANNEL_ERR_CNI_INSTALL' // install-cni: the plugins could not be written into the bin directory
-  | 'FLANNEL_ERR_ANNOTATION_PREFIX' // --kube-annotation-prefix invalid
-  | 'FLANNEL_ERR_ENV_FILE' // --env-file unreadable or malformed
-  | 'FLANNEL_ERR_SUBNET_ENV' // subnet.env unreadable, malformed or not writable
-  | 'FLANNEL_ERR_KUBE' // kubernetes API failure (kubeconfig, API error)
-  | 'FLANNEL_ERR_KUBE_INSECURE' // credentials would be sent to the API server over plain http://
-  | 'FLANNEL_ERR_NODE' // own node missing / not ready / podCIDR problems
-  | 'FLANNEL_ERR_LEASE' // peer lease rejected (validation)
-  | 'FLANNEL_ERR_HNS_CALL' // HNS/HCN call failed (other)
-  | 'FLANNEL_ERR_HNS_NOT_FOUND' // HNS object not found
-  | 'FLANNEL_ERR_HNS_EXISTS' // HNS object already exists
-  | 'FLANNEL_ERR_HNS_ATTACHED' // HNS endpoint already attached
-  | 'FLANNEL_ERR_HNS_ACCESS_DENIED' // HNS access denied
-  | 'FLANNEL_ERR_HNS_VERSION' // HNS too old for the requested feature
-  | 'FLANNEL_ERR_ROUTE' // route table call failed
-  | 'FLANNEL_ERR_HOST' // host interface/forwarding problem
-  | 'FLANNEL_ERR_BACKEND' // backend could not register the network
-  | 'FLANNEL_ERR_NETWORK_GONE' // the backend's HNS network disappeared while the agent ran (it is rebuilt)
-  | 'FLANNEL_ERR_DATAPLANE_STATE' // simulated dataplane state file problem
-  | 'FLANNEL_ERR_ETCD' // etcd subnet manager: etcd unreachable / failing, config missing, out of subnets
-  | 'FLANNEL_ERR_LEASE_REVOKED' // the own etcd lease was deleted: the daemon shuts down
-  | 'FLANNEL_ERR_AGENT_LOCK' // another agent holds the node's lock (flanneld.lock beside subnet.env)
-  | 'FLANNEL_ERR_UNSUPPORTED'; // feature not supported on Windows
+/** Every family and the codes it may carry; the types below and the docs check derive from this. */
+export const ERROR_FAMILIES = {
+  /** Bad command line flag or value (exit 2). */
+  FlagError: ['FLANNEL_ERR_FLAG'],
+  /** Bad configuration from flags/env/env-file, or a bad --kube-annotation-prefix. */
+  ConfigError: ['FLANNEL_ERR_CONFIG', 'FLANNEL_ERR_ENV_FILE', 'FLANNEL_ERR_ANNOTATION_PREFIX'],
+  /** net-conf.json (or the etcd network config) missing or invalid. */
+  NetConfError: ['FLANNEL_ERR_NET_CONF'],
+  /** subnet.env unreadable, malformed or not writable. */
+  SubnetEnvError: ['FLANNEL_ERR_SUBNET_ENV'],
+  /** install-cni: a source not readable, a hash mismatch, a bad archive, a failed write. */
+  CniInstallError: ['FLANNEL_ERR_CNI_SOURCE', 'FLANNEL_ERR_CNI_HASH', 'FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_INSTALL'],
+  /** Kubernetes: kubeconfig, a failed API call as the caller sees it, the own Node. */
+  KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_NODE'],
+  /** A non-2xx answer of the API server (before the caller maps it to a KubeError). */
+  KubeApiError: ['FLANNEL_ERR_KUBE_API'],
+  /** An API request without an answer within its deadline, or a watch gone silent. */
+  KubeTimeoutError: ['FLANNEL_ERR_KUBE_TIMEOUT'],
+  /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked. */
+  EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED'],
+  /** An HNS (v1 HNSCall or v2 Hcn*) call failed, or HNS is too old. */
+  HnsError: ['FLANNEL_ERR_HNS_CALL', 'FLANNEL_ERR_HNS_NOT_FOUND', 'FLANNEL_ERR_HNS_EXISTS', 'FLANNEL_ERR_HNS_ATTACHED', 'FLANNEL_ERR_HNS_ACCESS_DENIED', 'FLANNEL_ERR_HNS_VERSION'],
+  /** A route table call failed. */
+  RouteError: ['FLANNEL_ERR_ROUTE'],
+  /** The host: interfaces, addresses, the node's agent lock. */
+  HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK'],
+  /** A backend could not register its network, or the network disappeared while running. */
+  BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE'],
+  /** The simulated dataplane's state file. */
+  DataplaneStateError: ['FLANNEL_ERR_DATAPLANE_STATE'],
+  /** A feature this agent does not support (on Windows, or at all). */
+  UnsupportedError: ['FLANNEL_ERR_UNSUPPORTED'],
+} as const;
+
+type Families = typeof ERROR_FAMILIES;
+export type ErrorFamily = keyof Families;
+/** The codes of one family. */
+export type CodeOf<F extends ErrorFamily> = Families[F][number];
+export type ErrorCode = CodeOf<ErrorFamily>;
 
 export type ErrorContext = Record<string, string | number | boolean | undefined>;
 
-export class FlannelError extends Error {
-  readonly code: ErrorCode;
+/** The base of every family; never thrown itself (abstract). */
+export abstract class FlannelError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly code: C;
   readonly context: ErrorContext;
-  constructor(code: ErrorCode, message: string, context: ErrorContext = {}, options?: { cause?: unknown }) {
+  protected constructor(code: C, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -46,28 +58,107 @@ export class FlannelError extends Error {
 }
 
 /** Bad command line input: main prints one line and exits with code 2. */
-export class FlagError extends FlannelError {
+export class FlagError extends FlannelError<CodeOf<'FlagError'>> {
   constructor(message: string, context: ErrorContext = {}) {
     super('FLANNEL_ERR_FLAG', message, context);
   }
 }
 
-export class ConfigError extends FlannelError {}
+export class ConfigError extends FlannelError<CodeOf<'ConfigError'>> {
+  constructor(code: CodeOf<'ConfigError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
+  }
+}
+
+export class NetConfError extends FlannelError<CodeOf<'NetConfError'>> {
+  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super('FLANNEL_ERR_NET_CONF', message, context, options);
+  }
+}
+
+export class SubnetEnvError extends FlannelError<CodeOf<'SubnetEnvError'>> {
+  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super('FLANNEL_ERR_SUBNET_ENV', message, context, options);
+  }
+}
+
+export class CniInstallError extends FlannelError<CodeOf<'CniInstallError'>> {
+  constructor(code: CodeOf<'CniInstallError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
+  }
+}
+
+export class KubeError extends FlannelError<CodeOf<'KubeError'>> {
+  constructor(code: CodeOf<'KubeError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
+  }
+}
+
+/** A non-2xx answer of the API server; `body` is the (bounded) response text, usually a Status. */
+export class KubeApiError extends FlannelError<CodeOf<'KubeApiError'>> {
+  constructor(
+    readonly statusCode: number,
+    readonly body: string,
+    what: string,
+  ) {
+    super('FLANNEL_ERR_KUBE_API', `${what}: HTTP ${statusCode}`, { status: statusCode });
+  }
+}
+
+/** A request that did not complete within its deadline (or a watch that went silent). */
+export class KubeTimeoutError extends FlannelError<CodeOf<'KubeTimeoutError'>> {
+  constructor(
+    message: string,
+    readonly timeoutMs: number,
+  ) {
+    super('FLANNEL_ERR_KUBE_TIMEOUT', message, { timeoutMs });
+  }
+}
+
+export class EtcdError extends FlannelError<CodeOf<'EtcdError'>> {
+  constructor(code: CodeOf<'EtcdError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
+  }
+}
 
 /** An HNS (v1 HNSCall or v2 Hcn*) call failed; `hresult` is the unsigned HRESULT when known. */
-export class HnsError extends FlannelError {
+export class HnsError extends FlannelError<CodeOf<'HnsError'>> {
   readonly hresult: number | undefined;
-  constructor(code: ErrorCode, message: string, context: ErrorContext & { hresult?: number } = {}) {
+  constructor(code: CodeOf<'HnsError'>, message: string, context: ErrorContext & { hresult?: number } = {}) {
     super(code, message, { ...context, hresult: context.hresult === undefined ? undefined : hex(context.hresult) });
     this.hresult = context.hresult;
   }
 }
 
-export class RouteError extends FlannelError {
+export class RouteError extends FlannelError<CodeOf<'RouteError'>> {
   readonly status: number | undefined;
   constructor(message: string, context: ErrorContext & { status?: number } = {}) {
     super('FLANNEL_ERR_ROUTE', message, context);
     this.status = context.status;
+  }
+}
+
+export class HostError extends FlannelError<CodeOf<'HostError'>> {
+  constructor(code: CodeOf<'HostError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
+  }
+}
+
+export class BackendError extends FlannelError<CodeOf<'BackendError'>> {
+  constructor(code: CodeOf<'BackendError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
+  }
+}
+
+export class DataplaneStateError extends FlannelError<CodeOf<'DataplaneStateError'>> {
+  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super('FLANNEL_ERR_DATAPLANE_STATE', message, context, options);
+  }
+}
+
+export class UnsupportedError extends FlannelError<CodeOf<'UnsupportedError'>> {
+  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super('FLANNEL_ERR_UNSUPPORTED', message, context, options);
   }
 }
 

@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tarStream from 'tar-stream';
 import yauzl from 'yauzl';
-import { FlannelError, errorMessage } from '../errors.js';
+import { CniInstallError, errorMessage, FlannelError } from '../errors.js';
 
 /** The plugins the flannel CNI config needs on Windows: the meta-plugin, both delegates and the IPAM. */
 export const CNI_PLUGIN_FILES = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'] as const;
@@ -41,8 +41,8 @@ export function sourceKind(data: Buffer): SourceKind | undefined {
   return undefined;
 }
 
-function archiveError(source: string, message: string, cause?: unknown): FlannelError {
-  return new FlannelError('FLANNEL_ERR_CNI_ARCHIVE', `${source}: ${message}`, { source }, { cause });
+function archiveError(source: string, message: string, cause?: unknown): CniInstallError {
+  return new CniInstallError('FLANNEL_ERR_CNI_ARCHIVE', `${source}: ${message}`, { source }, { cause });
 }
 
 /** Add one found plugin; the same plugin twice in one source is refused (which one would win?). */

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
 import { systemClock } from '../clock.js';
-import { FlannelError, errorMessage } from '../errors.js';
+import { CniInstallError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import { CNI_PLUGIN_FILES, readPlugins, type CniPluginFile } from './archive.js';
 
@@ -97,14 +97,14 @@ async function download(url: string, fetchFn: typeof fetch): Promise<Buffer> {
   try {
     res = await fetchFn(url, { redirect: 'follow' });
   } catch (err) {
-    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: ${errorMessage(err)}; check the URL and the node's access to it`, { source: url }, { cause: err });
+    throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: ${errorMessage(err)}; check the URL and the node's access to it`, { source: url }, { cause: err });
   }
   if (!res.ok) {
-    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: HTTP ${res.status} ${res.statusText}`, { source: url, status: res.status });
+    throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: HTTP ${res.status} ${res.statusText}`, { source: url, status: res.status });
   }
   const length = Number(res.headers.get('content-length') ?? 0);
   if (length > MAX_SOURCE_BYTES) {
-    throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `${url} is ${length} bytes, more than the ${MAX_SOURCE_BYTES} allowed for a plugin archive`, { source: url });
+    throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `${url} is ${length} bytes, more than the ${MAX_SOURCE_BYTES} allowed for a plugin archive`, { source: url });
   }
   return Buffer.from(await res.arrayBuffer());
 }
@@ -118,12 +118,12 @@ export async function loadSource(src: PluginSource, fetchFn: typeof fetch, fs: P
     try {
       data = fs.readFileSync(src.location);
     } catch (err) {
-      throw new FlannelError('FLANNEL_ERR_CNI_SOURCE', `cannot read ${src.location}: ${errorMessage(err)}`, { source: src.location }, { cause: err });
+      throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `cannot read ${src.location}: ${errorMessage(err)}`, { source: src.location }, { cause: err });
     }
   }
   const actual = sha256Hex(data);
   if (actual !== src.sha256) {
-    throw new FlannelError(
+    throw new CniInstallError(
       'FLANNEL_ERR_CNI_HASH',
       `${src.location} has SHA-256 ${actual}, not the expected ${src.sha256}: the download is damaged or not the release you pinned; nothing was installed`,
       { source: src.location, expected: src.sha256, actual },
@@ -170,14 +170,14 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
     for (const [file, content] of await readPlugins(data, src.location)) {
       const prev = found.get(file);
       if (prev) {
-        throw new FlannelError('FLANNEL_ERR_CNI_ARCHIVE', `${file} is in both ${prev.from} and ${src.location}; give it once`, { file });
+        throw new CniInstallError('FLANNEL_ERR_CNI_ARCHIVE', `${file} is in both ${prev.from} and ${src.location}; give it once`, { file });
       }
       found.set(file, { data: content, from: src.location });
     }
   }
   const missing = CNI_PLUGIN_FILES.filter((f) => !found.has(f));
   if (missing.length > 0) {
-    throw new FlannelError(
+    throw new CniInstallError(
       'FLANNEL_ERR_CNI_ARCHIVE',
       `the sources hold no ${missing.join(', ')}; add a --source that has ${missing.length === 1 ? 'it' : 'them'} (see src/cni-plugins/pinned.json for the upstream releases); nothing was installed`,
       { missing: missing.join(',') },
@@ -207,7 +207,7 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
     }
   } catch (err) {
     const left = report.installed.filter((f) => !done.includes(f));
-    throw new FlannelError(
+    throw new CniInstallError(
       'FLANNEL_ERR_CNI_INSTALL',
       `cannot write the plugins into ${opts.binDir}: ${errorMessage(err)}; ${done.length > 0 ? `${done.join(', ')} replaced, ` : ''}${left.join(', ')} left as they were: run install-cni again`,
       { binDir: opts.binDir, replaced: done.join(','), kept: left.join(',') },

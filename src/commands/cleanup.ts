@@ -18,7 +18,7 @@ import type { FlagSpec } from '../config/flags.js';
 import { createDataplane, type Dataplane } from '../dataplane/factory.js';
 import { Metrics } from '../health/metrics.js';
 import { sameId } from '../hns/schema.js';
-import { FlannelError } from '../errors.js';
+import { HostError } from '../errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
 import { BOOT_FILE_NAME } from '../host/boot.js';
 import { findInterfaceByIP } from '../host/select.js';
@@ -167,7 +167,7 @@ function removeFile(path: string, dryRun: boolean, did: (what: string) => void, 
 function refuseWhileAgentRuns(subnetFile: string, force: boolean): void {
   const holder = readLockHolder(agentLockPath(subnetFile));
   if (holder && !force) {
-    throw new FlannelError(
+    throw new HostError(
       'FLANNEL_ERR_AGENT_LOCK',
       `flanneld (PID ${holder.pid}) is running for this node (${agentLockPath(subnetFile)}); stop it first (it would recreate what cleanup removes), or pass --force`,
       { pid: holder.pid },

@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseConfig } from '../config/parse.js';
-import { FlagError, errorMessage } from '../errors.js';
+import { ConfigError, FlagError, errorMessage } from '../errors.js';
 import type { Command, CommandIO } from './command.js';
 
 export const DEFAULT_SERVICE_NAME = 'flanneld';
@@ -204,7 +204,7 @@ export async function runService(args: string[], io: CommandIO, deps: ServiceDep
     o = parseServiceArgs(args);
     if (o !== 'help' && o.verb === 'install') checkAgentArgs(o, io.env);
   } catch (err) {
-    const hint = /env variable/i.test(errorMessage(err)) ? ' (give the service its variables with --env NAME=VALUE)' : '';
+    const hint = err instanceof ConfigError && err.context.missingEnv !== undefined ? ' (give the service its variables with --env NAME=VALUE)' : '';
     io.stderr(`flanneld service: ${errorMessage(err)}${hint}\nRun 'flanneld service --help' for usage.\n`);
     return 2;
   }

@@ -146,14 +146,14 @@ export function applyFlagValue(spec: FlagSpec, current: FlagValue | undefined, r
     case 'bool': {
       const b = parseGoBool(raw);
       if (b === undefined) {
-        throw new FlagError(`invalid boolean value "${raw}" for ${source}: parse error (use true or false)`, { flag: spec.name, value: raw });
+        throw new FlagError(`invalid boolean value "${raw}" for ${source}: parse error (use true or false)`, { flag: spec.name, value: raw, source });
       }
       return b;
     }
     case 'int': {
       const n = parseGoInt(raw);
       if (n === undefined) {
-        throw new FlagError(`invalid value "${raw}" for ${source}: parse error (expected an integer)`, { flag: spec.name, value: raw });
+        throw new FlagError(`invalid value "${raw}" for ${source}: parse error (expected an integer)`, { flag: spec.name, value: raw, source });
       }
       return n;
     }

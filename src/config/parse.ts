@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import dotenv from 'dotenv';
-import { ConfigError, FlagError, FlannelError, errorMessage } from '../errors.js';
+import { ConfigError, errorMessage, FlagError, UnsupportedError } from '../errors.js';
 import type { LogLevel } from '../log.js';
 import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
@@ -60,8 +60,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   const win = opts.platform === 'win32';
 
   if (str('iface-can-reach') !== '') {
-    throw new FlannelError(
-      'FLANNEL_ERR_UNSUPPORTED',
+    throw new UnsupportedError(
       `--iface-can-reach is not supported on Windows; choose the interface with --iface (IP or adapter name) or --iface-regex`,
       { flag: 'iface-can-reach', value: str('iface-can-reach') },
     );
@@ -294,6 +293,7 @@ function nodeIdentity(env: Record<string, string>, kubeSubnetMgr: boolean): Node
   if (kubeSubnetMgr && nodeName === undefined && (podName === undefined || podNamespace === undefined)) {
     throw new ConfigError('FLANNEL_ERR_CONFIG', 'env variables POD_NAME and POD_NAMESPACE must be set', {
       hint: 'set NODE_NAME (e.g. from the downward API spec.nodeName), or POD_NAME and POD_NAMESPACE',
+      missingEnv: 'POD_NAME POD_NAMESPACE',
     });
   }
   return { nodeName, podName, podNamespace };

@@ -2,7 +2,7 @@
 // Each is imported only when chosen: ./simulated-node.ts or ./win32.ts.
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { errorMessage, FlannelError } from '../errors.js';
+import { errorMessage, UnsupportedError } from '../errors.js';
 import type { Metrics } from '../health/metrics.js';
 import type { HnsClient } from '../hns/client.js';
 import { isIp4 } from '../ip4.js';
@@ -42,8 +42,7 @@ export async function createDataplane(config: AgentConfig, deps: DataplaneDeps):
   try {
     win32 = await import('./win32.js');
   } catch (err) {
-    throw new FlannelError(
-      'FLANNEL_ERR_UNSUPPORTED',
+    throw new UnsupportedError(
       `the native Windows dataplane could not be loaded (${errorMessage(err)}); on Windows install the win32 ffi-rs addon beside flanneld, elsewhere run with --dataplane simulated`,
       { dataplane: config.dataplane },
     );

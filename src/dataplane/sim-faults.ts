@@ -32,17 +32,24 @@ export function parseHresult(v: unknown): number | undefined {
   return n >>> 0;
 }
 
-/** Check a `faults` value; returns the rules, or a message saying what is wrong with which rule. */
-export function parseFaultRules(v: unknown): FaultRule[] | string {
-  if (!Array.isArray(v)) return '"faults" must be an array of {"op","match","hresult","remaining"} rules';
+/** What is wrong with a `faults` value, and where (`$.faults[1].hresult`). */
+export interface FaultRulesProblem {
+  problem: string;
+  entry: string;
+}
+
+/** Check a `faults` value; returns the rules, or what is wrong with which rule. */
+export function parseFaultRules(v: unknown): FaultRule[] | FaultRulesProblem {
+  const bad = (problem: string, entry: string): FaultRulesProblem => ({ problem, entry: `$.faults${entry}` });
+  if (!Array.isArray(v)) return bad('"faults" must be an array of {"op","match","hresult","remaining"} rules', '');
   const rules: FaultRule[] = [];
   for (const [i, r] of v.entries()) {
     const o = (typeof r === 'object' && r !== null && !Array.isArray(r) ? r : undefined) as Record<string, unknown> | undefined;
-    if (!o || typeof o.op !== 'string' || o.op.trim() === '') return `faults[${i}] needs "op": the call name, e.g. "HcnModifyNetwork"`;
-    if (o.match !== undefined && typeof o.match !== 'string') return `faults[${i}].match must be a string (a substring of the call's input)`;
-    if (parseHresult(o.hresult) === undefined) return `faults[${i}].hresult ${JSON.stringify(o.hresult)} is not a 32-bit code like "0x803B002F"`;
+    if (!o || typeof o.op !== 'string' || o.op.trim() === '') return bad(`faults[${i}] needs "op": the call name, e.g. "HcnModifyNetwork"`, `[${i}].op`);
+    if (o.match !== undefined && typeof o.match !== 'string') return bad(`faults[${i}].match must be a string (a substring of the call's input)`, `[${i}].match`);
+    if (parseHresult(o.hresult) === undefined) return bad(`faults[${i}].hresult ${JSON.stringify(o.hresult)} is not a 32-bit code like "0x803B002F"`, `[${i}].hresult`);
     const remaining = o.remaining ?? -1;
-    if (!Number.isInteger(remaining) || (remaining as number) < -1) return `faults[${i}].remaining must be -1 (always) or a count >= 0`;
+    if (!Number.isInteger(remaining) || (remaining as number) < -1) return bad(`faults[${i}].remaining must be -1 (always) or a count >= 0`, `[${i}].remaining`);
     rules.push({ ...(o as unknown as FaultRule), remaining: remaining as number });
   }
   return rules;

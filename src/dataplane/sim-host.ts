@@ -9,7 +9,7 @@
 //    for the interface holding the ManagementIP), and move back when the last such network is deleted;
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
-import { FlannelError, RouteError } from '../errors.js';
+import { HostError, RouteError } from '../errors.js';
 import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS } from '../routes/route-table.js';
 import { policySetting, type HcnNetwork } from '../hns/schema.js';
 import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
@@ -116,11 +116,11 @@ export function deleteRoute(state: DataplaneState, route: SimRoute): void {
   state.routes.splice(i, 1);
 }
 
-/** The adapter with this index; FlannelError FLANNEL_ERR_HOST (status 1168) when there is none. */
+/** The adapter with this index; HostError FLANNEL_ERR_HOST (status 1168) when there is none. */
 export function adapterOrThrow(state: DataplaneState, op: string, interfaceIndex: number): SimAdapter {
   const a = state.adapters.find((x) => x.InterfaceIndex === interfaceIndex);
   if (!a) {
-    throw new FlannelError(
+    throw new HostError(
       'FLANNEL_ERR_HOST',
       `${op} failed with status ${ERROR_NOT_FOUND}: no interface with index ${interfaceIndex}; re-resolve the interface (its index changes when the vSwitch is created)`,
       { op, interfaceIndex, status: ERROR_NOT_FOUND },

@@ -9,7 +9,7 @@
 import * as nodeFs from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
-import { FlannelError, errorMessage } from '../errors.js';
+import { DataplaneStateError, errorMessage } from '../errors.js';
 import { processAlive } from '../host/agent-lock.js';
 import { serializeState, type DataplaneState } from './sim-state.js';
 import { parseDataplaneState } from './state-file.js';
@@ -108,8 +108,7 @@ export class StateStore {
       text = this.fs.readFileSync(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw new FlannelError(
-        'FLANNEL_ERR_DATAPLANE_STATE',
+      throw new DataplaneStateError(
         `cannot read the simulated dataplane state file ${file}: ${errorMessage(err)}; fix its permissions or pass another --dataplane-state`,
         { file },
         { cause: err },
@@ -141,8 +140,7 @@ export class StateStore {
     } catch (err) {
       // The call fails as a whole: the model goes back to what its file holds (what a restart would see).
       this.rollback();
-      throw new FlannelError(
-        'FLANNEL_ERR_DATAPLANE_STATE',
+      throw new DataplaneStateError(
         `cannot write the simulated dataplane state file ${file}: ${errorMessage(err)}; check the directory is writable`,
         { file },
         { cause: err },
@@ -176,7 +174,7 @@ export class StateStore {
         return;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-          throw new FlannelError('FLANNEL_ERR_DATAPLANE_STATE', `cannot create the lock ${lockFile}: ${errorMessage(err)}; check the directory is writable`, { file: lockFile }, { cause: err });
+          throw new DataplaneStateError(`cannot create the lock ${lockFile}: ${errorMessage(err)}; check the directory is writable`, { file: lockFile }, { cause: err });
         }
       }
       const holder = this.lockHolder(lockFile);
@@ -185,8 +183,7 @@ export class StateStore {
         continue;
       }
       if (this.now() > deadline) {
-        throw new FlannelError(
-          'FLANNEL_ERR_DATAPLANE_STATE',
+        throw new DataplaneStateError(
           `the simulated dataplane state file is locked by process ${holder.pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`,
           { file: lockFile, pid: holder.pid },
         );

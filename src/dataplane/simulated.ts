@@ -5,7 +5,7 @@
 // The parts: sim-state.ts (the document), sim-store.ts (the shared file and its lock), sim-faults.ts (the
 // `faults` rules and the in-process injections), sim-objects.ts (HNS objects), sim-host.ts (adapters,
 // vSwitch, routes). Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
-import { FlannelError, RouteError } from '../errors.js';
+import { HostError, RouteError } from '../errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { sameId } from '../hns/schema.js';
@@ -104,7 +104,7 @@ export class SimulatedDataplane {
     const context = { op, ...(injected !== undefined ? { injected: true } : { fault: true }) };
     if (kind === 'hns') throw hnsError(op, code, hresultText(code) ?? 'injected failure', context);
     if (kind === 'route') throw new RouteError(`${op} failed with status ${code} (injected failure); the route is retried on the next reconcile`, { ...context, status: code });
-    throw new FlannelError('FLANNEL_ERR_HOST', `${op} failed with status ${code} (injected failure)`, { ...context, status: code });
+    throw new HostError('FLANNEL_ERR_HOST', `${op} failed with status ${code} (injected failure)`, { ...context, status: code });
   }
 
   /** Fire the state file's first matching `faults` rule: its code, its `remaining` counted down in the file. */
@@ -224,7 +224,7 @@ export class SimulatedDataplane {
     return this.read().adapters.map((a) => ({ ...a }));
   }
 
-  /** SetIpInterfaceEntry(ForwardingEnabled). FlannelError FLANNEL_ERR_HOST (status 1168) for an unknown index. */
+  /** SetIpInterfaceEntry(ForwardingEnabled). HostError FLANNEL_ERR_HOST (status 1168) for an unknown index. */
   setForwarding(interfaceIndex: number, enabled: boolean): void {
     this.store.update((s) => {
       adapterOrThrow(s, 'SetIpInterfaceEntry', interfaceIndex).Forwarding = enabled;

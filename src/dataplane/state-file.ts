@@ -3,7 +3,7 @@
 // hcn/hcnendpoint.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
 // iphlpapi's MIB_IPFORWARD_ROW2 reduced. A file edited by hand or by another tool must give a coded
 // error naming the file and the entry, never a TypeError deep inside the model.
-import { FlannelError } from '../errors.js';
+import { DataplaneStateError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import { isIp4 } from '../ip4.js';
 import { parseFaultRules } from './sim-faults.js';
@@ -20,10 +20,10 @@ function kindOf(v: unknown): Kind | 'null' | 'other' {
 }
 
 class Shape {
-  constructor(private readonly fail: (why: string) => never) {}
+  constructor(private readonly fail: (why: string, entry: string) => never) {}
 
   object(v: unknown, at: string): Obj {
-    if (kindOf(v) !== 'object') this.fail(`${at} must be an object, got ${kindOf(v)}`);
+    if (kindOf(v) !== 'object') this.fail(`${at} must be an object, got ${kindOf(v)}`, at);
     return v as Obj;
   }
 
@@ -31,16 +31,16 @@ class Shape {
   each(o: Obj, key: string, at: string, optional: boolean, check: (item: unknown, at: string) => void): void {
     const v = o[key];
     if (v === undefined && optional) return;
-    if (!Array.isArray(v)) this.fail(`${at}.${key} must be an array, got ${kindOf(v)}`);
+    if (!Array.isArray(v)) this.fail(`${at}.${key} must be an array, got ${kindOf(v)}`, `${at}.${key}`);
     (v as unknown[]).forEach((item, i) => check(item, `${at}.${key}[${i}]`));
   }
 
   fields(o: Obj, at: string, required: Record<string, Kind>, optional: Record<string, Kind> = {}): void {
     for (const [k, want] of Object.entries(required)) {
-      if (kindOf(o[k]) !== want) this.fail(`${at}.${k} must be a ${want}, got ${kindOf(o[k])}`);
+      if (kindOf(o[k]) !== want) this.fail(`${at}.${k} must be a ${want}, got ${kindOf(o[k])}`, `${at}.${k}`);
     }
     for (const [k, want] of Object.entries(optional)) {
-      if (o[k] !== undefined && kindOf(o[k]) !== want) this.fail(`${at}.${k} must be a ${want} when present, got ${kindOf(o[k])}`);
+      if (o[k] !== undefined && kindOf(o[k]) !== want) this.fail(`${at}.${k} must be a ${want} when present, got ${kindOf(o[k])}`, `${at}.${k}`);
     }
   }
 
@@ -78,21 +78,20 @@ class Shape {
   adapter = (v: unknown, at: string): void => {
     const a = this.object(v, at);
     this.fields(a, at, { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string' }, { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean' });
-    if (!Number.isInteger(a.InterfaceIndex)) this.fail(`${at}.InterfaceIndex must be an integer`);
-    if (a.IPAddress !== '' && !isIp4(a.IPAddress as string)) this.fail(`${at}.IPAddress ${JSON.stringify(a.IPAddress)} is not an IPv4 address ('' for none)`);
+    if (!Number.isInteger(a.InterfaceIndex)) this.fail(`${at}.InterfaceIndex must be an integer`, `${at}.InterfaceIndex`);
+    if (a.IPAddress !== '' && !isIp4(a.IPAddress as string)) this.fail(`${at}.IPAddress ${JSON.stringify(a.IPAddress)} is not an IPv4 address ('' for none)`, `${at}.IPAddress`);
   };
 }
 
 /**
  * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, faults). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
- * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`).
+ * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`; `entry` in its context).
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
-  const fail = (why: string): never => {
-    throw new FlannelError(
-      'FLANNEL_ERR_DATAPLANE_STATE',
+  const fail = (why: string, entry?: string): never => {
+    throw new DataplaneStateError(
       `simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`,
-      { file },
+      { file, entry },
     );
   };
   let doc: unknown;
@@ -119,8 +118,8 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   state.adapters = (state.adapters as Partial<SimAdapter>[]).map((a) => ({ PrefixLength: a.IPAddress ? 24 : 0, Mtu: 1500, Forwarding: false, ...a }) as SimAdapter);
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);
-    if (typeof faults === 'string') fail(faults);
-    state.faults = faults as Exclude<typeof faults, string>;
+    if (!Array.isArray(faults)) return fail(faults.problem, faults.entry);
+    state.faults = faults;
   }
   return state;
 }

@@ -4,8 +4,10 @@
 // their texts the HCN error code reference (learn.microsoft.com, virtualization/api/hcn "HCN Error Code").
 // Both transports (win32 and simulated) and HnsClient build their errors here, so a failure maps to
 // the same code however it arrived: negative HRESULT, v2 ErrorRecord, or a v1 `Success:false` envelope.
-import { FlannelError, HnsError, hex } from '../errors.js';
-import type { ErrorCode, ErrorContext } from '../errors.js';
+import { BackendError, hex, HnsError } from '../errors.js';
+import type { CodeOf, ErrorContext } from '../errors.js';
+
+type HnsErrorCode = CodeOf<'HnsError'>;
 
 /** HRESULTs HNS returns (unsigned form). */
 export const HRESULT = {
@@ -67,7 +69,7 @@ export function failedHresult(hresult: number): boolean {
   return (hresult | 0) < 0;
 }
 
-const BY_HRESULT: Record<number, ErrorCode> = {
+const BY_HRESULT: Record<number, HnsErrorCode> = {
   [HRESULT.HCN_E_NETWORK_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
   [HRESULT.HCN_E_ENDPOINT_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
   [HRESULT.E_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
@@ -78,7 +80,7 @@ const BY_HRESULT: Record<number, ErrorCode> = {
 };
 
 /** v1 error texts (no HRESULT in the envelope): checked in order. */
-const BY_TEXT: [RegExp, ErrorCode][] = [
+const BY_TEXT: [RegExp, HnsErrorCode][] = [
   [/already attached/i, 'FLANNEL_ERR_HNS_ATTACHED'],
   [/not found|does not exist|cannot find|could not be found/i, 'FLANNEL_ERR_HNS_NOT_FOUND'],
   [/already exists/i, 'FLANNEL_ERR_HNS_EXISTS'],
@@ -96,7 +98,7 @@ const ADVICE: Record<string, string> = {
 };
 
 /** Code for an HRESULT (and/or error text); HRESULT wins, text decides when the HRESULT is unknown or generic. */
-export function hnsErrorCode(hresult: number | undefined, errorText?: string): ErrorCode {
+export function hnsErrorCode(hresult: number | undefined, errorText?: string): HnsErrorCode {
   if (hresult !== undefined) {
     const byHr = BY_HRESULT[hresult >>> 0];
     if (byHr) return byHr;
@@ -171,7 +173,7 @@ export function parseEnvelope<T>(op: string, responseJson: string, context: Erro
 }
 
 /** True when `err` is an HnsError with the given code. */
-function hasCode(err: unknown, code: ErrorCode): boolean {
+function hasCode(err: unknown, code: HnsErrorCode): boolean {
   return err instanceof HnsError && err.code === code;
 }
 
@@ -207,8 +209,8 @@ export function isHnsRefusal(err: unknown): boolean {
 }
 
 /** The network a driver writes to no longer exists (read found nothing, or a write said so). */
-export function networkGoneError(network: string, id: string): FlannelError {
-  return new FlannelError(
+export function networkGoneError(network: string, id: string): BackendError {
+  return new BackendError(
     'FLANNEL_ERR_NETWORK_GONE',
     `HNS network ${network} (${id}) no longer exists (HNS restarted, or it was deleted outside flanneld); flanneld recreates it with the same subnet and reprograms every peer`,
     { network, networkId: id },
@@ -216,7 +218,7 @@ export function networkGoneError(network: string, id: string): FlannelError {
 }
 
 export function isNetworkGone(err: unknown): boolean {
-  return (err instanceof FlannelError && err.code === 'FLANNEL_ERR_NETWORK_GONE') || isHnsNetworkNotFound(err);
+  return (err instanceof BackendError && err.code === 'FLANNEL_ERR_NETWORK_GONE') || isHnsNetworkNotFound(err);
 }
 export const isHnsExists = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_EXISTS');
 export const isHnsAttached = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_ATTACHED');

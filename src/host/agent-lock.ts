@@ -8,7 +8,7 @@
 import * as nodeFs from 'node:fs';
 import { dirname, join } from 'node:path';
 import { systemClock } from '../clock.js';
-import { errorMessage, FlannelError } from '../errors.js';
+import { errorMessage, HostError } from '../errors.js';
 import { BOOT_TIME_TOLERANCE_MS, systemBootTimeMs } from './boot.js';
 
 export const AGENT_LOCK_FILE = 'flanneld.lock';
@@ -73,8 +73,8 @@ function parseHolder(text: string): LockHolder | undefined {
   }
 }
 
-function lockError(message: string, path: string, err?: unknown): FlannelError {
-  return new FlannelError('FLANNEL_ERR_AGENT_LOCK', message, { path }, err === undefined ? undefined : { cause: err });
+function lockError(message: string, path: string, err?: unknown): HostError {
+  return new HostError('FLANNEL_ERR_AGENT_LOCK', message, { path }, err === undefined ? undefined : { cause: err });
 }
 
 /** The live agent holding the lock at `path`, or undefined when there is none (no file, or a stale one). */
@@ -123,7 +123,7 @@ export function acquireAgentLock(path: string, deps: AgentLockDeps = {}): AgentL
       }
       const holder = readLockHolder(path, deps);
       if (holder) {
-        throw new FlannelError(
+        throw new HostError(
           'FLANNEL_ERR_AGENT_LOCK',
           `another flanneld (PID ${holder.pid}, started ${holder.startedAt}) is running for this node and holds ${path}; stop it first (one agent per node)`,
           { path, pid: holder.pid },

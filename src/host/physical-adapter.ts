@@ -8,7 +8,7 @@
 //  2. the HNS network that holds the interface's IP (the old network, or another one sharing the vSwitch):
 //     its `NetworkAdapterName`;
 //  3. the adapter table: once the old network is deleted the IP moves back to the physical NIC.
-import { FlannelError } from '../errors.js';
+import { HostError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { HnsNetworkV1 } from '../hns/schema.js';
 import type { Host, HostInterface } from './host.js';
@@ -49,7 +49,7 @@ export async function resolvePhysicalAdapter(opts: ResolveAdapterOptions): Promi
     if (opts.clock.now() >= deadline) break;
     await opts.clock.sleep(opts.intervalMs ?? 500, opts.signal);
   }
-  throw new FlannelError(
+  throw new HostError(
     'FLANNEL_ERR_HOST',
     `cannot find the physical adapter behind ${opts.iface.name} (${opts.iface.ipv4}): no HNS network names it and the address did not move back to a physical adapter; pass --iface <physical adapter name>`,
     { interface: opts.iface.name, ip: opts.iface.ipv4 },

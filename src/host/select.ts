@@ -5,7 +5,7 @@
 // Unlike upstream, a public IP no interface holds (a NAT address) falls back to the default route.
 // Windows rule: an APIPA address (169.254/16) is never chosen (a NIC that lost DHCP/static config).
 import { isIPv4 } from 'node:net';
-import { FlannelError } from '../errors.js';
+import { FlagError, HostError } from '../errors.js';
 import type { HostInterface } from './host.js';
 import { isApipa } from '../ip4.js';
 
@@ -33,7 +33,7 @@ function compile(pattern: string): RegExp {
   try {
     return new RegExp(pattern);
   } catch (err) {
-    throw new FlannelError('FLANNEL_ERR_FLAG', `--iface-regex ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`, {
+    throw new FlagError(`--iface-regex ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`, {
       flag: 'iface-regex',
       value: pattern,
     });
@@ -63,7 +63,7 @@ export function selectExternalInterface(ifaces: HostInterface[], defaultRouteInd
         : ifaces.some((i) => i.index === defaultRouteIndex)
           ? `the default route's interface (index ${defaultRouteIndex}) has no usable IPv4 address (APIPA 169.254/16 is never used)`
           : `the default route's interface (index ${defaultRouteIndex}) is not among the adapters`;
-    throw new FlannelError(
+    throw new HostError(
       'FLANNEL_ERR_HOST',
       `cannot pick the external interface: ${why}; adapters seen: ${describe(ifaces)}. Pass --iface <IP or adapter name>`,
       { defaultRouteIndex, adapters: ifaces.map((i) => i.name).join(', ') },
@@ -81,7 +81,7 @@ export function selectExternalInterface(ifaces: HostInterface[], defaultRouteInd
     if (byName) return byName;
   }
   const given = [...opts.iface.map((v) => `--iface ${JSON.stringify(v)}`), ...opts.ifaceRegex.map((v) => `--iface-regex ${JSON.stringify(v)}`)].join(', ');
-  throw new FlannelError(
+  throw new HostError(
     'FLANNEL_ERR_HOST',
     `no interface matches ${given} (APIPA 169.254/16 addresses are never used); adapters seen: ${describe(ifaces)}. Fix --iface (an IP or adapter name) or --iface-regex`,
     { iface: opts.iface.join(','), ifaceRegex: opts.ifaceRegex.join(','), adapters: ifaces.map((i) => i.name).join(', ') },

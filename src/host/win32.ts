@@ -3,7 +3,7 @@
 // from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
 // from GetIpForwardTable2. os.networkInterfaces() is not used: under Wine it shows the Linux host's
 // interfaces, and on Windows these calls give the same facts.
-import { FlannelError } from '../errors.js';
+import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
 import {
   AF_INET,
@@ -21,8 +21,8 @@ import type { IpInterfaceRow } from '../win32/encoding.js';
 import type { Win32IpHelperNative } from '../win32/native.js';
 import type { Host, HostInterface } from './host.js';
 
-function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): FlannelError {
-  return new FlannelError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
+function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): HostError {
+  return new HostError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
 }
 
 export class Win32Host implements Host {
@@ -42,7 +42,7 @@ export class Win32Host implements Host {
       // Addresses may appear between the two calls: ask for a little more than the size given back.
       size = Math.max(sizeBuf.readUInt32LE(0), size) + SIZES.MIB_IPADDRROW * 4;
     }
-    throw new FlannelError('FLANNEL_ERR_HOST', 'GetIpAddrTable kept asking for a larger buffer; the address table is changing too fast to read', {
+    throw new HostError('FLANNEL_ERR_HOST', 'GetIpAddrTable kept asking for a larger buffer; the address table is changing too fast to read', {
       op: 'GetIpAddrTable',
     });
   }
@@ -75,7 +75,7 @@ export class Win32Host implements Host {
   private requireIpInterface(op: string, index: number): Buffer {
     const row = this.ipInterfaceRow(index);
     if (!row) {
-      throw new FlannelError(
+      throw new HostError(
         'FLANNEL_ERR_HOST',
         `${op}: there is no IPv4 interface with index ${index} (the adapter may have been replaced when HNS created the vSwitch; it is re-resolved on the next attempt)`,
         { op, interfaceIndex: index, status: WIN32_ERROR.ERROR_NOT_FOUND },

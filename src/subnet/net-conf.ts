@@ -4,7 +4,7 @@
 // byte for byte (docs/compatibility.md §2); every error is FLANNEL_ERR_NET_CONF.
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
-import { FlannelError, errorMessage } from '../errors.js';
+import { errorMessage, FlannelError, NetConfError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 
@@ -22,7 +22,7 @@ export const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
 type JsonObject = Record<string, unknown>;
 
 function fail(message: string, context: Record<string, string | number | boolean | undefined> = {}): never {
-  throw new FlannelError('FLANNEL_ERR_NET_CONF', message, context);
+  throw new NetConfError(message, context);
 }
 
 function isObject(v: unknown): v is JsonObject {
@@ -93,16 +93,16 @@ function optIp4(obj: JsonObject, name: string): number | undefined {
   return n === 0 ? undefined : n; // upstream treats 0.0.0.0 as "not set"
 }
 
-/** Parse and validate net-conf.json text. Throws FlannelError FLANNEL_ERR_NET_CONF. */
+/** Parse and validate net-conf.json text. Throws NetConfError (FLANNEL_ERR_NET_CONF). */
 export function parseNetConf(json: string): NetworkConfig {
   let doc: unknown;
   try {
     doc = JSON.parse(json);
   } catch (err) {
-    fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`);
+    fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`, { key: '$', reason: 'syntax' });
   }
-  if (jsonTooDeep(doc)) fail(`net-conf.json nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels; a network config is a few levels deep`);
-  if (!isObject(doc)) fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`);
+  if (jsonTooDeep(doc)) fail(`net-conf.json nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels; a network config is a few levels deep`, { key: '$', reason: 'depth' });
+  if (!isObject(doc)) fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`, { key: '$', reason: 'type' });
 
   // Decode (ParseConfig).
   const enableIPv4 = optBool(doc, 'EnableIPv4', '') ?? true;
@@ -119,19 +119,20 @@ export function parseNetConf(json: string): NetworkConfig {
   if (!backendPresent) {
     fail(
       'net-conf.json has no Backend: upstream flannel then defaults to udp, which Windows cannot run; use "Backend": {"Type": "vxlan"} or "Backend": {"Type": "host-gw"}',
+      { key: 'Backend' },
     );
   }
   const rawBackend: JsonObject = rawBackendValue === undefined ? {} : (rawBackendValue as JsonObject);
-  if (!isObject(rawBackend)) fail(`error decoding Backend property of config: Backend must be an object, got ${describe(rawBackendValue)}`);
+  if (!isObject(rawBackend)) fail(`error decoding Backend property of config: Backend must be an object, got ${describe(rawBackendValue)}`, { key: 'Backend' });
   const typeText = optString(rawBackend, 'Type', 'Backend.') ?? '';
   const backendType = typeText.toLowerCase();
-  if (typeText === '') fail('Backend.Type is missing; use "Type": "vxlan" or "Type": "host-gw"');
+  if (typeText === '') fail('Backend.Type is missing; use "Type": "vxlan" or "Type": "host-gw"', { key: 'Backend.Type' });
   if (backendType !== 'vxlan' && backendType !== 'host-gw') {
     fail(`backend type ${typeText} is not supported on Windows; use vxlan or host-gw`, { backendType: typeText });
   }
 
   if (!enableIPv4 && !enableIPv6) {
-    fail('net-conf.json disables IPv4 (EnableIPv4: false) and does not enable IPv6: set EnableIPv4 to true (or remove it)');
+    fail('net-conf.json disables IPv4 (EnableIPv4: false) and does not enable IPv6: set EnableIPv4 to true (or remove it)', { key: 'EnableIPv4' });
   }
 
   // CheckNetworkConfig (IPv4).
@@ -279,20 +280,19 @@ export function readNetConf(path: string, readFile: (p: string) => string): Netw
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (code === 'ENOENT') {
-      throw new FlannelError(
-        'FLANNEL_ERR_NET_CONF',
+      throw new NetConfError(
         `net-conf.json not found at ${path}: mount the ${NET_CONF_CONFIGMAP} ConfigMap (key net-conf.json) there, or pass --net-config-path`,
         { path },
         { cause: err },
       );
     }
-    throw new FlannelError('FLANNEL_ERR_NET_CONF', `cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
+    throw new NetConfError(`cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
   }
   try {
     return parseNetConf(text);
   } catch (err) {
     if (err instanceof FlannelError) {
-      throw new FlannelError('FLANNEL_ERR_NET_CONF', `${path}: ${err.message}`, { ...err.context, path }, { cause: err });
+      throw new NetConfError(`${path}: ${err.message}`, { ...err.context, path }, { cause: err });
     }
     throw err;
   }

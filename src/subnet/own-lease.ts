@@ -10,26 +10,26 @@
 //   (Go net.IP IsUnspecified, IsLoopback, IsLinkLocalUnicast, IsMulticast; the rest are what this
 //   agent's peer validation rejects as not unicast): peers could never reach the node there.
 // Pure: throws FLANNEL_ERR_NODE naming the node.
-import { FlannelError } from '../errors.js';
+import { KubeError } from '../errors.js';
 import { cidrContains, contains, isApipa, isIp4, isUnicast, parseCidr } from '../ip4.js';
 
 /** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
 export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {
   const ctx = { node, podCIDR, network };
   if (!cidrContains(network, podCIDR)) {
-    throw new FlannelError('FLANNEL_ERR_NODE', `subnet "${network}" specified in the flannel net config doesn't contain "${podCIDR}" PodCIDR of the "${node}" node`, ctx);
+    throw new KubeError('FLANNEL_ERR_NODE', `subnet "${network}" specified in the flannel net config doesn't contain "${podCIDR}" PodCIDR of the "${node}" node`, ctx);
   }
   const sn = parseCidr(podCIDR)!;
   const net = parseCidr(network)!;
   if (sn.prefix <= net.prefix) {
-    throw new FlannelError(
+    throw new KubeError(
       'FLANNEL_ERR_NODE',
       `the podCIDR ${podCIDR} of node "${node}" is as large as the flannel Network ${network} or larger: it would take every peer's subnet; give the node a smaller podCIDR (kube-controller-manager --node-cidr-mask-size) or widen Network`,
       ctx,
     );
   }
   if (sn.prefix >= 31) {
-    throw new FlannelError(
+    throw new KubeError(
       'FLANNEL_ERR_NODE',
       `the podCIDR ${podCIDR} of node "${node}" is a /${sn.prefix}: it has no room for the pod gateway and pods; give the node a /30 or larger podCIDR`,
       ctx,
@@ -58,7 +58,7 @@ export function checkOwnPublicIPs(node: string, annotations: Record<string, stri
   for (const [annotation, ip] of Object.entries(annotations)) {
     const why = ip === undefined ? undefined : unusablePublicIP(ip);
     if (why) {
-      throw new FlannelError(
+      throw new KubeError(
         'FLANNEL_ERR_NODE',
         `annotation ${annotation}=${ip} of node "${node}" is an address peers cannot reach (${why}); set it to the node's routable IPv4 address or remove it`,
         { node, annotation, publicIP: ip },

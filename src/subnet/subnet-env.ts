@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 import { parse as dotenvParse } from 'dotenv';
 import IPCIDR from 'ip-cidr';
-import { FlannelError, errorMessage } from '../errors.js';
+import { errorMessage, SubnetEnvError } from '../errors.js';
 import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
 import { nodeSubnetEnvFs } from '../host/files.js';
 
@@ -21,8 +21,8 @@ export interface SubnetEnvValues {
   ipv6Subnet?: string;
 }
 
-function envError(message: string, context: Record<string, string | number | undefined>, cause?: unknown): FlannelError {
-  return new FlannelError('FLANNEL_ERR_SUBNET_ENV', message, context, cause === undefined ? undefined : { cause });
+function envError(message: string, context: Record<string, string | number | undefined>, cause?: unknown): SubnetEnvError {
+  return new SubnetEnvError(message, context, cause === undefined ? undefined : { cause });
 }
 
 /** RFC 5952 text of a 128-bit value (as Go's net.IP.String prints it). */

@@ -18,7 +18,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type * as FfiRs from 'ffi-rs';
-import { FlannelError, errorMessage } from '../errors.js';
+import { errorMessage, UnsupportedError } from '../errors.js';
 import { findUtf16Nul } from './encoding.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32Native } from './native.js';
 
@@ -40,8 +40,7 @@ export async function loadFfi(): Promise<Ffi> {
   try {
     return createRequire(process.execPath)('ffi-rs') as Ffi;
   } catch {
-    throw new FlannelError(
-      'FLANNEL_ERR_UNSUPPORTED',
+    throw new UnsupportedError(
       `cannot load the ffi-rs native addon (${errorMessage(first)}); install ffi-rs and its win32-x64 addon (@yuuang/ffi-rs-win32-x64-msvc) beside flanneld`,
     );
   }
@@ -111,7 +110,7 @@ export class FfiWin32Native implements Win32Native {
           name === 'vmcompute' || name === 'computenetwork'
             ? 'HNS needs the Windows Containers feature (Windows Server 2019 or later)'
             : 'check --win32-dll-dir';
-        throw new FlannelError('FLANNEL_ERR_UNSUPPORTED', `cannot load ${file} (${errorMessage(err)}); ${hint}`, { dll: file });
+        throw new UnsupportedError(`cannot load ${file} (${errorMessage(err)}); ${hint}`, { dll: file });
       }
       opened.set(key, file);
     }

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { DataplaneStateError, SubnetEnvError } from '../../src/errors.js';
 import { METRIC } from '../../src/health/metrics.js';
 import { nodeSubnetEnvFs } from '../../src/host/files.js';
 import type { SubnetEnvFs } from '../../src/subnet/subnet-env.js';
@@ -41,8 +42,8 @@ describe('subnet.env directory', () => {
     };
     const a = c.startAgent({ netConf: VXLAN_NET_CONF });
     const err = await a.outcome;
+    expect(err).toBeInstanceOf(SubnetEnvError);
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV', context: { path, errno: 'EROFS', stage: 'create temp file' } });
-    expect((err as Error).message).toContain(path);
     expect(a.agent.isReady).toBe(false);
     expect(readFileSync(path, 'utf8')).toBe(OLD);
     expect(readdirSync(dirname(path))).toEqual(['subnet.env']);
@@ -97,8 +98,8 @@ describe('dataplane state directory', () => {
     // A fresh node's state file exists (written before the directory went read-only).
     const a = c.startAgent({ netConf: HOSTGW_NET_CONF, before: (_sim, st) => (st.mode = 'erofs') });
     const err = await a.outcome;
-    expect(err).toMatchObject({ code: 'FLANNEL_ERR_DATAPLANE_STATE' });
-    expect((err as Error).message).toContain(a.statePath);
+    expect(err).toBeInstanceOf(DataplaneStateError);
+    expect(err).toMatchObject({ code: 'FLANNEL_ERR_DATAPLANE_STATE', context: { file: a.statePath } });
     const disk = JSON.parse(readFileSync(a.statePath, 'utf8')) as { networks: unknown[] };
     expect(disk.networks).toEqual([]);
     // The model agrees with its file: the failed call changed nothing.

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError, HostError } from '../../src/errors.js';
 import { acquireAgentLock, agentLockPath, readLockHolder, type LockFs } from '../../src/host/agent-lock.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';
@@ -63,10 +63,9 @@ describe('agent lock (pure, injected fs)', () => {
     } catch (e) {
       err = e;
     }
-    expect(err).toBeInstanceOf(FlannelError);
+    expect(err).toBeInstanceOf(HostError);
     expect((err as FlannelError).code).toBe('FLANNEL_ERR_AGENT_LOCK');
-    expect((err as FlannelError).context['pid']).toBe(4242);
-    expect((err as FlannelError).message).toContain('PID 4242');
+    expect((err as FlannelError).context).toEqual({ path: LOCK, pid: 4242 });
     expect(fs.files.get(LOCK)).toBe(held(4242));
     expect(readLockHolder(LOCK, deps(fs, [4242]))?.pid).toBe(4242);
   });

@@ -270,9 +270,9 @@ describe('the shared net-conf: a separate patch step, and a guard against VNI 1'
   });
 
   it.each([
-    ['VNI 1 (the Linux default, written out)', { Type: 'vxlan', VNI: 1 }, 'VNI [1] must be greater than or equal to 4096'],
-    ['port 8472 (the Linux default, written out)', { Type: 'vxlan', VNI: 4096, Port: 8472 }, 'Port [8472] is not supported on Windows'],
-  ])('the agent and the CNI-config init container refuse to start a Windows node on %s', async (_what, backend, text) => {
+    ['VNI 1 (the Linux default, written out)', { Type: 'vxlan', VNI: 1 }, { vni: 1 }, 'VNI [1] must be greater than or equal to 4096'],
+    ['port 8472 (the Linux default, written out)', { Type: 'vxlan', VNI: 4096, Port: 8472 }, { port: 8472 }, 'Port [8472] is not supported on Windows'],
+  ])('the agent and the CNI-config init container refuse to start a Windows node on %s', async (_what, backend, context, text) => {
     const nc = join(dir, 'net-conf.json');
     writeFileSync(nc, JSON.stringify({ Network: '10.244.0.0/16', Backend: backend }));
     // An API server that is never reached: the net-conf is checked first.
@@ -281,9 +281,9 @@ describe('the shared net-conf: a separate patch step, and a guard against VNI 1'
     const agent = await exec(process.execPath, [MAIN, '--kube-subnet-mgr', `--kubeconfig-file=${kubeconfig}`, `--net-config-path=${nc}`, '--dataplane=simulated', '--log-format=json'], { NODE_NAME: 'win-1' });
     expect(agent.status).toBe(1);
     const err = (agent.stdout + agent.stderr).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Obj).find((l) => l['level'] === 'error');
-    expect(err).toMatchObject({ code: 'FLANNEL_ERR_NET_CONF' });
-    expect(err!['message']).toContain(text);
+    expect(err).toMatchObject({ code: 'FLANNEL_ERR_NET_CONF', path: nc, ...context });
     expect(err!['message']).toContain('kube-flannel-cfg-vxlan.yaml'); // says what to do
+    // What the init container's user sees on stderr.
     const init = await exec(process.execPath, [MAIN, 'cni-config', '--dataplane=simulated', `--net-config-path=${nc}`, '--management-ip=10.0.0.20', '--management-subnet=10.0.0.0/24'], {});
     expect(init.status).toBe(2);
     expect(init.stderr).toContain(text);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
 import { parseConfig } from '../../src/config/parse.js';
-import { isFlannelError } from '../../src/errors.js';
+import { EtcdError } from '../../src/errors.js';
 import { runAgent, waitFor, type RunningAgent } from '../support/cluster.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
 
@@ -211,7 +211,7 @@ describeEtcd('the agent in etcd mode (real etcd, simulated dataplane)', () => {
       ),
       new Promise((r) => setTimeout(() => r('still running after 10 s'), 10_000).unref()),
     ]);
-    expect(isFlannelError(err, 'FLANNEL_ERR_LEASE_REVOKED')).toBe(true);
-    expect((err as Error).message).toContain('Lease has been revoked. Shutting down daemon.');
+    expect(err).toBeInstanceOf(EtcdError);
+    expect(err).toMatchObject({ code: 'FLANNEL_ERR_LEASE_REVOKED', context: { key: a.agent.network!.lease.key } });
   }, 30_000);
 });

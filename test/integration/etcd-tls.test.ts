@@ -5,14 +5,16 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EtcdAuthenticationFailedError, GRPCInvalidArgumentError, GRPCUnavailableError } from 'etcd3';
 import type { Etcd3 } from 'etcd3';
 import type { AgentConfig } from '../../src/config/agent-config.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { isFlannelError } from '../../src/errors.js';
+import { EtcdError } from '../../src/errors.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from '../../src/subnet/etcd/factory.js';
 import { LOG } from '../support/cluster.js';
 import { describeEtcd, EtcdServer, issueCert, makeTestCa } from '../support/etcd.js';
+import { expectCode } from '../support/errors.js';
 import type { TestCa, TestCert } from '../support/etcd.js';
 
 const CONF = { Network: '10.6.0.0/16', Backend: { Type: 'host-gw' } };
@@ -36,16 +38,6 @@ async function acquire(config: AgentConfig, ctrl: AbortController, publicIP = '1
   const netConf = await fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST });
   const mgr = await createEtcdSubnetManager(config, { netConf, publicIP, log: LOG, tuning: TUNING });
   return mgr.acquireLease(() => Promise.resolve({ publicIP, backendType: 'host-gw', backendData: null }), ctrl.signal);
-}
-
-/** The error `p` rejects with (fails the test if it resolves). */
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  const r = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(r instanceof Error)) throw new Error(`expected a rejection, got ${String(r)}`);
-  return r;
 }
 
 describeEtcd(
@@ -108,19 +100,20 @@ describeEtcd(
     it('a server certificate from another CA fails fast with FLANNEL_ERR_ETCD naming the certificate problem', async () => {
       const config = agentConfig(dir, tlsFlags(otherCa.certFile, client));
       const ctrl = controller();
-      const err = await rejection(fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST }));
-      expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
-      expect(err.message).toMatch(/certificate/i);
-      expect(err.message).toContain('TLS files');
+      const err = await expectCode(fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST }), EtcdError, 'FLANNEL_ERR_ETCD');
+      expect(err.context).toEqual({ key: `${prefix}/config` });
+      // etcd3's own diagnosis is kept as the cause (and in the message).
+      expect(err.cause).toBeInstanceOf(GRPCUnavailableError);
+      expect((err.cause as Error).message).toMatch(/certificate/i);
 
       // The manager's own retry (acquireLease) gives up after apiRetryTimeoutMs with the same diagnosis.
       const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, client)), { log: LOG, signal: ctrl.signal, ...FAST });
       const mgr = await createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: TUNING });
       const started = Date.now();
-      const err2 = await rejection(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal));
+      const err2 = await expectCode(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal), EtcdError, 'FLANNEL_ERR_ETCD');
       expect(Date.now() - started).toBeLessThan(10_000);
-      expect(isFlannelError(err2, 'FLANNEL_ERR_ETCD')).toBe(true);
-      expect(err2.message).toMatch(/certificate/i);
+      expect(err2.cause).toBeInstanceOf(GRPCUnavailableError);
+      expect((err2.cause as Error).message).toMatch(/certificate/i);
       mgr.close();
       ctrl.abort(new Error('done'));
     }, 20_000);
@@ -128,10 +121,10 @@ describeEtcd(
     it('etcd rejects a client certificate it does not trust, and a client without one: FLANNEL_ERR_ETCD', async () => {
       for (const cert of [otherClient, undefined]) {
         const ctrl = controller();
-        const err = await rejection(fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, cert)), { log: LOG, signal: ctrl.signal, ...FAST }));
-        expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
-        expect(err.message).toContain(`Couldn't fetch network config from ${prefix}/config`);
-        expect(err.message).toMatch(/bad certificate/i);
+        const err = await expectCode(fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, cert)), { log: LOG, signal: ctrl.signal, ...FAST }), EtcdError, 'FLANNEL_ERR_ETCD');
+        expect(err.context).toEqual({ key: `${prefix}/config` });
+        expect(err.cause).toBeInstanceOf(GRPCUnavailableError);
+        expect((err.cause as Error).message).toMatch(/bad certificate/i);
         ctrl.abort(new Error('done'));
       }
     }, 20_000);
@@ -183,29 +176,29 @@ describeEtcd('etcd with authentication (real etcd)', () => {
   it('a wrong password fails fast with FLANNEL_ERR_ETCD naming authentication', async () => {
     const config = agentConfig(dir, authFlags('flannel', 'wrong'));
     const ctrl = controller();
-    const err = await rejection(fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST }));
-    expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
-    expect(err.message).toMatch(/authentication failed/i);
+    const err = await expectCode(fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST }), EtcdError, 'FLANNEL_ERR_ETCD');
+    expect(err.cause).toBeInstanceOf(EtcdAuthenticationFailedError);
 
     const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, authFlags('flannel', 'flannel-pw')), { log: LOG, signal: ctrl.signal, ...FAST });
     const mgr = await createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: { ...TUNING, apiRetryTimeoutMs: 60_000 } });
     // An authentication error is not retried: no wait for apiRetryTimeoutMs.
     const started = Date.now();
-    const err2 = await rejection(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal));
+    const err2 = await expectCode(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal), EtcdError, 'FLANNEL_ERR_ETCD');
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(isFlannelError(err2, 'FLANNEL_ERR_ETCD')).toBe(true);
-    expect(err2.message).toMatch(/authentication failed/i);
+    expect(err2.cause).toBeInstanceOf(EtcdAuthenticationFailedError);
     mgr.close();
     ctrl.abort(new Error('done'));
   }, 20_000);
 
   it('without credentials etcd refuses: FLANNEL_ERR_ETCD', async () => {
     const ctrl = controller();
-    const err = await rejection(
+    const err = await expectCode(
       fetchEtcdNetworkConfig(agentConfig(dir, [`--etcd-endpoints=${etcd.endpoint}`, `--etcd-prefix=${prefix}`]), { log: LOG, signal: ctrl.signal, ...FAST }),
+      EtcdError,
+      'FLANNEL_ERR_ETCD',
     );
-    expect(isFlannelError(err, 'FLANNEL_ERR_ETCD')).toBe(true);
-    expect(err.message).toContain('user name is empty');
+    expect(err.cause).toBeInstanceOf(GRPCInvalidArgumentError);
+    expect((err.cause as Error).message).toContain('user name is empty');
     ctrl.abort(new Error('done'));
   }, 20_000);
 });

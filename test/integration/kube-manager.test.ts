@@ -12,7 +12,8 @@ import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
 import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { METRIC, Metrics } from '../../src/health/metrics.js';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError, KubeApiError, KubeError } from '../../src/errors.js';
+import { expectCode } from '../support/errors.js';
 import { systemClock } from '../../src/clock.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import type { TestCa, TestCert } from '../support/etcd.js';
@@ -150,9 +151,8 @@ describe('acquireLease', () => {
   });
 
   it('missing node: FLANNEL_ERR_NODE naming the node', async () => {
-    const err = await rejection(manager({ nodeWaitTimeoutMs: 150 }).acquireLease(attrs(VXLAN), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_NODE');
-    expect(err.message).toContain('node "win" not found');
+    const err = await expectCode(manager({ nodeWaitTimeoutMs: 150 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
+    expect(err.context).toMatchObject({ node: 'win', reason: 'not found' });
   });
 
   it('podCIDR outside Network: exact upstream text, nothing patched', async () => {
@@ -201,9 +201,9 @@ describe('acquireLease', () => {
   it('403 is not retried: FLANNEL_ERR_KUBE naming the RBAC rule', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     api.failNext('PATCH', /status$/, 403, 5);
-    const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_KUBE');
-    expect(err.message).toContain('nodes/status: patch');
+    const err = await expectCode(manager().acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
+    expect(err.context).toEqual({ status: 403 });
+    expect(err.cause).toBeInstanceOf(KubeApiError);
     expect(patches()).toHaveLength(1);
   });
 });
@@ -220,40 +220,35 @@ describe('node name resolution', () => {
   });
 
   it('neither NODE_NAME nor POD_NAME/POD_NAMESPACE: upstream text', async () => {
-    const err = await rejection(manager({ nodeName: undefined }).acquireLease(attrs(VXLAN), signal()));
+    const err = await expectCode(manager({ nodeName: undefined }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(err.message).toBe('env variables POD_NAME and POD_NAMESPACE must be set');
   });
 
   it('pod without nodeName / missing pod', async () => {
     api.addPod(podOnNode({ name: 'p', namespace: 'ns' }));
-    const e1 = await rejection(manager({ nodeName: undefined, podName: 'p', podNamespace: 'ns' }).acquireLease(attrs(VXLAN), signal()));
+    const e1 = await expectCode(manager({ nodeName: undefined, podName: 'p', podNamespace: 'ns' }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(e1.message).toBe(`node name not present in pod spec 'ns/p'`);
-    const e2 = await rejection(manager({ nodeName: undefined, podName: 'q', podNamespace: 'ns' }).acquireLease(attrs(VXLAN), signal()));
-    expect(e2.code).toBe('FLANNEL_ERR_KUBE');
-    expect(e2.message).toContain(`error retrieving pod spec for 'ns/q'`);
+    const e2 = await expectCode(manager({ nodeName: undefined, podName: 'q', podNamespace: 'ns' }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
+    expect(e2.context).toEqual({ status: 404 });
+    expect(e2.cause).toMatchObject({ code: 'FLANNEL_ERR_KUBE_API', statusCode: 404 });
   });
 });
 
 describe('kubeconfig', () => {
   it('missing file: FLANNEL_ERR_KUBE naming the file', () => {
     const f = join(dir, 'nope.yaml');
-    try {
-      buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' });
-      throw new Error('no throw');
-    } catch (err) {
-      expect((err as FlannelError).code).toBe('FLANNEL_ERR_KUBE');
-      expect((err as Error).message).toContain(f);
-      expect((err as Error).message).toContain('--kubeconfig-file');
-    }
+    const err = expectCode(() => buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' }), KubeError, 'FLANNEL_ERR_KUBE');
+    expect(err.context).toEqual({ file: f });
+    expect(err.cause).toMatchObject({ code: 'ENOENT' });
   });
 
   it('garbage file: FLANNEL_ERR_KUBE naming the file', async () => {
     const f = join(dir, 'bad.yaml');
     await writeFile(f, ': : [not yaml\n\t-');
-    expect(() => buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE', message: expect.stringContaining(f) }));
+    expect(expectCode(() => buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '' }), KubeError, 'FLANNEL_ERR_KUBE').context).toEqual({ file: f });
     const g = join(dir, 'empty-ctx.yaml');
     await writeFile(g, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
-    expect(() => buildKubeConfig({ kubeconfigFile: g, kubeApiUrl: '' })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE', message: expect.stringContaining(g) }));
+    expect(expectCode(() => buildKubeConfig({ kubeconfigFile: g, kubeApiUrl: '' }), KubeError, 'FLANNEL_ERR_KUBE').context).toEqual({ file: g });
   });
 
   it('no flags outside a cluster: FLANNEL_ERR_KUBE', () => {

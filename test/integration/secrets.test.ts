@@ -9,10 +9,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/parse.js';
+import { ConfigError } from '../../src/errors.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import { startFlanneld } from '../support/flanneld-process.js';
+import { expectCode } from '../support/errors.js';
 
 describe('--etcd-password-file', () => {
   const files: Record<string, string> = { '/etc/flannel/etcd-password': 's3cret-pw\n', '/etc/flannel/crlf': 'pw2\r\n' };
@@ -38,9 +40,10 @@ describe('--etcd-password-file', () => {
   });
 
   it('a missing file: FLANNEL_ERR_CONFIG naming it; both given: a flag error', () => {
-    expect(() => parse(['--etcd-password-file=/etc/flannel/nope'])).toThrow(
-      expect.objectContaining({ code: 'FLANNEL_ERR_CONFIG', message: expect.stringContaining('/etc/flannel/nope') as unknown }),
-    );
+    expect(expectCode(() => parse(['--etcd-password-file=/etc/flannel/nope']), ConfigError, 'FLANNEL_ERR_CONFIG').context).toEqual({
+      flag: 'etcd-password-file',
+      path: '/etc/flannel/nope',
+    });
     expect(() => parse(['--etcd-password-file=/etc/flannel/etcd-password', '--etcd-password=x'])).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_FLAG' }));
   });
 });

@@ -10,6 +10,8 @@ import { command, renderCniConfig, subnetOfIP, type CniConfigInput } from '../..
 import { splitArgs } from '../../src/commands/cni-flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { FlagError } from '../../src/errors.js';
+import { expectCode } from '../support/errors.js';
 
 const VXLAN = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
 const VXLAN0 = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4097,"Name":"vxlan0","MacPrefix":"0E-2B"}}');
@@ -107,7 +109,7 @@ describe('renderCniConfig', () => {
   });
 
   it('vxlan without a management IP is a flag error naming the flag', () => {
-    expect(() => renderCniConfig({ ...base, netConf: VXLAN })).toThrow(/management-ip/);
+    expect(expectCode(() => renderCniConfig({ ...base, netConf: VXLAN }), FlagError, 'FLANNEL_ERR_FLAG').context).toEqual({ flag: 'management-ip' });
   });
 });
 

@@ -3,7 +3,8 @@ import { parseConfig } from '../../src/config/parse.js';
 import type { ParseOptions } from '../../src/config/parse.js';
 import { FLAGS, envVarName, parseFlags, renderUsage } from '../../src/config/flags.js';
 import type { AgentConfig } from '../../src/config/agent-config.js';
-import { FlannelError } from '../../src/errors.js';
+import { ConfigError, FlagError, FlannelError, UnsupportedError } from '../../src/errors.js';
+import { expectCode } from '../support/errors.js';
 
 const LINUX: ParseOptions = { platform: 'linux' };
 const WIN: ParseOptions = { platform: 'win32' };
@@ -24,16 +25,6 @@ function codeOf(fn: () => unknown): string | undefined {
     throw err;
   }
   return undefined;
-}
-
-function errorOf(fn: () => unknown): FlannelError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof FlannelError) return err;
-    throw err;
-  }
-  throw new Error('expected an error');
 }
 
 describe('flag syntax', () => {
@@ -97,19 +88,18 @@ describe('flag syntax', () => {
   });
 
   it.each([
-    ['unknown flag', ['--foo'], 'flag provided but not defined: -foo'],
-    ['unknown flag with value', ['--foo=1'], 'flag provided but not defined: -foo'],
-    ['bad int', ['--healthz-port=x'], 'invalid value "x" for flag -healthz-port: parse error'],
-    ['bad bool', ['--ip-masq=yes'], 'invalid boolean value "yes" for flag -ip-masq: parse error'],
-    ['missing value', ['--healthz-port'], 'flag needs an argument: -healthz-port'],
-    ['positional', ['extra'], 'unexpected argument "extra"'],
-    ['positional after --', ['--', 'extra'], 'unexpected argument "extra"'],
-    ['bad syntax', ['---x'], 'bad flag syntax: ---x'],
-    ['bare dash', ['-'], 'unexpected argument "-"'],
-  ])('%s -> FLANNEL_ERR_FLAG', (_label, argv, text) => {
-    const err = errorOf(() => run([...BASE, ...argv]));
-    expect(err.code).toBe('FLANNEL_ERR_FLAG');
-    expect(err.message).toContain(text);
+    ['unknown flag', ['--foo'], { flag: 'foo' }],
+    ['unknown flag with value', ['--foo=1'], { flag: 'foo' }],
+    ['bad int', ['--healthz-port=x'], { flag: 'healthz-port', value: 'x', source: 'flag -healthz-port' }],
+    ['bad bool', ['--ip-masq=yes'], { flag: 'ip-masq', value: 'yes', source: 'flag -ip-masq' }],
+    ['missing value', ['--healthz-port'], { flag: 'healthz-port' }],
+    ['positional', ['extra'], { arg: 'extra' }],
+    ['positional after --', ['--', 'extra'], { arg: 'extra' }],
+    ['bad syntax', ['---x'], { arg: '---x' }],
+    ['bare dash', ['-'], { arg: '-' }],
+  ])('%s -> FLANNEL_ERR_FLAG', (_label, argv, context) => {
+    const err = expectCode(() => run([...BASE, ...argv]), FlagError, 'FLANNEL_ERR_FLAG');
+    expect(err.context).toEqual(context);
   });
 
   it('parseFlags returns only what was given', () => {
@@ -158,9 +148,8 @@ describe('environment fallback', () => {
   });
 
   it('a bad environment value is a flag error naming the variable', () => {
-    const err = errorOf(() => run(BASE, { FLANNELD_HEALTHZ_PORT: 'abc' }));
-    expect(err.code).toBe('FLANNEL_ERR_FLAG');
-    expect(err.message).toContain('FLANNELD_HEALTHZ_PORT');
+    const err = expectCode(() => run(BASE, { FLANNELD_HEALTHZ_PORT: 'abc' }), FlagError, 'FLANNEL_ERR_FLAG');
+    expect(err.context).toEqual({ flag: 'healthz-port', value: 'abc', source: 'environment variable FLANNELD_HEALTHZ_PORT (flag -healthz-port)' });
   });
 
   it('env var names: upper case, - and . become _', () => {
@@ -197,12 +186,11 @@ describe('env file', () => {
   });
 
   it.each([
-    ['missing file', '/etc/nope.env', '/etc/nope.env'],
-    ['unparseable line', '/etc/bad.env', '/etc/bad.env line 2'],
-  ])('%s -> FLANNEL_ERR_ENV_FILE', (_label, path, text) => {
-    const err = errorOf(() => run([...BASE, `--env-file=${path}`], {}, opts));
-    expect(err.code).toBe('FLANNEL_ERR_ENV_FILE');
-    expect(err.message).toContain(text);
+    ['missing file', '/etc/nope.env', { path: '/etc/nope.env' }],
+    ['unparseable line', '/etc/bad.env', { path: '/etc/bad.env', line: 2 }],
+  ])('%s -> FLANNEL_ERR_ENV_FILE', (_label, path, context) => {
+    const err = expectCode(() => run([...BASE, `--env-file=${path}`], {}, opts), ConfigError, 'FLANNEL_ERR_ENV_FILE');
+    expect(err.context).toEqual(context);
   });
 });
 
@@ -239,9 +227,8 @@ describe('validation', () => {
   });
 
   it('--iface-can-reach says it is not supported on Windows (also from the environment)', () => {
-    const err = errorOf(() => run(BASE, { FLANNELD_IFACE_CAN_REACH: '8.8.8.8' }));
-    expect(err.code).toBe('FLANNEL_ERR_UNSUPPORTED');
-    expect(err.message).toContain('not supported on Windows');
+    const err = expectCode(() => run(BASE, { FLANNELD_IFACE_CAN_REACH: '8.8.8.8' }), UnsupportedError, 'FLANNEL_ERR_UNSUPPORTED');
+    expect(err.context).toEqual({ flag: 'iface-can-reach', value: '8.8.8.8' });
   });
 
   it('the annotation prefix is normalised', () => {
@@ -350,9 +337,8 @@ describe('defaults and platforms', () => {
   });
 
   it.each(['linux', 'darwin'] as const)('missing --dataplane on %s is a flag error telling what to pass', (platform) => {
-    const err = errorOf(() => run([], {}, { platform }));
-    expect(err.code).toBe('FLANNEL_ERR_FLAG');
-    expect(err.message).toContain('--dataplane simulated');
+    const err = expectCode(() => run([], {}, { platform }), FlagError, 'FLANNEL_ERR_FLAG');
+    expect(err.context).toEqual({ flag: 'dataplane', platform });
   });
 
   it.each([
@@ -391,10 +377,9 @@ describe('node name', () => {
     expect(run(KSM, env)).toMatchObject(expected);
   });
 
-  it.each([{}, { POD_NAME: 'p' }, { POD_NAMESPACE: 'ns' }, { NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: '' }])('%j in kube mode -> exact upstream error', (env) => {
-    const err = errorOf(() => run(KSM, env));
-    expect(err.code).toBe('FLANNEL_ERR_CONFIG');
-    expect(err.message).toBe('env variables POD_NAME and POD_NAMESPACE must be set');
+  it.each([{}, { POD_NAME: 'p' }, { POD_NAMESPACE: 'ns' }, { NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: '' }])('%j in kube mode -> FLANNEL_ERR_CONFIG naming the missing variables', (env) => {
+    const err = expectCode(() => run(KSM, env), ConfigError, 'FLANNEL_ERR_CONFIG');
+    expect(err.context.missingEnv).toBe('POD_NAME POD_NAMESPACE');
   });
 
   it('etcd mode needs no node name', () => {

@@ -1,9 +1,11 @@
-// docs/errors.md must document every error code the source uses, each with its cause and what to do,
-// and must not document codes that no longer exist. A code added to src/ without a section fails here.
+// docs/errors.md must document every error code the source uses, each with its family class, its cause
+// and what to do, and must not document codes that no longer exist. A code added to src/ without a
+// section fails here.
 import { describe, it, expect } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ERROR_FAMILIES } from '../../src/errors.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const CODE = /FLANNEL_ERR_[A-Z0-9_]+/g;
@@ -53,6 +55,16 @@ describe('docs/errors.md', () => {
   it('documents no code that src/ no longer uses', () => {
     const stale = [...documented.keys()].filter((c) => !inSource.has(c)).sort();
     expect(stale).toEqual([]);
+  });
+
+  it('names the family class of each code, as src/errors.ts declares it', () => {
+    const declared = new Map<string, string>(Object.entries(ERROR_FAMILIES).flatMap(([family, codes]) => codes.map((c): [string, string] => [c, family])));
+    expect([...declared.keys()].sort()).toEqual([...inSource].sort());
+    const wrong = [...documented]
+      .filter(([code, body]) => /\*\*Class\.\*\* `(\w+)`/.exec(body)?.[1] !== declared.get(code))
+      .map(([code]) => code)
+      .sort();
+    expect(wrong).toEqual([]);
   });
 
   it('gives each code a cause and what to do', () => {

@@ -1,5 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError, HostError } from '../../src/errors.js';
+import { expectCode } from '../support/errors.js';
 import type { HostInterface } from '../../src/host/host.js';
 import { findInterfaceByIP, selectExternalInterface } from '../../src/host/select.js';
 
@@ -61,14 +62,8 @@ describe('selectExternalInterface', () => {
   });
 
   it('the error lists the adapters seen and names the flag', () => {
-    let err: unknown;
-    try {
-      selectExternalInterface(ifaces, undefined, { iface: [], ifaceRegex: [] });
-    } catch (e) {
-      err = e;
-    }
-    expect((err as Error).message).toContain('"Storage NIC"');
-    expect((err as Error).message).toContain('--iface');
+    const err = expectCode(() => selectExternalInterface(ifaces, undefined, { iface: [], ifaceRegex: [] }), HostError, 'FLANNEL_ERR_HOST');
+    expect(err.context).toEqual({ defaultRouteIndex: undefined, adapters: 'Ethernet, vEthernet (nat), Ethernet 2, Storage NIC' });
   });
 });
 

@@ -2,7 +2,7 @@
 // vSwitch's host vNIC (hcsshim: NetworkAdapterName must name a physical adapter).
 import { describe, expect, it } from '@jest/globals';
 import type { Clock } from '../../src/clock.js';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError, HostError } from '../../src/errors.js';
 import type { HnsNetworkV1 } from '../../src/hns/schema.js';
 import type { Host, HostInterface } from '../../src/host/host.js';
 import { isHostVNic, knownPhysicalAdapter, resolvePhysicalAdapter } from '../../src/host/physical-adapter.js';
@@ -49,9 +49,9 @@ describe('the physical adapter behind the external interface', () => {
 
   it('nothing to go on: FLANNEL_ERR_HOST telling to pass --iface', async () => {
     const err = await resolvePhysicalAdapter({ host: host([[vnic]]), iface: vnic, networks: [], clock: fakeClock(), timeoutMs: 2000 }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(FlannelError);
+    expect(err).toBeInstanceOf(HostError);
     expect((err as FlannelError).code).toBe('FLANNEL_ERR_HOST');
-    expect((err as FlannelError).message).toContain('--iface');
+    expect((err as FlannelError).context).toEqual({ interface: vnic.name, ip: vnic.ipv4 });
   });
 
   it('isHostVNic', () => {

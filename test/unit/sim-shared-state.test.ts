@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { FlannelError, HnsError, RouteError } from '../../src/errors.js';
+import { DataplaneStateError, FlannelError, HnsError, RouteError } from '../../src/errors.js';
 import { SimulatedDataplane, type DataplaneState } from '../../src/dataplane/simulated.js';
 import { findFault, parseFaultRules, parseHresult } from '../../src/dataplane/sim-faults.js';
 import { HnsClient } from '../../src/hns/client.js';
@@ -162,11 +162,11 @@ describe('faults in the state file', () => {
   });
 
   it.each([
-    [[{ hresult: '0x1', remaining: 1 }], /faults\[0\] needs "op"/],
-    [[{ op: 'HcnModifyNetwork', hresult: 'bad' }], /faults\[0\]\.hresult/],
-    [[{ op: 'HcnModifyNetwork', hresult: 1, remaining: -2 }], /remaining/],
-    [{ op: 'x' }, /must be an array/],
-  ])('malformed faults %j -> FLANNEL_ERR_DATAPLANE_STATE naming the rule', (faults, why) => {
+    [[{ hresult: '0x1', remaining: 1 }], '$.faults[0].op'],
+    [[{ op: 'HcnModifyNetwork', hresult: 'bad' }], '$.faults[0].hresult'],
+    [[{ op: 'HcnModifyNetwork', hresult: 1, remaining: -2 }], '$.faults[0].remaining'],
+    [{ op: 'x' }, '$.faults'],
+  ])('malformed faults %j -> FLANNEL_ERR_DATAPLANE_STATE naming the rule', (faults, entry) => {
     fs.writeFileSync(file, JSON.stringify({ networks: [], endpoints: [], routes: [], adapters: [], faults }));
     let err: unknown;
     try {
@@ -174,9 +174,9 @@ describe('faults in the state file', () => {
     } catch (e) {
       err = e;
     }
-    expect(err).toBeInstanceOf(FlannelError);
+    expect(err).toBeInstanceOf(DataplaneStateError);
     expect((err as FlannelError).code).toBe('FLANNEL_ERR_DATAPLANE_STATE');
-    expect((err as FlannelError).message).toMatch(why);
+    expect((err as FlannelError).context).toEqual({ file, entry });
   });
 
   it('pure parts: HRESULT text, op prefixes, match, spent rules', () => {
@@ -189,7 +189,7 @@ describe('faults in the state file', () => {
       { op: 'HNSCall GET', match: '/networks/', hresult: 2 },
     ]);
     expect(Array.isArray(rules)).toBe(true);
-    const r = rules as Exclude<typeof rules, string>;
+    const r = Array.isArray(rules) ? rules : [];
     expect(r[1]!.remaining).toBe(-1);
     expect(findFault(r, 'HNSCall GET /networks/{id}', '/networks/ABC ')?.hresult).toBe(2);
     expect(findFault(r, 'HNSCall GET /endpoints/', '/endpoints/ ')).toBeUndefined();

@@ -11,7 +11,7 @@ import {
   writeSubnetEnv,
 } from '../../src/subnet/subnet-env.js';
 import type { SubnetEnvFs } from '../../src/subnet/subnet-env.js';
-import { isFlannelError } from '../../src/errors.js';
+import { isFlannelError, type FlannelError } from '../../src/errors.js';
 
 describe('encodeSubnetEnv', () => {
   it('matches the docs/compatibility.md §4 example byte for byte', () => {
@@ -133,7 +133,7 @@ describe('writeSubnetEnv / readSubnetEnv', () => {
       (e: unknown) => e,
     );
     expect(isFlannelError(err, 'FLANNEL_ERR_SUBNET_ENV')).toBe(true);
-    expect((err as Error).message).toContain(path);
+    expect((err as FlannelError).context.path).toBe(path);
     expect(readFileSync(path, 'utf8')).toBe('OLD=1\n');
     expect(readdirSync(dir)).toEqual(['subnet.env']);
   });

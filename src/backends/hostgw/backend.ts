@@ -4,7 +4,7 @@
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
 import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
 import { hostGwRouteDriver, ManagementVNic, ROUTE_METRIC } from './routes.js';
-import { FlannelError } from '../../errors.js';
+import { BackendError, HostError } from '../../errors.js';
 import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
 import { sameId, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
@@ -28,7 +28,7 @@ export class HostGwBackend implements Backend {
     if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
     this.cfg = deps.netConf.backend;
     if (deps.publicIP !== deps.extIface.ipv4) {
-      throw new FlannelError(
+      throw new BackendError(
         'FLANNEL_ERR_BACKEND',
         "your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend",
         { publicIP: deps.publicIP, interfaceIP: deps.extIface.ipv4 },
@@ -180,7 +180,7 @@ export class HostGwBackend implements Backend {
       signal,
     });
     if (!iface) {
-      throw new FlannelError('FLANNEL_ERR_HOST', `no network interface holds ${ip} after creating HNS network ${this.cfg.name}; check the host's adapters (Get-NetIPAddress) and the vSwitch`, {
+      throw new HostError('FLANNEL_ERR_HOST', `no network interface holds ${ip} after creating HNS network ${this.cfg.name}; check the host's adapters (Get-NetIPAddress) and the vSwitch`, {
         ip,
         network: this.cfg.name,
       });

@@ -7,7 +7,7 @@ import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js
 import type { ReconcileDriver } from '../reconcile.js';
 import { remoteEndpointDriver, remoteEndpointsFor } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from './policies.js';
-import { FlannelError } from '../../errors.js';
+import { BackendError, HnsError, HostError } from '../../errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
@@ -78,7 +78,7 @@ export class VxlanBackend implements Backend {
     const { deps, cfg } = this;
     if (!(await deps.hns.supportsRemoteSubnet())) {
       const v = await deps.hns.version();
-      throw new FlannelError(
+      throw new HnsError(
         'FLANNEL_ERR_HNS_VERSION',
         `HNS ${v.Major}.${v.Minor} lacks the RemoteSubnet feature the vxlan backend needs (HNS >= 9.2, Windows Server 2019 or newer); upgrade Windows or use the host-gw backend`,
         { major: v.Major, minor: v.Minor },
@@ -150,7 +150,7 @@ export class VxlanBackend implements Backend {
     this.network = net;
     const drMac = drMacAddress(net);
     if (!drMac) {
-      throw new FlannelError('FLANNEL_ERR_BACKEND', `HNS network ${cfg.name} has no DrMacAddress policy, so there is no VtepMAC to publish; delete the network and restart flanneld`, {
+      throw new BackendError('FLANNEL_ERR_BACKEND', `HNS network ${cfg.name} has no DrMacAddress policy, so there is no VtepMAC to publish; delete the network and restart flanneld`, {
         network: cfg.name,
         id: net.ID,
       });
@@ -197,7 +197,7 @@ export class VxlanBackend implements Backend {
         return n && providerAddress(n) ? n : undefined;
       }, { intervalMs: POLL_MS, timeoutMs: PROVIDER_ADDRESS_TIMEOUT_MS, signal });
       if (!ready) {
-        throw new FlannelError('FLANNEL_ERR_BACKEND', `timeout, failed to get management IP from HostComputeNetwork ${cfg.name}; check the adapter ${adapter} is up`, {
+        throw new BackendError('FLANNEL_ERR_BACKEND', `timeout, failed to get management IP from HostComputeNetwork ${cfg.name}; check the adapter ${adapter} is up`, {
           network: cfg.name,
           id: created.ID,
         });
@@ -205,7 +205,7 @@ export class VxlanBackend implements Backend {
       const pa = providerAddress(ready)!;
       vnic = await poll(deps.clock, async () => findInterfaceByIP(await deps.host.interfaces(), pa), { intervalMs: POLL_MS, timeoutMs: VNIC_TIMEOUT_MS, signal });
       if (!vnic) {
-        throw new FlannelError('FLANNEL_ERR_HOST', `Interface bound to ${cfg.name} took too long to get ready. Please check your network host configuration`, { network: cfg.name, ip: pa });
+        throw new HostError('FLANNEL_ERR_HOST', `Interface bound to ${cfg.name} took too long to get ready. Please check your network host configuration`, { network: cfg.name, ip: pa });
       }
       deps.log.info('created HNS network', { network: cfg.name, id: ready.ID, providerAddress: pa, vnic: vnic.name, index: vnic.index });
       net = ready;

@@ -29,7 +29,7 @@
 import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
-import { FlannelError, errorMessage } from '../../errors.js';
+import { BackendError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
 import { policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
@@ -164,7 +164,7 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
   const { hns, networkName, subnet, log } = opts;
   const net = await hns.getNetworkByName(networkName);
   if (!net?.ID) {
-    throw new FlannelError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: HNS network ${networkName} does not exist`, { network: networkName });
+    throw new BackendError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: HNS network ${networkName} does not exist`, { network: networkName });
   }
   const prefixLength = Number(subnet.split('/')[1]);
   const gateway = nthAddress(subnet, 1);
@@ -218,7 +218,7 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
     }
     const chosen = chooseSourceVip(subnet, recorded, taken);
     if (!chosen) {
-      throw new FlannelError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: no free address left in ${subnet}`, { subnet, network: networkName });
+      throw new BackendError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: no free address left in ${subnet}`, { subnet, network: networkName });
     }
     ip = chosen;
     const pa = policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress');

@@ -5,7 +5,7 @@ import { Etcd3, isRecoverableError } from 'etcd3';
 import type { IOptions } from 'etcd3';
 import { backoffDelay, systemClock } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { errorMessage, FlannelError } from '../../errors.js';
+import { ConfigError, errorMessage } from '../../errors.js';
 import { hostFileReader } from '../../host/files.js';
 import type { FileReader } from '../../host/files.js';
 import { silentLogger } from '../../log.js';
@@ -80,17 +80,17 @@ function readPem(files: FileReader, path: string, what: string): Buffer {
   try {
     return files.readBytes(path);
   } catch (err) {
-    throw new FlannelError('FLANNEL_ERR_CONFIG', `cannot read ${what} ${path}: ${errorMessage(err)}`, { path }, { cause: err });
+    throw new ConfigError('FLANNEL_ERR_CONFIG', `cannot read ${what} ${path}: ${errorMessage(err)}`, { path }, { cause: err });
   }
 }
 
 /** Validate the endpoint list; `host:port` without a scheme is accepted as the Go client does. */
 function checkEndpoints(endpoints: string[]): string[] {
   const out = endpoints.map((e) => e.trim()).filter((e) => e !== '');
-  if (out.length === 0) throw new FlannelError('FLANNEL_ERR_CONFIG', '--etcd-endpoints is empty; give e.g. --etcd-endpoints=http://127.0.0.1:2379');
+  if (out.length === 0) throw new ConfigError('FLANNEL_ERR_CONFIG', '--etcd-endpoints is empty; give e.g. --etcd-endpoints=http://127.0.0.1:2379');
   for (const e of out) {
     if (!/^(https?:\/\/)?[^/\s]+:\d+\/?$/.test(e)) {
-      throw new FlannelError('FLANNEL_ERR_CONFIG', `invalid etcd endpoint "${e}": use http://host:port or https://host:port`, { endpoint: e });
+      throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid etcd endpoint "${e}": use http://host:port or https://host:port`, { endpoint: e });
     }
   }
   return out.map((e) => e.replace(/\/$/, ''));

@@ -4,7 +4,14 @@
 // pkg/subnet/etcd/local_manager.go (AcquireLease/tryAcquireLease, RenewLease, CompleteLease's renew loop).
 import { backoffDelay } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
-import { errorMessage, FlannelError } from '../../errors.js';
+import {
+  EtcdAuthenticationFailedError,
+  EtcdInvalidAuthTokenError,
+  EtcdPermissionDeniedError,
+  EtcdRoleNotGrantedError,
+  EtcdUserNotFoundError,
+} from 'etcd3';
+import { BackendError, errorMessage, EtcdError, FlannelError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { publishableAttrs } from '../lease.js';
@@ -55,12 +62,18 @@ export interface OwnLeaseState {
 
 function etcdError(what: string, err: unknown): FlannelError {
   if (err instanceof FlannelError) return err;
-  return new FlannelError('FLANNEL_ERR_ETCD', `${what}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`, {}, { cause: err });
+  return new EtcdError('FLANNEL_ERR_ETCD', `${what}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`, {}, { cause: err });
 }
 
+/** etcd refused the credentials or the role: retrying cannot help. */
 function isAuthError(err: unknown): boolean {
-  const name = err instanceof Error ? err.constructor.name : '';
-  return /AuthenticationFailed|PermissionDenied|InvalidAuthToken|UserNotFound|RoleNotGranted/.test(name);
+  return (
+    err instanceof EtcdAuthenticationFailedError ||
+    err instanceof EtcdPermissionDeniedError ||
+    err instanceof EtcdInvalidAuthTokenError ||
+    err instanceof EtcdUserNotFoundError ||
+    err instanceof EtcdRoleNotGrantedError
+  );
 }
 
 export class LeaseKeeper implements OwnLeaseState {
@@ -83,7 +96,7 @@ export class LeaseKeeper implements OwnLeaseState {
   revoke(why: string): void {
     if (this.revokedErr) return;
     this.o.log.error(REVOKED_MESSAGE, { key: this.own?.name, reason: why });
-    this.revokedErr = new FlannelError('FLANNEL_ERR_LEASE_REVOKED', `${REVOKED_MESSAGE} (${this.o.registry.keyOf(this.own?.name ?? '?')} ${why})`, {
+    this.revokedErr = new EtcdError('FLANNEL_ERR_LEASE_REVOKED', `${REVOKED_MESSAGE} (${this.o.registry.keyOf(this.own?.name ?? '?')} ${why})`, {
       key: this.own?.name,
     });
     for (const w of this.revokeWaiters) w();
@@ -122,14 +135,14 @@ export class LeaseKeeper implements OwnLeaseState {
         return lease;
       }
     }
-    throw new FlannelError('FLANNEL_ERR_ETCD', 'Max retries reached trying to acquire a subnet', { prefix: this.o.prefix });
+    throw new EtcdError('FLANNEL_ERR_ETCD', 'Max retries reached trying to acquire a subnet', { prefix: this.o.prefix });
   }
 
   private async attrsToPublish(subnet: string, attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<LeaseAttrs> {
     const attrs = await attrsFor(subnet);
     if (signal.aborted) throw signal.reason;
     if (!publishableAttrs(attrs)) {
-      throw new FlannelError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
     }
     if (attrs.publicIP !== this.o.publicIP) {
       this.o.log.warn('backend publishes a different public IP than the one used to find our lease', { publicIP: attrs.publicIP, expected: this.o.publicIP });
@@ -191,7 +204,7 @@ export class LeaseKeeper implements OwnLeaseState {
       log.info(`Picking subnet in range ${netConf.subnetMin} ... ${netConf.subnetMax}`);
       subnet = allocateSubnet(netConf, taken, this.o.random);
       if (subnet === undefined) {
-        throw new FlannelError(
+        throw new EtcdError(
           'FLANNEL_ERR_ETCD',
           `out of subnets: every /${netConf.subnetLen} between SubnetMin ${netConf.subnetMin} and SubnetMax ${netConf.subnetMax} of ${netConf.network} is leased under ${reg.subnetsPrefix}; delete stale leases or widen the network in ${reg.configKey}`,
           { network: netConf.network, leases: taken.length },

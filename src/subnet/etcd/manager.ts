@@ -3,7 +3,7 @@
 // flannel pkg/subnet/etcd/local_manager.go (LocalManager: AcquireLease, CompleteLease, WatchLeases).
 import { systemClock, systemRandom } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
-import { FlannelError } from '../../errors.js';
+import { UnsupportedError } from '../../errors.js';
 import { Metrics } from '../../health/metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
@@ -56,7 +56,7 @@ export class EtcdSubnetManager implements SubnetManager {
 
   constructor(opts: EtcdSubnetManagerOptions) {
     if (!opts.netConf.enableIPv4 || opts.netConf.enableIPv6) {
-      throw new FlannelError('FLANNEL_ERR_UNSUPPORTED', 'the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config', {
+      throw new UnsupportedError('the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config', {
         prefix: opts.prefix,
       });
     }

@@ -3,7 +3,7 @@
 // (GetNetworkConfig: ParseConfig + CheckNetworkConfig), with main.go's wait for the config.
 import { backoffDelay, systemClock } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { errorMessage, FlannelError } from '../../errors.js';
+import { errorMessage, EtcdError, FlannelError, NetConfError } from '../../errors.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import { parseNetConf } from '../net-conf.js';
@@ -23,13 +23,22 @@ export interface ReadNetworkConfigOptions {
   clock?: Clock;
 }
 
-function notFound(key: string): FlannelError {
+function notFound(key: string): NetConfError {
   const example = '{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789}}';
-  return new FlannelError(
-    'FLANNEL_ERR_NET_CONF',
+  return new NetConfError(
     `${CONFIG_NOT_FOUND} (${key}: key not found); create it with the v3 API, e.g. ETCDCTL_API=3 etcdctl put ${key} '${example}'`,
     { key },
   );
+}
+
+/** parseNetConf, its errors naming the etcd key. */
+function parseAt(key: string, text: string): NetworkConfig {
+  try {
+    return parseNetConf(text);
+  } catch (err) {
+    if (err instanceof NetConfError) throw new NetConfError(`${key}: ${err.message}`, { ...err.context, key }, { cause: err });
+    throw err;
+  }
 }
 
 /** The parsed, checked network config; waits (bounded, logged) while it is missing or etcd is down. */
@@ -43,25 +52,14 @@ export async function readNetworkConfig(registry: EtcdRegistry, signal: AbortSig
   let lastLog = -Infinity;
   for (let attempt = 0; ; attempt++) {
     if (signal.aborted) throw signal.reason;
-    let failure: FlannelError;
+    let failure: NetConfError | EtcdError;
     try {
       const text = await registry.getNetworkConfig();
-      if (text !== undefined) {
-        try {
-          return parseNetConf(text);
-        } catch (err) {
-          if (err instanceof FlannelError) throw new FlannelError(err.code, `${key}: ${err.message}`, { ...err.context, key }, { cause: err });
-          throw err;
-        }
-      }
+      if (text !== undefined) return parseAt(key, text);
       failure = notFound(key);
     } catch (err) {
-      if (err instanceof FlannelError) {
-        if (err.code !== 'FLANNEL_ERR_NET_CONF' || !err.message.startsWith(CONFIG_NOT_FOUND)) throw err;
-        failure = err;
-      } else {
-        failure = new FlannelError('FLANNEL_ERR_ETCD', `Couldn't fetch network config from ${key}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`, { key }, { cause: err });
-      }
+      if (err instanceof FlannelError) throw err;
+      failure = new EtcdError('FLANNEL_ERR_ETCD', `Couldn't fetch network config from ${key}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`, { key }, { cause: err });
     }
     if (signal.aborted) throw signal.reason;
     const waited = clock.now() - start;

@@ -1,6 +1,6 @@
 // flannel's Node annotations: prefix rules, keys and backend-data encoding.
 // Mirrors flannel pkg/subnet/kube/annotations.go and the backend-data writers of pkg/backend/vxlan.
-import { FlannelError } from '../../errors.js';
+import { ConfigError } from '../../errors.js';
 import type { VxlanBackendData } from '../lease.js';
 
 const PREFIX_RE = /^(?:[a-z0-9_-]+\.)+[a-z0-9_-]+\/(?:[a-z0-9_-]+-)?$/;
@@ -14,7 +14,7 @@ export const DEFAULT_ANNOTATION_PREFIX = 'flannel.alpha.coreos.com';
 export function normalizeAnnotationPrefix(prefix: string): string {
   const slashes = prefix.split('/').length - 1;
   if (slashes > 1) {
-    throw new FlannelError(
+    throw new ConfigError(
       'FLANNEL_ERR_ANNOTATION_PREFIX',
       `subnet/kube: annotation prefix ${prefix} contains more than one / character; use a DNS name such as ${DEFAULT_ANNOTATION_PREFIX}`,
       { prefix },
@@ -24,7 +24,7 @@ export function normalizeAnnotationPrefix(prefix: string): string {
   if (slashes === 0) p += '/';
   if (!p.endsWith('/') && !p.endsWith('-')) p += '-';
   if (!PREFIX_RE.test(p)) {
-    throw new FlannelError(
+    throw new ConfigError(
       'FLANNEL_ERR_ANNOTATION_PREFIX',
       `subnet/kube: annotation prefix ${prefix} is invalid: it must look like ${DEFAULT_ANNOTATION_PREFIX} (lower-case DNS labels, optionally /name)`,
       { prefix },

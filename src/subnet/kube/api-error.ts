@@ -1,11 +1,10 @@
 // How the kube subnet manager reads an API failure: its HTTP status, a short description (the Status
 // message, never headers), whether it is worth retrying (client-go's rule: 408/409/429/5xx and network
-// errors are transient), the bounded retry of one call, and the coded FlannelError a caller finally sees.
+// errors are transient), the bounded retry of one call, and the KubeError a caller finally sees.
 // flannel pkg/subnet/kube/kube.go gets the retries from client-go and wraps errors with fmt.Errorf.
 import { backoffDelay } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { errorMessage, FlannelError } from '../../errors.js';
-import type { ErrorCode } from '../../errors.js';
+import { errorMessage, KubeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 
 /** HTTP status of a KubeApiError (or any error carrying one), undefined for network errors and timeouts. */
@@ -38,7 +37,7 @@ export function retryable(err: unknown): boolean {
   return code === 408 || code === 409 || code === 429 || code >= 500;
 }
 
-export function kubeError(what: string, err: unknown, code: ErrorCode = 'FLANNEL_ERR_KUBE'): FlannelError {
+export function kubeError(what: string, err: unknown): KubeError {
   const status = httpStatus(err);
   const hint =
     status === 401
@@ -46,7 +45,7 @@ export function kubeError(what: string, err: unknown, code: ErrorCode = 'FLANNEL
       : status === 403
         ? "; check flannel's ClusterRole (nodes: get, list, watch; nodes/status: patch; pods: get)"
         : '';
-  return new FlannelError(code, `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
+  return new KubeError('FLANNEL_ERR_KUBE', `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
 }
 
 export interface ApiRetryOptions {

@@ -10,7 +10,7 @@
 import { isIPv6 } from 'node:net';
 import { KubeConfig } from './kubeconfig.js';
 import type { Cluster, User } from '@kubernetes/client-node';
-import { errorMessage, FlannelError } from '../../errors.js';
+import { errorMessage, KubeError } from '../../errors.js';
 import { hostFileReader } from '../../host/files.js';
 import type { FileReader } from '../../host/files.js';
 import type { Logger } from '../../log.js';
@@ -43,10 +43,10 @@ function checkServerUrl(server: string, source: string): void {
   try {
     u = new URL(server);
   } catch {
-    throw new FlannelError('FLANNEL_ERR_KUBE', `${source}: API server URL "${server}" is not a valid URL; use https://host:port`, { server });
+    throw new KubeError('FLANNEL_ERR_KUBE', `${source}: API server URL "${server}" is not a valid URL; use https://host:port`, { server });
   }
   if (u.protocol !== 'https:' && u.protocol !== 'http:') {
-    throw new FlannelError('FLANNEL_ERR_KUBE', `${source}: API server URL "${server}" must start with https:// or http://`, { server });
+    throw new KubeError('FLANNEL_ERR_KUBE', `${source}: API server URL "${server}" must start with https:// or http://`, { server });
   }
 }
 
@@ -67,7 +67,7 @@ function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
   try {
     text = files.readText(file);
   } catch (err) {
-    throw new FlannelError(
+    throw new KubeError(
       'FLANNEL_ERR_KUBE',
       `fail to create kubernetes config: cannot read kubeconfig file ${file}: ${errorMessage(err)}; fix --kubeconfig-file (or omit it to use the in-cluster service account)`,
       { file },
@@ -78,7 +78,7 @@ function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
   try {
     kc.loadFromString(text);
   } catch (err) {
-    throw new FlannelError(
+    throw new KubeError(
       'FLANNEL_ERR_KUBE',
       `fail to create kubernetes config: kubeconfig file ${file} is not a valid kubeconfig: ${errorMessage(err)}; check the YAML (clusters, users, contexts, current-context)`,
       { file },
@@ -87,7 +87,7 @@ function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster && !apiUrl) {
-    throw new FlannelError(
+    throw new KubeError(
       'FLANNEL_ERR_KUBE',
       `fail to create kubernetes config: kubeconfig file ${file} has no usable current context (current-context "${kc.getCurrentContext() ?? ''}"); set current-context to a context whose cluster exists, or pass --kube-api-url`,
       { file },
@@ -103,7 +103,7 @@ function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
     replaceCurrentCluster(kc, apiUrl);
   } else {
     if (!cluster.server) {
-      throw new FlannelError('FLANNEL_ERR_KUBE', `fail to create kubernetes config: kubeconfig file ${file}: cluster "${cluster.name}" has no server; set clusters[].cluster.server or pass --kube-api-url`, { file });
+      throw new KubeError('FLANNEL_ERR_KUBE', `fail to create kubernetes config: kubeconfig file ${file}: cluster "${cluster.name}" has no server; set clusters[].cluster.server or pass --kube-api-url`, { file });
     }
     checkServerUrl(cluster.server, `kubeconfig file ${file}`);
     replaceCurrentCluster(kc, undefined);
@@ -130,7 +130,7 @@ function checkTransport(kc: KubeConfig, source: string, log: Logger | undefined)
   if (cluster.server.startsWith('http:')) {
     const kinds = credentialKinds(kc.getCurrentUser());
     if (kinds.length > 0) {
-      throw new FlannelError(
+      throw new KubeError(
         'FLANNEL_ERR_KUBE_INSECURE',
         `refusing to send credentials (${kinds.join(', ')}) to the API server over plain http:// (${cluster.server}, from ${source}); ` +
           'use an https:// server, or remove the credentials from the kubeconfig for an unauthenticated http:// endpoint',
@@ -147,7 +147,7 @@ function checkTransport(kc: KubeConfig, source: string, log: Logger | undefined)
 }
 
 /**
- * The KubeConfig for flanneld's flags. Throws FlannelError FLANNEL_ERR_KUBE naming the file and the fix
+ * The KubeConfig for flanneld's flags. Throws KubeError FLANNEL_ERR_KUBE naming the file and the fix
  * when the kubeconfig is missing or invalid, or when in-cluster config is requested outside a cluster,
  * and FLANNEL_ERR_KUBE_INSECURE when credentials would go over plain http://.
  */
@@ -170,7 +170,7 @@ function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
   if (!host || !port) {
-    throw new FlannelError(
+    throw new KubeError(
       'FLANNEL_ERR_KUBE',
       'fail to create kubernetes config: not running in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set); pass --kubeconfig-file or --kube-api-url',
       {},
@@ -180,7 +180,7 @@ function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   const tokenFile = `${prefix}${SERVICEACCOUNT_DIR}/token`;
   const caFile = `${prefix}${SERVICEACCOUNT_DIR}/ca.crt`;
   if (!files.exists(tokenFile)) {
-    throw new FlannelError(
+    throw new KubeError(
       'FLANNEL_ERR_KUBE',
       `fail to create kubernetes config: in-cluster service account token ${tokenFile} not found; mount the service account (automountServiceAccountToken) or pass --kubeconfig-file`,
       { file: tokenFile },

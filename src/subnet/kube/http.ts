@@ -15,30 +15,8 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.js';
+import { KubeApiError, KubeTimeoutError } from '../../errors.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
-
-/** A non-2xx answer of the API server; `body` is the (bounded) response text, usually a Status. */
-export class KubeApiError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly body: string,
-    what: string,
-  ) {
-    super(`${what}: HTTP ${statusCode}`);
-    this.name = 'KubeApiError';
-  }
-}
-
-/** A request that did not complete within its deadline (or a watch that went silent). */
-export class KubeTimeoutError extends Error {
-  constructor(
-    message: string,
-    readonly timeoutMs: number,
-  ) {
-    super(message);
-    this.name = 'KubeTimeoutError';
-  }
-}
 
 export type Query = Record<string, string | number | boolean | undefined>;
 

@@ -6,7 +6,7 @@
 // Requests are raw JSON with a deadline each (http.ts): no typed model of any Node is built.
 import { systemClock, systemRandom } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
-import { FlannelError } from '../../errors.js';
+import { ConfigError } from '../../errors.js';
 import { Metrics } from '../../health/metrics.js';
 import { isNetworkCidr } from '../../ip4.js';
 import { silentLogger } from '../../log.js';
@@ -71,7 +71,7 @@ export class KubeSubnetManager implements SubnetManager {
 
   constructor(opts: KubeSubnetManagerOptions) {
     if (!isNetworkCidr(opts.network)) {
-      throw new FlannelError('FLANNEL_ERR_CONFIG', `kube subnet manager: Network "${opts.network}" is not an IPv4 CIDR; fix net-conf.json`, { network: opts.network });
+      throw new ConfigError('FLANNEL_ERR_CONFIG', `kube subnet manager: Network "${opts.network}" is not an IPv4 CIDR; fix net-conf.json`, { network: opts.network });
     }
     const keys = annotationKeys(opts.annotationPrefix);
     const log = opts.log ?? silentLogger();

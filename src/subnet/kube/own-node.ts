@@ -6,7 +6,7 @@
 // retried (api-error.ts), and only the annotation keys that changed are patched.
 import { backoffDelay } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { FlannelError } from '../../errors.js';
+import { BackendError, KubeError } from '../../errors.js';
 import { isIp4 } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrsSource } from '../lease.js';
@@ -84,7 +84,7 @@ export class OwnNodePublisher {
     if (this.nodeName) return this.nodeName;
     const { podName, podNamespace } = this.o;
     if (!podName || !podNamespace) {
-      throw new FlannelError('FLANNEL_ERR_NODE', 'env variables POD_NAME and POD_NAMESPACE must be set');
+      throw new KubeError('FLANNEL_ERR_NODE', 'env variables POD_NAME and POD_NAMESPACE must be set');
     }
     const pod = await retryApiCall(
       `error retrieving pod spec for '${podNamespace}/${podName}'`,
@@ -94,7 +94,7 @@ export class OwnNodePublisher {
     );
     const nodeName = asObj(asObj(pod)?.spec)?.nodeName;
     if (typeof nodeName !== 'string' || nodeName === '') {
-      throw new FlannelError('FLANNEL_ERR_NODE', `node name not present in pod spec '${podNamespace}/${podName}'`, { pod: `${podNamespace}/${podName}` });
+      throw new KubeError('FLANNEL_ERR_NODE', `node name not present in pod spec '${podNamespace}/${podName}'`, { pod: `${podNamespace}/${podName}` });
     }
     this.o.log.info('node name resolved from pod', { pod: `${podNamespace}/${podName}`, node: nodeName });
     this.nodeName = nodeName;
@@ -121,13 +121,13 @@ export class OwnNodePublisher {
         }
         const spec = asObj(asObj(node)?.spec);
         if (typeof spec?.podCIDR === 'string' && spec.podCIDR !== '') {
-          throw new FlannelError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, { node: name });
+          throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, { node: name });
         }
         state = 'no-podcidr';
         apiFailures = 0;
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        if (err instanceof FlannelError) throw err;
+        if (err instanceof KubeError) throw err;
         if (httpStatus(err) === 404) {
           state = 'missing';
           apiFailures = 0;
@@ -141,12 +141,12 @@ export class OwnNodePublisher {
       }
       const waited = clock.now() - start;
       if (waited >= timeoutMs) {
-        if (state === 'no-podcidr') throw new FlannelError('FLANNEL_ERR_NODE', `node "${name}" pod cidr not assigned`, { node: name, waitedMs: waited });
+        if (state === 'no-podcidr') throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" pod cidr not assigned`, { node: name, waitedMs: waited });
         if (state === 'missing') {
-          throw new FlannelError(
+          throw new KubeError(
             'FLANNEL_ERR_NODE',
             `node "${name}" not found after waiting ${Math.round(waited / 1000)}s; check NODE_NAME (or POD_NAME/POD_NAMESPACE) and that the kubelet registered the node`,
-            { node: name, waitedMs: waited },
+            { node: name, waitedMs: waited, reason: 'not found' },
           );
         }
         throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr);
@@ -209,7 +209,7 @@ export class OwnNodePublisher {
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;
     if (!publishableAttrs(attrs)) {
-      throw new FlannelError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { node: name });
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { node: name });
     }
     const published = this.publishedPublicIP(rec, attrs.publicIP);
 
