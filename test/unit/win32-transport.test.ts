@@ -3,6 +3,8 @@
 import { describe, it, expect, beforeEach } from '@jest/globals';
 import { HnsError, RouteError, FlannelError } from '../../src/errors.js';
 import { HnsClient } from '../../src/hns/client.js';
+import { withCallTimeout } from '../../src/hns/timed.js';
+import { systemClock } from '../../src/clock.js';
 import { Win32HnsTransport } from '../../src/hns/win32.js';
 import { Win32Host } from '../../src/host/win32.js';
 import { Win32RouteTable } from '../../src/routes/win32.js';
@@ -518,7 +520,7 @@ describe('Win32Host', () => {
   });
 });
 
-describe('Win32HnsTransport calls that return after the HnsClient timeout (a hung HNS on a worker thread)', () => {
+describe('Win32HnsTransport calls that return after the call timeout (a hung HNS on a worker thread)', () => {
   let dll: FakeNative;
   let t: Win32HnsTransport;
   let metrics: Metrics;
@@ -529,7 +531,7 @@ describe('Win32HnsTransport calls that return after the HnsClient timeout (a hun
     dll = new FakeNative();
     t = new Win32HnsTransport(dll);
     metrics = new Metrics();
-    c = new HnsClient(t, { callTimeoutMs: TIMEOUT, metrics });
+    c = new HnsClient(withCallTimeout(t, { timeoutMs: TIMEOUT, clock: systemClock }), { metrics });
   });
 
   const POLICY = { Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.1.0/24' } };
