@@ -238,8 +238,11 @@ export class Win32HnsTransport implements HnsTransport {
     return this.plainCall(op, ctx, () => this.dll.hcnDeleteNetwork(this.guid(op, id, ctx)));
   }
 
-  async closeNetwork(network: HcnHandle): Promise<void> {
-    this.closeCall('HcnCloseNetwork', network, 'network');
+  closeNetwork(network: HcnHandle): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.closeCall('HcnCloseNetwork', network, 'network');
+      resolve();
+    });
   }
 
   // ================================================================ v2 endpoints
@@ -281,7 +284,10 @@ export class Win32HnsTransport implements HnsTransport {
     return this.plainCall(op, ctx, () => this.dll.hcnDeleteEndpoint(this.guid(op, id, ctx)));
   }
 
-  async closeEndpoint(endpoint: HcnHandle): Promise<void> {
-    this.closeCall('HcnCloseEndpoint', endpoint, 'endpoint');
+  closeEndpoint(endpoint: HcnHandle): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.closeCall('HcnCloseEndpoint', endpoint, 'endpoint');
+      resolve();
+    });
   }
 }

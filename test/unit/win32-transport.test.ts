@@ -8,15 +8,13 @@ import { systemClock } from '../../src/clock.js';
 import { Win32HnsTransport } from '../../src/hns/win32.js';
 import { Win32Host } from '../../src/host/win32.js';
 import { Win32RouteTable } from '../../src/routes/win32.js';
+import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
 import {
   encodeIpAddrTable,
   encodeIpForwardTable2,
-  guidFromBuffer,
   ipAddrTableLength,
-  MIB_IPINTERFACE_ROW_OFFSETS,
   decodeIpForwardRow2,
-  fromUtf16z,
-} from '../../src/win32/encoding.js';
+} from '../../src/win32/iphlpapi.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
 
