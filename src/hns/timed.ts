@@ -1,8 +1,8 @@
 // An HnsTransport that bounds every call (`--hns-call-timeout`), whatever the transport below: a hung
 // HNS fails the operation with FLANNEL_ERR_HNS_CALL instead of hanging the agent, and what the call
 // returns later (a handle) is released. The timers are the injected Clock, so tests run on virtual
-// time. hcsshim has no such bound (its HNSCall/Hcn* calls block); kube-proxy winkernel and flannel
-// rely on the service manager restarting a hung process instead.
+// time. Our own addition: hcsshim's wrappers (internal/hns/hnsfuncs.go hnsCallRawResponse, the hcn
+// syscalls declared in hcn/hcn.go) call the DLLs synchronously, without a timeout.
 import type { Clock } from '../clock.js';
 import { HnsError, errorMessage } from '../errors.js';
 import { silentLogger } from '../log.js';
