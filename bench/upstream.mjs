@@ -79,7 +79,7 @@ async function makeNode(clock) {
   const net = sim.createNetwork('bench', { Name: NET_NAME, Type: 'Overlay', Policies: [], Ipams: [] });
   // No call timeout: its timer is a real one, and a call left sleeping on the virtual clock after the
   // run would hold the process for the whole timeout.
-  const hns = new HnsClient(new SimulatedHnsTransport(sim), { clock, callTimeoutMs: 0 });
+  const hns = new HnsClient(new SimulatedHnsTransport(sim), { clock });
   const routes = new SimulatedRouteTable(sim);
   const ifIndex = sim.listAdapters()[0].InterfaceIndex;
   return { sim, hns, routes, netId: net.ID, ifIndex };

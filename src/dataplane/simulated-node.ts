@@ -4,6 +4,7 @@ import type { AgentConfig } from '../config/agent-config.js';
 import { METRIC } from '../health/metrics.js';
 import { HnsClient } from '../hns/client.js';
 import { SimulatedHnsTransport } from '../hns/simulated.js';
+import { withCallTimeout } from '../hns/timed.js';
 import { SimulatedHost } from '../host/simulated.js';
 import { componentLogger } from '../log.js';
 import { MeteredRouteTable } from '../routes/metered.js';
@@ -12,12 +13,12 @@ import { hnsCallTimeoutMs, simulatedNodeIP, type Dataplane, type DataplaneDeps }
 import { SimulatedDataplane } from './simulated.js';
 
 export function simulatedDataplane(sim: SimulatedDataplane, deps: DataplaneDeps & { hnsCallTimeoutMs?: number }): Dataplane {
+  const hnsLog = componentLogger(deps.log, 'hns');
   return {
-    hns: new HnsClient(new SimulatedHnsTransport(sim), {
-      log: componentLogger(deps.log, 'hns'),
+    hns: new HnsClient(withCallTimeout(new SimulatedHnsTransport(sim), { timeoutMs: deps.hnsCallTimeoutMs, clock: deps.clock, log: hnsLog }), {
+      log: hnsLog,
       metrics: deps.metrics,
       clock: deps.clock,
-      callTimeoutMs: deps.hnsCallTimeoutMs,
     }),
     routes: new MeteredRouteTable(new SimulatedRouteTable(sim), deps.metrics),
     host: new SimulatedHost(sim),

@@ -7,6 +7,7 @@ import type { AgentConfig } from '../config/agent-config.js';
 import type { Metrics } from '../health/metrics.js';
 import { HnsClient } from '../hns/client.js';
 import { Win32HnsTransport } from '../hns/win32.js';
+import { withCallTimeout } from '../hns/timed.js';
 import { Win32Host } from '../host/win32.js';
 import { componentLogger, type Logger } from '../log.js';
 import { MeteredRouteTable } from '../routes/metered.js';
@@ -29,12 +30,12 @@ export async function createWin32Dataplane(config: AgentConfig, deps: Win32Datap
     dllDir: config.win32DllDir || '(system)',
     hnsCallTimeoutSeconds: config.hnsCallTimeoutSeconds,
   });
+  const hnsLog = componentLogger(deps.log, 'hns');
   return {
-    hns: new HnsClient(new Win32HnsTransport(native), {
-      log: componentLogger(deps.log, 'hns'),
+    hns: new HnsClient(withCallTimeout(new Win32HnsTransport(native), { timeoutMs: config.hnsCallTimeoutSeconds * 1000, clock: deps.clock, log: hnsLog }), {
+      log: hnsLog,
       metrics: deps.metrics,
       clock: deps.clock,
-      callTimeoutMs: config.hnsCallTimeoutSeconds * 1000,
     }),
     routes: new MeteredRouteTable(new Win32RouteTable(native), deps.metrics),
     host: new Win32Host(native),

@@ -1,43 +1,17 @@
-// Typed HNS operations on any HnsTransport (win32 or simulated). Mirrors hcsshim internal/hns
-// (hnsnetwork.go, hnsendpoint.go, hnsglobals.go: v1 via HNSCall) and hcn (hcnnetwork.go, hcnendpoint.go,
-// hcnsupport.go: v2 via Hcn*): get-by-name, create/delete, policies, host attach, version.
-// Every call is counted in /metrics; errors keep their codes and gain context. Handles are closed after
-// each call, except the network handle policy writes may keep open (`keepOpen`) until `releaseNetwork`,
-// an error on it, or the network's deletion.
-import { FlannelError, HnsError, errorMessage } from '../errors.js';
-import type { ErrorContext } from '../errors.js';
-import { metered } from '../health/metrics.js';
-import type { Metrics } from '../health/metrics.js';
-import { silentLogger } from '../log.js';
-import type { Logger } from '../log.js';
-import { systemClock } from '../clock.js';
-import type { Clock } from '../clock.js';
-import { hnsError, isHnsAttached, isHnsExists, isHnsNetworkNotFound, isHnsNotFound, isHnsRefusal, parseEnvelope } from './errors.js';
+// HnsClient: typed HNS operations on any HnsTransport (win32 or simulated, bounded by ./timed.ts in
+// the dataplanes). This file holds the v2 (HCN) calls and mirrors hcsshim hcn (hcnnetwork.go,
+// hcnendpoint.go, hcnpolicy.go: get-by-name, create/delete, policies, endpoints); the v1 calls, the
+// version and the metering it inherits are in ./client-v1.ts. Handles are closed after each call,
+// except the network handle policy writes may keep open (`keepOpen`, ./handles.ts) until
+// `releaseNetwork`, an error on it, or the network's deletion.
+import { isHnsExists, isHnsNetworkNotFound, isHnsNotFound } from './errors.js';
+import { HnsV1Client } from './client-v1.js';
+import type { HnsClientOptions } from './client-v1.js';
+import { closeQuietly, KeptNetworkHandles } from './handles.js';
 import { HCN_SCHEMA_V2 } from './schema.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest } from './schema.js';
 import { ZERO_GUID } from './transport.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
-
-export interface HnsClientOptions {
-  log?: Logger;
-  metrics?: Metrics;
-  clock?: Clock;
-  /**
-   * Give up on one transport call (HNSCall, one Hcn* function) after this long: it rejects with
-   * FLANNEL_ERR_HNS_CALL, and whatever the call returns later (a handle) is closed. 0 = wait forever.
-   * Default DEFAULT_HNS_CALL_TIMEOUT_MS (`--hns-call-timeout`).
-   */
-  callTimeoutMs?: number;
-}
-
-/** `--hns-call-timeout` default: 120 s. */
-export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;
-
-export interface WaitOptions {
-  timeoutMs: number;
-  intervalMs: number;
-  signal?: AbortSignal;
-}
 
 export interface PolicyOptions {
   /** Add: policies that already exist count as added (falls back to one call per policy). */
@@ -49,12 +23,6 @@ export interface PolicyOptions {
   keepOpen?: boolean;
 }
 
-/** HNS 9.2 (Windows Server 2019) brought HCN v2 and the RemoteSubnet policies. */
-export const REMOTE_SUBNET_MIN_VERSION: HnsVersion = { Major: 9, Minor: 2 };
-
-/** The host-attach request body (hcsshim HostAttach). */
-export const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
-
 /** `HcnQuery*` / `HcnEnumerate*` query JSON, with an optional field-equality filter. */
 export function hcnQuery(filter?: Record<string, unknown>): string {
   return JSON.stringify({
@@ -64,274 +32,15 @@ export function hcnQuery(filter?: Record<string, unknown>): string {
   });
 }
 
-export function versionAtLeast(v: HnsVersion, min: HnsVersion): boolean {
-  return v.Major > min.Major || (v.Major === min.Major && v.Minor >= min.Minor);
-}
-
-function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
-
-export class HnsClient {
-  private readonly log: Logger;
-  private readonly metrics: Metrics | undefined;
-  private readonly clock: Clock;
-  private readonly callTimeoutMs: number;
-  private readonly transport: HnsTransport;
-  private cachedVersion: Promise<HnsVersion> | undefined;
-  /** Network handles kept open for policy writes, by network ID. */
-  private readonly kept = new Map<string, Promise<HcnHandle>>();
+export class HnsClient extends HnsV1Client {
+  private readonly kept: KeptNetworkHandles;
 
   constructor(transport: HnsTransport, opts: HnsClientOptions = {}) {
-    this.log = opts.log ?? silentLogger();
-    this.metrics = opts.metrics;
-    this.clock = opts.clock ?? systemClock;
-    this.callTimeoutMs = Math.max(0, opts.callTimeoutMs ?? DEFAULT_HNS_CALL_TIMEOUT_MS);
-    this.transport = this.callTimeoutMs > 0 ? this.timed(transport) : transport;
-  }
-
-  /**
-   * `transport` with every call bounded by `callTimeoutMs`. The closes are bounded too (a hung close
-   * must not hang a pass either) but nothing is cleaned up after them.
-   */
-  private timed(t: HnsTransport): HnsTransport {
-    const net = (h: HcnHandle) => void this.closeLate(t, h);
-    return {
-      hnsCall: (method, path, request) => this.bounded(`HNSCall ${method} ${path}`, () => t.hnsCall(method, path, request)),
-      enumerateNetworks: (q) => this.bounded('HcnEnumerateNetworks', () => t.enumerateNetworks(q)),
-      createNetwork: (id, s) => this.bounded('HcnCreateNetwork', () => t.createNetwork(id, s), net),
-      openNetwork: (id) => this.bounded('HcnOpenNetwork', () => t.openNetwork(id), net),
-      modifyNetwork: (h, s) => this.bounded('HcnModifyNetwork', () => t.modifyNetwork(h, s)),
-      queryNetworkProperties: (h, q) => this.bounded('HcnQueryNetworkProperties', () => t.queryNetworkProperties(h, q)),
-      deleteNetwork: (id) => this.bounded('HcnDeleteNetwork', () => t.deleteNetwork(id)),
-      closeNetwork: (h) => this.bounded('HcnCloseNetwork', () => t.closeNetwork(h)),
-      enumerateEndpoints: (q) => this.bounded('HcnEnumerateEndpoints', () => t.enumerateEndpoints(q)),
-      createEndpoint: (h, id, s) => this.bounded('HcnCreateEndpoint', () => t.createEndpoint(h, id, s), net),
-      openEndpoint: (id) => this.bounded('HcnOpenEndpoint', () => t.openEndpoint(id), net),
-      modifyEndpoint: (h, s) => this.bounded('HcnModifyEndpoint', () => t.modifyEndpoint(h, s)),
-      queryEndpointProperties: (h, q) => this.bounded('HcnQueryEndpointProperties', () => t.queryEndpointProperties(h, q)),
-      deleteEndpoint: (id) => this.bounded('HcnDeleteEndpoint', () => t.deleteEndpoint(id)),
-      closeEndpoint: (h) => this.bounded('HcnCloseEndpoint', () => t.closeEndpoint(h)),
-    };
-  }
-
-  /** A handle that arrived after its call timed out: nobody holds it, so close it now. */
-  private async closeLate(t: HnsTransport, h: HcnHandle): Promise<void> {
-    try {
-      await (h.kind === 'network' ? t.closeNetwork(h) : t.closeEndpoint(h));
-      this.log.info('closed the handle of an HNS call that completed after its timeout', { kind: h.kind, id: h.id });
-    } catch (err) {
-      this.log.warn(`HcnClose${h.kind === 'network' ? 'Network' : 'Endpoint'} of a late handle failed; the handle leaks`, { id: h.id, error: errorMessage(err) });
-    }
-  }
-
-  /**
-   * Run one transport call; reject with FLANNEL_ERR_HNS_CALL when it has not settled within
-   * `callTimeoutMs`. The call itself cannot be cancelled: when it completes later, `late` receives
-   * its value (to release it) and a late failure is only logged. The timer is a real one, not the
-   * injected clock: test clocks whose sleep returns at once must not time every call out.
-   */
-  private bounded<T>(op: string, fn: () => Promise<T>, late?: (value: T) => void): Promise<T> {
-    const ms = this.callTimeoutMs;
-    const started = Date.now();
-    let call: Promise<T>;
-    try {
-      call = fn();
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
-    return new Promise<T>((resolve, reject) => {
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        reject(
-          new HnsError(
-            'FLANNEL_ERR_HNS_CALL',
-            `${op} timed out after ${formatMs(ms)} (--hns-call-timeout): HNS did not answer; check that the hns and vmcompute services are running (Get-Service hns, vmcompute) and the Microsoft-Windows-Host-Network-Service-Admin event log. The call may still complete; the next reconcile pass re-reads the state`,
-            { op, timeoutMs: ms },
-          ),
-        );
-      }, ms);
-      call.then(
-        (value) => {
-          if (!timedOut) {
-            clearTimeout(timer);
-            resolve(value);
-            return;
-          }
-          this.log.warn('an HNS call completed after its timeout', { op, afterMs: Date.now() - started });
-          late?.(value);
-        },
-        (err: unknown) => {
-          if (!timedOut) {
-            clearTimeout(timer);
-            reject(err as Error);
-            return;
-          }
-          this.log.warn('an HNS call failed after its timeout', { op, afterMs: Date.now() - started, error: errorMessage(err) });
-        },
-      );
-    });
-  }
-
-  /** Count the operation, add `context` to any FlannelError it throws, count the failure. */
-  private async run<T>(op: string, context: ErrorContext, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await metered(this.metrics, `hns.${op}`, fn);
-    } catch (err) {
-      if (err instanceof FlannelError) {
-        for (const [k, v] of Object.entries(context)) if (v !== undefined && err.context[k] === undefined) err.context[k] = v;
-      }
-      this.log.debug('HNS operation failed', { op, ...context, code: (err as FlannelError).code, error: errorMessage(err) });
-      throw err;
-    }
-  }
-
-  /** One HNSCall; unwraps the envelope (Success:false -> HnsError). */
-  private async v1<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, context: ErrorContext = {}): Promise<T> {
-    const response = await this.transport.hnsCall(method, path, body === undefined ? '' : JSON.stringify(body));
-    return parseEnvelope<T>(`HNSCall ${method} ${path}`, response, context);
-  }
-
-  private parse<T>(op: string, json: string): T {
-    try {
-      return JSON.parse(json) as T;
-    } catch {
-      throw hnsError(op, undefined, `HNS returned invalid JSON: ${json.slice(0, 200)}`);
-    }
-  }
-
-  // ================================================================ version
-
-  /** HNS version (v1 `GET /globals/version`), read once. */
-  version(): Promise<HnsVersion> {
-    this.cachedVersion ??= this.run('version', {}, () => this.v1<HnsVersion>('GET', '/globals/version')).catch((err: unknown) => {
-      this.cachedVersion = undefined;
-      throw err;
-    });
-    return this.cachedVersion;
-  }
-
-  /** HCN v2 and RemoteSubnetRoute policies need HNS >= 9.2. */
-  async supportsRemoteSubnet(): Promise<boolean> {
-    return versionAtLeast(await this.version(), REMOTE_SUBNET_MIN_VERSION);
-  }
-
-  // ================================================================ v1 networks
-
-  listNetworksV1(): Promise<HnsNetworkV1[]> {
-    return this.run('listNetworksV1', {}, async () => (await this.v1<HnsNetworkV1[] | null>('GET', '/networks/')) ?? []);
-  }
-
-  /** hcsshim GetHNSNetworkByName: list all, compare Name exactly. */
-  async getNetworkByNameV1(name: string): Promise<HnsNetworkV1 | undefined> {
-    return this.run('getNetworkByNameV1', { network: name }, async () => {
-      const all = (await this.v1<HnsNetworkV1[] | null>('GET', '/networks/')) ?? [];
-      return all.find((n) => n.Name === name);
-    });
-  }
-
-  /** `GET /networks/<id>`; undefined when HNS does not know it. */
-  getNetworkV1(id: string): Promise<HnsNetworkV1 | undefined> {
-    return this.run('getNetworkV1', { networkId: id }, async () => {
-      try {
-        return await this.v1<HnsNetworkV1>('GET', `/networks/${id}`, undefined, { networkId: id });
-      } catch (err) {
-        if (isHnsNotFound(err)) return undefined;
-        throw err;
-      }
-    });
-  }
-
-  createNetworkV1(net: HnsNetworkV1): Promise<HnsNetworkV1> {
-    return this.run('createNetworkV1', { network: net.Name }, () => this.v1<HnsNetworkV1>('POST', '/networks/', net, { network: net.Name }));
-  }
-
-  /** `DELETE /networks/<id>`; a network that is already gone counts as deleted. */
-  deleteNetworkV1(id: string): Promise<void> {
-    return this.run('deleteNetworkV1', { networkId: id }, async () => {
-      try {
-        await this.v1<unknown>('DELETE', `/networks/${id}`, undefined, { networkId: id });
-      } catch (err) {
-        if (!isHnsNotFound(err)) throw err;
-      }
-    });
-  }
-
-  /** Poll `GET /networks/<id>` until HNS fills in ManagementIP (the host vNIC is up). */
-  async waitForManagementIP(id: string, opts: WaitOptions): Promise<HnsNetworkV1> {
-    const start = this.clock.now();
-    for (;;) {
-      const net = await this.run('getNetworkV1', { networkId: id }, () => this.v1<HnsNetworkV1>('GET', `/networks/${id}`, undefined, { networkId: id }));
-      if (net?.ManagementIP) return net;
-      if (this.clock.now() - start >= opts.timeoutMs) {
-        throw new HnsError(
-          'FLANNEL_ERR_HNS_CALL',
-          `HNS network ${net?.Name ?? id} has no ManagementIP after ${opts.timeoutMs} ms: the host vNIC did not come up; check the adapter and the Microsoft-Windows-Host-Network-Service-Admin event log`,
-          { networkId: id, network: net?.Name, timeoutMs: opts.timeoutMs },
-        );
-      }
-      await this.clock.sleep(opts.intervalMs, opts.signal);
-    }
-  }
-
-  // ================================================================ v1 endpoints
-
-  listEndpointsV1(): Promise<HnsEndpointV1[]> {
-    return this.run('listEndpointsV1', {}, async () => (await this.v1<HnsEndpointV1[] | null>('GET', '/endpoints/')) ?? []);
-  }
-
-  getEndpointByNameV1(name: string): Promise<HnsEndpointV1 | undefined> {
-    return this.run('getEndpointByNameV1', { endpoint: name }, async () => {
-      const all = (await this.v1<HnsEndpointV1[] | null>('GET', '/endpoints/')) ?? [];
-      return all.find((e) => e.Name === name);
-    });
-  }
-
-  createEndpointV1(ep: HnsEndpointV1): Promise<HnsEndpointV1> {
-    const ctx = { endpoint: ep.Name, networkId: ep.VirtualNetwork };
-    return this.run('createEndpointV1', ctx, () => this.v1<HnsEndpointV1>('POST', '/endpoints/', ep, ctx));
-  }
-
-  /** `DELETE /endpoints/<id>`; an endpoint that is already gone counts as deleted. */
-  deleteEndpointV1(id: string): Promise<void> {
-    return this.run('deleteEndpointV1', { endpointId: id }, async () => {
-      try {
-        await this.v1<unknown>('DELETE', `/endpoints/${id}`, undefined, { endpointId: id });
-      } catch (err) {
-        if (!isHnsNotFound(err)) throw err;
-      }
-    });
-  }
-
-  /** `POST /endpoints/<id>/attach` to the host compartment; already attached counts as attached. */
-  attachEndpointToHost(id: string): Promise<void> {
-    return this.run('attachEndpointToHost', { endpointId: id }, async () => {
-      try {
-        await this.v1<unknown>('POST', `/endpoints/${id}/attach`, HOST_ATTACH_REQUEST, { endpointId: id });
-      } catch (err) {
-        if (!isHnsAttached(err)) throw err;
-      }
-    });
+    super(transport, opts);
+    this.kept = new KeptNetworkHandles(transport, this.log);
   }
 
   // ================================================================ v2 networks
-
-  private async closeNetworkQuietly(h: HcnHandle): Promise<void> {
-    try {
-      await this.transport.closeNetwork(h);
-    } catch (err) {
-      this.log.warn('HcnCloseNetwork failed; the handle leaks', { networkId: h.id, error: errorMessage(err) });
-    }
-  }
-
-  private async closeEndpointQuietly(h: HcnHandle): Promise<void> {
-    try {
-      await this.transport.closeEndpoint(h);
-    } catch (err) {
-      this.log.warn('HcnCloseEndpoint failed; the handle leaks', { endpointId: h.id, error: errorMessage(err) });
-    }
-  }
 
   /** Open, query, close; undefined when the network is gone. */
   private async queryNetwork(id: string): Promise<HcnNetwork | undefined> {
@@ -348,7 +57,7 @@ export class HnsClient {
       if (isHnsNotFound(err)) return undefined;
       throw err;
     } finally {
-      await this.closeNetworkQuietly(h);
+      await closeQuietly(this.transport, this.log, h);
     }
   }
 
@@ -390,7 +99,7 @@ export class HnsClient {
       try {
         return this.parse<HcnNetwork>('HcnQueryNetworkProperties', await this.transport.queryNetworkProperties(h, hcnQuery()));
       } finally {
-        await this.closeNetworkQuietly(h);
+        await closeQuietly(this.transport, this.log, h);
       }
     });
   }
@@ -407,53 +116,14 @@ export class HnsClient {
     });
   }
 
-  private async modifyPolicies(id: string, requestType: 'Add' | 'Remove', policies: readonly HcnPolicy<object>[], keepOpen = false): Promise<void> {
+  private modifyPolicies(id: string, requestType: 'Add' | 'Remove', policies: readonly HcnPolicy<object>[], keepOpen = false): Promise<void> {
     const request: HcnPolicyRequest = { ResourceType: 'Policy', RequestType: requestType, Settings: { Policies: policies as HcnPolicy[] } };
-    if (!keepOpen) {
-      const h = await this.transport.openNetwork(id);
-      try {
-        await this.transport.modifyNetwork(h, JSON.stringify(request));
-      } finally {
-        await this.closeNetworkQuietly(h);
-      }
-      return;
-    }
-    const key = id.toUpperCase();
-    let opening = this.kept.get(key);
-    if (!opening) {
-      opening = this.transport.openNetwork(id);
-      this.kept.set(key, opening);
-    }
-    let h: HcnHandle;
-    try {
-      h = await opening;
-    } catch (err) {
-      if (this.kept.get(key) === opening) this.kept.delete(key);
-      throw err;
-    }
-    try {
-      await this.transport.modifyNetwork(h, JSON.stringify(request));
-    } catch (err) {
-      // Unless HNS only refused what the request carried, the handle may be stale (HNS restarted, the
-      // network deleted): the next write opens a new one.
-      if (!isHnsRefusal(err) && !isHnsExists(err)) await this.releaseNetwork(id);
-      throw err;
-    }
+    return this.kept.modify(id, JSON.stringify(request), keepOpen);
   }
 
   /** Close the handle kept open for policy writes on network `id`, if any. */
-  async releaseNetwork(id: string): Promise<void> {
-    const key = id.toUpperCase();
-    const opening = this.kept.get(key);
-    if (!opening) return;
-    this.kept.delete(key);
-    let h: HcnHandle;
-    try {
-      h = await opening;
-    } catch {
-      return;
-    }
-    await this.closeNetworkQuietly(h);
+  releaseNetwork(id: string): Promise<void> {
+    return this.kept.release(id);
   }
 
   /** One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`. */
@@ -520,7 +190,7 @@ export class HnsClient {
       if (isHnsNotFound(err)) return undefined;
       throw err;
     } finally {
-      await this.closeEndpointQuietly(h);
+      await closeQuietly(this.transport, this.log, h);
     }
   }
 
@@ -552,10 +222,10 @@ export class HnsClient {
         try {
           return this.parse<HcnEndpoint>('HcnQueryEndpointProperties', await this.transport.queryEndpointProperties(eh, hcnQuery()));
         } finally {
-          await this.closeEndpointQuietly(eh);
+          await closeQuietly(this.transport, this.log, eh);
         }
       } finally {
-        await this.closeNetworkQuietly(nh);
+        await closeQuietly(this.transport, this.log, nh);
       }
     });
   }

@@ -1,6 +1,8 @@
 // The raw HNS boundary: JSON strings in and out, exactly as the Windows DLLs move them.
-// v1 = vmcompute.dll!HNSCall; v2 = computenetwork.dll!Hcn*. Two implementations: win32 (ffi-rs)
-// and simulated (in-memory HNS). Everything above this interface runs unchanged on Linux.
+// v1 = vmcompute.dll!HNSCall; v2 = computenetwork.dll!Hcn*: the entry points hcsshim declares in
+// internal/hns/hns.go (`_hnsCall`) and hcn/hcn.go (`hcnCreateNetwork` ...). Implementations: win32
+// (./win32.ts, on the DLLs through ../win32/) and simulated (./simulated.ts, in-memory HNS); ./timed.ts
+// decorates either with the per-call timeout. Everything above this interface runs unchanged on Linux.
 //
 // Contract for implementations: a negative HRESULT, a non-empty ErrorRecord (v2) or a `Success:false`
 // envelope (v1) is thrown as an HnsError built by `hnsError()` in ./errors.ts, so both transports map

@@ -5,7 +5,7 @@
 // and a v2 call failed when the HRESULT is negative OR a non-empty ErrorRecord came back. Every failure
 // is thrown through hnsError(), so codes match the simulated transport exactly.
 // The native HNS calls may complete later, on another thread (../win32/ffi.ts runs them there so a
-// hung HNS cannot block the event loop; HnsClient gives up on them after --hns-call-timeout). Their
+// hung HNS cannot block the event loop; ../hns/timed.ts gives up on them after --hns-call-timeout). Their
 // strings are still read and freed whenever they return, and HcnClose* of a handle waits until the
 // calls using that handle have returned (closing it under a running call would be a use-after-free).
 import { hresultText, hnsError, HRESULT, parseErrorRecord } from './errors.js';
@@ -238,8 +238,11 @@ export class Win32HnsTransport implements HnsTransport {
     return this.plainCall(op, ctx, () => this.dll.hcnDeleteNetwork(this.guid(op, id, ctx)));
   }
 
-  async closeNetwork(network: HcnHandle): Promise<void> {
-    this.closeCall('HcnCloseNetwork', network, 'network');
+  closeNetwork(network: HcnHandle): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.closeCall('HcnCloseNetwork', network, 'network');
+      resolve();
+    });
   }
 
   // ================================================================ v2 endpoints
@@ -281,7 +284,10 @@ export class Win32HnsTransport implements HnsTransport {
     return this.plainCall(op, ctx, () => this.dll.hcnDeleteEndpoint(this.guid(op, id, ctx)));
   }
 
-  async closeEndpoint(endpoint: HcnHandle): Promise<void> {
-    this.closeCall('HcnCloseEndpoint', endpoint, 'endpoint');
+  closeEndpoint(endpoint: HcnHandle): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.closeCall('HcnCloseEndpoint', endpoint, 'endpoint');
+      resolve();
+    });
   }
 }

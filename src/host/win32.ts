@@ -7,17 +7,19 @@ import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
 import {
   AF_INET,
-  decodeIpAddrTable,
-  decodeIpInterfaceRow,
-  encodeIpInterfaceKey,
   fromUtf16z,
   IF_MAX_STRING_SIZE,
-  ipAddrTableLength,
-  setIpInterfaceForwarding,
   SIZES,
   WIN32_ERROR,
 } from '../win32/encoding.js';
-import type { IpInterfaceRow } from '../win32/encoding.js';
+import {
+  decodeIpAddrTable,
+  decodeIpInterfaceRow,
+  encodeIpInterfaceKey,
+  ipAddrTableLength,
+  setIpInterfaceForwarding,
+} from '../win32/iphlpapi.js';
+import type { IpInterfaceRow } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative } from '../win32/native.js';
 import type { Host, HostInterface } from './host.js';
 

@@ -1,18 +1,16 @@
 // The IPv4 route table on iphlpapi (netioapi.h): GetIpForwardTable2 + FreeMibTable to list,
 // InitializeIpForwardEntry + CreateIpForwardEntry2 / DeleteIpForwardEntry2 to write, with
-// MIB_IPFORWARD_ROW2 encoded in Buffers (../win32/encoding.ts). 5010 on add and 1168 on delete are the
+// MIB_IPFORWARD_ROW2 encoded in Buffers (../win32/iphlpapi.ts). 5010 on add and 1168 on delete are the
 // idempotent outcomes the RouteTable contract asks for; other statuses become a RouteError with `status`.
 import { RouteError } from '../errors.js';
 import {
   AF_INET,
-  decodeIpForwardTable2,
-  encodeIpForwardRow2,
-  ipForwardTable2Length,
   MIB_IPFORWARD_TABLE2_OFFSETS,
   SIZES,
   WIN32_ERROR,
 } from '../win32/encoding.js';
-import type { IpForwardRow2 } from '../win32/encoding.js';
+import { decodeIpForwardTable2, encodeIpForwardRow2, ipForwardTable2Length } from '../win32/iphlpapi.js';
+import type { IpForwardRow2 } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative } from '../win32/native.js';
 import type { Route, RouteTable } from './route-table.js';
 

@@ -1,6 +1,7 @@
-// Pure byte-level encoders/decoders for the Win32 ABI the native dataplane calls (no ffi-rs here, so
-// everything in this file is unit-tested on Linux): UTF-16LE strings, GUIDs, HRESULT/NETIO statuses,
-// and the iphlpapi structures of netioapi.h / iprtrmib.h on x64.
+// The Win32 ABI facts and primitive codecs the native dataplane uses (no ffi-rs here, so everything
+// in this file is unit-tested on Linux): constants, the sizes and offsets of the netioapi.h / iprtrmib.h
+// structures on x64, UTF-16LE strings (PCWSTR), GUIDs (guiddef.h), HRESULT/NETIO statuses (winerror.h)
+// and IPv4 address bytes. Marshalling of those structures is ./iphlpapi.ts.
 //
 // Every size and offset below was printed by a probe compiled with x86_64-w64-mingw32-gcc against the
 // SDK headers mingw-w64 ships (netioapi.h, iprtrmib.h) and run under Wine; the Windows test harness
@@ -121,13 +122,18 @@ const NESTED_NAMES: Record<string, string> = {
   NextHop_Ipv4_sin_addr: 'NextHop.Ipv4.sin_addr',
 };
 
+/** `STRUCT.field` -> offset for one structure's offsets table. */
+function keyed(struct: string, offsets: Record<string, number>): [string, number][] {
+  return Object.entries(offsets).map(([k, v]) => [`${struct}.${NESTED_NAMES[k] ?? k}`, v]);
+}
+
 /** Everything the harness probe compares, keyed `STRUCT.field` like the probe prints them. */
 export const OFFSETS: Record<string, number> = Object.fromEntries([
-  ...Object.entries(MIB_IPFORWARD_ROW2_OFFSETS).map(([k, v]) => [`MIB_IPFORWARD_ROW2.${NESTED_NAMES[k] ?? k}`, v]),
-  ...Object.entries(MIB_IPFORWARD_TABLE2_OFFSETS).map(([k, v]) => [`MIB_IPFORWARD_TABLE2.${k}`, v]),
-  ...Object.entries(MIB_IPINTERFACE_ROW_OFFSETS).map(([k, v]) => [`MIB_IPINTERFACE_ROW.${k}`, v]),
-  ...Object.entries(MIB_IPADDRROW_OFFSETS).map(([k, v]) => [`MIB_IPADDRROW.${k}`, v]),
-  ...Object.entries(MIB_IPADDRTABLE_OFFSETS).map(([k, v]) => [`MIB_IPADDRTABLE.${k}`, v]),
+  ...keyed('MIB_IPFORWARD_ROW2', MIB_IPFORWARD_ROW2_OFFSETS),
+  ...keyed('MIB_IPFORWARD_TABLE2', MIB_IPFORWARD_TABLE2_OFFSETS),
+  ...keyed('MIB_IPINTERFACE_ROW', MIB_IPINTERFACE_ROW_OFFSETS),
+  ...keyed('MIB_IPADDRROW', MIB_IPADDRROW_OFFSETS),
+  ...keyed('MIB_IPADDRTABLE', MIB_IPADDRTABLE_OFFSETS),
 ]);
 
 // ================================================================ UTF-16LE
@@ -167,10 +173,10 @@ export function guidToBuffer(guid: string): Buffer {
   const m = GUID_RE.exec(guid.trim());
   if (!m) throw new TypeError(`${JSON.stringify(guid)} is not a GUID (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)`);
   const buf = Buffer.alloc(SIZES.GUID);
-  buf.writeUInt32LE(parseInt(m[1]!, 16), 0);
-  buf.writeUInt16LE(parseInt(m[2]!, 16), 4);
-  buf.writeUInt16LE(parseInt(m[3]!, 16), 6);
-  Buffer.from(m[4]! + m[5]!, 'hex').copy(buf, 8);
+  buf.writeUInt32LE(parseInt(m[1], 16), 0);
+  buf.writeUInt16LE(parseInt(m[2], 16), 4);
+  buf.writeUInt16LE(parseInt(m[3], 16), 6);
+  Buffer.from(m[4] + m[5], 'hex').copy(buf, 8);
   return buf;
 }
 
@@ -243,239 +249,4 @@ export function maskToPrefixLength(buf: Buffer, offset = 0): number {
   let n = 0;
   while (n < 32 && v & (0x80000000 >>> n)) n++;
   return n;
-}
-
-function parseCidr(cidr: string): { ip: string; prefixLength: number } {
-  const [ip, len, extra] = cidr.split('/');
-  const prefixLength = Number(len);
-  if (extra !== undefined || ip === undefined || len === undefined || !/^\d{1,2}$/.test(len) || prefixLength > 32) {
-    throw new TypeError(`${JSON.stringify(cidr)} is not an IPv4 CIDR`);
-  }
-  ipv4ToBytes(ip);
-  return { ip, prefixLength };
-}
-
-// ================================================================ MIB_IPFORWARD_ROW2
-
-/** The fields of MIB_IPFORWARD_ROW2 this project reads and writes (IPv4 only). */
-export interface IpForwardRow2 {
-  interfaceLuid: bigint;
-  interfaceIndex: number;
-  /** Address family of DestinationPrefix (2 = AF_INET). */
-  family: number;
-  /** Dotted IPv4 destination (the prefix address). */
-  destination: string;
-  prefixLength: number;
-  /** Dotted IPv4 next hop (0.0.0.0 = on-link). */
-  nextHop: string;
-  sitePrefixLength: number;
-  validLifetime: number;
-  preferredLifetime: number;
-  metric: number;
-  protocol: number;
-  loopback: boolean;
-  autoconfigureAddress: boolean;
-  publish: boolean;
-  immortal: boolean;
-  age: number;
-  origin: number;
-}
-
-/** A route as the RouteTable seam sees it, for encoding. */
-export interface IpForwardRouteSpec {
-  /** CIDR, e.g. `10.244.3.0/24`. */
-  destinationPrefix: string;
-  nextHop: string;
-  interfaceIndex: number;
-  metric: number;
-}
-
-/**
- * Write an IPv4 route into a MIB_IPFORWARD_ROW2 buffer. Pass the buffer `InitializeIpForwardEntry`
- * filled (its defaults are kept); without one a zeroed row is used. Sets InterfaceLuid 0 (= use the
- * index), InterfaceIndex, DestinationPrefix, NextHop, SitePrefixLength 0, infinite lifetimes, Metric,
- * Protocol = MIB_IPPROTO_NETMGMT.
- */
-export function encodeIpForwardRow2(route: IpForwardRouteSpec, row: Buffer = Buffer.alloc(SIZES.MIB_IPFORWARD_ROW2)): Buffer {
-  if (row.length < SIZES.MIB_IPFORWARD_ROW2) throw new RangeError(`MIB_IPFORWARD_ROW2 needs ${SIZES.MIB_IPFORWARD_ROW2} bytes`);
-  const O = MIB_IPFORWARD_ROW2_OFFSETS;
-  const { ip, prefixLength } = parseCidr(route.destinationPrefix);
-  const nextHop = ipv4ToBytes(route.nextHop);
-  row.writeBigUInt64LE(0n, O.InterfaceLuid);
-  row.writeUInt32LE(route.interfaceIndex >>> 0, O.InterfaceIndex);
-  // SOCKADDR_IN inside SOCKADDR_INET: family, port 0, address, zero padding.
-  row.fill(0, O.DestinationPrefix, O.DestinationPrefix + SIZES.SOCKADDR_INET);
-  row.writeUInt16LE(AF_INET, O.DestinationPrefix_Prefix_si_family);
-  ipv4ToBytes(ip).copy(row, O.DestinationPrefix_Prefix_Ipv4_sin_addr);
-  row.writeUInt8(prefixLength, O.DestinationPrefix_PrefixLength);
-  row.fill(0, O.NextHop, O.NextHop + SIZES.SOCKADDR_INET);
-  row.writeUInt16LE(AF_INET, O.NextHop_si_family);
-  nextHop.copy(row, O.NextHop_Ipv4_sin_addr);
-  row.writeUInt8(0, O.SitePrefixLength);
-  row.writeUInt32LE(INFINITE_LIFETIME, O.ValidLifetime);
-  row.writeUInt32LE(INFINITE_LIFETIME, O.PreferredLifetime);
-  row.writeUInt32LE(route.metric >>> 0, O.Metric);
-  row.writeInt32LE(MIB_IPPROTO_NETMGMT, O.Protocol);
-  return row;
-}
-
-/** Decode one MIB_IPFORWARD_ROW2 at `offset`. */
-export function decodeIpForwardRow2(buf: Buffer, offset = 0): IpForwardRow2 {
-  if (buf.length < offset + SIZES.MIB_IPFORWARD_ROW2) throw new RangeError('truncated MIB_IPFORWARD_ROW2');
-  const O = MIB_IPFORWARD_ROW2_OFFSETS;
-  const at = (o: number): number => offset + o;
-  return {
-    interfaceLuid: buf.readBigUInt64LE(at(O.InterfaceLuid)),
-    interfaceIndex: buf.readUInt32LE(at(O.InterfaceIndex)),
-    family: buf.readUInt16LE(at(O.DestinationPrefix_Prefix_si_family)),
-    destination: ipv4FromBytes(buf, at(O.DestinationPrefix_Prefix_Ipv4_sin_addr)),
-    prefixLength: buf.readUInt8(at(O.DestinationPrefix_PrefixLength)),
-    nextHop: ipv4FromBytes(buf, at(O.NextHop_Ipv4_sin_addr)),
-    sitePrefixLength: buf.readUInt8(at(O.SitePrefixLength)),
-    validLifetime: buf.readUInt32LE(at(O.ValidLifetime)),
-    preferredLifetime: buf.readUInt32LE(at(O.PreferredLifetime)),
-    metric: buf.readUInt32LE(at(O.Metric)),
-    protocol: buf.readInt32LE(at(O.Protocol)),
-    loopback: buf.readUInt8(at(O.Loopback)) !== 0,
-    autoconfigureAddress: buf.readUInt8(at(O.AutoconfigureAddress)) !== 0,
-    publish: buf.readUInt8(at(O.Publish)) !== 0,
-    immortal: buf.readUInt8(at(O.Immortal)) !== 0,
-    age: buf.readUInt32LE(at(O.Age)),
-    origin: buf.readInt32LE(at(O.Origin)),
-  };
-}
-
-/** Byte length of a MIB_IPFORWARD_TABLE2 holding `numEntries` rows. */
-export function ipForwardTable2Length(numEntries: number): number {
-  return MIB_IPFORWARD_TABLE2_OFFSETS.Table + numEntries * SIZES.MIB_IPFORWARD_ROW2;
-}
-
-/** Decode a MIB_IPFORWARD_TABLE2 (NumEntries, then the rows from offset 8). */
-export function decodeIpForwardTable2(buf: Buffer): IpForwardRow2[] {
-  if (buf.length < 4) throw new RangeError('truncated MIB_IPFORWARD_TABLE2');
-  const n = buf.readUInt32LE(MIB_IPFORWARD_TABLE2_OFFSETS.NumEntries);
-  if (buf.length < ipForwardTable2Length(n)) throw new RangeError(`MIB_IPFORWARD_TABLE2 says ${n} rows but holds ${buf.length} bytes`);
-  const rows: IpForwardRow2[] = [];
-  for (let i = 0; i < n; i++) rows.push(decodeIpForwardRow2(buf, MIB_IPFORWARD_TABLE2_OFFSETS.Table + i * SIZES.MIB_IPFORWARD_ROW2));
-  return rows;
-}
-
-/** Build a MIB_IPFORWARD_TABLE2 from rows (tests and fakes). */
-export function encodeIpForwardTable2(routes: IpForwardRouteSpec[]): Buffer {
-  const buf = Buffer.alloc(ipForwardTable2Length(routes.length));
-  buf.writeUInt32LE(routes.length, MIB_IPFORWARD_TABLE2_OFFSETS.NumEntries);
-  routes.forEach((r, i) => {
-    const row = buf.subarray(MIB_IPFORWARD_TABLE2_OFFSETS.Table + i * SIZES.MIB_IPFORWARD_ROW2);
-    encodeIpForwardRow2(r, row);
-  });
-  return buf;
-}
-
-// ================================================================ MIB_IPINTERFACE_ROW
-
-/**
- * Set the keys GetIpInterfaceEntry looks a row up by (Family, InterfaceLuid 0, InterfaceIndex) in a
- * MIB_IPINTERFACE_ROW buffer (the one InitializeIpInterfaceEntry filled, or a zeroed one).
- */
-export function encodeIpInterfaceKey(interfaceIndex: number, row: Buffer = Buffer.alloc(SIZES.MIB_IPINTERFACE_ROW), family = AF_INET): Buffer {
-  if (row.length < SIZES.MIB_IPINTERFACE_ROW) throw new RangeError(`MIB_IPINTERFACE_ROW needs ${SIZES.MIB_IPINTERFACE_ROW} bytes`);
-  const O = MIB_IPINTERFACE_ROW_OFFSETS;
-  row.writeUInt16LE(family, O.Family);
-  row.writeBigUInt64LE(0n, O.InterfaceLuid);
-  row.writeUInt32LE(interfaceIndex >>> 0, O.InterfaceIndex);
-  return row;
-}
-
-export interface IpInterfaceRow {
-  family: number;
-  interfaceLuid: bigint;
-  interfaceIndex: number;
-  forwardingEnabled: boolean;
-  sitePrefixLength: number;
-  metric: number;
-  nlMtu: number;
-  connected: boolean;
-}
-
-export function decodeIpInterfaceRow(row: Buffer): IpInterfaceRow {
-  if (row.length < SIZES.MIB_IPINTERFACE_ROW) throw new RangeError('truncated MIB_IPINTERFACE_ROW');
-  const O = MIB_IPINTERFACE_ROW_OFFSETS;
-  return {
-    family: row.readUInt16LE(O.Family),
-    interfaceLuid: row.readBigUInt64LE(O.InterfaceLuid),
-    interfaceIndex: row.readUInt32LE(O.InterfaceIndex),
-    forwardingEnabled: row.readUInt8(O.ForwardingEnabled) !== 0,
-    sitePrefixLength: row.readUInt32LE(O.SitePrefixLength),
-    metric: row.readUInt32LE(O.Metric),
-    nlMtu: row.readUInt32LE(O.NlMtu),
-    connected: row.readUInt8(O.Connected) !== 0,
-  };
-}
-
-/**
- * Prepare a row GetIpInterfaceEntry returned for SetIpInterfaceEntry: ForwardingEnabled as asked and
- * SitePrefixLength 0 (Set fails with ERROR_INVALID_PARAMETER on IPv4 otherwise).
- */
-export function setIpInterfaceForwarding(row: Buffer, enabled: boolean): Buffer {
-  const O = MIB_IPINTERFACE_ROW_OFFSETS;
-  row.writeUInt8(enabled ? 1 : 0, O.ForwardingEnabled);
-  row.writeUInt32LE(0, O.SitePrefixLength);
-  return row;
-}
-
-// ================================================================ MIB_IPADDRTABLE (GetIpAddrTable)
-
-export interface IpAddrRow {
-  /** Dotted IPv4 (dwAddr holds the bytes in network order). */
-  address: string;
-  interfaceIndex: number;
-  /** Dotted netmask. */
-  mask: string;
-  prefixLength: number;
-  broadcast: string;
-  reasmSize: number;
-  type: number;
-}
-
-export function ipAddrTableLength(numEntries: number): number {
-  return MIB_IPADDRTABLE_OFFSETS.table + numEntries * SIZES.MIB_IPADDRROW;
-}
-
-export function decodeIpAddrTable(buf: Buffer): IpAddrRow[] {
-  if (buf.length < 4) throw new RangeError('truncated MIB_IPADDRTABLE');
-  const n = buf.readUInt32LE(MIB_IPADDRTABLE_OFFSETS.dwNumEntries);
-  if (buf.length < ipAddrTableLength(n)) throw new RangeError(`MIB_IPADDRTABLE says ${n} rows but holds ${buf.length} bytes`);
-  const O = MIB_IPADDRROW_OFFSETS;
-  const rows: IpAddrRow[] = [];
-  for (let i = 0; i < n; i++) {
-    const at = MIB_IPADDRTABLE_OFFSETS.table + i * SIZES.MIB_IPADDRROW;
-    rows.push({
-      address: ipv4FromBytes(buf, at + O.dwAddr),
-      interfaceIndex: buf.readUInt32LE(at + O.dwIndex),
-      mask: ipv4FromBytes(buf, at + O.dwMask),
-      prefixLength: maskToPrefixLength(buf, at + O.dwMask),
-      broadcast: ipv4FromBytes(buf, at + O.dwBCastAddr),
-      reasmSize: buf.readUInt32LE(at + O.dwReasmSize),
-      type: buf.readUInt16LE(at + O.wType),
-    });
-  }
-  return rows;
-}
-
-/** Build a MIB_IPADDRTABLE (tests and fakes). */
-export function encodeIpAddrTable(rows: { address: string; interfaceIndex: number; prefixLength: number }[]): Buffer {
-  const buf = Buffer.alloc(ipAddrTableLength(rows.length));
-  buf.writeUInt32LE(rows.length, MIB_IPADDRTABLE_OFFSETS.dwNumEntries);
-  const O = MIB_IPADDRROW_OFFSETS;
-  rows.forEach((r, i) => {
-    const at = MIB_IPADDRTABLE_OFFSETS.table + i * SIZES.MIB_IPADDRROW;
-    ipv4ToBytes(r.address).copy(buf, at + O.dwAddr);
-    buf.writeUInt32LE(r.interfaceIndex, at + O.dwIndex);
-    const mask = r.prefixLength === 0 ? 0 : (0xffffffff << (32 - r.prefixLength)) >>> 0;
-    buf.writeUInt32BE(mask, at + O.dwMask);
-    buf.writeUInt32LE(1, at + O.dwBCastAddr);
-    buf.writeUInt32LE(0xffff, at + O.dwReasmSize);
-    buf.writeUInt16LE(1, at + O.wType);
-  });
-  return buf;
 }

@@ -158,9 +158,9 @@ export class FfiWin32Native implements Win32Native {
 
   /** The pointer the callee stored in an out-param cell, or null for NULL. */
   private take(cell: JsExternal[]): FfiPtr | null {
-    const addr = this.ffi.createExternalBuffer(cell[0]!, 8).readBigUInt64LE(0);
+    const addr = this.ffi.createExternalBuffer(cell[0], 8).readBigUInt64LE(0);
     if (addr === 0n) return null;
-    const inner = this.ffi.unwrapPointer(cell)[0]!;
+    const inner = this.ffi.unwrapPointer(cell)[0];
     return this.ffi.isNullPointer(inner) ? null : new FfiPtr(inner, addr);
   }
 
@@ -169,8 +169,8 @@ export class FfiWin32Native implements Win32Native {
   hnsCall(method: Buffer, pathArg: Buffer, request: Buffer): Promise<{ hr: number; response: NativePtr | null }> {
     const D = this.D;
     return this.withCellsAsync(1, async ([resp]) => {
-      const hr = await this.callInThread<number>('vmcompute', 'HNSCall', D.I32, [D.U8Array, D.U8Array, D.U8Array, D.External], [method, pathArg, request, resp![0]]);
-      return { hr, response: this.take(resp!) };
+      const hr = await this.callInThread<number>('vmcompute', 'HNSCall', D.I32, [D.U8Array, D.U8Array, D.U8Array, D.External], [method, pathArg, request, resp[0]]);
+      return { hr, response: this.take(resp) };
     });
   }
 
@@ -180,8 +180,8 @@ export class FfiWin32Native implements Win32Native {
   private hcnString(funcName: string, types: FfiRs.DataType[], values: unknown[]): Promise<HcnStringResult> {
     const D = this.D;
     return this.withCellsAsync(2, async ([res, err]) => {
-      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, res![0], err![0]]);
-      return { hr, result: this.take(res!), errorRecord: this.take(err!) };
+      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, res[0], err[0]]);
+      return { hr, result: this.take(res), errorRecord: this.take(err) };
     });
   }
 
@@ -189,8 +189,8 @@ export class FfiWin32Native implements Win32Native {
   private hcnHandle(funcName: string, types: FfiRs.DataType[], values: unknown[]): Promise<HcnHandleResult> {
     const D = this.D;
     return this.withCellsAsync(2, async ([h, err]) => {
-      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, h![0], err![0]]);
-      return { hr, handle: this.take(h!), errorRecord: this.take(err!) };
+      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External, D.External], [...values, h[0], err[0]]);
+      return { hr, handle: this.take(h), errorRecord: this.take(err) };
     });
   }
 
@@ -198,8 +198,8 @@ export class FfiWin32Native implements Win32Native {
   private hcnPlain(funcName: string, types: FfiRs.DataType[], values: unknown[]): Promise<HcnResult> {
     const D = this.D;
     return this.withCellsAsync(1, async ([err]) => {
-      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External], [...values, err![0]]);
-      return { hr, errorRecord: this.take(err!) };
+      const hr = await this.callInThread<number>('computenetwork', funcName, D.I32, [...types, D.External], [...values, err[0]]);
+      return { hr, errorRecord: this.take(err) };
     });
   }
 
@@ -285,8 +285,8 @@ export class FfiWin32Native implements Win32Native {
   getIpForwardTable2(family: number): { status: number; table: NativePtr | null } {
     const D = this.D;
     return this.withCells(1, ([t]) => {
-      const status = this.netio('GetIpForwardTable2', [D.I16, D.External], [family, t![0]]);
-      return { status, table: this.take(t!) };
+      const status = this.netio('GetIpForwardTable2', [D.I16, D.External], [family, t[0]]);
+      return { status, table: this.take(t) };
     });
   }
   freeMibTable(table: NativePtr): void {

@@ -1,8 +1,9 @@
 // The thin native seam under the win32 transports: one method per DLL entry point, Buffers in, raw
-// statuses and opaque pointers out. ./ffi.ts implements it with ffi-rs on Windows (and under Wine with
-// stand-in DLLs); unit tests implement it with fakes. Everything that decides what a result means
-// (freeing, closing, error mapping, struct layout) lives above this seam, in the transports, so it is
-// tested on Linux. Types only: importing this file loads nothing native.
+// statuses and opaque pointers out. The signatures are those hcsshim declares (internal/hns/hns.go,
+// hcn/hcn.go) and the SDK's netioapi.h / iphlpapi.h. ./ffi.ts implements it with ffi-rs on Windows
+// (and under Wine with stand-in DLLs); unit tests implement it with fakes. Everything that decides
+// what a result means (freeing, closing, error mapping, struct layout) lives above this seam, in the
+// transports, so it is tested on Linux. Types only: importing this file loads nothing native.
 
 /** An opaque native pointer (an ffi-rs External on Windows, anything in a fake). NULL is `null`. */
 export type NativePtr = object;

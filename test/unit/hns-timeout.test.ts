@@ -1,17 +1,20 @@
-// HnsClient's per-call timeout (--hns-call-timeout): a hung HNS call fails the operation with
-// FLANNEL_ERR_HNS_CALL instead of hanging the agent; what the call returns later is released.
+// The per-call timeout (--hns-call-timeout, src/hns/timed.ts) under HnsClient: a hung HNS call fails
+// the operation with FLANNEL_ERR_HNS_CALL instead of hanging the agent; what the call returns later is
+// released. Timers run on virtual time (FakeClock).
 import { describe, expect, it } from '@jest/globals';
 import { FlagError, HnsError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
-import { DEFAULT_HNS_CALL_TIMEOUT_MS, HnsClient } from '../../src/hns/client.js';
+import { HnsClient } from '../../src/hns/client.js';
+import { DEFAULT_HNS_CALL_TIMEOUT_MS, withCallTimeout } from '../../src/hns/timed.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import type { HcnHandle, HnsTransport } from '../../src/hns/transport.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { createDataplane } from '../../src/dataplane/factory.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
+import type { Logger } from '../../src/log.js';
+import { FakeClock, flush } from '../support/fake-clock.js';
 
 const SCHEMA = { Major: 2, Minor: 0 };
 
@@ -44,6 +47,18 @@ async function rejection(p: Promise<unknown>): Promise<HnsError> {
 
 const never = <T>() => new Promise<T>(() => undefined);
 
+/** An HnsClient over `t` bounded by `timeoutMs` on `clock`. */
+function timedClient(t: HnsTransport, timeoutMs: number, clock: FakeClock, opts: { metrics?: Metrics; log?: Logger } = {}): HnsClient {
+  return new HnsClient(withCallTimeout(t, { timeoutMs, clock, log: opts.log }), opts);
+}
+
+/** `p`, plus whether it has settled yet. */
+function watch<T>(p: Promise<T>): { p: Promise<T>; settled: () => boolean } {
+  let settled = false;
+  const q = p.finally(() => (settled = true));
+  return { p: q, settled: () => settled };
+}
+
 describe('HnsClient per-call timeout', () => {
   it('defaults to 120 s', () => {
     expect(DEFAULT_HNS_CALL_TIMEOUT_MS).toBe(120_000);
@@ -54,10 +69,13 @@ describe('HnsClient per-call timeout', () => {
     const inner = new SimulatedHnsTransport(dp);
     const t: HnsTransport = Object.assign(Object.create(inner) as HnsTransport, { enumerateNetworks: () => never<string>() });
     const metrics = new Metrics();
-    const c = new HnsClient(t, { callTimeoutMs: 40, metrics });
-    const t0 = Date.now();
-    const err = await rejection(c.getNetworkByName('flannel.4096'));
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(35);
+    const clock = new FakeClock();
+    const c = timedClient(t, 40, clock, { metrics });
+    const call = watch(rejection(c.getNetworkByName('flannel.4096')));
+    await clock.advance(39);
+    expect(call.settled()).toBe(false);
+    await clock.advance(1);
+    const err = await call.p;
     expect(err).toBeInstanceOf(HnsError);
     expect(err.code).toBe('FLANNEL_ERR_HNS_CALL');
     expect(err.context).toMatchObject({ op: 'HcnEnumerateNetworks', network: 'flannel.4096', timeoutMs: 40 });
@@ -67,38 +85,48 @@ describe('HnsClient per-call timeout', () => {
 
   it('whole seconds are named in seconds', async () => {
     const t = { hnsCall: () => never<string>() } as unknown as HnsTransport;
-    const err = await rejection(new HnsClient(t, { callTimeoutMs: 1000 }).version());
+    const clock = new FakeClock();
+    const call = rejection(timedClient(t, 1000, clock).version());
+    await clock.advance(1000);
+    const err = await call;
     expect(err.message).toMatch(/^HNSCall GET \/globals\/version timed out after 1 s /);
   });
 
   it('0 waits forever: a slow call completes', async () => {
     const dp = new SimulatedDataplane();
     const { t, open } = gated(dp, 'enumerateNetworks');
-    const c = new HnsClient(t, { callTimeoutMs: 0 });
+    const clock = new FakeClock();
+    const c = timedClient(t, 0, clock);
     const p = c.listNetworks();
-    await new Promise((r) => setTimeout(r, 60));
+    await clock.advance(DEFAULT_HNS_CALL_TIMEOUT_MS * 10);
+    expect(clock.pending()).toEqual([]);
     open();
     await expect(p).resolves.toEqual([]);
   });
 
   it('a call within the timeout is untouched, and a failure keeps its own code', async () => {
     const dp = new SimulatedDataplane();
-    const c = new HnsClient(new SimulatedHnsTransport(dp), { callTimeoutMs: 1000 });
+    const clock = new FakeClock();
+    const c = timedClient(new SimulatedHnsTransport(dp), 1000, clock);
     const net = await c.createNetwork({ Name: 'n', Type: 'Overlay', SchemaVersion: SCHEMA });
     expect((await c.getNetwork(net.ID!))?.Name).toBe('n');
     dp.injections.failNext('HcnOpenNetwork', 0x80070005);
     expect((await rejection(c.getNetwork(net.ID!))).code).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
     expect(dp.openHandles).toBe(0);
+    expect(clock.pending()).toEqual([]); // each call's timer stops when the call settles
   });
 
   it('a create that lands after the timeout: its handle is closed, and the object is found on the next read (no second create)', async () => {
     const dp = new SimulatedDataplane();
     const { t, open } = gated(dp, 'createNetwork');
-    const c = new HnsClient(t, { callTimeoutMs: 30 });
-    expect((await rejection(c.createNetwork({ Name: 'n', Type: 'Overlay', SchemaVersion: SCHEMA }))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    const clock = new FakeClock();
+    const c = timedClient(t, 30, clock);
+    const create = rejection(c.createNetwork({ Name: 'n', Type: 'Overlay', SchemaVersion: SCHEMA }));
+    await clock.advance(30);
+    expect((await create).code).toBe('FLANNEL_ERR_HNS_CALL');
     expect(await c.getNetworkByName('n')).toBeUndefined();
     open();
-    await new Promise((r) => setTimeout(r, 10));
+    await flush();
     expect(dp.openHandles).toBe(0);
     expect((await c.getNetworkByName('n'))?.Type).toBe('Overlay');
     expect(dp.calls.get('HcnCreateNetwork')).toBe(1);
@@ -113,10 +141,13 @@ describe('HnsClient per-call timeout', () => {
       warnings.push(msg);
       return log;
     }) as typeof log.warn;
-    const c = new HnsClient(t, { callTimeoutMs: 20, log });
-    expect((await rejection(c.deleteNetwork('X'))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    const clock = new FakeClock();
+    const c = timedClient(t, 20, clock, { log });
+    const del = rejection(c.deleteNetwork('X'));
+    await clock.advance(20);
+    expect((await del).code).toBe('FLANNEL_ERR_HNS_CALL');
     fail(new Error('late'));
-    await new Promise((r) => setTimeout(r, 5));
+    await flush();
     expect(warnings).toContain('an HNS call failed after its timeout');
   });
 
@@ -127,10 +158,13 @@ describe('HnsClient per-call timeout', () => {
       openEndpoint: () => new Promise<HcnHandle>((r) => (give = r)),
       closeEndpoint: async (h: HcnHandle) => void closed.push(`${h.kind} ${h.id}`),
     } as unknown as HnsTransport;
-    const c = new HnsClient(t, { callTimeoutMs: 20 });
-    expect((await rejection(c.getEndpoint('E1'))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    const clock = new FakeClock();
+    const c = timedClient(t, 20, clock);
+    const get = rejection(c.getEndpoint('E1'));
+    await clock.advance(20);
+    expect((await get).code).toBe('FLANNEL_ERR_HNS_CALL');
     give({ kind: 'endpoint', id: 'E1' });
-    await new Promise((r) => setTimeout(r, 5));
+    await flush();
     expect(closed).toEqual(['endpoint E1']);
   });
 });
@@ -157,12 +191,16 @@ describe('--hns-call-timeout', () => {
 
   it('reaches the HnsClient of the dataplane the factory builds', async () => {
     const config = cfg(['--hns-call-timeout=1']);
-    const dp = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
+    const clock = new FakeClock();
+    const dp = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock });
     dp.simulated!.injections.stall('HcnEnumerateNetworks', 1500);
-    const t0 = Date.now();
-    const err = await expectCode(dp.hns.listNetworks(), HnsError, 'FLANNEL_ERR_HNS_CALL');
-    expect(err.context).toMatchObject({ op: 'HcnEnumerateNetworks', timeoutMs: 1000 });
-    expect(Date.now() - t0).toBeLessThan(1400);
-    await new Promise((r) => setTimeout(r, 600)); // let the stalled call end
+    const call = watch(rejection(dp.hns.listNetworks()));
+    await clock.advance(999);
+    expect(call.settled()).toBe(false);
+    await clock.advance(1);
+    const err = await call.p;
+    expect(err).toBeInstanceOf(HnsError);
+    expect(err).toMatchObject({ code: 'FLANNEL_ERR_HNS_CALL', context: { op: 'HcnEnumerateNetworks', timeoutMs: 1000 } });
+    await clock.advance(500); // let the stalled call end
   });
 });

@@ -23,7 +23,7 @@ const peer = (n: number): Lease => ({
 
 async function setup() {
   const dp = new SimulatedDataplane();
-  const hns = new HnsClient(new SimulatedHnsTransport(dp), { callTimeoutMs: 0 });
+  const hns = new HnsClient(new SimulatedHnsTransport(dp));
   const net = await hns.createNetwork(overlayNetworkFor({ type: 'vxlan', name: 'flannel.4096', vni: 4096, port: 4789, macPrefix: '0E-2A', legacyRemoteEndpoints: false }, '10.244.100.0/24', ''));
   const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
   const clock = new FakeClock();

@@ -1,14 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import {
   AF_INET,
-  decodeIpAddrTable,
-  decodeIpForwardRow2,
-  decodeIpForwardTable2,
-  decodeIpInterfaceRow,
-  encodeIpAddrTable,
-  encodeIpForwardRow2,
-  encodeIpForwardTable2,
-  encodeIpInterfaceKey,
   findUtf16Nul,
   fromUtf16z,
   guidFromBuffer,
@@ -25,10 +17,20 @@ import {
   maskToPrefixLength,
   netioSuccess,
   OFFSETS,
-  setIpInterfaceForwarding,
   SIZES,
   utf16z,
 } from '../../src/win32/encoding.js';
+import {
+  decodeIpAddrTable,
+  decodeIpForwardRow2,
+  decodeIpForwardTable2,
+  decodeIpInterfaceRow,
+  encodeIpAddrTable,
+  encodeIpForwardRow2,
+  encodeIpForwardTable2,
+  encodeIpInterfaceKey,
+  setIpInterfaceForwarding,
+} from '../../src/win32/iphlpapi.js';
 
 describe('UTF-16LE', () => {
   it('encodes NUL-terminated UTF-16LE', () => {

@@ -3,18 +3,18 @@
 import { describe, it, expect, beforeEach } from '@jest/globals';
 import { HnsError, HostError, RouteError, FlannelError } from '../../src/errors.js';
 import { HnsClient } from '../../src/hns/client.js';
+import { withCallTimeout } from '../../src/hns/timed.js';
+import { FakeClock, flush } from '../support/fake-clock.js';
 import { Win32HnsTransport } from '../../src/hns/win32.js';
 import { Win32Host } from '../../src/host/win32.js';
 import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/win32.js';
+import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
 import {
   encodeIpAddrTable,
   encodeIpForwardTable2,
-  guidFromBuffer,
   ipAddrTableLength,
-  MIB_IPINTERFACE_ROW_OFFSETS,
   decodeIpForwardRow2,
-  fromUtf16z,
-} from '../../src/win32/encoding.js';
+} from '../../src/win32/iphlpapi.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
 
@@ -519,25 +519,33 @@ describe('Win32Host', () => {
   });
 });
 
-describe('Win32HnsTransport calls that return after the HnsClient timeout (a hung HNS on a worker thread)', () => {
+describe('Win32HnsTransport calls that return after the call timeout (a hung HNS on a worker thread)', () => {
   let dll: FakeNative;
   let t: Win32HnsTransport;
   let metrics: Metrics;
   let c: HnsClient;
+  let clock: FakeClock;
   const TIMEOUT = 30;
-  const settle = () => new Promise((r) => setTimeout(r, 5));
+  const settle = flush;
+  /** The rejection of `p`, once the call timeout has passed on the virtual clock. */
+  const timedOut = async (p: Promise<unknown>): Promise<HnsError> => {
+    const r = rejection(p);
+    await clock.advance(TIMEOUT);
+    return r;
+  };
   beforeEach(() => {
     dll = new FakeNative();
     t = new Win32HnsTransport(dll);
     metrics = new Metrics();
-    c = new HnsClient(t, { callTimeoutMs: TIMEOUT, metrics });
+    clock = new FakeClock();
+    c = new HnsClient(withCallTimeout(t, { timeoutMs: TIMEOUT, clock }), { metrics });
   });
 
   const POLICY = { Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.1.0/24' } };
 
   it('a hung HcnModifyNetwork: the pass fails with FLANNEL_ERR_HNS_CALL; the handle is closed only once the call returns, its ErrorRecord freed', async () => {
     dll.hold('HcnModifyNetwork', { errorRecord: ERROR_RECORD });
-    const err = await rejection(c.addNetworkPolicies(NET, [POLICY]));
+    const err = await timedOut(c.addNetworkPolicies(NET, [POLICY]));
     expect(err).toBeInstanceOf(HnsError);
     expect(err.code).toBe('FLANNEL_ERR_HNS_CALL');
     expect(err.context).toMatchObject({ op: 'HcnModifyNetwork', networkId: NET, timeoutMs: TIMEOUT });
@@ -559,7 +567,7 @@ describe('Win32HnsTransport calls that return after the HnsClient timeout (a hun
 
   it('a hung HcnOpenNetwork: the handle it returns late is closed by HnsClient', async () => {
     dll.hold('HcnOpenNetwork', { errorRecord: null });
-    expect((await rejection(c.getNetwork(NET))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect((await timedOut(c.getNetwork(NET))).code).toBe('FLANNEL_ERR_HNS_CALL');
     expect(dll.handles).toHaveLength(0);
     dll.releaseAll();
     await settle();
@@ -572,7 +580,7 @@ describe('Win32HnsTransport calls that return after the HnsClient timeout (a hun
 
   it('a hung HcnCreateEndpoint returning a handle and an ErrorRecord late: both released, the network handle closed after it', async () => {
     dll.hold('HcnCreateEndpoint', { errorRecord: ERROR_RECORD });
-    expect((await rejection(c.createEndpoint(NET, { Name: 'e', SchemaVersion: { Major: 2, Minor: 0 } }))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect((await timedOut(c.createEndpoint(NET, { Name: 'e', SchemaVersion: { Major: 2, Minor: 0 } }))).code).toBe('FLANNEL_ERR_HNS_CALL');
     expect(dll.openHandles.map((h) => h.id)).toEqual([`HcnOpenNetwork ${NET}`]);
     dll.releaseAll();
     await settle();
@@ -585,11 +593,11 @@ describe('Win32HnsTransport calls that return after the HnsClient timeout (a hun
 
   it('a hung HcnQueryNetworkProperties / HcnEnumerateNetworks / HNSCall: the strings they return late are freed', async () => {
     dll.hold('HcnQueryNetworkProperties', { result: '{"ID":"X","Name":"n"}' });
-    expect((await rejection(c.getNetwork(NET))).code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect((await timedOut(c.getNetwork(NET))).code).toBe('FLANNEL_ERR_HNS_CALL');
     dll.hold('HcnEnumerateNetworks', { result: '["X"]', errorRecord: '' });
-    expect((await rejection(c.listNetworks())).code).toBe('FLANNEL_ERR_HNS_CALL');
+    expect((await timedOut(c.listNetworks())).code).toBe('FLANNEL_ERR_HNS_CALL');
     dll.hold('HNSCall GET /networks/');
-    const v1 = await rejection(c.listNetworksV1());
+    const v1 = await timedOut(c.listNetworksV1());
     expect(v1).toBeInstanceOf(HnsError);
     expect(v1.context).toMatchObject({ op: 'HNSCall GET /networks/', timeoutMs: TIMEOUT });
     expect(dll.held).toHaveLength(3);

@@ -1,0 +1,164 @@
+// An HnsTransport that bounds every call (`--hns-call-timeout`), whatever the transport below: a hung
+// HNS fails the operation with FLANNEL_ERR_HNS_CALL instead of hanging the agent, and what the call
+// returns later (a handle) is released. The timers are the injected Clock, so tests run on virtual
+// time. Our own addition: hcsshim's wrappers (internal/hns/hnsfuncs.go hnsCallRawResponse, the hcn
+// syscalls declared in hcn/hcn.go) call the DLLs synchronously, without a timeout.
+import type { Clock } from '../clock.js';
+import { HnsError, errorMessage } from '../errors.js';
+import { silentLogger } from '../log.js';
+import type { Logger } from '../log.js';
+import type { HcnHandle, HnsTransport } from './transport.js';
+
+/** `--hns-call-timeout` default: 120 s. */
+export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;
+
+export interface CallTimeoutOptions {
+  /** Give up on one call (HNSCall, one Hcn* function) after this long. Default DEFAULT_HNS_CALL_TIMEOUT_MS; 0 = wait forever. */
+  timeoutMs?: number;
+  /** The timers: `sleep` bounds each call, `now` measures a late completion. */
+  clock: Clock;
+  log?: Logger;
+}
+
+/** `transport` bounded by `opts.timeoutMs`, or `transport` itself when that is 0. */
+export function withCallTimeout(transport: HnsTransport, opts: CallTimeoutOptions): HnsTransport {
+  const timeoutMs = Math.max(0, opts.timeoutMs ?? DEFAULT_HNS_CALL_TIMEOUT_MS);
+  return timeoutMs > 0 ? new TimedHnsTransport(transport, { ...opts, timeoutMs }) : transport;
+}
+
+type Outcome<T> = { kind: 'value'; value: T } | { kind: 'error'; error: unknown } | { kind: 'timeout' };
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+/**
+ * Every call rejects with FLANNEL_ERR_HNS_CALL when it has not settled within `timeoutMs`. A call
+ * cannot be cancelled: a handle it returns after its timeout is closed here (nobody else holds it), a
+ * late failure is only logged. The closes are bounded too (a hung close must not hang a pass either)
+ * but nothing is cleaned up after them.
+ */
+export class TimedHnsTransport implements HnsTransport {
+  private readonly timeoutMs: number;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly inner: HnsTransport,
+    opts: CallTimeoutOptions & { timeoutMs: number },
+  ) {
+    this.timeoutMs = opts.timeoutMs;
+    this.clock = opts.clock;
+    this.log = opts.log ?? silentLogger();
+  }
+
+  hnsCall(method: 'GET' | 'POST' | 'DELETE', path: string, request: string): Promise<string> {
+    return this.bounded(`HNSCall ${method} ${path}`, () => this.inner.hnsCall(method, path, request));
+  }
+
+  enumerateNetworks(query: string): Promise<string> {
+    return this.bounded('HcnEnumerateNetworks', () => this.inner.enumerateNetworks(query));
+  }
+
+  createNetwork(id: string, settings: string): Promise<HcnHandle> {
+    return this.bounded('HcnCreateNetwork', () => this.inner.createNetwork(id, settings), this.closeLate);
+  }
+
+  openNetwork(id: string): Promise<HcnHandle> {
+    return this.bounded('HcnOpenNetwork', () => this.inner.openNetwork(id), this.closeLate);
+  }
+
+  modifyNetwork(network: HcnHandle, settings: string): Promise<void> {
+    return this.bounded('HcnModifyNetwork', () => this.inner.modifyNetwork(network, settings));
+  }
+
+  queryNetworkProperties(network: HcnHandle, query: string): Promise<string> {
+    return this.bounded('HcnQueryNetworkProperties', () => this.inner.queryNetworkProperties(network, query));
+  }
+
+  deleteNetwork(id: string): Promise<void> {
+    return this.bounded('HcnDeleteNetwork', () => this.inner.deleteNetwork(id));
+  }
+
+  closeNetwork(network: HcnHandle): Promise<void> {
+    return this.bounded('HcnCloseNetwork', () => this.inner.closeNetwork(network));
+  }
+
+  enumerateEndpoints(query: string): Promise<string> {
+    return this.bounded('HcnEnumerateEndpoints', () => this.inner.enumerateEndpoints(query));
+  }
+
+  createEndpoint(network: HcnHandle, id: string, settings: string): Promise<HcnHandle> {
+    return this.bounded('HcnCreateEndpoint', () => this.inner.createEndpoint(network, id, settings), this.closeLate);
+  }
+
+  openEndpoint(id: string): Promise<HcnHandle> {
+    return this.bounded('HcnOpenEndpoint', () => this.inner.openEndpoint(id), this.closeLate);
+  }
+
+  modifyEndpoint(endpoint: HcnHandle, settings: string): Promise<void> {
+    return this.bounded('HcnModifyEndpoint', () => this.inner.modifyEndpoint(endpoint, settings));
+  }
+
+  queryEndpointProperties(endpoint: HcnHandle, query: string): Promise<string> {
+    return this.bounded('HcnQueryEndpointProperties', () => this.inner.queryEndpointProperties(endpoint, query));
+  }
+
+  deleteEndpoint(id: string): Promise<void> {
+    return this.bounded('HcnDeleteEndpoint', () => this.inner.deleteEndpoint(id));
+  }
+
+  closeEndpoint(endpoint: HcnHandle): Promise<void> {
+    return this.bounded('HcnCloseEndpoint', () => this.inner.closeEndpoint(endpoint));
+  }
+
+  /** Run one call against the timer; `late` receives a value that arrives after the timeout. */
+  private async bounded<T>(op: string, fn: () => Promise<T>, late?: (value: T) => Promise<void>): Promise<T> {
+    const started = this.clock.now();
+    const call = fn();
+    const outcome = await new Promise<Outcome<T>>((resolve) => {
+      let done = false;
+      const timer = new AbortController();
+      const settle = (o: Outcome<T>): void => {
+        done = true;
+        timer.abort();
+        resolve(o);
+      };
+      this.clock.sleep(this.timeoutMs, timer.signal).then(
+        () => {
+          if (!done) settle({ kind: 'timeout' });
+        },
+        () => undefined,
+      );
+      call.then(
+        (value) => {
+          if (!done) return settle({ kind: 'value', value });
+          this.log.warn('an HNS call completed after its timeout', { op, afterMs: this.clock.now() - started });
+          if (late) void late(value);
+        },
+        (error: unknown) => {
+          if (!done) return settle({ kind: 'error', error });
+          this.log.warn('an HNS call failed after its timeout', { op, afterMs: this.clock.now() - started, error: errorMessage(error) });
+        },
+      );
+    });
+    if (outcome.kind === 'value') return outcome.value;
+    if (outcome.kind === 'error') throw outcome.error;
+    const ms = this.timeoutMs;
+    throw new HnsError(
+      'FLANNEL_ERR_HNS_CALL',
+      `${op} timed out after ${formatMs(ms)} (--hns-call-timeout): HNS did not answer; check that the hns and vmcompute services are running (Get-Service hns, vmcompute) and the Microsoft-Windows-Host-Network-Service-Admin event log. The call may still complete; the next reconcile pass re-reads the state`,
+      { op, timeoutMs: ms },
+    );
+  }
+
+  /** A handle that arrived after its call timed out: nobody holds it, so close it now. */
+  private readonly closeLate = async (h: HcnHandle): Promise<void> => {
+    try {
+      await (h.kind === 'network' ? this.inner.closeNetwork(h) : this.inner.closeEndpoint(h));
+      this.log.info('closed the handle of an HNS call that completed after its timeout', { kind: h.kind, id: h.id });
+    } catch (err) {
+      this.log.warn(`HcnClose${h.kind === 'network' ? 'Network' : 'Endpoint'} of a late handle failed; the handle leaks`, { id: h.id, error: errorMessage(err) });
+    }
+  };
+}
