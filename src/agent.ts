@@ -24,7 +24,6 @@ import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
-import { LeaseWatcher } from './subnet/watcher.js';
 import { VERSION } from './version.js';
 
 export interface AgentOptions {
@@ -60,7 +59,6 @@ export class Agent {
   private netConfValue: NetworkConfig | undefined;
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
-  private watcher: LeaseWatcher | undefined;
   private runningSince: number | undefined;
   private writtenMtu: number | undefined;
   private kubeConfigValue: KubeConfig | undefined;
@@ -111,6 +109,7 @@ export class Agent {
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
     const network = this.networkValue;
+    const networkStatus = network?.status();
     let hnsNetwork: StatusInput['hnsNetwork'];
     if (network && this.dataplaneValue) {
       try {
@@ -130,8 +129,8 @@ export class Agent {
       hnsNetwork,
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
-      network: network?.status(),
-      rejections: this.watcher?.rejected() ?? [],
+      network: networkStatus,
+      rejections: networkStatus?.rejections ?? [],
     });
   }
 
@@ -213,6 +212,12 @@ export class Agent {
       (config.kubeSubnetMgr
         ? await this.createKubeSubnetManager(netConf)
         : await (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
+    // What the host needs once the HNS network exists, and again after each rebuild of it.
+    const settle = async (network: Network): Promise<void> => {
+      await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
+      if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
+      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+    };
     const deps: BackendDeps = {
       netConf,
       subnetManager,
@@ -225,6 +230,7 @@ export class Agent {
       metrics: this.metrics,
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
+      afterRebuild: settle,
     };
     const backend: Backend =
       netConf.backend.type === 'vxlan' ? new (await import('./backends/vxlan/backend.js')).VxlanBackend(deps) : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
@@ -233,62 +239,11 @@ export class Agent {
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     const network = await backend.registerNetwork(signal);
     this.networkValue = network;
-    await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
-    if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
-
-    await this.writeSubnetEnv(netConf, network);
+    await settle(network);
     this.ready = true;
     this.phaseValue = 'running';
     this.runningSince = this.clock.now();
-    network.onRebuilt(async () => {
-      await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
-      if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
-      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
-    });
-
-    const watcher = (this.watcher = new LeaseWatcher({
-      ownLeaseKey: network.lease.key,
-      ownSubnet: network.lease.subnet,
-      validation: {
-        network: netConf.network,
-        subnetLen: Number(network.lease.subnet.split('/')[1]),
-        ownSubnet: network.lease.subnet,
-        backendType: netConf.backend.type,
-        ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
-        ownIPs: [...new Set([network.lease.publicIP, publicIP, extIface.ipv4])],
-      },
-      log: componentLogger(root, 'leases'),
-      metrics: this.metrics,
-      clock: this.clock,
-    }));
-
-    let synced = false;
-    const watching = subnetManager.watchLeases((update) => {
-      const changes = watcher.apply(update);
-      // Only the changes reach the network, so one peer event writes only its own delta. Before the
-      // first complete list they come from partial views, and the passes then only add.
-      if (changes.length > 0) network.applyPeerEvents(changes);
-      if (update.kind === 'snapshot' && !synced) {
-        synced = true;
-        network.markSynced();
-      }
-    }, signal);
-
-    const running = network.run(signal);
-    // As upstream flanneld (main.go calls CompleteLease once the backend runs; pkg/subnet/kube/kube.go
-    // CompleteLease sets NodeNetworkUnavailable=False): once the network exists and the first full pass was
-    // tried. Peers that keep failing are a metric and a log line, never a tainted node.
-    const completing = network.waitForFirstPass(signal).then(
-      () => {
-        const s = network.status();
-        this.log.info('first reconcile pass done', { peers: watcher.size, refused: s.refused, ok: s.lastGoodAt !== undefined });
-        return subnetManager.completeLease(network.lease, signal);
-      },
-      (err: unknown) => {
-        if (!signal.aborted) throw err;
-      },
-    );
-    await Promise.all([watching, running, completing]);
+    await network.run(signal);
   }
 
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */

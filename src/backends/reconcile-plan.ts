@@ -38,7 +38,7 @@ export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
   release?(): Promise<void>;
 }
 
-export interface ApplyResult {
+export interface PassResult {
   ok: boolean;
   added: number;
   removed: number;
@@ -71,6 +71,9 @@ export interface ReconcilerStatus {
   lastPassOk: boolean | undefined;
   /** The last failed pass: when, and its error. */
   lastError: { at: number; message: string } | undefined;
+  /** Peers with desired items, and how many of them the dataplane holds completely. */
+  peersDesired: number;
+  peersProgrammed: number;
 }
 
 /**

@@ -77,9 +77,10 @@ async function main(): Promise<void> {
   };
 
   // Wait for the first in-sync pass, then show what was leased and programmed.
-  while (!agent.network && agent.phase !== 'stopped') await new Promise((r) => setTimeout(r, 50));
+  const sleep = () => new Promise((r) => setTimeout(r, 50));
+  while (!agent.network && agent.phase !== 'stopped') await sleep();
   if (agent.network) {
-    await agent.network.waitForInSync(controller.signal).catch(() => undefined);
+    while (!agent.network.status().inSync && agent.phase !== 'stopped' && !controller.signal.aborted) await sleep();
     const lease = agent.network.lease;
     out(`\nleased ${lease.subnet} for node ${WINDOWS_NODE} (public IP ${lease.publicIP}), HNS network ${agent.network.networkName}, MTU ${agent.network.mtu}`);
     out(`\n${config.subnetFile}:\n${readFileSync(config.subnetFile, 'utf8')}`);

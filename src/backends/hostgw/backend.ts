@@ -2,7 +2,7 @@
 // and one route per peer on the management vNIC. Mirrors flannel pkg/backend/hostgw/hostgw_windows.go,
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
+import { RouteNetwork, type NetworkBinding } from '../route-network.js';
 import { hostGwRouteDriver, ManagementVNic, ROUTE_METRIC } from './routes.js';
 import { FlannelError } from '../../errors.js';
 import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
@@ -45,15 +45,12 @@ export class HostGwBackend implements Backend {
     );
     log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });
 
-    return new ReconciledNetwork({
+    return new RouteNetwork({
+      deps,
       lease,
       networkName: cfg.name,
       binding: await this.setUp(lease, signal),
       rebuild: (sig) => this.setUp(lease, sig),
-      log,
-      metrics: deps.metrics,
-      clock: deps.clock,
-      resyncMs: deps.resyncMs,
     });
   }
 

@@ -3,7 +3,7 @@
 // and device_windows.go, but publishes the lease only once the network and its MAC exist (upstream first
 // publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
+import { RouteNetwork, type NetworkBinding } from '../route-network.js';
 import type { ReconcileDriver } from '../reconcile.js';
 import { remoteEndpointDriver, remoteEndpointsFor } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from './policies.js';
@@ -90,15 +90,12 @@ export class VxlanBackend implements Backend {
     const net = this.network!;
     deps.log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP, network: cfg.name, id: net.ID });
 
-    return new ReconciledNetwork({
+    return new RouteNetwork({
+      deps,
       lease,
       networkName: cfg.name,
       binding: this.bind(net, deps.extIface.mtu),
       rebuild: (sig) => this.rebuild(lease, sig),
-      log: deps.log,
-      metrics: deps.metrics,
-      clock: deps.clock,
-      resyncMs: deps.resyncMs,
     });
   }
 
