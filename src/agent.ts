@@ -4,9 +4,7 @@
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see README, Performance: what the process loads).
-import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
-import { networkInterfaces } from 'node:os';
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';
@@ -15,11 +13,13 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
+import { hostFiles } from './host/files.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
+import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
@@ -33,8 +33,6 @@ export interface AgentOptions {
   metrics?: Metrics;
   /** Injected dataplane (tests, demo); default: built from config.dataplane. */
   dataplane?: Dataplane;
-  /** Injected kubeconfig (demo); default: from --kubeconfig-file / --kube-api-url / in-cluster. */
-  kubeConfig?: KubeConfig;
   /** Injected subnet manager; default: kube (with --kube-subnet-mgr) or etcd. */
   subnetManager?: SubnetManager;
   readFile?: (path: string) => string;
@@ -61,7 +59,6 @@ export class Agent {
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
   private writtenMtu: number | undefined;
-  private kubeConfigValue: KubeConfig | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -192,7 +189,10 @@ export class Agent {
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
     this.dataplaneValue = dataplane;
 
-    const publicIPs = await this.publicIPCandidates(signal);
+    // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
+    const kube =
+      config.kubeSubnetMgr && !this.opts.subnetManager ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock }) : undefined;
+    const publicIPs = await this.publicIPCandidates(kube, signal);
     const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
       iface: config.iface,
       ifaceRegex: config.ifaceRegex,
@@ -209,8 +209,8 @@ export class Agent {
 
     const subnetManager =
       this.opts.subnetManager ??
-      (config.kubeSubnetMgr
-        ? await this.createKubeSubnetManager(netConf)
+      (kube
+        ? kube.subnetManager(netConf)
         : await (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
@@ -259,23 +259,11 @@ export class Agent {
    * With no --iface/--iface-regex: the public IPs that pick the external interface, in order: --public-ip,
    * then (kube mode) the own Node's public-ip-overwrite and node-public-ip annotations.
    */
-  private async publicIPCandidates(signal: AbortSignal): Promise<string[]> {
+  private async publicIPCandidates(kube: KubeStart | undefined, signal: AbortSignal): Promise<string[]> {
     const { config } = this.opts;
     if (config.iface.length > 0 || config.ifaceRegex.length > 0) return [];
     const ips = config.publicIP ? [config.publicIP] : [];
-    if (config.kubeSubnetMgr && !this.opts.subnetManager && config.nodeName) {
-      const kubeConfig = await this.kubeConfig();
-      const { readNodePublicIPs } = await import('./subnet/kube/node-public-ip.js');
-      const annotated = await readNodePublicIPs({
-        kubeConfig,
-        nodeName: config.nodeName,
-        annotationPrefix: config.kubeAnnotationPrefix,
-        log: componentLogger(this.opts.log, 'kube'),
-        clock: this.clock,
-        signal,
-      });
-      ips.push(...[annotated.publicIPOverwrite, annotated.nodePublicIP].filter((ip): ip is string => ip !== undefined));
-    }
+    if (kube) ips.push(...(await kube.publicIPs(signal)));
     return ips;
   }
 
@@ -303,7 +291,7 @@ export class Agent {
   private async reserveSourceVip(network: Network, dataplane: Dataplane): Promise<void> {
     const { config } = this.opts;
     if (!config.sourceVipFile) return;
-    const { hnsMacOf, reserveSourceVip } = await import('./backends/vxlan/source-vip.js');
+    const { reserveSourceVip } = await import('./backends/vxlan/source-vip.js');
     this.sourceVipValue = await reserveSourceVip({
       hns: dataplane.hns,
       networkName: network.networkName,
@@ -311,8 +299,9 @@ export class Agent {
       file: config.sourceVipFile,
       compatFiles: config.sourceVipCompatFiles,
       ipamDataDir: config.cniIpamDataDir,
-      macFor: (providerAddress) => hnsMacOf(providerAddress, networkInterfaces()),
+      macFor: (providerAddress) => dataplane.host.macAddress(providerAddress),
       log: componentLogger(this.opts.log, 'source-vip'),
+      fs: hostFiles,
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
   }
@@ -330,36 +319,4 @@ export class Agent {
       return undefined;
     }
   }
-
-  private async kubeConfig(): Promise<KubeConfig> {
-    if (this.opts.kubeConfig) return this.opts.kubeConfig;
-    if (this.kubeConfigValue === undefined) {
-      const { config } = this.opts;
-      const { buildKubeConfig } = await import('./subnet/kube/client.js');
-      this.kubeConfigValue = buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log: componentLogger(this.opts.log, 'kube') });
-    }
-    return this.kubeConfigValue;
-  }
-
-  private async createKubeSubnetManager(netConf: NetworkConfig): Promise<SubnetManager> {
-    const { config } = this.opts;
-    // One import at a time: concurrent import()s sharing a module can deadlock jest's ESM loader.
-    const kubeConfig = await this.kubeConfig();
-    const { KubeSubnetManager } = await import('./subnet/kube/manager.js');
-    return new KubeSubnetManager({
-      kubeConfig,
-      nodeName: config.nodeName,
-      podName: config.podName,
-      podNamespace: config.podNamespace,
-      network: netConf.network,
-      annotationPrefix: config.kubeAnnotationPrefix,
-      setNodeNetworkUnavailable: config.setNodeNetworkUnavailable,
-      nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000,
-      publicIPOverride: config.publicIP || undefined,
-      log: componentLogger(this.opts.log, 'kube'),
-      metrics: this.metrics,
-      clock: this.clock,
-    });
-  }
 }
-
