@@ -7,7 +7,7 @@ import { errorMessage } from '../errors.js';
 import type { Metrics } from '../health/metrics.js';
 import { METRIC } from '../health/metrics.js';
 import type { Logger } from '../log.js';
-import type { PassResult } from './reconcile-plan.js';
+import type { PassResult } from './reconcile-driver.js';
 
 /** When a pass started, and since when the change it writes was waiting. */
 export interface PassStart {

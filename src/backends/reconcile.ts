@@ -13,12 +13,13 @@ import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
 import { errorMessage } from '../errors.js';
 import { PassLedger } from './pass-ledger.js';
-import { planReconcile, type PassResult, type ReconcileDriver, type ReconcilePlan, type ReconcilerStatus } from './reconcile-plan.js';
+import type { PassResult, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
 import { Alarm, Latch } from './latch.js';
-import { ActualCache, writePlan } from './reconcile-write.js';
+import { ActualCache, planReconcile, writePlan } from './reconcile-plan.js';
 import { RefusalTracker } from './refusals.js';
 
-export { planReconcile, type PassResult, type PlanOps, type ReconcileDriver, type ReconcilePlan, type ReconcilerStatus } from './reconcile-plan.js';
+export { planReconcile } from './reconcile-plan.js';
+export type { PassResult, PlanOps, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
 
 export interface ReconcilerOptions<A, D> {
   driver: ReconcileDriver<A, D>;
