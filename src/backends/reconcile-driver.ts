@@ -1,5 +1,7 @@
 // The reconcile driver seam (what a backend's dataplane writer implements) and the types a pass and
 // the Reconciler's status report in.
+import type { Lease } from '../subnet/lease.js';
+
 export interface PlanOps<A, D> {
   actualKey(a: A): string;
   desiredKey(d: D): string;
@@ -35,6 +37,11 @@ export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
   networkGone?(err: unknown): boolean;
   /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
   release?(): Promise<void>;
+}
+
+/** A driver that also says which items a validated peer lease needs (a RouteNetwork writes through one). */
+export interface LeaseDriver<A, D> extends ReconcileDriver<A, D> {
+  desiredFor(peer: Lease): D[];
 }
 
 export interface PassResult {

@@ -19,7 +19,7 @@ import { ActualCache, planReconcile, writePlan } from './reconcile-plan.js';
 import { RefusalTracker } from './refusals.js';
 
 export { planReconcile } from './reconcile-plan.js';
-export type { PassResult, PlanOps, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
+export type { LeaseDriver, PassResult, PlanOps, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
 
 export interface ReconcilerOptions<A, D> {
   driver: ReconcileDriver<A, D>;

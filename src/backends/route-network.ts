@@ -8,16 +8,15 @@
 // HNS network gone, the backend recreates it with the same subnet, every peer is reprogrammed and the
 // agent's afterRebuild hook runs (metadata route, source VIP, subnet.env).
 import type { BackendDeps, Network, NetworkStatus } from './backend.js';
-import { Reconciler, type ReconcileDriver } from './reconcile.js';
+import { Reconciler, type LeaseDriver } from './reconcile.js';
 import { componentLogger, type Logger } from '../log.js';
 import type { Lease, LeaseUpdate } from '../subnet/lease.js';
 import { LeaseWatcher } from '../subnet/watcher.js';
 
 /** What writing peers to one incarnation of the HNS network takes. */
 export interface NetworkBinding<A, D> {
-  driver: ReconcileDriver<A, D>;
-  /** Map a validated peer lease to the dataplane object(s) it needs. */
-  desiredFor: (peer: Lease) => D[];
+  /** Writes the peers' items, and says which items a peer lease needs. */
+  driver: LeaseDriver<A, D>;
   mtu: number;
 }
 
@@ -109,7 +108,7 @@ export class RouteNetwork<A, D> implements Network {
    */
   private handleLeases(update: LeaseUpdate): void {
     const changes = this.watcher.update(update);
-    if (changes.length > 0) this.reconciler.updatePeers(changes.map((e) => [e.lease.key, e.type === 'added' ? this.binding.desiredFor(e.lease) : undefined] as const));
+    if (changes.length > 0) this.reconciler.updatePeers(changes.map((e) => [e.lease.key, e.type === 'added' ? this.binding.driver.desiredFor(e.lease) : undefined] as const));
     if (update.kind === 'snapshot' && !this.listed) {
       this.listed = true;
       this.reconciler.markSynced();
@@ -119,7 +118,7 @@ export class RouteNetwork<A, D> implements Network {
   private async rebuilt(rebuild: (signal: AbortSignal) => Promise<NetworkBinding<A, D>>, signal: AbortSignal): Promise<void> {
     const binding = await rebuild(signal);
     this.binding = binding;
-    this.reconciler.rebind(binding.driver, this.watcher.peers().map((p) => [p.key, binding.desiredFor(p)] as const));
+    this.reconciler.rebind(binding.driver, this.watcher.peers().map((p) => [p.key, binding.driver.desiredFor(p)] as const));
     await this.deps.afterRebuild?.(this);
     this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.watcher.size, mtu: binding.mtu });
   }

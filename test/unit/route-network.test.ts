@@ -31,6 +31,7 @@ class Driver implements ReconcileDriver<string, string> {
   same = (a: string, d: string) => a === d;
   toActual = (d: string) => d;
   networkGone = (e: unknown) => e instanceof Gone;
+  desiredFor = (p: Lease) => [`${p.subnet}=${p.publicIP}`];
   async readActual(): Promise<string[]> {
     this.log.push('read');
     if (this.gone) throw new Gone('network gone');
@@ -88,7 +89,7 @@ function setup() {
       rebuilt.push(n);
     },
   };
-  const bind = (driver: Driver, mtu: number): NetworkBinding<string, string> => ({ driver, desiredFor: (p) => [`${p.subnet}=${p.publicIP}`], mtu });
+  const bind = (driver: Driver, mtu: number): NetworkBinding<string, string> => ({ driver, mtu });
   const first = new Driver();
   const second = new Driver();
   const network = new RouteNetwork({ deps, lease: own, networkName: 'cbr0', binding: bind(first, 1500), rebuild: async () => bind(second, 1450) });

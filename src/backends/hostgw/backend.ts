@@ -3,7 +3,7 @@
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
 import { RouteNetwork, type NetworkBinding } from '../route-network.js';
-import { hostGwRouteDriver, ManagementVNic, ROUTE_METRIC } from './routes.js';
+import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { FlannelError } from '../../errors.js';
 import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
@@ -83,7 +83,6 @@ export class HostGwBackend implements Backend {
         },
         networkGone: isNetworkGone,
       }),
-      desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
       mtu: mgmt.mtu,
     };
   }
