@@ -27,6 +27,7 @@ import {
   sleep,
   startAgent,
   table,
+  waitInSync,
 } from './lib/common.mjs';
 
 /** The baseline watcher; `cpu()` answers its CPU ms and decoded events so far. */
@@ -75,7 +76,7 @@ export async function run({ quick }) {
       }
     };
     while (!a.agent.network) await sleep(10);
-    await a.agent.network.waitForInSync();
+    await waitInSync(a.agent);
     baseline = await startWatchBaseline(api.kubeconfig);
     await sleep(500);
     let live = Array.from({ length: n }, (_, i) => i + 1);

@@ -26,6 +26,7 @@ import {
   table,
   wallNow,
   writeResult,
+  waitInSync,
 } from './lib/common.mjs';
 
 function readyz(port) {
@@ -75,7 +76,7 @@ async function coldStart(n, backend) {
       else await new Promise((r) => setTimeout(r, 5));
     }
     await envWatch;
-    await a.agent.network.waitForInSync();
+    await waitInSync(a.agent);
     await new Promise((r) => setTimeout(r, 20)); // let the milestone log line land
     const tProgrammed = a.milestones['first reconcile pass done'] ?? wallNow();
     const held = programmedPrefixes(a.sim, backend).size;
@@ -123,7 +124,7 @@ async function batchRun(n, batch) {
   rec.markSynced();
   const before = new Map(sim.calls);
   const t = performance.now();
-  const r = await rec.applyOnce();
+  const r = await rec.passNow();
   const ms = performance.now() - t;
   const calls = classifyCalls(diffSimCalls(sim.calls, before));
   const held = sim.getNetwork(net.ID).Policies.filter((p) => p.Type === 'RemoteSubnetRoute').length;

@@ -18,6 +18,7 @@ import {
   VXLAN_NETWORK_NAME,
   wallNow,
   waitUntil,
+  waitInSync,
 } from './lib/common.mjs';
 
 function passes(metrics) {
@@ -39,7 +40,7 @@ async function scenario(backend, n, { resyncMs, outageMs, cpuWindowMs, withOutag
       if (kind === 'remove') removed.push({ prefix, t });
     });
     while (!a.agent.network) await sleep(10);
-    await a.agent.network.waitForInSync();
+    await waitInSync(a.agent);
     let live = new Set(Array.from({ length: n }, (_, i) => i + 1));
     const desired = () => new Set([...live].map((i) => peer(i).subnet));
     const row = { backend, peers: n, resyncS: resyncMs / 1000 };

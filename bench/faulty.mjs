@@ -15,6 +15,7 @@ import {
   table,
   waitUntil,
   wallNow,
+  waitInSync,
 } from './lib/common.mjs';
 
 const HNS_FAIL = 0x80004005; // E_FAIL
@@ -51,8 +52,8 @@ async function one(backend, n, stallMs) {
       return enter(op, kind, items, input);
     };
     const t0 = wallNow();
-    await a.agent.network.waitForInSync();
-    // waitForInSync resolves on the first successful pass, refused items aside (they are retried alone
+    await waitInSync(a.agent, { refusedAside: true });
+    // In sync, refused items aside (they are retried alone
     // after their backoff): convergence is the moment the dataplane holds every peer.
     const missing = () => {
       const held = programmedPrefixes(a.sim, backend);

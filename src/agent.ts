@@ -4,9 +4,7 @@
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see README, Performance: what the process loads).
-import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
-import { networkInterfaces } from 'node:os';
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';
@@ -15,16 +13,17 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, UnsupportedError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
+import { hostFiles } from './host/files.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
+import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
-import { LeaseWatcher } from './subnet/watcher.js';
 import { VERSION } from './version.js';
 
 export interface AgentOptions {
@@ -34,8 +33,6 @@ export interface AgentOptions {
   metrics?: Metrics;
   /** Injected dataplane (tests, demo); default: built from config.dataplane. */
   dataplane?: Dataplane;
-  /** Injected kubeconfig (demo); default: from --kubeconfig-file / --kube-api-url / in-cluster. */
-  kubeConfig?: KubeConfig;
   /** Injected subnet manager; default: kube (with --kube-subnet-mgr) or etcd. */
   subnetManager?: SubnetManager;
   readFile?: (path: string) => string;
@@ -60,10 +57,8 @@ export class Agent {
   private netConfValue: NetworkConfig | undefined;
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
-  private watcher: LeaseWatcher | undefined;
   private runningSince: number | undefined;
   private writtenMtu: number | undefined;
-  private kubeConfigValue: KubeConfig | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -111,6 +106,7 @@ export class Agent {
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
     const network = this.networkValue;
+    const networkStatus = network?.status();
     let hnsNetwork: StatusInput['hnsNetwork'];
     if (network && this.dataplaneValue) {
       try {
@@ -130,8 +126,8 @@ export class Agent {
       hnsNetwork,
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
-      network: network?.status(),
-      rejections: this.watcher?.rejected() ?? [],
+      network: networkStatus,
+      rejections: networkStatus?.rejections ?? [],
     });
   }
 
@@ -193,7 +189,10 @@ export class Agent {
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
     this.dataplaneValue = dataplane;
 
-    const publicIPs = await this.publicIPCandidates(signal);
+    // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
+    const kube =
+      config.kubeSubnetMgr && !this.opts.subnetManager ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock }) : undefined;
+    const publicIPs = await this.publicIPCandidates(kube, signal);
     const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
       iface: config.iface,
       ifaceRegex: config.ifaceRegex,
@@ -210,9 +209,15 @@ export class Agent {
 
     const subnetManager =
       this.opts.subnetManager ??
-      (config.kubeSubnetMgr
-        ? await this.createKubeSubnetManager(netConf)
+      (kube
+        ? kube.subnetManager(netConf)
         : await (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
+    // What the host needs once the HNS network exists, and again after each rebuild of it.
+    const settle = async (network: Network): Promise<void> => {
+      await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
+      if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
+      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+    };
     const deps: BackendDeps = {
       netConf,
       subnetManager,
@@ -225,6 +230,7 @@ export class Agent {
       metrics: this.metrics,
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
+      afterRebuild: settle,
     };
     const backend: Backend =
       netConf.backend.type === 'vxlan' ? new (await import('./backends/vxlan/backend.js')).VxlanBackend(deps) : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
@@ -233,62 +239,11 @@ export class Agent {
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     const network = await backend.registerNetwork(signal);
     this.networkValue = network;
-    await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
-    if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
-
-    await this.writeSubnetEnv(netConf, network);
+    await settle(network);
     this.ready = true;
     this.phaseValue = 'running';
     this.runningSince = this.clock.now();
-    network.onRebuilt(async () => {
-      await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
-      if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
-      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
-    });
-
-    const watcher = (this.watcher = new LeaseWatcher({
-      ownLeaseKey: network.lease.key,
-      ownSubnet: network.lease.subnet,
-      validation: {
-        network: netConf.network,
-        subnetLen: Number(network.lease.subnet.split('/')[1]),
-        ownSubnet: network.lease.subnet,
-        backendType: netConf.backend.type,
-        ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
-        ownIPs: [...new Set([network.lease.publicIP, publicIP, extIface.ipv4])],
-      },
-      log: componentLogger(root, 'leases'),
-      metrics: this.metrics,
-      clock: this.clock,
-    }));
-
-    let synced = false;
-    const watching = subnetManager.watchLeases((update) => {
-      const changes = watcher.apply(update);
-      // Only the changes reach the network, so one peer event writes only its own delta. Before the
-      // first complete list they come from partial views, and the passes then only add.
-      if (changes.length > 0) network.applyPeerEvents(changes);
-      if (update.kind === 'snapshot' && !synced) {
-        synced = true;
-        network.markSynced();
-      }
-    }, signal);
-
-    const running = network.run(signal);
-    // As upstream flanneld (main.go calls CompleteLease once the backend runs; pkg/subnet/kube/kube.go
-    // CompleteLease sets NodeNetworkUnavailable=False): once the network exists and the first full pass was
-    // tried. Peers that keep failing are a metric and a log line, never a tainted node.
-    const completing = network.waitForFirstPass(signal).then(
-      () => {
-        const s = network.status();
-        this.log.info('first reconcile pass done', { peers: watcher.size, refused: s.refused, ok: s.lastGoodAt !== undefined });
-        return subnetManager.completeLease(network.lease, signal);
-      },
-      (err: unknown) => {
-        if (!signal.aborted) throw err;
-      },
-    );
-    await Promise.all([watching, running, completing]);
+    await network.run(signal);
   }
 
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
@@ -304,23 +259,11 @@ export class Agent {
    * With no --iface/--iface-regex: the public IPs that pick the external interface, in order: --public-ip,
    * then (kube mode) the own Node's public-ip-overwrite and node-public-ip annotations.
    */
-  private async publicIPCandidates(signal: AbortSignal): Promise<string[]> {
+  private async publicIPCandidates(kube: KubeStart | undefined, signal: AbortSignal): Promise<string[]> {
     const { config } = this.opts;
     if (config.iface.length > 0 || config.ifaceRegex.length > 0) return [];
     const ips = config.publicIP ? [config.publicIP] : [];
-    if (config.kubeSubnetMgr && !this.opts.subnetManager && config.nodeName) {
-      const kubeConfig = await this.kubeConfig();
-      const { readNodePublicIPs } = await import('./subnet/kube/node-public-ip.js');
-      const annotated = await readNodePublicIPs({
-        kubeConfig,
-        nodeName: config.nodeName,
-        annotationPrefix: config.kubeAnnotationPrefix,
-        log: componentLogger(this.opts.log, 'kube'),
-        clock: this.clock,
-        signal,
-      });
-      ips.push(...[annotated.publicIPOverwrite, annotated.nodePublicIP].filter((ip): ip is string => ip !== undefined));
-    }
+    if (kube) ips.push(...(await kube.publicIPs(signal)));
     return ips;
   }
 
@@ -348,7 +291,7 @@ export class Agent {
   private async reserveSourceVip(network: Network, dataplane: Dataplane): Promise<void> {
     const { config } = this.opts;
     if (!config.sourceVipFile) return;
-    const { hnsMacOf, reserveSourceVip } = await import('./backends/vxlan/source-vip.js');
+    const { reserveSourceVip } = await import('./backends/vxlan/source-vip.js');
     this.sourceVipValue = await reserveSourceVip({
       hns: dataplane.hns,
       networkName: network.networkName,
@@ -356,8 +299,9 @@ export class Agent {
       file: config.sourceVipFile,
       compatFiles: config.sourceVipCompatFiles,
       ipamDataDir: config.cniIpamDataDir,
-      macFor: (providerAddress) => hnsMacOf(providerAddress, networkInterfaces()),
+      macFor: (providerAddress) => dataplane.host.macAddress(providerAddress),
       log: componentLogger(this.opts.log, 'source-vip'),
+      fs: hostFiles,
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
   }
@@ -375,36 +319,4 @@ export class Agent {
       return undefined;
     }
   }
-
-  private async kubeConfig(): Promise<KubeConfig> {
-    if (this.opts.kubeConfig) return this.opts.kubeConfig;
-    if (this.kubeConfigValue === undefined) {
-      const { config } = this.opts;
-      const { buildKubeConfig } = await import('./subnet/kube/client.js');
-      this.kubeConfigValue = buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log: componentLogger(this.opts.log, 'kube') });
-    }
-    return this.kubeConfigValue;
-  }
-
-  private async createKubeSubnetManager(netConf: NetworkConfig): Promise<SubnetManager> {
-    const { config } = this.opts;
-    // One import at a time: concurrent import()s sharing a module can deadlock jest's ESM loader.
-    const kubeConfig = await this.kubeConfig();
-    const { KubeSubnetManager } = await import('./subnet/kube/manager.js');
-    return new KubeSubnetManager({
-      kubeConfig,
-      nodeName: config.nodeName,
-      podName: config.podName,
-      podNamespace: config.podNamespace,
-      network: netConf.network,
-      annotationPrefix: config.kubeAnnotationPrefix,
-      setNodeNetworkUnavailable: config.setNodeNetworkUnavailable,
-      nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000,
-      publicIPOverride: config.publicIP || undefined,
-      log: componentLogger(this.opts.log, 'kube'),
-      metrics: this.metrics,
-      clock: this.clock,
-    });
-  }
 }
-

@@ -5,8 +5,9 @@ import type { HnsClient } from '../hns/client.js';
 import type { Host, HostInterface } from '../host/host.js';
 import type { Logger } from '../log.js';
 import type { RouteTable } from '../routes/route-table.js';
-import type { Lease, LeaseEvent, SubnetManager } from '../subnet/lease.js';
+import type { Lease, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
+import type { RejectedLease } from '../subnet/watcher.js';
 
 /** Everything a backend needs, passed in (effects at the edges). */
 export interface BackendDeps {
@@ -24,6 +25,11 @@ export interface BackendDeps {
   clock: Clock;
   /** Reconcile resync period (default 10 s). */
   resyncMs?: number;
+  /**
+   * Runs after the network's HNS network was recreated (metadata route, source VIP, subnet.env when the
+   * MTU changed); a failure makes the rebuild retry.
+   */
+  afterRebuild?: (network: Network) => Promise<void>;
 }
 
 /** What /healthz, /readyz and `flanneld status` need to know about the reconcile loop. */
@@ -43,28 +49,20 @@ export interface NetworkStatus {
   lastPassOk: boolean | undefined;
   lastSuccessAt: number | undefined;
   lastError: { at: number; message: string } | undefined;
+  /** Peer leases rejected now, with the reason (for `flanneld status`). */
+  rejections: RejectedLease[];
 }
 
-/** A registered network: the own lease, the MTU for subnet.env, and the peer reconcile loop. */
+/** A registered network: the own lease, the MTU for subnet.env, and its lease watch (flannel backend.Network). */
 export interface Network {
   readonly lease: Lease;
   /** The MTU for subnet.env (may change when the network is rebuilt). */
   readonly mtu: number;
   /** Name of the HNS network backing it (`cbr0`, `flannel.4096`, ...). */
   readonly networkName: string;
-  /** Apply changes of the peer set (the LeaseWatcher's events): the next pass writes only their delta. */
-  applyPeerEvents(events: readonly LeaseEvent[]): void;
-  /** The first complete list has arrived: from now on the dataplane may be written. */
-  markSynced(): void;
-  /** Resolves after the first successful pass after `markSynced()`. */
-  waitForInSync(signal?: AbortSignal): Promise<void>;
-  /** Resolves after the first pass after `markSynced()` was tried on an existing network (whatever its result). */
-  waitForFirstPass(signal?: AbortSignal): Promise<void>;
-  status(): NetworkStatus;
-  /** Run `listener` after each rebuild of the HNS network (a failure makes the rebuild retry). */
-  onRebuilt(listener: () => Promise<void>): void;
-  /** Reconcile until `signal` aborts. */
+  /** Watch the peer leases and keep the dataplane in step with them until `signal` aborts. */
   run(signal: AbortSignal): Promise<void>;
+  status(): NetworkStatus;
 }
 
 export interface Backend {

@@ -1,77 +1,18 @@
-// The driver seam and the pure reconcile plan: compare the actual dataplane items with the desired ones,
-// by key, and say what to add, remove and replace. Used for the full pass (everything read) and the
-// incremental one (only the keys that changed, against the cached last read).
-export interface PlanOps<A, D> {
-  actualKey(a: A): string;
-  desiredKey(d: D): string;
-  /** True when actual item `a` already is desired item `d` (no write needed). */
-  same(a: A, d: D): boolean;
-}
-
-export interface ReconcilePlan<A, D> {
-  add: D[];
-  remove: A[];
-  replace: { from: A; to: D }[];
-  unchanged: number;
-}
-
-export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
-  /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
-  name: string;
-  /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
-  readActual(): Promise<A[]>;
-  /** One write removing these items (at most `batch` of them). */
-  remove(items: A[]): Promise<void>;
-  /** One write adding these items (at most `batch` of them). */
-  add(items: D[]): Promise<void>;
-  /** Items per write call (default: all of them in one). */
-  batch?: number;
-  /** Write calls in flight at once (default 1). */
-  concurrency?: number;
-  /** What a successful add of `d` leaves in the dataplane. Without it every pass reads (no incremental apply). */
-  toActual?(d: D): A;
-  /** True when `err` refuses the items of one write (split the batch to find them), not the call as a whole. */
-  refuses?(err: unknown): boolean;
-  /** True when `err` says the network this driver writes to no longer exists. */
-  networkGone?(err: unknown): boolean;
-  /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
-  release?(): Promise<void>;
-}
-
-export interface ApplyResult {
-  ok: boolean;
-  added: number;
-  removed: number;
-  replaced: number;
-  /** True when nothing was attempted because the first complete list has not arrived (`markSynced`). */
-  skipped?: boolean;
-  /** Items the dataplane refused in this pass (retried on their own backoff). */
-  refused?: number;
-  /** The pass found the network gone. */
-  networkGone?: boolean;
-  error?: unknown;
-}
-
-export interface ReconcilerStatus {
-  /** `markSynced()` was called: the desired set is complete. */
-  synced: boolean;
-  /** The last pass wrote everything and nothing changed since (no refused item either). */
-  inSync: boolean;
-  lastSuccessAt: number | undefined;
-  /** When the loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
-  lastGoodAt: number | undefined;
-  passes: number;
-  consecutiveFailures: number;
-  /** The last pass found the network gone and it has not been rebuilt yet. */
-  networkMissing: boolean;
-  /** Items the dataplane currently refuses. */
-  refused: number;
-  /** When the last pass ended, and whether it succeeded. */
-  lastPassAt: number | undefined;
-  lastPassOk: boolean | undefined;
-  /** The last failed pass: when, and its error. */
-  lastError: { at: number; message: string } | undefined;
-}
+// One reconcile pass's plan and writes. The plan is pure: compare the actual dataplane items with the
+// desired ones, by key, and say what to add, remove and replace (for the full pass, everything read; for
+// the incremental one, only the keys that changed, against the cached last read). The writes execute it
+// against the driver in bounded batches (removals first, then additions and the replacements whose old
+// item is gone), split refused batches, and keep the cache of the actual dataplane (the last read plus
+// our own successful writes) in step.
+//
+// Batches are split when the dataplane refuses part of one. An HcnModifyNetwork
+// carrying many policies is atomic (hcsshim hcn/hcnnetwork.go modifyNetwork: one request, one HRESULT),
+// so one policy HNS refuses (HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_INVALID_POLICY, ...) sinks the
+// others with it. A refused batch is halved until the refused items stand alone; everything else lands.
+// A failure that is not a refusal (HNS down, a timeout, the network gone) stops the writes instead:
+// splitting would only multiply failing calls.
+import type { PlanOps, ReconcileDriver, ReconcilePlan } from './reconcile-driver.js';
+import type { RefusalTracker } from './refusals.js';
 
 /**
  * Compare the actual items with the desired ones, by key. Actual items without a desired key are
@@ -113,3 +54,173 @@ export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[],
   return plan;
 }
 
+/** The actual dataplane by key, as last read and changed by our own successful writes since. */
+export class ActualCache<A> {
+  private readonly byKey = new Map<string, A[]>();
+
+  constructor(items: readonly A[], key: (a: A) => string) {
+    for (const a of items) this.add(key(a), a);
+  }
+
+  get(k: string): readonly A[] {
+    return this.byKey.get(k) ?? [];
+  }
+
+  has(k: string): boolean {
+    return this.byKey.has(k);
+  }
+
+  add(k: string, a: A): void {
+    const list = this.byKey.get(k);
+    if (list) list.push(a);
+    else this.byKey.set(k, [a]);
+  }
+
+  remove(k: string, a: A): void {
+    const rest = this.get(k).filter((x) => x !== a);
+    if (rest.length > 0) this.byKey.set(k, rest);
+    else this.byKey.delete(k);
+  }
+}
+
+export interface WriteOutcome {
+  added: number;
+  removed: number;
+  replaced: number;
+  /** Keys with an item the dataplane refused (tracked in the RefusalTracker). */
+  refused: number;
+  /** Items the plan held but the pass attempted (refused items waiting out their backoff are not). */
+  attempted: number;
+  /** Write calls made. */
+  calls: number;
+  /** The first failure that was not a refusal. */
+  failure?: unknown;
+}
+
+/**
+ * Write `plan`. `early` (before the first complete list): additions only. Keys backing off after a
+ * refusal are left alone. Successful writes update `cache`; refusals and acceptances go to `refusals`.
+ */
+export async function writePlan<A, D>(
+  driver: ReconcileDriver<A, D>,
+  plan: ReconcilePlan<A, D>,
+  opts: { early: boolean; now: number; refusals: RefusalTracker; cache: ActualCache<A> | undefined },
+): Promise<WriteOutcome> {
+  const { refusals, cache } = opts;
+  const waiting = (k: string) => refusals.backingOff(k, opts.now);
+  const aKey = (a: A) => driver.actualKey(a);
+  const dKey = (d: D) => driver.desiredKey(d);
+  const batches = {
+    size: driver.batch ?? Number.MAX_SAFE_INTEGER,
+    concurrency: driver.concurrency ?? 1,
+    refuses: (e: unknown) => driver.refuses?.(e) === true,
+  };
+  const refusedKeys = new Set<string>();
+  const written = new Set<string>();
+
+  const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
+  const rm = await writeInBatches(toRemove, { ...batches, write: (items) => driver.remove(items) });
+  const gone = new Set(rm.done);
+  for (const a of rm.done) {
+    written.add(aKey(a));
+    cache?.remove(aKey(a), a);
+  }
+  for (const r of rm.refused) {
+    refusedKeys.add(aKey(r.item));
+    refusals.refused(aKey(r.item), r.error);
+  }
+
+  const replacing = opts.early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
+  const toAdd = [...plan.add, ...replacing].filter((d) => !waiting(dKey(d)));
+  const ad = await writeInBatches(toAdd, { ...batches, write: (items) => driver.add(items) });
+  const added = new Set(ad.done);
+  for (const d of added) {
+    written.add(dKey(d));
+    if (driver.toActual) cache?.add(dKey(d), driver.toActual(d));
+  }
+  for (const r of ad.refused) {
+    refusedKeys.add(dKey(r.item));
+    refusals.refused(dKey(r.item), r.error);
+  }
+  for (const k of written) if (!refusedKeys.has(k)) refusals.accepted(k);
+
+  return {
+    removed: plan.remove.filter((a) => gone.has(a)).length,
+    added: plan.add.filter((d) => added.has(d)).length,
+    replaced: plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length,
+    refused: refusedKeys.size,
+    attempted: toRemove.length + toAdd.length,
+    calls: rm.calls + ad.calls,
+    failure: rm.failure ?? ad.failure,
+  };
+}
+
+export interface Refusal<T> {
+  item: T;
+  error: unknown;
+}
+
+export interface BatchResult<T, R> {
+  /** Items written, in write order. */
+  done: T[];
+  /** What each successful write returned, in the same order as the writes. */
+  returned: R[];
+  /** Items the dataplane refused, one by one. */
+  refused: Refusal<T>[];
+  /** The first failure that was not a refusal; the items after it were not attempted. */
+  failure?: unknown;
+  /** Items not attempted because of `failure`. */
+  skipped: T[];
+  /** Write calls made. */
+  calls: number;
+}
+
+export interface BatchOptions<T, R> {
+  /** Items per write (>= 1). */
+  size: number;
+  /** Writes in flight at once (>= 1). */
+  concurrency: number;
+  write: (items: T[]) => Promise<R>;
+  /** True when `error` refuses the items of this write rather than failing the call as a whole. */
+  refuses: (error: unknown) => boolean;
+}
+
+/** Write `items` in batches of `size`; halve refused batches down to single refused items. */
+export async function writeInBatches<T, R>(items: readonly T[], opts: BatchOptions<T, R>): Promise<BatchResult<T, R>> {
+  const size = Math.max(1, Math.floor(opts.size));
+  const result: BatchResult<T, R> = { done: [], returned: [], refused: [], skipped: [], calls: 0 };
+  const queue: T[][] = [];
+  for (let i = 0; i < items.length; i += size) queue.push(items.slice(i, i + size));
+
+  const attempt = async (part: T[]): Promise<void> => {
+    if (result.failure !== undefined) {
+      result.skipped.push(...part);
+      return;
+    }
+    result.calls++;
+    try {
+      const r = await opts.write(part);
+      result.done.push(...part);
+      result.returned.push(r);
+    } catch (error) {
+      if (!opts.refuses(error)) {
+        result.failure ??= error;
+        result.skipped.push(...part);
+        return;
+      }
+      if (part.length === 1) {
+        result.refused.push({ item: part[0]!, error });
+        return;
+      }
+      const half = Math.ceil(part.length / 2);
+      await attempt(part.slice(0, half));
+      await attempt(part.slice(half));
+    }
+  };
+
+  const worker = async (): Promise<void> => {
+    for (let part = queue.shift(); part; part = queue.shift()) await attempt(part);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(Math.floor(opts.concurrency), queue.length)) }, worker));
+  return result;
+}

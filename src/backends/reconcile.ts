@@ -1,4 +1,5 @@
-// The reconcile engine both backends use (docs/adr/0001). No upstream flannel counterpart:
+// The reconcile engine both backends use (docs/adr/0001): the desired dataplane items, grouped by the peer
+// (lease key) they are for, and the passes that write them. No upstream flannel counterpart:
 // flannel's route/policy handlers apply events one by one and never sweep stale state (flannel#2554).
 // The shape is Felix's Windows VXLAN manager (projectcalico/calico felix/dataplane/windows/vxlan_mgr.go:
 // record the desired state, mark it dirty, apply later) with an incremental apply: the last read of the
@@ -6,18 +7,19 @@
 // own delta and reads nothing. A full read and diff happens at every resync period, after any failed
 // write, and when a whole new desired set arrives (a snapshot).
 import type { Clock } from '../clock.js';
-import { backoffDelay, pause, systemClock } from '../clock.js';
+import { pause, systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
-import { METRIC } from '../health/metrics.js';
 import { errorMessage } from '../errors.js';
-import { planReconcile, type ApplyResult, type ReconcileDriver, type ReconcilePlan, type ReconcilerStatus } from './reconcile-plan.js';
-import { Latch } from './latch.js';
-import { ActualCache, writePlan } from './reconcile-write.js';
+import { PassLedger } from './pass-ledger.js';
+import type { PassResult, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
+import { Alarm, Latch } from './latch.js';
+import { ActualCache, planReconcile, writePlan } from './reconcile-plan.js';
 import { RefusalTracker } from './refusals.js';
 
-export { planReconcile, type ApplyResult, type PlanOps, type ReconcileDriver, type ReconcilePlan, type ReconcilerStatus } from './reconcile-plan.js';
+export { planReconcile } from './reconcile-plan.js';
+export type { LeaseDriver, PassResult, PlanOps, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
 
 export interface ReconcilerOptions<A, D> {
   driver: ReconcileDriver<A, D>;
@@ -31,8 +33,6 @@ export interface ReconcilerOptions<A, D> {
   backoffCapMs?: number;
   /** Before `markSynced()`, passes may add missing items (never remove or replace). Default false. */
   earlyAdds?: boolean;
-  /** The peer (node) a desired key belongs to, for logs. */
-  owner?: (key: string) => string | undefined;
   /** Recreate the network after a pass found it gone; the loop retries it with backoff until it succeeds. */
   onNetworkGone?: (signal: AbortSignal) => Promise<void>;
 }
@@ -41,15 +41,16 @@ export class Reconciler<A, D> {
   private driver: ReconcileDriver<A, D>;
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly metrics: Metrics | undefined;
   private readonly resyncMs: number;
-  private readonly backoffBaseMs: number;
-  private readonly backoffCapMs: number;
   private readonly earlyAdds: boolean;
   private readonly onNetworkGone: ((signal: AbortSignal) => Promise<void>) | undefined;
   private readonly refusals: RefusalTracker;
+  private readonly ledger: PassLedger;
 
   private desired = new Map<string, D>();
+  /** The desired keys each peer (lease key) owns, and the peer owning each desired key. */
+  private readonly keysOf = new Map<string, string[]>();
+  private readonly ownerOf = new Map<string, string>();
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
   private cache: ActualCache<A> | undefined;
   /** Keys whose desired item changed since the last pass (the incremental pass writes only these). */
@@ -58,18 +59,9 @@ export class Reconciler<A, D> {
   private dirty = false;
   private synced = false;
   private inSync = false;
-  private missing = false;
-  private lastSuccessAt: number | undefined;
   private lastFullAt: number | undefined;
-  private passes = 0;
-  private consecutiveFailures = 0;
-  private lastPassAt: number | undefined;
-  private lastPassOk: boolean | undefined;
-  private lastError: { at: number; message: string } | undefined;
-  /** When the desired set first changed since the last successful pass (event-to-dataplane latency). */
-  private pendingSince: number | undefined;
-  private running: Promise<ApplyResult> | undefined;
-  private wake: (() => void) | undefined;
+  private running: Promise<PassResult> | undefined;
+  private readonly alarm = new Alarm();
   /** Opens at the first successful pass after `markSynced()`. */
   private readonly inSyncLatch = new Latch();
   /** Opens once the first pass after `markSynced()` was tried on an existing network. */
@@ -79,33 +71,56 @@ export class Reconciler<A, D> {
     this.driver = opts.driver;
     this.clock = opts.clock ?? systemClock;
     this.log = opts.log ?? silentLogger();
-    this.metrics = opts.metrics;
     this.resyncMs = opts.resyncMs ?? 10_000;
-    this.backoffBaseMs = opts.backoffBaseMs ?? 250;
-    this.backoffCapMs = opts.backoffCapMs ?? 30_000;
     this.earlyAdds = opts.earlyAdds ?? false;
     this.onNetworkGone = opts.onNetworkGone;
-    this.refusals = new RefusalTracker({
-      driver: opts.driver.name,
-      clock: this.clock,
-      log: this.log,
-      metrics: opts.metrics,
-      baseMs: this.backoffBaseMs,
-      capMs: this.backoffCapMs,
-      owner: opts.owner,
-    });
+    const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
+    this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
+    this.refusals = new RefusalTracker({ driver: opts.driver.name, clock: this.clock, log: this.log, metrics: opts.metrics, ...backoff, owner: (key) => this.ownerOf.get(key) });
   }
 
   /** Replace the whole desired set (a snapshot): the next pass reads the dataplane and diffs everything. */
   setDesired(items: readonly D[]): void {
+    this.setPeers([['', items]]);
+  }
+
+  /** Replace every peer's desired items (`''`: items of no peer): the next pass reads and diffs everything. */
+  setPeers(peers: Iterable<readonly [string, readonly D[]]>): void {
     const next = new Map<string, D>();
-    for (const d of items) {
-      const k = this.driver.desiredKey(d);
-      if (!next.has(k)) next.set(k, d);
+    this.keysOf.clear();
+    this.ownerOf.clear();
+    for (const [peer, items] of peers) {
+      const keys = this.own(peer, items);
+      items.forEach((d, i) => {
+        if (!next.has(keys[i]!)) next.set(keys[i]!, d);
+      });
     }
     this.desired = next;
     this.fullPending = true;
     this.touch();
+  }
+
+  /** Change some peers' desired items (`undefined` = the peer is gone): the next pass writes only their delta. */
+  updatePeers(changes: Iterable<readonly [string, readonly D[] | undefined]>): void {
+    const items = new Map<string, D | undefined>();
+    for (const [peer, want] of changes) {
+      for (const k of this.keysOf.get(peer) ?? []) {
+        if (this.ownerOf.get(k) === peer) this.ownerOf.delete(k);
+        if (!this.ownerOf.has(k)) items.set(k, undefined);
+      }
+      this.keysOf.delete(peer);
+      if (want !== undefined) this.own(peer, want).forEach((k, i) => items.set(k, want[i]));
+    }
+    if (items.size > 0) this.updateDesired(items);
+  }
+
+  /** Record `peer` as the owner of `items`; returns their keys. */
+  private own(peer: string, items: readonly D[]): string[] {
+    const keys = items.map((d) => this.driver.desiredKey(d));
+    if (peer === '') return keys;
+    this.keysOf.set(peer, keys);
+    for (const k of keys) this.ownerOf.set(k, peer);
+    return keys;
   }
 
   /** Change some keys of the desired set (`undefined` = no longer desired): the next pass writes only those. */
@@ -119,19 +134,18 @@ export class Reconciler<A, D> {
     this.touch();
   }
 
-  /** Write to another driver from now on (the network was rebuilt); the next pass reads it. */
-  rebind(driver: ReconcileDriver<A, D>): void {
+  /** Write to another driver, with every peer's items for it, from now on (the network was rebuilt); the next pass reads it. */
+  rebind(driver: ReconcileDriver<A, D>, peers: Iterable<readonly [string, readonly D[]]>): void {
     this.driver = driver;
     this.cache = undefined;
-    this.fullPending = true;
-    this.touch();
+    this.setPeers(peers);
   }
 
   private touch(): void {
-    this.pendingSince ??= this.clock.now();
+    this.ledger.changed();
     this.dirty = true;
     this.inSync = false;
-    this.wake?.();
+    this.alarm.ring();
   }
 
   /** The desired set is complete (first full list seen): removals, replacements and "in sync" may start. */
@@ -143,18 +157,21 @@ export class Reconciler<A, D> {
   }
 
   status(): ReconcilerStatus {
+    const l = this.ledger;
     return {
       synced: this.synced,
       inSync: this.inSync,
-      lastSuccessAt: this.lastSuccessAt,
-      lastGoodAt: this.running === undefined && this.consecutiveFailures === 0 && !this.missing && this.lastSuccessAt !== undefined ? this.clock.now() : this.lastSuccessAt,
-      passes: this.passes,
-      consecutiveFailures: this.consecutiveFailures,
-      networkMissing: this.missing,
+      lastSuccessAt: l.lastSuccessAt,
+      lastGoodAt: this.running === undefined && l.consecutiveFailures === 0 && !l.missing && l.lastSuccessAt !== undefined ? this.clock.now() : l.lastSuccessAt,
+      passes: l.passes,
+      consecutiveFailures: l.consecutiveFailures,
+      networkMissing: l.missing,
       refused: this.refusals.size,
-      lastPassAt: this.lastPassAt,
-      lastPassOk: this.lastPassOk,
-      lastError: this.lastError,
+      lastPassAt: l.lastPassAt,
+      lastPassOk: l.lastPassOk,
+      lastError: l.lastError,
+      peersDesired: this.keysOf.size,
+      peersProgrammed: [...this.keysOf.values()].filter((keys) => keys.every((k) => this.isProgrammed(k))).length,
     };
   }
 
@@ -176,12 +193,12 @@ export class Reconciler<A, D> {
     return this.firstPassLatch.wait(signal);
   }
 
-  /** One full pass: read the dataplane, diff everything, write the difference (removals first). Serialized. */
-  applyOnce(): Promise<ApplyResult> {
+  /** One full pass now: read the dataplane, diff everything, write the difference (removals first). Serialized. */
+  passNow(): Promise<PassResult> {
     return this.serialized(true);
   }
 
-  private serialized(full: boolean): Promise<ApplyResult> {
+  private serialized(full: boolean): Promise<PassResult> {
     const prev = this.running ?? Promise.resolve(undefined);
     const next = prev.then(() => this.pass(full));
     this.running = next;
@@ -191,7 +208,7 @@ export class Reconciler<A, D> {
     return next;
   }
 
-  private async pass(forceFull: boolean): Promise<ApplyResult> {
+  private async pass(forceFull: boolean): Promise<PassResult> {
     const early = !this.synced;
     if (early && !this.earlyAdds) return { ok: true, added: 0, removed: 0, replaced: 0, skipped: true };
     const driver = this.driver;
@@ -201,11 +218,8 @@ export class Reconciler<A, D> {
     this.dirty = false;
     this.dirtyKeys.clear();
     if (!incremental) this.fullPending = false;
-    this.passes++;
-    const started = this.clock.now();
-    const since = this.pendingSince;
-    this.pendingSince = undefined;
-    const out: ApplyResult = { ok: true, added: 0, removed: 0, replaced: 0 };
+    const start = this.ledger.begin();
+    const out: PassResult = { ok: true, added: 0, removed: 0, replaced: 0 };
     try {
       let plan: ReconcilePlan<A, D>;
       if (!incremental) {
@@ -225,17 +239,8 @@ export class Reconciler<A, D> {
         out.error = w.failure;
       }
       if (w.attempted > 0 || w.failure !== undefined) {
-        this.log.info('reconcile pass', {
-          driver: driver.name,
-          incremental,
-          added: w.added,
-          removed: w.removed,
-          replaced: w.replaced,
-          refused: w.refused,
-          unchanged: plan.unchanged,
-          ok: w.failure === undefined,
-          writes: w.calls,
-        });
+        const { added, removed, replaced, refused } = w;
+        this.log.info('reconcile pass', { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes: w.calls });
       }
     } catch (err) {
       out.ok = false;
@@ -243,20 +248,8 @@ export class Reconciler<A, D> {
     }
     if (!incremental) await this.releaseQuietly(driver);
     this.pruneRefusals();
-    this.recordPass(out, started, since);
+    this.ledger.ended(out, start);
     return this.settle(out, early, incremental);
-  }
-
-  /** The pass's figures for `flanneld status` and the histograms; a change not applied keeps its start time. */
-  private recordPass(out: ApplyResult, started: number, since: number | undefined): void {
-    const now = this.clock.now();
-    this.lastPassAt = now;
-    this.lastPassOk = out.ok;
-    if (!out.ok) this.lastError = { at: now, message: errorMessage(out.error) };
-    this.metrics?.observe(METRIC.passDuration, (now - started) / 1000, { result: out.ok ? 'ok' : 'error' });
-    if (since === undefined) return;
-    if (out.ok) this.metrics?.observe(METRIC.eventToDataplane, (now - since) / 1000);
-    else this.pendingSince = Math.min(since, this.pendingSince ?? since);
   }
 
   private async releaseQuietly(driver: ReconcileDriver<A, D>): Promise<void> {
@@ -274,29 +267,15 @@ export class Reconciler<A, D> {
     }
   }
 
-  private settle(out: ApplyResult, early: boolean, incremental: boolean): ApplyResult {
-    const name = this.driver.name;
+  private settle(out: PassResult, early: boolean, incremental: boolean): PassResult {
     if (out.refused !== undefined) this.fullPending = true; // a refused write: read before trusting the cache again
     if (!out.ok) {
       out.networkGone = this.driver.networkGone?.(out.error) === true;
       this.dirty = true;
       this.fullPending = true;
       this.inSync = false;
-      this.consecutiveFailures++;
-      this.metrics?.inc(METRIC.applyPasses, { result: 'error' });
-      if (out.networkGone) {
-        if (!this.missing) this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', { driver: name, error: errorMessage(out.error) });
-        this.missing = true;
-      } else {
-        this.log.warn('reconcile pass failed', { driver: name, incremental, error: errorMessage(out.error), consecutiveFailures: this.consecutiveFailures });
-      }
-    } else {
-      this.consecutiveFailures = 0;
-      this.missing = false; // back (recreated by someone else when there is no rebuild hook)
-      this.lastSuccessAt = this.clock.now();
-      this.metrics?.inc(METRIC.applyPasses, { result: 'ok' });
-      this.metrics?.set(METRIC.lastApplySuccess, Math.floor(this.lastSuccessAt / 1000));
     }
+    this.ledger.settled(out, this.driver.name, incremental);
     if (early) return out; // additions only: removals, replacements and "in sync" wait for the complete list
     if (out.ok) {
       this.inSync = !this.dirty && this.refusals.size === 0;
@@ -313,15 +292,15 @@ export class Reconciler<A, D> {
    */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      if (this.missing && this.onNetworkGone) {
+      if (this.ledger.missing && this.onNetworkGone) {
         if (!(await this.rebuild(signal))) return;
         continue;
       }
       if ((this.synced || this.earlyAdds) && this.dirty) {
         const r = await this.serialized(false);
         if (!r.ok && !(r.networkGone && this.onNetworkGone)) {
-          const delay = backoffDelay(this.consecutiveFailures - 1, this.backoffBaseMs, this.backoffCapMs);
-          this.log.info('reconcile retry scheduled', { driver: this.driver.name, delayMs: delay, attempt: this.consecutiveFailures });
+          const delay = this.ledger.retryDelay();
+          this.log.info('reconcile retry scheduled', { driver: this.driver.name, delayMs: delay, attempt: this.ledger.consecutiveFailures });
           if (!(await pause(this.clock, delay, signal))) return;
         }
         continue;
@@ -336,22 +315,7 @@ export class Reconciler<A, D> {
     const resyncIn = this.lastFullAt === undefined ? this.resyncMs : Math.max(0, this.lastFullAt + this.resyncMs - now);
     const retryAt = this.synced ? this.refusals.nextRetryAt() : undefined;
     const ms = retryAt === undefined ? resyncIn : Math.min(resyncIn, Math.max(0, retryAt - now));
-    const ac = new AbortController();
-    const onAbort = () => ac.abort(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    let woken = false;
-    this.wake = () => {
-      woken = true;
-      ac.abort();
-    };
-    try {
-      await this.clock.sleep(ms, ac.signal);
-    } catch {
-      // woken or aborted
-    } finally {
-      this.wake = undefined;
-      signal.removeEventListener('abort', onAbort);
-    }
+    const woken = await this.alarm.sleep(this.clock, ms, signal);
     if (signal.aborted || woken || !this.synced) return;
     const t = this.clock.now();
     const due = this.refusals.due(t);
@@ -369,19 +333,14 @@ export class Reconciler<A, D> {
   private async rebuild(signal: AbortSignal): Promise<boolean> {
     try {
       await this.onNetworkGone!(signal);
-      this.missing = false;
+      this.ledger.rebuildDone();
       this.cache = undefined;
       this.fullPending = true;
       this.dirty = true;
-      this.metrics?.inc(METRIC.networkRebuilds, { result: 'ok' });
       return true;
     } catch (err) {
       if (signal.aborted) return false;
-      this.consecutiveFailures++;
-      this.metrics?.inc(METRIC.networkRebuilds, { result: 'error' });
-      const delay = backoffDelay(this.consecutiveFailures - 1, this.backoffBaseMs, this.backoffCapMs);
-      this.log.warn('recreating the HNS network failed; retrying', { driver: this.driver.name, error: errorMessage(err), delayMs: delay });
-      return pause(this.clock, delay, signal);
+      return pause(this.clock, this.ledger.rebuildFailed(this.driver.name, err), signal);
     }
   }
 }

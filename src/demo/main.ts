@@ -81,7 +81,7 @@ async function main(): Promise<void> {
   // Wait for the first in-sync pass, then show what was leased and programmed.
   while (!agent.network && agent.phase !== 'stopped' && (await pause(clock, 50, controller.signal)));
   if (agent.network) {
-    await agent.network.waitForInSync(controller.signal).catch(() => undefined);
+    while (!agent.network.status().inSync && agent.phase !== 'stopped' && (await pause(clock, 50, controller.signal)));
     const lease = agent.network.lease;
     out(`\nleased ${lease.subnet} for node ${WINDOWS_NODE} (public IP ${lease.publicIP}), HNS network ${agent.network.networkName}, MTU ${agent.network.mtu}`);
     out(`\n${config.subnetFile}:\n${readFileSync(config.subnetFile, 'utf8')}`);

@@ -1,7 +1,7 @@
-// The node's file system as the subnet code uses it: node:fs behind the small interfaces src/subnet
-// takes as options (src/subnet imports no node:fs itself). These are the real defaults; tests pass
-// others, or swap a member of nodeSubnetEnvFs to inject a full disk.
-import { existsSync, readFileSync } from 'node:fs';
+// The node's file system as src/subnet and src/backends use it: node:fs behind the small interfaces they
+// take as options (neither imports node:fs itself). These are the real defaults; tests pass others, or
+// swap a member of nodeSubnetEnvFs to inject a full disk.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
 import type { SubnetEnvFs } from '../subnet/subnet-env.js';
 
@@ -25,4 +25,13 @@ export const nodeSubnetEnvFs: SubnetEnvFs = {
   rename: (a, b) => nodeFs.rename(a, b),
   unlink: (p) => nodeFs.unlink(p),
   readFile: (p, e) => nodeFs.readFile(p, e),
+};
+
+/** The source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). */
+export const hostFiles = {
+  readFileSync: (path: string, encoding: 'utf8'): string => readFileSync(path, encoding),
+  readdirSync: (path: string): string[] => readdirSync(path),
+  writeFileSync: (path: string, data: string): void => writeFileSync(path, data),
+  renameSync: (from: string, to: string): void => renameSync(from, to),
+  mkdirSync: (path: string, opts: { recursive: true }): unknown => mkdirSync(path, opts),
 };

@@ -1,6 +1,6 @@
-// The host seam: IPv4 adapters (name, index, address, MTU), the default route's interface and
-// per-interface forwarding. win32.ts asks iphlpapi (GetIpAddrTable, GetIpInterfaceEntry,
-// GetIpForwardTable2); simulated.ts reads the adapters of the simulated dataplane.
+// The host seam: network adapters (address, MTU, MAC), the default route's interface, forwarding.
+// win32 = iphlpapi, plus os.networkInterfaces() for a MAC (src/host/win32.ts); simulated = the adapters
+// of the simulated dataplane (src/host/simulated.ts).
 
 export interface HostInterface {
   /** Adapter friendly name, e.g. `Ethernet` or `vEthernet (Ethernet)`. */
@@ -20,4 +20,6 @@ export interface Host {
   /** Enable/disable IPv4 forwarding on one interface. */
   setForwarding(interfaceIndex: number, enabled: boolean): Promise<void>;
   getForwarding(interfaceIndex: number): Promise<boolean>;
+  /** The MAC of the adapter holding `ipv4`, in Windows' form (`00-15-5D-0A-0B-0C`); undefined when unknown. */
+  macAddress(ipv4: string): Promise<string | undefined>;
 }

@@ -1,6 +1,7 @@
 // Host on the SimulatedDataplane: the adapters the model keeps (physical NICs, then `vEthernet (...)`
-// vNICs), the default route's interface, and per-interface IPv4 forwarding
+// vNICs) and their MACs, the default route's interface, and per-interface IPv4 forwarding
 // (the simulated counterpart of GetAdaptersAddresses / Get/SetIpInterfaceEntry).
+import { simAdapterMac } from '../dataplane/sim-host.js';
 import type { SimulatedDataplane } from '../dataplane/simulated.js';
 import type { Host, HostInterface } from './host.js';
 
@@ -13,6 +14,12 @@ export class SimulatedHost implements Host {
       .listAdapters()
       .filter((a) => a.IPAddress !== '')
       .map((a) => ({ name: a.Name, index: a.InterfaceIndex, ipv4: a.IPAddress, prefixLength: a.PrefixLength, mtu: a.Mtu }));
+  }
+
+  async macAddress(ipv4: string): Promise<string | undefined> {
+    await this.dp.enter('GetAdaptersAddresses', 'host');
+    const a = this.dp.listAdapters().find((x) => x.IPAddress === ipv4);
+    return a && simAdapterMac(a);
   }
 
   async defaultRouteInterfaceIndex(): Promise<number | undefined> {

@@ -1,8 +1,10 @@
 // The Windows host on iphlpapi only: IPv4 addresses from GetIpAddrTable, the adapter's friendly name
 // from ConvertInterfaceIndexToLuid + ConvertInterfaceLuidToAlias, its MTU (NlMtu) and forwarding flag
 // from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
-// from GetIpForwardTable2. os.networkInterfaces() is not used: under Wine it shows the Linux host's
-// interfaces, and on Windows these calls give the same facts.
+// from GetIpForwardTable2. os.networkInterfaces() (GetAdaptersAddresses in libuv) serves only an
+// adapter's MAC: under Wine it lists the Linux host's interfaces, so no MAC is found there and HNS
+// assigns one, as it does when none is given.
+import { networkInterfaces } from 'node:os';
 import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
 import {
@@ -27,8 +29,23 @@ function hostError(op: string, status: number, what: string, context: Record<str
   return new HostError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
 }
 
+type NetworkInterfaces = NodeJS.Dict<{ address: string; family: string | number; mac: string }[]>;
+
+/** The MAC of the interface holding `ip` in Windows' form (`00-15-5D-..`), from os.networkInterfaces(); undefined when unknown. */
+export function hnsMacOf(ip: string, ifaces: NetworkInterfaces): string | undefined {
+  for (const list of Object.values(ifaces)) {
+    for (const a of list ?? []) {
+      if (a.address === ip && a.mac && a.mac !== '00:00:00:00:00:00') return a.mac.replace(/:/g, '-').toUpperCase();
+    }
+  }
+  return undefined;
+}
+
 export class Win32Host implements Host {
-  constructor(private readonly dll: Win32IpHelperNative) {}
+  constructor(
+    private readonly dll: Win32IpHelperNative,
+    private readonly interfacesOfNode: () => NetworkInterfaces = networkInterfaces,
+  ) {}
 
   /** GetIpAddrTable, growing the buffer as long as it answers ERROR_INSUFFICIENT_BUFFER. */
   private ipAddrTable(): Buffer | undefined {
@@ -112,6 +129,10 @@ export class Win32Host implements Host {
       if (!best || r.metric < best.metric) best = { index: r.interfaceIndex, metric: r.metric };
     }
     return best?.index;
+  }
+
+  macAddress(ipv4: string): Promise<string | undefined> {
+    return Promise.resolve(hnsMacOf(ipv4, this.interfacesOfNode()));
   }
 
   async getForwarding(interfaceIndex: number): Promise<boolean> {

@@ -80,7 +80,7 @@ export class LeaseWatcher {
   private readonly holder = new Map<string, string>();
   /** False until the first complete list (snapshot): until then the subnet holders are provisional. */
   private synced = false;
-  /** During apply(): subnets some claimant left (a tie may be resolved now). */
+  /** During update(): subnets some claimant left (a tie may be resolved now). */
   private readonly left = new Set<string>();
 
   constructor(opts: LeaseWatcherOptions) {
@@ -104,6 +104,7 @@ export class LeaseWatcher {
   /** Peer leases rejected now (their current content), with the reason, sorted by key. */
   rejected(): RejectedLease[] {
     const out: RejectedLease[] = [];
+    if (this.rejections.size === 0) return out; // the common case, asked on every status read
     for (const key of [...this.raw.keys()].sort()) {
       const why = this.accepted.has(key) ? undefined : this.rejections.current(key);
       const l = this.raw.get(key)!;
@@ -150,8 +151,8 @@ export class LeaseWatcher {
     if (fresh && CONFLICT_REASONS.has(reason)) this.metrics?.inc(METRIC.subnetConflicts);
   }
 
-  /** Apply one update from the subnet manager; returns the changes to the accepted peer set. */
-  apply(update: LeaseUpdate): LeaseEvent[] {
+  /** Take one update from the subnet manager; returns the changes to the accepted peer set. */
+  update(update: LeaseUpdate): LeaseEvent[] {
     // 1. Bring `raw` up to date and collect the keys whose reported lease changed.
     const touched = new Set<string>();
     const setRaw = (l: Lease): void => {

@@ -112,7 +112,7 @@ describe('incremental apply', () => {
         const fresh = new Reconciler<Item, Item>({ driver: full });
         fresh.setDesired([...desired.values()]);
         fresh.markSynced();
-        expect((await fresh.applyOnce()).ok).toBe(true);
+        expect((await fresh.passNow()).ok).toBe(true);
 
         // ... and what the running loop makes of it by the next resync (refused items' backoff is capped at 1 s).
         await clock.advance(10_000);

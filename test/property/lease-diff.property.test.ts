@@ -81,7 +81,7 @@ describe('LeaseWatcher: the peer set after any sequence of snapshots and events'
         const w = newWatcher();
         const mirror = new Map<string, Lease>(); // the accepted set rebuilt from emitted events only
         for (const u of updates) {
-          for (const e of w.apply(u)) {
+          for (const e of w.update(u)) {
             if (e.type === 'removed') {
               expect(mirror.has(e.lease.key)).toBe(true);
               mirror.delete(e.lease.key);
@@ -127,10 +127,10 @@ describe('LeaseWatcher: the peer set after any sequence of snapshots and events'
     fc.assert(
       fc.property(fc.array(updateArb, { maxLength: 8 }), fc.array(leaseArb, { maxLength: 8 }), (history, leases) => {
         const w = newWatcher();
-        for (const u of history) w.apply(u);
-        w.apply({ kind: 'snapshot', leases });
+        for (const u of history) w.update(u);
+        w.update({ kind: 'snapshot', leases });
         const before = w.peers().map(leaseContent);
-        expect(w.apply({ kind: 'snapshot', leases: structuredClone(leases) })).toEqual([]);
+        expect(w.update({ kind: 'snapshot', leases: structuredClone(leases) })).toEqual([]);
         expect(w.peers().map(leaseContent)).toEqual(before);
       }),
       { numRuns: 1000 },
@@ -144,8 +144,8 @@ describe('LeaseWatcher: the peer set after any sequence of snapshots and events'
       fc.property(uniqueLeases.chain((ls) => fc.tuple(fc.constant(ls), fc.shuffledSubarray(ls, { minLength: ls.length, maxLength: ls.length }))), ([a, b]) => {
         const x = newWatcher();
         const y = newWatcher();
-        x.apply({ kind: 'snapshot', leases: a });
-        y.apply({ kind: 'snapshot', leases: b });
+        x.update({ kind: 'snapshot', leases: a });
+        y.update({ kind: 'snapshot', leases: b });
         expect(y.peers().map(leaseContent)).toEqual(x.peers().map(leaseContent));
         expect(y.peers().map((l) => l.key)).toEqual(x.peers().map((l) => l.key));
       }),
@@ -241,14 +241,14 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
           r.setDesired(withIds(d, 1000));
           r.markSynced();
           let ok = false;
-          for (let i = 0; i < 60 && !ok; i++) ok = (await r.applyOnce()).ok;
+          for (let i = 0; i < 60 && !ok; i++) ok = (await r.passNow()).ok;
           expect(ok).toBe(true);
           const keys = actual.map((x) => x.key);
           expect(new Set(keys).size).toBe(keys.length);
           expect(new Map(actual.map((x) => [x.key, x.val]))).toEqual(byKey(withIds(d, 1000)));
           // A pass on the converged state writes nothing.
           const before = actual;
-          expect(await r.applyOnce()).toMatchObject({ added: 0, removed: 0, replaced: 0 });
+          expect(await r.passNow()).toMatchObject({ added: 0, removed: 0, replaced: 0 });
           expect(actual).toBe(before);
         },
       ),

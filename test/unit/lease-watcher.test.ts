@@ -55,20 +55,20 @@ describe('LeaseWatcher', () => {
   it('rejected() lists the peers rejected now, with the reason; a renewal keeps them, a fix or removal clears them', () => {
     const { w } = setup();
     const bad = peer(3, { backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:03:01' } });
-    w.apply({ kind: 'snapshot', leases: [peer(2), bad] });
+    w.update({ kind: 'snapshot', leases: [peer(2), bad] });
     expect(w.rejected()).toEqual([{ key: 'node-3', subnet: '10.244.3.0/24', publicIP: '192.168.1.3', reason: 'vni-too-low', message: expect.any(String) }]);
-    w.apply({ kind: 'events', events: [{ type: 'added', lease: { ...bad, expiration: 123 } }] }); // same content
+    w.update({ kind: 'events', events: [{ type: 'added', lease: { ...bad, expiration: 123 } }] }); // same content
     expect(w.rejected().map((r) => r.key)).toEqual(['node-3']);
-    w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(3) }] });
+    w.update({ kind: 'events', events: [{ type: 'added', lease: peer(3) }] });
     expect(w.rejected()).toEqual([]);
-    w.apply({ kind: 'events', events: [{ type: 'added', lease: bad }] });
-    w.apply({ kind: 'events', events: [{ type: 'removed', lease: bad }] });
+    w.update({ kind: 'events', events: [{ type: 'added', lease: bad }] });
+    w.update({ kind: 'events', events: [{ type: 'removed', lease: bad }] });
     expect(w.rejected()).toEqual([]);
   });
 
   it('accepts a first snapshot and drops the own lease by key; another node with our subnet is rejected with a reason', () => {
     const { w, metrics, rejections } = setup();
-    const evs = w.apply({ kind: 'snapshot', leases: [peer(1), peer(2), peer(3), peer(4, { key: 'alias-of-me', subnet: '10.244.1.0/24' })] });
+    const evs = w.update({ kind: 'snapshot', leases: [peer(1), peer(2), peer(3), peer(4, { key: 'alias-of-me', subnet: '10.244.1.0/24' })] });
     expect(brief(evs)).toEqual(['added:node-2', 'added:node-3']);
     expect(w.size).toBe(2);
     expect(w.peers().map((l) => l.key)).toEqual(['node-2', 'node-3']);
@@ -79,7 +79,7 @@ describe('LeaseWatcher', () => {
 
   it('an IPv6-only podCIDR and one that is not a CIDR are rejected with their reasons', () => {
     const { w, metrics, rejections } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(2, { subnet: 'fd00:1::/64' }), peer(3, { subnet: 'banana' }), peer(4, { subnet: '' })] });
+    w.update({ kind: 'snapshot', leases: [peer(2, { subnet: 'fd00:1::/64' }), peer(3, { subnet: 'banana' }), peer(4, { subnet: '' })] });
     expect(w.size).toBe(0);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(2);
@@ -88,8 +88,8 @@ describe('LeaseWatcher', () => {
 
   it('a re-list snapshot removes peers missing from it and re-adds changed ones', () => {
     const { w, metrics } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(2), peer(3), peer(4)] });
-    const evs = w.apply({ kind: 'snapshot', leases: [peer(2), peer(4, { publicIP: '192.168.1.44' }), peer(5)] });
+    w.update({ kind: 'snapshot', leases: [peer(2), peer(3), peer(4)] });
+    const evs = w.update({ kind: 'snapshot', leases: [peer(2), peer(4, { publicIP: '192.168.1.44' }), peer(5)] });
     expect(brief(evs)).toEqual(['removed:node-3', 'added:node-4', 'added:node-5']);
     expect(evs.find((e) => e.lease.key === 'node-4')!.lease.publicIP).toBe('192.168.1.44');
     expect(metrics.get(METRIC.peers)).toBe(3);
@@ -97,58 +97,58 @@ describe('LeaseWatcher', () => {
 
   it('an unchanged re-add produces no event (heartbeats cost nothing)', () => {
     const { w } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(2)] });
-    expect(w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] })).toEqual([]);
+    w.update({ kind: 'snapshot', leases: [peer(2)] });
+    expect(w.update({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] })).toEqual([]);
     // backend-data with another key order and a new expiration is the same content
     const same = peer(2, { backendData: { VtepMAC: '0e:2a:0a:f4:02:01', VNI: 4096 }, expiration: 123 });
-    expect(w.apply({ kind: 'events', events: [{ type: 'added', lease: same }] })).toEqual([]);
+    expect(w.update({ kind: 'events', events: [{ type: 'added', lease: same }] })).toEqual([]);
     expect(w.peers()[0]!.expiration).toBe(123);
-    expect(w.apply({ kind: 'snapshot', leases: [peer(2)] })).toEqual([]);
+    expect(w.update({ kind: 'snapshot', leases: [peer(2)] })).toEqual([]);
   });
 
   it('a subnet change emits removed(old) then added(new)', () => {
     const { w } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(2)] });
-    const evs = w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(2, { subnet: '10.244.22.0/24' }) }] });
+    w.update({ kind: 'snapshot', leases: [peer(2)] });
+    const evs = w.update({ kind: 'events', events: [{ type: 'added', lease: peer(2, { subnet: '10.244.22.0/24' }) }] });
     expect(evs.map((e) => `${e.type}:${e.lease.subnet}`)).toEqual(['removed:10.244.2.0/24', 'added:10.244.22.0/24']);
   });
 
   it('removed events remove; removing an unknown key is a no-op', () => {
     const { w } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(2), peer(3)] });
-    expect(brief(w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(2) }] }))).toEqual(['removed:node-2']);
-    expect(w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(9) }] })).toEqual([]);
-    expect(w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(1) }] })).toEqual([]);
+    w.update({ kind: 'snapshot', leases: [peer(2), peer(3)] });
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(2) }] }))).toEqual(['removed:node-2']);
+    expect(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(9) }] })).toEqual([]);
+    expect(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(1) }] })).toEqual([]);
     expect(w.size).toBe(1);
   });
 
   it('a lease that turns invalid is removed and the rejection counted', () => {
     const { w, metrics } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(2)] });
+    w.update({ kind: 'snapshot', leases: [peer(2)] });
     const bad = peer(2, { backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:02:01' } });
-    expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: bad }] }))).toEqual(['removed:node-2']);
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'added', lease: bad }] }))).toEqual(['removed:node-2']);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'vni-too-low' })).toBe(1);
     expect(w.size).toBe(0);
     // fixed again -> added back
-    expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] }))).toEqual(['added:node-2']);
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] }))).toEqual(['added:node-2']);
   });
 
   it('counts a rejected lease once per (key, reason, content) and logs it with the node name', () => {
     const { w, metrics, rejections, clock } = setup();
     const zero = peer(7, { subnet: '0.0.0.0/0' });
     for (let i = 0; i < 3; i++) {
-      expect(w.apply({ kind: 'snapshot', leases: [peer(2), zero] }).filter((e) => e.lease.key === 'node-7')).toEqual([]);
+      expect(w.update({ kind: 'snapshot', leases: [peer(2), zero] }).filter((e) => e.lease.key === 'node-7')).toEqual([]);
     }
-    w.apply({ kind: 'events', events: [{ type: 'added', lease: zero }] });
+    w.update({ kind: 'events', events: [{ type: 'added', lease: zero }] });
     expect(rejections()).toHaveLength(1);
     expect(rejections()[0]).toMatchObject({ node: 'node-7', reason: 'subnet-outside-network', level: 'warn' });
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(1);
     // different content -> counted; logged again once the interval has passed, with what was held back
-    w.apply({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.77' } }] });
+    w.update({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.77' } }] });
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(2);
     expect(rejections()).toHaveLength(1);
     clock.t += 60_000;
-    w.apply({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.78' } }] });
+    w.update({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.78' } }] });
     expect(rejections()).toHaveLength(2);
     expect(rejections()[1]).toMatchObject({ node: 'node-7', reason: 'subnet-outside-network', heldBack: 1 });
     expect(w.peers().map((l) => l.key)).toEqual(['node-2']);
@@ -156,18 +156,18 @@ describe('LeaseWatcher', () => {
 
   it('overlap with an accepted peer: the earlier one keeps its place', () => {
     const { w, metrics, rejections } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(5, { key: 'zeta' })] });
-    const evs = w.apply({ kind: 'events', events: [{ type: 'added', lease: peer(5, { key: 'alpha', publicIP: '192.168.1.99' }) }] });
+    w.update({ kind: 'snapshot', leases: [peer(5, { key: 'zeta' })] });
+    const evs = w.update({ kind: 'events', events: [{ type: 'added', lease: peer(5, { key: 'alpha', publicIP: '192.168.1.99' }) }] });
     expect(evs).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-overlaps-peer' })).toBe(1);
     expect(rejections()[0]).toMatchObject({ node: 'alpha', reason: 'subnet-overlaps-peer', otherNode: 'zeta' });
     expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
     // a re-list keeps the incumbent, whatever the order
-    expect(w.apply({ kind: 'snapshot', leases: [peer(5, { key: 'alpha', publicIP: '192.168.1.99' }), peer(5, { key: 'zeta' })] })).toEqual([]);
+    expect(w.update({ kind: 'snapshot', leases: [peer(5, { key: 'alpha', publicIP: '192.168.1.99' }), peer(5, { key: 'zeta' })] })).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
     // when the holder goes, the waiting lease takes the subnet
-    expect(brief(w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(5, { key: 'zeta' }) }] }))).toEqual([
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(5, { key: 'zeta' }) }] }))).toEqual([
       'added:alpha',
       'removed:zeta',
     ]);
@@ -180,7 +180,7 @@ describe('LeaseWatcher', () => {
     ]) {
       const { w, metrics, rejections } = setup();
       const created = { a: T0 + 1000, b: T0 };
-      w.apply({ kind: 'snapshot', leases: order.map((k) => peer(6, { key: k, created: created[k as 'a' | 'b'] })) });
+      w.update({ kind: 'snapshot', leases: order.map((k) => peer(6, { key: k, created: created[k as 'a' | 'b'] })) });
       expect(w.peers().map((l) => l.key)).toEqual(['b']);
       expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
       expect(rejections()).toEqual([expect.objectContaining({ node: 'a', reason: 'subnet-overlaps-peer', otherNode: 'b' })]);
@@ -189,27 +189,27 @@ describe('LeaseWatcher', () => {
 
   it('first list: equal creation times: neither holds the subnet; when one leaves, the other gets it (logged)', () => {
     const { w, metrics, rejections, handovers } = setup();
-    const evs = w.apply({ kind: 'snapshot', leases: [peer(6, { key: 'a', created: T0 }), peer(6, { key: 'b', created: T0 }), peer(2)] });
+    const evs = w.update({ kind: 'snapshot', leases: [peer(6, { key: 'a', created: T0 }), peer(6, { key: 'b', created: T0 }), peer(2)] });
     expect(brief(evs)).toEqual(['added:node-2']);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-contested' })).toBe(2);
     expect(rejections().map((e) => [e['node'], e['otherNode']])).toEqual([
       ['a', 'b'],
       ['b', 'a'],
     ]);
-    expect(brief(w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(6, { key: 'a' }) }] }))).toEqual(['added:b']);
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(6, { key: 'a' }) }] }))).toEqual(['added:b']);
     expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.6.0/24', to: 'b' })]);
   });
 
   it('the holder keeps its subnet when it flickers (changes, re-lists); a duplicate never takes over until it is gone', () => {
     const { w, rejections, handovers, metrics } = setup();
     // zeta holds 10.244.5.0/24; alpha (older, and sorting first) turns up later with the same podCIDR.
-    w.apply({ kind: 'snapshot', leases: [peer(5, { key: 'zeta', created: T0 + 5000 })] });
+    w.update({ kind: 'snapshot', leases: [peer(5, { key: 'zeta', created: T0 + 5000 })] });
     const alpha = peer(5, { key: 'alpha', created: T0, publicIP: '192.168.1.99' });
-    expect(w.apply({ kind: 'events', events: [{ type: 'added', lease: alpha }] })).toEqual([]);
+    expect(w.update({ kind: 'events', events: [{ type: 'added', lease: alpha }] })).toEqual([]);
     // the holder changes its public IP, then is seen again by a re-list: it keeps the subnet each time
     const zeta2 = peer(5, { key: 'zeta', created: T0 + 5000, publicIP: '192.168.1.55' });
-    expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: zeta2 }] }))).toEqual(['added:zeta']);
-    expect(w.apply({ kind: 'snapshot', leases: [alpha, zeta2] })).toEqual([]);
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'added', lease: zeta2 }] }))).toEqual(['added:zeta']);
+    expect(w.update({ kind: 'snapshot', leases: [alpha, zeta2] })).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
     // logged once, counted once
     expect(rejections().filter((e) => e['node'] === 'alpha')).toHaveLength(1);
@@ -217,30 +217,30 @@ describe('LeaseWatcher', () => {
     expect(handovers()).toEqual([]);
     // the holder gives the subnet up (moves to another): the subnet changes hands, logged
     const zeta3 = peer(9, { key: 'zeta', created: T0 + 5000 });
-    expect(brief(w.apply({ kind: 'events', events: [{ type: 'added', lease: zeta3 }] }))).toEqual(['added:alpha', 'removed:zeta', 'added:zeta']);
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'added', lease: zeta3 }] }))).toEqual(['added:alpha', 'removed:zeta', 'added:zeta']);
     expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.5.0/24', from: 'zeta', to: 'alpha' })]);
   });
 
   it('pages before the first complete list only add; the list then decides a contested subnet by age', () => {
     const { w } = setup();
-    expect(brief(w.apply({ kind: 'page', leases: [peer(2), peer(6, { key: 'newer', created: T0 + 1 })] }))).toEqual(['added:newer', 'added:node-2']);
+    expect(brief(w.update({ kind: 'page', leases: [peer(2), peer(6, { key: 'newer', created: T0 + 1 })] }))).toEqual(['added:newer', 'added:node-2']);
     // a later page brings an older claimant: nothing removed yet
-    expect(w.apply({ kind: 'page', leases: [peer(6, { key: 'older', created: T0 })] })).toEqual([]);
+    expect(w.update({ kind: 'page', leases: [peer(6, { key: 'older', created: T0 })] })).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['newer', 'node-2']);
     // the complete list: node-2 is gone, the older claimant holds the subnet
-    const evs = w.apply({ kind: 'snapshot', leases: [peer(6, { key: 'newer', created: T0 + 1 }), peer(6, { key: 'older', created: T0 })] });
+    const evs = w.update({ kind: 'snapshot', leases: [peer(6, { key: 'newer', created: T0 + 1 }), peer(6, { key: 'older', created: T0 })] });
     expect(brief(evs)).toEqual(['removed:newer', 'removed:node-2', 'added:older']);
   });
 
   it('rejection spam: one node rewriting an invalid annotation 90,000 times keeps one record and a bounded number of log lines', () => {
     const { w, metrics, rejections, clock, entries } = setup();
-    w.apply({ kind: 'snapshot', leases: [peer(2)] });
+    w.update({ kind: 'snapshot', leases: [peer(2)] });
     const spamMs = 10 * 60_000;
     const n = 90_000;
     for (let i = 0; i < n; i++) {
       clock.t += spamMs / n;
       const bad = peer(3, { backendData: { VNI: 4096, VtepMAC: `not-a-mac-${i}` } });
-      w.apply({ kind: 'events', events: [{ type: 'added', lease: bad }] });
+      w.update({ kind: 'events', events: [{ type: 'added', lease: bad }] });
       expect(w.remembered).toBeLessThanOrEqual(4);
     }
     expect(metrics.get(METRIC.leasesRejected, { reason: 'vtep-mac-invalid' })).toBe(n);
@@ -249,7 +249,7 @@ describe('LeaseWatcher', () => {
     expect(rejections().at(-1)).toMatchObject({ node: 'node-3', reason: 'vtep-mac-invalid', heldBack: expect.any(Number) });
     expect(entries.length).toBeLessThanOrEqual(20);
     // deleted: nothing about it is remembered
-    w.apply({ kind: 'events', events: [{ type: 'removed', lease: peer(3) }] });
+    w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(3) }] });
     expect(w.remembered).toBe(1);
     expect(w.peers().map((l) => l.key)).toEqual(['node-2']);
   });

@@ -26,6 +26,7 @@ function host(listings: HostInterface[][]): Host & { calls: number } {
     defaultRouteInterfaceIndex: async () => undefined,
     setForwarding: async () => undefined,
     getForwarding: async () => false,
+    macAddress: async () => undefined,
   };
   return h;
 }

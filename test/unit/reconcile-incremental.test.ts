@@ -82,7 +82,6 @@ function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () =
     backoffBaseMs: 1000,
     backoffCapMs: 8000,
     earlyAdds: opts.earlyAdds,
-    owner: (k) => `node-${k}`,
     onNetworkGone: opts.onNetworkGone,
   });
   const ac = new AbortController();
@@ -168,7 +167,7 @@ describe('incremental apply', () => {
     r.updateDesired([['a', 'a=1']]);
     await flush();
     expect(dp.released).toBe(1);
-    await r.applyOnce();
+    await r.passNow();
     expect(dp.released).toBe(2);
     ac.abort();
     await done;
@@ -179,7 +178,7 @@ describe('refused items', () => {
   it('one refused item in a batch: the rest land, it is retried with backoff, counted, and logged once', async () => {
     const { clock, dp, r, ac, metrics, lines } = setup({ batch: 8 });
     dp.refused.add('e=1');
-    r.setDesired(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1']);
+    r.setPeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]!}`, [d]]));
     r.markSynced();
     const first = r.waitForFirstPass();
     const done = r.run(ac.signal);

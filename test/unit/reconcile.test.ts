@@ -76,7 +76,7 @@ describe('Reconciler', () => {
   it('writes nothing before markSynced, even through resyncs', async () => {
     const { clock, driver, r, ac } = setup();
     r.setDesired(['a=1']);
-    expect(await r.applyOnce()).toMatchObject({ ok: true, skipped: true, added: 0 });
+    expect(await r.passNow()).toMatchObject({ ok: true, skipped: true, added: 0 });
     const done = r.run(ac.signal);
     await clock.advance(60_000);
     expect(driver.log).toEqual([]);
@@ -93,11 +93,11 @@ describe('Reconciler', () => {
     driver.actual = ['a=1', 'b=1', 'x=1'];
     r.setDesired(['a=1', 'b=2', 'c=1']);
     r.markSynced();
-    expect(await r.applyOnce()).toEqual({ ok: true, added: 1, removed: 1, replaced: 1 });
+    expect(await r.passNow()).toEqual({ ok: true, added: 1, removed: 1, replaced: 1 });
     expect(driver.log).toEqual(['read', 'remove x=1,b=1', 'add c=1,b=2']);
     expect(driver.actual.sort()).toEqual(['a=1', 'b=2', 'c=1']);
     driver.log = [];
-    expect(await r.applyOnce()).toEqual({ ok: true, added: 0, removed: 0, replaced: 0 });
+    expect(await r.passNow()).toEqual({ ok: true, added: 0, removed: 0, replaced: 0 });
     expect(driver.log).toEqual(['read']);
     expect(r.status()).toMatchObject({ synced: true, inSync: true, passes: 2, consecutiveFailures: 0 });
   });
@@ -226,7 +226,7 @@ describe('Reconciler', () => {
     };
     r.setDesired(['b=2', 'c=1']);
     r.markSynced();
-    const res = await r.applyOnce();
+    const res = await r.passNow();
     expect(res).toMatchObject({ ok: false, added: 1, removed: 0, replaced: 0 });
     expect(driver.actual).toEqual(['b=1', 'x=1', 'c=1']);
     expect(r.status()).toMatchObject({ inSync: false, consecutiveFailures: 1 });

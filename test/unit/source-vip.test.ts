@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import {
   SOURCE_VIP_OWNER,
   chooseSourceVip,
-  hnsMacOf,
   kubeProxySourceVip,
   parseSourceVipDocument,
   plainSourceVipDocument,
@@ -16,6 +15,8 @@ import {
   sourceVipEndpointName,
 } from '../../src/backends/vxlan/source-vip.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
+import { hostFiles } from '../../src/host/files.js';
+import { hnsMacOf } from '../../src/host/win32.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
@@ -126,6 +127,7 @@ describe('reserveSourceVip on the simulated HNS', () => {
       compatFiles: [join(dir, 'k', 'sourceVip.json'), join(dir, 'sourcevip', 'sourceVip.json')],
       ipamDataDir: join(dir, 'cni'),
       log: silentLogger(),
+      fs: hostFiles,
     };
     return { dir, sim, hns, opts, done: () => rmSync(dir, { recursive: true, force: true }) };
   }

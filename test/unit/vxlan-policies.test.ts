@@ -54,7 +54,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     expect(prefixes()).toEqual(['10.244.2.0/24', '10.244.3.0/24', '10.244.4.0/24']);
     expect(calls()).toEqual({ HcnOpenNetwork: 1, HcnModifyNetwork: 4 });
     expect(dp.openHandles).toBe(1);
-    await r.applyOnce(); // a resync: reads, finds nothing to do, closes the kept handle
+    await r.passNow(); // a resync: reads, finds nothing to do, closes the kept handle
     expect(dp.openHandles).toBe(0);
     ac.abort();
     await done;
@@ -65,7 +65,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     editState(dp, (s) => void (s.faults = [{ op: 'HcnModifyNetwork', match: '"10.244.137.0/24"', hresult: '0x803B002F', remaining: -1 }]));
     r.setDesired(Array.from({ length: 200 }, (_, i) => remoteSubnetRouteFor(peer(i + 1))));
     r.markSynced();
-    const res = await r.applyOnce();
+    const res = await r.passNow();
     expect(res).toMatchObject({ ok: true, added: 199, refused: 1 });
     expect(prefixes()).toHaveLength(199);
     expect(prefixes()).not.toContain('10.244.137.0/24');
@@ -79,14 +79,14 @@ describe('vxlan RemoteSubnetRoute driver', () => {
   it('a deleted network: the read says it is gone, and so does a write on the kept handle', async () => {
     const { dp, hns, net, r } = await setup();
     r.markSynced();
-    await r.applyOnce();
+    await r.passNow();
     await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(9))], { keepOpen: true });
     removeNetwork(dp, 'flannel.4096');
     const write = await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))], { keepOpen: true }).catch((e: unknown) => e);
     expect(isNetworkGone(write)).toBe(true);
     const removal = await hns.removeNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))]).catch((e: unknown) => e);
     expect(isHnsNetworkNotFound(removal)).toBe(true);
-    expect(await r.applyOnce()).toMatchObject({ ok: false, networkGone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
+    expect(await r.passNow()).toMatchObject({ ok: false, networkGone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
     expect(dp.openHandles).toBe(0);
   });
 });

@@ -2,8 +2,8 @@
 // and one route per peer on the management vNIC. Mirrors flannel pkg/backend/hostgw/hostgw_windows.go,
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
-import { hostGwRouteDriver, ManagementVNic, ROUTE_METRIC } from './routes.js';
+import { RouteNetwork, type NetworkBinding } from '../route-network.js';
+import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { BackendError, HostError } from '../../errors.js';
 import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
@@ -45,15 +45,12 @@ export class HostGwBackend implements Backend {
     );
     log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });
 
-    return new ReconciledNetwork({
+    return new RouteNetwork({
+      deps,
       lease,
       networkName: cfg.name,
       binding: await this.setUp(lease, signal),
       rebuild: (sig) => this.setUp(lease, sig),
-      log,
-      metrics: deps.metrics,
-      clock: deps.clock,
-      resyncMs: deps.resyncMs,
     });
   }
 
@@ -86,7 +83,6 @@ export class HostGwBackend implements Backend {
         },
         networkGone: isNetworkGone,
       }),
-      desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
       mtu: mgmt.mtu,
     };
   }

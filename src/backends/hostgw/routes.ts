@@ -4,12 +4,13 @@
 // rebuilt (an HNS restart, the NIC disabled and enabled), and CreateIpForwardEntry2 then fails with
 // ERROR_NOT_FOUND (1168, netioapi.h). The driver looks the vNIC up again by its IP and writes there.
 // Routes are written one per call (CreateIpForwardEntry2 / DeleteIpForwardEntry2), several in flight.
-import type { ReconcileDriver } from '../reconcile.js';
+import type { LeaseDriver } from '../reconcile.js';
 import { RouteError } from '../../errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { cidrContains } from '../../ip4.js';
 import type { Logger } from '../../log.js';
+import type { Lease } from '../../subnet/lease.js';
 import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route-table.js';
 
 /** Metric of the routes the agent installs (Windows' default for manual routes). */
@@ -71,7 +72,7 @@ export function hostGwRouteDriver(opts: {
   /** Throws (a network-gone error) when the backing HNS network no longer exists; checked before each read. */
   checkNetwork?: () => Promise<void>;
   networkGone?: (err: unknown) => boolean;
-}): ReconcileDriver<Route, Route> {
+}): LeaseDriver<Route, Route> {
   const { routes, network, ownSubnet, vnic } = opts;
   /** Write on the vNIC's current index; after a 1168 (no such interface), re-resolve it once and retry. */
   const write = async (r: Route): Promise<void> => {
@@ -84,6 +85,7 @@ export function hostGwRouteDriver(opts: {
   };
   return {
     name: 'host-gw routes',
+    desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
     async readActual() {
       await opts.checkNetwork?.();
       const index = vnic.index;

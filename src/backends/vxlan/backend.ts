@@ -3,10 +3,10 @@
 // and device_windows.go, but publishes the lease only once the network and its MAC exist (upstream first
 // publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { ReconciledNetwork, type NetworkBinding } from '../reconciled-network.js';
-import type { ReconcileDriver } from '../reconcile.js';
-import { remoteEndpointDriver, remoteEndpointsFor } from './remote-endpoints.js';
-import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from './policies.js';
+import { RouteNetwork, type NetworkBinding } from '../route-network.js';
+import type { LeaseDriver } from '../reconcile.js';
+import { remoteEndpointDriver } from './remote-endpoints.js';
+import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
 import { BackendError, HnsError, HostError } from '../../errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
@@ -90,15 +90,12 @@ export class VxlanBackend implements Backend {
     const net = this.network!;
     deps.log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP, network: cfg.name, id: net.ID });
 
-    return new ReconciledNetwork({
+    return new RouteNetwork({
+      deps,
       lease,
       networkName: cfg.name,
       binding: this.bind(net, deps.extIface.mtu),
       rebuild: (sig) => this.rebuild(lease, sig),
-      log: deps.log,
-      metrics: deps.metrics,
-      clock: deps.clock,
-      resyncMs: deps.resyncMs,
     });
   }
 
@@ -107,17 +104,9 @@ export class VxlanBackend implements Backend {
     const { deps, cfg } = this;
     const mtu = ifaceMtu - ENCAP_OVERHEAD;
     if (cfg.legacyRemoteEndpoints) {
-      return {
-        driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.name) as ReconcileDriver<VxlanItem, VxlanItem>,
-        desiredFor: (peer) => remoteEndpointsFor(peer, net.ID!, cfg.macPrefix),
-        mtu,
-      };
+      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, cfg.name) as LeaseDriver<VxlanItem, VxlanItem>, mtu };
     }
-    return {
-      driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, cfg.name) as ReconcileDriver<VxlanItem, VxlanItem>,
-      desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
-      mtu,
-    };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, cfg.name) as LeaseDriver<VxlanItem, VxlanItem>, mtu };
   }
 
   /**

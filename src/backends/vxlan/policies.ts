@@ -1,7 +1,7 @@
 // The vxlan reconcile driver: RemoteSubnetRoute network policies on the Overlay network, one per peer,
 // written in bounded batches through HcnModifyNetwork on a network handle kept open between writes.
 // Policy shape: flannel vxlan_network_windows.go.
-import type { ReconcileDriver } from '../reconcile.js';
+import type { LeaseDriver } from '../reconcile.js';
 import type { HnsClient } from '../../hns/client.js';
 import { isHnsRefusal, isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
@@ -48,9 +48,10 @@ export function remoteSubnetRouteDriver(
   networkId: string,
   batch: number = POLICY_BATCH,
   networkName = networkId,
-): ReconcileDriver<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy> {
+): LeaseDriver<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy> {
   return {
     name: 'vxlan RemoteSubnetRoute policies',
+    desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
     async readActual() {
       const net = await hns.getNetwork(networkId);
       if (!net) throw networkGoneError(networkName, networkId);

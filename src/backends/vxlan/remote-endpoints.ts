@@ -2,7 +2,7 @@
 // `remote_<ip>`, MAC `<MacPrefix>-<ip octets in hex>`, with a PA policy naming the peer's public IP.
 // Off by default (Backend.LegacyRemoteEndpoints), for tooling that still expects the old remote
 // endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
-import type { ReconcileDriver } from '../reconcile.js';
+import type { LeaseDriver } from '../reconcile.js';
 import type { HnsClient } from '../../hns/client.js';
 import { isHnsRefusal, isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
@@ -36,9 +36,10 @@ export function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: st
 }
 
 /** Endpoints are written one per call, several in flight; without `toActual` (HNS assigns the IDs) every pass reads. */
-export function remoteEndpointDriver(hns: HnsClient, networkId: string, networkName = networkId): ReconcileDriver<HnsEndpointV1, HnsEndpointV1> {
+export function remoteEndpointDriver(hns: HnsClient, networkId: string, macPrefix: string, networkName = networkId): LeaseDriver<HnsEndpointV1, HnsEndpointV1> {
   return {
     name: 'vxlan remote endpoints',
+    desiredFor: (peer) => remoteEndpointsFor(peer, networkId, macPrefix),
     async readActual() {
       if (!(await hns.getNetworkV1(networkId))) throw networkGoneError(networkName, networkId);
       const all = await hns.listEndpointsV1();

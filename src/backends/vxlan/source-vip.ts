@@ -26,14 +26,12 @@
 //    hostprocess/flannel/kube-proxy/start.ps1 at the commit test/integration/kube-proxy-handoff.test.ts
 //    cites; scripts that run host-local with `"cniVersion": "0.3.1"` (for example a Calico node script's
 //    GetSourceVip) read its CNI 0.3.x output as `.ips[0].address.Split("/")[0]`.
-import * as nodeFs from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
 import { BackendError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
 import { policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
-import { macToHns } from '../../subnet/kube/annotations.js';
 import type { Logger } from '../../log.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
@@ -119,9 +117,10 @@ export interface SourceVipOptions {
   /** host-local's dataDir (`C:\var\lib\cni\networks`); '' = do not write a reservation. */
   ipamDataDir: string;
   /** MAC for the endpoint given the network's provider address (kube-proxy uses the host's); HNS assigns one when it has none. */
-  macFor?: (providerAddress: string) => string | undefined;
+  macFor?: (providerAddress: string) => Promise<string | undefined>;
   log: Logger;
-  fs?: SourceVipFs;
+  /** The files (node:fs on the host: src/host/files.ts). */
+  fs: SourceVipFs;
 }
 
 function readText(fs: SourceVipFs, path: string): string | undefined {
@@ -156,12 +155,9 @@ export function kubeProxySourceVip(endpoints: readonly HcnEndpoint[], subnet: st
   return recorded.map((ip) => candidates.find((e) => ipsOf(e).includes(ip))).find((e) => e !== undefined) ?? candidates[0];
 }
 
-
-
 /** Ensure the source VIP endpoint, its host-local reservation and its files; returns what was reserved. */
 export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVipRecord> {
-  const fs = opts.fs ?? (nodeFs as unknown as SourceVipFs);
-  const { hns, networkName, subnet, log } = opts;
+  const { fs, hns, networkName, subnet, log } = opts;
   const net = await hns.getNetworkByName(networkName);
   if (!net?.ID) {
     throw new BackendError('FLANNEL_ERR_BACKEND', `cannot reserve the kube-proxy source VIP: HNS network ${networkName} does not exist`, { network: networkName });
@@ -222,7 +218,7 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
     }
     ip = chosen;
     const pa = policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress');
-    const mac = pa === undefined ? undefined : opts.macFor?.(pa);
+    const mac = pa === undefined ? undefined : await opts.macFor?.(pa);
     const body: HcnEndpoint = {
       Name: epName,
       IpConfigurations: [{ IpAddress: ip, PrefixLength: prefixLength }],
@@ -254,14 +250,4 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
     }
   }
   return rec;
-}
-
-/** The host MAC for `ip` in HNS form (`00-15-5D-..`), from os.networkInterfaces(); undefined when unknown. */
-export function hnsMacOf(ip: string, ifaces: NodeJS.Dict<{ address: string; family: string | number; mac: string }[]>): string | undefined {
-  for (const list of Object.values(ifaces)) {
-    for (const a of list ?? []) {
-      if (a.address === ip && a.mac && a.mac !== '00:00:00:00:00:00') return macToHns(a.mac);
-    }
-  }
-  return undefined;
 }

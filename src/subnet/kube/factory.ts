@@ -1,0 +1,69 @@
+// Builds the kube subnet manager from the agent's flags. Mirrors the kube half of flannel main.go
+// (newSubnetManager -> kube.NewSubnetManager with the kubeconfig file, the API URL or the in-cluster
+// config; GetStoredPublicIP, read before the external interface is chosen).
+import type { Clock } from '../../clock.js';
+import type { AgentConfig } from '../../config/agent-config.js';
+import type { Metrics } from '../../health/metrics.js';
+import { componentLogger, type Logger } from '../../log.js';
+import type { SubnetManager } from '../lease.js';
+import type { NetworkConfig } from '../net-conf-types.js';
+import { buildKubeConfig } from './client.js';
+import { KubeSubnetManager } from './manager.js';
+import { readNodePublicIPs } from './node-public-ip.js';
+
+type KubeFlags = Pick<
+  AgentConfig,
+  | 'kubeconfigFile'
+  | 'kubeApiUrl'
+  | 'inClusterEnv'
+  | 'nodeName'
+  | 'podName'
+  | 'podNamespace'
+  | 'kubeAnnotationPrefix'
+  | 'setNodeNetworkUnavailable'
+  | 'nodeWaitTimeoutSeconds'
+  | 'publicIP'
+>;
+
+export interface KubeStartDeps {
+  /** Root logger; a `kube` child is used. */
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+}
+
+/** The kube side of the agent's start: the own Node's public IPs, then the subnet manager (one kubeconfig for both). */
+export interface KubeStart {
+  /** The own Node's public-ip-overwrite and node-public-ip annotations, in that order (none without --node-name). */
+  publicIPs(signal: AbortSignal): Promise<string[]>;
+  subnetManager(netConf: NetworkConfig): SubnetManager;
+}
+
+export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
+  const log = componentLogger(deps.log, 'kube');
+  let kubeConfig: ReturnType<typeof buildKubeConfig> | undefined;
+  const kc = () => (kubeConfig ??= buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log }));
+  return {
+    async publicIPs(signal) {
+      if (!config.nodeName) return [];
+      const annotated = await readNodePublicIPs({ kubeConfig: kc(), nodeName: config.nodeName, annotationPrefix: config.kubeAnnotationPrefix, log, clock: deps.clock, signal });
+      return [annotated.publicIPOverwrite, annotated.nodePublicIP].filter((ip): ip is string => ip !== undefined);
+    },
+    subnetManager(netConf) {
+      return new KubeSubnetManager({
+        kubeConfig: kc(),
+        nodeName: config.nodeName,
+        podName: config.podName,
+        podNamespace: config.podNamespace,
+        network: netConf.network,
+        annotationPrefix: config.kubeAnnotationPrefix,
+        setNodeNetworkUnavailable: config.setNodeNetworkUnavailable,
+        nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000,
+        publicIPOverride: config.publicIP || undefined,
+        log,
+        metrics: deps.metrics,
+        clock: deps.clock,
+      });
+    },
+  };
+}

@@ -1,0 +1,141 @@
+// The network owns its lease watch, as flannel's RouteNetwork.Run does (pkg/backend/route_network_windows.go:
+// WatchLeases, then handleSubnetEvents for each batch): RouteNetwork.run watches the subnet manager, passes
+// each update through the LeaseWatcher into the Reconciler, and completes the lease once the first pass
+// was tried (flannel main.go calls CompleteLease once the backend runs). A rebuild re-binds every peer and
+// runs the agent's afterRebuild hook.
+import { describe, expect, it } from '@jest/globals';
+import type { BackendDeps, Network } from '../../src/backends/backend.js';
+import type { ReconcileDriver } from '../../src/backends/reconcile.js';
+import { RouteNetwork, type NetworkBinding } from '../../src/backends/route-network.js';
+import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { Metrics } from '../../src/health/metrics.js';
+import { HnsClient } from '../../src/hns/client.js';
+import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHost } from '../../src/host/simulated.js';
+import { silentLogger } from '../../src/log.js';
+import { SimulatedRouteTable } from '../../src/routes/simulated.js';
+import type { Lease, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { FakeClock, flush } from '../support/fake-clock.js';
+
+class Gone extends Error {}
+
+/** Items are `subnet=nextHop` strings; the key is the subnet. */
+class Driver implements ReconcileDriver<string, string> {
+  name = 'fake';
+  actual: string[] = [];
+  log: string[] = [];
+  gone = false;
+  actualKey = (a: string) => a.split('=')[0]!;
+  desiredKey = (d: string) => d.split('=')[0]!;
+  same = (a: string, d: string) => a === d;
+  toActual = (d: string) => d;
+  networkGone = (e: unknown) => e instanceof Gone;
+  desiredFor = (p: Lease) => [`${p.subnet}=${p.publicIP}`];
+  async readActual(): Promise<string[]> {
+    this.log.push('read');
+    if (this.gone) throw new Gone('network gone');
+    return [...this.actual];
+  }
+  async remove(items: string[]): Promise<void> {
+    this.log.push(`remove ${items.join(',')}`);
+    if (this.gone) throw new Gone('network gone');
+    this.actual = this.actual.filter((a) => !items.includes(a));
+  }
+  async add(items: string[]): Promise<void> {
+    this.log.push(`add ${items.join(',')}`);
+    if (this.gone) throw new Gone('network gone');
+    this.actual.push(...items);
+  }
+}
+
+class Manager implements SubnetManager {
+  readonly name = 'fake';
+  emit: LeaseUpdateHandler = () => undefined;
+  completed: Lease[] = [];
+  acquireLease(): Promise<Lease> {
+    return Promise.reject(new Error('not used'));
+  }
+  watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
+    this.emit = onUpdate;
+    return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+  completeLease(lease: Lease): Promise<void> {
+    this.completed.push(lease);
+    return Promise.resolve();
+  }
+}
+
+const lease = (key: string, n: number, publicIP = `10.0.0.${10 + n}`): Lease => ({ key, subnet: `10.244.${n}.0/24`, publicIP, backendType: 'host-gw', backendData: null });
+const own = lease('me', 1);
+
+function setup() {
+  const clock = new FakeClock();
+  const manager = new Manager();
+  const sim = new SimulatedDataplane();
+  const rebuilt: Network[] = [];
+  const deps: BackendDeps = {
+    netConf: parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}'),
+    subnetManager: manager,
+    hns: new HnsClient(new SimulatedHnsTransport(sim)),
+    routes: new SimulatedRouteTable(sim),
+    host: new SimulatedHost(sim),
+    extIface: { name: 'Ethernet', index: 4, ipv4: own.publicIP, prefixLength: 24, mtu: 1500 },
+    publicIP: own.publicIP,
+    log: silentLogger(),
+    metrics: new Metrics(),
+    clock,
+    afterRebuild: async (n) => {
+      rebuilt.push(n);
+    },
+  };
+  const bind = (driver: Driver, mtu: number): NetworkBinding<string, string> => ({ driver, mtu });
+  const first = new Driver();
+  const second = new Driver();
+  const network = new RouteNetwork({ deps, lease: own, networkName: 'cbr0', binding: bind(first, 1500), rebuild: async () => bind(second, 1450) });
+  return { clock, manager, network, first, second, rebuilt, ac: new AbortController() };
+}
+
+describe('RouteNetwork', () => {
+  it('runs the lease watch through the LeaseWatcher into the reconciler and completes the lease after the first pass', async () => {
+    const { manager, network, first, ac } = setup();
+    const done = network.run(ac.signal);
+    await flush();
+    expect(manager.completed).toEqual([]);
+    const outside = { ...lease('far', 2), subnet: '10.99.0.0/24' };
+    manager.emit({ kind: 'snapshot', leases: [own, lease('node-2', 2), outside] });
+    await flush();
+    expect(first.log).toEqual(['read', 'add 10.244.2.0/24=10.0.0.12']);
+    expect(manager.completed).toEqual([own]);
+    expect(network.status()).toMatchObject({ inSync: true, peersDesired: 1, peersProgrammed: 1, rejections: [expect.objectContaining({ key: 'far', reason: 'subnet-outside-network' })] });
+
+    first.log = [];
+    manager.emit({ kind: 'events', events: [{ type: 'added', lease: lease('node-2', 2, '10.0.0.99') }, { type: 'added', lease: lease('node-3', 3) }] });
+    await flush();
+    expect(first.log).toEqual(['remove 10.244.2.0/24=10.0.0.12', 'add 10.244.3.0/24=10.0.0.13,10.244.2.0/24=10.0.0.99']);
+    manager.emit({ kind: 'events', events: [{ type: 'removed', lease: lease('node-3', 3) }] });
+    await flush();
+    expect(first.actual).toEqual(['10.244.2.0/24=10.0.0.99']);
+    expect(network.status()).toMatchObject({ peersDesired: 1, peersProgrammed: 1 });
+    expect(manager.completed).toHaveLength(1);
+    ac.abort();
+    await done;
+  });
+
+  it('after a rebuild every peer is written through the new binding, then the afterRebuild hook runs', async () => {
+    const { manager, network, first, second, rebuilt, ac } = setup();
+    const done = network.run(ac.signal);
+    manager.emit({ kind: 'snapshot', leases: [lease('node-2', 2), lease('node-3', 3)] });
+    await flush();
+    first.gone = true;
+    manager.emit({ kind: 'events', events: [{ type: 'removed', lease: lease('node-3', 3) }, { type: 'added', lease: lease('node-4', 4) }] });
+    await flush();
+    await flush();
+    expect(second.log).toEqual(['read', 'add 10.244.2.0/24=10.0.0.12,10.244.4.0/24=10.0.0.14']);
+    expect(rebuilt).toEqual([network]);
+    expect(network.mtu).toBe(1450);
+    expect(network.status()).toMatchObject({ networkMissing: false, inSync: true, peersDesired: 2, peersProgrammed: 2 });
+    ac.abort();
+    await done;
+  });
+});
