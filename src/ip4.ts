@@ -18,7 +18,7 @@ export function isIp4(text: string): boolean {
 export function parseIp4(text: string): number | undefined {
   if (!isIp4(text)) return undefined;
   const o = text.split('.').map(Number);
-  return (((o[0]! << 24) | (o[1]! << 16) | (o[2]! << 8) | o[3]!) >>> 0);
+  return (((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0);
 }
 
 export function formatIp4(ip: number): string {

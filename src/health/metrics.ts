@@ -115,7 +115,7 @@ export class Metrics {
 
   constructor(opts: MetricsOptions = {}) {
     for (const [name, byLabel] of Object.entries(LABEL_VALUES)) {
-      const [label, values] = Object.entries(byLabel)[0]!;
+      const [label, values] = Object.entries(byLabel)[0];
       const family = this.family(name, [label]);
       for (const v of values) {
         if (family instanceof Histogram) family.zero({ [label]: v });

@@ -32,7 +32,7 @@ function loaded(traceFile: string): { packages: Set<string>; own: Set<string>; u
   const dist = `file://${join(process.cwd(), 'dist')}/`;
   for (const url of urls) {
     const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-    if (pkg) packages.add(pkg[1]!);
+    if (pkg) packages.add(pkg[1]);
     else if (url.startsWith(dist)) own.add(url.slice(dist.length));
   }
   return { packages, own, urls };

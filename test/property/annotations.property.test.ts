@@ -128,7 +128,7 @@ const nearlyValidNode = fc
     const parts = path.startsWith('metadata.annotations.') ? ['metadata', 'annotations', path.slice('metadata.annotations.'.length)] : path.split('.');
     let o = node;
     for (const k of parts.slice(0, -1)) o = o[k] as Record<string, unknown>;
-    o[parts[parts.length - 1]!] = value;
+    o[parts[parts.length - 1]] = value;
     return node;
   });
 

@@ -69,7 +69,7 @@ describe('renderCniConfig', () => {
     [
       'host-gw without a management IP: no host route',
       { ...base, netConf: HOSTGW },
-      { ...GOLDEN_HOSTGW, plugins: [{ ...GOLDEN_HOSTGW.plugins[0]!, delegate: { ...GOLDEN_HOSTGW.plugins[0]!.delegate, policies: GOLDEN_HOSTGW.plugins[0]!.delegate.policies.slice(0, 2) } }] },
+      { ...GOLDEN_HOSTGW, plugins: [{ ...GOLDEN_HOSTGW.plugins[0], delegate: { ...GOLDEN_HOSTGW.plugins[0].delegate, policies: GOLDEN_HOSTGW.plugins[0].delegate.policies.slice(0, 2) } }] },
     ],
     [
       'vxlan with Name and MacPrefix: name = the HNS network, MAC prefix passed on',
@@ -78,7 +78,7 @@ describe('renderCniConfig', () => {
         ...GOLDEN_VXLAN,
         cniVersion: '0.2.0',
         name: 'vxlan0',
-        plugins: [{ ...GOLDEN_VXLAN.plugins[0]!, delegate: { ...GOLDEN_VXLAN.plugins[0]!.delegate, endpointMacPrefix: '0E-2B' } }],
+        plugins: [{ ...GOLDEN_VXLAN.plugins[0], delegate: { ...GOLDEN_VXLAN.plugins[0].delegate, endpointMacPrefix: '0E-2B' } }],
       },
     ],
     [
@@ -88,12 +88,12 @@ describe('renderCniConfig', () => {
         ...GOLDEN_HOSTGW,
         plugins: [
           {
-            ...GOLDEN_HOSTGW.plugins[0]!,
+            ...GOLDEN_HOSTGW.plugins[0],
             delegate: {
-              ...GOLDEN_HOSTGW.plugins[0]!.delegate,
+              ...GOLDEN_HOSTGW.plugins[0].delegate,
               policies: [
                 { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12'] } } },
-                GOLDEN_HOSTGW.plugins[0]!.delegate.policies[1],
+                GOLDEN_HOSTGW.plugins[0].delegate.policies[1],
               ],
             },
           },
@@ -120,7 +120,7 @@ function normalizePolicies(policies: unknown[]): unknown[] {
 }
 
 function delegateOf(conf: Record<string, unknown>): Record<string, unknown> {
-  return (conf['plugins'] as { delegate: Record<string, unknown> }[])[0]!.delegate;
+  return (conf['plugins'] as { delegate: Record<string, unknown> }[])[0].delegate;
 }
 
 const exceptionsOf = (conf: Record<string, unknown>): string[] =>

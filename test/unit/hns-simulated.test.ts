@@ -129,7 +129,7 @@ describe('networks: v1 and v2 views of one object', () => {
     expect(ready.DNSServerList).toBe('10.96.0.10');
     expect(ready.NetworkAdapterName).toBe('Ethernet');
 
-    const stored = dp.snapshot().networks[0]!;
+    const stored = dp.snapshot().networks[0];
     expect(stored).toMatchObject({
       Name: 'cbr0',
       Type: 'L2Bridge',
@@ -291,7 +291,7 @@ describe('endpoints', () => {
     expect((await hns.getEndpointByNameV1('cbr0_ep'))!.State).toBe(2);
 
     // v2 view
-    const v2 = await hns.listEndpoints(net.ID!);
+    const v2 = await hns.listEndpoints(net.ID);
     expect(v2).toHaveLength(1);
     expect(v2[0]).toMatchObject({ ID: ep.ID, HostComputeNetwork: net.ID, IpConfigurations: [{ IpAddress: '10.244.2.2', PrefixLength: 24 }] });
 

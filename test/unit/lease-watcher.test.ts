@@ -102,7 +102,7 @@ describe('LeaseWatcher', () => {
     // backend-data with another key order and a new expiration is the same content
     const same = peer(2, { backendData: { VtepMAC: '0e:2a:0a:f4:02:01', VNI: 4096 }, expiration: 123 });
     expect(w.apply({ kind: 'events', events: [{ type: 'added', lease: same }] })).toEqual([]);
-    expect(w.peers()[0]!.expiration).toBe(123);
+    expect(w.peers()[0].expiration).toBe(123);
     expect(w.apply({ kind: 'snapshot', leases: [peer(2)] })).toEqual([]);
   });
 

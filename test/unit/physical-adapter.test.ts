@@ -21,7 +21,7 @@ function host(listings: HostInterface[][]): Host & { calls: number } {
   const h = {
     calls: 0,
     async interfaces() {
-      return listings[Math.min(h.calls++, listings.length - 1)]!;
+      return listings[Math.min(h.calls++, listings.length - 1)];
     },
     defaultRouteInterfaceIndex: async () => undefined,
     setForwarding: async () => undefined,

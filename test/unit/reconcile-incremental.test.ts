@@ -10,7 +10,7 @@ import { FakeClock, flush } from '../support/fake-clock.js';
 class Refused extends Error {}
 class Gone extends Error {}
 
-const key = (s: string) => s.split('=')[0]!;
+const key = (s: string) => s.split('=')[0];
 
 /** An atomic-batch dataplane of "key=value" items: a write fails whole when it carries a refused item. */
 class Dataplane implements ReconcileDriver<string, string> {

@@ -6,8 +6,8 @@ import { FakeClock, flush } from '../support/fake-clock.js';
 
 // Items are "key=value" strings on both sides: key = the part before '=', same = equal strings.
 const ops: PlanOps<string, string> = {
-  actualKey: (a) => a.split('=')[0]!,
-  desiredKey: (d) => d.split('=')[0]!,
+  actualKey: (a) => a.split('=')[0],
+  desiredKey: (d) => d.split('=')[0],
   same: (a, d) => a === d,
 };
 

@@ -76,7 +76,7 @@ describe('SimulatedHost', () => {
     await hns.createNetworkV1({ Name: 'cbr0', Type: 'L2Bridge', Subnets: [{ AddressPrefix: '10.244.1.0/24', GatewayAddress: '10.244.1.1' }] });
     const after = await host.interfaces();
     expect(after.map((i) => i.name)).toEqual(['vEthernet (Ethernet)']);
-    const idx = after[0]!.index;
+    const idx = after[0].index;
     expect(idx).not.toBe(4);
     expect(await host.defaultRouteInterfaceIndex()).toBe(idx);
     expect(await host.getForwarding(idx)).toBe(false);

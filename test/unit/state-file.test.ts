@@ -81,7 +81,7 @@ describe('simulated dataplane state file', () => {
 
   it('accepts what the dataplane writes, and a policy without Settings', () => {
     const text = doc({ networks: [{ ...network, Policies: [{ Type: 'RemoteSubnetRoute' }] }] });
-    expect(parseDataplaneState(text, '/s.json').networks[0]!.Policies).toEqual([{ Type: 'RemoteSubnetRoute' }]);
+    expect(parseDataplaneState(text, '/s.json').networks[0].Policies).toEqual([{ Type: 'RemoteSubnetRoute' }]);
     const dp = new SimulatedDataplane();
     expect(parseDataplaneState(JSON.stringify(dp.snapshot()), '/s.json')).toEqual(dp.snapshot());
   });

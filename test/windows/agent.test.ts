@@ -200,7 +200,7 @@ interface Scenario {
       const net = s.sim.dp.getNetworkByName('cbr0')!;
       expect(net.Type).toBe('L2Bridge');
       const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
-      expect(ep.IpConfigurations![0]!.IpAddress).toBe('10.244.100.2');
+      expect(ep.IpConfigurations![0].IpAddress).toBe('10.244.100.2');
       expect(s.sim.dp.isAttachedToHost(ep.ID!)).toBe(true);
       await waitFor(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
       expect(s.sim.count('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
