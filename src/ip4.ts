@@ -125,7 +125,7 @@ export function isApipa(ip: string | number): boolean {
  */
 export function nthAddress(cidr: string | Ip4Net, n: number): string {
   const net = toNet(cidr);
-  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${String(cidr)}`);
+  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${cidr as string}`); // an Ip4Net always converts
   const size = 2 ** (32 - net.prefix);
   if (!Number.isInteger(n) || n < 0 || n >= size) throw new RangeError(`address #${n} is outside ${formatCidr(network(net))}`);
   return formatIp4(network(net).ip + n);
@@ -143,7 +143,7 @@ export function sizeOf(prefix: number): number {
  */
 export function hostAddresses(cidr: string | Ip4Net): string[] {
   const net = toNet(cidr);
-  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${String(cidr)}`);
+  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${cidr as string}`); // an Ip4Net always converts
   if (net.prefix < 16) throw new RangeError(`refusing to enumerate ${formatCidr(network(net))}: larger than a /16`);
   const base = network(net).ip;
   const size = sizeOf(net.prefix);

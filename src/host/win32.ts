@@ -3,6 +3,7 @@
 // from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
 // from GetIpForwardTable2. os.networkInterfaces() is not used: under Wine it shows the Linux host's
 // interfaces, and on Windows these calls give the same facts.
+/* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
 import { FlannelError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
 import {

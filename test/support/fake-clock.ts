@@ -1,5 +1,5 @@
 // A manual clock for loop tests: sleeps resolve only when the test advances time.
-import type { Clock } from '../../src/clock.js';
+import { abortReason, type Clock } from '../../src/clock.js';
 
 export async function flush(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise<void>((r) => setImmediate(r));
@@ -13,7 +13,7 @@ export class FakeClock implements Clock {
   }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
+      if (signal?.aborted) return reject(abortReason(signal));
       const timer = {
         at: this.t + ms,
         resolve: () => {
@@ -23,7 +23,7 @@ export class FakeClock implements Clock {
       };
       const onAbort = () => {
         this.timers = this.timers.filter((x) => x !== timer);
-        reject(signal!.reason);
+        reject(abortReason(signal!));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.timers.push(timer);
