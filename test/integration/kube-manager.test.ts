@@ -1,8 +1,6 @@
 // KubeSubnetManager over real HTTP, through @kubernetes/client-node, against FakeKubeApiServer.
 import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Writable } from 'node:stream';
-import winston from 'winston';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
@@ -17,6 +15,7 @@ import { systemClock } from '../../src/clock.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import type { TestCa, TestCert } from '../support/etcd.js';
 import { waitFor } from '../support/cluster.js';
+import { logSink } from '../support/log-sink.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const SMP = 'application/strategic-merge-patch+json';
@@ -311,10 +310,7 @@ describe('kubeconfig', () => {
     it('insecure-skip-tls-verify: works, and a warning says so', async () => {
       const f = join(dir, 'insecure.yaml');
       await writeKubeconfig(f, api.url, { token: 's3cret', insecure: true });
-      const warnings: Record<string, unknown>[] = [];
-      const log = winston.createLogger({
-        transports: [new winston.transports.Stream({ stream: new Writable({ objectMode: true, write: (i: Record<string, unknown>, _e, cb) => (warnings.push(i), cb()) }) })],
-      });
+      const { log, entries: warnings } = logSink('info');
       const kc = buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '', log });
       expect(warnings).toEqual([expect.objectContaining({ level: 'warn', server: api.url })]);
       expect(JSON.stringify(warnings)).not.toContain('s3cret');

@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Clock } from '../../src/clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FlannelError, HnsError } from '../../src/errors.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import type { DataplaneFs } from '../../src/dataplane/simulated.js';
@@ -151,9 +151,8 @@ describe('networks: v1 and v2 views of one object', () => {
   it('waitForManagementIP polls while HNS has not filled it in', async () => {
     const dp = new SimulatedDataplane();
     const t = new SimulatedHnsTransport(dp, { managementIPPolls: 2 });
-    const sleeps: number[] = [];
-    let now = 0;
-    const clock: Clock = { now: () => now, sleep: async (ms) => { sleeps.push(ms); now += ms; } };
+    const clock = new FakeClock({ instant: true, start: 0 });
+    const sleeps = clock.sleeps;
     const hns = new HnsClient(t, { clock });
     const created = await hns.createNetworkV1(l2bridgeV1);
     const ready = await hns.waitForManagementIP(created.ID!, { timeoutMs: 1000, intervalMs: 50 });
@@ -364,8 +363,8 @@ describe('failure injection and latency', () => {
   });
 
   it('latency per call and per item, plus stalls, sleep through the clock', async () => {
-    const sleeps: number[] = [];
-    const clock: Clock = { now: () => 0, sleep: async (ms) => void sleeps.push(ms) };
+    const clock = new FakeClock({ instant: true, start: 0 });
+    const sleeps = clock.sleeps;
     const dp = new SimulatedDataplane({ clock, latency: { hnsCallMs: 10, hnsPerItemMs: 2, routeCallMs: 1 } });
     const t = new SimulatedHnsTransport(dp);
     const h = await t.createNetwork(ZERO_GUID, JSON.stringify(overlay()));

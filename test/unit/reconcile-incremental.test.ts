@@ -3,9 +3,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { Reconciler, type ReconcileDriver } from '../../src/backends/reconcile.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
-import { Writable } from 'node:stream';
-import winston from 'winston';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { logSink } from '../support/log-sink.js';
 
 class Refused extends Error {}
 class Gone extends Error {}
@@ -56,17 +55,6 @@ class Dataplane implements ReconcileDriver<string, string> {
   }
 }
 
-function logSink() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      cb();
-    },
-  });
-  return { lines, log: winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }) };
-}
-
 function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () => Promise<void> } = {}) {
   const clock = new FakeClock();
   const dp = new Dataplane();
@@ -86,7 +74,7 @@ function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () =
     onNetworkGone: opts.onNetworkGone,
   });
   const ac = new AbortController();
-  return { clock, dp, metrics, r, ac, lines: sink.lines };
+  return { clock, dp, metrics, r, ac, lines: sink.entries };
 }
 
 describe('incremental apply', () => {

@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import type { Clock } from '../../src/clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { RouteError } from '../../src/errors.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { SimulatedRouteTable } from '../../src/routes/simulated.js';
@@ -46,8 +46,8 @@ describe('SimulatedRouteTable', () => {
   });
 
   it('injected failures and latency', async () => {
-    const sleeps: number[] = [];
-    const clock: Clock = { now: () => 0, sleep: async (ms) => void sleeps.push(ms) };
+    const clock = new FakeClock({ instant: true, start: 0 });
+    const sleeps = clock.sleeps;
     const dp = new SimulatedDataplane({ clock, latency: { routeCallMs: 3 } });
     const rt = new SimulatedRouteTable(dp);
     dp.failNext('CreateIpForwardEntry2', 5);
