@@ -247,7 +247,7 @@ describe('two Windows agents against one API server', () => {
     const a = cluster.startAgent({ nodeName: 'win-a', ip: '10.0.0.2', netConf: VXLAN_NET_CONF });
     const b = cluster.startAgent({ nodeName: 'win-b', ip: '10.0.0.3', netConf: VXLAN_NET_CONF });
     await waitFor(() => policies(a).length === 2 && policies(b).length === 2, 'both see two peers');
-    const bMac = JSON.parse(cluster.api.getNode('win-b')!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).VtepMAC;
+    const bMac = (JSON.parse(cluster.api.getNode('win-b')!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']) as { VtepMAC: string }).VtepMAC;
     expect(policies(a).find((p) => p.DestinationPrefix === '10.244.101.0/24')).toEqual({
       DestinationPrefix: '10.244.101.0/24',
       IsolationId: 4096,

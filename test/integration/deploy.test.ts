@@ -18,6 +18,9 @@ import { MAIN } from '../support/flanneld-process.js';
 const DEPLOY = join(process.cwd(), 'deploy');
 const OVERLAY = join(DEPLOY, 'overlays', 'example');
 
+// kubectl's and the YAML parser's output, read field by field by the expectations below: typing it would
+// restate the Kubernetes schema that kubectl already validated.
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-return */
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** Legacy (non-aggregated) discovery for the kinds deploy/ uses. */

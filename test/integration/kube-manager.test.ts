@@ -351,7 +351,7 @@ describe('completeLease', () => {
   it('patches NetworkUnavailable=False on /status, keeping other conditions', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     const t = Date.UTC(2025, 2, 19, 19, 57, 30, 123);
-    await manager({ clock: { now: () => t, sleep: systemClock.sleep } }).completeLease(lease, signal());
+    await manager({ clock: { now: () => t, sleep: (ms, s) => systemClock.sleep(ms, s) } }).completeLease(lease, signal());
     const [p] = patches();
     expect(p.path).toBe('/api/v1/nodes/win/status');
     expect(p.contentType).toBe(SMP);
@@ -599,7 +599,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', LIST, 'no-answer', 1);
     api.hang('GET', LIST, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
-    manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
+    void manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.some((u) => u.kind === 'snapshot'), 'snapshot after the hung pages', 5000);
     const snap = updates.find((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot')!;
     expect(snap.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
@@ -611,7 +611,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', WATCH, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
     const m = manager({ watchTimeoutSeconds: 1, watchSilenceMs: 400 });
-    m.watchLeases((u) => updates.push(u), signal());
+    void m.watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.length === 1 && api.hangingRequests === 1, 'a silent watch', 5000);
     await waitFor(() => api.activeWatches === 1, 'a new watch after the silent one', 5000);
     expect(api.hangingRequests).toBe(0);
@@ -624,7 +624,7 @@ describe('a hung API server: every request has a deadline', () => {
   it('while every Node request hangs, nothing is emitted (the dataplane is left as it is)', async () => {
     api.addNode(peer(1));
     const updates: LeaseUpdate[] = [];
-    manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
+    void manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.length === 1 && api.activeWatches === 1, 'synced', 5000);
     api.hang('GET', /^\/api\/v1\/nodes/);
     api.closeWatches();

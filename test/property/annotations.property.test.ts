@@ -102,7 +102,7 @@ const hostileNode = fc.oneof(
         fc.record(
           {
             name: fc.oneof(fc.string({ maxLength: 10 }), anyValue, fc.integer({ min: 250, max: 256 }).map((n) => 'n'.repeat(n))),
-            annotations: fc.oneof(anyValue, fc.dictionary(fc.constantFrom(...Object.values(KEYS), 'other'), annValue, { maxKeys: 8 })),
+            annotations: fc.oneof(anyValue, fc.dictionary(fc.constantFrom(...(Object.values(KEYS) as string[]), 'other'), annValue, { maxKeys: 8 })),
           },
           { requiredKeys: [] },
         ),

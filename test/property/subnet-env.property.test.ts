@@ -28,7 +28,7 @@ function ip6Value(text: string): bigint {
   const [head, tail] = full.includes('::') ? full.split('::') : [full, undefined];
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
+  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
   return groups.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
 }
 const mask6 = (v: bigint, p: number) => (p === 0 ? 0n : v & (((1n << BigInt(p)) - 1n) << BigInt(128 - p)));

@@ -240,7 +240,7 @@ describe('the cni-config command', () => {
       expect(JSON.parse(a.out.stdout)).toEqual(GOLDEN_VXLAN);
       const b = io();
       expect(await command.run([`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '--no-loopback-dsr'], b.io)).toBe(0);
-      expect(JSON.parse(b.out.stdout).plugins[0].delegate.loopbackDSR).toBe(false);
+      expect((JSON.parse(b.out.stdout) as { plugins: { delegate: { loopbackDSR: boolean } }[] }).plugins[0].delegate.loopbackDSR).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

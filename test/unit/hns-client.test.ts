@@ -112,7 +112,7 @@ describe('HnsClient', () => {
     const t = new FakeTransport();
     const hns = new HnsClient(t);
     expect(await hns.getNetworkByName('flannel.4096')).toBeUndefined(); // HNS returned "other"
-    const q = JSON.parse(t.calls[0].slice('enum '.length));
+    const q = JSON.parse(t.calls[0].slice('enum '.length)) as unknown;
     expect(q).toEqual({ SchemaVersion: { Major: 2, Minor: 0 }, Flags: 0, Filter: '{"Name":"flannel.4096"}' });
     expect(t.calls).toEqual([t.calls[0], 'open AAAA', 'query', 'close']);
   });
@@ -145,7 +145,7 @@ describe('HnsClient', () => {
 
   it('hcnQuery', () => {
     expect(JSON.parse(hcnQuery())).toEqual({ SchemaVersion: { Major: 2, Minor: 0 }, Flags: 0 });
-    expect(JSON.parse(JSON.parse(hcnQuery({ VirtualNetwork: 'X' })).Filter)).toEqual({ VirtualNetwork: 'X' });
+    expect(JSON.parse((JSON.parse(hcnQuery({ VirtualNetwork: 'X' })) as { Filter: string }).Filter)).toEqual({ VirtualNetwork: 'X' });
   });
 
   it('v2 endpoints: create/list/delete on the simulator, handles closed', async () => {

@@ -143,7 +143,7 @@ describe('networks: v1 and v2 views of one object', () => {
     const v2 = await hns.getNetworkByName('cbr0');
     expect(v2?.ID).toBe(created.ID);
     // raw v1 envelope
-    const raw = JSON.parse(await t.hnsCall('GET', `/networks/${created.ID!.toLowerCase()}`, ''));
+    const raw = JSON.parse(await t.hnsCall('GET', `/networks/${created.ID!.toLowerCase()}`, '')) as { Success: boolean; Output: { ID: string } };
     expect(raw.Success).toBe(true);
     expect(raw.Output.ID).toBe(created.ID);
   });
@@ -179,7 +179,7 @@ describe('networks: v1 and v2 views of one object', () => {
     expect((err as HnsError).hresult).toBe(0x803b0010);
     expect((err as HnsError).context.network).toBe('flannel.4096');
 
-    const env = JSON.parse(await t.hnsCall('POST', '/networks/', JSON.stringify({ Name: 'flannel.4096', Type: 'Overlay' })));
+    const env = JSON.parse(await t.hnsCall('POST', '/networks/', JSON.stringify({ Name: 'flannel.4096', Type: 'Overlay' }))) as { Success: boolean; ErrorCode: number };
     expect(env.Success).toBe(false);
     expect(env.ErrorCode).toBe(0x803b0010);
     expect(await codeOf(hns.createNetworkV1({ Name: 'flannel.4096', Type: 'L2Bridge' }))).toBe('FLANNEL_ERR_HNS_EXISTS');
@@ -284,7 +284,7 @@ describe('endpoints', () => {
     expect(vnic.IPAddress).toBe('10.244.2.2');
     expect(new Set(dp.snapshot().adapters.map((a) => a.InterfaceIndex)).size).toBe(3);
 
-    const env = JSON.parse(await t.hnsCall('POST', `/endpoints/${ep.ID}/attach`, '{"SystemType":"Host","CompartmentId":1}'));
+    const env = JSON.parse(await t.hnsCall('POST', `/endpoints/${ep.ID}/attach`, '{"SystemType":"Host","CompartmentId":1}')) as unknown;
     expect(env).toMatchObject({ Success: false, Error: 'This endpoint is already attached to the switch.' });
     await hns.attachEndpointToHost(ep.ID!); // ok in the client
     expect((await hns.getEndpointByNameV1('cbr0_ep'))!.State).toBe(2);
@@ -386,7 +386,7 @@ describe('persistence', () => {
     expect([...mfs.files.keys()]).toEqual(['/state/dp.json']);
     const b = new SimulatedDataplane({ statePath: '/state/dp.json', fs: mfs });
     expect(b.snapshot()).toEqual(a.dp.snapshot());
-    expect(Object.keys(JSON.parse(mfs.files.get('/state/dp.json')!))).toEqual(['networks', 'endpoints', 'routes', 'adapters']);
+    expect(Object.keys(JSON.parse(mfs.files.get('/state/dp.json')!) as object)).toEqual(['networks', 'endpoints', 'routes', 'adapters']);
     expect(b.nodeIP).toBe('10.0.0.2');
   });
 

@@ -40,9 +40,9 @@ class FakeDriver implements ReconcileDriver<string, string> {
   log: string[] = [];
   failAdds = 0;
   gate: Promise<void> | undefined;
-  actualKey = ops.actualKey;
-  desiredKey = ops.desiredKey;
-  same = ops.same;
+  actualKey = (a: string) => ops.actualKey(a);
+  desiredKey = (d: string) => ops.desiredKey(d);
+  same = (a: string, d: string) => ops.same(a, d);
   async readActual(): Promise<string[]> {
     this.log.push('read');
     if (this.gate) await this.gate;

@@ -53,7 +53,7 @@ describe('one state file, several processes', () => {
     expect(agent.listAdapters().find((a) => a.Name === 'Ethernet')?.IPAddress).toBe('10.0.0.2');
   });
 
-  it('an edit by hand (a new adapter) is picked up without a restart', async () => {
+  it('an edit by hand (a new adapter) is picked up without a restart', () => {
     const dp = new SimulatedDataplane({ statePath: file });
     const s = readState();
     s.adapters.push({ Name: 'Ethernet 2', InterfaceIndex: 9, IPAddress: '192.168.5.4', PrefixLength: 24, Mtu: 9000, Forwarding: false });

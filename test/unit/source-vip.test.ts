@@ -139,9 +139,9 @@ describe('reserveSourceVip on the simulated HNS', () => {
       expect(eps[0].IpConfigurations).toEqual([{ IpAddress: '10.244.1.2', PrefixLength: 24 }]);
       expect(eps[0].Policies).toEqual([{ Type: 'ProviderAddress', Settings: { ProviderAddress: t.sim.nodeIP } }]);
       expect(readFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.2'), 'utf8')).toBe(`${SOURCE_VIP_OWNER}\r\nsourcevip`);
-      const plain = JSON.parse(readFileSync(t.opts.file, 'utf8'));
+      const plain = JSON.parse(readFileSync(t.opts.file, 'utf8')) as unknown;
       expect(plain).toMatchObject({ ip: '10.244.1.2', prefixLength: 24, ip4: { ip: '10.244.1.2/24' }, endpointId: eps[0].ID });
-      for (const f of t.opts.compatFiles) expect(JSON.parse(readFileSync(f, 'utf8')).ip4.ip.split('/')[0]).toBe('10.244.1.2');
+      for (const f of t.opts.compatFiles) expect((JSON.parse(readFileSync(f, 'utf8')) as { ip4: { ip: string } }).ip4.ip.split('/')[0]).toBe('10.244.1.2');
 
       const creates = t.sim.calls.get('HcnCreateEndpoint') ?? 0;
       const again = await reserveSourceVip(t.opts);
