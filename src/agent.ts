@@ -211,7 +211,7 @@ export class Agent {
       this.opts.subnetManager ??
       (kube
         ? kube.subnetManager(netConf)
-        : await (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
+        : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);

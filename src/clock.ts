@@ -11,18 +11,26 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
+      if (signal?.aborted) return reject(abortReason(signal));
       const t = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
       }, ms);
       const onAbort = () => {
         clearTimeout(t);
-        reject(signal!.reason);
+        reject(abortReason(signal!));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
 };
+
+/**
+ * The reason an aborted signal carries. It is an Error: every abort in this code passes one, and a bare
+ * abort() gives a DOMException (AbortError).
+ */
+export function abortReason(signal: AbortSignal): Error {
+  return signal.reason as Error;
+}
 
 /** Capped exponential backoff: base * 2^attempt, at most cap. */
 export function backoffDelay(attempt: number, baseMs: number, capMs: number): number {

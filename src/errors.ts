@@ -46,10 +46,10 @@ export type ErrorCode = CodeOf<ErrorFamily>;
 export type ErrorContext = Record<string, string | number | boolean | undefined>;
 
 /** The base of every family; never thrown itself (abstract). */
-export abstract class FlannelError<C extends ErrorCode = ErrorCode> extends Error {
-  readonly code: C;
+export abstract class FlannelError extends Error {
+  readonly code: ErrorCode;
   readonly context: ErrorContext;
-  protected constructor(code: C, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+  protected constructor(code: ErrorCode, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -58,44 +58,51 @@ export abstract class FlannelError<C extends ErrorCode = ErrorCode> extends Erro
 }
 
 /** Bad command line input: main prints one line and exits with code 2. */
-export class FlagError extends FlannelError<CodeOf<'FlagError'>> {
+export class FlagError extends FlannelError {
+  declare readonly code: CodeOf<'FlagError'>;
   constructor(message: string, context: ErrorContext = {}) {
     super('FLANNEL_ERR_FLAG', message, context);
   }
 }
 
-export class ConfigError extends FlannelError<CodeOf<'ConfigError'>> {
+export class ConfigError extends FlannelError {
+  declare readonly code: CodeOf<'ConfigError'>;
   constructor(code: CodeOf<'ConfigError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(code, message, context, options);
   }
 }
 
-export class NetConfError extends FlannelError<CodeOf<'NetConfError'>> {
+export class NetConfError extends FlannelError {
+  declare readonly code: CodeOf<'NetConfError'>;
   constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super('FLANNEL_ERR_NET_CONF', message, context, options);
   }
 }
 
-export class SubnetEnvError extends FlannelError<CodeOf<'SubnetEnvError'>> {
+export class SubnetEnvError extends FlannelError {
+  declare readonly code: CodeOf<'SubnetEnvError'>;
   constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super('FLANNEL_ERR_SUBNET_ENV', message, context, options);
   }
 }
 
-export class CniInstallError extends FlannelError<CodeOf<'CniInstallError'>> {
+export class CniInstallError extends FlannelError {
+  declare readonly code: CodeOf<'CniInstallError'>;
   constructor(code: CodeOf<'CniInstallError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(code, message, context, options);
   }
 }
 
-export class KubeError extends FlannelError<CodeOf<'KubeError'>> {
+export class KubeError extends FlannelError {
+  declare readonly code: CodeOf<'KubeError'>;
   constructor(code: CodeOf<'KubeError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(code, message, context, options);
   }
 }
 
 /** A non-2xx answer of the API server; `body` is the (bounded) response text, usually a Status. */
-export class KubeApiError extends FlannelError<CodeOf<'KubeApiError'>> {
+export class KubeApiError extends FlannelError {
+  declare readonly code: CodeOf<'KubeApiError'>;
   constructor(
     readonly statusCode: number,
     readonly body: string,
@@ -106,7 +113,8 @@ export class KubeApiError extends FlannelError<CodeOf<'KubeApiError'>> {
 }
 
 /** A request that did not complete within its deadline (or a watch that went silent). */
-export class KubeTimeoutError extends FlannelError<CodeOf<'KubeTimeoutError'>> {
+export class KubeTimeoutError extends FlannelError {
+  declare readonly code: CodeOf<'KubeTimeoutError'>;
   constructor(
     message: string,
     readonly timeoutMs: number,
@@ -115,14 +123,16 @@ export class KubeTimeoutError extends FlannelError<CodeOf<'KubeTimeoutError'>> {
   }
 }
 
-export class EtcdError extends FlannelError<CodeOf<'EtcdError'>> {
+export class EtcdError extends FlannelError {
+  declare readonly code: CodeOf<'EtcdError'>;
   constructor(code: CodeOf<'EtcdError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(code, message, context, options);
   }
 }
 
 /** An HNS (v1 HNSCall or v2 Hcn*) call failed; `hresult` is the unsigned HRESULT when known. */
-export class HnsError extends FlannelError<CodeOf<'HnsError'>> {
+export class HnsError extends FlannelError {
+  declare readonly code: CodeOf<'HnsError'>;
   readonly hresult: number | undefined;
   constructor(code: CodeOf<'HnsError'>, message: string, context: ErrorContext & { hresult?: number } = {}) {
     super(code, message, { ...context, hresult: context.hresult === undefined ? undefined : hex(context.hresult) });
@@ -130,7 +140,8 @@ export class HnsError extends FlannelError<CodeOf<'HnsError'>> {
   }
 }
 
-export class RouteError extends FlannelError<CodeOf<'RouteError'>> {
+export class RouteError extends FlannelError {
+  declare readonly code: CodeOf<'RouteError'>;
   readonly status: number | undefined;
   constructor(message: string, context: ErrorContext & { status?: number } = {}) {
     super('FLANNEL_ERR_ROUTE', message, context);
@@ -138,25 +149,29 @@ export class RouteError extends FlannelError<CodeOf<'RouteError'>> {
   }
 }
 
-export class HostError extends FlannelError<CodeOf<'HostError'>> {
+export class HostError extends FlannelError {
+  declare readonly code: CodeOf<'HostError'>;
   constructor(code: CodeOf<'HostError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(code, message, context, options);
   }
 }
 
-export class BackendError extends FlannelError<CodeOf<'BackendError'>> {
+export class BackendError extends FlannelError {
+  declare readonly code: CodeOf<'BackendError'>;
   constructor(code: CodeOf<'BackendError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(code, message, context, options);
   }
 }
 
-export class DataplaneStateError extends FlannelError<CodeOf<'DataplaneStateError'>> {
+export class DataplaneStateError extends FlannelError {
+  declare readonly code: CodeOf<'DataplaneStateError'>;
   constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super('FLANNEL_ERR_DATAPLANE_STATE', message, context, options);
   }
 }
 
-export class UnsupportedError extends FlannelError<CodeOf<'UnsupportedError'>> {
+export class UnsupportedError extends FlannelError {
+  declare readonly code: CodeOf<'UnsupportedError'>;
   constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super('FLANNEL_ERR_UNSUPPORTED', message, context, options);
   }

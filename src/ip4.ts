@@ -18,7 +18,7 @@ export function isIp4(text: string): boolean {
 export function parseIp4(text: string): number | undefined {
   if (!isIp4(text)) return undefined;
   const o = text.split('.').map(Number);
-  return (((o[0]! << 24) | (o[1]! << 16) | (o[2]! << 8) | o[3]!) >>> 0);
+  return (((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0);
 }
 
 /** The four octets of an address, most significant first; `undefined` when invalid. */
@@ -131,7 +131,7 @@ export function isApipa(ip: string | number): boolean {
  */
 export function nthAddress(cidr: string | Ip4Net, n: number): string {
   const net = toNet(cidr);
-  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${String(cidr)}`);
+  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${cidr as string}`); // an Ip4Net always converts
   const size = 2 ** (32 - net.prefix);
   if (!Number.isInteger(n) || n < 0 || n >= size) throw new RangeError(`address #${n} is outside ${formatCidr(network(net))}`);
   return formatIp4(network(net).ip + n);
@@ -149,7 +149,7 @@ export function sizeOf(prefix: number): number {
  */
 export function hostAddresses(cidr: string | Ip4Net): string[] {
   const net = toNet(cidr);
-  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${String(cidr)}`);
+  if (net === undefined) throw new RangeError(`invalid IPv4 CIDR: ${cidr as string}`); // an Ip4Net always converts
   if (net.prefix < 16) throw new RangeError(`refusing to enumerate ${formatCidr(network(net))}: larger than a /16`);
   const base = network(net).ip;
   const size = sizeOf(net.prefix);

@@ -13,6 +13,8 @@ export interface LogOptions {
   file?: string;
   /** Write nothing to the console (tests). */
   silent?: boolean;
+  /** Where the console lines go instead of stderr (tests read them from here). */
+  stream?: NodeJS.WritableStream;
 }
 
 const LOG_FILE_MAX_BYTES = 10 * 1024 * 1024;
@@ -25,7 +27,7 @@ function textFormat(): winston.Logform.Format {
       .filter(([k, v]) => v !== undefined && typeof k === 'string')
       .map(([k, v]) => `${k}=${typeof v === 'string' && !/\s|"/.test(v) ? v : JSON.stringify(v)}`)
       .join(' ');
-    const comp = component ? `[${String(component)}] ` : '';
+    const comp = component ? `[${typeof component === 'string' ? component : JSON.stringify(component)}] ` : '';
     return `${String(timestamp)} ${String(level).toUpperCase()} ${comp}${String(message)}${extra ? ' ' + extra : ''}`;
   });
 }
@@ -46,8 +48,11 @@ export function createLogger(opts: LogOptions = {}): Logger {
     opts.format === 'json'
       ? winston.format.combine(safeFields(), winston.format.timestamp(), winston.format.json())
       : winston.format.combine(safeFields(), winston.format.timestamp(), textFormat());
+  const silent = opts.silent === true;
   const transports: winston.transport[] = [
-    new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'], silent: opts.silent === true }),
+    opts.stream
+      ? new winston.transports.Stream({ stream: opts.stream, silent })
+      : new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'], silent }),
   ];
   if (opts.file) {
     transports.push(

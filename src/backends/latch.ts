@@ -1,6 +1,7 @@
 // The reconcile loop's two wake-ups. A Latch is a one-shot event: `open()` once, and every `wait()`
 // (before or after) resolves; a wait rejects when its own signal aborts first. An Alarm is a sleep on the
 // injected clock that a change cuts short.
+import { abortReason } from '../clock.js';
 import type { Clock } from '../clock.js';
 
 export class Latch {
@@ -20,7 +21,7 @@ export class Latch {
   wait(signal?: AbortSignal): Promise<void> {
     if (this.isOpen) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
+      if (signal?.aborted) return reject(abortReason(signal));
       const done = () => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
@@ -28,7 +29,7 @@ export class Latch {
       const onAbort = () => {
         const i = this.waiters.indexOf(done);
         if (i >= 0) this.waiters.splice(i, 1);
-        reject(signal!.reason);
+        reject(abortReason(signal!));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(done);

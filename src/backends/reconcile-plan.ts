@@ -46,7 +46,7 @@ export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[],
         if (i !== keep) plan.remove.push(a);
       });
     } else {
-      plan.replace.push({ from: items[0]!, to: d });
+      plan.replace.push({ from: items[0], to: d });
       plan.remove.push(...items.slice(1));
     }
   }
@@ -209,7 +209,7 @@ export async function writeInBatches<T, R>(items: readonly T[], opts: BatchOptio
         return;
       }
       if (part.length === 1) {
-        result.refused.push({ item: part[0]!, error });
+        result.refused.push({ item: part[0], error });
         return;
       }
       const half = Math.ceil(part.length / 2);

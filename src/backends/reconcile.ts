@@ -92,7 +92,7 @@ export class Reconciler<A, D> {
     for (const [peer, items] of peers) {
       const keys = this.own(peer, items);
       items.forEach((d, i) => {
-        if (!next.has(keys[i]!)) next.set(keys[i]!, d);
+        if (!next.has(keys[i])) next.set(keys[i], d);
       });
     }
     this.desired = next;

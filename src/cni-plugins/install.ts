@@ -62,7 +62,7 @@ async function renameWithRetry(from: string, to: string, fs: Pick<typeof nodeFs,
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? '';
       if (!BUSY.has(code) || attempt >= RENAME_RETRY_MS.length) throw err;
-      await sleep(RENAME_RETRY_MS[attempt]!);
+      await sleep(RENAME_RETRY_MS[attempt]);
     }
   }
 }
@@ -145,12 +145,12 @@ function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFi
 /** The plugins on disk when they are exactly what the record of an install of these sources says. */
 function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync'>): InstallReport | undefined {
   try {
-    const rec = JSON.parse(fs.readFileSync(join(binDir, INSTALL_RECORD), 'utf8') as string) as InstallRecord;
+    const rec = JSON.parse(fs.readFileSync(join(binDir, INSTALL_RECORD), 'utf8')) as InstallRecord;
     const wanted = sources.map((s) => s.sha256).sort();
     if (JSON.stringify(rec.sources) !== JSON.stringify(wanted)) return undefined;
     const sha256 = {} as Record<CniPluginFile, string>;
     for (const f of CNI_PLUGIN_FILES) {
-      sha256[f] = sha256Hex(fs.readFileSync(join(binDir, f)) as Buffer);
+      sha256[f] = sha256Hex(fs.readFileSync(join(binDir, f)));
       if (rec.files[f] !== sha256[f]) return undefined;
     }
     return { installed: [], unchanged: [...CNI_PLUGIN_FILES], sha256, fromRecord: true };

@@ -146,13 +146,13 @@ export function subnetOfIP(ip: string, ifaces: Interfaces = networkInterfaces())
 
 export const command: Command = {
   summary: 'print (or write with -o) the flannel CNI conflist for this node (win-bridge for host-gw, win-overlay for vxlan)',
-  async run(args: string[], io: CommandIO): Promise<number> {
+  run(args: string[], io: CommandIO): Promise<number> {
     const program = 'flanneld cni-config';
     try {
       const parsed = parseCommandArgs(args, CNI_CONFIG_FLAGS, io, { usesDataplane: false });
       if (parsed.kind === 'help') {
         io.stdout(commandUsage(program, this.summary, CNI_CONFIG_FLAGS));
-        return 0;
+        return Promise.resolve(0);
       }
       const own = (name: string) => String(parsed.own.get(name) ?? '');
       const netConf = readNetConf(parsed.config.netConfigPath, (p) => readFileSync(p, 'utf8'));
@@ -187,13 +187,13 @@ export const command: Command = {
       const out = own('output');
       if (!out) {
         io.stdout(text);
-        return 0;
+        return Promise.resolve(0);
       }
       writeFileAtomicSync(out, text);
       io.stderr(`wrote ${out} (network ${netConf.backend.name}, ${netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
-      return 0;
+      return Promise.resolve(0);
     } catch (err) {
-      return reportError(program, err, io);
+      return Promise.resolve(reportError(program, err, io));
     }
   },
 };

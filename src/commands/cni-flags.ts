@@ -25,13 +25,13 @@ function flagName(arg: string): string | undefined {
 export function splitArgs(argv: readonly string[], own: readonly FlagSpec[]): SplitArgs {
   const out: SplitArgs = { own: [], agent: [] };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     const name = flagName(arg);
     const ownSpec = name === undefined ? undefined : lookupFlag(name, own);
     const spec = ownSpec ?? (name === undefined ? undefined : lookupFlag(name));
     const target = ownSpec ? out.own : out.agent;
     target.push(arg);
-    if (spec && spec.kind !== 'bool' && !arg.includes('=') && i + 1 < argv.length) target.push(argv[++i]!);
+    if (spec && spec.kind !== 'bool' && !arg.includes('=') && i + 1 < argv.length) target.push(argv[++i]);
   }
   return out;
 }

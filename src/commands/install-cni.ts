@@ -45,7 +45,7 @@ function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
     throw new FlagError(`give one --sha256 per --source (got ${sources.length} --source and ${hashes.length} --sha256)`, { flag: 'sha256' });
   }
   return sources.map((location, i) => {
-    const sha256 = normalizeSha256(hashes[i]!);
+    const sha256 = normalizeSha256(hashes[i]);
     if (!sha256) throw new FlagError(`invalid value "${hashes[i]}" for flag -sha256: expected 64 hex digits`, { flag: 'sha256', value: hashes[i] });
     return { location, sha256 };
   });

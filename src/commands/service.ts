@@ -78,7 +78,7 @@ export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'hel
     agentArgs: [],
   };
   for (let i = 0; i < rest.length; i++) {
-    const a = rest[i]!;
+    const a = rest[i];
     if (a === '--') {
       if (o.verb !== 'install') throw new FlagError(`agent flags (after --) only go with install`, {});
       o.agentArgs = rest.slice(i + 1);
@@ -87,7 +87,7 @@ export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'hel
     if (a === '-h' || a === '--help') return 'help';
     const m = /^--?([a-z][a-z-]*)(?:=(.*))?$/s.exec(a);
     if (!m) throw new FlagError(`unexpected argument "${a}" (agent flags go after --)`, {});
-    const flag = m[1]!;
+    const flag = m[1];
     let value = m[2];
     const take = (): string => {
       if (value !== undefined) return value;

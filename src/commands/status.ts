@@ -86,7 +86,7 @@ export const command: Command = {
       const flagUrl = String(parsed.own.get('url') ?? '');
       const urls = flagUrl ? [flagUrl] : statusUrls(parsed.config.healthzIP, parsed.config.healthzPort);
       let res: Response | undefined;
-      let url = urls[0]!;
+      let url = urls[0];
       let failure: unknown;
       for (const candidate of urls) {
         try {

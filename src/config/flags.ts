@@ -126,7 +126,7 @@ export function parseGoInt(s: string): number | undefined {
   const m = /^([+-]?)(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)$/.exec(s);
   if (!m) return undefined;
   const sign = m[1] === '-' ? -1 : 1;
-  const body = m[2]!;
+  const body = m[2];
   if (body.includes('__') || body.endsWith('_')) return undefined;
   const digits = body.replace(/_/g, '');
   let n: number;
@@ -179,9 +179,9 @@ export interface ParsedFlags {
 export function parseFlags(argv: readonly string[], table: readonly FlagSpec[] = FLAGS): ParsedFlags {
   const values = new Map<string, FlagValue>();
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (arg === '--') {
-      if (i + 1 < argv.length) throw positional(argv[i + 1]!);
+      if (i + 1 < argv.length) throw positional(argv[i + 1]);
       break;
     }
     if (arg.length < 2 || !arg.startsWith('-')) throw positional(arg);

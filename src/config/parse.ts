@@ -245,7 +245,7 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
   const leftover = normalized.replace(DOTENV_LINE, (m) => m.replace(/[^\n]/g, ''));
   const lines = leftover.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
+    const line = lines[i].trim();
     if (line !== '' && !line.startsWith('#')) {
       throw new ConfigError(
         'FLANNEL_ERR_ENV_FILE',

@@ -53,7 +53,7 @@ export function createNetwork(state: DataplaneState, ids: SimIds, op: string, se
       throw hnsError(op, HRESULT.E_INVALIDARG, `The network adapter '${wanted ?? '(default)'}' is not present on this host.`, ctx);
     }
     if (!wanted) net.Policies.push({ Type: 'NetAdapterName', Settings: { NetworkAdapterName: phys.Name } });
-    const vnic = ensureVSwitch(state, phys, ids.ifIndex);
+    const vnic = ensureVSwitch(state, phys, () => ids.ifIndex());
     if (!net.Policies.some((p) => p.Type === 'ProviderAddress')) {
       net.Policies.push({ Type: 'ProviderAddress', Settings: { ProviderAddress: vnic.IPAddress } });
     }
@@ -88,7 +88,7 @@ export function modifyNetworkPolicies(state: DataplaneState, op: string, id: str
   const current = net.Policies ?? [];
   if (requestType === 'Add') {
     for (let i = 0; i < policies.length; i++) {
-      const p = policies[i]!;
+      const p = policies[i];
       if (current.some((c) => jsonEqual(c, p)) || policies.slice(0, i).some((q) => jsonEqual(q, p))) {
         throw hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: p.Type });
       }

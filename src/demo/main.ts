@@ -17,7 +17,7 @@ import { peerTable, renderTable } from './peer-table.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
 }
 
 const backend = arg('backend', 'vxlan') === 'host-gw' ? 'host-gw' : 'vxlan';
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
         addLinux();
         out(`\n+ node linux-node-${next - 1} joined`);
       } else {
-        const victim = linux[0]!.metadata.name;
+        const victim = linux[0].metadata.name;
         api.deleteNode(victim);
         out(`\n- node ${victim} left`);
       }

@@ -115,7 +115,7 @@ export class Metrics {
 
   constructor(opts: MetricsOptions = {}) {
     for (const [name, byLabel] of Object.entries(LABEL_VALUES)) {
-      const [label, values] = Object.entries(byLabel)[0]!;
+      const [label, values] = Object.entries(byLabel)[0];
       const family = this.family(name, [label]);
       for (const v of values) {
         if (family instanceof Histogram) family.zero({ [label]: v });
@@ -147,7 +147,7 @@ export class Metrics {
 
   private mirror(name: string, labels: Labels): { labels: Labels; value: number } {
     let m = this.values.get(name);
-    if (!m) this.values.set(name, (m = new Map()));
+    if (!m) this.values.set(name, (m = new Map<string, { labels: Labels; value: number }>()));
     const key = labelKey(labels);
     let v = m.get(key);
     if (!v) m.set(key, (v = { labels, value: 0 }));

@@ -72,7 +72,7 @@ export interface BootFs extends AtomicWriteFs {
  * Read the previous record, classify this start and write the new record (atomically). A restart keeps
  * the recorded boot time (so clock drift does not accumulate) and counts the start.
  */
-export function checkBoot(path: string, bootTimeMs: number, now: number = systemClock.now(), fs: BootFs = nodeFs as unknown as BootFs): BootCheck {
+export function checkBoot(path: string, bootTimeMs: number, now: number = systemClock.now(), fs: BootFs = nodeFs): BootCheck {
   let previous: BootRecord | undefined;
   try {
     previous = parseBootRecord(fs.readFileSync(path, 'utf8'));

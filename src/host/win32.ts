@@ -4,6 +4,7 @@
 // from GetIpForwardTable2. os.networkInterfaces() (GetAdaptersAddresses in libuv) serves only an
 // adapter's MAC: under Wine it lists the Linux host's interfaces, so no MAC is found there and HNS
 // assigns one, as it does when none is given.
+/* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
 import { networkInterfaces } from 'node:os';
 import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';

@@ -261,7 +261,7 @@ export class FakeKubeApiServer {
       return sendJson(res, 200, this.store.listPage(query));
     }
     if ((m = path.match(/^\/api\/v1\/nodes\/([^/]+)(\/status)?$/))) {
-      const name = decodeURIComponent(m[1]!);
+      const name = decodeURIComponent(m[1]);
       if (method === 'GET') {
         const n = this.store.getNode(name);
         return n ? sendJson(res, 200, n) : nodeNotFound(res, name);
@@ -271,8 +271,8 @@ export class FakeKubeApiServer {
     }
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/))) {
       if (method !== 'GET') return notAllowed();
-      const name = decodeURIComponent(m[2]!);
-      const p = this.store.getPod(decodeURIComponent(m[1]!), name);
+      const name = decodeURIComponent(m[2]);
+      const p = this.store.getPod(decodeURIComponent(m[1]), name);
       return p ? sendJson(res, 200, p) : sendStatus(res, 404, `pods "${name}" not found`, { name, kind: 'pods' });
     }
     return sendStatus(res, 404, 'the server could not find the requested resource');

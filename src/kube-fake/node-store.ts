@@ -124,7 +124,7 @@ export class NodeStore {
     const end = Number.isInteger(limit) && limit > 0 ? Math.min(all.length, start + limit) : all.length;
     const items = all.slice(start, end);
     const metadata: JsonObject = { resourceVersion: String(this.rv) };
-    if (end < all.length) metadata.continue = Buffer.from(items[items.length - 1]!.metadata.name).toString('base64url');
+    if (end < all.length) metadata.continue = Buffer.from(items[items.length - 1].metadata.name).toString('base64url');
     return { kind: 'NodeList', apiVersion: 'v1', metadata, items };
   }
 

@@ -2,6 +2,7 @@
 // InitializeIpForwardEntry + CreateIpForwardEntry2 / DeleteIpForwardEntry2 to write, with
 // MIB_IPFORWARD_ROW2 encoded in Buffers (../win32/iphlpapi.ts). 5010 on add and 1168 on delete are the
 // idempotent outcomes the RouteTable contract asks for; other statuses become a RouteError with `status`.
+/* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
 import { RouteError } from '../errors.js';
 import {
   AF_INET,

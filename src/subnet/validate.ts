@@ -63,7 +63,7 @@ export function isValidVtepMac(mac: unknown): boolean {
   const octets = mac.split(':').map((h) => parseInt(h, 16));
   if (octets.every((o) => o === 0)) return false;
   // The low bit of the first octet marks group (multicast) addresses; broadcast ff:..:ff is one of them.
-  return (octets[0]! & 1) === 0;
+  return (octets[0] & 1) === 0;
 }
 
 export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseValidation {

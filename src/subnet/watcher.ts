@@ -268,18 +268,18 @@ export class LeaseWatcher {
     if (holder === undefined && valid.length > 0) {
       valid.sort((a, b) => (a.created ?? Infinity) - (b.created ?? Infinity) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       const [first, second] = valid;
-      if (second !== undefined && !((first!.created ?? Infinity) < (second.created ?? Infinity))) {
+      if (second !== undefined && !((first.created ?? Infinity) < (second.created ?? Infinity))) {
         // Equal (or unknown) creation times: no one holds the subnet until one of them gives it up.
-        const tied = valid.filter((l) => (l.created ?? Infinity) === (first!.created ?? Infinity)).map((l) => l.key);
+        const tied = valid.filter((l) => (l.created ?? Infinity) === (first.created ?? Infinity)).map((l) => l.key);
         for (const l of valid) {
-          const other = tied.find((k) => k !== l.key) ?? first!.key;
+          const other = tied.find((k) => k !== l.key) ?? first.key;
           this.reject(l, 'subnet-contested', `subnet ${l.subnet} is claimed by ${tied.length} nodes created at the same time; none of them gets it`, other);
         }
         return;
       }
-      holder = first!.key;
+      holder = first.key;
       const waited = this.rejections.current(holder)?.reason;
-      this.accepted.set(holder, first!);
+      this.accepted.set(holder, first);
       this.holder.set(sn, holder);
       this.rejections.accepted(holder);
       if (!before.has(holder)) before.set(holder, undefined);

@@ -24,17 +24,17 @@ describe('killed between HNS writes', () => {
     for (const n of peers) c.addLinux(n, 'vxlan');
     c.addWindowsNode();
     const first = c.startAgent({ netConf: VXLAN_NET_CONF });
-    first.state.killAfter = (s) => diskPolicies(s as State) > 0; // dies right after the first batch
+    first.state.killAfter = (s) => diskPolicies(s) > 0; // dies right after the first batch
     await waitFor(() => first.state.dead, 'the kill');
     await first.kill();
     const disk = onDisk(first.statePath);
     expect(diskPolicies(disk)).toBe(POLICY_BATCH);
-    const id = disk.networks[0]!.ID;
+    const id = disk.networks[0].ID;
 
     c.api.deleteNode('linux-3'); // the cluster moves on while the node restarts
     const second = c.startAgent({ netConf: VXLAN_NET_CONF });
     await expectConverged(second, 'vxlan', peers.filter((n) => n !== 3));
-    expect(second.sim.snapshot().networks[0]!.ID).toBe(id);
+    expect(second.sim.snapshot().networks[0].ID).toBe(id);
   });
 
   for (const k of [1, 5]) {
@@ -44,7 +44,7 @@ describe('killed between HNS writes', () => {
       for (const n of peers) c.addLinux(n, 'host-gw');
       c.addWindowsNode();
       const first = c.startAgent({ netConf: HOSTGW_NET_CONF });
-      first.state.killAfter = (s) => diskRoutes(s as State) >= k;
+      first.state.killAfter = (s) => diskRoutes(s) >= k;
       await waitFor(() => first.state.dead, 'the kill');
       await first.kill();
       expect(diskRoutes(onDisk(first.statePath))).toBe(k);

@@ -24,6 +24,12 @@ export const WIN_CIDR = '10.244.100.0/24';
 
 export type FsMode = 'ok' | 'erofs' | 'enospc';
 
+/** The parts of the dataplane state file a kill switch looks at. */
+export interface DiskState {
+  networks: { Policies?: { Type: string }[] }[];
+  routes: { DestinationPrefix: string }[];
+}
+
 function errno(code: 'EROFS' | 'ENOSPC', syscall: string, path: string): NodeJS.ErrnoException {
   const text = code === 'EROFS' ? 'read-only file system' : 'no space left on device';
   const e = new Error(`${code}: ${text}, ${syscall} '${path}'`) as NodeJS.ErrnoException;
@@ -40,7 +46,7 @@ export class StateFs {
   dead = false;
   writes = 0;
   /** Called with each state document about to be written; return true to kill right after this write lands. */
-  killAfter: ((state: { networks: { Policies?: { Type: string }[] }[]; routes: { DestinationPrefix: string }[] }) => boolean) | undefined;
+  killAfter: ((state: DiskState) => boolean) | undefined;
   private readonly onKill: (() => void)[] = [];
 
   readonly fs: DataplaneFs = {
@@ -60,7 +66,7 @@ export class StateFs {
       if (this.mode === 'erofs') throw errno('EROFS', 'rename', b);
       nodeFs.renameSync(a, b);
       this.writes++;
-      if (this.killAfter && this.killAfter(JSON.parse(nodeFs.readFileSync(b, 'utf8')))) this.kill();
+      if (this.killAfter && this.killAfter(JSON.parse(nodeFs.readFileSync(b, 'utf8')) as DiskState)) this.kill();
     },
   };
 

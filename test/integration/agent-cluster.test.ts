@@ -75,7 +75,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
 
     // The Overlay network as docs/compatibility.md §5 describes it.
     expect(net).toMatchObject({ Type: 'Overlay', Flags: 8 });
-    expect(net.Ipams![0]!.Subnets![0]).toMatchObject({ IpAddressPrefix: WIN_CIDR, Policies: [{ Type: 'VSID', Settings: { IsolationId: 4096 } }] });
+    expect(net.Ipams![0].Subnets![0]).toMatchObject({ IpAddressPrefix: WIN_CIDR, Policies: [{ Type: 'VSID', Settings: { IsolationId: 4096 } }] });
     expect(net.Policies!.map((p) => p.Type)).toEqual(expect.arrayContaining(['NetAdapterName', 'HostRoute', 'ProviderAddress', 'DrMacAddress']));
   });
 
@@ -93,7 +93,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
     const net = state.networks.find((n) => n.Name === 'cbr0')!;
     expect(net.Type).toBe('L2Bridge');
     const ep = state.endpoints.find((e) => e.Name === 'cbr0_ep')!;
-    expect(ep.IpConfigurations![0]!.IpAddress).toBe('10.244.100.2');
+    expect(ep.IpConfigurations![0].IpAddress).toBe('10.244.100.2');
     const vnic = state.adapters.find((x) => x.IPAddress === WIN_IP)!;
     expect(vnic.Name).toBe('vEthernet (Ethernet)');
     expect(vnic.Forwarding).toBe(true);
@@ -131,7 +131,7 @@ describe('peers come and go', () => {
     expect(before).toBeGreaterThan(0);
     for (let i = 0; i < 20; i++) {
       cluster.api.updateNode('linux-1', (n) => {
-        (n.status as { conditions: { lastHeartbeatTime: string }[] }).conditions[0]!.lastHeartbeatTime = new Date(Date.now() + i * 1000).toISOString();
+        (n.status as { conditions: { lastHeartbeatTime: string }[] }).conditions[0].lastHeartbeatTime = new Date(Date.now() + i * 1000).toISOString();
       });
     }
     await waitFor(() => cluster.api.requests.length > 0, 'requests'); // let the watch deliver
@@ -168,13 +168,13 @@ describe('restarts', () => {
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
     let a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
     await waitFor(() => policies(a).length === 2, 'two policies');
-    const id = a.agent.dataplane!.simulated!.snapshot().networks[0]!.ID;
+    const id = a.agent.dataplane!.simulated!.snapshot().networks[0].ID;
     await a.stop();
 
     // While the agent is down: linux-2 leaves, and someone leaves a stale policy behind.
     cluster.api.deleteNode('linux-2');
     const state = JSON.parse(readFileSync(a.statePath, 'utf8')) as { networks: { Policies: unknown[] }[] };
-    state.networks[0]!.Policies.push({ Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.77.0/24', IsolationId: 4096, ProviderAddress: '10.0.0.77', DistributedRouterMacAddress: '0e:2a:0a:00:00:4d' } });
+    state.networks[0].Policies.push({ Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.77.0/24', IsolationId: 4096, ProviderAddress: '10.0.0.77', DistributedRouterMacAddress: '0e:2a:0a:00:00:4d' } });
     writeFileSync(a.statePath, JSON.stringify(state));
 
     a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
@@ -182,7 +182,7 @@ describe('restarts', () => {
     expect(policies(a).map((p) => p.DestinationPrefix)).toEqual(['10.244.1.0/24']);
     const nets = a.agent.dataplane!.simulated!.snapshot().networks;
     expect(nets).toHaveLength(1);
-    expect(nets[0]!.ID).toBe(id);
+    expect(nets[0].ID).toBe(id);
   });
 
   it('host-gw: keeps cbr0 (same ID) and sweeps stale routes inside the cluster network only', async () => {
@@ -192,7 +192,7 @@ describe('restarts', () => {
     let a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
     await waitFor(() => peerRoutes(a).length === 1, 'one route');
     const before = a.agent.dataplane!.simulated!.snapshot();
-    const id = before.networks[0]!.ID;
+    const id = before.networks[0].ID;
     const vnicIndex = before.adapters.find((x) => x.IPAddress === WIN_IP)!.InterfaceIndex;
     await a.stop();
 
@@ -206,7 +206,7 @@ describe('restarts', () => {
     const after = a.agent.dataplane!.simulated!.snapshot();
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11']);
     expect(after.routes.some((r) => r.DestinationPrefix === '192.168.50.0/24')).toBe(true); // not ours: kept
-    expect(after.networks[0]!.ID).toBe(id);
+    expect(after.networks[0].ID).toBe(id);
   });
 });
 
@@ -247,7 +247,7 @@ describe('two Windows agents against one API server', () => {
     const a = cluster.startAgent({ nodeName: 'win-a', ip: '10.0.0.2', netConf: VXLAN_NET_CONF });
     const b = cluster.startAgent({ nodeName: 'win-b', ip: '10.0.0.3', netConf: VXLAN_NET_CONF });
     await waitFor(() => policies(a).length === 2 && policies(b).length === 2, 'both see two peers');
-    const bMac = JSON.parse(cluster.api.getNode('win-b')!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']!).VtepMAC;
+    const bMac = (JSON.parse(cluster.api.getNode('win-b')!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']) as { VtepMAC: string }).VtepMAC;
     expect(policies(a).find((p) => p.DestinationPrefix === '10.244.101.0/24')).toEqual({
       DestinationPrefix: '10.244.101.0/24',
       IsolationId: 4096,

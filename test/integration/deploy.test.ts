@@ -18,6 +18,9 @@ import { MAIN } from '../support/flanneld-process.js';
 const DEPLOY = join(process.cwd(), 'deploy');
 const OVERLAY = join(DEPLOY, 'overlays', 'example');
 
+// kubectl's and the YAML parser's output, read field by field by the expectations below: typing it would
+// restate the Kubernetes schema that kubectl already validated.
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-return */
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** Legacy (non-aggregated) discovery for the kinds deploy/ uses. */
@@ -44,7 +47,7 @@ function discoveryServer(): Server {
     ]),
   };
   return createServer((req, response) => {
-    const path = (req.url ?? '/').split('?')[0]!;
+    const path = (req.url ?? '/').split('?')[0];
     const doc = docs[path];
     response.writeHead(doc ? 200 : 404, { 'Content-Type': 'application/json' });
     response.end(JSON.stringify(doc ?? { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }));
@@ -202,9 +205,9 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
   it('DaemonSet: plugins installed (pinned, hashed), the CNI config written, then the agent with NODE_NAME from the downward API', () => {
     const ds = find('DaemonSet', 'kube-flannel-ds-windows');
     const [plugins, cniConfig] = ds['spec']['template']['spec']['initContainers'] as Obj[];
-    expect((plugins!['args'] as string[]).join(' ')).toMatch(/flanneld\.exe'\) install-cni --pinned --bin-dir \$env:CNI_BIN_DIR/);
-    expect(plugins!['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
-    expect((cniConfig!['args'] as string[]).join(' ')).toContain('cni-config');
+    expect((plugins['args'] as string[]).join(' ')).toMatch(/flanneld\.exe'\) install-cni --pinned --bin-dir \$env:CNI_BIN_DIR/);
+    expect(plugins['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
+    expect((cniConfig['args'] as string[]).join(' ')).toContain('cni-config');
     const c = (ds['spec']['template']['spec']['containers'] as Obj[]).find((x) => x['name'] === 'kube-flannel')!;
     expect(c['env']).toEqual(expect.arrayContaining([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]));
     expect(c['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
@@ -322,7 +325,7 @@ describe('scripts/start.ps1', () => {
     const p = await parser();
     const tree = p.parse(readFileSync(SCRIPT, 'utf8'))!;
     // A script_parameter's own `variable` child is its name ($true in an attribute is nested deeper).
-    const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n!.children.find((c) => c?.type === 'variable')?.text.slice(1));
+    const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n.children.find((c) => c?.type === 'variable')?.text.slice(1));
     expect(params).toEqual(
       expect.arrayContaining(['ManagementIP', 'NetworkMode', 'ClusterCIDR', 'ServiceCIDR', 'KubeDnsServiceIP', 'InterfaceName', 'LogDir', 'KubeConfig', 'FlanneldExe', 'TimeoutSeconds', 'CniBinDir', 'CniPluginSource', 'CniPluginSha256']),
     );

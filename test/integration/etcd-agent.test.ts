@@ -129,7 +129,7 @@ describeEtcd('the agent in etcd mode (real etcd, simulated dataplane)', () => {
       const v = await leaseValue(prefix, x);
       expect(v).toMatchObject({ PublicIP: x.ip, BackendType: 'vxlan', BackendData: { VNI: 4096 } });
       expect(v.BackendData!.VtepMAC).toMatch(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
-      const netIP = ownSubnet(x).split('/')[0]!.replace(/\.0$/, '.1');
+      const netIP = ownSubnet(x).split('/')[0].replace(/\.0$/, '.1');
       expect(readFileSync(x.subnetFile, 'utf8')).toBe(`FLANNEL_NETWORK=10.5.0.0/16\nFLANNEL_SUBNET=${netIP}/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n`);
     }
     expect(policies(a)).toEqual(await expectedPolicies(prefix, a, [a, b]));
@@ -192,7 +192,7 @@ describeEtcd('the agent in etcd mode (real etcd, simulated dataplane)', () => {
     expect(ownSubnet(a)).toBe(subnet);
     const nets = a.agent.dataplane!.simulated!.snapshot().networks;
     expect(nets).toHaveLength(1);
-    expect(nets[0]!.ID).toBe(id);
+    expect(nets[0].ID).toBe(id);
     expect(await leaseValue(prefix, a)).toEqual(value);
     expect(await admin.getAll().prefix(`${prefix}/subnets/`).keys()).toHaveLength(2);
     expect(policies(a)).toEqual(await expectedPolicies(prefix, a, [a, b]));

@@ -4,29 +4,16 @@
 // that overlaps any lease, so one such key leaves every new node "out of subnets". This agent leaves
 // keys wider than SubnetLen out of the allocation and logs each once.
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { Writable } from 'node:stream';
 import { Etcd3 } from 'etcd3';
-import winston from 'winston';
 import { EtcdSubnetManager } from '../../src/subnet/etcd/manager.js';
 import { EtcdRegistry } from '../../src/subnet/etcd/registry.js';
 import type { LeaseAttrs } from '../../src/subnet/lease.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
+import { logSink } from '../support/log-sink.js';
 
 const vxlan = (publicIP: string, mac: string) => (): Promise<LeaseAttrs> =>
   Promise.resolve({ publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: mac } });
-
-/** A logger whose entries land in `lines` (json objects). */
-function capture(): { log: winston.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { log: winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }), lines };
-}
 
 describeEtcd('etcd: lease keys wider than SubnetLen (real etcd)', () => {
   const etcd = new EtcdServer();
@@ -49,7 +36,7 @@ describeEtcd('etcd: lease keys wider than SubnetLen (real etcd)', () => {
     for (const k of wide) await admin.put(`${prefix}/subnets/${k}`).value('{"PublicIP":"192.168.64.99","BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:99"}}');
     await admin.put(`${prefix}/subnets/10.5.52.0-24`).value('{"PublicIP":"192.168.64.3","BackendType":"host-gw"}');
 
-    const { log, lines } = capture();
+    const { log, entries: lines } = logSink();
     const got: string[] = [];
     for (const n of [1, 2]) {
       const client = new Etcd3({ hosts: etcd.endpoint });

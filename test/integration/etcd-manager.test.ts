@@ -132,14 +132,14 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
       expect(l.key).toBe(l.subnet.replace('/', '-'));
       expect(l.expiration).toBeGreaterThan(Date.now() + 86_000_000);
     }
-    const raw = await admin.get(`${prefix}/subnets/${leases[0]!.key}`).exec();
-    expect(raw.kvs[0]!.value.toString()).toBe('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:40"}}');
-    const ttl = await admin.leaseClient.leaseTimeToLive({ ID: raw.kvs[0]!.lease });
+    const raw = await admin.get(`${prefix}/subnets/${leases[0].key}`).exec();
+    expect(raw.kvs[0].value.toString()).toBe('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:40"}}');
+    const ttl = await admin.leaseClient.leaseTimeToLive({ ID: raw.kvs[0].lease });
     expect(Number(ttl.grantedTTL)).toBe(86400);
 
     for (const h of hs) void watch(h);
     await waitFor(() => hs.every((h) => h.view.size === 3), 'all managers to list all three leases');
-    expect(hs[0]!.updates[0]!.kind).toBe('snapshot');
+    expect(hs[0].updates[0].kind).toBe('snapshot');
     // A fourth node joining shows up as an event on every watcher.
     const late = manager(prefix, netConf, '192.168.64.6');
     const l4 = await late.mgr.acquireLease(vxlanAttrs('192.168.64.6', 'c6:d2:32:6f:8f:46'), late.ctrl.signal);
@@ -217,7 +217,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     const h = manager(prefix, netConf, '192.168.64.3', { leaseTtlSeconds: 4, renewMarginMs: 3000, renewRetryMs: 200 });
     const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:04'), h.ctrl.signal);
     const key = `${prefix}/subnets/${own.key}`;
-    const firstLease = (await admin.get(key).exec()).kvs[0]!.lease;
+    const firstLease = (await admin.get(key).exec()).kvs[0].lease;
     await waitFor(async () => (await admin.get(key).exec()).kvs[0]?.lease !== firstLease || undefined, 'a renewal with a new lease', 5000);
     await new Promise((r) => setTimeout(r, 4500)); // past the first TTL: still there
     expect(await admin.get(key).string()).not.toBeNull();

@@ -36,7 +36,7 @@ function agentConfig(home: string, flags: string[]): AgentConfig {
 /** Read `<prefix>/config` and acquire a lease the way the agent does; aborting `ctrl` closes the client. */
 async function acquire(config: AgentConfig, ctrl: AbortController, publicIP = '10.0.0.2'): Promise<Lease> {
   const netConf = await fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST });
-  const mgr = await createEtcdSubnetManager(config, { netConf, publicIP, log: LOG, tuning: TUNING });
+  const mgr = createEtcdSubnetManager(config, { netConf, publicIP, log: LOG, tuning: TUNING });
   return mgr.acquireLease(() => Promise.resolve({ publicIP, backendType: 'host-gw', backendData: null }), ctrl.signal);
 }
 
@@ -108,7 +108,7 @@ describeEtcd(
 
       // The manager's own retry (acquireLease) gives up after apiRetryTimeoutMs with the same diagnosis.
       const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, client)), { log: LOG, signal: ctrl.signal, ...FAST });
-      const mgr = await createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: TUNING });
+      const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: TUNING });
       const started = Date.now();
       const err2 = await expectCode(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal), EtcdError, 'FLANNEL_ERR_ETCD');
       expect(Date.now() - started).toBeLessThan(10_000);
@@ -180,7 +180,7 @@ describeEtcd('etcd with authentication (real etcd)', () => {
     expect(err.cause).toBeInstanceOf(EtcdAuthenticationFailedError);
 
     const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, authFlags('flannel', 'flannel-pw')), { log: LOG, signal: ctrl.signal, ...FAST });
-    const mgr = await createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: { ...TUNING, apiRetryTimeoutMs: 60_000 } });
+    const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: { ...TUNING, apiRetryTimeoutMs: 60_000 } });
     // An authentication error is not retried: no wait for apiRetryTimeoutMs.
     const started = Date.now();
     const err2 = await expectCode(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal), EtcdError, 'FLANNEL_ERR_ETCD');

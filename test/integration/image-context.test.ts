@@ -31,7 +31,7 @@ function instructions(text: string): [string, string][] {
   const lines = text.replace(/\\\r?\n/g, ' ').split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
   return lines.map((l) => {
     const m = /^(\w+)\s+(.*)$/.exec(l)!;
-    return [m[1]!.toUpperCase(), m[2]!];
+    return [m[1].toUpperCase(), m[2]];
   });
 }
 
@@ -78,7 +78,7 @@ describe('npm run package:image-context', () => {
     for (const [name, text] of Object.entries(zipFiles)) expect(readFileSync(join(out, 'flanneld', ...name.split('/')), 'utf8')).toBe(text);
     expect(readFileSync(join(out, 'Dockerfile.windows'), 'utf8')).toBe(readFileSync(DOCKERFILE, 'utf8'));
     for (const [, rest] of instructions(readFileSync(DOCKERFILE, 'utf8')).filter(([k]) => k === 'COPY')) {
-      const src = rest.split(/\s+/)[0]!;
+      const src = rest.split(/\s+/)[0];
       expect([src, existsSync(join(out, src))]).toEqual([src, true]);
     }
     // deploy/base/40-daemonset-windows.yml runs (Join-Path $env:CONTAINER_SANDBOX_MOUNT_POINT 'flanneld\flanneld.exe').

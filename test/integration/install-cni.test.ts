@@ -29,7 +29,7 @@ async function zipOf(files: Record<string, Buffer>): Promise<Buffer> {
   for (const [name, data] of Object.entries(files)) zip.addBuffer(data, name);
   zip.end();
   const chunks: Buffer[] = [];
-  for await (const c of zip.outputStream) chunks.push(c as Buffer);
+  for await (const c of zip.outputStream) chunks.push(c);
   return Buffer.concat(chunks);
 }
 

@@ -1,8 +1,6 @@
 // KubeSubnetManager over real HTTP, through @kubernetes/client-node, against FakeKubeApiServer.
 import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Writable } from 'node:stream';
-import winston from 'winston';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
@@ -18,6 +16,7 @@ import { systemClock } from '../../src/clock.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import type { TestCa, TestCert } from '../support/etcd.js';
 import { waitFor } from '../support/cluster.js';
+import { logSink } from '../support/log-sink.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const SMP = 'application/strategic-merge-patch+json';
@@ -92,9 +91,9 @@ describe('acquireLease', () => {
     expect(lease).toEqual({ key: 'win', subnet: '10.244.5.0/24', publicIP: '10.0.0.5', backendType: 'vxlan', backendData: VXLAN.backendData });
     const [p, ...rest] = patches();
     expect(rest).toHaveLength(0);
-    expect(p!.path).toBe('/api/v1/nodes/win/status');
-    expect(p!.contentType).toBe(SMP);
-    expect(p!.body).toEqual({
+    expect(p.path).toBe('/api/v1/nodes/win/status');
+    expect(p.contentType).toBe(SMP);
+    expect(p.body).toEqual({
       metadata: {
         annotations: {
           [`${P}kube-subnet-manager`]: 'true',
@@ -111,7 +110,7 @@ describe('acquireLease', () => {
     api.addNode({ ...bareNode({ name: 'win' }), spec: { podCIDR: 'fd00:1::/64', podCIDRs: ['fd00:1::/64', '10.244.7.0/24'] } });
     const lease = await manager().acquireLease(attrs(HOSTGW), signal());
     expect(lease.subnet).toBe('10.244.7.0/24');
-    expect(patches()[0]!.body).toEqual({
+    expect(patches()[0].body).toEqual({
       metadata: {
         annotations: {
           [`${P}kube-subnet-manager`]: 'true',
@@ -131,7 +130,7 @@ describe('acquireLease', () => {
     expect(patches()).toHaveLength(1);
     await manager().acquireLease(attrs({ ...VXLAN, publicIP: '10.0.0.6' }), signal());
     expect(patches()).toHaveLength(2);
-    expect(patches()[1]!.body).toEqual({ metadata: { annotations: { [`${P}public-ip`]: '10.0.0.6' } } });
+    expect(patches()[1].body).toEqual({ metadata: { annotations: { [`${P}public-ip`]: '10.0.0.6' } } });
   });
 
   it('missing podCIDR: waits, then fails with the upstream text', async () => {
@@ -169,7 +168,7 @@ describe('acquireLease', () => {
     api.addNode(n);
     const lease = await manager({ publicIPOverride: '10.0.0.5' }).acquireLease(attrs(VXLAN), signal());
     expect(lease.publicIP).toBe('192.168.1.50');
-    expect((patches()[0]!.body as { metadata: { annotations: Record<string, string> } }).metadata.annotations[`${P}public-ip`]).toBe('192.168.1.50');
+    expect((patches()[0].body as { metadata: { annotations: Record<string, string> } }).metadata.annotations[`${P}public-ip`]).toBe('192.168.1.50');
   });
 
   it('public-ip-overwrite is published as public-ip', async () => {
@@ -215,8 +214,8 @@ describe('node name resolution', () => {
     const m = manager({ nodeName: undefined, podName: 'kube-flannel-ds-abc', podNamespace: 'kube-flannel' });
     const lease = await m.acquireLease(attrs(VXLAN), signal());
     expect(lease.key).toBe('win-7');
-    expect(api.requests[0]!.path).toBe('/api/v1/namespaces/kube-flannel/pods/kube-flannel-ds-abc');
-    expect(patches()[0]!.path).toBe('/api/v1/nodes/win-7/status');
+    expect(api.requests[0].path).toBe('/api/v1/namespaces/kube-flannel/pods/kube-flannel-ds-abc');
+    expect(patches()[0].path).toBe('/api/v1/nodes/win-7/status');
   });
 
   it('neither NODE_NAME nor POD_NAME/POD_NAMESPACE: upstream text', async () => {
@@ -306,10 +305,7 @@ describe('kubeconfig', () => {
     it('insecure-skip-tls-verify: works, and a warning says so', async () => {
       const f = join(dir, 'insecure.yaml');
       await writeKubeconfig(f, api.url, { token: 's3cret', insecure: true });
-      const warnings: Record<string, unknown>[] = [];
-      const log = winston.createLogger({
-        transports: [new winston.transports.Stream({ stream: new Writable({ objectMode: true, write: (i: Record<string, unknown>, _e, cb) => (warnings.push(i), cb()) }) })],
-      });
+      const { log, entries: warnings } = logSink('info');
       const kc = buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: '', log });
       expect(warnings).toEqual([expect.objectContaining({ level: 'warn', server: api.url })]);
       expect(JSON.stringify(warnings)).not.toContain('s3cret');
@@ -350,11 +346,11 @@ describe('completeLease', () => {
   it('patches NetworkUnavailable=False on /status, keeping other conditions', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     const t = Date.UTC(2025, 2, 19, 19, 57, 30, 123);
-    await manager({ clock: { now: () => t, sleep: systemClock.sleep } }).completeLease(lease, signal());
+    await manager({ clock: { now: () => t, sleep: (ms, s) => systemClock.sleep(ms, s) } }).completeLease(lease, signal());
     const [p] = patches();
-    expect(p!.path).toBe('/api/v1/nodes/win/status');
-    expect(p!.contentType).toBe(SMP);
-    expect(p!.body).toEqual({
+    expect(p.path).toBe('/api/v1/nodes/win/status');
+    expect(p.contentType).toBe(SMP);
+    expect(p.body).toEqual({
       status: {
         conditions: [
           {
@@ -403,7 +399,7 @@ describe('watchLeases', () => {
     const c = collect(m);
     await waitFor(() => c.snapshots().length === 1, 'first snapshot', 5000);
     expect(m.hasSynced).toBe(true);
-    expect(c.snapshots()[0]!.leases).toEqual([
+    expect(c.snapshots()[0].leases).toEqual([
       {
         key: 'linux-1',
         subnet: '10.244.1.0/24',
@@ -420,7 +416,7 @@ describe('watchLeases', () => {
     expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null, created: expect.any(Number) } });
 
     // Heartbeat-only / unrelated changes: no events.
-    api.updateNode('linux-1', (n) => void (n.status!.conditions![0]!.lastHeartbeatTime = '2030-01-01T00:00:00Z'));
+    api.updateNode('linux-1', (n) => void (n.status!.conditions![0].lastHeartbeatTime = '2030-01-01T00:00:00Z'));
     api.updateNode('linux-1', (n) => void (n.metadata.labels!.foo = 'bar'));
     api.updateNode('win', (n) => void (n.metadata.annotations!.x = 'y'));
     // Relevant change.
@@ -500,7 +496,7 @@ describe('watchLeases', () => {
     await waitFor(() => c.events().length === 2, 'condition', 5000);
     expect(c.snapshots()).toHaveLength(1);
     const watches = api.requests.filter((r) => r.query.watch === 'true');
-    expect(Number(watches.at(-1)!.query.resourceVersion)).toBeGreaterThan(Number(watches[0]!.query.resourceVersion));
+    expect(Number(watches.at(-1)!.query.resourceVersion)).toBeGreaterThan(Number(watches[0].query.resourceVersion));
   });
 
   it('keeps retrying while the API is down at start, and resolves on abort', async () => {
@@ -521,7 +517,7 @@ describe('watchLeases', () => {
     for (let i = 1; i <= 7; i++) api.addNode(peer(i));
     const c = collect(manager({ listPageSize: 3 }));
     await waitFor(() => c.snapshots().length === 1, 'condition', 5000);
-    expect(c.snapshots()[0]!.leases).toHaveLength(7);
+    expect(c.snapshots()[0].leases).toHaveLength(7);
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes' && r.query.watch !== 'true')).toHaveLength(3);
     // The first list's pages arrive as additions before the complete list's snapshot.
     expect(c.updates.map((u) => `${u.kind}:${u.kind === 'events' ? u.events.length : u.leases.length}`)).toEqual(['page:3', 'page:3', 'snapshot:7']);
@@ -530,7 +526,7 @@ describe('watchLeases', () => {
   it('Nodes with wrong-typed fields flannel does not read still count; an object that cannot be read is skipped and counted', async () => {
     const odd = peer(3) as FakeNode & Record<string, unknown>;
     odd.status = { conditions: 'not-a-list', addresses: 7 } as never;
-    odd.spec = { ...odd.spec, taints: 5 } as never;
+    odd.spec = { ...odd.spec, taints: 5 };
     (odd.metadata as Record<string, unknown>).finalizers = { a: 1 };
     (odd.metadata as Record<string, unknown>).labels = ['x'];
     api.addNode(odd);
@@ -539,7 +535,7 @@ describe('watchLeases', () => {
     const metrics = new Metrics();
     const c = collect(manager({ metrics }), metrics);
     await waitFor(() => c.snapshots().length === 1, 'snapshot', 5000);
-    expect(c.snapshots()[0]!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
+    expect(c.snapshots()[0].leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
     expect(metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
     await waitFor(() => api.activeWatches === 1, 'watch', 5000);
     api.addNode(peer(251, 'vxlan', 'm'.repeat(300)));
@@ -558,7 +554,7 @@ describe('watchLeases', () => {
     api.addNode(evil);
     api.addNode(peer(1));
     await waitFor(() => c.events().length === 2, 'condition', 5000);
-    expect(c.events()[0]!.lease).toMatchObject({ key: 'linux-9', subnet: '0.0.0.0/0', backendData: undefined });
+    expect(c.events()[0].lease).toMatchObject({ key: 'linux-9', subnet: '0.0.0.0/0', backendData: undefined });
   });
 });
 
@@ -598,7 +594,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', LIST, 'no-answer', 1);
     api.hang('GET', LIST, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
-    manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
+    void manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.some((u) => u.kind === 'snapshot'), 'snapshot after the hung pages', 5000);
     const snap = updates.find((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot')!;
     expect(snap.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
@@ -610,20 +606,20 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', WATCH, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
     const m = manager({ watchTimeoutSeconds: 1, watchSilenceMs: 400 });
-    m.watchLeases((u) => updates.push(u), signal());
+    void m.watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.length === 1 && api.hangingRequests === 1, 'a silent watch', 5000);
     await waitFor(() => api.activeWatches === 1, 'a new watch after the silent one', 5000);
     expect(api.hangingRequests).toBe(0);
     api.addNode(peer(2));
     await waitFor(() => updates.some((u) => u.kind === 'events' && u.events.some((e) => e.lease.key === 'linux-2')), 'event through the new watch', 5000);
     const watches = api.requests.filter((r) => r.query.watch === 'true');
-    expect(watches[0]!.query).toMatchObject({ allowWatchBookmarks: 'true', timeoutSeconds: '1' });
+    expect(watches[0].query).toMatchObject({ allowWatchBookmarks: 'true', timeoutSeconds: '1' });
   });
 
   it('while every Node request hangs, nothing is emitted (the dataplane is left as it is)', async () => {
     api.addNode(peer(1));
     const updates: LeaseUpdate[] = [];
-    manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
+    void manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.length === 1 && api.activeWatches === 1, 'synced', 5000);
     api.hang('GET', /^\/api\/v1\/nodes/);
     api.closeWatches();

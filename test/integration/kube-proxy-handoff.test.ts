@@ -29,9 +29,9 @@ function psMemberChain(doc: unknown, expr: string): unknown {
     let t: RegExpExecArray | null;
     if ((t = /^\.Split\("([^"]*)"\)/i.exec(rest))) {
       if (typeof v !== 'string') throw new Error(`.Split on ${JSON.stringify(v)} (PowerShell: "You cannot call a method on a null-valued expression")`);
-      v = v.split(t[1]!);
+      v = v.split(t[1]);
     } else if ((t = /^\.(\w+)/.exec(rest))) {
-      const name = t[1]!.toLowerCase();
+      const name = t[1].toLowerCase();
       const obj = v as Record<string, unknown> | null;
       const key = obj && typeof obj === 'object' ? Object.keys(obj).find((k) => k.toLowerCase() === name) : undefined;
       v = key === undefined ? null : obj![key];

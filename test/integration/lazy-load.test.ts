@@ -32,7 +32,7 @@ function loaded(traceFile: string): { packages: Set<string>; own: Set<string>; u
   const dist = `file://${join(process.cwd(), 'dist')}/`;
   for (const url of urls) {
     const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-    if (pkg) packages.add(pkg[1]!);
+    if (pkg) packages.add(pkg[1]);
     else if (url.startsWith(dist)) own.add(url.slice(dist.length));
   }
   return { packages, own, urls };
@@ -59,7 +59,7 @@ async function traced(args: string[], env: Record<string, string>, until?: strin
 }
 
 describe('what the flanneld binary loads', () => {
-  it('--version loads neither the agent, winston, nor a subnet manager client', async () => {
+  it('--version loads neither the agent, winston, nor a subnet manager client', () => {
     const r = spawnSync(process.execPath, ['--import', TRACE_HOOK, MAIN, '--version'], { env: { PATH: process.env['PATH'] ?? '', FLANNEL_IMPORT_TRACE: join(dir, 'version.txt') }, encoding: 'utf8' });
     expect(r.status).toBe(0);
     const { packages, own } = loaded(join(dir, 'version.txt'));

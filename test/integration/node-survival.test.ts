@@ -140,7 +140,7 @@ describe('the HNS network disappears while the agent runs', () => {
     const state = agent.state;
     await agent.waitReady();
     await state.waitFor(() => state.peerRoutes('10.244.0.0/16').length === 2, 'the routes');
-    const oldIndex = Number(state.peerRoutes('10.244.0.0/16')[0]!.split('@')[1]);
+    const oldIndex = Number(state.peerRoutes('10.244.0.0/16')[0].split('@')[1]);
     expect(state.deleteNetwork('cbr0')).toBe(true);
     await state.waitFor(() => state.network('cbr0'), 'the recreated network', 15_000);
     await state.waitFor(() => {

@@ -50,11 +50,11 @@ describe('kube-proxy already owns the source VIP', () => {
 
     const local = state.read().endpoints.filter((e) => ((e.Flags ?? 0) & 1) === 0);
     expect(local.map((e) => e.IpConfigurations?.[0]?.IpAddress)).toEqual(['10.244.7.9']);
-    expect(local[0]!.ID).toBe(kubeProxy.ID);
+    expect(local[0].ID).toBe(kubeProxy.ID);
     for (const f of [scriptFile, join(dir, 'run', 'sourcevip.json')]) {
       const doc = JSON.parse(readFileSync(f, 'utf8')) as { ip4: { ip: string }; ips: { address: string }[] };
       expect(doc.ip4.ip.split('/')[0]).toBe('10.244.7.9'); // microsoft/SDN helper.psm1 GetSourceVip
-      expect(doc.ips[0]!.address.split('/')[0]).toBe('10.244.7.9'); // sig-windows-tools kube-proxy start.ps1
+      expect(doc.ips[0].address.split('/')[0]).toBe('10.244.7.9'); // sig-windows-tools kube-proxy start.ps1
     }
     expect(JSON.parse(readFileSync(join(dir, 'run', 'sourcevip.json'), 'utf8'))).toMatchObject({ ip: '10.244.7.9', endpointId: kubeProxy.ID });
     expect(readFileSync(join(ipamDir, 'flannel.4096', '10.244.7.9'), 'utf8')).toBe('dummy\r\ndummy');

@@ -102,7 +102,7 @@ const hostileNode = fc.oneof(
         fc.record(
           {
             name: fc.oneof(fc.string({ maxLength: 10 }), anyValue, fc.integer({ min: 250, max: 256 }).map((n) => 'n'.repeat(n))),
-            annotations: fc.oneof(anyValue, fc.dictionary(fc.constantFrom(...Object.values(KEYS), 'other'), annValue, { maxKeys: 8 })),
+            annotations: fc.oneof(anyValue, fc.dictionary(fc.constantFrom(...(Object.values(KEYS) as string[]), 'other'), annValue, { maxKeys: 8 })),
           },
           { requiredKeys: [] },
         ),
@@ -128,7 +128,7 @@ const nearlyValidNode = fc
     const parts = path.startsWith('metadata.annotations.') ? ['metadata', 'annotations', path.slice('metadata.annotations.'.length)] : path.split('.');
     let o = node;
     for (const k of parts.slice(0, -1)) o = o[k] as Record<string, unknown>;
-    o[parts[parts.length - 1]!] = value;
+    o[parts[parts.length - 1]] = value;
     return node;
   });
 

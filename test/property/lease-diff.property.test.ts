@@ -211,7 +211,7 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
           let actual = withIds(a, 0);
           let roll = 0;
           // ~30% of the first 40 calls fail, then the dataplane recovers (a run of all failures must end)
-          const flaky = () => roll < dice.length && dice[roll++]! < 3;
+          const flaky = () => roll < dice.length && dice[roll++] < 3;
           let nextId = 5000;
           const driver: ReconcileDriver<Item, Item> = {
             name: 'flaky',

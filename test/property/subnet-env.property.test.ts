@@ -28,7 +28,7 @@ function ip6Value(text: string): bigint {
   const [head, tail] = full.includes('::') ? full.split('::') : [full, undefined];
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
+  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
   return groups.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
 }
 const mask6 = (v: bigint, p: number) => (p === 0 ? 0n : v & (((1n << BigInt(p)) - 1n) << BigInt(128 - p)));
@@ -77,7 +77,7 @@ describe('encodeSubnetEnv -> parseSubnetEnv', () => {
           want.FLANNEL_IPV6_NETWORK = `${ip6Text(mask6(v.v6.net, v.v6.np))}/${v.v6.np}`;
           want.FLANNEL_IPV6_SUBNET = `${ip6Text(s6 + 1n)}/${v.v6.sp}`;
           // The written address is the subnet's first host, inside the subnet.
-          expect(mask6(ip6Value(env.FLANNEL_IPV6_SUBNET!.split('/')[0]!), v.v6.sp)).toBe(s6);
+          expect(mask6(ip6Value(env.FLANNEL_IPV6_SUBNET.split('/')[0]), v.v6.sp)).toBe(s6);
         }
         expect(env).toEqual(want);
         // The CNI side reads the own subnet back as the network CIDR.
@@ -113,7 +113,7 @@ describe('encodeSubnetEnv -> parseSubnetEnv', () => {
 describe('parsing hostile subnet.env text', () => {
   const text = fc.oneof(
     fc.string({ unit: 'binary', maxLength: 300 }),
-    fc.array(fc.oneof(fc.constantFrom('FLANNEL_SUBNET=10.244.3.1/24', 'FLANNEL_SUBNET=garbage', 'FLANNEL_SUBNET=', '# c', 'export FLANNEL_MTU=1450', '=x', 'A B=1', '\0'), fc.string({ maxLength: 20 })), { maxLength: 8 }).map((l) => l.join(fc.sample(fc.constantFrom('\n', '\r\n', '\r'), 1)[0]!)),
+    fc.array(fc.oneof(fc.constantFrom('FLANNEL_SUBNET=10.244.3.1/24', 'FLANNEL_SUBNET=garbage', 'FLANNEL_SUBNET=', '# c', 'export FLANNEL_MTU=1450', '=x', 'A B=1', '\0'), fc.string({ maxLength: 20 })), { maxLength: 8 }).map((l) => l.join(fc.sample(fc.constantFrom('\n', '\r\n', '\r'), 1)[0])),
   );
 
   it('parse and previousSubnetFromEnv never throw', () => {

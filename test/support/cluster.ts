@@ -8,6 +8,8 @@ import { parseConfig } from '../../src/config/parse.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 
+export { waitFor } from './wait-for.js';
+
 export const LOG: Logger = process.env['FLANNEL_TEST_LOG'] ? createLogger({ level: 'debug' }) : silentLogger();
 
 /** A TCP port free on 127.0.0.1 right now (for a health port). */
@@ -18,21 +20,6 @@ export async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-export async function waitFor<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 export const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };

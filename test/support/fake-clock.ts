@@ -1,19 +1,34 @@
-// A manual clock for loop tests: sleeps resolve only when the test advances time.
-import type { Clock } from '../../src/clock.js';
+// The one fake Clock for tests. By default sleeps resolve only when the test advances time (loop tests
+// on virtual time); with `instant` every sleep returns at once and moves time forward by what it asked.
+// Either way each sleep is recorded in `sleeps`.
+import { abortReason, type Clock } from '../../src/clock.js';
 
 export async function flush(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise<void>((r) => setImmediate(r));
 }
 
 export class FakeClock implements Clock {
-  t = 1_000_000;
+  t: number;
   timers: { at: number; resolve: () => void }[] = [];
+  /** Every sleep asked for, in ms, in order. */
+  readonly sleeps: number[] = [];
+  private readonly instant: boolean;
+
+  constructor(opts: { instant?: boolean; start?: number } = {}) {
+    this.instant = opts.instant === true;
+    this.t = opts.start ?? 1_000_000;
+  }
   now(): number {
     return this.t;
   }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    this.sleeps.push(ms);
+    if (this.instant) {
+      this.t += ms;
+      return Promise.resolve();
+    }
     return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
+      if (signal?.aborted) return reject(abortReason(signal));
       const timer = {
         at: this.t + ms,
         resolve: () => {
@@ -23,7 +38,7 @@ export class FakeClock implements Clock {
       };
       const onAbort = () => {
         this.timers = this.timers.filter((x) => x !== timer);
-        reject(signal!.reason);
+        reject(abortReason(signal!));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.timers.push(timer);

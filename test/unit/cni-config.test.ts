@@ -71,7 +71,7 @@ describe('renderCniConfig', () => {
     [
       'host-gw without a management IP: no host route',
       { ...base, netConf: HOSTGW },
-      { ...GOLDEN_HOSTGW, plugins: [{ ...GOLDEN_HOSTGW.plugins[0]!, delegate: { ...GOLDEN_HOSTGW.plugins[0]!.delegate, policies: GOLDEN_HOSTGW.plugins[0]!.delegate.policies.slice(0, 2) } }] },
+      { ...GOLDEN_HOSTGW, plugins: [{ ...GOLDEN_HOSTGW.plugins[0], delegate: { ...GOLDEN_HOSTGW.plugins[0].delegate, policies: GOLDEN_HOSTGW.plugins[0].delegate.policies.slice(0, 2) } }] },
     ],
     [
       'vxlan with Name and MacPrefix: name = the HNS network, MAC prefix passed on',
@@ -80,7 +80,7 @@ describe('renderCniConfig', () => {
         ...GOLDEN_VXLAN,
         cniVersion: '0.2.0',
         name: 'vxlan0',
-        plugins: [{ ...GOLDEN_VXLAN.plugins[0]!, delegate: { ...GOLDEN_VXLAN.plugins[0]!.delegate, endpointMacPrefix: '0E-2B' } }],
+        plugins: [{ ...GOLDEN_VXLAN.plugins[0], delegate: { ...GOLDEN_VXLAN.plugins[0].delegate, endpointMacPrefix: '0E-2B' } }],
       },
     ],
     [
@@ -90,12 +90,12 @@ describe('renderCniConfig', () => {
         ...GOLDEN_HOSTGW,
         plugins: [
           {
-            ...GOLDEN_HOSTGW.plugins[0]!,
+            ...GOLDEN_HOSTGW.plugins[0],
             delegate: {
-              ...GOLDEN_HOSTGW.plugins[0]!.delegate,
+              ...GOLDEN_HOSTGW.plugins[0].delegate,
               policies: [
                 { name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12'] } } },
-                GOLDEN_HOSTGW.plugins[0]!.delegate.policies[1],
+                GOLDEN_HOSTGW.plugins[0].delegate.policies[1],
               ],
             },
           },
@@ -122,7 +122,7 @@ function normalizePolicies(policies: unknown[]): unknown[] {
 }
 
 function delegateOf(conf: Record<string, unknown>): Record<string, unknown> {
-  return (conf['plugins'] as { delegate: Record<string, unknown> }[])[0]!.delegate;
+  return (conf['plugins'] as { delegate: Record<string, unknown> }[])[0].delegate;
 }
 
 const exceptionsOf = (conf: Record<string, unknown>): string[] =>
@@ -242,7 +242,7 @@ describe('the cni-config command', () => {
       expect(JSON.parse(a.out.stdout)).toEqual(GOLDEN_VXLAN);
       const b = io();
       expect(await command.run([`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '--no-loopback-dsr'], b.io)).toBe(0);
-      expect(JSON.parse(b.out.stdout).plugins[0].delegate.loopbackDSR).toBe(false);
+      expect((JSON.parse(b.out.stdout) as { plugins: { delegate: { loopbackDSR: boolean } }[] }).plugins[0].delegate.loopbackDSR).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

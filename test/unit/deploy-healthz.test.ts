@@ -14,7 +14,7 @@ function manifests(dir: string): string[] {
 
 describe('deploy/: the health port binding', () => {
   it('every --healthz-ip names the node IP or loopback', () => {
-    const binds = manifests('deploy').flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/--healthz-ip[= ]+(\S+)/g)].map((m) => ({ f, ip: m[1]!.replace(/;$/, '') })));
+    const binds = manifests('deploy').flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/--healthz-ip[= ]+(\S+)/g)].map((m) => ({ f, ip: m[1].replace(/;$/, '') })));
     expect(binds.length).toBeGreaterThan(0);
     for (const b of binds) expect([b.f, b.ip]).toEqual([b.f, expect.stringMatching(/^(\$env:NODE_IP|127\.0\.0\.1)$/)]);
   });

@@ -33,7 +33,7 @@ function documentedSections(): Map<string, string> {
   const parts = text.split(/^(?=#{1,3} )/m);
   for (const part of parts) {
     const m = /^### `(FLANNEL_ERR_[A-Z0-9_]+)`/.exec(part);
-    if (m) sections.set(m[1]!, part);
+    if (m) sections.set(m[1], part);
   }
   return sections;
 }

@@ -113,7 +113,7 @@ describe('HnsClient', () => {
     const t = new FakeTransport();
     const hns = new HnsClient(t);
     expect(await hns.getNetworkByName('flannel.4096')).toBeUndefined(); // HNS returned "other"
-    const q = JSON.parse(t.calls[0]!.slice('enum '.length));
+    const q = JSON.parse(t.calls[0].slice('enum '.length)) as unknown;
     expect(q).toEqual({ SchemaVersion: { Major: 2, Minor: 0 }, Flags: 0, Filter: '{"Name":"flannel.4096"}' });
     expect(t.calls).toEqual([t.calls[0], 'open AAAA', 'query', 'close']);
   });
@@ -134,7 +134,7 @@ describe('HnsClient', () => {
     await hns.removeNetworkPolicies('AAAA', []);
     const modifies = t.calls.filter((c) => c.startsWith('modify '));
     expect(modifies).toHaveLength(1);
-    expect(JSON.parse(modifies[0]!.slice(7))).toEqual({ ResourceType: 'Policy', RequestType: 'Add', Settings: { Policies: [{ Type: 'A' }, { Type: 'B' }] } });
+    expect(JSON.parse(modifies[0].slice(7))).toEqual({ ResourceType: 'Policy', RequestType: 'Add', Settings: { Policies: [{ Type: 'A' }, { Type: 'B' }] } });
   });
 
   it('attach sends the host body; v1 endpoint ops against the simulator', async () => {
@@ -146,7 +146,7 @@ describe('HnsClient', () => {
 
   it('hcnQuery', () => {
     expect(JSON.parse(hcnQuery())).toEqual({ SchemaVersion: { Major: 2, Minor: 0 }, Flags: 0 });
-    expect(JSON.parse(JSON.parse(hcnQuery({ VirtualNetwork: 'X' })).Filter)).toEqual({ VirtualNetwork: 'X' });
+    expect(JSON.parse((JSON.parse(hcnQuery({ VirtualNetwork: 'X' })) as { Filter: string }).Filter)).toEqual({ VirtualNetwork: 'X' });
   });
 
   it('v2 endpoints: create/list/delete on the simulator, handles closed', async () => {
@@ -160,7 +160,7 @@ describe('HnsClient', () => {
     });
     const ep = await hns.createEndpoint(net.ID!, { Name: 'e', SchemaVersion: { Major: 2, Minor: 0 } });
     expect(ep.IpConfigurations).toEqual([{ IpAddress: '10.244.1.2', PrefixLength: 24 }]);
-    expect((await hns.listEndpoints(net.ID!)).map((e) => e.ID)).toEqual([ep.ID]);
+    expect((await hns.listEndpoints(net.ID)).map((e) => e.ID)).toEqual([ep.ID]);
     expect(await hns.listEndpoints('11111111-1111-1111-1111-111111111111')).toEqual([]);
     expect((await hns.getEndpoint(ep.ID!))?.Name).toBe('e');
     await hns.deleteEndpoint(ep.ID!);

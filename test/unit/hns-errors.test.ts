@@ -13,7 +13,7 @@ describe('hnsError: HRESULT -> code', () => {
     [0x80070005, 'FLANNEL_ERR_HNS_ACCESS_DENIED'],
     [0x80070057, 'FLANNEL_ERR_HNS_CALL'],
     [0x803b001b, 'FLANNEL_ERR_HNS_CALL'],
-    [(0x803b0001 | 0) as number, 'FLANNEL_ERR_HNS_NOT_FOUND'], // signed form
+    [0x803b0001 | 0, 'FLANNEL_ERR_HNS_NOT_FOUND'], // signed form
   ])('%s -> %s', (hr, code) => {
     const err = hnsError('HcnOpenNetwork', hr);
     expect(err).toBeInstanceOf(HnsError);

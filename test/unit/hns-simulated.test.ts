@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Clock } from '../../src/clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { DataplaneStateError, FlannelError, HnsError } from '../../src/errors.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import type { DataplaneFs } from '../../src/dataplane/simulated.js';
@@ -130,7 +130,7 @@ describe('networks: v1 and v2 views of one object', () => {
     expect(ready.DNSServerList).toBe('10.96.0.10');
     expect(ready.NetworkAdapterName).toBe('Ethernet');
 
-    const stored = dp.snapshot().networks[0]!;
+    const stored = dp.snapshot().networks[0];
     expect(stored).toMatchObject({
       Name: 'cbr0',
       Type: 'L2Bridge',
@@ -144,7 +144,7 @@ describe('networks: v1 and v2 views of one object', () => {
     const v2 = await hns.getNetworkByName('cbr0');
     expect(v2?.ID).toBe(created.ID);
     // raw v1 envelope
-    const raw = JSON.parse(await t.hnsCall('GET', `/networks/${created.ID!.toLowerCase()}`, ''));
+    const raw = JSON.parse(await t.hnsCall('GET', `/networks/${created.ID!.toLowerCase()}`, '')) as { Success: boolean; Output: { ID: string } };
     expect(raw.Success).toBe(true);
     expect(raw.Output.ID).toBe(created.ID);
   });
@@ -152,9 +152,8 @@ describe('networks: v1 and v2 views of one object', () => {
   it('waitForManagementIP polls while HNS has not filled it in', async () => {
     const dp = new SimulatedDataplane();
     const t = new SimulatedHnsTransport(dp, { managementIPPolls: 2 });
-    const sleeps: number[] = [];
-    let now = 0;
-    const clock: Clock = { now: () => now, sleep: async (ms) => { sleeps.push(ms); now += ms; } };
+    const clock = new FakeClock({ instant: true, start: 0 });
+    const sleeps = clock.sleeps;
     const hns = new HnsClient(t, { clock });
     const created = await hns.createNetworkV1(l2bridgeV1);
     const ready = await hns.waitForManagementIP(created.ID!, { timeoutMs: 1000, intervalMs: 50 });
@@ -181,7 +180,7 @@ describe('networks: v1 and v2 views of one object', () => {
     expect((err as HnsError).hresult).toBe(0x803b0010);
     expect((err as HnsError).context.network).toBe('flannel.4096');
 
-    const env = JSON.parse(await t.hnsCall('POST', '/networks/', JSON.stringify({ Name: 'flannel.4096', Type: 'Overlay' })));
+    const env = JSON.parse(await t.hnsCall('POST', '/networks/', JSON.stringify({ Name: 'flannel.4096', Type: 'Overlay' }))) as { Success: boolean; ErrorCode: number };
     expect(env.Success).toBe(false);
     expect(env.ErrorCode).toBe(0x803b0010);
     expect(await codeOf(hns.createNetworkV1({ Name: 'flannel.4096', Type: 'L2Bridge' }))).toBe('FLANNEL_ERR_HNS_EXISTS');
@@ -286,13 +285,13 @@ describe('endpoints', () => {
     expect(vnic.IPAddress).toBe('10.244.2.2');
     expect(new Set(dp.snapshot().adapters.map((a) => a.InterfaceIndex)).size).toBe(3);
 
-    const env = JSON.parse(await t.hnsCall('POST', `/endpoints/${ep.ID}/attach`, '{"SystemType":"Host","CompartmentId":1}'));
+    const env = JSON.parse(await t.hnsCall('POST', `/endpoints/${ep.ID}/attach`, '{"SystemType":"Host","CompartmentId":1}')) as unknown;
     expect(env).toMatchObject({ Success: false, Error: 'This endpoint is already attached to the switch.' });
     await hns.attachEndpointToHost(ep.ID!); // ok in the client
     expect((await hns.getEndpointByNameV1('cbr0_ep'))!.State).toBe(2);
 
     // v2 view
-    const v2 = await hns.listEndpoints(net.ID!);
+    const v2 = await hns.listEndpoints(net.ID);
     expect(v2).toHaveLength(1);
     expect(v2[0]).toMatchObject({ ID: ep.ID, HostComputeNetwork: net.ID, IpConfigurations: [{ IpAddress: '10.244.2.2', PrefixLength: 24 }] });
 
@@ -365,8 +364,8 @@ describe('failure injection and latency', () => {
   });
 
   it('latency per call and per item, plus stalls, sleep through the clock', async () => {
-    const sleeps: number[] = [];
-    const clock: Clock = { now: () => 0, sleep: async (ms) => void sleeps.push(ms) };
+    const clock = new FakeClock({ instant: true, start: 0 });
+    const sleeps = clock.sleeps;
     const dp = new SimulatedDataplane({ clock, latency: { hnsCallMs: 10, hnsPerItemMs: 2, routeCallMs: 1 } });
     const t = new SimulatedHnsTransport(dp);
     const h = await t.createNetwork(ZERO_GUID, JSON.stringify(overlay()));
@@ -388,7 +387,7 @@ describe('persistence', () => {
     expect([...mfs.files.keys()]).toEqual(['/state/dp.json']);
     const b = new SimulatedDataplane({ statePath: '/state/dp.json', fs: mfs });
     expect(b.snapshot()).toEqual(a.dp.snapshot());
-    expect(Object.keys(JSON.parse(mfs.files.get('/state/dp.json')!))).toEqual(['networks', 'endpoints', 'routes', 'adapters']);
+    expect(Object.keys(JSON.parse(mfs.files.get('/state/dp.json')!) as object)).toEqual(['networks', 'endpoints', 'routes', 'adapters']);
     expect(nodeIP(b)).toBe('10.0.0.2');
   });
 

@@ -26,7 +26,7 @@ function gated(dp: SimulatedDataplane, method: keyof HnsTransport) {
   const t = new Proxy(inner, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
-      if (prop !== method || typeof v !== 'function') return typeof v === 'function' ? v.bind(target) : v;
+      if (prop !== method || typeof v !== 'function') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       return async (...args: unknown[]) => {
         await gate;
         return (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);

@@ -19,9 +19,9 @@ describe('Host.macAddress', () => {
   it("simulated: the model's adapter holding the address has one MAC; an unknown address none", async () => {
     const host = new SimulatedHost(new SimulatedDataplane());
     const [first] = await host.interfaces();
-    const mac = await host.macAddress(first!.ipv4);
+    const mac = await host.macAddress(first.ipv4);
     expect(mac).toMatch(/^00-15-5D(-[0-9A-F]{2}){3}$/);
-    expect(await host.macAddress(first!.ipv4)).toBe(mac);
+    expect(await host.macAddress(first.ipv4)).toBe(mac);
     expect(await host.macAddress('192.0.2.1')).toBeUndefined();
   });
 });

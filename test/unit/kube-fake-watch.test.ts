@@ -38,7 +38,7 @@ describe('fake API server watch timeout', () => {
     await clock.advance(1);
     await ended;
     expect(lines.map((l) => l.type)).toEqual(['ADDED', 'ADDED', 'BOOKMARK']);
-    expect(lines[2]!.object.metadata.resourceVersion).toBe(api.resourceVersion);
+    expect(lines[2].object.metadata.resourceVersion).toBe(api.resourceVersion);
     expect(api.activeWatches).toBe(0);
   });
 

@@ -1,21 +1,9 @@
 import { describe, it, expect } from '@jest/globals';
-import { Writable } from 'node:stream';
-import winston from 'winston';
 import type { Lease, LeaseEvent } from '../../src/subnet/lease.js';
 import { LeaseWatcher } from '../../src/subnet/watcher.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
-
-function capture() {
-  const entries: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    objectMode: true,
-    write(info: Record<string, unknown>, _enc, cb) {
-      entries.push(info);
-      cb();
-    },
-  });
-  return { entries, transport: new winston.transports.Stream({ stream }) };
-}
+import { FakeClock } from '../support/fake-clock.js';
+import { logSink } from '../support/log-sink.js';
 
 function peer(n: number, over: Partial<Lease> = {}): Lease {
   return {
@@ -29,10 +17,10 @@ function peer(n: number, over: Partial<Lease> = {}): Lease {
 }
 
 function setup() {
-  const cap = capture();
-  const log = winston.createLogger({ level: 'debug', transports: [cap.transport] });
+  const cap = logSink();
+  const log = cap.log;
   const metrics = new Metrics();
-  const clock = { t: 1_000_000, now: () => clock.t, sleep: async () => undefined };
+  const clock = new FakeClock();
   const w = new LeaseWatcher({
     ownLeaseKey: 'node-1',
     ownSubnet: '10.244.1.0/24',
@@ -102,7 +90,7 @@ describe('LeaseWatcher', () => {
     // backend-data with another key order and a new expiration is the same content
     const same = peer(2, { backendData: { VtepMAC: '0e:2a:0a:f4:02:01', VNI: 4096 }, expiration: 123 });
     expect(w.update({ kind: 'events', events: [{ type: 'added', lease: same }] })).toEqual([]);
-    expect(w.peers()[0]!.expiration).toBe(123);
+    expect(w.peers()[0].expiration).toBe(123);
     expect(w.update({ kind: 'snapshot', leases: [peer(2)] })).toEqual([]);
   });
 

@@ -1,27 +1,24 @@
 // The physical adapter a new L2Bridge/Overlay network is built on, when the agent's interface is the
 // vSwitch's host vNIC (hcsshim: NetworkAdapterName must name a physical adapter).
 import { describe, expect, it } from '@jest/globals';
-import type { Clock } from '../../src/clock.js';
 import { FlannelError, HostError } from '../../src/errors.js';
 import type { HnsNetworkV1 } from '../../src/hns/schema.js';
 import type { Host, HostInterface } from '../../src/host/host.js';
 import { isHostVNic, knownPhysicalAdapter, resolvePhysicalAdapter } from '../../src/host/physical-adapter.js';
 import { nodePublicIPsOf } from '../../src/subnet/kube/node-public-ip.js';
+import { FakeClock } from '../support/fake-clock.js';
 
 const vnic: HostInterface = { name: 'vEthernet (Ethernet)', index: 9, ipv4: '10.0.0.7', prefixLength: 24, mtu: 1500 };
 const overlay = (adapter: string | undefined, mgmt: string): HnsNetworkV1 => ({ Name: 'flannel.4096', Type: 'Overlay', ManagementIP: mgmt, ...(adapter ? { NetworkAdapterName: adapter } : {}) });
 
 /** A clock whose sleeps return at once but advance its time. */
-function fakeClock(): Clock {
-  let now = 0;
-  return { now: () => now, sleep: async (ms: number) => void (now += ms) };
-}
+const fakeClock = () => new FakeClock({ instant: true, start: 0 });
 
 function host(listings: HostInterface[][]): Host & { calls: number } {
   const h = {
     calls: 0,
     async interfaces() {
-      return listings[Math.min(h.calls++, listings.length - 1)]!;
+      return listings[Math.min(h.calls++, listings.length - 1)];
     },
     defaultRouteInterfaceIndex: async () => undefined,
     setForwarding: async () => undefined,

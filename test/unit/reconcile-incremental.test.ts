@@ -3,14 +3,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { Reconciler, type ReconcileDriver } from '../../src/backends/reconcile.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
-import { Writable } from 'node:stream';
-import winston from 'winston';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { logSink } from '../support/log-sink.js';
 
 class Refused extends Error {}
 class Gone extends Error {}
 
-const key = (s: string) => s.split('=')[0]!;
+const key = (s: string) => s.split('=')[0];
 
 /** An atomic-batch dataplane of "key=value" items: a write fails whole when it carries a refused item. */
 class Dataplane implements ReconcileDriver<string, string> {
@@ -56,17 +55,6 @@ class Dataplane implements ReconcileDriver<string, string> {
   }
 }
 
-function logSink() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      cb();
-    },
-  });
-  return { lines, log: winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }) };
-}
-
 function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () => Promise<void> } = {}) {
   const clock = new FakeClock();
   const dp = new Dataplane();
@@ -85,7 +73,7 @@ function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () =
     onNetworkGone: opts.onNetworkGone,
   });
   const ac = new AbortController();
-  return { clock, dp, metrics, r, ac, lines: sink.lines };
+  return { clock, dp, metrics, r, ac, lines: sink.entries };
 }
 
 describe('incremental apply', () => {
@@ -178,7 +166,7 @@ describe('refused items', () => {
   it('one refused item in a batch: the rest land, it is retried with backoff, counted, and logged once', async () => {
     const { clock, dp, r, ac, metrics, lines } = setup({ batch: 8 });
     dp.refused.add('e=1');
-    r.setPeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]!}`, [d]]));
+    r.setPeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]}`, [d]]));
     r.markSynced();
     const first = r.waitForFirstPass();
     const done = r.run(ac.signal);

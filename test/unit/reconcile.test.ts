@@ -6,8 +6,8 @@ import { FakeClock, flush } from '../support/fake-clock.js';
 
 // Items are "key=value" strings on both sides: key = the part before '=', same = equal strings.
 const ops: PlanOps<string, string> = {
-  actualKey: (a) => a.split('=')[0]!,
-  desiredKey: (d) => d.split('=')[0]!,
+  actualKey: (a) => a.split('=')[0],
+  desiredKey: (d) => d.split('=')[0],
   same: (a, d) => a === d,
 };
 
@@ -40,9 +40,9 @@ class FakeDriver implements ReconcileDriver<string, string> {
   log: string[] = [];
   failAdds = 0;
   gate: Promise<void> | undefined;
-  actualKey = ops.actualKey;
-  desiredKey = ops.desiredKey;
-  same = ops.same;
+  actualKey = (a: string) => ops.actualKey(a);
+  desiredKey = (d: string) => ops.desiredKey(d);
+  same = (a: string, d: string) => ops.same(a, d);
   async readActual(): Promise<string[]> {
     this.log.push('read');
     if (this.gate) await this.gate;

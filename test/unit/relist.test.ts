@@ -8,7 +8,8 @@ import { runRelistLoop } from '../../src/subnet/relist.js';
 import type { ListWatchSource, RetryNote, WatchEnd } from '../../src/subnet/relist.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 
-type ListStep = 'fail' | 'fatal' | string;
+/** 'fail', 'fatal', or the snapshot's single item. */
+type ListStep = string;
 type WatchStep = WatchEnd<string> | 'throw';
 
 interface Run {

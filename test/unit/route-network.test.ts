@@ -26,8 +26,8 @@ class Driver implements ReconcileDriver<string, string> {
   actual: string[] = [];
   log: string[] = [];
   gone = false;
-  actualKey = (a: string) => a.split('=')[0]!;
-  desiredKey = (d: string) => d.split('=')[0]!;
+  actualKey = (a: string) => a.split('=')[0];
+  desiredKey = (d: string) => d.split('=')[0];
   same = (a: string, d: string) => a === d;
   toActual = (d: string) => d;
   networkGone = (e: unknown) => e instanceof Gone;

@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import type { Clock } from '../../src/clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { RouteError } from '../../src/errors.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { SimulatedRouteTable } from '../../src/routes/simulated.js';
@@ -47,8 +47,8 @@ describe('SimulatedRouteTable', () => {
   });
 
   it('injected failures and latency', async () => {
-    const sleeps: number[] = [];
-    const clock: Clock = { now: () => 0, sleep: async (ms) => void sleeps.push(ms) };
+    const clock = new FakeClock({ instant: true, start: 0 });
+    const sleeps = clock.sleeps;
     const dp = new SimulatedDataplane({ clock, latency: { routeCallMs: 3 } });
     const rt = new SimulatedRouteTable(dp);
     dp.injections.failNext('CreateIpForwardEntry2', 5);
@@ -77,7 +77,7 @@ describe('SimulatedHost', () => {
     await hns.createNetworkV1({ Name: 'cbr0', Type: 'L2Bridge', Subnets: [{ AddressPrefix: '10.244.1.0/24', GatewayAddress: '10.244.1.1' }] });
     const after = await host.interfaces();
     expect(after.map((i) => i.name)).toEqual(['vEthernet (Ethernet)']);
-    const idx = after[0]!.index;
+    const idx = after[0].index;
     expect(idx).not.toBe(4);
     expect(await host.defaultRouteInterfaceIndex()).toBe(idx);
     expect(await host.getForwarding(idx)).toBe(false);

@@ -54,7 +54,7 @@ describe('one state file, several processes', () => {
     expect(agent.listAdapters().find((a) => a.Name === 'Ethernet')?.IPAddress).toBe('10.0.0.2');
   });
 
-  it('an edit by hand (a new adapter) is picked up without a restart', async () => {
+  it('an edit by hand (a new adapter) is picked up without a restart', () => {
     const dp = new SimulatedDataplane({ statePath: file });
     const s = readState();
     s.adapters.push({ Name: 'Ethernet 2', InterfaceIndex: 9, IPAddress: '192.168.5.4', PrefixLength: 24, Mtu: 9000, Forwarding: false });
@@ -96,7 +96,7 @@ describe('one state file, several processes', () => {
 
   it('a lock left by a process that is gone is broken; a live one makes the writer wait', async () => {
     const dp = new SimulatedDataplane({ statePath: file });
-    const dead = spawnSync(process.execPath, ['-e', 'process.pid']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', 'process.pid']).pid;
     fs.writeFileSync(`${file}.lock`, JSON.stringify({ pid: dead, at: Date.now() }));
     dp.createRoute({ DestinationPrefix: '10.9.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });
     expect(readState().routes).toHaveLength(2);
@@ -134,7 +134,7 @@ describe('faults in the state file', () => {
     expect((err as HnsError).context.fault).toBe(true);
     expect(readState().faults).toEqual([{ op: 'HcnModifyNetwork', match: '10.244.9.0/24', hresult: '0x803B002F', remaining: 1 }]);
     await expect(hns.addNetworkPolicies(net.ID!, [rsr('10.244.9.0/24', '10.0.0.19')])).rejects.toBeInstanceOf(HnsError);
-    expect(readState().faults![0]!.remaining).toBe(0);
+    expect(readState().faults![0].remaining).toBe(0);
     await hns.addNetworkPolicies(net.ID!, [rsr('10.244.9.0/24', '10.0.0.19')]);
   });
 
@@ -190,7 +190,7 @@ describe('faults in the state file', () => {
     ]);
     expect(Array.isArray(rules)).toBe(true);
     const r = Array.isArray(rules) ? rules : [];
-    expect(r[1]!.remaining).toBe(-1);
+    expect(r[1].remaining).toBe(-1);
     expect(findFault(r, 'HNSCall GET /networks/{id}', '/networks/ABC ')?.hresult).toBe(2);
     expect(findFault(r, 'HNSCall GET /endpoints/', '/endpoints/ ')).toBeUndefined();
     expect(findFault(r, 'HNSCallX', '/networks/')).toBeUndefined();

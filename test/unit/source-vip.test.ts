@@ -46,7 +46,7 @@ describe('documents', () => {
   //  microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip:      $sourceVipJSONData.ip4.ip.Split("/")[0]
   //  sig-windows-tools hostprocess/flannel/kube-proxy/start.ps1 (#308): $sourceVipJSONData.ips[0].address.Split("/")[0]
   const sdnReader = (text: string) => (JSON.parse(text) as { ip4: { ip: string } }).ip4.ip.split('/')[0];
-  const sigWindowsReader = (text: string) => (JSON.parse(text) as { ips: { address: string }[] }).ips[0]!.address.split('/')[0];
+  const sigWindowsReader = (text: string) => (JSON.parse(text) as { ips: { address: string }[] }).ips[0].address.split('/')[0];
 
   it('the script format is one object holding host-local CNI 0.2.0 (ip4) and 0.3.0 (ips) output; both readers get the address', () => {
     const text = JSON.stringify(sdnSourceVipDocument({ ip: '10.244.1.2', prefixLength: 24, gateway: '10.244.1.1' }));
@@ -139,12 +139,12 @@ describe('reserveSourceVip on the simulated HNS', () => {
       expect(rec).toMatchObject({ ip: '10.244.1.2', prefixLength: 24, network: 'flannel.4096' });
       const eps = t.sim.listEndpoints().filter((e) => e.Name === sourceVipEndpointName('flannel.4096'));
       expect(eps).toHaveLength(1);
-      expect(eps[0]!.IpConfigurations).toEqual([{ IpAddress: '10.244.1.2', PrefixLength: 24 }]);
-      expect(eps[0]!.Policies).toEqual([{ Type: 'ProviderAddress', Settings: { ProviderAddress: nodeIP(t.sim) } }]);
+      expect(eps[0].IpConfigurations).toEqual([{ IpAddress: '10.244.1.2', PrefixLength: 24 }]);
+      expect(eps[0].Policies).toEqual([{ Type: 'ProviderAddress', Settings: { ProviderAddress: nodeIP(t.sim) } }]);
       expect(readFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.2'), 'utf8')).toBe(`${SOURCE_VIP_OWNER}\r\nsourcevip`);
-      const plain = JSON.parse(readFileSync(t.opts.file, 'utf8'));
-      expect(plain).toMatchObject({ ip: '10.244.1.2', prefixLength: 24, ip4: { ip: '10.244.1.2/24' }, endpointId: eps[0]!.ID });
-      for (const f of t.opts.compatFiles) expect(JSON.parse(readFileSync(f, 'utf8')).ip4.ip.split('/')[0]).toBe('10.244.1.2');
+      const plain = JSON.parse(readFileSync(t.opts.file, 'utf8')) as unknown;
+      expect(plain).toMatchObject({ ip: '10.244.1.2', prefixLength: 24, ip4: { ip: '10.244.1.2/24' }, endpointId: eps[0].ID });
+      for (const f of t.opts.compatFiles) expect((JSON.parse(readFileSync(f, 'utf8')) as { ip4: { ip: string } }).ip4.ip.split('/')[0]).toBe('10.244.1.2');
 
       const creates = t.sim.calls.get('HcnCreateEndpoint') ?? 0;
       const again = await reserveSourceVip(t.opts);
@@ -172,7 +172,7 @@ describe('reserveSourceVip on the simulated HNS', () => {
     const t = await setup();
     try {
       mkdirSync(join(t.dir, 'k'), { recursive: true });
-      writeFileSync(t.opts.compatFiles[0]!, '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.9/24","gateway":"10.244.1.1"},"dns":{}}');
+      writeFileSync(t.opts.compatFiles[0], '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.9/24","gateway":"10.244.1.1"},"dns":{}}');
       mkdirSync(join(t.dir, 'cni', 'flannel.4096'), { recursive: true });
       writeFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.9'), 'dummy\r\ndummy');
       expect((await reserveSourceVip(t.opts)).ip).toBe('10.244.1.9');
@@ -189,7 +189,7 @@ describe('reserveSourceVip on the simulated HNS', () => {
       const first = await reserveSourceVip(t.opts); // the agent's own, at .2
       const net = t.sim.getNetworkByName('flannel.4096')!;
       const kp = t.sim.createEndpoint('HcnCreateEndpoint', net.ID!, { IpConfigurations: [{ IpAddress: '10.244.1.9' }], SchemaVersion: { Major: 2, Minor: 0 } });
-      writeFileSync(t.opts.compatFiles[1]!, '{"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.244.1.9/24","gateway":"10.244.1.1"}],"dns":{}}');
+      writeFileSync(t.opts.compatFiles[1], '{"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.244.1.9/24","gateway":"10.244.1.1"}],"dns":{}}');
       const creates = t.sim.calls.get('HcnCreateEndpoint') ?? 0;
       const rec = await reserveSourceVip(t.opts);
       expect(rec).toMatchObject({ ip: '10.244.1.9', endpointId: kp.ID });

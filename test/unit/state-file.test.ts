@@ -47,7 +47,7 @@ describe('simulated dataplane state file', () => {
   const deep = '['.repeat(100_000) + ']'.repeat(100_000);
   it.each([
     ['100,000 nested [', deep],
-    ['deep nesting inside a network', doc({ networks: [{ ...network, Policies: [{ Type: 'X', Settings: { x: JSON.parse('[[[[[[[[[[1]]]]]]]]]]') } }] }] }).replace('[[[[[[[[[[1]]]]]]]]]]', deep)],
+    ['deep nesting inside a network', doc({ networks: [{ ...network, Policies: [{ Type: 'X', Settings: { x: JSON.parse('[[[[[[[[[[1]]]]]]]]]]') as unknown } }] }] }).replace('[[[[[[[[[[1]]]]]]]]]]', deep)],
     ['a null network', doc({ networks: [null] })],
     ['a null endpoint', doc({ endpoints: [null] })],
     ['a null route', doc({ routes: [null] })],
@@ -82,7 +82,7 @@ describe('simulated dataplane state file', () => {
 
   it('accepts what the dataplane writes, and a policy without Settings', () => {
     const text = doc({ networks: [{ ...network, Policies: [{ Type: 'RemoteSubnetRoute' }] }] });
-    expect(parseDataplaneState(text, '/s.json').networks[0]!.Policies).toEqual([{ Type: 'RemoteSubnetRoute' }]);
+    expect(parseDataplaneState(text, '/s.json').networks[0].Policies).toEqual([{ Type: 'RemoteSubnetRoute' }]);
     const dp = new SimulatedDataplane();
     expect(parseDataplaneState(JSON.stringify(dp.snapshot()), '/s.json')).toEqual(dp.snapshot());
   });

@@ -112,8 +112,8 @@ describe('writeSubnetEnv / readSubnetEnv', () => {
     const fail = () => Promise.reject(Object.assign(new Error(`${errno}: simulated`), { code: errno }));
     return {
       ...nodeSubnetEnvFs,
-      mkdir: op === 'mkdir' ? fail : nodeSubnetEnvFs.mkdir,
-      rename: op === 'rename' ? fail : nodeSubnetEnvFs.rename,
+      mkdir: op === 'mkdir' ? fail : (p, o) => nodeSubnetEnvFs.mkdir(p, o),
+      rename: op === 'rename' ? fail : (a, b) => nodeSubnetEnvFs.rename(a, b),
       open: async (p, f, m) => {
         const fh = await nodeSubnetEnvFs.open(p, f, m);
         return op === 'write' ? { writeFile: fail, sync: () => fh.sync(), close: () => fh.close() } : fh;

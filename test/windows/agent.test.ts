@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import type { HcnPolicy } from '../../src/hns/schema.js';
+import { waitFor } from '../support/wait-for.js';
 import { WindowsSimServer } from './sim-server.js';
 import {
   CACHE,
@@ -38,17 +39,17 @@ if (!harness.run && mustFailWhenSkipped()) {
   });
 }
 
-async function waitFor<T>(fn: () => T | undefined | false, what: string, agent: WindowsAgent | undefined, timeoutMs = AGENT_WAIT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined && v !== false) return v;
-    if (agent && (agent.child.exitCode !== null || agent.child.signalCode !== null)) {
-      throw new Error(`the agent exited (${agent.child.exitCode ?? agent.child.signalCode}) while waiting for ${what}; its log:\n${agent.log().slice(-6000)}`);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; agent log:\n${agent?.log().slice(-6000) ?? ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** waitFor that fails at once when the agent has exited, quoting its log either way. */
+function waitForAgent<T>(fn: () => T | undefined | false, what: string, agent: WindowsAgent | undefined, timeoutMs = AGENT_WAIT_MS): Promise<T> {
+  return waitFor(fn, what, {
+    timeoutMs,
+    intervalMs: 100,
+    failIf: () =>
+      agent && (agent.child.exitCode !== null || agent.child.signalCode !== null)
+        ? `the agent exited (${agent.child.exitCode ?? agent.child.signalCode}) while waiting for ${what}; its log:\n${agent.log().slice(-6000)}`
+        : undefined,
+    detail: () => `agent log:\n${agent?.log().slice(-6000) ?? ''}`,
+  });
 }
 
 function addLinux(api: FakeKubeApiServer, n: number, backendType: 'vxlan' | 'host-gw') {
@@ -151,7 +152,7 @@ interface Scenario {
       addLinux(s.api, 2, 'vxlan');
       const agent = start(s);
 
-      await waitFor(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
+      await waitForAgent(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
       expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
       expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096', '10.244.2.0/24 pa 10.0.0.12 vsid 4096']);
 
@@ -166,17 +167,17 @@ interface Scenario {
 
       // The vxlan annotation carries the DR MAC HNS chose.
       const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
-      await waitFor(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
+      await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
       expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).toBe(
         `{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`,
       );
 
       // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
       s.api.deleteNode('linux-2');
-      await waitFor(() => remoteSubnetRoutes(s).length === 1, 'the deleted peer policy removed', agent);
+      await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the deleted peer policy removed', agent);
       expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096']);
       // handles: every HcnOpen/Create closed; the one kept open for policy writes by the next full pass (resync, 10 s)
-      await waitFor(() => s.sim.openHandles === 0, 'all HCN handles closed', agent, 20_000);
+      await waitForAgent(() => s.sim.openHandles === 0, 'all HCN handles closed', agent, 20_000);
       expect(s.sim.mibTablesOutstanding).toBe(0);
       expect(s.sim.badFrees).toBe(0);
     },
@@ -191,7 +192,7 @@ interface Scenario {
       addLinux(s.api, 2, 'host-gw');
       const agent = start(s);
 
-      await waitFor(() => peerRoutes(s).length === 2 && existsSync(subnetEnv()), 'two peer routes and subnet.env', agent);
+      await waitForAgent(() => peerRoutes(s).length === 2 && existsSync(subnetEnv()), 'two peer routes and subnet.env', agent);
       const vnic = s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
       expect(vnic.IPAddress).toBe(WIN_IP);
       expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`, `10.244.2.0/24 via 10.0.0.12 if ${vnic.InterfaceIndex}`]);
@@ -200,9 +201,9 @@ interface Scenario {
       const net = s.sim.dp.getNetworkByName('cbr0')!;
       expect(net.Type).toBe('L2Bridge');
       const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
-      expect(ep.IpConfigurations![0]!.IpAddress).toBe('10.244.100.2');
+      expect(ep.IpConfigurations![0].IpAddress).toBe('10.244.100.2');
       expect(s.sim.dp.isAttachedToHost(ep.ID!)).toBe(true);
-      await waitFor(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
+      await waitForAgent(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
       expect(s.sim.count('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
       expect(s.sim.dp.calls.get('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
       expect(s.sim.count('SetIpInterfaceEntry')).toBeGreaterThan(0);
@@ -210,7 +211,7 @@ interface Scenario {
 
       // A peer deleted: its route goes through DeleteIpForwardEntry2.
       s.api.deleteNode('linux-2');
-      await waitFor(() => peerRoutes(s).length === 1, 'the deleted peer route removed', agent);
+      await waitForAgent(() => peerRoutes(s).length === 1, 'the deleted peer route removed', agent);
       expect(s.sim.count('DeleteIpForwardEntry2')).toBeGreaterThan(0);
 
       // Restart: the network (same ID) and the endpoint are kept.
@@ -219,7 +220,7 @@ interface Scenario {
       const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
       await agent.stop();
       const again = start(s);
-      await waitFor(() => (again.log().match(/reconcil|ready|lease/gi)?.length ?? 0) > 0 && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent at work', again);
+      await waitForAgent(() => (again.log().match(/reconcil|ready|lease/gi)?.length ?? 0) > 0 && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent at work', again);
       await new Promise((r) => setTimeout(r, 3_000));
       expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
       expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
@@ -238,7 +239,7 @@ interface Scenario {
       s.sim.dp.injections.failNext('HcnCreateNetwork', 0x803b0010);
       s.sim.dp.injections.failNext('HNSCall POST /networks/', 0x803b0010);
       const agent = start(s);
-      await waitFor(() => /0x803B0010/i.test(agent.log()), 'the HRESULT in the log', agent);
+      await waitForAgent(() => /0x803B0010/i.test(agent.log()), 'the HRESULT in the log', agent);
       const line = agent.log().split('\n').find((l) => /0x803B0010/i.test(l))!;
       expect(line).toMatch(/ERROR/);
       expect(line).toMatch(/FLANNEL_ERR_HNS_EXISTS/);
@@ -251,7 +252,7 @@ interface Scenario {
       clearTimeout(timer);
       expect(exit?.code ?? 'still running').not.toBe(0);
       const again = start(s);
-      await waitFor(() => s.sim.dp.getNetworkByName('cbr0') && peerRoutes(s).length === 1, 'recovery after a restart', again);
+      await waitForAgent(() => s.sim.dp.getNetworkByName('cbr0') && peerRoutes(s).length === 1, 'recovery after a restart', again);
     },
     180_000,
   );
@@ -264,8 +265,8 @@ interface Scenario {
       s.sim.dp.injections.failNext('HcnModifyNetwork', 0x80070057);
       s.sim.errorRecordOnly('HcnModifyNetwork');
       const agent = start(s);
-      await waitFor(() => /HcnModifyNetwork/.test(agent.log()) && /0x80070057|parameter is incorrect/i.test(agent.log()), 'the ErrorRecord failure in the log', agent);
-      await waitFor(() => remoteSubnetRoutes(s).length === 1, 'the policy added on retry', agent);
+      await waitForAgent(() => /HcnModifyNetwork/.test(agent.log()) && /0x80070057|parameter is incorrect/i.test(agent.log()), 'the ErrorRecord failure in the log', agent);
+      await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the policy added on retry', agent);
     },
     180_000,
   );

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
+import { waitFor } from '../support/wait-for.js';
 import { WindowsSimServer } from './sim-server.js';
 import {
   CACHE,
@@ -80,19 +81,19 @@ function startExe(exe: string, args: string[], env: Record<string, string>, dir:
   };
 }
 
-async function waitForFile(file: string, agent: Started): Promise<string> {
-  const deadline = Date.now() + START_WAIT_MS;
+function waitForFile(file: string, agent: Started): Promise<string> {
   let exited = false;
   void agent.exited.then(() => (exited = true));
-  for (;;) {
-    if (existsSync(file)) {
-      const text = readFileSync(file, 'utf8');
-      if (text.includes('FLANNEL_SUBNET')) return text;
-    }
-    if (exited) throw new Error(`flanneld.exe exited before writing ${file}:\n${agent.log().slice(-4000)}`);
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${file}:\n${agent.log().slice(-4000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const written = () => {
+    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    return text.includes('FLANNEL_SUBNET') && text;
+  };
+  return waitFor(written, file, {
+    timeoutMs: START_WAIT_MS,
+    intervalMs: 100,
+    failIf: () => (exited ? `flanneld.exe exited before writing ${file}:\n${agent.log().slice(-4000)}` : undefined),
+    detail: () => agent.log().slice(-4000),
+  });
 }
 
 (harness.run ? describe : describe.skip)('flanneld-windows-amd64.zip (npm run package:windows) under Wine', () => {

@@ -28,8 +28,8 @@ if (!harness.run && mustFailWhenSkipped()) {
   }, 300_000);
 
   it('the probe reports the documented x64 layout of MIB_IPFORWARD_ROW2 (netioapi.h)', () => {
-    expect(probe.MIB_IPFORWARD_ROW2!.size).toBe(104);
-    expect(probe.MIB_IPFORWARD_ROW2!.offsets).toMatchObject({ InterfaceIndex: 8, 'DestinationPrefix.PrefixLength': 40, 'NextHop.Ipv4.sin_addr': 48, Metric: 84, Protocol: 88 });
+    expect(probe.MIB_IPFORWARD_ROW2.size).toBe(104);
+    expect(probe.MIB_IPFORWARD_ROW2.offsets).toMatchObject({ InterfaceIndex: 8, 'DestinationPrefix.PrefixLength': 40, 'NextHop.Ipv4.sin_addr': 48, Metric: 84, Protocol: 88 });
   });
 
   it('every SIZES entry equals sizeof() from the header', () => {

@@ -97,13 +97,13 @@ describe('flanneld service: arguments', () => {
     expect(await runService(['install', '--', '--kube-subnet-mgr'], missingEnv.io, sea)).toBe(2);
     expect(missingEnv.err.join('')).toMatch(/--env NAME=VALUE/);
     expect(await runService(['install', '--env', 'NODE_NAME=w', '--', '--kube-subnet-mgr'], io().io, sea)).toBe(0);
-    expect(sea.calls[0]!.host).toBe('C:\\k\\flannel\\flanneld-service.exe');
-    expect(sea.calls[0]!.args.slice(-2)).toEqual(['--', '--kube-subnet-mgr']);
+    expect(sea.calls[0].host).toBe('C:\\k\\flannel\\flanneld-service.exe');
+    expect(sea.calls[0].args.slice(-2)).toEqual(['--', '--kube-subnet-mgr']);
     const plain = fakeDeps({ execPath: 'C:\\node\\node.exe', mainScript: 'C:\\app\\dist\\main.js', isSea: () => Promise.resolve(false) });
     expect(await runService(['install', '--service-host', 'C:\\k\\svc.exe', '--env', 'NODE_NAME=w', '--', '--kube-subnet-mgr'], io().io, plain)).toBe(0);
-    expect(plain.calls[0]!.host).toBe('C:\\k\\svc.exe');
-    expect(plain.calls[0]!.args).toContain('C:\\node\\node.exe');
-    expect(plain.calls[0]!.args.slice(-3)).toEqual(['--', 'C:\\app\\dist\\main.js', '--kube-subnet-mgr']);
+    expect(plain.calls[0].host).toBe('C:\\k\\svc.exe');
+    expect(plain.calls[0].args).toContain('C:\\node\\node.exe');
+    expect(plain.calls[0].args.slice(-3)).toEqual(['--', 'C:\\app\\dist\\main.js', '--kube-subnet-mgr']);
   });
 
   it('reports a missing host, a host exit code, and non-Windows platforms', async () => {
@@ -144,7 +144,7 @@ const NODE = 'win-1';
 
   const exe = () => join(pkg.dir, 'flanneld.exe');
   const flanneld = (args: string[], timeoutMs = 60_000) => runUnderWine(exe(), args, { env, timeoutMs });
-  const wineCmd = (args: string[], timeoutMs = 30_000) => runUnderWine(args[0]!, args.slice(1), { env, timeoutMs });
+  const wineCmd = (args: string[], timeoutMs = 30_000) => runUnderWine(args[0], args.slice(1), { env, timeoutMs });
   const logFile = () => join(prefix, 'drive_c', 'k', 'logs', 'flanneld', `${SVC}.log`);
   const scState = async () => /STATE\s*:\s*\d+\s+(\w+)/.exec((await wineCmd(['sc', 'query', SVC])).stdout)?.[1];
 

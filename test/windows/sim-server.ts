@@ -75,7 +75,7 @@ function ipBytes(ip: string): number[] {
 
 function ipToInt(ip: string): number {
   const [a, b, c, d] = ipBytes(ip);
-  return ((a! << 24) | (b! << 16) | (c! << 8) | d!) >>> 0;
+  return ((a << 24) | (b << 16) | (c << 8) | d) >>> 0;
 }
 
 function isDottedIPv4(s: unknown): s is string {
@@ -386,7 +386,7 @@ export class WindowsSimServer {
     if (routes.length === 0) return { st: STATUS.ERROR_NOT_FOUND };
     const rows = routes.flatMap((r) => {
       const [dest, plen] = r.DestinationPrefix.split('/');
-      return [luidOf(r.InterfaceIndex), r.InterfaceIndex, ...ipBytes(dest!), Number(plen), ...ipBytes(r.NextHop), r.Metric, 3];
+      return [luidOf(r.InterfaceIndex), r.InterfaceIndex, ...ipBytes(dest), Number(plen), ...ipBytes(r.NextHop), r.Metric, 3];
     });
     return { st: 0, rows };
   }

@@ -40,7 +40,7 @@ export class HostGwBackend implements Backend {
     const { deps, cfg } = this;
     const log = deps.log;
     const lease = await deps.subnetManager.acquireLease(
-      async () => ({ publicIP: deps.publicIP, backendType: 'host-gw', backendData: null }),
+      () => Promise.resolve({ publicIP: deps.publicIP, backendType: 'host-gw', backendData: null }),
       signal,
     );
     log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });

@@ -4,7 +4,6 @@
 // publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
 import { RouteNetwork, type NetworkBinding } from '../route-network.js';
-import type { LeaseDriver } from '../reconcile.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
 import { BackendError, HnsError, HostError } from '../../errors.js';
@@ -104,9 +103,9 @@ export class VxlanBackend implements Backend {
     const { deps, cfg } = this;
     const mtu = ifaceMtu - ENCAP_OVERHEAD;
     if (cfg.legacyRemoteEndpoints) {
-      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, cfg.name) as LeaseDriver<VxlanItem, VxlanItem>, mtu };
+      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, cfg.name), mtu };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, cfg.name) as LeaseDriver<VxlanItem, VxlanItem>, mtu };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, cfg.name), mtu };
   }
 
   /**

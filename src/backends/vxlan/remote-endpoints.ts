@@ -50,9 +50,9 @@ export function remoteEndpointDriver(hns: HnsClient, networkId: string, macPrefi
     same: (a, d) => a.MacAddress?.toUpperCase() === d.MacAddress && paOf(a) === paOf(d),
     batch: 1,
     concurrency: ENDPOINT_WRITE_CONCURRENCY,
-    remove: ([e]) => hns.deleteEndpointV1(e!.ID!),
+    remove: ([e]) => hns.deleteEndpointV1(e.ID!),
     add: async ([e]) => {
-      await hns.createEndpointV1(e!);
+      await hns.createEndpointV1(e);
     },
     refuses: isHnsRefusal,
     networkGone: isNetworkGone,

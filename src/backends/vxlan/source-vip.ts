@@ -82,7 +82,7 @@ export function parseSourceVipDocument(text: string): string | undefined {
   const candidates = [o.ip, o.ip4?.ip, Array.isArray(o.ips) ? o.ips[0]?.address : undefined];
   for (const c of candidates) {
     if (typeof c !== 'string') continue;
-    const ip = c.split('/')[0]!;
+    const ip = c.split('/')[0];
     if (parseCidr(`${ip}/32`)) return ip;
   }
   return undefined;

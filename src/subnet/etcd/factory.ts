@@ -73,10 +73,10 @@ export interface CreateEtcdSubnetManagerDeps {
 }
 
 /** The etcd SubnetManager for `--etcd-*` flags. It owns its client and closes it when the agent's signal aborts. */
-export async function createEtcdSubnetManager(
+export function createEtcdSubnetManager(
   config: EtcdFlags & Pick<AgentConfig, 'subnetLeaseRenewMargin'>,
   deps: CreateEtcdSubnetManagerDeps,
-): Promise<EtcdSubnetManager> {
+): EtcdSubnetManager {
   const log = componentLogger(deps.log, 'etcd');
   const client = createEtcdClient(clientConfig(config, log));
   let manager: EtcdSubnetManager;

@@ -55,7 +55,8 @@ export interface OwnLeaseState {
   /** The own lease's key (e.g. `10.5.3.0-24`) once acquired. */
   readonly key: string | undefined;
   readonly revoked: FlannelError | undefined;
-  revoke(why: string): void;
+  /** Mark the own lease revoked (once) and return the error that ends the agent. */
+  revoke(why: string): FlannelError;
   /** Call `fn` once on revocation; returns the unsubscribe. */
   onRevoke(fn: () => void): () => void;
 }
@@ -93,14 +94,15 @@ export class LeaseKeeper implements OwnLeaseState {
     return this.revokedErr;
   }
 
-  revoke(why: string): void {
-    if (this.revokedErr) return;
+  revoke(why: string): FlannelError {
+    if (this.revokedErr) return this.revokedErr;
     this.o.log.error(REVOKED_MESSAGE, { key: this.own?.name, reason: why });
-    this.revokedErr = new EtcdError('FLANNEL_ERR_LEASE_REVOKED', `${REVOKED_MESSAGE} (${this.o.registry.keyOf(this.own?.name ?? '?')} ${why})`, {
+    const err = (this.revokedErr = new EtcdError('FLANNEL_ERR_LEASE_REVOKED', `${REVOKED_MESSAGE} (${this.o.registry.keyOf(this.own?.name ?? '?')} ${why})`, {
       key: this.own?.name,
-    });
+    }));
     for (const w of this.revokeWaiters) w();
     this.revokeWaiters.clear();
+    return err;
   }
 
   onRevoke(fn: () => void): () => void {

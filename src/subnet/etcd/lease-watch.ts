@@ -101,8 +101,7 @@ export class EtcdLeaseWatch {
     const records = new Map<string, Known>();
     for (const k of await Promise.all(res.kvs.map((kv) => this.toKnown(kv)))) if (k) records.set(k.lease.key, k);
     this.records = records;
-    if (own.key !== undefined && !records.has(own.key)) own.revoke('is missing from the lease list');
-    if (own.revoked) throw own.revoked;
+    if (own.key !== undefined && !records.has(own.key)) throw own.revoke('is missing from the lease list');
     log.info('subnet leases listed', { leases: records.size, revision: res.revision });
     deliverUpdate(onUpdate, { kind: 'snapshot', leases: [...records.values()].map((k) => k.lease) }, log);
     return { next: String(BigInt(res.revision) + 1n), created: false, resumed: false };

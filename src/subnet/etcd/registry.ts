@@ -20,7 +20,7 @@ export type WatchStream = IDuplexStream<IWatchRequest, IWatchResponse>;
 function prefixRangeEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
   for (let i = end.length - 1; i >= 0; i--) {
-    const b = end[i]!;
+    const b = end[i];
     if (b < 0xff) {
       end[i] = b + 1;
       return end.subarray(0, i + 1);

@@ -14,6 +14,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { abortReason } from '../../clock.js';
 import type { Clock } from '../../clock.js';
 import { KubeApiError, KubeTimeoutError } from '../../errors.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
@@ -97,7 +98,7 @@ export class KubeHttp {
 
   private exchange(p: Prepared, body: string | undefined, signal: AbortSignal, what: string): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      const fail = (err: unknown) => reject(signal.aborted ? signal.reason : err);
+      const fail = (err: unknown) => reject(signal.aborted ? abortReason(signal) : err);
       const req = this.send(p, body, signal);
       req.on('error', fail);
       req.on('response', (res) => {
@@ -157,7 +158,7 @@ export class KubeHttp {
       await new Promise<void>((resolve, reject) => {
         watchdog().catch(() => undefined);
         const req = this.send(p, undefined, ctrl.signal);
-        const fail = (err: unknown) => reject(ctrl.signal.aborted ? ctrl.signal.reason : err);
+        const fail = (err: unknown) => reject(ctrl.signal.aborted ? abortReason(ctrl.signal) : err);
         req.on('error', fail);
         req.on('response', (res) => {
           last = this.clock.now();

@@ -73,7 +73,7 @@ export function nodeBadPodCIDR(spec: unknown): string | undefined {
   const list = s.podCIDRs;
   // podCIDRs that is not a list is shown as JSON (quoted), so it can never pass as a CIDR.
   if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return bounded(JSON.stringify(list) ?? '');
-  const v = Array.isArray(list) && list.length > 0 ? list[0] : s.podCIDR;
+  const v: unknown = Array.isArray(list) && list.length > 0 ? list[0] : s.podCIDR;
   if (v === undefined || v === null || v === '') return undefined;
   return bounded(typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
 }
@@ -107,7 +107,7 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
   if (created !== undefined) rec.created = created;
   const ann = asObj(meta?.annotations);
   if (!ann) return rec;
-  const pick = (field: keyof NodeLease & string, key: string) => {
+  const pick = (field: Extract<keyof NodeLease, string>, key: string) => {
     if (!Object.prototype.hasOwnProperty.call(ann, key)) return;
     const v = ann[key];
     if (typeof v !== 'string') return;
