@@ -53,7 +53,20 @@ export default tseslint.config(
     },
   },
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-properties': ['error', EXIT],
@@ -75,5 +88,4 @@ export default tseslint.config(
   importZone(['src/win32/**'], [...KUBE, ...TIMERS]),
   importZone(['src/backends/**', 'src/subnet/**'], [...FFI, ...KUBE, ...HOST, ...TIMERS]),
   importZone(['src/subnet/kube/**'], [...FFI, ...HOST, ...TIMERS]),
-
 );

@@ -169,7 +169,7 @@ export async function run({ quick }) {
       notes: [
         'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',
         'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
-        'reads/writes: the agent\'s flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).',
+        "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
       ],
     };
   } finally {

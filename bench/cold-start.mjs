@@ -128,7 +128,15 @@ async function batchRun(n, batch) {
   const ms = performance.now() - t;
   const calls = classifyCalls(diffSimCalls(sim.calls, before));
   const held = sim.getNetwork(net.ID).Policies.filter((p) => p.Type === 'RemoteSubnetRoute').length;
-  return { peers: n, batch, ok: r.ok && held === n, ms: r1(ms), msPerPeer: Math.round((ms / n) * 1000) / 1000, modifyCalls: calls.byOp.HcnModifyNetwork ?? 0, totalCalls: calls.writes + calls.reads + calls.handles };
+  return {
+    peers: n,
+    batch,
+    ok: r.ok && held === n,
+    ms: r1(ms),
+    msPerPeer: Math.round((ms / n) * 1000) / 1000,
+    modifyCalls: calls.byOp.HcnModifyNetwork ?? 0,
+    totalCalls: calls.writes + calls.reads + calls.handles,
+  };
 }
 
 export async function run({ quick }) {
@@ -141,7 +149,10 @@ export async function run({ quick }) {
   const hostgwN = quick ? 1000 : 5000;
   log(`cold start: ${hostgwN} nodes, host-gw`);
   rows.push(await coldStart(hostgwN, 'host-gw'));
-  table('Cold start to ready (ms from agent start; baseline = client-node listNode of the same nodes)', rows.map(({ callsByOp: _callsByOp, ...r }) => r));
+  table(
+    'Cold start to ready (ms from agent start; baseline = client-node listNode of the same nodes)',
+    rows.map(({ callsByOp: _callsByOp, ...r }) => r),
+  );
 
   const batchN = quick ? 1000 : 5000;
   const sizesB = quick ? [1, 64, 256] : [1, 16, 64, 256, 1024];

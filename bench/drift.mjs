@@ -51,7 +51,9 @@ async function scenario(backend, n, { resyncMs, outageMs, cpuWindowMs, withOutag
     const t0 = wallNow();
     a.sim.store.update((s) => {
       if (backend !== 'vxlan') s.routes = s.routes.filter((r) => !vs.has(r.DestinationPrefix));
-      else for (const net of s.networks.filter((x) => x.Name === VXLAN_NETWORK_NAME)) net.Policies = (net.Policies ?? []).filter((p) => !(p.Type === 'RemoteSubnetRoute' && vs.has(p.Settings?.DestinationPrefix)));
+      else
+        for (const net of s.networks.filter((x) => x.Name === VXLAN_NETWORK_NAME))
+          net.Policies = (net.Policies ?? []).filter((p) => !(p.Type === 'RemoteSubnetRoute' && vs.has(p.Settings?.DestinationPrefix)));
     });
     row.driftDeleted = victims.length;
     await waitUntil(equalTo(a.sim, backend, desired()), 'drift repair', resyncMs * 3 + 60_000, 2);
@@ -115,9 +117,7 @@ async function scenario(backend, n, { resyncMs, outageMs, cpuWindowMs, withOutag
 
 export async function run({ quick }) {
   const n = quick ? 2000 : 5000;
-  const opts = quick
-    ? { resyncMs: 2000, outageMs: 5000, cpuWindowMs: 4500 }
-    : { resyncMs: 10_000, outageMs: 30_000, cpuWindowMs: 30_500 };
+  const opts = quick ? { resyncMs: 2000, outageMs: 5000, cpuWindowMs: 4500 } : { resyncMs: 10_000, outageMs: 30_000, cpuWindowMs: 30_500 };
   const rows = [];
   log(`drift + outage: vxlan, ${n} peers`);
   rows.push(await scenario('vxlan', n, { ...opts, withOutage: true }));

@@ -16,7 +16,10 @@ function listOnce(kubeconfig, mode, limit) {
 }
 
 function median(runs, key) {
-  return percentile(runs.map((r) => r[key]), 50);
+  return percentile(
+    runs.map((r) => r[key]),
+    50,
+  );
 }
 
 async function decodeReadline(chunks) {
@@ -59,7 +62,15 @@ export async function run({ quick }) {
       for (const mode of ['raw', 'typed']) {
         const runs = [];
         for (let i = 0; i < repeats; i++) runs.push(listOnce(api.kubeconfig, mode, limit));
-        list.push({ mode, limit, pages: runs[0].pages, nodes: runs[0].nodes, ms: r1(median(runs, 'ms')), cpuMs: r1(median(runs, 'cpuMs')), peakRssMb: mb(median(runs, 'peakRssDelta')) });
+        list.push({
+          mode,
+          limit,
+          pages: runs[0].pages,
+          nodes: runs[0].nodes,
+          ms: r1(median(runs, 'ms')),
+          cpuMs: r1(median(runs, 'cpuMs')),
+          peakRssMb: mb(median(runs, 'peakRssDelta')),
+        });
         log(`list ${mode} limit=${limit}: ${r1(median(runs, 'ms'))} ms`);
       }
     }

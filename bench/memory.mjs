@@ -11,7 +11,16 @@ import { ApiServerProcess, BENCH_DIR, log, makeTmpDir, mb, r1, table } from './l
 
 /** The modules each mode loads, in the order the CLI loads them (see src/main.ts, src/agent.ts). */
 export const IMPORT_ORDER = {
-  kube: ['dist/config/parse.js', 'dist/log.js', 'dist/agent.js', 'dist/dataplane/simulated-node.js', '@kubernetes/client-node/dist/config.js', '@kubernetes/client-node', 'dist/subnet/kube/manager.js', 'dist/backends/vxlan/backend.js'],
+  kube: [
+    'dist/config/parse.js',
+    'dist/log.js',
+    'dist/agent.js',
+    'dist/dataplane/simulated-node.js',
+    '@kubernetes/client-node/dist/config.js',
+    '@kubernetes/client-node',
+    'dist/subnet/kube/manager.js',
+    'dist/backends/vxlan/backend.js',
+  ],
   etcd: ['dist/config/parse.js', 'dist/log.js', 'dist/agent.js', 'dist/dataplane/simulated-node.js', 'etcd3', 'dist/subnet/etcd/factory.js', 'dist/backends/vxlan/backend.js'],
 };
 
@@ -92,10 +101,20 @@ export async function run({ quick }) {
   const results = { zero, zeroDefaultFlags, sizes: {} };
   for (const n of sizes) {
     log(`memory: ${n} peers`);
-    const r = await withApi(n, async (api) => ({ agent: await median(repeats, () => agent(api.kubeconfig, n)), informer: await median(repeats, () => informer(api.kubeconfig, n)) }));
+    const r = await withApi(n, async (api) => ({
+      agent: await median(repeats, () => agent(api.kubeconfig, n)),
+      informer: await median(repeats, () => informer(api.kubeconfig, n)),
+    }));
     const ratio = r.agent.rss / r.informer.rss;
     results.sizes[n] = { ...r, aboveZeroMB: mb(r.agent.rss - zero.rss), ratioToInformer: r1(ratio * 100) / 100 };
-    rows.push({ nodes: n, process: 'flanneld', rssMB: mb(r.agent.rss), heapUsedMB: mb(r.agent.heapUsed), aboveZeroMB: mb(r.agent.rss - zero.rss), pctOfInformerRss: r1(ratio * 100) });
+    rows.push({
+      nodes: n,
+      process: 'flanneld',
+      rssMB: mb(r.agent.rss),
+      heapUsedMB: mb(r.agent.heapUsed),
+      aboveZeroMB: mb(r.agent.rss - zero.rss),
+      pctOfInformerRss: r1(ratio * 100),
+    });
     rows.push({ nodes: n, process: 'client-node informer', rssMB: mb(r.informer.rss), heapUsedMB: mb(r.informer.heapUsed) });
   }
   table(`Memory after sync (fresh process each, median of ${repeats}, after GC; each Node is ${nodeBytes} bytes of JSON)`, rows);

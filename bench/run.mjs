@@ -22,7 +22,10 @@ const { RESULTS_DIR, log, machine, writeResult } = await import('./lib/common.mj
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const exeDir = args.find((a) => a.startsWith('--exe-dir='))?.slice('--exe-dir='.length);
 
 const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api'];

@@ -42,10 +42,14 @@ class VirtualClock {
       if (signal?.aborted) return reject(signal.reason);
       const timer = { at: this.t + Math.max(0, ms), resolve, reject, signal };
       this.timers.push(timer);
-      signal?.addEventListener('abort', () => {
-        this.timers = this.timers.filter((x) => x !== timer);
-        reject(signal.reason);
-      }, { once: true });
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.timers = this.timers.filter((x) => x !== timer);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
     });
   }
   /** Advance time until `done()` or no timer is left. */
@@ -189,9 +193,12 @@ async function simulate(strategy, backend, n, perSec, seconds, clock = new Virtu
     dr(r);
     hook('remove', r.DestinationPrefix);
   };
-  const drive = clock instanceof VirtualClock ? (done) => clock.drive(done) : async (done) => {
-    while (!done()) await new Promise((r) => setTimeout(r, 5));
-  };
+  const drive =
+    clock instanceof VirtualClock
+      ? (done) => clock.drive(done)
+      : async (done) => {
+          while (!done()) await new Promise((r) => setTimeout(r, 5));
+        };
 
   const cpu0 = process.cpuUsage();
   const live = new Set();
@@ -236,7 +243,10 @@ async function simulate(strategy, backend, n, perSec, seconds, clock = new Virtu
   s.stop?.();
   const spawns =
     backend === 'host-gw' && strategy === 'upstream'
-      ? { cold: (coldCalls.byOp['GetIpForwardTable2'] ?? 0) + (coldCalls.byOp['CreateIpForwardEntry2'] ?? 0) + (coldCalls.byOp['DeleteIpForwardEntry2'] ?? 0), churn: (churnCalls.byOp['GetIpForwardTable2'] ?? 0) + (churnCalls.byOp['CreateIpForwardEntry2'] ?? 0) + (churnCalls.byOp['DeleteIpForwardEntry2'] ?? 0) }
+      ? {
+          cold: (coldCalls.byOp['GetIpForwardTable2'] ?? 0) + (coldCalls.byOp['CreateIpForwardEntry2'] ?? 0) + (coldCalls.byOp['DeleteIpForwardEntry2'] ?? 0),
+          churn: (churnCalls.byOp['GetIpForwardTable2'] ?? 0) + (churnCalls.byOp['CreateIpForwardEntry2'] ?? 0) + (churnCalls.byOp['DeleteIpForwardEntry2'] ?? 0),
+        }
       : { cold: 0, churn: 0 };
   return {
     strategy,

@@ -28,7 +28,9 @@ export async function run({ exeDir }) {
   if (!exeDir || !existsSync(join(exeDir, 'flanneld.exe'))) throw new Error('windows-exe needs --exe-dir=DIR holding flanneld.exe (unzip dist/flanneld-windows-amd64.zip)');
   const wineprefix = join(CACHE, 'wineprefix');
   const nodeDir = join(CACHE, 'node');
-  const nodeExe = readdirSync(nodeDir).filter((f) => /^node-.*\.exe$/.test(f)).map((f) => join(nodeDir, f))[0];
+  const nodeExe = readdirSync(nodeDir)
+    .filter((f) => /^node-.*\.exe$/.test(f))
+    .map((f) => join(nodeDir, f))[0];
   const settleMs = 15_000;
   const rows = [];
   if (nodeExe) {

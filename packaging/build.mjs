@@ -173,7 +173,8 @@ async function bundle(workDir) {
     const pkg = packageDirOf(resolve(REPO, input));
     if (pkg) bundled.add(pkg);
     // client-node's config module, already bundled into dist/ by npm run build
-    else if (/kubeconfig\.js$/.test(input) && readFileSync(resolve(REPO, input), 'utf8').startsWith(KUBECONFIG_BUNDLE)) bundled.add(dirname(require.resolve('@kubernetes/client-node/package.json')));
+    else if (/kubeconfig\.js$/.test(input) && readFileSync(resolve(REPO, input), 'utf8').startsWith(KUBECONFIG_BUNDLE))
+      bundled.add(dirname(require.resolve('@kubernetes/client-node/package.json')));
   }
   return { outfile, bundled: [...bundled].sort(), assetPackages: [...assetPackages].sort() };
 }
@@ -302,10 +303,14 @@ async function win32Modules(workDir) {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'package.json'), '{"private":true}\n');
-    await run('npm', ['install', '--no-save', '--no-package-lock', '--os=win32', '--cpu=x64', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error', `ffi-rs@${version}`], {
-      cwd: dir,
-      timeout: 300_000,
-    });
+    await run(
+      'npm',
+      ['install', '--no-save', '--no-package-lock', '--os=win32', '--cpu=x64', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error', `ffi-rs@${version}`],
+      {
+        cwd: dir,
+        timeout: 300_000,
+      },
+    );
     if (!existsSync(addon)) throw new Error(`npm install --os=win32 --cpu=x64 ffi-rs@${version} did not install ${addon}`);
   }
   return { modules: join(dir, 'node_modules'), packages: [join(dir, 'node_modules', 'ffi-rs'), addon] };
@@ -438,7 +443,13 @@ export async function packageWindows(opts) {
   entries.push({ file: noticesFile, name: 'THIRD_PARTY_NOTICES.txt' });
   const readme = join(stage, 'README.txt');
   const version = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version;
-  writeFileSync(readme, readFileSync(join(REPO, 'packaging', 'README.txt'), 'utf8').replace(/@VERSION@/g, version).replace(/@NODE@/g, NODE_WIN_VERSION).replace(/\r?\n/g, '\r\n'));
+  writeFileSync(
+    readme,
+    readFileSync(join(REPO, 'packaging', 'README.txt'), 'utf8')
+      .replace(/@VERSION@/g, version)
+      .replace(/@NODE@/g, NODE_WIN_VERSION)
+      .replace(/\r?\n/g, '\r\n'),
+  );
   entries.push({ file: readme, name: 'README.txt' });
 
   mkdirSync(opts.outDir, { recursive: true });
@@ -452,7 +463,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   packageWindows(parseArgs(process.argv.slice(2))).then(
     (r) => {
       const mb = (statSync(r.zipPath).size / 1024 / 1024).toFixed(1);
-      process.stdout.write(`package: wrote ${relative(process.cwd(), r.zipPath) || r.zipPath} (${mb} MiB, ${r.entries.length} files, ${r.bundledPackages} npm packages bundled) in ${(r.totalMs / 1000).toFixed(1)} s ${JSON.stringify(r.timings)}\n`);
+      process.stdout.write(
+        `package: wrote ${relative(process.cwd(), r.zipPath) || r.zipPath} (${mb} MiB, ${r.entries.length} files, ${r.bundledPackages} npm packages bundled) in ${(r.totalMs / 1000).toFixed(1)} s ${JSON.stringify(r.timings)}\n`,
+      );
     },
     (err) => {
       process.stderr.write(`package: ${err instanceof Error ? err.message : String(err)}\n`);

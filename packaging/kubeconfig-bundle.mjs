@@ -62,7 +62,8 @@ export async function bundleKubeConfig(distDir = join(REPO, 'dist')) {
   if (!existsSync(file)) throw new Error(`${file} is missing: run tsc first`);
   const src = readFileSync(file, 'utf8');
   if (src.startsWith(MARKER)) return undefined;
-  if (!src.includes("'@kubernetes/client-node/dist/config.js'")) throw new Error(`${file}: not the re-export of client-node's dist/config.js (update packaging/kubeconfig-bundle.mjs)`);
+  if (!src.includes("'@kubernetes/client-node/dist/config.js'"))
+    throw new Error(`${file}: not the re-export of client-node's dist/config.js (update packaging/kubeconfig-bundle.mjs)`);
   const esbuild = await import('esbuild');
   const version = createRequire(import.meta.url)('@kubernetes/client-node/package.json').version;
   const result = await esbuild.build({

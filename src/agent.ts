@@ -138,18 +138,22 @@ export class Agent {
     const lock = acquireAgentLock(agentLockPath(config.subnetFile));
     const health =
       config.healthzPort > 0
-        ? await (await import('./health/server.js')).startHealthServer({
-            host: config.healthzIP,
-            port: config.healthzPort,
-            metrics: this.metrics,
-            isReady: () => this.isReady,
-            isHealthy: () => this.isHealthy,
-            status: () => this.status(),
-            log: componentLogger(this.opts.log, 'health'),
-          }).catch((err: unknown) => {
-            lock.release();
-            throw err;
-          })
+        ? await (
+            await import('./health/server.js')
+          )
+            .startHealthServer({
+              host: config.healthzIP,
+              port: config.healthzPort,
+              metrics: this.metrics,
+              isReady: () => this.isReady,
+              isHealthy: () => this.isHealthy,
+              status: () => this.status(),
+              log: componentLogger(this.opts.log, 'health'),
+            })
+            .catch((err: unknown) => {
+              lock.release();
+              throw err;
+            })
         : undefined;
     // A fatal error in one part (e.g. a revoked etcd lease) stops the others: watch, renewal, reconcile.
     const inner = new AbortController();
@@ -191,7 +195,9 @@ export class Agent {
 
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
     const kube =
-      config.kubeSubnetMgr && !this.opts.subnetManager ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock }) : undefined;
+      config.kubeSubnetMgr && !this.opts.subnetManager
+        ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock })
+        : undefined;
     const publicIPs = await this.publicIPCandidates(kube, signal);
     const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
       iface: config.iface,
@@ -233,7 +239,9 @@ export class Agent {
       afterRebuild: settle,
     };
     const backend: Backend =
-      netConf.backend.type === 'vxlan' ? new (await import('./backends/vxlan/backend.js')).VxlanBackend(deps) : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
+      netConf.backend.type === 'vxlan'
+        ? new (await import('./backends/vxlan/backend.js')).VxlanBackend(deps)
+        : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
 
     this.phaseValue = 'registering';
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);

@@ -18,7 +18,7 @@ export function isIp4(text: string): boolean {
 export function parseIp4(text: string): number | undefined {
   if (!isIp4(text)) return undefined;
   const o = text.split('.').map(Number);
-  return (((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0);
+  return ((o[0] << 24) | (o[1] << 16) | (o[2] << 8) | o[3]) >>> 0;
 }
 
 /** The four octets of an address, most significant first; `undefined` when invalid. */
@@ -88,7 +88,7 @@ export function contains(cidr: string | Ip4Net, ip: string | number): boolean {
   const a = toIp(ip);
   if (n === undefined || a === undefined) return false;
   const m = maskOf(n.prefix);
-  return ((a & m) >>> 0) === ((n.ip & m) >>> 0);
+  return (a & m) >>> 0 === (n.ip & m) >>> 0;
 }
 
 /** Does `outer` contain all of `inner`? False for malformed input. */
@@ -106,7 +106,7 @@ export function overlaps(a: string | Ip4Net, b: string | Ip4Net): boolean {
   if (x === undefined || y === undefined) return false;
   const p = Math.min(x.prefix, y.prefix);
   const m = maskOf(p);
-  return ((x.ip & m) >>> 0) === ((y.ip & m) >>> 0);
+  return (x.ip & m) >>> 0 === (y.ip & m) >>> 0;
 }
 
 /**

@@ -50,14 +50,10 @@ export function createLogger(opts: LogOptions = {}): Logger {
       : winston.format.combine(safeFields(), winston.format.timestamp(), textFormat());
   const silent = opts.silent === true;
   const transports: winston.transport[] = [
-    opts.stream
-      ? new winston.transports.Stream({ stream: opts.stream, silent })
-      : new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'], silent }),
+    opts.stream ? new winston.transports.Stream({ stream: opts.stream, silent }) : new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'], silent }),
   ];
   if (opts.file) {
-    transports.push(
-      new winston.transports.File({ filename: opts.file, maxsize: LOG_FILE_MAX_BYTES, maxFiles: LOG_FILE_KEEP, tailable: true }),
-    );
+    transports.push(new winston.transports.File({ filename: opts.file, maxsize: LOG_FILE_MAX_BYTES, maxFiles: LOG_FILE_KEEP, tailable: true }));
   }
   return winston.createLogger({ level: opts.level ?? 'info', format, transports });
 }

@@ -11,10 +11,7 @@ let backend = 'vxlan';
 let churnStop = false;
 
 const IMAGES = Array.from({ length: 30 }, (_, k) => ({
-  names: [
-    `registry.k8s.io/example/image-${k}@sha256:${'0123456789abcdef'.repeat(4)}`,
-    `registry.k8s.io/example/image-${k}:v1.${k}.0`,
-  ],
+  names: [`registry.k8s.io/example/image-${k}@sha256:${'0123456789abcdef'.repeat(4)}`, `registry.k8s.io/example/image-${k}:v1.${k}.0`],
   sizeBytes: 10_000_000 + k * 1_000_003,
 }));
 
@@ -42,13 +39,26 @@ function realisticNode(p) {
     apiVersion: 'v1',
     time: t,
     fieldsType: 'FieldsV1',
-    fieldsV1: { 'f:metadata': { 'f:annotations': { '.': {}, 'f:node.alpha.kubernetes.io/ttl': {} }, 'f:labels': { '.': {}, 'f:kubernetes.io/arch': {}, 'f:kubernetes.io/hostname': {}, 'f:kubernetes.io/os': {} } }, 'f:status': { 'f:conditions': { 'k:{"type":"Ready"}': { '.': {}, 'f:lastHeartbeatTime': {}, 'f:status': {} } } } },
+    fieldsV1: {
+      'f:metadata': {
+        'f:annotations': { '.': {}, 'f:node.alpha.kubernetes.io/ttl': {} },
+        'f:labels': { '.': {}, 'f:kubernetes.io/arch': {}, 'f:kubernetes.io/hostname': {}, 'f:kubernetes.io/os': {} },
+      },
+      'f:status': { 'f:conditions': { 'k:{"type":"Ready"}': { '.': {}, 'f:lastHeartbeatTime': {}, 'f:status': {} } } },
+    },
   }));
   const res = { cpu: '4', 'ephemeral-storage': '129886128Ki', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0', memory: '16393232Ki', pods: '110' };
   n.status.capacity = res;
   n.status.allocatable = { ...res, cpu: '3860m', memory: '12879888Ki' };
   n.status.conditions = [
-    ...['MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => ({ type, status: 'False', lastHeartbeatTime: t, lastTransitionTime: t, reason: `KubeletHas${type === 'PIDPressure' ? 'SufficientPID' : 'No' + type}`, message: `kubelet has no ${type}` })),
+    ...['MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => ({
+      type,
+      status: 'False',
+      lastHeartbeatTime: t,
+      lastTransitionTime: t,
+      reason: `KubeletHas${type === 'PIDPressure' ? 'SufficientPID' : 'No' + type}`,
+      message: `kubelet has no ${type}`,
+    })),
     ...n.status.conditions,
   ];
   n.status.addresses.push({ type: 'Hostname', address: p.name });

@@ -229,7 +229,8 @@ export async function fastPolicyStore(sim) {
     if (requestType === 'Add') {
       const seen = new Set();
       keys.forEach((k, i) => {
-        if (ix.map.has(k) || seen.has(k)) throw hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: policies[i].Type });
+        if (ix.map.has(k) || seen.has(k))
+          throw hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: policies[i].Type });
         seen.add(k);
       });
       keys.forEach((k, i) => ix.map.set(k, [structuredClone(policies[i])]));
@@ -393,7 +394,12 @@ export function programmedPrefixes(sim, backend) {
     const net = sim.getNetworkByName(VXLAN_NETWORK_NAME);
     return new Set((net?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').map((p) => p.Settings.DestinationPrefix));
   }
-  return new Set(sim.listRoutes().filter((r) => r.DestinationPrefix.startsWith('10.') && r.DestinationPrefix !== '10.128.0.0/24').map((r) => r.DestinationPrefix));
+  return new Set(
+    sim
+      .listRoutes()
+      .filter((r) => r.DestinationPrefix.startsWith('10.') && r.DestinationPrefix !== '10.128.0.0/24')
+      .map((r) => r.DestinationPrefix),
+  );
 }
 
 /** Count how many of `prefixes` the dataplane holds, without cloning the whole state. */

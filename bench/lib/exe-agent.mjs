@@ -45,7 +45,17 @@ export async function runExeAgent({ exeDir, kubeconfig, backend = 'vxlan', peers
   const out = openSync(join(dir, 'flanneld.out'), 'w');
   const err = openSync(errFile, 'w');
   const exe = join(exeDir, 'flanneld.exe');
-  const args = ['--kube-subnet-mgr', `--kubeconfig-file=${winPath(kubeconfig)}`, `--net-config-path=${winPath(netConf)}`, `--subnet-file=${winPath(join(dir, 'subnet.env'))}`, '--dataplane', 'simulated', '--iface', OWN_IP, '--log-format=json'];
+  const args = [
+    '--kube-subnet-mgr',
+    `--kubeconfig-file=${winPath(kubeconfig)}`,
+    `--net-config-path=${winPath(netConf)}`,
+    `--subnet-file=${winPath(join(dir, 'subnet.env'))}`,
+    '--dataplane',
+    'simulated',
+    '--iface',
+    OWN_IP,
+    '--log-format=json',
+  ];
   const env = wineEnv({ NODE_NAME: OWN_NODE, ...(wineprefix ? { WINEPREFIX: wineprefix } : {}) });
   const child = spawn('wine', [exe, ...args], { env, stdio: ['ignore', out, err] });
   closeSync(out);
@@ -54,7 +64,10 @@ export async function runExeAgent({ exeDir, kubeconfig, backend = 'vxlan', peers
   child.on('exit', (c) => (exitCode = c));
   try {
     const deadline = Date.now() + timeoutMs;
-    const synced = () => readFileSync(errFile, 'utf8').split('\n').some((l) => l.includes('"first reconcile pass done"') && l.includes(`"peers":${peers}`));
+    const synced = () =>
+      readFileSync(errFile, 'utf8')
+        .split('\n')
+        .some((l) => l.includes('"first reconcile pass done"') && l.includes(`"peers":${peers}`));
     while (!synced()) {
       if (exitCode !== undefined) throw new Error(`flanneld.exe exited ${exitCode}:\n${readFileSync(errFile, 'utf8').slice(-3000)}`);
       if (Date.now() > deadline) throw new Error(`flanneld.exe did not sync ${peers} peers:\n${readFileSync(errFile, 'utf8').slice(-3000)}`);

@@ -52,4 +52,6 @@ clearInterval(sampler);
 peak = Math.max(peak, process.memoryUsage().rss);
 globalThis.gc?.();
 const rssAfter = process.memoryUsage().rss;
-console.log(JSON.stringify({ mode, limit, pages, nodes: records.size, ms, cpuMs: (cpu.user + cpu.system) / 1000, peakRssDelta: peak - rssBefore, rssAfterDelta: rssAfter - rssBefore }));
+console.log(
+  JSON.stringify({ mode, limit, pages, nodes: records.size, ms, cpuMs: (cpu.user + cpu.system) / 1000, peakRssDelta: peak - rssBefore, rssAfterDelta: rssAfter - rssBefore }),
+);

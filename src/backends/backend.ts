@@ -71,11 +71,7 @@ export interface Backend {
 }
 
 /** Retry `fn` until it succeeds, `attempts` run out, or `signal` aborts (for HNS/host calls that race the vSwitch). */
-export async function poll<T>(
-  clock: Clock,
-  fn: () => Promise<T | undefined>,
-  opts: { intervalMs: number; timeoutMs: number; signal?: AbortSignal },
-): Promise<T | undefined> {
+export async function poll<T>(clock: Clock, fn: () => Promise<T | undefined>, opts: { intervalMs: number; timeoutMs: number; signal?: AbortSignal }): Promise<T | undefined> {
   const deadline = clock.now() + opts.timeoutMs;
   for (;;) {
     const v = await fn();

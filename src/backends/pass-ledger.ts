@@ -71,7 +71,11 @@ export class PassLedger {
     this.consecutiveFailures++;
     this.metrics?.inc(METRIC.applyPasses, { result: 'error' });
     if (out.networkGone) {
-      if (!this.missing) this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', { driver, error: errorMessage(out.error) });
+      if (!this.missing)
+        this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', {
+          driver,
+          error: errorMessage(out.error),
+        });
       this.missing = true;
     } else {
       this.log.warn('reconcile pass failed', { driver, incremental, error: errorMessage(out.error), consecutiveFailures: this.consecutiveFailures });

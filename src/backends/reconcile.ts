@@ -230,7 +230,11 @@ export class Reconciler<A, D> {
       } else {
         const cache = this.cache!;
         const want = keys!.map((k) => desired.get(k)).filter((d): d is D => d !== undefined);
-        plan = planReconcile(keys!.flatMap((k) => cache.get(k)), want, driver);
+        plan = planReconcile(
+          keys!.flatMap((k) => cache.get(k)),
+          want,
+          driver,
+        );
       }
       const w = await writePlan(driver, plan, { early, now: this.clock.now(), refusals: this.refusals, cache: this.cache });
       Object.assign(out, { added: w.added, removed: w.removed, replaced: w.replaced }, w.refused > 0 ? { refused: w.refused } : {});
@@ -240,7 +244,17 @@ export class Reconciler<A, D> {
       }
       if (w.attempted > 0 || w.failure !== undefined) {
         const { added, removed, replaced, refused } = w;
-        this.log.info('reconcile pass', { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes: w.calls });
+        this.log.info('reconcile pass', {
+          driver: driver.name,
+          incremental,
+          added,
+          removed,
+          replaced,
+          refused,
+          unchanged: plan.unchanged,
+          ok: w.failure === undefined,
+          writes: w.calls,
+        });
       }
     } catch (err) {
       out.ok = false;

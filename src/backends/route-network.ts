@@ -118,7 +118,10 @@ export class RouteNetwork<A, D> implements Network {
   private async rebuilt(rebuild: (signal: AbortSignal) => Promise<NetworkBinding<A, D>>, signal: AbortSignal): Promise<void> {
     const binding = await rebuild(signal);
     this.binding = binding;
-    this.reconciler.rebind(binding.driver, this.watcher.peers().map((p) => [p.key, binding.driver.desiredFor(p)] as const));
+    this.reconciler.rebind(
+      binding.driver,
+      this.watcher.peers().map((p) => [p.key, binding.driver.desiredFor(p)] as const),
+    );
     await this.deps.afterRebuild?.(this);
     this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.watcher.size, mtu: binding.mtu });
   }

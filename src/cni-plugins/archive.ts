@@ -29,7 +29,11 @@ export type SourceKind = 'zip' | 'tgz' | 'exe';
 
 /** The plugin file an entry or download name stands for, if any (case-insensitive, any directory; a URL's query is ignored). */
 export function pluginFileFor(name: string): CniPluginFile | undefined {
-  const base = name.replace(/[?#].*$/, '').split(/[\\/]/).pop()!.toLowerCase();
+  const base = name
+    .replace(/[?#].*$/, '')
+    .split(/[\\/]/)
+    .pop()!
+    .toLowerCase();
   return PUBLISHED_AS[base];
 }
 

@@ -84,7 +84,10 @@ export function sha256Hex(data: Buffer): string {
 
 /** Validate a --sha256 value: 64 hex digits (any case; `sha256:` prefix as GitHub shows digests). */
 export function normalizeSha256(raw: string): string | undefined {
-  const v = raw.trim().toLowerCase().replace(/^sha256:/, '');
+  const v = raw
+    .trim()
+    .toLowerCase()
+    .replace(/^sha256:/, '');
   return /^[0-9a-f]{64}$/.test(v) ? v : undefined;
 }
 

@@ -37,7 +37,13 @@ export const WINDOWS_CNI_CONF_FILE = 'C:\\etc\\cni\\net.d\\10-flannel.conflist';
 export const CLEANUP_FLAGS: readonly FlagSpec[] = [
   { name: 'dry-run', kind: 'bool', default: false, help: 'only print what would be removed' },
   { name: 'force', kind: 'bool', default: false, help: 'run even while an agent holds the node lock (flanneld.lock beside subnet.env)' },
-  { name: 'cni-conf-file', kind: 'string', default: '', help: `the CNI conflist written by cni-config -o, removed when it is flannel's for this network (Windows default ${WINDOWS_CNI_CONF_FILE}; "none" keeps it)`, valueName: 'FILE' },
+  {
+    name: 'cni-conf-file',
+    kind: 'string',
+    default: '',
+    help: `the CNI conflist written by cni-config -o, removed when it is flannel's for this network (Windows default ${WINDOWS_CNI_CONF_FILE}; "none" keeps it)`,
+    valueName: 'FILE',
+  },
 ];
 
 export interface CleanupReport {

@@ -33,9 +33,27 @@ export const DEFAULT_DNS_SEARCH = 'svc.cluster.local';
 export const DEFAULT_CNI_VERSION = '0.3.0';
 
 export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
-  { name: 'service-cidr', kind: 'string', default: DEFAULT_SERVICE_CIDR, help: 'the cluster Service CIDR: no NAT towards it, routed through the host (SDNRoute)', valueName: 'CIDR' },
-  { name: 'management-ip', kind: 'string', default: '', help: "the node's IP (required for vxlan: the ProviderAddress policy; host-gw: a /32 SDNRoute to the host)", valueName: 'IP' },
-  { name: 'management-subnet', kind: 'string', default: '', help: "host-gw: the node network's CIDR (no NAT towards it); default: the subnet of --management-ip on this host. Not used for vxlan", valueName: 'CIDR' },
+  {
+    name: 'service-cidr',
+    kind: 'string',
+    default: DEFAULT_SERVICE_CIDR,
+    help: 'the cluster Service CIDR: no NAT towards it, routed through the host (SDNRoute)',
+    valueName: 'CIDR',
+  },
+  {
+    name: 'management-ip',
+    kind: 'string',
+    default: '',
+    help: "the node's IP (required for vxlan: the ProviderAddress policy; host-gw: a /32 SDNRoute to the host)",
+    valueName: 'IP',
+  },
+  {
+    name: 'management-subnet',
+    kind: 'string',
+    default: '',
+    help: "host-gw: the node network's CIDR (no NAT towards it); default: the subnet of --management-ip on this host. Not used for vxlan",
+    valueName: 'CIDR',
+  },
   { name: 'dns-server', kind: 'string', default: DEFAULT_DNS_SERVER, help: 'comma-separated DNS servers for pods (the kube-dns Service IP)', valueName: 'IPS' },
   { name: 'dns-search', kind: 'string', default: DEFAULT_DNS_SEARCH, help: 'comma-separated DNS search suffixes for pods', valueName: 'DOMAINS' },
   { name: 'no-loopback-dsr', kind: 'bool', default: false, help: 'leave loopbackDSR off (by default a pod can reach itself through its own Service)' },
@@ -76,10 +94,7 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
     throw new FlagError('flag -management-subnet (or -management-ip) is required for host-gw: the node network must be excluded from outbound NAT', { flag: 'management-subnet' });
   }
   const exceptions = unique(vxlan ? [netConf.network, input.serviceCidr] : [netConf.network, input.serviceCidr, input.managementSubnet!]);
-  const policies: Policy[] = [
-    policy('OutBoundNAT', { Exceptions: exceptions }),
-    policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true }),
-  ];
+  const policies: Policy[] = [policy('OutBoundNAT', { Exceptions: exceptions }), policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true })];
   if (vxlan) {
     policies.push(policy('ProviderAddress', { ProviderAddress: input.managementIP }));
   } else if (input.managementIP) {
@@ -165,7 +180,9 @@ export const command: Command = {
       if (!vxlan && !managementSubnet && managementIP) {
         managementSubnet = subnetOfIP(managementIP) ?? '';
         if (!managementSubnet) {
-          throw new FlagError(`no interface of this host holds ${managementIP}, so its subnet is unknown: pass --management-subnet (e.g. 192.168.1.0/24)`, { flag: 'management-subnet' });
+          throw new FlagError(`no interface of this host holds ${managementIP}, so its subnet is unknown: pass --management-subnet (e.g. 192.168.1.0/24)`, {
+            flag: 'management-subnet',
+          });
         }
       }
       if (managementSubnet && managementIP && !contains(managementSubnet, managementIP)) {

@@ -65,7 +65,9 @@ export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec
 }
 
 export function commandUsage(program: string, summary: string, own: readonly FlagSpec[]): string {
-  const ownText = renderUsage(program, own).replace(/^Usage:.*\n\n/, '').replace(/\nEnvironment:.*\n$/, '\n');
+  const ownText = renderUsage(program, own)
+    .replace(/^Usage:.*\n\n/, '')
+    .replace(/\nEnvironment:.*\n$/, '\n');
   const agentNames = FLAGS.filter((f) => !f.ignored && !f.noEnv).map((f) => `--${f.name}`);
   return `Usage: ${program} [OPTION]...\n\n${summary}\n\n${ownText}\nAlso accepts the agent's flags (and FLANNELD_* variables): ${agentNames.join(', ')}.\n`;
 }

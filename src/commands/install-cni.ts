@@ -11,9 +11,26 @@ import type { Command, CommandIO } from './command.js';
 const PROGRAM = 'flanneld install-cni';
 
 export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
-  { name: 'source', kind: 'stringList', default: [], help: 'a .zip, a .tgz or a plugin .exe: https:// or http:// URL or a local path; give one --sha256 per --source, in the same order', valueName: 'URL|PATH' },
-  { name: 'sha256', kind: 'stringList', default: [], help: 'the SHA-256 (64 hex digits) of the --source at the same position; checked before anything is written', valueName: 'HEX' },
-  { name: 'pinned', kind: 'bool', default: false, help: `download the upstream releases pinned in this build (${pinned.releases.map((r) => `${r.repository} ${r.version}`).join(', ')}) instead of --source` },
+  {
+    name: 'source',
+    kind: 'stringList',
+    default: [],
+    help: 'a .zip, a .tgz or a plugin .exe: https:// or http:// URL or a local path; give one --sha256 per --source, in the same order',
+    valueName: 'URL|PATH',
+  },
+  {
+    name: 'sha256',
+    kind: 'stringList',
+    default: [],
+    help: 'the SHA-256 (64 hex digits) of the --source at the same position; checked before anything is written',
+    valueName: 'HEX',
+  },
+  {
+    name: 'pinned',
+    kind: 'bool',
+    default: false,
+    help: `download the upstream releases pinned in this build (${pinned.releases.map((r) => `${r.repository} ${r.version}`).join(', ')}) instead of --source`,
+  },
   { name: 'bin-dir', kind: 'string', default: '/opt/cni/bin', windowsDefault: 'C:\\opt\\cni\\bin', help: "the CNI plugin directory (containerd's bin_dir)", valueName: 'DIR' },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
@@ -22,7 +39,9 @@ export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
 export const PINNED_SOURCES: readonly PluginSource[] = pinned.releases.map((r) => ({ location: r.url, sha256: r.sha256 }));
 
 export function usage(platform: NodeJS.Platform): string {
-  const flags = renderUsage(PROGRAM, INSTALL_CNI_FLAGS, platform).replace(/^Usage:.*\n\n/, '').replace(/\nEnvironment:[\s\S]*$/, '\n');
+  const flags = renderUsage(PROGRAM, INSTALL_CNI_FLAGS, platform)
+    .replace(/^Usage:.*\n\n/, '')
+    .replace(/\nEnvironment:[\s\S]*$/, '\n');
   return (
     `Usage: ${PROGRAM} --source URL|PATH --sha256 HEX [--source ... --sha256 ...] [--bin-dir DIR]\n` +
     `       ${PROGRAM} --pinned [--bin-dir DIR]\n\n` +
@@ -61,7 +80,12 @@ export const command: Command = {
         return 0;
       }
       const sources = parseSources(cli.values);
-      const binDir = (cli.values.get('bin-dir') as string | undefined) ?? (platformDefault(INSTALL_CNI_FLAGS.find((f) => f.name === 'bin-dir')!, io.platform) as string);
+      const binDir =
+        (cli.values.get('bin-dir') as string | undefined) ??
+        (platformDefault(
+          INSTALL_CNI_FLAGS.find((f) => f.name === 'bin-dir')!,
+          io.platform,
+        ) as string);
       if (binDir.trim() === '') throw new FlagError('flag -bin-dir is empty', { flag: 'bin-dir' });
       const report = await installCniPlugins({ sources, binDir });
       for (const f of report.installed) io.stdout(`installed ${f} (sha256 ${report.sha256[f]})\n`);

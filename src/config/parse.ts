@@ -60,10 +60,10 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   const win = opts.platform === 'win32';
 
   if (str('iface-can-reach') !== '') {
-    throw new UnsupportedError(
-      `--iface-can-reach is not supported on Windows; choose the interface with --iface (IP or adapter name) or --iface-regex`,
-      { flag: 'iface-can-reach', value: str('iface-can-reach') },
-    );
+    throw new UnsupportedError(`--iface-can-reach is not supported on Windows; choose the interface with --iface (IP or adapter name) or --iface-regex`, {
+      flag: 'iface-can-reach',
+      value: str('iface-can-reach'),
+    });
   }
 
   const kubeSubnetMgr = bool('kube-subnet-mgr');
@@ -117,10 +117,10 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   let dataplane: Dataplane;
   if (dataplaneRaw === '') {
     if (!win) {
-      throw new FlagError(
-        `flag -dataplane is required on ${opts.platform}: pass --dataplane simulated (--dataplane windows programs HNS and needs a Windows host)`,
-        { flag: 'dataplane', platform: opts.platform },
-      );
+      throw new FlagError(`flag -dataplane is required on ${opts.platform}: pass --dataplane simulated (--dataplane windows programs HNS and needs a Windows host)`, {
+        flag: 'dataplane',
+        platform: opts.platform,
+      });
     }
     dataplane = 'windows';
   } else {
@@ -202,7 +202,10 @@ function sourceVipSettings(str: (name: string) => string, win: boolean, subnetFi
   const compat = pick('source-vip-compat-files', win ? WINDOWS_SOURCE_VIP_COMPAT_FILES : '');
   return {
     sourceVipFile: pick('source-vip-file', win ? `${dir}${sep}sourcevip.json` : ''),
-    sourceVipCompatFiles: compat.split(',').map((s) => s.trim()).filter((s) => s !== ''),
+    sourceVipCompatFiles: compat
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
     cniIpamDataDir: pick('cni-ipam-data-dir', win ? WINDOWS_CNI_IPAM_DATA_DIR : ''),
   };
 }
@@ -228,8 +231,7 @@ function nonEmpty(env: Env): Record<string, string> {
 }
 
 // dotenv's own line pattern: whatever it does not match (besides blanks and comments) it would drop silently.
-const DOTENV_LINE =
-  /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
+const DOTENV_LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
 
 /** Read and parse a dotenv file; unreadable or unparseable -> ConfigError FLANNEL_ERR_ENV_FILE naming the file. */
 export function readEnvFile(path: string, readFile: (p: string) => string): Record<string, string> {
@@ -237,9 +239,13 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
   try {
     text = readFile(path);
   } catch (err) {
-    throw new ConfigError('FLANNEL_ERR_ENV_FILE', `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --flanneld-env-file (--env-file) / FLANNELD_ENV_FILE`, {
-      path,
-    });
+    throw new ConfigError(
+      'FLANNEL_ERR_ENV_FILE',
+      `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --flanneld-env-file (--env-file) / FLANNELD_ENV_FILE`,
+      {
+        path,
+      },
+    );
   }
   const normalized = text.replace(/\r\n?/g, '\n');
   const leftover = normalized.replace(DOTENV_LINE, (m) => m.replace(/[^\n]/g, ''));
@@ -247,11 +253,10 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i].trim();
     if (line !== '' && !line.startsWith('#')) {
-      throw new ConfigError(
-        'FLANNEL_ERR_ENV_FILE',
-        `env file ${path} line ${i + 1} is not NAME=value: ${JSON.stringify(line.slice(0, 80))}; fix or remove the line`,
-        { path, line: i + 1 },
-      );
+      throw new ConfigError('FLANNEL_ERR_ENV_FILE', `env file ${path} line ${i + 1} is not NAME=value: ${JSON.stringify(line.slice(0, 80))}; fix or remove the line`, {
+        path,
+        line: i + 1,
+      });
     }
   }
   return dotenv.parse(normalized);
@@ -261,13 +266,18 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
 function etcdPassword(password: string, file: string, readFile: (p: string) => string): string {
   if (file === '') return password;
   if (password !== '') {
-    throw new FlagError('flags -etcd-password and -etcd-password-file are both set: give only one (the file keeps the password off the command line)', { flag: 'etcd-password-file' });
+    throw new FlagError('flags -etcd-password and -etcd-password-file are both set: give only one (the file keeps the password off the command line)', {
+      flag: 'etcd-password-file',
+    });
   }
   let text: string;
   try {
     text = readFile(file);
   } catch (err) {
-    throw new ConfigError('FLANNEL_ERR_CONFIG', `cannot read the etcd password file ${file}: ${errorMessage(err)}; fix --etcd-password-file`, { flag: 'etcd-password-file', path: file });
+    throw new ConfigError('FLANNEL_ERR_CONFIG', `cannot read the etcd password file ${file}: ${errorMessage(err)}; fix --etcd-password-file`, {
+      flag: 'etcd-password-file',
+      path: file,
+    });
   }
   return text.replace(/\r?\n$/, '');
 }

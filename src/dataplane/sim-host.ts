@@ -14,7 +14,6 @@ import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS } from '../routes/route-ta
 import { policySetting, type HcnNetwork } from '../hns/schema.js';
 import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
 
-
 /** An adapter's MAC: the model keeps none, so it is derived from the interface index under Hyper-V's 00-15-5D prefix. */
 export function simAdapterMac(a: SimAdapter): string {
   const hex = (n: number) => n.toString(16).toUpperCase().padStart(2, '0');

@@ -139,9 +139,7 @@ function allocateIp(state: DataplaneState, net: HcnNetwork): { IpAddress: string
   const subnet = net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
   const c = subnet ? parseCidr(subnet) : undefined;
   if (!c) return undefined;
-  const used = new Set(
-    state.endpoints.filter((e) => sameId(e.HostComputeNetwork, net.ID)).flatMap((e) => (e.IpConfigurations ?? []).map((i) => i.IpAddress)),
-  );
+  const used = new Set(state.endpoints.filter((e) => sameId(e.HostComputeNetwork, net.ID)).flatMap((e) => (e.IpConfigurations ?? []).map((i) => i.IpAddress)));
   // HNS hands out from .2 (.1 is the gateway), never the broadcast address.
   for (let off = 2; off < sizeOf(c.prefix) - 1; off++) {
     const ip = nthAddress(c, off);
@@ -197,4 +195,3 @@ export function attachEndpointToHost(state: DataplaneState, ids: SimIds, op: str
   state.adapters.push(adapter);
   return { ...adapter };
 }
-

@@ -140,11 +140,7 @@ export class StateStore {
     } catch (err) {
       // The call fails as a whole: the model goes back to what its file holds (what a restart would see).
       this.rollback();
-      throw new DataplaneStateError(
-        `cannot write the simulated dataplane state file ${file}: ${errorMessage(err)}; check the directory is writable`,
-        { file },
-        { cause: err },
-      );
+      throw new DataplaneStateError(`cannot write the simulated dataplane state file ${file}: ${errorMessage(err)}; check the directory is writable`, { file }, { cause: err });
     }
   }
 
@@ -183,10 +179,10 @@ export class StateStore {
         continue;
       }
       if (this.now() > deadline) {
-        throw new DataplaneStateError(
-          `the simulated dataplane state file is locked by process ${holder.pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`,
-          { file: lockFile, pid: holder.pid },
-        );
+        throw new DataplaneStateError(`the simulated dataplane state file is locked by process ${holder.pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`, {
+          file: lockFile,
+          pid: holder.pid,
+        });
       }
       sleepSync(LOCK_SPIN_MS);
     }

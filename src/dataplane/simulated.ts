@@ -129,7 +129,11 @@ export class SimulatedDataplane {
 
   /** A Hyper-V MAC `00-15-5D-XX-XX-XX`. */
   private newMac(): string {
-    const byte = () => Math.floor(this.random() * 256).toString(16).toUpperCase().padStart(2, '0');
+    const byte = () =>
+      Math.floor(this.random() * 256)
+        .toString(16)
+        .toUpperCase()
+        .padStart(2, '0');
     return `00-15-5D-${byte()}-${byte()}-${byte()}`;
   }
 

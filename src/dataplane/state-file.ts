@@ -66,7 +66,12 @@ class Shape {
 
   endpoint = (v: unknown, at: string): void => {
     const e = this.object(v, at);
-    this.fields(e, at, {}, { Name: 'string', ID: 'string', HostComputeNetwork: 'string', HostComputeNamespace: 'string', MacAddress: 'string', Flags: 'number', SchemaVersion: 'object' });
+    this.fields(
+      e,
+      at,
+      {},
+      { Name: 'string', ID: 'string', HostComputeNetwork: 'string', HostComputeNamespace: 'string', MacAddress: 'string', Flags: 'number', SchemaVersion: 'object' },
+    );
     this.each(e, 'Policies', at, true, this.policy);
     this.each(e, 'IpConfigurations', at, true, (c, cAt) => this.fields(this.object(c, cAt), cAt, { IpAddress: 'string' }, { PrefixLength: 'number' }));
   };
@@ -89,10 +94,7 @@ class Shape {
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
   const fail = (why: string, entry?: string): never => {
-    throw new DataplaneStateError(
-      `simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`,
-      { file, entry },
-    );
+    throw new DataplaneStateError(`simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`, { file, entry });
   };
   let doc: unknown;
   try {

@@ -41,7 +41,8 @@ async function main(): Promise<void> {
   if (backend === 'vxlan') api.addNode(linuxFlannelNode({ name: 'linux-vni1', podCIDR: '10.244.50.0/24', publicIP: '10.0.0.50', backendType: 'vxlan', vni: 1 }));
   api.addNode({ ...bareNode({ name: WINDOWS_NODE, podCIDR: '10.244.100.0/24', internalIP: WINDOWS_IP }) });
 
-  const netConf = backend === 'vxlan' ? { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } } : { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+  const netConf =
+    backend === 'vxlan' ? { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } } : { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
   writeFileSync(join(dir, 'net-conf.json'), JSON.stringify(netConf, null, 2));
   await writeKubeconfig(join(dir, 'kubeconfig'), api.url);
 

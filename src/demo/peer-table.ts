@@ -21,7 +21,12 @@ export function peerTable(agent: Agent, nodes: FakeNode[]): PeerRow[] {
   for (const p of hns?.Policies ?? []) {
     if (p.Type !== 'RemoteSubnetRoute') continue;
     const s = p.Settings as { DestinationPrefix: string; ProviderAddress: string; DistributedRouterMacAddress: string; IsolationId: number };
-    rows.push({ node: nodeBySubnet.get(s.DestinationPrefix) ?? '?', subnet: s.DestinationPrefix, via: s.ProviderAddress, detail: `VNI ${s.IsolationId} MAC ${s.DistributedRouterMacAddress}` });
+    rows.push({
+      node: nodeBySubnet.get(s.DestinationPrefix) ?? '?',
+      subnet: s.DestinationPrefix,
+      via: s.ProviderAddress,
+      detail: `VNI ${s.IsolationId} MAC ${s.DistributedRouterMacAddress}`,
+    });
   }
   for (const r of state.routes) {
     if (r.DestinationPrefix === '0.0.0.0/0' || !nodeBySubnet.has(r.DestinationPrefix)) continue;

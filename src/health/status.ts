@@ -88,7 +88,11 @@ export function isLocalRequest(req: IncomingMessage): boolean {
 }
 
 /** Answer GET /status: 403 for other hosts, 503 without a status source, 500 when it fails, else the JSON. */
-export async function serveStatus(req: IncomingMessage, res: ServerResponse, opts: { source: (() => Promise<StatusReport>) | undefined; head: boolean; log: Logger }): Promise<void> {
+export async function serveStatus(
+  req: IncomingMessage,
+  res: ServerResponse,
+  opts: { source: (() => Promise<StatusReport>) | undefined; head: boolean; log: Logger },
+): Promise<void> {
   let status = 200;
   let body: string;
   if (!isLocalRequest(req)) {

@@ -93,8 +93,7 @@ const ADVICE: Record<string, string> = {
   FLANNEL_ERR_HNS_EXISTS: 'an object with that name or policy already exists; the agent reuses it when it matches, otherwise delete it',
   FLANNEL_ERR_HNS_ATTACHED: 'the endpoint is already attached; nothing to do',
   FLANNEL_ERR_HNS_ACCESS_DENIED: 'run flanneld as Administrator or LocalSystem',
-  FLANNEL_ERR_HNS_CALL:
-    'check that the HNS service is running (Get-Service hns) and look at the Microsoft-Windows-Host-Network-Service-Admin event log',
+  FLANNEL_ERR_HNS_CALL: 'check that the HNS service is running (Get-Service hns) and look at the Microsoft-Windows-Host-Network-Service-Admin event log',
 };
 
 /** Code for an HRESULT (and/or error text); HRESULT wins, text decides when the HRESULT is unknown or generic. */

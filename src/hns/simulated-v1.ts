@@ -92,11 +92,7 @@ export class SimulatedHnsV1 {
         if (method === 'POST') {
           await dp.enter(op, 'hns', 0, input);
           const v1 = requireObject<HnsEndpointV1>(op, body);
-          const net = v1.VirtualNetwork
-            ? dp.getNetwork(v1.VirtualNetwork)
-            : v1.VirtualNetworkName
-              ? dp.getNetworkByName(v1.VirtualNetworkName)
-              : undefined;
+          const net = v1.VirtualNetwork ? dp.getNetwork(v1.VirtualNetwork) : v1.VirtualNetworkName ? dp.getNetworkByName(v1.VirtualNetworkName) : undefined;
           if (!net) {
             throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), {
               network: v1.VirtualNetwork ?? v1.VirtualNetworkName,

@@ -79,7 +79,10 @@ export function networkV1toV2(v1: HnsNetworkV1): HcnNetwork {
     ];
   }
   if (v1.MacPools?.length) net.MacPool = { Ranges: v1.MacPools.map((r) => ({ ...r })) };
-  const servers = v1.DNSServerList?.split(',').map((s) => s.trim()).filter(Boolean) ?? [];
+  const servers =
+    v1.DNSServerList?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean) ?? [];
   if (v1.DNSSuffix || servers.length) net.Dns = { ...(v1.DNSSuffix ? { Domain: v1.DNSSuffix } : {}), ...(servers.length ? { ServerList: servers } : {}) };
   return net;
 }

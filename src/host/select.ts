@@ -18,7 +18,6 @@ export interface SelectOptions {
   publicIPs?: string[];
 }
 
-
 /** The usable interface with exactly this IPv4 address. */
 export function findInterfaceByIP(ifaces: HostInterface[], ip: string): HostInterface | undefined {
   return ifaces.find((i) => i.ipv4 === ip);
@@ -63,11 +62,10 @@ export function selectExternalInterface(ifaces: HostInterface[], defaultRouteInd
         : ifaces.some((i) => i.index === defaultRouteIndex)
           ? `the default route's interface (index ${defaultRouteIndex}) has no usable IPv4 address (APIPA 169.254/16 is never used)`
           : `the default route's interface (index ${defaultRouteIndex}) is not among the adapters`;
-    throw new HostError(
-      'FLANNEL_ERR_HOST',
-      `cannot pick the external interface: ${why}; adapters seen: ${describe(ifaces)}. Pass --iface <IP or adapter name>`,
-      { defaultRouteIndex, adapters: ifaces.map((i) => i.name).join(', ') },
-    );
+    throw new HostError('FLANNEL_ERR_HOST', `cannot pick the external interface: ${why}; adapters seen: ${describe(ifaces)}. Pass --iface <IP or adapter name>`, {
+      defaultRouteIndex,
+      adapters: ifaces.map((i) => i.name).join(', '),
+    });
   }
 
   for (const want of opts.iface) {

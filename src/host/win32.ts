@@ -8,20 +8,8 @@
 import { networkInterfaces } from 'node:os';
 import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
-import {
-  AF_INET,
-  fromUtf16z,
-  IF_MAX_STRING_SIZE,
-  SIZES,
-  WIN32_ERROR,
-} from '../win32/encoding.js';
-import {
-  decodeIpAddrTable,
-  decodeIpInterfaceRow,
-  encodeIpInterfaceKey,
-  ipAddrTableLength,
-  setIpInterfaceForwarding,
-} from '../win32/iphlpapi.js';
+import { AF_INET, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
+import { decodeIpAddrTable, decodeIpInterfaceRow, encodeIpInterfaceKey, ipAddrTableLength, setIpInterfaceForwarding } from '../win32/iphlpapi.js';
 import type { IpInterfaceRow } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative } from '../win32/native.js';
 import type { Host, HostInterface } from './host.js';

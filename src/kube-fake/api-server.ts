@@ -284,7 +284,11 @@ export class FakeKubeApiServer {
       return sendStatus(res, 415, 'the fake apiserver does not implement application/json-patch+json; use a strategic merge patch');
     }
     if (contentType !== STRATEGIC_MERGE && contentType !== MERGE) {
-      return sendStatus(res, 415, `the body of the request was in an unknown format - accepted media types include: ${JSON_PATCH}, ${MERGE}, ${STRATEGIC_MERGE}, got ${String(contentType)}`);
+      return sendStatus(
+        res,
+        415,
+        `the body of the request was in an unknown format - accepted media types include: ${JSON_PATCH}, ${MERGE}, ${STRATEGIC_MERGE}, got ${String(contentType)}`,
+      );
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       return sendStatus(res, 400, 'the patch body must be a JSON object');

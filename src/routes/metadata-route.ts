@@ -50,7 +50,8 @@ export async function keepMetadataRoute(note: MetadataRouteNote | undefined, rou
   try {
     const outcome = await restoreMetadataRoute(note, routes, host);
     if (outcome === 'restored') log.info('re-added the route to the cloud metadata server that the vSwitch took away', fields);
-    else if (outcome === 'no-interface') log.warn(`no interface holds ${note.interfaceIP} any more: the route to the metadata server was not re-added; add it by hand (route add)`, fields);
+    else if (outcome === 'no-interface')
+      log.warn(`no interface holds ${note.interfaceIP} any more: the route to the metadata server was not re-added; add it by hand (route add)`, fields);
   } catch (err) {
     log.warn('could not re-add the route to the cloud metadata server; add it by hand (route add)', { ...fields, error: errorMessage(err) });
   }

@@ -42,10 +42,7 @@ export interface LeaseAttrs {
  * list is complete: additions only (nothing absent from a page is removed). The LeaseWatcher turns them
  * into a validated peer set.
  */
-export type LeaseUpdate =
-  | { kind: 'snapshot'; leases: Lease[] }
-  | { kind: 'page'; leases: Lease[] }
-  | { kind: 'events'; events: LeaseEvent[] };
+export type LeaseUpdate = { kind: 'snapshot'; leases: Lease[] } | { kind: 'page'; leases: Lease[] } | { kind: 'events'; events: LeaseEvent[] };
 
 export interface LeaseEvent {
   type: 'added' | 'removed';

@@ -102,7 +102,8 @@ export function parseNetConf(json: string): NetworkConfig {
     fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`, { key: '$', reason: 'syntax' });
   }
   if (jsonTooDeep(doc)) fail(`net-conf.json nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels; a network config is a few levels deep`, { key: '$', reason: 'depth' });
-  if (!isObject(doc)) fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`, { key: '$', reason: 'type' });
+  if (!isObject(doc))
+    fail(`net-conf.json must be a JSON object such as {"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}, got ${describe(doc)}`, { key: '$', reason: 'type' });
 
   // Decode (ParseConfig).
   const enableIPv4 = optBool(doc, 'EnableIPv4', '') ?? true;
@@ -117,10 +118,9 @@ export function parseNetConf(json: string): NetworkConfig {
   const rawBackendValue = field(doc, 'Backend');
   const backendPresent = Object.keys(doc).some((k) => k.toLowerCase() === 'backend');
   if (!backendPresent) {
-    fail(
-      'net-conf.json has no Backend: upstream flannel then defaults to udp, which Windows cannot run; use "Backend": {"Type": "vxlan"} or "Backend": {"Type": "host-gw"}',
-      { key: 'Backend' },
-    );
+    fail('net-conf.json has no Backend: upstream flannel then defaults to udp, which Windows cannot run; use "Backend": {"Type": "vxlan"} or "Backend": {"Type": "host-gw"}', {
+      key: 'Backend',
+    });
   }
   const rawBackend: JsonObject = rawBackendValue === undefined ? {} : (rawBackendValue as JsonObject);
   if (!isObject(rawBackend)) fail(`error decoding Backend property of config: Backend must be an object, got ${describe(rawBackendValue)}`, { key: 'Backend' });

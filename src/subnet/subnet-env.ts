@@ -31,7 +31,7 @@ function formatIp6(v: bigint): string {
   for (let i = 7; i >= 0; i--) groups.push(Number((v >> BigInt(i * 16)) & 0xffffn));
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;
@@ -117,7 +117,11 @@ export function previousSubnetFromEnv(text: string): string | undefined {
 /** The file operations subnet.env needs; node:fs/promises by default (src/host/files.ts). */
 export interface SubnetEnvFs {
   mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
-  open(path: string, flags: string, mode?: number): Promise<{
+  open(
+    path: string,
+    flags: string,
+    mode?: number,
+  ): Promise<{
     writeFile(data: string, encoding: 'utf8'): Promise<void>;
     sync(): Promise<void>;
     close(): Promise<void>;

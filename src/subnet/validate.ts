@@ -103,10 +103,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
   }
 
   if (lease.backendType !== ctx.backendType) {
-    return reject(
-      'backend-type-mismatch',
-      `backend type ${JSON.stringify(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`,
-    );
+    return reject('backend-type-mismatch', `backend type ${JSON.stringify(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
   }
 
   if (ctx.backendType === 'vxlan') {

@@ -250,7 +250,11 @@ export class LeaseWatcher {
     }
     this.metrics?.set(METRIC.peers, this.accepted.size);
     if (events.length > 0) {
-      this.log.debug('peer set changed', { added: events.filter((e) => e.type === 'added').length, removed: events.filter((e) => e.type === 'removed').length, peers: this.accepted.size });
+      this.log.debug('peer set changed', {
+        added: events.filter((e) => e.type === 'added').length,
+        removed: events.filter((e) => e.type === 'removed').length,
+        peers: this.accepted.size,
+      });
     }
     return events;
   }

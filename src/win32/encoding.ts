@@ -185,15 +185,7 @@ export function guidFromBuffer(buf: Buffer, offset = 0): string {
   if (buf.length < offset + SIZES.GUID) throw new RangeError('a GUID needs 16 bytes');
   const h = (n: number, w: number): string => n.toString(16).padStart(w, '0');
   const d4 = buf.subarray(offset + 8, offset + 16).toString('hex');
-  return [
-    h(buf.readUInt32LE(offset), 8),
-    h(buf.readUInt16LE(offset + 4), 4),
-    h(buf.readUInt16LE(offset + 6), 4),
-    d4.slice(0, 4),
-    d4.slice(4),
-  ]
-    .join('-')
-    .toUpperCase();
+  return [h(buf.readUInt32LE(offset), 8), h(buf.readUInt16LE(offset + 4), 4), h(buf.readUInt16LE(offset + 6), 4), d4.slice(0, 4), d4.slice(4)].join('-').toUpperCase();
 }
 
 // ================================================================ HRESULT / NETIO_STATUS

@@ -106,10 +106,7 @@ export class FfiWin32Native implements Win32Native {
       try {
         this.ffi.open({ library: key, path: file });
       } catch (err) {
-        const hint =
-          name === 'vmcompute' || name === 'computenetwork'
-            ? 'HNS needs the Windows Containers feature (Windows Server 2019 or later)'
-            : 'check --win32-dll-dir';
+        const hint = name === 'vmcompute' || name === 'computenetwork' ? 'HNS needs the Windows Containers feature (Windows Server 2019 or later)' : 'check --win32-dll-dir';
         throw new UnsupportedError(`cannot load ${file} (${errorMessage(err)}); ${hint}`, { dll: file });
       }
       opened.set(key, file);

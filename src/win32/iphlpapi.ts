@@ -3,7 +3,20 @@
 // MIB_IPINTERFACE_ROW (Get/SetIpInterfaceEntry) and MIB_IPADDRTABLE (GetIpAddrTable), IPv4 only, laid
 // out as netioapi.h / iprtrmib.h define them on x64 (the sizes and offsets are in ./encoding.ts).
 // Pure Buffers: unit-tested on Linux, and under Wine against the real headers' layout.
-import { AF_INET, INFINITE_LIFETIME, MIB_IPADDRROW_OFFSETS, MIB_IPADDRTABLE_OFFSETS, MIB_IPFORWARD_ROW2_OFFSETS, MIB_IPFORWARD_TABLE2_OFFSETS, MIB_IPINTERFACE_ROW_OFFSETS, MIB_IPPROTO_NETMGMT, SIZES, ipv4FromBytes, ipv4ToBytes, maskToPrefixLength } from './encoding.js';
+import {
+  AF_INET,
+  INFINITE_LIFETIME,
+  MIB_IPADDRROW_OFFSETS,
+  MIB_IPADDRTABLE_OFFSETS,
+  MIB_IPFORWARD_ROW2_OFFSETS,
+  MIB_IPFORWARD_TABLE2_OFFSETS,
+  MIB_IPINTERFACE_ROW_OFFSETS,
+  MIB_IPPROTO_NETMGMT,
+  SIZES,
+  ipv4FromBytes,
+  ipv4ToBytes,
+  maskToPrefixLength,
+} from './encoding.js';
 
 function parseCidr(cidr: string): { ip: string; prefixLength: number } {
   const [ip, len, extra] = cidr.split('/');

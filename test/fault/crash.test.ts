@@ -33,7 +33,11 @@ describe('killed between HNS writes', () => {
 
     c.api.deleteNode('linux-3'); // the cluster moves on while the node restarts
     const second = c.startAgent({ netConf: VXLAN_NET_CONF });
-    await expectConverged(second, 'vxlan', peers.filter((n) => n !== 3));
+    await expectConverged(
+      second,
+      'vxlan',
+      peers.filter((n) => n !== 3),
+    );
     expect(second.sim.snapshot().networks[0].ID).toBe(id);
   });
 

@@ -223,7 +223,12 @@ export function seeded(seed: number): () => number {
 
 export const linuxName = (n: number) => `linux-${n}`;
 export const linuxIP = (n: number) => `10.0.1.${n}`;
-const macOf = (ip: string) => '0e:2a:' + ip.split('.').map((o) => Number(o).toString(16).padStart(2, '0')).join(':');
+const macOf = (ip: string) =>
+  '0e:2a:' +
+  ip
+    .split('.')
+    .map((o) => Number(o).toString(16).padStart(2, '0'))
+    .join(':');
 
 /** The RemoteSubnetRoute policies the peers `ns` call for, as `dst pa vni mac` lines, sorted. */
 export function wantPolicies(ns: number[]): string[] {
@@ -282,7 +287,9 @@ export async function expectConverged(a: FaultAgent, backend: 'vxlan' | 'host-gw
     endpoints: backend === 'vxlan' ? [] : ['cbr0_ep'],
     defaultRoutes: 1,
   };
-  await waitFor(() => a.agent.phase === 'running' && JSON.stringify(shape(a, backend)) === JSON.stringify(want), `dataplane == desired (${ns.length} peers)`, timeoutMs).catch(() => undefined);
+  await waitFor(() => a.agent.phase === 'running' && JSON.stringify(shape(a, backend)) === JSON.stringify(want), `dataplane == desired (${ns.length} peers)`, timeoutMs).catch(
+    () => undefined,
+  );
   expect(shape(a, backend)).toEqual(want);
   expect(a.agent.phase).toBe('running');
 }

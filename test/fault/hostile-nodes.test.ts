@@ -123,11 +123,12 @@ for (const backend of ['vxlan', 'host-gw'] as const) {
     c.api.updateNode('linux-1', (x) => {
       x.spec = { podCIDR: '0.0.0.0/0', podCIDRs: ['0.0.0.0/0'] };
     });
-    if (backend === 'vxlan') c.api.updateNode('vni-1-10', (x) => {
-      x.metadata.annotations![`${P}backend-data`] = '{"VNI":4096,"VtepMAC":"0e:2a:0a:00:01:0a"}';
-      x.metadata.annotations![`${P}public-ip`] = '10.0.1.10';
-      x.spec = { podCIDR: '10.244.10.0/24', podCIDRs: ['10.244.10.0/24'] };
-    });
+    if (backend === 'vxlan')
+      c.api.updateNode('vni-1-10', (x) => {
+        x.metadata.annotations![`${P}backend-data`] = '{"VNI":4096,"VtepMAC":"0e:2a:0a:00:01:0a"}';
+        x.metadata.annotations![`${P}public-ip`] = '10.0.1.10';
+        x.spec = { podCIDR: '10.244.10.0/24', podCIDRs: ['10.244.10.0/24'] };
+      });
     c.api.updateNode('backend-type-other-10', (x) => {
       x.metadata.annotations![`${P}backend-type`] = backend;
       x.metadata.annotations![`${P}public-ip`] = '10.0.1.30';

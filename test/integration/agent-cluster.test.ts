@@ -174,7 +174,10 @@ describe('restarts', () => {
     // While the agent is down: linux-2 leaves, and someone leaves a stale policy behind.
     cluster.api.deleteNode('linux-2');
     const state = JSON.parse(readFileSync(a.statePath, 'utf8')) as { networks: { Policies: unknown[] }[] };
-    state.networks[0].Policies.push({ Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.77.0/24', IsolationId: 4096, ProviderAddress: '10.0.0.77', DistributedRouterMacAddress: '0e:2a:0a:00:00:4d' } });
+    state.networks[0].Policies.push({
+      Type: 'RemoteSubnetRoute',
+      Settings: { DestinationPrefix: '10.244.77.0/24', IsolationId: 4096, ProviderAddress: '10.0.0.77', DistributedRouterMacAddress: '0e:2a:0a:00:00:4d' },
+    });
     writeFileSync(a.statePath, JSON.stringify(state));
 
     a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });

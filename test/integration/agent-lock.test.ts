@@ -122,7 +122,14 @@ describe('one agent per node: two real processes', () => {
       expect(second.stderr()).toContain('code=FLANNEL_ERR_AGENT_LOCK');
       expect(existsSync(join(dir, 'state2.json'))).toBe(false);
 
-      const cleanupArgs = [MAIN, 'cleanup', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated', `--dataplane-state=${join(dir, 'state.json')}`];
+      const cleanupArgs = [
+        MAIN,
+        'cleanup',
+        `--net-config-path=${join(dir, 'net-conf.json')}`,
+        `--subnet-file=${subnetFile}`,
+        '--dataplane=simulated',
+        `--dataplane-state=${join(dir, 'state.json')}`,
+      ];
       const refused = spawnSync(process.execPath, cleanupArgs, { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' } });
       expect(refused.status).toBe(1);
       expect(refused.stderr).toContain(`PID ${first.pid}`);

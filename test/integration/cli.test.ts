@@ -67,7 +67,16 @@ describe('a full start of the binary', () => {
     const subnetFile = join(dir, 'subnet.env');
     const child = spawn(
       process.execPath,
-      [MAIN, '--kube-subnet-mgr', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--healthz-ip=127.0.0.1', `--healthz-port=${port}`, '--log-format=json', `--log-file=${join(dir, 'flanneld.log')}`],
+      [
+        MAIN,
+        '--kube-subnet-mgr',
+        `--net-config-path=${join(dir, 'net-conf.json')}`,
+        `--subnet-file=${subnetFile}`,
+        '--healthz-ip=127.0.0.1',
+        `--healthz-port=${port}`,
+        '--log-format=json',
+        `--log-file=${join(dir, 'flanneld.log')}`,
+      ],
       {
         env: {
           PATH: process.env['PATH'] ?? '',
@@ -86,10 +95,14 @@ describe('a full start of the binary', () => {
     try {
       const healthz = await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.text(), 'healthz', 15_000);
       expect(healthz).toBe('flanneld is running');
-      const ready = await waitFor(async () => {
-        const r = await fetch(`http://127.0.0.1:${port}/readyz`);
-        return r.status === 200 ? r.text() : undefined;
-      }, 'readyz', 15_000);
+      const ready = await waitFor(
+        async () => {
+          const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+          return r.status === 200 ? r.text() : undefined;
+        },
+        'readyz',
+        15_000,
+      );
       expect(ready).toBe('flanneld is ready');
       expect(readFileSync(subnetFile, 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.7.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=false\n');
       await waitFor(() => {
@@ -115,7 +128,10 @@ describe('a full start of the binary', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
-    const lines = stderr.trim().split('\n').map((l) => JSON.parse(l) as { message: string; level: string });
+    const lines = stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { message: string; level: string });
     expect(lines.some((l) => l.message === 'wrote subnet.env')).toBe(true);
     expect(readFileSync(join(dir, 'flanneld.log'), 'utf8')).toContain('wrote subnet.env');
   });
@@ -124,7 +140,13 @@ describe('a full start of the binary', () => {
     api.addNode(bareNode({ name: 'win-nocidr' }));
     writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
     const r = await runAsync(
-      ['--kube-subnet-mgr', `--kubeconfig-file=${join(dir, 'kubeconfig')}`, `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${join(dir, 'x.env')}`, '--dataplane=simulated'],
+      [
+        '--kube-subnet-mgr',
+        `--kubeconfig-file=${join(dir, 'kubeconfig')}`,
+        `--net-config-path=${join(dir, 'net-conf.json')}`,
+        `--subnet-file=${join(dir, 'x.env')}`,
+        '--dataplane=simulated',
+      ],
       { NODE_NAME: 'win-nocidr', FLANNELD_NODE_WAIT_TIMEOUT: '1' },
     );
     expect(r.status).toBe(1);

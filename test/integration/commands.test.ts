@@ -49,7 +49,14 @@ async function runToSync(backend: 'host-gw' | 'vxlan'): Promise<RunningAgent> {
   const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: backend === 'vxlan' ? VXLAN_NET_CONF : HOSTGW_NET_CONF, extraArgs });
   await waitFor(() => a.agent.isReady && a.agent.phase === 'running', 'agent ready');
   const sim = () => a.agent.dataplane!.simulated!;
-  if (backend === 'host-gw') await waitFor(() => sim().listRoutes().filter((r) => r.DestinationPrefix.startsWith('10.244.')).length === 2, 'peer routes');
+  if (backend === 'host-gw')
+    await waitFor(
+      () =>
+        sim()
+          .listRoutes()
+          .filter((r) => r.DestinationPrefix.startsWith('10.244.')).length === 2,
+      'peer routes',
+    );
   else await waitFor(() => (sim().getNetworkByName('flannel.4096')?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').length === 2, 'policies');
   await a.stop();
   return a;
@@ -172,7 +179,10 @@ describe('the binary dispatches the subcommands', () => {
     const help = spawnSync(process.execPath, [MAIN, 'cleanup', '--help'], { encoding: 'utf8', env });
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('--dry-run');
-    const clean = spawnSync(process.execPath, [MAIN, 'cleanup', `--subnet-file=${join(dir, 'run', 'subnet.env')}`, `--dataplane-state=${join(dir, 'state.json')}`], { encoding: 'utf8', env });
+    const clean = spawnSync(process.execPath, [MAIN, 'cleanup', `--subnet-file=${join(dir, 'run', 'subnet.env')}`, `--dataplane-state=${join(dir, 'state.json')}`], {
+      encoding: 'utf8',
+      env,
+    });
     expect(clean.status).toBe(0);
     expect(clean.stdout).toMatch(/^nothing to remove/);
   });

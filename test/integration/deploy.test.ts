@@ -31,7 +31,11 @@ function discoveryServer(): Server {
     groupVersion: group ? `${group}/${version}` : version,
     resources: resources.map(([name, kind, namespaced]) => ({ name, singularName: '', namespaced, kind, verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'] })),
   });
-  const group = (name: string, version: string) => ({ name, versions: [{ groupVersion: `${name}/${version}`, version }], preferredVersion: { groupVersion: `${name}/${version}`, version } });
+  const group = (name: string, version: string) => ({
+    name,
+    versions: [{ groupVersion: `${name}/${version}`, version }],
+    preferredVersion: { groupVersion: `${name}/${version}`, version },
+  });
   const docs: Record<string, unknown> = {
     '/api': { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }] },
     '/apis': { kind: 'APIGroupList', apiVersion: 'v1', groups: [group('apps', 'v1'), group('rbac.authorization.k8s.io', 'v1')] },
@@ -159,10 +163,15 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
       expect(rendered.every((o) => o['metadata']['name'] !== 'flannel' || o['kind'] === 'ClusterRole')).toBe(true); // never the Linux ServiceAccount/binding
     }
     // The guard itself catches what the old deploy/ shipped.
-    expect([{ kind: 'Namespace', metadata: { name: 'kube-flannel' } }, { kind: 'ConfigMap', metadata: { name: 'kube-flannel-cfg' } }].filter(ownedByLinuxFlannel)).toHaveLength(2);
+    expect(
+      [
+        { kind: 'Namespace', metadata: { name: 'kube-flannel' } },
+        { kind: 'ConfigMap', metadata: { name: 'kube-flannel-cfg' } },
+      ].filter(ownedByLinuxFlannel),
+    ).toHaveLength(2);
   });
 
-  it('RBAC: exactly flannel\'s rules, bound to the Windows ServiceAccount', () => {
+  it("RBAC: exactly flannel's rules, bound to the Windows ServiceAccount", () => {
     const role = find('ClusterRole', 'flannel-windows');
     expect(role['rules']).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
@@ -262,7 +271,9 @@ describe('the shared net-conf: a separate patch step, and a guard against VNI 1'
   it('deploy/patches/kube-flannel-cfg-vxlan.yaml (kubectl patch --local) moves the shared ConfigMap to VNI 4096 / Port 4789 and keeps cni-conf.json', async () => {
     const cm = join(dir, 'cm.yaml');
     writeFileSync(cm, UPSTREAM_KUBE_FLANNEL_CFG);
-    const out = await exec('kubectl', ['patch', '--local', '-f', cm, '--type', 'merge', '--patch-file', join(DEPLOY, 'patches', 'kube-flannel-cfg-vxlan.yaml'), '-o', 'json'], { HOME: dir });
+    const out = await exec('kubectl', ['patch', '--local', '-f', cm, '--type', 'merge', '--patch-file', join(DEPLOY, 'patches', 'kube-flannel-cfg-vxlan.yaml'), '-o', 'json'], {
+      HOME: dir,
+    });
     expect(out.stderr).toBe('');
     expect(out.status).toBe(0);
     const patched = JSON.parse(out.stdout) as Obj;
@@ -280,14 +291,29 @@ describe('the shared net-conf: a separate patch step, and a guard against VNI 1'
     writeFileSync(nc, JSON.stringify({ Network: '10.244.0.0/16', Backend: backend }));
     // An API server that is never reached: the net-conf is checked first.
     const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
-    const agent = await exec(process.execPath, [MAIN, '--kube-subnet-mgr', `--kubeconfig-file=${kubeconfig}`, `--net-config-path=${nc}`, '--dataplane=simulated', '--log-format=json'], { NODE_NAME: 'win-1' });
+    writeFileSync(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const agent = await exec(
+      process.execPath,
+      [MAIN, '--kube-subnet-mgr', `--kubeconfig-file=${kubeconfig}`, `--net-config-path=${nc}`, '--dataplane=simulated', '--log-format=json'],
+      { NODE_NAME: 'win-1' },
+    );
     expect(agent.status).toBe(1);
-    const err = (agent.stdout + agent.stderr).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Obj).find((l) => l['level'] === 'error');
+    const err = (agent.stdout + agent.stderr)
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Obj)
+      .find((l) => l['level'] === 'error');
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_NET_CONF', path: nc, ...context });
     expect(err!['message']).toContain('kube-flannel-cfg-vxlan.yaml'); // says what to do
     // What the init container's user sees on stderr.
-    const init = await exec(process.execPath, [MAIN, 'cni-config', '--dataplane=simulated', `--net-config-path=${nc}`, '--management-ip=10.0.0.20', '--management-subnet=10.0.0.0/24'], {});
+    const init = await exec(
+      process.execPath,
+      [MAIN, 'cni-config', '--dataplane=simulated', `--net-config-path=${nc}`, '--management-ip=10.0.0.20', '--management-subnet=10.0.0.0/24'],
+      {},
+    );
     expect(init.status).toBe(2);
     expect(init.stderr).toContain(text);
   });
@@ -327,7 +353,21 @@ describe('scripts/start.ps1', () => {
     // A script_parameter's own `variable` child is its name ($true in an attribute is nested deeper).
     const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n.children.find((c) => c?.type === 'variable')?.text.slice(1));
     expect(params).toEqual(
-      expect.arrayContaining(['ManagementIP', 'NetworkMode', 'ClusterCIDR', 'ServiceCIDR', 'KubeDnsServiceIP', 'InterfaceName', 'LogDir', 'KubeConfig', 'FlanneldExe', 'TimeoutSeconds', 'CniBinDir', 'CniPluginSource', 'CniPluginSha256']),
+      expect.arrayContaining([
+        'ManagementIP',
+        'NetworkMode',
+        'ClusterCIDR',
+        'ServiceCIDR',
+        'KubeDnsServiceIP',
+        'InterfaceName',
+        'LogDir',
+        'KubeConfig',
+        'FlanneldExe',
+        'TimeoutSeconds',
+        'CniBinDir',
+        'CniPluginSource',
+        'CniPluginSha256',
+      ]),
     );
     const text = readFileSync(SCRIPT, 'utf8');
     expect(text).toContain("[ValidateSet('l2bridge', 'overlay')]");
@@ -336,7 +376,7 @@ describe('scripts/start.ps1', () => {
     // The backend the script writes for overlay is the mixed-cluster one.
     expect(text).toContain("Type = 'vxlan'; VNI = 4096; Port = 4789");
     // The CNI plugins are installed (pinned upstream releases, or the operator's sources with hashes) before the CNI config.
-    expect(text).toContain("$pluginArgs = @('install-cni', \"--bin-dir=$CniBinDir\")");
+    expect(text).toContain('$pluginArgs = @(\'install-cni\', "--bin-dir=$CniBinDir")');
     expect(text).toContain("$pluginArgs += '--pinned'");
     expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);

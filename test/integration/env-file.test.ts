@@ -34,14 +34,14 @@ describe.each([
     expect(r.status).toBe(2);
   });
 
-  it('--env-file=MISSING: flanneld\'s own error naming the file, exit 2 (not Node\'s exit 9)', () => {
+  it("--env-file=MISSING: flanneld's own error naming the file, exit 2 (not Node's exit 9)", () => {
     const r = run([`--env-file=${join(dir, 'missing.env')}`]);
     expect(r.stderr).toMatch(/^flanneld: cannot read env file .*missing\.env/);
     expect(r.status).toBe(2);
   });
 });
 
-it('node dist/main.js --flanneld-env-file=MISSING: flanneld\'s own error (Node never reads this spelling)', () => {
+it("node dist/main.js --flanneld-env-file=MISSING: flanneld's own error (Node never reads this spelling)", () => {
   const r = spawnSync(process.execPath, [MAIN, `--flanneld-env-file=${join(dir, 'missing.env')}`], { encoding: 'utf8', env });
   expect(r.stderr).toMatch(/^flanneld: cannot read env file .*missing\.env/);
   expect(r.status).toBe(2);

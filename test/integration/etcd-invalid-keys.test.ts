@@ -12,8 +12,7 @@ import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
 import { logSink } from '../support/log-sink.js';
 
-const vxlan = (publicIP: string, mac: string) => (): Promise<LeaseAttrs> =>
-  Promise.resolve({ publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: mac } });
+const vxlan = (publicIP: string, mac: string) => (): Promise<LeaseAttrs> => Promise.resolve({ publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: mac } });
 
 describeEtcd('etcd: lease keys wider than SubnetLen (real etcd)', () => {
   const etcd = new EtcdServer();
@@ -33,7 +32,8 @@ describeEtcd('etcd: lease keys wider than SubnetLen (real etcd)', () => {
   ])('%s with %j: new nodes still get subnets; each key logged once', async (prefix, wide) => {
     const conf = { Network: '10.5.0.0/16', SubnetMin: '10.5.52.0', SubnetMax: '10.5.54.0', Backend: { Type: 'vxlan', VNI: 4096 } };
     await admin.put(`${prefix}/config`).value(JSON.stringify(conf));
-    for (const k of wide) await admin.put(`${prefix}/subnets/${k}`).value('{"PublicIP":"192.168.64.99","BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:99"}}');
+    for (const k of wide)
+      await admin.put(`${prefix}/subnets/${k}`).value('{"PublicIP":"192.168.64.99","BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:99"}}');
     await admin.put(`${prefix}/subnets/10.5.52.0-24`).value('{"PublicIP":"192.168.64.3","BackendType":"host-gw"}');
 
     const { log, entries: lines } = logSink();
@@ -41,7 +41,14 @@ describeEtcd('etcd: lease keys wider than SubnetLen (real etcd)', () => {
     for (const n of [1, 2]) {
       const client = new Etcd3({ hosts: etcd.endpoint });
       const ctrl = new AbortController();
-      const mgr = new EtcdSubnetManager({ registry: new EtcdRegistry(client, prefix), prefix, netConf: parseNetConf(JSON.stringify(conf)), publicIP: `192.168.64.${10 + n}`, log, onClose: () => client.close() });
+      const mgr = new EtcdSubnetManager({
+        registry: new EtcdRegistry(client, prefix),
+        prefix,
+        netConf: parseNetConf(JSON.stringify(conf)),
+        publicIP: `192.168.64.${10 + n}`,
+        log,
+        onClose: () => client.close(),
+      });
       got.push((await mgr.acquireLease(vxlan(`192.168.64.${10 + n}`, `0e:2a:00:00:00:0${n}`), ctrl.signal)).subnet);
       ctrl.abort(new Error('test end'));
       mgr.close();

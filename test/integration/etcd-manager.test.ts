@@ -108,7 +108,11 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
 
   it('reads <prefix>/config; a missing config names the key and how to create it', async () => {
     const ctrl = new AbortController();
-    const err = await expectCode(fetchEtcdNetworkConfig(flags(etcd.endpoint, '/missing/network'), { log: LOG, signal: ctrl.signal, waitTimeoutMs: 0 }), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    const err = await expectCode(
+      fetchEtcdNetworkConfig(flags(etcd.endpoint, '/missing/network'), { log: LOG, signal: ctrl.signal, waitTimeoutMs: 0 }),
+      NetConfError,
+      'FLANNEL_ERR_NET_CONF',
+    );
     expect(err.context).toEqual({ key: '/missing/network/config' });
 
     const { prefix } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
@@ -116,7 +120,11 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     expect(conf).toMatchObject({ network: '10.5.0.0/16', subnetLen: 24, subnetMin: '10.5.1.0', subnetMax: '10.5.255.0' });
 
     await admin.put('/bad/network/config').value('{"Network": "10.5.0.0/30", "Backend": {"Type": "vxlan"}}');
-    const bad = await expectCode(fetchEtcdNetworkConfig(flags(etcd.endpoint, '/bad/network'), { log: LOG, signal: ctrl.signal, waitTimeoutMs: 0 }), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    const bad = await expectCode(
+      fetchEtcdNetworkConfig(flags(etcd.endpoint, '/bad/network'), { log: LOG, signal: ctrl.signal, waitTimeoutMs: 0 }),
+      NetConfError,
+      'FLANNEL_ERR_NET_CONF',
+    );
     // The parse error (net-conf.test.ts asserts its upstream text) is the cause; the key is added.
     expect(bad.context).toEqual({ key: '/bad/network/config' });
     expect(bad.cause).toBeInstanceOf(NetConfError);
@@ -149,9 +157,10 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
 
   it('an upstream-written lease and a reservation are peers and never chosen; full range -> out of subnets', async () => {
     const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', SubnetMin: '10.5.52.0', SubnetMax: '10.5.54.0', Backend: { Type: 'vxlan', VNI: 4096 } });
-    await admin.put(`${prefix}/subnets/10.5.52.0-24`).value('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:44"}}').lease(
-      (await admin.leaseClient.leaseGrant({ TTL: 86400 })).ID,
-    );
+    await admin
+      .put(`${prefix}/subnets/10.5.52.0-24`)
+      .value('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:44"}}')
+      .lease((await admin.leaseClient.leaseGrant({ TTL: 86400 })).ID);
     // A reservation: no etcd lease, never expires. Plus junk that must be skipped.
     await admin.put(`${prefix}/subnets/10.5.53.0-24`).value('{"PublicIP":"192.168.64.9","BackendType":"host-gw"}');
     await admin.put(`${prefix}/subnets/not-a-subnet`).value('{}');
@@ -162,7 +171,12 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     expect(own.subnet).toBe('10.5.54.0/24');
     void watch(h);
     await waitFor(() => h.view.size === 3, 'snapshot (own lease, upstream lease, reservation; junk skipped)');
-    expect(h.view.get('10.5.52.0-24')).toMatchObject({ subnet: '10.5.52.0/24', publicIP: '192.168.64.3', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: 'c6:d2:32:6f:8f:44' } });
+    expect(h.view.get('10.5.52.0-24')).toMatchObject({
+      subnet: '10.5.52.0/24',
+      publicIP: '192.168.64.3',
+      backendType: 'vxlan',
+      backendData: { VNI: 4096, VtepMAC: 'c6:d2:32:6f:8f:44' },
+    });
     expect(h.view.get('10.5.52.0-24')!.expiration).toBeGreaterThan(Date.now());
     const reservation = h.view.get('10.5.53.0-24')!;
     expect(reservation).toMatchObject({ subnet: '10.5.53.0/24', publicIP: '192.168.64.9', backendType: 'host-gw', backendData: null });
@@ -249,8 +263,12 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
       await waitFor(() => h.view.size === 1, 'snapshot');
       const snapshotsBefore = h.updates.filter((u) => u.kind === 'snapshot').length;
       proxy.disconnect();
-      await admin.put(`${prefix}/subnets/10.5.99.0-24`).value('{"PublicIP":"10.0.1.99","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:02:99"}}');
-      await admin.put(`${prefix}/subnets/10.5.98.0-24`).value('{"PublicIP":"10.0.1.98","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:02:98"}}');
+      await admin
+        .put(`${prefix}/subnets/10.5.99.0-24`)
+        .value('{"PublicIP":"10.0.1.99","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:02:99"}}');
+      await admin
+        .put(`${prefix}/subnets/10.5.98.0-24`)
+        .value('{"PublicIP":"10.0.1.98","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:02:98"}}');
       await admin.delete().key(`${prefix}/subnets/10.5.98.0-24`);
       await etcd.compact();
       proxy.restore();

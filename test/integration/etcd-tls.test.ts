@@ -110,7 +110,11 @@ describeEtcd(
       const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, client)), { log: LOG, signal: ctrl.signal, ...FAST });
       const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: TUNING });
       const started = Date.now();
-      const err2 = await expectCode(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal), EtcdError, 'FLANNEL_ERR_ETCD');
+      const err2 = await expectCode(
+        mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal),
+        EtcdError,
+        'FLANNEL_ERR_ETCD',
+      );
       expect(Date.now() - started).toBeLessThan(10_000);
       expect(err2.cause).toBeInstanceOf(GRPCUnavailableError);
       expect((err2.cause as Error).message).toMatch(/certificate/i);
@@ -121,7 +125,11 @@ describeEtcd(
     it('etcd rejects a client certificate it does not trust, and a client without one: FLANNEL_ERR_ETCD', async () => {
       for (const cert of [otherClient, undefined]) {
         const ctrl = controller();
-        const err = await expectCode(fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, cert)), { log: LOG, signal: ctrl.signal, ...FAST }), EtcdError, 'FLANNEL_ERR_ETCD');
+        const err = await expectCode(
+          fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, cert)), { log: LOG, signal: ctrl.signal, ...FAST }),
+          EtcdError,
+          'FLANNEL_ERR_ETCD',
+        );
         expect(err.context).toEqual({ key: `${prefix}/config` });
         expect(err.cause).toBeInstanceOf(GRPCUnavailableError);
         expect((err.cause as Error).message).toMatch(/bad certificate/i);
@@ -183,7 +191,11 @@ describeEtcd('etcd with authentication (real etcd)', () => {
     const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: { ...TUNING, apiRetryTimeoutMs: 60_000 } });
     // An authentication error is not retried: no wait for apiRetryTimeoutMs.
     const started = Date.now();
-    const err2 = await expectCode(mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal), EtcdError, 'FLANNEL_ERR_ETCD');
+    const err2 = await expectCode(
+      mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal),
+      EtcdError,
+      'FLANNEL_ERR_ETCD',
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(err2.cause).toBeInstanceOf(EtcdAuthenticationFailedError);
     mgr.close();

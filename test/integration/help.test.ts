@@ -22,7 +22,12 @@ describe('flanneld --help', () => {
     for (const name of Object.keys(COMMANDS)) expect(r.stdout).toMatch(new RegExp(`^ {2}${name} +\\S`, 'm'));
   });
 
-  it.each(Object.keys(COMMANDS).flatMap((name) => [[name, '--help'], [name, '-h']]))('flanneld %s %s prints its own usage', (name, flag) => {
+  it.each(
+    Object.keys(COMMANDS).flatMap((name) => [
+      [name, '--help'],
+      [name, '-h'],
+    ]),
+  )('flanneld %s %s prints its own usage', (name, flag) => {
     const r = run([name, flag]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);

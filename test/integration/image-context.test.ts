@@ -28,7 +28,11 @@ async function writeZip(path: string, files: Record<string, string>): Promise<vo
 
 /** Dockerfile instructions (continuations joined, comments dropped): [keyword, rest]. */
 function instructions(text: string): [string, string][] {
-  const lines = text.replace(/\\\r?\n/g, ' ').split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   return lines.map((l) => {
     const m = /^(\w+)\s+(.*)$/.exec(l)!;
     return [m[1].toUpperCase(), m[2]];

@@ -58,13 +58,22 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'flanneld-install-cni-'));
   zipV1 = await zipOf(Object.fromEntries(PLUGINS.map((p) => [`cni/bin/${p}`, exe(p, 'v1')])));
   // containernetworking/plugins' layout: ./<plugin>.exe entries, more plugins than we need.
-  tgzV2 = await tgzOf({ './win-overlay.exe': exe('win-overlay.exe', 'v2'), './win-bridge.exe': exe('win-bridge.exe', 'v2'), './host-local.exe': exe('host-local.exe', 'v2'), './static.exe': exe('static.exe', 'v2'), './README.md': Buffer.from('readme') });
+  tgzV2 = await tgzOf({
+    './win-overlay.exe': exe('win-overlay.exe', 'v2'),
+    './win-bridge.exe': exe('win-bridge.exe', 'v2'),
+    './host-local.exe': exe('host-local.exe', 'v2'),
+    './static.exe': exe('static.exe', 'v2'),
+    './README.md': Buffer.from('readme'),
+  });
   flannelV2 = exe('flannel.exe', 'v2');
   served.set('/plugins-v1.zip', zipV1);
   served.set('/cni-plugins-windows-amd64-v2.tgz', tgzV2);
   served.set('/broken.tgz', tgzV2.subarray(0, Math.floor(tgzV2.length / 2)));
   served.set('/broken.zip', Buffer.concat([zipV1.subarray(0, 200), Buffer.alloc(300), zipV1.subarray(500)]));
-  served.set('/no-bridge.zip', await zipOf({ 'flannel.exe': exe('flannel.exe', 'v3'), 'win-overlay.exe': exe('win-overlay.exe', 'v3'), 'host-local.exe': exe('host-local.exe', 'v3') }));
+  served.set(
+    '/no-bridge.zip',
+    await zipOf({ 'flannel.exe': exe('flannel.exe', 'v3'), 'win-overlay.exe': exe('win-overlay.exe', 'v3'), 'host-local.exe': exe('host-local.exe', 'v3') }),
+  );
   writeFileSync(join(dir, 'flannel-amd64.exe'), flannelV2);
   server = createServer((req, res) => {
     requests.push(req.url ?? '');
@@ -100,7 +109,12 @@ describe('flanneld install-cni', () => {
     const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1).toUpperCase(), '--bin-dir', binDir()]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout.trim().split('\n').map((l) => l.split(' ')[1])).toEqual(PLUGINS);
+    expect(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ')[1]),
+    ).toEqual(PLUGINS);
     for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v1').toString('latin1'));
     expect(leftovers()).toEqual([]); // the temporary directory is gone
   });
@@ -167,7 +181,18 @@ describe('flanneld install-cni', () => {
   });
 
   it('upgrades from the upstream layout: a .tgz over HTTP plus the bare flannel-amd64.exe from a file path', async () => {
-    const r = await run(['--source', `${base}/cni-plugins-windows-amd64-v2.tgz`, '--sha256', sha(tgzV2), '--source', join(dir, 'flannel-amd64.exe'), '--sha256', sha(flannelV2), '--bin-dir', binDir()]);
+    const r = await run([
+      '--source',
+      `${base}/cni-plugins-windows-amd64-v2.tgz`,
+      '--sha256',
+      sha(tgzV2),
+      '--source',
+      join(dir, 'flannel-amd64.exe'),
+      '--sha256',
+      sha(flannelV2),
+      '--bin-dir',
+      binDir(),
+    ]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v2').toString('latin1'));
@@ -176,7 +201,12 @@ describe('flanneld install-cni', () => {
   });
 
   it('a local zip path works too, and only the changed files are rewritten', async () => {
-    const mixed = await zipOf({ 'flannel.exe': flannelV2, 'win-overlay.exe': exe('win-overlay.exe', 'v2'), 'win-bridge.exe': exe('win-bridge.exe', 'v4'), 'host-local.exe': exe('host-local.exe', 'v2') });
+    const mixed = await zipOf({
+      'flannel.exe': flannelV2,
+      'win-overlay.exe': exe('win-overlay.exe', 'v2'),
+      'win-bridge.exe': exe('win-bridge.exe', 'v4'),
+      'host-local.exe': exe('host-local.exe', 'v2'),
+    });
     writeFileSync(join(dir, 'mixed.zip'), mixed);
     const r = await run([`--source=${join(dir, 'mixed.zip')}`, `--sha256=sha256:${sha(mixed)}`, '--bin-dir', binDir()]);
     expect(r.status).toBe(0);

@@ -258,7 +258,11 @@ describe('kubeconfig', () => {
     const sa = join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
     await (await import('node:fs/promises')).mkdir(sa, { recursive: true });
     await writeFile(join(sa, 'token'), 'x');
-    const kc = buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: '', env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', CONTAINER_SANDBOX_MOUNT_POINT: dir } });
+    const kc = buildKubeConfig({
+      kubeconfigFile: '',
+      kubeApiUrl: '',
+      env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', CONTAINER_SANDBOX_MOUNT_POINT: dir },
+    });
     expect(kc.getCurrentCluster()).toMatchObject({ server: 'https://10.96.0.1:443', skipTLSVerify: false, caFile: join(sa, 'ca.crt') });
   });
 
@@ -297,7 +301,9 @@ describe('kubeconfig', () => {
     it('https with an unknown CA fails (no request is made in clear), and --kube-api-url overrides the server', async () => {
       const f = join(dir, 'no-ca.yaml');
       await writeKubeconfig(f, 'https://127.0.0.1:1', { token: 's3cret' });
-      const err = await rejection(manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }), nodeWaitTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()));
+      const err = await rejection(
+        manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }), nodeWaitTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()),
+      );
       expect(err.code).toBe('FLANNEL_ERR_KUBE');
       expect(api.requests).toHaveLength(0);
     });
@@ -327,13 +333,15 @@ describe('kubeconfig', () => {
       }
       const httpsWithToken = join(dir, 'https-token.yaml');
       await writeKubeconfig(httpsWithToken, api.url, { token: 's3cret', caFile: ca.certFile });
-      expect(() => buildKubeConfig({ kubeconfigFile: httpsWithToken, kubeApiUrl: 'http://127.0.0.1:8081' })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }));
+      expect(() => buildKubeConfig({ kubeconfigFile: httpsWithToken, kubeApiUrl: 'http://127.0.0.1:8081' })).toThrow(
+        expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }),
+      );
       const sa = join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
       await mkdir(sa, { recursive: true });
       await writeFile(join(sa, 'token'), 'x');
-      expect(() => buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: '', env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '8080', CONTAINER_SANDBOX_MOUNT_POINT: dir } })).toThrow(
-        expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }),
-      );
+      expect(() =>
+        buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: '', env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '8080', CONTAINER_SANDBOX_MOUNT_POINT: dir } }),
+      ).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE_INSECURE' }));
       // http:// without credentials, given explicitly, stays allowed (the fake API server, kubectl proxy)
       expect(buildKubeConfig({ kubeconfigFile: '', kubeApiUrl: 'http://127.0.0.1:8001' }).getCurrentCluster()!.server).toBe('http://127.0.0.1:8001');
     });
@@ -413,7 +421,10 @@ describe('watchLeases', () => {
 
     api.addNode(peer(2, 'host-gw'));
     await waitFor(() => c.events().length === 1, 'added', 5000);
-    expect(c.events()[0]).toEqual({ type: 'added', lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null, created: expect.any(Number) } });
+    expect(c.events()[0]).toEqual({
+      type: 'added',
+      lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null, created: expect.any(Number) },
+    });
 
     // Heartbeat-only / unrelated changes: no events.
     api.updateNode('linux-1', (n) => void (n.status!.conditions![0].lastHeartbeatTime = '2030-01-01T00:00:00Z'));
@@ -449,7 +460,13 @@ describe('watchLeases', () => {
     await new Promise((r) => setTimeout(r, 150)); // a few failed reconnects
     await api.start();
     await waitFor(() => c.snapshots().length >= 2, 'relist snapshot', 5000);
-    expect(c.snapshots().at(-1)!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
+    expect(
+      c
+        .snapshots()
+        .at(-1)!
+        .leases.map((l) => l.key)
+        .sort(),
+    ).toEqual(['linux-1', 'linux-3']);
     expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
     await waitFor(() => api.activeWatches === 1, 'rewatch', 5000);
     api.addNode(peer(4));
@@ -465,7 +482,13 @@ describe('watchLeases', () => {
     api.compact(); // ends the open watch cleanly; its resume is too old
     await waitFor(() => api.expiredWatches === 1, '410', 5000);
     await waitFor(() => c.snapshots().length >= 2, 'relist after 410', 5000);
-    expect(c.snapshots().at(-1)!.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2']);
+    expect(
+      c
+        .snapshots()
+        .at(-1)!
+        .leases.map((l) => l.key)
+        .sort(),
+    ).toEqual(['linux-1', 'linux-2']);
     expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
   });
 
@@ -479,7 +502,12 @@ describe('watchLeases', () => {
     api.deleteNode('linux-2');
     api.compact({ closeWatches: false });
     await waitFor(() => c.snapshots().length >= 2, 'relist', 5000);
-    expect(c.snapshots().at(-1)!.leases.map((l) => l.key)).toEqual(['linux-1']);
+    expect(
+      c
+        .snapshots()
+        .at(-1)!
+        .leases.map((l) => l.key),
+    ).toEqual(['linux-1']);
     expect(api.expiredWatches).toBe(1);
     expect(c.events()).toHaveLength(0);
   });
@@ -535,7 +563,12 @@ describe('watchLeases', () => {
     const metrics = new Metrics();
     const c = collect(manager({ metrics }), metrics);
     await waitFor(() => c.snapshots().length === 1, 'snapshot', 5000);
-    expect(c.snapshots()[0].leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-3']);
+    expect(
+      c
+        .snapshots()[0]
+        .leases.map((l) => l.key)
+        .sort(),
+    ).toEqual(['linux-1', 'linux-3']);
     expect(metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
     await waitFor(() => api.activeWatches === 1, 'watch', 5000);
     api.addNode(peer(251, 'vxlan', 'm'.repeat(300)));

@@ -60,7 +60,10 @@ async function traced(args: string[], env: Record<string, string>, until?: strin
 
 describe('what the flanneld binary loads', () => {
   it('--version loads neither the agent, winston, nor a subnet manager client', () => {
-    const r = spawnSync(process.execPath, ['--import', TRACE_HOOK, MAIN, '--version'], { env: { PATH: process.env['PATH'] ?? '', FLANNEL_IMPORT_TRACE: join(dir, 'version.txt') }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--import', TRACE_HOOK, MAIN, '--version'], {
+      env: { PATH: process.env['PATH'] ?? '', FLANNEL_IMPORT_TRACE: join(dir, 'version.txt') },
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(0);
     const { packages, own } = loaded(join(dir, 'version.txt'));
     expect(own.has('main.js')).toBe(true);
@@ -78,9 +81,16 @@ describe('what the flanneld binary loads', () => {
     });
     afterAll(() => api.stop());
 
-    it('loads client-node\'s KubeConfig and the host-gw backend, never etcd3, vxlan or the win32 dataplane', async () => {
+    it("loads client-node's KubeConfig and the host-gw backend, never etcd3, vxlan or the win32 dataplane", async () => {
       const { packages, own, urls } = await traced(
-        ['--kube-subnet-mgr', `--kubeconfig-file=${join(dir, 'kubeconfig')}`, `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${join(dir, 'kube.env')}`, '--dataplane=simulated', '--iface=10.0.0.7'],
+        [
+          '--kube-subnet-mgr',
+          `--kubeconfig-file=${join(dir, 'kubeconfig')}`,
+          `--net-config-path=${join(dir, 'net-conf.json')}`,
+          `--subnet-file=${join(dir, 'kube.env')}`,
+          '--dataplane=simulated',
+          '--iface=10.0.0.7',
+        ],
         { NODE_NAME: 'win-lazy' },
         'first reconcile pass done',
       );
@@ -95,7 +105,15 @@ describe('what the flanneld binary loads', () => {
       expect(packages.has('ffi-rs')).toBe(false);
       expect(own.has('backends/hostgw/backend.js')).toBe(true);
       expect(own.has('dataplane/simulated-node.js')).toBe(true);
-      for (const m of ['backends/vxlan/backend.js', 'backends/vxlan/source-vip.js', 'subnet/etcd/factory.js', 'dataplane/win32.js', 'health/server.js', 'kube-fake/api-server.js', 'demo/main.js']) {
+      for (const m of [
+        'backends/vxlan/backend.js',
+        'backends/vxlan/source-vip.js',
+        'subnet/etcd/factory.js',
+        'dataplane/win32.js',
+        'health/server.js',
+        'kube-fake/api-server.js',
+        'demo/main.js',
+      ]) {
         expect([m, own.has(m)]).toEqual([m, false]);
       }
     });

@@ -59,7 +59,10 @@ describe('refused items', () => {
     prepareNode([{ op: 'HcnModifyNetwork', match: peerCidr(3), hresult: '0x803B002F', remaining: -1 }]);
     const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
     const state = agent.state;
-    const others = all.filter((n) => n !== 3).map(peerCidr).sort();
+    const others = all
+      .filter((n) => n !== 3)
+      .map(peerCidr)
+      .sort();
     await state.waitFor(() => state.remoteSubnets(VXLAN).join() === others.join(), 'every peer but the refused one');
     await waitFor(() => networkUnavailable() === 'False', 'NetworkUnavailable=False');
     await waitFor(async () => (metric(await agent.metrics(), 'flannel_dataplane_refusals_total', `driver="${VXLAN_DRIVER}"`) ?? 0) >= 4, 'three retries');

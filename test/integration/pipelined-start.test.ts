@@ -78,7 +78,10 @@ describe('before the first complete list', () => {
       await done;
     };
     await waitFor(() => agent.isReady && sm.emit !== undefined, 'the network and the watch');
-    const stale = { Type: 'RemoteSubnetRoute', Settings: { DestinationPrefix: '10.244.9.0/24', IsolationId: 4096, ProviderAddress: '10.0.1.9', DistributedRouterMacAddress: '0e:2a:0a:00:01:09' } };
+    const stale = {
+      Type: 'RemoteSubnetRoute',
+      Settings: { DestinationPrefix: '10.244.9.0/24', IsolationId: 4096, ProviderAddress: '10.0.1.9', DistributedRouterMacAddress: '0e:2a:0a:00:01:09' },
+    };
     addPolicy(sim, 'flannel.4096', stale);
     const prefixes = () =>
       (sim.getNetworkByName('flannel.4096')?.Policies ?? [])

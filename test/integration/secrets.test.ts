@@ -78,43 +78,47 @@ describe('a kubeconfig token never reaches the log or /metrics', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(['text', 'json'])('debug level, %s format, failing requests along the way', async (format) => {
-    const port = await freePort();
-    // Failures are logged with whatever they carry (the request, the response).
-    api.failNext('GET', /\/api\/v1\/nodes/, 500, 2);
-    api.failNext('PATCH', /\/api\/v1\/nodes/, 500, 1);
-    const logFile = join(dir, `flanneld-${format}.log`);
-    const agent = startFlanneld(
-      [
-        '--kube-subnet-mgr',
-        `--kubeconfig-file=${join(dir, 'kubeconfig')}`,
-        `--net-config-path=${join(dir, 'net-conf.json')}`,
-        `--subnet-file=${join(dir, format, 'subnet.env')}`,
-        '--dataplane=simulated',
-        '--iface=10.0.0.7',
-        '--healthz-ip=127.0.0.1',
-        `--healthz-port=${port}`,
-        '--log-level=debug',
-        `--log-format=${format}`,
-        `--log-file=${logFile}`,
-      ],
-      { NODE_NAME: 'win-1' },
-    );
-    let metrics = '';
-    try {
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 'readyz', 20_000);
-      // Ready comes with subnet.env; the peer list follows: wait until the one peer is counted.
-      await waitFor(async () => /^flannel_peers 1$/m.test((metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())), 'flannel_peers 1', 20_000);
-    } finally {
-      expect(await agent.stop()).toBe(0);
-    }
-    const output = agent.stderr() + readFileSync(logFile, 'utf8');
-    expect(output).toContain(format === 'json' ? '"level":"debug"' : ' DEBUG ');
-    expect(metrics).toMatch(/^flannel_peers 1$/m);
-    for (const part of [TOKEN, ...TOKEN.split('.')]) {
-      expect(output).not.toContain(part);
-      expect(metrics).not.toContain(part);
-    }
-    expect(api.requests.every((r) => r.authorization === `Bearer ${TOKEN}`)).toBe(true);
-  }, 40_000);
+  it.each(['text', 'json'])(
+    'debug level, %s format, failing requests along the way',
+    async (format) => {
+      const port = await freePort();
+      // Failures are logged with whatever they carry (the request, the response).
+      api.failNext('GET', /\/api\/v1\/nodes/, 500, 2);
+      api.failNext('PATCH', /\/api\/v1\/nodes/, 500, 1);
+      const logFile = join(dir, `flanneld-${format}.log`);
+      const agent = startFlanneld(
+        [
+          '--kube-subnet-mgr',
+          `--kubeconfig-file=${join(dir, 'kubeconfig')}`,
+          `--net-config-path=${join(dir, 'net-conf.json')}`,
+          `--subnet-file=${join(dir, format, 'subnet.env')}`,
+          '--dataplane=simulated',
+          '--iface=10.0.0.7',
+          '--healthz-ip=127.0.0.1',
+          `--healthz-port=${port}`,
+          '--log-level=debug',
+          `--log-format=${format}`,
+          `--log-file=${logFile}`,
+        ],
+        { NODE_NAME: 'win-1' },
+      );
+      let metrics = '';
+      try {
+        await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 'readyz', 20_000);
+        // Ready comes with subnet.env; the peer list follows: wait until the one peer is counted.
+        await waitFor(async () => /^flannel_peers 1$/m.test((metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())), 'flannel_peers 1', 20_000);
+      } finally {
+        expect(await agent.stop()).toBe(0);
+      }
+      const output = agent.stderr() + readFileSync(logFile, 'utf8');
+      expect(output).toContain(format === 'json' ? '"level":"debug"' : ' DEBUG ');
+      expect(metrics).toMatch(/^flannel_peers 1$/m);
+      for (const part of [TOKEN, ...TOKEN.split('.')]) {
+        expect(output).not.toContain(part);
+        expect(metrics).not.toContain(part);
+      }
+      expect(api.requests.every((r) => r.authorization === `Bearer ${TOKEN}`)).toBe(true);
+    },
+    40_000,
+  );
 });

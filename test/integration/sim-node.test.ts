@@ -32,7 +32,13 @@ describe('the state file is the node, shared by every process', () => {
     const oldId = agent.state.network('flannel.4096')?.ID;
 
     // --force: the agent holds flanneld.lock (cleanup refuses beside a running agent without it).
-    const r = await cleanupCli(['--force', `--net-config-path=${join(agent.dir, 'net-conf.json')}`, `--subnet-file=${agent.subnetFile}`, '--dataplane=simulated', `--dataplane-state=${agent.state.path}`]);
+    const r = await cleanupCli([
+      '--force',
+      `--net-config-path=${join(agent.dir, 'net-conf.json')}`,
+      `--subnet-file=${agent.subnetFile}`,
+      '--dataplane=simulated',
+      `--dataplane-state=${agent.state.path}`,
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay/m);
     expect(agent.state.read().networks.filter((n) => n.ID === oldId)).toEqual([]);

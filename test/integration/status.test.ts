@@ -77,7 +77,12 @@ describe('flanneld status', () => {
     const table = await cli(['status', `--healthz-port=${port}`]);
     expect(table.stderr).toBe('');
     expect(table.status).toBe(0);
-    const row = (name: string) => table.stdout.split('\n').find((l) => l.startsWith(name + ' '))?.slice(name.length).trim();
+    const row = (name: string) =>
+      table.stdout
+        .split('\n')
+        .find((l) => l.startsWith(name + ' '))
+        ?.slice(name.length)
+        .trim();
     expect(row('Dataplane')).toBe('in sync');
     expect(row('Lease')).toBe(`10.244.100.0/24 (public IP ${WIN_IP})`);
     expect(row('Network')).toMatch(/^flannel\.4096 \(Overlay\), ID [0-9A-F-]{36}, adapter Ethernet$/i);

@@ -12,7 +12,8 @@ const KEYS = annotationKeys('flannel.alpha.coreos.com/');
 const label = fc.stringMatching(/^[a-z0-9_-]{1,8}$/);
 /** Prefix-like strings: DNS-ish names, optional `/name`, plus stray characters, slashes and dashes. */
 const prefixLike = fc.oneof(
-  fc.tuple(fc.array(label, { minLength: 1, maxLength: 4 }), fc.option(fc.stringMatching(/^[a-z0-9_-]{0,8}$/), { nil: undefined }), fc.constantFrom('', '/', '-', '//'))
+  fc
+    .tuple(fc.array(label, { minLength: 1, maxLength: 4 }), fc.option(fc.stringMatching(/^[a-z0-9_-]{0,8}$/), { nil: undefined }), fc.constantFrom('', '/', '-', '//'))
     .map(([labels, name, tail]) => labels.join('.') + (name === undefined ? '' : `/${name}`) + tail),
   fc.string({ maxLength: 30 }),
   fc.string({ unit: 'binary', maxLength: 30 }),
@@ -63,17 +64,23 @@ describe('backend-data', () => {
 
   it('decode never throws: malformed text is undefined, valid JSON is its value', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 100 }), fc.jsonValue().map((v) => JSON.stringify(v))), (s) => {
-        const d = decodeBackendData(s);
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(s);
-        } catch {
-          expect(d).toBe(s === '' ? null : undefined);
-          return;
-        }
-        expect(d).toEqual(parsed);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: 'binary', maxLength: 100 }),
+          fc.jsonValue().map((v) => JSON.stringify(v)),
+        ),
+        (s) => {
+          const d = decodeBackendData(s);
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(s);
+          } catch {
+            expect(d).toBe(s === '' ? null : undefined);
+            return;
+          }
+          expect(d).toEqual(parsed);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -101,7 +108,11 @@ const hostileNode = fc.oneof(
         anyValue,
         fc.record(
           {
-            name: fc.oneof(fc.string({ maxLength: 10 }), anyValue, fc.integer({ min: 250, max: 256 }).map((n) => 'n'.repeat(n))),
+            name: fc.oneof(
+              fc.string({ maxLength: 10 }),
+              anyValue,
+              fc.integer({ min: 250, max: 256 }).map((n) => 'n'.repeat(n)),
+            ),
             annotations: fc.oneof(anyValue, fc.dictionary(fc.constantFrom(...(Object.values(KEYS) as string[]), 'other'), annValue, { maxKeys: 8 })),
           },
           { requiredKeys: [] },
@@ -117,12 +128,28 @@ const hostileNode = fc.oneof(
 /** A valid flannel node with one field of the wrong type or shape. */
 const nearlyValidNode = fc
   .record({
-    path: fc.constantFrom('spec.podCIDRs', 'spec.podCIDR', 'spec', 'metadata.annotations', 'metadata.name', `metadata.annotations.${KEYS.publicIP}`, `metadata.annotations.${KEYS.kubeSubnetManager}`),
+    path: fc.constantFrom(
+      'spec.podCIDRs',
+      'spec.podCIDR',
+      'spec',
+      'metadata.annotations',
+      'metadata.name',
+      `metadata.annotations.${KEYS.publicIP}`,
+      `metadata.annotations.${KEYS.kubeSubnetManager}`,
+    ),
     value: fc.oneof(fc.constantFrom('10.244.9.0/24', '', 'true', 42, true, null, [], ['10.244.9.0/24'], { a: '10.244.9.0/24' }, [1, '10.244.9.0/24']), anyValue),
   })
   .map(({ path, value }) => {
     const node: Record<string, unknown> = {
-      metadata: { name: 'n1', annotations: { [KEYS.kubeSubnetManager]: 'true', [KEYS.backendType]: 'vxlan', [KEYS.backendData]: '{"VNI":4096,"VtepMAC":"0e:2a:00:00:00:01"}', [KEYS.publicIP]: '192.168.0.1' } },
+      metadata: {
+        name: 'n1',
+        annotations: {
+          [KEYS.kubeSubnetManager]: 'true',
+          [KEYS.backendType]: 'vxlan',
+          [KEYS.backendData]: '{"VNI":4096,"VtepMAC":"0e:2a:00:00:00:01"}',
+          [KEYS.publicIP]: '192.168.0.1',
+        },
+      },
       spec: { podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] },
     };
     const parts = path.startsWith('metadata.annotations.') ? ['metadata', 'annotations', path.slice('metadata.annotations.'.length)] : path.split('.');

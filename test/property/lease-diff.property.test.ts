@@ -90,9 +90,7 @@ describe('LeaseWatcher: the peer set after any sequence of snapshots and events'
         }
         const state = finalState(updates);
         // Candidates: valid leases that are not the own one (by key or subnet).
-        const valid = [...state.values()].filter(
-          (l) => l.key !== OWN_KEY && normalizeCidr(l.subnet) !== OWN_SUBNET && validateLease(l, CTX).ok,
-        );
+        const valid = [...state.values()].filter((l) => l.key !== OWN_KEY && normalizeCidr(l.subnet) !== OWN_SUBNET && validateLease(l, CTX).ok);
         const peers = w.peers();
         // Every accepted peer is the latest reported lease for its key, and valid.
         for (const p of peers) {
@@ -141,14 +139,17 @@ describe('LeaseWatcher: the peer set after any sequence of snapshots and events'
     // One lease per key, so every order describes the same state.
     const uniqueLeases = fc.uniqueArray(leaseArb, { maxLength: 8, selector: (l) => l.key });
     fc.assert(
-      fc.property(uniqueLeases.chain((ls) => fc.tuple(fc.constant(ls), fc.shuffledSubarray(ls, { minLength: ls.length, maxLength: ls.length }))), ([a, b]) => {
-        const x = newWatcher();
-        const y = newWatcher();
-        x.update({ kind: 'snapshot', leases: a });
-        y.update({ kind: 'snapshot', leases: b });
-        expect(y.peers().map(leaseContent)).toEqual(x.peers().map(leaseContent));
-        expect(y.peers().map((l) => l.key)).toEqual(x.peers().map((l) => l.key));
-      }),
+      fc.property(
+        uniqueLeases.chain((ls) => fc.tuple(fc.constant(ls), fc.shuffledSubarray(ls, { minLength: ls.length, maxLength: ls.length }))),
+        ([a, b]) => {
+          const x = newWatcher();
+          const y = newWatcher();
+          x.update({ kind: 'snapshot', leases: a });
+          y.update({ kind: 'snapshot', leases: b });
+          expect(y.peers().map(leaseContent)).toEqual(x.peers().map(leaseContent));
+          expect(y.peers().map((l) => l.key)).toEqual(x.peers().map((l) => l.key));
+        },
+      ),
       { numRuns: 500 },
     );
   });

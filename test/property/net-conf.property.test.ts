@@ -37,9 +37,9 @@ const BACKEND_KEYS = ['Type', 'VNI', 'Port', 'GBP', 'DirectRouting', 'MacPrefix'
 const hostileBackend = fc.oneof(
   hostileValue,
   fc.dictionary(fc.mixedCase(fc.constantFrom(...BACKEND_KEYS)), hostileValue, { maxKeys: 6 }),
-  fc.record({ Type: fc.constantFrom('vxlan', 'host-gw', 'VXLAN', 'Host-GW') }).chain((b) =>
-    fc.dictionary(fc.mixedCase(fc.constantFrom(...BACKEND_KEYS)), hostileValue, { maxKeys: 5 }).map((d) => ({ ...b, ...d })),
-  ),
+  fc
+    .record({ Type: fc.constantFrom('vxlan', 'host-gw', 'VXLAN', 'Host-GW') })
+    .chain((b) => fc.dictionary(fc.mixedCase(fc.constantFrom(...BACKEND_KEYS)), hostileValue, { maxKeys: 5 }).map((d) => ({ ...b, ...d }))),
 );
 
 const hostileDoc = fc.oneof(
@@ -50,15 +50,24 @@ const hostileDoc = fc.oneof(
 
 describe('parseNetConf: total on hostile input', () => {
   it('arbitrary text', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => void outcome(s)), RUNS);
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => void outcome(s)),
+      RUNS,
+    );
   });
 
   it('arbitrary JSON values', () => {
-    fc.assert(fc.property(fc.jsonValue(), (v) => void outcome(JSON.stringify(v))), RUNS);
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => void outcome(JSON.stringify(v))),
+      RUNS,
+    );
   });
 
   it('objects with the real keys (any casing) and values of every type', () => {
-    fc.assert(fc.property(hostileDoc, (d) => void outcome(JSON.stringify(d))), { numRuns: 1500 });
+    fc.assert(
+      fc.property(hostileDoc, (d) => void outcome(JSON.stringify(d))),
+      { numRuns: 1500 },
+    );
   });
 });
 
@@ -68,7 +77,8 @@ interface ValidConf {
   subnetLen: number | undefined;
   minOff: number | undefined;
   maxOff: number | undefined;
-  backend: { type: 'vxlan'; vni: number | undefined; macPrefix: string | undefined; name: string | undefined } | { type: 'host-gw'; name: string | undefined; dns: string | undefined };
+  backend:
+    { type: 'vxlan'; vni: number | undefined; macPrefix: string | undefined; name: string | undefined } | { type: 'host-gw'; name: string | undefined; dns: string | undefined };
   hostBits: number;
 }
 
@@ -82,31 +92,29 @@ const macPrefixArb = fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min
 const plainName = (n: string) => !/[/\\]/.test(n) && !n.includes('..') && ![...n].some((c) => c < ' ' || c === '\u007f');
 const hnsNameArb = fc.string({ minLength: 1, maxLength: 20 }).filter(plainName);
 
-const validConf: fc.Arbitrary<ValidConf> = fc
-  .integer({ min: 1, max: 28 })
-  .chain((prefix) =>
-    fc.record({
-      prefix: fc.constant(prefix),
-      base: fc.nat(2 ** prefix - 1).map((n) => n * 2 ** (32 - prefix)),
-      hostBits: fc.nat(2 ** (32 - prefix) - 1),
-      subnetLen: fc.option(fc.integer({ min: prefix + 2, max: 30 }), { nil: undefined }),
-      minOff: fc.option(fc.nat(1000), { nil: undefined }),
-      maxOff: fc.option(fc.nat(1000), { nil: undefined }),
-      backend: fc.oneof(
-        fc.record({
-          type: fc.constant('vxlan' as const),
-          vni: fc.option(fc.integer({ min: 4096, max: 65535 }), { nil: undefined }),
-          macPrefix: fc.option(macPrefixArb, { nil: undefined }),
-          name: fc.option(hnsNameArb, { nil: undefined }),
-        }),
-        fc.record({
-          type: fc.constant('host-gw' as const),
-          name: fc.option(hnsNameArb, { nil: undefined }),
-          dns: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }),
-        }),
-      ),
-    }),
-  );
+const validConf: fc.Arbitrary<ValidConf> = fc.integer({ min: 1, max: 28 }).chain((prefix) =>
+  fc.record({
+    prefix: fc.constant(prefix),
+    base: fc.nat(2 ** prefix - 1).map((n) => n * 2 ** (32 - prefix)),
+    hostBits: fc.nat(2 ** (32 - prefix) - 1),
+    subnetLen: fc.option(fc.integer({ min: prefix + 2, max: 30 }), { nil: undefined }),
+    minOff: fc.option(fc.nat(1000), { nil: undefined }),
+    maxOff: fc.option(fc.nat(1000), { nil: undefined }),
+    backend: fc.oneof(
+      fc.record({
+        type: fc.constant('vxlan' as const),
+        vni: fc.option(fc.integer({ min: 4096, max: 65535 }), { nil: undefined }),
+        macPrefix: fc.option(macPrefixArb, { nil: undefined }),
+        name: fc.option(hnsNameArb, { nil: undefined }),
+      }),
+      fc.record({
+        type: fc.constant('host-gw' as const),
+        name: fc.option(hnsNameArb, { nil: undefined }),
+        dns: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }),
+      }),
+    ),
+  }),
+);
 
 /** The effective subnet length and min/max the config implies (flannel's CheckNetworkConfig). */
 function expected(c: ValidConf) {
@@ -141,10 +149,7 @@ function doc(c: ValidConf): Record<string, unknown> {
 function recase(v: unknown, flips: { nextBoolean(): boolean }): unknown {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
   return Object.fromEntries(
-    Object.entries(v as Record<string, unknown>).map(([k, x]) => [
-      [...k].map((ch) => (flips.nextBoolean() ? ch.toUpperCase() : ch.toLowerCase())).join(''),
-      recase(x, flips),
-    ]),
+    Object.entries(v as Record<string, unknown>).map(([k, x]) => [[...k].map((ch) => (flips.nextBoolean() ? ch.toUpperCase() : ch.toLowerCase())).join(''), recase(x, flips)]),
   );
 }
 

@@ -94,7 +94,17 @@ describe('encodeSubnetEnv -> parseSubnetEnv', () => {
     const str = fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('10.244.0.0/16', '10.244.1.0/32', 'fd00::/64', 'fd00::1/128', '::/0', '1.2.3.4/-1', '1.2.3.4'));
     fc.assert(
       fc.property(
-        fc.record({ network: str, subnet: str, mtu: fc.oneof(fc.integer(), fc.double()), ipMasq: fc.boolean(), ipv6Network: fc.option(str, { nil: undefined }), ipv6Subnet: fc.option(str, { nil: undefined }) }, { requiredKeys: ['network', 'subnet', 'mtu', 'ipMasq'] }),
+        fc.record(
+          {
+            network: str,
+            subnet: str,
+            mtu: fc.oneof(fc.integer(), fc.double()),
+            ipMasq: fc.boolean(),
+            ipv6Network: fc.option(str, { nil: undefined }),
+            ipv6Subnet: fc.option(str, { nil: undefined }),
+          },
+          { requiredKeys: ['network', 'subnet', 'mtu', 'ipMasq'] },
+        ),
         (v) => {
           try {
             const text = encodeSubnetEnv(v);
@@ -113,7 +123,15 @@ describe('encodeSubnetEnv -> parseSubnetEnv', () => {
 describe('parsing hostile subnet.env text', () => {
   const text = fc.oneof(
     fc.string({ unit: 'binary', maxLength: 300 }),
-    fc.array(fc.oneof(fc.constantFrom('FLANNEL_SUBNET=10.244.3.1/24', 'FLANNEL_SUBNET=garbage', 'FLANNEL_SUBNET=', '# c', 'export FLANNEL_MTU=1450', '=x', 'A B=1', '\0'), fc.string({ maxLength: 20 })), { maxLength: 8 }).map((l) => l.join(fc.sample(fc.constantFrom('\n', '\r\n', '\r'), 1)[0])),
+    fc
+      .array(
+        fc.oneof(
+          fc.constantFrom('FLANNEL_SUBNET=10.244.3.1/24', 'FLANNEL_SUBNET=garbage', 'FLANNEL_SUBNET=', '# c', 'export FLANNEL_MTU=1450', '=x', 'A B=1', '\0'),
+          fc.string({ maxLength: 20 }),
+        ),
+        { maxLength: 8 },
+      )
+      .map((l) => l.join(fc.sample(fc.constantFrom('\n', '\r\n', '\r'), 1)[0])),
   );
 
   it('parse and previousSubnetFromEnv never throw', () => {

@@ -36,10 +36,7 @@ export interface RunningAgent {
 }
 
 /** Start an Agent from a parsed command line (`kind: 'run'`); `stop()` aborts it and waits. */
-export function runAgent(
-  parsed: ReturnType<typeof parseConfig>,
-  files: { dir: string; subnetFile: string; statePath: string; resyncMs?: number },
-): RunningAgent {
+export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: string; subnetFile: string; statePath: string; resyncMs?: number }): RunningAgent {
   if (parsed.kind !== 'run') throw new Error('expected a run config');
   const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: files.resyncMs ?? 200 });
   const controller = new AbortController();

@@ -253,9 +253,7 @@ export class EtcdServer {
     const tls = this.opts.tls;
     this.admin ??= new Etcd3({
       hosts: this.endpoint,
-      ...(tls
-        ? { credentials: { rootCertificate: readFileSync(tls.caFile), certChain: readFileSync(tls.client.certFile), privateKey: readFileSync(tls.client.keyFile) } }
-        : {}),
+      ...(tls ? { credentials: { rootCertificate: readFileSync(tls.caFile), certChain: readFileSync(tls.client.certFile), privateKey: readFileSync(tls.client.keyFile) } } : {}),
       ...(this.rootPassword !== undefined ? { auth: { username: 'root', password: this.rootPassword } } : {}),
     });
     return this.admin;

@@ -14,8 +14,7 @@ export function editState(sim: SimulatedDataplane, fn: (state: DataplaneState) =
   sim.store.update(fn);
 }
 
-const byNameOrId = (state: DataplaneState, network: string): HcnNetwork | undefined =>
-  state.networks.find((n) => n.Name === network || sameId(n.ID, network));
+const byNameOrId = (state: DataplaneState, network: string): HcnNetwork | undefined => state.networks.find((n) => n.Name === network || sameId(n.ID, network));
 
 /** Add a route directly (a stale route left by someone else). */
 export function addRoute(sim: SimulatedDataplane, route: SimRoute): void {

@@ -157,7 +157,12 @@ function targets(dir: string): Target[] {
 
 function sourceHash(): string {
   const h = createHash('sha256');
-  const files = [...readdirSync(STANDINS).sort().map((f) => join(STANDINS, f)), join(WINDOWS_DIR, 'probe.c')];
+  const files = [
+    ...readdirSync(STANDINS)
+      .sort()
+      .map((f) => join(STANDINS, f)),
+    join(WINDOWS_DIR, 'probe.c'),
+  ];
   for (const f of files) {
     if (!statSync(f).isFile()) continue;
     h.update(f.slice(REPO.length));
@@ -271,7 +276,6 @@ export async function stageAgent(): Promise<string> {
     return stage;
   });
 }
-
 
 // ---------------------------------------------------------------- running Windows programs
 

@@ -46,7 +46,10 @@ describe('writeInBatches', () => {
   it('a failure that is not a refusal stops the writes: no splitting, the rest is skipped', async () => {
     const w = fakeWriter(new Set(), (call) => call === 2);
     const r = await writeInBatches(items(10), { size: 3, concurrency: 1, write: w.write, refuses: (e) => e instanceof Refused });
-    expect(w.calls).toEqual([[0, 1, 2], [3, 4, 5]]);
+    expect(w.calls).toEqual([
+      [0, 1, 2],
+      [3, 4, 5],
+    ]);
     expect(r.done).toEqual([0, 1, 2]);
     expect(r.skipped).toEqual([3, 4, 5, 6, 7, 8, 9]);
     expect(r.refused).toEqual([]);

@@ -71,7 +71,10 @@ describe('renderCniConfig', () => {
     [
       'host-gw without a management IP: no host route',
       { ...base, netConf: HOSTGW },
-      { ...GOLDEN_HOSTGW, plugins: [{ ...GOLDEN_HOSTGW.plugins[0], delegate: { ...GOLDEN_HOSTGW.plugins[0].delegate, policies: GOLDEN_HOSTGW.plugins[0].delegate.policies.slice(0, 2) } }] },
+      {
+        ...GOLDEN_HOSTGW,
+        plugins: [{ ...GOLDEN_HOSTGW.plugins[0], delegate: { ...GOLDEN_HOSTGW.plugins[0].delegate, policies: GOLDEN_HOSTGW.plugins[0].delegate.policies.slice(0, 2) } }],
+      },
     ],
     [
       'vxlan with Name and MacPrefix: name = the HNS network, MAC prefix passed on',
@@ -126,7 +129,7 @@ function delegateOf(conf: Record<string, unknown>): Record<string, unknown> {
 }
 
 const exceptionsOf = (conf: Record<string, unknown>): string[] =>
-  ((delegateOf(conf)['policies'] as { value: { Type: string; Settings: { Exceptions: string[] } } }[]).find((p) => p.value.Type === 'OutBoundNAT')!.value.Settings.Exceptions);
+  (delegateOf(conf)['policies'] as { value: { Type: string; Settings: { Exceptions: string[] } } }[]).find((p) => p.value.Type === 'OutBoundNAT')!.value.Settings.Exceptions;
 
 describe('the CNI configs of the install paths in use today (golden data)', () => {
   it('vxlan: the policies rke2 writes (pkg/windows/flannel.go, flannelCniConflistTemplate at 0ff227c6)', () => {

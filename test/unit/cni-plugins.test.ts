@@ -67,7 +67,12 @@ describe('cni-plugins', () => {
         readPlugins(await tgz({ 'flannel.exe': 'MZ 1', 'flannel-amd64.exe': 'MZ 2' }), 'dup.tgz'),
         readPlugins(Buffer.from('MZ x'), 'kube-proxy.exe'),
         readPlugins(Buffer.from('<html>'), 'page.html'),
-      ].map((p) => p.then(() => 'no error', (e: unknown) => (e instanceof FlannelError ? e.code : String(e)))),
+      ].map((p) =>
+        p.then(
+          () => 'no error',
+          (e: unknown) => (e instanceof FlannelError ? e.code : String(e)),
+        ),
+      ),
     );
     expect(codes).toEqual(['FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_ARCHIVE']);
   });
@@ -105,7 +110,10 @@ describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the
     fs.mkdirSync(binDir);
     fs.writeFileSync(join(binDir, 'win-bridge.exe'), 'MZ old');
     const waits: number[] = [];
-    const err = await installCniPlugins({ sources, binDir, sleep: async (ms) => void waits.push(ms), fs: busyRename('win-bridge.exe', 'EPERM') }).then(() => undefined, (e: unknown) => e as FlannelError);
+    const err = await installCniPlugins({ sources, binDir, sleep: async (ms) => void waits.push(ms), fs: busyRename('win-bridge.exe', 'EPERM') }).then(
+      () => undefined,
+      (e: unknown) => e as FlannelError,
+    );
     expect(err?.code).toBe('FLANNEL_ERR_CNI_INSTALL');
     expect(err?.context).toMatchObject({ replaced: 'flannel.exe,win-overlay.exe', kept: 'win-bridge.exe,host-local.exe' });
     expect(waits.reduce((a, b) => a + b, 0)).toBe(5050);

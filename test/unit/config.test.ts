@@ -303,7 +303,7 @@ describe('defaults and platforms', () => {
     });
   });
 
-  it('the usage text shows one default per flag, the running platform\'s, and it is the one the config uses', () => {
+  it("the usage text shows one default per flag, the running platform's, and it is the one the config uses", () => {
     const text = (opts: { platform: NodeJS.Platform }) => {
       const cmd = parseConfig(['--help'], {}, opts);
       if (cmd.kind !== 'help') throw new Error('expected help');
@@ -371,16 +371,25 @@ describe('node name', () => {
   it.each([
     [{ NODE_NAME: 'n1' }, { nodeName: 'n1' }],
     [{ NODE_NAME: 'n1', POD_NAME: 'p', POD_NAMESPACE: 'kube-flannel' }, { nodeName: 'n1' }],
-    [{ POD_NAME: 'p', POD_NAMESPACE: 'kube-flannel' }, { nodeName: undefined, podName: 'p', podNamespace: 'kube-flannel' }],
-    [{ NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: 'ns' }, { nodeName: undefined, podName: 'p', podNamespace: 'ns' }],
+    [
+      { POD_NAME: 'p', POD_NAMESPACE: 'kube-flannel' },
+      { nodeName: undefined, podName: 'p', podNamespace: 'kube-flannel' },
+    ],
+    [
+      { NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: 'ns' },
+      { nodeName: undefined, podName: 'p', podNamespace: 'ns' },
+    ],
   ])('%j', (env, expected) => {
     expect(run(KSM, env)).toMatchObject(expected);
   });
 
-  it.each([{}, { POD_NAME: 'p' }, { POD_NAMESPACE: 'ns' }, { NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: '' }])('%j in kube mode -> FLANNEL_ERR_CONFIG naming the missing variables', (env) => {
-    const err = expectCode(() => run(KSM, env), ConfigError, 'FLANNEL_ERR_CONFIG');
-    expect(err.context.missingEnv).toBe('POD_NAME POD_NAMESPACE');
-  });
+  it.each([{}, { POD_NAME: 'p' }, { POD_NAMESPACE: 'ns' }, { NODE_NAME: '', POD_NAME: 'p', POD_NAMESPACE: '' }])(
+    '%j in kube mode -> FLANNEL_ERR_CONFIG naming the missing variables',
+    (env) => {
+      const err = expectCode(() => run(KSM, env), ConfigError, 'FLANNEL_ERR_CONFIG');
+      expect(err.context.missingEnv).toBe('POD_NAME POD_NAMESPACE');
+    },
+  );
 
   it('etcd mode needs no node name', () => {
     expect(run(BASE, {}).nodeName).toBeUndefined();

@@ -89,7 +89,19 @@ describe('/status', () => {
     hnsNetwork: { id: 'ID-1', type: 'L2Bridge', adapter: 'Ethernet' },
     mtu: 1500,
     sourceVip: undefined,
-    network: { networkMissing: false, lastGoodAt: 0, refused: 0, inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined, rejections: [] },
+    network: {
+      networkMissing: false,
+      lastGoodAt: 0,
+      refused: 0,
+      inSync: true,
+      peersDesired: 2,
+      peersProgrammed: 2,
+      lastPassAt: 0,
+      lastPassOk: true,
+      lastSuccessAt: 0,
+      lastError: undefined,
+      rejections: [],
+    },
     rejections: [],
   });
 
@@ -130,7 +142,19 @@ describe('/status', () => {
       sourceVip: undefined,
       rejections: [],
     };
-    const net = { networkMissing: false, lastGoodAt: 0, refused: 0, inSync: true, peersDesired: 2, peersProgrammed: 2, lastPassAt: 0, lastPassOk: true, lastSuccessAt: 0, lastError: undefined, rejections: [] };
+    const net = {
+      networkMissing: false,
+      lastGoodAt: 0,
+      refused: 0,
+      inSync: true,
+      peersDesired: 2,
+      peersProgrammed: 2,
+      lastPassAt: 0,
+      lastPassOk: true,
+      lastSuccessAt: 0,
+      lastError: undefined,
+      rejections: [],
+    };
     expect(buildStatusReport({ ...input, hnsNetwork: undefined, network: net }).inSync).toBe(false);
     expect(buildStatusReport({ ...input, hnsNetwork: new Error('HNS down'), network: net }).network).toMatchObject({ present: false, error: 'HNS down' });
     expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: { ...net, peersProgrammed: 1 } }).inSync).toBe(false);

@@ -264,7 +264,7 @@ describe('network policies (HcnModifyNetwork)', () => {
     expect(dp.openHandles).toBe(0);
   });
 
-  it('removePolicy behind the agent\'s back', async () => {
+  it("removePolicy behind the agent's back", async () => {
     const { dp, hns } = setup();
     const net = await hns.createNetwork(overlay());
     await hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24')]);
@@ -278,7 +278,15 @@ describe('endpoints', () => {
     const { dp, t, hns } = setup();
     const net = await hns.createNetworkV1(l2bridgeV1);
     const ep = await hns.createEndpointV1({ Name: 'cbr0_ep', IPAddress: '10.244.2.2', VirtualNetwork: net.ID! });
-    expect(ep).toMatchObject({ Name: 'cbr0_ep', IPAddress: '10.244.2.2', PrefixLength: 24, GatewayAddress: '10.244.2.1', VirtualNetwork: net.ID, VirtualNetworkName: 'cbr0', State: 1 });
+    expect(ep).toMatchObject({
+      Name: 'cbr0_ep',
+      IPAddress: '10.244.2.2',
+      PrefixLength: 24,
+      GatewayAddress: '10.244.2.1',
+      VirtualNetwork: net.ID,
+      VirtualNetworkName: 'cbr0',
+      State: 1,
+    });
     expect(ep.MacAddress).toMatch(/^00-15-5D-/);
     await hns.attachEndpointToHost(ep.ID!);
     const vnic = dp.snapshot().adapters.find((a) => a.Name === 'vEthernet (cbr0_ep)')!;

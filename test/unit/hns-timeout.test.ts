@@ -186,7 +186,11 @@ describe('--hns-call-timeout', () => {
     expect(cfg(['--hns-call-timeout=0']).hnsCallTimeoutSeconds).toBe(0);
     expect(expectCode(() => cfg(['--hns-call-timeout=-1']), FlagError, 'FLANNEL_ERR_FLAG').context).toEqual({ flag: 'hns-call-timeout', value: -1 });
     expect(expectCode(() => cfg(['--hns-call-timeout=86401']), FlagError, 'FLANNEL_ERR_FLAG').context).toEqual({ flag: 'hns-call-timeout', value: 86401 });
-    expect(expectCode(() => cfg(['--hns-call-timeout=soon']), FlagError, 'FLANNEL_ERR_FLAG').context).toEqual({ flag: 'hns-call-timeout', value: 'soon', source: 'flag -hns-call-timeout' });
+    expect(expectCode(() => cfg(['--hns-call-timeout=soon']), FlagError, 'FLANNEL_ERR_FLAG').context).toEqual({
+      flag: 'hns-call-timeout',
+      value: 'soon',
+      source: 'flag -hns-call-timeout',
+    });
   });
 
   it('reaches the HnsClient of the dataplane the factory builds', async () => {

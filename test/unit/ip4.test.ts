@@ -27,13 +27,10 @@ describe('ip4 parse/format', () => {
     expect(formatIp4(n)).toBe(text);
   });
 
-  it.each(['010.1.1.1', '1.1.1.01', '256.1.1.1', '1.1.1', '1.1.1.1.1', ' 1.1.1.1', '1.1.1.1 ', '', 'a.b.c.d', '::1', '1.1.1.-1'])(
-    'rejects %j',
-    (text) => {
-      expect(isIp4(text)).toBe(false);
-      expect(parseIp4(text)).toBeUndefined();
-    },
-  );
+  it.each(['010.1.1.1', '1.1.1.01', '256.1.1.1', '1.1.1', '1.1.1.1.1', ' 1.1.1.1', '1.1.1.1 ', '', 'a.b.c.d', '::1', '1.1.1.-1'])('rejects %j', (text) => {
+    expect(isIp4(text)).toBe(false);
+    expect(parseIp4(text)).toBeUndefined();
+  });
 
   it.each([
     ['10.244.0.0/16', { ip: 0x0af40000, prefix: 16 }],
@@ -43,9 +40,8 @@ describe('ip4 parse/format', () => {
     expect(parseCidr(text)).toEqual(net);
   });
 
-  it.each(['10.0.0.0', '10.0.0.0/33', '10.0.0.0/08', '10.0.0.0/', '10.0.0.0/1/2', '10.0.0.0/-1', '010.0.0.0/8', '10.0.0.0/ 8'])(
-    'rejects CIDR %j',
-    (text) => expect(parseCidr(text)).toBeUndefined(),
+  it.each(['10.0.0.0', '10.0.0.0/33', '10.0.0.0/08', '10.0.0.0/', '10.0.0.0/1/2', '10.0.0.0/-1', '010.0.0.0/8', '10.0.0.0/ 8'])('rejects CIDR %j', (text) =>
+    expect(parseCidr(text)).toBeUndefined(),
   );
 
   it.each([

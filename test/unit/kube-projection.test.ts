@@ -42,7 +42,11 @@ describe('projectNode', () => {
     { name: 'garbage podCIDR', input: node({ spec: { podCIDR: 'banana' } }), want: { name: 'n1', badPodCIDR: 'banana' } },
     { name: 'podCIDR wrong type', input: node({ spec: { podCIDR: 7, podCIDRs: 'x' } }), want: { name: 'n1', badPodCIDR: '"x"' } },
     { name: 'podCIDRs a string (not a list): never taken as a CIDR', input: node({ spec: { podCIDRs: '10.244.77.0/24' } }), want: { name: 'n1', badPodCIDR: '"10.244.77.0/24"' } },
-    { name: 'an over-long podCIDR stays invalid when cut', input: node({ spec: { podCIDR: `10.244.1.0/24${' '.repeat(100)}` } }), want: { name: 'n1', badPodCIDR: `10.244.1.0/24${' '.repeat(30)}…` } },
+    {
+      name: 'an over-long podCIDR stays invalid when cut',
+      input: node({ spec: { podCIDR: `10.244.1.0/24${' '.repeat(100)}` } }),
+      want: { name: 'n1', badPodCIDR: `10.244.1.0/24${' '.repeat(30)}…` },
+    },
     { name: 'podCIDRs wrong element types', input: node({ spec: { podCIDRs: [null, 5, {}, '10.244.2.0/24'] } }), want: { name: 'n1', podCIDR: '10.244.2.0/24' } },
     { name: 'octet > 255', input: node({ spec: { podCIDR: '10.256.0.0/24' } }), want: { name: 'n1', badPodCIDR: '10.256.0.0/24' } },
     { name: 'prefix > 32', input: node({ spec: { podCIDR: '10.244.0.0/33' } }), want: { name: 'n1', badPodCIDR: '10.244.0.0/33' } },
@@ -102,14 +106,33 @@ describe('projectNode', () => {
 });
 
 describe('toLease', () => {
-  const base: NodeLease = { name: 'n1', podCIDR: '10.244.1.0/24', subnetManager: 'true', backendType: 'vxlan', backendData: '{"VNI":4096,"VtepMAC":"0e:2a:0a:00:00:0b"}', publicIP: '10.0.0.11' };
+  const base: NodeLease = {
+    name: 'n1',
+    podCIDR: '10.244.1.0/24',
+    subnetManager: 'true',
+    backendType: 'vxlan',
+    backendData: '{"VNI":4096,"VtepMAC":"0e:2a:0a:00:00:0b"}',
+    publicIP: '10.0.0.11',
+  };
   const cases: Array<{ name: string; rec: NodeLease; want: unknown }> = [
-    { name: 'vxlan', rec: base, want: { key: 'n1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' } } },
-    { name: 'host-gw null', rec: { ...base, backendType: 'host-gw', backendData: 'null' }, want: { key: 'n1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw', backendData: null } },
+    {
+      name: 'vxlan',
+      rec: base,
+      want: { key: 'n1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' } },
+    },
+    {
+      name: 'host-gw null',
+      rec: { ...base, backendType: 'host-gw', backendData: 'null' },
+      want: { key: 'n1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw', backendData: null },
+    },
     { name: 'not managed', rec: { ...base, subnetManager: 'false' }, want: undefined },
     { name: 'flag missing', rec: { ...base, subnetManager: undefined }, want: undefined },
     { name: 'no podCIDR', rec: { ...base, podCIDR: undefined }, want: undefined },
-    { name: 'a podCIDR that is no IPv4 CIDR is passed on (the watcher rejects it with a reason)', rec: { ...base, podCIDR: undefined, badPodCIDR: 'fd00::/64' }, want: expect.objectContaining({ subnet: 'fd00::/64' }) },
+    {
+      name: 'a podCIDR that is no IPv4 CIDR is passed on (the watcher rejects it with a reason)',
+      rec: { ...base, podCIDR: undefined, badPodCIDR: 'fd00::/64' },
+      want: expect.objectContaining({ subnet: 'fd00::/64' }),
+    },
     { name: 'creation time passed on', rec: { ...base, created: 5 }, want: expect.objectContaining({ created: 5 }) },
     { name: 'malformed backend-data', rec: { ...base, backendData: '{nope' }, want: expect.objectContaining({ backendData: undefined }) },
     { name: 'oversized backend-data', rec: { ...base, backendData: undefined, oversized: ['backendData'] }, want: expect.objectContaining({ backendData: undefined }) },
@@ -127,7 +150,16 @@ describe('leaseRelevantChanged', () => {
     projectNode(node({ rv, annotations: ann, spec, status }), keys)!;
   const a = mk('1');
   const cases: Array<{ name: string; b: NodeLease; want: boolean }> = [
-    { name: 'heartbeat / resourceVersion only', b: mk('99', { ...flannelAnn, 'node.alpha.kubernetes.io/ttl': '0' }, { podCIDR: '10.244.1.0/24', unschedulable: true }, { conditions: [{ type: 'Ready', lastHeartbeatTime: 'now' }] }), want: false },
+    {
+      name: 'heartbeat / resourceVersion only',
+      b: mk(
+        '99',
+        { ...flannelAnn, 'node.alpha.kubernetes.io/ttl': '0' },
+        { podCIDR: '10.244.1.0/24', unschedulable: true },
+        { conditions: [{ type: 'Ready', lastHeartbeatTime: 'now' }] },
+      ),
+      want: false,
+    },
     { name: 'unrelated annotation', b: mk('2', { ...flannelAnn, [`${P}node-public-ip`]: '9.9.9.9', foo: 'bar' }), want: false },
     { name: 'public-ip-overwrite alone (the owner copies it)', b: mk('2', { ...flannelAnn, [`${P}public-ip-overwrite`]: '9.9.9.9' }), want: false },
     { name: 'public-ip', b: mk('2', { ...flannelAnn, [`${P}public-ip`]: '10.0.0.99' }), want: true },

@@ -49,7 +49,7 @@ describe('validateLease', () => {
     ['VNI equal to ours', lease(), { ...vx, vni: 4096 }, undefined],
     ['host-gw ignores the VNI', lease({ backendType: 'host-gw', backendData: null }), { ...hg, vni: 4096 }, undefined],
     ['link-local public IP', lease({ publicIP: '169.254.3.4' }), vx, 'public-ip-link-local'],
-    ["our own public IP", lease({ publicIP: '192.168.1.12' }), { ...vx, ownIPs: ['192.168.1.10', '192.168.1.12'] }, 'public-ip-own'],
+    ['our own public IP', lease({ publicIP: '192.168.1.12' }), { ...vx, ownIPs: ['192.168.1.10', '192.168.1.12'] }, 'public-ip-own'],
     ['empty VtepMAC', lease({ backendData: { VNI: 4096, VtepMAC: '' } }), vx, 'vtep-mac-invalid'],
     ['missing VtepMAC', lease({ backendData: { VNI: 4096 } }), vx, 'vtep-mac-invalid'],
     ['multicast VtepMAC', lease({ backendData: { VNI: 4096, VtepMAC: '01:00:5e:00:00:01' } }), vx, 'vtep-mac-invalid'],

@@ -71,7 +71,11 @@ describe('LeaseWatcher', () => {
     expect(w.size).toBe(0);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
     expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(2);
-    expect(rejections().map((e) => `${String(e['node'])}:${String(e['reason'])}`).sort()).toEqual(['node-2:subnet-ipv6-only', 'node-3:subnet-invalid', 'node-4:subnet-invalid']);
+    expect(
+      rejections()
+        .map((e) => `${String(e['node'])}:${String(e['reason'])}`)
+        .sort(),
+    ).toEqual(['node-2:subnet-ipv6-only', 'node-3:subnet-invalid', 'node-4:subnet-invalid']);
   });
 
   it('a re-list snapshot removes peers missing from it and re-adds changed ones', () => {
@@ -155,10 +159,7 @@ describe('LeaseWatcher', () => {
     expect(w.update({ kind: 'snapshot', leases: [peer(5, { key: 'alpha', publicIP: '192.168.1.99' }), peer(5, { key: 'zeta' })] })).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
     // when the holder goes, the waiting lease takes the subnet
-    expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(5, { key: 'zeta' }) }] }))).toEqual([
-      'added:alpha',
-      'removed:zeta',
-    ]);
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(5, { key: 'zeta' }) }] }))).toEqual(['added:alpha', 'removed:zeta']);
   });
 
   it('first list: the oldest claimant (creationTimestamp) holds a contested subnet, whatever the names or order', () => {

@@ -36,7 +36,11 @@ describe('eslint.config.js seams', () => {
     ['src/main.mjs', 'process.exit(1);\n', ['no-restricted-properties']],
     ['src/main.ts', 'process.exit(1);\n', []],
     ['test/unit/x.mjs', FFI + KUBE + FS + TIMERS + CLOCK + 'process.exit(1);\n', []],
-  ])('%s', async (path, code, want) => {
-    expect((await problems(path, code)).sort()).toEqual([...want].sort());
-  }, 120_000); // src/clock.ts starts the TypeScript project service
+  ])(
+    '%s',
+    async (path, code, want) => {
+      expect((await problems(path, code)).sort()).toEqual([...want].sort());
+    },
+    120_000,
+  ); // src/clock.ts starts the TypeScript project service
 });

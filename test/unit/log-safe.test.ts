@@ -53,7 +53,10 @@ describe.each(['text', 'json'] as const)('%s log format', (format) => {
 describe('credentials in messages and fields', () => {
   it.each(['text', 'json'] as const)('%s: Bearer/Basic credentials and secret-named fields are redacted', async (format) => {
     const out = await logged(format, (log) => {
-      log.warn('request failed', { error: 'HTTP 401: request headers {"Authorization":"Bearer eyJhbGciOi.c2VjcmV0.sig"}', nested: { headers: { authorization: 'Basic dXNlcjpwYXNz' } } });
+      log.warn('request failed', {
+        error: 'HTTP 401: request headers {"Authorization":"Bearer eyJhbGciOi.c2VjcmV0.sig"}',
+        nested: { headers: { authorization: 'Basic dXNlcjpwYXNz' } },
+      });
       log.debug('kubeconfig', { token: 'tok-123', etcdPassword: 'pw-456', user: { password: 'pw-789' } });
     });
     for (const secret of ['eyJhbGciOi', 'c2VjcmV0', 'dXNlcjpwYXNz', 'tok-123', 'pw-456', 'pw-789']) expect(out).not.toContain(secret);

@@ -62,7 +62,9 @@ describe('parseNetConf: defaults', () => {
   });
 
   it('vxlan backend options', () => {
-    const nc = parseNetConf(conf({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 5000, MacPrefix: '0A-BC', Name: 'vxlan0', GBP: false, DirectRouting: false, LegacyRemoteEndpoints: true } }));
+    const nc = parseNetConf(
+      conf({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 5000, MacPrefix: '0A-BC', Name: 'vxlan0', GBP: false, DirectRouting: false, LegacyRemoteEndpoints: true } }),
+    );
     expect(nc.backend).toEqual({ type: 'vxlan', vni: 5000, port: 4789, macPrefix: '0A-BC', name: 'vxlan0', legacyRemoteEndpoints: true });
   });
 
@@ -76,7 +78,10 @@ describe('parseNetConf: defaults', () => {
 
   it.each([
     [{ Type: 'host-gw' }, { type: 'host-gw', name: 'cbr0', dnsServerList: '' }],
-    [{ Type: 'host-gw', Name: 'l2br', DNSServerList: '10.96.0.10,8.8.8.8' }, { type: 'host-gw', name: 'l2br', dnsServerList: '10.96.0.10,8.8.8.8' }],
+    [
+      { Type: 'host-gw', Name: 'l2br', DNSServerList: '10.96.0.10,8.8.8.8' },
+      { type: 'host-gw', name: 'l2br', dnsServerList: '10.96.0.10,8.8.8.8' },
+    ],
   ])('host-gw %j', (backend, expected) => {
     expect(parseNetConf(conf({ Network: '10.5.0.0/16', Backend: backend })).backend).toEqual(expected);
   });
@@ -110,7 +115,9 @@ describe('parseNetConf: case-insensitive keys', () => {
   });
 
   it('subnetmin/subnetmax/ipv6 keys', () => {
-    const nc = parseNetConf('{"network":"10.7.0.0/16","subnetmin":"10.7.2.0","subnetmax":"10.7.9.0","enableipv6":true,"ipv6network":"fd00::/56","ipv6subnetlen":60,"backend":{"type":"vxlan"}}');
+    const nc = parseNetConf(
+      '{"network":"10.7.0.0/16","subnetmin":"10.7.2.0","subnetmax":"10.7.9.0","enableipv6":true,"ipv6network":"fd00::/56","ipv6subnetlen":60,"backend":{"type":"vxlan"}}',
+    );
     expect(nc).toMatchObject({ subnetMin: '10.7.2.0', subnetMax: '10.7.9.0', enableIPv6: true, ipv6Network: 'fd00::/56', ipv6SubnetLen: 60 });
   });
 });
@@ -127,7 +134,10 @@ describe('parseNetConf: errors', () => {
     [{ Network: '10.0.0.0/16', SubnetMax: '10.0.9.128', Backend: VX }, 'SubnetMax is not on a SubnetLen boundary: 10.0.9.128'],
     [{ Backend: VX }, 'please define a correct Network parameter in the flannel config'],
     [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 1 } }, 'invalid VXLAN backend config. VNI [1] must be greater than or equal to 4096 on Windows' + MIXED_CLUSTER_HINT],
-    [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 4095 } }, 'invalid VXLAN backend config. VNI [4095] must be greater than or equal to 4096 on Windows' + MIXED_CLUSTER_HINT],
+    [
+      { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 4095 } },
+      'invalid VXLAN backend config. VNI [4095] must be greater than or equal to 4096 on Windows' + MIXED_CLUSTER_HINT,
+    ],
     [
       { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', VNI: 65536 } },
       'invalid VXLAN backend config. VNI [65536] must be at most 65535 on Windows: HNS and kube-proxy carry it as a 16-bit IsolationId; choose a VNI from 4096 to 65535 for every node of the cluster',

@@ -112,7 +112,16 @@ describe('NodeListWatch with injected list and watch', () => {
       'watch events: an addition, a change flannel ignores, a removal',
       {
         lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }],
-        watches: [{ events: [['ADDED', node('b', 2, '11')], ['MODIFIED', node('a', 1, '12')], ['DELETED', node('a', 1, '13')]], end: 'close' }],
+        watches: [
+          {
+            events: [
+              ['ADDED', node('b', 2, '11')],
+              ['MODIFIED', node('a', 1, '12')],
+              ['DELETED', node('a', 1, '13')],
+            ],
+            end: 'close',
+          },
+        ],
       },
       ['snapshot:a', 'events:+b', 'events:-a'],
       ['list()', 'watch(10)', 'watch(13)'],
@@ -143,7 +152,13 @@ describe('NodeListWatch with injected list and watch', () => {
     ],
     [
       'a failed watch relists',
-      { lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }, { rv: '15', pages: [[node('a', 1, '3')]] }], watches: [{ events: [['ADDED', node('b', 2, '11')]], end: 'fail' }] },
+      {
+        lists: [
+          { rv: '10', pages: [[node('a', 1, '3')]] },
+          { rv: '15', pages: [[node('a', 1, '3')]] },
+        ],
+        watches: [{ events: [['ADDED', node('b', 2, '11')]], end: 'fail' }],
+      },
       ['snapshot:a', 'events:+b', 'snapshot:a'],
       ['list()', 'watch(10)', 'list()', 'watch(15)'],
     ],
@@ -161,7 +176,15 @@ describe('NodeListWatch with injected list and watch', () => {
   it('skips and counts a Node that cannot be read; the rest of the list still counts', async () => {
     const r = await run({
       lists: [{ rv: '10', pages: [[node('a', 1, '3'), { metadata: { name: 42 } }]] }],
-      watches: [{ events: [['ADDED', { metadata: {} }], ['ADDED', node('b', 2, '11')]], end: 'close' }],
+      watches: [
+        {
+          events: [
+            ['ADDED', { metadata: {} }],
+            ['ADDED', node('b', 2, '11')],
+          ],
+          end: 'close',
+        },
+      ],
     });
     expect(r.updates).toEqual(['snapshot:a', 'events:+b']);
     expect(r.metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);

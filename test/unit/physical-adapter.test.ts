@@ -9,7 +9,12 @@ import { nodePublicIPsOf } from '../../src/subnet/kube/node-public-ip.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const vnic: HostInterface = { name: 'vEthernet (Ethernet)', index: 9, ipv4: '10.0.0.7', prefixLength: 24, mtu: 1500 };
-const overlay = (adapter: string | undefined, mgmt: string): HnsNetworkV1 => ({ Name: 'flannel.4096', Type: 'Overlay', ManagementIP: mgmt, ...(adapter ? { NetworkAdapterName: adapter } : {}) });
+const overlay = (adapter: string | undefined, mgmt: string): HnsNetworkV1 => ({
+  Name: 'flannel.4096',
+  Type: 'Overlay',
+  ManagementIP: mgmt,
+  ...(adapter ? { NetworkAdapterName: adapter } : {}),
+});
 
 /** A clock whose sleeps return at once but advance its time. */
 const fakeClock = () => new FakeClock({ instant: true, start: 0 });
@@ -60,9 +65,19 @@ describe('the physical adapter behind the external interface', () => {
 
 describe("the own Node's public-IP annotations", () => {
   it.each<[string, Record<string, string> | undefined, string, object]>([
-    ['both', { 'flannel.alpha.coreos.com/public-ip-overwrite': '203.0.113.9', 'flannel.alpha.coreos.com/node-public-ip': '192.168.5.7' }, 'flannel.alpha.coreos.com', { publicIPOverwrite: '203.0.113.9', nodePublicIP: '192.168.5.7' }],
+    [
+      'both',
+      { 'flannel.alpha.coreos.com/public-ip-overwrite': '203.0.113.9', 'flannel.alpha.coreos.com/node-public-ip': '192.168.5.7' },
+      'flannel.alpha.coreos.com',
+      { publicIPOverwrite: '203.0.113.9', nodePublicIP: '192.168.5.7' },
+    ],
     ['custom prefix', { 'example.com/node-public-ip': '192.168.5.7' }, 'example.com', { nodePublicIP: '192.168.5.7' }],
-    ['invalid values dropped', { 'flannel.alpha.coreos.com/node-public-ip': 'fe80::1', 'flannel.alpha.coreos.com/public-ip-overwrite': '10.0.0.256' }, 'flannel.alpha.coreos.com', {}],
+    [
+      'invalid values dropped',
+      { 'flannel.alpha.coreos.com/node-public-ip': 'fe80::1', 'flannel.alpha.coreos.com/public-ip-overwrite': '10.0.0.256' },
+      'flannel.alpha.coreos.com',
+      {},
+    ],
     ['no annotations', undefined, 'flannel.alpha.coreos.com', {}],
   ])('%s', (_what, annotations, prefix, want) => {
     expect(nodePublicIPsOf({ metadata: { name: 'win-1', annotations } }, prefix)).toEqual(want);

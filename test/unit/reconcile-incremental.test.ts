@@ -89,7 +89,10 @@ describe('incremental apply', () => {
     await clock.advance(3000);
     r.updateDesired([['c', 'c=1']]);
     await flush();
-    r.updateDesired([['a', undefined], ['b', 'b=2']]);
+    r.updateDesired([
+      ['a', undefined],
+      ['b', 'b=2'],
+    ]);
     await flush();
     expect(dp.log).toEqual(['add c=1', 'remove a=1,b=1', 'add b=2']);
     expect(dp.actual.sort()).toEqual(['b=2', 'c=1']);

@@ -21,12 +21,7 @@ describe('planReconcile', () => {
     ['duplicates, one same', ['a=2', 'a=1', 'a=1'], ['a=1'], { add: [], remove: ['a=2', 'a=1'], replace: [], unchanged: 1 }],
     ['duplicates, none same', ['a=2', 'a=3'], ['a=1'], { add: [], remove: ['a=3'], replace: [['a=2', 'a=1']], unchanged: 0 }],
     ['duplicate desired: first wins', [], ['a=1', 'a=2'], { add: ['a=1'], remove: [], replace: [], unchanged: 0 }],
-    [
-      'mixed',
-      ['a=1', 'b=1', 'x=1'],
-      ['a=1', 'b=2', 'c=1'],
-      { add: ['c=1'], remove: ['x=1'], replace: [['b=1', 'b=2']], unchanged: 1 },
-    ],
+    ['mixed', ['a=1', 'b=1', 'x=1'], ['a=1', 'b=2', 'c=1'], { add: ['c=1'], remove: ['x=1'], replace: [['b=1', 'b=2']], unchanged: 1 }],
   ];
   it.each(cases)('%s', (_n, actual, desired, want) => {
     const p = planReconcile(actual, desired, ops);

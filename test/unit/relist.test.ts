@@ -73,13 +73,52 @@ const broken = (cursor?: string, progressed = false, err?: unknown): WatchEnd<st
 describe('runRelistLoop', () => {
   it.each<[string, ListStep[], WatchStep[], string[], number[]]>([
     ['list failures back off 100, 200, then the watch starts from the list', ['fail', 'fail', 'r1'], [], ['list@0', 'list@100', 'list@300', 'watch(r1)@300'], [100, 200]],
-    ['list failures are capped at 500', ['fail', 'fail', 'fail', 'fail', 'fail', 'r1'], [], ['list@0', 'list@100', 'list@300', 'list@700', 'list@1200', 'list@1700', 'watch(r1)@1700'], [100, 200, 400, 500, 500]],
-    ['a clean close resumes at once from its cursor', ['r1'], [{ kind: 'closed', cursor: 'r5' }, { kind: 'closed', cursor: 'r9' }], ['list@0', 'watch(r1)@0', 'watch(r5)@0', 'watch(r9)@0'], []],
+    [
+      'list failures are capped at 500',
+      ['fail', 'fail', 'fail', 'fail', 'fail', 'r1'],
+      [],
+      ['list@0', 'list@100', 'list@300', 'list@700', 'list@1200', 'list@1700', 'watch(r1)@1700'],
+      [100, 200, 400, 500, 500],
+    ],
+    [
+      'a clean close resumes at once from its cursor',
+      ['r1'],
+      [
+        { kind: 'closed', cursor: 'r5' },
+        { kind: 'closed', cursor: 'r9' },
+      ],
+      ['list@0', 'watch(r1)@0', 'watch(r5)@0', 'watch(r9)@0'],
+      [],
+    ],
     ['a stale watch relists at once', ['r1', 'r7'], [{ kind: 'stale' }], ['list@0', 'watch(r1)@0', 'list@0', 'watch(r7)@0'], []],
-    ['a broken watch without a cursor relists after a backoff', ['r1', 'r2'], [broken(undefined, false, new Error('reset'))], ['list@0', 'watch(r1)@0', 'list@100', 'watch(r2)@100'], [100]],
-    ['broken watches with a cursor resume, backing off 100, 200, 400', ['r1'], [broken('r2'), broken('r3'), broken('r4')], ['list@0', 'watch(r1)@0', 'watch(r2)@100', 'watch(r3)@300', 'watch(r4)@700'], [100, 200, 400]],
-    ['a broken watch that had progressed starts the backoff afresh', ['r1'], [broken('r2'), broken('r3'), broken('r4', true)], ['list@0', 'watch(r1)@0', 'watch(r2)@100', 'watch(r3)@300', 'watch(r4)@400'], [100, 200, 100]],
-    ['a successful relist starts the backoff afresh', ['fail', 'fail', 'r1', 'r2'], [broken()], ['list@0', 'list@100', 'list@300', 'watch(r1)@300', 'list@400', 'watch(r2)@400'], [100, 200, 100]],
+    [
+      'a broken watch without a cursor relists after a backoff',
+      ['r1', 'r2'],
+      [broken(undefined, false, new Error('reset'))],
+      ['list@0', 'watch(r1)@0', 'list@100', 'watch(r2)@100'],
+      [100],
+    ],
+    [
+      'broken watches with a cursor resume, backing off 100, 200, 400',
+      ['r1'],
+      [broken('r2'), broken('r3'), broken('r4')],
+      ['list@0', 'watch(r1)@0', 'watch(r2)@100', 'watch(r3)@300', 'watch(r4)@700'],
+      [100, 200, 400],
+    ],
+    [
+      'a broken watch that had progressed starts the backoff afresh',
+      ['r1'],
+      [broken('r2'), broken('r3'), broken('r4', true)],
+      ['list@0', 'watch(r1)@0', 'watch(r2)@100', 'watch(r3)@300', 'watch(r4)@400'],
+      [100, 200, 100],
+    ],
+    [
+      'a successful relist starts the backoff afresh',
+      ['fail', 'fail', 'r1', 'r2'],
+      [broken()],
+      ['list@0', 'list@100', 'list@300', 'watch(r1)@300', 'list@400', 'watch(r2)@400'],
+      [100, 200, 100],
+    ],
   ])('%s', async (_name, lists, watches, calls, delays) => {
     const r = await run(lists, watches);
     expect(r.calls).toEqual(calls);

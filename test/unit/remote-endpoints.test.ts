@@ -12,7 +12,13 @@ import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 describe('remoteEndpointDriver.desiredFor', () => {
   it('one remote endpoint per pod address of the peer subnet', () => {
     const driver = remoteEndpointDriver(new HnsClient(new SimulatedHnsTransport(new SimulatedDataplane())), 'NET-ID', '0E-2A', 'flannel.4096');
-    const items = driver.desiredFor({ key: 'node-2', subnet: '10.244.2.0/29', publicIP: '10.0.0.12', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0c' } });
+    const items = driver.desiredFor({
+      key: 'node-2',
+      subnet: '10.244.2.0/29',
+      publicIP: '10.0.0.12',
+      backendType: 'vxlan',
+      backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0c' },
+    });
     expect(items.map((e) => [e.Name, e.MacAddress, driver.desiredKey(e)])).toEqual([
       ['remote_10.244.2.2', '0E-2A-0A-F4-02-02', '10.244.2.2'],
       ['remote_10.244.2.3', '0E-2A-0A-F4-02-03', '10.244.2.3'],

@@ -107,10 +107,21 @@ describe('RouteNetwork', () => {
     await flush();
     expect(first.log).toEqual(['read', 'add 10.244.2.0/24=10.0.0.12']);
     expect(manager.completed).toEqual([own]);
-    expect(network.status()).toMatchObject({ inSync: true, peersDesired: 1, peersProgrammed: 1, rejections: [expect.objectContaining({ key: 'far', reason: 'subnet-outside-network' })] });
+    expect(network.status()).toMatchObject({
+      inSync: true,
+      peersDesired: 1,
+      peersProgrammed: 1,
+      rejections: [expect.objectContaining({ key: 'far', reason: 'subnet-outside-network' })],
+    });
 
     first.log = [];
-    manager.emit({ kind: 'events', events: [{ type: 'added', lease: lease('node-2', 2, '10.0.0.99') }, { type: 'added', lease: lease('node-3', 3) }] });
+    manager.emit({
+      kind: 'events',
+      events: [
+        { type: 'added', lease: lease('node-2', 2, '10.0.0.99') },
+        { type: 'added', lease: lease('node-3', 3) },
+      ],
+    });
     await flush();
     expect(first.log).toEqual(['remove 10.244.2.0/24=10.0.0.12', 'add 10.244.3.0/24=10.0.0.13,10.244.2.0/24=10.0.0.99']);
     manager.emit({ kind: 'events', events: [{ type: 'removed', lease: lease('node-3', 3) }] });
@@ -128,7 +139,13 @@ describe('RouteNetwork', () => {
     manager.emit({ kind: 'snapshot', leases: [lease('node-2', 2), lease('node-3', 3)] });
     await flush();
     first.gone = true;
-    manager.emit({ kind: 'events', events: [{ type: 'removed', lease: lease('node-3', 3) }, { type: 'added', lease: lease('node-4', 4) }] });
+    manager.emit({
+      kind: 'events',
+      events: [
+        { type: 'removed', lease: lease('node-3', 3) },
+        { type: 'added', lease: lease('node-4', 4) },
+      ],
+    });
     await flush();
     await flush();
     expect(second.log).toEqual(['read', 'add 10.244.2.0/24=10.0.0.12,10.244.4.0/24=10.0.0.14']);

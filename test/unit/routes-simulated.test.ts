@@ -58,7 +58,7 @@ describe('SimulatedRouteTable', () => {
     expect(dp.calls.get('CreateIpForwardEntry2')).toBe(2);
   });
 
-  it('removeRoute behind the agent\'s back', async () => {
+  it("removeRoute behind the agent's back", async () => {
     const dp = new SimulatedDataplane();
     const rt = new SimulatedRouteTable(dp);
     await rt.add(r('10.244.3.0/24'));

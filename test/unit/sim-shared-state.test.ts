@@ -105,8 +105,12 @@ describe('one state file, several processes', () => {
     fs.writeFileSync(`${file}.lock`, JSON.stringify({ pid: process.pid, at: Date.now() }));
     const child = spawn(
       process.execPath,
-      ['--input-type=module', '-e', `import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'dataplane', 'simulated.js'))};
-        new SimulatedDataplane({ statePath: ${JSON.stringify(file)} }).createRoute({ DestinationPrefix: '10.8.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });`],
+      [
+        '--input-type=module',
+        '-e',
+        `import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'dataplane', 'simulated.js'))};
+        new SimulatedDataplane({ statePath: ${JSON.stringify(file)} }).createRoute({ DestinationPrefix: '10.8.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });`,
+      ],
       { stdio: 'inherit' },
     );
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));

@@ -98,7 +98,12 @@ describe("kube-proxy's endpoint, found by IP as winkernel hns.go getEndpointByIp
     ['nameless local endpoint', [ep('pod-a', '10.244.1.3'), ep(undefined, '10.244.1.9')], [], '10.244.1.9'],
     ['the one holding a recorded IP first', [ep(undefined, '10.244.1.5'), ep(undefined, '10.244.1.9')], ['10.244.1.9'], '10.244.1.9'],
     ['recorded IP on the second IP configuration', [ep(undefined, '10.244.1.5'), ep(undefined, '10.244.1.20', 0, '10.244.1.9')], ['10.244.1.9'], '10.244.1.20'],
-    ['a named endpoint (a pod, or this agent) never, even at a recorded IP', [ep('pod-a', '10.244.1.9'), ep('flannel.4096_sourcevip', '10.244.1.2')], ['10.244.1.9', '10.244.1.2'], undefined],
+    [
+      'a named endpoint (a pod, or this agent) never, even at a recorded IP',
+      [ep('pod-a', '10.244.1.9'), ep('flannel.4096_sourcevip', '10.244.1.2')],
+      ['10.244.1.9', '10.244.1.2'],
+      undefined,
+    ],
     ['a remote endpoint (kube-proxy service VIP) never', [ep(undefined, '10.244.1.9', 1)], ['10.244.1.9'], undefined],
     ['outside the subnet never', [ep(undefined, '10.96.0.10')], [], undefined],
     ['named pods only: none', [ep('pod-a', '10.244.1.3')], [], undefined],

@@ -47,7 +47,10 @@ describe('simulated dataplane state file', () => {
   const deep = '['.repeat(100_000) + ']'.repeat(100_000);
   it.each([
     ['100,000 nested [', deep],
-    ['deep nesting inside a network', doc({ networks: [{ ...network, Policies: [{ Type: 'X', Settings: { x: JSON.parse('[[[[[[[[[[1]]]]]]]]]]') as unknown } }] }] }).replace('[[[[[[[[[[1]]]]]]]]]]', deep)],
+    [
+      'deep nesting inside a network',
+      doc({ networks: [{ ...network, Policies: [{ Type: 'X', Settings: { x: JSON.parse('[[[[[[[[[[1]]]]]]]]]]') as unknown } }] }] }).replace('[[[[[[[[[[1]]]]]]]]]]', deep),
+    ],
     ['a null network', doc({ networks: [null] })],
     ['a null endpoint', doc({ endpoints: [null] })],
     ['a null route', doc({ routes: [null] })],
@@ -71,7 +74,11 @@ describe('simulated dataplane state file', () => {
   });
 
   it('names the bad entry', () => {
-    const err = expectCode(() => parseDataplaneState(doc({ networks: [{ ...network, Policies: [{ Type: 'A' }, null] }] }), '/s.json'), DataplaneStateError, 'FLANNEL_ERR_DATAPLANE_STATE');
+    const err = expectCode(
+      () => parseDataplaneState(doc({ networks: [{ ...network, Policies: [{ Type: 'A' }, null] }] }), '/s.json'),
+      DataplaneStateError,
+      'FLANNEL_ERR_DATAPLANE_STATE',
+    );
     expect(err.context).toEqual({ file: '/s.json', entry: '$.networks[0].Policies[1]' });
   });
 

@@ -3,22 +3,14 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeSubnetEnvFs } from '../../src/host/files.js';
-import {
-  encodeSubnetEnv,
-  parseSubnetEnv,
-  previousSubnetFromEnv,
-  readSubnetEnv,
-  writeSubnetEnv,
-} from '../../src/subnet/subnet-env.js';
+import { encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from '../../src/subnet/subnet-env.js';
 import type { SubnetEnvFs } from '../../src/subnet/subnet-env.js';
 import { isFlannelError, type FlannelError } from '../../src/errors.js';
 
 describe('encodeSubnetEnv', () => {
   it('matches the docs/compatibility.md §4 example byte for byte', () => {
     const text = encodeSubnetEnv({ network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true });
-    expect(Buffer.from(text)).toEqual(
-      Buffer.from('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n'),
-    );
+    expect(Buffer.from(text)).toEqual(Buffer.from('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n'));
   });
 
   it.each([

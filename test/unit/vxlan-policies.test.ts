@@ -24,13 +24,19 @@ const peer = (n: number): Lease => ({
 async function setup() {
   const dp = new SimulatedDataplane();
   const hns = new HnsClient(new SimulatedHnsTransport(dp));
-  const net = await hns.createNetwork(overlayNetworkFor({ type: 'vxlan', name: 'flannel.4096', vni: 4096, port: 4789, macPrefix: '0E-2A', legacyRemoteEndpoints: false }, '10.244.100.0/24', ''));
+  const net = await hns.createNetwork(
+    overlayNetworkFor({ type: 'vxlan', name: 'flannel.4096', vni: 4096, port: 4789, macPrefix: '0E-2A', legacyRemoteEndpoints: false }, '10.244.100.0/24', ''),
+  );
   const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
   const clock = new FakeClock();
   const r = new Reconciler({ driver, clock, resyncMs: 10_000 });
   const calls = () => Object.fromEntries([...dp.calls].filter(([op]) => op.startsWith('Hcn')));
   dp.calls.clear();
-  const prefixes = () => (dp.getNetwork(net.ID!)?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').map((p) => String(p.Settings?.['DestinationPrefix'])).sort();
+  const prefixes = () =>
+    (dp.getNetwork(net.ID!)?.Policies ?? [])
+      .filter((p) => p.Type === 'RemoteSubnetRoute')
+      .map((p) => String(p.Settings?.['DestinationPrefix']))
+      .sort();
   return { dp, hns, net, r, clock, calls, prefixes };
 }
 

@@ -9,12 +9,7 @@ import { Win32HnsTransport } from '../../src/hns/win32.js';
 import { Win32Host } from '../../src/host/win32.js';
 import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/win32.js';
 import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
-import {
-  encodeIpAddrTable,
-  encodeIpForwardTable2,
-  ipAddrTableLength,
-  decodeIpForwardRow2,
-} from '../../src/win32/iphlpapi.js';
+import { encodeIpAddrTable, encodeIpForwardTable2, ipAddrTableLength, decodeIpForwardRow2 } from '../../src/win32/iphlpapi.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
 import { Metrics, METRIC } from '../../src/health/metrics.js';
 
@@ -442,7 +437,16 @@ describe('Win32RouteTable', () => {
     const route = { destinationPrefix: '10.244.2.0/24', nextHop: '10.0.0.4', interfaceIndex: 9, metric: 7 };
     await r.add(route);
     const row = decodeIpForwardRow2(dll.lastRow!);
-    expect(row).toMatchObject({ interfaceLuid: 0n, interfaceIndex: 9, destination: '10.244.2.0', prefixLength: 24, nextHop: '10.0.0.4', metric: 7, protocol: 3, sitePrefixLength: 0 });
+    expect(row).toMatchObject({
+      interfaceLuid: 0n,
+      interfaceIndex: 9,
+      destination: '10.244.2.0',
+      prefixLength: 24,
+      nextHop: '10.0.0.4',
+      metric: 7,
+      protocol: 3,
+      sitePrefixLength: 0,
+    });
     expect(row.validLifetime).toBe(0xffffffff);
     dll.createStatus = 5010;
     await r.add(route);

@@ -144,130 +144,115 @@ interface Scenario {
 
   const subnetEnv = () => driveC('run/flannel/subnet.env');
 
-  it(
-    'vxlan: the Overlay network, RemoteSubnetRoute policies per peer, subnet.env in C:\\run\\flannel; a peer deleted is removed',
-    async () => {
-      const s = await scenario(VXLAN_NET_CONF);
-      addLinux(s.api, 1, 'vxlan');
-      addLinux(s.api, 2, 'vxlan');
-      const agent = start(s);
+  it('vxlan: the Overlay network, RemoteSubnetRoute policies per peer, subnet.env in C:\\run\\flannel; a peer deleted is removed', async () => {
+    const s = await scenario(VXLAN_NET_CONF);
+    addLinux(s.api, 1, 'vxlan');
+    addLinux(s.api, 2, 'vxlan');
+    const agent = start(s);
 
-      await waitForAgent(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
-      expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
-      expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096', '10.244.2.0/24 pa 10.0.0.12 vsid 4096']);
+    await waitForAgent(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
+    expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
+    expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096', '10.244.2.0/24 pa 10.0.0.12 vsid 4096']);
 
-      const net = s.sim.dp.getNetworkByName('flannel.4096')!;
-      expect(net).toMatchObject({ Type: 'Overlay' });
-      expect(net.Policies!.map((p) => p.Type)).toEqual(expect.arrayContaining(['NetAdapterName', 'ProviderAddress', 'DrMacAddress']));
-      // It all came through the DLLs: the simulator's own counters and the server's per-function counts.
-      expect(s.sim.count('HcnCreateNetwork') + s.sim.count('HNSCall')).toBeGreaterThan(0);
-      expect(s.sim.count('HcnModifyNetwork')).toBeGreaterThan(0);
-      expect(s.sim.dp.calls.get('HcnModifyNetwork') ?? 0).toBeGreaterThan(0);
-      expect(s.sim.protocolErrors).toEqual([]);
+    const net = s.sim.dp.getNetworkByName('flannel.4096')!;
+    expect(net).toMatchObject({ Type: 'Overlay' });
+    expect(net.Policies!.map((p) => p.Type)).toEqual(expect.arrayContaining(['NetAdapterName', 'ProviderAddress', 'DrMacAddress']));
+    // It all came through the DLLs: the simulator's own counters and the server's per-function counts.
+    expect(s.sim.count('HcnCreateNetwork') + s.sim.count('HNSCall')).toBeGreaterThan(0);
+    expect(s.sim.count('HcnModifyNetwork')).toBeGreaterThan(0);
+    expect(s.sim.dp.calls.get('HcnModifyNetwork') ?? 0).toBeGreaterThan(0);
+    expect(s.sim.protocolErrors).toEqual([]);
 
-      // The vxlan annotation carries the DR MAC HNS chose.
-      const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
-      await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
-      expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).toBe(
-        `{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`,
-      );
+    // The vxlan annotation carries the DR MAC HNS chose.
+    const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
+    await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
+    expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).toBe(`{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`);
 
-      // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
-      s.api.deleteNode('linux-2');
-      await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the deleted peer policy removed', agent);
-      expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096']);
-      // handles: every HcnOpen/Create closed; the one kept open for policy writes by the next full pass (resync, 10 s)
-      await waitForAgent(() => s.sim.openHandles === 0, 'all HCN handles closed', agent, 20_000);
-      expect(s.sim.mibTablesOutstanding).toBe(0);
-      expect(s.sim.badFrees).toBe(0);
-    },
-    180_000,
-  );
+    // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
+    s.api.deleteNode('linux-2');
+    await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the deleted peer policy removed', agent);
+    expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096']);
+    // handles: every HcnOpen/Create closed; the one kept open for policy writes by the next full pass (resync, 10 s)
+    await waitForAgent(() => s.sim.openHandles === 0, 'all HCN handles closed', agent, 20_000);
+    expect(s.sim.mibTablesOutstanding).toBe(0);
+    expect(s.sim.badFrees).toBe(0);
+  }, 180_000);
 
-  it(
-    'host-gw: L2Bridge cbr0, cbr0_ep attached, forwarding on, one route per peer on the vNIC; a restart keeps the network',
-    async () => {
-      const s = await scenario(HOSTGW_NET_CONF);
-      addLinux(s.api, 1, 'host-gw');
-      addLinux(s.api, 2, 'host-gw');
-      const agent = start(s);
+  it('host-gw: L2Bridge cbr0, cbr0_ep attached, forwarding on, one route per peer on the vNIC; a restart keeps the network', async () => {
+    const s = await scenario(HOSTGW_NET_CONF);
+    addLinux(s.api, 1, 'host-gw');
+    addLinux(s.api, 2, 'host-gw');
+    const agent = start(s);
 
-      await waitForAgent(() => peerRoutes(s).length === 2 && existsSync(subnetEnv()), 'two peer routes and subnet.env', agent);
-      const vnic = s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
-      expect(vnic.IPAddress).toBe(WIN_IP);
-      expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`, `10.244.2.0/24 via 10.0.0.12 if ${vnic.InterfaceIndex}`]);
-      expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
+    await waitForAgent(() => peerRoutes(s).length === 2 && existsSync(subnetEnv()), 'two peer routes and subnet.env', agent);
+    const vnic = s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
+    expect(vnic.IPAddress).toBe(WIN_IP);
+    expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`, `10.244.2.0/24 via 10.0.0.12 if ${vnic.InterfaceIndex}`]);
+    expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
 
-      const net = s.sim.dp.getNetworkByName('cbr0')!;
-      expect(net.Type).toBe('L2Bridge');
-      const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
-      expect(ep.IpConfigurations![0].IpAddress).toBe('10.244.100.2');
-      expect(s.sim.dp.isAttachedToHost(ep.ID!)).toBe(true);
-      await waitForAgent(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
-      expect(s.sim.count('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
-      expect(s.sim.dp.calls.get('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
-      expect(s.sim.count('SetIpInterfaceEntry')).toBeGreaterThan(0);
-      expect(s.sim.protocolErrors).toEqual([]);
+    const net = s.sim.dp.getNetworkByName('cbr0')!;
+    expect(net.Type).toBe('L2Bridge');
+    const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
+    expect(ep.IpConfigurations![0].IpAddress).toBe('10.244.100.2');
+    expect(s.sim.dp.isAttachedToHost(ep.ID!)).toBe(true);
+    await waitForAgent(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
+    expect(s.sim.count('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
+    expect(s.sim.dp.calls.get('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
+    expect(s.sim.count('SetIpInterfaceEntry')).toBeGreaterThan(0);
+    expect(s.sim.protocolErrors).toEqual([]);
 
-      // A peer deleted: its route goes through DeleteIpForwardEntry2.
-      s.api.deleteNode('linux-2');
-      await waitForAgent(() => peerRoutes(s).length === 1, 'the deleted peer route removed', agent);
-      expect(s.sim.count('DeleteIpForwardEntry2')).toBeGreaterThan(0);
+    // A peer deleted: its route goes through DeleteIpForwardEntry2.
+    s.api.deleteNode('linux-2');
+    await waitForAgent(() => peerRoutes(s).length === 1, 'the deleted peer route removed', agent);
+    expect(s.sim.count('DeleteIpForwardEntry2')).toBeGreaterThan(0);
 
-      // Restart: the network (same ID) and the endpoint are kept.
-      const networkId = net.ID;
-      const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
-      const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
-      await agent.stop();
-      const again = start(s);
-      await waitForAgent(() => (again.log().match(/reconcil|ready|lease/gi)?.length ?? 0) > 0 && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent at work', again);
-      await new Promise((r) => setTimeout(r, 3_000));
-      expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
-      expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
-      expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
-      expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`]);
-    },
-    240_000,
-  );
+    // Restart: the network (same ID) and the endpoint are kept.
+    const networkId = net.ID;
+    const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
+    const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
+    await agent.stop();
+    const again = start(s);
+    await waitForAgent(() => (again.log().match(/reconcil|ready|lease/gi)?.length ?? 0) > 0 && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent at work', again);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
+    expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
+    expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
+    expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`]);
+  }, 240_000);
 
-  it(
-    'an HNS error (0x803B0010 on network creation) surfaces as a coded error with a clear log line',
-    async () => {
-      const s = await scenario(HOSTGW_NET_CONF);
-      addLinux(s.api, 1, 'host-gw');
-      // Both the v2 and the v1 creation paths fail once with "network name already exists".
-      s.sim.dp.injections.failNext('HcnCreateNetwork', 0x803b0010);
-      s.sim.dp.injections.failNext('HNSCall POST /networks/', 0x803b0010);
-      const agent = start(s);
-      await waitForAgent(() => /0x803B0010/i.test(agent.log()), 'the HRESULT in the log', agent);
-      const line = agent.log().split('\n').find((l) => /0x803B0010/i.test(l))!;
-      expect(line).toMatch(/ERROR/);
-      expect(line).toMatch(/FLANNEL_ERR_HNS_EXISTS/);
-      expect(line).toMatch(/already exists/i);
-      expect(line).toMatch(/network=cbr0/);
-      // Network creation at start-up is fatal (as upstream flanneld): the agent exits non-zero and the
-      // service manager restarts it; the restarted agent programs the network.
-      let timer: NodeJS.Timeout | undefined;
-      const exit = await Promise.race([agent.exited, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 30_000)))]);
-      clearTimeout(timer);
-      expect(exit?.code ?? 'still running').not.toBe(0);
-      const again = start(s);
-      await waitForAgent(() => s.sim.dp.getNetworkByName('cbr0') && peerRoutes(s).length === 1, 'recovery after a restart', again);
-    },
-    180_000,
-  );
+  it('an HNS error (0x803B0010 on network creation) surfaces as a coded error with a clear log line', async () => {
+    const s = await scenario(HOSTGW_NET_CONF);
+    addLinux(s.api, 1, 'host-gw');
+    // Both the v2 and the v1 creation paths fail once with "network name already exists".
+    s.sim.dp.injections.failNext('HcnCreateNetwork', 0x803b0010);
+    s.sim.dp.injections.failNext('HNSCall POST /networks/', 0x803b0010);
+    const agent = start(s);
+    await waitForAgent(() => /0x803B0010/i.test(agent.log()), 'the HRESULT in the log', agent);
+    const line = agent
+      .log()
+      .split('\n')
+      .find((l) => /0x803B0010/i.test(l))!;
+    expect(line).toMatch(/ERROR/);
+    expect(line).toMatch(/FLANNEL_ERR_HNS_EXISTS/);
+    expect(line).toMatch(/already exists/i);
+    expect(line).toMatch(/network=cbr0/);
+    // Network creation at start-up is fatal (as upstream flanneld): the agent exits non-zero and the
+    // service manager restarts it; the restarted agent programs the network.
+    let timer: NodeJS.Timeout | undefined;
+    const exit = await Promise.race([agent.exited, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 30_000)))]);
+    clearTimeout(timer);
+    expect(exit?.code ?? 'still running').not.toBe(0);
+    const again = start(s);
+    await waitForAgent(() => s.sim.dp.getNetworkByName('cbr0') && peerRoutes(s).length === 1, 'recovery after a restart', again);
+  }, 180_000);
 
-  it(
-    'an ErrorRecord with S_OK still counts as a failure',
-    async () => {
-      const s = await scenario(VXLAN_NET_CONF);
-      addLinux(s.api, 1, 'vxlan');
-      s.sim.dp.injections.failNext('HcnModifyNetwork', 0x80070057);
-      s.sim.errorRecordOnly('HcnModifyNetwork');
-      const agent = start(s);
-      await waitForAgent(() => /HcnModifyNetwork/.test(agent.log()) && /0x80070057|parameter is incorrect/i.test(agent.log()), 'the ErrorRecord failure in the log', agent);
-      await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the policy added on retry', agent);
-    },
-    180_000,
-  );
+  it('an ErrorRecord with S_OK still counts as a failure', async () => {
+    const s = await scenario(VXLAN_NET_CONF);
+    addLinux(s.api, 1, 'vxlan');
+    s.sim.dp.injections.failNext('HcnModifyNetwork', 0x80070057);
+    s.sim.errorRecordOnly('HcnModifyNetwork');
+    const agent = start(s);
+    await waitForAgent(() => /HcnModifyNetwork/.test(agent.log()) && /0x80070057|parameter is incorrect/i.test(agent.log()), 'the ErrorRecord failure in the log', agent);
+    await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the policy added on retry', agent);
+  }, 180_000);
 });

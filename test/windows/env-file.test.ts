@@ -5,7 +5,18 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CACHE, buildWindowsArtifacts, ensurePackage, ensurePrefix, ensureWindowsNode, mustFailWhenSkipped, runUnderWine, winPath, windowsHarness, type BuiltPackage } from '../support/windows.js';
+import {
+  CACHE,
+  buildWindowsArtifacts,
+  ensurePackage,
+  ensurePrefix,
+  ensureWindowsNode,
+  mustFailWhenSkipped,
+  runUnderWine,
+  winPath,
+  windowsHarness,
+  type BuiltPackage,
+} from '../support/windows.js';
 
 const harness = windowsHarness();
 
@@ -44,7 +55,7 @@ if (!harness.run && mustFailWhenSkipped()) {
   // With --env-file=MISSING the Node inside the exe stops first ("flanneld.exe: MISSING: not found"):
   // that is why the flag's name is --flanneld-env-file (README, Flags).
   it.each(['--flanneld-env-file=', '-env-file='])(
-    '%sMISSING: flanneld\'s own error naming the file, exit 2',
+    "%sMISSING: flanneld's own error naming the file, exit 2",
     async (flag) => {
       const r = await runUnderWine(exe(), [flag + winPath(join(dir, 'missing.env'))], { timeoutMs: 60_000 });
       expect(r.stderr).toMatch(/flanneld: cannot read env file .*missing\.env/);

@@ -141,51 +141,45 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     expect(image.includes(Buffer.from('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1'))).toBe(true);
   });
 
-  it(
-    'flanneld.exe --version prints the version',
-    async () => {
-      const r = await runUnderWine(exe(), ['--version'], { timeoutMs: 60_000 });
-      expect(r.code).toBe(0);
-      expect(r.stdout.trim()).toBe(VERSION);
-      expect(r.stderr).not.toMatch(/Warning|DeprecationWarning/);
-    },
-    90_000,
-  );
+  it('flanneld.exe --version prints the version', async () => {
+    const r = await runUnderWine(exe(), ['--version'], { timeoutMs: 60_000 });
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(VERSION);
+    expect(r.stderr).not.toMatch(/Warning|DeprecationWarning/);
+  }, 90_000);
 
-  it(
-    'flanneld.exe install-cni: installs the four plugins from a zip path with Windows paths and renames; a rerun writes nothing; --help names C:\\opt\\cni\\bin',
-    async () => {
-      mkdirSync(join(CACHE, 'runs'), { recursive: true });
-      const dir = mkdtempSync(join(CACHE, 'runs', 'cni-'));
-      const plugins = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
-      const yazl = createRequire(import.meta.url)('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, n: string): void; end(): void; outputStream: NodeJS.ReadableStream } };
-      const zip = new yazl.ZipFile();
-      for (const p of plugins) zip.addBuffer(Buffer.from(`MZ ${p} ${'x'.repeat(1000)}`), `bin/${p}`);
-      zip.end();
-      const zipPath = join(dir, 'plugins.zip');
-      await pipeline(zip.outputStream, createWriteStream(zipPath));
-      const hash = createHash('sha256').update(readFileSync(zipPath)).digest('hex');
-      const binDir = join(dir, 'opt', 'cni', 'bin');
-      const args = ['install-cni', '--source', winPath(zipPath), '--sha256', hash, '--bin-dir', winPath(binDir)];
-      const first = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
-      expect(first.stderr).not.toContain('install-cni:');
-      expect(first.code).toBe(0);
-      for (const p of plugins) expect(readFileSync(join(binDir, p), 'utf8')).toContain(`MZ ${p} `);
-      const again = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
-      expect(again.code).toBe(0);
-      expect(again.stdout).toContain('nothing downloaded or written');
-      const bad = await runUnderWine(exe(), ['install-cni', '--source', winPath(zipPath), '--sha256', '0'.repeat(64), '--bin-dir', winPath(join(dir, 'other'))], { timeoutMs: 60_000 });
-      expect(bad.code).toBe(1);
-      expect(bad.stderr).toContain('[FLANNEL_ERR_CNI_HASH]');
-      expect(existsSync(join(dir, 'other'))).toBe(false);
-      const help = await runUnderWine(exe(), ['install-cni', '--help'], { timeoutMs: 60_000 });
-      expect(help.stdout).toContain('(default "C:\\opt\\cni\\bin")');
-      const main = await runUnderWine(exe(), ['--help'], { timeoutMs: 60_000 });
-      expect(main.stdout).toContain('(default "C:\\run\\flannel\\subnet.env")');
-      expect(main.stdout).not.toContain('(default "/run/flannel/subnet.env")');
-    },
-    300_000,
-  );
+  it('flanneld.exe install-cni: installs the four plugins from a zip path with Windows paths and renames; a rerun writes nothing; --help names C:\\opt\\cni\\bin', async () => {
+    mkdirSync(join(CACHE, 'runs'), { recursive: true });
+    const dir = mkdtempSync(join(CACHE, 'runs', 'cni-'));
+    const plugins = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
+    const yazl = createRequire(import.meta.url)('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, n: string): void; end(): void; outputStream: NodeJS.ReadableStream } };
+    const zip = new yazl.ZipFile();
+    for (const p of plugins) zip.addBuffer(Buffer.from(`MZ ${p} ${'x'.repeat(1000)}`), `bin/${p}`);
+    zip.end();
+    const zipPath = join(dir, 'plugins.zip');
+    await pipeline(zip.outputStream, createWriteStream(zipPath));
+    const hash = createHash('sha256').update(readFileSync(zipPath)).digest('hex');
+    const binDir = join(dir, 'opt', 'cni', 'bin');
+    const args = ['install-cni', '--source', winPath(zipPath), '--sha256', hash, '--bin-dir', winPath(binDir)];
+    const first = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
+    expect(first.stderr).not.toContain('install-cni:');
+    expect(first.code).toBe(0);
+    for (const p of plugins) expect(readFileSync(join(binDir, p), 'utf8')).toContain(`MZ ${p} `);
+    const again = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('nothing downloaded or written');
+    const bad = await runUnderWine(exe(), ['install-cni', '--source', winPath(zipPath), '--sha256', '0'.repeat(64), '--bin-dir', winPath(join(dir, 'other'))], {
+      timeoutMs: 60_000,
+    });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('[FLANNEL_ERR_CNI_HASH]');
+    expect(existsSync(join(dir, 'other'))).toBe(false);
+    const help = await runUnderWine(exe(), ['install-cni', '--help'], { timeoutMs: 60_000 });
+    expect(help.stdout).toContain('(default "C:\\opt\\cni\\bin")');
+    const main = await runUnderWine(exe(), ['--help'], { timeoutMs: 60_000 });
+    expect(main.stdout).toContain('(default "C:\\run\\flannel\\subnet.env")');
+    expect(main.stdout).not.toContain('(default "/run/flannel/subnet.env")');
+  }, 300_000);
 
   async function scenario(backendType: 'host-gw' | 'vxlan') {
     const dir = mkdtempSync(join(CACHE, 'runs', 'exe-'));
@@ -200,45 +194,49 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     const backend = backendType === 'vxlan' ? { Type: 'vxlan', VNI: 4096, Port: 4789 } : { Type: 'host-gw' };
     writeFileSync(netConf, JSON.stringify({ Network: '10.244.0.0/16', Backend: backend }));
     const subnetEnv = join(dir, 'subnet.env');
-    const args = ['--kube-subnet-mgr', `--kubeconfig-file=${winPath(kubeconfig)}`, `--net-config-path=${winPath(netConf)}`, `--subnet-file=${winPath(subnetEnv)}`, '--iface', NODE_IP];
+    const args = [
+      '--kube-subnet-mgr',
+      `--kubeconfig-file=${winPath(kubeconfig)}`,
+      `--net-config-path=${winPath(netConf)}`,
+      `--subnet-file=${winPath(subnetEnv)}`,
+      '--iface',
+      NODE_IP,
+    ];
     return { dir, api, args, subnetEnv };
   }
 
-  it(
-    'flanneld.exe on the simulated dataplane against a fake API server: writes subnet.env, stops on Ctrl+C',
-    async () => {
-      mkdirSync(join(CACHE, 'runs'), { recursive: true });
-      const s = await scenario('host-gw');
-      const agent = startExe(exe(), [...s.args, '--dataplane', 'simulated'], { NODE_NAME: NODE }, s.dir);
-      cleanups.push(() => agent.stop());
-      const env = await waitForFile(s.subnetEnv, agent);
-      expect(env).toContain(`FLANNEL_SUBNET=10.244.100.1/24`);
-      expect(env).toContain('FLANNEL_NETWORK=10.244.0.0/16');
-      expect(await agent.stop()).toBe(0);
-      expect(agent.log()).toContain('stopped');
-    },
-    120_000,
-  );
+  it('flanneld.exe on the simulated dataplane against a fake API server: writes subnet.env, stops on Ctrl+C', async () => {
+    mkdirSync(join(CACHE, 'runs'), { recursive: true });
+    const s = await scenario('host-gw');
+    const agent = startExe(exe(), [...s.args, '--dataplane', 'simulated'], { NODE_NAME: NODE }, s.dir);
+    cleanups.push(() => agent.stop());
+    const env = await waitForFile(s.subnetEnv, agent);
+    expect(env).toContain(`FLANNEL_SUBNET=10.244.100.1/24`);
+    expect(env).toContain('FLANNEL_NETWORK=10.244.0.0/16');
+    expect(await agent.stop()).toBe(0);
+    expect(agent.log()).toContain('stopped');
+  }, 120_000);
 
-  it(
-    'flanneld.exe on the win32 dataplane: ffi-rs loads from node_modules beside the exe and programs the stand-in DLLs',
-    async () => {
-      mkdirSync(join(CACHE, 'runs'), { recursive: true });
-      const s = await scenario('vxlan');
-      const sim = new WindowsSimServer({ dataplane: { nodeIP: NODE_IP, statePath: join(s.dir, 'dataplane.json') } });
-      await sim.start();
-      cleanups.push(() => sim.stop());
-      const agent = startExe(exe(), [...s.args, '--dataplane', 'windows', '--win32-dll-dir', winPath(build.dllDir)], {
+  it('flanneld.exe on the win32 dataplane: ffi-rs loads from node_modules beside the exe and programs the stand-in DLLs', async () => {
+    mkdirSync(join(CACHE, 'runs'), { recursive: true });
+    const s = await scenario('vxlan');
+    const sim = new WindowsSimServer({ dataplane: { nodeIP: NODE_IP, statePath: join(s.dir, 'dataplane.json') } });
+    await sim.start();
+    cleanups.push(() => sim.stop());
+    const agent = startExe(
+      exe(),
+      [...s.args, '--dataplane', 'windows', '--win32-dll-dir', winPath(build.dllDir)],
+      {
         NODE_NAME: NODE,
         FLANNEL_SIM_PORT: String(sim.port),
         WINEDLLOVERRIDES: standinOverrides(build.dllDir),
-      }, s.dir);
-      cleanups.push(() => agent.stop());
-      const env = await waitForFile(s.subnetEnv, agent);
-      expect(env).toContain('FLANNEL_SUBNET=10.244.100.1/24');
-      expect(sim.dp.getNetworkByName('flannel.4096')).toBeDefined();
-      expect(await agent.stop()).toBe(0);
-    },
-    120_000,
-  );
+      },
+      s.dir,
+    );
+    cleanups.push(() => agent.stop());
+    const env = await waitForFile(s.subnetEnv, agent);
+    expect(env).toContain('FLANNEL_SUBNET=10.244.100.1/24');
+    expect(sim.dp.getNetworkByName('flannel.4096')).toBeDefined();
+    expect(await agent.stop()).toBe(0);
+  }, 120_000);
 });

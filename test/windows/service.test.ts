@@ -53,7 +53,19 @@ function fakeDeps(over: Partial<ServiceDeps> = {}): ServiceDeps & { calls: { hos
 
 describe('flanneld service: arguments', () => {
   it('install: defaults, options (both --flag value and --flag=value) and the agent flags after --', () => {
-    const o = parseServiceArgs(['install', '--name=flannel2', '--log-dir', 'D:\\logs', '--env', 'NODE_NAME=win-1', '--log-keep=0', '--', '--kube-subnet-mgr', '--iface', '10.0.0.2']) as ServiceOptions;
+    const o = parseServiceArgs([
+      'install',
+      '--name=flannel2',
+      '--log-dir',
+      'D:\\logs',
+      '--env',
+      'NODE_NAME=win-1',
+      '--log-keep=0',
+      '--',
+      '--kube-subnet-mgr',
+      '--iface',
+      '10.0.0.2',
+    ]) as ServiceOptions;
     expect(o).toMatchObject({ verb: 'install', name: 'flannel2', logDir: 'D:\\logs', logMaxMb: 10, logKeep: 0, env: ['NODE_NAME=win-1'], timeout: 30 });
     expect(o.agentArgs).toEqual(['--kube-subnet-mgr', '--iface', '10.0.0.2']);
     expect(parseServiceArgs(['status'])).toMatchObject({ verb: 'status', name: 'flanneld', logDir: 'C:\\k\\logs\\flanneld' });
@@ -77,7 +89,23 @@ describe('flanneld service: arguments', () => {
   it('builds the host command line: the exe, log settings, env, then the agent flags', () => {
     const o = parseServiceArgs(['install', '--env', 'NODE_NAME=w', '--', '--kube-subnet-mgr']) as ServiceOptions;
     expect(hostArgs(o, { exe: 'C:\\k\\flanneld.exe', exeArgs: [] })).toEqual([
-      'install', '--name', 'flanneld', '--timeout', '30', '--exe', 'C:\\k\\flanneld.exe', '--log-dir', 'C:\\k\\logs\\flanneld', '--log-max-mb', '10', '--log-keep', '5', '--env', 'NODE_NAME=w', '--', '--kube-subnet-mgr',
+      'install',
+      '--name',
+      'flanneld',
+      '--timeout',
+      '30',
+      '--exe',
+      'C:\\k\\flanneld.exe',
+      '--log-dir',
+      'C:\\k\\logs\\flanneld',
+      '--log-max-mb',
+      '10',
+      '--log-keep',
+      '5',
+      '--env',
+      'NODE_NAME=w',
+      '--',
+      '--kube-subnet-mgr',
     ]);
     expect(hostArgs(parseServiceArgs(['stop', '--timeout', '15']) as ServiceOptions, { exe: 'x', exeArgs: [] })).toEqual(['stop', '--name', 'flanneld', '--timeout', '15']);
   });
@@ -182,78 +210,76 @@ const NODE = 'win-1';
     if (prefix) await run('wineserver', ['-k'], { env: wineEnv(env), timeout: 30_000 }).catch(() => undefined);
   }, 60_000);
 
-  it(
-    'install registers an auto-start service with the agent flags; start runs the agent (subnet.env); stop ends it within 10 s; uninstall removes it',
-    async () => {
-      const subnetEnv = join(dir, 'subnet.env');
-      const agentFlags = [
-        '--kube-subnet-mgr',
-        '--dataplane',
-        'simulated',
-        `--kubeconfig-file=${winPath(join(dir, 'kubeconfig'))}`,
-        `--net-config-path=${winPath(join(dir, 'net-conf.json'))}`,
-        `--subnet-file=${winPath(subnetEnv)}`,
-        '--iface',
-        '10.0.0.2',
-      ];
-      // NODE_SKIP_PLATFORM_CHECK: Wine reports an old Windows to Node; the service environment is the SCM's
-      const install = await flanneld(['service', 'install', '--name', SVC, '--env', `NODE_NAME=${NODE}`, '--env', 'NODE_SKIP_PLATFORM_CHECK=1', '--', ...agentFlags]);
-      expect(install.stdout).toContain(`installed service ${SVC}`);
-      // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG (a warning, not an error); Windows has it
-      expect(install.code).toBe(0);
-      expect(await scState()).toBe('STOPPED');
+  it('install registers an auto-start service with the agent flags; start runs the agent (subnet.env); stop ends it within 10 s; uninstall removes it', async () => {
+    const subnetEnv = join(dir, 'subnet.env');
+    const agentFlags = [
+      '--kube-subnet-mgr',
+      '--dataplane',
+      'simulated',
+      `--kubeconfig-file=${winPath(join(dir, 'kubeconfig'))}`,
+      `--net-config-path=${winPath(join(dir, 'net-conf.json'))}`,
+      `--subnet-file=${winPath(subnetEnv)}`,
+      '--iface',
+      '10.0.0.2',
+    ];
+    // NODE_SKIP_PLATFORM_CHECK: Wine reports an old Windows to Node; the service environment is the SCM's
+    const install = await flanneld(['service', 'install', '--name', SVC, '--env', `NODE_NAME=${NODE}`, '--env', 'NODE_SKIP_PLATFORM_CHECK=1', '--', ...agentFlags]);
+    expect(install.stdout).toContain(`installed service ${SVC}`);
+    // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG (a warning, not an error); Windows has it
+    expect(install.code).toBe(0);
+    expect(await scState()).toBe('STOPPED');
 
-      const status = await flanneld(['service', 'status', '--name', SVC]);
-      expect(status.code).toBe(0);
-      expect(status.stdout).toContain('start-type: auto');
-      expect(status.stdout).toContain('account: LocalSystem');
-      expect(status.stdout).toMatch(/binary-path: .*flanneld-service\.exe.* run --name flanneld-test --exe .*flanneld\.exe --log-dir C:\\k\\logs\\flanneld .*-- --kube-subnet-mgr --dataplane simulated/);
+    const status = await flanneld(['service', 'status', '--name', SVC]);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain('start-type: auto');
+    expect(status.stdout).toContain('account: LocalSystem');
+    expect(status.stdout).toMatch(
+      /binary-path: .*flanneld-service\.exe.* run --name flanneld-test --exe .*flanneld\.exe --log-dir C:\\k\\logs\\flanneld .*-- --kube-subnet-mgr --dataplane simulated/,
+    );
 
-      const start = await flanneld(['service', 'start', '--name', SVC]);
-      expect(start.code).toBe(0);
-      expect(await scState()).toBe('RUNNING');
-      const deadline = Date.now() + 60_000;
-      while (!(existsSync(subnetEnv) && readFileSync(subnetEnv, 'utf8').includes('FLANNEL_SUBNET'))) {
-        if (Date.now() > deadline) throw new Error(`no subnet.env; service log:\n${existsSync(logFile()) ? readFileSync(logFile(), 'utf8').slice(-4000) : '(none)'}`);
-        if ((await scState()) !== 'RUNNING') throw new Error(`the service stopped; log:\n${readFileSync(logFile(), 'utf8').slice(-4000)}`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-      expect(readFileSync(subnetEnv, 'utf8')).toContain('FLANNEL_SUBNET=10.244.100.1/24');
+    const start = await flanneld(['service', 'start', '--name', SVC]);
+    expect(start.code).toBe(0);
+    expect(await scState()).toBe('RUNNING');
+    const deadline = Date.now() + 60_000;
+    while (!(existsSync(subnetEnv) && readFileSync(subnetEnv, 'utf8').includes('FLANNEL_SUBNET'))) {
+      if (Date.now() > deadline) throw new Error(`no subnet.env; service log:\n${existsSync(logFile()) ? readFileSync(logFile(), 'utf8').slice(-4000) : '(none)'}`);
+      if ((await scState()) !== 'RUNNING') throw new Error(`the service stopped; log:\n${readFileSync(logFile(), 'utf8').slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(readFileSync(subnetEnv, 'utf8')).toContain('FLANNEL_SUBNET=10.244.100.1/24');
 
-      const t0 = Date.now();
-      const stop = await flanneld(['service', 'stop', '--name', SVC, '--timeout', '15']);
-      const stopMs = Date.now() - t0;
-      expect(stop.code).toBe(0);
-      expect(stopMs).toBeLessThan(10_000);
-      expect(await scState()).toBe('STOPPED');
-      const log = readFileSync(logFile(), 'utf8');
-      expect(log).toContain('agent started');
-      expect(log).toMatch(/flanneld-windows starting/); // the agent's own log, through the host's pipe
-      expect(log).toContain('stop requested: sending Ctrl+C');
-      expect(log).toMatch(/shutting down/); // graceful: the agent saw SIGINT
-      expect(log).toContain('agent stopped (exit code 0)');
-      expect(log).not.toContain('terminating it');
+    const t0 = Date.now();
+    const stop = await flanneld(['service', 'stop', '--name', SVC, '--timeout', '15']);
+    const stopMs = Date.now() - t0;
+    expect(stop.code).toBe(0);
+    expect(stopMs).toBeLessThan(10_000);
+    expect(await scState()).toBe('STOPPED');
+    const log = readFileSync(logFile(), 'utf8');
+    expect(log).toContain('agent started');
+    expect(log).toMatch(/flanneld-windows starting/); // the agent's own log, through the host's pipe
+    expect(log).toContain('stop requested: sending Ctrl+C');
+    expect(log).toMatch(/shutting down/); // graceful: the agent saw SIGINT
+    expect(log).toContain('agent stopped (exit code 0)');
+    expect(log).not.toContain('terminating it');
 
-      // the SCM's own tools see the same service
-      const net = await wineCmd(['net', 'start', SVC]);
-      expect(net.stdout + net.stderr).toMatch(/started successfully/);
-      // Wine's `net start` may return while the service is still START_PENDING (Windows' waits)
-      const running = Date.now() + 20_000;
-      let state = await scState();
-      while (state === 'START_PENDING' && Date.now() < running) {
-        await new Promise((r) => setTimeout(r, 250));
-        state = await scState();
-      }
-      expect(state).toBe('RUNNING');
+    // the SCM's own tools see the same service
+    const net = await wineCmd(['net', 'start', SVC]);
+    expect(net.stdout + net.stderr).toMatch(/started successfully/);
+    // Wine's `net start` may return while the service is still START_PENDING (Windows' waits)
+    const running = Date.now() + 20_000;
+    let state = await scState();
+    while (state === 'START_PENDING' && Date.now() < running) {
+      await new Promise((r) => setTimeout(r, 250));
+      state = await scState();
+    }
+    expect(state).toBe('RUNNING');
 
-      const uninstall = await flanneld(['service', 'uninstall', '--name', SVC]);
-      expect(uninstall.code).toBe(0);
-      expect(uninstall.stdout).toContain(`uninstalled service ${SVC}`);
-      const gone = await flanneld(['service', 'status', '--name', SVC]);
-      expect(gone.code).toBe(3);
-      expect(gone.stderr).toContain('is not installed');
-      console.log(`service stop took ${stopMs} ms`);
-    },
-    180_000,
-  );
+    const uninstall = await flanneld(['service', 'uninstall', '--name', SVC]);
+    expect(uninstall.code).toBe(0);
+    expect(uninstall.stdout).toContain(`uninstalled service ${SVC}`);
+    const gone = await flanneld(['service', 'status', '--name', SVC]);
+    expect(gone.code).toBe(3);
+    expect(gone.stderr).toContain('is not installed');
+    console.log(`service stop took ${stopMs} ms`);
+  }, 180_000);
 });

@@ -228,11 +228,15 @@ export class WindowsSimServer {
           return {};
         });
       case 'HcnCloseNetwork':
-        return this.v2(req.fn, async () => {
-          await this.hns.closeNetwork(this.handle(req, 'network'));
-          this.handles.delete(num(req, 'h'));
-          return {};
-        }, false);
+        return this.v2(
+          req.fn,
+          async () => {
+            await this.hns.closeNetwork(this.handle(req, 'network'));
+            this.handles.delete(num(req, 'h'));
+            return {};
+          },
+          false,
+        );
       case 'HcnCreateEndpoint':
         return this.v2(req.fn, async () => ({
           h: this.addHandle(await this.hns.createEndpoint(this.handle(req, 'network'), str(req, 'id'), str(req, 'settings'))),
@@ -252,11 +256,15 @@ export class WindowsSimServer {
           return {};
         });
       case 'HcnCloseEndpoint':
-        return this.v2(req.fn, async () => {
-          await this.hns.closeEndpoint(this.handle(req, 'endpoint'));
-          this.handles.delete(num(req, 'h'));
-          return {};
-        }, false);
+        return this.v2(
+          req.fn,
+          async () => {
+            await this.hns.closeEndpoint(this.handle(req, 'endpoint'));
+            this.handles.delete(num(req, 'h'));
+            return {};
+          },
+          false,
+        );
       case 'GetIpForwardTable2':
         return this.netio(() => this.getIpForwardTable2(req));
       case 'CreateIpForwardEntry2':
@@ -402,7 +410,7 @@ export class WindowsSimServer {
     }
     if (!(plen >= 0 && plen <= 32)) return { st: STATUS.ERROR_INVALID_PARAMETER };
     const mask = plen === 0 ? 0 : (0xffffffff << (32 - plen)) >>> 0;
-    if (((ipToInt(dest) & ~mask) >>> 0) !== 0) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if ((ipToInt(dest) & ~mask) >>> 0 !== 0) return { st: STATUS.ERROR_INVALID_PARAMETER };
     if (create) {
       const metric = num(req, 'metric');
       const protocol = num(req, 'protocol');

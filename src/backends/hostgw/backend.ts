@@ -28,21 +28,17 @@ export class HostGwBackend implements Backend {
     if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
     this.cfg = deps.netConf.backend;
     if (deps.publicIP !== deps.extIface.ipv4) {
-      throw new BackendError(
-        'FLANNEL_ERR_BACKEND',
-        "your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend",
-        { publicIP: deps.publicIP, interfaceIP: deps.extIface.ipv4 },
-      );
+      throw new BackendError('FLANNEL_ERR_BACKEND', "your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend", {
+        publicIP: deps.publicIP,
+        interfaceIP: deps.extIface.ipv4,
+      });
     }
   }
 
   async registerNetwork(signal: AbortSignal): Promise<Network> {
     const { deps, cfg } = this;
     const log = deps.log;
-    const lease = await deps.subnetManager.acquireLease(
-      () => Promise.resolve({ publicIP: deps.publicIP, backendType: 'host-gw', backendData: null }),
-      signal,
-    );
+    const lease = await deps.subnetManager.acquireLease(() => Promise.resolve({ publicIP: deps.publicIP, backendType: 'host-gw', backendData: null }), signal);
     log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });
 
     return new RouteNetwork({
@@ -176,10 +172,14 @@ export class HostGwBackend implements Backend {
       signal,
     });
     if (!iface) {
-      throw new HostError('FLANNEL_ERR_HOST', `no network interface holds ${ip} after creating HNS network ${this.cfg.name}; check the host's adapters (Get-NetIPAddress) and the vSwitch`, {
-        ip,
-        network: this.cfg.name,
-      });
+      throw new HostError(
+        'FLANNEL_ERR_HOST',
+        `no network interface holds ${ip} after creating HNS network ${this.cfg.name}; check the host's adapters (Get-NetIPAddress) and the vSwitch`,
+        {
+          ip,
+          network: this.cfg.name,
+        },
+      );
     }
     return iface;
   }

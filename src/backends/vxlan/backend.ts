@@ -122,11 +122,14 @@ export class VxlanBackend implements Backend {
     this.network = net;
     const newMac = drMacAddress(net);
     if (oldMac && newMac && macToFlannel(newMac) !== macToFlannel(oldMac)) {
-      deps.log.error('the recreated HNS network has another DR MAC than the VtepMAC this node published; peers cannot reach its pods until flanneld restarts and publishes the new one', {
-        network: cfg.name,
-        published: macToFlannel(oldMac),
-        now: macToFlannel(newMac),
-      });
+      deps.log.error(
+        'the recreated HNS network has another DR MAC than the VtepMAC this node published; peers cannot reach its pods until flanneld restarts and publishes the new one',
+        {
+          network: cfg.name,
+          published: macToFlannel(oldMac),
+          now: macToFlannel(newMac),
+        },
+      );
     }
     return this.bind(net, vnic?.mtu ?? deps.extIface.mtu);
   }
@@ -138,21 +141,21 @@ export class VxlanBackend implements Backend {
     this.network = net;
     const drMac = drMacAddress(net);
     if (!drMac) {
-      throw new BackendError('FLANNEL_ERR_BACKEND', `HNS network ${cfg.name} has no DrMacAddress policy, so there is no VtepMAC to publish; delete the network and restart flanneld`, {
-        network: cfg.name,
-        id: net.ID,
-      });
+      throw new BackendError(
+        'FLANNEL_ERR_BACKEND',
+        `HNS network ${cfg.name} has no DrMacAddress policy, so there is no VtepMAC to publish; delete the network and restart flanneld`,
+        {
+          network: cfg.name,
+          id: net.ID,
+        },
+      );
     }
     const data: VxlanBackendData = { VNI: cfg.vni, VtepMAC: macToFlannel(drMac) };
     return { publicIP: deps.publicIP, backendType: 'vxlan', backendData: data };
   }
 
   /** Reuse or (re)create the Overlay network; `vnic` is the host vNIC when this call created the network. */
-  private async ensureNetwork(
-    subnet: string,
-    signal: AbortSignal,
-    opts: { adapter?: string; drMac?: string } = {},
-  ): Promise<{ net: HcnNetwork; vnic?: HostInterface }> {
+  private async ensureNetwork(subnet: string, signal: AbortSignal, opts: { adapter?: string; drMac?: string } = {}): Promise<{ net: HcnNetwork; vnic?: HostInterface }> {
     const { deps, cfg } = this;
     const existing = await deps.hns.getNetworkByName(cfg.name);
     const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
@@ -180,10 +183,14 @@ export class VxlanBackend implements Backend {
       const body = overlayNetworkFor(cfg, subnet, adapter);
       if (opts.drMac) body.Policies = [...(body.Policies ?? []), { Type: 'DrMacAddress', Settings: { Address: opts.drMac } }];
       const created = await deps.hns.createNetwork(body);
-      const ready = await poll(deps.clock, async () => {
-        const n = await deps.hns.getNetwork(created.ID!);
-        return n && providerAddress(n) ? n : undefined;
-      }, { intervalMs: POLL_MS, timeoutMs: PROVIDER_ADDRESS_TIMEOUT_MS, signal });
+      const ready = await poll(
+        deps.clock,
+        async () => {
+          const n = await deps.hns.getNetwork(created.ID!);
+          return n && providerAddress(n) ? n : undefined;
+        },
+        { intervalMs: POLL_MS, timeoutMs: PROVIDER_ADDRESS_TIMEOUT_MS, signal },
+      );
       if (!ready) {
         throw new BackendError('FLANNEL_ERR_BACKEND', `timeout, failed to get management IP from HostComputeNetwork ${cfg.name}; check the adapter ${adapter} is up`, {
           network: cfg.name,
@@ -193,7 +200,10 @@ export class VxlanBackend implements Backend {
       const pa = providerAddress(ready)!;
       vnic = await poll(deps.clock, async () => findInterfaceByIP(await deps.host.interfaces(), pa), { intervalMs: POLL_MS, timeoutMs: VNIC_TIMEOUT_MS, signal });
       if (!vnic) {
-        throw new HostError('FLANNEL_ERR_HOST', `Interface bound to ${cfg.name} took too long to get ready. Please check your network host configuration`, { network: cfg.name, ip: pa });
+        throw new HostError('FLANNEL_ERR_HOST', `Interface bound to ${cfg.name} took too long to get ready. Please check your network host configuration`, {
+          network: cfg.name,
+          ip: pa,
+        });
       }
       deps.log.info('created HNS network', { network: cfg.name, id: ready.ID, providerAddress: pa, vnic: vnic.name, index: vnic.index });
       net = ready;

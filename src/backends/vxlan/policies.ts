@@ -32,7 +32,6 @@ export function remoteSubnetRouteFor(peer: Lease): RemoteSubnetRoutePolicy {
   };
 }
 
-
 export function sameRemoteSubnetRoute(a: RemoteSubnetRoutePolicySettings, d: RemoteSubnetRoutePolicySettings): boolean {
   return (
     a.DestinationPrefix === d.DestinationPrefix &&

@@ -186,7 +186,12 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
   const kubeProxy = kubeProxySourceVip(endpoints, subnet, recorded);
   if (kubeProxy && !sameId(kubeProxy.ID, mine?.ID)) {
     if (mine) {
-      log.warn('deleting the source VIP endpoint this agent made: kube-proxy has its own', { endpoint: epName, id: mine.ID, ip: endpointIP(mine), kubeProxyIP: endpointIP(kubeProxy) });
+      log.warn('deleting the source VIP endpoint this agent made: kube-proxy has its own', {
+        endpoint: epName,
+        id: mine.ID,
+        ip: endpointIP(mine),
+        kubeProxyIP: endpointIP(kubeProxy),
+      });
       await hns.deleteEndpoint(mine.ID!);
     }
     log.info("adopting kube-proxy's source VIP endpoint", { id: kubeProxy.ID, name: kubeProxy.Name ?? '', ip: endpointIP(kubeProxy), network: networkName });

@@ -17,10 +17,7 @@ import { EtcdRegistry } from './registry.js';
 
 export { EtcdSubnetManager } from './manager.js';
 
-type EtcdFlags = Pick<
-  AgentConfig,
-  'etcdEndpoints' | 'etcdPrefix' | 'etcdKeyfile' | 'etcdCertfile' | 'etcdCafile' | 'etcdUsername' | 'etcdPassword'
->;
+type EtcdFlags = Pick<AgentConfig, 'etcdEndpoints' | 'etcdPrefix' | 'etcdKeyfile' | 'etcdCertfile' | 'etcdCafile' | 'etcdUsername' | 'etcdPassword'>;
 
 function clientConfig(config: EtcdFlags, log: Logger): EtcdClientConfig {
   return {
@@ -73,10 +70,7 @@ export interface CreateEtcdSubnetManagerDeps {
 }
 
 /** The etcd SubnetManager for `--etcd-*` flags. It owns its client and closes it when the agent's signal aborts. */
-export function createEtcdSubnetManager(
-  config: EtcdFlags & Pick<AgentConfig, 'subnetLeaseRenewMargin'>,
-  deps: CreateEtcdSubnetManagerDeps,
-): EtcdSubnetManager {
+export function createEtcdSubnetManager(config: EtcdFlags & Pick<AgentConfig, 'subnetLeaseRenewMargin'>, deps: CreateEtcdSubnetManagerDeps): EtcdSubnetManager {
   const log = componentLogger(deps.log, 'etcd');
   const client = createEtcdClient(clientConfig(config, log));
   let manager: EtcdSubnetManager;

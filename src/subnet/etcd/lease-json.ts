@@ -13,7 +13,6 @@ export interface DecodedLeaseAttrs {
   backendData: unknown;
 }
 
-
 /**
  * `{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"c6:d2:32:6f:8f:44"}}`.
  * vxlan data is written in Go's struct order (VNI, VtepMAC); host-gw (null data) omits BackendData.

@@ -4,13 +4,7 @@
 // pkg/subnet/etcd/local_manager.go (AcquireLease/tryAcquireLease, RenewLease, CompleteLease's renew loop).
 import { backoffDelay } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
-import {
-  EtcdAuthenticationFailedError,
-  EtcdInvalidAuthTokenError,
-  EtcdPermissionDeniedError,
-  EtcdRoleNotGrantedError,
-  EtcdUserNotFoundError,
-} from 'etcd3';
+import { EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, EtcdUserNotFoundError } from 'etcd3';
 import { BackendError, errorMessage, EtcdError, FlannelError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';

@@ -25,10 +25,7 @@ export interface ReadNetworkConfigOptions {
 
 function notFound(key: string): NetConfError {
   const example = '{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789}}';
-  return new NetConfError(
-    `${CONFIG_NOT_FOUND} (${key}: key not found); create it with the v3 API, e.g. ETCDCTL_API=3 etcdctl put ${key} '${example}'`,
-    { key },
-  );
+  return new NetConfError(`${CONFIG_NOT_FOUND} (${key}: key not found); create it with the v3 API, e.g. ETCDCTL_API=3 etcdctl put ${key} '${example}'`, { key });
 }
 
 /** parseNetConf, its errors naming the etcd key. */
@@ -59,7 +56,12 @@ export async function readNetworkConfig(registry: EtcdRegistry, signal: AbortSig
       failure = notFound(key);
     } catch (err) {
       if (err instanceof FlannelError) throw err;
-      failure = new EtcdError('FLANNEL_ERR_ETCD', `Couldn't fetch network config from ${key}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`, { key }, { cause: err });
+      failure = new EtcdError(
+        'FLANNEL_ERR_ETCD',
+        `Couldn't fetch network config from ${key}: ${errorMessage(err)}; check --etcd-endpoints, TLS files and credentials`,
+        { key },
+        { cause: err },
+      );
     }
     if (signal.aborted) throw signal.reason;
     const waited = clock.now() - start;

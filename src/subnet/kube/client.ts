@@ -103,7 +103,11 @@ function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
     replaceCurrentCluster(kc, apiUrl);
   } else {
     if (!cluster.server) {
-      throw new KubeError('FLANNEL_ERR_KUBE', `fail to create kubernetes config: kubeconfig file ${file}: cluster "${cluster.name}" has no server; set clusters[].cluster.server or pass --kube-api-url`, { file });
+      throw new KubeError(
+        'FLANNEL_ERR_KUBE',
+        `fail to create kubernetes config: kubeconfig file ${file}: cluster "${cluster.name}" has no server; set clusters[].cluster.server or pass --kube-api-url`,
+        { file },
+      );
     }
     checkServerUrl(cluster.server, `kubeconfig file ${file}`);
     replaceCurrentCluster(kc, undefined);
@@ -195,4 +199,3 @@ function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   );
   return kc;
 }
-

@@ -121,7 +121,9 @@ export class OwnNodePublisher {
         }
         const spec = asObj(asObj(node)?.spec);
         if (typeof spec?.podCIDR === 'string' && spec.podCIDR !== '') {
-          throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, { node: name });
+          throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, {
+            node: name,
+          });
         }
         state = 'no-podcidr';
         apiFailures = 0;
