@@ -16,6 +16,7 @@ import { PassLedger } from './pass-ledger.js';
 import type { PassResult, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
 import { Alarm, Latch } from './latch.js';
 import { ActualCache, planReconcile, writePlan } from './reconcile-plan.js';
+import { PeerItems } from './peer-items.js';
 import { RefusalTracker } from './refusals.js';
 
 export { planReconcile } from './reconcile-plan.js';
@@ -48,9 +49,7 @@ export class Reconciler<A, D> {
   private readonly ledger: PassLedger;
 
   private desired = new Map<string, D>();
-  /** The desired keys each peer (lease key) owns, and the peer owning each desired key. */
-  private readonly keysOf = new Map<string, string[]>();
-  private readonly ownerOf = new Map<string, string>();
+  private readonly peers = new PeerItems();
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
   private cache: ActualCache<A> | undefined;
   /** Keys whose desired item changed since the last pass (the incremental pass writes only these). */
@@ -76,7 +75,7 @@ export class Reconciler<A, D> {
     this.onNetworkGone = opts.onNetworkGone;
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
     this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
-    this.refusals = new RefusalTracker({ driver: opts.driver.name, clock: this.clock, log: this.log, metrics: opts.metrics, ...backoff, owner: (key) => this.ownerOf.get(key) });
+    this.refusals = new RefusalTracker({ driver: opts.driver.name, clock: this.clock, log: this.log, metrics: opts.metrics, ...backoff, owner: (key) => this.peers.owner(key) });
   }
 
   /** Replace the whole desired set (a snapshot): the next pass reads the dataplane and diffs everything. */
@@ -87,8 +86,7 @@ export class Reconciler<A, D> {
   /** Replace every peer's desired items (`''`: items of no peer): the next pass reads and diffs everything. */
   setPeers(peers: Iterable<readonly [string, readonly D[]]>): void {
     const next = new Map<string, D>();
-    this.keysOf.clear();
-    this.ownerOf.clear();
+    this.peers.clear();
     for (const [peer, items] of peers) {
       const keys = this.own(peer, items);
       items.forEach((d, i) => {
@@ -104,11 +102,7 @@ export class Reconciler<A, D> {
   updatePeers(changes: Iterable<readonly [string, readonly D[] | undefined]>): void {
     const items = new Map<string, D | undefined>();
     for (const [peer, want] of changes) {
-      for (const k of this.keysOf.get(peer) ?? []) {
-        if (this.ownerOf.get(k) === peer) this.ownerOf.delete(k);
-        if (!this.ownerOf.has(k)) items.set(k, undefined);
-      }
-      this.keysOf.delete(peer);
+      for (const k of this.peers.release(peer)) items.set(k, undefined);
       if (want !== undefined) this.own(peer, want).forEach((k, i) => items.set(k, want[i]));
     }
     if (items.size > 0) this.updateDesired(items);
@@ -117,9 +111,7 @@ export class Reconciler<A, D> {
   /** Record `peer` as the owner of `items`; returns their keys. */
   private own(peer: string, items: readonly D[]): string[] {
     const keys = items.map((d) => this.driver.desiredKey(d));
-    if (peer === '') return keys;
-    this.keysOf.set(peer, keys);
-    for (const k of keys) this.ownerOf.set(k, peer);
+    this.peers.own(peer, keys);
     return keys;
   }
 
@@ -170,8 +162,8 @@ export class Reconciler<A, D> {
       lastPassAt: l.lastPassAt,
       lastPassOk: l.lastPassOk,
       lastError: l.lastError,
-      peersDesired: this.keysOf.size,
-      peersProgrammed: [...this.keysOf.values()].filter((keys) => keys.every((k) => this.isProgrammed(k))).length,
+      peersDesired: this.peers.size,
+      peersProgrammed: this.peers.countHeld((k) => this.isProgrammed(k)),
     };
   }
 
@@ -230,11 +222,8 @@ export class Reconciler<A, D> {
       } else {
         const cache = this.cache!;
         const want = keys!.map((k) => desired.get(k)).filter((d): d is D => d !== undefined);
-        plan = planReconcile(
-          keys!.flatMap((k) => cache.get(k)),
-          want,
-          driver,
-        );
+        const actual = keys!.flatMap((k) => cache.get(k));
+        plan = planReconcile(actual, want, driver);
       }
       const w = await writePlan(driver, plan, { early, now: this.clock.now(), refusals: this.refusals, cache: this.cache });
       Object.assign(out, { added: w.added, removed: w.removed, replaced: w.replaced }, w.refused > 0 ? { refused: w.refused } : {});
@@ -243,18 +232,8 @@ export class Reconciler<A, D> {
         out.error = w.failure;
       }
       if (w.attempted > 0 || w.failure !== undefined) {
-        const { added, removed, replaced, refused } = w;
-        this.log.info('reconcile pass', {
-          driver: driver.name,
-          incremental,
-          added,
-          removed,
-          replaced,
-          refused,
-          unchanged: plan.unchanged,
-          ok: w.failure === undefined,
-          writes: w.calls,
-        });
+        const { added, removed, replaced, refused, calls: writes } = w;
+        this.log.info('reconcile pass', { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes });
       }
     } catch (err) {
       out.ok = false;
