@@ -30,7 +30,7 @@ export interface DataplaneDeps {
   clock: Clock;
 }
 
-/** HnsClient options from the config: `--hns-call-timeout` (seconds) as `callTimeoutMs`. */
+/** The per-call HNS timeout (`--hns-call-timeout`, seconds) in ms, for the transport decorator (src/hns/timed.ts). */
 export function hnsCallTimeoutMs(config: Pick<AgentConfig, 'hnsCallTimeoutSeconds'>): number {
   return config.hnsCallTimeoutSeconds * 1000;
 }
