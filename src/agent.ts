@@ -106,7 +106,6 @@ export class Agent {
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
     const network = this.networkValue;
-    const networkStatus = network?.status();
     let hnsNetwork: StatusInput['hnsNetwork'];
     if (network && this.dataplaneValue) {
       try {
@@ -126,8 +125,7 @@ export class Agent {
       hnsNetwork,
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
-      network: networkStatus,
-      rejections: networkStatus?.rejections ?? [],
+      network: network?.status(),
     });
   }
 

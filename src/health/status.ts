@@ -41,7 +41,6 @@ export interface StatusInput {
   mtu: number | undefined;
   sourceVip: string | undefined;
   network: NetworkStatus | undefined;
-  rejections: RejectedLease[];
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -72,7 +71,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     network,
     mtu: s.mtu ?? null,
     sourceVip: s.sourceVip ?? null,
-    peers: { desired: n?.peersDesired ?? 0, programmed: n?.peersProgrammed ?? 0, rejected: s.rejections.length, rejections: s.rejections },
+    peers: { desired: n?.peersDesired ?? 0, programmed: n?.peersProgrammed ?? 0, rejected: n?.rejections.length ?? 0, rejections: n?.rejections ?? [] },
     lastPass: n?.lastPassAt === undefined ? null : { at: iso(n.lastPassAt)!, ok: n.lastPassOk === true },
     lastSuccess: iso(n?.lastSuccessAt),
     lastError: n?.lastError ? { at: iso(n.lastError.at)!, message: n.lastError.message } : null,

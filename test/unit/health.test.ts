@@ -1,6 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import { buildStatusReport, isLocalRequest } from '../../src/health/status.js';
+import type { NetworkStatus } from '../../src/backends/backend.js';
 import { statusUrls } from '../../src/commands/status.js';
 import { startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
 import { readFileSync } from 'node:fs';
@@ -79,6 +80,19 @@ describe('health server', () => {
 });
 
 describe('/status', () => {
+  const NETWORK: NetworkStatus = {
+    networkMissing: false,
+    lastGoodAt: 0,
+    refused: 0,
+    inSync: true,
+    peersDesired: 2,
+    peersProgrammed: 2,
+    lastPassAt: 0,
+    lastPassOk: true,
+    lastSuccessAt: 0,
+    lastError: undefined,
+    rejections: [],
+  };
   const report = buildStatusReport({
     version: '0.1.0',
     phase: 'running',
@@ -89,20 +103,7 @@ describe('/status', () => {
     hnsNetwork: { id: 'ID-1', type: 'L2Bridge', adapter: 'Ethernet' },
     mtu: 1500,
     sourceVip: undefined,
-    network: {
-      networkMissing: false,
-      lastGoodAt: 0,
-      refused: 0,
-      inSync: true,
-      peersDesired: 2,
-      peersProgrammed: 2,
-      lastPassAt: 0,
-      lastPassOk: true,
-      lastSuccessAt: 0,
-      lastError: undefined,
-      rejections: [],
-    },
-    rejections: [],
+    network: NETWORK,
   });
 
   it('is served as JSON to this host; 503 without a source', async () => {
@@ -140,21 +141,8 @@ describe('/status', () => {
       networkName: 'cbr0',
       mtu: undefined,
       sourceVip: undefined,
-      rejections: [],
     };
-    const net = {
-      networkMissing: false,
-      lastGoodAt: 0,
-      refused: 0,
-      inSync: true,
-      peersDesired: 2,
-      peersProgrammed: 2,
-      lastPassAt: 0,
-      lastPassOk: true,
-      lastSuccessAt: 0,
-      lastError: undefined,
-      rejections: [],
-    };
+    const net = NETWORK;
     expect(buildStatusReport({ ...input, hnsNetwork: undefined, network: net }).inSync).toBe(false);
     expect(buildStatusReport({ ...input, hnsNetwork: new Error('HNS down'), network: net }).network).toMatchObject({ present: false, error: 'HNS down' });
     expect(buildStatusReport({ ...input, hnsNetwork: { id: 'x', type: 'L2Bridge', adapter: undefined }, network: { ...net, peersProgrammed: 1 } }).inSync).toBe(false);
