@@ -216,6 +216,8 @@ export class Agent {
       (kube
         ? kube.subnetManager(netConf)
         : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
+    // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
+    const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
@@ -242,7 +244,6 @@ export class Agent {
         : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
 
     this.phaseValue = 'registering';
-    const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     const network = await backend.registerNetwork(signal);
     this.networkValue = network;
     await settle(network);
