@@ -5,7 +5,8 @@
 // record the desired state, mark it dirty, apply later) with an incremental apply: the last read of the
 // dataplane is kept as a cache, updated with our own successful writes, so a peer event writes only its
 // own delta and reads nothing. A full read and diff happens at every resync period, after any failed
-// write, and when a whole new desired set arrives (a snapshot).
+// or refused write, once the desired set is complete (`markSynced`, the first complete list), and when it
+// is replaced whole (`setPeers`, as after a rebuild).
 import type { Clock } from '../clock.js';
 import { pause, systemClock } from '../clock.js';
 import type { Logger } from '../log.js';

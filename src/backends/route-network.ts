@@ -4,9 +4,9 @@
 // Reconciler replaces one write per event: each update's peer changes become the Reconciler's desired
 // items for those peers, the first complete list lets it remove what no peer wants, and its passes keep
 // the dataplane equal to that set (docs/adr/0001). Both backends are this class with their own binding
-// (routes for host-gw, RemoteSubnetRoute policies for vxlan) and their own rebuild: when a pass finds the
-// HNS network gone, the backend recreates it with the same subnet, every peer is reprogrammed and the
-// agent's afterRebuild hook runs (metadata route, source VIP, subnet.env).
+// (routes for host-gw; RemoteSubnetRoute policies, or legacy remote endpoints, for vxlan) and their own
+// rebuild: when a pass finds the HNS network gone, the backend recreates it with the same subnet, every
+// peer is reprogrammed and the agent's afterRebuild hook runs (metadata route, source VIP, subnet.env).
 import type { BackendDeps, Network, NetworkStatus } from './backend.js';
 import { Reconciler, type LeaseDriver } from './reconcile.js';
 import { componentLogger, type Logger } from '../log.js';

@@ -1,4 +1,5 @@
-// IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2); simulated = a JSON table.
+// IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2, ./win32.ts); simulated = the simulated
+// node's route table (./simulated.ts). ./metered.ts counts the calls of either in /metrics.
 import { RouteError } from '../errors.js';
 
 /** winerror.h: CreateIpForwardEntry2 on an interface that is gone; DeleteIpForwardEntry2 of a missing route. */

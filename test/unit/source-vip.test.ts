@@ -44,7 +44,7 @@ describe('chooseSourceVip', () => {
 describe('documents', () => {
   // The two readers, as the scripts write them:
   //  microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip:      $sourceVipJSONData.ip4.ip.Split("/")[0]
-  //  sig-windows-tools hostprocess/flannel/kube-proxy/start.ps1 (#308): $sourceVipJSONData.ips[0].address.Split("/")[0]
+  //  sig-windows-tools hostprocess/flannel/kube-proxy/start.ps1:     $sourceVipJSONData.ips[0].address.Split("/")[0]
   const sdnReader = (text: string) => (JSON.parse(text) as { ip4: { ip: string } }).ip4.ip.split('/')[0];
   const sigWindowsReader = (text: string) => (JSON.parse(text) as { ips: { address: string }[] }).ips[0].address.split('/')[0];
 

@@ -94,7 +94,7 @@ export class EtcdSubnetManager implements SubnetManager {
 
   /**
    * Stop using etcd: ends any open watch stream, then closes the client when the manager owns it
-   * (onClose). Watches are raw streams reconnected on this manager's abortable timers (see
+   * (onClose). Watches are raw streams reconnected on the relist loop's abortable timers (lease-watch.ts,
    * EtcdRegistry.openWatchStream), so nothing of the client keeps running afterwards. Idempotent.
    */
   close(): void {

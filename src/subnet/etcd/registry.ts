@@ -145,8 +145,9 @@ export class EtcdRegistry {
   /**
    * A raw Watch RPC stream; send `subnetsWatchRequest()` as its create_request. Deliberately not the
    * client's `watch()` builder: etcd3's WatchManager reconnects on its own backoff timers, which keep
-   * running (and keep Node alive) after the watcher is cancelled or the client is closed. The manager
-   * reconnects on its own abortable timers and ends the stream itself with closeWatchStream().
+   * running (and keep Node alive) after the watcher is cancelled or the client is closed. The peer watch
+   * (lease-watch.ts) reconnects on the relist loop's abortable timers and ends the stream itself with
+   * closeWatchStream().
    */
   openWatchStream(): Promise<WatchStream> {
     return this.client.watchClient.watch();

@@ -1,8 +1,8 @@
 // The Kubernetes subnet manager: the own Node's podCIDR is the lease, flannel's annotations publish it,
 // and a list + watch of Nodes yields the peers. Mirrors flannel pkg/subnet/kube/kube.go
 // (kubeSubnetManager: NewSubnetManager, AcquireLease, WatchLeases, CompleteLease) by composing one
-// module per job: own-node.ts (node name, the wait for the Node, annotations, condition),
-// node-list-watch.ts (the Node list-watch, run by ../relist.ts) and api-error.ts (retries, coded errors).
+// module per job: own-node.ts (node name, the wait for the Node, annotations, condition) and
+// node-list-watch.ts (the Node list-watch, run by ../relist.ts), both on api-error.ts (retries, coded errors).
 // Requests are raw JSON with a deadline each (http.ts): no typed model of any Node is built.
 import { systemClock, systemRandom } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
