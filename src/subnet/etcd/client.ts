@@ -21,7 +21,7 @@ export interface EtcdClientConfig {
   password: string;
   /** Deadline of every unary call (default 10 s). */
   requestTimeoutMs?: number;
-  /** Reconnect backoff of watches made with the client's own watch() builder (default 100 ms doubling to 5 s). The subnet manager does not use it: it runs raw watch streams on its own timers (registry.openWatchStream). */
+  /** Reconnect backoff of watches made with the client's own watch() builder (default 100 ms doubling to 5 s). The subnet manager does not use it: its peer watch (lease-watch.ts) runs raw watch streams (registry.openWatchStream) on the relist loop's timers. */
   watchBackoffBaseMs?: number;
   watchBackoffCapMs?: number;
   log?: Logger;
