@@ -43,10 +43,11 @@ describe('chooseSourceVip', () => {
 
 describe('documents', () => {
   // The two readers, as the scripts write them:
-  //  microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip:      $sourceVipJSONData.ip4.ip.Split("/")[0]
-  //  sig-windows-tools hostprocess/flannel/kube-proxy/start.ps1:     $sourceVipJSONData.ips[0].address.Split("/")[0]
+  //  microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip and sig-windows-tools
+  //  hostprocess/flannel/kube-proxy/start.ps1 (host-local CNI 0.2.0 output): $sourceVipJSONData.ip4.ip.Split("/")[0]
+  //  scripts that run host-local with cniVersion 0.3.1 (e.g. a Calico node's GetSourceVip): .ips[0].address.Split("/")[0]
   const sdnReader = (text: string) => (JSON.parse(text) as { ip4: { ip: string } }).ip4.ip.split('/')[0];
-  const sigWindowsReader = (text: string) => (JSON.parse(text) as { ips: { address: string }[] }).ips[0].address.split('/')[0];
+  const cni03Reader = (text: string) => (JSON.parse(text) as { ips: { address: string }[] }).ips[0].address.split('/')[0];
 
   it('the script format is one object holding host-local CNI 0.2.0 (ip4) and 0.3.0 (ips) output; both readers get the address', () => {
     const text = JSON.stringify(sdnSourceVipDocument({ ip: '10.244.1.2', prefixLength: 24, gateway: '10.244.1.1' }));
@@ -54,11 +55,11 @@ describe('documents', () => {
       '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.2/24","gateway":"10.244.1.1"},"ips":[{"version":"4","address":"10.244.1.2/24","gateway":"10.244.1.1"}],"dns":{}}',
     );
     expect(sdnReader(text)).toBe('10.244.1.2');
-    expect(sigWindowsReader(text)).toBe('10.244.1.2');
+    expect(cni03Reader(text)).toBe('10.244.1.2');
     const plain = JSON.stringify(
       plainSourceVipDocument({ ip: '10.244.1.2', prefixLength: 24, gateway: '10.244.1.1', subnet: '10.244.1.0/24', network: 'flannel.4096', endpointId: 'E' }),
     );
-    expect([sdnReader(plain), sigWindowsReader(plain), parseSourceVipDocument(plain)]).toEqual(['10.244.1.2', '10.244.1.2', '10.244.1.2']);
+    expect([sdnReader(plain), cni03Reader(plain), parseSourceVipDocument(plain)]).toEqual(['10.244.1.2', '10.244.1.2', '10.244.1.2']);
   });
 
   it.each([
