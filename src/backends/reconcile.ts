@@ -16,7 +16,7 @@ import { errorMessage } from '../errors.js';
 import { PassLedger } from './pass-ledger.js';
 import type { PassResult, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
 import { Alarm, Latch } from './latch.js';
-import { ActualCache, planReconcile, writePlan } from './reconcile-plan.js';
+import { ActualCache, planReconcile, planTouches, writePlan } from './reconcile-plan.js';
 import { PeerItems } from './peer-items.js';
 import { RefusalTracker } from './refusals.js';
 
@@ -213,8 +213,8 @@ export class Reconciler<A, D> {
     if (!incremental) this.fullPending = false;
     const start = this.ledger.begin();
     const out: PassResult = { ok: true, added: 0, removed: 0, replaced: 0 };
+    let plan: ReconcilePlan<A, D> | undefined;
     try {
-      let plan: ReconcilePlan<A, D>;
       if (!incremental) {
         const actual = await driver.readActual();
         this.lastFullAt = this.clock.now();
@@ -241,7 +241,7 @@ export class Reconciler<A, D> {
       out.error ??= err;
     }
     if (!incremental) await this.releaseQuietly(driver);
-    this.pruneRefusals();
+    this.settleRefusals(incremental ? undefined : plan);
     this.ledger.ended(out, start);
     return this.settle(out, early, incremental);
   }
@@ -254,10 +254,19 @@ export class Reconciler<A, D> {
     }
   }
 
-  /** Refused keys that are neither desired nor present any more need no retry. */
-  private pruneRefusals(): void {
+  /**
+   * Refused keys need no retry once they are neither desired nor present, or once the dataplane holds the
+   * desired item (as the cache, or else this full pass's plan, shows): drift, another writer, or HNS took it.
+   */
+  private settleRefusals(fullPlan: ReconcilePlan<A, D> | undefined): void {
     for (const k of this.refusals.keys()) {
-      if (!this.desired.has(k) && !(this.cache?.has(k) ?? false)) this.refusals.forget(k);
+      const d = this.desired.get(k);
+      const held = this.cache?.get(k) ?? [];
+      if (d === undefined) {
+        if (held.length === 0) this.refusals.forget(k);
+      } else if (this.cache ? held.length === 1 && this.driver.same(held[0], d) : fullPlan !== undefined && !planTouches(fullPlan, k, this.driver)) {
+        this.refusals.held(k);
+      }
     }
   }
 

@@ -68,11 +68,20 @@ export class RefusalTracker {
 
   /** The item for `key` was written: it is no longer refused. */
   accepted(key: string): void {
+    this.resolved(key, 'the dataplane accepted a previously refused item', 1);
+  }
+
+  /** The dataplane holds the item for `key` without our write (another writer, drift): stop retrying it. */
+  held(key: string): void {
+    this.resolved(key, 'a previously refused item is in the dataplane now; it is no longer retried', 0);
+  }
+
+  private resolved(key: string, message: string, tries: number): void {
     const prev = this.entries.get(key);
     if (!prev) return;
     this.entries.delete(key);
     this.gauge();
-    this.opts.log.info('the dataplane accepted a previously refused item', { driver: this.opts.driver, node: this.opts.owner?.(key), prefix: key, attempts: prev.attempts + 1 });
+    this.opts.log.info(message, { driver: this.opts.driver, node: this.opts.owner?.(key), prefix: key, attempts: prev.attempts + tries });
   }
 
   /** The key is no longer desired: stop tracking it. */

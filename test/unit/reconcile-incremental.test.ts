@@ -230,6 +230,37 @@ describe('refused items', () => {
     await done;
   });
 
+  // Found by test/property/incremental-apply.property.test.ts (refuse e=2, e=2 appears by drift, desire e=2):
+  // the refused key's backoff ended, but no pass ever wrote it again (the dataplane already held it), so the
+  // loop woke at once for it, forever, and never idled.
+  it.each([
+    ['incremental (cached read)', true],
+    ['full passes only (no toActual)', false],
+  ])(
+    'a refused item that shows up in the dataplane by other means is no longer retried: %s',
+    async (_name, cached) => {
+      const { clock, dp, r, ac, lines } = setup();
+      if (!cached) delete (dp as { toActual?: unknown }).toActual;
+      r.markSynced();
+      const done = r.run(ac.signal);
+      await flush();
+      dp.refused.add('e=2');
+      r.updateDesired([['e', 'e=2']]);
+      await flush();
+      expect(r.status().refused).toBe(1);
+      dp.actual.push('e=2'); // someone else wrote it (or HNS took it after all)
+      await clock.advance(30_000);
+      expect(r.status()).toMatchObject({ refused: 0, inSync: true });
+      expect(lines).toContainEqual(expect.objectContaining({ message: expect.stringContaining('previously refused'), prefix: 'e' }));
+      const reads = dp.log.filter((l) => l === 'read').length;
+      await clock.advance(30_000);
+      expect(dp.log.filter((l) => l === 'read').length - reads).toBeLessThanOrEqual(3); // resyncs only
+      ac.abort();
+      await done;
+    },
+    10_000,
+  );
+
   it('the first pass counts as tried even when it fails as a whole (NetworkUnavailable does not wait for HNS)', async () => {
     const { dp, r, ac } = setup();
     dp.failNext = 1;
