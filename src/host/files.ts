@@ -1,8 +1,10 @@
 // The node's file system as src/subnet and src/backends use it: node:fs behind the small interfaces they
 // take as options (neither imports node:fs itself). These are the real defaults; tests pass others, or
 // swap a member of nodeSubnetEnvFs to inject a full disk.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import * as syncFs from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
+import type { SourceVipFs } from '../backends/vxlan/source-vip.js';
 import type { SubnetEnvFs } from '../subnet/subnet-env.js';
 
 /** Synchronous reads of small configuration files: kubeconfig, service account token, TLS PEM files. */
@@ -28,10 +30,4 @@ export const nodeSubnetEnvFs: SubnetEnvFs = {
 };
 
 /** The source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). */
-export const hostFiles = {
-  readFileSync: (path: string, encoding: 'utf8'): string => readFileSync(path, encoding),
-  readdirSync: (path: string): string[] => readdirSync(path),
-  writeFileSync: (path: string, data: string): void => writeFileSync(path, data),
-  renameSync: (from: string, to: string): void => renameSync(from, to),
-  mkdirSync: (path: string, opts: { recursive: true }): unknown => mkdirSync(path, opts),
-};
+export const hostFiles: SourceVipFs = syncFs;
