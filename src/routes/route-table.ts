@@ -1,11 +1,12 @@
 // IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2, ./win32.ts); simulated = the simulated
 // node's route table (./simulated.ts). ./metered.ts counts the calls of either in /metrics.
 import { RouteError } from '../errors.js';
+import { WIN32_ERROR } from '../win32/encoding.js';
 
 /** winerror.h: CreateIpForwardEntry2 on an interface that is gone; DeleteIpForwardEntry2 of a missing route. */
-export const ERROR_NOT_FOUND = 1168;
+export const ERROR_NOT_FOUND = WIN32_ERROR.ERROR_NOT_FOUND;
 /** winerror.h: CreateIpForwardEntry2 of a route that exists. */
-export const ERROR_OBJECT_ALREADY_EXISTS = 5010;
+export const ERROR_OBJECT_ALREADY_EXISTS = WIN32_ERROR.ERROR_OBJECT_ALREADY_EXISTS;
 
 /** An add failed because its interface index names no interface (any more). */
 export function isInterfaceGone(err: unknown): boolean {

@@ -16,12 +16,9 @@ import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route
 /** Metric of the routes the agent installs (Windows' default for manual routes). */
 export const ROUTE_METRIC = 256;
 const ROUTE_WRITE_CONCURRENCY = 8;
-/** ERROR_OBJECT_ALREADY_EXISTS: the route is already there (the cache was wrong; re-read). */
-const STATUS_EXISTS = 5010;
-
-/** The route table refused this one route (any status but a missing interface or an existing route). */
+/** The route table refused this one route: any status but a missing interface (an existing route is success). */
 export function isRouteRefusal(err: unknown): boolean {
-  return err instanceof RouteError && err.status !== undefined && !isInterfaceGone(err) && err.status !== STATUS_EXISTS;
+  return err instanceof RouteError && err.status !== undefined && !isInterfaceGone(err);
 }
 
 /** Where the routes go: the vNIC's current index, and a way to look it up again. */
