@@ -8,10 +8,6 @@ export class Latch {
   private isOpen = false;
   private readonly waiters: (() => void)[] = [];
 
-  get opened(): boolean {
-    return this.isOpen;
-  }
-
   open(): void {
     if (this.isOpen) return;
     this.isOpen = true;

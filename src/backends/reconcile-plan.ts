@@ -54,12 +54,12 @@ export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[],
   return plan;
 }
 
-/** The actual dataplane by key, as last read and changed by our own successful writes since. */
 /** True when `plan` writes anything for `key` (a full pass's plan leaves the keys it finds right alone). */
 export function planTouches<A, D>(plan: ReconcilePlan<A, D>, key: string, ops: PlanOps<A, D>): boolean {
   return plan.add.some((d) => ops.desiredKey(d) === key) || plan.replace.some((r) => ops.desiredKey(r.to) === key) || plan.remove.some((a) => ops.actualKey(a) === key);
 }
 
+/** The actual dataplane by key, as last read and changed by our own successful writes since. */
 export class ActualCache<A> {
   private readonly byKey = new Map<string, A[]>();
 
