@@ -17,7 +17,8 @@ interface Run {
   calls: string[];
   retries: RetryNote[];
   reconnects: number;
-  result: 'resolved' | 'rejected';
+  /** How the loop ended; 'pending' when it never settled (a hang). */
+  result: 'resolved' | 'rejected' | 'pending';
 }
 
 const BASE = 100;
@@ -65,7 +66,7 @@ async function run(lists: ListStep[], watches: WatchStep[]): Promise<Run> {
     const next = clock.pending()[0];
     if (next !== undefined) await clock.advance(next);
   }
-  return { calls, retries, reconnects: metrics.get(METRIC.apiReconnects), result: result ?? 'resolved' };
+  return { calls, retries, reconnects: metrics.get(METRIC.apiReconnects), result: result ?? 'pending' };
 }
 
 const broken = (cursor?: string, progressed = false, err?: unknown): WatchEnd<string> => ({ kind: 'broken', cursor, progressed, err });

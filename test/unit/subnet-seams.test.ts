@@ -19,7 +19,15 @@ function files(contents: Record<string, string>): FileReader & { reads: string[]
     if (v === undefined) throw Object.assign(new Error(`ENOENT: no such file or directory, open '${p}'`), { code: 'ENOENT' });
     return v;
   };
-  return { reads, readText: get, readBytes: (p) => Buffer.from(get(p)), exists: (p) => p in contents };
+  return {
+    reads,
+    readText: get,
+    readBytes: (p) => Buffer.from(get(p)),
+    exists: (p) => {
+      reads.push(p);
+      return p in contents;
+    },
+  };
 }
 
 const KUBECONFIG = [
@@ -60,7 +68,9 @@ describe('buildKubeConfig reads through the injected FileReader', () => {
       'C:/var/run/secrets/kubernetes.io/serviceaccount/token',
     ],
   ])('%s: FLANNEL_ERR_KUBE naming the file', (_name, opts, file) => {
-    expect(() => buildKubeConfig({ ...opts, files: files({}) })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE', message: expect.stringContaining(file) }));
+    const f = files({});
+    expect(() => buildKubeConfig({ ...opts, files: f })).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_KUBE', message: expect.stringContaining(file) }));
+    expect(f.reads).toContain(file); // the injected reader was asked, not the real file system
   });
 });
 
@@ -75,9 +85,11 @@ describe('etcdClientOptions', () => {
   });
 
   it('an unreadable TLS file: FLANNEL_ERR_CONFIG naming the flag', () => {
-    expect(() => etcdClientOptions({ ...base, cafile: '/pki/ca.pem', certfile: '', keyfile: '', files: files({}) })).toThrow(
+    const f = files({});
+    expect(() => etcdClientOptions({ ...base, cafile: '/pki/ca.pem', certfile: '', keyfile: '', files: f })).toThrow(
       expect.objectContaining({ code: 'FLANNEL_ERR_CONFIG', message: expect.stringContaining('--etcd-cafile') }),
     );
+    expect(f.reads).toEqual(['/pki/ca.pem']);
   });
 
   it('unary call deadlines come from the injected clock', () => {
