@@ -5,7 +5,6 @@
 //   runs against a FakeKubeApiServer that demands the token, and its whole output is searched.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/parse.js';
@@ -15,6 +14,7 @@ import { waitFor } from '../support/cluster.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import { startFlanneld } from '../support/flanneld-process.js';
 import { expectCode } from '../support/errors.js';
+import { freePort } from '../support/free-port.js';
 
 describe('--etcd-password-file', () => {
   const files: Record<string, string> = { '/etc/flannel/etcd-password': 's3cret-pw\n', '/etc/flannel/crlf': 'pw2\r\n' };
@@ -47,15 +47,6 @@ describe('--etcd-password-file', () => {
     expect(() => parse(['--etcd-password-file=/etc/flannel/etcd-password', '--etcd-password=x'])).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_FLAG' }));
   });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('a kubeconfig token never reaches the log or /metrics', () => {
   const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.dG9rZW4tc2lnbmF0dXJl';

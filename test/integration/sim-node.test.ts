@@ -1,11 +1,10 @@
 // The simulated node is shared truth: the built CLI runs against a state file that the test (as
 // kube-proxy, an admin or HNS would) changes from outside while the agent runs.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
-import { MAIN } from '../support/flanneld-process.js';
+import { runFlanneld } from '../support/flanneld-process.js';
 import { SimCluster } from '../support/sim-node.js';
 
 const WIN = 'win-1';
@@ -15,15 +14,6 @@ beforeEach(async () => {
 });
 afterEach(() => cluster.stop());
 
-function cleanupCli(args: string[]): Promise<{ code: number | null; stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, 'cleanup', ...args], { env: { PATH: process.env['PATH'] ?? '' }, stdio: ['ignore', 'pipe', 'inherit'] });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.on('exit', (code) => resolve({ code, stdout }));
-  });
-}
-
 describe('the state file is the node, shared by every process', () => {
   it('flanneld cleanup against a running agent: the network stays deleted until the agent sees it gone and builds a new one', async () => {
     const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
@@ -32,14 +22,15 @@ describe('the state file is the node, shared by every process', () => {
     const oldId = agent.state.network('flannel.4096')?.ID;
 
     // --force: the agent holds flanneld.lock (cleanup refuses beside a running agent without it).
-    const r = await cleanupCli([
+    const r = await runFlanneld([
+      'cleanup',
       '--force',
       `--net-config-path=${join(agent.dir, 'net-conf.json')}`,
       `--subnet-file=${agent.subnetFile}`,
       '--dataplane=simulated',
       `--dataplane-state=${agent.state.path}`,
     ]);
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay/m);
     expect(agent.state.read().networks.filter((n) => n.ID === oldId)).toEqual([]);
 

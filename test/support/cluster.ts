@@ -1,27 +1,18 @@
 // Integration test support: a fake API server plus Windows agents on simulated dataplanes.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
+export { freePort } from './free-port.js';
 
 export { waitFor } from './wait-for.js';
 
 export const LOG: Logger = process.env['FLANNEL_TEST_LOG'] ? createLogger({ level: 'debug' }) : silentLogger();
 
 /** A TCP port free on 127.0.0.1 right now (for a health port). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 export const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
 export const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
 

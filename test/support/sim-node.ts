@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimulatedDataplane, type DataplaneState, type SimAdapter } from '../../src/dataplane/simulated.js';
 import type { FaultRule } from '../../src/dataplane/sim-faults.js';
+import { nextInterfaceIndex } from '../../src/dataplane/sim-state.js';
 import { policySetting, type HcnNetwork } from '../../src/hns/schema.js';
 import { cidrContains } from '../../src/ip4.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
@@ -58,7 +59,7 @@ export class SimNodeState {
   addAdapter(spec: AdapterSpec): SimAdapter {
     let added: SimAdapter | undefined;
     this.edit((s) => {
-      const index = Math.max(0, ...s.adapters.map((a) => a.InterfaceIndex), ...s.routes.map((r) => r.InterfaceIndex)) + 1;
+      const index = nextInterfaceIndex(s);
       added = { Name: spec.name, InterfaceIndex: index, IPAddress: spec.ip, PrefixLength: spec.prefixLength ?? 24, Mtu: spec.mtu ?? 1500, Forwarding: false };
       s.adapters.push(added);
       if (spec.defaultRouteMetric !== undefined) {
