@@ -7,13 +7,15 @@ import type { Logger } from '../log.js';
 import { isHnsExists, isHnsRefusal } from './errors.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
 
-/** HcnCloseNetwork / HcnCloseEndpoint; a failure is logged (the handle leaks), never thrown. */
-export async function closeQuietly(transport: HnsTransport, log: Logger, h: HcnHandle): Promise<void> {
+/** HcnCloseNetwork / HcnCloseEndpoint; a failure is logged (the handle leaks), never thrown. False when it failed. */
+export async function closeQuietly(transport: HnsTransport, log: Logger, h: HcnHandle): Promise<boolean> {
   try {
     await (h.kind === 'network' ? transport.closeNetwork(h) : transport.closeEndpoint(h));
+    return true;
   } catch (err) {
     if (h.kind === 'network') log.warn('HcnCloseNetwork failed; the handle leaks', { networkId: h.id, error: errorMessage(err) });
     else log.warn('HcnCloseEndpoint failed; the handle leaks', { endpointId: h.id, error: errorMessage(err) });
+    return false;
   }
 }
 

@@ -8,6 +8,7 @@ import { HnsError, errorMessage } from '../errors.js';
 import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
+import { closeQuietly } from './handles.js';
 
 /** `--hns-call-timeout` default: 120 s. */
 export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;
@@ -154,11 +155,6 @@ export class TimedHnsTransport implements HnsTransport {
 
   /** A handle that arrived after its call timed out: nobody holds it, so close it now. */
   private readonly closeLate = async (h: HcnHandle): Promise<void> => {
-    try {
-      await (h.kind === 'network' ? this.inner.closeNetwork(h) : this.inner.closeEndpoint(h));
-      this.log.info('closed the handle of an HNS call that completed after its timeout', { kind: h.kind, id: h.id });
-    } catch (err) {
-      this.log.warn(`HcnClose${h.kind === 'network' ? 'Network' : 'Endpoint'} of a late handle failed; the handle leaks`, { id: h.id, error: errorMessage(err) });
-    }
+    if (await closeQuietly(this.inner, this.log, h)) this.log.info('closed the handle of an HNS call that completed after its timeout', { kind: h.kind, id: h.id });
   };
 }
