@@ -149,6 +149,16 @@ describe('acquireLease', () => {
     expect((await p).subnet).toBe('10.244.9.0/24');
   });
 
+  it.each([
+    ['podCIDR and podCIDRs IPv6', { podCIDR: 'fd00:1::/64', podCIDRs: ['fd00:1::/64'] }],
+    ['only podCIDRs, IPv6', { podCIDRs: ['fd00:1::/64'] }],
+  ])('no IPv4 pod cidr (%s): fails at once, without waiting out the node wait', async (_name, spec) => {
+    api.addNode({ ...bareNode({ name: 'win' }), spec });
+    const err = await expectCode(manager({ nodeWaitTimeoutMs: 60_000 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
+    expect(err.context).toMatchObject({ node: 'win' });
+    expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win')).toHaveLength(1);
+  });
+
   it('missing node: FLANNEL_ERR_NODE naming the node', async () => {
     const err = await expectCode(manager({ nodeWaitTimeoutMs: 150 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(err.context).toMatchObject({ node: 'win', reason: 'not found' });

@@ -13,8 +13,6 @@ import { LeaseKeeper, SUBNET_TTL_SECONDS } from './lease-keeper.js';
 import { EtcdLeaseWatch } from './lease-watch.js';
 import type { EtcdRegistry } from './registry.js';
 
-export { RACE_RETRIES, REVOKED_MESSAGE, SUBNET_TTL_SECONDS } from './lease-keeper.js';
-
 export interface EtcdSubnetManagerOptions {
   registry: EtcdRegistry;
   /** `--etcd-prefix`, for messages. */

@@ -23,7 +23,7 @@ import { deliverUpdate, runRelistLoop } from '../relist.js';
 import type { ListWatchSource, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
 import { describe } from './api-error.js';
-import { leaseRelevantChanged, projectNode, toLease } from './projection.js';
+import { asObj, leaseRelevantChanged, projectNode, toLease } from './projection.js';
 import type { NodeLease } from './projection.js';
 
 /** One page of the Node list (`GET /api/v1/nodes?limit=&continue=`), as raw JSON. */
@@ -65,9 +65,6 @@ export interface NodeListWatchOptions {
 }
 
 const SKIP_LOG_INTERVAL_MS = 60_000;
-
-type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
 
 /** The name of a skipped Node, when it has a string one (for the log line). */
 function skipName(obj: unknown): string {

@@ -17,7 +17,7 @@ import type { AnnotationKeys } from './annotations.js';
 import { describe, httpStatus, kubeError, retryApiCall, retryable } from './api-error.js';
 import type { ApiRetryOptions } from './api-error.js';
 import type { KubeHttp } from './http.js';
-import { projectNode } from './projection.js';
+import { asObj, projectNode } from './projection.js';
 import type { NodeLease } from './projection.js';
 
 export interface OwnNodeOptions {
@@ -47,9 +47,6 @@ export interface OwnNodeOptions {
 }
 
 const SMP = 'application/strategic-merge-patch+json';
-
-type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
 
 function encodeAttrsData(d: unknown): string {
   if (d === null || d === undefined) return 'null';
@@ -119,9 +116,8 @@ export class OwnNodePublisher {
           if (apiFailures > 0 || lastLog > -Infinity) log.info('own node is ready', { node: name, podCIDR: rec.podCIDR });
           return rec as NodeLease & { podCIDR: string };
         }
-        const spec = asObj(asObj(node)?.spec);
-        if (typeof spec?.podCIDR === 'string' && spec.podCIDR !== '') {
-          throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${spec.podCIDR.slice(0, 100)}"); this agent supports IPv4 pod networks only`, {
+        if (rec?.badPodCIDR !== undefined) {
+          throw new KubeError('FLANNEL_ERR_NODE', `node "${name}" has no IPv4 pod cidr (podCIDR "${rec.badPodCIDR}"); this agent supports IPv4 pod networks only`, {
             node: name,
           });
         }

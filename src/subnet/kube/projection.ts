@@ -34,7 +34,8 @@ export interface NodeLease {
 
 type Obj = Record<string, unknown>;
 
-function asObj(v: unknown): Obj | undefined {
+/** `v` as a plain JSON object (not null, not an array), else undefined. */
+export function asObj(v: unknown): Obj | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
 }
 
