@@ -47,7 +47,7 @@ export async function startCliAgent({ kubeconfig, backend = 'vxlan', peers, exec
         } catch {
           continue;
         }
-        if (rec.message === 'first reconcile pass done' && rec.peers === peers) {
+        if (rec.message === 'first reconcile pass done' && rec.peers === peers && rec.ok === true) {
           clearTimeout(timer);
           resolve();
         }

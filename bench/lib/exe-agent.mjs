@@ -67,7 +67,7 @@ export async function runExeAgent({ exeDir, kubeconfig, backend = 'vxlan', peers
     const synced = () =>
       readFileSync(errFile, 'utf8')
         .split('\n')
-        .some((l) => l.includes('"first reconcile pass done"') && l.includes(`"peers":${peers}`));
+        .some((l) => l.includes('"first reconcile pass done"') && l.includes(`"peers":${peers}`) && l.includes('"ok":true'));
     while (!synced()) {
       if (exitCode !== undefined) throw new Error(`flanneld.exe exited ${exitCode}:\n${readFileSync(errFile, 'utf8').slice(-3000)}`);
       if (Date.now() > deadline) throw new Error(`flanneld.exe did not sync ${peers} peers:\n${readFileSync(errFile, 'utf8').slice(-3000)}`);

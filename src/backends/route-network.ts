@@ -91,7 +91,7 @@ export class RouteNetwork<A, D> implements Network {
     const completing = this.reconciler.waitForFirstPass(signal).then(
       () => {
         const s = this.reconciler.status();
-        this.log.info('first reconcile pass done', { peers: this.watcher.size, refused: s.refused, ok: s.lastGoodAt !== undefined });
+        this.log.info('first reconcile pass done', { peers: this.watcher.size, refused: s.refused, ok: s.lastPassOk === true });
         return subnetManager.completeLease(this.lease, signal);
       },
       (err: unknown) => {

@@ -17,6 +17,7 @@ import { SimulatedRouteTable } from '../../src/routes/simulated.js';
 import type { Lease, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { logSink } from '../support/log-sink.js';
 
 class Gone extends Error {}
 
@@ -26,6 +27,7 @@ class Driver implements ReconcileDriver<string, string> {
   actual: string[] = [];
   log: string[] = [];
   gone = false;
+  failReads = 0;
   actualKey = (a: string) => a.split('=')[0];
   desiredKey = (d: string) => d.split('=')[0];
   same = (a: string, d: string) => a === d;
@@ -35,6 +37,7 @@ class Driver implements ReconcileDriver<string, string> {
   async readActual(): Promise<string[]> {
     this.log.push('read');
     if (this.gone) throw new Gone('network gone');
+    if (this.failReads > 0 && this.failReads--) throw new Error('HNS is down');
     return [...this.actual];
   }
   async remove(items: string[]): Promise<void> {
@@ -69,7 +72,7 @@ class Manager implements SubnetManager {
 const lease = (key: string, n: number, publicIP = `10.0.0.${10 + n}`): Lease => ({ key, subnet: `10.244.${n}.0/24`, publicIP, backendType: 'host-gw', backendData: null });
 const own = lease('me', 1);
 
-function setup() {
+function setup(log = silentLogger()) {
   const clock = new FakeClock();
   const manager = new Manager();
   const sim = new SimulatedDataplane();
@@ -82,7 +85,7 @@ function setup() {
     host: new SimulatedHost(sim),
     extIface: { name: 'Ethernet', index: 4, ipv4: own.publicIP, prefixLength: 24, mtu: 1500 },
     publicIP: own.publicIP,
-    log: silentLogger(),
+    log,
     metrics: new Metrics(),
     clock,
     afterRebuild: async (n) => {
@@ -129,6 +132,25 @@ describe('RouteNetwork', () => {
     expect(first.actual).toEqual(['10.244.2.0/24=10.0.0.99']);
     expect(network.status()).toMatchObject({ peersDesired: 1, peersProgrammed: 1 });
     expect(manager.completed).toHaveLength(1);
+    ac.abort();
+    await done;
+  });
+
+  it.each([
+    ['succeeds', true, 0],
+    ['fails after an early page was written', false, 1],
+  ])('when the first full pass %s, the lease is still completed and the log line says ok: %s', async (_name, ok, failReads) => {
+    const sink = logSink();
+    const { manager, network, first, ac } = setup(sink.log);
+    const done = network.run(ac.signal);
+    manager.emit({ kind: 'page', leases: [lease('node-2', 2)] }); // an add-only pass before the list completes
+    await flush();
+    expect(first.actual).toEqual(['10.244.2.0/24=10.0.0.12']);
+    first.failReads = failReads;
+    manager.emit({ kind: 'snapshot', leases: [own, lease('node-2', 2)] });
+    await flush();
+    expect(manager.completed).toEqual([own]);
+    expect(sink.entries).toContainEqual(expect.objectContaining({ message: 'first reconcile pass done', peers: 1, ok }));
     ac.abort();
     await done;
   });
