@@ -18,6 +18,7 @@ const LAZY_FFI = "await import('ffi-rs');\n";
 const FS = "import 'node:fs';\nimport 'fs/promises';\nimport 'node:os';\nimport 'child_process';\n";
 const TIMERS = "import 'node:timers/promises';\n";
 const CLOCK = 'export const t = Date.now() + Math.random();\nsetTimeout(() => {}, 1);\nsetInterval(() => {}, 1);\n';
+const GLOBAL_TIMERS = 'globalThis.setTimeout(() => {}, 1);\nglobalThis.setInterval(() => {}, 1);\n';
 
 describe('eslint.config.js seams', () => {
   it.each([
@@ -35,6 +36,10 @@ describe('eslint.config.js seams', () => {
     ['src/backends/x.mjs', CLOCK + TIMERS, ['no-restricted-imports', 'no-restricted-properties', 'no-restricted-properties', 'no-restricted-globals', 'no-restricted-globals']],
     ['src/main.mjs', 'process.exit(1);\n', ['no-restricted-properties']],
     ['src/main.ts', 'process.exit(1);\n', []],
+    ['src/main.ts', CLOCK + GLOBAL_TIMERS, [...Array<string>(4).fill('no-restricted-properties'), 'no-restricted-globals', 'no-restricted-globals']],
+    ['src/hns/x.mjs', GLOBAL_TIMERS, ['no-restricted-properties', 'no-restricted-properties']],
+    ['src/win32/x.mjs', TIMERS, ['no-restricted-imports']],
+    ['src/subnet/kube/x.mjs', TIMERS, ['no-restricted-imports']],
     ['test/unit/x.mjs', FFI + KUBE + FS + TIMERS + CLOCK + 'process.exit(1);\n', []],
   ])(
     '%s',
