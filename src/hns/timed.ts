@@ -16,7 +16,10 @@ export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;
 export interface CallTimeoutOptions {
   /** Give up on one call (HNSCall, one Hcn* function) after this long. Default DEFAULT_HNS_CALL_TIMEOUT_MS; 0 = wait forever. */
   timeoutMs?: number;
-  /** The timers: `sleep` bounds each call, `now` measures a late completion. */
+  /**
+   * The timers: `sleep` bounds each call, `now` measures a late completion. The sleep races the call, so
+   * it must take real or test-advanced time: a clock whose sleep returns at once times every call out.
+   */
   clock: Clock;
   log?: Logger;
 }

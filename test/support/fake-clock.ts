@@ -1,6 +1,7 @@
 // The one fake Clock for tests. By default sleeps resolve only when the test advances time (loop tests
 // on virtual time); with `instant` every sleep returns at once and moves time forward by what it asked.
-// Either way each sleep is recorded in `sleeps`.
+// Either way each sleep is recorded in `sleeps`. An instant clock wins every race against real work, so
+// never give it to something that races a sleep against a call (src/hns/timed.ts times every call out).
 import { abortReason, type Clock } from '../../src/clock.js';
 
 export async function flush(): Promise<void> {
