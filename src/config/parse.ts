@@ -24,8 +24,6 @@ export interface ParseOptions {
 export type Env = Record<string, string | undefined>;
 
 // Windows defaults come from the flag table (flags.ts `windowsDefault`), which --help shows.
-export const WINDOWS_NET_CONFIG_PATH = windowsDefault('net-config-path');
-export const WINDOWS_SUBNET_FILE = windowsDefault('subnet-file');
 export const DEFAULT_EVENT_QUEUE_DEPTH = 5000;
 
 const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
@@ -52,9 +50,10 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     values.set(spec.name, applyFlagValue(spec, undefined, raw, `environment variable ${key} (flag -${spec.name})`));
     explicit.add(spec.name);
   }
-  const str = (name: string): string => (values.has(name) ? (values.get(name) as string) : (flagDefault(name) as string));
-  const int = (name: string): number => (values.has(name) ? (values.get(name) as number) : (flagDefault(name) as number));
-  const bool = (name: string): boolean => (values.has(name) ? (values.get(name) as boolean) : (flagDefault(name) as boolean));
+  const value = (name: string): FlagValue => (values.has(name) ? values.get(name)! : platformDefault(flagSpec(name), opts.platform));
+  const str = (name: string): string => value(name) as string;
+  const int = (name: string): number => value(name) as number;
+  const bool = (name: string): boolean => value(name) as boolean;
   const list = (name: string): string[] => (values.has(name) ? [...(values.get(name) as string[])] : []);
 
   const win = opts.platform === 'win32';
@@ -148,8 +147,8 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     kubeconfigFile: str('kubeconfig-file'),
     kubeApiUrl: str('kube-api-url'),
     kubeAnnotationPrefix,
-    netConfigPath: values.has('net-config-path') ? str('net-config-path') : win ? WINDOWS_NET_CONFIG_PATH : str('net-config-path'),
-    subnetFile: values.has('subnet-file') ? str('subnet-file') : win ? WINDOWS_SUBNET_FILE : str('subnet-file'),
+    netConfigPath: str('net-config-path'),
+    subnetFile: str('subnet-file'),
     iface: list('iface'),
     ifaceRegex: list('iface-regex'),
     publicIP,
@@ -172,7 +171,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     dataplaneState: str('dataplane-state'),
     win32DllDir: str('win32-dll-dir'),
     hnsCallTimeoutSeconds: hnsCallTimeout,
-    ...sourceVipSettings(str, win, values.has('subnet-file') ? str('subnet-file') : win ? WINDOWS_SUBNET_FILE : str('subnet-file')),
+    ...sourceVipSettings((name) => (values.has(name) ? str(name) : ''), opts.platform, str('subnet-file')),
     logLevel,
     logFormat,
     logFile: str('log-file'),
@@ -188,25 +187,29 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   return { kind: 'run', config };
 }
 
-const WINDOWS_SOURCE_VIP_COMPAT_FILES = windowsDefault('source-vip-compat-files');
-const WINDOWS_CNI_IPAM_DATA_DIR = windowsDefault('cni-ipam-data-dir');
-
-/** Source VIP paths: "none" disables one; empty takes the platform default (on Windows: on; elsewhere: off unless given). */
-function sourceVipSettings(str: (name: string) => string, win: boolean, subnetFile: string): Pick<AgentConfig, 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'> {
-  const pick = (name: string, def: string) => {
-    const v = str(name).trim();
+/**
+ * Source VIP paths, from the flags given: "none" disables one; empty takes the platform default (on Windows:
+ * on; elsewhere: off unless given). On Windows the source VIP file's default sits beside --subnet-file.
+ */
+function sourceVipSettings(
+  given: (name: string) => string,
+  platform: NodeJS.Platform,
+  subnetFile: string,
+): Pick<AgentConfig, 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'> {
+  const win = platform === 'win32';
+  const pick = (name: string, def = platformDefault(flagSpec(name), platform) as string) => {
+    const v = given(name).trim();
     return v === 'none' ? '' : v || def;
   };
   const sep = win ? '\\' : '/';
   const dir = /^(.*)[\\/][^\\/]*$/.exec(subnetFile)?.[1] ?? '.';
-  const compat = pick('source-vip-compat-files', win ? WINDOWS_SOURCE_VIP_COMPAT_FILES : '');
   return {
     sourceVipFile: pick('source-vip-file', win ? `${dir}${sep}sourcevip.json` : ''),
-    sourceVipCompatFiles: compat
+    sourceVipCompatFiles: pick('source-vip-compat-files')
       .split(',')
       .map((s) => s.trim())
       .filter((s) => s !== ''),
-    cniIpamDataDir: pick('cni-ipam-data-dir', win ? WINDOWS_CNI_IPAM_DATA_DIR : ''),
+    cniIpamDataDir: pick('cni-ipam-data-dir'),
   };
 }
 
@@ -214,14 +217,6 @@ function flagSpec(name: string): (typeof FLAGS)[number] {
   const spec = FLAGS.find((f) => f.name === name);
   if (!spec) throw new Error(`internal: no flag ${name}`);
   return spec;
-}
-
-function flagDefault(name: string): FlagValue {
-  return flagSpec(name).default;
-}
-
-function windowsDefault(name: string): string {
-  return platformDefault(flagSpec(name), 'win32') as string;
 }
 
 function nonEmpty(env: Env): Record<string, string> {
