@@ -37,6 +37,37 @@ export function backoffDelay(attempt: number, baseMs: number, capMs: number): nu
   return Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
 }
 
+export interface RetryOptions {
+  clock: Clock;
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  /** How long failures are retried; the first failure after that is thrown. */
+  timeoutMs: number;
+  /** Whether a failure is worth another try (others are thrown at once). */
+  retryable: (err: unknown) => boolean;
+  /** Before each pause: the failure, the attempt it was (from 1) and the pause. */
+  onRetry: (err: unknown, attempt: number, delayMs: number) => void;
+}
+
+/**
+ * Run `fn` until it succeeds, pausing with capped exponential backoff after each retryable failure, for at
+ * most `timeoutMs`. Throws the failure it stops on as it is (the caller wraps it), or the abort reason.
+ */
+export async function retryWithBackoff<T>(fn: () => Promise<T>, o: RetryOptions, signal: AbortSignal): Promise<T> {
+  const deadline = o.clock.now() + o.timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    signal.throwIfAborted();
+    try {
+      return await fn();
+    } catch (err) {
+      if (signal.aborted || !o.retryable(err) || o.clock.now() >= deadline) throw err;
+      const delayMs = backoffDelay(attempt, o.backoffBaseMs, o.backoffCapMs);
+      o.onRetry(err, attempt + 1, delayMs);
+      await o.clock.sleep(delayMs, signal);
+    }
+  }
+}
+
 /** Sleep that resolves `false` instead of rejecting when `signal` aborts (true after a full sleep). */
 export async function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
   try {

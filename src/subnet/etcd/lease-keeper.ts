@@ -2,7 +2,7 @@
 // previous subnet.env's subnet, else a random free one), keep its TTL'd etcd lease renewed, and hold the
 // revocation ("Lease has been revoked") that ends the agent. Mirrors flannel
 // pkg/subnet/etcd/local_manager.go (AcquireLease/tryAcquireLease, RenewLease, CompleteLease's renew loop).
-import { backoffDelay } from '../../clock.js';
+import { retryWithBackoff } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
 import { EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, EtcdUserNotFoundError } from 'etcd3';
 import { BackendError, errorMessage, EtcdError, FlannelError } from '../../errors.js';
@@ -106,19 +106,23 @@ export class LeaseKeeper implements OwnLeaseState {
 
   /** Retry transient etcd failures with capped backoff, for at most apiRetryTimeoutMs. */
   private async retry<T>(what: string, fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
-    const { clock, log } = this.o;
-    const deadline = clock.now() + this.o.apiRetryTimeoutMs;
-    for (let attempt = 0; ; attempt++) {
+    const { clock, log, backoffBaseMs, backoffCapMs } = this.o;
+    try {
+      return await retryWithBackoff(
+        fn,
+        {
+          clock,
+          backoffBaseMs,
+          backoffCapMs,
+          timeoutMs: this.o.apiRetryTimeoutMs,
+          retryable: (err) => !(err instanceof FlannelError) && !isAuthError(err),
+          onRetry: (err, attempt, delayMs) => log.warn('etcd call failed, retrying', { call: what, attempt, delayMs, error: errorMessage(err) }),
+        },
+        signal,
+      );
+    } catch (err) {
       if (signal.aborted) throw signal.reason;
-      try {
-        return await fn();
-      } catch (err) {
-        if (signal.aborted) throw signal.reason;
-        if (err instanceof FlannelError || isAuthError(err) || clock.now() >= deadline) throw etcdError(what, err);
-        const delayMs = backoffDelay(attempt, this.o.backoffBaseMs, this.o.backoffCapMs);
-        log.warn('etcd call failed, retrying', { call: what, attempt: attempt + 1, delayMs, error: errorMessage(err) });
-        await clock.sleep(delayMs, signal);
-      }
+      throw etcdError(what, err);
     }
   }
 

@@ -2,7 +2,7 @@
 // message, never headers), whether it is worth retrying (client-go's rule: 408/409/429/5xx and network
 // errors are transient), the bounded retry of one call, and the KubeError a caller finally sees.
 // flannel pkg/subnet/kube/kube.go gets the retries from client-go and wraps errors with fmt.Errorf.
-import { backoffDelay } from '../../clock.js';
+import { retryWithBackoff } from '../../clock.js';
 import type { Clock } from '../../clock.js';
 import { errorMessage, KubeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
@@ -59,16 +59,11 @@ export interface ApiRetryOptions {
 
 /** Retry `fn` on retryable failures with capped backoff, for at most `timeoutMs`; then kubeError(what). */
 export async function retryApiCall<T>(what: string, fn: () => Promise<T>, o: ApiRetryOptions, signal: AbortSignal): Promise<T> {
-  const deadline = o.clock.now() + o.timeoutMs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      if (!retryable(err) || o.clock.now() >= deadline) throw kubeError(what, err);
-      const delayMs = backoffDelay(attempt, o.backoffBaseMs, o.backoffCapMs);
-      o.log.warn('kubernetes API call failed, retrying', { call: what, attempt: attempt + 1, delayMs, error: describe(err) });
-      await o.clock.sleep(delayMs, signal);
-    }
+  const onRetry = (err: unknown, attempt: number, delayMs: number) => o.log.warn('kubernetes API call failed, retrying', { call: what, attempt, delayMs, error: describe(err) });
+  try {
+    return await retryWithBackoff(fn, { ...o, retryable, onRetry }, signal);
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    throw kubeError(what, err);
   }
 }
