@@ -10,7 +10,7 @@ import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
 import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { METRIC, Metrics } from '../../src/health/metrics.js';
-import { FlannelError, KubeApiError, KubeError } from '../../src/errors.js';
+import { BackendError, KubeApiError, KubeError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
 import { systemClock } from '../../src/clock.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
@@ -52,16 +52,6 @@ function manager(over: Partial<KubeSubnetManagerOptions> = {}): KubeSubnetManage
 }
 
 const attrs = (a: LeaseAttrs) => async () => a;
-
-async function rejection(p: Promise<unknown>): Promise<FlannelError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(FlannelError);
-    return err as FlannelError;
-  }
-  throw new Error('expected a rejection');
-}
 
 const patches = () => api.requests.filter((r) => r.method === 'PATCH');
 
@@ -135,8 +125,7 @@ describe('acquireLease', () => {
 
   it('missing podCIDR: waits, then fails with the upstream text', async () => {
     api.addNode(bareNode({ name: 'win' }));
-    const err = await rejection(manager({ nodeWaitTimeoutMs: 200 }).acquireLease(attrs(VXLAN), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_NODE');
+    const err = await expectCode(manager({ nodeWaitTimeoutMs: 200 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(err.message).toBe('node "win" pod cidr not assigned');
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
     expect(patches()).toHaveLength(0);
@@ -166,8 +155,7 @@ describe('acquireLease', () => {
 
   it('podCIDR outside Network: exact upstream text, nothing patched', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.99.1.0/24' }));
-    const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_NODE');
+    const err = await expectCode(manager().acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(err.message).toBe(`subnet "10.244.0.0/16" specified in the flannel net config doesn't contain "10.99.1.0/24" PodCIDR of the "win" node`);
     expect(patches()).toHaveLength(0);
   });
@@ -192,8 +180,7 @@ describe('acquireLease', () => {
 
   it('refuses to publish vxlan data without a VtepMAC', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
-    const err = await rejection(manager().acquireLease(attrs({ ...VXLAN, backendData: { VNI: 4096, VtepMAC: '' } }), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_BACKEND');
+    await expectCode(manager().acquireLease(attrs({ ...VXLAN, backendData: { VNI: 4096, VtepMAC: '' } }), signal()), BackendError, 'FLANNEL_ERR_BACKEND');
     expect(patches()).toHaveLength(0);
   });
 
@@ -311,10 +298,11 @@ describe('kubeconfig', () => {
     it('https with an unknown CA fails (no request is made in clear), and --kube-api-url overrides the server', async () => {
       const f = join(dir, 'no-ca.yaml');
       await writeKubeconfig(f, 'https://127.0.0.1:1', { token: 's3cret' });
-      const err = await rejection(
+      await expectCode(
         manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }), nodeWaitTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()),
+        KubeError,
+        'FLANNEL_ERR_KUBE',
       );
-      expect(err.code).toBe('FLANNEL_ERR_KUBE');
       expect(api.requests).toHaveLength(0);
     });
 
@@ -330,8 +318,7 @@ describe('kubeconfig', () => {
 
     it('wrong token: 401 is FLANNEL_ERR_KUBE, without the token in the message', async () => {
       await writeKubeconfig(kubeconfigPath, api.url, { token: 'wrong', caFile: ca.certFile });
-      const err = await rejection(manager().acquireLease(attrs(VXLAN), signal()));
-      expect(err.code).toBe('FLANNEL_ERR_KUBE');
+      const err = await expectCode(manager().acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
       expect(err.message).not.toContain('wrong');
     });
 
@@ -610,8 +597,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     api.hang('GET', /^\/api\/v1\/nodes\/win$/);
     const started = Date.now();
-    const err = await rejection(manager({ nodeWaitTimeoutMs: 1500, requestTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()));
-    expect(err.code).toBe('FLANNEL_ERR_KUBE');
+    await expectCode(manager({ nodeWaitTimeoutMs: 1500, requestTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
     expect(Date.now() - started).toBeLessThan(5000);
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
     await waitFor(() => api.hangingRequests === 0, 'hung requests abandoned by the client', 2000);
