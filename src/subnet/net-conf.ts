@@ -13,7 +13,7 @@ export const DEFAULT_VXLAN_VNI = 4096;
  * Highest VNI Windows can use: the RemoteSubnetRoute policy's IsolationId is a uint16 (hcsshim
  * hcn/hcnpolicy.go RemoteSubnetRoutePolicySetting), and kube-proxy winkernel keeps it as one too.
  */
-export const MAX_WINDOWS_VNI = 65535;
+const MAX_WINDOWS_VNI = 65535;
 export const VXLAN_PORT = 4789;
 export const DEFAULT_MAC_PREFIX = '0E-2A';
 export const DEFAULT_HOSTGW_NAME = 'cbr0';

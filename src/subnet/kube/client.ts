@@ -116,7 +116,7 @@ function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
 }
 
 /** The kinds of credentials a kubeconfig user carries (none = anonymous). */
-export function credentialKinds(user: User | null | undefined): string[] {
+function credentialKinds(user: User | null | undefined): string[] {
   if (!user) return [];
   const kinds: string[] = [];
   if (user.token) kinds.push('token');

@@ -68,7 +68,7 @@ export function nodePodCIDR(spec: unknown): string | undefined {
  * spec.podCIDR), as text and bounded, so that the peer is rejected with a reason instead of vanishing.
  * Undefined when the Node has no podCIDR at all (not yet allocated: not an error).
  */
-export function nodeBadPodCIDR(spec: unknown): string | undefined {
+function nodeBadPodCIDR(spec: unknown): string | undefined {
   const s = asObj(spec);
   if (!s) return spec === undefined || spec === null ? undefined : '';
   const list = s.podCIDRs;
