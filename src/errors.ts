@@ -21,6 +21,8 @@ export const ERROR_FAMILIES = {
   KubeApiError: ['FLANNEL_ERR_KUBE_API'],
   /** An API request without an answer within its deadline, or a watch gone silent. */
   KubeTimeoutError: ['FLANNEL_ERR_KUBE_TIMEOUT'],
+  /** A watch stream the agent refuses to read on (a line past the bound). */
+  KubeWatchError: ['FLANNEL_ERR_KUBE_WATCH_LINE'],
   /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked. */
   EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED'],
   /** An HNS (v1 HNSCall or v2 Hcn*) call failed, or HNS is too old. */
@@ -120,6 +122,14 @@ export class KubeTimeoutError extends FlannelError {
     readonly timeoutMs: number,
   ) {
     super('FLANNEL_ERR_KUBE_TIMEOUT', message, { timeoutMs });
+  }
+}
+
+/** A watch stream refused mid-way (a line longer than any Node); the watch round ends. */
+export class KubeWatchError extends FlannelError {
+  declare readonly code: CodeOf<'KubeWatchError'>;
+  constructor(message: string, context: ErrorContext = {}) {
+    super('FLANNEL_ERR_KUBE_WATCH_LINE', message, context);
   }
 }
 
