@@ -13,8 +13,17 @@ export const ERROR_FAMILIES = {
   NetConfError: ['FLANNEL_ERR_NET_CONF'],
   /** subnet.env unreadable, malformed or not writable. */
   SubnetEnvError: ['FLANNEL_ERR_SUBNET_ENV'],
-  /** install-cni: a source not readable, a hash mismatch, a bad archive, a failed write. */
-  CniInstallError: ['FLANNEL_ERR_CNI_SOURCE', 'FLANNEL_ERR_CNI_HASH', 'FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_INSTALL'],
+  /** install-cni: a source not readable, too large or too slow, a hash mismatch, a bad archive or entry, a failed write. */
+  CniInstallError: [
+    'FLANNEL_ERR_CNI_SOURCE',
+    'FLANNEL_ERR_CNI_TOO_LARGE',
+    'FLANNEL_ERR_CNI_TIMEOUT',
+    'FLANNEL_ERR_CNI_HASH',
+    'FLANNEL_ERR_CNI_ARCHIVE',
+    'FLANNEL_ERR_CNI_ENTRY',
+    'FLANNEL_ERR_CNI_NOT_PE',
+    'FLANNEL_ERR_CNI_INSTALL',
+  ],
   /** Kubernetes: kubeconfig, a failed API call as the caller sees it, the own Node. */
   KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_NODE'],
   /** A non-2xx answer of the API server (before the caller maps it to a KubeError). */
