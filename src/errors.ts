@@ -24,6 +24,8 @@ export const ERROR_FAMILIES = {
     'FLANNEL_ERR_CNI_NOT_PE',
     'FLANNEL_ERR_CNI_INSTALL',
   ],
+  /** `flanneld status`: the status port's answer too large or too slow. */
+  StatusError: ['FLANNEL_ERR_STATUS_TOO_LARGE', 'FLANNEL_ERR_STATUS_TIMEOUT'],
   /** Kubernetes: kubeconfig, a failed API call as the caller sees it, the own Node. */
   KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_NODE'],
   /** A non-2xx answer of the API server (before the caller maps it to a KubeError). */
@@ -101,6 +103,14 @@ export class CniInstallError extends FlannelError {
   declare readonly code: CodeOf<'CniInstallError'>;
   constructor(code: CodeOf<'CniInstallError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
     super(code, message, context, options);
+  }
+}
+
+/** `flanneld status` refused what the status port answered (too large, too slow). */
+export class StatusError extends FlannelError {
+  declare readonly code: CodeOf<'StatusError'>;
+  constructor(code: CodeOf<'StatusError'>, message: string, context: ErrorContext = {}) {
+    super(code, message, context);
   }
 }
 
