@@ -20,11 +20,13 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
 import { CniInstallError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
-import { CNI_PLUGIN_FILES, readPlugins, type ArchiveLimits, type CniPluginFile } from './archive.js';
+import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, readPlugins, type ArchiveLimits, type CniPluginFile } from './archive.js';
 import { DOWNLOAD_LIMITS, downloadToFile, tooLargeError, type DownloadLimits } from './download.js';
 
 /** The record of the last install, in the bin dir. */
 export const INSTALL_RECORD = '.flanneld-install-cni.json';
+/** The record is a few hundred bytes; a larger one is not ours and is ignored (a full install follows). */
+const MAX_RECORD_BYTES = 64 * 1024;
 
 interface InstallRecord {
   /** SHA-256 of each source, sorted (the location does not matter: same bytes, same plugins). */
@@ -178,14 +180,23 @@ function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFi
 }
 
 /** The plugins on disk when they are exactly what the record of an install of these sources says. */
-function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync'>): InstallReport | undefined {
+function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync' | 'statSync'>): InstallReport | undefined {
+  /** A file of the bin dir, read only when it is a regular file of a plausible size (a FIFO would block). */
+  const read = (name: string, max: number): Buffer | undefined => {
+    const st = fs.statSync(join(binDir, name));
+    return st.isFile() && st.size <= max ? fs.readFileSync(join(binDir, name)) : undefined;
+  };
   try {
-    const rec = JSON.parse(fs.readFileSync(join(binDir, INSTALL_RECORD), 'utf8')) as InstallRecord;
+    const text = read(INSTALL_RECORD, MAX_RECORD_BYTES);
+    if (!text) return undefined;
+    const rec = JSON.parse(text.toString('utf8')) as InstallRecord;
     const wanted = sources.map((s) => s.sha256).sort();
     if (JSON.stringify(rec.sources) !== JSON.stringify(wanted)) return undefined;
     const sha256 = {} as Record<CniPluginFile, string>;
     for (const f of CNI_PLUGIN_FILES) {
-      sha256[f] = sha256Hex(fs.readFileSync(join(binDir, f)));
+      const data = read(f, ARCHIVE_LIMITS.maxEntryBytes);
+      if (!data) return undefined;
+      sha256[f] = sha256Hex(data);
       if (rec.files[f] !== sha256[f]) return undefined;
     }
     return { installed: [], unchanged: [...CNI_PLUGIN_FILES], sha256, fromRecord: true };

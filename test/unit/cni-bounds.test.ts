@@ -288,6 +288,18 @@ describe('hostile archives', () => {
     expect(err.context.source).toBe(fifo);
   });
 
+  it('a FIFO in place of an installed plugin is not read (it would block): the plugin is installed again', async () => {
+    const archive = await tgz(['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'].map((f) => ({ name: f, data: peImage(f) })));
+    const sources = [{ location: fileOf(archive), sha256: sha(archive) }];
+    const binDir = join(scratch, 'bin-fifo-plugin');
+    await installCniPlugins({ sources, binDir });
+    fs.rmSync(join(binDir, 'host-local.exe'));
+    execFileSync('mkfifo', [join(binDir, 'host-local.exe')]);
+    const report = await installCniPlugins({ sources, binDir });
+    expect(report).toMatchObject({ fromRecord: false, installed: ['host-local.exe'] });
+    expect(fs.readFileSync(join(binDir, 'host-local.exe'))).toEqual(peImage('host-local.exe'));
+  });
+
   it('a local source over the size cap is refused on its size', async () => {
     const big = fileOf(Buffer.alloc(2 * MiB));
     const err = await expectCode(
