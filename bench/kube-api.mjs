@@ -2,12 +2,14 @@
 // process lists N realistic (~8 KB) Nodes through the raw path (KubeHttp + projection) and through
 // client-node's typed CoreV1Api.listNode; wall time, CPU and peak RSS growth, median of `repeats`.
 // (2) The watch decode: N watch lines of the same Nodes, fed in 16 KB chunks, split by readline (what
-// client-node's Watch does) or by hand (what KubeHttp.watch does), JSON.parse either way.
+// client-node's Watch does) or by hand (src/subnet/kube/watch-lines.ts, what KubeHttp.watch does),
+// JSON.parse either way.
 /* global performance, fetch */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
+import { WatchLineSplitter } from '../dist/subnet/kube/watch-lines.js';
 import { ApiServerProcess, BENCH_DIR, log, makeTmpDir, mb, percentile, r1, table } from './lib/common.mjs';
 
 function listOnce(kubeconfig, mode, limit) {
@@ -34,17 +36,12 @@ async function decodeReadline(chunks) {
 
 function decodeSplit(chunks) {
   let n = 0;
-  let buf = '';
+  const splitter = new WatchLineSplitter('bench');
   for (const chunk of chunks) {
-    buf += chunk;
-    let start = 0;
-    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n', start)) {
-      const line = buf.slice(start, nl);
-      start = nl + 1;
+    for (const line of splitter.push(chunk)) {
       const ev = JSON.parse(line);
       if (ev.type) n++;
     }
-    buf = buf.slice(start);
   }
   return n;
 }
@@ -82,9 +79,9 @@ export async function run({ quick }) {
 
   // Watch decode: the same Node as MODIFIED events, in 16 KB chunks.
   const line = JSON.stringify({ type: 'MODIFIED', object: sample.items[0] }) + '\n';
-  const text = line.repeat(n);
+  const bytes = Buffer.from(line.repeat(n));
   const chunks = [];
-  for (let i = 0; i < text.length; i += 16 * 1024) chunks.push(text.slice(i, i + 16 * 1024));
+  for (let i = 0; i < bytes.length; i += 16 * 1024) chunks.push(bytes.subarray(i, i + 16 * 1024));
   const decode = [];
   for (const [name, fn] of [
     ['readline (client-node Watch)', decodeReadline],

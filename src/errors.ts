@@ -13,14 +13,27 @@ export const ERROR_FAMILIES = {
   NetConfError: ['FLANNEL_ERR_NET_CONF'],
   /** subnet.env unreadable, malformed or not writable. */
   SubnetEnvError: ['FLANNEL_ERR_SUBNET_ENV'],
-  /** install-cni: a source not readable, a hash mismatch, a bad archive, a failed write. */
-  CniInstallError: ['FLANNEL_ERR_CNI_SOURCE', 'FLANNEL_ERR_CNI_HASH', 'FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_INSTALL'],
+  /** install-cni: a source not readable, too large or too slow, a hash mismatch, a bad archive or entry, a failed write. */
+  CniInstallError: [
+    'FLANNEL_ERR_CNI_SOURCE',
+    'FLANNEL_ERR_CNI_TOO_LARGE',
+    'FLANNEL_ERR_CNI_TIMEOUT',
+    'FLANNEL_ERR_CNI_HASH',
+    'FLANNEL_ERR_CNI_ARCHIVE',
+    'FLANNEL_ERR_CNI_ENTRY',
+    'FLANNEL_ERR_CNI_NOT_PE',
+    'FLANNEL_ERR_CNI_INSTALL',
+  ],
+  /** `flanneld status`: the status port's answer too large or too slow. */
+  StatusError: ['FLANNEL_ERR_STATUS_TOO_LARGE', 'FLANNEL_ERR_STATUS_TIMEOUT'],
   /** Kubernetes: kubeconfig, a failed API call as the caller sees it, the own Node. */
   KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_NODE'],
   /** A non-2xx answer of the API server (before the caller maps it to a KubeError). */
   KubeApiError: ['FLANNEL_ERR_KUBE_API'],
   /** An API request without an answer within its deadline, or a watch gone silent. */
   KubeTimeoutError: ['FLANNEL_ERR_KUBE_TIMEOUT'],
+  /** A watch stream the agent refuses to read on (a line past the bound). */
+  KubeWatchError: ['FLANNEL_ERR_KUBE_WATCH_LINE'],
   /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked. */
   EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED'],
   /** An HNS (v1 HNSCall or v2 Hcn*) call failed, or HNS is too old. */
@@ -93,6 +106,14 @@ export class CniInstallError extends FlannelError {
   }
 }
 
+/** `flanneld status` refused what the status port answered (too large, too slow). */
+export class StatusError extends FlannelError {
+  declare readonly code: CodeOf<'StatusError'>;
+  constructor(code: CodeOf<'StatusError'>, message: string, context: ErrorContext = {}) {
+    super(code, message, context);
+  }
+}
+
 export class KubeError extends FlannelError {
   declare readonly code: CodeOf<'KubeError'>;
   constructor(code: CodeOf<'KubeError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
@@ -120,6 +141,14 @@ export class KubeTimeoutError extends FlannelError {
     readonly timeoutMs: number,
   ) {
     super('FLANNEL_ERR_KUBE_TIMEOUT', message, { timeoutMs });
+  }
+}
+
+/** A watch stream refused mid-way (a line longer than any Node); the watch round ends. */
+export class KubeWatchError extends FlannelError {
+  declare readonly code: CodeOf<'KubeWatchError'>;
+  constructor(message: string, context: ErrorContext = {}) {
+    super('FLANNEL_ERR_KUBE_WATCH_LINE', message, context);
   }
 }
 

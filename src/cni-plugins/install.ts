@@ -1,34 +1,38 @@
 // `flanneld install-cni`: put flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe into the
 // CNI bin directory from archives the operator names by URL or path, each with its SHA-256.
 //
-// Order, so a bad download never touches the node: every source is read into memory and its SHA-256
-// compared with the one given BEFORE anything is written; then the plugins are read out of it; only when
-// all four are there are the changed ones written to a temporary directory inside the bin directory and
-// renamed into place (same volume: each rename replaces one file whole). Files already equal byte for
-// byte are left alone, so a second run writes nothing.
+// Order, so a bad download never touches the node: every source is streamed to a temporary file (a URL;
+// ./download.ts bounds its size and time) or read where it is (a path: a regular file under the same size
+// cap), and its SHA-256 compared with the one given BEFORE anything is written to the bin directory; then
+// the plugins are read out of it (./archive.ts bounds each and the total, and checks each is a PE image);
+// only when all four are there are the changed ones written to a temporary directory inside the bin
+// directory and renamed into place (same volume: each rename replaces one file whole). Files already equal
+// byte for byte are left alone, so a second run writes nothing. The temporary download directory is
+// removed whatever happens.
 //
 // A record of the last install (INSTALL_RECORD in the bin dir: the sources' SHA-256 and each plugin's)
 // lets a rerun with the same sources finish without downloading anything, as long as every plugin on
 // disk still has the recorded hash (the DaemonSet's init container runs this on every pod start).
 import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import { CniInstallError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
-import { CNI_PLUGIN_FILES, readPlugins, type CniPluginFile } from './archive.js';
+import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, readPlugins, type ArchiveLimits, type CniPluginFile } from './archive.js';
+import { DOWNLOAD_LIMITS, downloadToFile, tooLargeError, type DownloadLimits } from './download.js';
 
 /** The record of the last install, in the bin dir. */
 export const INSTALL_RECORD = '.flanneld-install-cni.json';
+/** The record is a few hundred bytes; a larger one is not ours and is ignored (a full install follows). */
+const MAX_RECORD_BYTES = 64 * 1024;
 
 interface InstallRecord {
   /** SHA-256 of each source, sorted (the location does not matter: same bytes, same plugins). */
   sources: string[];
   files: Record<string, string>;
 }
-
-/** Refuse downloads larger than this (the containernetworking/plugins Windows tgz is ~50 MB). */
-export const MAX_SOURCE_BYTES = 512 * 1024 * 1024;
 
 export interface PluginSource {
   /** https:// or http:// URL, or a local path. */
@@ -40,12 +44,33 @@ export interface PluginSource {
 export interface InstallOptions {
   sources: readonly PluginSource[];
   binDir: string;
-  /** Injected for tests; the global fetch (follows redirects: GitHub release assets redirect). */
-  fetch?: typeof fetch;
-  fs?: Pick<typeof nodeFs, 'readFileSync' | 'existsSync' | 'mkdirSync' | 'mkdtempSync' | 'writeFileSync' | 'renameSync' | 'rmSync'>;
+  /** Size caps and deadlines of a download and of an archive (defaults DOWNLOAD_LIMITS, ARCHIVE_LIMITS). */
+  limits?: Partial<DownloadLimits & ArchiveLimits>;
+  /** The download deadlines' clock (injected for tests). */
+  clock?: Clock;
+  /** Where downloads are kept until installed (default: the OS temporary directory). */
+  tmpDir?: string;
+  fs?: InstallFs;
   /** Waits between rename attempts (injected for tests). */
   sleep?: (ms: number) => Promise<void>;
 }
+
+export type InstallFs = Pick<
+  typeof nodeFs,
+  | 'readFileSync'
+  | 'existsSync'
+  | 'mkdirSync'
+  | 'mkdtempSync'
+  | 'writeFileSync'
+  | 'renameSync'
+  | 'rmSync'
+  | 'statSync'
+  | 'createReadStream'
+  | 'createWriteStream'
+  | 'openSync'
+  | 'readSync'
+  | 'closeSync'
+>;
 
 /**
  * Windows refuses to replace an executable that is running (a plugin mid-ADD) with EPERM/EBUSY/EACCES;
@@ -95,36 +120,43 @@ function isUrl(location: string): boolean {
   return /^https?:\/\//i.test(location);
 }
 
-async function download(url: string, fetchFn: typeof fetch): Promise<Buffer> {
-  let res: Response;
-  try {
-    res = await fetchFn(url, { redirect: 'follow' });
-  } catch (err) {
-    throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: ${errorMessage(err)}; check the URL and the node's access to it`, { source: url }, { cause: err });
+/** SHA-256 of a local file, read as a stream under the size cap (a file growing while read stops there too). */
+async function hashLocalFile(path: string, maxBytes: number, fs: Pick<typeof nodeFs, 'createReadStream'>): Promise<string> {
+  const hash = createHash('sha256');
+  let read = 0;
+  for await (const chunk of fs.createReadStream(path)) {
+    read += (chunk as Buffer).length;
+    if (read > maxBytes) throw tooLargeError(path, 'download', maxBytes, read - (chunk as Buffer).length);
+    hash.update(chunk as Buffer);
   }
-  if (!res.ok) {
-    throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `cannot download ${url}: HTTP ${res.status} ${res.statusText}`, { source: url, status: res.status });
-  }
-  const length = Number(res.headers.get('content-length') ?? 0);
-  if (length > MAX_SOURCE_BYTES) {
-    throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `${url} is ${length} bytes, more than the ${MAX_SOURCE_BYTES} allowed for a plugin archive`, { source: url });
-  }
-  return Buffer.from(await res.arrayBuffer());
+  return hash.digest('hex');
 }
 
-/** Read one source and check its SHA-256; nothing is written. */
-export async function loadSource(src: PluginSource, fetchFn: typeof fetch, fs: Pick<typeof nodeFs, 'readFileSync'>): Promise<Buffer> {
-  let data: Buffer;
+/**
+ * Bring one source to a file and check its SHA-256; nothing is written to the bin dir. A URL is downloaded
+ * into `tmp`; a path is used where it is, if it is a regular file within the size cap. Returns the file.
+ */
+export async function loadSource(src: PluginSource, tmp: string, index: number, o: { limits: DownloadLimits; clock: Clock; fs: InstallFs }): Promise<string> {
+  let path: string;
+  let actual: string;
   if (isUrl(src.location)) {
-    data = await download(src.location, fetchFn);
+    path = join(tmp, `source-${index}`);
+    actual = (await downloadToFile(src.location, path, { limits: o.limits, clock: o.clock, createWriteStream: (p) => o.fs.createWriteStream(p, { flags: 'wx', mode: 0o600 }) }))
+      .sha256;
   } else {
+    path = src.location;
     try {
-      data = fs.readFileSync(src.location);
+      const st = o.fs.statSync(path);
+      if (!st.isFile()) {
+        throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `${path} is not a regular file (a directory, a pipe or a device); give the archive's path`, { source: path });
+      }
+      if (st.size > o.limits.maxBytes) throw tooLargeError(path, 'download', o.limits.maxBytes, 0, ` (${st.size} bytes)`);
+      actual = await hashLocalFile(path, o.limits.maxBytes, o.fs);
     } catch (err) {
-      throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `cannot read ${src.location}: ${errorMessage(err)}`, { source: src.location }, { cause: err });
+      if (err instanceof CniInstallError) throw err;
+      throw new CniInstallError('FLANNEL_ERR_CNI_SOURCE', `cannot read ${path}: ${errorMessage(err)}`, { source: path }, { cause: err });
     }
   }
-  const actual = sha256Hex(data);
   if (actual !== src.sha256) {
     throw new CniInstallError(
       'FLANNEL_ERR_CNI_HASH',
@@ -132,12 +164,14 @@ export async function loadSource(src: PluginSource, fetchFn: typeof fetch, fs: P
       { source: src.location, expected: src.sha256, actual },
     );
   }
-  return data;
+  return path;
 }
 
-function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFileSync' | 'existsSync'>): boolean {
+function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFileSync' | 'existsSync' | 'statSync'>): boolean {
   if (!fs.existsSync(path)) return false;
   try {
+    const st = fs.statSync(path);
+    if (!st.isFile() || st.size !== data.length) return false; // not read: it differs anyway
     const have = fs.readFileSync(path);
     return have.length === data.length && have.equals(data);
   } catch {
@@ -146,14 +180,23 @@ function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFi
 }
 
 /** The plugins on disk when they are exactly what the record of an install of these sources says. */
-function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync'>): InstallReport | undefined {
+function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync' | 'statSync'>): InstallReport | undefined {
+  /** A file of the bin dir, read only when it is a regular file of a plausible size (a FIFO would block). */
+  const read = (name: string, max: number): Buffer | undefined => {
+    const st = fs.statSync(join(binDir, name));
+    return st.isFile() && st.size <= max ? fs.readFileSync(join(binDir, name)) : undefined;
+  };
   try {
-    const rec = JSON.parse(fs.readFileSync(join(binDir, INSTALL_RECORD), 'utf8')) as InstallRecord;
+    const text = read(INSTALL_RECORD, MAX_RECORD_BYTES);
+    if (!text) return undefined;
+    const rec = JSON.parse(text.toString('utf8')) as InstallRecord;
     const wanted = sources.map((s) => s.sha256).sort();
     if (JSON.stringify(rec.sources) !== JSON.stringify(wanted)) return undefined;
     const sha256 = {} as Record<CniPluginFile, string>;
     for (const f of CNI_PLUGIN_FILES) {
-      sha256[f] = sha256Hex(fs.readFileSync(join(binDir, f)));
+      const data = read(f, ARCHIVE_LIMITS.maxEntryBytes);
+      if (!data) return undefined;
+      sha256[f] = sha256Hex(data);
       if (rec.files[f] !== sha256[f]) return undefined;
     }
     return { installed: [], unchanged: [...CNI_PLUGIN_FILES], sha256, fromRecord: true };
@@ -164,20 +207,9 @@ function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: P
 
 export async function installCniPlugins(opts: InstallOptions): Promise<InstallReport> {
   const fs = opts.fs ?? nodeFs;
-  const fetchFn = opts.fetch ?? fetch;
   const recorded = recordedInstall(opts.binDir, opts.sources, fs);
   if (recorded) return recorded;
-  const found = new Map<CniPluginFile, { data: Buffer; from: string }>();
-  for (const src of opts.sources) {
-    const data = await loadSource(src, fetchFn, fs);
-    for (const [file, content] of await readPlugins(data, src.location)) {
-      const prev = found.get(file);
-      if (prev) {
-        throw new CniInstallError('FLANNEL_ERR_CNI_ARCHIVE', `${file} is in both ${prev.from} and ${src.location}; give it once`, { file });
-      }
-      found.set(file, { data: content, from: src.location });
-    }
-  }
+  const found = await readSources(opts, fs);
   const missing = CNI_PLUGIN_FILES.filter((f) => !found.has(f));
   if (missing.length > 0) {
     throw new CniInstallError(
@@ -221,6 +253,30 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
   }
   writeRecord(opts.binDir, record, fs);
   return report;
+}
+
+/** The plugins of every source, each source hashed and checked first; downloads are removed after. */
+async function readSources(opts: InstallOptions, fs: InstallFs): Promise<Map<CniPluginFile, { data: Buffer; from: string }>> {
+  const limits = { ...DOWNLOAD_LIMITS, ...opts.limits };
+  const clock = opts.clock ?? systemClock;
+  const found = new Map<CniPluginFile, { data: Buffer; from: string }>();
+  const tmp = fs.mkdtempSync(join(opts.tmpDir ?? tmpdir(), 'flanneld-install-cni-'));
+  try {
+    for (const [i, src] of opts.sources.entries()) {
+      const path = await loadSource(src, tmp, i, { limits, clock, fs });
+      for (const [file, content] of await readPlugins(path, src.location, opts.limits, fs)) {
+        const prev = found.get(file);
+        if (prev) {
+          throw new CniInstallError('FLANNEL_ERR_CNI_ARCHIVE', `${file} is in both ${prev.from} and ${src.location}; give it once`, { file });
+        }
+        found.set(file, { data: content, from: src.location });
+      }
+      if (path.startsWith(tmp)) fs.rmSync(path, { force: true }); // one download on disk at a time
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  return found;
 }
 
 /** Best effort: without a record the next run downloads and compares again. */

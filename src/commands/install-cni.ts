@@ -3,7 +3,8 @@
 // --pinned the upstream releases of src/cni-plugins/pinned.json are used.
 import { parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
 import { FlagError, FlannelError, errorMessage } from '../errors.js';
-import { CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
+import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
+import { DOWNLOAD_LIMITS } from '../cni-plugins/download.js';
 import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
 import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
 import type { Command, CommandIO } from './command.js';
@@ -38,6 +39,8 @@ export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
 /** The releases pinned in src/cni-plugins/pinned.json, as sources. */
 export const PINNED_SOURCES: readonly PluginSource[] = pinned.releases.map((r) => ({ location: r.url, sha256: r.sha256 }));
 
+const mib = (bytes: number) => bytes / (1024 * 1024);
+
 export function usage(platform: NodeJS.Platform): string {
   const flags = renderUsage(PROGRAM, INSTALL_CNI_FLAGS, platform)
     .replace(/^Usage:.*\n\n/, '')
@@ -48,7 +51,10 @@ export function usage(platform: NodeJS.Platform): string {
     `${command.summary}.\nEvery source is hashed before anything is written; the plugins are written to a temporary\n` +
     `directory in DIR and renamed into place; files already equal are left alone (a rerun writes nothing,\n` +
     `and downloads nothing while the plugins still match the record of the last install, DIR\\${INSTALL_RECORD}).\n` +
-    `Bare executables are named by their file name (flannel-amd64.exe is installed as flannel.exe).\n\n${flags}`
+    `Bare executables are named by their file name (flannel-amd64.exe is installed as flannel.exe).\n` +
+    `A download may be at most ${mib(DOWNLOAD_LIMITS.maxBytes)} MiB and must answer within ${DOWNLOAD_LIMITS.connectTimeoutMs / 1000} s, pause at most\n` +
+    `${DOWNLOAD_LIMITS.idleTimeoutMs / 1000} s and finish within ${DOWNLOAD_LIMITS.overallTimeoutMs / 60_000} minutes; a plugin may be at most ${mib(ARCHIVE_LIMITS.maxEntryBytes)} MiB, must be a regular file\n` +
+    `in its archive and a Windows (PE) executable (docs/bounds.md).\n\n${flags}`
   );
 }
 

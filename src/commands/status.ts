@@ -3,16 +3,28 @@
 // the source VIP. Exit code 0 when the dataplane is in sync, 1 otherwise (also when the agent cannot be
 // reached), 2 for bad flags, so scripts can wait on it. Calico's `calicoctl node status` is the model;
 // upstream flannel has nothing like it.
+//
+// What answers on the port is not trusted: the answer is read under a size cap and a deadline (each
+// candidate URL has STATUS_TIMEOUT_MS for headers and body; FLANNEL_ERR_STATUS_TOO_LARGE,
+// FLANNEL_ERR_STATUS_TIMEOUT), and every value printed is escaped for the terminal (./terminal-text.ts).
+// docs/bounds.md says why each number.
 import { networkInterfaces } from 'node:os';
+import { abortReason, systemClock, type Clock } from '../clock.js';
 import type { FlagSpec } from '../config/flags.js';
-import { FlagError, errorMessage } from '../errors.js';
+import { FlagError, StatusError, errorMessage } from '../errors.js';
 import type { StatusReport } from '../health/status.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
+import { terminalJson, terminalText as t } from './terminal-text.js';
 
 /** The health port start.ps1 and the DaemonSet give the agent, used when --healthz-port is not set. */
 export const DEFAULT_STATUS_PORT = 10277;
-const TIMEOUT_MS = 10_000;
+/** The whole exchange with one candidate URL, headers and body. */
+export const STATUS_TIMEOUT_MS = 10_000;
+/** The largest /status answer read. */
+export const MAX_STATUS_BYTES = 8 * 1024 * 1024;
+/** What is shown of a non-200 answer. */
+const MAX_ERROR_TEXT = 500;
 
 export const STATUS_FLAGS: readonly FlagSpec[] = [
   { name: 'output', kind: 'string', default: 'table', help: 'table or json', valueName: 'FORMAT', aliases: ['o'] },
@@ -39,31 +51,97 @@ export function statusUrls(healthzIP: string, healthzPort: number, ifaces: Retur
   return [...new Set(hosts)].map((h) => `http://${h.includes(':') ? `[${h}]` : h}:${port}/status`);
 }
 
-/** The table `flanneld status` prints. Pure. */
+/** The table `flanneld status` prints, every value escaped for the terminal. Pure. */
 export function renderStatusTable(s: StatusReport): string {
   const rows: [string, string][] = [];
   const net = s.network;
-  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${s.phase}${s.ready ? '' : ', subnet.env not written yet'})`]);
-  rows.push(['Lease', s.lease ? `${s.lease.subnet} (public IP ${s.lease.publicIP})` : 'none yet']);
+  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${s.ready ? '' : ', subnet.env not written yet'})`]);
+  rows.push(['Lease', s.lease ? `${t(s.lease.subnet)} (public IP ${t(s.lease.publicIP)})` : 'none yet']);
   rows.push([
     'Network',
     !net
       ? 'none yet'
       : net.present
-        ? `${net.name} (${net.type ?? '?'}), ID ${net.id ?? '?'}, adapter ${net.adapter ?? '?'}`
-        : `${net.name}: MISSING from HNS${net.error ? ` (${net.error})` : ''}`,
+        ? `${t(net.name)} (${t(net.type ?? '?')}), ID ${t(net.id ?? '?')}, adapter ${t(net.adapter ?? '?')}`
+        : `${t(net.name)}: MISSING from HNS${net.error ? ` (${t(net.error)})` : ''}`,
   ]);
-  rows.push(['MTU', s.mtu === null ? '-' : String(s.mtu)]);
-  rows.push(['Peers', `${s.peers.desired} desired, ${s.peers.programmed} programmed, ${s.peers.rejected} rejected`]);
-  for (const r of s.peers.rejections) rows.push(['  rejected', `${r.key} ${r.subnet} via ${r.publicIP}: ${r.reason} (${r.message})`]);
-  rows.push(['Last pass', s.lastPass ? `${s.lastPass.at} ${s.lastPass.ok ? 'ok' : 'failed'}` : 'none yet']);
-  rows.push(['Last success', s.lastSuccess ?? 'none yet']);
-  rows.push(['Last error', s.lastError ? `${s.lastError.at} ${s.lastError.message}` : 'none']);
-  rows.push(['Start', s.startKind ?? 'unknown (no boot record)']);
-  rows.push(['Source VIP', s.sourceVip ?? '-']);
-  rows.push(['Version', s.version]);
+  rows.push(['MTU', s.mtu === null ? '-' : t(s.mtu)]);
+  rows.push(['Peers', `${t(s.peers.desired)} desired, ${t(s.peers.programmed)} programmed, ${t(s.peers.rejected)} rejected`]);
+  const rejections: unknown = s.peers.rejections;
+  for (const r of Array.isArray(rejections) ? (rejections as StatusReport['peers']['rejections']) : []) {
+    rows.push(['  rejected', `${t(r?.key)} ${t(r?.subnet)} via ${t(r?.publicIP)}: ${t(r?.reason)} (${t(r?.message)})`]);
+  }
+  rows.push(['Last pass', s.lastPass ? `${t(s.lastPass.at)} ${s.lastPass.ok ? 'ok' : 'failed'}` : 'none yet']);
+  rows.push(['Last success', s.lastSuccess ? t(s.lastSuccess) : 'none yet']);
+  rows.push(['Last error', s.lastError ? `${t(s.lastError.at)} ${t(s.lastError.message)}` : 'none']);
+  rows.push(['Start', s.startKind ? t(s.startKind) : 'unknown (no boot record)']);
+  rows.push(['Source VIP', s.sourceVip ? t(s.sourceVip) : '-']);
+  rows.push(['Version', t(s.version)]);
   const width = Math.max(...rows.map(([k]) => k.length)) + 2;
   return rows.map(([k, v]) => `${k.padEnd(width)}${v}`).join('\n') + '\n';
+}
+
+/** One answer of the status port, read whole under the bounds. */
+export interface StatusAnswer {
+  status: number;
+  text: string;
+}
+
+/**
+ * GET `url` and read its answer, at most `maxBytes`, all within `timeoutMs` on `clock`. Rejects with
+ * FLANNEL_ERR_STATUS_TOO_LARGE, FLANNEL_ERR_STATUS_TIMEOUT, or the network error (not reachable).
+ */
+export async function readStatus(url: string, o: { clock?: Clock; timeoutMs?: number; maxBytes?: number } = {}): Promise<StatusAnswer> {
+  const clock = o.clock ?? systemClock;
+  const timeoutMs = o.timeoutMs ?? STATUS_TIMEOUT_MS;
+  const maxBytes = o.maxBytes ?? MAX_STATUS_BYTES;
+  const ctrl = new AbortController();
+  const timer = new AbortController();
+  let received = 0;
+  clock.sleep(timeoutMs, timer.signal).then(
+    () =>
+      ctrl.abort(
+        new StatusError('FLANNEL_ERR_STATUS_TIMEOUT', `${url} did not answer in full within ${timeoutMs} ms (${received} bytes received); is it the agent's health port?`, {
+          url,
+          timeoutMs,
+          received,
+        }),
+      ),
+    () => undefined,
+  );
+  try {
+    const res = await fetch(url, { signal: ctrl.signal, redirect: 'error' });
+    const length = Number(res.headers.get('content-length') ?? 0);
+    const tooLarge = () =>
+      new StatusError('FLANNEL_ERR_STATUS_TOO_LARGE', `${url} answered with more than ${maxBytes} bytes, more than any agent's status; is it the agent's health port?`, {
+        url,
+        maxBytes,
+        received,
+      });
+    if (length > maxBytes) {
+      ctrl.abort(tooLarge());
+      throw abortReason(ctrl.signal);
+    }
+    const chunks: Uint8Array[] = [];
+    if (res.body) {
+      for await (const piece of res.body) {
+        const chunk = piece as Uint8Array;
+        if (received + chunk.length > maxBytes) {
+          const err = tooLarge();
+          ctrl.abort(err);
+          throw err;
+        }
+        received += chunk.length;
+        chunks.push(chunk);
+      }
+    }
+    return { status: res.status, text: Buffer.concat(chunks).toString('utf8') };
+  } catch (err) {
+    if (ctrl.signal.aborted) throw abortReason(ctrl.signal);
+    throw err;
+  } finally {
+    timer.abort();
+  }
 }
 
 function isStatusReport(v: unknown): v is StatusReport {
@@ -85,15 +163,16 @@ export const command: Command = {
       if (output !== 'table' && output !== 'json') throw new FlagError(`invalid value "${output}" for flag -output: use table or json`, { flag: 'output', value: output });
       const flagUrl = String(parsed.own.get('url') ?? '');
       const urls = flagUrl ? [flagUrl] : statusUrls(parsed.config.healthzIP, parsed.config.healthzPort);
-      let res: Response | undefined;
+      let res: StatusAnswer | undefined;
       let url = urls[0];
       let failure: unknown;
       for (const candidate of urls) {
         try {
-          res = await fetch(candidate, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+          res = await readStatus(candidate);
           url = candidate;
           break;
         } catch (err) {
+          if (err instanceof StatusError) throw err; // it answered, badly: do not try the next address
           failure ??= (err as { cause?: unknown }).cause ?? err;
         }
       }
@@ -104,9 +183,9 @@ export const command: Command = {
         );
         return 1;
       }
-      const text = await res.text();
+      const text = res.text;
       if (res.status !== 200) {
-        io.stderr(`${program}: ${url} answered ${res.status}: ${text.trim()}\n`);
+        io.stderr(`${program}: ${url} answered ${res.status}: ${t(text.trim().slice(0, MAX_ERROR_TEXT))}\n`);
         return 1;
       }
       let report: unknown;
@@ -119,9 +198,13 @@ export const command: Command = {
         io.stderr(`${program}: ${url} did not answer with a flanneld status document; is --url the agent's health port?\n`);
         return 1;
       }
-      io.stdout(output === 'json' ? JSON.stringify(report, null, 2) + '\n' : renderStatusTable(report));
+      io.stdout(output === 'json' ? terminalJson(report) + '\n' : renderStatusTable(report));
       return report.inSync ? 0 : 1;
     } catch (err) {
+      if (err instanceof StatusError) {
+        io.stderr(`${program}: ${err.message} [${err.code}]\n`);
+        return 1;
+      }
       return reportError(program, err, io);
     }
   },

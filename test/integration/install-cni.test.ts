@@ -14,12 +14,13 @@ import { gzipSync } from 'node:zlib';
 import tarStream from 'tar-stream';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
 import { MAIN, runFlanneld } from '../support/flanneld-process.js';
+import { peImage } from '../support/pe.js';
 
 const require = createRequire(import.meta.url);
 const PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
 
-/** A fake PE file: "MZ" and a body naming the plugin and release. */
-const exe = (name: string, release: string) => Buffer.from(`MZ\x90\x00 ${name} ${release} ` + 'x'.repeat(2000));
+/** A minimal PE image whose body names the plugin and release. */
+const exe = (name: string, release: string) => peImage(` ${name} ${release} ` + 'x'.repeat(2000));
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 async function zipOf(files: Record<string, Buffer>): Promise<Buffer> {
@@ -77,6 +78,12 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'flannel-amd64.exe'), flannelV2);
   server = createServer((req, res) => {
     requests.push(req.url ?? '');
+    if (req.url === '/huge.tgz') {
+      // Says 4 GiB and sends a little: the agent must refuse on the header, not read on.
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(4 * 1024 ** 3) });
+      res.write(Buffer.alloc(1024));
+      return;
+    }
     const body = served.get(req.url ?? '');
     res.writeHead(body ? 200 : 404, { 'Content-Type': 'application/octet-stream' });
     res.end(body ?? 'not found');
@@ -178,6 +185,22 @@ describe('flanneld install-cni', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('HTTP 404');
     expect(r.stderr).toContain('[FLANNEL_ERR_CNI_SOURCE]');
+  });
+
+  it('a download that says it is 4 GiB is refused on its Content-Length, and nothing changes', async () => {
+    const r = await run(['--source', `${base}/huge.tgz`, '--sha256', sha(tgzV2), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_TOO_LARGE]');
+    for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v1').toString('latin1'));
+  });
+
+  it('an archive whose win-bridge.exe is no PE image is refused, and nothing changes', async () => {
+    const body = await zipOf({ ...Object.fromEntries(PLUGINS.map((p) => [p, exe(p, 'v5')])), 'win-bridge.exe': Buffer.from('MZ this is a text file') });
+    served.set('/not-pe.zip', body);
+    const r = await run(['--source', `${base}/not-pe.zip`, '--sha256', sha(body), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_NOT_PE]');
+    for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v1').toString('latin1'));
   });
 
   it('upgrades from the upstream layout: a .tgz over HTTP plus the bare flannel-amd64.exe from a file path', async () => {

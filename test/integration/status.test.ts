@@ -3,6 +3,7 @@
 // programmed, the start kind across a restart, /status refused to other hosts, an unreachable agent.
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
@@ -169,5 +170,50 @@ describe('flanneld status', () => {
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^Usage: flanneld status \[OPTION\]\.\.\./);
     expect(help.stdout).toContain('--output');
+  });
+
+  it('a hostile status port: what it says is printed escaped, and an answer without end is refused at the cap', async () => {
+    const evil = '\u001b[2J\u001b]52;c;ZWNobyBwd25lZA==\u0007\rFAKE\u009b2J\u202e';
+    const body = JSON.stringify({
+      version: evil,
+      phase: 'running',
+      ready: true,
+      inSync: true,
+      startKind: evil,
+      lease: { subnet: evil, publicIP: '10.0.0.1' },
+      network: null,
+      mtu: 1450,
+      sourceVip: null,
+      peers: { desired: 0, programmed: 0, rejected: 0, rejections: [] },
+      lastPass: null,
+      lastSuccess: null,
+      lastError: { at: evil, message: evil },
+    });
+    const server = createServer((req, res) => {
+      if (req.url === '/status') return void res.end(body);
+      res.writeHead(200, { 'Content-Type': 'application/json' }); // /endless: chunked, never ends
+      const chunk = Buffer.alloc(64 * 1024, ' ');
+      const pump = () => {
+        while (!res.destroyed) if (!res.write(chunk)) return void res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    stops.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    });
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    // eslint-disable-next-line no-control-regex -- finding raw control characters is the point
+    const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/;
+    for (const output of ['table', 'json']) {
+      const r = await cli(['status', `--url=${base}/status`, `--output=${output}`]);
+      expect(r.status).toBe(0);
+      expect(r.stdout).not.toMatch(raw);
+      expect(r.stdout).toContain('\\u001b[2J');
+    }
+    const endless = await cli(['status', `--url=${base}/endless`]);
+    expect(endless.status).toBe(1);
+    expect(endless.stderr).toContain('[FLANNEL_ERR_STATUS_TOO_LARGE]');
   });
 });

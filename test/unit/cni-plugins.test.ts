@@ -1,7 +1,7 @@
 // The pure parts of install-cni: what a download is (by magic bytes), which plugin a published name
 // stands for (flannel-io/cni-plugin publishes flannel-amd64.exe; the CNI config's "type": "flannel"
 // makes containerd run flannel.exe), --sha256 values, and archives that hold a plugin twice or under a
-// path that tries to leave the directory (only the base name is ever used).
+// directory (only the base name is ever used). Hostile sources and archives: cni-bounds.test.ts.
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -12,10 +12,20 @@ import tarStream from 'tar-stream';
 import { pluginFileFor, readPlugins, sourceKind } from '../../src/cni-plugins/archive.js';
 import { installCniPlugins, normalizeSha256 } from '../../src/cni-plugins/install.js';
 import { FlannelError } from '../../src/errors.js';
+import { peImage } from '../support/pe.js';
 
-async function tgz(files: Record<string, string>): Promise<Buffer> {
+const scratch = fs.mkdtempSync(join(tmpdir(), 'flanneld-cni-plugins-'));
+let n = 0;
+/** `data` in a file of its own (readPlugins reads a file). */
+function fileOf(data: Buffer): string {
+  const p = join(scratch, `source-${n++}`);
+  fs.writeFileSync(p, data);
+  return p;
+}
+
+async function tgz(files: Record<string, string | Buffer>): Promise<Buffer> {
   const pack = tarStream.pack();
-  for (const [name, text] of Object.entries(files)) pack.entry({ name }, text);
+  for (const [name, data] of Object.entries(files)) pack.entry({ name }, data);
   pack.finalize();
   const chunks: Buffer[] = [];
   for await (const c of pack) chunks.push(c as Buffer);
@@ -55,18 +65,18 @@ describe('cni-plugins', () => {
     expect(normalizeSha256(raw)).toBe(want);
   });
 
-  it('reads only the wanted plugins, by base name: a ../ path cannot place a file anywhere', async () => {
-    const plugins = await readPlugins(await tgz({ '../../evil/win-bridge.exe': 'MZ b', './static.exe': 'MZ s', 'x/host-local.exe': 'MZ h' }), 'a.tgz');
+  it('reads only the wanted plugins, by base name: a directory in the archive places nothing anywhere', async () => {
+    const plugins = await readPlugins(fileOf(await tgz({ 'bin/win-bridge.exe': peImage('b'), './static.exe': peImage('s'), 'x/host-local.exe': peImage('h') })), 'a.tgz');
     expect([...plugins.keys()].sort()).toEqual(['host-local.exe', 'win-bridge.exe']);
-    expect(plugins.get('win-bridge.exe')!.toString()).toBe('MZ b');
+    expect(plugins.get('win-bridge.exe')).toEqual(peImage('b'));
   });
 
   it('refuses an archive holding one plugin twice, a bare exe of another name, and something that is no archive', async () => {
     const codes = await Promise.all(
       [
-        readPlugins(await tgz({ 'flannel.exe': 'MZ 1', 'flannel-amd64.exe': 'MZ 2' }), 'dup.tgz'),
-        readPlugins(Buffer.from('MZ x'), 'kube-proxy.exe'),
-        readPlugins(Buffer.from('<html>'), 'page.html'),
+        readPlugins(fileOf(await tgz({ 'flannel.exe': peImage('1'), 'flannel-amd64.exe': peImage('2') })), 'dup.tgz'),
+        readPlugins(fileOf(peImage('x')), 'kube-proxy.exe'),
+        readPlugins(fileOf(Buffer.from('<html>')), 'page.html'),
       ].map((p) =>
         p.then(
           () => 'no error',
@@ -81,7 +91,7 @@ describe('cni-plugins', () => {
 describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the .exe runs)', () => {
   async function setup() {
     const dir = fs.mkdtempSync(join(tmpdir(), 'flanneld-cni-unit-'));
-    const archive = await tgz({ 'flannel.exe': 'MZ f', 'win-overlay.exe': 'MZ o', 'win-bridge.exe': 'MZ b', 'host-local.exe': 'MZ h' });
+    const archive = await tgz({ 'flannel.exe': peImage('f'), 'win-overlay.exe': peImage('o'), 'win-bridge.exe': peImage('b'), 'host-local.exe': peImage('h') });
     fs.writeFileSync(join(dir, 'p.tgz'), archive);
     const sources = [{ location: join(dir, 'p.tgz'), sha256: createHash('sha256').update(archive).digest('hex') }];
     return { dir, sources, binDir: join(dir, 'bin') };
@@ -101,7 +111,7 @@ describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the
     const report = await installCniPlugins({ sources, binDir, sleep: async (ms) => void waits.push(ms), fs: busyRename('win-bridge.exe', 'EBUSY', 2) });
     expect(report.installed).toEqual(['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe']);
     expect(waits).toEqual([50, 100]);
-    expect(fs.readFileSync(join(binDir, 'win-bridge.exe'), 'utf8')).toBe('MZ b');
+    expect(fs.readFileSync(join(binDir, 'win-bridge.exe'))).toEqual(peImage('b'));
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

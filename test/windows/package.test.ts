@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
+import { peImage } from '../support/pe.js';
 import { waitFor } from '../support/wait-for.js';
 import { WindowsSimServer } from './sim-server.js';
 import {
@@ -154,7 +155,7 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     const plugins = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
     const yazl = createRequire(import.meta.url)('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, n: string): void; end(): void; outputStream: NodeJS.ReadableStream } };
     const zip = new yazl.ZipFile();
-    for (const p of plugins) zip.addBuffer(Buffer.from(`MZ ${p} ${'x'.repeat(1000)}`), `bin/${p}`);
+    for (const p of plugins) zip.addBuffer(peImage(` ${p} ${'x'.repeat(1000)}`), `bin/${p}`);
     zip.end();
     const zipPath = join(dir, 'plugins.zip');
     await pipeline(zip.outputStream, createWriteStream(zipPath));
@@ -164,7 +165,7 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     const first = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
     expect(first.stderr).not.toContain('install-cni:');
     expect(first.code).toBe(0);
-    for (const p of plugins) expect(readFileSync(join(binDir, p), 'utf8')).toContain(`MZ ${p} `);
+    for (const p of plugins) expect(readFileSync(join(binDir, p))).toEqual(peImage(` ${p} ${'x'.repeat(1000)}`));
     const again = await runUnderWine(exe(), args, { timeoutMs: 60_000 });
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('nothing downloaded or written');

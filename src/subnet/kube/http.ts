@@ -10,7 +10,8 @@
 // Upstream flanneld gets both from client-go (rest.Config.Timeout, reflector watch timeouts;
 // pkg/subnet/kube/kube.go builds the informer). Watch lines are newline-delimited JSON
 // (https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes); they
-// are split on '\n' by hand, which bench/kube-api.mjs measured faster than readline (client-node's way).
+// are split on '\n' by hand (./watch-lines.ts, each byte scanned once, a line capped at 16 MiB), which
+// bench/kube-api.mjs measured faster than readline (client-node's way).
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -18,6 +19,7 @@ import { abortReason } from '../../clock.js';
 import type { Clock } from '../../clock.js';
 import { KubeApiError, KubeTimeoutError } from '../../errors.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
+import { WatchLineSplitter } from './watch-lines.js';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -129,13 +131,14 @@ export class KubeHttp {
 
   /**
    * A watch: `onEvent(type, object)` for every line until the server ends the stream (resolves), or an
-   * error, a non-200 answer, `silenceMs` without a byte (headers included) or the signal (rejects).
+   * error, a non-200 answer, `silenceMs` without a byte (headers included), a line longer than
+   * `maxLineBytes` (FLANNEL_ERR_KUBE_WATCH_LINE; default MAX_WATCH_LINE_BYTES) or the signal (rejects).
    */
   async watch(
     path: string,
     query: Query,
     onEvent: (type: unknown, object: unknown) => void,
-    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void },
+    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; maxLineBytes?: number },
   ): Promise<void> {
     const what = `watch ${path}`;
     const p = await this.prepare(path, { ...query, watch: true }, 'GET');
@@ -171,16 +174,18 @@ export class KubeHttp {
             res.on('error', fail);
             return;
           }
-          let buf = '';
+          const lines = new WatchLineSplitter(what, opts.maxLineBytes);
           let ended = false;
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
+          res.on('data', (chunk: Buffer) => {
             last = this.clock.now();
-            buf += chunk;
-            let start = 0;
-            for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n', start)) {
-              const line = buf.slice(start, nl);
-              start = nl + 1;
+            let complete: string[];
+            try {
+              complete = lines.push(chunk);
+            } catch (err) {
+              res.destroy(err as Error);
+              return;
+            }
+            for (const line of complete) {
               if (line.trim() === '') continue;
               let ev: { type?: unknown; object?: unknown };
               try {
@@ -191,8 +196,6 @@ export class KubeHttp {
               }
               onEvent(ev?.type, ev?.object);
             }
-            buf = buf.slice(start);
-            if (buf.length > MAX_BODY_BYTES) res.destroy(new Error(`${what}: a watch event larger than ${MAX_BODY_BYTES} bytes`));
           });
           res.on('error', fail);
           res.on('end', () => {
