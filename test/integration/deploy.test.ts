@@ -230,6 +230,64 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
   });
 });
 
+// Uninstall: deploy/overlays/example/cleanup renders the cleanup DaemonSet (deploy/cleanup), which runs the
+// image's own `flanneld.exe cleanup` on every Windows node; what that command does without net-conf.json
+// is replayed on the simulated node in test/integration/commands.test.ts.
+describe('deploy/overlays/example/cleanup (kubectl apply -k --dry-run=client): the uninstall DaemonSet', () => {
+  let server: Server;
+  let dir: string;
+  let objects: Obj[] = [];
+  let rendered = { status: null as number | null, stderr: '' };
+
+  beforeAll(async () => {
+    server = discoveryServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-cleanup-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]\nusers: [{name: u, user: {token: dummy}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+    );
+    const out = await kubectl(['apply', '-k', join(OVERLAY, 'cleanup'), '--dry-run=client', '--validate=false', '-o', 'json'], { HOME: dir, KUBECONFIG: kubeconfig });
+    rendered = { status: out.status, stderr: out.stderr };
+    const parsed = JSON.parse(out.stdout || '{}') as Obj;
+    objects = parsed['kind'] === 'List' ? (parsed['items'] as Obj[]) : [parsed];
+  }, 60_000);
+  afterAll(async () => {
+    await new Promise<void>((r) => server.close(() => r()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is one HostProcess DaemonSet on Windows nodes, separate from the install (kubectl apply -k of the overlay does not create it)', () => {
+    expect(rendered.stderr).toBe('');
+    expect(rendered.status).toBe(0);
+    expect(objects.map((o) => `${o['kind']}/${o['metadata']['name']}`)).toEqual(['DaemonSet/kube-flannel-ds-windows-cleanup']);
+    const spec = objects[0]['spec']['template']['spec'] as Obj;
+    expect(objects[0]['metadata']['namespace']).toBe('kube-flannel');
+    expect(spec['nodeSelector']).toEqual({ 'kubernetes.io/os': 'windows' });
+    expect(spec['securityContext']['windowsOptions']).toEqual({ hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' });
+    expect(spec['hostNetwork']).toBe(true);
+    expect(spec['automountServiceAccountToken']).toBe(false); // cleanup calls no API server
+    expect(readFileSync(join(DEPLOY, 'base', 'kustomization.yaml'), 'utf8')).not.toContain('cleanup');
+  });
+
+  it("runs the image's own flanneld.exe cleanup with the shared net-conf when it still exists, and without it otherwise", () => {
+    const spec = objects[0]['spec']['template']['spec'] as Obj;
+    const [init] = spec['initContainers'] as Obj[];
+    const overlay = loadAllYaml(readFileSync(join(OVERLAY, 'kustomization.yaml'), 'utf8'))[0] as Obj;
+    const img = (overlay['images'] as Obj[]).find((i) => i['name'] === 'flanneld-windows')!;
+    for (const c of [...(spec['initContainers'] as Obj[]), ...(spec['containers'] as Obj[])]) expect(c['image']).toBe(`${img['newName']}:${img['newTag']}`);
+    const args = (init['args'] as string[]).join(' ');
+    expect(args).toMatch(
+      /\(Join-Path \$root 'flanneld\\flanneld\.exe'\) cleanup --net-config-path \(Join-Path \$root 'etc\\kube-flannel\\net-conf\.json'\);\s*exit \$LASTEXITCODE/,
+    );
+    expect(args).not.toContain('--force'); // never while the agent still runs
+    expect(spec['volumes']).toEqual([{ name: 'flannel-cfg', configMap: { name: 'kube-flannel-cfg', optional: true } }]);
+    expect(init['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
+  });
+});
+
 // The shared ConfigMap as the Linux manifest ships it (flannel-io/flannel Documentation/kube-flannel.yml:
 // vxlan with no VNI or Port, i.e. VNI 1 / port 8472 on Linux).
 const UPSTREAM_KUBE_FLANNEL_CFG = `kind: ConfigMap
