@@ -30,7 +30,7 @@ export const ERROR_FAMILIES = {
   /** The host: interfaces, addresses, the node's agent lock. */
   HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK'],
   /** A backend could not register its network, or the network disappeared while running. */
-  BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE'],
+  BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE', 'FLANNEL_ERR_NETWORK_CLASH'],
   /** The simulated dataplane's state file. */
   DataplaneStateError: ['FLANNEL_ERR_DATAPLANE_STATE'],
   /** A feature this agent does not support (on Windows, or at all). */
