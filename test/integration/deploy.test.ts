@@ -440,4 +440,62 @@ describe('scripts/start.ps1', () => {
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf("Invoke-Flanneld @('cni-config'"));
   });
+
+  // pwsh is not available here, so these read the script's structure; the journeys they guard (the network
+  // name kept, the agent restarted) are replayed on the simulated node in migrations.test.ts.
+  it('keeps the Backend.Name of the net-conf.json already on the node (microsoft/SDN: vxlan0), strict-mode safe', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    const tree = p.parse(text)!;
+    const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n.children.find((c) => c?.type === 'variable')?.text);
+    expect(params).toContain('$NetworkName');
+    // Read before it is overwritten, through PSObject.Properties (Set-StrictMode -Version Latest throws on a
+    // missing property), and put into the Backend written.
+    const read = text.indexOf('$oldNetConf = [System.IO.File]::ReadAllText($NetConfPath)');
+    const write = text.indexOf('[System.IO.File]::WriteAllText($NetConfPath, $netConf)');
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(write);
+    expect(text).toContain("$oldBackend = $old.PSObject.Properties['Backend']");
+    expect(text).toContain("$oldBackend.Value.PSObject.Properties['Name']");
+    expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeGreaterThan(read);
+    expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeLessThan(text.indexOf('$netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend }'));
+  });
+
+  it('run again with the service running: restarts it when its flags or net-conf.json changed, and says so', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    expect(p.parse(text)!.rootNode.hasError).toBe(false);
+    const at = (needle: string) => {
+      const i = text.indexOf(needle);
+      expect([needle, i >= 0]).toEqual([needle, true]);
+      return i;
+    };
+    const before = at('$before = Get-FlanneldService');
+    const install = at("Invoke-Flanneld (@('service', 'install'");
+    const after = at('$after = Get-FlanneldService');
+    const stop = at("Invoke-Flanneld @('service', 'stop', '--name', $ServiceName");
+    const start = at("Invoke-Flanneld @('service', 'start', '--name', $ServiceName");
+    expect([before < install, install < after, after < stop, stop < start]).toEqual([true, true, true, true]);
+    expect(text).toContain("if ($before -and $before['state'] -eq 'RUNNING')");
+    expect(text).toContain("$flagsChanged = (-not $after) -or ($before['binary-path'] -ne $after['binary-path'])");
+    expect(text).toContain('if ($flagsChanged -or $netConfChanged)');
+    expect(text).toContain('$netConfChanged = $oldNetConf -ne $netConf');
+    expect(text).toContain('Write-Host "Restarting service $ServiceName to apply the new');
+    expect(text).toContain('not restarted"');
+    // The script's field pattern reads what flanneld-service.exe status prints (packaging/service-host.c cmd_status).
+    const pattern = /'\^\(\[a-z-\]\+\): \(\.\*\)\$'/.exec(text)![0].slice(1, -1);
+    const status =
+      'name: flanneld\nstate: RUNNING\npid: 4242\nexit-code: 0\nservice-exit-code: 0\nstart-type: auto\naccount: LocalSystem\nbinary-path: "C:\\k\\flannel\\flanneld-service.exe" run --name flanneld -- --iface=10.0.0.2\n';
+    const fields = Object.fromEntries(
+      status.split('\n').flatMap((l) => {
+        const m = new RegExp(pattern).exec(l);
+        return m ? [[m[1], m[2]]] : [];
+      }),
+    );
+    expect(fields).toMatchObject({ state: 'RUNNING', 'binary-path': '"C:\\k\\flannel\\flanneld-service.exe" run --name flanneld -- --iface=10.0.0.2' });
+    const c = readFileSync(join(process.cwd(), 'packaging', 'service-host.c'), 'utf8');
+    expect(c).toContain('L"name: %ls\\nstate: %ls\\npid:');
+    expect(c).toContain('binary-path: %ls\\n');
+    expect(c).toContain('return L"RUNNING"');
+  });
 });
