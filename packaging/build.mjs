@@ -153,6 +153,9 @@ async function bundle(workDir) {
     platform: 'node',
     format: 'cjs',
     target: 'node22',
+    // jsonc-parser's main is a UMD build whose factory requires './impl/*' through a parameter esbuild
+    // cannot follow (the bundle fails with "Cannot find module './impl/format'"); its ESM build bundles.
+    alias: { 'jsonc-parser': join(REPO, 'node_modules', 'jsonc-parser', 'lib', 'esm', 'main.js') },
     external: ['ffi-rs'],
     metafile: true,
     logLevel: 'warning',

@@ -319,26 +319,83 @@ data:
     }
 `;
 
-describe('the shared net-conf: a separate patch step, and a guard against VNI 1', () => {
+describe('the shared net-conf: flanneld netconf set-vni, and a guard against VNI 1', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'flanneld-netconf-'));
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('deploy/patches/kube-flannel-cfg-vxlan.yaml (kubectl patch --local) moves the shared ConfigMap to VNI 4096 / Port 4789 and keeps cni-conf.json', async () => {
+  // `flanneld netconf set-vni` through the built CLI, on the ConfigMap as kubectl prints it, and its
+  // output through `kubectl apply --dry-run=client` (discovery answered by the in-test server).
+  async function applyDryRun(file: string): Promise<{ status: number | null; stderr: string; obj: Obj }> {
+    const server = discoveryServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const kubeconfig = join(dir, 'kubeconfig-apply');
+      writeFileSync(
+        kubeconfig,
+        `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]\nusers: [{name: u, user: {token: dummy}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+      );
+      const out = await kubectl(['apply', '--dry-run=client', '--validate=false', '-f', file, '-o', 'json'], { HOME: dir, KUBECONFIG: kubeconfig });
+      return { status: out.status, stderr: out.stderr, obj: JSON.parse(out.stdout || '{}') as Obj };
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  }
+
+  const upstream = loadAllYaml(UPSTREAM_KUBE_FLANNEL_CFG)[0] as Obj;
+
+  it('flanneld netconf set-vni (YAML, as kubectl get -o yaml prints it) sets VNI 4096 / Port 4789, keeps EnableNFTables and cni-conf.json, and kubectl applies it', async () => {
     const cm = join(dir, 'cm.yaml');
     writeFileSync(cm, UPSTREAM_KUBE_FLANNEL_CFG);
-    const out = await exec('kubectl', ['patch', '--local', '-f', cm, '--type', 'merge', '--patch-file', join(DEPLOY, 'patches', 'kube-flannel-cfg-vxlan.yaml'), '-o', 'json'], {
-      HOME: dir,
-    });
-    expect(out.stderr).toBe('');
-    expect(out.status).toBe(0);
-    const patched = JSON.parse(out.stdout) as Obj;
-    expect(patched['metadata']['name']).toBe('kube-flannel-cfg');
-    const nc = parseNetConf(patched['data']['net-conf.json'] as string);
+    const dry = await exec(process.execPath, [MAIN, 'netconf', 'set-vni', '-f', cm, '--dry-run'], {});
+    expect(dry.status).toBe(0);
+    expect(dry.stdout).toContain('+    "VNI": 4096,\n+    "Port": 4789\n');
+    expect(dry.stderr).toContain('ConfigMap (YAML): Backend.VNI (unset) -> 4096, Backend.Port (unset) -> 4789');
+    const out = join(dir, 'cm-4096.yaml');
+    const set = await exec(process.execPath, [MAIN, 'netconf', 'set-vni', '--vni', '4096', '--port', '4789', '-f', cm, '-o', out], {});
+    expect(set.status).toBe(0);
+    const applied = await applyDryRun(out);
+    expect(applied.stderr).toBe('');
+    expect(applied.status).toBe(0);
+    expect(applied.obj['metadata']).toMatchObject({ name: 'kube-flannel-cfg', namespace: 'kube-flannel' });
+    const nc = parseNetConf(applied.obj['data']['net-conf.json'] as string);
     expect(nc.backend).toMatchObject({ type: 'vxlan', vni: 4096, port: 4789, name: 'flannel.4096' });
-    expect(patched['data']['cni-conf.json']).toBe((loadAllYaml(UPSTREAM_KUBE_FLANNEL_CFG)[0] as Obj)['data']['cni-conf.json']);
+    expect(JSON.parse(applied.obj['data']['net-conf.json'] as string)).toEqual({
+      Network: '10.244.0.0/16',
+      EnableNFTables: false,
+      Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 },
+    });
+    expect(applied.obj['data']['cni-conf.json']).toBe(upstream['data']['cni-conf.json']);
+  });
+
+  it('from stdin, the JSON ConfigMap (kubectl get -o json) with IPv6 keys: only VNI and Port change, and kubectl applies it', async () => {
+    const netConf =
+      '{\n  "Network": "10.244.0.0/16",\n  "EnableNFTables": true,\n  "EnableIPv6": true,\n  "IPv6Network": "2001:cafe:42::/56",\n  "Backend": {\n    "Type": "vxlan"\n  }\n}\n';
+    const cm = JSON.stringify({ ...upstream, data: { ...(upstream['data'] as Obj), 'net-conf.json': netConf } }, null, 4);
+    const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN, 'netconf', 'set-vni'], { env: { PATH: process.env['PATH'] ?? '' } });
+      let so = '';
+      let se = '';
+      child.stdout.on('data', (b: Buffer) => (so += b.toString()));
+      child.stderr.on('data', (b: Buffer) => (se += b.toString()));
+      child.on('exit', (code) => resolve({ status: code, stdout: so, stderr: se }));
+      child.stdin.end(cm);
+    });
+    expect(r.status).toBe(0);
+    const file = join(dir, 'cm-4096.json');
+    writeFileSync(file, r.stdout);
+    const applied = await applyDryRun(file);
+    expect(applied.status).toBe(0);
+    expect(JSON.parse(applied.obj['data']['net-conf.json'] as string)).toEqual({
+      Network: '10.244.0.0/16',
+      EnableNFTables: true,
+      EnableIPv6: true,
+      IPv6Network: '2001:cafe:42::/56',
+      Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 },
+    });
   });
 
   it.each([
@@ -365,7 +422,7 @@ describe('the shared net-conf: a separate patch step, and a guard against VNI 1'
       .map((l) => JSON.parse(l) as Obj)
       .find((l) => l['level'] === 'error');
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_NET_CONF', path: nc, ...context });
-    expect(err!['message']).toContain('kube-flannel-cfg-vxlan.yaml'); // says what to do
+    expect(err!['message']).toContain('flanneld netconf set-vni'); // says what to do
     // What the init container's user sees on stderr.
     const init = await exec(
       process.execPath,
