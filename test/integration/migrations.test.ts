@@ -139,4 +139,33 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     expect(state.read().networks.map((n) => n.ID)).toEqual([old.networkId]);
     expect(state.read().endpoints).toHaveLength(3);
   });
+
+  it('host-gw: an L2Bridge network of an earlier install under another name than cbr0, holding the subnet, is adopted; the pods keep their endpoints', async () => {
+    const state = cluster.stateOf(WIN);
+    const model = state.model();
+    // An L2Bridge network as HNS v1 POST /networks/ makes it (hostgw_windows.go: Subnets with the .1 gateway).
+    const net = model.createNetwork('HcnCreateNetwork', {
+      Name: 'l2bridge',
+      Type: 'L2Bridge',
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: SUBNET, Routes: [{ NextHop: '10.244.7.1', DestinationPrefix: '0.0.0.0/0' }] }] }],
+      Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'Ethernet' } }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const pod = model.createEndpoint('HcnCreateEndpoint', net.ID!, {
+      Name: '3f2a9c41_l2bridge',
+      IpConfigurations: [{ IpAddress: '10.244.7.5' }],
+      Flags: 0,
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    cluster.api.updateNode('linux-1', (n) => void (n.metadata.annotations!['flannel.alpha.coreos.com/backend-type'] = 'host-gw'));
+    cluster.api.updateNode('linux-2', (n) => void (n.metadata.annotations!['flannel.alpha.coreos.com/backend-type'] = 'host-gw'));
+    const agent = await cluster.startAgent({ nodeName: WIN, netConf: { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } }, args: [`--iface=${WIN_IP}`] });
+    await agent.waitReady();
+    expect(await agent.waitForLog("adopting the HNS network that already holds this node's subnet")).toMatchObject({ network: 'l2bridge', configured: 'cbr0' });
+    await state.waitFor(() => state.peerRoutes('10.244.0.0/16').length === 2, 'the peer routes');
+    const s = state.read();
+    expect(s.networks.map((n) => [n.Name, n.ID])).toEqual([['l2bridge', net.ID]]);
+    expect(s.endpoints.find((e) => e.ID === pod.ID)).toMatchObject({ HostComputeNetwork: net.ID });
+    expect(s.endpoints.some((e) => e.Name === 'l2bridge_ep')).toBe(true);
+  });
 });
