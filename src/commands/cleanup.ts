@@ -88,6 +88,15 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
   return { netConf: conf('host-gw', 'cbr0'), how: `no HNS network holds ${subnet} (from ${opts.subnetFile}): removing the files only` };
 }
 
+/** inferNetConf, or undefined where it would refuse (several holders: cleanup then keeps net-conf's name). */
+function heldNetwork(netConfPath: string, subnetFile: string, subnetEnv: string, networks: HnsNetworkV1[]): ReturnType<typeof inferNetConf> | undefined {
+  try {
+    return inferNetConf({ netConfPath, subnetFile, subnetEnv, sourceVip: undefined, networks });
+  } catch {
+    return undefined;
+  }
+}
+
 /** The network a source VIP record (sourcevip.json, written by the agent) names, when it is for `subnet`. */
 function sourceVipNetwork(text: string | undefined, subnet: string): string | undefined {
   if (text === undefined) return undefined;
@@ -250,6 +259,17 @@ export const command: Command = {
       let netConf: NetworkConfig;
       if (existsSync(config.netConfigPath)) {
         netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
+        // The agent adopts a network of another name that holds its subnet (src/backends/subnet-holder.ts):
+        // when net-conf's name is not in HNS, take the one holding subnet.env's subnet, if of the same type.
+        const networks = await dataplane.hns.listNetworksV1();
+        const subnetEnv = readIf(config.subnetFile);
+        if (!networks.some((n) => n.Name === netConf.backend.name) && subnetEnv !== undefined) {
+          const held = heldNetwork(config.netConfigPath, config.subnetFile, subnetEnv, networks);
+          if (held && held.netConf.backend.type === netConf.backend.type && networks.some((n) => n.Name === held.netConf.backend.name)) {
+            io.stdout(`no HNS network ${netConf.backend.name}; ${held.how} (the agent adopted it)\n`);
+            netConf = { ...netConf, backend: { ...netConf.backend, name: held.netConf.backend.name } };
+          }
+        }
       } else {
         const inferred = inferNetConf({
           netConfPath: config.netConfigPath,

@@ -189,6 +189,18 @@ describe('flanneld cleanup', () => {
     expect(after.listRoutes().filter((x) => x.DestinationPrefix.startsWith('10.244.'))).toEqual([]);
   });
 
+  it("net-conf.json names a network HNS does not have (the agent adopted another): cleanup takes the one holding subnet.env's subnet", async () => {
+    const a = await runToSync('vxlan');
+    const nc = join(a.dir, 'net-conf-renamed.json');
+    writeFileSync(nc, JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Name: 'vxlan0' } }));
+    const flags = agentFlags(a).map((f) => (f.startsWith('--net-config-path=') ? `--net-config-path=${nc}` : f));
+    const r = io();
+    expect(await cleanup.run(flags, r.io)).toBe(0);
+    expect(r.out.stdout).toContain(`no HNS network vxlan0; network flannel.4096 (vxlan, ${WIN_CIDR}): from ${a.subnetFile} and HNS (the agent adopted it)`);
+    expect(r.out.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay, /m);
+    expect(new SimulatedDataplane({ statePath: a.statePath }).listNetworks()).toEqual([]);
+  });
+
   it('without net-conf.json, two networks holding the own subnet (a half-done migration) are refused, naming both', async () => {
     const a = await runToSync('vxlan');
     const model = new SimulatedDataplane({ statePath: a.statePath });
