@@ -99,7 +99,9 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     writeFileSync(compat, '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.7.2/24","gateway":"10.244.7.1"},"dns":{}}\r\n');
     const agent = await cluster.startAgent({
       nodeName: WIN,
-      netConf: { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789, Name: 'vxlan0' } },
+      // microsoft/SDN Kubernetes/flannel/overlay/net-conf.json (commit 86a902f0), lower-case keys as it has them,
+      // with this cluster's Network: no VNI (flanneld.exe defaults to 4096 on Windows).
+      netConf: '{\n  "Network": "10.244.0.0/16",\n  "Backend": {\n    "name": "vxlan0",\n    "type": "vxlan"\n  }\n}\n',
       args: [`--iface=${WIN_IP}`, ...vipArgs(old.dir, compat)],
     });
     await agent.waitReady();

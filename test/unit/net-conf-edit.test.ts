@@ -176,6 +176,17 @@ describe('setVni on the ConfigMap', () => {
     expect(r.text.split('\n').filter((l) => !l.includes('net-conf.json'))).toEqual(text.split('\n').filter((l) => !l.includes('net-conf.json')));
   });
 
+  it('microsoft/SDN\'s kube-flannel-vxlan.yaml (commit 343ca0f6): already VNI 4096 / Port 4789 (written "VNI" : 4096) is left byte for byte', () => {
+    const text =
+      'kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: kube-flannel-cfg\n  namespace: kube-system\n  labels:\n    tier: node\n    app: flannel\ndata:\n' +
+      '  net-conf.json: |\n    {\n      "Network": "192.168.0.0/16",\n      "Backend": {\n        "Type": "vxlan",\n        "VNI" : 4096,\n        "Port": 4789\n      }\n    }\n';
+    const same = setVni(text, EDIT);
+    expect(same.text).toBe(text);
+    expect(same.before).toEqual({ vni: 4096, port: 4789 });
+    const other = setVni(text, { vni: 4097, port: 4789 });
+    expect(changedLines(text, other.text)).toEqual(['-        "VNI" : 4096,', '+        "VNI" : 4097,']);
+  });
+
   it('a bare net-conf.json is a net-conf.json', () => {
     expect(setVni(EVERY_KEY, EDIT).source).toBe('net-conf.json');
   });
