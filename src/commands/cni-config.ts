@@ -26,6 +26,7 @@ import { readNetConf } from '../subnet/net-conf.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
+import { checkCniConfOrder } from './cni-conf-dir.js';
 
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';
 export const DEFAULT_DNS_SERVER = '10.96.0.10';
@@ -59,6 +60,7 @@ export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
   { name: 'no-loopback-dsr', kind: 'bool', default: false, help: 'leave loopbackDSR off (by default a pod can reach itself through its own Service)' },
   { name: 'cni-version', kind: 'string', default: DEFAULT_CNI_VERSION, help: 'cniVersion of the conflist', valueName: 'VERSION' },
   { name: 'output', kind: 'string', default: '', help: 'write the conflist to this file (atomically) instead of stdout', valueName: 'FILE', aliases: ['o'] },
+  { name: 'force', kind: 'bool', default: false, help: 'with -o: write even when another CNI config in that directory sorts first (containerd loads only the first)' },
 ];
 
 export interface CniConfigInput {
@@ -206,6 +208,7 @@ export const command: Command = {
         io.stdout(text);
         return Promise.resolve(0);
       }
+      checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
       writeFileAtomicSync(out, text);
       io.stderr(`wrote ${out} (network ${netConf.backend.name}, ${netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
       return Promise.resolve(0);

@@ -21,6 +21,7 @@ export const COMMANDS: Record<string, string> = {
   cleanup: './cleanup.js',
   'cni-config': './cni-config.js',
   'install-cni': './install-cni.js',
+  netconf: './netconf.js',
   service: './service.js',
   status: './status.js',
 };

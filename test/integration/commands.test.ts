@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { command as cleanup } from '../../src/commands/cleanup.js';
+import { command as cleanup, inferNetConf } from '../../src/commands/cleanup.js';
+import { NetConfError } from '../../src/errors.js';
+import { expectCode } from '../support/errors.js';
 import { command as cniConfig } from '../../src/commands/cni-config.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
@@ -154,6 +156,83 @@ describe('flanneld cleanup', () => {
     expect(await cleanup.run([...agentFlags(a), `--cni-conf-file=${conflist}`], again.io)).toBe(0);
     expect(again.out.stdout).toContain(`kept ${conflist}: not flannel's CNI config for network flannel.4096`);
     expect(existsSync(conflist)).toBe(true);
+  });
+
+  it('without net-conf.json (the DaemonSet never put it on the host): tells the network from subnet.env and HNS, through the built CLI', async () => {
+    if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+    const a = await runToSync('vxlan');
+    const gone = join(a.dir, 'no-such', 'net-conf.json');
+    const flags = agentFlags(a).map((f) => (f.startsWith('--net-config-path=') ? `--net-config-path=${gone}` : f));
+    const env = { PATH: process.env['PATH'] ?? '' };
+    const r = spawnSync(process.execPath, [MAIN, 'cleanup', ...flags], { encoding: 'utf8', env });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`no net-conf.json at ${gone}; network flannel.4096 (vxlan, ${WIN_CIDR}): from ${a.subnetFile} and HNS`);
+    expect(r.stdout).toMatch(/^removed HNS endpoint flannel\.4096_sourcevip \(10\.244\.100\.2, ID /m);
+    expect(r.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay, 10\.244\.100\.0\/24, 2 RemoteSubnetRoute policies, ID /m);
+    const after = new SimulatedDataplane({ statePath: a.statePath });
+    expect(after.listNetworks()).toEqual([]);
+    expect(after.listEndpoints()).toEqual([]);
+    expect(existsSync(a.subnetFile)).toBe(false);
+  });
+
+  it('without net-conf.json, host-gw: finds cbr0 by the subnet in subnet.env and removes its routes too', async () => {
+    const a = await runToSync('host-gw');
+    const gone = join(a.dir, 'no-such', 'net-conf.json');
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${gone}`], r.io)).toBe(0);
+    expect(r.out.stdout).toContain(`network cbr0 (host-gw, ${WIN_CIDR}): from ${a.subnetFile} and HNS`);
+    expect(r.out.stdout).toMatch(/^removed route 10\.244\.1\.0\/24 via 10\.0\.0\.11 /m);
+    expect(r.out.stdout).toMatch(/^removed HNS network cbr0 \(L2Bridge, /m);
+    const after = new SimulatedDataplane({ statePath: a.statePath });
+    expect(after.listNetworks()).toEqual([]);
+    expect(after.listRoutes().filter((x) => x.DestinationPrefix.startsWith('10.244.'))).toEqual([]);
+  });
+
+  it("net-conf.json names a network HNS does not have (the agent adopted another): cleanup takes the one holding subnet.env's subnet", async () => {
+    const a = await runToSync('vxlan');
+    const nc = join(a.dir, 'net-conf-renamed.json');
+    writeFileSync(nc, JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Name: 'vxlan0' } }));
+    const flags = agentFlags(a).map((f) => (f.startsWith('--net-config-path=') ? `--net-config-path=${nc}` : f));
+    const r = io();
+    expect(await cleanup.run(flags, r.io)).toBe(0);
+    expect(r.out.stdout).toContain(`no HNS network vxlan0; network flannel.4096 (vxlan, ${WIN_CIDR}): from ${a.subnetFile} and HNS (the agent adopted it)`);
+    expect(r.out.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay, /m);
+    expect(new SimulatedDataplane({ statePath: a.statePath }).listNetworks()).toEqual([]);
+  });
+
+  it('without net-conf.json, two networks holding the own subnet (a half-done migration) are refused, naming both', async () => {
+    const a = await runToSync('vxlan');
+    const model = new SimulatedDataplane({ statePath: a.statePath });
+    model.createNetwork('test', {
+      Name: 'vxlan0',
+      Type: 'Overlay',
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: WIN_CIDR }] }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${join(a.dir, 'gone.json')}`], r.io)).toBe(2);
+    expect(r.out.stderr).toMatch(/flannel\.4096 Overlay, vxlan0 Overlay|vxlan0 Overlay, flannel\.4096 Overlay/);
+    expect(model.listNetworks()).toHaveLength(2); // nothing removed
+    const err = expectCode(
+      () =>
+        inferNetConf({
+          netConfPath: 'gone.json',
+          subnetFile: a.subnetFile,
+          subnetEnv: readFileSync(a.subnetFile, 'utf8'),
+          sourceVip: undefined,
+          networks: model.listNetworks().map((n) => ({ Name: n.Name, Type: n.Type, Subnets: [{ AddressPrefix: n.Ipams![0].Subnets![0].IpAddressPrefix }] })),
+        }),
+      NetConfError,
+      'FLANNEL_ERR_NET_CONF',
+    );
+    expect(err.context['subnet']).toBe(WIN_CIDR);
+    // No subnet.env either: nothing to tell the network from.
+    expectCode(
+      () => inferNetConf({ netConfPath: 'gone.json', subnetFile: 'subnet.env', subnetEnv: undefined, sourceVip: undefined, networks: [] }),
+      NetConfError,
+      'FLANNEL_ERR_NET_CONF',
+    );
   });
 
   it('a missing net-conf.json is a clear error (exit 2)', async () => {

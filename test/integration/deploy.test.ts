@@ -230,6 +230,64 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
   });
 });
 
+// Uninstall: deploy/overlays/example/cleanup renders the cleanup DaemonSet (deploy/cleanup), which runs the
+// image's own `flanneld.exe cleanup` on every Windows node; what that command does without net-conf.json
+// is replayed on the simulated node in test/integration/commands.test.ts.
+describe('deploy/overlays/example/cleanup (kubectl apply -k --dry-run=client): the uninstall DaemonSet', () => {
+  let server: Server;
+  let dir: string;
+  let objects: Obj[] = [];
+  let rendered = { status: null as number | null, stderr: '' };
+
+  beforeAll(async () => {
+    server = discoveryServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-cleanup-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]\nusers: [{name: u, user: {token: dummy}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+    );
+    const out = await kubectl(['apply', '-k', join(OVERLAY, 'cleanup'), '--dry-run=client', '--validate=false', '-o', 'json'], { HOME: dir, KUBECONFIG: kubeconfig });
+    rendered = { status: out.status, stderr: out.stderr };
+    const parsed = JSON.parse(out.stdout || '{}') as Obj;
+    objects = parsed['kind'] === 'List' ? (parsed['items'] as Obj[]) : [parsed];
+  }, 60_000);
+  afterAll(async () => {
+    await new Promise<void>((r) => server.close(() => r()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is one HostProcess DaemonSet on Windows nodes, separate from the install (kubectl apply -k of the overlay does not create it)', () => {
+    expect(rendered.stderr).toBe('');
+    expect(rendered.status).toBe(0);
+    expect(objects.map((o) => `${o['kind']}/${o['metadata']['name']}`)).toEqual(['DaemonSet/kube-flannel-ds-windows-cleanup']);
+    const spec = objects[0]['spec']['template']['spec'] as Obj;
+    expect(objects[0]['metadata']['namespace']).toBe('kube-flannel');
+    expect(spec['nodeSelector']).toEqual({ 'kubernetes.io/os': 'windows' });
+    expect(spec['securityContext']['windowsOptions']).toEqual({ hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' });
+    expect(spec['hostNetwork']).toBe(true);
+    expect(spec['automountServiceAccountToken']).toBe(false); // cleanup calls no API server
+    expect(readFileSync(join(DEPLOY, 'base', 'kustomization.yaml'), 'utf8')).not.toContain('cleanup');
+  });
+
+  it("runs the image's own flanneld.exe cleanup with the shared net-conf when it still exists, and without it otherwise", () => {
+    const spec = objects[0]['spec']['template']['spec'] as Obj;
+    const [init] = spec['initContainers'] as Obj[];
+    const overlay = loadAllYaml(readFileSync(join(OVERLAY, 'kustomization.yaml'), 'utf8'))[0] as Obj;
+    const img = (overlay['images'] as Obj[]).find((i) => i['name'] === 'flanneld-windows')!;
+    for (const c of [...(spec['initContainers'] as Obj[]), ...(spec['containers'] as Obj[])]) expect(c['image']).toBe(`${img['newName']}:${img['newTag']}`);
+    const args = (init['args'] as string[]).join(' ');
+    expect(args).toMatch(
+      /\(Join-Path \$root 'flanneld\\flanneld\.exe'\) cleanup --net-config-path \(Join-Path \$root 'etc\\kube-flannel\\net-conf\.json'\);\s*exit \$LASTEXITCODE/,
+    );
+    expect(args).not.toContain('--force'); // never while the agent still runs
+    expect(spec['volumes']).toEqual([{ name: 'flannel-cfg', configMap: { name: 'kube-flannel-cfg', optional: true } }]);
+    expect(init['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
+  });
+});
+
 // The shared ConfigMap as the Linux manifest ships it (flannel-io/flannel Documentation/kube-flannel.yml:
 // vxlan with no VNI or Port, i.e. VNI 1 / port 8472 on Linux).
 const UPSTREAM_KUBE_FLANNEL_CFG = `kind: ConfigMap
@@ -261,26 +319,83 @@ data:
     }
 `;
 
-describe('the shared net-conf: a separate patch step, and a guard against VNI 1', () => {
+describe('the shared net-conf: flanneld netconf set-vni, and a guard against VNI 1', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'flanneld-netconf-'));
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('deploy/patches/kube-flannel-cfg-vxlan.yaml (kubectl patch --local) moves the shared ConfigMap to VNI 4096 / Port 4789 and keeps cni-conf.json', async () => {
+  // `flanneld netconf set-vni` through the built CLI, on the ConfigMap as kubectl prints it, and its
+  // output through `kubectl apply --dry-run=client` (discovery answered by the in-test server).
+  async function applyDryRun(file: string): Promise<{ status: number | null; stderr: string; obj: Obj }> {
+    const server = discoveryServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const kubeconfig = join(dir, 'kubeconfig-apply');
+      writeFileSync(
+        kubeconfig,
+        `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]\nusers: [{name: u, user: {token: dummy}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`,
+      );
+      const out = await kubectl(['apply', '--dry-run=client', '--validate=false', '-f', file, '-o', 'json'], { HOME: dir, KUBECONFIG: kubeconfig });
+      return { status: out.status, stderr: out.stderr, obj: JSON.parse(out.stdout || '{}') as Obj };
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  }
+
+  const upstream = loadAllYaml(UPSTREAM_KUBE_FLANNEL_CFG)[0] as Obj;
+
+  it('flanneld netconf set-vni (YAML, as kubectl get -o yaml prints it) sets VNI 4096 / Port 4789, keeps EnableNFTables and cni-conf.json, and kubectl applies it', async () => {
     const cm = join(dir, 'cm.yaml');
     writeFileSync(cm, UPSTREAM_KUBE_FLANNEL_CFG);
-    const out = await exec('kubectl', ['patch', '--local', '-f', cm, '--type', 'merge', '--patch-file', join(DEPLOY, 'patches', 'kube-flannel-cfg-vxlan.yaml'), '-o', 'json'], {
-      HOME: dir,
-    });
-    expect(out.stderr).toBe('');
-    expect(out.status).toBe(0);
-    const patched = JSON.parse(out.stdout) as Obj;
-    expect(patched['metadata']['name']).toBe('kube-flannel-cfg');
-    const nc = parseNetConf(patched['data']['net-conf.json'] as string);
+    const dry = await exec(process.execPath, [MAIN, 'netconf', 'set-vni', '-f', cm, '--dry-run'], {});
+    expect(dry.status).toBe(0);
+    expect(dry.stdout).toContain('+    "VNI": 4096,\n+    "Port": 4789\n');
+    expect(dry.stderr).toContain('ConfigMap (YAML): Backend.VNI (unset) -> 4096, Backend.Port (unset) -> 4789');
+    const out = join(dir, 'cm-4096.yaml');
+    const set = await exec(process.execPath, [MAIN, 'netconf', 'set-vni', '--vni', '4096', '--port', '4789', '-f', cm, '-o', out], {});
+    expect(set.status).toBe(0);
+    const applied = await applyDryRun(out);
+    expect(applied.stderr).toBe('');
+    expect(applied.status).toBe(0);
+    expect(applied.obj['metadata']).toMatchObject({ name: 'kube-flannel-cfg', namespace: 'kube-flannel' });
+    const nc = parseNetConf(applied.obj['data']['net-conf.json'] as string);
     expect(nc.backend).toMatchObject({ type: 'vxlan', vni: 4096, port: 4789, name: 'flannel.4096' });
-    expect(patched['data']['cni-conf.json']).toBe((loadAllYaml(UPSTREAM_KUBE_FLANNEL_CFG)[0] as Obj)['data']['cni-conf.json']);
+    expect(JSON.parse(applied.obj['data']['net-conf.json'] as string)).toEqual({
+      Network: '10.244.0.0/16',
+      EnableNFTables: false,
+      Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 },
+    });
+    expect(applied.obj['data']['cni-conf.json']).toBe(upstream['data']['cni-conf.json']);
+  });
+
+  it('from stdin, the JSON ConfigMap (kubectl get -o json) with IPv6 keys: only VNI and Port change, and kubectl applies it', async () => {
+    const netConf =
+      '{\n  "Network": "10.244.0.0/16",\n  "EnableNFTables": true,\n  "EnableIPv6": true,\n  "IPv6Network": "2001:cafe:42::/56",\n  "Backend": {\n    "Type": "vxlan"\n  }\n}\n';
+    const cm = JSON.stringify({ ...upstream, data: { ...(upstream['data'] as Obj), 'net-conf.json': netConf } }, null, 4);
+    const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN, 'netconf', 'set-vni'], { env: { PATH: process.env['PATH'] ?? '' } });
+      let so = '';
+      let se = '';
+      child.stdout.on('data', (b: Buffer) => (so += b.toString()));
+      child.stderr.on('data', (b: Buffer) => (se += b.toString()));
+      child.on('exit', (code) => resolve({ status: code, stdout: so, stderr: se }));
+      child.stdin.end(cm);
+    });
+    expect(r.status).toBe(0);
+    const file = join(dir, 'cm-4096.json');
+    writeFileSync(file, r.stdout);
+    const applied = await applyDryRun(file);
+    expect(applied.status).toBe(0);
+    expect(JSON.parse(applied.obj['data']['net-conf.json'] as string)).toEqual({
+      Network: '10.244.0.0/16',
+      EnableNFTables: true,
+      EnableIPv6: true,
+      IPv6Network: '2001:cafe:42::/56',
+      Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 },
+    });
   });
 
   it.each([
@@ -307,7 +422,7 @@ describe('the shared net-conf: a separate patch step, and a guard against VNI 1'
       .map((l) => JSON.parse(l) as Obj)
       .find((l) => l['level'] === 'error');
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_NET_CONF', path: nc, ...context });
-    expect(err!['message']).toContain('kube-flannel-cfg-vxlan.yaml'); // says what to do
+    expect(err!['message']).toContain('flanneld netconf set-vni'); // says what to do
     // What the init container's user sees on stderr.
     const init = await exec(
       process.execPath,
@@ -381,5 +496,63 @@ describe('scripts/start.ps1', () => {
     expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf("Invoke-Flanneld @('cni-config'"));
+  });
+
+  // pwsh is not available here, so these read the script's structure; the journeys they guard (the network
+  // name kept, the agent restarted) are replayed on the simulated node in migrations.test.ts.
+  it('keeps the Backend.Name of the net-conf.json already on the node (microsoft/SDN: vxlan0), strict-mode safe', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    const tree = p.parse(text)!;
+    const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n.children.find((c) => c?.type === 'variable')?.text);
+    expect(params).toContain('$NetworkName');
+    // Read before it is overwritten, through PSObject.Properties (Set-StrictMode -Version Latest throws on a
+    // missing property), and put into the Backend written.
+    const read = text.indexOf('$oldNetConf = [System.IO.File]::ReadAllText($NetConfPath)');
+    const write = text.indexOf('[System.IO.File]::WriteAllText($NetConfPath, $netConf)');
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(write);
+    expect(text).toContain("$oldBackend = $old.PSObject.Properties['Backend']");
+    expect(text).toContain("$oldBackend.Value.PSObject.Properties['Name']");
+    expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeGreaterThan(read);
+    expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeLessThan(text.indexOf('$netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend }'));
+  });
+
+  it('run again with the service running: restarts it when its flags or net-conf.json changed, and says so', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    expect(p.parse(text)!.rootNode.hasError).toBe(false);
+    const at = (needle: string) => {
+      const i = text.indexOf(needle);
+      expect([needle, i >= 0]).toEqual([needle, true]);
+      return i;
+    };
+    const before = at('$before = Get-FlanneldService');
+    const install = at("Invoke-Flanneld (@('service', 'install'");
+    const after = at('$after = Get-FlanneldService');
+    const stop = at("Invoke-Flanneld @('service', 'stop', '--name', $ServiceName");
+    const start = at("Invoke-Flanneld @('service', 'start', '--name', $ServiceName");
+    expect([before < install, install < after, after < stop, stop < start]).toEqual([true, true, true, true]);
+    expect(text).toContain("if ($before -and $before['state'] -eq 'RUNNING')");
+    expect(text).toContain("$flagsChanged = (-not $after) -or ($before['binary-path'] -ne $after['binary-path'])");
+    expect(text).toContain('if ($flagsChanged -or $netConfChanged)');
+    expect(text).toContain('$netConfChanged = $oldNetConf -ne $netConf');
+    expect(text).toContain('Write-Host "Restarting service $ServiceName to apply the new');
+    expect(text).toContain('not restarted"');
+    // The script's field pattern reads what flanneld-service.exe status prints (packaging/service-host.c cmd_status).
+    const pattern = /'\^\(\[a-z-\]\+\): \(\.\*\)\$'/.exec(text)![0].slice(1, -1);
+    const status =
+      'name: flanneld\nstate: RUNNING\npid: 4242\nexit-code: 0\nservice-exit-code: 0\nstart-type: auto\naccount: LocalSystem\nbinary-path: "C:\\k\\flannel\\flanneld-service.exe" run --name flanneld -- --iface=10.0.0.2\n';
+    const fields = Object.fromEntries(
+      status.split('\n').flatMap((l) => {
+        const m = new RegExp(pattern).exec(l);
+        return m ? [[m[1], m[2]]] : [];
+      }),
+    );
+    expect(fields).toMatchObject({ state: 'RUNNING', 'binary-path': '"C:\\k\\flannel\\flanneld-service.exe" run --name flanneld -- --iface=10.0.0.2' });
+    const c = readFileSync(join(process.cwd(), 'packaging', 'service-host.c'), 'utf8');
+    expect(c).toContain('L"name: %ls\\nstate: %ls\\npid:');
+    expect(c).toContain('binary-path: %ls\\n');
+    expect(c).toContain('return L"RUNNING"');
   });
 });

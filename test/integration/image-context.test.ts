@@ -6,7 +6,7 @@
 // image itself is not built by the tests.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,5 +104,40 @@ describe('npm run package:image-context', () => {
     const missing = run(['--zip', join(dir, 'nope.zip'), '--out-dir', join(dir, 'ctx3')]);
     expect(missing.status).toBe(1);
     expect(missing.stderr).toContain('run npm run package:windows first');
+  });
+
+  it('refuses a zip whose deploy/ or scripts/ holds a file git does not track (an operator overlay)', async () => {
+    const zip = join(dir, 'untracked.zip');
+    await writeZip(zip, { ...zipFiles, 'deploy/overlays/my-cluster/kustomization.yaml': 'images: [registry.internal/x]' });
+    const out = join(dir, 'ctx4');
+    const r = run(['--zip', zip, '--out-dir', out]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('holds files git does not track: deploy/overlays/my-cluster/kustomization.yaml');
+    expect(existsSync(out)).toBe(false);
+  });
+});
+
+// What packaging/build.mjs takes from the repository (repoEntries): only git-tracked files of scripts/ and
+// deploy/, checked on a scratch git repository holding an untracked overlay and an untracked script.
+describe('the zip takes only git-tracked files from the repository', () => {
+  it('leaves out an untracked deploy/overlays/my-cluster and an untracked script', async () => {
+    const repo = join(dir, 'repo');
+    const write = (rel: string, text: string) => {
+      mkdirSync(join(repo, ...rel.split('/').slice(0, -1)), { recursive: true });
+      writeFileSync(join(repo, ...rel.split('/')), text);
+    };
+    write('scripts/start.ps1', '# start');
+    write('deploy/base/kustomization.yaml', 'resources: []');
+    write('deploy/overlays/example/kustomization.yaml', 'resources: [../../base]');
+    const git = (...args: string[]) => spawnSync('git', ['-C', repo, '-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { encoding: 'utf8' });
+    expect(git('init', '-q').status).toBe(0);
+    expect(git('add', '.').status).toBe(0);
+    expect(git('commit', '-qm', 'x').status).toBe(0);
+    write('deploy/overlays/my-cluster/kustomization.yaml', 'images: [registry.internal/x]');
+    write('scripts/local.ps1', '# mine');
+    const { repoEntries } = (await import(join(process.cwd(), 'packaging', 'build.mjs'))) as { repoEntries: (r: string) => { name: string }[] };
+    expect(repoEntries(repo).map((e) => e.name)).toEqual(['scripts/start.ps1', 'deploy/base/kustomization.yaml', 'deploy/overlays/example/kustomization.yaml']);
+    const { trackedFiles } = (await import(join(process.cwd(), 'packaging', 'tracked-files.mjs'))) as { trackedFiles: (r: string, d: string) => string[] };
+    expect(() => trackedFiles(join(dir, 'no-git-here'), join(dir, 'no-git-here', 'deploy'))).toThrow(/package from a git checkout/);
   });
 });

@@ -3,7 +3,7 @@
 // fake API server, on the simulated dataplane and on the win32 dataplane (ffi-rs loaded from
 // node_modules beside the exe, the stand-in DLLs behind it).
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -141,6 +141,28 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     expect(image.subarray(0, 2).toString()).toBe('MZ');
     expect(image.includes(Buffer.from('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1'))).toBe(true);
   });
+
+  it('ships deploy/ and scripts/ as git tracks them (the cleanup DaemonSet in, nothing untracked)', () => {
+    const names = readZipEntries(readFileSync(pkg.zip)).map((e) => e.name);
+    const tracked = spawnSync('git', ['ls-files', 'deploy', 'scripts'], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter((f) => f.startsWith('deploy/') || /^scripts\/.*\.(ps1|psm1|psd1|cmd|bat)$/i.test(f));
+    expect(names.filter((n) => n.startsWith('deploy/') || n.startsWith('scripts/')).sort()).toEqual(tracked.sort());
+    expect(names).toContain('deploy/cleanup/50-cleanup-windows.yml');
+  });
+
+  it('flanneld.exe netconf set-vni: the bundled jsonc-parser and js-yaml edit a ConfigMap', async () => {
+    const dir = mkdtempSync(join(pkg.dir, 'netconf-'));
+    const cm = join(dir, 'cm.yaml');
+    writeFileSync(
+      cm,
+      'kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: kube-flannel-cfg\ndata:\n  net-conf.json: |\n    {\n      "Network": "10.244.0.0/16",\n      "EnableNFTables": false,\n      "Backend": {\n        "Type": "vxlan"\n      }\n    }\n',
+    );
+    const r = await runUnderWine(exe(), ['netconf', 'set-vni', '-f', winPath(cm)], { timeoutMs: 60_000 });
+    expect(r.stderr).toContain('Backend.VNI (unset) -> 4096');
+    expect(r.code).toBe(0);
+    expect(r.stdout.replace(/\r\n/g, '\n')).toContain('"EnableNFTables": false,\n      "Backend": {\n        "Type": "vxlan",\n        "VNI": 4096,\n        "Port": 4789\n');
+  }, 90_000);
 
   it('flanneld.exe --version prints the version', async () => {
     const r = await runUnderWine(exe(), ['--version'], { timeoutMs: 60_000 });

@@ -3,6 +3,7 @@
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
 import { RouteNetwork, type NetworkBinding } from '../route-network.js';
+import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { BackendError, HostError } from '../../errors.js';
 import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
@@ -23,10 +24,13 @@ const POLL_MS = 500;
 export class HostGwBackend implements Backend {
   readonly type = 'host-gw' as const;
   private readonly cfg: HostGwBackendConfig;
+  /** The HNS network's name: net-conf's Backend.Name, or the one adopted because it held the subnet. */
+  private name: string;
 
   constructor(private readonly deps: BackendDeps) {
     if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
     this.cfg = deps.netConf.backend;
+    this.name = this.cfg.name;
     if (deps.publicIP !== deps.extIface.ipv4) {
       throw new BackendError('FLANNEL_ERR_BACKEND', "your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend", {
         publicIP: deps.publicIP,
@@ -36,16 +40,17 @@ export class HostGwBackend implements Backend {
   }
 
   async registerNetwork(signal: AbortSignal): Promise<Network> {
-    const { deps, cfg } = this;
+    const { deps } = this;
     const log = deps.log;
     const lease = await deps.subnetManager.acquireLease(() => Promise.resolve({ publicIP: deps.publicIP, backendType: 'host-gw', backendData: null }), signal);
     log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });
 
+    const binding = await this.setUp(lease, signal);
     return new RouteNetwork({
       deps,
       lease,
-      networkName: cfg.name,
-      binding: await this.setUp(lease, signal),
+      networkName: this.name,
+      binding,
       rebuild: (sig) => this.setUp(lease, sig),
     });
   }
@@ -55,8 +60,9 @@ export class HostGwBackend implements Backend {
    * management vNIC. Also the rebuild after the network disappeared (the vNIC then has a new index).
    */
   private async setUp(lease: Lease, signal: AbortSignal): Promise<NetworkBinding<Route, Route>> {
-    const { deps, cfg } = this;
+    const { deps } = this;
     const network = await this.ensureNetwork(lease, signal);
+    const name = this.name;
     const endpoint = await this.ensureHostEndpoint(network, lease, signal);
     const mgmt = await this.waitForInterface(network.ManagementIP!, signal);
     const epIface = await this.waitForInterface(endpoint.IPAddress!, signal);
@@ -75,7 +81,7 @@ export class HostGwBackend implements Backend {
         ownSubnet: lease.subnet,
         vnic,
         checkNetwork: async () => {
-          if (!(await deps.hns.getNetworkV1(networkId))) throw networkGoneError(cfg.name, networkId);
+          if (!(await deps.hns.getNetworkV1(networkId))) throw networkGoneError(name, networkId);
         },
         networkGone: isNetworkGone,
       }),
@@ -91,17 +97,40 @@ export class HostGwBackend implements Backend {
     const { deps, cfg } = this;
     const gateway = nthAddress(lease.subnet, 1);
     const networks = await deps.hns.listNetworksV1();
-    const existing = networks.find((n) => n.Name === cfg.name);
+    let existing = networks.find((n) => n.Name === this.name);
+    const fits = (n: HnsNetworkV1) => n.Type === 'L2Bridge' && (n.Subnets ?? []).some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway);
+    if (!existing || !fits(existing)) {
+      const decision = decideSubnetHolder(
+        networks.map((n) => ({
+          name: n.Name,
+          id: n.ID,
+          type: n.Type,
+          subnets: (n.Subnets ?? []).map((x) => x.AddressPrefix),
+          ...(n.Subnets?.[0]?.GatewayAddress ? { gateway: n.Subnets[0].GatewayAddress } : {}),
+        })),
+        { name: this.name, type: 'L2Bridge', subnet: lease.subnet, gateway },
+      );
+      if (decision.kind === 'adopt') {
+        deps.log.warn("adopting the HNS network that already holds this node's subnet instead of creating a second one; set Backend.Name in net-conf.json to it", {
+          network: decision.network.name,
+          id: decision.network.id,
+          subnet: lease.subnet,
+          configured: this.name,
+        });
+        this.name = decision.network.name;
+        existing = networks.find((n) => n.ID === decision.network.id);
+      }
+    }
     const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
     const sameAdapter = !wantAdapter || !existing?.NetworkAdapterName || existing.NetworkAdapterName.toLowerCase() === wantAdapter.toLowerCase();
-    if (existing && existing.Type === 'L2Bridge' && sameAdapter && existing.Subnets?.some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway)) {
-      deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
+    if (existing && fits(existing) && sameAdapter) {
+      deps.log.info('reusing existing HNS network', { network: this.name, id: existing.ID });
       if (existing.ManagementIP) return existing;
       return deps.hns.waitForManagementIP(existing.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
     }
     if (existing) {
       deps.log.warn('deleting HNS network whose type, subnet or adapter changed', {
-        network: cfg.name,
+        network: this.name,
         id: existing.ID,
         type: existing.Type,
         subnets: existing.Subnets?.map((s) => s.AddressPrefix).join(','),
@@ -112,24 +141,24 @@ export class HostGwBackend implements Backend {
     }
     const adapter = await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal });
     const body: HnsNetworkV1 = {
-      Name: cfg.name,
+      Name: this.name,
       Type: 'L2Bridge',
       NetworkAdapterName: adapter,
       ...(cfg.dnsServerList ? { DNSServerList: cfg.dnsServerList } : {}),
       Subnets: [{ AddressPrefix: lease.subnet, GatewayAddress: gateway }],
     };
-    deps.log.info('creating HNS network', { network: cfg.name, type: 'L2Bridge', subnet: lease.subnet, adapter });
+    deps.log.info('creating HNS network', { network: this.name, type: 'L2Bridge', subnet: lease.subnet, adapter });
     const created = await deps.hns.createNetworkV1(body);
     signal.throwIfAborted();
     const ready = await deps.hns.waitForManagementIP(created.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
-    deps.log.info('created HNS network', { network: cfg.name, id: ready.ID, managementIP: ready.ManagementIP });
+    deps.log.info('created HNS network', { network: this.name, id: ready.ID, managementIP: ready.ManagementIP });
     return ready;
   }
 
   /** `<name>_ep` at .2 on this network, attached to the host compartment. */
   private async ensureHostEndpoint(network: HnsNetworkV1, lease: Lease, signal: AbortSignal): Promise<HnsEndpointV1> {
-    const { deps, cfg } = this;
-    const name = `${cfg.name}_ep`;
+    const { deps } = this;
+    const name = `${this.name}_ep`;
     const ip = nthAddress(lease.subnet, 2);
     let ep = await deps.hns.getEndpointByNameV1(name);
     const matches = ep && ep.IPAddress === ip && sameId(ep.VirtualNetwork, network.ID);
@@ -174,10 +203,10 @@ export class HostGwBackend implements Backend {
     if (!iface) {
       throw new HostError(
         'FLANNEL_ERR_HOST',
-        `no network interface holds ${ip} after creating HNS network ${this.cfg.name}; check the host's adapters (Get-NetIPAddress) and the vSwitch`,
+        `no network interface holds ${ip} after creating HNS network ${this.name}; check the host's adapters (Get-NetIPAddress) and the vSwitch`,
         {
           ip,
-          network: this.cfg.name,
+          network: this.name,
         },
       );
     }

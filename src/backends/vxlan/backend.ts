@@ -4,6 +4,7 @@
 // publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
 import { RouteNetwork, type NetworkBinding } from '../route-network.js';
+import { decideSubnetHolder, type NetworkSummary } from '../subnet-holder.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
 import { BackendError, HnsError, HostError } from '../../errors.js';
@@ -67,10 +68,13 @@ export class VxlanBackend implements Backend {
   readonly type = 'vxlan' as const;
   private readonly cfg: VxlanBackendConfig;
   private network: HcnNetwork | undefined;
+  /** The HNS network's name: net-conf's Backend.Name, or the one adopted because it held the subnet. */
+  private name: string;
 
   constructor(private readonly deps: BackendDeps) {
     if (deps.netConf.backend.type !== 'vxlan') throw new Error('VxlanBackend needs a vxlan backend config');
     this.cfg = deps.netConf.backend;
+    this.name = this.cfg.name;
   }
 
   async registerNetwork(signal: AbortSignal): Promise<Network> {
@@ -87,12 +91,12 @@ export class VxlanBackend implements Backend {
 
     const lease = await deps.subnetManager.acquireLease((subnet) => this.prepareNetwork(subnet, signal), signal);
     const net = this.network!;
-    deps.log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP, network: cfg.name, id: net.ID });
+    deps.log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP, network: this.name, id: net.ID });
 
     return new RouteNetwork({
       deps,
       lease,
-      networkName: cfg.name,
+      networkName: this.name,
       binding: this.bind(net, deps.extIface.mtu),
       rebuild: (sig) => this.rebuild(lease, sig),
     });
@@ -103,9 +107,9 @@ export class VxlanBackend implements Backend {
     const { deps, cfg } = this;
     const mtu = ifaceMtu - ENCAP_OVERHEAD;
     if (cfg.legacyRemoteEndpoints) {
-      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, cfg.name), mtu };
+      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, cfg.name), mtu };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, this.name), mtu };
   }
 
   /**
@@ -114,7 +118,7 @@ export class VxlanBackend implements Backend {
    * hcn/hcnpolicy.go DrMacAddressNetworkPolicySetting "sets the DR MAC for a network").
    */
   private async rebuild(lease: Lease, signal: AbortSignal): Promise<NetworkBinding<VxlanItem, VxlanItem>> {
-    const { deps, cfg } = this;
+    const { deps } = this;
     const old = this.network!;
     const adapter = policySetting(old.Policies, 'NetAdapterName', 'NetworkAdapterName') ?? deps.extIface.name;
     const oldMac = drMacAddress(old);
@@ -125,7 +129,7 @@ export class VxlanBackend implements Backend {
       deps.log.error(
         'the recreated HNS network has another DR MAC than the VtepMAC this node published; peers cannot reach its pods until flanneld restarts and publishes the new one',
         {
-          network: cfg.name,
+          network: this.name,
           published: macToFlannel(oldMac),
           now: macToFlannel(newMac),
         },
@@ -143,9 +147,9 @@ export class VxlanBackend implements Backend {
     if (!drMac) {
       throw new BackendError(
         'FLANNEL_ERR_BACKEND',
-        `HNS network ${cfg.name} has no DrMacAddress policy, so there is no VtepMAC to publish; delete the network and restart flanneld`,
+        `HNS network ${this.name} has no DrMacAddress policy, so there is no VtepMAC to publish; delete the network and restart flanneld`,
         {
-          network: cfg.name,
+          network: this.name,
           id: net.ID,
         },
       );
@@ -157,19 +161,25 @@ export class VxlanBackend implements Backend {
   /** Reuse or (re)create the Overlay network; `vnic` is the host vNIC when this call created the network. */
   private async ensureNetwork(subnet: string, signal: AbortSignal, opts: { adapter?: string; drMac?: string } = {}): Promise<{ net: HcnNetwork; vnic?: HostInterface }> {
     const { deps, cfg } = this;
-    const existing = await deps.hns.getNetworkByName(cfg.name);
+    let existing = await deps.hns.getNetworkByName(this.name);
     const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
     let net: HcnNetwork;
     let vnic: HostInterface | undefined;
+    let replace: HcnNetwork | undefined;
+    if (!existing || !overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
+      const holder = await this.subnetHolder(subnet);
+      if (holder?.kind === 'adopt') existing = holder.network;
+      if (holder?.kind === 'replace') replace = holder.network;
+    }
     if (existing && overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
-      deps.log.info('reusing existing HNS network', { network: cfg.name, id: existing.ID });
+      deps.log.info('reusing existing HNS network', { network: this.name, id: existing.ID });
       net = existing;
     } else {
       // Listed before the old network goes: it names the physical adapter behind a vEthernet interface.
       const networks = wantAdapter || opts.adapter ? [] : await deps.hns.listNetworksV1();
       if (existing) {
         deps.log.warn('deleting HNS network whose type, subnet, VNI or adapter changed', {
-          network: cfg.name,
+          network: this.name,
           id: existing.ID,
           type: existing.Type,
           subnet: existing.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix,
@@ -178,9 +188,19 @@ export class VxlanBackend implements Backend {
         });
         await deps.hns.deleteNetwork(existing.ID!);
       }
+      if (replace) {
+        deps.log.warn('deleting the HNS network of the previous VNI: it holds this subnet', {
+          network: replace.Name,
+          id: replace.ID,
+          subnet,
+          want: this.name,
+          vni: cfg.vni,
+        });
+        await deps.hns.deleteNetwork(replace.ID!);
+      }
       const adapter = opts.adapter ?? (await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal }));
-      deps.log.info('creating HNS network', { network: cfg.name, type: 'Overlay', subnet, vni: cfg.vni, adapter });
-      const body = overlayNetworkFor(cfg, subnet, adapter);
+      deps.log.info('creating HNS network', { network: this.name, type: 'Overlay', subnet, vni: cfg.vni, adapter });
+      const body = overlayNetworkFor({ ...cfg, name: this.name }, subnet, adapter);
       if (opts.drMac) body.Policies = [...(body.Policies ?? []), { Type: 'DrMacAddress', Settings: { Address: opts.drMac } }];
       const created = await deps.hns.createNetwork(body);
       const ready = await poll(
@@ -192,20 +212,20 @@ export class VxlanBackend implements Backend {
         { intervalMs: POLL_MS, timeoutMs: PROVIDER_ADDRESS_TIMEOUT_MS, signal },
       );
       if (!ready) {
-        throw new BackendError('FLANNEL_ERR_BACKEND', `timeout, failed to get management IP from HostComputeNetwork ${cfg.name}; check the adapter ${adapter} is up`, {
-          network: cfg.name,
+        throw new BackendError('FLANNEL_ERR_BACKEND', `timeout, failed to get management IP from HostComputeNetwork ${this.name}; check the adapter ${adapter} is up`, {
+          network: this.name,
           id: created.ID,
         });
       }
       const pa = providerAddress(ready)!;
       vnic = await poll(deps.clock, async () => findInterfaceByIP(await deps.host.interfaces(), pa), { intervalMs: POLL_MS, timeoutMs: VNIC_TIMEOUT_MS, signal });
       if (!vnic) {
-        throw new HostError('FLANNEL_ERR_HOST', `Interface bound to ${cfg.name} took too long to get ready. Please check your network host configuration`, {
-          network: cfg.name,
+        throw new HostError('FLANNEL_ERR_HOST', `Interface bound to ${this.name} took too long to get ready. Please check your network host configuration`, {
+          network: this.name,
           ip: pa,
         });
       }
-      deps.log.info('created HNS network', { network: cfg.name, id: ready.ID, providerAddress: pa, vnic: vnic.name, index: vnic.index });
+      deps.log.info('created HNS network', { network: this.name, id: ready.ID, providerAddress: pa, vnic: vnic.name, index: vnic.index });
       net = ready;
     }
     if (!net.Policies?.some((p) => p.Type === 'HostRoute')) {
@@ -214,11 +234,40 @@ export class VxlanBackend implements Backend {
         net = (await deps.hns.getNetwork(net.ID!)) ?? net;
       } catch (err) {
         deps.log.warn('could not apply the HostRoute policy (host to local pod connectivity); it needs Windows 18321 or newer', {
-          network: cfg.name,
+          network: this.name,
           error: (err as Error).message,
         });
       }
     }
     return { net, vnic };
+  }
+
+  /**
+   * Another HNS network already holding `subnet` (an earlier install's `vxlan0`): adopt it when it is the
+   * Overlay network this backend would create, so its pods and kube-proxy's source VIP keep working;
+   * replace the agent's own network of an earlier VNI; refuse (FLANNEL_ERR_NETWORK_CLASH) anything else.
+   * Never a second network on one subnet.
+   */
+  private async subnetHolder(subnet: string): Promise<{ kind: 'adopt' | 'replace'; network: HcnNetwork } | undefined> {
+    const { deps, cfg } = this;
+    const networks = await deps.hns.listNetworks();
+    const summaries: NetworkSummary[] = networks.map((n) => {
+      const subnets = (n.Ipams ?? []).flatMap((i) => (i.Subnets ?? []).map((x) => x.IpAddressPrefix ?? ''));
+      const vsid = n.Ipams?.[0]?.Subnets?.[0]?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
+      return { name: n.Name ?? '', id: n.ID, type: n.Type ?? '', subnets, ...(vsid === undefined ? {} : { vsid: Number(vsid) }) };
+    });
+    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni });
+    if (decision.kind === 'none') return undefined;
+    const network = networks.find((n) => n.ID === decision.network.id && n.Name === decision.network.name);
+    if (!network) return undefined;
+    if (decision.kind === 'replace') return { kind: 'replace', network };
+    deps.log.warn("adopting the HNS network that already holds this node's subnet instead of creating a second one; set Backend.Name in net-conf.json to it", {
+      network: decision.network.name,
+      id: decision.network.id,
+      subnet,
+      configured: this.name,
+    });
+    this.name = decision.network.name;
+    return { kind: 'adopt', network };
   }
 }
