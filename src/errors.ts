@@ -16,7 +16,7 @@ export const ERROR_FAMILIES = {
   /** install-cni: a source not readable, a hash mismatch, a bad archive, a failed write. */
   CniInstallError: ['FLANNEL_ERR_CNI_SOURCE', 'FLANNEL_ERR_CNI_HASH', 'FLANNEL_ERR_CNI_ARCHIVE', 'FLANNEL_ERR_CNI_INSTALL'],
   /** Kubernetes: kubeconfig, a failed API call as the caller sees it, the own Node. */
-  KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_NODE'],
+  KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_KUBE_LIST', 'FLANNEL_ERR_NODE'],
   /** A non-2xx answer of the API server (before the caller maps it to a KubeError). */
   KubeApiError: ['FLANNEL_ERR_KUBE_API'],
   /** An API request without an answer within its deadline, or a watch gone silent. */
