@@ -23,6 +23,7 @@ import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
+import type { RelistOptions } from './subnet/relist.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
 
@@ -37,6 +38,8 @@ export interface AgentOptions {
   subnetManager?: SubnetManager;
   readFile?: (path: string) => string;
   resyncMs?: number;
+  /** The subnet manager's pauses between list and watch rounds (tests); default client-go's reflector backoff. */
+  relistBackoff?: RelistOptions['backoff'];
   /**
    * The host's boot time, ms since the epoch. Default on Windows: now - os.uptime(); elsewhere (the
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
@@ -200,7 +203,7 @@ export class Agent {
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
     const kube =
       config.kubeSubnetMgr && !this.opts.subnetManager
-        ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock })
+        ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, relistBackoff: this.opts.relistBackoff })
         : undefined;
     const publicIPs = await this.publicIPCandidates(kube, signal);
     const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
@@ -221,7 +224,15 @@ export class Agent {
       this.opts.subnetManager ??
       (kube
         ? kube.subnetManager(netConf)
-        : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
+        : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, {
+            netConf,
+            publicIP,
+            previousSubnet,
+            log: root,
+            metrics: this.metrics,
+            clock: this.clock,
+            tuning: { relistBackoff: this.opts.relistBackoff },
+          }));
     // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     // What the host needs once the HNS network exists, and again after each rebuild of it.
