@@ -7,8 +7,8 @@
 // Never hammer the API server (issue 18): client-go's Run passes every ListAndWatch round through
 // wait.BackoffUntil with its backoff manager (./round-backoff.ts: 800 ms, doubling, jittered, capped,
 // reset after 2 healthy minutes), so a 410 Gone relists only after that pause. The one place a round
-// starts at once is a watch that ended cleanly after a healthy run (`healthyWatchMs`, the server's own
-// timeout); every other end — a failed list, a failed or stale watch (410 Gone, etcd compaction), a
+// starts at once is a watch that ended cleanly after a healthy run (`healthyWatchMs`; the kube watch
+// passes half the timeout it asks the server for); every other end — a failed list, a failed or stale watch (410 Gone, etcd compaction), a
 // watch the server closed early even with events (client-go would reopen that one at once) — waits the
 // next pause. So a server that answers every round at once gets at most ~5 rounds in the first 15 s
 // (0.8 + 1.6 + 3.2 + 6.4 s of pauses at least) and then one every 30-60 s. The clock and the jitter
