@@ -23,6 +23,7 @@ import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
+import type { RelistOptions } from './subnet/relist.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
 
@@ -37,6 +38,8 @@ export interface AgentOptions {
   subnetManager?: SubnetManager;
   readFile?: (path: string) => string;
   resyncMs?: number;
+  /** The subnet manager's pauses between list and watch rounds (tests); default client-go's reflector backoff. */
+  relistBackoff?: RelistOptions['backoff'];
   /**
    * The host's boot time, ms since the epoch. Default on Windows: now - os.uptime(); elsewhere (the
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
@@ -66,9 +69,15 @@ export class Agent {
     this.metrics = opts.metrics ?? new Metrics();
   }
 
-  /** subnet.env is written and the HNS network exists (false while it is missing and being rebuilt). */
+  /**
+   * subnet.env is written, the first complete list of the peers has arrived and the HNS network exists
+   * (false while it is missing and being rebuilt). A list that never completes (an API server paging
+   * forever, issue 18) keeps the agent not ready, as upstream's kube subnet manager waits for its node
+   * informer to sync (pkg/subnet/kube/kube.go, nodeController.HasSynced) before the agent goes on.
+   */
   get isReady(): boolean {
-    return this.ready && this.networkValue?.status().networkMissing !== true;
+    const s = this.networkValue?.status();
+    return this.ready && s !== undefined && s.listed && !s.networkMissing;
   }
 
   /**
@@ -194,7 +203,7 @@ export class Agent {
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
     const kube =
       config.kubeSubnetMgr && !this.opts.subnetManager
-        ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock })
+        ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, relistBackoff: this.opts.relistBackoff })
         : undefined;
     const publicIPs = await this.publicIPCandidates(kube, signal);
     const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
@@ -215,7 +224,15 @@ export class Agent {
       this.opts.subnetManager ??
       (kube
         ? kube.subnetManager(netConf)
-        : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, { netConf, publicIP, previousSubnet, log: root, metrics: this.metrics, clock: this.clock }));
+        : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, {
+            netConf,
+            publicIP,
+            previousSubnet,
+            log: root,
+            metrics: this.metrics,
+            clock: this.clock,
+            tuning: { relistBackoff: this.opts.relistBackoff },
+          }));
     // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     // What the host needs once the HNS network exists, and again after each rebuild of it.

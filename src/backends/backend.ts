@@ -36,6 +36,8 @@ export interface BackendDeps {
 export interface NetworkStatus {
   /** The last pass found the HNS network gone and it is not rebuilt yet. */
   networkMissing: boolean;
+  /** The first complete list of the peer leases (a snapshot) has arrived; until then the agent is not ready. */
+  listed: boolean;
   /** When the reconcile loop was last known good: now while it idles after a successful pass, else when a pass last succeeded. */
   lastGoodAt: number | undefined;
   /** Peer items the dataplane currently refuses. */

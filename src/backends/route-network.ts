@@ -130,6 +130,7 @@ export class RouteNetwork<A, D> implements Network {
     const s = this.reconciler.status();
     return {
       networkMissing: s.networkMissing,
+      listed: this.listed,
       lastGoodAt: s.lastGoodAt,
       refused: s.refused,
       inSync: s.synced && s.inSync,

@@ -15,14 +15,14 @@ import type { AddressInfo, Socket } from 'node:net';
 import { systemClock, type Clock } from '../clock.js';
 import { NodeStore } from './node-store.js';
 import type { FakeNode, FakePod } from './nodes.js';
-import { RequestFaults, type HangMode } from './request-faults.js';
+import { RequestFaults, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { sendJson, sendStatus, type JsonObject } from './responses.js';
 import { NodeWatches } from './watch.js';
 
 export type { JsonObject } from './responses.js';
 export { kubeStatus } from './responses.js';
 export { mergePatch } from './merge-patch.js';
-export type { HangMode } from './request-faults.js';
+export type { HangMode, NodeMisbehaviour } from './request-faults.js';
 export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod, type LinuxFlannelNodeOptions } from './nodes.js';
 export { writeKubeconfig } from './kubeconfig.js';
 
@@ -202,6 +202,11 @@ export class FakeKubeApiServer {
     this.faults.unhang();
   }
 
+  /** From now on the Node list or watch misbehaves this way (request-faults.ts); undefined serves them normally again. */
+  misbehave(nodes: NodeMisbehaviour | undefined): void {
+    this.faults.nodes = nodes;
+  }
+
   /** Requests currently held open by a hang rule. */
   get hangingRequests(): number {
     return this.faults.hanging;
@@ -257,7 +262,17 @@ export class FakeKubeApiServer {
     let m: RegExpMatchArray | null;
     if (path === '/api/v1/nodes') {
       if (method !== 'GET') return notAllowed();
-      if (query.watch === 'true' || query.watch === '1') return this.watches.serve(res, query);
+      const watch = query.watch === 'true' || query.watch === '1';
+      if (
+        this.faults.misbehaveOnNodes(
+          res,
+          watch,
+          () => this.store.listPage(query),
+          () => this.store.listNodes()[0],
+        )
+      )
+        return;
+      if (watch) return this.watches.serve(res, query);
       return sendJson(res, 200, this.store.listPage(query));
     }
     if ((m = path.match(/^\/api\/v1\/nodes\/([^/]+)(\/status)?$/))) {

@@ -1,9 +1,22 @@
 // Faults the fake API server injects into requests, for the failures a real control plane shows: a
 // request answered with an error Status (or its connection cut), and a request that hangs (never
 // answered, or answered with headers and then silence, as a list or watch behind a dead load balancer).
-// A rule matches a method and a path pattern, tried on the path and on `path?query`.
+// A rule matches a method and a path pattern, tried on the path and on `path?query`. And a Node list
+// and watch that misbehave for as long as they are told to, as the hostile API servers of issue 18 did.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendStatus, startStream } from './responses.js';
+import { kubeStatus, sendJson, sendStatus, startStream } from './responses.js';
+import type { JsonObject } from './responses.js';
+
+/**
+ * How the Node list and watch misbehave until cleared: `watch-gone` answers every watch with one
+ * `410 Gone` ERROR event; `watch-one-event` sends every watch one MODIFIED event (a current Node) and
+ * closes it; `list-repeat-continue` gives every list page the same `continue` token, so a client that
+ * follows tokens pages forever.
+ */
+export type NodeMisbehaviour = 'watch-gone' | 'watch-one-event' | 'list-repeat-continue';
+
+const REPEATED_CONTINUE = Buffer.from('repeated').toString('base64url');
+const watchLine = (type: string, object: unknown): string => JSON.stringify({ type, object }) + '\n';
 
 /** `no-answer`: the request is read and never answered; `headers-only`: 200 and headers, then nothing. */
 export type HangMode = 'no-answer' | 'headers-only';
@@ -19,6 +32,32 @@ export class RequestFaults {
   private hangRules: (Rule & { mode: HangMode })[] = [];
   /** Requests held open by a hang rule (answered never; closed by the server's stop() or unhang()). */
   private readonly hung = new Set<ServerResponse>();
+  /** The Node list and watch misbehave this way until set to undefined. */
+  nodes: NodeMisbehaviour | undefined;
+
+  /**
+   * Answer a Node list (`page`: the page the store would send) or watch (`current`: a Node for the one
+   * event, if any) the misbehaving way; false when this request is served normally.
+   */
+  misbehaveOnNodes(res: ServerResponse, watch: boolean, page: () => JsonObject, current: () => unknown): boolean {
+    if (this.nodes === 'list-repeat-continue' && !watch) {
+      const p = page();
+      sendJson(res, 200, { ...p, metadata: { ...(p.metadata as JsonObject), continue: REPEATED_CONTINUE } });
+      return true;
+    }
+    if (this.nodes === 'watch-gone' && watch) {
+      startStream(res);
+      res.end(watchLine('ERROR', kubeStatus(410, 'Expired', 'too old resource version (misbehaving server)')));
+      return true;
+    }
+    if (this.nodes === 'watch-one-event' && watch) {
+      const node = current();
+      startStream(res);
+      res.end(node === undefined ? '' : watchLine('MODIFIED', node));
+      return true;
+    }
+    return false;
+  }
 
   /** The next `count` matching requests fail with `status` (a Status body); status 0 destroys the connection. */
   failNext(method: string, path: RegExp, status: number, count: number): void {

@@ -1,37 +1,46 @@
 // The relist-with-backoff loop both subnet managers run: list (the source delivers a snapshot), then
-// watch from where the list left off until the watch fails or goes stale, back off, and list again.
-// Mirrors client-go's Reflector.ListAndWatch (k8s.io/client-go/tools/cache/reflector.go), which
-// flannel's kube subnet manager runs through its Node informer (pkg/subnet/kube/kube.go), and for etcd
-// flannel's cursor loop in pkg/subnet/watch.go (WatchLeases: a nil cursor lists, an error retries)
-// with pkg/subnet/etcd/local_manager.go WatchLeases (leasesWatchReset on ErrCompacted). Upstream
-// retries after a fixed second; here the backoff is capped exponential and starts afresh after a good
-// run: a successful list, a watch that closed cleanly after some progress, or a stale watch (410 Gone,
-// compaction: relisted at once). The clock is injected, so tests drive the loop on virtual time.
-import { backoffDelay, pause } from '../clock.js';
-import type { Clock } from '../clock.js';
+// watch from where the list left off until the watch ends, pause, and watch again or list again.
+// Mirrors client-go's Reflector (k8s.io/client-go/tools/cache/reflector.go: Run, ListAndWatch, watch),
+// which flannel's kube subnet manager runs through its Node informer (pkg/subnet/kube/kube.go), and for
+// etcd flannel's cursor loop in pkg/subnet/watch.go (WatchLeases: a nil cursor lists, an error retries)
+// with pkg/subnet/etcd/local_manager.go WatchLeases (leasesWatchReset on ErrCompacted).
+// Never hammer the API server (issue 18): client-go's Run passes every ListAndWatch round through
+// wait.BackoffUntil with its backoff manager (./round-backoff.ts: 800 ms, doubling, jittered, capped,
+// reset after 2 healthy minutes), so a 410 Gone relists only after that pause. The one place a round
+// starts at once is a watch that ended cleanly after a healthy run (`healthyWatchMs`; the kube watch
+// passes half the timeout it asks the server for); every other end — a failed list, a failed or stale watch (410 Gone, etcd compaction), a
+// watch the server closed early even with events (client-go would reopen that one at once) — waits the
+// next pause. So a server that answers every round at once gets at most ~5 rounds in the first 15 s
+// (0.8 + 1.6 + 3.2 + 6.4 s of pauses at least) and then one every 30-60 s. The clock and the jitter
+// are injected, so tests drive the loop on virtual time.
+import type { Clock, Random } from '../clock.js';
+import { pause } from '../clock.js';
 import { errorMessage } from '../errors.js';
 import { METRIC } from '../health/metrics.js';
 import type { Metrics } from '../health/metrics.js';
 import type { Logger } from '../log.js';
 import type { LeaseUpdate, LeaseUpdateHandler } from './lease.js';
+import { RoundBackoff } from './round-backoff.js';
+import type { RoundBackoffOptions } from './round-backoff.js';
 
 /** How one watch ended, and so what the loop does next. */
 export type WatchEnd<C> =
   /** The signal aborted: the loop returns. */
   | { kind: 'aborted' }
-  /** The cursor is too old (410 Gone, compaction): relist at once, backoff reset. */
+  /** The cursor is too old (410 Gone, compaction): relist after the pause. */
   | { kind: 'stale' }
-  /** A clean end after a good run (the server's timeout): watch again from `cursor` at once, backoff reset. */
+  /** The server ended the watch cleanly: watch again from `cursor`, at once after a healthy run. */
   | { kind: 'closed'; cursor: C }
-  /**
-   * A failed (or too short) watch: back off, then watch again from `cursor`, or relist when there is
-   * none. `progressed` (the watch was established) resets the backoff before this pause.
-   */
-  | { kind: 'broken'; cursor?: C; progressed: boolean; err?: unknown };
+  /** A failed watch: after the pause, watch again from `cursor`, or relist when there is none. */
+  | { kind: 'broken'; cursor?: C; err?: unknown };
 
-/** What the loop is told before it pauses; `attempt` counts failures since the last good run, from 1. */
+/** Why the loop pauses before its next round. */
+export type RetryReason = 'list-failed' | 'watch-failed' | 'stale' | 'closed-early';
+
+/** What the loop is told before it pauses; `attempt` counts pauses since the backoff last reset, from 1. */
 export interface RetryNote {
   phase: 'list' | 'watch';
+  reason: RetryReason;
   err?: unknown;
   attempt: number;
   delayMs: number;
@@ -42,7 +51,7 @@ export interface ListWatchSource<C> {
   list(signal: AbortSignal): Promise<C>;
   /** One watch from `cursor`. Throwing ends the loop with that error (e.g. a revoked own lease). */
   watch(cursor: C, signal: AbortSignal): Promise<WatchEnd<C>>;
-  /** Before each backoff pause (for the log line). */
+  /** Before each pause (for the log line). */
   onRetry?(note: RetryNote): void;
   /** A list failure that ends the loop instead of being retried. */
   isFatal?(err: unknown): boolean;
@@ -50,20 +59,28 @@ export interface ListWatchSource<C> {
 
 export interface RelistOptions {
   clock: Clock;
-  backoffBaseMs: number;
-  backoffCapMs: number;
-  /** Every list after the first counts as a reconnect. */
+  /** Jitter of the pauses. */
+  random: Random;
+  /**
+   * A watch the server closed cleanly after running at least this long is resumed at once; a shorter
+   * one ended early and waits the pause. Default: never at once (etcd watches have no clean end).
+   */
+  healthyWatchMs?: number;
+  /** The pause schedule (default client-go's; tests and tools may shorten it). */
+  backoff?: Omit<RoundBackoffOptions, 'clock' | 'random'>;
+  /** Every list after the first, and every watch closed early, counts as a reconnect. */
   metrics: Metrics;
 }
 
 /** List + watch until `signal` aborts (resolves) or the source throws a fatal error (rejects). */
 export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOptions, signal: AbortSignal): Promise<void> {
-  let failures = 0;
+  const backoff = new RoundBackoff({ clock: o.clock, random: o.random, ...o.backoff });
+  const healthyWatchMs = o.healthyWatchMs ?? Infinity;
   let lists = 0;
   let cursor: C | undefined;
-  const backOff = async (phase: RetryNote['phase'], err: unknown): Promise<boolean> => {
-    const delayMs = backoffDelay(failures++, o.backoffBaseMs, o.backoffCapMs);
-    source.onRetry?.({ phase, err, attempt: failures, delayMs });
+  const backOff = (phase: RetryNote['phase'], reason: RetryReason, err?: unknown): Promise<boolean> => {
+    const delayMs = backoff.next();
+    source.onRetry?.({ phase, reason, err, attempt: backoff.attempt, delayMs });
     return pause(o.clock, delayMs, signal);
   };
   while (!signal.aborted) {
@@ -73,27 +90,27 @@ export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOpti
       } catch (err) {
         if (signal.aborted) return;
         if (source.isFatal?.(err)) throw err;
-        if (!(await backOff('list', err))) return;
+        if (!(await backOff('list', 'list-failed', err))) return;
         continue;
       }
       if (lists++ > 0) o.metrics.inc(METRIC.apiReconnects);
-      failures = 0; // the API answered: a watch that breaks next starts its backoff afresh
     }
+    const started = o.clock.now();
     const end = await source.watch(cursor, signal);
     if (end.kind === 'aborted' || signal.aborted) return;
     if (end.kind === 'stale') {
-      failures = 0;
       cursor = undefined;
+      if (!(await backOff('watch', 'stale'))) return;
       continue;
     }
-    if (end.kind === 'closed') {
-      failures = 0;
-      cursor = end.cursor;
-      continue;
-    }
-    if (end.progressed) failures = 0;
     cursor = end.cursor;
-    if (!(await backOff('watch', end.err))) return;
+    if (end.kind === 'closed') {
+      if (o.clock.now() - started >= healthyWatchMs) continue;
+      o.metrics.inc(METRIC.apiReconnects);
+      if (!(await backOff('watch', 'closed-early'))) return;
+      continue;
+    }
+    if (!(await backOff('watch', 'watch-failed', end.err))) return;
   }
 }
 

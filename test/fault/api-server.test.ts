@@ -36,10 +36,12 @@ describe('API server faults', () => {
     c.api.deleteNode('linux-2');
     c.addLinux(4, 'vxlan');
     await new Promise((r) => setTimeout(r, 400));
-    expect(a.agent.isReady).toBe(true); // the own lease was published before the list
+    expect(a.agent.phase).toBe('running'); // the own lease was published and subnet.env written before the list
+    expect(a.agent.isReady).toBe(false); // but not ready without a complete list (issue 18)
     expect(policies(a)).toEqual([]); // nothing written without a complete list
     await c.api.start();
     await expectConverged(a, 'vxlan', [1, 3, 4]);
+    expect(a.agent.isReady).toBe(true);
   });
 
   it('killed mid-watch: the outage hides a delete, an add and a change; the relist fails once more; then exact', async () => {
@@ -83,7 +85,8 @@ describe('API server faults', () => {
     c = await new FaultCluster().start();
     for (const n of [1, 2, 3, 4]) c.addLinux(n, 'vxlan');
     c.addWindowsNode();
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    // Five failed rounds within 2 minutes: client-go's pauses would reach 13-26 s; a tenth of them here.
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, relistBackoff: { initialMs: 80, capMs: 3000 } });
     await expectConverged(a, 'vxlan', [1, 2, 3, 4]);
     for (let round = 0; round < 3; round++) {
       await waitFor(() => c.api.activeWatches > 0, 'an open watch', 20_000);

@@ -5,7 +5,7 @@ import * as nodeFs from 'node:fs';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from '@jest/globals';
-import { Agent } from '../../src/agent.js';
+import { Agent, type AgentOptions } from '../../src/agent.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { hnsCallTimeoutMs } from '../../src/dataplane/factory.js';
@@ -124,6 +124,8 @@ export interface StartOptions {
   state?: StateFs;
   /** More agent flags (e.g. `--hns-call-timeout=1`), after the harness's own. */
   extraArgs?: string[];
+  /** The subnet manager's pauses between list and watch rounds; default client-go's (800 ms doubling to 30 s). */
+  relistBackoff?: AgentOptions['relistBackoff'];
 }
 
 export class FaultCluster {
@@ -178,7 +180,7 @@ export class FaultCluster {
     opts.before?.(sim, state);
     const metrics = new Metrics();
     const dataplane = simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: hnsCallTimeoutMs(parsed.config) });
-    const agent = new Agent({ config: parsed.config, log: LOG, metrics, dataplane, resyncMs: opts.resyncMs ?? 200 });
+    const agent = new Agent({ config: parsed.config, log: LOG, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff });
     const controller = new AbortController();
     const done = agent.run(controller.signal);
     const outcome = done.then(

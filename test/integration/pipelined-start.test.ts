@@ -77,7 +77,7 @@ describe('before the first complete list', () => {
       ac.abort();
       await done;
     };
-    await waitFor(() => agent.isReady && sm.emit !== undefined, 'the network and the watch');
+    await waitFor(() => agent.phase === 'running' && sm.emit !== undefined, 'the network, subnet.env and the watch');
     const stale = {
       Type: 'RemoteSubnetRoute',
       Settings: { DestinationPrefix: '10.244.9.0/24', IsolationId: 4096, ProviderAddress: '10.0.1.9', DistributedRouterMacAddress: '0e:2a:0a:00:01:09' },
@@ -100,9 +100,11 @@ describe('before the first complete list', () => {
     const pa1 = () => sim.getNetworkByName('flannel.4096')!.Policies!.find((p) => p.Settings?.['DestinationPrefix'] === '10.244.1.0/24')!.Settings!['ProviderAddress'];
     expect(pa1()).toBe('10.0.1.1'); // a replacement waits for the complete list
     expect(sm.completed).toBe(0);
+    expect(agent.isReady).toBe(false); // subnet.env is written, but no complete list has come (issue 18)
 
     sm.emit!({ kind: 'snapshot', leases: [{ ...peer(1), publicIP: '10.0.1.99' }, peer(2)] });
     await waitFor(() => prefixes().join() === '10.244.1.0/24,10.244.2.0/24' && pa1() === '10.0.1.99', 'the stale policy removed, the peer replaced');
     await waitFor(() => sm.completed === 1, 'CompleteLease');
+    expect(agent.isReady).toBe(true);
   });
 });

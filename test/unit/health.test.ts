@@ -82,6 +82,7 @@ describe('health server', () => {
 describe('/status', () => {
   const NETWORK: NetworkStatus = {
     networkMissing: false,
+    listed: true,
     lastGoodAt: 0,
     refused: 0,
     inSync: true,

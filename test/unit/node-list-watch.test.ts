@@ -10,9 +10,10 @@ import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { silentLogger } from '../../src/log.js';
 import type { LeaseUpdate } from '../../src/subnet/lease.js';
 import { annotationKeys, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
-import { NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
+import { listPageBound, NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
 import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { logSink } from '../support/log-sink.js';
 
 const keys = annotationKeys(normalizeAnnotationPrefix('flannel.alpha.coreos.com'));
 
@@ -84,8 +85,6 @@ async function run(script: Script): Promise<Result> {
     metrics,
     clock,
     random: () => 0.5,
-    backoffBaseMs: 100,
-    backoffCapMs: 1000,
     listPageSize: 2,
   });
   const updates: string[] = [];
@@ -189,5 +188,87 @@ describe('NodeListWatch with injected list and watch', () => {
     expect(r.updates).toEqual(['snapshot:a', 'events:+b']);
     expect(r.metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
     expect(r.metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+  });
+});
+
+// Issue 18, "never hammer the API server": servers that misbehave, counting their requests over 15 s of
+// virtual time. Each request past REQUEST_CAP aborts the run, so the code before the fix (which spun
+// without ever pausing) ends with a count over the ceiling instead of hanging.
+type Hostile = 'watch-410' | 'watch-one-event' | 'repeated-continue' | 'endless-continue';
+const REQUEST_CAP = 2000;
+
+async function hostile(mode: Hostile, listPageSize = 2): Promise<{ lists: number; watches: number; entries: Record<string, unknown>[]; lw: NodeListWatch; updates: string[] }> {
+  const clock = new FakeClock();
+  const ctrl = new AbortController();
+  const counts = { lists: 0, watches: 0 };
+  const capped = () => {
+    if (counts.lists + counts.watches <= REQUEST_CAP) return false;
+    ctrl.abort();
+    return true;
+  };
+  let token = 0;
+  const list: NodeListFn = (page) => {
+    counts.lists++;
+    if (capped()) return Promise.reject(new Error('request cap'));
+    const cont = mode === 'repeated-continue' ? 'same-token' : mode === 'endless-continue' ? `t${++token}` : undefined;
+    const items = page.continue === undefined ? [node('a', 1, '3')] : [];
+    return Promise.resolve({ metadata: { resourceVersion: '10', ...(cont ? { continue: cont } : {}) }, items });
+  };
+  const watch: NodeWatchFn = (_query, onEvent) => {
+    counts.watches++;
+    if (capped()) return Promise.reject(new Error('request cap'));
+    if (mode === 'watch-410') onEvent('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    else onEvent('MODIFIED', node('a', 1, String(100 + counts.watches)));
+    return Promise.resolve();
+  };
+  const { log, entries } = logSink('info');
+  const lw = new NodeListWatch({ list, watch, keys, log, metrics: new Metrics(), clock, random: Math.random, listPageSize });
+  const updates: string[] = [];
+  const done = lw.run((u) => updates.push(summary(u)), ctrl.signal);
+  await clock.advance(15_000);
+  ctrl.abort();
+  await done;
+  return { ...counts, entries, lw, updates };
+}
+
+describe('NodeListWatch against a misbehaving API server (issue 18)', () => {
+  it('a watch that always answers 410 Gone: a handful of lists and watches in 15 s, each relist after a logged pause', async () => {
+    const r = await hostile('watch-410');
+    expect(r.watches).toBeGreaterThanOrEqual(2);
+    expect(r.lists).toBeLessThanOrEqual(5);
+    expect(r.watches).toBeLessThanOrEqual(5);
+    const pauses = r.entries.filter((e) => String(e.message).includes('410 Gone') && typeof e.delayMs === 'number');
+    expect(pauses.length).toBe(r.lists);
+  });
+
+  it('a watch closed after one event: a handful of watches in 15 s, each after a logged pause', async () => {
+    const r = await hostile('watch-one-event');
+    expect(r.lists).toBe(1);
+    expect(r.watches).toBeGreaterThanOrEqual(2);
+    expect(r.watches).toBeLessThanOrEqual(5);
+    expect(r.entries.filter((e) => e.message === 'node watch closed early by the server, backing off').length).toBe(r.watches);
+  });
+
+  it('a list that repeats its continue token fails each round with FLANNEL_ERR_KUBE_LIST (logged), never syncs, a handful of pages in 15 s', async () => {
+    const r = await hostile('repeated-continue');
+    expect(r.lists).toBeLessThanOrEqual(10); // two pages per round
+    expect(r.watches).toBe(0);
+    expect(r.lw.hasSynced).toBe(false);
+    expect(r.updates.every((u) => !u.startsWith('snapshot'))).toBe(true);
+    const failures = r.entries.filter((e) => e.message === 'listing nodes failed, backing off');
+    expect(failures.length).toBe(r.lists / 2);
+    expect(failures.every((e) => e.code === 'FLANNEL_ERR_KUBE_LIST' && e.level === 'warn')).toBe(true);
+  });
+
+  it('a list whose continue tokens never end fails after the page bound with FLANNEL_ERR_KUBE_LIST', async () => {
+    const r = await hostile('endless-continue', 250);
+    const bound = listPageBound(250);
+    expect(bound).toBe(80);
+    expect(r.lw.hasSynced).toBe(false);
+    expect(r.lists % bound).toBe(0);
+    expect(r.lists / bound).toBeLessThanOrEqual(5);
+    const failures = r.entries.filter((e) => e.message === 'listing nodes failed, backing off');
+    expect(failures.length).toBe(r.lists / bound);
+    expect(failures.every((e) => e.code === 'FLANNEL_ERR_KUBE_LIST')).toBe(true);
   });
 });

@@ -66,7 +66,7 @@ export interface CreateEtcdSubnetManagerDeps {
   /** Previous own subnet (FLANNEL_SUBNET of the previous subnet.env, which the agent reads once). */
   previousSubnet?: string;
   /** Test knobs passed through to the manager. */
-  tuning?: Partial<Pick<EtcdSubnetManagerOptions, 'leaseTtlSeconds' | 'renewMarginMs' | 'renewRetryMs' | 'backoffBaseMs' | 'backoffCapMs' | 'apiRetryTimeoutMs'>>;
+  tuning?: Partial<Pick<EtcdSubnetManagerOptions, 'leaseTtlSeconds' | 'renewMarginMs' | 'renewRetryMs' | 'backoffBaseMs' | 'backoffCapMs' | 'relistBackoff' | 'apiRetryTimeoutMs'>>;
 }
 
 /** The etcd SubnetManager for `--etcd-*` flags. It owns its client and closes it when the agent's signal aborts. */

@@ -4,15 +4,19 @@
 // resync after compaction: leasesWatchReset on ErrCompacted). Watches are raw streams
 // (EtcdRegistry.openWatchStream) resumed on the loop's abortable timers; the own lease being deleted
 // or missing from a list revokes it (OwnLeaseState), which ends the watch with that error.
+// The loop's rules (issue 18) hold here too: an etcd watch has no clean end, so every end of a stream
+// — an error, etcd closing or cancelling it, a compaction that needs a relist — and every failed list
+// waits the loop's pause (client-go's reflector backoff: 800 ms doubling to 30 s, jittered, reset
+// after 2 quiet minutes) before the next round; upstream's pkg/subnet/watch.go retries after 1 s flat.
 import type { IWatchResponse } from 'etcd3';
-import type { Clock } from '../../clock.js';
+import type { Clock, Random } from '../../clock.js';
 import { errorMessage } from '../../errors.js';
 import { METRIC } from '../../health/metrics.js';
 import type { Metrics } from '../../health/metrics.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseEvent, LeaseUpdateHandler } from '../lease.js';
 import { deliverUpdate, runRelistLoop } from '../relist.js';
-import type { ListWatchSource, WatchEnd } from '../relist.js';
+import type { ListWatchSource, RelistOptions, WatchEnd } from '../relist.js';
 import type { OwnLeaseState } from './lease-keeper.js';
 import { decodeLeaseAttrs } from './lease-json.js';
 import { closeWatchStream } from './registry.js';
@@ -25,8 +29,10 @@ export interface LeaseWatchOptions {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
-  backoffBaseMs: number;
-  backoffCapMs: number;
+  /** Jitter of the pauses between rounds. */
+  random: Random;
+  /** The pause schedule (default client-go's reflector backoff). */
+  backoff?: RelistOptions['backoff'];
 }
 
 interface Known {
@@ -80,16 +86,19 @@ export class EtcdLeaseWatch {
 
   /** List + watch until `signal` aborts or the own lease is revoked (rejects with that error). */
   async run(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
-    const { own, log, clock, metrics, backoffBaseMs, backoffCapMs } = this.o;
+    const { own, log, clock, metrics, random, backoff } = this.o;
     const source: ListWatchSource<WatchCursor> = {
       list: () => this.list(onUpdate),
       watch: (cursor, s) => this.watch(cursor, onUpdate, s),
-      onRetry: ({ phase, err, attempt, delayMs }) => {
-        if (phase === 'list') log.warn('listing subnet leases failed, retrying', { attempt, delayMs, error: errorMessage(err) });
+      onRetry: ({ reason, err, attempt, delayMs }) => {
+        const fields = { attempt, delayMs, ...(err === undefined ? {} : { error: errorMessage(err) }) };
+        if (reason === 'list-failed') log.warn('listing subnet leases failed, backing off', fields);
+        else if (reason === 'stale') log.warn(`etcd watch for ${this.o.registry.subnetsPrefix} fell behind compaction, backing off before relisting`, fields);
+        else log.warn('etcd watch failed, backing off before resuming', fields);
       },
       isFatal: (err) => err !== undefined && err === own.revoked,
     };
-    await runRelistLoop(source, { clock, metrics, backoffBaseMs, backoffCapMs }, signal);
+    await runRelistLoop(source, { clock, metrics, random, backoff }, signal);
     if (own.revoked) throw own.revoked;
   }
 
@@ -109,17 +118,14 @@ export class EtcdLeaseWatch {
 
   private async watch(cursor: WatchCursor, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchEnd<WatchCursor>> {
     cursor.created = false;
-    const outcome = await this.watchOnce(cursor, onUpdate, signal);
+    const { outcome, err } = await this.watchOnce(cursor, onUpdate, signal);
     if (cursor.created && cursor.resumed) this.o.metrics.inc(METRIC.apiReconnects);
     if (outcome === 'aborted') return { kind: 'aborted' };
     if (outcome === 'revoked') throw this.o.own.revoked!;
-    if (outcome === 'compacted') {
-      this.o.log.warn(`etcd watch for ${this.o.registry.subnetsPrefix} fell behind compaction, re-listing and resuming`);
-      return { kind: 'stale' };
-    }
+    if (outcome === 'compacted') return { kind: 'stale' };
     // Resume from the last applied revision (etcd replays what we missed), like clientv3 does.
     cursor.resumed = true;
-    return { kind: 'broken', cursor, progressed: cursor.created };
+    return { kind: 'broken', cursor, err };
   }
 
   /** Apply one watch response's events in order; returns the lease events to emit. */
@@ -153,9 +159,9 @@ export class EtcdLeaseWatch {
    * the signal aborts. `cursor.next` advances only as responses are applied, so a resumed watch neither
    * skips nor repeats events; `cursor.created` tells whether etcd accepted the watch.
    */
-  private watchOnce(cursor: WatchCursor, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchOutcome> {
+  private watchOnce(cursor: WatchCursor, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<{ outcome: WatchOutcome; err?: unknown }> {
     const { registry: reg, own, log } = this.o;
-    return new Promise<WatchOutcome>((resolve) => {
+    return new Promise<{ outcome: WatchOutcome; err?: unknown }>((resolve) => {
       let settled = false;
       let stream: WatchStream | undefined;
       let chain: Promise<void> = Promise.resolve();
@@ -165,12 +171,12 @@ export class EtcdLeaseWatch {
         settled = true;
         signal.removeEventListener('abort', onAbort);
         unsubscribe();
-        if (outcome === 'error') log.warn('etcd watch failed, reconnecting', { from: cursor.next, error: errorMessage(err) });
+        if (outcome === 'error') log.debug('etcd watch ended', { from: cursor.next, error: errorMessage(err) });
         if (stream) {
           this.streams.delete(stream);
           closeWatchStream(stream);
         }
-        resolve(outcome);
+        resolve({ outcome, err });
       };
       const onAbort = () => finish('aborted');
       if (signal.aborted || this.closed) return finish('aborted');

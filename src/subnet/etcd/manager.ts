@@ -9,6 +9,7 @@ import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
+import type { RelistOptions } from '../relist.js';
 import { LeaseKeeper, SUBNET_TTL_SECONDS } from './lease-keeper.js';
 import { EtcdLeaseWatch } from './lease-watch.js';
 import type { EtcdRegistry } from './registry.js';
@@ -30,9 +31,11 @@ export interface EtcdSubnetManagerOptions {
   leaseTtlSeconds?: number;
   /** Delay after a failed renewal (default 1 min, as upstream). */
   renewRetryMs?: number;
-  /** Capped exponential backoff for retries and relists (default 100 ms / 5 s). */
+  /** Capped exponential backoff for the own lease's etcd call retries (default 100 ms / 5 s). */
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** Pauses between lease list and watch rounds (default client-go's reflector: 800 ms doubling to 30 s, jittered). */
+  relistBackoff?: RelistOptions['backoff'];
   /** How long transient etcd failures during acquire are retried (default 5 min). */
   apiRetryTimeoutMs?: number;
   /** Close the client once the signal of acquireLease/watchLeases aborts (the factory's client). */
@@ -61,6 +64,7 @@ export class EtcdSubnetManager implements SubnetManager {
     this.log = opts.log ?? silentLogger();
     this.onClose = opts.onClose;
     const clock = opts.clock ?? systemClock;
+    const random = opts.random ?? systemRandom;
     const backoffBaseMs = opts.backoffBaseMs ?? 100;
     const backoffCapMs = opts.backoffCapMs ?? 5000;
     this.keeper = new LeaseKeeper({
@@ -75,7 +79,7 @@ export class EtcdSubnetManager implements SubnetManager {
       backoffBaseMs,
       backoffCapMs,
       apiRetryTimeoutMs: opts.apiRetryTimeoutMs ?? 5 * 60_000,
-      random: opts.random ?? systemRandom,
+      random,
       log: this.log,
       clock,
     });
@@ -85,8 +89,8 @@ export class EtcdSubnetManager implements SubnetManager {
       log: this.log,
       metrics: opts.metrics ?? new Metrics(),
       clock,
-      backoffBaseMs,
-      backoffCapMs,
+      random,
+      backoff: opts.relistBackoff,
     });
   }
 

@@ -7,6 +7,7 @@ import type { Metrics } from '../../health/metrics.js';
 import { componentLogger, type Logger } from '../../log.js';
 import type { SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
+import type { RelistOptions } from '../relist.js';
 import { buildKubeConfig } from './client.js';
 import { KubeSubnetManager } from './manager.js';
 import { readNodePublicIPs } from './node-public-ip.js';
@@ -30,6 +31,8 @@ export interface KubeStartDeps {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
+  /** Pauses between list and watch rounds (tests); default client-go's reflector backoff. */
+  relistBackoff?: RelistOptions['backoff'];
 }
 
 /** The kube side of the agent's start: the own Node's public IPs, then the subnet manager (one kubeconfig for both). */
@@ -63,6 +66,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         log,
         metrics: deps.metrics,
         clock: deps.clock,
+        relistBackoff: deps.relistBackoff,
       });
     },
   };

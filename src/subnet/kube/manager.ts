@@ -12,6 +12,7 @@ import { isNetworkCidr } from '../../ip4.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
+import type { RelistOptions } from '../relist.js';
 import { annotationKeys } from './annotations.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from './http.js';
 import { NodeListWatch } from './node-list-watch.js';
@@ -34,7 +35,7 @@ export interface KubeSubnetManagerOptions {
   log?: Logger;
   metrics?: Metrics;
   clock?: Clock;
-  /** Jitter of the default watch timeout. */
+  /** Jitter of the default watch timeout and of the pauses between list and watch rounds. */
   random?: Random;
   /** How long to wait for the own Node to exist and get a podCIDR (default 5 min). */
   nodeWaitTimeoutMs?: number;
@@ -42,9 +43,11 @@ export interface KubeSubnetManagerOptions {
   nodeWaitLogIntervalMs?: number;
   /** How often the own Node is re-read while waiting (default 1 s). */
   nodePollIntervalMs?: number;
-  /** Capped exponential backoff for API retries and reconnects (default 1 s / 30 s). */
+  /** Capped exponential backoff for API call retries (default 1 s / 30 s). */
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** Pauses between list and watch rounds (default client-go's reflector: 800 ms doubling to 30 s, jittered). */
+  relistBackoff?: RelistOptions['backoff'];
   /** How long a failing API call (get pod, patch) is retried before giving up (default 5 min). */
   apiRetryTimeoutMs?: number;
   /** Deadline of every request: list pages, the own-Node get, patches, the pod lookup (default 30 s). */
@@ -89,8 +92,7 @@ export class KubeSubnetManager implements SubnetManager {
       metrics,
       clock,
       random: opts.random ?? systemRandom,
-      backoffBaseMs,
-      backoffCapMs,
+      backoff: opts.relistBackoff,
       listPageSize: opts.listPageSize ?? 250,
       watchTimeoutSeconds: opts.watchTimeoutSeconds,
       watchSilenceMs: opts.watchSilenceMs,

@@ -3,7 +3,8 @@
 // functions, as client-node's ListWatch (src/cache.ts) takes a `listFn` and a `Watch`: the real ones
 // are raw JSON requests with deadlines (http.ts nodeListFn/nodeWatchFn); tests inject others. The
 // relist-with-backoff loop around them is ../relist.ts: a paged list, then a watch from the list's
-// resourceVersion, resumed after a clean close and relisted after 410 Gone or a broken watch.
+// resourceVersion, resumed after a clean close and relisted after 410 Gone or a broken watch, every
+// round but a healthy watch's resumption after client-go's backoff pause (../round-backoff.ts).
 // Differences by design:
 // - Only the fields flannel needs are kept (projection.ts); an object that cannot be projected is
 //   skipped, logged and counted, and the rest of the list still counts.
@@ -14,13 +15,22 @@
 //   `watchSilenceMs` means the connection is dead even when TCP does not say so.
 // - The first list's pages are emitted as they arrive (`page`, additions only); the complete list ends
 //   with a `snapshot` as before, so nothing is removed on a partial view.
+// - A paged list is bounded (issue 18): client-go's pager (tools/pager/pager.go) follows `continue`
+//   for as long as the server sends one, so a server that repeats a token is paged forever. Here a
+//   repeated token, or more pages than a list of LIST_NODES_BOUND Nodes needs, fails the list with
+//   FLANNEL_ERR_KUBE_LIST, which is logged and retried after the backoff pause like any failed list.
+// - A watch the server closes cleanly is resumed at once only after a healthy run: at least half the
+//   timeout it asked for. client-go reopens every watch that lasted a second or brought an event; a
+//   server that closes each watch after one event then gets a watch per event (issue 18 measured
+//   10,000-25,000 in 15 s).
 import type { Clock, Random } from '../../clock.js';
+import { FlannelError, KubeError } from '../../errors.js';
 import { METRIC } from '../../health/metrics.js';
 import type { Metrics } from '../../health/metrics.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseEvent, LeaseUpdateHandler } from '../lease.js';
 import { deliverUpdate, runRelistLoop } from '../relist.js';
-import type { ListWatchSource, WatchEnd } from '../relist.js';
+import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
 import { describe } from './api-error.js';
 import { asObj, leaseRelevantChanged, projectNode, toLease } from './projection.js';
@@ -52,10 +62,10 @@ export interface NodeListWatchOptions {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
-  /** Jitter of the default watch timeout. */
+  /** Jitter of the default watch timeout and of the relist loop's pauses. */
   random: Random;
-  backoffBaseMs: number;
-  backoffCapMs: number;
+  /** The relist loop's pause schedule (default client-go's: 800 ms doubling to 30 s, jittered). */
+  backoff?: RelistOptions['backoff'];
   /** Page size of the Node list (bench/kube-api.mjs). */
   listPageSize: number;
   /** Server-side watch timeout; default 30-40 s (jittered). */
@@ -65,6 +75,35 @@ export interface NodeListWatchOptions {
 }
 
 const SKIP_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * The most Nodes a list may page through: 4x Kubernetes' largest supported cluster (5,000 nodes,
+ * https://kubernetes.io/docs/setup/best-practices/cluster-large/). A list needing more pages than
+ * ceil(LIST_NODES_BOUND / page size) (80 at the default 250) fails as FLANNEL_ERR_KUBE_LIST.
+ */
+export const LIST_NODES_BOUND = 20_000;
+
+/** The pages one list may take at `pageSize` Nodes a page. */
+export function listPageBound(pageSize: number): number {
+  return Math.max(1, Math.ceil(LIST_NODES_BOUND / Math.max(1, pageSize)));
+}
+
+/** The log line before the loop's pause: what ended the round, and how long the pause is. */
+function retryLine(n: RetryNote): [message: string, fields: Record<string, unknown>] {
+  const fields: Record<string, unknown> = { attempt: n.attempt, delayMs: n.delayMs };
+  if (n.err !== undefined) fields.error = describe(n.err);
+  if (n.err instanceof FlannelError) fields.code = n.err.code;
+  switch (n.reason) {
+    case 'list-failed':
+      return ['listing nodes failed, backing off', fields];
+    case 'watch-failed':
+      return ['node watch failed, backing off', fields];
+    case 'stale':
+      return ['node watch resourceVersion expired (410 Gone), backing off before relisting', fields];
+    case 'closed-early':
+      return ['node watch closed early by the server, backing off', fields];
+  }
+}
 
 /** The name of a skipped Node, when it has a string one (for the log line). */
 function skipName(obj: unknown): string {
@@ -108,9 +147,19 @@ export class NodeListWatch {
   private async listAll(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<{ records: Map<string, NodeLease>; rv: string }> {
     const records = new Map<string, NodeLease>();
     const firstList = !this.synced;
+    const maxPages = listPageBound(this.o.listPageSize);
+    const seen = new Set<string>();
     let cont: string | undefined;
     let rv = '';
+    let pages = 0;
     do {
+      if (++pages > maxPages) {
+        throw new KubeError(
+          'FLANNEL_ERR_KUBE_LIST',
+          `the Node list did not end within ${maxPages} pages of ${this.o.listPageSize} (more than ${LIST_NODES_BOUND} Nodes); the API server keeps sending a continue token — check the API server or a proxy in front of it`,
+          { pages: maxPages, pageSize: this.o.listPageSize },
+        );
+      }
       const page = asObj(await this.o.list({ limit: this.o.listPageSize, continue: cont }, signal));
       const meta = asObj(page?.metadata);
       const items = page?.items;
@@ -125,6 +174,16 @@ export class NodeListWatch {
         if (lease) added.push(lease);
       }
       cont = typeof meta?.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
+      if (cont !== undefined) {
+        if (seen.has(cont)) {
+          throw new KubeError(
+            'FLANNEL_ERR_KUBE_LIST',
+            `the API server sent the same Node list continue token twice (page ${pages}); the list would never end — check the API server or a proxy in front of it`,
+            { page: pages, continue: cont.slice(0, 64) },
+          );
+        }
+        seen.add(cont);
+      }
       // Additions from a partial first list; the snapshot after the last page still decides removals.
       if (firstList && cont !== undefined && added.length > 0) deliverUpdate(onUpdate, { kind: 'page', leases: added }, this.o.log);
     } while (cont);
@@ -166,12 +225,10 @@ export class NodeListWatch {
 
   /** One watch from `rv` until the server closes it, it breaks or goes silent, or 410 Gone. */
   private async watchOnce(rv: string, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchEnd<string>> {
-    const { clock, log, metrics } = this.o;
+    const { log, metrics } = this.o;
     const timeoutSeconds = this.o.watchTimeoutSeconds ?? 30 + Math.floor(this.o.random() * 10);
     const silenceMs = this.o.watchSilenceMs ?? (timeoutSeconds + 10) * 1000;
-    const started = clock.now();
     let lastRv = rv;
-    let events = 0;
     let gone = false;
     const ctrl = new AbortController();
     const stop = () => ctrl.abort();
@@ -188,7 +245,6 @@ export class NodeListWatch {
       const meta = asObj(asObj(obj)?.metadata);
       if (typeof meta?.resourceVersion === 'string' && meta.resourceVersion !== '') lastRv = meta.resourceVersion;
       if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return; // BOOKMARK: rv only
-      events++;
       const evs = this.updateRecord(type, obj);
       if (evs.length > 0) deliverUpdate(onUpdate, { kind: 'events', events: evs }, log);
     };
@@ -199,21 +255,16 @@ export class NodeListWatch {
         onBadLine: () => metrics.inc(METRIC.nodesSkipped, { where: 'watch' }),
       });
     } catch (err) {
-      if (!ctrl.signal.aborted) return { kind: 'broken', progressed: false, err };
+      if (!ctrl.signal.aborted) return { kind: 'broken', err };
     } finally {
       signal.removeEventListener('abort', stop);
     }
     if (signal.aborted) return { kind: 'aborted' };
-    if (gone) {
-      log.info('watch resourceVersion expired (410 Gone), relisting nodes', { resourceVersion: lastRv });
-      return { kind: 'stale' };
-    }
-    if (ctrl.signal.aborted) return { kind: 'broken', progressed: false, err: ctrl.signal.reason };
-    // Normal end (the server's timeoutSeconds): resume from the last resourceVersion, no relist; a
-    // watch closed at once without an event is retried after a backoff.
-    if (events > 0 || clock.now() - started >= 1000) return { kind: 'closed', cursor: lastRv };
-    metrics.inc(METRIC.apiReconnects);
-    return { kind: 'broken', cursor: lastRv, progressed: false };
+    if (gone) return { kind: 'stale' };
+    if (ctrl.signal.aborted) return { kind: 'broken', err: ctrl.signal.reason };
+    // A clean end (the server's timeoutSeconds): resume from the last resourceVersion, no relist; the
+    // loop pauses first when it came early.
+    return { kind: 'closed', cursor: lastRv };
   }
 
   /** List + watch until `signal` aborts; see SubnetManager.watchLeases. */
@@ -221,12 +272,15 @@ export class NodeListWatch {
     const source: ListWatchSource<string> = {
       list: (s) => this.relist(onUpdate, s),
       watch: (rv, s) => this.watchOnce(rv, onUpdate, s),
-      onRetry: ({ phase, err, attempt, delayMs }) => {
-        if (phase === 'list') this.o.log.warn('listing nodes failed, retrying', { attempt, delayMs, error: describe(err) });
-        else if (err !== undefined) this.o.log.warn('node watch failed, relisting', { attempt, delayMs, error: describe(err) });
+      onRetry: (note) => {
+        const [message, fields] = retryLine(note);
+        if (note.reason === 'stale') this.o.log.info(message, fields);
+        else this.o.log.warn(message, fields);
       },
     };
-    const { clock, metrics, backoffBaseMs, backoffCapMs } = this.o;
-    return runRelistLoop(source, { clock, metrics, backoffBaseMs, backoffCapMs }, signal);
+    const { clock, metrics, random, backoff } = this.o;
+    // A watch that ran half the timeout it asked for (15 s of the default 30-40 s) was healthy.
+    const healthyWatchMs = ((this.o.watchTimeoutSeconds ?? 30) * 1000) / 2;
+    return runRelistLoop(source, { clock, metrics, random, backoff, healthyWatchMs }, signal);
   }
 }
