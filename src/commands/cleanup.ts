@@ -193,7 +193,7 @@ export const command: Command = {
       }
       const { config } = parsed;
       refuseWhileAgentRuns(config.subnetFile, parsed.own.get('force') === true);
-      const netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
+      const netConf = readNetConf(config.netConfigPath);
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
       const cniFlag = String(parsed.own.get('cni-conf-file') ?? '');
       const cniConfFile = cniFlag === 'none' ? '' : cniFlag || (io.platform === 'win32' ? WINDOWS_CNI_CONF_FILE : '');
