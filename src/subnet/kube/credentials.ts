@@ -63,8 +63,6 @@ export class CachedFileTokenSource {
   private expiry = 0;
   /** readSeq when the cached token was read. */
   private readAt = 0;
-  /** Files read so far (tests count re-reads). */
-  reads = 0;
 
   constructor(
     readonly path: string,
@@ -78,7 +76,6 @@ export class CachedFileTokenSource {
     if (this.cached !== undefined && this.expiry - TOKEN_FILE_LEEWAY_MS > now) return this.cached;
     let fresh: string;
     try {
-      this.reads++;
       const text = (this.o.readFile ?? ((p) => readRegularFile(p, MAX_CONFIG_FILE_BYTES, 'the token file')))(this.path).trim();
       if (text === '') throw new Error('the file is empty');
       fresh = text;
