@@ -12,12 +12,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeError } from '../../src/errors.js';
-import { FakeKubeApiServer } from '../../src/kube-fake/api-server.js';
+import { bareNode, FakeKubeApiServer, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { MAX_PLUGIN_STDERR_CHARS } from '../../src/subnet/kube/credentials.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import { expectCode } from '../support/errors.js';
+import { startFlanneld } from '../support/flanneld-process.js';
+import { freePort } from '../support/free-port.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { waitFor } from '../support/wait-for.js';
@@ -178,4 +180,46 @@ describe('an exec credential plugin', () => {
     log.info('a message quoting exec-token-0123456789 by mistake');
     expect(await waitFor(() => entries.length === 1 && JSON.stringify(entries), 'the log line')).not.toContain('exec-token-0123456789');
   });
+});
+
+describe('the agent (built CLI) with a rotated token file', () => {
+  it('recovers: the watch answered 401 re-reads the file and the new Node is seen', async () => {
+    const tokenPath = join(dir, 'agent.token');
+    writeFileSync(tokenPath, 'tok-1\n');
+    const netConf = join(dir, 'agent-net-conf.json');
+    writeFileSync(netConf, '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
+    api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw' }));
+    api.addNode(bareNode({ name: 'win-1', podCIDR: '10.244.7.0/24' }));
+    const port = await freePort();
+    const agent = startFlanneld(
+      [
+        '--kube-subnet-mgr',
+        `--kubeconfig-file=${kubeconfig('agent', `{tokenFile: ${JSON.stringify(tokenPath)}}`)}`,
+        `--net-config-path=${netConf}`,
+        `--subnet-file=${join(dir, 'agent', 'subnet.env')}`,
+        '--dataplane=simulated',
+        '--iface=10.0.0.7',
+        '--healthz-ip=127.0.0.1',
+        `--healthz-port=${port}`,
+      ],
+      { NODE_NAME: 'win-1' },
+      60_000,
+    );
+    const peers = async () => /^flannel_peers (\d+)$/m.exec((await (await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined))?.text()) ?? '')?.[1];
+    try {
+      await waitFor(async () => (await peers()) === '1', 'one peer', 20_000);
+      // kubelet rotates the token; the API server now refuses the old one, and ends the open watch.
+      writeFileSync(tokenPath, 'tok-2\n');
+      api.bearerToken = 'tok-2';
+      const before = api.requests.length;
+      api.closeWatches();
+      api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw' }));
+      await waitFor(async () => (await peers()) === '2', 'the second peer, seen with the new token', 30_000);
+      const after = api.requests.slice(before).map((r) => r.authorization);
+      expect(after).toContain('Bearer tok-2');
+    } finally {
+      expect(await agent.stop()).toBe(0);
+    }
+    for (const token of ['tok-1', 'tok-2']) expect(agent.stderr()).not.toContain(token);
+  }, 70_000);
 });
