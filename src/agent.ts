@@ -4,7 +4,6 @@
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see README, Performance: what the process loads).
-import { readFileSync } from 'node:fs';
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';
@@ -187,7 +186,7 @@ export class Agent {
     // kube mode reads net-conf.json; etcd mode reads <prefix>/config (waits, bounded, while it is missing).
     const netConf =
       config.kubeSubnetMgr || this.opts.subnetManager
-        ? readNetConf(config.netConfigPath, this.opts.readFile ?? ((p) => readFileSync(p, 'utf8')))
+        ? readNetConf(config.netConfigPath, this.opts.readFile)
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
     if (!netConf.enableIPv4 || netConf.enableIPv6) {

@@ -8,7 +8,7 @@ export const ERROR_FAMILIES = {
   /** Bad command line flag or value (exit 2). */
   FlagError: ['FLANNEL_ERR_FLAG'],
   /** Bad configuration from flags/env/env-file, or a bad --kube-annotation-prefix. */
-  ConfigError: ['FLANNEL_ERR_CONFIG', 'FLANNEL_ERR_ENV_FILE', 'FLANNEL_ERR_ANNOTATION_PREFIX'],
+  ConfigError: ['FLANNEL_ERR_CONFIG', 'FLANNEL_ERR_ENV_FILE', 'FLANNEL_ERR_ANNOTATION_PREFIX', 'FLANNEL_ERR_INPUT_FILE'],
   /** net-conf.json (or the etcd network config) missing or invalid. */
   NetConfError: ['FLANNEL_ERR_NET_CONF'],
   /** subnet.env unreadable, malformed or not writable. */
@@ -28,7 +28,7 @@ export const ERROR_FAMILIES = {
   /** `flanneld status`: the status port's answer too large or too slow. */
   StatusError: ['FLANNEL_ERR_STATUS_TOO_LARGE', 'FLANNEL_ERR_STATUS_TIMEOUT'],
   /** Kubernetes: kubeconfig, a failed API call as the caller sees it, the own Node. */
-  KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_KUBE_LIST', 'FLANNEL_ERR_NODE'],
+  KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_KUBE_LIST', 'FLANNEL_ERR_KUBE_AUTH', 'FLANNEL_ERR_NODE'],
   /** A non-2xx answer of the API server (before the caller maps it to a KubeError). */
   KubeApiError: ['FLANNEL_ERR_KUBE_API'],
   /** An API request without an answer within its deadline, or a watch gone silent. */

@@ -35,7 +35,7 @@ async function main(): Promise<number> {
       process.stderr.write(`flanneld: ${safeText(err.message)}\nRun 'flanneld --help' for usage.\n`);
       return 2;
     }
-    process.stderr.write(`flanneld: ${safeText(errorMessage(err))}\n`);
+    process.stderr.write(`flanneld: ${safeText(errorMessage(err))}${err instanceof FlannelError ? ` (${err.code})` : ''}\n`);
     return err instanceof FlannelError ? 2 : 1;
   }
   if (parsed.kind === 'help') {

@@ -258,7 +258,7 @@ export const command: Command = {
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
       let netConf: NetworkConfig;
       if (existsSync(config.netConfigPath)) {
-        netConf = readNetConf(config.netConfigPath, (p) => readFileSync(p, 'utf8'));
+        netConf = readNetConf(config.netConfigPath);
         // The agent adopts a network of another name that holds its subnet (src/backends/subnet-holder.ts):
         // when net-conf's name is not in HNS, take the one holding subnet.env's subnet, if of the same type.
         const networks = await dataplane.hns.listNetworksV1();

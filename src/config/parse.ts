@@ -1,10 +1,10 @@
 // Assemble the AgentConfig from argv, FLANNELD_* environment and an optional dotenv file.
 // Mirrors flannel main.go (flag parsing, flagsFromEnv, option validation) and the NODE_NAME /
 // POD_NAME rules of pkg/subnet/kube/kube.go. Pure: the environment is a parameter, never process.env.
-import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import dotenv from 'dotenv';
-import { ConfigError, errorMessage, FlagError, UnsupportedError } from '../errors.js';
+import { ConfigError, errorMessage, FlagError, FlannelError, UnsupportedError } from '../errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import type { LogLevel } from '../log.js';
 import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
@@ -15,8 +15,8 @@ export type ParsedCommand = { kind: 'help'; text: string } | { kind: 'version' }
 
 export interface ParseOptions {
   platform: NodeJS.Platform;
-  /** Reads a text file (the env file); defaults to fs.readFileSync(p, 'utf8'). */
-  readFile?: (path: string) => string;
+  /** Reads a text file (the env file, the etcd password file); default: a regular file of at most 1 MiB (src/fs-read.ts). */
+  readFile?: (path: string, what: string) => string;
   /** Program name shown in the usage text. */
   program?: string;
 }
@@ -36,7 +36,8 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
 
   const realEnv = nonEmpty(env);
   const envFilePath = (cli.values.get('env-file') as string | undefined) || realEnv['FLANNELD_ENV_FILE'] || '';
-  const fileEnv = envFilePath ? readEnvFile(envFilePath, opts.readFile ?? ((p) => readFileSync(p, 'utf8'))) : {};
+  const readFile = opts.readFile ?? ((p: string, what: string) => readRegularFile(p, MAX_CONFIG_FILE_BYTES, what));
+  const fileEnv = envFilePath ? readEnvFile(envFilePath, (p) => readFile(p, '--flanneld-env-file')) : {};
   // Precedence: flags > real environment > env file.
   const merged: Record<string, string> = { ...nonEmpty(fileEnv), ...realEnv };
 
@@ -165,7 +166,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     etcdCertfile: str('etcd-certfile'),
     etcdCafile: str('etcd-cafile'),
     etcdUsername: str('etcd-username'),
-    etcdPassword: etcdPassword(str('etcd-password'), str('etcd-password-file'), opts.readFile ?? ((f) => readFileSync(f, 'utf8'))),
+    etcdPassword: etcdPassword(str('etcd-password'), str('etcd-password-file'), (f) => readFile(f, '--etcd-password-file')),
     verbosity,
     dataplane,
     dataplaneState: str('dataplane-state'),
@@ -234,6 +235,7 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
   try {
     text = readFile(path);
   } catch (err) {
+    if (err instanceof FlannelError) throw err;
     throw new ConfigError(
       'FLANNEL_ERR_ENV_FILE',
       `cannot read env file ${path}: ${errorMessage(err)}; fix the path given by --flanneld-env-file (--env-file) / FLANNELD_ENV_FILE`,
@@ -269,6 +271,7 @@ function etcdPassword(password: string, file: string, readFile: (p: string) => s
   try {
     text = readFile(file);
   } catch (err) {
+    if (err instanceof FlannelError) throw err;
     throw new ConfigError('FLANNEL_ERR_CONFIG', `cannot read the etcd password file ${file}: ${errorMessage(err)}; fix --etcd-password-file`, {
       flag: 'etcd-password-file',
       path: file,

@@ -9,7 +9,8 @@
 import * as nodeFs from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
-import { DataplaneStateError, errorMessage } from '../errors.js';
+import { DataplaneStateError, errorMessage, FlannelError } from '../errors.js';
+import { readRegularFile } from '../fs-read.js';
 import { processAlive } from '../host/agent-lock.js';
 import { serializeState, type DataplaneState } from './sim-state.js';
 import { parseDataplaneState } from './state-file.js';
@@ -23,6 +24,18 @@ export interface DataplaneFs {
   /** Used to notice another process's write cheaply; without it the file is read before each call. */
   statSync?(file: string): { ino: number; size: number; mtimeMs: number };
 }
+
+/** The most of the state file that is read (about 100,000 endpoints; docs/errors.md FLANNEL_ERR_INPUT_FILE). */
+export const MAX_STATE_FILE_BYTES = 64 * 1024 * 1024;
+
+/** node:fs, the state file read as a regular file under MAX_STATE_FILE_BYTES (a FIFO or a device is refused). */
+const hostFs: DataplaneFs = {
+  readFileSync: (file) => readRegularFile(file, MAX_STATE_FILE_BYTES, '--dataplane-state'),
+  writeFileSync: (file, data) => nodeFs.writeFileSync(file, data),
+  renameSync: (from, to) => nodeFs.renameSync(from, to),
+  mkdirSync: (dir, options) => nodeFs.mkdirSync(dir, options),
+  statSync: (file) => nodeFs.statSync(file),
+};
 
 /** How long a writer waits for another one's lock before failing the call. */
 export const LOCK_WAIT_MS = 10_000;
@@ -60,7 +73,7 @@ export class StateStore {
 
   constructor(opts: StateStoreOptions) {
     this.file = opts.file;
-    this.fs = opts.fs ?? nodeFs;
+    this.fs = opts.fs ?? hostFs;
     this.locking = opts.lock ?? opts.fs === undefined;
     this.now = opts.now;
     this.state = opts.fresh();
@@ -108,6 +121,7 @@ export class StateStore {
       text = this.fs.readFileSync(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      if (err instanceof FlannelError) throw err;
       throw new DataplaneStateError(
         `cannot read the simulated dataplane state file ${file}: ${errorMessage(err)}; fix its permissions or pass another --dataplane-state`,
         { file },

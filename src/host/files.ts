@@ -2,21 +2,25 @@
 // take as options (neither imports node:fs itself). These are the real defaults; tests pass others, or
 // swap a member of nodeSubnetEnvFs to inject a full disk.
 import * as syncFs from 'node:fs';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
 import type { SourceVipFs } from '../backends/vxlan/source-vip.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile, readRegularFileBytes } from '../fs-read.js';
 import type { SubnetEnvFs } from '../subnet/subnet-env.js';
 
-/** Synchronous reads of small configuration files: kubeconfig, service account token, TLS PEM files. */
+/**
+ * Synchronous reads of small configuration files: kubeconfig, service account token, TLS PEM files. The
+ * host's reads take regular files of at most 1 MiB (src/fs-read.ts); `what` names the file's flag in that error.
+ */
 export interface FileReader {
-  readText(path: string): string;
-  readBytes(path: string): Buffer;
+  readText(path: string, what?: string): string;
+  readBytes(path: string, what?: string): Buffer;
   exists(path: string): boolean;
 }
 
 export const hostFileReader: FileReader = {
-  readText: (p) => readFileSync(p, 'utf8'),
-  readBytes: (p) => readFileSync(p),
+  readText: (p, what = 'the file') => readRegularFile(p, MAX_CONFIG_FILE_BYTES, what),
+  readBytes: (p, what = 'the file') => readRegularFileBytes(p, MAX_CONFIG_FILE_BYTES, what),
   exists: (p) => existsSync(p),
 };
 

@@ -59,7 +59,8 @@ const JSON_PATCH = 'application/json-patch+json';
 export class FakeKubeApiServer {
   /** Every request, in arrival order (tests assert on these). */
   readonly requests: RecordedRequest[] = [];
-  readonly bearerToken: string | undefined;
+  /** The one token accepted; a test may change it (a rotated token: the old one then gets 401). */
+  bearerToken: string | undefined;
 
   private server: http.Server | undefined;
   private port: number;

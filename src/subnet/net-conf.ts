@@ -5,6 +5,7 @@
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
 import { errorMessage, FlannelError, NetConfError } from '../errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 
@@ -270,14 +271,15 @@ function hnsNetworkName(name: string): string {
 }
 
 /**
- * Read and parse the net-conf.json at `path`. A missing file names the path and the ConfigMap that
+ * Read and parse the net-conf.json at `path` (a regular file of at most 1 MiB, src/fs-read.ts). A missing file names the path and the ConfigMap that
  * normally provides it; parse errors keep their upstream text, prefixed with the path.
  */
-export function readNetConf(path: string, readFile: (p: string) => string): NetworkConfig {
+export function readNetConf(path: string, readFile: (p: string) => string = (p) => readRegularFile(p, MAX_CONFIG_FILE_BYTES, '--net-config-path')): NetworkConfig {
   let text: string;
   try {
     text = readFile(path);
   } catch (err) {
+    if (err instanceof FlannelError) throw err;
     const code = (err as { code?: unknown }).code;
     if (code === 'ENOENT') {
       throw new NetConfError(

@@ -9,12 +9,14 @@ import { EtcdAuthenticationFailedError, GRPCInvalidArgumentError, GRPCUnavailabl
 import type { Etcd3 } from 'etcd3';
 import type { AgentConfig } from '../../src/config/agent-config.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { EtcdError } from '../../src/errors.js';
+import { ConfigError, EtcdError } from '../../src/errors.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from '../../src/subnet/etcd/factory.js';
 import { LOG } from '../support/cluster.js';
 import { describeEtcd, EtcdServer, issueCert, makeTestCa } from '../support/etcd.js';
 import { expectCode } from '../support/errors.js';
+import { freePort } from '../support/free-port.js';
+import { logSink } from '../support/log-sink.js';
 import type { TestCa, TestCert } from '../support/etcd.js';
 
 const CONF = { Network: '10.6.0.0/16', Backend: { Type: 'host-gw' } };
@@ -199,6 +201,50 @@ describeEtcd('etcd with authentication (real etcd)', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(err2.cause).toBeInstanceOf(EtcdAuthenticationFailedError);
     mgr.close();
+    ctrl.abort(new Error('done'));
+  }, 20_000);
+
+  it('user:password in --etcd-endpoints become the etcd user; the password never reaches the log (issue 18 §2)', async () => {
+    // gRPC named such a target `dns:flannel:<password>@host:port` in every retry line, which the URL
+    // redaction did not recognise. A dead endpoint first: its failures are logged while the agent waits.
+    const { log, entries } = logSink();
+    const dead = `http://flannel:flannel-pw@127.0.0.1:${await freePort()}`;
+    const ctrl = controller();
+    await expectCode(
+      fetchEtcdNetworkConfig(agentConfig(dir, [`--etcd-endpoints=${dead}`, `--etcd-prefix=${prefix}`]), { log, signal: ctrl.signal, ...FAST, logIntervalMs: 0 }),
+      EtcdError,
+      'FLANNEL_ERR_ETCD',
+    );
+    expect(entries.some((e) => e['message'] === "Couldn't fetch network config, waiting")).toBe(true);
+    const live = etcd.endpoint.replace('http://', 'http://flannel:flannel-pw@');
+    const config = agentConfig(dir, [`--etcd-endpoints=${live}`, `--etcd-prefix=${prefix}`]);
+    const netConf = await fetchEtcdNetworkConfig(config, { log, signal: ctrl.signal, ...FAST });
+    expect(netConf.network).toBe(CONF.Network);
+    const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.4', log, tuning: TUNING });
+    const lease = await mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.4', backendType: 'host-gw', backendData: null }), ctrl.signal);
+    expect(lease.subnet).toMatch(/^10\.6\.\d+\.0\/24$/);
+    mgr.close();
+    ctrl.abort(new Error('done'));
+    const text = JSON.stringify(entries);
+    expect(text).toContain('http://***@127.0.0.1');
+    expect(text).not.toContain('flannel-pw');
+  }, 20_000);
+
+  it('endpoint credentials given twice or half are refused with FLANNEL_ERR_CONFIG', async () => {
+    const ctrl = controller();
+    const url = (info: string) => etcd.endpoint.replace('http://', `http://${info}@`);
+    for (const flags of [
+      [`--etcd-endpoints=${url('flannel:flannel-pw')}`, '--etcd-username=flannel', '--etcd-password=flannel-pw'],
+      [`--etcd-endpoints=${url('flannel:flannel-pw')},${url('root:root-pw')}`],
+      [`--etcd-endpoints=${url('flannel')}`],
+    ]) {
+      const err = await expectCode(
+        fetchEtcdNetworkConfig(agentConfig(dir, [...flags, `--etcd-prefix=${prefix}`]), { log: LOG, signal: ctrl.signal, ...FAST }),
+        ConfigError,
+        'FLANNEL_ERR_CONFIG',
+      );
+      expect(err.message).not.toContain('-pw');
+    }
     ctrl.abort(new Error('done'));
   }, 20_000);
 

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { componentLogger, createLogger } from '../../src/log.js';
-import { safeText } from '../../src/log-safe.js';
+import { registerPemSecret, registerSecret, safeText } from '../../src/log-safe.js';
 
 async function logged(format: 'text' | 'json', write: (log: ReturnType<typeof createLogger>) => void): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'log-safe-'));
@@ -62,6 +62,49 @@ describe('credentials in messages and fields', () => {
     for (const secret of ['eyJhbGciOi', 'c2VjcmV0', 'dXNlcjpwYXNz', 'tok-123', 'pw-456', 'pw-789']) expect(out).not.toContain(secret);
     expect(out).toContain('Bearer ***');
   });
+});
+
+describe('secrets registered by value (issue 18 §2)', () => {
+  // The etcd password as gRPC names the endpoint: no URL pattern matches `dns:user:pass@host`.
+  const PASSWORD = 'Pa55-w0rd@etcd';
+  registerSecret(PASSWORD);
+  registerSecret('ab'); // too short to redact by value: ordinary words would vanish
+  registerPemSecret('-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n');
+
+  it.each(['text', 'json'] as const)('%s: wherever the value appears (message, fields, errors, URL-encoded)', async (format) => {
+    const out = await logged(format, (log) => {
+      log.warn(`retrying: 14 UNAVAILABLE: Name resolution failed for target dns:flannel:${PASSWORD}@10.0.0.5:2379`, {
+        target: `dns:flannel:${PASSWORD}@10.0.0.5:2379`,
+        encoded: `http://h/?p=${encodeURIComponent(PASSWORD)}`,
+        error: new Error(`auth failed for ${PASSWORD}`),
+        nested: { list: [`x${PASSWORD}x`] },
+        pem: 'key line MIIEvQIBADANBgkqhkiG9w0BAQEFAASC',
+        short: 'about',
+      });
+    });
+    for (const secret of [PASSWORD, encodeURIComponent(PASSWORD), 'Pa55', 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC']) expect(out).not.toContain(secret);
+    expect(out).toContain('dns:flannel:***@10.0.0.5:2379');
+    expect(out).toContain('about');
+  });
+
+  it('safeText (what main.ts prints on stderr) redacts them too', () => {
+    expect(safeText(`cannot connect to dns:u:${PASSWORD}@h:1`)).toBe('cannot connect to dns:u:***@h:1');
+    expect(safeText('about a tab')).toBe('about a tab');
+  });
+});
+
+describe("credentials inside messages (a credential plugin's stderr, an error body)", () => {
+  it.each([
+    ['exec plugin failed: token=eyJhbGc.payload.sig expired', 'exec plugin failed: token=*** expired'],
+    ['password: hunter2, retry', 'password: ***, retry'],
+    ['{"access_token":"ya29.a0AfH6","expires_in":3599}', '{"access_token":"***","expires_in":3599}'],
+    ['client_secret=abc&grant=x', 'client_secret=***&grant=x'],
+    ["ETCD_PASSWORD='q1w2e3'", "ETCD_PASSWORD='***'"],
+    ['api-key: k-123 and X-Api-Key=k-456', 'api-key: *** and X-Api-Key=***'],
+    ['{"Authorization":"Bearer eyJhbGciOi.c2VjcmV0.sig"}', '{"Authorization":"Bearer ***"}'],
+    ['flags -etcd-password and -etcd-password-file are both set', 'flags -etcd-password and -etcd-password-file are both set'],
+    ['no token in file /var/run/token', 'no token in file /var/run/token'],
+  ])('%j -> %j', (input, want) => expect(safeText(input)).toBe(want));
 });
 
 describe('safeText', () => {

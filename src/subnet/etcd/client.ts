@@ -1,6 +1,11 @@
 // Builds the etcd v3 client from flanneld's etcd flags: endpoints, TLS (key + cert + optional CA,
 // server verified), username/password. Mirrors flannel pkg/subnet/etcd/registry.go (EtcdConfig,
 // newTlsConfig, newEtcdClient) on the `etcd3` npm client (grpc-js).
+// An endpoint may carry its credentials as URL userinfo (`http://user:pass@host:2379`): they become the
+// client's etcd authentication (etcd3 `auth: {username, password}`, the same as --etcd-username and
+// --etcd-password) and are removed from the host grpc dials, which would otherwise name its target
+// `dns:user:pass@host` in every error. The password, and the private key, are registered with the log's
+// redactor (src/log-safe.ts registerSecret) so no message can carry them.
 import { Etcd3, isRecoverableError } from 'etcd3';
 import type { IOptions } from 'etcd3';
 import { backoffDelay, systemClock } from '../../clock.js';
@@ -10,6 +15,7 @@ import { hostFileReader } from '../../host/files.js';
 import type { FileReader } from '../../host/files.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
+import { registerPemSecret, registerSecret } from '../../log-safe.js';
 
 export interface EtcdClientConfig {
   /** `--etcd-endpoints`, e.g. `http://127.0.0.1:2379`; `https://` endpoints use TLS. */
@@ -84,22 +90,93 @@ function readPem(files: FileReader, path: string, what: string): Buffer {
   }
 }
 
-/** Validate the endpoint list; `host:port` without a scheme is accepted as the Go client does. */
-function checkEndpoints(endpoints: string[]): string[] {
+/** The client's private key, its key material registered with the log's redactor. */
+function readKey(files: FileReader, path: string): Buffer {
+  const key = readPem(files, path, '--etcd-keyfile');
+  registerPemSecret(key);
+  return key;
+}
+
+interface Endpoints {
+  hosts: string[];
+  /** Credentials given as URL userinfo, the same on every endpoint that has them. */
+  userinfo?: { username: string; password: string };
+}
+
+function decode(part: string, endpoint: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid etcd endpoint "${endpoint}": its user:password is not valid percent-encoding`, { endpoint: redactedEndpoint(endpoint) });
+  }
+}
+
+function redactedEndpoint(e: string): string {
+  return e.replace(/^((?:https?:\/\/)?)[^@/]*@/, '$1***@');
+}
+
+/**
+ * Validate the endpoint list; `host:port` without a scheme is accepted as the Go client does. Userinfo
+ * (`user:pass@`) is taken off each host and returned once; endpoints that disagree on it, or userinfo
+ * without a password, are refused (FLANNEL_ERR_CONFIG).
+ */
+function checkEndpoints(endpoints: string[]): Endpoints {
   const out = endpoints.map((e) => e.trim()).filter((e) => e !== '');
   if (out.length === 0) throw new ConfigError('FLANNEL_ERR_CONFIG', '--etcd-endpoints is empty; give e.g. --etcd-endpoints=http://127.0.0.1:2379');
+  const hosts: string[] = [];
+  let userinfo: Endpoints['userinfo'];
   for (const e of out) {
-    if (!/^(https?:\/\/)?[^/\s]+:\d+\/?$/.test(e)) {
-      throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid etcd endpoint "${e}": use http://host:port or https://host:port`, { endpoint: e });
+    const m = /^((?:https?:\/\/)?)(?:([^@/\s]*)@)?([^@/\s]+:\d+)\/?$/.exec(e);
+    if (!m) {
+      throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid etcd endpoint "${redactedEndpoint(e)}": use http://host:port or https://host:port`, { endpoint: redactedEndpoint(e) });
     }
+    const [, scheme, info, hostPort] = m;
+    hosts.push(scheme + hostPort);
+    if (info === undefined) continue;
+    const colon = info.indexOf(':');
+    if (colon <= 0 || colon === info.length - 1) {
+      throw new ConfigError(
+        'FLANNEL_ERR_CONFIG',
+        `etcd endpoint "${redactedEndpoint(e)}" carries a user without a password: give both as http://user:password@host:port, or use --etcd-username and --etcd-password-file`,
+        { endpoint: redactedEndpoint(e) },
+      );
+    }
+    const creds = { username: decode(info.slice(0, colon), e), password: decode(info.slice(colon + 1), e) };
+    registerSecret(creds.password);
+    if (userinfo && (userinfo.username !== creds.username || userinfo.password !== creds.password)) {
+      throw new ConfigError(
+        'FLANNEL_ERR_CONFIG',
+        'the --etcd-endpoints carry different user:password credentials: etcd authenticates one user per client; give the same one on all, or none',
+        {
+          flag: 'etcd-endpoints',
+        },
+      );
+    }
+    userinfo = creds;
   }
-  return out.map((e) => e.replace(/\/$/, ''));
+  return { hosts, userinfo };
+}
+
+/** The etcd user: --etcd-username/--etcd-password, or the endpoints' userinfo; both given -> FLANNEL_ERR_CONFIG. */
+function etcdAuth(cfg: EtcdClientConfig, userinfo: Endpoints['userinfo']): IOptions['auth'] {
+  const flags = cfg.username !== '' || cfg.password !== '';
+  if (flags && userinfo) {
+    throw new ConfigError(
+      'FLANNEL_ERR_CONFIG',
+      '--etcd-endpoints carry user:password and --etcd-username/--etcd-password are set too: give the credentials one way only (--etcd-password-file keeps the password out of the process list)',
+      { flag: 'etcd-endpoints' },
+    );
+  }
+  if (userinfo) return userinfo;
+  return flags ? { username: cfg.username, password: cfg.password } : undefined;
 }
 
 /** The options handed to `new Etcd3()` (exported for tests; never logged: it holds the password). */
 export function etcdClientOptions(cfg: EtcdClientConfig): IOptions {
   const log = cfg.log ?? silentLogger();
-  const hosts = checkEndpoints(cfg.endpoints);
+  registerSecret(cfg.password);
+  const { hosts, userinfo } = checkEndpoints(cfg.endpoints);
+  const auth = etcdAuth(cfg, userinfo);
   const timeout = cfg.requestTimeoutMs ?? 10_000;
   const files = cfg.files ?? hostFileReader;
   const clock = cfg.clock ?? systemClock;
@@ -116,7 +193,7 @@ export function etcdClientOptions(cfg: EtcdClientConfig): IOptions {
     opts.credentials = {
       // No --etcd-cafile: grpc verifies the server against the system roots.
       rootCertificate: (cfg.cafile !== '' ? readPem(files, cfg.cafile, '--etcd-cafile') : null) as Buffer,
-      privateKey: readPem(files, cfg.keyfile, '--etcd-keyfile'),
+      privateKey: readKey(files, cfg.keyfile),
       certChain: readPem(files, cfg.certfile, '--etcd-certfile'),
     };
   } else {
@@ -129,9 +206,7 @@ export function etcdClientOptions(cfg: EtcdClientConfig): IOptions {
       log.warn('no certificate provided: connecting to etcd with http. This is insecure');
     }
   }
-  if (cfg.username !== '' || cfg.password !== '') {
-    opts.auth = { username: cfg.username, password: cfg.password };
-  }
+  if (auth) opts.auth = auth;
   return opts;
 }
 

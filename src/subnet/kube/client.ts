@@ -7,13 +7,19 @@
 // the kubeconfig's server) with no credentials in the kubeconfig; a bearer token, basic auth, an exec or
 // auth-provider plugin, a token file or a client certificate over http:// is refused with
 // FLANNEL_ERR_KUBE_INSECURE (client-go would send the token in clear text).
+// Token files (kubeconfig `tokenFile` / `token-file`, the in-cluster service account token) and exec
+// plugins are served as client-go serves them: ./credentials.ts.
 import { isIPv6 } from 'node:net';
 import { KubeConfig } from './kubeconfig.js';
 import type { Cluster, User } from '@kubernetes/client-node';
-import { errorMessage, KubeError } from '../../errors.js';
+import { systemClock } from '../../clock.js';
+import type { Clock } from '../../clock.js';
+import { errorMessage, FlannelError, KubeError } from '../../errors.js';
 import { hostFileReader } from '../../host/files.js';
 import type { FileReader } from '../../host/files.js';
 import type { Logger } from '../../log.js';
+import { boundExecPluginStderr, extractTokenFiles, isTokenFileUser, tokenFileUser, useInClusterToken, useTokenFiles } from './credentials.js';
+import type { TokenSourceOptions } from './credentials.js';
 
 export interface KubeClientOptions {
   /** `--kubeconfig-file` ("" = none). */
@@ -34,6 +40,8 @@ export interface KubeClientOptions {
   log?: Logger;
   /** Reads the kubeconfig and checks for the service account token (default: the host's files). */
   files?: FileReader;
+  /** When a token file's token is a minute old (default: the system clock). */
+  clock?: Clock;
 }
 
 const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -62,11 +70,12 @@ function replaceCurrentCluster(kc: KubeConfig, server: string | undefined): void
   kc.loadFromOptions({ clusters, users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext });
 }
 
-function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
+function fromFile(file: string, apiUrl: string, files: FileReader, tokens: TokenSourceOptions): KubeConfig {
   let text: string;
   try {
-    text = files.readText(file);
+    text = files.readText(file, '--kubeconfig-file');
   } catch (err) {
+    if (err instanceof FlannelError) throw err;
     throw new KubeError(
       'FLANNEL_ERR_KUBE',
       `fail to create kubernetes config: cannot read kubeconfig file ${file}: ${errorMessage(err)}; fix --kubeconfig-file (or omit it to use the in-cluster service account)`,
@@ -76,7 +85,9 @@ function fromFile(file: string, apiUrl: string, files: FileReader): KubeConfig {
   }
   const kc = new KubeConfig();
   try {
-    kc.loadFromString(text);
+    const extracted = extractTokenFiles(text, file);
+    kc.loadFromString(extracted.text);
+    useTokenFiles(kc, extracted.tokenFiles, tokens);
   } catch (err) {
     throw new KubeError(
       'FLANNEL_ERR_KUBE',
@@ -121,7 +132,7 @@ function credentialKinds(user: User | null | undefined): string[] {
   const kinds: string[] = [];
   if (user.token) kinds.push('token');
   if (user.username || user.password) kinds.push('basic-auth');
-  if (user.authProvider) kinds.push('auth-provider');
+  if (user.authProvider) kinds.push(isTokenFileUser(user) ? 'token-file' : 'auth-provider');
   if (user.exec) kinds.push('exec');
   if (user.certData || user.certFile || user.keyData || user.keyFile) kinds.push('client-certificate');
   return kinds;
@@ -158,13 +169,16 @@ function checkTransport(kc: KubeConfig, source: string, log: Logger | undefined)
 export function buildKubeConfig(opts: KubeClientOptions): KubeConfig {
   const apiUrl = opts.kubeApiUrl.trim();
   const source = apiUrl ? '--kube-api-url' : opts.kubeconfigFile ? `kubeconfig file ${opts.kubeconfigFile}` : 'the in-cluster service account';
-  return checkTransport(buildConfig(opts, apiUrl), source, opts.log);
+  const kc = checkTransport(buildConfig(opts, apiUrl), source, opts.log);
+  boundExecPluginStderr(kc);
+  return kc;
 }
 
 function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   if (apiUrl) checkServerUrl(apiUrl, '--kube-api-url');
   const files = opts.files ?? hostFileReader;
-  if (opts.kubeconfigFile) return fromFile(opts.kubeconfigFile, apiUrl, files);
+  const tokens: TokenSourceOptions = { clock: opts.clock ?? systemClock, log: opts.log, readFile: (p) => files.readText(p, 'the token file') };
+  if (opts.kubeconfigFile) return fromFile(opts.kubeconfigFile, apiUrl, files, tokens);
   const kc = new KubeConfig();
   if (apiUrl) {
     kc.loadFromClusterAndUser({ name: 'cluster', server: apiUrl, skipTLSVerify: apiUrl.startsWith('http:') }, { name: 'user' });
@@ -193,9 +207,8 @@ function buildConfig(opts: KubeClientOptions, apiUrl: string): KubeConfig {
   // The same shape client-node's loadFromCluster builds, without it reading process.env.
   const scheme = port === '80' || port === '8080' || port === '8001' ? 'http' : 'https';
   const server = `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
-  kc.loadFromClusterAndUser(
-    { name: 'inCluster', server, caFile, skipTLSVerify: scheme === 'http' },
-    { name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile } } },
-  );
+  // client-node's loadFromCluster user is its FileAuth (re-read every 60 s of wall time, untrimmed, not on a 401).
+  kc.loadFromClusterAndUser({ name: 'inCluster', server, caFile, skipTLSVerify: scheme === 'http' }, tokenFileUser('inClusterUser', tokenFile));
+  useInClusterToken(kc, tokenFile, tokens);
   return kc;
 }

@@ -45,7 +45,7 @@ export interface KubeStart {
 export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
   const log = componentLogger(deps.log, 'kube');
   let kubeConfig: ReturnType<typeof buildKubeConfig> | undefined;
-  const kc = () => (kubeConfig ??= buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log }));
+  const kc = () => (kubeConfig ??= buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log, clock: deps.clock }));
   return {
     async publicIPs(signal) {
       if (!config.nodeName) return [];

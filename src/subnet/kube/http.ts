@@ -18,6 +18,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { abortReason } from '../../clock.js';
 import type { Clock } from '../../clock.js';
 import { KubeApiError, KubeTimeoutError } from '../../errors.js';
+import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
 import { WatchLineSplitter } from './watch-lines.js';
 
@@ -41,6 +42,8 @@ const MAX_ERROR_BODY = 4096;
 interface Prepared {
   url: URL;
   options: http.RequestOptions;
+  /** The Authorization header sent (compared after a 401). */
+  authorization: string | undefined;
 }
 
 export class KubeHttp {
@@ -54,11 +57,10 @@ export class KubeHttp {
     if (!cluster) throw new Error('the kubeconfig has no current cluster');
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const init = await this.kc.applyToFetchOptions({});
-    const headers: Record<string, string> = { Accept: 'application/json' };
-    (init.headers as Headers | undefined)?.forEach((v, k) => (headers[k] = v));
+    const creds = await requestCredentials(this.kc);
+    const headers: Record<string, string> = { Accept: 'application/json', ...creds.headers };
     if (contentType) headers['Content-Type'] = contentType;
-    return { url, options: { method, headers, agent: init.agent as http.Agent | undefined } };
+    return { url, options: { method, headers, agent: creds.agent }, authorization: headers['authorization'] };
   }
 
   private send(p: Prepared, body: string | undefined, signal: AbortSignal): http.ClientRequest {
@@ -88,10 +90,23 @@ export class KubeHttp {
       );
     });
     timedOut.catch(() => undefined);
+    const body = r.body === undefined ? undefined : JSON.stringify(r.body);
+    const attempt = async (): Promise<unknown> => {
+      const started = readMark();
+      const p = await this.prepare(r.path, r.query, r.method, r.contentType);
+      try {
+        return await this.exchange(p, body, ctrl.signal, what);
+      } catch (err) {
+        // A 401 after a token file rotated: re-read it (client-go's ResetTokenOlderThan) and, when the
+        // token changed, send the request once more (./credentials.ts).
+        if (!(err instanceof KubeApiError) || err.statusCode !== 401 || !resetTokensOlderThan(this.kc, started)) throw err;
+        const again = await this.prepare(r.path, r.query, r.method, r.contentType);
+        if (again.authorization === p.authorization) throw err;
+        return await this.exchange(again, body, ctrl.signal, what);
+      }
+    };
     try {
-      const p = await Promise.race([this.prepare(r.path, r.query, r.method, r.contentType), timedOut]);
-      const body = r.body === undefined ? undefined : JSON.stringify(r.body);
-      return await Promise.race([this.exchange(p, body, ctrl.signal, what), timedOut]);
+      return await Promise.race([attempt(), timedOut]);
     } finally {
       deadline.abort();
       r.signal.removeEventListener('abort', onAbort);
@@ -141,6 +156,7 @@ export class KubeHttp {
     opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; maxLineBytes?: number },
   ): Promise<void> {
     const what = `watch ${path}`;
+    const started = readMark();
     const p = await this.prepare(path, { ...query, watch: true }, 'GET');
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(opts.signal.reason);
@@ -170,7 +186,11 @@ export class KubeHttp {
             let text = '';
             res.setEncoding('utf8');
             res.on('data', (c: string) => (text = (text + c).slice(0, MAX_ERROR_BODY)));
-            res.on('end', () => reject(new KubeApiError(status, text, what)));
+            res.on('end', () => {
+              // A 401: token files are re-read for the next watch (client-go's ResetTokenOlderThan).
+              if (status === 401) resetTokensOlderThan(this.kc, started);
+              reject(new KubeApiError(status, text, what));
+            });
             res.on('error', fail);
             return;
           }

@@ -125,7 +125,8 @@ export class OwnNodePublisher {
         apiFailures = 0;
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        if (err instanceof KubeError) throw err;
+        // A credential plugin or token file that failed once is retried like an unreachable API server.
+        if (err instanceof KubeError && err.code !== 'FLANNEL_ERR_KUBE_AUTH') throw err;
         if (httpStatus(err) === 404) {
           state = 'missing';
           apiFailures = 0;
