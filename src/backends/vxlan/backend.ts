@@ -105,7 +105,7 @@ export class VxlanBackend implements Backend {
     if (cfg.legacyRemoteEndpoints) {
       return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, cfg.name), mtu };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, cfg.name), mtu };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, cfg.name), mtu };
   }
 
   /**
