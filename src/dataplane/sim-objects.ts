@@ -81,7 +81,7 @@ export function deleteNetwork(state: DataplaneState, op: string, id: string): vo
  * refuses one that is missing (0x803B0008). `atomic` (default): a refusal is thrown and nothing changes.
  * `partial`: the policies before the refused one are applied and the refusal is returned for the caller
  * to throw once the change is stored. `single`: more than one policy in a request is refused.
- * Policies are matched by a canonical key (one pass over the network's policies per call).
+ * Policies are matched by a canonical key through an index kept between calls (policyIndex).
  */
 export function modifyNetworkPolicies(state: DataplaneState, op: string, id: string, requestType: string, policies: HcnPolicy[]): HnsError | undefined {
   const net = state.networks.find((n) => sameId(n.ID, id));
@@ -96,26 +96,28 @@ export function modifyNetworkPolicies(state: DataplaneState, op: string, id: str
   const batchRefused = refuseBatch(op, state.policyBatches, policies.length, ctx);
   if (batchRefused) throw batchRefused;
   const current = net.Policies ?? [];
-  const held = new Map<string, number>();
-  for (const c of current) held.set(policyKey(c), (held.get(policyKey(c)) ?? 0) + 1);
+  const held = policyIndex(current);
   let refusal: HnsError | undefined;
   if (requestType === 'Add') {
     const added: HcnPolicy[] = [];
+    const adding = new Set<string>();
     for (const p of policies) {
-      const k = policyKey(p);
-      refusal = held.has(k)
-        ? hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: p.Type })
-        : refuseNetworkPolicy(op, p, ctx);
+      const k = keyOf(p);
+      refusal =
+        held.has(k) || adding.has(k)
+          ? hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: p.Type })
+          : refuseNetworkPolicy(op, p, ctx);
       if (refusal) break;
-      held.set(k, 1);
+      adding.add(k);
       added.push(p);
     }
     if (refusal && state.policyBatches !== 'partial') throw refusal;
-    net.Policies = [...current, ...structuredClone(added)];
+    for (const k of adding) held.set(k, 1);
+    net.Policies = [...current, ...added.map(cloneKeyed)];
   } else {
     const drop = new Map<string, number>();
     for (const p of policies) {
-      const k = policyKey(p);
+      const k = keyOf(p);
       if ((held.get(k) ?? 0) <= (drop.get(k) ?? 0)) {
         refusal = policyNotFound(op, p, ctx);
         break;
@@ -123,14 +125,58 @@ export function modifyNetworkPolicies(state: DataplaneState, op: string, id: str
       drop.set(k, (drop.get(k) ?? 0) + 1);
     }
     if (refusal && state.policyBatches !== 'partial') throw refusal;
+    for (const [k, n] of drop) {
+      const left = (held.get(k) ?? 0) - n;
+      if (left > 0) held.set(k, left);
+      else held.delete(k);
+    }
     net.Policies = current.filter((c) => {
-      const k = policyKey(c);
+      const k = keyOf(c);
       const n = drop.get(k) ?? 0;
       if (n > 0) drop.set(k, n - 1);
       return n === 0;
     });
   }
+  indexes.set(net.Policies, { length: net.Policies.length, last: net.Policies.at(-1), counts: held });
   return refusal;
+}
+
+/**
+ * The policies of a network by key, kept between calls so that a call costs its own policies' lookups, not
+ * a pass over every policy the network holds (thousands on a large cluster). An index is tied to the array
+ * it describes and rebuilt when that array was changed in place (a test adding a policy behind the model's
+ * back); policy objects are never changed in place.
+ */
+interface PolicyIndex {
+  length: number;
+  last: HcnPolicy | undefined;
+  counts: Map<string, number>;
+}
+const indexes = new WeakMap<HcnPolicy[], PolicyIndex>();
+const keys = new WeakMap<object, string>();
+
+function policyIndex(policies: HcnPolicy[]): Map<string, number> {
+  const ix = indexes.get(policies);
+  if (ix && ix.length === policies.length && ix.last === policies.at(-1)) return ix.counts;
+  const counts = new Map<string, number>();
+  for (const p of policies) counts.set(keyOf(p), (counts.get(keyOf(p)) ?? 0) + 1);
+  return counts;
+}
+
+function keyOf(p: HcnPolicy): string {
+  let k = keys.get(p);
+  if (k === undefined) {
+    k = policyKey(p);
+    keys.set(p, k);
+  }
+  return k;
+}
+
+/** The stored copy of a request's policy, its key carried over. */
+function cloneKeyed(p: HcnPolicy): HcnPolicy {
+  const c = structuredClone(p);
+  keys.set(c, keyOf(p));
+  return c;
 }
 
 /** A policy's identity for HNS: its JSON with keys sorted and undefined members left out (as jsonEqual). */

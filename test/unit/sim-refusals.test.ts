@@ -17,6 +17,7 @@ import { HRESULT, isHnsRefusal, isNetworkGone } from '../../src/hns/errors.js';
 import type { HcnNetwork, HcnPolicy } from '../../src/hns/schema.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import { expectCode } from '../support/errors.js';
+import { addPolicy } from '../support/sim-dataplane.js';
 
 const V2 = { Major: 2, Minor: 0 };
 
@@ -189,6 +190,16 @@ describe('policyBatches: how HcnModifyNetwork applies several policies', () => {
 
   it('one policy per call is fine in every mode', async () => {
     for (const mode of ['atomic', 'partial', 'single'] as const) expect(await modify(mode, 'Add', [prefix(2)])).toEqual({ err: undefined, left: ['10.244.2.0/24'] });
+  });
+
+  it('a policy added behind the model (in place, as a test or another process does) is seen by the next call', async () => {
+    const { dp, hns } = setup();
+    const net = await hns.createNetwork(overlay());
+    await hns.addNetworkPolicies(net.ID!, [prefix(2)]);
+    addPolicy(dp, net.ID!, prefix(3));
+    expect((await expectCode(hns.addNetworkPolicies(net.ID!, [prefix(3)]), HnsError, 'FLANNEL_ERR_HNS_EXISTS')).hresult).toBe(HRESULT.HCN_E_POLICY_ALREADY_EXISTS);
+    await hns.removeNetworkPolicies(net.ID!, [prefix(3), prefix(2)]);
+    expect(prefixes(dp, net.ID!)).toEqual([]);
   });
 
   it('the state file takes "policyBatches" and refuses another value', () => {
