@@ -252,6 +252,7 @@ export class Agent {
       metrics: this.metrics,
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
+      policyBatch: config.hnsPolicyBatchSize,
       afterRebuild: settle,
     };
     const backend: Backend =

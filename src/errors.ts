@@ -38,7 +38,15 @@ export const ERROR_FAMILIES = {
   /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked. */
   EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED'],
   /** An HNS (v1 HNSCall or v2 Hcn*) call failed, or HNS is too old. */
-  HnsError: ['FLANNEL_ERR_HNS_CALL', 'FLANNEL_ERR_HNS_NOT_FOUND', 'FLANNEL_ERR_HNS_EXISTS', 'FLANNEL_ERR_HNS_ATTACHED', 'FLANNEL_ERR_HNS_ACCESS_DENIED', 'FLANNEL_ERR_HNS_VERSION'],
+  HnsError: [
+    'FLANNEL_ERR_HNS_CALL',
+    'FLANNEL_ERR_HNS_NOT_FOUND',
+    'FLANNEL_ERR_HNS_EXISTS',
+    'FLANNEL_ERR_HNS_ATTACHED',
+    'FLANNEL_ERR_HNS_ACCESS_DENIED',
+    'FLANNEL_ERR_HNS_VERSION',
+    'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND',
+  ],
   /** A route table call failed. */
   RouteError: ['FLANNEL_ERR_ROUTE'],
   /** The host: interfaces, addresses, the node's agent lock. */

@@ -25,6 +25,8 @@ export interface BackendDeps {
   clock: Clock;
   /** Reconcile resync period (default 10 s). */
   resyncMs?: number;
+  /** vxlan: RemoteSubnetRoute policies per HcnModifyNetwork (--hns-policy-batch-size; default POLICY_BATCH). */
+  policyBatch?: number;
   /**
    * Runs after the network's HNS network was recreated (metadata route, source VIP, subnet.env when the
    * MTU changed); a failure makes the rebuild retry.

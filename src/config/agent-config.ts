@@ -41,6 +41,8 @@ export interface AgentConfig {
   win32DllDir: string;
   /** Per HNS call timeout in seconds (--hns-call-timeout); 0 = no timeout. */
   hnsCallTimeoutSeconds: number;
+  /** vxlan: RemoteSubnetRoute policies per HcnModifyNetwork (--hns-policy-batch-size; 1 = upstream's one per call). */
+  hnsPolicyBatchSize: number;
   /** vxlan: the documented source VIP file ('' = no source VIP reservation). */
   sourceVipFile: string;
   /** vxlan: sourceVip.json paths in host-local format for the familiar scripts. */

@@ -139,6 +139,13 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'SECONDS',
   },
   {
+    name: 'hns-policy-batch-size',
+    kind: 'int',
+    default: 200,
+    help: 'vxlan: RemoteSubnetRoute policies per HcnModifyNetwork call (1..10000); 1 sends one policy per call as upstream flannel does, for a node whose HNS mishandles several policies in one call',
+    valueName: 'N',
+  },
+  {
     name: 'win32-dll-dir',
     kind: 'string',
     default: '',

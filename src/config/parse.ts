@@ -11,6 +11,9 @@ import type { AgentConfig, Dataplane } from './agent-config.js';
 import { FLAGS, applyFlagValue, envVarName, parseFlags, parseGoBool, parseGoInt, platformDefault, renderUsage } from './flags.js';
 import type { FlagValue } from './flags.js';
 
+/** Upper bound of --hns-policy-batch-size (a request of this many policies is already ~2 MB of JSON). */
+const MAX_POLICY_BATCH = 10_000;
+
 export type ParsedCommand = { kind: 'help'; text: string } | { kind: 'version' } | { kind: 'run'; config: AgentConfig };
 
 export interface ParseOptions {
@@ -96,6 +99,13 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       value: hnsCallTimeout,
     });
   }
+  const hnsPolicyBatchSize = int('hns-policy-batch-size');
+  if (hnsPolicyBatchSize < 1 || hnsPolicyBatchSize > MAX_POLICY_BATCH) {
+    throw new FlagError(
+      `invalid value "${hnsPolicyBatchSize}" for flag -hns-policy-batch-size: out of range, must be 1..${MAX_POLICY_BATCH} (policies per HcnModifyNetwork call; 1 = one per call, as upstream)`,
+      { flag: 'hns-policy-batch-size', value: hnsPolicyBatchSize },
+    );
+  }
   const healthzStaleAfter = int('healthz-stale-after');
   if (healthzStaleAfter < 0 || healthzStaleAfter > 86_400) {
     throw new FlagError(`invalid value "${healthzStaleAfter}" for flag -healthz-stale-after: out of range, must be 0..86400 (seconds; 0 never fails /healthz)`, {
@@ -172,6 +182,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     dataplaneState: str('dataplane-state'),
     win32DllDir: str('win32-dll-dir'),
     hnsCallTimeoutSeconds: hnsCallTimeout,
+    hnsPolicyBatchSize,
     ...sourceVipSettings((name) => (values.has(name) ? str(name) : ''), opts.platform, str('subnet-file')),
     logLevel,
     logFormat,

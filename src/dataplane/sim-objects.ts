@@ -2,13 +2,14 @@
 // changes them (hcsshim hcn/hcnnetwork.go, hcnendpoint.go, internal/hns/hnsnetwork.go, hnsendpoint.go
 // describe the objects): IDs, the vSwitch bound on the first L2Bridge/Overlay network, ProviderAddress
 // and DrMacAddress policies, and HNS's HRESULTs. Pure functions on the state document.
-import type { ErrorContext } from '../errors.js';
+import type { ErrorContext, HnsError } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { HCN_SCHEMA_V2, policySetting, sameId } from '../hns/schema.js';
 import { nthAddress, parseCidr, sizeOf } from '../ip4.js';
+import { adapterNotFound, policyNotFound, refuseBatch, refuseEndpointAddress, refuseNetworkPolicy } from './sim-refusals.js';
 import { boundAdapterName, ensureVSwitch, physicalAdapterFor, releaseVSwitch } from './sim-host.js';
-import { isVSwitchType, jsonEqual, vEthernetName, type DataplaneState, type SimAdapter } from './sim-state.js';
+import { isVSwitchType, vEthernetName, type DataplaneState, type SimAdapter } from './sim-state.js';
 
 /** Where new IDs, MACs and interface indexes come from (the model's random source and counter). */
 export interface SimIds {
@@ -22,7 +23,7 @@ const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
 
 /**
  * HcnCreateNetwork semantics. `id` undefined or the zero GUID: HNS picks one. Throws HnsError
- * (0x803B0010 duplicate name/ID, 0x80070057 bad settings).
+ * (0x803B0010 duplicate name/ID, 0x80070057 bad settings, 0x803B0006 no such adapter, 0x803B000D bad policy).
  */
 export function createNetwork(state: DataplaneState, ids: SimIds, op: string, settings: HcnNetwork, id?: string): HcnNetwork {
   const ctx: ErrorContext = { network: settings?.Name };
@@ -45,13 +46,13 @@ export function createNetwork(state: DataplaneState, ids: SimIds, op: string, se
     if (typeof p !== 'object' || p === null || typeof p.Type !== 'string') {
       throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (policy without Type)', ctx);
     }
+    const refused = refuseNetworkPolicy(op, p, ctx);
+    if (refused) throw refused;
   }
   if (isVSwitchType(net.Type)) {
     const wanted = policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName');
     const phys = physicalAdapterFor(state, wanted);
-    if (!phys) {
-      throw hnsError(op, HRESULT.E_INVALIDARG, `The network adapter '${wanted ?? '(default)'}' is not present on this host.`, ctx);
-    }
+    if (!phys) throw adapterNotFound(op, wanted, ctx);
     if (!wanted) net.Policies.push({ Type: 'NetAdapterName', Settings: { NetworkAdapterName: phys.Name } });
     const vnic = ensureVSwitch(state, phys, () => ids.ifIndex());
     if (!net.Policies.some((p) => p.Type === 'ProviderAddress')) {
@@ -75,36 +76,120 @@ export function deleteNetwork(state: DataplaneState, op: string, id: string): vo
 }
 
 /**
- * HcnModifyNetwork with ResourceType Policy. Atomic: Add fails with 0x803B0012 if any policy is already
- * there (or repeated), Remove fails with 0x80070490 if any is missing; nothing changes then.
+ * HcnModifyNetwork with ResourceType Policy, as the state file's `policyBatches` says (sim-refusals.ts):
+ * Add refuses a policy that is already there or repeated (0x803B0012) or malformed (0x803B000D); Remove
+ * refuses one that is missing (0x803B0008). `atomic` (default): a refusal is thrown and nothing changes.
+ * `partial`: the policies before the refused one are applied and the refusal is returned for the caller
+ * to throw once the change is stored. `single`: more than one policy in a request is refused.
+ * Policies are matched by a canonical key through an index kept between calls (policyIndex).
  */
-export function modifyNetworkPolicies(state: DataplaneState, op: string, id: string, requestType: string, policies: HcnPolicy[]): void {
+export function modifyNetworkPolicies(state: DataplaneState, op: string, id: string, requestType: string, policies: HcnPolicy[]): HnsError | undefined {
   const net = state.networks.find((n) => sameId(n.ID, id));
   const ctx: ErrorContext = { networkId: id };
   if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), ctx);
   if (!Array.isArray(policies) || policies.some((p) => typeof p !== 'object' || p === null || typeof p.Type !== 'string')) {
     throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Settings.Policies must be [{Type, Settings}])', ctx);
   }
-  const current = net.Policies ?? [];
-  if (requestType === 'Add') {
-    for (let i = 0; i < policies.length; i++) {
-      const p = policies[i];
-      if (current.some((c) => jsonEqual(c, p)) || policies.slice(0, i).some((q) => jsonEqual(q, p))) {
-        throw hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: p.Type });
-      }
-    }
-    net.Policies = [...current, ...structuredClone(policies)];
-  } else if (requestType === 'Remove') {
-    const left = [...current];
-    for (const p of policies) {
-      const i = left.findIndex((c) => jsonEqual(c, p));
-      if (i < 0) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { ...ctx, policyType: p.Type });
-      left.splice(i, 1);
-    }
-    net.Policies = left;
-  } else {
+  if (requestType !== 'Add' && requestType !== 'Remove') {
     throw hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (RequestType ${requestType} is not modelled)`, ctx);
   }
+  const batchRefused = refuseBatch(op, state.policyBatches, policies.length, ctx);
+  if (batchRefused) throw batchRefused;
+  const current = net.Policies ?? [];
+  const held = policyIndex(current);
+  let refusal: HnsError | undefined;
+  if (requestType === 'Add') {
+    const added: HcnPolicy[] = [];
+    const adding = new Set<string>();
+    for (const p of policies) {
+      const k = keyOf(p);
+      refusal =
+        held.has(k) || adding.has(k)
+          ? hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: p.Type })
+          : refuseNetworkPolicy(op, p, ctx);
+      if (refusal) break;
+      adding.add(k);
+      added.push(p);
+    }
+    if (refusal && state.policyBatches !== 'partial') throw refusal;
+    for (const k of adding) held.set(k, 1);
+    net.Policies = [...current, ...added.map(cloneKeyed)];
+  } else {
+    const drop = new Map<string, number>();
+    for (const p of policies) {
+      const k = keyOf(p);
+      if ((held.get(k) ?? 0) <= (drop.get(k) ?? 0)) {
+        refusal = policyNotFound(op, p, ctx);
+        break;
+      }
+      drop.set(k, (drop.get(k) ?? 0) + 1);
+    }
+    if (refusal && state.policyBatches !== 'partial') throw refusal;
+    for (const [k, n] of drop) {
+      const left = (held.get(k) ?? 0) - n;
+      if (left > 0) held.set(k, left);
+      else held.delete(k);
+    }
+    net.Policies = current.filter((c) => {
+      const k = keyOf(c);
+      const n = drop.get(k) ?? 0;
+      if (n > 0) drop.set(k, n - 1);
+      return n === 0;
+    });
+  }
+  indexes.set(net.Policies, { length: net.Policies.length, last: net.Policies.at(-1), counts: held });
+  return refusal;
+}
+
+/**
+ * The policies of a network by key, kept between calls so that a call costs its own policies' lookups, not
+ * a pass over every policy the network holds (thousands on a large cluster). An index is tied to the array
+ * it describes and rebuilt when that array was changed in place (a test adding a policy behind the model's
+ * back); policy objects are never changed in place.
+ */
+interface PolicyIndex {
+  length: number;
+  last: HcnPolicy | undefined;
+  counts: Map<string, number>;
+}
+const indexes = new WeakMap<HcnPolicy[], PolicyIndex>();
+const keys = new WeakMap<object, string>();
+
+function policyIndex(policies: HcnPolicy[]): Map<string, number> {
+  const ix = indexes.get(policies);
+  if (ix && ix.length === policies.length && ix.last === policies.at(-1)) return ix.counts;
+  const counts = new Map<string, number>();
+  for (const p of policies) counts.set(keyOf(p), (counts.get(keyOf(p)) ?? 0) + 1);
+  return counts;
+}
+
+function keyOf(p: HcnPolicy): string {
+  let k = keys.get(p);
+  if (k === undefined) {
+    k = policyKey(p);
+    keys.set(p, k);
+  }
+  return k;
+}
+
+/** The stored copy of a request's policy, its key carried over. */
+function cloneKeyed(p: HcnPolicy): HcnPolicy {
+  const c = structuredClone(p);
+  keys.set(c, keyOf(p));
+  return c;
+}
+
+/** A policy's identity for HNS: its JSON with keys sorted and undefined members left out (as jsonEqual). */
+function policyKey(p: unknown): string {
+  return JSON.stringify(p, (_k, v: unknown) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v)
+            .filter(([, x]) => x !== undefined)
+            .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
+  );
 }
 
 /** HcnCreateEndpoint: allocates an IP from the network's first subnet and a MAC when not given. */
@@ -117,9 +202,14 @@ export function createEndpoint(state: DataplaneState, ids: SimIds, op: string, n
     throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Name must be a string)', ctx);
   }
   const useId = id && !ZERO_GUID.test(id) ? id.toUpperCase() : ids.guid();
-  if (state.endpoints.some((e) => sameId(e.ID, useId))) {
-    throw hnsError(op, HRESULT.E_INVALIDARG, `An endpoint with ID ${useId} already exists.`, ctx);
+  // One pass: the ID must be new, and the IPs the network's endpoints hold are what a new one may not take.
+  const used = new Set<string>();
+  for (const e of state.endpoints) {
+    if (sameId(e.ID, useId)) throw hnsError(op, HRESULT.E_INVALIDARG, `An endpoint with ID ${useId} already exists.`, ctx);
+    if (sameId(e.HostComputeNetwork, net.ID)) for (const c of e.IpConfigurations ?? []) used.add(c.IpAddress);
   }
+  const refused = refuseEndpointAddress(op, net, settings, used, ctx);
+  if (refused) throw refused;
   const ep: HcnEndpoint = structuredClone(settings);
   ep.ID = useId;
   ep.HostComputeNetwork = net.ID;
@@ -128,18 +218,17 @@ export function createEndpoint(state: DataplaneState, ids: SimIds, op: string, n
   ep.Policies = ep.Policies ?? [];
   ep.MacAddress = ep.MacAddress || ids.mac();
   if (!ep.IpConfigurations?.length) {
-    const alloc = allocateIp(state, net);
+    const alloc = allocateIp(net, used);
     if (alloc) ep.IpConfigurations = [alloc];
   }
   state.endpoints.push(ep);
   return structuredClone(ep);
 }
 
-function allocateIp(state: DataplaneState, net: HcnNetwork): { IpAddress: string; PrefixLength: number } | undefined {
+function allocateIp(net: HcnNetwork, used: ReadonlySet<string>): { IpAddress: string; PrefixLength: number } | undefined {
   const subnet = net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
   const c = subnet ? parseCidr(subnet) : undefined;
   if (!c) return undefined;
-  const used = new Set(state.endpoints.filter((e) => sameId(e.HostComputeNetwork, net.ID)).flatMap((e) => (e.IpConfigurations ?? []).map((i) => i.IpAddress)));
   // HNS hands out from .2 (.1 is the gateway), never the broadcast address.
   for (let off = 2; off < sizeOf(c.prefix) - 1; off++) {
     const ip = nthAddress(c, off);

@@ -3,6 +3,7 @@
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
 import { nthAddress } from '../ip4.js';
 import type { FaultRule } from './sim-faults.js';
+import type { PolicyBatches } from './sim-refusals.js';
 
 /** A route as the state file stores it (iphlpapi's MIB_IPFORWARD_ROW2, reduced). */
 export interface SimRoute {
@@ -25,13 +26,15 @@ export interface SimAdapter {
   Forwarding: boolean;
 }
 
-/** The state file document. `faults` is only present when someone wrote it (see sim-faults.ts). */
+/** The state file document. `faults` and `policyBatches` are only present when someone wrote them. */
 export interface DataplaneState {
   networks: HcnNetwork[];
   endpoints: HcnEndpoint[];
   routes: SimRoute[];
   adapters: SimAdapter[];
   faults?: FaultRule[];
+  /** How HcnModifyNetwork applies several policies (sim-refusals.ts); absent = `atomic`. */
+  policyBatches?: PolicyBatches;
 }
 
 export const PHYSICAL_ADAPTER = 'Ethernet';

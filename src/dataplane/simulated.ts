@@ -159,7 +159,7 @@ export class SimulatedDataplane {
     return n && structuredClone(n);
   }
 
-  /** HcnCreateNetwork: 0x803B0010 duplicate name/ID, 0x80070057 bad settings or no such physical adapter. */
+  /** HcnCreateNetwork: 0x803B0010 duplicate name/ID, 0x80070057 bad settings, 0x803B0006 no such physical adapter. */
   createNetwork(op: string, settings: HcnNetwork, id?: string): HcnNetwork {
     return this.store.update((s) => objects.createNetwork(s, this.ids, op, settings, id));
   }
@@ -169,9 +169,13 @@ export class SimulatedDataplane {
     this.store.update((s) => objects.deleteNetwork(s, op, id));
   }
 
-  /** HcnModifyNetwork with ResourceType Policy, atomic (0x803B0012 exists / 0x80070490 missing). */
+  /**
+   * HcnModifyNetwork with ResourceType Policy (0x803B0012 exists, 0x803B0008 missing, 0x803B000D malformed),
+   * batched as the state file's `policyBatches` says: a `partial` refusal is thrown after its prefix is stored.
+   */
   modifyNetworkPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[]): void {
-    this.store.update((s) => objects.modifyNetworkPolicies(s, op, id, requestType, policies));
+    const refusal = this.store.update((s) => objects.modifyNetworkPolicies(s, op, id, requestType, policies));
+    if (refusal) throw refusal;
   }
 
   listEndpoints(): HcnEndpoint[] {

@@ -7,6 +7,7 @@ import { DataplaneStateError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import { isIp4 } from '../ip4.js';
 import { parseFaultRules } from './sim-faults.js';
+import { POLICY_BATCH_MODES, type PolicyBatches } from './sim-refusals.js';
 import type { DataplaneState, SimAdapter } from './sim-state.js';
 
 type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
@@ -89,7 +90,7 @@ class Shape {
 }
 
 /**
- * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, faults). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
+ * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, faults, policyBatches). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
  * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`; `entry` in its context).
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
@@ -118,6 +119,9 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   const state = doc as DataplaneState;
   // An operator may add an adapter by hand without PrefixLength, Mtu and Forwarding.
   state.adapters = (state.adapters as Partial<SimAdapter>[]).map((a) => ({ PrefixLength: a.IPAddress ? 24 : 0, Mtu: 1500, Forwarding: false, ...a }) as SimAdapter);
+  if (o.policyBatches !== undefined && !POLICY_BATCH_MODES.includes(o.policyBatches as PolicyBatches)) {
+    fail(`"policyBatches" must be one of ${POLICY_BATCH_MODES.map((m) => JSON.stringify(m)).join(', ')}, got ${JSON.stringify(o.policyBatches)}`, '$.policyBatches');
+  }
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);
     if (!Array.isArray(faults)) return fail(faults.problem, faults.entry);

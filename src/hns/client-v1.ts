@@ -124,7 +124,8 @@ export class HnsV1Client {
   }
 
   createNetworkV1(net: HnsNetworkV1): Promise<HnsNetworkV1> {
-    return this.run('createNetworkV1', { network: net.Name }, () => this.v1<HnsNetworkV1>('POST', '/networks/', net, { network: net.Name }));
+    const ctx = { network: net.Name, adapter: net.NetworkAdapterName };
+    return this.run('createNetworkV1', ctx, () => this.v1<HnsNetworkV1>('POST', '/networks/', net, ctx));
   }
 
   /** `DELETE /networks/<id>`; a network that is already gone counts as deleted. */

@@ -4,11 +4,11 @@
 // version and the metering it inherits are in ./client-v1.ts. Handles are closed after each call,
 // except the network handle policy writes may keep open (`keepOpen`, ./handles.ts) until
 // `releaseNetwork`, an error on it, or the network's deletion.
-import { isHnsExists, isHnsNetworkNotFound, isHnsNotFound } from './errors.js';
+import { isHnsExists, isHnsNetworkNotFound, isHnsNotFound, namingAdapter } from './errors.js';
 import { HnsV1Client } from './client-v1.js';
 import type { HnsClientOptions } from './client-v1.js';
 import { closeQuietly, KeptNetworkHandles } from './handles.js';
-import { HCN_SCHEMA_V2 } from './schema.js';
+import { HCN_SCHEMA_V2, policySetting } from './schema.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest } from './schema.js';
 import { ZERO_GUID } from './transport.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
@@ -95,7 +95,12 @@ export class HnsClient extends HnsV1Client {
   createNetwork(net: HcnNetwork): Promise<HcnNetwork> {
     return this.run('createNetwork', { network: net.Name }, async () => {
       const body: HcnNetwork = { ...net, SchemaVersion: net.SchemaVersion ?? HCN_SCHEMA_V2 };
-      const h = await this.transport.createNetwork(ZERO_GUID, JSON.stringify(body));
+      let h: HcnHandle;
+      try {
+        h = await this.transport.createNetwork(ZERO_GUID, JSON.stringify(body));
+      } catch (err) {
+        throw namingAdapter(err, policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName'));
+      }
       try {
         return this.parse<HcnNetwork>('HcnQueryNetworkProperties', await this.transport.queryNetworkProperties(h, hcnQuery()));
       } finally {

@@ -20,6 +20,11 @@ export const HRESULT = {
   E_FAIL: 0x80004005,
   HCN_E_NETWORK_NOT_FOUND: 0x803b0001,
   HCN_E_ENDPOINT_NOT_FOUND: 0x803b0002,
+  /** "An adapter was not found." (microsoft/SDN#269, sig-windows-tools#291: ErrorCode 2151350278). */
+  HCN_E_ADAPTER_NOT_FOUND: 0x803b0006,
+  /** "An expected policy was not found." */
+  HCN_E_POLICY_NOT_FOUND: 0x803b0008,
+  HCN_E_INVALID_ENDPOINT: 0x803b000c,
   HCN_E_INVALID_POLICY: 0x803b000d,
   HCN_E_INVALID_POLICY_TYPE: 0x803b000e,
   HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION: 0x803b000f,
@@ -44,6 +49,9 @@ const HRESULT_TEXT: Record<number, string> = {
   [HRESULT.E_FAIL]: 'Unspecified error',
   [HRESULT.HCN_E_NETWORK_NOT_FOUND]: 'The network was not found.',
   [HRESULT.HCN_E_ENDPOINT_NOT_FOUND]: 'The endpoint was not found.',
+  [HRESULT.HCN_E_ADAPTER_NOT_FOUND]: 'An adapter was not found.',
+  [HRESULT.HCN_E_POLICY_NOT_FOUND]: 'An expected policy was not found.',
+  [HRESULT.HCN_E_INVALID_ENDPOINT]: 'The provided endpoint configuration is invalid or missing parameters.',
   [HRESULT.HCN_E_NETWORK_ALREADY_EXISTS]: 'A network with this name already exists.',
   [HRESULT.HCN_E_POLICY_ALREADY_EXISTS]: 'Policy information already exists.',
   [HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED]: 'This endpoint is already attached to the switch.',
@@ -73,6 +81,8 @@ const BY_HRESULT: Record<number, HnsErrorCode> = {
   [HRESULT.HCN_E_NETWORK_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
   [HRESULT.HCN_E_ENDPOINT_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
   [HRESULT.E_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
+  [HRESULT.HCN_E_POLICY_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
+  [HRESULT.HCN_E_ADAPTER_NOT_FOUND]: 'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND',
   [HRESULT.HCN_E_NETWORK_ALREADY_EXISTS]: 'FLANNEL_ERR_HNS_EXISTS',
   [HRESULT.HCN_E_POLICY_ALREADY_EXISTS]: 'FLANNEL_ERR_HNS_EXISTS',
   [HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED]: 'FLANNEL_ERR_HNS_ATTACHED',
@@ -92,6 +102,8 @@ const ADVICE: Record<string, string> = {
     'the object is gone (deleted outside the agent, HNS restarted, or never created); the reconcile loop re-reads HNS, recreates its own network when that is what is gone, and re-adds its policies and routes',
   FLANNEL_ERR_HNS_EXISTS: 'an object with that name or policy already exists; the agent reuses it when it matches, otherwise delete it',
   FLANNEL_ERR_HNS_ATTACHED: 'the endpoint is already attached; nothing to do',
+  FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND:
+    'the network adapter the HNS network is bound to does not exist on this host (renamed, removed, or a vEthernet vNIC); pass --iface naming an adapter Get-NetAdapter lists',
   FLANNEL_ERR_HNS_ACCESS_DENIED: 'run flanneld as Administrator or LocalSystem',
   FLANNEL_ERR_HNS_CALL: 'check that the HNS service is running (Get-Service hns) and look at the Microsoft-Windows-Host-Network-Service-Admin event log',
 };
@@ -117,7 +129,9 @@ export function hnsError(op: string, hresult: number | undefined, errorText?: st
   const code = hnsErrorCode(hr, errorText);
   const text = (errorText ?? (hr === undefined ? undefined : hresultText(hr)))?.trim();
   const hrPart = hr === undefined ? '' : ` with HRESULT ${hex(hr)}`;
-  const message = `HNS ${op} failed${hrPart}${text ? `: ${text}` : ''} (${ADVICE[code] ?? ADVICE.FLANNEL_ERR_HNS_CALL})`;
+  // HNS's own text does not say which adapter it could not find: the agent does.
+  const adapter = code === 'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND' && typeof context.adapter === 'string' ? ` [adapter "${context.adapter}"]` : '';
+  const message = `HNS ${op} failed${hrPart}${text ? `: ${text}` : ''}${adapter} (${ADVICE[code] ?? ADVICE.FLANNEL_ERR_HNS_CALL})`;
   return new HnsError(code, message, { ...context, op, hresult: hr, hnsError: text || undefined });
 }
 
@@ -171,6 +185,16 @@ export function parseEnvelope<T>(op: string, responseJson: string, context: Erro
   return env.Output as T;
 }
 
+/**
+ * The same error, its message naming `adapter` when HNS said it found no adapter (HCN_E_ADAPTER_NOT_FOUND
+ * carries only "An adapter was not found."); any other error unchanged.
+ */
+export function namingAdapter(err: unknown, adapter: string | undefined): unknown {
+  if (!adapter || !(err instanceof HnsError) || err.code !== 'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND' || err.context.adapter !== undefined) return err;
+  const { op, hresult: _hr, hnsError: text, ...context } = err.context;
+  return hnsError(String(op ?? 'HcnCreateNetwork'), err.hresult, typeof text === 'string' ? text : undefined, { ...context, adapter });
+}
+
 /** True when `err` is an HnsError with the given code. */
 function hasCode(err: unknown, code: HnsErrorCode): boolean {
   return err instanceof HnsError && err.code === code;
@@ -178,10 +202,24 @@ function hasCode(err: unknown, code: HnsErrorCode): boolean {
 
 export const isHnsNotFound = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_NOT_FOUND');
 
-/** HNS answered that the network itself is missing (HCN_E_NETWORK_NOT_FOUND, or v1's "Network ... not found"). */
+/**
+ * v1 calls that name a network: `GET|DELETE /networks/<id>` and `POST /endpoints/` (the body names it).
+ * HNSCall answers these with ERROR_NOT_FOUND 0x80070490 "Element not found." when the network is missing
+ * (Azure/aks-engine#168 "hnsCall failed in Win32: Element not found. (0x490)", #853), where HCN says
+ * HCN_E_NETWORK_NOT_FOUND.
+ */
+const V1_NETWORK_CALL = /^HNSCall (?:(?:GET|DELETE) \/networks\/[^/]+|POST \/endpoints\/?)$/i;
+
+/**
+ * HNS answered that the network itself is missing: HCN_E_NETWORK_NOT_FOUND; 0x80070490 from a v1 call on
+ * a network (V1_NETWORK_CALL); or v1 text "Network ... not found" without an HRESULT.
+ */
 export function isHnsNetworkNotFound(err: unknown): boolean {
   if (!(err instanceof HnsError)) return false;
-  if (err.hresult !== undefined) return err.hresult >>> 0 === HRESULT.HCN_E_NETWORK_NOT_FOUND;
+  if (err.hresult !== undefined) {
+    const hr = err.hresult >>> 0;
+    return hr === HRESULT.HCN_E_NETWORK_NOT_FOUND || (hr === HRESULT.E_NOT_FOUND && V1_NETWORK_CALL.test(String(err.context['op'] ?? '')));
+  }
   return err.code === 'FLANNEL_ERR_HNS_NOT_FOUND' && /network/i.test(String(err.context['hnsError'] ?? ''));
 }
 

@@ -1,7 +1,8 @@
 // The simulated HNS v1 API: vmcompute.dll!HNSCall over the SimulatedDataplane, answering the paths
 // hcsshim internal/hns calls (hnsfuncs.go hnsCall; hnsnetwork.go, hnsendpoint.go, hnsglobals.go) with
 // the Success/Output/Error envelope HNS returns. Objects are rendered from the stored v2 objects
-// (./v1-view.ts), as HNS does. Used by SimulatedHnsTransport (./simulated.ts).
+// (./v1-view.ts), as HNS does; a missing network is ERROR_NOT_FOUND here (v1Answer). Used by
+// SimulatedHnsTransport (./simulated.ts).
 import { HnsError } from '../errors.js';
 import type { SimulatedDataplane } from '../dataplane/simulated.js';
 import { contains } from '../ip4.js';
@@ -42,8 +43,8 @@ export class SimulatedHnsV1 {
       return JSON.stringify(output === undefined ? { Success: true } : { Success: true, Output: output });
     } catch (err) {
       if (!(err instanceof HnsError)) throw err;
-      const text = typeof err.context.hnsError === 'string' ? err.context.hnsError : err.message;
-      return JSON.stringify({ Success: false, Error: text, ...(err.hresult !== undefined ? { ErrorCode: err.hresult } : {}) });
+      const [hresult, text] = v1Answer(err);
+      return JSON.stringify({ Success: false, Error: text, ...(hresult !== undefined ? { ErrorCode: hresult } : {}) });
     }
   }
 
@@ -147,6 +148,17 @@ export class SimulatedHnsV1 {
     const net = ep.HostComputeNetwork ? this.dp.getNetwork(ep.HostComputeNetwork) : undefined;
     return endpointV2toV1(ep, net, this.dp.isAttachedToHost(ep.ID!));
   }
+}
+
+/**
+ * The v1 envelope's code and text for a failure. HNSCall answers a call on a missing network with
+ * ERROR_NOT_FOUND 0x80070490 "Element not found." where HCN says HCN_E_NETWORK_NOT_FOUND (observed:
+ * Azure/aks-engine#168 "Failed to create endpoint: hnsCall failed in Win32: Element not found. (0x490)"
+ * on a node whose network was gone, #853 "HNS failed with error : Element not found").
+ */
+function v1Answer(err: HnsError): [number | undefined, string] {
+  if (err.hresult === HRESULT.HCN_E_NETWORK_NOT_FOUND) return [HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND)!];
+  return [err.hresult, typeof err.context.hnsError === 'string' ? err.context.hnsError : err.message];
 }
 
 interface ParsedPath {

@@ -276,6 +276,7 @@ describe('defaults and platforms', () => {
       dataplaneState: '',
       win32DllDir: '',
       hnsCallTimeoutSeconds: 120,
+      hnsPolicyBatchSize: 200,
       sourceVipFile: '',
       sourceVipCompatFiles: [],
       cniIpamDataDir: '',

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { HnsError } from '../../src/errors.js';
-import { HRESULT, hnsError, hnsErrorCode, parseEnvelope, parseErrorRecord, failedHresult } from '../../src/hns/errors.js';
+import { HRESULT, hnsError, hnsErrorCode, isHnsRefusal, isNetworkGone, namingAdapter, parseEnvelope, parseErrorRecord, failedHresult } from '../../src/hns/errors.js';
 
 describe('hnsError: HRESULT -> code', () => {
   it.each([
@@ -86,5 +86,35 @@ describe('parseEnvelope', () => {
     expect((caught as HnsError).code).toBe(code);
     expect((caught as HnsError).context.network).toBe('cbr0');
     expect((caught as HnsError).context.op).toBe('HNSCall GET /networks/');
+  });
+});
+
+describe('not found, network gone, adapter not found (src/hns/errors.ts)', () => {
+  it.each([
+    // HNS v1 answers a call on a missing network with 0x80070490 (Azure/aks-engine#168): network gone
+    ['HNSCall GET /networks/5A2C', HRESULT.E_NOT_FOUND, 'FLANNEL_ERR_HNS_NOT_FOUND', true],
+    ['HNSCall DELETE /networks/5A2C', HRESULT.E_NOT_FOUND, 'FLANNEL_ERR_HNS_NOT_FOUND', true],
+    ['HNSCall POST /endpoints/', HRESULT.E_NOT_FOUND, 'FLANNEL_ERR_HNS_NOT_FOUND', true],
+    // ... but not a missing endpoint, nor a v2 call (where the network has its own HRESULT)
+    ['HNSCall DELETE /endpoints/5A2C', HRESULT.E_NOT_FOUND, 'FLANNEL_ERR_HNS_NOT_FOUND', false],
+    ['HcnModifyNetwork', HRESULT.E_NOT_FOUND, 'FLANNEL_ERR_HNS_NOT_FOUND', false],
+    ['HcnModifyNetwork', HRESULT.HCN_E_NETWORK_NOT_FOUND, 'FLANNEL_ERR_HNS_NOT_FOUND', true],
+    // a Remove of a policy that is not there: HCN_E_POLICY_NOT_FOUND, already gone
+    ['HcnModifyNetwork', HRESULT.HCN_E_POLICY_NOT_FOUND, 'FLANNEL_ERR_HNS_NOT_FOUND', false],
+    ['HcnCreateNetwork', HRESULT.HCN_E_ADAPTER_NOT_FOUND, 'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND', false],
+  ] as const)('%s 0x%s -> %s, network gone %s', (op, hr, code, gone) => {
+    const err = hnsError(op, hr);
+    expect(err.code).toBe(code);
+    expect(isNetworkGone(err)).toBe(gone);
+    expect(isHnsRefusal(err)).toBe(false);
+  });
+
+  it('the adapter HNS could not find is named in the message (HNS only says "An adapter was not found.")', () => {
+    const err = namingAdapter(hnsError('HcnCreateNetwork', HRESULT.HCN_E_ADAPTER_NOT_FOUND), 'Ethernet 3') as HnsError;
+    expect(err.code).toBe('FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND');
+    expect(err.context['adapter']).toBe('Ethernet 3');
+    expect(err.message).toContain('[adapter "Ethernet 3"]');
+    const other = hnsError('HcnCreateNetwork', HRESULT.E_FAIL);
+    expect(namingAdapter(other, 'Ethernet 3')).toBe(other);
   });
 });

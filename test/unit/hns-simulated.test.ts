@@ -232,7 +232,7 @@ describe('network policies (HcnModifyNetwork)', () => {
     Settings: { DestinationPrefix: prefix, IsolationId: 4096, ProviderAddress: '10.0.0.3', DistributedRouterMacAddress: '00-15-5D-AA-BB-CC' },
   });
 
-  it('add twice -> 0x803B0012; remove missing -> 0x80070490 (transport); client remove is idempotent', async () => {
+  it('add twice -> 0x803B0012; remove missing -> HCN_E_POLICY_NOT_FOUND 0x803B0008 (transport); client remove is idempotent', async () => {
     const { dp, t, hns } = setup();
     const net = await hns.createNetwork(overlay());
     await hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24'), rsr('10.244.4.0/24')]);
@@ -252,7 +252,7 @@ describe('network policies (HcnModifyNetwork)', () => {
     await t.closeNetwork(h);
     expect(errs.map((e) => [e.code, e.hresult])).toEqual([
       ['FLANNEL_ERR_HNS_EXISTS', 0x803b0012],
-      ['FLANNEL_ERR_HNS_NOT_FOUND', 0x80070490],
+      ['FLANNEL_ERR_HNS_NOT_FOUND', 0x803b0008],
     ]);
 
     expect(await codeOf(hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24')]))).toBe('FLANNEL_ERR_HNS_EXISTS');

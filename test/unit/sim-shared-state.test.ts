@@ -237,7 +237,7 @@ describe('several adapters: the vSwitch binds one physical NIC', () => {
     ]);
   });
 
-  it('NetAdapterName picks the NIC; a vEthernet vNIC is refused (HNS binds physical adapters only)', async () => {
+  it('NetAdapterName picks the NIC; a vEthernet vNIC is refused with 0x803B0006 naming it (HNS binds physical adapters only)', async () => {
     const dp = twoNics();
     const hns = client(dp);
     const onSecond = { ...overlay(), Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'Ethernet 2' } }] };
@@ -245,7 +245,9 @@ describe('several adapters: the vSwitch binds one physical NIC', () => {
     expect(net.Policies).toContainEqual({ Type: 'ProviderAddress', Settings: { ProviderAddress: '192.168.5.7' } });
     const bad = { ...overlay('10.244.8.0/24'), Name: 'other', Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'vEthernet (Ethernet 2)' } }] };
     const err = await hns.createNetwork(bad).catch((e: unknown) => e);
+    // HCN_E_ADAPTER_NOT_FOUND, as New-HnsNetwork reports on a node without that adapter (microsoft/SDN#269)
     expect(err).toBeInstanceOf(HnsError);
-    expect((err as HnsError).hresult).toBe(HRESULT.E_INVALIDARG);
+    expect((err as HnsError).hresult).toBe(HRESULT.HCN_E_ADAPTER_NOT_FOUND);
+    expect((err as HnsError).message).toContain('[adapter "vEthernet (Ethernet 2)"]');
   });
 });

@@ -109,7 +109,7 @@ export class VxlanBackend implements Backend {
     if (cfg.legacyRemoteEndpoints) {
       return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, POLICY_BATCH, this.name), mtu };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu };
   }
 
   /**

@@ -13,7 +13,8 @@ export const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
  * Policies per HcnModifyNetwork request, bounded so one bad policy cannot sink thousands. At 5k peers
  * with HNS modelled at 5 ms per call + 0.1 ms per policy, 256 programmed them 2.2x faster than 64 and
  * ~100x faster than one per call, and 1024 only 1.5x faster than 256 (npm run bench, cold-start); 200
- * keeps nearly all of that gain with smaller requests.
+ * keeps nearly all of that gain with smaller requests. The default of --hns-policy-batch-size (src/config/flags.ts):
+ * an operator whose HNS mishandles several policies in one call sets it to 1, upstream's one policy per call.
  */
 export const POLICY_BATCH = 200;
 

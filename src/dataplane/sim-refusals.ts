@@ -1,0 +1,107 @@
+// What the simulated HNS refuses, as HNS refuses it: small pure checks that sim-objects.ts calls before
+// it changes the document. Each rule says where it comes from, and whether its HRESULT was seen on a real
+// node (observed) or is the HCN error whose documented meaning fits (modelled). The HCN_E_* values and
+// texts are winerror.h's (golang.org/x/sys/windows zerrors_windows.go, which hcsshim vendors) and the
+// "HCN Error Code" reference (learn.microsoft.com, virtualization/api/hcn); hcsshim itself names none of
+// them: hcn/hcnerrors.go passes the HRESULT and ErrorRecord through (checkForErrors) and only tells
+// "not found" apart (IsNotFoundError).
+import type { ErrorContext, HnsError } from '../errors.js';
+import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
+import { contains, isIp4 } from '../ip4.js';
+
+/**
+ * How HcnModifyNetwork applies a request carrying several policies (state file `policyBatches`). Nobody
+ * has published which one HNS does; upstream (flannel vxlan_network_windows.go, kube-proxy) sends one
+ * policy per call. `atomic`: all or none (the default); `partial`: the policies before the refused one
+ * land, then the call fails; `single`: a request with more than one policy is refused as a whole.
+ */
+export type PolicyBatches = 'atomic' | 'partial' | 'single';
+export const POLICY_BATCH_MODES: readonly PolicyBatches[] = ['atomic', 'partial', 'single'];
+
+const fail = (op: string, hr: number, detail: string, ctx: ErrorContext): HnsError => hnsError(op, hr, `${hresultText(hr)} (${detail})`, ctx);
+
+/** hcn EndpointFlagsRemoteEndpoint (hcsshim hcn/hcnendpoint.go). */
+const ENDPOINT_FLAG_REMOTE = 1;
+const MAC = /^[0-9a-f]{2}([-:])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$/i;
+const CIDR = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/;
+
+/** `a.b.c.d/n` with n 0..32 (HNS parses the prefix; host bits are not judged here: no source says). */
+function isIp4Prefix(v: unknown): boolean {
+  const m = typeof v === 'string' ? CIDR.exec(v) : null;
+  return m !== null && isIp4(m[1]) && Number(m[2]) <= 32;
+}
+
+/**
+ * A RemoteSubnetRoute policy's settings (hcsshim hcn/hcnpolicy.go RemoteSubnetRoutePolicySetting:
+ * DestinationPrefix string, IsolationId uint16, ProviderAddress string, DistributedRouterMacAddress
+ * string). Bad content is refused with HCN_E_INVALID_POLICY 0x803B000D, "The provided policy configuration
+ * is invalid or missing parameters" (modelled: the code whose documented meaning fits; which of the
+ * 0x803B00xx invalid-parameter codes HNS gives per field is not published). The MAC may be written with
+ * `-` (HNS's own form) or `:` (flannel sends net.HardwareAddr.String(), vxlan_network_windows.go).
+ * Undefined when the policy is fine or of another type.
+ */
+export function refuseNetworkPolicy(op: string, p: HcnPolicy, ctx: ErrorContext): HnsError | undefined {
+  if (p.Type !== 'RemoteSubnetRoute') return undefined;
+  const s = p.Settings ?? {};
+  const c = { ...ctx, policyType: p.Type, destination: typeof s.DestinationPrefix === 'string' ? s.DestinationPrefix : undefined };
+  const hr = HRESULT.HCN_E_INVALID_POLICY;
+  if (!isIp4Prefix(s.DestinationPrefix)) return fail(op, hr, `DestinationPrefix ${JSON.stringify(s.DestinationPrefix)} is not an IPv4 prefix`, c);
+  const vsid = s.IsolationId;
+  if (typeof vsid !== 'number' || !Number.isInteger(vsid) || vsid < 0 || vsid > 0xffff) {
+    return fail(op, hr, `IsolationId ${JSON.stringify(vsid)} is not a uint16`, c);
+  }
+  if (typeof s.ProviderAddress !== 'string' || !isIp4(s.ProviderAddress)) return fail(op, hr, `ProviderAddress ${JSON.stringify(s.ProviderAddress)} is not an IPv4 address`, c);
+  const mac = s.DistributedRouterMacAddress;
+  if (typeof mac !== 'string' || !MAC.test(mac)) return fail(op, hr, `DistributedRouterMacAddress ${JSON.stringify(mac)} is not a MAC address`, c);
+  return undefined;
+}
+
+/** `single` mode: a request with more than one policy is refused whole (HCN_E_REQUEST_UNSUPPORTED; modelled). */
+export function refuseBatch(op: string, mode: PolicyBatches | undefined, count: number, ctx: ErrorContext): HnsError | undefined {
+  if (mode !== 'single' || count <= 1) return undefined;
+  return fail(op, HRESULT.HCN_E_REQUEST_UNSUPPORTED, `${count} policies in one request; this node takes one per HcnModifyNetwork (policyBatches "single")`, ctx);
+}
+
+/**
+ * Removing a policy the network does not hold: HCN_E_POLICY_NOT_FOUND 0x803B0008, "An expected policy was
+ * not found" (modelled: the code HCN defines for it; no report shows what HNS answers a Remove with).
+ */
+export function policyNotFound(op: string, p: HcnPolicy, ctx: ErrorContext): HnsError {
+  return fail(op, HRESULT.HCN_E_POLICY_NOT_FOUND, `no ${p.Type} policy with these settings on the network`, { ...ctx, policyType: p.Type });
+}
+
+/**
+ * A vSwitch network on an adapter this host does not have: HCN_E_ADAPTER_NOT_FOUND 0x803B0006, "An adapter
+ * was not found." (observed: microsoft/SDN#269 and kubernetes-sigs/sig-windows-tools#291 show
+ * `{"Error":"An adapter was not found. ","ErrorCode":2151350278,"Success":false}` from POST /networks).
+ */
+export function adapterNotFound(op: string, adapter: string | undefined, ctx: ErrorContext): HnsError {
+  return hnsError(op, HRESULT.HCN_E_ADAPTER_NOT_FOUND, hresultText(HRESULT.HCN_E_ADAPTER_NOT_FOUND), { ...ctx, adapter: adapter ?? '(default route)' });
+}
+
+/**
+ * The addresses of a new endpoint, given the IPs `used` by the network's other endpoints:
+ *  * an IP another endpoint on the network holds is refused with HCN_E_ADDR_INVALID_OR_RESERVED 0x803B002F
+ *    (modelled). HNS is meant to refuse it: kube-proxy's winkernel hns.go (getAllEndpointsByNetwork) keys
+ *    endpoints by ID as well as IP because "there is a bug in Windows Server 2019 that can cause two
+ *    endpoints to be created with the same IP address";
+ *  * a local endpoint's IP outside every subnet of the network is refused with HCN_E_INVALID_IP 0x803B001E,
+ *    "IP address is either invalid or not part of any configured subnet(s)" (modelled from that text). A
+ *    remote endpoint (EndpointFlagsRemoteEndpoint) carries a pod IP of another node, outside this node's
+ *    subnet, and is accepted (kube-proxy winkernel hns.go createEndpoint -> CreateRemoteEndpoint).
+ */
+export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoint, used: ReadonlySet<string>, ctx: ErrorContext): HnsError | undefined {
+  const remote = ((ep.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0;
+  const subnets = (net.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((s) => s.IpAddressPrefix);
+  for (const ipc of ep.IpConfigurations ?? []) {
+    const ip = ipc.IpAddress;
+    const c = { ...ctx, ip };
+    if (!isIp4(ip)) return fail(op, HRESULT.HCN_E_INVALID_IP, `${JSON.stringify(ip)} is not an IPv4 address`, c);
+    if (used.has(ip)) return fail(op, HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED, `${ip} is held by another endpoint on network ${net.Name}`, c);
+    if (!remote && subnets.length > 0 && !subnets.some((s) => contains(s, ip))) {
+      return fail(op, HRESULT.HCN_E_INVALID_IP, `${ip} is outside the subnets of network ${net.Name} (${subnets.join(', ')})`, c);
+    }
+  }
+  return undefined;
+}
