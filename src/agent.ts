@@ -257,7 +257,7 @@ export class Agent {
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
-    await writeSubnetEnv(config.subnetFile, contents);
+    await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
   }
