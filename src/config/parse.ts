@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import dotenv from 'dotenv';
 import { ConfigError, errorMessage, FlagError, UnsupportedError } from '../errors.js';
+import { withoutBom } from '../bom.js';
 import type { LogLevel } from '../log.js';
 import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
@@ -274,7 +275,7 @@ function etcdPassword(password: string, file: string, readFile: (p: string) => s
       path: file,
     });
   }
-  return text.replace(/\r?\n$/, '');
+  return withoutBom(text).replace(/\r?\n$/, '');
 }
 
 function requireIPv4(flag: string, value: string, emptyOk: boolean): void {

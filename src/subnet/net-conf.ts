@@ -5,6 +5,7 @@
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
 import { errorMessage, FlannelError, NetConfError } from '../errors.js';
+import { withoutBom } from '../bom.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 
@@ -93,11 +94,11 @@ function optIp4(obj: JsonObject, name: string): number | undefined {
   return n === 0 ? undefined : n; // upstream treats 0.0.0.0 as "not set"
 }
 
-/** Parse and validate net-conf.json text. Throws NetConfError (FLANNEL_ERR_NET_CONF). */
+/** Parse and validate net-conf.json text (a leading UTF-8 BOM is ignored). Throws NetConfError (FLANNEL_ERR_NET_CONF). */
 export function parseNetConf(json: string): NetworkConfig {
   let doc: unknown;
   try {
-    doc = JSON.parse(json);
+    doc = JSON.parse(withoutBom(json));
   } catch (err) {
     fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`, { key: '$', reason: 'syntax' });
   }

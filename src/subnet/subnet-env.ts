@@ -102,7 +102,7 @@ export function checkSubnetEnvSyntax(text: string, path = 'subnet.env'): void {
   });
 }
 
-/** Parse subnet.env (CRLF tolerated). */
+/** Parse subnet.env (CRLF tolerated; a leading UTF-8 BOM too, as dotenv's line pattern takes U+FEFF for \s). */
 export function parseSubnetEnv(text: string): Record<string, string> {
   return dotenvParse(text.replace(/\r\n?/g, '\n'));
 }

@@ -1,4 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MIXED_CLUSTER_HINT, parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
 import { FlannelError, NetConfError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
@@ -214,6 +217,26 @@ describe('readNetConf', () => {
     const err = expectCode(() => readNetConf(path, readFile), NetConfError, 'FLANNEL_ERR_NET_CONF');
     expect(err.context).toEqual(context);
     expect((err.cause as { code?: string }).code).toBe(errno);
+  });
+});
+
+// PowerShell 5's `Out-File -Encoding utf8` (and `Set-Content -Encoding utf8`) writes EF BB BF first; Node
+// decodes it as U+FEFF, which JSON.parse rejects ("Unexpected token '\uFEFF'", an invisible character).
+describe('readNetConf: a UTF-8 byte order mark', () => {
+  it('net-conf.json written with a BOM (real bytes on disk) parses like one without', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'net-conf-bom-'));
+    try {
+      const path = join(dir, 'net-conf.json');
+      writeFileSync(path, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{\r\n  "Network": "10.244.0.0/16",\r\n  "Backend": {"Type": "vxlan"}\r\n}\r\n')]));
+      expect(readNetConf(path, (p) => readFileSync(p, 'utf8'))).toEqual(parseNetConf('{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('only one leading BOM is skipped: a second is still a syntax error', () => {
+    const err = expectCode(() => parseNetConf('\uFEFF\uFEFF{"Network": "10.244.0.0/16"}'), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    expect(err.context).toMatchObject({ reason: 'syntax' });
   });
 });
 

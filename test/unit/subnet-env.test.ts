@@ -155,6 +155,8 @@ describe('writeSubnetEnv / readSubnetEnv', () => {
     await expect(readSubnetEnv(join(dir, 'bad.env'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
     writeFileSync(join(dir, 'bin.env'), Buffer.from([0x46, 0, 0x3d, 0x31]));
     await expect(readSubnetEnv(join(dir, 'bin.env'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+    writeFileSync(join(dir, 'bom.env'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('FLANNEL_SUBNET=10.244.7.1/24\r\n')]));
+    expect(previousSubnetFromEnv((await readSubnetEnv(join(dir, 'bom.env')))!)).toBe('10.244.7.0/24');
     writeFileSync(join(dir, 'crlf.env'), '# written by hand\r\nFLANNEL_SUBNET=10.244.3.1/24\r\n');
     expect(previousSubnetFromEnv((await readSubnetEnv(join(dir, 'crlf.env')))!)).toBe('10.244.3.0/24');
   });
