@@ -21,7 +21,7 @@ import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
-import { readNetConf } from './subnet/net-conf.js';
+import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
@@ -207,6 +207,7 @@ export class Agent {
       this.log.warn('no interface holds the public IP; using the default route interface', { publicIPs: publicIPs.join(','), interface: extIface.name });
     }
     this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
+    checkNetworkExcludesNode(netConf.network, [publicIP, extIface.ipv4]);
 
     const previousSubnet = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);

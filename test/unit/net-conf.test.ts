@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MIXED_CLUSTER_HINT, parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
+import { checkNetworkExcludesNode, MIN_NETWORK_PREFIX, MIXED_CLUSTER_HINT, parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
 import { FlannelError, NetConfError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
 
@@ -237,6 +237,35 @@ describe('readNetConf: a UTF-8 byte order mark', () => {
   it('only one leading BOM is skipped: a second is still a syntax error', () => {
     const err = expectCode(() => parseNetConf('\uFEFF\uFEFF{"Network": "10.244.0.0/16"}'), NetConfError, 'FLANNEL_ERR_NET_CONF');
     expect(err.context).toMatchObject({ reason: 'syntax' });
+  });
+});
+
+// Upstream's CheckNetworkConfig takes 0.0.0.0/0 (every peer then falls "inside" the network); we refuse
+// anything wider than /8 (MIN_NETWORK_PREFIX, docs/compatibility.md §2).
+describe('parseNetConf: a Network that cannot be right', () => {
+  it.each(['0.0.0.0/0', '0.0.0.0/1', '8.0.0.0/7', '10.0.0.0/4'])('Network %s is too wide', (network) => {
+    const err = expectCode(() => parseNetConf(conf({ Network: network, Backend: VX })), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    expect(err.context).toMatchObject({ key: 'Network', reason: 'too-wide' });
+  });
+
+  it.each(['10.0.0.0/8', '100.64.0.0/10', '10.244.0.0/16'])('Network %s is accepted', (network) => {
+    expect(parseNetConf(conf({ Network: network, Backend: VX })).network).toBe(network);
+    expect(MIN_NETWORK_PREFIX).toBe(8);
+  });
+
+  it.each([
+    ['10.244.0.0/16', ['10.0.0.7', '10.0.0.7'], undefined],
+    ['10.0.0.0/8', ['10.0.0.7', '10.0.0.7'], '10.0.0.7'],
+    ['10.244.0.0/16', ['192.168.1.5', '10.244.9.9'], '10.244.9.9'], // --public-ip elsewhere, interface inside
+    ['192.168.0.0/16', ['192.168.255.255', '10.0.0.7'], '192.168.255.255'],
+    ['10.244.0.0/16', ['', '10.0.0.7'], undefined], // no public IP given
+  ] as const)('Network %s vs node addresses %j -> %s', (network, addresses, covered) => {
+    if (covered === undefined) {
+      expect(() => checkNetworkExcludesNode(network, addresses)).not.toThrow();
+      return;
+    }
+    const err = expectCode(() => checkNetworkExcludesNode(network, addresses), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    expect(err.context).toMatchObject({ key: 'Network', reason: 'covers-node-address', address: covered });
   });
 });
 
