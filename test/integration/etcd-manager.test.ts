@@ -254,6 +254,25 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     await stop(h);
   });
 
+  it('republishLease (a rebuilt vxlan network got another DR MAC): the new VtepMAC under a new lease, not taken for an intruder', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const sink = logSink();
+    const h = manager(prefix, netConf, '192.168.64.3', { log: sink.log });
+    const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:06'), h.ctrl.signal);
+    void watch(h);
+    await waitFor(() => h.view.size === 1, 'snapshot');
+    const key = `${prefix}/subnets/${own.key}`;
+    const firstLease = (await admin.get(key).exec()).kvs[0].lease;
+    const attrs = await vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:66')(own.subnet);
+    await h.mgr.republishLease(own, attrs, h.ctrl.signal);
+    const kv = (await admin.get(key).exec()).kvs[0];
+    expect(JSON.parse(kv.value.toString())).toMatchObject({ PublicIP: '192.168.64.3', BackendData: { VNI: 4096, VtepMAC: '0e:2a:00:00:00:66' } });
+    expect(kv.lease).not.toBe(firstLease);
+    await waitFor(() => (h.view.get(own.key)?.backendData as { VtepMAC?: string } | undefined)?.VtepMAC === '0e:2a:00:00:00:66' || undefined, 'the watch saw it');
+    expect(sink.entries.filter((e) => String(e['message']).includes('overwritten'))).toEqual([]);
+    await stop(h);
+  });
+
   it('renews the lease before expiry (short test TTL), so the key outlives its first etcd lease', async () => {
     const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
     const h = manager(prefix, netConf, '192.168.64.3', { leaseTtlSeconds: 4, renewMarginMs: 3000, renewRetryMs: 200 });

@@ -131,6 +131,27 @@ export class LeaseKeeper implements OwnLeaseState {
     });
   }
 
+  /** Rewrite the own lease's value with changed attributes (a rebuilt vxlan network's DR MAC), under a new etcd lease. */
+  async republish(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
+    const own = this.own;
+    if (!own) return;
+    if (!publishableAttrs(attrs)) {
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { key: own.name });
+    }
+    const value = encodeLeaseAttrs(attrs);
+    if (value === own.value) return;
+    own.value = value; // before the write: the watch then sees our own value, not a foreign one
+    const ttl = own.reservation ? 0 : this.o.leaseTtlSeconds;
+    const res = await this.retry('republishing own subnet lease', () => this.o.registry.updateSubnet(own.name, value, ttl, true), signal);
+    if (!res.ok) throw this.revoke('was deleted (found when republishing)');
+    if (!own.reservation) {
+      const old = own.leaseId;
+      own.leaseId = res.leaseId;
+      await this.o.registry.revoke(old).catch(() => undefined);
+    }
+    this.o.log.info('own subnet lease republished', { key: own.name });
+  }
+
   /** Retry transient etcd failures with capped backoff, for at most apiRetryTimeoutMs. */
   private async retry<T>(what: string, fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
     const { clock, log, backoffBaseMs, backoffCapMs } = this.o;
