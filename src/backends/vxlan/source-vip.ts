@@ -27,6 +27,7 @@
 //    host-local with `"cniVersion": "0.3.0"` and reads `.ips[0].address.Split("/")[0]` (both versions
 //    are quoted in test/integration/kube-proxy-handoff.test.ts).
 import { join } from 'node:path';
+import { withoutBom } from '../../bom.js';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
 import { BackendError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
@@ -73,7 +74,7 @@ export function plainSourceVipDocument(rec: SourceVipRecord): Record<string, unk
 export function parseSourceVipDocument(text: string): string | undefined {
   let doc: unknown;
   try {
-    doc = JSON.parse(text.replace(/^\uFEFF/, ''));
+    doc = JSON.parse(withoutBom(text));
   } catch {
     return undefined;
   }
