@@ -20,7 +20,7 @@ import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
-import { readNetConf } from './subnet/net-conf.js';
+import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { RelistOptions } from './subnet/relist.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
@@ -215,6 +215,7 @@ export class Agent {
       this.log.warn('no interface holds the public IP; using the default route interface', { publicIPs: publicIPs.join(','), interface: extIface.name });
     }
     this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
+    checkNetworkExcludesNode(netConf.network, [publicIP, extIface.ipv4]);
 
     const previousSubnet = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
@@ -274,7 +275,7 @@ export class Agent {
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
-    await writeSubnetEnv(config.subnetFile, contents);
+    await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
   }

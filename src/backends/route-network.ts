@@ -58,6 +58,7 @@ export class RouteNetwork<A, D> implements Network {
         backendType: netConf.backend.type,
         ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
         ownIPs: [...new Set([lease.publicIP, deps.publicIP, deps.extIface.ipv4])],
+        nodeNetwork: `${deps.extIface.ipv4}/${deps.extIface.prefixLength}`,
       },
       log: componentLogger(deps.log, 'leases'),
       metrics: deps.metrics,

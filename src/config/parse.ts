@@ -5,6 +5,7 @@ import { isIPv4 } from 'node:net';
 import dotenv from 'dotenv';
 import { ConfigError, errorMessage, FlagError, FlannelError, UnsupportedError } from '../errors.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
+import { withoutBom } from '../bom.js';
 import type { LogLevel } from '../log.js';
 import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
@@ -288,7 +289,7 @@ function etcdPassword(password: string, file: string, readFile: (p: string) => s
       path: file,
     });
   }
-  return text.replace(/\r?\n$/, '');
+  return withoutBom(text).replace(/\r?\n$/, '');
 }
 
 function requireIPv4(flag: string, value: string, emptyOk: boolean): void {

@@ -4,7 +4,12 @@
 //  * before each call the model re-reads the file when another process changed it (inode, size, mtime);
 //  * every change is a locked read-modify-write: `FILE.lock` is created exclusively (O_EXCL) and holds
 //    `{"pid","at"}`; a lock whose process is gone, or older than LOCK_STALE_MS, is broken; the document is
-//    re-read under the lock, changed, written atomically (temp + rename), then the lock is removed.
+//    re-read under the lock, changed, written atomically (temp + rename), then the lock is removed;
+//  * a lock's age is the larger of `now - at` and how long this process has seen that same lock, so one
+//    stamped in the future (clock skew, a hand-written file) is still broken after LOCK_STALE_MS;
+//  * the agent waits for another process's lock asynchronously (`waitUnlocked`, before each seam call),
+//    so its event loop (health server, watches) keeps running; the synchronous acquire then only meets
+//    a lock taken in the instant between, which is held for milliseconds.
 // So no update is lost, and `flanneld cleanup` against a running agent's file acts as it would on Windows.
 import * as nodeFs from 'node:fs';
 import { dirname } from 'node:path';
@@ -42,6 +47,8 @@ export const LOCK_WAIT_MS = 10_000;
 /** A lock older than this is broken even if its process still runs (a lock is held for milliseconds). */
 export const LOCK_STALE_MS = 30_000;
 const LOCK_SPIN_MS = 2;
+/** How often `waitUnlocked` looks at the lock again. */
+const LOCK_POLL_MS = 5;
 
 export interface StateStoreOptions {
   file: string | undefined;
@@ -70,6 +77,8 @@ export class StateStore {
   private persisted: string | undefined;
   private statKey: string | undefined;
   private lockDepth = 0;
+  /** The lock file content last seen held by another, and since when (this process's clock). */
+  private sighting: { text: string; since: number } | undefined;
 
   constructor(opts: StateStoreOptions) {
     this.file = opts.file;
@@ -77,7 +86,8 @@ export class StateStore {
     this.locking = opts.lock ?? opts.fs === undefined;
     this.now = opts.now;
     this.state = opts.fresh();
-    if (!this.file) return;
+    // An existing file is read without the lock (writes are atomic renames); only creating one locks.
+    if (!this.file || this.reload()) return;
     this.withLock(() => {
       if (!this.reload()) this.write(serializeState(this.state));
     });
@@ -158,6 +168,33 @@ export class StateStore {
     }
   }
 
+  /**
+   * Wait, without blocking the event loop, until no other process holds the lock (breaking a stale one).
+   * DataplaneStateError after LOCK_WAIT_MS, like the synchronous acquire.
+   */
+  async waitUnlocked(sleep: (ms: number) => Promise<void>): Promise<void> {
+    if (!this.file || !this.locking || this.lockDepth > 0) return;
+    const lockFile = `${this.file}.lock`;
+    const deadline = this.now() + LOCK_WAIT_MS;
+    for (;;) {
+      const holder = this.lockHolder(lockFile);
+      if (holder.free) return;
+      if (holder.stale) {
+        this.breakLock(lockFile);
+        continue;
+      }
+      if (this.now() > deadline) throw this.lockedError(lockFile, holder.pid);
+      await sleep(LOCK_POLL_MS);
+    }
+  }
+
+  private lockedError(lockFile: string, pid: number | undefined): DataplaneStateError {
+    return new DataplaneStateError(`the simulated dataplane state file is locked by process ${pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`, {
+      file: lockFile,
+      pid,
+    });
+  }
+
   private withLock<T>(fn: () => T): T {
     if (!this.locking || this.lockDepth > 0) return fn();
     const lockFile = `${this.file!}.lock`;
@@ -192,24 +229,25 @@ export class StateStore {
         this.breakLock(lockFile);
         continue;
       }
-      if (this.now() > deadline) {
-        throw new DataplaneStateError(`the simulated dataplane state file is locked by process ${holder.pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`, {
-          file: lockFile,
-          pid: holder.pid,
-        });
-      }
+      if (this.now() > deadline) throw this.lockedError(lockFile, holder.pid);
       sleepSync(LOCK_SPIN_MS);
     }
   }
 
-  /** Who holds the lock, and whether it is stale (its process is gone, or it is older than LOCK_STALE_MS). */
-  private lockHolder(lockFile: string): { pid?: number; stale: boolean } {
+  /**
+   * Who holds the lock, and whether it is stale: its process is gone, or it is older than LOCK_STALE_MS
+   * by its stamp or by how long this process has seen it (a stamp in the future). `free`: no lock file.
+   */
+  private lockHolder(lockFile: string): { pid?: number; stale: boolean; free?: true } {
     let text: string;
     try {
       text = nodeFs.readFileSync(lockFile, 'utf8');
-    } catch {
-      return { stale: false }; // released meanwhile: try again
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { stale: false, free: true };
+      return { stale: false }; // unreadable right now: try again
     }
+    if (this.sighting?.text !== text) this.sighting = { text, since: this.now() };
+    const seenFor = this.now() - this.sighting.since;
     let rec: { pid?: unknown; at?: unknown } = {};
     try {
       rec = JSON.parse(text) as typeof rec;
@@ -226,7 +264,7 @@ export class StateStore {
       }
     }
     const dead = pid !== undefined && pid !== process.pid && !processAlive(pid);
-    return { pid, stale: dead || this.now() - at > LOCK_STALE_MS };
+    return { pid, stale: dead || Math.max(this.now() - at, seenFor) > LOCK_STALE_MS };
   }
 
   /** Remove a stale lock: renamed away first, so of several processes breaking it only one succeeds. */

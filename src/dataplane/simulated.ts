@@ -98,6 +98,7 @@ export class SimulatedDataplane {
     let delay = kind === 'hns' ? this.latency.hnsCallMs + this.latency.hnsPerItemMs * items : kind === 'route' ? this.latency.routeCallMs : 0;
     delay += this.injections.takeStall(op);
     if (delay > 0) await this.clock.sleep(delay);
+    await this.store.waitUnlocked((ms) => this.clock.sleep(ms));
     const injected = this.injections.takeFailure(op, this.random);
     const code = injected ?? this.takeFault(op, input);
     if (code === undefined) return;

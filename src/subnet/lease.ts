@@ -71,6 +71,11 @@ export interface SubnetManager {
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void>;
   /** Called once the dataplane is programmed for the own lease (kube: NetworkUnavailable=False). */
   completeLease(lease: Lease, signal: AbortSignal): Promise<void>;
+  /**
+   * Publish changed backend attributes of the acquired lease (vxlan: the DR MAC HNS gave a rebuilt
+   * network), so peers follow: kube patches the backend-data annotation, etcd rewrites the lease value.
+   */
+  republishLease(lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void>;
 }
 
 /** `{VNI: number, VtepMAC: string}` as flannel's vxlan backend-data (the MAC may still be invalid). */

@@ -6,6 +6,7 @@ import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
 import { errorMessage, FlannelError, NetConfError } from '../errors.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
+import { withoutBom } from '../bom.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 
@@ -19,6 +20,13 @@ export const VXLAN_PORT = 4789;
 export const DEFAULT_MAC_PREFIX = '0E-2A';
 export const DEFAULT_HOSTGW_NAME = 'cbr0';
 export const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
+/**
+ * The widest Network accepted: /8. The largest private block (RFC 1918 10.0.0.0/8, RFC 6598
+ * 100.64.0.0/10) fits; anything wider takes in public address space, which the pods would then shadow
+ * (upstream takes even 0.0.0.0/0, after which every peer's subnet is "in" the network and no route
+ * to the outside is left). docs/compatibility.md §2.
+ */
+export const MIN_NETWORK_PREFIX = 8;
 
 type JsonObject = Record<string, unknown>;
 
@@ -94,11 +102,11 @@ function optIp4(obj: JsonObject, name: string): number | undefined {
   return n === 0 ? undefined : n; // upstream treats 0.0.0.0 as "not set"
 }
 
-/** Parse and validate net-conf.json text. Throws NetConfError (FLANNEL_ERR_NET_CONF). */
+/** Parse and validate net-conf.json text (a leading UTF-8 BOM is ignored). Throws NetConfError (FLANNEL_ERR_NET_CONF). */
 export function parseNetConf(json: string): NetworkConfig {
   let doc: unknown;
   try {
-    doc = JSON.parse(json);
+    doc = JSON.parse(withoutBom(json));
   } catch (err) {
     fail(`net-conf.json is not valid JSON: ${errorMessage(err)}`, { key: '$', reason: 'syntax' });
   }
@@ -142,6 +150,12 @@ export function parseNetConf(json: string): NetworkConfig {
   let maxOut = '';
   if (enableIPv4) {
     if (network === undefined) fail('please define a correct Network parameter in the flannel config');
+    if (network.prefix < MIN_NETWORK_PREFIX) {
+      fail(
+        `Network ${networkText} is wider than /${MIN_NETWORK_PREFIX}: a pod network that large takes in public addresses (and the nodes' own); use a private range such as 10.244.0.0/16`,
+        { key: 'Network', reason: 'too-wide', network: networkText },
+      );
+    }
     if (subnetLen > 0) {
       if (subnetLen > 30) fail('SubnetLen must be less than /31');
       if (subnetLen < network.prefix + 2) fail('network must be able to accommodate at least four subnets');
@@ -268,6 +282,28 @@ function hnsNetworkName(name: string): string {
             : undefined;
   if (bad) fail(`Backend.Name ${JSON.stringify(name.slice(0, 64))} ${bad}; use a plain HNS network name such as cbr0 or flannel.4096`, { key: 'Backend.Name' });
   return name;
+}
+
+/**
+ * Refuse a Network that holds one of the node's own addresses (its public IP, its external interface's
+ * IP): pod subnets carved from it would be routed over the node's own network, and the host's traffic to
+ * its neighbours would go to pods. Throws NetConfError (FLANNEL_ERR_NET_CONF, reason covers-node-address).
+ */
+export function checkNetworkExcludesNode(networkCidr: string, nodeAddresses: readonly string[]): void {
+  const n = parseCidr4('Network', networkCidr);
+  const size = 2 ** (32 - n.prefix);
+  for (const address of nodeAddresses) {
+    if (!isIPv4(address)) continue;
+    const ip = ip4ToInt(address);
+    if (ip >= n.base && ip < n.base + size) {
+      fail(`Network ${networkCidr} contains this node's address ${address}: choose a pod network that does not overlap the node network (e.g. 10.244.0.0/16)`, {
+        key: 'Network',
+        reason: 'covers-node-address',
+        network: networkCidr,
+        address,
+      });
+    }
+  }
 }
 
 /**

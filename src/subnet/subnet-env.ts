@@ -8,6 +8,7 @@ import IPCIDR from 'ip-cidr';
 import { errorMessage, SubnetEnvError } from '../errors.js';
 import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
 import { nodeSubnetEnvFs } from '../host/files.js';
+import { retryWithBackoff, systemClock, type Clock } from '../clock.js';
 
 export interface SubnetEnvValues {
   /** Cluster Network (IPv4 CIDR). */
@@ -101,7 +102,7 @@ export function checkSubnetEnvSyntax(text: string, path = 'subnet.env'): void {
   });
 }
 
-/** Parse subnet.env (CRLF tolerated). */
+/** Parse subnet.env (CRLF tolerated; a leading UTF-8 BOM too, as dotenv's line pattern takes U+FEFF for \s). */
 export function parseSubnetEnv(text: string): Record<string, string> {
   return dotenvParse(text.replace(/\r\n?/g, '\n'));
 }
@@ -132,11 +133,32 @@ export interface SubnetEnvFs {
 }
 
 /**
- * Atomically replace `path` with `contents`: mkdir -p the parent, write a temp file in the same
- * directory, fsync it, rename it over the target. On failure the old file is untouched, the temp file
- * is removed, and a FLANNEL_ERR_SUBNET_ENV error names the path.
+ * How long a rename refused as "in use" is retried. On Windows, MoveFileEx over a file that another
+ * process holds open without FILE_SHARE_DELETE fails (EPERM/EACCES from libuv, EBUSY on some file systems);
+ * readers such as the CNI plugin or an antivirus scan hold subnet.env only for moments. Upstream avoids
+ * the rename on Windows and writes in place (flannel pkg/subnet/subnetfile_windows.go, citing renameio's
+ * README "Windows support"), which a reader can see half-written; we keep the rename and wait instead.
+ * Delays 25, 50, 100, 200, 200... ms for at most 2 s: a rename still refused after that is reported.
  */
-export async function writeSubnetEnv(path: string, contents: string, fs: SubnetEnvFs = nodeSubnetEnvFs): Promise<void> {
+export const SUBNET_ENV_RENAME_RETRY = { backoffBaseMs: 25, backoffCapMs: 200, timeoutMs: 2_000 } as const;
+const RENAME_IN_USE = new Set(['EPERM', 'EACCES', 'EBUSY']);
+
+export interface WriteSubnetEnvOptions {
+  fs?: SubnetEnvFs;
+  /** Paces the rename retries (systemClock by default). */
+  clock?: Clock;
+  signal?: AbortSignal;
+}
+
+/**
+ * Atomically replace `path` with `contents`: mkdir -p the parent, write a temp file in the same
+ * directory, fsync it, rename it over the target (retried while the target is in use, see
+ * SUBNET_ENV_RENAME_RETRY). On failure the old file is untouched, the temp file is removed, and a
+ * FLANNEL_ERR_SUBNET_ENV error names the path.
+ */
+export async function writeSubnetEnv(path: string, contents: string, o: WriteSubnetEnvOptions = {}): Promise<void> {
+  const fs = o.fs ?? nodeSubnetEnvFs;
+  let renameAttempts = 0;
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   let stage = 'create directory';
@@ -155,12 +177,25 @@ export async function writeSubnetEnv(path: string, contents: string, fs: SubnetE
       await fh.close();
     }
     stage = 'rename';
-    await fs.rename(tmp, path);
+    await retryWithBackoff(
+      () => {
+        renameAttempts++;
+        return fs.rename(tmp, path);
+      },
+      { ...SUBNET_ENV_RENAME_RETRY, clock: o.clock ?? systemClock, retryable: (e) => RENAME_IN_USE.has(errnoOf(e) ?? ''), onRetry: () => undefined },
+      o.signal ?? new AbortController().signal,
+    );
   } catch (err) {
     if (created) await fs.unlink(tmp).catch(() => undefined);
-    const code = (err as NodeJS.ErrnoException | undefined)?.code;
-    throw envError(`cannot write subnet file ${path} (${stage}): ${errorMessage(err)}`, { path, stage, errno: code }, err);
+    const code = errnoOf(err);
+    const inUse = stage === 'rename' && RENAME_IN_USE.has(code ?? '');
+    const hint = inUse ? `; still refused after ${renameAttempts} attempts: close the program holding it open and restart flanneld` : '';
+    throw envError(`cannot write subnet file ${path} (${stage}): ${errorMessage(err)}${hint}`, { path, stage, errno: code, ...(inUse ? { attempts: renameAttempts } : {}) }, err);
   }
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
 /** Read subnet.env: its text, `undefined` when it does not exist; unreadable or malformed -> FLANNEL_ERR_SUBNET_ENV. */

@@ -2,7 +2,7 @@
 // this agent never lets a malformed or hostile lease reach the dataplane.
 import { isIPv6 } from 'node:net';
 import type { Lease } from './lease.js';
-import { contains, isApipa, isUnicast, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
+import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
 
 export interface LeaseValidationContext {
   /** The cluster Network from net-conf.json, e.g. `10.244.0.0/16`. */
@@ -16,6 +16,13 @@ export interface LeaseValidationContext {
   vni?: number;
   /** This node's own addresses (published public IP, interface IP); a peer claiming one is rejected. */
   ownIPs?: readonly string[];
+  /**
+   * host-gw: the external interface's on-link prefix (`10.0.0.7/24`). A peer's public IP is the next hop
+   * of its route, so it must be a host on this network: Windows refuses a next hop that is not on link
+   * (CreateIpForwardEntry2 ERROR_NETWORK_UNREACHABLE), as Linux does (`ip route add ... via`: "Nexthop
+   * has invalid gateway", flannel pkg/backend/hostgw's route then fails on every resync).
+   */
+  nodeNetwork?: string;
 }
 
 /**
@@ -42,6 +49,8 @@ export const LEASE_REJECT_REASONS = [
   'vni-mismatch',
   'public-ip-link-local',
   'public-ip-own',
+  'public-ip-off-link',
+  'public-ip-broadcast',
   'vtep-mac-invalid',
 ] as const;
 
@@ -100,6 +109,19 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
   }
   if (net !== undefined && contains(net, pip)) {
     return reject('public-ip-inside-network', `public IP ${lease.publicIP} lies inside the cluster network ${ctx.network}`);
+  }
+  const link = ctx.backendType === 'host-gw' && ctx.nodeNetwork !== undefined ? parseCidr(ctx.nodeNetwork) : undefined;
+  if (link !== undefined) {
+    if (!contains(link, pip)) {
+      return reject(
+        'public-ip-off-link',
+        `public IP ${lease.publicIP} is not on this node's network ${formatCidr(network(link))}: host-gw routes to a peer via its IP as next hop, which must be on link; use vxlan across networks`,
+      );
+    }
+    // /31 and /32 have no broadcast address (RFC 3021).
+    if (link.prefix <= 30 && pip === (network(link).ip | ~maskOf(link.prefix)) >>> 0) {
+      return reject('public-ip-broadcast', `public IP ${lease.publicIP} is the broadcast address of this node's network ${formatCidr(network(link))}`);
+    }
   }
 
   if (lease.backendType !== ctx.backendType) {

@@ -14,6 +14,7 @@ import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../
 import { Metrics } from '../../src/health/metrics.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { LOG, TestCluster, waitFor } from '../support/cluster.js';
+import { editState } from '../support/sim-dataplane.js';
 
 export { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 
@@ -177,6 +178,9 @@ export class FaultCluster {
     if (parsed.kind !== 'run') throw new Error('expected a run config');
     const state = opts.state ?? new StateFs();
     const sim = new SimulatedDataplane({ statePath, nodeIP: ip, fs: state.fs, clock: state.clock, latency: opts.latency, random: opts.random });
+    // One L2 segment for the Windows node (10.0.0.2) and the Linux peers (10.0.1.n): host-gw refuses a peer
+    // whose public IP is not on the node's network (src/subnet/validate.ts, public-ip-off-link).
+    editState(sim, (st) => st.adapters.filter((ad) => ad.IPAddress === ip).forEach((ad) => (ad.PrefixLength = 16)));
     opts.before?.(sim, state);
     const metrics = new Metrics();
     const dataplane = simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: hnsCallTimeoutMs(parsed.config) });

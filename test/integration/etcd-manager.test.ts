@@ -9,9 +9,11 @@ import { fetchEtcdNetworkConfig } from '../../src/subnet/etcd/factory.js';
 import { EtcdSubnetManager } from '../../src/subnet/etcd/manager.js';
 import type { EtcdSubnetManagerOptions } from '../../src/subnet/etcd/manager.js';
 import { EtcdRegistry } from '../../src/subnet/etcd/registry.js';
+import { REVOKED_MESSAGE } from '../../src/subnet/etcd/lease-keeper.js';
 import { LOG, waitFor } from '../support/cluster.js';
 import { describeEtcd, EtcdServer, etcdPort, TcpProxy } from '../support/etcd.js';
 import { expectCode } from '../support/errors.js';
+import { logSink } from '../support/log-sink.js';
 
 let prefixSeq = 0;
 
@@ -223,6 +225,51 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     );
     expect(err).toBeInstanceOf(EtcdError);
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_LEASE_REVOKED', context: { key: own.key } });
+    await stop(h);
+  });
+
+  // Issue 18 §4: while this agent was paused, another node rewrote our key with its public IP; on resume
+  // nothing was logged and two nodes held one subnet. Upstream's RenewLease puts the own attributes back
+  // (pkg/subnet/etcd/local_manager.go -> registry updateSubnet), but only at the next renewal, 23 h later.
+  it('our key overwritten with another public IP: logged, and taken back at once under a new etcd lease', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const sink = logSink();
+    const h = manager(prefix, netConf, '192.168.64.3', { log: sink.log });
+    const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:05'), h.ctrl.signal);
+    void watch(h);
+    await waitFor(() => h.view.size === 1, 'snapshot');
+    const key = `${prefix}/subnets/${own.key}`;
+    const ours = await admin.get(key).string();
+    const firstLease = (await admin.get(key).exec()).kvs[0].lease;
+    const intruder = '{"PublicIP":"192.168.64.77","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:00:77"}}';
+    await admin.put(key).value(intruder);
+
+    const taken = await waitFor(() => sink.entries.find((e) => e['message'] === 'own subnet lease was overwritten by another writer; taking it back'), 'the overwrite logged');
+    expect(taken).toMatchObject({ level: 'error', publicIP: '192.168.64.77', ownPublicIP: '192.168.64.3' });
+    await waitFor(async () => (await admin.get(key).string()) === ours || undefined, 'our value back');
+    const kv = (await admin.get(key).exec()).kvs[0];
+    expect(kv.lease).not.toBe(firstLease);
+    expect(kv.lease).not.toBe('0');
+    expect(sink.entries.filter((e) => e['message'] === REVOKED_MESSAGE)).toEqual([]);
+    await stop(h);
+  });
+
+  it('republishLease (a rebuilt vxlan network got another DR MAC): the new VtepMAC under a new lease, not taken for an intruder', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const sink = logSink();
+    const h = manager(prefix, netConf, '192.168.64.3', { log: sink.log });
+    const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:06'), h.ctrl.signal);
+    void watch(h);
+    await waitFor(() => h.view.size === 1, 'snapshot');
+    const key = `${prefix}/subnets/${own.key}`;
+    const firstLease = (await admin.get(key).exec()).kvs[0].lease;
+    const attrs = await vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:66')(own.subnet);
+    await h.mgr.republishLease(own, attrs, h.ctrl.signal);
+    const kv = (await admin.get(key).exec()).kvs[0];
+    expect(JSON.parse(kv.value.toString())).toMatchObject({ PublicIP: '192.168.64.3', BackendData: { VNI: 4096, VtepMAC: '0e:2a:00:00:00:66' } });
+    expect(kv.lease).not.toBe(firstLease);
+    await waitFor(() => (h.view.get(own.key)?.backendData as { VtepMAC?: string } | undefined)?.VtepMAC === '0e:2a:00:00:00:66' || undefined, 'the watch saw it');
+    expect(sink.entries.filter((e) => String(e['message']).includes('overwritten'))).toEqual([]);
     await stop(h);
   });
 

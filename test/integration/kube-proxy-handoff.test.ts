@@ -10,6 +10,10 @@
 //      if (Test-Path $sourceVipJson) { $vip = (Get-Content $sourceVipJson | ConvertFrom-Json).ip4.ip.Split("/")[0] }
 //    with KUBE_NETWORK "flannel.4096" from hostprocess/flannel/kube-proxy/kube-proxy.yml (commit 98215f415740bdfd0297b063d254c98fb9321991);
 //    kube-proxy winkernel selects the HNS network by that name.
+//  * the same start.ps1 from c3cac35ba0617fcd6680079e3eafdb2aa1233133 (2023-05-15) to its last version
+//    e35b2e1622f3039a70956d4173faaceb067bc613 (2023-08-24; removed in 729ae7cd, 2025-04-11): host-local
+//    run with "cniVersion": "0.3.0", read back as
+//      $vip = $sourceVipJSONData.ips[0].address.Split("/")[0]
 //
 // Both are evaluated here with a small interpreter of PowerShell member chains (case-insensitive
 // properties, as ConvertFrom-Json's objects have them; .Split(sep); [index]).
@@ -48,6 +52,11 @@ function psMemberChain(doc: unknown, expr: string): unknown {
 const SCRIPTS = [
   { script: 'microsoft/SDN Kubernetes/flannel/start-kubeproxy.ps1', file: 'k/sourceVip.json', expr: '$sourceVipJSON.ip4.ip.Split("/")[0]' },
   { script: 'sig-windows-tools hostprocess/flannel/kube-proxy/start.ps1', file: 'sourcevip/sourceVip.json', expr: '$sourceVipJSONData.ip4.ip.Split("/")[0]' },
+  {
+    script: 'sig-windows-tools hostprocess/flannel/kube-proxy/start.ps1 (since 2023-05)',
+    file: 'sourcevip/sourceVip.json',
+    expr: '$sourceVipJSONData.ips[0].address.Split("/")[0]',
+  },
 ];
 
 let cluster: TestCluster | undefined;
@@ -74,7 +83,7 @@ describe('kube-proxy hand-off', () => {
       netConf: VXLAN_NET_CONF,
       extraArgs: [
         `--source-vip-file=${join(root, 'run', 'flannel', 'sourcevip.json')}`,
-        `--source-vip-compat-files=${SCRIPTS.map((s) => join(root, s.file)).join(',')}`,
+        `--source-vip-compat-files=${[...new Set(SCRIPTS.map((s) => join(root, s.file)))].join(',')}`,
         `--cni-ipam-data-dir=${join(root, 'var', 'lib', 'cni', 'networks')}`,
       ],
     });

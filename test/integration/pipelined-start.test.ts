@@ -40,6 +40,9 @@ class ScriptedSubnetManager implements SubnetManager {
   async completeLease(): Promise<void> {
     this.completed++;
   }
+  republishLease(): Promise<void> {
+    return Promise.reject(new Error('not used'));
+  }
 }
 
 let dir: string | undefined;

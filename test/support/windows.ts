@@ -19,7 +19,13 @@ export const WINDOWS_DIR = join(REPO, 'test', 'windows');
 export const CACHE = process.env['FLANNEL_WINDOWS_CACHE'] ?? join(WINDOWS_DIR, '.cache');
 /** Windows Node from the npm registry: 22.x (Node 24 does not start under Wine 8). */
 export const NODE_WIN_VERSION = process.env['FLANNEL_NODE_WIN_VERSION'] ?? '22.23.3';
-export const INSTALL_HINT = 'apt-get install wine64 gcc-mingw-w64-x86-64';
+/**
+ * Debian packages behind the commands the harness runs. `/usr/bin/wine` and `/usr/bin/wineserver` are
+ * alternatives links that the `wine` package's postinst registers (to wine-stable, a script that execs
+ * /usr/lib/wine/wine64); `wine64` ships only the loader /usr/lib/wine/wine64 and merely Recommends `wine`
+ * (`dpkg -S /usr/lib/wine/wine64`, `dpkg -L wine`, `apt-cache depends wine64` on bookworm).
+ */
+export const INSTALL_HINT = 'apt-get install wine wine64 gcc-mingw-w64-x86-64';
 const MINGW = 'x86_64-w64-mingw32-gcc';
 const WINE = 'wine';
 
@@ -36,7 +42,8 @@ export interface Toolchain {
 
 export function detectToolchain(): Toolchain {
   const missing: string[] = [];
-  if (!onPath(WINE) || !existsSync('/usr/lib/wine/wine64')) missing.push('wine64');
+  if (!onPath(WINE) || !onPath('wineserver')) missing.push('wine');
+  if (!existsSync('/usr/lib/wine/wine64')) missing.push('wine64');
   if (!onPath(MINGW)) missing.push('gcc-mingw-w64-x86-64');
   return { ok: missing.length === 0, missing };
 }
@@ -59,7 +66,7 @@ export function windowsHarness(): { run: boolean; reason?: string } {
   return { run: false, reason };
 }
 
-/** Under CI a skipped harness is a failure (.ci/run installs wine64 and mingw). */
+/** Under CI a skipped harness is a failure (.ci/run installs wine, wine64 and mingw). */
 export function mustFailWhenSkipped(): boolean {
   return process.env['CI'] === 'true';
 }

@@ -60,6 +60,34 @@ describe('validateLease', () => {
     ['backend-data null', lease({ backendData: null }), vx, 'backend-data-invalid'],
     ['backend-data a string', lease({ backendData: '{"VNI":4096}' }), vx, 'backend-data-invalid'],
     ['backend-data an array', lease({ backendData: [4096] }), vx, 'backend-data-invalid'],
+    // host-gw: the peer's public IP is the next hop of its route, so it must be a host on the node's network.
+    ['host-gw peer on the node network', lease({ backendType: 'host-gw', backendData: null }), { ...hg, nodeNetwork: '192.168.1.10/24' }, undefined],
+    ['host-gw peer off link', lease({ backendType: 'host-gw', backendData: null, publicIP: '192.168.2.12' }), { ...hg, nodeNetwork: '192.168.1.10/24' }, 'public-ip-off-link'],
+    [
+      'host-gw peer at the broadcast address',
+      lease({ backendType: 'host-gw', backendData: null, publicIP: '192.168.1.255' }),
+      { ...hg, nodeNetwork: '192.168.1.10/24' },
+      'public-ip-broadcast',
+    ],
+    [
+      'host-gw peer at .255 of a /16 (a host)',
+      lease({ backendType: 'host-gw', backendData: null, publicIP: '192.168.1.255' }),
+      { ...hg, nodeNetwork: '192.168.1.10/16' },
+      undefined,
+    ],
+    [
+      'host-gw peer at the broadcast of a /16',
+      lease({ backendType: 'host-gw', backendData: null, publicIP: '192.168.255.255' }),
+      { ...hg, nodeNetwork: '192.168.1.10/16' },
+      'public-ip-broadcast',
+    ],
+    [
+      'host-gw /31 link: both addresses are hosts (RFC 3021)',
+      lease({ backendType: 'host-gw', backendData: null, publicIP: '192.168.1.11' }),
+      { ...hg, nodeNetwork: '192.168.1.10/31' },
+      undefined,
+    ],
+    ['vxlan peer off link is fine (encapsulated)', lease({ publicIP: '192.168.2.12' }), { ...vx, nodeNetwork: '192.168.1.10/24' }, undefined],
   ];
 
   it.each(cases)('%s', (_name, l, ctx, reason) => {

@@ -1,5 +1,8 @@
 import { describe, it, expect } from '@jest/globals';
-import { MIXED_CLUSTER_HINT, parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkNetworkExcludesNode, MIN_NETWORK_PREFIX, MIXED_CLUSTER_HINT, parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
 import { FlannelError, NetConfError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
 
@@ -214,6 +217,55 @@ describe('readNetConf', () => {
     const err = expectCode(() => readNetConf(path, readFile), NetConfError, 'FLANNEL_ERR_NET_CONF');
     expect(err.context).toEqual(context);
     expect((err.cause as { code?: string }).code).toBe(errno);
+  });
+});
+
+// PowerShell 5's `Out-File -Encoding utf8` (and `Set-Content -Encoding utf8`) writes EF BB BF first; Node
+// decodes it as U+FEFF, which JSON.parse rejects ("Unexpected token '\uFEFF'", an invisible character).
+describe('readNetConf: a UTF-8 byte order mark', () => {
+  it('net-conf.json written with a BOM (real bytes on disk) parses like one without', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'net-conf-bom-'));
+    try {
+      const path = join(dir, 'net-conf.json');
+      writeFileSync(path, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{\r\n  "Network": "10.244.0.0/16",\r\n  "Backend": {"Type": "vxlan"}\r\n}\r\n')]));
+      expect(readNetConf(path, (p) => readFileSync(p, 'utf8'))).toEqual(parseNetConf('{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('only one leading BOM is skipped: a second is still a syntax error', () => {
+    const err = expectCode(() => parseNetConf('\uFEFF\uFEFF{"Network": "10.244.0.0/16"}'), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    expect(err.context).toMatchObject({ reason: 'syntax' });
+  });
+});
+
+// Upstream's CheckNetworkConfig takes 0.0.0.0/0 (every peer then falls "inside" the network); we refuse
+// anything wider than /8 (MIN_NETWORK_PREFIX, docs/compatibility.md §2).
+describe('parseNetConf: a Network that cannot be right', () => {
+  it.each(['0.0.0.0/0', '0.0.0.0/1', '8.0.0.0/7', '10.0.0.0/4'])('Network %s is too wide', (network) => {
+    const err = expectCode(() => parseNetConf(conf({ Network: network, Backend: VX })), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    expect(err.context).toMatchObject({ key: 'Network', reason: 'too-wide' });
+  });
+
+  it.each(['10.0.0.0/8', '100.64.0.0/10', '10.244.0.0/16'])('Network %s is accepted', (network) => {
+    expect(parseNetConf(conf({ Network: network, Backend: VX })).network).toBe(network);
+    expect(MIN_NETWORK_PREFIX).toBe(8);
+  });
+
+  it.each([
+    ['10.244.0.0/16', ['10.0.0.7', '10.0.0.7'], undefined],
+    ['10.0.0.0/8', ['10.0.0.7', '10.0.0.7'], '10.0.0.7'],
+    ['10.244.0.0/16', ['192.168.1.5', '10.244.9.9'], '10.244.9.9'], // --public-ip elsewhere, interface inside
+    ['192.168.0.0/16', ['192.168.255.255', '10.0.0.7'], '192.168.255.255'],
+    ['10.244.0.0/16', ['', '10.0.0.7'], undefined], // no public IP given
+  ] as const)('Network %s vs node addresses %j -> %s', (network, addresses, covered) => {
+    if (covered === undefined) {
+      expect(() => checkNetworkExcludesNode(network, addresses)).not.toThrow();
+      return;
+    }
+    const err = expectCode(() => checkNetworkExcludesNode(network, addresses), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    expect(err.context).toMatchObject({ key: 'Network', reason: 'covers-node-address', address: covered });
   });
 });
 

@@ -67,6 +67,9 @@ class Manager implements SubnetManager {
     this.completed.push(lease);
     return Promise.resolve();
   }
+  republishLease(): Promise<void> {
+    return Promise.reject(new Error('not used'));
+  }
 }
 
 const lease = (key: string, n: number, publicIP = `10.0.0.${10 + n}`): Lease => ({ key, subnet: `10.244.${n}.0/24`, publicIP, backendType: 'host-gw', backendData: null });

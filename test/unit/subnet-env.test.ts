@@ -3,9 +3,11 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeSubnetEnvFs } from '../../src/host/files.js';
-import { encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from '../../src/subnet/subnet-env.js';
+import { encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, SUBNET_ENV_RENAME_RETRY, writeSubnetEnv } from '../../src/subnet/subnet-env.js';
 import type { SubnetEnvFs } from '../../src/subnet/subnet-env.js';
-import { isFlannelError, type FlannelError } from '../../src/errors.js';
+import { isFlannelError, SubnetEnvError, type FlannelError } from '../../src/errors.js';
+import { expectCode } from '../support/errors.js';
+import { FakeClock } from '../support/fake-clock.js';
 
 describe('encodeSubnetEnv', () => {
   it('matches the docs/compatibility.md §4 example byte for byte', () => {
@@ -120,7 +122,7 @@ describe('writeSubnetEnv / readSubnetEnv', () => {
   ] as const)('%s failing with %s: code, path named, old file intact, no temp left', async (op, errno) => {
     const path = join(dir, 'subnet.env');
     writeFileSync(path, 'OLD=1\n');
-    const err = await writeSubnetEnv(path, contents, failing(op, errno)).then(
+    const err = await writeSubnetEnv(path, contents, { fs: failing(op, errno) }).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -153,7 +155,73 @@ describe('writeSubnetEnv / readSubnetEnv', () => {
     await expect(readSubnetEnv(join(dir, 'bad.env'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
     writeFileSync(join(dir, 'bin.env'), Buffer.from([0x46, 0, 0x3d, 0x31]));
     await expect(readSubnetEnv(join(dir, 'bin.env'))).rejects.toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+    writeFileSync(join(dir, 'bom.env'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('FLANNEL_SUBNET=10.244.7.1/24\r\n')]));
+    expect(previousSubnetFromEnv((await readSubnetEnv(join(dir, 'bom.env')))!)).toBe('10.244.7.0/24');
     writeFileSync(join(dir, 'crlf.env'), '# written by hand\r\nFLANNEL_SUBNET=10.244.3.1/24\r\n');
     expect(previousSubnetFromEnv((await readSubnetEnv(join(dir, 'crlf.env')))!)).toBe('10.244.3.0/24');
+  });
+});
+
+// On Windows a rename over a file another process holds open without FILE_SHARE_DELETE fails (libuv maps
+// ERROR_ACCESS_DENIED / ERROR_SHARING_VIOLATION to EPERM/EACCES/EBUSY); upstream writes in place instead
+// (flannel pkg/subnet/subnetfile_windows.go, citing renameio's README). We retry the rename, boundedly.
+describe('writeSubnetEnv: rename over a file in use', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'subnet-env-busy-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const contents = encodeSubnetEnv({ network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true });
+
+  /** node:fs with a rename that fails with `errno` for the first `times` calls (Infinity: always). */
+  const busyRename = (errno: string, times: number): SubnetEnvFs & { renames: number } => {
+    const fs = {
+      ...nodeSubnetEnvFs,
+      renames: 0,
+      rename: (a: string, b: string) => {
+        fs.renames++;
+        if (fs.renames <= times) return Promise.reject(Object.assign(new Error(`${errno}: simulated`), { code: errno }));
+        return nodeSubnetEnvFs.rename(a, b);
+      },
+    };
+    return fs;
+  };
+
+  it.each(['EPERM', 'EACCES', 'EBUSY'])('%s twice, then free: written after two backoff pauses on the clock', async (errno) => {
+    const path = join(dir, 'subnet.env');
+    writeFileSync(path, 'OLD=1\n');
+    const clock = new FakeClock({ instant: true });
+    const fs = busyRename(errno, 2);
+    await writeSubnetEnv(path, contents, { fs, clock });
+    expect(readFileSync(path, 'utf8')).toBe(contents);
+    expect(fs.renames).toBe(3);
+    expect(clock.sleeps).toEqual([SUBNET_ENV_RENAME_RETRY.backoffBaseMs, SUBNET_ENV_RENAME_RETRY.backoffBaseMs * 2]);
+    expect(readdirSync(dir)).toEqual(['subnet.env']);
+  });
+
+  it('in use for good: FLANNEL_ERR_SUBNET_ENV after the bound, old file intact, no temp left', async () => {
+    const path = join(dir, 'subnet.env');
+    writeFileSync(path, 'OLD=1\n');
+    const clock = new FakeClock({ instant: true });
+    const start = clock.now();
+    const fs = busyRename('EPERM', Infinity);
+    const err = await expectCode(writeSubnetEnv(path, contents, { fs, clock }), SubnetEnvError, 'FLANNEL_ERR_SUBNET_ENV');
+    expect(err.context).toMatchObject({ path, stage: 'rename', errno: 'EPERM', attempts: fs.renames });
+    expect(fs.renames).toBeGreaterThan(3);
+    const waited = clock.now() - start;
+    expect(waited).toBeGreaterThanOrEqual(SUBNET_ENV_RENAME_RETRY.timeoutMs);
+    expect(waited).toBeLessThanOrEqual(SUBNET_ENV_RENAME_RETRY.timeoutMs + SUBNET_ENV_RENAME_RETRY.backoffCapMs);
+    expect(readFileSync(path, 'utf8')).toBe('OLD=1\n');
+    expect(readdirSync(dir)).toEqual(['subnet.env']);
+  });
+
+  it('a rename failure that is not "in use" (EXDEV) is not retried', async () => {
+    const path = join(dir, 'subnet.env');
+    const clock = new FakeClock({ instant: true });
+    const fs = busyRename('EXDEV', Infinity);
+    await expectCode(writeSubnetEnv(path, contents, { fs, clock }), SubnetEnvError, 'FLANNEL_ERR_SUBNET_ENV');
+    expect(fs.renames).toBe(1);
+    expect(clock.sleeps).toEqual([]);
   });
 });

@@ -126,14 +126,16 @@ export class VxlanBackend implements Backend {
     this.network = net;
     const newMac = drMacAddress(net);
     if (oldMac && newMac && macToFlannel(newMac) !== macToFlannel(oldMac)) {
-      deps.log.error(
-        'the recreated HNS network has another DR MAC than the VtepMAC this node published; peers cannot reach its pods until flanneld restarts and publishes the new one',
-        {
-          network: this.name,
-          published: macToFlannel(oldMac),
-          now: macToFlannel(newMac),
-        },
-      );
+      // HNS may ignore the DrMacAddress asked for; peers address our pods by the published VtepMAC, so
+      // publish the new one (kube: the backend-data annotation; etcd: the lease value) and they follow.
+      deps.log.warn('the recreated HNS network has another DR MAC than the VtepMAC this node published; publishing the new one', {
+        network: this.name,
+        published: macToFlannel(oldMac),
+        now: macToFlannel(newMac),
+      });
+      const backendData: VxlanBackendData = { VNI: cfg.vni, VtepMAC: macToFlannel(newMac) };
+      await deps.subnetManager.republishLease(lease, { publicIP: deps.publicIP, backendType: 'vxlan', backendData }, signal);
+      lease.backendData = backendData;
     }
     return this.bind(net, vnic?.mtu ?? deps.extIface.mtu);
   }

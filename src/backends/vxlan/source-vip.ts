@@ -3,7 +3,7 @@
 // Overlay network, that no pod may ever get. The familiar scripts (microsoft/SDN helper.psm1 GetSourceVip,
 // sig-windows-tools' HostProcess kube-proxy start.ps1) obtain it by running host-local IPAM by hand and keep
 // its output in `sourceVip.json` (`{"cniVersion":"0.2.0","ip4":{"ip":"10.244.1.2/24",...}}`), which they
-// read back with `.ip4.ip.Split("/")[0]`.
+// read back with `.ip4.ip.Split("/")[0]` (or, CNI >= 0.3, `.ips[0].address.Split("/")[0]`).
 //
 // This agent reserves it itself, once the Overlay network exists:
 //  * kube-proxy's own endpoint first: kube-proxy (pkg/proxy/winkernel proxier.go syncProxyRules) looks
@@ -22,11 +22,12 @@
 //  * the files: `--source-vip-file` (default `C:\run\flannel\sourcevip.json`) and every
 //    `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and `C:\sourcevip\sourceVip.json`),
 //    each ONE object both readers accept: microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip reads
-//    host-local's CNI 0.2.0 output as `.ip4.ip.Split("/")[0]`, as does sig-windows-tools
-//    hostprocess/flannel/kube-proxy/start.ps1 at the commit test/integration/kube-proxy-handoff.test.ts
-//    cites; scripts that run host-local with `"cniVersion": "0.3.1"` (for example a Calico node script's
-//    GetSourceVip) read its CNI 0.3.x output as `.ips[0].address.Split("/")[0]`.
+//    host-local's CNI 0.2.0 output as `.ip4.ip.Split("/")[0]`, as did sig-windows-tools
+//    hostprocess/flannel/kube-proxy/start.ps1 until c3cac35 (2023-05-15); from then on that script runs
+//    host-local with `"cniVersion": "0.3.0"` and reads `.ips[0].address.Split("/")[0]` (both versions
+//    are quoted in test/integration/kube-proxy-handoff.test.ts).
 import { join } from 'node:path';
+import { withoutBom } from '../../bom.js';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
 import { BackendError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
@@ -73,7 +74,7 @@ export function plainSourceVipDocument(rec: SourceVipRecord): Record<string, unk
 export function parseSourceVipDocument(text: string): string | undefined {
   let doc: unknown;
   try {
-    doc = JSON.parse(text.replace(/^\uFEFF/, ''));
+    doc = JSON.parse(withoutBom(text));
   } catch {
     return undefined;
   }

@@ -2,6 +2,10 @@
 // previous subnet.env's subnet, else a random free one), keep its TTL'd etcd lease renewed, and hold the
 // revocation ("Lease has been revoked") that ends the agent. Mirrors flannel
 // pkg/subnet/etcd/local_manager.go (AcquireLease/tryAcquireLease, RenewLease, CompleteLease's renew loop).
+// When the peer watch sees the own key rewritten with another value (another node took our subnet while
+// this agent was paused), the keeper logs it and renews at once: upstream's RenewLease puts the own
+// attributes back unconditionally (registry.updateSubnet), but only at the next renewal, hours later, and
+// its MonitorLease (main.go) only reads the new expiration from the event, so two nodes held one subnet.
 import { retryWithBackoff } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
 import { EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, EtcdUserNotFoundError } from 'etcd3';
@@ -53,6 +57,8 @@ export interface OwnLeaseState {
   revoke(why: string): FlannelError;
   /** Call `fn` once on revocation; returns the unsubscribe. */
   onRevoke(fn: () => void): () => void;
+  /** The watch or a list saw the own key hold `value` (taken back when another writer changed it). */
+  observed(name: string, value: string): void;
 }
 
 function etcdError(what: string, err: unknown): FlannelError {
@@ -77,6 +83,8 @@ export class LeaseKeeper implements OwnLeaseState {
   private readonly ignoredKeys = new Set<string>();
   private revokedErr: FlannelError | undefined;
   private readonly revokeWaiters = new Set<() => void>();
+  /** Ends the renewal loop's current wait: renew now. */
+  private renewNow: (() => void) | undefined;
 
   constructor(private readonly o: LeaseKeeperOptions) {}
 
@@ -102,6 +110,46 @@ export class LeaseKeeper implements OwnLeaseState {
   onRevoke(fn: () => void): () => void {
     this.revokeWaiters.add(fn);
     return () => this.revokeWaiters.delete(fn);
+  }
+
+  observed(name: string, value: string): void {
+    const own = this.own;
+    if (!own || name !== own.name || value === own.value || this.revokedErr) return;
+    const theirs = decodeLeaseAttrs(value);
+    this.o.log.error('own subnet lease was overwritten by another writer; taking it back', {
+      key: this.o.registry.keyOf(name),
+      publicIP: typeof theirs === 'string' ? undefined : theirs.publicIP,
+      ownPublicIP: this.o.publicIP,
+    });
+    if (!own.reservation) {
+      this.renewNow?.();
+      return;
+    }
+    // A reservation (no TTL) has no renewal loop: put it back once.
+    this.o.registry.updateSubnet(own.name, own.value, 0, true).catch((err: unknown) => {
+      this.o.log.error('cannot take back the own subnet reservation', { key: own.name, error: errorMessage(err) });
+    });
+  }
+
+  /** Rewrite the own lease's value with changed attributes (a rebuilt vxlan network's DR MAC), under a new etcd lease. */
+  async republish(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
+    const own = this.own;
+    if (!own) return;
+    if (!publishableAttrs(attrs)) {
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { key: own.name });
+    }
+    const value = encodeLeaseAttrs(attrs);
+    if (value === own.value) return;
+    own.value = value; // before the write: the watch then sees our own value, not a foreign one
+    const ttl = own.reservation ? 0 : this.o.leaseTtlSeconds;
+    const res = await this.retry('republishing own subnet lease', () => this.o.registry.updateSubnet(own.name, value, ttl, true), signal);
+    if (!res.ok) throw this.revoke('was deleted (found when republishing)');
+    if (!own.reservation) {
+      const old = own.leaseId;
+      own.leaseId = res.leaseId;
+      await this.o.registry.revoke(old).catch(() => undefined);
+    }
+    this.o.log.info('own subnet lease republished', { key: own.name });
   }
 
   /** Retry transient etcd failures with capped backoff, for at most apiRetryTimeoutMs. */
@@ -241,12 +289,20 @@ export class LeaseKeeper implements OwnLeaseState {
     let expiration = clock.now() + ttl * 1000;
     let wait = Math.max(0, expiration - clock.now() - margin);
     for (;;) {
+      if (signal.aborted) return;
+      const wake = new AbortController();
+      const onAbort = () => wake.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.renewNow = () => wake.abort(new Error('renew now'));
       try {
-        await clock.sleep(wait, signal);
+        await clock.sleep(wait, wake.signal);
       } catch {
-        return;
+        // woken: renew now, unless the agent is stopping
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        this.renewNow = undefined;
       }
-      if (this.revokedErr) return;
+      if (signal.aborted || this.revokedErr) return;
       try {
         const res = await reg.updateSubnet(own.name, own.value, ttl, true);
         if (!res.ok) {

@@ -111,6 +111,8 @@ export class EtcdLeaseWatch {
     for (const k of await Promise.all(res.kvs.map((kv) => this.toKnown(kv)))) if (k) records.set(k.lease.key, k);
     this.records = records;
     if (own.key !== undefined && !records.has(own.key)) throw own.revoke('is missing from the lease list');
+    const ownKv = res.kvs.find((kv) => kv.name === own.key);
+    if (ownKv) own.observed(ownKv.name, ownKv.value);
     log.info('subnet leases listed', { leases: records.size, revision: res.revision });
     deliverUpdate(onUpdate, { kind: 'snapshot', leases: [...records.values()].map((k) => k.lease) }, log);
     return { next: String(BigInt(res.revision) + 1n), created: false, resumed: false };
@@ -142,6 +144,7 @@ export class EtcdLeaseWatch {
         }
         continue;
       }
+      own.observed(ev.kv.name, ev.kv.value);
       const next = await this.toKnown(ev.kv);
       if (next) {
         this.records.set(next.lease.key, next);

@@ -7,7 +7,7 @@ import { UnsupportedError } from '../../errors.js';
 import { Metrics } from '../../health/metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
+import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { RelistOptions } from '../relist.js';
 import { LeaseKeeper, SUBNET_TTL_SECONDS } from './lease-keeper.js';
@@ -116,6 +116,10 @@ export class EtcdSubnetManager implements SubnetManager {
   acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
     this.closeOnAbort(signal);
     return this.keeper.acquire(attrsFor, signal);
+  }
+
+  republishLease(_lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
+    return this.keeper.republish(attrs, signal);
   }
 
   completeLease(lease: Lease, _signal: AbortSignal): Promise<void> {

@@ -11,7 +11,7 @@ import { Metrics } from '../../health/metrics.js';
 import { isNetworkCidr } from '../../ip4.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
+import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import type { RelistOptions } from '../relist.js';
 import { annotationKeys } from './annotations.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from './http.js';
@@ -131,5 +131,9 @@ export class KubeSubnetManager implements SubnetManager {
 
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
     return this.nodes.run(onUpdate, signal);
+  }
+
+  republishLease(_lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
+    return this.own.republishBackendData(attrs, signal);
   }
 }

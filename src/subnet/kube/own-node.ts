@@ -9,7 +9,7 @@ import type { Clock } from '../../clock.js';
 import { BackendError, KubeError } from '../../errors.js';
 import { isIp4 } from '../../ip4.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseAttrsSource } from '../lease.js';
+import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { isVxlanBackendData, publishableAttrs } from '../lease.js';
 import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
 import { encodeBackendData } from './annotations.js';
@@ -234,6 +234,17 @@ export class OwnNodePublisher {
     }
 
     return { key: name, subnet: rec.podCIDR, publicIP: published, backendType: attrs.backendType, backendData: attrs.backendData };
+  }
+
+  /** The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR MAC). */
+  async republishBackendData(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
+    if (!publishableAttrs(attrs)) {
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', {});
+    }
+    const name = await this.resolveNodeName(signal);
+    const changed = { [this.o.keys.backendData]: encodeAttrsData(attrs.backendData) };
+    await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal);
+    this.o.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
   }
 
   /** NetworkUnavailable=False on the own Node, unless --set-node-network-unavailable=false. */

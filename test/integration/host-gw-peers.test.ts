@@ -1,0 +1,40 @@
+// host-gw routes a peer's subnet via the peer's public IP, so that IP must be a host on the node's own
+// network: a peer elsewhere (no route can use it as next hop; Windows' CreateIpForwardEntry2 refuses a
+// next hop that is not on link) or at the network's broadcast address is rejected like any invalid
+// lease (issue 18 §4): counted in flannel_leases_rejected_total{reason}, no route written.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { METRIC } from '../../src/health/metrics.js';
+import { HOSTGW_NET_CONF, TestCluster, waitFor, type RunningAgent } from '../support/cluster.js';
+
+const WIN = 'win-1';
+const WIN_IP = '10.0.0.2'; // the simulated node's adapter: 10.0.0.2/24
+
+function peerRoutes(a: RunningAgent): string[] {
+  return a.agent
+    .dataplane!.simulated!.snapshot()
+    .routes.filter((r) => r.DestinationPrefix.startsWith('10.244.'))
+    .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
+    .sort();
+}
+
+let cluster: TestCluster;
+afterEach(async () => {
+  await cluster?.stop();
+});
+
+describe('host-gw peers that no route can reach', () => {
+  it('a peer off the node network and one at its broadcast address are rejected; the on-link peer is routed', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw' }));
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '192.168.7.12', backendType: 'host-gw' }));
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-3', podCIDR: '10.244.3.0/24', publicIP: '10.0.0.255', backendType: 'host-gw' }));
+    cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
+
+    await waitFor(() => a.agent.isReady && a.agent.metrics.total(METRIC.leasesRejected) === 2 && peerRoutes(a).length === 1, 'one route, two rejections');
+    expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11']);
+    expect(a.agent.metrics.get(METRIC.leasesRejected, { reason: 'public-ip-off-link' })).toBe(1);
+    expect(a.agent.metrics.get(METRIC.leasesRejected, { reason: 'public-ip-broadcast' })).toBe(1);
+  });
+});

@@ -1,0 +1,48 @@
+// After a rebuild of the vxlan network HNS may give it another DR MAC than the one asked for with the
+// DrMacAddress policy (issue 17 §4; hcsshim hcn/hcnpolicy.go DrMacAddressNetworkPolicySetting only "sets"
+// it as a request). Peers address this node's pods by the VtepMAC in its backend-data, so the agent
+// publishes the new one through the kube path (PATCH nodes/<name>/status) instead of only logging it.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { HcnNetwork } from '../../src/hns/schema.js';
+import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { removeNetwork } from '../support/sim-dataplane.js';
+import { TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+
+const WIN = 'win-1';
+const WIN_IP = '10.0.0.2';
+const BACKEND_DATA = 'flannel.alpha.coreos.com/backend-data';
+
+const drMacOf = (net: HcnNetwork | undefined): string | undefined =>
+  (net?.Policies?.find((p) => p.Type === 'DrMacAddress')?.Settings as { Address?: string } | undefined)?.Address?.replace(/-/g, ':').toLowerCase();
+
+let cluster: TestCluster;
+afterEach(async () => {
+  await cluster?.stop();
+});
+
+describe('vxlan: a rebuilt network with another DR MAC', () => {
+  it('publishes the new VtepMAC in backend-data', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
+    cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
+    await waitFor(() => a.agent.isReady, 'ready');
+    const sim = a.agent.dataplane!.simulated!;
+    const network = () => sim.snapshot().networks.find((n) => n.Name === 'flannel.4096');
+    const first = drMacOf(network())!;
+    expect(cluster.api.getNode(WIN)!.metadata.annotations![BACKEND_DATA]).toBe(`{"VNI":4096,"VtepMAC":"${first}"}`);
+
+    // From now on this HNS ignores the DR MAC asked for: a create gets a fresh one.
+    const create = sim.createNetwork.bind(sim);
+    sim.createNetwork = (op, settings, id) => create(op, { ...settings, Policies: (settings.Policies ?? []).filter((p) => p.Type !== 'DrMacAddress') }, id);
+    expect(removeNetwork(sim, 'flannel.4096')).toBe(true);
+
+    const second = await waitFor(() => {
+      const mac = drMacOf(network());
+      return mac !== undefined && mac !== first ? mac : undefined;
+    }, 'the network rebuilt with another DR MAC');
+    await waitFor(() => cluster.api.getNode(WIN)!.metadata.annotations![BACKEND_DATA] === `{"VNI":4096,"VtepMAC":"${second}"}` || undefined, 'the new VtepMAC published');
+    const patches = cluster.api.requests.filter((r) => r.method === 'PATCH' && r.path === `/api/v1/nodes/${WIN}/status`);
+    expect(patches.length).toBeGreaterThanOrEqual(2);
+  });
+});

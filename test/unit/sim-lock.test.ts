@@ -1,0 +1,69 @@
+// The simulated node's state-file lock (src/dataplane/sim-store.ts) as the agent meets it: a lock held by
+// another live process is waited for without blocking the event loop (/healthz took 7-9 s while the old
+// synchronous spin waited), and a lock stamped in the future is still broken after LOCK_STALE_MS (issue 18 §4).
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { systemClock } from '../../src/clock.js';
+import { LOCK_STALE_MS, LOCK_WAIT_MS } from '../../src/dataplane/sim-store.js';
+import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { DataplaneStateError } from '../../src/errors.js';
+import { SimulatedRouteTable } from '../../src/routes/simulated.js';
+import { FakeClock } from '../support/fake-clock.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'sim-lock-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const route = { destinationPrefix: '10.244.9.0/24', nextHop: '10.0.0.9', interfaceIndex: 4, metric: 0 };
+/** A lock as another live process holds it: our parent (alive, not us). */
+const holdLock = (statePath: string, at: number) => writeFileSync(`${statePath}.lock`, JSON.stringify({ pid: process.ppid, at }));
+
+describe('the simulated node lock', () => {
+  it('a lock held by a live process is waited for while the event loop keeps turning', async () => {
+    const statePath = join(dir, 'dataplane.json');
+    const sim = new SimulatedDataplane({ statePath, clock: systemClock });
+    holdLock(statePath, Date.now());
+    let settled = false;
+    const add = new SimulatedRouteTable(sim).add(route).finally(() => (settled = true));
+    add.catch(() => undefined);
+    // Timers fire while the call waits (the synchronous spin held the thread for LOCK_WAIT_MS, then failed).
+    for (let turn = 0; turn < 5; turn++) {
+      await new Promise((r) => setTimeout(r, 5));
+      expect(settled).toBe(false);
+    }
+    rmSync(`${statePath}.lock`);
+    await add;
+    expect(sim.listRoutes(4).map((r) => r.DestinationPrefix)).toContain('10.244.9.0/24');
+  });
+
+  it('a lock stamped in the future by a live process is broken once seen for LOCK_STALE_MS', async () => {
+    const statePath = join(dir, 'dataplane.json');
+    const clock = new FakeClock({ instant: true });
+    const sim = new SimulatedDataplane({ statePath, clock });
+    holdLock(statePath, clock.now() + 3_600_000);
+    const start = clock.now();
+    const routes = new SimulatedRouteTable(sim);
+    // Each call waits up to LOCK_WAIT_MS and fails; the one during which this process has seen the same
+    // lock for LOCK_STALE_MS breaks it and succeeds. Before: never broken (its age was negative).
+    let failures = 0;
+    for (;;) {
+      const err = await routes.add(route).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (err === undefined) break;
+      expect(err).toBeInstanceOf(DataplaneStateError);
+      expect((err as DataplaneStateError).code).toBe('FLANNEL_ERR_DATAPLANE_STATE');
+      failures++;
+      if (failures > 2 * Math.ceil(LOCK_STALE_MS / LOCK_WAIT_MS)) throw new Error('the future-stamped lock was never broken');
+    }
+    expect(failures).toBeGreaterThanOrEqual(Math.floor(LOCK_STALE_MS / LOCK_WAIT_MS) - 1);
+    expect(clock.now() - start).toBeGreaterThan(LOCK_STALE_MS);
+    expect(existsSync(`${statePath}.lock`)).toBe(false);
+    expect(sim.listRoutes(4).map((r) => r.DestinationPrefix)).toContain('10.244.9.0/24');
+  });
+});
