@@ -64,7 +64,7 @@ async function misbehaving(mode: Misbehaviour): Promise<{ lists: number; watches
     subnetsWatchRequest: (start: string) => ({ start_revision: start }),
     toRaw: () => undefined,
   } as unknown as EtcdRegistry;
-  const own: OwnLeaseState = { key: undefined, revoked: undefined, revoke: () => new Error('no') as never, onRevoke: () => () => undefined };
+  const own: OwnLeaseState = { key: undefined, revoked: undefined, revoke: () => new Error('no') as never, onRevoke: () => () => undefined, observed: () => undefined };
   const { log, entries } = logSink('info');
   const watch = new EtcdLeaseWatch({ registry, own, log, metrics: new Metrics(), clock, random: Math.random });
   const done = watch.run(() => undefined, ctrl.signal);

@@ -133,7 +133,7 @@ export class VxlanBackend implements Backend {
         published: macToFlannel(oldMac),
         now: macToFlannel(newMac),
       });
-      const backendData: VxlanBackendData = { VNI: cfg.vni, VtepMAC: macToFlannel(newMac) };
+      const backendData: VxlanBackendData = { VNI: this.cfg.vni, VtepMAC: macToFlannel(newMac) };
       await deps.subnetManager.republishLease(lease, { publicIP: deps.publicIP, backendType: 'vxlan', backendData }, signal);
       lease.backendData = backendData;
     }
