@@ -76,8 +76,8 @@ export function prefixDir(): string {
 }
 
 /** Where `C:\<rel>` lives on Linux. */
-export function driveC(rel: string): string {
-  return join(prefixDir(), 'drive_c', ...rel.split(/[\\/]/).filter(Boolean));
+export function driveC(rel: string, prefix = prefixDir()): string {
+  return join(prefix, 'drive_c', ...rel.split(/[\\/]/).filter(Boolean));
 }
 
 export function wineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -203,19 +203,31 @@ export async function buildWindowsArtifacts(): Promise<WindowsBuild> {
 
 // ---------------------------------------------------------------- Wine prefix
 
-/** Create (once) the Wine prefix and install the ProcessPrng shim into its system32. */
-export async function ensurePrefix(build: WindowsBuild): Promise<string> {
-  const prefix = prefixDir();
-  const shimDest = join(prefix, 'drive_c', 'windows', 'system32', 'bcryptprimitives.dll');
-  const ready = () => existsSync(join(prefix, 'system.reg')) && existsSync(shimDest) && readFileSync(shimDest).equals(readFileSync(build.prngShim));
+/** DLLs hcsshim loads from system32 only (`NewLazySystemDLL`): a prefix for the CNI plugins holds the stand-ins there. */
+export const SYSTEM32_STANDINS = ['vmcompute.dll', 'computenetwork.dll'] as const;
+
+/**
+ * Create (once) a Wine prefix (default: the shared one) and install the ProcessPrng shim into its
+ * system32; with `system32Standins`, also the stand-in vmcompute.dll and computenetwork.dll, for programs
+ * that load them from system32 (the upstream CNI plugins, through hcsshim).
+ */
+export async function ensurePrefix(build: WindowsBuild, opts: { prefix?: string; system32Standins?: boolean } = {}): Promise<string> {
+  const prefix = opts.prefix ?? prefixDir();
+  const system32 = join(prefix, 'drive_c', 'windows', 'system32');
+  const copies: [string, string][] = [
+    [build.prngShim, join(system32, 'bcryptprimitives.dll')],
+    ...(opts.system32Standins ? SYSTEM32_STANDINS.map((d): [string, string] => [join(build.dllDir, d), join(system32, d)]) : []),
+  ];
+  const ready = () => existsSync(join(prefix, 'system.reg')) && copies.every(([from, to]) => existsSync(to) && readFileSync(to).equals(readFileSync(from)));
   if (ready()) return prefix;
-  return withLock('prefix', async () => {
+  const env = wineEnv({ WINEPREFIX: prefix });
+  return withLock(prefix === prefixDir() ? 'prefix' : `prefix-${prefix.split('/').pop()}`, async () => {
     if (!existsSync(join(prefix, 'system.reg'))) {
       mkdirSync(prefix, { recursive: true });
-      await run(WINE, ['wineboot', '-i'], { env: wineEnv(), timeout: 180_000 });
-      await run('wineserver', ['-w'], { env: wineEnv(), timeout: 180_000 });
+      await run(WINE, ['wineboot', '-i'], { env, timeout: 180_000 });
+      await run('wineserver', ['-w'], { env, timeout: 180_000 });
     }
-    cpSync(build.prngShim, shimDest);
+    for (const [from, to] of copies) cpSync(from, to);
     return prefix;
   });
 }
@@ -329,6 +341,8 @@ export interface WindowsAgentOptions {
   /** Directory for the agent's stdout/stderr files. */
   logDir: string;
   extraArgs?: string[];
+  /** Wine prefix to run in (default: the shared one). */
+  prefix?: string;
 }
 
 export interface WindowsAgent {
@@ -368,7 +382,12 @@ export function startWindowsAgent(o: WindowsAgentOptions): WindowsAgent {
     ...(o.extraArgs ?? []),
   ];
   const child = spawn(WINE, args, {
-    env: wineEnv({ FLANNEL_SIM_PORT: String(o.simPort), NODE_NAME: o.nodeName, WINEDLLOVERRIDES: standinOverrides(o.dllDir) }),
+    env: wineEnv({
+      FLANNEL_SIM_PORT: String(o.simPort),
+      NODE_NAME: o.nodeName,
+      WINEDLLOVERRIDES: standinOverrides(o.dllDir),
+      ...(o.prefix ? { WINEPREFIX: o.prefix } : {}),
+    }),
     stdio: ['ignore', out, err],
   });
   closeSync(out);
@@ -403,7 +422,7 @@ export interface PreparedHarness {
   timings: Record<string, number>;
 }
 
-export async function prepareHarness(opts: { agent: boolean }): Promise<PreparedHarness> {
+export async function prepareHarness(opts: { agent: boolean; prefix?: string; system32Standins?: boolean }): Promise<PreparedHarness> {
   const timings: Record<string, number> = {};
   const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const t0 = Date.now();
@@ -415,7 +434,7 @@ export async function prepareHarness(opts: { agent: boolean }): Promise<Prepared
   };
   const build = await timed('build', buildWindowsArtifacts);
   const [prefix, nodeExe, stage] = await Promise.all([
-    timed('prefix', () => ensurePrefix(build)),
+    timed('prefix', () => ensurePrefix(build, opts)),
     opts.agent ? timed('node', ensureWindowsNode) : Promise.resolve(''),
     opts.agent ? timed('stage', stageAgent) : Promise.resolve(''),
   ]);
@@ -423,8 +442,8 @@ export async function prepareHarness(opts: { agent: boolean }): Promise<Prepared
 }
 
 /** Remove what a previous run of the agent left inside the prefix (C:\run\flannel). */
-export function resetPrefixRunDir(): void {
-  rmSync(driveC('run'), { recursive: true, force: true });
+export function resetPrefixRunDir(prefix = prefixDir()): void {
+  rmSync(driveC('run', prefix), { recursive: true, force: true });
 }
 
 // ---------------------------------------------------------------- the packaged zip
