@@ -104,7 +104,8 @@ if ($CniPluginSource.Count -eq 0) {
 }
 Invoke-Flanneld $pluginArgs
 
-Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--management-ip=$ManagementIP",
+# --subnet-file: the conflist names the agent's subnet.env (the flannel plugin's default is /run/flannel/subnet.env).
+Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile", "--management-ip=$ManagementIP",
     "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)
 
 # Install (or update) the service with these flags, then start it.
