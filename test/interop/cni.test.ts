@@ -6,8 +6,8 @@
 // cni-config` renders. Every HNS call of the plugins crosses the stand-in DLLs (loaded from the prefix's
 // system32, as hcsshim's NewLazySystemDLL does) into the same SimulatedDataplane the agent programs.
 // What it proves and what it cannot (no real HNS): README "Test tiers", docs/architecture.md.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import type { HcnEndpoint, HcnPolicy } from '../../src/hns/schema.js';
@@ -119,7 +119,9 @@ const policiesOf = (ep: HcnEndpoint, type: string) => (ep.Policies ?? []).filter
   beforeAll(async () => {
     const t0 = Date.now();
     prepared = await prepareHarness({ agent: true, prefix: PREFIX, system32Standins: true });
+    // A fresh node: no subnet.env, no host-local store or flannel dataDir from an earlier run.
     resetPrefixRunDir(PREFIX);
+    rmSync(driveC('var/lib/cni', PREFIX), { recursive: true, force: true });
     linkHostLocalDataDir(PREFIX);
     const runsDir = join(CACHE, 'runs');
     mkdirSync(runsDir, { recursive: true });
@@ -159,6 +161,13 @@ const policiesOf = (ep: HcnEndpoint, type: string) => (ep.Policies ?? []).filter
     node.config = JSON.stringify({ ...plugin, name: node.conflist.name, cniVersion: node.conflist.cniVersion });
     console.log(`interop ${backend.name}: node ready in ${Date.now() - t0} ms (${JSON.stringify(prepared.timings)}); config ${node.config}`);
   }, 900_000);
+
+  // A failed scenario must not fail the next one: its pods go (each scenario asserts its own DEL).
+  afterEach(() => {
+    if (!node) return;
+    for (const ep of podEndpoints()) node.sim.dp.deleteEndpoint('test cleanup', ep.ID!);
+    for (const ip of reservations()) if (reservedBy(ip).startsWith(backend.name.replace('-', '') + 'pod')) rmSync(join(ipamDir(), ip));
+  });
 
   afterAll(async () => {
     if (!node) return;
@@ -266,10 +275,7 @@ const policiesOf = (ep: HcnEndpoint, type: string) => (ep.Policies ?? []).filter
     await node.agent.stop();
     const logBefore = node.sim.transcript.length;
     node.agent = startAgent(node);
-    await waitForAgent(
-      () => node.sim.transcript.slice(logBefore).some((l) => l.startsWith(backend.name === 'vxlan' ? 'HcnModifyNetwork' : 'GetIpForwardTable2')),
-      'the restarted agent at work',
-    );
+    await waitForAgent(() => /first reconcile pass done/.test(node.agent.log()), 'the restarted agent’s first reconcile pass');
     expect(node.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(createdBefore);
     expect(node.sim.transcript.slice(logBefore).filter((l) => /^(HcnDeleteEndpoint|HcnModifyEndpoint|HNSCall DELETE)/.test(l))).toEqual([]);
     expect(podEndpoints().sort((a, b) => a.ID!.localeCompare(b.ID!))).toEqual(before);
