@@ -256,6 +256,20 @@ export async function ensureWindowsNode(): Promise<string> {
 
 // ---------------------------------------------------------------- staging the agent
 
+/** sha256 over the paths and contents of every file under `dir`. */
+function treeHash(dir: string): string {
+  const h = createHash('sha256');
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) h.update(p.slice(dir.length)).update(readFileSync(p));
+    }
+  };
+  walk(dir);
+  return h.digest('hex');
+}
+
 /**
  * Stage the built agent: `<stage>/dist` (copied from the repo's `npm run build` output) and
  * `<stage>/node_modules` installed for win32/x64 from the repo's lock file (cached by its hash).
@@ -283,8 +297,15 @@ export async function stageAgent(): Promise<string> {
       writeFileSync(modulesStamp, hash);
     }
     writeFileSync(join(stage, 'package.json'), pkg);
-    rmSync(join(stage, 'dist'), { recursive: true, force: true });
-    cpSync(join(REPO, 'dist'), join(stage, 'dist'), { recursive: true });
+    // Copied only when the build changed: another suite's agent may be running from <stage>/dist (and
+    // import a module lazily), so an unchanged build is never removed under it.
+    const distStamp = join(stage, '.dist-hash');
+    const distHash = treeHash(join(REPO, 'dist'));
+    if (!existsSync(distStamp) || readFileSync(distStamp, 'utf8') !== distHash) {
+      rmSync(join(stage, 'dist'), { recursive: true, force: true });
+      cpSync(join(REPO, 'dist'), join(stage, 'dist'), { recursive: true });
+      writeFileSync(distStamp, distHash);
+    }
     return stage;
   });
 }
