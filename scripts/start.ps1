@@ -134,7 +134,8 @@ if ($CniPluginSource.Count -eq 0) {
 }
 Invoke-Flanneld $pluginArgs
 
-Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--management-ip=$ManagementIP",
+# --subnet-file: the conflist names the agent's subnet.env (the flannel plugin's default is /run/flannel/subnet.env).
+Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile", "--management-ip=$ManagementIP",
     "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)
 
 # The service as flanneld-service.exe reports it (`state:`, `binary-path:` lines); $null when not installed.

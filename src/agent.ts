@@ -239,6 +239,7 @@ export class Agent {
     const settle = async (network: Network): Promise<void> => {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
+      else await this.reserveHostEndpoint(network);
       if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
     };
     const deps: BackendDeps = {
@@ -329,6 +330,28 @@ export class Agent {
       fs: hostFiles,
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
+  }
+
+  /**
+   * host-gw: reserve the bridge endpoint's address (`.2`, every pod's gateway under win-bridge) in
+   * host-local's store, so no pod gets it. An address a pod already holds stays with that pod.
+   */
+  private async reserveHostEndpoint(network: Network): Promise<void> {
+    const { config } = this.opts;
+    if (!config.cniIpamDataDir) return;
+    const { HOST_ENDPOINT_OWNER, hostEndpointAddress } = await import('./backends/hostgw/backend.js');
+    const { reserveAddress } = await import('./backends/ipam-reservation.js');
+    const ip = hostEndpointAddress(network.lease.subnet);
+    const ifname = `${network.networkName}_ep`;
+    const r = reserveAddress(hostFiles, { dataDir: config.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname });
+    if (r.result === 'reserved') this.log.info('reserved the host endpoint address in host-local IPAM', { path: r.path, ip, endpoint: ifname });
+    if (r.result === 'held') {
+      this.log.warn("a pod holds the host endpoint's address (every pod's gateway); it keeps it until it is deleted: recreate that pod", {
+        path: r.path,
+        ip,
+        container: r.holder,
+      });
+    }
   }
 
   /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */

@@ -5,6 +5,14 @@
 // containernetworking/plugins plugins/main/windows/*/sample-v2.conf). The conflist `name` is the HNS
 // network name: the flannel plugin passes it to the delegate, which looks the network up by that name.
 //
+// `subnetFile` and `dataDir` (flannel-io/cni-plugin flannel.go NetConf) are always written, as absolute
+// paths from the agent's own flags: without them the plugin reads its default `/run/flannel/subnet.env`,
+// which Windows resolves on whatever drive the plugin runs from, so `--subnet-file` would silently
+// split the agent and the pods. `subnetFile` is the agent's --subnet-file; `dataDir` (where the plugin
+// keeps each pod's delegate config between ADD and DEL; upstream default /var/lib/cni/flannel) is
+// `flannel` beside the host-local store the agent uses (--cni-ipam-data-dir, `C:\var\lib\cni\networks`
+// -> `C:\var\lib\cni\flannel`), the layout upstream's defaults have.
+//
 // OutBoundNAT exceptions (traffic that keeps the pod IP as its source):
 //  * vxlan: the cluster CIDR and the Service CIDR only, as every overlay install has them: microsoft/SDN
 //    Kubernetes/flannel/overlay/cni/config/cni.conf, sig-windows-tools hostprocess/flannel/flanneld/
@@ -18,6 +26,7 @@
 // OutBoundNAT policy with the pod's own IP as destination, so a pod can reach itself through a Service.
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import type { FlagSpec } from '../config/flags.js';
 import { FlagError } from '../errors.js';
@@ -65,6 +74,10 @@ export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
 
 export interface CniConfigInput {
   netConf: NetworkConfig;
+  /** The agent's subnet.env (absolute), the plugin's `subnetFile`. */
+  subnetFile: string;
+  /** The plugin's `dataDir` (absolute). */
+  dataDir: string;
   serviceCidr: string;
   /** host-gw: the node network, excepted from NAT. Not used for vxlan. */
   managementSubnet?: string;
@@ -114,7 +127,21 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   return {
     cniVersion: input.cniVersion ?? DEFAULT_CNI_VERSION,
     name: backend.name,
-    plugins: [{ type: 'flannel', capabilities: { portMappings: true, dns: true }, delegate }],
+    plugins: [{ type: 'flannel', subnetFile: input.subnetFile, dataDir: input.dataDir, capabilities: { portMappings: true, dns: true }, delegate }],
+  };
+}
+
+/** upstream flannel CNI's default dataDir (flannel-io/cni-plugin flannel.go defaultDataDir). */
+const UPSTREAM_DATA_DIR = '/var/lib/cni/flannel';
+
+/**
+ * The plugin's paths from the agent's flags, absolute (on Windows `C:\...`): `subnetFile` = --subnet-file;
+ * `dataDir` = `flannel` beside --cni-ipam-data-dir, or upstream's default when that is off.
+ */
+export function cniPaths(config: { subnetFile: string; cniIpamDataDir: string }): { subnetFile: string; dataDir: string } {
+  return {
+    subnetFile: resolve(config.subnetFile),
+    dataDir: config.cniIpamDataDir ? join(dirname(resolve(config.cniIpamDataDir)), 'flannel') : resolve(UPSTREAM_DATA_DIR),
   };
 }
 
@@ -194,6 +221,7 @@ export const command: Command = {
       for (const d of dnsServers) if (!isIp4(d)) throw new FlagError(`invalid value "${d}" in flag -dns-server: not an IPv4 address`, { flag: 'dns-server', value: d });
       const conf = renderCniConfig({
         netConf,
+        ...cniPaths(parsed.config),
         serviceCidr: cidrFlag('service-cidr', own('service-cidr')),
         managementSubnet: managementSubnet || undefined,
         managementIP: managementIP || undefined,

@@ -177,7 +177,7 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'string',
     default: '',
     windowsDefault: 'C:\\var\\lib\\cni\\networks',
-    help: 'vxlan: host-local IPAM data directory in which the source VIP is reserved so no pod gets it ("none" for none)',
+    help: 'host-local IPAM data directory in which the vxlan source VIP or the host-gw bridge endpoint address is reserved so no pod gets it ("none" for none)',
     valueName: 'DIR',
   },
   {

@@ -4,6 +4,7 @@ import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
 import { nthAddress } from '../ip4.js';
 import type { FaultRule } from './sim-faults.js';
 import type { PolicyBatches } from './sim-refusals.js';
+import type { SimNamespace } from './sim-namespaces.js';
 
 /** A route as the state file stores it (iphlpapi's MIB_IPFORWARD_ROW2, reduced). */
 export interface SimRoute {
@@ -32,6 +33,8 @@ export interface DataplaneState {
   endpoints: HcnEndpoint[];
   routes: SimRoute[];
   adapters: SimAdapter[];
+  /** HCN namespaces (pods' compartments, ./sim-namespaces.ts); absent until the first is created. */
+  namespaces?: SimNamespace[];
   faults?: FaultRule[];
   /** How HcnModifyNetwork applies several policies (sim-refusals.ts); absent = `atomic`. */
   policyBatches?: PolicyBatches;

@@ -12,6 +12,7 @@ import { sameId } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './sim-faults.js';
 import { adapterOrThrow, createRoute, defaultRoute, deleteRoute } from './sim-host.js';
+import * as namespaces from './sim-namespaces.js';
 import * as objects from './sim-objects.js';
 import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
 import { StateStore, type DataplaneFs } from './sim-store.js';
@@ -205,6 +206,33 @@ export class SimulatedDataplane {
   /** Attach to the host compartment: a new adapter `vEthernet (<name>)` with the endpoint's IP. */
   attachEndpointToHost(op: string, id: string): SimAdapter {
     return this.store.update((s) => objects.attachEndpointToHost(s, this.ids, op, id));
+  }
+
+  // ---------------------------------------------------------------- HNS namespaces (./sim-namespaces.ts)
+
+  /** Every namespace with the endpoints in it (HcnQueryNamespaceProperties of each). */
+  listNamespaces(): namespaces.HcnNamespaceProperties[] {
+    const s = this.read();
+    return (s.namespaces ?? []).map((n) => namespaces.namespaceProperties(s, n));
+  }
+
+  getNamespace(id: string): namespaces.HcnNamespaceProperties | undefined {
+    const s = this.read();
+    const n = namespaces.findNamespace(s, id);
+    return n && namespaces.namespaceProperties(s, n);
+  }
+
+  createNamespace(op: string, settings: Record<string, unknown>, id?: string): namespaces.SimNamespace {
+    return this.store.update((s) => namespaces.createNamespace(s, this.ids, op, settings, id));
+  }
+
+  /** HcnModifyNamespace: add or remove an endpoint. 0x80070490 for a missing namespace. */
+  modifyNamespace(op: string, id: string, request: Record<string, unknown>): void {
+    this.store.update((s) => namespaces.modifyNamespace(s, op, id, request));
+  }
+
+  deleteNamespace(op: string, id: string): void {
+    this.store.update((s) => namespaces.deleteNamespace(s, op, id));
   }
 
   // ---------------------------------------------------------------- routes, adapters

@@ -77,6 +77,11 @@ class Shape {
     this.each(e, 'IpConfigurations', at, true, (c, cAt) => this.fields(this.object(c, cAt), cAt, { IpAddress: 'string' }, { PrefixLength: 'number' }));
   };
 
+  /** hcsshim hcn/hcnnamespace.go HostComputeNamespace (Resources are rendered from the endpoints, not stored). */
+  namespace = (v: unknown, at: string): void => {
+    this.fields(this.object(v, at), at, { ID: 'string', NamespaceId: 'number', Type: 'string', SchemaVersion: 'object' });
+  };
+
   route = (v: unknown, at: string): void => {
     this.fields(this.object(v, at), at, { DestinationPrefix: 'string', NextHop: 'string', InterfaceIndex: 'number', Metric: 'number' });
   };
@@ -90,7 +95,7 @@ class Shape {
 }
 
 /**
- * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, faults, policyBatches). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
+ * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, namespaces, faults, policyBatches). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
  * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`; `entry` in its context).
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
@@ -113,6 +118,7 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   shape.each(o, 'endpoints', '$', false, shape.endpoint);
   shape.each(o, 'routes', '$', false, shape.route);
   shape.each(o, 'adapters', '$', false, shape.adapter);
+  shape.each(o, 'namespaces', '$', true, shape.namespace);
   const names = (o.adapters as SimAdapter[]).map((a) => a.Name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup !== undefined) fail(`two adapters are named ${JSON.stringify(dup)}`);

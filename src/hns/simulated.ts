@@ -20,7 +20,7 @@ export interface SimulatedHnsOptions {
 /** v2 query filter keys that hold GUIDs (compared case-insensitively). */
 const GUID_KEYS = new Set(['ID', 'HostComputeNetwork', 'VirtualNetwork', 'HostComputeNamespace']);
 
-function filterMatches(obj: Record<string, unknown>, filter: Record<string, unknown>, aliases: Record<string, string>): boolean {
+export function filterMatches(obj: Record<string, unknown>, filter: Record<string, unknown>, aliases: Record<string, string>): boolean {
   return Object.entries(filter).every(([key, want]) => {
     const have = obj[aliases[key] ?? key];
     if (typeof want === 'string' && typeof have === 'string') {

@@ -496,6 +496,8 @@ describe('scripts/start.ps1', () => {
     expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf("Invoke-Flanneld @('cni-config'"));
+    // The conflist names the agent's subnet.env: -SubnetFile reaches cni-config as it reaches the agent.
+    expect(text).toContain(`Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile"`);
   });
 
   // pwsh is not available here, so these read the script's structure; the journeys they guard (the network

@@ -83,8 +83,8 @@ export function prefixDir(): string {
 }
 
 /** Where `C:\<rel>` lives on Linux. */
-export function driveC(rel: string): string {
-  return join(prefixDir(), 'drive_c', ...rel.split(/[\\/]/).filter(Boolean));
+export function driveC(rel: string, prefix = prefixDir()): string {
+  return join(prefix, 'drive_c', ...rel.split(/[\\/]/).filter(Boolean));
 }
 
 export function wineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -210,19 +210,31 @@ export async function buildWindowsArtifacts(): Promise<WindowsBuild> {
 
 // ---------------------------------------------------------------- Wine prefix
 
-/** Create (once) the Wine prefix and install the ProcessPrng shim into its system32. */
-export async function ensurePrefix(build: WindowsBuild): Promise<string> {
-  const prefix = prefixDir();
-  const shimDest = join(prefix, 'drive_c', 'windows', 'system32', 'bcryptprimitives.dll');
-  const ready = () => existsSync(join(prefix, 'system.reg')) && existsSync(shimDest) && readFileSync(shimDest).equals(readFileSync(build.prngShim));
+/** DLLs hcsshim loads from system32 only (`NewLazySystemDLL`): a prefix for the CNI plugins holds the stand-ins there. */
+export const SYSTEM32_STANDINS = ['vmcompute.dll', 'computenetwork.dll'] as const;
+
+/**
+ * Create (once) a Wine prefix (default: the shared one) and install the ProcessPrng shim into its
+ * system32; with `system32Standins`, also the stand-in vmcompute.dll and computenetwork.dll, for programs
+ * that load them from system32 (the upstream CNI plugins, through hcsshim).
+ */
+export async function ensurePrefix(build: WindowsBuild, opts: { prefix?: string; system32Standins?: boolean } = {}): Promise<string> {
+  const prefix = opts.prefix ?? prefixDir();
+  const system32 = join(prefix, 'drive_c', 'windows', 'system32');
+  const copies: [string, string][] = [
+    [build.prngShim, join(system32, 'bcryptprimitives.dll')],
+    ...(opts.system32Standins ? SYSTEM32_STANDINS.map((d): [string, string] => [join(build.dllDir, d), join(system32, d)]) : []),
+  ];
+  const ready = () => existsSync(join(prefix, 'system.reg')) && copies.every(([from, to]) => existsSync(to) && readFileSync(to).equals(readFileSync(from)));
   if (ready()) return prefix;
-  return withLock('prefix', async () => {
+  const env = wineEnv({ WINEPREFIX: prefix });
+  return withLock(prefix === prefixDir() ? 'prefix' : `prefix-${prefix.split('/').pop()}`, async () => {
     if (!existsSync(join(prefix, 'system.reg'))) {
       mkdirSync(prefix, { recursive: true });
-      await run(WINE, ['wineboot', '-i'], { env: wineEnv(), timeout: 180_000 });
-      await run('wineserver', ['-w'], { env: wineEnv(), timeout: 180_000 });
+      await run(WINE, ['wineboot', '-i'], { env, timeout: 180_000 });
+      await run('wineserver', ['-w'], { env, timeout: 180_000 });
     }
-    cpSync(build.prngShim, shimDest);
+    for (const [from, to] of copies) cpSync(from, to);
     return prefix;
   });
 }
@@ -251,6 +263,20 @@ export async function ensureWindowsNode(): Promise<string> {
 
 // ---------------------------------------------------------------- staging the agent
 
+/** sha256 over the paths and contents of every file under `dir`. */
+function treeHash(dir: string): string {
+  const h = createHash('sha256');
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) h.update(p.slice(dir.length)).update(readFileSync(p));
+    }
+  };
+  walk(dir);
+  return h.digest('hex');
+}
+
 /**
  * Stage the built agent: `<stage>/dist` (copied from the repo's `npm run build` output) and
  * `<stage>/node_modules` installed for win32/x64 from the repo's lock file (cached by its hash).
@@ -278,8 +304,15 @@ export async function stageAgent(): Promise<string> {
       writeFileSync(modulesStamp, hash);
     }
     writeFileSync(join(stage, 'package.json'), pkg);
-    rmSync(join(stage, 'dist'), { recursive: true, force: true });
-    cpSync(join(REPO, 'dist'), join(stage, 'dist'), { recursive: true });
+    // Copied only when the build changed: another suite's agent may be running from <stage>/dist (and
+    // import a module lazily), so an unchanged build is never removed under it.
+    const distStamp = join(stage, '.dist-hash');
+    const distHash = treeHash(join(REPO, 'dist'));
+    if (!existsSync(distStamp) || readFileSync(distStamp, 'utf8') !== distHash) {
+      rmSync(join(stage, 'dist'), { recursive: true, force: true });
+      cpSync(join(REPO, 'dist'), join(stage, 'dist'), { recursive: true });
+      writeFileSync(distStamp, distHash);
+    }
     return stage;
   });
 }
@@ -336,6 +369,8 @@ export interface WindowsAgentOptions {
   /** Directory for the agent's stdout/stderr files. */
   logDir: string;
   extraArgs?: string[];
+  /** Wine prefix to run in (default: the shared one). */
+  prefix?: string;
 }
 
 export interface WindowsAgent {
@@ -375,7 +410,12 @@ export function startWindowsAgent(o: WindowsAgentOptions): WindowsAgent {
     ...(o.extraArgs ?? []),
   ];
   const child = spawn(WINE, args, {
-    env: wineEnv({ FLANNEL_SIM_PORT: String(o.simPort), NODE_NAME: o.nodeName, WINEDLLOVERRIDES: standinOverrides(o.dllDir) }),
+    env: wineEnv({
+      FLANNEL_SIM_PORT: String(o.simPort),
+      NODE_NAME: o.nodeName,
+      WINEDLLOVERRIDES: standinOverrides(o.dllDir),
+      ...(o.prefix ? { WINEPREFIX: o.prefix } : {}),
+    }),
     stdio: ['ignore', out, err],
   });
   closeSync(out);
@@ -410,7 +450,7 @@ export interface PreparedHarness {
   timings: Record<string, number>;
 }
 
-export async function prepareHarness(opts: { agent: boolean }): Promise<PreparedHarness> {
+export async function prepareHarness(opts: { agent: boolean; prefix?: string; system32Standins?: boolean }): Promise<PreparedHarness> {
   const timings: Record<string, number> = {};
   const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const t0 = Date.now();
@@ -422,7 +462,7 @@ export async function prepareHarness(opts: { agent: boolean }): Promise<Prepared
   };
   const build = await timed('build', buildWindowsArtifacts);
   const [prefix, nodeExe, stage] = await Promise.all([
-    timed('prefix', () => ensurePrefix(build)),
+    timed('prefix', () => ensurePrefix(build, opts)),
     opts.agent ? timed('node', ensureWindowsNode) : Promise.resolve(''),
     opts.agent ? timed('stage', stageAgent) : Promise.resolve(''),
   ]);
@@ -430,8 +470,8 @@ export async function prepareHarness(opts: { agent: boolean }): Promise<Prepared
 }
 
 /** Remove what a previous run of the agent left inside the prefix (C:\run\flannel). */
-export function resetPrefixRunDir(): void {
-  rmSync(driveC('run'), { recursive: true, force: true });
+export function resetPrefixRunDir(prefix = prefixDir()): void {
+  rmSync(driveC('run', prefix), { recursive: true, force: true });
 }
 
 // ---------------------------------------------------------------- the packaged zip

@@ -17,7 +17,8 @@ const VXLAN = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan"
 const VXLAN0 = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4097,"Name":"vxlan0","MacPrefix":"0E-2B"}}');
 const HOSTGW = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
 
-const base = { serviceCidr: '10.96.0.0/12', managementSubnet: '192.168.1.0/24', dnsServers: ['10.96.0.10'], dnsSearch: ['svc.cluster.local'] };
+const WIN_PATHS = { subnetFile: 'C:\\run\\flannel\\subnet.env', dataDir: 'C:\\var\\lib\\cni\\flannel' };
+const base = { ...WIN_PATHS, serviceCidr: '10.96.0.0/12', managementSubnet: '192.168.1.0/24', dnsServers: ['10.96.0.10'], dnsSearch: ['svc.cluster.local'] };
 
 const GOLDEN_VXLAN = {
   cniVersion: '0.3.0',
@@ -25,6 +26,7 @@ const GOLDEN_VXLAN = {
   plugins: [
     {
       type: 'flannel',
+      ...WIN_PATHS,
       capabilities: { portMappings: true, dns: true },
       delegate: {
         type: 'win-overlay',
@@ -48,6 +50,7 @@ const GOLDEN_HOSTGW = {
   plugins: [
     {
       type: 'flannel',
+      ...WIN_PATHS,
       capabilities: { portMappings: true, dns: true },
       delegate: {
         type: 'win-bridge',
@@ -140,6 +143,7 @@ describe('the CNI configs of the install paths in use today (golden data)', () =
       { name: 'EndpointPolicy', value: { Type: 'ProviderAddress', Settings: { ProviderAddress: '172.16.0.7' } } },
     ];
     const conf = renderCniConfig({
+      ...WIN_PATHS,
       netConf: parseNetConf('{"Network":"10.42.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}'),
       serviceCidr: '10.43.0.0/16',
       managementIP: '172.16.0.7',
@@ -159,6 +163,7 @@ describe('the CNI configs of the install paths in use today (golden data)', () =
     ['microsoft/SDN overlay cni.conf', '192.168.0.0/16', '11.0.0.0/8', ['192.168.0.0/16', '11.0.0.0/8']],
   ])('vxlan: OutBoundNAT exceptions are the cluster and Service CIDRs only, as %s has them', (_src, cluster, service, theirs) => {
     const conf = renderCniConfig({
+      ...WIN_PATHS,
       netConf: parseNetConf(`{"Network":"${cluster}","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}`),
       serviceCidr: service,
       managementIP: '192.168.1.20',
@@ -173,6 +178,7 @@ describe('the CNI configs of the install paths in use today (golden data)', () =
     // Its ExceptionList: [cluster 10.244.0.0/16, service 10.96.0.0/12, node LAN 10.127.130.0/24], and ROUTE
     // policies to the Service CIDR and to the node's own IP /32.
     const conf = renderCniConfig({
+      ...WIN_PATHS,
       netConf: HOSTGW,
       serviceCidr: '10.96.0.0/12',
       managementIP: '10.127.130.36',
@@ -213,6 +219,12 @@ describe('splitArgs', () => {
   });
 });
 
+/** The golden conflist with the paths the Linux build defaults to (--subnet-file /run/flannel/subnet.env, no IPAM dir). */
+const onLinux = (golden: typeof GOLDEN_VXLAN) => ({
+  ...golden,
+  plugins: [{ ...golden.plugins[0], subnetFile: '/run/flannel/subnet.env', dataDir: '/var/lib/cni/flannel' }],
+});
+
 describe('the cni-config command', () => {
   const io = () => {
     const out = { stdout: '', stderr: '' };
@@ -226,7 +238,7 @@ describe('the cni-config command', () => {
       const a = io();
       const args = ['--dataplane=simulated', `--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '--management-subnet=192.168.1.0/24'];
       expect(await command.run(args, a.io)).toBe(0);
-      expect(JSON.parse(a.out.stdout)).toEqual(GOLDEN_VXLAN);
+      expect(JSON.parse(a.out.stdout)).toEqual(onLinux(GOLDEN_VXLAN));
       const b = io();
       expect(await command.run([...args, '-o', join(dir, 'out', '10-flannel.conflist')], b.io)).toBe(0);
       expect(readFileSync(join(dir, 'out', '10-flannel.conflist'), 'utf8')).toBe(a.out.stdout);
@@ -242,11 +254,32 @@ describe('the cni-config command', () => {
       const a = io();
       expect(await command.run([`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20'], a.io)).toBe(0);
       expect(a.out.stderr).toBe('');
-      expect(JSON.parse(a.out.stdout)).toEqual(GOLDEN_VXLAN);
+      expect(JSON.parse(a.out.stdout)).toEqual(onLinux(GOLDEN_VXLAN));
       const b = io();
       expect(await command.run([`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '--no-loopback-dsr'], b.io)).toBe(0);
       expect((JSON.parse(b.out.stdout) as { plugins: { delegate: { loopbackDSR: boolean } }[] }).plugins[0].delegate.loopbackDSR).toBe(false);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // Without subnetFile the flannel plugin reads its default /run/flannel/subnet.env (flannel-io/cni-plugin
+  // flannel.go defaultSubnetFile), on Windows on whatever drive it runs from: --subnet-file would split
+  // the agent and the pods. The interop tier (test/interop) shows the real plugin failing on exactly that.
+  it('names the agent’s --subnet-file and a dataDir beside --cni-ipam-data-dir, both absolute', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-config-'));
+    const cwd = process.cwd();
+    try {
+      writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
+      process.chdir(dir);
+      const a = io();
+      const args = [`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '--subnet-file=flannel/subnet.env', '--cni-ipam-data-dir=cni/networks'];
+      expect(await command.run(args, a.io)).toBe(0);
+      const plugin = (JSON.parse(a.out.stdout) as { plugins: Record<string, unknown>[] }).plugins[0];
+      expect(plugin.subnetFile).toBe(join(dir, 'flannel', 'subnet.env'));
+      expect(plugin.dataDir).toBe(join(dir, 'cni', 'flannel'));
+    } finally {
+      process.chdir(cwd);
       rmSync(dir, { recursive: true, force: true });
     }
   });

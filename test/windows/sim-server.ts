@@ -14,6 +14,13 @@
 //   HcnQuery{Network,Endpoint}Properties {h,query}              -> {hr,out,err}
 //   HcnDelete{Network,Endpoint}  {id}                           -> {hr,err}
 //   HcnClose{Network,Endpoint}   {h}                            -> {hr}
+//   HcnEnumerateNamespaces       {query}                        -> {hr,out,err}
+//   HcnCreateNamespace           {id,settings}                  -> {hr,h,err}
+//   HcnOpenNamespace             {id}                           -> {hr,h,err}
+//   HcnModifyNamespace           {h,settings}                   -> {hr,err}
+//   HcnQueryNamespaceProperties  {h,query}                      -> {hr,out,err}
+//   HcnDeleteNamespace           {id}                           -> {hr,err}
+//   HcnCloseNamespace            {h}                            -> {hr}
 //   GetIpForwardTable2           {family}                       -> {st,rows:[13 ints per row]}
 //   Create/DeleteIpForwardEntry2 {luid,ifIndex,destFamily,dest,prefixLength,nextHopFamily,nextHop,sitePrefixLength,metric,protocol,...} -> {st}
 //   GetIpAddrTable               {order}                        -> {st,rows:[6 ints per row]}
@@ -25,6 +32,7 @@ import { FlannelError, HnsError, RouteError, errorMessage } from '../../src/erro
 import { SimulatedDataplane, type SimulatedDataplaneOptions } from '../../src/dataplane/simulated.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { SimulatedHnsTransport, type SimulatedHnsOptions } from '../../src/hns/simulated.js';
+import { SimulatedHcnNamespaces, type HcnNamespaceHandle } from '../../src/hns/simulated-namespaces.js';
 import type { HcnHandle } from '../../src/hns/transport.js';
 import { editState } from '../support/sim-dataplane.js';
 
@@ -102,6 +110,8 @@ function statusOf(err: unknown): number | undefined {
 export class WindowsSimServer {
   readonly dp: SimulatedDataplane;
   readonly hns: SimulatedHnsTransport;
+  /** The namespace calls (the CNI plugins make them; the agent does not). */
+  readonly namespaces: SimulatedHcnNamespaces;
   /** Requests received per DLL function name (what actually crossed the DLL boundary). */
   readonly requests = new Map<string, number>();
   /** Requests the server could not understand (unknown function, malformed line): should stay empty. */
@@ -113,7 +123,7 @@ export class WindowsSimServer {
   /** FreeMibTable calls on a pointer that was not a live table from the stand-in. */
   badFrees = 0;
 
-  private readonly handles = new Map<number, HcnHandle>();
+  private readonly handles = new Map<number, HcnHandle | HcnNamespaceHandle>();
   private nextHandle = 1;
   private recordOnly: RecordOnlyRule[] = [];
   private server: Server | undefined;
@@ -123,6 +133,7 @@ export class WindowsSimServer {
   constructor(opts: WindowsSimServerOptions = {}) {
     this.dp = opts.dp ?? new SimulatedDataplane(opts.dataplane);
     this.hns = new SimulatedHnsTransport(this.dp, opts.hns);
+    this.namespaces = new SimulatedHcnNamespaces(this.dp);
   }
 
   /** HCN handles the DLL side holds open (each HcnOpen/Create must be matched by HcnClose*). */
@@ -265,6 +276,34 @@ export class WindowsSimServer {
           },
           false,
         );
+      case 'HcnEnumerateNamespaces':
+        return this.v2(req.fn, async () => ({ out: await this.namespaces.enumerateNamespaces(str(req, 'query')) }));
+      case 'HcnCreateNamespace':
+        return this.v2(req.fn, async () => ({ h: this.addHandle(await this.namespaces.createNamespace(str(req, 'id'), str(req, 'settings'))) }));
+      case 'HcnOpenNamespace':
+        return this.v2(req.fn, async () => ({ h: this.addHandle(await this.namespaces.openNamespace(str(req, 'id'))) }));
+      case 'HcnModifyNamespace':
+        return this.v2(req.fn, async () => {
+          await this.namespaces.modifyNamespace(this.namespaceHandle(req), str(req, 'settings'));
+          return {};
+        });
+      case 'HcnQueryNamespaceProperties':
+        return this.v2(req.fn, async () => ({ out: await this.namespaces.queryNamespaceProperties(this.namespaceHandle(req), str(req, 'query')) }));
+      case 'HcnDeleteNamespace':
+        return this.v2(req.fn, async () => {
+          await this.namespaces.deleteNamespace(str(req, 'id'));
+          return {};
+        });
+      case 'HcnCloseNamespace':
+        return this.v2(
+          req.fn,
+          async () => {
+            await this.namespaces.closeNamespace(this.namespaceHandle(req));
+            this.handles.delete(num(req, 'h'));
+            return {};
+          },
+          false,
+        );
       case 'GetIpForwardTable2':
         return this.netio(() => this.getIpForwardTable2(req));
       case 'CreateIpForwardEntry2':
@@ -330,7 +369,7 @@ export class WindowsSimServer {
     }
   }
 
-  private addHandle(h: HcnHandle): number {
+  private addHandle(h: HcnHandle | HcnNamespaceHandle): number {
     const n = this.nextHandle++;
     this.handles.set(n, h);
     return n;
@@ -338,7 +377,14 @@ export class WindowsSimServer {
 
   /** The transport's handle for a DLL handle; an unknown one becomes a handle the transport rejects (E_HANDLE). */
   private handle(req: Req, kind: 'network' | 'endpoint'): HcnHandle {
-    return this.handles.get(num(req, 'h')) ?? { kind, id: '' };
+    const h = this.handles.get(num(req, 'h'));
+    return h && h.kind !== 'namespace' ? h : { kind, id: '' };
+  }
+
+  /** A namespace handle; any other becomes one the model rejects (E_HANDLE). */
+  private namespaceHandle(req: Req): HcnNamespaceHandle {
+    const h = this.handles.get(num(req, 'h'));
+    return h?.kind === 'namespace' ? h : { kind: 'namespace', id: '' };
   }
 
   /** Run a v2 call: success -> hr 0 (+ fields); HnsError -> negative HRESULT + ErrorRecord JSON (or S_OK + record). */

@@ -16,6 +16,14 @@ import { nthAddress } from '../../ip4.js';
 import type { HostGwBackendConfig } from '../../subnet/net-conf-types.js';
 import type { Lease } from '../../subnet/lease.js';
 
+/** The container ID of the host endpoint's reservation in host-local's store (src/backends/ipam-reservation.ts). */
+export const HOST_ENDPOINT_OWNER = 'flanneld-host-endpoint';
+
+/** The host endpoint `<name>_ep` at `.2` of the pod subnet: what win-bridge takes as every pod's gateway. */
+export function hostEndpointAddress(subnet: string): string {
+  return nthAddress(subnet, 2);
+}
+
 const MANAGEMENT_IP_TIMEOUT_MS = 30_000;
 const VNIC_TIMEOUT_MS = 45_000;
 const ATTACH_TIMEOUT_MS = 5_000;
@@ -159,7 +167,7 @@ export class HostGwBackend implements Backend {
   private async ensureHostEndpoint(network: HnsNetworkV1, lease: Lease, signal: AbortSignal): Promise<HnsEndpointV1> {
     const { deps } = this;
     const name = `${this.name}_ep`;
-    const ip = nthAddress(lease.subnet, 2);
+    const ip = hostEndpointAddress(lease.subnet);
     let ep = await deps.hns.getEndpointByNameV1(name);
     const matches = ep && ep.IPAddress === ip && sameId(ep.VirtualNetwork, network.ID);
     if (ep && !matches) {

@@ -34,13 +34,12 @@ import type { HnsClient } from '../../hns/client.js';
 import { policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
 import type { Logger } from '../../log.js';
+import { reservationOwner, reserveAddress } from '../ipam-reservation.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
 export const SOURCE_VIP_HOST_INDEX = 2;
 /** The container ID written into host-local's reservation file. */
 export const SOURCE_VIP_OWNER = 'flanneld-source-vip';
-/** host-local's line break on Windows (disk backend `LineBreak`). */
-const IPAM_LINE_BREAK = '\r\n';
 
 export function sourceVipEndpointName(networkName: string): string {
   return `${networkName}_sourcevip`;
@@ -214,8 +213,7 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
       }
       for (const n of names) {
         if (!contains(subnet, n) || recorded.includes(n)) continue;
-        const owner = readText(fs, join(ipamDir, n))?.split(/\r?\n/)[0]?.trim();
-        if (owner !== SOURCE_VIP_OWNER) taken.add(n);
+        if (reservationOwner(fs, join(ipamDir, n)) !== SOURCE_VIP_OWNER) taken.add(n);
       }
     }
     const chosen = chooseSourceVip(subnet, recorded, taken);
@@ -237,13 +235,9 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
   }
 
   const rec: SourceVipRecord = { ip, prefixLength, subnet, gateway, network: networkName, endpointId: mine.ID ?? '' };
-  if (ipamDir) {
-    const path = join(ipamDir, ip);
-    const existing = readText(fs, path);
-    if (existing === undefined) {
-      writeIfChanged(fs, path, `${SOURCE_VIP_OWNER}${IPAM_LINE_BREAK}sourcevip`);
-      log.info('reserved the source VIP in host-local IPAM', { path });
-    }
+  if (opts.ipamDataDir) {
+    const r = reserveAddress(fs, { dataDir: opts.ipamDataDir, network: networkName, ip, owner: SOURCE_VIP_OWNER, ifname: 'sourcevip' });
+    if (r.result === 'reserved') log.info('reserved the source VIP in host-local IPAM', { path: r.path });
   }
   if (opts.file) {
     if (writeIfChanged(fs, opts.file, JSON.stringify(plainSourceVipDocument(rec)) + '\n')) log.info('wrote source VIP file', { path: opts.file, ip });

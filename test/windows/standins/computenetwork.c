@@ -161,3 +161,70 @@ HRESULT WINAPI HcnCloseEndpoint(HCN_ENDPOINT Endpoint) {
   jb_u64(&b, "h", H(Endpoint));
   return finish(&b, NULL, NULL, NULL);
 }
+
+/* ---- namespaces (hcsshim hcn/hcnnamespace.go: the CNI plugins attach pod endpoints to the pod's namespace) ---- */
+
+HRESULT WINAPI HcnEnumerateNamespaces(PCWSTR Query, PWSTR *Namespaces, PWSTR *ErrorRecord) {
+  clear(Namespaces, ErrorRecord);
+  if (!Namespaces) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnEnumerateNamespaces");
+  jb_wstr(&b, "query", Query);
+  return finish(&b, Namespaces, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnCreateNamespace(REFGUID Id, PCWSTR Settings, PHCN_NAMESPACE Namespace, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  if (Namespace) *Namespace = NULL;
+  if (!Id || !Namespace) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnCreateNamespace");
+  jb_guid(&b, "id", Id);
+  jb_wstr(&b, "settings", Settings);
+  return finish(&b, NULL, ErrorRecord, Namespace);
+}
+
+HRESULT WINAPI HcnOpenNamespace(REFGUID Id, PHCN_NAMESPACE Namespace, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  if (Namespace) *Namespace = NULL;
+  if (!Id || !Namespace) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnOpenNamespace");
+  jb_guid(&b, "id", Id);
+  return finish(&b, NULL, ErrorRecord, Namespace);
+}
+
+HRESULT WINAPI HcnModifyNamespace(HCN_NAMESPACE Namespace, PCWSTR Settings, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  jbuf b;
+  jb_init(&b, "HcnModifyNamespace");
+  jb_u64(&b, "h", H(Namespace));
+  jb_wstr(&b, "settings", Settings);
+  return finish(&b, NULL, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnQueryNamespaceProperties(HCN_NAMESPACE Namespace, PCWSTR Query, PWSTR *Properties, PWSTR *ErrorRecord) {
+  clear(Properties, ErrorRecord);
+  if (!Properties) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnQueryNamespaceProperties");
+  jb_u64(&b, "h", H(Namespace));
+  jb_wstr(&b, "query", Query);
+  return finish(&b, Properties, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnDeleteNamespace(REFGUID Id, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  if (!Id) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnDeleteNamespace");
+  jb_guid(&b, "id", Id);
+  return finish(&b, NULL, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnCloseNamespace(HCN_NAMESPACE Namespace) {
+  jbuf b;
+  jb_init(&b, "HcnCloseNamespace");
+  jb_u64(&b, "h", H(Namespace));
+  return finish(&b, NULL, NULL, NULL);
+}

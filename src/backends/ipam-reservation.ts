@@ -1,0 +1,55 @@
+// An address reserved in host-local's store, so the flannel CNI's host-local IPAM never hands it to a pod.
+// The store is containernetworking/plugins plugins/ipam/host-local/backend/disk/backend.go: one file per
+// reserved address, `<dataDir>/<network>/<ip>`, holding `<container ID>` + LineBreak + `<ifname>`
+// (LineBreak "\r\n"), created with O_EXCL; host-local skips every address whose file exists. The CNI
+// network name is the HNS network name (the conflist's `name`, see src/commands/cni-config.ts).
+// Used for the vxlan source VIP (./vxlan/source-vip.ts) and host-gw's bridge endpoint `<name>_ep` at
+// `.2`, which win-bridge takes as every pod's gateway (plugins win-bridge_windows.go) while host-local
+// would hand `.2` out first. An address a pod already holds is never taken from it.
+import { join } from 'node:path';
+import { writeFileAtomicSync, type AtomicWriteFs } from '../fs-atomic.js';
+
+/** host-local's line break on Windows (disk backend `LineBreak`). */
+export const IPAM_LINE_BREAK = '\r\n';
+
+export interface ReservationFs extends AtomicWriteFs {
+  readFileSync(path: string, encoding: 'utf8'): string;
+}
+
+export interface Reservation {
+  /** host-local's data dir (`C:\var\lib\cni\networks`). */
+  dataDir: string;
+  /** The CNI (= HNS) network name. */
+  network: string;
+  ip: string;
+  /** What the file names as the container ID. */
+  owner: string;
+  /** What the file names as the interface. */
+  ifname: string;
+}
+
+export function reservationPath(r: Pick<Reservation, 'dataDir' | 'network' | 'ip'>): string {
+  return join(r.dataDir, r.network, r.ip);
+}
+
+/** The container ID a reservation file names (its first line), undefined when there is none. */
+export function reservationOwner(fs: ReservationFs, path: string): string | undefined {
+  try {
+    return fs.readFileSync(path, 'utf8').split(/\r?\n/)[0]?.trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reserve `ip` for `owner`: `reserved` when the file was written, `ours` when it was there already,
+ * `held` (and nothing written) when another container holds the address.
+ */
+export function reserveAddress(fs: ReservationFs, r: Reservation): { result: 'reserved' | 'ours' | 'held'; path: string; holder?: string } {
+  const path = reservationPath(r);
+  const holder = reservationOwner(fs, path);
+  if (holder === r.owner) return { result: 'ours', path };
+  if (holder !== undefined) return { result: 'held', path, holder };
+  writeFileAtomicSync(path, `${r.owner}${IPAM_LINE_BREAK}${r.ifname}`, fs);
+  return { result: 'reserved', path };
+}

@@ -1,0 +1,90 @@
+// HCN namespaces of the simulated node (a pod's network compartment): created by the container runtime
+// before CNI ADD, an endpoint added to one by the CNI plugin, removed on DEL. Pure functions on the state
+// document. Shapes follow hcsshim hcn/hcnnamespace.go: HostComputeNamespace {ID, NamespaceId, Type,
+// Resources, SchemaVersion}; a resource is {Type: "Endpoint"|"Container", Data: {ID}}; ModifyNamespace
+// takes {ResourceType, RequestType: "Add"|"Remove", Settings: {EndpointId}} (AddNamespaceEndpoint,
+// RemoveNamespaceEndpoint). The endpoint's own HostComputeNamespace names the namespace it is in
+// (hcnendpoint.go), which is what the plugins' DEL reads (containernetworking/plugins pkg/hns
+// endpoint_windows.go RemoveHcnEndpoint), so the model keeps membership on the endpoint and renders a
+// namespace's Resources from it. A missing namespace is 0x80070490 "Element not found", which hcsshim's
+// IsNotFoundError takes as not-found (hcs.ErrElementNotFound).
+import type { ErrorContext } from '../errors.js';
+import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
+import { HCN_SCHEMA_V2, sameId, type HcnEndpoint } from '../hns/schema.js';
+import type { SimIds } from './sim-objects.js';
+import type { DataplaneState } from './sim-state.js';
+
+/** A namespace as the state file stores it (Resources are rendered from the endpoints, never stored). */
+export interface SimNamespace {
+  ID: string;
+  NamespaceId: number;
+  Type: string;
+  SchemaVersion: { Major: number; Minor: number };
+}
+
+/** What HcnQueryNamespaceProperties returns. */
+export interface HcnNamespaceProperties extends SimNamespace {
+  Resources: { Type: 'Endpoint'; Data: { ID: string } }[];
+}
+
+/** hcsshim NamespaceType values. */
+const NAMESPACE_TYPES = new Set(['Host', 'HostDefault', 'Guest', 'GuestDefault']);
+const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
+
+const notFound = (op: string, id: string) => hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
+const invalid = (op: string, why: string, ctx: ErrorContext) => hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (${why})`, ctx);
+
+export function findNamespace(state: DataplaneState, id: string): SimNamespace | undefined {
+  return (state.namespaces ?? []).find((n) => sameId(n.ID, id));
+}
+
+/** The namespace with the endpoints in it, as HcnQueryNamespaceProperties answers. */
+export function namespaceProperties(state: DataplaneState, ns: SimNamespace): HcnNamespaceProperties {
+  const members = state.endpoints.filter((e) => e.HostComputeNamespace !== undefined && sameId(e.HostComputeNamespace, ns.ID));
+  return { ...structuredClone(ns), Resources: members.map((e) => ({ Type: 'Endpoint', Data: { ID: e.ID! } })) };
+}
+
+/** HcnCreateNamespace: the zero GUID lets HNS choose the ID (hcsshim createNamespace passes it). */
+export function createNamespace(state: DataplaneState, ids: SimIds, op: string, settings: Record<string, unknown>, id?: string): SimNamespace {
+  const type = settings.Type ?? 'Host';
+  if (typeof type !== 'string' || !NAMESPACE_TYPES.has(type)) throw invalid(op, `namespace Type ${JSON.stringify(type)}`, {});
+  const useId = id && !ZERO_GUID.test(id) ? id.toUpperCase() : ids.guid();
+  const list = (state.namespaces ??= []);
+  if (list.some((n) => sameId(n.ID, useId))) throw invalid(op, `a namespace with ID ${useId} already exists`, { namespaceId: useId });
+  const ns: SimNamespace = { ID: useId, NamespaceId: Math.max(1, ...list.map((n) => n.NamespaceId + 1)), Type: type, SchemaVersion: { ...HCN_SCHEMA_V2 } };
+  list.push(ns);
+  return structuredClone(ns);
+}
+
+/** HcnDeleteNamespace: endpoints still in it are left without a namespace (the runtime deletes it after CNI DEL). */
+export function deleteNamespace(state: DataplaneState, op: string, id: string): void {
+  const ns = findNamespace(state, id);
+  if (!ns) throw notFound(op, id);
+  for (const e of state.endpoints) if (e.HostComputeNamespace !== undefined && sameId(e.HostComputeNamespace, ns.ID)) delete e.HostComputeNamespace;
+  state.namespaces = (state.namespaces ?? []).filter((n) => n !== ns);
+}
+
+/** HcnModifyNamespace: add an endpoint to the namespace or remove it (ResourceType Endpoint only). */
+export function modifyNamespace(state: DataplaneState, op: string, id: string, request: Record<string, unknown>): void {
+  const ns = findNamespace(state, id);
+  if (!ns) throw notFound(op, id);
+  const settings = request.Settings as { EndpointId?: unknown } | undefined;
+  const ctx: ErrorContext = { namespaceId: ns.ID };
+  if (request.ResourceType !== 'Endpoint' || typeof settings?.EndpointId !== 'string') {
+    throw invalid(op, 'expected {"ResourceType":"Endpoint","RequestType":"Add"|"Remove","Settings":{"EndpointId":..}}', ctx);
+  }
+  const ep: HcnEndpoint | undefined = state.endpoints.find((e) => sameId(e.ID, settings.EndpointId as string));
+  if (!ep) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { ...ctx, endpointId: settings.EndpointId });
+  const inThis = ep.HostComputeNamespace !== undefined && sameId(ep.HostComputeNamespace, ns.ID);
+  if (request.RequestType === 'Add') {
+    if (ep.HostComputeNamespace && !inThis) {
+      throw hnsError(op, HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED, hresultText(HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED), { ...ctx, endpointId: ep.ID });
+    }
+    ep.HostComputeNamespace = ns.ID;
+  } else if (request.RequestType === 'Remove') {
+    if (!inThis) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { ...ctx, endpointId: ep.ID });
+    delete ep.HostComputeNamespace;
+  } else {
+    throw invalid(op, `RequestType ${String(request.RequestType)} is not modelled`, ctx);
+  }
+}

@@ -1,0 +1,101 @@
+// computenetwork.dll!Hcn*Namespace over the SimulatedDataplane: the raw JSON calls hcsshim makes in
+// hcn/hcnnamespace.go (hcnEnumerateNamespaces, hcnCreateNamespace, hcnOpenNamespace, hcnModifyNamespace,
+// hcnQueryNamespaceProperties, hcnDeleteNamespace, hcnCloseNamespace). The agent never calls them: the
+// CNI plugins do (win-overlay / win-bridge attach a pod's endpoint to its namespace), and the Windows
+// test harness serves them to the real plugins through the stand-in DLL. The model is
+// ../dataplane/sim-namespaces.ts. Failures are HnsErrors with HNS's HRESULTs, as ./simulated.ts throws.
+import type { SimulatedDataplane } from '../dataplane/simulated.js';
+import { HRESULT, hnsError, hresultText } from './errors.js';
+import { filterMatches } from './simulated.js';
+
+/** An open namespace handle (HCN_NAMESPACE). */
+export interface HcnNamespaceHandle {
+  readonly kind: 'namespace';
+  readonly id: string;
+}
+
+export class SimulatedHcnNamespaces {
+  private readonly open = new Set<HcnNamespaceHandle>();
+
+  constructor(private readonly dp: SimulatedDataplane) {}
+
+  private parse(op: string, json: string, emptyOk: boolean): Record<string, unknown> {
+    if (emptyOk && json.trim() === '') return {};
+    try {
+      const v: unknown = JSON.parse(json);
+      if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
+    } catch {
+      // fall through
+    }
+    throw hnsError(op, HRESULT.HCN_E_INVALID_JSON, hresultText(HRESULT.HCN_E_INVALID_JSON));
+  }
+
+  private handle(id: string): HcnNamespaceHandle {
+    const h: HcnNamespaceHandle = { kind: 'namespace', id: id.toUpperCase() };
+    this.open.add(h);
+    this.dp.openHandles++;
+    return h;
+  }
+
+  private check(op: string, h: HcnNamespaceHandle): void {
+    if (!this.open.has(h)) throw hnsError(op, HRESULT.E_HANDLE, hresultText(HRESULT.E_HANDLE));
+  }
+
+  async enumerateNamespaces(query: string): Promise<string> {
+    const op = 'HcnEnumerateNamespaces';
+    const q = this.parse(op, query, true);
+    const filter = typeof q.Filter === 'string' && q.Filter !== '' ? this.parse(op, q.Filter, true) : {};
+    const ids = this.dp
+      .listNamespaces()
+      .filter((n) => filterMatches(n as unknown as Record<string, unknown>, filter, {}))
+      .map((n) => n.ID);
+    await this.dp.enter(op, 'hns', ids.length, query);
+    return JSON.stringify(ids);
+  }
+
+  async createNamespace(id: string, settings: string): Promise<HcnNamespaceHandle> {
+    const op = 'HcnCreateNamespace';
+    const body = this.parse(op, settings, false);
+    await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
+    return this.handle(this.dp.createNamespace(op, body, id).ID);
+  }
+
+  async openNamespace(id: string): Promise<HcnNamespaceHandle> {
+    const op = 'HcnOpenNamespace';
+    await this.dp.enter(op, 'hns', 0, id);
+    if (!this.dp.getNamespace(id)) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
+    return this.handle(id);
+  }
+
+  async modifyNamespace(h: HcnNamespaceHandle, settings: string): Promise<void> {
+    const op = 'HcnModifyNamespace';
+    this.check(op, h);
+    const req = this.parse(op, settings, false);
+    await this.dp.enter(op, 'hns', 0, `${h.id} ${settings}`);
+    this.dp.modifyNamespace(op, h.id, req);
+  }
+
+  async queryNamespaceProperties(h: HcnNamespaceHandle, query: string): Promise<string> {
+    const op = 'HcnQueryNamespaceProperties';
+    this.check(op, h);
+    this.parse(op, query, true);
+    await this.dp.enter(op, 'hns', 0, `${h.id} ${query}`);
+    const ns = this.dp.getNamespace(h.id);
+    if (!ns) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: h.id });
+    return JSON.stringify(ns);
+  }
+
+  async deleteNamespace(id: string): Promise<void> {
+    const op = 'HcnDeleteNamespace';
+    await this.dp.enter(op, 'hns', 0, id);
+    this.dp.deleteNamespace(op, id);
+  }
+
+  async closeNamespace(h: HcnNamespaceHandle): Promise<void> {
+    const op = 'HcnCloseNamespace';
+    this.check(op, h);
+    this.open.delete(h);
+    this.dp.openHandles--;
+    await this.dp.enter(op, 'hns', 0, h.id);
+  }
+}
