@@ -12,6 +12,7 @@ import { pause, systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
+import type { NodeEvents } from '../node-events.js';
 import { errorMessage } from '../errors.js';
 import { PassLedger } from './pass-ledger.js';
 import type { PassResult, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
@@ -35,6 +36,8 @@ export interface ReconcilerOptions<A, D> {
   backoffCapMs?: number;
   /** Before `markSynced()`, passes may add missing items (never remove or replace). Default false. */
   earlyAdds?: boolean;
+  /** Where refused peer items are reported as Events on the own Node. */
+  events?: NodeEvents;
   /** Recreate the network after a pass found it gone; the loop retries it with backoff until it succeeds. */
   onNetworkGone?: (signal: AbortSignal) => Promise<void>;
 }
@@ -76,7 +79,15 @@ export class Reconciler<A, D> {
     this.onNetworkGone = opts.onNetworkGone;
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
     this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
-    this.refusals = new RefusalTracker({ driver: opts.driver.name, clock: this.clock, log: this.log, metrics: opts.metrics, ...backoff, owner: (key) => this.peers.owner(key) });
+    this.refusals = new RefusalTracker({
+      driver: opts.driver.name,
+      clock: this.clock,
+      log: this.log,
+      metrics: opts.metrics,
+      events: opts.events,
+      ...backoff,
+      owner: (key) => this.peers.owner(key),
+    });
   }
 
   /** Replace the whole desired set (a snapshot): the next pass reads the dataplane and diffs everything. */

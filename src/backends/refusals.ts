@@ -8,6 +8,7 @@ import { errorMessage, FlannelError } from '../errors.js';
 import type { Metrics } from '../health/metrics.js';
 import { METRIC } from '../health/metrics.js';
 import type { Logger } from '../log.js';
+import { peerRefusedEvent, type NodeEvents } from '../node-events.js';
 
 interface Entry {
   attempts: number;
@@ -23,6 +24,8 @@ export interface RefusalTrackerOptions {
   metrics?: Metrics;
   baseMs: number;
   capMs: number;
+  /** Where a refusal (and a change of its answer) is reported as an Event on the own Node. */
+  events?: NodeEvents;
   /** The peer (node) an item key belongs to, for the log line. */
   owner?: (key: string) => string | undefined;
 }
@@ -62,8 +65,10 @@ export class RefusalTracker {
     metrics?.inc(METRIC.refusals, { driver });
     this.gauge();
     const fields = { driver, node: this.opts.owner?.(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error: errorMessage(err) };
-    if (prev?.answer !== answer) log.warn('the dataplane refused one peer item; the other peers are programmed, this one is retried with backoff', fields);
-    else log.debug('the dataplane refused the item again', fields);
+    if (prev?.answer !== answer) {
+      log.warn('the dataplane refused one peer item; the other peers are programmed, this one is retried with backoff', fields);
+      this.opts.events?.record(peerRefusedEvent(fields.node, key, answer, fields.error));
+    } else log.debug('the dataplane refused the item again', fields);
   }
 
   /** The item for `key` was written: it is no longer refused. */

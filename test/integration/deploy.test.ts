@@ -171,12 +171,13 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     ).toHaveLength(2);
   });
 
-  it("RBAC: exactly flannel's rules, bound to the Windows ServiceAccount", () => {
+  it("RBAC: exactly flannel's rules plus events create/patch (Events on the own Node), bound to the Windows ServiceAccount", () => {
     const role = find('ClusterRole', 'flannel-windows');
     expect(role['rules']).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
     const binding = find('ClusterRoleBinding', 'flannel-windows');
     expect(binding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel-windows' });

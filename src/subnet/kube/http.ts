@@ -22,7 +22,7 @@ import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
 export type Query = Record<string, string | number | boolean | undefined>;
 
 export interface KubeRequest {
-  method: 'GET' | 'PATCH';
+  method: 'GET' | 'PATCH' | 'POST';
   path: string;
   query?: Query;
   body?: unknown;
