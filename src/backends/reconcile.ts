@@ -171,6 +171,7 @@ export class Reconciler<A, D> {
       consecutiveFailures: l.consecutiveFailures,
       networkMissing: l.missing,
       refused: this.refusals.size,
+      refusedItems: this.refusals.size === 0 ? [] : this.refusals.list(),
       lastPassAt: l.lastPassAt,
       lastPassOk: l.lastPassOk,
       lastError: l.lastError,

@@ -14,6 +14,23 @@ interface Entry {
   attempts: number;
   retryAt: number;
   answer: string;
+  /** When the dataplane first gave this answer, and its error message. */
+  since: number;
+  error: string;
+}
+
+/** One item the dataplane refuses now (for `flanneld status`). */
+export interface RefusedItem {
+  /** The peer (node) the item is for, when known. */
+  node: string | undefined;
+  /** The item's key: the peer's prefix. */
+  prefix: string;
+  /** The HRESULT (HNS) or route status, else the error code. */
+  answer: string;
+  attempts: number;
+  /** When the dataplane first gave this answer (ms since the epoch). */
+  since: number;
+  error: string;
 }
 
 export interface RefusalTrackerOptions {
@@ -61,10 +78,12 @@ export class RefusalTracker {
     const prev = this.entries.get(key);
     const attempts = (prev?.attempts ?? 0) + 1;
     const delay = backoffDelay(attempts - 1, this.opts.baseMs, this.opts.capMs);
-    this.entries.set(key, { attempts, retryAt: clock.now() + delay, answer });
+    const error = errorMessage(err);
+    const since = prev?.answer === answer ? prev.since : clock.now();
+    this.entries.set(key, { attempts, retryAt: clock.now() + delay, answer, since, error });
     metrics?.inc(METRIC.refusals, { driver });
     this.gauge();
-    const fields = { driver, node: this.opts.owner?.(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error: errorMessage(err) };
+    const fields = { driver, node: this.opts.owner?.(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error };
     if (prev?.answer !== answer) {
       log.warn('the dataplane refused one peer item; the other peers are programmed, this one is retried with backoff', fields);
       this.opts.events?.record(peerRefusedEvent(fields.node, key, answer, fields.error));
@@ -98,6 +117,13 @@ export class RefusalTracker {
   backingOff(key: string, now: number): boolean {
     const e = this.entries.get(key);
     return e !== undefined && e.retryAt > now;
+  }
+
+  /** The refused items, sorted by peer then prefix. */
+  list(): RefusedItem[] {
+    return [...this.entries]
+      .map(([prefix, e]) => ({ node: this.opts.owner?.(prefix), prefix, answer: e.answer, attempts: e.attempts, since: e.since, error: e.error }))
+      .sort((a, b) => (a.node ?? '').localeCompare(b.node ?? '') || a.prefix.localeCompare(b.prefix));
   }
 
   keys(): string[] {

@@ -139,6 +139,7 @@ export class RouteNetwork<A, D> implements Network {
       networkMissing: s.networkMissing,
       lastGoodAt: s.lastGoodAt,
       refused: s.refused,
+      refusedItems: s.refusedItems,
       inSync: s.synced && s.inSync,
       peersDesired: s.peersDesired,
       peersProgrammed: s.peersProgrammed,

@@ -54,8 +54,13 @@ export function renderStatusTable(s: StatusReport): string {
         : `${net.name}: MISSING from HNS${net.error ? ` (${net.error})` : ''}`,
   ]);
   rows.push(['MTU', s.mtu === null ? '-' : String(s.mtu)]);
-  rows.push(['Peers', `${s.peers.desired} desired, ${s.peers.programmed} programmed, ${s.peers.rejected} rejected`]);
+  const refusals = s.peers.refusals ?? []; // absent from an older agent's report
+  rows.push(['Peers', `${s.peers.desired} desired, ${s.peers.programmed} programmed, ${s.peers.rejected} rejected, ${refusals.length} refused`]);
   for (const r of s.peers.rejections) rows.push(['  rejected', `${r.key} ${r.subnet} via ${r.publicIP}: ${r.reason} (${r.message})`]);
+  for (const r of refusals) {
+    const answer = r.hresult.startsWith('0x') ? `HRESULT ${r.hresult}` : r.hresult;
+    rows.push(['  refused', `${r.node ?? '?'} ${r.prefix}: ${answer} since ${r.since}, ${r.attempts} tries (${r.error})`]);
+  }
   rows.push(['Last pass', s.lastPass ? `${s.lastPass.at} ${s.lastPass.ok ? 'ok' : 'failed'}` : 'none yet']);
   rows.push(['Last success', s.lastSuccess ?? 'none yet']);
   rows.push(['Last error', s.lastError ? `${s.lastError.at} ${s.lastError.message}` : 'none']);
