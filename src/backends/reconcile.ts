@@ -42,6 +42,17 @@ export interface ReconcilerOptions<A, D> {
   onNetworkGone?: (signal: AbortSignal) => Promise<void>;
 }
 
+/** At most this many peer names in a pass's log line; the rest are counted. */
+export const LOGGED_PEER_NAMES = 10;
+
+/** `a, b, c` for the first LOGGED_PEER_NAMES distinct names, then `(+N more)`; undefined for none. */
+export function peerNames(names: readonly string[]): string | undefined {
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return undefined;
+  const shown = unique.slice(0, LOGGED_PEER_NAMES).join(', ');
+  return unique.length > LOGGED_PEER_NAMES ? `${shown} (+${unique.length - LOGGED_PEER_NAMES} more)` : shown;
+}
+
 export class Reconciler<A, D> {
   private driver: ReconcileDriver<A, D>;
   private readonly clock: Clock;
@@ -54,6 +65,8 @@ export class Reconciler<A, D> {
 
   private desired = new Map<string, D>();
   private readonly peers = new PeerItems();
+  /** Keys a peer gave up, by that peer, until a pass removes them (names in the pass's log line). */
+  private readonly departed = new Map<string, string>();
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
   private cache: ActualCache<A> | undefined;
   /** Keys whose desired item changed since the last pass (the incremental pass writes only these). */
@@ -106,6 +119,7 @@ export class Reconciler<A, D> {
       });
     }
     this.desired = next;
+    this.departed.clear();
     this.fullPending = true;
     this.touch();
   }
@@ -114,7 +128,10 @@ export class Reconciler<A, D> {
   updatePeers(changes: Iterable<readonly [string, readonly D[] | undefined]>): void {
     const items = new Map<string, D | undefined>();
     for (const [peer, want] of changes) {
-      for (const k of this.peers.release(peer)) items.set(k, undefined);
+      for (const k of this.peers.release(peer)) {
+        items.set(k, undefined);
+        if (peer !== '') this.departed.set(k, peer);
+      }
       if (want !== undefined) this.own(peer, want).forEach((k, i) => items.set(k, want[i]));
     }
     if (items.size > 0) this.updateDesired(items);
@@ -124,6 +141,7 @@ export class Reconciler<A, D> {
   private own(peer: string, items: readonly D[]): string[] {
     const keys = items.map((d) => this.driver.desiredKey(d));
     this.peers.own(peer, keys);
+    for (const k of keys) this.departed.delete(k);
     return keys;
   }
 
@@ -246,7 +264,13 @@ export class Reconciler<A, D> {
       }
       if (w.attempted > 0 || w.failure !== undefined) {
         const { added, removed, replaced, refused, calls: writes } = w;
-        this.log.info('reconcile pass', { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes });
+        const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
+        const names = { addedPeers: peerNames(w.addedKeys.map((k) => this.peers.owner(k) ?? k)), removedPeers: peerNames(w.removedKeys.map((k) => this.departed.get(k) ?? k)) };
+        for (const k of w.removedKeys) this.departed.delete(k);
+        // A pass that only retried refused items and got the same answers is no news: debug (refusals.ts logs changes).
+        const news = added + removed + replaced > 0 || w.refusalsChanged > 0 || w.failure !== undefined;
+        if (news) this.log.info('reconcile pass', { ...fields, ...names });
+        else this.log.debug('reconcile pass', fields);
       }
     } catch (err) {
       out.ok = false;

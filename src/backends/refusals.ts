@@ -71,8 +71,11 @@ export class RefusalTracker {
     return this.entries.has(key);
   }
 
-  /** The dataplane refused the item for `key`: back off; log the first refusal and every change of answer. */
-  refused(key: string, err: unknown): void {
+  /**
+   * The dataplane refused the item for `key`: back off; log (at warn) and report the first refusal and
+   * every change of answer, a retry answered alike only at debug. True when this refusal is such news.
+   */
+  refused(key: string, err: unknown): boolean {
     const { clock, log, metrics, driver } = this.opts;
     const answer = refusalAnswer(err);
     const prev = this.entries.get(key);
@@ -87,7 +90,10 @@ export class RefusalTracker {
     if (prev?.answer !== answer) {
       log.warn('the dataplane refused one peer item; the other peers are programmed, this one is retried with backoff', fields);
       this.opts.events?.record(peerRefusedEvent(fields.node, key, answer, fields.error));
-    } else log.debug('the dataplane refused the item again', fields);
+      return true;
+    }
+    log.debug('the dataplane refused the item again', fields);
+    return false;
   }
 
   /** The item for `key` was written: it is no longer refused. */
