@@ -7,6 +7,8 @@ import { CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
 import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
 import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
 import type { Command, CommandIO } from './command.js';
+import { existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/verify-pins.js';
 
 const PROGRAM = 'flanneld install-cni';
@@ -39,6 +41,13 @@ export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
     help: `download the pinned releases, compare their SHA-256 with the pins and record the result in DIR/${PINS_RECORD}; installs nothing (exit 1 on a mismatch)`,
   },
   {
+    name: 'pinned-dir',
+    kind: 'string',
+    default: '',
+    help: 'with --pinned: take each pinned release file from this folder when it is there (the image ships them in $CONTAINER_SANDBOX_MOUNT_POINT\\cni-plugins), else download it; the pins apply alike',
+    valueName: 'DIR',
+  },
+  {
     name: 'mirror',
     kind: 'string',
     default: '',
@@ -67,6 +76,15 @@ export function usage(platform: NodeJS.Platform): string {
   );
 }
 
+/** A pinned release: the file of the same name in `dir` when there is one, else its URL (on `mirror`). */
+export function pinnedLocation(url: string, mirror: string, dir: string, exists: (p: string) => boolean = existsSync): string {
+  if (dir !== '') {
+    const file = join(dir, basename(new URL(url).pathname));
+    if (exists(file)) return file;
+  }
+  return mirrored(url, mirror);
+}
+
 function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
   const sources = (values.get('source') as string[] | undefined) ?? [];
   const hashes = (values.get('sha256') as string[] | undefined) ?? [];
@@ -74,8 +92,10 @@ function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
     const flag = values.get('pinned') === true ? 'pinned' : 'verify-pins';
     if (sources.length > 0 || hashes.length > 0) throw new FlagError(`--${flag} and --source/--sha256 exclude each other`, { flag });
     const mirror = (values.get('mirror') as string | undefined) ?? '';
-    return PINNED_SOURCES.map((s) => ({ ...s, location: mirrored(s.location, mirror) }));
+    const local = flag === 'pinned' ? ((values.get('pinned-dir') as string | undefined) ?? '') : '';
+    return PINNED_SOURCES.map((s) => ({ ...s, location: pinnedLocation(s.location, mirror, local) }));
   }
+  if (((values.get('pinned-dir') as string | undefined) ?? '') !== '') throw new FlagError('--pinned-dir applies to --pinned only', { flag: 'pinned-dir' });
   if (((values.get('mirror') as string | undefined) ?? '') !== '') throw new FlagError('--mirror applies to --pinned and --verify-pins only', { flag: 'mirror' });
   if (sources.length === 0) throw new FlagError('flag -source is required (or --pinned): name the plugin archive(s) to install', { flag: 'source' });
   if (hashes.length !== sources.length) {

@@ -4,11 +4,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { command } from '../../src/commands/install-cni.js';
+import { command, pinnedLocation } from '../../src/commands/install-cni.js';
 import { checkPins, mirrored, PINS_RECORD } from '../../src/cni-plugins/verify-pins.js';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
 
@@ -32,6 +32,28 @@ async function mirror(files: Record<string, Buffer>): Promise<{ url: string; ask
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/github`, asked };
 }
+
+describe('install-cni --pinned --pinned-dir (the plugins inside the image)', () => {
+  it('takes a pinned file from the folder when it is there, with the same SHA-256 pin, and downloads nothing', async () => {
+    const m = await mirror({});
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-pinned-dir-'));
+    const local = join(dir, 'cni-plugins');
+    mkdirSync(local);
+    for (const r of pinned.releases) writeFileSync(join(local, r.url.split('/').pop()!), 'a tampered file');
+    const err: string[] = [];
+    const code = await command.run(['--pinned', '--pinned-dir', local, '--mirror', m.url, '--bin-dir', join(dir, 'bin')], {
+      stdout: () => undefined,
+      stderr: (t) => err.push(t),
+      env: {},
+      platform: 'linux',
+    });
+    expect(code).toBe(1);
+    expect(err.join('')).toContain(`${join(local, 'flannel-amd64.exe')} has SHA-256 ${sha(Buffer.from('a tampered file'))}`);
+    expect(m.asked).toEqual([]);
+    expect(pinnedLocation('https://github.com/o/r/releases/download/v1/a.tgz', '', '/img/cni', () => false)).toBe('https://github.com/o/r/releases/download/v1/a.tgz');
+    expect(pinnedLocation('https://github.com/o/r/releases/download/v1/a.tgz', '', '/img/cni', () => true)).toBe(join('/img/cni', 'a.tgz'));
+  });
+});
 
 describe('install-cni --verify-pins', () => {
   it('downloads each pinned release, records its SHA-256 beside the plugins, and fails on a mismatch without installing', async () => {
