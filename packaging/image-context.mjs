@@ -6,15 +6,21 @@
 //     Dockerfile.windows        (a copy of the repo's)
 //     flanneld/                 (the zip's contents: flanneld.exe, node_modules\ffi-rs, notices, ...;
 //                                its deploy/ and scripts/ files must be git-tracked ones, else it stops)
+//     no-cni-plugins/           (a README only: the default CNI_PLUGINS build argument)
+//     cni-plugins/              (with --cni-plugins DIR: the pinned release files, hashes checked)
 //
 // Then: docker buildx build --platform windows/amd64 -f dist/image-context/Dockerfile.windows \
 //         -t REGISTRY/flanneld-windows:VERSION --push dist/image-context
 //
 // Options: --zip FILE (default dist/flanneld-windows-amd64.zip), --out-dir DIR (default dist/image-context),
-// --image REF (print the docker and kustomize lines for this image reference).
-import { createWriteStream, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+// --image REF (print the docker and kustomize lines for this image reference), --cni-plugins DIR (a folder
+// holding the files src/cni-plugins/pinned.json pins, by their release file names: flannel-amd64.exe and
+// cni-plugins-windows-amd64-<version>.tgz; each is checked against its SHA-256 pin and put in the image,
+// built with --build-arg CNI_PLUGINS=cni-plugins).
+import { createHash } from 'node:crypto';
+import { createWriteStream, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve, sep } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { untrackedEntries } from './tracked-files.mjs';
@@ -25,7 +31,7 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const REQUIRED = ['flanneld.exe', 'node_modules/ffi-rs/package.json'];
 
 function parseArgs(argv) {
-  const o = { zip: join(REPO, 'dist', 'flanneld-windows-amd64.zip'), outDir: join(REPO, 'dist', 'image-context'), image: '' };
+  const o = { zip: join(REPO, 'dist', 'flanneld-windows-amd64.zip'), outDir: join(REPO, 'dist', 'image-context'), image: '', cniPlugins: '' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -35,7 +41,8 @@ function parseArgs(argv) {
     if (a === '--zip') o.zip = resolve(value());
     else if (a === '--out-dir') o.outDir = resolve(value());
     else if (a === '--image') o.image = value();
-    else throw new Error(`unknown option ${a} (options: --zip FILE, --out-dir DIR, --image REF)`);
+    else if (a === '--cni-plugins') o.cniPlugins = resolve(value());
+    else throw new Error(`unknown option ${a} (options: --zip FILE, --out-dir DIR, --image REF, --cni-plugins DIR)`);
   }
   return o;
 }
@@ -82,7 +89,26 @@ export async function imageContext(opts) {
   const missing = REQUIRED.filter((r) => !names.includes(r));
   if (missing.length > 0) throw new Error(`${opts.zip} lacks ${missing.join(', ')}: not a flanneld-windows package`);
   cpSync(join(REPO, 'Dockerfile.windows'), join(opts.outDir, 'Dockerfile.windows'));
-  return { outDir: opts.outDir, files: names.length };
+  mkdirSync(join(opts.outDir, 'no-cni-plugins'), { recursive: true });
+  writeFileSync(join(opts.outDir, 'no-cni-plugins', 'README.txt'), 'No CNI plugins in this image: install-cni downloads the pinned releases.\r\n');
+  const releases = opts.releases ?? JSON.parse(readFileSync(join(REPO, 'src', 'cni-plugins', 'pinned.json'), 'utf8')).releases;
+  const plugins = opts.cniPlugins ? copyPinnedPlugins(opts.cniPlugins, join(opts.outDir, 'cni-plugins'), releases) : [];
+  return { outDir: opts.outDir, files: names.length, plugins };
+}
+
+/** Copy the pinned release files from `dir` to `dest`, each checked against its SHA-256 pin. */
+function copyPinnedPlugins(dir, dest, releases) {
+  mkdirSync(dest, { recursive: true });
+  return releases.map((r) => {
+    const name = basename(new URL(r.url).pathname);
+    const src = join(dir, name);
+    if (!existsSync(src)) throw new Error(`--cni-plugins: ${src} is missing (download ${r.url})`);
+    const data = readFileSync(src);
+    const actual = createHash('sha256').update(data).digest('hex');
+    if (actual !== r.sha256) throw new Error(`--cni-plugins: ${src} has SHA-256 ${actual}, not the pinned ${r.sha256} (${r.repository} ${r.version})`);
+    writeFileSync(join(dest, name), data);
+    return name;
+  });
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -94,9 +120,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       const at = image.lastIndexOf(':') > image.lastIndexOf('/') ? image.lastIndexOf(':') : -1;
       const [name, tag] = at < 0 ? [image, 'latest'] : [image.slice(0, at), image.slice(at + 1)];
       process.stdout.write(
-        `image-context: ${r.files} files in ${r.outDir}\n\n` +
+        `image-context: ${r.files} files in ${r.outDir}${r.plugins.length ? `; CNI plugins in the image: ${r.plugins.join(', ')}` : ''}\n\n` +
           `Build and push (BuildKit builds a COPY-only Windows image on Linux):\n` +
-          `  docker buildx build --platform windows/amd64 --build-arg VERSION=${version} -f ${join(r.outDir, 'Dockerfile.windows')} -t ${image} --push ${r.outDir}\n\n` +
+          `  docker buildx build --platform windows/amd64 --build-arg VERSION=${version}${r.plugins.length ? ' --build-arg CNI_PLUGINS=cni-plugins' : ''} -f ${join(r.outDir, 'Dockerfile.windows')} -t ${image} --push ${r.outDir}\n\n` +
           `Then name it in your overlay's kustomization.yaml:\n` +
           `images:\n  - name: flanneld-windows\n    newName: ${name}\n    newTag: "${tag}"\n`,
       );

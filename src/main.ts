@@ -2,7 +2,7 @@
 // flanneld entry point: parse flags/env, start the agent, map outcomes to exit codes.
 // The only module that calls process.exit (and, through config, reads process.env).
 // The agent and the logger are imported only when the daemon runs: `--version`, `--help` and the
-// subcommands load neither (see README, Performance: what the process loads).
+// subcommands load neither (see docs/performance.md, What the process loads).
 import { systemClock } from './clock.js';
 import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';

@@ -8,6 +8,7 @@ import type { RouteTable } from '../routes/route-table.js';
 import type { Lease, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { RejectedLease } from '../subnet/watcher.js';
+import type { RefusedItem } from './refusals.js';
 
 /** Everything a backend needs, passed in (effects at the edges). */
 export interface BackendDeps {
@@ -42,8 +43,9 @@ export interface NetworkStatus {
   listed: boolean;
   /** When the reconcile loop was last known good: now while it idles after a successful pass, else when a pass last succeeded. */
   lastGoodAt: number | undefined;
-  /** Peer items the dataplane currently refuses. */
+  /** Peer items the dataplane currently refuses, and which (peer, prefix, HRESULT, error). */
   refused: number;
+  refusedItems: RefusedItem[];
   /** The complete list has arrived, the last pass wrote everything and nothing changed since. */
   inSync: boolean;
   /** Accepted peers, and how many of them the dataplane holds completely. */

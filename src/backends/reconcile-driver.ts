@@ -1,6 +1,7 @@
 // The reconcile driver seam (what a backend's dataplane writer implements) and the types a pass and
 // the Reconciler's status report in.
 import type { Lease } from '../subnet/lease.js';
+import type { RefusedItem } from './refusals.js';
 
 export interface PlanOps<A, D> {
   actualKey(a: A): string;
@@ -70,8 +71,9 @@ export interface ReconcilerStatus {
   consecutiveFailures: number;
   /** The last pass found the network gone and it has not been rebuilt yet. */
   networkMissing: boolean;
-  /** Items the dataplane currently refuses. */
+  /** Items the dataplane currently refuses, and which. */
   refused: number;
+  refusedItems: RefusedItem[];
   /** When the last pass ended, and whether it succeeded. */
   lastPassAt: number | undefined;
   lastPassOk: boolean | undefined;

@@ -94,6 +94,11 @@ export interface WriteOutcome {
   replaced: number;
   /** Keys with an item the dataplane refused (tracked in the RefusalTracker). */
   refused: number;
+  /** Of those, refusals that are news (a first refusal or another answer), not a retry answered alike. */
+  refusalsChanged: number;
+  /** Keys of the items written in (added or replaced) and of those removed outright. */
+  addedKeys: string[];
+  removedKeys: string[];
   /** Items the plan held but the pass attempted (refused items waiting out their backoff are not). */
   attempted: number;
   /** Write calls made. */
@@ -122,6 +127,7 @@ export async function writePlan<A, D>(
   };
   const refusedKeys = new Set<string>();
   const written = new Set<string>();
+  let refusalsChanged = 0;
 
   const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
   const rm = await writeInBatches(toRemove, { ...batches, write: (items) => driver.remove(items) });
@@ -132,7 +138,7 @@ export async function writePlan<A, D>(
   }
   for (const r of rm.refused) {
     refusedKeys.add(aKey(r.item));
-    refusals.refused(aKey(r.item), r.error);
+    if (refusals.refused(aKey(r.item), r.error)) refusalsChanged++;
   }
 
   const replacing = opts.early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
@@ -145,7 +151,7 @@ export async function writePlan<A, D>(
   }
   for (const r of ad.refused) {
     refusedKeys.add(dKey(r.item));
-    refusals.refused(dKey(r.item), r.error);
+    if (refusals.refused(dKey(r.item), r.error)) refusalsChanged++;
   }
   for (const k of written) if (!refusedKeys.has(k)) refusals.accepted(k);
 
@@ -154,6 +160,9 @@ export async function writePlan<A, D>(
     added: plan.add.filter((d) => added.has(d)).length,
     replaced: plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length,
     refused: refusedKeys.size,
+    refusalsChanged,
+    addedKeys: ad.done.map(dKey),
+    removedKeys: plan.remove.filter((a) => gone.has(a)).map(aKey),
     attempted: toRemove.length + toAdd.length,
     calls: rm.calls + ad.calls,
     failure: rm.failure ?? ad.failure,

@@ -12,6 +12,7 @@ import { pause, systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import type { Metrics } from '../health/metrics.js';
+import type { NodeEvents } from '../node-events.js';
 import { errorMessage } from '../errors.js';
 import { PassLedger } from './pass-ledger.js';
 import type { PassResult, ReconcileDriver, ReconcilePlan, ReconcilerStatus } from './reconcile-driver.js';
@@ -35,8 +36,21 @@ export interface ReconcilerOptions<A, D> {
   backoffCapMs?: number;
   /** Before `markSynced()`, passes may add missing items (never remove or replace). Default false. */
   earlyAdds?: boolean;
+  /** Where refused peer items are reported as Events on the own Node. */
+  events?: NodeEvents;
   /** Recreate the network after a pass found it gone; the loop retries it with backoff until it succeeds. */
   onNetworkGone?: (signal: AbortSignal) => Promise<void>;
+}
+
+/** At most this many peer names in a pass's log line; the rest are counted. */
+export const LOGGED_PEER_NAMES = 10;
+
+/** `a, b, c` for the first LOGGED_PEER_NAMES distinct names, then `(+N more)`; undefined for none. */
+export function peerNames(names: readonly string[]): string | undefined {
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return undefined;
+  const shown = unique.slice(0, LOGGED_PEER_NAMES).join(', ');
+  return unique.length > LOGGED_PEER_NAMES ? `${shown} (+${unique.length - LOGGED_PEER_NAMES} more)` : shown;
 }
 
 export class Reconciler<A, D> {
@@ -51,6 +65,8 @@ export class Reconciler<A, D> {
 
   private desired = new Map<string, D>();
   private readonly peers = new PeerItems();
+  /** Keys a peer gave up, by that peer, until a pass removes them (names in the pass's log line). */
+  private readonly departed = new Map<string, string>();
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
   private cache: ActualCache<A> | undefined;
   /** Keys whose desired item changed since the last pass (the incremental pass writes only these). */
@@ -76,7 +92,15 @@ export class Reconciler<A, D> {
     this.onNetworkGone = opts.onNetworkGone;
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
     this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
-    this.refusals = new RefusalTracker({ driver: opts.driver.name, clock: this.clock, log: this.log, metrics: opts.metrics, ...backoff, owner: (key) => this.peers.owner(key) });
+    this.refusals = new RefusalTracker({
+      driver: opts.driver.name,
+      clock: this.clock,
+      log: this.log,
+      metrics: opts.metrics,
+      events: opts.events,
+      ...backoff,
+      owner: (key) => this.peers.owner(key),
+    });
   }
 
   /** Replace the whole desired set (a snapshot): the next pass reads the dataplane and diffs everything. */
@@ -95,6 +119,7 @@ export class Reconciler<A, D> {
       });
     }
     this.desired = next;
+    this.departed.clear();
     this.fullPending = true;
     this.touch();
   }
@@ -103,7 +128,10 @@ export class Reconciler<A, D> {
   updatePeers(changes: Iterable<readonly [string, readonly D[] | undefined]>): void {
     const items = new Map<string, D | undefined>();
     for (const [peer, want] of changes) {
-      for (const k of this.peers.release(peer)) items.set(k, undefined);
+      for (const k of this.peers.release(peer)) {
+        items.set(k, undefined);
+        if (peer !== '') this.departed.set(k, peer);
+      }
       if (want !== undefined) this.own(peer, want).forEach((k, i) => items.set(k, want[i]));
     }
     if (items.size > 0) this.updateDesired(items);
@@ -113,6 +141,7 @@ export class Reconciler<A, D> {
   private own(peer: string, items: readonly D[]): string[] {
     const keys = items.map((d) => this.driver.desiredKey(d));
     this.peers.own(peer, keys);
+    for (const k of keys) this.departed.delete(k);
     return keys;
   }
 
@@ -160,6 +189,7 @@ export class Reconciler<A, D> {
       consecutiveFailures: l.consecutiveFailures,
       networkMissing: l.missing,
       refused: this.refusals.size,
+      refusedItems: this.refusals.size === 0 ? [] : this.refusals.list(),
       lastPassAt: l.lastPassAt,
       lastPassOk: l.lastPassOk,
       lastError: l.lastError,
@@ -234,7 +264,13 @@ export class Reconciler<A, D> {
       }
       if (w.attempted > 0 || w.failure !== undefined) {
         const { added, removed, replaced, refused, calls: writes } = w;
-        this.log.info('reconcile pass', { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes });
+        const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
+        const names = { addedPeers: peerNames(w.addedKeys.map((k) => this.peers.owner(k) ?? k)), removedPeers: peerNames(w.removedKeys.map((k) => this.departed.get(k) ?? k)) };
+        for (const k of w.removedKeys) this.departed.delete(k);
+        // A pass that only retried refused items and got the same answers is no news: debug (refusals.ts logs changes).
+        const news = added + removed + replaced > 0 || w.refusalsChanged > 0 || w.failure !== undefined;
+        if (news) this.log.info('reconcile pass', { ...fields, ...names });
+        else this.log.debug('reconcile pass', fields);
       }
     } catch (err) {
       out.ok = false;

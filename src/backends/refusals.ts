@@ -8,11 +8,29 @@ import { errorMessage, FlannelError } from '../errors.js';
 import type { Metrics } from '../health/metrics.js';
 import { METRIC } from '../health/metrics.js';
 import type { Logger } from '../log.js';
+import { peerRefusedEvent, type NodeEvents } from '../node-events.js';
 
 interface Entry {
   attempts: number;
   retryAt: number;
   answer: string;
+  /** When the dataplane first gave this answer, and its error message. */
+  since: number;
+  error: string;
+}
+
+/** One item the dataplane refuses now (for `flanneld status`). */
+export interface RefusedItem {
+  /** The peer (node) the item is for, when known. */
+  node: string | undefined;
+  /** The item's key: the peer's prefix. */
+  prefix: string;
+  /** The HRESULT (HNS) or route status, else the error code. */
+  answer: string;
+  attempts: number;
+  /** When the dataplane first gave this answer (ms since the epoch). */
+  since: number;
+  error: string;
 }
 
 export interface RefusalTrackerOptions {
@@ -23,6 +41,8 @@ export interface RefusalTrackerOptions {
   metrics?: Metrics;
   baseMs: number;
   capMs: number;
+  /** Where a refusal (and a change of its answer) is reported as an Event on the own Node. */
+  events?: NodeEvents;
   /** The peer (node) an item key belongs to, for the log line. */
   owner?: (key: string) => string | undefined;
 }
@@ -51,19 +71,29 @@ export class RefusalTracker {
     return this.entries.has(key);
   }
 
-  /** The dataplane refused the item for `key`: back off; log the first refusal and every change of answer. */
-  refused(key: string, err: unknown): void {
+  /**
+   * The dataplane refused the item for `key`: back off; log (at warn) and report the first refusal and
+   * every change of answer, a retry answered alike only at debug. True when this refusal is such news.
+   */
+  refused(key: string, err: unknown): boolean {
     const { clock, log, metrics, driver } = this.opts;
     const answer = refusalAnswer(err);
     const prev = this.entries.get(key);
     const attempts = (prev?.attempts ?? 0) + 1;
     const delay = backoffDelay(attempts - 1, this.opts.baseMs, this.opts.capMs);
-    this.entries.set(key, { attempts, retryAt: clock.now() + delay, answer });
+    const error = errorMessage(err);
+    const since = prev?.answer === answer ? prev.since : clock.now();
+    this.entries.set(key, { attempts, retryAt: clock.now() + delay, answer, since, error });
     metrics?.inc(METRIC.refusals, { driver });
     this.gauge();
-    const fields = { driver, node: this.opts.owner?.(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error: errorMessage(err) };
-    if (prev?.answer !== answer) log.warn('the dataplane refused one peer item; the other peers are programmed, this one is retried with backoff', fields);
-    else log.debug('the dataplane refused the item again', fields);
+    const fields = { driver, node: this.opts.owner?.(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error };
+    if (prev?.answer !== answer) {
+      log.warn('the dataplane refused one peer item; the other peers are programmed, this one is retried with backoff', fields);
+      this.opts.events?.record(peerRefusedEvent(fields.node, key, answer, fields.error));
+      return true;
+    }
+    log.debug('the dataplane refused the item again', fields);
+    return false;
   }
 
   /** The item for `key` was written: it is no longer refused. */
@@ -93,6 +123,13 @@ export class RefusalTracker {
   backingOff(key: string, now: number): boolean {
     const e = this.entries.get(key);
     return e !== undefined && e.retryAt > now;
+  }
+
+  /** The refused items, sorted by peer then prefix. */
+  list(): RefusedItem[] {
+    return [...this.entries]
+      .map(([prefix, e]) => ({ node: this.opts.owner?.(prefix), prefix, answer: e.answer, attempts: e.attempts, since: e.since, error: e.error }))
+      .sort((a, b) => (a.node ?? '').localeCompare(b.node ?? '') || a.prefix.localeCompare(b.prefix));
   }
 
   keys(): string[] {

@@ -12,6 +12,7 @@ import { Reconciler, type LeaseDriver } from './reconcile.js';
 import { componentLogger, type Logger } from '../log.js';
 import type { Lease, LeaseUpdate } from '../subnet/lease.js';
 import { LeaseWatcher } from '../subnet/watcher.js';
+import { networkRebuiltEvent, noNodeEvents, type NodeEvents } from '../node-events.js';
 
 /** What writing peers to one incarnation of the HNS network takes. */
 export interface NetworkBinding<A, D> {
@@ -37,6 +38,8 @@ export class RouteNetwork<A, D> implements Network {
   private readonly log: Logger;
   private readonly watcher: LeaseWatcher;
   private readonly reconciler: Reconciler<A, D>;
+  /** Events on the own Node (kube mode; none in etcd mode). */
+  private readonly events: NodeEvents;
   /** The first complete list has arrived. */
   private listed = false;
 
@@ -48,6 +51,7 @@ export class RouteNetwork<A, D> implements Network {
     this.binding = opts.binding;
     this.deps = deps;
     this.log = deps.log;
+    this.events = deps.subnetManager.nodeEvents?.(lease) ?? noNodeEvents;
     this.watcher = new LeaseWatcher({
       ownLeaseKey: lease.key,
       ownSubnet: lease.subnet,
@@ -63,6 +67,7 @@ export class RouteNetwork<A, D> implements Network {
       log: componentLogger(deps.log, 'leases'),
       metrics: deps.metrics,
       clock: deps.clock,
+      events: this.events,
     });
     this.reconciler = new Reconciler<A, D>({
       driver: opts.binding.driver,
@@ -71,6 +76,7 @@ export class RouteNetwork<A, D> implements Network {
       metrics: deps.metrics,
       resyncMs: deps.resyncMs,
       earlyAdds: true,
+      events: this.events,
       onNetworkGone: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
     });
   }
@@ -125,6 +131,7 @@ export class RouteNetwork<A, D> implements Network {
     );
     await this.deps.afterRebuild?.(this);
     this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.watcher.size, mtu: binding.mtu });
+    this.events.record(networkRebuiltEvent(this.networkName, this.watcher.size));
   }
 
   status(): NetworkStatus {
@@ -134,6 +141,7 @@ export class RouteNetwork<A, D> implements Network {
       listed: this.listed,
       lastGoodAt: s.lastGoodAt,
       refused: s.refused,
+      refusedItems: s.refusedItems,
       inSync: s.synced && s.inSync,
       peersDesired: s.peersDesired,
       peersProgrammed: s.peersProgrammed,

@@ -2,12 +2,15 @@
 // win-bridge.exe, host-local.exe) from SHA-256-pinned archives; see src/cni-plugins/install.ts. With
 // --pinned the upstream releases of src/cni-plugins/pinned.json are used.
 import { parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
-import { FlagError, FlannelError, errorMessage } from '../errors.js';
+import { CniInstallError, FlagError, FlannelError, errorMessage } from '../errors.js';
 import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
 import { DOWNLOAD_LIMITS } from '../cni-plugins/download.js';
 import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
 import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
 import type { Command, CommandIO } from './command.js';
+import { existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/verify-pins.js';
 
 const PROGRAM = 'flanneld install-cni';
 
@@ -32,6 +35,26 @@ export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
     default: false,
     help: `download the upstream releases pinned in this build (${pinned.releases.map((r) => `${r.repository} ${r.version}`).join(', ')}) instead of --source`,
   },
+  {
+    name: 'verify-pins',
+    kind: 'bool',
+    default: false,
+    help: `download the pinned releases, compare their SHA-256 with the pins and record the result in DIR/${PINS_RECORD}; installs nothing (exit 1 on a mismatch)`,
+  },
+  {
+    name: 'pinned-dir',
+    kind: 'string',
+    default: '',
+    help: 'with --pinned: take each pinned release file from this folder when it is there (the image ships them in $CONTAINER_SANDBOX_MOUNT_POINT\\cni-plugins), else download it; the pins apply alike',
+    valueName: 'DIR',
+  },
+  {
+    name: 'mirror',
+    kind: 'string',
+    default: '',
+    help: 'with --pinned or --verify-pins: fetch the pinned releases from this mirror of https://github.com (same paths)',
+    valueName: 'URL',
+  },
   { name: 'bin-dir', kind: 'string', default: '/opt/cni/bin', windowsDefault: 'C:\\opt\\cni\\bin', help: "the CNI plugin directory (containerd's bin_dir)", valueName: 'DIR' },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
@@ -47,7 +70,8 @@ export function usage(platform: NodeJS.Platform): string {
     .replace(/\nEnvironment:[\s\S]*$/, '\n');
   return (
     `Usage: ${PROGRAM} --source URL|PATH --sha256 HEX [--source ... --sha256 ...] [--bin-dir DIR]\n` +
-    `       ${PROGRAM} --pinned [--bin-dir DIR]\n\n` +
+    `       ${PROGRAM} --pinned [--mirror URL] [--bin-dir DIR]\n` +
+    `       ${PROGRAM} --verify-pins [--mirror URL] [--bin-dir DIR]\n\n` +
     `${command.summary}.\nEvery source is hashed before anything is written; the plugins are written to a temporary\n` +
     `directory in DIR and renamed into place; files already equal are left alone (a rerun writes nothing,\n` +
     `and downloads nothing while the plugins still match the record of the last install, DIR\\${INSTALL_RECORD}).\n` +
@@ -58,13 +82,27 @@ export function usage(platform: NodeJS.Platform): string {
   );
 }
 
+/** A pinned release: the file of the same name in `dir` when there is one, else its URL (on `mirror`). */
+export function pinnedLocation(url: string, mirror: string, dir: string, exists: (p: string) => boolean = existsSync): string {
+  if (dir !== '') {
+    const file = join(dir, basename(new URL(url).pathname));
+    if (exists(file)) return file;
+  }
+  return mirrored(url, mirror);
+}
+
 function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
   const sources = (values.get('source') as string[] | undefined) ?? [];
   const hashes = (values.get('sha256') as string[] | undefined) ?? [];
-  if (values.get('pinned') === true) {
-    if (sources.length > 0 || hashes.length > 0) throw new FlagError('--pinned and --source/--sha256 exclude each other', { flag: 'pinned' });
-    return [...PINNED_SOURCES];
+  if (values.get('pinned') === true || values.get('verify-pins') === true) {
+    const flag = values.get('pinned') === true ? 'pinned' : 'verify-pins';
+    if (sources.length > 0 || hashes.length > 0) throw new FlagError(`--${flag} and --source/--sha256 exclude each other`, { flag });
+    const mirror = (values.get('mirror') as string | undefined) ?? '';
+    const local = flag === 'pinned' ? ((values.get('pinned-dir') as string | undefined) ?? '') : '';
+    return PINNED_SOURCES.map((s) => ({ ...s, location: pinnedLocation(s.location, mirror, local) }));
   }
+  if (((values.get('pinned-dir') as string | undefined) ?? '') !== '') throw new FlagError('--pinned-dir applies to --pinned only', { flag: 'pinned-dir' });
+  if (((values.get('mirror') as string | undefined) ?? '') !== '') throw new FlagError('--mirror applies to --pinned and --verify-pins only', { flag: 'mirror' });
   if (sources.length === 0) throw new FlagError('flag -source is required (or --pinned): name the plugin archive(s) to install', { flag: 'source' });
   if (hashes.length !== sources.length) {
     throw new FlagError(`give one --sha256 per --source (got ${sources.length} --source and ${hashes.length} --sha256)`, { flag: 'sha256' });
@@ -74,6 +112,21 @@ function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
     if (!sha256) throw new FlagError(`invalid value "${hashes[i]}" for flag -sha256: expected 64 hex digits`, { flag: 'sha256', value: hashes[i] });
     return { location, sha256 };
   });
+}
+
+/** --verify-pins: compare, record, report; a mismatch is FLANNEL_ERR_CNI_HASH (exit 1). */
+async function verifyPinned(mirror: string, binDir: string, io: CommandIO): Promise<number> {
+  const checks = await checkPins(pinned.releases, { mirror });
+  const path = recordPins(binDir, checks, new Date().toISOString());
+  for (const c of checks) io.stdout(`${c.match ? 'match' : 'MISMATCH'} ${c.name} ${c.version} ${c.url}\n  pinned ${c.pinned}\n  actual ${c.actual}\n`);
+  io.stdout(`recorded in ${path}\n`);
+  const bad = checks.filter((c) => !c.match);
+  if (bad.length === 0) return 0;
+  throw new CniInstallError(
+    'FLANNEL_ERR_CNI_HASH',
+    `${bad.map((c) => c.name).join(', ')}: the download's SHA-256 is not the pinned one; do not use --pinned until you know why (a changed release, a mirror serving other files, or a wrong pin)`,
+    { releases: bad.map((c) => c.name).join(',') },
+  );
 }
 
 export const command: Command = {
@@ -93,6 +146,7 @@ export const command: Command = {
           io.platform,
         ) as string);
       if (binDir.trim() === '') throw new FlagError('flag -bin-dir is empty', { flag: 'bin-dir' });
+      if (cli.values.get('verify-pins') === true) return await verifyPinned((cli.values.get('mirror') as string | undefined) ?? '', binDir, io);
       const report = await installCniPlugins({ sources, binDir });
       for (const f of report.installed) io.stdout(`installed ${f} (sha256 ${report.sha256[f]})\n`);
       if (report.fromRecord) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the recorded install of these sources; nothing downloaded or written\n`);

@@ -66,10 +66,17 @@ export function renderStatusTable(s: StatusReport): string {
         : `${t(net.name)}: MISSING from HNS${net.error ? ` (${t(net.error)})` : ''}`,
   ]);
   rows.push(['MTU', s.mtu === null ? '-' : t(s.mtu)]);
-  rows.push(['Peers', `${t(s.peers.desired)} desired, ${t(s.peers.programmed)} programmed, ${t(s.peers.rejected)} rejected`]);
   const rejections: unknown = s.peers.rejections;
+  const refusals: unknown = s.peers.refusals; // absent from an older agent's report
+  const refused = Array.isArray(refusals) ? (refusals as StatusReport['peers']['refusals']) : [];
+  rows.push(['Peers', `${t(s.peers.desired)} desired, ${t(s.peers.programmed)} programmed, ${t(s.peers.rejected)} rejected, ${refused.length} refused`]);
   for (const r of Array.isArray(rejections) ? (rejections as StatusReport['peers']['rejections']) : []) {
     rows.push(['  rejected', `${t(r?.key)} ${t(r?.subnet)} via ${t(r?.publicIP)}: ${t(r?.reason)} (${t(r?.message)})`]);
+  }
+  for (const r of refused) {
+    const hresult = t(r?.hresult);
+    const answer = hresult.startsWith('0x') ? `HRESULT ${hresult}` : hresult;
+    rows.push(['  refused', `${t(r?.node ?? '?')} ${t(r?.prefix)}: ${answer} since ${t(r?.since)}, ${t(r?.attempts)} tries (${t(r?.error)})`]);
   }
   rows.push(['Last pass', s.lastPass ? `${t(s.lastPass.at)} ${s.lastPass.ok ? 'ok' : 'failed'}` : 'none yet']);
   rows.push(['Last success', s.lastSuccess ? t(s.lastSuccess) : 'none yet']);

@@ -90,6 +90,9 @@ const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
   [METRIC.passDuration]: { result: ['ok', 'error'] },
 };
 
+/** prom-client default metrics that are gauges named like counters (dropped: promtool fails them). */
+export const NON_COUNTER_TOTALS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 /** Histogram buckets, in seconds: from one fast pass (ms) to a slow HNS start (a minute). */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -126,7 +129,12 @@ export class Metrics {
     // Every other declared family from the start too (an unlabelled one at zero; labels may come later).
     for (const name of Object.keys(HELP)) this.family(name, []);
     this.set(METRIC.buildInfo, 1, { version: VERSION });
-    if (opts.process) collectDefaultMetrics({ register: this.registry });
+    if (opts.process) {
+      collectDefaultMetrics({ register: this.registry });
+      // prom-client's nodejs_active_{handles,requests,resources}_total are gauges with a counter's suffix,
+      // which `promtool check metrics` rejects; they only sum the per-type nodejs_active_* gauges, which stay.
+      for (const name of NON_COUNTER_TOTALS) this.registry.removeSingleMetric(name);
+    }
   }
 
   /** The family `name`, created on first use with these label names (recreated, values kept, if more appear). */

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { NetworkStatus } from '../backends/backend.js';
 import type { StartKind } from '../host/boot.js';
 import type { RejectedLease } from '../subnet/watcher.js';
+import type { RefusedItem } from '../backends/refusals.js';
 
 export interface StatusReport {
   version: string;
@@ -22,10 +23,20 @@ export interface StatusReport {
   network: { name: string; present: boolean; type: string | null; id: string | null; adapter: string | null; error?: string } | null;
   mtu: number | null;
   sourceVip: string | null;
-  peers: { desired: number; programmed: number; rejected: number; rejections: RejectedLease[] };
+  peers: { desired: number; programmed: number; rejected: number; rejections: RejectedLease[]; refused: number; refusals: RefusedPeer[] };
   lastPass: { at: string; ok: boolean } | null;
   lastSuccess: string | null;
   lastError: { at: string; message: string } | null;
+}
+
+/** A peer route or policy the dataplane refuses now: the peer, its prefix, the HRESULT (or route status). */
+export interface RefusedPeer {
+  node: string | null;
+  prefix: string;
+  hresult: string;
+  error: string;
+  since: string;
+  attempts: number;
 }
 
 /** What the agent knows, gathered at request time (the HNS network is read then). */
@@ -45,6 +56,23 @@ export interface StatusInput {
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
 
+function refusedPeer(r: RefusedItem): RefusedPeer {
+  return { node: r.node ?? null, prefix: r.prefix, hresult: r.answer, error: r.error, since: iso(r.since)!, attempts: r.attempts };
+}
+
+/**
+ * The last error: the last failed pass's, or, while the dataplane refuses a peer and that refusal is
+ * newer, the latest refusal (a pass that wrote every other peer is no failure, but the node is not fine).
+ */
+function lastError(failed: { at: number; message: string } | undefined, refused: RefusedItem[]): StatusReport['lastError'] {
+  const latest = refused.reduce<RefusedItem | undefined>((a, r) => (a === undefined || r.since > a.since ? r : a), undefined);
+  if (latest && (failed === undefined || latest.since >= failed.at)) {
+    const more = refused.length > 1 ? ` (and ${refused.length - 1} more refused)` : '';
+    return { at: iso(latest.since)!, message: `peer ${latest.node ?? '?'} ${latest.prefix} refused with ${latest.answer}: ${latest.error}${more}` };
+  }
+  return failed ? { at: iso(failed.at)!, message: failed.message } : null;
+}
+
 /** Pure: the report for one moment. */
 export function buildStatusReport(s: StatusInput): StatusReport {
   const n = s.network;
@@ -60,6 +88,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
         ...(hns instanceof Error ? { error: hns.message } : {}),
       }
     : null;
+  const refused = n?.refusedItems ?? [];
   const inSync = s.ready && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
   return {
     version: s.version,
@@ -71,10 +100,17 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     network,
     mtu: s.mtu ?? null,
     sourceVip: s.sourceVip ?? null,
-    peers: { desired: n?.peersDesired ?? 0, programmed: n?.peersProgrammed ?? 0, rejected: n?.rejections.length ?? 0, rejections: n?.rejections ?? [] },
+    peers: {
+      desired: n?.peersDesired ?? 0,
+      programmed: n?.peersProgrammed ?? 0,
+      rejected: n?.rejections.length ?? 0,
+      rejections: n?.rejections ?? [],
+      refused: refused.length,
+      refusals: refused.map(refusedPeer),
+    },
     lastPass: n?.lastPassAt === undefined ? null : { at: iso(n.lastPassAt)!, ok: n.lastPassOk === true },
     lastSuccess: iso(n?.lastSuccessAt),
-    lastError: n?.lastError ? { at: iso(n.lastError.at)!, message: n.lastError.message } : null,
+    lastError: lastError(n?.lastError, refused),
   };
 }
 

@@ -105,8 +105,55 @@ const ADVICE: Record<string, string> = {
   FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND:
     'the network adapter the HNS network is bound to does not exist on this host (renamed, removed, or a vEthernet vNIC); pass --iface naming an adapter Get-NetAdapter lists',
   FLANNEL_ERR_HNS_ACCESS_DENIED: 'run flanneld as Administrator or LocalSystem',
-  FLANNEL_ERR_HNS_CALL: 'check that the HNS service is running (Get-Service hns) and look at the Microsoft-Windows-Host-Network-Service-Admin event log',
 };
+
+/** The HNS service itself is stopped, stopping or unreachable: only then is "is it running" the hint. */
+const SERVICE_HRESULTS: ReadonlySet<number> = new Set([
+  HRESULT.HCN_E_MANAGER_STOPPED,
+  0x800706ba, // RPC_S_SERVER_UNAVAILABLE: the HNS service is not running
+  0x800706be, // RPC_S_CALL_FAILED: the service went away during the call
+  0x80070422, // ERROR_SERVICE_DISABLED
+  0x8007041d, // ERROR_SERVICE_REQUEST_TIMEOUT
+]);
+const SERVICE_ADVICE = 'check that the HNS service is running (Get-Service hns; Restart-Service hns) and look at the Microsoft-Windows-Host-Network-Service-Admin event log';
+const EVENT_LOG_ADVICE = 'look at the Microsoft-Windows-Host-Network-Service-Admin event log for what HNS objected to';
+
+/** Which part of the request an invalid-parameter HRESULT points at (HNS names none itself). */
+const REFUSED_FIELD: Record<number, string> = {
+  [HRESULT.HCN_E_INVALID_PREFIX]: 'the DestinationPrefix (or another prefix)',
+  [HRESULT.HCN_E_INVALID_IP]: 'an IP address (ProviderAddress, or an address outside every subnet of the network)',
+  [HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED]: 'an address (ProviderAddress or the gateway: reserved, broadcast or network address)',
+  [HRESULT.HCN_E_INVALID_SUBNET]: 'the subnet (AddressPrefix or its routes)',
+  [HRESULT.HCN_E_INVALID_POLICY]: 'the policy Settings (a missing or malformed field)',
+  [HRESULT.HCN_E_INVALID_POLICY_TYPE]: 'the policy Type (not supported by this Windows build)',
+  [HRESULT.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION]: 'the remote endpoint (the operation is not allowed on one)',
+  [HRESULT.HCN_E_REQUEST_UNSUPPORTED]: 'the request (not supported by this Windows build)',
+  [HRESULT.HCN_E_INVALID_JSON]: 'the JSON document',
+  [HRESULT.E_INVALIDARG]: 'one of its values (HNS does not say which; compare with a peer that works)',
+};
+
+/** The object an HNS call was about, from its context, for the hint. */
+function itemOf(op: string, context: ErrorContext): string {
+  const c = context as Record<string, unknown>;
+  if (typeof c['policyType'] === 'string') return `the ${c['policyType']} policy`;
+  if (c['policies'] !== undefined || /policies|ModifyNetwork/i.test(op)) return 'the network policy (a RemoteSubnetRoute or route for a peer)';
+  if (c['endpointId'] !== undefined || c['endpoint'] !== undefined || /endpoint/i.test(op)) return 'the endpoint';
+  if (c['network'] !== undefined || c['networkId'] !== undefined || /network/i.test(op)) return 'the network';
+  return 'the request';
+}
+
+/**
+ * The hint for one failure: the code's own (not found, exists, attached, access denied); a service
+ * HRESULT says to check the service; an invalid-parameter HRESULT names the item and the field HNS
+ * refused; anything else points at HNS's event log (the service is running: it answered).
+ */
+export function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, context: ErrorContext = {}): string {
+  if (ADVICE[code] !== undefined) return ADVICE[code];
+  if (hresult === undefined || SERVICE_HRESULTS.has(hresult >>> 0)) return SERVICE_ADVICE;
+  const field = REFUSED_FIELD[hresult >>> 0];
+  if (field !== undefined) return `HNS refused ${field} of ${itemOf(op, context)}; fix the value (for a peer: its lease's podCIDR, public IP or VtepMAC)`;
+  return EVENT_LOG_ADVICE;
+}
 
 /** Code for an HRESULT (and/or error text); HRESULT wins, text decides when the HRESULT is unknown or generic. */
 export function hnsErrorCode(hresult: number | undefined, errorText?: string): HnsErrorCode {
@@ -131,7 +178,7 @@ export function hnsError(op: string, hresult: number | undefined, errorText?: st
   const hrPart = hr === undefined ? '' : ` with HRESULT ${hex(hr)}`;
   // HNS's own text does not say which adapter it could not find: the agent does.
   const adapter = code === 'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND' && typeof context.adapter === 'string' ? ` [adapter "${context.adapter}"]` : '';
-  const message = `HNS ${op} failed${hrPart}${text ? `: ${text}` : ''}${adapter} (${ADVICE[code] ?? ADVICE.FLANNEL_ERR_HNS_CALL})`;
+  const message = `HNS ${op} failed${hrPart}${text ? `: ${text}` : ''}${adapter} (${hnsAdvice(code, hr, op, context)})`;
   return new HnsError(code, message, { ...context, op, hresult: hr, hnsError: text || undefined });
 }
 

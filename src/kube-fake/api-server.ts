@@ -1,6 +1,7 @@
 // An in-process fake of the Kubernetes API server, just big enough for flannel's kube subnet manager,
 // over real HTTP(S) on 127.0.0.1 so the real @kubernetes/client-node (and kubectl) talk to it: Nodes
-// (list, watch, get, patch incl. /status) and Pods (get). It models what flannel pkg/subnet/kube/kube.go
+// (list, watch, get, patch incl. /status), Pods (get, list), Events (./events.ts) and the discovery
+// documents kubectl reads first (/api, /apis, /api/v1), so `kubectl describe node` works against it. It models what flannel pkg/subnet/kube/kube.go
 // relies on through client-go, as the Kubernetes API documents it: the API conventions
 // (sig-architecture api-conventions.md: resourceVersion, Status errors with reason and code, the status
 // subresource), the API concepts ("Efficient detection of changes": list then watch from the list's
@@ -13,6 +14,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { systemClock, type Clock } from '../clock.js';
+import { EventStore } from './events.js';
 import { NodeStore } from './node-store.js';
 import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type HangMode, type NodeMisbehaviour } from './request-faults.js';
@@ -66,6 +68,7 @@ export class FakeKubeApiServer {
   private port: number;
   private readonly tls: FakeKubeApiServerOptions['tls'];
   private readonly store: NodeStore;
+  private readonly eventStore: EventStore;
   private readonly watches: NodeWatches;
   private readonly faults = new RequestFaults();
   private readonly sockets = new Set<Socket>();
@@ -77,6 +80,7 @@ export class FakeKubeApiServer {
     this.tls = opts.tls;
     this.store = new NodeStore({ historyLimit: Math.max(1, opts.historyLimit ?? 1000), now: () => clock.now(), onEvent: (ev) => this.watches.broadcast(ev) });
     this.watches = new NodeWatches(this.store, clock);
+    this.eventStore = new EventStore(() => clock.now());
   }
 
   /** `http://127.0.0.1:<port>` (`https://` with `tls`; valid after start()). */
@@ -156,6 +160,17 @@ export class FakeKubeApiServer {
 
   addPod(pod: FakePod): FakePod {
     return this.store.addPod(pod);
+  }
+
+  /** Events stored (created by POST, updated by PATCH), optionally only those about one object. */
+  events(involved?: { kind: string; name: string }): JsonObject[] {
+    const sel = involved ? `involvedObject.kind=${involved.kind},involvedObject.name=${involved.name}` : undefined;
+    return this.eventStore.list(undefined, sel);
+  }
+
+  /** Drop an event (as its TTL would): the next patch of it gets 404. */
+  expireEvent(namespace: string, name: string): boolean {
+    return this.eventStore.delete(namespace, name);
   }
 
   /**
@@ -285,6 +300,15 @@ export class FakeKubeApiServer {
       if (method === 'PATCH') return this.patchNode(res, name, m[2] !== undefined, contentType, body);
       return notAllowed();
     }
+    if (path === '/api' || path === '/apis' || path === '/api/v1') {
+      if (method !== 'GET') return notAllowed();
+      return sendJson(res, 200, DISCOVERY[path]);
+    }
+    if (path === '/api/v1/pods') {
+      if (method !== 'GET') return notAllowed();
+      return sendJson(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: this.resourceVersion }, items: this.store.listPods(query.fieldSelector) });
+    }
+    if ((m = path.match(/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/))) return this.routeEvents(res, method, m[1], m[2], query, body);
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/))) {
       if (method !== 'GET') return notAllowed();
       const name = decodeURIComponent(m[2]);
@@ -292,6 +316,28 @@ export class FakeKubeApiServer {
       return p ? sendJson(res, 200, p) : sendStatus(res, 404, `pods "${name}" not found`, { name, kind: 'pods' });
     }
     return sendStatus(res, 404, 'the server could not find the requested resource');
+  }
+
+  private routeEvents(res: http.ServerResponse, method: string, ns: string | undefined, nameEnc: string | undefined, query: Record<string, string>, body: unknown): void {
+    const namespace = ns === undefined ? undefined : decodeURIComponent(ns);
+    const name = nameEnc === undefined ? undefined : decodeURIComponent(nameEnc);
+    const answer = (a: { code: number; body?: JsonObject; message?: string }) => (a.body ? sendJson(res, a.code, a.body) : sendStatus(res, a.code, a.message ?? ''));
+    if (name === undefined && method === 'GET') {
+      return sendJson(res, 200, {
+        kind: 'EventList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: this.resourceVersion },
+        items: this.eventStore.list(namespace, query.fieldSelector),
+      });
+    }
+    if (namespace === undefined) return sendStatus(res, 405, `method ${method} not allowed on /api/v1/events`);
+    if (name === undefined && method === 'POST') return answer(this.eventStore.create(namespace, body));
+    if (name !== undefined && method === 'GET') {
+      const e = this.eventStore.get(namespace, name);
+      return e ? sendJson(res, 200, e) : sendStatus(res, 404, `events "${name}" not found`, { name, kind: 'events' });
+    }
+    if (name !== undefined && method === 'PATCH') return answer(this.eventStore.patch(namespace, name, body));
+    return sendStatus(res, 405, `method ${method} not allowed on events`);
   }
 
   private patchNode(res: http.ServerResponse, name: string, statusSub: boolean, contentType: string | undefined, body: unknown): void {
@@ -313,6 +359,22 @@ export class FakeKubeApiServer {
     return next ? sendJson(res, 200, next) : nodeNotFound(res, name);
   }
 }
+
+/** Legacy discovery (kubectl falls back to it when the aggregated form is not offered). */
+const DISCOVERY: Record<string, JsonObject> = {
+  '/api': { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }] },
+  '/apis': { kind: 'APIGroupList', apiVersion: 'v1', groups: [] },
+  '/api/v1': {
+    kind: 'APIResourceList',
+    groupVersion: 'v1',
+    resources: [
+      { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs: ['get', 'list', 'patch', 'watch'], shortNames: ['no'] },
+      { name: 'nodes/status', singularName: '', namespaced: false, kind: 'Node', verbs: ['get', 'patch'] },
+      { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'], shortNames: ['po'] },
+      { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['create', 'get', 'list', 'patch'], shortNames: ['ev'] },
+    ],
+  },
+};
 
 function nodeNotFound(res: http.ServerResponse, name: string): void {
   sendStatus(res, 404, `nodes "${name}" not found`, { name, kind: 'nodes' });

@@ -105,6 +105,12 @@ export class NodeStore {
     return p ? clone(p) : undefined;
   }
 
+  /** Pods, all or (field selector `spec.nodeName=X`, as kubectl describe node asks) those on one node. */
+  listPods(fieldSelector = ''): FakePod[] {
+    const node = /(?:^|,)spec\.nodeName==?([^,]*)/.exec(fieldSelector)?.[1];
+    return [...this.pods.values()].filter((p) => node === undefined || (p as { spec?: { nodeName?: string } }).spec?.nodeName === node).map(clone);
+  }
+
   /** Drop the whole history, past every resourceVersion handed out so far (even an up-to-date watch expires). */
   compact(): void {
     this.history = [];

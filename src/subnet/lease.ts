@@ -1,5 +1,6 @@
 // Lease records and the SubnetManager seam. Mirrors flannel pkg/lease/types.go and pkg/subnet/subnet.go
 // (Manager), reduced to what a Windows node needs: IPv4 leases, kube or etcd behind one interface.
+import type { NodeEvents } from '../node-events.js';
 
 /** vxlan BackendData as flannel publishes it: `{"VNI":4096,"VtepMAC":"00:15:5d:b3:ac:db"}`. */
 export interface VxlanBackendData {
@@ -76,6 +77,10 @@ export interface SubnetManager {
    * network), so peers follow: kube patches the backend-data annotation, etcd rewrites the lease value.
    */
   republishLease(lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void>;
+   * Where Events about the own node go (kube: core/v1 Events on the own Node, once the lease names it).
+   * The etcd manager has no API server and records none.
+   */
+  nodeEvents?(lease: Lease): NodeEvents;
 }
 
 /** `{VNI: number, VtepMAC: string}` as flannel's vxlan backend-data (the MAC may still be invalid). */

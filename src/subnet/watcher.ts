@@ -20,6 +20,7 @@ import { normalizeCidr } from '../ip4.js';
 import type { LeaseValidation, LeaseValidationContext, LeaseRejectReason } from './validate.js';
 import { validateLease } from './validate.js';
 import { RejectionLog } from './rejections.js';
+import { noNodeEvents, peerRejectedEvent, type NodeEvents } from '../node-events.js';
 
 export interface LeaseWatcherOptions {
   /** Key of the own lease (kube: the own Node name; etcd: the own subnet key). */
@@ -31,6 +32,8 @@ export interface LeaseWatcherOptions {
   log?: Logger;
   metrics?: Metrics;
   clock?: Clock;
+  /** Where a newly rejected peer is reported as a Kubernetes Event on the own Node (default: nowhere). */
+  events?: NodeEvents;
   /** One rejection line per node and reason per this interval (default 60 s). */
   rejectLogIntervalMs?: number;
 }
@@ -71,6 +74,7 @@ export class LeaseWatcher {
   private readonly log: Logger;
   private readonly metrics: Metrics | undefined;
   private readonly rejections: RejectionLog;
+  private readonly events: NodeEvents;
   /** Latest lease per key as reported by the subnet manager (own lease excluded). */
   private readonly raw = new Map<string, Lease>();
   /** raw keys by normalized subnet: the claimants of each subnet. */
@@ -89,6 +93,7 @@ export class LeaseWatcher {
     this.ctx = { ...opts.validation, ownSubnet: opts.validation.ownSubnet ?? opts.ownSubnet };
     this.log = opts.log ?? silentLogger();
     this.metrics = opts.metrics;
+    this.events = opts.events ?? noNodeEvents;
     this.rejections = new RejectionLog(this.log, this.metrics, opts.clock ?? systemClock, opts.rejectLogIntervalMs ?? 60_000);
   }
 
@@ -148,7 +153,9 @@ export class LeaseWatcher {
     const fields: Record<string, unknown> = { subnet: l.subnet, publicIP: l.publicIP };
     if (other !== undefined) fields.otherNode = other;
     const fresh = this.rejections.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });
-    if (fresh && CONFLICT_REASONS.has(reason)) this.metrics?.inc(METRIC.subnetConflicts);
+    if (!fresh) return;
+    if (CONFLICT_REASONS.has(reason)) this.metrics?.inc(METRIC.subnetConflicts);
+    this.events.record(peerRejectedEvent(l.key, reason, message));
   }
 
   /** Take one update from the subnet manager; returns the changes to the accepted peer set. */

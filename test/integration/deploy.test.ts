@@ -171,12 +171,13 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     ).toHaveLength(2);
   });
 
-  it("RBAC: exactly flannel's rules, bound to the Windows ServiceAccount", () => {
+  it("RBAC: exactly flannel's rules plus events create/patch (Events on the own Node), bound to the Windows ServiceAccount", () => {
     const role = find('ClusterRole', 'flannel-windows');
     expect(role['rules']).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
     const binding = find('ClusterRoleBinding', 'flannel-windows');
     expect(binding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel-windows' });
@@ -214,7 +215,9 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
   it('DaemonSet: plugins installed (pinned, hashed), the CNI config written, then the agent with NODE_NAME from the downward API', () => {
     const ds = find('DaemonSet', 'kube-flannel-ds-windows');
     const [plugins, cniConfig] = ds['spec']['template']['spec']['initContainers'] as Obj[];
-    expect((plugins['args'] as string[]).join(' ')).toMatch(/flanneld\.exe'\) install-cni --pinned --bin-dir \$env:CNI_BIN_DIR/);
+    expect((plugins['args'] as string[]).join(' ')).toMatch(
+      /flanneld\.exe'\) install-cni --pinned --pinned-dir \(Join-Path \$env:CONTAINER_SANDBOX_MOUNT_POINT 'cni-plugins'\) --bin-dir \$env:CNI_BIN_DIR/,
+    );
     expect(plugins['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
     expect((cniConfig['args'] as string[]).join(' ')).toContain('cni-config');
     const c = (ds['spec']['template']['spec']['containers'] as Obj[]).find((x) => x['name'] === 'kube-flannel')!;

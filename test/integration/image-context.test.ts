@@ -6,7 +6,9 @@
 // image itself is not built by the tests.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,10 +83,13 @@ describe('npm run package:image-context', () => {
     expect(r.status).toBe(0);
     for (const [name, text] of Object.entries(zipFiles)) expect(readFileSync(join(out, 'flanneld', ...name.split('/')), 'utf8')).toBe(text);
     expect(readFileSync(join(out, 'Dockerfile.windows'), 'utf8')).toBe(readFileSync(DOCKERFILE, 'utf8'));
-    for (const [, rest] of instructions(readFileSync(DOCKERFILE, 'utf8')).filter(([k]) => k === 'COPY')) {
-      const src = rest.split(/\s+/)[0];
+    const ins = instructions(readFileSync(DOCKERFILE, 'utf8'));
+    const args = Object.fromEntries(ins.filter(([k]) => k === 'ARG').map(([, v]) => v.split('=') as [string, string]));
+    for (const [, rest] of ins.filter(([k]) => k === 'COPY')) {
+      const src = rest.split(/\s+/)[0].replace(/\$\{(\w+)\}/g, (_m, n: string) => args[n] ?? '');
       expect([src, existsSync(join(out, src))]).toEqual([src, true]);
     }
+    expect(args['CNI_PLUGINS']).toBe('no-cni-plugins'); // the default: no plugins inside, the init container downloads them
     // deploy/base/40-daemonset-windows.yml runs (Join-Path $env:CONTAINER_SANDBOX_MOUNT_POINT 'flanneld\flanneld.exe').
     const ds = readFileSync(join(process.cwd(), 'deploy', 'base', '40-daemonset-windows.yml'), 'utf8');
     expect(ds).toContain("'flanneld\\flanneld.exe'");
@@ -93,6 +98,25 @@ describe('npm run package:image-context', () => {
     expect(r.stdout).toContain(`docker buildx build --platform windows/amd64 --build-arg VERSION=`);
     expect(r.stdout).toContain(`-t registry.example.com:5000/flanneld-windows:1.2.3 --push ${out}`);
     expect(r.stdout).toContain('newName: registry.example.com:5000/flanneld-windows\n    newTag: "1.2.3"');
+  });
+
+  it('--cni-plugins puts the pinned release files in the context after checking their SHA-256, for CNI_PLUGINS=cni-plugins', async () => {
+    const zip = join(dir, 'flanneld-windows-amd64.zip');
+    await writeZip(zip, zipFiles);
+    const plugins = join(dir, 'plugins');
+    mkdirSync(plugins, { recursive: true });
+    for (const r of pinned.releases) writeFileSync(join(plugins, r.url.split('/').pop()!), 'not the release');
+    const bad = run(['--zip', zip, '--out-dir', join(dir, 'ctx4'), '--cni-plugins', plugins]);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/has SHA-256 [0-9a-f]{64}, not the pinned /);
+    // The pinned files themselves cannot be fetched here: the copy is checked with pins of what is there.
+    const sha = createHash('sha256').update('not the release').digest('hex');
+    const releases = pinned.releases.map((p) => ({ ...p, sha256: sha }));
+    const { imageContext } = (await import(SCRIPT)) as { imageContext: (o: object) => Promise<{ plugins: string[] }> };
+    const ctx = await imageContext({ zip, outDir: join(dir, 'ctx5'), image: '', cniPlugins: plugins, releases });
+    const names = pinned.releases.map((p) => p.url.split('/').pop()!);
+    expect(ctx.plugins).toEqual(names);
+    for (const n of names) expect(readFileSync(join(dir, 'ctx5', 'cni-plugins', n), 'utf8')).toBe('not the release');
   });
 
   it('refuses a zip that is not a flanneld-windows package, and a missing zip', async () => {

@@ -3,7 +3,7 @@
 // loads neither the agent nor winston. The modules a run resolved come from an import trace
 // (test/support/import-trace.mjs, Node's module.register hooks) while the real binary runs against the
 // fake API server or a real etcd. Why it matters: each package costs resident memory for the life of
-// the process (the per-import table in README, Performance).
+// the process (the per-import table in docs/performance.md).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

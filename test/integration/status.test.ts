@@ -88,7 +88,7 @@ describe('flanneld status', () => {
     expect(row('Lease')).toBe(`10.244.100.0/24 (public IP ${WIN_IP})`);
     expect(row('Network')).toMatch(/^flannel\.4096 \(Overlay\), ID [0-9A-F-]{36}, adapter Ethernet$/i);
     expect(row('MTU')).toBe('1450');
-    expect(row('Peers')).toBe('1 desired, 1 programmed, 1 rejected');
+    expect(row('Peers')).toBe('1 desired, 1 programmed, 1 rejected, 0 refused');
     expect(table.stdout).toMatch(/^ {2}rejected +linux-vni1 10\.244\.3\.0\/24 via 10\.0\.0\.13: vni-too-low \(/m);
     expect(row('Last pass')).toMatch(/^\d{4}-\d\d-\d\dT.* ok$/);
     expect(row('Last error')).toBe('none');
@@ -124,7 +124,24 @@ describe('flanneld status', () => {
     const failingTable = await cli(['status', `--healthz-port=${port}`]);
     expect(failingTable.status).toBe(1);
     expect(failingTable.stdout).toMatch(/^Dataplane +NOT in sync/m);
-    expect(failingTable.stdout).toMatch(/^Peers +2 desired, 1 programmed, 1 rejected$/m);
+    expect(failingTable.stdout).toMatch(/^Peers +2 desired, 1 programmed, 1 rejected, 0 refused$/m);
+  }, 60_000);
+
+  it('a peer HNS refuses (E_INVALIDARG) is listed by name with its HRESULT, and Last error is not none', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
+    cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
+    const port = await freePort();
+    const { agent } = await startAgent(cluster, VXLAN_NET_CONF, port);
+    await waitFor(async () => (await agent.status()).inSync, 'in sync');
+    agent.dataplane!.simulated!.injections.failNext(/ModifyNetwork/, 0x80070057, 1000);
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
+    await waitFor(async () => (await agent.status()).peers.refused === 1, 'a refused peer');
+    const table = await cli(['status', `--healthz-port=${port}`]);
+    expect(table.status).toBe(1);
+    expect(table.stdout).toMatch(/^Peers +2 desired, 1 programmed, 0 rejected, 1 refused$/m);
+    expect(table.stdout).toMatch(/^ {2}refused +linux-2 10\.244\.2\.0\/24: HRESULT 0x80070057 since \S+, \d+ tries \(HNS .*\)$/m);
+    expect(table.stdout).toMatch(/^Last error +\S+ peer linux-2 10\.244\.2\.0\/24 refused with 0x80070057/m);
   }, 60_000);
 
   it('host-gw: a restart in the same boot says so; the L2Bridge network and its adapter are named', async () => {

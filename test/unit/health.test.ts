@@ -1,8 +1,8 @@
 import { describe, it, expect } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
-import { buildStatusReport, isLocalRequest } from '../../src/health/status.js';
+import { buildStatusReport, isLocalRequest, type StatusInput } from '../../src/health/status.js';
 import type { NetworkStatus } from '../../src/backends/backend.js';
-import { statusUrls } from '../../src/commands/status.js';
+import { renderStatusTable, statusUrls } from '../../src/commands/status.js';
 import { startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
 import { readFileSync } from 'node:fs';
 import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/health/metrics.js';
@@ -85,6 +85,7 @@ describe('/status', () => {
     listed: true,
     lastGoodAt: 0,
     refused: 0,
+    refusedItems: [],
     inSync: true,
     peersDesired: 2,
     peersProgrammed: 2,
@@ -94,7 +95,7 @@ describe('/status', () => {
     lastError: undefined,
     rejections: [],
   };
-  const report = buildStatusReport({
+  const INPUT = {
     version: '0.1.0',
     phase: 'running',
     ready: true,
@@ -105,6 +106,30 @@ describe('/status', () => {
     mtu: 1500,
     sourceVip: undefined,
     network: NETWORK,
+  } satisfies StatusInput;
+  const report = buildStatusReport(INPUT);
+
+  it('lists refused peers by name with the HRESULT, and Last error is the refusal while it lasts', () => {
+    const refusedAt = Date.parse('2026-01-01T00:10:00Z');
+    const withRefusal = buildStatusReport({
+      ...INPUT,
+      network: {
+        ...NETWORK,
+        refused: 1,
+        inSync: false,
+        peersProgrammed: 1,
+        lastError: { at: Date.parse('2026-01-01T00:05:00Z'), message: 'HNS was stopping' },
+        refusedItems: [{ node: 'linux-3', prefix: '10.244.3.0/24', answer: '0x80070057', attempts: 4, since: refusedAt, error: 'HNS HcnModifyNetwork failed' }],
+      },
+    });
+    expect(withRefusal.peers).toMatchObject({ refused: 1, refusals: [{ node: 'linux-3', prefix: '10.244.3.0/24', hresult: '0x80070057', attempts: 4 }] });
+    expect(withRefusal.lastError).toEqual({ at: '2026-01-01T00:10:00.000Z', message: 'peer linux-3 10.244.3.0/24 refused with 0x80070057: HNS HcnModifyNetwork failed' });
+    const table = renderStatusTable(withRefusal);
+    expect(table).toMatch(/^Peers +2 desired, 1 programmed, 0 rejected, 1 refused$/m);
+    expect(table).toMatch(/^ {2}refused +linux-3 10\.244\.3\.0\/24: HRESULT 0x80070057 since 2026-01-01T00:10:00\.000Z, 4 tries \(HNS HcnModifyNetwork failed\)$/m);
+    expect(table).toMatch(/^Last error +2026-01-01T00:10:00\.000Z peer linux-3 /m);
+    // No refusal: the failed pass's error, else none.
+    expect(renderStatusTable(report)).toMatch(/^Last error +none$/m);
   });
 
   it('is served as JSON to this host; 503 without a source', async () => {

@@ -118,3 +118,29 @@ describe('not found, network gone, adapter not found (src/hns/errors.ts)', () =>
     expect(namingAdapter(other, 'Ethernet 3')).toBe(other);
   });
 });
+
+describe('hnsError: the hint fits the error', () => {
+  const SERVICE = /check that the HNS service is running/;
+  it.each([
+    ['a stopped service', 'HcnModifyNetwork', HRESULT.HCN_E_MANAGER_STOPPED, {}, SERVICE],
+    ['RPC server unavailable', 'HcnOpenNetwork', 0x800706ba, {}, SERVICE],
+    ['no HRESULT (v1 text only)', 'HNSCall POST /networks/', undefined, {}, SERVICE],
+    [
+      'E_INVALIDARG on a policy write',
+      'HcnModifyNetwork',
+      HRESULT.E_INVALIDARG,
+      { networkId: 'N' },
+      /^HNS refused one of its values \(HNS does not say which.*\) of the network policy \(a RemoteSubnetRoute or route for a peer\); fix the value/,
+    ],
+    ['an invalid prefix', 'HcnModifyNetwork', HRESULT.HCN_E_INVALID_PREFIX, { networkId: 'N' }, /^HNS refused the DestinationPrefix .* of the network policy/],
+    ['an invalid IP on an endpoint', 'HcnCreateEndpoint', HRESULT.HCN_E_INVALID_IP, { endpoint: 'e' }, /^HNS refused an IP address .* of the endpoint;/],
+    ['a policy type', 'HcnModifyNetwork', HRESULT.HCN_E_INVALID_POLICY_TYPE, { policyType: 'SDNRoute' }, /^HNS refused the policy Type .* of the SDNRoute policy;/],
+    ['an unknown failure HNS answered', 'HcnModifyNetwork', 0x80004005, {}, /^look at the Microsoft-Windows-Host-Network-Service-Admin event log/],
+    ['access denied keeps its own advice', 'HcnOpenNetwork', HRESULT.E_ACCESSDENIED, {}, /^run flanneld as Administrator/],
+  ])('%s', (_what, op, hr, context, hint) => {
+    const msg = hnsError(op, hr, undefined, context).message;
+    const advice = /\(([^()]*(?:\([^()]*\)[^()]*)*)\)$/.exec(msg)?.[1] ?? '';
+    expect(advice).toMatch(hint);
+    if (hint !== SERVICE) expect(msg).not.toMatch(SERVICE);
+  });
+});

@@ -165,6 +165,26 @@ describe('incremental apply', () => {
   });
 });
 
+describe('pass log lines', () => {
+  it('name the peers a pass added and removed: the first 10, then a count', async () => {
+    const { r, lines } = setup();
+    const peers = Array.from({ length: 12 }, (_, i) => [`node-${String(i).padStart(2, '0')}`, [`k${i}=1`]] as const);
+    r.setPeers(peers);
+    r.markSynced();
+    await r.passNow();
+    const info = () => lines.filter((l) => l['level'] === 'info' && l['message'] === 'reconcile pass');
+    expect(info().at(-1)).toMatchObject({ added: 12, addedPeers: 'node-00, node-01, node-02, node-03, node-04, node-05, node-06, node-07, node-08, node-09 (+2 more)' });
+    expect(info().at(-1)).not.toHaveProperty('removedPeers');
+    r.updatePeers([
+      ['node-03', undefined],
+      ['node-05', undefined],
+      ['node-20', ['k20=1']],
+    ]);
+    await r.passNow();
+    expect(info().at(-1)).toMatchObject({ added: 1, removed: 2, addedPeers: 'node-20', removedPeers: 'node-03, node-05' });
+  });
+});
+
 describe('refused items', () => {
   it('one refused item in a batch: the rest land, it is retried with backoff, counted, and logged once', async () => {
     const { clock, dp, r, ac, metrics, lines } = setup({ batch: 8 });
@@ -182,6 +202,8 @@ describe('refused items', () => {
     expect(metrics.get(METRIC.refusals, { driver: 'fake' })).toBe(1);
     const warned = lines.filter((l) => l['level'] === 'warn' && String(l['message']).includes('refused'));
     expect(warned).toEqual([expect.objectContaining({ node: 'node-e', prefix: 'e', hresult: 'refused' })]);
+    const passLines = (level: string) => lines.filter((l) => l['level'] === level && l['message'] === 'reconcile pass');
+    expect(passLines('info')).toEqual([expect.objectContaining({ added: 7, refused: 1, addedPeers: 'node-a, node-b, node-c, node-d, node-f, node-g, node-h' })]);
 
     // Retried on its own backoff (1 s, 2 s, 4 s ...), each time alone, and logged only once.
     dp.log = [];
@@ -192,6 +214,9 @@ describe('refused items', () => {
     expect(dp.log).toEqual(['read', 'add e=1', 'read', 'add e=1']);
     expect(metrics.get(METRIC.refusals, { driver: 'fake' })).toBe(3);
     expect(lines.filter((l) => l['level'] === 'warn' && String(l['message']).includes('refused')).length).toBe(1);
+    // The retries answered alike are no news: their pass lines are debug, the info line stays the first one.
+    expect(passLines('info')).toHaveLength(1);
+    expect(passLines('debug')).toHaveLength(2);
 
     // Meanwhile other peers are written as usual.
     dp.log = [];

@@ -18,6 +18,7 @@ import type { Lease, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
+import type { NodeEvent, NodeEvents } from '../../src/node-events.js';
 
 class Gone extends Error {}
 
@@ -56,6 +57,11 @@ class Manager implements SubnetManager {
   readonly name = 'fake';
   emit: LeaseUpdateHandler = () => undefined;
   completed: Lease[] = [];
+  /** What the network reported as Events on the own Node (kube mode's recorder). */
+  events: NodeEvent[] = [];
+  nodeEvents(): NodeEvents {
+    return { record: (e) => this.events.push(e) };
+  }
   acquireLease(): Promise<Lease> {
     return Promise.reject(new Error('not used'));
   }
@@ -119,6 +125,7 @@ describe('RouteNetwork', () => {
       peersProgrammed: 1,
       rejections: [expect.objectContaining({ key: 'far', reason: 'subnet-outside-network' })],
     });
+    expect(manager.events).toEqual([{ type: 'Warning', reason: 'FlannelPeerRejected', message: expect.stringMatching(/^peer far rejected \(subnet-outside-network\)/) }]);
 
     first.log = [];
     manager.emit({
@@ -175,6 +182,7 @@ describe('RouteNetwork', () => {
     await flush();
     expect(second.log).toEqual(['read', 'add 10.244.2.0/24=10.0.0.12,10.244.4.0/24=10.0.0.14']);
     expect(rebuilt).toEqual([network]);
+    expect(manager.events).toEqual([{ type: 'Warning', reason: 'FlannelNetworkRebuilt', message: expect.stringContaining('HNS network cbr0 was gone') }]);
     expect(network.mtu).toBe(1450);
     expect(network.status()).toMatchObject({ networkMissing: false, inSync: true, peersDesired: 2, peersProgrammed: 2 });
     ac.abort();

@@ -7,7 +7,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+// @ts-expect-error: a plain .mjs packaging script without type declarations
+import { securityDirectory as peSecurityDirectory } from '../../packaging/pe-signature.mjs';
 import { pipeline } from 'node:stream/promises';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
@@ -31,6 +33,7 @@ import {
   type WindowsBuild,
 } from '../support/windows.js';
 
+const securityDirectory = peSecurityDirectory as (b: Buffer) => { offset: number; size: number };
 const harness = windowsHarness();
 
 if (!harness.run && mustFailWhenSkipped()) {
@@ -140,6 +143,12 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     const image = readFileSync(exe());
     expect(image.subarray(0, 2).toString()).toBe('MZ');
     expect(image.includes(Buffer.from('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1'))).toBe(true);
+    // node.exe's Authenticode signature is gone (it no longer matches after the injection): no security
+    // directory, so Windows sees an unsigned file to sign, not a corrupted signature.
+    expect(securityDirectory(image)).toEqual({ offset: 0, size: 0 });
+    // SHA256SUMS beside the zip, in sha256sum's format.
+    const sums = readFileSync(join(dirname(pkg.zip), 'SHA256SUMS'), 'utf8');
+    expect(sums).toBe(`${createHash('sha256').update(readFileSync(pkg.zip)).digest('hex')}  flanneld-windows-amd64.zip\n`);
   });
 
   it('ships deploy/ and scripts/ as git tracks them (the cleanup DaemonSet in, nothing untracked)', () => {

@@ -25,7 +25,7 @@ import { WatchLineSplitter } from './watch-lines.js';
 export type Query = Record<string, string | number | boolean | undefined>;
 
 export interface KubeRequest {
-  method: 'GET' | 'PATCH';
+  method: 'GET' | 'PATCH' | 'POST';
   path: string;
   query?: Query;
   body?: unknown;

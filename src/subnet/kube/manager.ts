@@ -9,11 +9,12 @@ import type { Clock, Random } from '../../clock.js';
 import { ConfigError } from '../../errors.js';
 import { Metrics } from '../../health/metrics.js';
 import { isNetworkCidr } from '../../ip4.js';
-import { silentLogger } from '../../log.js';
+import { componentLogger, silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import type { RelistOptions } from '../relist.js';
 import { annotationKeys } from './annotations.js';
+import { KubeEventRecorder } from './event-recorder.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from './http.js';
 import { NodeListWatch } from './node-list-watch.js';
 import { OwnNodePublisher } from './own-node.js';
@@ -71,6 +72,10 @@ export class KubeSubnetManager implements SubnetManager {
 
   private readonly nodes: NodeListWatch;
   private readonly own: OwnNodePublisher;
+  private readonly http: KubeHttp;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private events: KubeEventRecorder | undefined;
 
   constructor(opts: KubeSubnetManagerOptions) {
     if (!isNetworkCidr(opts.network)) {
@@ -81,6 +86,9 @@ export class KubeSubnetManager implements SubnetManager {
     const metrics = opts.metrics ?? new Metrics();
     const clock = opts.clock ?? systemClock;
     const http = new KubeHttp(opts.kubeConfig, clock);
+    this.http = http;
+    this.log = log;
+    this.clock = clock;
     const backoffBaseMs = opts.backoffBaseMs ?? 1000;
     const backoffCapMs = opts.backoffCapMs ?? 30_000;
     const requestTimeoutMs = opts.requestTimeoutMs ?? 30_000;
@@ -127,6 +135,12 @@ export class KubeSubnetManager implements SubnetManager {
 
   completeLease(_lease: Lease, signal: AbortSignal): Promise<void> {
     return this.own.markNetworkAvailable(signal);
+  }
+
+  /** Events on the own Node (the lease's key is its name), rate-limited and deduplicated as client-go's recorder. */
+  nodeEvents(lease: Lease): KubeEventRecorder {
+    this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events') });
+    return this.events;
   }
 
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {

@@ -1,0 +1,221 @@
+// Kubernetes Events on the own Node, with client-go's rules (k8s.io/client-go tools/record/events_cache.go
+// and event.go), so a peer that keeps failing is one Event whose count grows, never an event storm:
+// - aggregation (EventAggregatorByReasonFunc): events that differ only in their message are grouped by
+//   the aggregation key (source, object, type, reason); after 10 distinct messages within 10 minutes
+//   they become one "(combined from similar events): <latest message>" event;
+// - deduplication (eventLogger.eventObserve): an event seen before (same key, message included) is not
+//   created again: the existing one is PATCHed with its count + 1, lastTimestamp and message;
+// - spam filter (EventSourceObjectSpamFilter): a token bucket per source+object, burst 25, refilled one
+//   token per 5 minutes; an event without a token is dropped (its count still grows in the cache, as
+//   client-go's does, so the next patch carries it);
+// - recordToSink: create (POST) or patch (PATCH, strategic merge); a patch answered 404 (the event
+//   expired, default TTL one hour) creates it anew. Writes are best effort: one try each, in order,
+//   from a queue of at most 1000 (client-go's maxQueuedEvents; more are dropped), failures logged at debug.
+// Names and references as kubelet's for its Node (pkg/kubelet: involvedObject kind Node, uid = the node
+// name, namespace "" so the Event lives in `default`), which is what `kubectl describe node` searches for.
+import type { Clock } from '../../clock.js';
+import { errorMessage } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { NodeEvent, NodeEvents } from '../../node-events.js';
+import type { KubeHttp } from './http.js';
+import { httpStatus } from './api-error.js';
+
+export const EVENT_COMPONENT = 'flanneld';
+const AGGREGATE_MAX_EVENTS = 10;
+const AGGREGATE_INTERVAL_MS = 600_000;
+const SPAM_BURST = 25;
+const SPAM_REFILL_MS = 300_000;
+const CACHE_ENTRIES = 4096;
+const MAX_QUEUED = 1000;
+const REQUEST_TIMEOUT_MS = 10_000;
+const COMBINED = '(combined from similar events): ';
+
+/** The core/v1 Event fields this recorder writes. */
+export interface KubeEvent {
+  apiVersion: 'v1';
+  kind: 'Event';
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  involvedObject: { kind: 'Node'; name: string; uid: string; apiVersion: 'v1' };
+  reason: string;
+  message: string;
+  type: string;
+  source: { component: string; host: string };
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: number;
+  reportingComponent: string;
+  reportingInstance: string;
+}
+
+/** What to send: a new Event, or a patch of an existing one. */
+export type EventWrite = { kind: 'create'; event: KubeEvent } | { kind: 'patch'; event: KubeEvent; patch: { count: number; lastTimestamp: string; message: string } };
+
+/** metav1.Time: RFC 3339, whole seconds. */
+const rfc3339 = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** A Map bounded like client-go's LRU caches (the least recently set entry goes first). */
+class Lru<V> {
+  private readonly m = new Map<string, V>();
+  get(k: string): V | undefined {
+    return this.m.get(k);
+  }
+  set(k: string, v: V): void {
+    this.m.delete(k);
+    this.m.set(k, v);
+    if (this.m.size > CACHE_ENTRIES) this.m.delete(this.m.keys().next().value!);
+  }
+}
+
+/**
+ * The pure part: decides for each event whether it is dropped, created or patched. One per node (the
+ * source and the object are fixed, so the keys below leave them out).
+ */
+export class EventCorrelator {
+  private readonly aggregate = new Lru<{ messages: Set<string>; last: number }>();
+  private readonly seen = new Lru<{ count: number; first: string; name: string; resourceVersion?: string }>();
+  /** Event name -> its dedup key (bounded like the caches). */
+  private readonly keys = new Lru<string>();
+  private seq = 0;
+  private tokens = SPAM_BURST;
+  private refilledAt: number;
+
+  constructor(
+    private readonly node: string,
+    private readonly now: () => number,
+  ) {
+    this.refilledAt = now();
+  }
+
+  /** undefined = dropped by the spam filter. */
+  correlate(e: NodeEvent): EventWrite | undefined {
+    const t = this.now();
+    // 1. Aggregate by reason (events_cache.go EventAggregate).
+    const aggKey = `${e.type}\0${e.reason}`;
+    let agg = this.aggregate.get(aggKey);
+    if (!agg || t - agg.last > AGGREGATE_INTERVAL_MS) agg = { messages: new Set(), last: t };
+    agg.messages.add(e.message);
+    agg.last = t;
+    this.aggregate.set(aggKey, agg);
+    const combined = agg.messages.size >= AGGREGATE_MAX_EVENTS;
+    const message = combined ? COMBINED + e.message : e.message;
+    const key = combined ? aggKey : `${aggKey}\0${e.message}`;
+    // 2. Observe: a known key becomes a patch of the existing event (eventLogger.eventObserve).
+    const prev = this.seen.get(key);
+    const stamp = rfc3339(t);
+    const entry = prev
+      ? { ...prev, count: prev.count + 1 }
+      : { count: 1, first: stamp, name: `${this.node}.${(BigInt(t) * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16)}` };
+    this.seen.set(key, entry);
+    // 3. Spam filter on source+object (EventSourceObjectSpamFilter.Filter).
+    if (!this.takeToken(t)) return undefined;
+    const event: KubeEvent = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: entry.name, namespace: 'default', ...(entry.resourceVersion ? { resourceVersion: entry.resourceVersion } : {}) },
+      involvedObject: { kind: 'Node', name: this.node, uid: this.node, apiVersion: 'v1' },
+      reason: e.reason,
+      message,
+      type: e.type,
+      source: { component: EVENT_COMPONENT, host: this.node },
+      firstTimestamp: entry.first,
+      lastTimestamp: stamp,
+      count: entry.count,
+      reportingComponent: EVENT_COMPONENT,
+      reportingInstance: this.node,
+    };
+    this.keys.set(entry.name, key);
+    return prev ? { kind: 'patch', event, patch: { count: entry.count, lastTimestamp: stamp, message } } : { kind: 'create', event };
+  }
+
+  /** The API server's answer to a write (events_cache.go UpdateState): keep its name and count. */
+  written(answer: { metadata?: { name?: string; resourceVersion?: string }; count?: number }, sent: KubeEvent): void {
+    const key = this.keys.get(sent.metadata.name);
+    const cur = key === undefined ? undefined : this.seen.get(key);
+    if (key === undefined || !cur) return;
+    this.seen.set(key, { ...cur, name: answer.metadata?.name ?? cur.name, resourceVersion: answer.metadata?.resourceVersion, count: Math.max(cur.count, answer.count ?? 0) });
+  }
+
+  private takeToken(t: number): boolean {
+    const refill = Math.floor((t - this.refilledAt) / SPAM_REFILL_MS);
+    if (refill > 0) {
+      this.tokens = Math.min(SPAM_BURST, this.tokens + refill);
+      this.refilledAt += refill * SPAM_REFILL_MS;
+    }
+    if (this.tokens === 0) return false;
+    this.tokens--;
+    return true;
+  }
+}
+
+export interface EventRecorderOptions {
+  http: KubeHttp;
+  nodeName: string;
+  clock: Clock;
+  log: Logger;
+}
+
+/** The own Node's recorder: correlates synchronously, writes in order in the background. */
+export class KubeEventRecorder implements NodeEvents {
+  private readonly correlator: EventCorrelator;
+  private readonly queue: EventWrite[] = [];
+  private draining: Promise<void> | undefined;
+  /** Writes answered by the API server, and writes dropped (queue full, spam filter, failed request). */
+  written = 0;
+  dropped = 0;
+
+  constructor(private readonly o: EventRecorderOptions) {
+    this.correlator = new EventCorrelator(o.nodeName, () => o.clock.now());
+  }
+
+  record(e: NodeEvent): void {
+    const w = this.correlator.correlate(e);
+    if (!w || this.queue.length >= MAX_QUEUED) {
+      this.dropped++;
+      this.o.log.debug('event not sent (rate limit or full queue)', { reason: e.reason });
+      return;
+    }
+    this.queue.push(w);
+    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+  }
+
+  /** Resolves once every queued write was tried. */
+  async flush(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    for (let w = this.queue.shift(); w; w = this.queue.shift()) {
+      try {
+        this.correlator.written(await this.send(w), w.event);
+        this.written++;
+      } catch (err) {
+        this.dropped++;
+        this.o.log.debug('recording an event on the Node failed', { reason: w.event.reason, error: errorMessage(err) });
+      }
+    }
+  }
+
+  private async send(w: EventWrite): Promise<{ metadata?: { name?: string; resourceVersion?: string }; count?: number }> {
+    const base = `/api/v1/namespaces/${w.event.metadata.namespace}/events`;
+    const signal = new AbortController().signal;
+    const create = (event: KubeEvent) => {
+      const { resourceVersion: _rv, ...metadata } = event.metadata;
+      return this.o.http.json({ method: 'POST', path: base, body: { ...event, metadata }, timeoutMs: REQUEST_TIMEOUT_MS, signal });
+    };
+    if (w.kind === 'create') return (await create(w.event)) as object;
+    try {
+      const path = `${base}/${encodeURIComponent(w.event.metadata.name)}`;
+      return (await this.o.http.json({
+        method: 'PATCH',
+        path,
+        body: w.patch,
+        contentType: 'application/strategic-merge-patch+json',
+        timeoutMs: REQUEST_TIMEOUT_MS,
+        signal,
+      })) as object;
+    } catch (err) {
+      if (httpStatus(err) !== 404) throw err;
+      return (await create(w.event)) as object;
+    }
+  }
+}

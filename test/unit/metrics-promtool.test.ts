@@ -1,0 +1,71 @@
+// /metrics passes `promtool check metrics` (prometheus/prometheus cmd/promtool: the exposition lint,
+// github.com/prometheus/client_golang/prometheus/testutil/promlint): prom-client's default
+// nodejs_active_{handles,requests,resources}_total are gauges with a counter's suffix, which it rejects.
+// promtool comes from Debian's `prometheus` package (.ci/run installs it); without it the promtool case
+// is skipped locally and fails under CI=true. The suffix rule is also checked here without promtool.
+import { describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Metrics, METRIC, NON_COUNTER_TOTALS } from '../../src/health/metrics.js';
+
+function promtool(): string | undefined {
+  const r = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });
+  return r.status === 0 && r.stdout.trim() !== '' ? r.stdout.trim() : undefined;
+}
+
+/** Every family with a sample, as a running agent has them. */
+async function exposition(): Promise<string> {
+  const m = new Metrics({ process: true });
+  m.inc(METRIC.leasesRejected, { reason: 'vni-too-low' });
+  m.inc(METRIC.dataplaneCalls, { op: 'hns.addNetworkPolicies' });
+  m.inc(METRIC.refusals, { driver: 'vxlan' });
+  m.set(METRIC.refusedItems, 1, { driver: 'vxlan' });
+  m.set(METRIC.peers, 3);
+  m.inc(METRIC.networkRebuilds, { result: 'ok' });
+  m.observe(METRIC.eventToDataplane, 0.02);
+  m.observe(METRIC.passDuration, 0.01, { result: 'ok' });
+  return m.render();
+}
+
+describe('/metrics exposition', () => {
+  it('has no gauge or histogram named like a counter (the _total suffix)', async () => {
+    const text = await exposition();
+    const types = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]] as const);
+    expect(types.length).toBeGreaterThan(20);
+    expect(types.filter(([name, type]) => name.endsWith('_total') && type !== 'counter')).toEqual([]);
+    for (const name of NON_COUNTER_TOTALS) expect(text).not.toContain(`${name} `);
+    expect(text).toMatch(/^nodejs_active_handles\{/m); // the per-type gauges they summed are kept
+  });
+
+  const bin = promtool();
+  const run = bin || process.env['CI'] === 'true' ? it : it.skip;
+  if (!bin && process.env['CI'] !== 'true') process.stdout.write('promtool not found (apt-get install prometheus): skipping promtool check metrics\n');
+  run('passes promtool check metrics', async () => {
+    if (!bin) throw new Error('promtool not found: apt-get install prometheus (CI=true requires it)');
+    const r = spawnSync(bin, ['check', 'metrics'], { input: await exposition(), encoding: 'utf8' });
+    expect({ status: r.status, out: `${r.stdout}${r.stderr}`.trim() }).toEqual({ status: 0, out: '' });
+  });
+
+  // docs/metrics.md's alert rules. (Its scrape config uses kubernetes_sd_configs, which Debian's
+  // prometheus build leaves out, so `promtool check config` cannot read it here.)
+  run("docs/metrics.md's alert rules pass promtool check rules and name only metrics the agent exposes", async () => {
+    if (!bin) throw new Error('promtool not found: apt-get install prometheus (CI=true requires it)');
+    const doc = readFileSync('docs/metrics.md', 'utf8');
+    const rules = [...doc.matchAll(/```yaml\n(# flannel-windows-alerts\.yml\n[\s\S]*?)```/g)].map((m) => m[1]);
+    expect(rules).toHaveLength(1);
+    const dir = mkdtempSync(join(tmpdir(), 'flanneld-rules-'));
+    try {
+      writeFileSync(join(dir, 'alerts.yml'), rules[0]);
+      const r = spawnSync(bin, ['check', 'rules', join(dir, 'alerts.yml')], { encoding: 'utf8' });
+      expect({ status: r.status, out: r.stdout.trim() }).toEqual({ status: 0, out: expect.stringContaining('SUCCESS: 7 rules found') });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const exposed = new Set([...(await exposition()).matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap((m) => (m[2] === 'histogram' ? [m[1], `${m[1]}_bucket`] : [m[1]])));
+    const used = [...rules[0].matchAll(/\b(flannel_[a-z_]+)/g)].map((m) => m[1]);
+    expect(used.length).toBeGreaterThan(5);
+    expect(used.filter((n) => !exposed.has(n))).toEqual([]);
+  });
+});
