@@ -4,7 +4,6 @@
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see docs/performance.md, What the process loads).
-import { readFileSync } from 'node:fs';
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';

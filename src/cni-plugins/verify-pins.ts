@@ -5,9 +5,12 @@
 // where they were written (pinned.json's sha256Checked says so); this is the first real download.
 // Nothing is installed. The record is JSON beside the plugins (PINS_RECORD), rewritten on every check.
 import * as nodeFs from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { systemClock, type Clock } from '../clock.js';
 import { CniInstallError } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
+import { DOWNLOAD_LIMITS, type DownloadLimits } from './download.js';
 import { loadSource } from './install.js';
 
 export const PINS_RECORD = '.flanneld-pins-verified.json';
@@ -34,19 +37,29 @@ export function mirrored(url: string, mirror: string): string {
   return url.replace(/^https:\/\/github\.com(?=\/)/, mirror.replace(/\/+$/, ''));
 }
 
-/** Download each release and compare its SHA-256 with the pin; a download failure throws (nothing is recorded). */
-export async function checkPins(releases: readonly PinnedRelease[], opts: { mirror?: string; fetchFn?: typeof fetch } = {}): Promise<PinCheck[]> {
+/**
+ * Download each release (into a temporary directory, under install.ts's caps and deadlines) and compare
+ * its SHA-256 with the pin; a download failure throws (nothing is recorded).
+ */
+export async function checkPins(releases: readonly PinnedRelease[], opts: { mirror?: string; limits?: DownloadLimits; clock?: Clock; tmpDir?: string } = {}): Promise<PinCheck[]> {
   const out: PinCheck[] = [];
-  for (const r of releases) {
-    const url = mirrored(r.url, opts.mirror ?? '');
-    let actual = r.sha256;
-    try {
-      await loadSource({ location: url, sha256: r.sha256 }, opts.fetchFn ?? fetch, nodeFs);
-    } catch (err) {
-      if (!(err instanceof CniInstallError && err.code === 'FLANNEL_ERR_CNI_HASH')) throw err;
-      actual = String(err.context['actual']);
+  const limits = opts.limits ?? DOWNLOAD_LIMITS;
+  const clock = opts.clock ?? systemClock;
+  const tmp = nodeFs.mkdtempSync(join(opts.tmpDir ?? tmpdir(), 'flanneld-verify-pins-'));
+  try {
+    for (const [i, r] of releases.entries()) {
+      const url = mirrored(r.url, opts.mirror ?? '');
+      let actual = r.sha256;
+      try {
+        await loadSource({ location: url, sha256: r.sha256 }, tmp, i, { limits, clock, fs: nodeFs });
+      } catch (err) {
+        if (!(err instanceof CniInstallError && err.code === 'FLANNEL_ERR_CNI_HASH')) throw err;
+        actual = String(err.context['actual']);
+      }
+      out.push({ name: r.name, version: r.version, url, pinned: r.sha256, actual, match: actual === r.sha256 });
     }
-    out.push({ name: r.name, version: r.version, url, pinned: r.sha256, actual, match: actual === r.sha256 });
+  } finally {
+    nodeFs.rmSync(tmp, { recursive: true, force: true });
   }
   return out;
 }

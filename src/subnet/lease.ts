@@ -77,6 +77,7 @@ export interface SubnetManager {
    * network), so peers follow: kube patches the backend-data annotation, etcd rewrites the lease value.
    */
   republishLease(lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void>;
+  /**
    * Where Events about the own node go (kube: core/v1 Events on the own Node, once the lease names it).
    * The etcd manager has no API server and records none.
    */

@@ -37,7 +37,14 @@ function report(s: string): StatusReport {
     network: { name: s, present: false, type: s, id: s, adapter: s, error: s },
     mtu: null,
     sourceVip: s,
-    peers: { desired: 1, programmed: 0, rejected: 1, rejections: [{ key: s, subnet: s, publicIP: s, reason: s, message: s } as never] },
+    peers: {
+      desired: 1,
+      programmed: 0,
+      rejected: 1,
+      rejections: [{ key: s, subnet: s, publicIP: s, reason: s, message: s } as never],
+      refused: 1,
+      refusals: [{ node: s, prefix: s, hresult: s, since: s, attempts: 1, error: s } as never],
+    },
     lastPass: { at: s, ok: false },
     lastSuccess: s,
     lastError: { at: s, message: s },
@@ -60,7 +67,7 @@ describe('what flanneld status prints is escaped for the terminal', () => {
   });
 
   it('a status whose rejections are not a list still prints (no crash)', () => {
-    const r = { ...report('x'), peers: { desired: 0, programmed: 0, rejected: 0, rejections: 'nope' as never } };
+    const r = { ...report('x'), peers: { desired: 0, programmed: 0, rejected: 0, rejections: 'nope' as never, refused: 0, refusals: 'nope' as never } };
     expect(renderStatusTable(r)).toMatch(/^Peers +0 desired/m);
   });
 });
