@@ -43,7 +43,7 @@ function report(s: string): StatusReport {
       rejected: 1,
       rejections: [{ key: s, subnet: s, publicIP: s, reason: s, message: s } as never],
       refused: 1,
-      refusals: [{ node: s, prefix: s, hresult: s, since: s, attempts: 1, error: s } as never],
+      refusals: [{ node: s, prefix: s, hresult: s, since: s, attempts: 1, error: s }],
     },
     lastPass: { at: s, ok: false },
     lastSuccess: s,
