@@ -2,7 +2,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { FlannelError } from '../../src/errors.js';
-import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { MIN_NETWORK_PREFIX, parseNetConf } from '../../src/subnet/net-conf.js';
 import type { NetworkConfig } from '../../src/subnet/net-conf-types.js';
 
 const RUNS = { numRuns: 300 };
@@ -92,7 +92,8 @@ const macPrefixArb = fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min
 const plainName = (n: string) => !/[/\\]/.test(n) && !n.includes('..') && ![...n].some((c) => c < ' ' || c === '\u007f');
 const hnsNameArb = fc.string({ minLength: 1, maxLength: 20 }).filter(plainName);
 
-const validConf: fc.Arbitrary<ValidConf> = fc.integer({ min: 1, max: 28 }).chain((prefix) =>
+// At least MIN_NETWORK_PREFIX (/8): a wider Network is refused (too-wide), as the unit table checks.
+const validConf: fc.Arbitrary<ValidConf> = fc.integer({ min: MIN_NETWORK_PREFIX, max: 28 }).chain((prefix) =>
   fc.record({
     prefix: fc.constant(prefix),
     base: fc.nat(2 ** prefix - 1).map((n) => n * 2 ** (32 - prefix)),
