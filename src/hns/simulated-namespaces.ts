@@ -6,7 +6,7 @@
 // ../dataplane/sim-namespaces.ts. Failures are HnsErrors with HNS's HRESULTs, as ./simulated.ts throws.
 import type { SimulatedDataplane } from '../dataplane/simulated.js';
 import { HRESULT, hnsError, hresultText } from './errors.js';
-import { filterMatches } from './simulated.js';
+import { filterMatches, parseHcnJson } from './simulated.js';
 
 /** An open namespace handle (HCN_NAMESPACE). */
 export interface HcnNamespaceHandle {
@@ -18,17 +18,6 @@ export class SimulatedHcnNamespaces {
   private readonly open = new Set<HcnNamespaceHandle>();
 
   constructor(private readonly dp: SimulatedDataplane) {}
-
-  private parse(op: string, json: string, emptyOk: boolean): Record<string, unknown> {
-    if (emptyOk && json.trim() === '') return {};
-    try {
-      const v: unknown = JSON.parse(json);
-      if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
-    } catch {
-      // fall through
-    }
-    throw hnsError(op, HRESULT.HCN_E_INVALID_JSON, hresultText(HRESULT.HCN_E_INVALID_JSON));
-  }
 
   private handle(id: string): HcnNamespaceHandle {
     const h: HcnNamespaceHandle = { kind: 'namespace', id: id.toUpperCase() };
@@ -43,8 +32,8 @@ export class SimulatedHcnNamespaces {
 
   async enumerateNamespaces(query: string): Promise<string> {
     const op = 'HcnEnumerateNamespaces';
-    const q = this.parse(op, query, true);
-    const filter = typeof q.Filter === 'string' && q.Filter !== '' ? this.parse(op, q.Filter, true) : {};
+    const q = parseHcnJson(op, query, true);
+    const filter = typeof q.Filter === 'string' && q.Filter !== '' ? parseHcnJson(op, q.Filter, true) : {};
     const ids = this.dp
       .listNamespaces()
       .filter((n) => filterMatches(n as unknown as Record<string, unknown>, filter, {}))
@@ -55,7 +44,7 @@ export class SimulatedHcnNamespaces {
 
   async createNamespace(id: string, settings: string): Promise<HcnNamespaceHandle> {
     const op = 'HcnCreateNamespace';
-    const body = this.parse(op, settings, false);
+    const body = parseHcnJson(op, settings, false);
     await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
     return this.handle(this.dp.createNamespace(op, body, id).ID);
   }
@@ -70,7 +59,7 @@ export class SimulatedHcnNamespaces {
   async modifyNamespace(h: HcnNamespaceHandle, settings: string): Promise<void> {
     const op = 'HcnModifyNamespace';
     this.check(op, h);
-    const req = this.parse(op, settings, false);
+    const req = parseHcnJson(op, settings, false);
     await this.dp.enter(op, 'hns', 0, `${h.id} ${settings}`);
     this.dp.modifyNamespace(op, h.id, req);
   }
@@ -78,7 +67,7 @@ export class SimulatedHcnNamespaces {
   async queryNamespaceProperties(h: HcnNamespaceHandle, query: string): Promise<string> {
     const op = 'HcnQueryNamespaceProperties';
     this.check(op, h);
-    this.parse(op, query, true);
+    parseHcnJson(op, query, true);
     await this.dp.enter(op, 'hns', 0, `${h.id} ${query}`);
     const ns = this.dp.getNamespace(h.id);
     if (!ns) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: h.id });

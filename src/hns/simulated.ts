@@ -30,6 +30,18 @@ export function filterMatches(obj: Record<string, unknown>, filter: Record<strin
   });
 }
 
+/** An Hcn* call's JSON argument as HNS takes it: an object (or, where `emptyOk`, an empty string), else HCN_E_INVALID_JSON. */
+export function parseHcnJson(op: string, json: string, emptyOk: boolean): Record<string, unknown> {
+  if (emptyOk && json.trim() === '') return {};
+  try {
+    const v: unknown = JSON.parse(json);
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw hnsError(op, HRESULT.HCN_E_INVALID_JSON, hresultText(HRESULT.HCN_E_INVALID_JSON));
+}
+
 export class SimulatedHnsTransport implements HnsTransport {
   private readonly v1: SimulatedHnsV1;
   private readonly open = new Set<HcnHandle>();
@@ -61,22 +73,11 @@ export class SimulatedHnsTransport implements HnsTransport {
     }
   }
 
-  private parseJson(op: string, json: string, emptyOk: boolean): Record<string, unknown> {
-    if (emptyOk && json.trim() === '') return {};
-    try {
-      const v: unknown = JSON.parse(json);
-      if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
-    } catch {
-      // fall through
-    }
-    throw hnsError(op, HRESULT.HCN_E_INVALID_JSON, hresultText(HRESULT.HCN_E_INVALID_JSON));
-  }
-
   private filterOf(op: string, query: string): Record<string, unknown> {
-    const q = this.parseJson(op, query, true);
+    const q = parseHcnJson(op, query, true);
     if (q.Filter === undefined || q.Filter === '') return {};
     if (typeof q.Filter !== 'string') throw hnsError(op, HRESULT.HCN_E_INVALID_JSON, 'Filter must be a JSON string.');
-    return this.parseJson(op, q.Filter, true);
+    return parseHcnJson(op, q.Filter, true);
   }
 
   private handle(kind: 'network' | 'endpoint', id: string): HcnHandle {
@@ -112,7 +113,7 @@ export class SimulatedHnsTransport implements HnsTransport {
   createNetwork(id: string, settings: string): Promise<HcnHandle> {
     const op = 'HcnCreateNetwork';
     return this.v2(op, async () => {
-      const body = this.parseJson(op, settings, false) as unknown as HcnNetwork;
+      const body = parseHcnJson(op, settings, false) as unknown as HcnNetwork;
       await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
       const net = this.dp.createNetwork(op, body, id);
       return this.handle('network', net.ID!);
@@ -132,7 +133,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnModifyNetwork';
     return this.v2(op, async () => {
       this.checkHandle(op, network, 'network');
-      const req = this.parseJson(op, settings, false);
+      const req = parseHcnJson(op, settings, false);
       const policies = (req.Settings as { Policies?: unknown } | undefined)?.Policies;
       if (req.ResourceType !== 'Policy' || !Array.isArray(policies)) {
         throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (expected {"ResourceType":"Policy","RequestType":..,"Settings":{"Policies":[..]}})', {
@@ -148,7 +149,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnQueryNetworkProperties';
     return this.v2(op, async () => {
       this.checkHandle(op, network, 'network');
-      this.parseJson(op, query, true);
+      parseHcnJson(op, query, true);
       await this.dp.enter(op, 'hns', 0, `${network.id} ${query}`);
       const net = this.dp.getNetwork(network.id);
       if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), { networkId: network.id });
@@ -189,7 +190,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnCreateEndpoint';
     return this.v2(op, async () => {
       this.checkHandle(op, network, 'network');
-      const body = this.parseJson(op, settings, false) as unknown as HcnEndpoint;
+      const body = parseHcnJson(op, settings, false) as unknown as HcnEndpoint;
       await this.dp.enter(op, 'hns', 0, `${network.id} ${id} ${settings}`);
       const ep = this.dp.createEndpoint(op, network.id, body, id);
       return this.handle('endpoint', ep.ID!);
@@ -209,7 +210,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnModifyEndpoint';
     return this.v2(op, async () => {
       this.checkHandle(op, endpoint, 'endpoint');
-      this.parseJson(op, settings, false);
+      parseHcnJson(op, settings, false);
       await this.dp.enter(op, 'hns', 0, `${endpoint.id} ${settings}`);
       throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (endpoint modification is not modelled by the simulator)', {
         endpointId: endpoint.id,
@@ -221,7 +222,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnQueryEndpointProperties';
     return this.v2(op, async () => {
       this.checkHandle(op, endpoint, 'endpoint');
-      this.parseJson(op, query, true);
+      parseHcnJson(op, query, true);
       await this.dp.enter(op, 'hns', 0, `${endpoint.id} ${query}`);
       const ep = this.dp.getEndpoint(endpoint.id);
       if (!ep) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { endpointId: endpoint.id });
