@@ -33,7 +33,7 @@ export function reservationPath(r: Pick<Reservation, 'dataDir' | 'network' | 'ip
 }
 
 /** The container ID a reservation file names (its first line), undefined when there is none. */
-export function reservationOwner(fs: ReservationFs, path: string): string | undefined {
+export function reservationOwner(fs: Pick<ReservationFs, 'readFileSync'>, path: string): string | undefined {
   try {
     return fs.readFileSync(path, 'utf8').split(/\r?\n/)[0]?.trim();
   } catch {

@@ -1,7 +1,8 @@
 // `flanneld cleanup`: undo what the agent did on this node, for uninstalling or switching backends. Removes
 // only the agent's own objects, found by the names net-conf.json gives (docs/compatibility.md §5):
 //  * host-gw: the peer routes on the management vNIC (destinations inside Network, other than the own
-//    subnet: exactly the set the agent reconciles), the host endpoint `<name>_ep`, the L2Bridge network;
+//    subnet: exactly the set the agent reconciles), the host endpoint `<name>_ep` and its host-local
+//    reservation, the L2Bridge network;
 //  * vxlan: the source VIP endpoint `<name>_sourcevip`, its host-local reservation and sourceVip files,
 //    the Overlay network (its RemoteSubnetRoute policies go with it);
 //  * the agent's files in the subnet file's directory (`C:\run\flannel`: subnet.env, boot.json,
@@ -15,6 +16,8 @@
 // `--dry-run` reports without changing anything. Prints one line per object.
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
+import { reservationOwner, reservationPath } from '../backends/ipam-reservation.js';
 import { SOURCE_VIP_OWNER, parseSourceVipDocument, sourceVipEndpointName } from '../backends/vxlan/source-vip.js';
 import { systemClock } from '../clock.js';
 import type { FlagSpec } from '../config/flags.js';
@@ -154,6 +157,9 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
       }
       if (!dryRun) await hns.deleteNetworkV1(net.ID);
       did(`HNS network ${name} (${net.Type}, ${own ?? '?'}, ID ${net.ID})`);
+      // The agent's reservation of the bridge endpoint's .2 in host-local's store (never a pod's).
+      const bridgeIp = ep?.IPAddress ?? (own ? hostEndpointAddress(own) : undefined);
+      if (bridgeIp) removeOwnReservation(config.cniIpamDataDir, name, bridgeIp, HOST_ENDPOINT_OWNER, dryRun, did, seen);
     }
   } else {
     const net = await hns.getNetworkByName(name);
@@ -176,11 +182,7 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
         if (ip && contains(own, ip)) sourceVip = ip;
       }
     }
-    if (sourceVip && config.cniIpamDataDir) {
-      const path = join(config.cniIpamDataDir, name, sourceVip);
-      const owner = readIf(path)?.split(/\r?\n/)[0]?.trim();
-      if (owner === SOURCE_VIP_OWNER) removeFile(path, dryRun, did, seen);
-    }
+    if (sourceVip) removeOwnReservation(config.cniIpamDataDir, name, sourceVip, SOURCE_VIP_OWNER, dryRun, did, seen);
     for (const f of [config.sourceVipFile, ...config.sourceVipCompatFiles]) {
       const text = f ? readIf(f) : undefined;
       if (text === undefined) continue;
@@ -222,6 +224,13 @@ function readIf(path: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A host-local reservation of `ip` (src/backends/ipam-reservation.ts), removed only when `owner` holds it. */
+function removeOwnReservation(dataDir: string, network: string, ip: string, owner: string, dryRun: boolean, did: (what: string) => void, seen: Set<string>): void {
+  if (!dataDir) return;
+  const path = reservationPath({ dataDir, network, ip });
+  if (reservationOwner({ readFileSync }, path) === owner) removeFile(path, dryRun, did, seen);
 }
 
 function removeFile(path: string, dryRun: boolean, did: (what: string) => void, seen: Set<string>): void {

@@ -38,6 +38,7 @@ function agentFlags(a: RunningAgent): string[] {
     '--dataplane=simulated',
     `--dataplane-state=${a.statePath}`,
     `--source-vip-file=${join(a.dir, 'run', 'flannel', 'sourcevip.json')}`,
+    `--cni-ipam-data-dir=${join(a.dir, 'cni-networks')}`,
   ];
 }
 
@@ -47,7 +48,7 @@ async function runToSync(backend: 'host-gw' | 'vxlan'): Promise<RunningAgent> {
   cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: backend }));
   cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
   // The source VIP is on by default on Windows only: name its file, as an operator on Linux would.
-  const extraArgs = [`--source-vip-file=${join(cluster.dir, WIN, 'run', 'flannel', 'sourcevip.json')}`];
+  const extraArgs = [`--source-vip-file=${join(cluster.dir, WIN, 'run', 'flannel', 'sourcevip.json')}`, `--cni-ipam-data-dir=${join(cluster.dir, WIN, 'cni-networks')}`];
   const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: backend === 'vxlan' ? VXLAN_NET_CONF : HOSTGW_NET_CONF, extraArgs });
   await waitFor(() => a.agent.isReady && a.agent.phase === 'running', 'agent ready');
   const sim = () => a.agent.dataplane!.simulated!;
@@ -79,6 +80,12 @@ describe('flanneld cleanup', () => {
     const vnic = before.listAdapters().find((x) => x.IPAddress === WIN_IP)!;
     addRoute(before, { DestinationPrefix: '172.16.0.0/16', NextHop: '10.0.0.1', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
     writeFileSync(join(a.dir, 'other.txt'), 'x'); // not in the run dir: untouched anyway
+    // The agent reserved cbr0_ep's .2 in host-local's store (src/backends/ipam-reservation.ts); a pod's
+    // reservation beside it is not the agent's and stays.
+    const bridgeReservation = join(a.dir, 'cni-networks', 'cbr0', '10.244.100.2');
+    expect(readFileSync(bridgeReservation, 'utf8')).toMatch(/^flanneld-host-endpoint\r\n/);
+    const podReservation = join(a.dir, 'cni-networks', 'cbr0', '10.244.100.3');
+    writeFileSync(podReservation, 'c0ffee\r\neth0');
 
     const dry = io();
     expect(await cleanup.run([...agentFlags(a), '--dry-run'], dry.io)).toBe(0);
@@ -95,6 +102,7 @@ describe('flanneld cleanup', () => {
         expect.stringMatching(/^removed route 10\.244\.2\.0\/24 via 10\.0\.0\.12 /),
         expect.stringMatching(/^removed HNS endpoint cbr0_ep \(10\.244\.100\.2, ID /),
         expect.stringMatching(/^removed HNS network cbr0 \(L2Bridge, 10\.244\.100\.0\/24, ID /),
+        `removed file ${bridgeReservation}`,
         `removed file ${a.subnetFile}`,
         `removed directory ${join(a.dir, 'run', 'flannel')}`,
       ]),
@@ -106,6 +114,8 @@ describe('flanneld cleanup', () => {
     expect(after.listRoutes().some((x) => x.DestinationPrefix === '172.16.0.0/16')).toBe(true);
     expect(existsSync(join(a.dir, 'run', 'flannel'))).toBe(false);
     expect(existsSync(join(a.dir, 'other.txt'))).toBe(true);
+    expect(existsSync(bridgeReservation)).toBe(false);
+    expect(existsSync(podReservation)).toBe(true);
 
     const again = io();
     expect(await cleanup.run(agentFlags(a), again.io)).toBe(0);
