@@ -126,6 +126,11 @@ export class StateStore {
   /** Load the file into `state`; false when it does not exist (the model keeps what it has). */
   private reload(): boolean {
     const file = this.file!;
+    // The stat is taken before the read: a writer renaming its file in between then leaves a key that
+    // no longer matches (one extra re-read later), never a new key recorded beside the old text (which
+    // would hide that writer's change from refresh and lose the next update's base). The constructor
+    // reads without the lock, so that interleaving happens.
+    const key = this.currentStatKey();
     let text: string;
     try {
       text = this.fs.readFileSync(file, 'utf8');
@@ -138,7 +143,7 @@ export class StateStore {
         { cause: err },
       );
     }
-    this.statKey = this.currentStatKey();
+    this.statKey = key;
     if (text === this.persisted) return true;
     this.state = parseDataplaneState(text, file);
     this.persisted = text;
