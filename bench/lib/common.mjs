@@ -23,6 +23,8 @@ export const RESULTS_DIR = join(BENCH_DIR, 'results');
 export const NETWORK = '10.128.0.0/9';
 export const OWN_NODE = 'win-bench-0';
 export const OWN_IP = '172.31.255.2';
+/** The own node's segment holds every peer's public IP (172.16.0.0/12): host-gw rejects an off-link next hop. */
+export const OWN_PREFIX_LENGTH = 12;
 export const VXLAN_NET_CONF = { Network: NETWORK, Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
 export const HOSTGW_NET_CONF = { Network: NETWORK, Backend: { Type: 'host-gw' } };
 export const VXLAN_NETWORK_NAME = 'flannel.4096';
@@ -341,7 +343,7 @@ export async function startAgent({ api, backend = 'vxlan', latency = COLD_LATENC
   const milestones = {};
   const logger = milestoneLogger(milestones, echo);
   const metrics = new Metrics();
-  const sim = await fastPolicyStore(new SimulatedDataplane({ nodeIP: OWN_IP, latency, ...(random ? { random } : {}) }));
+  const sim = await fastPolicyStore(new SimulatedDataplane({ nodeIP: OWN_IP, nodePrefixLength: OWN_PREFIX_LENGTH, latency, ...(random ? { random } : {}) }));
   const dataplane = simulatedDataplane(sim, { log: logger, metrics, clock: systemClock });
   const agent = new Agent({ config: parsed.config, log: logger, metrics, dataplane, ...(resyncMs ? { resyncMs } : {}) });
   const controller = new AbortController();

@@ -59,14 +59,14 @@ export function vEthernetTarget(adapterName: string): string | undefined {
   return /^vEthernet \((.*)\)$/.exec(adapterName)?.[1];
 }
 
-/** A fresh node: one physical adapter `Ethernet` holding `ip`/24 and the default route via `.1`. */
-export function initialState(ip: string): DataplaneState {
-  const gw = nthAddress(`${ip}/24`, 1);
+/** A fresh node: one physical adapter `Ethernet` holding `ip`/`prefixLength` and the default route via the first address. */
+export function initialState(ip: string, prefixLength = 24): DataplaneState {
+  const gw = nthAddress(`${ip}/${prefixLength}`, 1);
   return {
     networks: [],
     endpoints: [],
     routes: [{ DestinationPrefix: '0.0.0.0/0', NextHop: gw, InterfaceIndex: PHYSICAL_ADAPTER_INDEX, Metric: 0 }],
-    adapters: [{ Name: PHYSICAL_ADAPTER, InterfaceIndex: PHYSICAL_ADAPTER_INDEX, IPAddress: ip, PrefixLength: 24, Mtu: 1500, Forwarding: false }],
+    adapters: [{ Name: PHYSICAL_ADAPTER, InterfaceIndex: PHYSICAL_ADAPTER_INDEX, IPAddress: ip, PrefixLength: prefixLength, Mtu: 1500, Forwarding: false }],
   };
 }
 

@@ -38,6 +38,8 @@ export interface SimulatedDataplaneOptions {
   statePath?: string;
   /** IPv4 of the physical adapter when starting from scratch. Default 10.0.0.2. */
   nodeIP?: string;
+  /** Prefix length of that address (its L2 segment; host-gw peers must be on it). Default 24. */
+  nodePrefixLength?: number;
   fs?: DataplaneFs;
   /** Source for IDs, MACs and failRate. Default the system's. */
   random?: Random;
@@ -73,7 +75,7 @@ export class SimulatedDataplane {
     this.clock = opts.clock ?? systemClock;
     this.latency = { hnsCallMs: 0, hnsPerItemMs: 0, routeCallMs: 0, ...opts.latency };
     this.onCall = opts.onCall;
-    this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(opts.nodeIP ?? '10.0.0.2') });
+    this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(opts.nodeIP ?? '10.0.0.2', opts.nodePrefixLength) });
   }
 
   /** The state as the file holds it now (re-read when another process changed it). */
