@@ -6,8 +6,8 @@
 // RemoveNamespaceEndpoint). The endpoint's own HostComputeNamespace names the namespace it is in
 // (hcnendpoint.go), which is what the plugins' DEL reads (containernetworking/plugins pkg/hns
 // endpoint_windows.go RemoveHcnEndpoint), so the model keeps membership on the endpoint and renders a
-// namespace's Resources from it. A missing namespace is 0x80070490 "Element not found", which hcsshim's
-// IsNotFoundError takes as not-found (hcs.ErrElementNotFound).
+// namespace's Resources from it. A missing namespace is 0x80070490 "Element not found" (ERROR_NOT_FOUND),
+// which hcsshim's hcn/hcnerrors.go IsElementNotFoundError matches.
 import type { ErrorContext } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { HCN_SCHEMA_V2, sameId, type HcnEndpoint } from '../hns/schema.js';

@@ -142,8 +142,10 @@ export function modifyNetworkPolicies(state: DataplaneState, op: string, id: str
 }
 
 /**
- * The policies of a network by key, kept between calls so that a call costs its own policies' lookups, not
- * a pass over every policy the network holds (thousands on a large cluster). An index is tied to the array
+ * The policies of a network by key, kept between calls so that deciding a call costs its own policies'
+ * lookups, not a key computed for every policy the network holds (thousands on a large cluster). Storing
+ * the outcome is still one plain pass over the held policies (Add copies the array, Remove filters it),
+ * without key work: the index keeps counts, not positions. An index is tied to the array
  * it describes and rebuilt when that array was changed in place (a test adding a policy behind the model's
  * back); policy objects are never changed in place.
  */

@@ -2,9 +2,9 @@
 // it changes the document. Each rule says where it comes from, and whether its HRESULT was seen on a real
 // node (observed) or is the HCN error whose documented meaning fits (modelled). The HCN_E_* values and
 // texts are winerror.h's (golang.org/x/sys/windows zerrors_windows.go, which hcsshim vendors) and the
-// "HCN Error Code" reference (learn.microsoft.com, virtualization/api/hcn); hcsshim itself names none of
-// them: hcn/hcnerrors.go passes the HRESULT and ErrorRecord through (checkForErrors) and only tells
-// "not found" apart (IsNotFoundError).
+// "HCN Error Code" reference (learn.microsoft.com, virtualization/api/hcn). hcsshim hcn/hcnerrors.go
+// passes the HRESULT and ErrorRecord through (checkForErrors) and names two codes: ERROR_NOT_FOUND
+// (IsElementNotFoundError) and HCN_E_PORT_ALREADY_EXISTS (IsPortAlreadyExistsError).
 import type { ErrorContext, HnsError } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
