@@ -19,7 +19,8 @@ export interface SimIds {
   ifIndex(): number;
 }
 
-const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
+/** The all-zero GUID: a caller that leaves the ID to HNS (sim-namespaces.ts too). */
+export const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
 
 /**
  * HcnCreateNetwork semantics. `id` undefined or the zero GUID: HNS picks one. Throws HnsError

@@ -7,7 +7,7 @@
 // (IsElementNotFoundError) and HCN_E_PORT_ALREADY_EXISTS (IsPortAlreadyExistsError).
 import type { ErrorContext, HnsError } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
+import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy } from '../hns/schema.js';
 import { contains, isIp4 } from '../ip4.js';
 
 /**
@@ -21,8 +21,6 @@ export const POLICY_BATCH_MODES: readonly PolicyBatches[] = ['atomic', 'partial'
 
 const fail = (op: string, hr: number, detail: string, ctx: ErrorContext): HnsError => hnsError(op, hr, `${hresultText(hr)} (${detail})`, ctx);
 
-/** hcn EndpointFlagsRemoteEndpoint (hcsshim hcn/hcnendpoint.go). */
-const ENDPOINT_FLAG_REMOTE = 1;
 const MAC = /^[0-9a-f]{2}([-:])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$/i;
 const CIDR = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/;
 
