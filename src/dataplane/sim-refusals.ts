@@ -5,6 +5,7 @@
 // "HCN Error Code" reference (learn.microsoft.com, virtualization/api/hcn). hcsshim hcn/hcnerrors.go
 // passes the HRESULT and ErrorRecord through (checkForErrors) and names two codes: ERROR_NOT_FOUND
 // (IsElementNotFoundError) and HCN_E_PORT_ALREADY_EXISTS (IsPortAlreadyExistsError).
+import { isIPv6 } from 'node:net';
 import type { ErrorContext, HnsError } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy } from '../hns/schema.js';
@@ -30,6 +31,18 @@ function isIp4Prefix(v: unknown): boolean {
   return m !== null && isIp4(m[1]) && Number(m[2]) <= 32;
 }
 
+/** An IPv6 address without a zone (HNS takes IPv6 on dual-stack networks: HCN schema 2.x, kube-proxy winkernel). */
+function isIp6(v: string): boolean {
+  return isIPv6(v) && !v.includes('%');
+}
+
+/** `a.b.c.d/n` (n 0..32) or `ipv6/n` (n 0..128). */
+function isIpPrefix(v: unknown): boolean {
+  if (isIp4Prefix(v)) return true;
+  const m = typeof v === 'string' ? /^([^/]+)\/(\d{1,3})$/.exec(v) : null;
+  return m !== null && isIp6(m[1]) && Number(m[2]) <= 128;
+}
+
 /**
  * A RemoteSubnetRoute policy's settings (hcsshim hcn/hcnpolicy.go RemoteSubnetRoutePolicySetting:
  * DestinationPrefix string, IsolationId uint16, ProviderAddress string, DistributedRouterMacAddress
@@ -44,7 +57,7 @@ export function refuseNetworkPolicy(op: string, p: HcnPolicy, ctx: ErrorContext)
   const s = p.Settings ?? {};
   const c = { ...ctx, policyType: p.Type, destination: typeof s.DestinationPrefix === 'string' ? s.DestinationPrefix : undefined };
   const hr = HRESULT.HCN_E_INVALID_POLICY;
-  if (!isIp4Prefix(s.DestinationPrefix)) return fail(op, hr, `DestinationPrefix ${JSON.stringify(s.DestinationPrefix)} is not an IPv4 prefix`, c);
+  if (!isIpPrefix(s.DestinationPrefix)) return fail(op, hr, `DestinationPrefix ${JSON.stringify(s.DestinationPrefix)} is not an IP prefix`, c);
   const vsid = s.IsolationId;
   if (typeof vsid !== 'number' || !Number.isInteger(vsid) || vsid < 0 || vsid > 0xffff) {
     return fail(op, hr, `IsolationId ${JSON.stringify(vsid)} is not a uint16`, c);
@@ -95,9 +108,11 @@ export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoi
   for (const ipc of ep.IpConfigurations ?? []) {
     const ip = ipc.IpAddress;
     const c = { ...ctx, ip };
-    if (!isIp4(ip)) return fail(op, HRESULT.HCN_E_INVALID_IP, `${JSON.stringify(ip)} is not an IPv4 address`, c);
+    const v4 = typeof ip === 'string' && isIp4(ip);
+    if (!v4 && !(typeof ip === 'string' && isIp6(ip))) return fail(op, HRESULT.HCN_E_INVALID_IP, `${JSON.stringify(ip)} is not an IP address`, c);
     if (used.has(ip)) return fail(op, HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED, `${ip} is held by another endpoint on network ${net.Name}`, c);
-    if (!remote && subnets.length > 0 && !subnets.some((s) => contains(s, ip))) {
+    // Subnet membership is modelled for IPv4 only (ip4.ts); an IPv6 address is not judged against the subnets.
+    if (v4 && !remote && subnets.length > 0 && !subnets.some((s) => isIp4Prefix(s) && contains(s, ip))) {
       return fail(op, HRESULT.HCN_E_INVALID_IP, `${ip} is outside the subnets of network ${net.Name} (${subnets.join(', ')})`, c);
     }
   }
