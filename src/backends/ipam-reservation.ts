@@ -6,14 +6,16 @@
 // Used for the vxlan source VIP (./vxlan/source-vip.ts) and host-gw's bridge endpoint `<name>_ep` at
 // `.2`, which win-bridge takes as every pod's gateway (plugins win-bridge_windows.go) while host-local
 // would hand `.2` out first. An address a pod already holds is never taken from it.
-import { join } from 'node:path';
-import { writeFileAtomicSync, type AtomicWriteFs } from '../fs-atomic.js';
+import { dirname, join } from 'node:path';
 
 /** host-local's line break on Windows (disk backend `LineBreak`). */
 export const IPAM_LINE_BREAK = '\r\n';
 
-export interface ReservationFs extends AtomicWriteFs {
+export interface ReservationFs {
   readFileSync(path: string, encoding: 'utf8'): string;
+  /** Called with `{ flag: 'wx' }` (O_CREAT|O_EXCL, as host-local creates its files): throws EEXIST when the file is there. */
+  writeFileSync(path: string, data: string, opts: { flag: 'wx' }): void;
+  mkdirSync(path: string, opts: { recursive: true }): unknown;
 }
 
 export interface Reservation {
@@ -50,6 +52,14 @@ export function reserveAddress(fs: ReservationFs, r: Reservation): { result: 're
   const holder = reservationOwner(fs, path);
   if (holder === r.owner) return { result: 'ours', path };
   if (holder !== undefined) return { result: 'held', path, holder };
-  writeFileAtomicSync(path, `${r.owner}${IPAM_LINE_BREAK}${r.ifname}`, fs);
+  // Created exclusively, as host-local does: a pod that took the address since the read keeps it.
+  fs.mkdirSync(dirname(path), { recursive: true });
+  try {
+    fs.writeFileSync(path, `${r.owner}${IPAM_LINE_BREAK}${r.ifname}`, { flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const now = reservationOwner(fs, path);
+    return now === r.owner ? { result: 'ours', path } : { result: 'held', path, ...(now === undefined ? {} : { holder: now }) };
+  }
   return { result: 'reserved', path };
 }

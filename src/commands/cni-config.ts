@@ -26,7 +26,7 @@
 // OutBoundNAT policy with the pod's own IP as destination, so a pod can reach itself through a Service.
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, win32 } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import type { FlagSpec } from '../config/flags.js';
 import { FlagError } from '../errors.js';
@@ -136,12 +136,14 @@ const UPSTREAM_DATA_DIR = '/var/lib/cni/flannel';
 
 /**
  * The plugin's paths from the agent's flags, absolute (on Windows `C:\...`): `subnetFile` = --subnet-file;
- * `dataDir` = `flannel` beside --cni-ipam-data-dir, or upstream's default when that is off.
+ * `dataDir` = `flannel` beside --cni-ipam-data-dir, or upstream's default when that is off: on Windows
+ * `C:\var\lib\cni\flannel`, never resolved against the current drive.
  */
-export function cniPaths(config: { subnetFile: string; cniIpamDataDir: string }): { subnetFile: string; dataDir: string } {
+export function cniPaths(config: { subnetFile: string; cniIpamDataDir: string }, platform: NodeJS.Platform = process.platform): { subnetFile: string; dataDir: string } {
+  const upstream = platform === 'win32' ? win32.join('C:\\', ...UPSTREAM_DATA_DIR.split('/')) : resolve(UPSTREAM_DATA_DIR);
   return {
     subnetFile: resolve(config.subnetFile),
-    dataDir: config.cniIpamDataDir ? join(dirname(resolve(config.cniIpamDataDir)), 'flannel') : resolve(UPSTREAM_DATA_DIR),
+    dataDir: config.cniIpamDataDir ? join(dirname(resolve(config.cniIpamDataDir)), 'flannel') : upstream,
   };
 }
 

@@ -6,12 +6,12 @@
 // RemoveNamespaceEndpoint). The endpoint's own HostComputeNamespace names the namespace it is in
 // (hcnendpoint.go), which is what the plugins' DEL reads (containernetworking/plugins pkg/hns
 // endpoint_windows.go RemoveHcnEndpoint), so the model keeps membership on the endpoint and renders a
-// namespace's Resources from it. A missing namespace is 0x80070490 "Element not found", which hcsshim's
-// IsNotFoundError takes as not-found (hcs.ErrElementNotFound).
+// namespace's Resources from it. A missing namespace is 0x80070490 "Element not found" (ERROR_NOT_FOUND),
+// which hcsshim's hcn/hcnerrors.go IsElementNotFoundError matches.
 import type { ErrorContext } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { HCN_SCHEMA_V2, sameId, type HcnEndpoint } from '../hns/schema.js';
-import type { SimIds } from './sim-objects.js';
+import { ZERO_GUID, type SimIds } from './sim-objects.js';
 import type { DataplaneState } from './sim-state.js';
 
 /** A namespace as the state file stores it (Resources are rendered from the endpoints, never stored). */
@@ -29,9 +29,9 @@ export interface HcnNamespaceProperties extends SimNamespace {
 
 /** hcsshim NamespaceType values. */
 const NAMESPACE_TYPES = new Set(['Host', 'HostDefault', 'Guest', 'GuestDefault']);
-const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
 
-const notFound = (op: string, id: string) => hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
+/** A missing namespace (ERROR_NOT_FOUND), as the HCN calls and the simulator's own lookups report it. */
+export const namespaceNotFound = (op: string, id: string) => hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
 const invalid = (op: string, why: string, ctx: ErrorContext) => hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (${why})`, ctx);
 
 export function findNamespace(state: DataplaneState, id: string): SimNamespace | undefined {
@@ -59,7 +59,7 @@ export function createNamespace(state: DataplaneState, ids: SimIds, op: string, 
 /** HcnDeleteNamespace: endpoints still in it are left without a namespace (the runtime deletes it after CNI DEL). */
 export function deleteNamespace(state: DataplaneState, op: string, id: string): void {
   const ns = findNamespace(state, id);
-  if (!ns) throw notFound(op, id);
+  if (!ns) throw namespaceNotFound(op, id);
   for (const e of state.endpoints) if (e.HostComputeNamespace !== undefined && sameId(e.HostComputeNamespace, ns.ID)) delete e.HostComputeNamespace;
   state.namespaces = (state.namespaces ?? []).filter((n) => n !== ns);
 }
@@ -67,7 +67,7 @@ export function deleteNamespace(state: DataplaneState, op: string, id: string): 
 /** HcnModifyNamespace: add an endpoint to the namespace or remove it (ResourceType Endpoint only). */
 export function modifyNamespace(state: DataplaneState, op: string, id: string, request: Record<string, unknown>): void {
   const ns = findNamespace(state, id);
-  if (!ns) throw notFound(op, id);
+  if (!ns) throw namespaceNotFound(op, id);
   const settings = request.Settings as { EndpointId?: unknown } | undefined;
   const ctx: ErrorContext = { namespaceId: ns.ID };
   if (request.ResourceType !== 'Endpoint' || typeof settings?.EndpointId !== 'string') {

@@ -19,7 +19,8 @@ export interface SimIds {
   ifIndex(): number;
 }
 
-const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
+/** The all-zero GUID: a caller that leaves the ID to HNS (sim-namespaces.ts too). */
+export const ZERO_GUID = /^0{8}-0{4}-0{4}-0{4}-0{12}$/;
 
 /**
  * HcnCreateNetwork semantics. `id` undefined or the zero GUID: HNS picks one. Throws HnsError
@@ -142,8 +143,10 @@ export function modifyNetworkPolicies(state: DataplaneState, op: string, id: str
 }
 
 /**
- * The policies of a network by key, kept between calls so that a call costs its own policies' lookups, not
- * a pass over every policy the network holds (thousands on a large cluster). An index is tied to the array
+ * The policies of a network by key, kept between calls so that deciding a call costs its own policies'
+ * lookups, not a key computed for every policy the network holds (thousands on a large cluster). Storing
+ * the outcome is still one plain pass over the held policies (Add copies the array, Remove filters it),
+ * without key work: the index keeps counts, not positions. An index is tied to the array
  * it describes and rebuilt when that array was changed in place (a test adding a policy behind the model's
  * back); policy objects are never changed in place.
  */

@@ -2,12 +2,13 @@
 // it changes the document. Each rule says where it comes from, and whether its HRESULT was seen on a real
 // node (observed) or is the HCN error whose documented meaning fits (modelled). The HCN_E_* values and
 // texts are winerror.h's (golang.org/x/sys/windows zerrors_windows.go, which hcsshim vendors) and the
-// "HCN Error Code" reference (learn.microsoft.com, virtualization/api/hcn); hcsshim itself names none of
-// them: hcn/hcnerrors.go passes the HRESULT and ErrorRecord through (checkForErrors) and only tells
-// "not found" apart (IsNotFoundError).
+// "HCN Error Code" reference (learn.microsoft.com, virtualization/api/hcn). hcsshim hcn/hcnerrors.go
+// passes the HRESULT and ErrorRecord through (checkForErrors) and names two codes: ERROR_NOT_FOUND
+// (IsElementNotFoundError) and HCN_E_PORT_ALREADY_EXISTS (IsPortAlreadyExistsError).
+import { isIPv6 } from 'node:net';
 import type { ErrorContext, HnsError } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
+import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy } from '../hns/schema.js';
 import { contains, isIp4 } from '../ip4.js';
 
 /**
@@ -21,8 +22,6 @@ export const POLICY_BATCH_MODES: readonly PolicyBatches[] = ['atomic', 'partial'
 
 const fail = (op: string, hr: number, detail: string, ctx: ErrorContext): HnsError => hnsError(op, hr, `${hresultText(hr)} (${detail})`, ctx);
 
-/** hcn EndpointFlagsRemoteEndpoint (hcsshim hcn/hcnendpoint.go). */
-const ENDPOINT_FLAG_REMOTE = 1;
 const MAC = /^[0-9a-f]{2}([-:])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$/i;
 const CIDR = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/;
 
@@ -30,6 +29,18 @@ const CIDR = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/;
 function isIp4Prefix(v: unknown): boolean {
   const m = typeof v === 'string' ? CIDR.exec(v) : null;
   return m !== null && isIp4(m[1]) && Number(m[2]) <= 32;
+}
+
+/** An IPv6 address without a zone (HNS takes IPv6 on dual-stack networks: HCN schema 2.x, kube-proxy winkernel). */
+function isIp6(v: string): boolean {
+  return isIPv6(v) && !v.includes('%');
+}
+
+/** `a.b.c.d/n` (n 0..32) or `ipv6/n` (n 0..128). */
+function isIpPrefix(v: unknown): boolean {
+  if (isIp4Prefix(v)) return true;
+  const m = typeof v === 'string' ? /^([^/]+)\/(\d{1,3})$/.exec(v) : null;
+  return m !== null && isIp6(m[1]) && Number(m[2]) <= 128;
 }
 
 /**
@@ -46,7 +57,7 @@ export function refuseNetworkPolicy(op: string, p: HcnPolicy, ctx: ErrorContext)
   const s = p.Settings ?? {};
   const c = { ...ctx, policyType: p.Type, destination: typeof s.DestinationPrefix === 'string' ? s.DestinationPrefix : undefined };
   const hr = HRESULT.HCN_E_INVALID_POLICY;
-  if (!isIp4Prefix(s.DestinationPrefix)) return fail(op, hr, `DestinationPrefix ${JSON.stringify(s.DestinationPrefix)} is not an IPv4 prefix`, c);
+  if (!isIpPrefix(s.DestinationPrefix)) return fail(op, hr, `DestinationPrefix ${JSON.stringify(s.DestinationPrefix)} is not an IP prefix`, c);
   const vsid = s.IsolationId;
   if (typeof vsid !== 'number' || !Number.isInteger(vsid) || vsid < 0 || vsid > 0xffff) {
     return fail(op, hr, `IsolationId ${JSON.stringify(vsid)} is not a uint16`, c);
@@ -97,9 +108,11 @@ export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoi
   for (const ipc of ep.IpConfigurations ?? []) {
     const ip = ipc.IpAddress;
     const c = { ...ctx, ip };
-    if (!isIp4(ip)) return fail(op, HRESULT.HCN_E_INVALID_IP, `${JSON.stringify(ip)} is not an IPv4 address`, c);
+    const v4 = typeof ip === 'string' && isIp4(ip);
+    if (!v4 && !(typeof ip === 'string' && isIp6(ip))) return fail(op, HRESULT.HCN_E_INVALID_IP, `${JSON.stringify(ip)} is not an IP address`, c);
     if (used.has(ip)) return fail(op, HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED, `${ip} is held by another endpoint on network ${net.Name}`, c);
-    if (!remote && subnets.length > 0 && !subnets.some((s) => contains(s, ip))) {
+    // Subnet membership is modelled for IPv4 only (ip4.ts); an IPv6 address is not judged against the subnets.
+    if (v4 && !remote && subnets.length > 0 && !subnets.some((s) => isIp4Prefix(s) && contains(s, ip))) {
       return fail(op, HRESULT.HCN_E_INVALID_IP, `${ip} is outside the subnets of network ${net.Name} (${subnets.join(', ')})`, c);
     }
   }

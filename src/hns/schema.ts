@@ -123,6 +123,8 @@ export interface HcnPolicyRequest {
 
 /** Network flag: not persisted across reboots (hcn.EnableNonPersistent). */
 export const HCN_FLAG_NON_PERSISTENT = 8;
+/** Endpoint flag hcn EndpointFlagsRemoteEndpoint (hcsshim hcn/hcnendpoint.go): kube-proxy's service and remote-pod endpoints. */
+export const ENDPOINT_FLAG_REMOTE = 1;
 export const HCN_SCHEMA_V2: HcnSchemaVersion = { Major: 2, Minor: 0 };
 
 /** A string setting of the first policy of `type` (e.g. ProviderAddress, DrMacAddress); empty counts as absent. */

@@ -4,6 +4,7 @@
 // CNI plugins do (win-overlay / win-bridge attach a pod's endpoint to its namespace), and the Windows
 // test harness serves them to the real plugins through the stand-in DLL. The model is
 // ../dataplane/sim-namespaces.ts. Failures are HnsErrors with HNS's HRESULTs, as ./simulated.ts throws.
+import { namespaceNotFound } from '../dataplane/sim-namespaces.js';
 import type { SimulatedDataplane } from '../dataplane/simulated.js';
 import { HRESULT, hnsError, hresultText } from './errors.js';
 import { filterMatches, parseHcnJson } from './simulated.js';
@@ -52,7 +53,7 @@ export class SimulatedHcnNamespaces {
   async openNamespace(id: string): Promise<HcnNamespaceHandle> {
     const op = 'HcnOpenNamespace';
     await this.dp.enter(op, 'hns', 0, id);
-    if (!this.dp.getNamespace(id)) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
+    if (!this.dp.getNamespace(id)) throw namespaceNotFound(op, id);
     return this.handle(id);
   }
 
@@ -70,7 +71,7 @@ export class SimulatedHcnNamespaces {
     parseHcnJson(op, query, true);
     await this.dp.enter(op, 'hns', 0, `${h.id} ${query}`);
     const ns = this.dp.getNamespace(h.id);
-    if (!ns) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: h.id });
+    if (!ns) throw namespaceNotFound(op, h.id);
     return JSON.stringify(ns);
   }
 

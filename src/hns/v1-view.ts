@@ -4,10 +4,7 @@
 // hcnendpoint.go HostComputeEndpoint). Pure; the simulated HNS (./simulated-v1.ts) answers with it.
 import { contains } from '../ip4.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnSubnet, HnsEndpointV1, HnsNetworkV1, HnsSubnetV1 } from './schema.js';
-import { HCN_SCHEMA_V2, policySetting } from './schema.js';
-
-/** hcn EndpointFlagsRemoteEndpoint. */
-const ENDPOINT_FLAG_REMOTE = 1;
+import { ENDPOINT_FLAG_REMOTE, HCN_SCHEMA_V2, policySetting } from './schema.js';
 
 /** v1 policy `{"Type":"VSID","VSID":4096}` -> v2 `{"Type":"VSID","Settings":{"IsolationId":4096}}`. */
 export function policyV1toV2(p: unknown): HcnPolicy {

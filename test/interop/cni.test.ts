@@ -26,7 +26,7 @@ import {
   type PreparedHarness,
   type WindowsAgent,
 } from '../support/windows.js';
-import { checkPlugins, linkHostLocalDataDir, pluginsDir, runCni, type CniRun } from './plugins.js';
+import { checkPlugins, linkHostLocalDataDir, pluginsDir, unlinkHostLocalDataDir, runCni, type CniRun } from './plugins.js';
 
 const WIN = 'win-1';
 const WIN_IP = '10.0.0.2';
@@ -158,6 +158,9 @@ const policiesOf = (ep: HcnEndpoint, type: string) => (ep.Policies ?? []).filter
     if (rendered.code !== 0) throw new Error(`flanneld cni-config exited ${rendered.code}: ${rendered.stderr}`);
     node.conflist = JSON.parse(rendered.stdout) as Record<string, unknown>;
     const plugin = (node.conflist.plugins as Record<string, unknown>[])[0];
+    // The plugin reads the prefix's C:\ files, never the host's /run/flannel/subnet.env (a rooted path
+    // under Wine is a Unix path): the rendered paths are the agent's Windows defaults, absolute.
+    expect(plugin).toMatchObject({ subnetFile: 'C:\\run\\flannel\\subnet.env', dataDir: 'C:\\var\\lib\\cni\\flannel' });
     node.config = JSON.stringify({ ...plugin, name: node.conflist.name, cniVersion: node.conflist.cniVersion });
     console.log(`interop ${backend.name}: node ready in ${Date.now() - t0} ms (${JSON.stringify(prepared.timings)}); config ${node.config}`);
   }, 900_000);
@@ -170,6 +173,7 @@ const policiesOf = (ep: HcnEndpoint, type: string) => (ep.Policies ?? []).filter
   });
 
   afterAll(async () => {
+    unlinkHostLocalDataDir(PREFIX);
     if (!node) return;
     await node.agent.stop();
     writeFileSync(join(node.dir, 'sim-transcript.txt'), node.sim.transcript.join('\n') + '\n');
@@ -277,17 +281,23 @@ const policiesOf = (ep: HcnEndpoint, type: string) => (ep.Policies ?? []).filter
     node.agent = startAgent(node);
     await waitForAgent(() => /first reconcile pass done/.test(node.agent.log()), 'the restarted agent’s first reconcile pass');
     expect(node.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(createdBefore);
-    expect(node.sim.transcript.slice(logBefore).filter((l) => /^(HcnDeleteEndpoint|HcnModifyEndpoint|HNSCall DELETE)/.test(l))).toEqual([]);
+    // Transcript lines: `HcnDeleteEndpoint {...} -> ...`, `HNSCall {"method":"DELETE",...} -> ...` (sim-server.ts).
+    const touches = (l: string) => /^(HcnDeleteEndpoint|HcnModifyEndpoint|HNSCall \{"method":"DELETE")/.test(l);
+    expect(node.sim.transcript.slice(logBefore).filter(touches)).toEqual([]);
     expect(podEndpoints().sort((a, b) => a.ID!.localeCompare(b.ID!))).toEqual(before);
 
+    const beforeDel = node.sim.transcript.length;
     for (const p of pods) await delPod(p.pod);
     expect(podEndpoints()).toEqual([]);
+    // The filter above sees an endpoint teardown: the plugins' DELs match it.
+    expect(node.sim.transcript.slice(beforeDel).filter(touches).length).toBeGreaterThanOrEqual(3);
   }, 400_000);
 
   it('a pod created while the agent rebuilds a lost network fails cleanly, and succeeds once the network is back', async () => {
     const lost = node.sim.dp.getNetworkByName(backend.network)!;
-    // The rebuild is held back: network creation fails (HNS busy) a few times, retried with backoff.
-    node.sim.dp.injections.failNext(/^(HcnCreateNetwork|HNSCall POST \/networks\/)$/, 0x80004005, 4);
+    // The rebuild is held back: network creation fails (HNS busy) until ADD and DEL have run, however
+    // long Wine takes to start flannel.exe; the agent keeps retrying with backoff.
+    node.sim.dp.injections.failNext(/^(HcnCreateNetwork|HNSCall POST \/networks\/)$/, 0x80004005, Number.POSITIVE_INFINITY);
     node.sim.dp.deleteNetwork('test', lost.ID!);
     const pod = newPod();
     const add = await cni('ADD', pod);
@@ -297,7 +307,9 @@ const policiesOf = (ep: HcnEndpoint, type: string) => (ep.Policies ?? []).filter
     await delPod(pod);
     expect(podEndpoints()).toEqual([]);
     expect(reservations().filter((r) => reservedBy(r) === pod.containerId)).toEqual([]);
+    expect(node.sim.dp.getNetworkByName(backend.network)).toBeUndefined();
 
+    node.sim.dp.injections.clear();
     await waitForAgent(() => node.sim.dp.getNetworkByName(backend.network), `the ${backend.network} network rebuilt`);
     await waitForAgent(() => backend.name !== 'vxlan' || agentAddresses().length > 0, 'the source VIP reserved again');
     const again = await addPod();

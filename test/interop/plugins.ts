@@ -19,22 +19,24 @@ export function pluginsDir(): string {
   return candidates.find((d) => existsSync(join(d, 'SHA256SUMS'))) ?? candidates[0];
 }
 
-/** Missing binaries or a hash that is not in SHA256SUMS: the reason; undefined when all four are there and intact. */
+/**
+ * The SHA-256 of each plugin as built from upstream's sources (../shared/cni-plugins-windows/SHA256SUMS,
+ * pinned here so a replaced folder, SHA256SUMS included, is noticed).
+ */
+export const PLUGIN_SHA256: Readonly<Record<(typeof PLUGINS)[number], string>> = {
+  'flannel.exe': 'c5a07bb4fd47aa4e187fd37beb220b4e04b79df6ad6fe806ec974c1940a817d4',
+  'host-local.exe': 'e1e4ed2ca6cf12e86e2570bf1e55a99e5447476160d1fadb62da66c2134bec6a',
+  'win-bridge.exe': 'f05517169a90bfa988b79bae58837e0acb1af349c5f8d29b67ad8dc72b6e9b44',
+  'win-overlay.exe': '457565cc007af384f012974220a21a6666ab0f87f902809a1e58d7a1565ebb5e',
+};
+
+/** Missing binaries or a hash other than the pinned one: the reason; undefined when all four are there and intact. */
 export function checkPlugins(dir = pluginsDir()): string | undefined {
-  const sums = join(dir, 'SHA256SUMS');
-  if (!existsSync(sums)) return `the upstream CNI plugins are missing (no ${sums}); set FLANNEL_CNI_PLUGINS_DIR to a folder holding them`;
-  const want = new Map(
-    readFileSync(sums, 'utf8')
-      .split('\n')
-      .map((l) => l.trim().split(/\s+/))
-      .filter((p) => p.length === 2)
-      .map(([hash, file]) => [file.replace(/^\*/, ''), hash]),
-  );
   for (const p of PLUGINS) {
     const f = join(dir, p);
-    if (!existsSync(f)) return `the upstream CNI plugin ${f} is missing`;
+    if (!existsSync(f)) return `the upstream CNI plugin ${f} is missing; set FLANNEL_CNI_PLUGINS_DIR to a folder holding them`;
     const got = createHash('sha256').update(readFileSync(f)).digest('hex');
-    if (want.get(p) !== got) return `${f} does not match SHA256SUMS (sha256 ${got}, expected ${want.get(p) ?? 'no entry'})`;
+    if (got !== PLUGIN_SHA256[p]) return `${f} is not the pinned build (sha256 ${got}, expected ${PLUGIN_SHA256[p]})`;
   }
   return undefined;
 }
@@ -63,6 +65,16 @@ export function linkHostLocalDataDir(prefix: string): string {
     symlinkSync(target, unix);
   }
   return target;
+}
+
+/** Remove the link made by linkHostLocalDataDir when it is still the tier's own (points at the prefix). */
+export function unlinkHostLocalDataDir(prefix: string): void {
+  const unix = '/var/lib/cni/networks';
+  try {
+    if (lstatSync(unix).isSymbolicLink() && readlinkSync(unix) === driveC('var/lib/cni/networks', prefix)) rmSync(unix);
+  } catch {
+    // Not there: nothing to remove.
+  }
 }
 
 export interface CniRun {

@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { command, renderCniConfig, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
+import { cniPaths, command, renderCniConfig, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
 import { splitArgs } from '../../src/commands/cni-flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
@@ -299,5 +299,16 @@ describe('the cni-config command', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('cniPaths with --cni-ipam-data-dir=none', () => {
+  // flannel's default dataDir (flannel-io/cni-plugin flannel.go defaultDataDir "/var/lib/cni/flannel"),
+  // on Windows written as an absolute C:\ path: a rooted path would be taken on the current drive.
+  it.each<[NodeJS.Platform, string]>([
+    ['win32', 'C:\\var\\lib\\cni\\flannel'],
+    ['linux', '/var/lib/cni/flannel'],
+  ])('%s: %s', (platform, dataDir) => {
+    expect(cniPaths({ subnetFile: '/run/flannel/subnet.env', cniIpamDataDir: '' }, platform).dataDir).toBe(dataDir);
   });
 });

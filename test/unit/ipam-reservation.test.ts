@@ -33,3 +33,31 @@ describe('reserveAddress', () => {
     }
   });
 });
+
+describe('reserveAddress when a pod takes the address between the read and the write', () => {
+  // host-local creates `<ip>` with O_EXCL (disk/backend.go Reserve): the pod's file, created after the
+  // agent found none, must not be replaced; the agent's exclusive create fails with EEXIST and re-reads.
+  it.each<[string, string, 'ours' | 'held']>([
+    ['a pod: the pod keeps it', 'a1b2c3\r\neth0', 'held'],
+    ['the agent itself (another pass): ours', 'flanneld-host-endpoint\r\ncbr0_ep', 'ours'],
+  ])('%s', (_what, racer, result) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
+    try {
+      const path = join(dir, 'cbr0', '10.244.3.2');
+      const racy = {
+        readFileSync: (p: string, e: 'utf8') => fs.readFileSync(p, e),
+        mkdirSync: (p: string, o: { recursive: true }) => fs.mkdirSync(p, o),
+        writeFileSync: (p: string, data: string, o: { flag: 'wx' }) => {
+          if (p === path && !fs.existsSync(path)) fs.writeFileSync(path, racer, { flag: 'wx' });
+          fs.writeFileSync(p, data, o);
+        },
+      };
+      const r = reserveAddress(racy, { dataDir: dir, network: 'cbr0', ip: '10.244.3.2', owner: 'flanneld-host-endpoint', ifname: 'cbr0_ep' });
+      expect(r.result).toBe(result);
+      if (result === 'held') expect(r.holder).toBe('a1b2c3');
+      expect(readFileSync(path, 'utf8')).toBe(racer);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -51,6 +51,8 @@ describe('RemoteSubnetRoute content HNS refuses (HCN_E_INVALID_POLICY 0x803B000D
     ['a prefix without a length', { DestinationPrefix: '10.244.2.0' }],
     ['a prefix length above 32', { DestinationPrefix: '10.244.2.0/33' }],
     ['a prefix that is no address', { DestinationPrefix: '10.244.2.x/24' }],
+    ['an IPv6 prefix length above 128', { DestinationPrefix: 'fd00:10:244:2::/129' }],
+    ['a malformed IPv6 prefix', { DestinationPrefix: 'fd00:::2/64' }],
     ['an IsolationId above uint16', { IsolationId: 65536 }],
     ['a negative IsolationId', { IsolationId: -1 }],
     ['an IsolationId as a string', { IsolationId: '4096' }],
@@ -72,6 +74,13 @@ describe('RemoteSubnetRoute content HNS refuses (HCN_E_INVALID_POLICY 0x803B000D
     const net = await hns.createNetwork(overlay());
     await hns.addNetworkPolicies(net.ID!, [prefix(2), rsr({ DestinationPrefix: '10.244.3.0/24', DistributedRouterMacAddress: '0E-2A-0A-00-00-03', IsolationId: 65535 })]);
     expect(prefixes(dp, net.ID!)).toEqual(['10.244.2.0/24', '10.244.3.0/24']);
+  });
+
+  it('accepts an IPv6 DestinationPrefix (HNS takes IPv6 on dual-stack networks)', async () => {
+    const { dp, hns } = setup();
+    const net = await hns.createNetwork(overlay());
+    await hns.addNetworkPolicies(net.ID!, [rsr({ DestinationPrefix: 'fd00:10:244:2::/64' })]);
+    expect(prefixes(dp, net.ID!)).toEqual(['fd00:10:244:2::/64']);
   });
 
   it('refuses a malformed one in HcnCreateNetwork too', async () => {
@@ -99,6 +108,17 @@ describe('endpoint addresses', () => {
     // the address HNS picks itself skips the held ones
     const picked = await hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'd' });
     expect(picked.IpConfigurations?.[0]?.IpAddress).toBe('10.244.1.2');
+  });
+
+  it('an IPv6 endpoint address is accepted; a malformed address is refused with 0x803B001E', async () => {
+    const { hns } = setup();
+    const net = await hns.createNetwork(overlay());
+    const v6 = await hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'a', IpConfigurations: [{ IpAddress: 'fd00:10:244:1::5' }] });
+    expect(v6.IpConfigurations?.[0]?.IpAddress).toBe('fd00:10:244:1::5');
+    for (const bad of ['10.244.1', 'fd00:::5', 'fe80::1%eth0']) {
+      const err = await expectCode(hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'b', IpConfigurations: [{ IpAddress: bad }] }), HnsError, 'FLANNEL_ERR_HNS_CALL');
+      expect(err.hresult).toBe(HRESULT.HCN_E_INVALID_IP);
+    }
   });
 
   it('v1 POST /endpoints/ on an IP another endpoint holds is refused the same way', async () => {

@@ -31,7 +31,7 @@ import { withoutBom } from '../../bom.js';
 import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
 import { BackendError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
-import { policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
+import { ENDPOINT_FLAG_REMOTE, policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 import { reservationOwner, reserveAddress } from '../ipam-reservation.js';
@@ -140,9 +140,6 @@ function writeIfChanged(fs: SourceVipFs, path: string, text: string): boolean {
 function endpointIP(ep: HcnEndpoint): string | undefined {
   return ep.IpConfigurations?.[0]?.IpAddress;
 }
-
-/** hcn EndpointFlagsRemoteEndpoint: kube-proxy's service and remote-pod endpoints; never a source VIP. */
-const ENDPOINT_FLAG_REMOTE = 1;
 
 /**
  * kube-proxy's source VIP endpoint among the network's endpoints: a local (not remote), nameless endpoint
