@@ -186,7 +186,7 @@ export const command: Command = {
       if (!res) {
         const where = urls.length > 1 ? `${urls[0]} (nor on this host's other addresses)` : url;
         io.stderr(
-          `${program}: cannot reach the agent at ${where}: ${errorMessage(failure)}; is flanneld running with --healthz-port (pass the same --healthz-ip/--healthz-port, or --url)?\n`,
+          `${program}: cannot reach the agent at ${where}: ${t(errorMessage(failure))}; is flanneld running with --healthz-port (pass the same --healthz-ip/--healthz-port, or --url)?\n`,
         );
         return 1;
       }
