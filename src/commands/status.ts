@@ -186,13 +186,13 @@ export const command: Command = {
       if (!res) {
         const where = urls.length > 1 ? `${urls[0]} (nor on this host's other addresses)` : url;
         io.stderr(
-          `${program}: cannot reach the agent at ${where}: ${errorMessage(failure)}; is flanneld running with --healthz-port (pass the same --healthz-ip/--healthz-port, or --url)?\n`,
+          `${program}: cannot reach the agent at ${t(where)}: ${t(errorMessage(failure))}; is flanneld running with --healthz-port (pass the same --healthz-ip/--healthz-port, or --url)?\n`,
         );
         return 1;
       }
       const text = res.text;
       if (res.status !== 200) {
-        io.stderr(`${program}: ${url} answered ${res.status}: ${t(text.trim().slice(0, MAX_ERROR_TEXT))}\n`);
+        io.stderr(`${program}: ${t(url)} answered ${res.status}: ${t(text.trim().slice(0, MAX_ERROR_TEXT))}\n`);
         return 1;
       }
       let report: unknown;
@@ -202,14 +202,14 @@ export const command: Command = {
         report = undefined;
       }
       if (!isStatusReport(report)) {
-        io.stderr(`${program}: ${url} did not answer with a flanneld status document; is --url the agent's health port?\n`);
+        io.stderr(`${program}: ${t(url)} did not answer with a flanneld status document; is --url the agent's health port?\n`);
         return 1;
       }
       io.stdout(output === 'json' ? terminalJson(report) + '\n' : renderStatusTable(report));
       return report.inSync ? 0 : 1;
     } catch (err) {
       if (err instanceof StatusError) {
-        io.stderr(`${program}: ${err.message} [${err.code}]\n`);
+        io.stderr(`${program}: ${t(err.message)} [${err.code}]\n`);
         return 1;
       }
       return reportError(program, err, io);

@@ -9,6 +9,7 @@ import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { withoutBom } from '../bom.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
+import { escapeUnsafe } from '../commands/terminal-text.js';
 
 export const DEFAULT_VXLAN_VNI = 4096;
 /**
@@ -267,7 +268,8 @@ const MAX_HNS_NETWORK_NAME = 256;
  * Backend.Name names the HNS network and, through the CNI config, the host-local IPAM directory
  * `<--cni-ipam-data-dir>/<name>` (containernetworking/plugins plugins/ipam/host-local/backend/disk:
  * filepath.Join(dataDir, network)). So it must be one plain path element: no `/` or `\`, no `..`,
- * no control characters, at most 256 characters.
+ * no control, bidi-override or line-separator characters (the one escape, ../commands/terminal-text.ts),
+ * at most 256 characters.
  */
 function hnsNetworkName(name: string): string {
   const bad =
@@ -277,8 +279,8 @@ function hnsNetworkName(name: string): string {
         ? 'contains a path separator'
         : name.includes('..')
           ? 'contains ".."'
-          : [...name].some((c) => c < ' ' || c === '\u007f')
-            ? 'contains a control character'
+          : escapeUnsafe(name) !== name
+            ? 'contains a control or bidi character'
             : undefined;
   if (bad) fail(`Backend.Name ${JSON.stringify(name.slice(0, 64))} ${bad}; use a plain HNS network name such as cbr0 or flannel.4096`, { key: 'Backend.Name' });
   return name;

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { componentLogger, createLogger } from '../../src/log.js';
-import { registerPemSecret, registerSecret, safeText } from '../../src/log-safe.js';
+import { registerPemSecret, registeredSecretCount, registerSecret, safeText, safeValue } from '../../src/log-safe.js';
 
 async function logged(format: 'text' | 'json', write: (log: ReturnType<typeof createLogger>) => void): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'log-safe-'));
@@ -67,9 +67,9 @@ describe('credentials in messages and fields', () => {
 describe('secrets registered by value (issue 18 §2)', () => {
   // The etcd password as gRPC names the endpoint: no URL pattern matches `dns:user:pass@host`.
   const PASSWORD = 'Pa55-w0rd@etcd';
-  registerSecret(PASSWORD);
-  registerSecret('ab'); // too short to redact by value: ordinary words would vanish
-  registerPemSecret('-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n');
+  registerSecret('test-password', PASSWORD);
+  registerSecret('test-short', 'ab'); // too short to redact by value: ordinary words would vanish
+  registerPemSecret('test-key', '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n');
 
   it.each(['text', 'json'] as const)('%s: wherever the value appears (message, fields, errors, URL-encoded)', async (format) => {
     const out = await logged(format, (log) => {
@@ -114,5 +114,38 @@ describe('safeText', () => {
     ['http://host?x=a@b', 'http://host?x=a@b'],
     ['user@example.com', 'user@example.com'],
     ['tab\there', 'tab\\u0009here'],
+    // issue 18 review: a password holding `/` (the userinfo runs to the last `@`)
+    ['cannot reach http://flannel:ab/cd@10.0.0.5:2379/v3', 'cannot reach http://***@10.0.0.5:2379/v3'],
+    ['http://u:a/b@h:1,https://v:c?d@g:2', 'http://***@h:1,https://***@g:2'],
+    // "Trojan Source" (CVE-2021-42574): bidi overrides and isolates, line/paragraph separators
+    ['admin\u202e gnp.exe\u202c', 'admin\\u202e gnp.exe\\u202c'],
+    ['a\u2066b\u2069c\u2028d\u2029', 'a\\u2066b\\u2069c\\u2028d\\u2029'],
   ])('%j -> %j', (input, want) => expect(safeText(input)).toBe(want));
+});
+
+describe('objects that are not plain (issue 18 review)', () => {
+  it('a URL, a Map, a class instance are rendered as text and redacted', () => {
+    const url = new URL('http://flannel:s3cr3t-pw@10.0.0.5:2379/v3');
+    expect(safeValue(url)).toBe('"http://***@10.0.0.5:2379/v3"');
+    expect(safeValue({ nested: { endpoint: url } })).toEqual({ nested: { endpoint: '"http://***@10.0.0.5:2379/v3"' } });
+    class Target {
+      constructor(readonly target: string) {}
+    }
+    expect(safeValue(new Target('http://u:pw-9999@h:1\u001b[2J'))).toBe('{"target":"http://***@h:1\\u001b[2J"}');
+    expect(safeValue(new Map([['k', 'v']]))).toBe('{}');
+    expect(safeValue(new Error('auth http://u:pw-9999@h:1'))).toBe('auth http://***@h:1');
+  });
+});
+
+describe('registered secrets: one slot per source (issue 18 review)', () => {
+  it('a rotated token replaces the one before, the set stays bounded', () => {
+    const before = registeredSecretCount();
+    for (let i = 0; i < 100; i++) registerSecret('test-rotating-token', `rotating-token-${i}`);
+    expect(registeredSecretCount()).toBe(before + 1);
+    expect(safeText('sent rotating-token-99')).toBe('sent ***');
+    // the old value is no longer redacted by value (the source holds no longer)
+    expect(safeText('sent rotating-token-98')).toBe('sent rotating-token-98');
+    registerSecret('test-rotating-token', undefined);
+    expect(registeredSecretCount()).toBe(before);
+  });
 });

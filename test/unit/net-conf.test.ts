@@ -278,6 +278,9 @@ describe('hostile net-conf', () => {
     ['..', 'vxlan'],
     ['cbr0\u0000', 'host-gw'],
     ['flannel\n4096', 'vxlan'],
+    ['cbr0\u202e0rbc', 'host-gw'], // the one escape (terminal-text.ts): bidi overrides, U+2028, C1
+    ['cbr0\u2028', 'vxlan'],
+    ['cbr0\u009b', 'vxlan'],
     ['x'.repeat(257), 'vxlan'],
   ])('Backend.Name %j (%s) is refused: it names a host-local IPAM directory under --cni-ipam-data-dir', (name, type) => {
     const err = errorOf(() => parseNetConf(conf({ Network: '10.244.0.0/16', Backend: { Type: type, Name: name } })));

@@ -149,3 +149,16 @@ describe('readStatus against a hostile status port', () => {
     expect(err.context.received).toBeGreaterThan(0);
   });
 });
+
+// Issue 18 review: what `status` prints when it cannot reach the agent carries the --url as given and
+// the fetch error (which quotes an unparsable URL): both are escaped like the rest.
+describe('status: the unreachable-agent line is escaped', () => {
+  it('an --url with ESC and a bidi override prints them escaped', async () => {
+    const { command } = await import('../../src/commands/status.js');
+    let stderr = '';
+    const code = await command.run(['--url=x\u001b[2J\u202egnp'], { stdout: () => undefined, stderr: (s) => (stderr += s), env: {}, platform: 'linux' });
+    expect(code).toBe(1);
+    expect(stderr).toContain('cannot reach the agent at x\\u001b[2J\\u202egnp');
+    expect(stderr.trimEnd()).not.toMatch(RAW);
+  });
+});

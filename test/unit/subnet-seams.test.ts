@@ -8,6 +8,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import type { FileReader } from '../../src/host/files.js';
 import { allocateSubnet } from '../../src/subnet/etcd/allocate.js';
 import { etcdClientOptions } from '../../src/subnet/etcd/client.js';
+import { safeText } from '../../src/log-safe.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 
 /** An in-memory FileReader; reading a path it does not hold fails as ENOENT would. */
@@ -90,6 +91,26 @@ describe('etcdClientOptions', () => {
       expect.objectContaining({ code: 'FLANNEL_ERR_CONFIG', message: expect.stringContaining('--etcd-cafile') }),
     );
     expect(f.reads).toEqual(['/pki/ca.pem']);
+  });
+
+  // Issue 18 review: a password holding `/` fails the endpoint pattern; neither the error nor any later
+  // line may carry it (main.ts prints safeText(message) on stderr).
+  it.each([
+    ['http://flannel:ab/cd@10.0.0.5:2379', ['ab/cd']],
+    ['https://flannel:p4ss/w?rd#x@etcd:2379', ['p4ss/w?rd#x', 'p4ss']],
+    ['flannel:s3/cr%2Fet@10.0.0.5:2379', ['s3/cr%2Fet', 's3/cr/et']],
+  ])('an endpoint whose password holds "/" (%s): FLANNEL_ERR_CONFIG, the password on no line', (endpoint, secrets) => {
+    let message = '';
+    try {
+      etcdClientOptions({ ...base, endpoints: [endpoint], cafile: '', certfile: '', keyfile: '', files: files({}) });
+    } catch (err) {
+      expect(err).toMatchObject({ code: 'FLANNEL_ERR_CONFIG' });
+      message = (err as Error).message;
+    }
+    expect(message).toContain('***@');
+    const stderr = safeText(`flanneld: ${message}`);
+    const later = safeText(`grpc: dns:${endpoint.replace(/^https?:\/\//, '')} and --etcd-endpoints=${endpoint}`);
+    for (const s of secrets) for (const text of [message, stderr, later]) expect(text).not.toContain(s);
   });
 
   it('unary call deadlines come from the injected clock', () => {

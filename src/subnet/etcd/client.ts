@@ -93,7 +93,7 @@ function readPem(files: FileReader, path: string, what: string): Buffer {
 /** The client's private key, its key material registered with the log's redactor. */
 function readKey(files: FileReader, path: string): Buffer {
   const key = readPem(files, path, '--etcd-keyfile');
-  registerPemSecret(key);
+  registerPemSecret('etcd-keyfile', key);
   return key;
 }
 
@@ -107,12 +107,37 @@ function decode(part: string, endpoint: string): string {
   try {
     return decodeURIComponent(part);
   } catch {
-    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid etcd endpoint "${endpoint}": its user:password is not valid percent-encoding`, { endpoint: redactedEndpoint(endpoint) });
+    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid etcd endpoint "${redactedEndpoint(endpoint)}": its user:password is not valid percent-encoding`, {
+      endpoint: redactedEndpoint(endpoint),
+    });
   }
 }
 
+/** The endpoint with everything up to its last `@` (the userinfo, which may hold a `/`) as `***`. */
 function redactedEndpoint(e: string): string {
-  return e.replace(/^((?:https?:\/\/)?)[^@/]*@/, '$1***@');
+  return e.replace(/^((?:https?:\/\/)?).*@/s, '$1***@');
+}
+
+/**
+ * Register the password of an endpoint's userinfo (up to the last `@`) with the log's redactor before
+ * the endpoint is validated: a password the pattern refuses (one holding `/`) still never reaches a log
+ * line or stderr, whatever message quotes it. Both its raw and its decoded form.
+ */
+function registerUserinfoPassword(e: string, index: number): void {
+  const at = e.lastIndexOf('@');
+  if (at < 0) return;
+  const info = e.slice(0, at).replace(/^https?:\/\//, '');
+  const colon = info.indexOf(':');
+  if (colon < 0) return;
+  const raw = info.slice(colon + 1);
+  registerSecret(`etcd-endpoint-password:${index}`, raw);
+  let decoded: string | undefined;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    decoded = undefined;
+  }
+  registerSecret(`etcd-endpoint-password-decoded:${index}`, decoded !== raw ? decoded : undefined);
 }
 
 /**
@@ -125,6 +150,7 @@ function checkEndpoints(endpoints: string[]): Endpoints {
   if (out.length === 0) throw new ConfigError('FLANNEL_ERR_CONFIG', '--etcd-endpoints is empty; give e.g. --etcd-endpoints=http://127.0.0.1:2379');
   const hosts: string[] = [];
   let userinfo: Endpoints['userinfo'];
+  out.forEach(registerUserinfoPassword);
   for (const e of out) {
     const m = /^((?:https?:\/\/)?)(?:([^@/\s]*)@)?([^@/\s]+:\d+)\/?$/.exec(e);
     if (!m) {
@@ -142,7 +168,6 @@ function checkEndpoints(endpoints: string[]): Endpoints {
       );
     }
     const creds = { username: decode(info.slice(0, colon), e), password: decode(info.slice(colon + 1), e) };
-    registerSecret(creds.password);
     if (userinfo && (userinfo.username !== creds.username || userinfo.password !== creds.password)) {
       throw new ConfigError(
         'FLANNEL_ERR_CONFIG',
@@ -174,7 +199,7 @@ function etcdAuth(cfg: EtcdClientConfig, userinfo: Endpoints['userinfo']): IOpti
 /** The options handed to `new Etcd3()` (exported for tests; never logged: it holds the password). */
 export function etcdClientOptions(cfg: EtcdClientConfig): IOptions {
   const log = cfg.log ?? silentLogger();
-  registerSecret(cfg.password);
+  registerSecret('etcd-password', cfg.password);
   const { hosts, userinfo } = checkEndpoints(cfg.endpoints);
   const auth = etcdAuth(cfg, userinfo);
   const timeout = cfg.requestTimeoutMs ?? 10_000;

@@ -3,9 +3,16 @@
 // revocation ("Lease has been revoked") that ends the agent. Mirrors flannel
 // pkg/subnet/etcd/local_manager.go (AcquireLease/tryAcquireLease, RenewLease, CompleteLease's renew loop).
 // When the peer watch sees the own key rewritten with another value (another node took our subnet while
-// this agent was paused), the keeper logs it and renews at once: upstream's RenewLease puts the own
+// this agent was paused), the keeper logs it and takes the key back: upstream's RenewLease puts the own
 // attributes back unconditionally (registry.updateSubnet), but only at the next renewal, hours later, and
 // its MonitorLease (main.go) only reads the new expiration from the event, so two nodes held one subnet.
+// Take-backs are paced by a RoundBackoff (../round-backoff.ts: 0.8 s doubling to 30 s, jittered, as
+// client-go paces its reflector rounds), so two agents that both believe they own the key do not
+// ping-pong writes at etcd's speed; and after TAKE_BACK_LIMIT take-backs within TAKE_BACK_WINDOW_MS the
+// keeper gives up: the own lease is revoked (FLANNEL_ERR_LEASE_REVOKED ends the agent, as upstream's
+// "Lease has been revoked" does), and the restarted agent, whose PublicIP no longer finds the key,
+// acquires a different subnet. A take-back seen while a renewal is running is kept pending and done
+// after it.
 import { retryWithBackoff } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
 import { EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, EtcdUserNotFoundError } from 'etcd3';
@@ -14,6 +21,7 @@ import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { publishableAttrs } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
+import { RoundBackoff } from '../round-backoff.js';
 import { allocateSubnet, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import type { EtcdRegistry } from './registry.js';
@@ -22,6 +30,9 @@ import { makeSubnetKey, parseSubnetKey } from './subnet-key.js';
 export const SUBNET_TTL_SECONDS = 24 * 60 * 60;
 export const RACE_RETRIES = 10;
 export const REVOKED_MESSAGE = 'Lease has been revoked. Shutting down daemon.';
+/** Take-backs of the own key within TAKE_BACK_WINDOW_MS after which the keeper gives the subnet up. */
+export const TAKE_BACK_LIMIT = 5;
+export const TAKE_BACK_WINDOW_MS = 10 * 60_000;
 
 export interface LeaseKeeperOptions {
   registry: EtcdRegistry;
@@ -83,10 +94,17 @@ export class LeaseKeeper implements OwnLeaseState {
   private readonly ignoredKeys = new Set<string>();
   private revokedErr: FlannelError | undefined;
   private readonly revokeWaiters = new Set<() => void>();
-  /** Ends the renewal loop's current wait: renew now. */
-  private renewNow: (() => void) | undefined;
+  /** Ends the renewal loop's current wait, to schedule a pending take-back. */
+  private wakeLoop: (() => void) | undefined;
+  /** A take-back was observed and not yet scheduled (also when seen during a renewal). */
+  private takeBackPending = false;
+  /** When the take-backs of the current window were scheduled. */
+  private takeBacks: number[] = [];
+  private readonly takeBackBackoff: RoundBackoff;
 
-  constructor(private readonly o: LeaseKeeperOptions) {}
+  constructor(private readonly o: LeaseKeeperOptions) {
+    this.takeBackBackoff = new RoundBackoff({ clock: o.clock, random: o.random });
+  }
 
   get key(): string | undefined {
     return this.own?.name;
@@ -122,13 +140,37 @@ export class LeaseKeeper implements OwnLeaseState {
       ownPublicIP: this.o.publicIP,
     });
     if (!own.reservation) {
-      this.renewNow?.();
+      this.takeBackPending = true;
+      this.wakeLoop?.(); // else a renewal is running: the loop schedules it after
       return;
     }
-    // A reservation (no TTL) has no renewal loop: put it back once.
-    this.o.registry.updateSubnet(own.name, own.value, 0, true).catch((err: unknown) => {
-      this.o.log.error('cannot take back the own subnet reservation', { key: own.name, error: errorMessage(err) });
-    });
+    // A reservation (no TTL) has no renewal loop: put it back after the pause.
+    const pause = this.takeBackPause();
+    if (pause === undefined) return;
+    this.o.clock
+      .sleep(pause)
+      .then(() => (this.revokedErr ? undefined : this.o.registry.updateSubnet(own.name, own.value, 0, true)))
+      .catch((err: unknown) => {
+        this.o.log.error('cannot take back the own subnet reservation', { key: own.name, error: errorMessage(err) });
+      });
+  }
+
+  /**
+   * The pause before the next take-back (RoundBackoff), or undefined once TAKE_BACK_LIMIT take-backs
+   * fell within TAKE_BACK_WINDOW_MS: then another node holds the key as surely as we do, and the own
+   * lease is revoked rather than fought over.
+   */
+  private takeBackPause(): number | undefined {
+    const now = this.o.clock.now();
+    this.takeBacks = this.takeBacks.filter((t) => now - t < TAKE_BACK_WINDOW_MS);
+    if (this.takeBacks.length >= TAKE_BACK_LIMIT) {
+      this.revoke(
+        `was overwritten by another writer ${this.takeBacks.length + 1} times within ${TAKE_BACK_WINDOW_MS / 1000} s: another node holds this subnet; the restarted agent acquires a different one`,
+      );
+      return undefined;
+    }
+    this.takeBacks.push(now);
+    return this.takeBackBackoff.next();
   }
 
   /** Rewrite the own lease's value with changed attributes (a rebuilt vxlan network's DR MAC), under a new etcd lease. */
@@ -281,27 +323,37 @@ export class LeaseKeeper implements OwnLeaseState {
     });
   }
 
-  /** Renew `--subnet-lease-renew-margin` before expiry; retried after failures; stops on abort/revocation. */
+  /**
+   * Renew `--subnet-lease-renew-margin` before expiry; retried after failures; a pending take-back
+   * brings the next write forward to the take-back pause; stops on abort/revocation.
+   */
   private async renewLoop(signal: AbortSignal): Promise<void> {
     const own = this.own;
     if (!own || own.reservation) return;
     const { clock, log, registry: reg, renewMarginMs: margin, leaseTtlSeconds: ttl } = this.o;
-    let expiration = clock.now() + ttl * 1000;
-    let wait = Math.max(0, expiration - clock.now() - margin);
+    let dueAt = clock.now() + ttl * 1000 - margin;
     for (;;) {
-      if (signal.aborted) return;
+      if (signal.aborted || this.revokedErr) return;
+      if (this.takeBackPending) {
+        this.takeBackPending = false;
+        const pause = this.takeBackPause();
+        if (pause === undefined) return;
+        dueAt = Math.min(dueAt, clock.now() + pause);
+      }
       const wake = new AbortController();
       const onAbort = () => wake.abort(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
-      this.renewNow = () => wake.abort(new Error('renew now'));
+      this.wakeLoop = () => wake.abort(new Error('take back'));
+      let woken = false;
       try {
-        await clock.sleep(wait, wake.signal);
+        await clock.sleep(Math.max(0, dueAt - clock.now()), wake.signal);
       } catch {
-        // woken: renew now, unless the agent is stopping
+        woken = true; // a take-back to schedule, or the agent is stopping
       } finally {
         signal.removeEventListener('abort', onAbort);
-        this.renewNow = undefined;
+        this.wakeLoop = undefined;
       }
+      if (woken) continue;
       if (signal.aborted || this.revokedErr) return;
       try {
         const res = await reg.updateSubnet(own.name, own.value, ttl, true);
@@ -312,14 +364,14 @@ export class LeaseKeeper implements OwnLeaseState {
         const old = own.leaseId;
         own.leaseId = res.leaseId;
         await reg.revoke(old).catch(() => undefined);
-        expiration = clock.now() + res.ttlSeconds * 1000;
+        const expiration = clock.now() + res.ttlSeconds * 1000;
         log.info('Lease renewed, new expiration: ' + new Date(expiration).toISOString(), { key: own.name });
-        wait = Math.max(0, expiration - clock.now() - margin);
+        dueAt = expiration - margin;
       } catch (err) {
         if (signal.aborted) return;
         const retryMs = this.o.renewRetryMs;
         log.error(`Error renewing lease (trying again in ${Math.round(retryMs / 1000)}s)`, { key: own.name, error: errorMessage(err) });
-        wait = retryMs;
+        dueAt = clock.now() + retryMs;
       }
     }
   }

@@ -5,8 +5,10 @@
 //   the file is re-read once its token is a minute old (less 10 s leeway), trimmed
 //   (strings.TrimSpace), an empty or unreadable file keeps the token read last (logged), and a 401
 //   resets every token read before that request started (tokenSourceTransport.RoundTrip ->
-//   ResetTokenOlderThan). client-go then returns the 401; KubeHttp sends the request once more when the
-//   re-read token differs, so a rotated file never fails a call. The token file wins over a `token` in
+//   ResetTokenOlderThan). client-go then returns the 401; KubeHttp sends a request (not a watch) once
+//   more when the re-read token differs, so a rotated file fails no list, get or write. A watch is not
+//   resent: it fails with the 401 (KubeApiError) and the next watch its caller starts carries the
+//   re-read token. The token file wins over a `token` in
 //   the same user, as client-go documents (a fallback until the file is first read).
 //   client-node 1.4 reads `token-file` once at load, untrimmed (a trailing newline made an illegal
 //   header), and ignores `tokenFile`; its FileAuth (in-cluster) re-reads every 60 s on the wall clock,
@@ -17,7 +19,8 @@
 //   ExecAuth uses keeps only the first MAX_PLUGIN_STDERR_CHARS of it, and a failure becomes
 //   FLANNEL_ERR_KUBE_AUTH, whose message the log's redactor cleans (`token=...`, src/log-safe.ts).
 // - Every bearer token and basic-auth credential a request carries is registered with the log's
-//   redactor (registerSecret), so no log line carries it whatever its source.
+//   redactor (registerSecret, one slot per source: a rotated token replaces the one before), so no log
+//   line carries it whatever its source.
 import { dirname, isAbsolute, join } from 'node:path';
 import type http from 'node:http';
 import type { KubeConfig, User } from '@kubernetes/client-node';
@@ -93,7 +96,7 @@ export class CachedFileTokenSource {
       this.expiry = now + TOKEN_FILE_PERIOD_MS;
       return this.cached;
     }
-    registerSecret(fresh);
+    registerSecret(`token-file:${this.path}`, fresh);
     this.cached = fresh;
     this.readAt = ++readSeq;
     this.expiry = now + TOKEN_FILE_PERIOD_MS;
@@ -263,8 +266,9 @@ export async function requestCredentials(kc: KubeConfig): Promise<RequestCredent
   (init.headers as Headers | undefined)?.forEach((v, k) => (headers[k] = v));
   const credential = /^(?:Bearer|Basic)\s+(.+)$/i.exec(headers['authorization'] ?? '')?.[1];
   if (credential !== undefined) {
-    registerSecret(credential);
-    if (/^Basic/i.test(headers['authorization'] ?? '')) registerSecret(Buffer.from(credential, 'base64').toString('utf8').split(':').slice(1).join(':'));
+    registerSecret('kube-request-credential', credential);
+    const basic = /^Basic/i.test(headers['authorization'] ?? '');
+    registerSecret('kube-basic-password', basic ? Buffer.from(credential, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined);
   }
   return { headers, agent: init.agent as http.Agent | undefined };
 }
