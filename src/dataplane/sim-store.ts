@@ -42,6 +42,9 @@ const hostFs: DataplaneFs = {
   statSync: (file) => nodeFs.statSync(file),
 };
 
+/** The most of the lock file read (it holds `{"pid":…,"at":…}`); a FIFO there is refused, not waited on. */
+const MAX_LOCK_FILE_BYTES = 4096;
+
 /** How long a writer waits for another one's lock before failing the call. */
 export const LOCK_WAIT_MS = 10_000;
 /** A lock older than this is broken even if its process still runs (a lock is held for milliseconds). */
@@ -241,7 +244,7 @@ export class StateStore {
   private lockHolder(lockFile: string): { pid?: number; stale: boolean; free?: true } {
     let text: string;
     try {
-      text = nodeFs.readFileSync(lockFile, 'utf8');
+      text = readRegularFile(lockFile, MAX_LOCK_FILE_BYTES, 'the --dataplane-state lock file');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { stale: false, free: true };
       return { stale: false }; // unreadable right now: try again
