@@ -186,7 +186,10 @@ export class StateStore {
         this.breakLock(lockFile);
         continue;
       }
-      if (this.now() > deadline) throw this.lockedError(lockFile, holder.pid);
+      // A lock this process has watched for a while (e.g. stamped in the future) becomes stale after
+      // LOCK_STALE_MS of it: wait for that when it is later than LOCK_WAIT_MS, rather than fail first.
+      const until = Math.max(deadline, this.now() - (holder.seenFor ?? 0) + LOCK_STALE_MS);
+      if (this.now() > until) throw this.lockedError(lockFile, holder.pid);
       await sleep(LOCK_POLL_MS);
     }
   }
@@ -241,7 +244,7 @@ export class StateStore {
    * Who holds the lock, and whether it is stale: its process is gone, or it is older than LOCK_STALE_MS
    * by its stamp or by how long this process has seen it (a stamp in the future). `free`: no lock file.
    */
-  private lockHolder(lockFile: string): { pid?: number; stale: boolean; free?: true } {
+  private lockHolder(lockFile: string): { pid?: number; stale: boolean; free?: true; seenFor?: number } {
     let text: string;
     try {
       text = readRegularFile(lockFile, MAX_LOCK_FILE_BYTES, 'the --dataplane-state lock file');
@@ -263,11 +266,11 @@ export class StateStore {
       try {
         at = nodeFs.statSync(lockFile).mtimeMs;
       } catch {
-        return { pid, stale: false };
+        return { pid, stale: false, seenFor };
       }
     }
     const dead = pid !== undefined && pid !== process.pid && !processAlive(pid);
-    return { pid, stale: dead || Math.max(this.now() - at, seenFor) > LOCK_STALE_MS };
+    return { pid, stale: dead || Math.max(this.now() - at, seenFor) > LOCK_STALE_MS, seenFor };
   }
 
   /** Remove a stale lock: renamed away first, so of several processes breaking it only one succeeds. */
