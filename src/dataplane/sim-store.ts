@@ -187,8 +187,9 @@ export class StateStore {
         continue;
       }
       // A lock this process has watched for a while (e.g. stamped in the future) becomes stale after
-      // LOCK_STALE_MS of it: wait for that when it is later than LOCK_WAIT_MS, rather than fail first.
-      const until = Math.max(deadline, this.now() - (holder.seenFor ?? 0) + LOCK_STALE_MS);
+      // LOCK_STALE_MS of it: wait for that when it is later than LOCK_WAIT_MS, rather than fail first. An
+      // unreadable lock (no sighting, e.g. a FIFO) fails after LOCK_WAIT_MS.
+      const until = holder.seenFor === undefined ? deadline : Math.max(deadline, this.now() - holder.seenFor + LOCK_STALE_MS);
       if (this.now() > until) throw this.lockedError(lockFile, holder.pid);
       await sleep(LOCK_POLL_MS);
     }
