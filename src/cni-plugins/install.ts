@@ -134,9 +134,15 @@ async function hashLocalFile(path: string, maxBytes: number, fs: Pick<typeof nod
 
 /**
  * Bring one source to a file and check its SHA-256; nothing is written to the bin dir. A URL is downloaded
- * into `tmp`; a path is used where it is, if it is a regular file within the size cap. Returns the file.
+ * into `tmp`; a path is used where it is, if it is a regular file within the size cap. Returns the file and
+ * the SHA-256 computed from its bytes (what `--verify-pins` records).
  */
-export async function loadSource(src: PluginSource, tmp: string, index: number, o: { limits: DownloadLimits; clock: Clock; fs: InstallFs }): Promise<string> {
+export async function loadSource(
+  src: PluginSource,
+  tmp: string,
+  index: number,
+  o: { limits: DownloadLimits; clock: Clock; fs: InstallFs },
+): Promise<{ path: string; sha256: string }> {
   let path: string;
   let actual: string;
   if (isUrl(src.location)) {
@@ -164,7 +170,7 @@ export async function loadSource(src: PluginSource, tmp: string, index: number, 
       { source: src.location, expected: src.sha256, actual },
     );
   }
-  return path;
+  return { path, sha256: actual };
 }
 
 function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFileSync' | 'existsSync' | 'statSync'>): boolean {
@@ -263,7 +269,7 @@ async function readSources(opts: InstallOptions, fs: InstallFs): Promise<Map<Cni
   const tmp = fs.mkdtempSync(join(opts.tmpDir ?? tmpdir(), 'flanneld-install-cni-'));
   try {
     for (const [i, src] of opts.sources.entries()) {
-      const path = await loadSource(src, tmp, i, { limits, clock, fs });
+      const { path } = await loadSource(src, tmp, i, { limits, clock, fs });
       for (const [file, content] of await readPlugins(path, src.location, opts.limits, fs)) {
         const prev = found.get(file);
         if (prev) {

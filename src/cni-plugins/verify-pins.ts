@@ -49,9 +49,9 @@ export async function checkPins(releases: readonly PinnedRelease[], opts: { mirr
   try {
     for (const [i, r] of releases.entries()) {
       const url = mirrored(r.url, opts.mirror ?? '');
-      let actual = r.sha256;
+      let actual: string;
       try {
-        await loadSource({ location: url, sha256: r.sha256 }, tmp, i, { limits, clock, fs: nodeFs });
+        actual = (await loadSource({ location: url, sha256: r.sha256 }, tmp, i, { limits, clock, fs: nodeFs })).sha256;
       } catch (err) {
         if (!(err instanceof CniInstallError && err.code === 'FLANNEL_ERR_CNI_HASH')) throw err;
         actual = String(err.context['actual']);

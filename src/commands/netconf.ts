@@ -6,8 +6,9 @@
 //   kubectl -n kube-flannel get cm kube-flannel-cfg -o yaml | flanneld netconf set-vni | kubectl apply -f -
 import { readFileSync } from 'node:fs';
 import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
-import { FlagError, errorMessage } from '../errors.js';
+import { ConfigError, FlagError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { parseNetConf } from '../subnet/net-conf.js';
 import { lineDiff, setVni } from '../subnet/net-conf-edit.js';
 import type { Command, CommandIO } from './command.js';
@@ -64,8 +65,10 @@ export const command: Command = {
       const file = String(get('file'));
       let input: string;
       try {
-        input = readFileSync(file === '-' ? 0 : file, 'utf8');
+        // A named file is read as a regular file of at most 1 MiB: a FIFO or /dev/zero is refused at once.
+        input = file === '-' ? readFileSync(0, 'utf8') : readRegularFile(file, MAX_CONFIG_FILE_BYTES, '--file');
       } catch (err) {
+        if (err instanceof ConfigError) throw err;
         throw new FlagError(`cannot read ${file === '-' ? 'stdin' : file}: ${errorMessage(err)}`, { flag: 'file' });
       }
       const result = setVni(input, { vni, port });

@@ -42,6 +42,9 @@ const hostFs: DataplaneFs = {
   statSync: (file) => nodeFs.statSync(file),
 };
 
+/** The most of the lock file read (it holds `{"pid":…,"at":…}`); a FIFO there is refused, not waited on. */
+const MAX_LOCK_FILE_BYTES = 4096;
+
 /** How long a writer waits for another one's lock before failing the call. */
 export const LOCK_WAIT_MS = 10_000;
 /** A lock older than this is broken even if its process still runs (a lock is held for milliseconds). */
@@ -188,7 +191,11 @@ export class StateStore {
         this.breakLock(lockFile);
         continue;
       }
-      if (this.now() > deadline) throw this.lockedError(lockFile, holder.pid);
+      // A lock this process has watched for a while (e.g. stamped in the future) becomes stale after
+      // LOCK_STALE_MS of it: wait for that when it is later than LOCK_WAIT_MS, rather than fail first. An
+      // unreadable lock (no sighting, e.g. a FIFO) fails after LOCK_WAIT_MS.
+      const until = holder.seenFor === undefined ? deadline : Math.max(deadline, this.now() - holder.seenFor + LOCK_STALE_MS);
+      if (this.now() > until) throw this.lockedError(lockFile, holder.pid);
       await sleep(LOCK_POLL_MS);
     }
   }
@@ -243,10 +250,10 @@ export class StateStore {
    * Who holds the lock, and whether it is stale: its process is gone, or it is older than LOCK_STALE_MS
    * by its stamp or by how long this process has seen it (a stamp in the future). `free`: no lock file.
    */
-  private lockHolder(lockFile: string): { pid?: number; stale: boolean; free?: true } {
+  private lockHolder(lockFile: string): { pid?: number; stale: boolean; free?: true; seenFor?: number } {
     let text: string;
     try {
-      text = nodeFs.readFileSync(lockFile, 'utf8');
+      text = readRegularFile(lockFile, MAX_LOCK_FILE_BYTES, 'the --dataplane-state lock file');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { stale: false, free: true };
       return { stale: false }; // unreadable right now: try again
@@ -265,11 +272,11 @@ export class StateStore {
       try {
         at = nodeFs.statSync(lockFile).mtimeMs;
       } catch {
-        return { pid, stale: false };
+        return { pid, stale: false, seenFor };
       }
     }
     const dead = pid !== undefined && pid !== process.pid && !processAlive(pid);
-    return { pid, stale: dead || Math.max(this.now() - at, seenFor) > LOCK_STALE_MS };
+    return { pid, stale: dead || Math.max(this.now() - at, seenFor) > LOCK_STALE_MS, seenFor };
   }
 
   /** Remove a stale lock: renamed away first, so of several processes breaking it only one succeeds. */

@@ -144,12 +144,14 @@ function itemOf(op: string, context: ErrorContext): string {
 
 /**
  * The hint for one failure: the code's own (not found, exists, attached, access denied); a service
- * HRESULT says to check the service; an invalid-parameter HRESULT names the item and the field HNS
- * refused; anything else points at HNS's event log (the service is running: it answered).
+ * HRESULT, or neither an HRESULT nor any text from HNS, says to check the service; an invalid-parameter
+ * HRESULT names the item and the field HNS refused; anything else, a v1 error text without an HRESULT
+ * included, points at HNS's event log (the service is running: it answered).
  */
-export function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, context: ErrorContext = {}): string {
+export function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, context: ErrorContext = {}, errorText?: string): string {
   if (ADVICE[code] !== undefined) return ADVICE[code];
-  if (hresult === undefined || SERVICE_HRESULTS.has(hresult >>> 0)) return SERVICE_ADVICE;
+  if (hresult === undefined) return errorText?.trim() ? EVENT_LOG_ADVICE : SERVICE_ADVICE;
+  if (SERVICE_HRESULTS.has(hresult >>> 0)) return SERVICE_ADVICE;
   const field = REFUSED_FIELD[hresult >>> 0];
   if (field !== undefined) return `HNS refused ${field} of ${itemOf(op, context)}; fix the value (for a peer: its lease's podCIDR, public IP or VtepMAC)`;
   return EVENT_LOG_ADVICE;
@@ -178,7 +180,7 @@ export function hnsError(op: string, hresult: number | undefined, errorText?: st
   const hrPart = hr === undefined ? '' : ` with HRESULT ${hex(hr)}`;
   // HNS's own text does not say which adapter it could not find: the agent does.
   const adapter = code === 'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND' && typeof context.adapter === 'string' ? ` [adapter "${context.adapter}"]` : '';
-  const message = `HNS ${op} failed${hrPart}${text ? `: ${text}` : ''}${adapter} (${hnsAdvice(code, hr, op, context)})`;
+  const message = `HNS ${op} failed${hrPart}${text ? `: ${text}` : ''}${adapter} (${hnsAdvice(code, hr, op, context, text)})`;
   return new HnsError(code, message, { ...context, op, hresult: hr, hnsError: text || undefined });
 }
 

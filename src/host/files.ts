@@ -30,8 +30,16 @@ export const nodeSubnetEnvFs: SubnetEnvFs = {
   open: (p, f, m) => nodeFs.open(p, f, m),
   rename: (a, b) => nodeFs.rename(a, b),
   unlink: (p) => nodeFs.unlink(p),
-  readFile: (p, e) => nodeFs.readFile(p, e),
+  // --subnet-file: a regular file of at most 1 MiB (a FIFO is refused, not waited on); ENOENT as node's.
+  readFile: (p) => Promise.resolve().then(() => readRegularFile(p, MAX_CONFIG_FILE_BYTES, '--subnet-file')),
 };
 
-/** The source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). */
-export const hostFiles: SourceVipFs = syncFs;
+/**
+ * The source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). The recorded
+ * source VIP (`--source-vip-file` and the scripts' files) is read as a regular file of at most 1 MiB: a FIFO
+ * there is refused at once (and then replaced by the write), never waited on.
+ */
+export const hostFiles: SourceVipFs = {
+  ...syncFs,
+  readFileSync: (p: string) => readRegularFile(p, MAX_CONFIG_FILE_BYTES, 'the source VIP file'),
+};

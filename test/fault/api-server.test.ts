@@ -35,8 +35,9 @@ describe('API server faults', () => {
     await c.api.stop();
     c.api.deleteNode('linux-2');
     c.addLinux(4, 'vxlan');
-    await new Promise((r) => setTimeout(r, 400));
-    expect(a.agent.phase).toBe('running'); // the own lease was published and subnet.env written before the list
+    // The own lease is published and subnet.env written before the list completes: the agent reaches
+    // `running` while the server is down.
+    await waitFor(() => a.agent.phase === 'running', 'the agent running without a complete list');
     expect(a.agent.isReady).toBe(false); // but not ready without a complete list (issue 18)
     expect(policies(a)).toEqual([]); // nothing written without a complete list
     await c.api.start();

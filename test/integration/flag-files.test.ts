@@ -1,6 +1,6 @@
 // Files named by flags, through the built CLI (issue 18 §3): --net-config-path, --flanneld-env-file,
 // --kubeconfig-file, --etcd-password-file and --dataplane-state are read only when they are regular
-// files, under a cap (src/fs-read.ts). A FIFO used to block the whole process in readFileSync (SIGTERM
+// files, under a cap (src/fs-read.ts), and so is `flanneld netconf set-vni --file`. A FIFO used to block the whole process in readFileSync (SIGTERM
 // could not be handled until some writer appeared) and /dev/zero to fill the heap; now each exits at
 // once with FLANNEL_ERR_INPUT_FILE. And SIGTERM stops the agent while start-up waits on the API server.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -64,6 +64,15 @@ describe('a FIFO or a device named by a flag: FLANNEL_ERR_INPUT_FILE, at once', 
     },
     30_000,
   );
+});
+
+describe('flanneld netconf set-vni --file FIFO', () => {
+  // It used to block in readFileSync until a writer came (the command never returned); now it is refused at once.
+  it('is refused at once as not a regular file', async () => {
+    const r = await runFlanneld(['netconf', 'set-vni', `--file=${fifo}`], {});
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('is a FIFO (named pipe), not a regular file');
+  }, 30_000);
 });
 
 describe('SIGTERM during start-up', () => {

@@ -8,13 +8,14 @@
 // - the same for the in-cluster service account token, which kubelet rotates;
 // - an exec credential plugin's stderr is bounded and its secrets never reach the log.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { PassThrough } from 'node:stream';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeError } from '../../src/errors.js';
 import { bareNode, FakeKubeApiServer, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
-import { MAX_PLUGIN_STDERR_CHARS } from '../../src/subnet/kube/credentials.js';
+import { MAX_PLUGIN_STDERR_CHARS, stderrBoundedSpawn } from '../../src/subnet/kube/credentials.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import { expectCode } from '../support/errors.js';
@@ -153,6 +154,17 @@ describe('the in-cluster service account token', () => {
 });
 
 describe('an exec credential plugin', () => {
+  // The bound itself (the error message is sliced later, so its length alone does not show it): what the
+  // plugin runner's 'data' listener receives is the first maxChars characters and one truncation note.
+  it('stderrBoundedSpawn hands on at most maxChars of stderr, then the note, then nothing', () => {
+    const stderr = new PassThrough();
+    const spawn = stderrBoundedSpawn(10, () => ({ stderr }));
+    const got: string[] = [];
+    spawn().stderr.on('data', (c: string) => got.push(c));
+    for (const chunk of ['0123', '456789ab', 'cdef', 'more']) stderr.write(chunk);
+    expect(got).toEqual(['0123', '456789\n[stderr truncated at 10 characters]']);
+  });
+
   it('that fails: FLANNEL_ERR_KUBE_AUTH with a bounded stderr, and its secrets never reach the log', async () => {
     const script = join(dir, 'plugin.cjs');
     writeFileSync(script, "process.stderr.write('login failed: token=s3cr3t-plugin-token password: hunter22 ' + 'x'.repeat(200000)); process.exit(1);\n");

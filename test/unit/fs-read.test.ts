@@ -2,12 +2,14 @@
 // cap. A FIFO must not block (it used to stall start-up and SIGTERM until a writer came), /dev/zero must
 // not fill the heap: both are FLANNEL_ERR_INPUT_FILE before a byte is read (issue 18 §3).
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/errors.js';
 import { readRegularFile, readRegularFileBytes } from '../../src/fs-read.js';
+import { hostFiles } from '../../src/host/files.js';
+import { readSubnetEnv } from '../../src/subnet/subnet-env.js';
 import { expectCode } from '../support/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fs-read-'));
@@ -44,5 +46,39 @@ describe('readRegularFile', () => {
 
   it('a missing file: node ENOENT, for the caller to explain', () => {
     expect(() => readRegularFile(join(dir, 'nope'), 4, 'x')).toThrow(expect.objectContaining({ code: 'ENOENT' }));
+  });
+});
+
+// The readers wired to the host (src/host/files.ts) for `--source-vip-file` and `--subnet-file`. A writer is
+// started on the FIFO first, so a blocking read would return its text (and the assertion fail) rather than
+// hang; the non-blocking open refuses the FIFO before the writer is needed, and the writer is then killed.
+describe('host readers of files named by flags: a FIFO is refused, not read', () => {
+  function withWriter<T>(name: string, text: string, fn: (fifo: string) => T): T {
+    const fifo = join(dir, name);
+    execFileSync('mkfifo', [fifo]);
+    const writer = spawn('sh', ['-c', 'printf "%s" "$1" > "$2"', 'sh', text, fifo], { stdio: 'ignore' });
+    try {
+      return fn(fifo);
+    } finally {
+      writer.kill('SIGKILL');
+    }
+  }
+
+  it('--source-vip-file (hostFiles.readFileSync): FLANNEL_ERR_INPUT_FILE not-regular', () => {
+    withWriter('source-vip-fifo', '{"ip4":{"ip":"10.244.1.2/24"}}', (fifo) => {
+      expect(expectCode(() => hostFiles.readFileSync(fifo, 'utf8'), ConfigError, 'FLANNEL_ERR_INPUT_FILE').context).toMatchObject({ reason: 'not-regular' });
+    });
+  });
+
+  it('--subnet-file (readSubnetEnv): FLANNEL_ERR_SUBNET_ENV naming the FIFO; a missing file is still "none yet"', async () => {
+    await withWriter('subnet-env-fifo', 'FLANNEL_NETWORK=10.244.0.0/16\n', async (fifo) => {
+      const err = await readSubnetEnv(fifo).then(
+        (text) => new Error(`read ${JSON.stringify(text)}`),
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV' });
+      expect((err as Error).message).toContain('FIFO');
+    });
+    await expect(readSubnetEnv(join(dir, 'no-subnet.env'))).resolves.toBeUndefined();
   });
 });

@@ -121,24 +121,30 @@ describe('not found, network gone, adapter not found (src/hns/errors.ts)', () =>
 
 describe('hnsError: the hint fits the error', () => {
   const SERVICE = /check that the HNS service is running/;
-  it.each([
-    ['a stopped service', 'HcnModifyNetwork', HRESULT.HCN_E_MANAGER_STOPPED, {}, SERVICE],
-    ['RPC server unavailable', 'HcnOpenNetwork', 0x800706ba, {}, SERVICE],
-    ['no HRESULT (v1 text only)', 'HNSCall POST /networks/', undefined, {}, SERVICE],
+  const EVENT_LOG = /^look at the Microsoft-Windows-Host-Network-Service-Admin event log/;
+  it.each<[string, string, number | undefined, Record<string, string>, RegExp, string | undefined]>([
+    ['a stopped service', 'HcnModifyNetwork', HRESULT.HCN_E_MANAGER_STOPPED, {}, SERVICE, undefined],
+    ['RPC server unavailable', 'HcnOpenNetwork', 0x800706ba, {}, SERVICE, undefined],
+    // HNS answered with a v1 error text and no HRESULT: it is running, so not the service hint.
+    ['v1 error text, no HRESULT', 'HNSCall POST /networks/', undefined, {}, EVENT_LOG, 'An adapter was not ready'],
+    ['neither an HRESULT nor text (no answer)', 'HNSCall POST /networks/', undefined, {}, SERVICE, undefined],
+    ['an empty v1 error text', 'HNSCall POST /networks/', undefined, {}, SERVICE, '  '],
     [
       'E_INVALIDARG on a policy write',
       'HcnModifyNetwork',
       HRESULT.E_INVALIDARG,
       { networkId: 'N' },
       /^HNS refused one of its values \(HNS does not say which.*\) of the network policy \(a RemoteSubnetRoute or route for a peer\); fix the value/,
+      undefined,
     ],
-    ['an invalid prefix', 'HcnModifyNetwork', HRESULT.HCN_E_INVALID_PREFIX, { networkId: 'N' }, /^HNS refused the DestinationPrefix .* of the network policy/],
-    ['an invalid IP on an endpoint', 'HcnCreateEndpoint', HRESULT.HCN_E_INVALID_IP, { endpoint: 'e' }, /^HNS refused an IP address .* of the endpoint;/],
-    ['a policy type', 'HcnModifyNetwork', HRESULT.HCN_E_INVALID_POLICY_TYPE, { policyType: 'SDNRoute' }, /^HNS refused the policy Type .* of the SDNRoute policy;/],
-    ['an unknown failure HNS answered', 'HcnModifyNetwork', 0x80004005, {}, /^look at the Microsoft-Windows-Host-Network-Service-Admin event log/],
-    ['access denied keeps its own advice', 'HcnOpenNetwork', HRESULT.E_ACCESSDENIED, {}, /^run flanneld as Administrator/],
-  ])('%s', (_what, op, hr, context, hint) => {
-    const msg = hnsError(op, hr, undefined, context).message;
+    ['an invalid prefix', 'HcnModifyNetwork', HRESULT.HCN_E_INVALID_PREFIX, { networkId: 'N' }, /^HNS refused the DestinationPrefix .* of the network policy/, undefined],
+    ['an invalid IP on an endpoint', 'HcnCreateEndpoint', HRESULT.HCN_E_INVALID_IP, { endpoint: 'e' }, /^HNS refused an IP address .* of the endpoint;/, undefined],
+    ['a policy type', 'HcnModifyNetwork', HRESULT.HCN_E_INVALID_POLICY_TYPE, { policyType: 'SDNRoute' }, /^HNS refused the policy Type .* of the SDNRoute policy;/, undefined],
+    ['an unknown failure HNS answered', 'HcnModifyNetwork', 0x80004005, {}, EVENT_LOG, undefined],
+    ['a stopped service, with text', 'HcnModifyNetwork', HRESULT.HCN_E_MANAGER_STOPPED, {}, SERVICE, 'The service has stopped'],
+    ['access denied keeps its own advice', 'HcnOpenNetwork', HRESULT.E_ACCESSDENIED, {}, /^run flanneld as Administrator/, undefined],
+  ])('%s', (_what, op, hr, context, hint, text) => {
+    const msg = hnsError(op, hr, text, context).message;
     const advice = /\(([^()]*(?:\([^()]*\)[^()]*)*)\)$/.exec(msg)?.[1] ?? '';
     expect(advice).toMatch(hint);
     if (hint !== SERVICE) expect(msg).not.toMatch(SERVICE);

@@ -140,6 +140,19 @@ metadata:
   namespace: kube-flannel
 `;
 
+describe('setVni with a UTF-8 BOM (PowerShell 5 `Set-Content -Encoding utf8` writes one; src/bom.ts)', () => {
+  it.each<[string, string, string]>([
+    ['net-conf.json', EVERY_KEY, 'net-conf.json'],
+    ['ConfigMap (JSON)', CM_JSON, 'ConfigMap (JSON)'],
+  ])('%s: edited as without it, and the BOM kept', (_what, text, source) => {
+    const plain = setVni(text, EDIT);
+    const r = setVni(`\uFEFF${text}`, EDIT);
+    expect(r.source).toBe(source);
+    expect(r.text).toBe(`\uFEFF${plain.text}`);
+    expect(r.before).toEqual({ vni: 1, port: 8472 });
+  });
+});
+
 describe('setVni on the ConfigMap', () => {
   it('JSON (kubectl get -o json): only the net-conf.json string changes, with only VNI and Port inside', () => {
     const r = setVni(CM_JSON, EDIT);

@@ -197,7 +197,11 @@ describe('NodeListWatch with injected list and watch', () => {
 type Hostile = 'watch-410' | 'watch-one-event' | 'repeated-continue' | 'endless-continue';
 const REQUEST_CAP = 2000;
 
-async function hostile(mode: Hostile, listPageSize = 2): Promise<{ lists: number; watches: number; entries: Record<string, unknown>[]; lw: NodeListWatch; updates: string[] }> {
+async function hostile(
+  mode: Hostile,
+  listPageSize = 2,
+  random: () => number = () => 0,
+): Promise<{ lists: number; watches: number; entries: Record<string, unknown>[]; lw: NodeListWatch; updates: string[] }> {
   const clock = new FakeClock();
   const ctrl = new AbortController();
   const counts = { lists: 0, watches: 0 };
@@ -222,7 +226,7 @@ async function hostile(mode: Hostile, listPageSize = 2): Promise<{ lists: number
     return Promise.resolve();
   };
   const { log, entries } = logSink('info');
-  const lw = new NodeListWatch({ list, watch, keys, log, metrics: new Metrics(), clock, random: Math.random, listPageSize });
+  const lw = new NodeListWatch({ list, watch, keys, log, metrics: new Metrics(), clock, random, listPageSize });
   const updates: string[] = [];
   const done = lw.run((u) => updates.push(summary(u)), ctrl.signal);
   await clock.advance(15_000);
@@ -231,9 +235,13 @@ async function hostile(mode: Hostile, listPageSize = 2): Promise<{ lists: number
   return { ...counts, entries, lw, updates };
 }
 
-describe('NodeListWatch against a misbehaving API server (issue 18)', () => {
+// The jitter at both extremes (as test/unit/relist.test.ts does): the counts hold whatever it draws.
+describe.each<[string, () => number]>([
+  ['jitter 0', () => 0],
+  ['jitter 0.999', () => 0.999],
+])('NodeListWatch against a misbehaving API server (issue 18), %s', (_jitter, random) => {
   it('a watch that always answers 410 Gone: a handful of lists and watches in 15 s, each relist after a logged pause', async () => {
-    const r = await hostile('watch-410');
+    const r = await hostile('watch-410', 2, random);
     expect(r.watches).toBeGreaterThanOrEqual(2);
     expect(r.lists).toBeLessThanOrEqual(5);
     expect(r.watches).toBeLessThanOrEqual(5);
@@ -242,7 +250,7 @@ describe('NodeListWatch against a misbehaving API server (issue 18)', () => {
   });
 
   it('a watch closed after one event: a handful of watches in 15 s, each after a logged pause', async () => {
-    const r = await hostile('watch-one-event');
+    const r = await hostile('watch-one-event', 2, random);
     expect(r.lists).toBe(1);
     expect(r.watches).toBeGreaterThanOrEqual(2);
     expect(r.watches).toBeLessThanOrEqual(5);
@@ -250,7 +258,7 @@ describe('NodeListWatch against a misbehaving API server (issue 18)', () => {
   });
 
   it('a list that repeats its continue token fails each round with FLANNEL_ERR_KUBE_LIST (logged), never syncs, a handful of pages in 15 s', async () => {
-    const r = await hostile('repeated-continue');
+    const r = await hostile('repeated-continue', 2, random);
     expect(r.lists).toBeLessThanOrEqual(10); // two pages per round
     expect(r.watches).toBe(0);
     expect(r.lw.hasSynced).toBe(false);
@@ -261,7 +269,7 @@ describe('NodeListWatch against a misbehaving API server (issue 18)', () => {
   });
 
   it('a list whose continue tokens never end fails after the page bound with FLANNEL_ERR_KUBE_LIST', async () => {
-    const r = await hostile('endless-continue', 250);
+    const r = await hostile('endless-continue', 250, random);
     const bound = listPageBound(250);
     expect(bound).toBe(80);
     expect(r.lw.hasSynced).toBe(false);

@@ -4,12 +4,16 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import * as nodeFs from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { command, pinnedLocation } from '../../src/commands/install-cni.js';
 import { checkPins, mirrored, PINS_RECORD } from '../../src/cni-plugins/verify-pins.js';
+import { DOWNLOAD_LIMITS } from '../../src/cni-plugins/download.js';
+import { loadSource } from '../../src/cni-plugins/install.js';
+import { systemClock } from '../../src/clock.js';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -82,18 +86,35 @@ describe('install-cni --verify-pins', () => {
     expect(checks).toEqual([{ name: 'a', version: 'v1', url: `${m.url}/o/r/releases/download/v1/a.exe`, pinned: sha(body), actual: sha(body), match: true }]);
   });
 
+  it('loadSource returns the SHA-256 it computed from the bytes (what --verify-pins records)', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-load-source-'));
+    const file = join(dir, 'a.zip');
+    const body = Buffer.from('the release');
+    writeFileSync(file, body);
+    const got = await loadSource({ location: file, sha256: sha(body) }, dir, 0, { limits: DOWNLOAD_LIMITS, clock: systemClock, fs: nodeFs });
+    expect(got).toEqual({ path: file, sha256: sha(body) });
+  });
+
   it('--mirror rewrites only github.com URLs; it is refused with --source', async () => {
     expect(mirrored('https://github.com/a/b', 'https://m.example/gh/')).toBe('https://m.example/gh/a/b');
     expect(mirrored('https://example.com/a', 'https://m.example')).toBe('https://example.com/a');
+    // A source that matches its --sha256 and a bin dir holding one file: refused before either is used.
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-pins-mirror-'));
+    const source = join(dir, 'x.zip');
+    writeFileSync(source, 'an archive');
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'host-local.exe'), 'the installed plugin');
     const err: string[] = [];
-    const code = await command.run(['--source', 'x.zip', '--sha256', 'a'.repeat(64), '--mirror', 'https://m'], {
+    const code = await command.run(['--source', source, '--sha256', sha(Buffer.from('an archive')), '--bin-dir', bin, '--mirror', 'https://m'], {
       stdout: () => undefined,
       stderr: (t) => err.push(t),
       env: {},
       platform: 'linux',
     });
     expect(code).toBe(2);
-    expect(existsSync('x.zip')).toBe(false);
+    expect(readdirSync(bin)).toEqual(['host-local.exe']);
+    expect(readFileSync(join(bin, 'host-local.exe'), 'utf8')).toBe('the installed plugin');
     expect(err.join('')).toMatch(/--mirror applies to --pinned and --verify-pins only/);
   });
 });

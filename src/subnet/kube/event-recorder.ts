@@ -175,7 +175,17 @@ export class KubeEventRecorder implements NodeEvents {
       return;
     }
     this.queue.push(w);
-    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+    this.draining ??= this.startDrain();
+  }
+
+  /**
+   * drain() returns once it finds the queue empty, but `draining` is cleared a microtask later: a write
+   * queued in between found `draining` still set and started nothing, so drain again when one is waiting.
+   */
+  private startDrain(): Promise<void> {
+    return this.drain().finally(() => {
+      this.draining = this.queue.length > 0 ? this.startDrain() : undefined;
+    });
   }
 
   /** Resolves once every queued write was tried. */
