@@ -169,7 +169,7 @@ export class VxlanBackend implements Backend {
     let vnic: HostInterface | undefined;
     let replace: HcnNetwork | undefined;
     if (!existing || !overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
-      const holder = await this.subnetHolder(subnet);
+      const holder = await this.subnetHolder(subnet, wantAdapter);
       if (holder?.kind === 'adopt') existing = holder.network;
       if (holder?.kind === 'replace') replace = holder.network;
     }
@@ -250,18 +250,18 @@ export class VxlanBackend implements Backend {
    * replace the agent's own network of an earlier VNI; refuse (FLANNEL_ERR_NETWORK_CLASH) anything else.
    * Never a second network on one subnet.
    */
-  private async subnetHolder(subnet: string): Promise<{ kind: 'adopt' | 'replace'; network: HcnNetwork } | undefined> {
+  private async subnetHolder(subnet: string, wantAdapter: string | undefined): Promise<{ kind: 'adopt' | 'replace'; network: HcnNetwork } | undefined> {
     const { deps, cfg } = this;
     const networks = await deps.hns.listNetworks();
-    const summaries: NetworkSummary[] = networks.map((n) => {
+    const summaries: (NetworkSummary & { net: HcnNetwork })[] = networks.map((n) => {
       const subnets = (n.Ipams ?? []).flatMap((i) => (i.Subnets ?? []).map((x) => x.IpAddressPrefix ?? ''));
       const vsid = n.Ipams?.[0]?.Subnets?.[0]?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
-      return { name: n.Name ?? '', id: n.ID, type: n.Type ?? '', subnets, ...(vsid === undefined ? {} : { vsid: Number(vsid) }) };
+      return { name: n.Name ?? '', id: n.ID, type: n.Type ?? '', subnets, ...(vsid === undefined ? {} : { vsid: Number(vsid) }), net: n };
     });
-    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni });
+    // The same matcher ensureNetwork reuses by: an adopted network it rejected would be deleted.
+    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni }, (s) => overlayMatches(s.net, subnet, cfg.vni, wantAdapter));
     if (decision.kind === 'none') return undefined;
-    const network = networks.find((n) => n.ID === decision.network.id && n.Name === decision.network.name);
-    if (!network) return undefined;
+    const network = decision.network.net;
     if (decision.kind === 'replace') return { kind: 'replace', network };
     deps.log.warn("adopting the HNS network that already holds this node's subnet instead of creating a second one; set Backend.Name in net-conf.json to it", {
       network: decision.network.name,
