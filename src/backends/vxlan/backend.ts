@@ -14,7 +14,7 @@ import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.
 import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../ip4.js';
 import { macToFlannel } from '../../subnet/kube/annotations.js';
-import type { Lease, LeaseAttrs, VxlanBackendData } from '../../subnet/lease.js';
+import { isVxlanBackendData, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
 import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
 
 /** What the vxlan drivers write: RemoteSubnetRoute policies, or legacy remote endpoints. */
@@ -125,12 +125,15 @@ export class VxlanBackend implements Backend {
     const { net, vnic } = await this.ensureNetwork(lease.subnet, signal, { adapter, drMac: oldMac });
     this.network = net;
     const newMac = drMacAddress(net);
-    if (oldMac && newMac && macToFlannel(newMac) !== macToFlannel(oldMac)) {
+    // Compared with what peers know (the lease's VtepMAC), not with the old network's MAC: when a publish
+    // failed, the retried rebuild finds the new network already there and must still publish its MAC.
+    const published = isVxlanBackendData(lease.backendData) ? lease.backendData.VtepMAC : undefined;
+    if (newMac && published && macToFlannel(newMac) !== published) {
       // HNS may ignore the DrMacAddress asked for; peers address our pods by the published VtepMAC, so
       // publish the new one (kube: the backend-data annotation; etcd: the lease value) and they follow.
       deps.log.warn('the recreated HNS network has another DR MAC than the VtepMAC this node published; publishing the new one', {
         network: this.name,
-        published: macToFlannel(oldMac),
+        published,
         now: macToFlannel(newMac),
       });
       const backendData: VxlanBackendData = { VNI: this.cfg.vni, VtepMAC: macToFlannel(newMac) };
