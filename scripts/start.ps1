@@ -86,7 +86,9 @@ if (-not $NetworkName -and $oldNetConf) {
     try {
         $old = $oldNetConf | ConvertFrom-Json
         $oldBackend = $old.PSObject.Properties['Backend']
-        if ($oldBackend -and $oldBackend.Value.PSObject.Properties['Name']) {
+        # Only for the same backend type: a -NetworkMode change (vxlan0 to host-gw) gets the new type's default name.
+        $oldType = if ($oldBackend -and $oldBackend.Value.PSObject.Properties['Type']) { [string]$oldBackend.Value.Type } else { '' }
+        if ($oldBackend -and $oldBackend.Value.PSObject.Properties['Name'] -and $oldType -ceq $backend['Type']) {
             $NetworkName = [string]$oldBackend.Value.Name
             Write-Host "Keeping Backend.Name $NetworkName from $NetConfPath (the HNS network the pods and kube-proxy use)"
         }
@@ -101,7 +103,8 @@ $netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend } | ConvertTo-
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $NetConfPath) | Out-Null
 # UTF-8 without a byte order mark (Set-Content -Encoding UTF8 would add one on Windows PowerShell 5).
 [System.IO.File]::WriteAllText($NetConfPath, $netConf)
-$netConfChanged = $oldNetConf -ne $netConf
+# -cne: a case-only change (a Backend.Name vxlan0 to VXLAN0) is a change for flanneld.
+$netConfChanged = $oldNetConf -cne $netConf
 Write-Host "Wrote $NetConfPath ($NetworkMode)"
 
 $iface = $ManagementIP
@@ -159,7 +162,7 @@ $before = Get-FlanneldService
 Invoke-Flanneld (@('service', 'install', '--name', $ServiceName, '--log-dir', $LogDir, '--env', "NODE_NAME=$NodeName", '--') + $agentArgs)
 $after = Get-FlanneldService
 if ($before -and $before['state'] -eq 'RUNNING') {
-    $flagsChanged = (-not $after) -or ($before['binary-path'] -ne $after['binary-path'])
+    $flagsChanged = (-not $after) -or ($before['binary-path'] -cne $after['binary-path'])
     if ($flagsChanged -or $netConfChanged) {
         $what = @()
         if ($flagsChanged) { $what += 'its flags' }

@@ -2,14 +2,17 @@
 // on the node already uses the own subnet: a node migrated from microsoft/SDN (`"Name": "vxlan0"`) whose
 // net-conf.json lost its Name would otherwise get `flannel.4096` beside `vxlan0`, both Overlay networks
 // on 10.244.3.0/24, while the pods' endpoints and kube-proxy's source VIP stay on the old one (HNS accepts
-// the second network; the pods' traffic then depends on which one the vSwitch picks). The holder is
-// adopted when it is what the backend would have made (type, subnet, and the VSID for vxlan, the
-// gateway for host-gw: hostgw_windows.go and device_windows.go build exactly that), and refused with
-// FLANNEL_ERR_NETWORK_CLASH otherwise. One exception: an Overlay network named `flannel.<its VSID>` is
+// the second network; the pods' traffic then depends on which one the vSwitch picks). A network holds the
+// subnet when one of its subnets overlaps it. The holder is adopted when the backend's own matcher (the
+// one that also decides reuse-or-replace of its network: type, first subnet, VSID or gateway, adapter;
+// hostgw_windows.go and device_windows.go build exactly that) accepts it, and refused with
+// FLANNEL_ERR_NETWORK_CLASH otherwise: a network adopted only to fail that matcher would be deleted,
+// pods and all. One exception: an Overlay network named `flannel.<its VSID>` is
 // this agent's own network of an earlier VNI (the default name follows the VNI), so a VNI change replaces
 // it, as a VNI change of a named network does (README, Upgrading: drain the node first). Pure: the
 // backends pass the networks they listed.
 import { BackendError } from '../errors.js';
+import { overlaps } from '../ip4.js';
 
 /** The facts of one HNS network that decide whether it may be adopted. */
 export interface NetworkSummary {
@@ -32,19 +35,16 @@ export interface WantedNetwork {
   gateway?: string;
 }
 
-export type HolderDecision = { kind: 'none' } | { kind: 'adopt'; network: NetworkSummary } | { kind: 'replace'; network: NetworkSummary };
+export type HolderDecision<N extends NetworkSummary = NetworkSummary> = { kind: 'none' } | { kind: 'adopt'; network: N } | { kind: 'replace'; network: N };
 
 /**
- * `none` when no other network holds `want.subnet`; `adopt` when exactly one does and it fits; `replace`
- * when it is the agent's own Overlay network of another VNI (`flannel.<VSID>`); else throws FLANNEL_ERR_NETWORK_CLASH naming both networks and the fix.
+ * `none` when no other network holds (overlaps) `want.subnet`; `adopt` when exactly one does and `fits`
+ * (the backend's reuse matcher) accepts it; `replace` when it is the agent's own Overlay network of another
+ * VNI (`flannel.<VSID>`); else throws FLANNEL_ERR_NETWORK_CLASH naming both networks and the fix.
  */
-export function decideSubnetHolder(networks: readonly NetworkSummary[], want: WantedNetwork): HolderDecision {
-  const holders = networks.filter((n) => n.name !== want.name && n.subnets.includes(want.subnet));
+export function decideSubnetHolder<N extends NetworkSummary>(networks: readonly N[], want: WantedNetwork, fits: (n: N) => boolean): HolderDecision<N> {
+  const holders = networks.filter((n) => n.name !== want.name && n.subnets.some((s) => overlaps(s, want.subnet)));
   if (holders.length === 0) return { kind: 'none' };
-  const fits = (n: NetworkSummary) =>
-    n.type === want.type &&
-    (want.type !== 'Overlay' || n.vsid === undefined || n.vsid === want.vni) &&
-    (want.type !== 'L2Bridge' || n.gateway === undefined || n.gateway === want.gateway);
   const [first] = holders;
   if (holders.length === 1 && first && fits(first)) return { kind: 'adopt', network: first };
   const ownEarlierVni = (n: NetworkSummary) => want.type === 'Overlay' && n.type === 'Overlay' && n.vsid !== undefined && n.name === `flannel.${n.vsid}`;

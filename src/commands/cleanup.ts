@@ -27,8 +27,9 @@ import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
 import { HostError, NetConfError } from '../errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
 import { BOOT_FILE_NAME } from '../host/boot.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { findInterfaceByIP } from '../host/select.js';
-import { cidrContains, contains } from '../ip4.js';
+import { cidrContains, contains, overlaps } from '../ip4.js';
 import { silentLogger } from '../log.js';
 import { parseNetConf, readNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
@@ -63,6 +64,8 @@ export const CLEANUP_FLAGS: readonly FlagSpec[] = [
 export function inferNetConf(opts: { netConfPath: string; subnetFile: string; subnetEnv: string | undefined; sourceVip: string | undefined; networks: HnsNetworkV1[] }): {
   netConf: NetworkConfig;
   how: string;
+  /** No HNS network is known to be flannel's: remove the files only, never an HNS network named `cbr0`. */
+  filesOnly?: boolean;
 } {
   const env = opts.subnetEnv === undefined ? {} : parseSubnetEnv(opts.subnetEnv);
   const network = env['FLANNEL_NETWORK']?.trim();
@@ -73,7 +76,7 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
       { path: opts.netConfPath, subnetFile: opts.subnetFile },
     );
   }
-  const holders = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => s.AddressPrefix === subnet));
+  const holders = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => overlaps(s.AddressPrefix, subnet)));
   if (holders.length > 1) {
     throw new NetConfError(
       `no net-conf.json at ${opts.netConfPath}, and ${holders.length} HNS networks hold this node's subnet ${subnet} (${holders.map((n) => `${n.Name} ${n.Type}`).join(', ')}): pass --net-config-path naming the one flannel made`,
@@ -88,7 +91,7 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
   }
   const vipNetwork = sourceVipNetwork(opts.sourceVip, subnet);
   if (vipNetwork) return { netConf: conf('vxlan', vipNetwork), how: `network ${vipNetwork} (vxlan, ${subnet}, not in HNS): from ${opts.subnetFile} and the source VIP record` };
-  return { netConf: conf('host-gw', 'cbr0'), how: `no HNS network holds ${subnet} (from ${opts.subnetFile}): removing the files only` };
+  return { netConf: conf('host-gw', 'cbr0'), how: `no HNS network holds ${subnet} (from ${opts.subnetFile}): removing the files only`, filesOnly: true };
 }
 
 /** inferNetConf, or undefined where it would refuse (several holders: cleanup then keeps net-conf's name). */
@@ -125,6 +128,8 @@ export interface CleanupOptions {
   dryRun: boolean;
   /** The CNI conflist to remove when it is ours; '' for none. */
   cniConfFile?: string;
+  /** Skip the HNS objects and routes (inferNetConf found no network of flannel's): files only. */
+  filesOnly?: boolean;
 }
 
 /** Remove the agent's HNS objects, routes and files; returns what it did. */
@@ -138,7 +143,9 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
   let sourceVip: string | undefined;
   const seen = new Set<string>();
 
-  if (netConf.backend.type === 'host-gw') {
+  if (opts.filesOnly) {
+    // Nothing in HNS is known to be flannel's: an HNS network merely named cbr0 is left alone.
+  } else if (netConf.backend.type === 'host-gw') {
     const net = await hns.getNetworkByNameV1(name);
     if (net?.ID) {
       const own = net.Subnets?.[0]?.AddressPrefix;
@@ -218,12 +225,10 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
   return report;
 }
 
+/** The file's text, capped (src/fs-read.ts); undefined when it is missing. */
 function readIf(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
+  if (!existsSync(path)) return undefined;
+  return readRegularFile(path, MAX_CONFIG_FILE_BYTES, 'file');
 }
 
 /** A host-local reservation of `ip` (src/backends/ipam-reservation.ts), removed only when `owner` holds it. */
@@ -266,6 +271,7 @@ export const command: Command = {
       refuseWhileAgentRuns(config.subnetFile, parsed.own.get('force') === true);
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
       let netConf: NetworkConfig;
+      let filesOnly = false;
       if (existsSync(config.netConfigPath)) {
         netConf = readNetConf(config.netConfigPath);
         // The agent adopts a network of another name that holds its subnet (src/backends/subnet-holder.ts):
@@ -288,11 +294,12 @@ export const command: Command = {
           networks: await dataplane.hns.listNetworksV1(),
         });
         netConf = inferred.netConf;
+        filesOnly = inferred.filesOnly === true;
         io.stdout(`no net-conf.json at ${config.netConfigPath}; ${inferred.how}\n`);
       }
       const cniFlag = String(parsed.own.get('cni-conf-file') ?? '');
       const cniConfFile = cniFlag === 'none' ? '' : cniFlag || (io.platform === 'win32' ? WINDOWS_CNI_CONF_FILE : '');
-      const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true, cniConfFile });
+      const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true, cniConfFile, filesOnly });
       for (const l of report.lines) io.stdout(`${l}\n`);
       for (const k of report.kept) io.stdout(`kept ${k}\n`);
       if (report.lines.length === 0) io.stdout(`nothing to remove: no HNS network ${netConf.backend.name} and no agent files\n`);

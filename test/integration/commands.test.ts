@@ -199,6 +199,18 @@ describe('flanneld cleanup', () => {
     expect(after.listRoutes().filter((x) => x.DestinationPrefix.startsWith('10.244.'))).toEqual([]);
   });
 
+  it('without net-conf.json and no HNS network holding the subnet: removes the files only, never an HNS network merely named cbr0', async () => {
+    const a = await runToSync('host-gw');
+    // subnet.env names another subnet than the cbr0 on the node: that cbr0 is nothing cleanup can tell is flannel's.
+    writeFileSync(a.subnetFile, readFileSync(a.subnetFile, 'utf8').replace(/10\.244\.100\./g, '10.244.200.'));
+    const gone = join(a.dir, 'no-such', 'net-conf.json');
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${gone}`], r.io)).toBe(0);
+    expect(r.out.stdout).toContain('removing the files only');
+    expect(r.out.stdout).not.toMatch(/HNS network cbr0/);
+    expect(new SimulatedDataplane({ statePath: a.statePath }).getNetworkByName('cbr0')).toBeDefined();
+  });
+
   it("net-conf.json names a network HNS does not have (the agent adopted another): cleanup takes the one holding subnet.env's subnet", async () => {
     const a = await runToSync('vxlan');
     const nc = join(a.dir, 'net-conf-renamed.json');

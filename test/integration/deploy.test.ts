@@ -519,6 +519,8 @@ describe('scripts/start.ps1', () => {
     expect(read).toBeLessThan(write);
     expect(text).toContain("$oldBackend = $old.PSObject.Properties['Backend']");
     expect(text).toContain("$oldBackend.Value.PSObject.Properties['Name']");
+    // Only when the old Backend.Type is the one written now: a -NetworkMode change takes the new type's default.
+    expect(text).toContain("$oldBackend.Value.PSObject.Properties['Name'] -and $oldType -ceq $backend['Type']");
     expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeGreaterThan(read);
     expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeLessThan(text.indexOf('$netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend }'));
   });
@@ -539,9 +541,10 @@ describe('scripts/start.ps1', () => {
     const start = at("Invoke-Flanneld @('service', 'start', '--name', $ServiceName");
     expect([before < install, install < after, after < stop, stop < start]).toEqual([true, true, true, true]);
     expect(text).toContain("if ($before -and $before['state'] -eq 'RUNNING')");
-    expect(text).toContain("$flagsChanged = (-not $after) -or ($before['binary-path'] -ne $after['binary-path'])");
+    // Case-sensitive comparisons (-cne): flanneld and HNS names are case-sensitive, PowerShell's -ne is not.
+    expect(text).toContain("$flagsChanged = (-not $after) -or ($before['binary-path'] -cne $after['binary-path'])");
     expect(text).toContain('if ($flagsChanged -or $netConfChanged)');
-    expect(text).toContain('$netConfChanged = $oldNetConf -ne $netConf');
+    expect(text).toContain('$netConfChanged = $oldNetConf -cne $netConf');
     expect(text).toContain('Write-Host "Restarting service $ServiceName to apply the new');
     expect(text).toContain('not restarted"');
     // The script's field pattern reads what flanneld-service.exe status prints (packaging/service-host.c cmd_status).

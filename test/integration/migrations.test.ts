@@ -16,7 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
-import type { HcnEndpoint } from '../../src/hns/schema.js';
+import type { HcnEndpoint, HcnNetwork } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { SimCluster, type SimNodeState } from '../support/sim-node.js';
 
@@ -40,11 +40,11 @@ interface OldNode {
 }
 
 /** The node as the old install left it: an Overlay network, two pods and kube-proxy's source VIP endpoint. */
-function oldOverlayNode(state: SimNodeState, name: string, vni = 4096): OldNode {
+function oldOverlayNode(state: SimNodeState, name: string, vni = 4096, shape: (n: HcnNetwork) => HcnNetwork = (n) => n): OldNode {
   const cfg = parseNetConf(JSON.stringify({ Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: vni, Name: name } })).backend;
   if (cfg.type !== 'vxlan') throw new Error('vxlan');
   const model = state.model();
-  const net = model.createNetwork('HcnCreateNetwork', overlayNetworkFor(cfg, SUBNET, 'Ethernet'));
+  const net = model.createNetwork('HcnCreateNetwork', shape(overlayNetworkFor(cfg, SUBNET, 'Ethernet')));
   const pod = (id: string, ip: string) =>
     model.createEndpoint('HcnCreateEndpoint', net.ID!, { Name: `${id}_${name}`, IpConfigurations: [{ IpAddress: ip }], Flags: 0, SchemaVersion: { Major: 2, Minor: 0 } });
   const pods = [pod('3f2a9c41', '10.244.7.5'), pod('8be07d12', '10.244.7.6')];
@@ -140,6 +140,59 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     expect(err?.message).toContain('"Name": "vxlan0"');
     expect(state.read().networks.map((n) => n.ID)).toEqual([old.networkId]);
     expect(state.read().endpoints).toHaveLength(3);
+  });
+
+  // The adoption check and the reuse check are one matcher (overlayMatches / l2BridgeMatches): before,
+  // a holder with the right type and VSID was adopted although its adapter or first subnet differed, and
+  // the reuse check then deleted it, pods and all.
+  it.each<[string, (n: HcnNetwork) => HcnNetwork]>([
+    ['bound to another adapter', (n) => ({ ...n, Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'Ethernet 2' } }] })],
+    [
+      'with the subnet second in its Ipam',
+      (n) => ({ ...n, Ipams: [{ Type: 'Static', Subnets: [{ ...n.Ipams![0].Subnets![0], IpAddressPrefix: '10.244.99.0/24' }, n.Ipams![0].Subnets![0]] }] }),
+    ],
+  ])('vxlan: a holder the backend would not reuse (%s) is refused with FLANNEL_ERR_NETWORK_CLASH, never adopted then deleted', async (_what, shape) => {
+    const state = cluster.stateOf(WIN);
+    state.addAdapter({ name: 'Ethernet 2', ip: '192.168.5.7' });
+    const old = oldOverlayNode(state, 'vxlan0', 4096, shape);
+    const agent = await cluster.startAgent({
+      nodeName: WIN,
+      netConf: { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } },
+      args: [`--iface=${WIN_IP}`, ...vipArgs(old.dir, 'none')],
+    });
+    expect(await agent.exited).toBe(1);
+    expect(agent.lines.find((l) => l.level === 'error')).toMatchObject({ code: 'FLANNEL_ERR_NETWORK_CLASH', holder: 'vxlan0', subnet: SUBNET });
+    expect(state.read().networks.map((n) => n.ID)).toEqual([old.networkId]);
+    expect(
+      state
+        .read()
+        .endpoints.map((e) => e.ID)
+        .sort(),
+    ).toEqual([...old.pods, old.kubeProxyVip].map((e) => e.ID).sort());
+  });
+
+  it('host-gw: an L2Bridge holder bound to another adapter is refused with FLANNEL_ERR_NETWORK_CLASH; its pod endpoint survives', async () => {
+    const state = cluster.stateOf(WIN);
+    state.addAdapter({ name: 'Ethernet 2', ip: '192.168.5.7' });
+    const model = state.model();
+    const net = model.createNetwork('HcnCreateNetwork', {
+      Name: 'l2bridge',
+      Type: 'L2Bridge',
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: SUBNET, Routes: [{ NextHop: '10.244.7.1', DestinationPrefix: '0.0.0.0/0' }] }] }],
+      Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: 'Ethernet 2' } }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const pod = model.createEndpoint('HcnCreateEndpoint', net.ID!, {
+      Name: '3f2a9c41_l2bridge',
+      IpConfigurations: [{ IpAddress: '10.244.7.5' }],
+      Flags: 0,
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const agent = await cluster.startAgent({ nodeName: WIN, netConf: { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } }, args: [`--iface=${WIN_IP}`] });
+    expect(await agent.exited).toBe(1);
+    expect(agent.lines.find((l) => l.level === 'error')).toMatchObject({ code: 'FLANNEL_ERR_NETWORK_CLASH', holder: 'l2bridge', subnet: SUBNET });
+    expect(state.read().networks.map((n) => n.ID)).toEqual([net.ID]);
+    expect(state.read().endpoints.map((e) => e.ID)).toEqual([pod.ID]);
   });
 
   it('host-gw: an L2Bridge network of an earlier install under another name than cbr0, holding the subnet, is adopted; the pods keep their endpoints', async () => {

@@ -45,4 +45,34 @@ describe('vxlan: a rebuilt network with another DR MAC', () => {
     const patches = cluster.api.requests.filter((r) => r.method === 'PATCH' && r.path === `/api/v1/nodes/${WIN}/status`);
     expect(patches.length).toBeGreaterThanOrEqual(2);
   });
+
+  // The rebuild compares the new DR MAC with the VtepMAC published in the lease, not with the old network's
+  // MAC: before, a failed publish left the retried rebuild comparing the new network with itself, so the
+  // new VtepMAC was never published.
+  it('publishes the new VtepMAC on the retried rebuild when the first publish fails', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
+    cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
+    await waitFor(() => a.agent.isReady, 'ready');
+    const sim = a.agent.dataplane!.simulated!;
+    const network = () => sim.snapshot().networks.find((n) => n.Name === 'flannel.4096');
+    const first = drMacOf(network())!;
+    const create = sim.createNetwork.bind(sim);
+    sim.createNetwork = (op, settings, id) => create(op, { ...settings, Policies: (settings.Policies ?? []).filter((p) => p.Type !== 'DrMacAddress') }, id);
+    // The lease is completed (NetworkUnavailable=False, the other status PATCH) before the fault is armed.
+    await waitFor(() => cluster.api.getNode(WIN)!.status?.conditions?.some((c) => c.type === 'NetworkUnavailable' && c.status === 'False') || undefined, 'the lease completed');
+    const statusPath = new RegExp(`^/api/v1/nodes/${WIN}/status$`);
+    cluster.api.failNext('PATCH', statusPath, 403);
+    expect(removeNetwork(sim, 'flannel.4096')).toBe(true);
+
+    const second = await waitFor(() => {
+      const mac = drMacOf(network());
+      return mac !== undefined && mac !== first ? mac : undefined;
+    }, 'the network rebuilt with another DR MAC');
+    await waitFor(
+      () => cluster.api.getNode(WIN)!.metadata.annotations![BACKEND_DATA] === `{"VNI":4096,"VtepMAC":"${second}"}` || undefined,
+      'the new VtepMAC published on the retry',
+    );
+  });
 });

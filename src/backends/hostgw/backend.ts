@@ -24,6 +24,17 @@ export function hostEndpointAddress(subnet: string): string {
   return nthAddress(subnet, 2);
 }
 
+/**
+ * A network is reused (or adopted) when it is an L2Bridge whose first subnet is `subnet` with gateway
+ * `gateway` (what hostgw_windows.go creates), bound to `adapter` when that is given (the external
+ * interface moved to another NIC).
+ */
+export function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
+  const s = n.Subnets?.[0];
+  const sameAdapter = !adapter || !n.NetworkAdapterName || n.NetworkAdapterName.toLowerCase() === adapter.toLowerCase();
+  return n.Type === 'L2Bridge' && s?.AddressPrefix === subnet && s.GatewayAddress === gateway && sameAdapter;
+}
+
 const MANAGEMENT_IP_TIMEOUT_MS = 30_000;
 const VNIC_TIMEOUT_MS = 45_000;
 const ATTACH_TIMEOUT_MS = 5_000;
@@ -106,7 +117,9 @@ export class HostGwBackend implements Backend {
     const gateway = nthAddress(lease.subnet, 1);
     const networks = await deps.hns.listNetworksV1();
     let existing = networks.find((n) => n.Name === this.name);
-    const fits = (n: HnsNetworkV1) => n.Type === 'L2Bridge' && (n.Subnets ?? []).some((s) => s.AddressPrefix === lease.subnet && s.GatewayAddress === gateway);
+    const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
+    // One matcher for reuse and adoption: an adopted network it rejected would be deleted, pods and all.
+    const fits = (n: HnsNetworkV1) => l2BridgeMatches(n, lease.subnet, gateway, wantAdapter);
     if (!existing || !fits(existing)) {
       const decision = decideSubnetHolder(
         networks.map((n) => ({
@@ -115,8 +128,10 @@ export class HostGwBackend implements Backend {
           type: n.Type,
           subnets: (n.Subnets ?? []).map((x) => x.AddressPrefix),
           ...(n.Subnets?.[0]?.GatewayAddress ? { gateway: n.Subnets[0].GatewayAddress } : {}),
+          net: n,
         })),
         { name: this.name, type: 'L2Bridge', subnet: lease.subnet, gateway },
+        (s) => fits(s.net),
       );
       if (decision.kind === 'adopt') {
         deps.log.warn("adopting the HNS network that already holds this node's subnet instead of creating a second one; set Backend.Name in net-conf.json to it", {
@@ -126,12 +141,10 @@ export class HostGwBackend implements Backend {
           configured: this.name,
         });
         this.name = decision.network.name;
-        existing = networks.find((n) => n.ID === decision.network.id);
+        existing = decision.network.net;
       }
     }
-    const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
-    const sameAdapter = !wantAdapter || !existing?.NetworkAdapterName || existing.NetworkAdapterName.toLowerCase() === wantAdapter.toLowerCase();
-    if (existing && fits(existing) && sameAdapter) {
+    if (existing && fits(existing)) {
       deps.log.info('reusing existing HNS network', { network: this.name, id: existing.ID });
       if (existing.ManagementIP) return existing;
       return deps.hns.waitForManagementIP(existing.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });

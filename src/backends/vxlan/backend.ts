@@ -14,7 +14,7 @@ import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.
 import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../ip4.js';
 import { macToFlannel } from '../../subnet/kube/annotations.js';
-import type { Lease, LeaseAttrs, VxlanBackendData } from '../../subnet/lease.js';
+import { isVxlanBackendData, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
 import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
 
 /** What the vxlan drivers write: RemoteSubnetRoute policies, or legacy remote endpoints. */
@@ -125,12 +125,15 @@ export class VxlanBackend implements Backend {
     const { net, vnic } = await this.ensureNetwork(lease.subnet, signal, { adapter, drMac: oldMac });
     this.network = net;
     const newMac = drMacAddress(net);
-    if (oldMac && newMac && macToFlannel(newMac) !== macToFlannel(oldMac)) {
+    // Compared with what peers know (the lease's VtepMAC), not with the old network's MAC: when a publish
+    // failed, the retried rebuild finds the new network already there and must still publish its MAC.
+    const published = isVxlanBackendData(lease.backendData) ? lease.backendData.VtepMAC : undefined;
+    if (newMac && published && macToFlannel(newMac) !== published) {
       // HNS may ignore the DrMacAddress asked for; peers address our pods by the published VtepMAC, so
       // publish the new one (kube: the backend-data annotation; etcd: the lease value) and they follow.
       deps.log.warn('the recreated HNS network has another DR MAC than the VtepMAC this node published; publishing the new one', {
         network: this.name,
-        published: macToFlannel(oldMac),
+        published,
         now: macToFlannel(newMac),
       });
       const backendData: VxlanBackendData = { VNI: this.cfg.vni, VtepMAC: macToFlannel(newMac) };
@@ -169,7 +172,7 @@ export class VxlanBackend implements Backend {
     let vnic: HostInterface | undefined;
     let replace: HcnNetwork | undefined;
     if (!existing || !overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
-      const holder = await this.subnetHolder(subnet);
+      const holder = await this.subnetHolder(subnet, wantAdapter);
       if (holder?.kind === 'adopt') existing = holder.network;
       if (holder?.kind === 'replace') replace = holder.network;
     }
@@ -250,18 +253,18 @@ export class VxlanBackend implements Backend {
    * replace the agent's own network of an earlier VNI; refuse (FLANNEL_ERR_NETWORK_CLASH) anything else.
    * Never a second network on one subnet.
    */
-  private async subnetHolder(subnet: string): Promise<{ kind: 'adopt' | 'replace'; network: HcnNetwork } | undefined> {
+  private async subnetHolder(subnet: string, wantAdapter: string | undefined): Promise<{ kind: 'adopt' | 'replace'; network: HcnNetwork } | undefined> {
     const { deps, cfg } = this;
     const networks = await deps.hns.listNetworks();
-    const summaries: NetworkSummary[] = networks.map((n) => {
+    const summaries: (NetworkSummary & { net: HcnNetwork })[] = networks.map((n) => {
       const subnets = (n.Ipams ?? []).flatMap((i) => (i.Subnets ?? []).map((x) => x.IpAddressPrefix ?? ''));
       const vsid = n.Ipams?.[0]?.Subnets?.[0]?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
-      return { name: n.Name ?? '', id: n.ID, type: n.Type ?? '', subnets, ...(vsid === undefined ? {} : { vsid: Number(vsid) }) };
+      return { name: n.Name ?? '', id: n.ID, type: n.Type ?? '', subnets, ...(vsid === undefined ? {} : { vsid: Number(vsid) }), net: n };
     });
-    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni });
+    // The same matcher ensureNetwork reuses by: an adopted network it rejected would be deleted.
+    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni }, (s) => overlayMatches(s.net, subnet, cfg.vni, wantAdapter));
     if (decision.kind === 'none') return undefined;
-    const network = networks.find((n) => n.ID === decision.network.id && n.Name === decision.network.name);
-    if (!network) return undefined;
+    const network = decision.network.net;
     if (decision.kind === 'replace') return { kind: 'replace', network };
     deps.log.warn("adopting the HNS network that already holds this node's subnet instead of creating a second one; set Backend.Name in net-conf.json to it", {
       network: decision.network.name,
