@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
 import { CniInstallError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
+import { readRegularFileBytes, type ReadFs } from '../fs-read.js';
 import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, readPlugins, type ArchiveLimits, type CniPluginFile } from './archive.js';
 import { DOWNLOAD_LIMITS, downloadToFile, tooLargeError, type DownloadLimits } from './download.js';
 
@@ -70,6 +71,7 @@ export type InstallFs = Pick<
   | 'openSync'
   | 'readSync'
   | 'closeSync'
+  | 'fstatSync'
 >;
 
 /**
@@ -186,22 +188,17 @@ function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFi
 }
 
 /** The plugins on disk when they are exactly what the record of an install of these sources says. */
-function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: Pick<typeof nodeFs, 'readFileSync' | 'statSync'>): InstallReport | undefined {
-  /** A file of the bin dir, read only when it is a regular file of a plausible size (a FIFO would block). */
-  const read = (name: string, max: number): Buffer | undefined => {
-    const st = fs.statSync(join(binDir, name));
-    return st.isFile() && st.size <= max ? fs.readFileSync(join(binDir, name)) : undefined;
-  };
+function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: ReadFs): InstallReport | undefined {
+  /** A file of the bin dir, read only when it is a regular file of a plausible size (a FIFO would block); else throws. */
+  const read = (name: string, max: number): Buffer => readRegularFileBytes(join(binDir, name), max, 'the CNI bin dir file', fs);
   try {
     const text = read(INSTALL_RECORD, MAX_RECORD_BYTES);
-    if (!text) return undefined;
     const rec = JSON.parse(text.toString('utf8')) as InstallRecord;
     const wanted = sources.map((s) => s.sha256).sort();
     if (JSON.stringify(rec.sources) !== JSON.stringify(wanted)) return undefined;
     const sha256 = {} as Record<CniPluginFile, string>;
     for (const f of CNI_PLUGIN_FILES) {
       const data = read(f, ARCHIVE_LIMITS.maxEntryBytes);
-      if (!data) return undefined;
       sha256[f] = sha256Hex(data);
       if (rec.files[f] !== sha256[f]) return undefined;
     }
