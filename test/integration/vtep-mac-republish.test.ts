@@ -1,5 +1,6 @@
 // After a rebuild of the vxlan network HNS may give it another DR MAC than the one asked for with the
 // DrMacAddress policy (issue 17 §4; hcsshim hcn/hcnpolicy.go DrMacAddressNetworkPolicySetting only "sets"
+import type { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 // it as a request). Peers address this node's pods by the VtepMAC in its backend-data, so the agent
 // publishes the new one through the kube path (PATCH nodes/<name>/status) instead of only logging it.
 import { afterEach, describe, expect, it } from '@jest/globals';
@@ -20,21 +21,30 @@ afterEach(async () => {
   await cluster?.stop();
 });
 
+/** A cluster with one Linux peer and the agent on the Windows node, ready; its network and first DR MAC. */
+async function startAgent() {
+  cluster = await new TestCluster().start();
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
+  cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
+  const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
+  await waitFor(() => a.agent.isReady, 'ready');
+  const sim = a.agent.dataplane!.simulated!;
+  const network = () => sim.snapshot().networks.find((n) => n.Name === 'flannel.4096');
+  return { sim, network, first: drMacOf(network())! };
+}
+
+/** From now on this HNS ignores the DR MAC asked for: a create gets a fresh one. */
+function ignoreDrMac(sim: SimulatedDataplane): void {
+  const create = sim.createNetwork.bind(sim);
+  sim.createNetwork = (op, settings, id) => create(op, { ...settings, Policies: (settings.Policies ?? []).filter((p) => p.Type !== 'DrMacAddress') }, id);
+}
+
 describe('vxlan: a rebuilt network with another DR MAC', () => {
   it('publishes the new VtepMAC in backend-data', async () => {
-    cluster = await new TestCluster().start();
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
-    cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
-    await waitFor(() => a.agent.isReady, 'ready');
-    const sim = a.agent.dataplane!.simulated!;
-    const network = () => sim.snapshot().networks.find((n) => n.Name === 'flannel.4096');
-    const first = drMacOf(network())!;
+    const { sim, network, first } = await startAgent();
     expect(cluster.api.getNode(WIN)!.metadata.annotations![BACKEND_DATA]).toBe(`{"VNI":4096,"VtepMAC":"${first}"}`);
 
-    // From now on this HNS ignores the DR MAC asked for: a create gets a fresh one.
-    const create = sim.createNetwork.bind(sim);
-    sim.createNetwork = (op, settings, id) => create(op, { ...settings, Policies: (settings.Policies ?? []).filter((p) => p.Type !== 'DrMacAddress') }, id);
+    ignoreDrMac(sim);
     expect(removeNetwork(sim, 'flannel.4096')).toBe(true);
 
     const second = await waitFor(() => {
@@ -50,16 +60,8 @@ describe('vxlan: a rebuilt network with another DR MAC', () => {
   // MAC: before, a failed publish left the retried rebuild comparing the new network with itself, so the
   // new VtepMAC was never published.
   it('publishes the new VtepMAC on the retried rebuild when the first publish fails', async () => {
-    cluster = await new TestCluster().start();
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
-    cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
-    await waitFor(() => a.agent.isReady, 'ready');
-    const sim = a.agent.dataplane!.simulated!;
-    const network = () => sim.snapshot().networks.find((n) => n.Name === 'flannel.4096');
-    const first = drMacOf(network())!;
-    const create = sim.createNetwork.bind(sim);
-    sim.createNetwork = (op, settings, id) => create(op, { ...settings, Policies: (settings.Policies ?? []).filter((p) => p.Type !== 'DrMacAddress') }, id);
+    const { sim, network, first } = await startAgent();
+    ignoreDrMac(sim);
     // The lease is completed (NetworkUnavailable=False, the other status PATCH) before the fault is armed.
     await waitFor(() => cluster.api.getNode(WIN)!.status?.conditions?.some((c) => c.type === 'NetworkUnavailable' && c.status === 'False') || undefined, 'the lease completed');
     const statusPath = new RegExp(`^/api/v1/nodes/${WIN}/status$`);
