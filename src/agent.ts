@@ -10,7 +10,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, UnsupportedError } from './errors.js';
-import { Metrics } from './health/metrics.js';
+import { Metrics } from './metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { hostFiles } from './host/files.js';
 import { selectExternalInterface } from './host/select.js';

@@ -66,7 +66,7 @@ async function main(): Promise<number> {
     // Loaded here, not at the top: the subcommands (status, cni-config, ...) start without the agent.
     // One import at a time: concurrent import()s sharing a module can deadlock jest's ESM loader.
     const { Agent } = await import('./agent.js');
-    const { Metrics } = await import('./health/metrics.js');
+    const { Metrics } = await import('./metrics.js');
     await new Agent({ config, log, metrics: new Metrics({ process: true }) }).run(controller.signal);
     log.info('stopped');
     return 0;

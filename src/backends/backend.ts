@@ -1,14 +1,13 @@
 // The backend seam. Mirrors flannel pkg/backend/common.go (Backend, Network, ExternalInterface).
 import type { Clock } from '../clock.js';
-import type { Metrics } from '../health/metrics.js';
+import type { Metrics } from '../metrics.js';
 import type { HnsClient } from '../hns/client.js';
 import type { Host, HostInterface } from '../host/host.js';
 import type { Logger } from '../log.js';
 import type { RouteTable } from '../routes/route-table.js';
 import type { Lease, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
-import type { RejectedLease } from '../subnet/watcher.js';
-import type { RefusedItem } from './refusals.js';
+import type { NetworkStatus } from '../network-status.js';
 
 /** Everything a backend needs, passed in (effects at the edges). */
 export interface BackendDeps {
@@ -33,30 +32,6 @@ export interface BackendDeps {
    * MTU changed); a failure makes the rebuild retry.
    */
   afterRebuild?: (network: Network) => Promise<void>;
-}
-
-/** What /healthz, /readyz and `flanneld status` need to know about the reconcile loop. */
-export interface NetworkStatus {
-  /** The last pass found the HNS network gone and it is not rebuilt yet. */
-  networkMissing: boolean;
-  /** The first complete list of the peer leases (a snapshot) has arrived; until then the agent is not ready. */
-  listed: boolean;
-  /** When the reconcile loop was last known good: now while it idles after a successful pass, else when a pass last succeeded. */
-  lastGoodAt: number | undefined;
-  /** Peer items the dataplane currently refuses, and which (peer, prefix, HRESULT, error). */
-  refused: number;
-  refusedItems: RefusedItem[];
-  /** The complete list has arrived, the last pass wrote everything and nothing changed since. */
-  inSync: boolean;
-  /** Accepted peers, and how many of them the dataplane holds completely. */
-  peersDesired: number;
-  peersProgrammed: number;
-  lastPassAt: number | undefined;
-  lastPassOk: boolean | undefined;
-  lastSuccessAt: number | undefined;
-  lastError: { at: number; message: string } | undefined;
-  /** Peer leases rejected now, with the reason (for `flanneld status`). */
-  rejections: RejectedLease[];
 }
 
 /** A registered network: the own lease, the MTU for subnet.env, and its lease watch (flannel backend.Network). */

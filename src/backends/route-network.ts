@@ -1,18 +1,20 @@
 // The network a backend registers, and its lease watch. Mirrors flannel pkg/backend/route_network_windows.go
-// (RouteNetwork.Run watches the leases and handles each batch of events), with two differences: a
-// LeaseWatcher (src/subnet/watcher.ts) validates the leases and settles contested subnets first, and the
-// Reconciler replaces one write per event: each update's peer changes become the Reconciler's desired
-// items for those peers, the first complete list lets it remove what no peer wants, and its passes keep
-// the dataplane equal to that set (docs/adr/0001). Both backends are this class with their own binding
+// (RouteNetwork.Run watches the leases and handles each batch of events), with two differences: the
+// subnet manager's updates go straight to the peer store (src/reconcile/peer-store.ts), which validates
+// the leases, settles contested subnets and keeps each peer's items, and the Reconciler
+// (src/reconcile/reconciler.ts) replaces one write per event: it writes the store's changed items, the
+// first complete list lets it remove what no peer wants, and its passes keep the dataplane equal to that
+// set (docs/adr/0001). Both backends are this class with their own binding
 // (routes for host-gw; RemoteSubnetRoute policies, or legacy remote endpoints, for vxlan) and their own
 // rebuild: when a pass finds the HNS network gone, the backend recreates it with the same subnet, every
 // peer is reprogrammed and the agent's afterRebuild hook runs (metadata route, source VIP, subnet.env).
-import type { BackendDeps, Network, NetworkStatus } from './backend.js';
-import { Reconciler, type LeaseDriver } from './reconcile.js';
+import type { BackendDeps, Network } from './backend.js';
 import { componentLogger, type Logger } from '../log.js';
-import type { Lease, LeaseUpdate } from '../subnet/lease.js';
-import { LeaseWatcher } from '../subnet/watcher.js';
+import type { NetworkStatus } from '../network-status.js';
 import { networkRebuiltEvent, noNodeEvents, type NodeEvents } from '../node-events.js';
+import { PeerStore } from '../reconcile/peer-store.js';
+import { Reconciler, type LeaseDriver } from '../reconcile/reconciler.js';
+import type { Lease } from '../subnet/lease.js';
 
 /** What writing peers to one incarnation of the HNS network takes. */
 export interface NetworkBinding<A, D> {
@@ -36,12 +38,10 @@ export class RouteNetwork<A, D> implements Network {
   private binding: NetworkBinding<A, D>;
   private readonly deps: BackendDeps;
   private readonly log: Logger;
-  private readonly watcher: LeaseWatcher;
+  private readonly store: PeerStore<D>;
   private readonly reconciler: Reconciler<A, D>;
   /** Events on the own Node (kube mode; none in etcd mode). */
   private readonly events: NodeEvents;
-  /** The first complete list has arrived. */
-  private listed = false;
 
   constructor(opts: RouteNetworkOptions<A, D>) {
     const { deps, lease, rebuild } = opts;
@@ -52,7 +52,7 @@ export class RouteNetwork<A, D> implements Network {
     this.deps = deps;
     this.log = deps.log;
     this.events = deps.subnetManager.nodeEvents?.(lease) ?? noNodeEvents;
-    this.watcher = new LeaseWatcher({
+    this.store = new PeerStore<D>({
       ownLeaseKey: lease.key,
       ownSubnet: lease.subnet,
       validation: {
@@ -64,6 +64,7 @@ export class RouteNetwork<A, D> implements Network {
         ownIPs: [...new Set([lease.publicIP, deps.publicIP, deps.extIface.ipv4])],
         nodeNetwork: `${deps.extIface.ipv4}/${deps.extIface.prefixLength}`,
       },
+      items: opts.binding.driver,
       log: componentLogger(deps.log, 'leases'),
       metrics: deps.metrics,
       clock: deps.clock,
@@ -71,11 +72,11 @@ export class RouteNetwork<A, D> implements Network {
     });
     this.reconciler = new Reconciler<A, D>({
       driver: opts.binding.driver,
+      desired: this.store,
       clock: deps.clock,
       log: deps.log,
       metrics: deps.metrics,
       resyncMs: deps.resyncMs,
-      earlyAdds: true,
       events: this.events,
       onNetworkGone: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
     });
@@ -93,12 +94,12 @@ export class RouteNetwork<A, D> implements Network {
    */
   async run(signal: AbortSignal): Promise<void> {
     const { subnetManager } = this.deps;
-    const watching = subnetManager.watchLeases((update) => this.handleLeases(update), signal);
+    const watching = subnetManager.watchLeases(this.store.apply, signal);
     const reconciling = this.reconciler.run(signal);
     const completing = this.reconciler.waitForFirstPass(signal).then(
       () => {
         const s = this.reconciler.status();
-        this.log.info('first reconcile pass done', { peers: this.watcher.size, refused: s.refused, ok: s.lastPassOk === true });
+        this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refusedItems.length, ok: s.lastPassOk === true });
         return subnetManager.completeLease(this.lease, signal);
       },
       (err: unknown) => {
@@ -108,48 +109,17 @@ export class RouteNetwork<A, D> implements Network {
     await Promise.all([watching, reconciling, completing]);
   }
 
-  /**
-   * One update from the subnet manager: only the peer changes reach the Reconciler, so one peer event
-   * writes only its own delta. Before the first complete list they come from partial views, and the
-   * passes then only add.
-   */
-  private handleLeases(update: LeaseUpdate): void {
-    const changes = this.watcher.update(update);
-    if (changes.length > 0) this.reconciler.updatePeers(changes.map((e) => [e.lease.key, e.type === 'added' ? this.binding.driver.desiredFor(e.lease) : undefined] as const));
-    if (update.kind === 'snapshot' && !this.listed) {
-      this.listed = true;
-      this.reconciler.markSynced();
-    }
-  }
-
   private async rebuilt(rebuild: (signal: AbortSignal) => Promise<NetworkBinding<A, D>>, signal: AbortSignal): Promise<void> {
     const binding = await rebuild(signal);
     this.binding = binding;
-    this.reconciler.rebind(
-      binding.driver,
-      this.watcher.peers().map((p) => [p.key, binding.driver.desiredFor(p)] as const),
-    );
+    this.store.rebind(binding.driver);
+    this.reconciler.rebind(binding.driver);
     await this.deps.afterRebuild?.(this);
-    this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.watcher.size, mtu: binding.mtu });
-    this.events.record(networkRebuiltEvent(this.networkName, this.watcher.size));
+    this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.store.size, mtu: binding.mtu });
+    this.events.record(networkRebuiltEvent(this.networkName, this.store.size));
   }
 
   status(): NetworkStatus {
-    const s = this.reconciler.status();
-    return {
-      networkMissing: s.networkMissing,
-      listed: this.listed,
-      lastGoodAt: s.lastGoodAt,
-      refused: s.refused,
-      refusedItems: s.refusedItems,
-      inSync: s.synced && s.inSync,
-      peersDesired: s.peersDesired,
-      peersProgrammed: s.peersProgrammed,
-      lastPassAt: s.lastPassAt,
-      lastPassOk: s.lastPassOk,
-      lastSuccessAt: s.lastSuccessAt,
-      lastError: s.lastError,
-      rejections: this.watcher.rejected(),
-    };
+    return { ...this.reconciler.status(), listed: this.store.listed, rejections: this.store.rejected() };
   }
 }

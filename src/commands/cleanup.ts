@@ -22,7 +22,7 @@ import { SOURCE_VIP_OWNER, parseSourceVipDocument, sourceVipEndpointName } from 
 import { systemClock } from '../clock.js';
 import type { FlagSpec } from '../config/flags.js';
 import { createDataplane, type Dataplane } from '../dataplane/factory.js';
-import { Metrics } from '../health/metrics.js';
+import { Metrics } from '../metrics.js';
 import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
 import { HostError, NetConfError } from '../errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';

@@ -3,7 +3,7 @@
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { errorMessage, UnsupportedError } from '../errors.js';
-import type { Metrics } from '../health/metrics.js';
+import type { Metrics } from '../metrics.js';
 import type { HnsClient } from '../hns/client.js';
 import { isIp4 } from '../ip4.js';
 import type { Host } from '../host/host.js';

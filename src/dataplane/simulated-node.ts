@@ -1,7 +1,7 @@
 // The simulated dataplane: the HNS, route and host seams over one SimulatedDataplane model.
 // Imported lazily by ./factory.ts (like ./win32.ts), so a native node never loads the simulator.
 import type { AgentConfig } from '../config/agent-config.js';
-import { METRIC } from '../health/metrics.js';
+import { METRIC } from '../metrics.js';
 import { HnsClient } from '../hns/client.js';
 import { SimulatedHnsTransport } from '../hns/simulated.js';
 import { withCallTimeout } from '../hns/timed.js';

@@ -4,7 +4,7 @@
 // system's; ole32.dll (CoTaskMemFree) is always the system's.
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import type { Metrics } from '../health/metrics.js';
+import type { Metrics } from '../metrics.js';
 import { HnsClient } from '../hns/client.js';
 import { Win32HnsTransport } from '../hns/win32.js';
 import { withCallTimeout } from '../hns/timed.js';

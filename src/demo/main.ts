@@ -10,7 +10,7 @@ import { Agent } from '../agent.js';
 import { pause, systemClock } from '../clock.js';
 import { parseConfig } from '../config/parse.js';
 import { errorMessage } from '../errors.js';
-import { METRIC } from '../health/metrics.js';
+import { METRIC } from '../metrics.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../kube-fake/api-server.js';
 import { createLogger } from '../log.js';
 import { peerTable, renderTable } from './peer-table.js';

@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../metrics.js';
 import { serveStatus, type StatusReport } from './status.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';

@@ -5,10 +5,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { NetworkStatus } from '../backends/backend.js';
 import type { StartKind } from '../host/boot.js';
-import type { RejectedLease } from '../subnet/watcher.js';
-import type { RefusedItem } from '../backends/refusals.js';
+import type { NetworkStatus, RefusedItem, RejectedLease } from '../network-status.js';
 
 export interface StatusReport {
   version: string;

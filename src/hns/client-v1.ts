@@ -5,8 +5,8 @@
 // context. ./client.ts adds the v2 (HCN) calls.
 import { FlannelError, HnsError, errorMessage } from '../errors.js';
 import type { ErrorContext } from '../errors.js';
-import { metered } from '../health/metrics.js';
-import type { Metrics } from '../health/metrics.js';
+import { metered } from '../metrics.js';
+import type { Metrics } from '../metrics.js';
 import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
 import { systemClock } from '../clock.js';

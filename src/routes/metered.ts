@@ -1,5 +1,5 @@
 // A RouteTable that counts every call (and failure) in /metrics, whatever the implementation below.
-import { metered, type Metrics } from '../health/metrics.js';
+import { metered, type Metrics } from '../metrics.js';
 import type { Route, RouteTable } from './route-table.js';
 
 export class MeteredRouteTable implements RouteTable {

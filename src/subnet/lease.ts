@@ -37,18 +37,20 @@ export interface LeaseAttrs {
   backendData: unknown;
 }
 
-/**
- * What a SubnetManager reports about the cluster. `snapshot` is a complete list (first list and every
- * re-list); `events` are incremental changes; `page` is part of the first list, delivered before the
- * list is complete: additions only (nothing absent from a page is removed). The LeaseWatcher turns them
- * into a validated peer set.
- */
-export type LeaseUpdate = { kind: 'snapshot'; leases: Lease[] } | { kind: 'page'; leases: Lease[] } | { kind: 'events'; events: LeaseEvent[] };
-
-export interface LeaseEvent {
-  type: 'added' | 'removed';
-  lease: Lease;
+/** One peer as the list-watch last saw it: its lease, or `undefined` (deleted, or no usable lease now). */
+export interface PeerLease {
+  /** The lease key: the Node name (kube) or the subnet key (etcd). */
+  key: string;
+  lease: Lease | undefined;
 }
+
+/**
+ * What a SubnetManager reports about the cluster, straight to the peer store (src/reconcile/peer-store.ts),
+ * which alone keeps the peer set and filters what did not change: `peers` as they are listed (page by
+ * page) or watched, one entry per node seen; `listed` once a complete list ended, naming every key it
+ * held, so that a key missing from it is gone.
+ */
+export type LeaseUpdate = { kind: 'peers'; peers: PeerLease[] } | { kind: 'listed'; keys: ReadonlySet<string> };
 
 /** Called with the own subnet (CIDR) once known; returns the attributes to publish. */
 export type LeaseAttrsSource = (subnet: string) => Promise<LeaseAttrs>;
@@ -66,8 +68,8 @@ export interface SubnetManager {
    */
   acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease>;
   /**
-   * List + watch peer leases until `signal` aborts: emit a `snapshot` after every (re)list and
-   * `events` in between. Reconnects by itself; rejects only on a fatal error.
+   * List + watch peer leases until `signal` aborts: `peers` per list page and per watch event, `listed`
+   * after every complete (re)list. Reconnects by itself; rejects only on a fatal error.
    */
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void>;
   /** Called once the dataplane is programmed for the own lease (kube: NetworkUnavailable=False). */

@@ -3,10 +3,10 @@
 // interval (the next line carries how many were held back), and everything about a node forgotten once
 // it is deleted. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease.
 import type { Clock } from '../clock.js';
-import { METRIC } from '../health/metrics.js';
-import type { Metrics } from '../health/metrics.js';
+import { METRIC } from '../metrics.js';
+import type { Metrics } from '../metrics.js';
 import type { Logger } from '../log.js';
-import type { LeaseRejectReason } from './validate.js';
+import { LEASE_REJECT_REASONS, type LeaseRejectReason } from './validate.js';
 
 interface LineState {
   at: number;
@@ -39,7 +39,10 @@ export class RejectionLog {
     private readonly metrics: Metrics | undefined,
     private readonly clock: Clock,
     private readonly intervalMs: number,
-  ) {}
+  ) {
+    // One series per reason from the start, so a rate() or an alert on it works before the first rejection.
+    metrics?.declare(METRIC.leasesRejected, 'reason', LEASE_REJECT_REASONS);
+  }
 
   /** Nodes with remembered state (at most one entry per node). */
   get size(): number {

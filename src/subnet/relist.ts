@@ -15,11 +15,8 @@
 // are injected, so tests drive the loop on virtual time.
 import type { Clock, Random } from '../clock.js';
 import { pause } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import { METRIC } from '../health/metrics.js';
-import type { Metrics } from '../health/metrics.js';
-import type { Logger } from '../log.js';
-import type { LeaseUpdate, LeaseUpdateHandler } from './lease.js';
+import { METRIC } from '../metrics.js';
+import type { Metrics } from '../metrics.js';
 import { RoundBackoff } from './round-backoff.js';
 import type { RoundBackoffOptions } from './round-backoff.js';
 
@@ -111,14 +108,5 @@ export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOpti
       continue;
     }
     if (!(await backOff('watch', 'watch-failed', end.err))) return;
-  }
-}
-
-/** Hand one update to the consumer; a throwing handler is logged and does not stop the watch. */
-export function deliverUpdate(onUpdate: LeaseUpdateHandler, update: LeaseUpdate, log: Logger): void {
-  try {
-    onUpdate(update);
-  } catch (err) {
-    log.error('lease update handler failed', { error: errorMessage(err) });
   }
 }

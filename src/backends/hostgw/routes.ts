@@ -4,7 +4,7 @@
 // rebuilt (an HNS restart, the NIC disabled and enabled), and CreateIpForwardEntry2 then fails with
 // ERROR_NOT_FOUND (1168, netioapi.h). The driver looks the vNIC up again by its IP and writes there.
 // Routes are written one per call (CreateIpForwardEntry2 / DeleteIpForwardEntry2), several in flight.
-import type { LeaseDriver } from '../reconcile.js';
+import type { LeaseDriver } from '../../reconcile/reconciler.js';
 import { RouteError } from '../../errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';

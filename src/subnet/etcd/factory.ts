@@ -3,7 +3,7 @@
 // subnet.env, getConfig's wait for `<prefix>/config`).
 import type { Clock } from '../../clock.js';
 import type { AgentConfig } from '../../config/agent-config.js';
-import type { Metrics } from '../../health/metrics.js';
+import type { Metrics } from '../../metrics.js';
 import { componentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { NetworkConfig } from '../net-conf-types.js';

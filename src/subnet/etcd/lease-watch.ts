@@ -11,11 +11,11 @@
 import type { IWatchResponse } from 'etcd3';
 import type { Clock, Random } from '../../clock.js';
 import { errorMessage } from '../../errors.js';
-import { METRIC } from '../../health/metrics.js';
-import type { Metrics } from '../../health/metrics.js';
+import { METRIC } from '../../metrics.js';
+import type { Metrics } from '../../metrics.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseEvent, LeaseUpdateHandler } from '../lease.js';
-import { deliverUpdate, runRelistLoop } from '../relist.js';
+import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
+import { runRelistLoop } from '../relist.js';
 import type { ListWatchSource, RelistOptions, WatchEnd } from '../relist.js';
 import type { OwnLeaseState } from './lease-keeper.js';
 import { decodeLeaseAttrs } from './lease-json.js';
@@ -114,7 +114,8 @@ export class EtcdLeaseWatch {
     const ownKv = res.kvs.find((kv) => kv.name === own.key);
     if (ownKv) own.observed(ownKv.name, ownKv.value);
     log.info('subnet leases listed', { leases: records.size, revision: res.revision });
-    deliverUpdate(onUpdate, { kind: 'snapshot', leases: [...records.values()].map((k) => k.lease) }, log);
+    if (records.size > 0) onUpdate({ kind: 'peers', peers: [...records.values()].map((k) => ({ key: k.lease.key, lease: k.lease })) });
+    onUpdate({ kind: 'listed', keys: new Set(records.keys()) });
     return { next: String(BigInt(res.revision) + 1n), created: false, resumed: false };
   }
 
@@ -130,17 +131,17 @@ export class EtcdLeaseWatch {
     return { kind: 'broken', cursor, err };
   }
 
-  /** Apply one watch response's events in order; returns the lease events to emit. */
-  private async applyEvents(events: { type: string; kv: RawSubnetKv }[]): Promise<LeaseEvent[]> {
+  /** Apply one watch response's events in order; returns the peers they changed. */
+  private async applyEvents(events: { type: string; kv: RawSubnetKv }[]): Promise<PeerLease[]> {
     const own = this.o.own;
-    const out: LeaseEvent[] = [];
+    const out: PeerLease[] = [];
     for (const ev of events) {
       const prev = this.records.get(ev.kv.name);
       if (ev.type === 'Delete') {
         if (own.key !== undefined && ev.kv.name === own.key) own.revoke('was deleted');
         if (prev) {
           this.records.delete(ev.kv.name);
-          out.push({ type: 'removed', lease: prev.lease });
+          out.push({ key: prev.lease.key, lease: undefined });
         }
         continue;
       }
@@ -148,10 +149,10 @@ export class EtcdLeaseWatch {
       const next = await this.toKnown(ev.kv);
       if (next) {
         this.records.set(next.lease.key, next);
-        out.push({ type: 'added', lease: next.lease });
+        out.push({ key: next.lease.key, lease: next.lease });
       } else if (prev) {
         this.records.delete(ev.kv.name);
-        out.push({ type: 'removed', lease: prev.lease });
+        out.push({ key: prev.lease.key, lease: undefined });
       }
     }
     return out;
@@ -213,7 +214,7 @@ export class EtcdLeaseWatch {
             const events = evs.length > 0 ? await this.applyEvents(evs) : [];
             if (settled) return;
             cursor.next = String(BigInt(revision) + 1n);
-            if (events.length > 0) deliverUpdate(onUpdate, { kind: 'events', events }, log);
+            if (events.length > 0) onUpdate({ kind: 'peers', peers: events });
             if (own.revoked) finish('revoked');
           } catch (err) {
             finish('error', err);

@@ -4,7 +4,7 @@
 import { systemClock, systemRandom } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
 import { UnsupportedError } from '../../errors.js';
-import { Metrics } from '../../health/metrics.js';
+import { Metrics } from '../../metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';

@@ -3,7 +3,7 @@
 // config; GetStoredPublicIP, read before the external interface is chosen).
 import type { Clock } from '../../clock.js';
 import type { AgentConfig } from '../../config/agent-config.js';
-import type { Metrics } from '../../health/metrics.js';
+import type { Metrics } from '../../metrics.js';
 import { componentLogger, type Logger } from '../../log.js';
 import type { SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';

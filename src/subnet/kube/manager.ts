@@ -7,7 +7,7 @@
 import { systemClock, systemRandom } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
 import { ConfigError } from '../../errors.js';
-import { Metrics } from '../../health/metrics.js';
+import { Metrics } from '../../metrics.js';
 import { isNetworkCidr } from '../../ip4.js';
 import { componentLogger, silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
@@ -122,11 +122,6 @@ export class KubeSubnetManager implements SubnetManager {
       nodeWaitLogIntervalMs: opts.nodeWaitLogIntervalMs ?? 10_000,
       nodePollIntervalMs: opts.nodePollIntervalMs ?? 1000,
     });
-  }
-
-  /** True once the first complete Node list has been delivered as a snapshot. */
-  get hasSynced(): boolean {
-    return this.nodes.hasSynced;
   }
 
   acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {

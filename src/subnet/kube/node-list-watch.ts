@@ -1,5 +1,7 @@
-// List + watch of Nodes, projected straight to lease records. Mirrors what flannel
-// pkg/subnet/kube/kube.go gets from its client-go node informer, and takes its list and watch as
+// List + watch of Nodes, projected straight to peer leases (full Node objects are never kept, and nothing
+// is kept between events: the peer store, src/reconcile/peer-store.ts, is the one copy of the peer set and
+// drops what did not change). Mirrors what flannel pkg/subnet/kube/kube.go gets from its client-go node
+// informer (and nodeToLease, handleAddLeaseEvent, handleUpdateLeaseEvent for the projection), and takes its list and watch as
 // functions, as client-node's ListWatch (src/cache.ts) takes a `listFn` and a `Watch`: the real ones
 // are raw JSON requests with deadlines (http.ts nodeListFn/nodeWatchFn); tests inject others. The
 // relist-with-backoff loop around them is ../relist.ts: a paged list, then a watch from the list's
@@ -13,8 +15,8 @@
 //   apiserver sends a bookmark about once a minute and before its timeout; kubernetes/kubernetes#90249,
 //   https://kubernetes.io/docs/reference/using-api/api-concepts/#watch-bookmarks), so no byte for
 //   `watchSilenceMs` means the connection is dead even when TCP does not say so.
-// - The first list's pages are emitted as they arrive (`page`, additions only); the complete list ends
-//   with a `snapshot` as before, so nothing is removed on a partial view.
+// - List pages are emitted as they arrive (`peers`); the complete list ends with `listed`, naming every
+//   lease it held, so nothing is removed on a partial view.
 // - A paged list is bounded (issue 18): client-go's pager (tools/pager/pager.go) follows `continue`
 //   for as long as the server sends one, so a server that repeats a token is paged forever. Here a
 //   repeated token, or more pages than a list of LIST_NODES_BOUND Nodes needs, fails the list with
@@ -25,16 +27,160 @@
 //   10,000-25,000 in 15 s).
 import type { Clock, Random } from '../../clock.js';
 import { FlannelError, KubeError } from '../../errors.js';
-import { METRIC } from '../../health/metrics.js';
-import type { Metrics } from '../../health/metrics.js';
+import { METRIC } from '../../metrics.js';
+import type { Metrics } from '../../metrics.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseEvent, LeaseUpdateHandler } from '../lease.js';
-import { deliverUpdate, runRelistLoop } from '../relist.js';
+import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
+import { runRelistLoop } from '../relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
+import { decodeBackendData } from './annotations.js';
 import { describe } from './api-error.js';
-import { asObj, leaseRelevantChanged, projectNode, toLease } from './projection.js';
-import type { NodeLease } from './projection.js';
+import { normalizeCidr } from '../../ip4.js';
+
+// --- Node -> lease (pure and total: hostile input, missing fields, wrong types, huge strings never throw) ---
+
+/** Annotation values longer than this are treated as invalid (never kept in memory). */
+export const MAX_ANNOTATION_LENGTH = 1024;
+const MAX_NAME_LENGTH = 253;
+const MAX_CIDR_LENGTH = 43;
+
+/** What the kube subnet manager keeps per Node. */
+export interface NodeLease {
+  name: string;
+  /** First IPv4 of spec.podCIDRs, else spec.podCIDR (when IPv4); network-address form. */
+  podCIDR?: string;
+  /** What the Node has instead when it has a podCIDR but no IPv4 CIDR (bounded; e.g. an IPv6 CIDR). */
+  badPodCIDR?: string;
+  /** metadata.creationTimestamp in ms since epoch (who holds a contested subnet). */
+  created?: number;
+  /** The `kube-subnet-manager` annotation. */
+  subnetManager?: string;
+  backendType?: string;
+  /** The raw `backend-data` annotation. */
+  backendData?: string;
+  publicIP?: string;
+  publicIPOverwrite?: string;
+  nodePublicIP?: string;
+  /** Names of the fields above whose annotation was present but oversized (value dropped). */
+  oversized?: string[];
+}
+
+type Obj = Record<string, unknown>;
+
+/** `v` as a plain JSON object (not null, not an array), else undefined. */
+export function asObj(v: unknown): Obj | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
+}
+
+/** An IPv4 CIDR in network-address form (host bits masked, as Go's net.ParseCIDR), bounded in length. */
+function podCidr(s: string): string | undefined {
+  return s.length > MAX_CIDR_LENGTH ? undefined : normalizeCidr(s);
+}
+
+/** First IPv4 CIDR of spec.podCIDRs, else spec.podCIDR when it is IPv4; network-address form. */
+export function nodePodCIDR(spec: unknown): string | undefined {
+  const s = asObj(spec);
+  if (!s) return undefined;
+  const list = s.podCIDRs;
+  // A podCIDRs that is not a list is malformed (the API always serves a list); falling back to podCIDR
+  // would accept a Node the API server's own validation could never have produced.
+  if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return undefined;
+  if (Array.isArray(list) && list.length > 0) {
+    for (const c of list.slice(0, 8)) {
+      if (typeof c !== 'string') continue;
+      const p = podCidr(c);
+      if (p) return p;
+    }
+    return undefined;
+  }
+  return typeof s.podCIDR === 'string' ? podCidr(s.podCIDR) : undefined;
+}
+
+/**
+ * What a Node offers as podCIDR when it has no IPv4 CIDR: the first entry of spec.podCIDRs (or
+ * spec.podCIDR), as text and bounded, so that the peer is rejected with a reason instead of vanishing.
+ * Undefined when the Node has no podCIDR at all (not yet allocated: not an error).
+ */
+function nodeBadPodCIDR(spec: unknown): string | undefined {
+  const s = asObj(spec);
+  if (!s) return spec === undefined || spec === null ? undefined : '';
+  const list = s.podCIDRs;
+  // podCIDRs that is not a list is shown as JSON (quoted), so it can never pass as a CIDR.
+  if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return bounded(JSON.stringify(list) ?? '');
+  const v: unknown = Array.isArray(list) && list.length > 0 ? list[0] : s.podCIDR;
+  if (v === undefined || v === null || v === '') return undefined;
+  return bounded(typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+}
+
+/** At most MAX_CIDR_LENGTH characters; a longer text is cut and marked, so it stays invalid. */
+function bounded(text: string): string {
+  return text.length > MAX_CIDR_LENGTH ? `${text.slice(0, MAX_CIDR_LENGTH)}…` : text;
+}
+
+/** metadata.creationTimestamp (RFC 3339) in ms since epoch; undefined when absent or unparsable. */
+function creationTime(v: unknown): number | undefined {
+  if (typeof v !== 'string' || v.length > 64) return undefined;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/** Project a raw Node to its lease record; undefined without a usable name. */
+export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | undefined {
+  const n = asObj(node);
+  const meta = asObj(n?.metadata);
+  const name = meta?.name;
+  if (typeof name !== 'string' || name === '' || name.length > MAX_NAME_LENGTH) return undefined;
+  const rec: NodeLease = { name };
+  const pod = nodePodCIDR(n?.spec);
+  if (pod !== undefined) rec.podCIDR = pod;
+  else {
+    const bad = nodeBadPodCIDR(n?.spec);
+    if (bad !== undefined) rec.badPodCIDR = bad;
+  }
+  const created = creationTime(meta?.creationTimestamp);
+  if (created !== undefined) rec.created = created;
+  const ann = asObj(meta?.annotations);
+  if (!ann) return rec;
+  const pick = (field: Extract<keyof NodeLease, string>, key: string) => {
+    if (!Object.prototype.hasOwnProperty.call(ann, key)) return;
+    const v = ann[key];
+    if (typeof v !== 'string') return;
+    if (v.length > MAX_ANNOTATION_LENGTH) {
+      (rec.oversized ??= []).push(field);
+      return;
+    }
+    (rec as unknown as Record<string, string>)[field] = v;
+  };
+  pick('subnetManager', keys.kubeSubnetManager);
+  pick('backendType', keys.backendType);
+  pick('backendData', keys.backendData);
+  pick('publicIP', keys.publicIP);
+  pick('publicIPOverwrite', keys.publicIPOverwrite);
+  pick('nodePublicIP', keys.nodePublicIP);
+  return rec;
+}
+
+/**
+ * The peer lease a record stands for: only Nodes with `kube-subnet-manager == "true"` and a podCIDR.
+ * Other fields pass through as published (an invalid subnet, public IP or backend-data is the
+ * LeaseWatcher's to reject, with a reason); oversized backend-data decodes as `undefined` (malformed).
+ */
+export function toLease(rec: NodeLease): Lease | undefined {
+  const subnet = rec.podCIDR ?? rec.badPodCIDR;
+  if (rec.subnetManager !== 'true' || subnet === undefined) return undefined;
+  const oversized = rec.oversized ?? [];
+  return {
+    key: rec.name,
+    subnet,
+    ...(rec.created !== undefined ? { created: rec.created } : {}),
+    publicIP: rec.publicIP ?? '',
+    backendType: rec.backendType ?? '',
+    backendData: oversized.includes('backendData') ? undefined : decodeBackendData(rec.backendData),
+  };
+}
+
+// --- list and watch ---
 
 /** One page of the Node list (`GET /api/v1/nodes?limit=&continue=`), as raw JSON. */
 export type NodeListFn = (page: { limit: number; continue?: string }, signal: AbortSignal) => Promise<unknown>;
@@ -112,17 +258,11 @@ function skipName(obj: unknown): string {
 }
 
 export class NodeListWatch {
-  private records = new Map<string, NodeLease>();
-  private synced = false;
   /** Skipped objects are logged at most once a minute, with how many were held back. */
   private lastSkipLog = -Infinity;
   private heldSkips = 0;
 
   constructor(private readonly o: NodeListWatchOptions) {}
-
-  get hasSynced(): boolean {
-    return this.synced;
-  }
 
   /** Project one raw Node, or count and log it as skipped. */
   private project(obj: unknown, where: 'list' | 'watch'): NodeLease | undefined {
@@ -144,9 +284,10 @@ export class NodeListWatch {
     return undefined;
   }
 
-  private async listAll(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<{ records: Map<string, NodeLease>; rv: string }> {
-    const records = new Map<string, NodeLease>();
-    const firstList = !this.synced;
+  /** The complete list, page by page as `peers`, then `listed`; returns its resourceVersion, where the watch starts. */
+  private async relist(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<string> {
+    const keys = new Set<string>();
+    let nodes = 0;
     const maxPages = listPageBound(this.o.listPageSize);
     const seen = new Set<string>();
     let cont: string | undefined;
@@ -165,13 +306,14 @@ export class NodeListWatch {
       const items = page?.items;
       if (!page || !Array.isArray(items)) throw new Error('the Node list answer has no items array');
       if (rv === '' && typeof meta?.resourceVersion === 'string') rv = meta.resourceVersion;
-      const added: Lease[] = [];
+      const peers: PeerLease[] = [];
       for (const item of items) {
         const rec = this.project(item, 'list');
         if (!rec) continue;
-        records.set(rec.name, rec);
-        const lease = firstList ? toLease(rec) : undefined;
-        if (lease) added.push(lease);
+        nodes++;
+        const lease = toLease(rec);
+        if (lease) keys.add(rec.name);
+        peers.push({ key: rec.name, lease });
       }
       cont = typeof meta?.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
       if (cont !== undefined) {
@@ -184,43 +326,12 @@ export class NodeListWatch {
         }
         seen.add(cont);
       }
-      // Additions from a partial first list; the snapshot after the last page still decides removals.
-      if (firstList && cont !== undefined && added.length > 0) deliverUpdate(onUpdate, { kind: 'page', leases: added }, this.o.log);
+      // What this page says; `listed` after the last page decides removals.
+      if (peers.length > 0) onUpdate({ kind: 'peers', peers });
     } while (cont);
-    return { records, rv };
-  }
-
-  /** The complete list as a snapshot; returns its resourceVersion, where the watch starts. */
-  private async relist(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<string> {
-    const { records, rv } = await this.listAll(onUpdate, signal);
-    this.records = records;
-    this.synced = true;
-    const leases: Lease[] = [];
-    for (const rec of records.values()) {
-      const l = toLease(rec);
-      if (l) leases.push(l);
-    }
-    this.o.log.info('node list synced', { nodes: records.size, leases: leases.length, resourceVersion: rv });
-    deliverUpdate(onUpdate, { kind: 'snapshot', leases }, this.o.log);
+    this.o.log.info('node list synced', { nodes, leases: keys.size, resourceVersion: rv });
+    onUpdate({ kind: 'listed', keys });
     return rv;
-  }
-
-  /** Update the Node records with one watch event; returns the lease events the change implies. */
-  private updateRecord(type: string, obj: unknown): LeaseEvent[] {
-    const rec = this.project(obj, 'watch');
-    if (!rec) return [];
-    const prev = this.records.get(rec.name);
-    if (type === 'DELETED') {
-      this.records.delete(rec.name);
-      const lease = toLease(prev ?? rec);
-      return lease ? [{ type: 'removed', lease }] : [];
-    }
-    this.records.set(rec.name, rec);
-    if (prev && !leaseRelevantChanged(prev, rec)) return [];
-    const next = toLease(rec);
-    if (next) return [{ type: 'added', lease: next }];
-    const old = prev && toLease(prev);
-    return old ? [{ type: 'removed', lease: old }] : [];
   }
 
   /** One watch from `rv` until the server closes it, it breaks or goes silent, or 410 Gone. */
@@ -245,8 +356,8 @@ export class NodeListWatch {
       const meta = asObj(asObj(obj)?.metadata);
       if (typeof meta?.resourceVersion === 'string' && meta.resourceVersion !== '') lastRv = meta.resourceVersion;
       if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return; // BOOKMARK: rv only
-      const evs = this.updateRecord(type, obj);
-      if (evs.length > 0) deliverUpdate(onUpdate, { kind: 'events', events: evs }, log);
+      const rec = this.project(obj, 'watch');
+      if (rec) onUpdate({ kind: 'peers', peers: [{ key: rec.name, lease: type === 'DELETED' ? undefined : toLease(rec) }] });
     };
     try {
       await this.o.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, onEvent, {

@@ -10,7 +10,7 @@ import { isIp4 } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 import { annotationKeys, normalizeAnnotationPrefix } from './annotations.js';
 import { KubeHttp } from './http.js';
-import { projectNode } from './projection.js';
+import { projectNode } from './node-list-watch.js';
 
 export interface NodePublicIPs {
   /** `<prefix>/public-ip-overwrite`, when a valid IPv4. */

@@ -17,8 +17,8 @@ import type { AnnotationKeys } from './annotations.js';
 import { describe, httpStatus, kubeError, retryApiCall, retryable } from './api-error.js';
 import type { ApiRetryOptions } from './api-error.js';
 import type { KubeHttp } from './http.js';
-import { asObj, projectNode } from './projection.js';
-import type { NodeLease } from './projection.js';
+import { asObj, projectNode } from './node-list-watch.js';
+import type { NodeLease } from './node-list-watch.js';
 
 export interface OwnNodeOptions {
   http: KubeHttp;

@@ -1,12 +1,11 @@
-// The agent's Prometheus metrics, exposed by prom-client (the ecosystem's client: text format, histograms,
+// The agent's Prometheus metrics, a basic facility every layer may use, exposed by prom-client (the ecosystem's client: text format, histograms,
 // process metrics). The agent's components receive the one `Metrics` instance and bump the names below
 // through inc/set/observe; /metrics renders its registry. A small mirror of the counter and gauge values
 // answers get/total synchronously (prom-client reads are async), for the demo and the tests.
 // Every family in HELP exists from the start, and every labelled series whose label values are known
 // (LABEL_VALUES) at zero, so a rate() or an alert on it works before the first event.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { LEASE_REJECT_REASONS } from '../subnet/validate.js';
-import { VERSION } from '../version.js';
+import { VERSION } from './version.js';
 
 export type Labels = Record<string, string>;
 
@@ -81,9 +80,12 @@ export const DATAPLANE_OPS: readonly string[] = [
   'routes.remove',
 ];
 
-/** Label values each labelled family is pre-registered with, at zero. */
+/**
+ * Label values each labelled family of this module is pre-registered with, at zero. A family whose
+ * values another module owns is declared by that module (`declare`): the lease reject reasons by the
+ * peer store's rejection log (src/subnet/rejections.ts), so this module imports no layer above it.
+ */
 const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
-  [METRIC.leasesRejected]: { reason: LEASE_REJECT_REASONS },
   [METRIC.dataplaneCalls]: { op: DATAPLANE_OPS },
   [METRIC.dataplaneErrors]: { op: DATAPLANE_OPS },
   [METRIC.applyPasses]: { result: ['ok', 'error'] },
@@ -119,12 +121,7 @@ export class Metrics {
   constructor(opts: MetricsOptions = {}) {
     for (const [name, byLabel] of Object.entries(LABEL_VALUES)) {
       const [label, values] = Object.entries(byLabel)[0];
-      const family = this.family(name, [label]);
-      for (const v of values) {
-        if (family instanceof Histogram) family.zero({ [label]: v });
-        else if (family instanceof Counter) this.inc(name, { [label]: v }, 0);
-        else this.set(name, 0, { [label]: v });
-      }
+      this.declare(name, label, values);
     }
     // Every other declared family from the start too (an unlabelled one at zero; labels may come later).
     for (const name of Object.keys(HELP)) this.family(name, []);
@@ -134,6 +131,16 @@ export class Metrics {
       // prom-client's nodejs_active_{handles,requests,resources}_total are gauges with a counter's suffix,
       // which `promtool check metrics` rejects; they only sum the per-type nodejs_active_* gauges, which stay.
       for (const name of NON_COUNTER_TOTALS) this.registry.removeSingleMetric(name);
+    }
+  }
+
+  /** Pre-register family `name` with one series per value of `label`, at zero (idempotent). */
+  declare(name: string, label: string, values: readonly string[]): void {
+    const family = this.family(name, [label]);
+    for (const v of values) {
+      if (family instanceof Histogram) family.zero({ [label]: v });
+      else if (family instanceof Counter) this.inc(name, { [label]: v }, 0);
+      else this.set(name, 0, { [label]: v });
     }
   }
 

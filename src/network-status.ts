@@ -1,0 +1,53 @@
+// The one status type of a running network: what the peer store and the reconciler keep, and what
+// /healthz, /readyz, /metrics' gauges, `/status` and `flanneld status` read. It lives with the basics so
+// that the health server reads it without importing the layers that fill it in.
+
+/** One item the dataplane refuses now (a peer's route or policy). */
+export interface RefusedItem {
+  /** The peer (node) the item is for, when known. */
+  node: string | undefined;
+  /** The item's key: the peer's prefix. */
+  prefix: string;
+  /** The HRESULT (HNS) or route status, else the error code. */
+  answer: string;
+  attempts: number;
+  /** When the dataplane first gave this answer (ms since the epoch). */
+  since: number;
+  error: string;
+}
+
+/** A peer whose current lease is rejected. */
+export interface RejectedLease {
+  key: string;
+  subnet: string;
+  publicIP: string;
+  /** One of the reasons of `flannel_leases_rejected_total` (src/subnet/validate.ts LEASE_REJECT_REASONS). */
+  reason: string;
+  message: string;
+}
+
+/** The network's state as the peer store and the reconcile loop know it now. */
+export interface NetworkStatus {
+  /** The first complete list of the peer leases has arrived; until then the agent is not ready. */
+  listed: boolean;
+  /** The list has arrived, the last pass wrote everything and nothing changed since (no refused item either). */
+  inSync: boolean;
+  /** The last pass found the HNS network gone and it is not rebuilt yet. */
+  networkMissing: boolean;
+  /** When the reconcile loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
+  lastGoodAt: number | undefined;
+  passes: number;
+  consecutiveFailures: number;
+  lastPassAt: number | undefined;
+  lastPassOk: boolean | undefined;
+  lastSuccessAt: number | undefined;
+  /** The last failed pass: when, and its error. */
+  lastError: { at: number; message: string } | undefined;
+  /** Accepted peers (with items), and how many of them the dataplane holds completely. */
+  peersDesired: number;
+  peersProgrammed: number;
+  /** Peer items the dataplane currently refuses, and which. */
+  refusedItems: RefusedItem[];
+  /** Peer leases rejected now, with the reason. */
+  rejections: RejectedLease[];
+}

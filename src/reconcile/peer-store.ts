@@ -1,0 +1,422 @@
+// The peer store: the one copy of the peer set. The list-watch (kube or etcd) hands it every peer as
+// `{key, lease | undefined}`; the store drops what did not change (the one change filter), validates the
+// rest, settles contested subnets, asks the backend's driver for the items each accepted peer needs and
+// marks those items dirty. The reconciler (./reconciler.ts) reads the desired items and the dirty keys
+// from here, diffs them against its cached read of the dataplane and writes.
+// Mirrors flannel pkg/lease/watch.go (LeaseWatcher: reset/update, drop the own lease) and the record side
+// of Felix's Windows VXLAN manager (felix/dataplane/windows/vxlan_mgr.go: routes recorded by node, a
+// dirty flag), and adds what upstream lacks: validation of every lease and a rule for contested subnets.
+// Upstream (pkg/subnet/kube/kube.go) passes every Node on, so two Nodes claiming one podCIDR both get
+// routes and the later event wins. Here:
+// - the holder keeps its subnet; a subnet changes hands only when its holder is deleted, moves to another
+//   subnet or turns invalid, and the handover is logged;
+// - a subnet nobody holds (the first complete list, or after a handover) goes to the claimant with the
+//   oldest creation time (Node metadata.creationTimestamp); with equal (or unknown) times, to no one;
+// - every node refused a subnet is a conflict: logged once, naming both nodes, and counted.
+// The first complete list decides from scratch: peers seen before it only add (a provisional holder may
+// lose its subnet to an older claimant on a later page when the list completes).
+// Subnets arrive normalised (network-address form) from the list-watch; the store compares them as text.
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import type { Logger } from '../log.js';
+import { silentLogger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { METRIC } from '../metrics.js';
+import type { RejectedLease } from '../network-status.js';
+import { noNodeEvents, peerRejectedEvent, type NodeEvents } from '../node-events.js';
+import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
+import { RejectionLog } from '../subnet/rejections.js';
+import type { LeaseRejectReason, LeaseValidation, LeaseValidationContext } from '../subnet/validate.js';
+import { validateLease } from '../subnet/validate.js';
+
+/** What the store asks the backend's driver: the items a valid peer lease needs, and their keys. */
+export interface ItemSource<D> {
+  desiredFor(peer: Lease): D[];
+  desiredKey(d: D): string;
+}
+
+export interface PeerStoreOptions<D> {
+  /** Key of the own lease (kube: the own Node name; etcd: the own subnet key). */
+  ownLeaseKey?: string;
+  /** The own subnet; a lease for it is the own lease and is dropped. */
+  ownSubnet: string;
+  /** How peer leases are validated (`ownSubnet` defaults to the one above). */
+  validation: LeaseValidationContext;
+  /** Makes a peer's items. */
+  items: ItemSource<D>;
+  log?: Logger;
+  metrics?: Metrics;
+  clock?: Clock;
+  /** Where a newly rejected peer is reported as a Kubernetes Event on the own Node (default: nowhere). */
+  events?: NodeEvents;
+  /** One rejection line per node and reason per this interval (default 60 s). */
+  rejectLogIntervalMs?: number;
+}
+
+const CONFLICT_REASONS: ReadonlySet<LeaseRejectReason> = new Set(['subnet-overlaps-peer', 'subnet-contested']);
+
+function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .filter((k) => o[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${stable(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'undefined';
+}
+
+/** What makes a lease matter to the dataplane (expiration renewals do not). */
+export function leaseContent(l: Lease): string {
+  return stable([l.subnet, l.publicIP, l.backendType, l.backendData ?? null]);
+}
+
+/** Whether two leases of one peer differ in anything the dataplane or the subnet holders care about. */
+function sameLease(a: Lease, b: Lease): boolean {
+  if (a.subnet !== b.subnet || a.publicIP !== b.publicIP || a.backendType !== b.backendType || a.created !== b.created) return false;
+  const x = a.backendData ?? null;
+  const y = b.backendData ?? null;
+  return x === y || stable(x) === stable(y);
+}
+
+interface Peer<D> {
+  /** The lease as last reported (own lease excluded); undefined while a gone peer is being released. */
+  lease: Lease | undefined;
+  /** Accepted: the subnet it holds, the items it needs and their keys. */
+  held?: string;
+  items?: D[];
+  keys?: string[];
+}
+
+export class PeerStore<D> {
+  private readonly ownLeaseKey: string | undefined;
+  private readonly ownSubnet: string;
+  private readonly ctx: LeaseValidationContext;
+  private readonly log: Logger;
+  private readonly metrics: Metrics | undefined;
+  private readonly rejections: RejectionLog;
+  private readonly events: NodeEvents;
+  private source: ItemSource<D>;
+  /** Every peer reported, by key. */
+  private readonly peersByKey = new Map<string, Peer<D>>();
+  /** Reported keys by subnet: the claimants of each subnet. */
+  private readonly claimants = new Map<string, Set<string>>();
+  /** The key holding each accepted subnet, and how many peers are accepted. */
+  private readonly holder = new Map<string, string>();
+  private acceptedCount = 0;
+  /** The desired items by key, the peer each belongs to (the first claimant wins), and keys changed since the reconciler last took them. */
+  private readonly desiredByKey = new Map<string, D>();
+  private readonly ownerOf = new Map<string, string>();
+  private readonly dirtyKeys = new Set<string>();
+  /** Keys a peer gave up, by that peer, until the reconciler has removed them (names in its log line). */
+  private readonly departed = new Map<string, string>();
+  private isListed = false;
+  /** During apply(): subnets some claimant left (a tie may be resolved now). */
+  private readonly left = new Set<string>();
+  private onChange: () => void = () => {};
+
+  constructor(opts: PeerStoreOptions<D>) {
+    this.ownLeaseKey = opts.ownLeaseKey;
+    this.ownSubnet = opts.ownSubnet;
+    this.ctx = { ...opts.validation, ownSubnet: opts.validation.ownSubnet ?? opts.ownSubnet };
+    this.source = opts.items;
+    this.log = opts.log ?? silentLogger();
+    this.metrics = opts.metrics;
+    this.events = opts.events ?? noNodeEvents;
+    this.rejections = new RejectionLog(this.log, this.metrics, opts.clock ?? systemClock, opts.rejectLogIntervalMs ?? 60_000);
+  }
+
+  /** Called after every change of the desired items or of `listed` (the reconciler wakes up). */
+  subscribe(onChange: () => void): void {
+    this.onChange = onChange;
+  }
+
+  /** The first complete list has arrived: removals, replacements and "in sync" may start. */
+  get listed(): boolean {
+    return this.isListed;
+  }
+
+  /** Accepted peers. */
+  get size(): number {
+    return this.acceptedCount;
+  }
+
+  /** Records kept: reported leases plus remembered rejections (each at most one per node present). */
+  get remembered(): number {
+    return this.peersByKey.size + this.rejections.size;
+  }
+
+  /** Accepted peer leases, sorted by key. */
+  peers(): Lease[] {
+    return [...this.peersByKey.keys()]
+      .sort()
+      .map((k) => this.peersByKey.get(k)!)
+      .flatMap((p) => (p.held !== undefined && p.lease ? [p.lease] : []));
+  }
+
+  /** Peer leases rejected now (their current content), with the reason, sorted by key. */
+  rejected(): RejectedLease[] {
+    const out: RejectedLease[] = [];
+    if (this.rejections.size === 0) return out; // the common case, asked on every status read
+    for (const key of [...this.peersByKey.keys()].sort()) {
+      const { lease, held } = this.peersByKey.get(key)!;
+      const why = held !== undefined || !lease ? undefined : this.rejections.current(key);
+      if (why && lease) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why });
+    }
+    return out;
+  }
+
+  // --- the desired items, as the reconciler reads them ---
+
+  desired(key: string): D | undefined {
+    return this.desiredByKey.get(key);
+  }
+
+  desiredItems(): D[] {
+    return [...this.desiredByKey.values()];
+  }
+
+  /** The keys whose desired item changed since the last call (each once). */
+  takeDirty(): string[] {
+    const keys = [...this.dirtyKeys];
+    this.dirtyKeys.clear();
+    return keys;
+  }
+
+  /** Forget the pending changes (a full pass reads and diffs everything). */
+  clearDirty(): void {
+    this.dirtyKeys.clear();
+  }
+
+  isDirty(key: string): boolean {
+    return this.dirtyKeys.has(key);
+  }
+
+  /** The peer an item key is for, or was for until it gave it up (for logs). */
+  owner(key: string): string | undefined {
+    return this.ownerOf.get(key) ?? this.departed.get(key);
+  }
+
+  /** The reconciler removed these keys: their departed owners are no longer needed. */
+  removed(keys: readonly string[]): void {
+    for (const k of keys) this.departed.delete(k);
+  }
+
+  /** How many accepted peers have every one of their items `held`. */
+  countProgrammed(held: (key: string) => boolean): number {
+    let n = 0;
+    for (const p of this.peersByKey.values()) if (p.keys && p.keys.every(held)) n++;
+    return n;
+  }
+
+  /** Make the items from another source from now on (the network was rebuilt): every peer's items anew, all dirty. */
+  rebind(items: ItemSource<D>): void {
+    this.source = items;
+    this.desiredByKey.clear();
+    this.ownerOf.clear();
+    this.departed.clear();
+    for (const [key, p] of this.peersByKey) if (p.held !== undefined && p.lease) this.accept(key, p, p.lease);
+    this.onChange();
+  }
+
+  // --- the updates from the subnet manager ---
+
+  /** Take one update from the subnet manager (bound: pass it as the watch's callback). */
+  readonly apply = (update: LeaseUpdate): void => {
+    try {
+      this.applyUpdate(update);
+    } catch (err) {
+      // A bug here must not stop the watch; the next list repairs what was missed.
+      this.log.error('peer update failed', { error: err instanceof Error ? err.message : String(err) });
+    }
+  };
+
+  private applyUpdate(update: LeaseUpdate): void {
+    // 1. Bring the reported leases up to date and collect the keys whose lease changed.
+    const touched = new Set<string>();
+    const firstList = update.kind === 'listed' && !this.isListed;
+    if (update.kind === 'listed') {
+      for (const key of [...this.peersByKey.keys()]) if (!update.keys.has(key)) this.report({ key, lease: undefined }, touched);
+      this.isListed = true;
+      // The first complete list decides every subnet afresh (holders seen before it were provisional).
+      if (firstList) for (const key of this.peersByKey.keys()) touched.add(key);
+    } else {
+      for (const p of update.peers) this.report(p, touched);
+    }
+    if (touched.size > 0) this.settle(touched, firstList);
+    this.left.clear();
+    if (touched.size > 0 || firstList) this.onChange();
+  }
+
+  /** The own lease: by key when the manager names it (a peer with our subnet is then rejected), else by subnet. */
+  private isOwn(l: Lease): boolean {
+    if (this.ownLeaseKey !== undefined) return l.key === this.ownLeaseKey;
+    return l.subnet === this.ownSubnet;
+  }
+
+  /** Record what one peer reports now; a key whose lease changed goes into `touched`. */
+  private report({ key, lease }: PeerLease, touched: Set<string>): void {
+    const cur = this.peersByKey.get(key);
+    if (lease !== undefined && this.isOwn(lease)) {
+      this.log.debug('own lease ignored', { node: key, subnet: lease.subnet });
+      lease = undefined;
+    }
+    if (lease === undefined) {
+      this.rejections.forget(key);
+      if (!cur?.lease) return;
+      this.unclaim(key, cur.lease);
+      cur.lease = undefined;
+      touched.add(key);
+      return;
+    }
+    if (cur?.lease && sameLease(cur.lease, lease)) {
+      cur.lease = lease; // the newest record (e.g. an expiration renewal), no dataplane work
+      return;
+    }
+    if (cur?.lease) this.unclaim(key, cur.lease);
+    if (cur) cur.lease = lease;
+    else this.peersByKey.set(key, { lease });
+    let s = this.claimants.get(lease.subnet);
+    if (!s) this.claimants.set(lease.subnet, (s = new Set()));
+    s.add(key);
+    touched.add(key);
+  }
+
+  private unclaim(key: string, old: Lease): void {
+    this.left.add(old.subnet);
+    const s = this.claimants.get(old.subnet);
+    s?.delete(key);
+    if (s && s.size === 0) this.claimants.delete(old.subnet);
+  }
+
+  /** Steps 2-4: free the subnets of changed holders, decide the claimed subnets, update the items. */
+  private settle(touched: Set<string>, firstList: boolean): void {
+    const verdicts = new Map<string, LeaseValidation>();
+    const verdict = (l: Lease): LeaseValidation => {
+      let v = verdicts.get(l.key);
+      if (!v) verdicts.set(l.key, (v = validateLease(l, this.ctx)));
+      return v;
+    };
+    // 2. A holder whose lease changed keeps its subnet if it still claims it validly; otherwise (gone,
+    //    moved, invalid) the subnet is freed. On the first complete list every subnet is freed.
+    const freed = new Map<string, string>();
+    const changed = new Set<string>();
+    for (const key of touched) {
+      const p = this.peersByKey.get(key)!;
+      const held = p.held;
+      if (held === undefined) continue;
+      if (!firstList && p.lease && p.lease.subnet === held && verdict(p.lease).ok) {
+        changed.add(key); // same subnet, new content: new items
+        continue;
+      }
+      this.holder.delete(held);
+      freed.set(held, key);
+      this.release(key, p);
+    }
+    // 3. Decide every subnet a touched lease claims, and every freed subnet.
+    const subnets = new Set<string>([...freed.keys(), ...this.left]);
+    for (const key of touched) {
+      const lease = this.peersByKey.get(key)!.lease;
+      if (lease) subnets.add(lease.subnet);
+    }
+    for (const sn of [...subnets].sort()) this.decide(sn, verdict, freed.get(sn), changed);
+    // 4. New items for the peers accepted with new content; the rest were released or accepted above.
+    for (const key of changed) {
+      const p = this.peersByKey.get(key)!;
+      if (p.held !== undefined && p.lease) this.accept(key, p, p.lease);
+    }
+    for (const key of touched) if (!this.peersByKey.get(key)!.lease) this.peersByKey.delete(key);
+    this.metrics?.set(METRIC.peers, this.acceptedCount);
+  }
+
+  /** Who holds subnet `sn` now: its holder if any, else the oldest valid claimant, else (a tie) no one. */
+  private decide(sn: string, verdict: (l: Lease) => LeaseValidation, freedFrom: string | undefined, changed: Set<string>): void {
+    const valid: Lease[] = [];
+    for (const key of this.claimants.get(sn) ?? []) {
+      const l = this.peersByKey.get(key)!.lease!;
+      const v = verdict(l);
+      if (v.ok) valid.push(l);
+      else this.reject(l, v.reason, v.message);
+    }
+    let holder = this.holder.get(sn);
+    if (holder === undefined && valid.length > 0) {
+      valid.sort((a, b) => (a.created ?? Infinity) - (b.created ?? Infinity) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const [first, second] = valid;
+      if (second !== undefined && !((first.created ?? Infinity) < (second.created ?? Infinity))) {
+        // Equal (or unknown) creation times: no one holds the subnet until one of them gives it up.
+        const tied = valid.filter((l) => (l.created ?? Infinity) === (first.created ?? Infinity)).map((l) => l.key);
+        for (const l of valid) {
+          const other = tied.find((k) => k !== l.key) ?? first.key;
+          this.reject(l, 'subnet-contested', `subnet ${l.subnet} is claimed by ${tied.length} nodes created at the same time; none of them gets it`, other);
+        }
+        return;
+      }
+      holder = first.key;
+      const waited = this.rejections.current(holder)?.reason;
+      this.holder.set(sn, holder);
+      this.rejections.accepted(holder);
+      changed.delete(holder);
+      const p = this.peersByKey.get(holder)!;
+      p.held = sn;
+      this.accept(holder, p, first);
+      if ((freedFrom !== undefined && freedFrom !== holder) || (waited !== undefined && CONFLICT_REASONS.has(waited))) {
+        this.log.info('subnet handed over', { subnet: sn, from: freedFrom ?? '', to: holder });
+      }
+    }
+    for (const l of valid) {
+      if (l.key === holder) continue;
+      this.reject(l, 'subnet-overlaps-peer', `subnet ${l.subnet} is already held by ${holder!}`, holder);
+    }
+  }
+
+  private reject(l: Lease, reason: LeaseRejectReason, message: string, other?: string): void {
+    const fields: Record<string, unknown> = { subnet: l.subnet, publicIP: l.publicIP };
+    if (other !== undefined) fields.otherNode = other;
+    const fresh = this.rejections.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });
+    if (!fresh) return;
+    if (CONFLICT_REASONS.has(reason)) this.metrics?.inc(METRIC.subnetConflicts);
+    this.events.record(peerRejectedEvent(l.key, reason, message));
+  }
+
+  /** Accept `lease` for peer `key`: its items (anew), dirty where they changed. */
+  private accept(key: string, p: Peer<D>, lease: Lease): void {
+    const had = p.keys;
+    if (had) this.dropItems(key, had);
+    else this.acceptedCount++;
+    const items = this.source.desiredFor(lease);
+    const keys = items.map((d) => this.source.desiredKey(d));
+    p.lease = lease;
+    p.items = items;
+    p.keys = keys;
+    items.forEach((d, i) => {
+      const k = keys[i];
+      const owner = this.ownerOf.get(k);
+      if (owner !== undefined && owner !== key) return; // another peer has this key: the first wins
+      this.ownerOf.set(k, key);
+      this.departed.delete(k);
+      this.desiredByKey.set(k, d);
+      this.dirtyKeys.add(k);
+    });
+  }
+
+  /** `key` is no longer accepted: its items are no longer desired. */
+  private release(key: string, p: Peer<D>): void {
+    if (p.keys) this.dropItems(key, p.keys);
+    delete p.held;
+    delete p.items;
+    delete p.keys;
+    this.acceptedCount--;
+  }
+
+  private dropItems(key: string, keys: readonly string[]): void {
+    for (const k of keys) {
+      if (this.ownerOf.get(k) !== key) continue;
+      this.ownerOf.delete(k);
+      this.desiredByKey.delete(k);
+      this.departed.set(k, key);
+      this.dirtyKeys.add(k);
+    }
+  }
+}

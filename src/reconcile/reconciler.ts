@@ -1,0 +1,682 @@
+// The reconcile loop both backends use (docs/adr/0001): it reads the desired items and the changed keys
+// from the peer store (./peer-store.ts), plans against its cached read of the dataplane, and writes through
+// the backend's driver. No upstream flannel counterpart: flannel's route/policy handlers apply events one
+// by one and never sweep stale state (flannel#2554). The shape is Felix's Windows VXLAN manager
+// (projectcalico/calico felix/dataplane/windows/vxlan_mgr.go: record the desired state, mark it dirty,
+// apply = read, diff, write) with an incremental apply: the last read of the dataplane is kept as a
+// cache, updated with our own successful writes, so a peer event writes only its own delta and reads
+// nothing. A full read and diff happens at every resync period, after any failed or refused write, once
+// the peer set is complete (the first complete list), and after a rebuild.
+//
+// The plan is pure: compare the actual items with the desired ones, by key, and say what to add, remove
+// and replace. The writes execute it in bounded batches (removals first, then additions and the
+// replacements whose old item is gone). Batches are split when the dataplane refuses part of one: an
+// HcnModifyNetwork carrying many policies is atomic (hcsshim hcn/hcnnetwork.go modifyNetwork: one
+// request, one HRESULT), so one policy HNS refuses (HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_INVALID_POLICY,
+// ...) sinks the others with it. A refused batch is halved until the refused items stand alone;
+// everything else lands. A failure that is not a refusal (HNS down, a timeout, the network gone) stops
+// the writes instead: splitting would only multiply failing calls.
+import type { Clock } from '../clock.js';
+import { abortReason, pause, systemClock } from '../clock.js';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import { silentLogger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { NetworkStatus } from '../network-status.js';
+import type { NodeEvents } from '../node-events.js';
+import { PassLedger, RefusalTracker } from './ledger.js';
+import type { ItemSource } from './peer-store.js';
+
+// --- the driver seam ---
+
+export interface PlanOps<A, D> {
+  actualKey(a: A): string;
+  desiredKey(d: D): string;
+  /** True when actual item `a` already is desired item `d` (no write needed). */
+  same(a: A, d: D): boolean;
+}
+
+export interface ReconcilePlan<A, D> {
+  add: D[];
+  remove: A[];
+  replace: { from: A; to: D }[];
+  unchanged: number;
+}
+
+export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
+  /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
+  name: string;
+  /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
+  readActual(): Promise<A[]>;
+  /** One write removing these items (at most `batch` of them). */
+  remove(items: A[]): Promise<void>;
+  /** One write adding these items (at most `batch` of them). */
+  add(items: D[]): Promise<void>;
+  /** Items per write call (default: all of them in one). */
+  batch?: number;
+  /** Write calls in flight at once (default 1). */
+  concurrency?: number;
+  /** What a successful add of `d` leaves in the dataplane. Without it every pass reads (no incremental apply). */
+  toActual?(d: D): A;
+  /** True when `err` refuses the items of one write (split the batch to find them), not the call as a whole. */
+  refuses?(err: unknown): boolean;
+  /** True when `err` says the network this driver writes to no longer exists. */
+  networkGone?(err: unknown): boolean;
+  /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
+  release?(): Promise<void>;
+}
+
+/** A driver that also says which items a validated peer lease needs (the peer store asks it). */
+export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
+
+export interface PassResult {
+  ok: boolean;
+  added: number;
+  removed: number;
+  replaced: number;
+  /** Items the dataplane refused in this pass (retried on their own backoff). */
+  refused?: number;
+  /** The pass found the network gone. */
+  networkGone?: boolean;
+  error?: unknown;
+}
+
+// --- the plan and the writes ---
+
+/**
+ * Compare the actual items with the desired ones, by key. Actual items without a desired key are
+ * removed; of several actual items for one key, one that is `same` is kept and the rest removed;
+ * if none is the same, the first is replaced and the rest removed. Desired keys are unique (first wins).
+ */
+export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[], ops: PlanOps<A, D>): ReconcilePlan<A, D> {
+  const want = new Map<string, D>();
+  for (const d of desired) {
+    const k = ops.desiredKey(d);
+    if (!want.has(k)) want.set(k, d);
+  }
+  const have = new Map<string, A[]>();
+  for (const a of actual) {
+    const k = ops.actualKey(a);
+    const list = have.get(k);
+    if (list) list.push(a);
+    else have.set(k, [a]);
+  }
+  const plan: ReconcilePlan<A, D> = { add: [], remove: [], replace: [], unchanged: 0 };
+  for (const [k, items] of have) {
+    const d = want.get(k);
+    if (d === undefined) {
+      plan.remove.push(...items);
+      continue;
+    }
+    const keep = items.findIndex((a) => ops.same(a, d));
+    if (keep >= 0) {
+      plan.unchanged++;
+      items.forEach((a, i) => {
+        if (i !== keep) plan.remove.push(a);
+      });
+    } else {
+      plan.replace.push({ from: items[0], to: d });
+      plan.remove.push(...items.slice(1));
+    }
+  }
+  for (const [k, d] of want) if (!have.has(k)) plan.add.push(d);
+  return plan;
+}
+
+/** True when `plan` writes anything for `key` (a full pass's plan leaves the keys it finds right alone). */
+export function planTouches<A, D>(plan: ReconcilePlan<A, D>, key: string, ops: PlanOps<A, D>): boolean {
+  return plan.add.some((d) => ops.desiredKey(d) === key) || plan.replace.some((r) => ops.desiredKey(r.to) === key) || plan.remove.some((a) => ops.actualKey(a) === key);
+}
+
+/** The actual dataplane by key, as last read and changed by our own successful writes since. */
+export class ActualCache<A> {
+  private readonly byKey = new Map<string, A[]>();
+
+  constructor(items: readonly A[], key: (a: A) => string) {
+    for (const a of items) this.add(key(a), a);
+  }
+
+  get(k: string): readonly A[] {
+    return this.byKey.get(k) ?? [];
+  }
+
+  has(k: string): boolean {
+    return this.byKey.has(k);
+  }
+
+  add(k: string, a: A): void {
+    const list = this.byKey.get(k);
+    if (list) list.push(a);
+    else this.byKey.set(k, [a]);
+  }
+
+  remove(k: string, a: A): void {
+    const rest = this.get(k).filter((x) => x !== a);
+    if (rest.length > 0) this.byKey.set(k, rest);
+    else this.byKey.delete(k);
+  }
+}
+
+export interface WriteOutcome {
+  added: number;
+  removed: number;
+  replaced: number;
+  /** Keys with an item the dataplane refused (tracked in the RefusalTracker). */
+  refused: number;
+  /** Of those, refusals that are news (a first refusal or another answer), not a retry answered alike. */
+  refusalsChanged: number;
+  /** Keys of the items written in (added or replaced) and of those removed outright. */
+  addedKeys: string[];
+  removedKeys: string[];
+  /** Items the plan held but the pass attempted (refused items waiting out their backoff are not). */
+  attempted: number;
+  /** Write calls made. */
+  calls: number;
+  /** The first failure that was not a refusal. */
+  failure?: unknown;
+}
+
+/**
+ * Write `plan`. `early` (before the first complete list): additions only. Keys backing off after a
+ * refusal are left alone. Successful writes update `cache`; refusals and acceptances go to `refusals`.
+ */
+export async function writePlan<A, D>(
+  driver: ReconcileDriver<A, D>,
+  plan: ReconcilePlan<A, D>,
+  opts: { early: boolean; now: number; refusals: RefusalTracker; cache: ActualCache<A> | undefined },
+): Promise<WriteOutcome> {
+  const { refusals, cache } = opts;
+  const waiting = (k: string) => refusals.backingOff(k, opts.now);
+  const aKey = (a: A) => driver.actualKey(a);
+  const dKey = (d: D) => driver.desiredKey(d);
+  const batches = {
+    size: driver.batch ?? Number.MAX_SAFE_INTEGER,
+    concurrency: driver.concurrency ?? 1,
+    refuses: (e: unknown) => driver.refuses?.(e) === true,
+  };
+  const refusedKeys = new Set<string>();
+  const written = new Set<string>();
+  let refusalsChanged = 0;
+
+  const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
+  const rm = await writeInBatches(toRemove, { ...batches, write: (items) => driver.remove(items) });
+  const gone = new Set(rm.done);
+  for (const a of rm.done) {
+    written.add(aKey(a));
+    cache?.remove(aKey(a), a);
+  }
+  for (const r of rm.refused) {
+    refusedKeys.add(aKey(r.item));
+    if (refusals.refused(aKey(r.item), r.error)) refusalsChanged++;
+  }
+
+  const replacing = opts.early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
+  const toAdd = [...plan.add, ...replacing].filter((d) => !waiting(dKey(d)));
+  const ad = await writeInBatches(toAdd, { ...batches, write: (items) => driver.add(items) });
+  const added = new Set(ad.done);
+  for (const d of added) {
+    written.add(dKey(d));
+    if (driver.toActual) cache?.add(dKey(d), driver.toActual(d));
+  }
+  for (const r of ad.refused) {
+    refusedKeys.add(dKey(r.item));
+    if (refusals.refused(dKey(r.item), r.error)) refusalsChanged++;
+  }
+  for (const k of written) if (!refusedKeys.has(k)) refusals.accepted(k);
+
+  return {
+    removed: plan.remove.filter((a) => gone.has(a)).length,
+    added: plan.add.filter((d) => added.has(d)).length,
+    replaced: plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length,
+    refused: refusedKeys.size,
+    refusalsChanged,
+    addedKeys: ad.done.map(dKey),
+    removedKeys: plan.remove.filter((a) => gone.has(a)).map(aKey),
+    attempted: toRemove.length + toAdd.length,
+    calls: rm.calls + ad.calls,
+    failure: rm.failure ?? ad.failure,
+  };
+}
+
+export interface Refusal<T> {
+  item: T;
+  error: unknown;
+}
+
+export interface BatchResult<T, R> {
+  /** Items written, in write order. */
+  done: T[];
+  /** What each successful write returned, in the same order as the writes. */
+  returned: R[];
+  /** Items the dataplane refused, one by one. */
+  refused: Refusal<T>[];
+  /** The first failure that was not a refusal; the items after it were not attempted. */
+  failure?: unknown;
+  /** Items not attempted because of `failure`. */
+  skipped: T[];
+  /** Write calls made. */
+  calls: number;
+}
+
+export interface BatchOptions<T, R> {
+  /** Items per write (>= 1). */
+  size: number;
+  /** Writes in flight at once (>= 1). */
+  concurrency: number;
+  write: (items: T[]) => Promise<R>;
+  /** True when `error` refuses the items of this write rather than failing the call as a whole. */
+  refuses: (error: unknown) => boolean;
+}
+
+/** Write `items` in batches of `size`; halve refused batches down to single refused items. */
+export async function writeInBatches<T, R>(items: readonly T[], opts: BatchOptions<T, R>): Promise<BatchResult<T, R>> {
+  const size = Math.max(1, Math.floor(opts.size));
+  const result: BatchResult<T, R> = { done: [], returned: [], refused: [], skipped: [], calls: 0 };
+  const queue: T[][] = [];
+  for (let i = 0; i < items.length; i += size) queue.push(items.slice(i, i + size));
+
+  const attempt = async (part: T[]): Promise<void> => {
+    if (result.failure !== undefined) {
+      result.skipped.push(...part);
+      return;
+    }
+    result.calls++;
+    try {
+      const r = await opts.write(part);
+      result.done.push(...part);
+      result.returned.push(r);
+    } catch (error) {
+      if (!opts.refuses(error)) {
+        result.failure ??= error;
+        result.skipped.push(...part);
+        return;
+      }
+      if (part.length === 1) {
+        result.refused.push({ item: part[0], error });
+        return;
+      }
+      const half = Math.ceil(part.length / 2);
+      await attempt(part.slice(0, half));
+      await attempt(part.slice(half));
+    }
+  };
+
+  const worker = async (): Promise<void> => {
+    for (let part = queue.shift(); part; part = queue.shift()) await attempt(part);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(Math.floor(opts.concurrency), queue.length)) }, worker));
+  return result;
+}
+
+// --- wake-ups ---
+
+export class Latch {
+  private isOpen = false;
+  private readonly waiters: (() => void)[] = [];
+
+  open(): void {
+    if (this.isOpen) return;
+    this.isOpen = true;
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  wait(signal?: AbortSignal): Promise<void> {
+    if (this.isOpen) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(abortReason(signal));
+      const done = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const i = this.waiters.indexOf(done);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(abortReason(signal!));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(done);
+    });
+  }
+}
+
+/** A sleep that `ring()` cuts short (a change arrived while the reconcile loop idles). */
+export class Alarm {
+  private ringer: (() => void) | undefined;
+
+  ring(): void {
+    this.ringer?.();
+  }
+
+  /** Sleep `ms` on `clock`; true when rung first, false when the time passed or `signal` aborted. */
+  async sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    let rung = false;
+    this.ringer = () => {
+      rung = true;
+      ac.abort();
+    };
+    try {
+      await clock.sleep(ms, ac.signal);
+    } catch {
+      // rung or aborted
+    } finally {
+      this.ringer = undefined;
+      signal.removeEventListener('abort', onAbort);
+    }
+    return rung;
+  }
+}
+
+// --- the loop ---
+
+/** What the loop reads of the desired side: the peer store (./peer-store.ts) implements it. */
+export interface DesiredSet<D> {
+  /** The first complete list has arrived: removals, replacements and "in sync" may start. */
+  readonly listed: boolean;
+  /** Peers with items. */
+  readonly size: number;
+  desired(key: string): D | undefined;
+  desiredItems(): D[];
+  /** Keys whose desired item changed since the last call. */
+  takeDirty(): string[];
+  clearDirty(): void;
+  isDirty(key: string): boolean;
+  /** The peer a key is (or was, until removed) for. */
+  owner(key: string): string | undefined;
+  /** These keys were removed from the dataplane. */
+  removed(keys: readonly string[]): void;
+  /** Peers whose every item is `held`. */
+  countProgrammed(held: (key: string) => boolean): number;
+  /** Called after every change. */
+  subscribe(onChange: () => void): void;
+}
+
+export interface ReconcilerOptions<A, D> {
+  driver: ReconcileDriver<A, D>;
+  /** The desired items: the peer store. */
+  desired: DesiredSet<D>;
+  clock?: Clock;
+  log?: Logger;
+  metrics?: Metrics;
+  /** Read everything and repair drift this often (default 10000 ms). */
+  resyncMs?: number;
+  /** Backoff after a failed pass, and per refused item: base * 2^n, at most cap (defaults 250 / 30000 ms). */
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+  /** Where refused peer items are reported as Events on the own Node. */
+  events?: NodeEvents;
+  /** Recreate the network after a pass found it gone; the loop retries it with backoff until it succeeds. */
+  onNetworkGone?: (signal: AbortSignal) => Promise<void>;
+}
+
+/** At most this many peer names in a pass's log line; the rest are counted. */
+export const LOGGED_PEER_NAMES = 10;
+
+/** `a, b, c` for the first LOGGED_PEER_NAMES distinct names, then `(+N more)`; undefined for none. */
+export function peerNames(names: readonly string[]): string | undefined {
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return undefined;
+  const shown = unique.slice(0, LOGGED_PEER_NAMES).join(', ');
+  return unique.length > LOGGED_PEER_NAMES ? `${shown} (+${unique.length - LOGGED_PEER_NAMES} more)` : shown;
+}
+
+export class Reconciler<A, D> {
+  private driver: ReconcileDriver<A, D>;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly resyncMs: number;
+  private readonly onNetworkGone: ((signal: AbortSignal) => Promise<void>) | undefined;
+  private readonly refusals: RefusalTracker;
+  private readonly ledger: PassLedger;
+
+  private readonly desired: DesiredSet<D>;
+  /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
+  private cache: ActualCache<A> | undefined;
+  /** Keys whose refused item is due for a retry (the incremental pass writes these and the store's dirty keys). */
+  private readonly retryKeys = new Set<string>();
+  private fullPending = true;
+  private dirty = false;
+  private inSync = false;
+  /** A full pass has run since the list completed (the first one after it reads and diffs everything). */
+  private fullSinceListed = false;
+  private lastFullAt: number | undefined;
+  private running: Promise<PassResult> | undefined;
+  private readonly alarm = new Alarm();
+  /** Opens once the first pass after the complete list was tried on an existing network. */
+  private readonly firstPassLatch = new Latch();
+
+  constructor(opts: ReconcilerOptions<A, D>) {
+    this.driver = opts.driver;
+    this.clock = opts.clock ?? systemClock;
+    this.log = opts.log ?? silentLogger();
+    this.resyncMs = opts.resyncMs ?? 10_000;
+    this.desired = opts.desired;
+    this.onNetworkGone = opts.onNetworkGone;
+    const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
+    this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
+    this.refusals = new RefusalTracker({
+      driver: opts.driver.name,
+      clock: this.clock,
+      log: this.log,
+      metrics: opts.metrics,
+      events: opts.events,
+      ...backoff,
+      owner: (key) => this.desired.owner(key),
+    });
+    this.desired.subscribe(() => this.touch());
+  }
+
+  /** Write to another driver from now on (the network was rebuilt; the store has made every peer's items for it): the next pass reads it. */
+  rebind(driver: ReconcileDriver<A, D>): void {
+    this.driver = driver;
+    this.cache = undefined;
+    this.fullPending = true;
+    this.touch();
+  }
+
+  private touch(): void {
+    this.ledger.changed();
+    this.dirty = true;
+    this.inSync = false;
+    this.alarm.ring();
+  }
+
+  /** The loop's part of the network's status (the store fills in the peers' side). */
+  status(): Omit<NetworkStatus, 'listed' | 'rejections'> {
+    const l = this.ledger;
+    return {
+      inSync: this.desired.listed && this.inSync,
+      networkMissing: l.missing,
+      lastGoodAt: this.running === undefined && l.consecutiveFailures === 0 && !l.missing && l.lastSuccessAt !== undefined ? this.clock.now() : l.lastSuccessAt,
+      passes: l.passes,
+      consecutiveFailures: l.consecutiveFailures,
+      lastPassAt: l.lastPassAt,
+      lastPassOk: l.lastPassOk,
+      lastSuccessAt: l.lastSuccessAt,
+      lastError: l.lastError,
+      peersDesired: this.desired.size,
+      peersProgrammed: this.desired.countProgrammed((k) => this.isProgrammed(k)),
+      refusedItems: this.refusals.size === 0 ? [] : this.refusals.list(),
+    };
+  }
+
+  /** True when the dataplane holds the desired item with this key, as far as the passes so far know. */
+  isProgrammed(key: string): boolean {
+    const d = this.desired.desired(key);
+    if (d === undefined || this.refusals.has(key) || this.desired.isDirty(key)) return false;
+    if (this.cache) return this.cache.get(key).some((a) => this.driver.same(a, d));
+    return this.inSync;
+  }
+
+  /** Resolves after the first pass after the complete list was tried against an existing network, whatever its result. */
+  waitForFirstPass(signal?: AbortSignal): Promise<void> {
+    return this.firstPassLatch.wait(signal);
+  }
+
+  private serialized(): Promise<PassResult> {
+    const prev = this.running ?? Promise.resolve(undefined);
+    const next = prev.then(() => this.pass());
+    this.running = next;
+    void next.finally(() => {
+      if (this.running === next) this.running = undefined;
+    });
+    return next;
+  }
+
+  private async pass(): Promise<PassResult> {
+    // Before the complete list the peer set is partial: a pass only adds.
+    const early = !this.desired.listed;
+    if (!early && !this.fullSinceListed) {
+      this.fullSinceListed = true;
+      this.fullPending = true;
+    }
+    const driver = this.driver;
+    const incremental = !this.fullPending && this.cache !== undefined && driver.toActual !== undefined;
+    const changed = this.desired.takeDirty();
+    for (const k of changed) this.refusals.forget(k); // new content: try it now rather than after the old item's backoff
+    const keys = incremental ? [...new Set([...changed, ...this.retryKeys])] : undefined;
+    this.dirty = false;
+    this.retryKeys.clear();
+    if (!incremental) this.fullPending = false;
+    const start = this.ledger.begin();
+    const out: PassResult = { ok: true, added: 0, removed: 0, replaced: 0 };
+    let plan: ReconcilePlan<A, D> | undefined;
+    try {
+      if (!incremental) {
+        const actual = await driver.readActual();
+        this.lastFullAt = this.clock.now();
+        this.cache = driver.toActual ? new ActualCache(actual, (a) => driver.actualKey(a)) : undefined;
+        plan = planReconcile(actual, this.desired.desiredItems(), driver);
+      } else {
+        const cache = this.cache!;
+        const want = keys!.map((k) => this.desired.desired(k)).filter((d): d is D => d !== undefined);
+        const actual = keys!.flatMap((k) => cache.get(k));
+        plan = planReconcile(actual, want, driver);
+      }
+      const w = await writePlan(driver, plan, { early, now: this.clock.now(), refusals: this.refusals, cache: this.cache });
+      Object.assign(out, { added: w.added, removed: w.removed, replaced: w.replaced }, w.refused > 0 ? { refused: w.refused } : {});
+      if (w.failure !== undefined) {
+        out.ok = false;
+        out.error = w.failure;
+      }
+      if (w.attempted > 0 || w.failure !== undefined) {
+        const { added, removed, replaced, refused, calls: writes } = w;
+        const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
+        const names = { addedPeers: peerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? k)), removedPeers: peerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? k)) };
+        this.desired.removed(w.removedKeys);
+        // A pass that only retried refused items and got the same answers is no news: debug (refusals.ts logs changes).
+        const news = added + removed + replaced > 0 || w.refusalsChanged > 0 || w.failure !== undefined;
+        if (news) this.log.info('reconcile pass', { ...fields, ...names });
+        else this.log.debug('reconcile pass', fields);
+      }
+    } catch (err) {
+      out.ok = false;
+      out.error ??= err;
+    }
+    if (!incremental) await this.releaseQuietly(driver);
+    this.settleRefusals(incremental ? undefined : plan);
+    this.ledger.ended(out, start);
+    return this.settle(out, early, incremental);
+  }
+
+  private async releaseQuietly(driver: ReconcileDriver<A, D>): Promise<void> {
+    try {
+      await driver.release?.();
+    } catch (err) {
+      this.log.debug('releasing the dataplane handle failed', { driver: driver.name, error: errorMessage(err) });
+    }
+  }
+
+  /**
+   * Refused keys need no retry once they are neither desired nor present, or once the dataplane holds the
+   * desired item (as the cache, or else this full pass's plan, shows): drift, another writer, or HNS took it.
+   */
+  private settleRefusals(fullPlan: ReconcilePlan<A, D> | undefined): void {
+    for (const k of this.refusals.keys()) {
+      const d = this.desired.desired(k);
+      const held = this.cache?.get(k) ?? [];
+      if (d === undefined) {
+        if (held.length === 0) this.refusals.forget(k);
+      } else if (this.cache ? held.length === 1 && this.driver.same(held[0], d) : fullPlan !== undefined && !planTouches(fullPlan, k, this.driver)) {
+        this.refusals.held(k);
+      }
+    }
+  }
+
+  private settle(out: PassResult, early: boolean, incremental: boolean): PassResult {
+    if (out.refused !== undefined) this.fullPending = true; // a refused write: read before trusting the cache again
+    if (!out.ok) {
+      out.networkGone = this.driver.networkGone?.(out.error) === true;
+      this.dirty = true;
+      this.fullPending = true;
+      this.inSync = false;
+    }
+    this.ledger.settled(out, this.driver.name, incremental);
+    if (early) return out; // additions only: removals, replacements and "in sync" wait for the complete list
+    if (out.ok) this.inSync = !this.dirty && this.refusals.size === 0;
+    if (!out.networkGone) this.firstPassLatch.open();
+    return out;
+  }
+
+  /**
+   * Keep the dataplane in step until `signal` aborts: a pass whenever the desired set changes (the delta
+   * only), a full pass every `resyncMs`, refused items retried when their backoff ends, capped exponential
+   * backoff after failures, and a rebuild when a pass finds the network gone.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (this.ledger.missing && this.onNetworkGone) {
+        if (!(await this.rebuild(signal))) return;
+        continue;
+      }
+      if (this.dirty) {
+        const r = await this.serialized();
+        if (!r.ok && !(r.networkGone && this.onNetworkGone)) {
+          const delay = this.ledger.retryDelay();
+          this.log.info('reconcile retry scheduled', { driver: this.driver.name, delayMs: delay, attempt: this.ledger.consecutiveFailures });
+          if (!(await pause(this.clock, delay, signal))) return;
+        }
+        continue;
+      }
+      await this.idle(signal);
+    }
+  }
+
+  /** Wait for a change, the resync timer or the next refused item's retry. */
+  private async idle(signal: AbortSignal): Promise<void> {
+    const now = this.clock.now();
+    const resyncIn = this.lastFullAt === undefined ? this.resyncMs : Math.max(0, this.lastFullAt + this.resyncMs - now);
+    const listed = this.desired.listed;
+    const retryAt = listed ? this.refusals.nextRetryAt() : undefined;
+    const ms = retryAt === undefined ? resyncIn : Math.min(resyncIn, Math.max(0, retryAt - now));
+    const woken = await this.alarm.sleep(this.clock, ms, signal);
+    if (signal.aborted || woken || !listed) return;
+    const t = this.clock.now();
+    const due = this.refusals.due(t);
+    if (due.length > 0) {
+      for (const k of due) this.retryKeys.add(k);
+      this.dirty = true;
+    }
+    if (this.lastFullAt === undefined || t - this.lastFullAt >= this.resyncMs) {
+      this.fullPending = true; // resync: re-read and repair drift
+      this.dirty = true;
+    }
+  }
+
+  /** The network is gone: recreate it (the owner's hook), then read and reprogram everything. False once aborted. */
+  private async rebuild(signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.onNetworkGone!(signal);
+      this.ledger.rebuildDone();
+      this.cache = undefined;
+      this.fullPending = true;
+      this.dirty = true;
+      return true;
+    } catch (err) {
+      if (signal.aborted) return false;
+      return pause(this.clock, this.ledger.rebuildFailed(this.driver.name, err), signal);
+    }
+  }
+}
