@@ -8,7 +8,7 @@
 /* global performance */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
-import { METRIC } from '../dist/health/metrics.js';
+import { METRIC } from '../dist/metrics.js';
 import {
   ApiServerProcess,
   BENCH_DIR,

@@ -12,7 +12,7 @@ import { Agent } from '../../dist/agent.js';
 import { parseConfig } from '../../dist/config/parse.js';
 import { SimulatedDataplane } from '../../dist/dataplane/simulated.js';
 import { simulatedDataplane } from '../../dist/dataplane/simulated-node.js';
-import { Metrics } from '../../dist/health/metrics.js';
+import { Metrics } from '../../dist/metrics.js';
 import { systemClock } from '../../dist/clock.js';
 
 export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));

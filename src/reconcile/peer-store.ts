@@ -185,10 +185,6 @@ export class PeerStore<D> {
     return keys;
   }
 
-  /** Forget the pending changes (a full pass reads and diffs everything). */
-  clearDirty(): void {
-    this.dirtyKeys.clear();
-  }
 
   isDirty(key: string): boolean {
     return this.dirtyKeys.has(key);

@@ -381,7 +381,6 @@ export interface DesiredSet<D> {
   desiredItems(): D[];
   /** Keys whose desired item changed since the last call. */
   takeDirty(): string[];
-  clearDirty(): void;
   isDirty(key: string): boolean;
   /** The peer a key is (or was, until removed) for. */
   owner(key: string): string | undefined;
@@ -515,9 +514,10 @@ export class Reconciler<A, D> {
     return this.firstPassLatch.wait(signal);
   }
 
-  private serialized(): Promise<PassResult> {
+  /** One pass now, after any pass in progress: the loop's own step (the changed keys, or everything when a full read is due). */
+  pass(): Promise<PassResult> {
     const prev = this.running ?? Promise.resolve(undefined);
-    const next = prev.then(() => this.pass());
+    const next = prev.then(() => this.onePass());
     this.running = next;
     void next.finally(() => {
       if (this.running === next) this.running = undefined;
@@ -525,7 +525,7 @@ export class Reconciler<A, D> {
     return next;
   }
 
-  private async pass(): Promise<PassResult> {
+  private async onePass(): Promise<PassResult> {
     // Before the complete list the peer set is partial: a pass only adds.
     const early = !this.desired.listed;
     if (!early && !this.fullSinceListed) {
@@ -632,7 +632,7 @@ export class Reconciler<A, D> {
         continue;
       }
       if (this.dirty) {
-        const r = await this.serialized();
+        const r = await this.pass();
         if (!r.ok && !(r.networkGone && this.onNetworkGone)) {
           const delay = this.ledger.retryDelay();
           this.log.info('reconcile retry scheduled', { driver: this.driver.name, delayMs: delay, attempt: this.ledger.consecutiveFailures });

@@ -1,7 +1,7 @@
 // The API server killed and restarted mid-list and mid-watch: the agent relists, writes nothing before
 // a complete list, and ends with the dataplane equal to the cluster's state.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { METRIC } from '../../src/health/metrics.js';
+import { METRIC } from '../../src/metrics.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
 
 /** The Node list (not the watch, not a GET of one node). */

@@ -11,7 +11,7 @@ import { parseConfig } from '../../src/config/parse.js';
 import { hnsCallTimeoutMs } from '../../src/dataplane/factory.js';
 import { simulatedDataplane } from '../../src/dataplane/simulated-node.js';
 import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../../src/dataplane/simulated.js';
-import { Metrics } from '../../src/health/metrics.js';
+import { Metrics } from '../../src/metrics.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { LOG, TestCluster, waitFor } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';

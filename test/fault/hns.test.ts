@@ -1,6 +1,6 @@
 // HNS and route calls failing and hanging: the reconcile loop retries with bounded backoff and converges.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { METRIC } from '../../src/health/metrics.js';
+import { METRIC } from '../../src/metrics.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, seeded, VXLAN_NET_CONF, waitFor, wantPolicies } from './harness.js';
 

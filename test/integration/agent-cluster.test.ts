@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { METRIC } from '../../src/health/metrics.js';
+import { METRIC } from '../../src/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
 
 const WIN = 'win-1';

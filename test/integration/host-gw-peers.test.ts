@@ -4,7 +4,7 @@
 // lease (issue 18 §4): counted in flannel_leases_rejected_total{reason}, no route written.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { METRIC } from '../../src/health/metrics.js';
+import { METRIC } from '../../src/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, waitFor, type RunningAgent } from '../support/cluster.js';
 
 const WIN = 'win-1';

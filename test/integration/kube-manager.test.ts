@@ -9,7 +9,7 @@ import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
 import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
-import { METRIC, Metrics } from '../../src/health/metrics.js';
+import { METRIC, Metrics } from '../../src/metrics.js';
 import { BackendError, KubeApiError, KubeError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
 import { systemClock } from '../../src/clock.js';

@@ -10,7 +10,7 @@ import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { simulatedDataplane } from '../../src/dataplane/simulated-node.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { Metrics } from '../../src/health/metrics.js';
+import { Metrics } from '../../src/metrics.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
 import { LOG, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { addPolicy } from '../support/sim-dataplane.js';

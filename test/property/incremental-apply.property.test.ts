@@ -3,8 +3,9 @@
 // whatever happens in between: failed writes, refused items, drift behind the agent's back.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { Reconciler, type ReconcileDriver } from '../../src/backends/reconcile.js';
+import { Reconciler, type ReconcileDriver } from '../../src/reconcile/reconciler.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { ItemSet } from '../support/desired-set.js';
 
 interface Item {
   key: string;
@@ -80,19 +81,21 @@ describe('incremental apply', () => {
         const clock = new FakeClock();
         const store = new Store();
         store.items = initial.map((i) => ({ ...i }));
-        const r = new Reconciler<Item, Item>({ driver: store, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
+        const items = new ItemSet<Item>((d) => store.desiredKey(d));
+
+        const r = new Reconciler<Item, Item>({ desired: items, driver: store, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
         const desired = new Map<string, Item>();
-        r.markSynced();
+        items.markListed();
         const ac = new AbortController();
         const done = r.run(ac.signal);
         await flush();
         for (const op of ops) {
           if (op.kind === 'set') {
             desired.set(op.key, { key: op.key, val: op.val });
-            r.updateDesired([[op.key, { key: op.key, val: op.val }]]);
+            items.update([[op.key, { key: op.key, val: op.val }]]);
           } else if (op.kind === 'del') {
             desired.delete(op.key);
-            r.updateDesired([[op.key, undefined]]);
+            items.update([[op.key, undefined]]);
           } else if (op.kind === 'driftRemove') store.items = store.items.filter((i) => i.key !== op.key);
           else if (op.kind === 'driftAdd') store.items.push({ key: op.key, val: op.val });
           else if (op.kind === 'fail') store.failNext += op.n;
@@ -109,10 +112,11 @@ describe('incremental apply', () => {
         store.refused.clear();
         const full = new Store();
         full.items = store.items.map((i) => ({ ...i }));
-        const fresh = new Reconciler<Item, Item>({ driver: full });
-        fresh.setDesired([...desired.values()]);
-        fresh.markSynced();
-        expect((await fresh.passNow()).ok).toBe(true);
+        const freshItems = new ItemSet<Item>((d) => full.desiredKey(d));
+        const fresh = new Reconciler<Item, Item>({ desired: freshItems, driver: full });
+        freshItems.set([...desired.values()]);
+        freshItems.markListed();
+        expect((await fresh.pass()).ok).toBe(true);
 
         // ... and what the running loop makes of it by the next resync (refused items' backoff is capped at 1 s).
         await clock.advance(10_000);
@@ -133,15 +137,17 @@ describe('incremental apply', () => {
       fc.asyncProperty(fc.array(fc.record({ key: keyArb, val: valArb }), { minLength: 1, maxLength: 20 }), async (changes) => {
         const clock = new FakeClock();
         const store = new Store();
-        const r = new Reconciler<Item, Item>({ driver: store, clock, resyncMs: 10_000 });
-        r.markSynced();
+        const items = new ItemSet<Item>((d) => store.desiredKey(d));
+
+        const r = new Reconciler<Item, Item>({ desired: items, driver: store, clock, resyncMs: 10_000 });
+        items.markListed();
         const ac = new AbortController();
         const done = r.run(ac.signal);
         await flush();
         const desired = new Map<string, Item>();
         for (const c of changes) {
           desired.set(c.key, c);
-          r.updateDesired([[c.key, c]]);
+          items.update([[c.key, c]]);
           await flush();
         }
         expect(store.reads).toBe(1); // the first pass only

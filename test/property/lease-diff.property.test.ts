@@ -5,7 +5,7 @@ import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { LeaseWatcher, leaseContent } from '../../src/subnet/watcher.js';
 import { validateLease } from '../../src/subnet/validate.js';
 import { normalizeCidr } from '../../src/ip4.js';
-import { planReconcile, Reconciler, type ReconcileDriver } from '../../src/backends/reconcile.js';
+import { planReconcile, Reconciler, type ReconcileDriver } from '../../src/reconcile/reconciler.js';
 
 const OWN_KEY = 'me';
 const OWN_SUBNET = '10.244.1.0/24';

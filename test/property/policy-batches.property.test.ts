@@ -8,7 +8,7 @@
 // in; after the resyncs every mode holds exactly the valid peers' RemoteSubnetRoute policies.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { Reconciler } from '../../src/backends/reconcile.js';
+import { Reconciler } from '../../src/reconcile/reconciler.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from '../../src/backends/vxlan/policies.js';
 import type { PolicyBatches } from '../../src/dataplane/sim-refusals.js';
@@ -17,6 +17,7 @@ import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { ItemSet } from '../support/desired-set.js';
 
 /** How a peer's backend data is: fine, or content HNS refuses. */
 type Kind = 'ok' | 'ok2' | 'vni' | 'mac';
@@ -57,23 +58,20 @@ async function run(mode: PolicyBatches, batch: number, initial: Op[], ops: Op[])
     overlayNetworkFor({ type: 'vxlan', name: 'flannel.4096', vni: 4096, port: 4789, macPrefix: '0E-2A', legacyRemoteEndpoints: false }, '10.244.100.0/24', ''),
   );
   const clock = new FakeClock();
-  const r = new Reconciler<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy>({
-    driver: remoteSubnetRouteDriver(hns, net.ID!, batch, 'flannel.4096'),
-    clock,
-    resyncMs: 10_000,
-    backoffBaseMs: 100,
-    backoffCapMs: 1000,
-  });
+  const driver = remoteSubnetRouteDriver(hns, net.ID!, batch, 'flannel.4096');
+  const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
+
+  const r = new Reconciler<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy>({ desired: items, driver, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
   const apply = async (op: Op) => {
     const key = `10.244.${'n' in op ? op.n : 0}.0/24`;
-    if (op.kind === 'set') r.updateDesired([[key, remoteSubnetRouteFor(lease(op.n, op.data))]]);
-    else if (op.kind === 'del') r.updateDesired([[key, undefined]]);
+    if (op.kind === 'set') items.update([[key, remoteSubnetRouteFor(lease(op.n, op.data))]]);
+    else if (op.kind === 'del') items.update([[key, undefined]]);
     else await clock.advance(op.ms);
     await flush();
   };
   // The first pass writes the initial peers in batches (where the modes differ most).
-  for (const op of initial) if (op.kind === 'set') r.updateDesired([[`10.244.${op.n}.0/24`, remoteSubnetRouteFor(lease(op.n, op.data))]]);
-  r.markSynced();
+  for (const op of initial) if (op.kind === 'set') items.update([[`10.244.${op.n}.0/24`, remoteSubnetRouteFor(lease(op.n, op.data))]]);
+  items.markListed();
   const ac = new AbortController();
   const done = r.run(ac.signal);
   await flush();

@@ -5,7 +5,7 @@ import type { NetworkStatus } from '../../src/backends/backend.js';
 import { renderStatusTable, statusUrls } from '../../src/commands/status.js';
 import { startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
 import { readFileSync } from 'node:fs';
-import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/health/metrics.js';
+import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/metrics.js';
 import { LEASE_REJECT_REASONS } from '../../src/subnet/validate.js';
 import { VERSION } from '../../src/version.js';
 

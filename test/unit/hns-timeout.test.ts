@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { FlagError, HnsError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
-import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { DEFAULT_HNS_CALL_TIMEOUT_MS, withCallTimeout } from '../../src/hns/timed.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';

@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import type { Lease, LeaseEvent } from '../../src/subnet/lease.js';
 import { LeaseWatcher } from '../../src/subnet/watcher.js';
-import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 

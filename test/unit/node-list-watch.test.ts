@@ -5,7 +5,7 @@
 // https://kubernetes.io/docs/reference/using-api/api-concepts/ (retrieving large results sets in
 // chunks; efficient detection of changes; watch bookmarks).
 import { describe, it, expect } from '@jest/globals';
-import { METRIC, Metrics } from '../../src/health/metrics.js';
+import { METRIC, Metrics } from '../../src/metrics.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { silentLogger } from '../../src/log.js';
 import type { LeaseUpdate } from '../../src/subnet/lease.js';

@@ -1,10 +1,11 @@
 // The Reconciler's incremental apply (Felix felix/dataplane/windows/vxlan_mgr.go: record desired, mark
 // dirty, apply later), refused items, the first-pass signal, early additions and the network-gone rebuild.
 import { describe, expect, it } from '@jest/globals';
-import { Reconciler, type ReconcileDriver } from '../../src/backends/reconcile.js';
-import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { Reconciler, type ReconcileDriver } from '../../src/reconcile/reconciler.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
+import { ItemSet } from '../support/desired-set.js';
 
 class Refused extends Error {}
 class Gone extends Error {}
@@ -55,13 +56,16 @@ class Dataplane implements ReconcileDriver<string, string> {
   }
 }
 
-function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () => Promise<void> } = {}) {
+function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {}) {
   const clock = new FakeClock();
   const dp = new Dataplane();
   dp.batch = opts.batch;
   const metrics = new Metrics();
   const sink = logSink();
+  const items = new ItemSet<string>((d) => dp.desiredKey(d));
+
   const r = new Reconciler({
+    desired: items,
     driver: dp,
     clock,
     metrics,
@@ -69,27 +73,26 @@ function setup(opts: { batch?: number; earlyAdds?: boolean; onNetworkGone?: () =
     resyncMs: 10_000,
     backoffBaseMs: 1000,
     backoffCapMs: 8000,
-    earlyAdds: opts.earlyAdds,
     onNetworkGone: opts.onNetworkGone,
   });
   const ac = new AbortController();
-  return { clock, dp, metrics, r, ac, lines: sink.entries };
+  return { clock, dp, metrics, r, ac, items, lines: sink.entries };
 }
 
 describe('incremental apply', () => {
   it('an event writes only its delta with no read; the resync period still reads and repairs drift', async () => {
-    const { clock, dp, r, ac } = setup();
+    const { clock, dp, r, ac, items } = setup();
     dp.actual = ['a=1', 'b=1'];
-    r.setDesired(['a=1', 'b=1']);
-    r.markSynced();
+    items.set(['a=1', 'b=1']);
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(dp.log).toEqual(['read']);
     dp.log = [];
     await clock.advance(3000);
-    r.updateDesired([['c', 'c=1']]);
+    items.update([['c', 'c=1']]);
     await flush();
-    r.updateDesired([
+    items.update([
       ['a', undefined],
       ['b', 'b=2'],
     ]);
@@ -108,12 +111,12 @@ describe('incremental apply', () => {
   });
 
   it('a burst of events coalesces into one batch', async () => {
-    const { dp, r, ac } = setup({ batch: 100 });
-    r.markSynced();
+    const { dp, r, ac, items } = setup({ batch: 100 });
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     dp.log = [];
-    for (const k of ['a', 'b', 'c', 'd']) r.updateDesired([[k, `${k}=1`]]);
+    for (const k of ['a', 'b', 'c', 'd']) items.update([[k, `${k}=1`]]);
     await flush();
     expect(dp.log).toEqual(['add a=1,b=1,c=1,d=1']);
     ac.abort();
@@ -121,13 +124,13 @@ describe('incremental apply', () => {
   });
 
   it('after a failed write the next pass reads before writing again', async () => {
-    const { clock, dp, r, ac } = setup();
-    r.markSynced();
+    const { clock, dp, r, ac, items } = setup();
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     dp.log = [];
     dp.failNext = 1;
-    r.updateDesired([['a', 'a=1']]);
+    items.update([['a', 'a=1']]);
     await flush();
     expect(dp.log).toEqual(['add a=1']);
     await clock.advance(1000);
@@ -136,13 +139,14 @@ describe('incremental apply', () => {
     await done;
   });
 
-  it('a snapshot (setDesired) is diffed against a fresh read', async () => {
-    const { dp, r, ac } = setup();
-    r.markSynced();
+  it('a rebind (the network rebuilt) is diffed against a fresh read', async () => {
+    const { dp, r, ac, items } = setup();
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     dp.log = [];
-    r.setDesired(['a=1']);
+    items.set(['a=1']);
+    r.rebind(dp);
     await flush();
     expect(dp.log).toEqual(['read', 'add a=1']);
     ac.abort();
@@ -150,15 +154,15 @@ describe('incremental apply', () => {
   });
 
   it('releases what incremental writes kept open after each full pass only', async () => {
-    const { dp, r, ac } = setup();
-    r.markSynced();
+    const { clock, dp, r, ac, items } = setup();
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(dp.released).toBe(1);
-    r.updateDesired([['a', 'a=1']]);
+    items.update([['a', 'a=1']]);
     await flush();
     expect(dp.released).toBe(1);
-    await r.passNow();
+    await clock.advance(10_000); // the resync: a full pass
     expect(dp.released).toBe(2);
     ac.abort();
     await done;
@@ -167,36 +171,36 @@ describe('incremental apply', () => {
 
 describe('pass log lines', () => {
   it('name the peers a pass added and removed: the first 10, then a count', async () => {
-    const { r, lines } = setup();
+    const { r, lines, items } = setup();
     const peers = Array.from({ length: 12 }, (_, i) => [`node-${String(i).padStart(2, '0')}`, [`k${i}=1`]] as const);
-    r.setPeers(peers);
-    r.markSynced();
-    await r.passNow();
+    items.setPeers(peers);
+    items.markListed();
+    await r.pass();
     const info = () => lines.filter((l) => l['level'] === 'info' && l['message'] === 'reconcile pass');
     expect(info().at(-1)).toMatchObject({ added: 12, addedPeers: 'node-00, node-01, node-02, node-03, node-04, node-05, node-06, node-07, node-08, node-09 (+2 more)' });
     expect(info().at(-1)).not.toHaveProperty('removedPeers');
-    r.updatePeers([
+    items.updatePeers([
       ['node-03', undefined],
       ['node-05', undefined],
       ['node-20', ['k20=1']],
     ]);
-    await r.passNow();
+    await r.pass();
     expect(info().at(-1)).toMatchObject({ added: 1, removed: 2, addedPeers: 'node-20', removedPeers: 'node-03, node-05' });
   });
 });
 
 describe('refused items', () => {
   it('one refused item in a batch: the rest land, it is retried with backoff, counted, and logged once', async () => {
-    const { clock, dp, r, ac, metrics, lines } = setup({ batch: 8 });
+    const { clock, dp, r, ac, metrics, lines, items } = setup({ batch: 8 });
     dp.refused.add('e=1');
-    r.setPeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]}`, [d]]));
-    r.markSynced();
+    items.setPeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]}`, [d]]));
+    items.markListed();
     const first = r.waitForFirstPass();
     const done = r.run(ac.signal);
     await first;
     await flush();
     expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1', 'd=1', 'f=1', 'g=1', 'h=1']);
-    expect(r.status()).toMatchObject({ inSync: false, refused: 1, consecutiveFailures: 0 });
+    expect(r.status()).toMatchObject({ inSync: false, refusedItems: [expect.objectContaining({ prefix: 'e', node: 'node-e' })], consecutiveFailures: 0 });
     expect(r.status().lastSuccessAt).toBe(clock.t);
     expect(metrics.get(METRIC.refusedItems, { driver: 'fake' })).toBe(1);
     expect(metrics.get(METRIC.refusals, { driver: 'fake' })).toBe(1);
@@ -220,7 +224,7 @@ describe('refused items', () => {
 
     // Meanwhile other peers are written as usual.
     dp.log = [];
-    r.updateDesired([['z', 'z=1']]);
+    items.update([['z', 'z=1']]);
     await flush();
     expect(dp.log).toEqual(['read', 'add z=1']);
 
@@ -228,28 +232,28 @@ describe('refused items', () => {
     dp.refused.clear();
     await clock.advance(4000);
     expect(dp.actual).toContain('e=1');
-    expect(r.status()).toMatchObject({ inSync: true, refused: 0 });
+    expect(r.status()).toMatchObject({ inSync: true, refusedItems: [] });
     expect(metrics.get(METRIC.refusedItems, { driver: 'fake' })).toBe(0);
     ac.abort();
     await done;
   });
 
   it('a refused removal keeps the replacement back; a peer that goes away is no longer retried', async () => {
-    const { clock, dp, r, ac } = setup();
+    const { clock, dp, r, ac, items } = setup();
     dp.actual = ['a=1', 'b=1'];
     dp.refused.add('a=1');
-    r.setDesired(['a=2', 'b=1']);
-    r.markSynced();
+    items.set(['a=2', 'b=1']);
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(dp.actual).toEqual(['a=1', 'b=1']);
     expect(dp.log).toEqual(['read', 'remove a=1']);
-    expect(r.status().refused).toBe(1);
-    r.updateDesired([['a', undefined]]);
+    expect(r.status().refusedItems.length).toBe(1);
+    items.update([['a', undefined]]);
     dp.refused.clear();
     await flush();
     expect(dp.actual).toEqual(['b=1']);
-    expect(r.status()).toMatchObject({ refused: 0, inSync: true });
+    expect(r.status()).toMatchObject({ refusedItems: [], inSync: true });
     await clock.advance(60_000);
     ac.abort();
     await done;
@@ -264,18 +268,18 @@ describe('refused items', () => {
   ])(
     'a refused item that shows up in the dataplane by other means is no longer retried: %s',
     async (_name, cached) => {
-      const { clock, dp, r, ac, lines } = setup();
+      const { clock, dp, r, ac, lines, items } = setup();
       if (!cached) delete (dp as { toActual?: unknown }).toActual;
-      r.markSynced();
+      items.markListed();
       const done = r.run(ac.signal);
       await flush();
       dp.refused.add('e=2');
-      r.updateDesired([['e', 'e=2']]);
+      items.update([['e', 'e=2']]);
       await flush();
-      expect(r.status().refused).toBe(1);
+      expect(r.status().refusedItems.length).toBe(1);
       dp.actual.push('e=2'); // someone else wrote it (or HNS took it after all)
       await clock.advance(30_000);
-      expect(r.status()).toMatchObject({ refused: 0, inSync: true });
+      expect(r.status()).toMatchObject({ refusedItems: [], inSync: true });
       expect(lines).toContainEqual(expect.objectContaining({ message: expect.stringContaining('previously refused'), prefix: 'e' }));
       const reads = dp.log.filter((l) => l === 'read').length;
       await clock.advance(30_000);
@@ -287,10 +291,10 @@ describe('refused items', () => {
   );
 
   it('the first pass counts as tried even when it fails as a whole (NetworkUnavailable does not wait for HNS)', async () => {
-    const { dp, r, ac } = setup();
+    const { dp, r, ac, items } = setup();
     dp.failNext = 1;
-    r.setDesired(['a=1']);
-    r.markSynced();
+    items.set(['a=1']);
+    items.markListed();
     const first = r.waitForFirstPass();
     const done = r.run(ac.signal);
     await first;
@@ -302,15 +306,15 @@ describe('refused items', () => {
 
 describe('health', () => {
   it('lastGoodAt: now while idle after a success; frozen at the last success while passes fail', async () => {
-    const { clock, dp, r, ac } = setup();
-    r.markSynced();
+    const { clock, dp, r, ac, items } = setup();
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     const t0 = clock.t;
     await clock.advance(5000);
     expect(r.status().lastGoodAt).toBe(clock.t);
     dp.failNext = 100;
-    r.updateDesired([['a', 'a=1']]);
+    items.update([['a', 'a=1']]);
     await clock.advance(20_000);
     expect(r.status()).toMatchObject({ lastSuccessAt: t0, lastGoodAt: t0 });
     dp.failNext = 0;
@@ -323,21 +327,21 @@ describe('health', () => {
 
 describe('before the first complete list', () => {
   it('passes only add: nothing is removed or replaced, and nothing counts as in sync', async () => {
-    const { dp, r, ac } = setup({ earlyAdds: true });
+    const { dp, r, ac, items } = setup();
     dp.actual = ['a=1', 'stale=1'];
     let tried = false;
     void r.waitForFirstPass().then(() => (tried = true));
     const done = r.run(ac.signal);
-    r.setDesired(['a=2', 'b=1']);
+    items.set(['a=2', 'b=1']);
     await flush();
     expect(dp.log).toEqual(['read', 'add b=1']);
-    r.updateDesired([['c', 'c=1']]);
+    items.update([['c', 'c=1']]);
     await flush();
     expect(dp.log).toEqual(['read', 'add b=1', 'add c=1']);
     expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1', 'stale=1']);
-    expect(r.status()).toMatchObject({ synced: false, inSync: false });
+    expect(r.status()).toMatchObject({ inSync: false });
     expect(tried).toBe(false);
-    r.markSynced();
+    items.markListed();
     await flush();
     expect(dp.actual.sort()).toEqual(['a=2', 'b=1', 'c=1']);
     expect(tried).toBe(true);
@@ -349,20 +353,20 @@ describe('before the first complete list', () => {
 describe('network gone', () => {
   it('a pass that finds the network gone calls the rebuild hook at once, then reads and reprograms everything', async () => {
     let rebuilds = 0;
-    const { dp, r, ac, metrics } = setup({
+    const { dp, r, ac, metrics, items } = setup({
       onNetworkGone: async () => {
         rebuilds++;
         dp.gone = false;
         dp.actual = [];
       },
     });
-    r.setDesired(['a=1', 'b=1']);
-    r.markSynced();
+    items.set(['a=1', 'b=1']);
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     dp.gone = true;
     dp.log = [];
-    r.updateDesired([['c', 'c=1']]);
+    items.update([['c', 'c=1']]);
     await flush();
     expect(rebuilds).toBe(1);
     expect(dp.log).toEqual(['add c=1', 'read', 'add a=1,b=1,c=1']);
@@ -373,9 +377,9 @@ describe('network gone', () => {
   });
 
   it('without a rebuild hook, a gone network is a failure retried with backoff, and missing until a pass succeeds', async () => {
-    const { clock, dp, r, ac } = setup();
+    const { clock, dp, r, ac, items } = setup();
     dp.gone = true;
-    r.markSynced();
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(r.status()).toMatchObject({ networkMissing: true, consecutiveFailures: 1 });
@@ -388,14 +392,14 @@ describe('network gone', () => {
 
   it('while the rebuild fails the network stays missing and the rebuild is retried with backoff', async () => {
     let attempts = 0;
-    const { clock, dp, r, ac, metrics } = setup({
+    const { clock, dp, r, ac, metrics, items } = setup({
       onNetworkGone: async () => {
         if (++attempts < 3) throw new Error('HcnCreateNetwork failed');
         dp.gone = false;
       },
     });
     dp.gone = true;
-    r.markSynced();
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(r.status().networkMissing).toBe(true);

@@ -1,8 +1,9 @@
 import { describe, it, expect } from '@jest/globals';
-import { planReconcile, Reconciler } from '../../src/backends/reconcile.js';
-import type { PlanOps, ReconcileDriver } from '../../src/backends/reconcile.js';
-import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { planReconcile, Reconciler } from '../../src/reconcile/reconciler.js';
+import type { PlanOps, ReconcileDriver } from '../../src/reconcile/reconciler.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { ItemSet } from '../support/desired-set.js';
 
 // Items are "key=value" strings on both sides: key = the part before '=', same = equal strings.
 const ops: PlanOps<string, string> = {
@@ -62,49 +63,33 @@ function setup(over: { resyncMs?: number } = {}) {
   const clock = new FakeClock();
   const driver = new FakeDriver();
   const metrics = new Metrics();
-  const r = new Reconciler({ driver, clock, metrics, resyncMs: over.resyncMs ?? 10_000, backoffBaseMs: 250, backoffCapMs: 1000 });
+  const items = new ItemSet<string>((d) => driver.desiredKey(d));
+
+  const r = new Reconciler({ desired: items, driver, clock, metrics, resyncMs: over.resyncMs ?? 10_000, backoffBaseMs: 250, backoffCapMs: 1000 });
   const ac = new AbortController();
-  return { clock, driver, metrics, r, ac };
+  return { clock, driver, metrics, r, ac, items };
 }
 
 describe('Reconciler', () => {
-  it('writes nothing before markSynced, even through resyncs', async () => {
-    const { clock, driver, r, ac } = setup();
-    r.setDesired(['a=1']);
-    expect(await r.passNow()).toMatchObject({ ok: true, skipped: true, added: 0 });
-    const done = r.run(ac.signal);
-    await clock.advance(60_000);
-    expect(driver.log).toEqual([]);
-    expect(r.status()).toMatchObject({ synced: false, passes: 0 });
-    r.markSynced();
-    await flush();
-    expect(driver.log).toEqual(['read', 'add a=1']);
-    ac.abort();
-    await done;
-  });
-
   it('reads once and writes only the difference, removals before additions', async () => {
-    const { driver, r } = setup();
+    const { driver, r, items } = setup();
     driver.actual = ['a=1', 'b=1', 'x=1'];
-    r.setDesired(['a=1', 'b=2', 'c=1']);
-    r.markSynced();
-    expect(await r.passNow()).toEqual({ ok: true, added: 1, removed: 1, replaced: 1 });
+    items.set(['a=1', 'b=2', 'c=1']);
+    items.markListed();
+    expect(await r.pass()).toEqual({ ok: true, added: 1, removed: 1, replaced: 1 });
     expect(driver.log).toEqual(['read', 'remove x=1,b=1', 'add c=1,b=2']);
     expect(driver.actual.sort()).toEqual(['a=1', 'b=2', 'c=1']);
     driver.log = [];
-    expect(await r.passNow()).toEqual({ ok: true, added: 0, removed: 0, replaced: 0 });
+    expect(await r.pass()).toEqual({ ok: true, added: 0, removed: 0, replaced: 0 });
     expect(driver.log).toEqual(['read']);
-    expect(r.status()).toMatchObject({ synced: true, inSync: true, passes: 2, consecutiveFailures: 0 });
+    expect(r.status()).toMatchObject({ inSync: true, passes: 2, consecutiveFailures: 0 });
   });
 
   it('a failure stays dirty and retries with capped exponential backoff, then succeeds', async () => {
-    const { clock, driver, metrics, r, ac } = setup();
+    const { clock, driver, metrics, r, ac, items } = setup();
     driver.failAdds = 4;
-    r.setDesired(['a=1']);
-    r.markSynced();
-    const inSync = r.waitForInSync();
-    let resolved = false;
-    void inSync.then(() => (resolved = true));
+    items.set(['a=1']);
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(driver.log.filter((l) => l.startsWith('add')).length).toBe(1);
@@ -119,10 +104,10 @@ describe('Reconciler', () => {
     expect(clock.pending()).toEqual([1000]); // 1000 = cap
     await clock.advance(1000);
     expect(clock.pending()).toEqual([1000]);
-    expect(resolved).toBe(false);
+    expect(r.status().inSync).toBe(false);
     await clock.advance(1000);
     expect(driver.actual).toEqual(['a=1']);
-    expect(resolved).toBe(true);
+    expect(r.status().inSync).toBe(true);
     expect(r.status()).toMatchObject({ consecutiveFailures: 0, inSync: true, passes: 5, lastSuccessAt: clock.t });
     expect(metrics.get(METRIC.applyPasses, { result: 'error' })).toBe(4);
     expect(metrics.get(METRIC.applyPasses, { result: 'ok' })).toBe(1);
@@ -133,11 +118,11 @@ describe('Reconciler', () => {
   });
 
   it('histograms: event-to-dataplane latency spans the retries; pass durations by result; status says what is programmed', async () => {
-    const { clock, driver, metrics, r, ac } = setup();
+    const { clock, driver, metrics, r, ac, items } = setup();
     driver.failAdds = 2;
     const t0 = clock.t;
-    r.setDesired(['a=1', 'b=1']);
-    r.markSynced();
+    items.set(['a=1', 'b=1']);
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(r.status()).toMatchObject({ lastPassOk: false, lastError: { at: t0, message: 'HNS said no' } });
@@ -156,11 +141,12 @@ describe('Reconciler', () => {
   });
 
   it('the resync timer re-reads and repairs drift', async () => {
-    const { clock, driver, r, ac } = setup({ resyncMs: 5000 });
-    r.setDesired(['a=1', 'b=1']);
-    r.markSynced();
+    const { clock, driver, r, ac, items } = setup({ resyncMs: 5000 });
+    items.set(['a=1', 'b=1']);
+    items.markListed();
     const done = r.run(ac.signal);
-    await r.waitForInSync();
+    await flush();
+    expect(r.status().inSync).toBe(true);
     driver.actual = ['b=1', 'zombie=1']; // someone deleted a=1 and added a stray item
     driver.log = [];
     await clock.advance(4999);
@@ -172,32 +158,34 @@ describe('Reconciler', () => {
     await done;
   });
 
-  it('setDesired during a pass triggers another pass', async () => {
-    const { driver, r, ac } = setup();
+  it('a change during a pass triggers another pass', async () => {
+    const { driver, r, ac, items } = setup();
     let release!: () => void;
     driver.gate = new Promise<void>((res) => (release = res));
-    r.setDesired(['a=1']);
-    r.markSynced();
+    items.set(['a=1']);
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(driver.log).toEqual(['read']);
-    r.setDesired(['a=1', 'b=1']);
+    items.set(['a=1', 'b=1']);
     driver.gate = undefined;
     release();
     await flush();
-    expect(driver.log).toEqual(['read', 'add a=1', 'read', 'add b=1']);
+    // The pass plans after its read, so it already writes b=1; the change still wakes a second pass (this
+    // driver has no toActual, so every pass reads).
+    expect(driver.log).toEqual(['read', 'add a=1,b=1', 'read']);
     expect(r.status()).toMatchObject({ inSync: true, passes: 2 });
     ac.abort();
     await done;
   });
 
   it('a change wakes the idle loop immediately; abort ends run()', async () => {
-    const { clock, driver, r, ac } = setup();
-    r.markSynced();
+    const { clock, driver, r, ac, items } = setup();
+    items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(driver.log).toEqual(['read']);
-    r.setDesired(['a=1']);
+    items.set(['a=1']);
     await flush();
     expect(driver.log).toEqual(['read', 'read', 'add a=1']);
     ac.abort();
@@ -205,23 +193,23 @@ describe('Reconciler', () => {
     expect(clock.pending()).toEqual([]);
   });
 
-  it('waitForInSync rejects when its signal aborts', async () => {
+  it('waitForFirstPass rejects when its signal aborts', async () => {
     const { r } = setup();
     const ac = new AbortController();
-    const p = r.waitForInSync(ac.signal);
+    const p = r.waitForFirstPass(ac.signal);
     ac.abort(new Error('stop'));
     await expect(p).rejects.toThrow('stop');
   });
 
   it('failed removal: plain additions still go ahead, replacements wait', async () => {
-    const { driver, r } = setup();
+    const { driver, r, items } = setup();
     driver.actual = ['b=1', 'x=1'];
     driver.remove = async () => {
       throw new Error('remove failed');
     };
-    r.setDesired(['b=2', 'c=1']);
-    r.markSynced();
-    const res = await r.passNow();
+    items.set(['b=2', 'c=1']);
+    items.markListed();
+    const res = await r.pass();
     expect(res).toMatchObject({ ok: false, added: 1, removed: 0, replaced: 0 });
     expect(driver.actual).toEqual(['b=1', 'x=1', 'c=1']);
     expect(r.status()).toMatchObject({ inSync: false, consecutiveFailures: 1 });

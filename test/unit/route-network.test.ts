@@ -5,10 +5,10 @@
 // runs the agent's afterRebuild hook.
 import { describe, expect, it } from '@jest/globals';
 import type { BackendDeps, Network } from '../../src/backends/backend.js';
-import type { ReconcileDriver } from '../../src/backends/reconcile.js';
+import type { ReconcileDriver } from '../../src/reconcile/reconciler.js';
 import { RouteNetwork, type NetworkBinding } from '../../src/backends/route-network.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { Metrics } from '../../src/health/metrics.js';
+import { Metrics } from '../../src/metrics.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import { SimulatedHost } from '../../src/host/simulated.js';

@@ -2,8 +2,8 @@
 // peer event on a network handle kept open (no open/query/close), a refused policy split out of its
 // batch, and a missing network reported as such (HCN_E_NETWORK_NOT_FOUND, hcsshim hcn/hcnerrors.go).
 import { describe, expect, it } from '@jest/globals';
-import { Reconciler } from '../../src/backends/reconcile.js';
-import { remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../../src/backends/vxlan/policies.js';
+import { Reconciler } from '../../src/reconcile/reconciler.js';
+import { remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from '../../src/backends/vxlan/policies.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { HnsClient } from '../../src/hns/client.js';
@@ -12,6 +12,7 @@ import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { editState, removeNetwork } from '../support/sim-dataplane.js';
+import { ItemSet } from '../support/desired-set.js';
 
 const peer = (n: number): Lease => ({
   key: `linux-${n}`,
@@ -29,7 +30,8 @@ async function setup() {
   );
   const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
   const clock = new FakeClock();
-  const r = new Reconciler({ driver, clock, resyncMs: 10_000 });
+  const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
+  const r = new Reconciler({ desired: items, driver, clock, resyncMs: 10_000 });
   const calls = () => Object.fromEntries([...dp.calls].filter(([op]) => op.startsWith('Hcn')));
   dp.calls.clear();
   const prefixes = () =>
@@ -37,14 +39,14 @@ async function setup() {
       .filter((p) => p.Type === 'RemoteSubnetRoute')
       .map((p) => String(p.Settings?.['DestinationPrefix']))
       .sort();
-  return { dp, hns, net, r, clock, calls, prefixes };
+  return { dp, hns, net, r, clock, calls, prefixes, items, driver };
 }
 
 describe('vxlan RemoteSubnetRoute driver', () => {
   it('a peer event costs one HcnModifyNetwork: the handle stays open between writes and closes after each full pass', async () => {
-    const { dp, r, calls, prefixes } = await setup();
-    r.setDesired([remoteSubnetRouteFor(peer(1))]);
-    r.markSynced();
+    const { dp, r, calls, prefixes, items, clock } = await setup();
+    items.set([remoteSubnetRouteFor(peer(1))]);
+    items.markListed();
     const ac = new AbortController();
     const done = r.run(ac.signal);
     await flush();
@@ -52,26 +54,26 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     expect(dp.openHandles).toBe(0);
     dp.calls.clear();
     for (const n of [2, 3, 4]) {
-      r.updateDesired([[`10.244.${n}.0/24`, remoteSubnetRouteFor(peer(n))]]);
+      items.update([[`10.244.${n}.0/24`, remoteSubnetRouteFor(peer(n))]]);
       await flush();
     }
-    r.updateDesired([['10.244.1.0/24', undefined]]);
+    items.update([['10.244.1.0/24', undefined]]);
     await flush();
     expect(prefixes()).toEqual(['10.244.2.0/24', '10.244.3.0/24', '10.244.4.0/24']);
     expect(calls()).toEqual({ HcnOpenNetwork: 1, HcnModifyNetwork: 4 });
     expect(dp.openHandles).toBe(1);
-    await r.passNow(); // a resync: reads, finds nothing to do, closes the kept handle
+    await clock.advance(10_000); // a resync: reads, finds nothing to do, closes the kept handle
     expect(dp.openHandles).toBe(0);
     ac.abort();
     await done;
   });
 
   it('HNS refusing one policy of a 200-policy batch leaves only that one out', async () => {
-    const { dp, r, prefixes } = await setup();
+    const { dp, r, prefixes, items } = await setup();
     editState(dp, (s) => void (s.faults = [{ op: 'HcnModifyNetwork', match: '"10.244.137.0/24"', hresult: '0x803B002F', remaining: -1 }]));
-    r.setDesired(Array.from({ length: 200 }, (_, i) => remoteSubnetRouteFor(peer(i + 1))));
-    r.markSynced();
-    const res = await r.passNow();
+    items.set(Array.from({ length: 200 }, (_, i) => remoteSubnetRouteFor(peer(i + 1))));
+    items.markListed();
+    const res = await r.pass();
     expect(res).toMatchObject({ ok: true, added: 199, refused: 1 });
     expect(prefixes()).toHaveLength(199);
     expect(prefixes()).not.toContain('10.244.137.0/24');
@@ -83,16 +85,17 @@ describe('vxlan RemoteSubnetRoute driver', () => {
   });
 
   it('a deleted network: the read says it is gone, and so does a write on the kept handle', async () => {
-    const { dp, hns, net, r } = await setup();
-    r.markSynced();
-    await r.passNow();
+    const { dp, hns, net, r, items, driver } = await setup();
+    items.markListed();
+    await r.pass();
     await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(9))], { keepOpen: true });
     removeNetwork(dp, 'flannel.4096');
     const write = await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))], { keepOpen: true }).catch((e: unknown) => e);
     expect(isNetworkGone(write)).toBe(true);
     const removal = await hns.removeNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))]).catch((e: unknown) => e);
     expect(isHnsNetworkNotFound(removal)).toBe(true);
-    expect(await r.passNow()).toMatchObject({ ok: false, networkGone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
+    r.rebind(driver); // as after a rebuild: the next pass reads
+    expect(await r.pass()).toMatchObject({ ok: false, networkGone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
     expect(dp.openHandles).toBe(0);
   });
 });

@@ -11,7 +11,7 @@ import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/win32.js';
 import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
 import { encodeIpAddrTable, encodeIpForwardTable2, ipAddrTableLength, decodeIpForwardRow2 } from '../../src/win32/iphlpapi.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
-import { Metrics, METRIC } from '../../src/health/metrics.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
 
 type Str = { s: string; freed: boolean };
 type Handle = { id: string; closed: boolean };
