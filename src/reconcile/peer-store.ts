@@ -185,7 +185,6 @@ export class PeerStore<D> {
     return keys;
   }
 
-
   isDirty(key: string): boolean {
     return this.dirtyKeys.has(key);
   }
@@ -386,10 +385,12 @@ export class PeerStore<D> {
     p.lease = lease;
     p.items = items;
     p.keys = keys;
+    const seen = new Set<string>();
     items.forEach((d, i) => {
       const k = keys[i];
       const owner = this.ownerOf.get(k);
-      if (owner !== undefined && owner !== key) return; // another peer has this key: the first wins
+      if ((owner !== undefined && owner !== key) || seen.has(k)) return; // the first claim of a key wins
+      seen.add(k);
       this.ownerOf.set(k, key);
       this.departed.delete(k);
       this.desiredByKey.set(k, d);

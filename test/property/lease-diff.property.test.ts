@@ -1,8 +1,10 @@
 // Property-based tests of the lease diff: the LeaseWatcher's peer set and the reconcile plan.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
-import { LeaseWatcher, leaseContent } from '../../src/subnet/watcher.js';
+import type { Lease } from '../../src/subnet/lease.js';
+import { leaseContent } from '../../src/reconcile/peer-store.js';
+import { LeaseSet, type OldLeaseUpdate as LeaseUpdate } from '../support/lease-updates.js';
+import { ItemSet } from '../support/desired-set.js';
 import { validateLease } from '../../src/subnet/validate.js';
 import { normalizeCidr } from '../../src/ip4.js';
 import { planReconcile, Reconciler, type ReconcileDriver } from '../../src/reconcile/reconciler.js';
@@ -71,10 +73,10 @@ function finalState(updates: LeaseUpdate[]): Map<string, Lease> {
 }
 
 function newWatcher() {
-  return new LeaseWatcher({ ownLeaseKey: OWN_KEY, ownSubnet: OWN_SUBNET, validation: CTX });
+  return new LeaseSet({ ownLeaseKey: OWN_KEY, ownSubnet: OWN_SUBNET, validation: CTX });
 }
 
-describe('LeaseWatcher: the peer set after any sequence of snapshots and events', () => {
+describe('PeerStore: the peer set after any sequence of snapshots and events', () => {
   it('is the validated, own-free, overlap-free set implied by the final state; events replay to it', () => {
     fc.assert(
       fc.property(fc.array(updateArb, { minLength: 1, maxLength: 12 }), (updates) => {
@@ -238,18 +240,20 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
               }
             },
           };
-          const r = new Reconciler<Item, Item>({ driver });
-          r.setDesired(withIds(d, 1000));
-          r.markSynced();
+          // No toActual: every pass reads and diffs everything.
+          const items = new ItemSet<Item>((x) => driver.desiredKey(x));
+          const r = new Reconciler<Item, Item>({ driver, desired: items });
+          items.set(withIds(d, 1000));
+          items.markListed();
           let ok = false;
-          for (let i = 0; i < 60 && !ok; i++) ok = (await r.passNow()).ok;
+          for (let i = 0; i < 60 && !ok; i++) ok = (await r.pass()).ok;
           expect(ok).toBe(true);
           const keys = actual.map((x) => x.key);
           expect(new Set(keys).size).toBe(keys.length);
           expect(new Map(actual.map((x) => [x.key, x.val]))).toEqual(byKey(withIds(d, 1000)));
           // A pass on the converged state writes nothing.
           const before = actual;
-          expect(await r.passNow()).toMatchObject({ added: 0, removed: 0, replaced: 0 });
+          expect(await r.pass()).toMatchObject({ added: 0, removed: 0, replaced: 0 });
           expect(actual).toBe(before);
         },
       ),

@@ -15,8 +15,9 @@ export class ItemSet<D> implements DesiredSet<D> {
 
   constructor(private readonly keyOf: (d: D) => string) {}
 
+  /** Peers with items (items of no peer, `''`, are not a peer). */
   get size(): number {
-    return this.keysOf.size;
+    return this.keysOf.size - (this.keysOf.has('') ? 1 : 0);
   }
 
   /** Replace every item (items of no peer). */
@@ -45,12 +46,14 @@ export class ItemSet<D> implements DesiredSet<D> {
       this.keysOf.delete(peer);
       if (want === undefined) continue;
       const keys = want.map((d) => this.keyOf(d));
-      if (peer !== '') this.keysOf.set(peer, keys);
+      this.keysOf.set(peer, keys);
+      const seen = new Set<string>();
       want.forEach((d, i) => {
         const k = keys[i];
         const owner = this.ownerOf.get(k);
-        if (owner !== undefined && owner !== peer) return;
-        if (peer !== '') this.ownerOf.set(k, peer);
+        if ((owner !== undefined && owner !== peer) || seen.has(k)) return; // the first claim wins
+        seen.add(k);
+        this.ownerOf.set(k, peer);
         this.departed.delete(k);
         this.items.set(k, d);
         this.dirty.add(k);
@@ -90,14 +93,14 @@ export class ItemSet<D> implements DesiredSet<D> {
     return this.dirty.has(key);
   }
   owner(key: string): string | undefined {
-    return this.ownerOf.get(key) ?? this.departed.get(key);
+    return this.ownerOf.get(key) || this.departed.get(key);
   }
   removed(keys: readonly string[]): void {
     for (const k of keys) this.departed.delete(k);
   }
   countProgrammed(held: (key: string) => boolean): number {
     let n = 0;
-    for (const keys of this.keysOf.values()) if (keys.every(held)) n++;
+    for (const [peer, keys] of this.keysOf) if (peer !== '' && keys.every(held)) n++;
     return n;
   }
   subscribe(onChange: () => void): void {

@@ -18,6 +18,7 @@ import type { Lease, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
+import { storeUpdates, type OldLeaseUpdate } from '../support/lease-updates.js';
 import type { NodeEvent, NodeEvents } from '../../src/node-events.js';
 
 class Gone extends Error {}
@@ -55,7 +56,11 @@ class Driver implements ReconcileDriver<string, string> {
 
 class Manager implements SubnetManager {
   readonly name = 'fake';
-  emit: LeaseUpdateHandler = () => undefined;
+  private onUpdate: LeaseUpdateHandler = () => undefined;
+  /** Send what a subnet manager's list or watch says, as the store's updates. */
+  emit(u: OldLeaseUpdate): void {
+    for (const x of storeUpdates(u)) this.onUpdate(x);
+  }
   completed: Lease[] = [];
   /** What the network reported as Events on the own Node (kube mode's recorder). */
   events: NodeEvent[] = [];
@@ -66,7 +71,7 @@ class Manager implements SubnetManager {
     return Promise.reject(new Error('not used'));
   }
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
-    this.emit = onUpdate;
+    this.onUpdate = onUpdate;
     return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   }
   completeLease(lease: Lease): Promise<void> {
@@ -109,7 +114,7 @@ function setup(log = silentLogger()) {
 }
 
 describe('RouteNetwork', () => {
-  it('runs the lease watch through the LeaseWatcher into the reconciler and completes the lease after the first pass', async () => {
+  it('runs the lease watch through the peer store into the reconciler and completes the lease after the first pass', async () => {
     const { manager, network, first, ac } = setup();
     const done = network.run(ac.signal);
     await flush();

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
-import type { Lease, LeaseEvent } from '../../src/subnet/lease.js';
-import { LeaseWatcher } from '../../src/subnet/watcher.js';
+import type { Lease } from '../../src/subnet/lease.js';
+import { LeaseSet, type LeaseEvent } from '../support/lease-updates.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
@@ -21,7 +21,7 @@ function setup() {
   const log = cap.log;
   const metrics = new Metrics();
   const clock = new FakeClock();
-  const w = new LeaseWatcher({
+  const w = new LeaseSet({
     ownLeaseKey: 'node-1',
     ownSubnet: '10.244.1.0/24',
     validation: { network: '10.244.0.0/16', subnetLen: 24, backendType: 'vxlan' },
@@ -39,7 +39,7 @@ const T0 = Date.UTC(2024, 0, 1);
 
 const brief = (evs: LeaseEvent[]) => evs.map((e) => `${e.type}:${e.lease.key}`);
 
-describe('LeaseWatcher', () => {
+describe('PeerStore', () => {
   it('rejected() lists the peers rejected now, with the reason; a renewal keeps them, a fix or removal clears them', () => {
     const { w } = setup();
     const bad = peer(3, { backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:03:01' } });
