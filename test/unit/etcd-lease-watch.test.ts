@@ -6,7 +6,7 @@
 // are etcd's (etcdserverpb.WatchResponse: created, canceled, compact_revision, cancel_reason).
 import { describe, expect, it } from '@jest/globals';
 import { EventEmitter } from 'node:events';
-import { Metrics } from '../../src/health/metrics.js';
+import { Metrics } from '../../src/metrics.js';
 import type { OwnLeaseState } from '../../src/subnet/etcd/lease-keeper.js';
 import { EtcdLeaseWatch } from '../../src/subnet/etcd/lease-watch.js';
 import type { EtcdRegistry } from '../../src/subnet/etcd/registry.js';
