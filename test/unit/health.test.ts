@@ -87,7 +87,8 @@ describe('/status', () => {
     networkMissing: false,
     listed: true,
     lastGoodAt: 0,
-    refused: 0,
+    passes: 1,
+    consecutiveFailures: 0,
     refusedItems: [],
     inSync: true,
     peersDesired: 2,
@@ -118,7 +119,6 @@ describe('/status', () => {
       ...INPUT,
       network: {
         ...NETWORK,
-        refused: 1,
         inSync: false,
         peersProgrammed: 1,
         lastError: { at: Date.parse('2026-01-01T00:05:00Z'), message: 'HNS was stopping' },
