@@ -37,7 +37,7 @@ interface Harness {
   mgr: EtcdSubnetManager;
   ctrl: AbortController;
   updates: LeaseUpdate[];
-  /** Current peer view built from snapshots + events (key -> lease). */
+  /** Current peer view built from the peers reported and the keys listed (key -> lease). */
   view: Map<string, Lease>;
   watching?: Promise<void>;
 }
@@ -89,13 +89,13 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
   function watch(h: Harness): Promise<void> {
     h.watching = h.mgr.watchLeases((u) => {
       h.updates.push(u);
-      if (u.kind === 'snapshot') {
-        h.view.clear();
-        for (const l of u.leases) h.view.set(l.key, l);
-      } else if (u.kind === 'events') {
-        for (const e of u.events) {
-          if (e.type === 'added') h.view.set(e.lease.key, e.lease);
-          else h.view.delete(e.lease.key);
+      // The peers as reported (a removal has no lease); a complete list drops every key it did not hold.
+      if (u.kind === 'listed') {
+        for (const key of [...h.view.keys()]) if (!u.keys.has(key)) h.view.delete(key);
+      } else {
+        for (const p of u.peers) {
+          if (p.lease) h.view.set(p.key, p.lease);
+          else h.view.delete(p.key);
         }
       }
     }, h.ctrl.signal);
@@ -149,7 +149,8 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
 
     for (const h of hs) void watch(h);
     await waitFor(() => hs.every((h) => h.view.size === 3), 'all managers to list all three leases');
-    expect(hs[0].updates[0].kind).toBe('snapshot');
+    // The list: every lease as peers, then the keys it held.
+    expect(hs[0].updates.slice(0, 2).map((u) => (u.kind === 'peers' ? `peers:${u.peers.length}` : `listed:${u.keys.size}`))).toEqual(['peers:3', 'listed:3']);
     // A fourth node joining shows up as an event on every watcher.
     const late = manager(prefix, netConf, '192.168.64.6');
     const l4 = await late.mgr.acquireLease(vxlanAttrs('192.168.64.6', 'c6:d2:32:6f:8f:46'), late.ctrl.signal);
@@ -300,7 +301,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     for (const h of [...hs, c]) await stop(h);
   }, 60_000);
 
-  it('compaction while the watch is disconnected: relist, snapshot, nothing lost', async () => {
+  it('compaction while the watch is disconnected: relist, a new complete list, nothing lost', async () => {
     const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
     const proxy = await new TcpProxy(etcdPort(etcd)).start();
     try {
@@ -308,7 +309,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
       await h.mgr.acquireLease(vxlanAttrs('10.0.1.1', '0e:2a:00:00:02:01'), h.ctrl.signal);
       void watch(h);
       await waitFor(() => h.view.size === 1, 'snapshot');
-      const snapshotsBefore = h.updates.filter((u) => u.kind === 'snapshot').length;
+      const listsBefore = h.updates.filter((u) => u.kind === 'listed').length;
       proxy.disconnect();
       await admin
         .put(`${prefix}/subnets/10.5.99.0-24`)
@@ -320,7 +321,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
       await etcd.compact();
       proxy.restore();
       await waitFor(() => h.view.has('10.5.99.0-24') && !h.view.has('10.5.98.0-24') && h.view.size === 2, 'the relisted view', 20_000);
-      expect(h.updates.filter((u) => u.kind === 'snapshot').length).toBeGreaterThan(snapshotsBefore);
+      expect(h.updates.filter((u) => u.kind === 'listed').length).toBeGreaterThan(listsBefore);
       await stop(h);
     } finally {
       await proxy.stop();

@@ -8,7 +8,7 @@ import type { FakeNode } from '../../src/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
-import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
+import type { Lease, LeaseAttrs, LeaseUpdate, PeerLease } from '../../src/subnet/lease.js';
 import { METRIC, Metrics } from '../../src/metrics.js';
 import { BackendError, KubeApiError, KubeError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
@@ -384,108 +384,109 @@ describe('completeLease', () => {
 });
 
 describe('watchLeases', () => {
+  const peersOf = (us: LeaseUpdate[]): PeerLease[] => us.flatMap((u) => (u.kind === 'peers' ? u.peers : []));
   function collect(m: KubeSubnetManager, metrics?: Metrics) {
     const updates: LeaseUpdate[] = [];
     const s = signal();
     const done = m.watchLeases((u) => updates.push(u), s);
-    const snapshots = () => updates.filter((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot');
-    const events = () => updates.flatMap((u) => (u.kind === 'events' ? u.events : []));
-    return { updates, done, snapshots, events, metrics };
+    const firstListed = () => updates.findIndex((u) => u.kind === 'listed');
+    /** The keys of each complete list, sorted. */
+    const lists = () => updates.flatMap((u) => (u.kind === 'listed' ? [[...u.keys].sort()] : []));
+    /** The peers the first list's pages delivered. */
+    const listedPeers = () => (firstListed() < 0 ? [] : peersOf(updates.slice(0, firstListed())));
+    /** The peers delivered after the first complete list (watch events, and the pages of any relist). */
+    const events = () => (firstListed() < 0 ? [] : peersOf(updates.slice(firstListed() + 1)));
+    return { updates, done, lists, listedPeers, events, metrics };
   }
 
   const peer = (i: number, backendType: 'vxlan' | 'host-gw' = 'vxlan', name = `linux-${i}`) =>
     linuxFlannelNode({ name, podCIDR: `10.244.${i}.0/24`, publicIP: `10.0.0.${10 + i}`, backendType });
 
-  it('snapshot, then added / changed / status-only / unmanaged / deleted', async () => {
+  it('a list, then added / changed / status-only / unmanaged / deleted', async () => {
     api.addNode(peer(1));
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
-    const m = manager();
-    expect(m.hasSynced).toBe(false);
-    const c = collect(m);
-    await waitFor(() => c.snapshots().length === 1, 'first snapshot', 5000);
-    expect(m.hasSynced).toBe(true);
-    expect(c.snapshots()[0].leases).toEqual([
-      {
-        key: 'linux-1',
-        subnet: '10.244.1.0/24',
-        publicIP: '10.0.0.11',
-        backendType: 'vxlan',
-        backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' },
-        created: Date.parse(api.getNode('linux-1')!.metadata.creationTimestamp!),
-      },
+    const c = collect(manager());
+    await waitFor(() => c.lists().length === 1, 'first complete list', 5000);
+    const linux1 = {
+      key: 'linux-1',
+      subnet: '10.244.1.0/24',
+      publicIP: '10.0.0.11',
+      backendType: 'vxlan',
+      backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' },
+      created: Date.parse(api.getNode('linux-1')!.metadata.creationTimestamp!),
+    };
+    // Every Node listed is delivered; the unannotated one without a lease, and only leases are listed.
+    expect(c.listedPeers()).toEqual([
+      { key: 'linux-1', lease: linux1 },
+      { key: 'win', lease: undefined },
     ]);
+    expect(c.lists()).toEqual([['linux-1']]);
     await waitFor(() => api.activeWatches === 1, 'watch', 5000);
 
     api.addNode(peer(2, 'host-gw'));
     await waitFor(() => c.events().length === 1, 'added', 5000);
     expect(c.events()[0]).toEqual({
-      type: 'added',
+      key: 'linux-2',
       lease: { key: 'linux-2', subnet: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'host-gw', backendData: null, created: expect.any(Number) },
     });
 
-    // Heartbeat-only / unrelated changes: no events.
+    // Heartbeat-only / unrelated changes: each is delivered with the node's unchanged lease (or none), for
+    // the peer store to drop (src/reconcile/peer-store.ts is the one change filter).
     api.updateNode('linux-1', (n) => void (n.status!.conditions![0].lastHeartbeatTime = '2030-01-01T00:00:00Z'));
     api.updateNode('linux-1', (n) => void (n.metadata.labels!.foo = 'bar'));
     api.updateNode('win', (n) => void (n.metadata.annotations!.x = 'y'));
     // Relevant change.
     api.updateNode('linux-1', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.99'));
-    await waitFor(() => c.events().length === 2, 'changed', 5000);
-    expect(c.events()[1]).toMatchObject({ type: 'added', lease: { key: 'linux-1', publicIP: '10.0.0.99' } });
+    await waitFor(() => c.events().length === 5, 'changed', 5000);
+    expect(c.events().slice(1, 4)).toEqual([
+      { key: 'linux-1', lease: linux1 },
+      { key: 'linux-1', lease: linux1 },
+      { key: 'win', lease: undefined },
+    ]);
+    expect(c.events()[4]).toEqual({ key: 'linux-1', lease: { ...linux1, publicIP: '10.0.0.99' } });
 
-    // Stops being managed by flannel: removed.
+    // Stops being managed by flannel: no lease any more.
     api.updateNode('linux-2', (n) => void delete n.metadata.annotations![`${P}kube-subnet-manager`]);
-    await waitFor(() => c.events().length === 3, 'unmanaged', 5000);
-    expect(c.events()[2]).toMatchObject({ type: 'removed', lease: { key: 'linux-2' } });
+    await waitFor(() => c.events().length === 6, 'unmanaged', 5000);
+    expect(c.events()[5]).toEqual({ key: 'linux-2', lease: undefined });
 
     api.deleteNode('linux-1');
-    await waitFor(() => c.events().length === 4, 'deleted', 5000);
-    expect(c.events()[3]).toMatchObject({ type: 'removed', lease: { key: 'linux-1', publicIP: '10.0.0.99' } });
+    await waitFor(() => c.events().length === 7, 'deleted', 5000);
+    expect(c.events()[6]).toEqual({ key: 'linux-1', lease: undefined });
     await new Promise((r) => setTimeout(r, 50));
-    expect(c.events()).toHaveLength(4);
-    expect(c.snapshots()).toHaveLength(1);
+    expect(c.events()).toHaveLength(7);
+    expect(c.lists()).toHaveLength(1);
   });
 
-  it('API server restart: relists and snapshots without the peer deleted meanwhile', async () => {
+  it('API server restart: relists, listing the keys without the peer deleted meanwhile', async () => {
     api.addNode(peer(1));
     api.addNode(peer(2));
     const metrics = new Metrics();
     const c = collect(manager({ metrics }));
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
+    await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
     await api.stop();
     api.deleteNode('linux-2');
     api.addNode(peer(3));
     await new Promise((r) => setTimeout(r, 150)); // a few failed reconnects
     await api.start();
-    await waitFor(() => c.snapshots().length >= 2, 'relist snapshot', 5000);
-    expect(
-      c
-        .snapshots()
-        .at(-1)!
-        .leases.map((l) => l.key)
-        .sort(),
-    ).toEqual(['linux-1', 'linux-3']);
+    await waitFor(() => c.lists().length >= 2, 'relist', 5000);
+    expect(c.lists().at(-1)).toEqual(['linux-1', 'linux-3']);
     expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
     await waitFor(() => api.activeWatches === 1, 'rewatch', 5000);
     api.addNode(peer(4));
-    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-4'), 'event after restart', 5000);
+    await waitFor(() => c.events().some((e) => e.key === 'linux-4' && e.lease !== undefined), 'event after restart', 5000);
   });
 
-  it('410 Gone after compaction: relist snapshot', async () => {
+  it('410 Gone after compaction: relist', async () => {
     api.addNode(peer(1));
     api.addNode(peer(2));
     const metrics = new Metrics();
     const c = collect(manager({ metrics }));
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
+    await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
     api.compact(); // ends the open watch cleanly; its resume is too old
     await waitFor(() => api.expiredWatches === 1, '410', 5000);
-    await waitFor(() => c.snapshots().length >= 2, 'relist after 410', 5000);
-    expect(
-      c
-        .snapshots()
-        .at(-1)!
-        .leases.map((l) => l.key)
-        .sort(),
-    ).toEqual(['linux-1', 'linux-2']);
+    await waitFor(() => c.lists().length >= 2, 'relist after 410', 5000);
+    expect(c.lists().at(-1)).toEqual(['linux-1', 'linux-2']);
     expect(metrics.get(METRIC.apiReconnects)).toBeGreaterThan(0);
   });
 
@@ -493,33 +494,29 @@ describe('watchLeases', () => {
     api.addNode(peer(1));
     api.addNode(peer(2));
     const c = collect(manager());
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
+    await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
     // Close the watch, delete while no watch is open, compact: the resume gets 410, the delete is never seen.
     api.closeWatches();
     api.deleteNode('linux-2');
     api.compact({ closeWatches: false });
-    await waitFor(() => c.snapshots().length >= 2, 'relist', 5000);
-    expect(
-      c
-        .snapshots()
-        .at(-1)!
-        .leases.map((l) => l.key),
-    ).toEqual(['linux-1']);
+    await waitFor(() => c.lists().length >= 2, 'relist', 5000);
+    expect(c.lists().at(-1)).toEqual(['linux-1']);
     expect(api.expiredWatches).toBe(1);
-    expect(c.events()).toHaveLength(0);
+    // No watch event: what came after the first list is the relist's page alone.
+    expect(c.events().map((e) => e.key)).toEqual(['linux-1']);
   });
 
   it('a clean watch close resumes from the last resourceVersion without a relist', async () => {
     api.addNode(peer(1));
     const c = collect(manager());
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
+    await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
     api.addNode(peer(2));
     await waitFor(() => c.events().length === 1, 'condition', 5000);
     api.closeWatches();
     await waitFor(() => api.activeWatches === 1, 'rewatch', 5000);
     api.addNode(peer(3));
     await waitFor(() => c.events().length === 2, 'condition', 5000);
-    expect(c.snapshots()).toHaveLength(1);
+    expect(c.lists()).toHaveLength(1);
     const watches = api.requests.filter((r) => r.query.watch === 'true');
     expect(Number(watches.at(-1)!.query.resourceVersion)).toBeGreaterThan(Number(watches[0].query.resourceVersion));
   });
@@ -533,7 +530,7 @@ describe('watchLeases', () => {
     await new Promise((r) => setTimeout(r, 150));
     expect(updates).toHaveLength(0);
     await api.start();
-    await waitFor(() => updates.length === 1, 'snapshot after API came up', 5000);
+    await waitFor(() => updates.some((u) => u.kind === 'listed'), 'a complete list after the API came up', 5000);
     ctrl.abort();
     await expect(done).resolves.toBeUndefined();
   });
@@ -541,11 +538,11 @@ describe('watchLeases', () => {
   it('list pages are followed (limit/continue)', async () => {
     for (let i = 1; i <= 7; i++) api.addNode(peer(i));
     const c = collect(manager({ listPageSize: 3 }));
-    await waitFor(() => c.snapshots().length === 1, 'condition', 5000);
-    expect(c.snapshots()[0].leases).toHaveLength(7);
+    await waitFor(() => c.lists().length === 1, 'condition', 5000);
+    expect(c.lists()[0]).toHaveLength(7);
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes' && r.query.watch !== 'true')).toHaveLength(3);
-    // The first list's pages arrive as additions before the complete list's snapshot.
-    expect(c.updates.map((u) => `${u.kind}:${u.kind === 'events' ? u.events.length : u.leases.length}`)).toEqual(['page:3', 'page:3', 'snapshot:7']);
+    // Each page arrives as it comes, before the complete list's keys.
+    expect(c.updates.map((u) => `${u.kind}:${u.kind === 'peers' ? u.peers.length : u.keys.size}`)).toEqual(['peers:3', 'peers:3', 'peers:1', 'listed:7']);
   });
 
   it('Nodes with wrong-typed fields flannel does not read still count; an object that cannot be read is skipped and counted', async () => {
@@ -559,25 +556,20 @@ describe('watchLeases', () => {
     api.addNode(peer(250, 'vxlan', 'l'.repeat(300)));
     const metrics = new Metrics();
     const c = collect(manager({ metrics }), metrics);
-    await waitFor(() => c.snapshots().length === 1, 'snapshot', 5000);
-    expect(
-      c
-        .snapshots()[0]
-        .leases.map((l) => l.key)
-        .sort(),
-    ).toEqual(['linux-1', 'linux-3']);
+    await waitFor(() => c.lists().length === 1, 'first complete list', 5000);
+    expect(c.lists()[0]).toEqual(['linux-1', 'linux-3']);
     expect(metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
     await waitFor(() => api.activeWatches === 1, 'watch', 5000);
     api.addNode(peer(251, 'vxlan', 'm'.repeat(300)));
     api.updateNode('linux-3', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.33'));
-    await waitFor(() => c.events().some((e) => e.lease.key === 'linux-3'), 'event after a skipped one', 5000);
+    await waitFor(() => c.events().some((e) => e.key === 'linux-3'), 'event after a skipped one', 5000);
     expect(metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
-    expect(c.snapshots()).toHaveLength(1);
+    expect(c.lists()).toHaveLength(1);
   });
 
   it('hostile nodes never break the watch', async () => {
     const c = collect(manager());
-    await waitFor(() => c.snapshots().length === 1 && api.activeWatches === 1, 'condition', 5000);
+    await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
     const evil = peer(9);
     evil.metadata.annotations![`${P}backend-data`] = 'x'.repeat(100_000);
     evil.spec = { podCIDR: 42 as unknown as string, podCIDRs: [{} as unknown as string, '0.0.0.0/0'] };
@@ -585,6 +577,7 @@ describe('watchLeases', () => {
     api.addNode(peer(1));
     await waitFor(() => c.events().length === 2, 'condition', 5000);
     expect(c.events()[0].lease).toMatchObject({ key: 'linux-9', subnet: '0.0.0.0/0', backendData: undefined });
+    expect(c.events()[1].lease).toMatchObject({ key: 'linux-1', subnet: '10.244.1.0/24' });
   });
 });
 
@@ -624,9 +617,9 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', LIST, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
     void manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
-    await waitFor(() => updates.some((u) => u.kind === 'snapshot'), 'snapshot after the hung pages', 5000);
-    const snap = updates.find((u): u is Extract<LeaseUpdate, { kind: 'snapshot' }> => u.kind === 'snapshot')!;
-    expect(snap.leases.map((l) => l.key).sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
+    await waitFor(() => updates.some((u) => u.kind === 'listed'), 'a complete list after the hung pages', 5000);
+    const listed = updates.find((u): u is Extract<LeaseUpdate, { kind: 'listed' }> => u.kind === 'listed')!;
+    expect([...listed.keys].sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
     expect(api.requests.filter((r) => LIST.test(`${r.path}?${new URLSearchParams(r.query).toString()}`)).length).toBeGreaterThanOrEqual(4);
   });
 
@@ -636,11 +629,15 @@ describe('a hung API server: every request has a deadline', () => {
     const updates: LeaseUpdate[] = [];
     const m = manager({ watchTimeoutSeconds: 1, watchSilenceMs: 400 });
     void m.watchLeases((u) => updates.push(u), signal());
-    await waitFor(() => updates.length === 1 && api.hangingRequests === 1, 'a silent watch', 5000);
+    await waitFor(() => updates.some((u) => u.kind === 'listed') && api.hangingRequests === 1, 'a silent watch', 5000);
     await waitFor(() => api.activeWatches === 1, 'a new watch after the silent one', 5000);
     expect(api.hangingRequests).toBe(0);
+    const lists = updates.filter((u) => u.kind === 'listed').length;
     api.addNode(peer(2));
-    await waitFor(() => updates.some((u) => u.kind === 'events' && u.events.some((e) => e.lease.key === 'linux-2')), 'event through the new watch', 5000);
+    const added = (u: LeaseUpdate) => u.kind === 'peers' && u.peers.some((p) => p.key === 'linux-2' && p.lease !== undefined);
+    await waitFor(() => updates.some(added), 'event through the new watch', 5000);
+    // Through the watch: no list completed since the new watch opened.
+    expect(updates.filter((u) => u.kind === 'listed').length).toBe(lists);
     const watches = api.requests.filter((r) => r.query.watch === 'true');
     expect(watches[0].query).toMatchObject({ allowWatchBookmarks: 'true', timeoutSeconds: '1' });
   });
@@ -649,7 +646,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.addNode(peer(1));
     const updates: LeaseUpdate[] = [];
     void manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
-    await waitFor(() => updates.length === 1 && api.activeWatches === 1, 'synced', 5000);
+    await waitFor(() => updates.length === 2 && api.activeWatches === 1, 'synced (the page, then the keys listed)', 5000);
     const before = api.requests.length;
     api.hang('GET', /^\/api\/v1\/nodes/);
     api.closeWatches();
@@ -657,11 +654,10 @@ describe('a hung API server: every request has a deadline', () => {
     // Wait on what the manager does (two Node requests made and left hanging past their deadline),
     // not on the clock; the backoff between rounds (client-go's reflector) paces them.
     await waitFor(() => api.requests.slice(before).filter((r) => r.method === 'GET' && r.path === '/api/v1/nodes').length >= 2, 'two hung Node requests', 10_000);
-    expect(updates).toHaveLength(1);
+    expect(updates).toHaveLength(2);
     api.unhang();
     // After the hang the manager relists or resumes its watch: either way linux-1's deletion arrives.
-    const removed = (u: LeaseUpdate) =>
-      u.kind === 'snapshot' ? !u.leases.some((l) => l.key === 'linux-1') : u.kind === 'events' && u.events.some((e) => e.type === 'removed' && e.lease.key === 'linux-1');
-    await waitFor(() => updates.slice(1).some(removed), 'linux-1 removed after the hang', 10_000);
+    const removed = (u: LeaseUpdate) => (u.kind === 'listed' ? !u.keys.has('linux-1') : u.peers.some((p) => p.key === 'linux-1' && p.lease === undefined));
+    await waitFor(() => updates.slice(2).some(removed), 'linux-1 removed after the hang', 10_000);
   });
 });

@@ -12,7 +12,7 @@ import { KubeHttp } from '../../src/subnet/kube/http.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { NODE_EVENT_REASON, peerRejectedEvent, peerRefusedEvent, type NodeEvent } from '../../src/node-events.js';
 import { silentLogger } from '../../src/log.js';
-import { RefusalTracker } from '../../src/backends/refusals.js';
+import { RefusalTracker } from '../../src/reconcile/ledger.js';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';

@@ -10,7 +10,7 @@ import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { simulatedDataplane } from '../../src/dataplane/simulated-node.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { Metrics } from '../../src/metrics.js';
+import { METRIC, Metrics } from '../../src/metrics.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
 import { LOG, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { addPolicy } from '../support/sim-dataplane.js';
@@ -93,19 +93,23 @@ describe('before the first complete list', () => {
         .sort();
 
     // Two pages of the first list, then a changed peer, all before the complete list.
-    sm.emit!({ kind: 'events', events: [{ type: 'added', lease: peer(1) }] });
+    sm.emit!({ kind: 'peers', peers: [{ key: 'linux-1', lease: peer(1) }] });
     await waitFor(() => prefixes().includes('10.244.1.0/24'), 'the first page programmed');
-    sm.emit!({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] });
+    sm.emit!({ kind: 'peers', peers: [{ key: 'linux-2', lease: peer(2) }] });
     await waitFor(() => prefixes().includes('10.244.2.0/24'), 'the second page programmed');
-    sm.emit!({ kind: 'events', events: [{ type: 'added', lease: { ...peer(1), publicIP: '10.0.1.99' } }] });
-    await new Promise((r) => setTimeout(r, 1000)); // several resync periods
+    // Passes begun, and passes settled (counted by result): a pass begun after the change took it.
+    const begun = () => agent.network!.status().passes;
+    const settled = () => metrics.total(METRIC.applyPasses);
+    const before = begun();
+    sm.emit!({ kind: 'peers', peers: [{ key: 'linux-1', lease: { ...peer(1), publicIP: '10.0.1.99' } }] });
+    await waitFor(() => begun() > before && settled() === begun(), 'the reconcile pass after the change, settled');
     expect(prefixes()).toEqual(['10.244.1.0/24', '10.244.2.0/24', '10.244.9.0/24']);
     const pa1 = () => sim.getNetworkByName('flannel.4096')!.Policies!.find((p) => p.Settings?.['DestinationPrefix'] === '10.244.1.0/24')!.Settings!['ProviderAddress'];
     expect(pa1()).toBe('10.0.1.1'); // a replacement waits for the complete list
     expect(sm.completed).toBe(0);
     expect(agent.isReady).toBe(false); // subnet.env is written, but no complete list has come (issue 18)
 
-    sm.emit!({ kind: 'snapshot', leases: [{ ...peer(1), publicIP: '10.0.1.99' }, peer(2)] });
+    sm.emit!({ kind: 'listed', keys: new Set(['linux-1', 'linux-2']) });
     await waitFor(() => prefixes().join() === '10.244.1.0/24,10.244.2.0/24' && pa1() === '10.0.1.99', 'the stale policy removed, the peer replaced');
     await waitFor(() => sm.completed === 1, 'CompleteLease');
     expect(agent.isReady).toBe(true);

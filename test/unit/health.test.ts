@@ -1,11 +1,14 @@
 import { describe, it, expect } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import { buildStatusReport, isLocalRequest, type StatusInput } from '../../src/health/status.js';
-import type { NetworkStatus } from '../../src/backends/backend.js';
+import type { NetworkStatus } from '../../src/network-status.js';
 import { renderStatusTable, statusUrls } from '../../src/commands/status.js';
 import { startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
 import { readFileSync } from 'node:fs';
 import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/metrics.js';
+import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/log.js';
+import { RejectionLog } from '../../src/subnet/rejections.js';
 import { LEASE_REJECT_REASONS } from '../../src/subnet/validate.js';
 import { VERSION } from '../../src/version.js';
 
@@ -84,7 +87,8 @@ describe('/status', () => {
     networkMissing: false,
     listed: true,
     lastGoodAt: 0,
-    refused: 0,
+    passes: 1,
+    consecutiveFailures: 0,
     refusedItems: [],
     inSync: true,
     peersDesired: 2,
@@ -115,7 +119,6 @@ describe('/status', () => {
       ...INPUT,
       network: {
         ...NETWORK,
-        refused: 1,
         inSync: false,
         peersProgrammed: 1,
         lastError: { at: Date.parse('2026-01-01T00:05:00Z'), message: 'HNS was stopping' },
@@ -178,7 +181,10 @@ describe('/status', () => {
 
 describe('Metrics (prom-client)', () => {
   it('pre-registers every known labelled series at zero, plus build info', async () => {
-    const text = await new Metrics().render();
+    const metrics = new Metrics();
+    // The lease reject reasons are declared by their owner, the rejection log (the peer store makes one).
+    new RejectionLog(silentLogger(), metrics, systemClock, 60_000);
+    const text = await metrics.render();
     for (const reason of LEASE_REJECT_REASONS) expect(text).toContain(`flannel_leases_rejected_total{reason="${reason}"} 0\n`);
     for (const op of DATAPLANE_OPS) {
       expect(text).toContain(`flannel_dataplane_calls_total{op="${op}"} 0\n`);

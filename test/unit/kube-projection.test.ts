@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { annotationKeys, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
-import { leaseRelevantChanged, MAX_ANNOTATION_LENGTH, projectNode, toLease } from '../../src/subnet/kube/projection.js';
-import type { NodeLease } from '../../src/subnet/kube/projection.js';
+import { MAX_ANNOTATION_LENGTH, projectNode, toLease } from '../../src/subnet/kube/node-list-watch.js';
+import type { NodeLease } from '../../src/subnet/kube/node-list-watch.js';
 
 const keys = annotationKeys(normalizeAnnotationPrefix('flannel.alpha.coreos.com'));
 const P = 'flannel.alpha.coreos.com/';
@@ -145,11 +145,12 @@ describe('toLease', () => {
   }
 });
 
-describe('leaseRelevantChanged', () => {
+// Which Node changes change the lease a peer gets (the peer store compares leases, src/reconcile/peer-store.ts).
+describe('toLease across Node changes', () => {
   const mk = (rv: string, ann: Record<string, unknown> = flannelAnn, spec: unknown = { podCIDR: '10.244.1.0/24' }, status: unknown = {}) =>
-    projectNode(node({ rv, annotations: ann, spec, status }), keys)!;
+    toLease(projectNode(node({ rv, annotations: ann, spec, status }), keys)!);
   const a = mk('1');
-  const cases: Array<{ name: string; b: NodeLease; want: boolean }> = [
+  const cases: Array<{ name: string; b: ReturnType<typeof toLease>; changed: boolean }> = [
     {
       name: 'heartbeat / resourceVersion only',
       b: mk(
@@ -158,24 +159,22 @@ describe('leaseRelevantChanged', () => {
         { podCIDR: '10.244.1.0/24', unschedulable: true },
         { conditions: [{ type: 'Ready', lastHeartbeatTime: 'now' }] },
       ),
-      want: false,
+      changed: false,
     },
-    { name: 'unrelated annotation', b: mk('2', { ...flannelAnn, [`${P}node-public-ip`]: '9.9.9.9', foo: 'bar' }), want: false },
-    { name: 'public-ip-overwrite alone (the owner copies it)', b: mk('2', { ...flannelAnn, [`${P}public-ip-overwrite`]: '9.9.9.9' }), want: false },
-    { name: 'public-ip', b: mk('2', { ...flannelAnn, [`${P}public-ip`]: '10.0.0.99' }), want: true },
-    { name: 'backend-type', b: mk('2', { ...flannelAnn, [`${P}backend-type`]: 'host-gw' }), want: true },
-    { name: 'backend-data', b: mk('2', { ...flannelAnn, [`${P}backend-data`]: '{"VNI":4097,"VtepMAC":"0e:2a:0a:00:00:0b"}' }), want: true },
-    { name: 'subnet-manager flag', b: mk('2', { ...flannelAnn, [`${P}kube-subnet-manager`]: 'false' }), want: true },
-    { name: 'podCIDR', b: mk('2', flannelAnn, { podCIDR: '10.244.2.0/24' }), want: true },
-    { name: 'backend-data becomes oversized', b: mk('2', { ...flannelAnn, [`${P}backend-data`]: 'z'.repeat(MAX_ANNOTATION_LENGTH + 5) }), want: true },
+    { name: 'unrelated annotation', b: mk('2', { ...flannelAnn, [`${P}node-public-ip`]: '9.9.9.9', foo: 'bar' }), changed: false },
+    { name: 'public-ip-overwrite alone (the owner copies it)', b: mk('2', { ...flannelAnn, [`${P}public-ip-overwrite`]: '9.9.9.9' }), changed: false },
+    { name: 'public-ip', b: mk('2', { ...flannelAnn, [`${P}public-ip`]: '10.0.0.99' }), changed: true },
+    { name: 'backend-type', b: mk('2', { ...flannelAnn, [`${P}backend-type`]: 'host-gw' }), changed: true },
+    { name: 'backend-data', b: mk('2', { ...flannelAnn, [`${P}backend-data`]: '{"VNI":4097,"VtepMAC":"0e:2a:0a:00:00:0b"}' }), changed: true },
+    { name: 'subnet-manager flag', b: mk('2', { ...flannelAnn, [`${P}kube-subnet-manager`]: 'false' }), changed: true },
+    { name: 'podCIDR', b: mk('2', flannelAnn, { podCIDR: '10.244.2.0/24' }), changed: true },
+    { name: 'backend-data becomes oversized', b: mk('2', { ...flannelAnn, [`${P}backend-data`]: 'z'.repeat(MAX_ANNOTATION_LENGTH + 5) }), changed: true },
   ];
   for (const c of cases) {
     it(c.name, () => {
-      expect(leaseRelevantChanged(a, c.b)).toBe(c.want);
+      expect(a).toBeDefined();
+      if (c.changed) expect(c.b).not.toEqual(a);
+      else expect(c.b).toEqual(a);
     });
   }
-  it('undefined on one side', () => {
-    expect(leaseRelevantChanged(undefined, a)).toBe(true);
-    expect(leaseRelevantChanged(undefined, undefined)).toBe(false);
-  });
 });

@@ -8,7 +8,8 @@ import { describe, it, expect } from '@jest/globals';
 import { METRIC, Metrics } from '../../src/metrics.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { silentLogger } from '../../src/log.js';
-import type { LeaseUpdate } from '../../src/subnet/lease.js';
+import { PeerStore } from '../../src/reconcile/peer-store.js';
+import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { annotationKeys, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
 import { listPageBound, NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
 import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
@@ -36,15 +37,17 @@ interface Script {
 
 interface Result {
   updates: string[];
+  raw: LeaseUpdate[];
   /** `list(continue)` and `watch(rv)` in call order. */
   calls: string[];
   timeouts: { timeoutSeconds: number; silenceMs: number }[];
   metrics: Metrics;
 }
 
+/** `peers:a=10.244.1.0/24,b=-` (`-`: no lease: deleted, or no usable lease now), `listed:a,b`. */
 function summary(u: LeaseUpdate): string {
-  if (u.kind === 'events') return `events:${u.events.map((e) => `${e.type === 'added' ? '+' : '-'}${e.lease.key}`).join(',')}`;
-  return `${u.kind}:${u.leases.map((l) => l.key).join(',')}`;
+  if (u.kind === 'listed') return `listed:${[...u.keys].join(',')}`;
+  return `peers:${u.peers.map((p) => `${p.key}=${p.lease?.subnet ?? '-'}`).join(',')}`;
 }
 
 async function run(script: Script): Promise<Result> {
@@ -88,23 +91,29 @@ async function run(script: Script): Promise<Result> {
     listPageSize: 2,
   });
   const updates: string[] = [];
+  const raw: LeaseUpdate[] = [];
   let done = false;
-  void lw.run((u) => updates.push(summary(u)), ctrl.signal).finally(() => (done = true));
+  void lw
+    .run((u) => {
+      raw.push(u);
+      updates.push(summary(u));
+    }, ctrl.signal)
+    .finally(() => (done = true));
   for (let i = 0; !done && i < 50; i++) {
     await flush();
     const next = clock.pending()[0];
     if (next !== undefined) await clock.advance(next);
   }
   expect(done).toBe(true);
-  return { updates, calls, timeouts, metrics };
+  return { updates, raw, calls, timeouts, metrics };
 }
 
 describe('NodeListWatch with injected list and watch', () => {
   it.each<[string, Script, string[], string[]]>([
     [
-      'a paged first list: each page, then the snapshot; the watch starts at the list version',
+      'a paged first list: each page as it arrives, then the keys listed; the watch starts at the list version',
       { lists: [{ rv: '10', pages: [[node('a', 1, '3'), node('b', 2, '4')], [node('c', 3, '5')]] }], watches: [] },
-      ['page:a,b', 'snapshot:a,b,c'],
+      ['peers:a=10.244.1.0/24,b=10.244.2.0/24', 'peers:c=10.244.3.0/24', 'listed:a,b,c'],
       ['list()', 'list(1)', 'watch(10)'],
     ],
     [
@@ -122,23 +131,24 @@ describe('NodeListWatch with injected list and watch', () => {
           },
         ],
       },
-      ['snapshot:a', 'events:+b', 'events:-a'],
+      // The ignored change now carries a's unchanged lease: the peer store drops it (see the PeerStore case below).
+      ['peers:a=10.244.1.0/24', 'listed:a', 'peers:b=10.244.2.0/24', 'peers:a=10.244.1.0/24', 'peers:a=-'],
       ['list()', 'watch(10)', 'watch(13)'],
     ],
     [
       'a changed podCIDR is a new lease for the node',
       { lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }], watches: [{ events: [['MODIFIED', node('a', 1, '11', '10.244.9.0/24')]], end: 'close' }] },
-      ['snapshot:a', 'events:+a'],
+      ['peers:a=10.244.1.0/24', 'listed:a', 'peers:a=10.244.9.0/24'],
       ['list()', 'watch(10)', 'watch(11)'],
     ],
     [
       'a bookmark moves the resume point and delivers nothing',
       { lists: [{ rv: '10', pages: [[node('a', 1, '3')]] }], watches: [{ events: [['BOOKMARK', { metadata: { resourceVersion: '20' } }]], end: 'close' }] },
-      ['snapshot:a'],
+      ['peers:a=10.244.1.0/24', 'listed:a'],
       ['list()', 'watch(10)', 'watch(20)'],
     ],
     [
-      '410 Gone: relist (no pages after the first list), snapshot without the node deleted meanwhile',
+      '410 Gone: relist, page by page again, listing the keys without the node deleted meanwhile',
       {
         lists: [
           { rv: '10', pages: [[node('a', 1, '3')], [node('b', 2, '4')]] },
@@ -146,7 +156,7 @@ describe('NodeListWatch with injected list and watch', () => {
         ],
         watches: [{ events: [['ERROR', { kind: 'Status', code: 410, reason: 'Expired' }]], end: 'close' }],
       },
-      ['page:a', 'snapshot:a,b', 'snapshot:b,c'],
+      ['peers:a=10.244.1.0/24', 'peers:b=10.244.2.0/24', 'listed:a,b', 'peers:b=10.244.2.0/24', 'peers:c=10.244.3.0/24', 'listed:b,c'],
       ['list()', 'list(1)', 'watch(10)', 'list()', 'list(1)', 'watch(30)'],
     ],
     [
@@ -158,7 +168,7 @@ describe('NodeListWatch with injected list and watch', () => {
         ],
         watches: [{ events: [['ADDED', node('b', 2, '11')]], end: 'fail' }],
       },
-      ['snapshot:a', 'events:+b', 'snapshot:a'],
+      ['peers:a=10.244.1.0/24', 'listed:a', 'peers:b=10.244.2.0/24', 'peers:a=10.244.1.0/24', 'listed:a'],
       ['list()', 'watch(10)', 'list()', 'watch(15)'],
     ],
   ])('%s', async (_name, script, updates, calls) => {
@@ -185,9 +195,44 @@ describe('NodeListWatch with injected list and watch', () => {
         },
       ],
     });
-    expect(r.updates).toEqual(['snapshot:a', 'events:+b']);
+    expect(r.updates).toEqual(['peers:a=10.244.1.0/24', 'listed:a', 'peers:b=10.244.2.0/24']);
     expect(r.metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
     expect(r.metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+  });
+
+  it('a Node without a usable lease is delivered as such (no lease) and is not among the keys listed', async () => {
+    const plain = { metadata: { name: 'linux-1', resourceVersion: '4' }, spec: { podCIDR: '10.244.7.0/24' } };
+    const r = await run({ lists: [{ rv: '10', pages: [[node('a', 1, '3'), plain]] }], watches: [{ events: [['MODIFIED', plain]], end: 'close' }] });
+    expect(r.updates).toEqual(['peers:a=10.244.1.0/24,linux-1=-', 'listed:a', 'peers:linux-1=-']);
+  });
+
+  it('a heartbeat (a MODIFIED with nothing flannel reads changed) changes no item in the peer store', async () => {
+    const r = await run({
+      lists: [{ rv: '10', pages: [[node('a', 1, '3'), node('b', 2, '4')]] }],
+      watches: [
+        {
+          events: [
+            ['MODIFIED', node('a', 1, '12')],
+            ['MODIFIED', node('b', 2, '13', '10.244.9.0/24')],
+          ],
+          end: 'close',
+        },
+      ],
+    });
+    const store = new PeerStore<Lease>({
+      ownSubnet: '10.244.0.0/24',
+      validation: { network: '10.244.0.0/16', subnetLen: 24, backendType: 'host-gw' },
+      items: { desiredFor: (l) => [l], desiredKey: (l) => l.key },
+    });
+    expect(r.updates.slice(0, 2)).toEqual(['peers:a=10.244.1.0/24,b=10.244.2.0/24', 'listed:a,b']);
+    for (const u of r.raw.slice(0, 2)) store.apply(u);
+    expect(store.takeDirty().sort()).toEqual(['a', 'b']);
+    // The watch: a's heartbeat (its unchanged lease) marks nothing, b's new podCIDR marks b.
+    const dirty = r.raw.slice(2).map((u) => {
+      store.apply(u);
+      return store.takeDirty();
+    });
+    expect(dirty).toEqual([[], ['b']]);
   });
 });
 
@@ -261,8 +306,8 @@ describe.each<[string, () => number]>([
     const r = await hostile('repeated-continue', 2, random);
     expect(r.lists).toBeLessThanOrEqual(10); // two pages per round
     expect(r.watches).toBe(0);
-    expect(r.lw.hasSynced).toBe(false);
-    expect(r.updates.every((u) => !u.startsWith('snapshot'))).toBe(true);
+    expect(r.updates.some((u) => u.startsWith('listed'))).toBe(false); // never a complete list
+    expect(r.updates.length).toBeGreaterThan(0); // each round's first page was delivered
     const failures = r.entries.filter((e) => e.message === 'listing nodes failed, backing off');
     expect(failures.length).toBe(r.lists / 2);
     expect(failures.every((e) => e.code === 'FLANNEL_ERR_KUBE_LIST' && e.level === 'warn')).toBe(true);
@@ -272,7 +317,7 @@ describe.each<[string, () => number]>([
     const r = await hostile('endless-continue', 250, random);
     const bound = listPageBound(250);
     expect(bound).toBe(80);
-    expect(r.lw.hasSynced).toBe(false);
+    expect(r.updates.some((u) => u.startsWith('listed'))).toBe(false); // never a complete list
     expect(r.lists % bound).toBe(0);
     expect(r.lists / bound).toBeLessThanOrEqual(5);
     const failures = r.entries.filter((e) => e.message === 'listing nodes failed, backing off');
