@@ -6,8 +6,8 @@
 import http from 'node:http';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { HnsClient } from '../dist/hns/client.js';
-import { SimulatedHnsTransport } from '../dist/hns/simulated.js';
-import { SimulatedDataplane } from '../dist/dataplane/simulated.js';
+import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
+import { SimulatedDataplane } from '../dist/simulator/model.js';
 import { Reconciler } from '../dist/backends/reconcile.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../dist/backends/vxlan/policies.js';
 import {

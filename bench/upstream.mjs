@@ -13,9 +13,9 @@
 // cold-start.json and churn.json. A small real-time run cross-checks the virtual clock.
 /* global setImmediate */
 import { HnsClient } from '../dist/hns/client.js';
-import { SimulatedHnsTransport } from '../dist/hns/simulated.js';
-import { SimulatedDataplane } from '../dist/dataplane/simulated.js';
-import { SimulatedRouteTable } from '../dist/routes/simulated.js';
+import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
+import { SimulatedDataplane } from '../dist/simulator/model.js';
+import { SimulatedRouteTable } from '../dist/simulator/host.js';
 import { Reconciler } from '../dist/backends/reconcile.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, sameRemoteSubnetRoute } from '../dist/backends/vxlan/policies.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.js';

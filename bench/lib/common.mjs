@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import winston from 'winston';
 import { Agent } from '../../dist/agent.js';
 import { parseConfig } from '../../dist/config/parse.js';
-import { SimulatedDataplane } from '../../dist/dataplane/simulated.js';
-import { simulatedDataplane } from '../../dist/dataplane/simulated-node.js';
+import { SimulatedDataplane } from '../../dist/simulator/model.js';
+import { simulatedSeams } from '../../dist/simulator/node.js';
 import { Metrics } from '../../dist/health/metrics.js';
 import { systemClock } from '../../dist/clock.js';
 
@@ -344,7 +344,7 @@ export async function startAgent({ api, backend = 'vxlan', latency = COLD_LATENC
   const logger = milestoneLogger(milestones, echo);
   const metrics = new Metrics();
   const sim = await fastPolicyStore(new SimulatedDataplane({ nodeIP: OWN_IP, nodePrefixLength: OWN_PREFIX_LENGTH, latency, ...(random ? { random } : {}) }));
-  const dataplane = simulatedDataplane(sim, { log: logger, metrics, clock: systemClock });
+  const dataplane = simulatedSeams(sim, { log: logger, metrics, clock: systemClock });
   const agent = new Agent({ config: parsed.config, log: logger, metrics, dataplane, ...(resyncMs ? { resyncMs } : {}) });
   const controller = new AbortController();
   const t0 = wallNow();

@@ -1,7 +1,11 @@
 // HCN namespaces of the simulated node (a pod's network compartment): created by the container runtime
 // before CNI ADD, an endpoint added to one by the CNI plugin, removed on DEL. Pure functions on the state
-// document. Shapes follow hcsshim hcn/hcnnamespace.go: HostComputeNamespace {ID, NamespaceId, Type,
-// Resources, SchemaVersion}; a resource is {Type: "Endpoint"|"Container", Data: {ID}}; ModifyNamespace
+// document, and SimulatedHcnNamespaces: computenetwork.dll!Hcn*Namespace over the model, the raw JSON calls
+// hcsshim makes in hcn/hcnnamespace.go (hcnEnumerateNamespaces, hcnCreateNamespace, hcnOpenNamespace,
+// hcnModifyNamespace, hcnQueryNamespaceProperties, hcnDeleteNamespace, hcnCloseNamespace). The agent never
+// calls them: the CNI plugins do (win-overlay / win-bridge attach a pod's endpoint to its namespace), and
+// the Windows test harness serves them to the real plugins through the stand-in DLL. Shapes follow
+// hcsshim hcn/hcnnamespace.go: HostComputeNamespace {ID, NamespaceId, Type, Resources, SchemaVersion}; a resource is {Type: "Endpoint"|"Container", Data: {ID}}; ModifyNamespace
 // takes {ResourceType, RequestType: "Add"|"Remove", Settings: {EndpointId}} (AddNamespaceEndpoint,
 // RemoveNamespaceEndpoint). The endpoint's own HostComputeNamespace names the namespace it is in
 // (hcnendpoint.go), which is what the plugins' DEL reads (containernetworking/plugins pkg/hns
@@ -11,8 +15,10 @@
 import type { ErrorContext } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { HCN_SCHEMA_V2, sameId, type HcnEndpoint } from '../hns/schema.js';
-import { ZERO_GUID, type SimIds } from './sim-objects.js';
-import type { DataplaneState } from './sim-state.js';
+import { filterMatches, parseHcnJson } from './hns.js';
+import type { SimulatedDataplane } from './model.js';
+import { ZERO_GUID, type SimIds } from './objects.js';
+import type { DataplaneState } from './state.js';
 
 /** A namespace as the state file stores it (Resources are rendered from the endpoints, never stored). */
 export interface SimNamespace {
@@ -86,5 +92,86 @@ export function modifyNamespace(state: DataplaneState, op: string, id: string, r
     delete ep.HostComputeNamespace;
   } else {
     throw invalid(op, `RequestType ${String(request.RequestType)} is not modelled`, ctx);
+  }
+}
+
+/** An open namespace handle (HCN_NAMESPACE). */
+export interface HcnNamespaceHandle {
+  readonly kind: 'namespace';
+  readonly id: string;
+}
+
+export class SimulatedHcnNamespaces {
+  private readonly open = new Set<HcnNamespaceHandle>();
+
+  constructor(private readonly dp: SimulatedDataplane) {}
+
+  private handle(id: string): HcnNamespaceHandle {
+    const h: HcnNamespaceHandle = { kind: 'namespace', id: id.toUpperCase() };
+    this.open.add(h);
+    this.dp.openHandles++;
+    return h;
+  }
+
+  private check(op: string, h: HcnNamespaceHandle): void {
+    if (!this.open.has(h)) throw hnsError(op, HRESULT.E_HANDLE, hresultText(HRESULT.E_HANDLE));
+  }
+
+  async enumerateNamespaces(query: string): Promise<string> {
+    const op = 'HcnEnumerateNamespaces';
+    const q = parseHcnJson(op, query, true);
+    const filter = typeof q.Filter === 'string' && q.Filter !== '' ? parseHcnJson(op, q.Filter, true) : {};
+    const ids = this.dp
+      .listNamespaces()
+      .filter((n) => filterMatches(n as unknown as Record<string, unknown>, filter, {}))
+      .map((n) => n.ID);
+    await this.dp.enter(op, 'hns', ids.length, query);
+    return JSON.stringify(ids);
+  }
+
+  async createNamespace(id: string, settings: string): Promise<HcnNamespaceHandle> {
+    const op = 'HcnCreateNamespace';
+    const body = parseHcnJson(op, settings, false);
+    await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
+    return this.handle(this.dp.createNamespace(op, body, id).ID);
+  }
+
+  async openNamespace(id: string): Promise<HcnNamespaceHandle> {
+    const op = 'HcnOpenNamespace';
+    await this.dp.enter(op, 'hns', 0, id);
+    if (!this.dp.getNamespace(id)) throw namespaceNotFound(op, id);
+    return this.handle(id);
+  }
+
+  async modifyNamespace(h: HcnNamespaceHandle, settings: string): Promise<void> {
+    const op = 'HcnModifyNamespace';
+    this.check(op, h);
+    const req = parseHcnJson(op, settings, false);
+    await this.dp.enter(op, 'hns', 0, `${h.id} ${settings}`);
+    this.dp.modifyNamespace(op, h.id, req);
+  }
+
+  async queryNamespaceProperties(h: HcnNamespaceHandle, query: string): Promise<string> {
+    const op = 'HcnQueryNamespaceProperties';
+    this.check(op, h);
+    parseHcnJson(op, query, true);
+    await this.dp.enter(op, 'hns', 0, `${h.id} ${query}`);
+    const ns = this.dp.getNamespace(h.id);
+    if (!ns) throw namespaceNotFound(op, h.id);
+    return JSON.stringify(ns);
+  }
+
+  async deleteNamespace(id: string): Promise<void> {
+    const op = 'HcnDeleteNamespace';
+    await this.dp.enter(op, 'hns', 0, id);
+    this.dp.deleteNamespace(op, id);
+  }
+
+  async closeNamespace(h: HcnNamespaceHandle): Promise<void> {
+    const op = 'HcnCloseNamespace';
+    this.check(op, h);
+    this.open.delete(h);
+    this.dp.openHandles--;
+    await this.dp.enter(op, 'hns', 0, h.id);
   }
 }

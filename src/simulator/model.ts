@@ -2,24 +2,24 @@
 // table, the host adapters) shared by the simulated HNS transport, route table and host, and persisted to
 // one JSON file that several processes may share (README "The simulated node"). Every call enters through
 // `enter` (latency, injected failures, `faults` rules), then changes the document under the store's lock.
-// The parts: sim-state.ts (the document), sim-store.ts (the shared file and its lock), sim-faults.ts (the
-// `faults` rules and the in-process injections), sim-objects.ts (HNS objects), sim-host.ts (adapters,
-// vSwitch, routes). Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
+// The parts, all in this folder: state.ts (the document), store.ts (the shared file and its lock),
+// faults.ts (the `faults` rules and the in-process injections), objects.ts (HNS objects), host.ts
+// (adapters, vSwitch, routes), namespaces.ts; the seams over the model are hns.ts (+ hns-v1.ts), host.ts
+// and node.ts. Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
 import { HostError, RouteError } from '../errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { sameId } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../clock.js';
-import { Injections, consumeFault, findFault, parseHresult } from './sim-faults.js';
-import { adapterOrThrow, createRoute, defaultRoute, deleteRoute } from './sim-host.js';
-import * as namespaces from './sim-namespaces.js';
-import * as objects from './sim-objects.js';
-import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
-import { StateStore, type DataplaneFs } from './sim-store.js';
+import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
+import { adapterOrThrow, createRoute, defaultRoute, deleteRoute } from './host.js';
+import * as namespaces from './namespaces.js';
+import * as objects from './objects.js';
+import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
+import { StateStore, type DataplaneFs } from './store.js';
 
-export type { DataplaneState, SimAdapter, SimRoute } from './sim-state.js';
-export type { DataplaneFs } from './sim-store.js';
-export { jsonEqual } from './sim-state.js';
+export type { DataplaneState, SimAdapter, SimRoute } from './state.js';
+export type { DataplaneFs } from './store.js';
 
 /** Which seam a call belongs to: decides the latency used and the error type a failure raises. */
 export type CallKind = 'hns' | 'route' | 'host';

@@ -17,7 +17,7 @@ import { writeFileAtomicSync } from '../fs-atomic.js';
 import { DataplaneStateError, errorMessage, FlannelError } from '../errors.js';
 import { readRegularFile } from '../fs-read.js';
 import { processAlive } from '../host/agent-lock.js';
-import { serializeState, type DataplaneState } from './sim-state.js';
+import { serializeState, type DataplaneState } from './state.js';
 import { parseDataplaneState } from './state-file.js';
 
 /** The file-system calls the dataplane makes (node:fs by default). */

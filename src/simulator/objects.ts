@@ -7,9 +7,9 @@ import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { HCN_SCHEMA_V2, policySetting, sameId } from '../hns/schema.js';
 import { nthAddress, parseCidr, sizeOf } from '../ip4.js';
-import { adapterNotFound, policyNotFound, refuseBatch, refuseEndpointAddress, refuseNetworkPolicy } from './sim-refusals.js';
-import { boundAdapterName, ensureVSwitch, physicalAdapterFor, releaseVSwitch } from './sim-host.js';
-import { isVSwitchType, vEthernetName, type DataplaneState, type SimAdapter } from './sim-state.js';
+import { adapterNotFound, policyNotFound, refuseBatch, refuseEndpointAddress, refuseNetworkPolicy } from './refusals.js';
+import { boundAdapterName, ensureVSwitch, physicalAdapterFor, releaseVSwitch } from './host.js';
+import { isVSwitchType, vEthernetName, type DataplaneState, type SimAdapter } from './state.js';
 
 /** Where new IDs, MACs and interface indexes come from (the model's random source and counter). */
 export interface SimIds {

@@ -2,9 +2,9 @@
 // starts from. Pure. ./state-file.ts parses and validates it.
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
 import { nthAddress } from '../ip4.js';
-import type { FaultRule } from './sim-faults.js';
-import type { PolicyBatches } from './sim-refusals.js';
-import type { SimNamespace } from './sim-namespaces.js';
+import type { FaultRule } from './faults.js';
+import type { PolicyBatches } from './refusals.js';
+import type { SimNamespace } from './namespaces.js';
 
 /** A route as the state file stores it (iphlpapi's MIB_IPFORWARD_ROW2, reduced). */
 export interface SimRoute {

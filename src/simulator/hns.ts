@@ -3,12 +3,12 @@
 // ./simulated-v1.ts. Mirrors the call shapes hcsshim uses in hcn/hcnnetwork.go, hcnendpoint.go
 // (HcnEnumerate*, HcnOpen*, HcnQuery*Properties, HcnModifyNetwork) and hcn/hcnerrors.go (checkForErrors).
 import { HnsError } from '../errors.js';
-import type { SimulatedDataplane } from '../dataplane/simulated.js';
-import { jsonEqual } from '../dataplane/simulated.js';
-import { HRESULT, hnsError, hresultText, parseErrorRecord } from './errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from './schema.js';
-import { SimulatedHnsV1 } from './simulated-v1.js';
-import type { HcnHandle, HnsTransport } from './transport.js';
+import type { SimulatedDataplane } from './model.js';
+import { jsonEqual } from './state.js';
+import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
+import { SimulatedHnsV1 } from './hns-v1.js';
+import type { HcnHandle, HnsTransport } from '../hns/transport.js';
 
 export interface SimulatedHnsOptions {
   /** What `GET /globals/version` reports. Default 13.2 (Windows Server 2022). */

@@ -4,11 +4,11 @@
 // (./v1-view.ts), as HNS does; a missing network is ERROR_NOT_FOUND here (v1Answer). Used by
 // SimulatedHnsTransport (./simulated.ts).
 import { HnsError } from '../errors.js';
-import type { SimulatedDataplane } from '../dataplane/simulated.js';
+import type { SimulatedDataplane } from './model.js';
 import { contains } from '../ip4.js';
-import { HRESULT, hnsError, hresultText } from './errors.js';
-import type { HcnEndpoint, HcnNetwork, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
-import { endpointV1toV2, endpointV2toV1, networkV1toV2, networkV2toV1 } from './v1-view.js';
+import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
+import type { HcnEndpoint, HcnNetwork, HnsEndpointV1, HnsNetworkV1, HnsVersion } from '../hns/schema.js';
+import { endpointV1toV2, endpointV2toV1, networkV1toV2, networkV2toV1 } from '../hns/v1-view.js';
 
 type Method = 'GET' | 'POST' | 'DELETE';
 
