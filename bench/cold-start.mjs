@@ -15,7 +15,6 @@ import {
   COLD_LATENCY,
   classifyCalls,
   diffSimCalls,
-  fastPolicyStore,
   log,
   makeTmpDir,
   peer,
@@ -111,7 +110,7 @@ async function coldStart(n, backend) {
 
 /** One reconcile pass adding n RemoteSubnetRoute policies with `batch` policies per HcnModifyNetwork. */
 async function batchRun(n, batch) {
-  const sim = await fastPolicyStore(new SimulatedDataplane({ latency: COLD_LATENCY }));
+  const sim = new SimulatedDataplane({ latency: COLD_LATENCY });
   const net = sim.createNetwork('bench', { Name: 'flannel.4096', Type: 'Overlay', Policies: [], Ipams: [] });
   const hns = new HnsClient(new SimulatedHnsTransport(sim));
   const rec = new Reconciler({ driver: remoteSubnetRouteDriver(hns, net.ID, batch), resyncMs: 3_600_000 });

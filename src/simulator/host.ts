@@ -15,6 +15,7 @@
 import { HostError, RouteError } from '../errors.js';
 import type { Host, HostInterface } from '../host/host.js';
 import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS, type Route, type RouteTable } from '../routes/route-table.js';
+import { routeKey, type KeyedState } from './keyed.js';
 import type { SimulatedDataplane } from './model.js';
 import { policySetting, type HcnNetwork } from '../hns/schema.js';
 import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
@@ -93,29 +94,25 @@ export function releaseVSwitch(state: DataplaneState, physName: string): void {
   state.adapters = state.adapters.filter((a) => a !== vnic);
 }
 
-export function sameRoute(a: SimRoute, b: SimRoute): boolean {
-  return a.DestinationPrefix === b.DestinationPrefix && a.NextHop === b.NextHop && a.InterfaceIndex === b.InterfaceIndex;
-}
-
 /** CreateIpForwardEntry2: RouteError 1168 for an unknown interface, 5010 for an existing route. */
-export function createRoute(state: DataplaneState, route: SimRoute): void {
+export function createRoute(view: KeyedState, route: SimRoute): void {
   const ctx = { destination: route.DestinationPrefix, nextHop: route.NextHop, interfaceIndex: route.InterfaceIndex };
-  if (!state.adapters.some((a) => a.InterfaceIndex === route.InterfaceIndex)) {
+  if (!view.doc.adapters.some((a) => a.InterfaceIndex === route.InterfaceIndex)) {
     throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no interface with index ${route.InterfaceIndex}; re-resolve the interface`, {
       ...ctx,
       status: ERROR_NOT_FOUND,
     });
   }
-  if (state.routes.some((r) => sameRoute(r, route))) {
+  if (view.routes.count(routeKey(route)) > 0) {
     throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_OBJECT_ALREADY_EXISTS}: the route already exists`, { ...ctx, status: ERROR_OBJECT_ALREADY_EXISTS });
   }
-  state.routes.push({ ...route });
+  view.addRoute({ ...route });
 }
 
 /** DeleteIpForwardEntry2: RouteError 1168 when no such route. */
-export function deleteRoute(state: DataplaneState, route: SimRoute): void {
-  const i = state.routes.findIndex((r) => sameRoute(r, route));
-  if (i < 0) {
+export function deleteRoute(view: KeyedState, route: SimRoute): void {
+  const held = view.routes.first(routeKey(route));
+  if (!held) {
     throw new RouteError(`DeleteIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no such route`, {
       destination: route.DestinationPrefix,
       nextHop: route.NextHop,
@@ -123,7 +120,7 @@ export function deleteRoute(state: DataplaneState, route: SimRoute): void {
       status: ERROR_NOT_FOUND,
     });
   }
-  state.routes.splice(i, 1);
+  view.deleteRoute(held);
 }
 
 /** The adapter with this index; HostError FLANNEL_ERR_HOST (status 1168) when there is none. */

@@ -18,7 +18,7 @@ import { HCN_SCHEMA_V2, sameId, type HcnEndpoint } from '../hns/schema.js';
 import { filterMatches, parseHcnJson } from './hns.js';
 import type { SimulatedDataplane } from './model.js';
 import { ZERO_GUID, type SimIds } from './objects.js';
-import type { DataplaneState } from './state.js';
+import type { KeyedState } from './keyed.js';
 
 /** A namespace as the state file stores it (Resources are rendered from the endpoints, never stored). */
 export interface SimNamespace {
@@ -40,56 +40,51 @@ const NAMESPACE_TYPES = new Set(['Host', 'HostDefault', 'Guest', 'GuestDefault']
 export const namespaceNotFound = (op: string, id: string) => hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
 const invalid = (op: string, why: string, ctx: ErrorContext) => hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (${why})`, ctx);
 
-export function findNamespace(state: DataplaneState, id: string): SimNamespace | undefined {
-  return (state.namespaces ?? []).find((n) => sameId(n.ID, id));
-}
-
 /** The namespace with the endpoints in it, as HcnQueryNamespaceProperties answers. */
-export function namespaceProperties(state: DataplaneState, ns: SimNamespace): HcnNamespaceProperties {
-  const members = state.endpoints.filter((e) => e.HostComputeNamespace !== undefined && sameId(e.HostComputeNamespace, ns.ID));
+export function namespaceProperties(view: KeyedState, ns: SimNamespace): HcnNamespaceProperties {
+  const members = [...view.membersOf(ns.ID)];
   return { ...structuredClone(ns), Resources: members.map((e) => ({ Type: 'Endpoint', Data: { ID: e.ID! } })) };
 }
 
 /** HcnCreateNamespace: the zero GUID lets HNS choose the ID (hcsshim createNamespace passes it). */
-export function createNamespace(state: DataplaneState, ids: SimIds, op: string, settings: Record<string, unknown>, id?: string): SimNamespace {
+export function createNamespace(view: KeyedState, ids: SimIds, op: string, settings: Record<string, unknown>, id?: string): SimNamespace {
   const type = settings.Type ?? 'Host';
   if (typeof type !== 'string' || !NAMESPACE_TYPES.has(type)) throw invalid(op, `namespace Type ${JSON.stringify(type)}`, {});
   const useId = id && !ZERO_GUID.test(id) ? id.toUpperCase() : ids.guid();
-  const list = (state.namespaces ??= []);
-  if (list.some((n) => sameId(n.ID, useId))) throw invalid(op, `a namespace with ID ${useId} already exists`, { namespaceId: useId });
-  const ns: SimNamespace = { ID: useId, NamespaceId: Math.max(1, ...list.map((n) => n.NamespaceId + 1)), Type: type, SchemaVersion: { ...HCN_SCHEMA_V2 } };
-  list.push(ns);
+  if (view.namespace(useId)) throw invalid(op, `a namespace with ID ${useId} already exists`, { namespaceId: useId });
+  const ns: SimNamespace = { ID: useId, NamespaceId: view.nextNamespaceId(), Type: type, SchemaVersion: { ...HCN_SCHEMA_V2 } };
+  view.addNamespace(ns);
   return structuredClone(ns);
 }
 
 /** HcnDeleteNamespace: endpoints still in it are left without a namespace (the runtime deletes it after CNI DEL). */
-export function deleteNamespace(state: DataplaneState, op: string, id: string): void {
-  const ns = findNamespace(state, id);
+export function deleteNamespace(view: KeyedState, op: string, id: string): void {
+  const ns = view.namespace(id);
   if (!ns) throw namespaceNotFound(op, id);
-  for (const e of state.endpoints) if (e.HostComputeNamespace !== undefined && sameId(e.HostComputeNamespace, ns.ID)) delete e.HostComputeNamespace;
-  state.namespaces = (state.namespaces ?? []).filter((n) => n !== ns);
+  for (const e of [...view.membersOf(ns.ID)]) view.setNamespace(e, undefined);
+  view.deleteNamespace(ns);
 }
 
 /** HcnModifyNamespace: add an endpoint to the namespace or remove it (ResourceType Endpoint only). */
-export function modifyNamespace(state: DataplaneState, op: string, id: string, request: Record<string, unknown>): void {
-  const ns = findNamespace(state, id);
+export function modifyNamespace(view: KeyedState, op: string, id: string, request: Record<string, unknown>): void {
+  const ns = view.namespace(id);
   if (!ns) throw namespaceNotFound(op, id);
   const settings = request.Settings as { EndpointId?: unknown } | undefined;
   const ctx: ErrorContext = { namespaceId: ns.ID };
   if (request.ResourceType !== 'Endpoint' || typeof settings?.EndpointId !== 'string') {
     throw invalid(op, 'expected {"ResourceType":"Endpoint","RequestType":"Add"|"Remove","Settings":{"EndpointId":..}}', ctx);
   }
-  const ep: HcnEndpoint | undefined = state.endpoints.find((e) => sameId(e.ID, settings.EndpointId as string));
+  const ep: HcnEndpoint | undefined = view.endpoint(settings.EndpointId);
   if (!ep) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { ...ctx, endpointId: settings.EndpointId });
   const inThis = ep.HostComputeNamespace !== undefined && sameId(ep.HostComputeNamespace, ns.ID);
   if (request.RequestType === 'Add') {
     if (ep.HostComputeNamespace && !inThis) {
       throw hnsError(op, HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED, hresultText(HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED), { ...ctx, endpointId: ep.ID });
     }
-    ep.HostComputeNamespace = ns.ID;
+    view.setNamespace(ep, ns.ID);
   } else if (request.RequestType === 'Remove') {
     if (!inThis) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { ...ctx, endpointId: ep.ID });
-    delete ep.HostComputeNamespace;
+    view.setNamespace(ep, undefined);
   } else {
     throw invalid(op, `RequestType ${String(request.RequestType)} is not modelled`, ctx);
   }
