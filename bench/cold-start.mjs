@@ -6,8 +6,8 @@
 import http from 'node:http';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { HnsClient } from '../dist/hns/client.js';
-import { SimulatedHnsTransport } from '../dist/hns/simulated.js';
-import { SimulatedDataplane } from '../dist/dataplane/simulated.js';
+import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
+import { SimulatedDataplane } from '../dist/simulator/model.js';
 import { Reconciler } from '../dist/backends/reconcile.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../dist/backends/vxlan/policies.js';
 import {
@@ -15,7 +15,6 @@ import {
   COLD_LATENCY,
   classifyCalls,
   diffSimCalls,
-  fastPolicyStore,
   log,
   makeTmpDir,
   peer,
@@ -111,7 +110,7 @@ async function coldStart(n, backend) {
 
 /** One reconcile pass adding n RemoteSubnetRoute policies with `batch` policies per HcnModifyNetwork. */
 async function batchRun(n, batch) {
-  const sim = await fastPolicyStore(new SimulatedDataplane({ latency: COLD_LATENCY }));
+  const sim = new SimulatedDataplane({ latency: COLD_LATENCY });
   const net = sim.createNetwork('bench', { Name: 'flannel.4096', Type: 'Overlay', Policies: [], Ipams: [] });
   const hns = new HnsClient(new SimulatedHnsTransport(sim));
   const rec = new Reconciler({ driver: remoteSubnetRouteDriver(hns, net.ID, batch), resyncMs: 3_600_000 });

@@ -15,13 +15,13 @@ export const IMPORT_ORDER = {
     'dist/config/parse.js',
     'dist/log.js',
     'dist/agent.js',
-    'dist/dataplane/simulated-node.js',
+    'dist/simulator/node.js',
     '@kubernetes/client-node/dist/config.js',
     '@kubernetes/client-node',
     'dist/subnet/kube/manager.js',
     'dist/backends/vxlan/backend.js',
   ],
-  etcd: ['dist/config/parse.js', 'dist/log.js', 'dist/agent.js', 'dist/dataplane/simulated-node.js', 'etcd3', 'dist/subnet/etcd/factory.js', 'dist/backends/vxlan/backend.js'],
+  etcd: ['dist/config/parse.js', 'dist/log.js', 'dist/agent.js', 'dist/simulator/node.js', 'etcd3', 'dist/subnet/etcd/factory.js', 'dist/backends/vxlan/backend.js'],
 };
 
 function childJson(args) {

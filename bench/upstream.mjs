@@ -13,16 +13,16 @@
 // cold-start.json and churn.json. A small real-time run cross-checks the virtual clock.
 /* global setImmediate */
 import { HnsClient } from '../dist/hns/client.js';
-import { SimulatedHnsTransport } from '../dist/hns/simulated.js';
-import { SimulatedDataplane } from '../dist/dataplane/simulated.js';
-import { SimulatedRouteTable } from '../dist/routes/simulated.js';
+import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
+import { SimulatedDataplane } from '../dist/simulator/model.js';
+import { SimulatedRouteTable } from '../dist/simulator/host.js';
 import { Reconciler } from '../dist/backends/reconcile.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, sameRemoteSubnetRoute } from '../dist/backends/vxlan/policies.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.js';
 import { systemClock } from '../dist/clock.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COLD_LATENCY, NETWORK, RESULTS_DIR, classifyCalls, fastPolicyStore, log, peer, percentile, r1, table } from './lib/common.mjs';
+import { COLD_LATENCY, NETWORK, RESULTS_DIR, classifyCalls, log, peer, percentile, r1, table } from './lib/common.mjs';
 
 export const POWERSHELL_MS = 200;
 const NET_NAME = 'flannel.4096';
@@ -79,7 +79,7 @@ function leaseOf(i) {
 
 /** A simulated Windows node with an Overlay (vxlan) network or an L2Bridge management vNIC (host-gw). */
 async function makeNode(clock) {
-  const sim = await fastPolicyStore(new SimulatedDataplane({ latency: COLD_LATENCY, clock }));
+  const sim = new SimulatedDataplane({ latency: COLD_LATENCY, clock });
   const net = sim.createNetwork('bench', { Name: NET_NAME, Type: 'Overlay', Policies: [], Ipams: [] });
   // No call timeout: its timer is a real one, and a call left sleeping on the virtual clock after the
   // run would hold the process for the whole timeout.

@@ -1,6 +1,6 @@
 // Shared benchmark plumbing: the node population, the fake API server in a child process, agents on a
 // simulated dataplane with hooks that time-stamp every dataplane write, tables and JSON results.
-/* global performance, structuredClone */
+/* global performance */
 import { fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import winston from 'winston';
 import { Agent } from '../../dist/agent.js';
 import { parseConfig } from '../../dist/config/parse.js';
-import { SimulatedDataplane } from '../../dist/dataplane/simulated.js';
-import { simulatedDataplane } from '../../dist/dataplane/simulated-node.js';
+import { SimulatedDataplane } from '../../dist/simulator/model.js';
+import { simulatedSeams } from '../../dist/simulator/node.js';
 import { Metrics } from '../../dist/metrics.js';
 import { systemClock } from '../../dist/clock.js';
 
@@ -179,83 +179,6 @@ export function hookWrites(sim, onWrite) {
   };
 }
 
-function stable(v) {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  if (v !== null && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .filter((k) => v[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stable(v[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v);
-}
-
-/**
- * Give the simulator an indexed policy store. The in-repo SimulatedDataplane checks a policy Add/Remove
- * against the network's policies by linear scan (O(policies) per policy, O(n^2) for a cold start), which
- * at 10k peers costs the simulator more CPU than the agent spends. This keeps the exact semantics
- * (atomic Add failing with 0x803B0012 on a duplicate, atomic Remove failing with 0x80070490 on a missing
- * policy) with a hash index, so the figures measure the agent, not the simulator.
- */
-export async function fastPolicyStore(sim) {
-  const { hnsError, hresultText, HRESULT } = await import('../../dist/hns/errors.js');
-  const index = new WeakMap(); // network object -> { arr, map }
-  const orig = sim.modifyNetworkPolicies.bind(sim);
-  sim.modifyNetworkPolicies = (op, id, requestType, policies) => {
-    if (!Array.isArray(policies) || (requestType !== 'Add' && requestType !== 'Remove')) return orig(op, id, requestType, policies);
-    let handled = false;
-    // The model's store takes a change to its state (locked and persisted like a call).
-    sim.store.update((state) => {
-      const net = state.networks.find((n) => String(n.ID).toUpperCase() === String(id).toUpperCase());
-      if (!net) return;
-      handled = true;
-      applyIndexed(net, op, id, requestType, policies);
-    });
-    if (!handled) orig(op, id, requestType, policies);
-  };
-  function applyIndexed(net, op, id, requestType, policies) {
-    let ix = index.get(net);
-    if (!ix || ix.arr !== net.Policies || ix.len !== (net.Policies ?? []).length) {
-      const map = new Map();
-      for (const p of net.Policies ?? []) {
-        const k = stable(p);
-        const list = map.get(k);
-        if (list) list.push(p);
-        else map.set(k, [p]);
-      }
-      ix = { map };
-    }
-    const ctx = { networkId: id };
-    const keys = policies.map(stable);
-    if (requestType === 'Add') {
-      const seen = new Set();
-      keys.forEach((k, i) => {
-        if (ix.map.has(k) || seen.has(k))
-          throw hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: policies[i].Type });
-        seen.add(k);
-      });
-      keys.forEach((k, i) => ix.map.set(k, [structuredClone(policies[i])]));
-    } else {
-      const need = new Map();
-      keys.forEach((k, i) => {
-        need.set(k, (need.get(k) ?? 0) + 1);
-        if ((ix.map.get(k)?.length ?? 0) < need.get(k)) throw hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { ...ctx, policyType: policies[i].Type });
-      });
-      for (const k of keys) {
-        const list = ix.map.get(k);
-        list.shift();
-        if (list.length === 0) ix.map.delete(k);
-      }
-    }
-    net.Policies = [...ix.map.values()].flat();
-    ix.arr = net.Policies;
-    ix.len = net.Policies.length;
-    index.set(net, ix);
-  }
-  return sim;
-}
-
 /** Write calls and read calls out of the SimulatedDataplane's per-operation counters. */
 export function classifyCalls(calls) {
   const out = { writes: 0, reads: 0, handles: 0, other: 0, byOp: {} };
@@ -343,8 +266,8 @@ export async function startAgent({ api, backend = 'vxlan', latency = COLD_LATENC
   const milestones = {};
   const logger = milestoneLogger(milestones, echo);
   const metrics = new Metrics();
-  const sim = await fastPolicyStore(new SimulatedDataplane({ nodeIP: OWN_IP, nodePrefixLength: OWN_PREFIX_LENGTH, latency, ...(random ? { random } : {}) }));
-  const dataplane = simulatedDataplane(sim, { log: logger, metrics, clock: systemClock });
+  const sim = new SimulatedDataplane({ nodeIP: OWN_IP, nodePrefixLength: OWN_PREFIX_LENGTH, latency, ...(random ? { random } : {}) });
+  const dataplane = simulatedSeams(sim, { log: logger, metrics, clock: systemClock });
   const agent = new Agent({ config: parsed.config, log: logger, metrics, dataplane, ...(resyncMs ? { resyncMs } : {}) });
   const controller = new AbortController();
   const t0 = wallNow();

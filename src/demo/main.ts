@@ -10,9 +10,10 @@ import { Agent } from '../agent.js';
 import { pause, systemClock } from '../clock.js';
 import { parseConfig } from '../config/parse.js';
 import { errorMessage } from '../errors.js';
-import { METRIC } from '../metrics.js';
+import { METRIC, Metrics } from '../metrics.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../kube-fake/api-server.js';
 import { createLogger } from '../log.js';
+import { createSimulatedNode } from '../simulator/node.js';
 import { peerTable, renderTable } from './peer-table.js';
 
 function arg(name: string, fallback: string): string {
@@ -65,7 +66,10 @@ async function main(): Promise<void> {
   const config = parsed.config;
   const log = createLogger({ level: config.logLevel });
   const clock = systemClock;
-  const agent = new Agent({ config, log, clock, resyncMs: 2000 });
+  // The demo builds the simulated node itself, to show what the model holds; the agent gets its seams.
+  const metrics = new Metrics();
+  const node = createSimulatedNode(config, { log, metrics, clock });
+  const agent = new Agent({ config, log, clock, metrics, dataplane: node.dataplane, resyncMs: 2000 });
   const controller = new AbortController();
   process.on('SIGINT', () => controller.abort(new Error('SIGINT')));
   process.on('SIGTERM', () => controller.abort(new Error('SIGTERM')));
@@ -75,7 +79,7 @@ async function main(): Promise<void> {
   const running = agent.run(controller.signal);
 
   const show = (title: string) => {
-    const rows = peerTable(agent, api.listNodes());
+    const rows = peerTable(node.model, agent.network, api.listNodes());
     out(`\n${title}\n${renderTable(rows)}`);
   };
 

@@ -1,6 +1,7 @@
 // Renders what the simulated dataplane holds for each peer, for the demo's output.
-import type { Agent } from '../agent.js';
+import type { Network } from '../backends/backend.js';
 import type { FakeNode } from '../kube-fake/api-server.js';
+import type { SimulatedDataplane } from '../simulator/model.js';
 
 export interface PeerRow {
   node: string;
@@ -10,10 +11,8 @@ export interface PeerRow {
 }
 
 /** One row per programmed route (host-gw) or RemoteSubnetRoute policy (vxlan), named by Node. */
-export function peerTable(agent: Agent, nodes: FakeNode[]): PeerRow[] {
-  const sim = agent.dataplane?.simulated;
-  const net = agent.network;
-  if (!sim || !net) return [];
+export function peerTable(sim: SimulatedDataplane, net: Network | undefined, nodes: FakeNode[]): PeerRow[] {
+  if (!net) return [];
   const nodeBySubnet = new Map(nodes.map((n) => [String((n.spec as { podCIDR?: string } | undefined)?.podCIDR), n.metadata.name]));
   const state = sim.snapshot();
   const rows: PeerRow[] = [];

@@ -1,6 +1,6 @@
 // The host seam: network adapters (address, MTU, MAC), the default route's interface, forwarding.
 // win32 = iphlpapi, plus os.networkInterfaces() for a MAC (src/host/win32.ts); simulated = the adapters
-// of the simulated dataplane (src/host/simulated.ts).
+// of the simulated node (src/simulator/host.ts).
 
 export interface HostInterface {
   /** Adapter friendly name, e.g. `Ethernet` or `vEthernet (Ethernet)`. */

@@ -1,5 +1,5 @@
 // IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2, ./win32.ts); simulated = the simulated
-// node's route table (./simulated.ts). ./metered.ts counts the calls of either in /metrics.
+// node's route table (src/simulator/host.ts). ./metered.ts counts the calls of either in /metrics.
 import { RouteError } from '../errors.js';
 import { WIN32_ERROR } from '../win32/encoding.js';
 

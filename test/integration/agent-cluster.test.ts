@@ -10,7 +10,7 @@ const WIN_IP = '10.0.0.2';
 const WIN_CIDR = '10.244.100.0/24';
 
 function policies(a: RunningAgent) {
-  const state = a.agent.dataplane!.simulated!.snapshot();
+  const state = a.sim.snapshot();
   const net = state.networks.find((n) => n.Name === a.agent.network?.networkName);
   return (net?.Policies ?? [])
     .filter((p) => p.Type === 'RemoteSubnetRoute')
@@ -19,8 +19,8 @@ function policies(a: RunningAgent) {
 }
 
 function peerRoutes(a: RunningAgent) {
-  return a.agent
-    .dataplane!.simulated!.snapshot()
+  return a.sim
+    .snapshot()
     .routes.filter((r) => r.DestinationPrefix.startsWith('10.244.'))
     .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
     .sort();
@@ -62,7 +62,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
     }
     const node = cluster.api.getNode(WIN)!;
     const ann = node.metadata.annotations!;
-    const net = a.agent.dataplane!.simulated!.snapshot().networks.find((n) => n.Name === 'flannel.4096')!;
+    const net = a.sim.snapshot().networks.find((n) => n.Name === 'flannel.4096')!;
     const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
     expect(ann['flannel.alpha.coreos.com/backend-data']).toBe(`{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`);
     expect(ann['flannel.alpha.coreos.com/backend-type']).toBe('vxlan');
@@ -89,7 +89,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
     await waitFor(() => peerRoutes(a).length === 2 && a.agent.isReady, 'two routes');
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
     expect(readFileSync(a.subnetFile, 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
-    const state = a.agent.dataplane!.simulated!.snapshot();
+    const state = a.sim.snapshot();
     const net = state.networks.find((n) => n.Name === 'cbr0')!;
     expect(net.Type).toBe('L2Bridge');
     const ep = state.endpoints.find((e) => e.Name === 'cbr0_ep')!;
@@ -125,7 +125,7 @@ describe('peers come and go', () => {
     cluster.api.deleteNode('linux-2');
     await waitFor(() => policies(a).length === 1, 'peer removed');
 
-    const sim = a.agent.dataplane!.simulated!;
+    const sim = a.sim;
     const writes = () => [...sim.calls.entries()].filter(([op]) => !/GET|Enumerate|Query|Open|Close|list|get/i.test(op)).reduce((x, [, n]) => x + n, 0);
     const before = writes();
     expect(before).toBeGreaterThan(0);
@@ -168,7 +168,7 @@ describe('restarts', () => {
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
     let a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
     await waitFor(() => policies(a).length === 2, 'two policies');
-    const id = a.agent.dataplane!.simulated!.snapshot().networks[0].ID;
+    const id = a.sim.snapshot().networks[0].ID;
     await a.stop();
 
     // While the agent is down: linux-2 leaves, and someone leaves a stale policy behind.
@@ -183,7 +183,7 @@ describe('restarts', () => {
     a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
     await waitFor(() => a.agent.network && policies(a).length === 1, 'swept policies');
     expect(policies(a).map((p) => p.DestinationPrefix)).toEqual(['10.244.1.0/24']);
-    const nets = a.agent.dataplane!.simulated!.snapshot().networks;
+    const nets = a.sim.snapshot().networks;
     expect(nets).toHaveLength(1);
     expect(nets[0].ID).toBe(id);
   });
@@ -194,7 +194,7 @@ describe('restarts', () => {
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
     let a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
     await waitFor(() => peerRoutes(a).length === 1, 'one route');
-    const before = a.agent.dataplane!.simulated!.snapshot();
+    const before = a.sim.snapshot();
     const id = before.networks[0].ID;
     const vnicIndex = before.adapters.find((x) => x.IPAddress === WIN_IP)!.InterfaceIndex;
     await a.stop();
@@ -206,7 +206,7 @@ describe('restarts', () => {
 
     a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
     await waitFor(() => a.agent.network && peerRoutes(a).length === 1, 'swept routes');
-    const after = a.agent.dataplane!.simulated!.snapshot();
+    const after = a.sim.snapshot();
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11']);
     expect(after.routes.some((r) => r.DestinationPrefix === '192.168.50.0/24')).toBe(true); // not ours: kept
     expect(after.networks[0].ID).toBe(id);

@@ -9,7 +9,7 @@ import { command as cleanup, inferNetConf } from '../../src/commands/cleanup.js'
 import { NetConfError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
 import { command as cniConfig } from '../../src/commands/cni-config.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
 import { MAIN } from '../support/flanneld-process.js';
@@ -51,7 +51,7 @@ async function runToSync(backend: 'host-gw' | 'vxlan'): Promise<RunningAgent> {
   const extraArgs = [`--source-vip-file=${join(cluster.dir, WIN, 'run', 'flannel', 'sourcevip.json')}`, `--cni-ipam-data-dir=${join(cluster.dir, WIN, 'cni-networks')}`];
   const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: backend === 'vxlan' ? VXLAN_NET_CONF : HOSTGW_NET_CONF, extraArgs });
   await waitFor(() => a.agent.isReady && a.agent.phase === 'running', 'agent ready');
-  const sim = () => a.agent.dataplane!.simulated!;
+  const sim = () => a.sim;
   if (backend === 'host-gw')
     await waitFor(
       () =>

@@ -26,7 +26,7 @@ const VXLAN = { Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Por
 const HOSTGW = { Network: '10.5.0.0/16', Backend: { Type: 'host-gw' } };
 
 function policies(a: EtcdAgent): PolicySettings[] {
-  const state = a.agent.dataplane!.simulated!.snapshot();
+  const state = a.sim.snapshot();
   const net = state.networks.find((n) => n.Name === a.agent.network?.networkName);
   return (net?.Policies ?? [])
     .filter((p) => p.Type === 'RemoteSubnetRoute')
@@ -35,8 +35,8 @@ function policies(a: EtcdAgent): PolicySettings[] {
 }
 
 function peerRoutes(a: EtcdAgent): string[] {
-  return a.agent
-    .dataplane!.simulated!.snapshot()
+  return a.sim
+    .snapshot()
     .routes.filter((r) => r.DestinationPrefix.startsWith('10.5.'))
     .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
     .sort();
@@ -181,7 +181,7 @@ describeEtcd('the agent in etcd mode (real etcd, simulated dataplane)', () => {
     const b = startAgent(prefix, 'b', '10.0.0.3');
     await waitFor(() => policies(a).length === 1 && policies(b).length === 1, 'two agents programming each other', 15_000);
     const subnet = ownSubnet(a);
-    const before = a.agent.dataplane!.simulated!.snapshot();
+    const before = a.sim.snapshot();
     const id = before.networks.find((n) => n.Name === a.agent.network!.networkName)!.ID;
     const value = await leaseValue(prefix, a);
     await a.stop();
@@ -190,7 +190,7 @@ describeEtcd('the agent in etcd mode (real etcd, simulated dataplane)', () => {
     a = startAgent(prefix, 'a', '10.0.0.2');
     await waitFor(() => a.agent.isReady && policies(a).length === 1, 'the restarted agent', 15_000);
     expect(ownSubnet(a)).toBe(subnet);
-    const nets = a.agent.dataplane!.simulated!.snapshot().networks;
+    const nets = a.sim.snapshot().networks;
     expect(nets).toHaveLength(1);
     expect(nets[0].ID).toBe(id);
     expect(await leaseValue(prefix, a)).toEqual(value);

@@ -11,8 +11,8 @@ const WIN = 'win-1';
 const WIN_IP = '10.0.0.2'; // the simulated node's adapter: 10.0.0.2/24
 
 function peerRoutes(a: RunningAgent): string[] {
-  return a.agent
-    .dataplane!.simulated!.snapshot()
+  return a.sim
+    .snapshot()
     .routes.filter((r) => r.DestinationPrefix.startsWith('10.244.'))
     .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
     .sort();

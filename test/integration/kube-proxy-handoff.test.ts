@@ -98,7 +98,7 @@ describe('kube-proxy hand-off', () => {
     }
 
     // kube-proxy winkernel finds the network by name and the source VIP endpoint on it.
-    const sim = a.agent.dataplane!.simulated!;
+    const sim = a.sim;
     const network = sim.getNetworkByName('flannel.4096');
     expect(network?.Type).toBe('Overlay');
     const ep = sim.listEndpoints().find((e) => e.Name === 'flannel.4096_sourcevip');
@@ -112,7 +112,7 @@ describe('kube-proxy hand-off', () => {
     cluster.addWindowsNode('win-1', '10.244.8.0/24', '10.0.0.21');
     const a = cluster.startAgent({ nodeName: 'win-1', ip: '10.0.0.21', netConf: HOSTGW_NET_CONF });
     await waitFor(() => a.agent.isReady, 'agent ready');
-    expect(a.agent.dataplane!.simulated!.getNetworkByName('cbr0')?.Type).toBe('L2Bridge');
+    expect(a.sim.getNetworkByName('cbr0')?.Type).toBe('L2Bridge');
     expect(a.agent.sourceVip).toBeUndefined();
   });
 });

@@ -104,7 +104,7 @@ describe('what the flanneld binary loads', () => {
       expect(packages.has('etcd3')).toBe(false);
       expect(packages.has('ffi-rs')).toBe(false);
       expect(own.has('backends/hostgw/backend.js')).toBe(true);
-      expect(own.has('dataplane/simulated-node.js')).toBe(true);
+      expect(own.has('simulator/node.js')).toBe(true);
       for (const m of [
         'backends/vxlan/backend.js',
         'backends/vxlan/source-vip.js',

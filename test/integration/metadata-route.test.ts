@@ -6,12 +6,12 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SimulatedDataplane, type SimRoute } from '../../src/dataplane/simulated.js';
-import { PHYSICAL_ADAPTER_INDEX } from '../../src/dataplane/sim-state.js';
+import { SimulatedDataplane, type SimRoute } from '../../src/simulator/model.js';
+import { PHYSICAL_ADAPTER_INDEX } from '../../src/simulator/state.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { METADATA_PREFIX, noteMetadataRoute, restoreMetadataRoute } from '../../src/routes/metadata-route.js';
-import { SimulatedRouteTable } from '../../src/routes/simulated.js';
-import { SimulatedHost } from '../../src/host/simulated.js';
+import { SimulatedRouteTable } from '../../src/simulator/host.js';
+import { SimulatedHost } from '../../src/simulator/host.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { addRoute } from '../support/sim-dataplane.js';
 
@@ -60,7 +60,7 @@ describe('the agent keeps the metadata route', () => {
 
     const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf });
     await waitFor(() => a.agent.isReady, 'agent ready');
-    const sim = a.agent.dataplane!.simulated!;
+    const sim = a.sim;
     const vnic = sim.listAdapters().find((x) => x.Name === 'vEthernet (Ethernet)')!;
     expect(vnic.IPAddress).toBe(WIN_IP);
     expect(metadataRoutes(sim)).toEqual([{ ...METADATA, InterfaceIndex: vnic.InterfaceIndex }]);

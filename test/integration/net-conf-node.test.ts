@@ -28,6 +28,6 @@ describe('the agent refuses a Network that cannot be right', () => {
     expect(err.context).toMatchObject({ key: 'Network', reason });
     expect(a.agent.isReady).toBe(false);
     expect(existsSync(a.subnetFile)).toBe(false);
-    expect(a.agent.dataplane?.simulated?.snapshot().networks ?? []).toEqual([]);
+    expect(a.sim.snapshot().networks ?? []).toEqual([]);
   });
 });

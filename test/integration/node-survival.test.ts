@@ -7,8 +7,8 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import type { FaultRule } from '../../src/dataplane/sim-faults.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import type { FaultRule } from '../../src/simulator/faults.js';
 import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { SimCluster, type SimAgent } from '../support/sim-node.js';

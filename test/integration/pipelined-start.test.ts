@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
 import { systemClock } from '../../src/clock.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { simulatedDataplane } from '../../src/dataplane/simulated-node.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { simulatedSeams } from '../../src/simulator/node.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { METRIC, Metrics } from '../../src/metrics.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
 import { LOG, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
@@ -71,7 +71,7 @@ describe('before the first complete list', () => {
       log: LOG,
       metrics,
       subnetManager: sm,
-      dataplane: simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: 0 }),
+      dataplane: simulatedSeams(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: 0 }),
       resyncMs: 200,
     });
     const ac = new AbortController();

@@ -7,10 +7,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HCN_FLAG_NON_PERSISTENT } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, simulatedNode, waitFor } from '../support/cluster.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
@@ -57,7 +57,8 @@ async function start(c: TestCluster, netConf: unknown, bootTimeMs: number): Prom
     { platform: 'linux' },
   );
   if (parsed.kind !== 'run') throw new Error('run config expected');
-  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: 200, bootTimeMs: () => bootTimeMs });
+  const node = simulatedNode(parsed.config);
+  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: 200, bootTimeMs: () => bootTimeMs, metrics: node.metrics, dataplane: node.dataplane });
   const controller = new AbortController();
   const done = agent.run(controller.signal);
   done.catch(() => undefined);
@@ -67,7 +68,7 @@ async function start(c: TestCluster, netConf: unknown, bootTimeMs: number): Prom
   };
   stops.push(stop);
   await waitFor(() => agent.phase === 'running', 'agent running');
-  const sim = agent.dataplane!.simulated!;
+  const sim = node.model;
   await waitFor(() => agent.network !== undefined && inSync(sim, netConf), 'peer programmed');
   return { agent, sim, stop };
 }

@@ -1,10 +1,10 @@
-// The simulated HNS is as strict as the real one (src/dataplane/sim-refusals.ts), seen through the built
+// The simulated HNS is as strict as the real one (src/simulator/refusals.ts), seen through the built
 // CLI on a shared state file: each refusal below is what a real node answers, with the source beside it,
 // and the agent's reaction is what an operator would see on Windows.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { initialState, serializeState, type DataplaneState } from '../../src/dataplane/sim-state.js';
+import { initialState, serializeState, type DataplaneState } from '../../src/simulator/state.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { removePolicy } from '../support/sim-dataplane.js';
@@ -72,7 +72,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
     const oldId = agent.state.network('cbr0')?.ID;
     expect(agent.state.deleteNetwork('cbr0')).toBe(true);
     const model = agent.state.model();
-    expect(JSON.parse(await new (await import('../../src/hns/simulated.js')).SimulatedHnsTransport(model).hnsCall('GET', `/networks/${oldId}`, ''))).toMatchObject({
+    expect(JSON.parse(await new (await import('../../src/simulator/hns.js')).SimulatedHnsTransport(model).hnsCall('GET', `/networks/${oldId}`, ''))).toMatchObject({
       Success: false,
       ErrorCode: 0x80070490,
     });

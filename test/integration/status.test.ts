@@ -10,7 +10,7 @@ import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, simulatedNode, waitFor } from '../support/cluster.js';
 import { MAIN, runFlanneld as cli } from '../support/flanneld-process.js';
 
 const WIN = 'win-1';
@@ -52,7 +52,8 @@ async function startAgent(c: TestCluster, netConf: unknown, port: number, health
     { platform: 'linux' },
   );
   if (parsed.kind !== 'run') throw new Error('run config expected');
-  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: 200, bootTimeMs: () => BOOT });
+  const node = simulatedNode(parsed.config);
+  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: 200, bootTimeMs: () => BOOT, metrics: node.metrics, dataplane: node.dataplane });
   const controller = new AbortController();
   const done = agent.run(controller.signal).catch(() => undefined);
   const stop = async () => {
@@ -61,7 +62,7 @@ async function startAgent(c: TestCluster, netConf: unknown, port: number, health
   };
   stops.push(stop);
   await waitFor(() => agent.isReady, 'agent ready');
-  return { agent, stop };
+  return { agent, sim: node.model, stop };
 }
 
 describe('flanneld status', () => {
@@ -72,7 +73,7 @@ describe('flanneld status', () => {
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-vni1', podCIDR: '10.244.3.0/24', publicIP: '10.0.0.13', backendType: 'vxlan', vni: 1 }));
     cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
     const port = await freePort();
-    const { agent } = await startAgent(cluster, VXLAN_NET_CONF, port);
+    const { agent, sim } = await startAgent(cluster, VXLAN_NET_CONF, port);
     await waitFor(async () => (await agent.status()).inSync, 'in sync');
 
     const table = await cli(['status', `--healthz-port=${port}`]);
@@ -110,10 +111,10 @@ describe('flanneld status', () => {
       peers: { desired: 1, programmed: 1, rejected: 1, rejections: [{ key: 'linux-vni1', reason: 'vni-too-low' }] },
       lastError: null,
     });
-    expect(report.network?.id).toBe(agent.dataplane!.simulated!.getNetworkByName('flannel.4096')!.ID);
+    expect(report.network?.id).toBe(sim.getNetworkByName('flannel.4096')!.ID);
 
     // HNS refuses the next policy writes: a new peer stays unprogrammed, and status says so with exit 1.
-    agent.dataplane!.simulated!.injections.failNext(/ModifyNetwork/, 0x80070005, 1000);
+    sim.injections.failNext(/ModifyNetwork/, 0x80070005, 1000);
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
     await waitFor(async () => (await agent.status()).lastError !== null, 'a failed pass');
     const failing = await cli(['status', `--healthz-port=${port}`, '-o=json']);
@@ -132,9 +133,9 @@ describe('flanneld status', () => {
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
     cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
     const port = await freePort();
-    const { agent } = await startAgent(cluster, VXLAN_NET_CONF, port);
+    const { agent, sim } = await startAgent(cluster, VXLAN_NET_CONF, port);
     await waitFor(async () => (await agent.status()).inSync, 'in sync');
-    agent.dataplane!.simulated!.injections.failNext(/ModifyNetwork/, 0x80070057, 1000);
+    sim.injections.failNext(/ModifyNetwork/, 0x80070057, 1000);
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
     await waitFor(async () => (await agent.status()).peers.refused === 1, 'a refused peer');
     const table = await cli(['status', `--healthz-port=${port}`]);

@@ -1,6 +1,6 @@
 // After a rebuild of the vxlan network HNS may give it another DR MAC than the one asked for with the
 // DrMacAddress policy (issue 17 §4; hcsshim hcn/hcnpolicy.go DrMacAddressNetworkPolicySetting only "sets"
-import type { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import type { SimulatedDataplane } from '../../src/simulator/model.js';
 // it as a request). Peers address this node's pods by the VtepMAC in its backend-data, so the agent
 // publishes the new one through the kube path (PATCH nodes/<name>/status) instead of only logging it.
 import { afterEach, describe, expect, it } from '@jest/globals';
@@ -28,7 +28,7 @@ async function startAgent() {
   cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
   const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
   await waitFor(() => a.agent.isReady, 'ready');
-  const sim = a.agent.dataplane!.simulated!;
+  const sim = a.sim;
   const network = () => sim.snapshot().networks.find((n) => n.Name === 'flannel.4096');
   return { sim, network, first: drMacOf(network())! };
 }

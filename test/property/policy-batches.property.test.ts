@@ -1,7 +1,7 @@
 // Property: whatever HNS does with an HcnModifyNetwork carrying several policies, the agent ends with the
 // same dataplane. Nobody has published whether HNS applies such a call atomically (upstream flannel's
 // vxlan_network_windows.go sends one policy per call), so the simulated node models three answers (state
-// file `policyBatches`, src/dataplane/sim-refusals.ts): `atomic` (all or none), `partial` (the policies
+// file `policyBatches`, src/simulator/refusals.ts): `atomic` (all or none), `partial` (the policies
 // before the refused one land, then the call fails) and `single` (more than one policy per call is
 // refused). The real vxlan driver, HnsClient and simulated HNS run the same peer changes, in any batch
 // size, with peers HNS refuses (an IsolationId above uint16, a malformed MAC: HCN_E_INVALID_POLICY) mixed
@@ -11,10 +11,10 @@ import fc from 'fast-check';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from '../../src/backends/vxlan/policies.js';
-import type { PolicyBatches } from '../../src/dataplane/sim-refusals.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import type { PolicyBatches } from '../../src/simulator/refusals.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HnsClient } from '../../src/hns/client.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { ItemSet } from '../support/desired-set.js';

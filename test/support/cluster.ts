@@ -3,9 +3,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
+import { systemClock } from '../../src/clock.js';
+import type { AgentConfig } from '../../src/config/agent-config.js';
 import { parseConfig } from '../../src/config/parse.js';
+import { Metrics } from '../../src/metrics.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
+import type { SimulatedDataplane } from '../../src/simulator/model.js';
+import { createSimulatedNode } from '../../src/simulator/node.js';
 export { freePort } from './free-port.js';
 
 export { waitFor } from './wait-for.js';
@@ -18,6 +23,8 @@ export const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'hos
 
 export interface RunningAgent {
   agent: Agent;
+  /** The simulated node's model the agent runs on (built here, as `--dataplane simulated` builds it). */
+  sim: SimulatedDataplane;
   dir: string;
   subnetFile: string;
   statePath: string;
@@ -29,12 +36,14 @@ export interface RunningAgent {
 /** Start an Agent from a parsed command line (`kind: 'run'`); `stop()` aborts it and waits. */
 export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: string; subnetFile: string; statePath: string; resyncMs?: number }): RunningAgent {
   if (parsed.kind !== 'run') throw new Error('expected a run config');
-  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: files.resyncMs ?? 200 });
+  const node = simulatedNode(parsed.config);
+  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: files.resyncMs ?? 200, metrics: node.metrics, dataplane: node.dataplane });
   const controller = new AbortController();
   const done = agent.run(controller.signal);
   done.catch(() => undefined);
   return {
     agent,
+    sim: node.model,
     dir: files.dir,
     subnetFile: files.subnetFile,
     statePath: files.statePath,
@@ -45,6 +54,16 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
       await done.catch(() => undefined);
     },
   };
+}
+
+/**
+ * The simulated node an agent with this config runs on, built outside the agent so the test holds its
+ * model (the agent takes the seams and the metrics the model counts its calls in).
+ */
+export function simulatedNode(config: AgentConfig): ReturnType<typeof createSimulatedNode> & { metrics: Metrics } {
+  if (config.dataplane !== 'simulated') throw new Error('expected --dataplane simulated');
+  const metrics = new Metrics();
+  return { ...createSimulatedNode(config, { log: LOG, metrics, clock: systemClock }), metrics };
 }
 
 export class TestCluster {

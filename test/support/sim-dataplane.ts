@@ -3,10 +3,10 @@
 // a deleted network), and read what the model holds. Every edit is a locked read-modify-write of the
 // model's store, so a state file shared with an agent process sees it before the agent's next call.
 // Injected call failures and stalls are the model's own (`sim.injections`), shared with the benchmarks.
-import type { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { deleteNetwork } from '../../src/dataplane/sim-objects.js';
-import { defaultRoute } from '../../src/dataplane/sim-host.js';
-import type { DataplaneState, SimRoute } from '../../src/dataplane/sim-state.js';
+import type { SimulatedDataplane } from '../../src/simulator/model.js';
+import { deleteNetwork } from '../../src/simulator/objects.js';
+import { defaultRoute } from '../../src/simulator/host.js';
+import type { DataplaneState, SimRoute } from '../../src/simulator/state.js';
 import { sameId, type HcnNetwork, type HcnPolicy } from '../../src/hns/schema.js';
 
 /** Arbitrary change to the state (locked, persisted afterwards). */

@@ -5,8 +5,8 @@ import { HnsClient, hcnQuery } from '../../src/hns/client.js';
 import { versionAtLeast } from '../../src/hns/client-v1.js';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';
 import type { HcnHandle, HnsTransport } from '../../src/hns/transport.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 
 /** A scripted transport: records calls, answers hnsCall from a table. */
 class FakeTransport implements HnsTransport {

@@ -4,12 +4,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { FakeClock } from '../support/fake-clock.js';
 import { DataplaneStateError, FlannelError, HnsError } from '../../src/errors.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import type { DataplaneFs } from '../../src/dataplane/simulated.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import type { DataplaneFs } from '../../src/simulator/model.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import type { HcnNetwork, HnsNetworkV1 } from '../../src/hns/schema.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { ZERO_GUID } from '../../src/hns/transport.js';
 import { nodeIP, removePolicy } from '../support/sim-dataplane.js';
 

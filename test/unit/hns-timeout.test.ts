@@ -7,10 +7,10 @@ import { expectCode } from '../support/errors.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { DEFAULT_HNS_CALL_TIMEOUT_MS, withCallTimeout } from '../../src/hns/timed.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import type { HcnHandle, HnsTransport } from '../../src/hns/transport.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { createDataplane } from '../../src/dataplane/factory.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { createSimulatedNode } from '../../src/simulator/node.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { silentLogger } from '../../src/log.js';
 import type { Logger } from '../../src/log.js';
@@ -193,11 +193,11 @@ describe('--hns-call-timeout', () => {
     });
   });
 
-  it('reaches the HnsClient of the dataplane the factory builds', async () => {
+  it('reaches the HnsClient of the simulated node --dataplane simulated builds', async () => {
     const config = cfg(['--hns-call-timeout=1']);
     const clock = new FakeClock();
-    const dp = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock });
-    dp.simulated!.injections.stall('HcnEnumerateNetworks', 1500);
+    const { dataplane: dp, model } = createSimulatedNode(config, { log: silentLogger(), metrics: new Metrics(), clock });
+    model.injections.stall('HcnEnumerateNetworks', 1500);
     const call = watch(rejection(dp.hns.listNetworks()));
     await clock.advance(999);
     expect(call.settled()).toBe(false);

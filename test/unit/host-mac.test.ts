@@ -2,8 +2,8 @@
 // takes (kube-proxy winkernel proxier.go gives its source VIP endpoint the host's MAC). Windows writes
 // MACs as `00-15-5D-0A-0B-0C` (Get-NetAdapter MacAddress), the form HNS takes.
 import { describe, expect, it } from '@jest/globals';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { SimulatedHost } from '../../src/host/simulated.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { SimulatedHost } from '../../src/simulator/host.js';
 import { Win32Host } from '../../src/host/win32.js';
 import type { Win32IpHelperNative } from '../../src/win32/native.js';
 

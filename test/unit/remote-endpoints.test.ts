@@ -5,9 +5,9 @@
 // so (desiredFor), as every driver does.
 import { describe, expect, it } from '@jest/globals';
 import { remoteEndpointDriver } from '../../src/backends/vxlan/remote-endpoints.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HnsClient } from '../../src/hns/client.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 
 describe('remoteEndpointDriver.desiredFor', () => {
   it('one remote endpoint per pod address of the peer subnet', () => {

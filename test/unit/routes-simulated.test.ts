@@ -1,11 +1,11 @@
 import { describe, it, expect } from '@jest/globals';
 import { FakeClock } from '../support/fake-clock.js';
 import { RouteError } from '../../src/errors.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { SimulatedRouteTable } from '../../src/routes/simulated.js';
-import { SimulatedHost } from '../../src/host/simulated.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { SimulatedRouteTable } from '../../src/simulator/host.js';
+import { SimulatedHost } from '../../src/simulator/host.js';
 import { HnsClient } from '../../src/hns/client.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { removeRoute } from '../support/sim-dataplane.js';
 
 const r = (dest: string, idx = 4, nextHop = '10.0.0.3') => ({ destinationPrefix: dest, nextHop, interfaceIndex: idx, metric: 100 });

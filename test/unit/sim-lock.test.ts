@@ -1,4 +1,4 @@
-// The simulated node's state-file lock (src/dataplane/sim-store.ts) as the agent meets it: a lock held by
+// The simulated node's state-file lock (src/simulator/store.ts) as the agent meets it: a lock held by
 // another live process is waited for without blocking the event loop (/healthz took 7-9 s while the old
 // synchronous spin waited), and a lock stamped in the future is still broken after LOCK_STALE_MS (issue 18 §4).
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -6,9 +6,9 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from '../../src/clock.js';
-import { LOCK_STALE_MS, LOCK_WAIT_MS } from '../../src/dataplane/sim-store.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { SimulatedRouteTable } from '../../src/routes/simulated.js';
+import { LOCK_STALE_MS, LOCK_WAIT_MS } from '../../src/simulator/store.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { SimulatedRouteTable } from '../../src/simulator/host.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 let dir: string;

@@ -8,10 +8,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataplaneStateError, HnsError } from '../../src/errors.js';
-import { parseDataplaneState } from '../../src/dataplane/state-file.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
-import { SimulatedHcnNamespaces } from '../../src/hns/simulated-namespaces.js';
+import { parseDataplaneState } from '../../src/simulator/state-file.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
+import { SimulatedHcnNamespaces } from '../../src/simulator/namespaces.js';
 import { ZERO_GUID } from '../../src/hns/transport.js';
 import { expectCode } from '../support/errors.js';
 

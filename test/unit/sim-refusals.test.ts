@@ -1,4 +1,4 @@
-// The simulated HNS refuses what HNS refuses (src/dataplane/sim-refusals.ts names each rule's source):
+// The simulated HNS refuses what HNS refuses (src/simulator/refusals.ts names each rule's source):
 // malformed RemoteSubnetRoute content (HCN_E_INVALID_POLICY, hcsshim hcn/hcnpolicy.go
 // RemoteSubnetRoutePolicySetting: IsolationId is a uint16), a second endpoint on an IP the network already
 // holds (kube-proxy winkernel hns.go: "a bug in Windows Server 2019 that can cause two endpoints to be
@@ -8,14 +8,14 @@
 // (HCN_E_POLICY_NOT_FOUND), and the three `policyBatches` modes.
 import { describe, expect, it } from '@jest/globals';
 import { DataplaneStateError, HnsError } from '../../src/errors.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import { parseDataplaneState } from '../../src/dataplane/state-file.js';
-import { initialState, serializeState } from '../../src/dataplane/sim-state.js';
-import type { PolicyBatches } from '../../src/dataplane/sim-refusals.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { parseDataplaneState } from '../../src/simulator/state-file.js';
+import { initialState, serializeState } from '../../src/simulator/state.js';
+import type { PolicyBatches } from '../../src/simulator/refusals.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { HRESULT, isHnsRefusal, isNetworkGone } from '../../src/hns/errors.js';
 import type { HcnNetwork, HcnPolicy } from '../../src/hns/schema.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { expectCode } from '../support/errors.js';
 import { addPolicy } from '../support/sim-dataplane.js';
 

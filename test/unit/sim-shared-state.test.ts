@@ -6,13 +6,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DataplaneStateError, FlannelError, HnsError, RouteError } from '../../src/errors.js';
-import { SimulatedDataplane, type DataplaneState } from '../../src/dataplane/simulated.js';
-import { findFault, parseFaultRules, parseHresult } from '../../src/dataplane/sim-faults.js';
+import { SimulatedDataplane, type DataplaneState } from '../../src/simulator/model.js';
+import { findFault, parseFaultRules, parseHresult } from '../../src/simulator/faults.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import type { HcnNetwork } from '../../src/hns/schema.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
-import { SimulatedRouteTable } from '../../src/routes/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
+import { SimulatedRouteTable } from '../../src/simulator/host.js';
 import { editState, removeNetwork } from '../support/sim-dataplane.js';
 
 function overlay(subnet = '10.244.7.0/24'): HcnNetwork {
@@ -77,7 +77,7 @@ describe('one state file, several processes', () => {
   it('four processes adding routes at once through the lock: all 4 x 25 land', async () => {
     new SimulatedDataplane({ statePath: file });
     const script = (tag: number) => `
-      import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'dataplane', 'simulated.js'))};
+      import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'simulator', 'model.js'))};
       const dp = new SimulatedDataplane({ statePath: ${JSON.stringify(file)} });
       for (let i = 0; i < 25; i++) dp.createRoute({ DestinationPrefix: '10.${tag}.' + i + '.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });`;
     const codes = await Promise.all(
@@ -108,7 +108,7 @@ describe('one state file, several processes', () => {
       [
         '--input-type=module',
         '-e',
-        `import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'dataplane', 'simulated.js'))};
+        `import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'simulator', 'model.js'))};
         new SimulatedDataplane({ statePath: ${JSON.stringify(file)} }).createRoute({ DestinationPrefix: '10.8.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });`,
       ],
       { stdio: 'inherit' },

@@ -1,4 +1,4 @@
-// The simulated dataplane's state file under hostile edits (src/dataplane/state-file.ts), and the vxlan
+// The simulated dataplane's state file under hostile edits (src/simulator/state-file.ts), and the vxlan
 // driver sweeping a RemoteSubnetRoute policy that has no Settings (HCN allows a policy without Settings:
 // hcsshim hcn/hcnpolicy.go NetworkPolicy has `Settings json.RawMessage` with omitempty).
 import { describe, it, expect } from '@jest/globals';
@@ -7,12 +7,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { planReconcile } from '../../src/reconcile/reconciler.js';
 import { remoteSubnetRouteDriver } from '../../src/backends/vxlan/policies.js';
-import { parseDataplaneState } from '../../src/dataplane/state-file.js';
-import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
-import type { DataplaneState } from '../../src/dataplane/simulated.js';
+import { parseDataplaneState } from '../../src/simulator/state-file.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import type { DataplaneState } from '../../src/simulator/model.js';
 import { DataplaneStateError, FlannelError } from '../../src/errors.js';
 import { HnsClient } from '../../src/hns/client.js';
-import { SimulatedHnsTransport } from '../../src/hns/simulated.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { expectCode } from '../support/errors.js';
 
 const adapter = { Name: 'Ethernet', InterfaceIndex: 4, IPAddress: '10.0.0.2', PrefixLength: 24, Mtu: 1500, Forwarding: false };

@@ -29,10 +29,10 @@
 //   MibTableAllocated / FreeMibTable {ok}                       -> {st}   (bookkeeping: every table freed?)
 import { createServer, type Server, type Socket } from 'node:net';
 import { FlannelError, HnsError, RouteError, errorMessage } from '../../src/errors.js';
-import { SimulatedDataplane, type SimulatedDataplaneOptions } from '../../src/dataplane/simulated.js';
+import { SimulatedDataplane, type SimulatedDataplaneOptions } from '../../src/simulator/model.js';
 import { HRESULT } from '../../src/hns/errors.js';
-import { SimulatedHnsTransport, type SimulatedHnsOptions } from '../../src/hns/simulated.js';
-import { SimulatedHcnNamespaces, type HcnNamespaceHandle } from '../../src/hns/simulated-namespaces.js';
+import { SimulatedHnsTransport, type SimulatedHnsOptions } from '../../src/simulator/hns.js';
+import { SimulatedHcnNamespaces, type HcnNamespaceHandle } from '../../src/simulator/namespaces.js';
 import type { HcnHandle } from '../../src/hns/transport.js';
 import { editState } from '../support/sim-dataplane.js';
 

@@ -2,24 +2,23 @@
 // table, the host adapters) shared by the simulated HNS transport, route table and host, and persisted to
 // one JSON file that several processes may share (README "The simulated node"). Every call enters through
 // `enter` (latency, injected failures, `faults` rules), then changes the document under the store's lock.
-// The parts: sim-state.ts (the document), sim-store.ts (the shared file and its lock), sim-faults.ts (the
-// `faults` rules and the in-process injections), sim-objects.ts (HNS objects), sim-host.ts (adapters,
-// vSwitch, routes). Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
+// The parts, all in this folder: state.ts (the document), store.ts (the shared file and its lock),
+// faults.ts (the `faults` rules and the in-process injections), objects.ts (HNS objects), host.ts
+// (adapters, vSwitch, routes), namespaces.ts; the seams over the model are hns.ts (+ hns-v1.ts), host.ts
+// and node.ts. Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
 import { HostError, RouteError } from '../errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
-import { sameId } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../clock.js';
-import { Injections, consumeFault, findFault, parseHresult } from './sim-faults.js';
-import { adapterOrThrow, createRoute, defaultRoute, deleteRoute } from './sim-host.js';
-import * as namespaces from './sim-namespaces.js';
-import * as objects from './sim-objects.js';
-import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
-import { StateStore, type DataplaneFs } from './sim-store.js';
+import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
+import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
+import * as namespaces from './namespaces.js';
+import * as objects from './objects.js';
+import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
+import { StateStore, type DataplaneFs } from './store.js';
 
-export type { DataplaneState, SimAdapter, SimRoute } from './sim-state.js';
-export type { DataplaneFs } from './sim-store.js';
-export { jsonEqual } from './sim-state.js';
+export type { DataplaneState, SimAdapter, SimRoute } from './state.js';
+export type { DataplaneFs } from './store.js';
 
 /** Which seam a call belongs to: decides the latency used and the error type a failure raises. */
 export type CallKind = 'hns' | 'route' | 'host';
@@ -55,7 +54,7 @@ export class SimulatedDataplane {
   /** HCN handles currently open (HnsClient must bring this back to 0). */
   openHandles = 0;
   /**
-   * The state document and its shared file (sim-store.ts). The seams change it only through the calls
+   * The state document and its shared file (./store.ts). The seams change it only through the calls
    * below; test/support/sim-dataplane.ts edits it behind the agent's back, as an admin would.
    */
   readonly store: StateStore;
@@ -78,15 +77,9 @@ export class SimulatedDataplane {
     this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(opts.nodeIP ?? '10.0.0.2', opts.nodePrefixLength) });
   }
 
-  /** The state as the file holds it now (re-read when another process changed it). */
-  private read(): DataplaneState {
-    this.store.refresh();
-    return this.store.state;
-  }
-
   /** Deep copy of the whole state (what the state file holds). */
   snapshot(): DataplaneState {
-    return structuredClone(this.read());
+    return structuredClone(this.document());
   }
 
   /**
@@ -113,9 +106,10 @@ export class SimulatedDataplane {
 
   /** Fire the state file's first matching `faults` rule: its code, its `remaining` counted down in the file. */
   private takeFault(op: string, input: string): number | undefined {
-    if (!findFault(this.read().faults, op, input)) return undefined;
-    return this.store.update((state) => {
-      const rule = findFault(state.faults, op, input);
+    this.store.refresh();
+    if (!findFault(this.store.peek().faults, op, input)) return undefined;
+    return this.store.change((v) => {
+      const rule = findFault(v.doc.faults, op, input);
       if (!rule) return undefined;
       consumeFault(rule);
       return parseHresult(rule.hresult);
@@ -149,18 +143,59 @@ export class SimulatedDataplane {
 
   // ---------------------------------------------------------------- HNS objects
 
+  /** The whole document, re-read when another process changed it (every array current). */
+  private document(): DataplaneState {
+    this.store.refresh();
+    return this.store.state;
+  }
+
   listNetworks(): HcnNetwork[] {
-    return structuredClone(this.read().networks);
+    return structuredClone(this.document().networks);
+  }
+
+  /** IDs of the networks `match` accepts (it may read a network's Policies only when `readsPolicies`). */
+  networkIds(match: (n: HcnNetwork) => boolean, readsPolicies: boolean): string[] {
+    return this.store.read((v) =>
+      v.networks
+        .values()
+        .filter((n) => {
+          if (readsPolicies) v.flushNetwork(n);
+          return match(n);
+        })
+        .map((n) => n.ID!),
+    );
   }
 
   getNetwork(id: string): HcnNetwork | undefined {
-    const n = this.read().networks.find((x) => sameId(x.ID, id));
-    return n && structuredClone(n);
+    return this.store.read((v) => {
+      const n = v.network(id);
+      if (!n) return undefined;
+      v.flushNetwork(n);
+      return structuredClone(n);
+    });
+  }
+
+  /** A network (by ID, else by name) without its policies (what an endpoint needs of it): O(1) however many it holds. */
+  getNetworkHead(ref: { id?: string; name?: string }): HcnNetwork | undefined {
+    return this.store.read((v) => {
+      const n = ref.id !== undefined ? v.network(ref.id) : v.networks.values().find((x) => x.Name === ref.name);
+      if (!n) return undefined;
+      const { Policies: _policies, ...head } = n;
+      return structuredClone(head);
+    });
+  }
+
+  hasNetwork(id: string): boolean {
+    return this.store.read((v) => v.network(id) !== undefined);
   }
 
   getNetworkByName(name: string): HcnNetwork | undefined {
-    const n = this.read().networks.find((x) => x.Name === name);
-    return n && structuredClone(n);
+    return this.store.read((v) => {
+      const n = v.networks.values().find((x) => x.Name === name);
+      if (!n) return undefined;
+      v.flushNetwork(n);
+      return structuredClone(n);
+    });
   }
 
   /** HcnCreateNetwork: 0x803B0010 duplicate name/ID, 0x80070057 bad settings, 0x803B0006 no such physical adapter. */
@@ -178,99 +213,117 @@ export class SimulatedDataplane {
    * batched as the state file's `policyBatches` says: a `partial` refusal is thrown after its prefix is stored.
    */
   modifyNetworkPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[]): void {
-    const refusal = this.store.update((s) => objects.modifyNetworkPolicies(s, op, id, requestType, policies));
+    const refusal = this.store.change((v) => objects.modifyNetworkPolicies(v, op, id, requestType, policies));
     if (refusal) throw refusal;
   }
 
   listEndpoints(): HcnEndpoint[] {
-    return structuredClone(this.read().endpoints);
+    return structuredClone(this.document().endpoints);
+  }
+
+  /** IDs of the endpoints `match` accepts. */
+  endpointIds(match: (e: HcnEndpoint) => boolean): string[] {
+    return this.store.read((v) =>
+      v.endpoints
+        .values()
+        .filter(match)
+        .map((e) => e.ID!),
+    );
   }
 
   getEndpoint(id: string): HcnEndpoint | undefined {
-    const e = this.read().endpoints.find((x) => sameId(x.ID, id));
-    return e && structuredClone(e);
+    return this.store.read((v) => {
+      const e = v.endpoint(id);
+      return e && structuredClone(e);
+    });
+  }
+
+  hasEndpoint(id: string): boolean {
+    return this.store.read((v) => v.endpoint(id) !== undefined);
   }
 
   /** HcnCreateEndpoint: allocates an IP from the network's first subnet and a MAC when not given. */
   createEndpoint(op: string, networkId: string, settings: HcnEndpoint, id?: string): HcnEndpoint {
-    return this.store.update((s) => objects.createEndpoint(s, this.ids, op, networkId, settings, id));
+    return this.store.change((v) => objects.createEndpoint(v, this.ids, op, networkId, settings, id));
   }
 
   /** HcnDeleteEndpoint / DELETE /endpoints/<id>. 0x803B0002 when missing. */
   deleteEndpoint(op: string, id: string): void {
-    this.store.update((s) => objects.deleteEndpoint(s, op, id));
+    this.store.change((v) => objects.deleteEndpoint(v, op, id));
   }
 
   isAttachedToHost(id: string): boolean {
-    return objects.isAttachedToHost(this.read(), id);
+    return this.store.read((v) => objects.isAttachedToHost(v, id));
   }
 
   /** Attach to the host compartment: a new adapter `vEthernet (<name>)` with the endpoint's IP. */
   attachEndpointToHost(op: string, id: string): SimAdapter {
-    return this.store.update((s) => objects.attachEndpointToHost(s, this.ids, op, id));
+    return this.store.change((v) => objects.attachEndpointToHost(v, this.ids, op, id));
   }
 
-  // ---------------------------------------------------------------- HNS namespaces (./sim-namespaces.ts)
+  // ---------------------------------------------------------------- HNS namespaces (./namespaces.ts)
 
   /** Every namespace with the endpoints in it (HcnQueryNamespaceProperties of each). */
   listNamespaces(): namespaces.HcnNamespaceProperties[] {
-    const s = this.read();
-    return (s.namespaces ?? []).map((n) => namespaces.namespaceProperties(s, n));
+    return this.store.read((v) => v.namespaces.values().map((n) => namespaces.namespaceProperties(v, n)));
   }
 
   getNamespace(id: string): namespaces.HcnNamespaceProperties | undefined {
-    const s = this.read();
-    const n = namespaces.findNamespace(s, id);
-    return n && namespaces.namespaceProperties(s, n);
+    return this.store.read((v) => {
+      const n = v.namespace(id);
+      return n && namespaces.namespaceProperties(v, n);
+    });
   }
 
   createNamespace(op: string, settings: Record<string, unknown>, id?: string): namespaces.SimNamespace {
-    return this.store.update((s) => namespaces.createNamespace(s, this.ids, op, settings, id));
+    return this.store.change((v) => namespaces.createNamespace(v, this.ids, op, settings, id));
   }
 
   /** HcnModifyNamespace: add or remove an endpoint. 0x80070490 for a missing namespace. */
   modifyNamespace(op: string, id: string, request: Record<string, unknown>): void {
-    this.store.update((s) => namespaces.modifyNamespace(s, op, id, request));
+    this.store.change((v) => namespaces.modifyNamespace(v, op, id, request));
   }
 
   deleteNamespace(op: string, id: string): void {
-    this.store.update((s) => namespaces.deleteNamespace(s, op, id));
+    this.store.change((v) => namespaces.deleteNamespace(v, op, id));
   }
 
   // ---------------------------------------------------------------- routes, adapters
 
   listRoutes(interfaceIndex?: number): SimRoute[] {
-    return this.read()
+    return this.document()
       .routes.filter((r) => interfaceIndex === undefined || r.InterfaceIndex === interfaceIndex)
       .map((r) => ({ ...r }));
   }
 
   /** CreateIpForwardEntry2: RouteError 1168 for an unknown interface, 5010 for an existing route. */
   createRoute(route: SimRoute): void {
-    this.store.update((s) => createRoute(s, route));
+    this.store.change((v) => createRoute(v, route));
   }
 
   /** DeleteIpForwardEntry2: RouteError 1168 when no such route. */
   deleteRoute(route: SimRoute): void {
-    this.store.update((s) => deleteRoute(s, route));
+    this.store.change((v) => deleteRoute(v, route));
   }
 
   defaultRouteInterfaceIndex(): number | undefined {
-    return defaultRoute(this.read())?.InterfaceIndex;
+    return this.store.read((v) => v.defaultRoute()?.InterfaceIndex);
   }
 
   listAdapters(): SimAdapter[] {
-    return this.read().adapters.map((a) => ({ ...a }));
+    this.store.refresh();
+    return this.store.peek().adapters.map((a) => ({ ...a }));
   }
 
   /** SetIpInterfaceEntry(ForwardingEnabled). HostError FLANNEL_ERR_HOST (status 1168) for an unknown index. */
   setForwarding(interfaceIndex: number, enabled: boolean): void {
-    this.store.update((s) => {
-      adapterOrThrow(s, 'SetIpInterfaceEntry', interfaceIndex).Forwarding = enabled;
+    this.store.change((v) => {
+      adapterOrThrow(v.doc, 'SetIpInterfaceEntry', interfaceIndex).Forwarding = enabled;
     });
   }
 
   getForwarding(interfaceIndex: number): boolean {
-    return adapterOrThrow(this.read(), 'GetIpInterfaceEntry', interfaceIndex).Forwarding;
+    this.store.refresh();
+    return adapterOrThrow(this.store.peek(), 'GetIpInterfaceEntry', interfaceIndex).Forwarding;
   }
 }

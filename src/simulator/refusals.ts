@@ -1,4 +1,4 @@
-// What the simulated HNS refuses, as HNS refuses it: small pure checks that sim-objects.ts calls before
+// What the simulated HNS refuses, as HNS refuses it: small pure checks that ./objects.ts calls before
 // it changes the document. Each rule says where it comes from, and whether its HRESULT was seen on a real
 // node (observed) or is the HCN error whose documented meaning fits (modelled). The HCN_E_* values and
 // texts are winerror.h's (golang.org/x/sys/windows zerrors_windows.go, which hcsshim vendors) and the
@@ -102,7 +102,7 @@ export function adapterNotFound(op: string, adapter: string | undefined, ctx: Er
  *    remote endpoint (EndpointFlagsRemoteEndpoint) carries a pod IP of another node, outside this node's
  *    subnet, and is accepted (kube-proxy winkernel hns.go createEndpoint -> CreateRemoteEndpoint).
  */
-export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoint, used: ReadonlySet<string>, ctx: ErrorContext): HnsError | undefined {
+export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoint, used: { has(ip: string): boolean }, ctx: ErrorContext): HnsError | undefined {
   const remote = ((ep.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0;
   const subnets = (net.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((s) => s.IpAddressPrefix);
   for (const ipc of ep.IpConfigurations ?? []) {

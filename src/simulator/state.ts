@@ -2,9 +2,9 @@
 // starts from. Pure. ./state-file.ts parses and validates it.
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
 import { nthAddress } from '../ip4.js';
-import type { FaultRule } from './sim-faults.js';
-import type { PolicyBatches } from './sim-refusals.js';
-import type { SimNamespace } from './sim-namespaces.js';
+import type { FaultRule } from './faults.js';
+import type { PolicyBatches } from './refusals.js';
+import type { SimNamespace } from './namespaces.js';
 
 /** A route as the state file stores it (iphlpapi's MIB_IPFORWARD_ROW2, reduced). */
 export interface SimRoute {
@@ -33,10 +33,10 @@ export interface DataplaneState {
   endpoints: HcnEndpoint[];
   routes: SimRoute[];
   adapters: SimAdapter[];
-  /** HCN namespaces (pods' compartments, ./sim-namespaces.ts); absent until the first is created. */
+  /** HCN namespaces (pods' compartments, ./namespaces.ts); absent until the first is created. */
   namespaces?: SimNamespace[];
   faults?: FaultRule[];
-  /** How HcnModifyNetwork applies several policies (sim-refusals.ts); absent = `atomic`. */
+  /** How HcnModifyNetwork applies several policies (./refusals.ts); absent = `atomic`. */
   policyBatches?: PolicyBatches;
 }
 
@@ -72,7 +72,10 @@ export function initialState(ip: string, prefixLength = 24): DataplaneState {
 
 /** The next free interface index (Windows never reuses one while the adapter exists). */
 export function nextInterfaceIndex(state: DataplaneState): number {
-  return Math.max(PHYSICAL_ADAPTER_INDEX, ...state.adapters.map((a) => a.InterfaceIndex), ...state.routes.map((r) => r.InterfaceIndex)) + 1;
+  let max = PHYSICAL_ADAPTER_INDEX;
+  for (const a of state.adapters) max = Math.max(max, a.InterfaceIndex);
+  for (const r of state.routes) max = Math.max(max, r.InterfaceIndex);
+  return max + 1;
 }
 
 /** The document as the file holds it (stable key order, 2-space indent). */

@@ -1,14 +1,14 @@
 // The simulated HNS v1 API: vmcompute.dll!HNSCall over the SimulatedDataplane, answering the paths
 // hcsshim internal/hns calls (hnsfuncs.go hnsCall; hnsnetwork.go, hnsendpoint.go, hnsglobals.go) with
 // the Success/Output/Error envelope HNS returns. Objects are rendered from the stored v2 objects
-// (./v1-view.ts), as HNS does; a missing network is ERROR_NOT_FOUND here (v1Answer). Used by
-// SimulatedHnsTransport (./simulated.ts).
+// (src/hns/v1-view.ts), as HNS does; a missing network is ERROR_NOT_FOUND here (v1Answer). Used by
+// SimulatedHnsTransport (./hns.ts).
 import { HnsError } from '../errors.js';
-import type { SimulatedDataplane } from '../dataplane/simulated.js';
+import type { SimulatedDataplane } from './model.js';
 import { contains } from '../ip4.js';
-import { HRESULT, hnsError, hresultText } from './errors.js';
-import type { HcnEndpoint, HcnNetwork, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
-import { endpointV1toV2, endpointV2toV1, networkV1toV2, networkV2toV1 } from './v1-view.js';
+import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
+import type { HcnEndpoint, HcnNetwork, HnsEndpointV1, HnsNetworkV1, HnsVersion } from '../hns/schema.js';
+import { endpointV1toV2, endpointV2toV1, networkV1toV2, networkV2toV1 } from '../hns/v1-view.js';
 
 type Method = 'GET' | 'POST' | 'DELETE';
 
@@ -93,7 +93,7 @@ export class SimulatedHnsV1 {
         if (method === 'POST') {
           await dp.enter(op, 'hns', 0, input);
           const v1 = requireObject<HnsEndpointV1>(op, body);
-          const net = v1.VirtualNetwork ? dp.getNetwork(v1.VirtualNetwork) : v1.VirtualNetworkName ? dp.getNetworkByName(v1.VirtualNetworkName) : undefined;
+          const net = v1.VirtualNetwork || v1.VirtualNetworkName ? dp.getNetworkHead({ id: v1.VirtualNetwork || undefined, name: v1.VirtualNetworkName }) : undefined;
           if (!net) {
             throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), {
               network: v1.VirtualNetwork ?? v1.VirtualNetworkName,
@@ -145,7 +145,7 @@ export class SimulatedHnsV1 {
   }
 
   private endpointV1(ep: HcnEndpoint): HnsEndpointV1 {
-    const net = ep.HostComputeNetwork ? this.dp.getNetwork(ep.HostComputeNetwork) : undefined;
+    const net = ep.HostComputeNetwork ? this.dp.getNetworkHead({ id: ep.HostComputeNetwork }) : undefined;
     return endpointV2toV1(ep, net, this.dp.isAttachedToHost(ep.ID!));
   }
 }

@@ -1,14 +1,14 @@
 // HnsTransport over the SimulatedDataplane: an in-memory HNS answering the raw JSON calls as
 // computenetwork.dll!Hcn* (v2) does, with handles, query filters and ErrorRecords; HNSCall (v1) is
-// ./simulated-v1.ts. Mirrors the call shapes hcsshim uses in hcn/hcnnetwork.go, hcnendpoint.go
+// ./hns-v1.ts. Mirrors the call shapes hcsshim uses in hcn/hcnnetwork.go, hcnendpoint.go
 // (HcnEnumerate*, HcnOpen*, HcnQuery*Properties, HcnModifyNetwork) and hcn/hcnerrors.go (checkForErrors).
 import { HnsError } from '../errors.js';
-import type { SimulatedDataplane } from '../dataplane/simulated.js';
-import { jsonEqual } from '../dataplane/simulated.js';
-import { HRESULT, hnsError, hresultText, parseErrorRecord } from './errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from './schema.js';
-import { SimulatedHnsV1 } from './simulated-v1.js';
-import type { HcnHandle, HnsTransport } from './transport.js';
+import type { SimulatedDataplane } from './model.js';
+import { jsonEqual } from './state.js';
+import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
+import { SimulatedHnsV1 } from './hns-v1.js';
+import type { HcnHandle, HnsTransport } from '../hns/transport.js';
 
 export interface SimulatedHnsOptions {
   /** What `GET /globals/version` reports. Default 13.2 (Windows Server 2022). */
@@ -101,10 +101,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnEnumerateNetworks';
     return this.v2(op, async () => {
       const filter = this.filterOf(op, query);
-      const ids = this.dp
-        .listNetworks()
-        .filter((n) => filterMatches(n as unknown as Record<string, unknown>, filter, {}))
-        .map((n) => n.ID!);
+      const ids = this.dp.networkIds((n) => filterMatches(n as unknown as Record<string, unknown>, filter, {}), 'Policies' in filter);
       await this.dp.enter(op, 'hns', ids.length, query);
       return JSON.stringify(ids);
     });
@@ -124,7 +121,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnOpenNetwork';
     return this.v2(op, async () => {
       await this.dp.enter(op, 'hns', 0, id);
-      if (!this.dp.getNetwork(id)) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), { networkId: id });
+      if (!this.dp.hasNetwork(id)) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), { networkId: id });
       return this.handle('network', id);
     });
   }
@@ -177,10 +174,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnEnumerateEndpoints';
     return this.v2(op, async () => {
       const filter = this.filterOf(op, query);
-      const ids = this.dp
-        .listEndpoints()
-        .filter((e) => filterMatches(e as unknown as Record<string, unknown>, filter, { VirtualNetwork: 'HostComputeNetwork' }))
-        .map((e) => e.ID!);
+      const ids = this.dp.endpointIds((e) => filterMatches(e as unknown as Record<string, unknown>, filter, { VirtualNetwork: 'HostComputeNetwork' }));
       await this.dp.enter(op, 'hns', ids.length, query);
       return JSON.stringify(ids);
     });
@@ -201,7 +195,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnOpenEndpoint';
     return this.v2(op, async () => {
       await this.dp.enter(op, 'hns', 0, id);
-      if (!this.dp.getEndpoint(id)) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { endpointId: id });
+      if (!this.dp.hasEndpoint(id)) throw hnsError(op, HRESULT.HCN_E_ENDPOINT_NOT_FOUND, hresultText(HRESULT.HCN_E_ENDPOINT_NOT_FOUND), { endpointId: id });
       return this.handle('endpoint', id);
     });
   }

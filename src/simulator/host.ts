@@ -1,5 +1,8 @@
 // The host side of the simulated node: adapters, the vSwitch a network binds to a physical NIC, the
-// IPv4 route table. Pure functions on the state document; the model (simulated.ts) locks and persists.
+// IPv4 route table (pure functions on the state document; the model, ./model.ts, locks and persists),
+// and the Host and RouteTable seams over the model: the simulated counterparts of GetAdaptersAddresses,
+// Get/SetIpInterfaceEntry and GetIpForwardTable2 / CreateIpForwardEntry2 / DeleteIpForwardEntry2
+// (netioapi.h).
 // What Windows does, and the model does too:
 //  * an L2Bridge/Overlay network binds a vSwitch to ONE physical adapter (hcsshim hcn/hcnnetwork.go
 //    `NetAdapterName` policy, internal/hns/hnsnetwork.go `NetworkAdapterName`; without it HNS picks the
@@ -10,9 +13,12 @@
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
 import { HostError, RouteError } from '../errors.js';
-import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS } from '../routes/route-table.js';
+import type { Host, HostInterface } from '../host/host.js';
+import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS, type Route, type RouteTable } from '../routes/route-table.js';
+import { routeKey, type KeyedState } from './keyed.js';
+import type { SimulatedDataplane } from './model.js';
 import { policySetting, type HcnNetwork } from '../hns/schema.js';
-import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './sim-state.js';
+import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
 
 /** An adapter's MAC: the model keeps none, so it is derived from the interface index under Hyper-V's 00-15-5D prefix. */
 export function simAdapterMac(a: SimAdapter): string {
@@ -88,29 +94,25 @@ export function releaseVSwitch(state: DataplaneState, physName: string): void {
   state.adapters = state.adapters.filter((a) => a !== vnic);
 }
 
-export function sameRoute(a: SimRoute, b: SimRoute): boolean {
-  return a.DestinationPrefix === b.DestinationPrefix && a.NextHop === b.NextHop && a.InterfaceIndex === b.InterfaceIndex;
-}
-
 /** CreateIpForwardEntry2: RouteError 1168 for an unknown interface, 5010 for an existing route. */
-export function createRoute(state: DataplaneState, route: SimRoute): void {
+export function createRoute(view: KeyedState, route: SimRoute): void {
   const ctx = { destination: route.DestinationPrefix, nextHop: route.NextHop, interfaceIndex: route.InterfaceIndex };
-  if (!state.adapters.some((a) => a.InterfaceIndex === route.InterfaceIndex)) {
+  if (!view.doc.adapters.some((a) => a.InterfaceIndex === route.InterfaceIndex)) {
     throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no interface with index ${route.InterfaceIndex}; re-resolve the interface`, {
       ...ctx,
       status: ERROR_NOT_FOUND,
     });
   }
-  if (state.routes.some((r) => sameRoute(r, route))) {
+  if (view.routes.count(routeKey(route)) > 0) {
     throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_OBJECT_ALREADY_EXISTS}: the route already exists`, { ...ctx, status: ERROR_OBJECT_ALREADY_EXISTS });
   }
-  state.routes.push({ ...route });
+  view.addRoute({ ...route });
 }
 
 /** DeleteIpForwardEntry2: RouteError 1168 when no such route. */
-export function deleteRoute(state: DataplaneState, route: SimRoute): void {
-  const i = state.routes.findIndex((r) => sameRoute(r, route));
-  if (i < 0) {
+export function deleteRoute(view: KeyedState, route: SimRoute): void {
+  const held = view.routes.first(routeKey(route));
+  if (!held) {
     throw new RouteError(`DeleteIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no such route`, {
       destination: route.DestinationPrefix,
       nextHop: route.NextHop,
@@ -118,7 +120,7 @@ export function deleteRoute(state: DataplaneState, route: SimRoute): void {
       status: ERROR_NOT_FOUND,
     });
   }
-  state.routes.splice(i, 1);
+  view.deleteRoute(held);
 }
 
 /** The adapter with this index; HostError FLANNEL_ERR_HOST (status 1168) when there is none. */
@@ -132,4 +134,84 @@ export function adapterOrThrow(state: DataplaneState, op: string, interfaceIndex
     );
   }
   return a;
+}
+
+// ---------------------------------------------------------------- the seams
+
+/** Host on the model: its adapters (physical NICs, then `vEthernet (...)` vNICs) and their MACs, the default route's interface, IPv4 forwarding. */
+export class SimulatedHost implements Host {
+  constructor(private readonly dp: SimulatedDataplane) {}
+
+  async interfaces(): Promise<HostInterface[]> {
+    await this.dp.enter('GetAdaptersAddresses', 'host');
+    return this.dp
+      .listAdapters()
+      .filter((a) => a.IPAddress !== '')
+      .map((a) => ({ name: a.Name, index: a.InterfaceIndex, ipv4: a.IPAddress, prefixLength: a.PrefixLength, mtu: a.Mtu }));
+  }
+
+  async macAddress(ipv4: string): Promise<string | undefined> {
+    await this.dp.enter('GetAdaptersAddresses', 'host');
+    const a = this.dp.listAdapters().find((x) => x.IPAddress === ipv4);
+    return a && simAdapterMac(a);
+  }
+
+  async defaultRouteInterfaceIndex(): Promise<number | undefined> {
+    await this.dp.enter('GetIpForwardTable2', 'host');
+    return this.dp.defaultRouteInterfaceIndex();
+  }
+
+  async setForwarding(interfaceIndex: number, enabled: boolean): Promise<void> {
+    await this.dp.enter('SetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, ForwardingEnabled: enabled }));
+    this.dp.setForwarding(interfaceIndex, enabled);
+  }
+
+  async getForwarding(interfaceIndex: number): Promise<boolean> {
+    await this.dp.enter('GetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex }));
+    return this.dp.getForwarding(interfaceIndex);
+  }
+}
+
+function toSim(r: Route): SimRoute {
+  return { DestinationPrefix: r.destinationPrefix, NextHop: r.nextHop, InterfaceIndex: r.interfaceIndex, Metric: r.metric };
+}
+
+function fromSim(r: SimRoute): Route {
+  return { destinationPrefix: r.DestinationPrefix, nextHop: r.NextHop, interfaceIndex: r.InterfaceIndex, metric: r.Metric };
+}
+
+/**
+ * RouteTable on the model. The model raises the NETIO statuses (5010 ERROR_OBJECT_ALREADY_EXISTS, 1168
+ * ERROR_NOT_FOUND) as RouteError; this seam turns the duplicate add and the missing remove into success,
+ * as the RouteTable contract says.
+ */
+export class SimulatedRouteTable implements RouteTable {
+  constructor(private readonly dp: SimulatedDataplane) {}
+
+  async list(interfaceIndex?: number): Promise<Route[]> {
+    await this.dp.enter('GetIpForwardTable2', 'route', 0, interfaceIndex === undefined ? '' : JSON.stringify({ InterfaceIndex: interfaceIndex }));
+    return this.dp.listRoutes(interfaceIndex).map(fromSim);
+  }
+
+  /** Duplicate (5010) = success; an unknown interface (1168) is thrown. */
+  async add(route: Route): Promise<void> {
+    await this.dp.enter('CreateIpForwardEntry2', 'route', 0, JSON.stringify(toSim(route)));
+    try {
+      this.dp.createRoute(toSim(route));
+    } catch (err) {
+      if (err instanceof RouteError && err.status === ERROR_OBJECT_ALREADY_EXISTS) return;
+      throw err;
+    }
+  }
+
+  /** Missing route (1168) = success. */
+  async remove(route: Route): Promise<void> {
+    await this.dp.enter('DeleteIpForwardEntry2', 'route', 0, JSON.stringify(toSim(route)));
+    try {
+      this.dp.deleteRoute(toSim(route));
+    } catch (err) {
+      if (err instanceof RouteError && err.status === ERROR_NOT_FOUND) return;
+      throw err;
+    }
+  }
 }

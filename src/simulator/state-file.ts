@@ -6,9 +6,9 @@
 import { DataplaneStateError } from '../errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import { isIp4 } from '../ip4.js';
-import { parseFaultRules } from './sim-faults.js';
-import { POLICY_BATCH_MODES, type PolicyBatches } from './sim-refusals.js';
-import type { DataplaneState, SimAdapter } from './sim-state.js';
+import { parseFaultRules } from './faults.js';
+import { POLICY_BATCH_MODES, type PolicyBatches } from './refusals.js';
+import type { DataplaneState, SimAdapter } from './state.js';
 
 type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
 type Obj = Record<string, unknown>;

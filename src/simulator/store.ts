@@ -11,13 +11,17 @@
 //    so its event loop (health server, watches) keeps running; the synchronous acquire then only meets
 //    a lock taken in the instant between, which is held for milliseconds.
 // So no update is lost, and `flanneld cleanup` against a running agent's file acts as it would on Windows.
+// In memory (no file) a call changes the document through the keyed view (./keyed.ts) and costs O(1) per
+// item it touches; with a file every change also serializes and writes the whole document (the price of
+// sharing it).
 import * as nodeFs from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import { DataplaneStateError, errorMessage, FlannelError } from '../errors.js';
 import { readRegularFile } from '../fs-read.js';
 import { processAlive } from '../host/agent-lock.js';
-import { serializeState, type DataplaneState } from './sim-state.js';
+import { KeyedState } from './keyed.js';
+import { serializeState, type DataplaneState } from './state.js';
 import { parseDataplaneState } from './state-file.js';
 
 /** The file-system calls the dataplane makes (node:fs by default). */
@@ -70,8 +74,10 @@ function sleepSync(ms: number): void {
 }
 
 export class StateStore {
-  /** The model's current document. Callers mutate it only inside `update`. */
-  state: DataplaneState;
+  /** The document; arrays the keyed view changed are written back by `flush` (the `state` getter). */
+  private doc: DataplaneState;
+  /** The keyed view of `doc`, built when a call needs it, dropped when `doc` changes behind it. */
+  private view: KeyedState | undefined;
   private readonly file: string | undefined;
   private readonly fs: DataplaneFs;
   private readonly locking: boolean;
@@ -88,12 +94,31 @@ export class StateStore {
     this.fs = opts.fs ?? hostFs;
     this.locking = opts.lock ?? opts.fs === undefined;
     this.now = opts.now;
-    this.state = opts.fresh();
+    this.doc = opts.fresh();
     // An existing file is read without the lock (writes are atomic renames); only creating one locks.
     if (!this.file || this.reload()) return;
     this.withLock(() => {
-      if (!this.reload()) this.write(serializeState(this.state));
+      if (!this.reload()) this.write(serializeState(this.doc));
     });
+  }
+
+  /** The model's current document, every array current. Callers mutate it only inside `update`. */
+  get state(): DataplaneState {
+    this.view?.flush();
+    return this.doc;
+  }
+
+  /**
+   * The document as it is, without writing the keyed view's changes back: for what the view does not
+   * keep (the `faults` rules, `policyBatches`, the adapters).
+   */
+  peek(): DataplaneState {
+    return this.doc;
+  }
+
+  private replace(doc: DataplaneState): void {
+    this.doc = doc;
+    this.view = undefined;
   }
 
   /** Re-read the file if another process changed it since this model last read or wrote it. */
@@ -104,14 +129,37 @@ export class StateStore {
     this.reload();
   }
 
-  /** A locked read-modify-write: `fn` changes `state`; the file is written when the document changed. */
+  /**
+   * A locked read-modify-write of the whole document: `fn` may change anything in `state`; the file is
+   * written when the document changed. The keyed view is dropped (rebuilt in one pass by the next
+   * `change`): for what is rare (a network created or deleted) and for edits made behind the model's back.
+   */
   update<T>(fn: (state: DataplaneState) => T): T {
-    if (!this.file) return fn(this.state);
+    return this.locked(() => {
+      const doc = this.state;
+      this.view = undefined;
+      return fn(doc);
+    });
+  }
+
+  /** A look through the keyed view (re-read first when another process changed the file); `fn` changes nothing. */
+  read<T>(fn: (view: KeyedState) => T): T {
+    this.refresh();
+    return fn((this.view ??= new KeyedState(this.doc)));
+  }
+
+  /** A locked read-modify-write through the keyed view: `fn` changes the document only through `view`. */
+  change<T>(fn: (view: KeyedState) => T): T {
+    return this.locked(() => fn((this.view ??= new KeyedState(this.doc))));
+  }
+
+  private locked<T>(fn: () => T): T {
+    if (!this.file) return fn();
     return this.withLock(() => {
       this.refresh();
       let result: T;
       try {
-        result = fn(this.state);
+        result = fn();
       } catch (err) {
         this.rollback();
         throw err;
@@ -123,7 +171,7 @@ export class StateStore {
   }
 
   private rollback(): void {
-    if (this.persisted !== undefined) this.state = parseDataplaneState(this.persisted, this.file!);
+    if (this.persisted !== undefined) this.replace(parseDataplaneState(this.persisted, this.file!));
   }
 
   /** Load the file into `state`; false when it does not exist (the model keeps what it has). */
@@ -148,7 +196,7 @@ export class StateStore {
     }
     this.statKey = key;
     if (text === this.persisted) return true;
-    this.state = parseDataplaneState(text, file);
+    this.replace(parseDataplaneState(text, file));
     this.persisted = text;
     return true;
   }

@@ -1,0 +1,311 @@
+// The model's keyed view of the state document (./state.ts): networks and endpoints by ID, each
+// network's policies by a canonical key and its endpoints' IPs, routes by destination/next hop/interface,
+// namespaces by ID with their member endpoints. With it a call costs O(1) per item it touches, not O(n)
+// in what the node holds: a 5,000-peer cold start used to spend a third of its time in the simulator
+// checking each new policy against every held one (issue 20; docs/performance.md, The simulator's cost).
+// The document stays what the file holds and what readers get. The view is built from it in one pass and
+// kept in step by the model's own changes; an array the view changed is rebuilt from the view only when
+// the document is read whole (`flush`: a snapshot, a list, the file write). A change the view does not
+// know (a test's edit, another process's write, a rollback) drops the view (./store.ts), and the next
+// call builds it again. Objects are shared between the view and the document, never copied.
+import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
+import { contains, network, parseCidr, parseIp4 } from '../ip4.js';
+import type { SimNamespace } from './namespaces.js';
+import type { DataplaneState, SimRoute } from './state.js';
+
+/**
+ * Items in document order, found by key. Several items may share a key (a hand-written file may hold a
+ * policy twice): `first` is the earliest, as a scan of the array would find it.
+ */
+export class Keyed<T extends object> {
+  private readonly order = new Set<T>();
+  private readonly byKey = new Map<string, T[]>();
+
+  constructor(
+    private readonly keyOf: (item: T) => string,
+    items: readonly T[] = [],
+  ) {
+    for (const item of items) this.add(item);
+  }
+
+  get size(): number {
+    return this.order.size;
+  }
+
+  add(item: T): void {
+    this.order.add(item);
+    const key = this.keyOf(item);
+    const same = this.byKey.get(key);
+    if (same) same.push(item);
+    else this.byKey.set(key, [item]);
+  }
+
+  first(key: string): T | undefined {
+    return this.byKey.get(key)?.[0];
+  }
+
+  count(key: string): number {
+    return this.byKey.get(key)?.length ?? 0;
+  }
+
+  /** Remove this item (a no-op when it is not held). */
+  delete(item: T): void {
+    if (!this.order.delete(item)) return;
+    const key = this.keyOf(item);
+    const same = this.byKey.get(key)!;
+    if (same.length === 1) this.byKey.delete(key);
+    else same.splice(same.indexOf(item), 1);
+  }
+
+  values(): T[] {
+    return [...this.order];
+  }
+}
+
+/** IDs are GUIDs, compared without case (hns/schema.ts sameId); an object without one is found by no ID. */
+const idKey = (id: string | undefined): string => (id === undefined ? '\0none' : id.toUpperCase());
+
+/** A route's identity for CreateIpForwardEntry2 / DeleteIpForwardEntry2 (prefix, next hop, interface; not the metric). */
+export const routeKey = (r: Pick<SimRoute, 'DestinationPrefix' | 'NextHop' | 'InterfaceIndex'>): string => `${r.DestinationPrefix}|${r.NextHop}|${r.InterfaceIndex}`;
+
+const DEFAULT = '0.0.0.0/0';
+
+const policyKeys = new WeakMap<object, string>();
+
+/**
+ * A policy's identity for HNS: its JSON with keys sorted and undefined members left out. Computed once per
+ * policy object (a request's policy hands its key to the stored copy, `keepKey`).
+ */
+export function policyKey(p: HcnPolicy): string {
+  let k = policyKeys.get(p);
+  if (k === undefined) {
+    k = canonicalJson(p);
+    policyKeys.set(p, k);
+  }
+  return k;
+}
+
+/** Give `copy` the key of `original` (the stored clone of a request's policy). */
+export function keepKey(original: HcnPolicy, copy: HcnPolicy): HcnPolicy {
+  policyKeys.set(copy, policyKey(original));
+  return copy;
+}
+
+function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    typeof x === 'object' && x !== null && !Array.isArray(x)
+      ? Object.fromEntries(
+          Object.entries(x)
+            .filter(([, y]) => y !== undefined)
+            .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : x,
+  );
+}
+
+/** The subnet HNS hands a network's endpoint addresses from: its first IPAM subnet (./objects.ts allocateIp). */
+export function allocationSubnet(net: HcnNetwork): string | undefined {
+  return net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
+}
+
+/** `ip`'s offset in the network's allocation subnet; undefined outside it. */
+function subnetOffset(net: HcnNetwork, ip: string): number | undefined {
+  const subnet = allocationSubnet(net);
+  const c = subnet ? parseCidr(subnet) : undefined;
+  const n = parseIp4(ip);
+  return c && n !== undefined && contains(c, n) ? n - network(c).ip : undefined;
+}
+
+/** What the view keeps per network. */
+interface NetworkView {
+  policies: Keyed<HcnPolicy>;
+  /** IP -> how many of the network's endpoints hold it. */
+  ips: Map<string, number>;
+  /** Every address offset below this is taken (./objects.ts allocateIp starts here). */
+  allocFrom: number;
+}
+
+export class KeyedState {
+  readonly networks: Keyed<HcnNetwork>;
+  readonly endpoints: Keyed<HcnEndpoint>;
+  readonly routes: Keyed<SimRoute>;
+  readonly namespaces: Keyed<SimNamespace>;
+  /** Namespace ID (upper case) -> the endpoints in it (an endpoint's HostComputeNamespace names it). */
+  private readonly members = new Map<string, Set<HcnEndpoint>>();
+  private readonly perNetwork = new Map<HcnNetwork, NetworkView>();
+  /** The highest NamespaceId held (undefined: not known, found on the next `nextNamespaceId`). */
+  private highestNamespaceId: number | undefined;
+  /** The 0.0.0.0/0 routes, in document order. */
+  private readonly defaults = new Set<SimRoute>();
+  /** Arrays of the document that no longer match the view (rebuilt by `flush`). */
+  private readonly stale = new Set<'endpoints' | 'routes' | 'namespaces' | HcnNetwork>();
+
+  constructor(readonly doc: DataplaneState) {
+    this.networks = new Keyed((n) => idKey(n.ID), doc.networks);
+    for (const n of doc.networks) this.perNetwork.set(n, { policies: new Keyed(policyKey, n.Policies ?? []), ips: new Map(), allocFrom: 0 });
+    this.endpoints = new Keyed((e) => idKey(e.ID), doc.endpoints);
+    for (const e of doc.endpoints) this.index(e, 1);
+    this.routes = new Keyed(routeKey, doc.routes);
+    for (const r of doc.routes) if (r.DestinationPrefix === DEFAULT) this.defaults.add(r);
+    this.namespaces = new Keyed((n) => idKey(n.ID), doc.namespaces ?? []);
+  }
+
+  network(id: string): HcnNetwork | undefined {
+    return this.networks.first(idKey(id));
+  }
+
+  endpoint(id: string): HcnEndpoint | undefined {
+    return this.endpoints.first(idKey(id));
+  }
+
+  namespace(id: string): SimNamespace | undefined {
+    return this.namespaces.first(idKey(id));
+  }
+
+  /** The policies of a network the view holds. */
+  policies(net: HcnNetwork): Keyed<HcnPolicy> {
+    return this.viewOf(net).policies;
+  }
+
+  /** The network's policies changed through `policies(net)`. */
+  policiesChanged(net: HcnNetwork): void {
+    this.stale.add(net);
+  }
+
+  /** The IPs the network's endpoints hold (a refusal checks a new endpoint's against them). */
+  ipsOf(net: HcnNetwork): ReadonlyMap<string, number> {
+    return this.viewOf(net).ips;
+  }
+
+  /** Where a new endpoint's address search starts, and where the next one starts once it took `offset`. */
+  allocFrom(net: HcnNetwork): number {
+    return this.viewOf(net).allocFrom;
+  }
+
+  allocated(net: HcnNetwork, offset: number): void {
+    this.viewOf(net).allocFrom = offset + 1;
+  }
+
+  addEndpoint(ep: HcnEndpoint): void {
+    this.endpoints.add(ep);
+    this.index(ep, 1);
+    this.stale.add('endpoints');
+  }
+
+  deleteEndpoint(ep: HcnEndpoint): void {
+    this.endpoints.delete(ep);
+    this.index(ep, -1);
+    this.stale.add('endpoints');
+  }
+
+  /** The endpoints in a namespace. */
+  membersOf(nsId: string): ReadonlySet<HcnEndpoint> {
+    return this.members.get(idKey(nsId)) ?? new Set();
+  }
+
+  /** Move an endpoint into a namespace (or out of its namespace: undefined). */
+  setNamespace(ep: HcnEndpoint, nsId: string | undefined): void {
+    this.membership(ep, -1);
+    if (nsId === undefined) delete ep.HostComputeNamespace;
+    else ep.HostComputeNamespace = nsId;
+    this.membership(ep, 1);
+  }
+
+  /** The NamespaceId a new namespace gets: one more than the highest held, at least 1. */
+  nextNamespaceId(): number {
+    if (this.highestNamespaceId === undefined) {
+      this.highestNamespaceId = -Infinity;
+      for (const n of this.namespaces.values()) this.highestNamespaceId = Math.max(this.highestNamespaceId, n.NamespaceId);
+    }
+    return Math.max(1, this.highestNamespaceId + 1);
+  }
+
+  addNamespace(ns: SimNamespace): void {
+    this.namespaces.add(ns);
+    if (this.highestNamespaceId !== undefined) this.highestNamespaceId = Math.max(this.highestNamespaceId, ns.NamespaceId);
+    this.stale.add('namespaces');
+  }
+
+  deleteNamespace(ns: SimNamespace): void {
+    this.namespaces.delete(ns);
+    if (ns.NamespaceId === this.highestNamespaceId) this.highestNamespaceId = undefined;
+    this.stale.add('namespaces');
+  }
+
+  addRoute(r: SimRoute): void {
+    this.routes.add(r);
+    if (r.DestinationPrefix === DEFAULT) this.defaults.add(r);
+    this.stale.add('routes');
+  }
+
+  deleteRoute(r: SimRoute): void {
+    this.routes.delete(r);
+    this.defaults.delete(r);
+    this.stale.add('routes');
+  }
+
+  /** The default route: the 0.0.0.0/0 row of lowest metric, the earliest of equals (./host.ts defaultRoute). */
+  defaultRoute(): SimRoute | undefined {
+    let best: SimRoute | undefined;
+    for (const r of this.defaults) if (!best || r.Metric < best.Metric) best = r;
+    return best;
+  }
+
+  /** Write every array the view changed back into the document. */
+  flush(): void {
+    for (const s of this.stale) {
+      if (s === 'endpoints') this.doc.endpoints = this.endpoints.values();
+      else if (s === 'routes') this.doc.routes = this.routes.values();
+      else if (s === 'namespaces') this.doc.namespaces = this.namespaces.values();
+      else s.Policies = this.viewOf(s).policies.values();
+    }
+    this.stale.clear();
+  }
+
+  /** Write one network's policies back (a query of that network). */
+  flushNetwork(net: HcnNetwork): void {
+    if (!this.stale.delete(net)) return;
+    net.Policies = this.viewOf(net).policies.values();
+  }
+
+  private viewOf(net: HcnNetwork): NetworkView {
+    let v = this.perNetwork.get(net);
+    if (!v) {
+      v = { policies: new Keyed(policyKey, net.Policies ?? []), ips: new Map(), allocFrom: 0 };
+      this.perNetwork.set(net, v);
+    }
+    return v;
+  }
+
+  /** Count an endpoint's IPs on its network and its namespace membership in (+1) or out (-1). */
+  private index(ep: HcnEndpoint, delta: 1 | -1): void {
+    const net = ep.HostComputeNetwork === undefined ? undefined : this.network(ep.HostComputeNetwork);
+    if (net) {
+      const v = this.viewOf(net);
+      for (const c of ep.IpConfigurations ?? []) {
+        const n = (v.ips.get(c.IpAddress) ?? 0) + delta;
+        if (n > 0) v.ips.set(c.IpAddress, n);
+        else {
+          v.ips.delete(c.IpAddress);
+          // A released address of the network's subnet may be the lowest free one again.
+          const offset = subnetOffset(net, c.IpAddress);
+          if (offset !== undefined) v.allocFrom = Math.min(v.allocFrom, offset);
+        }
+      }
+    }
+    this.membership(ep, delta);
+  }
+
+  private membership(ep: HcnEndpoint, delta: 1 | -1): void {
+    if (ep.HostComputeNamespace === undefined) return;
+    const key = idKey(ep.HostComputeNamespace);
+    let set = this.members.get(key);
+    if (delta > 0) {
+      if (!set) this.members.set(key, (set = new Set()));
+      set.add(ep);
+    } else if (set) {
+      set.delete(ep);
+      if (set.size === 0) this.members.delete(key);
+    }
+  }
+}
