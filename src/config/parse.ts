@@ -7,7 +7,7 @@ import { ConfigError, errorMessage, FlagError, FlannelError, UnsupportedError } 
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { withoutBom } from '../bom.js';
 import type { LogLevel } from '../log.js';
-import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
+import { normalizeAnnotationPrefix } from './annotation-prefix.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
 import { FLAGS, applyFlagValue, envVarName, parseFlags, parseGoBool, parseGoInt, platformDefault, renderUsage } from './flags.js';
 import type { FlagValue } from './flags.js';

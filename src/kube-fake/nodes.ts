@@ -3,7 +3,8 @@
 // exactly as Linux flanneld's kube subnet manager annotates it (flannel pkg/subnet/kube/kube.go).
 import { systemClock } from '../clock.js';
 import { octets } from '../ip4.js';
-import { annotationKeys, DEFAULT_ANNOTATION_PREFIX, encodeBackendData, normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
+import { DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../config/annotation-prefix.js';
+import { annotationKeys, encodeBackendData } from '../subnet/kube/annotations.js';
 import type { JsonObject } from './responses.js';
 
 export interface FakeObjectMeta {
