@@ -2,6 +2,7 @@
 // this agent never lets a malformed or hostile lease reach the dataplane.
 import { isIPv6 } from 'node:net';
 import type { Lease } from './lease.js';
+import { isValidVtepMac } from '../mac.js';
 import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
 
 export interface LeaseValidationContext {
@@ -64,15 +65,6 @@ const MAX_VNI = 0xffffff;
 
 function reject(reason: LeaseRejectReason, message: string): LeaseValidation {
   return { ok: false, reason, message };
-}
-
-/** `aa:bb:cc:dd:ee:ff`, unicast (I/G bit clear), not all zero, not broadcast. */
-export function isValidVtepMac(mac: unknown): boolean {
-  if (typeof mac !== 'string' || !/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(mac)) return false;
-  const octets = mac.split(':').map((h) => parseInt(h, 16));
-  if (octets.every((o) => o === 0)) return false;
-  // The low bit of the first octet marks group (multicast) addresses; broadcast ff:..:ff is one of them.
-  return (octets[0] & 1) === 0;
 }
 
 export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseValidation {

@@ -51,13 +51,3 @@ export function decodeBackendData(raw: string | undefined): unknown {
     return undefined;
   }
 }
-
-/** HNS prints MACs as `00-15-5D-B3-AC-DB`; flannel publishes `00:15:5d:b3:ac:db`. */
-export function macToFlannel(mac: string): string {
-  return mac.replace(/-/g, ':').toLowerCase();
-}
-
-/** flannel `00:15:5d:b3:ac:db` to HNS `00-15-5D-B3-AC-DB`. */
-export function macToHns(mac: string): string {
-  return mac.replace(/:/g, '-').toUpperCase();
-}
