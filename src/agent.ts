@@ -12,7 +12,7 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, UnsupportedError } from './errors.js';
 import { Metrics } from './health/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
-import { hostFiles } from './host/files.js';
+import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
