@@ -17,7 +17,7 @@ import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
-import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
+import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { SimulatedDataplane, type SimRoute } from '../../src/dataplane/simulated.js';
 import { PHYSICAL_ADAPTER_INDEX } from '../../src/dataplane/sim-state.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { METADATA_PREFIX, noteMetadataRoute, restoreMetadataRoute } from '../../src/routes/metadata-route.js';
+import { METADATA_PREFIX, noteMetadataRoute, restoreMetadataRoute } from '../../src/host/metadata-route.js';
 import { SimulatedRouteTable } from '../../src/routes/simulated.js';
 import { SimulatedHost } from '../../src/host/simulated.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
