@@ -9,7 +9,7 @@ import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { withoutBom } from '../bom.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
-import { escapeUnsafe } from '../commands/terminal-text.js';
+import { escapeUnsafe } from '../terminal-text.js';
 
 export const DEFAULT_VXLAN_VNI = 4096;
 /**
@@ -268,7 +268,7 @@ const MAX_HNS_NETWORK_NAME = 256;
  * Backend.Name names the HNS network and, through the CNI config, the host-local IPAM directory
  * `<--cni-ipam-data-dir>/<name>` (containernetworking/plugins plugins/ipam/host-local/backend/disk:
  * filepath.Join(dataDir, network)). So it must be one plain path element: no `/` or `\`, no `..`,
- * no control, bidi-override or line-separator characters (the one escape, ../commands/terminal-text.ts),
+ * no control, bidi-override or line-separator characters (the one escape, ../terminal-text.ts),
  * at most 256 characters.
  */
 function hnsNetworkName(name: string): string {
