@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import { METRIC } from '../health/metrics.js';
 import type { Metrics } from '../health/metrics.js';
 import type { Logger } from '../log.js';
-import type { LeaseRejectReason } from './validate.js';
+import type { LeaseRejectReason } from '../lease-reject-reasons.js';
 
 interface LineState {
   at: number;
