@@ -33,10 +33,12 @@ export const ERROR_FAMILIES = {
   KubeApiError: ['FLANNEL_ERR_KUBE_API'],
   /** An API request without an answer within its deadline, or a watch gone silent. */
   KubeTimeoutError: ['FLANNEL_ERR_KUBE_TIMEOUT'],
-  /** A watch stream the agent refuses to read on (a line past the bound). */
-  KubeWatchError: ['FLANNEL_ERR_KUBE_WATCH_LINE'],
-  /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked. */
-  EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED'],
+  /** A watch stream the agent refuses to read on (a line past the bound), or one that broke mid-way. */
+  KubeWatchError: ['FLANNEL_ERR_KUBE_WATCH_LINE', 'FLANNEL_ERR_KUBE_WATCH_BROKEN'],
+  /** A 2xx answer of the API server the agent cannot use: larger than its bound, not JSON, not the shape asked for. */
+  KubeAnswerError: ['FLANNEL_ERR_KUBE_ANSWER'],
+  /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked, the peer list-watch failing. */
+  EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED', 'FLANNEL_ERR_ETCD_WATCH'],
   /** An HNS (v1 HNSCall or v2 Hcn*) call failed, or HNS is too old. */
   HnsError: [
     'FLANNEL_ERR_HNS_CALL',
@@ -153,11 +155,19 @@ export class KubeTimeoutError extends FlannelError {
   }
 }
 
-/** A watch stream refused mid-way (a line longer than any Node); the watch round ends. */
+/** A watch stream refused (a line longer than any Node) or broken mid-way; the watch round ends. */
 export class KubeWatchError extends FlannelError {
   declare readonly code: CodeOf<'KubeWatchError'>;
-  constructor(message: string, context: ErrorContext = {}) {
-    super('FLANNEL_ERR_KUBE_WATCH_LINE', message, context);
+  constructor(code: CodeOf<'KubeWatchError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
+  }
+}
+
+/** A 2xx answer the agent cannot use (too large, not JSON, not the shape asked for); retried like a network error. */
+export class KubeAnswerError extends FlannelError {
+  declare readonly code: CodeOf<'KubeAnswerError'>;
+  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+    super('FLANNEL_ERR_KUBE_ANSWER', message, context, options);
   }
 }
 
