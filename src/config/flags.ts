@@ -27,6 +27,16 @@ export interface FlagSpec {
 
 const IGNORED = ' (accepted and ignored on Windows)';
 
+/**
+ * Environment variables upstream's kube-flannel.yml sets for flannel pkg/subnet/kube/kube.go that mean
+ * nothing to this agent, accepted and ignored here (never read, never checked): EVENT_QUEUE_DEPTH sizes
+ * the channel between flannel's informer and its lease watcher (here watch events update the desired set
+ * directly: there is no queue to size); CONT_WHEN_CACHE_NOT_READY lets flanneld go on when the informer's
+ * first sync times out (here a slow first node list never stops the agent: it keeps retrying, and the
+ * dataplane is written once the list is complete).
+ */
+export const IGNORED_UPSTREAM_ENV = ['EVENT_QUEUE_DEPTH', 'CONT_WHEN_CACHE_NOT_READY'] as const;
+
 /** Every flag flanneld-windows accepts, in the order the usage text lists them. */
 export const FLAGS: readonly FlagSpec[] = [
   // --- flanneld (main.go) ---
@@ -208,14 +218,14 @@ const TRUE_WORDS = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const FALSE_WORDS = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 
 /** Go strconv.ParseBool; undefined when the text is not a boolean. */
-export function parseGoBool(s: string): boolean | undefined {
+function parseGoBool(s: string): boolean | undefined {
   if (TRUE_WORDS.has(s)) return true;
   if (FALSE_WORDS.has(s)) return false;
   return undefined;
 }
 
 /** Go strconv.ParseInt(s, 0, 64) for the values flags take: decimal, 0x hex, 0o/0 octal, 0b binary, `_` separators. */
-export function parseGoInt(s: string): number | undefined {
+function parseGoInt(s: string): number | undefined {
   const m = /^([+-]?)(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)$/.exec(s);
   if (!m) return undefined;
   const sign = m[1] === '-' ? -1 : 1;
@@ -342,8 +352,6 @@ export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = F
   }
   lines.push('');
   lines.push('Environment: NODE_NAME (else POD_NAME and POD_NAMESPACE).');
-  lines.push('EVENT_QUEUE_DEPTH and CONT_WHEN_CACHE_NOT_READY are accepted (and checked) for manifest compatibility but change');
-  lines.push('nothing here: watch events update the desired set directly (no queue to size), and a slow first node list');
-  lines.push('never stops the agent (it keeps retrying; the dataplane is written once the list is complete).');
+  lines.push(`${IGNORED_UPSTREAM_ENV.join(' and ')} (set by upstream's manifests) are accepted and ignored.`);
   return lines.join('\n') + '\n';
 }

@@ -9,7 +9,7 @@ import { withoutBom } from '../bom.js';
 import type { LogLevel } from '../log.js';
 import { normalizeAnnotationPrefix } from './annotation-prefix.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
-import { FLAGS, applyFlagValue, envVarName, parseFlags, parseGoBool, parseGoInt, platformDefault, renderUsage } from './flags.js';
+import { FLAGS, applyFlagValue, envVarName, parseFlags, platformDefault, renderUsage } from './flags.js';
 import type { FlagValue } from './flags.js';
 
 /** Upper bound of --hns-policy-batch-size (a request of this many policies is already ~2 MB of JSON). */
@@ -28,7 +28,6 @@ export interface ParseOptions {
 export type Env = Record<string, string | undefined>;
 
 // Windows defaults come from the flag table (flags.ts `windowsDefault`), which --help shows.
-export const DEFAULT_EVENT_QUEUE_DEPTH = 5000;
 
 const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
 const DATAPLANES: readonly Dataplane[] = ['windows', 'simulated'];
@@ -178,7 +177,6 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     etcdCafile: str('etcd-cafile'),
     etcdUsername: str('etcd-username'),
     etcdPassword: etcdPassword(str('etcd-password'), str('etcd-password-file'), (f) => readFile(f, '--etcd-password-file')),
-    verbosity,
     dataplane,
     dataplaneState: str('dataplane-state'),
     win32DllDir: str('win32-dll-dir'),
@@ -194,8 +192,6 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       KUBERNETES_SERVICE_PORT: merged['KUBERNETES_SERVICE_PORT'],
       CONTAINER_SANDBOX_MOUNT_POINT: merged['CONTAINER_SANDBOX_MOUNT_POINT'],
     },
-    eventQueueDepth: eventQueueDepth(merged['EVENT_QUEUE_DEPTH']),
-    contWhenCacheNotReady: contWhenCacheNotReady(merged['CONT_WHEN_CACHE_NOT_READY']),
   };
   return { kind: 'run', config };
 }
@@ -317,24 +313,4 @@ function nodeIdentity(env: Record<string, string>, kubeSubnetMgr: boolean): Node
     });
   }
   return { nodeName, podName, podNamespace };
-}
-
-function eventQueueDepth(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_EVENT_QUEUE_DEPTH;
-  const n = parseGoInt(raw);
-  if (n === undefined || n < 1) {
-    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid EVENT_QUEUE_DEPTH "${raw}": must be a positive integer (default ${DEFAULT_EVENT_QUEUE_DEPTH})`, {
-      value: raw,
-    });
-  }
-  return n;
-}
-
-function contWhenCacheNotReady(raw: string | undefined): boolean {
-  if (raw === undefined) return false;
-  const b = parseGoBool(raw);
-  if (b === undefined) {
-    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid CONT_WHEN_CACHE_NOT_READY "${raw}": must be true or false`, { value: raw });
-  }
-  return b;
 }
