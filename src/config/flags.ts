@@ -19,6 +19,12 @@ export interface FlagSpec {
   readonly aliases?: readonly string[];
   /** Accepted for compatibility with Linux flanneld and ignored on Windows. */
   readonly ignored?: boolean;
+  /**
+   * For the Windows test harness only (test/support/windows.ts runs the built agent under Wine against
+   * stand-in DLLs): accepted like any flag, left out of `--help` and of the README's flag list; the README's
+   * "Windows" section is the one place that describes it.
+   */
+  readonly harness?: boolean;
   /** Not read from `FLANNELD_<NAME>` (help, version). */
   readonly noEnv?: boolean;
   /** Placeholder shown in the usage text (`FILE`, `IP`, ...). */
@@ -159,8 +165,9 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'win32-dll-dir',
     kind: 'string',
     default: '',
-    help: 'directory to load vmcompute.dll, computenetwork.dll and iphlpapi.dll from (default: the system directory; tests point it at stand-ins)',
+    help: 'directory to load vmcompute.dll, computenetwork.dll and iphlpapi.dll from (default: the system directory)',
     valueName: 'DIR',
+    harness: true,
   },
   { name: 'dataplane-state', kind: 'string', default: '', help: 'JSON file that persists the simulated dataplane across restarts (empty: in memory only)', valueName: 'FILE' },
   { name: 'log-level', kind: 'string', default: 'info', help: 'log level: error, warn, info or debug', valueName: 'LEVEL' },
@@ -336,12 +343,13 @@ function formatDefault(spec: FlagSpec, platform: NodeJS.Platform): string {
 }
 
 /**
- * Usage text in the shape of Go's flag.PrintDefaults, listing every flag with its help and the default
- * it has on `platform` (one default per flag: a Windows operator never reads a Linux path).
+ * Usage text in the shape of Go's flag.PrintDefaults, listing every flag but the harness's with its help
+ * and the default it has on `platform` (one default per flag: a Windows operator never reads a Linux path).
  */
 export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = FLAGS, platform: NodeJS.Platform = process.platform): string {
   const lines = [`Usage: ${program} [OPTION]...`, ''];
   for (const spec of table) {
+    if (spec.harness) continue;
     const names = [...(spec.aliases ?? []).map((a) => `-${a}`), `--${spec.name}`].join(', ');
     let head = `  ${names}`;
     if (spec.kind !== 'bool') head += ` ${spec.valueName ?? spec.kind.replace('stringList', 'string')}`;
