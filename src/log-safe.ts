@@ -77,11 +77,6 @@ export function registerPemSecret(source: string, pem: string | Buffer): void {
   );
 }
 
-/** How many values are registered (their forms counted once): bounded by the sources, for tests. */
-export function registeredSecretCount(): number {
-  return new Set([...slots.values()].flat()).size;
-}
-
 /** Escape control characters and redact secrets (registered values, URL and HTTP credentials, `token=...`) in one string. */
 export function safeText(s: string): string {
   const byValue = secretPattern ? s.replace(secretPattern, '***') : s;
