@@ -1,6 +1,6 @@
 // Renders what the simulated dataplane holds for each peer, for the demo's output.
 import type { Agent } from '../agent.js';
-import type { FakeNode } from '../kube-fake/api-server.js';
+import type { FakeNode } from './kube-fake/api-server.js';
 
 export interface PeerRow {
   node: string;

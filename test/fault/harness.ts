@@ -12,7 +12,7 @@ import { hnsCallTimeoutMs } from '../../src/dataplane/factory.js';
 import { simulatedDataplane } from '../../src/dataplane/simulated-node.js';
 import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../../src/dataplane/simulated.js';
 import { Metrics } from '../../src/health/metrics.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { LOG, TestCluster, waitFor } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
 

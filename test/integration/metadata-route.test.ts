@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimulatedDataplane, type SimRoute } from '../../src/dataplane/simulated.js';
 import { PHYSICAL_ADAPTER_INDEX } from '../../src/dataplane/sim-state.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METADATA_PREFIX, noteMetadataRoute, restoreMetadataRoute } from '../../src/host/metadata-route.js';
 import { SimulatedRouteTable } from '../../src/routes/simulated.js';
 import { SimulatedHost } from '../../src/host/simulated.js';

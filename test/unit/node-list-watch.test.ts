@@ -6,7 +6,7 @@
 // chunks; efficient detection of changes; watch bookmarks).
 import { describe, it, expect } from '@jest/globals';
 import { METRIC, Metrics } from '../../src/health/metrics.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { silentLogger } from '../../src/log.js';
 import type { LeaseUpdate } from '../../src/subnet/lease.js';
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
