@@ -190,9 +190,13 @@ export class Agent {
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
     if (!netConf.enableIPv4 || netConf.enableIPv6) {
-      throw new UnsupportedError('this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config', {
-        path: config.netConfigPath,
-      });
+      throw new UnsupportedError(
+        'FLANNEL_ERR_UNSUPPORTED',
+        'this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config',
+        {
+          path: config.netConfigPath,
+        },
+      );
     }
     this.log.info('network config', { network: netConf.network, backend: netConf.backend.type, name: netConf.backend.name });
 

@@ -167,7 +167,8 @@ export const command: Command = {
         return 0;
       }
       const output = String(parsed.own.get('output'));
-      if (output !== 'table' && output !== 'json') throw new FlagError(`invalid value "${output}" for flag -output: use table or json`, { flag: 'output', value: output });
+      if (output !== 'table' && output !== 'json')
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${output}" for flag -output: use table or json`, { flag: 'output', value: output });
       const flagUrl = String(parsed.own.get('url') ?? '');
       const urls = flagUrl ? [flagUrl] : statusUrls(parsed.config.healthzIP, parsed.config.healthzPort);
       let res: StatusAnswer | undefined;

@@ -256,14 +256,14 @@ export function applyFlagValue(spec: FlagSpec, current: FlagValue | undefined, r
     case 'bool': {
       const b = parseGoBool(raw);
       if (b === undefined) {
-        throw new FlagError(`invalid boolean value "${raw}" for ${source}: parse error (use true or false)`, { flag: spec.name, value: raw, source });
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid boolean value "${raw}" for ${source}: parse error (use true or false)`, { flag: spec.name, value: raw, source });
       }
       return b;
     }
     case 'int': {
       const n = parseGoInt(raw);
       if (n === undefined) {
-        throw new FlagError(`invalid value "${raw}" for ${source}: parse error (expected an integer)`, { flag: spec.name, value: raw, source });
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${raw}" for ${source}: parse error (expected an integer)`, { flag: spec.name, value: raw, source });
       }
       return n;
     }
@@ -297,13 +297,13 @@ export function parseFlags(argv: readonly string[], table: readonly FlagSpec[] =
     if (arg.length < 2 || !arg.startsWith('-')) throw positional(arg);
     const body = arg.startsWith('--') ? arg.slice(2) : arg.slice(1);
     if (body === '' || body.startsWith('-') || body.startsWith('=')) {
-      throw new FlagError(`bad flag syntax: ${arg}; write flags as --name=value or --name value`, { arg });
+      throw new FlagError('FLANNEL_ERR_FLAG', `bad flag syntax: ${arg}; write flags as --name=value or --name value`, { arg });
     }
     const eq = body.indexOf('=');
     const name = eq < 0 ? body : body.slice(0, eq);
     const spec = lookupFlag(name, table);
     if (!spec) {
-      throw new FlagError(`flag provided but not defined: -${name}; run with --help to list the flags`, { flag: name });
+      throw new FlagError('FLANNEL_ERR_FLAG', `flag provided but not defined: -${name}; run with --help to list the flags`, { flag: name });
     }
     if (spec.name === 'help') {
       if (eq >= 0 && applyFlagValue(spec, undefined, body.slice(eq + 1)) === false) continue;
@@ -316,7 +316,7 @@ export function parseFlags(argv: readonly string[], table: readonly FlagSpec[] =
       raw = 'true';
     } else {
       if (i + 1 >= argv.length) {
-        throw new FlagError(`flag needs an argument: -${name}`, { flag: spec.name });
+        throw new FlagError('FLANNEL_ERR_FLAG', `flag needs an argument: -${name}`, { flag: spec.name });
       }
       raw = argv[++i]!;
     }
@@ -326,7 +326,7 @@ export function parseFlags(argv: readonly string[], table: readonly FlagSpec[] =
 }
 
 function positional(arg: string): FlagError {
-  return new FlagError(`unexpected argument "${arg}": flanneld takes only flags (did you forget a -- before a flag name, or quote a value?)`, { arg });
+  return new FlagError('FLANNEL_ERR_FLAG', `unexpected argument "${arg}": flanneld takes only flags (did you forget a -- before a flag name, or quote a value?)`, { arg });
 }
 
 /** The default a flag has on `platform`. */

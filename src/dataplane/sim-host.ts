@@ -96,13 +96,20 @@ export function sameRoute(a: SimRoute, b: SimRoute): boolean {
 export function createRoute(state: DataplaneState, route: SimRoute): void {
   const ctx = { destination: route.DestinationPrefix, nextHop: route.NextHop, interfaceIndex: route.InterfaceIndex };
   if (!state.adapters.some((a) => a.InterfaceIndex === route.InterfaceIndex)) {
-    throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no interface with index ${route.InterfaceIndex}; re-resolve the interface`, {
-      ...ctx,
-      status: ERROR_NOT_FOUND,
-    });
+    throw new RouteError(
+      'FLANNEL_ERR_ROUTE',
+      `CreateIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no interface with index ${route.InterfaceIndex}; re-resolve the interface`,
+      {
+        ...ctx,
+        status: ERROR_NOT_FOUND,
+      },
+    );
   }
   if (state.routes.some((r) => sameRoute(r, route))) {
-    throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_OBJECT_ALREADY_EXISTS}: the route already exists`, { ...ctx, status: ERROR_OBJECT_ALREADY_EXISTS });
+    throw new RouteError('FLANNEL_ERR_ROUTE', `CreateIpForwardEntry2 failed with status ${ERROR_OBJECT_ALREADY_EXISTS}: the route already exists`, {
+      ...ctx,
+      status: ERROR_OBJECT_ALREADY_EXISTS,
+    });
   }
   state.routes.push({ ...route });
 }
@@ -111,7 +118,7 @@ export function createRoute(state: DataplaneState, route: SimRoute): void {
 export function deleteRoute(state: DataplaneState, route: SimRoute): void {
   const i = state.routes.findIndex((r) => sameRoute(r, route));
   if (i < 0) {
-    throw new RouteError(`DeleteIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no such route`, {
+    throw new RouteError('FLANNEL_ERR_ROUTE', `DeleteIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no such route`, {
       destination: route.DestinationPrefix,
       nextHop: route.NextHop,
       interfaceIndex: route.InterfaceIndex,

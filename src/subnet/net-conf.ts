@@ -32,7 +32,7 @@ export const MIN_NETWORK_PREFIX = 8;
 type JsonObject = Record<string, unknown>;
 
 function fail(message: string, context: Record<string, string | number | boolean | undefined> = {}): never {
-  throw new NetConfError(message, context);
+  throw new NetConfError('FLANNEL_ERR_NET_CONF', message, context);
 }
 
 function isObject(v: unknown): v is JsonObject {
@@ -321,18 +321,19 @@ export function readNetConf(path: string, readFile: (p: string) => string = (p) 
     const code = (err as { code?: unknown }).code;
     if (code === 'ENOENT') {
       throw new NetConfError(
+        'FLANNEL_ERR_NET_CONF',
         `net-conf.json not found at ${path}: mount the ${NET_CONF_CONFIGMAP} ConfigMap (key net-conf.json) there, or pass --net-config-path`,
         { path },
         { cause: err },
       );
     }
-    throw new NetConfError(`cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
+    throw new NetConfError('FLANNEL_ERR_NET_CONF', `cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
   }
   try {
     return parseNetConf(text);
   } catch (err) {
     if (err instanceof FlannelError) {
-      throw new NetConfError(`${path}: ${err.message}`, { ...err.context, path }, { cause: err });
+      throw new NetConfError('FLANNEL_ERR_NET_CONF', `${path}: ${err.message}`, { ...err.context, path }, { cause: err });
     }
     throw err;
   }

@@ -24,7 +24,7 @@ export interface SubnetEnvValues {
 }
 
 function envError(message: string, context: Record<string, string | number | undefined>, cause?: unknown): SubnetEnvError {
-  return new SubnetEnvError(message, context, cause === undefined ? undefined : { cause });
+  return new SubnetEnvError('FLANNEL_ERR_SUBNET_ENV', message, context, cause === undefined ? undefined : { cause });
 }
 
 /** RFC 5952 text of a 128-bit value (as Go's net.IP.String prints it). */

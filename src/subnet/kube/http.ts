@@ -82,7 +82,7 @@ export class KubeHttp {
     const timedOut = new Promise<never>((_resolve, reject) => {
       this.clock.sleep(r.timeoutMs, deadline.signal).then(
         () => {
-          const err = new KubeTimeoutError(`${what}: no complete answer within ${r.timeoutMs} ms`, r.timeoutMs);
+          const err = new KubeTimeoutError('FLANNEL_ERR_KUBE_TIMEOUT', `${what}: no complete answer within ${r.timeoutMs} ms`, { timeoutMs: r.timeoutMs });
           ctrl.abort(err);
           reject(err);
         },
@@ -124,21 +124,23 @@ export class KubeHttp {
         res.on('data', (c: Buffer) => {
           size += c.length;
           if (size > MAX_BODY_BYTES) {
-            res.destroy(new KubeAnswerError(`${what}: answer larger than ${MAX_BODY_BYTES} bytes`, { maxBytes: MAX_BODY_BYTES }));
+            res.destroy(new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `${what}: answer larger than ${MAX_BODY_BYTES} bytes`, { maxBytes: MAX_BODY_BYTES }));
             return;
           }
           chunks.push(c);
         });
         // The answer broke off (the connection reset after the headers), unless already coded (too large).
-        res.on('error', (err) => fail(coded(err, () => new KubeAnswerError(`${what}: the answer broke off after ${size} bytes: ${errorMessage(err)}`, {}, { cause: err }))));
+        res.on('error', (err) =>
+          fail(coded(err, () => new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `${what}: the answer broke off after ${size} bytes: ${errorMessage(err)}`, {}, { cause: err }))),
+        );
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
-          if (status < 200 || status > 299) return reject(new KubeApiError(status, text.slice(0, MAX_ERROR_BODY), what));
+          if (status < 200 || status > 299) return reject(apiError(what, status, text.slice(0, MAX_ERROR_BODY)));
           try {
             resolve(JSON.parse(text) as unknown);
           } catch (err) {
-            reject(new KubeAnswerError(`${what}: the answer is not JSON: ${errorMessage(err)}`, {}, { cause: err }));
+            reject(new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `${what}: the answer is not JSON: ${errorMessage(err)}`, {}, { cause: err }));
           }
         });
       });
@@ -169,7 +171,7 @@ export class KubeHttp {
       for (;;) {
         const idle = this.clock.now() - last;
         if (idle >= opts.silenceMs) {
-          ctrl.abort(new KubeTimeoutError(`${what}: nothing received for ${opts.silenceMs} ms`, opts.silenceMs));
+          ctrl.abort(new KubeTimeoutError('FLANNEL_ERR_KUBE_TIMEOUT', `${what}: nothing received for ${opts.silenceMs} ms`, { timeoutMs: opts.silenceMs }));
           return;
         }
         await this.clock.sleep(opts.silenceMs - idle, ctrl.signal);
@@ -191,7 +193,7 @@ export class KubeHttp {
             res.on('end', () => {
               // A 401: token files are re-read for the next watch (client-go's ResetTokenOlderThan).
               if (status === 401) resetTokensOlderThan(this.kc, started);
-              reject(new KubeApiError(status, text, what));
+              reject(apiError(what, status, text));
             });
             res.on('error', fail);
             return;
@@ -233,6 +235,10 @@ export class KubeHttp {
       opts.signal.removeEventListener('abort', onAbort);
     }
   }
+}
+
+function apiError(what: string, status: number, body: string): KubeApiError {
+  return new KubeApiError('FLANNEL_ERR_KUBE_API', `${what}: HTTP ${status}`, { status }, { body });
 }
 
 /** `err` when it already carries a code (ours), else the coded error `wrap` makes. */
