@@ -12,12 +12,12 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, UnsupportedError } from './errors.js';
 import { Metrics } from './metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
-import { hostFiles } from './host/files.js';
+import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
-import { keepMetadataRoute, noteMetadataRoute } from './routes/metadata-route.js';
+import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
@@ -190,9 +190,13 @@ export class Agent {
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
     if (!netConf.enableIPv4 || netConf.enableIPv6) {
-      throw new UnsupportedError('this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config', {
-        path: config.netConfigPath,
-      });
+      throw new UnsupportedError(
+        'FLANNEL_ERR_UNSUPPORTED',
+        'this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config',
+        {
+          path: config.netConfigPath,
+        },
+      );
     }
     this.log.info('network config', { network: netConf.network, backend: netConf.backend.type, name: netConf.backend.name });
 

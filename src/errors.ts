@@ -1,5 +1,5 @@
 // Error classes with stable codes, one class per failure family (the pattern of undici's
-// lib/core/errors.js: each class fixes its own codes). Tests assert `code` (and class), never the
+// lib/core/errors.js: each class fixes its own codes), all made by one generic base (`family` below). Tests assert `code` (and class), never the
 // message text. Messages say what went wrong and what to do; `context` carries the facts (network
 // name, HRESULT, ...). docs/errors.md documents every code under its family.
 
@@ -33,10 +33,12 @@ export const ERROR_FAMILIES = {
   KubeApiError: ['FLANNEL_ERR_KUBE_API'],
   /** An API request without an answer within its deadline, or a watch gone silent. */
   KubeTimeoutError: ['FLANNEL_ERR_KUBE_TIMEOUT'],
-  /** A watch stream the agent refuses to read on (a line past the bound). */
-  KubeWatchError: ['FLANNEL_ERR_KUBE_WATCH_LINE'],
-  /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked. */
-  EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED'],
+  /** A watch stream the agent refuses to read on (a line past the bound), or one that broke mid-way. */
+  KubeWatchError: ['FLANNEL_ERR_KUBE_WATCH_LINE', 'FLANNEL_ERR_KUBE_WATCH_BROKEN'],
+  /** A 2xx answer of the API server the agent cannot use: larger than its bound, not JSON, not the shape asked for. */
+  KubeAnswerError: ['FLANNEL_ERR_KUBE_ANSWER'],
+  /** etcd subnet manager: etcd failing, out of subnets, the own lease revoked, the peer list-watch failing. */
+  EtcdError: ['FLANNEL_ERR_ETCD', 'FLANNEL_ERR_LEASE_REVOKED', 'FLANNEL_ERR_ETCD_WATCH'],
   /** An HNS (v1 HNSCall or v2 Hcn*) call failed, or HNS is too old. */
   HnsError: [
     'FLANNEL_ERR_HNS_CALL',
@@ -79,139 +81,77 @@ export abstract class FlannelError extends Error {
   }
 }
 
+/**
+ * The one pattern of every family: a FlannelError whose `code` is one of its family's codes, built as
+ * `new XError(code, message, context?, options?)`. Each family below is one line; the four that carry a
+ * field callers read (`hresult`, `status`, `statusCode`/`body`, `timeoutMs`) take it from `context` (or,
+ * for `body`, from `options`) with the same constructor.
+ */
+function family<F extends ErrorFamily>(_family: F) {
+  abstract class Family extends FlannelError {
+    declare readonly code: CodeOf<F>;
+    constructor(code: CodeOf<F>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+      super(code, message, context, options);
+    }
+  }
+  return Family;
+}
+
 /** Bad command line input: main prints one line and exits with code 2. */
-export class FlagError extends FlannelError {
-  declare readonly code: CodeOf<'FlagError'>;
-  constructor(message: string, context: ErrorContext = {}) {
-    super('FLANNEL_ERR_FLAG', message, context);
-  }
-}
-
-export class ConfigError extends FlannelError {
-  declare readonly code: CodeOf<'ConfigError'>;
-  constructor(code: CodeOf<'ConfigError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super(code, message, context, options);
-  }
-}
-
-export class NetConfError extends FlannelError {
-  declare readonly code: CodeOf<'NetConfError'>;
-  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super('FLANNEL_ERR_NET_CONF', message, context, options);
-  }
-}
-
-export class SubnetEnvError extends FlannelError {
-  declare readonly code: CodeOf<'SubnetEnvError'>;
-  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super('FLANNEL_ERR_SUBNET_ENV', message, context, options);
-  }
-}
-
-export class CniInstallError extends FlannelError {
-  declare readonly code: CodeOf<'CniInstallError'>;
-  constructor(code: CodeOf<'CniInstallError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super(code, message, context, options);
-  }
-}
-
+export class FlagError extends family('FlagError') {}
+export class ConfigError extends family('ConfigError') {}
+export class NetConfError extends family('NetConfError') {}
+export class SubnetEnvError extends family('SubnetEnvError') {}
+export class CniInstallError extends family('CniInstallError') {}
 /** `flanneld status` refused what the status port answered (too large, too slow). */
-export class StatusError extends FlannelError {
-  declare readonly code: CodeOf<'StatusError'>;
-  constructor(code: CodeOf<'StatusError'>, message: string, context: ErrorContext = {}) {
-    super(code, message, context);
-  }
-}
+export class StatusError extends family('StatusError') {}
+export class KubeError extends family('KubeError') {}
+/** A watch stream refused (a line longer than any Node) or broken mid-way; the watch round ends. */
+export class KubeWatchError extends family('KubeWatchError') {}
+/** A 2xx answer the agent cannot use (too large, not JSON, not the shape asked for); retried like a network error. */
+export class KubeAnswerError extends family('KubeAnswerError') {}
+export class EtcdError extends family('EtcdError') {}
+export class HostError extends family('HostError') {}
+export class BackendError extends family('BackendError') {}
+export class DataplaneStateError extends family('DataplaneStateError') {}
+export class UnsupportedError extends family('UnsupportedError') {}
 
-export class KubeError extends FlannelError {
-  declare readonly code: CodeOf<'KubeError'>;
-  constructor(code: CodeOf<'KubeError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+/** A non-2xx answer of the API server: `context.status` is its HTTP status, `options.body` its (bounded) text. */
+export class KubeApiError extends family('KubeApiError') {
+  readonly statusCode: number;
+  /** Usually a Status; kept out of `context` so that it is never logged as a field. */
+  readonly body: string;
+  constructor(code: CodeOf<'KubeApiError'>, message: string, context: ErrorContext & { status: number }, options?: ErrorOptions & { body?: string }) {
     super(code, message, context, options);
+    this.statusCode = context.status;
+    this.body = options?.body ?? '';
   }
 }
 
-/** A non-2xx answer of the API server; `body` is the (bounded) response text, usually a Status. */
-export class KubeApiError extends FlannelError {
-  declare readonly code: CodeOf<'KubeApiError'>;
-  constructor(
-    readonly statusCode: number,
-    readonly body: string,
-    what: string,
-  ) {
-    super('FLANNEL_ERR_KUBE_API', `${what}: HTTP ${statusCode}`, { status: statusCode });
-  }
-}
-
-/** A request that did not complete within its deadline (or a watch that went silent). */
-export class KubeTimeoutError extends FlannelError {
-  declare readonly code: CodeOf<'KubeTimeoutError'>;
-  constructor(
-    message: string,
-    readonly timeoutMs: number,
-  ) {
-    super('FLANNEL_ERR_KUBE_TIMEOUT', message, { timeoutMs });
-  }
-}
-
-/** A watch stream refused mid-way (a line longer than any Node); the watch round ends. */
-export class KubeWatchError extends FlannelError {
-  declare readonly code: CodeOf<'KubeWatchError'>;
-  constructor(message: string, context: ErrorContext = {}) {
-    super('FLANNEL_ERR_KUBE_WATCH_LINE', message, context);
-  }
-}
-
-export class EtcdError extends FlannelError {
-  declare readonly code: CodeOf<'EtcdError'>;
-  constructor(code: CodeOf<'EtcdError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
+/** A request that did not complete within its deadline (or a watch that went silent): `context.timeoutMs`. */
+export class KubeTimeoutError extends family('KubeTimeoutError') {
+  readonly timeoutMs: number;
+  constructor(code: CodeOf<'KubeTimeoutError'>, message: string, context: ErrorContext & { timeoutMs: number }, options?: ErrorOptions) {
     super(code, message, context, options);
+    this.timeoutMs = context.timeoutMs;
   }
 }
 
-/** An HNS (v1 HNSCall or v2 Hcn*) call failed; `hresult` is the unsigned HRESULT when known. */
-export class HnsError extends FlannelError {
-  declare readonly code: CodeOf<'HnsError'>;
+/** An HNS (v1 HNSCall or v2 Hcn*) call failed; `hresult` is the unsigned HRESULT when known (hex in `context`). */
+export class HnsError extends family('HnsError') {
   readonly hresult: number | undefined;
-  constructor(code: CodeOf<'HnsError'>, message: string, context: ErrorContext & { hresult?: number } = {}) {
-    super(code, message, { ...context, hresult: context.hresult === undefined ? undefined : hex(context.hresult) });
+  constructor(code: CodeOf<'HnsError'>, message: string, context: ErrorContext & { hresult?: number } = {}, options?: ErrorOptions) {
+    super(code, message, { ...context, hresult: context.hresult === undefined ? undefined : hex(context.hresult) }, options);
     this.hresult = context.hresult;
   }
 }
 
-export class RouteError extends FlannelError {
-  declare readonly code: CodeOf<'RouteError'>;
+/** A route table call failed; `status` is the Win32 status when known. */
+export class RouteError extends family('RouteError') {
   readonly status: number | undefined;
-  constructor(message: string, context: ErrorContext & { status?: number } = {}) {
-    super('FLANNEL_ERR_ROUTE', message, context);
+  constructor(code: CodeOf<'RouteError'>, message: string, context: ErrorContext & { status?: number } = {}, options?: ErrorOptions) {
+    super(code, message, context, options);
     this.status = context.status;
-  }
-}
-
-export class HostError extends FlannelError {
-  declare readonly code: CodeOf<'HostError'>;
-  constructor(code: CodeOf<'HostError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super(code, message, context, options);
-  }
-}
-
-export class BackendError extends FlannelError {
-  declare readonly code: CodeOf<'BackendError'>;
-  constructor(code: CodeOf<'BackendError'>, message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super(code, message, context, options);
-  }
-}
-
-export class DataplaneStateError extends FlannelError {
-  declare readonly code: CodeOf<'DataplaneStateError'>;
-  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super('FLANNEL_ERR_DATAPLANE_STATE', message, context, options);
-  }
-}
-
-export class UnsupportedError extends FlannelError {
-  declare readonly code: CodeOf<'UnsupportedError'>;
-  constructor(message: string, context: ErrorContext = {}, options?: ErrorOptions) {
-    super('FLANNEL_ERR_UNSUPPORTED', message, context, options);
   }
 }
 

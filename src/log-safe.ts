@@ -1,6 +1,6 @@
 // Make logged values safe to read in a terminal and to hand to others:
 // - control characters (C0, DEL, C1), the bidi overrides and isolates ("Trojan Source") and U+2028/2029
-//   are escaped as \uXXXX by the one escape of ./commands/terminal-text.ts: an annotation carrying
+//   are escaped as \uXXXX by the one escape of ./terminal-text.ts: an annotation carrying
 //   ESC [2J would otherwise clear the operator's terminal, and a newline would forge a log line;
 // - secrets are redacted by value: every password, token and private key this process reads (the etcd
 //   password, a token file, an exec plugin's token, the etcd client key) is registered here
@@ -14,7 +14,7 @@
 // Applied by the winston format of ./log.ts to the message and every field, text and json alike, and by
 // main.ts to what it prints on stderr.
 
-import { escapeUnsafe } from './commands/terminal-text.js';
+import { escapeUnsafe } from './terminal-text.js';
 
 /**
  * scheme://userinfo@. A `user:password` may hold `/ ? #` unencoded (`http://u:ab/cd@host`): after the
@@ -75,11 +75,6 @@ export function registerPemSecret(source: string, pem: string | Buffer): void {
       .split(/\r?\n/)
       .filter((line) => !line.startsWith('-----')),
   );
-}
-
-/** How many values are registered (their forms counted once): bounded by the sources, for tests. */
-export function registeredSecretCount(): number {
-  return new Set([...slots.values()].flat()).size;
 }
 
 /** Escape control characters and redact secrets (registered values, URL and HTTP credentials, `token=...`) in one string. */

@@ -21,7 +21,7 @@ export interface RejectedLease {
   key: string;
   subnet: string;
   publicIP: string;
-  /** One of the reasons of `flannel_leases_rejected_total` (src/subnet/validate.ts LEASE_REJECT_REASONS). */
+  /** One of LEASE_REJECT_REASONS (src/lease-reject-reasons.ts); `flanneld status` reads it off the wire as text. */
   reason: string;
   message: string;
 }

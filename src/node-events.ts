@@ -4,7 +4,7 @@
 // subnet manager's recorder (src/subnet/kube/event-recorder.ts, client-go tools/record's rules) writes
 // them, and the etcd mode has no API server to write to and records nothing (`noNodeEvents`).
 // The reasons are CamelCase, as kubelet's (pkg/kubelet/events/event.go) are.
-import type { LeaseRejectReason } from './subnet/validate.js';
+import type { LeaseRejectReason } from './lease-reject-reasons.js';
 
 export type NodeEventType = 'Normal' | 'Warning';
 

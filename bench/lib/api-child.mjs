@@ -2,7 +2,7 @@
 // churn itself (timers here, so the agent's process does nothing but be the agent) and reports the
 // wall-clock time of every change it made.
 /* global performance, setImmediate */
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../dist/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../dist/demo/kube-fake/api-server.js';
 import { peer } from './common.mjs';
 
 const api = new FakeKubeApiServer();

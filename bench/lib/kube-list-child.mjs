@@ -5,7 +5,8 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../dist/clock.js';
 import { KubeHttp } from '../../dist/subnet/kube/http.js';
-import { annotationKeys, DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../../dist/subnet/kube/annotations.js';
+import { DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../../dist/config/annotation-prefix.js';
+import { annotationKeys } from '../../dist/subnet/kube/annotations.js';
 import { projectNode } from '../../dist/subnet/kube/projection.js';
 
 const [kubeconfig, mode, limitText] = process.argv.slice(2);

@@ -72,6 +72,7 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
   const subnet = opts.subnetEnv === undefined ? undefined : previousSubnetFromEnv(opts.subnetEnv);
   if (!network || !subnet) {
     throw new NetConfError(
+      'FLANNEL_ERR_NET_CONF',
       `no net-conf.json at ${opts.netConfPath} and no FLANNEL_NETWORK/FLANNEL_SUBNET in ${opts.subnetFile}: cannot tell which HNS network is flannel's; pass --net-config-path with the cluster's net-conf.json`,
       { path: opts.netConfPath, subnetFile: opts.subnetFile },
     );
@@ -79,6 +80,7 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
   const holders = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => overlaps(s.AddressPrefix, subnet)));
   if (holders.length > 1) {
     throw new NetConfError(
+      'FLANNEL_ERR_NET_CONF',
       `no net-conf.json at ${opts.netConfPath}, and ${holders.length} HNS networks hold this node's subnet ${subnet} (${holders.map((n) => `${n.Name} ${n.Type}`).join(', ')}): pass --net-config-path naming the one flannel made`,
       { path: opts.netConfPath, subnet },
     );

@@ -103,10 +103,12 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   const backend = netConf.backend;
   const vxlan = backend.type === 'vxlan';
   if (vxlan && !input.managementIP) {
-    throw new FlagError('flag -management-ip is required for the vxlan backend (the ProviderAddress policy of win-overlay)', { flag: 'management-ip' });
+    throw new FlagError('FLANNEL_ERR_FLAG', 'flag -management-ip is required for the vxlan backend (the ProviderAddress policy of win-overlay)', { flag: 'management-ip' });
   }
   if (!vxlan && !input.managementSubnet) {
-    throw new FlagError('flag -management-subnet (or -management-ip) is required for host-gw: the node network must be excluded from outbound NAT', { flag: 'management-subnet' });
+    throw new FlagError('FLANNEL_ERR_FLAG', 'flag -management-subnet (or -management-ip) is required for host-gw: the node network must be excluded from outbound NAT', {
+      flag: 'management-subnet',
+    });
   }
   const exceptions = unique(vxlan ? [netConf.network, input.serviceCidr] : [netConf.network, input.serviceCidr, input.managementSubnet!]);
   const policies: Policy[] = [policy('OutBoundNAT', { Exceptions: exceptions }), policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true })];
@@ -164,7 +166,7 @@ function unique(items: string[]): string[] {
 
 function cidrFlag(flag: string, value: string): string {
   const n = normalizeCidr(value);
-  if (n === undefined) throw new FlagError(`invalid value "${value}" for flag -${flag}: not an IPv4 CIDR (e.g. 10.96.0.0/12)`, { flag, value });
+  if (n === undefined) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${value}" for flag -${flag}: not an IPv4 CIDR (e.g. 10.96.0.0/12)`, { flag, value });
   return n;
 }
 
@@ -204,23 +206,24 @@ export const command: Command = {
       const netConf = readNetConf(parsed.config.netConfigPath, (p) => readFileSync(p, 'utf8'));
       const managementIP = own('management-ip');
       if (managementIP && !isIp4(managementIP)) {
-        throw new FlagError(`invalid value "${managementIP}" for flag -management-ip: not an IPv4 address`, { flag: 'management-ip', value: managementIP });
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${managementIP}" for flag -management-ip: not an IPv4 address`, { flag: 'management-ip', value: managementIP });
       }
       const vxlan = netConf.backend.type === 'vxlan';
       let managementSubnet = !vxlan && own('management-subnet') ? cidrFlag('management-subnet', own('management-subnet')) : '';
       if (!vxlan && !managementSubnet && managementIP) {
         managementSubnet = subnetOfIP(managementIP) ?? '';
         if (!managementSubnet) {
-          throw new FlagError(`no interface of this host holds ${managementIP}, so its subnet is unknown: pass --management-subnet (e.g. 192.168.1.0/24)`, {
+          throw new FlagError('FLANNEL_ERR_FLAG', `no interface of this host holds ${managementIP}, so its subnet is unknown: pass --management-subnet (e.g. 192.168.1.0/24)`, {
             flag: 'management-subnet',
           });
         }
       }
       if (managementSubnet && managementIP && !contains(managementSubnet, managementIP)) {
-        throw new FlagError(`--management-ip ${managementIP} is not inside --management-subnet ${managementSubnet}`, { flag: 'management-subnet' });
+        throw new FlagError('FLANNEL_ERR_FLAG', `--management-ip ${managementIP} is not inside --management-subnet ${managementSubnet}`, { flag: 'management-subnet' });
       }
       const dnsServers = listFlag(own('dns-server'));
-      for (const d of dnsServers) if (!isIp4(d)) throw new FlagError(`invalid value "${d}" in flag -dns-server: not an IPv4 address`, { flag: 'dns-server', value: d });
+      for (const d of dnsServers)
+        if (!isIp4(d)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${d}" in flag -dns-server: not an IPv4 address`, { flag: 'dns-server', value: d });
       const conf = renderCniConfig({
         netConf,
         ...cniPaths(parsed.config),

@@ -96,20 +96,21 @@ function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
   const hashes = (values.get('sha256') as string[] | undefined) ?? [];
   if (values.get('pinned') === true || values.get('verify-pins') === true) {
     const flag = values.get('pinned') === true ? 'pinned' : 'verify-pins';
-    if (sources.length > 0 || hashes.length > 0) throw new FlagError(`--${flag} and --source/--sha256 exclude each other`, { flag });
+    if (sources.length > 0 || hashes.length > 0) throw new FlagError('FLANNEL_ERR_FLAG', `--${flag} and --source/--sha256 exclude each other`, { flag });
     const mirror = (values.get('mirror') as string | undefined) ?? '';
     const local = flag === 'pinned' ? ((values.get('pinned-dir') as string | undefined) ?? '') : '';
     return PINNED_SOURCES.map((s) => ({ ...s, location: pinnedLocation(s.location, mirror, local) }));
   }
-  if (((values.get('pinned-dir') as string | undefined) ?? '') !== '') throw new FlagError('--pinned-dir applies to --pinned only', { flag: 'pinned-dir' });
-  if (((values.get('mirror') as string | undefined) ?? '') !== '') throw new FlagError('--mirror applies to --pinned and --verify-pins only', { flag: 'mirror' });
-  if (sources.length === 0) throw new FlagError('flag -source is required (or --pinned): name the plugin archive(s) to install', { flag: 'source' });
+  if (((values.get('pinned-dir') as string | undefined) ?? '') !== '') throw new FlagError('FLANNEL_ERR_FLAG', '--pinned-dir applies to --pinned only', { flag: 'pinned-dir' });
+  if (((values.get('mirror') as string | undefined) ?? '') !== '')
+    throw new FlagError('FLANNEL_ERR_FLAG', '--mirror applies to --pinned and --verify-pins only', { flag: 'mirror' });
+  if (sources.length === 0) throw new FlagError('FLANNEL_ERR_FLAG', 'flag -source is required (or --pinned): name the plugin archive(s) to install', { flag: 'source' });
   if (hashes.length !== sources.length) {
-    throw new FlagError(`give one --sha256 per --source (got ${sources.length} --source and ${hashes.length} --sha256)`, { flag: 'sha256' });
+    throw new FlagError('FLANNEL_ERR_FLAG', `give one --sha256 per --source (got ${sources.length} --source and ${hashes.length} --sha256)`, { flag: 'sha256' });
   }
   return sources.map((location, i) => {
     const sha256 = normalizeSha256(hashes[i]);
-    if (!sha256) throw new FlagError(`invalid value "${hashes[i]}" for flag -sha256: expected 64 hex digits`, { flag: 'sha256', value: hashes[i] });
+    if (!sha256) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${hashes[i]}" for flag -sha256: expected 64 hex digits`, { flag: 'sha256', value: hashes[i] });
     return { location, sha256 };
   });
 }
@@ -145,7 +146,7 @@ export const command: Command = {
           INSTALL_CNI_FLAGS.find((f) => f.name === 'bin-dir')!,
           io.platform,
         ) as string);
-      if (binDir.trim() === '') throw new FlagError('flag -bin-dir is empty', { flag: 'bin-dir' });
+      if (binDir.trim() === '') throw new FlagError('FLANNEL_ERR_FLAG', 'flag -bin-dir is empty', { flag: 'bin-dir' });
       if (cli.values.get('verify-pins') === true) return await verifyPinned((cli.values.get('mirror') as string | undefined) ?? '', binDir, io);
       const report = await installCniPlugins({ sources, binDir });
       for (const f of report.installed) io.stdout(`installed ${f} (sha256 ${report.sha256[f]})\n`);

@@ -49,7 +49,7 @@ export const command: Command = {
         io.stdout(usage());
         return Promise.resolve(0);
       }
-      if (verb !== 'set-vni') throw new FlagError(`unknown netconf command "${verb}": want set-vni`, { verb });
+      if (verb !== 'set-vni') throw new FlagError('FLANNEL_ERR_FLAG', `unknown netconf command "${verb}": want set-vni`, { verb });
       const parsed = parseFlags(rest, NETCONF_FLAGS);
       if (parsed.help) {
         io.stdout(usage());
@@ -59,9 +59,11 @@ export const command: Command = {
       const vni = Number(get('vni'));
       const port = Number(get('port'));
       if (!Number.isInteger(vni) || vni < 4096 || vni > 65535) {
-        throw new FlagError(`invalid value "${vni}" for flag -vni: Windows needs 4096..65535 (HNS and kube-proxy carry it as a 16-bit IsolationId)`, { flag: 'vni' });
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${vni}" for flag -vni: Windows needs 4096..65535 (HNS and kube-proxy carry it as a 16-bit IsolationId)`, {
+          flag: 'vni',
+        });
       }
-      if (port !== 4789) throw new FlagError(`invalid value "${port}" for flag -port: Windows vxlan supports UDP port 4789 only`, { flag: 'port' });
+      if (port !== 4789) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${port}" for flag -port: Windows vxlan supports UDP port 4789 only`, { flag: 'port' });
       const file = String(get('file'));
       let input: string;
       try {
@@ -69,7 +71,7 @@ export const command: Command = {
         input = file === '-' ? readFileSync(0, 'utf8') : readRegularFile(file, MAX_CONFIG_FILE_BYTES, '--file');
       } catch (err) {
         if (err instanceof ConfigError) throw err;
-        throw new FlagError(`cannot read ${file === '-' ? 'stdin' : file}: ${errorMessage(err)}`, { flag: 'file' });
+        throw new FlagError('FLANNEL_ERR_FLAG', `cannot read ${file === '-' ? 'stdin' : file}: ${errorMessage(err)}`, { flag: 'file' });
       }
       const result = setVni(input, { vni, port });
       const changed = result.text !== input;

@@ -56,7 +56,7 @@ agent flags after -- are passed to flanneld on every start. Reinstalling updates
 `;
 
 function intOpt(flag: string, v: string, min: number): number {
-  if (!/^\d+$/.test(v) || Number(v) < min) throw new FlagError(`invalid value "${v}" for flag -${flag}: want an integer >= ${min}`, { flag });
+  if (!/^\d+$/.test(v) || Number(v) < min) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${v}" for flag -${flag}: want an integer >= ${min}`, { flag });
   return Number(v);
 }
 
@@ -64,7 +64,7 @@ function intOpt(flag: string, v: string, min: number): number {
 export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'help' {
   const [verb, ...rest] = args;
   if (verb === undefined || verb === '-h' || verb === '--help' || verb === 'help') return 'help';
-  if (!(VERBS as readonly string[]).includes(verb)) throw new FlagError(`unknown service command "${verb}": want ${VERBS.join(', ')}`, { verb });
+  if (!(VERBS as readonly string[]).includes(verb)) throw new FlagError('FLANNEL_ERR_FLAG', `unknown service command "${verb}": want ${VERBS.join(', ')}`, { verb });
   const o: ServiceOptions = {
     verb: verb as Verb,
     name: DEFAULT_SERVICE_NAME,
@@ -80,33 +80,33 @@ export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'hel
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i];
     if (a === '--') {
-      if (o.verb !== 'install') throw new FlagError(`agent flags (after --) only go with install`, {});
+      if (o.verb !== 'install') throw new FlagError('FLANNEL_ERR_FLAG', `agent flags (after --) only go with install`, {});
       o.agentArgs = rest.slice(i + 1);
       break;
     }
     if (a === '-h' || a === '--help') return 'help';
     const m = /^--?([a-z][a-z-]*)(?:=(.*))?$/s.exec(a);
-    if (!m) throw new FlagError(`unexpected argument "${a}" (agent flags go after --)`, {});
+    if (!m) throw new FlagError('FLANNEL_ERR_FLAG', `unexpected argument "${a}" (agent flags go after --)`, {});
     const flag = m[1];
     let value = m[2];
     const take = (): string => {
       if (value !== undefined) return value;
       const next = rest[i + 1];
-      if (next === undefined) throw new FlagError(`flag needs an argument: -${flag}`, { flag });
+      if (next === undefined) throw new FlagError('FLANNEL_ERR_FLAG', `flag needs an argument: -${flag}`, { flag });
       i++;
       return (value = next);
     };
     switch (flag) {
       case 'name':
         o.name = take();
-        if (!/^[A-Za-z0-9_.-]{1,256}$/.test(o.name)) throw new FlagError(`invalid service name "${o.name}": letters, digits, _ . - only`, { flag });
+        if (!/^[A-Za-z0-9_.-]{1,256}$/.test(o.name)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid service name "${o.name}": letters, digits, _ . - only`, { flag });
         break;
       case 'display-name':
         o.displayName = take();
         break;
       case 'log-dir':
         o.logDir = take();
-        if (o.logDir === '') throw new FlagError('flag -log-dir must not be empty', { flag });
+        if (o.logDir === '') throw new FlagError('FLANNEL_ERR_FLAG', 'flag -log-dir must not be empty', { flag });
         break;
       case 'log-max-mb':
         o.logMaxMb = intOpt(flag, take(), 1);
@@ -119,7 +119,7 @@ export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'hel
         break;
       case 'env': {
         const kv = take();
-        if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(kv)) throw new FlagError(`invalid -env "${kv}": want NAME=VALUE`, { flag });
+        if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(kv)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid -env "${kv}": want NAME=VALUE`, { flag });
         o.env.push(kv);
         break;
       }
@@ -127,10 +127,10 @@ export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'hel
         o.serviceHost = take();
         break;
       default:
-        throw new FlagError(`flag provided but not defined: -${flag} (agent flags go after --)`, { flag });
+        throw new FlagError('FLANNEL_ERR_FLAG', `flag provided but not defined: -${flag} (agent flags go after --)`, { flag });
     }
     const installOnly = ['display-name', 'log-dir', 'log-max-mb', 'log-keep', 'env'];
-    if (installOnly.includes(flag) && o.verb !== 'install') throw new FlagError(`flag -${flag} only goes with install`, { flag });
+    if (installOnly.includes(flag) && o.verb !== 'install') throw new FlagError('FLANNEL_ERR_FLAG', `flag -${flag} only goes with install`, { flag });
   }
   return o;
 }
@@ -143,7 +143,7 @@ export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'hel
 export function checkAgentArgs(o: ServiceOptions, baseEnv: Record<string, string | undefined>): void {
   const env = { ...baseEnv, ...Object.fromEntries(o.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
   const parsed = parseConfig(o.agentArgs, env, { platform: 'win32' });
-  if (parsed.kind !== 'run') throw new FlagError(`agent flags must start the agent (not --${parsed.kind})`, {});
+  if (parsed.kind !== 'run') throw new FlagError('FLANNEL_ERR_FLAG', `agent flags must start the agent (not --${parsed.kind})`, {});
 }
 
 export interface HostContext {

@@ -6,7 +6,7 @@
 //
 // What answers on the port is not trusted: the answer is read under a size cap and a deadline (each
 // candidate URL has STATUS_TIMEOUT_MS for headers and body; FLANNEL_ERR_STATUS_TOO_LARGE,
-// FLANNEL_ERR_STATUS_TIMEOUT), and every value printed is escaped for the terminal (./terminal-text.ts).
+// FLANNEL_ERR_STATUS_TIMEOUT), and every value printed is escaped for the terminal (../terminal-text.ts).
 // docs/bounds.md says why each number.
 import { networkInterfaces } from 'node:os';
 import { abortReason, systemClock, type Clock } from '../clock.js';
@@ -15,7 +15,7 @@ import { FlagError, StatusError, errorMessage } from '../errors.js';
 import type { StatusReport } from '../health/status.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
-import { terminalJson, terminalText as t } from './terminal-text.js';
+import { terminalJson, terminalText as t } from '../terminal-text.js';
 
 /** The health port start.ps1 and the DaemonSet give the agent, used when --healthz-port is not set. */
 export const DEFAULT_STATUS_PORT = 10277;
@@ -167,7 +167,8 @@ export const command: Command = {
         return 0;
       }
       const output = String(parsed.own.get('output'));
-      if (output !== 'table' && output !== 'json') throw new FlagError(`invalid value "${output}" for flag -output: use table or json`, { flag: 'output', value: output });
+      if (output !== 'table' && output !== 'json')
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${output}" for flag -output: use table or json`, { flag: 'output', value: output });
       const flagUrl = String(parsed.own.get('url') ?? '');
       const urls = flagUrl ? [flagUrl] : statusUrls(parsed.config.healthzIP, parsed.config.healthzPort);
       let res: StatusAnswer | undefined;

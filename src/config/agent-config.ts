@@ -32,7 +32,6 @@ export interface AgentConfig {
   etcdCafile: string;
   etcdUsername: string;
   etcdPassword: string;
-  verbosity: number;
 
   dataplane: Dataplane;
   /** Simulated dataplane persistence (JSON); empty = in memory only. */
@@ -59,8 +58,4 @@ export interface AgentConfig {
   podNamespace: string | undefined;
   /** In-cluster API settings (KUBERNETES_SERVICE_HOST/_PORT, CONTAINER_SANDBOX_MOUNT_POINT), read here once. */
   inClusterEnv: Record<'KUBERNETES_SERVICE_HOST' | 'KUBERNETES_SERVICE_PORT' | 'CONTAINER_SANDBOX_MOUNT_POINT', string | undefined>;
-  /** EVENT_QUEUE_DEPTH (default 5000). */
-  eventQueueDepth: number;
-  /** CONT_WHEN_CACHE_NOT_READY (default false). */
-  contWhenCacheNotReady: boolean;
 }

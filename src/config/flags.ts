@@ -19,6 +19,12 @@ export interface FlagSpec {
   readonly aliases?: readonly string[];
   /** Accepted for compatibility with Linux flanneld and ignored on Windows. */
   readonly ignored?: boolean;
+  /**
+   * For the Windows test harness only (test/support/windows.ts runs the built agent under Wine against
+   * stand-in DLLs): accepted like any flag, left out of `--help` and of the README's flag list; the README's
+   * "Windows" section is the one place that describes it.
+   */
+  readonly harness?: boolean;
   /** Not read from `FLANNELD_<NAME>` (help, version). */
   readonly noEnv?: boolean;
   /** Placeholder shown in the usage text (`FILE`, `IP`, ...). */
@@ -26,6 +32,16 @@ export interface FlagSpec {
 }
 
 const IGNORED = ' (accepted and ignored on Windows)';
+
+/**
+ * Environment variables upstream's kube-flannel.yml sets for flannel pkg/subnet/kube/kube.go that mean
+ * nothing to this agent, accepted and ignored here (never read, never checked): EVENT_QUEUE_DEPTH sizes
+ * the channel between flannel's informer and its lease watcher (here watch events update the desired set
+ * directly: there is no queue to size); CONT_WHEN_CACHE_NOT_READY lets flanneld go on when the informer's
+ * first sync times out (here a slow first node list never stops the agent: it keeps retrying, and the
+ * dataplane is written once the list is complete).
+ */
+export const IGNORED_UPSTREAM_ENV = ['EVENT_QUEUE_DEPTH', 'CONT_WHEN_CACHE_NOT_READY'] as const;
 
 /** Every flag flanneld-windows accepts, in the order the usage text lists them. */
 export const FLAGS: readonly FlagSpec[] = [
@@ -149,8 +165,9 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'win32-dll-dir',
     kind: 'string',
     default: '',
-    help: 'directory to load vmcompute.dll, computenetwork.dll and iphlpapi.dll from (default: the system directory; tests point it at stand-ins)',
+    help: 'directory to load vmcompute.dll, computenetwork.dll and iphlpapi.dll from (default: the system directory)',
     valueName: 'DIR',
+    harness: true,
   },
   { name: 'dataplane-state', kind: 'string', default: '', help: 'JSON file that persists the simulated dataplane across restarts (empty: in memory only)', valueName: 'FILE' },
   { name: 'log-level', kind: 'string', default: 'info', help: 'log level: error, warn, info or debug', valueName: 'LEVEL' },
@@ -208,14 +225,14 @@ const TRUE_WORDS = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const FALSE_WORDS = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 
 /** Go strconv.ParseBool; undefined when the text is not a boolean. */
-export function parseGoBool(s: string): boolean | undefined {
+function parseGoBool(s: string): boolean | undefined {
   if (TRUE_WORDS.has(s)) return true;
   if (FALSE_WORDS.has(s)) return false;
   return undefined;
 }
 
 /** Go strconv.ParseInt(s, 0, 64) for the values flags take: decimal, 0x hex, 0o/0 octal, 0b binary, `_` separators. */
-export function parseGoInt(s: string): number | undefined {
+function parseGoInt(s: string): number | undefined {
   const m = /^([+-]?)(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)$/.exec(s);
   if (!m) return undefined;
   const sign = m[1] === '-' ? -1 : 1;
@@ -239,14 +256,14 @@ export function applyFlagValue(spec: FlagSpec, current: FlagValue | undefined, r
     case 'bool': {
       const b = parseGoBool(raw);
       if (b === undefined) {
-        throw new FlagError(`invalid boolean value "${raw}" for ${source}: parse error (use true or false)`, { flag: spec.name, value: raw, source });
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid boolean value "${raw}" for ${source}: parse error (use true or false)`, { flag: spec.name, value: raw, source });
       }
       return b;
     }
     case 'int': {
       const n = parseGoInt(raw);
       if (n === undefined) {
-        throw new FlagError(`invalid value "${raw}" for ${source}: parse error (expected an integer)`, { flag: spec.name, value: raw, source });
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${raw}" for ${source}: parse error (expected an integer)`, { flag: spec.name, value: raw, source });
       }
       return n;
     }
@@ -280,13 +297,13 @@ export function parseFlags(argv: readonly string[], table: readonly FlagSpec[] =
     if (arg.length < 2 || !arg.startsWith('-')) throw positional(arg);
     const body = arg.startsWith('--') ? arg.slice(2) : arg.slice(1);
     if (body === '' || body.startsWith('-') || body.startsWith('=')) {
-      throw new FlagError(`bad flag syntax: ${arg}; write flags as --name=value or --name value`, { arg });
+      throw new FlagError('FLANNEL_ERR_FLAG', `bad flag syntax: ${arg}; write flags as --name=value or --name value`, { arg });
     }
     const eq = body.indexOf('=');
     const name = eq < 0 ? body : body.slice(0, eq);
     const spec = lookupFlag(name, table);
     if (!spec) {
-      throw new FlagError(`flag provided but not defined: -${name}; run with --help to list the flags`, { flag: name });
+      throw new FlagError('FLANNEL_ERR_FLAG', `flag provided but not defined: -${name}; run with --help to list the flags`, { flag: name });
     }
     if (spec.name === 'help') {
       if (eq >= 0 && applyFlagValue(spec, undefined, body.slice(eq + 1)) === false) continue;
@@ -299,7 +316,7 @@ export function parseFlags(argv: readonly string[], table: readonly FlagSpec[] =
       raw = 'true';
     } else {
       if (i + 1 >= argv.length) {
-        throw new FlagError(`flag needs an argument: -${name}`, { flag: spec.name });
+        throw new FlagError('FLANNEL_ERR_FLAG', `flag needs an argument: -${name}`, { flag: spec.name });
       }
       raw = argv[++i]!;
     }
@@ -309,7 +326,7 @@ export function parseFlags(argv: readonly string[], table: readonly FlagSpec[] =
 }
 
 function positional(arg: string): FlagError {
-  return new FlagError(`unexpected argument "${arg}": flanneld takes only flags (did you forget a -- before a flag name, or quote a value?)`, { arg });
+  return new FlagError('FLANNEL_ERR_FLAG', `unexpected argument "${arg}": flanneld takes only flags (did you forget a -- before a flag name, or quote a value?)`, { arg });
 }
 
 /** The default a flag has on `platform`. */
@@ -326,12 +343,13 @@ function formatDefault(spec: FlagSpec, platform: NodeJS.Platform): string {
 }
 
 /**
- * Usage text in the shape of Go's flag.PrintDefaults, listing every flag with its help and the default
- * it has on `platform` (one default per flag: a Windows operator never reads a Linux path).
+ * Usage text in the shape of Go's flag.PrintDefaults, listing every flag but the harness's with its help
+ * and the default it has on `platform` (one default per flag: a Windows operator never reads a Linux path).
  */
 export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = FLAGS, platform: NodeJS.Platform = process.platform): string {
   const lines = [`Usage: ${program} [OPTION]...`, ''];
   for (const spec of table) {
+    if (spec.harness) continue;
     const names = [...(spec.aliases ?? []).map((a) => `-${a}`), `--${spec.name}`].join(', ');
     let head = `  ${names}`;
     if (spec.kind !== 'bool') head += ` ${spec.valueName ?? spec.kind.replace('stringList', 'string')}`;
@@ -342,8 +360,6 @@ export function renderUsage(program = 'flanneld', table: readonly FlagSpec[] = F
   }
   lines.push('');
   lines.push('Environment: NODE_NAME (else POD_NAME and POD_NAMESPACE).');
-  lines.push('EVENT_QUEUE_DEPTH and CONT_WHEN_CACHE_NOT_READY are accepted (and checked) for manifest compatibility but change');
-  lines.push('nothing here: watch events update the desired set directly (no queue to size), and a slow first node list');
-  lines.push('never stops the agent (it keeps retrying; the dataplane is written once the list is complete).');
+  lines.push(`${IGNORED_UPSTREAM_ENV.join(' and ')} (set by upstream's manifests) are accepted and ignored.`);
   return lines.join('\n') + '\n';
 }

@@ -7,9 +7,9 @@ import { ConfigError, errorMessage, FlagError, FlannelError, UnsupportedError } 
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { withoutBom } from '../bom.js';
 import type { LogLevel } from '../log.js';
-import { normalizeAnnotationPrefix } from '../subnet/kube/annotations.js';
+import { normalizeAnnotationPrefix } from './annotation-prefix.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
-import { FLAGS, applyFlagValue, envVarName, parseFlags, parseGoBool, parseGoInt, platformDefault, renderUsage } from './flags.js';
+import { FLAGS, applyFlagValue, envVarName, parseFlags, platformDefault, renderUsage } from './flags.js';
 import type { FlagValue } from './flags.js';
 
 /** Upper bound of --hns-policy-batch-size (a request of this many policies is already ~2 MB of JSON). */
@@ -28,7 +28,6 @@ export interface ParseOptions {
 export type Env = Record<string, string | undefined>;
 
 // Windows defaults come from the flag table (flags.ts `windowsDefault`), which --help shows.
-export const DEFAULT_EVENT_QUEUE_DEPTH = 5000;
 
 const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
 const DATAPLANES: readonly Dataplane[] = ['windows', 'simulated'];
@@ -64,38 +63,42 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   const win = opts.platform === 'win32';
 
   if (str('iface-can-reach') !== '') {
-    throw new UnsupportedError(`--iface-can-reach is not supported on Windows; choose the interface with --iface (IP or adapter name) or --iface-regex`, {
-      flag: 'iface-can-reach',
-      value: str('iface-can-reach'),
-    });
+    throw new UnsupportedError(
+      'FLANNEL_ERR_UNSUPPORTED',
+      `--iface-can-reach is not supported on Windows; choose the interface with --iface (IP or adapter name) or --iface-regex`,
+      {
+        flag: 'iface-can-reach',
+        value: str('iface-can-reach'),
+      },
+    );
   }
 
   const kubeSubnetMgr = bool('kube-subnet-mgr');
 
   const renew = int('subnet-lease-renew-margin');
   if (renew < 1 || renew > 1439) {
-    throw new FlagError(`invalid value "${renew}" for flag -subnet-lease-renew-margin: out of range, must be 1..1439 (minutes)`, {
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${renew}" for flag -subnet-lease-renew-margin: out of range, must be 1..1439 (minutes)`, {
       flag: 'subnet-lease-renew-margin',
       value: renew,
     });
   }
   const healthzPort = int('healthz-port');
   if (healthzPort < 0 || healthzPort > 65535) {
-    throw new FlagError(`invalid value "${healthzPort}" for flag -healthz-port: out of range, must be 0..65535 (0 disables the health server)`, {
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${healthzPort}" for flag -healthz-port: out of range, must be 0..65535 (0 disables the health server)`, {
       flag: 'healthz-port',
       value: healthzPort,
     });
   }
   const nodeWaitTimeout = int('node-wait-timeout');
   if (nodeWaitTimeout < 1) {
-    throw new FlagError(`invalid value "${nodeWaitTimeout}" for flag -node-wait-timeout: must be at least 1 (seconds)`, {
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${nodeWaitTimeout}" for flag -node-wait-timeout: must be at least 1 (seconds)`, {
       flag: 'node-wait-timeout',
       value: nodeWaitTimeout,
     });
   }
   const hnsCallTimeout = int('hns-call-timeout');
   if (hnsCallTimeout < 0 || hnsCallTimeout > 86_400) {
-    throw new FlagError(`invalid value "${hnsCallTimeout}" for flag -hns-call-timeout: out of range, must be 0..86400 (seconds; 0 waits forever)`, {
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${hnsCallTimeout}" for flag -hns-call-timeout: out of range, must be 0..86400 (seconds; 0 waits forever)`, {
       flag: 'hns-call-timeout',
       value: hnsCallTimeout,
     });
@@ -103,16 +106,21 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   const hnsPolicyBatchSize = int('hns-policy-batch-size');
   if (hnsPolicyBatchSize < 1 || hnsPolicyBatchSize > MAX_POLICY_BATCH) {
     throw new FlagError(
+      'FLANNEL_ERR_FLAG',
       `invalid value "${hnsPolicyBatchSize}" for flag -hns-policy-batch-size: out of range, must be 1..${MAX_POLICY_BATCH} (policies per HcnModifyNetwork call; 1 = one per call, as upstream)`,
       { flag: 'hns-policy-batch-size', value: hnsPolicyBatchSize },
     );
   }
   const healthzStaleAfter = int('healthz-stale-after');
   if (healthzStaleAfter < 0 || healthzStaleAfter > 86_400) {
-    throw new FlagError(`invalid value "${healthzStaleAfter}" for flag -healthz-stale-after: out of range, must be 0..86400 (seconds; 0 never fails /healthz)`, {
-      flag: 'healthz-stale-after',
-      value: healthzStaleAfter,
-    });
+    throw new FlagError(
+      'FLANNEL_ERR_FLAG',
+      `invalid value "${healthzStaleAfter}" for flag -healthz-stale-after: out of range, must be 0..86400 (seconds; 0 never fails /healthz)`,
+      {
+        flag: 'healthz-stale-after',
+        value: healthzStaleAfter,
+      },
+    );
   }
   const publicIP = str('public-ip');
   requireIPv4('public-ip', publicIP, true);
@@ -121,17 +129,21 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
 
   const verbosity = int('v');
   if (verbosity < 0) {
-    throw new FlagError(`invalid value "${verbosity}" for flag -v: must be >= 0`, { flag: 'v', value: verbosity });
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${verbosity}" for flag -v: must be >= 0`, { flag: 'v', value: verbosity });
   }
 
   const dataplaneRaw = str('dataplane');
   let dataplane: Dataplane;
   if (dataplaneRaw === '') {
     if (!win) {
-      throw new FlagError(`flag -dataplane is required on ${opts.platform}: pass --dataplane simulated (--dataplane windows programs HNS and needs a Windows host)`, {
-        flag: 'dataplane',
-        platform: opts.platform,
-      });
+      throw new FlagError(
+        'FLANNEL_ERR_FLAG',
+        `flag -dataplane is required on ${opts.platform}: pass --dataplane simulated (--dataplane windows programs HNS and needs a Windows host)`,
+        {
+          flag: 'dataplane',
+          platform: opts.platform,
+        },
+      );
     }
     dataplane = 'windows';
   } else {
@@ -147,7 +159,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     .map((s) => s.trim())
     .filter((s) => s !== '');
   if (!kubeSubnetMgr && etcdEndpoints.length === 0) {
-    throw new FlagError('flag -etcd-endpoints is empty: give at least one etcd URL, or use --kube-subnet-mgr', { flag: 'etcd-endpoints' });
+    throw new FlagError('FLANNEL_ERR_FLAG', 'flag -etcd-endpoints is empty: give at least one etcd URL, or use --kube-subnet-mgr', { flag: 'etcd-endpoints' });
   }
 
   const kubeAnnotationPrefix = normalizeAnnotationPrefix(str('kube-annotation-prefix'));
@@ -178,7 +190,6 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     etcdCafile: str('etcd-cafile'),
     etcdUsername: str('etcd-username'),
     etcdPassword: etcdPassword(str('etcd-password'), str('etcd-password-file'), (f) => readFile(f, '--etcd-password-file')),
-    verbosity,
     dataplane,
     dataplaneState: str('dataplane-state'),
     win32DllDir: str('win32-dll-dir'),
@@ -194,8 +205,6 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       KUBERNETES_SERVICE_PORT: merged['KUBERNETES_SERVICE_PORT'],
       CONTAINER_SANDBOX_MOUNT_POINT: merged['CONTAINER_SANDBOX_MOUNT_POINT'],
     },
-    eventQueueDepth: eventQueueDepth(merged['EVENT_QUEUE_DEPTH']),
-    contWhenCacheNotReady: contWhenCacheNotReady(merged['CONT_WHEN_CACHE_NOT_READY']),
   };
   return { kind: 'run', config };
 }
@@ -275,7 +284,7 @@ export function readEnvFile(path: string, readFile: (p: string) => string): Reco
 function etcdPassword(password: string, file: string, readFile: (p: string) => string): string {
   if (file === '') return password;
   if (password !== '') {
-    throw new FlagError('flags -etcd-password and -etcd-password-file are both set: give only one (the file keeps the password off the command line)', {
+    throw new FlagError('FLANNEL_ERR_FLAG', 'flags -etcd-password and -etcd-password-file are both set: give only one (the file keeps the password off the command line)', {
       flag: 'etcd-password-file',
     });
   }
@@ -295,13 +304,13 @@ function etcdPassword(password: string, file: string, readFile: (p: string) => s
 function requireIPv4(flag: string, value: string, emptyOk: boolean): void {
   if (value === '' && emptyOk) return;
   if (!isIPv4(value)) {
-    throw new FlagError(`invalid value "${value}" for flag -${flag}: not an IPv4 address (e.g. 192.168.1.10)`, { flag, value });
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${value}" for flag -${flag}: not an IPv4 address (e.g. 192.168.1.10)`, { flag, value });
   }
 }
 
 function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new FlagError(`invalid value "${value}" for flag -${flag}: must be one of ${allowed.join(', ')}`, { flag, value });
+  throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${value}" for flag -${flag}: must be one of ${allowed.join(', ')}`, { flag, value });
 }
 
 type NodeIdentity = Pick<AgentConfig, 'nodeName' | 'podName' | 'podNamespace'>;
@@ -317,24 +326,4 @@ function nodeIdentity(env: Record<string, string>, kubeSubnetMgr: boolean): Node
     });
   }
   return { nodeName, podName, podNamespace };
-}
-
-function eventQueueDepth(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_EVENT_QUEUE_DEPTH;
-  const n = parseGoInt(raw);
-  if (n === undefined || n < 1) {
-    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid EVENT_QUEUE_DEPTH "${raw}": must be a positive integer (default ${DEFAULT_EVENT_QUEUE_DEPTH})`, {
-      value: raw,
-    });
-  }
-  return n;
-}
-
-function contWhenCacheNotReady(raw: string | undefined): boolean {
-  if (raw === undefined) return false;
-  const b = parseGoBool(raw);
-  if (b === undefined) {
-    throw new ConfigError('FLANNEL_ERR_CONFIG', `invalid CONT_WHEN_CACHE_NOT_READY "${raw}": must be true or false`, { value: raw });
-  }
-  return b;
 }

@@ -30,6 +30,7 @@ export async function createDataplane(config: AgentConfig, deps: DataplaneDeps):
     win32 = await import('./win32.js');
   } catch (err) {
     throw new UnsupportedError(
+      'FLANNEL_ERR_UNSUPPORTED',
       `the native Windows dataplane could not be loaded (${errorMessage(err)}); on Windows install the win32 ffi-rs addon beside flanneld, elsewhere run with --dataplane simulated`,
       { dataplane: config.dataplane },
     );

@@ -11,7 +11,7 @@ import { pause, systemClock } from '../clock.js';
 import { parseConfig } from '../config/parse.js';
 import { errorMessage } from '../errors.js';
 import { METRIC, Metrics } from '../metrics.js';
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from './kube-fake/api-server.js';
 import { createLogger } from '../log.js';
 import { createSimulatedNode } from '../simulator/node.js';
 import { peerTable, renderTable } from './peer-table.js';

@@ -1,6 +1,6 @@
 // Renders what the simulated dataplane holds for each peer, for the demo's output.
 import type { Network } from '../backends/backend.js';
-import type { FakeNode } from '../kube-fake/api-server.js';
+import type { FakeNode } from './kube-fake/api-server.js';
 import type { SimulatedDataplane } from '../simulator/model.js';
 
 export interface PeerRow {

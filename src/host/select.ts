@@ -32,7 +32,7 @@ function compile(pattern: string): RegExp {
   try {
     return new RegExp(pattern);
   } catch (err) {
-    throw new FlagError(`--iface-regex ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`, {
+    throw new FlagError('FLANNEL_ERR_FLAG', `--iface-regex ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`, {
       flag: 'iface-regex',
       value: pattern,
     });

@@ -26,7 +26,8 @@ import type { RejectedLease } from '../network-status.js';
 import { noNodeEvents, peerRejectedEvent, type NodeEvents } from '../node-events.js';
 import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
 import { RejectionLog } from '../subnet/rejections.js';
-import type { LeaseRejectReason, LeaseValidation, LeaseValidationContext } from '../subnet/validate.js';
+import type { LeaseRejectReason } from '../lease-reject-reasons.js';
+import type { LeaseValidation, LeaseValidationContext } from '../subnet/validate.js';
 import { validateLease } from '../subnet/validate.js';
 
 /** What the store asks the backend's driver: the items a valid peer lease needs, and their keys. */

@@ -36,7 +36,7 @@ export function readIpv4ForwardTable(dll: Win32IpHelperNative): IpForwardRow2[] 
   try {
     if (status === WIN32_ERROR.ERROR_NOT_FOUND) return []; // an empty table
     if (status !== WIN32_ERROR.NO_ERROR) {
-      throw new RouteError(`GetIpForwardTable2 failed with status ${status}: ${win32StatusAdvice(status)}`, { op: 'GetIpForwardTable2', status });
+      throw new RouteError('FLANNEL_ERR_ROUTE', `GetIpForwardTable2 failed with status ${status}: ${win32StatusAdvice(status)}`, { op: 'GetIpForwardTable2', status });
     }
     if (table === null) return [];
     const n = dll.readBytes(table, 4).readUInt32LE(MIB_IPFORWARD_TABLE2_OFFSETS.NumEntries);
@@ -67,14 +67,14 @@ export class Win32RouteTable implements RouteTable {
     try {
       return encodeIpForwardRow2(route, row);
     } catch (err) {
-      throw new RouteError(`cannot encode the route ${describe(route)}: ${(err as Error).message}`, { destination: route.destinationPrefix });
+      throw new RouteError('FLANNEL_ERR_ROUTE', `cannot encode the route ${describe(route)}: ${(err as Error).message}`, { destination: route.destinationPrefix });
     }
   }
 
   async add(route: Route): Promise<void> {
     const status = this.dll.createIpForwardEntry2(this.row(route));
     if (status === WIN32_ERROR.NO_ERROR || status === WIN32_ERROR.ERROR_OBJECT_ALREADY_EXISTS) return;
-    throw new RouteError(`CreateIpForwardEntry2 could not add the route ${describe(route)} (status ${status}): ${win32StatusAdvice(status)}`, {
+    throw new RouteError('FLANNEL_ERR_ROUTE', `CreateIpForwardEntry2 could not add the route ${describe(route)} (status ${status}): ${win32StatusAdvice(status)}`, {
       op: 'CreateIpForwardEntry2',
       status,
       destination: route.destinationPrefix,
@@ -86,7 +86,7 @@ export class Win32RouteTable implements RouteTable {
   async remove(route: Route): Promise<void> {
     const status = this.dll.deleteIpForwardEntry2(this.row(route));
     if (status === WIN32_ERROR.NO_ERROR || status === WIN32_ERROR.ERROR_NOT_FOUND) return;
-    throw new RouteError(`DeleteIpForwardEntry2 could not remove the route ${describe(route)} (status ${status}): ${win32StatusAdvice(status)}`, {
+    throw new RouteError('FLANNEL_ERR_ROUTE', `DeleteIpForwardEntry2 could not remove the route ${describe(route)} (status ${status}): ${win32StatusAdvice(status)}`, {
       op: 'DeleteIpForwardEntry2',
       status,
       destination: route.destinationPrefix,

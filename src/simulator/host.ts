@@ -98,13 +98,20 @@ export function releaseVSwitch(state: DataplaneState, physName: string): void {
 export function createRoute(view: KeyedState, route: SimRoute): void {
   const ctx = { destination: route.DestinationPrefix, nextHop: route.NextHop, interfaceIndex: route.InterfaceIndex };
   if (!view.doc.adapters.some((a) => a.InterfaceIndex === route.InterfaceIndex)) {
-    throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no interface with index ${route.InterfaceIndex}; re-resolve the interface`, {
-      ...ctx,
-      status: ERROR_NOT_FOUND,
-    });
+    throw new RouteError(
+      'FLANNEL_ERR_ROUTE',
+      `CreateIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no interface with index ${route.InterfaceIndex}; re-resolve the interface`,
+      {
+        ...ctx,
+        status: ERROR_NOT_FOUND,
+      },
+    );
   }
   if (view.routes.count(routeKey(route)) > 0) {
-    throw new RouteError(`CreateIpForwardEntry2 failed with status ${ERROR_OBJECT_ALREADY_EXISTS}: the route already exists`, { ...ctx, status: ERROR_OBJECT_ALREADY_EXISTS });
+    throw new RouteError('FLANNEL_ERR_ROUTE', `CreateIpForwardEntry2 failed with status ${ERROR_OBJECT_ALREADY_EXISTS}: the route already exists`, {
+      ...ctx,
+      status: ERROR_OBJECT_ALREADY_EXISTS,
+    });
   }
   view.addRoute({ ...route });
 }
@@ -113,7 +120,7 @@ export function createRoute(view: KeyedState, route: SimRoute): void {
 export function deleteRoute(view: KeyedState, route: SimRoute): void {
   const held = view.routes.first(routeKey(route));
   if (!held) {
-    throw new RouteError(`DeleteIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no such route`, {
+    throw new RouteError('FLANNEL_ERR_ROUTE', `DeleteIpForwardEntry2 failed with status ${ERROR_NOT_FOUND}: no such route`, {
       destination: route.DestinationPrefix,
       nextHop: route.NextHop,
       interfaceIndex: route.InterfaceIndex,

@@ -100,7 +100,8 @@ export class SimulatedDataplane {
     if (code === undefined) return;
     const context = { op, ...(injected !== undefined ? { injected: true } : { fault: true }) };
     if (kind === 'hns') throw hnsError(op, code, hresultText(code) ?? 'injected failure', context);
-    if (kind === 'route') throw new RouteError(`${op} failed with status ${code} (injected failure); the route is retried on the next reconcile`, { ...context, status: code });
+    if (kind === 'route')
+      throw new RouteError('FLANNEL_ERR_ROUTE', `${op} failed with status ${code} (injected failure); the route is retried on the next reconcile`, { ...context, status: code });
     throw new HostError('FLANNEL_ERR_HOST', `${op} failed with status ${code} (injected failure)`, { ...context, status: code });
   }
 

@@ -100,7 +100,10 @@ class Shape {
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
   const fail = (why: string, entry?: string): never => {
-    throw new DataplaneStateError(`simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`, { file, entry });
+    throw new DataplaneStateError('FLANNEL_ERR_DATAPLANE_STATE', `simulated dataplane state file ${file} is malformed: ${why}; delete it to start from a fresh node, or fix it`, {
+      file,
+      entry,
+    });
   };
   let doc: unknown;
   try {

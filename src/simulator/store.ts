@@ -189,6 +189,7 @@ export class StateStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       if (err instanceof FlannelError) throw err;
       throw new DataplaneStateError(
+        'FLANNEL_ERR_DATAPLANE_STATE',
         `cannot read the simulated dataplane state file ${file}: ${errorMessage(err)}; fix its permissions or pass another --dataplane-state`,
         { file },
         { cause: err },
@@ -220,7 +221,12 @@ export class StateStore {
     } catch (err) {
       // The call fails as a whole: the model goes back to what its file holds (what a restart would see).
       this.rollback();
-      throw new DataplaneStateError(`cannot write the simulated dataplane state file ${file}: ${errorMessage(err)}; check the directory is writable`, { file }, { cause: err });
+      throw new DataplaneStateError(
+        'FLANNEL_ERR_DATAPLANE_STATE',
+        `cannot write the simulated dataplane state file ${file}: ${errorMessage(err)}; check the directory is writable`,
+        { file },
+        { cause: err },
+      );
     }
   }
 
@@ -249,10 +255,14 @@ export class StateStore {
   }
 
   private lockedError(lockFile: string, pid: number | undefined): DataplaneStateError {
-    return new DataplaneStateError(`the simulated dataplane state file is locked by process ${pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`, {
-      file: lockFile,
-      pid,
-    });
+    return new DataplaneStateError(
+      'FLANNEL_ERR_DATAPLANE_STATE',
+      `the simulated dataplane state file is locked by process ${pid ?? '?'} (${lockFile}); remove the lock file if that process is gone`,
+      {
+        file: lockFile,
+        pid,
+      },
+    );
   }
 
   private withLock<T>(fn: () => T): T {
@@ -281,7 +291,12 @@ export class StateStore {
         return;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-          throw new DataplaneStateError(`cannot create the lock ${lockFile}: ${errorMessage(err)}; check the directory is writable`, { file: lockFile }, { cause: err });
+          throw new DataplaneStateError(
+            'FLANNEL_ERR_DATAPLANE_STATE',
+            `cannot create the lock ${lockFile}: ${errorMessage(err)}; check the directory is writable`,
+            { file: lockFile },
+            { cause: err },
+          );
         }
       }
       const holder = this.lockHolder(lockFile);

@@ -38,7 +38,7 @@ export interface EditResult {
 const NET_CONF_KEY = 'net-conf.json';
 
 function fail(message: string, context: Record<string, string | number> = {}): never {
-  throw new NetConfError(message, context);
+  throw new NetConfError('FLANNEL_ERR_NET_CONF', message, context);
 }
 
 /** The property of object node `obj` whose key equals `name` without regard to case (exact spelling first, as Go does). */

@@ -9,7 +9,7 @@ import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { withoutBom } from '../bom.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
-import { escapeUnsafe } from '../commands/terminal-text.js';
+import { escapeUnsafe } from '../terminal-text.js';
 
 export const DEFAULT_VXLAN_VNI = 4096;
 /**
@@ -32,7 +32,7 @@ export const MIN_NETWORK_PREFIX = 8;
 type JsonObject = Record<string, unknown>;
 
 function fail(message: string, context: Record<string, string | number | boolean | undefined> = {}): never {
-  throw new NetConfError(message, context);
+  throw new NetConfError('FLANNEL_ERR_NET_CONF', message, context);
 }
 
 function isObject(v: unknown): v is JsonObject {
@@ -268,7 +268,7 @@ const MAX_HNS_NETWORK_NAME = 256;
  * Backend.Name names the HNS network and, through the CNI config, the host-local IPAM directory
  * `<--cni-ipam-data-dir>/<name>` (containernetworking/plugins plugins/ipam/host-local/backend/disk:
  * filepath.Join(dataDir, network)). So it must be one plain path element: no `/` or `\`, no `..`,
- * no control, bidi-override or line-separator characters (the one escape, ../commands/terminal-text.ts),
+ * no control, bidi-override or line-separator characters (the one escape, ../terminal-text.ts),
  * at most 256 characters.
  */
 function hnsNetworkName(name: string): string {
@@ -321,18 +321,19 @@ export function readNetConf(path: string, readFile: (p: string) => string = (p) 
     const code = (err as { code?: unknown }).code;
     if (code === 'ENOENT') {
       throw new NetConfError(
+        'FLANNEL_ERR_NET_CONF',
         `net-conf.json not found at ${path}: mount the ${NET_CONF_CONFIGMAP} ConfigMap (key net-conf.json) there, or pass --net-config-path`,
         { path },
         { cause: err },
       );
     }
-    throw new NetConfError(`cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
+    throw new NetConfError('FLANNEL_ERR_NET_CONF', `cannot read net-conf.json at ${path}: ${errorMessage(err)}`, { path }, { cause: err });
   }
   try {
     return parseNetConf(text);
   } catch (err) {
     if (err instanceof FlannelError) {
-      throw new NetConfError(`${path}: ${err.message}`, { ...err.context, path }, { cause: err });
+      throw new NetConfError('FLANNEL_ERR_NET_CONF', `${path}: ${err.message}`, { ...err.context, path }, { cause: err });
     }
     throw err;
   }

@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import { METRIC } from '../metrics.js';
 import type { Metrics } from '../metrics.js';
 import type { Logger } from '../log.js';
-import { LEASE_REJECT_REASONS, type LeaseRejectReason } from './validate.js';
+import { LEASE_REJECT_REASONS, type LeaseRejectReason } from '../lease-reject-reasons.js';
 
 interface LineState {
   at: number;

@@ -7,7 +7,8 @@ import { parse as dotenvParse } from 'dotenv';
 import IPCIDR from 'ip-cidr';
 import { errorMessage, SubnetEnvError } from '../errors.js';
 import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
-import { nodeSubnetEnvFs } from '../host/files.js';
+import { nodeSubnetEnvFs } from '../fs-seams.js';
+import type { SubnetEnvFs } from '../fs-seams.js';
 import { retryWithBackoff, systemClock, type Clock } from '../clock.js';
 
 export interface SubnetEnvValues {
@@ -23,7 +24,7 @@ export interface SubnetEnvValues {
 }
 
 function envError(message: string, context: Record<string, string | number | undefined>, cause?: unknown): SubnetEnvError {
-  return new SubnetEnvError(message, context, cause === undefined ? undefined : { cause });
+  return new SubnetEnvError('FLANNEL_ERR_SUBNET_ENV', message, context, cause === undefined ? undefined : { cause });
 }
 
 /** RFC 5952 text of a 128-bit value (as Go's net.IP.String prints it). */
@@ -113,23 +114,6 @@ export function previousSubnetFromEnv(text: string): string | undefined {
   if (v === undefined) return undefined;
   const n = parseCidr(v);
   return n === undefined ? undefined : formatCidr(network(n));
-}
-
-/** The file operations subnet.env needs; node:fs/promises by default (src/host/files.ts). */
-export interface SubnetEnvFs {
-  mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
-  open(
-    path: string,
-    flags: string,
-    mode?: number,
-  ): Promise<{
-    writeFile(data: string, encoding: 'utf8'): Promise<void>;
-    sync(): Promise<void>;
-    close(): Promise<void>;
-  }>;
-  rename(from: string, to: string): Promise<void>;
-  unlink(path: string): Promise<void>;
-  readFile(path: string, encoding: 'utf8'): Promise<string>;
 }
 
 /**

@@ -2,6 +2,8 @@
 // this agent never lets a malformed or hostile lease reach the dataplane.
 import { isIPv6 } from 'node:net';
 import type { Lease } from './lease.js';
+import { isValidVtepMac } from '../mac.js';
+import type { LeaseRejectReason } from '../lease-reject-reasons.js';
 import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
 
 export interface LeaseValidationContext {
@@ -25,36 +27,8 @@ export interface LeaseValidationContext {
   nodeNetwork?: string;
 }
 
-/**
- * Every reason a peer lease is rejected for: short machine labels, used as the `reason` label of
- * `flannel_leases_rejected_total` (pre-registered at zero, one series per reason).
- */
-export const LEASE_REJECT_REASONS = [
-  'subnet-invalid',
-  'subnet-not-network-address',
-  'subnet-outside-network',
-  'subnet-length',
-  'subnet-overlaps-own',
-  'subnet-overlaps-peer',
-  'subnet-contested',
-  'subnet-equals-own',
-  'subnet-ipv6-only',
-  'public-ip-invalid',
-  'public-ip-not-unicast',
-  'public-ip-inside-network',
-  'backend-type-mismatch',
-  'backend-data-invalid',
-  'vni-invalid',
-  'vni-too-low',
-  'vni-mismatch',
-  'public-ip-link-local',
-  'public-ip-own',
-  'public-ip-off-link',
-  'public-ip-broadcast',
-  'vtep-mac-invalid',
-] as const;
-
-export type LeaseRejectReason = (typeof LEASE_REJECT_REASONS)[number];
+// The reasons are a basic module (../lease-reject-reasons.ts) that Node events and metrics read too;
+// re-exported here for the modules that still take them from the validator.
 
 export type LeaseValidation = { ok: true } | { ok: false; reason: LeaseRejectReason; message: string };
 
@@ -64,15 +38,6 @@ const MAX_VNI = 0xffffff;
 
 function reject(reason: LeaseRejectReason, message: string): LeaseValidation {
   return { ok: false, reason, message };
-}
-
-/** `aa:bb:cc:dd:ee:ff`, unicast (I/G bit clear), not all zero, not broadcast. */
-export function isValidVtepMac(mac: unknown): boolean {
-  if (typeof mac !== 'string' || !/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(mac)) return false;
-  const octets = mac.split(':').map((h) => parseInt(h, 16));
-  if (octets.every((o) => o === 0)) return false;
-  // The low bit of the first octet marks group (multicast) addresses; broadcast ff:..:ff is one of them.
-  return (octets[0] & 1) === 0;
 }
 
 export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseValidation {

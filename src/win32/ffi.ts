@@ -41,6 +41,7 @@ export async function loadFfi(): Promise<Ffi> {
     return createRequire(process.execPath)('ffi-rs') as Ffi;
   } catch {
     throw new UnsupportedError(
+      'FLANNEL_ERR_UNSUPPORTED',
       `cannot load the ffi-rs native addon (${errorMessage(first)}); install ffi-rs and its win32-x64 addon (@yuuang/ffi-rs-win32-x64-msvc) beside flanneld`,
     );
   }
@@ -107,7 +108,7 @@ export class FfiWin32Native implements Win32Native {
         this.ffi.open({ library: key, path: file });
       } catch (err) {
         const hint = name === 'vmcompute' || name === 'computenetwork' ? 'HNS needs the Windows Containers feature (Windows Server 2019 or later)' : 'check --win32-dll-dir';
-        throw new UnsupportedError(`cannot load ${file} (${errorMessage(err)}); ${hint}`, { dll: file });
+        throw new UnsupportedError('FLANNEL_ERR_UNSUPPORTED', `cannot load ${file} (${errorMessage(err)}); ${hint}`, { dll: file });
       }
       opened.set(key, file);
     }

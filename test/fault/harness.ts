@@ -11,7 +11,7 @@ import { parseConfig } from '../../src/config/parse.js';
 import { simulatedSeams } from '../../src/simulator/node.js';
 import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../../src/simulator/model.js';
 import { Metrics } from '../../src/metrics.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { LOG, TestCluster, waitFor } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
 

@@ -1,7 +1,7 @@
 // Malformed and hostile Node objects, in the first list and through the watch: the agent never
 // crashes, and none of them reaches the dataplane (which ends equal to the valid peers exactly).
 import { afterEach, expect, it } from '@jest/globals';
-import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/kube-fake/api-server.js';
+import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/metrics.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
 

@@ -6,8 +6,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataplaneStateError, SubnetEnvError } from '../../src/errors.js';
 import { METRIC } from '../../src/metrics.js';
-import { nodeSubnetEnvFs } from '../../src/host/files.js';
-import type { SubnetEnvFs } from '../../src/subnet/subnet-env.js';
+import { nodeSubnetEnvFs } from '../../src/fs-seams.js';
+import type { SubnetEnvFs } from '../../src/fs-seams.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN } from './harness.js';
 
 let c: FaultCluster;

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlannelError, HostError } from '../../src/errors.js';
 import { acquireAgentLock, agentLockPath, readLockHolder, type LockFs } from '../../src/host/agent-lock.js';
-import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';
 import { MAIN, startFlanneld } from '../support/flanneld-process.js';
 

@@ -10,7 +10,7 @@ import { NetConfError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
 import { command as cniConfig } from '../../src/commands/cni-config.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
 import { MAIN } from '../support/flanneld-process.js';
 import { addRoute } from '../support/sim-dataplane.js';

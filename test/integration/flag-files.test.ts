@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeKubeApiServer, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { runFlanneld, startFlanneld } from '../support/flanneld-process.js';
 import { waitFor } from '../support/wait-for.js';
 

@@ -3,7 +3,7 @@
 // next hop that is not on link) or at the network's broadcast address is rejected like any invalid
 // lease (issue 18 §4): counted in flannel_leases_rejected_total{reason}, no route written.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, waitFor, type RunningAgent } from '../support/cluster.js';
 

@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bareNode } from '../../src/kube-fake/api-server.js';
+import { bareNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF } from '../support/cluster.js';
 import { SimCluster } from '../support/sim-node.js';
 

@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeError } from '../../src/errors.js';
-import { bareNode, FakeKubeApiServer, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { bareNode, FakeKubeApiServer, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { MAX_PLUGIN_STDERR_CHARS, stderrBoundedSpawn } from '../../src/subnet/kube/credentials.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';

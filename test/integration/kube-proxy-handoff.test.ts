@@ -20,7 +20,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 
 /** Evaluate `$x.a.b.Split("/")[0]` on a ConvertFrom-Json object. */

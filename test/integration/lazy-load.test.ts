@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
 import { MAIN } from '../support/flanneld-process.js';
 
@@ -111,7 +111,7 @@ describe('what the flanneld binary loads', () => {
         'subnet/etcd/factory.js',
         'dataplane/win32.js',
         'health/server.js',
-        'kube-fake/api-server.js',
+        'demo/kube-fake/api-server.js',
         'demo/main.js',
       ]) {
         expect([m, own.has(m)]).toEqual([m, false]);

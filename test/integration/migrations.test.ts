@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { HcnEndpoint, HcnNetwork } from '../../src/hns/schema.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { SimCluster, type SimNodeState } from '../support/sim-node.js';
 
 const WIN = 'win-1';

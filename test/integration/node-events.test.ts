@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { FakeKubeApiServer, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { EventCorrelator, KubeEventRecorder } from '../../src/subnet/kube/event-recorder.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';

@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import type { FaultRule } from '../../src/simulator/faults.js';
-import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { SimCluster, type SimAgent } from '../support/sim-node.js';
 import { editState } from '../support/sim-dataplane.js';

@@ -1,5 +1,5 @@
 // The built CLI (dist/main.js) against a real HTTP API server that misbehaves the ways issue 18 measured
-// (the fake API server's NodeMisbehaviour, src/kube-fake/request-faults.ts): a watch always answering
+// (the fake API server's NodeMisbehaviour, src/demo/kube-fake/request-faults.ts): a watch always answering
 // 410 Gone (5,000-10,000 LISTs in 15 s before), a watch closed after one event (10,000-25,000 watches in
 // 15 s), a list repeating its `continue` token (paged forever, nothing logged, /readyz 200). The agent
 // must pause between rounds as client-go's reflector does (src/subnet/relist.ts). No wall-clock window is
@@ -10,8 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeKubeApiServer, bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import type { NodeMisbehaviour } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import type { NodeMisbehaviour } from '../../src/demo/kube-fake/api-server.js';
 import { startFlanneld } from '../support/flanneld-process.js';
 import type { FlanneldProcess } from '../support/flanneld-process.js';
 import { freePort } from '../support/free-port.js';

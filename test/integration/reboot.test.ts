@@ -9,7 +9,7 @@ import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HCN_FLAG_NON_PERSISTENT } from '../../src/hns/schema.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, simulatedNode, waitFor } from '../support/cluster.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/config/parse.js';
 import { ConfigError } from '../../src/errors.js';
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';
 import { issueCert, makeTestCa } from '../support/etcd.js';
 import { startFlanneld } from '../support/flanneld-process.js';

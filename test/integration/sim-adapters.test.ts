@@ -5,7 +5,7 @@
 // `vEthernet (<adapter>)` with a new interface index; a route on a vanished interface fails with 1168.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { SimCluster, type SimNodeState } from '../support/sim-node.js';
 import { policySetting } from '../../src/hns/schema.js';

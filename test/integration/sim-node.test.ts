@@ -2,7 +2,7 @@
 // kube-proxy, an admin or HNS would) changes from outside while the agent runs.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { runFlanneld } from '../support/flanneld-process.js';
 import { SimCluster } from '../support/sim-node.js';

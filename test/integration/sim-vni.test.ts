@@ -3,7 +3,7 @@
 // refused above 65535; peers that HNS cannot reach, or that would loop back to this node, are rejected.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { SimCluster } from '../support/sim-node.js';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
 import type { StatusReport } from '../../src/health/status.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, simulatedNode, waitFor } from '../support/cluster.js';
 import { MAIN, runFlanneld as cli } from '../support/flanneld-process.js';
 

@@ -5,7 +5,7 @@ import type { SimulatedDataplane } from '../../src/simulator/model.js';
 // publishes the new one through the kube path (PATCH nodes/<name>/status) instead of only logging it.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { HcnNetwork } from '../../src/hns/schema.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
 import { TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 

@@ -2,7 +2,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { FlannelError } from '../../src/errors.js';
-import { annotationKeys, decodeBackendData, encodeBackendData, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
+import { annotationKeys, decodeBackendData, encodeBackendData } from '../../src/subnet/kube/annotations.js';
+import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
 import { MAX_ANNOTATION_LENGTH, projectNode, toLease } from '../../src/subnet/kube/node-list-watch.js';
 import { isNetworkCidr } from '../../src/ip4.js';
 import { validateLease } from '../../src/subnet/validate.js';

@@ -2,15 +2,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { FlannelError } from '../../src/errors.js';
-import {
-  checkSubnetEnvSyntax,
-  encodeSubnetEnv,
-  parseSubnetEnv,
-  previousSubnetFromEnv,
-  readSubnetEnv,
-  type SubnetEnvFs,
-  type SubnetEnvValues,
-} from '../../src/subnet/subnet-env.js';
+import { checkSubnetEnvSyntax, encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, type SubnetEnvValues } from '../../src/subnet/subnet-env.js';
+import type { SubnetEnvFs } from '../../src/fs-seams.js';
 import { formatIp4, isNetworkCidr } from '../../src/ip4.js';
 
 const u32 = fc.integer({ min: 0, max: 0xffffffff });

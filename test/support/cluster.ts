@@ -7,7 +7,7 @@ import { systemClock } from '../../src/clock.js';
 import type { AgentConfig } from '../../src/config/agent-config.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { Metrics } from '../../src/metrics.js';
-import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 import type { SimulatedDataplane } from '../../src/simulator/model.js';
 import { createSimulatedNode } from '../../src/simulator/node.js';

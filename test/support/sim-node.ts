@@ -13,7 +13,7 @@ import type { FaultRule } from '../../src/simulator/faults.js';
 import { nextInterfaceIndex } from '../../src/simulator/state.js';
 import { policySetting, type HcnNetwork } from '../../src/hns/schema.js';
 import { cidrContains } from '../../src/ip4.js';
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { freePort, waitFor } from './cluster.js';
 import { MAIN } from './flanneld-process.js';
 import { editState, removeNetwork } from './sim-dataplane.js';

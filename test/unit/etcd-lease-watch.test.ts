@@ -3,7 +3,8 @@
 // compaction (a relist each time), whose watch streams end as soon as they are created, or fail, or
 // whose list fails. Requests are counted over 15 s: a handful, each round after a logged pause of at
 // least 800 ms (client-go's reflector backoff, src/subnet/round-backoff.ts). The watch response shapes
-// are etcd's (etcdserverpb.WatchResponse: created, canceled, compact_revision, cancel_reason).
+// are etcd's (etcdserverpb.WatchResponse: created, canceled, compact_revision, cancel_reason). Each failed
+// round is logged with its code, FLANNEL_ERR_ETCD_WATCH (issue 20: transport failures are coded errors).
 import { describe, expect, it } from '@jest/globals';
 import { EventEmitter } from 'node:events';
 import { Metrics } from '../../src/metrics.js';
@@ -95,5 +96,7 @@ describe.each<[string, () => number]>([
     expect(r.watches).toBeLessThanOrEqual(5);
     expect(r.pauses.length).toBe(rounds);
     expect(r.pauses.every((e) => String(e.message).includes(message) && (e.delayMs as number) >= 800)).toBe(true);
+    // Every failed round is a coded error (issue 20): the log line carries FLANNEL_ERR_ETCD_WATCH.
+    if (mode !== 'compacted') expect(r.pauses.every((e) => e.code === 'FLANNEL_ERR_ETCD_WATCH')).toBe(true);
   });
 });

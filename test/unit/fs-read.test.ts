@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/errors.js';
 import { readRegularFile, readRegularFileBytes } from '../../src/fs-read.js';
-import { hostFiles } from '../../src/host/files.js';
+import { hostFiles } from '../../src/fs-seams.js';
 import { readSubnetEnv } from '../../src/subnet/subnet-env.js';
 import { expectCode } from '../support/errors.js';
 
@@ -49,7 +49,7 @@ describe('readRegularFile', () => {
   });
 });
 
-// The readers wired to the host (src/host/files.ts) for `--source-vip-file` and `--subnet-file`. A writer is
+// The readers wired to the host (src/fs-seams.ts) for `--source-vip-file` and `--subnet-file`. A writer is
 // started on the FIFO first, so a blocking read would return its text (and the assertion fail) rather than
 // hang; the non-blocking open refuses the FIFO before the writer is needed, and the writer is then killed.
 describe('host readers of files named by flags: a FIFO is refused, not read', () => {

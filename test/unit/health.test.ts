@@ -9,7 +9,7 @@ import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/metrics.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
 import { RejectionLog } from '../../src/subnet/rejections.js';
-import { LEASE_REJECT_REASONS } from '../../src/subnet/validate.js';
+import { LEASE_REJECT_REASONS } from '../../src/lease-reject-reasons.js';
 import { VERSION } from '../../src/version.js';
 
 function get(port: number, path: string, method = 'GET'): Promise<{ status: number; type: string | undefined; body: string }> {

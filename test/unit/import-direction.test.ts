@@ -32,7 +32,7 @@ function folderGraph(): Map<string, Map<string, string[]>> {
       const [a, b] = [unit(file), unit(target)];
       if (a === b) continue;
       let out = graph.get(a);
-      if (!out) graph.set(a, (out = new Map()));
+      if (!out) graph.set(a, (out = new Map<string, string[]>()));
       out.set(b, [...(out.get(b) ?? []), `${relative(SRC, file)} -> ${m[1]}`]);
     }
   }

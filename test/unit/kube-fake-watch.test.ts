@@ -2,7 +2,7 @@
 // watch with allowWatchBookmarks gets a BOOKMARK carrying the current resourceVersion and ends (Kubernetes
 // API concepts, "Watch bookmarks"), without the test waiting in real time.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { FakeKubeApiServer, bareNode } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode } from '../../src/demo/kube-fake/api-server.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 async function readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {

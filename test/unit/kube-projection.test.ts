@@ -1,5 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
-import { annotationKeys, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
+import { annotationKeys } from '../../src/subnet/kube/annotations.js';
+import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
 import { MAX_ANNOTATION_LENGTH, projectNode, toLease } from '../../src/subnet/kube/node-list-watch.js';
 import type { NodeLease } from '../../src/subnet/kube/node-list-watch.js';
 

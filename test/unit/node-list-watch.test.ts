@@ -6,11 +6,12 @@
 // chunks; efficient detection of changes; watch bookmarks).
 import { describe, it, expect } from '@jest/globals';
 import { METRIC, Metrics } from '../../src/metrics.js';
-import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { silentLogger } from '../../src/log.js';
 import { PeerStore } from '../../src/reconcile/peer-store.js';
 import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
-import { annotationKeys, normalizeAnnotationPrefix } from '../../src/subnet/kube/annotations.js';
+import { annotationKeys } from '../../src/subnet/kube/annotations.js';
+import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
 import { listPageBound, NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
 import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
 import { FakeClock, flush } from '../support/fake-clock.js';

@@ -15,7 +15,7 @@ import {
   sourceVipEndpointName,
 } from '../../src/backends/vxlan/source-vip.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
-import { hostFiles } from '../../src/host/files.js';
+import { hostFiles } from '../../src/fs-seams.js';
 import { hnsMacOf } from '../../src/host/win32.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';

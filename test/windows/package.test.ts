@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 // @ts-expect-error: a plain .mjs packaging script without type declarations
 import { securityDirectory as peSecurityDirectory } from '../../packaging/pe-signature.mjs';
 import { pipeline } from 'node:stream/promises';
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { VERSION } from '../../src/version.js';
 import { peImage } from '../support/pe.js';
 import { waitFor } from '../support/wait-for.js';

@@ -8,7 +8,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import type { CommandIO } from '../../src/commands/command.js';
 import { hostArgs, parseServiceArgs, runService, type ServiceDeps, type ServiceOptions } from '../../src/commands/service.js';
 import {

@@ -13,7 +13,7 @@ import type { HostInterface } from '../../host/host.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../ip4.js';
-import { macToFlannel } from '../../subnet/kube/annotations.js';
+import { macToFlannel } from '../../mac.js';
 import { isVxlanBackendData, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
 import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
 

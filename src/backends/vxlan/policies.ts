@@ -6,7 +6,7 @@ import type { HnsClient } from '../../hns/client.js';
 import { isHnsRefusal, isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
-import { macToFlannel } from '../../subnet/kube/annotations.js';
+import { macToFlannel } from '../../mac.js';
 
 export const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
 /**

@@ -28,7 +28,8 @@
 //    are quoted in test/integration/kube-proxy-handoff.test.ts).
 import { join } from 'node:path';
 import { withoutBom } from '../../bom.js';
-import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
+import { writeFileAtomicSync } from '../../fs-atomic.js';
+import type { SourceVipFs } from '../../fs-seams.js';
 import { BackendError, errorMessage } from '../../errors.js';
 import type { HnsClient } from '../../hns/client.js';
 import { ENDPOINT_FLAG_REMOTE, policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
@@ -100,11 +101,6 @@ export function chooseSourceVip(subnet: string, preferred: readonly string[], ta
   return first ?? hosts.find(usable);
 }
 
-export interface SourceVipFs extends AtomicWriteFs {
-  readFileSync(path: string, encoding: 'utf8'): string;
-  readdirSync(path: string): string[];
-}
-
 export interface SourceVipOptions {
   hns: HnsClient;
   /** The Overlay network (its name is also the CNI network name). */
@@ -119,7 +115,7 @@ export interface SourceVipOptions {
   /** MAC for the endpoint given the network's provider address (kube-proxy uses the host's); HNS assigns one when it has none. */
   macFor?: (providerAddress: string) => Promise<string | undefined>;
   log: Logger;
-  /** The files (node:fs on the host: src/host/files.ts). */
+  /** The files (node:fs on the host: hostFiles of src/fs-seams.ts). */
   fs: SourceVipFs;
 }
 

@@ -10,7 +10,7 @@
 // after 2 quiet minutes) before the next round; upstream's pkg/subnet/watch.go retries after 1 s flat.
 import type { IWatchResponse } from 'etcd3';
 import type { Clock, Random } from '../../clock.js';
-import { errorMessage } from '../../errors.js';
+import { EtcdError, errorMessage, isFlannelError } from '../../errors.js';
 import { METRIC } from '../../metrics.js';
 import type { Metrics } from '../../metrics.js';
 import type { Logger } from '../../log.js';
@@ -91,7 +91,7 @@ export class EtcdLeaseWatch {
       list: () => this.list(onUpdate),
       watch: (cursor, s) => this.watch(cursor, onUpdate, s),
       onRetry: ({ reason, err, attempt, delayMs }) => {
-        const fields = { attempt, delayMs, ...(err === undefined ? {} : { error: errorMessage(err) }) };
+        const fields = { attempt, delayMs, ...(err === undefined ? {} : { error: errorMessage(err) }), ...(isFlannelError(err) ? { code: err.code } : {}) };
         if (reason === 'list-failed') log.warn('listing subnet leases failed, backing off', fields);
         else if (reason === 'stale') log.warn(`etcd watch for ${this.o.registry.subnetsPrefix} fell behind compaction, backing off before relisting`, fields);
         else log.warn('etcd watch failed, backing off before resuming', fields);
@@ -106,7 +106,9 @@ export class EtcdLeaseWatch {
   private async list(onUpdate: LeaseUpdateHandler): Promise<WatchCursor> {
     const { own, registry: reg, log } = this.o;
     if (own.revoked) throw own.revoked;
-    const res = await reg.listSubnets();
+    const res = await reg.listSubnets().catch((err: unknown) => {
+      throw watchError(`listing subnet leases under ${reg.subnetsPrefix} failed: ${errorMessage(err)}`, err);
+    });
     const records = new Map<string, Known>();
     for (const k of await Promise.all(res.kvs.map((kv) => this.toKnown(kv)))) if (k) records.set(k.lease.key, k);
     this.records = records;
@@ -194,7 +196,7 @@ export class EtcdLeaseWatch {
           // etcd cancels a watch whose start revision was compacted away (with created=true when it
           // never started), or for other reasons given in cancel_reason.
           const compacted = (res.compact_revision !== '' && res.compact_revision !== '0') || /compacted/i.test(res.cancel_reason);
-          chain = chain.then(() => finish(compacted ? 'compacted' : 'error', new Error(`watch canceled by etcd: ${res.cancel_reason || 'no reason given'}`)));
+          chain = chain.then(() => finish(compacted ? 'compacted' : 'error', watchError(`etcd cancelled the watch: ${res.cancel_reason || 'no reason given'}`)));
           return;
         }
         if (res.created) {
@@ -232,15 +234,20 @@ export class EtcdLeaseWatch {
           this.streams.add(s);
           s.on('data', onResponse);
           s.on('error', (err: Error) => {
-            chain = chain.then(() => finish('error', err));
+            chain = chain.then(() => finish('error', watchError(`the etcd watch stream failed: ${errorMessage(err)}`, err)));
           });
           s.on('end', () => {
-            chain = chain.then(() => finish('error', new Error('etcd closed the watch stream')));
+            chain = chain.then(() => finish('error', watchError('etcd closed the watch stream')));
           });
           s.write({ create_request: reg.subnetsWatchRequest(cursor.next) });
         },
-        (err: unknown) => finish('error', err),
+        (err: unknown) => finish('error', watchError(`could not open an etcd watch stream: ${errorMessage(err)}`, err)),
       );
     });
   }
+}
+
+/** A failed round of the peer list-watch; the relist loop retries it after its pause. */
+function watchError(message: string, cause?: unknown): EtcdError {
+  return new EtcdError('FLANNEL_ERR_ETCD_WATCH', `${message}; retried after the list-watch loop's pause`, {}, { cause });
 }

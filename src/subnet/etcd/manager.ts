@@ -57,9 +57,13 @@ export class EtcdSubnetManager implements SubnetManager {
 
   constructor(opts: EtcdSubnetManagerOptions) {
     if (!opts.netConf.enableIPv4 || opts.netConf.enableIPv6) {
-      throw new UnsupportedError('the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config', {
-        prefix: opts.prefix,
-      });
+      throw new UnsupportedError(
+        'FLANNEL_ERR_UNSUPPORTED',
+        'the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config',
+        {
+          prefix: opts.prefix,
+        },
+      );
     }
     this.log = opts.log ?? silentLogger();
     this.onClose = opts.onClose;

@@ -25,7 +25,9 @@ export interface ReadNetworkConfigOptions {
 
 function notFound(key: string): NetConfError {
   const example = '{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789}}';
-  return new NetConfError(`${CONFIG_NOT_FOUND} (${key}: key not found); create it with the v3 API, e.g. ETCDCTL_API=3 etcdctl put ${key} '${example}'`, { key });
+  return new NetConfError('FLANNEL_ERR_NET_CONF', `${CONFIG_NOT_FOUND} (${key}: key not found); create it with the v3 API, e.g. ETCDCTL_API=3 etcdctl put ${key} '${example}'`, {
+    key,
+  });
 }
 
 /** parseNetConf, its errors naming the etcd key. */
@@ -33,7 +35,7 @@ function parseAt(key: string, text: string): NetworkConfig {
   try {
     return parseNetConf(text);
   } catch (err) {
-    if (err instanceof NetConfError) throw new NetConfError(`${key}: ${err.message}`, { ...err.context, key }, { cause: err });
+    if (err instanceof NetConfError) throw new NetConfError('FLANNEL_ERR_NET_CONF', `${key}: ${err.message}`, { ...err.context, key }, { cause: err });
     throw err;
   }
 }

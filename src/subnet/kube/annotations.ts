@@ -1,37 +1,7 @@
-// flannel's Node annotations: prefix rules, keys and backend-data encoding.
-// Mirrors flannel pkg/subnet/kube/annotations.go and the backend-data writers of pkg/backend/vxlan.
-import { ConfigError } from '../../errors.js';
+// flannel's Node annotations: keys and backend-data encoding (the prefix is normalised once, by
+// ../../config/annotation-prefix.ts). Mirrors flannel pkg/subnet/kube/annotations.go and the backend-data
+// writers of pkg/backend/vxlan.
 import type { VxlanBackendData } from '../lease.js';
-
-const PREFIX_RE = /^(?:[a-z0-9_-]+\.)+[a-z0-9_-]+\/(?:[a-z0-9_-]+-)?$/;
-
-export const DEFAULT_ANNOTATION_PREFIX = 'flannel.alpha.coreos.com';
-
-/**
- * Normalise `--kube-annotation-prefix` as upstream does: at most one `/`; without `/` append `/`;
- * if it ends in neither `/` nor `-` append `-`; the result must match flannel's pattern.
- */
-export function normalizeAnnotationPrefix(prefix: string): string {
-  const slashes = prefix.split('/').length - 1;
-  if (slashes > 1) {
-    throw new ConfigError(
-      'FLANNEL_ERR_ANNOTATION_PREFIX',
-      `subnet/kube: annotation prefix ${prefix} contains more than one / character; use a DNS name such as ${DEFAULT_ANNOTATION_PREFIX}`,
-      { prefix },
-    );
-  }
-  let p = prefix;
-  if (slashes === 0) p += '/';
-  if (!p.endsWith('/') && !p.endsWith('-')) p += '-';
-  if (!PREFIX_RE.test(p)) {
-    throw new ConfigError(
-      'FLANNEL_ERR_ANNOTATION_PREFIX',
-      `subnet/kube: annotation prefix ${prefix} is invalid: it must look like ${DEFAULT_ANNOTATION_PREFIX} (lower-case DNS labels, optionally /name)`,
-      { prefix },
-    );
-  }
-  return p;
-}
 
 export interface AnnotationKeys {
   kubeSubnetManager: string;
@@ -80,14 +50,4 @@ export function decodeBackendData(raw: string | undefined): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** HNS prints MACs as `00-15-5D-B3-AC-DB`; flannel publishes `00:15:5d:b3:ac:db`. */
-export function macToFlannel(mac: string): string {
-  return mac.replace(/-/g, ':').toLowerCase();
-}
-
-/** flannel `00:15:5d:b3:ac:db` to HNS `00-15-5D-B3-AC-DB`. */
-export function macToHns(mac: string): string {
-  return mac.replace(/:/g, '-').toUpperCase();
 }

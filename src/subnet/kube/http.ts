@@ -17,7 +17,7 @@ import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { abortReason } from '../../clock.js';
 import type { Clock } from '../../clock.js';
-import { KubeApiError, KubeTimeoutError } from '../../errors.js';
+import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../errors.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
 import { WatchLineSplitter } from './watch-lines.js';
@@ -54,7 +54,7 @@ export class KubeHttp {
 
   private async prepare(path: string, query: Query | undefined, method: string, contentType?: string): Promise<Prepared> {
     const cluster = this.kc.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig has no current cluster');
+    if (!cluster) throw new KubeError('FLANNEL_ERR_KUBE', 'the kubeconfig has no current cluster: set current-context to a context naming a cluster with a server');
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const creds = await requestCredentials(this.kc);
@@ -70,7 +70,7 @@ export class KubeHttp {
     return req;
   }
 
-  /** One request whose JSON answer is returned; rejects with KubeApiError, KubeTimeoutError or a network error. */
+  /** One request whose JSON answer is returned; rejects with KubeApiError, KubeTimeoutError, KubeAnswerError or a network error. */
   async json(r: KubeRequest): Promise<unknown> {
     const what = `${r.method} ${r.path}`;
     const ctrl = new AbortController();
@@ -82,7 +82,7 @@ export class KubeHttp {
     const timedOut = new Promise<never>((_resolve, reject) => {
       this.clock.sleep(r.timeoutMs, deadline.signal).then(
         () => {
-          const err = new KubeTimeoutError(`${what}: no complete answer within ${r.timeoutMs} ms`, r.timeoutMs);
+          const err = new KubeTimeoutError('FLANNEL_ERR_KUBE_TIMEOUT', `${what}: no complete answer within ${r.timeoutMs} ms`, { timeoutMs: r.timeoutMs });
           ctrl.abort(err);
           reject(err);
         },
@@ -124,20 +124,23 @@ export class KubeHttp {
         res.on('data', (c: Buffer) => {
           size += c.length;
           if (size > MAX_BODY_BYTES) {
-            res.destroy(new Error(`${what}: answer larger than ${MAX_BODY_BYTES} bytes`));
+            res.destroy(new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `${what}: answer larger than ${MAX_BODY_BYTES} bytes`, { maxBytes: MAX_BODY_BYTES }));
             return;
           }
           chunks.push(c);
         });
-        res.on('error', fail);
+        // The answer broke off (the connection reset after the headers), unless already coded (too large).
+        res.on('error', (err) =>
+          fail(coded(err, () => new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `${what}: the answer broke off after ${size} bytes: ${errorMessage(err)}`, {}, { cause: err }))),
+        );
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
-          if (status < 200 || status > 299) return reject(new KubeApiError(status, text.slice(0, MAX_ERROR_BODY), what));
+          if (status < 200 || status > 299) return reject(apiError(what, status, text.slice(0, MAX_ERROR_BODY)));
           try {
             resolve(JSON.parse(text) as unknown);
           } catch (err) {
-            reject(new Error(`${what}: the answer is not JSON: ${(err as Error).message}`));
+            reject(new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `${what}: the answer is not JSON: ${errorMessage(err)}`, {}, { cause: err }));
           }
         });
       });
@@ -147,7 +150,8 @@ export class KubeHttp {
   /**
    * A watch: `onEvent(type, object)` for every line until the server ends the stream (resolves), or an
    * error, a non-200 answer, `silenceMs` without a byte (headers included), a line longer than
-   * `maxLineBytes` (FLANNEL_ERR_KUBE_WATCH_LINE; default MAX_WATCH_LINE_BYTES) or the signal (rejects).
+   * `maxLineBytes` (FLANNEL_ERR_KUBE_WATCH_LINE; default MAX_WATCH_LINE_BYTES), a connection cut
+   * mid-stream (FLANNEL_ERR_KUBE_WATCH_BROKEN) or the signal (rejects).
    */
   async watch(
     path: string,
@@ -167,7 +171,7 @@ export class KubeHttp {
       for (;;) {
         const idle = this.clock.now() - last;
         if (idle >= opts.silenceMs) {
-          ctrl.abort(new KubeTimeoutError(`${what}: nothing received for ${opts.silenceMs} ms`, opts.silenceMs));
+          ctrl.abort(new KubeTimeoutError('FLANNEL_ERR_KUBE_TIMEOUT', `${what}: nothing received for ${opts.silenceMs} ms`, { timeoutMs: opts.silenceMs }));
           return;
         }
         await this.clock.sleep(opts.silenceMs - idle, ctrl.signal);
@@ -189,7 +193,7 @@ export class KubeHttp {
             res.on('end', () => {
               // A 401: token files are re-read for the next watch (client-go's ResetTokenOlderThan).
               if (status === 401) resetTokensOlderThan(this.kc, started);
-              reject(new KubeApiError(status, text, what));
+              reject(apiError(what, status, text));
             });
             res.on('error', fail);
             return;
@@ -217,12 +221,13 @@ export class KubeHttp {
               onEvent(ev?.type, ev?.object);
             }
           });
-          res.on('error', fail);
+          // The stream broke (a reset after the headers), unless already coded (a line past the bound).
+          res.on('error', (err) => fail(coded(err, () => brokenWatch(what, errorMessage(err), err))));
           res.on('end', () => {
             ended = true;
             resolve();
           });
-          res.on('close', () => (ended ? resolve() : fail(new Error(`${what}: the connection closed in the middle of the stream`))));
+          res.on('close', () => (ended ? resolve() : fail(brokenWatch(what, 'the connection closed in the middle of the stream'))));
         });
       });
     } finally {
@@ -230,6 +235,19 @@ export class KubeHttp {
       opts.signal.removeEventListener('abort', onAbort);
     }
   }
+}
+
+function apiError(what: string, status: number, body: string): KubeApiError {
+  return new KubeApiError('FLANNEL_ERR_KUBE_API', `${what}: HTTP ${status}`, { status }, { body });
+}
+
+/** `err` when it already carries a code (ours), else the coded error `wrap` makes. */
+function coded(err: unknown, wrap: () => FlannelError): unknown {
+  return err instanceof FlannelError ? err : wrap();
+}
+
+function brokenWatch(what: string, how: string, cause?: unknown): KubeWatchError {
+  return new KubeWatchError('FLANNEL_ERR_KUBE_WATCH_BROKEN', `${what}: ${how}; the list-watch loop starts a new round after its backoff`, {}, { cause });
 }
 
 const NODES = '/api/v1/nodes';

@@ -8,7 +8,8 @@ import { systemClock, type Clock } from '../../clock.js';
 import { errorMessage } from '../../errors.js';
 import { isIp4 } from '../../ip4.js';
 import type { Logger } from '../../log.js';
-import { annotationKeys, normalizeAnnotationPrefix } from './annotations.js';
+import { normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
+import { annotationKeys } from './annotations.js';
 import { KubeHttp } from './http.js';
 import { projectNode } from './node-list-watch.js';
 

@@ -56,6 +56,7 @@ export class WatchLineSplitter {
   private check(bytes: number): void {
     if (bytes > this.maxLineBytes) {
       throw new KubeWatchError(
+        'FLANNEL_ERR_KUBE_WATCH_LINE',
         `${this.what}: a watch line longer than ${this.maxLineBytes} bytes (no Node is that large); the watch round ends and the list-watch loop starts a new one after its backoff`,
         { maxLineBytes: this.maxLineBytes, kept: this.pendingBytes },
       );

@@ -5,7 +5,7 @@
 // ("too old resource version") when the history no longer reaches back that far; at `timeoutSeconds`
 // the stream ends, after a BOOKMARK carrying the current resourceVersion when `allowWatchBookmarks=true`.
 import type { ServerResponse } from 'node:http';
-import { pause, type Clock } from '../clock.js';
+import { pause, type Clock } from '../../clock.js';
 import type { NodeEvent, NodeStore } from './node-store.js';
 import { kubeStatus, sendStatus, startStream } from './responses.js';
 

@@ -5,8 +5,8 @@
 // window title or write to the clipboard via OSC 52; CR rewrites the line; LF forges a row), DEL, the C1
 // controls (U+009B is a one-character CSI on terminals that honour C1), the Unicode bidi overrides and
 // isolates (U+202A-U+202E, U+2066-U+2069: "Trojan Source", CVE-2021-42574) and the line and paragraph
-// separators (U+2028, U+2029). The one escape of the project: the log (../log-safe.ts) and net-conf's
-// Backend.Name check use it too.
+// separators (U+2028, U+2029). The one escape of the project, a basic module: `flanneld status`, the log
+// (./log-safe.ts) and net-conf's Backend.Name check use it.
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 export const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;

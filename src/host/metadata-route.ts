@@ -9,12 +9,13 @@
 // cloudfoundry-incubator/kubo-release jobs/flanneld-windows/templates/bin/post-start.ps1 ("add back GCP /
 // AWS metadata server"). Here the agent notes the route before it builds the network and, if the route
 // is gone afterwards, adds it again through the RouteTable on the interface that now holds the same
-// address, with the same next hop and metric. A host without such a route gets none.
+// address, with the same next hop and metric. A host without such a route gets none. It lives with the
+// host seam, which uses the route table (as ./win32.ts reads the forward table); routes imports no host module.
 import { errorMessage } from '../errors.js';
-import type { Host } from '../host/host.js';
-import { findInterfaceByIP } from '../host/select.js';
 import type { Logger } from '../log.js';
-import type { Route, RouteTable } from './route-table.js';
+import type { Route, RouteTable } from '../routes/route-table.js';
+import type { Host } from './host.js';
+import { findInterfaceByIP } from './select.js';
 
 export const METADATA_PREFIX = '169.254.169.254/32';
 

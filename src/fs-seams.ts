@@ -1,12 +1,12 @@
-// The node's file system as src/subnet and src/backends use it: node:fs behind the small interfaces they
-// take as options (neither imports node:fs itself). These are the real defaults; tests pass others, or
-// swap a member of nodeSubnetEnvFs to inject a full disk.
+// The file seam: the node's file system as src/subnet and src/backends use it, node:fs behind the small
+// interfaces they take as options (neither imports node:fs itself). A basic module beside ./fs-read.ts and
+// ./fs-atomic.ts: it owns the interfaces and their real defaults and imports no layer above it. Tests
+// pass other implementations, or swap a member of nodeSubnetEnvFs to inject a full disk.
 import * as syncFs from 'node:fs';
 import { existsSync } from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
-import type { SourceVipFs } from '../backends/vxlan/source-vip.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile, readRegularFileBytes } from '../fs-read.js';
-import type { SubnetEnvFs } from '../subnet/subnet-env.js';
+import type { AtomicWriteFs } from './fs-atomic.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile, readRegularFileBytes } from './fs-read.js';
 
 /**
  * Synchronous reads of small configuration files: kubeconfig, service account token, TLS PEM files. The
@@ -24,7 +24,23 @@ export const hostFileReader: FileReader = {
   exists: (p) => existsSync(p),
 };
 
-/** subnet.env's reads and its atomic write (temp file, fsync, rename). */
+/** The file operations subnet.env needs (src/subnet/subnet-env.ts): its read and its atomic write (temp file, fsync, rename). */
+export interface SubnetEnvFs {
+  mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
+  open(
+    path: string,
+    flags: string,
+    mode?: number,
+  ): Promise<{
+    writeFile(data: string, encoding: 'utf8'): Promise<void>;
+    sync(): Promise<void>;
+    close(): Promise<void>;
+  }>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  readFile(path: string, encoding: 'utf8'): Promise<string>;
+}
+
 export const nodeSubnetEnvFs: SubnetEnvFs = {
   mkdir: (p, o) => nodeFs.mkdir(p, o),
   open: (p, f, m) => nodeFs.open(p, f, m),
@@ -34,8 +50,14 @@ export const nodeSubnetEnvFs: SubnetEnvFs = {
   readFile: (p) => Promise.resolve().then(() => readRegularFile(p, MAX_CONFIG_FILE_BYTES, '--subnet-file')),
 };
 
+/** The source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). */
+export interface SourceVipFs extends AtomicWriteFs {
+  readFileSync(path: string, encoding: 'utf8'): string;
+  readdirSync(path: string): string[];
+}
+
 /**
- * The source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). The recorded
+ * The real SourceVipFs: the source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). The recorded
  * source VIP (`--source-vip-file` and the scripts' files) is read as a regular file of at most 1 MiB: a FIFO
  * there is refused at once (and then replaced by the write), never waited on.
  */

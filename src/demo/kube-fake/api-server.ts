@@ -9,11 +9,12 @@
 // chunks": limit/continue) and k8s.io/apiserver's watch cache. The parts: ./node-store.ts (objects,
 // resourceVersions, history), ./watch.ts (watch streams and bookmarks), ./merge-patch.ts (patches),
 // ./request-faults.ts (injected failures and hangs), ./responses.ts (Status bodies), ./nodes.ts (Node
-// builders), ./kubeconfig.ts. Used by the integration tests and the `npm start` demo.
+// builders), ./kubeconfig.ts. It ships with the `npm start` demo (../main.ts), which it serves; the
+// integration tests use it too. The agent never imports it.
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock, type Clock } from '../../clock.js';
 import { EventStore } from './events.js';
 import { NodeStore } from './node-store.js';
 import type { FakeNode, FakePod } from './nodes.js';

@@ -1,0 +1,34 @@
+// Every reason a peer lease is rejected for (src/subnet/validate.ts decides them; README, "Peers are
+// validated"). A basic module: the validator, the Node events (./node-events.ts) and the metrics labels
+// read the same list without importing one another. No upstream counterpart: flannel trusts peer leases.
+
+/**
+ * Every reason a peer lease is rejected for: short machine labels, used as the `reason` label of
+ * `flannel_leases_rejected_total` (pre-registered at zero, one series per reason).
+ */
+export const LEASE_REJECT_REASONS = [
+  'subnet-invalid',
+  'subnet-not-network-address',
+  'subnet-outside-network',
+  'subnet-length',
+  'subnet-overlaps-own',
+  'subnet-overlaps-peer',
+  'subnet-contested',
+  'subnet-equals-own',
+  'subnet-ipv6-only',
+  'public-ip-invalid',
+  'public-ip-not-unicast',
+  'public-ip-inside-network',
+  'backend-type-mismatch',
+  'backend-data-invalid',
+  'vni-invalid',
+  'vni-too-low',
+  'vni-mismatch',
+  'public-ip-link-local',
+  'public-ip-own',
+  'public-ip-off-link',
+  'public-ip-broadcast',
+  'vtep-mac-invalid',
+] as const;
+
+export type LeaseRejectReason = (typeof LEASE_REJECT_REASONS)[number];
