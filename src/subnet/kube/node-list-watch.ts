@@ -26,7 +26,7 @@
 //   server that closes each watch after one event then gets a watch per event (issue 18 measured
 //   10,000-25,000 in 15 s).
 import type { Clock, Random } from '../../clock.js';
-import { FlannelError, KubeError } from '../../errors.js';
+import { FlannelError, KubeAnswerError, KubeError, KubeWatchError } from '../../errors.js';
 import { METRIC } from '../../metrics.js';
 import type { Metrics } from '../../metrics.js';
 import type { Logger } from '../../log.js';
@@ -304,7 +304,8 @@ export class NodeListWatch {
       const page = asObj(await this.o.list({ limit: this.o.listPageSize, continue: cont }, signal));
       const meta = asObj(page?.metadata);
       const items = page?.items;
-      if (!page || !Array.isArray(items)) throw new Error('the Node list answer has no items array');
+      if (!page || !Array.isArray(items))
+        throw new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', 'the Node list answer has no items array; check the API server or a proxy in front of it', { page: pages });
       if (rv === '' && typeof meta?.resourceVersion === 'string') rv = meta.resourceVersion;
       const peers: PeerLease[] = [];
       for (const item of items) {
@@ -350,7 +351,15 @@ export class NodeListWatch {
         const st = asObj(obj);
         if (st?.code === 410) gone = true;
         else log.warn('node watch error event', { message: typeof st?.message === 'string' ? st.message.slice(0, 200) : 'unknown' });
-        ctrl.abort(new Error(`watch error event${typeof st?.message === 'string' ? `: ${st.message.slice(0, 200)}` : ''}`));
+        ctrl.abort(
+          new KubeWatchError(
+            'FLANNEL_ERR_KUBE_WATCH_BROKEN',
+            `the API server ended the Node watch with an error event${typeof st?.message === 'string' ? `: ${st.message.slice(0, 200)}` : ''}`,
+            {
+              status: typeof st?.code === 'number' ? st.code : undefined,
+            },
+          ),
+        );
         return;
       }
       const meta = asObj(asObj(obj)?.metadata);
