@@ -306,5 +306,15 @@ export function networkGoneError(network: string, id: string): BackendError {
 export function isNetworkGone(err: unknown): boolean {
   return (err instanceof BackendError && err.code === 'FLANNEL_ERR_NETWORK_GONE') || isHnsNetworkNotFound(err);
 }
+
+/**
+ * How a failed HNS write fails, for the reconcile loop, so that it needs no HRESULT: `refused` (HNS
+ * refused what the request carried; the other items of a batch may land alone), `gone` (the network no
+ * longer exists), else `transient` (HNS busy, down or timed out; retried with backoff).
+ */
+export function hnsFailure(err: unknown): 'refused' | 'gone' | 'transient' {
+  if (isHnsRefusal(err)) return 'refused';
+  return isNetworkGone(err) ? 'gone' : 'transient';
+}
 export const isHnsExists = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_EXISTS');
 export const isHnsAttached = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_ATTACHED');

@@ -8,7 +8,7 @@ import { HnsError, errorMessage } from '../errors.js';
 import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
-import { closeQuietly } from './handles.js';
+import { closeQuietly } from './client.js';
 
 /** `--hns-call-timeout` default: 120 s. */
 export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;

@@ -58,13 +58,18 @@ export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
   concurrency?: number;
   /** What a successful add of `d` leaves in the dataplane. Without it every pass reads (no incremental apply). */
   toActual?(d: D): A;
-  /** True when `err` refuses the items of one write (split the batch to find them), not the call as a whole. */
-  refuses?(err: unknown): boolean;
-  /** True when `err` says the network this driver writes to no longer exists. */
-  networkGone?(err: unknown): boolean;
+  /**
+   * What a failed write means, as the dataplane layer sorts it: `refused` (the items of that write were
+   * refused: split the batch to find them), `gone` (the network this driver writes to no longer exists),
+   * else `transient` (the call failed as a whole; retried with backoff). Default: transient.
+   */
+  failure?(err: unknown): WriteFailure;
   /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
   release?(): Promise<void>;
 }
+
+/** How a failed dataplane write fails (src/hns/errors.ts `hnsFailure`, host-gw's `routeFailure`). */
+export type WriteFailure = 'refused' | 'gone' | 'transient';
 
 /** A driver that also says which items a validated peer lease needs (the peer store asks it). */
 export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
@@ -192,7 +197,7 @@ export async function writePlan<A, D>(
   const batches = {
     size: driver.batch ?? Number.MAX_SAFE_INTEGER,
     concurrency: driver.concurrency ?? 1,
-    refuses: (e: unknown) => driver.refuses?.(e) === true,
+    refuses: (e: unknown) => driver.failure?.(e) === 'refused',
   };
   const refusedKeys = new Set<string>();
   const written = new Set<string>();
@@ -608,7 +613,7 @@ export class Reconciler<A, D> {
   private settle(out: PassResult, early: boolean, incremental: boolean): PassResult {
     if (out.refused !== undefined) this.fullPending = true; // a refused write: read before trusting the cache again
     if (!out.ok) {
-      out.networkGone = this.driver.networkGone?.(out.error) === true;
+      out.networkGone = this.driver.failure?.(out.error) === 'gone';
       this.dirty = true;
       this.fullPending = true;
       this.inSync = false;

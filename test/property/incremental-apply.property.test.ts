@@ -3,7 +3,7 @@
 // whatever happens in between: failed writes, refused items, drift behind the agent's back.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { Reconciler, type ReconcileDriver } from '../../src/reconcile/reconciler.js';
+import { Reconciler, type ReconcileDriver, type WriteFailure } from '../../src/reconcile/reconciler.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { ItemSet } from '../support/desired-set.js';
 
@@ -27,7 +27,7 @@ class Store implements ReconcileDriver<Item, Item> {
   desiredKey = (d: Item) => d.key;
   same = (a: Item, d: Item) => a.val === d.val;
   toActual = (d: Item) => ({ ...d });
-  refuses = (e: unknown) => e instanceof Refused;
+  failure = (e: unknown): WriteFailure => (e instanceof Refused ? 'refused' : 'transient');
   async readActual(): Promise<Item[]> {
     this.reads++;
     if (this.failNext > 0 && this.failNext--) throw new Error('read failed');

@@ -1,7 +1,7 @@
 // The Reconciler's incremental apply (Felix felix/dataplane/windows/vxlan_mgr.go: record desired, mark
 // dirty, apply later), refused items, the first-pass signal, early additions and the network-gone rebuild.
 import { describe, expect, it } from '@jest/globals';
-import { Reconciler, type ReconcileDriver } from '../../src/reconcile/reconciler.js';
+import { Reconciler, type ReconcileDriver, type WriteFailure } from '../../src/reconcile/reconciler.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
@@ -25,8 +25,7 @@ class Dataplane implements ReconcileDriver<string, string> {
   desiredKey = key;
   same = (a: string, d: string) => a === d;
   toActual = (d: string) => d;
-  refuses = (e: unknown) => e instanceof Refused;
-  networkGone = (e: unknown) => e instanceof Gone;
+  failure = (e: unknown): WriteFailure => (e instanceof Refused ? 'refused' : e instanceof Gone ? 'gone' : 'transient');
   released = 0;
   async readActual(): Promise<string[]> {
     this.log.push('read');

@@ -5,7 +5,7 @@
 // runs the agent's afterRebuild hook.
 import { describe, expect, it } from '@jest/globals';
 import type { BackendDeps, Network } from '../../src/backends/backend.js';
-import type { ReconcileDriver } from '../../src/reconcile/reconciler.js';
+import type { ReconcileDriver, WriteFailure } from '../../src/reconcile/reconciler.js';
 import { RouteNetwork, type NetworkBinding } from '../../src/backends/route-network.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { Metrics } from '../../src/metrics.js';
@@ -34,7 +34,7 @@ class Driver implements ReconcileDriver<string, string> {
   desiredKey = (d: string) => d.split('=')[0];
   same = (a: string, d: string) => a === d;
   toActual = (d: string) => d;
-  networkGone = (e: unknown) => e instanceof Gone;
+  failure = (e: unknown): WriteFailure => (e instanceof Gone ? 'gone' : 'transient');
   desiredFor = (p: Lease) => [`${p.subnet}=${p.publicIP}`];
   async readActual(): Promise<string[]> {
     this.log.push('read');

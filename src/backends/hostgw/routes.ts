@@ -97,7 +97,6 @@ export function hostGwRouteDriver(opts: {
     remove: async ([r]) => routes.remove(r),
     add: async ([r]) => write(r),
     toActual: (d) => ({ ...d, interfaceIndex: vnic.index }),
-    refuses: isRouteRefusal,
-    networkGone: opts.networkGone,
+    failure: (err) => (isRouteRefusal(err) ? 'refused' : opts.networkGone?.(err) ? 'gone' : 'transient'),
   };
 }

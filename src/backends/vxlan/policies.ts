@@ -3,7 +3,7 @@
 // Policy shape: flannel vxlan_network_windows.go.
 import type { LeaseDriver } from '../../reconcile/reconciler.js';
 import type { HnsClient } from '../../hns/client.js';
-import { isHnsRefusal, isNetworkGone, networkGoneError } from '../../hns/errors.js';
+import { hnsFailure, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
 import { macToFlannel } from '../../mac.js';
@@ -67,8 +67,7 @@ export function remoteSubnetRouteDriver(
     add: (items) => hns.addNetworkPolicies(networkId, items, { keepOpen: true }),
     // HNS stores the policy as written (the resync read compares it with `same`).
     toActual: (d) => d,
-    refuses: isHnsRefusal,
-    networkGone: isNetworkGone,
+    failure: hnsFailure,
     release: () => hns.releaseNetwork(networkId),
   };
 }

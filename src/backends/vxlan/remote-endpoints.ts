@@ -4,7 +4,7 @@
 // endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
 import type { LeaseDriver } from '../../reconcile/reconciler.js';
 import type { HnsClient } from '../../hns/client.js';
-import { isHnsRefusal, isNetworkGone, networkGoneError } from '../../hns/errors.js';
+import { hnsFailure, networkGoneError } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
 import { hostAddresses } from '../../ip4.js';
 import type { Lease } from '../../subnet/lease.js';
@@ -54,7 +54,6 @@ export function remoteEndpointDriver(hns: HnsClient, networkId: string, macPrefi
     add: async ([e]) => {
       await hns.createEndpointV1(e);
     },
-    refuses: isHnsRefusal,
-    networkGone: isNetworkGone,
+    failure: hnsFailure,
   };
 }
