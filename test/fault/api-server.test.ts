@@ -2,7 +2,7 @@
 // a complete list, and ends with the dataplane equal to the cluster's state.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC } from '../../src/health/metrics.js';
-import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
+import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor, waitForPasses } from './harness.js';
 
 /** The Node list (not the watch, not a GET of one node). */
 const LIST = /^\/api\/v1\/nodes\?(?!.*watch=)/;
@@ -56,7 +56,7 @@ describe('API server faults', () => {
     });
     c.api.compact(); // a resumed watch would get 410 Gone
     c.api.failNext('GET', LIST, 0, 1); // and the first relist dies mid-request
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForPasses(a, 2, 'two reconcile passes (full re-reads) while the API server is away');
     expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']); // left alone while away
     await c.api.start();
     await waitFor(() => routes(a).join() === '10.244.2.0/24 via 10.0.1.2,10.244.3.0/24 via 10.0.1.33,10.244.5.0/24 via 10.0.1.5', 'relisted', 20_000);
@@ -76,7 +76,7 @@ describe('API server faults', () => {
     c.api.deleteNode('linux-1');
     c.api.compact({ closeWatches: false });
     c.addLinux(4, 'host-gw');
-    await new Promise((r) => setTimeout(r, 500));
+    await waitForPasses(a, 2, 'two reconcile passes (full re-reads) while the API server hangs');
     expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']);
     c.api.unhang(); // the hung connections are cut: the agent relists
     await expectConverged(a, 'host-gw', [2, 3, 4]);

@@ -14,6 +14,7 @@ import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../
 import { Metrics } from '../../src/health/metrics.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { LOG, TestCluster, waitFor } from '../support/cluster.js';
+import { APPLY_PASSES, waitForIncrease } from '../support/agent-signals.js';
 import { editState } from '../support/sim-dataplane.js';
 
 export { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
@@ -22,6 +23,9 @@ export const NETWORK = '10.244.0.0/16';
 export const WIN = 'win-1';
 export const WIN_IP = '10.0.0.2';
 export const WIN_CIDR = '10.244.100.0/24';
+
+/** A stall that lasts until the test calls `StateFs.wake()` (the test's own deadline ends it first). */
+export const HELD = 10 * 60_000;
 
 export type FsMode = 'ok' | 'erofs' | 'enospc';
 
@@ -48,7 +52,10 @@ export class StateFs {
   writes = 0;
   /** Called with each state document about to be written; return true to kill right after this write lands. */
   killAfter: ((state: DiskState) => boolean) | undefined;
-  private readonly onKill: (() => void)[] = [];
+  /** Called with each state document written (to see a transient state, e.g. a late call landing). */
+  onWrite: ((state: DiskState) => void) | undefined;
+  /** The pending sleeps of the model (latency, stalls): each can be killed (reject) or woken (resolve). */
+  private readonly pending = new Set<{ wake: () => void; kill: () => void }>();
 
   readonly fs: DataplaneFs = {
     readFileSync: (f, enc) => nodeFs.readFileSync(f, enc),
@@ -67,32 +74,54 @@ export class StateFs {
       if (this.mode === 'erofs') throw errno('EROFS', 'rename', b);
       nodeFs.renameSync(a, b);
       this.writes++;
-      if (this.killAfter && this.killAfter(JSON.parse(nodeFs.readFileSync(b, 'utf8')) as DiskState)) this.kill();
+      if (!this.killAfter && !this.onWrite) return;
+      const state = JSON.parse(nodeFs.readFileSync(b, 'utf8')) as DiskState;
+      this.onWrite?.(state);
+      if (this.killAfter?.(state)) this.kill();
     },
   };
 
-  /** A clock for the dataplane's latency and stalls: a killed process's pending calls never complete. */
+  /**
+   * A clock for the dataplane's latency and stalls: a killed process's pending calls never complete, and
+   * `wake()` ends a stall when the test says (a stall of HELD ms lasts until then).
+   */
   readonly clock: Clock = {
     now: () => Date.now(),
     sleep: (ms) =>
       new Promise<void>((resolve, reject) => {
         if (this.dead) return reject(new Error('process killed'));
-        const t = setTimeout(() => {
-          this.onKill.splice(this.onKill.indexOf(stop), 1);
-          resolve();
-        }, ms);
-        const stop = () => {
-          clearTimeout(t);
-          reject(new Error('process killed'));
+        const entry = {
+          wake: () => {
+            clearTimeout(t);
+            this.pending.delete(entry);
+            resolve();
+          },
+          kill: () => {
+            clearTimeout(t);
+            this.pending.delete(entry);
+            reject(new Error('process killed'));
+          },
         };
-        this.onKill.push(stop);
+        const t = setTimeout(entry.wake, ms);
+        t.unref();
+        this.pending.add(entry);
       }),
   };
+
+  /** Stalls (and latency sleeps) not over yet: a hung call that has not landed. */
+  get sleeping(): number {
+    return this.pending.size;
+  }
+
+  /** End every pending stall now: the hung calls land. */
+  wake(): void {
+    for (const e of [...this.pending]) e.wake();
+  }
 
   kill(): void {
     if (this.dead) return;
     this.dead = true;
-    for (const f of this.onKill.splice(0)) f();
+    for (const e of [...this.pending]) e.kill();
   }
 }
 
@@ -110,6 +139,8 @@ export interface FaultAgent {
   stop(): Promise<void>;
   /** The process dies: pending dataplane calls never land, nothing more is written, the agent is aborted. */
   kill(): Promise<void>;
+  /** The agent's /metrics text. */
+  readonly metrics: () => Promise<string>;
 }
 
 export interface StartOptions {
@@ -210,6 +241,7 @@ export class FaultCluster {
         controller.abort(new Error('killed'));
         await outcome;
       },
+      metrics: () => metrics.render(),
     };
     this.agents.push(fa);
     return fa;
@@ -219,6 +251,11 @@ export class FaultCluster {
     for (const a of this.agents) await a.kill();
     await this.cluster.stop();
   }
+}
+
+/** Wait until the agent has run `n` more reconcile passes (ok or failed): it re-read the dataplane and diffed. */
+export async function waitForPasses(a: FaultAgent, n: number, what: string): Promise<void> {
+  await waitForIncrease(a.metrics, APPLY_PASSES, n, what, 20_000);
 }
 
 /** A small deterministic [0,1) generator. */

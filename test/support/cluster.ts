@@ -24,6 +24,8 @@ export interface RunningAgent {
   controller: AbortController;
   done: Promise<void>;
   stop(): Promise<void>;
+  /** The agent's /metrics text. */
+  readonly metrics: () => Promise<string>;
 }
 
 /** Start an Agent from a parsed command line (`kind: 'run'`); `stop()` aborts it and waits. */
@@ -44,6 +46,7 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
       controller.abort(new Error('test stop'));
       await done.catch(() => undefined);
     },
+    metrics: () => agent.metrics.render(),
   };
 }
 
