@@ -212,8 +212,8 @@ interface Scenario {
     const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
     await agent.stop();
     const again = start(s);
-    await waitForAgent(() => (again.log().match(/reconcil|ready|lease/gi)?.length ?? 0) > 0 && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent at work', again);
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Its first reconcile pass has read HNS and the route table and written what it would write.
+    await waitForAgent(() => /first reconcile pass done/.test(again.log()) && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent’s first reconcile pass', again);
     expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
     expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
     expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
