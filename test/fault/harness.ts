@@ -13,15 +13,14 @@ import { simulatedDataplane } from '../../src/dataplane/simulated-node.js';
 import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../../src/dataplane/simulated.js';
 import { Metrics } from '../../src/health/metrics.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { LOG, TestCluster, waitFor } from '../support/cluster.js';
+import { LOG, TestCluster, waitFor, WIN_IP } from '../support/cluster.js';
 import { APPLY_PASSES, waitForIncrease } from '../support/agent-signals.js';
 import { editState } from '../support/sim-dataplane.js';
 
-export { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+export { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 
 export const NETWORK = '10.244.0.0/16';
 export const WIN = 'win-1';
-export const WIN_IP = '10.0.0.2';
 export const WIN_CIDR = '10.244.100.0/24';
 
 /** A stall that lasts until the test calls `StateFs.wake()` (the test's own deadline ends it first). */

@@ -4,10 +4,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { METRIC } from '../../src/health/metrics.js';
 import { APPLY_PASSES, LEASES_REJECTED, metricValue, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
-import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const WIN_CIDR = '10.244.100.0/24';
 
 function policies(a: RunningAgent) {

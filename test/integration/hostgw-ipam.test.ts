@@ -8,11 +8,10 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bareNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, WIN_IP } from '../support/cluster.js';
 import { SimCluster } from '../support/sim-node.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.7';
 
 let cluster: SimCluster;
 beforeEach(async () => {

@@ -12,11 +12,10 @@ import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { METADATA_PREFIX, noteMetadataRoute, restoreMetadataRoute } from '../../src/routes/metadata-route.js';
 import { SimulatedRouteTable } from '../../src/routes/simulated.js';
 import { SimulatedHost } from '../../src/host/simulated.js';
-import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 import { addRoute } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.20';
 /** A cloud image's metadata route: via the subnet gateway on the physical NIC. */
 const METADATA: SimRoute = { DestinationPrefix: METADATA_PREFIX, NextHop: '10.0.0.1', InterfaceIndex: PHYSICAL_ADAPTER_INDEX, Metric: 10 };
 

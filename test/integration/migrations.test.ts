@@ -19,9 +19,9 @@ import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { HcnEndpoint, HcnNetwork } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { SimCluster, type SimNodeState } from '../support/sim-node.js';
+import { WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const SUBNET = '10.244.7.0/24';
 const PEERS = ['10.244.1.0/24', '10.244.2.0/24'];
 

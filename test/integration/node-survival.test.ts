@@ -10,12 +10,11 @@ import { dirname, join } from 'node:path';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import type { FaultRule } from '../../src/dataplane/sim-faults.js';
 import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 import { SimCluster, type SimAgent } from '../support/sim-node.js';
 import { editState } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.7';
 const VXLAN = 'flannel.4096';
 const VXLAN_DRIVER = 'vxlan RemoteSubnetRoute policies';
 const peerCidr = (n: number) => `10.244.${n}.0/24`;

@@ -10,11 +10,10 @@ import { parseConfig } from '../../src/config/parse.js';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import { HCN_FLAG_NON_PERSISTENT } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.20';
 const T0 = Date.parse('2025-01-01T00:00:00Z');
 
 let cluster: TestCluster | undefined;

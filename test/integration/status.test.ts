@@ -10,11 +10,10 @@ import { Agent } from '../../src/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, waitFor, WIN_IP } from '../support/cluster.js';
 import { MAIN, runFlanneld as cli } from '../support/flanneld-process.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.20';
 const BOOT = Date.parse('2026-01-01T00:00:00Z');
 
 let cluster: TestCluster | undefined;

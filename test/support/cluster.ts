@@ -12,7 +12,13 @@ export { waitFor } from './wait-for.js';
 
 export const LOG: Logger = process.env['FLANNEL_TEST_LOG'] ? createLogger({ level: 'debug' }) : silentLogger();
 
-/** A TCP port free on 127.0.0.1 right now (for a health port). */
+/**
+ * The Windows node's IP in every test: its InternalIP, its `--iface`, and the address of the simulated
+ * node's adapter (a /24 with the gateway at .1, src/dataplane/sim-state.ts; the same default the model
+ * uses without a node IP). Linux peers sit beside it at 10.0.0.1x, or at 10.0.1.x on a /16.
+ */
+export const WIN_IP = '10.0.0.2';
+
 export const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
 export const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
 

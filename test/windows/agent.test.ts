@@ -20,9 +20,9 @@ import {
   type PreparedHarness,
   type WindowsAgent,
 } from '../support/windows.js';
+import { WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const WIN_CIDR = '10.244.100.0/24';
 const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
 const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
