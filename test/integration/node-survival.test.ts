@@ -10,8 +10,8 @@ import { dirname, join } from 'node:path';
 import { SimulatedDataplane } from '../../src/dataplane/simulated.js';
 import type { FaultRule } from '../../src/dataplane/sim-faults.js';
 import { bareNode, linuxFlannelNode } from '../../src/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
-import { SimCluster, type SimAgent } from '../support/sim-node.js';
+import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP, TestCluster } from '../support/cluster.js';
+import { type SimAgent } from '../support/sim-node.js';
 import { editState } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
@@ -19,9 +19,9 @@ const VXLAN = 'flannel.4096';
 const VXLAN_DRIVER = 'vxlan RemoteSubnetRoute policies';
 const peerCidr = (n: number) => `10.244.${n}.0/24`;
 
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await new SimCluster().start();
+  cluster = await new TestCluster().start();
   cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: WIN_IP }));
 });
 afterEach(() => cluster.stop());
@@ -56,7 +56,7 @@ describe('refused items', () => {
     const all = [1, 2, 3, 4, 5, 6, 8, 9, 10, 11];
     addPeers(all, 'vxlan');
     prepareNode([{ op: 'HcnModifyNetwork', match: peerCidr(3), hresult: '0x803B002F', remaining: -1 }]);
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
     const state = agent.state;
     const others = all
       .filter((n) => n !== 3)
@@ -80,7 +80,7 @@ describe('refused items', () => {
   it('host-gw: the route stack refuses one route; the others are written and it is retried alone', async () => {
     addPeers([1, 2, 3, 4], 'host-gw');
     prepareNode([{ op: 'CreateIpForwardEntry2', match: `"${peerCidr(2)}"`, hresult: 87, remaining: -1 }]);
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`] });
     const state = agent.state;
     const prefixes = () => state.peerRoutes('10.244.0.0/16').map((r) => r.split(' ')[0]);
     await state.waitFor(() => prefixes().join() === [1, 3, 4].map(peerCidr).join(), 'the routes but the refused one');
@@ -99,7 +99,7 @@ describe('the HNS network disappears while the agent runs', () => {
     addPeers([1, 2], 'vxlan');
     const dir = join(cluster.dir, WIN);
     const vipFile = join(dir, 'sourcevip.json');
-    const agent = await cluster.startAgent({
+    const agent = await cluster.startProcess({
       nodeName: WIN,
       netConf: VXLAN_NET_CONF,
       args: [`--iface=${WIN_IP}`, `--source-vip-file=${vipFile}`, '--source-vip-compat-files=none', `--cni-ipam-data-dir=${join(dir, 'ipam')}`],
@@ -136,7 +136,7 @@ describe('the HNS network disappears while the agent runs', () => {
 
   it('host-gw: it is recreated and the routes are written again on the new management vNIC', async () => {
     addPeers([1, 2], 'host-gw');
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`] });
     const state = agent.state;
     await agent.waitReady();
     await state.waitFor(() => state.peerRoutes('10.244.0.0/16').length === 2, 'the routes');
@@ -154,7 +154,7 @@ describe('the HNS network disappears while the agent runs', () => {
 describe('/healthz', () => {
   it('fails once no pass has succeeded for --healthz-stale-after, and recovers with the dataplane', async () => {
     addPeers([1], 'vxlan');
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`, '--healthz-stale-after=2'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`, '--healthz-stale-after=2'] });
     const state = agent.state;
     await agent.waitReady();
     await state.waitFor(() => state.remoteSubnets(VXLAN).length === 1, 'the peer');
