@@ -52,9 +52,9 @@ export interface RunningAgent {
   done: Promise<void>;
   /** Settles (never rejects) with the error the agent stopped with, or undefined. */
   outcome: Promise<unknown>;
-  stop(): Promise<void>;
+  readonly stop: () => Promise<void>;
   /** The process dies: pending dataplane calls never land, nothing more is written, the agent is aborted. */
-  kill(): Promise<void>;
+  readonly kill: () => Promise<void>;
   /** The agent's /metrics text. */
   readonly metrics: () => Promise<string>;
 }
@@ -73,6 +73,8 @@ export interface RunOptions {
   linkPrefixLength?: number;
   /** Prepare the dataplane before the agent runs (injections, fs mode). */
   before?: (sim: SimulatedDataplane, state: StateFs | undefined) => void;
+  /** The node's boot time (the simulated node keeps no boot record of its own). */
+  bootTimeMs?: AgentOptions['bootTimeMs'];
 }
 
 /**
@@ -100,7 +102,7 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
   }
   opts.before?.(sim, state);
   const dataplane = simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: hnsCallTimeoutMs(config) });
-  const agent = new Agent({ config, log: LOG, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff });
+  const agent = new Agent({ config, log: LOG, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff, bootTimeMs: opts.bootTimeMs });
   const controller = new AbortController();
   const done = agent.run(controller.signal);
   const outcome = done.then(
@@ -137,6 +139,8 @@ export interface StartOptions extends RunOptions {
   extraArgs?: string[];
   /** Another kubeconfig than the cluster's. */
   kubeconfig?: string;
+  /** Pass `--ip-masq` (default true). */
+  ipMasq?: boolean;
 }
 
 export interface ProcessOptions {
@@ -200,7 +204,7 @@ export class TestCluster {
         '--dataplane=simulated',
         `--dataplane-state=${statePath}`,
         `--iface=${opts.ip}`,
-        '--ip-masq',
+        ...(opts.ipMasq === false ? [] : ['--ip-masq']),
         ...(opts.extraArgs ?? []),
       ],
       { NODE_NAME: opts.nodeName },
