@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/kube-fake/api-server.js';
 import { METRIC } from '../../src/health/metrics.js';
-import { APPLY_PASSES, LEASES_REJECTED, metricValue, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
+import { APPLY_PASSES, LEASES_REJECTED, LIST_FAILED, metricValue, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
+import { logSink } from '../support/log-sink.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
@@ -148,15 +149,18 @@ describe('peers come and go', () => {
     addLinux(cluster, 1, 'host-gw');
     addLinux(cluster, 2, 'host-gw');
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
+    const sink = logSink('info');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF, log: sink.log });
     await waitFor(() => peerRoutes(a).length === 2, 'two routes');
 
     await cluster.api.stop();
     cluster.api.deleteNode('linux-2');
     addLinux(cluster, 3, 'host-gw');
     cluster.api.compact();
-    // The dataplane is left as it is while the API is away (two full passes re-read and diff it).
-    await waitForIncrease(a.metrics, APPLY_PASSES, 2, 'two reconcile passes while the API server is away');
+    // The dataplane is left as it is while the API is away: the agent tried to relist and failed, then
+    // two full passes re-read and diffed it.
+    await waitFor(() => sink.entries.some((e) => e['message'] === LIST_FAILED), 'a failed relist while the API server is away', 20_000);
+    await waitForIncrease(a.metrics, APPLY_PASSES, 2, 'two reconcile passes after it');
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
     await cluster.api.start();
     await waitFor(() => peerRoutes(a).join() === '10.244.1.0/24 via 10.0.0.11,10.244.3.0/24 via 10.0.0.13', 'relisted peers', 20_000);

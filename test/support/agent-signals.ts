@@ -44,6 +44,9 @@ export async function waitForIncrease(source: MetricsSource, name: string, by: n
   );
 }
 
+/** The kube subnet manager's line for a failed Node list, before its pause (src/subnet/kube/node-list-watch.ts). */
+export const LIST_FAILED = 'listing nodes failed, backing off';
+
 /** Wait until metric `name` (summed over its label sets) equals `value`. */
 export async function waitForMetric(source: MetricsSource, name: string, value: number, what: string, opts: number | WaitOptions = {}): Promise<void> {
   await waitFor(async () => metricValue(await source(), name) === value, `${what} (${name} == ${value})`, opts);

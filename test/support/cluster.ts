@@ -75,6 +75,8 @@ export interface RunOptions {
   before?: (sim: SimulatedDataplane, state: StateFs | undefined) => void;
   /** The node's boot time (the simulated node keeps no boot record of its own). */
   bootTimeMs?: AgentOptions['bootTimeMs'];
+  /** The agent's logger (e.g. ./log-sink.ts, to wait for a log line); default LOG. */
+  log?: Logger;
 }
 
 /**
@@ -101,8 +103,9 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
     editState(sim, (st) => st.adapters.filter((ad) => ad.IPAddress === ip).forEach((ad) => (ad.PrefixLength = prefixLength)));
   }
   opts.before?.(sim, state);
-  const dataplane = simulatedDataplane(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: hnsCallTimeoutMs(config) });
-  const agent = new Agent({ config, log: LOG, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff, bootTimeMs: opts.bootTimeMs });
+  const log = opts.log ?? LOG;
+  const dataplane = simulatedDataplane(sim, { log, metrics, clock: systemClock, hnsCallTimeoutMs: hnsCallTimeoutMs(config) });
+  const agent = new Agent({ config, log, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff, bootTimeMs: opts.bootTimeMs });
   const controller = new AbortController();
   const done = agent.run(controller.signal);
   const outcome = done.then(
