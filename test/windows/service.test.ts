@@ -210,7 +210,7 @@ const NODE = 'win-1';
     if (prefix) await run('wineserver', ['-k'], { env: wineEnv(env), timeout: 30_000 }).catch(() => undefined);
   }, 60_000);
 
-  it('install registers an auto-start service with the agent flags; start runs the agent (subnet.env); stop ends it within 10 s; uninstall removes it', async () => {
+  it('install registers an auto-start service with the agent flags; start runs the agent (subnet.env); stop ends it gracefully (Ctrl+C); uninstall removes it', async () => {
     const subnetEnv = join(dir, 'subnet.env');
     const agentFlags = [
       '--kube-subnet-mgr',
