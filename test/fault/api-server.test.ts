@@ -2,7 +2,10 @@
 // a complete list, and ends with the dataplane equal to the cluster's state.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC } from '../../src/metrics.js';
-import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
+import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor, waitForPasses } from './harness.js';
+import type { Logger } from '../../src/log.js';
+import { LIST_FAILED } from '../support/agent-signals.js';
+import { logSink } from '../support/log-sink.js';
 
 /** The Node list (not the watch, not a GET of one node). */
 const LIST = /^\/api\/v1\/nodes\?(?!.*watch=)/;
@@ -13,11 +16,11 @@ afterEach(async () => {
 });
 
 /** host-gw peers 1-3, converged, with its watch open. */
-async function watchingHostGwAgent() {
+async function watchingHostGwAgent(log?: Logger) {
   c = await new FaultCluster().start();
   for (const n of [1, 2, 3]) c.addLinux(n, 'host-gw');
   c.addWindowsNode();
-  const a = c.startAgent({ netConf: HOSTGW_NET_CONF });
+  const a = c.startAgent({ netConf: HOSTGW_NET_CONF, log });
   await expectConverged(a, 'host-gw', [1, 2, 3]);
   await waitFor(() => c.api.activeWatches > 0, 'an open watch');
   return a;
@@ -46,7 +49,8 @@ describe('API server faults', () => {
   });
 
   it('killed mid-watch: the outage hides a delete, an add and a change; the relist fails once more; then exact', async () => {
-    const a = await watchingHostGwAgent();
+    const sink = logSink('info');
+    const a = await watchingHostGwAgent(sink.log);
 
     await c.api.stop(); // the watch connection is cut
     c.api.deleteNode('linux-1');
@@ -56,7 +60,9 @@ describe('API server faults', () => {
     });
     c.api.compact(); // a resumed watch would get 410 Gone
     c.api.failNext('GET', LIST, 0, 1); // and the first relist dies mid-request
-    await new Promise((r) => setTimeout(r, 300));
+    // The agent tried to relist and failed, then re-read and diffed the dataplane twice.
+    await waitFor(() => sink.entries.some((e) => e['message'] === LIST_FAILED), 'a failed relist while the API server is away', 20_000);
+    await waitForPasses(a, 2, 'two reconcile passes (full re-reads) after it');
     expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']); // left alone while away
     await c.api.start();
     await waitFor(() => routes(a).join() === '10.244.2.0/24 via 10.0.1.2,10.244.3.0/24 via 10.0.1.33,10.244.5.0/24 via 10.0.1.5', 'relisted', 20_000);
@@ -76,7 +82,7 @@ describe('API server faults', () => {
     c.api.deleteNode('linux-1');
     c.api.compact({ closeWatches: false });
     c.addLinux(4, 'host-gw');
-    await new Promise((r) => setTimeout(r, 500));
+    await waitForPasses(a, 2, 'two reconcile passes (full re-reads) while the API server hangs');
     expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']);
     c.api.unhang(); // the hung connections are cut: the agent relists
     await expectConverged(a, 'host-gw', [2, 3, 4]);

@@ -1,148 +1,40 @@
-// Fault-injection harness: agents on the simulated dataplane against the fake API server, with the
-// dataplane's file system and clock under the test's control (to fill or freeze the state directory,
-// and to "kill" a process: its pending HNS calls never land and nothing more reaches its state file).
-import * as nodeFs from 'node:fs';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+// The fault tests' defaults over the one cluster harness (../support/cluster.ts), and their assertions:
+// agents on the simulated dataplane against the fake API server, each on a disk and clock under the test's
+// control (../support/state-fs.ts: fill or freeze the state directory, hold a call, "kill" the process).
 import { expect } from '@jest/globals';
-import { Agent, type AgentOptions } from '../../src/agent.js';
-import { systemClock, type Clock } from '../../src/clock.js';
-import { parseConfig } from '../../src/config/parse.js';
-import { simulatedSeams } from '../../src/simulator/node.js';
-import { SimulatedDataplane, type DataplaneFs, type DataplaneLatency } from '../../src/simulator/model.js';
-import { Metrics } from '../../src/metrics.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { LOG, TestCluster, waitFor } from '../support/cluster.js';
-import { editState } from '../support/sim-dataplane.js';
+import { TestCluster, waitFor, WIN_IP, type RunningAgent, type StartOptions } from '../support/cluster.js';
+import { APPLY_PASSES, waitForIncrease } from '../support/agent-signals.js';
+import { StateFs } from '../support/state-fs.js';
+import type { SimulatedDataplane } from '../../src/simulator/model.js';
 
-export { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+export { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
+export { HELD, StateFs, type DiskState, type FsMode } from '../support/state-fs.js';
 
 export const NETWORK = '10.244.0.0/16';
 export const WIN = 'win-1';
-export const WIN_IP = '10.0.0.2';
 export const WIN_CIDR = '10.244.100.0/24';
 
-export type FsMode = 'ok' | 'erofs' | 'enospc';
+/** An agent of the fault tests: it runs on a disk and clock the test controls (`a.state`). */
+export type FaultAgent = RunningAgent & { state: StateFs };
 
-/** The parts of the dataplane state file a kill switch looks at. */
-export interface DiskState {
-  networks: { Policies?: { Type: string }[] }[];
-  routes: { DestinationPrefix: string }[];
-}
-
-function errno(code: 'EROFS' | 'ENOSPC', syscall: string, path: string): NodeJS.ErrnoException {
-  const text = code === 'EROFS' ? 'read-only file system' : 'no space left on device';
-  const e = new Error(`${code}: ${text}, ${syscall} '${path}'`) as NodeJS.ErrnoException;
-  e.code = code;
-  e.syscall = syscall;
-  e.path = path;
-  return e;
-}
-
-/** node:fs for the dataplane state file, with a switch to make its directory read-only or full, and a kill switch. */
-export class StateFs {
-  mode: FsMode = 'ok';
-  /** After kill(): writes are dropped (the process is gone; nothing more reaches the disk). */
-  dead = false;
-  writes = 0;
-  /** Called with each state document about to be written; return true to kill right after this write lands. */
-  killAfter: ((state: DiskState) => boolean) | undefined;
-  private readonly onKill: (() => void)[] = [];
-
-  readonly fs: DataplaneFs = {
-    readFileSync: (f, enc) => nodeFs.readFileSync(f, enc),
-    mkdirSync: (d, o) => (this.dead ? undefined : nodeFs.mkdirSync(d, o)),
-    writeFileSync: (f, data) => {
-      if (this.dead) return;
-      if (this.mode === 'erofs') throw errno('EROFS', 'open', f);
-      if (this.mode === 'enospc') {
-        nodeFs.writeFileSync(f, data.slice(0, Math.floor(data.length / 2))); // a torn temp file
-        throw errno('ENOSPC', 'write', f);
-      }
-      nodeFs.writeFileSync(f, data);
-    },
-    renameSync: (a, b) => {
-      if (this.dead) return;
-      if (this.mode === 'erofs') throw errno('EROFS', 'rename', b);
-      nodeFs.renameSync(a, b);
-      this.writes++;
-      if (this.killAfter && this.killAfter(JSON.parse(nodeFs.readFileSync(b, 'utf8')) as DiskState)) this.kill();
-    },
-  };
-
-  /** A clock for the dataplane's latency and stalls: a killed process's pending calls never complete. */
-  readonly clock: Clock = {
-    now: () => Date.now(),
-    sleep: (ms) =>
-      new Promise<void>((resolve, reject) => {
-        if (this.dead) return reject(new Error('process killed'));
-        const t = setTimeout(() => {
-          this.onKill.splice(this.onKill.indexOf(stop), 1);
-          resolve();
-        }, ms);
-        const stop = () => {
-          clearTimeout(t);
-          reject(new Error('process killed'));
-        };
-        this.onKill.push(stop);
-      }),
-  };
-
-  kill(): void {
-    if (this.dead) return;
-    this.dead = true;
-    for (const f of this.onKill.splice(0)) f();
-  }
-}
-
-export interface FaultAgent {
-  agent: Agent;
-  dir: string;
-  subnetFile: string;
-  statePath: string;
-  sim: SimulatedDataplane;
-  state: StateFs;
-  controller: AbortController;
-  done: Promise<void>;
-  /** Settles (never rejects) with the error the agent stopped with, or undefined. */
-  outcome: Promise<unknown>;
-  stop(): Promise<void>;
-  /** The process dies: pending dataplane calls never land, nothing more is written, the agent is aborted. */
-  kill(): Promise<void>;
-}
-
-export interface StartOptions {
+/** The fault tests' start options: the harness's own, with the node, its IP and its disk defaulted. */
+export type FaultStartOptions = Omit<StartOptions, 'nodeName' | 'ip' | 'state' | 'before'> & {
   nodeName?: string;
   ip?: string;
-  netConf: unknown;
-  resyncMs?: number;
-  latency?: DataplaneLatency;
-  /** [0,1) source of the model (IDs, MACs, failRate draws); default Math.random. */
-  random?: () => number;
-  /** Prepare the dataplane before the agent runs (injections, fs mode). */
-  before?: (sim: SimulatedDataplane, state: StateFs) => void;
   state?: StateFs;
-  /** More agent flags (e.g. `--hns-call-timeout=1`), after the harness's own. */
-  extraArgs?: string[];
-  /** The subnet manager's pauses between list and watch rounds; default client-go's (800 ms doubling to 30 s). */
-  relistBackoff?: AgentOptions['relistBackoff'];
-}
+  /** Prepare the dataplane and its disk before the agent runs (injections, fs mode). */
+  before?: (sim: SimulatedDataplane, state: StateFs) => void;
+};
 
-export class FaultCluster {
-  readonly cluster = new TestCluster();
-  private readonly agents: FaultAgent[] = [];
-
-  get api() {
-    return this.cluster.api;
-  }
-
-  async start(): Promise<this> {
-    await this.cluster.start();
-    return this;
-  }
-
-  addWindowsNode(name = WIN, podCIDR = WIN_CIDR, ip = WIN_IP): void {
-    this.cluster.addWindowsNode(name, podCIDR, ip);
+/**
+ * The cluster harness (../support/cluster.ts) with the fault tests' defaults: the Windows node `win-1` at
+ * WIN_IP with 10.244.100.0/24, Linux peers at 10.0.1.n, and every agent on a StateFs (its disk and clock
+ * under the test's control) on one L2 segment with its peers.
+ */
+export class FaultCluster extends TestCluster {
+  override addWindowsNode(name = WIN, podCIDR: string | undefined = WIN_CIDR, ip = WIN_IP): void {
+    super.addWindowsNode(name, podCIDR, ip);
   }
 
   /** A Linux flannel node n: 10.244.n.0/24 at 10.0.1.n (n < 256). */
@@ -150,74 +42,25 @@ export class FaultCluster {
     this.api.addNode(linuxFlannelNode({ name: linuxName(n), podCIDR: `10.244.${n}.0/24`, publicIP: linuxIP(n), backendType }));
   }
 
-  startAgent(opts: StartOptions): FaultAgent {
-    const nodeName = opts.nodeName ?? WIN;
-    const ip = opts.ip ?? WIN_IP;
-    const dir = join(this.cluster.dir, nodeName);
-    mkdirSync(dir, { recursive: true });
-    const netConfPath = join(dir, 'net-conf.json');
-    writeFileSync(netConfPath, JSON.stringify(opts.netConf));
-    const subnetFile = join(dir, 'run', 'flannel', 'subnet.env');
-    const statePath = join(dir, 'dataplane.json');
-    const parsed = parseConfig(
-      [
-        '--kube-subnet-mgr',
-        `--kubeconfig-file=${join(this.cluster.dir, 'kubeconfig')}`,
-        `--net-config-path=${netConfPath}`,
-        `--subnet-file=${subnetFile}`,
-        '--dataplane=simulated',
-        `--dataplane-state=${statePath}`,
-        `--iface=${ip}`,
-        '--ip-masq',
-        ...(opts.extraArgs ?? []),
-      ],
-      { NODE_NAME: nodeName },
-      { platform: 'linux' },
-    );
-    if (parsed.kind !== 'run') throw new Error('expected a run config');
-    const state = opts.state ?? new StateFs();
-    const sim = new SimulatedDataplane({ statePath, nodeIP: ip, fs: state.fs, clock: state.clock, latency: opts.latency, random: opts.random });
+  override startAgent(opts: FaultStartOptions): FaultAgent {
     // One L2 segment for the Windows node (10.0.0.2) and the Linux peers (10.0.1.n): host-gw refuses a peer
     // whose public IP is not on the node's network (src/subnet/validate.ts, public-ip-off-link).
-    editState(sim, (st) => st.adapters.filter((ad) => ad.IPAddress === ip).forEach((ad) => (ad.PrefixLength = 16)));
-    opts.before?.(sim, state);
-    const metrics = new Metrics();
-    const dataplane = simulatedSeams(sim, { log: LOG, metrics, clock: systemClock, hnsCallTimeoutMs: parsed.config.hnsCallTimeoutSeconds * 1000 });
-    const agent = new Agent({ config: parsed.config, log: LOG, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff });
-    const controller = new AbortController();
-    const done = agent.run(controller.signal);
-    const outcome = done.then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    const fa: FaultAgent = {
-      agent,
-      dir,
-      subnetFile,
-      statePath,
-      sim,
+    const state = opts.state ?? new StateFs();
+    const { before } = opts;
+    return super.startAgent({
+      linkPrefixLength: 16,
+      ...opts,
+      nodeName: opts.nodeName ?? WIN,
+      ip: opts.ip ?? WIN_IP,
       state,
-      controller,
-      done,
-      outcome,
-      stop: async () => {
-        controller.abort(new Error('test stop'));
-        await outcome;
-      },
-      kill: async () => {
-        state.kill();
-        controller.abort(new Error('killed'));
-        await outcome;
-      },
-    };
-    this.agents.push(fa);
-    return fa;
+      before: before && ((sim) => before(sim, state)),
+    }) as FaultAgent;
   }
+}
 
-  async stop(): Promise<void> {
-    for (const a of this.agents) await a.kill();
-    await this.cluster.stop();
-  }
+/** Wait until the agent has run `n` more reconcile passes (ok or failed): it re-read the dataplane and diffed. */
+export async function waitForPasses(a: FaultAgent, n: number, what: string): Promise<void> {
+  await waitForIncrease(a.metrics, APPLY_PASSES, n, what, 20_000);
 }
 
 /** A small deterministic [0,1) generator. */

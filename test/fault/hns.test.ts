@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC } from '../../src/metrics.js';
 import { HRESULT } from '../../src/hns/errors.js';
-import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, seeded, VXLAN_NET_CONF, waitFor, wantPolicies } from './harness.js';
+import { PEERS, waitForMetric } from '../support/agent-signals.js';
+import { expectConverged, FaultCluster, HELD, HOSTGW_NET_CONF, policies, seeded, VXLAN_NET_CONF, waitFor, waitForPasses, wantPolicies } from './harness.js';
 
 let c: FaultCluster;
 afterEach(async () => {
@@ -35,62 +36,63 @@ describe('HNS faults', () => {
     for (let i = 0; i < 6; i++) {
       c.api.deleteNode(`linux-${i + 1}`);
       c.addLinux(20 + i, 'host-gw');
-      await new Promise((r) => setTimeout(r, 60));
+      await waitForPasses(a, 1, `a pass (ok or failed) after churn step ${i + 1}`);
     }
     await waitFor(() => a.agent.metrics.get(METRIC.applyPasses, { result: 'error' }) >= 2, 'failed passes');
     a.sim.injections.failRate(0, 0);
     await expectConverged(a, 'host-gw', [20, 21, 22, 23, 24, 25]);
   });
 
-  it('vxlan: a hung HcnModifyNetwork (4 s) while peers change; nothing is lost or duplicated after it returns', async () => {
+  it('vxlan: a hung HcnModifyNetwork (until released) while peers change; nothing is lost or duplicated after it returns', async () => {
     c = await new FaultCluster().start();
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
     const a = c.startAgent({ netConf: VXLAN_NET_CONF });
     await expectConverged(a, 'vxlan', [1]);
-    a.sim.injections.stall('HcnModifyNetwork', 4000, 1);
+    a.sim.injections.stall('HcnModifyNetwork', HELD, 1);
     const before = modifyCalls(a);
     c.addLinux(2, 'vxlan');
     await waitFor(() => modifyCalls(a) > before, 'the hung call');
-    // While HNS hangs the cluster keeps changing.
-    c.addLinux(3, 'vxlan');
+    // While HNS hangs the cluster keeps changing; the agent takes it in (2 -> 1 -> 2 -> 3 peers: only the
+    // last step makes three).
     c.api.deleteNode('linux-1');
+    c.addLinux(3, 'vxlan');
     c.addLinux(4, 'vxlan');
-    await new Promise((r) => setTimeout(r, 500));
+    await waitForMetric(a.metrics, PEERS, 3, 'the agent saw every change while HNS hangs');
+    expect(a.state.sleeping).toBe(1); // the call has not returned
     expect(policies(a)).toEqual(['10.244.1.0/24 10.0.1.1 4096 0e:2a:0a:00:01:01']); // still hung
     expect(a.agent.phase).toBe('running');
+    a.state.wake();
     await expectConverged(a, 'vxlan', [2, 3, 4]);
   });
 
-  it('vxlan: an HcnModifyNetwork hung (3 s) past --hns-call-timeout=1 times out; the retry converges while it hangs; its late landing is reconciled away', async () => {
+  it('vxlan: an HcnModifyNetwork hung past --hns-call-timeout=1 times out; the retry converges while it hangs; its late landing is reconciled away', async () => {
     c = await new FaultCluster().start();
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
     const a = c.startAgent({ netConf: VXLAN_NET_CONF, extraArgs: ['--hns-call-timeout=1'] });
     await expectConverged(a, 'vxlan', [1]);
     const errorsBefore = a.agent.metrics.get(METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' });
-    a.sim.injections.stall('HcnModifyNetwork', 3000, 1);
+    a.sim.injections.stall('HcnModifyNetwork', HELD, 1);
     const before = modifyCalls(a);
-    const t0 = Date.now();
-    c.addLinux(2, 'vxlan'); // its Add hangs
+    c.addLinux(2, 'vxlan'); // its Add hangs until the test wakes it
     await waitFor(() => modifyCalls(a) > before, 'the hung call');
     // The agent does not wait for HNS: the call times out after 1 s and the retried pass adds the policy.
-    await waitFor(() => JSON.stringify(policies(a)) === JSON.stringify(wantPolicies([1, 2])), 'linux-2 programmed while the first call still hangs', 2500);
-    expect(Date.now() - t0).toBeLessThan(3000);
+    await waitFor(() => JSON.stringify(policies(a)) === JSON.stringify(wantPolicies([1, 2])), 'linux-2 programmed while the first call still hangs');
+    expect(a.state.sleeping).toBe(1); // the first call still hangs
     expect(a.agent.metrics.get(METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' })).toBe(errorsBefore + 1);
     expect(a.agent.metrics.get(METRIC.applyPasses, { result: 'error' })).toBeGreaterThanOrEqual(1);
     expect(a.agent.phase).toBe('running');
     // Still inside the hang: linux-2 goes away again and linux-3 comes.
     c.api.deleteNode('linux-2');
     c.addLinux(3, 'vxlan');
-    await waitFor(() => JSON.stringify(policies(a)) === JSON.stringify(wantPolicies([1, 3])), 'linux-2 removed, linux-3 added', 2500);
-    expect(Date.now() - t0).toBeLessThan(3000);
-    // At 3 s the hung Add of linux-2 lands after all (seen below); the agent re-reads HNS and removes the stale policy.
+    await waitFor(() => JSON.stringify(policies(a)) === JSON.stringify(wantPolicies([1, 3])), 'linux-2 removed, linux-3 added');
+    expect(a.state.sleeping).toBe(1);
+    // Now the hung Add of linux-2 lands after all (seen in the state file); the agent re-reads HNS and removes the stale policy.
     let staleSeen = false;
-    const watch = setInterval(() => (staleSeen ||= policies(a).some((p) => p.startsWith('10.244.2.0/24'))), 5);
-    await new Promise((r) => setTimeout(r, Math.max(0, 3300 - (Date.now() - t0))));
-    clearInterval(watch);
-    expect(staleSeen).toBe(true);
+    a.state.onWrite = (s) => (staleSeen ||= s.networks.some((n) => (n.Policies ?? []).some((p) => p.Type === 'RemoteSubnetRoute' && JSON.stringify(p).includes('10.244.2.0/24'))));
+    a.state.wake();
+    await waitFor(() => staleSeen, 'the late Add of linux-2 landing');
     await expectConverged(a, 'vxlan', [1, 3]);
     expect(a.sim.openHandles).toBe(0);
   });

@@ -25,7 +25,7 @@ const OLD = 'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.7.1/24\nFLANNE
 const NEW = 'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n';
 
 function seedOldSubnetEnv(c: FaultCluster): string {
-  const path = `${c.cluster.dir}/${WIN}/run/flannel/subnet.env`;
+  const path = `${c.dir}/${WIN}/run/flannel/subnet.env`;
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, OLD);
   return path;

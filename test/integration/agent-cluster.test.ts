@@ -3,10 +3,11 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/metrics.js';
-import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
+import { APPLY_PASSES, LEASES_REJECTED, LIST_FAILED, metricValue, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
+import { logSink } from '../support/log-sink.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const WIN_CIDR = '10.244.100.0/24';
 
 function policies(a: RunningAgent) {
@@ -134,8 +135,12 @@ describe('peers come and go', () => {
         (n.status as { conditions: { lastHeartbeatTime: string }[] }).conditions[0].lastHeartbeatTime = new Date(Date.now() + i * 1000).toISOString();
       });
     }
-    await waitFor(() => cluster.api.requests.length > 0, 'requests'); // let the watch deliver
-    await new Promise((r) => setTimeout(r, 500)); // spans at least two resync passes
+    // A fence behind the heartbeats on the same watch: a host-gw peer, which a vxlan agent rejects
+    // without a write. Once it is counted, every heartbeat before it was read; then two full passes.
+    const rejected = metricValue(await a.metrics(), LEASES_REJECTED);
+    addLinux(cluster, 9, 'host-gw');
+    await waitForMetric(a.metrics, LEASES_REJECTED, rejected + 1, 'the fence after the heartbeats');
+    await waitForIncrease(a.metrics, APPLY_PASSES, 2, 'two reconcile passes after the heartbeats');
     expect(writes()).toBe(before);
   });
 
@@ -144,15 +149,18 @@ describe('peers come and go', () => {
     addLinux(cluster, 1, 'host-gw');
     addLinux(cluster, 2, 'host-gw');
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
+    const sink = logSink('info');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF, log: sink.log });
     await waitFor(() => peerRoutes(a).length === 2, 'two routes');
 
     await cluster.api.stop();
     cluster.api.deleteNode('linux-2');
     addLinux(cluster, 3, 'host-gw');
     cluster.api.compact();
-    // The dataplane is left as it is while the API is away.
-    await new Promise((r) => setTimeout(r, 300));
+    // The dataplane is left as it is while the API is away: the agent tried to relist and failed, then
+    // two full passes re-read and diffed it.
+    await waitFor(() => sink.entries.some((e) => e['message'] === LIST_FAILED), 'a failed relist while the API server is away', 20_000);
+    await waitForIncrease(a.metrics, APPLY_PASSES, 2, 'two reconcile passes after it');
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
     await cluster.api.start();
     await waitFor(() => peerRoutes(a).join() === '10.244.1.0/24 via 10.0.0.11,10.244.3.0/24 via 10.0.0.13', 'relisted peers', 20_000);

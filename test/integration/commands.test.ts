@@ -11,12 +11,11 @@ import { expectCode } from '../support/errors.js';
 import { command as cniConfig } from '../../src/commands/cni-config.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { MAIN } from '../support/flanneld-process.js';
 import { addRoute } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.20';
 const WIN_CIDR = '10.244.100.0/24';
 
 let cluster: TestCluster | undefined;

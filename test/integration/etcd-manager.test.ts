@@ -281,7 +281,8 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     const key = `${prefix}/subnets/${own.key}`;
     const firstLease = (await admin.get(key).exec()).kvs[0].lease;
     await waitFor(async () => (await admin.get(key).exec()).kvs[0]?.lease !== firstLease || undefined, 'a renewal with a new lease', 5000);
-    await new Promise((r) => setTimeout(r, 4500)); // past the first TTL: still there
+    // Past the first TTL: etcd says the first lease is gone (TTL -1), and the key is still there.
+    await waitFor(async () => (await admin.leaseClient.leaseTimeToLive({ ID: firstLease })).TTL === '-1', 'the first etcd lease expired', 10_000);
     expect(await admin.get(key).string()).not.toBeNull();
     await stop(h);
   });

@@ -111,13 +111,12 @@ describeEtcd(
       // The manager's own retry (acquireLease) gives up after apiRetryTimeoutMs with the same diagnosis.
       const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, client)), { log: LOG, signal: ctrl.signal, ...FAST });
       const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: TUNING });
-      const started = Date.now();
+      // (The test's own deadline, 20 s, is what "gives up" is held to: no wall-clock bound here.)
       const err2 = await expectCode(
         mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal),
         EtcdError,
         'FLANNEL_ERR_ETCD',
       );
-      expect(Date.now() - started).toBeLessThan(10_000);
       expect(err2.cause).toBeInstanceOf(GRPCUnavailableError);
       expect((err2.cause as Error).message).toMatch(/certificate/i);
       mgr.close();
@@ -191,14 +190,12 @@ describeEtcd('etcd with authentication (real etcd)', () => {
 
     const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, authFlags('flannel', 'flannel-pw')), { log: LOG, signal: ctrl.signal, ...FAST });
     const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: { ...TUNING, apiRetryTimeoutMs: 60_000 } });
-    // An authentication error is not retried: no wait for apiRetryTimeoutMs.
-    const started = Date.now();
+    // An authentication error is not retried: no wait for apiRetryTimeoutMs (60 s, past the test's 20 s deadline).
     const err2 = await expectCode(
       mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal),
       EtcdError,
       'FLANNEL_ERR_ETCD',
     );
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(err2.cause).toBeInstanceOf(EtcdAuthenticationFailedError);
     mgr.close();
     ctrl.abort(new Error('done'));

@@ -5,10 +5,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/metrics.js';
-import { HOSTGW_NET_CONF, TestCluster, waitFor, type RunningAgent } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2'; // the simulated node's adapter: 10.0.0.2/24
 
 function peerRoutes(a: RunningAgent): string[] {
   return a.sim

@@ -8,15 +8,13 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bareNode } from '../../src/demo/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF } from '../support/cluster.js';
-import { SimCluster } from '../support/sim-node.js';
+import { HOSTGW_NET_CONF, WIN_IP, TestCluster } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.7';
 
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await new SimCluster().start();
+  cluster = await new TestCluster().start();
   cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: WIN_IP }));
 });
 afterEach(() => cluster.stop());
@@ -24,7 +22,7 @@ afterEach(() => cluster.stop());
 describe('host-gw reserves cbr0_ep’s address in host-local’s store', () => {
   it('writes the reservation once the bridge endpoint exists', async () => {
     const ipam = join(cluster.dir, WIN, 'ipam');
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`, `--cni-ipam-data-dir=${ipam}`] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`, `--cni-ipam-data-dir=${ipam}`] });
     await agent.waitReady();
     const ep = agent.state.read().endpoints.find((e) => e.Name === 'cbr0_ep')!;
     expect(ep.IpConfigurations?.[0]?.IpAddress ?? (ep as { IPAddress?: string }).IPAddress).toBe('10.244.7.2');
@@ -35,7 +33,7 @@ describe('host-gw reserves cbr0_ep’s address in host-local’s store', () => {
     const ipam = join(cluster.dir, WIN, 'ipam');
     mkdirSync(join(ipam, 'cbr0'), { recursive: true });
     writeFileSync(join(ipam, 'cbr0', '10.244.7.2'), 'f00dpod\r\neth0');
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`, `--cni-ipam-data-dir=${ipam}`] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`, `--cni-ipam-data-dir=${ipam}`] });
     await agent.waitReady();
     const warn = await agent.waitForLog("a pod holds the host endpoint's address");
     expect(warn).toMatchObject({ level: 'warn', ip: '10.244.7.2', container: 'f00dpod' });

@@ -5,7 +5,7 @@
 // archive leaves the installed plugins as they were, and a rerun with the same files writes nothing.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -18,6 +18,8 @@ import { peImage } from '../support/pe.js';
 
 const require = createRequire(import.meta.url);
 const PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
+/** A modification time long before the test. */
+const PAST = new Date('2020-01-01T00:00:00Z');
 
 /** A minimal PE image whose body names the plugin and release. */
 const exe = (name: string, release: string) => peImage(` ${name} ${release} ` + 'x'.repeat(2000));
@@ -127,9 +129,10 @@ describe('flanneld install-cni', () => {
   });
 
   it('a rerun with the same sources downloads nothing and writes nothing (the install record matches)', async () => {
+    // Dated in the past, so that any write would show as a new modification time.
+    for (const p of PLUGINS) utimesSync(join(binDir(), p), PAST, PAST);
     const before = PLUGINS.map((p) => statSync(join(binDir(), p)).mtimeMs);
     const seen = requests.length;
-    await new Promise((r) => setTimeout(r, 20));
     const r = await run(['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^already installed: .*nothing downloaded or written\n$/);

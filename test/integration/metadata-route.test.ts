@@ -10,13 +10,11 @@ import { SimulatedDataplane, type SimRoute } from '../../src/simulator/model.js'
 import { PHYSICAL_ADAPTER_INDEX } from '../../src/simulator/state.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METADATA_PREFIX, noteMetadataRoute, restoreMetadataRoute } from '../../src/host/metadata-route.js';
-import { SimulatedRouteTable } from '../../src/simulator/host.js';
-import { SimulatedHost } from '../../src/simulator/host.js';
-import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { SimulatedRouteTable, SimulatedHost } from '../../src/simulator/host.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 import { addRoute } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.20';
 /** A cloud image's metadata route: via the subnet gateway on the physical NIC. */
 const METADATA: SimRoute = { DestinationPrefix: METADATA_PREFIX, NextHop: '10.0.0.1', InterfaceIndex: PHYSICAL_ADAPTER_INDEX, Metric: 10 };
 

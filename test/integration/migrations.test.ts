@@ -18,16 +18,16 @@ import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { HcnEndpoint, HcnNetwork } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { SimCluster, type SimNodeState } from '../support/sim-node.js';
+import { type SimNodeState } from '../support/sim-node.js';
+import { WIN_IP, TestCluster } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const SUBNET = '10.244.7.0/24';
 const PEERS = ['10.244.1.0/24', '10.244.2.0/24'];
 
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: WIN_IP });
+  cluster = await (await new TestCluster().start()).withNodes({ name: WIN, internalIP: WIN_IP });
   cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: PEERS[1], publicIP: '10.0.0.12', backendType: 'vxlan' }));
 });
 afterEach(() => cluster.stop());
@@ -81,7 +81,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     mkdirSync(join(old.dir, 'sourcevip'), { recursive: true });
     const compat = join(old.dir, 'sourcevip', 'sourceVip.json');
     writeFileSync(compat, '{"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.244.7.2/24","gateway":"10.244.7.1"}],"dns":{}}\r\n');
-    const agent = await cluster.startAgent({
+    const agent = await cluster.startProcess({
       nodeName: WIN,
       netConf: { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } },
       args: [`--iface=${WIN_IP}`, ...vipArgs(old.dir, compat)],
@@ -97,7 +97,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     const compat = join(old.dir, 'k', 'sourceVip.json');
     mkdirSync(join(old.dir, 'k'), { recursive: true });
     writeFileSync(compat, '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.7.2/24","gateway":"10.244.7.1"},"dns":{}}\r\n');
-    const agent = await cluster.startAgent({
+    const agent = await cluster.startProcess({
       nodeName: WIN,
       // microsoft/SDN Kubernetes/flannel/overlay/net-conf.json (commit 86a902f0), lower-case keys as it has them,
       // with this cluster's Network: no VNI (flanneld.exe defaults to 4096 on Windows).
@@ -114,7 +114,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     const compat = join(old.dir, 'k', 'sourceVip.json');
     mkdirSync(join(old.dir, 'k'), { recursive: true });
     writeFileSync(compat, '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.7.2/24","gateway":"10.244.7.1"},"dns":{}}\r\n');
-    const agent = await cluster.startAgent({
+    const agent = await cluster.startProcess({
       nodeName: WIN,
       netConf: { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } },
       args: [`--iface=${WIN_IP}`, ...vipArgs(old.dir, compat)],
@@ -129,7 +129,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
   it('a network on the subnet that the backend would not make (another VNI) is refused with FLANNEL_ERR_NETWORK_CLASH naming both; nothing is created', async () => {
     const state = cluster.stateOf(WIN);
     const old = oldOverlayNode(state, 'vxlan0', 4097);
-    const agent = await cluster.startAgent({
+    const agent = await cluster.startProcess({
       nodeName: WIN,
       netConf: { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } },
       args: [`--iface=${WIN_IP}`, ...vipArgs(old.dir, 'none')],
@@ -155,7 +155,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     const state = cluster.stateOf(WIN);
     state.addAdapter({ name: 'Ethernet 2', ip: '192.168.5.7' });
     const old = oldOverlayNode(state, 'vxlan0', 4096, shape);
-    const agent = await cluster.startAgent({
+    const agent = await cluster.startProcess({
       nodeName: WIN,
       netConf: { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } },
       args: [`--iface=${WIN_IP}`, ...vipArgs(old.dir, 'none')],
@@ -188,7 +188,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
       Flags: 0,
       SchemaVersion: { Major: 2, Minor: 0 },
     });
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } }, args: [`--iface=${WIN_IP}`] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } }, args: [`--iface=${WIN_IP}`] });
     expect(await agent.exited).toBe(1);
     expect(agent.lines.find((l) => l.level === 'error')).toMatchObject({ code: 'FLANNEL_ERR_NETWORK_CLASH', holder: 'l2bridge', subnet: SUBNET });
     expect(state.read().networks.map((n) => n.ID)).toEqual([net.ID]);
@@ -214,7 +214,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     });
     cluster.api.updateNode('linux-1', (n) => void (n.metadata.annotations!['flannel.alpha.coreos.com/backend-type'] = 'host-gw'));
     cluster.api.updateNode('linux-2', (n) => void (n.metadata.annotations!['flannel.alpha.coreos.com/backend-type'] = 'host-gw'));
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } }, args: [`--iface=${WIN_IP}`] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } }, args: [`--iface=${WIN_IP}`] });
     await agent.waitReady();
     expect(await agent.waitForLog("adopting the HNS network that already holds this node's subnet")).toMatchObject({ network: 'l2bridge', configured: 'cbr0' });
     await state.waitFor(() => state.peerRoutes('10.244.0.0/16').length === 2, 'the peer routes');

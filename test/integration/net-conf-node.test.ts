@@ -5,10 +5,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { NetConfError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
-import { TestCluster } from '../support/cluster.js';
+import { TestCluster, WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 
 let cluster: TestCluster;
 afterEach(async () => {

@@ -3,18 +3,16 @@
 // gone, as Windows drops Flags=8 networks at boot) recreates it with its peers and the source VIP. The
 // start kind is recorded in boot.json beside subnet.env.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent } from '../../src/agent.js';
-import { parseConfig } from '../../src/config/parse.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HCN_FLAG_NON_PERSISTENT } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, simulatedNode, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.20';
 const T0 = Date.parse('2025-01-01T00:00:00Z');
 
 let cluster: TestCluster | undefined;
@@ -40,37 +38,19 @@ function paths(c: TestCluster) {
 /** One agent process lifetime with an injected boot time; resolves once it is in sync with its peer. */
 async function start(c: TestCluster, netConf: unknown, bootTimeMs: number): Promise<Run> {
   const p = paths(c);
-  mkdirSync(p.dir, { recursive: true });
-  writeFileSync(p.netConf, JSON.stringify(netConf));
-  const parsed = parseConfig(
-    [
-      '--kube-subnet-mgr',
-      `--kubeconfig-file=${join(c.dir, 'kubeconfig')}`,
-      `--net-config-path=${p.netConf}`,
-      `--subnet-file=${p.subnetFile}`,
-      '--dataplane=simulated',
-      `--dataplane-state=${p.state}`,
-      `--iface=${WIN_IP}`,
-      `--source-vip-file=${join(p.dir, 'run', 'flannel', 'sourcevip.json')}`,
-    ],
-    { NODE_NAME: WIN },
-    { platform: 'linux' },
-  );
-  if (parsed.kind !== 'run') throw new Error('run config expected');
-  const node = simulatedNode(parsed.config);
-  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: 200, bootTimeMs: () => bootTimeMs, metrics: node.metrics, dataplane: node.dataplane });
-  const controller = new AbortController();
-  const done = agent.run(controller.signal);
-  done.catch(() => undefined);
-  const stop = async () => {
-    controller.abort(new Error('test stop'));
-    await done.catch(() => undefined);
-  };
-  stops.push(stop);
+  const a = c.startAgent({
+    nodeName: WIN,
+    ip: WIN_IP,
+    netConf,
+    ipMasq: false,
+    bootTimeMs: () => bootTimeMs,
+    extraArgs: [`--source-vip-file=${join(p.dir, 'run', 'flannel', 'sourcevip.json')}`],
+  });
+  stops.push(a.stop);
+  const { agent, sim } = a;
   await waitFor(() => agent.phase === 'running', 'agent running');
-  const sim = node.model;
   await waitFor(() => agent.network !== undefined && inSync(sim, netConf), 'peer programmed');
-  return { agent, sim, stop };
+  return { agent, sim, stop: a.stop };
 }
 
 function inSync(sim: SimulatedDataplane, netConf: unknown): boolean {

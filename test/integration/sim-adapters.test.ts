@@ -6,14 +6,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
-import { SimCluster, type SimNodeState } from '../support/sim-node.js';
+import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, TestCluster } from '../support/cluster.js';
+import { type SimNodeState } from '../support/sim-node.js';
 import { policySetting } from '../../src/hns/schema.js';
 
 const WIN = 'win-1';
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
+  cluster = await (await new TestCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
 });
 afterEach(() => cluster.stop());
 
@@ -36,7 +36,7 @@ describe('restart after the podCIDR or VNI changed: the new network is built on 
     ['the podCIDR', () => cluster.api.updateNode(WIN, (n) => void (n.spec = { podCIDR: '10.244.8.0/24', podCIDRs: ['10.244.8.0/24'] })), VXLAN_NET_CONF, '10.244.8.0/24', 4096],
     ['the VNI', () => undefined, { ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, VNI: 4097 } }, '10.244.7.0/24', 4097],
   ])('vxlan, %s changed', async (_what, change, netConf, subnet, vni) => {
-    const first = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF });
+    const first = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF });
     await first.waitReady();
     const state = first.state;
     expect(state.adapterOf('flannel.4096')).toBe('Ethernet');
@@ -45,7 +45,7 @@ describe('restart after the podCIDR or VNI changed: the new network is built on 
 
     change();
     const name = vni === 4096 ? 'flannel.4096' : 'flannel.4097';
-    const second = await cluster.startAgent({ nodeName: WIN, netConf });
+    const second = await cluster.startProcess({ nodeName: WIN, netConf });
     await waitFor(() => second.child.exitCode !== null || second.lines.some((l) => l.message === 'wrote subnet.env'), 'the restarted agent', 20_000);
     expect(second.child.exitCode).toBeNull();
     expect(second.lines.find((l) => l.message === 'using interface')).toMatchObject({ interface: 'vEthernet (Ethernet)' });
@@ -65,7 +65,7 @@ describe('several NICs', () => {
     const state = cluster.stateOf(WIN);
     twoNics(state);
     cluster.api.updateNode(WIN, (n) => void (n.metadata.annotations = { 'flannel.alpha.coreos.com/node-public-ip': '192.168.5.7' }));
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF });
     await agent.waitReady();
     expect(agent.lines.find((l) => l.message === 'using interface')).toMatchObject({ interface: 'Ethernet 2', ip: '192.168.5.7' });
     expect(state.adapterOf('flannel.4096')).toBe('Ethernet 2');
@@ -79,7 +79,7 @@ describe('several NICs', () => {
   it('vxlan, no --iface, no public IP: the default route of lowest metric picks the NIC', async () => {
     const state = cluster.stateOf(WIN);
     twoNics(state, [50, 5]);
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF });
     await agent.waitReady();
     expect(state.adapterOf('flannel.4096')).toBe('Ethernet 2');
   });
@@ -92,7 +92,7 @@ describe('several NICs', () => {
     });
     const state = cluster.stateOf(WIN);
     twoNics(state);
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--public-ip=192.168.5.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--public-ip=192.168.5.7'] });
     await agent.waitReady();
     expect(state.adapterOf('cbr0')).toBe('Ethernet 2');
     const vnic = state.read().adapters.find((a) => a.Name === 'vEthernet (Ethernet 2)')!;
@@ -105,7 +105,7 @@ describe('several NICs', () => {
       n.metadata.annotations!['flannel.alpha.coreos.com/backend-type'] = 'host-gw';
       n.metadata.annotations!['flannel.alpha.coreos.com/backend-data'] = 'null';
     });
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     const state = agent.state;
     const old = state.read().adapters.find((a) => a.Name === 'vEthernet (Ethernet)')!.InterfaceIndex;

@@ -6,13 +6,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
-import { VXLAN_NET_CONF } from '../support/cluster.js';
-import { SimCluster } from '../support/sim-node.js';
+import { VXLAN_NET_CONF, TestCluster } from '../support/cluster.js';
 
 const WIN = 'win-1';
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.2' });
+  cluster = await (await new TestCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.2' });
 });
 afterEach(() => cluster.stop());
 
@@ -39,7 +38,7 @@ describe('kube-proxy already owns the source VIP', () => {
     mkdirSync(join(ipamDir, 'flannel.4096'), { recursive: true });
     writeFileSync(join(ipamDir, 'flannel.4096', '10.244.7.9'), 'dummy\r\ndummy');
 
-    const agent = await cluster.startAgent({
+    const agent = await cluster.startProcess({
       nodeName: WIN,
       netConf: VXLAN_NET_CONF,
       args: [`--source-vip-file=${join(dir, 'run', 'sourcevip.json')}`, `--source-vip-compat-files=${scriptFile}`, `--cni-ipam-data-dir=${ipamDir}`],

@@ -3,20 +3,19 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { VXLAN_NET_CONF, waitFor, TestCluster } from '../support/cluster.js';
 import { runFlanneld } from '../support/flanneld-process.js';
-import { SimCluster } from '../support/sim-node.js';
 
 const WIN = 'win-1';
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
+  cluster = await (await new TestCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
 });
 afterEach(() => cluster.stop());
 
 describe('the state file is the node, shared by every process', () => {
   it('flanneld cleanup against a running agent: the network stays deleted until the agent sees it gone and builds a new one', async () => {
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     await agent.state.waitFor(() => agent.state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24', 'the peer policy');
     const oldId = agent.state.network('flannel.4096')?.ID;
@@ -49,7 +48,7 @@ describe('the state file is the node, shared by every process', () => {
 
   it('a faults rule installed from outside fails the matching call until it is spent, then the agent converges', async () => {
     const state = cluster.stateOf(WIN);
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     await state.waitFor(() => state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24', 'the first peer');
 

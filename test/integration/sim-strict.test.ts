@@ -6,14 +6,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { initialState, serializeState, type DataplaneState } from '../../src/simulator/state.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, TestCluster } from '../support/cluster.js';
 import { removePolicy } from '../support/sim-dataplane.js';
-import { SimCluster } from '../support/sim-node.js';
 
 const WIN = 'win-1';
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
+  cluster = await (await new TestCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' });
 });
 afterEach(() => cluster.stop());
 
@@ -24,7 +23,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
   // kubernetes-sigs/sig-windows-tools#291, ErrorCode 2151350278 from POST /networks). HNS does not say which
   // adapter; the agent's error does.
   it('rebuilding the network on an adapter that was renamed away: 0x803B0006, and the agent names the adapter', async () => {
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     expect(agent.state.adapterOf('flannel.4096')).toBe('Ethernet');
     // As an admin would: Remove-HnsNetwork, then Rename-NetAdapter Ethernet 'Ethernet 3'.
@@ -45,7 +44,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
   // took the host-gw bridge endpoint's x.2 (win-bridge's gateway, host-local's first address) while the
   // agent was down: the agent's own endpoint is refused and the agent stops with the HRESULT.
   it('host-gw: a pod endpoint holding the bridge endpoint address refuses the agent its cbr0_ep (0x803B002F)', async () => {
-    const first = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const first = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
     await first.waitReady();
     expect(await first.stop()).toBe(0);
     const state = first.state;
@@ -57,7 +56,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
     });
     model.createEndpoint('HcnCreateEndpoint', net.ID!, { Name: 'pod-a', SchemaVersion: { Major: 2, Minor: 0 }, IpConfigurations: [{ IpAddress: '10.244.7.2', PrefixLength: 24 }] });
 
-    const second = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'], statePath: state.path });
+    const second = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'], statePath: state.path });
     const code = await second.exited;
     expect(code).not.toBe(0);
     expect(second.dump()).toMatch(/0x803B002F/i);
@@ -67,7 +66,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
   // HNS v1 answers a call on a missing network with 0x80070490 "Element not found." (observed:
   // Azure/aks-engine#168, #853); the agent takes it, like HCN_E_NETWORK_NOT_FOUND on v2, as its network gone.
   it('host-gw: the network deleted behind the agent; v1 says Element not found and the agent rebuilds it', async () => {
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     const oldId = agent.state.network('cbr0')?.ID;
     expect(agent.state.deleteNetwork('cbr0')).toBe(true);
@@ -85,7 +84,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
   // modelled). The agent takes it as already gone: no failed pass.
   it('vxlan: a peer whose policy someone else removed leaves; the Remove gets 0x803B0008 and counts as done', async () => {
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     await agent.state.waitFor(() => agent.state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24,10.244.2.0/24', 'both peers');
     expect(removePolicy(agent.state.model(), 'flannel.4096', (p) => p.Settings?.['DestinationPrefix'] === '10.244.2.0/24')).toBe(1);
@@ -117,7 +116,7 @@ describe('policyBatches and --hns-policy-batch-size', () => {
   it('a node that takes one policy per call ("single"): the default batch is refused, split, and converges', async () => {
     addPeers();
     const state = singleNode();
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     await state.waitFor(() => state.remoteSubnets('flannel.4096').join() === all, 'every peer');
     expect(await agent.metrics()).toMatch(/^flannel_dataplane_errors_total\{op="hns\.addNetworkPolicies"\} [1-9]/m);
@@ -126,7 +125,7 @@ describe('policyBatches and --hns-policy-batch-size', () => {
   it('--hns-policy-batch-size 1 on the same node: one policy per call, nothing refused', async () => {
     addPeers();
     const state = singleNode();
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7', '--hns-policy-batch-size=1'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7', '--hns-policy-batch-size=1'] });
     await agent.waitReady();
     await state.waitFor(() => state.remoteSubnets('flannel.4096').join() === all, 'every peer');
     const metrics = await agent.metrics();

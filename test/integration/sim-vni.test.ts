@@ -4,19 +4,18 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
-import { SimCluster } from '../support/sim-node.js';
+import { VXLAN_NET_CONF, waitFor, TestCluster } from '../support/cluster.js';
 
 const WIN = 'win-1';
-let cluster: SimCluster;
+let cluster: TestCluster;
 beforeEach(async () => {
-  cluster = await (await new SimCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' }, false);
+  cluster = await (await new TestCluster().start()).withNodes({ name: WIN, internalIP: '10.0.0.7' }, false);
 });
 afterEach(() => cluster.stop());
 
 describe('VNI range', () => {
   it('net-conf VNI 70000: a clear FLANNEL_ERR_NET_CONF, exit 1, nothing built', async () => {
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: { ...VXLAN_NET_CONF, Backend: { Type: 'vxlan', VNI: 70000 } }, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: { ...VXLAN_NET_CONF, Backend: { Type: 'vxlan', VNI: 70000 } }, args: ['--iface=10.0.0.7'] });
     expect(await agent.exited).toBe(1);
     const err = agent.lines.find((l) => l.level === 'error');
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_NET_CONF', vni: 70000 });
@@ -28,7 +27,7 @@ describe('VNI range', () => {
     cluster.api.addNode(linuxFlannelNode({ name: 'other-vni', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan', vni: 4097 }));
     cluster.api.addNode(linuxFlannelNode({ name: 'claims-our-ip', podCIDR: '10.244.3.0/24', publicIP: '10.0.0.7', backendType: 'vxlan' }));
     cluster.api.addNode(linuxFlannelNode({ name: 'apipa', podCIDR: '10.244.4.0/24', publicIP: '169.254.9.9', backendType: 'vxlan' }));
-    const agent = await cluster.startAgent({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     await agent.state.waitFor(() => agent.state.remoteSubnets('flannel.4096').join() === '10.244.1.0/24', 'only the valid peer');
     const metrics = await waitFor(async () => {

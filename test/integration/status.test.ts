@@ -2,19 +2,16 @@
 // dataplane and the fake API server: the table and the JSON, exit 0 in sync and 1 when a peer cannot be
 // programmed, the start kind across a restart, /status refused to other hosts, an unreachable agent.
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { Agent } from '../../src/agent.js';
-import { parseConfig } from '../../src/config/parse.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, LOG, TestCluster, VXLAN_NET_CONF, freePort, simulatedNode, waitFor } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, freePort, waitFor, WIN_IP } from '../support/cluster.js';
 import { MAIN, runFlanneld as cli } from '../support/flanneld-process.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.20';
 const BOOT = Date.parse('2026-01-01T00:00:00Z');
 
 let cluster: TestCluster | undefined;
@@ -33,36 +30,17 @@ beforeAll(() => {
 /** An agent with a health port and an injected boot time (the simulated node keeps no boot record otherwise). */
 async function startAgent(c: TestCluster, netConf: unknown, port: number, healthzIP = '127.0.0.1') {
   const dir = join(c.dir, WIN);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'net-conf.json'), JSON.stringify(netConf));
-  const parsed = parseConfig(
-    [
-      '--kube-subnet-mgr',
-      `--kubeconfig-file=${join(c.dir, 'kubeconfig')}`,
-      `--net-config-path=${join(dir, 'net-conf.json')}`,
-      `--subnet-file=${join(dir, 'run', 'flannel', 'subnet.env')}`,
-      '--dataplane=simulated',
-      `--dataplane-state=${join(dir, 'dataplane.json')}`,
-      `--iface=${WIN_IP}`,
-      `--source-vip-file=${join(dir, 'run', 'flannel', 'sourcevip.json')}`,
-      `--healthz-ip=${healthzIP}`,
-      `--healthz-port=${port}`,
-    ],
-    { NODE_NAME: WIN },
-    { platform: 'linux' },
-  );
-  if (parsed.kind !== 'run') throw new Error('run config expected');
-  const node = simulatedNode(parsed.config);
-  const agent = new Agent({ config: parsed.config, log: LOG, resyncMs: 200, bootTimeMs: () => BOOT, metrics: node.metrics, dataplane: node.dataplane });
-  const controller = new AbortController();
-  const done = agent.run(controller.signal).catch(() => undefined);
-  const stop = async () => {
-    controller.abort(new Error('test stop'));
-    await done;
-  };
-  stops.push(stop);
-  await waitFor(() => agent.isReady, 'agent ready');
-  return { agent, sim: node.model, stop };
+  const a = c.startAgent({
+    nodeName: WIN,
+    ip: WIN_IP,
+    netConf,
+    ipMasq: false,
+    bootTimeMs: () => BOOT,
+    extraArgs: [`--source-vip-file=${join(dir, 'run', 'flannel', 'sourcevip.json')}`, `--healthz-ip=${healthzIP}`, `--healthz-port=${port}`],
+  });
+  stops.push(a.stop);
+  await waitFor(() => a.agent.isReady, 'agent ready');
+  return { agent: a.agent, sim: a.sim, stop: a.stop };
 }
 
 describe('flanneld status', () => {

@@ -7,10 +7,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { HcnNetwork } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
-import { TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const BACKEND_DATA = 'flannel.alpha.coreos.com/backend-data';
 
 const drMacOf = (net: HcnNetwork | undefined): string | undefined =>

@@ -27,9 +27,9 @@ import {
   type WindowsAgent,
 } from '../support/windows.js';
 import { checkPlugins, linkHostLocalDataDir, pluginsDir, unlinkHostLocalDataDir, runCni, type CniRun } from './plugins.js';
+import { WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const WIN_CIDR = '10.244.100.0/24';
 const CLUSTER_CIDR = '10.244.0.0/16';
 const SERVICE_CIDR = '10.96.0.0/12';

@@ -1,22 +1,19 @@
 // A Windows node on the simulated dataplane, driven from outside: the built CLI (`node dist/main.js
-// --dataplane simulated --dataplane-state FILE ...`) runs as its own process against a fake API server,
-// and the test edits the node's state file the way kube-proxy, HNS or an admin would change a real node
+// --dataplane simulated --dataplane-state FILE ...`, started by TestCluster.startProcess in ./cluster.ts)
+// runs as its own process against a fake API server, and the test edits the node's state file the way kube-proxy, HNS or an admin would change a real node
 // (delete the network, add an adapter, install a `faults` rule), then waits until the dataplane is what
 // the agent should make of it. Edits go through the model's store (./sim-dataplane.ts), so they take the
 // file's lock like every other writer.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimulatedDataplane, type DataplaneState, type SimAdapter } from '../../src/simulator/model.js';
 import type { FaultRule } from '../../src/simulator/faults.js';
 import { nextInterfaceIndex } from '../../src/simulator/state.js';
 import { policySetting, type HcnNetwork } from '../../src/hns/schema.js';
 import { cidrContains } from '../../src/ip4.js';
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
-import { freePort, waitFor } from './cluster.js';
-import { MAIN } from './flanneld-process.js';
 import { editState, removeNetwork } from './sim-dataplane.js';
+import { waitFor } from './wait-for.js';
 
 /** One JSON log line of the agent. */
 export type LogLine = Record<string, unknown> & { level: string; message: string };
@@ -108,18 +105,6 @@ export class SimNodeState {
   }
 }
 
-export interface SimAgentOptions {
-  nodeName: string;
-  /** net-conf.json (object or raw text). */
-  netConf: unknown;
-  /** Extra flags (e.g. `--iface=10.0.0.7`, `--public-ip=...`). */
-  args?: string[];
-  /** Reuse a state file (a restart); default: a new one in the node's directory. */
-  statePath?: string;
-  /** Extra environment. */
-  env?: Record<string, string>;
-}
-
 /** One running `flanneld` process. */
 export class SimAgent {
   readonly lines: LogLine[] = [];
@@ -172,70 +157,5 @@ export class SimAgent {
   /** The agent's log, for a failing test's message. */
   dump(): string {
     return this.lines.map((l) => JSON.stringify(l)).join('\n');
-  }
-}
-
-/** A fake API server plus built-CLI agents, each on its own state file. */
-export class SimCluster {
-  readonly api = new FakeKubeApiServer();
-  readonly dir = mkdtempSync(join(tmpdir(), 'flanneld-sim-'));
-  private readonly agents: SimAgent[] = [];
-
-  async start(): Promise<this> {
-    if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
-    await this.api.start();
-    await writeKubeconfig(join(this.dir, 'kubeconfig'), this.api.url);
-    return this;
-  }
-
-  /**
-   * The usual scene: a Windows node `win` (podCIDR 10.244.7.0/24 unless given) and, unless `peer` is
-   * false, one Linux vxlan peer `linux-1` (10.244.1.0/24 at 10.0.0.11).
-   */
-  async withNodes(win: { name: string; internalIP: string; podCIDR?: string }, peer = true): Promise<this> {
-    if (peer) this.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
-    this.api.addNode(bareNode({ name: win.name, podCIDR: win.podCIDR ?? '10.244.7.0/24', internalIP: win.internalIP }));
-    return this;
-  }
-
-  /** The state file a node's agent uses (may be prepared before the agent starts). */
-  stateOf(nodeName: string): SimNodeState {
-    return new SimNodeState(join(this.dir, nodeName, 'dataplane.json'));
-  }
-
-  /** Start `node dist/main.js --kube-subnet-mgr --dataplane simulated --dataplane-state F ...`. */
-  async startAgent(opts: SimAgentOptions): Promise<SimAgent> {
-    const dir = join(this.dir, opts.nodeName);
-    mkdirSync(dir, { recursive: true });
-    const netConfPath = join(dir, 'net-conf.json');
-    writeFileSync(netConfPath, typeof opts.netConf === 'string' ? opts.netConf : JSON.stringify(opts.netConf));
-    const state = opts.statePath ? new SimNodeState(opts.statePath) : this.stateOf(opts.nodeName);
-    const port = await freePort();
-    const args = [
-      MAIN,
-      '--kube-subnet-mgr',
-      `--kubeconfig-file=${join(this.dir, 'kubeconfig')}`,
-      `--net-config-path=${netConfPath}`,
-      `--subnet-file=${join(dir, 'subnet.env')}`,
-      '--dataplane=simulated',
-      `--dataplane-state=${state.path}`,
-      '--healthz-ip=127.0.0.1',
-      `--healthz-port=${port}`,
-      '--log-format=json',
-      ...(opts.args ?? []),
-    ];
-    const child = spawn(process.execPath, args, {
-      env: { PATH: process.env['PATH'] ?? '', NODE_NAME: opts.nodeName, ...opts.env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const agent = new SimAgent(child, port, state, dir);
-    this.agents.push(agent);
-    return agent;
-  }
-
-  async stop(): Promise<void> {
-    for (const a of this.agents) await a.stop();
-    await this.api.stop();
-    rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -66,10 +66,12 @@ describe('writeInBatches', () => {
   it('runs up to `concurrency` writes at once', async () => {
     let inFlight = 0;
     let peak = 0;
+    // Each write waits until no further write starts in the same turn (a macrotask later), so every write
+    // the writer starts at once is in flight together.
     const write = async (xs: number[]) => {
       inFlight++;
       peak = Math.max(peak, inFlight);
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setImmediate(r));
       inFlight--;
       return xs.length;
     };

@@ -6,6 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import winston from 'winston';
 import { componentLogger, createLogger } from '../../src/log.js';
 import { registerPemSecret, registerSecret, safeText, safeValue } from '../../src/log-safe.js';
 
@@ -15,11 +16,13 @@ async function logged(format: 'text' | 'json', write: (log: ReturnType<typeof cr
     const file = join(dir, 'flanneld.log');
     const log = createLogger({ format, file, silent: true, level: 'debug' });
     write(log);
-    await new Promise<void>((resolve) => {
-      log.on('finish', () => resolve());
-      log.end();
-    });
-    await new Promise((r) => setTimeout(r, 50));
+    // The file is written once the File transport's own stream is finished: since winston 3.19 its
+    // 'finish' waits for the file write (winstonjs/winston#2594, fixing #1504); the logger's comes earlier.
+    const fileWritten = Promise.all(
+      log.transports.filter((t) => t instanceof winston.transports.File).map((t) => new Promise<void>((resolve) => t.once('finish', () => resolve()))),
+    );
+    log.end();
+    await fileWritten;
     return readFileSync(file, 'utf8');
   } finally {
     rmSync(dir, { recursive: true, force: true });

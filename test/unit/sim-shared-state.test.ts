@@ -10,6 +10,7 @@ import { SimulatedDataplane, type DataplaneState } from '../../src/simulator/mod
 import { findFault, parseFaultRules, parseHresult } from '../../src/simulator/faults.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { HRESULT } from '../../src/hns/errors.js';
+import { waitFor } from '../support/wait-for.js';
 import type { HcnNetwork } from '../../src/hns/schema.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { SimulatedRouteTable } from '../../src/simulator/host.js';
@@ -101,7 +102,8 @@ describe('one state file, several processes', () => {
     dp.createRoute({ DestinationPrefix: '10.9.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });
     expect(readState().routes).toHaveLength(2);
 
-    // a live holder (this test process) keeps the writer out until it lets go
+    // a live holder (this test process) keeps the writer out until it lets go; the writer's clock says
+    // "spinning" once it has been read 50 times (a writer that ignored the lock would read it twice)
     fs.writeFileSync(`${file}.lock`, JSON.stringify({ pid: process.pid, at: Date.now() }));
     const child = spawn(
       process.execPath,
@@ -109,12 +111,17 @@ describe('one state file, several processes', () => {
         '--input-type=module',
         '-e',
         `import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'simulator', 'model.js'))};
-        new SimulatedDataplane({ statePath: ${JSON.stringify(file)} }).createRoute({ DestinationPrefix: '10.8.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });`,
+        import { systemClock } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'clock.js'))};
+        let reads = 0;
+        const clock = { now: () => (++reads === 50 && process.stdout.write('spinning\\n'), Date.now()), sleep: systemClock.sleep };
+        new SimulatedDataplane({ statePath: ${JSON.stringify(file)}, clock }).createRoute({ DestinationPrefix: '10.8.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });`,
       ],
-      { stdio: 'inherit' },
+      { stdio: ['ignore', 'pipe', 'inherit'] },
     );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor(() => out.includes('spinning'), 'the writer spinning on the lock');
     expect(readState().routes).toHaveLength(2);
     fs.unlinkSync(`${file}.lock`);
     expect(await exited).toBe(0);

@@ -20,9 +20,9 @@ import {
   type PreparedHarness,
   type WindowsAgent,
 } from '../support/windows.js';
+import { WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
-const WIN_IP = '10.0.0.2';
 const WIN_CIDR = '10.244.100.0/24';
 const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
 const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
@@ -212,8 +212,8 @@ interface Scenario {
     const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
     await agent.stop();
     const again = start(s);
-    await waitForAgent(() => (again.log().match(/reconcil|ready|lease/gi)?.length ?? 0) > 0 && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent at work', again);
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Its first reconcile pass has read HNS and the route table and written what it would write.
+    await waitForAgent(() => /first reconcile pass done/.test(again.log()) && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent’s first reconcile pass', again);
     expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
     expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
     expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
