@@ -24,7 +24,7 @@ export interface Lease {
   expiration?: number;
   /**
    * kube only: the Node's metadata.creationTimestamp (ms since epoch), which decides who holds a
-   * contested subnet at start-up (src/subnet/watcher.ts); undefined = unknown (counts as the newest).
+   * contested subnet at start-up (src/reconcile/peer-store.ts); undefined = unknown (counts as the newest).
    */
   created?: number;
 }

@@ -1,4 +1,4 @@
-// What the LeaseWatcher remembers about rejected peer leases, bounded whatever a peer does: at most one
+// What the peer store (src/reconcile/peer-store.ts) remembers about rejected peer leases, bounded whatever a peer does: at most one
 // remembered rejection per node (the latest), log lines rate-limited to one per node and reason per
 // interval (the next line carries how many were held back), and everything about a node forgotten once
 // it is deleted. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease.

@@ -8,7 +8,7 @@
 // resourceVersion, resumed after a clean close and relisted after 410 Gone or a broken watch, every
 // round but a healthy watch's resumption after client-go's backoff pause (../round-backoff.ts).
 // Differences by design:
-// - Only the fields flannel needs are kept (projection.ts); an object that cannot be projected is
+// - Only the fields flannel needs are read (projectNode below); an object that cannot be projected is
 //   skipped, logged and counted, and the rest of the list still counts.
 // - Every list page has a deadline, and a watch that goes silent is abandoned well under a minute:
 //   the watch asks for `timeoutSeconds` (the server ends it cleanly) and `allowWatchBookmarks` (the
@@ -164,7 +164,7 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
 /**
  * The peer lease a record stands for: only Nodes with `kube-subnet-manager == "true"` and a podCIDR.
  * Other fields pass through as published (an invalid subnet, public IP or backend-data is the
- * LeaseWatcher's to reject, with a reason); oversized backend-data decodes as `undefined` (malformed).
+ * peer store's to reject, with a reason); oversized backend-data decodes as `undefined` (malformed).
  */
 export function toLease(rec: NodeLease): Lease | undefined {
   const subnet = rec.podCIDR ?? rec.badPodCIDR;
