@@ -1,63 +1,16 @@
 // The Reconciler's incremental apply (Felix felix/dataplane/windows/vxlan_mgr.go: record desired, mark
 // dirty, apply later), refused items, the first-pass signal, early additions and the network-gone rebuild.
 import { describe, expect, it } from '@jest/globals';
-import { Reconciler, type ReconcileDriver, type WriteFailure } from '../../src/reconcile/reconciler.js';
+import { Reconciler } from '../../src/reconcile/reconciler.js';
+import { FakeDriver } from '../support/fake-driver.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { ItemSet } from '../support/desired-set.js';
 
-class Refused extends Error {}
-class Gone extends Error {}
-
-const key = (s: string) => s.split('=')[0];
-
-/** An atomic-batch dataplane of "key=value" items: a write fails whole when it carries a refused item. */
-class Dataplane implements ReconcileDriver<string, string> {
-  name = 'fake';
-  actual: string[] = [];
-  log: string[] = [];
-  refused = new Set<string>();
-  failNext = 0;
-  gone = false;
-  batch: number | undefined;
-  actualKey = key;
-  desiredKey = key;
-  same = (a: string, d: string) => a === d;
-  toActual = (d: string) => d;
-  failure = (e: unknown): WriteFailure => (e instanceof Refused ? 'refused' : e instanceof Gone ? 'gone' : 'transient');
-  released = 0;
-  async readActual(): Promise<string[]> {
-    this.log.push('read');
-    if (this.gone) throw new Gone('network gone');
-    return [...this.actual];
-  }
-  private check(items: string[]): void {
-    if (this.gone) throw new Gone('network gone');
-    if (this.failNext > 0) {
-      this.failNext--;
-      throw new Error('HNS is down');
-    }
-    if (items.some((i) => this.refused.has(i))) throw new Refused('refused');
-  }
-  async remove(items: string[]): Promise<void> {
-    this.log.push(`remove ${items.join(',')}`);
-    this.check(items);
-    this.actual = this.actual.filter((a) => !items.includes(a));
-  }
-  async add(items: string[]): Promise<void> {
-    this.log.push(`add ${items.join(',')}`);
-    this.check(items);
-    this.actual.push(...items);
-  }
-  async release(): Promise<void> {
-    this.released++;
-  }
-}
-
 function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {}) {
   const clock = new FakeClock();
-  const dp = new Dataplane();
+  const dp = new FakeDriver();
   dp.batch = opts.batch;
   const metrics = new Metrics();
   const sink = logSink();

@@ -1,8 +1,9 @@
 import { describe, it, expect } from '@jest/globals';
 import { planReconcile, Reconciler } from '../../src/reconcile/reconciler.js';
-import type { PlanOps, ReconcileDriver } from '../../src/reconcile/reconciler.js';
+import type { PlanOps } from '../../src/reconcile/reconciler.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { FakeDriver } from '../support/fake-driver.js';
 import { ItemSet } from '../support/desired-set.js';
 
 // Items are "key=value" strings on both sides: key = the part before '=', same = equal strings.
@@ -30,38 +31,9 @@ describe('planReconcile', () => {
   });
 });
 
-class FakeDriver implements ReconcileDriver<string, string> {
-  name = 'fake';
-  actual: string[] = [];
-  log: string[] = [];
-  failAdds = 0;
-  gate: Promise<void> | undefined;
-  actualKey = (a: string) => ops.actualKey(a);
-  desiredKey = (d: string) => ops.desiredKey(d);
-  same = (a: string, d: string) => ops.same(a, d);
-  async readActual(): Promise<string[]> {
-    this.log.push('read');
-    if (this.gate) await this.gate;
-    return [...this.actual];
-  }
-  async remove(items: string[]): Promise<void> {
-    this.log.push(`remove ${items.join(',')}`);
-    this.actual = this.actual.filter((a) => !items.includes(a));
-  }
-  async add(items: string[]): Promise<void> {
-    if (this.failAdds > 0) {
-      this.failAdds--;
-      this.log.push(`add-failed ${items.join(',')}`);
-      throw new Error('HNS said no');
-    }
-    this.log.push(`add ${items.join(',')}`);
-    this.actual.push(...items);
-  }
-}
-
 function setup(over: { resyncMs?: number } = {}) {
   const clock = new FakeClock();
-  const driver = new FakeDriver();
+  const driver = new FakeDriver({ incremental: false });
   const metrics = new Metrics();
   const items = new ItemSet<string>((d) => driver.desiredKey(d));
 

@@ -5,7 +5,7 @@
 // runs the agent's afterRebuild hook.
 import { describe, expect, it } from '@jest/globals';
 import type { BackendDeps, Network } from '../../src/backends/backend.js';
-import type { ReconcileDriver, WriteFailure } from '../../src/reconcile/reconciler.js';
+import { FakeDriver } from '../support/fake-driver.js';
 import { RouteNetwork, type NetworkBinding } from '../../src/backends/route-network.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { Metrics } from '../../src/metrics.js';
@@ -20,39 +20,6 @@ import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { storeUpdates, type OldLeaseUpdate } from '../support/lease-updates.js';
 import type { NodeEvent, NodeEvents } from '../../src/node-events.js';
-
-class Gone extends Error {}
-
-/** Items are `subnet=nextHop` strings; the key is the subnet. */
-class Driver implements ReconcileDriver<string, string> {
-  name = 'fake';
-  actual: string[] = [];
-  log: string[] = [];
-  gone = false;
-  failReads = 0;
-  actualKey = (a: string) => a.split('=')[0];
-  desiredKey = (d: string) => d.split('=')[0];
-  same = (a: string, d: string) => a === d;
-  toActual = (d: string) => d;
-  failure = (e: unknown): WriteFailure => (e instanceof Gone ? 'gone' : 'transient');
-  desiredFor = (p: Lease) => [`${p.subnet}=${p.publicIP}`];
-  async readActual(): Promise<string[]> {
-    this.log.push('read');
-    if (this.gone) throw new Gone('network gone');
-    if (this.failReads > 0 && this.failReads--) throw new Error('HNS is down');
-    return [...this.actual];
-  }
-  async remove(items: string[]): Promise<void> {
-    this.log.push(`remove ${items.join(',')}`);
-    if (this.gone) throw new Gone('network gone');
-    this.actual = this.actual.filter((a) => !items.includes(a));
-  }
-  async add(items: string[]): Promise<void> {
-    this.log.push(`add ${items.join(',')}`);
-    if (this.gone) throw new Gone('network gone');
-    this.actual.push(...items);
-  }
-}
 
 class Manager implements SubnetManager {
   readonly name = 'fake';
@@ -106,9 +73,9 @@ function setup(log = silentLogger()) {
       rebuilt.push(n);
     },
   };
-  const bind = (driver: Driver, mtu: number): NetworkBinding<string, string> => ({ driver, mtu });
-  const first = new Driver();
-  const second = new Driver();
+  const bind = (driver: FakeDriver, mtu: number): NetworkBinding<string, string> => ({ driver, mtu });
+  const first = new FakeDriver();
+  const second = new FakeDriver();
   const network = new RouteNetwork({ deps, lease: own, networkName: 'cbr0', binding: bind(first, 1500), rebuild: async () => bind(second, 1450) });
   return { clock, manager, network, first, second, rebuilt, ac: new AbortController() };
 }
