@@ -248,52 +248,43 @@ export interface Refusal<T> {
   error: unknown;
 }
 
-export interface BatchResult<T, R> {
+export interface BatchResult<T> {
   /** Items written, in write order. */
   done: T[];
-  /** What each successful write returned, in the same order as the writes. */
-  returned: R[];
   /** Items the dataplane refused, one by one. */
   refused: Refusal<T>[];
   /** The first failure that was not a refusal; the items after it were not attempted. */
   failure?: unknown;
-  /** Items not attempted because of `failure`. */
-  skipped: T[];
   /** Write calls made. */
   calls: number;
 }
 
-export interface BatchOptions<T, R> {
+export interface BatchOptions<T> {
   /** Items per write (>= 1). */
   size: number;
   /** Writes in flight at once (>= 1). */
   concurrency: number;
-  write: (items: T[]) => Promise<R>;
+  write: (items: T[]) => Promise<unknown>;
   /** True when `error` refuses the items of this write rather than failing the call as a whole. */
   refuses: (error: unknown) => boolean;
 }
 
 /** Write `items` in batches of `size`; halve refused batches down to single refused items. */
-export async function writeInBatches<T, R>(items: readonly T[], opts: BatchOptions<T, R>): Promise<BatchResult<T, R>> {
+export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<T>): Promise<BatchResult<T>> {
   const size = Math.max(1, Math.floor(opts.size));
-  const result: BatchResult<T, R> = { done: [], returned: [], refused: [], skipped: [], calls: 0 };
+  const result: BatchResult<T> = { done: [], refused: [], calls: 0 };
   const queue: T[][] = [];
   for (let i = 0; i < items.length; i += size) queue.push(items.slice(i, i + size));
 
   const attempt = async (part: T[]): Promise<void> => {
-    if (result.failure !== undefined) {
-      result.skipped.push(...part);
-      return;
-    }
+    if (result.failure !== undefined) return;
     result.calls++;
     try {
-      const r = await opts.write(part);
+      await opts.write(part);
       result.done.push(...part);
-      result.returned.push(r);
     } catch (error) {
       if (!opts.refuses(error)) {
         result.failure ??= error;
-        result.skipped.push(...part);
         return;
       }
       if (part.length === 1) {
