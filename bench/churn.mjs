@@ -165,6 +165,10 @@ export async function run({ quick }) {
         event_to_dataplane_p50_ms: events.p50ms,
         hns_reads_per_node_event: events.readsPerNodeEvent,
         status_storm_cpu_pct: storm.cpuSharePct,
+        status_storm_client_node_watch_cpu_pct: storm.watchBaselineCpuSharePct,
+        status_storm_over_client_node_watch: storm.watchBaselineCpuSharePct > 0 ? r2(storm.cpuSharePct / storm.watchBaselineCpuSharePct) : null,
+        churn_cpu_pct: events.cpuSharePct,
+        churn_client_node_watch_cpu_pct: events.watchBaselineCpuSharePct,
       },
       notes: [
         'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',

@@ -1,10 +1,10 @@
 // Benchmark: the kube subnet manager's API path. (1) The Node list page size: for each `limit`, a fresh
-// process lists N realistic (~8 KB) Nodes through the raw path (KubeHttp + projection) and through
+// process lists N realistic (~11 KB, lib/nodes.mjs) Nodes through the raw path (KubeHttp + projection) and through
 // client-node's typed CoreV1Api.listNode; wall time, CPU and peak RSS growth, median of `repeats`.
 // (2) The watch decode: N watch lines of the same Nodes, fed in 16 KB chunks, split by readline (what
 // client-node's Watch does) or by hand (src/subnet/kube/watch-lines.ts, what KubeHttp.watch does),
 // JSON.parse either way.
-/* global performance, fetch */
+/* global performance */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -71,14 +71,14 @@ export async function run({ quick }) {
         log(`list ${mode} limit=${limit}: ${r1(median(runs, 'ms'))} ms`);
       }
     }
-    sample = await (await fetch(`${api.url}/api/v1/nodes?limit=1`)).json();
+    sample = (await api.call('sampleNode', { i: 1 })).node;
   } finally {
     await api.close();
   }
   table(`Node list of ${n} nodes by page size (median of ${repeats})`, list);
 
   // Watch decode: the same Node as MODIFIED events, in 16 KB chunks.
-  const line = JSON.stringify({ type: 'MODIFIED', object: sample.items[0] }) + '\n';
+  const line = JSON.stringify({ type: 'MODIFIED', object: sample }) + '\n';
   const bytes = Buffer.from(line.repeat(n));
   const chunks = [];
   for (let i = 0; i < bytes.length; i += 16 * 1024) chunks.push(bytes.subarray(i, i + 16 * 1024));

@@ -1,7 +1,8 @@
 // Shared benchmark plumbing: the node population, the fake API server in a child process, agents on a
 // simulated dataplane with hooks that time-stamp every dataplane write, tables and JSON results.
 /* global performance, structuredClone */
-import { fork } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, cpus } from 'node:os';
@@ -83,6 +84,41 @@ export function log(msg) {
 
 // ---- the fake API server in a child process ------------------------------------------------------
 
+let tlsMaterial;
+/**
+ * A self-signed server certificate for 127.0.0.1 (RSA 2048, as kubeadm's apiserver certificate) and a
+ * random bearer token, made once per bench process with `openssl`.
+ */
+export function serverTls() {
+  if (tlsMaterial) return tlsMaterial;
+  const dir = mkdtempSync(join(tmpdir(), 'flanneld-bench-tls-'));
+  const certFile = join(dir, 'apiserver.crt');
+  const keyFile = join(dir, 'apiserver.key');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=kube-apiserver',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
+    { stdio: 'ignore' },
+  );
+  tlsMaterial = { certFile, keyFile, token: randomBytes(24).toString('base64url') };
+  return tlsMaterial;
+}
+
 /** A FakeKubeApiServer in its own process (its CPU and memory stay out of the agent's figures). */
 export class ApiServerProcess {
   constructor() {
@@ -107,9 +143,14 @@ export class ApiServerProcess {
     });
   }
 
-  /** Start the server, write a kubeconfig, add the own Windows node and `peers` Linux flannel nodes. */
+  /**
+   * Start the server, write a kubeconfig, add the own Windows node and `peers` Linux flannel nodes.
+   * Like a real cluster it serves https and wants a bearer token (the kubeconfig names the CA and the
+   * token); `BENCH_PLAIN_HTTP=1` serves plain http without a token instead.
+   */
   async setup(dir, { peers, backend }) {
-    const { url } = await this.call('start');
+    const tls = process.env.BENCH_PLAIN_HTTP === '1' ? undefined : serverTls();
+    const { url } = await this.call('start', { tls });
     this.url = url;
     this.kubeconfig = join(dir, 'kubeconfig');
     await this.call('kubeconfig', { path: this.kubeconfig });
