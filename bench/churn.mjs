@@ -31,7 +31,7 @@ import {
 } from './lib/common.mjs';
 
 /** The baseline watcher; `cpu()` answers its CPU ms and decoded events so far. */
-async function startWatchBaseline(kubeconfig) {
+export async function startWatchBaseline(kubeconfig) {
   const child = fork(join(BENCH_DIR, 'lib', 'watch-child.mjs'), [kubeconfig], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise((resolve, reject) => {
     child.once('message', resolve);

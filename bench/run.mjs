@@ -30,8 +30,11 @@ const only = args
 const exeDir = args.find((a) => a.startsWith('--exe-dir='))?.slice('--exe-dir='.length);
 
 const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api'];
-/** Run only when named in --only (needs Wine and a packaged flanneld.exe: --exe-dir=DIR). */
-const OPTIONAL = ['windows-exe'];
+/**
+ * Run only when named in --only: windows-exe (needs Wine and a packaged flanneld.exe: --exe-dir=DIR);
+ * profile (CPU profiles of the CLI's cold start and status storm, bench/results/*.cpuprofile).
+ */
+const OPTIONAL = ['windows-exe', 'profile'];
 const selected = only ?? ALL;
 /** The keys of summary.json, in order; each comes from one benchmark's `summary`. */
 const SUMMARY_KEYS = [
