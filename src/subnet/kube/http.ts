@@ -20,7 +20,8 @@ import type { Clock } from '../../clock.js';
 import { KubeApiError, KubeTimeoutError } from '../../errors.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
-import { WatchLineSplitter } from './watch-lines.js';
+import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from './watch-lines.js';
+import type { DroppedField } from './watch-lines.js';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -33,6 +34,8 @@ export interface KubeRequest {
   /** Deadline for the whole exchange, headers and body. */
   timeoutMs: number;
   signal: AbortSignal;
+  /** Fields of the answer never read, left out of the text before it is parsed (./watch-lines.ts withoutFields). */
+  unread?: readonly DroppedField[];
 }
 
 /** Largest response body read (a list page of 100 Nodes is ~1 MB; hostile annotations can be larger). */
@@ -95,14 +98,14 @@ export class KubeHttp {
       const started = readMark();
       const p = await this.prepare(r.path, r.query, r.method, r.contentType);
       try {
-        return await this.exchange(p, body, ctrl.signal, what);
+        return await this.exchange(p, body, ctrl.signal, what, r.unread);
       } catch (err) {
         // A 401 after a token file rotated: re-read it (client-go's ResetTokenOlderThan) and, when the
         // token changed, send the request once more (./credentials.ts).
         if (!(err instanceof KubeApiError) || err.statusCode !== 401 || !resetTokensOlderThan(this.kc, started)) throw err;
         const again = await this.prepare(r.path, r.query, r.method, r.contentType);
         if (again.authorization === p.authorization) throw err;
-        return await this.exchange(again, body, ctrl.signal, what);
+        return await this.exchange(again, body, ctrl.signal, what, r.unread);
       }
     };
     try {
@@ -113,7 +116,7 @@ export class KubeHttp {
     }
   }
 
-  private exchange(p: Prepared, body: string | undefined, signal: AbortSignal, what: string): Promise<unknown> {
+  private exchange(p: Prepared, body: string | undefined, signal: AbortSignal, what: string, unread?: readonly DroppedField[]): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
       const fail = (err: unknown) => reject(signal.aborted ? abortReason(signal) : err);
       const req = this.send(p, body, signal);
@@ -131,11 +134,11 @@ export class KubeHttp {
         });
         res.on('error', fail);
         res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
+          const bytes = Buffer.concat(chunks);
           const status = res.statusCode ?? 0;
-          if (status < 200 || status > 299) return reject(new KubeApiError(status, text.slice(0, MAX_ERROR_BODY), what));
+          if (status < 200 || status > 299) return reject(new KubeApiError(status, bytes.toString('utf8').slice(0, MAX_ERROR_BODY), what));
           try {
-            resolve(JSON.parse(text) as unknown);
+            resolve(JSON.parse(unread ? withoutFields(bytes, unread) : bytes.toString('utf8')) as unknown);
           } catch (err) {
             reject(new Error(`${what}: the answer is not JSON: ${(err as Error).message}`));
           }
@@ -153,7 +156,7 @@ export class KubeHttp {
     path: string,
     query: Query,
     onEvent: (type: unknown, object: unknown) => void,
-    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; maxLineBytes?: number },
+    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; maxLineBytes?: number; unread?: readonly DroppedField[] },
   ): Promise<void> {
     const what = `watch ${path}`;
     const started = readMark();
@@ -198,14 +201,16 @@ export class KubeHttp {
           let ended = false;
           res.on('data', (chunk: Buffer) => {
             last = this.clock.now();
-            let complete: string[];
+            let complete: Buffer[];
             try {
-              complete = lines.push(chunk);
+              complete = lines.pushBytes(chunk);
             } catch (err) {
               res.destroy(err as Error);
               return;
             }
-            for (const line of complete) {
+            for (const bytes of complete) {
+              // Only the fields read are decoded (withoutFields), not the whole line.
+              const line = opts.unread ? withoutFields(bytes, opts.unread) : bytes.toString('utf8');
               if (line.trim() === '') continue;
               let ev: { type?: unknown; object?: unknown };
               try {
@@ -234,12 +239,16 @@ export class KubeHttp {
 
 const NODES = '/api/v1/nodes';
 
-/** The Node list over `http`, one page per call, each with a `timeoutMs` deadline (NodeListWatch's list). */
+/**
+ * The Node list over `http`, one page per call, each with a `timeoutMs` deadline (NodeListWatch's list).
+ * Its Nodes come without status and metadata.managedFields, which the kube subnet manager never reads
+ * (./watch-lines.ts NODE_LIST_UNREAD).
+ */
 export function nodeListFn(http: KubeHttp, timeoutMs: number): NodeListFn {
-  return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal });
+  return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal, unread: NODE_LIST_UNREAD });
 }
 
-/** The Node watch over `http` (NodeListWatch's watch). */
+/** The Node watch over `http` (NodeListWatch's watch); its Nodes without status and managedFields, as the list's. */
 export function nodeWatchFn(http: KubeHttp): NodeWatchFn {
-  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, opts);
+  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, { ...opts, unread: NODE_EVENT_UNREAD });
 }
