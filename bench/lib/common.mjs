@@ -466,3 +466,22 @@ export function cpuSampler() {
     return { cpuMs: r1(cpuMs), wallMs: r1(wall), cpuShare: r2((cpuMs / wall) * 100) };
   };
 }
+
+/**
+ * After a phase of changes: until the bare watch has decoded `want` events and the agent's CPU is quiet
+ * (under `quietPct` over 300 ms), so that each is charged for every event of the phase, the backlog it
+ * was still decoding when the changes stopped included (on a loaded machine a consumer lags by seconds,
+ * and CPU sampled only while the changes are made undercounts whichever lags more). Gives up after
+ * `timeoutMs`; `drained` says which.
+ */
+export async function waitDrained({ watchEvents, want, agentCpuMs, quietPct = 3, timeoutMs = 30_000 }) {
+  const t0 = performance.now();
+  for (;;) {
+    const events = await watchEvents();
+    const c0 = await agentCpuMs();
+    await sleep(300);
+    const quiet = ((await agentCpuMs()) - c0) / 3 < quietPct;
+    if (events >= want && quiet) return { drainMs: r1(performance.now() - t0), drained: true };
+    if (performance.now() - t0 > timeoutMs) return { drainMs: r1(performance.now() - t0), drained: false, watchEvents: events, want };
+  }
+}
