@@ -4,7 +4,9 @@
 // event-to-dataplane latency (API change -> the simulated HNS holding it), and the dataplane calls the
 // agent made (its /metrics counters). The periodic resync is off, so every call is event-driven.
 // Same-run baselines: the idle phase (CPU per event is net of idle), and a bare client-node Watch on
-// the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the same events.
+// the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the same events. A
+// phase's CPU (agent and baseline alike) runs until both have decoded every event of the phase
+// (lib/common.mjs waitDrained), over the wall time of the phase's changes.
 /* global performance */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
@@ -27,11 +29,12 @@ import {
   sleep,
   startAgent,
   table,
+  waitDrained,
   waitInSync,
 } from './lib/common.mjs';
 
 /** The baseline watcher; `cpu()` answers its CPU ms and decoded events so far. */
-async function startWatchBaseline(kubeconfig) {
+export async function startWatchBaseline(kubeconfig) {
   const child = fork(join(BENCH_DIR, 'lib', 'watch-child.mjs'), [kubeconfig], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
@@ -99,7 +102,18 @@ export async function run({ quick }) {
       const base0 = await baseline.cpu();
       const cpu = cpuSampler();
       const res = await api.call('churn', { addDelPerSec: ph.addDelPerSec, statusPerSec: ph.statusPerSec, durationMs: ms, live });
-      const c = cpu();
+      // The phase's wall time is that of its changes; its CPU includes the drain of any backlog.
+      const phaseWallMs = cpu().wallMs;
+      const drain = await waitDrained({
+        watchEvents: async () => (await baseline.cpu()).events,
+        want: base0.events + res.events.length + res.statusUpdates,
+        agentCpuMs: () => {
+          const u = process.cpuUsage();
+          return (u.user + u.system) / 1000;
+        },
+      });
+      const c = { ...cpu(), wallMs: phaseWallMs };
+      c.cpuShare = r2((c.cpuMs / c.wallMs) * 100);
       const base1 = await baseline.cpu();
       live = res.alive;
       // Let the last changes land (they are timed from the API change, not from now).
@@ -139,6 +153,8 @@ export async function run({ quick }) {
         readsPerNodeEvent: nodeEvents ? r2(calls.reads / nodeEvents) : null,
         writesPerNodeEvent: nodeEvents ? r2(calls.writes / nodeEvents) : null,
         apiReconnects: a.metrics.total(METRIC.apiReconnects) - reconnects0,
+        drainMs: drain.drainMs,
+        drained: drain.drained,
         callsByOp: Object.fromEntries(calls.byOp),
       });
     }
@@ -165,6 +181,10 @@ export async function run({ quick }) {
         event_to_dataplane_p50_ms: events.p50ms,
         hns_reads_per_node_event: events.readsPerNodeEvent,
         status_storm_cpu_pct: storm.cpuSharePct,
+        status_storm_client_node_watch_cpu_pct: storm.watchBaselineCpuSharePct,
+        status_storm_over_client_node_watch: storm.watchBaselineCpuSharePct > 0 ? r2(storm.cpuSharePct / storm.watchBaselineCpuSharePct) : null,
+        churn_cpu_pct: events.cpuSharePct,
+        churn_client_node_watch_cpu_pct: events.watchBaselineCpuSharePct,
       },
       notes: [
         'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',

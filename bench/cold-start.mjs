@@ -8,11 +8,13 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { HnsClient } from '../dist/hns/client.js';
 import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import { SimulatedDataplane } from '../dist/simulator/model.js';
-import { Reconciler } from '../dist/backends/reconcile.js';
+import { Reconciler } from '../dist/reconcile/reconciler.js';
+import { PeerStore } from '../dist/reconcile/peer-store.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../dist/backends/vxlan/policies.js';
 import {
   ApiServerProcess,
   COLD_LATENCY,
+  benchPeerStore,
   classifyCalls,
   diffSimCalls,
   log,
@@ -113,17 +115,17 @@ async function batchRun(n, batch) {
   const sim = new SimulatedDataplane({ latency: COLD_LATENCY });
   const net = sim.createNetwork('bench', { Name: 'flannel.4096', Type: 'Overlay', Policies: [], Ipams: [] });
   const hns = new HnsClient(new SimulatedHnsTransport(sim));
-  const rec = new Reconciler({ driver: remoteSubnetRouteDriver(hns, net.ID, batch), resyncMs: 3_600_000 });
-  const desired = [];
-  for (let i = 1; i <= n; i++) {
+  const driver = remoteSubnetRouteDriver(hns, net.ID, batch);
+  const itemOf = (i) => {
     const p = peer(i);
-    desired.push(remoteSubnetRouteFor({ key: p.name, subnet: p.subnet, publicIP: p.publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:ac:10:00:01' } }));
-  }
-  rec.setDesired(desired);
-  rec.markSynced();
+    return remoteSubnetRouteFor({ key: p.name, subnet: p.subnet, publicIP: p.publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:ac:10:00:01' } });
+  };
+  const peers = benchPeerStore(PeerStore, 'vxlan', itemOf, (d) => driver.desiredKey(d));
+  const rec = new Reconciler({ driver, desired: peers.store, resyncMs: 3_600_000 });
+  peers.list(Array.from({ length: n }, (_, i) => i + 1));
   const before = new Map(sim.calls);
   const t = performance.now();
-  const r = await rec.passNow();
+  const r = await rec.pass();
   const ms = performance.now() - t;
   const calls = classifyCalls(diffSimCalls(sim.calls, before));
   const held = sim.getNetwork(net.ID).Policies.filter((p) => p.Type === 'RemoteSubnetRoute').length;
@@ -139,7 +141,7 @@ async function batchRun(n, batch) {
 }
 
 export async function run({ quick }) {
-  const sizes = quick ? [1000, 2000] : [1000, 5000, 10000];
+  const sizes = quick ? [1000, 5000] : [1000, 5000, 10000];
   const rows = [];
   for (const n of sizes) {
     log(`cold start: ${n} nodes, vxlan`);

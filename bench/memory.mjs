@@ -79,7 +79,7 @@ async function importCost(mode, repeats) {
 }
 
 export async function run({ quick }) {
-  const sizes = quick ? [1000] : [1000, 5000];
+  const sizes = quick ? [5000] : [1000, 5000];
   const repeats = quick ? 1 : 3;
   const imports = {};
   for (const mode of ['kube', 'etcd']) {

@@ -16,13 +16,14 @@ import { HnsClient } from '../dist/hns/client.js';
 import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import { SimulatedDataplane } from '../dist/simulator/model.js';
 import { SimulatedRouteTable } from '../dist/simulator/host.js';
-import { Reconciler } from '../dist/backends/reconcile.js';
+import { Reconciler } from '../dist/reconcile/reconciler.js';
+import { PeerStore } from '../dist/reconcile/peer-store.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, sameRemoteSubnetRoute } from '../dist/backends/vxlan/policies.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.js';
 import { systemClock } from '../dist/clock.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COLD_LATENCY, NETWORK, RESULTS_DIR, classifyCalls, log, peer, percentile, r1, table } from './lib/common.mjs';
+import { COLD_LATENCY, NETWORK, RESULTS_DIR, benchPeerStore, classifyCalls, log, peer, percentile, r1, table } from './lib/common.mjs';
 
 export const POWERSHELL_MS = 200;
 const NET_NAME = 'flannel.4096';
@@ -154,20 +155,19 @@ function agentStrategy(backend, node, clock, live) {
     backend === 'vxlan'
       ? remoteSubnetRouteDriver(node.hns, node.netId)
       : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: '10.128.0.0/24', vnic: { index: node.ifIndex, refresh: async () => false } });
-  const rec = new Reconciler({ driver, clock });
   const itemOf = (i) => (backend === 'vxlan' ? remoteSubnetRouteFor(leaseOf(i)) : routeFor(i, node.ifIndex));
+  const peers = benchPeerStore(PeerStore, backend, itemOf, (d) => driver.desiredKey(d));
+  const rec = new Reconciler({ driver, desired: peers.store, clock });
   const ac = new AbortController();
   void rec.run(ac.signal);
   return {
     push(ev) {
-      const d = itemOf(ev.i);
       if (ev.type === 'add') live.add(ev.i);
       else live.delete(ev.i);
-      rec.updateDesired([[driver.desiredKey(d), ev.type === 'add' ? d : undefined]]);
+      peers.set(ev.i, ev.type === 'add');
     },
     snapshot() {
-      rec.setDesired([...live].map(itemOf));
-      rec.markSynced();
+      peers.list([...live]);
     },
     stop: () => ac.abort(),
   };

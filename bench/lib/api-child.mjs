@@ -2,96 +2,28 @@
 // churn itself (timers here, so the agent's process does nothing but be the agent) and reports the
 // wall-clock time of every change it made.
 /* global performance, setImmediate */
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../dist/demo/kube-fake/api-server.js';
+import { readFileSync } from 'node:fs';
+import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../dist/demo/kube-fake/api-server.js';
 import { peer } from './common.mjs';
+import { apiTime, heartbeat as kubeletHeartbeat, realisticNode } from './nodes.mjs';
 
-const api = new FakeKubeApiServer();
+/** Made by the first `start` (https with a bearer token when it names a certificate, key and token). */
+let api;
+let auth = {};
 const wallNow = () => performance.timeOrigin + performance.now();
 let backend = 'vxlan';
 let churnStop = false;
 
-const IMAGES = Array.from({ length: 30 }, (_, k) => ({
-  names: [`registry.k8s.io/example/image-${k}@sha256:${'0123456789abcdef'.repeat(4)}`, `registry.k8s.io/example/image-${k}:v1.${k}.0`],
-  sizeBytes: 10_000_000 + k * 1_000_003,
-}));
-
-/**
- * A Node as big as a real one: labels, capacity/allocatable, nodeInfo, 5 conditions, 30 images and
- * managedFields (about 8 KB of JSON), on top of upstream flanneld's annotations.
- */
-function realisticNode(p) {
-  const n = linuxFlannelNode({ name: p.name, podCIDR: p.subnet, publicIP: p.publicIP, backendType: backend });
-  const t = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  Object.assign(n.metadata.labels, {
-    'beta.kubernetes.io/arch': 'amd64',
-    'beta.kubernetes.io/os': 'linux',
-    'kubernetes.io/arch': 'amd64',
-    'node.kubernetes.io/instance-type': 'Standard_D4s_v5',
-    'topology.kubernetes.io/region': 'westeurope',
-    'topology.kubernetes.io/zone': `westeurope-${(p.name.length % 3) + 1}`,
-    'node-role.kubernetes.io/worker': '',
-  });
-  n.metadata.annotations['node.alpha.kubernetes.io/ttl'] = '0';
-  n.metadata.annotations['volumes.kubernetes.io/controller-managed-attach-detach'] = 'true';
-  n.metadata.managedFields = ['kubelet', 'kube-controller-manager', 'flanneld'].map((manager) => ({
-    manager,
-    operation: 'Update',
-    apiVersion: 'v1',
-    time: t,
-    fieldsType: 'FieldsV1',
-    fieldsV1: {
-      'f:metadata': {
-        'f:annotations': { '.': {}, 'f:node.alpha.kubernetes.io/ttl': {} },
-        'f:labels': { '.': {}, 'f:kubernetes.io/arch': {}, 'f:kubernetes.io/hostname': {}, 'f:kubernetes.io/os': {} },
-      },
-      'f:status': { 'f:conditions': { 'k:{"type":"Ready"}': { '.': {}, 'f:lastHeartbeatTime': {}, 'f:status': {} } } },
-    },
-  }));
-  const res = { cpu: '4', 'ephemeral-storage': '129886128Ki', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0', memory: '16393232Ki', pods: '110' };
-  n.status.capacity = res;
-  n.status.allocatable = { ...res, cpu: '3860m', memory: '12879888Ki' };
-  n.status.conditions = [
-    ...['MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => ({
-      type,
-      status: 'False',
-      lastHeartbeatTime: t,
-      lastTransitionTime: t,
-      reason: `KubeletHas${type === 'PIDPressure' ? 'SufficientPID' : 'No' + type}`,
-      message: `kubelet has no ${type}`,
-    })),
-    ...n.status.conditions,
-  ];
-  n.status.addresses.push({ type: 'Hostname', address: p.name });
-  n.status.daemonEndpoints = { kubeletEndpoint: { Port: 10250 } };
-  n.status.nodeInfo = {
-    machineID: 'f'.repeat(32),
-    systemUUID: '00000000-0000-0000-0000-000000000000',
-    bootID: '11111111-2222-3333-4444-555555555555',
-    kernelVersion: '5.15.0-1064-azure',
-    osImage: 'Ubuntu 22.04.4 LTS',
-    containerRuntimeVersion: 'containerd://1.7.15',
-    kubeletVersion: 'v1.30.3',
-    kubeProxyVersion: 'v1.30.3',
-    operatingSystem: 'linux',
-    architecture: 'amd64',
-  };
-  n.status.images = IMAGES;
-  return n;
-}
-
 function addPeer(i) {
   const p = peer(i);
-  api.addNode(realisticNode(p));
+  api.addNode(realisticNode(i, p, backend));
   return p;
 }
 
+/** A kubelet status heartbeat: only timestamps change (and the resourceVersion the store bumps). */
 function heartbeat(name) {
-  const t = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  api.updateNode(name, (n) => {
-    const c = n.status?.conditions?.find((x) => x.type === 'Ready');
-    if (c) c.lastHeartbeatTime = t;
-    n.status.allocatable = { cpu: '4', memory: `${Math.floor(Math.random() * 1e6)}Ki` };
-  });
+  const t = apiTime(Date.now());
+  api.updateNode(name, (n) => kubeletHeartbeat(n, t));
 }
 
 /**
@@ -138,7 +70,12 @@ async function churn({ addDelPerSec, statusPerSec, durationMs, live }) {
 }
 
 const handlers = {
-  async start() {
+  /** `tls`: {certFile, keyFile, token} to serve https and require `Authorization: Bearer <token>`. */
+  async start({ tls } = {}) {
+    if (!api) {
+      auth = tls ? { token: tls.token, caFile: tls.certFile } : {};
+      api = new FakeKubeApiServer(tls ? { bearerToken: tls.token, tls: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {});
+    }
     await api.start();
     return { url: api.url };
   },
@@ -147,7 +84,7 @@ const handlers = {
     return { t: wallNow() };
   },
   async kubeconfig({ path }) {
-    await writeKubeconfig(path, api.url);
+    await writeKubeconfig(path, api.url, auth);
   },
   addOwn({ name, podCIDR, ip }) {
     api.addNode(bareNode({ name, podCIDR, internalIP: ip }));
@@ -174,7 +111,11 @@ const handlers = {
     return { t: wallNow(), expiredWatches: api.expiredWatches };
   },
   nodeBytes() {
-    return { bytes: Buffer.byteLength(JSON.stringify(realisticNode(peer(1)))) };
+    return { bytes: Buffer.byteLength(JSON.stringify(realisticNode(1, peer(1), backend))) };
+  },
+  /** One peer Node as the API server holds it (the watch-decode benchmark's sample). */
+  sampleNode({ i = 1 }) {
+    return { node: api.getNode(peer(i).name) ?? realisticNode(i, peer(i), backend) };
   },
   stats() {
     return { expiredWatches: api.expiredWatches, activeWatches: api.activeWatches, requests: api.requests.length, running: api.running };
@@ -184,14 +125,14 @@ const handlers = {
   },
   churn,
   async exit() {
-    await api.stop();
+    await api?.stop();
     setImmediate(() => process.exit(0));
   },
 };
 
 // The request log grows without bound in long runs; keep it short.
 setInterval(() => {
-  if (api.requests.length > 10_000) api.clearRequests();
+  if (api && api.requests.length > 10_000) api.clearRequests();
 }, 1000).unref();
 
 process.on('message', async (m) => {

@@ -1,7 +1,8 @@
 // Shared benchmark plumbing: the node population, the fake API server in a child process, agents on a
 // simulated dataplane with hooks that time-stamp every dataplane write, tables and JSON results.
-/* global performance */
-import { fork } from 'node:child_process';
+/* global performance, structuredClone */
+import { execFileSync, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, cpus } from 'node:os';
@@ -83,6 +84,41 @@ export function log(msg) {
 
 // ---- the fake API server in a child process ------------------------------------------------------
 
+let tlsMaterial;
+/**
+ * A self-signed server certificate for 127.0.0.1 (RSA 2048, as kubeadm's apiserver certificate) and a
+ * random bearer token, made once per bench process with `openssl`.
+ */
+export function serverTls() {
+  if (tlsMaterial) return tlsMaterial;
+  const dir = mkdtempSync(join(tmpdir(), 'flanneld-bench-tls-'));
+  const certFile = join(dir, 'apiserver.crt');
+  const keyFile = join(dir, 'apiserver.key');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=kube-apiserver',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
+    { stdio: 'ignore' },
+  );
+  tlsMaterial = { certFile, keyFile, token: randomBytes(24).toString('base64url') };
+  return tlsMaterial;
+}
+
 /** A FakeKubeApiServer in its own process (its CPU and memory stay out of the agent's figures). */
 export class ApiServerProcess {
   constructor() {
@@ -107,9 +143,14 @@ export class ApiServerProcess {
     });
   }
 
-  /** Start the server, write a kubeconfig, add the own Windows node and `peers` Linux flannel nodes. */
+  /**
+   * Start the server, write a kubeconfig, add the own Windows node and `peers` Linux flannel nodes.
+   * Like a real cluster it serves https and wants a bearer token (the kubeconfig names the CA and the
+   * token); `BENCH_PLAIN_HTTP=1` serves plain http without a token instead.
+   */
   async setup(dir, { peers, backend }) {
-    const { url } = await this.call('start');
+    const tls = process.env.BENCH_PLAIN_HTTP === '1' ? undefined : serverTls();
+    const { url } = await this.call('start', { tls });
     this.url = url;
     this.kubeconfig = join(dir, 'kubeconfig');
     await this.call('kubeconfig', { path: this.kubeconfig });
@@ -346,5 +387,54 @@ export function cpuSampler() {
     const wall = performance.now() - w0;
     const cpuMs = (c.user + c.system) / 1000;
     return { cpuMs: r1(cpuMs), wallMs: r1(wall), cpuShare: r2((cpuMs / wall) * 100) };
+  };
+}
+
+/**
+ * After a phase of changes: until the bare watch has decoded `want` events and the agent's CPU is quiet
+ * (under `quietPct` over 300 ms), so that each is charged for every event of the phase, the backlog it
+ * was still decoding when the changes stopped included (on a loaded machine a consumer lags by seconds,
+ * and CPU sampled only while the changes are made undercounts whichever lags more). Gives up after
+ * `timeoutMs`; `drained` says which.
+ */
+export async function waitDrained({ watchEvents, want, agentCpuMs, quietPct = 3, timeoutMs = 30_000 }) {
+  const t0 = performance.now();
+  for (;;) {
+    const events = await watchEvents();
+    const c0 = await agentCpuMs();
+    await sleep(300);
+    const quiet = ((await agentCpuMs()) - c0) / 3 < quietPct;
+    if (events >= want && quiet) return { drainMs: r1(performance.now() - t0), drained: true };
+    if (performance.now() - t0 > timeoutMs) return { drainMs: r1(performance.now() - t0), drained: false, watchEvents: events, want };
+  }
+}
+
+// ---- the agent's desired side ------------------------------------------------------------------
+
+/**
+ * The peer store (dist/reconcile/peer-store.js) as the agent builds it in front of its reconciler: bench
+ * peers `peer(i)` as leases in, `itemOf(i)` as each accepted peer's item out. Peers are vxlan leases
+ * (VNI 4096) or host-gw ones; the own subnet is 10.128.0.0/24 (peer 0).
+ */
+export function benchPeerStore(PeerStore, backend, itemOf, desiredKey) {
+  const store = new PeerStore({
+    ownSubnet: '10.128.0.0/24',
+    validation: { network: NETWORK, subnetLen: 24, backendType: backend, ...(backend === 'vxlan' ? { vni: 4096 } : {}) },
+    items: { desiredFor: (l) => [itemOf(Number(l.key.slice('node-'.length)))], desiredKey },
+  });
+  const leaseOf = (i) => {
+    const p = peer(i);
+    const vxlan = backend === 'vxlan';
+    return { key: p.name, subnet: p.subnet, publicIP: p.publicIP, backendType: backend, backendData: vxlan ? { VNI: 4096, VtepMAC: '0e:2a:ac:10:00:01' } : null };
+  };
+  return {
+    store,
+    /** Peer i joins (`lease`) or leaves. */
+    set: (i, present) => store.apply({ kind: 'peers', peers: [{ key: peer(i).name, lease: present ? leaseOf(i) : undefined }] }),
+    /** A complete list of these peers. */
+    list: (is) => {
+      store.apply({ kind: 'peers', peers: is.map((i) => ({ key: peer(i).name, lease: leaseOf(i) })) });
+      store.apply({ kind: 'listed', keys: new Set(is.map((i) => peer(i).name)) });
+    },
   };
 }

@@ -1,13 +1,15 @@
-// One Node list in a fresh process (so RSS figures do not mix): `raw` pages through KubeHttp and
-// projects each Node to its lease record (what the agent does); `typed` is client-node's
+// One Node list in a fresh process (so RSS figures do not mix): `raw` pages through KubeHttp, each
+// Node's status and managedFields cut before the parse, and projects each Node to its lease record
+// (what the agent does: http.ts nodeListFn); `typed` is client-node's
 // CoreV1Api.listNode with the same page size (the typed model). Prints one JSON line.
 /* global performance */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../dist/clock.js';
 import { KubeHttp } from '../../dist/subnet/kube/http.js';
+import { NODE_LIST_UNREAD } from '../../dist/subnet/kube/watch-lines.js';
 import { DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../../dist/config/annotation-prefix.js';
 import { annotationKeys } from '../../dist/subnet/kube/annotations.js';
-import { projectNode } from '../../dist/subnet/kube/projection.js';
+import { projectNode } from '../../dist/subnet/kube/node-list-watch.js';
 
 const [kubeconfig, mode, limitText] = process.argv.slice(2);
 const limit = Number(limitText);
@@ -26,7 +28,7 @@ if (mode === 'raw') {
   const signal = new AbortController().signal;
   let cont;
   do {
-    const page = await http.json({ method: 'GET', path: '/api/v1/nodes', query: { limit, continue: cont }, timeoutMs: 60_000, signal });
+    const page = await http.json({ method: 'GET', path: '/api/v1/nodes', query: { limit, continue: cont }, timeoutMs: 60_000, signal, unread: NODE_LIST_UNREAD });
     pages++;
     for (const item of page.items) {
       const rec = projectNode(item, keys);

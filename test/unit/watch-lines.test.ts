@@ -2,14 +2,20 @@
 // multi-byte characters cut in two, each byte scanned once however small the chunks (the splitter it
 // replaced searched the whole unfinished line again for every chunk: quadratic in a long line), and a
 // line without end refused with a coded error, here and through KubeHttp.watch against a server that
-// sends one 64 MB line: the watch round ends (rejects) long before the server has sent it all.
+// sends one 64 MB line: the watch round ends (rejects) long before the server has sent it all. And
+// withoutFields: a Node's status and metadata.managedFields left out of the text before the parse, the
+// rest parsed exactly as before, through nodeListFn/nodeWatchFn against a fake API server too.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../src/clock.js';
 import { KubeWatchError } from '../../src/errors.js';
-import { KubeHttp } from '../../src/subnet/kube/http.js';
-import { MAX_WATCH_LINE_BYTES, WatchLineSplitter } from '../../src/subnet/kube/watch-lines.js';
+import { KubeHttp, nodeListFn, nodeWatchFn } from '../../src/subnet/kube/http.js';
+import { MAX_WATCH_LINE_BYTES, NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from '../../src/subnet/kube/watch-lines.js';
+import { FakeKubeApiServer, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expectCode } from '../support/errors.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -94,5 +100,119 @@ describe('KubeHttp.watch against a server sending one 64 MB line without a newli
     expect(events).toEqual([]);
     await waitFor(() => closed, 'the server to see the watch connection closed');
     expect(sent).toBeLessThan(LINE);
+  });
+});
+
+/** A Node shaped like a real one (bench/lib/nodes.mjs, smaller): managedFields, status with images. */
+function heavyNode(name: string): Record<string, unknown> {
+  return {
+    kind: 'Node',
+    apiVersion: 'v1',
+    metadata: {
+      name,
+      uid: 'u-1',
+      creationTimestamp: '2026-11-02T08:00:00Z',
+      // Values holding what the scan must not take for structure (quotes, backslashes, brackets, the
+      // keys) and multi-byte characters on both sides of a cut.
+      annotations: { 'flannel.alpha.coreos.com/public-ip': '172.16.0.11', tricky: '\\"status\\":{"managedFields":[ } ] \\\\', 'x\\': '{', unicode: 'nöde € ✓' },
+      managedFields: [{ manager: 'kubelet', fieldsV1: { 'f:status': { 'f:conditions': { 'k:{"type":"Ready"}': {} } } }, subresource: 'status' }],
+      resourceVersion: '42',
+    },
+    spec: { podCIDR: '10.128.1.0/24', podCIDRs: ['10.128.1.0/24'], taints: [{ key: 'status', effect: 'NoSchedule' }] },
+    status: {
+      conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: '2026-11-02T08:00:00Z' }],
+      images: [{ names: ['registry.k8s.io/pause@sha256:0123', 'registry.k8s.io/pause:3.9'], sizeBytes: 1 }],
+      nodeInfo: { kubeletVersion: 'v1.30.3', osImage: 'Windows Server 2022 Datacenter — 10.0.20348' },
+    },
+  };
+}
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => v as Json;
+
+/** `value` as JSON.parse of its text gives it, with the status object and metadata.managedFields of `nodes(copy)` deleted. */
+function expectedWithout(value: unknown, nodes: (copy: Json) => Json[]): unknown {
+  const copy = obj(JSON.parse(JSON.stringify(value)));
+  for (const n of nodes(copy)) {
+    delete n.status;
+    delete obj(n.metadata).managedFields;
+  }
+  return copy;
+}
+
+describe('withoutFields', () => {
+  const event = { type: 'MODIFIED', object: heavyNode('node-1') };
+  const list = { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: '7', continue: '' }, items: [heavyNode('a'), heavyNode('b')] };
+  it.each<[string, string, readonly { depth: number; key: string; open: '{' | '[' }[], unknown]>([
+    ['a watch line: the Node without status and managedFields', JSON.stringify(event), NODE_EVENT_UNREAD, expectedWithout(event, (e) => [obj(e.object)])],
+    ['a list page: every Node without them', JSON.stringify(list), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
+    ['a pretty-printed list page (spaces, tabs, newlines)', JSON.stringify(list, null, '\t'), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
+    [
+      'status as the first key (its trailing comma goes with it) and as the only one',
+      '{"type":"ADDED","object":{ "status" : {"a":[1,{"b":"}"}]} , "metadata":{"managedFields":[],"name":"n"}}}',
+      NODE_EVENT_UNREAD,
+      { type: 'ADDED', object: { metadata: { name: 'n' } } },
+    ],
+    ['a lone status', '{"type":"ADDED","object":{"status":{}}}', NODE_EVENT_UNREAD, { type: 'ADDED', object: {} }],
+  ])('%s', (_what, text, drop, parsed) => {
+    const out = withoutFields(text, drop);
+    expect(out.length).toBeLessThan(text.length);
+    expect(JSON.parse(out)).toEqual(parsed);
+  });
+
+  it.each<[string, string]>([
+    ["an ERROR event's metav1.Status (its status is a string)", '{"type":"ERROR","object":{"kind":"Status","status":"Failure","code":410}}'],
+    ['a status object at another depth (spec.status)', '{"type":"ADDED","object":{"spec":{"status":{"a":1}}}}'],
+    ['a key written with an escape', '{"type":"ADDED","object":{"st\\u0061tus":{"a":1}}}'],
+    ['an unterminated string (the parse then fails as it would have)', '{"type":"ADDED","object":{"status":{"a":"}}}'],
+    ['an unclosed status', '{"type":"ADDED","object":{"status":{"a":[1}'],
+    ['a BOOKMARK', '{"type":"BOOKMARK","object":{"kind":"Node","apiVersion":"v1","metadata":{"resourceVersion":"9"}}}'],
+  ])('leaves the text as it is: %s', (_what, text) => {
+    expect(withoutFields(text, NODE_EVENT_UNREAD)).toBe(text);
+  });
+});
+
+describe('nodeListFn and nodeWatchFn against the fake API server', () => {
+  let api: FakeKubeApiServer | undefined;
+  afterEach(async () => {
+    await api?.stop();
+    api = undefined;
+  });
+
+  it('hand over Nodes with metadata and spec as served, without status and managedFields', async () => {
+    api = new FakeKubeApiServer();
+    await api.start();
+    const served = linuxFlannelNode({ name: 'node-1', podCIDR: '10.128.1.0/24', publicIP: '172.16.0.11', backendType: 'vxlan' });
+    served.metadata.managedFields = [{ manager: 'flanneld', operation: 'Update' }];
+    api.addNode(served);
+    const path = join(mkdtempSync(join(tmpdir(), 'watch-lines-')), 'kubeconfig');
+    await writeKubeconfig(path, api.url);
+    const kc = new KubeConfig();
+    kc.loadFromFile(path);
+    const http = new KubeHttp(kc, systemClock);
+    const ctrl = new AbortController();
+    const page = obj(await nodeListFn(http, 10_000)({ limit: 10 }, ctrl.signal));
+    const held = api.getNode('node-1')!;
+    const { managedFields: _mf, ...metadata } = held.metadata;
+    expect(page.items).toEqual([{ kind: held.kind, apiVersion: held.apiVersion, metadata, spec: held.spec }]);
+
+    const events: [unknown, Json][] = [];
+    const watching = nodeWatchFn(http)(
+      { resourceVersion: String(obj(page.metadata).resourceVersion), allowWatchBookmarks: false, timeoutSeconds: 60 },
+      (type, o) => events.push([type, obj(o)]),
+      { silenceMs: 60_000, signal: ctrl.signal },
+    ).catch(() => undefined);
+    api.updateNode('node-1', (n) => {
+      n.status!.conditions![0].lastHeartbeatTime = '2026-12-01T00:00:00Z';
+    });
+    await waitFor(() => events.length > 0, 'the MODIFIED event');
+    ctrl.abort();
+    await watching;
+    const [type, node] = events[0];
+    expect(type).toBe('MODIFIED');
+    expect(node.status).toBeUndefined();
+    expect(obj(node.metadata).managedFields).toBeUndefined();
+    expect(obj(node.metadata).annotations).toEqual(held.metadata.annotations);
+    expect(node.spec).toEqual(held.spec);
   });
 });

@@ -20,7 +20,8 @@ import type { Clock } from '../../clock.js';
 import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../errors.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
-import { WatchLineSplitter } from './watch-lines.js';
+import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from './watch-lines.js';
+import type { DroppedField } from './watch-lines.js';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -33,11 +34,26 @@ export interface KubeRequest {
   /** Deadline for the whole exchange, headers and body. */
   timeoutMs: number;
   signal: AbortSignal;
+  /** Fields of the answer never read, left out of the text before it is parsed (./watch-lines.ts withoutFields). */
+  unread?: readonly DroppedField[];
 }
 
 /** Largest response body read (a list page of 100 Nodes is ~1 MB; hostile annotations can be larger). */
 const MAX_BODY_BYTES = 256 * 1024 * 1024;
 const MAX_ERROR_BODY = 4096;
+
+/**
+ * The text of an answer's bytes (without the `unread` fields), the bytes released before it returns:
+ * neither the joined buffer nor the chunks may still be referenced while the caller parses the text.
+ * A buffer alive during the parse outlives the scavenges the parse triggers, is promoted, and its
+ * memory (outside V8's heap) comes back only at a full GC: held across JSON.parse, the 2-3 MB buffer of
+ * each list page raised the agent's RSS after a 5,000-Node list by about 17 MB (docs/performance.md).
+ */
+function bodyText(chunks: Buffer[], unread: readonly DroppedField[] | undefined): string {
+  const bytes = Buffer.concat(chunks);
+  chunks.length = 0;
+  return unread ? withoutFields(bytes, unread) : bytes.toString('utf8');
+}
 
 interface Prepared {
   url: URL;
@@ -95,14 +111,14 @@ export class KubeHttp {
       const started = readMark();
       const p = await this.prepare(r.path, r.query, r.method, r.contentType);
       try {
-        return await this.exchange(p, body, ctrl.signal, what);
+        return await this.exchange(p, body, ctrl.signal, what, r.unread);
       } catch (err) {
         // A 401 after a token file rotated: re-read it (client-go's ResetTokenOlderThan) and, when the
         // token changed, send the request once more (./credentials.ts).
         if (!(err instanceof KubeApiError) || err.statusCode !== 401 || !resetTokensOlderThan(this.kc, started)) throw err;
         const again = await this.prepare(r.path, r.query, r.method, r.contentType);
         if (again.authorization === p.authorization) throw err;
-        return await this.exchange(again, body, ctrl.signal, what);
+        return await this.exchange(again, body, ctrl.signal, what, r.unread);
       }
     };
     try {
@@ -113,7 +129,7 @@ export class KubeHttp {
     }
   }
 
-  private exchange(p: Prepared, body: string | undefined, signal: AbortSignal, what: string): Promise<unknown> {
+  private exchange(p: Prepared, body: string | undefined, signal: AbortSignal, what: string, unread?: readonly DroppedField[]): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
       const fail = (err: unknown) => reject(signal.aborted ? abortReason(signal) : err);
       const req = this.send(p, body, signal);
@@ -134,9 +150,10 @@ export class KubeHttp {
           fail(coded(err, () => new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `${what}: the answer broke off after ${size} bytes: ${errorMessage(err)}`, {}, { cause: err }))),
         );
         res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
-          if (status < 200 || status > 299) return reject(apiError(what, status, text.slice(0, MAX_ERROR_BODY)));
+          const ok = status >= 200 && status <= 299;
+          const text = bodyText(chunks, ok ? unread : undefined);
+          if (!ok) return reject(apiError(what, status, text.slice(0, MAX_ERROR_BODY)));
           try {
             resolve(JSON.parse(text) as unknown);
           } catch (err) {
@@ -157,7 +174,7 @@ export class KubeHttp {
     path: string,
     query: Query,
     onEvent: (type: unknown, object: unknown) => void,
-    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; maxLineBytes?: number },
+    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; maxLineBytes?: number; unread?: readonly DroppedField[] },
   ): Promise<void> {
     const what = `watch ${path}`;
     const started = readMark();
@@ -202,14 +219,16 @@ export class KubeHttp {
           let ended = false;
           res.on('data', (chunk: Buffer) => {
             last = this.clock.now();
-            let complete: string[];
+            let complete: Buffer[];
             try {
-              complete = lines.push(chunk);
+              complete = lines.pushBytes(chunk);
             } catch (err) {
               res.destroy(err as Error);
               return;
             }
-            for (const line of complete) {
+            for (const bytes of complete) {
+              // Only the fields read are decoded (withoutFields), not the whole line.
+              const line = opts.unread ? withoutFields(bytes, opts.unread) : bytes.toString('utf8');
               if (line.trim() === '') continue;
               let ev: { type?: unknown; object?: unknown };
               try {
@@ -252,12 +271,16 @@ function brokenWatch(what: string, how: string, cause?: unknown): KubeWatchError
 
 const NODES = '/api/v1/nodes';
 
-/** The Node list over `http`, one page per call, each with a `timeoutMs` deadline (NodeListWatch's list). */
+/**
+ * The Node list over `http`, one page per call, each with a `timeoutMs` deadline (NodeListWatch's list).
+ * Its Nodes come without status and metadata.managedFields, which the kube subnet manager never reads
+ * (./watch-lines.ts NODE_LIST_UNREAD).
+ */
 export function nodeListFn(http: KubeHttp, timeoutMs: number): NodeListFn {
-  return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal });
+  return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal, unread: NODE_LIST_UNREAD });
 }
 
-/** The Node watch over `http` (NodeListWatch's watch). */
+/** The Node watch over `http` (NodeListWatch's watch); its Nodes without status and managedFields, as the list's. */
 export function nodeWatchFn(http: KubeHttp): NodeWatchFn {
-  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, opts);
+  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, { ...opts, unread: NODE_EVENT_UNREAD });
 }

@@ -31,7 +31,12 @@ export class WatchLineSplitter {
    * FLANNEL_ERR_KUBE_WATCH_LINE when the unfinished line grows past the limit.
    */
   push(chunk: Buffer): string[] {
-    const lines: string[] = [];
+    return this.pushBytes(chunk).map((line) => line.toString('utf8'));
+  }
+
+  /** As push, the lines as bytes (views of `chunk` where they can be: read them before the next push). */
+  pushBytes(chunk: Buffer): Buffer[] {
+    const lines: Buffer[] = [];
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf(0x0a, start);
@@ -39,7 +44,7 @@ export class WatchLineSplitter {
       if (nl < 0) break;
       const tail = chunk.subarray(start, nl);
       this.check(this.pendingBytes + tail.length);
-      lines.push(this.pending.length === 0 ? tail.toString('utf8') : Buffer.concat([...this.pending, tail]).toString('utf8'));
+      lines.push(this.pending.length === 0 ? tail : Buffer.concat([...this.pending, tail]));
       this.pending = [];
       this.pendingBytes = 0;
       start = nl + 1;
@@ -62,4 +67,138 @@ export class WatchLineSplitter {
       );
     }
   }
+}
+
+// ---- Node fields the kube subnet manager never reads, dropped from the text before JSON.parse -----
+//
+// A real Node is about 10 KB of JSON, of which status (conditions, 30-50 images with digests, nodeInfo)
+// and metadata.managedFields are about nine tenths (bench/lib/nodes.mjs takes its shape from a real
+// cluster's Node). The kube subnet manager reads only metadata (name, creationTimestamp, annotations,
+// resourceVersion) and spec (podCIDR, podCIDRs): upstream flanneld's nodeToLease
+// (pkg/subnet/kube/kube.go) the same. Parsing the rest costs most of the CPU of a status-only update
+// (a kubelet heartbeat changes only status) and most of the garbage. client-go's answer is a
+// metadata-only informer (PartialObjectMetadata), which would lose spec.podCIDR; so the JSON text is cut
+// instead: one pass over it (strings jumped with indexOf), and the values named below, at their depth,
+// are left out of the text JSON.parse sees. Anything unexpected (an unterminated string, a key written
+// with escapes, a value of another type: the `status` string of an ERROR event's metav1.Status) leaves
+// the text as it was, so the parse and its errors are exactly those of the full text.
+
+/** A value left out: the key `key` of an object at nesting depth `depth` (1 = the top object), when its value opens with `open`. */
+export interface DroppedField {
+  depth: number;
+  key: string;
+  open: '{' | '[';
+}
+
+/** A watch line `{"type":..,"object":{Node}}`: the Node's status and metadata.managedFields. */
+export const NODE_EVENT_UNREAD: readonly DroppedField[] = [
+  { depth: 2, key: 'status', open: '{' },
+  { depth: 3, key: 'managedFields', open: '[' },
+];
+
+/** A NodeList page `{..,"items":[{Node},..]}`: every Node's status and metadata.managedFields. */
+export const NODE_LIST_UNREAD: readonly DroppedField[] = [
+  { depth: 3, key: 'status', open: '{' },
+  { depth: 4, key: 'managedFields', open: '[' },
+];
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const COLON = 58;
+const OPEN_OBJECT = 123;
+const isOpen = (c: number) => c === OPEN_OBJECT || c === 91; // { [
+const isClose = (c: number) => c === 125 || c === 93; // } ]
+const isSpace = (c: number) => c === 32 || c === 10 || c === 13 || c === 9;
+
+/** Index of the quote closing the string whose opening quote is at `open`, or -1. */
+function stringEnd(b: Buffer, open: number): number {
+  let from = open + 1;
+  for (;;) {
+    const q = b.indexOf(QUOTE, from);
+    if (q < 0) return -1;
+    let backslashes = 0;
+    for (let k = q - 1; b[k] === BACKSLASH; k--) backslashes++;
+    if ((backslashes & 1) === 0) return q;
+    from = q + 1;
+  }
+}
+
+/** Index of the bracket closing the container opened at `open`, or -1. */
+function containerEnd(b: Buffer, open: number): number {
+  let depth = 0;
+  for (let i = open; i < b.length; i++) {
+    const c = b[i];
+    if (c === QUOTE) {
+      i = stringEnd(b, i);
+      if (i < 0) return -1;
+    } else if (isOpen(c)) depth++;
+    else if (isClose(c) && --depth === 0) return i;
+  }
+  return -1;
+}
+
+/** Whether the bytes of `b` from `at` are `key`'s (ASCII) characters and nothing more up to `end`. */
+function isKey(b: Buffer, at: number, end: number, key: string): boolean {
+  if (end - at !== key.length) return false;
+  for (let k = 0; k < key.length; k++) if (b[at + k] !== key.charCodeAt(k)) return false;
+  return true;
+}
+
+/**
+ * The UTF-8 text of `json` without the `drop` fields (see above): JSON.parse of it equals JSON.parse of
+ * the whole text with those values deleted. It works on the bytes and decodes only what it keeps (a cut
+ * falls on an ASCII quote, comma or bracket, never inside a multi-byte character). The whole text,
+ * decoded, when there is nothing to drop or anything is unexpected.
+ */
+export function withoutFields(json: Buffer | string, drop: readonly DroppedField[]): string {
+  const b = typeof json === 'string' ? Buffer.from(json) : json;
+  const whole = () => (typeof json === 'string' ? json : json.toString('utf8'));
+  const parts: string[] = [];
+  let from = 0;
+  let depth = 0;
+  /** The last structural byte outside strings ('{' or ',' before a key). */
+  let prev = -1;
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i];
+    if (c === QUOTE) {
+      const end = stringEnd(b, i);
+      if (end < 0) return whole();
+      const keyStart = i;
+      const prevChar = prev < 0 ? 0 : b[prev];
+      i = end;
+      if (prevChar !== COMMA && prevChar !== OPEN_OBJECT) continue; // a value, not a key
+      const rule = drop.find((d) => d.depth === depth && isKey(b, keyStart + 1, end, d.key));
+      if (!rule) continue;
+      let v = end + 1;
+      while (isSpace(b[v])) v++;
+      if (b[v] !== COLON) continue;
+      v++;
+      while (isSpace(b[v])) v++;
+      if (b[v] !== rule.open.charCodeAt(0)) continue;
+      const valueEnd = containerEnd(b, v);
+      if (valueEnd < 0) return whole();
+      // `,"key":value` goes with its leading comma; a first key `"key":value,` with its trailing one.
+      let cutFrom = prev;
+      let cutTo = valueEnd + 1;
+      if (prevChar !== COMMA) {
+        cutFrom = keyStart;
+        let after = cutTo;
+        while (isSpace(b[after])) after++;
+        if (b[after] === COMMA) cutTo = after + 1;
+      }
+      parts.push(b.toString('utf8', from, cutFrom));
+      from = cutTo;
+      // `prev` stays: the container's '{' when a first key went, else the next comma or bracket updates it.
+      i = cutTo - 1;
+      continue;
+    }
+    if (isOpen(c) || isClose(c)) {
+      depth += isOpen(c) ? 1 : -1;
+      prev = i;
+    } else if (c === COMMA || c === COLON) prev = i;
+  }
+  if (parts.length === 0) return whole();
+  parts.push(b.toString('utf8', from));
+  return parts.join('');
 }
