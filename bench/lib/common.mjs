@@ -1,6 +1,6 @@
 // Shared benchmark plumbing: the node population, the fake API server in a child process, agents on a
 // simulated dataplane with hooks that time-stamp every dataplane write, tables and JSON results.
-/* global performance, structuredClone */
+/* global performance */
 import { execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
