@@ -92,6 +92,7 @@ const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
   [METRIC.dataplaneErrors]: { op: DATAPLANE_OPS },
   [METRIC.applyPasses]: { result: ['ok', 'error'] },
   [METRIC.passDuration]: { result: ['ok', 'error'] },
+  [METRIC.networkRebuilds]: { result: ['ok', 'error'] },
 };
 
 /** prom-client default metrics that are gauges named like counters (dropped: promtool fails them). */

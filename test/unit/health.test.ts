@@ -193,6 +193,7 @@ describe('Metrics (prom-client)', () => {
     }
     expect(text).toContain('flannel_apply_passes_total{result="ok"} 0\n');
     expect(text).toContain('flannel_apply_pass_duration_seconds_count{result="error"} 0\n');
+    expect(text).toContain('flannel_network_rebuilds_total{result="ok"} 0\n'); // FlannelWindowsNetworkRebuilt (docs/metrics.md)
     expect(text).toContain('flannel_event_to_dataplane_seconds_count 0\n');
     expect(text).toContain('flannel_api_reconnects_total 0\n');
     expect(text).toContain(`flannel_build_info{version="${VERSION}"} 1\n`);
