@@ -1,9 +1,10 @@
 // The agent's Prometheus metrics, a basic facility every layer may use, exposed by prom-client (the ecosystem's client: text format, histograms,
 // process metrics). The agent's components receive the one `Metrics` instance and bump the names below
-// through inc/set/observe; /metrics renders its registry. A small mirror of the counter and gauge values
-// answers get/total synchronously (prom-client reads are async), for the demo and the tests.
-// Every family in HELP exists from the start, and every labelled series whose label values are known
-// (LABEL_VALUES) at zero, so a rate() or an alert on it works before the first event.
+// through inc/set/observe; /metrics renders its registry, the one place values are read (a reader that
+// wants one value asks the registry, e.g. `registry.getSingleMetric(name).get()`).
+// Every family in FAMILIES exists from the start with its label names, an unlabelled one at zero, and
+// every labelled series whose label values are known (LABEL_VALUES) at zero, so a rate() or an alert on
+// it works before the first event.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { VERSION } from './version.js';
 
@@ -30,23 +31,24 @@ export const METRIC = {
 
 type Kind = 'counter' | 'gauge' | 'histogram';
 
-const HELP: Record<string, [string, Kind]> = {
+/** Each family's help text, type and label names (fixed: prom-client checks every sample's labels against them). */
+const FAMILIES: Record<string, [string, Kind, string[]?]> = {
   [METRIC.peers]: ['Peer leases currently accepted and desired in the dataplane.', 'gauge'],
-  [METRIC.leasesRejected]: ['Peer leases rejected by validation, by reason.', 'counter'],
-  [METRIC.dataplaneCalls]: ['Dataplane (HNS, route table, host) calls, by operation.', 'counter'],
-  [METRIC.dataplaneErrors]: ['Dataplane calls that failed, by operation.', 'counter'],
+  [METRIC.leasesRejected]: ['Peer leases rejected by validation, by reason.', 'counter', ['reason']],
+  [METRIC.dataplaneCalls]: ['Dataplane (HNS, route table, host) calls, by operation.', 'counter', ['op']],
+  [METRIC.dataplaneErrors]: ['Dataplane calls that failed, by operation.', 'counter', ['op']],
   [METRIC.lastApplySuccess]: ['Unix time of the last reconcile pass that left the dataplane equal to the desired set.', 'gauge'],
-  [METRIC.applyPasses]: ['Reconcile passes, by result.', 'counter'],
+  [METRIC.applyPasses]: ['Reconcile passes, by result.', 'counter', ['result']],
   [METRIC.apiReconnects]: ['Times the subnet manager re-listed or reconnected its watch.', 'counter'],
-  [METRIC.nodesSkipped]: ['Node objects (or watch lines) skipped because they could not be read, by where they came from.', 'counter'],
+  [METRIC.nodesSkipped]: ['Node objects (or watch lines) skipped because they could not be read, by where they came from.', 'counter', ['where']],
   [METRIC.subnetConflicts]: ['Peers found claiming a subnet another peer holds or claims as well.', 'counter'],
-  [METRIC.buildInfo]: ['Always 1; the version label names the running flanneld-windows.', 'gauge'],
+  [METRIC.buildInfo]: ['Always 1; the version label names the running flanneld-windows.', 'gauge', ['version']],
   [METRIC.eventToDataplane]: ['Seconds from a change of the desired peer set (a lease event) to the end of the reconcile pass that applied it.', 'histogram'],
-  [METRIC.passDuration]: ['Seconds one reconcile pass took (read, plan, write), by result.', 'histogram'],
-  [METRIC.refusedItems]: ['Peer routes or policies the dataplane currently refuses (retried with backoff), by driver.', 'gauge'],
-  [METRIC.refusals]: ['Writes of one route or policy the dataplane refused, by driver.', 'counter'],
-  [METRIC.networkRebuilds]: ['Times the HNS network was found missing and rebuilt, by result.', 'counter'],
-  [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter'],
+  [METRIC.passDuration]: ['Seconds one reconcile pass took (read, plan, write), by result.', 'histogram', ['result']],
+  [METRIC.refusedItems]: ['Peer routes or policies the dataplane currently refuses (retried with backoff), by driver.', 'gauge', ['driver']],
+  [METRIC.refusals]: ['Writes of one route or policy the dataplane refused, by driver.', 'counter', ['driver']],
+  [METRIC.networkRebuilds]: ['Times the HNS network was found missing and rebuilt, by result.', 'counter', ['result']],
+  [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter', ['op']],
 };
 
 /** The operations `metered` counts: HnsClient's (hns.*) and the route table's (routes.*). */
@@ -90,6 +92,7 @@ const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
   [METRIC.dataplaneErrors]: { op: DATAPLANE_OPS },
   [METRIC.applyPasses]: { result: ['ok', 'error'] },
   [METRIC.passDuration]: { result: ['ok', 'error'] },
+  [METRIC.networkRebuilds]: { result: ['ok', 'error'] },
 };
 
 /** prom-client default metrics that are gauges named like counters (dropped: promtool fails them). */
@@ -100,13 +103,6 @@ const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 
 type Family = Counter | Gauge | Histogram;
 
-function labelKey(labels: Labels): string {
-  return Object.keys(labels)
-    .sort()
-    .map((k) => `${k}=${JSON.stringify(labels[k])}`)
-    .join(',');
-}
-
 export interface MetricsOptions {
   /** Also expose prom-client's process and Node.js metrics (CPU, RSS, heap, event loop lag, GC). */
   process?: boolean;
@@ -114,17 +110,16 @@ export interface MetricsOptions {
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly families = new Map<string, { metric: Family; labelNames: string[] }>();
-  /** Counter and gauge values by name and label set, for get/total. */
-  private readonly values = new Map<string, Map<string, { labels: Labels; value: number }>>();
+  private readonly families = new Map<string, Family>();
 
   constructor(opts: MetricsOptions = {}) {
-    for (const [name, byLabel] of Object.entries(LABEL_VALUES)) {
-      const [label, values] = Object.entries(byLabel)[0];
-      this.declare(name, label, values);
+    for (const [name, [help, kind, labelNames = []]] of Object.entries(FAMILIES)) {
+      const config = { name, help, labelNames, registers: [this.registry] };
+      this.families.set(name, kind === 'counter' ? new Counter(config) : kind === 'histogram' ? new Histogram({ ...config, buckets: BUCKETS }) : new Gauge(config));
     }
-    // Every other declared family from the start too (an unlabelled one at zero; labels may come later).
-    for (const name of Object.keys(HELP)) this.family(name, []);
+    for (const [name, byLabel] of Object.entries(LABEL_VALUES)) {
+      for (const [label, values] of Object.entries(byLabel)) this.declare(name, label, values);
+    }
     this.set(METRIC.buildInfo, 1, { version: VERSION });
     if (opts.process) {
       collectDefaultMetrics({ register: this.registry });
@@ -134,69 +129,42 @@ export class Metrics {
     }
   }
 
-  /** Pre-register family `name` with one series per value of `label`, at zero (idempotent). */
+  /** Pre-register family `name` with one series per value of its label `label`, at zero (idempotent). */
   declare(name: string, label: string, values: readonly string[]): void {
-    const family = this.family(name, [label]);
+    const family = this.family(name);
+    if (!FAMILIES[name][2]?.includes(label)) throw new Error(`internal: metric ${name} has no label ${label} (src/metrics.ts FAMILIES)`);
     for (const v of values) {
       if (family instanceof Histogram) family.zero({ [label]: v });
-      else if (family instanceof Counter) this.inc(name, { [label]: v }, 0);
-      else this.set(name, 0, { [label]: v });
+      else family.inc({ [label]: v }, 0);
     }
   }
 
-  /** The family `name`, created on first use with these label names (recreated, values kept, if more appear). */
-  private family(name: string, labelNames: string[]): Family {
-    const cur = this.families.get(name);
-    if (cur && labelNames.every((l) => cur.labelNames.includes(l))) return cur.metric;
-    const names = [...new Set([...(cur?.labelNames ?? []), ...labelNames])];
-    if (cur) this.registry.removeSingleMetric(name);
-    const [help, kind] = HELP[name] ?? [name, 'gauge'];
-    const config = { name, help, labelNames: names, registers: [this.registry] };
-    const metric = kind === 'counter' ? new Counter(config) : kind === 'histogram' ? new Histogram({ ...config, buckets: BUCKETS }) : new Gauge(config);
-    this.families.set(name, { metric, labelNames: names });
-    if (cur && !(metric instanceof Histogram)) {
-      for (const { labels, value } of this.values.get(name)?.values() ?? []) metric.inc(labels, value);
-    }
-    return metric;
+  /** The family `name`; every family is declared in FAMILIES, with its type and label names. */
+  private family(name: string): Family {
+    const family = this.families.get(name);
+    if (!family) throw new Error(`internal: metric ${name} is not declared (src/metrics.ts FAMILIES)`);
+    return family;
   }
 
-  private mirror(name: string, labels: Labels): { labels: Labels; value: number } {
-    let m = this.values.get(name);
-    if (!m) this.values.set(name, (m = new Map<string, { labels: Labels; value: number }>()));
-    const key = labelKey(labels);
-    let v = m.get(key);
-    if (!v) m.set(key, (v = { labels, value: 0 }));
-    return v;
-  }
-
+  /** Add `by` to a counter (or a gauge). */
   inc(name: string, labels: Labels = {}, by = 1): void {
-    const family = this.family(name, Object.keys(labels)) as Counter | Gauge;
+    const family = this.family(name);
+    if (family instanceof Histogram) throw new Error(`internal: metric ${name} is a histogram (observe it)`);
     family.inc(labels, by);
-    this.mirror(name, labels).value += by;
   }
 
+  /** Set a gauge. (No counter is set: a counter's owner increments it.) */
   set(name: string, value: number, labels: Labels = {}): void {
-    const family = this.family(name, Object.keys(labels));
-    if (family instanceof Gauge) family.set(labels, value);
-    else if (family instanceof Counter && value > this.get(name, labels)) family.inc(labels, value - this.get(name, labels));
-    this.mirror(name, labels).value = value;
+    const family = this.family(name);
+    if (!(family instanceof Gauge)) throw new Error(`internal: metric ${name} is not a gauge (only gauges are set)`);
+    family.set(labels, value);
   }
 
   /** Record one observation (seconds) in a histogram. */
   observe(name: string, value: number, labels: Labels = {}): void {
-    const family = this.family(name, Object.keys(labels));
-    if (family instanceof Histogram) family.observe(labels, value);
-  }
-
-  get(name: string, labels: Labels = {}): number {
-    return this.values.get(name)?.get(labelKey(labels))?.value ?? 0;
-  }
-
-  /** Sum over all label sets of one family. */
-  total(name: string): number {
-    let sum = 0;
-    for (const v of this.values.get(name)?.values() ?? []) sum += v.value;
-    return sum;
+    const family = this.family(name);
+    if (!(family instanceof Histogram)) throw new Error(`internal: metric ${name} is not a histogram`);
+    family.observe(labels, value);
   }
 
   /** The Prometheus text exposition of every family. */

@@ -91,7 +91,8 @@ async function main(): Promise<void> {
     out(`\nleased ${lease.subnet} for node ${WINDOWS_NODE} (public IP ${lease.publicIP}), HNS network ${agent.network.networkName}, MTU ${agent.network.mtu}`);
     out(`\n${config.subnetFile}:\n${readFileSync(config.subnetFile, 'utf8')}`);
     show('programmed peers:');
-    const rejected = agent.metrics.total(METRIC.leasesRejected);
+    const counted = await agent.metrics.registry.getSingleMetric(METRIC.leasesRejected)?.get();
+    const rejected = (counted?.values ?? []).reduce((sum, v) => sum + v.value, 0);
     if (rejected > 0) out(`  (${rejected} peer lease${rejected === 1 ? '' : 's'} rejected: see the warning above and flannel_leases_rejected_total)`);
     out(`\nEvery ${intervalMs / 1000} s a node joins or leaves; press Ctrl-C to stop.`);
   }

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC } from '../../src/metrics.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor, waitForPasses } from './harness.js';
 import type { Logger } from '../../src/log.js';
-import { LIST_FAILED } from '../support/agent-signals.js';
+import { LIST_FAILED, readMetricTotal } from '../support/agent-signals.js';
 import { logSink } from '../support/log-sink.js';
 
 /** The Node list (not the watch, not a GET of one node). */
@@ -67,7 +67,7 @@ describe('API server faults', () => {
     await c.api.start();
     await waitFor(() => routes(a).join() === '10.244.2.0/24 via 10.0.1.2,10.244.3.0/24 via 10.0.1.33,10.244.5.0/24 via 10.0.1.5', 'relisted', 20_000);
     expect(routes(a)).toEqual(['10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.33', '10.244.5.0/24 via 10.0.1.5']);
-    expect(a.agent.metrics.total(METRIC.apiReconnects)).toBeGreaterThanOrEqual(1);
+    expect(await readMetricTotal(a.agent.metrics, METRIC.apiReconnects)).toBeGreaterThanOrEqual(1);
     // Changes after the recovery flow through the new watch.
     c.api.deleteNode('linux-3');
     c.addLinux(6, 'host-gw');

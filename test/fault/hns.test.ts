@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC } from '../../src/metrics.js';
 import { HRESULT } from '../../src/hns/errors.js';
-import { PEERS, waitForMetric } from '../support/agent-signals.js';
+import { PEERS, readMetric, waitForMetric } from '../support/agent-signals.js';
 import { expectConverged, FaultCluster, HELD, HOSTGW_NET_CONF, policies, seeded, VXLAN_NET_CONF, waitFor, waitForPasses, wantPolicies } from './harness.js';
 
 let c: FaultCluster;
@@ -21,7 +21,7 @@ describe('HNS faults', () => {
     a.sim.injections.failNext('HcnModifyNetwork', HRESULT.E_FAIL, 3);
     for (const n of [1, 2, 3]) c.addLinux(n, 'vxlan');
     await expectConverged(a, 'vxlan', [1, 2, 3]);
-    expect(a.agent.metrics.get(METRIC.applyPasses, { result: 'error' })).toBeGreaterThanOrEqual(3);
+    expect(await readMetric(a.agent.metrics, METRIC.applyPasses, { result: 'error' })).toBeGreaterThanOrEqual(3);
     // Each failed attempt is one call: the policies are added in one batch once HNS answers again.
     expect(modifyCalls(a)).toBeLessThanOrEqual(1 /* HostRoute */ + 3 + 1 + 1);
   });
@@ -38,7 +38,7 @@ describe('HNS faults', () => {
       c.addLinux(20 + i, 'host-gw');
       await waitForPasses(a, 1, `a pass (ok or failed) after churn step ${i + 1}`);
     }
-    await waitFor(() => a.agent.metrics.get(METRIC.applyPasses, { result: 'error' }) >= 2, 'failed passes');
+    await waitFor(async () => (await readMetric(a.agent.metrics, METRIC.applyPasses, { result: 'error' })) >= 2, 'failed passes');
     a.sim.injections.failRate(0, 0);
     await expectConverged(a, 'host-gw', [20, 21, 22, 23, 24, 25]);
   });
@@ -72,7 +72,7 @@ describe('HNS faults', () => {
     c.addWindowsNode();
     const a = c.startAgent({ netConf: VXLAN_NET_CONF, extraArgs: ['--hns-call-timeout=1'] });
     await expectConverged(a, 'vxlan', [1]);
-    const errorsBefore = a.agent.metrics.get(METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' });
+    const errorsBefore = await readMetric(a.agent.metrics, METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' });
     a.sim.injections.stall('HcnModifyNetwork', HELD, 1);
     const before = modifyCalls(a);
     c.addLinux(2, 'vxlan'); // its Add hangs until the test wakes it
@@ -80,8 +80,8 @@ describe('HNS faults', () => {
     // The agent does not wait for HNS: the call times out after 1 s and the retried pass adds the policy.
     await waitFor(() => JSON.stringify(policies(a)) === JSON.stringify(wantPolicies([1, 2])), 'linux-2 programmed while the first call still hangs');
     expect(a.state.sleeping).toBe(1); // the first call still hangs
-    expect(a.agent.metrics.get(METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' })).toBe(errorsBefore + 1);
-    expect(a.agent.metrics.get(METRIC.applyPasses, { result: 'error' })).toBeGreaterThanOrEqual(1);
+    expect(await readMetric(a.agent.metrics, METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' })).toBe(errorsBefore + 1);
+    expect(await readMetric(a.agent.metrics, METRIC.applyPasses, { result: 'error' })).toBeGreaterThanOrEqual(1);
     expect(a.agent.phase).toBe('running');
     // Still inside the hang: linux-2 goes away again and linux-3 comes.
     c.api.deleteNode('linux-2');

@@ -4,6 +4,7 @@ import { afterEach, expect, it } from '@jest/globals';
 import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/metrics.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
+import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 
 const P = 'flannel.alpha.coreos.com/';
 
@@ -114,7 +115,7 @@ for (const backend of ['vxlan', 'host-gw'] as const) {
     c.addWindowsNode();
     const a = c.startAgent({ netConf: backend === 'vxlan' ? VXLAN_NET_CONF : HOSTGW_NET_CONF });
     await expectConverged(a, backend, [1, 2], 20_000);
-    const rejectedAtStart = a.agent.metrics.total(METRIC.leasesRejected);
+    const rejectedAtStart = await readMetricTotal(a.agent.metrics, METRIC.leasesRejected);
     expect(rejectedAtStart).toBeGreaterThanOrEqual(10);
 
     // The same again through the watch, plus a peer that turns hostile and a hostile one that is fixed.
@@ -135,7 +136,7 @@ for (const backend of ['vxlan', 'host-gw'] as const) {
       x.metadata.annotations![`${P}backend-data`] = backend === 'vxlan' ? '{"VNI":4096,"VtepMAC":"0e:2a:0a:00:01:1e"}' : 'null';
       x.spec = { podCIDR: '10.244.30.0/24', podCIDRs: ['10.244.30.0/24'] };
     });
-    await waitFor(() => a.agent.metrics.total(METRIC.leasesRejected) > rejectedAtStart + 10, 'watch rejections');
+    await waitFor(async () => (await readMetricTotal(a.agent.metrics, METRIC.leasesRejected)) > rejectedAtStart + 10, 'watch rejections');
     // vni-1-10 is a vxlan-only node; in host-gw the fixed peer is only backend-type-other-10.
     await expectConverged(a, backend, backend === 'vxlan' ? [2, 3, 10, 30] : [2, 3, 30], 20_000);
     expect(a.agent.isReady).toBe(true);
@@ -151,12 +152,12 @@ it('silent drops get reasons: a podCIDR equal to ours, one that is not a CIDR, a
   await expectConverged(a, 'host-gw', [1]);
   const m = a.agent.metrics;
   for (const reason of ['subnet-equals-own', 'subnet-ipv6-only', 'subnet-invalid']) {
-    await waitFor(() => m.get(METRIC.leasesRejected, { reason }) > 0, `a rejection counted as ${reason}`);
+    await waitFor(async () => (await readMetric(m, METRIC.leasesRejected, { reason })) > 0, `a rejection counted as ${reason}`);
   }
   // own-subnet, ipv6-only, podcidr-number, podcidrs-string, podcidrs-objects, spec-array
-  expect(m.get(METRIC.leasesRejected, { reason: 'subnet-equals-own' })).toBe(1);
-  expect(m.get(METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
-  expect(m.get(METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(4);
+  expect(await readMetric(m, METRIC.leasesRejected, { reason: 'subnet-equals-own' })).toBe(1);
+  expect(await readMetric(m, METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
+  expect(await readMetric(m, METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(4);
 });
 
 it('a duplicate podCIDR never hijacks a subnet: the holder keeps it through a flicker; it changes hands only when the holder goes', async () => {
@@ -169,13 +170,13 @@ it('a duplicate podCIDR never hijacks a subnet: the holder keeps it through a fl
   // "a-hijacker" sorts before linux-1 and claims its podCIDR.
   const hijacker = linuxFlannelNode({ name: 'a-hijacker', podCIDR: '10.244.1.0/24', publicIP: '10.0.9.9', backendType: 'host-gw' });
   c.api.addNode(hijacker);
-  await waitFor(() => a.agent.metrics.get(METRIC.subnetConflicts) === 1, 'the conflict counted');
+  await waitFor(async () => (await readMetric(a.agent.metrics, METRIC.subnetConflicts)) === 1, 'the conflict counted');
   // The holder flickers (public IP changes and changes back): it keeps its subnet throughout.
   c.api.updateNode('linux-1', (x) => void (x.metadata.annotations![`${P}public-ip`] = '10.0.1.101'));
   await waitFor(() => routes(a).includes('10.244.1.0/24 via 10.0.1.101'), 'the holder moved');
   c.api.updateNode('linux-1', (x) => void (x.metadata.annotations![`${P}public-ip`] = '10.0.1.1'));
   await expectConverged(a, 'host-gw', [1, 2]);
-  expect(a.agent.metrics.get(METRIC.subnetConflicts)).toBe(1);
+  expect(await readMetric(a.agent.metrics, METRIC.subnetConflicts)).toBe(1);
   // The holder is deleted: only now does the subnet change hands.
   c.api.deleteNode('linux-1');
   await waitFor(() => routes(a).join() === '10.244.1.0/24 via 10.0.9.9,10.244.2.0/24 via 10.0.1.2', 'handed over');

@@ -9,6 +9,7 @@ import { METRIC } from '../../src/metrics.js';
 import { nodeSubnetEnvFs } from '../../src/fs-seams.js';
 import type { SubnetEnvFs } from '../../src/fs-seams.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN } from './harness.js';
+import { readMetric } from '../support/agent-signals.js';
 
 let c: FaultCluster;
 const realFs: SubnetEnvFs = { ...nodeSubnetEnvFs };
@@ -120,7 +121,7 @@ describe('dataplane state directory', () => {
       a.state.mode = mode;
       c.addLinux(2, 'vxlan');
       c.api.deleteNode('linux-1');
-      await waitFor(() => a.agent.metrics.get(METRIC.applyPasses, { result: 'error' }) >= 2, 'failed passes');
+      await waitFor(async () => (await readMetric(a.agent.metrics, METRIC.applyPasses, { result: 'error' })) >= 2, 'failed passes');
       expect(readFileSync(a.statePath, 'utf8')).toBe(before);
       expect(a.sim.snapshot()).toEqual(JSON.parse(before)); // the failed calls changed nothing
       expect(a.agent.phase).toBe('running');

@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
-import { APPLY_PASSES, LEASES_REJECTED, LIST_FAILED, metricValue, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
+import { APPLY_PASSES, LEASES_REJECTED, LIST_FAILED, metricValue, readMetricTotal, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
 import { logSink } from '../support/log-sink.js';
 
 const WIN = 'win-1';
@@ -52,7 +52,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
       { DestinationPrefix: '10.244.1.0/24', IsolationId: 4096, ProviderAddress: '10.0.0.11', DistributedRouterMacAddress: '0e:2a:0a:00:00:0b' },
       { DestinationPrefix: '10.244.2.0/24', IsolationId: 4096, ProviderAddress: '10.0.0.12', DistributedRouterMacAddress: '0e:2a:0a:00:00:0c' },
     ]);
-    expect(a.agent.metrics.total(METRIC.leasesRejected)).toBe(2);
+    expect(await readMetricTotal(a.agent.metrics, METRIC.leasesRejected)).toBe(2);
 
     // The annotations, exactly as Linux flanneld writes them, through PATCH nodes/<name>/status.
     const patches = cluster.api.requests.filter((r) => r.method === 'PATCH');
@@ -164,7 +164,7 @@ describe('peers come and go', () => {
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
     await cluster.api.start();
     await waitFor(() => peerRoutes(a).join() === '10.244.1.0/24 via 10.0.0.11,10.244.3.0/24 via 10.0.0.13', 'relisted peers', 20_000);
-    expect(a.agent.metrics.total(METRIC.apiReconnects)).toBeGreaterThanOrEqual(1);
+    expect(await readMetricTotal(a.agent.metrics, METRIC.apiReconnects)).toBeGreaterThanOrEqual(1);
   });
 });
 

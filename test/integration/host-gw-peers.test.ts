@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
+import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 
 const WIN = 'win-1';
 
@@ -31,9 +32,9 @@ describe('host-gw peers that no route can reach', () => {
     cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
     const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
 
-    await waitFor(() => a.agent.isReady && a.agent.metrics.total(METRIC.leasesRejected) === 2 && peerRoutes(a).length === 1, 'one route, two rejections');
+    await waitFor(async () => a.agent.isReady && (await readMetricTotal(a.agent.metrics, METRIC.leasesRejected)) === 2 && peerRoutes(a).length === 1, 'one route, two rejections');
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11']);
-    expect(a.agent.metrics.get(METRIC.leasesRejected, { reason: 'public-ip-off-link' })).toBe(1);
-    expect(a.agent.metrics.get(METRIC.leasesRejected, { reason: 'public-ip-broadcast' })).toBe(1);
+    expect(await readMetric(a.agent.metrics, METRIC.leasesRejected, { reason: 'public-ip-off-link' })).toBe(1);
+    expect(await readMetric(a.agent.metrics, METRIC.leasesRejected, { reason: 'public-ip-broadcast' })).toBe(1);
   });
 });

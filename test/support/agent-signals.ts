@@ -13,19 +13,58 @@ export const PEERS = 'flannel_peers';
 /** Peer leases rejected by validation, by reason. */
 export const LEASES_REJECTED = 'flannel_leases_rejected_total';
 
+/** One sample line of a Prometheus text exposition: `name{label="value",...} value`. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of a Prometheus text exposition (label values unescaped: `\\`, `\"`, `\n`). */
+function samples(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\})? (\S+)/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[l[1]] = l[2].replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    }
+    out.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
 /**
  * The value of metric `name` in a Prometheus text exposition, summed over every label set that carries
  * `labels` (all of them when none are given); 0 when the family has no sample.
  */
 export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
   let sum = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const set = m[2] ?? '';
-    if (Object.entries(labels).every(([k, v]) => set.includes(`${k}=${JSON.stringify(v)}`))) sum += Number(m[3]);
+  for (const s of samples(text)) {
+    if (s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)) sum += s.value;
   }
   return sum;
+}
+
+/** Something whose metrics a test reads: the agent's `Metrics` (src/metrics.ts), through its /metrics text. */
+export interface MetricsRenderer {
+  render(): Promise<string>;
+}
+
+/**
+ * The value of the one series of `name` with exactly the label set `labels` (none: the unlabelled
+ * series), read from `metrics.render()`; 0 when there is no such sample.
+ */
+export async function readMetric(metrics: MetricsRenderer, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const want = Object.entries(labels);
+  const s = samples(await metrics.render()).find((x) => x.name === name && Object.keys(x.labels).length === want.length && want.every(([k, v]) => x.labels[k] === v));
+  return s?.value ?? 0;
+}
+
+/** The sum of `name` over all its label sets, read from `metrics.render()`. */
+export async function readMetricTotal(metrics: MetricsRenderer, name: string): Promise<number> {
+  return metricValue(await metrics.render(), name);
 }
 
 /** Something that can read its agent's /metrics text. */

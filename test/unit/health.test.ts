@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/log.js';
 import { RejectionLog } from '../../src/subnet/rejections.js';
 import { LEASE_REJECT_REASONS } from '../../src/lease-reject-reasons.js';
 import { VERSION } from '../../src/version.js';
+import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 
 function get(port: number, path: string, method = 'GET'): Promise<{ status: number; type: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
@@ -192,6 +193,7 @@ describe('Metrics (prom-client)', () => {
     }
     expect(text).toContain('flannel_apply_passes_total{result="ok"} 0\n');
     expect(text).toContain('flannel_apply_pass_duration_seconds_count{result="error"} 0\n');
+    expect(text).toContain('flannel_network_rebuilds_total{result="ok"} 0\n'); // FlannelWindowsNetworkRebuilt (docs/metrics.md)
     expect(text).toContain('flannel_event_to_dataplane_seconds_count 0\n');
     expect(text).toContain('flannel_api_reconnects_total 0\n');
     expect(text).toContain(`flannel_build_info{version="${VERSION}"} 1\n`);
@@ -208,27 +210,29 @@ describe('Metrics (prom-client)', () => {
     expect([...new Set(ops)].filter((op) => !DATAPLANE_OPS.includes(op))).toEqual([]);
   });
 
-  it('histograms observe seconds; get/total read counters and gauges; a family may grow a label', async () => {
+  it('histograms observe seconds, counters add, gauges are set; a family has the labels it is declared with', async () => {
     const m = new Metrics();
     m.observe(METRIC.passDuration, 0.03, { result: 'ok' });
     m.observe(METRIC.eventToDataplane, 2);
-    m.inc('flannel_test_total');
-    m.inc('flannel_test_total', { kind: 'a' }, 2);
+    m.inc(METRIC.simulatedCalls, { op: 'HNSCall' });
+    m.inc(METRIC.simulatedCalls, { op: 'a "quoted" \\ op' }, 2);
     m.set(METRIC.peers, 4);
-    m.inc(METRIC.apiReconnects, { kind: 'relist' }); // a declared unlabelled family growing a label
-    expect(m.get('flannel_test_total')).toBe(1);
-    expect(m.total('flannel_test_total')).toBe(3);
-    expect(m.get(METRIC.peers)).toBe(4);
+    expect(await readMetric(m, METRIC.simulatedCalls, { op: 'HNSCall' })).toBe(1);
+    expect(await readMetric(m, METRIC.simulatedCalls, { op: 'a "quoted" \\ op' })).toBe(2);
+    expect(await readMetricTotal(m, METRIC.simulatedCalls)).toBe(3);
+    expect(await readMetric(m, METRIC.peers)).toBe(4);
     const text = await m.render();
     expect(text).toContain('flannel_apply_pass_duration_seconds_bucket{le="0.05",result="ok"} 1\n');
     expect(text).toContain('flannel_apply_pass_duration_seconds_bucket{le="0.025",result="ok"} 0\n');
     expect(text).toContain('flannel_event_to_dataplane_seconds_bucket{le="2.5"} 1\n');
     expect(text).toContain('flannel_event_to_dataplane_seconds_sum 2\n');
-    expect(text).toContain('flannel_test_total 1\n');
-    expect(text).toContain('flannel_test_total{kind="a"} 2\n');
+    expect(text).toContain('flannel_simulated_dataplane_calls_total{op="HNSCall"} 1\n');
     expect(text).toContain('flannel_peers 4\n');
-    expect(text).toContain('flannel_api_reconnects_total{kind="relist"} 1\n');
-    expect(text).not.toContain('flannel_api_reconnects_total 0\n');
+    // Label names are fixed per family (FAMILIES); a counter is never set; every family is declared.
+    expect(() => m.inc(METRIC.apiReconnects, { kind: 'relist' })).toThrow();
+    expect(() => m.set(METRIC.applyPasses, 3, { result: 'ok' })).toThrow();
+    expect(() => m.inc('flannel_undeclared_total')).toThrow();
+    expect(await readMetric(m, METRIC.apiReconnects)).toBe(0);
   });
 });
 

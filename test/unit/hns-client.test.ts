@@ -7,6 +7,7 @@ import { HRESULT, hnsError } from '../../src/hns/errors.js';
 import type { HcnHandle, HnsTransport } from '../../src/hns/transport.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
+import { readMetric } from '../support/agent-signals.js';
 
 /** A scripted transport: records calls, answers hnsCall from a table. */
 class FakeTransport implements HnsTransport {
@@ -103,10 +104,10 @@ describe('HnsClient', () => {
     expect((err as HnsError).code).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
     expect((err as HnsError).context.network).toBe('cbr0');
     await hns.deleteNetwork('ABCD'); // not found = ok, not an error
-    expect(metrics.get(METRIC.dataplaneCalls, { op: 'hns.getNetworkByNameV1' })).toBe(1);
-    expect(metrics.get(METRIC.dataplaneErrors, { op: 'hns.getNetworkByNameV1' })).toBe(1);
-    expect(metrics.get(METRIC.dataplaneCalls, { op: 'hns.deleteNetwork' })).toBe(1);
-    expect(metrics.get(METRIC.dataplaneErrors, { op: 'hns.deleteNetwork' })).toBe(0);
+    expect(await readMetric(metrics, METRIC.dataplaneCalls, { op: 'hns.getNetworkByNameV1' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.dataplaneErrors, { op: 'hns.getNetworkByNameV1' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.dataplaneCalls, { op: 'hns.deleteNetwork' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.dataplaneErrors, { op: 'hns.deleteNetwork' })).toBe(0);
   });
 
   it('getNetworkByName sends the Name filter as a JSON string and compares the name exactly', async () => {

@@ -15,6 +15,7 @@ import { parseConfig } from '../../src/config/parse.js';
 import { silentLogger } from '../../src/log.js';
 import type { Logger } from '../../src/log.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { readMetric } from '../support/agent-signals.js';
 
 const SCHEMA = { Major: 2, Minor: 0 };
 
@@ -79,8 +80,8 @@ describe('HnsClient per-call timeout', () => {
     expect(err).toBeInstanceOf(HnsError);
     expect(err.code).toBe('FLANNEL_ERR_HNS_CALL');
     expect(err.context).toMatchObject({ op: 'HcnEnumerateNetworks', network: 'flannel.4096', timeoutMs: 40 });
-    expect(metrics.get(METRIC.dataplaneCalls, { op: 'hns.getNetworkByName' })).toBe(1);
-    expect(metrics.get(METRIC.dataplaneErrors, { op: 'hns.getNetworkByName' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.dataplaneCalls, { op: 'hns.getNetworkByName' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.dataplaneErrors, { op: 'hns.getNetworkByName' })).toBe(1);
   });
 
   it('whole seconds are named in seconds', async () => {

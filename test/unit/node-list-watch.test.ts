@@ -16,6 +16,7 @@ import { listPageBound, NodeListWatch } from '../../src/subnet/kube/node-list-wa
 import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
+import { readMetric } from '../support/agent-signals.js';
 
 const keys = annotationKeys(normalizeAnnotationPrefix('flannel.alpha.coreos.com'));
 
@@ -197,8 +198,8 @@ describe('NodeListWatch with injected list and watch', () => {
       ],
     });
     expect(r.updates).toEqual(['peers:a=10.244.1.0/24', 'listed:a', 'peers:b=10.244.2.0/24']);
-    expect(r.metrics.get(METRIC.nodesSkipped, { where: 'list' })).toBe(1);
-    expect(r.metrics.get(METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+    expect(await readMetric(r.metrics, METRIC.nodesSkipped, { where: 'list' })).toBe(1);
+    expect(await readMetric(r.metrics, METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
   });
 
   it('a Node without a usable lease is delivered as such (no lease) and is not among the keys listed', async () => {

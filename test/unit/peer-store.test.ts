@@ -4,6 +4,7 @@ import { LeaseSet, type LeaseEvent } from '../support/lease-updates.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
+import { readMetric } from '../support/agent-signals.js';
 
 function peer(n: number, over: Partial<Lease> = {}): Lease {
   return {
@@ -54,23 +55,23 @@ describe('PeerStore', () => {
     expect(w.rejected()).toEqual([]);
   });
 
-  it('accepts a first snapshot and drops the own lease by key; another node with our subnet is rejected with a reason', () => {
+  it('accepts a first snapshot and drops the own lease by key; another node with our subnet is rejected with a reason', async () => {
     const { w, metrics, rejections } = setup();
     const evs = w.update({ kind: 'snapshot', leases: [peer(1), peer(2), peer(3), peer(4, { key: 'alias-of-me', subnet: '10.244.1.0/24' })] });
     expect(brief(evs)).toEqual(['added:node-2', 'added:node-3']);
     expect(w.size).toBe(2);
     expect(w.peers().map((l) => l.key)).toEqual(['node-2', 'node-3']);
-    expect(metrics.get(METRIC.peers)).toBe(2);
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-equals-own' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.peers)).toBe(2);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-equals-own' })).toBe(1);
     expect(rejections()).toEqual([expect.objectContaining({ node: 'alias-of-me', reason: 'subnet-equals-own' })]);
   });
 
-  it('an IPv6-only podCIDR and one that is not a CIDR are rejected with their reasons', () => {
+  it('an IPv6-only podCIDR and one that is not a CIDR are rejected with their reasons', async () => {
     const { w, metrics, rejections } = setup();
     w.update({ kind: 'snapshot', leases: [peer(2, { subnet: 'fd00:1::/64' }), peer(3, { subnet: 'banana' }), peer(4, { subnet: '' })] });
     expect(w.size).toBe(0);
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(2);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-ipv6-only' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-invalid' })).toBe(2);
     expect(
       rejections()
         .map((e) => `${String(e['node'])}:${String(e['reason'])}`)
@@ -78,13 +79,13 @@ describe('PeerStore', () => {
     ).toEqual(['node-2:subnet-ipv6-only', 'node-3:subnet-invalid', 'node-4:subnet-invalid']);
   });
 
-  it('a re-list snapshot removes peers missing from it and re-adds changed ones', () => {
+  it('a re-list snapshot removes peers missing from it and re-adds changed ones', async () => {
     const { w, metrics } = setup();
     w.update({ kind: 'snapshot', leases: [peer(2), peer(3), peer(4)] });
     const evs = w.update({ kind: 'snapshot', leases: [peer(2), peer(4, { publicIP: '192.168.1.44' }), peer(5)] });
     expect(brief(evs)).toEqual(['removed:node-3', 'added:node-4', 'added:node-5']);
     expect(evs.find((e) => e.lease.key === 'node-4')!.lease.publicIP).toBe('192.168.1.44');
-    expect(metrics.get(METRIC.peers)).toBe(3);
+    expect(await readMetric(metrics, METRIC.peers)).toBe(3);
   });
 
   it('an unchanged re-add produces no event (heartbeats cost nothing)', () => {
@@ -114,18 +115,18 @@ describe('PeerStore', () => {
     expect(w.size).toBe(1);
   });
 
-  it('a lease that turns invalid is removed and the rejection counted', () => {
+  it('a lease that turns invalid is removed and the rejection counted', async () => {
     const { w, metrics } = setup();
     w.update({ kind: 'snapshot', leases: [peer(2)] });
     const bad = peer(2, { backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:02:01' } });
     expect(brief(w.update({ kind: 'events', events: [{ type: 'added', lease: bad }] }))).toEqual(['removed:node-2']);
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'vni-too-low' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'vni-too-low' })).toBe(1);
     expect(w.size).toBe(0);
     // fixed again -> added back
     expect(brief(w.update({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] }))).toEqual(['added:node-2']);
   });
 
-  it('counts a rejected lease once per (key, reason, content) and logs it with the node name', () => {
+  it('counts a rejected lease once per (key, reason, content) and logs it with the node name', async () => {
     const { w, metrics, rejections, clock } = setup();
     const zero = peer(7, { subnet: '0.0.0.0/0' });
     for (let i = 0; i < 3; i++) {
@@ -134,10 +135,10 @@ describe('PeerStore', () => {
     w.update({ kind: 'events', events: [{ type: 'added', lease: zero }] });
     expect(rejections()).toHaveLength(1);
     expect(rejections()[0]).toMatchObject({ node: 'node-7', reason: 'subnet-outside-network', level: 'warn' });
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(1);
     // different content -> counted; logged again once the interval has passed, with what was held back
     w.update({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.77' } }] });
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(2);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-outside-network' })).toBe(2);
     expect(rejections()).toHaveLength(1);
     clock.t += 60_000;
     w.update({ kind: 'events', events: [{ type: 'added', lease: { ...zero, publicIP: '192.168.1.78' } }] });
@@ -146,15 +147,15 @@ describe('PeerStore', () => {
     expect(w.peers().map((l) => l.key)).toEqual(['node-2']);
   });
 
-  it('overlap with an accepted peer: the earlier one keeps its place', () => {
+  it('overlap with an accepted peer: the earlier one keeps its place', async () => {
     const { w, metrics, rejections } = setup();
     w.update({ kind: 'snapshot', leases: [peer(5, { key: 'zeta' })] });
     const evs = w.update({ kind: 'events', events: [{ type: 'added', lease: peer(5, { key: 'alpha', publicIP: '192.168.1.99' }) }] });
     expect(evs).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-overlaps-peer' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-overlaps-peer' })).toBe(1);
     expect(rejections()[0]).toMatchObject({ node: 'alpha', reason: 'subnet-overlaps-peer', otherNode: 'zeta' });
-    expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
+    expect(await readMetric(metrics, METRIC.subnetConflicts)).toBe(1);
     // a re-list keeps the incumbent, whatever the order
     expect(w.update({ kind: 'snapshot', leases: [peer(5, { key: 'alpha', publicIP: '192.168.1.99' }), peer(5, { key: 'zeta' })] })).toEqual([]);
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
@@ -162,7 +163,7 @@ describe('PeerStore', () => {
     expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(5, { key: 'zeta' }) }] }))).toEqual(['added:alpha', 'removed:zeta']);
   });
 
-  it('first list: the oldest claimant (creationTimestamp) holds a contested subnet, whatever the names or order', () => {
+  it('first list: the oldest claimant (creationTimestamp) holds a contested subnet, whatever the names or order', async () => {
     for (const order of [
       ['a', 'b'],
       ['b', 'a'],
@@ -171,16 +172,16 @@ describe('PeerStore', () => {
       const created = { a: T0 + 1000, b: T0 };
       w.update({ kind: 'snapshot', leases: order.map((k) => peer(6, { key: k, created: created[k as 'a' | 'b'] })) });
       expect(w.peers().map((l) => l.key)).toEqual(['b']);
-      expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
+      expect(await readMetric(metrics, METRIC.subnetConflicts)).toBe(1);
       expect(rejections()).toEqual([expect.objectContaining({ node: 'a', reason: 'subnet-overlaps-peer', otherNode: 'b' })]);
     }
   });
 
-  it('first list: equal creation times: neither holds the subnet; when one leaves, the other gets it (logged)', () => {
+  it('first list: equal creation times: neither holds the subnet; when one leaves, the other gets it (logged)', async () => {
     const { w, metrics, rejections, handovers } = setup();
     const evs = w.update({ kind: 'snapshot', leases: [peer(6, { key: 'a', created: T0 }), peer(6, { key: 'b', created: T0 }), peer(2)] });
     expect(brief(evs)).toEqual(['added:node-2']);
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'subnet-contested' })).toBe(2);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-contested' })).toBe(2);
     expect(rejections().map((e) => [e['node'], e['otherNode']])).toEqual([
       ['a', 'b'],
       ['b', 'a'],
@@ -189,7 +190,7 @@ describe('PeerStore', () => {
     expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.6.0/24', to: 'b' })]);
   });
 
-  it('the holder keeps its subnet when it flickers (changes, re-lists); a duplicate never takes over until it is gone', () => {
+  it('the holder keeps its subnet when it flickers (changes, re-lists); a duplicate never takes over until it is gone', async () => {
     const { w, rejections, handovers, metrics } = setup();
     // zeta holds 10.244.5.0/24; alpha (older, and sorting first) turns up later with the same podCIDR.
     w.update({ kind: 'snapshot', leases: [peer(5, { key: 'zeta', created: T0 + 5000 })] });
@@ -202,7 +203,7 @@ describe('PeerStore', () => {
     expect(w.peers().map((l) => l.key)).toEqual(['zeta']);
     // logged once, counted once
     expect(rejections().filter((e) => e['node'] === 'alpha')).toHaveLength(1);
-    expect(metrics.get(METRIC.subnetConflicts)).toBe(1);
+    expect(await readMetric(metrics, METRIC.subnetConflicts)).toBe(1);
     expect(handovers()).toEqual([]);
     // the holder gives the subnet up (moves to another): the subnet changes hands, logged
     const zeta3 = peer(9, { key: 'zeta', created: T0 + 5000 });
@@ -221,7 +222,7 @@ describe('PeerStore', () => {
     expect(brief(evs)).toEqual(['removed:newer', 'removed:node-2', 'added:older']);
   });
 
-  it('rejection spam: one node rewriting an invalid annotation 90,000 times keeps one record and a bounded number of log lines', () => {
+  it('rejection spam: one node rewriting an invalid annotation 90,000 times keeps one record and a bounded number of log lines', async () => {
     const { w, metrics, rejections, clock, entries } = setup();
     w.update({ kind: 'snapshot', leases: [peer(2)] });
     const spamMs = 10 * 60_000;
@@ -232,7 +233,7 @@ describe('PeerStore', () => {
       w.update({ kind: 'events', events: [{ type: 'added', lease: bad }] });
       expect(w.remembered).toBeLessThanOrEqual(4);
     }
-    expect(metrics.get(METRIC.leasesRejected, { reason: 'vtep-mac-invalid' })).toBe(n);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'vtep-mac-invalid' })).toBe(n);
     // one line per node and reason per minute (plus the first): 11 lines for 10 minutes, not 90,000
     expect(rejections().length).toBeLessThanOrEqual(11);
     expect(rejections().at(-1)).toMatchObject({ node: 'node-3', reason: 'vtep-mac-invalid', heldBack: expect.any(Number) });

@@ -7,6 +7,7 @@ import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { ItemSet } from '../support/desired-set.js';
+import { readMetric } from '../support/agent-signals.js';
 
 function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {}) {
   const clock = new FakeClock();
@@ -154,8 +155,8 @@ describe('refused items', () => {
     expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1', 'd=1', 'f=1', 'g=1', 'h=1']);
     expect(r.status()).toMatchObject({ inSync: false, refusedItems: [expect.objectContaining({ prefix: 'e', node: 'node-e' })], consecutiveFailures: 0 });
     expect(r.status().lastSuccessAt).toBe(clock.t);
-    expect(metrics.get(METRIC.refusedItems, { driver: 'fake' })).toBe(1);
-    expect(metrics.get(METRIC.refusals, { driver: 'fake' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.refusedItems, { driver: 'fake' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.refusals, { driver: 'fake' })).toBe(1);
     const warned = lines.filter((l) => l['level'] === 'warn' && String(l['message']).includes('refused'));
     expect(warned).toEqual([expect.objectContaining({ node: 'node-e', prefix: 'e', hresult: 'refused' })]);
     const passLines = (level: string) => lines.filter((l) => l['level'] === level && l['message'] === 'reconcile pass');
@@ -168,7 +169,7 @@ describe('refused items', () => {
     expect(dp.log).toEqual(['read', 'add e=1']);
     await clock.advance(2000);
     expect(dp.log).toEqual(['read', 'add e=1', 'read', 'add e=1']);
-    expect(metrics.get(METRIC.refusals, { driver: 'fake' })).toBe(3);
+    expect(await readMetric(metrics, METRIC.refusals, { driver: 'fake' })).toBe(3);
     expect(lines.filter((l) => l['level'] === 'warn' && String(l['message']).includes('refused')).length).toBe(1);
     // The retries answered alike are no news: their pass lines are debug, the info line stays the first one.
     expect(passLines('info')).toHaveLength(1);
@@ -185,7 +186,7 @@ describe('refused items', () => {
     await clock.advance(4000);
     expect(dp.actual).toContain('e=1');
     expect(r.status()).toMatchObject({ inSync: true, refusedItems: [] });
-    expect(metrics.get(METRIC.refusedItems, { driver: 'fake' })).toBe(0);
+    expect(await readMetric(metrics, METRIC.refusedItems, { driver: 'fake' })).toBe(0);
     ac.abort();
     await done;
   });
@@ -323,7 +324,7 @@ describe('network gone', () => {
     expect(rebuilds).toBe(1);
     expect(dp.log).toEqual(['add c=1', 'read', 'add a=1,b=1,c=1']);
     expect(r.status()).toMatchObject({ networkMissing: false, inSync: true });
-    expect(metrics.get(METRIC.networkRebuilds, { result: 'ok' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.networkRebuilds, { result: 'ok' })).toBe(1);
     ac.abort();
     await done;
   });
@@ -362,7 +363,7 @@ describe('network gone', () => {
     await clock.advance(4000);
     expect(attempts).toBe(3);
     expect(r.status()).toMatchObject({ networkMissing: false, consecutiveFailures: 0 });
-    expect(metrics.get(METRIC.networkRebuilds, { result: 'error' })).toBe(2);
+    expect(await readMetric(metrics, METRIC.networkRebuilds, { result: 'error' })).toBe(2);
     ac.abort();
     await done;
   });

@@ -5,6 +5,7 @@ import { Metrics, METRIC } from '../../src/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { FakeDriver } from '../support/fake-driver.js';
 import { ItemSet } from '../support/desired-set.js';
+import { readMetric } from '../support/agent-signals.js';
 
 // Items are "key=value" strings on both sides: key = the part before '=', same = equal strings.
 const ops: PlanOps<string, string> = {
@@ -81,9 +82,9 @@ describe('Reconciler', () => {
     expect(driver.actual).toEqual(['a=1']);
     expect(r.status().inSync).toBe(true);
     expect(r.status()).toMatchObject({ consecutiveFailures: 0, inSync: true, passes: 5, lastSuccessAt: clock.t });
-    expect(metrics.get(METRIC.applyPasses, { result: 'error' })).toBe(4);
-    expect(metrics.get(METRIC.applyPasses, { result: 'ok' })).toBe(1);
-    expect(metrics.get(METRIC.lastApplySuccess)).toBe(Math.floor(clock.t / 1000));
+    expect(await readMetric(metrics, METRIC.applyPasses, { result: 'error' })).toBe(4);
+    expect(await readMetric(metrics, METRIC.applyPasses, { result: 'ok' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.lastApplySuccess)).toBe(Math.floor(clock.t / 1000));
     expect(clock.pending()).toEqual([10_000]); // idle: only the resync timer
     ac.abort();
     await done;

@@ -12,6 +12,7 @@ import { runRelistLoop } from '../../src/subnet/relist.js';
 import type { ListWatchSource, RetryNote, WatchEnd } from '../../src/subnet/relist.js';
 import { RoundBackoff } from '../../src/subnet/round-backoff.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
+import { readMetric } from '../support/agent-signals.js';
 
 /** 'fail', 'fatal', or the snapshot's single item. */
 type ListStep = string;
@@ -75,7 +76,7 @@ async function run(lists: ListStep[], watches: WatchStep[], random = () => 0): P
     const next = clock.pending()[0];
     if (next !== undefined) await clock.advance(next);
   }
-  return { calls, retries, reconnects: metrics.get(METRIC.apiReconnects), result: result ?? 'pending' };
+  return { calls, retries, reconnects: await readMetric(metrics, METRIC.apiReconnects), result: result ?? 'pending' };
 }
 
 const broken = (cursor?: string, err?: unknown): WatchEnd<string> => ({ kind: 'broken', cursor, err });

@@ -12,6 +12,7 @@ import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../s
 import { encodeIpAddrTable, encodeIpForwardTable2, ipAddrTableLength, decodeIpForwardRow2 } from '../../src/win32/iphlpapi.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
+import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 
 type Str = { s: string; freed: boolean };
 type Handle = { id: string; closed: boolean };
@@ -553,7 +554,7 @@ describe('Win32HnsTransport calls that return after the call timeout (a hung HNS
     expect(err).toBeInstanceOf(HnsError);
     expect(err.code).toBe('FLANNEL_ERR_HNS_CALL');
     expect(err.context).toMatchObject({ op: 'HcnModifyNetwork', networkId: NET, timeoutMs: TIMEOUT });
-    expect(metrics.get(METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' })).toBe(1);
     // HnsClient asked to close the network handle, but HcnModifyNetwork still runs with it.
     expect(dll.openHandles).toHaveLength(1);
     expect(t.openHandles).toBe(1);
@@ -612,7 +613,7 @@ describe('Win32HnsTransport calls that return after the call timeout (a hung HNS
     expect(dll.usedAfterClose).toEqual([]);
     expect(dll.openHandles).toEqual([]);
     expect(t.openHandles).toBe(0);
-    expect(metrics.total(METRIC.dataplaneErrors)).toBe(3);
+    expect(await readMetricTotal(metrics, METRIC.dataplaneErrors)).toBe(3);
   });
 
   it('a call that answers (on a worker thread) within the timeout is an ordinary call', async () => {
@@ -623,7 +624,7 @@ describe('Win32HnsTransport calls that return after the call timeout (a hung HNS
     await expect(p).resolves.toBeUndefined();
     expect(dll.openHandles).toEqual([]);
     expect(dll.closes).toBe(1);
-    expect(metrics.total(METRIC.dataplaneErrors)).toBe(0);
+    expect(await readMetricTotal(metrics, METRIC.dataplaneErrors)).toBe(0);
   });
 
   it('a second close of a handle whose close is deferred is E_HANDLE, and a new call on it too', async () => {
