@@ -21,6 +21,7 @@ import {
   hookWrites,
   log,
   makeTmpDir,
+  metricSum,
   peer,
   percentile,
   programmedPrefixes,
@@ -97,7 +98,7 @@ export async function run({ quick }) {
       const ms = ph.ms ?? durationMs;
       log(`churn: ${ph.name} for ${ms / 1000}s`);
       const calls0 = await dataplaneCallsFromMetrics(a.metrics);
-      const reconnects0 = a.metrics.total(METRIC.apiReconnects);
+      const reconnects0 = await metricSum(a.metrics, METRIC.apiReconnects);
       const simMs0 = simMs;
       const base0 = await baseline.cpu();
       const cpu = cpuSampler();
@@ -152,7 +153,7 @@ export async function run({ quick }) {
         reads: calls.reads,
         readsPerNodeEvent: nodeEvents ? r2(calls.reads / nodeEvents) : null,
         writesPerNodeEvent: nodeEvents ? r2(calls.writes / nodeEvents) : null,
-        apiReconnects: a.metrics.total(METRIC.apiReconnects) - reconnects0,
+        apiReconnects: (await metricSum(a.metrics, METRIC.apiReconnects)) - reconnects0,
         drainMs: drain.drainMs,
         drained: drain.drained,
         callsByOp: Object.fromEntries(calls.byOp),

@@ -13,21 +13,22 @@ import { PeerStore } from '../dist/reconcile/peer-store.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../dist/backends/vxlan/policies.js';
 import {
   ApiServerProcess,
-  COLD_LATENCY,
   benchPeerStore,
   classifyCalls,
+  COLD_LATENCY,
   diffSimCalls,
   log,
   makeTmpDir,
+  metricSum,
   peer,
   percentile,
   programmedPrefixes,
   r1,
   startAgent,
   table,
+  waitInSync,
   wallNow,
   writeResult,
-  waitInSync,
 } from './lib/common.mjs';
 
 function readyz(port) {
@@ -82,7 +83,7 @@ async function coldStart(n, backend) {
     const tProgrammed = a.milestones['first reconcile pass done'] ?? wallNow();
     const held = programmedPrefixes(a.sim, backend).size;
     const applyCalls = classifyCalls(diffSimCalls(a.sim.calls, callsAtEnv ?? new Map()));
-    const passes = a.metrics.total('flannel_apply_passes_total');
+    const passes = await metricSum(a.metrics, 'flannel_apply_passes_total');
     await a.stop();
     const writesPerPeer = n > 0 ? applyCalls.writes / n : 0;
     const readsPerPass = passes > 0 ? applyCalls.reads / passes : applyCalls.reads;

@@ -9,6 +9,7 @@ import {
   hookWrites,
   log,
   makeTmpDir,
+  metricSum,
   peer,
   programmedPrefixes,
   r1,
@@ -16,13 +17,13 @@ import {
   startAgent,
   table,
   VXLAN_NETWORK_NAME,
-  wallNow,
-  waitUntil,
   waitInSync,
+  waitUntil,
+  wallNow,
 } from './lib/common.mjs';
 
 function passes(metrics) {
-  return metrics.total('flannel_apply_passes_total');
+  return metricSum(metrics, 'flannel_apply_passes_total');
 }
 
 const equalTo = (sim, backend, want) => () => {
@@ -61,11 +62,11 @@ async function scenario(backend, n, { resyncMs, outageMs, cpuWindowMs, withOutag
 
     // 2. CPU per resync pass at rest.
     await sleep(200);
-    const p0 = passes(a.metrics);
+    const p0 = await passes(a.metrics);
     const cpu = cpuSampler();
     await sleep(cpuWindowMs);
     const c = cpu();
-    const k = passes(a.metrics) - p0;
+    const k = (await passes(a.metrics)) - p0;
     row.resyncPasses = k;
     row.cpuMsPerResyncPass = k > 0 ? r1(c.cpuMs / k) : null;
     row.idleCpuSharePct = c.cpuShare;

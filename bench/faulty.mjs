@@ -7,15 +7,16 @@ import {
   hookWrites,
   log,
   makeTmpDir,
+  metricSum,
   peer,
   programmedPrefixes,
   r1,
   sleep,
   startAgent,
   table,
+  waitInSync,
   waitUntil,
   wallNow,
-  waitInSync,
 } from './lib/common.mjs';
 
 const HNS_FAIL = 0x80004005; // E_FAIL
@@ -65,8 +66,8 @@ async function one(backend, n, stallMs) {
     const tConverged = wallNow();
     const lost = missing();
     const calls = classifyCalls(a.sim.calls);
-    const errors = a.metrics.total('flannel_dataplane_errors_total');
-    const passCount = (result) => a.metrics.get('flannel_apply_passes_total', { result });
+    const errors = await metricSum(a.metrics, 'flannel_dataplane_errors_total');
+    const passCount = (result) => metricSum(a.metrics, 'flannel_apply_passes_total', { result });
     const att = [...attempts.values()];
     const retried = att.filter((x) => x > 1).length;
     a.sim.injections.clear();
@@ -79,8 +80,8 @@ async function one(backend, n, stallMs) {
       vsIdeal: Math.round(((tConverged - t0) / ideal) * 1000) / 1000,
       stallS: stallMs / 1000,
       dataplaneErrors: errors,
-      passesFailed: passCount('error'),
-      passesOk: passCount('ok'),
+      passesFailed: await passCount('error'),
+      passesOk: await passCount('ok'),
       writeCalls: calls.writes,
       duplicateWrites: duplicates,
       peersRetried: retried,

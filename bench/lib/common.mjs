@@ -247,6 +247,22 @@ export async function dataplaneCallsFromMetrics(metrics) {
   return calls;
 }
 
+/**
+ * One counter or gauge of the agent's /metrics text: the sum over every series of `name` whose labels
+ * include `labels` (all of them without).
+ */
+export async function metricSum(metrics, name, labels = {}) {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  let sum = 0;
+  for (const line of (await metrics.render()).split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = (m[2] ?? '').split(',');
+    if (want.every((w) => have.includes(w))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
 const READ_OP = /^hns\.(get|list|query|enumerate|version)|^routes\.list/i;
 const WRITE_OP = /^hns\.(add|remove|create|delete|modify|attach|update)|^routes\.(add|remove)/i;
 
