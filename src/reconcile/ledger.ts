@@ -13,7 +13,19 @@ import { METRIC } from '../metrics.js';
 import type { Logger } from '../log.js';
 import type { RefusedItem } from '../network-status.js';
 import { peerRefusedEvent, type NodeEvents } from '../node-events.js';
-import type { PassResult } from './reconciler.js';
+
+/** What one reconcile pass did. */
+export interface PassResult {
+  ok: boolean;
+  added: number;
+  removed: number;
+  replaced: number;
+  /** Items the dataplane refused in this pass (retried on their own backoff). */
+  refused?: number;
+  /** The pass found the network gone. */
+  networkGone?: boolean;
+  error?: unknown;
+}
 
 /** When a pass started, and since when the change it writes was waiting. */
 export interface PassStart {

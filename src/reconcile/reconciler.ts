@@ -24,7 +24,7 @@ import { silentLogger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { NetworkStatus } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
-import { PassLedger, RefusalTracker } from './ledger.js';
+import { PassLedger, RefusalTracker, type PassResult } from './ledger.js';
 import type { ItemSource } from './peer-store.js';
 
 // --- the driver seam ---
@@ -73,18 +73,6 @@ export type WriteFailure = 'refused' | 'gone' | 'transient';
 
 /** A driver that also says which items a validated peer lease needs (the peer store asks it). */
 export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
-
-export interface PassResult {
-  ok: boolean;
-  added: number;
-  removed: number;
-  replaced: number;
-  /** Items the dataplane refused in this pass (retried on their own backoff). */
-  refused?: number;
-  /** The pass found the network gone. */
-  networkGone?: boolean;
-  error?: unknown;
-}
 
 // --- the plan and the writes ---
 
