@@ -157,7 +157,11 @@ export function refusalAnswer(err: unknown): string {
 export class RefusalTracker {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly opts: RefusalTrackerOptions) {}
+  constructor(private readonly opts: RefusalTrackerOptions) {
+    // This driver's series exist at zero from the start, so an alert on them works before the first refusal.
+    opts.metrics?.declare(METRIC.refusals, 'driver', [opts.driver]);
+    opts.metrics?.declare(METRIC.refusedItems, 'driver', [opts.driver]);
+  }
 
   get size(): number {
     return this.entries.size;

@@ -9,6 +9,10 @@ import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/metrics.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
 import { RejectionLog } from '../../src/subnet/rejections.js';
+import { NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
+import { annotationKeys } from '../../src/subnet/kube/annotations.js';
+import { DEFAULT_ANNOTATION_PREFIX } from '../../src/config/annotation-prefix.js';
+import { RefusalTracker } from '../../src/reconcile/ledger.js';
 import { LEASE_REJECT_REASONS } from '../../src/lease-reject-reasons.js';
 import { VERSION } from '../../src/version.js';
 import { readMetric, readMetricTotal } from '../support/agent-signals.js';
@@ -199,6 +203,26 @@ describe('Metrics (prom-client)', () => {
     expect(text).toContain(`flannel_build_info{version="${VERSION}"} 1\n`);
     expect(text).not.toContain('process_cpu_seconds_total'); // only with { process: true } (the daemon)
     expect(await new Metrics({ process: true }).render()).toMatch(/^process_cpu_seconds_total /m);
+  });
+
+  it('the skipped-Node and refusal series exist at zero once their owners are built', async () => {
+    const metrics = new Metrics();
+    const clock = systemClock;
+    new NodeListWatch({
+      list: async () => ({}),
+      watch: async () => undefined,
+      keys: annotationKeys(DEFAULT_ANNOTATION_PREFIX),
+      log: silentLogger(),
+      metrics,
+      clock,
+      random: Math.random,
+      listPageSize: 250,
+    });
+    new RefusalTracker({ driver: 'vxlan RemoteSubnetRoute policies', clock, log: silentLogger(), metrics, baseMs: 250, capMs: 30_000 });
+    const text = await metrics.render();
+    for (const where of ['list', 'watch']) expect(text).toContain(`flannel_nodes_skipped_total{where="${where}"} 0\n`);
+    expect(text).toContain('flannel_dataplane_refusals_total{driver="vxlan RemoteSubnetRoute policies"} 0\n');
+    expect(text).toContain('flannel_dataplane_refused_items{driver="vxlan RemoteSubnetRoute policies"} 0\n');
   });
 
   it('every operation HnsClient and the route table meter is pre-registered', () => {

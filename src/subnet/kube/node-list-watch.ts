@@ -262,7 +262,10 @@ export class NodeListWatch {
   private lastSkipLog = -Infinity;
   private heldSkips = 0;
 
-  constructor(private readonly o: NodeListWatchOptions) {}
+  constructor(private readonly o: NodeListWatchOptions) {
+    // Both series at zero from the start (a rate() or an alert on them works before the first skip).
+    o.metrics.declare(METRIC.nodesSkipped, 'where', ['list', 'watch']);
+  }
 
   /** Project one raw Node, or count and log it as skipped. */
   private project(obj: unknown, where: 'list' | 'watch'): NodeLease | undefined {
