@@ -42,9 +42,8 @@ describe('normalizeAnnotationPrefix', () => {
       }),
       { numRuns: 1000 },
     );
-    // The generator reaches the success path (100 of 1,000 runs in the one failing run): the property is not
-    // vacuous. A bound
-    // of more than 100 failed on that run (a clean-clone CI run); more than 25 keeps the check.
+    // The generator reaches the success path, so the property is not vacuous. It did so 100 times in 1,000
+    // runs when a bound of more than 100 failed a clean-clone CI run; more than 25 keeps the check.
     expect(ok).toBeGreaterThan(25);
   });
 });
