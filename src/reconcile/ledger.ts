@@ -144,7 +144,7 @@ export interface RefusalTrackerOptions {
 }
 
 /** What the dataplane answered: the HRESULT (HNS) or status (route table), else the error code. */
-export function refusalAnswer(err: unknown): string {
+function refusalAnswer(err: unknown): string {
   if (err instanceof FlannelError) {
     const { hresult, status } = err.context;
     if (hresult !== undefined) return String(hresult);

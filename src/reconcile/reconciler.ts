@@ -117,12 +117,12 @@ export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[],
 }
 
 /** True when `plan` writes anything for `key` (a full pass's plan leaves the keys it finds right alone). */
-export function planTouches<A, D>(plan: ReconcilePlan<A, D>, key: string, ops: PlanOps<A, D>): boolean {
+function planTouches<A, D>(plan: ReconcilePlan<A, D>, key: string, ops: PlanOps<A, D>): boolean {
   return plan.add.some((d) => ops.desiredKey(d) === key) || plan.replace.some((r) => ops.desiredKey(r.to) === key) || plan.remove.some((a) => ops.actualKey(a) === key);
 }
 
 /** The actual dataplane by key, as last read and changed by our own successful writes since. */
-export class ActualCache<A> {
+class ActualCache<A> {
   private readonly byKey = new Map<string, A[]>();
 
   constructor(items: readonly A[], key: (a: A) => string) {
@@ -150,7 +150,7 @@ export class ActualCache<A> {
   }
 }
 
-export interface WriteOutcome {
+interface WriteOutcome {
   added: number;
   removed: number;
   replaced: number;
@@ -294,7 +294,7 @@ export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<
 
 // --- wake-ups ---
 
-export class Latch {
+class Latch {
   private isOpen = false;
   private readonly waiters: (() => void)[] = [];
 
@@ -324,7 +324,7 @@ export class Latch {
 }
 
 /** A sleep that `ring()` cuts short (a change arrived while the reconcile loop idles). */
-export class Alarm {
+class Alarm {
   private ringer: (() => void) | undefined;
 
   ring(): void {
@@ -395,10 +395,10 @@ export interface ReconcilerOptions<A, D> {
 }
 
 /** At most this many peer names in a pass's log line; the rest are counted. */
-export const LOGGED_PEER_NAMES = 10;
+const LOGGED_PEER_NAMES = 10;
 
 /** `a, b, c` for the first LOGGED_PEER_NAMES distinct names, then `(+N more)`; undefined for none. */
-export function peerNames(names: readonly string[]): string | undefined {
+function peerNames(names: readonly string[]): string | undefined {
   const unique = [...new Set(names)];
   if (unique.length === 0) return undefined;
   const shown = unique.slice(0, LOGGED_PEER_NAMES).join(', ');
