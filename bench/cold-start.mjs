@@ -9,7 +9,6 @@ import { HnsClient } from '../dist/hns/client.js';
 import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import { SimulatedDataplane } from '../dist/simulator/model.js';
 import { Reconciler } from '../dist/reconcile/reconciler.js';
-import { PeerStore } from '../dist/reconcile/peer-store.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../dist/backends/vxlan/policies.js';
 import {
   ApiServerProcess,
@@ -121,7 +120,7 @@ async function batchRun(n, batch) {
     const p = peer(i);
     return remoteSubnetRouteFor({ key: p.name, subnet: p.subnet, publicIP: p.publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:ac:10:00:01' } });
   };
-  const peers = benchPeerStore(PeerStore, 'vxlan', itemOf, (d) => driver.desiredKey(d));
+  const peers = benchPeerStore('vxlan', itemOf, (d) => driver.desiredKey(d));
   const rec = new Reconciler({ driver, desired: peers.store, resyncMs: 3_600_000 });
   peers.list(Array.from({ length: n }, (_, i) => i + 1));
   const before = new Map(sim.calls);

@@ -17,7 +17,6 @@ import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import { SimulatedDataplane } from '../dist/simulator/model.js';
 import { SimulatedRouteTable } from '../dist/simulator/host.js';
 import { Reconciler } from '../dist/reconcile/reconciler.js';
-import { PeerStore } from '../dist/reconcile/peer-store.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, sameRemoteSubnetRoute } from '../dist/backends/vxlan/policies.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.js';
 import { systemClock } from '../dist/clock.js';
@@ -156,7 +155,7 @@ function agentStrategy(backend, node, clock, live) {
       ? remoteSubnetRouteDriver(node.hns, node.netId)
       : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: '10.128.0.0/24', vnic: { index: node.ifIndex, refresh: async () => false } });
   const itemOf = (i) => (backend === 'vxlan' ? remoteSubnetRouteFor(leaseOf(i)) : routeFor(i, node.ifIndex));
-  const peers = benchPeerStore(PeerStore, backend, itemOf, (d) => driver.desiredKey(d));
+  const peers = benchPeerStore(backend, itemOf, (d) => driver.desiredKey(d));
   const rec = new Reconciler({ driver, desired: peers.store, clock });
   const ac = new AbortController();
   void rec.run(ac.signal);

@@ -14,6 +14,7 @@ import { parseConfig } from '../../dist/config/parse.js';
 import { SimulatedDataplane } from '../../dist/simulator/model.js';
 import { simulatedSeams } from '../../dist/simulator/node.js';
 import { Metrics } from '../../dist/metrics.js';
+import { PeerStore } from '../../dist/reconcile/peer-store.js';
 import { systemClock } from '../../dist/clock.js';
 
 export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -240,11 +241,21 @@ export function classifyCalls(calls) {
  */
 export async function dataplaneCallsFromMetrics(metrics) {
   const calls = new Map();
-  for (const line of (await metrics.render()).split('\n')) {
-    const m = /^flannel_dataplane_calls_total\{op="([^"]+)"\} (\d+)/.exec(line);
-    if (m) calls.set(m[1], Number(m[2]));
+  for (const { labels, value } of await metricSamples(metrics, 'flannel_dataplane_calls_total')) {
+    const op = /^op="([^"]+)"$/.exec(labels)?.[1];
+    if (op !== undefined) calls.set(op, value);
   }
   return calls;
+}
+
+/** The series of `name` in the agent's /metrics text: each one's raw label text (`a="x",b="y"`) and value. */
+async function metricSamples(metrics, name) {
+  const out = [];
+  for (const line of (await metrics.render()).split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (m && m[1] === name) out.push({ labels: m[2] ?? '', value: Number(m[3]) });
+  }
+  return out;
 }
 
 /**
@@ -254,12 +265,7 @@ export async function dataplaneCallsFromMetrics(metrics) {
 export async function metricSum(metrics, name, labels = {}) {
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   let sum = 0;
-  for (const line of (await metrics.render()).split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = (m[2] ?? '').split(',');
-    if (want.every((w) => have.includes(w))) sum += Number(m[3]);
-  }
+  for (const s of await metricSamples(metrics, name)) if (want.every((w) => s.labels.split(',').includes(w))) sum += s.value;
   return sum;
 }
 
@@ -432,7 +438,7 @@ export async function waitDrained({ watchEvents, want, agentCpuMs, quietPct = 3,
  * peers `peer(i)` as leases in, `itemOf(i)` as each accepted peer's item out. Peers are vxlan leases
  * (VNI 4096) or host-gw ones; the own subnet is 10.128.0.0/24 (peer 0).
  */
-export function benchPeerStore(PeerStore, backend, itemOf, desiredKey) {
+export function benchPeerStore(backend, itemOf, desiredKey) {
   const store = new PeerStore({
     ownSubnet: '10.128.0.0/24',
     validation: { network: NETWORK, subnetLen: 24, backendType: backend, ...(backend === 'vxlan' ? { vni: 4096 } : {}) },
