@@ -11,6 +11,7 @@ import { KubeAnswerError, KubeError, KubeWatchError } from '../../src/errors.js'
 import { retryable } from '../../src/subnet/kube/api-error.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';
 import { expectCode } from '../support/errors.js';
+import { kubeConfigFor } from '../support/kube-config.js';
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -22,14 +23,7 @@ afterEach(async () => {
 async function serve(handler: Parameters<typeof createServer>[1]): Promise<KubeConfig> {
   server = createServer(handler);
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as { port: number }).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return kc;
+  return kubeConfigFor(server);
 }
 
 const signal = () => new AbortController().signal;

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expectCode } from '../support/errors.js';
 import { waitFor } from '../support/wait-for.js';
+import { kubeConfigFor } from '../support/kube-config.js';
 
 const split = (chunks: (string | Buffer)[], max?: number) => {
   const s = new WatchLineSplitter('watch /api/v1/nodes', max);
@@ -83,13 +84,7 @@ describe('KubeHttp.watch against a server sending one 64 MB line without a newli
       pump();
     });
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as { port: number }).port}`, skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
+    const kc = kubeConfigFor(server);
     const events: unknown[] = [];
     const err = await expectCode(
       new KubeHttp(kc, systemClock).watch('/api/v1/nodes', {}, (type) => events.push(type), { silenceMs: 60_000, signal: new AbortController().signal }),
