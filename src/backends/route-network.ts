@@ -58,7 +58,6 @@ export class RouteNetwork<A, D> implements Network {
       validation: {
         network: netConf.network,
         subnetLen: Number(lease.subnet.split('/')[1]),
-        ownSubnet: lease.subnet,
         backendType: netConf.backend.type,
         ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
         ownIPs: [...new Set([lease.publicIP, deps.publicIP, deps.extIface.ipv4])],
