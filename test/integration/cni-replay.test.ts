@@ -148,8 +148,9 @@ describe.each<[Backend, string, string]>([
 
 describe('a planted break fails the replay', () => {
   /** vxlan-add replayed alone on a node loaded with its recorded stateBefore, after `plant` changed it. */
-  async function replayPlanted(plant: (sim: SimulatedDataplane) => void, names: Record<string, string> = {}): Promise<string[]> {
+  async function replayPlanted(plant: (sim: SimulatedDataplane) => void, names: Record<string, string> = {}, edit?: (t: Trace) => void): Promise<string[]> {
     const trace = loadTrace('vxlan-add');
+    edit?.(trace);
     const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
     const b = newBindings();
     loadState(sim, trace.stateBefore, b);
@@ -176,6 +177,33 @@ describe('a planted break fails the replay', () => {
   it('the conflist names another network than the node has: the lookups find nothing and the replay reports it', async () => {
     const where = await replayPlanted(() => undefined, { 'flannel.4096': 'flannel.4097' });
     expect(where).toContain('seq 2 HcnEnumerateNetworks out');
+  });
+});
+
+// The simulator accepts what the plugins really send (the control above: mixed-case MACs, three OutBoundNAT
+// policies, Health {Extra: {}}, the all-zero endpoint ID, no PrefixLength) and still refuses what HNS refuses
+// (src/simulator/refusals.ts refuseEndpointAddress): the same ADD with another address is refused.
+describe('the recorded ADD with an address HNS refuses', () => {
+  const withAddress = (ip: string) => (t: Trace) => {
+    const create = t.calls.find((c) => c.fn === 'HcnCreateEndpoint')!;
+    (create.args.settings as { IpConfigurations: { IpAddress: string }[] }).IpConfigurations[0].IpAddress = ip;
+  };
+  async function createEndpointAnswer(ip: string): Promise<number> {
+    const trace = loadTrace('vxlan-add');
+    withAddress(ip)(trace);
+    const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
+    const b = newBindings();
+    loadState(sim, trace.stateBefore, b);
+    const r = await replayScenario(trace, sim, b, { checkStateBefore: false });
+    const m = r.mismatches.find((x) => x.where === 'seq 10 HcnCreateEndpoint hr');
+    return Number(m?.live ?? 0);
+  }
+
+  it.each<[string, string, number]>([
+    ['outside the network subnet', '10.244.200.3', HRESULT.HCN_E_INVALID_IP],
+    ["held by the agent's source VIP endpoint", '10.244.100.2', HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED],
+  ])('%s: refused', async (_what, ip, hresult) => {
+    expect(await createEndpointAnswer(ip)).toBe(hresult >>> 0);
   });
 });
 

@@ -7,6 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkCniReadiness, samePath, type CniReadinessCheck, type CniReadinessFs } from '../../src/commands/cni-readiness.js';
+import { renderStatusTable } from '../../src/commands/status.js';
+import { buildStatusReport } from '../../src/health/status.js';
 
 const CONF_DIR = 'C:\\etc\\cni\\net.d';
 const BIN_DIR = 'C:\\opt\\cni\\bin';
@@ -129,5 +131,40 @@ describe('samePath', () => {
     ['/run/flannel/subnet.env', '/RUN/flannel/subnet.env', false],
   ])('%s vs %s', (a, b, same) => {
     expect(samePath(a, b)).toBe(same);
+  });
+});
+
+describe('flanneld status shows the CNI check', () => {
+  const base = {
+    version: 'v',
+    phase: 'running',
+    ready: true,
+    startKind: undefined,
+    lease: { subnet: '10.244.100.0/24', publicIP: '10.0.0.2' },
+    networkName: 'vxlan0',
+    hnsNetwork: { id: 'ID', type: 'Overlay', adapter: 'Ethernet' },
+    mtu: 1450,
+    sourceVip: undefined,
+    network: { inSync: true, listed: true, networkMissing: false, peersDesired: 0, peersProgrammed: 0, rejections: [], refusedItems: [] },
+  } as unknown as Parameters<typeof buildStatusReport>[0];
+
+  it('not ready and not in sync while a problem stands; each problem with its fix', () => {
+    const problems = checkCniReadiness({ ...input, networkName: 'vxlan0' }, tableFs({ '10-flannel.conflist': conflist() }));
+    const report = buildStatusReport({ ...base, cni: { confDir: CONF_DIR, binDir: BIN_DIR, problems } });
+    expect(report).toMatchObject({ ready: false, inSync: false, cni: { confDir: CONF_DIR, problems: [{ check: 'cni-network-name' }] } });
+    const table = renderStatusTable(report);
+    expect(table).toMatch(/^Dataplane +NOT in sync \(phase running, pods cannot start: see CNI\)$/m);
+    expect(table).toMatch(/^CNI +NOT ready: 1 problem in C:\\etc\\cni\\net\.d$/m);
+    expect(table).toMatch(/^ {2}cni-network-name +.*names network "flannel\.4096", but this agent runs HNS network "vxlan0"/m);
+    expect(table).toMatch(/^ {4}fix +write it with `flanneld cni-config -o /m);
+  });
+
+  it('ok when the check finds nothing; absent when it is off', () => {
+    const ok = buildStatusReport({ ...base, cni: { confDir: CONF_DIR, binDir: BIN_DIR, problems: [] } });
+    expect(ok.ready).toBe(true);
+    expect(renderStatusTable(ok)).toMatch(/^CNI +ok \(C:\\etc\\cni\\net\.d\)$/m);
+    const off = buildStatusReport(base);
+    expect(off.cni).toBeNull();
+    expect(renderStatusTable(off)).not.toMatch(/^CNI/m);
   });
 });
