@@ -48,6 +48,8 @@ export interface AgentOptions {
   bootTimeMs?: () => number;
   /** The file system the CNI config check reads (tests); default node:fs. */
   cniFs?: CniReadinessFs;
+  /** How often the CNI config is checked again (tests); default CNI_CHECK_INTERVAL_MS. */
+  cniCheckIntervalMs?: number;
 }
 
 /** How often the agent reads the CNI config again (the kubelet probes /readyz every 10 s in deploy/). */
@@ -351,7 +353,7 @@ export class Agent {
           if (!signal.aborted) this.log.warn('could not report the CNI check on the node condition', { error: errorMessage(err) });
         });
       }
-      await this.clock.sleep(CNI_CHECK_INTERVAL_MS, signal).catch(() => undefined);
+      await this.clock.sleep(this.opts.cniCheckIntervalMs ?? CNI_CHECK_INTERVAL_MS, signal).catch(() => undefined);
     }
   }
 

@@ -82,6 +82,7 @@ async function startNode(backend: Backend, netConf: unknown, before?: (sim: Simu
       `--cni-bin-dir=${binDir}`,
     ],
     before: before && ((sim) => before(sim)),
+    cniCheckIntervalMs: 100,
   });
   await waitFor(
     () => {
@@ -260,6 +261,24 @@ describe('the SDN migration: net-conf without Backend.Name, an existing vxlan0 a
         return c?.status === 'True' && c.reason === 'CNINetworkNameMismatch' ? c : undefined;
       },
       'NetworkUnavailable=True for the conflist',
+      { timeoutMs: 20_000 },
+    );
+    // The operator writes the conflist cni-config renders now (it names vxlan0): ready again, the condition False.
+    const fixed = renderCniConfig({
+      netConf: parseNetConf(JSON.stringify(netConf)),
+      networkName: agentNetworkName(parseNetConf(JSON.stringify(netConf)), node.running.subnetFile),
+      ...WIN_PATHS,
+      ...CNI_CONFIG,
+      subnetFile: node.running.subnetFile,
+    });
+    writeFileSync(join(node.confDir, '10-flannel.conflist'), JSON.stringify(fixed, null, 2) + '\n');
+    expect(node.running.agent.isReady).toBe(true);
+    await waitFor(
+      () => {
+        const c = cluster.api.getNode(WIN)?.status?.conditions?.find((x) => x.type === 'NetworkUnavailable');
+        return c?.status === 'False' && c.reason === 'FlannelIsUp' ? c : undefined;
+      },
+      'NetworkUnavailable=False once the conflist fits',
       { timeoutMs: 20_000 },
     );
   }, 60_000);
