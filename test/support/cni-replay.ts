@@ -60,6 +60,8 @@ export interface Trace {
     stdin?: string;
     env: Record<string, string>;
     namespaceCreatedBeforehand?: { ID: string; settings: Record<string, unknown> } | null;
+    /** sdnbridge files: the network the harness staged before the run (no agent ran). */
+    networkCreatedBeforehand?: { fn: string; id: string; settings: Record<string, unknown>; ID: string } | null;
     subnetEnv?: string;
     hostLocalStore?: { path: string; before: Record<string, string> | null; after: Record<string, string> | null };
   };
@@ -295,6 +297,22 @@ export function loadState(dp: SimulatedDataplane, state: TraceState, b: ReplayBi
     s.endpoints = doc.endpoints as typeof s.endpoints;
     s.namespaces = doc.namespaces as NonNullable<typeof s.namespaces>;
   });
+}
+
+/**
+ * Stage the network a file says the harness made before the run (`inputs.networkCreatedBeforehand`, the
+ * sdnbridge files: no agent ran), as HcnCreateNetwork through the stand-ins' seam, and bind its ID.
+ */
+export async function stageNetworkCreatedBeforehand(trace: Trace, dp: SimulatedDataplane, b: ReplayBindings): Promise<void> {
+  const staged = trace.inputs.networkCreatedBeforehand;
+  if (!staged) return;
+  const server = new WindowsSimServer({ dp });
+  const reply = await server.answer(JSON.stringify({ fn: staged.fn, id: staged.id, settings: JSON.stringify(forwardDeep(staged.settings, b)) }));
+  if (reply['hr'] !== 0) throw new Error(`staging the network failed: ${JSON.stringify(reply)}`);
+  const name = (staged.settings as { Name?: string }).Name ?? '';
+  const net = dp.getNetworkByName(forward(name, b));
+  if (!net?.ID) throw new Error(`the staged network ${name} is not on the node`);
+  b.ids.set(staged.ID, net.ID);
 }
 
 /** Bind `<NETWORK_ID>` and `<AGENT_ENDPOINT_ID>` from the live node (the agent's network and its own endpoint). */
