@@ -408,12 +408,9 @@ export class Agent {
       const id = (await dataplane.hns.getNetworkByNameV1(network.networkName))?.ID ?? '';
       recordBootNetwork(path, { name: network.networkName, id, backend: netConf.backend.type });
       const adopted = network.networkName !== netConf.backend.name;
-      this.log.info(
-        adopted
-          ? `pods must use the adopted HNS network ${network.networkName}, not ${netConf.backend.name}: the CNI config names it (flanneld cni-config reads it from the boot record)`
-          : 'the HNS network pods use, recorded for the CNI config',
-        { network: network.networkName, id, adopted, path },
-      );
+      const fields = { network: network.networkName, id, adopted, configured: netConf.backend.name, path };
+      if (adopted) this.log.warn("pods use the adopted HNS network, not net-conf's name: the CNI config must name it (flanneld cni-config reads it from the boot record)", fields);
+      else this.log.info('the HNS network pods use, recorded for the CNI config', fields);
     } catch (err) {
       this.log.warn('could not record the HNS network in the boot record; flanneld cni-config falls back to net-conf.json', {
         path,
