@@ -21,6 +21,8 @@ import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { TestCluster, WIN_IP, waitFor, type RunningAgent } from '../support/cluster.js';
+import { logSink } from '../support/log-sink.js';
+import type { Logger } from '../../src/log.js';
 import { removeNetwork, editState } from '../support/sim-dataplane.js';
 import {
   SCENARIOS,
@@ -58,7 +60,13 @@ interface Node {
 }
 
 /** The recorded scene: win-1 (podCIDR 10.244.100.0/24 at 10.0.0.2) and the flannel peer linux-1. */
-async function startNode(backend: Backend, netConf: unknown, before?: (sim: SimulatedDataplane) => void, conf?: (subnetFile: string) => Record<string, unknown>): Promise<Node> {
+async function startNode(
+  backend: Backend,
+  netConf: unknown,
+  before?: (sim: SimulatedDataplane) => void,
+  conf?: (subnetFile: string) => Record<string, unknown>,
+  log?: Logger,
+): Promise<Node> {
   cluster.addWindowsNode(WIN, POD_CIDR, WIN_IP);
   cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: backend }));
   const dir = join(cluster.dir, WIN);
@@ -83,6 +91,7 @@ async function startNode(backend: Backend, netConf: unknown, before?: (sim: Simu
     ],
     before: before && ((sim) => before(sim)),
     cniCheckIntervalMs: 100,
+    log,
   });
   await waitFor(
     () => {
@@ -220,8 +229,11 @@ describe('the SDN migration: net-conf without Backend.Name, an existing vxlan0 a
   };
 
   it('cni-config names vxlan0, readiness is green, and the recorded ADD (network name mapped to vxlan0) gives the pod its address', async () => {
-    const node = await startNode('vxlan', netConf, sdnVxlan0);
+    const sink = logSink('info');
+    const node = await startNode('vxlan', netConf, sdnVxlan0, undefined, sink.log);
     expect(node.running.sim.getNetworkByName('flannel.4096')).toBeUndefined();
+    // The agent says which network pods use, and that it is not net-conf's.
+    expect(sink.entries).toContainEqual(expect.objectContaining({ level: 'warn', network: 'vxlan0', configured: 'flannel.4096', adopted: true }));
     const conflist = conflistOf(node, trace);
     expect(conflist.name).toBe('vxlan0');
     // Written as the installer does, with this host's subnet.env path.
