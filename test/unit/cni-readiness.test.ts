@@ -1,7 +1,7 @@
 // The CNI readiness check (src/commands/cni-readiness.ts): the first CNI config containerd loads (go-cni
 // loadFromConfDir) must name the agent's HNS network, point the flannel plugin at the agent's subnet.env
 // and name only plugins present in the bin dir. The conflist of the table is what `flanneld cni-config`
-// writes (the recorded inputs.conflist of /work/shared/cni-traces/vxlan-add.json, shape for shape).
+// writes (the recorded inputs.conflist of test/fixtures/cni-traces/vxlan-add.json, shape for shape).
 import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
