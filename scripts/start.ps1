@@ -119,7 +119,10 @@ $agentArgs = @(
     "--iface=$iface",
     '--ip-masq',
     '--healthz-ip=127.0.0.1',
-    "--healthz-port=$HealthzPort"
+    "--healthz-port=$HealthzPort",
+    # Readiness covers the CNI config containerd loads first from this directory, and its plugins.
+    "--cni-conf-dir=$(Split-Path -Parent $CniConfFile)",
+    "--cni-bin-dir=$CniBinDir"
 )
 
 # CNI plugins (flannel.exe, win-overlay.exe, win-bridge.exe, host-local.exe): hashed before anything is
@@ -173,7 +176,40 @@ if ($before -and $before['state'] -eq 'RUNNING') {
         Write-Host "Service $ServiceName already runs with these flags and this net-conf.json; not restarted"
     }
 }
+$serviceStartedAt = [DateTime]::UtcNow
 Invoke-Flanneld @('service', 'start', '--name', $ServiceName, '--timeout', '60')
+
+# The conflist must name the HNS network the agent runs. Without Backend.Name in net-conf.json the agent may
+# adopt the network that already holds the node's subnet (microsoft/SDN's vxlan0): it records the network in
+# boot.json beside subnet.env once it is up, and cni-config names the one recorded there. Wait for this
+# start's record (bounded), then write the conflist again.
+$bootRecord = Join-Path (Split-Path -Parent $SubnetFile) 'boot.json'
+$deadline = [DateTime]::UtcNow.AddSeconds($TimeoutSeconds)
+$agentNetwork = ''
+while ($true) {
+    if ((Test-Path -LiteralPath $bootRecord) -and ((Get-Item -LiteralPath $bootRecord).LastWriteTimeUtc -ge $serviceStartedAt.AddSeconds(-2))) {
+        try {
+            $record = [System.IO.File]::ReadAllText($bootRecord) | ConvertFrom-Json
+            $recordNetwork = $record.PSObject.Properties['network']
+            if ($recordNetwork -and $recordNetwork.Value.PSObject.Properties['name']) {
+                $agentNetwork = [string]$recordNetwork.Value.name
+            }
+        } catch {
+            $agentNetwork = ''
+        }
+    }
+    if ($agentNetwork) {
+        break
+    }
+    if ([DateTime]::UtcNow -ge $deadline) {
+        throw ("flanneld did not record its HNS network in $bootRecord within $TimeoutSeconds s. " +
+            "See $LogDir\$ServiceName.log and 'flanneld.exe service status --name $ServiceName'.")
+    }
+    Start-Sleep -Seconds 2
+}
+Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile", "--management-ip=$ManagementIP",
+    "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)
+Write-Host "The CNI config names HNS network $agentNetwork, the one flanneld runs"
 
 # Wait for readiness, bounded.
 $deadline = [DateTime]::UtcNow.AddSeconds($TimeoutSeconds)

@@ -228,6 +228,8 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     expect(args).toContain('$env:CONTAINER_SANDBOX_MOUNT_POINT');
     expect(args).toContain("'etc\\kube-flannel\\net-conf.json'");
     expect(args).not.toContain('--log-file'); // logs go to stdout
+    // Readiness checks the conflist the init container wrote, and the plugins the other one installed.
+    expect(args).toContain("--cni-conf-dir 'C:\\etc\\cni\\net.d' --cni-bin-dir $env:CNI_BIN_DIR");
     expect(c['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
     expect(c['readinessProbe']['httpGet']).toEqual({ path: '/readyz', port: 10277 });
   });
@@ -501,6 +503,21 @@ describe('scripts/start.ps1', () => {
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf("Invoke-Flanneld @('cni-config'"));
     // The conflist names the agent's subnet.env: -SubnetFile reaches cni-config as it reaches the agent.
     expect(text).toContain(`Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile"`);
+  });
+
+  it('writes the conflist again once the agent recorded the HNS network it runs (an adopted vxlan0), before waiting for /readyz', () => {
+    const text = readFileSync(SCRIPT, 'utf8');
+    const render = 'Invoke-Flanneld @(\'cni-config\', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile"';
+    const start = text.indexOf("Invoke-Flanneld @('service', 'start', '--name', $ServiceName");
+    const record = text.indexOf("$bootRecord = Join-Path (Split-Path -Parent $SubnetFile) 'boot.json'");
+    const second = text.indexOf(render, text.indexOf(render) + 1);
+    const readyz = text.indexOf('/readyz"');
+    expect([start > 0, start < record, record < second, second < readyz]).toEqual([true, true, true, true]);
+    // This start's record only (a stale one would name the network of an earlier start), bounded.
+    expect(text).toContain('.LastWriteTimeUtc -ge $serviceStartedAt');
+    expect(text).toContain("$recordNetwork.Value.PSObject.Properties['name']");
+    expect(text).toContain('"--cni-conf-dir=$(Split-Path -Parent $CniConfFile)"');
+    expect(text).toContain('"--cni-bin-dir=$CniBinDir"');
   });
 
   // pwsh is not available here, so these read the script's structure; the journeys they guard (the network

@@ -60,6 +60,20 @@ describe('health server', () => {
     await expect(get(srv.port, '/healthz')).rejects.toThrow();
   });
 
+  it('/readyz says why pods cannot start (the CNI config check) and what to do, when the agent gives a reason', async () => {
+    let reason: string | undefined = 'cni-network-name: C:\\etc\\cni\\net.d\\10-flannel.conflist names network "flannel.4096"; fix: rerun cni-config';
+    const srv = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => false, notReadyReason: () => reason });
+    try {
+      const r = await get(srv.port, '/readyz');
+      expect(r.status).toBe(503);
+      expect(r.body).toBe(`flanneld is not ready: pods cannot start\n${reason}`);
+      reason = undefined;
+      expect(await get(srv.port, '/readyz')).toMatchObject({ status: 503, body: 'flanneld is not ready yet' });
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('/healthz answers 503 while the agent reports itself unhealthy (a wedged reconcile loop)', async () => {
     let healthy = true;
     const srv = await startHealthServer({ host: '127.0.0.1', port: 0, metrics: new Metrics(), isReady: () => true, isHealthy: () => healthy });
