@@ -11,6 +11,7 @@ import type { HostInterface } from '../host/host.js';
 import type { RefusedPeer, StatusReport } from '../health/status.js';
 import { contains, isApipa, nthAddress } from '../ip4.js';
 import { macToFlannel } from '../mac.js';
+import { pluginTypes, type CniProblem, type FirstCniConfig } from './cni-readiness.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -76,13 +77,6 @@ export interface ReservationFact {
   ageMs: number;
 }
 
-export interface ConflistFact {
-  path: string;
-  /** The parsed document; undefined with `error`. */
-  doc?: unknown;
-  error?: string;
-}
-
 export interface DoctorFacts {
   netConf: { type: 'vxlan' | 'host-gw'; name: string; network: string; vni: number; port: number } | { error: string };
   /** The agent's --subnet-file (absolute). */
@@ -107,13 +101,13 @@ export interface DoctorFacts {
   };
   cni: {
     confDir: string;
-    /** The config containerd loads first; undefined when the directory holds none. */
-    first: ConflistFact | undefined;
-    /** The conflist's plugin paths and the NAT exceptions expected from the agent's flags. */
-    expected: { subnetFile: string; dataDir: string; serviceCidr: string };
     binDir: string;
-    /** File names in the bin dir; `error` when unreadable. */
-    binFiles: string[] | { error: string };
+    /** The config containerd loads first (./cni-readiness.ts), or why there is none usable. */
+    first: FirstCniConfig | CniProblem;
+    /** What stops a pod's CNI ADD (./cni-readiness.ts checkCniReadiness): network name, subnet file, plugins. */
+    readiness: CniProblem[];
+    /** The conflist's plugin data dir and the NAT exceptions expected from the agent's flags. */
+    expected: { dataDir: string; serviceCidr: string };
     /** `install-cni`'s record of each plugin's SHA-256, and whether its sources are the pinned releases. */
     pins: { pinned: boolean; files: Record<string, string> } | undefined;
     /** SHA-256 of the plugins on disk (only those the record names). */
@@ -140,8 +134,6 @@ export interface DoctorFacts {
 export const WINDOWS_VXLAN_PORT = 4789;
 /** The VNI Windows overlay networks need at least (flannel docs Backends, vxlan: "VNI >= 4096 on Windows"). */
 export const WINDOWS_MIN_VNI = 4096;
-/** The plugins a flannel conflist calls: the meta-plugin, its delegate, host-local (the delegate's IPAM). */
-const IPAM_PLUGIN = 'host-local';
 
 const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', saw, fix: '' });
 const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
@@ -388,83 +380,54 @@ function subnetEnvRow(f: DoctorFacts, conf: Conf): CheckRow {
   return ok('subnet-env', `${f.subnetFile}: FLANNEL_SUBNET=${subnet ?? '?'}, FLANNEL_MTU=${env['FLANNEL_MTU'] ?? '?'}`);
 }
 
-interface ConflistDoc {
-  name?: unknown;
-  type?: unknown;
-  plugins?: unknown;
-}
-
-interface PluginDoc {
-  type?: unknown;
-  subnetFile?: unknown;
+interface FlannelPluginDoc {
   dataDir?: unknown;
-  delegate?: { type?: unknown; loopbackDSR?: unknown; policies?: unknown; ipam?: { type?: unknown } };
-  ipam?: { type?: unknown };
+  delegate?: { loopbackDSR?: unknown; policies?: unknown };
 }
 
 const sameFsPath = (a: string, b: string) => a.replace(/\//g, '\\').toLowerCase() === b.replace(/\//g, '\\').toLowerCase();
 
+/** ./cni-readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
 function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
-  const ids = ['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'];
   const first = f.cni.first;
-  if (!first)
-    return [
-      fail('cni-conflist', `no CNI config in ${f.cni.confDir}: pods get no network`, 'run flanneld cni-config -o <conf dir>\\10-flannel.conflist'),
-      ...ids.map((id) => skip(id, 'no conflist')),
-    ];
-  if (first.error !== undefined || typeof first.doc !== 'object' || first.doc === null)
-    return [
-      fail('cni-conflist', `${first.path}: ${first.error ?? 'not a JSON object'}`, 'rewrite it with flanneld cni-config -o'),
-      ...ids.map((id) => skip(id, 'conflist unreadable')),
-    ];
-  const doc = first.doc as ConflistDoc;
-  const plugins: PluginDoc[] = Array.isArray(doc.plugins) ? (doc.plugins as PluginDoc[]) : doc.type !== undefined ? [doc] : [];
-  const flannel = plugins.find((p) => p.type === 'flannel');
-  const rows: CheckRow[] = [ok('cni-conflist', `${first.path} (containerd loads it first)`)];
-  rows.push(
-    doc.name === conf.name
-      ? ok('cni-network-name', `${String(doc.name)} = the HNS network`)
-      : fail(
-          'cni-network-name',
-          `${first.path} names network ${JSON.stringify(doc.name)}, flannel's is ${conf.name}: pods join the wrong network`,
-          `rewrite it with flanneld cni-config -o (or remove the older config that sorts first)`,
-        ),
-  );
+  if ('check' in first) {
+    const ids = ['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'];
+    return [fail('cni-conflist', first.detail, first.fix), ...ids.map((id) => skip(id, 'no usable CNI config'))];
+  }
+  const problem = (check: CniProblem['check']) => f.cni.readiness.find((p) => p.check === check);
+  const fromReadiness = (id: string, check: CniProblem['check'], good: string): CheckRow => {
+    const p = problem(check);
+    return p ? fail(id, p.detail, p.fix) : ok(id, good);
+  };
+  const rows: CheckRow[] = [ok('cni-conflist', `${first.file} (containerd loads it first${first.others ? `; ${first.others.trim()}` : ''})`)];
+  rows.push(fromReadiness('cni-network-name', 'cni-network-name', `${String(first.conf.name)} = the HNS network`));
+  rows.push(fromReadiness('cni-subnet-file', 'cni-subnet-file', `the flannel plugin reads ${f.subnetFile}`));
+  const flannel = first.plugins.find((p) => p.type === 'flannel') as FlannelPluginDoc | undefined;
   if (!flannel) {
-    rows.push(fail('cni-subnet-file', `${first.path} has no flannel plugin`, 'rewrite it with flanneld cni-config -o'));
-    for (const id of ids.slice(2, 5)) rows.push(skip(id, 'no flannel plugin in the conflist'));
+    for (const id of ['cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr']) rows.push(skip(id, `${first.file} has no flannel plugin`));
   } else {
-    const sf = typeof flannel.subnetFile === 'string' ? flannel.subnetFile : undefined;
-    rows.push(
-      sf !== undefined && sameFsPath(sf, f.cni.expected.subnetFile)
-        ? ok('cni-subnet-file', sf)
-        : fail(
-            'cni-subnet-file',
-            `subnetFile ${sf ?? '(unset: the plugin reads /run/flannel/subnet.env on its drive)'}, the agent writes ${f.cni.expected.subnetFile}`,
-            'rewrite it with flanneld cni-config -o (same --subnet-file as the agent)',
-          ),
-    );
     const dd = typeof flannel.dataDir === 'string' ? flannel.dataDir : undefined;
     rows.push(
       dd !== undefined && sameFsPath(dd, f.cni.expected.dataDir)
         ? ok('cni-data-dir', dd)
         : warn(
             'cni-data-dir',
-            `dataDir ${dd ?? "(unset: upstream default /var/lib/cni/flannel on the plugin's drive)"}, expected ${f.cni.expected.dataDir}`,
+            `dataDir ${dd ?? "(unset: upstream's /var/lib/cni/flannel on the plugin's drive)"}, expected ${f.cni.expected.dataDir}`,
             'rewrite it with flanneld cni-config -o (same --cni-ipam-data-dir as the agent)',
           ),
     );
     const d = flannel.delegate ?? {};
     const policies = Array.isArray(d.policies) ? (d.policies as { value?: { Type?: unknown; Settings?: { Exceptions?: unknown } } }[]) : [];
     const nat = policies.find((p) => p.value?.Type === 'OutBoundNAT');
-    const exceptions = Array.isArray(nat?.value?.Settings?.Exceptions) ? (nat.value.Settings.Exceptions as unknown[]).map(String) : [];
+    const raw = nat?.value?.Settings?.Exceptions;
+    const exceptions = Array.isArray(raw) ? raw.filter((x): x is string => typeof x === 'string') : [];
     const lacking = [conf.network, f.cni.expected.serviceCidr].filter((c) => !exceptions.includes(c));
     rows.push(
       lacking.length === 0
         ? ok('cni-outbound-nat', `exceptions ${exceptions.join(', ')}`)
         : fail(
             'cni-outbound-nat',
-            `OutBoundNAT exceptions ${exceptions.join(', ') || 'none'} lack ${lacking.join(', ')}: pod traffic to them is NATed`,
+            `OutBoundNAT exceptions ${exceptions.join(', ') || 'none'} lack ${lacking.join(', ')}: pod traffic to them leaves with the node's IP`,
             'rewrite it with flanneld cni-config -o --service-cidr <Service CIDR>',
           ),
     );
@@ -474,38 +437,15 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
         : warn('cni-loopback-dsr', 'loopbackDSR is off: a pod cannot reach itself through its own Service', 'rewrite it with flanneld cni-config -o (without --no-loopback-dsr)'),
     );
   }
-  rows.push(...pluginRows(f, plugins));
-  return rows;
-}
-
-function pluginRows(f: DoctorFacts, plugins: PluginDoc[]): CheckRow[] {
-  const names = new Set<string>();
-  for (const p of plugins) {
-    if (typeof p.type === 'string') names.add(p.type);
-    if (typeof p.delegate?.type === 'string') names.add(p.delegate.type);
-    if (typeof p.ipam?.type === 'string') names.add(p.ipam.type);
-    if (p.type === 'flannel') names.add(typeof p.delegate?.ipam?.type === 'string' ? p.delegate.ipam.type : IPAM_PLUGIN);
-  }
-  const want = [...names].map((n) => `${n}.exe`);
-  if (isErr(f.cni.binFiles)) return [fail('cni-plugins', `${f.cni.binDir}: ${f.cni.binFiles.error}`, 'run flanneld install-cni --pinned'), skip('cni-pins', 'bin dir unreadable')];
-  const have = new Set(f.cni.binFiles.map((n) => n.toLowerCase()));
-  const missing = want.filter((n) => !have.has(n.toLowerCase()) && !have.has(n.replace(/\.exe$/, '').toLowerCase()));
-  const rows: CheckRow[] = [
-    missing.length
-      ? fail(
-          'cni-plugins',
-          `${f.cni.binDir} lacks ${missing.join(', ')} (the conflist calls ${want.join(', ')})`,
-          "run flanneld install-cni --pinned (or pass --cni-bin-dir naming containerd's bin_dir)",
-        )
-      : ok('cni-plugins', `${want.join(', ')} in ${f.cni.binDir}`),
-  ];
+  const want = pluginTypes(first.plugins).map((t) => `${t}.exe`);
+  rows.push(fromReadiness('cni-plugins', 'cni-plugin-missing', `${want.join(', ')} in ${f.cni.binDir}`));
   const pins = f.cni.pins;
   if (!pins) rows.push(skip('cni-pins', 'no install-cni record in the bin dir (plugins not installed by flanneld install-cni)'));
   else {
+    // A plugin that is gone is the cni-plugins row's.
     const changed = Object.entries(pins.files)
       .filter(([file, sha]) => f.cni.hashes[file] !== undefined && f.cni.hashes[file] !== sha)
       .map(([file]) => file);
-    // A plugin that is gone is the cni-plugins row's.
     if (changed.length)
       rows.push(
         fail('cni-pins', `${changed.join(', ')} differ${changed.length === 1 ? 's' : ''} from what install-cni wrote (SHA-256)`, 'run flanneld install-cni --pinned again'),

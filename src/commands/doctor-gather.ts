@@ -23,7 +23,8 @@ import { parseSourceVipDocument } from '../backends/vxlan/source-vip.js';
 import { drMacAddress } from '../backends/vxlan/backend.js';
 import { isVxlanBackendData } from '../subnet/lease.js';
 import { INSTALL_RECORD } from '../cni-plugins/install.js';
-import { CNI_CONF_EXTENSIONS } from './cni-conf-dir.js';
+import { checkCniReadiness, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from './cni-readiness.js';
+import { readBootNetwork } from '../host/boot.js';
 import { cniPaths } from './cni-config.js';
 import type { DoctorFacts, EndpointFact, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
 
@@ -54,6 +55,8 @@ export interface GatherOptions {
   graceMs: number;
   clock: Clock;
   fs?: DoctorFs;
+  /** The CNI conf and bin dirs' reads (./cni-readiness.ts); default node:fs. */
+  cniFs?: CniReadinessFs;
   platform?: NodeJS.Platform;
 }
 
@@ -86,26 +89,6 @@ function networkFact(n: HcnNetwork): NetworkFact {
     adapter: policySetting(n.Policies, 'NetAdapterName', 'NetworkAdapterName'),
     drMac: drMacAddress(n),
   };
-}
-
-/** The CNI config containerd loads first from `dir` (go-cni: sorted names, first of .conf/.conflist/.json). */
-export function firstCniConfig(fs: DoctorFs, dir: string): DoctorFacts['cni']['first'] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return undefined;
-  }
-  const first = names.filter((n) => (CNI_CONF_EXTENSIONS as readonly string[]).some((e) => n.endsWith(e))).sort()[0];
-  if (first === undefined) return undefined;
-  const path = join(dir, first);
-  const text = readText(fs, path);
-  if (text === undefined) return { path, error: 'unreadable' };
-  try {
-    return { path, doc: JSON.parse(text.replace(/^\uFEFF/, '')) as unknown };
-  } catch (err) {
-    return { path, error: `not JSON (${errorMessage(err)})` };
-  }
 }
 
 async function kubeGet(kube: KubeHttp, path: string, query?: Record<string, string | number>): Promise<unknown> {
@@ -210,7 +193,7 @@ function listReservations(fs: DoctorFs, dir: string, now: number): DoctorFacts['
   return out.sort((a, b) => a.ip.localeCompare(b.ip, undefined, { numeric: true }));
 }
 
-function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[]): { pins: DoctorFacts['cni']['pins']; hashes: Record<string, string> } {
+function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[], plugins: readonly string[]): { pins: DoctorFacts['cni']['pins']; hashes: Record<string, string> } {
   const text = readText(fs, join(binDir, INSTALL_RECORD));
   if (text === undefined) return { pins: undefined, hashes: {} };
   let rec: { sources?: unknown; files?: unknown };
@@ -227,7 +210,7 @@ function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[]): { pins
     files: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, String(v)])),
   };
   const hashes: Record<string, string> = {};
-  for (const name of Object.keys(pins.files)) {
+  for (const name of Object.keys(pins.files).filter((n) => plugins.includes(n))) {
     try {
       hashes[name] = createHash('sha256')
         .update(fs.readFileSync(join(binDir, name)))
@@ -241,7 +224,7 @@ function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[]): { pins
 
 /** Everything doctor judges, read once. */
 export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
-  const fs = o.fs ?? (nodeFs);
+  const fs = o.fs ?? nodeFs;
   const { config, dataplane } = o;
   const now = o.clock.now();
   let netConf: DoctorFacts['netConf'];
@@ -254,7 +237,10 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   }
   const report = o.status.report;
   // The name the agent runs under (it may have adopted another network holding its subnet).
-  const name = report?.network?.name ?? ('error' in netConf ? '' : netConf.name);
+  const boot = readBootNetwork(config.subnetFile, fs);
+  const ownBackend = 'error' in netConf ? undefined : netConf.type;
+  const recorded = boot && (boot.backend === undefined || boot.backend === ownBackend) ? boot.name : undefined;
+  const name = report?.network?.name ?? recorded ?? ('error' in netConf ? '' : netConf.name);
   if (!('error' in netConf) && name) netConf = { ...netConf, name };
 
   const subnetText = fs.existsSync(config.subnetFile) ? readText(fs, config.subnetFile) : undefined;
@@ -298,10 +284,10 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
           .map((p) => {
             const s = p.Settings as Record<string, unknown>;
             return {
-              prefix: String(s['DestinationPrefix']),
-              via: String(s['ProviderAddress']),
+              prefix: typeof s['DestinationPrefix'] === 'string' ? s['DestinationPrefix'] : '',
+              via: typeof s['ProviderAddress'] === 'string' ? s['ProviderAddress'] : '',
               vni: Number(s['IsolationId']),
-              mac: String(s['DistributedRouterMacAddress'] ?? ''),
+              mac: typeof s['DistributedRouterMacAddress'] === 'string' ? s['DistributedRouterMacAddress'] : '',
             };
           });
       } else {
@@ -326,13 +312,10 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
         })
       : [];
 
-  let binFiles: string[] | { error: string };
-  try {
-    binFiles = fs.readdirSync(o.cniBinDir);
-  } catch (err) {
-    binFiles = { error: errorMessage(err) };
-  }
-  const { pins, hashes } = pinsOf(fs, o.cniBinDir, o.pinnedSha256);
+  const first = loadFirstCniConfig(o.cniConfDir, o.cniFs);
+  const readiness = checkCniReadiness({ cniConfDir: o.cniConfDir, cniBinDir: o.cniBinDir, networkName: name, subnetFile: config.subnetFile }, o.cniFs);
+  const plugins = 'check' in first ? [] : pluginTypes(first.plugins).map((t) => `${t}.exe`);
+  const { pins, hashes } = pinsOf(fs, o.cniBinDir, o.pinnedSha256, plugins);
   const paths = cniPaths(config, o.platform);
 
   let interfaces: DoctorFacts['interfaces'] = [];
@@ -352,7 +335,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     publishedVtepMac: cluster.vtepMac,
     sourceVipFiles,
     peers: { desired: cluster.peers, actual, refused: report ? (Array.isArray(report.peers.refusals) ? report.peers.refusals : []) : undefined },
-    cni: { confDir: o.cniConfDir, first: firstCniConfig(fs, o.cniConfDir), expected: { ...paths, serviceCidr: o.serviceCidr }, binDir: o.cniBinDir, binFiles, pins, hashes },
+    cni: { confDir: o.cniConfDir, binDir: o.cniBinDir, first, readiness, expected: { dataDir: paths.dataDir, serviceCidr: o.serviceCidr }, pins, hashes },
     interfaces,
     annotatedPublicIP: cluster.publicIP,
     ipam: { dir: ipamDir, reservations: ipamDir ? listReservations(fs, ipamDir, now) : undefined },
