@@ -15,7 +15,7 @@ import { renderCniConfig } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { CheckRow } from '../../src/commands/doctor-checks.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
-import { TestCluster, VXLAN_NET_CONF, WIN_IP, freePort, waitFor, type RunningAgent } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, WIN_IP, freePort, waitFor, type RunningAgent } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
 
 const NODE = 'win';
@@ -334,5 +334,103 @@ describe('flanneld doctor on the simulated node', () => {
     const d = await doctor(['--grace-period=-1']);
     expect(d.code).toBe(2);
     expect((await doctor(['--no-such-flag'])).code).toBe(2);
+  });
+});
+
+describe('flanneld doctor on a simulated host-gw node', () => {
+  const NAME = 'cbr0';
+  let cluster: TestCluster;
+  let dir: string;
+  let backup: string;
+  let args: string[];
+  const ipamDir = () => join(dir, 'ipam');
+
+  async function doctor(): Promise<CheckRow[]> {
+    let stdout = '';
+    const code = await command.run([...args, '--json'], { stdout: (t) => void (stdout += t), stderr: () => undefined, env: { NODE_NAME: NODE }, platform: 'linux' });
+    const rows = (JSON.parse(stdout) as { checks: CheckRow[] }).checks;
+    expect(code).toBe(rows.some((r) => r.status === 'fail') ? 1 : 0);
+    return rows;
+  }
+  const failedIds = (rows: CheckRow[]) => rows.filter((r) => r.status === 'fail').map((r) => r.id);
+
+  beforeAll(async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER, publicIP: '10.0.0.11', backendType: 'host-gw' }));
+    cluster.addWindowsNode(NODE, SUBNET, WIN_IP);
+    dir = join(cluster.dir, NODE);
+    const conf = join(dir, 'cni', 'net.d');
+    const bin = join(dir, 'cni', 'bin');
+    const subnetFile = join(dir, 'run', 'flannel', 'subnet.env');
+    const own = [`--cni-ipam-data-dir=${join(dir, 'ipam')}`];
+    const agent = cluster.startAgent({ nodeName: NODE, ip: WIN_IP, netConf: HOSTGW_NET_CONF, extraArgs: own });
+    await waitFor(() => existsSync(join(dir, 'ipam', NAME, '10.244.7.2')) && agent.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER), 'the host-gw node set up');
+    await agent.stop();
+    mkdirSync(conf, { recursive: true });
+    mkdirSync(bin, { recursive: true });
+    const rendered = renderCniConfig({
+      netConf: parseNetConf(JSON.stringify(HOSTGW_NET_CONF)),
+      subnetFile,
+      dataDir: join(dir, 'flannel'),
+      serviceCidr: '10.96.0.0/12',
+      managementSubnet: '10.0.0.0/24',
+      managementIP: WIN_IP,
+      dnsServers: ['10.96.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+    });
+    writeFileSync(join(conf, '10-flannel.conflist'), JSON.stringify(rendered));
+    for (const f of ['flannel.exe', 'win-bridge.exe', 'host-local.exe']) writeFileSync(join(bin, f), 'MZ');
+    args = [
+      `--kubeconfig-file=${join(cluster.dir, 'kubeconfig')}`,
+      `--net-config-path=${join(dir, 'net-conf.json')}`,
+      `--subnet-file=${subnetFile}`,
+      '--dataplane=simulated',
+      `--dataplane-state=${join(dir, 'dataplane.json')}`,
+      `--iface=${WIN_IP}`,
+      ...own,
+      `--cni-conf-dir=${conf}`,
+      `--cni-bin-dir=${bin}`,
+    ];
+    backup = `${dir}.healthy`;
+    cpSync(dir, backup, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster.stop();
+    rmSync(backup, { recursive: true, force: true });
+  });
+
+  function restore(): void {
+    rmSync(dir, { recursive: true, force: true });
+    cpSync(backup, dir, { recursive: true });
+  }
+  const sim = () => new SimulatedDataplane({ statePath: join(dir, 'dataplane.json') });
+
+  it('passes on the healthy node', async () => {
+    restore();
+    const rows = await doctor();
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-pins skip']);
+    expect(rows.find((r) => r.id === 'host-endpoint')?.saw).toBe(`${NAME}_ep at 10.244.7.2`);
+  });
+
+  const FAULTS: { check: string; what: string; stage: () => void }[] = [
+    { check: 'host-endpoint', what: 'the host endpoint is gone', stage: () => editState(sim(), (s) => void (s.endpoints = s.endpoints.filter((e) => e.Name !== `${NAME}_ep`))) },
+    { check: 'peers', what: "the peer's route is gone", stage: () => editState(sim(), (s) => void (s.routes = s.routes.filter((r) => r.DestinationPrefix !== PEER))) },
+    {
+      check: 'peers',
+      what: 'a route to a subnet no peer has is there',
+      stage: () =>
+        editState(sim(), (s) => {
+          const r = s.routes.find((x) => x.DestinationPrefix === PEER)!;
+          s.routes.push({ ...r, DestinationPrefix: '10.244.200.0/24' });
+        }),
+    },
+    { check: 'ipam-gateway', what: "the bridge endpoint's reservation is gone", stage: () => rmSync(join(ipamDir(), NAME, '10.244.7.2')) },
+  ];
+
+  it.each(FAULTS)('$check fails, and only it, when $what', async ({ check, stage }) => {
+    restore();
+    stage();
+    expect(failedIds(await doctor())).toEqual([check]);
   });
 });
