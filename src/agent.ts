@@ -6,6 +6,7 @@
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
+import { resolve } from 'node:path';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
@@ -15,6 +16,7 @@ import { buildStatusReport, type StatusInput, type StatusReport } from './health
 import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
+import { checkCniReadiness, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
@@ -44,7 +46,21 @@ export interface AgentOptions {
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
    */
   bootTimeMs?: () => number;
+  /** The file system the CNI config check reads (tests); default node:fs. */
+  cniFs?: CniReadinessFs;
 }
+
+/** How often the agent reads the CNI config again (the kubelet probes /readyz every 10 s in deploy/). */
+export const CNI_CHECK_INTERVAL_MS = 10_000;
+
+/** The NetworkUnavailable condition's reason per CNI check (CamelCase, as condition reasons are). */
+const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
+  'cni-conf-missing': 'CNIConfigMissing',
+  'cni-conf-invalid': 'CNIConfigInvalid',
+  'cni-network-name': 'CNINetworkNameMismatch',
+  'cni-subnet-file': 'CNISubnetFileMismatch',
+  'cni-plugin-missing': 'CNIPluginMissing',
+};
 
 export type AgentPhase = 'starting' | 'registering' | 'running' | 'stopped';
 
@@ -76,7 +92,29 @@ export class Agent {
    */
   get isReady(): boolean {
     const s = this.networkValue?.status();
-    return this.ready && s !== undefined && s.listed && !s.networkMissing;
+    return this.ready && s !== undefined && s.listed && !s.networkMissing && this.cniProblems().length === 0;
+  }
+
+  /**
+   * What stops a pod from starting although the network is up: the CNI config containerd loads first
+   * (--cni-conf-dir) names another network, another subnet file, or a plugin missing from --cni-bin-dir.
+   * [] while the check is off ("none") or before the network exists. Read at each call (a directory
+   * listing and one small file), so /readyz follows an operator's fix at once.
+   */
+  cniProblems(): CniProblem[] {
+    const { config } = this.opts;
+    const network = this.networkValue;
+    if (!config.cniConfDir || !network) return [];
+    return checkCniReadiness(
+      { cniConfDir: config.cniConfDir, cniBinDir: config.cniBinDir, networkName: network.networkName, subnetFile: resolve(config.subnetFile) },
+      this.opts.cniFs,
+    );
+  }
+
+  /** Why /readyz answers 503, once the network is up: the CNI problems with their fixes. */
+  private notReadyReason(): string | undefined {
+    const problems = this.cniProblems();
+    return problems.length === 0 ? undefined : problems.map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`).join('\n');
   }
 
   /**
@@ -134,6 +172,7 @@ export class Agent {
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
       network: network?.status(),
+      ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: this.cniProblems() } } : {}),
     });
   }
 
@@ -152,6 +191,7 @@ export class Agent {
               port: config.healthzPort,
               metrics: this.metrics,
               isReady: () => this.isReady,
+              notReadyReason: () => this.notReadyReason(),
               isHealthy: () => this.isHealthy,
               status: () => this.status(),
               log: componentLogger(this.opts.log, 'health'),
@@ -274,7 +314,45 @@ export class Agent {
     this.ready = true;
     this.phaseValue = 'running';
     this.runningSince = this.clock.now();
-    await network.run(signal);
+    // The CNI check stops with the network's run, however that ends.
+    const cniCheck = new AbortController();
+    const stopCheck = () => cniCheck.abort(signal.reason);
+    signal.addEventListener('abort', stopCheck, { once: true });
+    const watching = this.watchCniReadiness(subnetManager, cniCheck.signal);
+    try {
+      await network.run(signal);
+    } finally {
+      signal.removeEventListener('abort', stopCheck);
+      cniCheck.abort(new Error('the network stopped'));
+      await watching;
+    }
+  }
+
+  /**
+   * Check the CNI config (--cni-conf-dir) now and every CNI_CHECK_INTERVAL_MS until `signal` aborts; on
+   * each change log it and tell the subnet manager (kube: the NetworkUnavailable condition), so the
+   * operator sees a conflist that names the wrong network before the first pod fails.
+   */
+  private async watchCniReadiness(subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
+    const { config } = this.opts;
+    if (!config.cniConfDir) return;
+    let last: string | undefined;
+    while (!signal.aborted) {
+      const problems = this.cniProblems();
+      const key = problems.map((p) => `${p.check}\n${p.detail}`).join('\n');
+      if (key !== last) {
+        const first = last === undefined;
+        last = key;
+        for (const p of problems) this.log.warn('pods cannot start on this node: the CNI config does not fit this agent', { check: p.check, detail: p.detail, fix: p.fix });
+        if (problems.length === 0)
+          this.log.info(first ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir: config.cniConfDir });
+        const problem = problems[0] && { reason: CNI_CONDITION_REASONS[problems[0].check], message: `${problems[0].detail}; fix: ${problems[0].fix}` };
+        await subnetManager.reportPodNetwork?.(problem, signal).catch((err: unknown) => {
+          if (!signal.aborted) this.log.warn('could not report the CNI check on the node condition', { error: errorMessage(err) });
+        });
+      }
+      await this.clock.sleep(CNI_CHECK_INTERVAL_MS, signal).catch(() => undefined);
+    }
   }
 
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */

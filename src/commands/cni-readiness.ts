@@ -44,7 +44,7 @@ export interface CniProblem {
 export interface CniReadinessInput {
   /** containerd's CNI conf dir (conf_dir). */
   cniConfDir: string;
-  /** containerd's CNI bin dir (bin_dir, CNI_PATH). */
+  /** containerd's CNI bin dir (bin_dir, CNI_PATH); '' skips the plugin check. */
   cniBinDir: string;
   /** The HNS network the agent runs (created or adopted). */
   networkName: string;
@@ -188,7 +188,7 @@ export function checkCniReadiness(input: CniReadinessInput, fs: CniReadinessFs =
       });
     }
   }
-  const missing = pluginTypes(plugins).filter((t) => !hasPlugin(input.cniBinDir, t, fs));
+  const missing = input.cniBinDir === '' ? [] : pluginTypes(plugins).filter((t) => !hasPlugin(input.cniBinDir, t, fs));
   if (missing.length > 0) {
     problems.push({
       check: 'cni-plugin-missing',
