@@ -1,9 +1,9 @@
 // `flanneld doctor`: check every hop a pod's traffic needs on this node and name the broken one: the HNS
 // network, the host endpoint or source VIP, the peers' routes or policies, subnet.env, the conflist
 // containerd loads first and its plugins, the adapter, host-local's store and the cluster side. It takes
-// the agent's flags, env file and net-conf (service or start.ps1 install alike), reads the agent's
-// /status when it runs and works without it. One row per check (./doctor-checks.ts, pure, over the
-// facts of ./doctor-gather.ts); `--json` for support bundles. Exit 0 when nothing failed, 1 on a
+// the agent's flags (--cni-conf-dir and --cni-bin-dir among them), env file and net-conf (service or
+// start.ps1 install alike), reads the agent's /status when it runs and works without it. One row per
+// check (./doctor-checks.ts, pure, over the facts of ./doctor-gather.ts); `--json` for support bundles. Exit 0 when nothing failed, 1 on a
 // failure, 2 on bad usage. `--fix` frees leaked host-local reservations older than --grace-period
 // (never the gateway, the host endpoint's or the source VIP's) and changes nothing else.
 // No upstream (flannel, Calico, Antrea) ships a node self-test; the rows follow docs/troubleshooting.md.
@@ -41,8 +41,6 @@ export const DOCTOR_FLAGS: readonly FlagSpec[] = [
   { name: 'fix', kind: 'bool', default: false, help: 'free leaked host-local reservations older than --grace-period (nothing else)' },
   { name: 'grace-period', kind: 'int', default: DEFAULT_GRACE_SECONDS, help: 'with --fix: the age in seconds a leaked reservation must have', valueName: 'SECONDS' },
   { name: 'service-cidr', kind: 'string', default: DEFAULT_SERVICE_CIDR, help: 'the cluster Service CIDR the conflist must except from outbound NAT', valueName: 'CIDR' },
-  { name: 'cni-conf-dir', kind: 'string', default: '', help: `containerd's CNI conf dir (Windows default ${WINDOWS_CNI_CONF_DIR}, else /etc/cni/net.d)`, valueName: 'DIR' },
-  { name: 'cni-bin-dir', kind: 'string', default: '', help: `containerd's CNI bin dir (Windows default ${WINDOWS_CNI_BIN_DIR}, else /opt/cni/bin)`, valueName: 'DIR' },
   { name: 'status-url', kind: 'string', default: '', help: "the agent's status URL (default: as flanneld status finds it)", valueName: 'URL' },
   { name: 'no-cluster', kind: 'bool', default: false, help: 'do not ask the API server (the cluster rows are skipped)' },
 ];
@@ -93,12 +91,15 @@ export function renderDoctorTable(rows: readonly CheckRow[], freed: readonly Fre
   return lines.join('\n') + '\n';
 }
 
-/** Where containerd's CNI directories are: the flags, else the platform's defaults. */
-export function cniDirs(own: (name: string) => string, platform: NodeJS.Platform): { confDir: string; binDir: string } {
+/**
+ * Where containerd's CNI directories are: the agent's --cni-conf-dir / --cni-bin-dir (shared with its
+ * readiness check), else containerd's defaults (on Windows the flags' own defaults).
+ */
+export function cniDirs(config: Pick<AgentConfig, 'cniConfDir' | 'cniBinDir'>, platform: NodeJS.Platform): { confDir: string; binDir: string } {
   const win = platform === 'win32';
   return {
-    confDir: own('cni-conf-dir') || (win ? WINDOWS_CNI_CONF_DIR : '/etc/cni/net.d'),
-    binDir: own('cni-bin-dir') || (win ? WINDOWS_CNI_BIN_DIR : '/opt/cni/bin'),
+    confDir: config.cniConfDir || (win ? WINDOWS_CNI_CONF_DIR : '/etc/cni/net.d'),
+    binDir: config.cniBinDir || (win ? WINDOWS_CNI_BIN_DIR : '/opt/cni/bin'),
   };
 }
 
@@ -152,7 +153,7 @@ export const command: Command = {
       if (!serviceCidr)
         throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${own('service-cidr')}" for flag -service-cidr: not an IPv4 CIDR (e.g. 10.96.0.0/12)`, { flag: 'service-cidr' });
       const { config } = parsed;
-      const { confDir, binDir } = cniDirs(own, io.platform);
+      const { confDir, binDir } = cniDirs(config, io.platform);
       const { createDataplane } = await import('../dataplane/factory.js');
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
       const opts: GatherOptions = {
