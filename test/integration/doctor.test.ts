@@ -290,6 +290,35 @@ describe('flanneld doctor on the simulated node', () => {
     }
   });
 
+  // What degrades the node without breaking a hop: that row warns, nothing fails (exit 0).
+  const WARNINGS: { check: string; what: string; stage: () => void; args?: string[] }[] = [
+    {
+      check: 'hns-adapter',
+      what: 'the network names no adapter',
+      stage: () =>
+        editState(
+          sim(),
+          (s) => void (s.networks.find((n) => n.Name === NET)!.Policies = s.networks.find((n) => n.Name === NET)!.Policies!.filter((p) => p.Type !== 'NetAdapterName')),
+        ),
+    },
+    { check: 'cni-data-dir', what: "the conflist's dataDir is upstream's default", stage: () => writeCni((c) => void delete (c.plugins as Record<string, unknown>[])[0].dataDir) },
+    {
+      check: 'cni-loopback-dsr',
+      what: 'loopbackDSR is off',
+      stage: () => writeCni((c) => void ((c.plugins as { delegate: Record<string, unknown> }[])[0].delegate.loopbackDSR = false)),
+    },
+    { check: 'lease', what: 'only subnet.env tells the lease (no agent, no API access)', stage: () => undefined, args: ['--no-cluster'] },
+  ];
+
+  it.each(WARNINGS)('$check warns, and nothing fails, when $what', async ({ check, stage, args }) => {
+    restore();
+    stage();
+    const d = await doctor(args);
+    expect(failed(d)).toEqual([]);
+    expect(row(d, check)?.status).toBe('warn');
+    expect(d.code).toBe(0);
+  });
+
   it('--fix frees a leaked reservation older than the grace period, never a young one, the source VIP or the gateway', async () => {
     restore();
     const old = reserve('10.244.7.50', 3600);
