@@ -572,12 +572,12 @@ function clusterRows(f: DoctorFacts, conf: Conf): CheckRow[] {
       rows.push(
         ok(
           'cluster-vni',
-          `${linux.length} Linux vxlan nodes on VNI ${conf.vni}${port !== undefined ? `, port ${port}` : ''}${c.linuxNetConf ? '' : ' (their port is not published; the Linux ConfigMap is not readable)'}`,
+          `${linux.length} Linux vxlan node(s) on VNI ${conf.vni}${port !== undefined ? `, port ${port}` : ''}${c.linuxNetConf ? '' : ' (their port is not published; the Linux ConfigMap is not readable)'}`,
         ),
       );
   }
   const vip = f.agent.status?.sourceVip ?? f.sourceVipFiles.find((x) => x.ip)?.ip;
-  rows.push(ok('kube-proxy', `kube-proxy needs --network-name=${conf.name}${conf.type === 'vxlan' ? ` --source-vip=${vip ?? '(none yet)'} and the WinOverlay feature gate` : ''}`));
+  rows.push(ok('kube-proxy', `kube-proxy needs --network-name=${conf.name}${conf.type === 'vxlan' ? ` --source-vip=${vip ?? '(none yet)'} (the address no pod gets)` : ''}`));
   return rows;
 }
 

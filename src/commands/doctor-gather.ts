@@ -240,7 +240,8 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const boot = readBootNetwork(config.subnetFile, fs);
   const ownBackend = 'error' in netConf ? undefined : netConf.type;
   const recorded = boot && (boot.backend === undefined || boot.backend === ownBackend) ? boot.name : undefined;
-  const name = report?.network?.name ?? recorded ?? ('error' in netConf ? '' : netConf.name);
+  const reported = typeof report?.network?.name === 'string' && report.network.name !== '' ? report.network.name : undefined;
+  const name = reported ?? recorded ?? ('error' in netConf ? '' : netConf.name);
   if (!('error' in netConf) && name) netConf = { ...netConf, name };
 
   const subnetText = fs.existsSync(config.subnetFile) ? readText(fs, config.subnetFile) : undefined;

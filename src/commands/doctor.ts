@@ -21,6 +21,7 @@ import { silentLogger } from '../log.js';
 import { Metrics } from '../metrics.js';
 import { terminalJson, terminalText as t } from '../terminal-text.js';
 import { VERSION } from '../version.js';
+import type { StatusReport } from '../health/status.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { DEFAULT_SERVICE_CIDR } from './cni-config.js';
@@ -82,10 +83,11 @@ export function freeReservations(f: DoctorFacts, graceMs: number, fs: Pick<Docto
 const MARK: Record<CheckRow['status'], string> = { ok: 'ok', warn: 'WARN', fail: 'FAIL', skip: 'skip' };
 
 /** The table doctor prints, every value escaped for the terminal. Pure. */
-export function renderDoctorTable(rows: readonly CheckRow[], freed: readonly FreedReservation[] = []): string {
+export function renderDoctorTable(rows: readonly CheckRow[], freed: readonly FreedReservation[] = [], fixed = freed.length > 0): string {
   const width = Math.max(...rows.map((r) => r.id.length)) + 2;
   const lines = rows.map((r) => `${MARK[r.status].padEnd(6)}${r.id.padEnd(width)}${t(r.saw)}${r.fix ? `\n${' '.repeat(6 + width)}fix: ${t(r.fix)}` : ''}`);
   for (const x of freed) lines.push(`freed ${t(x.path)} (${t(x.owner || 'empty')}, ${x.ageSeconds} s old)`);
+  if (fixed && freed.length === 0) lines.push('--fix: no leaked reservation old enough to free');
   const fails = rows.filter((r) => r.status === 'fail');
   lines.push(fails.length ? `${fails.length} check(s) failed: ${fails.map((r) => r.id).join(', ')}` : 'all checks passed');
   return lines.join('\n') + '\n';
@@ -115,7 +117,12 @@ async function agentStatus(config: AgentConfig, statusUrl: string): Promise<Gath
         error = `${url} answered ${res.status}`;
         continue;
       }
-      return { report: JSON.parse(res.text) as GatherOptions['status']['report'], url };
+      const report = JSON.parse(res.text) as Partial<StatusReport> | null;
+      if (typeof report?.inSync !== 'boolean' || typeof report.peers !== 'object' || report.peers === null) {
+        error = `${url} did not answer with a flanneld status document`;
+        continue;
+      }
+      return { report: report as StatusReport, url };
     } catch (err) {
       error = errorMessage((err as { cause?: unknown }).cause ?? err);
     }
@@ -179,7 +186,7 @@ export const command: Command = {
       if (parsed.own.get('json') === true) {
         io.stdout(terminalJson({ version: VERSION, node: config.nodeName ?? null, ok: exitCodeOf(rows) === 0, checks: rows, freed }) + '\n');
       } else {
-        io.stdout(renderDoctorTable(rows, freed));
+        io.stdout(renderDoctorTable(rows, freed, parsed.own.get('fix') === true));
       }
       return exitCodeOf(rows);
     } catch (err) {
