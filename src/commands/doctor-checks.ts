@@ -140,6 +140,15 @@ const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 
 const warn = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'warn', saw, fix });
 const skip = (id: string, why: string): CheckRow => ({ id, status: 'skip', saw: `not checked: ${why}`, fix: '' });
 
+/** At most this many items of a list are named in a row (a node with 5,000 peers stays readable); the JSON is the same. */
+export const MAX_LISTED = 20;
+
+/** `a, b, c` (or `a; b`), the first MAX_LISTED items and how many more. */
+function listed(items: readonly string[], sep = ', '): string {
+  const more = items.length - MAX_LISTED;
+  return items.slice(0, MAX_LISTED).join(sep) + (more > 0 ? `${sep}and ${more} more` : '');
+}
+
 const isErr = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { error?: unknown }).error === 'string';
 
 type Conf = Extract<DoctorFacts['netConf'], { type: string }>;
@@ -331,7 +340,10 @@ function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   if (!net) return skip('peers', `no HNS network ${conf.name}`);
   const refused = f.peers.refused ?? [];
   if (refused.length > 0) {
-    const list = refused.map((r) => `${r.node ?? '?'} ${r.prefix} (${r.hresult}: ${r.error})`).join('; ');
+    const list = listed(
+      refused.map((r) => `${r.node ?? '?'} ${r.prefix} (${r.hresult}: ${r.error})`),
+      '; ',
+    );
     return fail(
       'peers',
       `HNS refuses the ${what} for ${refused.length} peer(s): ${list}`,
@@ -355,11 +367,9 @@ function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   }
   const wanted = new Set(desired.map((p) => p.subnet));
   const extra = f.peers.actual.filter((a) => !wanted.has(a.prefix)).map((a) => `${a.prefix} via ${a.via}`);
-  const parts = [
-    missing.length ? `missing for ${missing.join(', ')}` : '',
-    wrong.length ? `stale for ${wrong.join(', ')}` : '',
-    extra.length ? `extra ${extra.join(', ')}` : '',
-  ].filter((s) => s !== '');
+  const parts = [missing.length ? `missing for ${listed(missing)}` : '', wrong.length ? `stale for ${listed(wrong)}` : '', extra.length ? `extra ${listed(extra)}` : ''].filter(
+    (s) => s !== '',
+  );
   if (parts.length)
     return fail('peers', `${what}: ${parts.join('; ')}`, "start (or restart) flanneld: it writes exactly the peers' set; a peer refused again shows in flanneld status");
   return ok('peers', `${desired.length} peer ${what}, each as published`);
@@ -505,7 +515,7 @@ function ipamRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
       leaks.length
         ? fail(
             'ipam-leaks',
-            `${leaks.length} of ${list.length} reservations in ${f.ipam.dir} have no HNS endpoint: ${leaks.map((r) => `${r.ip} (${r.owner || 'empty'}, ${Math.round(r.ageMs / 1000)} s old)`).join(', ')}`,
+            `${leaks.length} of ${list.length} reservations in ${f.ipam.dir} have no HNS endpoint: ${listed(leaks.map((r) => `${r.ip} (${r.owner || 'empty'}, ${Math.round(r.ageMs / 1000)} s old)`))}`,
             `flanneld doctor --fix frees those older than ${Math.round(f.graceMs / 1000)} s (host-local runs out of addresses otherwise)`,
           )
         : ok('ipam-leaks', `${list.length} reservations, each held by an HNS endpoint or the agent`),
@@ -558,7 +568,7 @@ function clusterRows(f: DoctorFacts, conf: Conf): CheckRow[] {
     if (f.peers.desired === undefined) rows.push(skip('cluster-vni', 'the Nodes are not readable'));
     else if (other.length || (port !== undefined && port !== conf.port)) {
       const parts = [
-        other.length ? `${other.map((p) => `${p.node} VNI ${p.vni}`).join(', ')}, ours ${conf.vni}` : '',
+        other.length ? `${listed(other.map((p) => `${p.node} VNI ${p.vni}`))}, ours ${conf.vni}` : '',
         port !== undefined && port !== conf.port ? `the Linux net-conf (${c.linuxNetConf!.from}) has Port ${port}, ours ${conf.port}` : '',
       ].filter((s) => s !== '');
       rows.push(

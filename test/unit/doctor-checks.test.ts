@@ -2,7 +2,7 @@
 // pass; each change below breaks one hop and exactly that row fails. The staged nodes on the simulated
 // dataplane are in test/integration/doctor.test.ts; this table covers the edges without one.
 import { describe, expect, it } from '@jest/globals';
-import { exitCodeOf, leakedReservations, runChecks, type DoctorFacts } from '../../src/commands/doctor-checks.js';
+import { MAX_LISTED, exitCodeOf, leakedReservations, runChecks, type DoctorFacts } from '../../src/commands/doctor-checks.js';
 import { reservationsToFree, renderDoctorTable } from '../../src/commands/doctor.js';
 
 const MAC = '00-15-5D-AA-BB-CC';
@@ -143,6 +143,21 @@ describe('runChecks', () => {
     expect(rows.filter((r) => r.status === 'fail')).toEqual([]);
     expect(rows.filter((r) => r.status === 'warn').map((r) => r.id)).toEqual(['agent', 'net-conf', 'hns-adapter', 'cni-data-dir', 'cni-loopback-dsr']);
     expect(exitCodeOf(rows)).toBe(0);
+  });
+
+  it('names at most MAX_LISTED peers in a row, and how many more', () => {
+    const f = vxlanFacts();
+    f.peers.desired = Array.from({ length: MAX_LISTED + 5 }, (_, i) => ({
+      node: `n${i}`,
+      subnet: `10.244.${100 + i}.0/24`,
+      publicIP: `10.0.1.${i + 1}`,
+      backendType: 'vxlan',
+      vni: 4096,
+    }));
+    f.peers.actual = [];
+    const row = runChecks(f).find((r) => r.id === 'peers')!;
+    expect(row.saw).toContain(`n${MAX_LISTED - 1} 10.244.${100 + MAX_LISTED - 1}.0/24, and 5 more`);
+    expect(row.saw).not.toContain(`n${MAX_LISTED} `);
   });
 
   it('an APIPA address on the vSwitch adapter names it', () => {
