@@ -71,13 +71,24 @@ export function reservationsToFree(f: DoctorFacts, graceMs: number): { ip: strin
 
 const isErr = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { error?: unknown }).error === 'string';
 
-/** Remove the files reservationsToFree names; returns what was freed. */
-export function freeReservations(f: DoctorFacts, graceMs: number, fs: Pick<DoctorFs, 'rmSync'>): FreedReservation[] {
-  return reservationsToFree(f, graceMs).map((r) => {
+/**
+ * Remove the files reservationsToFree names; returns what was freed. Each is read again just before: one
+ * rewritten since it was gathered (a pod deleted and another given the address) is kept.
+ */
+export function freeReservations(f: DoctorFacts, graceMs: number, fs: Pick<DoctorFs, 'rmSync' | 'statSync' | 'readFileSync'>, now: number): FreedReservation[] {
+  const freed: FreedReservation[] = [];
+  for (const r of reservationsToFree(f, graceMs)) {
     const path = join(f.ipam.dir, r.ip);
+    try {
+      const owner = fs.readFileSync(path, 'utf8').split(/\r?\n/)[0]?.trim() ?? '';
+      if (owner !== r.owner || now - fs.statSync(path).mtimeMs < graceMs) continue;
+    } catch {
+      continue; // gone already
+    }
     fs.rmSync(path, { force: true });
-    return { path, ip: r.ip, owner: r.owner, ageSeconds: Math.round(r.ageMs / 1000) };
-  });
+    freed.push({ path, ip: r.ip, owner: r.owner, ageSeconds: Math.round(r.ageMs / 1000) });
+  }
+  return freed;
 }
 
 const MARK: Record<CheckRow['status'], string> = { ok: 'ok', warn: 'WARN', fail: 'FAIL', skip: 'skip' };
@@ -179,7 +190,7 @@ export const command: Command = {
       let facts = await gatherFacts(opts);
       let freed: FreedReservation[] = [];
       if (parsed.own.get('fix') === true) {
-        freed = freeReservations(facts, grace * 1000, nodeFs);
+        freed = freeReservations(facts, grace * 1000, nodeFs, systemClock.now());
         if (freed.length) facts = await gatherFacts(opts);
       }
       const rows = runChecks(facts);

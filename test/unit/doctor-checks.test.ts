@@ -3,7 +3,8 @@
 // dataplane are in test/integration/doctor.test.ts; this table covers the edges without one.
 import { describe, expect, it } from '@jest/globals';
 import { MAX_LISTED, exitCodeOf, leakedReservations, runChecks, type DoctorFacts } from '../../src/commands/doctor-checks.js';
-import { reservationsToFree, renderDoctorTable } from '../../src/commands/doctor.js';
+import { join } from 'node:path';
+import { freeReservations, reservationsToFree, renderDoctorTable } from '../../src/commands/doctor.js';
 
 const MAC = '00-15-5D-AA-BB-CC';
 
@@ -188,6 +189,27 @@ describe('--fix', () => {
       { ip: '10.244.7.9', owner: 'pod', ageMs: 1e9 },
     ];
     expect(reservationsToFree(g, 0).map((r) => r.ip)).toEqual(['10.244.7.9']);
+  });
+
+  it('keeps a reservation rewritten since it was read (another pod got the address), frees the rest', () => {
+    const f = vxlanFacts();
+    f.endpoints = [];
+    f.ipam.reservations = [
+      { ip: '10.244.7.4', owner: 'old-pod', ageMs: 1e9 },
+      { ip: '10.244.7.5', owner: 'old-pod', ageMs: 1e9 },
+    ];
+    const files: Record<string, { owner: string; mtimeMs: number }> = {
+      [join(f.ipam.dir, '10.244.7.4')]: { owner: 'old-pod', mtimeMs: 0 },
+      [join(f.ipam.dir, '10.244.7.5')]: { owner: 'new-pod', mtimeMs: 1e9 },
+    };
+    const removed: string[] = [];
+    const fs = {
+      readFileSync: (p: string) => `${files[p].owner}\r\neth0`,
+      statSync: (p: string) => ({ mtimeMs: files[p].mtimeMs, isFile: () => true }),
+      rmSync: (p: string) => void removed.push(p),
+    } as unknown as Parameters<typeof freeReservations>[2];
+    expect(freeReservations(f, 600_000, fs, 1e9).map((x) => x.ip)).toEqual(['10.244.7.4']);
+    expect(removed).toEqual([join(f.ipam.dir, '10.244.7.4')]);
   });
 
   it('frees nothing without the HNS network (every reservation would look leaked)', () => {
