@@ -91,7 +91,7 @@ export function samePath(a: string, b: string): boolean {
   return norm(a) === norm(b);
 }
 
-interface PluginConf {
+export interface PluginConf {
   type?: unknown;
   subnetFile?: unknown;
   delegate?: { type?: unknown; ipam?: { type?: unknown } };
@@ -99,7 +99,7 @@ interface PluginConf {
 }
 
 /** The plugin types a config runs, in order, without duplicates (flannel's delegate and its IPAM included). */
-function pluginTypes(plugins: PluginConf[]): string[] {
+export function pluginTypes(plugins: PluginConf[]): string[] {
   const types: string[] = [];
   const add = (t: unknown) => {
     if (typeof t === 'string' && t !== '' && !types.includes(t)) types.push(t);
@@ -121,20 +121,27 @@ function hasPlugin(binDir: string, type: string, fs: CniReadinessFs): boolean {
   return fs.exists(joinLike(binDir, `${type}.exe`)) || fs.exists(joinLike(binDir, type));
 }
 
-/** The problems that would make a pod's CNI ADD fail; [] when the first config fits the agent. */
-export function checkCniReadiness(input: CniReadinessInput, fs: CniReadinessFs = nodeCniReadinessFs): CniProblem[] {
-  const files = cniConfigFiles(input.cniConfDir, (d) => fs.readdir(d));
-  const render = `write it with \`flanneld cni-config -o ${joinLike(input.cniConfDir, '10-flannel.conflist')}\``;
+/** The config containerd loads first, parsed: its file, the document and its plugins (a .conf wrapped as a list). */
+export interface FirstCniConfig {
+  file: string;
+  /** ` (containerd loads only this first one of ...)` when the directory holds several, else ''. */
+  others: string;
+  conf: { name: string; plugins?: unknown; type?: unknown };
+  plugins: PluginConf[];
+}
+
+/** Read the config containerd loads first from `dir`, or the problem (cni-conf-missing, cni-conf-invalid) that stops it. */
+export function loadFirstCniConfig(cniConfDir: string, fs: CniReadinessFs = nodeCniReadinessFs): FirstCniConfig | CniProblem {
+  const files = cniConfigFiles(cniConfDir, (d) => fs.readdir(d));
+  const render = `write it with \`flanneld cni-config -o ${joinLike(cniConfDir, '10-flannel.conflist')}\``;
   if (files.length === 0) {
-    return [
-      {
-        check: 'cni-conf-missing',
-        detail: `no CNI config (${CNI_CONF_EXTENSIONS.join(', ')}) in ${input.cniConfDir}: containerd has no network to attach pods to`,
-        fix: `${render}, or pass --cni-conf-dir if containerd's conf_dir is elsewhere`,
-      },
-    ];
+    return {
+      check: 'cni-conf-missing',
+      detail: `no CNI config (${CNI_CONF_EXTENSIONS.join(', ')}) in ${cniConfDir}: containerd has no network to attach pods to`,
+      fix: `${render}, or pass --cni-conf-dir if containerd's conf_dir is elsewhere`,
+    };
   }
-  const file = joinLike(input.cniConfDir, files[0]);
+  const file = joinLike(cniConfDir, files[0]);
   const others = files.length > 1 ? ` (containerd loads only this first one of ${files.join(', ')})` : '';
   let conf: { name?: unknown; plugins?: unknown; type?: unknown };
   try {
@@ -142,7 +149,7 @@ export function checkCniReadiness(input: CniReadinessInput, fs: CniReadinessFs =
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
     conf = parsed;
   } catch (err) {
-    return [{ check: 'cni-conf-invalid', detail: `${file}${others} cannot be used: ${errorMessage(err)}`, fix: `${render} (replacing it)` }];
+    return { check: 'cni-conf-invalid', detail: `${file}${others} cannot be used: ${errorMessage(err)}`, fix: `${render} (replacing it)` };
   }
   // A .conflist holds `plugins`; a .conf/.json is a single plugin (libcni ConfListFromConf).
   const plugins: PluginConf[] = Array.isArray(conf.plugins)
@@ -151,8 +158,17 @@ export function checkCniReadiness(input: CniReadinessInput, fs: CniReadinessFs =
       ? [conf]
       : [];
   if (typeof conf.name !== 'string' || plugins.length === 0) {
-    return [{ check: 'cni-conf-invalid', detail: `${file}${others} is not a CNI config: it needs a "name" and "plugins"`, fix: `${render} (replacing it)` }];
+    return { check: 'cni-conf-invalid', detail: `${file}${others} is not a CNI config: it needs a "name" and "plugins"`, fix: `${render} (replacing it)` };
   }
+  return { file, others, conf: { ...conf, name: conf.name }, plugins };
+}
+
+/** The problems that would make a pod's CNI ADD fail; [] when the first config fits the agent. */
+export function checkCniReadiness(input: CniReadinessInput, fs: CniReadinessFs = nodeCniReadinessFs): CniProblem[] {
+  const first = loadFirstCniConfig(input.cniConfDir, fs);
+  if ('check' in first) return [first];
+  const { file, others, conf, plugins } = first;
+  const render = `write it with \`flanneld cni-config -o ${joinLike(input.cniConfDir, '10-flannel.conflist')}\``;
   const problems: CniProblem[] = [];
   if (conf.name !== input.networkName) {
     problems.push({

@@ -20,6 +20,7 @@ export interface Command {
 export const COMMANDS: Record<string, string> = {
   cleanup: './cleanup.js',
   'cni-config': './cni-config.js',
+  doctor: './doctor.js',
   'install-cni': './install-cni.js',
   netconf: './netconf.js',
   service: './service.js',

@@ -1,0 +1,597 @@
+// `flanneld doctor`'s checks: pure functions from the facts ./doctor-gather.ts collects on the node to one
+// row per hop a pod's traffic needs (ok / warn / fail / skip, what was seen, the fix). No upstream has a
+// node self-test; the facts each check compares come from the agent's own contract: the HNS network and
+// its policies (src/backends/vxlan, src/backends/hostgw), subnet.env (docs/compatibility.md §4), the
+// conflist `cni-config` writes (./cni-config.ts), host-local's store (src/backends/ipam-reservation.ts)
+// and the Node annotations (src/subnet/kube). `skip` means the row could not be judged because a row it
+// depends on failed or its facts are not readable here (no API access, no agent running); it names why.
+import { SOURCE_VIP_OWNER } from '../backends/vxlan/source-vip.js';
+import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
+import type { HostInterface } from '../host/host.js';
+import type { RefusedPeer, StatusReport } from '../health/status.js';
+import { contains, isApipa, nthAddress } from '../ip4.js';
+import { macToFlannel } from '../mac.js';
+import { pluginTypes, type CniProblem, type FirstCniConfig } from './cni-readiness.js';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
+
+export interface CheckRow {
+  /** Stable name of the check (tests and support scripts key on it). */
+  id: string;
+  status: CheckStatus;
+  /** What was seen. */
+  saw: string;
+  /** What to do; '' when nothing. */
+  fix: string;
+}
+
+/** An HNS network as doctor reads it (v2 fields, flattened). */
+export interface NetworkFact {
+  id?: string;
+  name: string;
+  type: string;
+  subnet?: string;
+  /** vxlan: the VSID policy's IsolationId. */
+  vsid?: number;
+  /** The NetAdapterName policy (v2) or NetworkAdapterName (v1). */
+  adapter?: string;
+  /** vxlan: the DrMacAddress policy. */
+  drMac?: string;
+}
+
+/** An HNS endpoint on the flannel network. */
+export interface EndpointFact {
+  id?: string;
+  name?: string;
+  ip?: string;
+  remote: boolean;
+}
+
+/** A peer lease as the cluster publishes it (another Node's annotations and podCIDR). */
+export interface PeerLease {
+  node: string;
+  subnet: string;
+  publicIP: string;
+  backendType: string;
+  vni?: number;
+  vtepMac?: string;
+  /** kubernetes.io/os label. */
+  os?: string;
+}
+
+/** A peer route (host-gw) or RemoteSubnetRoute policy (vxlan) in the dataplane. */
+export interface PeerActual {
+  prefix: string;
+  /** host-gw: the next hop; vxlan: the ProviderAddress. */
+  via: string;
+  vni?: number;
+  mac?: string;
+}
+
+/** A host-local reservation file (`<data dir>/<network>/<ip>`). */
+export interface ReservationFact {
+  ip: string;
+  /** Its first line (container ID, or the agent's own owner names). '' for an empty file. */
+  owner: string;
+  /** ms since it was last written. */
+  ageMs: number;
+}
+
+export interface DoctorFacts {
+  netConf: { type: 'vxlan' | 'host-gw'; name: string; network: string; vni: number; port: number } | { error: string };
+  /** The agent's --subnet-file (absolute). */
+  subnetFile: string;
+  /** subnet.env's variables; undefined when the file is missing; `error` when unreadable. */
+  subnetEnv: Record<string, string> | { error: string } | undefined;
+  /** This node's lease and where it was read (the agent's /status, the Node's podCIDR). */
+  lease: { subnet: string; publicIP: string; from: string } | undefined;
+  networks: NetworkFact[] | { error: string };
+  /** Endpoints on the flannel network (empty without it). */
+  endpoints: EndpointFact[];
+  /** vxlan: the VtepMAC the own Node's backend-data publishes; undefined when not readable. */
+  publishedVtepMac: string | undefined;
+  /** The source VIP files (--source-vip-file first, then the compat files) and the address each names. */
+  sourceVipFiles: { path: string; ip?: string; missing?: boolean }[];
+  peers: {
+    /** The other nodes' leases; undefined without API access. */
+    desired: PeerLease[] | undefined;
+    actual: PeerActual[] | { error: string };
+    /** From the agent's /status; undefined when it is not running. */
+    refused: RefusedPeer[] | undefined;
+  };
+  cni: {
+    confDir: string;
+    binDir: string;
+    /** The config containerd loads first (./cni-readiness.ts), or why there is none usable. */
+    first: FirstCniConfig | CniProblem;
+    /** What stops a pod's CNI ADD (./cni-readiness.ts checkCniReadiness): network name, subnet file, plugins. */
+    readiness: CniProblem[];
+    /** The conflist's plugin data dir and the NAT exceptions expected from the agent's flags. */
+    expected: { dataDir: string; serviceCidr: string };
+    /** `install-cni`'s record of each plugin's SHA-256, and whether its sources are the pinned releases. */
+    pins: { pinned: boolean; files: Record<string, string> } | undefined;
+    /** SHA-256 of the plugins on disk (only those the record names). */
+    hashes: Record<string, string>;
+  };
+  interfaces: HostInterface[];
+  /** The public IP the own Node's annotation says; undefined when not readable. */
+  annotatedPublicIP: string | undefined;
+  ipam: { dir: string; reservations: ReservationFact[] | { error: string } | undefined };
+  cluster: {
+    /** Why the API could not be read ('' = it could). */
+    error: string;
+    /** The own Node's NetworkUnavailable condition; null = the Node has none. */
+    networkUnavailable?: { status: string; reason?: string; message?: string } | null;
+    /** The Linux cluster's flannel ConfigMap net-conf (kube-flannel-cfg), when readable. */
+    linuxNetConf?: { vni?: number; port?: number; type?: string; from: string };
+  };
+  agent: { status?: StatusReport; error?: string; url?: string };
+  /** --fix's grace period, for the leak row's text. */
+  graceMs: number;
+}
+
+/** The UDP port HNS encapsulates VXLAN on (Windows' overlay supports only 4789; flannel docs Backends, vxlan). */
+export const WINDOWS_VXLAN_PORT = 4789;
+/** The VNI Windows overlay networks need at least (flannel docs Backends, vxlan: "VNI >= 4096 on Windows"). */
+export const WINDOWS_MIN_VNI = 4096;
+
+const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', saw, fix: '' });
+const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
+const warn = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'warn', saw, fix });
+const skip = (id: string, why: string): CheckRow => ({ id, status: 'skip', saw: `not checked: ${why}`, fix: '' });
+
+/** At most this many items of a list are named in a row (a node with 5,000 peers stays readable); the JSON is the same. */
+export const MAX_LISTED = 20;
+
+/** `a, b, c` (or `a; b`), the first MAX_LISTED items and how many more. */
+function listed(items: readonly string[], sep = ', '): string {
+  const more = items.length - MAX_LISTED;
+  return items.slice(0, MAX_LISTED).join(sep) + (more > 0 ? `${sep}and ${more} more` : '');
+}
+
+const isErr = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { error?: unknown }).error === 'string';
+
+type Conf = Extract<DoctorFacts['netConf'], { type: string }>;
+
+/** The leaked reservations: pod reservations no HNS endpoint on the network holds (never the agent's own). */
+export function leakedReservations(f: Pick<DoctorFacts, 'ipam' | 'endpoints' | 'lease'>): ReservationFact[] {
+  const list = f.ipam.reservations;
+  if (list === undefined || isErr(list)) return [];
+  const held = new Set(f.endpoints.map((e) => e.ip).filter((ip): ip is string => ip !== undefined));
+  const gateway = f.lease ? nthAddress(f.lease.subnet, 1) : undefined;
+  return list.filter((r) => r.owner !== SOURCE_VIP_OWNER && r.owner !== HOST_ENDPOINT_OWNER && r.ip !== gateway && !held.has(r.ip));
+}
+
+/** Every check, in the order a packet meets the hops. Pure. */
+export function runChecks(f: DoctorFacts): CheckRow[] {
+  const rows: CheckRow[] = [];
+  rows.push(agentRow(f));
+  if (isErr(f.netConf)) {
+    rows.push(fail('net-conf', f.netConf.error, 'fix net-conf.json (--net-config-path) and restart flanneld'));
+    return rows;
+  }
+  const conf = f.netConf;
+  rows.push(netConfRow(conf));
+  rows.push(leaseRow(f));
+  const net = networkRows(f, conf, rows);
+  rows.push(...endpointRows(f, conf, net));
+  rows.push(peersRow(f, conf, net));
+  rows.push(subnetEnvRow(f, conf));
+  rows.push(...conflistRows(f, conf));
+  rows.push(...adapterRows(f, conf, net));
+  rows.push(...ipamRows(f, conf, net));
+  rows.push(...clusterRows(f, conf));
+  return rows;
+}
+
+function agentRow(f: DoctorFacts): CheckRow {
+  const s = f.agent.status;
+  if (!s)
+    return warn(
+      'agent',
+      `flanneld is not answering on ${f.agent.url ?? 'its status port'} (${f.agent.error ?? 'no answer'}); checked without it`,
+      'start flanneld (or pass its --healthz-port / --status-url)',
+    );
+  if (!s.inSync)
+    return warn('agent', `flanneld ${s.version} is running, phase ${s.phase}, NOT in sync${s.lastError ? `: ${s.lastError.message}` : ''}`, 'see the rows below and the agent log');
+  return ok('agent', `flanneld ${s.version} is running and in sync (${s.peers.programmed}/${s.peers.desired} peers)`);
+}
+
+function netConfRow(conf: Conf): CheckRow {
+  const what = `${conf.type}, network ${conf.name}, cluster CIDR ${conf.network}`;
+  if (conf.type !== 'vxlan') return ok('net-conf', what);
+  const vx = `${what}, VNI ${conf.vni}, port ${conf.port}`;
+  if (conf.port !== WINDOWS_VXLAN_PORT)
+    return fail('net-conf', vx, `set Backend.Port to ${WINDOWS_VXLAN_PORT} in net-conf.json on every node: Windows encapsulates VXLAN on UDP 4789 only`);
+  if (conf.vni < WINDOWS_MIN_VNI) return warn('net-conf', vx, `Windows Server 2019 and later need Backend.VNI >= ${WINDOWS_MIN_VNI} (4096 is usual), the same on every node`);
+  return ok('net-conf', vx);
+}
+
+function leaseRow(f: DoctorFacts): CheckRow {
+  if (!f.lease)
+    return fail('lease', 'no lease known: the agent is not running and the Node has no podCIDR (or the API is not readable)', 'start flanneld; check the Node has spec.podCIDR');
+  if (f.lease.from === 'subnet.env')
+    return warn(
+      'lease',
+      `${f.lease.subnet} (from subnet.env only: neither the agent nor the Node could be read)`,
+      'start flanneld, or pass --kubeconfig-file so doctor can read the Node',
+    );
+  return ok('lease', `${f.lease.subnet}, public IP ${f.lease.publicIP} (from ${f.lease.from})`);
+}
+
+function networkRows(f: DoctorFacts, conf: Conf, rows: CheckRow[]): NetworkFact | undefined {
+  const wantType = conf.type === 'vxlan' ? 'Overlay' : 'L2Bridge';
+  if (isErr(f.networks)) {
+    rows.push(fail('hns-network', `HNS could not be read: ${f.networks.error}`, 'check the HNS service (Get-Service hns) and run doctor as Administrator'));
+    return undefined;
+  }
+  const net = f.networks.find((n) => n.name === conf.name);
+  if (!net) {
+    const holder = f.lease ? f.networks.find((n) => n.subnet !== undefined && f.lease && n.subnet === f.lease.subnet) : undefined;
+    const names = f.networks.map((n) => `${n.name} (${n.type})`).join(', ') || 'none';
+    rows.push(
+      fail(
+        'hns-network',
+        `no HNS network ${conf.name}; HNS has: ${names}${holder ? `; ${holder.name} holds this node's subnet` : ''}`,
+        holder
+          ? `set Backend.Name to ${holder.name} in net-conf.json, or remove ${holder.name} and restart flanneld`
+          : 'restart flanneld: it creates the network (pods cannot start without it)',
+      ),
+    );
+    for (const id of ['hns-network-type', 'hns-subnet', 'hns-adapter', ...(conf.type === 'vxlan' ? ['vtep-mac'] : [])]) rows.push(skip(id, `no HNS network ${conf.name}`));
+    return undefined;
+  }
+  rows.push(ok('hns-network', `${net.name}, ID ${net.id ?? '?'}`));
+  rows.push(
+    net.type === wantType
+      ? ok('hns-network-type', net.type)
+      : fail('hns-network-type', `${net.type}, ${conf.type} needs ${wantType}`, `remove the network (Remove-HnsNetwork) and restart flanneld`),
+  );
+  if (!f.lease) rows.push(skip('hns-subnet', 'no lease known'));
+  else if (net.subnet !== f.lease.subnet)
+    rows.push(
+      fail(
+        'hns-subnet',
+        `${net.subnet ?? 'none'}, the lease is ${f.lease.subnet}`,
+        'restart flanneld: it recreates the network for the lease (pods on the old subnet must be recreated)',
+      ),
+    );
+  else if (conf.type === 'vxlan' && net.vsid !== undefined && net.vsid !== conf.vni)
+    rows.push(fail('hns-subnet', `${net.subnet}, VSID ${net.vsid}, net-conf's VNI is ${conf.vni}`, 'restart flanneld: it recreates the network with the VNI'));
+  else rows.push(ok('hns-subnet', `${net.subnet}${net.vsid !== undefined ? `, VSID ${net.vsid}` : ''} = the lease`));
+  rows.push(
+    net.adapter ? ok('hns-adapter', `bound to ${net.adapter}`) : warn('hns-adapter', 'the network names no adapter', 'pass --iface naming the node NIC and restart flanneld'),
+  );
+  if (conf.type === 'vxlan') {
+    if (!net.drMac) rows.push(fail('vtep-mac', 'the network has no DrMacAddress policy', 'remove the network and restart flanneld'));
+    else if (f.publishedVtepMac === undefined) rows.push(skip('vtep-mac', `DR MAC ${net.drMac}; the Node's backend-data is not readable`));
+    else if (macToFlannel(net.drMac) !== macToFlannel(f.publishedVtepMac))
+      rows.push(
+        fail(
+          'vtep-mac',
+          `DR MAC ${macToFlannel(net.drMac)}, the Node publishes VtepMAC ${f.publishedVtepMac}: peers send to the wrong MAC`,
+          "restart flanneld: it republishes the network's DR MAC",
+        ),
+      );
+    else rows.push(ok('vtep-mac', `DR MAC ${macToFlannel(net.drMac)} = the published VtepMAC`));
+  }
+  return net;
+}
+
+function endpointRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): CheckRow[] {
+  if (conf.type === 'host-gw') {
+    const name = `${conf.name}_ep`;
+    if (!net) return [skip('host-endpoint', `no HNS network ${conf.name}`)];
+    const ep = f.endpoints.find((e) => e.name === name);
+    const want = f.lease ? hostEndpointAddress(f.lease.subnet) : undefined;
+    if (!ep) return [fail('host-endpoint', `no endpoint ${name} on ${conf.name}: the host cannot reach its pods`, 'restart flanneld: it recreates the host endpoint')];
+    if (want && ep.ip !== want) return [fail('host-endpoint', `${name} holds ${ep.ip ?? 'no address'}, want ${want}`, `remove endpoint ${name} and restart flanneld`)];
+    return [ok('host-endpoint', `${name} at ${ep.ip ?? '?'}`)];
+  }
+  // vxlan: kube-proxy's source VIP endpoint (ours by name, or kube-proxy's own nameless one), and its files.
+  if (!net) return [skip('source-vip', `no HNS network ${conf.name}`), skip('source-vip-file', `no HNS network ${conf.name}`)];
+  const name = `${conf.name}_sourcevip`;
+  const local = f.endpoints.filter((e) => !e.remote && e.ip !== undefined && (!f.lease || contains(f.lease.subnet, e.ip)));
+  const ep = local.find((e) => e.name === name) ?? local.find((e) => !e.name);
+  const rows: CheckRow[] = [];
+  if (!ep) {
+    rows.push(
+      fail(
+        'source-vip',
+        `no source VIP endpoint (${name} or kube-proxy's own) on ${conf.name}: Services do not work from this node`,
+        'restart flanneld: it reserves the source VIP',
+      ),
+    );
+    rows.push(skip('source-vip-file', 'no source VIP endpoint'));
+    return rows;
+  }
+  rows.push(ok('source-vip', `${ep.name || "kube-proxy's endpoint"} at ${ep.ip}`));
+  const files = f.sourceVipFiles;
+  if (files.length === 0) {
+    rows.push(skip('source-vip-file', '--source-vip-file is off'));
+    return rows;
+  }
+  const primary = files[0];
+  const wrong = files.filter((x) => !x.missing && x.ip !== ep.ip);
+  if (primary.missing) rows.push(fail('source-vip-file', `${primary.path} is missing (kube-proxy reads the source VIP from it)`, 'restart flanneld: it writes the file'));
+  else if (wrong.length > 0)
+    rows.push(
+      fail(
+        'source-vip-file',
+        wrong.map((x) => `${x.path} names ${x.ip ?? 'no address'}`).join('; ') + `, the endpoint holds ${ep.ip}`,
+        'restart flanneld (it rewrites the files), then restart kube-proxy',
+      ),
+    );
+  else
+    rows.push(
+      ok(
+        'source-vip-file',
+        `${files
+          .filter((x) => !x.missing)
+          .map((x) => x.path)
+          .join(', ')} name ${ep.ip}`,
+      ),
+    );
+  return rows;
+}
+
+function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): CheckRow {
+  const what = conf.type === 'vxlan' ? 'RemoteSubnetRoute policies' : 'routes';
+  if (!net) return skip('peers', `no HNS network ${conf.name}`);
+  const refused = f.peers.refused ?? [];
+  if (refused.length > 0) {
+    const list = listed(
+      refused.map((r) => `${r.node ?? '?'} ${r.prefix} (${r.hresult}: ${r.error})`),
+      '; ',
+    );
+    return fail(
+      'peers',
+      `HNS refuses the ${what} for ${refused.length} peer(s): ${list}`,
+      "see docs/troubleshooting.md for the HRESULT; check the peer's annotations (public-ip, backend-data)",
+    );
+  }
+  if (isErr(f.peers.actual)) return fail('peers', `the ${what} could not be read: ${f.peers.actual.error}`, 'check the HNS service and run doctor as Administrator');
+  if (f.peers.desired === undefined) return skip('peers', `${f.peers.actual.length} ${what} present; the peers' leases are not readable (no API access)`);
+  // A peer on another VNI is rejected by the agent (src/subnet/validate.ts): the cluster-vni row names it.
+  const desired = f.peers.desired.filter(
+    (p) => p.backendType === conf.type && (!f.lease || p.subnet !== f.lease.subnet) && (conf.type !== 'vxlan' || p.vni === undefined || p.vni === conf.vni),
+  );
+  const actual = new Map(f.peers.actual.map((a) => [a.prefix, a]));
+  const missing: string[] = [];
+  const wrong: string[] = [];
+  for (const p of desired) {
+    const a = actual.get(p.subnet);
+    if (!a) missing.push(`${p.node} ${p.subnet}`);
+    else if (a.via !== p.publicIP || (conf.type === 'vxlan' && p.vtepMac !== undefined && a.mac !== undefined && macToFlannel(a.mac) !== macToFlannel(p.vtepMac)))
+      wrong.push(`${p.node} ${p.subnet} via ${a.via}, published ${p.publicIP}`);
+  }
+  const wanted = new Set(desired.map((p) => p.subnet));
+  const extra = f.peers.actual.filter((a) => !wanted.has(a.prefix)).map((a) => `${a.prefix} via ${a.via}`);
+  const parts = [missing.length ? `missing for ${listed(missing)}` : '', wrong.length ? `stale for ${listed(wrong)}` : '', extra.length ? `extra ${listed(extra)}` : ''].filter(
+    (s) => s !== '',
+  );
+  if (parts.length)
+    return fail('peers', `${what}: ${parts.join('; ')}`, "start (or restart) flanneld: it writes exactly the peers' set; a peer refused again shows in flanneld status");
+  return ok('peers', `${desired.length} peer ${what}, each as published`);
+}
+
+function subnetEnvRow(f: DoctorFacts, conf: Conf): CheckRow {
+  const env = f.subnetEnv;
+  if (env === undefined)
+    return fail('subnet-env', `${f.subnetFile} is missing: the flannel CNI plugin cannot set up pods`, 'start flanneld: it writes the file once it holds a lease');
+  if (isErr(env)) return fail('subnet-env', `${f.subnetFile}: ${env.error}`, 'restart flanneld: it rewrites the file');
+  const problems: string[] = [];
+  const network = env['FLANNEL_NETWORK'];
+  if (network !== conf.network) problems.push(`FLANNEL_NETWORK=${network ?? ''}, net-conf says ${conf.network}`);
+  const subnet = env['FLANNEL_SUBNET'];
+  if (f.lease && (subnet === undefined || !contains(f.lease.subnet, subnet.split('/')[0]) || subnet.split('/')[1] !== f.lease.subnet.split('/')[1]))
+    problems.push(`FLANNEL_SUBNET=${subnet ?? ''}, the lease is ${f.lease.subnet}`);
+  if (problems.length) return fail('subnet-env', `${f.subnetFile}: ${problems.join('; ')}`, 'restart flanneld: it rewrites subnet.env for its lease');
+  return ok('subnet-env', `${f.subnetFile}: FLANNEL_SUBNET=${subnet ?? '?'}, FLANNEL_MTU=${env['FLANNEL_MTU'] ?? '?'}`);
+}
+
+interface FlannelPluginDoc {
+  dataDir?: unknown;
+  delegate?: { loopbackDSR?: unknown; policies?: unknown };
+}
+
+const sameFsPath = (a: string, b: string) => a.replace(/\//g, '\\').toLowerCase() === b.replace(/\//g, '\\').toLowerCase();
+
+/** ./cni-readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
+function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
+  const first = f.cni.first;
+  if ('check' in first) {
+    const ids = ['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'];
+    return [fail('cni-conflist', first.detail, first.fix), ...ids.map((id) => skip(id, 'no usable CNI config'))];
+  }
+  const problem = (check: CniProblem['check']) => f.cni.readiness.find((p) => p.check === check);
+  const fromReadiness = (id: string, check: CniProblem['check'], good: string): CheckRow => {
+    const p = problem(check);
+    return p ? fail(id, p.detail, p.fix) : ok(id, good);
+  };
+  const rows: CheckRow[] = [ok('cni-conflist', `${first.file} (containerd loads it first${first.others ? `; ${first.others.trim()}` : ''})`)];
+  rows.push(fromReadiness('cni-network-name', 'cni-network-name', `${String(first.conf.name)} = the HNS network`));
+  rows.push(fromReadiness('cni-subnet-file', 'cni-subnet-file', `the flannel plugin reads ${f.subnetFile}`));
+  const flannel = first.plugins.find((p) => p.type === 'flannel') as FlannelPluginDoc | undefined;
+  if (!flannel) {
+    for (const id of ['cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr']) rows.push(skip(id, `${first.file} has no flannel plugin`));
+  } else {
+    const dd = typeof flannel.dataDir === 'string' ? flannel.dataDir : undefined;
+    rows.push(
+      dd !== undefined && sameFsPath(dd, f.cni.expected.dataDir)
+        ? ok('cni-data-dir', dd)
+        : warn(
+            'cni-data-dir',
+            `dataDir ${dd ?? "(unset: upstream's /var/lib/cni/flannel on the plugin's drive)"}, expected ${f.cni.expected.dataDir}`,
+            'rewrite it with flanneld cni-config -o (same --cni-ipam-data-dir as the agent)',
+          ),
+    );
+    const d = flannel.delegate ?? {};
+    const policies = Array.isArray(d.policies) ? (d.policies as { value?: { Type?: unknown; Settings?: { Exceptions?: unknown } } }[]) : [];
+    const nat = policies.find((p) => p.value?.Type === 'OutBoundNAT');
+    const raw = nat?.value?.Settings?.Exceptions;
+    const exceptions = Array.isArray(raw) ? raw.filter((x): x is string => typeof x === 'string') : [];
+    const lacking = [conf.network, f.cni.expected.serviceCidr].filter((c) => !exceptions.includes(c));
+    rows.push(
+      lacking.length === 0
+        ? ok('cni-outbound-nat', `exceptions ${exceptions.join(', ')}`)
+        : fail(
+            'cni-outbound-nat',
+            `OutBoundNAT exceptions ${exceptions.join(', ') || 'none'} lack ${lacking.join(', ')}: pod traffic to them leaves with the node's IP`,
+            'rewrite it with flanneld cni-config -o --service-cidr <Service CIDR>',
+          ),
+    );
+    rows.push(
+      d.loopbackDSR === true
+        ? ok('cni-loopback-dsr', 'on')
+        : warn('cni-loopback-dsr', 'loopbackDSR is off: a pod cannot reach itself through its own Service', 'rewrite it with flanneld cni-config -o (without --no-loopback-dsr)'),
+    );
+  }
+  const want = pluginTypes(first.plugins).map((t) => `${t}.exe`);
+  rows.push(fromReadiness('cni-plugins', 'cni-plugin-missing', `${want.join(', ')} in ${f.cni.binDir}`));
+  const pins = f.cni.pins;
+  if (!pins) rows.push(skip('cni-pins', 'no install-cni record in the bin dir (plugins not installed by flanneld install-cni)'));
+  else {
+    // A plugin that is gone is the cni-plugins row's.
+    const changed = Object.entries(pins.files)
+      .filter(([file, sha]) => f.cni.hashes[file] !== undefined && f.cni.hashes[file] !== sha)
+      .map(([file]) => file);
+    if (changed.length)
+      rows.push(
+        fail('cni-pins', `${changed.join(', ')} differ${changed.length === 1 ? 's' : ''} from what install-cni wrote (SHA-256)`, 'run flanneld install-cni --pinned again'),
+      );
+    else
+      rows.push(ok('cni-pins', `${Object.keys(pins.files).length} plugins as install-cni wrote them${pins.pinned ? ' from the pinned releases' : ' (not the pinned releases)'}`));
+  }
+  return rows;
+}
+
+function adapterRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): CheckRow[] {
+  const rows: CheckRow[] = [];
+  const ip = f.annotatedPublicIP ?? f.lease?.publicIP;
+  const apipa = f.interfaces.filter((i) => isApipa(i.ipv4) && (net?.adapter === undefined || i.name.includes(net.adapter) || i.name.includes(conf.name)));
+  const holder = ip ? f.interfaces.find((i) => i.ipv4 === ip) : undefined;
+  if (!ip) rows.push(skip('adapter-ip', 'no public IP known (no lease, no Node annotation)'));
+  else if (!holder) {
+    const seen = f.interfaces.map((i) => `${i.name} ${i.ipv4}`).join(', ');
+    rows.push(
+      fail(
+        'adapter-ip',
+        `no adapter holds the Node's public IP ${ip}${apipa.length ? `; ${apipa.map((i) => `${i.name} has the APIPA address ${i.ipv4}`).join(', ')} (DHCP or the vSwitch lost the address)` : ''}; adapters: ${seen}`,
+        'give the adapter its address back (Get-NetIPAddress; renew DHCP or set it statically), then restart flanneld',
+      ),
+    );
+  } else if (apipa.length) rows.push(warn('adapter-ip', `${holder.name} holds ${ip}; ${apipa.map((i) => `${i.name} ${i.ipv4}`).join(', ')} is APIPA`, "check the adapter's DHCP"));
+  else rows.push(ok('adapter-ip', `${holder.name} holds ${ip}`));
+  const env = f.subnetEnv;
+  const mtu = env !== undefined && !isErr(env) ? Number(env['FLANNEL_MTU']) : NaN;
+  if (!holder) rows.push(skip('mtu', 'no adapter holds the public IP'));
+  else if (!Number.isFinite(mtu)) rows.push(skip('mtu', `adapter MTU ${holder.mtu}; subnet.env has no FLANNEL_MTU`));
+  else {
+    const want = conf.type === 'vxlan' ? holder.mtu - 50 : holder.mtu;
+    rows.push(
+      mtu === want
+        ? ok('mtu', `FLANNEL_MTU ${mtu} = ${holder.name}'s ${holder.mtu}${conf.type === 'vxlan' ? ' - 50 (VXLAN)' : ''}`)
+        : fail(
+            'mtu',
+            `FLANNEL_MTU ${mtu}, ${holder.name}'s MTU ${holder.mtu} wants ${want}: large packets are dropped`,
+            "restart flanneld: it rewrites subnet.env for the adapter's MTU",
+          ),
+    );
+  }
+  return rows;
+}
+
+function ipamRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): CheckRow[] {
+  const list = f.ipam.reservations;
+  if (!f.ipam.dir) return [skip('ipam-leaks', '--cni-ipam-data-dir is off'), skip('ipam-gateway', '--cni-ipam-data-dir is off')];
+  if (list === undefined) return [skip('ipam-leaks', `${f.ipam.dir} does not exist yet (no pod started)`), skip('ipam-gateway', `${f.ipam.dir} does not exist yet`)];
+  if (isErr(list)) return [fail('ipam-leaks', `${f.ipam.dir}: ${list.error}`, "check the directory's permissions"), skip('ipam-gateway', 'store unreadable')];
+  const rows: CheckRow[] = [];
+  if (!net) rows.push(skip('ipam-leaks', `no HNS network ${conf.name} (every reservation would look leaked)`));
+  else {
+    const leaks = leakedReservations(f);
+    rows.push(
+      leaks.length
+        ? fail(
+            'ipam-leaks',
+            `${leaks.length} of ${list.length} reservations in ${f.ipam.dir} have no HNS endpoint: ${listed(leaks.map((r) => `${r.ip} (${r.owner || 'empty'}, ${Math.round(r.ageMs / 1000)} s old)`))}`,
+            `flanneld doctor --fix frees those older than ${Math.round(f.graceMs / 1000)} s (host-local runs out of addresses otherwise)`,
+          )
+        : ok('ipam-leaks', `${list.length} reservations, each held by an HNS endpoint or the agent`),
+    );
+  }
+  // The agent's own reservation: host-gw's bridge endpoint (every pod's gateway under win-bridge), vxlan's source VIP.
+  const owner = conf.type === 'vxlan' ? SOURCE_VIP_OWNER : HOST_ENDPOINT_OWNER;
+  if (conf.type === 'vxlan' && f.sourceVipFiles.length === 0) rows.push(skip('ipam-gateway', '--source-vip-file is off'));
+  else {
+    const own = list.find((r) => r.owner === owner);
+    const want = conf.type === 'host-gw' && f.lease ? hostEndpointAddress(f.lease.subnet) : undefined;
+    const what = conf.type === 'vxlan' ? 'the source VIP' : "the bridge endpoint (pods' gateway)";
+    rows.push(
+      own && (want === undefined || own.ip === want)
+        ? ok('ipam-gateway', `${what} ${own.ip} is reserved`)
+        : fail(
+            'ipam-gateway',
+            `no reservation of ${what}${want ? ` ${want}` : ''} in ${f.ipam.dir}: host-local may give it to a pod`,
+            'restart flanneld: it writes the reservation',
+          ),
+    );
+  }
+  return rows;
+}
+
+function clusterRows(f: DoctorFacts, conf: Conf): CheckRow[] {
+  const rows: CheckRow[] = [];
+  const c = f.cluster;
+  if (c.error) {
+    rows.push(skip('node-condition', `the API is not readable: ${c.error}`));
+  } else if (c.networkUnavailable === undefined) {
+    rows.push(skip('node-condition', 'the own Node is not readable'));
+  } else if (c.networkUnavailable === null) {
+    rows.push(ok('node-condition', 'the Node has no NetworkUnavailable condition'));
+  } else if (c.networkUnavailable.status === 'False') {
+    rows.push(ok('node-condition', `NetworkUnavailable False (${c.networkUnavailable.reason ?? ''})`));
+  } else {
+    rows.push(
+      fail(
+        'node-condition',
+        `NetworkUnavailable ${c.networkUnavailable.status} (${c.networkUnavailable.reason ?? ''}: ${c.networkUnavailable.message ?? ''}): the scheduler keeps pods off this node`,
+        'start flanneld with --set-node-network-unavailable (the default)',
+      ),
+    );
+  }
+  if (conf.type === 'vxlan') {
+    const linux = (f.peers.desired ?? []).filter((p) => p.os !== 'windows' && p.backendType === 'vxlan');
+    const other = linux.filter((p) => p.vni !== undefined && p.vni !== conf.vni);
+    const port = c.linuxNetConf?.port;
+    if (f.peers.desired === undefined) rows.push(skip('cluster-vni', 'the Nodes are not readable'));
+    else if (other.length || (port !== undefined && port !== conf.port)) {
+      const parts = [
+        other.length ? `${listed(other.map((p) => `${p.node} VNI ${p.vni}`))}, ours ${conf.vni}` : '',
+        port !== undefined && port !== conf.port ? `the Linux net-conf (${c.linuxNetConf!.from}) has Port ${port}, ours ${conf.port}` : '',
+      ].filter((s) => s !== '');
+      rows.push(
+        fail(
+          'cluster-vni',
+          `${parts.join('; ')}: VXLAN between them is dropped`,
+          `set Backend.VNI ${WINDOWS_MIN_VNI} and Port ${WINDOWS_VXLAN_PORT} in kube-flannel-cfg's net-conf.json, then restart flannel on every node`,
+        ),
+      );
+    } else
+      rows.push(
+        ok(
+          'cluster-vni',
+          `${linux.length} Linux vxlan node(s) on VNI ${conf.vni}${port !== undefined ? `, port ${port}` : ''}${c.linuxNetConf ? '' : ' (their port is not published; the Linux ConfigMap is not readable)'}`,
+        ),
+      );
+  }
+  const vip = f.agent.status?.sourceVip ?? f.sourceVipFiles.find((x) => x.ip)?.ip;
+  rows.push(ok('kube-proxy', `kube-proxy needs --network-name=${conf.name}${conf.type === 'vxlan' ? ` --source-vip=${vip ?? '(none yet)'} (the address no pod gets)` : ''}`));
+  return rows;
+}
+
+/** The worst status: 1 when any row failed (exit code), else 0. */
+export function exitCodeOf(rows: readonly CheckRow[]): number {
+  return rows.some((r) => r.status === 'fail') ? 1 : 0;
+}

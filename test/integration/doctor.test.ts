@@ -1,0 +1,465 @@
+// `flanneld doctor` on the simulated node: an agent sets the node up (vxlan, one Linux peer), then each case
+// breaks one hop the way an operator, HNS or a crashed pod breaks it on a real node and expects exactly
+// that check to fail, every other row passing (ok, or skip where it depends on the broken one). The node
+// (its state file and the agent's files) is restored from a copy after each case. The command runs
+// in-process with the agent's own flags (src/commands/doctor.ts), through the same seams the agent uses.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
+import { INSTALL_RECORD } from '../../src/cni-plugins/install.js';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import { command } from '../../src/commands/doctor.js';
+import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
+import type { CheckRow } from '../../src/commands/doctor-checks.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, WIN_IP, freePort, waitFor, type RunningAgent } from '../support/cluster.js';
+import { editState } from '../support/sim-dataplane.js';
+
+const NODE = 'win';
+/** The network's name: net-conf's Backend.Name default for VNI 4096. */
+const NET = 'flannel.4096';
+const SUBNET = '10.244.7.0/24';
+const PEER = '10.244.1.0/24';
+
+interface Doctor {
+  code: number;
+  rows: CheckRow[];
+  stdout: string;
+  stderr: string;
+}
+
+describe('flanneld doctor on the simulated node', () => {
+  let cluster: TestCluster;
+  let dir: string;
+  let backup: string;
+  let agentArgs: string[];
+  let healthPort: number;
+  const paths = () => ({
+    conf: join(dir, 'cni', 'net.d'),
+    bin: join(dir, 'cni', 'bin'),
+    ipam: join(dir, 'ipam'),
+    vip: join(dir, 'sourcevip.json'),
+    subnetFile: join(dir, 'run', 'flannel', 'subnet.env'),
+    state: join(dir, 'dataplane.json'),
+  });
+
+  async function doctor(extra: string[] = []): Promise<Doctor> {
+    let stdout = '';
+    let stderr = '';
+    const code = await command.run([...agentArgs, `--cni-conf-dir=${paths().conf}`, `--cni-bin-dir=${paths().bin}`, '--json', ...extra], {
+      stdout: (t) => void (stdout += t),
+      stderr: (t) => void (stderr += t),
+      env: { NODE_NAME: NODE },
+      platform: 'linux',
+    });
+    const rows = stdout ? (JSON.parse(stdout) as { checks: CheckRow[] }).checks : [];
+    return { code, rows, stdout, stderr };
+  }
+
+  const failed = (d: Doctor) => d.rows.filter((r) => r.status === 'fail').map((r) => r.id);
+  const row = (d: Doctor, id: string) => d.rows.find((r) => r.id === id);
+
+  /** Write the conflist cni-config renders for this agent, and the plugins it calls. */
+  function writeCni(mutate: (conf: Record<string, unknown>) => void = () => undefined): void {
+    const p = paths();
+    mkdirSync(p.conf, { recursive: true });
+    mkdirSync(p.bin, { recursive: true });
+    const conf = renderCniConfig({
+      netConf: parseNetConf(JSON.stringify(VXLAN_NET_CONF)),
+      subnetFile: p.subnetFile,
+      dataDir: join(dir, 'flannel'),
+      serviceCidr: '10.96.0.0/12',
+      managementIP: WIN_IP,
+      dnsServers: ['10.96.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+    });
+    mutate(conf);
+    writeFileSync(join(p.conf, '10-flannel.conflist'), JSON.stringify(conf, null, 2));
+    const files: Record<string, string> = {};
+    for (const f of ['flannel.exe', 'win-overlay.exe', 'host-local.exe']) {
+      writeFileSync(join(p.bin, f), `MZ ${f}`);
+      files[f] = createHash('sha256').update(`MZ ${f}`).digest('hex');
+    }
+    // install-cni's record of a pinned install (src/cni-plugins/install.ts INSTALL_RECORD).
+    writeFileSync(join(p.bin, INSTALL_RECORD), JSON.stringify({ sources: pinned.releases.map((r) => r.sha256), files }));
+  }
+
+  /** A pod's reservation in host-local's store (plugins/ipam/host-local/backend/disk: `<id>\r\n<ifname>`). */
+  function reserve(ip: string, ageSeconds: number): string {
+    const path = join(paths().ipam, NET, ip);
+    writeFileSync(path, `0123456789abcdef\r\neth0`);
+    const t = (Date.now() - ageSeconds * 1000) / 1000;
+    utimesSync(path, t, t);
+    return path;
+  }
+
+  const sim = () => new SimulatedDataplane({ statePath: paths().state });
+
+  async function runAgent(before?: (sim: SimulatedDataplane) => void): Promise<RunningAgent> {
+    const running = cluster.startAgent({
+      nodeName: NODE,
+      ip: WIN_IP,
+      netConf: VXLAN_NET_CONF,
+      extraArgs: agentArgs.filter((a) => !/^--(kubeconfig-file|net-config-path|subnet-file|dataplane|dataplane-state|iface)=/.test(a)),
+      before,
+    });
+    return running;
+  }
+
+  beforeAll(async () => {
+    cluster = await new TestCluster().start();
+    await cluster.withNodes({ name: NODE, internalIP: WIN_IP, podCIDR: SUBNET });
+    dir = join(cluster.dir, NODE);
+    healthPort = await freePort();
+    const p = paths();
+    agentArgs = [
+      `--kubeconfig-file=${join(cluster.dir, 'kubeconfig')}`,
+      `--net-config-path=${join(dir, 'net-conf.json')}`,
+      `--subnet-file=${p.subnetFile}`,
+      '--dataplane=simulated',
+      `--dataplane-state=${p.state}`,
+      `--iface=${WIN_IP}`,
+      `--source-vip-file=${p.vip}`,
+      `--cni-ipam-data-dir=${p.ipam}`,
+      '--healthz-ip=127.0.0.1',
+      `--healthz-port=${healthPort}`,
+    ];
+    const agent = await runAgent();
+    await waitFor(async () => {
+      const r = await fetch(`http://127.0.0.1:${healthPort}/status`).catch(() => undefined);
+      return r?.ok && ((await r.json()) as { inSync: boolean }).inSync;
+    }, 'the agent in sync');
+    writeCni();
+    // The healthy node, with the agent running: every row passes, and it read the agent.
+    const d = await doctor();
+    expect(d.stderr).toBe('');
+    expect(failed(d)).toEqual([]);
+    expect(row(d, 'agent')?.status).toBe('ok');
+    expect(d.code).toBe(0);
+    await agent.stop();
+    backup = `${dir}.healthy`;
+    cpSync(dir, backup, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster.stop();
+    rmSync(backup, { recursive: true, force: true });
+  });
+
+  function restore(): void {
+    rmSync(dir, { recursive: true, force: true });
+    cpSync(backup, dir, { recursive: true });
+  }
+
+  it('passes on the healthy node without the agent, in JSON and as a table', async () => {
+    restore();
+    const d = await doctor();
+    expect(failed(d)).toEqual([]);
+    expect(d.code).toBe(0);
+    expect(row(d, 'agent')?.status).toBe('warn');
+    expect(d.rows.filter((r) => r.status === 'skip').map((r) => r.id)).toEqual([]);
+    expect(row(d, 'kube-proxy')?.saw).toContain(`--network-name=${NET}`);
+    let table = '';
+    const code = await command.run([...agentArgs, `--cni-conf-dir=${paths().conf}`, `--cni-bin-dir=${paths().bin}`], {
+      stdout: (t) => void (table += t),
+      stderr: () => undefined,
+      env: { NODE_NAME: NODE },
+      platform: 'linux',
+    });
+    expect(code).toBe(0);
+    expect(table).toMatch(/^ok {4}hns-network/m);
+    expect(table).toContain('all checks passed');
+  });
+
+  // Each fault: stage it on the restored healthy node; exactly `check` fails.
+  const FAULTS: { check: string; what: string; stage: () => void | Promise<void>; undo?: () => void }[] = [
+    {
+      check: 'hns-network',
+      what: 'the HNS network is gone (Remove-HnsNetwork, HNS restart)',
+      stage: () => void editState(sim(), (s) => void (s.networks = s.networks.filter((n) => n.Name !== NET))),
+    },
+    {
+      check: 'hns-network-type',
+      what: 'the network is an L2Bridge',
+      stage: () => editState(sim(), (s) => void (s.networks.find((n) => n.Name === NET)!.Type = 'L2Bridge')),
+    },
+    {
+      check: 'hns-subnet',
+      what: "the network's subnet is not the lease",
+      stage: () => editState(sim(), (s) => void (s.networks.find((n) => n.Name === NET)!.Ipams![0].Subnets![0].IpAddressPrefix = '10.244.9.0/24')),
+    },
+    {
+      check: 'vtep-mac',
+      what: 'the DR MAC is not the published VtepMAC',
+      stage: () =>
+        editState(sim(), (s) => {
+          const p = s.networks.find((n) => n.Name === NET)!.Policies!.find((x) => x.Type === 'DrMacAddress')!;
+          p.Settings = { Address: '00-15-5D-99-99-99' };
+        }),
+    },
+    {
+      check: 'source-vip',
+      what: 'the source VIP endpoint is gone',
+      stage: () => editState(sim(), (s) => void (s.endpoints = s.endpoints.filter((e) => e.Name !== `${NET}_sourcevip`))),
+    },
+    { check: 'source-vip-file', what: 'the source VIP file names another address', stage: () => writeFileSync(paths().vip, JSON.stringify({ ip: '10.244.7.99' })) },
+    {
+      check: 'peers',
+      what: 'the peer policy is missing and a stale one is there',
+      stage: () =>
+        editState(sim(), (s) => {
+          const net = s.networks.find((n) => n.Name === NET)!;
+          const p = net.Policies!.find((x) => x.Type === 'RemoteSubnetRoute')!;
+          p.Settings = { ...p.Settings, DestinationPrefix: '10.244.99.0/24' };
+        }),
+    },
+    {
+      check: 'subnet-env',
+      what: 'subnet.env names another subnet',
+      stage: () => writeFileSync(paths().subnetFile, readFileSync(paths().subnetFile, 'utf8').replace('FLANNEL_SUBNET=10.244.7.1/24', 'FLANNEL_SUBNET=10.244.8.1/24')),
+    },
+    { check: 'cni-conflist', what: 'no conflist', stage: () => rmSync(paths().conf, { recursive: true }) },
+    { check: 'cni-network-name', what: 'the conflist names another network', stage: () => writeCni((c) => void (c.name = 'cbr0')) },
+    {
+      check: 'cni-subnet-file',
+      what: "the conflist's subnetFile is not the agent's",
+      stage: () => writeCni((c) => void ((c.plugins as Record<string, unknown>[])[0].subnetFile = 'C:\\run\\flannel\\subnet.env')),
+    },
+    {
+      check: 'cni-outbound-nat',
+      what: 'the Service CIDR is not excepted from NAT',
+      stage: () =>
+        writeCni((c) => {
+          const d = (c.plugins as { delegate: { policies: { value: { Type: string; Settings: Record<string, unknown> } }[] } }[])[0].delegate;
+          d.policies.find((p) => p.value.Type === 'OutBoundNAT')!.value.Settings = { Exceptions: ['10.244.0.0/16'] };
+        }),
+    },
+    { check: 'cni-plugins', what: 'a plugin is missing', stage: () => unlinkSync(join(paths().bin, 'win-overlay.exe')) },
+    {
+      check: 'cni-pins',
+      what: 'a plugin differs from what install-cni wrote',
+      stage: () => writeFileSync(join(paths().bin, 'flannel.exe'), 'MZ replaced'),
+    },
+    {
+      check: 'adapter-ip',
+      what: 'the adapter fell back to APIPA',
+      stage: () => editState(sim(), (s) => void (s.adapters.find((a) => a.IPAddress === WIN_IP)!.IPAddress = '169.254.12.34')),
+    },
+    { check: 'mtu', what: "subnet.env's MTU does not fit the adapter", stage: () => editState(sim(), (s) => void (s.adapters.find((a) => a.IPAddress === WIN_IP)!.Mtu = 9000)) },
+    { check: 'ipam-leaks', what: 'a crashed pod left its reservation', stage: () => void reserve('10.244.7.50', 3600) },
+    { check: 'ipam-gateway', what: "the source VIP's reservation is gone", stage: () => rmSync(join(paths().ipam, NET, '10.244.7.2')) },
+    {
+      check: 'net-conf',
+      what: "net-conf uses Linux's port",
+      stage: () => writeFileSync(join(dir, 'net-conf.json'), JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Port: 8472 } })),
+    },
+    {
+      check: 'node-condition',
+      what: 'the Node is NetworkUnavailable',
+      stage: () =>
+        void cluster.api.updateNode(NODE, (n) => {
+          n.status!.conditions = [
+            ...(n.status!.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable'),
+            { type: 'NetworkUnavailable', status: 'True', reason: 'NoRouteCreated', message: 'x' },
+          ];
+        }),
+      undo: () => void cluster.api.updateNode(NODE, (n) => void (n.status!.conditions = (n.status!.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable'))),
+    },
+    {
+      check: 'cluster-vni',
+      what: 'a Linux node runs VNI 1',
+      stage: () => void cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan', vni: 1 })),
+      undo: () => void cluster.api.deleteNode('linux-2'),
+    },
+  ];
+
+  it.each(FAULTS)('$check fails, and only it, when $what', async ({ check, stage, undo }) => {
+    restore();
+    await stage();
+    try {
+      const d = await doctor();
+      if (failed(d).join() !== check) console.log(JSON.stringify(d.rows, null, 1));
+      expect(failed(d)).toEqual([check]);
+      expect(row(d, check)?.fix).not.toBe('');
+      expect(d.code).toBe(1);
+    } finally {
+      undo?.();
+    }
+  });
+
+  // What degrades the node without breaking a hop: that row warns, nothing fails (exit 0).
+  const WARNINGS: { check: string; what: string; stage: () => void; args?: string[] }[] = [
+    {
+      check: 'hns-adapter',
+      what: 'the network names no adapter',
+      stage: () =>
+        editState(
+          sim(),
+          (s) => void (s.networks.find((n) => n.Name === NET)!.Policies = s.networks.find((n) => n.Name === NET)!.Policies!.filter((p) => p.Type !== 'NetAdapterName')),
+        ),
+    },
+    { check: 'cni-data-dir', what: "the conflist's dataDir is upstream's default", stage: () => writeCni((c) => void delete (c.plugins as Record<string, unknown>[])[0].dataDir) },
+    {
+      check: 'cni-loopback-dsr',
+      what: 'loopbackDSR is off',
+      stage: () => writeCni((c) => void ((c.plugins as { delegate: Record<string, unknown> }[])[0].delegate.loopbackDSR = false)),
+    },
+    { check: 'lease', what: 'only subnet.env tells the lease (no agent, no API access)', stage: () => undefined, args: ['--no-cluster'] },
+  ];
+
+  it.each(WARNINGS)('$check warns, and nothing fails, when $what', async ({ check, stage, args }) => {
+    restore();
+    stage();
+    const d = await doctor(args);
+    expect(failed(d)).toEqual([]);
+    expect(row(d, check)?.status).toBe('warn');
+    expect(d.code).toBe(0);
+  });
+
+  it('--fix frees a leaked reservation older than the grace period, never a young one, the source VIP or the gateway', async () => {
+    restore();
+    const old = reserve('10.244.7.50', 3600);
+    const young = reserve('10.244.7.51', 0);
+    const vip = join(paths().ipam, NET, '10.244.7.2');
+    const d = await doctor(['--fix', '--grace-period=600']);
+    expect(existsSync(old)).toBe(false);
+    expect(existsSync(young)).toBe(true);
+    expect(existsSync(vip)).toBe(true);
+    expect((JSON.parse(d.stdout) as { freed: { ip: string }[] }).freed.map((x) => x.ip)).toEqual(['10.244.7.50']);
+    // The young one is still a leak until it is old enough.
+    expect(failed(d)).toEqual(['ipam-leaks']);
+    unlinkSync(young);
+    expect((await doctor(['--fix'])).code).toBe(0);
+  });
+
+  it('names the peer HNS refuses, from the running agent', async () => {
+    restore();
+    // HCN_E_ADDR_INVALID_OR_RESERVED on the peer's policy, which the restart must write again (src/simulator/faults.ts).
+    const agent = await runAgent((s) =>
+      editState(s, (st) => {
+        st.faults = [{ op: 'HcnModifyNetwork', match: PEER, hresult: '0x803B002F', remaining: -1 }];
+        const net = st.networks.find((n) => n.Name === NET)!;
+        net.Policies = net.Policies!.filter((p) => p.Type !== 'RemoteSubnetRoute');
+      }),
+    );
+    try {
+      await waitFor(async () => {
+        const r = await fetch(`http://127.0.0.1:${healthPort}/status`).catch(() => undefined);
+        return r?.ok && ((await r.json()) as { peers: { refused: number } }).peers.refused > 0;
+      }, 'the refusal in /status');
+      const d = await doctor();
+      expect(failed(d)).toEqual(['peers']);
+      expect(row(d, 'peers')?.saw).toContain(`linux-1 ${PEER}`);
+      expect(row(d, 'peers')?.saw).toContain('0x803B002F');
+    } finally {
+      await agent.stop();
+    }
+  }, 30_000);
+
+  it('exits 2 on bad usage', async () => {
+    const d = await doctor(['--grace-period=-1']);
+    expect(d.code).toBe(2);
+    expect((await doctor(['--no-such-flag'])).code).toBe(2);
+  });
+});
+
+describe('flanneld doctor on a simulated host-gw node', () => {
+  const NAME = 'cbr0';
+  let cluster: TestCluster;
+  let dir: string;
+  let backup: string;
+  let args: string[];
+  const ipamDir = () => join(dir, 'ipam');
+
+  async function doctor(): Promise<CheckRow[]> {
+    let stdout = '';
+    const code = await command.run([...args, '--json'], { stdout: (t) => void (stdout += t), stderr: () => undefined, env: { NODE_NAME: NODE }, platform: 'linux' });
+    const rows = (JSON.parse(stdout) as { checks: CheckRow[] }).checks;
+    expect(code).toBe(rows.some((r) => r.status === 'fail') ? 1 : 0);
+    return rows;
+  }
+  const failedIds = (rows: CheckRow[]) => rows.filter((r) => r.status === 'fail').map((r) => r.id);
+
+  beforeAll(async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER, publicIP: '10.0.0.11', backendType: 'host-gw' }));
+    cluster.addWindowsNode(NODE, SUBNET, WIN_IP);
+    dir = join(cluster.dir, NODE);
+    const conf = join(dir, 'cni', 'net.d');
+    const bin = join(dir, 'cni', 'bin');
+    const subnetFile = join(dir, 'run', 'flannel', 'subnet.env');
+    const own = [`--cni-ipam-data-dir=${join(dir, 'ipam')}`];
+    const agent = cluster.startAgent({ nodeName: NODE, ip: WIN_IP, netConf: HOSTGW_NET_CONF, extraArgs: own });
+    await waitFor(() => existsSync(join(dir, 'ipam', NAME, '10.244.7.2')) && agent.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER), 'the host-gw node set up');
+    await agent.stop();
+    mkdirSync(conf, { recursive: true });
+    mkdirSync(bin, { recursive: true });
+    const rendered = renderCniConfig({
+      netConf: parseNetConf(JSON.stringify(HOSTGW_NET_CONF)),
+      subnetFile,
+      dataDir: join(dir, 'flannel'),
+      serviceCidr: '10.96.0.0/12',
+      managementSubnet: '10.0.0.0/24',
+      managementIP: WIN_IP,
+      dnsServers: ['10.96.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+    });
+    writeFileSync(join(conf, '10-flannel.conflist'), JSON.stringify(rendered));
+    for (const f of ['flannel.exe', 'win-bridge.exe', 'host-local.exe']) writeFileSync(join(bin, f), 'MZ');
+    args = [
+      `--kubeconfig-file=${join(cluster.dir, 'kubeconfig')}`,
+      `--net-config-path=${join(dir, 'net-conf.json')}`,
+      `--subnet-file=${subnetFile}`,
+      '--dataplane=simulated',
+      `--dataplane-state=${join(dir, 'dataplane.json')}`,
+      `--iface=${WIN_IP}`,
+      ...own,
+      `--cni-conf-dir=${conf}`,
+      `--cni-bin-dir=${bin}`,
+    ];
+    backup = `${dir}.healthy`;
+    cpSync(dir, backup, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster.stop();
+    rmSync(backup, { recursive: true, force: true });
+  });
+
+  function restore(): void {
+    rmSync(dir, { recursive: true, force: true });
+    cpSync(backup, dir, { recursive: true });
+  }
+  const sim = () => new SimulatedDataplane({ statePath: join(dir, 'dataplane.json') });
+
+  it('passes on the healthy node', async () => {
+    restore();
+    const rows = await doctor();
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-pins skip']);
+    expect(rows.find((r) => r.id === 'host-endpoint')?.saw).toBe(`${NAME}_ep at 10.244.7.2`);
+  });
+
+  const FAULTS: { check: string; what: string; stage: () => void }[] = [
+    { check: 'host-endpoint', what: 'the host endpoint is gone', stage: () => editState(sim(), (s) => void (s.endpoints = s.endpoints.filter((e) => e.Name !== `${NAME}_ep`))) },
+    { check: 'peers', what: "the peer's route is gone", stage: () => editState(sim(), (s) => void (s.routes = s.routes.filter((r) => r.DestinationPrefix !== PEER))) },
+    {
+      check: 'peers',
+      what: 'a route to a subnet no peer has is there',
+      stage: () =>
+        editState(sim(), (s) => {
+          const r = s.routes.find((x) => x.DestinationPrefix === PEER)!;
+          s.routes.push({ ...r, DestinationPrefix: '10.244.200.0/24' });
+        }),
+    },
+    { check: 'ipam-gateway', what: "the bridge endpoint's reservation is gone", stage: () => rmSync(join(ipamDir(), NAME, '10.244.7.2')) },
+  ];
+
+  it.each(FAULTS)('$check fails, and only it, when $what', async ({ check, stage }) => {
+    restore();
+    stage();
+    expect(failedIds(await doctor())).toEqual([check]);
+  });
+});

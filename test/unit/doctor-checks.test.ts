@@ -1,0 +1,232 @@
+// doctor's checks (src/commands/doctor-checks.ts) are pure over the facts: a healthy vxlan and host-gw node
+// pass; each change below breaks one hop and exactly that row fails. The staged nodes on the simulated
+// dataplane are in test/integration/doctor.test.ts; this table covers the edges without one.
+import { describe, expect, it } from '@jest/globals';
+import { MAX_LISTED, exitCodeOf, leakedReservations, runChecks, type DoctorFacts } from '../../src/commands/doctor-checks.js';
+import { join } from 'node:path';
+import { freeReservations, reservationsToFree, renderDoctorTable } from '../../src/commands/doctor.js';
+
+const MAC = '00-15-5D-AA-BB-CC';
+
+function vxlanFacts(): DoctorFacts {
+  return {
+    netConf: { type: 'vxlan', name: 'flannel.4096', network: '10.244.0.0/16', vni: 4096, port: 4789 },
+    subnetFile: '/run/flannel/subnet.env',
+    subnetEnv: { FLANNEL_NETWORK: '10.244.0.0/16', FLANNEL_SUBNET: '10.244.7.1/24', FLANNEL_MTU: '1450', FLANNEL_IPMASQ: 'true' },
+    lease: { subnet: '10.244.7.0/24', publicIP: '10.0.0.2', from: 'Node win' },
+    networks: [{ id: 'N1', name: 'flannel.4096', type: 'Overlay', subnet: '10.244.7.0/24', vsid: 4096, adapter: 'Ethernet', drMac: MAC }],
+    endpoints: [
+      { id: 'E1', name: 'flannel.4096_sourcevip', ip: '10.244.7.2', remote: false },
+      { id: 'E2', name: 'pod-a', ip: '10.244.7.3', remote: false },
+    ],
+    publishedVtepMac: '00:15:5d:aa:bb:cc',
+    sourceVipFiles: [{ path: '/run/flannel/sourcevip.json', ip: '10.244.7.2' }],
+    peers: {
+      desired: [{ node: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', vni: 4096, vtepMac: '0e:2a:0a:00:00:0b', os: 'linux' }],
+      actual: [{ prefix: '10.244.1.0/24', via: '10.0.0.11', vni: 4096, mac: '0e:2a:0a:00:00:0b' }],
+      refused: undefined,
+    },
+    cni: {
+      confDir: '/etc/cni/net.d',
+      binDir: '/opt/cni/bin',
+      first: {
+        file: '/etc/cni/net.d/10-flannel.conflist',
+        others: '',
+        conf: { name: 'flannel.4096' },
+        plugins: [
+          {
+            type: 'flannel',
+            subnetFile: '/run/flannel/subnet.env',
+            dataDir: '/var/lib/cni/flannel',
+            delegate: {
+              type: 'win-overlay',
+              loopbackDSR: true,
+              policies: [{ name: 'EndpointPolicy', value: { Type: 'OutBoundNAT', Settings: { Exceptions: ['10.244.0.0/16', '10.96.0.0/12'] } } }],
+            },
+          } as never,
+        ],
+      },
+      readiness: [],
+      expected: { dataDir: '/var/lib/cni/flannel', serviceCidr: '10.96.0.0/12' },
+      pins: { pinned: true, files: { 'flannel.exe': 'aa' } },
+      hashes: { 'flannel.exe': 'aa' },
+    },
+    interfaces: [{ name: 'vEthernet (Ethernet)', index: 7, ipv4: '10.0.0.2', prefixLength: 24, mtu: 1500 }],
+    annotatedPublicIP: '10.0.0.2',
+    ipam: {
+      dir: '/var/lib/cni/networks/flannel.4096',
+      reservations: [
+        { ip: '10.244.7.2', owner: 'flanneld-source-vip', ageMs: 1e6 },
+        { ip: '10.244.7.3', owner: 'abc', ageMs: 1e6 },
+      ],
+    },
+    cluster: { error: '', networkUnavailable: { status: 'False', reason: 'FlannelIsUp' } },
+    agent: { error: 'connect ECONNREFUSED' },
+    graceMs: 600_000,
+  };
+}
+
+function hostGwFacts(): DoctorFacts {
+  const f = vxlanFacts();
+  return {
+    ...f,
+    netConf: { type: 'host-gw', name: 'cbr0', network: '10.244.0.0/16', vni: 0, port: 0 },
+    subnetEnv: { ...(f.subnetEnv as Record<string, string>), FLANNEL_MTU: '1500' },
+    networks: [{ id: 'N1', name: 'cbr0', type: 'L2Bridge', subnet: '10.244.7.0/24', adapter: 'Ethernet' }],
+    endpoints: [{ id: 'E1', name: 'cbr0_ep', ip: '10.244.7.2', remote: false }],
+    publishedVtepMac: undefined,
+    sourceVipFiles: [],
+    peers: {
+      desired: [{ node: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw' }],
+      actual: [{ prefix: '10.244.1.0/24', via: '10.0.0.11' }],
+      refused: undefined,
+    },
+    cni: { ...f.cni, first: { ...(f.cni.first as Extract<DoctorFacts['cni']['first'], { file: string }>), conf: { name: 'cbr0' } } },
+    ipam: { dir: '/var/lib/cni/networks/cbr0', reservations: [{ ip: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 }] },
+  };
+}
+
+const failed = (f: DoctorFacts) =>
+  runChecks(f)
+    .filter((r) => r.status === 'fail')
+    .map((r) => r.id);
+
+describe('runChecks', () => {
+  it.each([
+    ['vxlan', vxlanFacts],
+    ['host-gw', hostGwFacts],
+  ])('passes a healthy %s node, and says what kube-proxy needs', (_name, facts) => {
+    const rows = runChecks(facts());
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn']);
+    expect(exitCodeOf(rows)).toBe(0);
+    expect(rows.find((r) => r.id === 'kube-proxy')?.saw).toContain('--network-name=');
+  });
+
+  const CASES: [string, () => DoctorFacts, (f: DoctorFacts) => void][] = [
+    ['net-conf', vxlanFacts, (f) => void (f.netConf = { error: 'bad JSON' })],
+    ['lease', vxlanFacts, (f) => void (f.lease = undefined)],
+    ['hns-network', vxlanFacts, (f) => void (f.networks = { error: 'HNS is down' })],
+    ['hns-subnet', vxlanFacts, (f) => void ((f.networks as { vsid?: number }[])[0].vsid = 1)],
+    ['vtep-mac', vxlanFacts, (f) => void ((f.networks as { drMac?: string }[])[0].drMac = undefined)],
+    ['host-endpoint', hostGwFacts, (f) => void (f.endpoints = [])],
+    ['host-endpoint', hostGwFacts, (f) => void (f.endpoints = [{ name: 'cbr0_ep', ip: '10.244.7.9', remote: false }])],
+    ['peers', hostGwFacts, (f) => void (f.peers.actual = [])],
+    ['peers', hostGwFacts, (f) => void (f.peers.actual = [{ prefix: '10.244.1.0/24', via: '10.0.0.99' }])],
+    ['peers', vxlanFacts, (f) => void (f.peers.refused = [{ node: 'linux-1', prefix: '10.244.1.0/24', hresult: '0x803B002F', error: 'x', since: '', attempts: 3 }])],
+    ['subnet-env', vxlanFacts, (f) => void (f.subnetEnv = undefined)],
+    ['subnet-env', vxlanFacts, (f) => void (f.subnetEnv = { ...(f.subnetEnv as Record<string, string>), FLANNEL_NETWORK: '10.0.0.0/8' })],
+    ['cni-conflist', vxlanFacts, (f) => void (f.cni.first = { check: 'cni-conf-invalid', detail: 'x', fix: 'y' })],
+    ['ipam-gateway', hostGwFacts, (f) => void (f.ipam.reservations = [])],
+    ['ipam-leaks', vxlanFacts, (f) => void (f.ipam.reservations = { error: 'EACCES' })],
+    ['node-condition', vxlanFacts, (f) => void (f.cluster.networkUnavailable = { status: 'True', reason: 'NoRouteCreated' })],
+    ['cluster-vni', vxlanFacts, (f) => void (f.cluster.linuxNetConf = { port: 8472, vni: 4096, type: 'vxlan', from: 'kube-flannel/kube-flannel-cfg' })],
+    ['mtu', hostGwFacts, (f) => void (f.subnetEnv = { ...(f.subnetEnv as Record<string, string>), FLANNEL_MTU: '1450' })],
+  ];
+
+  it.each(CASES)('%s fails, and only it (case %#)', (id, facts, breakIt) => {
+    const f = facts();
+    breakIt(f);
+    // net-conf and HNS being unreadable stop the rows after them; every other row still says what it saw.
+    expect(failed(f)).toEqual([id]);
+  });
+
+  it('warns (does not fail) on what degrades a node without breaking a hop', () => {
+    const f = vxlanFacts();
+    (f.networks as { adapter?: string }[])[0].adapter = undefined;
+    const first = f.cni.first as { plugins: { dataDir?: string; delegate?: { loopbackDSR?: boolean } }[] };
+    first.plugins[0].dataDir = undefined;
+    first.plugins[0].delegate!.loopbackDSR = false;
+    f.netConf = { ...(f.netConf as { type: 'vxlan'; name: string; network: string; vni: number; port: number }), vni: 1 };
+    (f.networks as { vsid?: number }[])[0].vsid = 1;
+    f.peers.desired = [];
+    f.peers.actual = [];
+    const rows = runChecks(f);
+    expect(rows.filter((r) => r.status === 'fail')).toEqual([]);
+    expect(rows.filter((r) => r.status === 'warn').map((r) => r.id)).toEqual(['agent', 'net-conf', 'hns-adapter', 'cni-data-dir', 'cni-loopback-dsr']);
+    expect(exitCodeOf(rows)).toBe(0);
+  });
+
+  it('names at most MAX_LISTED peers in a row, and how many more', () => {
+    const f = vxlanFacts();
+    f.peers.desired = Array.from({ length: MAX_LISTED + 5 }, (_, i) => ({
+      node: `n${i}`,
+      subnet: `10.244.${100 + i}.0/24`,
+      publicIP: `10.0.1.${i + 1}`,
+      backendType: 'vxlan',
+      vni: 4096,
+    }));
+    f.peers.actual = [];
+    const row = runChecks(f).find((r) => r.id === 'peers')!;
+    expect(row.saw).toContain(`n${MAX_LISTED - 1} 10.244.${100 + MAX_LISTED - 1}.0/24, and 5 more`);
+    expect(row.saw).not.toContain(`n${MAX_LISTED} `);
+  });
+
+  it('an APIPA address on the vSwitch adapter names it', () => {
+    const f = vxlanFacts();
+    f.interfaces = [{ name: 'vEthernet (Ethernet)', index: 7, ipv4: '169.254.3.4', prefixLength: 16, mtu: 1500 }];
+    const row = runChecks(f).find((r) => r.id === 'adapter-ip')!;
+    expect(row.status).toBe('fail');
+    expect(row.saw).toContain('APIPA address 169.254.3.4');
+  });
+});
+
+describe('--fix', () => {
+  it('frees only leaked pod reservations past the grace period: never the gateway, .2 on host-gw or the source VIP', () => {
+    const f = vxlanFacts();
+    f.endpoints = [];
+    f.ipam.reservations = [
+      { ip: '10.244.7.1', owner: 'x', ageMs: 1e9 },
+      { ip: '10.244.7.2', owner: 'someone', ageMs: 1e9 },
+      { ip: '10.244.7.4', owner: 'old-pod', ageMs: 1e9 },
+      { ip: '10.244.7.5', owner: 'new-pod', ageMs: 10 },
+    ];
+    expect(leakedReservations(f).map((r) => r.ip)).toEqual(['10.244.7.2', '10.244.7.4', '10.244.7.5']);
+    expect(reservationsToFree(f, 600_000).map((r) => r.ip)).toEqual(['10.244.7.4']);
+    const g = hostGwFacts();
+    g.endpoints = [];
+    g.ipam.reservations = [
+      { ip: '10.244.7.2', owner: 'pod', ageMs: 1e9 },
+      { ip: '10.244.7.9', owner: 'pod', ageMs: 1e9 },
+    ];
+    expect(reservationsToFree(g, 0).map((r) => r.ip)).toEqual(['10.244.7.9']);
+  });
+
+  it('keeps a reservation rewritten since it was read (another pod got the address), frees the rest', () => {
+    const f = vxlanFacts();
+    f.endpoints = [];
+    f.ipam.reservations = [
+      { ip: '10.244.7.4', owner: 'old-pod', ageMs: 1e9 },
+      { ip: '10.244.7.5', owner: 'old-pod', ageMs: 1e9 },
+    ];
+    const files: Record<string, { owner: string; mtimeMs: number }> = {
+      [join(f.ipam.dir, '10.244.7.4')]: { owner: 'old-pod', mtimeMs: 0 },
+      [join(f.ipam.dir, '10.244.7.5')]: { owner: 'new-pod', mtimeMs: 1e9 },
+    };
+    const removed: string[] = [];
+    const fs = {
+      readFileSync: (p: string) => `${files[p].owner}\r\neth0`,
+      statSync: (p: string) => ({ mtimeMs: files[p].mtimeMs, isFile: () => true }),
+      rmSync: (p: string) => void removed.push(p),
+    } as unknown as Parameters<typeof freeReservations>[2];
+    expect(freeReservations(f, 600_000, fs, 1e9).map((x) => x.ip)).toEqual(['10.244.7.4']);
+    expect(removed).toEqual([join(f.ipam.dir, '10.244.7.4')]);
+  });
+
+  it('frees nothing without the HNS network (every reservation would look leaked)', () => {
+    const f = vxlanFacts();
+    f.networks = [];
+    f.ipam.reservations = [{ ip: '10.244.7.4', owner: 'pod', ageMs: 1e9 }];
+    expect(reservationsToFree(f, 0)).toEqual([]);
+  });
+});
+
+describe('renderDoctorTable', () => {
+  it('escapes what it prints and names the failed rows', () => {
+    const f = vxlanFacts();
+    f.networks = [{ name: 'evil\u001b[31m', type: 'NAT' }];
+    const table = renderDoctorTable(runChecks(f));
+    expect(table).not.toContain('\u001b');
+    expect(table).toMatch(/^FAIL {2}hns-network +no HNS network flannel\.4096/m);
+    expect(table).toMatch(/check\(s\) failed: hns-network\n$/);
+  });
+});
