@@ -563,4 +563,25 @@ describe('scripts/start.ps1', () => {
     expect(c).toContain('binary-path: %ls\\n');
     expect(c).toContain('return L"RUNNING"');
   });
+
+  it('serves health and /metrics on the node IP by default, as docs/metrics.md says and scrapes (-HealthzIP)', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    const tree = p.parse(text)!;
+    expect(tree.rootNode.hasError).toBe(false);
+    const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n.children.find((c) => c?.type === 'variable')?.text);
+    expect(params).toEqual(expect.arrayContaining(['$HealthzIP', '$HealthzPort', '$ManagementIP']));
+    expect(text).not.toContain('--healthz-ip=127.0.0.1');
+    const defaulted = text.indexOf("if ($HealthzIP -eq '') { $HealthzIP = $ManagementIP }");
+    const passed = text.indexOf('"--healthz-ip=$HealthzIP"');
+    expect([defaulted > 0, passed > defaulted]).toEqual([true, true]);
+    // The readiness poll asks where the agent listens (127.0.0.1 only for 0.0.0.0, which also answers there).
+    expect(text).toContain("$healthzHost = if ($HealthzIP -eq '0.0.0.0') { '127.0.0.1' } else { $HealthzIP }");
+    expect(text).toContain('-Uri "http://${healthzHost}:$HealthzPort/readyz"');
+    // The docs name the flag and the default the scrape config relies on.
+    const metrics = readFileSync(join(process.cwd(), 'docs', 'metrics.md'), 'utf8');
+    expect(metrics).toContain('`start.ps1` use port 10277 on the node IP');
+    expect(metrics).toContain('`start.ps1`\ntakes `-HealthzIP`, default its `-ManagementIP`');
+    expect(readFileSync(join(process.cwd(), 'README.md'), 'utf8')).toContain('-HealthzIP 127.0.0.1');
+  });
 });
