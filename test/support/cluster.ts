@@ -76,6 +76,8 @@ export interface RunOptions {
   bootTimeMs?: AgentOptions['bootTimeMs'];
   /** The agent's logger (e.g. ./log-sink.ts, to wait for a log line); default LOG. */
   log?: Logger;
+  /** How often the agent reads net-conf.json again (AgentOptions.netConfRecheckMs). */
+  netConfRecheckMs?: number;
 }
 
 /**
@@ -104,7 +106,16 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
   opts.before?.(sim, state);
   const log = opts.log ?? LOG;
   const dataplane = simulatedSeams(sim, { log, metrics, clock: systemClock, hnsCallTimeoutMs: config.hnsCallTimeoutSeconds * 1000 });
-  const agent = new Agent({ config, log, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff, bootTimeMs: opts.bootTimeMs });
+  const agent = new Agent({
+    config,
+    log,
+    metrics,
+    dataplane,
+    resyncMs: opts.resyncMs ?? 200,
+    relistBackoff: opts.relistBackoff,
+    bootTimeMs: opts.bootTimeMs,
+    netConfRecheckMs: opts.netConfRecheckMs,
+  });
   const controller = new AbortController();
   const done = agent.run(controller.signal);
   const outcome = done.then(
