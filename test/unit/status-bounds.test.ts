@@ -101,7 +101,7 @@ describe('readStatus against a hostile status port', () => {
       res.end('{"inSync":true,"peers":{}}');
     });
     const real = globalThis.fetch;
-    globalThis.fetch = (() => Promise.reject(new TypeError('fetch failed', { cause: new Error(`connect UNKNOWN ${new URL(url).host}`) })));
+    globalThis.fetch = () => Promise.reject(new TypeError('fetch failed', { cause: new Error(`connect UNKNOWN ${new URL(url).host}`) }));
     try {
       expect(await readStatus(url)).toEqual({ status: 200, text: '{"inSync":true,"peers":{}}' });
     } finally {
