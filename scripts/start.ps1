@@ -16,6 +16,10 @@
   node set up by microsoft/SDN has "Name": "vxlan0", and its pods and kube-proxy use that network), else
   the default (flannel.4096 / cbr0).
 
+  Health: /healthz, /readyz and /metrics listen on -HealthzIP (default: -ManagementIP, the node IP that
+  Prometheus scrapes, docs/metrics.md) port -HealthzPort (10277); -HealthzIP 127.0.0.1 keeps them on the
+  node itself (the script then polls 127.0.0.1), -HealthzPort 0 turns them off.
+
   Run again on a node where the service runs, it applies the new flags: when the service's command line
   or net-conf.json changed it restarts the service and says so; otherwise it leaves it running.
 
@@ -43,6 +47,7 @@ param(
     [string]$CniBinDir = 'C:\opt\cni\bin',
     [string[]]$CniPluginSource = @(),
     [string[]]$CniPluginSha256 = @(),
+    [string]$HealthzIP = '',
     [int]$HealthzPort = 10277,
     [int]$TimeoutSeconds = 180
 )
@@ -107,6 +112,11 @@ New-Item -ItemType Directory -Force -Path (Split-Path -Parent $NetConfPath) | Ou
 $netConfChanged = $oldNetConf -cne $netConf
 Write-Host "Wrote $NetConfPath ($NetworkMode)"
 
+# The health server listens on the node IP by default, so Prometheus reaches /metrics (docs/metrics.md).
+if ($HealthzIP -eq '') { $HealthzIP = $ManagementIP }
+# The readiness poll below goes where the agent listens; 0.0.0.0 also answers on the loopback.
+$healthzHost = if ($HealthzIP -eq '0.0.0.0') { '127.0.0.1' } else { $HealthzIP }
+
 $iface = $ManagementIP
 if ($InterfaceName -ne '') {
     $iface = $InterfaceName
@@ -118,7 +128,7 @@ $agentArgs = @(
     "--subnet-file=$SubnetFile",
     "--iface=$iface",
     '--ip-masq',
-    '--healthz-ip=127.0.0.1',
+    "--healthz-ip=$HealthzIP",
     "--healthz-port=$HealthzPort",
     # Readiness covers the CNI config containerd loads first from this directory, and its plugins.
     "--cni-conf-dir=$(Split-Path -Parent $CniConfFile)",
@@ -217,7 +227,7 @@ $lastError = 'no answer yet'
 while ($true) {
     if ($HealthzPort -gt 0) {
         try {
-            $r = Invoke-WebRequest -UseBasicParsing -TimeoutSec 5 -Uri "http://127.0.0.1:$HealthzPort/readyz"
+            $r = Invoke-WebRequest -UseBasicParsing -TimeoutSec 5 -Uri "http://${healthzHost}:$HealthzPort/readyz"
             if ($r.StatusCode -eq 200) {
                 break
             }

@@ -12,6 +12,7 @@ import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, UnsupportedError } from './errors.js';
 import { Metrics } from './metrics.js';
+import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface } from './host/select.js';
@@ -50,6 +51,8 @@ export interface AgentOptions {
   cniFs?: CniReadinessFs;
   /** How often the CNI config is checked again (tests); default CNI_CHECK_INTERVAL_MS. */
   cniCheckIntervalMs?: number;
+  /** How often net-conf.json is read again to say that a change needs a restart (kube mode); default 30 s. */
+  netConfRecheckMs?: number;
 }
 
 /** How often the agent reads the CNI config again (the kubelet probes /readyz every 10 s in deploy/). */
@@ -316,6 +319,20 @@ export class Agent {
     this.ready = true;
     this.phaseValue = 'running';
     this.runningSince = this.clock.now();
+    // kube mode reads net-conf.json from a file (a mounted ConfigMap): say when it changes under the agent.
+    if (config.kubeSubnetMgr || this.opts.subnetManager) {
+      const { watchNetConf } = await import('./subnet/net-conf-watch.js');
+      void watchNetConf({
+        path: config.netConfigPath,
+        read: (p) => readNetConf(p, this.opts.readFile),
+        running: netConf,
+        clock: this.clock,
+        intervalMs: this.opts.netConfRecheckMs,
+        log: componentLogger(root, 'net-conf'),
+        events: ('nodeEvents' in subnetManager ? subnetManager.nodeEvents?.(network.lease) : undefined) ?? noNodeEvents,
+        signal,
+      }).catch((err: unknown) => this.log.warn('net-conf.json re-check stopped', { error: errorMessage(err) }));
+    }
     // The CNI check stops with the network's run, however that ends.
     const cniCheck = new AbortController();
     const stopCheck = () => cniCheck.abort(signal.reason);

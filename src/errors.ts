@@ -8,7 +8,7 @@ export const ERROR_FAMILIES = {
   /** Bad command line flag or value (exit 2). */
   FlagError: ['FLANNEL_ERR_FLAG'],
   /** Bad configuration from flags/env/env-file, or a bad --kube-annotation-prefix. */
-  ConfigError: ['FLANNEL_ERR_CONFIG', 'FLANNEL_ERR_ENV_FILE', 'FLANNEL_ERR_ANNOTATION_PREFIX', 'FLANNEL_ERR_INPUT_FILE'],
+  ConfigError: ['FLANNEL_ERR_CONFIG', 'FLANNEL_ERR_ENV_FILE', 'FLANNEL_ERR_ANNOTATION_PREFIX', 'FLANNEL_ERR_INPUT_FILE', 'FLANNEL_ERR_CLUSTER_CONFIG'],
   /** net-conf.json (or the etcd network config) missing or invalid. */
   NetConfError: ['FLANNEL_ERR_NET_CONF'],
   /** subnet.env unreadable, malformed or not writable. */
@@ -51,8 +51,8 @@ export const ERROR_FAMILIES = {
   ],
   /** A route table call failed. */
   RouteError: ['FLANNEL_ERR_ROUTE'],
-  /** The host: interfaces, addresses, the node's agent lock. */
-  HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK'],
+  /** The host: interfaces, addresses, the node's agent lock, the health port. */
+  HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK', 'FLANNEL_ERR_HEALTHZ_LISTEN'],
   /** A backend could not register its network, or the network disappeared while running. */
   BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE', 'FLANNEL_ERR_NETWORK_CLASH'],
   /** The simulated dataplane's state file. */

@@ -40,7 +40,8 @@ async function main(): Promise<number> {
   }
   if (parsed.kind === 'help') {
     const lines = ['', 'Commands (flanneld COMMAND --help for their options):'];
-    for (const name of Object.keys(COMMANDS)) lines.push(`  ${name.padEnd(12)}${(await loadCommand(name))?.summary ?? ''}`);
+    const width = Math.max(12, ...Object.keys(COMMANDS).map((n) => n.length + 2));
+    for (const name of Object.keys(COMMANDS)) lines.push(`  ${name.padEnd(width)}${(await loadCommand(name))?.summary ?? ''}`);
     process.stdout.write(parsed.text + lines.join('\n') + '\n');
     return 0;
   }

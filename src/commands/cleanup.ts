@@ -287,6 +287,11 @@ export const command: Command = {
             netConf = { ...netConf, backend: { ...netConf.backend, name: held.netConf.backend.name } };
           }
         }
+      } else if (!existsSync(config.subnetFile)) {
+        // Neither file: flannel never ran here, or was removed already. The uninstall DaemonSet runs on
+        // every Windows node, so "nothing to remove" is success (exit 0), not a usage error.
+        io.stdout(`nothing to remove: no net-conf.json at ${config.netConfigPath} and no ${config.subnetFile} (flannel never ran on this node, or is removed)\n`);
+        return 0;
       } else {
         const inferred = inferNetConf({
           netConfPath: config.netConfigPath,

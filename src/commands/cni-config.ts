@@ -35,7 +35,7 @@ import { readNetConf } from '../subnet/net-conf.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
-import { checkCniConfOrder } from './cni-conf-dir.js';
+import { checkCniConfOrder, retireEarlierConfigs } from './cni-conf-dir.js';
 import { readBootNetwork } from '../host/boot.js';
 
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';
@@ -257,9 +257,10 @@ export const command: Command = {
         io.stdout(text);
         return Promise.resolve(0);
       }
-      checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
+      const earlier = checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
       writeFileAtomicSync(out, text);
       io.stderr(`wrote ${out} (network ${networkName}, ${netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
+      retireEarlierConfigs(out, earlier, io.stderr);
       return Promise.resolve(0);
     } catch (err) {
       return Promise.resolve(reportError(program, err, io));

@@ -19,6 +19,7 @@ export interface Command {
 /** Subcommand name -> module path (relative to this file). */
 export const COMMANDS: Record<string, string> = {
   cleanup: './cleanup.js',
+  'cluster-config': './cluster-config.js',
   'cni-config': './cni-config.js',
   doctor: './doctor.js',
   'install-cni': './install-cni.js',

@@ -20,6 +20,7 @@ export const NETCONF_FLAGS: readonly FlagSpec[] = [
   { name: 'file', kind: 'string', default: '-', help: 'the ConfigMap (JSON or YAML) or net-conf.json to read; - reads stdin', valueName: 'FILE', aliases: ['f'], noEnv: true },
   { name: 'output', kind: 'string', default: '', help: 'write the result to this file (atomically) instead of stdout', valueName: 'FILE', aliases: ['o'], noEnv: true },
   { name: 'dry-run', kind: 'bool', default: false, help: 'print a diff of net-conf.json and write nothing', noEnv: true },
+  { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
 
 const SUMMARY = 'edit Backend.VNI and Backend.Port of a net-conf.json or the kube-flannel-cfg ConfigMap, keeping every other key (set-vni)';

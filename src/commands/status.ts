@@ -8,6 +8,7 @@
 // candidate URL has STATUS_TIMEOUT_MS for headers and body; FLANNEL_ERR_STATUS_TOO_LARGE,
 // FLANNEL_ERR_STATUS_TIMEOUT), and every value printed is escaped for the terminal (../terminal-text.ts).
 // docs/bounds.md says why each number.
+import { get as httpGet, type ClientRequest } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { abortReason, systemClock, type Clock } from '../clock.js';
 import type { FlagSpec } from '../config/flags.js';
@@ -108,6 +109,9 @@ export interface StatusAnswer {
 /**
  * GET `url` and read its answer, at most `maxBytes`, all within `timeoutMs` on `clock`. Rejects with
  * FLANNEL_ERR_STATUS_TOO_LARGE, FLANNEL_ERR_STATUS_TIMEOUT, or the network error (not reachable).
+ * Through node:http, not fetch: under Wine, Node 22's fetch (undici) fails every connect with
+ * `connect UNKNOWN 127.0.0.1:PORT` where node:http to the same URL answers (test/windows/agent.test.ts runs
+ * `status` there). A redirect is an answer like any other non-200 (never followed).
  */
 export async function readStatus(url: string, o: { clock?: Clock; timeoutMs?: number; maxBytes?: number } = {}): Promise<StatusAnswer> {
   const clock = o.clock ?? systemClock;
@@ -127,33 +131,42 @@ export async function readStatus(url: string, o: { clock?: Clock; timeoutMs?: nu
       ),
     () => undefined,
   );
+  const tooLarge = () =>
+    new StatusError('FLANNEL_ERR_STATUS_TOO_LARGE', `${url} answered with more than ${maxBytes} bytes, more than any agent's status; is it the agent's health port?`, {
+      url,
+      maxBytes,
+      received,
+    });
   try {
-    const res = await fetch(url, { signal: ctrl.signal, redirect: 'error' });
-    const length = Number(res.headers.get('content-length') ?? 0);
-    const tooLarge = () =>
-      new StatusError('FLANNEL_ERR_STATUS_TOO_LARGE', `${url} answered with more than ${maxBytes} bytes, more than any agent's status; is it the agent's health port?`, {
-        url,
-        maxBytes,
-        received,
-      });
-    if (length > maxBytes) {
-      ctrl.abort(tooLarge());
-      throw abortReason(ctrl.signal);
-    }
-    const chunks: Uint8Array[] = [];
-    if (res.body) {
-      for await (const piece of res.body) {
-        const chunk = piece as Uint8Array;
-        if (received + chunk.length > maxBytes) {
-          const err = tooLarge();
-          ctrl.abort(err);
-          throw err;
-        }
-        received += chunk.length;
-        chunks.push(chunk);
+    return await new Promise<StatusAnswer>((resolve, reject) => {
+      let req: ClientRequest;
+      try {
+        req = httpGet(url, { signal: ctrl.signal });
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+        return;
       }
-    }
-    return { status: res.status, text: Buffer.concat(chunks).toString('utf8') };
+      req.on('error', reject);
+      ctrl.signal.addEventListener('abort', () => reject(abortReason(ctrl.signal)), { once: true });
+      req.on('response', (res) => {
+        const length = Number(res.headers['content-length'] ?? 0);
+        if (length > maxBytes) {
+          ctrl.abort(tooLarge());
+          return;
+        }
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => {
+          if (received + chunk.length > maxBytes) {
+            ctrl.abort(tooLarge());
+            return;
+          }
+          received += chunk.length;
+          chunks.push(chunk);
+        });
+        res.on('error', reject);
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      });
+    });
   } catch (err) {
     if (ctrl.signal.aborted) throw abortReason(ctrl.signal);
     throw err;

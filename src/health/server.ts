@@ -5,6 +5,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { HostError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { serveStatus, type StatusReport } from './status.js';
 import type { Logger } from '../log.js';
@@ -49,6 +50,24 @@ function send(res: ServerResponse, status: number, body: string, contentType = '
   res.end(head ? undefined : body);
 }
 
+/**
+ * The listen failure as FLANNEL_ERR_HEALTHZ_LISTEN naming the flag to change (Node's own error is a bare
+ * `listen EADDRINUSE: address already in use 0.0.0.0:10277`). errno values: libuv's, as net.Server reports them.
+ */
+export function listenError(err: Error, host: string, port: number): HostError {
+  const errno = (err as NodeJS.ErrnoException).code ?? '';
+  const where = `--healthz-ip ${host} --healthz-port ${port}`;
+  const message =
+    errno === 'EADDRINUSE'
+      ? `cannot serve /healthz on ${where}: the port is in use (another flanneld, or another program, listens there); stop it or pass another --healthz-port (0 turns the health server off)`
+      : errno === 'EADDRNOTAVAIL'
+        ? `cannot serve /healthz on ${where}: ${host} is not an address of this host; pass one of its addresses (or 0.0.0.0) as --healthz-ip`
+        : errno === 'EACCES'
+          ? `cannot serve /healthz on ${where}: permission denied for that port; pass another --healthz-port`
+          : `cannot serve /healthz on ${where}: ${err.message}; check --healthz-ip and --healthz-port`;
+  return new HostError('FLANNEL_ERR_HEALTHZ_LISTEN', message, { host, port, errno });
+}
+
 export function startHealthServer(opts: HealthServerOptions): Promise<HealthServer> {
   const log = opts.log ?? silentLogger();
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
@@ -84,7 +103,7 @@ export function startHealthServer(opts: HealthServerOptions): Promise<HealthServ
 
   const server = createServer(handler);
   return new Promise<HealthServer>((resolve, reject) => {
-    const onError = (err: Error) => reject(err);
+    const onError = (err: Error) => reject(listenError(err, opts.host, opts.port));
     server.once('error', onError);
     server.listen(opts.port, opts.host, () => {
       server.off('error', onError);

@@ -256,10 +256,23 @@ describe('flanneld cleanup', () => {
     );
   });
 
-  it('a missing net-conf.json is a clear error (exit 2)', async () => {
+  it('neither net-conf.json nor subnet.env (a node flannel never ran on): nothing to remove, exit 0', async () => {
+    // The uninstall DaemonSet (deploy/cleanup) runs on every Windows node; exit 2 there crash-loops its init container.
     cluster = await new TestCluster().start();
     const r = io();
-    expect(await cleanup.run(['--dataplane=simulated', `--net-config-path=${join(cluster.dir, 'nope.json')}`], r.io)).toBe(2);
+    const flags = ['--dataplane=simulated', `--net-config-path=${join(cluster.dir, 'nope.json')}`, `--subnet-file=${join(cluster.dir, 'run', 'subnet.env')}`];
+    expect(await cleanup.run(flags, r.io)).toBe(0);
+    expect(r.out.stderr).toBe('');
+    expect(r.out.stdout).toMatch(/^nothing to remove: no net-conf\.json at .*nope\.json and no .*subnet\.env/);
+  });
+
+  it('no net-conf.json and a subnet.env that names no network is still a clear error (exit 2)', async () => {
+    cluster = await new TestCluster().start();
+    const env = join(cluster.dir, 'run', 'subnet.env');
+    mkdirSync(join(cluster.dir, 'run'), { recursive: true });
+    writeFileSync(env, 'FLANNEL_MTU=1450\n');
+    const r = io();
+    expect(await cleanup.run(['--dataplane=simulated', `--net-config-path=${join(cluster.dir, 'nope.json')}`, `--subnet-file=${env}`], r.io)).toBe(2);
     expect(r.out.stderr).toContain('nope.json');
   });
 });

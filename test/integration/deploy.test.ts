@@ -6,14 +6,15 @@
 // net-conf patch for the shared ConfigMap goes through `kubectl patch --local`, and the VNI-1 guard through
 // the built binary.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { MAIN } from '../support/flanneld-process.js';
+import { KUBE_SYSTEM_CONFIGMAPS } from '../support/kube-system-configmaps.js';
 
 const DEPLOY = join(process.cwd(), 'deploy');
 const OVERLAY = join(DEPLOY, 'overlays', 'example');
@@ -89,6 +90,7 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
   let stderr = '';
   let status: number | null = null;
   let env: Record<string, string> = {};
+  let overlay = '';
 
   beforeAll(async () => {
     server = discoveryServer();
@@ -109,7 +111,15 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
       ].join('\n'),
     );
     env = { HOME: dir, KUBECONFIG: kubeconfig };
-    const out = await kubectl(['apply', '-k', OVERLAY, '--dry-run=client', '--validate=false', '-o', 'json'], env);
+    // The overlay as an admin fills it: a copy of deploy/, with cluster-config.yaml written by the built
+    // `flanneld cluster-config` from the cluster's kubeadm-config and kube-proxy ConfigMaps.
+    if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+    cpSync(DEPLOY, join(dir, 'deploy'), { recursive: true });
+    overlay = join(dir, 'deploy', 'overlays', 'example');
+    const generated = spawnSync(process.execPath, [MAIN, 'cluster-config'], { encoding: 'utf8', input: KUBE_SYSTEM_CONFIGMAPS, env: { PATH: process.env['PATH'] ?? '' } });
+    expect(generated.status).toBe(0);
+    writeFileSync(join(overlay, 'cluster-config.yaml'), generated.stdout);
+    const out = await kubectl(['apply', '-k', overlay, '--dry-run=client', '--validate=false', '-o', 'json'], env);
     status = out.status;
     stderr = out.stderr;
     const parsed = JSON.parse(out.stdout || '{}') as Obj;
@@ -154,11 +164,14 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     const docs = yamlFiles(DEPLOY).flatMap((f) => (loadAllYaml(readFileSync(f, 'utf8')) as Obj[]).filter((d) => d && d['kind']).map((d) => ({ ...d, file: f })));
     expect(docs.length).toBeGreaterThanOrEqual(5);
     expect(docs.filter(ownedByLinuxFlannel)).toEqual([]);
-    for (const k of [join(DEPLOY, 'base'), OVERLAY]) {
+    for (const [k, n] of [
+      [join(DEPLOY, 'base'), 4],
+      [overlay, 5],
+    ] as const) {
       const out = await kubectl(['kustomize', k], env);
       expect(out.status).toBe(0);
       const rendered = loadAllYaml(out.stdout) as Obj[];
-      expect(rendered.length).toBe(5);
+      expect(rendered.length).toBe(n);
       expect(rendered.filter(ownedByLinuxFlannel)).toEqual([]);
       expect(rendered.every((o) => o['metadata']['name'] !== 'flannel' || o['kind'] === 'ClusterRole')).toBe(true); // never the Linux ServiceAccount/binding
     }
@@ -209,7 +222,23 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     const img = (overlay['images'] as Obj[]).find((i) => i['name'] === 'flanneld-windows')!;
     for (const c of containers) expect(c['image']).toBe(`${img['newName']}:${img['newTag']}`);
     const cfg = find('ConfigMap', 'flanneld-windows-config');
-    expect(cfg['data']).toMatchObject({ KUBERNETES_SERVICE_HOST: '192.168.1.10', KUBERNETES_SERVICE_PORT: '6443', CNI_BIN_DIR: 'C:\\opt\\cni\\bin' });
+    // Read from the cluster (kube-proxy's kubeconfig.conf server, kubeadm-config's serviceSubnet), not typed.
+    expect(cfg['data']).toEqual({
+      KUBERNETES_SERVICE_HOST: '10.0.0.5',
+      KUBERNETES_SERVICE_PORT: '6443',
+      SERVICE_CIDR: '10.96.0.0/12',
+      KUBE_DNS_SERVICE_IP: '10.96.0.10',
+      CNI_BIN_DIR: 'C:\\opt\\cni\\bin',
+    });
+    expect(cfg['metadata']['namespace']).toBe('kube-flannel');
+  });
+
+  it('ships no plausible sample settings: without cluster-config.yaml kubectl refuses to render the overlay', async () => {
+    for (const f of yamlFiles(DEPLOY)) expect([f, readFileSync(f, 'utf8').includes('192.168.1.10')]).toEqual([f, false]);
+    expect(existsSync(join(OVERLAY, 'cluster-config.yaml'))).toBe(false);
+    const out = await kubectl(['kustomize', OVERLAY], env);
+    expect(out.status).not.toBe(0);
+    expect(out.stderr).toContain('cluster-config.yaml');
   });
 
   it('DaemonSet: plugins installed (pinned, hashed), the CNI config written, then the agent with NODE_NAME from the downward API', () => {
@@ -579,5 +608,26 @@ describe('scripts/start.ps1', () => {
     expect(c).toContain('L"name: %ls\\nstate: %ls\\npid:');
     expect(c).toContain('binary-path: %ls\\n');
     expect(c).toContain('return L"RUNNING"');
+  });
+
+  it('serves health and /metrics on the node IP by default, as docs/metrics.md says and scrapes (-HealthzIP)', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    const tree = p.parse(text)!;
+    expect(tree.rootNode.hasError).toBe(false);
+    const params = tree.rootNode.descendantsOfType('script_parameter').map((n) => n.children.find((c) => c?.type === 'variable')?.text);
+    expect(params).toEqual(expect.arrayContaining(['$HealthzIP', '$HealthzPort', '$ManagementIP']));
+    expect(text).not.toContain('--healthz-ip=127.0.0.1');
+    const defaulted = text.indexOf("if ($HealthzIP -eq '') { $HealthzIP = $ManagementIP }");
+    const passed = text.indexOf('"--healthz-ip=$HealthzIP"');
+    expect([defaulted > 0, passed > defaulted]).toEqual([true, true]);
+    // The readiness poll asks where the agent listens (127.0.0.1 only for 0.0.0.0, which also answers there).
+    expect(text).toContain("$healthzHost = if ($HealthzIP -eq '0.0.0.0') { '127.0.0.1' } else { $HealthzIP }");
+    expect(text).toContain('-Uri "http://${healthzHost}:$HealthzPort/readyz"');
+    // The docs name the flag and the default the scrape config relies on.
+    const metrics = readFileSync(join(process.cwd(), 'docs', 'metrics.md'), 'utf8');
+    expect(metrics).toContain('`start.ps1` use port 10277 on the node IP');
+    expect(metrics).toContain('`start.ps1`\ntakes `-HealthzIP`, default its `-ManagementIP`');
+    expect(readFileSync(join(process.cwd(), 'README.md'), 'utf8')).toContain('-HealthzIP 127.0.0.1');
   });
 });

@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { COMMANDS } from '../../src/commands/command.js';
+import { VERBS } from '../../src/commands/service.js';
 import { MAIN } from '../support/flanneld-process.js';
 
 const run = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' }, timeout: 20_000 });
@@ -29,6 +30,19 @@ describe('flanneld --help', () => {
     ]),
   )('flanneld %s %s prints its own usage', (name, flag) => {
     const r = run([name, flag]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^Usage: flanneld ${name}\\b`));
+  });
+
+  // The subcommands with verbs answer --help after the verb too (`flanneld netconf set-vni --help`).
+  it.each(
+    [['netconf', 'set-vni'], ...VERBS.map((v) => ['service', v])].flatMap(([name, verb]) => [
+      [name, verb, '--help'],
+      [name, verb, '-h'],
+    ]),
+  )('flanneld %s %s %s prints its usage', (name, verb, flag) => {
+    const r = run([name, verb, flag]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^Usage: flanneld ${name}\\b`));

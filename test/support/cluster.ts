@@ -78,6 +78,8 @@ export interface RunOptions {
   log?: Logger;
   /** How often the agent checks the CNI config again (--cni-conf-dir); default the agent's. */
   cniCheckIntervalMs?: number;
+  /** How often the agent reads net-conf.json again (AgentOptions.netConfRecheckMs). */
+  netConfRecheckMs?: number;
 }
 
 /**
@@ -115,6 +117,7 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
     relistBackoff: opts.relistBackoff,
     bootTimeMs: opts.bootTimeMs,
     cniCheckIntervalMs: opts.cniCheckIntervalMs,
+    netConfRecheckMs: opts.netConfRecheckMs,
   });
   const controller = new AbortController();
   const done = agent.run(controller.signal);

@@ -3,7 +3,9 @@ import { request, type IncomingMessage } from 'node:http';
 import { buildStatusReport, isLocalRequest, type StatusInput } from '../../src/health/status.js';
 import type { NetworkStatus } from '../../src/network-status.js';
 import { renderStatusTable, statusUrls } from '../../src/commands/status.js';
-import { startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
+import { listenError, startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
+import { HostError } from '../../src/errors.js';
+import { expectCode } from '../support/errors.js';
 import { readFileSync } from 'node:fs';
 import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/metrics.js';
 import { systemClock } from '../../src/clock.js';
@@ -88,16 +90,35 @@ describe('health server', () => {
     }
   });
 
-  it('rejects when the port is taken', async () => {
+  it('a port in use is FLANNEL_ERR_HEALTHZ_LISTEN naming the flag (not a bare listen EADDRINUSE)', async () => {
     const metrics = new Metrics();
     const a = await startHealthServer({ host: '127.0.0.1', port: 0, metrics, isReady: () => true });
     try {
-      await expect(startHealthServer({ host: '127.0.0.1', port: a.port, metrics, isReady: () => true })).rejects.toMatchObject({
-        code: 'EADDRINUSE',
-      });
+      const err = await expectCode(startHealthServer({ host: '127.0.0.1', port: a.port, metrics, isReady: () => true }), HostError, 'FLANNEL_ERR_HEALTHZ_LISTEN');
+      expect(err.context).toEqual({ host: '127.0.0.1', port: a.port, errno: 'EADDRINUSE' });
+      expect(err.message).toContain(`--healthz-port ${a.port}`);
     } finally {
       await a.close();
     }
+  });
+
+  it("an --healthz-ip that is not this host's is FLANNEL_ERR_HEALTHZ_LISTEN naming --healthz-ip", async () => {
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): no host holds it, so bind(2) fails with EADDRNOTAVAIL.
+    const err = await expectCode(startHealthServer({ host: '192.0.2.1', port: 0, metrics: new Metrics(), isReady: () => true }), HostError, 'FLANNEL_ERR_HEALTHZ_LISTEN');
+    expect(err.context['errno']).toBe('EADDRNOTAVAIL');
+    expect(err.message).toContain('as --healthz-ip');
+  });
+
+  it.each([
+    ['EADDRINUSE', 'another --healthz-port'],
+    ['EACCES', 'permission denied'],
+    ['EMFILE', 'check --healthz-ip and --healthz-port'],
+  ])('listenError(%s) says what to change', (errno, advice) => {
+    const err = listenError(Object.assign(new Error(`listen ${errno}`), { code: errno }), '0.0.0.0', 10277);
+    expect(err).toBeInstanceOf(HostError);
+    expect(err.code).toBe('FLANNEL_ERR_HEALTHZ_LISTEN');
+    expect(err.message).toContain('--healthz-ip 0.0.0.0 --healthz-port 10277');
+    expect(err.message).toContain(advice);
   });
 });
 

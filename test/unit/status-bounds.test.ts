@@ -94,6 +94,30 @@ describe('readStatus against a hostile status port', () => {
     responses.length = 0;
   });
 
+  it('does not depend on fetch: with fetch failing as undici does under Wine, the status is still read', async () => {
+    // Under Wine, Node 22's fetch fails each connect (`TypeError: fetch failed`, cause `connect UNKNOWN
+    // 127.0.0.1:PORT`) while node:http to the same URL answers 200; the Windows tier runs `status` there.
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"inSync":true,"peers":{}}');
+    });
+    const real = globalThis.fetch;
+    globalThis.fetch = () => Promise.reject(new TypeError('fetch failed', { cause: new Error(`connect UNKNOWN ${new URL(url).host}`) }));
+    try {
+      expect(await readStatus(url)).toEqual({ status: 200, text: '{"inSync":true,"peers":{}}' });
+    } finally {
+      globalThis.fetch = real;
+    }
+  });
+
+  it('a redirect is an answer (not followed)', async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(302, { Location: 'http://192.0.2.1/elsewhere' });
+      res.end('moved');
+    });
+    expect(await readStatus(url)).toEqual({ status: 302, text: 'moved' });
+  });
+
   it('a body without end is refused at the cap, with no more than the cap read', async () => {
     let sent = 0;
     const url = await serve((_req, res) => {

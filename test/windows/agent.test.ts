@@ -4,6 +4,7 @@
 // WindowsSimServer -> the one SimulatedDataplane). Scenarios run sequentially in one file.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import type { HcnPolicy } from '../../src/hns/schema.js';
@@ -15,12 +16,15 @@ import {
   mustFailWhenSkipped,
   prepareHarness,
   resetPrefixRunDir,
+  runUnderWine,
   startWindowsAgent,
   windowsHarness,
+  winPath,
   type PreparedHarness,
   type WindowsAgent,
 } from '../support/windows.js';
 import { WIN_IP } from '../support/cluster.js';
+import { freePort } from '../support/free-port.js';
 
 const WIN = 'win-1';
 const WIN_CIDR = '10.244.100.0/24';
@@ -39,8 +43,26 @@ if (!harness.run && mustFailWhenSkipped()) {
   });
 }
 
+/** The agent's /status says inSync (read from Linux through node:http). */
+function statusInSync(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = httpGet(`http://127.0.0.1:${port}/status`, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      res.on('end', () => {
+        try {
+          resolve((JSON.parse(body) as { inSync?: unknown }).inSync === true);
+        } catch {
+          resolve(false);
+        }
+      });
+    });
+    req.on('error', () => resolve(false));
+  });
+}
+
 /** waitFor that fails at once when the agent has exited, quoting its log either way. */
-function waitForAgent<T>(fn: () => T | undefined | false, what: string, agent: WindowsAgent | undefined, timeoutMs = AGENT_WAIT_MS): Promise<T> {
+function waitForAgent<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, agent: WindowsAgent | undefined, timeoutMs = AGENT_WAIT_MS): Promise<T> {
   return waitFor(fn, what, {
     timeoutMs,
     intervalMs: 100,
@@ -148,7 +170,8 @@ interface Scenario {
     const s = await scenario(VXLAN_NET_CONF);
     addLinux(s.api, 1, 'vxlan');
     addLinux(s.api, 2, 'vxlan');
-    const agent = start(s);
+    const healthzPort = await freePort();
+    const agent = start(s, ['--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`]);
 
     await waitForAgent(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
     expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
@@ -167,6 +190,19 @@ interface Scenario {
     const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
     await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
     expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).toBe(`{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`);
+
+    // `flanneld status` on the Windows runtime, as an operator runs it beside the agent: Node 22's fetch
+    // fails every connect under Wine (`connect UNKNOWN 127.0.0.1:PORT`), node:http answers.
+    await waitForAgent(() => statusInSync(healthzPort), '/status in sync', agent);
+    const status = await runUnderWine(prepared.nodeExe, [winPath(join(prepared.stage, 'dist', 'main.js')), 'status', '--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`], {
+      outDir: s.dir,
+    });
+    expect(status.stderr).toBe('');
+    expect(status.stdout).toMatch(/^Dataplane +in sync$/m);
+    expect(status.stdout).toMatch(/^Lease +10\.244\.100\.0\/24 \(public IP 10\.0\.0\.2\)$/m);
+    expect(status.stdout).toMatch(/^Network +flannel\.4096 \(Overlay\)/m);
+    expect(status.stdout).toMatch(/^Peers +2 desired, 2 programmed, 0 rejected, 0 refused$/m);
+    expect(status.code).toBe(0);
 
     // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
     s.api.deleteNode('linux-2');

@@ -1,0 +1,233 @@
+// `flanneld cluster-config`: the settings of the Windows DaemonSet's `flanneld-windows-config` ConfigMap
+// (deploy/base), read from the cluster instead of typed by hand, as sig-windows-tools' HostProcess flannel
+// read them (kubernetes-sigs/sig-windows-tools hostprocess/flannel/flanneld/flannel-overlay.yml mounts
+// `kubeadm-config` and `kube-proxy`; its start.ps1 takes `serviceSubnet:` from kubeadm-config's
+// ClusterConfiguration, and flanneld runs with kube-proxy's `kubeconfig.conf`). Those ConfigMaps live in
+// kube-system and our DaemonSet in kube-flannel (a pod mounts ConfigMaps of its own namespace only), so
+// they are read where the admin has kubectl:
+//   kubectl -n kube-system get configmap kubeadm-config kube-proxy -o yaml | flanneld cluster-config > cluster-config.yaml
+//  * the API server: kube-proxy's kubeconfig.conf `server:` (what kube-proxy on every node uses: kubeadm's
+//    control-plane endpoint), else ClusterConfiguration `controlPlaneEndpoint` (port 6443 when none);
+//  * SERVICE_CIDR: ClusterConfiguration `networking.serviceSubnet` (its IPv4 entry);
+//  * KUBE_DNS_SERVICE_IP: the 10th address of that subnet, as kubeadm assigns it (kubernetes
+//    cmd/kubeadm/app/constants/constants.go GetDNSIP: utilnet.GetIndexedIP(svcSubnetCIDR, 10)).
+// Flags give or override each. Refuses (FLANNEL_ERR_CLUSTER_CONFIG, nothing printed) a value it cannot find,
+// and an API server inside the Service CIDR (the `kubernetes` Service's ClusterIP, which answers on a
+// Windows node only once kube-proxy runs, and kube-proxy needs the network flanneld creates).
+import { readFileSync } from 'node:fs';
+import yaml from 'js-yaml';
+import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
+import { ConfigError, FlagError, errorMessage } from '../errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
+import { contains, isIp4, nthAddress, normalizeCidr } from '../ip4.js';
+import type { Command, CommandIO } from './command.js';
+import { reportError } from './cni-flags.js';
+
+export const CLUSTER_CONFIG_FLAGS: readonly FlagSpec[] = [
+  {
+    name: 'file',
+    kind: 'string',
+    default: '-',
+    help: 'kube-system ConfigMaps kubeadm-config and kube-proxy (YAML or JSON, a List or documents); - reads stdin',
+    valueName: 'FILE',
+    aliases: ['f'],
+    noEnv: true,
+  },
+  {
+    name: 'api-server',
+    kind: 'string',
+    default: '',
+    help: 'the API server as a Windows node reaches it without the Service network (URL or HOST:PORT); default: from kube-proxy or kubeadm-config',
+    valueName: 'URL',
+    noEnv: true,
+  },
+  { name: 'service-cidr', kind: 'string', default: '', help: "the cluster's Service CIDR; default: kubeadm-config's networking.serviceSubnet", valueName: 'CIDR', noEnv: true },
+  { name: 'kube-dns-ip', kind: 'string', default: '', help: 'the kube-dns Service IP; default: the 10th address of the Service CIDR (kubeadm)', valueName: 'IP', noEnv: true },
+  { name: 'cni-bin-dir', kind: 'string', default: 'C:\\opt\\cni\\bin', help: "containerd's CNI bin_dir on the Windows nodes", valueName: 'DIR', noEnv: true },
+  { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
+];
+
+const SUMMARY = "print the DaemonSet's flanneld-windows-config ConfigMap from the cluster's kubeadm-config and kube-proxy ConfigMaps";
+
+/** The four settings and where each came from. */
+export interface ClusterSettings {
+  host: string;
+  port: string;
+  serviceCidr: string;
+  dnsIp: string;
+  sources: { apiServer: string; serviceCidr: string; dnsIp: string };
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function refuse(message: string, context: Record<string, string> = {}): never {
+  throw new ConfigError('FLANNEL_ERR_CLUSTER_CONFIG', message, context);
+}
+
+/** The ConfigMaps in `text` (a List, several documents, or one), by name. */
+export function configMapsByName(text: string): Map<string, Obj> {
+  let docs: unknown[];
+  try {
+    docs = yaml.loadAll(text);
+  } catch (err) {
+    refuse(`cannot read the ConfigMaps: ${errorMessage(err)}; give the output of kubectl -n kube-system get configmap kubeadm-config kube-proxy -o yaml`);
+  }
+  const out = new Map<string, Obj>();
+  const add = (d: unknown) => {
+    if (!isObj(d)) return;
+    if (d['kind'] === 'List' && Array.isArray(d['items'])) for (const i of d['items']) add(i);
+    else if (d['kind'] === 'ConfigMap' && isObj(d['metadata']) && typeof d['metadata']['name'] === 'string') out.set(d['metadata']['name'], d);
+  };
+  for (const d of docs) add(d);
+  return out;
+}
+
+function dataKey(cm: Obj | undefined, key: string): string | undefined {
+  const data = cm?.['data'];
+  const v = isObj(data) ? data[key] : undefined;
+  return typeof v === 'string' ? v : undefined;
+}
+
+function yamlDoc(text: string | undefined, what: string): Obj | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const d = yaml.load(text);
+    return isObj(d) ? d : undefined;
+  } catch (err) {
+    refuse(`${what} is not YAML: ${errorMessage(err)}`);
+  }
+}
+
+/** HOST:PORT or a URL -> host and port ([v6] unbracketed); undefined when it names no host. */
+export function splitEndpoint(text: string): { host: string; port: string } | undefined {
+  const t = text.trim();
+  if (!t) return undefined;
+  try {
+    const u = new URL(t.includes('://') ? t : `https://${t}`);
+    if (!u.hostname) return undefined;
+    return { host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port || (u.protocol === 'http:' ? '80' : t.includes('://') ? '443' : '6443') };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The settings from the ConfigMaps and the flags (a flag wins). Pure; throws FLANNEL_ERR_CLUSTER_CONFIG. */
+export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: string; serviceCidr?: string; kubeDnsIp?: string } = {}): ClusterSettings {
+  const clusterConfiguration = yamlDoc(dataKey(cms.get('kubeadm-config'), 'ClusterConfiguration'), 'kubeadm-config ClusterConfiguration');
+  const kubeconfig = yamlDoc(dataKey(cms.get('kube-proxy'), 'kubeconfig.conf'), 'kube-proxy kubeconfig.conf');
+
+  let api: { host: string; port: string } | undefined;
+  let apiSource = '--api-server';
+  if (flags.apiServer) {
+    api = splitEndpoint(flags.apiServer);
+    if (!api) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${flags.apiServer}" for flag -api-server: want a URL or HOST:PORT`, { flag: 'api-server' });
+  } else {
+    const clusters = kubeconfig?.['clusters'];
+    const first = Array.isArray(clusters) && isObj(clusters[0]) && isObj(clusters[0]['cluster']) ? clusters[0]['cluster'] : undefined;
+    const server = typeof first?.['server'] === 'string' ? first['server'] : '';
+    const endpoint = typeof clusterConfiguration?.['controlPlaneEndpoint'] === 'string' ? clusterConfiguration['controlPlaneEndpoint'] : '';
+    if (server && splitEndpoint(server)) {
+      api = splitEndpoint(server);
+      apiSource = 'kube-system/kube-proxy kubeconfig.conf';
+    } else if (endpoint && splitEndpoint(endpoint)) {
+      api = splitEndpoint(endpoint);
+      apiSource = 'kube-system/kubeadm-config controlPlaneEndpoint';
+    }
+  }
+  if (!api)
+    refuse(
+      'no API server address: kube-proxy has no kubeconfig.conf server and kubeadm-config no controlPlaneEndpoint; pass --api-server (a control-plane node IP or load balancer, and its port)',
+    );
+
+  let serviceCidr: string | undefined;
+  let cidrSource = '--service-cidr';
+  if (flags.serviceCidr) {
+    serviceCidr = normalizeCidr(flags.serviceCidr);
+    if (!serviceCidr) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${flags.serviceCidr}" for flag -service-cidr: not an IPv4 CIDR`, { flag: 'service-cidr' });
+  } else {
+    const networking = clusterConfiguration?.['networking'];
+    const subnets = isObj(networking) && typeof networking['serviceSubnet'] === 'string' ? networking['serviceSubnet'].split(',') : [];
+    serviceCidr = subnets.map((s) => normalizeCidr(s.trim())).find((s) => s !== undefined);
+    cidrSource = 'kube-system/kubeadm-config networking.serviceSubnet';
+  }
+  if (!serviceCidr) refuse('no Service CIDR: kubeadm-config has no IPv4 networking.serviceSubnet; pass --service-cidr');
+
+  if (isIp4(api.host) && contains(serviceCidr, api.host)) {
+    refuse(
+      `the API server ${api.host} (${apiSource}) is inside the Service CIDR ${serviceCidr}: a Service ClusterIP answers on a Windows node only once kube-proxy runs, which needs flannel's network; pass --api-server with a control-plane node IP or load balancer`,
+      { host: api.host, serviceCidr },
+    );
+  }
+
+  let dnsIp: string;
+  let dnsSource = '--kube-dns-ip';
+  if (flags.kubeDnsIp) {
+    if (!isIp4(flags.kubeDnsIp)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${flags.kubeDnsIp}" for flag -kube-dns-ip: not an IPv4 address`, { flag: 'kube-dns-ip' });
+    dnsIp = flags.kubeDnsIp;
+  } else {
+    try {
+      dnsIp = nthAddress(serviceCidr, 10);
+    } catch {
+      refuse(`the Service CIDR ${serviceCidr} has no 10th address for kube-dns; pass --kube-dns-ip`);
+    }
+    dnsSource = `the 10th address of ${serviceCidr} (kubeadm)`;
+  }
+  return { host: api.host, port: api.port, serviceCidr, dnsIp, sources: { apiServer: apiSource, serviceCidr: cidrSource, dnsIp: dnsSource } };
+}
+
+/** The flanneld-windows-config ConfigMap (deploy/base) holding `s`. */
+export function renderClusterConfig(s: ClusterSettings, cniBinDir: string): string {
+  const cm = {
+    kind: 'ConfigMap',
+    apiVersion: 'v1',
+    metadata: { name: 'flanneld-windows-config', namespace: 'kube-flannel', labels: { 'k8s-app': 'flannel' } },
+    data: { KUBERNETES_SERVICE_HOST: s.host, KUBERNETES_SERVICE_PORT: s.port, SERVICE_CIDR: s.serviceCidr, KUBE_DNS_SERVICE_IP: s.dnsIp, CNI_BIN_DIR: cniBinDir },
+  };
+  const head = `# Written by flanneld cluster-config.\n# API server: ${s.sources.apiServer}.\n# Service CIDR: ${s.sources.serviceCidr}.\n` + `# kube-dns IP: ${s.sources.dnsIp}.\n`;
+  return head + yaml.dump(cm, { lineWidth: -1 });
+}
+
+function usage(): string {
+  const flags = renderUsage('flanneld cluster-config', CLUSTER_CONFIG_FLAGS)
+    .replace(/^Usage:.*\n\n/, '')
+    .replace(/\nEnvironment:.*\n$/, '\n');
+  return (
+    `Usage: flanneld cluster-config [OPTION]...\n\n${SUMMARY}.\n\n${flags}\n` +
+    'Example (in deploy/overlays/my-cluster, whose kustomization.yaml lists cluster-config.yaml):\n' +
+    '  kubectl -n kube-system get configmap kubeadm-config kube-proxy -o yaml | flanneld cluster-config > cluster-config.yaml\n'
+  );
+}
+
+export const command: Command = {
+  summary: SUMMARY,
+  run(args: string[], io: CommandIO): Promise<number> {
+    const program = 'flanneld cluster-config';
+    try {
+      const parsed = parseFlags(args, CLUSTER_CONFIG_FLAGS);
+      if (parsed.help) {
+        io.stdout(usage());
+        return Promise.resolve(0);
+      }
+      const get = (name: string) => String(parsed.values.get(name) ?? CLUSTER_CONFIG_FLAGS.find((f) => f.name === name)!.default);
+      const file = get('file');
+      let input: string;
+      try {
+        input = file === '-' ? readFileSync(0, 'utf8') : readRegularFile(file, MAX_CONFIG_FILE_BYTES, '--file');
+      } catch (err) {
+        if (err instanceof ConfigError) throw err;
+        throw new FlagError('FLANNEL_ERR_FLAG', `cannot read ${file === '-' ? 'stdin' : file}: ${errorMessage(err)}`, { flag: 'file' });
+      }
+      const s = clusterSettings(configMapsByName(input), { apiServer: get('api-server'), serviceCidr: get('service-cidr'), kubeDnsIp: get('kube-dns-ip') });
+      io.stdout(renderClusterConfig(s, get('cni-bin-dir')));
+      io.stderr(`API server ${s.host}:${s.port} (${s.sources.apiServer}), Service CIDR ${s.serviceCidr} (${s.sources.serviceCidr}), kube-dns ${s.dnsIp} (${s.sources.dnsIp})\n`);
+      return Promise.resolve(0);
+    } catch (err) {
+      if (err instanceof ConfigError && err.code === 'FLANNEL_ERR_CLUSTER_CONFIG') {
+        io.stderr(`${program}: ${err.message} [${err.code}]\n`);
+        return Promise.resolve(1);
+      }
+      return Promise.resolve(reportError(program, err, io));
+    }
+  },
+};
