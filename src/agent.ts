@@ -260,6 +260,11 @@ export class Agent {
       resyncMs: this.opts.resyncMs,
       policyBatch: config.hnsPolicyBatchSize,
       afterRebuild: settle,
+      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
+      lostHostObjects: async () => {
+        const id = this.sourceVipValue?.endpointId;
+        return netConf.backend.type === 'vxlan' && id && !(await dataplane.hns.getEndpoint(id)) ? ['source-vip'] : [];
+      },
     };
     const backend: Backend =
       netConf.backend.type === 'vxlan'

@@ -32,6 +32,8 @@ export interface BackendDeps {
    * MTU changed); a failure makes the rebuild retry.
    */
   afterRebuild?: (network: Network) => Promise<void>;
+  /** The objects afterRebuild made that HNS no longer holds (the source VIP endpoint); checked every resync. */
+  lostHostObjects?: (network: Network) => Promise<'source-vip'[]>;
 }
 
 /** A registered network: the own lease, the MTU for subnet.env, and its lease watch (flannel backend.Network). */

@@ -2,7 +2,7 @@
 // and one route per peer on the management vNIC. Mirrors flannel pkg/backend/hostgw/hostgw_windows.go,
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { RouteNetwork, type NetworkBinding } from '../route-network.js';
+import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-network.js';
 import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { BackendError, HostError } from '../../errors.js';
@@ -92,8 +92,17 @@ export class HostGwBackend implements Backend {
       }
     }
     const networkId = network.ID!;
+    const endpointId = endpoint.ID!;
     const vnic = new ManagementVNic(deps.host, mgmt, deps.log);
     return {
+      // HNS restarted (it drops every endpoint, microsoft/Windows-Containers#278) or someone removed them.
+      lost: async () => {
+        const lost: HnsObjectKind[] = [];
+        if (!(await deps.hns.getNetworkV1(networkId))) lost.push('network');
+        const ep = await deps.hns.getEndpointByNameV1(`${name}_ep`);
+        if (!ep || !sameId(ep.ID, endpointId)) lost.push('host-endpoint');
+        return lost;
+      },
       driver: hostGwRouteDriver({
         routes: deps.routes,
         network: deps.netConf.network,

@@ -82,6 +82,7 @@ export function hostGwRouteDriver(opts: {
   };
   return {
     name: 'host-gw routes',
+    driftKind: 'route',
     desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
     async readActual() {
       await opts.checkNetwork?.();
