@@ -15,7 +15,7 @@ import { buildStatusReport, type StatusInput, type StatusReport } from './health
 import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
-import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
+import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
@@ -245,6 +245,7 @@ export class Agent {
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
       if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+      await this.recordNetwork(netConf, network, dataplane);
     };
     const deps: BackendDeps = {
       netConf,
@@ -319,6 +320,31 @@ export class Agent {
       this.log.info(what, { startKind: check.kind, bootTime: check.current.bootTime, previousBootTime: check.previous?.bootTime, starts: check.current.starts, path });
     } catch (err) {
       this.log.warn('could not record the boot time; reboot detection is off for this start', { path, error: errorMessage(err) });
+    }
+  }
+
+  /**
+   * Keep the HNS network this agent runs (created or adopted) in the boot record, where whoever renders
+   * the CNI config finds the name pods must use (`flanneld cni-config` reads it).
+   */
+  private async recordNetwork(netConf: NetworkConfig, network: Network, dataplane: Dataplane): Promise<void> {
+    const path = bootRecordPath(this.opts.config.subnetFile);
+    try {
+      const id = (await dataplane.hns.getNetworkByNameV1(network.networkName))?.ID ?? '';
+      recordBootNetwork(path, { name: network.networkName, id, backend: netConf.backend.type });
+      const adopted = network.networkName !== netConf.backend.name;
+      this.log.info(
+        adopted
+          ? `pods must use the adopted HNS network ${network.networkName}, not ${netConf.backend.name}: the CNI config names it (flanneld cni-config reads it from the boot record)`
+          : 'the HNS network pods use, recorded for the CNI config',
+        { network: network.networkName, id, adopted, path },
+      );
+    } catch (err) {
+      this.log.warn('could not record the HNS network in the boot record; flanneld cni-config falls back to net-conf.json', {
+        path,
+        network: network.networkName,
+        error: errorMessage(err),
+      });
     }
   }
 
