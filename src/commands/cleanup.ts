@@ -11,8 +11,11 @@
 //    conflist for this network (someone else's file at that path is kept).
 // Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
 // Without net-conf.json (the DaemonSet's ConfigMap is gone, or it was never on the host) the network is
-// told from the node itself: FLANNEL_NETWORK and FLANNEL_SUBNET in subnet.env, and the one L2Bridge or
-// Overlay HNS network holding that subnet (its name and type); see inferNetConf.
+// told from the node itself: FLANNEL_NETWORK and FLANNEL_SUBNET in subnet.env, and the L2Bridge or
+// Overlay HNS network that is provably flannel's: the one whose ID the boot record kept (boot.json,
+// src/host/boot.ts), else one of a flannel name (the recorded one, `cbr0`, `flannel.<VNI>`) holding
+// exactly that subnet. A network that merely overlaps it (an admin's `External` on 10.0.0.0/8) is never
+// taken: cleanup refuses, naming the candidates; see inferNetConf.
 // `--dry-run` reports without changing anything. Prints one line per object.
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -26,7 +29,8 @@ import { Metrics } from '../metrics.js';
 import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
 import { HostError, NetConfError } from '../errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
-import { BOOT_FILE_NAME } from '../host/boot.js';
+import { BOOT_FILE_NAME, readBootNetwork, type BootNetwork } from '../host/boot.js';
+import { escapeUnsafe } from '../terminal-text.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { findInterfaceByIP } from '../host/select.js';
 import { cidrContains, contains, overlaps } from '../ip4.js';
@@ -61,7 +65,15 @@ export const CLEANUP_FLAGS: readonly FlagSpec[] = [
  * source VIP record names it; else it is the host-gw default `cbr0`, which only the CNI conflist check
  * reads then. Throws FLANNEL_ERR_NET_CONF when subnet.env is missing or several networks hold the subnet.
  */
-export function inferNetConf(opts: { netConfPath: string; subnetFile: string; subnetEnv: string | undefined; sourceVip: string | undefined; networks: HnsNetworkV1[] }): {
+export function inferNetConf(opts: {
+  netConfPath: string;
+  subnetFile: string;
+  subnetEnv: string | undefined;
+  sourceVip: string | undefined;
+  networks: HnsNetworkV1[];
+  /** The network the agent recorded in boot.json (readBootNetwork). */
+  boot?: BootNetwork;
+}): {
   netConf: NetworkConfig;
   how: string;
   /** No HNS network is known to be flannel's: remove the files only, never an HNS network named `cbr0`. */
@@ -77,12 +89,24 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
       { path: opts.netConfPath, subnetFile: opts.subnetFile },
     );
   }
-  const holders = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => overlaps(s.AddressPrefix, subnet)));
+  const candidates = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => overlaps(s.AddressPrefix, subnet)));
+  const byId = candidates.filter((n) => opts.boot?.id && sameId(n.ID, opts.boot.id));
+  const flannelName = (name: string) => name === opts.boot?.name || name === 'cbr0' || /^flannel\.\d+$/.test(name);
+  const holders = byId.length > 0 ? byId : candidates.filter((n) => flannelName(n.Name) && n.Subnets?.[0]?.AddressPrefix === subnet);
+  const named = (list: HnsNetworkV1[]) => list.map((n) => `${escapeUnsafe(n.Name)} ${n.Type} ${(n.Subnets ?? []).map((x) => x.AddressPrefix).join(',')}`).join('; ');
   if (holders.length > 1) {
     throw new NetConfError(
       'FLANNEL_ERR_NET_CONF',
-      `no net-conf.json at ${opts.netConfPath}, and ${holders.length} HNS networks hold this node's subnet ${subnet} (${holders.map((n) => `${n.Name} ${n.Type}`).join(', ')}): pass --net-config-path naming the one flannel made`,
+      `no net-conf.json at ${opts.netConfPath}, and ${holders.length} HNS networks of flannel's names hold this node's subnet ${subnet} (${named(holders)}): pass --net-config-path naming the one flannel made`,
       { path: opts.netConfPath, subnet },
+    );
+  }
+  if (holders.length === 0 && candidates.length > 0) {
+    throw new NetConfError(
+      'FLANNEL_ERR_NET_CONF',
+      `no net-conf.json at ${opts.netConfPath}, and no HNS network is provably flannel's (the ID in ${BOOT_FILE_NAME}, or a flannel name holding exactly ${subnet}); ` +
+        `removing nothing. Overlapping candidates: ${named(candidates)}. If one is flannel's, pass --net-config-path with a net-conf.json naming it (Backend.Name); an administrator's network is kept`,
+      { path: opts.netConfPath, subnet, candidates: candidates.map((n) => n.Name).join(',') },
     );
   }
   const conf = (type: string, name: string) => parseNetConf(JSON.stringify({ Network: network, Backend: { Type: type, Name: name } }));
@@ -99,7 +123,7 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
 /** inferNetConf, or undefined where it would refuse (several holders: cleanup then keeps net-conf's name). */
 function heldNetwork(netConfPath: string, subnetFile: string, subnetEnv: string, networks: HnsNetworkV1[]): ReturnType<typeof inferNetConf> | undefined {
   try {
-    return inferNetConf({ netConfPath, subnetFile, subnetEnv, sourceVip: undefined, networks });
+    return inferNetConf({ netConfPath, subnetFile, subnetEnv, sourceVip: undefined, networks, boot: readBootNetwork(subnetFile) });
   } catch {
     return undefined;
   }
@@ -261,8 +285,11 @@ function refuseWhileAgentRuns(subnetFile: string, force: boolean): void {
 
 export const command: Command = {
   summary: "remove this node's flannel HNS network and endpoints, the routes it created and C:\\run\\flannel (keeps other networks)",
-  async run(args: string[], io: CommandIO): Promise<number> {
+  async run(args: string[], rawIo: CommandIO): Promise<number> {
     const program = 'flanneld cleanup';
+    // What HNS holds (names, types, addresses) is printed escaped, line by line, as `flanneld status` does.
+    const safe = (t: string) => t.split('\n').map(escapeUnsafe).join('\n');
+    const io: CommandIO = { ...rawIo, stdout: (t) => rawIo.stdout(safe(t)), stderr: (t) => rawIo.stderr(safe(t)) };
     try {
       const parsed = parseCommandArgs(args, CLEANUP_FLAGS, io);
       if (parsed.kind === 'help') {
@@ -294,6 +321,7 @@ export const command: Command = {
           subnetEnv: readIf(config.subnetFile),
           sourceVip: config.sourceVipFile ? readIf(config.sourceVipFile) : undefined,
           networks: await dataplane.hns.listNetworksV1(),
+          boot: readBootNetwork(config.subnetFile),
         });
         netConf = inferred.netConf;
         filesOnly = inferred.filesOnly === true;
