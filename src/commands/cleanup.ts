@@ -29,7 +29,8 @@ import { Metrics } from '../metrics.js';
 import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
 import { HostError, NetConfError } from '../errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
-import { BOOT_FILE_NAME, readBootNetwork, type BootNetwork } from '../host/boot.js';
+import { BOOT_FILE_NAME, parseBootRecord, readBootNetwork, type BootNetwork } from '../host/boot.js';
+import { withoutBom } from '../bom.js';
 import { escapeUnsafe } from '../terminal-text.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { findInterfaceByIP } from '../host/select.js';
@@ -232,10 +233,26 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
     else if (text !== undefined) report.kept.push(`${opts.cniConfFile}: not flannel's CNI config for network ${name}`);
   }
 
-  // The agent's files beside subnet.env, then the directory when it is empty.
+  // The agent's files beside subnet.env (each only when its content is what flanneld writes), then the
+  // directory when nothing else is left in it.
   const dir = dirname(config.subnetFile);
-  const own = new Set([config.subnetFile, join(dir, BOOT_FILE_NAME), agentLockPath(config.subnetFile), config.sourceVipFile].filter((f) => f !== ''));
-  for (const f of own) if (dirname(f) === dir) removeFile(f, dryRun, did, seen);
+  const candidates: [string, AgentFileKind][] = [
+    [config.subnetFile, 'subnet.env'],
+    [join(dir, BOOT_FILE_NAME), 'boot record'],
+    [agentLockPath(config.subnetFile), 'agent lock'],
+    [config.sourceVipFile, 'source VIP file'],
+  ];
+  const own = new Set<string>();
+  for (const [f, kind] of candidates) {
+    if (f === '' || dirname(f) !== dir) continue;
+    const text = existsSync(f) ? readIf(f) : undefined;
+    if (text !== undefined && !isAgentFile(kind, text)) {
+      report.kept.push(`${f}: not a ${kind} flanneld wrote`);
+      continue;
+    }
+    own.add(f);
+    removeFile(f, dryRun, did, seen);
+  }
   if (existsSync(dir)) {
     const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json)\.tmp-\d+$/.test(n));
     if (left.length === 0) {
@@ -249,6 +266,34 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
     }
   }
   return report;
+}
+
+type AgentFileKind = 'subnet.env' | 'boot record' | 'agent lock' | 'source VIP file';
+
+/**
+ * Is `text` what flanneld writes as `kind`? subnet.env: only `FLANNEL_*=` lines, FLANNEL_SUBNET among them
+ * (src/subnet/subnet-env.ts); boot.json: a boot record or the network record (src/host/boot.ts); the lock:
+ * `{pid, bootTimeMs}` (src/host/agent-lock.ts); the source VIP file: a document naming an address.
+ */
+export function isAgentFile(kind: AgentFileKind, text: string): boolean {
+  if (kind === 'subnet.env') {
+    const lines = withoutBom(text)
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l !== '');
+    return lines.length > 0 && lines.every((l) => /^FLANNEL_[A-Z0-9_]+=/.test(l)) && lines.some((l) => l.startsWith('FLANNEL_SUBNET='));
+  }
+  if (kind === 'source VIP file') return parseSourceVipDocument(text) !== undefined;
+  let o: unknown;
+  try {
+    o = JSON.parse(withoutBom(text));
+  } catch {
+    return false;
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return false;
+  const r = o as Record<string, unknown>;
+  if (kind === 'agent lock') return Number.isSafeInteger(r['pid']) && typeof r['bootTimeMs'] === 'number';
+  return parseBootRecord(text) !== undefined || (typeof r['network'] === 'object' && r['network'] !== null && typeof (r['network'] as { name?: unknown }).name === 'string');
 }
 
 /** The file's text, capped (src/fs-read.ts); undefined when it is missing. */

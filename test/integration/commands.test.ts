@@ -321,6 +321,29 @@ describe('flanneld cleanup', () => {
     expect(model.listNetworks()).toHaveLength(2);
   });
 
+  it("--subnet-file naming a file that is not flanneld's (a typo naming hosts) keeps it, and a boot.json beside it that is not flanneld's", async () => {
+    const a = await runToSync('host-gw');
+    const etc = join(a.dir, 'etc');
+    mkdirSync(etc, { recursive: true });
+    const hosts = join(etc, 'hosts');
+    writeFileSync(hosts, '127.0.0.1 localhost\n10.0.0.5 registry\n');
+    writeFileSync(join(etc, 'boot.json'), '{"kind":"someone else\'s"}\n');
+    writeFileSync(join(etc, 'flanneld.lock'), 'not a lock\n');
+    const flags = agentFlags(a).map((f) => (f.startsWith('--subnet-file=') ? `--subnet-file=${hosts}` : f));
+    const r = io();
+    expect(await cleanup.run(flags, r.io)).toBe(0);
+    expect(readFileSync(hosts, 'utf8')).toBe('127.0.0.1 localhost\n10.0.0.5 registry\n');
+    expect(existsSync(join(etc, 'boot.json'))).toBe(true);
+    expect(existsSync(join(etc, 'flanneld.lock'))).toBe(true);
+    expect(r.out.stdout).toContain(`kept ${hosts}: not a subnet.env flanneld wrote`);
+    expect(r.out.stdout).not.toContain(`file ${hosts}`);
+    // The real subnet.env and boot.json are flanneld's: removed.
+    const r2 = io();
+    expect(await cleanup.run(agentFlags(a), r2.io)).toBe(0);
+    expect(r2.out.stdout).toContain(`removed file ${a.subnetFile}`);
+    expect(r2.out.stdout).toContain(`removed file ${join(dirname(a.subnetFile), 'boot.json')}`);
+  });
+
   it('a missing net-conf.json is a clear error (exit 2)', async () => {
     cluster = await new TestCluster().start();
     const r = io();
