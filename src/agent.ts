@@ -375,10 +375,11 @@ export class Agent {
     const { config } = this.opts;
     if (!config.cniIpamDataDir) return;
     const { HOST_ENDPOINT_OWNER, hostEndpointAddress } = await import('./backends/hostgw/backend.js');
-    const { reserveAddress } = await import('./backends/ipam-reservation.js');
+    const { reserveAddressOrWarn } = await import('./backends/ipam-reservation.js');
     const ip = hostEndpointAddress(network.lease.subnet);
     const ifname = `${network.networkName}_ep`;
-    const r = reserveAddress(hostFiles, { dataDir: config.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname });
+    const r = reserveAddressOrWarn(hostFiles, { dataDir: config.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname }, this.log);
+    if (!r) return;
     if (r.torn) this.log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip, endpoint: ifname });
     else if (r.result === 'reserved') this.log.info('reserved the host endpoint address in host-local IPAM', { path: r.path, ip, endpoint: ifname });
     if (r.result === 'held') {

@@ -10,6 +10,8 @@
 // unwritten clusters) names no container a CNI runtime could have given (CNI spec: a container ID is
 // `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`), so it is nobody's and is rewritten.
 import { dirname, join } from 'node:path';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
 
 /** host-local's line break on Windows (disk backend `LineBreak`). */
 export const IPAM_LINE_BREAK = '\r\n';
@@ -81,4 +83,26 @@ export function reserveAddress(fs: ReservationFs, r: Reservation): { result: 're
     return now === r.owner ? { result: 'ours', path } : { result: 'held', path, ...(now === undefined ? {} : { holder: now }) };
   }
   return { result: 'reserved', path };
+}
+
+/**
+ * reserveAddress, or undefined with a warning naming the path and the fix when the store cannot be written
+ * (a file where the directory should be, a read-only volume). The reservation is a safety net: the agent
+ * runs on without it rather than stop after the HNS network exists (host-local, writing the same store for
+ * the pods, fails on it too, and names it in the pods' events).
+ */
+export function reserveAddressOrWarn(fs: ReservationFs, r: Reservation, log: Logger): ReturnType<typeof reserveAddress> | undefined {
+  try {
+    return reserveAddress(fs, r);
+  } catch (err) {
+    log.warn(`cannot write the reservation in host-local's store; running on without it, so host-local may hand ${r.ip} to a pod`, {
+      dataDir: r.dataDir,
+      path: reservationPath(r),
+      ip: r.ip,
+      owner: r.owner,
+      error: errorMessage(err),
+      fix: `make ${r.dataDir} a writable directory (host-local's ipam.dataDir in the CNI config), or pass --cni-ipam-data-dir naming that directory ('' turns the reservation off); the agent writes it at its next start or network rebuild`,
+    });
+    return undefined;
+  }
 }

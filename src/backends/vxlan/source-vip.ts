@@ -35,7 +35,7 @@ import type { HnsClient } from '../../hns/client.js';
 import { ENDPOINT_FLAG_REMOTE, policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
 import type { Logger } from '../../log.js';
-import { reservationOwner, reserveAddress } from '../ipam-reservation.js';
+import { reservationOwner, reserveAddressOrWarn } from '../ipam-reservation.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
 export const SOURCE_VIP_HOST_INDEX = 2;
@@ -246,10 +246,10 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
 
   const rec: SourceVipRecord = { ip, prefixLength, subnet, gateway, network: networkName, endpointId: mine.ID ?? '' };
   if (opts.ipamDataDir) {
-    const r = reserveAddress(fs, { dataDir: opts.ipamDataDir, network: networkName, ip, owner: SOURCE_VIP_OWNER, ifname: 'sourcevip' });
-    if (r.torn) log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip });
-    else if (r.result === 'reserved') log.info('reserved the source VIP in host-local IPAM', { path: r.path });
-    else if (r.result === 'held' && r.holder !== SCRIPT_CONTAINER_ID)
+    const r = reserveAddressOrWarn(fs, { dataDir: opts.ipamDataDir, network: networkName, ip, owner: SOURCE_VIP_OWNER, ifname: 'sourcevip' }, log);
+    if (r?.torn) log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip });
+    else if (r?.result === 'reserved') log.info('reserved the source VIP in host-local IPAM', { path: r.path });
+    else if (r?.result === 'held' && r.holder !== SCRIPT_CONTAINER_ID)
       log.warn('a container holds the source VIP in host-local IPAM; recreate that pod', { path: r.path, ip, container: r.holder });
   }
   if (opts.file) {
