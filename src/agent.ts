@@ -18,6 +18,7 @@ import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
+import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
@@ -261,6 +262,7 @@ export class Agent {
       resyncMs: this.opts.resyncMs,
       policyBatch: config.hnsPolicyBatchSize,
       afterRebuild: settle,
+      routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
       // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
       lostHostObjects: async () => {
         const id = this.sourceVipValue?.endpointId;

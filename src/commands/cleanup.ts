@@ -1,12 +1,13 @@
 // `flanneld cleanup`: undo what the agent did on this node, for uninstalling or switching backends. Removes
 // only the agent's own objects, found by the names net-conf.json gives (docs/compatibility.md §5):
-//  * host-gw: the peer routes on the management vNIC (destinations inside Network, other than the own
-//    subnet: exactly the set the agent reconciles), the host endpoint `<name>_ep` and its host-local
-//    reservation, the L2Bridge network;
+//  * host-gw: the peer routes on the management vNIC that the agent recorded as created (routes.json,
+//    src/backends/hostgw/route-record.ts; an administrator's route inside Network is kept and named),
+//    the host endpoint `<name>_ep` and its host-local reservation, the L2Bridge network;
 //  * vxlan: the source VIP endpoint `<name>_sourcevip`, its host-local reservation and sourceVip files,
 //    the Overlay network (its RemoteSubnetRoute policies go with it);
 //  * the agent's files in the subnet file's directory (`C:\run\flannel`: subnet.env, boot.json,
-//    sourcevip.json), and the directory itself when nothing else is left in it;
+//    flanneld.lock, sourcevip.json, routes.json), each only when its content is what flanneld writes,
+//    and the directory itself when nothing else is left in it;
 //  * the CNI conflist `flanneld cni-config -o` wrote (`--cni-conf-file`), when it still is flannel's
 //    conflist for this network (someone else's file at that path is kept).
 // Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
@@ -20,6 +21,7 @@
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
+import { parseRouteRecord, readRouteRecord, routeRecordPath } from '../backends/hostgw/route-record.js';
 import { reservationOwner, reservationPath } from '../backends/ipam-reservation.js';
 import { SOURCE_VIP_OWNER, parseSourceVipDocument, sourceVipEndpointName } from '../backends/vxlan/source-vip.js';
 import { systemClock } from '../clock.js';
@@ -178,10 +180,18 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
       const own = net.Subnets?.[0]?.AddressPrefix;
       const mgmt = net.ManagementIP ? findInterfaceByIP(await host.interfaces(), net.ManagementIP) : undefined;
       if (mgmt) {
+        // Only the routes the agent recorded as created (routes.json beside subnet.env); an administrator's
+        // route inside Network is kept and named.
+        const recorded = new Set((readRouteRecord(routeRecordPath(config.subnetFile), { readFileSync }) ?? []).map((r) => `${r.destinationPrefix} via ${r.nextHop}`));
         for (const r of await routes.list(mgmt.index)) {
           if (r.interfaceIndex !== mgmt.index || r.destinationPrefix === own || !cidrContains(netConf.network, r.destinationPrefix)) continue;
+          const what = `route ${r.destinationPrefix} via ${r.nextHop} on ${mgmt.name} (index ${mgmt.index})`;
+          if (!recorded.has(`${r.destinationPrefix} via ${r.nextHop}`)) {
+            report.kept.push(`${what}: flanneld did not create it (not in ${routeRecordPath(config.subnetFile)})`);
+            continue;
+          }
           if (!dryRun) await routes.remove(r);
-          did(`route ${r.destinationPrefix} via ${r.nextHop} on ${mgmt.name} (index ${mgmt.index})`);
+          did(what);
         }
       }
       const ep = await hns.getEndpointByNameV1(`${name}_ep`);
@@ -241,6 +251,7 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
     [join(dir, BOOT_FILE_NAME), 'boot record'],
     [agentLockPath(config.subnetFile), 'agent lock'],
     [config.sourceVipFile, 'source VIP file'],
+    [routeRecordPath(config.subnetFile), 'route record'],
   ];
   const own = new Set<string>();
   for (const [f, kind] of candidates) {
@@ -254,7 +265,7 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
     removeFile(f, dryRun, did, seen);
   }
   if (existsSync(dir)) {
-    const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json)\.tmp-\d+$/.test(n));
+    const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json|routes\.json)\.tmp-\d+$/.test(n));
     if (left.length === 0) {
       if (!dryRun) {
         for (const n of readdirSync(dir)) rmSync(join(dir, n), { force: true });
@@ -268,7 +279,7 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
   return report;
 }
 
-type AgentFileKind = 'subnet.env' | 'boot record' | 'agent lock' | 'source VIP file';
+type AgentFileKind = 'subnet.env' | 'boot record' | 'agent lock' | 'source VIP file' | 'route record';
 
 /**
  * Is `text` what flanneld writes as `kind`? subnet.env: only `FLANNEL_*=` lines, FLANNEL_SUBNET among them
@@ -284,6 +295,7 @@ export function isAgentFile(kind: AgentFileKind, text: string): boolean {
     return lines.length > 0 && lines.every((l) => /^FLANNEL_[A-Z0-9_]+=/.test(l)) && lines.some((l) => l.startsWith('FLANNEL_SUBNET='));
   }
   if (kind === 'source VIP file') return parseSourceVipDocument(text) !== undefined;
+  if (kind === 'route record') return parseRouteRecord(text) !== undefined;
   let o: unknown;
   try {
     o = JSON.parse(withoutBom(text));

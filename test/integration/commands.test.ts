@@ -78,6 +78,8 @@ describe('flanneld cleanup', () => {
     });
     const vnic = before.listAdapters().find((x) => x.IPAddress === WIN_IP)!;
     addRoute(before, { DestinationPrefix: '172.16.0.0/16', NextHop: '10.0.0.1', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
+    // An administrator's route inside the cluster CIDR: cleanup never created it (not in routes.json).
+    addRoute(before, { DestinationPrefix: '10.244.200.0/24', NextHop: '10.0.0.99', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
     writeFileSync(join(a.dir, 'other.txt'), 'x'); // not in the run dir: untouched anyway
     // The agent reserved cbr0_ep's .2 in host-local's store (src/backends/ipam-reservation.ts); a pod's
     // reservation beside it is not the agent's and stays.
@@ -109,7 +111,14 @@ describe('flanneld cleanup', () => {
     const after = new SimulatedDataplane({ statePath: a.statePath });
     expect(after.listNetworks().map((n) => n.Name)).toEqual(['other']);
     expect(after.listEndpoints()).toEqual([]);
-    expect(after.listRoutes().filter((x) => x.DestinationPrefix.startsWith('10.244.'))).toEqual([]);
+    expect(
+      after
+        .listRoutes()
+        .filter((x) => x.DestinationPrefix.startsWith('10.244.'))
+        .map((x) => `${x.DestinationPrefix} via ${x.NextHop}`),
+    ).toEqual(['10.244.200.0/24 via 10.0.0.99']);
+    expect(r.out.stdout).toMatch(/^kept route 10\.244\.200\.0\/24 via 10\.0\.0\.99 on vEthernet \(Ethernet\) \(index \d+\): flanneld did not create it/m);
+    expect(r.out.stdout).toContain(`removed file ${join(a.dir, 'run', 'flannel', 'routes.json')}`);
     expect(after.listRoutes().some((x) => x.DestinationPrefix === '172.16.0.0/16')).toBe(true);
     expect(existsSync(join(a.dir, 'run', 'flannel'))).toBe(false);
     expect(existsSync(join(a.dir, 'other.txt'))).toBe(true);
