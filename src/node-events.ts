@@ -30,6 +30,7 @@ export const NODE_EVENT_REASON = {
   peerRefused: 'FlannelPeerRefusedByHNS',
   networkRebuilt: 'FlannelNetworkRebuilt',
   hnsRestarted: 'FlannelHNSRestarted',
+  hnsObjectsRepaired: 'FlannelHNSObjectsRepaired',
 } as const;
 
 /** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
@@ -77,7 +78,7 @@ export function hnsStateRepairedEvent(network: string, lost: readonly string[], 
   const why = restarted ? 'the HNS service restarted (it runs in a new process)' : `HNS lost ${lost.join(', ')}`;
   return {
     type: 'Warning',
-    reason: NODE_EVENT_REASON.hnsRestarted,
+    reason: restarted ? NODE_EVENT_REASON.hnsRestarted : NODE_EVENT_REASON.hnsObjectsRepaired,
     message: `${why}: re-applied ${lost.length > 0 ? lost.join(', ') : 'nothing was missing'} on network ${network} and reprogrammed ${peers} peers without a restart of flanneld. kube-proxy must re-add its load balancer policies (restart it if Services stay unreachable); look for why HNS restarted (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
   };
 }

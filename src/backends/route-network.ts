@@ -157,13 +157,18 @@ export class RouteNetwork<A, D> implements Network {
           now,
           lost: lost.join(','),
         });
+      } else if (lost.includes('network')) {
+        this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', {
+          network: this.networkName,
+          lost: lost.join(','),
+        });
       } else if (lost.length > 0) {
         this.log.warn('HNS lost objects this agent made; re-applying them', { network: this.networkName, lost: lost.join(',') });
       }
       if (now !== undefined) instance = now;
       if (!restarted && lost.length === 0) continue;
       this.pendingRepair = { restarted: restarted || this.pendingRepair?.restarted === true, lost: [...new Set([...(this.pendingRepair?.lost ?? []), ...lost])] };
-      this.reconciler.requestRebuild();
+      this.reconciler.requestRebuild(lost.includes('network'));
     }
   }
 
@@ -178,7 +183,11 @@ export class RouteNetwork<A, D> implements Network {
     const lost = repair ? repair.lost : (['network'] as HnsObjectKind[]);
     for (const kind of lost) this.deps.metrics.inc(METRIC.driftRepairs, { kind });
     this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.store.size, mtu: binding.mtu, repaired: lost.join(',') });
-    this.events.record(repair ? hnsStateRepairedEvent(this.networkName, lost, repair.restarted, this.store.size) : networkRebuiltEvent(this.networkName, this.store.size));
+    const event =
+      repair?.restarted || (repair && !lost.includes('network'))
+        ? hnsStateRepairedEvent(this.networkName, lost, repair.restarted, this.store.size)
+        : networkRebuiltEvent(this.networkName, this.store.size);
+    this.events.record(event);
   }
 
   status(): NetworkStatus {

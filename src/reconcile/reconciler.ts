@@ -465,9 +465,13 @@ export class Reconciler<A, D> {
     this.touch();
   }
 
-  /** Rebuild (the owner's onNetworkGone) before the next pass, as when a pass finds the network gone. */
-  requestRebuild(): void {
+  /**
+   * Rebuild (the owner's onNetworkGone) before the next pass, as when a pass finds the network gone;
+   * `networkMissing`: the owner found the network itself gone (the status says so until it is rebuilt).
+   */
+  requestRebuild(networkMissing = false): void {
     this.rebuildRequested = true;
+    if (networkMissing) this.ledger.missing = true;
     this.alarm.ring();
   }
 
