@@ -79,6 +79,6 @@ export function hnsStateRepairedEvent(network: string, lost: readonly string[], 
   return {
     type: 'Warning',
     reason: restarted ? NODE_EVENT_REASON.hnsRestarted : NODE_EVENT_REASON.hnsObjectsRepaired,
-    message: `${why}: re-applied ${lost.length > 0 ? lost.join(', ') : 'nothing was missing'} on network ${network} and reprogrammed ${peers} peers without a restart of flanneld. kube-proxy must re-add its load balancer policies (restart it if Services stay unreachable); look for why HNS restarted (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
+    message: `${why}: re-applied ${lost.length > 0 ? lost.join(', ') : 'its network and endpoints'} on network ${network} and reprogrammed ${peers} peers without a restart of flanneld. kube-proxy must re-add its load balancer policies (restart it if Services stay unreachable); look for why HNS restarted (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
   };
 }
