@@ -21,6 +21,7 @@ import { checkCniReadiness, type CniProblem, type CniReadinessFs } from './comma
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
+import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
 import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
@@ -306,6 +307,12 @@ export class Agent {
       resyncMs: this.opts.resyncMs,
       policyBatch: config.hnsPolicyBatchSize,
       afterRebuild: settle,
+      routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
+      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
+      lostHostObjects: async () => {
+        const id = this.sourceVipValue?.endpointId;
+        return netConf.backend.type === 'vxlan' && id && !(await dataplane.hns.getEndpoint(id)) ? ['source-vip'] : [];
+      },
     };
     const backend: Backend =
       netConf.backend.type === 'vxlan'
@@ -464,11 +471,13 @@ export class Agent {
     const { config } = this.opts;
     if (!config.cniIpamDataDir) return;
     const { HOST_ENDPOINT_OWNER, hostEndpointAddress } = await import('./backends/hostgw/backend.js');
-    const { reserveAddress } = await import('./backends/ipam-reservation.js');
+    const { reserveAddressOrWarn } = await import('./backends/ipam-reservation.js');
     const ip = hostEndpointAddress(network.lease.subnet);
     const ifname = `${network.networkName}_ep`;
-    const r = reserveAddress(hostFiles, { dataDir: config.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname });
-    if (r.result === 'reserved') this.log.info('reserved the host endpoint address in host-local IPAM', { path: r.path, ip, endpoint: ifname });
+    const r = reserveAddressOrWarn(hostFiles, { dataDir: config.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname }, this.log);
+    if (!r) return;
+    if (r.torn) this.log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip, endpoint: ifname });
+    else if (r.result === 'reserved') this.log.info('reserved the host endpoint address in host-local IPAM', { path: r.path, ip, endpoint: ifname });
     if (r.result === 'held') {
       this.log.warn("a pod holds the host endpoint's address (every pod's gateway); it keeps it until it is deleted: recreate that pod", {
         path: r.path,

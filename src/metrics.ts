@@ -26,6 +26,8 @@ export const METRIC = {
   refusedItems: 'flannel_dataplane_refused_items',
   refusals: 'flannel_dataplane_refusals_total',
   networkRebuilds: 'flannel_network_rebuilds_total',
+  hnsRestarts: 'flannel_hns_restarts_total',
+  driftRepairs: 'flannel_drift_repairs_total',
   simulatedCalls: 'flannel_simulated_dataplane_calls_total',
 } as const;
 
@@ -48,6 +50,8 @@ const FAMILIES: Record<string, [string, Kind, string[]?]> = {
   [METRIC.refusedItems]: ['Peer routes or policies the dataplane currently refuses (retried with backoff), by driver.', 'gauge', ['driver']],
   [METRIC.refusals]: ['Writes of one route or policy the dataplane refused, by driver.', 'counter', ['driver']],
   [METRIC.networkRebuilds]: ['Times the HNS network was found missing and rebuilt, by result.', 'counter', ['result']],
+  [METRIC.hnsRestarts]: ['Times the HNS service was seen running in a new process (it restarted and dropped what it had not persisted).', 'counter'],
+  [METRIC.driftRepairs]: ['Objects of the agent found lost or changed behind its back and re-applied, by kind.', 'counter', ['kind']],
   [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter', ['op']],
 };
 
@@ -93,6 +97,7 @@ const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
   [METRIC.applyPasses]: { result: ['ok', 'error'] },
   [METRIC.passDuration]: { result: ['ok', 'error'] },
   [METRIC.networkRebuilds]: { result: ['ok', 'error'] },
+  [METRIC.driftRepairs]: { kind: ['network', 'host-endpoint', 'source-vip', 'route', 'policy'] },
 };
 
 /** prom-client default metrics that are gauges named like counters (dropped: promtool fails them). */

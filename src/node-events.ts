@@ -29,6 +29,8 @@ export const NODE_EVENT_REASON = {
   subnetContested: 'FlannelSubnetContested',
   peerRefused: 'FlannelPeerRefusedByHNS',
   networkRebuilt: 'FlannelNetworkRebuilt',
+  hnsRestarted: 'FlannelHNSRestarted',
+  hnsObjectsRepaired: 'FlannelHNSObjectsRepaired',
 } as const;
 
 /** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
@@ -68,5 +70,15 @@ export function networkRebuiltEvent(network: string, peers: number): NodeEvent {
     type: 'Warning',
     reason: NODE_EVENT_REASON.networkRebuilt,
     message: `HNS network ${network} was gone (HNS restarted, or it was deleted outside flanneld) and was recreated; ${peers} peers reprogrammed. If it recurs, look for what deletes it (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
+  };
+}
+
+/** HNS lost the agent's objects (it restarted, or they were removed behind the agent's back); they were re-applied. */
+export function hnsStateRepairedEvent(network: string, lost: readonly string[], restarted: boolean, peers: number): NodeEvent {
+  const why = restarted ? 'the HNS service restarted (it runs in a new process)' : `HNS lost ${lost.join(', ')}`;
+  return {
+    type: 'Warning',
+    reason: restarted ? NODE_EVENT_REASON.hnsRestarted : NODE_EVENT_REASON.hnsObjectsRepaired,
+    message: `${why}: re-applied ${lost.length > 0 ? lost.join(', ') : 'its network and endpoints'} on network ${network} and reprogrammed ${peers} peers without a restart of flanneld. kube-proxy must re-add its load balancer policies (restart it if Services stay unreachable); look for why HNS restarted (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
   };
 }

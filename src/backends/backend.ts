@@ -8,6 +8,7 @@ import type { RouteTable } from '../routes/route-table.js';
 import type { Lease, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { NetworkStatus } from '../network-status.js';
+import type { RouteRecordStore } from './hostgw/route-record.js';
 
 /** Everything a backend needs, passed in (effects at the edges). */
 export interface BackendDeps {
@@ -32,6 +33,10 @@ export interface BackendDeps {
    * MTU changed); a failure makes the rebuild retry.
    */
   afterRebuild?: (network: Network) => Promise<void>;
+  /** host-gw: where the routes the agent created are recorded (./hostgw/route-record.ts); undefined = in memory. */
+  routeRecord?: RouteRecordStore;
+  /** The objects afterRebuild made that HNS no longer holds (the source VIP endpoint); checked every resync. */
+  lostHostObjects?: (network: Network) => Promise<'source-vip'[]>;
 }
 
 /** A registered network: the own lease, the MTU for subnet.env, and its lease watch (flannel backend.Network). */

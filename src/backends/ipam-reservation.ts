@@ -5,16 +5,24 @@
 // network name is the HNS network name (the conflist's `name`, see src/commands/cni-config.ts).
 // Used for the vxlan source VIP (./vxlan/source-vip.ts) and host-gw's bridge endpoint `<name>_ep` at
 // `.2`, which win-bridge takes as every pod's gateway (plugins win-bridge_windows.go) while host-local
-// would hand `.2` out first. An address a pod already holds is never taken from it.
+// would hand `.2` out first. An address a pod already holds is never taken from it. A torn reservation
+// (empty, or zero-filled: a power loss between host-local's O_EXCL create and its write, or NTFS's
+// unwritten clusters) names no container a CNI runtime could have given (CNI spec: a container ID is
+// `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`), so it is nobody's and is rewritten.
 import { dirname, join } from 'node:path';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
 
 /** host-local's line break on Windows (disk backend `LineBreak`). */
 export const IPAM_LINE_BREAK = '\r\n';
 
 export interface ReservationFs {
   readFileSync(path: string, encoding: 'utf8'): string;
-  /** Called with `{ flag: 'wx' }` (O_CREAT|O_EXCL, as host-local creates its files): throws EEXIST when the file is there. */
-  writeFileSync(path: string, data: string, opts: { flag: 'wx' }): void;
+  /**
+   * Called with `{ flag: 'wx' }` (O_CREAT|O_EXCL, as host-local creates its files): throws EEXIST when the
+   * file is there; `{ flag: 'w' }` only to rewrite a torn reservation.
+   */
+  writeFileSync(path: string, data: string, opts: { flag: 'wx' | 'w' }): void;
   mkdirSync(path: string, opts: { recursive: true }): unknown;
 }
 
@@ -34,23 +42,36 @@ export function reservationPath(r: Pick<Reservation, 'dataDir' | 'network' | 'ip
   return join(r.dataDir, r.network, r.ip);
 }
 
-/** The container ID a reservation file names (its first line), undefined when there is none. */
+/** What a container ID may be (CNI spec, "Parameters": CNI_CONTAINERID). */
+const CONTAINER_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+
+/**
+ * The container ID a reservation file names (its first line); '' when the file is torn (no container ID
+ * a runtime could have given); undefined when there is no file (or it cannot be read).
+ */
 export function reservationOwner(fs: Pick<ReservationFs, 'readFileSync'>, path: string): string | undefined {
+  let text: string;
   try {
-    return fs.readFileSync(path, 'utf8').split(/\r?\n/)[0]?.trim();
+    text = fs.readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
+  const id = text.split(/\r?\n/)[0]?.trim() ?? '';
+  return CONTAINER_ID.test(id) ? id : '';
 }
 
 /**
- * Reserve `ip` for `owner`: `reserved` when the file was written, `ours` when it was there already,
- * `held` (and nothing written) when another container holds the address.
+ * Reserve `ip` for `owner`: `reserved` when the file was written (`torn` when it replaced a torn one),
+ * `ours` when it was there already, `held` (and nothing written) when another container holds the address.
  */
-export function reserveAddress(fs: ReservationFs, r: Reservation): { result: 'reserved' | 'ours' | 'held'; path: string; holder?: string } {
+export function reserveAddress(fs: ReservationFs, r: Reservation): { result: 'reserved' | 'ours' | 'held'; path: string; holder?: string; torn?: true } {
   const path = reservationPath(r);
   const holder = reservationOwner(fs, path);
   if (holder === r.owner) return { result: 'ours', path };
+  if (holder === '') {
+    fs.writeFileSync(path, `${r.owner}${IPAM_LINE_BREAK}${r.ifname}`, { flag: 'w' });
+    return { result: 'reserved', path, torn: true };
+  }
   if (holder !== undefined) return { result: 'held', path, holder };
   // Created exclusively, as host-local does: a pod that took the address since the read keeps it.
   fs.mkdirSync(dirname(path), { recursive: true });
@@ -62,4 +83,26 @@ export function reserveAddress(fs: ReservationFs, r: Reservation): { result: 're
     return now === r.owner ? { result: 'ours', path } : { result: 'held', path, ...(now === undefined ? {} : { holder: now }) };
   }
   return { result: 'reserved', path };
+}
+
+/**
+ * reserveAddress, or undefined with a warning naming the path and the fix when the store cannot be written
+ * (a file where the directory should be, a read-only volume). The reservation is a safety net: the agent
+ * runs on without it rather than stop after the HNS network exists (host-local, writing the same store for
+ * the pods, fails on it too, and names it in the pods' events).
+ */
+export function reserveAddressOrWarn(fs: ReservationFs, r: Reservation, log: Logger): ReturnType<typeof reserveAddress> | undefined {
+  try {
+    return reserveAddress(fs, r);
+  } catch (err) {
+    log.warn(`cannot write the reservation in host-local's store; running on without it, so host-local may hand ${r.ip} to a pod`, {
+      dataDir: r.dataDir,
+      path: reservationPath(r),
+      ip: r.ip,
+      owner: r.owner,
+      error: errorMessage(err),
+      fix: `make ${r.dataDir} a writable directory (host-local's ipam.dataDir in the CNI config), or pass --cni-ipam-data-dir naming that directory ('' turns the reservation off); the agent writes it at its next start or network rebuild`,
+    });
+    return undefined;
+  }
 }

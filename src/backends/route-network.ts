@@ -8,10 +8,19 @@
 // (routes for host-gw; RemoteSubnetRoute policies, or legacy remote endpoints, for vxlan) and their own
 // rebuild: when a pass finds the HNS network gone, the backend recreates it with the same subnet, every
 // peer is reprogrammed and the agent's afterRebuild hook runs (metadata route, source VIP, subnet.env).
+// The same rebuild repairs what HNS loses when it restarts (it keeps only what it persisted: see
+// src/simulator/objects.ts restartHns): every resync period the network's binding and the agent check
+// that the objects they made are still there under the IDs they got (the network, the host endpoint, the
+// source VIP endpoint), and the host says whether the HNS service runs in a new process (AKS restarts
+// kube-proxy on that signal: Azure/AgentBaker#2085). Either finding re-applies everything without an
+// agent restart, records an Event and counts flannel_hns_restarts_total / flannel_drift_repairs_total.
 import type { BackendDeps, Network } from './backend.js';
 import { componentLogger, type Logger } from '../log.js';
 import type { NetworkStatus } from '../network-status.js';
-import { networkRebuiltEvent, noNodeEvents, type NodeEvents } from '../node-events.js';
+import { pause } from '../clock.js';
+import { errorMessage } from '../errors.js';
+import { METRIC } from '../metrics.js';
+import { hnsStateRepairedEvent, networkRebuiltEvent, noNodeEvents, type NodeEvents } from '../node-events.js';
 import { PeerStore } from '../reconcile/peer-store.js';
 import { Reconciler, type LeaseDriver } from '../reconcile/reconciler.js';
 import type { Lease } from '../subnet/lease.js';
@@ -21,6 +30,17 @@ export interface NetworkBinding<A, D> {
   /** Writes the peers' items, and says which items a peer lease needs. */
   driver: LeaseDriver<A, D>;
   mtu: number;
+  /** The objects this incarnation made that HNS no longer holds under the IDs they got (checked every resync). */
+  lost?: () => Promise<HnsObjectKind[]>;
+}
+
+/** An object of the agent that HNS can lose (flannel_drift_repairs_total's `kind`, with `route` and `policy`). */
+export type HnsObjectKind = 'network' | 'host-endpoint' | 'source-vip';
+
+/** What the last HNS check found, for the rebuild it asked for. */
+interface PendingRepair {
+  restarted: boolean;
+  lost: HnsObjectKind[];
 }
 
 export interface RouteNetworkOptions<A, D> {
@@ -42,6 +62,7 @@ export class RouteNetwork<A, D> implements Network {
   private readonly reconciler: Reconciler<A, D>;
   /** Events on the own Node (kube mode; none in etcd mode). */
   private readonly events: NodeEvents;
+  private pendingRepair: PendingRepair | undefined;
 
   constructor(opts: RouteNetworkOptions<A, D>) {
     const { deps, lease, rebuild } = opts;
@@ -95,6 +116,7 @@ export class RouteNetwork<A, D> implements Network {
     const { subnetManager } = this.deps;
     const watching = subnetManager.watchLeases(this.store.apply, signal);
     const reconciling = this.reconciler.run(signal);
+    const watchingHns = this.watchHns(signal);
     const completing = this.reconciler.waitForFirstPass(signal).then(
       () => {
         const s = this.reconciler.status();
@@ -105,7 +127,49 @@ export class RouteNetwork<A, D> implements Network {
         if (!signal.aborted) throw err;
       },
     );
-    await Promise.all([watching, reconciling, completing]);
+    await Promise.all([watching, reconciling, completing, watchingHns]);
+  }
+
+  /**
+   * Every resync period: has the HNS service a new instance, or are objects the agent made gone? Either
+   * asks the reconciler for a rebuild, which re-applies the network, the host endpoint, the source VIP
+   * and every peer. A failed check is retried at the next period (a pass then sees what is wrong).
+   */
+  private async watchHns(signal: AbortSignal): Promise<void> {
+    const { host, clock } = this.deps;
+    const instanceOf = async () => (host.hnsInstance ? await host.hnsInstance().catch(() => undefined) : undefined);
+    let instance = await instanceOf();
+    while (await pause(clock, this.deps.resyncMs ?? 10_000, signal)) {
+      const now = await instanceOf();
+      const restarted = instance !== undefined && now !== undefined && now !== instance;
+      let lost: HnsObjectKind[];
+      try {
+        lost = [...((await this.binding.lost?.()) ?? []), ...((await this.deps.lostHostObjects?.(this)) ?? [])];
+      } catch (err) {
+        this.log.debug('checking the HNS objects failed; the next pass or check retries', { error: errorMessage(err) });
+        continue;
+      }
+      if (restarted) {
+        this.deps.metrics.inc(METRIC.hnsRestarts);
+        this.log.warn('the HNS service restarted (new process); re-applying the network, endpoints and peers', {
+          network: this.networkName,
+          previous: instance,
+          now,
+          lost: lost.join(','),
+        });
+      } else if (lost.includes('network')) {
+        this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', {
+          network: this.networkName,
+          lost: lost.join(','),
+        });
+      } else if (lost.length > 0) {
+        this.log.warn('HNS lost objects this agent made; re-applying them', { network: this.networkName, lost: lost.join(',') });
+      }
+      if (now !== undefined) instance = now;
+      if (!restarted && lost.length === 0) continue;
+      this.pendingRepair = { restarted: restarted || this.pendingRepair?.restarted === true, lost: [...new Set([...(this.pendingRepair?.lost ?? []), ...lost])] };
+      this.reconciler.requestRebuild(lost.includes('network'));
+    }
   }
 
   private async rebuilt(rebuild: (signal: AbortSignal) => Promise<NetworkBinding<A, D>>, signal: AbortSignal): Promise<void> {
@@ -114,8 +178,16 @@ export class RouteNetwork<A, D> implements Network {
     this.store.rebind(binding.driver);
     this.reconciler.rebind(binding.driver);
     await this.deps.afterRebuild?.(this);
-    this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.store.size, mtu: binding.mtu });
-    this.events.record(networkRebuiltEvent(this.networkName, this.store.size));
+    const repair = this.pendingRepair;
+    this.pendingRepair = undefined;
+    const lost = repair ? repair.lost : (['network'] as HnsObjectKind[]);
+    for (const kind of lost) this.deps.metrics.inc(METRIC.driftRepairs, { kind });
+    this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.store.size, mtu: binding.mtu, repaired: lost.join(',') });
+    const event =
+      repair?.restarted || (repair && !lost.includes('network'))
+        ? hnsStateRepairedEvent(this.networkName, lost, repair.restarted, this.store.size)
+        : networkRebuiltEvent(this.networkName, this.store.size);
+    this.events.record(event);
   }
 
   status(): NetworkStatus {

@@ -1,22 +1,27 @@
 // `flanneld cleanup`: undo what the agent did on this node, for uninstalling or switching backends. Removes
 // only the agent's own objects, found by the names net-conf.json gives (docs/compatibility.md §5):
-//  * host-gw: the peer routes on the management vNIC (destinations inside Network, other than the own
-//    subnet: exactly the set the agent reconciles), the host endpoint `<name>_ep` and its host-local
-//    reservation, the L2Bridge network;
+//  * host-gw: the peer routes on the management vNIC that the agent recorded as created (routes.json,
+//    src/backends/hostgw/route-record.ts; an administrator's route inside Network is kept and named),
+//    the host endpoint `<name>_ep` and its host-local reservation, the L2Bridge network;
 //  * vxlan: the source VIP endpoint `<name>_sourcevip`, its host-local reservation and sourceVip files,
 //    the Overlay network (its RemoteSubnetRoute policies go with it);
 //  * the agent's files in the subnet file's directory (`C:\run\flannel`: subnet.env, boot.json,
-//    sourcevip.json), and the directory itself when nothing else is left in it;
+//    flanneld.lock, sourcevip.json, routes.json), each only when its content is what flanneld writes,
+//    and the directory itself when nothing else is left in it;
 //  * the CNI conflist `flanneld cni-config -o` wrote (`--cni-conf-file`), when it still is flannel's
 //    conflist for this network (someone else's file at that path is kept).
 // Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
 // Without net-conf.json (the DaemonSet's ConfigMap is gone, or it was never on the host) the network is
-// told from the node itself: FLANNEL_NETWORK and FLANNEL_SUBNET in subnet.env, and the one L2Bridge or
-// Overlay HNS network holding that subnet (its name and type); see inferNetConf.
+// told from the node itself: FLANNEL_NETWORK and FLANNEL_SUBNET in subnet.env, and the L2Bridge or
+// Overlay HNS network that is provably flannel's: the one whose ID the boot record kept (boot.json,
+// src/host/boot.ts), else one of a flannel name (the recorded one, `cbr0`, `flannel.<VNI>`) holding
+// exactly that subnet. A network that merely overlaps it (an admin's `External` on 10.0.0.0/8) is never
+// taken: cleanup refuses, naming the candidates; see inferNetConf.
 // `--dry-run` reports without changing anything. Prints one line per object.
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
+import { parseRouteRecord, readRouteRecord, routeRecordPath } from '../backends/hostgw/route-record.js';
 import { reservationOwner, reservationPath } from '../backends/ipam-reservation.js';
 import { SOURCE_VIP_OWNER, parseSourceVipDocument, sourceVipEndpointName } from '../backends/vxlan/source-vip.js';
 import { systemClock } from '../clock.js';
@@ -26,7 +31,9 @@ import { Metrics } from '../metrics.js';
 import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
 import { HostError, NetConfError } from '../errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
-import { BOOT_FILE_NAME } from '../host/boot.js';
+import { BOOT_FILE_NAME, parseBootRecord, readBootNetwork, type BootNetwork } from '../host/boot.js';
+import { withoutBom } from '../bom.js';
+import { escapeUnsafe } from '../terminal-text.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { findInterfaceByIP } from '../host/select.js';
 import { cidrContains, contains, overlaps } from '../ip4.js';
@@ -61,7 +68,15 @@ export const CLEANUP_FLAGS: readonly FlagSpec[] = [
  * source VIP record names it; else it is the host-gw default `cbr0`, which only the CNI conflist check
  * reads then. Throws FLANNEL_ERR_NET_CONF when subnet.env is missing or several networks hold the subnet.
  */
-export function inferNetConf(opts: { netConfPath: string; subnetFile: string; subnetEnv: string | undefined; sourceVip: string | undefined; networks: HnsNetworkV1[] }): {
+export function inferNetConf(opts: {
+  netConfPath: string;
+  subnetFile: string;
+  subnetEnv: string | undefined;
+  sourceVip: string | undefined;
+  networks: HnsNetworkV1[];
+  /** The network the agent recorded in boot.json (readBootNetwork). */
+  boot?: BootNetwork;
+}): {
   netConf: NetworkConfig;
   how: string;
   /** No HNS network is known to be flannel's: remove the files only, never an HNS network named `cbr0`. */
@@ -77,12 +92,24 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
       { path: opts.netConfPath, subnetFile: opts.subnetFile },
     );
   }
-  const holders = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => overlaps(s.AddressPrefix, subnet)));
+  const candidates = opts.networks.filter((n) => (n.Type === 'L2Bridge' || n.Type === 'Overlay') && (n.Subnets ?? []).some((s) => overlaps(s.AddressPrefix, subnet)));
+  const byId = candidates.filter((n) => opts.boot?.id && sameId(n.ID, opts.boot.id));
+  const flannelName = (name: string) => name === opts.boot?.name || name === 'cbr0' || /^flannel\.\d+$/.test(name);
+  const holders = byId.length > 0 ? byId : candidates.filter((n) => flannelName(n.Name) && n.Subnets?.[0]?.AddressPrefix === subnet);
+  const named = (list: HnsNetworkV1[]) => list.map((n) => `${escapeUnsafe(n.Name)} ${n.Type} ${(n.Subnets ?? []).map((x) => x.AddressPrefix).join(',')}`).join('; ');
   if (holders.length > 1) {
     throw new NetConfError(
       'FLANNEL_ERR_NET_CONF',
-      `no net-conf.json at ${opts.netConfPath}, and ${holders.length} HNS networks hold this node's subnet ${subnet} (${holders.map((n) => `${n.Name} ${n.Type}`).join(', ')}): pass --net-config-path naming the one flannel made`,
+      `no net-conf.json at ${opts.netConfPath}, and ${holders.length} HNS networks of flannel's names hold this node's subnet ${subnet} (${named(holders)}): pass --net-config-path naming the one flannel made`,
       { path: opts.netConfPath, subnet },
+    );
+  }
+  if (holders.length === 0 && candidates.length > 0) {
+    throw new NetConfError(
+      'FLANNEL_ERR_NET_CONF',
+      `no net-conf.json at ${opts.netConfPath}, and no HNS network is provably flannel's (the ID in ${BOOT_FILE_NAME}, or a flannel name holding exactly ${subnet}); ` +
+        `removing nothing. Overlapping candidates: ${named(candidates)}. If one is flannel's, pass --net-config-path with a net-conf.json naming it (Backend.Name); an administrator's network is kept`,
+      { path: opts.netConfPath, subnet, candidates: candidates.map((n) => n.Name).join(',') },
     );
   }
   const conf = (type: string, name: string) => parseNetConf(JSON.stringify({ Network: network, Backend: { Type: type, Name: name } }));
@@ -99,7 +126,7 @@ export function inferNetConf(opts: { netConfPath: string; subnetFile: string; su
 /** inferNetConf, or undefined where it would refuse (several holders: cleanup then keeps net-conf's name). */
 function heldNetwork(netConfPath: string, subnetFile: string, subnetEnv: string, networks: HnsNetworkV1[]): ReturnType<typeof inferNetConf> | undefined {
   try {
-    return inferNetConf({ netConfPath, subnetFile, subnetEnv, sourceVip: undefined, networks });
+    return inferNetConf({ netConfPath, subnetFile, subnetEnv, sourceVip: undefined, networks, boot: readBootNetwork(subnetFile) });
   } catch {
     return undefined;
   }
@@ -153,10 +180,18 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
       const own = net.Subnets?.[0]?.AddressPrefix;
       const mgmt = net.ManagementIP ? findInterfaceByIP(await host.interfaces(), net.ManagementIP) : undefined;
       if (mgmt) {
+        // Only the routes the agent recorded as created (routes.json beside subnet.env); an administrator's
+        // route inside Network is kept and named.
+        const recorded = new Set((readRouteRecord(routeRecordPath(config.subnetFile), { readFileSync }) ?? []).map((r) => `${r.destinationPrefix} via ${r.nextHop}`));
         for (const r of await routes.list(mgmt.index)) {
           if (r.interfaceIndex !== mgmt.index || r.destinationPrefix === own || !cidrContains(netConf.network, r.destinationPrefix)) continue;
+          const what = `route ${r.destinationPrefix} via ${r.nextHop} on ${mgmt.name} (index ${mgmt.index})`;
+          if (!recorded.has(`${r.destinationPrefix} via ${r.nextHop}`)) {
+            report.kept.push(`${what}: flanneld did not create it (not in ${routeRecordPath(config.subnetFile)})`);
+            continue;
+          }
           if (!dryRun) await routes.remove(r);
-          did(`route ${r.destinationPrefix} via ${r.nextHop} on ${mgmt.name} (index ${mgmt.index})`);
+          did(what);
         }
       }
       const ep = await hns.getEndpointByNameV1(`${name}_ep`);
@@ -208,12 +243,29 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
     else if (text !== undefined) report.kept.push(`${opts.cniConfFile}: not flannel's CNI config for network ${name}`);
   }
 
-  // The agent's files beside subnet.env, then the directory when it is empty.
+  // The agent's files beside subnet.env (each only when its content is what flanneld writes), then the
+  // directory when nothing else is left in it.
   const dir = dirname(config.subnetFile);
-  const own = new Set([config.subnetFile, join(dir, BOOT_FILE_NAME), agentLockPath(config.subnetFile), config.sourceVipFile].filter((f) => f !== ''));
-  for (const f of own) if (dirname(f) === dir) removeFile(f, dryRun, did, seen);
+  const candidates: [string, AgentFileKind][] = [
+    [config.subnetFile, 'subnet.env'],
+    [join(dir, BOOT_FILE_NAME), 'boot record'],
+    [agentLockPath(config.subnetFile), 'agent lock'],
+    [config.sourceVipFile, 'source VIP file'],
+    [routeRecordPath(config.subnetFile), 'route record'],
+  ];
+  const own = new Set<string>();
+  for (const [f, kind] of candidates) {
+    if (f === '' || dirname(f) !== dir) continue;
+    const text = existsSync(f) ? readIf(f) : undefined;
+    if (text !== undefined && !isAgentFile(kind, text)) {
+      report.kept.push(`${f}: not a ${kind} flanneld wrote`);
+      continue;
+    }
+    own.add(f);
+    removeFile(f, dryRun, did, seen);
+  }
   if (existsSync(dir)) {
-    const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json)\.tmp-\d+$/.test(n));
+    const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json|routes\.json)\.tmp-\d+$/.test(n));
     if (left.length === 0) {
       if (!dryRun) {
         for (const n of readdirSync(dir)) rmSync(join(dir, n), { force: true });
@@ -225,6 +277,35 @@ export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> 
     }
   }
   return report;
+}
+
+type AgentFileKind = 'subnet.env' | 'boot record' | 'agent lock' | 'source VIP file' | 'route record';
+
+/**
+ * Is `text` what flanneld writes as `kind`? subnet.env: only `FLANNEL_*=` lines, FLANNEL_SUBNET among them
+ * (src/subnet/subnet-env.ts); boot.json: a boot record or the network record (src/host/boot.ts); the lock:
+ * `{pid, bootTimeMs}` (src/host/agent-lock.ts); the source VIP file: a document naming an address.
+ */
+export function isAgentFile(kind: AgentFileKind, text: string): boolean {
+  if (kind === 'subnet.env') {
+    const lines = withoutBom(text)
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l !== '');
+    return lines.length > 0 && lines.every((l) => /^FLANNEL_[A-Z0-9_]+=/.test(l)) && lines.some((l) => l.startsWith('FLANNEL_SUBNET='));
+  }
+  if (kind === 'source VIP file') return parseSourceVipDocument(text) !== undefined;
+  if (kind === 'route record') return parseRouteRecord(text) !== undefined;
+  let o: unknown;
+  try {
+    o = JSON.parse(withoutBom(text));
+  } catch {
+    return false;
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return false;
+  const r = o as Record<string, unknown>;
+  if (kind === 'agent lock') return Number.isSafeInteger(r['pid']) && typeof r['bootTimeMs'] === 'number';
+  return parseBootRecord(text) !== undefined || (typeof r['network'] === 'object' && r['network'] !== null && typeof (r['network'] as { name?: unknown }).name === 'string');
 }
 
 /** The file's text, capped (src/fs-read.ts); undefined when it is missing. */
@@ -261,8 +342,11 @@ function refuseWhileAgentRuns(subnetFile: string, force: boolean): void {
 
 export const command: Command = {
   summary: "remove this node's flannel HNS network and endpoints, the routes it created and C:\\run\\flannel (keeps other networks)",
-  async run(args: string[], io: CommandIO): Promise<number> {
+  async run(args: string[], rawIo: CommandIO): Promise<number> {
     const program = 'flanneld cleanup';
+    // What HNS holds (names, types, addresses) is printed escaped, line by line, as `flanneld status` does.
+    const safe = (t: string) => t.split('\n').map(escapeUnsafe).join('\n');
+    const io: CommandIO = { ...rawIo, stdout: (t) => rawIo.stdout(safe(t)), stderr: (t) => rawIo.stderr(safe(t)) };
     try {
       const parsed = parseCommandArgs(args, CLEANUP_FLAGS, io);
       if (parsed.kind === 'help') {
@@ -299,6 +383,7 @@ export const command: Command = {
           subnetEnv: readIf(config.subnetFile),
           sourceVip: config.sourceVipFile ? readIf(config.sourceVipFile) : undefined,
           networks: await dataplane.hns.listNetworksV1(),
+          boot: readBootNetwork(config.subnetFile),
         });
         netConf = inferred.netConf;
         filesOnly = inferred.filesOnly === true;

@@ -4,9 +4,17 @@
 // so no reader ever sees an empty lock. A lock is stale, and taken over, when its PID is not running,
 // when it was written in an earlier boot (PIDs are reused after a reboot; see ./boot.ts), when it holds
 // this process's own PID (an earlier agent in this process), or when it cannot be read as a lock.
+// A bare PID is not proof: Windows hands a dead process's PID to the next one quickly, and a crashed
+// agent's PID held by another live program would block the agent (and cleanup) for as long as that
+// program lives, while the SCM gives up after its restarts. So the lock also records the holder's image
+// name and its process start time, and a live PID whose process has another image, or started at
+// another time, is not the holder: stale. What is known of a PID comes from the OS (processInfo: on
+// Windows `tasklist` for the image; on Linux /proc/<pid>/stat for the start); what is not known is not
+// held against the holder.
 // `flanneld cleanup` reads it to refuse running beside a live agent.
+import { execFileSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { systemClock } from '../clock.js';
 import { errorMessage, HostError } from '../errors.js';
 import { BOOT_TIME_TOLERANCE_MS, systemBootTimeMs } from './boot.js';
@@ -32,13 +40,30 @@ export interface AgentLockDeps {
   bootTimeMs?: () => number;
   /** Wall clock for `startedAt` (default the system clock). */
   now?: () => number;
+  /** What the OS says of a running PID: its image name and start time (default processInfo). */
+  processInfo?: (pid: number) => ProcessInfo | undefined;
+  /** This process's image name and start time (default basename(process.execPath), now - uptime). */
+  self?: { image: string; startMs: number };
 }
+
+/** A running process as the OS describes it; a field the OS did not give is absent. */
+export interface ProcessInfo {
+  image?: string;
+  startMs?: number;
+}
+
+/** Two start times of one process agree within this (one is derived from the wall clock and uptime). */
+export const PROCESS_START_TOLERANCE_MS = 2_000;
 
 /** What the lock file holds. */
 export interface LockHolder {
   pid: number;
   bootTimeMs: number;
   startedAt: string;
+  /** The holder's executable (`flanneld.exe`, `node.exe`); absent in a lock of an older agent. */
+  image?: string;
+  /** When the holder's process started, ms since the epoch; absent in a lock of an older agent. */
+  processStartMs?: number;
 }
 
 export interface AgentLock {
@@ -67,7 +92,13 @@ function parseHolder(text: string): LockHolder | undefined {
   try {
     const o = JSON.parse(text) as Partial<LockHolder>;
     if (!Number.isSafeInteger(o.pid) || (o.pid as number) <= 0 || typeof o.bootTimeMs !== 'number') return undefined;
-    return { pid: o.pid as number, bootTimeMs: o.bootTimeMs, startedAt: String(o.startedAt ?? '') };
+    return {
+      pid: o.pid as number,
+      bootTimeMs: o.bootTimeMs,
+      startedAt: String(o.startedAt ?? ''),
+      ...(typeof o.image === 'string' && o.image !== '' ? { image: o.image } : {}),
+      ...(typeof o.processStartMs === 'number' && Number.isFinite(o.processStartMs) ? { processStartMs: o.processStartMs } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -92,7 +123,54 @@ export function readLockHolder(path: string, deps: AgentLockDeps = {}): LockHold
   const boot = (deps.bootTimeMs ?? systemBootTimeMs)();
   if (Math.abs(holder.bootTimeMs - boot) > BOOT_TIME_TOLERANCE_MS) return undefined;
   if (holder.pid === (deps.pid ?? process.pid)) return undefined;
-  return (deps.isAlive ?? processAlive)(holder.pid) ? holder : undefined;
+  if (!(deps.isAlive ?? processAlive)(holder.pid)) return undefined;
+  return isSameProcess(holder, (deps.processInfo ?? processInfo)(holder.pid)) ? holder : undefined;
+}
+
+/** Is the live process `info` the one that wrote `holder`? Unknown on either side counts as the same. */
+function isSameProcess(holder: LockHolder, info: ProcessInfo | undefined): boolean {
+  if (!info) return true;
+  if (holder.image !== undefined && info.image !== undefined && holder.image.toLowerCase() !== info.image.toLowerCase()) return false;
+  if (holder.processStartMs !== undefined && info.startMs !== undefined && Math.abs(holder.processStartMs - info.startMs) > PROCESS_START_TOLERANCE_MS) return false;
+  return true;
+}
+
+/**
+ * What the OS says of `pid`: on Windows its image name (`tasklist /FI "PID eq N" /FO CSV /NH`: one CSV row
+ * `"flanneld.exe","4242",...`); on Linux its start time (/proc/<pid>/stat field 22, clock ticks after boot,
+ * USER_HZ 100). Undefined when it cannot be told.
+ */
+export function processInfo(pid: number): ProcessInfo | undefined {
+  try {
+    if (process.platform === 'win32') {
+      const out = execFileSync('tasklist.exe', ['/FI', `PID eq ${pid}`, '/FO', 'CSV', '/NH'], { encoding: 'utf8', timeout: 5_000, windowsHide: true });
+      return tasklistImage(out, pid);
+    }
+    const stat = nodeFs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    return Number.isFinite(ticks) ? { startMs: systemBootTimeMs() + ticks * 10 } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The image name tasklist's CSV row gives for `pid`; undefined when no row names that PID. */
+export function tasklistImage(csv: string, pid: number): ProcessInfo | undefined {
+  for (const line of csv.split(/\r?\n/)) {
+    const m = /^"([^"]+)","(\d+)"/.exec(line.trim());
+    if (m && Number(m[2]) === pid) return { image: m[1] };
+  }
+  return undefined;
+}
+
+/** This process: its image name and start time. */
+function selfProcess(deps: AgentLockDeps): { image: string; startMs: number } {
+  if (deps.self) return deps.self;
+  if (process.platform !== 'win32') {
+    const own = processInfo(process.pid);
+    if (own?.startMs !== undefined) return { image: basename(process.execPath), startMs: own.startMs };
+  }
+  return { image: basename(process.execPath), startMs: Math.round(systemClock.now() - process.uptime() * 1000) };
 }
 
 /**
@@ -102,7 +180,14 @@ export function readLockHolder(path: string, deps: AgentLockDeps = {}): LockHold
 export function acquireAgentLock(path: string, deps: AgentLockDeps = {}): AgentLock {
   const fs = deps.fs ?? nodeFs;
   const pid = deps.pid ?? process.pid;
-  const me: LockHolder = { pid, bootTimeMs: (deps.bootTimeMs ?? systemBootTimeMs)(), startedAt: new Date(deps.now ? deps.now() : systemClock.now()).toISOString() };
+  const self = selfProcess(deps);
+  const me: LockHolder = {
+    pid,
+    bootTimeMs: (deps.bootTimeMs ?? systemBootTimeMs)(),
+    startedAt: new Date(deps.now ? deps.now() : systemClock.now()).toISOString(),
+    image: self.image,
+    processStartMs: self.startMs,
+  };
   const text = JSON.stringify(me) + '\n';
   const tmp = `${path}.tmp-${pid}`;
   try {

@@ -22,4 +22,10 @@ export interface Host {
   getForwarding(interfaceIndex: number): Promise<boolean>;
   /** The MAC of the adapter holding `ipv4`, in Windows' form (`00-15-5D-0A-0B-0C`); undefined when unknown. */
   macAddress(ipv4: string): Promise<string | undefined>;
+  /**
+   * The running instance of the Host Network Service (on Windows its process ID, as the service control
+   * manager reports it); a new value means HNS restarted and dropped what it had not persisted. Undefined
+   * when it cannot be told (the service is stopped, or the query failed).
+   */
+  hnsInstance?(): Promise<string | undefined>;
 }

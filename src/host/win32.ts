@@ -5,6 +5,7 @@
 // adapter's MAC: under Wine it lists the Linux host's interfaces, so no MAC is found there and HNS
 // assigns one, as it does when none is given.
 /* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
+import { execFile } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
 import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
@@ -28,6 +29,12 @@ export function hnsMacOf(ip: string, ifaces: NetworkInterfaces): string | undefi
     }
   }
   return undefined;
+}
+
+/** The PID in `sc.exe queryex` output (`        PID                : 2140`); undefined when stopped (PID 0) or absent. */
+export function hnsPidOf(scOutput: string): string | undefined {
+  const pid = /^\s*PID\s*:\s*(\d+)\s*$/m.exec(scOutput)?.[1];
+  return pid === undefined || pid === '0' ? undefined : pid;
 }
 
 export class Win32Host implements Host {
@@ -122,6 +129,13 @@ export class Win32Host implements Host {
 
   macAddress(ipv4: string): Promise<string | undefined> {
     return Promise.resolve(hnsMacOf(ipv4, this.interfacesOfNode()));
+  }
+
+  /** The hns service's PID from the service control manager (`sc.exe queryex hns`, QueryServiceStatusEx's dwProcessId). */
+  hnsInstance(): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      execFile('sc.exe', ['queryex', 'hns'], { timeout: 5_000, windowsHide: true }, (err, stdout) => resolve(err ? undefined : hnsPidOf(String(stdout))));
+    });
   }
 
   async getForwarding(interfaceIndex: number): Promise<boolean> {

@@ -21,7 +21,7 @@ import { abortReason, pause, systemClock } from '../clock.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import { METRIC, type Metrics } from '../metrics.js';
 import type { NetworkStatus } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
 import { PassLedger, RefusalTracker, type PassResult } from './ledger.js';
@@ -46,6 +46,8 @@ export interface ReconcilePlan<A, D> {
 export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
   /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
   name: string;
+  /** What one item is, for flannel_drift_repairs_total{kind} when a resync finds one gone (default `policy`). */
+  driftKind?: 'route' | 'policy';
   /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
   readActual(): Promise<A[]>;
   /** One write removing these items (at most `batch` of them). */
@@ -413,6 +415,9 @@ export class Reconciler<A, D> {
   private readonly onNetworkGone: ((signal: AbortSignal) => Promise<void>) | undefined;
   private readonly refusals: RefusalTracker;
   private readonly ledger: PassLedger;
+  private readonly metrics: Metrics | undefined;
+  /** The owner asked for a rebuild (HNS lost objects the driver does not read: an endpoint, the service's state). */
+  private rebuildRequested = false;
 
   private readonly desired: DesiredSet<D>;
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
@@ -437,6 +442,7 @@ export class Reconciler<A, D> {
     this.resyncMs = opts.resyncMs ?? 10_000;
     this.desired = opts.desired;
     this.onNetworkGone = opts.onNetworkGone;
+    this.metrics = opts.metrics;
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
     this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
     this.refusals = new RefusalTracker({
@@ -457,6 +463,16 @@ export class Reconciler<A, D> {
     this.cache = undefined;
     this.fullPending = true;
     this.touch();
+  }
+
+  /**
+   * Rebuild (the owner's onNetworkGone) before the next pass, as when a pass finds the network gone;
+   * `networkMissing`: the owner found the network itself gone (the status says so until it is rebuilt).
+   */
+  requestRebuild(networkMissing = false): void {
+    this.rebuildRequested = true;
+    if (networkMissing) this.ledger.missing = true;
+    this.alarm.ring();
   }
 
   private touch(): void {
@@ -529,10 +545,12 @@ export class Reconciler<A, D> {
     let plan: ReconcilePlan<A, D> | undefined;
     try {
       if (!incremental) {
+        const before = this.cache;
         const actual = await driver.readActual();
         this.lastFullAt = this.clock.now();
         this.cache = driver.toActual ? new ActualCache(actual, (a) => driver.actualKey(a)) : undefined;
         plan = planReconcile(actual, this.desired.desiredItems(), driver);
+        if (before) this.countDrift(driver, before, plan);
       } else {
         const cache = this.cache!;
         const want = keys!.map((k) => this.desired.desired(k)).filter((d): d is D => d !== undefined);
@@ -563,6 +581,18 @@ export class Reconciler<A, D> {
     this.settleRefusals(incremental ? undefined : plan);
     this.ledger.ended(out, start);
     return this.settle(out, early, incremental);
+  }
+
+  /** Items the last read (and our writes since) held as desired that this full read finds gone: drift, re-added now. */
+  private countDrift(driver: ReconcileDriver<A, D>, before: ActualCache<A>, plan: ReconcilePlan<A, D>): void {
+    const lost = plan.add.filter((d) => before.get(driver.desiredKey(d)).some((a) => driver.same(a, d)));
+    if (lost.length === 0) return;
+    this.metrics?.inc(METRIC.driftRepairs, { kind: driver.driftKind ?? 'policy' }, lost.length);
+    this.log.warn('peer items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them', {
+      driver: driver.name,
+      items: lost.length,
+      peers: peerNames(lost.map((d) => this.desired.owner(driver.desiredKey(d)) ?? driver.desiredKey(d))),
+    });
   }
 
   private async releaseQuietly(driver: ReconcileDriver<A, D>): Promise<void> {
@@ -611,7 +641,7 @@ export class Reconciler<A, D> {
    */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      if (this.ledger.missing && this.onNetworkGone) {
+      if ((this.ledger.missing || this.rebuildRequested) && this.onNetworkGone) {
         if (!(await this.rebuild(signal))) return;
         continue;
       }
@@ -653,6 +683,7 @@ export class Reconciler<A, D> {
   private async rebuild(signal: AbortSignal): Promise<boolean> {
     try {
       await this.onNetworkGone!(signal);
+      this.rebuildRequested = false;
       this.ledger.rebuildDone();
       this.cache = undefined;
       this.fullPending = true;

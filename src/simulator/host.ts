@@ -163,6 +163,12 @@ export class SimulatedHost implements Host {
     return a && simAdapterMac(a);
   }
 
+  /** The state file's `hnsInstance` (moved on by the "HNS restarted" fault, ./objects.ts restartHns). */
+  async hnsInstance(): Promise<string | undefined> {
+    await this.dp.enter('QueryServiceStatusEx', 'host', 0, 'hns');
+    return String(this.dp.hnsInstance());
+  }
+
   async defaultRouteInterfaceIndex(): Promise<number | undefined> {
     await this.dp.enter('GetIpForwardTable2', 'host');
     return this.dp.defaultRouteInterfaceIndex();

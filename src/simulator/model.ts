@@ -262,6 +262,20 @@ export class SimulatedDataplane {
     return this.store.change((v) => objects.attachEndpointToHost(v, this.ids, op, id));
   }
 
+  /**
+   * The "HNS restarted" fault (./objects.ts restartHns): endpoints, their vNICs, added policies and the
+   * non-persistent networks are gone, and the HNS service runs in a new instance.
+   */
+  restartHns(): objects.HnsRestartEffects {
+    return this.store.update((s) => objects.restartHns(s));
+  }
+
+  /** The HNS service's instance (what the host reports as its process; ./host.ts). */
+  hnsInstance(): number {
+    this.store.refresh();
+    return this.store.peek().hnsInstance ?? 1;
+  }
+
   // ---------------------------------------------------------------- HNS namespaces (./namespaces.ts)
 
   /** Every namespace with the endpoints in it (HcnQueryNamespaceProperties of each). */

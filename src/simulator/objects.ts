@@ -231,3 +231,46 @@ export function attachEndpointToHost(view: KeyedState, ids: SimIds, op: string, 
   view.doc.adapters.push(adapter);
   return { ...adapter };
 }
+
+/** HCN NetworkFlags EnableNonPersistent (hcsshim hcn/hcnnetwork.go): the network does not survive an HNS restart or a reboot. */
+export const NON_PERSISTENT_NETWORK_FLAG = 8;
+/** The network policies HNS sets (or is given) at creation, which it restores with a persisted network. */
+const CREATION_POLICIES = new Set(['NetAdapterName', 'ProviderAddress', 'DrMacAddress']);
+
+/** What an HNS restart took away. */
+export interface HnsRestartEffects {
+  networksDropped: string[];
+  endpointsDropped: number;
+  policiesDropped: number;
+}
+
+/**
+ * The "HNS restarted" fault: what a restart (or crash) of the Host Network Service leaves behind. HNS
+ * restores only what it persisted: networks created without the non-persistent flag come back with their
+ * ID and their creation policies; non-persistent networks (flannel's Overlay network) are gone, and so is
+ * every endpoint with its host vNIC (microsoft/Windows-Containers#278 and #516: an HNS crash or a Windows
+ * update wipes container networking; kubernetes#110674 and sig-windows-tools#77: the policies added later
+ * are lost too). Policies added through HcnModifyNetwork (RemoteSubnetRoute) are dropped. The service runs
+ * in a new process (what AKS's scheduled task watches: Azure/AgentBaker#2085): `hnsInstance` moves on.
+ */
+export function restartHns(state: DataplaneState): HnsRestartEffects {
+  const effects: HnsRestartEffects = { networksDropped: [], endpointsDropped: state.endpoints.length, policiesDropped: 0 };
+  for (const net of [...state.networks]) {
+    if (((net.Flags ?? 0) & NON_PERSISTENT_NETWORK_FLAG) !== 0) {
+      deleteNetwork(state, 'HNS restart', net.ID!);
+      effects.networksDropped.push(net.Name);
+    }
+  }
+  const vnics = new Set(state.endpoints.map(hostVNicName));
+  const gone = new Set(state.adapters.filter((a) => vnics.has(a.Name)).map((a) => a.InterfaceIndex));
+  state.adapters = state.adapters.filter((a) => !gone.has(a.InterfaceIndex));
+  state.routes = state.routes.filter((r) => !gone.has(r.InterfaceIndex));
+  state.endpoints = [];
+  for (const net of state.networks) {
+    const kept = (net.Policies ?? []).filter((p) => CREATION_POLICIES.has(p.Type));
+    effects.policiesDropped += (net.Policies ?? []).length - kept.length;
+    net.Policies = kept;
+  }
+  state.hnsInstance = (state.hnsInstance ?? 1) + 1;
+  return effects;
+}

@@ -131,6 +131,9 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   if (o.policyBatches !== undefined && !POLICY_BATCH_MODES.includes(o.policyBatches as PolicyBatches)) {
     fail(`"policyBatches" must be one of ${POLICY_BATCH_MODES.map((m) => JSON.stringify(m)).join(', ')}, got ${JSON.stringify(o.policyBatches)}`, '$.policyBatches');
   }
+  if (o.hnsInstance !== undefined && !(Number.isSafeInteger(o.hnsInstance) && (o.hnsInstance as number) >= 1)) {
+    fail(`"hnsInstance" must be a whole number >= 1, got ${JSON.stringify(o.hnsInstance)}`, '$.hnsInstance');
+  }
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);
     if (!Array.isArray(faults)) return fail(faults.problem, faults.entry);

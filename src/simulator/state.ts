@@ -38,6 +38,8 @@ export interface DataplaneState {
   faults?: FaultRule[];
   /** How HcnModifyNetwork applies several policies (./refusals.ts); absent = `atomic`. */
   policyBatches?: PolicyBatches;
+  /** The HNS service's instance (its process), moved on by each "HNS restarted" fault; absent = 1. */
+  hnsInstance?: number;
 }
 
 export const PHYSICAL_ADAPTER = 'Ethernet';

@@ -264,10 +264,27 @@ function hostGwConfig(be: JsonObject): HostGwBackendConfig {
 
 const MAX_HNS_NETWORK_NAME = 256;
 
+/** Device names Windows reserves in every directory, with or without an extension (COM¹..³ and LPT¹..³ too). */
+const WINDOWS_RESERVED_NAME = /^(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?$/i;
+
+/**
+ * Why `name` is not a plain Windows path component (Microsoft Learn, "Naming Files, Paths, and
+ * Namespaces"): a reserved character `< > : " | ? *`, a reserved device name (`CON`, `nul.txt`), `.`,
+ * or a trailing dot or space (Windows strips them, so `cbr0.` is the directory `cbr0`).
+ */
+function windowsPathProblem(name: string): string | undefined {
+  if (/[<>:"|?*]/.test(name)) return 'contains a character Windows reserves in file names (< > : " | ? *)';
+  if (WINDOWS_RESERVED_NAME.test(name)) return 'is a device name Windows reserves (CON, PRN, AUX, NUL, COM0-9, LPT0-9)';
+  if (name === '.') return 'is "."';
+  if (/[. ]$/.test(name)) return 'ends with a dot or a space, which Windows drops from file names';
+  return undefined;
+}
+
 /**
  * Backend.Name names the HNS network and, through the CNI config, the host-local IPAM directory
  * `<--cni-ipam-data-dir>/<name>` (containernetworking/plugins plugins/ipam/host-local/backend/disk:
- * filepath.Join(dataDir, network)). So it must be one plain path element: no `/` or `\`, no `..`,
+ * filepath.Join(dataDir, network)). So it must be one plain Windows path element: no `/` or `\`, no `..`,
+ * nothing windowsPathProblem names,
  * no control, bidi-override or line-separator characters (the one escape, ../terminal-text.ts),
  * at most 256 characters.
  */
@@ -281,7 +298,7 @@ function hnsNetworkName(name: string): string {
           ? 'contains ".."'
           : escapeUnsafe(name) !== name
             ? 'contains a control or bidi character'
-            : undefined;
+            : windowsPathProblem(name);
   if (bad) fail(`Backend.Name ${JSON.stringify(name.slice(0, 64))} ${bad}; use a plain HNS network name such as cbr0 or flannel.4096`, { key: 'Backend.Name' });
   return name;
 }

@@ -196,28 +196,38 @@ describe('restarts', () => {
     expect(nets[0].ID).toBe(id);
   });
 
-  it('host-gw: keeps cbr0 (same ID) and sweeps stale routes inside the cluster network only', async () => {
+  it("host-gw: keeps cbr0 (same ID) and sweeps the stale routes it created; an admin's routes, inside the cluster network too, are kept", async () => {
     cluster = await new TestCluster().start();
     addLinux(cluster, 1, 'host-gw');
+    addLinux(cluster, 9, 'host-gw');
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
     let a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
-    await waitFor(() => peerRoutes(a).length === 1, 'one route');
+    await waitFor(() => peerRoutes(a).length === 2, 'two routes');
     const before = a.sim.snapshot();
     const id = before.networks[0].ID;
     const vnicIndex = before.adapters.find((x) => x.IPAddress === WIN_IP)!.InterfaceIndex;
     await a.stop();
+    // linux-9 leaves while the agent is down: its route (the agent's, recorded in routes.json) is stale.
+    cluster.api.deleteNode('linux-9');
 
     const state = JSON.parse(readFileSync(a.statePath, 'utf8')) as { routes: unknown[] };
-    state.routes.push({ DestinationPrefix: '10.244.9.0/24', NextHop: '10.0.0.19', InterfaceIndex: vnicIndex, Metric: 256 });
     state.routes.push({ DestinationPrefix: '192.168.50.0/24', NextHop: '10.0.0.1', InterfaceIndex: vnicIndex, Metric: 256 });
+    // An administrator's routes inside the cluster CIDR that flanneld never created.
+    state.routes.push({ DestinationPrefix: '10.244.200.0/24', NextHop: '10.0.0.99', InterfaceIndex: vnicIndex, Metric: 256 });
+    state.routes.push({ DestinationPrefix: '10.244.1.0/25', NextHop: '10.0.0.98', InterfaceIndex: vnicIndex, Metric: 256 });
     writeFileSync(a.statePath, JSON.stringify(state));
 
-    a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
-    await waitFor(() => a.agent.network && peerRoutes(a).length === 1, 'swept routes');
+    const sink = logSink('info');
+    a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF, log: sink.log });
+    await waitFor(() => a.agent.network && !peerRoutes(a).includes('10.244.9.0/24 via 10.0.0.19'), 'the stale route swept');
+    await waitFor(() => a.agent.network?.status().inSync, 'in sync');
     const after = a.sim.snapshot();
-    expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11']);
+    expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.1.0/25 via 10.0.0.98', '10.244.200.0/24 via 10.0.0.99']);
     expect(after.routes.some((r) => r.DestinationPrefix === '192.168.50.0/24')).toBe(true); // not ours: kept
     expect(after.networks[0].ID).toBe(id);
+    // The foreign route overlapping linux-1's subnet is told, once; the one overlapping no peer is not.
+    const told = sink.entries.filter((l) => String(l['message']).startsWith('a route flanneld did not create overlaps'));
+    expect(told).toEqual([expect.objectContaining({ level: 'warn', route: '10.244.1.0/25', nextHop: '10.0.0.98', peerSubnet: '10.244.1.0/24' })]);
   });
 });
 

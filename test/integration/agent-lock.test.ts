@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlannelError, HostError } from '../../src/errors.js';
-import { acquireAgentLock, agentLockPath, readLockHolder, type LockFs } from '../../src/host/agent-lock.js';
+import { acquireAgentLock, agentLockPath, readLockHolder, tasklistImage, type LockFs } from '../../src/host/agent-lock.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';
 import { MAIN, startFlanneld } from '../support/flanneld-process.js';
@@ -81,6 +81,31 @@ describe('agent lock (pure, injected fs)', () => {
     expect(readLockHolder(LOCK, deps(fs, alive))).toBeUndefined();
     acquireAgentLock(LOCK, deps(fs, alive));
     expect(JSON.parse(fs.files.get(LOCK)!)).toMatchObject({ pid: 100 });
+  });
+
+  // Windows recycles PIDs fast: a crashed agent's PID held by another live program is no agent. The lock
+  // records the holder's image name and process start time; a live PID whose image or start differs is stale.
+  const me = (image: string, processStartMs: number) => JSON.stringify({ pid: 4242, bootTimeMs: BOOT, startedAt: '2026-01-01T00:00:00.000Z', image, processStartMs });
+  it.each<[string, string, { image?: string; startMs?: number } | undefined, boolean]>([
+    ['the PID now runs another program (svchost.exe)', me('flanneld.exe', BOOT + 1000), { image: 'svchost.exe', startMs: BOOT + 1000 }, false],
+    ['the PID now runs another flanneld started later', me('flanneld.exe', BOOT + 1000), { image: 'FLANNELD.EXE', startMs: BOOT + 600_000 }, false],
+    ['the same process (image case differs, start within the tolerance)', me('flanneld.exe', BOOT + 1000), { image: 'FLANNELD.EXE', startMs: BOOT + 1500 }, true],
+    ['nothing known of the process: the PID is trusted', me('flanneld.exe', BOOT + 1000), undefined, true],
+    ['a lock of an older agent (no image recorded): the PID is trusted', held(4242), { image: 'svchost.exe', startMs: BOOT }, true],
+  ])('a live PID: %s', (_what, content, info, live) => {
+    const fs = memFs(new Map([[LOCK, content]]));
+    const d = { ...deps(fs, [4242]), processInfo: () => info };
+    expect(readLockHolder(LOCK, d)?.pid).toBe(live ? 4242 : undefined);
+    if (!live) {
+      acquireAgentLock(LOCK, d);
+      expect(JSON.parse(fs.files.get(LOCK)!)).toMatchObject({ pid: 100, image: expect.any(String), processStartMs: expect.any(Number) });
+    }
+  });
+
+  it("reads the image name from tasklist's CSV row for the PID", () => {
+    expect(tasklistImage('"flanneld.exe","4242","Services","0","61,220 K"\r\n', 4242)).toEqual({ image: 'flanneld.exe' });
+    expect(tasklistImage('INFO: No tasks are running which match the specified criteria.\r\n', 4242)).toBeUndefined();
+    expect(tasklistImage('"svchost.exe","42","Services","0","9,000 K"\r\n', 4242)).toBeUndefined();
   });
 
   it('release leaves a lock that is no longer ours', () => {

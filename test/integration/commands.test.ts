@@ -3,8 +3,8 @@
 // endpoints, routes and files and keeps everything else; the binary dispatches both subcommands.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { command as cleanup, inferNetConf } from '../../src/commands/cleanup.js';
 import { NetConfError } from '../../src/errors.js';
 import { expectCode } from '../support/errors.js';
@@ -78,6 +78,8 @@ describe('flanneld cleanup', () => {
     });
     const vnic = before.listAdapters().find((x) => x.IPAddress === WIN_IP)!;
     addRoute(before, { DestinationPrefix: '172.16.0.0/16', NextHop: '10.0.0.1', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
+    // An administrator's route inside the cluster CIDR: cleanup never created it (not in routes.json).
+    addRoute(before, { DestinationPrefix: '10.244.200.0/24', NextHop: '10.0.0.99', InterfaceIndex: vnic.InterfaceIndex, Metric: 256 });
     writeFileSync(join(a.dir, 'other.txt'), 'x'); // not in the run dir: untouched anyway
     // The agent reserved cbr0_ep's .2 in host-local's store (src/backends/ipam-reservation.ts); a pod's
     // reservation beside it is not the agent's and stays.
@@ -109,7 +111,14 @@ describe('flanneld cleanup', () => {
     const after = new SimulatedDataplane({ statePath: a.statePath });
     expect(after.listNetworks().map((n) => n.Name)).toEqual(['other']);
     expect(after.listEndpoints()).toEqual([]);
-    expect(after.listRoutes().filter((x) => x.DestinationPrefix.startsWith('10.244.'))).toEqual([]);
+    expect(
+      after
+        .listRoutes()
+        .filter((x) => x.DestinationPrefix.startsWith('10.244.'))
+        .map((x) => `${x.DestinationPrefix} via ${x.NextHop}`),
+    ).toEqual(['10.244.200.0/24 via 10.0.0.99']);
+    expect(r.out.stdout).toMatch(/^kept route 10\.244\.200\.0\/24 via 10\.0\.0\.99 on vEthernet \(Ethernet\) \(index \d+\): flanneld did not create it/m);
+    expect(r.out.stdout).toContain(`removed file ${join(a.dir, 'run', 'flannel', 'routes.json')}`);
     expect(after.listRoutes().some((x) => x.DestinationPrefix === '172.16.0.0/16')).toBe(true);
     expect(existsSync(join(a.dir, 'run', 'flannel'))).toBe(false);
     expect(existsSync(join(a.dir, 'other.txt'))).toBe(true);
@@ -222,7 +231,7 @@ describe('flanneld cleanup', () => {
     expect(new SimulatedDataplane({ statePath: a.statePath }).listNetworks()).toEqual([]);
   });
 
-  it('without net-conf.json, two networks holding the own subnet (a half-done migration) are refused, naming both', async () => {
+  it("without net-conf.json, two networks holding the own subnet (a half-done migration): the boot record's ID tells flannel's; without it both are refused, named", async () => {
     const a = await runToSync('vxlan');
     const model = new SimulatedDataplane({ statePath: a.statePath });
     model.createNetwork('test', {
@@ -231,29 +240,117 @@ describe('flanneld cleanup', () => {
       Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: WIN_CIDR }] }],
       SchemaVersion: { Major: 2, Minor: 0 },
     });
-    const r = io();
-    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${join(a.dir, 'gone.json')}`], r.io)).toBe(2);
-    expect(r.out.stderr).toMatch(/flannel\.4096 Overlay, vxlan0 Overlay|vxlan0 Overlay, flannel\.4096 Overlay/);
-    expect(model.listNetworks()).toHaveLength(2); // nothing removed
-    const err = expectCode(
-      () =>
-        inferNetConf({
-          netConfPath: 'gone.json',
-          subnetFile: a.subnetFile,
-          subnetEnv: readFileSync(a.subnetFile, 'utf8'),
-          sourceVip: undefined,
-          networks: model.listNetworks().map((n) => ({ Name: n.Name, Type: n.Type, Subnets: [{ AddressPrefix: n.Ipams![0].Subnets![0].IpAddressPrefix }] })),
-        }),
-      NetConfError,
-      'FLANNEL_ERR_NET_CONF',
-    );
+    const networks = model.listNetworks().map((n) => ({ Name: n.Name, Type: n.Type, Subnets: [{ AddressPrefix: n.Ipams![0].Subnets![0].IpAddressPrefix }] }));
+    const infer = (rename: string) =>
+      inferNetConf({
+        netConfPath: 'gone.json',
+        subnetFile: a.subnetFile,
+        subnetEnv: readFileSync(a.subnetFile, 'utf8'),
+        sourceVip: undefined,
+        networks: networks.map((n) => (n.Name === 'vxlan0' ? { ...n, Name: rename } : n)),
+      });
+    // No boot record: two networks of flannel's names holding exactly the subnet are refused, both named.
+    const err = expectCode(() => infer('flannel.4097'), NetConfError, 'FLANNEL_ERR_NET_CONF');
     expect(err.context['subnet']).toBe(WIN_CIDR);
+    expect(err.message).toMatch(/flannel\.4096 Overlay 10\.244\.100\.0\/24; flannel\.4097 Overlay|flannel\.4097 Overlay 10\.244\.100\.0\/24; flannel\.4096 Overlay/);
+    expect(infer('vxlan0').netConf.backend.name).toBe('flannel.4096');
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${join(a.dir, 'gone.json')}`], r.io)).toBe(0);
+    expect(r.out.stdout).toMatch(/^removed HNS network flannel\.4096 \(Overlay, /m);
+    expect(model.listNetworks().map((n) => n.Name)).toEqual(['vxlan0']);
     // No subnet.env either: nothing to tell the network from.
     expectCode(
       () => inferNetConf({ netConfPath: 'gone.json', subnetFile: 'subnet.env', subnetEnv: undefined, sourceVip: undefined, networks: [] }),
       NetConfError,
       'FLANNEL_ERR_NET_CONF',
     );
+  });
+
+  it("without net-conf.json: an admin's L2Bridge network External on 10.0.0.0/8 that merely overlaps FLANNEL_SUBNET is never removed; cleanup refuses, naming it", async () => {
+    const a = await runToSync('vxlan');
+    const model = new SimulatedDataplane({ statePath: a.statePath });
+    // A reboot took the non-persistent Overlay network; the admin's External network spans the pod subnet.
+    model.deleteNetwork('test', model.getNetworkByName('flannel.4096')!.ID!);
+    model.createNetwork('test', {
+      Name: 'External',
+      Type: 'L2Bridge',
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: '10.0.0.0/8' }] }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${join(a.dir, 'gone.json')}`], r.io)).toBe(2);
+    expect(r.out.stderr).toContain('External L2Bridge 10.0.0.0/8');
+    expect(r.out.stdout).not.toMatch(/removed/);
+    expect(model.getNetworkByName('External')).toBeDefined();
+    expect(existsSync(a.subnetFile)).toBe(true);
+  });
+
+  it("without net-conf.json: the network the boot record names by ID is flannel's, whatever else overlaps; the admin's network is kept", async () => {
+    const a = await runToSync('host-gw');
+    const model = new SimulatedDataplane({ statePath: a.statePath });
+    model.createNetwork('test', {
+      Name: 'External',
+      Type: 'L2Bridge',
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: '10.0.0.0/8' }] }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${join(a.dir, 'gone.json')}`], r.io)).toBe(0);
+    expect(r.out.stdout).toMatch(/^removed HNS network cbr0 \(L2Bridge, /m);
+    expect(model.listNetworks().map((n) => n.Name)).toEqual(['External']);
+  });
+
+  it("inferNetConf: a flannel name with exactly the recorded subnet is flannel's; an overlapping network of another name is only a candidate", () => {
+    const subnetEnv = `FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=${WIN_CIDR.replace('.0/24', '.1/24')}\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n`;
+    const net = (Name: string, Type: string, prefix: string, ID = Name.toUpperCase()) => ({ Name, ID, Type, Subnets: [{ AddressPrefix: prefix }] });
+    const base = { netConfPath: 'gone.json', subnetFile: 'subnet.env', subnetEnv, sourceVip: undefined };
+    expect(inferNetConf({ ...base, networks: [net('flannel.4096', 'Overlay', WIN_CIDR), net('External', 'L2Bridge', '10.0.0.0/8')] }).netConf.backend.name).toBe('flannel.4096');
+    // A flannel name on another subnet proves nothing.
+    const err = expectCode(() => inferNetConf({ ...base, networks: [net('cbr0', 'L2Bridge', '10.244.0.0/16')] }), NetConfError, 'FLANNEL_ERR_NET_CONF');
+    expect(err.message).toContain('cbr0 L2Bridge 10.244.0.0/16');
+    // The boot record's ID proves it whatever the name.
+    const boot = { name: 'vxlan0', id: 'abc-1' };
+    expect(inferNetConf({ ...base, boot, networks: [net('vxlan0', 'Overlay', WIN_CIDR, 'ABC-1'), net('External', 'L2Bridge', '10.0.0.0/8')] }).netConf.backend.name).toBe('vxlan0');
+  });
+
+  it('HNS network names reach the terminal escaped, as flanneld status prints them (an ESC in a name never drives the terminal)', async () => {
+    const a = await runToSync('vxlan');
+    const model = new SimulatedDataplane({ statePath: a.statePath });
+    rmSync(join(dirname(a.subnetFile), 'boot.json'), { force: true });
+    const hostile = 'x\u001b]0;owned\u0007\u001b[2J';
+    for (const Name of [hostile, `${hostile}2`]) {
+      model.createNetwork('test', { Name, Type: 'Overlay', Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: WIN_CIDR }] }], SchemaVersion: { Major: 2, Minor: 0 } });
+    }
+    model.deleteNetwork('test', model.getNetworkByName('flannel.4096')!.ID!);
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), `--net-config-path=${join(a.dir, 'gone.json')}`], r.io)).toBe(2);
+    const printed = r.out.stdout + r.out.stderr;
+    expect(printed).toContain('x\\u001b]0;owned\\u0007\\u001b[2J');
+    expect([...printed].filter((c) => c !== '\n' && c.charCodeAt(0) < 0x20)).toEqual([]);
+    expect(model.listNetworks()).toHaveLength(2);
+  });
+
+  it("--subnet-file naming a file that is not flanneld's (a typo naming hosts) keeps it, and a boot.json beside it that is not flanneld's", async () => {
+    const a = await runToSync('host-gw');
+    const etc = join(a.dir, 'etc');
+    mkdirSync(etc, { recursive: true });
+    const hosts = join(etc, 'hosts');
+    writeFileSync(hosts, '127.0.0.1 localhost\n10.0.0.5 registry\n');
+    writeFileSync(join(etc, 'boot.json'), '{"kind":"someone else\'s"}\n');
+    writeFileSync(join(etc, 'flanneld.lock'), 'not a lock\n');
+    const flags = agentFlags(a).map((f) => (f.startsWith('--subnet-file=') ? `--subnet-file=${hosts}` : f));
+    const r = io();
+    expect(await cleanup.run(flags, r.io)).toBe(0);
+    expect(readFileSync(hosts, 'utf8')).toBe('127.0.0.1 localhost\n10.0.0.5 registry\n');
+    expect(existsSync(join(etc, 'boot.json'))).toBe(true);
+    expect(existsSync(join(etc, 'flanneld.lock'))).toBe(true);
+    expect(r.out.stdout).toContain(`kept ${hosts}: not a subnet.env flanneld wrote`);
+    expect(r.out.stdout).not.toContain(`file ${hosts}`);
+    // The real subnet.env and boot.json are flanneld's: removed.
+    const r2 = io();
+    expect(await cleanup.run(agentFlags(a), r2.io)).toBe(0);
+    expect(r2.out.stdout).toContain(`removed file ${a.subnetFile}`);
+    expect(r2.out.stdout).toContain(`removed file ${join(dirname(a.subnetFile), 'boot.json')}`);
   });
 
   it('neither net-conf.json nor subnet.env (a node flannel never ran on): nothing to remove, exit 0', async () => {

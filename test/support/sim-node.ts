@@ -52,6 +52,11 @@ export class SimNodeState {
     return removeNetwork(this.model(), name);
   }
 
+  /** The "HNS restarted" fault (src/simulator/objects.ts restartHns): endpoints, added policies, non-persistent networks gone. */
+  restartHns(): void {
+    this.model().restartHns();
+  }
+
   /** Add a host adapter, with a default route of that metric when `defaultRouteMetric` is given. */
   addAdapter(spec: AdapterSpec): SimAdapter {
     let added: SimAdapter | undefined;

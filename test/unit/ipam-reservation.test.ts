@@ -14,6 +14,11 @@ describe('reserveAddress', () => {
     ['already ours: left as it is', 'flanneld-host-endpoint\r\ncbr0_ep', 'ours', 'flanneld-host-endpoint\r\ncbr0_ep'],
     ['held by a pod: the pod keeps it', 'a1b2c3\r\neth0', 'held', 'a1b2c3\r\neth0'],
     ['held by a pod (Linux line break): the pod keeps it', 'a1b2c3\neth0', 'held', 'a1b2c3\neth0'],
+    // Torn by a power loss between host-local's O_EXCL create and its write (or NTFS's zero-filled
+    // clusters): nobody's, so it is rewritten rather than reported as a pod's with an empty container ID.
+    ['torn (empty): rewritten', '', 'reserved', 'flanneld-host-endpoint\r\ncbr0_ep'],
+    ['torn (zero-filled): rewritten', '\0\0\0\0\0\0', 'reserved', 'flanneld-host-endpoint\r\ncbr0_ep'],
+    ['torn (only a line break): rewritten', '\r\n', 'reserved', 'flanneld-host-endpoint\r\ncbr0_ep'],
   ])('%s', (_what, existing, result, content) => {
     const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
     try {
@@ -26,6 +31,7 @@ describe('reserveAddress', () => {
       expect(r.result).toBe(result);
       expect(r.path).toBe(path);
       if (result === 'held') expect(r.holder).toBe('a1b2c3');
+      expect(r.torn).toBe(existing !== undefined && result === 'reserved' ? true : undefined);
       expect(readFileSync(path, 'utf8')).toBe(content);
       expect(reservationOwner(fs, path)).toBe(content.split(/\r?\n/)[0]);
     } finally {

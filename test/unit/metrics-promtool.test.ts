@@ -24,6 +24,8 @@ async function exposition(): Promise<string> {
   m.set(METRIC.refusedItems, 1, { driver: 'vxlan' });
   m.set(METRIC.peers, 3);
   m.inc(METRIC.networkRebuilds, { result: 'ok' });
+  m.inc(METRIC.hnsRestarts);
+  m.inc(METRIC.driftRepairs, { kind: 'host-endpoint' });
   m.observe(METRIC.eventToDataplane, 0.02);
   m.observe(METRIC.passDuration, 0.01, { result: 'ok' });
   return m.render();
@@ -59,7 +61,7 @@ describe('/metrics exposition', () => {
     try {
       writeFileSync(join(dir, 'alerts.yml'), rules[0]);
       const r = spawnSync(bin, ['check', 'rules', join(dir, 'alerts.yml')], { encoding: 'utf8' });
-      expect({ status: r.status, out: r.stdout.trim() }).toEqual({ status: 0, out: expect.stringContaining('SUCCESS: 7 rules found') });
+      expect({ status: r.status, out: r.stdout.trim() }).toEqual({ status: 0, out: expect.stringContaining('SUCCESS: 8 rules found') });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -282,13 +282,30 @@ describe('hostile net-conf', () => {
     ['cbr0\u2028', 'vxlan'],
     ['cbr0\u009b', 'vxlan'],
     ['x'.repeat(257), 'vxlan'],
+    // Not a plain Windows path component (Microsoft Learn "Naming Files, Paths, and Namespaces"):
+    // reserved device names (with or without an extension), reserved characters, a trailing dot or space.
+    ['CON', 'host-gw'],
+    ['nul', 'vxlan'],
+    ['Aux.json', 'host-gw'],
+    ['COM1', 'vxlan'],
+    ['lpt9.net', 'host-gw'],
+    ['com¹', 'vxlan'],
+    ['cbr0.', 'host-gw'],
+    ['cbr0 ', 'vxlan'],
+    ['a:b', 'host-gw'],
+    ['.', 'vxlan'],
+    ['a*b', 'vxlan'],
+    ['a?b', 'host-gw'],
+    ['a"b', 'vxlan'],
+    ['a<b>', 'host-gw'],
+    ['a|b', 'vxlan'],
   ])('Backend.Name %j (%s) is refused: it names a host-local IPAM directory under --cni-ipam-data-dir', (name, type) => {
     const err = errorOf(() => parseNetConf(conf({ Network: '10.244.0.0/16', Backend: { Type: type, Name: name } })));
     expect(err.code).toBe('FLANNEL_ERR_NET_CONF');
     expect(err.context['key']).toBe('Backend.Name');
   });
 
-  it.each(['cbr0', 'flannel.4096', 'vxlan0', 'x'.repeat(256), 'my net-1_a.b'])('Backend.Name %j is accepted', (name) => {
+  it.each(['cbr0', 'flannel.4096', 'vxlan0', 'x'.repeat(256), 'my net-1_a.b', 'console', 'COM10', 'nul0', 'CON-net', '.cbr0'])('Backend.Name %j is accepted', (name) => {
     expect(parseNetConf(conf({ Network: '10.244.0.0/16', Backend: { Type: 'vxlan', Name: name } })).backend.name).toBe(name);
   });
 

@@ -303,6 +303,51 @@ describe('before the first complete list', () => {
   });
 });
 
+describe('drift', () => {
+  it('a resync that finds items it had programmed gone re-adds them and counts flannel_drift_repairs_total by kind; a new peer is no drift', async () => {
+    const { clock, dp, r, ac, items, metrics, lines } = setup();
+    items.set(['a=1', 'b=1']);
+    items.markListed();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(dp.actual.sort()).toEqual(['a=1', 'b=1']);
+    items.update([['c', 'c=1']]);
+    await flush();
+    expect(await readMetric(metrics, METRIC.driftRepairs, { kind: 'policy' })).toBe(0);
+    dp.actual = ['c=1']; // HNS restarted: the policies added after creation are gone
+    await clock.advance(10_000);
+    await flush();
+    expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1']);
+    expect(await readMetric(metrics, METRIC.driftRepairs, { kind: 'policy' })).toBe(2);
+    expect(lines.filter((l) => l['message'] === 'peer items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them')).toEqual([
+      expect.objectContaining({ level: 'warn', items: 2 }),
+    ]);
+    ac.abort();
+    await done;
+  });
+
+  it('requestRebuild runs the rebuild hook before the next pass (HNS lost objects the driver does not read)', async () => {
+    let rebuilds = 0;
+    const { dp, r, ac, items } = setup({
+      onNetworkGone: () => {
+        rebuilds++;
+        return Promise.resolve();
+      },
+    });
+    items.set(['a=1']);
+    items.markListed();
+    const done = r.run(ac.signal);
+    await flush();
+    dp.log = [];
+    r.requestRebuild();
+    await flush();
+    expect(rebuilds).toBe(1);
+    expect(dp.log).toEqual(['read']);
+    ac.abort();
+    await done;
+  });
+});
+
 describe('network gone', () => {
   it('a pass that finds the network gone calls the rebuild hook at once, then reads and reprograms everything', async () => {
     let rebuilds = 0;

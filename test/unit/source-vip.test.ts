@@ -23,6 +23,7 @@ import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { silentLogger } from '../../src/log.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { nodeIP } from '../support/sim-dataplane.js';
+import { logSink } from '../support/log-sink.js';
 
 describe('chooseSourceVip', () => {
   it.each<[string, string[], string[], string | undefined]>([
@@ -135,7 +136,12 @@ describe('reserveSourceVip on the simulated HNS', () => {
       log: silentLogger(),
       fs: hostFiles,
     };
-    return { dir, sim, hns, opts, done: () => rmSync(dir, { recursive: true, force: true }) };
+    // HNS restarted: the non-persistent Overlay network and every endpoint are gone; the agent recreates the network.
+    const restartHns = async () => {
+      sim.restartHns();
+      if (netConf.backend.type === 'vxlan') await hns.createNetwork(overlayNetworkFor(netConf.backend, subnet, 'Ethernet'));
+    };
+    return { dir, sim, hns, opts, restartHns, done: () => rmSync(dir, { recursive: true, force: true }) };
   }
 
   it('creates the endpoint at .2, reserves it in host-local, writes both formats; a second run changes nothing', async () => {
@@ -184,6 +190,40 @@ describe('reserveSourceVip on the simulated HNS', () => {
       expect((await reserveSourceVip(t.opts)).ip).toBe('10.244.1.9');
       // The script's reservation file is left as it was (still reserving the same address).
       expect(readFileSync(join(t.dir, 'cni', 'flannel.4096', '10.244.1.9'), 'utf8')).toBe('dummy\r\ndummy');
+    } finally {
+      t.done();
+    }
+  });
+
+  it('after an HNS restart, a recorded source VIP whose reservation a pod holds is taken: another is chosen, with a warning', async () => {
+    const t = await setup();
+    const sink = logSink();
+    try {
+      const first = await reserveSourceVip(t.opts);
+      expect(first.ip).toBe('10.244.1.2');
+      // HNS restarted (every endpoint gone) and, say, an admin cleared the store: a pod got .2 from host-local.
+      await t.restartHns();
+      const path = join(t.dir, 'cni', 'flannel.4096', '10.244.1.2');
+      writeFileSync(path, '3f1c9a0b2d4e\r\neth0');
+      const rec = await reserveSourceVip({ ...t.opts, log: sink.log });
+      expect(rec.ip).toBe('10.244.1.3');
+      expect(readFileSync(path, 'utf8')).toBe('3f1c9a0b2d4e\r\neth0');
+      expect(JSON.parse(readFileSync(t.opts.file, 'utf8'))).toMatchObject({ ip: '10.244.1.3' });
+      expect(sink.entries.filter((l) => l['level'] === 'warn')).toEqual([expect.objectContaining({ ip: '10.244.1.2', container: '3f1c9a0b2d4e', path })]);
+    } finally {
+      t.done();
+    }
+  });
+
+  it("a torn reservation of the recorded source VIP (empty file) is nobody's: the address is kept and the file rewritten", async () => {
+    const t = await setup();
+    try {
+      await reserveSourceVip(t.opts);
+      await t.restartHns();
+      const path = join(t.dir, 'cni', 'flannel.4096', '10.244.1.2');
+      writeFileSync(path, '');
+      expect((await reserveSourceVip(t.opts)).ip).toBe('10.244.1.2');
+      expect(readFileSync(path, 'utf8')).toBe(`${SOURCE_VIP_OWNER}\r\nsourcevip`);
     } finally {
       t.done();
     }

@@ -2,9 +2,10 @@
 // and one route per peer on the management vNIC. Mirrors flannel pkg/backend/hostgw/hostgw_windows.go,
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { RouteNetwork, type NetworkBinding } from '../route-network.js';
+import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-network.js';
 import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
+import { RouteRecord } from './route-record.js';
 import { BackendError, HostError } from '../../errors.js';
 import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
@@ -45,11 +46,14 @@ export class HostGwBackend implements Backend {
   private readonly cfg: HostGwBackendConfig;
   /** The HNS network's name: net-conf's Backend.Name, or the one adopted because it held the subnet. */
   private name: string;
+  /** The routes this agent created (kept across restarts beside subnet.env): the only ones it removes. */
+  private readonly record: RouteRecord;
 
   constructor(private readonly deps: BackendDeps) {
     if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
     this.cfg = deps.netConf.backend;
     this.name = this.cfg.name;
+    this.record = new RouteRecord(deps.routeRecord, deps.log);
     if (deps.publicIP !== deps.extIface.ipv4) {
       throw new BackendError('FLANNEL_ERR_BACKEND', "your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend", {
         publicIP: deps.publicIP,
@@ -92,13 +96,24 @@ export class HostGwBackend implements Backend {
       }
     }
     const networkId = network.ID!;
+    const endpointId = endpoint.ID!;
     const vnic = new ManagementVNic(deps.host, mgmt, deps.log);
     return {
+      // HNS restarted (it drops every endpoint, microsoft/Windows-Containers#278) or someone removed them.
+      lost: async () => {
+        const lost: HnsObjectKind[] = [];
+        if (!(await deps.hns.getNetworkV1(networkId))) lost.push('network');
+        const ep = await deps.hns.getEndpointByNameV1(`${name}_ep`);
+        if (!ep || !sameId(ep.ID, endpointId)) lost.push('host-endpoint');
+        return lost;
+      },
       driver: hostGwRouteDriver({
         routes: deps.routes,
         network: deps.netConf.network,
         ownSubnet: lease.subnet,
         vnic,
+        record: this.record,
+        log: deps.log,
         checkNetwork: async () => {
           if (!(await deps.hns.getNetworkV1(networkId))) throw networkGoneError(name, networkId);
         },

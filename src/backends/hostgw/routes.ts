@@ -4,14 +4,17 @@
 // rebuilt (an HNS restart, the NIC disabled and enabled), and CreateIpForwardEntry2 then fails with
 // ERROR_NOT_FOUND (1168, netioapi.h). The driver looks the vNIC up again by its IP and writes there.
 // Routes are written one per call (CreateIpForwardEntry2 / DeleteIpForwardEntry2), several in flight.
+// With a route record (./route-record.ts) the actual set is only the routes the agent created: a route
+// it never created is kept, and reported once when it overlaps a peer's subnet.
 import type { LeaseDriver } from '../../reconcile/reconciler.js';
 import { RouteError } from '../../errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
-import { cidrContains } from '../../ip4.js';
+import { cidrContains, overlaps } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 import type { Lease } from '../../subnet/lease.js';
 import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route-table.js';
+import type { RouteRecord } from './route-record.js';
 
 /** Metric of the routes the agent installs (Windows' default for manual routes). */
 export const ROUTE_METRIC = 256;
@@ -69,8 +72,25 @@ export function hostGwRouteDriver(opts: {
   /** Throws (a network-gone error) when the backing HNS network no longer exists; checked before each read. */
   checkNetwork?: () => Promise<void>;
   networkGone?: (err: unknown) => boolean;
+  /** The routes the agent created: only these are read as actual (and so ever removed). Without it, every route inside Network is. */
+  record?: RouteRecord;
+  log?: Logger;
 }): LeaseDriver<Route, Route> {
-  const { routes, network, ownSubnet, vnic } = opts;
+  const { routes, network, ownSubnet, vnic, record } = opts;
+  /** Routes inside Network the agent did not create, as last read; each overlap with a peer's subnet is told once. */
+  let foreign: Route[] = [];
+  const told = new Set<string>();
+  const tellOverlap = (f: Route, peer: string) => {
+    const k = `${f.destinationPrefix} via ${f.nextHop}`;
+    if (told.has(k)) return;
+    told.add(k);
+    opts.log?.warn("a route flanneld did not create overlaps a peer's subnet; it is kept (remove it if it is stale: it competes with the peer's route)", {
+      route: f.destinationPrefix,
+      nextHop: f.nextHop,
+      interfaceIndex: f.interfaceIndex,
+      peerSubnet: peer,
+    });
+  };
   /** Write on the vNIC's current index; after a 1168 (no such interface), re-resolve it once and retry. */
   const write = async (r: Route): Promise<void> => {
     try {
@@ -82,20 +102,36 @@ export function hostGwRouteDriver(opts: {
   };
   return {
     name: 'host-gw routes',
+    driftKind: 'route',
     desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
     async readActual() {
       await opts.checkNetwork?.();
       const index = vnic.index;
       const all = await routes.list(index);
-      return all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
+      const inside = all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
+      if (!record) return inside;
+      const ours = inside.filter((r) => record.has(r));
+      foreign = inside.filter((r) => !record.has(r));
+      for (const f of foreign) {
+        const peer = ours.find((o) => overlaps(o.destinationPrefix, f.destinationPrefix));
+        if (peer) tellOverlap(f, peer.destinationPrefix);
+      }
+      return ours;
     },
     actualKey: (r) => r.destinationPrefix,
     desiredKey: (r) => r.destinationPrefix,
     same: (a, d) => a.nextHop === d.nextHop,
     batch: 1,
     concurrency: ROUTE_WRITE_CONCURRENCY,
-    remove: async ([r]) => routes.remove(r),
-    add: async ([r]) => write(r),
+    remove: async ([r]) => {
+      await routes.remove(r);
+      record?.removed(r);
+    },
+    add: async ([r]) => {
+      await write(r);
+      record?.added(r);
+      for (const f of foreign) if (f.nextHop !== r.nextHop && overlaps(f.destinationPrefix, r.destinationPrefix)) tellOverlap(f, r.destinationPrefix);
+    },
     toActual: (d) => ({ ...d, interfaceIndex: vnic.index }),
     failure: (err) => (isRouteRefusal(err) ? 'refused' : opts.networkGone?.(err) ? 'gone' : 'transient'),
   };

@@ -3,7 +3,7 @@
 // and device_windows.go, but publishes the lease only once the network and its MAC exist (upstream first
 // publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { RouteNetwork, type NetworkBinding } from '../route-network.js';
+import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-network.js';
 import { decideSubnetHolder, type NetworkSummary } from '../subnet-holder.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
@@ -106,10 +106,12 @@ export class VxlanBackend implements Backend {
   private bind(net: HcnNetwork, ifaceMtu: number): NetworkBinding<VxlanItem, VxlanItem> {
     const { deps, cfg } = this;
     const mtu = ifaceMtu - ENCAP_OVERHEAD;
+    // The Overlay network is non-persistent: an HNS restart removes it (src/simulator/objects.ts restartHns).
+    const lost = async (): Promise<HnsObjectKind[]> => ((await deps.hns.getNetwork(net.ID!)) ? [] : ['network']);
     if (cfg.legacyRemoteEndpoints) {
-      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu };
+      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu, lost };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu, lost };
   }
 
   /**

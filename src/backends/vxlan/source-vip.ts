@@ -35,12 +35,17 @@ import type { HnsClient } from '../../hns/client.js';
 import { ENDPOINT_FLAG_REMOTE, policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
 import type { Logger } from '../../log.js';
-import { reservationOwner, reserveAddress } from '../ipam-reservation.js';
+import { reservationOwner, reserveAddressOrWarn } from '../ipam-reservation.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
 export const SOURCE_VIP_HOST_INDEX = 2;
 /** The container ID written into host-local's reservation file. */
 export const SOURCE_VIP_OWNER = 'flanneld-source-vip';
+/**
+ * The container ID the scripts run host-local with when they reserve the source VIP (`$env:CNI_CONTAINERID="dummy"`
+ * in microsoft/SDN helper.psm1 GetSourceVip and sig-windows-tools kube-proxy start.ps1).
+ */
+export const SCRIPT_CONTAINER_ID = 'dummy';
 
 export function sourceVipEndpointName(networkName: string): string {
   return `${networkName}_sourcevip`;
@@ -205,8 +210,20 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
         names = [];
       }
       for (const n of names) {
-        if (!contains(subnet, n) || recorded.includes(n)) continue;
-        if (reservationOwner(fs, join(ipamDir, n)) !== SOURCE_VIP_OWNER) taken.add(n);
+        if (!contains(subnet, n)) continue;
+        const owner = reservationOwner(fs, join(ipamDir, n));
+        // Ours, torn ('' : nobody's, ../ipam-reservation.ts), or the scripts' own for a recorded address are free.
+        if (owner === SOURCE_VIP_OWNER || owner === '' || (recorded.includes(n) && owner === SCRIPT_CONTAINER_ID)) continue;
+        taken.add(n);
+        if (recorded.includes(n)) {
+          // After an HNS restart the endpoint is gone but a pod may hold the address in host-local's store:
+          // reusing it would hand kube-proxy a pod's IP (and the pod's successor would collide with the VIP).
+          log.warn('the recorded source VIP is reserved in host-local by a pod; choosing another address (update kube-proxy --source-vip)', {
+            ip: n,
+            container: owner,
+            path: join(ipamDir, n),
+          });
+        }
       }
     }
     const chosen = chooseSourceVip(subnet, recorded, taken);
@@ -229,8 +246,11 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
 
   const rec: SourceVipRecord = { ip, prefixLength, subnet, gateway, network: networkName, endpointId: mine.ID ?? '' };
   if (opts.ipamDataDir) {
-    const r = reserveAddress(fs, { dataDir: opts.ipamDataDir, network: networkName, ip, owner: SOURCE_VIP_OWNER, ifname: 'sourcevip' });
-    if (r.result === 'reserved') log.info('reserved the source VIP in host-local IPAM', { path: r.path });
+    const r = reserveAddressOrWarn(fs, { dataDir: opts.ipamDataDir, network: networkName, ip, owner: SOURCE_VIP_OWNER, ifname: 'sourcevip' }, log);
+    if (r?.torn) log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip });
+    else if (r?.result === 'reserved') log.info('reserved the source VIP in host-local IPAM', { path: r.path });
+    else if (r?.result === 'held' && r.holder !== SCRIPT_CONTAINER_ID)
+      log.warn('a container holds the source VIP in host-local IPAM; recreate that pod', { path: r.path, ip, container: r.holder });
   }
   if (opts.file) {
     if (writeIfChanged(fs, opts.file, JSON.stringify(plainSourceVipDocument(rec)) + '\n')) log.info('wrote source VIP file', { path: opts.file, ip });

@@ -1,0 +1,88 @@
+// Self-repair after an HNS restart, on the built CLI against the simulated node: the "HNS restarted"
+// fault (src/simulator/objects.ts restartHns) drops every endpoint (with its host vNIC), the policies
+// added after creation and the non-persistent Overlay network, and the HNS service runs in a new
+// process (microsoft/Windows-Containers#278 and #516; Azure/AgentBaker#2085 watches the service's PID).
+// The running agent re-applies the network, the host endpoint or source VIP and every peer without a
+// restart, records an Event on its Node and counts flannel_hns_restarts_total and
+// flannel_drift_repairs_total{kind}.
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP, TestCluster } from '../support/cluster.js';
+
+const WIN = 'win-1';
+const VXLAN = 'flannel.4096';
+const peerCidr = (n: number) => `10.244.${n}.0/24`;
+
+let cluster: TestCluster;
+beforeEach(async () => {
+  cluster = await new TestCluster().start();
+  cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: WIN_IP }));
+});
+afterEach(() => cluster.stop());
+
+function addPeers(ns: number[], backendType: 'vxlan' | 'host-gw'): void {
+  for (const n of ns) cluster.api.addNode(linuxFlannelNode({ name: `linux-${n}`, podCIDR: peerCidr(n), publicIP: `10.0.0.${100 + n}`, backendType }));
+}
+
+function metric(text: string, sample: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
+  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+}
+
+function hnsRestartedEvents(): unknown[] {
+  return cluster.api.events({ kind: 'Node', name: WIN }).filter((e) => e['reason'] === 'FlannelHNSRestarted');
+}
+
+describe('HNS restarts while the agent runs', () => {
+  it('host-gw: the L2Bridge network survives, the host endpoint cbr0_ep is recreated and attached, the routes stay; Event and metrics', async () => {
+    addPeers([1, 2], 'host-gw');
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    const state = agent.state;
+    await agent.waitReady();
+    await state.waitFor(() => state.peerRoutes('10.244.0.0/16').length === 2, 'the routes');
+    const before = state.read().endpoints.find((e) => e.Name === 'cbr0_ep');
+    expect(before).toBeDefined();
+    expect(metric(await agent.metrics(), 'flannel_hns_restarts_total')).toBe(0);
+
+    state.restartHns();
+    expect(state.read().endpoints).toEqual([]);
+    await state.waitFor((s) => s.endpoints.find((e) => e.Name === 'cbr0_ep' && e.ID !== before!.ID), 'cbr0_ep recreated', 40_000);
+    await state.waitFor((s) => s.adapters.some((a) => a.Name === 'vEthernet (cbr0_ep)'), 'cbr0_ep attached to the host');
+    await waitFor(async () => metric(await agent.metrics(), 'flannel_hns_restarts_total') === 1, 'flannel_hns_restarts_total 1');
+    const m = await agent.metrics();
+    expect(metric(m, 'flannel_drift_repairs_total{kind="host-endpoint"}')).toBe(1);
+    expect(metric(m, 'flannel_drift_repairs_total{kind="network"}')).toBe(0);
+    await waitFor(() => hnsRestartedEvents().length === 1, 'the FlannelHNSRestarted Event');
+    expect(JSON.stringify(hnsRestartedEvents()[0])).toContain('host-endpoint');
+    expect(state.peerRoutes('10.244.0.0/16')).toHaveLength(2);
+    await agent.waitReady();
+    expect(agent.lines.filter((l) => l.message === 'network config')).toHaveLength(1);
+  });
+
+  it('vxlan: the Overlay network, its RemoteSubnetRoute policies and the source VIP endpoint are re-applied', async () => {
+    addPeers([1, 2], 'vxlan');
+    const dir = join(cluster.dir, WIN);
+    const vipFile = join(dir, 'sourcevip.json');
+    const agent = await cluster.startProcess({
+      nodeName: WIN,
+      netConf: VXLAN_NET_CONF,
+      args: [`--iface=${WIN_IP}`, `--source-vip-file=${vipFile}`, '--source-vip-compat-files=none', `--cni-ipam-data-dir=${join(dir, 'ipam')}`],
+    });
+    const state = agent.state;
+    await agent.waitReady();
+    await state.waitFor(() => state.remoteSubnets(VXLAN).join() === [1, 2].map(peerCidr).join(), 'the peers');
+    const oldVip = state.read().endpoints.find((e) => e.Name === `${VXLAN}_sourcevip`)!;
+
+    state.restartHns();
+    expect(state.network(VXLAN)).toBeUndefined();
+    await state.waitFor(() => state.remoteSubnets(VXLAN).join() === [1, 2].map(peerCidr).join(), 'every peer reprogrammed', 40_000);
+    const vip = await state.waitFor((s) => s.endpoints.find((e) => e.Name === `${VXLAN}_sourcevip` && e.ID !== oldVip.ID), 'the source VIP endpoint again');
+    expect(vip.IpConfigurations?.[0]?.IpAddress).toBe(oldVip.IpConfigurations?.[0]?.IpAddress);
+    await waitFor(() => readFileSync(vipFile, 'utf8').includes(vip.ID!), 'sourcevip.json names the new endpoint');
+    await waitFor(async () => metric(await agent.metrics(), 'flannel_hns_restarts_total') === 1, 'flannel_hns_restarts_total 1', 30_000);
+    expect(metric(await agent.metrics(), 'flannel_drift_repairs_total{kind="network"}')).toBeGreaterThanOrEqual(1);
+    await agent.waitReady();
+  });
+});
