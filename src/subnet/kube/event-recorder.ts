@@ -10,7 +10,9 @@
 //   client-go's does, so the next patch carries it);
 // - recordToSink: create (POST) or patch (PATCH, strategic merge); a patch answered 404 (the event
 //   expired, default TTL one hour) creates it anew. Writes are best effort: one try each, in order,
-//   from a queue of at most 1000 (client-go's maxQueuedEvents; more are dropped), failures logged at debug.
+//   from a queue of at most 1000 (client-go's maxQueuedEvents; more are dropped), failures logged at debug,
+//   except the first refusal (403: a ClusterRole without events, as upstream's kube-flannel.yml), one WARN
+//   naming the rule, since every Event after it is lost too.
 // Names and references as kubelet's for its Node (pkg/kubelet: involvedObject kind Node, uid = the node
 // name, namespace "" so the Event lives in `default`), which is what `kubectl describe node` searches for.
 import type { Clock } from '../../clock.js';
@@ -18,7 +20,7 @@ import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { NodeEvent, NodeEvents } from '../../node-events.js';
 import type { KubeHttp } from './http.js';
-import { httpStatus } from './api-error.js';
+import { describe, httpStatus } from './api-error.js';
 
 export const EVENT_COMPONENT = 'flanneld';
 const AGGREGATE_MAX_EVENTS = 10;
@@ -162,6 +164,8 @@ export class KubeEventRecorder implements NodeEvents {
   /** Writes answered by the API server, and writes dropped (queue full, spam filter, failed request). */
   written = 0;
   dropped = 0;
+  /** Whether the refusal of Events (403) was logged at WARN already: once, then debug. */
+  private refusalWarned = false;
 
   constructor(private readonly o: EventRecorderOptions) {
     this.correlator = new EventCorrelator(o.nodeName, () => o.clock.now());
@@ -200,7 +204,18 @@ export class KubeEventRecorder implements NodeEvents {
         this.written++;
       } catch (err) {
         this.dropped++;
-        this.o.log.debug('recording an event on the Node failed', { reason: w.event.reason, error: errorMessage(err) });
+        if (httpStatus(err) === 403 && !this.refusalWarned) {
+          this.refusalWarned = true;
+          this.o.log.warn("the API server refuses Events on the Node: flannel's ClusterRole lacks events: create, patch; Events are not recorded until it grants them", {
+            rule: 'events: create, patch',
+            namespace: w.event.metadata.namespace,
+            verb: w.kind,
+            reason: w.event.reason,
+            error: describe(err),
+          });
+        } else {
+          this.o.log.debug('recording an event on the Node failed', { reason: w.event.reason, error: errorMessage(err) });
+        }
       }
     }
   }

@@ -35,7 +35,7 @@ import { runRelistLoop } from '../relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
 import { decodeBackendData } from './annotations.js';
-import { describe } from './api-error.js';
+import { describe, retryAfterMs } from './api-error.js';
 import { normalizeCidr } from '../../ip4.js';
 
 // --- Node -> lease (pure and total: hostile input, missing fields, wrong types, huge strings never throw) ---
@@ -395,6 +395,8 @@ export class NodeListWatch {
     const source: ListWatchSource<string> = {
       list: (s) => this.relist(onUpdate, s),
       watch: (rv, s) => this.watchOnce(rv, onUpdate, s),
+      // A 429 or 5xx with Retry-After: the server's wait, when longer than the backoff (./api-error.ts).
+      minDelayMs: retryAfterMs,
       onRetry: (note) => {
         const [message, fields] = retryLine(note);
         if (note.reason === 'stale') this.o.log.info(message, fields);
