@@ -65,6 +65,8 @@ export interface KubeSubnetManagerOptions {
    * against 47; 117 MB at 500, 179 MB unpaged).
    */
   listPageSize?: number;
+  /** How long one paged Node list may take, all its pages (default 10 min; node-list-watch.ts). */
+  listDeadlineMs?: number;
 }
 
 const MIN = 60_000;
@@ -104,6 +106,7 @@ export class KubeSubnetManager implements SubnetManager {
       random: opts.random ?? systemRandom,
       backoff: opts.relistBackoff,
       listPageSize: opts.listPageSize ?? 250,
+      listDeadlineMs: opts.listDeadlineMs,
       watchTimeoutSeconds: opts.watchTimeoutSeconds,
       watchSilenceMs: opts.watchSilenceMs,
     });
