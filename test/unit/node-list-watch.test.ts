@@ -342,7 +342,7 @@ describe('NodeListWatch: large clusters and list loops', () => {
     let pages = 0;
     const list: NodeListFn = (page) => {
       pages++;
-      let start = page.continue === undefined ? 0 : Number(JSON.parse(Buffer.from(page.continue, 'base64').toString()).start);
+      let start = page.continue === undefined ? 0 : Number((JSON.parse(Buffer.from(page.continue, 'base64').toString()) as { start: number }).start);
       // A proxy that serves one page again under a new token.
       if (opts.repeatPageAt !== undefined && pages === opts.repeatPageAt) start -= pageSize;
       const end = Math.min(total, start + pageSize);
