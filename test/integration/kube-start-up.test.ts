@@ -18,6 +18,7 @@ import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';
+import { readNodePublicIPs } from '../../src/subnet/kube/node-public-ip.js';
 import { AGENT_RBAC_TEXT } from '../../src/subnet/kube/api-error.js';
 import type { LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { KubeApiError, KubeError } from '../../src/errors.js';
@@ -91,6 +92,21 @@ describe('start-up against an API server that is still starting', () => {
     expect(api.requests.filter((r) => r.method === 'GET' && r.path === '/api/v1/nodes/win')).toHaveLength(4);
     expect(api.requests.filter((r) => r.method === 'PATCH')).toHaveLength(5);
     expect(entries.some((e) => e['message'] === 'kubernetes API call failed, retrying' && String(e['error']).includes('HTTP 403'))).toBe(true);
+  });
+
+  it('the first read of the own Node (its public-IP annotations, before the interface is chosen) waits out the 403s too', async () => {
+    api.updateNode('win', (n) => void (n.metadata.annotations = { [`${P}node-public-ip`]: '192.168.5.7' }));
+    api.failNext('GET', /^\/api\/v1\/nodes\/win$/, 403, 2, { message: NOT_SYNCED });
+    const { log } = logSink();
+    const ips = await readNodePublicIPs({
+      kubeConfig: buildKubeConfig({ kubeconfigFile: kubeconfigPath, kubeApiUrl: '' }),
+      nodeName: 'win',
+      annotationPrefix: P,
+      log,
+      backoffBaseMs: 10,
+    });
+    expect(ips).toEqual({ nodePublicIP: '192.168.5.7' });
+    expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win')).toHaveLength(3);
   });
 
   it('a 403 that persists past the start-up window fails FLANNEL_ERR_KUBE naming every rule the agent needs, events included', async () => {
