@@ -26,6 +26,7 @@ import { systemClock } from '../../src/clock.js';
 import { userAgent } from '../../src/version.js';
 import { expectCode } from '../support/errors.js';
 import { waitFor } from '../support/cluster.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 
 const P = 'flannel.alpha.coreos.com/';
@@ -217,5 +218,15 @@ describe('Retry-After', () => {
     expect((await get())?.retryAfterMs).toBeUndefined();
     api.failNext('GET', /^\/api\/v1\/nodes$/, 429, 1, { headers: { 'Retry-After': 'Wed, 21 Oct 2015 07:28:00 GMT' } });
     expect((await get())?.retryAfterMs).toBeUndefined();
+  });
+
+  it('the start-up GET of the own Node waits a 429 Retry-After before its own backoff', async () => {
+    const clock = new FakeClock();
+    api.failNext('GET', /^\/api\/v1\/nodes\/win$/, 429, 1, { headers: { 'Retry-After': '3' } });
+    const acquiring = manager({ clock }).acquireLease(async () => VXLAN, signal());
+    await waitFor(() => clock.sleeps.includes(3000) || undefined, 'a pause of the Retry-After');
+    expect(clock.sleeps).not.toContain(10); // not the 10 ms backoff
+    await clock.advance(3000);
+    expect((await acquiring).subnet).toBe('10.244.5.0/24');
   });
 });

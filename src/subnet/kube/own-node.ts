@@ -14,7 +14,7 @@ import { isVxlanBackendData, publishableAttrs } from '../lease.js';
 import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
-import { describe, httpStatus, kubeError, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
+import { describe, httpStatus, kubeError, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
 import type { ApiRetryOptions } from './api-error.js';
 import type { KubeHttp } from './http.js';
 import { asObj, projectNode } from './node-list-watch.js';
@@ -177,7 +177,8 @@ export class OwnNodePublisher {
           ...(lastErr !== undefined ? { error: describe(lastErr) } : {}),
         });
       }
-      const delay = state === 'api-error' ? backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs) : pollMs;
+      // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (api-error.ts).
+      const delay = state === 'api-error' ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
       await clock.sleep(Math.max(0, Math.min(delay, timeoutMs - waited)), signal);
     }
   }
