@@ -7,10 +7,10 @@
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { resolve } from 'node:path';
-import { systemClock, type Clock } from './clock.js';
+import { backoffDelay, pause, systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, UnsupportedError } from './errors.js';
+import { errorMessage, FlannelError, UnsupportedError } from './errors.js';
 import { Metrics } from './metrics.js';
 import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
@@ -83,6 +83,8 @@ export class Agent {
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
   private writtenMtu: number | undefined;
+  /** The retry of subnet.env after a rebuild, while one runs. */
+  private subnetEnvRetry: Promise<void> | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -290,7 +292,11 @@ export class Agent {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
-      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+      if (network.mtu !== this.writtenMtu) {
+        // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
+        if (this.ready) this.keepSubnetEnv(netConf, network, signal);
+        else await this.writeSubnetEnv(netConf, network);
+      }
       await this.recordNetwork(netConf, network, dataplane);
     };
     const deps: BackendDeps = {
@@ -388,6 +394,32 @@ export class Agent {
     await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
+  }
+
+  /**
+   * subnet.env for the network's current MTU, retried (1 s doubling to 30 s) until written: a rebuild
+   * that changed the MTU while the directory was read-only or full must not leave the old MTU there.
+   * One retry loop at a time; each attempt writes what the network holds then.
+   */
+  private keepSubnetEnv(netConf: NetworkConfig, network: Network, signal: AbortSignal): void {
+    if (this.subnetEnvRetry) return;
+    this.subnetEnvRetry = (async () => {
+      for (let attempt = 0; !signal.aborted && network.mtu !== this.writtenMtu; attempt++) {
+        try {
+          await this.writeSubnetEnv(netConf, network);
+        } catch (err) {
+          const delayMs = backoffDelay(attempt, 1000, 30_000);
+          this.log.warn('cannot write subnet.env after the network was rebuilt; retrying', {
+            path: this.opts.config.subnetFile,
+            mtu: network.mtu,
+            delayMs,
+            error: errorMessage(err),
+            ...(err instanceof FlannelError ? { code: err.code } : {}),
+          });
+          if (!(await pause(this.clock, delayMs, signal))) break;
+        }
+      }
+    })().finally(() => (this.subnetEnvRetry = undefined));
   }
 
   /**

@@ -39,8 +39,11 @@ function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Go encoding/json field matching: case-insensitive, the last matching key wins; `null` leaves the default. */
-function field(obj: JsonObject, name: string): unknown {
+/**
+ * Go encoding/json field matching: case-insensitive, the last matching key wins; `null` leaves the default.
+ * `flanneld netconf set-vni` checks its edit with this same rule (./net-conf-edit.ts).
+ */
+export function field(obj: JsonObject, name: string): unknown {
   const want = name.toLowerCase();
   let found: unknown = undefined;
   for (const [k, v] of Object.entries(obj)) if (k.toLowerCase() === want) found = v;

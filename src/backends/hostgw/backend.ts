@@ -7,7 +7,7 @@ import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { RouteRecord } from './route-record.js';
 import { BackendError, HostError } from '../../errors.js';
-import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
+import { checkNetworkPresent, isNetworkGone } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
 import { sameId, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
@@ -48,6 +48,8 @@ export class HostGwBackend implements Backend {
   private name: string;
   /** The routes this agent created (kept across restarts beside subnet.env): the only ones it removes. */
   private readonly record: RouteRecord;
+  /** The network set up last (a rebuild finds it renamed by this ID). */
+  private networkId: string | undefined;
 
   constructor(private readonly deps: BackendDeps) {
     if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
@@ -84,7 +86,15 @@ export class HostGwBackend implements Backend {
    */
   private async setUp(lease: Lease, signal: AbortSignal): Promise<NetworkBinding<Route, Route>> {
     const { deps } = this;
+    // A rebuild after the network was renamed outside flanneld: still ours (its ID), lost to the plugins; it
+    // goes, and is created under its name.
+    const renamed = this.networkId === undefined ? undefined : await deps.hns.getNetworkV1(this.networkId);
+    if (renamed && renamed.Name !== this.name) {
+      deps.log.warn('deleting the HNS network renamed outside flanneld; recreating it under its name', { network: this.name, id: this.networkId, renamed: renamed.Name });
+      await deps.hns.deleteNetworkV1(this.networkId!);
+    }
     const network = await this.ensureNetwork(lease, signal);
+    this.networkId = network.ID;
     const name = this.name;
     const endpoint = await this.ensureHostEndpoint(network, lease, signal);
     const mgmt = await this.waitForInterface(network.ManagementIP!, signal);
@@ -115,7 +125,7 @@ export class HostGwBackend implements Backend {
         record: this.record,
         log: deps.log,
         checkNetwork: async () => {
-          if (!(await deps.hns.getNetworkV1(networkId))) throw networkGoneError(name, networkId);
+          checkNetworkPresent(await deps.hns.getNetworkV1(networkId), name, networkId);
         },
         networkGone: isNetworkGone,
       }),

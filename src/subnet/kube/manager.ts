@@ -49,6 +49,8 @@ export interface KubeSubnetManagerOptions {
   backoffCapMs?: number;
   /** Pauses between list and watch rounds (default client-go's reflector: 800 ms doubling to 30 s, jittered). */
   relistBackoff?: RelistOptions['backoff'];
+  /** For this long after start-up began, a 403 on the start-up path is retried (default 10 s; own-node.ts). */
+  startUpWindowMs?: number;
   /** How long a failing API call (get pod, patch) is retried before giving up (default 5 min). */
   apiRetryTimeoutMs?: number;
   /** Deadline of every request: list pages, the own-Node get, patches, the pod lookup (default 30 s). */
@@ -63,6 +65,8 @@ export interface KubeSubnetManagerOptions {
    * against 47; 117 MB at 500, 179 MB unpaged).
    */
   listPageSize?: number;
+  /** How long one paged Node list may take, all its pages (default 10 min; node-list-watch.ts). */
+  listDeadlineMs?: number;
 }
 
 const MIN = 60_000;
@@ -102,6 +106,7 @@ export class KubeSubnetManager implements SubnetManager {
       random: opts.random ?? systemRandom,
       backoff: opts.relistBackoff,
       listPageSize: opts.listPageSize ?? 250,
+      listDeadlineMs: opts.listDeadlineMs,
       watchTimeoutSeconds: opts.watchTimeoutSeconds,
       watchSilenceMs: opts.watchSilenceMs,
     });
@@ -121,6 +126,7 @@ export class KubeSubnetManager implements SubnetManager {
       nodeWaitTimeoutMs: opts.nodeWaitTimeoutMs ?? 5 * MIN,
       nodeWaitLogIntervalMs: opts.nodeWaitLogIntervalMs ?? 10_000,
       nodePollIntervalMs: opts.nodePollIntervalMs ?? 1000,
+      startUpWindowMs: opts.startUpWindowMs ?? 10_000,
     });
   }
 

@@ -14,7 +14,7 @@ import { isVxlanBackendData, publishableAttrs } from '../lease.js';
 import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
-import { describe, httpStatus, kubeError, retryApiCall, retryable } from './api-error.js';
+import { describe, httpStatus, kubeError, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
 import type { ApiRetryOptions } from './api-error.js';
 import type { KubeHttp } from './http.js';
 import { asObj, projectNode } from './node-list-watch.js';
@@ -44,6 +44,12 @@ export interface OwnNodeOptions {
   nodeWaitLogIntervalMs: number;
   /** How often the own Node is re-read while waiting. */
   nodePollIntervalMs: number;
+  /**
+   * For this long after the first start-up request, a 403 on the start-up path (the own Node's get,
+   * the nodes/status patches) is retried like a 5xx: an API server that is still starting refuses
+   * until its RBAC caches synced (api-error.ts retryableAtStartUp). Later a 403 fails at once.
+   */
+  startUpWindowMs: number;
 }
 
 const SMP = 'application/strategic-merge-patch+json';
@@ -61,19 +67,29 @@ function rfc3339(ms: number): string {
 
 export class OwnNodePublisher {
   private nodeName: string | undefined;
+  /** When the first start-up request was made (the start of the start-up window). */
+  private startedAt: number | undefined;
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
+  }
+
+  /** Whether `err` is retried now: a transient failure, or on the start-up path a 403 within the start-up window. */
+  private retried(err: unknown, startUp = true): boolean {
+    if (retryable(err)) return true;
+    if (!startUp) return false;
+    this.startedAt ??= this.o.clock.now();
+    return this.o.clock.now() - this.startedAt < this.o.startUpWindowMs && retryableAtStartUp(err);
   }
 
   private get(path: string, signal: AbortSignal, timeoutMs = this.o.requestTimeoutMs): Promise<unknown> {
     return this.o.http.json({ method: 'GET', path, timeoutMs, signal });
   }
 
-  private patchStatus(what: string, name: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+  private patchStatus(what: string, name: string, body: unknown, signal: AbortSignal, startUp = true): Promise<unknown> {
     const path = `/api/v1/nodes/${encodeURIComponent(name)}/status`;
     const patch = () => this.o.http.json({ method: 'PATCH', path, body, contentType: SMP, timeoutMs: this.o.requestTimeoutMs, signal });
-    return retryApiCall(what, patch, this.o.retry, signal);
+    return retryApiCall(what, patch, { ...this.o.retry, retryable: (err) => this.retried(err, startUp) }, signal);
   }
 
   /** NODE_NAME, else `spec.nodeName` of the pod POD_NAMESPACE/POD_NAME (flannel NewSubnetManager). */
@@ -130,7 +146,7 @@ export class OwnNodePublisher {
         if (httpStatus(err) === 404) {
           state = 'missing';
           apiFailures = 0;
-        } else if (retryable(err)) {
+        } else if (this.retried(err)) {
           state = 'api-error';
           lastErr = err;
           apiFailures++;
@@ -161,7 +177,8 @@ export class OwnNodePublisher {
           ...(lastErr !== undefined ? { error: describe(lastErr) } : {}),
         });
       }
-      const delay = state === 'api-error' ? backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs) : pollMs;
+      // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (api-error.ts).
+      const delay = state === 'api-error' ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
       await clock.sleep(Math.max(0, Math.min(delay, timeoutMs - waited)), signal);
     }
   }
@@ -200,6 +217,7 @@ export class OwnNodePublisher {
   /** The own lease: wait for the Node's podCIDR, then publish the backend's attributes as annotations. */
   async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
     const { keys, log } = this.o;
+    this.startedAt ??= this.o.clock.now();
     const name = await this.resolveNodeName(signal);
     const rec = await this.waitForOwnNode(name, signal);
     checkOwnSubnet(name, this.o.network, rec.podCIDR);
@@ -243,7 +261,7 @@ export class OwnNodePublisher {
     }
     const name = await this.resolveNodeName(signal);
     const changed = { [this.o.keys.backendData]: encodeAttrsData(attrs.backendData) };
-    await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal);
+    await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal, false);
     this.o.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
   }
 
