@@ -9,18 +9,19 @@ import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, UnsupportedError } from './errors.js';
+import { errorMessage } from './errors.js';
 import { Metrics } from './metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { hostFiles } from './fs-seams.js';
-import { selectExternalInterface } from './host/select.js';
+import { selectExternalInterface, selectIPv6Address } from './host/select.js';
+import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
-import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
+import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { RelistOptions } from './subnet/relist.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
@@ -189,16 +190,14 @@ export class Agent {
         ? readNetConf(config.netConfigPath, this.opts.readFile)
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
-    if (!netConf.enableIPv4 || netConf.enableIPv6) {
-      throw new UnsupportedError(
-        'FLANNEL_ERR_UNSUPPORTED',
-        'this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config',
-        {
-          path: config.netConfigPath,
-        },
-      );
-    }
-    this.log.info('network config', { network: netConf.network, backend: netConf.backend.type, name: netConf.backend.name });
+    // IPv4 alone, or dual-stack host-gw: IPv6-only and vxlan with IPv6 are refused (FLANNEL_ERR_UNSUPPORTED).
+    checkWindowsIpFamilies(netConf, { path: config.netConfigPath });
+    this.log.info('network config', {
+      network: netConf.network,
+      backend: netConf.backend.type,
+      name: netConf.backend.name,
+      ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
+    });
 
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
     this.dataplaneValue = dataplane;
@@ -220,6 +219,8 @@ export class Agent {
     }
     this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
     checkNetworkExcludesNode(netConf.network, [publicIP, extIface.ipv4]);
+    const ipv6 = netConf.enableIPv6 ? await this.publicIPv6(kube, extIface, signal) : undefined;
+    if (ipv6) checkIPv6NetworkExcludesNode(netConf.ipv6Network, [ipv6.publicIPv6, ipv6.address.address]);
 
     const previousSubnet = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
@@ -254,6 +255,7 @@ export class Agent {
       host: dataplane.host,
       extIface,
       publicIP,
+      ...(ipv6 ? { extIPv6: ipv6.address, publicIPv6: ipv6.publicIPv6 } : {}),
       log: componentLogger(root, netConf.backend.type),
       metrics: this.metrics,
       clock: this.clock,
@@ -279,7 +281,9 @@ export class Agent {
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
-    const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
+    // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
+    const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
+    const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq, ...v6 });
     await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
@@ -295,6 +299,20 @@ export class Agent {
     const ips = config.publicIP ? [config.publicIP] : [];
     if (kube) ips.push(...(await kube.publicIPs(signal)));
     return ips;
+  }
+
+  /**
+   * Dual-stack: the external interface's IPv6 address (--iface or --public-ipv6 name it, else the Node's
+   * public-ipv6-overwrite / node-public-ipv6 annotations, else the first stable global one) and the IPv6
+   * address to publish (--public-ipv6, else that address).
+   */
+  private async publicIPv6(kube: KubeStart | undefined, extIface: HostInterface, signal: AbortSignal): Promise<{ address: Ipv6Address; publicIPv6: string }> {
+    const { config } = this.opts;
+    const annotated = kube && config.iface.length === 0 && config.ifaceRegex.length === 0 ? await kube.publicIPv6s(signal) : [];
+    const address = selectIPv6Address(extIface, { iface: config.iface, publicIPv6s: [...(config.publicIPv6 ? [config.publicIPv6] : []), ...annotated] });
+    const publicIPv6 = config.publicIPv6 ?? address.address;
+    this.log.info('using IPv6 address', { interface: extIface.name, ipv6: address.address, prefixLength: address.prefixLength, publicIPv6 });
+    return { address, publicIPv6 };
   }
 
   /** Record the boot time beside subnet.env and say whether this start follows a reboot. */

@@ -3,6 +3,9 @@
 // net.IP.String prints IPv6 (RFC 5952: lower case, the longest run of two or more zero groups as `::`).
 import { isIPv6 } from 'node:net';
 
+/** An address family as iphlpapi's calls take it: AF_INET (`ipv4`) or AF_INET6 (`ipv6`). */
+export type IpFamily = 'ipv4' | 'ipv6';
+
 export interface Ip6Net {
   /** Address as an unsigned 128-bit value (as given; see `network6()` for the masked form). */
   ip: bigint;

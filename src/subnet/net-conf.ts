@@ -370,6 +370,20 @@ export function checkNetworkExcludesNode(networkCidr: string, nodeAddresses: rea
   }
 }
 
+/** checkNetworkExcludesNode for IPv6Network and the node's IPv6 addresses (reason covers-node-address). */
+export function checkIPv6NetworkExcludesNode(ipv6Network: string, nodeAddresses: readonly string[]): void {
+  for (const address of nodeAddresses) {
+    if (contains6(ipv6Network, address)) {
+      fail(`IPv6Network ${ipv6Network} contains this node's address ${address}: choose a pod network that does not overlap the node network`, {
+        key: 'IPv6Network',
+        reason: 'covers-node-address',
+        network: ipv6Network,
+        address,
+      });
+    }
+  }
+}
+
 /**
  * Read and parse the net-conf.json at `path` (a regular file of at most 1 MiB, src/fs-read.ts). A missing file names the path and the ConfigMap that
  * normally provides it; parse errors keep their upstream text, prefixed with the path.

@@ -9,6 +9,7 @@ import { RouteError } from '../../errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { cidrContains } from '../../ip4.js';
+import { cidrContains6, formatIp6, normalizeCidr6, parseIp6 } from '../../ip6.js';
 import type { Logger } from '../../log.js';
 import type { Lease } from '../../subnet/lease.js';
 import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route-table.js';
@@ -37,6 +38,8 @@ export class ManagementVNic implements RouteInterface {
     private readonly host: Host,
     initial: HostInterface,
     private readonly log: Logger,
+    /** Dual-stack: IPv6 forwarding follows the vNIC to its new index too. */
+    private readonly ipv6 = false,
   ) {
     this.current = initial;
   }
@@ -57,6 +60,7 @@ export class ManagementVNic implements RouteInterface {
     this.log.info('the management vNIC has a new interface index; routes follow it', { interface: found.name, ip: found.ipv4, index: found.index, previous: this.current.index });
     this.current = found;
     if (!(await this.host.getForwarding(found.index))) await this.host.setForwarding(found.index, true);
+    if (this.ipv6 && !(await this.host.getForwarding(found.index, 'ipv6'))) await this.host.setForwarding(found.index, true, 'ipv6');
     return true;
   }
 }
@@ -69,8 +73,14 @@ export function hostGwRouteDriver(opts: {
   /** Throws (a network-gone error) when the backing HNS network no longer exists; checked before each read. */
   checkNetwork?: () => Promise<void>;
   networkGone?: (err: unknown) => boolean;
+  /**
+   * Dual-stack: the IPv6Network and the own IPv6 subnet. A peer with an IPv6 half then gets a second
+   * route (its IPv6 subnet via its public IPv6, CreateIpForwardEntry2 with AF_INET6), and the IPv6 routes
+   * inside IPv6Network on the vNIC are read and swept as the IPv4 ones are (one diff, keyed by prefix).
+   */
+  ipv6?: { network: string; ownSubnet: string };
 }): LeaseDriver<Route, Route> {
-  const { routes, network, ownSubnet, vnic } = opts;
+  const { routes, network, ownSubnet, vnic, ipv6 } = opts;
   /** Write on the vNIC's current index; after a 1168 (no such interface), re-resolve it once and retry. */
   const write = async (r: Route): Promise<void> => {
     try {
@@ -82,12 +92,24 @@ export function hostGwRouteDriver(opts: {
   };
   return {
     name: 'host-gw routes',
-    desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
+    desiredFor: (peer: Lease) => {
+      const v4: Route = { destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC };
+      if (!ipv6 || peer.ipv6Subnet === undefined || peer.publicIPv6 === undefined) return [v4];
+      // The next hop as Windows prints it back (RFC 5952), so the diff never sees a spelling as a change.
+      const nextHop = formatIp6(parseIp6(peer.publicIPv6) ?? 0n);
+      return [v4, { destinationPrefix: peer.ipv6Subnet, nextHop, interfaceIndex: vnic.index, metric: ROUTE_METRIC }];
+    },
     async readActual() {
       await opts.checkNetwork?.();
       const index = vnic.index;
       const all = await routes.list(index);
-      return all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
+      const v4 = all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
+      if (!ipv6) return v4;
+      const own6 = normalizeCidr6(ipv6.ownSubnet);
+      const v6 = (await routes.list(index, 'ipv6')).filter(
+        (r) => r.interfaceIndex === index && normalizeCidr6(r.destinationPrefix) !== own6 && cidrContains6(ipv6.network, r.destinationPrefix),
+      );
+      return [...v4, ...v6];
     },
     actualKey: (r) => r.destinationPrefix,
     desiredKey: (r) => r.destinationPrefix,
