@@ -76,6 +76,8 @@ export interface RunOptions {
   bootTimeMs?: AgentOptions['bootTimeMs'];
   /** The agent's logger (e.g. ./log-sink.ts, to wait for a log line); default LOG. */
   log?: Logger;
+  /** What the simulated HNS reports as its version (default 13.2). */
+  hnsVersion?: { Major: number; Minor: number };
 }
 
 /**
@@ -103,7 +105,7 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
   }
   opts.before?.(sim, state);
   const log = opts.log ?? LOG;
-  const dataplane = simulatedSeams(sim, { log, metrics, clock: systemClock, hnsCallTimeoutMs: config.hnsCallTimeoutSeconds * 1000 });
+  const dataplane = simulatedSeams(sim, { log, metrics, clock: systemClock, hnsCallTimeoutMs: config.hnsCallTimeoutSeconds * 1000, hnsVersion: opts.hnsVersion });
   const agent = new Agent({ config, log, metrics, dataplane, resyncMs: opts.resyncMs ?? 200, relistBackoff: opts.relistBackoff, bootTimeMs: opts.bootTimeMs });
   const controller = new AbortController();
   const done = agent.run(controller.signal);

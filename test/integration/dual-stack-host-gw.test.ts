@@ -1,0 +1,131 @@
+// Dual-stack host-gw on the simulated node against the fake API server: dual-stack Linux Nodes annotated
+// as upstream's kube subnet manager annotates them (pkg/subnet/kube/kube.go AcquireLease: public-ipv6 and
+// backend-v6-data `null` for host-gw), a Windows Node with one podCIDR per family, and an adapter with an
+// IPv6 address (state file IPv6Address / IPv6PrefixLength).
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
+import { TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
+import { editState } from '../support/sim-dataplane.js';
+import { isFlannelError } from '../../src/errors.js';
+
+const P = 'flannel.alpha.coreos.com/';
+const WIN = 'win-1';
+const WIN_IP6 = 'fd00:10::2';
+const DUAL_NET_CONF = { Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } };
+
+function dualLinux(name: string, v4: string, v6: string, ip: string, ip6: string | undefined): FakeNode {
+  const n = linuxFlannelNode({ name, podCIDR: v4, publicIP: ip, backendType: 'host-gw' });
+  n.spec = { podCIDR: v4, podCIDRs: [v4, v6] };
+  if (ip6 !== undefined) Object.assign(n.metadata.annotations!, { [`${P}backend-v6-data`]: 'null', [`${P}public-ipv6`]: ip6 });
+  return n;
+}
+
+function windowsNode(podCIDRs: string[]): FakeNode {
+  const n = bareNode({ name: WIN, podCIDR: podCIDRs[0], internalIP: WIN_IP });
+  n.spec = { podCIDR: podCIDRs[0], podCIDRs };
+  return n;
+}
+
+function withIPv6(sim: RunningAgent['sim']): void {
+  editState(sim, (st) => st.adapters.filter((a) => a.IPAddress === WIN_IP).forEach((a) => Object.assign(a, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 })));
+}
+
+function peerRoutes(a: RunningAgent): string[] {
+  return a.sim
+    .snapshot()
+    .routes.filter((r) => r.DestinationPrefix.startsWith('10.244.') || r.DestinationPrefix.startsWith('fd00:10:244:'))
+    .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
+    .sort();
+}
+
+let cluster: TestCluster;
+afterEach(async () => {
+  await cluster?.stop();
+});
+
+describe('dual-stack host-gw', () => {
+  it('gets both subnets, publishes public-ipv6, writes both families to subnet.env, builds one dual-stack L2Bridge, routes each family', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(dualLinux('linux-1', '10.244.1.0/24', 'fd00:10:244:1::/64', '10.0.0.11', 'fd00:10::11'));
+    cluster.api.addNode(dualLinux('linux-2', '10.244.2.0/24', 'fd00:10:244:2::/64', '10.0.0.12', undefined));
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim) });
+
+    await waitFor(() => a.agent.isReady && peerRoutes(a).length === 3, 'three routes');
+    expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12', 'fd00:10:244:1::/64 via fd00:10::11']);
+
+    const ann = cluster.api.getNode(WIN)!.metadata.annotations!;
+    expect(ann[`${P}public-ipv6`]).toBe(WIN_IP6);
+    expect(ann[`${P}backend-v6-data`]).toBe('null');
+    expect(ann[`${P}public-ip`]).toBe(WIN_IP);
+
+    expect(readFileSync(a.subnetFile, 'utf8')).toBe(
+      'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:64::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
+    );
+
+    const st = a.sim.snapshot();
+    const net = st.networks.find((n) => n.Name === 'cbr0')!;
+    expect(net.Type).toBe('L2Bridge');
+    expect(net.Ipams?.flatMap((i) => i.Subnets ?? []).map((s) => [s.IpAddressPrefix, s.Routes?.[0]?.DestinationPrefix, s.Routes?.[0]?.NextHop])).toEqual([
+      ['10.244.100.0/24', '0.0.0.0/0', '10.244.100.1'],
+      ['fd00:10:244:64::/64', '::/0', 'fd00:10:244:64::1'],
+    ]);
+    const ep = st.endpoints.find((e) => e.Name === 'cbr0_ep')!;
+    expect(ep.IpConfigurations).toEqual([
+      { IpAddress: '10.244.100.2', PrefixLength: 24 },
+      { IpAddress: 'fd00:10:244:64::2', PrefixLength: 64 },
+    ]);
+    expect(ep.Routes?.map((r) => r.DestinationPrefix)).toEqual(['0.0.0.0/0', '::/0']);
+    const forwarding = st.adapters.filter((ad) => ad.Name.startsWith('vEthernet'));
+    expect(forwarding.length).toBeGreaterThanOrEqual(2);
+    for (const ad of forwarding) expect([ad.Name, ad.Forwarding, ad.ForwardingV6]).toEqual([ad.Name, true, true]);
+
+    // The IPv6 half of a peer changes: its route follows; it drops its public-ipv6: IPv4 only again (swept).
+    cluster.api.updateNode('linux-1', (n) => void (n.metadata.annotations![`${P}public-ipv6`] = 'fd00:10::21'));
+    await waitFor(() => peerRoutes(a).includes('fd00:10:244:1::/64 via fd00:10::21'), 'the IPv6 route follows the new public-ipv6');
+    cluster.api.updateNode('linux-1', (n) => void delete n.metadata.annotations![`${P}public-ipv6`]);
+    await waitFor(() => peerRoutes(a).length === 2, 'the IPv6 route swept');
+    expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
+  });
+
+  it('three podCIDRs are refused with upstream message', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64', 'fd00:10:244:65::/64']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim) });
+    const err = await a.outcome;
+    expect(isFlannelError(err, 'FLANNEL_ERR_NODE')).toBe(true);
+    expect((err as Error).message).toBe('node "win-1" pod cidrs should be IPv4/IPv6 only or dualstack');
+  });
+
+  it('HNS older than 11.10 is refused (FLANNEL_ERR_HNS_VERSION)', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim), hnsVersion: { Major: 10, Minor: 1 } });
+    const err = await a.outcome;
+    expect(isFlannelError(err, 'FLANNEL_ERR_HNS_VERSION')).toBe(true);
+  });
+
+  it('vxlan with IPv6 and IPv6-only are refused (FLANNEL_ERR_UNSUPPORTED)', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    for (const [netConf, reason] of [
+      [{ ...DUAL_NET_CONF, Backend: { Type: 'vxlan' } }, 'vxlan-ipv6'],
+      [{ EnableIPv4: false, EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } }, 'ipv6-only'],
+    ] as const) {
+      const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf });
+      const err = await a.outcome;
+      expect(isFlannelError(err, 'FLANNEL_ERR_UNSUPPORTED')).toBe(true);
+      expect((err as { context: Record<string, unknown> }).context).toMatchObject({ reason });
+    }
+  });
+
+  it('refuses a Windows Node without an IPv6 podCIDR (FLANNEL_ERR_NODE)', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim) });
+    const err = await a.outcome;
+    expect(isFlannelError(err, 'FLANNEL_ERR_NODE')).toBe(true);
+    expect((err as { context: Record<string, unknown> }).context).toMatchObject({ reason: 'no-ipv6-podcidr' });
+  });
+});
