@@ -6,6 +6,7 @@
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
+import { resolve } from 'node:path';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
@@ -16,7 +17,8 @@ import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface, selectIPv6Address } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
-import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './host/boot.js';
+import { checkCniReadiness, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
+import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
@@ -45,7 +47,21 @@ export interface AgentOptions {
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
    */
   bootTimeMs?: () => number;
+  /** The file system the CNI config check reads (tests); default node:fs. */
+  cniFs?: CniReadinessFs;
 }
+
+/** How often the agent reads the CNI config again (the kubelet probes /readyz every 10 s in deploy/). */
+export const CNI_CHECK_INTERVAL_MS = 10_000;
+
+/** The NetworkUnavailable condition's reason per CNI check (CamelCase, as condition reasons are). */
+const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
+  'cni-conf-missing': 'CNIConfigMissing',
+  'cni-conf-invalid': 'CNIConfigInvalid',
+  'cni-network-name': 'CNINetworkNameMismatch',
+  'cni-subnet-file': 'CNISubnetFileMismatch',
+  'cni-plugin-missing': 'CNIPluginMissing',
+};
 
 export type AgentPhase = 'starting' | 'registering' | 'running' | 'stopped';
 
@@ -77,7 +93,29 @@ export class Agent {
    */
   get isReady(): boolean {
     const s = this.networkValue?.status();
-    return this.ready && s !== undefined && s.listed && !s.networkMissing;
+    return this.ready && s !== undefined && s.listed && !s.networkMissing && this.cniProblems().length === 0;
+  }
+
+  /**
+   * What stops a pod from starting although the network is up: the CNI config containerd loads first
+   * (--cni-conf-dir) names another network, another subnet file, or a plugin missing from --cni-bin-dir.
+   * [] while the check is off ("none") or before the network exists. Read at each call (a directory
+   * listing and one small file), so /readyz follows an operator's fix at once.
+   */
+  cniProblems(): CniProblem[] {
+    const { config } = this.opts;
+    const network = this.networkValue;
+    if (!config.cniConfDir || !network) return [];
+    return checkCniReadiness(
+      { cniConfDir: config.cniConfDir, cniBinDir: config.cniBinDir, networkName: network.networkName, subnetFile: resolve(config.subnetFile) },
+      this.opts.cniFs,
+    );
+  }
+
+  /** Why /readyz answers 503, once the network is up: the CNI problems with their fixes. */
+  private notReadyReason(): string | undefined {
+    const problems = this.cniProblems();
+    return problems.length === 0 ? undefined : problems.map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`).join('\n');
   }
 
   /**
@@ -135,6 +173,7 @@ export class Agent {
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
       network: network?.status(),
+      ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: this.cniProblems() } } : {}),
     });
   }
 
@@ -153,6 +192,7 @@ export class Agent {
               port: config.healthzPort,
               metrics: this.metrics,
               isReady: () => this.isReady,
+              notReadyReason: () => this.notReadyReason(),
               isHealthy: () => this.isHealthy,
               status: () => this.status(),
               log: componentLogger(this.opts.log, 'health'),
@@ -246,6 +286,7 @@ export class Agent {
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
       if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+      await this.recordNetwork(netConf, network, dataplane);
     };
     const deps: BackendDeps = {
       netConf,
@@ -275,7 +316,45 @@ export class Agent {
     this.ready = true;
     this.phaseValue = 'running';
     this.runningSince = this.clock.now();
-    await network.run(signal);
+    // The CNI check stops with the network's run, however that ends.
+    const cniCheck = new AbortController();
+    const stopCheck = () => cniCheck.abort(signal.reason);
+    signal.addEventListener('abort', stopCheck, { once: true });
+    const watching = this.watchCniReadiness(subnetManager, cniCheck.signal);
+    try {
+      await network.run(signal);
+    } finally {
+      signal.removeEventListener('abort', stopCheck);
+      cniCheck.abort(new Error('the network stopped'));
+      await watching;
+    }
+  }
+
+  /**
+   * Check the CNI config (--cni-conf-dir) now and every CNI_CHECK_INTERVAL_MS until `signal` aborts; on
+   * each change log it and tell the subnet manager (kube: the NetworkUnavailable condition), so the
+   * operator sees a conflist that names the wrong network before the first pod fails.
+   */
+  private async watchCniReadiness(subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
+    const { config } = this.opts;
+    if (!config.cniConfDir) return;
+    let last: string | undefined;
+    while (!signal.aborted) {
+      const problems = this.cniProblems();
+      const key = problems.map((p) => `${p.check}\n${p.detail}`).join('\n');
+      if (key !== last) {
+        const first = last === undefined;
+        last = key;
+        for (const p of problems) this.log.warn('pods cannot start on this node: the CNI config does not fit this agent', { check: p.check, detail: p.detail, fix: p.fix });
+        if (problems.length === 0)
+          this.log.info(first ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir: config.cniConfDir });
+        const problem = problems[0] && { reason: CNI_CONDITION_REASONS[problems[0].check], message: `${problems[0].detail}; fix: ${problems[0].fix}` };
+        await subnetManager.reportPodNetwork?.(problem, signal).catch((err: unknown) => {
+          if (!signal.aborted) this.log.warn('could not report the CNI check on the node condition', { error: errorMessage(err) });
+        });
+      }
+      await this.clock.sleep(CNI_CHECK_INTERVAL_MS, signal).catch(() => undefined);
+    }
   }
 
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
@@ -332,6 +411,31 @@ export class Agent {
       this.log.info(what, { startKind: check.kind, bootTime: check.current.bootTime, previousBootTime: check.previous?.bootTime, starts: check.current.starts, path });
     } catch (err) {
       this.log.warn('could not record the boot time; reboot detection is off for this start', { path, error: errorMessage(err) });
+    }
+  }
+
+  /**
+   * Keep the HNS network this agent runs (created or adopted) in the boot record, where whoever renders
+   * the CNI config finds the name pods must use (`flanneld cni-config` reads it).
+   */
+  private async recordNetwork(netConf: NetworkConfig, network: Network, dataplane: Dataplane): Promise<void> {
+    const path = bootRecordPath(this.opts.config.subnetFile);
+    try {
+      const id = (await dataplane.hns.getNetworkByNameV1(network.networkName))?.ID ?? '';
+      recordBootNetwork(path, { name: network.networkName, id, backend: netConf.backend.type });
+      const adopted = network.networkName !== netConf.backend.name;
+      this.log.info(
+        adopted
+          ? `pods must use the adopted HNS network ${network.networkName}, not ${netConf.backend.name}: the CNI config names it (flanneld cni-config reads it from the boot record)`
+          : 'the HNS network pods use, recorded for the CNI config',
+        { network: network.networkName, id, adopted, path },
+      );
+    } catch (err) {
+      this.log.warn('could not record the HNS network in the boot record; flanneld cni-config falls back to net-conf.json', {
+        path,
+        network: network.networkName,
+        error: errorMessage(err),
+      });
     }
   }
 

@@ -10,19 +10,22 @@ import { CniInstallError } from '../errors.js';
 /** The extensions go-cni loads from the CNI config directory. */
 export const CNI_CONF_EXTENSIONS = ['.conf', '.conflist', '.json'] as const;
 
-/** The CNI configs in `file`'s directory that containerd would load before it, in its order. */
-export function configsBefore(file: string, readdir: (dir: string) => string[] = (d) => nodeFs.readdirSync(d)): string[] {
+/** The CNI configs of `dir` in the order go-cni loads them (containerd uses the first); [] without the directory. */
+export function cniConfigFiles(dir: string, readdir: (dir: string) => string[] = (d) => nodeFs.readdirSync(d)): string[] {
   let names: string[];
   try {
-    names = readdir(dirname(file));
+    names = readdir(dir);
   } catch {
-    return []; // no directory yet: nothing sorts before
+    return []; // no directory yet
   }
+  return names.filter((n) => (CNI_CONF_EXTENSIONS as readonly string[]).includes(extname(n))).sort();
+}
+
+/** The CNI configs in `file`'s directory that containerd would load before it, in its order. */
+export function configsBefore(file: string, readdir: (dir: string) => string[] = (d) => nodeFs.readdirSync(d)): string[] {
   const own = basename(file);
-  return names
-    .filter((n) => n !== own && (CNI_CONF_EXTENSIONS as readonly string[]).includes(extname(n)))
-    .sort()
-    .filter((n) => n < own)
+  return cniConfigFiles(dirname(file), readdir)
+    .filter((n) => n !== own && n < own)
     .map((n) => join(dirname(file), n));
 }
 

@@ -36,6 +36,7 @@ import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { checkCniConfOrder } from './cni-conf-dir.js';
+import { readBootNetwork } from '../host/boot.js';
 
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';
 export const DEFAULT_DNS_SERVER = '10.96.0.10';
@@ -74,6 +75,8 @@ export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
 
 export interface CniConfigInput {
   netConf: NetworkConfig;
+  /** The HNS network the agent runs (its boot record); default net-conf's Backend.Name. */
+  networkName?: string;
   /** The agent's subnet.env (absolute), the plugin's `subnetFile`. */
   subnetFile: string;
   /** The plugin's `dataDir` (absolute). */
@@ -128,7 +131,7 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   };
   return {
     cniVersion: input.cniVersion ?? DEFAULT_CNI_VERSION,
-    name: backend.name,
+    name: input.networkName ?? backend.name,
     plugins: [{ type: 'flannel', subnetFile: input.subnetFile, dataDir: input.dataDir, capabilities: { portMappings: true, dns: true }, delegate }],
   };
 }
@@ -158,6 +161,16 @@ export function isOwnCniConfig(text: string, networkName: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The network name the conflist must carry: the one the agent runs, from its boot record beside
+ * subnet.env (an adopted `vxlan0` when net-conf has no Backend.Name), else net-conf's Backend.Name.
+ * A record of another backend (the node switched from vxlan to host-gw) is ignored.
+ */
+export function agentNetworkName(netConf: NetworkConfig, subnetFile: string, read: typeof readBootNetwork = readBootNetwork): string {
+  const recorded = read(subnetFile);
+  return recorded && (recorded.backend === undefined || recorded.backend === netConf.backend.type) ? recorded.name : netConf.backend.name;
 }
 
 function unique(items: string[]): string[] {
@@ -224,9 +237,12 @@ export const command: Command = {
       const dnsServers = listFlag(own('dns-server'));
       for (const d of dnsServers)
         if (!isIp4(d)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${d}" in flag -dns-server: not an IPv4 address`, { flag: 'dns-server', value: d });
+      const paths = cniPaths(parsed.config);
+      const networkName = agentNetworkName(netConf, paths.subnetFile);
       const conf = renderCniConfig({
         netConf,
-        ...cniPaths(parsed.config),
+        networkName,
+        ...paths,
         serviceCidr: cidrFlag('service-cidr', own('service-cidr')),
         managementSubnet: managementSubnet || undefined,
         managementIP: managementIP || undefined,
@@ -243,7 +259,7 @@ export const command: Command = {
       }
       checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
       writeFileAtomicSync(out, text);
-      io.stderr(`wrote ${out} (network ${netConf.backend.name}, ${netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
+      io.stderr(`wrote ${out} (network ${networkName}, ${netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
       return Promise.resolve(0);
     } catch (err) {
       return Promise.resolve(reportError(program, err, io));

@@ -55,7 +55,10 @@ export function statusUrls(healthzIP: string, healthzPort: number, ifaces: Retur
 export function renderStatusTable(s: StatusReport): string {
   const rows: [string, string][] = [];
   const net = s.network;
-  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${s.ready ? '' : ', subnet.env not written yet'})`]);
+  const cni: unknown = s.cni; // absent from an older agent's report
+  const cniProblems = typeof cni === 'object' && cni !== null && Array.isArray((cni as { problems?: unknown }).problems) ? (cni as NonNullable<StatusReport['cni']>).problems : [];
+  const notReady = s.ready ? '' : cniProblems.length > 0 ? ', pods cannot start: see CNI' : ', subnet.env not written yet';
+  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${notReady})`]);
   rows.push(['Lease', s.lease ? `${t(s.lease.subnet)} (public IP ${t(s.lease.publicIP)})` : 'none yet']);
   rows.push([
     'Network',
@@ -77,6 +80,14 @@ export function renderStatusTable(s: StatusReport): string {
     const hresult = t(r?.hresult);
     const answer = hresult.startsWith('0x') ? `HRESULT ${hresult}` : hresult;
     rows.push(['  refused', `${t(r?.node ?? '?')} ${t(r?.prefix)}: ${answer} since ${t(r?.since)}, ${t(r?.attempts)} tries (${t(r?.error)})`]);
+  }
+  if (typeof cni === 'object' && cni !== null) {
+    const c = cni as NonNullable<StatusReport['cni']>;
+    rows.push(['CNI', cniProblems.length === 0 ? `ok (${t(c.confDir)})` : `NOT ready: ${cniProblems.length} problem${cniProblems.length > 1 ? 's' : ''} in ${t(c.confDir)}`]);
+    for (const p of cniProblems) {
+      rows.push([`  ${t(p?.check)}`, t(p?.detail)]);
+      rows.push(['    fix', t(p?.fix)]);
+    }
   }
   rows.push(['Last pass', s.lastPass ? `${t(s.lastPass.at)} ${s.lastPass.ok ? 'ok' : 'failed'}` : 'none yet']);
   rows.push(['Last success', s.lastSuccess ? t(s.lastSuccess) : 'none yet']);

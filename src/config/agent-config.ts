@@ -50,6 +50,10 @@ export interface AgentConfig {
   sourceVipCompatFiles: string[];
   /** vxlan: host-local IPAM data dir to reserve the source VIP in ('' = none). */
   cniIpamDataDir: string;
+  /** containerd's CNI conf dir whose first config readiness checks ('' = no check). */
+  cniConfDir: string;
+  /** containerd's CNI bin dir, where that config's plugins must be. */
+  cniBinDir: string;
   logLevel: LogLevel;
   logFormat: 'text' | 'json';
   logFile: string;

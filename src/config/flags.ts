@@ -198,6 +198,22 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'DIR',
   },
   {
+    name: 'cni-conf-dir',
+    kind: 'string',
+    default: '',
+    windowsDefault: 'C:\\etc\\cni\\net.d',
+    help: 'containerd\'s CNI conf_dir: ready only while the first config in it names this agent\'s network, subnet file and installed plugins ("none" for no check)',
+    valueName: 'DIR',
+  },
+  {
+    name: 'cni-bin-dir',
+    kind: 'string',
+    default: '',
+    windowsDefault: 'C:\\opt\\cni\\bin',
+    help: "containerd's CNI bin_dir, where the plugins that config names must be",
+    valueName: 'DIR',
+  },
+  {
     name: 'env-file',
     kind: 'string',
     default: '',

@@ -225,7 +225,7 @@ function sourceVipSettings(
   given: (name: string) => string,
   platform: NodeJS.Platform,
   subnetFile: string,
-): Pick<AgentConfig, 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'> {
+): Pick<AgentConfig, 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir' | 'cniConfDir' | 'cniBinDir'> {
   const win = platform === 'win32';
   const pick = (name: string, def = platformDefault(flagSpec(name), platform) as string) => {
     const v = given(name).trim();
@@ -240,6 +240,8 @@ function sourceVipSettings(
       .map((s) => s.trim())
       .filter((s) => s !== ''),
     cniIpamDataDir: pick('cni-ipam-data-dir'),
+    cniConfDir: pick('cni-conf-dir'),
+    cniBinDir: pick('cni-bin-dir'),
   };
 }
 

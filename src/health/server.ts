@@ -18,6 +18,8 @@ export interface HealthServerOptions {
   metrics: Metrics;
   /** True once subnet.env has been written (and while the HNS network exists). */
   isReady: () => boolean;
+  /** Why the agent is not ready although it runs (the CNI config check), for the 503 body. */
+  notReadyReason?: () => string | undefined;
   /** The agent's account of this node for GET /status (./status.ts). */
   status?: () => Promise<StatusReport>;
   /** False once no reconcile pass has succeeded for --healthz-stale-after; default always true. */
@@ -36,6 +38,11 @@ export const READY_BODY = 'flanneld is ready';
 export const NOT_READY_BODY = 'flanneld is not ready yet';
 export const UNHEALTHY_BODY = 'flanneld is not healthy: no reconcile pass succeeded within --healthz-stale-after';
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** The 503 body of /readyz: upstream's text, then the reason and its fix when there is one. */
+export function notReadyBody(reason: string | undefined): string {
+  return reason ? `flanneld is not ready: pods cannot start\n${reason}` : NOT_READY_BODY;
+}
 
 function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8', head = false): void {
   res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
@@ -56,7 +63,8 @@ export function startHealthServer(opts: HealthServerOptions): Promise<HealthServ
         case '/healthz':
           return (opts.isHealthy?.() ?? true) ? send(res, 200, HEALTHZ_BODY, undefined, head) : send(res, 503, UNHEALTHY_BODY, undefined, head);
         case '/readyz':
-          return opts.isReady() ? send(res, 200, READY_BODY, undefined, head) : send(res, 503, NOT_READY_BODY, undefined, head);
+          if (opts.isReady()) return send(res, 200, READY_BODY, undefined, head);
+          return send(res, 503, notReadyBody(opts.notReadyReason?.()), undefined, head);
         case '/metrics':
           return void opts.metrics.render().then(
             (body) => send(res, 200, body, METRICS_CONTENT_TYPE, head),

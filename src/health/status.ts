@@ -8,14 +8,23 @@ import type { Logger } from '../log.js';
 import type { StartKind } from '../host/boot.js';
 import type { NetworkStatus, RefusedItem, RejectedLease } from '../network-status.js';
 
+/** One problem of the CNI config check (src/commands/cni-readiness.ts CniProblem): a stable id, what, the fix. */
+export interface CniProblem {
+  check: string;
+  detail: string;
+  fix: string;
+}
+
 export interface StatusReport {
   version: string;
   /** starting | registering | running | stopped */
   phase: string;
-  /** subnet.env is written. */
+  /** subnet.env is written and a pod can start (no CNI readiness problem): what /readyz answers. */
   ready: boolean;
   /** Ready, the network exists, the last pass succeeded and every desired peer is programmed. */
   inSync: boolean;
+  /** The CNI config check (--cni-conf-dir): null when it is off; `problems` empty when a pod can start. */
+  cni: { confDir: string; binDir: string; problems: CniProblem[] } | null;
   startKind: StartKind | null;
   lease: { subnet: string; publicIP: string } | null;
   network: { name: string; present: boolean; type: string | null; id: string | null; adapter: string | null; error?: string } | null;
@@ -50,6 +59,8 @@ export interface StatusInput {
   mtu: number | undefined;
   sourceVip: string | undefined;
   network: NetworkStatus | undefined;
+  /** The CNI config check, when it is on. */
+  cni?: { confDir: string; binDir: string; problems: CniProblem[] };
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -87,12 +98,14 @@ export function buildStatusReport(s: StatusInput): StatusReport {
       }
     : null;
   const refused = n?.refusedItems ?? [];
-  const inSync = s.ready && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
+  const podsCanStart = (s.cni?.problems.length ?? 0) === 0;
+  const inSync = s.ready && podsCanStart && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
   return {
     version: s.version,
     phase: s.phase,
-    ready: s.ready,
+    ready: s.ready && podsCanStart,
     inSync,
+    cni: s.cni ?? null,
     startKind: s.startKind ?? null,
     lease: s.lease ?? null,
     network,

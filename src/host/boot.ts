@@ -7,6 +7,11 @@
 // Boot time = now - uptime (`os.uptime()`, which is GetTickCount64 on Windows). It is derived from the
 // wall clock, so it wanders with clock corrections (NTP); two values within BOOT_TIME_TOLERANCE_MS are the
 // same boot. A reboot moves it by at least the previous uptime plus the reboot itself.
+//
+// The record also keeps the HNS network the agent runs (`network: {name, id}`), created or adopted: with no
+// Backend.Name in net-conf.json the agent may adopt an earlier install's `vxlan0`, and whoever renders the
+// CNI config (`flanneld cni-config`, the DaemonSet's init container, start.ps1) must name that network,
+// not net-conf's default. Readers use readBootNetwork.
 import * as nodeFs from 'node:fs';
 import { uptime } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -25,6 +30,23 @@ export interface BootRecord {
   /** When the agent last started in this boot. */
   startedAt: string;
   starts: number;
+  /** The HNS network the agent runs, once it has built or adopted it. */
+  network?: BootNetwork;
+}
+
+/** The HNS network the agent runs: its name (what the CNI config's `name` must be) and its ID. */
+export interface BootNetwork {
+  name: string;
+  id: string;
+  /** The backend that runs it (`vxlan`, `host-gw`): a reader rendering for another backend ignores it. */
+  backend?: string;
+}
+
+function parseBootNetwork(v: unknown): BootNetwork | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { name, id, backend } = v as { name?: unknown; id?: unknown; backend?: unknown };
+  if (typeof name !== 'string' || name === '') return undefined;
+  return { name, id: typeof id === 'string' ? id : '', ...(typeof backend === 'string' ? { backend } : {}) };
 }
 
 /** The host's boot time in ms since the epoch (now - uptime). */
@@ -41,11 +63,13 @@ export function parseBootRecord(text: string): BootRecord | undefined {
   try {
     const o = JSON.parse(text) as Partial<BootRecord>;
     if (typeof o.bootTimeMs !== 'number' || !Number.isFinite(o.bootTimeMs)) return undefined;
+    const network = parseBootNetwork(o.network);
     return {
       bootTimeMs: o.bootTimeMs,
       bootTime: String(o.bootTime ?? new Date(o.bootTimeMs).toISOString()),
       startedAt: String(o.startedAt ?? ''),
       starts: typeof o.starts === 'number' ? o.starts : 1,
+      ...(network ? { network } : {}),
     };
   } catch {
     return undefined;
@@ -86,7 +110,38 @@ export function checkBoot(path: string, bootTimeMs: number, now: number = system
     bootTime: new Date(keep).toISOString(),
     startedAt: new Date(now).toISOString(),
     starts: kind === 'restart' && previous ? previous.starts + 1 : 1,
+    // Kept until the agent records the network of this start (a reboot removes a vxlan network, and the
+    // agent recreates it under the same name).
+    ...(previous?.network ? { network: previous.network } : {}),
   };
   writeFileAtomicSync(path, JSON.stringify(current) + '\n', fs);
   return { kind, previous, current, path };
+}
+
+/**
+ * The network the agent recorded beside `subnetFile` (boot.json), or undefined: no record (the agent has
+ * not run on this host), an unreadable one, or one without a network (it has not built it yet).
+ * A record without a boot time (a host whose boot time is unknown) still carries the network.
+ */
+export function readBootNetwork(subnetFile: string, fs: Pick<BootFs, 'readFileSync'> = nodeFs): BootNetwork | undefined {
+  try {
+    return parseBootNetwork((JSON.parse(fs.readFileSync(bootRecordPath(subnetFile), 'utf8')) as { network?: unknown }).network);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Record the network the agent runs in the boot record at `path` (atomically), keeping the rest of it;
+ * where there is no record yet (no boot time on this host) the file holds the network alone.
+ */
+export function recordBootNetwork(path: string, network: BootNetwork, fs: BootFs = nodeFs): void {
+  let record: Record<string, unknown> = {};
+  try {
+    const o: unknown = JSON.parse(fs.readFileSync(path, 'utf8'));
+    if (typeof o === 'object' && o !== null && !Array.isArray(o)) record = o as Record<string, unknown>;
+  } catch {
+    record = {};
+  }
+  writeFileAtomicSync(path, JSON.stringify({ ...record, network: { name: network.name, id: network.id, ...(network.backend ? { backend: network.backend } : {}) } }) + '\n', fs);
 }

@@ -93,6 +93,12 @@ export interface SubnetManager {
    * The etcd manager has no API server and records none.
    */
   nodeEvents?(lease: Lease): NodeEvents;
+  /**
+   * Whether pods can start on this node although the network is up (the agent's CNI config check):
+   * kube sets NetworkUnavailable=True with `reason` and `message` while `problem` is given, False again
+   * once it is cleared. The etcd manager has no node condition.
+   */
+  reportPodNetwork?(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void>;
 }
 
 /** `{VNI: number, VtepMAC: string}` as flannel's vxlan backend-data (the MAC may still be invalid). */

@@ -1,44 +1,88 @@
-// The upstream Windows CNI plugins (flannel.exe, win-overlay.exe, win-bridge.exe, host-local.exe, built
-// from upstream's unmodified sources: ../shared/cni-plugins-windows/README.md) run under Wine as the
-// container runtime runs them: CNI_* in the environment, the network config on stdin, the result on
-// stdout (CNI SPEC "Parameters", containerd's go-cni / libcni invoke/exec.go). They reach the simulated
+// The upstream Windows CNI plugins (flannel.exe, win-overlay.exe, win-bridge.exe, host-local.exe) run under
+// Wine as the container runtime runs them: CNI_* in the environment, the network config on stdin, the result
+// on stdout (CNI SPEC "Parameters", containerd's go-cni / libcni invoke/exec.go). They reach the simulated
 // node through the stand-in DLLs, which hcsshim loads from the prefix's system32 only.
+//
+// The binaries cannot be distributed with this project. The tier runs only when FLANNEL_CNI_PLUGINS_DIR
+// names a folder holding them (README "The interop tier"), in one of two forms:
+//  * the official release files this build pins (src/cni-plugins/pinned.json: flannel-io/cni-plugin's
+//    `flannel-amd64.exe` and containernetworking/plugins' `cni-plugins-windows-amd64-<tag>.tgz`), each
+//    checked against its pin and installed with the project's own install-cni code into the tier's cache;
+//  * the four .exe files with a `SHA256SUMS` the user supplies (`sha256sum` format), each checked against it.
+// Without the variable the tier skips with one line, under CI=true too; with it, a file that does not
+// match its hash fails the tier.
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { CACHE, REPO, driveC, wineEnv, winPath } from '../support/windows.js';
+import { basename, dirname, join } from 'node:path';
+import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
+import { installCniPlugins } from '../../src/cni-plugins/install.js';
+import { CACHE, driveC, wineEnv, winPath } from '../support/windows.js';
 
 export const PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'] as const;
 
-/** The plugins' folder: $FLANNEL_CNI_PLUGINS_DIR, else `shared/cni-plugins-windows` beside the repository (or its worktree parent). */
-export function pluginsDir(): string {
-  const env = process.env['FLANNEL_CNI_PLUGINS_DIR'];
-  if (env) return env;
-  const candidates = [join(REPO, '..', 'shared', 'cni-plugins-windows'), join(REPO, '..', '..', 'shared', 'cni-plugins-windows')];
-  return candidates.find((d) => existsSync(join(d, 'SHA256SUMS'))) ?? candidates[0];
+/** The variable that names the plugins' folder. */
+export const PLUGINS_DIR_VARIABLE = 'FLANNEL_CNI_PLUGINS_DIR';
+
+/** The release files of the pins, by file name (the last part of each pinned URL). */
+export function pinnedReleaseFiles(): { file: string; sha256: string }[] {
+  return pinned.releases.map((r) => ({ file: basename(new URL(r.url).pathname), sha256: r.sha256 }));
+}
+
+/** What FLANNEL_CNI_PLUGINS_DIR holds: nothing set (skip), a form the tier can use, or why it cannot. */
+export type PluginsFolder =
+  { kind: 'unset'; reason: string } | { kind: 'release'; dir: string } | { kind: 'listed'; dir: string; sums: Map<string, string> } | { kind: 'unusable'; reason: string };
+
+/** `sha256sum` output: `<64 hex>  <name>` (or ` *<name>`) per line. */
+export function parseSha256Sums(text: string): Map<string, string> {
+  const sums = new Map<string, string>();
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^([0-9a-fA-F]{64}) [ *](.+)$/.exec(line.trim());
+    if (m) sums.set(basename(m[2].trim()), m[1].toLowerCase());
+  }
+  return sums;
+}
+
+/** Read FLANNEL_CNI_PLUGINS_DIR (sync: it decides at load time whether the tier's tests are defined). */
+export function pluginsFolder(env: NodeJS.ProcessEnv = process.env): PluginsFolder {
+  const dir = env[PLUGINS_DIR_VARIABLE];
+  if (!dir) {
+    return {
+      kind: 'unset',
+      reason: `Interop tier skipped: ${PLUGINS_DIR_VARIABLE} is not set (a folder with the pinned release files or the four plugins and a SHA256SUMS; README "The interop tier")`,
+    };
+  }
+  const release = pinnedReleaseFiles();
+  if (release.every((r) => existsSync(join(dir, r.file)))) return { kind: 'release', dir };
+  const sumsFile = join(dir, 'SHA256SUMS');
+  if (PLUGINS.every((p) => existsSync(join(dir, p))) && existsSync(sumsFile)) return { kind: 'listed', dir, sums: parseSha256Sums(readFileSync(sumsFile, 'utf8')) };
+  return {
+    kind: 'unusable',
+    reason: `${PLUGINS_DIR_VARIABLE}=${dir} holds neither the pinned release files (${release.map((r) => r.file).join(', ')}) nor ${PLUGINS.join(', ')} with a SHA256SUMS`,
+  };
 }
 
 /**
- * The SHA-256 of each plugin as built from upstream's sources (../shared/cni-plugins-windows/SHA256SUMS,
- * pinned here so a replaced folder, SHA256SUMS included, is noticed).
+ * The folder the tier runs the plugins from, every file checked against its hash: release files are
+ * installed (hashed against the pins first) into the tier's cache; listed files are checked in place.
+ * Rejects on a mismatch: the user named this folder, so a wrong file is an error, not a skip.
  */
-export const PLUGIN_SHA256: Readonly<Record<(typeof PLUGINS)[number], string>> = {
-  'flannel.exe': 'c5a07bb4fd47aa4e187fd37beb220b4e04b79df6ad6fe806ec974c1940a817d4',
-  'host-local.exe': 'e1e4ed2ca6cf12e86e2570bf1e55a99e5447476160d1fadb62da66c2134bec6a',
-  'win-bridge.exe': 'f05517169a90bfa988b79bae58837e0acb1af349c5f8d29b67ad8dc72b6e9b44',
-  'win-overlay.exe': '457565cc007af384f012974220a21a6666ab0f87f902809a1e58d7a1565ebb5e',
-};
-
-/** Missing binaries or a hash other than the pinned one: the reason; undefined when all four are there and intact. */
-export function checkPlugins(dir = pluginsDir()): string | undefined {
-  for (const p of PLUGINS) {
-    const f = join(dir, p);
-    if (!existsSync(f)) return `the upstream CNI plugin ${f} is missing; set FLANNEL_CNI_PLUGINS_DIR to a folder holding them`;
-    const got = createHash('sha256').update(readFileSync(f)).digest('hex');
-    if (got !== PLUGIN_SHA256[p]) return `${f} is not the pinned build (sha256 ${got}, expected ${PLUGIN_SHA256[p]})`;
+export async function preparePlugins(folder: PluginsFolder): Promise<string> {
+  if (folder.kind === 'unset' || folder.kind === 'unusable') throw new Error(folder.reason);
+  if (folder.kind === 'release') {
+    const binDir = join(CACHE, 'cni-plugins-bin');
+    const sources = pinnedReleaseFiles().map((r) => ({ location: join(folder.dir, r.file), sha256: r.sha256 }));
+    await installCniPlugins({ sources, binDir });
+    return binDir;
   }
-  return undefined;
+  for (const p of PLUGINS) {
+    const f = join(folder.dir, p);
+    const want = folder.sums.get(p);
+    if (!want) throw new Error(`${join(folder.dir, 'SHA256SUMS')} lists no hash for ${p}`);
+    const got = createHash('sha256').update(readFileSync(f)).digest('hex');
+    if (got !== want) throw new Error(`${f} does not match SHA256SUMS (sha256 ${got}, listed ${want})`);
+  }
+  return folder.dir;
 }
 
 /**
@@ -94,8 +138,8 @@ export interface CniInvocation {
   config: string;
   simPort: number;
   prefix: string;
-  /** The plugins' folder as the runtime's CNI bin_dir. */
-  binDir?: string;
+  /** The plugins' folder as the runtime's CNI bin_dir (preparePlugins). */
+  binDir: string;
 }
 
 let runs = 0;
@@ -109,7 +153,7 @@ export async function runCni(inv: CniInvocation, timeoutMs = 120_000): Promise<C
   const stdin = openSync(`${base}.in`, 'r');
   const out = openSync(`${base}.out`, 'w');
   const err = openSync(`${base}.err`, 'w');
-  const bin = inv.binDir ?? pluginsDir();
+  const bin = inv.binDir;
   try {
     const child = spawn('wine', [join(bin, 'flannel.exe')], {
       env: wineEnv({

@@ -294,6 +294,8 @@ describe('defaults and platforms', () => {
       sourceVipFile: '',
       sourceVipCompatFiles: [],
       cniIpamDataDir: '',
+      cniConfDir: '',
+      cniBinDir: '',
       logLevel: 'info',
       logFormat: 'text',
       logFile: '',
@@ -312,6 +314,8 @@ describe('defaults and platforms', () => {
       sourceVipFile: 'C:\\run\\flannel\\sourcevip.json',
       sourceVipCompatFiles: ['C:\\k\\sourceVip.json', 'C:\\sourcevip\\sourceVip.json'],
       cniIpamDataDir: 'C:\\var\\lib\\cni\\networks',
+      cniConfDir: 'C:\\etc\\cni\\net.d',
+      cniBinDir: 'C:\\opt\\cni\\bin',
       dataplane: 'windows',
     });
   });
@@ -337,6 +341,8 @@ describe('defaults and platforms', () => {
       'source-vip-file': cfg.sourceVipFile,
       'source-vip-compat-files': cfg.sourceVipCompatFiles.join(','),
       'cni-ipam-data-dir': cfg.cniIpamDataDir,
+      'cni-conf-dir': cfg.cniConfDir,
+      'cni-bin-dir': cfg.cniBinDir,
       dataplane: cfg.dataplane,
     };
     const withWindowsDefault = FLAGS.filter((f) => f.windowsDefault !== undefined);

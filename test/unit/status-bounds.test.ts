@@ -32,6 +32,7 @@ function report(s: string): StatusReport {
     phase: s,
     ready: true,
     inSync: false,
+    cni: { confDir: s, binDir: s, problems: [{ check: s, detail: s, fix: s }] },
     startKind: s as StatusReport['startKind'],
     lease: { subnet: s, publicIP: s },
     network: { name: s, present: false, type: s, id: s, adapter: s, error: s },

@@ -136,6 +136,10 @@ export class KubeSubnetManager implements SubnetManager {
     return this.own.markNetworkAvailable(signal);
   }
 
+  reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void> {
+    return this.own.reportPodNetwork(problem, signal);
+  }
+
   /** Events on the own Node (the lease's key is its name), rate-limited and deduplicated as client-go's recorder. */
   nodeEvents(lease: Lease): KubeEventRecorder {
     this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events') });

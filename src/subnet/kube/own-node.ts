@@ -317,18 +317,40 @@ export class OwnNodePublisher {
 
   /** NetworkUnavailable=False on the own Node, unless --set-node-network-unavailable=false. */
   async markNetworkAvailable(signal: AbortSignal): Promise<void> {
+    this.marked = true;
+    await this.patchNetworkCondition(signal);
+  }
+
+  /**
+   * A problem that keeps pods from starting (the agent's CNI config check), or undefined once it is gone:
+   * NetworkUnavailable=True with its reason and message while there is one. Before markNetworkAvailable
+   * it is only kept, and that call writes it.
+   */
+  async reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void> {
+    if (problem?.reason === this.podProblem?.reason && problem?.message === this.podProblem?.message) return;
+    this.podProblem = problem;
+    if (this.marked) await this.patchNetworkCondition(signal);
+  }
+
+  private marked = false;
+  private podProblem: { reason: string; message: string } | undefined;
+
+  private async patchNetworkCondition(signal: AbortSignal): Promise<void> {
     if (!this.o.setNodeNetworkUnavailable) return;
     const name = await this.resolveNodeName(signal);
     const now = rfc3339(this.o.clock.now());
+    const problem = this.podProblem;
+    const status = problem ? 'True' : 'False';
     const condition = {
       type: 'NetworkUnavailable',
-      status: 'False',
+      status,
       lastHeartbeatTime: now,
       lastTransitionTime: now,
-      reason: 'FlannelIsUp',
-      message: 'Flannel is running on this node',
+      reason: problem ? problem.reason : 'FlannelIsUp',
+      message: problem ? problem.message : 'Flannel is running on this node',
     };
-    await this.patchStatus(`setting NetworkUnavailable=False on node "${name}"`, name, { status: { conditions: [condition] } }, signal);
-    this.o.log.info('node condition NetworkUnavailable set to False', { node: name });
+    await this.patchStatus(`setting NetworkUnavailable=${status} on node "${name}"`, name, { status: { conditions: [condition] } }, signal);
+    if (problem) this.o.log.warn('node condition NetworkUnavailable set to True: pods cannot start', { node: name, reason: problem.reason, message: problem.message });
+    else this.o.log.info('node condition NetworkUnavailable set to False', { node: name });
   }
 }

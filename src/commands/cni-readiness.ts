@@ -1,0 +1,184 @@
+// Can a pod start? The CNI config that containerd loads first must name the HNS network this agent runs,
+// point the flannel plugin at this agent's subnet.env, and name only plugins present in the CNI bin dir.
+// Otherwise every pod ADD fails (win-overlay: `Network name "flannel.4096" not found`) while the agent
+// itself is in sync, so readiness (/readyz, `flanneld status`, the NetworkUnavailable condition) includes
+// this check.
+//
+// What containerd loads: go-cni loadFromConfDir (containerd/go-cni opts.go): libcni.ConfFiles(dir,
+// [".conf", ".conflist", ".json"]), sorted, first file only; a `.conf`/`.json` file is one plugin that
+// libcni.ConfListFromConf wraps in a list of its own `name`. The network name: libcni passes the list's
+// `name` to every plugin, the flannel plugin hands it to the delegate, which looks the HNS network up by it
+// (containernetworking/plugins plugins/main/windows/win-overlay and win-bridge: hcn.GetNetworkByName).
+// The subnet file: flannel-io/cni-plugin flannel.go NetConf.SubnetFile (default /run/flannel/subnet.env).
+// The plugins: libcni invoke.FindInPath looks `type` up in CNI_PATH (the bin dir), on Windows as
+// `type.exe` (invoke ExecutableFileExtensions); the flannel plugin runs `delegate.type` and, as the
+// delegate's IPAM, `delegate.ipam.type` or host-local (flannel_windows.go: ipam defaults to host-local).
+// Pure: the file system enters through CniReadinessFs.
+import * as nodeFs from 'node:fs';
+import { join, win32 } from 'node:path';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
+import { errorMessage } from '../errors.js';
+import { CNI_CONF_EXTENSIONS, cniConfigFiles } from './cni-conf-dir.js';
+
+/** The stable ids of the problems: tests and `flanneld doctor` match on these, never on the prose. */
+export type CniReadinessCheck =
+  /** No CNI config in the conf dir (or no conf dir): containerd has no network for pods. */
+  | 'cni-conf-missing'
+  /** The first config cannot be read or is not a CNI config (JSON object with a name and plugins). */
+  | 'cni-conf-invalid'
+  /** The first config names a network other than the one this agent runs. */
+  | 'cni-network-name'
+  /** The flannel plugin of the first config reads another subnet.env than the agent writes. */
+  | 'cni-subnet-file'
+  /** A plugin the first config needs is not in the CNI bin dir. */
+  | 'cni-plugin-missing';
+
+export interface CniProblem {
+  check: CniReadinessCheck;
+  /** What is wrong, with the file and the values. */
+  detail: string;
+  /** What the operator does about it. */
+  fix: string;
+}
+
+export interface CniReadinessInput {
+  /** containerd's CNI conf dir (conf_dir). */
+  cniConfDir: string;
+  /** containerd's CNI bin dir (bin_dir, CNI_PATH); '' skips the plugin check. */
+  cniBinDir: string;
+  /** The HNS network the agent runs (created or adopted). */
+  networkName: string;
+  /** The agent's --subnet-file. */
+  subnetFile: string;
+}
+
+/** The file system reads the check makes (tests inject a table). */
+export interface CniReadinessFs {
+  /** The names in `dir`; throws when it does not exist. */
+  readdir(dir: string): string[];
+  /** The text of the file at `path`; throws when it cannot be read. */
+  readFile(path: string): string;
+  /** Whether a file exists at `path`. */
+  exists(path: string): boolean;
+}
+
+/** Real file system: configs are read with the config-file cap (a regular file, at most 1 MiB). */
+export const nodeCniReadinessFs: CniReadinessFs = {
+  readdir: (dir) => nodeFs.readdirSync(dir),
+  readFile: (path) => readRegularFile(path, MAX_CONFIG_FILE_BYTES, 'CNI config'),
+  exists: (path) => nodeFs.existsSync(path),
+};
+
+/** The upstream flannel plugin's subnet file when the config names none (flannel-io/cni-plugin flannel.go). */
+export const FLANNEL_PLUGIN_DEFAULT_SUBNET_FILE = '/run/flannel/subnet.env';
+/** The flannel plugin's IPAM for the delegate when it names none (flannel-io/cni-plugin flannel_windows.go). */
+export const FLANNEL_DEFAULT_IPAM = 'host-local';
+
+/** Path join in the style of `dir`: a Windows path (`C:\...`, `\\server\...`) joins with `\`. */
+function joinLike(dir: string, name: string): string {
+  return /^[A-Za-z]:[\\/]|^\\\\|\\/.test(dir) ? win32.join(dir, name) : join(dir, name);
+}
+
+/** Whether two paths name the same file: Windows paths compare case-insensitively and with either slash. */
+export function samePath(a: string, b: string): boolean {
+  const windows = /^[A-Za-z]:[\\/]/.test(a) || /^[A-Za-z]:[\\/]/.test(b);
+  if (!windows) return a === b;
+  const norm = (p: string) =>
+    win32
+      .normalize(p)
+      .replace(/[\\]+$/, '')
+      .toLowerCase();
+  return norm(a) === norm(b);
+}
+
+interface PluginConf {
+  type?: unknown;
+  subnetFile?: unknown;
+  delegate?: { type?: unknown; ipam?: { type?: unknown } };
+  ipam?: { type?: unknown };
+}
+
+/** The plugin types a config runs, in order, without duplicates (flannel's delegate and its IPAM included). */
+function pluginTypes(plugins: PluginConf[]): string[] {
+  const types: string[] = [];
+  const add = (t: unknown) => {
+    if (typeof t === 'string' && t !== '' && !types.includes(t)) types.push(t);
+  };
+  for (const p of plugins) {
+    add(p.type);
+    if (p.type === 'flannel') {
+      add(p.delegate?.type ?? 'win-bridge');
+      add(p.delegate?.ipam?.type ?? FLANNEL_DEFAULT_IPAM);
+    } else {
+      add(p.ipam?.type);
+    }
+  }
+  return types;
+}
+
+/** Whether plugin `type` is in `binDir`: `type.exe` (Windows) or `type`, as libcni's FindInPath tries. */
+function hasPlugin(binDir: string, type: string, fs: CniReadinessFs): boolean {
+  return fs.exists(joinLike(binDir, `${type}.exe`)) || fs.exists(joinLike(binDir, type));
+}
+
+/** The problems that would make a pod's CNI ADD fail; [] when the first config fits the agent. */
+export function checkCniReadiness(input: CniReadinessInput, fs: CniReadinessFs = nodeCniReadinessFs): CniProblem[] {
+  const files = cniConfigFiles(input.cniConfDir, (d) => fs.readdir(d));
+  const render = `write it with \`flanneld cni-config -o ${joinLike(input.cniConfDir, '10-flannel.conflist')}\``;
+  if (files.length === 0) {
+    return [
+      {
+        check: 'cni-conf-missing',
+        detail: `no CNI config (${CNI_CONF_EXTENSIONS.join(', ')}) in ${input.cniConfDir}: containerd has no network to attach pods to`,
+        fix: `${render}, or pass --cni-conf-dir if containerd's conf_dir is elsewhere`,
+      },
+    ];
+  }
+  const file = joinLike(input.cniConfDir, files[0]);
+  const others = files.length > 1 ? ` (containerd loads only this first one of ${files.join(', ')})` : '';
+  let conf: { name?: unknown; plugins?: unknown; type?: unknown };
+  try {
+    const parsed: unknown = JSON.parse(fs.readFile(file));
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
+    conf = parsed;
+  } catch (err) {
+    return [{ check: 'cni-conf-invalid', detail: `${file}${others} cannot be used: ${errorMessage(err)}`, fix: `${render} (replacing it)` }];
+  }
+  // A .conflist holds `plugins`; a .conf/.json is a single plugin (libcni ConfListFromConf).
+  const plugins: PluginConf[] = Array.isArray(conf.plugins)
+    ? (conf.plugins as unknown[]).filter((p): p is PluginConf => typeof p === 'object' && p !== null)
+    : conf.type !== undefined
+      ? [conf]
+      : [];
+  if (typeof conf.name !== 'string' || plugins.length === 0) {
+    return [{ check: 'cni-conf-invalid', detail: `${file}${others} is not a CNI config: it needs a "name" and "plugins"`, fix: `${render} (replacing it)` }];
+  }
+  const problems: CniProblem[] = [];
+  if (conf.name !== input.networkName) {
+    problems.push({
+      check: 'cni-network-name',
+      detail: `${file}${others} names network "${conf.name}", but this agent runs HNS network "${input.networkName}": every pod ADD fails with Network name "${conf.name}" not found`,
+      fix: `${render}, which names the network the agent runs (or set Backend.Name "${conf.name}" in net-conf.json if that is the network pods should use)`,
+    });
+  }
+  for (const p of plugins) {
+    if (p.type !== 'flannel') continue;
+    const subnetFile = typeof p.subnetFile === 'string' && p.subnetFile !== '' ? p.subnetFile : FLANNEL_PLUGIN_DEFAULT_SUBNET_FILE;
+    if (!samePath(subnetFile, input.subnetFile)) {
+      problems.push({
+        check: 'cni-subnet-file',
+        detail: `${file} points the flannel plugin at subnetFile ${subnetFile}${p.subnetFile === undefined ? ' (its default)' : ''}, but this agent writes ${input.subnetFile}`,
+        fix: `${render} with the agent's --subnet-file, or start the agent with --subnet-file ${subnetFile}`,
+      });
+    }
+  }
+  const missing = input.cniBinDir === '' ? [] : pluginTypes(plugins).filter((t) => !hasPlugin(input.cniBinDir, t, fs));
+  if (missing.length > 0) {
+    problems.push({
+      check: 'cni-plugin-missing',
+      detail: `${file} needs the CNI plugin${missing.length > 1 ? 's' : ''} ${missing.join(', ')}, not found in ${input.cniBinDir}`,
+      fix: `install them with \`flanneld install-cni --pinned --bin-dir ${input.cniBinDir}\`, or pass --cni-bin-dir if containerd's bin_dir is elsewhere`,
+    });
+  }
+  return problems;
+}

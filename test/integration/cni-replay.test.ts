@@ -1,0 +1,238 @@
+// The CNI replay tier (README "The CNI replay tier"): what the real win-overlay.exe / win-bridge.exe did
+// when they attached pods to the agent's network (test/fixtures/cni-traces, recorded under Wine through the
+// stand-in DLLs), replayed in CI without Wine or the binaries. For each backend the agent builds its network
+// on the simulated node with the recorded flags and net-conf (in this process: test/support/cluster.ts);
+// its own outputs that the plugins consume (the conflist, subnet.env, host-local's reservation of .2) are
+// checked against the recorded inputs; then every recorded call of the backend's scenarios is sent again,
+// in order, through the stand-ins' seam (test/support/cni-replay.ts), each answer compared field by field
+// with the recording, and the node's state after each file with the recorded stateAfter.
+//
+// The network name the calls use comes from the agent's own conflist, as the plugins take it from there
+// (libcni passes the list's `name`, the delegate looks the HNS network up by it): a conflist that names
+// another network than the agent runs fails the replay, and so does a network the plugins would read
+// differently (the planted breaks below).
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import { agentNetworkName, DEFAULT_DNS_SEARCH, renderCniConfig } from '../../src/commands/cni-config.js';
+import { HRESULT } from '../../src/hns/errors.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
+import { TestCluster, WIN_IP, waitFor, type RunningAgent } from '../support/cluster.js';
+import { removeNetwork, editState } from '../support/sim-dataplane.js';
+import {
+  SCENARIOS,
+  bindAgentNetwork,
+  compareState,
+  describeMismatches,
+  loadState,
+  loadTrace,
+  newBindings,
+  replayScenario,
+  type ReplayBindings,
+  type Trace,
+} from '../support/cni-replay.js';
+
+const WIN = 'win-1';
+const POD_CIDR = '10.244.100.0/24';
+/** The recording's cni-config flags (README "The agent and the node"). */
+const CNI_CONFIG = { serviceCidr: '10.96.0.0/12', managementIP: WIN_IP, managementSubnet: '10.0.0.0/24', dnsServers: ['10.96.0.10'], dnsSearch: [DEFAULT_DNS_SEARCH] };
+/** The recording ran the Windows build with its default paths; the conflist carries them. */
+const WIN_PATHS = { subnetFile: 'C:\\run\\flannel\\subnet.env', dataDir: 'C:\\var\\lib\\cni\\flannel' };
+const PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
+
+type Backend = keyof typeof SCENARIOS;
+
+let cluster: TestCluster;
+beforeEach(async () => {
+  cluster = await new TestCluster().start();
+});
+afterEach(() => cluster.stop());
+
+interface Node {
+  running: RunningAgent;
+  ipamDir: string;
+  confDir: string;
+}
+
+/** The recorded scene: win-1 (podCIDR 10.244.100.0/24 at 10.0.0.2) and the flannel peer linux-1. */
+async function startNode(backend: Backend, netConf: unknown, before?: (sim: SimulatedDataplane) => void, conf?: (subnetFile: string) => Record<string, unknown>): Promise<Node> {
+  cluster.addWindowsNode(WIN, POD_CIDR, WIN_IP);
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: backend }));
+  const dir = join(cluster.dir, WIN);
+  const ipamDir = join(dir, 'cni', 'networks');
+  const confDir = join(dir, 'cni', 'net.d');
+  const binDir = join(dir, 'cni', 'bin');
+  mkdirSync(binDir, { recursive: true });
+  mkdirSync(confDir, { recursive: true });
+  for (const p of PLUGINS) writeFileSync(join(binDir, p), 'MZ');
+  if (conf) writeFileSync(join(confDir, '10-flannel.conflist'), JSON.stringify(conf(join(dir, 'run', 'flannel', 'subnet.env')), null, 2) + '\n');
+  // The Windows defaults the recording ran with, on this host's paths: the source VIP and the host-local store.
+  const running = cluster.startAgent({
+    nodeName: WIN,
+    ip: WIN_IP,
+    netConf,
+    extraArgs: [
+      `--source-vip-file=${join(dir, 'run', 'flannel', 'sourcevip.json')}`,
+      '--source-vip-compat-files=none',
+      `--cni-ipam-data-dir=${ipamDir}`,
+      `--cni-conf-dir=${confDir}`,
+      `--cni-bin-dir=${binDir}`,
+    ],
+    before: before && ((sim) => before(sim)),
+  });
+  await waitFor(
+    () => {
+      const s = running.agent.network?.status();
+      return s !== undefined && s.listed && s.inSync && s.peersProgrammed === s.peersDesired && s.peersDesired === 1;
+    },
+    'the agent network with its peer programmed',
+    { timeoutMs: 20_000 },
+  );
+  return { running, ipamDir, confDir };
+}
+
+/** `flanneld cni-config` with the recording's flags, for the network the agent runs (its boot record). */
+function conflistOf(node: Node, trace: Trace): Record<string, unknown> {
+  const netConf = parseNetConf(JSON.stringify(trace.agent!.netConf));
+  return renderCniConfig({ netConf, networkName: agentNetworkName(netConf, node.running.subnetFile), ...WIN_PATHS, ...CNI_CONFIG });
+}
+
+/** The file names and contents of host-local's store for `network`. */
+function store(dir: string): Record<string, string> {
+  return Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
+}
+
+/** Replay a backend's files in order against the agent's node; returns every mismatch, by file. */
+async function replayBackend(node: Node, traces: Trace[], b: ReplayBindings, liveName: string): Promise<string[]> {
+  const problems: string[] = [];
+  const sim = node.running.sim;
+  for (const trace of traces) {
+    if (trace.scenario.endsWith('add-network-missing')) {
+      // As recorded: the network deleted (the agent's endpoint with it), every network creation failing.
+      sim.injections.failRate(1, HRESULT.E_FAIL, /^(HcnCreateNetwork|HNSCall POST \/networks)/);
+      removeNetwork(sim, liveName);
+      await waitFor(() => node.running.agent.network?.status().networkMissing === true, 'the agent to see its network gone', { timeoutMs: 20_000 });
+    }
+    const r = await replayScenario(trace, sim, b);
+    if (r.mismatches.length > 0) problems.push(`${trace.scenario}:\n${describeMismatches(r.mismatches)}\n${r.transcript.slice(0, 5).join('\n')}`);
+  }
+  return problems;
+}
+
+describe.each<[Backend, string, string]>([
+  ['vxlan', 'flannel.4096', 'flannel.4096_sourcevip'],
+  ['host-gw', 'cbr0', 'cbr0_ep'],
+])('the recorded %s plugin calls replayed against the agent’s network', (backend, network, agentEndpoint) => {
+  const traces = SCENARIOS[backend].map((s) => loadTrace(s));
+
+  it('the agent’s conflist, subnet.env and .2 reservation are the recorded inputs, and every recorded answer is given again', async () => {
+    const first = traces[0];
+    const node = await startNode(backend, first.agent!.netConf);
+    const conflist = conflistOf(node, first);
+    expect(JSON.stringify(conflist)).toBe(JSON.stringify(first.inputs.conflist));
+    // libcni's stdin for flannel.exe: the single plugin with the list's name and cniVersion.
+    const plugin = (conflist.plugins as Record<string, unknown>[])[0];
+    expect(JSON.stringify({ ...plugin, name: conflist.name, cniVersion: conflist.cniVersion })).toBe(first.inputs.stdin);
+    expect(readFileSync(node.running.subnetFile, 'utf8')).toBe(first.inputs.subnetEnv);
+    expect(store(join(node.ipamDir, network))).toEqual(first.inputs.hostLocalStore!.before);
+
+    const b = newBindings({ names: { [first.network]: String(conflist.name) } });
+    bindAgentNetwork(node.running.sim, b, String(conflist.name), agentEndpoint);
+    const problems = await replayBackend(node, traces, b, String(conflist.name));
+    expect(problems).toEqual([]);
+  }, 60_000);
+});
+
+describe('a planted break fails the replay', () => {
+  /** vxlan-add replayed alone on a node loaded with its recorded stateBefore, after `plant` changed it. */
+  async function replayPlanted(plant: (sim: SimulatedDataplane) => void, names: Record<string, string> = {}): Promise<string[]> {
+    const trace = loadTrace('vxlan-add');
+    const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
+    const b = newBindings();
+    loadState(sim, trace.stateBefore, b);
+    expect(compareState(trace.stateBefore, sim, b, 'loaded')).toEqual([]);
+    b.names = Object.entries(names);
+    plant(sim);
+    const r = await replayScenario(trace, sim, b, { checkStateBefore: false });
+    return r.mismatches.map((m) => m.where);
+  }
+
+  it('the unchanged recorded state replays without a mismatch (the control)', async () => {
+    expect(await replayPlanted(() => undefined)).toEqual([]);
+  });
+
+  it("the network's gateway moved (the v1 Subnets[0].GatewayAddress win-overlay reads): the replay reports it", async () => {
+    const where = await replayPlanted((sim) =>
+      editState(sim, (s) => {
+        s.networks[0].Ipams![0].Subnets![0].Routes![0].NextHop = '10.244.100.254';
+      }),
+    );
+    expect(where).toContain('seq 1 HNSCall out.Output[0].Subnets[0].GatewayAddress');
+  });
+
+  it('the conflist names another network than the node has: the lookups find nothing and the replay reports it', async () => {
+    const where = await replayPlanted(() => undefined, { 'flannel.4096': 'flannel.4097' });
+    expect(where).toContain('seq 2 HcnEnumerateNetworks out');
+  });
+});
+
+describe('the SDN migration: net-conf without Backend.Name, an existing vxlan0 adopted', () => {
+  const trace = loadTrace('vxlan-add');
+  const netConf = trace.agent!.netConf; // {"Type":"vxlan","VNI":4096,"Port":4789}: no Name
+
+  /** microsoft/SDN's start.ps1 left an Overlay `vxlan0` on the node's subnet (the body the agent would make). */
+  const sdnVxlan0 = (sim: SimulatedDataplane) => {
+    const cfg = parseNetConf(JSON.stringify({ Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Name: 'vxlan0' } })).backend;
+    if (cfg.type !== 'vxlan') throw new Error('vxlan');
+    sim.createNetwork('HcnCreateNetwork', overlayNetworkFor(cfg, POD_CIDR, 'Ethernet'));
+  };
+
+  it('cni-config names vxlan0, readiness is green, and the recorded ADD (network name mapped to vxlan0) gives the pod its address', async () => {
+    const node = await startNode('vxlan', netConf, sdnVxlan0);
+    expect(node.running.sim.getNetworkByName('flannel.4096')).toBeUndefined();
+    const conflist = conflistOf(node, trace);
+    expect(conflist.name).toBe('vxlan0');
+    // Written as the installer does, with this host's subnet.env path.
+    writeFileSync(
+      join(node.confDir, '10-flannel.conflist'),
+      JSON.stringify({ ...conflist, plugins: [{ ...(conflist.plugins as object[])[0], subnetFile: node.running.subnetFile }] }, null, 2) + '\n',
+    );
+    expect(node.running.agent.cniProblems()).toEqual([]);
+    await waitFor(() => node.running.agent.isReady, 'ready with the conflist naming vxlan0', { timeoutMs: 10_000 });
+
+    const b = newBindings({ names: { 'flannel.4096': String(conflist.name) } });
+    bindAgentNetwork(node.running.sim, b, 'vxlan0', 'vxlan0_sourcevip');
+    const r = await replayScenario(trace, node.running.sim, b);
+    expect(describeMismatches(r.mismatches)).toBe('');
+    // The pod got its address on vxlan0, attached to its namespace.
+    const pod = node.running.sim.listEndpoints().find((e) => e.Name === `${trace.inputs.env.CNI_CONTAINERID}_vxlan0`);
+    expect(pod?.IpConfigurations).toEqual([{ IpAddress: '10.244.100.3' }]);
+    expect(pod?.HostComputeNetwork).toBe(node.running.sim.getNetworkByName('vxlan0')?.ID);
+  }, 60_000);
+
+  it('a conflist that names flannel.4096 there turns readiness red with the reason and the fix', async () => {
+    // What cni-config rendered before the agent recorded its network: net-conf's default name.
+    const stale = (subnetFile: string) => renderCniConfig({ netConf: parseNetConf(JSON.stringify(netConf)), ...WIN_PATHS, ...CNI_CONFIG, subnetFile });
+    const node = await startNode('vxlan', netConf, sdnVxlan0, stale);
+    expect(node.running.agent.network?.networkName).toBe('vxlan0');
+    const problems = node.running.agent.cniProblems();
+    expect(problems.map((p) => p.check)).toEqual(['cni-network-name']);
+    expect(problems[0].detail).toContain('"flannel.4096"');
+    expect(problems[0].detail).toContain('"vxlan0"');
+    expect(node.running.agent.isReady).toBe(false);
+    const status = await node.running.agent.status();
+    expect(status).toMatchObject({ ready: false, inSync: false, cni: { problems: [{ check: 'cni-network-name' }] } });
+    // The NetworkUnavailable condition says so.
+    await waitFor(
+      () => {
+        const c = cluster.api.getNode(WIN)?.status?.conditions?.find((x) => x.type === 'NetworkUnavailable');
+        return c?.status === 'True' && c.reason === 'CNINetworkNameMismatch' ? c : undefined;
+      },
+      'NetworkUnavailable=True for the conflist',
+      { timeoutMs: 20_000 },
+    );
+  }, 60_000);
+});

@@ -1,0 +1,133 @@
+// The CNI readiness check (src/commands/cni-readiness.ts): the first CNI config containerd loads (go-cni
+// loadFromConfDir) must name the agent's HNS network, point the flannel plugin at the agent's subnet.env
+// and name only plugins present in the bin dir. The conflist of the table is what `flanneld cni-config`
+// writes (the recorded inputs.conflist of /work/shared/cni-traces/vxlan-add.json, shape for shape).
+import { describe, expect, it } from '@jest/globals';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkCniReadiness, samePath, type CniReadinessCheck, type CniReadinessFs } from '../../src/commands/cni-readiness.js';
+
+const CONF_DIR = 'C:\\etc\\cni\\net.d';
+const BIN_DIR = 'C:\\opt\\cni\\bin';
+const SUBNET_FILE = 'C:\\run\\flannel\\subnet.env';
+const ALL_PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
+
+function conflist(over: { name?: string; subnetFile?: string | null; delegate?: Record<string, unknown> } = {}): string {
+  const plugin: Record<string, unknown> = {
+    type: 'flannel',
+    ...(over.subnetFile === null ? {} : { subnetFile: over.subnetFile ?? SUBNET_FILE }),
+    dataDir: 'C:\\var\\lib\\cni\\flannel',
+    capabilities: { portMappings: true, dns: true },
+    delegate: over.delegate ?? { type: 'win-overlay', apiVersion: 2, endpointMacPrefix: '0E-2A', loopbackDSR: true, policies: [] },
+  };
+  return JSON.stringify({ cniVersion: '0.3.0', name: over.name ?? 'flannel.4096', plugins: [plugin] });
+}
+
+/** A table file system: conf dir files (name -> text, or undefined for no dir) and the bin dir's names. */
+function tableFs(conf: Record<string, string> | undefined, bin: string[] = ALL_PLUGINS): CniReadinessFs {
+  return {
+    readdir: (dir) => {
+      if (dir === CONF_DIR && conf) return Object.keys(conf);
+      throw Object.assign(new Error(`ENOENT: ${dir}`), { code: 'ENOENT' });
+    },
+    readFile: (path) => {
+      const name = path.slice(CONF_DIR.length + 1);
+      if (!path.startsWith(CONF_DIR + '\\') || !conf || conf[name] === undefined) throw new Error(`ENOENT: ${path}`);
+      return conf[name];
+    },
+    exists: (path) => path.startsWith(BIN_DIR + '\\') && bin.includes(path.slice(BIN_DIR.length + 1)),
+  };
+}
+
+const input = { cniConfDir: CONF_DIR, cniBinDir: BIN_DIR, networkName: 'flannel.4096', subnetFile: SUBNET_FILE };
+
+describe('checkCniReadiness', () => {
+  it.each<[string, Record<string, string> | undefined, string[], Partial<typeof input>, CniReadinessCheck[]]>([
+    ['the rendered conflist, every plugin installed', { '10-flannel.conflist': conflist() }, ALL_PLUGINS, {}, []],
+    ['no conf dir at all', undefined, ALL_PLUGINS, {}, ['cni-conf-missing']],
+    ['a conf dir with no CNI config', { 'notes.txt': 'x', '10-flannel.conflist.bak': conflist() }, ALL_PLUGINS, {}, ['cni-conf-missing']],
+    ['the conflist names flannel.4096 but the agent adopted vxlan0', { '10-flannel.conflist': conflist() }, ALL_PLUGINS, { networkName: 'vxlan0' }, ['cni-network-name']],
+    [
+      'network names compare exactly (the delegate filters by Name)',
+      { '10-flannel.conflist': conflist({ name: 'VXLAN0' }) },
+      ALL_PLUGINS,
+      { networkName: 'vxlan0' },
+      ['cni-network-name'],
+    ],
+    [
+      "an earlier install's 10-flannel.conf sorts first and names vxlan0",
+      { '10-flannel.conflist': conflist(), '10-flannel.conf': conflist({ name: 'vxlan0' }) },
+      ALL_PLUGINS,
+      {},
+      ['cni-network-name'],
+    ],
+    ['a later config of another network is not loaded', { '10-flannel.conflist': conflist(), '20-other.conflist': conflist({ name: 'x' }) }, ALL_PLUGINS, {}, []],
+    ['another subnet file', { '10-flannel.conflist': conflist({ subnetFile: 'D:\\flannel\\subnet.env' }) }, ALL_PLUGINS, {}, ['cni-subnet-file']],
+    ['no subnetFile: the plugin reads /run/flannel/subnet.env', { '10-flannel.conflist': conflist({ subnetFile: null }) }, ALL_PLUGINS, {}, ['cni-subnet-file']],
+    ['the subnet file in other case and slashes is the same file', { '10-flannel.conflist': conflist({ subnetFile: 'c:/RUN/flannel/subnet.env' }) }, ALL_PLUGINS, {}, []],
+    ['win-overlay.exe missing', { '10-flannel.conflist': conflist() }, ['flannel.exe', 'host-local.exe'], {}, ['cni-plugin-missing']],
+    ['host-local.exe missing (the delegate IPAM flannel adds)', { '10-flannel.conflist': conflist() }, ['flannel.exe', 'win-overlay.exe'], {}, ['cni-plugin-missing']],
+    ['the plugin without .exe is found too (FindInPath)', { '10-flannel.conflist': conflist() }, ['flannel', 'win-overlay', 'host-local'], {}, []],
+    ['not JSON', { '10-flannel.conflist': '{"name": ' }, ALL_PLUGINS, {}, ['cni-conf-invalid']],
+    ['JSON but no plugins', { '10-flannel.conflist': '{"name":"flannel.4096"}' }, ALL_PLUGINS, {}, ['cni-conf-invalid']],
+    [
+      'a single-plugin .conf is wrapped as libcni does (its own name, its ipam)',
+      { '10-bridge.conf': JSON.stringify({ cniVersion: '0.3.0', name: 'flannel.4096', type: 'win-bridge', ipam: { type: 'host-local' } }) },
+      ['win-bridge.exe', 'host-local.exe'],
+      {},
+      [],
+    ],
+    [
+      'wrong network, wrong subnet file and a missing plugin: all three',
+      { '10-flannel.conflist': conflist({ subnetFile: 'C:\\other\\subnet.env' }) },
+      ['flannel.exe'],
+      { networkName: 'vxlan0' },
+      ['cni-network-name', 'cni-subnet-file', 'cni-plugin-missing'],
+    ],
+  ])('%s', (_what, conf, bin, over, checks) => {
+    const problems = checkCniReadiness({ ...input, ...over }, tableFs(conf, bin));
+    expect(problems.map((p) => p.check)).toEqual(checks);
+    for (const p of problems) {
+      expect(p.detail).not.toBe('');
+      expect(p.fix).not.toBe('');
+    }
+  });
+
+  it('names the file, the two network names and the missing plugins in its detail', () => {
+    const [net] = checkCniReadiness({ ...input, networkName: 'vxlan0' }, tableFs({ '10-flannel.conflist': conflist() }));
+    expect(net.detail).toContain('C:\\etc\\cni\\net.d\\10-flannel.conflist');
+    expect(net.detail).toContain('"flannel.4096"');
+    expect(net.detail).toContain('"vxlan0"');
+    const [plugins] = checkCniReadiness(input, tableFs({ '10-flannel.conflist': conflist() }, ['flannel.exe']));
+    expect(plugins.detail).toContain('win-overlay, host-local');
+  });
+
+  it('reads a real directory through the default file system', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-ready-'));
+    try {
+      const conf = join(dir, 'net.d');
+      const bin = join(dir, 'bin');
+      mkdirSync(conf);
+      mkdirSync(bin);
+      writeFileSync(join(conf, '10-flannel.conflist'), conflist({ subnetFile: join(dir, 'subnet.env') }));
+      for (const f of ALL_PLUGINS) writeFileSync(join(bin, f), 'MZ');
+      const real = { cniConfDir: conf, cniBinDir: bin, networkName: 'flannel.4096', subnetFile: join(dir, 'subnet.env') };
+      expect(checkCniReadiness(real)).toEqual([]);
+      expect(checkCniReadiness({ ...real, networkName: 'vxlan0' }).map((p) => p.check)).toEqual(['cni-network-name']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('samePath', () => {
+  it.each<[string, string, boolean]>([
+    ['C:\\run\\flannel\\subnet.env', 'c:/run/flannel/subnet.env', true],
+    ['C:\\run\\flannel\\subnet.env', 'C:\\run\\flannel\\subnet.env2', false],
+    ['/run/flannel/subnet.env', '/run/flannel/subnet.env', true],
+    ['/run/flannel/subnet.env', '/RUN/flannel/subnet.env', false],
+  ])('%s vs %s', (a, b, same) => {
+    expect(samePath(a, b)).toBe(same);
+  });
+});
