@@ -6,7 +6,8 @@
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
@@ -28,6 +29,7 @@ import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { RelistOptions } from './subnet/relist.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
+import { writeFileAtomicSync } from './fs-atomic.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -366,6 +368,30 @@ export class Agent {
     await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
+    if (network.lease.ipv6Subnet !== undefined && config.cniConfDir) await this.rerangeDualStackConflist(network, network.lease.ipv6Subnet);
+  }
+
+  /**
+   * Dual-stack: the sdnbridge conflist names the node's subnets in host-local's ranges (subnet.env is not
+   * read by sdnbridge), so after a lease change the first config in --cni-conf-dir, when it is this
+   * agent's dual-stack conflist, gets the new ranges (src/commands/cni-config.ts rerangedDualStackConflist).
+   */
+  private async rerangeDualStackConflist(network: Network, ipv6Subnet: string): Promise<void> {
+    const dir = this.opts.config.cniConfDir;
+    const { cniConfigFiles } = await import('./commands/cni-conf-dir.js');
+    const { rerangedDualStackConflist } = await import('./commands/cni-config.js');
+    let path = dir;
+    try {
+      const first = cniConfigFiles(dir)[0];
+      if (first === undefined) return;
+      path = join(dir, first);
+      const next = rerangedDualStackConflist(readFileSync(path, 'utf8'), network.networkName, network.lease.subnet, ipv6Subnet);
+      if (next === undefined) return;
+      writeFileAtomicSync(path, next);
+      this.log.info('rewrote the dual-stack CNI config for the new lease', { path, subnet: network.lease.subnet, ipv6Subnet });
+    } catch (err) {
+      this.log.warn('could not update the dual-stack CNI config for the new lease; run flanneld cni-config -o again', { path, error: errorMessage(err) });
+    }
   }
 
   /**

@@ -3,7 +3,11 @@
 // backend-v6-data `null` for host-gw), a Windows Node with one podCIDR per family, and an adapter with an
 // IPv6 address (state file IPv6Address / IPv6PrefixLength).
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
 import { TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
@@ -87,6 +91,29 @@ describe('dual-stack host-gw', () => {
     cluster.api.updateNode('linux-1', (n) => void delete n.metadata.annotations![`${P}public-ipv6`]);
     await waitFor(() => peerRoutes(a).length === 2, 'the IPv6 route swept');
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
+  });
+
+  it('re-renders its dual-stack conflist in --cni-conf-dir for the lease it got', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const confDir = mkdtempSync(join(tmpdir(), 'flanneld-dual-cni-'));
+    const stale = renderCniConfig({
+      netConf: parseNetConf(JSON.stringify(DUAL_NET_CONF)),
+      subnetFile: 'x',
+      dataDir: 'y',
+      serviceCidr: '10.96.0.0/12',
+      managementSubnet: '10.0.0.0/24',
+      dnsServers: ['10.96.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+      dualStack: { subnet: '10.244.7.0/24', ipv6Subnet: 'fd00:10:244:7::/64' },
+    });
+    const file = join(confDir, '10-flannel.conflist');
+    writeFileSync(file, JSON.stringify(stale, null, 2) + '\n');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim), extraArgs: [`--cni-conf-dir=${confDir}`] });
+    const ranges = () => (JSON.parse(readFileSync(file, 'utf8')) as { plugins: { ipam: { ranges: { subnet: string }[][] } }[] }).plugins[0].ipam.ranges.map((r) => r[0].subnet);
+    await waitFor(() => ranges()[0] === '10.244.100.0/24', 'the conflist names the new lease');
+    expect(ranges()).toEqual(['10.244.100.0/24', 'fd00:10:244:64::/64']);
+    await a.stop();
   });
 
   it('three podCIDRs are refused with upstream message', async () => {

@@ -50,8 +50,8 @@ export function dualStackNetwork(name: string, subnet: string, ipv6Subnet: strin
     Name: name,
     Type: 'L2Bridge',
     Ipams: [
-      { Type: 'Static', Subnets: [{ IpAddressPrefix: subnet, Routes: [{ NextHop: nthAddress(subnet, 1), DestinationPrefix: '0.0.0.0/0' }] }] },
-      { Type: 'Static', Subnets: [{ IpAddressPrefix: ipv6Subnet, Routes: [{ NextHop: nthAddress6(ipv6Subnet, 1), DestinationPrefix: '::/0' }] }] },
+      { Subnets: [{ IpAddressPrefix: subnet, Routes: [{ NextHop: nthAddress(subnet, 1), DestinationPrefix: '0.0.0.0/0' }] }] },
+      { Subnets: [{ IpAddressPrefix: ipv6Subnet, Routes: [{ NextHop: nthAddress6(ipv6Subnet, 1), DestinationPrefix: '::/0' }] }] },
     ],
     ...(adapter ? { Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: adapter } }] } : {}),
     ...(dnsServerList ? { Dns: { ServerList: dnsServerList.split(',').map((s) => s.trim()) } } : {}),
