@@ -14,6 +14,7 @@ import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage } from './errors.js';
 import { Metrics } from './metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
+import { dualStackGuidance } from './health/dual-stack.js';
 import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface, selectIPv6Address } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
@@ -76,6 +77,7 @@ export class Agent {
   private networkValue: Network | undefined;
   private dataplaneValue: Dataplane | undefined;
   private netConfValue: NetworkConfig | undefined;
+  private subnetManagerValue: SubnetManager | undefined;
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
@@ -176,6 +178,22 @@ export class Agent {
       sourceVip: this.sourceVipValue?.ip,
       network: network?.status(),
       ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: this.cniProblems() } } : {}),
+      ...(network?.lease.ipv6Subnet !== undefined && network.lease.publicIPv6 !== undefined && this.netConfValue
+        ? {
+            dualStack: {
+              ipv6Subnet: network.lease.ipv6Subnet,
+              publicIPv6: network.lease.publicIPv6,
+              ...dualStackGuidance({
+                nodeIP: network.lease.publicIP,
+                nodeIPv6: network.lease.publicIPv6,
+                network: this.netConfValue.network,
+                ipv6Network: this.netConfValue.ipv6Network,
+                networkName: network.networkName,
+                internalIPs: this.subnetManagerValue?.nodeInternalIPs?.(),
+              }),
+            },
+          }
+        : {}),
     });
   }
 
@@ -280,6 +298,7 @@ export class Agent {
             clock: this.clock,
             tuning: { relistBackoff: this.opts.relistBackoff },
           }));
+    this.subnetManagerValue = subnetManager;
     // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     // What the host needs once the HNS network exists, and again after each rebuild of it.

@@ -93,6 +93,8 @@ export interface SubnetManager {
    * The etcd manager has no API server and records none.
    */
   nodeEvents?(lease: Lease): NodeEvents;
+  /** kube: the own Node's InternalIP addresses as last read (the dual-stack guidance warns on one family). */
+  nodeInternalIPs?(): readonly string[] | undefined;
   /**
    * Whether pods can start on this node although the network is up (the agent's CNI config check):
    * kube sets NetworkUnavailable=True with `reason` and `message` while `problem` is given, False again

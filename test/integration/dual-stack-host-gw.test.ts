@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderStatusTable } from '../../src/commands/status.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
 import { TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
@@ -84,6 +85,19 @@ describe('dual-stack host-gw', () => {
     const forwarding = st.adapters.filter((ad) => ad.Name.startsWith('vEthernet'));
     expect(forwarding.length).toBeGreaterThanOrEqual(2);
     for (const ad of forwarding) expect([ad.Name, ad.Forwarding, ad.ForwardingV6]).toEqual([ad.Name, true, true]);
+
+    // flanneld status: the IPv6 lease, the kubelet and kube-proxy settings, and a warning: the Node has an IPv4 InternalIP only.
+    const status = await a.agent.status();
+    expect(status.dualStack).toMatchObject({
+      ipv6Subnet: 'fd00:10:244:64::/64',
+      publicIPv6: WIN_IP6,
+      kubelet: [`--node-ip=${WIN_IP},${WIN_IP6}`],
+      kubeProxy: ['--cluster-cidr=10.244.0.0/16,fd00:10:244::/56', '--proxy-mode=kernelspace', 'KUBE_NETWORK=cbr0 (winkernel networkName)'],
+    });
+    expect(status.dualStack!.warnings).toHaveLength(1);
+    const table = renderStatusTable(status);
+    expect(table).toContain(`--node-ip=${WIN_IP},${WIN_IP6}`);
+    expect(table).toContain('WARNING');
 
     // The IPv6 half of a peer changes: its route follows; it drops its public-ipv6: IPv4 only again (swept).
     cluster.api.updateNode('linux-1', (n) => void (n.metadata.annotations![`${P}public-ipv6`] = 'fd00:10::21'));

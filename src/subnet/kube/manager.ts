@@ -150,6 +150,10 @@ export class KubeSubnetManager implements SubnetManager {
     return this.nodes.run(onUpdate, signal);
   }
 
+  nodeInternalIPs(): readonly string[] | undefined {
+    return this.own.internalIPs;
+  }
+
   republishLease(_lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
     return this.own.republishBackendData(attrs, signal);
   }

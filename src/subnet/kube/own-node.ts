@@ -67,6 +67,18 @@ function rfc3339(ms: number): string {
  * with this message) and an IPv6 one beside the IPv4 one, which kube-controller-manager allocates only
  * with a dual-stack --cluster-cidr.
  */
+/** The InternalIP values of a raw Node's status.addresses (at most 8, each bounded). */
+function internalIPsOf(node: unknown): string[] {
+  const addresses = asObj(asObj(node)?.status)?.addresses;
+  if (!Array.isArray(addresses)) return [];
+  return addresses
+    .slice(0, 16)
+    .map((a) => asObj(a))
+    .filter((a) => a?.type === 'InternalIP' && typeof a.address === 'string' && a.address.length <= 45)
+    .map((a) => a!.address as string)
+    .slice(0, 8);
+}
+
 function checkDualStackPodCIDRs(name: string, rec: NodeLease): void {
   if (rec.podCIDRCount !== undefined) {
     throw new KubeError('FLANNEL_ERR_NODE', `node ${JSON.stringify(name)} pod cidrs should be IPv4/IPv6 only or dualstack`, { node: name, podCIDRs: rec.podCIDRCount });
@@ -82,6 +94,8 @@ function checkDualStackPodCIDRs(name: string, rec: NodeLease): void {
 
 export class OwnNodePublisher {
   private nodeName: string | undefined;
+  /** The own Node's status.addresses InternalIPs at the last read (bounded). */
+  internalIPs: string[] | undefined;
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
@@ -133,6 +147,7 @@ export class OwnNodePublisher {
         const left = Math.max(1000, timeoutMs - (clock.now() - start));
         const node = await this.get(`/api/v1/nodes/${encodeURIComponent(name)}`, signal, Math.min(this.o.requestTimeoutMs, left));
         const rec = projectNode(node, this.o.keys, this.o.ipv6Network !== undefined);
+        this.internalIPs = internalIPsOf(node);
         if (rec?.podCIDR !== undefined && this.o.ipv6Network !== undefined) checkDualStackPodCIDRs(name, rec);
         if (rec?.podCIDR !== undefined) {
           if (apiFailures > 0 || lastLog > -Infinity) log.info('own node is ready', { node: name, podCIDR: rec.podCIDR });
