@@ -433,7 +433,14 @@ export class Agent {
   private async publicIPv6(kube: KubeStart | undefined, extIface: HostInterface, signal: AbortSignal): Promise<{ address: Ipv6Address; publicIPv6: string }> {
     const { config } = this.opts;
     const annotated = kube && config.iface.length === 0 && config.ifaceRegex.length === 0 ? await kube.publicIPv6s(signal) : [];
-    const address = selectIPv6Address(extIface, { iface: config.iface, publicIPv6s: [...(config.publicIPv6 ? [config.publicIPv6] : []), ...annotated] });
+    const address = selectIPv6Address(extIface, {
+      iface: config.iface,
+      publicIPv6s: [...(config.publicIPv6 ? [config.publicIPv6] : []), ...annotated],
+      ...(config.publicIPv6 ? { assumed: config.publicIPv6 } : {}),
+    });
+    if (extIface.ipv6Addresses === undefined) {
+      this.log.warn("this host does not list the adapter's IPv6 addresses; --public-ipv6 is taken as its address with a /64 on-link prefix", { publicIPv6: config.publicIPv6 });
+    }
     const publicIPv6 = config.publicIPv6 ?? address.address;
     this.log.info('using IPv6 address', { interface: extIface.name, ipv6: address.address, prefixLength: address.prefixLength, publicIPv6 });
     return { address, publicIPv6 };

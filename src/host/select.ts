@@ -96,6 +96,11 @@ export interface SelectIPv6Options {
   publicIPv6s?: string[];
   /** `--iface` values: an IPv6 address among them picks that address. */
   iface?: string[];
+  /**
+   * `--public-ipv6`, taken as the interface's address (a /64) when the host does not list IPv6 addresses
+   * at all (`ipv6Addresses` undefined: the Windows host seam reads IPv4 addresses only, GetIpAddrTable).
+   */
+  assumed?: string;
 }
 
 /**
@@ -107,6 +112,7 @@ export interface SelectIPv6Options {
  * FLANNEL_ERR_HOST when there is none, naming the addresses seen.
  */
 export function selectIPv6Address(iface: HostInterface, opts: SelectIPv6Options = {}): Ipv6Address {
+  if (iface.ipv6Addresses === undefined && opts.assumed !== undefined && isGlobalUnicast6(opts.assumed)) return { address: opts.assumed, prefixLength: 64 };
   const all = iface.ipv6Addresses ?? [];
   const usable = all.filter((a) => isGlobalUnicast6(a.address) && !a.deprecated);
   const held = (ip: string) => usable.find((a) => parseIp6(a.address) === parseIp6(ip));

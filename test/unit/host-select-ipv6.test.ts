@@ -43,6 +43,12 @@ describe('selectIPv6Address', () => {
     expectCode(() => selectIPv6Address({ ...eth, ipv6Addresses: undefined }), HostError, 'FLANNEL_ERR_HOST');
   });
 
+  it('a host that lists no IPv6 addresses takes --public-ipv6 as the address (a /64); never a link-local one', () => {
+    expect(selectIPv6Address({ ...eth, ipv6Addresses: undefined }, { assumed: '2001:db8:10::10' })).toEqual({ address: '2001:db8:10::10', prefixLength: 64 });
+    expectCode(() => selectIPv6Address({ ...eth, ipv6Addresses: undefined }, { assumed: 'fe80::1' }), HostError, 'FLANNEL_ERR_HOST');
+    expectCode(() => selectIPv6Address({ ...eth, ipv6Addresses: [] }, { assumed: '2001:db8:10::10' }), HostError, 'FLANNEL_ERR_HOST');
+  });
+
   it('--iface with an IPv6 address picks the interface holding it', () => {
     const other: HostInterface = { name: 'Ethernet 2', index: 5, ipv4: '10.0.0.5', prefixLength: 24, mtu: 1500 };
     expect(selectExternalInterface([other, eth], 5, { iface: ['fd00:10::10'], ifaceRegex: [] }).name).toBe('Ethernet');
