@@ -107,6 +107,32 @@ describe('dual-stack host-gw', () => {
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
   });
 
+  it('a change of the family set rebuilds cbr0: IPv4-only, then dual-stack, then IPv4-only again', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const subnets = (a: RunningAgent) =>
+      a.sim
+        .snapshot()
+        .networks.filter((n) => n.Name === 'cbr0')
+        .map((n) => [n.ID, (n.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((x) => x.IpAddressPrefix)]);
+    const v4 = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+    let a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: v4, before: (sim) => withIPv6(sim) });
+    await waitFor(() => a.agent.isReady, 'IPv4-only ready');
+    const [[firstId, first]] = subnets(a) as [[string, string[]]];
+    expect(first).toEqual(['10.244.100.0/24']);
+    await a.stop();
+    a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF });
+    await waitFor(() => a.agent.isReady, 'dual-stack ready');
+    const [[dualId, dual]] = subnets(a) as [[string, string[]]];
+    expect(dual).toEqual(['10.244.100.0/24', 'fd00:10:244:64::/64']);
+    expect(dualId).not.toBe(firstId);
+    await a.stop();
+    a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: v4 });
+    await waitFor(() => a.agent.isReady, 'IPv4-only again');
+    expect(subnets(a).map(([, x]) => x)).toEqual([['10.244.100.0/24']]);
+    await a.stop();
+  });
+
   it('re-renders its dual-stack conflist in --cni-conf-dir for the lease it got', async () => {
     cluster = await new TestCluster().start();
     cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
