@@ -199,7 +199,7 @@ function allocateIp(view: KeyedState, net: HcnNetwork): { IpAddress: string; Pre
 /** The prefix length of the subnet of `ip`'s family that holds it (refuseEndpointAddress made sure one does); 0 when none. */
 function prefixLengthOf(subnets: string[], ip: string): number {
   const v6 = ip.includes(':');
-  const hit = subnets.find((s) => (v6 ? s.includes(':') && contains6(s, ip) : !s.includes(':') && contains(s, ip)));
+  const hit = subnets.find((s) => typeof s === 'string' && (v6 ? s.includes(':') && contains6(s, ip) : !s.includes(':') && contains(s, ip)));
   return hit === undefined ? 0 : Number(hit.split('/')[1]);
 }
 

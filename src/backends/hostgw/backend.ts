@@ -35,7 +35,7 @@ export function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string
   const s = n.Subnets?.[0];
   const sameAdapter = !adapter || !n.NetworkAdapterName || n.NetworkAdapterName.toLowerCase() === adapter.toLowerCase();
   // A dual-stack network left from an EnableIPv6 run does not fit an IPv4-only one: the family set changed.
-  const v4Only = !(n.Subnets ?? []).some((x) => x.AddressPrefix.includes(':'));
+  const v4Only = !(n.Subnets ?? []).some((x) => typeof x.AddressPrefix === 'string' && x.AddressPrefix.includes(':'));
   return n.Type === 'L2Bridge' && s?.AddressPrefix === subnet && s.GatewayAddress === gateway && sameAdapter && v4Only;
 }
 
