@@ -33,6 +33,8 @@ export interface KubeSubnetManagerOptions {
   setNodeNetworkUnavailable: boolean;
   /** `--public-ip`, for the log line when the node-public-ip annotation overrides it. */
   publicIPOverride?: string;
+  /** net-conf `IPv6Network` when EnableIPv6 (dual-stack); absent on IPv4-only networks. */
+  ipv6Network?: string;
   log?: Logger;
   metrics?: Metrics;
   clock?: Clock;
@@ -109,6 +111,7 @@ export class KubeSubnetManager implements SubnetManager {
       listDeadlineMs: opts.listDeadlineMs,
       watchTimeoutSeconds: opts.watchTimeoutSeconds,
       watchSilenceMs: opts.watchSilenceMs,
+      ...(opts.ipv6Network !== undefined ? { ipv6: true } : {}),
     });
     this.own = new OwnNodePublisher({
       http,
@@ -119,6 +122,7 @@ export class KubeSubnetManager implements SubnetManager {
       podNamespace: opts.podNamespace,
       setNodeNetworkUnavailable: opts.setNodeNetworkUnavailable,
       publicIPOverride: opts.publicIPOverride,
+      ...(opts.ipv6Network !== undefined ? { ipv6Network: opts.ipv6Network } : {}),
       log,
       clock,
       retry: { clock, log, backoffBaseMs, backoffCapMs, timeoutMs: opts.apiRetryTimeoutMs ?? 5 * MIN },
@@ -150,6 +154,10 @@ export class KubeSubnetManager implements SubnetManager {
 
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
     return this.nodes.run(onUpdate, signal);
+  }
+
+  nodeInternalIPs(): readonly string[] | undefined {
+    return this.own.internalIPs;
   }
 
   republishLease(_lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {

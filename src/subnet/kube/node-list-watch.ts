@@ -41,6 +41,7 @@ import type { AnnotationKeys } from './annotations.js';
 import { decodeBackendData } from './annotations.js';
 import { describe, retryAfterMs } from './api-error.js';
 import { normalizeCidr } from '../../ip4.js';
+import { normalizeCidr6 } from '../../ip6.js';
 
 // --- Node -> lease (pure and total: hostile input, missing fields, wrong types, huge strings never throw) ---
 
@@ -66,6 +67,15 @@ export interface NodeLease {
   publicIP?: string;
   publicIPOverwrite?: string;
   nodePublicIP?: string;
+  /** Dual-stack projection only: the first IPv6 CIDR of spec.podCIDRs (else spec.podCIDR), network-address form. */
+  ipv6PodCIDR?: string;
+  /** Dual-stack projection only: how many entries spec.podCIDRs has when it has three or more (upstream refuses them). */
+  podCIDRCount?: number;
+  publicIPv6?: string;
+  publicIPv6Overwrite?: string;
+  nodePublicIPv6?: string;
+  /** The raw `backend-v6-data` annotation. */
+  backendV6Data?: string;
   /** Names of the fields above whose annotation was present but oversized (value dropped). */
   oversized?: string[];
 }
@@ -129,8 +139,32 @@ function creationTime(v: unknown): number | undefined {
   return Number.isFinite(t) ? t : undefined;
 }
 
-/** Project a raw Node to its lease record; undefined without a usable name. */
-export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | undefined {
+/**
+ * The IPv6 CIDR of a Node, as upstream's kube subnet manager finds it (pkg/subnet/kube/kube.go
+ * nodeToLease, AcquireLease): the first IPv6 entry of spec.podCIDRs, else spec.podCIDR when podCIDRs is
+ * empty; network-address form. `count` is set when podCIDRs has three or more entries, which upstream
+ * refuses ("pod cidrs should be IPv4/IPv6 only or dualstack"); the API server allows one per family.
+ */
+export function nodeIPv6PodCIDR(spec: unknown): { cidr?: string; count?: number } {
+  const s = asObj(spec);
+  if (!s) return {};
+  const list = s.podCIDRs;
+  if (Array.isArray(list) && list.length >= 3) return { count: list.length };
+  const texts = Array.isArray(list) && list.length > 0 ? list : [s.podCIDR];
+  for (const c of texts) {
+    if (typeof c !== 'string' || c.length > MAX_CIDR_LENGTH) continue;
+    const v6 = normalizeCidr6(c);
+    if (v6 !== undefined) return { cidr: v6 };
+  }
+  return {};
+}
+
+/**
+ * Project a raw Node to its lease record; undefined without a usable name. `ipv6` (EnableIPv6) also reads
+ * the IPv6 half: the IPv6 podCIDR and the public-ipv6, public-ipv6-overwrite, node-public-ipv6 and
+ * backend-v6-data annotations. Without it the record is exactly the IPv4 one.
+ */
+export function projectNode(node: unknown, keys: AnnotationKeys, ipv6 = false): NodeLease | undefined {
   const n = asObj(node);
   const meta = asObj(n?.metadata);
   const name = meta?.name;
@@ -141,6 +175,11 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
   else {
     const bad = nodeBadPodCIDR(n?.spec);
     if (bad !== undefined) rec.badPodCIDR = bad;
+  }
+  if (ipv6) {
+    const v6 = nodeIPv6PodCIDR(n?.spec);
+    if (v6.cidr !== undefined) rec.ipv6PodCIDR = v6.cidr;
+    if (v6.count !== undefined) rec.podCIDRCount = v6.count;
   }
   const created = creationTime(meta?.creationTimestamp);
   if (created !== undefined) rec.created = created;
@@ -162,6 +201,12 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
   pick('publicIP', keys.publicIP);
   pick('publicIPOverwrite', keys.publicIPOverwrite);
   pick('nodePublicIP', keys.nodePublicIP);
+  if (ipv6) {
+    pick('publicIPv6', keys.publicIPv6);
+    pick('publicIPv6Overwrite', keys.publicIPv6Overwrite);
+    pick('nodePublicIPv6', keys.nodePublicIPv6);
+    pick('backendV6Data', keys.backendV6Data);
+  }
   return rec;
 }
 
@@ -181,6 +226,9 @@ export function toLease(rec: NodeLease): Lease | undefined {
     publicIP: rec.publicIP ?? '',
     backendType: rec.backendType ?? '',
     backendData: oversized.includes('backendData') ? undefined : decodeBackendData(rec.backendData),
+    // The IPv6 half only when the Node has both an IPv6 podCIDR and a public-ipv6: a peer without them
+    // keeps its IPv4 route (upstream drops such a peer altogether; a v4-only Windows peer is one).
+    ...(rec.ipv6PodCIDR !== undefined && rec.publicIPv6 !== undefined && rec.publicIPv6 !== '' ? { ipv6Subnet: rec.ipv6PodCIDR, publicIPv6: rec.publicIPv6 } : {}),
   };
 }
 
@@ -224,6 +272,8 @@ export interface NodeListWatchOptions {
   watchSilenceMs?: number;
   /** How long one paged list may take, all its pages (default LIST_DEADLINE_MS). */
   listDeadlineMs?: number;
+  /** EnableIPv6: project the IPv6 half of every Node too (projectNode). */
+  ipv6?: boolean;
 }
 
 const SKIP_LOG_INTERVAL_MS = 60_000;
@@ -272,7 +322,7 @@ export class NodeListWatch {
 
   /** Project one raw Node, or count and log it as skipped. */
   private project(obj: unknown, where: 'list' | 'watch'): NodeLease | undefined {
-    const rec = projectNode(obj, this.o.keys);
+    const rec = projectNode(obj, this.o.keys, this.o.ipv6 === true);
     if (rec) return rec;
     this.o.metrics.inc(METRIC.nodesSkipped, { where });
     const now = this.o.clock.now();

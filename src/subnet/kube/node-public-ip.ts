@@ -7,6 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { systemClock, type Clock } from '../../clock.js';
 import { errorMessage } from '../../errors.js';
 import { isIp4 } from '../../ip4.js';
+import { isGlobalUnicast6 } from '../../ip6.js';
 import type { Logger } from '../../log.js';
 import { normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
 import { annotationKeys } from './annotations.js';
@@ -19,17 +20,25 @@ export interface NodePublicIPs {
   publicIPOverwrite?: string;
   /** `<prefix>/node-public-ip`, when a valid IPv4. */
   nodePublicIP?: string;
+  /** `<prefix>/public-ipv6-overwrite` and `<prefix>/node-public-ipv6`, when valid global IPv6 addresses. */
+  publicIPv6Overwrite?: string;
+  nodePublicIPv6?: string;
 }
 
 /** The two annotations out of a raw Node, through the lease projection (invalid values dropped). Pure. */
 export function nodePublicIPsOf(node: unknown, annotationPrefix: string): NodePublicIPs {
-  const rec = projectNode(node, annotationKeys(normalizeAnnotationPrefix(annotationPrefix)));
+  const rec = projectNode(node, annotationKeys(normalizeAnnotationPrefix(annotationPrefix)), true);
   const valid = (v: string | undefined) => (v !== undefined && isIp4(v.trim()) ? v.trim() : undefined);
   const out: NodePublicIPs = {};
   const overwrite = valid(rec?.publicIPOverwrite);
   const nodeIP = valid(rec?.nodePublicIP);
   if (overwrite) out.publicIPOverwrite = overwrite;
   if (nodeIP) out.nodePublicIP = nodeIP;
+  const valid6 = (v: string | undefined) => (v !== undefined && isGlobalUnicast6(v.trim()) ? v.trim() : undefined);
+  const overwrite6 = valid6(rec?.publicIPv6Overwrite);
+  const node6 = valid6(rec?.nodePublicIPv6);
+  if (overwrite6) out.publicIPv6Overwrite = overwrite6;
+  if (node6) out.nodePublicIPv6 = node6;
   return out;
 }
 

@@ -11,7 +11,8 @@ import { isIp4 } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { isVxlanBackendData, publishableAttrs } from '../lease.js';
-import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
+import { checkOwnIPv6Subnet, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIPv6 } from '../own-lease.js';
+import { formatIp6, parseIp6 } from '../../ip6.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
 import { describe, httpStatus, kubeError, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
@@ -32,6 +33,8 @@ export interface OwnNodeOptions {
   setNodeNetworkUnavailable: boolean;
   /** `--public-ip`, for the log line when the node-public-ip annotation overrides it. */
   publicIPOverride?: string;
+  /** net-conf `IPv6Network` when EnableIPv6: the Node must then have an IPv6 podCIDR too, and public-ipv6 is published. */
+  ipv6Network?: string;
   log: Logger;
   clock: Clock;
   /** Retries of the pod lookup and the patches. */
@@ -65,10 +68,42 @@ function rfc3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
+/**
+ * A dual-stack node's podCIDRs: at most one per family (upstream's AcquireLease refuses three or more
+ * with this message) and an IPv6 one beside the IPv4 one, which kube-controller-manager allocates only
+ * with a dual-stack --cluster-cidr.
+ */
+/** The InternalIP values of a raw Node's status.addresses (at most 8, each bounded). */
+function internalIPsOf(node: unknown): string[] {
+  const addresses = asObj(asObj(node)?.status)?.addresses;
+  if (!Array.isArray(addresses)) return [];
+  return addresses
+    .slice(0, 16)
+    .map((a) => asObj(a))
+    .filter((a) => a?.type === 'InternalIP' && typeof a.address === 'string' && a.address.length <= 45)
+    .map((a) => a!.address as string)
+    .slice(0, 8);
+}
+
+function checkDualStackPodCIDRs(name: string, rec: NodeLease): void {
+  if (rec.podCIDRCount !== undefined) {
+    throw new KubeError('FLANNEL_ERR_NODE', `node ${JSON.stringify(name)} pod cidrs should be IPv4/IPv6 only or dualstack`, { node: name, podCIDRs: rec.podCIDRCount });
+  }
+  if (rec.ipv6PodCIDR === undefined) {
+    throw new KubeError(
+      'FLANNEL_ERR_NODE',
+      `node "${name}" has no IPv6 pod cidr but net-conf.json enables IPv6: run kube-controller-manager with a dual-stack --cluster-cidr=<v4>,<v6> (and --allocate-node-cidrs), or remove EnableIPv6 from net-conf.json`,
+      { node: name, reason: 'no-ipv6-podcidr' },
+    );
+  }
+}
+
 export class OwnNodePublisher {
   private nodeName: string | undefined;
   /** When the first start-up request was made (the start of the start-up window). */
   private startedAt: number | undefined;
+  /** The own Node's status.addresses InternalIPs at the last read (bounded). */
+  internalIPs: string[] | undefined;
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
@@ -127,7 +162,9 @@ export class OwnNodePublisher {
         // Bounded by what is left of the wait (at least 1 s, so a slow but healthy answer still counts).
         const left = Math.max(1000, timeoutMs - (clock.now() - start));
         const node = await this.get(`/api/v1/nodes/${encodeURIComponent(name)}`, signal, Math.min(this.o.requestTimeoutMs, left));
-        const rec = projectNode(node, this.o.keys);
+        const rec = projectNode(node, this.o.keys, this.o.ipv6Network !== undefined);
+        this.internalIPs = internalIPsOf(node);
+        if (rec?.podCIDR !== undefined && this.o.ipv6Network !== undefined) checkDualStackPodCIDRs(name, rec);
         if (rec?.podCIDR !== undefined) {
           if (apiFailures > 0 || lastLog > -Infinity) log.info('own node is ready', { node: name, podCIDR: rec.podCIDR });
           return rec as NodeLease & { podCIDR: string };
@@ -183,6 +220,28 @@ export class OwnNodePublisher {
     }
   }
 
+  /**
+   * The public IPv6 to publish, as the IPv4 one: node-public-ipv6 overrides the backend's (upstream main.go
+   * takes it through GetStoredPublicIP), public-ipv6-overwrite both (pkg/subnet/kube/kube.go AcquireLease).
+   */
+  private publishedPublicIPv6(rec: NodeLease, backendIP: string): string {
+    const { keys, log } = this.o;
+    let publicIP = formatIp6(parseIp6(backendIP)!);
+    for (const [key, value] of [
+      [keys.nodePublicIPv6, rec.nodePublicIPv6],
+      [keys.publicIPv6Overwrite, rec.publicIPv6Overwrite],
+    ] as const) {
+      if (value === undefined || value === '') continue;
+      if (unusablePublicIPv6(value) !== undefined) {
+        log.warn('ignoring invalid public IPv6 annotation', { annotation: key, value: value.slice(0, 64) });
+        continue;
+      }
+      if (value !== publicIP) log.info('overriding public ipv6 from node annotation', { annotation: key, publicIPv6: value, previous: publicIP });
+      publicIP = value;
+    }
+    return publicIP;
+  }
+
   /** The public IP to publish: the node-public-ip annotation overrides the backend's, public-ip-overwrite both. */
   private publishedPublicIP(rec: NodeLease, backendIP: string): string {
     const { keys, log } = this.o;
@@ -222,7 +281,9 @@ export class OwnNodePublisher {
     const rec = await this.waitForOwnNode(name, signal);
     checkOwnSubnet(name, this.o.network, rec.podCIDR);
     checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
-    log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR });
+    const ipv6Subnet = this.o.ipv6Network !== undefined ? rec.ipv6PodCIDR : undefined;
+    if (this.o.ipv6Network !== undefined && ipv6Subnet !== undefined) checkOwnIPv6Subnet(name, this.o.ipv6Network, ipv6Subnet);
+    log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) });
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;
     if (!publishableAttrs(attrs)) {
@@ -242,6 +303,21 @@ export class OwnNodePublisher {
       [keys.backendData]: rec.backendData,
       [keys.publicIP]: rec.publicIP,
     };
+    // Dual-stack host-gw, as upstream's AcquireLease writes it for a backend with a PublicIPv6:
+    // backend-v6-data `null` (host-gw has none) and public-ipv6 (public-ipv6-overwrite when set).
+    let publishedV6: string | undefined;
+    if (ipv6Subnet !== undefined) {
+      if (attrs.publicIPv6 === undefined || parseIp6(attrs.publicIPv6) === undefined) {
+        throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish a dual-stack lease without a public IPv6 address: peers could not route the IPv6 subnet', {
+          node: name,
+        });
+      }
+      publishedV6 = this.publishedPublicIPv6(rec, attrs.publicIPv6);
+      desired[keys.backendV6Data] = 'null';
+      desired[keys.publicIPv6] = publishedV6;
+      current[keys.backendV6Data] = rec.backendV6Data;
+      current[keys.publicIPv6] = rec.publicIPv6;
+    }
     const changed: Record<string, string> = {};
     for (const [k, v] of Object.entries(desired)) if (current[k] !== v) changed[k] = v;
     if (Object.keys(changed).length > 0) {
@@ -251,7 +327,14 @@ export class OwnNodePublisher {
       log.info('node annotations already up to date', { node: name });
     }
 
-    return { key: name, subnet: rec.podCIDR, publicIP: published, backendType: attrs.backendType, backendData: attrs.backendData };
+    return {
+      key: name,
+      subnet: rec.podCIDR,
+      publicIP: published,
+      backendType: attrs.backendType,
+      backendData: attrs.backendData,
+      ...(ipv6Subnet !== undefined && publishedV6 !== undefined ? { ipv6Subnet, publicIPv6: publishedV6 } : {}),
+    };
   }
 
   /** The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR MAC). */
