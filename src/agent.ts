@@ -19,7 +19,8 @@ import { bootRecordPath, checkBoot, systemBootTimeMs, type StartKind } from './h
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import type { KubeStart } from './subnet/kube/factory.js';
-import type { SubnetManager } from './subnet/lease.js';
+import type { OwnLeaseChange, SubnetManager } from './subnet/lease.js';
+import { nodeReregisteredEvent } from './node-events.js';
 import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { RelistOptions } from './subnet/relist.js';
@@ -61,6 +62,11 @@ export class Agent {
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
   private writtenMtu: number | undefined;
+  private writtenSubnet: string | undefined;
+  /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
+  private ownNodeGone: string | undefined;
+  /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
+  private leaseAgain: ((change: Extract<OwnLeaseChange, { kind: 'replaced' }>) => void) | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -76,7 +82,7 @@ export class Agent {
    */
   get isReady(): boolean {
     const s = this.networkValue?.status();
-    return this.ready && s !== undefined && s.listed && !s.networkMissing;
+    return this.ready && this.ownNodeGone === undefined && s !== undefined && s.listed && !s.networkMissing;
   }
 
   /**
@@ -126,7 +132,7 @@ export class Agent {
     return buildStatusReport({
       version: VERSION,
       phase: this.phaseValue,
-      ready: this.ready,
+      ready: this.ready && this.ownNodeGone === undefined,
       startKind: this.startKindValue,
       lease: network && { subnet: network.lease.subnet, publicIP: network.lease.publicIP },
       networkName: network?.networkName ?? this.netConfValue?.backend.name,
@@ -134,6 +140,7 @@ export class Agent {
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
       network: network?.status(),
+      ...(this.ownNodeGone !== undefined ? { ownNodeGone: this.ownNodeGone } : {}),
     });
   }
 
@@ -244,7 +251,7 @@ export class Agent {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
-      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+      if (network.mtu !== this.writtenMtu || network.lease.subnet !== this.writtenSubnet) await this.writeSubnetEnv(netConf, network);
     };
     const deps: BackendDeps = {
       netConf,
@@ -261,19 +268,74 @@ export class Agent {
       policyBatch: config.hnsPolicyBatchSize,
       afterRebuild: settle,
     };
-    const backend: Backend =
+    const newBackend = async (): Promise<Backend> =>
       netConf.backend.type === 'vxlan'
         ? new (await import('./backends/vxlan/backend.js')).VxlanBackend(deps)
         : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
 
-    this.phaseValue = 'registering';
-    const network = await backend.registerNetwork(signal);
-    this.networkValue = network;
-    await settle(network);
-    this.ready = true;
-    this.phaseValue = 'running';
-    this.runningSince = this.clock.now();
-    await network.run(signal);
+    const manager: SubnetManager = subnetManager;
+    manager.onOwnLeaseChange?.((change) => this.ownLeaseChanged(change));
+    // One round per lease: a new one when the own Node was deleted and registered again, as a restart
+    // would (the backend reuses a matching network, or builds one on a new podCIDR).
+    for (let again: Extract<OwnLeaseChange, { kind: 'replaced' }> | undefined; ;) {
+      const round = new AbortController();
+      const endRound = () => round.abort(signal.reason);
+      if (signal.aborted) round.abort(signal.reason);
+      else signal.addEventListener('abort', endRound, { once: true });
+      let next: typeof again;
+      this.leaseAgain = (change) => {
+        next ??= change;
+        round.abort(new Error('the own Node was registered again'));
+      };
+      const previous = this.networkValue;
+      try {
+        this.phaseValue = 'registering';
+        const network = await (await newBackend()).registerNetwork(round.signal);
+        this.networkValue = network;
+        await settle(network);
+        this.ready = true;
+        this.ownNodeGone = undefined;
+        this.phaseValue = 'running';
+        this.runningSince ??= this.clock.now();
+        if (again && previous) this.leasedAgain(manager, previous, network);
+        await network.run(round.signal);
+      } catch (err) {
+        if (signal.aborted || next === undefined) throw err;
+      } finally {
+        signal.removeEventListener('abort', endRound);
+        this.leaseAgain = undefined;
+      }
+      if (signal.aborted || next === undefined) return;
+      again = next;
+      this.ready = false;
+    }
+  }
+
+  /** The lease watch saw the own Node go, come back, or be registered anew. */
+  private ownLeaseChanged(change: OwnLeaseChange): void {
+    if (change.kind === 'lost') {
+      this.ownNodeGone = change.reason;
+      this.log.warn('own Node deleted from the API server; keeping the dataplane, not ready until it is registered again', { reason: change.reason });
+    } else if (change.kind === 'back') {
+      this.ownNodeGone = undefined;
+      this.log.info('own Node is in the API server again (the same Node)');
+    } else {
+      this.ownNodeGone = change.reason;
+      this.log.warn('own Node registered again; leasing again', {
+        node: this.networkValue?.lease.key,
+        previousSubnet: this.networkValue?.lease.subnet,
+        subnet: change.subnet,
+        reason: change.reason,
+      });
+      this.leaseAgain?.(change);
+    }
+  }
+
+  /** Logged and told as an Event once the new lease's network runs. */
+  private leasedAgain(subnetManager: SubnetManager, previous: Network, network: Network): void {
+    const rebuilt = previous.lease.subnet !== network.lease.subnet;
+    this.log.info('leased again from the re-registered own Node', { node: network.lease.key, previousSubnet: previous.lease.subnet, subnet: network.lease.subnet, rebuilt });
+    subnetManager.nodeEvents?.(network.lease).record(nodeReregisteredEvent(previous.lease.subnet, network.lease.subnet, rebuilt));
   }
 
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
@@ -282,6 +344,7 @@ export class Agent {
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
     await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
+    this.writtenSubnet = network.lease.subnet;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
   }
 

@@ -29,6 +29,7 @@ export const NODE_EVENT_REASON = {
   subnetContested: 'FlannelSubnetContested',
   peerRefused: 'FlannelPeerRefusedByHNS',
   networkRebuilt: 'FlannelNetworkRebuilt',
+  nodeReregistered: 'FlannelNodeReregistered',
 } as const;
 
 /** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
@@ -68,5 +69,15 @@ export function networkRebuiltEvent(network: string, peers: number): NodeEvent {
     type: 'Warning',
     reason: NODE_EVENT_REASON.networkRebuilt,
     message: `HNS network ${network} was gone (HNS restarted, or it was deleted outside flanneld) and was recreated; ${peers} peers reprogrammed. If it recurs, look for what deletes it (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
+  };
+}
+
+/** The own Node was deleted and registered again; the lease was taken again from the new one. */
+export function nodeReregisteredEvent(previousSubnet: string, subnet: string, rebuilt: boolean): NodeEvent {
+  const change = previousSubnet === subnet ? `podCIDR ${subnet} unchanged` : `podCIDR ${previousSubnet} -> ${subnet}${rebuilt ? ', HNS network rebuilt on it' : ''}`;
+  return {
+    type: 'Normal',
+    reason: NODE_EVENT_REASON.nodeReregistered,
+    message: `the Node was deleted and registered again; flanneld leased it again without a restart (${change}; annotations, NetworkUnavailable and subnet.env rewritten). Pods started before keep addresses of the old podCIDR: recreate them if it changed`,
   };
 }

@@ -25,6 +25,8 @@ export interface StatusReport {
   lastPass: { at: string; ok: boolean } | null;
   lastSuccess: string | null;
   lastError: { at: string; message: string } | null;
+  /** Only while the own Node (kube) is gone from the API server: why the agent is not ready. */
+  ownNode?: { state: 'deleted'; reason: string };
 }
 
 /** A peer route or policy the dataplane refuses now: the peer, its prefix, the HRESULT (or route status). */
@@ -50,6 +52,8 @@ export interface StatusInput {
   mtu: number | undefined;
   sourceVip: string | undefined;
   network: NetworkStatus | undefined;
+  /** Why the own Node is missing, while it is. */
+  ownNodeGone?: string;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -109,6 +113,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     lastPass: n?.lastPassAt === undefined ? null : { at: iso(n.lastPassAt)!, ok: n.lastPassOk === true },
     lastSuccess: iso(n?.lastSuccessAt),
     lastError: lastError(n?.lastError, refused),
+    ...(s.ownNodeGone !== undefined ? { ownNode: { state: 'deleted' as const, reason: s.ownNodeGone } } : {}),
   };
 }
 

@@ -48,6 +48,8 @@ const MAX_CIDR_LENGTH = 43;
 /** What the kube subnet manager keeps per Node. */
 export interface NodeLease {
   name: string;
+  /** metadata.uid (bounded): a Node deleted and registered again has a new one. */
+  uid?: string;
   /** First IPv4 of spec.podCIDRs, else spec.podCIDR (when IPv4); network-address form. */
   podCIDR?: string;
   /** What the Node has instead when it has a podCIDR but no IPv4 CIDR (bounded; e.g. an IPv6 CIDR). */
@@ -132,6 +134,7 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
   const name = meta?.name;
   if (typeof name !== 'string' || name === '' || name.length > MAX_NAME_LENGTH) return undefined;
   const rec: NodeLease = { name };
+  if (typeof meta?.uid === 'string' && meta.uid !== '' && meta.uid.length <= MAX_NAME_LENGTH) rec.uid = meta.uid;
   const pod = nodePodCIDR(n?.spec);
   if (pod !== undefined) rec.podCIDR = pod;
   else {
@@ -220,6 +223,18 @@ export interface NodeListWatchOptions {
   watchSilenceMs?: number;
 }
 
+/** Told every Node the list and the watch see (own-node-watch.ts follows the own Node through it). */
+export interface NodeObserver {
+  /** A complete list begins. */
+  listStarted(): void;
+  /** A Node listed, or watched ADDED or MODIFIED. */
+  seen(rec: NodeLease): void;
+  /** A Node watched DELETED. */
+  deleted(rec: NodeLease): void;
+  /** The complete list ended (every Node it held was `seen`). */
+  listEnded(): void;
+}
+
 const SKIP_LOG_INTERVAL_MS = 60_000;
 
 /**
@@ -261,6 +276,8 @@ export class NodeListWatch {
   /** Skipped objects are logged at most once a minute, with how many were held back. */
   private lastSkipLog = -Infinity;
   private heldSkips = 0;
+  /** Follows the own Node (set once the lease is acquired). */
+  observer: NodeObserver | undefined;
 
   constructor(private readonly o: NodeListWatchOptions) {
     // Both series at zero from the start (a rate() or an alert on them works before the first skip).
@@ -296,6 +313,7 @@ export class NodeListWatch {
     let cont: string | undefined;
     let rv = '';
     let pages = 0;
+    this.observer?.listStarted();
     do {
       if (++pages > maxPages) {
         throw new KubeError(
@@ -315,6 +333,7 @@ export class NodeListWatch {
         const rec = this.project(item, 'list');
         if (!rec) continue;
         nodes++;
+        this.observer?.seen(rec);
         const lease = toLease(rec);
         if (lease) keys.add(rec.name);
         peers.push({ key: rec.name, lease });
@@ -335,6 +354,7 @@ export class NodeListWatch {
     } while (cont);
     this.o.log.info('node list synced', { nodes, leases: keys.size, resourceVersion: rv });
     onUpdate({ kind: 'listed', keys });
+    this.observer?.listEnded();
     return rv;
   }
 
@@ -369,7 +389,10 @@ export class NodeListWatch {
       if (typeof meta?.resourceVersion === 'string' && meta.resourceVersion !== '') lastRv = meta.resourceVersion;
       if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return; // BOOKMARK: rv only
       const rec = this.project(obj, 'watch');
-      if (rec) onUpdate({ kind: 'peers', peers: [{ key: rec.name, lease: type === 'DELETED' ? undefined : toLease(rec) }] });
+      if (!rec) return;
+      onUpdate({ kind: 'peers', peers: [{ key: rec.name, lease: type === 'DELETED' ? undefined : toLease(rec) }] });
+      if (type === 'DELETED') this.observer?.deleted(rec);
+      else this.observer?.seen(rec);
     };
     try {
       await this.o.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, onEvent, {

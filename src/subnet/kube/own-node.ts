@@ -61,6 +61,8 @@ function rfc3339(ms: number): string {
 
 export class OwnNodePublisher {
   private nodeName: string | undefined;
+  /** metadata.uid of the Node the last lease was taken from. */
+  acquiredUid: string | undefined;
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
@@ -233,6 +235,7 @@ export class OwnNodePublisher {
       log.info('node annotations already up to date', { node: name });
     }
 
+    this.acquiredUid = rec.uid;
     return { key: name, subnet: rec.podCIDR, publicIP: published, backendType: attrs.backendType, backendData: attrs.backendData };
   }
 
