@@ -132,7 +132,7 @@ export class Agent {
     return buildStatusReport({
       version: VERSION,
       phase: this.phaseValue,
-      ready: this.ready && this.ownNodeGone === undefined,
+      ready: this.ready,
       startKind: this.startKindValue,
       lease: network && { subnet: network.lease.subnet, publicIP: network.lease.publicIP },
       networkName: network?.networkName ?? this.netConfValue?.backend.name,

@@ -55,7 +55,11 @@ export function statusUrls(healthzIP: string, healthzPort: number, ifaces: Retur
 export function renderStatusTable(s: StatusReport): string {
   const rows: [string, string][] = [];
   const net = s.network;
-  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${s.ready ? '' : ', subnet.env not written yet'})`]);
+  const ownNode: unknown = s.ownNode; // absent unless the own Node is gone
+  const gone = typeof ownNode === 'object' && ownNode !== null ? (ownNode as NonNullable<StatusReport['ownNode']>) : undefined;
+  const why = `${s.ready ? '' : ', subnet.env not written yet'}${gone ? ', own Node deleted' : ''}`;
+  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${why})`]);
+  if (gone) rows.push(['Own Node', `DELETED: ${t(gone.reason)}; the dataplane is kept, not ready until the Node is registered again`]);
   rows.push(['Lease', s.lease ? `${t(s.lease.subnet)} (public IP ${t(s.lease.publicIP)})` : 'none yet']);
   rows.push([
     'Network',

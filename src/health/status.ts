@@ -91,7 +91,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
       }
     : null;
   const refused = n?.refusedItems ?? [];
-  const inSync = s.ready && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
+  const inSync = s.ready && s.ownNodeGone === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
   return {
     version: s.version,
     phase: s.phase,

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import { renderStatusTable } from '../../src/commands/status.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { logSink } from '../support/log-sink.js';
 
@@ -52,9 +53,10 @@ describe.each([
     await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
     expect(sink.entries.some((e) => e['message'] === 'own Node deleted from the API server; keeping the dataplane, not ready until it is registered again')).toBe(true);
     const status = await a.agent.status();
-    expect(status.ready).toBe(false);
+    expect(status.inSync).toBe(false);
     expect(status.ownNode).toMatchObject({ state: 'deleted' });
     expect(status.ownNode?.reason).toMatch(/deleted/);
+    expect(renderStatusTable(status)).toMatch(/Own Node\s+DELETED: the own Node "win-1" was deleted/);
     expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
     expect(peerPrefixes(a, backend)).toEqual(['10.244.1.0/24']);
 
