@@ -534,6 +534,33 @@ describe('watchLeases', () => {
     expect(c.events().map((e) => e.key)).toEqual(['linux-1']);
   });
 
+  it('a rolling restart of the API server: the open watch is served to its timeout, the resume on the new process is 410, a relist', async () => {
+    api.addNode(peer(1));
+    api.addNode(peer(2));
+    const c = collect(manager({ watchTimeoutSeconds: 1 }));
+    await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
+    api.renewNodeLease('linux-1'); // the kubelets' heartbeats move the revision past what the watch saw
+    const { exited } = await api.rollingRestart();
+    api.updateNode('linux-2', (n) => void (n.metadata.labels!.x = '1')); // via another apiserver: the draining watch gets it
+    await waitFor(() => c.events().length >= 1, 'the event on the draining watch', 5000);
+    expect(c.lists()).toHaveLength(1);
+    await exited; // the old watch ended cleanly at its timeout; the resume went to the new process
+    // Its cache started after the lease's write: the resume from the MODIFIED's revision still works,
+    // no 410, no relist; a later event arrives through the new watch.
+    api.addNode(peer(3));
+    await waitFor(() => c.events().some((e) => e.key === 'linux-3'), 'an event on the new process', 5000);
+    expect(c.lists()).toHaveLength(1);
+    expect(api.expiredWatches).toBe(0);
+
+    // Without a Node event during the drain, the last resourceVersion the watch saw is older than the
+    // new process's cache: 410 there, then a relist.
+    api.renewNodeLease('linux-1');
+    await api.rollingRestart();
+    await waitFor(() => api.expiredWatches === 1, 'a 410 on the new process', 5000);
+    await waitFor(() => c.lists().length === 2, 'the relist', 5000);
+    expect(c.lists().at(-1)).toEqual(['linux-1', 'linux-2', 'linux-3']);
+  });
+
   it('a clean watch close resumes from the last resourceVersion without a relist', async () => {
     api.addNode(peer(1));
     const c = collect(manager());
