@@ -329,6 +329,27 @@ describe('shutdown (SIGTERM)', () => {
     expect(resumed.lines[0].object.message).toBe(`too old resource version: ${w.lines[0].object.metadata.resourceVersion!} (${a.resourceVersion})`);
   });
 
+  it('a watch without a timeout ends when the process exits; stop() kills a draining process too', async () => {
+    const clock = new FakeClock();
+    const a = await server({ clock });
+    const endless = await watch(a, 'resourceVersion=0');
+    const timed = await watch(a, 'timeoutSeconds=10');
+    const exit = a.shutdown();
+    await clock.advance(10_000);
+    await exit;
+    await endless.ended;
+    await timed.ended;
+    expect(a.activeWatches).toBe(0);
+
+    await a.start();
+    const draining = await watch(a, 'timeoutSeconds=600');
+    const exit2 = a.shutdown();
+    await a.stop();
+    await exit2;
+    await draining.ended;
+    expect(a.activeWatches).toBe(0);
+  });
+
   it('rollingRestart(): the new process listens while the old one drains', async () => {
     const clock = new FakeClock();
     const a = await server({ clock });

@@ -178,14 +178,14 @@ export class FakeKubeApiServer {
 
   /**
    * The process dies (SIGKILL, a crash): the listener and every open connection (watches included) are
-   * cut at once. etcd, and so every object, is kept.
+   * cut at once, and so are those of a process still shutting down. etcd, and so every object, is kept.
    */
   async stop(): Promise<void> {
-    const proc = this.current;
-    if (!proc) return;
+    const procs = [...(this.current ? [this.current] : []), ...this.draining];
     this.current = undefined;
+    this.draining.clear();
     this.faults.forgetHung();
-    await this.exit(proc);
+    for (const proc of procs) await this.exit(proc);
   }
 
   /**
@@ -204,7 +204,7 @@ export class FakeKubeApiServer {
     proc.server.closeIdleConnections();
     await new Promise((r) => setImmediate(r));
     await proc.watches.drained();
-    this.draining.delete(proc);
+    if (!this.draining.delete(proc)) return; // stop() killed it meanwhile
     await this.exit(proc);
   }
 
@@ -426,7 +426,7 @@ export class FakeKubeApiServer {
       )
         return;
       if (watch) return proc.watches.serve(res, query);
-      return this.listNodes_(res, query);
+      return this.serveNodeList(res, query);
     }
     if ((m = path.match(/^\/api\/v1\/nodes\/([^/]+)(\/status)?$/))) {
       const name = decodeURIComponent(m[1]);
@@ -502,7 +502,7 @@ export class FakeKubeApiServer {
    * and not Exact) is served whole from the watch cache, limit ignored; otherwise etcd serves it, paged,
    * at the newest revision or at resourceVersion with resourceVersionMatch=Exact (node-store.ts).
    */
-  private listNodes_(res: http.ServerResponse, query: Record<string, string>): void {
+  private serveNodeList(res: http.ServerResponse, query: Record<string, string>): void {
     const rv = query.resourceVersion;
     const hasLimit = Number(query.limit) > 0;
     const exact = query.resourceVersionMatch === 'Exact';

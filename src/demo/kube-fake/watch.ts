@@ -148,10 +148,11 @@ export class NodeWatches {
     this.open.clear();
   }
 
-  /** Resolves when no watch is open any more. */
+  /** Resolves when no watch with a timeout is open any more (the others would never end by themselves). */
   async drained(): Promise<void> {
-    while (this.open.size > 0) {
-      const w = [...this.open][0];
+    for (;;) {
+      const w = [...this.open].find((x) => x.deadline !== undefined);
+      if (!w) return;
       await new Promise<void>((resolve) => (w.ended.signal.aborted ? resolve() : w.ended.signal.addEventListener('abort', () => resolve(), { once: true })));
     }
   }
