@@ -296,7 +296,7 @@ export class Agent {
         this.ready = true;
         this.ownNodeGone = undefined;
         this.phaseValue = 'running';
-        this.runningSince ??= this.clock.now();
+        this.runningSince = this.clock.now();
         if (again && previous) this.leasedAgain(manager, previous, network);
         await network.run(round.signal);
       } catch (err) {
