@@ -24,6 +24,8 @@ import type { LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { KubeApiError, KubeError } from '../../src/errors.js';
 import { systemClock } from '../../src/clock.js';
 import { userAgent } from '../../src/version.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
+import { readMetric } from '../support/agent-signals.js';
 import { expectCode } from '../support/errors.js';
 import { waitFor } from '../support/cluster.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -155,7 +157,8 @@ describe('Events refused (a ClusterRole without events)', () => {
     api.failNext('POST', /\/events$/, 403, Infinity, { message: 'events is forbidden: User "system:serviceaccount:kube-flannel:flannel-windows" cannot create resource "events"' });
     api.failNext('PATCH', /\/events\//, 403, Infinity, { message: 'events is forbidden: cannot patch resource "events"' });
     const { log, entries } = logSink();
-    const m = manager({ log });
+    const metrics = new Metrics();
+    const m = manager({ log, metrics });
     const lease = await m.acquireLease(async () => VXLAN, signal());
     const events = m.nodeEvents(lease);
     for (let i = 0; i < 6; i++) events.record({ type: 'Warning', reason: 'PeerRejected', message: `peer p${i % 3} rejected` });
@@ -163,7 +166,7 @@ describe('Events refused (a ClusterRole without events)', () => {
     const warns = entries.filter((e) => e['level'] === 'warn');
     expect(warns).toHaveLength(1);
     expect(warns[0]).toMatchObject({ rule: 'events: create, patch', namespace: 'default' });
-    expect(events.dropped).toBe(6);
+    expect(await readMetric(metrics, METRIC.nodeEventsDropped, { reason: 'write-failed' })).toBe(6);
     expect(api.requests.filter((r) => r.path.includes('/events')).length).toBe(6);
   });
 });

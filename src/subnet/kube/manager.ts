@@ -14,7 +14,7 @@ import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
 import type { RelistOptions } from '../relist.js';
 import { annotationKeys } from './annotations.js';
-import { KubeEventRecorder } from './event-recorder.js';
+import { declareEventMetrics, KubeEventRecorder } from './event-recorder.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from './http.js';
 import { NodeListWatch } from './node-list-watch.js';
 import { OwnNodePublisher } from './own-node.js';
@@ -82,6 +82,7 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly http: KubeHttp;
   private readonly log: Logger;
   private readonly clock: Clock;
+  private readonly metrics: Metrics;
   private events: KubeEventRecorder | undefined;
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
 
@@ -97,12 +98,14 @@ export class KubeSubnetManager implements SubnetManager {
     this.http = http;
     this.log = log;
     this.clock = clock;
+    this.metrics = metrics;
+    declareEventMetrics(metrics);
     const backoffBaseMs = opts.backoffBaseMs ?? 1000;
     const backoffCapMs = opts.backoffCapMs ?? 30_000;
     const requestTimeoutMs = opts.requestTimeoutMs ?? 30_000;
     this.nodes = new NodeListWatch({
       list: nodeListFn(http, requestTimeoutMs),
-      watch: nodeWatchFn(http),
+      watch: nodeWatchFn(http, metrics),
       keys,
       log,
       metrics,
@@ -158,7 +161,7 @@ export class KubeSubnetManager implements SubnetManager {
 
   /** Events on the own Node (the lease's key is its name), rate-limited and deduplicated as client-go's recorder. */
   nodeEvents(lease: Lease): KubeEventRecorder {
-    this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events') });
+    this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events'), metrics: this.metrics });
     return this.events;
   }
 
