@@ -21,26 +21,25 @@ function afterMicrotasks(n: number, f: () => void): void {
   else void Promise.resolve().then(() => afterMicrotasks(n - 1, f));
 }
 
-/** More microtasks than the writer takes from an answer to its end (send, drain, finally). */
+/** More microtasks than the writer takes from an answer to its end (send, drain, finally): the gap was at 2. */
 const SWEEP = 30;
 
 describe('KubeEventRecorder', () => {
   it.each(Array.from({ length: SWEEP }, (_, k) => k))('writes an event recorded %i microtasks after the last answer (the writer ending)', async (k) => {
     const posted: string[] = [];
     const metrics = new Metrics();
-    let rec: KubeEventRecorder | undefined;
     let recorded: () => void = () => undefined;
     const second = new Promise<void>((r) => (recorded = r));
     const http = {
       json: (req: { method: string; body: { message: string; metadata: { name: string } } }) => {
         const answer = Promise.resolve({ metadata: { name: req.body.metadata.name }, count: 1 });
         // The first reaction to the answer: runs before the writer's own `await` sees it.
-        if (posted.length === 0) void answer.then(() => afterMicrotasks(k, () => (rec!.record(warn('peer linux-2 rejected')), recorded())));
+        if (posted.length === 0) void answer.then(() => afterMicrotasks(k, () => (rec.record(warn('peer linux-2 rejected')), recorded())));
         posted.push(req.body.message);
         return answer;
       },
     } as unknown as KubeHttp;
-    rec = new KubeEventRecorder({ http, nodeName: 'win-1', clock: new FakeClock(), log: silentLogger(), metrics });
+    const rec = new KubeEventRecorder({ http, nodeName: 'win-1', clock: new FakeClock(), log: silentLogger(), metrics });
     rec.record(warn('peer linux-1 rejected'));
     await second;
     await rec.flush();
