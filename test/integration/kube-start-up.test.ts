@@ -55,13 +55,8 @@ function manager(over: Partial<KubeSubnetManagerOptions> = {}): KubeSubnetManage
     network: '10.244.0.0/16',
     annotationPrefix: P,
     setNodeNetworkUnavailable: true,
-    backoffBaseMs: 10,
-    backoffCapMs: 50,
-    nodePollIntervalMs: 20,
-    nodeWaitTimeoutMs: 5000,
-    apiRetryTimeoutMs: 5000,
-    watchTimeoutSeconds: 60,
     ...over,
+    timings: { backoffBaseMs: 10, backoffCapMs: 50, nodePollIntervalMs: 20, nodeWaitTimeoutMs: 5000, apiRetryTimeoutMs: 5000, watchTimeoutSeconds: 60, ...over.timings },
   });
 }
 
@@ -115,7 +110,7 @@ describe('start-up against an API server that is still starting', () => {
   it('a 403 that persists past the start-up window fails FLANNEL_ERR_KUBE naming every rule the agent needs, events included', async () => {
     api.failNext('PATCH', /^\/api\/v1\/nodes\/win\/status$/, 403, Infinity, { message: NOT_SYNCED });
     const err = await expectCode(
-      manager({ startUpWindowMs: 150 }).acquireLease(async () => VXLAN, signal()),
+      manager({ timings: { startUpWindowMs: 150 } }).acquireLease(async () => VXLAN, signal()),
       KubeError,
       'FLANNEL_ERR_KUBE',
     );
@@ -129,7 +124,7 @@ describe('start-up against an API server that is still starting', () => {
   it('a GET of the own Node refused past the window fails naming the rules too', async () => {
     api.failNext('GET', /^\/api\/v1\/nodes\/win$/, 403, Infinity, { message: NOT_SYNCED });
     const err = await expectCode(
-      manager({ startUpWindowMs: 150 }).acquireLease(async () => VXLAN, signal()),
+      manager({ timings: { startUpWindowMs: 150 } }).acquireLease(async () => VXLAN, signal()),
       KubeError,
       'FLANNEL_ERR_KUBE',
     );
