@@ -101,7 +101,7 @@ describe('start-up against an API server that is still starting', () => {
       nodeName: 'win',
       annotationPrefix: P,
       log,
-      backoffBaseMs: 10,
+      timings: { backoffBaseMs: 10 },
     });
     expect(ips).toEqual({ nodePublicIP: '192.168.5.7' });
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win')).toHaveLength(3);

@@ -31,7 +31,7 @@ export interface KubeStartDeps {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
-  /** The subnet manager's timings (../timings.ts), over the flag's node wait and the defaults. */
+  /** The subnet manager's timings (../timings.ts), over the flag's node wait and the defaults; the public-IP read's too. */
   timings?: Partial<SubnetTimings>;
 }
 
@@ -59,6 +59,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         log,
         clock: deps.clock,
         signal,
+        timings: deps.timings,
       }));
       return [annotated.publicIPOverwrite, annotated.nodePublicIP].filter((ip): ip is string => ip !== undefined);
     },
@@ -71,6 +72,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         log,
         clock: deps.clock,
         signal,
+        timings: deps.timings,
       }));
       return [annotated.publicIPv6Overwrite, annotated.nodePublicIPv6].filter((ip): ip is string => ip !== undefined);
     },
