@@ -55,7 +55,7 @@ export interface AgentOptions {
   bootTimeMs?: () => number;
   /** The file system the CNI config check reads (tests); default node:fs. */
   cniFs?: CniReadinessFs;
-  /** How often the CNI config is checked again (tests); default CNI_CHECK_INTERVAL_MS. */
+  /** How often the CNI config is checked again; default CNI_CHECK_INTERVAL_MS (the kubelet's probe period). */
   cniCheckIntervalMs?: number;
   /** How often net-conf.json is read again to say that a change needs a restart (kube mode); default 30 s. */
   netConfRecheckMs?: number;
