@@ -13,19 +13,16 @@ import { componentLogger, type Logger } from '../log.js';
 import { MeteredRouteTable } from '../routes/metered.js';
 import { Win32RouteTable } from '../routes/win32.js';
 import { loadWin32Native } from '../win32/ffi.js';
-import type { Win32Native } from '../win32/native.js';
 import type { Dataplane } from './factory.js';
 
 export interface Win32DataplaneDeps {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
-  /** Inject the native layer (tests); default: ffi-rs on the real DLLs. */
-  native?: Win32Native;
 }
 
 export async function createWin32Dataplane(config: AgentConfig, deps: Win32DataplaneDeps): Promise<Dataplane> {
-  const native = deps.native ?? (await loadWin32Native(config.win32DllDir));
+  const native = await loadWin32Native(config.win32DllDir);
   componentLogger(deps.log, 'dataplane').info('using the native Windows dataplane', {
     dllDir: config.win32DllDir || '(system)',
     hnsCallTimeoutSeconds: config.hnsCallTimeoutSeconds,
