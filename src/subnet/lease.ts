@@ -20,8 +20,6 @@ export interface Lease {
   backendType: string;
   /** Parsed backend-data JSON (`null` for host-gw). */
   backendData: unknown;
-  /** etcd only: when the lease expires (ms since epoch); undefined = never (kube, reservations). */
-  expiration?: number;
   /**
    * kube only: the Node's metadata.creationTimestamp (ms since epoch), which decides who holds a
    * contested subnet at start-up (src/reconcile/peer-store.ts); undefined = unknown (counts as the newest).

@@ -240,10 +240,8 @@ export class LeaseKeeper implements OwnLeaseState {
     return attrs;
   }
 
-  private ownLease(name: string, subnet: string, attrs: LeaseAttrs, ttlSeconds: number): Lease {
-    const lease: Lease = { key: name, subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
-    if (ttlSeconds > 0) lease.expiration = this.o.clock.now() + ttlSeconds * 1000;
-    return lease;
+  private ownLease(name: string, subnet: string, attrs: LeaseAttrs): Lease {
+    return { key: name, subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
   }
 
   /** One pass of upstream's tryAcquireLease; undefined = lost a race, try again. */
@@ -272,7 +270,7 @@ export class LeaseKeeper implements OwnLeaseState {
         const res = await this.retry('updating own subnet lease', () => reg.updateSubnet(mine.name, value, reservation ? 0 : ttl, false), signal);
         this.own = { name: mine.name, value, leaseId: res.leaseId, reservation };
         if (!reservation) await reg.revoke(mine.leaseId).catch(() => undefined);
-        return this.ownLease(mine.name, mine.subnet, attrs, res.ttlSeconds);
+        return this.ownLease(mine.name, mine.subnet, attrs);
       }
       log.info(`Found lease (${mine.subnet}) for current IP (${publicIP}) but not compatible with current config, deleting`, { key: mine.name });
       await this.retry('deleting incompatible subnet lease', () => reg.deleteSubnet(mine.name), signal);
@@ -311,7 +309,7 @@ export class LeaseKeeper implements OwnLeaseState {
     }
     log.info(`Allocated lease (ip: ${subnet} ipv6: ) to current node (${publicIP}) `, { key: name, ttlSeconds: res.ttlSeconds });
     this.own = { name, value, leaseId: res.leaseId, reservation: false };
-    return this.ownLease(name, subnet, attrs, res.ttlSeconds);
+    return this.ownLease(name, subnet, attrs);
   }
 
   /** Log a lease key that cannot be a lease of this network once per key, not on every allocation. */
