@@ -14,7 +14,7 @@ import { errorMessage, UnsupportedError } from './errors.js';
 import { Metrics } from './metrics.js';
 import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
-import { hostFiles } from './fs-seams.js';
+import { hostFiles, type SubnetEnvFs } from './fs-seams.js';
 import { selectExternalInterface } from './host/select.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { checkCniReadiness, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
@@ -48,6 +48,8 @@ export interface AgentOptions {
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
    */
   bootTimeMs?: () => number;
+  /** The file system subnet.env is read (the previous subnet) and written through; default node:fs (frozen). */
+  fs?: SubnetEnvFs;
   /** The file system the CNI config check reads (tests); default node:fs. */
   cniFs?: CniReadinessFs;
   /** How often the CNI config is checked again (tests); default CNI_CHECK_INTERVAL_MS. */
@@ -385,7 +387,7 @@ export class Agent {
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
-    await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
+    await writeSubnetEnv(config.subnetFile, contents, { fs: this.opts.fs, clock: this.clock });
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
   }
@@ -490,7 +492,7 @@ export class Agent {
   /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */
   private async previousSubnet(path: string): Promise<string | undefined> {
     try {
-      const previous = await readSubnetEnv(path);
+      const previous = await readSubnetEnv(path, this.opts.fs);
       if (previous === undefined) return undefined;
       const subnet = previousSubnetFromEnv(previous);
       this.log.info('found previous subnet.env', { path, subnet });

@@ -1,6 +1,6 @@
 // The subnet.env directory and the dataplane state directory read-only or full. Running as root makes
-// chmod ineffective, so EROFS / ENOSPC are injected at the file-system seams (the subnet.env writer's
-// default fs object, the simulated dataplane's fs option). A clear coded error, the old file intact.
+// chmod ineffective, so EROFS / ENOSPC are injected at the file-system seams (the agent's subnet.env fs
+// option, the simulated dataplane's fs option). A clear coded error, the old file intact.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -12,9 +12,7 @@ import { expectConverged, FaultCluster, HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor
 import { readMetric } from '../support/agent-signals.js';
 
 let c: FaultCluster;
-const realFs: SubnetEnvFs = { ...nodeSubnetEnvFs };
 afterEach(async () => {
-  Object.assign(nodeSubnetEnvFs, realFs);
   await c?.stop();
 });
 
@@ -38,10 +36,13 @@ describe('subnet.env directory', () => {
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
     const path = seedOldSubnetEnv(c);
-    nodeSubnetEnvFs.open = async (p) => {
-      throw errno('EROFS', 'open', p);
+    const readOnly: SubnetEnvFs = {
+      ...nodeSubnetEnvFs,
+      open: async (p) => {
+        throw errno('EROFS', 'open', p);
+      },
     };
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, subnetEnvFs: readOnly });
     const err = await a.outcome;
     expect(err).toBeInstanceOf(SubnetEnvError);
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV', context: { path, errno: 'EROFS', stage: 'create temp file' } });
@@ -49,7 +50,6 @@ describe('subnet.env directory', () => {
     expect(readFileSync(path, 'utf8')).toBe(OLD);
     expect(readdirSync(dirname(path))).toEqual(['subnet.env']);
 
-    Object.assign(nodeSubnetEnvFs, realFs);
     const b = c.startAgent({ netConf: VXLAN_NET_CONF });
     await expectConverged(b, 'vxlan', [1]);
     expect(readFileSync(path, 'utf8')).toBe(NEW);
@@ -61,29 +61,31 @@ describe('subnet.env directory', () => {
       c.addWindowsNode();
       c.addLinux(2, 'vxlan');
       const path = seedOldSubnetEnv(c);
-      nodeSubnetEnvFs.open = async (p, flags, mode) => {
-        const fh = await realFs.open(p, flags, mode);
-        return {
-          writeFile: async (data: string, enc: 'utf8') => {
-            if (stage === 'write') {
-              await fh.writeFile(data.slice(0, 10), enc); // a torn temp file
-              throw errno('ENOSPC', 'write', p);
-            }
-            await fh.writeFile(data, enc);
-          },
-          sync: async () => {
-            if (stage === 'fsync') throw errno('ENOSPC', 'fsync', p);
-            await fh.sync();
-          },
-          close: () => fh.close(),
-        };
+      const full: SubnetEnvFs = {
+        ...nodeSubnetEnvFs,
+        open: async (p, flags, mode) => {
+          const fh = await nodeSubnetEnvFs.open(p, flags, mode);
+          return {
+            writeFile: async (data: string, enc: 'utf8') => {
+              if (stage === 'write') {
+                await fh.writeFile(data.slice(0, 10), enc); // a torn temp file
+                throw errno('ENOSPC', 'write', p);
+              }
+              await fh.writeFile(data, enc);
+            },
+            sync: async () => {
+              if (stage === 'fsync') throw errno('ENOSPC', 'fsync', p);
+              await fh.sync();
+            },
+            close: () => fh.close(),
+          };
+        },
       };
-      const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+      const a = c.startAgent({ netConf: VXLAN_NET_CONF, subnetEnvFs: full });
       expect(await a.outcome).toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV', context: { path, errno: 'ENOSPC', stage } });
       expect(readFileSync(path, 'utf8')).toBe(OLD);
       expect(readdirSync(dirname(path))).toEqual(['subnet.env']);
 
-      Object.assign(nodeSubnetEnvFs, realFs);
       const b = c.startAgent({ netConf: VXLAN_NET_CONF });
       await expectConverged(b, 'vxlan', [2]);
       expect(readFileSync(path, 'utf8')).toBe(NEW);
