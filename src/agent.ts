@@ -59,7 +59,7 @@ export interface AgentOptions {
 }
 
 /** How often the agent reads the CNI config again (the kubelet probes /readyz every 10 s in deploy/). */
-export const CNI_CHECK_INTERVAL_MS = 10_000;
+const CNI_CHECK_INTERVAL_MS = 10_000;
 
 /** The NetworkUnavailable condition's reason per CNI check (CamelCase, as condition reasons are). */
 const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {

@@ -47,7 +47,7 @@ export function readIpv4ForwardTable(dll: Win32IpHelperNative): IpForwardRow2[] 
   }
 }
 
-export function rowToRoute(row: IpForwardRow2): Route {
+function rowToRoute(row: IpForwardRow2): Route {
   return { destinationPrefix: `${row.destination}/${row.prefixLength}`, nextHop: row.nextHop, interfaceIndex: row.interfaceIndex, metric: row.metric };
 }
 

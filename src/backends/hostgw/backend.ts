@@ -30,7 +30,7 @@ export function hostEndpointAddress(subnet: string): string {
  * `gateway` (what hostgw_windows.go creates), bound to `adapter` when that is given (the external
  * interface moved to another NIC).
  */
-export function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
+function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
   const s = n.Subnets?.[0];
   const sameAdapter = !adapter || !n.NetworkAdapterName || n.NetworkAdapterName.toLowerCase() === adapter.toLowerCase();
   return n.Type === 'L2Bridge' && s?.AddressPrefix === subnet && s.GatewayAddress === gateway && sameAdapter;

@@ -28,11 +28,11 @@ import type { EtcdRegistry } from './registry.js';
 import { makeSubnetKey, parseSubnetKey } from './subnet-key.js';
 
 export const SUBNET_TTL_SECONDS = 24 * 60 * 60;
-export const RACE_RETRIES = 10;
+const RACE_RETRIES = 10;
 export const REVOKED_MESSAGE = 'Lease has been revoked. Shutting down daemon.';
 /** Take-backs of the own key within TAKE_BACK_WINDOW_MS after which the keeper gives the subnet up. */
 export const TAKE_BACK_LIMIT = 5;
-export const TAKE_BACK_WINDOW_MS = 10 * 60_000;
+const TAKE_BACK_WINDOW_MS = 10 * 60_000;
 
 export interface LeaseKeeperOptions {
   registry: EtcdRegistry;
