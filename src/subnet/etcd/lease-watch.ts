@@ -6,8 +6,9 @@
 // or missing from a list revokes it (OwnLeaseState), which ends the watch with that error.
 // The peer set itself lives in the peer store: this watch keeps only the keys it last reported (to
 // report a key whose value stopped decoding as gone), reads raw values only to hand the own key's to
-// OwnLeaseState.observed, and asks etcd nothing per peer (no LeaseTimeToLive: a peer's expiry is
-// etcd's business, which deletes the key and so sends a Delete event).
+// OwnLeaseState.observed, and asks etcd nothing per peer: upstream's registry.go calls TimeToLive for
+// every listed key and watched put to fill Lease.Expiration, which nothing here reads; a peer's expiry
+// is etcd's to enforce (an expired lease deletes its key, a Delete event).
 // The loop's rules hold here too: an etcd watch has no clean end, so every end of a stream
 // — an error, etcd closing or cancelling it, a compaction that needs a relist — and every failed list
 // waits the loop's pause (client-go's reflector backoff: 800 ms doubling to 30 s, jittered, reset
