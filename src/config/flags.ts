@@ -41,7 +41,7 @@ const IGNORED = ' (accepted and ignored on Windows)';
  * first sync times out (here a slow first node list never stops the agent: it keeps retrying, and the
  * dataplane is written once the list is complete).
  */
-export const IGNORED_UPSTREAM_ENV = ['EVENT_QUEUE_DEPTH', 'CONT_WHEN_CACHE_NOT_READY'] as const;
+const IGNORED_UPSTREAM_ENV = ['EVENT_QUEUE_DEPTH', 'CONT_WHEN_CACHE_NOT_READY'] as const;
 
 /** Every flag flanneld-windows accepts, in the order the usage text lists them. */
 export const FLAGS: readonly FlagSpec[] = [

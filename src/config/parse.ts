@@ -261,7 +261,7 @@ function nonEmpty(env: Env): Record<string, string> {
 const DOTENV_LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
 
 /** Read and parse a dotenv file; unreadable or unparseable -> ConfigError FLANNEL_ERR_ENV_FILE naming the file. */
-export function readEnvFile(path: string, readFile: (p: string) => string): Record<string, string> {
+function readEnvFile(path: string, readFile: (p: string) => string): Record<string, string> {
   let text: string;
   try {
     text = readFile(path);

@@ -19,7 +19,7 @@ export interface FaultRule {
   remaining: number;
 }
 
-export function opMatches(pattern: string | RegExp, op: string): boolean {
+function opMatches(pattern: string | RegExp, op: string): boolean {
   if (typeof pattern === 'string') return op === pattern || op.startsWith(pattern + ' ');
   pattern.lastIndex = 0;
   return pattern.test(op);

@@ -17,7 +17,7 @@ import type { DataplaneState, SimRoute } from './state.js';
  * Items in document order, found by key. Several items may share a key (a hand-written file may hold a
  * policy twice): `first` is the earliest, as a scan of the array would find it.
  */
-export class Keyed<T extends object> {
+class Keyed<T extends object> {
   private readonly order = new Set<T>();
   private readonly byKey = new Map<string, T[]>();
 

@@ -12,16 +12,16 @@ import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 import { escapeUnsafe } from '../terminal-text.js';
 
-export const DEFAULT_VXLAN_VNI = 4096;
+const DEFAULT_VXLAN_VNI = 4096;
 /**
  * Highest VNI Windows can use: the RemoteSubnetRoute policy's IsolationId is a uint16 (hcsshim
  * hcn/hcnpolicy.go RemoteSubnetRoutePolicySetting), and kube-proxy winkernel keeps it as one too.
  */
 const MAX_WINDOWS_VNI = 65535;
-export const VXLAN_PORT = 4789;
-export const DEFAULT_MAC_PREFIX = '0E-2A';
-export const DEFAULT_HOSTGW_NAME = 'cbr0';
-export const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
+const VXLAN_PORT = 4789;
+const DEFAULT_MAC_PREFIX = '0E-2A';
+const DEFAULT_HOSTGW_NAME = 'cbr0';
+const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
 /**
  * The widest Network accepted: /8. The largest private block (RFC 1918 10.0.0.0/8, RFC 6598
  * 100.64.0.0/10) fits; anything wider takes in public address space, which the pods would then shadow

@@ -29,7 +29,7 @@ type JsExternal = FfiRs.JsExternal;
  * Load ffi-rs: a normal `import()`, else (flanneld.exe built as a Node single executable, where the
  * addon ships beside the exe) `require` relative to the executable.
  */
-export async function loadFfi(): Promise<Ffi> {
+async function loadFfi(): Promise<Ffi> {
   let first: unknown;
   try {
     const mod = (await import('ffi-rs')) as unknown as Ffi & { default?: Ffi };
@@ -51,7 +51,7 @@ export async function loadFfi(): Promise<Ffi> {
 export type DllName = 'vmcompute' | 'computenetwork' | 'iphlpapi' | 'ole32';
 
 /** Where a DLL is loaded from: `<dir>\<name>.dll` when `dllDir` is set (ole32 excepted), else the bare name. */
-export function dllPath(name: DllName, dllDir: string): string {
+function dllPath(name: DllName, dllDir: string): string {
   return dllDir && name !== 'ole32' ? path.win32.join(dllDir, `${name}.dll`) : `${name}.dll`;
 }
 
@@ -87,7 +87,7 @@ export interface FfiNativeOptions {
   pathOf?: (name: DllName) => string;
 }
 
-export class FfiWin32Native implements Win32Native {
+class FfiWin32Native implements Win32Native {
   private readonly D: typeof FfiRs.DataType;
   private readonly pathOf: (name: DllName) => string;
 
