@@ -346,6 +346,50 @@ interface Scenario {
     const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
     const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
     await agent.stop();
+
+    // `flanneld doctor` with no agent running: it says so and still judges the dataplane through the DLLs.
+    // The broken hops it names: no CNI config (an empty conf dir), and so the Node's NetworkUnavailable the
+    // agent set (it ran with the default C:\etc\cni\net.d, empty in this prefix).
+    const emptyConfDir = join(s.dir, 'empty-net.d');
+    mkdirSync(emptyConfDir);
+    const doctor = await runUnderWine(
+      prepared.nodeExe,
+      [
+        winPath(join(prepared.stage, 'dist', 'main.js')),
+        'doctor',
+        '--json',
+        '--kube-subnet-mgr',
+        '--dataplane',
+        'windows',
+        '--win32-dll-dir',
+        winPath(prepared.build.dllDir),
+        `--kubeconfig-file=${winPath(s.kubeconfig)}`,
+        `--net-config-path=${winPath(s.netConfPath)}`,
+        '--iface',
+        WIN_IP,
+        `--cni-conf-dir=${winPath(emptyConfDir)}`,
+      ],
+      { outDir: s.dir, env: { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) } },
+    );
+    expect(doctor.stderr).toBe('');
+    const rows = Object.fromEntries((JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks.map((c) => [c.id, c.status]));
+    expect(rows).toMatchObject({
+      agent: 'warn',
+      lease: 'ok',
+      'hns-network': 'ok',
+      'hns-network-type': 'ok',
+      'hns-subnet': 'ok',
+      'host-endpoint': 'ok',
+      peers: 'ok',
+      'subnet-env': 'ok',
+      'cni-conflist': 'fail',
+      'adapter-ip': 'ok',
+      mtu: 'ok',
+      'node-condition': 'fail',
+    });
+    expect(Object.keys(rows).filter((id) => rows[id] === 'fail')).toEqual(['cni-conflist', 'node-condition']);
+    expect(doctor.code).toBe(1);
+
     const again = start(s);
     // Its first reconcile pass has read HNS and the route table and written what it would write.
     await waitForAgent(() => /first reconcile pass done/.test(again.log()) && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent’s first reconcile pass', again);
