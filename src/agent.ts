@@ -344,6 +344,7 @@ export class Agent {
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
       policyBatch: config.hnsPolicyBatchSize,
+      restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
       afterRebuild: settle,
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
       // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).

@@ -52,7 +52,7 @@ export const ERROR_FAMILIES = {
   /** A route table call failed. */
   RouteError: ['FLANNEL_ERR_ROUTE'],
   /** The host: interfaces, addresses, the node's agent lock, the health port. */
-  HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK', 'FLANNEL_ERR_HEALTHZ_LISTEN'],
+  HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK', 'FLANNEL_ERR_HEALTHZ_LISTEN', 'FLANNEL_ERR_SERVICE'],
   /** A backend could not register its network, or the network disappeared while running. */
   BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE', 'FLANNEL_ERR_NETWORK_CLASH'],
   /** The simulated dataplane's state file. */

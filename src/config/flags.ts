@@ -162,6 +162,13 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'N',
   },
   {
+    name: 'restart-service-on-hns-restart',
+    kind: 'string',
+    default: '',
+    help: 'restart this Windows service (e.g. kubeproxy) through the service control manager once the network is re-applied after an HNS restart (default: none)',
+    valueName: 'SERVICE',
+  },
+  {
     name: 'win32-dll-dir',
     kind: 'string',
     default: '',

@@ -183,6 +183,16 @@ export class SimulatedHost implements Host {
     return String(this.dp.hnsInstance());
   }
 
+  /**
+   * A service restart through the SCM (ControlService SERVICE_CONTROL_STOP, then StartServiceW, as
+   * src/win32/services.ts does): the state file counts it per service. A fault or injection on
+   * `ControlService` fails it as the SCM's error would.
+   */
+  async restartService(name: string): Promise<void> {
+    await this.dp.enter('ControlService', 'host', 0, name);
+    this.dp.restartService(name);
+  }
+
   async defaultRouteInterfaceIndex(): Promise<number | undefined> {
     await this.dp.enter('GetIpForwardTable2', 'host');
     return this.dp.defaultRouteInterfaceIndex();

@@ -271,6 +271,21 @@ export class SimulatedDataplane {
     return this.store.update((s) => objects.restartHns(s));
   }
 
+  /** A Windows service restarted through the service control manager (./host.ts restartService): counted per name. */
+  restartService(name: string): number {
+    return this.store.update((s) => {
+      const n = (s.serviceRestarts?.[name] ?? 0) + 1;
+      s.serviceRestarts = { ...s.serviceRestarts, [name]: n };
+      return n;
+    });
+  }
+
+  /** How often `name` was restarted. */
+  serviceRestarts(name: string): number {
+    this.store.refresh();
+    return this.store.peek().serviceRestarts?.[name] ?? 0;
+  }
+
   /** The HNS service's instance (what the host reports as its process; ./host.ts). */
   hnsInstance(): number {
     this.store.refresh();

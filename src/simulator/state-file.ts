@@ -139,6 +139,15 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   if (o.hnsInstance !== undefined && !(Number.isSafeInteger(o.hnsInstance) && (o.hnsInstance as number) >= 1)) {
     fail(`"hnsInstance" must be a whole number >= 1, got ${JSON.stringify(o.hnsInstance)}`, '$.hnsInstance');
   }
+  if (
+    o.serviceRestarts !== undefined &&
+    (typeof o.serviceRestarts !== 'object' ||
+      o.serviceRestarts === null ||
+      Array.isArray(o.serviceRestarts) ||
+      !Object.values(o.serviceRestarts).every((n) => Number.isSafeInteger(n) && (n as number) >= 0))
+  ) {
+    fail(`"serviceRestarts" must map service names to whole numbers >= 0, got ${JSON.stringify(o.serviceRestarts)}`, '$.serviceRestarts');
+  }
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);
     if (!Array.isArray(faults)) return fail(faults.problem, faults.entry);

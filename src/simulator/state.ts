@@ -49,6 +49,8 @@ export interface DataplaneState {
   policyBatches?: PolicyBatches;
   /** The HNS service's instance (its process), moved on by each "HNS restarted" fault; absent = 1. */
   hnsInstance?: number;
+  /** How often each Windows service (kube-proxy, ...) was restarted through the service control manager; absent = never. */
+  serviceRestarts?: Record<string, number>;
 }
 
 export const PHYSICAL_ADAPTER = 'Ethernet';
