@@ -245,3 +245,11 @@ while ($true) {
     Start-Sleep -Seconds 2
 }
 Write-Host "flanneld is ready: $(Get-Content -LiteralPath $SubnetFile -Raw)"
+
+# Dual-stack (EnableIPv6 in net-conf.json): the kubelet and kube-proxy need settings of their own, and a Node
+# with an InternalIP of one family only stays single-stack. 'flanneld status' prints both, and a warning.
+if ((Select-String -Quiet -Pattern '^FLANNEL_IPV6_SUBNET=' -LiteralPath $SubnetFile) -and $HealthzPort -gt 0) {
+    Write-Host 'Dual-stack node: start the kubelet and kube-proxy with the settings below (kubelet, kube-proxy rows).'
+    # Informational: a status that is not yet in sync (peers still being programmed) does not fail the script.
+    & $FlanneldExe status "--healthz-port=$HealthzPort"
+}

@@ -6,16 +6,19 @@
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
-import { resolve } from 'node:path';
-import { systemClock, type Clock } from './clock.js';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { backoffDelay, pause, systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, UnsupportedError } from './errors.js';
+import { errorMessage, FlannelError } from './errors.js';
 import { Metrics } from './metrics.js';
 import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
+import { dualStackGuidance } from './health/dual-stack.js';
 import { hostFiles } from './fs-seams.js';
-import { selectExternalInterface } from './host/select.js';
+import { selectExternalInterface, selectIPv6Address } from './host/select.js';
+import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { checkCniReadiness, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
@@ -24,11 +27,12 @@ import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { SubnetManager } from './subnet/lease.js';
-import { checkNetworkExcludesNode, readNetConf } from './subnet/net-conf.js';
+import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { RelistOptions } from './subnet/relist.js';
 import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
+import { writeFileAtomicSync } from './fs-atomic.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -79,10 +83,13 @@ export class Agent {
   private networkValue: Network | undefined;
   private dataplaneValue: Dataplane | undefined;
   private netConfValue: NetworkConfig | undefined;
+  private subnetManagerValue: SubnetManager | undefined;
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
   private writtenMtu: number | undefined;
+  /** The retry of subnet.env after a rebuild, while one runs. */
+  private subnetEnvRetry: Promise<void> | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -179,6 +186,22 @@ export class Agent {
       sourceVip: this.sourceVipValue?.ip,
       network: network?.status(),
       ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: this.cniProblems() } } : {}),
+      ...(network?.lease.ipv6Subnet !== undefined && network.lease.publicIPv6 !== undefined && this.netConfValue
+        ? {
+            dualStack: {
+              ipv6Subnet: network.lease.ipv6Subnet,
+              publicIPv6: network.lease.publicIPv6,
+              ...dualStackGuidance({
+                nodeIP: network.lease.publicIP,
+                nodeIPv6: network.lease.publicIPv6,
+                network: this.netConfValue.network,
+                ipv6Network: this.netConfValue.ipv6Network,
+                networkName: network.networkName,
+                internalIPs: this.subnetManagerValue?.nodeInternalIPs?.(),
+              }),
+            },
+          }
+        : {}),
     });
   }
 
@@ -235,16 +258,14 @@ export class Agent {
         ? readNetConf(config.netConfigPath, this.opts.readFile)
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
     this.netConfValue = netConf;
-    if (!netConf.enableIPv4 || netConf.enableIPv6) {
-      throw new UnsupportedError(
-        'FLANNEL_ERR_UNSUPPORTED',
-        'this agent supports IPv4-only pod networks: set EnableIPv4 true and remove EnableIPv6/IPv6Network from the network config',
-        {
-          path: config.netConfigPath,
-        },
-      );
-    }
-    this.log.info('network config', { network: netConf.network, backend: netConf.backend.type, name: netConf.backend.name });
+    // IPv4 alone, or dual-stack host-gw: IPv6-only and vxlan with IPv6 are refused (FLANNEL_ERR_UNSUPPORTED).
+    checkWindowsIpFamilies(netConf, { path: config.netConfigPath });
+    this.log.info('network config', {
+      network: netConf.network,
+      backend: netConf.backend.type,
+      name: netConf.backend.name,
+      ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
+    });
 
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
     this.dataplaneValue = dataplane;
@@ -266,6 +287,8 @@ export class Agent {
     }
     this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
     checkNetworkExcludesNode(netConf.network, [publicIP, extIface.ipv4]);
+    const ipv6 = netConf.enableIPv6 ? await this.publicIPv6(kube, extIface, signal) : undefined;
+    if (ipv6) checkIPv6NetworkExcludesNode(netConf.ipv6Network, [ipv6.publicIPv6, ipv6.address.address]);
 
     const previousSubnet = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
@@ -283,6 +306,7 @@ export class Agent {
             clock: this.clock,
             tuning: { relistBackoff: this.opts.relistBackoff },
           }));
+    this.subnetManagerValue = subnetManager;
     // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     // What the host needs once the HNS network exists, and again after each rebuild of it.
@@ -290,7 +314,11 @@ export class Agent {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
-      if (network.mtu !== this.writtenMtu) await this.writeSubnetEnv(netConf, network);
+      if (network.mtu !== this.writtenMtu) {
+        // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
+        if (this.ready) this.keepSubnetEnv(netConf, network, signal);
+        else await this.writeSubnetEnv(netConf, network);
+      }
       await this.recordNetwork(netConf, network, dataplane);
     };
     const deps: BackendDeps = {
@@ -301,6 +329,7 @@ export class Agent {
       host: dataplane.host,
       extIface,
       publicIP,
+      ...(ipv6 ? { extIPv6: ipv6.address, publicIPv6: ipv6.publicIPv6 } : {}),
       log: componentLogger(root, netConf.backend.type),
       metrics: this.metrics,
       clock: this.clock,
@@ -384,10 +413,62 @@ export class Agent {
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
-    const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq });
+    // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
+    const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
+    const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq, ...v6 });
     await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
+    if (network.lease.ipv6Subnet !== undefined && config.cniConfDir) await this.rerangeDualStackConflist(network, network.lease.ipv6Subnet);
+  }
+
+  /**
+   * Dual-stack: the sdnbridge conflist names the node's subnets in host-local's ranges (subnet.env is not
+   * read by sdnbridge), so after a lease change the first config in --cni-conf-dir, when it is this
+   * agent's dual-stack conflist, gets the new ranges (src/commands/cni-config.ts rerangedDualStackConflist).
+   */
+  private async rerangeDualStackConflist(network: Network, ipv6Subnet: string): Promise<void> {
+    const dir = this.opts.config.cniConfDir;
+    const { cniConfigFiles } = await import('./commands/cni-conf-dir.js');
+    const { rerangedDualStackConflist } = await import('./commands/cni-config.js');
+    let path = dir;
+    try {
+      const first = cniConfigFiles(dir)[0];
+      if (first === undefined) return;
+      path = join(dir, first);
+      const next = rerangedDualStackConflist(readFileSync(path, 'utf8'), network.networkName, network.lease.subnet, ipv6Subnet);
+      if (next === undefined) return;
+      writeFileAtomicSync(path, next);
+      this.log.info('rewrote the dual-stack CNI config for the new lease', { path, subnet: network.lease.subnet, ipv6Subnet });
+    } catch (err) {
+      this.log.warn('could not update the dual-stack CNI config for the new lease; run flanneld cni-config -o again', { path, error: errorMessage(err) });
+    }
+  }
+
+  /**
+   * subnet.env for the network's current MTU, retried (1 s doubling to 30 s) until written: a rebuild
+   * that changed the MTU while the directory was read-only or full must not leave the old MTU there.
+   * One retry loop at a time; each attempt writes what the network holds then.
+   */
+  private keepSubnetEnv(netConf: NetworkConfig, network: Network, signal: AbortSignal): void {
+    if (this.subnetEnvRetry) return;
+    this.subnetEnvRetry = (async () => {
+      for (let attempt = 0; !signal.aborted && network.mtu !== this.writtenMtu; attempt++) {
+        try {
+          await this.writeSubnetEnv(netConf, network);
+        } catch (err) {
+          const delayMs = backoffDelay(attempt, 1000, 30_000);
+          this.log.warn('cannot write subnet.env after the network was rebuilt; retrying', {
+            path: this.opts.config.subnetFile,
+            mtu: network.mtu,
+            delayMs,
+            error: errorMessage(err),
+            ...(err instanceof FlannelError ? { code: err.code } : {}),
+          });
+          if (!(await pause(this.clock, delayMs, signal))) break;
+        }
+      }
+    })().finally(() => (this.subnetEnvRetry = undefined));
   }
 
   /**
@@ -400,6 +481,27 @@ export class Agent {
     const ips = config.publicIP ? [config.publicIP] : [];
     if (kube) ips.push(...(await kube.publicIPs(signal)));
     return ips;
+  }
+
+  /**
+   * Dual-stack: the external interface's IPv6 address (--iface or --public-ipv6 name it, else the Node's
+   * public-ipv6-overwrite / node-public-ipv6 annotations, else the first stable global one) and the IPv6
+   * address to publish (--public-ipv6, else that address).
+   */
+  private async publicIPv6(kube: KubeStart | undefined, extIface: HostInterface, signal: AbortSignal): Promise<{ address: Ipv6Address; publicIPv6: string }> {
+    const { config } = this.opts;
+    const annotated = kube && config.iface.length === 0 && config.ifaceRegex.length === 0 ? await kube.publicIPv6s(signal) : [];
+    const address = selectIPv6Address(extIface, {
+      iface: config.iface,
+      publicIPv6s: [...(config.publicIPv6 ? [config.publicIPv6] : []), ...annotated],
+      ...(config.publicIPv6 ? { assumed: config.publicIPv6 } : {}),
+    });
+    if (extIface.ipv6Addresses === undefined) {
+      this.log.warn("this host does not list the adapter's IPv6 addresses; --public-ipv6 is taken as its address with a /64 on-link prefix", { publicIPv6: config.publicIPv6 });
+    }
+    const publicIPv6 = config.publicIPv6 ?? address.address;
+    this.log.info('using IPv6 address', { interface: extIface.name, ipv6: address.address, prefixLength: address.prefixLength, publicIPv6 });
+    return { address, publicIPv6 };
   }
 
   /** Record the boot time beside subnet.env and say whether this start follows a reboot. */

@@ -47,6 +47,8 @@ export interface RetryOptions {
   retryable: (err: unknown) => boolean;
   /** Before each pause: the failure, the attempt it was (from 1) and the pause. */
   onRetry: (err: unknown, attempt: number, delayMs: number) => void;
+  /** The least pause a failure asks for (an HTTP Retry-After), when longer than the backoff. */
+  minDelayMs?: (err: unknown) => number | undefined;
 }
 
 /**
@@ -61,7 +63,7 @@ export async function retryWithBackoff<T>(fn: () => Promise<T>, o: RetryOptions,
       return await fn();
     } catch (err) {
       if (signal.aborted || !o.retryable(err) || o.clock.now() >= deadline) throw err;
-      const delayMs = backoffDelay(attempt, o.backoffBaseMs, o.backoffCapMs);
+      const delayMs = Math.max(backoffDelay(attempt, o.backoffBaseMs, o.backoffCapMs), o.minDelayMs?.(err) ?? 0);
       o.onRetry(err, attempt + 1, delayMs);
       await o.clock.sleep(delayMs, signal);
     }

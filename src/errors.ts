@@ -121,10 +121,13 @@ export class KubeApiError extends family('KubeApiError') {
   readonly statusCode: number;
   /** Usually a Status; kept out of `context` so that it is never logged as a field. */
   readonly body: string;
-  constructor(code: CodeOf<'KubeApiError'>, message: string, context: ErrorContext & { status: number }, options?: ErrorOptions & { body?: string }) {
+  /** The answer's `Retry-After` in ms (429 and 5xx only, as client-go reads it), undefined without one. */
+  readonly retryAfterMs: number | undefined;
+  constructor(code: CodeOf<'KubeApiError'>, message: string, context: ErrorContext & { status: number }, options?: ErrorOptions & { body?: string; retryAfterMs?: number }) {
     super(code, message, context, options);
     this.statusCode = context.status;
     this.body = options?.body ?? '';
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 

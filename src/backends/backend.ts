@@ -2,7 +2,7 @@
 import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
 import type { HnsClient } from '../hns/client.js';
-import type { Host, HostInterface } from '../host/host.js';
+import type { Host, HostInterface, Ipv6Address } from '../host/host.js';
 import type { Logger } from '../log.js';
 import type { RouteTable } from '../routes/route-table.js';
 import type { Lease, SubnetManager } from '../subnet/lease.js';
@@ -21,6 +21,9 @@ export interface BackendDeps {
   extIface: HostInterface;
   /** The address peers reach this node at (--public-ip, else the interface address). */
   publicIP: string;
+  /** Dual-stack only: the external interface's IPv6 address and the IPv6 address peers route to (--public-ipv6, else it). */
+  extIPv6?: Ipv6Address;
+  publicIPv6?: string;
   log: Logger;
   metrics: Metrics;
   clock: Clock;

@@ -83,6 +83,17 @@ export class RouteNetwork<A, D> implements Network {
         ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
         ownIPs: [...new Set([lease.publicIP, deps.publicIP, deps.extIface.ipv4])],
         nodeNetwork: `${deps.extIface.ipv4}/${deps.extIface.prefixLength}`,
+        ...(netConf.enableIPv6 && lease.ipv6Subnet !== undefined && deps.extIPv6 !== undefined
+          ? {
+              ipv6: {
+                network: netConf.ipv6Network,
+                subnetLen: Number(lease.ipv6Subnet.split('/')[1]),
+                ownSubnet: lease.ipv6Subnet,
+                ownIPs: [...new Set([lease.publicIPv6 ?? deps.extIPv6.address, deps.publicIPv6 ?? deps.extIPv6.address, deps.extIPv6.address])],
+                nodeNetwork: `${deps.extIPv6.address}/${deps.extIPv6.prefixLength}`,
+              },
+            }
+          : {}),
       },
       items: opts.binding.driver,
       log: componentLogger(deps.log, 'leases'),

@@ -29,9 +29,11 @@ import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve, win32 } from 'node:path';
 import { writeFileAtomicSync } from '../fs-atomic.js';
 import type { FlagSpec } from '../config/flags.js';
-import { FlagError } from '../errors.js';
-import { contains, formatCidr, isIp4, network, normalizeCidr, parseCidr } from '../ip4.js';
-import { readNetConf } from '../subnet/net-conf.js';
+import { errorMessage, FlagError, SubnetEnvError } from '../errors.js';
+import { contains, formatCidr, isIp4, network, normalizeCidr, nthAddress, parseCidr } from '../ip4.js';
+import { contains6, isGlobalUnicast6, normalizeCidr6, nthAddress6 } from '../ip6.js';
+import { checkWindowsIpFamilies, readNetConf } from '../subnet/net-conf.js';
+import { parseSubnetEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
@@ -65,6 +67,13 @@ export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
     help: "host-gw: the node network's CIDR (no NAT towards it); default: the subnet of --management-ip on this host. Not used for vxlan",
     valueName: 'CIDR',
   },
+  {
+    name: 'ipv6-service-cidr',
+    kind: 'string',
+    default: '',
+    help: 'dual-stack: the IPv6 Service CIDR (the second --service-cluster-ip-range): routed through the host, no NAT towards it',
+    valueName: 'CIDR',
+  },
   { name: 'dns-server', kind: 'string', default: DEFAULT_DNS_SERVER, help: 'comma-separated DNS servers for pods (the kube-dns Service IP)', valueName: 'IPS' },
   { name: 'dns-search', kind: 'string', default: DEFAULT_DNS_SEARCH, help: 'comma-separated DNS search suffixes for pods', valueName: 'DOMAINS' },
   { name: 'no-loopback-dsr', kind: 'bool', default: false, help: 'leave loopbackDSR off (by default a pod can reach itself through its own Service)' },
@@ -91,6 +100,11 @@ export interface CniConfigInput {
   cniVersion?: string;
   /** Default true. */
   loopbackDSR?: boolean;
+  /**
+   * Dual-stack (EnableIPv6): the node's two subnets (from subnet.env) and the IPv6 Service CIDR. The
+   * conflist is then Microsoft's sdnbridge with host-local ranges for both families (renderDualStackCniConfig).
+   */
+  dualStack?: { subnet: string; ipv6Subnet: string; ipv6ServiceCidr?: string };
 }
 
 interface Policy {
@@ -105,6 +119,7 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   const { netConf } = input;
   const backend = netConf.backend;
   const vxlan = backend.type === 'vxlan';
+  if (input.dualStack && !vxlan) return renderDualStackCniConfig(input, input.dualStack);
   if (vxlan && !input.managementIP) {
     throw new FlagError('FLANNEL_ERR_FLAG', 'flag -management-ip is required for the vxlan backend (the ProviderAddress policy of win-overlay)', { flag: 'management-ip' });
   }
@@ -136,6 +151,76 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   };
 }
 
+/**
+ * The dual-stack conflist. The flannel meta-plugin on Windows ignores subnet.env's IPv6 keys and
+ * win-bridge configures only the first IP (flannel-io/cni-plugin flannel_windows.go; containernetworking/
+ * plugins win-bridge_windows.go), so a dual-stack pod needs Microsoft's sdnbridge
+ * (microsoft/windows-container-networking plugins/sdnbridge) with `optionalFlags.enableDualStack`, as
+ * recorded in sdnbridge-dual-stack-add.json: it finds the network by this `name` (Type L2Bridge), takes
+ * both addresses and gateways from host-local's two `ranges`, and gives the endpoint both
+ * IpConfigurations and both default routes. The gateways are the agent's `<name>_ep` (`.2`, `::2`), as
+ * win-bridge's are; the ranges start at `.3` / `::3`, after it. OutBoundNAT: IPv4 always (as the
+ * single-stack conflist); IPv6 only when IPv6Network is not routable (a unique-local fc00::/7 range):
+ * global pod addresses leave as they are. The node's own IP is reached through the host (SDNRoute).
+ */
+export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullable<CniConfigInput['dualStack']>): Record<string, unknown> {
+  const { netConf } = input;
+  if (!input.managementSubnet) {
+    throw new FlagError('FLANNEL_ERR_FLAG', 'flag -management-subnet (or -management-ip) is required for host-gw: the node network must be excluded from outbound NAT', {
+      flag: 'management-subnet',
+    });
+  }
+  const args: Policy[] = [policy('OutBoundNAT', { Exceptions: unique([netConf.network, input.serviceCidr, input.managementSubnet]) })];
+  if (!isGlobalUnicast6(netConf.ipv6Network.split('/')[0] ?? '') || contains6('fc00::/7', netConf.ipv6Network.split('/')[0] ?? '')) {
+    args.push(policy('OutBoundNAT', { Exceptions: unique([netConf.ipv6Network, ...(dual.ipv6ServiceCidr ? [dual.ipv6ServiceCidr] : [])]) }));
+  }
+  args.push(policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true }));
+  if (dual.ipv6ServiceCidr) args.push(policy('SDNRoute', { DestinationPrefix: dual.ipv6ServiceCidr, NeedEncap: true }));
+  if (input.managementIP) args.push(policy('SDNRoute', { DestinationPrefix: `${input.managementIP}/32`, NeedEncap: true }));
+  return {
+    cniVersion: input.cniVersion ?? DEFAULT_CNI_VERSION,
+    name: input.networkName ?? netConf.backend.name,
+    plugins: [
+      {
+        type: 'sdnbridge',
+        capabilities: { portMappings: true, dnsCapabilities: true },
+        optionalFlags: { localRoutedPortMapping: true, allowAclPortMapping: true, enableDualStack: true },
+        ipam: { type: 'host-local', ranges: dualStackRanges(dual.subnet, dual.ipv6Subnet) },
+        dns: { Nameservers: input.dnsServers, Search: input.dnsSearch },
+        AdditionalArgs: args.map((p) => ({ Name: p.name, Value: p.value })),
+      },
+    ],
+  };
+}
+
+/** host-local's two ranges: each subnet from `.3` / `::3`, gateway `.2` / `::2` (the agent's host endpoint). */
+export function dualStackRanges(subnet: string, ipv6Subnet: string): unknown[] {
+  return [
+    [{ subnet, rangeStart: nthAddress(subnet, 3), gateway: nthAddress(subnet, 2) }],
+    [{ subnet: ipv6Subnet, rangeStart: nthAddress6(ipv6Subnet, 3), gateway: nthAddress6(ipv6Subnet, 2) }],
+  ];
+}
+
+/**
+ * The agent's re-render after a lease change: a dual-stack sdnbridge conflist this command wrote for
+ * `networkName`, with host-local's ranges set to the node's current subnets (everything else kept).
+ * Undefined when `text` is not such a conflist or already has these ranges.
+ */
+export function rerangedDualStackConflist(text: string, networkName: string, subnet: string, ipv6Subnet: string): string | undefined {
+  let conf: { name?: unknown; plugins?: { type?: unknown; optionalFlags?: { enableDualStack?: unknown }; ipam?: { ranges?: unknown } }[] };
+  try {
+    conf = JSON.parse(text) as typeof conf;
+  } catch {
+    return undefined;
+  }
+  const plugin = conf.plugins?.[0];
+  if (conf.name !== networkName || plugin?.type !== 'sdnbridge' || plugin.optionalFlags?.enableDualStack !== true || !plugin.ipam) return undefined;
+  const ranges = dualStackRanges(subnet, ipv6Subnet);
+  if (JSON.stringify(plugin.ipam.ranges) === JSON.stringify(ranges)) return undefined;
+  plugin.ipam.ranges = ranges;
+  return JSON.stringify(conf, null, 2) + '\n';
+}
+
 /** upstream flannel CNI's default dataDir (flannel-io/cni-plugin flannel.go defaultDataDir). */
 const UPSTREAM_DATA_DIR = '/var/lib/cni/flannel';
 
@@ -157,7 +242,8 @@ export function isOwnCniConfig(text: string, networkName: string): boolean {
   try {
     const conf = JSON.parse(text) as { name?: unknown; plugins?: { type?: unknown; delegate?: { type?: unknown } }[] };
     const plugin = conf.plugins?.[0];
-    return conf.name === networkName && plugin?.type === 'flannel' && (plugin.delegate?.type === 'win-overlay' || plugin.delegate?.type === 'win-bridge');
+    const dual = plugin?.type === 'sdnbridge' && (plugin as { optionalFlags?: { enableDualStack?: unknown } }).optionalFlags?.enableDualStack === true;
+    return conf.name === networkName && (dual || (plugin?.type === 'flannel' && (plugin.delegate?.type === 'win-overlay' || plugin.delegate?.type === 'win-bridge')));
   } catch {
     return false;
   }
@@ -171,6 +257,39 @@ export function isOwnCniConfig(text: string, networkName: string): boolean {
 export function agentNetworkName(netConf: NetworkConfig, subnetFile: string, read: typeof readBootNetwork = readBootNetwork): string {
   const recorded = read(subnetFile);
   return recorded && (recorded.backend === undefined || recorded.backend === netConf.backend.type) ? recorded.name : netConf.backend.name;
+}
+
+/**
+ * The node's two subnets from the agent's subnet.env (FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, each the
+ * subnet's first address with its length): the dual-stack conflist names them in host-local's ranges.
+ * FLANNEL_ERR_SUBNET_ENV when the file or a key is missing (the agent has not got its lease yet).
+ */
+function dualStackSubnets(subnetFile: string): { subnet: string; ipv6Subnet: string } {
+  let text: string;
+  try {
+    text = readFileSync(subnetFile, 'utf8');
+  } catch (err) {
+    throw new SubnetEnvError(
+      'FLANNEL_ERR_SUBNET_ENV',
+      `the dual-stack conflist names the node's subnets, read from ${subnetFile}: ${errorMessage(err)}; start the agent first (it writes subnet.env), then run cni-config`,
+      {
+        path: subnetFile,
+      },
+    );
+  }
+  const env = parseSubnetEnv(text);
+  const v4 = normalizeCidr(env['FLANNEL_SUBNET'] ?? '');
+  const v6 = normalizeCidr6(env['FLANNEL_IPV6_SUBNET'] ?? '');
+  if (v4 === undefined || v6 === undefined) {
+    throw new SubnetEnvError(
+      'FLANNEL_ERR_SUBNET_ENV',
+      `${subnetFile} has no FLANNEL_SUBNET and FLANNEL_IPV6_SUBNET: the agent has not written a dual-stack lease yet; start it with EnableIPv6, then run cni-config`,
+      {
+        path: subnetFile,
+      },
+    );
+  }
+  return { subnet: v4, ipv6Subnet: v6 };
 }
 
 function unique(items: string[]): string[] {
@@ -237,8 +356,18 @@ export const command: Command = {
       const dnsServers = listFlag(own('dns-server'));
       for (const d of dnsServers)
         if (!isIp4(d)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${d}" in flag -dns-server: not an IPv4 address`, { flag: 'dns-server', value: d });
+      checkWindowsIpFamilies(netConf, { path: parsed.config.netConfigPath });
       const paths = cniPaths(parsed.config);
       const networkName = agentNetworkName(netConf, paths.subnetFile);
+      const ipv6ServiceCidr = own('ipv6-service-cidr');
+      if (ipv6ServiceCidr && normalizeCidr6(ipv6ServiceCidr) === undefined) {
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${ipv6ServiceCidr}" for flag -ipv6-service-cidr: not an IPv6 CIDR (e.g. fd00:10:96::/112)`, {
+          flag: 'ipv6-service-cidr',
+        });
+      }
+      const dualStack = netConf.enableIPv6
+        ? { ...dualStackSubnets(paths.subnetFile), ...(ipv6ServiceCidr ? { ipv6ServiceCidr: normalizeCidr6(ipv6ServiceCidr)! } : {}) }
+        : undefined;
       const conf = renderCniConfig({
         netConf,
         networkName,
@@ -250,6 +379,7 @@ export const command: Command = {
         dnsSearch: listFlag(own('dns-search')),
         cniVersion: own('cni-version') || DEFAULT_CNI_VERSION,
         loopbackDSR: parsed.own.get('no-loopback-dsr') !== true,
+        ...(dualStack ? { dualStack } : {}),
       });
       const text = JSON.stringify(conf, null, 2) + '\n';
       const out = own('output');
@@ -259,7 +389,7 @@ export const command: Command = {
       }
       const earlier = checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
       writeFileAtomicSync(out, text);
-      io.stderr(`wrote ${out} (network ${networkName}, ${netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
+      io.stderr(`wrote ${out} (network ${networkName}, ${dualStack ? 'sdnbridge, dual-stack' : netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
       retireEarlierConfigs(out, earlier, io.stderr);
       return Promise.resolve(0);
     } catch (err) {

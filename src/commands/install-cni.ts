@@ -11,6 +11,7 @@ import type { Command, CommandIO } from './command.js';
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/verify-pins.js';
+import { safeText } from '../log-safe.js';
 
 const PROGRAM = 'flanneld install-cni';
 
@@ -55,6 +56,13 @@ export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
     help: 'with --pinned or --verify-pins: fetch the pinned releases from this mirror of https://github.com (same paths)',
     valueName: 'URL',
   },
+  {
+    name: 'download-timeout',
+    kind: 'int',
+    default: DOWNLOAD_LIMITS.overallTimeoutMs / 1000,
+    help: 'the longest one download may take in all, redirects included (besides the idle and connect deadlines)',
+    valueName: 'SECONDS',
+  },
   { name: 'bin-dir', kind: 'string', default: '/opt/cni/bin', windowsDefault: 'C:\\opt\\cni\\bin', help: "the CNI plugin directory (containerd's bin_dir)", valueName: 'DIR' },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
@@ -77,7 +85,7 @@ export function usage(platform: NodeJS.Platform): string {
     `and downloads nothing while the plugins still match the record of the last install, DIR\\${INSTALL_RECORD}).\n` +
     `Bare executables are named by their file name (flannel-amd64.exe is installed as flannel.exe).\n` +
     `A download may be at most ${mib(DOWNLOAD_LIMITS.maxBytes)} MiB and must answer within ${DOWNLOAD_LIMITS.connectTimeoutMs / 1000} s, pause at most\n` +
-    `${DOWNLOAD_LIMITS.idleTimeoutMs / 1000} s and finish within ${DOWNLOAD_LIMITS.overallTimeoutMs / 60_000} minutes; a plugin may be at most ${mib(ARCHIVE_LIMITS.maxEntryBytes)} MiB, must be a regular file\n` +
+    `${DOWNLOAD_LIMITS.idleTimeoutMs / 1000} s and finish within --download-timeout; a plugin may be at most ${mib(ARCHIVE_LIMITS.maxEntryBytes)} MiB, must be a regular file\n` +
     `in its archive and a Windows (PE) executable (docs/bounds.md).\n\n${flags}`
   );
 }
@@ -115,9 +123,30 @@ function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
   });
 }
 
+/** --download-timeout, in ms. */
+function downloadLimits(values: ReadonlyMap<string, unknown>): typeof DOWNLOAD_LIMITS {
+  const seconds = (values.get('download-timeout') as number | undefined) ?? DOWNLOAD_LIMITS.overallTimeoutMs / 1000;
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 24 * 3600) {
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${seconds}" for flag -download-timeout: give whole seconds from 1 to 86400`, {
+      flag: 'download-timeout',
+      value: seconds,
+    });
+  }
+  return { ...DOWNLOAD_LIMITS, overallTimeoutMs: seconds * 1000 };
+}
+
+/**
+ * What the command prints, with the credentials of a URL (`http://user:password@mirror/...`), HTTP
+ * credentials and registered secrets redacted as the agent's own logs are (../log-safe.ts), line by
+ * line: it goes to an init container's log.
+ */
+function redacted(write: (s: string) => void): (s: string) => void {
+  return (s) => write(s.split('\n').map(safeText).join('\n'));
+}
+
 /** --verify-pins: compare, record, report; a mismatch is FLANNEL_ERR_CNI_HASH (exit 1). */
-async function verifyPinned(mirror: string, binDir: string, io: CommandIO): Promise<number> {
-  const checks = await checkPins(pinned.releases, { mirror });
+async function verifyPinned(mirror: string, binDir: string, io: CommandIO, limits: typeof DOWNLOAD_LIMITS): Promise<number> {
+  const checks = await checkPins(pinned.releases, { mirror, limits });
   const path = recordPins(binDir, checks, new Date().toISOString());
   for (const c of checks) io.stdout(`${c.match ? 'match' : 'MISMATCH'} ${c.name} ${c.version} ${c.url}\n  pinned ${c.pinned}\n  actual ${c.actual}\n`);
   io.stdout(`recorded in ${path}\n`);
@@ -132,7 +161,8 @@ async function verifyPinned(mirror: string, binDir: string, io: CommandIO): Prom
 
 export const command: Command = {
   summary: 'install flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe from SHA-256-pinned archives',
-  async run(args: string[], io: CommandIO): Promise<number> {
+  async run(args: string[], rawIo: CommandIO): Promise<number> {
+    const io: CommandIO = { ...rawIo, stdout: redacted((s) => rawIo.stdout(s)), stderr: redacted((s) => rawIo.stderr(s)) };
     try {
       const cli = parseFlags(args, INSTALL_CNI_FLAGS);
       if (cli.help) {
@@ -147,8 +177,9 @@ export const command: Command = {
           io.platform,
         ) as string);
       if (binDir.trim() === '') throw new FlagError('FLANNEL_ERR_FLAG', 'flag -bin-dir is empty', { flag: 'bin-dir' });
-      if (cli.values.get('verify-pins') === true) return await verifyPinned((cli.values.get('mirror') as string | undefined) ?? '', binDir, io);
-      const report = await installCniPlugins({ sources, binDir });
+      const limits = downloadLimits(cli.values);
+      if (cli.values.get('verify-pins') === true) return await verifyPinned((cli.values.get('mirror') as string | undefined) ?? '', binDir, io, limits);
+      const report = await installCniPlugins({ sources, binDir, limits });
       for (const f of report.installed) io.stdout(`installed ${f} (sha256 ${report.sha256[f]})\n`);
       if (report.fromRecord) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the recorded install of these sources; nothing downloaded or written\n`);
       else if (report.installed.length === 0) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the same files; nothing written\n`);

@@ -90,6 +90,14 @@ export function renderStatusTable(s: StatusReport): string {
       rows.push(['    fix', t(p?.fix)]);
     }
   }
+  const dual: unknown = s.dualStack; // absent on an IPv4-only node and from an older agent
+  if (typeof dual === 'object' && dual !== null) {
+    const d = dual as NonNullable<StatusReport['dualStack']>;
+    rows.push(['IPv6 lease', `${t(d.ipv6Subnet)} (public IPv6 ${t(d.publicIPv6)})`]);
+    rows.push(['kubelet', (Array.isArray(d.kubelet) ? d.kubelet : []).map(t).join(' ')]);
+    rows.push(['kube-proxy', (Array.isArray(d.kubeProxy) ? d.kubeProxy : []).map(t).join(' ')]);
+    for (const w of Array.isArray(d.warnings) ? d.warnings : []) rows.push(['  WARNING', t(w)]);
+  }
   rows.push(['Last pass', s.lastPass ? `${t(s.lastPass.at)} ${s.lastPass.ok ? 'ok' : 'failed'}` : 'none yet']);
   rows.push(['Last success', s.lastSuccess ? t(s.lastSuccess) : 'none yet']);
   rows.push(['Last error', s.lastError ? `${t(s.lastError.at)} ${t(s.lastError.message)}` : 'none']);

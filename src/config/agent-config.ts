@@ -15,6 +15,8 @@ export interface AgentConfig {
   iface: string[];
   ifaceRegex: string[];
   publicIP: string;
+  /** `--public-ipv6` (dual-stack): the IPv6 address peers route this node's IPv6 subnet to; absent when not given. */
+  publicIPv6?: string;
   ipMasq: boolean;
   healthzIP: string;
   /** 0 = health server off. */

@@ -89,7 +89,7 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'FILE',
   },
   { name: 'public-ip', kind: 'string', default: '', help: 'IP accessible by other nodes for inter-host communication', valueName: 'IP' },
-  { name: 'public-ipv6', kind: 'string', default: '', help: 'IPv6 accessible by other nodes for inter-host communication' + IGNORED, valueName: 'IP', ignored: true },
+  { name: 'public-ipv6', kind: 'string', default: '', help: 'IPv6 accessible by other nodes for inter-host communication (dual-stack host-gw)', valueName: 'IP' },
   { name: 'subnet-lease-renew-margin', kind: 'int', default: 60, help: 'subnet lease renewal margin, in minutes, ranging from 1 to 1439', valueName: 'MINUTES' },
   {
     name: 'ip-masq',

@@ -1,7 +1,7 @@
 // Assemble the AgentConfig from argv, FLANNELD_* environment and an optional dotenv file.
 // Mirrors flannel main.go (flag parsing, flagsFromEnv, option validation) and the NODE_NAME /
 // POD_NAME rules of pkg/subnet/kube/kube.go. Pure: the environment is a parameter, never process.env.
-import { isIPv4 } from 'node:net';
+import { isIPv4, isIPv6 } from 'node:net';
 import dotenv from 'dotenv';
 import { ConfigError, errorMessage, FlagError, FlannelError, UnsupportedError } from '../errors.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
@@ -124,6 +124,13 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   }
   const publicIP = str('public-ip');
   requireIPv4('public-ip', publicIP, true);
+  const publicIPv6 = str('public-ipv6');
+  if (publicIPv6 !== '' && !isIPv6(publicIPv6)) {
+    throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${publicIPv6}" for flag -public-ipv6: not an IPv6 address (e.g. 2001:db8::10)`, {
+      flag: 'public-ipv6',
+      value: publicIPv6,
+    });
+  }
   const healthzIP = str('healthz-ip');
   requireIPv4('healthz-ip', healthzIP, false);
 
@@ -176,6 +183,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     iface: list('iface'),
     ifaceRegex: list('iface-regex'),
     publicIP,
+    ...(publicIPv6 !== '' ? { publicIPv6 } : {}),
     ipMasq: bool('ip-masq'),
     healthzIP,
     healthzPort,

@@ -20,10 +20,21 @@ export interface DataplaneDeps {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
+  /** The OS (default process.platform; Wine's node.exe says win32 too). */
+  platform?: NodeJS.Platform;
 }
 
 export async function createDataplane(config: AgentConfig, deps: DataplaneDeps): Promise<Dataplane> {
   if (config.dataplane === 'simulated') return (await import('../simulator/node.js')).createSimulatedNode(config, deps).dataplane;
+  const platform = deps.platform ?? process.platform;
+  if (platform !== 'win32') {
+    // Said before anything is loaded: elsewhere the native dataplane fails on its first DLL, which names a flag that cannot help.
+    throw new UnsupportedError(
+      'FLANNEL_ERR_UNSUPPORTED',
+      `--dataplane windows needs Windows (HNS and iphlpapi.dll), and this is ${platform}; to run the agent here, on a simulated node, pass --dataplane simulated`,
+      { dataplane: config.dataplane, platform },
+    );
+  }
   // Loaded lazily: only the win32 modules import ffi-rs, so nothing native is touched elsewhere.
   let win32: typeof import('./win32.js');
   try {

@@ -7,6 +7,7 @@ import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { StartKind } from '../host/boot.js';
 import type { NetworkStatus, RefusedItem, RejectedLease } from '../network-status.js';
+import type { DualStackGuidance } from './dual-stack.js';
 
 /** One problem of the CNI config check (src/commands/cni-readiness.ts CniProblem): a stable id, what, the fix. */
 export interface CniProblem {
@@ -34,6 +35,8 @@ export interface StatusReport {
   lastPass: { at: string; ok: boolean } | null;
   lastSuccess: string | null;
   lastError: { at: string; message: string } | null;
+  /** Dual-stack only (absent on an IPv4-only node): the IPv6 lease and the kubelet / kube-proxy settings it needs. */
+  dualStack?: { ipv6Subnet: string; publicIPv6: string } & DualStackGuidance;
 }
 
 /** A peer route or policy the dataplane refuses now: the peer, its prefix, the HRESULT (or route status). */
@@ -61,6 +64,7 @@ export interface StatusInput {
   network: NetworkStatus | undefined;
   /** The CNI config check, when it is on. */
   cni?: { confDir: string; binDir: string; problems: CniProblem[] };
+  dualStack?: StatusReport['dualStack'];
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -122,6 +126,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     lastPass: n?.lastPassAt === undefined ? null : { at: iso(n.lastPassAt)!, ok: n.lastPassOk === true },
     lastSuccess: iso(n?.lastSuccessAt),
     lastError: lastError(n?.lastError, refused),
+    ...(s.dualStack ? { dualStack: s.dualStack } : {}),
   };
 }
 

@@ -303,6 +303,25 @@ export function networkGoneError(network: string, id: string): BackendError {
   );
 }
 
+/**
+ * The network a driver writes to was renamed outside flanneld: the CNI plugins find their network by
+ * name (win-overlay / win-bridge: hcn.GetNetworkByName), so under another name it is as lost to them
+ * as a deleted one; the lost-network case (FLANNEL_ERR_NETWORK_GONE): recreated under its name.
+ */
+export function networkRenamedError(network: string, id: string, nowNamed: string): BackendError {
+  return new BackendError(
+    'FLANNEL_ERR_NETWORK_GONE',
+    `HNS network ${network} (${id}) was renamed to ${JSON.stringify(nowNamed.slice(0, 64))} outside flanneld; the CNI plugins find it by name, so flanneld recreates ${network} with the same subnet and reprograms every peer`,
+    { network, networkId: id, renamed: nowNamed.slice(0, 64) },
+  );
+}
+
+/** A network read by ID as a driver checks it: gone when missing, and when it no longer has its name. */
+export function checkNetworkPresent(net: { Name?: string } | undefined, network: string, id: string): void {
+  if (!net) throw networkGoneError(network, id);
+  if (network !== id && net.Name !== undefined && net.Name !== network) throw networkRenamedError(network, id, net.Name);
+}
+
 export function isNetworkGone(err: unknown): boolean {
   return (err instanceof BackendError && err.code === 'FLANNEL_ERR_NETWORK_GONE') || isHnsNetworkNotFound(err);
 }

@@ -101,6 +101,8 @@ export interface HcnEndpoint {
   HostComputeNamespace?: string;
   Policies?: HcnPolicy[];
   IpConfigurations?: HcnIpConfig[];
+  /** The endpoint's routes (a dual-stack endpoint has one default route per family). */
+  Routes?: HcnRoute[];
   MacAddress?: string;
   Flags?: number;
   SchemaVersion: HcnSchemaVersion;

@@ -2,6 +2,9 @@
 // win32 = iphlpapi, plus os.networkInterfaces() for a MAC (src/host/win32.ts); simulated = the adapters
 // of the simulated node (src/simulator/host.ts).
 
+import type { IpFamily } from '../ip6.js';
+export type { IpFamily } from '../ip6.js';
+
 export interface HostInterface {
   /** Adapter friendly name, e.g. `Ethernet` or `vEthernet (Ethernet)`. */
   name: string;
@@ -10,6 +13,24 @@ export interface HostInterface {
   ipv4: string;
   prefixLength: number;
   mtu: number;
+  /**
+   * The adapter's IPv6 unicast addresses, in the order the host lists them (absent when it has none or
+   * the host does not report them). Only dual-stack reads them (./select.ts selectIPv6Address).
+   */
+  ipv6Addresses?: Ipv6Address[];
+}
+
+/** One IPv6 unicast address of an adapter (MIB_UNICASTIPADDRESS_ROW). */
+export interface Ipv6Address {
+  address: string;
+  prefixLength: number;
+  /**
+   * A temporary (privacy) address, RFC 8981: SuffixOrigin IpSuffixOriginRandom with PrefixOrigin
+   * IpPrefixOriginRouterAdvertisement on Windows. It changes daily, so it is never published (flannel#2081).
+   */
+  temporary?: boolean;
+  /** DadState IpDadStateDeprecated: being phased out, never chosen. */
+  deprecated?: boolean;
 }
 
 export interface Host {
@@ -17,9 +38,9 @@ export interface Host {
   interfaces(): Promise<HostInterface[]>;
   /** Index of the interface holding the default route (0.0.0.0/0), if any. */
   defaultRouteInterfaceIndex(): Promise<number | undefined>;
-  /** Enable/disable IPv4 forwarding on one interface. */
-  setForwarding(interfaceIndex: number, enabled: boolean): Promise<void>;
-  getForwarding(interfaceIndex: number): Promise<boolean>;
+  /** Enable/disable forwarding on one interface, for IPv4 (default) or IPv6 (MIB_IPINTERFACE_ROW.Family AF_INET6). */
+  setForwarding(interfaceIndex: number, enabled: boolean, family?: IpFamily): Promise<void>;
+  getForwarding(interfaceIndex: number, family?: IpFamily): Promise<boolean>;
   /** The MAC of the adapter holding `ipv4`, in Windows' form (`00-15-5D-0A-0B-0C`); undefined when unknown. */
   macAddress(ipv4: string): Promise<string | undefined>;
   /**

@@ -4,10 +4,11 @@
 // own Node's public-ip annotations), else the interface of the default route (lowest metric). Pure.
 // Unlike upstream, a public IP no interface holds (a NAT address) falls back to the default route.
 // Windows rule: an APIPA address (169.254/16) is never chosen (a NIC that lost DHCP/static config).
-import { isIPv4 } from 'node:net';
+import { isIPv4, isIPv6 } from 'node:net';
 import { FlagError, HostError } from '../errors.js';
-import type { HostInterface } from './host.js';
+import type { HostInterface, Ipv6Address } from './host.js';
 import { isApipa } from '../ip4.js';
+import { isGlobalUnicast6, parseIp6 } from '../ip6.js';
 
 export interface SelectOptions {
   /** `--iface` values: IPv4 addresses or adapter names (names may contain spaces). */
@@ -69,7 +70,11 @@ export function selectExternalInterface(ifaces: HostInterface[], defaultRouteInd
   }
 
   for (const want of opts.iface) {
-    const hit = isIPv4(want) ? findInterfaceByIP(usable, want) : findByName(usable, want);
+    const hit = isIPv4(want)
+      ? findInterfaceByIP(usable, want)
+      : isIPv6(want)
+        ? usable.find((i) => i.ipv6Addresses?.some((a) => parseIp6(a.address) === parseIp6(want)))
+        : findByName(usable, want);
     if (hit) return hit;
   }
   for (const re of regexes) {
@@ -84,4 +89,57 @@ export function selectExternalInterface(ifaces: HostInterface[], defaultRouteInd
     `no interface matches ${given} (APIPA 169.254/16 addresses are never used); adapters seen: ${describe(ifaces)}. Fix --iface (an IP or adapter name) or --iface-regex`,
     { iface: opts.iface.join(','), ifaceRegex: opts.ifaceRegex.join(','), adapters: ifaces.map((i) => i.name).join(', ') },
   );
+}
+
+export interface SelectIPv6Options {
+  /** `--public-ipv6`, else the own Node's public-ipv6-overwrite / node-public-ipv6 annotations (first that the interface holds wins). */
+  publicIPv6s?: string[];
+  /** `--iface` values: an IPv6 address among them picks that address. */
+  iface?: string[];
+  /**
+   * `--public-ipv6`, taken as the interface's address (a /64) when the host does not list IPv6 addresses
+   * at all (`ipv6Addresses` undefined: the Windows host seam reads IPv4 addresses only, GetIpAddrTable).
+   */
+  assumed?: string;
+}
+
+/**
+ * The external interface's IPv6 address for a dual-stack node: an address given by `--iface` or
+ * `--public-ipv6` (or the Node's annotations) when the interface holds it, else the first global or
+ * unique-local unicast address that is neither temporary (a privacy address changes daily: flannel#2081)
+ * nor deprecated. Link-local fe80::/10 is never chosen (no other node can route to it). As upstream's
+ * ipmatch.LookupExtIface, the IPv6 address is on the same interface as the IPv4 one. Throws
+ * FLANNEL_ERR_HOST when there is none, naming the addresses seen.
+ */
+export function selectIPv6Address(iface: HostInterface, opts: SelectIPv6Options = {}): Ipv6Address {
+  if (iface.ipv6Addresses === undefined && opts.assumed !== undefined && isGlobalUnicast6(opts.assumed)) return { address: opts.assumed, prefixLength: 64 };
+  const all = iface.ipv6Addresses ?? [];
+  const usable = all.filter((a) => isGlobalUnicast6(a.address) && !a.deprecated);
+  const held = (ip: string) => usable.find((a) => parseIp6(a.address) === parseIp6(ip));
+  for (const want of [...(opts.iface ?? []).filter((v) => isIPv6(v)), ...(opts.publicIPv6s ?? [])]) {
+    const hit = held(want);
+    if (hit) return hit;
+  }
+  const explicit = (opts.iface ?? []).filter((v) => isIPv6(v));
+  if (explicit.length > 0) {
+    throw new HostError(
+      'FLANNEL_ERR_HOST',
+      `interface "${iface.name}" holds no IPv6 address ${explicit.join(', ')}; adapters' IPv6 addresses seen: ${describe6(all)}. Fix --iface`,
+      {
+        interface: iface.name,
+        iface: explicit.join(','),
+      },
+    );
+  }
+  const chosen = usable.find((a) => !a.temporary);
+  if (chosen) return chosen;
+  throw new HostError(
+    'FLANNEL_ERR_HOST',
+    `interface "${iface.name}" has no global or unique-local IPv6 address that is not temporary (seen: ${describe6(all)}); dual-stack needs one: give the adapter a static or SLAAC address, or remove EnableIPv6`,
+    { interface: iface.name, reason: 'no-ipv6-address' },
+  );
+}
+
+function describe6(list: Ipv6Address[]): string {
+  return list.length ? list.map((a) => `${a.address}/${a.prefixLength}${a.temporary ? ' (temporary)' : ''}${a.deprecated ? ' (deprecated)' : ''}`).join(', ') : 'none';
 }

@@ -9,11 +9,11 @@ import { execFile } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
 import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
-import { AF_INET, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
+import { AF_INET, AF_INET6, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
 import { decodeIpAddrTable, decodeIpInterfaceRow, encodeIpInterfaceKey, ipAddrTableLength, setIpInterfaceForwarding } from '../win32/iphlpapi.js';
 import type { IpInterfaceRow } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative } from '../win32/native.js';
-import type { Host, HostInterface } from './host.js';
+import type { Host, HostInterface, IpFamily } from './host.js';
 
 function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): HostError {
   return new HostError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
@@ -76,23 +76,23 @@ export class Win32Host implements Host {
     return fromUtf16z(alias);
   }
 
-  /** GetIpInterfaceEntry(AF_INET, index): the raw row, or undefined when there is no IPv4 interface. */
-  private ipInterfaceRow(index: number): Buffer | undefined {
+  /** GetIpInterfaceEntry(AF_INET or AF_INET6, index): the raw row, or undefined when there is no such interface. */
+  private ipInterfaceRow(index: number, family: IpFamily = 'ipv4'): Buffer | undefined {
     const row = Buffer.alloc(SIZES.MIB_IPINTERFACE_ROW);
     this.dll.initializeIpInterfaceEntry(row);
-    encodeIpInterfaceKey(index, row, AF_INET);
+    encodeIpInterfaceKey(index, row, family === 'ipv6' ? AF_INET6 : AF_INET);
     const status = this.dll.getIpInterfaceEntry(row);
     if (status === WIN32_ERROR.ERROR_NOT_FOUND) return undefined;
     if (status !== WIN32_ERROR.NO_ERROR) throw hostError('GetIpInterfaceEntry', status, `for interface ${index}`, { interfaceIndex: index });
     return row;
   }
 
-  private requireIpInterface(op: string, index: number): Buffer {
-    const row = this.ipInterfaceRow(index);
+  private requireIpInterface(op: string, index: number, family: IpFamily = 'ipv4'): Buffer {
+    const row = this.ipInterfaceRow(index, family);
     if (!row) {
       throw new HostError(
         'FLANNEL_ERR_HOST',
-        `${op}: there is no IPv4 interface with index ${index} (the adapter may have been replaced when HNS created the vSwitch; it is re-resolved on the next attempt)`,
+        `${op}: there is no ${family === 'ipv6' ? 'IPv6' : 'IPv4'} interface with index ${index} (the adapter may have been replaced when HNS created the vSwitch; it is re-resolved on the next attempt)`,
         { op, interfaceIndex: index, status: WIN32_ERROR.ERROR_NOT_FOUND },
       );
     }
@@ -138,16 +138,17 @@ export class Win32Host implements Host {
     });
   }
 
-  async getForwarding(interfaceIndex: number): Promise<boolean> {
-    return decodeIpInterfaceRow(this.requireIpInterface('GetIpInterfaceEntry', interfaceIndex)).forwardingEnabled;
+  async getForwarding(interfaceIndex: number, family: IpFamily = 'ipv4'): Promise<boolean> {
+    return decodeIpInterfaceRow(this.requireIpInterface('GetIpInterfaceEntry', interfaceIndex, family)).forwardingEnabled;
   }
 
-  async setForwarding(interfaceIndex: number, enabled: boolean): Promise<void> {
-    const row = this.requireIpInterface('GetIpInterfaceEntry', interfaceIndex);
+  /** SetIpInterfaceEntry on the row GetIpInterfaceEntry gave for this family (AF_INET6 for IPv6, as `netsh interface ipv6 set interface forwarding=enabled`). */
+  async setForwarding(interfaceIndex: number, enabled: boolean, family: IpFamily = 'ipv4'): Promise<void> {
+    const row = this.requireIpInterface('GetIpInterfaceEntry', interfaceIndex, family);
     setIpInterfaceForwarding(row, enabled);
     const status = this.dll.setIpInterfaceEntry(row);
     if (status !== WIN32_ERROR.NO_ERROR) {
-      throw hostError('SetIpInterfaceEntry', status, `${enabled ? 'enabling' : 'disabling'} IPv4 forwarding on interface ${interfaceIndex}`, {
+      throw hostError('SetIpInterfaceEntry', status, `${enabled ? 'enabling' : 'disabling'} ${family === 'ipv6' ? 'IPv6' : 'IPv4'} forwarding on interface ${interfaceIndex}`, {
         interfaceIndex,
       });
     }

@@ -16,6 +16,8 @@
 // The first complete list decides from scratch: peers seen before it only add (a provisional holder may
 // lose its subnet to an older claimant on a later page when the list completes).
 // Subnets arrive normalised (network-address form) from the list-watch; the store compares them as text.
+// A dual-stack peer's IPv6 subnet rides along with its IPv4 lease: its items are the driver's (one route
+// per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -71,12 +73,14 @@ function stable(v: unknown): string {
 
 /** What makes a lease matter to the dataplane (expiration renewals do not). */
 export function leaseContent(l: Lease): string {
-  return stable([l.subnet, l.publicIP, l.backendType, l.backendData ?? null]);
+  const v6 = l.ipv6Subnet !== undefined || l.publicIPv6 !== undefined ? [l.ipv6Subnet ?? null, l.publicIPv6 ?? null] : [];
+  return stable([l.subnet, l.publicIP, l.backendType, l.backendData ?? null, ...v6]);
 }
 
 /** Whether two leases of one peer differ in anything the dataplane or the subnet holders care about. */
 function sameLease(a: Lease, b: Lease): boolean {
   if (a.subnet !== b.subnet || a.publicIP !== b.publicIP || a.backendType !== b.backendType || a.created !== b.created) return false;
+  if (a.ipv6Subnet !== b.ipv6Subnet || a.publicIPv6 !== b.publicIPv6) return false;
   const x = a.backendData ?? null;
   const y = b.backendData ?? null;
   // Every status update of a node comes here: the native stringify settles the usual case (the same

@@ -1,6 +1,7 @@
 // A RouteTable that counts every call (and failure) in /metrics, whatever the implementation below.
 import { metered, type Metrics } from '../metrics.js';
 import type { Route, RouteTable } from './route-table.js';
+import type { IpFamily } from '../ip6.js';
 
 export class MeteredRouteTable implements RouteTable {
   constructor(
@@ -8,8 +9,8 @@ export class MeteredRouteTable implements RouteTable {
     private readonly metrics: Metrics,
   ) {}
 
-  list(interfaceIndex?: number): Promise<Route[]> {
-    return metered(this.metrics, 'routes.list', () => this.inner.list(interfaceIndex));
+  list(interfaceIndex?: number, family?: IpFamily): Promise<Route[]> {
+    return metered(this.metrics, 'routes.list', () => (family === undefined ? this.inner.list(interfaceIndex) : this.inner.list(interfaceIndex, family)));
   }
 
   add(route: Route): Promise<void> {

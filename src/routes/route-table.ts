@@ -2,6 +2,7 @@
 // node's route table (src/simulator/host.ts). ./metered.ts counts the calls of either in /metrics.
 import { RouteError } from '../errors.js';
 import { WIN32_ERROR } from '../win32/encoding.js';
+import type { IpFamily } from '../ip6.js';
 
 /** winerror.h: CreateIpForwardEntry2 on an interface that is gone; DeleteIpForwardEntry2 of a missing route. */
 export const ERROR_NOT_FOUND = WIN32_ERROR.ERROR_NOT_FOUND;
@@ -14,17 +15,17 @@ export function isInterfaceGone(err: unknown): boolean {
 }
 
 export interface Route {
-  /** CIDR, e.g. `10.244.3.0/24`. */
+  /** CIDR, e.g. `10.244.3.0/24` (or `fd00:42:3::/64`: the family follows the destination). */
   destinationPrefix: string;
-  /** Dotted IPv4 next hop. */
+  /** The next hop, of the destination's family. */
   nextHop: string;
   interfaceIndex: number;
   metric: number;
 }
 
 export interface RouteTable {
-  /** IPv4 routes, optionally only those on one interface. */
-  list(interfaceIndex?: number): Promise<Route[]>;
+  /** One family's routes (IPv4 by default; GetIpForwardTable2(AF_INET or AF_INET6)), optionally only those on one interface. */
+  list(interfaceIndex?: number, family?: IpFamily): Promise<Route[]>;
   /** Add a route; an identical existing route (ERROR_OBJECT_ALREADY_EXISTS, 5010) counts as success. */
   add(route: Route): Promise<void>;
   /** Remove a route; a missing route (ERROR_NOT_FOUND, 1168) counts as success. */

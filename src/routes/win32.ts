@@ -4,7 +4,8 @@
 // idempotent outcomes the RouteTable contract asks for; other statuses become a RouteError with `status`.
 /* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
 import { RouteError } from '../errors.js';
-import { AF_INET, MIB_IPFORWARD_TABLE2_OFFSETS, SIZES, WIN32_ERROR } from '../win32/encoding.js';
+import { AF_INET, AF_INET6, MIB_IPFORWARD_TABLE2_OFFSETS, SIZES, WIN32_ERROR } from '../win32/encoding.js';
+import type { IpFamily } from '../ip6.js';
 import { decodeIpForwardTable2, encodeIpForwardRow2, ipForwardTable2Length } from '../win32/iphlpapi.js';
 import type { IpForwardRow2 } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative } from '../win32/native.js';
@@ -32,7 +33,12 @@ function describe(r: Route): string {
 
 /** Read every IPv4 route (GetIpForwardTable2(AF_INET); the table is always freed). */
 export function readIpv4ForwardTable(dll: Win32IpHelperNative): IpForwardRow2[] {
-  const { status, table } = dll.getIpForwardTable2(AF_INET);
+  return readIpForwardTable(dll, AF_INET);
+}
+
+/** Read every route of one family (GetIpForwardTable2(AF_INET or AF_INET6); the table is always freed). */
+export function readIpForwardTable(dll: Win32IpHelperNative, family: number): IpForwardRow2[] {
+  const { status, table } = dll.getIpForwardTable2(family);
   try {
     if (status === WIN32_ERROR.ERROR_NOT_FOUND) return []; // an empty table
     if (status !== WIN32_ERROR.NO_ERROR) {
@@ -54,9 +60,10 @@ export function rowToRoute(row: IpForwardRow2): Route {
 export class Win32RouteTable implements RouteTable {
   constructor(private readonly dll: Win32IpHelperNative) {}
 
-  async list(interfaceIndex?: number): Promise<Route[]> {
-    return readIpv4ForwardTable(this.dll)
-      .filter((r) => r.family === AF_INET && (interfaceIndex === undefined || r.interfaceIndex === interfaceIndex))
+  async list(interfaceIndex?: number, family: IpFamily = 'ipv4'): Promise<Route[]> {
+    const af = family === 'ipv6' ? AF_INET6 : AF_INET;
+    return readIpForwardTable(this.dll, af)
+      .filter((r) => r.family === af && (interfaceIndex === undefined || r.interfaceIndex === interfaceIndex))
       .map(rowToRoute);
   }
 

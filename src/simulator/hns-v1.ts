@@ -6,6 +6,7 @@
 import { HnsError } from '../errors.js';
 import type { SimulatedDataplane } from './model.js';
 import { contains } from '../ip4.js';
+import { refuseIPv6Network } from './refusals.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HnsEndpointV1, HnsNetworkV1, HnsVersion } from '../hns/schema.js';
 import { endpointV1toV2, endpointV2toV1, networkV1toV2, networkV2toV1 } from '../hns/v1-view.js';
@@ -64,7 +65,10 @@ export class SimulatedHnsV1 {
         if (method === 'POST') {
           await dp.enter(op, 'hns', 0, input);
           const v1 = requireObject<HnsNetworkV1>(op, body);
-          const created = dp.createNetwork(op, networkV1toV2(v1), v1.ID);
+          const v2 = networkV1toV2(v1);
+          const refused = refuseIPv6Network(op, v2, this.opts.version, { network: v1.Name });
+          if (refused) throw refused;
+          const created = dp.createNetwork(op, v2, v1.ID);
           if (this.opts.managementIPPolls > 0) this.pendingManagementIP.set(created.ID!, this.opts.managementIPPolls);
           // HNS answers before the host vNIC is up: ManagementIP is empty until a later GET (hcsshim polls).
           return networkV2toV1(created, false);

@@ -8,6 +8,7 @@ import { jsonEqual } from './state.js';
 import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { SimulatedHnsV1 } from './hns-v1.js';
+import { refuseIPv6Network } from './refusals.js';
 import type { HcnHandle, HnsTransport } from '../hns/transport.js';
 
 export interface SimulatedHnsOptions {
@@ -45,12 +46,14 @@ export function parseHcnJson(op: string, json: string, emptyOk: boolean): Record
 export class SimulatedHnsTransport implements HnsTransport {
   private readonly v1: SimulatedHnsV1;
   private readonly open = new Set<HcnHandle>();
+  private readonly version: HnsVersion;
 
   constructor(
     private readonly dp: SimulatedDataplane,
     opts: SimulatedHnsOptions = {},
   ) {
-    this.v1 = new SimulatedHnsV1(dp, { version: opts.version ?? { Major: 13, Minor: 2 }, managementIPPolls: opts.managementIPPolls ?? 0 });
+    this.version = opts.version ?? { Major: 13, Minor: 2 };
+    this.v1 = new SimulatedHnsV1(dp, { version: this.version, managementIPPolls: opts.managementIPPolls ?? 0 });
   }
 
   hnsCall(method: 'GET' | 'POST' | 'DELETE', path: string, request: string): Promise<string> {
@@ -112,6 +115,8 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       const body = parseHcnJson(op, settings, false) as unknown as HcnNetwork;
       await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
+      const refused = typeof body === 'object' && body !== null ? refuseIPv6Network(op, body, this.version, { network: body.Name }) : undefined;
+      if (refused) throw refused;
       const net = this.dp.createNetwork(op, body, id);
       return this.handle('network', net.ID!);
     });

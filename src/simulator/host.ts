@@ -13,7 +13,7 @@
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
 import { HostError, RouteError } from '../errors.js';
-import type { Host, HostInterface } from '../host/host.js';
+import type { Host, HostInterface, IpFamily } from '../host/host.js';
 import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS, type Route, type RouteTable } from '../routes/route-table.js';
 import { routeKey, type KeyedState } from './keyed.js';
 import type { SimulatedDataplane } from './model.js';
@@ -66,13 +66,16 @@ export function ensureVSwitch(state: DataplaneState, phys: SimAdapter, newIndex:
     PrefixLength: phys.PrefixLength,
     Mtu: phys.Mtu,
     Forwarding: false,
+    ...(phys.IPv6Address !== undefined ? { IPv6Address: phys.IPv6Address, IPv6PrefixLength: phys.IPv6PrefixLength ?? 64 } : {}),
   };
   phys.IPAddress = '';
   phys.PrefixLength = 0;
+  delete phys.IPv6Address;
+  delete phys.IPv6PrefixLength;
   state.adapters.push(vnic);
   state.routes = state.routes.flatMap((r) => {
     if (r.InterfaceIndex !== phys.InterfaceIndex) return [r];
-    return r.DestinationPrefix === '0.0.0.0/0' ? [{ ...r, InterfaceIndex: vnic.InterfaceIndex }] : [];
+    return r.DestinationPrefix === '0.0.0.0/0' || r.DestinationPrefix === '::/0' ? [{ ...r, InterfaceIndex: vnic.InterfaceIndex }] : [];
   });
   return vnic;
 }
@@ -86,10 +89,14 @@ export function releaseVSwitch(state: DataplaneState, physName: string): void {
   if (phys) {
     phys.IPAddress = vnic.IPAddress;
     phys.PrefixLength = vnic.PrefixLength;
+    if (vnic.IPv6Address !== undefined) {
+      phys.IPv6Address = vnic.IPv6Address;
+      phys.IPv6PrefixLength = vnic.IPv6PrefixLength ?? 64;
+    }
   }
   state.routes = state.routes.flatMap((r) => {
     if (r.InterfaceIndex !== vnic.InterfaceIndex) return [r];
-    return r.DestinationPrefix === '0.0.0.0/0' && phys ? [{ ...r, InterfaceIndex: phys.InterfaceIndex }] : [];
+    return (r.DestinationPrefix === '0.0.0.0/0' || r.DestinationPrefix === '::/0') && phys ? [{ ...r, InterfaceIndex: phys.InterfaceIndex }] : [];
   });
   state.adapters = state.adapters.filter((a) => a !== vnic);
 }
@@ -154,7 +161,14 @@ export class SimulatedHost implements Host {
     return this.dp
       .listAdapters()
       .filter((a) => a.IPAddress !== '')
-      .map((a) => ({ name: a.Name, index: a.InterfaceIndex, ipv4: a.IPAddress, prefixLength: a.PrefixLength, mtu: a.Mtu }));
+      .map((a) => ({
+        name: a.Name,
+        index: a.InterfaceIndex,
+        ipv4: a.IPAddress,
+        prefixLength: a.PrefixLength,
+        mtu: a.Mtu,
+        ...(a.IPv6Address !== undefined ? { ipv6Addresses: [{ address: a.IPv6Address, prefixLength: a.IPv6PrefixLength ?? 64 }] } : {}),
+      }));
   }
 
   async macAddress(ipv4: string): Promise<string | undefined> {
@@ -174,14 +188,16 @@ export class SimulatedHost implements Host {
     return this.dp.defaultRouteInterfaceIndex();
   }
 
-  async setForwarding(interfaceIndex: number, enabled: boolean): Promise<void> {
-    await this.dp.enter('SetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, ForwardingEnabled: enabled }));
-    this.dp.setForwarding(interfaceIndex, enabled);
+  async setForwarding(interfaceIndex: number, enabled: boolean, family: IpFamily = 'ipv4'): Promise<void> {
+    const v6 = family === 'ipv6' ? { Family: 'AF_INET6' } : {};
+    await this.dp.enter('SetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, ForwardingEnabled: enabled, ...v6 }));
+    this.dp.setForwarding(interfaceIndex, enabled, family);
   }
 
-  async getForwarding(interfaceIndex: number): Promise<boolean> {
-    await this.dp.enter('GetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex }));
-    return this.dp.getForwarding(interfaceIndex);
+  async getForwarding(interfaceIndex: number, family: IpFamily = 'ipv4'): Promise<boolean> {
+    const v6 = family === 'ipv6' ? { Family: 'AF_INET6' } : {};
+    await this.dp.enter('GetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, ...v6 }));
+    return this.dp.getForwarding(interfaceIndex, family);
   }
 }
 
@@ -201,9 +217,14 @@ function fromSim(r: SimRoute): Route {
 export class SimulatedRouteTable implements RouteTable {
   constructor(private readonly dp: SimulatedDataplane) {}
 
-  async list(interfaceIndex?: number): Promise<Route[]> {
-    await this.dp.enter('GetIpForwardTable2', 'route', 0, interfaceIndex === undefined ? '' : JSON.stringify({ InterfaceIndex: interfaceIndex }));
-    return this.dp.listRoutes(interfaceIndex).map(fromSim);
+  /** GetIpForwardTable2(AF_INET or AF_INET6) lists one family's routes. */
+  async list(interfaceIndex?: number, family: IpFamily = 'ipv4'): Promise<Route[]> {
+    const v6 = family === 'ipv6' ? { Family: 'AF_INET6' } : {};
+    await this.dp.enter('GetIpForwardTable2', 'route', 0, interfaceIndex === undefined && family === 'ipv4' ? '' : JSON.stringify({ InterfaceIndex: interfaceIndex, ...v6 }));
+    return this.dp
+      .listRoutes(interfaceIndex)
+      .filter((r) => (family === 'ipv6') === r.DestinationPrefix.includes(':'))
+      .map(fromSim);
   }
 
   /** Duplicate (5010) = success; an unknown interface (1168) is thrown. */

@@ -12,6 +12,7 @@ import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
 import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
+import type { IpFamily } from '../host/host.js';
 import * as namespaces from './namespaces.js';
 import * as objects from './objects.js';
 import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
@@ -331,14 +332,18 @@ export class SimulatedDataplane {
   }
 
   /** SetIpInterfaceEntry(ForwardingEnabled). HostError FLANNEL_ERR_HOST (status 1168) for an unknown index. */
-  setForwarding(interfaceIndex: number, enabled: boolean): void {
+  setForwarding(interfaceIndex: number, enabled: boolean, family: IpFamily = 'ipv4'): void {
     this.store.change((v) => {
-      adapterOrThrow(v.doc, 'SetIpInterfaceEntry', interfaceIndex).Forwarding = enabled;
+      const a = adapterOrThrow(v.doc, 'SetIpInterfaceEntry', interfaceIndex);
+      if (family === 'ipv6') a.ForwardingV6 = enabled;
+      else a.Forwarding = enabled;
     });
   }
 
-  getForwarding(interfaceIndex: number): boolean {
+  /** IPv6 forwarding is a flag of its own (the AF_INET6 MIB_IPINTERFACE_ROW), off until set. */
+  getForwarding(interfaceIndex: number, family: IpFamily = 'ipv4'): boolean {
     this.store.refresh();
-    return adapterOrThrow(this.store.peek(), 'GetIpInterfaceEntry', interfaceIndex).Forwarding;
+    const a = adapterOrThrow(this.store.peek(), 'GetIpInterfaceEntry', interfaceIndex);
+    return family === 'ipv6' ? a.ForwardingV6 === true : a.Forwarding;
   }
 }

@@ -5,6 +5,7 @@
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { METRIC, type Metrics } from '../metrics.js';
+import type { HnsVersion } from '../hns/schema.js';
 import { HnsClient } from '../hns/client.js';
 import { withCallTimeout } from '../hns/timed.js';
 import type { Host } from '../host/host.js';
@@ -22,6 +23,8 @@ export interface SimulatedNodeDeps {
   clock: Clock;
   /** The per-call HNS timeout (src/hns/timed.ts); 0 or absent = none. */
   hnsCallTimeoutMs?: number;
+  /** What the simulated HNS reports as its version (default 13.2, ./hns.ts). */
+  hnsVersion?: HnsVersion;
 }
 
 /** The seams the agent takes (src/dataplane/factory.ts `Dataplane`). */
@@ -46,11 +49,14 @@ export function simulatedNodeIP(config: Pick<AgentConfig, 'iface' | 'publicIP'>)
 export function simulatedSeams(model: SimulatedDataplane, deps: SimulatedNodeDeps): SimulatedSeams {
   const hnsLog = componentLogger(deps.log, 'hns');
   return {
-    hns: new HnsClient(withCallTimeout(new SimulatedHnsTransport(model), { timeoutMs: deps.hnsCallTimeoutMs, clock: deps.clock, log: hnsLog }), {
-      log: hnsLog,
-      metrics: deps.metrics,
-      clock: deps.clock,
-    }),
+    hns: new HnsClient(
+      withCallTimeout(new SimulatedHnsTransport(model, deps.hnsVersion ? { version: deps.hnsVersion } : {}), { timeoutMs: deps.hnsCallTimeoutMs, clock: deps.clock, log: hnsLog }),
+      {
+        log: hnsLog,
+        metrics: deps.metrics,
+        clock: deps.clock,
+      },
+    ),
     routes: new MeteredRouteTable(new SimulatedRouteTable(model), deps.metrics),
     host: new SimulatedHost(model),
   };

@@ -7,7 +7,8 @@ import type { ErrorContext, HnsError } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { HCN_SCHEMA_V2, policySetting, sameId } from '../hns/schema.js';
-import { nthAddress, parseCidr, sizeOf } from '../ip4.js';
+import { contains, nthAddress, parseCidr, sizeOf } from '../ip4.js';
+import { contains6 } from '../ip6.js';
 import { allocationSubnet, keepKey, policyKey, type KeyedState } from './keyed.js';
 import { adapterNotFound, policyNotFound, refuseBatch, refuseEndpointAddress, refuseNetworkPolicy } from './refusals.js';
 import { boundAdapterName, ensureVSwitch, physicalAdapterFor, releaseVSwitch } from './host.js';
@@ -164,6 +165,13 @@ export function createEndpoint(view: KeyedState, ids: SimIds, op: string, networ
   if (!ep.IpConfigurations?.length) {
     const alloc = allocateIp(view, net);
     if (alloc) ep.IpConfigurations = [alloc];
+  } else if (ep.IpConfigurations.some((c) => c.IpAddress.includes(':'))) {
+    // HNS answers an endpoint with the prefix length of the subnet each address lies in (hcsshim
+    // hcn/hcnendpoint.go IpConfig.PrefixLength; sdnbridge builds the CNI result's masks from it, so the
+    // recording sdnbridge-dual-stack-add.json, made without it, shows `/0`). Filled for dual-stack
+    // endpoints; an IPv4-only endpoint's reply stays as the recorded win-bridge/win-overlay traces show it.
+    const subnets = (net.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((s) => s.IpAddressPrefix);
+    ep.IpConfigurations = ep.IpConfigurations.map((c) => (c.PrefixLength !== undefined ? c : { ...c, PrefixLength: prefixLengthOf(subnets, c.IpAddress) }));
   }
   view.addEndpoint(ep);
   return structuredClone(ep);
@@ -186,6 +194,13 @@ function allocateIp(view: KeyedState, net: HcnNetwork): { IpAddress: string; Pre
     return { IpAddress: ip, PrefixLength: c.prefix };
   }
   return undefined;
+}
+
+/** The prefix length of the subnet of `ip`'s family that holds it (refuseEndpointAddress made sure one does); 0 when none. */
+function prefixLengthOf(subnets: string[], ip: string): number {
+  const v6 = ip.includes(':');
+  const hit = subnets.find((s) => typeof s === 'string' && (v6 ? s.includes(':') && contains6(s, ip) : !s.includes(':') && contains(s, ip)));
+  return hit === undefined ? 0 : Number(hit.split('/')[1]);
 }
 
 /** HcnDeleteEndpoint / DELETE /endpoints/<id>. 0x803B0002 when missing. */
@@ -219,7 +234,8 @@ export function attachEndpointToHost(view: KeyedState, ids: SimIds, op: string, 
   if (hostAdapterOf(view.doc, ep)) {
     throw hnsError(op, HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED, hresultText(HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED), { endpointId: id, endpoint: ep.Name });
   }
-  const ipc = ep.IpConfigurations?.[0];
+  const ipc = ep.IpConfigurations?.find((c) => !c.IpAddress.includes(':'));
+  const ipc6 = ep.IpConfigurations?.find((c) => c.IpAddress.includes(':'));
   const adapter: SimAdapter = {
     Name: hostVNicName(ep),
     InterfaceIndex: ids.ifIndex(),
@@ -227,6 +243,8 @@ export function attachEndpointToHost(view: KeyedState, ids: SimIds, op: string, 
     PrefixLength: ipc?.PrefixLength ?? 0,
     Mtu: 1500,
     Forwarding: false,
+    // A dual-stack endpoint's host vNIC holds its IPv6 address too (Get-NetIPAddress on `vEthernet (cbr0_ep)`).
+    ...(ipc6 ? { IPv6Address: ipc6.IpAddress, IPv6PrefixLength: ipc6.PrefixLength ?? 64 } : {}),
   };
   view.doc.adapters.push(adapter);
   return { ...adapter };

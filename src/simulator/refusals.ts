@@ -10,6 +10,7 @@ import type { ErrorContext, HnsError } from '../errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy } from '../hns/schema.js';
 import { contains, isIp4 } from '../ip4.js';
+import { contains6 } from '../ip6.js';
 
 /**
  * How HcnModifyNetwork applies a request carrying several policies (state file `policyBatches`). Nobody
@@ -97,24 +98,59 @@ export function adapterNotFound(op: string, adapter: string | undefined, ctx: Er
  *    (modelled). HNS is meant to refuse it: kube-proxy's winkernel hns.go (getAllEndpointsByNetwork) keys
  *    endpoints by ID as well as IP because "there is a bug in Windows Server 2019 that can cause two
  *    endpoints to be created with the same IP address";
- *  * a local endpoint's IP outside every subnet of the network is refused with HCN_E_INVALID_IP 0x803B001E,
- *    "IP address is either invalid or not part of any configured subnet(s)" (modelled from that text). A
+ *  * a local endpoint's IP outside every subnet of its family on the network is refused with HCN_E_INVALID_IP
+ *    0x803B001E, "IP address is either invalid or not part of any configured subnet(s)" (modelled from that text). A
  *    remote endpoint (EndpointFlagsRemoteEndpoint) carries a pod IP of another node, outside this node's
  *    subnet, and is accepted (kube-proxy winkernel hns.go createEndpoint -> CreateRemoteEndpoint).
  */
 export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoint, used: { has(ip: string): boolean }, ctx: ErrorContext): HnsError | undefined {
   const remote = ((ep.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0;
   const subnets = (net.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((s) => s.IpAddressPrefix);
+  const v4Subnets = subnets.filter(isIp4Prefix);
+  const v6Subnets = subnets.filter((s) => !isIp4Prefix(s) && isIpPrefix(s));
+  const perFamily = { v4: 0, v6: 0 };
   for (const ipc of ep.IpConfigurations ?? []) {
     const ip = ipc.IpAddress;
     const c = { ...ctx, ip };
     const v4 = typeof ip === 'string' && isIp4(ip);
     if (!v4 && !(typeof ip === 'string' && isIp6(ip))) return fail(op, HRESULT.HCN_E_INVALID_IP, `${JSON.stringify(ip)} is not an IP address`, c);
     if (used.has(ip)) return fail(op, HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED, `${ip} is held by another endpoint on network ${net.Name}`, c);
-    // Subnet membership is modelled for IPv4 only (ip4.ts); an IPv6 address is not judged against the subnets.
-    if (v4 && !remote && subnets.length > 0 && !subnets.some((s) => isIp4Prefix(s) && contains(s, ip))) {
-      return fail(op, HRESULT.HCN_E_INVALID_IP, `${ip} is outside the subnets of network ${net.Name} (${subnets.join(', ')})`, c);
+    // At most one address per family: a dual-stack endpoint is one IPv4 and one IPv6 address (kube-proxy
+    // winkernel and sdnbridge build exactly that; microsoft/Windows-Containers#522). Modelled code.
+    if (++perFamily[v4 ? 'v4' : 'v6'] > 1) {
+      return fail(op, HRESULT.HCN_E_INVALID_IP, `a second ${v4 ? 'IPv4' : 'IPv6'} address ${ip}: an endpoint takes one address per family`, c);
+    }
+    if (remote) continue;
+    // Each family is judged against the subnets of its own family; a network without any of that family
+    // (an IPv4-only network and an IPv6 address: the gap sdnbridge-dual-stack-on-v4-network.json showed)
+    // has none the address could be in.
+    const own = v4 ? v4Subnets : v6Subnets;
+    const inside = own.some((s) => (v4 ? contains(s, ip) : contains6(s, ip)));
+    if (subnets.length > 0 && !inside) {
+      return fail(op, HRESULT.HCN_E_INVALID_IP, `${ip} is outside the ${v4 ? 'IPv4' : 'IPv6'} subnets of network ${net.Name} (${own.join(', ') || 'none'})`, c);
     }
   }
+  return undefined;
+}
+
+/** hcsshim hcn/hcnglobals.go IPv6DualStackVersion: HNS reports dual-stack support from 11.10 (Windows Server 2004/20H2 and later). */
+export const IPV6_DUAL_STACK_VERSION = { Major: 11, Minor: 10 } as const;
+
+/**
+ * A network with an IPv6 subnet (HcnCreateNetwork, POST /networks), refused with HCN_E_REQUEST_UNSUPPORTED
+ * 0x803B0015 (modelled: the code HCN defines for a request this HNS does not support):
+ *  * on HNS older than 11.10 (IPV6_DUAL_STACK_VERSION; hcsshim's IPv6DualStackSupported feature check);
+ *  * on any type but L2Bridge: HNS has dual-stack on L2Bridge only (Overlay IPv6 from build 22410, not
+ *    modelled; microsoft/Windows-Containers#522, kube-proxy winkernel falls back to single-stack);
+ *  * with IPv6 subnets only: no IPv6-only networks on Windows (Windows-Containers#522).
+ */
+export function refuseIPv6Network(op: string, net: HcnNetwork, version: { Major: number; Minor: number }, ctx: ErrorContext): HnsError | undefined {
+  const subnets = (net.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((s) => s.IpAddressPrefix);
+  if (!subnets.some((s) => typeof s === 'string' && s.includes(':'))) return undefined;
+  const hr = HRESULT.HCN_E_REQUEST_UNSUPPORTED;
+  const old = version.Major < IPV6_DUAL_STACK_VERSION.Major || (version.Major === IPV6_DUAL_STACK_VERSION.Major && version.Minor < IPV6_DUAL_STACK_VERSION.Minor);
+  if (old) return fail(op, hr, `HNS ${version.Major}.${version.Minor} has no dual-stack support (from 11.10)`, ctx);
+  if (typeof net.Type !== 'string' || net.Type.toLowerCase() !== 'l2bridge') return fail(op, hr, `IPv6 subnets on a ${String(net.Type)} network: dual-stack is L2Bridge only`, ctx);
+  if (!subnets.some((s) => isIp4Prefix(s))) return fail(op, hr, 'a network with IPv6 subnets only: IPv6-only is not supported', ctx);
   return undefined;
 }

@@ -88,7 +88,12 @@ class Shape {
 
   adapter = (v: unknown, at: string): void => {
     const a = this.object(v, at);
-    this.fields(a, at, { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string' }, { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean' });
+    this.fields(
+      a,
+      at,
+      { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string' },
+      { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean', IPv6Address: 'string', IPv6PrefixLength: 'number', ForwardingV6: 'boolean' },
+    );
     if (!Number.isInteger(a.InterfaceIndex)) this.fail(`${at}.InterfaceIndex must be an integer`, `${at}.InterfaceIndex`);
     if (a.IPAddress !== '' && !isIp4(a.IPAddress as string)) this.fail(`${at}.IPAddress ${JSON.stringify(a.IPAddress)} is not an IPv4 address ('' for none)`, `${at}.IPAddress`);
   };

@@ -25,6 +25,15 @@ export interface SimAdapter {
   PrefixLength: number;
   Mtu: number;
   Forwarding: boolean;
+  /**
+   * The adapter's IPv6 unicast address and prefix length, when it has one (a dual-stack node). As the
+   * IPv4 address, it moves to the vNIC with the vSwitch (Windows keeps the adapter's IPv6 configuration
+   * on `vEthernet (<adapter>)`, Get-NetIPAddress -AddressFamily IPv6). Absent on IPv4-only nodes.
+   */
+  IPv6Address?: string;
+  IPv6PrefixLength?: number;
+  /** IPv6 forwarding (SetIpInterfaceEntry with Family AF_INET6); kept apart from IPv4's, as Windows does. */
+  ForwardingV6?: boolean;
 }
 
 /** The state file document. `faults` and `policyBatches` are only present when someone wrote them. */

@@ -21,6 +21,7 @@ import { DataplaneStateError, errorMessage, FlannelError } from '../errors.js';
 import { readRegularFile } from '../fs-read.js';
 import { processAlive } from '../host/agent-lock.js';
 import { KeyedState } from './keyed.js';
+import { deleteNetwork } from './objects.js';
 import { serializeState, type DataplaneState } from './state.js';
 import { parseDataplaneState } from './state-file.js';
 
@@ -126,7 +127,20 @@ export class StateStore {
     if (!this.file) return;
     const key = this.currentStatKey();
     if (key !== undefined && key === this.statKey) return;
-    this.reload();
+    if (!this.reload() && this.persisted !== undefined) this.lost();
+  }
+
+  /**
+   * The state file this model wrote is gone (deleted under the agent): the node's HNS state is lost, as
+   * when HNS restarts without its persisted networks, so every network goes with its endpoints and
+   * vSwitch (the agent finds its network gone and rebuilds it); the next write creates the file anew.
+   */
+  private lost(): void {
+    const doc = this.state;
+    for (const net of [...doc.networks]) deleteNetwork(doc, 'state file deleted', net.ID!);
+    this.view = undefined;
+    this.persisted = undefined;
+    this.statKey = undefined;
   }
 
   /**

@@ -1,5 +1,5 @@
 // Lease records and the SubnetManager seam. Mirrors flannel pkg/lease/types.go and pkg/subnet/subnet.go
-// (Manager), reduced to what a Windows node needs: IPv4 leases, kube or etcd behind one interface.
+// (Manager), reduced to what a Windows node needs: IPv4 leases with an optional IPv6 half (dual-stack), kube or etcd behind one interface.
 import type { NodeEvents } from '../node-events.js';
 
 /** vxlan BackendData as flannel publishes it: `{"VNI":4096,"VtepMAC":"00:15:5d:b3:ac:db"}`. */
@@ -20,6 +20,13 @@ export interface Lease {
   backendType: string;
   /** Parsed backend-data JSON (`null` for host-gw). */
   backendData: unknown;
+  /**
+   * Dual-stack only (EnableIPv6): the node's IPv6 subnet (network-address form) and the IPv6 address
+   * peers route it to (flannel Lease.IPv6Subnet, LeaseAttrs.PublicIPv6). Absent on IPv4-only networks,
+   * and on a peer that publishes no IPv6 (it keeps its IPv4 route only).
+   */
+  ipv6Subnet?: string;
+  publicIPv6?: string;
   /** etcd only: when the lease expires (ms since epoch); undefined = never (kube, reservations). */
   expiration?: number;
   /**
@@ -32,6 +39,8 @@ export interface Lease {
 /** What this node publishes about itself (flannel LeaseAttrs). */
 export interface LeaseAttrs {
   publicIP: string;
+  /** Dual-stack only: the IPv6 address peers route this node's IPv6 subnet to. */
+  publicIPv6?: string;
   backendType: string;
   /** JSON-encodable backend data; `null` for host-gw. */
   backendData: unknown;
@@ -84,6 +93,8 @@ export interface SubnetManager {
    * The etcd manager has no API server and records none.
    */
   nodeEvents?(lease: Lease): NodeEvents;
+  /** kube: the own Node's InternalIP addresses as last read (the dual-stack guidance warns on one family). */
+  nodeInternalIPs?(): readonly string[] | undefined;
   /**
    * Whether pods can start on this node although the network is up (the agent's CNI config check):
    * kube sets NetworkUnavailable=True with `reason` and `message` while `problem` is given, False again

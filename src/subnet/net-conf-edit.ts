@@ -6,7 +6,9 @@
 // pkg/subnet/config.go (EnableIPv4, EnableIPv6, Network, IPv6Network, SubnetLen, SubnetMin, SubnetMax,
 // IPv6SubnetLen/Min/Max, EnableNFTables, Backend) and Documentation/backends.md for vxlan (Type, VNI,
 // Port, GBP, Learning, DirectRouting, MTU, MacPrefix, Name); Go's encoding/json matches keys without
-// regard to case, so an existing "backend" or "vni" key is edited under its own spelling.
+// regard to case, so an existing "backend" or "vni" key is edited under its own spelling; and when several
+// keys match (`Backend` and `backend`), the last one is what Go (Linux flanneld) and the agent read
+// (./net-conf.ts field), so that is the one edited and checked.
 //
 // The input may be the ConfigMap itself (`kubectl get cm kube-flannel-cfg -o json` or `-o yaml`) or a bare
 // net-conf.json. In a ConfigMap only the net-conf.json value changes: in JSON its string literal, in YAML
@@ -17,6 +19,7 @@ import { applyEdits, modify, parseTree, printParseErrorCode, type FormattingOpti
 import yaml from 'js-yaml';
 import { withoutBom } from '../bom.js';
 import { NetConfError } from '../errors.js';
+import { field } from './net-conf.js';
 
 export type NetConfSource = 'net-conf.json' | 'ConfigMap (JSON)' | 'ConfigMap (YAML)';
 
@@ -41,11 +44,14 @@ function fail(message: string, context: Record<string, string | number> = {}): n
   throw new NetConfError('FLANNEL_ERR_NET_CONF', message, context);
 }
 
-/** The property of object node `obj` whose key equals `name` without regard to case (exact spelling first, as Go does). */
+/**
+ * The property of object node `obj` a Go reader takes for `name`: the last key equal to it without regard
+ * to case (encoding/json decodes every matching key in order into the one field, so the last one stays).
+ */
 function property(obj: Node | undefined, name: string): Node | undefined {
   const props = obj?.type === 'object' ? (obj.children ?? []) : [];
   const key = (p: Node) => String(p.children?.[0]?.value);
-  return props.find((p) => key(p) === name) ?? props.find((p) => key(p).toLowerCase() === name.toLowerCase());
+  return props.findLast((p) => key(p).toLowerCase() === name.toLowerCase());
 }
 
 /** Indentation unit and line ending of a multi-line JSON text, for the keys jsonc-parser inserts. */
@@ -81,17 +87,15 @@ export function setVniInNetConf(text: string, edit: VniEdit): { text: string; be
   return { text: out, before };
 }
 
-/** Check that `edited` is `original` with only Backend.VNI/Port changed (what the edit promised). */
+/** Check that `edited` is `original` with only Backend.VNI/Port changed (what the edit promised), read as the agent reads it. */
 function checkOnlyVniChanged(original: string, edited: string, edit: VniEdit): void {
   const a = JSON.parse(original) as Record<string, unknown>;
   const b = JSON.parse(edited) as Record<string, unknown>;
-  const bk = Object.keys(b).find((k) => k.toLowerCase() === 'backend')!;
-  const be = b[bk] as Record<string, unknown>;
-  const vk = Object.keys(be).find((k) => k.toLowerCase() === 'vni')!;
-  const pk = Object.keys(be).find((k) => k.toLowerCase() === 'port')!;
-  if (be[vk] !== edit.vni || be[pk] !== edit.port) fail('internal: the edited net-conf.json does not carry the new VNI and Port');
+  const be = field(b, 'Backend');
+  if (!isObject(be) || field(be, 'VNI') !== edit.vni || field(be, 'Port') !== edit.port) fail('internal: the edited net-conf.json does not carry the new VNI and Port');
+  // Every other key as it was: the read Backend without its VNI and Port keys, and the rest untouched.
   const strip = (o: Record<string, unknown>) => {
-    const k = Object.keys(o).find((x) => x.toLowerCase() === 'backend')!;
+    const k = Object.keys(o).findLast((x) => x.toLowerCase() === 'backend')!;
     const inner = { ...(o[k] as Record<string, unknown>) };
     for (const x of Object.keys(inner)) if (['vni', 'port'].includes(x.toLowerCase())) delete inner[x];
     return JSON.stringify({ ...o, [k]: inner });

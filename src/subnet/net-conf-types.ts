@@ -36,6 +36,9 @@ export interface NetworkConfig {
   subnetMax: string;
   ipv6Network: string;
   ipv6SubnetLen: number;
+  /** With IPv6 enabled only: the first and last allocatable IPv6 subnet's address (upstream's defaults applied). */
+  ipv6SubnetMin?: string;
+  ipv6SubnetMax?: string;
   backend: BackendConfig;
   /** The raw Backend object as given (for etcd config round trips). */
   rawBackend: Record<string, unknown>;

@@ -4,7 +4,8 @@
 // byte for byte (docs/compatibility.md §2); every error is FLANNEL_ERR_NET_CONF.
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
-import { errorMessage, FlannelError, NetConfError } from '../errors.js';
+import { errorMessage, FlannelError, NetConfError, UnsupportedError } from '../errors.js';
+import { contains6, formatCidr6, formatIp6, maskOf6, network6, parseCidr6, parseIp6, type Ip6Net } from '../ip6.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { withoutBom } from '../bom.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
@@ -39,8 +40,11 @@ function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Go encoding/json field matching: case-insensitive, the last matching key wins; `null` leaves the default. */
-function field(obj: JsonObject, name: string): unknown {
+/**
+ * Go encoding/json field matching: case-insensitive, the last matching key wins; `null` leaves the default.
+ * `flanneld netconf set-vni` checks its edit with this same rule (./net-conf-edit.ts).
+ */
+export function field(obj: JsonObject, name: string): unknown {
   const want = name.toLowerCase();
   let found: unknown = undefined;
   for (const [k, v] of Object.entries(obj)) if (k.toLowerCase() === want) found = v;
@@ -183,14 +187,16 @@ export function parseNetConf(json: string): NetworkConfig {
     networkOut = `${intToIp4(network.base)}/${network.prefix}`;
   }
 
-  // CheckNetworkConfig (IPv6): prefix and length rules only.
+  // CheckNetworkConfig (IPv6).
   let ipv6Network = '';
+  let ipv6Range: { ipv6SubnetMin: string; ipv6SubnetMax: string } | undefined;
   if (enableIPv6) {
     if (ipv6NetworkText === undefined || ipv6NetworkText === '' || !IPCIDR.isValidCIDR(ipv6NetworkText) || new IPCIDR(ipv6NetworkText).address.v4) {
       fail('please define a correct IPv6Network parameter in the flannel config');
     }
-    const c6 = new IPCIDR(ipv6NetworkText);
-    const prefix6 = c6.address.subnetMask;
+    const c6 = parseCidr6(ipv6NetworkText);
+    if (c6 === undefined) fail('please define a correct IPv6Network parameter in the flannel config');
+    const prefix6 = c6.prefix;
     if (ipv6SubnetLen > 0) {
       if (ipv6SubnetLen > 126) fail('SubnetLen must be less than /127');
       if (ipv6SubnetLen < prefix6 + 2) fail('network must be able to accommodate at least four subnets');
@@ -201,7 +207,9 @@ export function parseNetConf(json: string): NetworkConfig {
     } else {
       ipv6SubnetLen = prefix6 + 2;
     }
-    ipv6Network = `${c6.address.startAddress().correctForm()}/${prefix6}`;
+    const net6 = network6(c6);
+    ipv6Network = formatCidr6(net6);
+    ipv6Range = ipv6SubnetRange(doc, net6, ipv6SubnetLen);
   }
 
   const backend: BackendConfig = backendType === 'vxlan' ? vxlanConfig(rawBackend) : hostGwConfig(rawBackend);
@@ -215,9 +223,66 @@ export function parseNetConf(json: string): NetworkConfig {
     subnetMax: maxOut,
     ipv6Network,
     ipv6SubnetLen: enableIPv6 ? ipv6SubnetLen : 0,
+    ...ipv6Range,
     backend,
     rawBackend,
   };
+}
+
+/** `IPv6SubnetMin`/`IPv6SubnetMax` as text; unset, empty or `::` means "not set" (upstream ip.IsEmpty). */
+function optIp6(obj: JsonObject, name: string): bigint | undefined {
+  const s = optString(obj, name, '');
+  if (s === undefined || s === '') return undefined;
+  const v = parseIp6(s);
+  if (v === undefined) fail(`${name} "${s}" is not an IPv6 address`, { key: name });
+  return v === 0n ? undefined : v;
+}
+
+/**
+ * CheckNetworkConfig's IPv6 range: IPv6SubnetMin defaults to the second subnet, IPv6SubnetMax to the
+ * last (upstream GetIPv6SubnetMin/Max); given ones must lie in IPv6Network and on an IPv6SubnetLen
+ * boundary, with upstream's messages.
+ */
+function ipv6SubnetRange(doc: JsonObject, net: Ip6Net, subnetLen: number): { ipv6SubnetMin: string; ipv6SubnetMax: string } {
+  const size = 1n << BigInt(128 - subnetLen);
+  const next = net.ip + (1n << BigInt(128 - net.prefix));
+  let min = optIp6(doc, 'IPv6SubnetMin');
+  let max = optIp6(doc, 'IPv6SubnetMax');
+  if (min === undefined) min = net.ip + size;
+  else if (!contains6(net, min)) fail('IPv6SubnetMin is not in the range of the IPv6Network', { key: 'IPv6SubnetMin' });
+  if (max === undefined) max = next - size;
+  else if (!contains6(net, max)) fail('IPv6SubnetMax is not in the range of the IPv6Network', { key: 'IPv6SubnetMax' });
+  const mask = maskOf6(subnetLen);
+  if ((min & mask) !== min) fail(`IPv6SubnetMin is not on a SubnetLen boundary: ${formatIp6(min)}`, { key: 'IPv6SubnetMin' });
+  if ((max & mask) !== max) fail(`IPv6SubnetMax is not on a SubnetLen boundary: ${formatIp6(max)}`, { key: 'IPv6SubnetMax' });
+  return { ipv6SubnetMin: formatIp6(min), ipv6SubnetMax: formatIp6(max) };
+}
+
+/**
+ * The IP families this agent runs on Windows, checked after parsing (upstream's parser takes them all):
+ * IPv4 alone, or IPv4 with IPv6 on host-gw. Throws UnsupportedError (FLANNEL_ERR_UNSUPPORTED) with
+ * `reason`:
+ * - `ipv6-only`: HNS gives a Windows endpoint no IPv6-only configuration (an L2Bridge network needs an
+ *   IPv4 subnet; Windows-Containers#522), and kube-proxy winkernel has no IPv6-only mode.
+ * - `vxlan-ipv6`: kube-proxy winkernel falls back to single-stack on an Overlay network, and HNS has
+ *   Overlay IPv6 only from build 22410 (microsoft/Windows-Containers#522).
+ */
+export function checkWindowsIpFamilies(nc: NetworkConfig, context: Record<string, string | undefined> = {}): void {
+  if (!nc.enableIPv6) return;
+  if (!nc.enableIPv4) {
+    throw new UnsupportedError(
+      'FLANNEL_ERR_UNSUPPORTED',
+      'IPv6-only pod networks (EnableIPv4: false) are not possible on Windows: HNS endpoints need an IPv4 address; set "EnableIPv4": true with a "Network" to run dual-stack',
+      { ...context, reason: 'ipv6-only' },
+    );
+  }
+  if (nc.backend.type === 'vxlan') {
+    throw new UnsupportedError(
+      'FLANNEL_ERR_UNSUPPORTED',
+      'IPv6 with the vxlan backend is not supported on Windows (kube-proxy runs single-stack on Overlay networks); use "Backend": {"Type": "host-gw"} for dual-stack, or remove EnableIPv6',
+      { ...context, reason: 'vxlan-ipv6' },
+    );
+  }
 }
 
 /** What to do when the shared net-conf still carries Linux's vxlan defaults (VNI 1, port 8472). */
@@ -319,6 +384,20 @@ export function checkNetworkExcludesNode(networkCidr: string, nodeAddresses: rea
         key: 'Network',
         reason: 'covers-node-address',
         network: networkCidr,
+        address,
+      });
+    }
+  }
+}
+
+/** checkNetworkExcludesNode for IPv6Network and the node's IPv6 addresses (reason covers-node-address). */
+export function checkIPv6NetworkExcludesNode(ipv6Network: string, nodeAddresses: readonly string[]): void {
+  for (const address of nodeAddresses) {
+    if (contains6(ipv6Network, address)) {
+      fail(`IPv6Network ${ipv6Network} contains this node's address ${address}: choose a pod network that does not overlap the node network`, {
+        key: 'IPv6Network',
+        reason: 'covers-node-address',
+        network: ipv6Network,
         address,
       });
     }

@@ -12,6 +12,7 @@
 // Pure: throws FLANNEL_ERR_NODE naming the node.
 import { KubeError } from '../errors.js';
 import { cidrContains, contains, isApipa, isIp4, isUnicast, parseCidr } from '../ip4.js';
+import { cidrContains6, isGlobalUnicast6, parseCidr6, parseIp6 } from '../ip6.js';
 
 /** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
 export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {
@@ -65,4 +66,37 @@ export function checkOwnPublicIPs(node: string, annotations: Record<string, stri
       );
     }
   }
+}
+
+/**
+ * The IPv6 podCIDR must lie inside IPv6Network (upstream's message, pkg/subnet/kube/kube.go
+ * AcquireLease), be smaller than it, and leave room for the gateway (`::1`), the host endpoint (`::2`)
+ * and pods (a /126 at most, upstream's IPv6SubnetLen rule "must be less than /127").
+ */
+export function checkOwnIPv6Subnet(node: string, ipv6Network: string, podCIDR: string): void {
+  const ctx = { node, podCIDR, network: ipv6Network };
+  if (!cidrContains6(ipv6Network, podCIDR)) {
+    throw new KubeError('FLANNEL_ERR_NODE', `subnet "${ipv6Network}" specified in the flannel net config doesn't contain "${podCIDR}" IPv6 PodCIDR of the "${node}" node`, ctx);
+  }
+  const sn = parseCidr6(podCIDR)!;
+  if (sn.prefix <= parseCidr6(ipv6Network)!.prefix) {
+    throw new KubeError(
+      'FLANNEL_ERR_NODE',
+      `the IPv6 podCIDR ${podCIDR} of node "${node}" is as large as the flannel IPv6Network ${ipv6Network} or larger: it would take every peer's subnet; give the node a smaller one (kube-controller-manager --node-cidr-mask-size-ipv6) or widen IPv6Network`,
+      ctx,
+    );
+  }
+  if (sn.prefix >= 127) {
+    throw new KubeError(
+      'FLANNEL_ERR_NODE',
+      `the IPv6 podCIDR ${podCIDR} of node "${node}" is a /${sn.prefix}: it has no room for the pod gateway and pods; give the node a /64`,
+      ctx,
+    );
+  }
+}
+
+/** Why `ip` cannot be a node's public IPv6 address (not global unicast: unspecified, loopback, link-local, multicast, v4-mapped), or undefined when it can. */
+export function unusablePublicIPv6(ip: string): string | undefined {
+  if (parseIp6(ip) === undefined) return 'not an IPv6 address';
+  return isGlobalUnicast6(ip) ? undefined : 'not a global or unique-local unicast address';
 }

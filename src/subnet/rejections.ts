@@ -2,6 +2,7 @@
 // remembered rejection per node (the latest), log lines rate-limited to one per node and reason per
 // interval (the next line carries how many were held back), and everything about a node forgotten once
 // it is deleted. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease.
+import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { METRIC } from '../metrics.js';
 import type { Metrics } from '../metrics.js';
@@ -13,8 +14,20 @@ interface LineState {
   held: number;
 }
 
+/**
+ * The most characters of a rejection's message kept per node (the log line and the Event carry the
+ * whole message once, when it is new); with the signature kept as a digest, what one rejected node
+ * costs is bounded whatever its lease holds, so thousands of rejected peers stay small.
+ */
+export const MAX_KEPT_MESSAGE = 512;
+
+/** A fixed-size digest of a rejection's signature (what was rejected can be a kilobyte of backend-data). */
+function digest(sig: string): string {
+  return createHash('sha256').update(sig).digest('base64');
+}
+
 interface NodeRejection {
-  /** The latest rejection (reason and what was rejected); '' once the node's lease is accepted. */
+  /** Digest of the latest rejection (reason and what was rejected); '' once the node's lease is accepted. */
   sig: string;
   reason: LeaseRejectReason | '';
   message: string;
@@ -49,6 +62,13 @@ export class RejectionLog {
     return this.byNode.size;
   }
 
+  /** Characters kept for all nodes (signatures and messages): what the bound on each node keeps small. */
+  keptChars(): number {
+    let n = 0;
+    for (const [node, rec] of this.byNode) n += node.length + rec.sig.length + rec.message.length + rec.lines.size * 16;
+    return n;
+  }
+
   /** Why a node's current lease is rejected (reason and message), if it is. */
   current(node: string): { reason: LeaseRejectReason; message: string } | undefined {
     const rec = this.byNode.get(node);
@@ -58,11 +78,12 @@ export class RejectionLog {
   /** Record a rejection; returns true when it is new (not the one already remembered for the node). */
   reject(r: Rejection): boolean {
     let rec = this.byNode.get(r.node);
-    if (rec && rec.sig === r.sig) return false;
+    const sig = digest(r.sig);
+    if (rec && rec.sig === sig) return false;
     if (!rec) this.byNode.set(r.node, (rec = { sig: '', reason: '', message: '', lines: new Map() }));
-    rec.sig = r.sig;
+    rec.sig = sig;
     rec.reason = r.reason;
-    rec.message = r.message;
+    rec.message = r.message.length > MAX_KEPT_MESSAGE ? `${r.message.slice(0, MAX_KEPT_MESSAGE - 1)}…` : r.message;
     this.metrics?.inc(METRIC.leasesRejected, { reason: r.reason });
     const now = this.clock.now();
     const line = rec.lines.get(r.reason);

@@ -52,6 +52,8 @@ export interface ListWatchSource<C> {
   onRetry?(note: RetryNote): void;
   /** A list failure that ends the loop instead of being retried. */
   isFatal?(err: unknown): boolean;
+  /** The least pause a failure asks for (an HTTP Retry-After); the pause is the larger of it and the backoff. */
+  minDelayMs?(err: unknown): number | undefined;
 }
 
 export interface RelistOptions {
@@ -76,7 +78,7 @@ export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOpti
   let lists = 0;
   let cursor: C | undefined;
   const backOff = (phase: RetryNote['phase'], reason: RetryReason, err?: unknown): Promise<boolean> => {
-    const delayMs = backoff.next();
+    const delayMs = Math.max(backoff.next(), err === undefined ? 0 : (source.minDelayMs?.(err) ?? 0));
     source.onRetry?.({ phase, reason, err, attempt: backoff.attempt, delayMs });
     return pause(o.clock, delayMs, signal);
   };

@@ -7,6 +7,7 @@ import { parse as dotenvParse } from 'dotenv';
 import IPCIDR from 'ip-cidr';
 import { errorMessage, SubnetEnvError } from '../errors.js';
 import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
+import { formatIp6 } from '../ip6.js';
 import { nodeSubnetEnvFs } from '../fs-seams.js';
 import type { SubnetEnvFs } from '../fs-seams.js';
 import { retryWithBackoff, systemClock, type Clock } from '../clock.js';
@@ -25,30 +26,6 @@ export interface SubnetEnvValues {
 
 function envError(message: string, context: Record<string, string | number | undefined>, cause?: unknown): SubnetEnvError {
   return new SubnetEnvError('FLANNEL_ERR_SUBNET_ENV', message, context, cause === undefined ? undefined : { cause });
-}
-
-/** RFC 5952 text of a 128-bit value (as Go's net.IP.String prints it). */
-function formatIp6(v: bigint): string {
-  const groups: number[] = [];
-  for (let i = 7; i >= 0; i--) groups.push(Number((v >> BigInt(i * 16)) & 0xffffn));
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8;) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (best < 0) return hex.join(':');
-  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }
 
 function parseCidr6(text: string, what: string): { start: bigint; prefix: number } {

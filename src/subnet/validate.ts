@@ -4,6 +4,7 @@ import { isIPv6 } from 'node:net';
 import type { Lease } from './lease.js';
 import { isValidVtepMac } from '../mac.js';
 import type { LeaseRejectReason } from '../lease-reject-reasons.js';
+import { cidrContains6, contains6, formatCidr6, isGlobalUnicast6, isLinkLocal6, network6, normalizeCidr6, overlaps6, parseCidr6, parseIp6 } from '../ip6.js';
 import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
 
 export interface LeaseValidationContext {
@@ -24,6 +25,23 @@ export interface LeaseValidationContext {
    * (CreateIpForwardEntry2 ERROR_NETWORK_UNREACHABLE), as Linux does (`ip route add ... via`: "Nexthop
    * has invalid gateway", flannel pkg/backend/hostgw's route then fails on every resync).
    */
+  nodeNetwork?: string;
+  /**
+   * Dual-stack only: how a peer's IPv6 half (Lease.ipv6Subnet, Lease.publicIPv6) is checked, by the same
+   * rules as the IPv4 one. Without it the IPv6 half is not looked at (an IPv4-only node never gets one).
+   */
+  ipv6?: Ipv6ValidationContext;
+}
+
+export interface Ipv6ValidationContext {
+  /** net-conf IPv6Network, e.g. `fd00:42::/56`. */
+  network: string;
+  /** Required prefix length of every IPv6 lease (the own IPv6 podCIDR's). */
+  subnetLen: number;
+  ownSubnet?: string;
+  /** This node's own IPv6 addresses (published, interface). */
+  ownIPs?: readonly string[];
+  /** host-gw: the external interface's IPv6 on-link prefix (`fd00:10::7/64`); the peer's next hop must be on it. */
   nodeNetwork?: string;
 }
 
@@ -93,6 +111,11 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     return reject('backend-type-mismatch', `backend type ${JSON.stringify(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
   }
 
+  if (ctx.ipv6 !== undefined && (lease.ipv6Subnet !== undefined || lease.publicIPv6 !== undefined)) {
+    const v6 = validateIPv6Half(lease, ctx.ipv6);
+    if (!v6.ok) return v6;
+  }
+
   if (ctx.backendType === 'vxlan') {
     const data = lease.backendData;
     if (typeof data !== 'object' || data === null || Array.isArray(data)) {
@@ -118,6 +141,41 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     if (!isValidVtepMac(mac)) {
       return reject('vtep-mac-invalid', `VtepMAC ${JSON.stringify(mac)} is not a unicast MAC address (aa:bb:cc:dd:ee:ff)`);
     }
+  }
+  return { ok: true };
+}
+
+/**
+ * The IPv6 half of a dual-stack peer, checked as the IPv4 half is (same reasons, messages naming IPv6):
+ * a network-address CIDR inside IPv6Network of the cluster's IPv6 length, not the own one; a global or
+ * unique-local unicast public IPv6 that is not this node's, not inside IPv6Network and (host-gw) on link.
+ */
+function validateIPv6Half(lease: Lease, ctx: Ipv6ValidationContext): LeaseValidation {
+  const text = lease.ipv6Subnet ?? '';
+  const sn = parseCidr6(text);
+  if (sn === undefined) return reject('subnet-invalid', `IPv6 subnet ${JSON.stringify(text)} is not an IPv6 CIDR`);
+  if (network6(sn).ip !== sn.ip) return reject('subnet-not-network-address', `IPv6 subnet ${text} has host bits set`);
+  const net = parseCidr6(ctx.network);
+  if (net === undefined || !cidrContains6(net, sn)) return reject('subnet-outside-network', `IPv6 subnet ${text} is not inside the cluster IPv6 network ${ctx.network}`);
+  if (sn.prefix !== ctx.subnetLen) return reject('subnet-length', `IPv6 subnet ${text} is not a /${ctx.subnetLen} as configured for this cluster`);
+  if (ctx.ownSubnet !== undefined && overlaps6(sn, ctx.ownSubnet)) {
+    return reject(normalizeCidr6(ctx.ownSubnet) === text ? 'subnet-equals-own' : 'subnet-overlaps-own', `IPv6 subnet ${text} overlaps this node's IPv6 subnet ${ctx.ownSubnet}`);
+  }
+  const ip = lease.publicIPv6 ?? '';
+  const pip = parseIp6(ip);
+  if (pip === undefined) return reject('public-ip-invalid', `public IPv6 ${JSON.stringify(ip)} is not an IPv6 address`);
+  if (isLinkLocal6(pip)) return reject('public-ip-link-local', `public IPv6 ${ip} is link-local (fe80::/10): no other node can reach it`);
+  if (!isGlobalUnicast6(pip)) return reject('public-ip-not-unicast', `public IPv6 ${ip} is not a global or unique-local unicast address`);
+  if (ctx.ownIPs?.some((own) => parseIp6(own) === pip)) {
+    return reject('public-ip-own', `public IPv6 ${ip} is this node's own address: routing its subnet there would loop`);
+  }
+  if (contains6(net, pip)) return reject('public-ip-inside-network', `public IPv6 ${ip} lies inside the cluster IPv6 network ${ctx.network}`);
+  const link = ctx.nodeNetwork !== undefined ? parseCidr6(ctx.nodeNetwork) : undefined;
+  if (link !== undefined && !contains6(link, pip)) {
+    return reject(
+      'public-ip-off-link',
+      `public IPv6 ${ip} is not on this node's IPv6 network ${formatCidr6(network6(link))}: host-gw routes to a peer via its IP as next hop, which must be on link`,
+    );
   }
   return { ok: true };
 }

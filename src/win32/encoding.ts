@@ -52,10 +52,12 @@ export const MIB_IPFORWARD_ROW2_OFFSETS = {
   DestinationPrefix: 12, // IP_ADDRESS_PREFIX { SOCKADDR_INET Prefix; UINT8 PrefixLength }
   DestinationPrefix_Prefix_si_family: 12, // ADDRESS_FAMILY (u16)
   DestinationPrefix_Prefix_Ipv4_sin_addr: 16, // IN_ADDR, network byte order
+  DestinationPrefix_Prefix_Ipv6_sin6_addr: 20, // IN6_ADDR (SOCKADDR_IN6: family, port, flowinfo, then the address)
   DestinationPrefix_PrefixLength: 40, // u8
   NextHop: 44, // SOCKADDR_INET
   NextHop_si_family: 44, // u16
   NextHop_Ipv4_sin_addr: 48, // IN_ADDR
+  NextHop_Ipv6_sin6_addr: 52, // IN6_ADDR
   SitePrefixLength: 72, // u8
   ValidLifetime: 76, // u32
   PreferredLifetime: 80, // u32
@@ -120,6 +122,8 @@ const NESTED_NAMES: Record<string, string> = {
   DestinationPrefix_PrefixLength: 'DestinationPrefix.PrefixLength',
   NextHop_si_family: 'NextHop.si_family',
   NextHop_Ipv4_sin_addr: 'NextHop.Ipv4.sin_addr',
+  DestinationPrefix_Prefix_Ipv6_sin6_addr: 'DestinationPrefix.Prefix.Ipv6.sin6_addr',
+  NextHop_Ipv6_sin6_addr: 'NextHop.Ipv6.sin6_addr',
 };
 
 /** `STRUCT.field` -> offset for one structure's offsets table. */

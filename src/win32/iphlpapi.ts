@@ -1,10 +1,12 @@
 // Marshalling of the iphlpapi structures the route table and the host seam pass to iphlpapi.dll:
 // MIB_IPFORWARD_ROW2 / MIB_IPFORWARD_TABLE2 (CreateIpForwardEntry2, GetIpForwardTable2),
-// MIB_IPINTERFACE_ROW (Get/SetIpInterfaceEntry) and MIB_IPADDRTABLE (GetIpAddrTable), IPv4 only, laid
+// MIB_IPINTERFACE_ROW (Get/SetIpInterfaceEntry) for AF_INET and AF_INET6, and MIB_IPADDRTABLE (GetIpAddrTable, IPv4), laid
 // out as netioapi.h / iprtrmib.h define them on x64 (the sizes and offsets are in ./encoding.ts).
 // Pure Buffers: unit-tested on Linux, and under Wine against the real headers' layout.
+import { formatIp6, parseIp6 } from '../ip6.js';
 import {
   AF_INET,
+  AF_INET6,
   INFINITE_LIFETIME,
   MIB_IPADDRROW_OFFSETS,
   MIB_IPADDRTABLE_OFFSETS,
@@ -18,28 +20,47 @@ import {
   maskToPrefixLength,
 } from './encoding.js';
 
-function parseCidr(cidr: string): { ip: string; prefixLength: number } {
+/** `a.b.c.d/n` (AF_INET) or `ipv6/n` (AF_INET6): the family, the address bytes in network order, the prefix length. */
+function parseCidr(cidr: string): { family: number; bytes: Buffer; prefixLength: number } {
   const [ip, len, extra] = cidr.split('/');
   const prefixLength = Number(len);
+  if (extra === undefined && ip !== undefined && len !== undefined && ip.includes(':')) {
+    if (!/^\d{1,3}$/.test(len) || prefixLength > 128) throw new TypeError(`${JSON.stringify(cidr)} is not an IPv6 CIDR`);
+    return { family: AF_INET6, bytes: ipv6ToBytes(ip), prefixLength };
+  }
   if (extra !== undefined || ip === undefined || len === undefined || !/^\d{1,2}$/.test(len) || prefixLength > 32) {
     throw new TypeError(`${JSON.stringify(cidr)} is not an IPv4 CIDR`);
   }
-  ipv4ToBytes(ip);
-  return { ip, prefixLength };
+  return { family: AF_INET, bytes: ipv4ToBytes(ip), prefixLength };
+}
+
+/** An IPv6 address -> its 16 bytes in network order (IN6_ADDR); TypeError when it is not one. */
+export function ipv6ToBytes(ip: string): Buffer {
+  const v = parseIp6(ip);
+  if (v === undefined) throw new TypeError(`${JSON.stringify(ip)} is not an IPv6 address`);
+  const b = Buffer.alloc(16);
+  b.writeBigUInt64BE(v >> 64n, 0);
+  b.writeBigUInt64BE(v & 0xffffffffffffffffn, 8);
+  return b;
+}
+
+/** 16 bytes at `offset` (IN6_ADDR) -> the IPv6 address as Windows and Go print it (RFC 5952). */
+export function ipv6FromBytes(buf: Buffer, offset = 0): string {
+  return formatIp6((buf.readBigUInt64BE(offset) << 64n) | buf.readBigUInt64BE(offset + 8));
 }
 
 // ================================================================ MIB_IPFORWARD_ROW2
 
-/** The fields of MIB_IPFORWARD_ROW2 this project reads and writes (IPv4 only). */
+/** The fields of MIB_IPFORWARD_ROW2 this project reads and writes (AF_INET or AF_INET6). */
 export interface IpForwardRow2 {
   interfaceLuid: bigint;
   interfaceIndex: number;
-  /** Address family of DestinationPrefix (2 = AF_INET). */
+  /** Address family of DestinationPrefix (2 = AF_INET, 23 = AF_INET6). */
   family: number;
-  /** Dotted IPv4 destination (the prefix address). */
+  /** The destination (the prefix address): dotted IPv4, or IPv6 text for AF_INET6. */
   destination: string;
   prefixLength: number;
-  /** Dotted IPv4 next hop (0.0.0.0 = on-link). */
+  /** The next hop (0.0.0.0 or :: = on-link). */
   nextHop: string;
   sitePrefixLength: number;
   validLifetime: number;
@@ -64,7 +85,7 @@ export interface IpForwardRouteSpec {
 }
 
 /**
- * Write an IPv4 route into a MIB_IPFORWARD_ROW2 buffer. Pass the buffer `InitializeIpForwardEntry`
+ * Write an IPv4 or IPv6 route (by the destination's family) into a MIB_IPFORWARD_ROW2 buffer. Pass the buffer `InitializeIpForwardEntry`
  * filled (its defaults are kept); without one a zeroed row is used. Sets InterfaceLuid 0 (= use the
  * index), InterfaceIndex, DestinationPrefix, NextHop, SitePrefixLength 0, infinite lifetimes, Metric,
  * Protocol = MIB_IPPROTO_NETMGMT.
@@ -72,18 +93,19 @@ export interface IpForwardRouteSpec {
 export function encodeIpForwardRow2(route: IpForwardRouteSpec, row: Buffer = Buffer.alloc(SIZES.MIB_IPFORWARD_ROW2)): Buffer {
   if (row.length < SIZES.MIB_IPFORWARD_ROW2) throw new RangeError(`MIB_IPFORWARD_ROW2 needs ${SIZES.MIB_IPFORWARD_ROW2} bytes`);
   const O = MIB_IPFORWARD_ROW2_OFFSETS;
-  const { ip, prefixLength } = parseCidr(route.destinationPrefix);
-  const nextHop = ipv4ToBytes(route.nextHop);
+  const { family, bytes, prefixLength } = parseCidr(route.destinationPrefix);
+  const v6 = family === AF_INET6;
+  const nextHop = v6 ? ipv6ToBytes(route.nextHop) : ipv4ToBytes(route.nextHop);
   row.writeBigUInt64LE(0n, O.InterfaceLuid);
   row.writeUInt32LE(route.interfaceIndex >>> 0, O.InterfaceIndex);
-  // SOCKADDR_IN inside SOCKADDR_INET: family, port 0, address, zero padding.
+  // SOCKADDR_IN (or SOCKADDR_IN6: port, flowinfo and scope id 0) inside SOCKADDR_INET: family, address, zero padding.
   row.fill(0, O.DestinationPrefix, O.DestinationPrefix + SIZES.SOCKADDR_INET);
-  row.writeUInt16LE(AF_INET, O.DestinationPrefix_Prefix_si_family);
-  ipv4ToBytes(ip).copy(row, O.DestinationPrefix_Prefix_Ipv4_sin_addr);
+  row.writeUInt16LE(family, O.DestinationPrefix_Prefix_si_family);
+  bytes.copy(row, v6 ? O.DestinationPrefix_Prefix_Ipv6_sin6_addr : O.DestinationPrefix_Prefix_Ipv4_sin_addr);
   row.writeUInt8(prefixLength, O.DestinationPrefix_PrefixLength);
   row.fill(0, O.NextHop, O.NextHop + SIZES.SOCKADDR_INET);
-  row.writeUInt16LE(AF_INET, O.NextHop_si_family);
-  nextHop.copy(row, O.NextHop_Ipv4_sin_addr);
+  row.writeUInt16LE(family, O.NextHop_si_family);
+  nextHop.copy(row, v6 ? O.NextHop_Ipv6_sin6_addr : O.NextHop_Ipv4_sin_addr);
   row.writeUInt8(0, O.SitePrefixLength);
   row.writeUInt32LE(INFINITE_LIFETIME, O.ValidLifetime);
   row.writeUInt32LE(INFINITE_LIFETIME, O.PreferredLifetime);
@@ -97,13 +119,15 @@ export function decodeIpForwardRow2(buf: Buffer, offset = 0): IpForwardRow2 {
   if (buf.length < offset + SIZES.MIB_IPFORWARD_ROW2) throw new RangeError('truncated MIB_IPFORWARD_ROW2');
   const O = MIB_IPFORWARD_ROW2_OFFSETS;
   const at = (o: number): number => offset + o;
+  const family = buf.readUInt16LE(at(O.DestinationPrefix_Prefix_si_family));
+  const v6 = family === AF_INET6;
   return {
     interfaceLuid: buf.readBigUInt64LE(at(O.InterfaceLuid)),
     interfaceIndex: buf.readUInt32LE(at(O.InterfaceIndex)),
-    family: buf.readUInt16LE(at(O.DestinationPrefix_Prefix_si_family)),
-    destination: ipv4FromBytes(buf, at(O.DestinationPrefix_Prefix_Ipv4_sin_addr)),
+    family,
+    destination: v6 ? ipv6FromBytes(buf, at(O.DestinationPrefix_Prefix_Ipv6_sin6_addr)) : ipv4FromBytes(buf, at(O.DestinationPrefix_Prefix_Ipv4_sin_addr)),
     prefixLength: buf.readUInt8(at(O.DestinationPrefix_PrefixLength)),
-    nextHop: ipv4FromBytes(buf, at(O.NextHop_Ipv4_sin_addr)),
+    nextHop: v6 ? ipv6FromBytes(buf, at(O.NextHop_Ipv6_sin6_addr)) : ipv4FromBytes(buf, at(O.NextHop_Ipv4_sin_addr)),
     sitePrefixLength: buf.readUInt8(at(O.SitePrefixLength)),
     validLifetime: buf.readUInt32LE(at(O.ValidLifetime)),
     preferredLifetime: buf.readUInt32LE(at(O.PreferredLifetime)),

@@ -10,6 +10,7 @@ import { nodeSubnetEnvFs } from '../../src/fs-seams.js';
 import type { SubnetEnvFs } from '../../src/fs-seams.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN } from './harness.js';
 import { readMetric } from '../support/agent-signals.js';
+import { removeNetwork } from '../support/sim-dataplane.js';
 
 let c: FaultCluster;
 const realFs: SubnetEnvFs = { ...nodeSubnetEnvFs };
@@ -132,4 +133,32 @@ describe('dataplane state directory', () => {
       await waitFor(() => JSON.stringify(JSON.parse(readFileSync(a.statePath, 'utf8'))) === JSON.stringify(a.sim.snapshot()), 'state file caught up');
     });
   }
+});
+
+// The network rebuilt with another MTU (the adapter's MTU changed: jumbo frames enabled) while the
+// subnet.env directory is read-only: the rebuild itself stands, and what subnet.env must hold (the new
+// MTU) is written once the directory is writable again, retried until then.
+describe('subnet.env after a rebuild with a new MTU', () => {
+  it('read-only at the rebuild: retried until written, with the new MTU', async () => {
+    c = await new FaultCluster().start();
+    c.addLinux(1, 'vxlan');
+    c.addWindowsNode();
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    await expectConverged(a, 'vxlan', [1]);
+    expect(readFileSync(a.subnetFile, 'utf8')).toContain('FLANNEL_MTU=1450');
+    let refused = 0;
+    nodeSubnetEnvFs.open = async (p) => {
+      refused++;
+      throw errno('EROFS', 'open', p);
+    };
+    a.sim.store.update((s) => {
+      for (const ad of s.adapters) ad.Mtu = 9000;
+    });
+    expect(removeNetwork(a.sim, 'flannel.4096')).toBe(true);
+    await waitFor(() => refused >= 2 || undefined, 'the subnet.env write refused, then tried again', 20_000);
+    expect(readFileSync(a.subnetFile, 'utf8')).toContain('FLANNEL_MTU=1450');
+    Object.assign(nodeSubnetEnvFs, realFs);
+    await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_MTU=8950') || undefined, 'subnet.env rewritten with the new MTU', 20_000);
+    await expectConverged(a, 'vxlan', [1]);
+  });
 });

@@ -255,6 +255,29 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     await stop(h);
   });
 
+  // The same overwrite with no watch event to see it (the agent was paused and its watch missed it, or
+  // resumed past it): the next renewal finds another node's value on the key, says so, and takes it
+  // back, instead of putting its own value back unseen as upstream's RenewLease does.
+  it('our key overwritten while no watch saw it: the renewal finds it, logs it and takes the key back', async () => {
+    const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
+    const sink = logSink();
+    const h = manager(prefix, netConf, '192.168.64.3', { log: sink.log, leaseTtlSeconds: 4, renewMarginMs: 3000, renewRetryMs: 200 });
+    const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:08'), h.ctrl.signal);
+    const key = `${prefix}/subnets/${own.key}`;
+    const ours = await admin.get(key).string();
+    const intruder = '{"PublicIP":"192.168.64.78","PublicIPv6":null,"BackendType":"vxlan","BackendData":{"VNI":4096,"VtepMAC":"0e:2a:00:00:00:78"}}';
+    await admin.put(key).value(intruder);
+    const taken = await waitFor(
+      () => sink.entries.find((e) => e['message'] === 'own subnet lease was overwritten by another writer; taking it back'),
+      'the overwrite found at renewal',
+      10_000,
+    );
+    expect(taken).toMatchObject({ level: 'error', publicIP: '192.168.64.78', ownPublicIP: '192.168.64.3' });
+    await waitFor(async () => (await admin.get(key).string()) === ours || undefined, 'our value back', 10_000);
+    expect(sink.entries.filter((e) => e['message'] === REVOKED_MESSAGE)).toEqual([]);
+    await stop(h);
+  });
+
   it('republishLease (a rebuilt vxlan network got another DR MAC): the new VtepMAC under a new lease, not taken for an intruder', async () => {
     const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
     const sink = logSink();

@@ -275,3 +275,53 @@ describe('src/cni-plugins/pinned.json', () => {
     expect(provided.sort()).toEqual([...PLUGINS].sort());
   });
 });
+
+// A server that trickles the body (one byte at a time, never idle long enough for the idle deadline)
+// and a mirror URL with credentials in it: the total deadline (--download-timeout) stops the first,
+// and no message shows the second's password (it goes to the init container's log).
+describe('flanneld install-cni: total deadline and credentials in URLs', () => {
+  let trickle: Server;
+  let trickleBase: string;
+  const timers = new Set<NodeJS.Timeout>();
+  beforeAll(async () => {
+    trickle = createServer((req, res) => {
+      if (req.url === '/trickle.tgz') {
+        res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+        const t = setInterval(() => res.write(Buffer.alloc(1)), 200);
+        timers.add(t);
+        res.on('close', () => clearInterval(t));
+        return;
+      }
+      res.writeHead(404);
+      res.end('not found');
+    });
+    await new Promise<void>((r) => trickle.listen(0, '127.0.0.1', () => r()));
+    trickleBase = `127.0.0.1:${(trickle.address() as { port: number }).port}`;
+  });
+  afterAll(async () => {
+    for (const t of timers) clearInterval(t);
+    trickle.closeAllConnections();
+    await new Promise<void>((r) => trickle.close(() => r()));
+  });
+
+  it('a trickling download is stopped by --download-timeout: FLANNEL_ERR_CNI_TIMEOUT, the overall deadline', async () => {
+    const r = await run(['--source', `http://${trickleBase}/trickle.tgz`, '--sha256', sha(tgzV2), '--bin-dir', binDir(), '--download-timeout', '2']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_TIMEOUT]');
+    expect(r.stderr).toContain('the overall deadline');
+  });
+
+  it('--download-timeout must be whole seconds from 1', async () => {
+    const r = await run(['--source', `http://${trickleBase}/trickle.tgz`, '--sha256', sha(tgzV2), '--bin-dir', binDir(), '--download-timeout', '0']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('download-timeout');
+  });
+
+  it('URL userinfo is redacted in every message', async () => {
+    const r = await run(['--source', `http://mirroruser:S3cretMirrorPw@${trickleBase}/flannel-amd64.exe`, '--sha256', sha(tgzV2), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('HTTP 404');
+    expect(r.stderr).toContain('http://***@');
+    expect(r.stderr + r.stdout).not.toContain('S3cretMirrorPw');
+  });
+});

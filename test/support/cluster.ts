@@ -80,6 +80,8 @@ export interface RunOptions {
   cniCheckIntervalMs?: number;
   /** How often the agent reads net-conf.json again (AgentOptions.netConfRecheckMs). */
   netConfRecheckMs?: number;
+  /** What the simulated HNS reports as its version (default 13.2). */
+  hnsVersion?: { Major: number; Minor: number };
 }
 
 /**
@@ -107,7 +109,7 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
   }
   opts.before?.(sim, state);
   const log = opts.log ?? LOG;
-  const dataplane = simulatedSeams(sim, { log, metrics, clock: systemClock, hnsCallTimeoutMs: config.hnsCallTimeoutSeconds * 1000 });
+  const dataplane = simulatedSeams(sim, { log, metrics, clock: systemClock, hnsCallTimeoutMs: config.hnsCallTimeoutSeconds * 1000, hnsVersion: opts.hnsVersion });
   const agent = new Agent({
     config,
     log,

@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cniPaths, command, renderCniConfig, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
+import { cniPaths, command, dualStackRanges, isOwnCniConfig, renderCniConfig, rerangedDualStackConflist, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
 import { splitArgs } from '../../src/commands/cni-flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
@@ -310,5 +310,52 @@ describe('cniPaths with --cni-ipam-data-dir=none', () => {
     ['linux', '/var/lib/cni/flannel'],
   ])('%s: %s', (platform, dataDir) => {
     expect(cniPaths({ subnetFile: '/run/flannel/subnet.env', cniIpamDataDir: '' }, platform).dataDir).toBe(dataDir);
+  });
+});
+
+describe('the dual-stack conflist (sdnbridge)', () => {
+  const dualNetConf = (ipv6Network: string) => parseNetConf(JSON.stringify({ Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: ipv6Network, Backend: { Type: 'host-gw' } }));
+  const input = (ipv6Network: string, ipv6Subnet: string) => ({
+    netConf: dualNetConf(ipv6Network),
+    subnetFile: '/run/flannel/subnet.env',
+    dataDir: '/var/lib/cni/flannel',
+    serviceCidr: '10.96.0.0/12',
+    managementSubnet: '10.0.0.0/24',
+    managementIP: '10.0.0.2',
+    dnsServers: ['10.96.0.10'],
+    dnsSearch: ['svc.cluster.local'],
+    dualStack: { subnet: '10.244.3.0/24', ipv6Subnet },
+  });
+  const args = (conf: Record<string, unknown>) =>
+    ((conf['plugins'] as Record<string, unknown>[])[0]['AdditionalArgs'] as { Value: { Type: string; Settings: Record<string, unknown> } }[]).map((a) => a.Value);
+
+  it('NATs IPv6 only when IPv6Network is not routable (unique-local)', () => {
+    const ula = args(renderCniConfig(input('fd00:10:244::/56', 'fd00:10:244:3::/64')));
+    expect(ula.filter((p) => p.Type === 'OutBoundNAT').map((p) => p.Settings['Exceptions'])).toEqual([['10.244.0.0/16', '10.96.0.0/12', '10.0.0.0/24'], ['fd00:10:244::/56']]);
+    const global = args(renderCniConfig(input('2001:db8:244::/56', '2001:db8:244:3::/64')));
+    expect(global.filter((p) => p.Type === 'OutBoundNAT')).toHaveLength(1);
+    expect(global.map((p) => p.Settings['DestinationPrefix']).filter(Boolean)).toEqual(['10.96.0.0/12', '10.0.0.2/32']);
+  });
+
+  it('single-stack keeps win-bridge under flannel', () => {
+    const { dualStack: _d, ...single } = input('fd00:10:244::/56', 'fd00:10:244:3::/64');
+    expect((renderCniConfig({ ...single, netConf: HOSTGW }) as { plugins: { type: string }[] }).plugins[0].type).toBe('flannel');
+  });
+
+  it('the agent re-ranges its own dual-stack conflist after a lease change, and leaves others alone', () => {
+    const text = JSON.stringify(renderCniConfig(input('fd00:10:244::/56', 'fd00:10:244:3::/64')), null, 2) + '\n';
+    const next = rerangedDualStackConflist(text, 'cbr0', '10.244.9.0/24', 'fd00:10:244:9::/64')!;
+    expect((JSON.parse(next) as { plugins: { ipam: { ranges: unknown } }[] }).plugins[0].ipam.ranges).toEqual(dualStackRanges('10.244.9.0/24', 'fd00:10:244:9::/64'));
+    expect(rerangedDualStackConflist(text, 'cbr0', '10.244.3.0/24', 'fd00:10:244:3::/64')).toBeUndefined();
+    expect(rerangedDualStackConflist(text, 'other', '10.244.9.0/24', 'fd00:10:244:9::/64')).toBeUndefined();
+    expect(
+      rerangedDualStackConflist(
+        JSON.stringify(renderCniConfig({ ...input('fd00:10:244::/56', 'x'), dualStack: undefined, netConf: HOSTGW })),
+        'cbr0',
+        '10.244.9.0/24',
+        'fd00:10:244:9::/64',
+      ),
+    ).toBeUndefined();
+    expect(isOwnCniConfig(text, 'cbr0')).toBe(true);
   });
 });

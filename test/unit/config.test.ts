@@ -248,12 +248,15 @@ describe('validation', () => {
     expect(run([...BASE, '--kube-annotation-prefix=example.com/my']).kubeAnnotationPrefix).toBe('example.com/my-');
   });
 
-  it.each(['--iptables-resync=10', '--iptables-forward-rules=false', '--ip-masq-fully-random-disable', '--ip-blackhole-route', '--public-ipv6=fd00::1'])(
-    'accepted and ignored: %s',
-    (arg) => {
-      expect(run([...BASE, arg]).dataplane).toBe('simulated');
-    },
-  );
+  it.each(['--iptables-resync=10', '--iptables-forward-rules=false', '--ip-masq-fully-random-disable', '--ip-blackhole-route'])('accepted and ignored: %s', (arg) => {
+    expect(run([...BASE, arg]).dataplane).toBe('simulated');
+  });
+
+  it('--public-ipv6 is read (dual-stack) and must be an IPv6 address', () => {
+    expect(run([...BASE, '--public-ipv6=fd00::1']).publicIPv6).toBe('fd00::1');
+    expect(run(BASE)).not.toHaveProperty('publicIPv6');
+    expectCode(() => run([...BASE, '--public-ipv6=10.0.0.1']), FlagError, 'FLANNEL_ERR_FLAG');
+  });
 });
 
 describe('defaults and platforms', () => {

@@ -8,6 +8,7 @@ import { describe, expect, it } from '@jest/globals';
 import yaml from 'js-yaml';
 import { NetConfError } from '../../src/errors.js';
 import { lineDiff, setVni, setVniInNetConf } from '../../src/subnet/net-conf-edit.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { expectCode } from '../support/errors.js';
 
 const EVERY_KEY = `{
@@ -210,5 +211,21 @@ describe('setVni on the ConfigMap', () => {
     ['neither JSON nor YAML', 'kind: [\n'],
   ])('refuses %s with FLANNEL_ERR_NET_CONF', (_what, text) => {
     expectCode(() => setVni(text, EDIT), NetConfError, 'FLANNEL_ERR_NET_CONF');
+  });
+});
+
+// Go's encoding/json decodes every key that matches a field without regard to case, in order, so the
+// last one stays (Linux flanneld's net-conf); the agent's reader (src/subnet/net-conf.ts) takes the last
+// one too. set-vni edits and checks that one, whatever the other spellings say.
+describe('set-vni with Backend and backend both present', () => {
+  it.each([
+    ['Backend then backend', '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":1},"backend":{"Type":"vxlan","VNI":1,"Port":8472}}'],
+    ['backend then Backend', '{"Network":"10.244.0.0/16","backend":{"Type":"vxlan","VNI":1,"Port":8472},"Backend":{"Type":"vxlan","VNI":7}}'],
+    ['vni and VNI in the last backend', '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan"},"backend":{"Type":"vxlan","VNI":1,"vni":2}}'],
+  ])('%s: the key the agent reads gets VNI 4096 / Port 4789', (_name, text) => {
+    const r = setVniInNetConf(text, { vni: 4096, port: 4789 });
+    const read = parseNetConf(r.text);
+    expect(read.backend).toMatchObject({ type: 'vxlan', vni: 4096, port: 4789 });
+    expect(setVni(text, { vni: 4096, port: 4789 }).netConf).toBe(r.text);
   });
 });

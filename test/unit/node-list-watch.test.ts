@@ -12,7 +12,7 @@ import { PeerStore } from '../../src/reconcile/peer-store.js';
 import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
-import { listPageBound, NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
+import { LIST_NODES_BOUND, NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
 import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
@@ -315,15 +315,82 @@ describe.each<[string, () => number]>([
     expect(failures.every((e) => e.code === 'FLANNEL_ERR_KUBE_LIST' && e.level === 'warn')).toBe(true);
   });
 
-  it('a list whose continue tokens never end fails after the page bound with FLANNEL_ERR_KUBE_LIST', async () => {
+  it('a list whose fresh continue tokens bring pages that do not advance fails on the first such page with FLANNEL_ERR_KUBE_LIST', async () => {
     const r = await hostile('endless-continue', 250, random);
-    const bound = listPageBound(250);
-    expect(bound).toBe(80);
     expect(r.updates.some((u) => u.startsWith('listed'))).toBe(false); // never a complete list
-    expect(r.lists % bound).toBe(0);
-    expect(r.lists / bound).toBeLessThanOrEqual(5);
+    expect(r.lists % 2).toBe(0); // two pages a round: the first, and the empty one that does not advance
+    expect(r.lists / 2).toBeLessThanOrEqual(5);
     const failures = r.entries.filter((e) => e.message === 'listing nodes failed, backing off');
-    expect(failures.length).toBe(r.lists / bound);
+    expect(failures.length).toBe(r.lists / 2);
     expect(failures.every((e) => e.code === 'FLANNEL_ERR_KUBE_LIST')).toBe(true);
+  });
+});
+
+// The list is bounded by what it keeps and how long it takes, not by its page count: a cluster of 20,000
+// or 50,000 Nodes (small Node objects, the list function pages them as the apiserver does, in name order
+// with an opaque token) lists completely; a page repeated under a fresh token is caught.
+describe('NodeListWatch: large clusters and list loops', () => {
+  const small = (i: number) => ({
+    metadata: { name: `n${String(i).padStart(6, '0')}`, annotations: { [keys.kubeSubnetManager]: 'true', [keys.backendType]: 'host-gw', [keys.publicIP]: '10.0.0.1' } },
+    spec: { podCIDR: `10.${(i >> 8) & 255}.${i & 255}.0/24` },
+  });
+
+  async function listAll(total: number, opts: { repeatPageAt?: number; pageSize?: number } = {}) {
+    const clock = new FakeClock();
+    const ctrl = new AbortController();
+    const pageSize = opts.pageSize ?? 250;
+    let pages = 0;
+    const list: NodeListFn = (page) => {
+      pages++;
+      let start = page.continue === undefined ? 0 : Number((JSON.parse(Buffer.from(page.continue, 'base64').toString()) as { start: number }).start);
+      // A proxy that serves one page again under a new token.
+      if (opts.repeatPageAt !== undefined && pages === opts.repeatPageAt) start -= pageSize;
+      const end = Math.min(total, start + pageSize);
+      const items = [];
+      for (let i = start; i < end; i++) items.push(small(i));
+      const cont = end < total ? Buffer.from(JSON.stringify({ rv: 7, start: end, page: pages })).toString('base64') : undefined;
+      return Promise.resolve({ metadata: { resourceVersion: '7', ...(cont ? { continue: cont } : {}) }, items });
+    };
+    const watch: NodeWatchFn = () => {
+      ctrl.abort();
+      return Promise.resolve();
+    };
+    const { log, entries } = logSink('info');
+    let listed: number | undefined;
+    let peers = 0;
+    const lw = new NodeListWatch({ list, watch, keys, log, metrics: new Metrics(), clock, random: () => 0, listPageSize: pageSize });
+    const done = lw.run((u) => {
+      if (u.kind === 'listed') listed = u.keys.size;
+      else peers += u.peers.length;
+      if (u.kind === 'listed' || pages > 1000) ctrl.abort();
+    }, ctrl.signal);
+    for (let i = 0; i < 20 && !ctrl.signal.aborted; i++) {
+      await flush();
+      const next = clock.pending()[0];
+      if (next !== undefined) await clock.advance(next);
+    }
+    ctrl.abort();
+    await done;
+    return { listed, peers, pages, entries };
+  }
+
+  it.each([20_000, 20_001, 50_000])('%d Nodes: one complete list, every page, no failure', async (total) => {
+    const r = await listAll(total);
+    expect(r.listed).toBe(total);
+    expect(r.peers).toBe(total);
+    expect(r.pages).toBe(Math.ceil(total / 250));
+    expect(r.entries.filter((e) => e.message === 'listing nodes failed, backing off')).toHaveLength(0);
+    expect(r.entries.find((e) => e.message === 'node list synced')).toMatchObject({ nodes: total, pages: r.pages });
+  });
+
+  it('a page served again under a fresh token (the list would loop): FLANNEL_ERR_KUBE_LIST on that page', async () => {
+    const r = await listAll(2000, { repeatPageAt: 4 });
+    const failure = r.entries.find((e) => e.message === 'listing nodes failed, backing off');
+    expect(failure).toMatchObject({ code: 'FLANNEL_ERR_KUBE_LIST' });
+    expect(String(failure!['error'])).toContain('page 4 of the Node list does not advance');
+  });
+
+  it('the bound is on Nodes kept, far above the largest supported cluster', () => {
+    expect(LIST_NODES_BOUND).toBeGreaterThanOrEqual(40 * 5000);
   });
 });

@@ -110,11 +110,15 @@ describe('endpoint addresses', () => {
     expect(picked.IpConfigurations?.[0]?.IpAddress).toBe('10.244.1.2');
   });
 
-  it('an IPv6 endpoint address is accepted; a malformed address is refused with 0x803B001E', async () => {
+  it('an IPv6 endpoint address on an IPv4-only network is refused (the gap sdnbridge-dual-stack-on-v4-network.json shows); a malformed one too', async () => {
     const { hns } = setup();
     const net = await hns.createNetwork(overlay());
-    const v6 = await hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'a', IpConfigurations: [{ IpAddress: 'fd00:10:244:1::5' }] });
-    expect(v6.IpConfigurations?.[0]?.IpAddress).toBe('fd00:10:244:1::5');
+    const err6 = await expectCode(
+      hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'a', IpConfigurations: [{ IpAddress: 'fd00:10:244:1::5' }] }),
+      HnsError,
+      'FLANNEL_ERR_HNS_CALL',
+    );
+    expect(err6.hresult).toBe(HRESULT.HCN_E_INVALID_IP);
     for (const bad of ['10.244.1', 'fd00:::5', 'fe80::1%eth0']) {
       const err = await expectCode(hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'b', IpConfigurations: [{ IpAddress: bad }] }), HnsError, 'FLANNEL_ERR_HNS_CALL');
       expect(err.hresult).toBe(HRESULT.HCN_E_INVALID_IP);
@@ -227,5 +231,69 @@ describe('policyBatches: how HcnModifyNetwork applies several policies', () => {
     expect(parseDataplaneState(serializeState(doc as never), 'node.json').policyBatches).toBe('partial');
     const err = expectCode(() => parseDataplaneState(JSON.stringify({ ...doc, policyBatches: 'some' }), 'node.json'), DataplaneStateError, 'FLANNEL_ERR_DATAPLANE_STATE');
     expect(err.context.entry).toBe('$.policyBatches');
+  });
+});
+
+/** The staged network of sdnbridge-dual-stack-add.json (microsoft/windows-container-networking GetDefaultIpv6Ipams). */
+function dualStack(
+  type = 'L2Bridge',
+  ipams: string[][] = [
+    ['10.244.3.0/24', '0.0.0.0/0', '10.244.3.1'],
+    ['fd00:10:244:3::/64', '::/0', 'fd00:10:244:3::1'],
+  ],
+): HcnNetwork {
+  return {
+    Name: 'cbr0',
+    Type: type,
+    SchemaVersion: V2,
+    Ipams: ipams.map(([prefix, dest, hop]) => ({ Subnets: [{ IpAddressPrefix: prefix, Routes: [{ NextHop: hop, DestinationPrefix: dest }] }] })),
+  };
+}
+
+describe('dual stack (IPv4 + IPv6)', () => {
+  it('an endpoint takes one address per family, each inside a subnet of its family; the reply fills PrefixLength (/24, /64)', async () => {
+    const { hns } = setup();
+    const net = await hns.createNetwork(dualStack());
+    const ep = await hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'pod1', IpConfigurations: [{ IpAddress: '10.244.3.10' }, { IpAddress: 'fd00:10:244:3::10' }] });
+    expect(ep.IpConfigurations).toEqual([
+      { IpAddress: '10.244.3.10', PrefixLength: 24 },
+      { IpAddress: 'fd00:10:244:3::10', PrefixLength: 64 },
+    ]);
+    for (const ipcs of [
+      [{ IpAddress: '10.244.3.11' }, { IpAddress: '10.244.3.12' }],
+      [{ IpAddress: '10.244.3.11' }, { IpAddress: 'fd00:10:244:3::11' }, { IpAddress: 'fd00:10:244:3::12' }],
+      [{ IpAddress: '10.244.3.11' }, { IpAddress: 'fd00:10:244:4::11' }],
+    ]) {
+      const err = await expectCode(hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'pod2', IpConfigurations: ipcs }), HnsError, 'FLANNEL_ERR_HNS_CALL');
+      expect(err.hresult).toBe(HRESULT.HCN_E_INVALID_IP);
+    }
+  });
+
+  it('IPv6 subnets only on L2Bridge, only with an IPv4 one, only from HNS 11.10 (HCN_E_REQUEST_UNSUPPORTED)', async () => {
+    const cases: [HcnNetwork, { Major: number; Minor: number } | undefined][] = [
+      [dualStack('Overlay'), undefined],
+      [dualStack('L2Bridge', [['fd00:10:244:3::/64', '::/0', 'fd00:10:244:3::1']]), undefined],
+      [dualStack(), { Major: 11, Minor: 9 }],
+      [dualStack(), { Major: 10, Minor: 1 }],
+    ];
+    for (const [net, version] of cases) {
+      const dp = new SimulatedDataplane();
+      const hns = new HnsClient(new SimulatedHnsTransport(dp, version ? { version } : {}));
+      const err = await expectCode(hns.createNetwork(net), HnsError, 'FLANNEL_ERR_HNS_CALL');
+      expect(err.hresult).toBe(HRESULT.HCN_E_REQUEST_UNSUPPORTED);
+    }
+    const ok = new HnsClient(new SimulatedHnsTransport(new SimulatedDataplane(), { version: { Major: 11, Minor: 10 } }));
+    await expect(ok.createNetwork(dualStack())).resolves.toMatchObject({ Type: 'L2Bridge' });
+  });
+
+  it('the host vNIC of a dual-stack endpoint holds both addresses; IPv6 forwarding is a flag of its own', async () => {
+    const { dp, hns } = setup();
+    const net = await hns.createNetwork(dualStack());
+    const ep = await hns.createEndpoint(net.ID!, { SchemaVersion: V2, Name: 'cbr0_ep', IpConfigurations: [{ IpAddress: '10.244.3.2' }, { IpAddress: 'fd00:10:244:3::2' }] });
+    await hns.attachEndpointToHost(ep.ID!);
+    const vnic = dp.listAdapters().find((a) => a.Name === 'vEthernet (cbr0_ep)')!;
+    expect([vnic.IPAddress, vnic.IPv6Address, vnic.IPv6PrefixLength]).toEqual(['10.244.3.2', 'fd00:10:244:3::2', 64]);
+    dp.setForwarding(vnic.InterfaceIndex, true, 'ipv6');
+    expect([dp.getForwarding(vnic.InterfaceIndex), dp.getForwarding(vnic.InterfaceIndex, 'ipv6')]).toEqual([false, true]);
   });
 });

@@ -20,15 +20,22 @@ const route = { DestinationPrefix: '0.0.0.0/0', NextHop: '10.0.0.1', InterfaceIn
 const network = { Name: 'flannel.4096', ID: 'A1B2C3D4-0000-0000-0000-000000000001', Type: 'Overlay', SchemaVersion: { Major: 2, Minor: 0 }, Policies: [] as unknown[] };
 const doc = (o: Partial<Record<keyof DataplaneState, unknown[]>>) => JSON.stringify({ networks: [], endpoints: [], routes: [route], adapters: [adapter], ...o });
 
+/** `fn` on a file holding `text`, removed once `fn` is done (after its promise settles, when it returns one). */
 function withFile<T>(text: string, fn: (file: string) => T): T {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'state-file-'));
+  const remove = () => fs.rmSync(dir, { recursive: true, force: true });
+  let out: T;
   try {
     const file = path.join(dir, 'dataplane.json');
     fs.writeFileSync(file, text);
-    return fn(file);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    out = fn(file);
+  } catch (err) {
+    remove();
+    throw err;
   }
+  if (out instanceof Promise) return out.finally(remove) as T;
+  remove();
+  return out;
 }
 
 function loadError(text: string): { err: FlannelError; file: string } {

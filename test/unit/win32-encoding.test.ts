@@ -1,6 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import {
   AF_INET,
+  AF_INET6,
   findUtf16Nul,
   fromUtf16z,
   guidFromBuffer,
@@ -206,6 +207,52 @@ describe('MIB_IPFORWARD_ROW2', () => {
     expect(() => encodeIpForwardRow2({ ...route, nextHop: '10.0.0.256' })).toThrow(TypeError);
     expect(() => encodeIpForwardRow2(route, Buffer.alloc(100))).toThrow(RangeError);
     expect(() => decodeIpForwardRow2(Buffer.alloc(103))).toThrow(RangeError);
+  });
+});
+
+describe('MIB_IPFORWARD_ROW2 with AF_INET6 (SOCKADDR_IN6 in SOCKADDR_INET, netioapi.h / ws2ipdef.h)', () => {
+  const route = { destinationPrefix: '2001:cafe:42:1::/64', nextHop: 'fd00:10::11', interfaceIndex: 7, metric: 256 };
+
+  it('encodes the family, the 16-byte addresses after sin6_port and sin6_flowinfo, and the prefix length', () => {
+    const row = encodeIpForwardRow2(route, Buffer.alloc(104, 0xee));
+    expect(row.readUInt16LE(12)).toBe(AF_INET6);
+    expect(row.readUInt16LE(14)).toBe(0); // sin6_port
+    expect(row.readUInt32LE(16)).toBe(0); // sin6_flowinfo
+    expect(row.subarray(20, 36).toString('hex')).toBe('2001cafe004200010000000000000000');
+    expect(row.readUInt32LE(36)).toBe(0); // sin6_scope_id
+    expect(row[40]).toBe(64);
+    expect(row.readUInt16LE(44)).toBe(AF_INET6);
+    expect(row.subarray(52, 68).toString('hex')).toBe('fd000010000000000000000000000011');
+    expect(row.readUInt32LE(84)).toBe(256);
+  });
+
+  it('decodes what it encodes, printing addresses as Windows does (RFC 5952)', () => {
+    expect(decodeIpForwardRow2(encodeIpForwardRow2({ ...route, nextHop: 'FD00:10:0:0::11' }))).toMatchObject({
+      family: AF_INET6,
+      destination: '2001:cafe:42:1::',
+      prefixLength: 64,
+      nextHop: 'fd00:10::11',
+      interfaceIndex: 7,
+    });
+    expect(decodeIpForwardRow2(encodeIpForwardRow2({ ...route, destinationPrefix: '::/0', nextHop: 'fe80::1' }))).toMatchObject({
+      destination: '::',
+      prefixLength: 0,
+      nextHop: 'fe80::1',
+    });
+  });
+
+  it('rejects bad IPv6 input and mixed families', () => {
+    expect(() => encodeIpForwardRow2({ ...route, destinationPrefix: '2001::/129' })).toThrow(TypeError);
+    expect(() => encodeIpForwardRow2({ ...route, nextHop: '10.0.0.1' })).toThrow(TypeError);
+    expect(() => encodeIpForwardRow2({ ...route, destinationPrefix: '10.0.0.0/24', nextHop: 'fd00::1' })).toThrow(TypeError);
+  });
+
+  it('MIB_IPINTERFACE_ROW keys with AF_INET6 (SetIpInterfaceEntry on the IPv6 interface)', () => {
+    const row = encodeIpInterfaceKey(12, Buffer.alloc(SIZES.MIB_IPINTERFACE_ROW, 0xee), AF_INET6);
+    expect(row.readUInt16LE(MIB_IPINTERFACE_ROW_OFFSETS.Family)).toBe(AF_INET6);
+    expect(row.readBigUInt64LE(MIB_IPINTERFACE_ROW_OFFSETS.InterfaceLuid)).toBe(0n);
+    expect(row.readUInt32LE(MIB_IPINTERFACE_ROW_OFFSETS.InterfaceIndex)).toBe(12);
+    expect(decodeIpInterfaceRow(row)).toMatchObject({ family: AF_INET6, interfaceIndex: 12 });
   });
 });
 

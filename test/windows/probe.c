@@ -25,10 +25,12 @@ int main(void) {
   F(MIB_IPFORWARD_ROW2, DestinationPrefix);
   F(MIB_IPFORWARD_ROW2, DestinationPrefix.Prefix.si_family);
   F(MIB_IPFORWARD_ROW2, DestinationPrefix.Prefix.Ipv4.sin_addr);
+  F(MIB_IPFORWARD_ROW2, DestinationPrefix.Prefix.Ipv6.sin6_addr);
   F(MIB_IPFORWARD_ROW2, DestinationPrefix.PrefixLength);
   F(MIB_IPFORWARD_ROW2, NextHop);
   F(MIB_IPFORWARD_ROW2, NextHop.si_family);
   F(MIB_IPFORWARD_ROW2, NextHop.Ipv4.sin_addr);
+  F(MIB_IPFORWARD_ROW2, NextHop.Ipv6.sin6_addr);
   F(MIB_IPFORWARD_ROW2, SitePrefixLength);
   F(MIB_IPFORWARD_ROW2, ValidLifetime);
   F(MIB_IPFORWARD_ROW2, PreferredLifetime);

@@ -6,10 +6,12 @@ import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-
 import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { RouteRecord } from './route-record.js';
-import { BackendError, HostError } from '../../errors.js';
-import { isNetworkGone, networkGoneError } from '../../hns/errors.js';
+import { BackendError, HnsError, HostError } from '../../errors.js';
+import { versionAtLeast } from '../../hns/client.js';
+import { nthAddress6, parseIp6 } from '../../ip6.js';
+import { checkNetworkPresent, isNetworkGone } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
-import { sameId, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
+import { HCN_SCHEMA_V2, policySetting, sameId, type HcnEndpoint, type HcnNetwork, type HnsEndpointV1, type HnsNetworkV1, type HnsVersion } from '../../hns/schema.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import type { HostInterface } from '../../host/host.js';
@@ -33,8 +35,43 @@ export function hostEndpointAddress(subnet: string): string {
 export function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
   const s = n.Subnets?.[0];
   const sameAdapter = !adapter || !n.NetworkAdapterName || n.NetworkAdapterName.toLowerCase() === adapter.toLowerCase();
-  return n.Type === 'L2Bridge' && s?.AddressPrefix === subnet && s.GatewayAddress === gateway && sameAdapter;
+  // A dual-stack network left from an EnableIPv6 run does not fit an IPv4-only one: the family set changed.
+  const v4Only = !(n.Subnets ?? []).some((x) => typeof x.AddressPrefix === 'string' && x.AddressPrefix.includes(':'));
+  return n.Type === 'L2Bridge' && s?.AddressPrefix === subnet && s.GatewayAddress === gateway && sameAdapter && v4Only;
 }
+
+/**
+ * The dual-stack L2Bridge network (HCN v2) as Microsoft's own test recipe builds one
+ * (microsoft/windows-container-networking test/utilities/connectivity_testing.go, GetDefaultIpv6Ipams, and
+ * the staged network of sdnbridge-dual-stack-add.json): one Ipam per family, each with its subnet and that
+ * subnet's default route via the first address (`0.0.0.0/0` via `.1`, `::/0` via `::1`).
+ */
+export function dualStackNetwork(name: string, subnet: string, ipv6Subnet: string, adapter: string | undefined, dnsServerList: string): HcnNetwork {
+  return {
+    Name: name,
+    Type: 'L2Bridge',
+    Ipams: [
+      { Subnets: [{ IpAddressPrefix: subnet, Routes: [{ NextHop: nthAddress(subnet, 1), DestinationPrefix: '0.0.0.0/0' }] }] },
+      { Subnets: [{ IpAddressPrefix: ipv6Subnet, Routes: [{ NextHop: nthAddress6(ipv6Subnet, 1), DestinationPrefix: '::/0' }] }] },
+    ],
+    ...(adapter ? { Policies: [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: adapter } }] } : {}),
+    ...(dnsServerList ? { Dns: { ServerList: dnsServerList.split(',').map((s) => s.trim()) } } : {}),
+    SchemaVersion: HCN_SCHEMA_V2,
+  };
+}
+
+/** A network is reused when it is an L2Bridge with exactly these two subnets and their default routes (and the adapter, when given). */
+export function dualStackMatches(n: HcnNetwork, subnet: string, ipv6Subnet: string, adapter?: string): boolean {
+  const subnets = (n.Ipams ?? []).flatMap((i) => i.Subnets ?? []);
+  const has = (prefix: string, dest: string, hop: string) =>
+    subnets.some((s) => s.IpAddressPrefix === prefix && (s.Routes ?? []).some((r) => r.DestinationPrefix === dest && r.NextHop === hop));
+  const bound = policySetting(n.Policies, 'NetAdapterName', 'NetworkAdapterName');
+  const sameAdapter = !adapter || !bound || bound.toLowerCase() === adapter.toLowerCase();
+  return n.Type === 'L2Bridge' && subnets.length === 2 && has(subnet, '0.0.0.0/0', nthAddress(subnet, 1)) && has(ipv6Subnet, '::/0', nthAddress6(ipv6Subnet, 1)) && sameAdapter;
+}
+
+/** hcsshim hcn/hcnglobals.go IPv6DualStackVersion: HNS supports dual-stack networks from 11.10. */
+export const IPV6_DUAL_STACK_VERSION: HnsVersion = { Major: 11, Minor: 10 };
 
 const MANAGEMENT_IP_TIMEOUT_MS = 30_000;
 const VNIC_TIMEOUT_MS = 45_000;
@@ -44,16 +81,31 @@ const POLL_MS = 500;
 export class HostGwBackend implements Backend {
   readonly type = 'host-gw' as const;
   private readonly cfg: HostGwBackendConfig;
+  /** EnableIPv6: the network, its host endpoint, forwarding and routes carry both families. */
+  private readonly dual: boolean;
   /** The HNS network's name: net-conf's Backend.Name, or the one adopted because it held the subnet. */
   private name: string;
   /** The routes this agent created (kept across restarts beside subnet.env): the only ones it removes. */
   private readonly record: RouteRecord;
+  /** The network set up last (a rebuild finds it renamed by this ID). */
+  private networkId: string | undefined;
 
   constructor(private readonly deps: BackendDeps) {
     if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
     this.cfg = deps.netConf.backend;
     this.name = this.cfg.name;
     this.record = new RouteRecord(deps.routeRecord, deps.log);
+    this.dual = deps.netConf.enableIPv6;
+    if (this.dual && (deps.extIPv6 === undefined || deps.publicIPv6 === undefined || parseIp6(deps.publicIPv6) !== parseIp6(deps.extIPv6.address))) {
+      throw new BackendError(
+        'FLANNEL_ERR_BACKEND',
+        "your PublicIPv6 differs from the interface's IPv6 address, meaning that probably you're on a NAT, which is not supported by host-gw backend",
+        {
+          publicIPv6: deps.publicIPv6,
+          interfaceIPv6: deps.extIPv6?.address,
+        },
+      );
+    }
     if (deps.publicIP !== deps.extIface.ipv4) {
       throw new BackendError('FLANNEL_ERR_BACKEND', "your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend", {
         publicIP: deps.publicIP,
@@ -65,8 +117,32 @@ export class HostGwBackend implements Backend {
   async registerNetwork(signal: AbortSignal): Promise<Network> {
     const { deps } = this;
     const log = deps.log;
-    const lease = await deps.subnetManager.acquireLease(() => Promise.resolve({ publicIP: deps.publicIP, backendType: 'host-gw', backendData: null }), signal);
-    log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP });
+    if (this.dual) {
+      const v = await deps.hns.version();
+      if (!versionAtLeast(v, IPV6_DUAL_STACK_VERSION)) {
+        throw new HnsError(
+          'FLANNEL_ERR_HNS_VERSION',
+          `HNS ${v.Major}.${v.Minor} has no dual-stack networks (HNS >= 11.10, Windows Server 2022 or newer); upgrade Windows or remove EnableIPv6 from net-conf.json`,
+          { major: v.Major, minor: v.Minor, reason: 'ipv6' },
+        );
+      }
+    }
+    const attrs = { publicIP: deps.publicIP, backendType: 'host-gw', backendData: null, ...(this.dual ? { publicIPv6: deps.publicIPv6 } : {}) };
+    const lease = await deps.subnetManager.acquireLease(() => Promise.resolve(attrs), signal);
+    if (this.dual && lease.ipv6Subnet === undefined) {
+      throw new BackendError(
+        'FLANNEL_ERR_BACKEND',
+        'the lease has no IPv6 subnet although EnableIPv6 is set: give the node an IPv6 podCIDR (dual-stack --cluster-cidr) or remove EnableIPv6',
+        {
+          subnet: lease.subnet,
+        },
+      );
+    }
+    log.info('lease acquired', {
+      subnet: lease.subnet,
+      publicIP: lease.publicIP,
+      ...(lease.ipv6Subnet !== undefined ? { ipv6Subnet: lease.ipv6Subnet, publicIPv6: lease.publicIPv6 } : {}),
+    });
 
     const binding = await this.setUp(lease, signal);
     return new RouteNetwork({
@@ -84,20 +160,36 @@ export class HostGwBackend implements Backend {
    */
   private async setUp(lease: Lease, signal: AbortSignal): Promise<NetworkBinding<Route, Route>> {
     const { deps } = this;
-    const network = await this.ensureNetwork(lease, signal);
+    // A rebuild after the network was renamed outside flanneld: still ours (its ID), lost to the plugins; it
+    // goes, and is created under its name.
+    const renamed = this.networkId === undefined ? undefined : await deps.hns.getNetworkV1(this.networkId);
+    if (renamed && renamed.Name !== this.name) {
+      deps.log.warn('deleting the HNS network renamed outside flanneld; recreating it under its name', { network: this.name, id: this.networkId, renamed: renamed.Name });
+      await deps.hns.deleteNetworkV1(this.networkId!);
+    }
+    const dual = this.dual && lease.ipv6Subnet !== undefined;
+    const network = dual ? await this.ensureDualStackNetwork(lease, signal) : await this.ensureNetwork(lease, signal);
+    this.networkId = network.ID;
     const name = this.name;
-    const endpoint = await this.ensureHostEndpoint(network, lease, signal);
+    const endpoint = dual
+      ? await this.ensureDualStackHostEndpoint(network, lease, signal)
+      : await this.ensureHostEndpoint(network, lease, signal).then((ep) => ({ ip: ep.IPAddress!, id: ep.ID! }));
+    const endpointIP = endpoint.ip;
     const mgmt = await this.waitForInterface(network.ManagementIP!, signal);
-    const epIface = await this.waitForInterface(endpoint.IPAddress!, signal);
+    const epIface = await this.waitForInterface(endpointIP, signal);
     for (const iface of [mgmt, epIface]) {
-      if (!(await deps.host.getForwarding(iface.index))) {
-        await deps.host.setForwarding(iface.index, true);
-        deps.log.info('enabled forwarding', { interface: iface.name, index: iface.index });
+      for (const family of dual ? (['ipv4', 'ipv6'] as const) : (['ipv4'] as const)) {
+        // IPv4 keeps its call shape (no family argument): an IPv4-only node's calls are unchanged.
+        const on = family === 'ipv4' ? await deps.host.getForwarding(iface.index) : await deps.host.getForwarding(iface.index, family);
+        if (on) continue;
+        if (family === 'ipv4') await deps.host.setForwarding(iface.index, true);
+        else await deps.host.setForwarding(iface.index, true, family);
+        deps.log.info('enabled forwarding', { interface: iface.name, index: iface.index, ...(dual ? { family } : {}) });
       }
     }
     const networkId = network.ID!;
-    const endpointId = endpoint.ID!;
-    const vnic = new ManagementVNic(deps.host, mgmt, deps.log);
+    const endpointId = endpoint.id;
+    const vnic = new ManagementVNic(deps.host, mgmt, deps.log, dual);
     return {
       // HNS restarted (it drops every endpoint, microsoft/Windows-Containers#278) or someone removed them.
       lost: async () => {
@@ -115,9 +207,10 @@ export class HostGwBackend implements Backend {
         record: this.record,
         log: deps.log,
         checkNetwork: async () => {
-          if (!(await deps.hns.getNetworkV1(networkId))) throw networkGoneError(name, networkId);
+          checkNetworkPresent(await deps.hns.getNetworkV1(networkId), name, networkId);
         },
         networkGone: isNetworkGone,
+        ...(dual ? { ipv6: { network: deps.netConf.ipv6Network, ownSubnet: lease.ipv6Subnet! } } : {}),
       }),
       mtu: mgmt.mtu,
     };
@@ -189,6 +282,98 @@ export class HostGwBackend implements Backend {
     const ready = await deps.hns.waitForManagementIP(created.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
     deps.log.info('created HNS network', { network: this.name, id: ready.ID, managementIP: ready.ManagementIP });
     return ready;
+  }
+
+  /**
+   * Dual-stack: reuse the HCN v2 network when it is the L2Bridge with both subnets (dualStackMatches);
+   * otherwise delete what holds the name (an IPv4-only network from before: the family set changed) and
+   * create it, bound to the physical adapter. Returns its v1 view, which carries the ManagementIP.
+   */
+  private async ensureDualStackNetwork(lease: Lease, signal: AbortSignal): Promise<HnsNetworkV1> {
+    const { deps, cfg } = this;
+    const ipv6Subnet = lease.ipv6Subnet!;
+    const wantAdapter = isHostVNic(deps.extIface.name) ? undefined : deps.extIface.name;
+    const existing = (await deps.hns.listNetworks()).find((n) => n.Name === this.name);
+    if (existing && dualStackMatches(existing, lease.subnet, ipv6Subnet, wantAdapter)) {
+      deps.log.info('reusing existing HNS network', { network: this.name, id: existing.ID });
+      return deps.hns.waitForManagementIP(existing.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
+    }
+    if (existing) {
+      deps.log.warn('deleting HNS network whose type, subnets or adapter changed (a change of IP families rebuilds it)', {
+        network: this.name,
+        id: existing.ID,
+        type: existing.Type,
+        subnets: (existing.Ipams ?? [])
+          .flatMap((i) => i.Subnets ?? [])
+          .map((s) => s.IpAddressPrefix)
+          .join(','),
+        want: `${lease.subnet},${ipv6Subnet}`,
+      });
+      await deps.hns.deleteNetwork(existing.ID!);
+    }
+    const adapter = await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks: await deps.hns.listNetworksV1(), clock: deps.clock, signal });
+    deps.log.info('creating HNS network', { network: this.name, type: 'L2Bridge', subnet: lease.subnet, ipv6Subnet, adapter });
+    const created = await deps.hns.createNetwork(dualStackNetwork(this.name, lease.subnet, ipv6Subnet, adapter, cfg.dnsServerList));
+    signal.throwIfAborted();
+    const ready = await deps.hns.waitForManagementIP(created.ID!, { timeoutMs: MANAGEMENT_IP_TIMEOUT_MS, intervalMs: POLL_MS });
+    deps.log.info('created HNS network', { network: this.name, id: ready.ID, managementIP: ready.ManagementIP });
+    return ready;
+  }
+
+  /**
+   * Dual-stack `<name>_ep` (HCN v2): both IpConfigurations (`.2` and `::2`, every pod's gateways under
+   * the dual-stack conflist) and both default routes, attached to the host compartment. Returns its IPv4 address and ID.
+   */
+  private async ensureDualStackHostEndpoint(network: HnsNetworkV1, lease: Lease, signal: AbortSignal): Promise<{ ip: string; id: string }> {
+    const { deps } = this;
+    const name = `${this.name}_ep`;
+    const ip = hostEndpointAddress(lease.subnet);
+    const ip6 = nthAddress6(lease.ipv6Subnet!, 2);
+    const eps = await deps.hns.listEndpoints(network.ID);
+    let ep = eps.find((e) => e.Name === name);
+    const ips = (e: HcnEndpoint) => (e.IpConfigurations ?? []).map((c) => c.IpAddress);
+    if (ep && !(ips(ep).includes(ip) && ips(ep).some((a) => parseIp6(a) === parseIp6(ip6)))) {
+      deps.log.warn('deleting stale host endpoint', { endpoint: name, id: ep.ID, ip: ips(ep).join(',') });
+      await deps.hns.deleteEndpoint(ep.ID!);
+      ep = undefined;
+    }
+    if (!ep) {
+      ep = await deps.hns.createEndpoint(network.ID!, {
+        Name: name,
+        HostComputeNetwork: network.ID!,
+        IpConfigurations: [{ IpAddress: ip }, { IpAddress: ip6 }],
+        Routes: [
+          { NextHop: nthAddress(lease.subnet, 1), DestinationPrefix: '0.0.0.0/0' },
+          { NextHop: nthAddress6(lease.ipv6Subnet!, 1), DestinationPrefix: '::/0' },
+        ],
+        SchemaVersion: HCN_SCHEMA_V2,
+      });
+      deps.log.info('created host endpoint', { endpoint: name, id: ep.ID, ip, ipv6: ip6 });
+    } else {
+      deps.log.info('reusing host endpoint', { endpoint: name, id: ep.ID, ip, ipv6: ip6 });
+    }
+    await this.attach(ep.ID!, signal);
+    return { ip, id: ep.ID! };
+  }
+
+  /** Attach an endpoint to the host compartment, retried while HNS is still wiring it (ATTACH_TIMEOUT_MS). */
+  private async attach(id: string, signal: AbortSignal): Promise<void> {
+    const { deps } = this;
+    let lastErr: unknown;
+    const attached = await poll(
+      deps.clock,
+      async () => {
+        try {
+          await deps.hns.attachEndpointToHost(id);
+          return true;
+        } catch (err) {
+          lastErr = err;
+          return undefined;
+        }
+      },
+      { intervalMs: POLL_MS, timeoutMs: ATTACH_TIMEOUT_MS, signal },
+    );
+    if (!attached) throw lastErr;
   }
 
   /** `<name>_ep` at .2 on this network, attached to the host compartment. */

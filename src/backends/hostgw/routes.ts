@@ -11,6 +11,7 @@ import { RouteError } from '../../errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { cidrContains, overlaps } from '../../ip4.js';
+import { cidrContains6, formatIp6, normalizeCidr6, overlaps6, parseIp6 } from '../../ip6.js';
 import type { Logger } from '../../log.js';
 import type { Lease } from '../../subnet/lease.js';
 import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route-table.js';
@@ -40,6 +41,8 @@ export class ManagementVNic implements RouteInterface {
     private readonly host: Host,
     initial: HostInterface,
     private readonly log: Logger,
+    /** Dual-stack: IPv6 forwarding follows the vNIC to its new index too. */
+    private readonly ipv6 = false,
   ) {
     this.current = initial;
   }
@@ -60,6 +63,7 @@ export class ManagementVNic implements RouteInterface {
     this.log.info('the management vNIC has a new interface index; routes follow it', { interface: found.name, ip: found.ipv4, index: found.index, previous: this.current.index });
     this.current = found;
     if (!(await this.host.getForwarding(found.index))) await this.host.setForwarding(found.index, true);
+    if (this.ipv6 && !(await this.host.getForwarding(found.index, 'ipv6'))) await this.host.setForwarding(found.index, true, 'ipv6');
     return true;
   }
 }
@@ -75,8 +79,14 @@ export function hostGwRouteDriver(opts: {
   /** The routes the agent created: only these are read as actual (and so ever removed). Without it, every route inside Network is. */
   record?: RouteRecord;
   log?: Logger;
+  /**
+   * Dual-stack: the IPv6Network and the own IPv6 subnet. A peer with an IPv6 half then gets a second
+   * route (its IPv6 subnet via its public IPv6, CreateIpForwardEntry2 with AF_INET6), and the IPv6 routes
+   * inside IPv6Network on the vNIC are read and swept as the IPv4 ones are (one diff, keyed by prefix).
+   */
+  ipv6?: { network: string; ownSubnet: string };
 }): LeaseDriver<Route, Route> {
-  const { routes, network, ownSubnet, vnic, record } = opts;
+  const { routes, network, ownSubnet, vnic, record, ipv6 } = opts;
   /** Routes inside Network the agent did not create, as last read; each overlap with a peer's subnet is told once. */
   let foreign: Route[] = [];
   const told = new Set<string>();
@@ -103,17 +113,32 @@ export function hostGwRouteDriver(opts: {
   return {
     name: 'host-gw routes',
     driftKind: 'route',
-    desiredFor: (peer: Lease) => [{ destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC }],
+    desiredFor: (peer: Lease) => {
+      const v4: Route = { destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC };
+      if (!ipv6 || peer.ipv6Subnet === undefined || peer.publicIPv6 === undefined) return [v4];
+      // The next hop as Windows prints it back (RFC 5952), so the diff never sees a spelling as a change.
+      const nextHop = formatIp6(parseIp6(peer.publicIPv6) ?? 0n);
+      return [v4, { destinationPrefix: peer.ipv6Subnet, nextHop, interfaceIndex: vnic.index, metric: ROUTE_METRIC }];
+    },
     async readActual() {
       await opts.checkNetwork?.();
       const index = vnic.index;
       const all = await routes.list(index);
-      const inside = all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
+      const v4 = all.filter((r) => r.interfaceIndex === index && r.destinationPrefix !== ownSubnet && cidrContains(network, r.destinationPrefix));
+      let inside = v4;
+      if (ipv6) {
+        const own6 = normalizeCidr6(ipv6.ownSubnet);
+        const v6 = (await routes.list(index, 'ipv6')).filter(
+          (r) => r.interfaceIndex === index && normalizeCidr6(r.destinationPrefix) !== own6 && cidrContains6(ipv6.network, r.destinationPrefix),
+        );
+        inside = [...v4, ...v6];
+      }
       if (!record) return inside;
       const ours = inside.filter((r) => record.has(r));
       foreign = inside.filter((r) => !record.has(r));
+      const overlap = (x: string, y: string) => (x.includes(':') ? y.includes(':') && overlaps6(x, y) : !y.includes(':') && overlaps(x, y));
       for (const f of foreign) {
-        const peer = ours.find((o) => overlaps(o.destinationPrefix, f.destinationPrefix));
+        const peer = ours.find((o) => overlap(o.destinationPrefix, f.destinationPrefix));
         if (peer) tellOverlap(f, peer.destinationPrefix);
       }
       return ours;

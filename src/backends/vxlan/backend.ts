@@ -124,6 +124,12 @@ export class VxlanBackend implements Backend {
     const old = this.network!;
     const adapter = policySetting(old.Policies, 'NetAdapterName', 'NetworkAdapterName') ?? deps.extIface.name;
     const oldMac = drMacAddress(old);
+    // Renamed outside flanneld: still ours (its ID), lost to the plugins; it goes, and is created under its name.
+    const renamed = await deps.hns.getNetwork(old.ID!);
+    if (renamed && renamed.Name !== this.name) {
+      deps.log.warn('deleting the HNS network renamed outside flanneld; recreating it under its name', { network: this.name, id: old.ID, renamed: renamed.Name });
+      await deps.hns.deleteNetwork(old.ID!);
+    }
     const { net, vnic } = await this.ensureNetwork(lease.subnet, signal, { adapter, drMac: oldMac });
     this.network = net;
     const newMac = drMacAddress(net);

@@ -3,7 +3,7 @@
 // Policy shape: flannel vxlan_network_windows.go.
 import type { LeaseDriver } from '../../reconcile/reconciler.js';
 import type { HnsClient } from '../../hns/client.js';
-import { hnsFailure, networkGoneError } from '../../hns/errors.js';
+import { checkNetworkPresent, hnsFailure, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
 import { macToFlannel } from '../../mac.js';
@@ -54,6 +54,7 @@ export function remoteSubnetRouteDriver(
     desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
     async readActual() {
       const net = await hns.getNetwork(networkId);
+      checkNetworkPresent(net, networkName, networkId);
       if (!net) throw networkGoneError(networkName, networkId);
       // A policy without Settings (HCN allows it) routes nothing we asked for: it is read, never matches, and is swept.
       const found = (net.Policies ?? []).filter((p) => p.Type === REMOTE_SUBNET_ROUTE);

@@ -4,7 +4,7 @@
 // endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
 import type { LeaseDriver } from '../../reconcile/reconciler.js';
 import type { HnsClient } from '../../hns/client.js';
-import { hnsFailure, networkGoneError } from '../../hns/errors.js';
+import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
 import { hostAddresses } from '../../ip4.js';
 import type { Lease } from '../../subnet/lease.js';
@@ -41,7 +41,7 @@ export function remoteEndpointDriver(hns: HnsClient, networkId: string, macPrefi
     name: 'vxlan remote endpoints',
     desiredFor: (peer) => remoteEndpointsFor(peer, networkId, macPrefix),
     async readActual() {
-      if (!(await hns.getNetworkV1(networkId))) throw networkGoneError(networkName, networkId);
+      checkNetworkPresent(await hns.getNetworkV1(networkId), networkName, networkId);
       const all = await hns.listEndpointsV1();
       return all.filter((e) => e.IsRemoteEndpoint === true && sameId(e.VirtualNetwork, networkId));
     },

@@ -18,14 +18,14 @@ import { systemClock, type Clock } from '../../clock.js';
 import { EventStore } from './events.js';
 import { NodeStore } from './node-store.js';
 import type { FakeNode, FakePod } from './nodes.js';
-import { RequestFaults, type HangMode, type NodeMisbehaviour } from './request-faults.js';
+import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { sendJson, sendStatus, type JsonObject } from './responses.js';
 import { NodeWatches } from './watch.js';
 
 export type { JsonObject } from './responses.js';
 export { kubeStatus } from './responses.js';
 export { mergePatch } from './merge-patch.js';
-export type { HangMode, NodeMisbehaviour } from './request-faults.js';
+export type { FailAnswer, HangMode, NodeMisbehaviour } from './request-faults.js';
 export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod, type LinuxFlannelNodeOptions } from './nodes.js';
 export { writeKubeconfig } from './kubeconfig.js';
 
@@ -37,6 +37,8 @@ export interface RecordedRequest {
   /** Parsed JSON when the body is JSON, the raw text otherwise, undefined when empty. */
   body: unknown;
   authorization?: string;
+  /** The User-Agent header, when sent (the apiserver writes it into its audit log as `userAgent`). */
+  userAgent?: string;
 }
 
 export interface FakeKubeApiServerOptions {
@@ -200,10 +202,11 @@ export class FakeKubeApiServer {
 
   /**
    * The next `count` requests whose method matches and whose path (or `path?query`) matches `path`
-   * fail with `status` (a k8s Status body); status 0 destroys the connection instead.
+   * fail with `status` (a k8s Status body, with `answer`'s message and headers); status 0 destroys the
+   * connection instead.
    */
-  failNext(method: string, path: RegExp, status: number, count = 1): void {
-    this.faults.failNext(method, path, status, count);
+  failNext(method: string, path: RegExp, status: number, count = 1, answer?: FailAnswer): void {
+    this.faults.failNext(method, path, status, count, answer);
   }
 
   /**
@@ -268,6 +271,7 @@ export class FakeKubeApiServer {
     }
     const rec: RecordedRequest = { method, path, query, contentType, body };
     if (req.headers.authorization !== undefined) rec.authorization = req.headers.authorization;
+    if (req.headers['user-agent'] !== undefined) rec.userAgent = req.headers['user-agent'];
     this.requests.push(rec);
 
     if (this.faults.intercept(req, res, method, path, url.search ? `${path}${url.search}` : path)) return;

@@ -18,6 +18,16 @@ export type NodeMisbehaviour = 'watch-gone' | 'watch-one-event' | 'list-repeat-c
 const REPEATED_CONTINUE = Buffer.from('repeated').toString('base64url');
 const watchLine = (type: string, object: unknown): string => JSON.stringify({ type, object }) + '\n';
 
+/**
+ * What a failed request is answered with, beyond its status: the Status message a real server sends
+ * (a 403 before the apiserver's RBAC caches synced, a NodeRestriction refusal) and headers (the
+ * `Retry-After` of a 429 under API Priority and Fairness, k8s.io/apiserver pkg/server/filters).
+ */
+export interface FailAnswer {
+  message?: string;
+  headers?: Record<string, string>;
+}
+
 /** `no-answer`: the request is read and never answered; `headers-only`: 200 and headers, then nothing. */
 export type HangMode = 'no-answer' | 'headers-only';
 
@@ -28,7 +38,7 @@ interface Rule {
 }
 
 export class RequestFaults {
-  private failRules: (Rule & { status: number })[] = [];
+  private failRules: (Rule & { status: number; answer?: FailAnswer })[] = [];
   private hangRules: (Rule & { mode: HangMode })[] = [];
   /** Requests held open by a hang rule (answered never; closed by the server's stop() or unhang()). */
   private readonly hung = new Set<ServerResponse>();
@@ -60,8 +70,8 @@ export class RequestFaults {
   }
 
   /** The next `count` matching requests fail with `status` (a Status body); status 0 destroys the connection. */
-  failNext(method: string, path: RegExp, status: number, count: number): void {
-    this.failRules.push({ method: method.toUpperCase(), path, status, remaining: count });
+  failNext(method: string, path: RegExp, status: number, count: number, answer?: FailAnswer): void {
+    this.failRules.push({ method: method.toUpperCase(), path, status, remaining: count, answer });
   }
 
   /** The next `count` matching requests (Infinity = until unhang()) hang in `mode`. */
@@ -106,7 +116,10 @@ export class RequestFaults {
     rule.remaining--;
     this.failRules = this.failRules.filter((r) => r.remaining > 0);
     if (rule.status === 0) req.socket.destroy();
-    else sendStatus(res, rule.status, `injected failure ${rule.status} for ${method} ${path}`);
+    else {
+      for (const [k, v] of Object.entries(rule.answer?.headers ?? {})) res.setHeader(k, v);
+      sendStatus(res, rule.status, rule.answer?.message ?? `injected failure ${rule.status} for ${method} ${path}`);
+    }
     return true;
   }
 }

@@ -1,7 +1,9 @@
 // The JSON value of an etcd lease key, byte-compatible with flannel's LeaseAttrs marshalling.
 // Mirrors flannel pkg/lease/lease.go (LeaseAttrs: PublicIP, PublicIPv6 pointer -> `null`,
-// BackendType/BackendData/BackendV6Data `omitempty`), as encoding/json writes and reads it.
+// BackendType/BackendData/BackendV6Data `omitempty`), as encoding/json writes and reads it; a dual-stack
+// lease's PublicIPv6 is its text.
 import { isIp4 } from '../../ip4.js';
+import { formatIp6, parseIp6 } from '../../ip6.js';
 import type { LeaseAttrs } from '../lease.js';
 import { isVxlanBackendData } from '../lease.js';
 
@@ -11,6 +13,8 @@ export interface DecodedLeaseAttrs {
   backendType: string;
   /** Parsed BackendData; `null` when absent (host-gw). */
   backendData: unknown;
+  /** A dual-stack lease's PublicIPv6 (as Go prints it), when it holds one. */
+  publicIPv6?: string;
 }
 
 /**
@@ -18,7 +22,9 @@ export interface DecodedLeaseAttrs {
  * vxlan data is written in Go's struct order (VNI, VtepMAC); host-gw (null data) omits BackendData.
  */
 export function encodeLeaseAttrs(attrs: LeaseAttrs): string {
-  let out = `{"PublicIP":${JSON.stringify(attrs.publicIP)},"PublicIPv6":null`;
+  // PublicIPv6 is a *ip.IP6: `null` when unset, else its text (ip.IP6 MarshalJSON: json.Marshal(ip6.String())).
+  const v6 = attrs.publicIPv6 === undefined ? undefined : parseIp6(attrs.publicIPv6);
+  let out = `{"PublicIP":${JSON.stringify(attrs.publicIP)},"PublicIPv6":${v6 === undefined ? 'null' : JSON.stringify(formatIp6(v6))}`;
   if (attrs.backendType !== '') out += `,"BackendType":${JSON.stringify(attrs.backendType)}`;
   const d = attrs.backendData;
   if (d !== null && d !== undefined) {
@@ -51,5 +57,9 @@ export function decodeLeaseAttrs(text: string): DecodedLeaseAttrs | string {
   const bt = field(obj, 'BackendType');
   if (bt !== undefined && bt !== null && typeof bt !== 'string') return 'BackendType is not a string';
   const bd = field(obj, 'BackendData');
-  return { publicIP: ip, backendType: typeof bt === 'string' ? bt : '', backendData: bd === undefined ? null : bd };
+  const ip6 = field(obj, 'PublicIPv6');
+  if (ip6 !== undefined && ip6 !== null && (typeof ip6 !== 'string' || parseIp6(ip6) === undefined)) return `PublicIPv6 ${JSON.stringify(ip6)} is not an IPv6 address`;
+  const out: DecodedLeaseAttrs = { publicIP: ip, backendType: typeof bt === 'string' ? bt : '', backendData: bd === undefined ? null : bd };
+  if (typeof ip6 === 'string') out.publicIPv6 = formatIp6(parseIp6(ip6)!);
+  return out;
 }

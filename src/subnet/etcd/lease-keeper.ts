@@ -12,7 +12,8 @@
 // keeper gives up: the own lease is revoked (FLANNEL_ERR_LEASE_REVOKED ends the agent, as upstream's
 // "Lease has been revoked" does), and the restarted agent, whose PublicIP no longer finds the key,
 // acquires a different subnet. A take-back seen while a renewal is running is kept pending and done
-// after it.
+// after it. A renewal checks the key still holds our value (an etcd transaction comparing it): another
+// node's value found there, a watch event missed while the agent was paused, is handled the same way.
 import { retryWithBackoff } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
 import { EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, EtcdUserNotFoundError } from 'etcd3';
@@ -332,10 +333,13 @@ export class LeaseKeeper implements OwnLeaseState {
     if (!own || own.reservation) return;
     const { clock, log, registry: reg, renewMarginMs: margin, leaseTtlSeconds: ttl } = this.o;
     let dueAt = clock.now() + ttl * 1000 - margin;
+    /** The next write takes the key back (unconditionally); a plain renewal first checks the key is still ours. */
+    let takeBack = false;
     for (;;) {
       if (signal.aborted || this.revokedErr) return;
       if (this.takeBackPending) {
         this.takeBackPending = false;
+        takeBack = true;
         const pause = this.takeBackPause();
         if (pause === undefined) return;
         dueAt = Math.min(dueAt, clock.now() + pause);
@@ -356,7 +360,15 @@ export class LeaseKeeper implements OwnLeaseState {
       if (woken) continue;
       if (signal.aborted || this.revokedErr) return;
       try {
-        const res = await reg.updateSubnet(own.name, own.value, ttl, true);
+        // A renewal puts our value back only where it still is: another node's value found there (a watch
+        // event missed while this agent was paused) is reported and taken back as one seen by the watch.
+        const res = await reg.updateSubnet(own.name, own.value, ttl, true, takeBack ? undefined : own.value);
+        takeBack = false;
+        if (!res.ok && typeof res.current === 'string') {
+          this.observed(own.name, res.current);
+          if (!this.takeBackPending) dueAt = clock.now() + this.o.renewRetryMs;
+          continue;
+        }
         if (!res.ok) {
           this.revoke('was deleted (found at renewal)');
           return;

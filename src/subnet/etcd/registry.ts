@@ -34,6 +34,8 @@ export interface PutResult {
   leaseId: string;
   /** Granted TTL in seconds; 0 without a lease. */
   ttlSeconds: number;
+  /** With `expect`, when the put did not happen: the key's value then (null: the key does not exist). */
+  current?: string | null;
 }
 
 export class EtcdRegistry {
@@ -120,22 +122,32 @@ export class EtcdRegistry {
   /**
    * Rewrite the key under a fresh lease (`ttlSeconds` 0: no lease, a reservation stays one). With
    * `mustExist` the put only happens while the key exists, so a renewal never resurrects a revoked lease.
+   * With `expect` it only happens while the key holds that value (a renewal that finds another node's
+   * value there reports it in `current` instead of overwriting it unseen).
    */
-  async updateSubnet(name: string, value: string, ttlSeconds: number, mustExist: boolean): Promise<PutResult> {
+  async updateSubnet(name: string, value: string, ttlSeconds: number, mustExist: boolean, expect?: string): Promise<PutResult> {
     const key = this.keyOf(name);
     const lease = ttlSeconds > 0 ? await this.grant(ttlSeconds) : { id: '0', ttl: 0 };
     const put = this.client.put(key).value(value);
     if (lease.id !== '0') put.lease(lease.id);
     let ok = true;
+    let current: string | null | undefined;
     try {
-      if (mustExist) ok = (await this.client.if(key, 'Version', '>', 0).then(put).commit()).succeeded;
+      if (expect !== undefined) {
+        const res = await this.client.if(key, 'Value', '==', expect).then(put).else(this.client.get(key)).commit();
+        ok = res.succeeded;
+        if (!ok) {
+          const kv = res.responses[0]?.response_range?.kvs[0];
+          current = kv ? kv.value.toString() : null;
+        }
+      } else if (mustExist) ok = (await this.client.if(key, 'Version', '>', 0).then(put).commit()).succeeded;
       else await put.exec();
     } catch (err) {
       await this.revokeQuietly(lease.id);
       throw err;
     }
     if (!ok) await this.revokeQuietly(lease.id);
-    return { ok, leaseId: lease.id, ttlSeconds: lease.ttl };
+    return { ok, leaseId: lease.id, ttlSeconds: lease.ttl, ...(current !== undefined ? { current } : {}) };
   }
 
   async deleteSubnet(name: string): Promise<void> {

@@ -1,14 +1,21 @@
 // etcd lease keys: `<prefix>/subnets/10.5.52.0-24` (dual stack `10.5.52.0-24&fd00:12:13::-56`).
 // Mirrors flannel pkg/subnet/subnet.go (MakeSubnetKey, ParseSubnetKey), IPv4 only on the write side.
 import { formatCidr, network, parseCidr } from '../../ip4.js';
+import { formatCidr6, network6, parseCidr6 } from '../../ip6.js';
 
 const KEY = /^(\d{1,3}(?:\.\d{1,3}){3})-(\d{1,2})(?:&([0-9a-f:]+)-(\d{1,3}))?$/;
 
-/** `10.5.52.0/24` -> `10.5.52.0-24`; undefined when `cidr` is not an IPv4 CIDR. */
-export function makeSubnetKey(cidr: string): string | undefined {
+/**
+ * `10.5.52.0/24` -> `10.5.52.0-24`; with an IPv6 subnet `10.5.52.0-24&fd00:12:13::-56` (upstream
+ * MakeSubnetKey: `sn.StringSep(".", "-") + "&" + sn6.StringSep(":", "-")`). Undefined when a CIDR is malformed.
+ */
+export function makeSubnetKey(cidr: string, ipv6Cidr?: string): string | undefined {
   const n = parseCidr(cidr);
   if (n === undefined) return undefined;
-  return formatCidr(network(n)).replace('/', '-');
+  const v4 = formatCidr(network(n)).replace('/', '-');
+  if (ipv6Cidr === undefined) return v4;
+  const n6 = parseCidr6(ipv6Cidr);
+  return n6 === undefined ? undefined : `${v4}&${formatCidr6(network6(n6)).replace('/', '-')}`;
 }
 
 export interface ParsedSubnetKey {

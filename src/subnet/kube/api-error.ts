@@ -37,15 +37,82 @@ export function retryable(err: unknown): boolean {
   return code === 408 || code === 409 || code === 429 || code >= 500;
 }
 
+/**
+ * Every rule the agent needs, as deploy/base's ClusterRole flannel-windows grants them (a test holds
+ * the two equal): a 403 names them all, so the fix is one edit of the ClusterRole.
+ */
+export const AGENT_RBAC_RULES: readonly { resource: string; verbs: readonly string[] }[] = [
+  { resource: 'pods', verbs: ['get'] },
+  { resource: 'nodes', verbs: ['get', 'list', 'watch'] },
+  { resource: 'nodes/status', verbs: ['patch'] },
+  { resource: 'events', verbs: ['create', 'patch'] },
+];
+
+/** `pods: get; nodes: get, list, watch; ...` */
+export const AGENT_RBAC_TEXT = AGENT_RBAC_RULES.map((r) => `${r.resource}: ${r.verbs.join(', ')}`).join('; ');
+
+/** The Status message of an API failure (undefined without one). */
+function statusMessage(err: unknown): string | undefined {
+  const body = (err as { body?: unknown } | null)?.body;
+  if (typeof body !== 'string') return undefined;
+  try {
+    const m = (JSON.parse(body) as { message?: unknown })?.message;
+    return typeof m === 'string' ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A refusal by the NodeRestriction admission plugin (kubernetes plugin/pkg/admission/noderestriction
+ * admission.go: `node %q is not allowed to modify node %q`): the credentials are a node's (a kubelet's),
+ * and another node's. Not an RBAC matter and never transient.
+ */
+export function nodeRestriction(err: unknown): { identity: string; target: string } | undefined {
+  if (httpStatus(err) !== 403) return undefined;
+  const m = /node "([^"]{1,253})" is not allowed to modify node "([^"]{1,253})"/.exec(statusMessage(err) ?? '');
+  return m ? { identity: m[1], target: m[2] } : undefined;
+}
+
+/** What to do about a failure with this status. */
+function hintFor(err: unknown): string {
+  const status = httpStatus(err);
+  if (status === 401) return '; check the credentials in the kubeconfig / service account token';
+  if (status !== 403) return '';
+  const nr = nodeRestriction(err);
+  if (nr) {
+    return (
+      `; the API server's NodeRestriction admission refused it: the agent's credentials are those of node "${nr.identity}", ` +
+      `which may modify only itself, not node "${nr.target}": set NODE_NAME to "${nr.identity}" if that is this node, ` +
+      'or run the agent with its ServiceAccount (or the credentials of this node)'
+    );
+  }
+  return `; check flannel's ClusterRole (deploy/base): it needs ${AGENT_RBAC_TEXT}`;
+}
+
 export function kubeError(what: string, err: unknown): KubeError {
   const status = httpStatus(err);
-  const hint =
-    status === 401
-      ? '; check the credentials in the kubeconfig / service account token'
-      : status === 403
-        ? "; check flannel's ClusterRole (nodes: get, list, watch; nodes/status: patch; pods: get)"
-        : '';
-  return new KubeError('FLANNEL_ERR_KUBE', `${what}: ${describe(err)}${hint}`, { status }, { cause: err });
+  return new KubeError('FLANNEL_ERR_KUBE', `${what}: ${describe(err)}${hintFor(err)}`, { status }, { cause: err });
+}
+
+/**
+ * Retryable while the API server may still be starting: a 403 too (an apiserver answers 403 for about
+ * 100 ms after it starts, until its RBAC informers synced: `clusterrole.rbac.authorization.k8s.io
+ * "flannel-windows" not found`; k8s.io/apiserver rbac authorizer), except a NodeRestriction refusal.
+ */
+export function retryableAtStartUp(err: unknown): boolean {
+  return retryable(err) || (httpStatus(err) === 403 && nodeRestriction(err) === undefined);
+}
+
+/**
+ * The answer's Retry-After in ms (429 or 5xx), which is waited before the own backoff when longer, as
+ * client-go does (rest/request.go checkWait, rest/with_retry.go Before: the delay is the larger of
+ * the backoff and `Retry-After`). It is the API server's instruction under API Priority and Fairness.
+ */
+export function retryAfterMs(err: unknown): number | undefined {
+  if (err === null || typeof err !== 'object') return undefined;
+  const v = (err as { retryAfterMs?: unknown }).retryAfterMs;
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined;
 }
 
 export interface ApiRetryOptions {
@@ -55,13 +122,15 @@ export interface ApiRetryOptions {
   backoffCapMs: number;
   /** How long a failing call is retried before its error is returned. */
   timeoutMs: number;
+  /** Which failures are retried (default `retryable`). */
+  retryable?: (err: unknown) => boolean;
 }
 
 /** Retry `fn` on retryable failures with capped backoff, for at most `timeoutMs`; then kubeError(what). */
 export async function retryApiCall<T>(what: string, fn: () => Promise<T>, o: ApiRetryOptions, signal: AbortSignal): Promise<T> {
   const onRetry = (err: unknown, attempt: number, delayMs: number) => o.log.warn('kubernetes API call failed, retrying', { call: what, attempt, delayMs, error: describe(err) });
   try {
-    return await retryWithBackoff(fn, { ...o, retryable, onRetry }, signal);
+    return await retryWithBackoff(fn, { ...o, retryable: o.retryable ?? retryable, onRetry, minDelayMs: retryAfterMs }, signal);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     throw kubeError(what, err);

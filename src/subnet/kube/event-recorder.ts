@@ -10,7 +10,9 @@
 //   client-go's does, so the next patch carries it);
 // - recordToSink: create (POST) or patch (PATCH, strategic merge); a patch answered 404 (the event
 //   expired, default TTL one hour) creates it anew. Writes are best effort: one try each, in order,
-//   from a queue of at most 1000 (client-go's maxQueuedEvents; more are dropped), failures logged at debug.
+//   from a queue of at most 1000 (client-go's maxQueuedEvents; more are dropped), failures logged at debug,
+//   except the first refusal (403: a ClusterRole without events, as upstream's kube-flannel.yml), one WARN
+//   naming the rule, since every Event after it is lost too.
 // Names and references as kubelet's for its Node (pkg/kubelet: involvedObject kind Node, uid = the node
 // name, namespace "" so the Event lives in `default`), which is what `kubectl describe node` searches for.
 import type { Clock } from '../../clock.js';
@@ -18,7 +20,7 @@ import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { NodeEvent, NodeEvents } from '../../node-events.js';
 import type { KubeHttp } from './http.js';
-import { httpStatus } from './api-error.js';
+import { describe, httpStatus } from './api-error.js';
 
 export const EVENT_COMPONENT = 'flanneld';
 const AGGREGATE_MAX_EVENTS = 10;
@@ -29,6 +31,8 @@ const CACHE_ENTRIES = 4096;
 const MAX_QUEUED = 1000;
 const REQUEST_TIMEOUT_MS = 10_000;
 const COMBINED = '(combined from similar events): ';
+/** Longest Event message sent and kept (events.k8s.io's note limit, NoteLengthLimit = 1 kB); longer ones are cut. */
+export const MAX_EVENT_MESSAGE = 1024;
 
 /** The core/v1 Event fields this recorder writes. */
 export interface KubeEvent {
@@ -59,6 +63,12 @@ class Lru<V> {
   get(k: string): V | undefined {
     return this.m.get(k);
   }
+  get size(): number {
+    return this.m.size;
+  }
+  values(): IterableIterator<V> {
+    return this.m.values();
+  }
   set(k: string, v: V): void {
     this.m.delete(k);
     this.m.set(k, v);
@@ -86,19 +96,29 @@ export class EventCorrelator {
     this.refilledAt = now();
   }
 
+  /** What the caches hold: messages of the aggregation records, entries of the dedup and name caches. */
+  retained(): { aggregateMessages: number; seen: number; names: number } {
+    let aggregateMessages = 0;
+    for (const v of this.aggregate.values()) aggregateMessages += v.messages.size;
+    return { aggregateMessages, seen: this.seen.size, names: this.keys.size };
+  }
+
   /** undefined = dropped by the spam filter. */
   correlate(e: NodeEvent): EventWrite | undefined {
     const t = this.now();
     // 1. Aggregate by reason (events_cache.go EventAggregate).
     const aggKey = `${e.type}\0${e.reason}`;
+    const text = e.message.length > MAX_EVENT_MESSAGE - COMBINED.length ? `${e.message.slice(0, MAX_EVENT_MESSAGE - COMBINED.length - 1)}…` : e.message;
     let agg = this.aggregate.get(aggKey);
     if (!agg || t - agg.last > AGGREGATE_INTERVAL_MS) agg = { messages: new Set(), last: t };
-    agg.messages.add(e.message);
+    agg.messages.add(text);
     agg.last = t;
     this.aggregate.set(aggKey, agg);
     const combined = agg.messages.size >= AGGREGATE_MAX_EVENTS;
-    const message = combined ? COMBINED + e.message : e.message;
-    const key = combined ? aggKey : `${aggKey}\0${e.message}`;
+    // "do not grow our local key set any larger than max" (EventAggregate: localKeys.PopAny()).
+    if (combined) agg.messages.delete(agg.messages.values().next().value!);
+    const message = combined ? COMBINED + text : text;
+    const key = combined ? aggKey : `${aggKey}\0${text}`;
     // 2. Observe: a known key becomes a patch of the existing event (eventLogger.eventObserve).
     const prev = this.seen.get(key);
     const stamp = rfc3339(t);
@@ -162,9 +182,16 @@ export class KubeEventRecorder implements NodeEvents {
   /** Writes answered by the API server, and writes dropped (queue full, spam filter, failed request). */
   written = 0;
   dropped = 0;
+  /** Whether the refusal of Events (403) was logged at WARN already: once, then debug. */
+  private refusalWarned = false;
 
   constructor(private readonly o: EventRecorderOptions) {
     this.correlator = new EventCorrelator(o.nodeName, () => o.clock.now());
+  }
+
+  /** What the recorder holds: queued writes and the correlator's caches (bounded whatever is recorded). */
+  retained(): { queued: number; aggregateMessages: number; seen: number; names: number } {
+    return { queued: this.queue.length, ...this.correlator.retained() };
   }
 
   record(e: NodeEvent): void {
@@ -200,7 +227,18 @@ export class KubeEventRecorder implements NodeEvents {
         this.written++;
       } catch (err) {
         this.dropped++;
-        this.o.log.debug('recording an event on the Node failed', { reason: w.event.reason, error: errorMessage(err) });
+        if (httpStatus(err) === 403 && !this.refusalWarned) {
+          this.refusalWarned = true;
+          this.o.log.warn("the API server refuses Events on the Node: flannel's ClusterRole lacks events: create, patch; Events are not recorded until it grants them", {
+            rule: 'events: create, patch',
+            namespace: w.event.metadata.namespace,
+            verb: w.kind,
+            reason: w.event.reason,
+            error: describe(err),
+          });
+        } else {
+          this.o.log.debug('recording an event on the Node failed', { reason: w.event.reason, error: errorMessage(err) });
+        }
       }
     }
   }

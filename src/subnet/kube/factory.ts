@@ -39,6 +39,8 @@ export interface KubeStartDeps {
 export interface KubeStart {
   /** The own Node's public-ip-overwrite and node-public-ip annotations, in that order (none without --node-name). */
   publicIPs(signal: AbortSignal): Promise<string[]>;
+  /** The own Node's public-ipv6-overwrite and node-public-ipv6 annotations, in that order (dual-stack; same one read). */
+  publicIPv6s(signal: AbortSignal): Promise<string[]>;
   subnetManager(netConf: NetworkConfig): SubnetManager;
 }
 
@@ -46,11 +48,31 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
   const log = componentLogger(deps.log, 'kube');
   let kubeConfig: ReturnType<typeof buildKubeConfig> | undefined;
   const kc = () => (kubeConfig ??= buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log, clock: deps.clock }));
+  let read: ReturnType<typeof readNodePublicIPs> | undefined;
   return {
     async publicIPs(signal) {
       if (!config.nodeName) return [];
-      const annotated = await readNodePublicIPs({ kubeConfig: kc(), nodeName: config.nodeName, annotationPrefix: config.kubeAnnotationPrefix, log, clock: deps.clock, signal });
+      const annotated = await (read ??= readNodePublicIPs({
+        kubeConfig: kc(),
+        nodeName: config.nodeName,
+        annotationPrefix: config.kubeAnnotationPrefix,
+        log,
+        clock: deps.clock,
+        signal,
+      }));
       return [annotated.publicIPOverwrite, annotated.nodePublicIP].filter((ip): ip is string => ip !== undefined);
+    },
+    async publicIPv6s(signal) {
+      if (!config.nodeName) return [];
+      const annotated = await (read ??= readNodePublicIPs({
+        kubeConfig: kc(),
+        nodeName: config.nodeName,
+        annotationPrefix: config.kubeAnnotationPrefix,
+        log,
+        clock: deps.clock,
+        signal,
+      }));
+      return [annotated.publicIPv6Overwrite, annotated.nodePublicIPv6].filter((ip): ip is string => ip !== undefined);
     },
     subnetManager(netConf) {
       return new KubeSubnetManager({
@@ -63,6 +85,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         setNodeNetworkUnavailable: config.setNodeNetworkUnavailable,
         nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000,
         publicIPOverride: config.publicIP || undefined,
+        ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
         log,
         metrics: deps.metrics,
         clock: deps.clock,

@@ -18,6 +18,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { abortReason } from '../../clock.js';
 import type { Clock } from '../../clock.js';
 import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../errors.js';
+import { userAgent } from '../../version.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
 import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from './watch-lines.js';
@@ -41,6 +42,7 @@ export interface KubeRequest {
 /** Largest response body read (a list page of 100 Nodes is ~1 MB; hostile annotations can be larger). */
 const MAX_BODY_BYTES = 256 * 1024 * 1024;
 const MAX_ERROR_BODY = 4096;
+const USER_AGENT = userAgent();
 
 /**
  * The text of an answer's bytes (without the `unread` fields), the bytes released before it returns:
@@ -74,7 +76,8 @@ export class KubeHttp {
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const creds = await requestCredentials(this.kc);
-    const headers: Record<string, string> = { Accept: 'application/json', ...creds.headers };
+    // Every request names the agent, as client-go's rest.Config.UserAgent does (../../version.ts).
+    const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': USER_AGENT, ...creds.headers };
     if (contentType) headers['Content-Type'] = contentType;
     return { url, options: { method, headers, agent: creds.agent }, authorization: headers['authorization'] };
   }
@@ -153,7 +156,7 @@ export class KubeHttp {
           const status = res.statusCode ?? 0;
           const ok = status >= 200 && status <= 299;
           const text = bodyText(chunks, ok ? unread : undefined);
-          if (!ok) return reject(apiError(what, status, text.slice(0, MAX_ERROR_BODY)));
+          if (!ok) return reject(apiError(what, status, text.slice(0, MAX_ERROR_BODY), res.headers['retry-after']));
           try {
             resolve(JSON.parse(text) as unknown);
           } catch (err) {
@@ -210,7 +213,7 @@ export class KubeHttp {
             res.on('end', () => {
               // A 401: token files are re-read for the next watch (client-go's ResetTokenOlderThan).
               if (status === 401) resetTokensOlderThan(this.kc, started);
-              reject(apiError(what, status, text));
+              reject(apiError(what, status, text, res.headers['retry-after']));
             });
             res.on('error', fail);
             return;
@@ -256,8 +259,23 @@ export class KubeHttp {
   }
 }
 
-function apiError(what: string, status: number, body: string): KubeApiError {
-  return new KubeApiError('FLANNEL_ERR_KUBE_API', `${what}: HTTP ${status}`, { status }, { body });
+/** The longest Retry-After honoured (a larger one is cut to it: a proxy's typo never stalls the agent for hours). */
+const MAX_RETRY_AFTER_S = 600;
+
+/**
+ * `Retry-After` in ms on a 429 or 5xx, as client-go reads it (rest/request.go checkWait and
+ * retryAfterSeconds: whole seconds only, other statuses and forms ignored); bounded by MAX_RETRY_AFTER_S.
+ */
+export function retryAfterHeader(status: number, header: string | undefined): number | undefined {
+  if (status !== 429 && status < 500) return undefined;
+  if (header === undefined || !/^\s*\d{1,9}\s*$/.test(header)) return undefined;
+  const s = Number(header);
+  return s > 0 ? Math.min(s, MAX_RETRY_AFTER_S) * 1000 : undefined;
+}
+
+function apiError(what: string, status: number, body: string, retryAfter?: string): KubeApiError {
+  const retryAfterMs = retryAfterHeader(status, retryAfter);
+  return new KubeApiError('FLANNEL_ERR_KUBE_API', `${what}: HTTP ${status}`, { status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }, { body, retryAfterMs });
 }
 
 /** `err` when it already carries a code (ours), else the coded error `wrap` makes. */

@@ -33,6 +33,8 @@ export interface KubeSubnetManagerOptions {
   setNodeNetworkUnavailable: boolean;
   /** `--public-ip`, for the log line when the node-public-ip annotation overrides it. */
   publicIPOverride?: string;
+  /** net-conf `IPv6Network` when EnableIPv6 (dual-stack); absent on IPv4-only networks. */
+  ipv6Network?: string;
   log?: Logger;
   metrics?: Metrics;
   clock?: Clock;
@@ -49,6 +51,8 @@ export interface KubeSubnetManagerOptions {
   backoffCapMs?: number;
   /** Pauses between list and watch rounds (default client-go's reflector: 800 ms doubling to 30 s, jittered). */
   relistBackoff?: RelistOptions['backoff'];
+  /** For this long after start-up began, a 403 on the start-up path is retried (default 10 s; own-node.ts). */
+  startUpWindowMs?: number;
   /** How long a failing API call (get pod, patch) is retried before giving up (default 5 min). */
   apiRetryTimeoutMs?: number;
   /** Deadline of every request: list pages, the own-Node get, patches, the pod lookup (default 30 s). */
@@ -63,6 +67,8 @@ export interface KubeSubnetManagerOptions {
    * against 47; 117 MB at 500, 179 MB unpaged).
    */
   listPageSize?: number;
+  /** How long one paged Node list may take, all its pages (default 10 min; node-list-watch.ts). */
+  listDeadlineMs?: number;
 }
 
 const MIN = 60_000;
@@ -102,8 +108,10 @@ export class KubeSubnetManager implements SubnetManager {
       random: opts.random ?? systemRandom,
       backoff: opts.relistBackoff,
       listPageSize: opts.listPageSize ?? 250,
+      listDeadlineMs: opts.listDeadlineMs,
       watchTimeoutSeconds: opts.watchTimeoutSeconds,
       watchSilenceMs: opts.watchSilenceMs,
+      ...(opts.ipv6Network !== undefined ? { ipv6: true } : {}),
     });
     this.own = new OwnNodePublisher({
       http,
@@ -114,6 +122,7 @@ export class KubeSubnetManager implements SubnetManager {
       podNamespace: opts.podNamespace,
       setNodeNetworkUnavailable: opts.setNodeNetworkUnavailable,
       publicIPOverride: opts.publicIPOverride,
+      ...(opts.ipv6Network !== undefined ? { ipv6Network: opts.ipv6Network } : {}),
       log,
       clock,
       retry: { clock, log, backoffBaseMs, backoffCapMs, timeoutMs: opts.apiRetryTimeoutMs ?? 5 * MIN },
@@ -121,6 +130,7 @@ export class KubeSubnetManager implements SubnetManager {
       nodeWaitTimeoutMs: opts.nodeWaitTimeoutMs ?? 5 * MIN,
       nodeWaitLogIntervalMs: opts.nodeWaitLogIntervalMs ?? 10_000,
       nodePollIntervalMs: opts.nodePollIntervalMs ?? 1000,
+      startUpWindowMs: opts.startUpWindowMs ?? 10_000,
     });
   }
 
@@ -144,6 +154,10 @@ export class KubeSubnetManager implements SubnetManager {
 
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
     return this.nodes.run(onUpdate, signal);
+  }
+
+  nodeInternalIPs(): readonly string[] | undefined {
+    return this.own.internalIPs;
   }
 
   republishLease(_lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {

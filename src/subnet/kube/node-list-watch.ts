@@ -17,14 +17,18 @@
 //   `watchSilenceMs` means the connection is dead even when TCP does not say so.
 // - List pages are emitted as they arrive (`peers`); the complete list ends with `listed`, naming every
 //   lease it held, so nothing is removed on a partial view.
-// - A paged list is bounded (issue 18): client-go's pager (tools/pager/pager.go) follows `continue`
-//   for as long as the server sends one, so a server that repeats a token is paged forever. Here a
-//   repeated token, or more pages than a list of LIST_NODES_BOUND Nodes needs, fails the list with
-//   FLANNEL_ERR_KUBE_LIST, which is logged and retried after the backoff pause like any failed list.
+// - A paged list cannot loop: client-go's pager (tools/pager/pager.go) follows `continue` for as long as
+//   the server sends one, so a server that repeats a token is paged forever. Here a token seen before
+//   in the same list, or a page that does not advance (no items, or its last Node's name not past the
+//   previous page's: the API server pages in key order, which for Nodes is name order), fails the list
+//   with FLANNEL_ERR_KUBE_LIST, logged and retried after the backoff pause like any failed list. A list
+//   is also bounded in what it keeps (LIST_NODES_BOUND names) and in time (`listDeadlineMs`), never by
+//   a page count: a cluster of 50,000 Nodes lists in 200 pages.
 // - A watch the server closes cleanly is resumed at once only after a healthy run: at least half the
 //   timeout it asked for. client-go reopens every watch that lasted a second or brought an event; a
 //   server that closes each watch after one event then gets a watch per event (issue 18 measured
 //   10,000-25,000 in 15 s).
+import { createHash } from 'node:crypto';
 import type { Clock, Random } from '../../clock.js';
 import { FlannelError, KubeAnswerError, KubeError, KubeWatchError } from '../../errors.js';
 import { METRIC } from '../../metrics.js';
@@ -35,8 +39,9 @@ import { runRelistLoop } from '../relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
 import { decodeBackendData } from './annotations.js';
-import { describe } from './api-error.js';
+import { describe, retryAfterMs } from './api-error.js';
 import { normalizeCidr } from '../../ip4.js';
+import { normalizeCidr6 } from '../../ip6.js';
 
 // --- Node -> lease (pure and total: hostile input, missing fields, wrong types, huge strings never throw) ---
 
@@ -62,6 +67,15 @@ export interface NodeLease {
   publicIP?: string;
   publicIPOverwrite?: string;
   nodePublicIP?: string;
+  /** Dual-stack projection only: the first IPv6 CIDR of spec.podCIDRs (else spec.podCIDR), network-address form. */
+  ipv6PodCIDR?: string;
+  /** Dual-stack projection only: how many entries spec.podCIDRs has when it has three or more (upstream refuses them). */
+  podCIDRCount?: number;
+  publicIPv6?: string;
+  publicIPv6Overwrite?: string;
+  nodePublicIPv6?: string;
+  /** The raw `backend-v6-data` annotation. */
+  backendV6Data?: string;
   /** Names of the fields above whose annotation was present but oversized (value dropped). */
   oversized?: string[];
 }
@@ -125,8 +139,32 @@ function creationTime(v: unknown): number | undefined {
   return Number.isFinite(t) ? t : undefined;
 }
 
-/** Project a raw Node to its lease record; undefined without a usable name. */
-export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | undefined {
+/**
+ * The IPv6 CIDR of a Node, as upstream's kube subnet manager finds it (pkg/subnet/kube/kube.go
+ * nodeToLease, AcquireLease): the first IPv6 entry of spec.podCIDRs, else spec.podCIDR when podCIDRs is
+ * empty; network-address form. `count` is set when podCIDRs has three or more entries, which upstream
+ * refuses ("pod cidrs should be IPv4/IPv6 only or dualstack"); the API server allows one per family.
+ */
+export function nodeIPv6PodCIDR(spec: unknown): { cidr?: string; count?: number } {
+  const s = asObj(spec);
+  if (!s) return {};
+  const list = s.podCIDRs;
+  if (Array.isArray(list) && list.length >= 3) return { count: list.length };
+  const texts = Array.isArray(list) && list.length > 0 ? list : [s.podCIDR];
+  for (const c of texts) {
+    if (typeof c !== 'string' || c.length > MAX_CIDR_LENGTH) continue;
+    const v6 = normalizeCidr6(c);
+    if (v6 !== undefined) return { cidr: v6 };
+  }
+  return {};
+}
+
+/**
+ * Project a raw Node to its lease record; undefined without a usable name. `ipv6` (EnableIPv6) also reads
+ * the IPv6 half: the IPv6 podCIDR and the public-ipv6, public-ipv6-overwrite, node-public-ipv6 and
+ * backend-v6-data annotations. Without it the record is exactly the IPv4 one.
+ */
+export function projectNode(node: unknown, keys: AnnotationKeys, ipv6 = false): NodeLease | undefined {
   const n = asObj(node);
   const meta = asObj(n?.metadata);
   const name = meta?.name;
@@ -137,6 +175,11 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
   else {
     const bad = nodeBadPodCIDR(n?.spec);
     if (bad !== undefined) rec.badPodCIDR = bad;
+  }
+  if (ipv6) {
+    const v6 = nodeIPv6PodCIDR(n?.spec);
+    if (v6.cidr !== undefined) rec.ipv6PodCIDR = v6.cidr;
+    if (v6.count !== undefined) rec.podCIDRCount = v6.count;
   }
   const created = creationTime(meta?.creationTimestamp);
   if (created !== undefined) rec.created = created;
@@ -158,6 +201,12 @@ export function projectNode(node: unknown, keys: AnnotationKeys): NodeLease | un
   pick('publicIP', keys.publicIP);
   pick('publicIPOverwrite', keys.publicIPOverwrite);
   pick('nodePublicIP', keys.nodePublicIP);
+  if (ipv6) {
+    pick('publicIPv6', keys.publicIPv6);
+    pick('publicIPv6Overwrite', keys.publicIPv6Overwrite);
+    pick('nodePublicIPv6', keys.nodePublicIPv6);
+    pick('backendV6Data', keys.backendV6Data);
+  }
   return rec;
 }
 
@@ -177,6 +226,9 @@ export function toLease(rec: NodeLease): Lease | undefined {
     publicIP: rec.publicIP ?? '',
     backendType: rec.backendType ?? '',
     backendData: oversized.includes('backendData') ? undefined : decodeBackendData(rec.backendData),
+    // The IPv6 half only when the Node has both an IPv6 podCIDR and a public-ipv6: a peer without them
+    // keeps its IPv4 route (upstream drops such a peer altogether; a v4-only Windows peer is one).
+    ...(rec.ipv6PodCIDR !== undefined && rec.publicIPv6 !== undefined && rec.publicIPv6 !== '' ? { ipv6Subnet: rec.ipv6PodCIDR, publicIPv6: rec.publicIPv6 } : {}),
   };
 }
 
@@ -218,21 +270,22 @@ export interface NodeListWatchOptions {
   watchTimeoutSeconds?: number;
   /** No byte for this long ends a watch as failed (default: watch timeout + 10 s). */
   watchSilenceMs?: number;
+  /** How long one paged list may take, all its pages (default LIST_DEADLINE_MS). */
+  listDeadlineMs?: number;
+  /** EnableIPv6: project the IPv6 half of every Node too (projectNode). */
+  ipv6?: boolean;
 }
 
 const SKIP_LOG_INTERVAL_MS = 60_000;
 
 /**
- * The most Nodes a list may page through: 4x Kubernetes' largest supported cluster (5,000 nodes,
- * https://kubernetes.io/docs/setup/best-practices/cluster-large/). A list needing more pages than
- * ceil(LIST_NODES_BOUND / page size) (80 at the default 250) fails as FLANNEL_ERR_KUBE_LIST.
+ * The most Nodes one list may hold (their names are kept until the list ends): 40x Kubernetes' largest
+ * supported cluster (5,000 nodes, https://kubernetes.io/docs/setup/best-practices/cluster-large/).
  */
-export const LIST_NODES_BOUND = 20_000;
+export const LIST_NODES_BOUND = 200_000;
 
-/** The pages one list may take at `pageSize` Nodes a page. */
-export function listPageBound(pageSize: number): number {
-  return Math.max(1, Math.ceil(LIST_NODES_BOUND / Math.max(1, pageSize)));
-}
+/** How long one paged list may take, all pages together (default of `listDeadlineMs`). */
+export const LIST_DEADLINE_MS = 10 * 60_000;
 
 /** The log line before the loop's pause: what ended the round, and how long the pause is. */
 function retryLine(n: RetryNote): [message: string, fields: Record<string, unknown>] {
@@ -269,7 +322,7 @@ export class NodeListWatch {
 
   /** Project one raw Node, or count and log it as skipped. */
   private project(obj: unknown, where: 'list' | 'watch'): NodeLease | undefined {
-    const rec = projectNode(obj, this.o.keys);
+    const rec = projectNode(obj, this.o.keys, this.o.ipv6 === true);
     if (rec) return rec;
     this.o.metrics.inc(METRIC.nodesSkipped, { where });
     const now = this.o.clock.now();
@@ -291,18 +344,21 @@ export class NodeListWatch {
   private async relist(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<string> {
     const keys = new Set<string>();
     let nodes = 0;
-    const maxPages = listPageBound(this.o.listPageSize);
+    /** Digests of the continue tokens of this list (a token's size is the server's to choose). */
     const seen = new Set<string>();
+    const started = this.o.clock.now();
+    const deadlineMs = this.o.listDeadlineMs ?? LIST_DEADLINE_MS;
     let cont: string | undefined;
     let rv = '';
     let pages = 0;
+    /** The name of the last Node of the previous page (pages are in name order). */
+    let lastName: string | undefined;
+    const fail = (why: string, context: Record<string, unknown>) =>
+      new KubeError('FLANNEL_ERR_KUBE_LIST', `${why}; the list would never end — check the API server or a proxy in front of it`, { page: pages, ...context });
     do {
-      if (++pages > maxPages) {
-        throw new KubeError(
-          'FLANNEL_ERR_KUBE_LIST',
-          `the Node list did not end within ${maxPages} pages of ${this.o.listPageSize} (more than ${LIST_NODES_BOUND} Nodes); the API server keeps sending a continue token — check the API server or a proxy in front of it`,
-          { pages: maxPages, pageSize: this.o.listPageSize },
-        );
+      pages++;
+      if (this.o.clock.now() - started > deadlineMs) {
+        throw fail(`the Node list did not end within ${Math.round(deadlineMs / 1000)} s (${nodes} Nodes in ${pages - 1} pages)`, { nodes, deadlineMs });
       }
       const page = asObj(await this.o.list({ limit: this.o.listPageSize, continue: cont }, signal));
       const meta = asObj(page?.metadata);
@@ -310,30 +366,37 @@ export class NodeListWatch {
       if (!page || !Array.isArray(items))
         throw new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', 'the Node list answer has no items array; check the API server or a proxy in front of it', { page: pages });
       if (rv === '' && typeof meta?.resourceVersion === 'string') rv = meta.resourceVersion;
+      if (nodes + items.length > LIST_NODES_BOUND) {
+        throw fail(`the Node list holds more than ${LIST_NODES_BOUND} Nodes`, { nodes: nodes + items.length });
+      }
       const peers: PeerLease[] = [];
+      let pageLast: string | undefined;
       for (const item of items) {
         const rec = this.project(item, 'list');
         if (!rec) continue;
         nodes++;
+        pageLast = rec.name;
         const lease = toLease(rec);
         if (lease) keys.add(rec.name);
         peers.push({ key: rec.name, lease });
       }
       cont = typeof meta?.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
       if (cont !== undefined) {
-        if (seen.has(cont)) {
-          throw new KubeError(
-            'FLANNEL_ERR_KUBE_LIST',
-            `the API server sent the same Node list continue token twice (page ${pages}); the list would never end — check the API server or a proxy in front of it`,
-            { page: pages, continue: cont.slice(0, 64) },
-          );
+        const digest = createHash('sha256').update(cont).digest('base64');
+        if (seen.has(digest)) throw fail(`the API server sent the same Node list continue token twice (page ${pages})`, { continue: cont.slice(0, 64) });
+        // A page that does not advance past the previous one (with more to come): a loop with fresh tokens.
+        if (pageLast === undefined || (lastName !== undefined && pageLast <= lastName)) {
+          throw fail(`page ${pages} of the Node list does not advance (${items.length} Nodes, the last ${JSON.stringify((pageLast ?? '').slice(0, 64))})`, {
+            continue: cont.slice(0, 64),
+          });
         }
-        seen.add(cont);
+        seen.add(digest);
       }
+      if (pageLast !== undefined) lastName = pageLast;
       // What this page says; `listed` after the last page decides removals.
       if (peers.length > 0) onUpdate({ kind: 'peers', peers });
     } while (cont);
-    this.o.log.info('node list synced', { nodes, leases: keys.size, resourceVersion: rv });
+    this.o.log.info('node list synced', { nodes, leases: keys.size, pages, resourceVersion: rv });
     onUpdate({ kind: 'listed', keys });
     return rv;
   }
@@ -395,6 +458,8 @@ export class NodeListWatch {
     const source: ListWatchSource<string> = {
       list: (s) => this.relist(onUpdate, s),
       watch: (rv, s) => this.watchOnce(rv, onUpdate, s),
+      // A 429 or 5xx with Retry-After: the server's wait, when longer than the backoff (./api-error.ts).
+      minDelayMs: retryAfterMs,
       onRetry: (note) => {
         const [message, fields] = retryLine(note);
         if (note.reason === 'stale') this.o.log.info(message, fields);

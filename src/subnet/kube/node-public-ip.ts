@@ -7,9 +7,11 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { systemClock, type Clock } from '../../clock.js';
 import { errorMessage } from '../../errors.js';
 import { isIp4 } from '../../ip4.js';
+import { isGlobalUnicast6 } from '../../ip6.js';
 import type { Logger } from '../../log.js';
 import { normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
 import { annotationKeys } from './annotations.js';
+import { retryApiCall, retryableAtStartUp } from './api-error.js';
 import { KubeHttp } from './http.js';
 import { projectNode } from './node-list-watch.js';
 
@@ -18,23 +20,35 @@ export interface NodePublicIPs {
   publicIPOverwrite?: string;
   /** `<prefix>/node-public-ip`, when a valid IPv4. */
   nodePublicIP?: string;
+  /** `<prefix>/public-ipv6-overwrite` and `<prefix>/node-public-ipv6`, when valid global IPv6 addresses. */
+  publicIPv6Overwrite?: string;
+  nodePublicIPv6?: string;
 }
 
 /** The two annotations out of a raw Node, through the lease projection (invalid values dropped). Pure. */
 export function nodePublicIPsOf(node: unknown, annotationPrefix: string): NodePublicIPs {
-  const rec = projectNode(node, annotationKeys(normalizeAnnotationPrefix(annotationPrefix)));
+  const rec = projectNode(node, annotationKeys(normalizeAnnotationPrefix(annotationPrefix)), true);
   const valid = (v: string | undefined) => (v !== undefined && isIp4(v.trim()) ? v.trim() : undefined);
   const out: NodePublicIPs = {};
   const overwrite = valid(rec?.publicIPOverwrite);
   const nodeIP = valid(rec?.nodePublicIP);
   if (overwrite) out.publicIPOverwrite = overwrite;
   if (nodeIP) out.nodePublicIP = nodeIP;
+  const valid6 = (v: string | undefined) => (v !== undefined && isGlobalUnicast6(v.trim()) ? v.trim() : undefined);
+  const overwrite6 = valid6(rec?.publicIPv6Overwrite);
+  const node6 = valid6(rec?.nodePublicIPv6);
+  if (overwrite6) out.publicIPv6Overwrite = overwrite6;
+  if (node6) out.nodePublicIPv6 = node6;
   return out;
 }
 
+/** How long the read is retried while the API server may still be starting (its start-up 403s, 5xx). */
+const START_UP_WINDOW_MS = 10_000;
+
 /**
  * GET the own Node (raw JSON, with a deadline like every other API request) and return its public-IP
- * annotations; any failure or timeout is logged and yields none.
+ * annotations. A 403 or 5xx in the first seconds (an API server still starting: own-node.ts) is retried
+ * with the subnet manager's backoff; any failure after that, or a timeout, is logged and yields none.
  */
 export async function readNodePublicIPs(opts: {
   kubeConfig: KubeConfig;
@@ -44,15 +58,17 @@ export async function readNodePublicIPs(opts: {
   clock?: Clock;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** The retry's first pause (default 1 s, doubling; the subnet manager's). */
+  backoffBaseMs?: number;
 }): Promise<NodePublicIPs> {
+  const clock = opts.clock ?? systemClock;
+  const signal = opts.signal ?? new AbortController().signal;
   try {
-    const http = new KubeHttp(opts.kubeConfig, opts.clock ?? systemClock);
-    const node = await http.json({
-      method: 'GET',
-      path: `/api/v1/nodes/${encodeURIComponent(opts.nodeName)}`,
-      timeoutMs: opts.timeoutMs ?? 30_000,
-      signal: opts.signal ?? new AbortController().signal,
-    });
+    const http = new KubeHttp(opts.kubeConfig, clock);
+    const path = `/api/v1/nodes/${encodeURIComponent(opts.nodeName)}`;
+    const get = () => http.json({ method: 'GET', path, timeoutMs: opts.timeoutMs ?? 30_000, signal });
+    const retry = { clock, log: opts.log, backoffBaseMs: opts.backoffBaseMs ?? 1000, backoffCapMs: 30_000, timeoutMs: START_UP_WINDOW_MS, retryable: retryableAtStartUp };
+    const node = await retryApiCall(`reading node "${opts.nodeName}"`, get, retry, signal);
     return nodePublicIPsOf(node, opts.annotationPrefix);
   } catch (err) {
     opts.log.warn('could not read the own node for its public-ip annotations; choosing the interface without them', { node: opts.nodeName, error: errorMessage(err) });

@@ -11,10 +11,11 @@ import { isIp4 } from '../../ip4.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { isVxlanBackendData, publishableAttrs } from '../lease.js';
-import { checkOwnPublicIPs, checkOwnSubnet } from '../own-lease.js';
+import { checkOwnIPv6Subnet, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIPv6 } from '../own-lease.js';
+import { formatIp6, parseIp6 } from '../../ip6.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
-import { describe, httpStatus, kubeError, retryApiCall, retryable } from './api-error.js';
+import { describe, httpStatus, kubeError, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
 import type { ApiRetryOptions } from './api-error.js';
 import type { KubeHttp } from './http.js';
 import { asObj, projectNode } from './node-list-watch.js';
@@ -32,6 +33,8 @@ export interface OwnNodeOptions {
   setNodeNetworkUnavailable: boolean;
   /** `--public-ip`, for the log line when the node-public-ip annotation overrides it. */
   publicIPOverride?: string;
+  /** net-conf `IPv6Network` when EnableIPv6: the Node must then have an IPv6 podCIDR too, and public-ipv6 is published. */
+  ipv6Network?: string;
   log: Logger;
   clock: Clock;
   /** Retries of the pod lookup and the patches. */
@@ -44,6 +47,12 @@ export interface OwnNodeOptions {
   nodeWaitLogIntervalMs: number;
   /** How often the own Node is re-read while waiting. */
   nodePollIntervalMs: number;
+  /**
+   * For this long after the first start-up request, a 403 on the start-up path (the own Node's get,
+   * the nodes/status patches) is retried like a 5xx: an API server that is still starting refuses
+   * until its RBAC caches synced (api-error.ts retryableAtStartUp). Later a 403 fails at once.
+   */
+  startUpWindowMs: number;
 }
 
 const SMP = 'application/strategic-merge-patch+json';
@@ -59,21 +68,63 @@ function rfc3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
+/**
+ * A dual-stack node's podCIDRs: at most one per family (upstream's AcquireLease refuses three or more
+ * with this message) and an IPv6 one beside the IPv4 one, which kube-controller-manager allocates only
+ * with a dual-stack --cluster-cidr.
+ */
+/** The InternalIP values of a raw Node's status.addresses (at most 8, each bounded). */
+function internalIPsOf(node: unknown): string[] {
+  const addresses = asObj(asObj(node)?.status)?.addresses;
+  if (!Array.isArray(addresses)) return [];
+  return addresses
+    .slice(0, 16)
+    .map((a) => asObj(a))
+    .filter((a) => a?.type === 'InternalIP' && typeof a.address === 'string' && a.address.length <= 45)
+    .map((a) => a!.address as string)
+    .slice(0, 8);
+}
+
+function checkDualStackPodCIDRs(name: string, rec: NodeLease): void {
+  if (rec.podCIDRCount !== undefined) {
+    throw new KubeError('FLANNEL_ERR_NODE', `node ${JSON.stringify(name)} pod cidrs should be IPv4/IPv6 only or dualstack`, { node: name, podCIDRs: rec.podCIDRCount });
+  }
+  if (rec.ipv6PodCIDR === undefined) {
+    throw new KubeError(
+      'FLANNEL_ERR_NODE',
+      `node "${name}" has no IPv6 pod cidr but net-conf.json enables IPv6: run kube-controller-manager with a dual-stack --cluster-cidr=<v4>,<v6> (and --allocate-node-cidrs), or remove EnableIPv6 from net-conf.json`,
+      { node: name, reason: 'no-ipv6-podcidr' },
+    );
+  }
+}
+
 export class OwnNodePublisher {
   private nodeName: string | undefined;
+  /** When the first start-up request was made (the start of the start-up window). */
+  private startedAt: number | undefined;
+  /** The own Node's status.addresses InternalIPs at the last read (bounded). */
+  internalIPs: string[] | undefined;
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
+  }
+
+  /** Whether `err` is retried now: a transient failure, or on the start-up path a 403 within the start-up window. */
+  private retried(err: unknown, startUp = true): boolean {
+    if (retryable(err)) return true;
+    if (!startUp) return false;
+    this.startedAt ??= this.o.clock.now();
+    return this.o.clock.now() - this.startedAt < this.o.startUpWindowMs && retryableAtStartUp(err);
   }
 
   private get(path: string, signal: AbortSignal, timeoutMs = this.o.requestTimeoutMs): Promise<unknown> {
     return this.o.http.json({ method: 'GET', path, timeoutMs, signal });
   }
 
-  private patchStatus(what: string, name: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+  private patchStatus(what: string, name: string, body: unknown, signal: AbortSignal, startUp = true): Promise<unknown> {
     const path = `/api/v1/nodes/${encodeURIComponent(name)}/status`;
     const patch = () => this.o.http.json({ method: 'PATCH', path, body, contentType: SMP, timeoutMs: this.o.requestTimeoutMs, signal });
-    return retryApiCall(what, patch, this.o.retry, signal);
+    return retryApiCall(what, patch, { ...this.o.retry, retryable: (err) => this.retried(err, startUp) }, signal);
   }
 
   /** NODE_NAME, else `spec.nodeName` of the pod POD_NAMESPACE/POD_NAME (flannel NewSubnetManager). */
@@ -111,7 +162,9 @@ export class OwnNodePublisher {
         // Bounded by what is left of the wait (at least 1 s, so a slow but healthy answer still counts).
         const left = Math.max(1000, timeoutMs - (clock.now() - start));
         const node = await this.get(`/api/v1/nodes/${encodeURIComponent(name)}`, signal, Math.min(this.o.requestTimeoutMs, left));
-        const rec = projectNode(node, this.o.keys);
+        const rec = projectNode(node, this.o.keys, this.o.ipv6Network !== undefined);
+        this.internalIPs = internalIPsOf(node);
+        if (rec?.podCIDR !== undefined && this.o.ipv6Network !== undefined) checkDualStackPodCIDRs(name, rec);
         if (rec?.podCIDR !== undefined) {
           if (apiFailures > 0 || lastLog > -Infinity) log.info('own node is ready', { node: name, podCIDR: rec.podCIDR });
           return rec as NodeLease & { podCIDR: string };
@@ -130,7 +183,7 @@ export class OwnNodePublisher {
         if (httpStatus(err) === 404) {
           state = 'missing';
           apiFailures = 0;
-        } else if (retryable(err)) {
+        } else if (this.retried(err)) {
           state = 'api-error';
           lastErr = err;
           apiFailures++;
@@ -161,9 +214,32 @@ export class OwnNodePublisher {
           ...(lastErr !== undefined ? { error: describe(lastErr) } : {}),
         });
       }
-      const delay = state === 'api-error' ? backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs) : pollMs;
+      // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (api-error.ts).
+      const delay = state === 'api-error' ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
       await clock.sleep(Math.max(0, Math.min(delay, timeoutMs - waited)), signal);
     }
+  }
+
+  /**
+   * The public IPv6 to publish, as the IPv4 one: node-public-ipv6 overrides the backend's (upstream main.go
+   * takes it through GetStoredPublicIP), public-ipv6-overwrite both (pkg/subnet/kube/kube.go AcquireLease).
+   */
+  private publishedPublicIPv6(rec: NodeLease, backendIP: string): string {
+    const { keys, log } = this.o;
+    let publicIP = formatIp6(parseIp6(backendIP)!);
+    for (const [key, value] of [
+      [keys.nodePublicIPv6, rec.nodePublicIPv6],
+      [keys.publicIPv6Overwrite, rec.publicIPv6Overwrite],
+    ] as const) {
+      if (value === undefined || value === '') continue;
+      if (unusablePublicIPv6(value) !== undefined) {
+        log.warn('ignoring invalid public IPv6 annotation', { annotation: key, value: value.slice(0, 64) });
+        continue;
+      }
+      if (value !== publicIP) log.info('overriding public ipv6 from node annotation', { annotation: key, publicIPv6: value, previous: publicIP });
+      publicIP = value;
+    }
+    return publicIP;
   }
 
   /** The public IP to publish: the node-public-ip annotation overrides the backend's, public-ip-overwrite both. */
@@ -200,11 +276,14 @@ export class OwnNodePublisher {
   /** The own lease: wait for the Node's podCIDR, then publish the backend's attributes as annotations. */
   async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
     const { keys, log } = this.o;
+    this.startedAt ??= this.o.clock.now();
     const name = await this.resolveNodeName(signal);
     const rec = await this.waitForOwnNode(name, signal);
     checkOwnSubnet(name, this.o.network, rec.podCIDR);
     checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
-    log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR });
+    const ipv6Subnet = this.o.ipv6Network !== undefined ? rec.ipv6PodCIDR : undefined;
+    if (this.o.ipv6Network !== undefined && ipv6Subnet !== undefined) checkOwnIPv6Subnet(name, this.o.ipv6Network, ipv6Subnet);
+    log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) });
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;
     if (!publishableAttrs(attrs)) {
@@ -224,6 +303,21 @@ export class OwnNodePublisher {
       [keys.backendData]: rec.backendData,
       [keys.publicIP]: rec.publicIP,
     };
+    // Dual-stack host-gw, as upstream's AcquireLease writes it for a backend with a PublicIPv6:
+    // backend-v6-data `null` (host-gw has none) and public-ipv6 (public-ipv6-overwrite when set).
+    let publishedV6: string | undefined;
+    if (ipv6Subnet !== undefined) {
+      if (attrs.publicIPv6 === undefined || parseIp6(attrs.publicIPv6) === undefined) {
+        throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish a dual-stack lease without a public IPv6 address: peers could not route the IPv6 subnet', {
+          node: name,
+        });
+      }
+      publishedV6 = this.publishedPublicIPv6(rec, attrs.publicIPv6);
+      desired[keys.backendV6Data] = 'null';
+      desired[keys.publicIPv6] = publishedV6;
+      current[keys.backendV6Data] = rec.backendV6Data;
+      current[keys.publicIPv6] = rec.publicIPv6;
+    }
     const changed: Record<string, string> = {};
     for (const [k, v] of Object.entries(desired)) if (current[k] !== v) changed[k] = v;
     if (Object.keys(changed).length > 0) {
@@ -233,7 +327,14 @@ export class OwnNodePublisher {
       log.info('node annotations already up to date', { node: name });
     }
 
-    return { key: name, subnet: rec.podCIDR, publicIP: published, backendType: attrs.backendType, backendData: attrs.backendData };
+    return {
+      key: name,
+      subnet: rec.podCIDR,
+      publicIP: published,
+      backendType: attrs.backendType,
+      backendData: attrs.backendData,
+      ...(ipv6Subnet !== undefined && publishedV6 !== undefined ? { ipv6Subnet, publicIPv6: publishedV6 } : {}),
+    };
   }
 
   /** The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR MAC). */
@@ -243,7 +344,7 @@ export class OwnNodePublisher {
     }
     const name = await this.resolveNodeName(signal);
     const changed = { [this.o.keys.backendData]: encodeAttrsData(attrs.backendData) };
-    await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal);
+    await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal, false);
     this.o.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
   }
 

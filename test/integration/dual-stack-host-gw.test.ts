@@ -1,0 +1,198 @@
+// Dual-stack host-gw on the simulated node against the fake API server: dual-stack Linux Nodes annotated
+// as upstream's kube subnet manager annotates them (pkg/subnet/kube/kube.go AcquireLease: public-ipv6 and
+// backend-v6-data `null` for host-gw), a Windows Node with one podCIDR per family, and an adapter with an
+// IPv6 address (state file IPv6Address / IPv6PrefixLength).
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderStatusTable } from '../../src/commands/status.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
+import { TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
+import { editState } from '../support/sim-dataplane.js';
+import { isFlannelError } from '../../src/errors.js';
+
+const P = 'flannel.alpha.coreos.com/';
+const WIN = 'win-1';
+const WIN_IP6 = 'fd00:10::2';
+const DUAL_NET_CONF = { Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } };
+
+function dualLinux(name: string, v4: string, v6: string, ip: string, ip6: string | undefined): FakeNode {
+  const n = linuxFlannelNode({ name, podCIDR: v4, publicIP: ip, backendType: 'host-gw' });
+  n.spec = { podCIDR: v4, podCIDRs: [v4, v6] };
+  if (ip6 !== undefined) Object.assign(n.metadata.annotations!, { [`${P}backend-v6-data`]: 'null', [`${P}public-ipv6`]: ip6 });
+  return n;
+}
+
+function windowsNode(podCIDRs: string[]): FakeNode {
+  const n = bareNode({ name: WIN, podCIDR: podCIDRs[0], internalIP: WIN_IP });
+  n.spec = { podCIDR: podCIDRs[0], podCIDRs };
+  return n;
+}
+
+function withIPv6(sim: RunningAgent['sim']): void {
+  editState(sim, (st) => st.adapters.filter((a) => a.IPAddress === WIN_IP).forEach((a) => Object.assign(a, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 })));
+}
+
+function peerRoutes(a: RunningAgent): string[] {
+  return a.sim
+    .snapshot()
+    .routes.filter((r) => r.DestinationPrefix.startsWith('10.244.') || r.DestinationPrefix.startsWith('fd00:10:244:'))
+    .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
+    .sort();
+}
+
+let cluster: TestCluster;
+afterEach(async () => {
+  await cluster?.stop();
+});
+
+describe('dual-stack host-gw', () => {
+  it('gets both subnets, publishes public-ipv6, writes both families to subnet.env, builds one dual-stack L2Bridge, routes each family', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(dualLinux('linux-1', '10.244.1.0/24', 'fd00:10:244:1::/64', '10.0.0.11', 'fd00:10::11'));
+    cluster.api.addNode(dualLinux('linux-2', '10.244.2.0/24', 'fd00:10:244:2::/64', '10.0.0.12', undefined));
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim) });
+
+    await waitFor(() => a.agent.isReady && peerRoutes(a).length === 3, 'three routes');
+    expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12', 'fd00:10:244:1::/64 via fd00:10::11']);
+
+    const ann = cluster.api.getNode(WIN)!.metadata.annotations!;
+    expect(ann[`${P}public-ipv6`]).toBe(WIN_IP6);
+    expect(ann[`${P}backend-v6-data`]).toBe('null');
+    expect(ann[`${P}public-ip`]).toBe(WIN_IP);
+
+    expect(readFileSync(a.subnetFile, 'utf8')).toBe(
+      'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:64::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
+    );
+
+    const st = a.sim.snapshot();
+    const net = st.networks.find((n) => n.Name === 'cbr0')!;
+    expect(net.Type).toBe('L2Bridge');
+    expect(net.Ipams?.flatMap((i) => i.Subnets ?? []).map((s) => [s.IpAddressPrefix, s.Routes?.[0]?.DestinationPrefix, s.Routes?.[0]?.NextHop])).toEqual([
+      ['10.244.100.0/24', '0.0.0.0/0', '10.244.100.1'],
+      ['fd00:10:244:64::/64', '::/0', 'fd00:10:244:64::1'],
+    ]);
+    const ep = st.endpoints.find((e) => e.Name === 'cbr0_ep')!;
+    expect(ep.IpConfigurations).toEqual([
+      { IpAddress: '10.244.100.2', PrefixLength: 24 },
+      { IpAddress: 'fd00:10:244:64::2', PrefixLength: 64 },
+    ]);
+    expect(ep.Routes?.map((r) => r.DestinationPrefix)).toEqual(['0.0.0.0/0', '::/0']);
+    const forwarding = st.adapters.filter((ad) => ad.Name.startsWith('vEthernet'));
+    expect(forwarding.length).toBeGreaterThanOrEqual(2);
+    for (const ad of forwarding) expect([ad.Name, ad.Forwarding, ad.ForwardingV6]).toEqual([ad.Name, true, true]);
+
+    // flanneld status: the IPv6 lease, the kubelet and kube-proxy settings, and a warning: the Node has an IPv4 InternalIP only.
+    const status = await a.agent.status();
+    expect(status.dualStack).toMatchObject({
+      ipv6Subnet: 'fd00:10:244:64::/64',
+      publicIPv6: WIN_IP6,
+      kubelet: [`--node-ip=${WIN_IP},${WIN_IP6}`],
+      kubeProxy: ['--cluster-cidr=10.244.0.0/16,fd00:10:244::/56', '--proxy-mode=kernelspace', 'KUBE_NETWORK=cbr0 (winkernel networkName)'],
+    });
+    expect(status.dualStack!.warnings).toHaveLength(1);
+    const table = renderStatusTable(status);
+    expect(table).toContain(`--node-ip=${WIN_IP},${WIN_IP6}`);
+    expect(table).toContain('WARNING');
+
+    // The IPv6 half of a peer changes: its route follows; it drops its public-ipv6: IPv4 only again (swept).
+    cluster.api.updateNode('linux-1', (n) => void (n.metadata.annotations![`${P}public-ipv6`] = 'fd00:10::21'));
+    await waitFor(() => peerRoutes(a).includes('fd00:10:244:1::/64 via fd00:10::21'), 'the IPv6 route follows the new public-ipv6');
+    cluster.api.updateNode('linux-1', (n) => void delete n.metadata.annotations![`${P}public-ipv6`]);
+    await waitFor(() => peerRoutes(a).length === 2, 'the IPv6 route swept');
+    expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
+  });
+
+  it('a change of the family set rebuilds cbr0: IPv4-only, then dual-stack, then IPv4-only again', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const subnets = (a: RunningAgent) =>
+      a.sim
+        .snapshot()
+        .networks.filter((n) => n.Name === 'cbr0')
+        .map((n) => [n.ID, (n.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((x) => x.IpAddressPrefix)]);
+    const v4 = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+    let a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: v4, before: (sim) => withIPv6(sim) });
+    await waitFor(() => a.agent.isReady, 'IPv4-only ready');
+    const [[firstId, first]] = subnets(a) as [[string, string[]]];
+    expect(first).toEqual(['10.244.100.0/24']);
+    await a.stop();
+    a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF });
+    await waitFor(() => a.agent.isReady, 'dual-stack ready');
+    const [[dualId, dual]] = subnets(a) as [[string, string[]]];
+    expect(dual).toEqual(['10.244.100.0/24', 'fd00:10:244:64::/64']);
+    expect(dualId).not.toBe(firstId);
+    await a.stop();
+    a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: v4 });
+    await waitFor(() => a.agent.isReady, 'IPv4-only again');
+    expect(subnets(a).map(([, x]) => x)).toEqual([['10.244.100.0/24']]);
+    await a.stop();
+  });
+
+  it('re-renders its dual-stack conflist in --cni-conf-dir for the lease it got', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const confDir = mkdtempSync(join(tmpdir(), 'flanneld-dual-cni-'));
+    const stale = renderCniConfig({
+      netConf: parseNetConf(JSON.stringify(DUAL_NET_CONF)),
+      subnetFile: 'x',
+      dataDir: 'y',
+      serviceCidr: '10.96.0.0/12',
+      managementSubnet: '10.0.0.0/24',
+      dnsServers: ['10.96.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+      dualStack: { subnet: '10.244.7.0/24', ipv6Subnet: 'fd00:10:244:7::/64' },
+    });
+    const file = join(confDir, '10-flannel.conflist');
+    writeFileSync(file, JSON.stringify(stale, null, 2) + '\n');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim), extraArgs: [`--cni-conf-dir=${confDir}`] });
+    const ranges = () => (JSON.parse(readFileSync(file, 'utf8')) as { plugins: { ipam: { ranges: { subnet: string }[][] } }[] }).plugins[0].ipam.ranges.map((r) => r[0].subnet);
+    await waitFor(() => ranges()[0] === '10.244.100.0/24', 'the conflist names the new lease');
+    expect(ranges()).toEqual(['10.244.100.0/24', 'fd00:10:244:64::/64']);
+    await a.stop();
+  });
+
+  it('three podCIDRs are refused with upstream message', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64', 'fd00:10:244:65::/64']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim) });
+    const err = await a.outcome;
+    expect(isFlannelError(err, 'FLANNEL_ERR_NODE')).toBe(true);
+    expect((err as Error).message).toBe('node "win-1" pod cidrs should be IPv4/IPv6 only or dualstack');
+  });
+
+  it('HNS older than 11.10 is refused (FLANNEL_ERR_HNS_VERSION)', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim), hnsVersion: { Major: 10, Minor: 1 } });
+    const err = await a.outcome;
+    expect(isFlannelError(err, 'FLANNEL_ERR_HNS_VERSION')).toBe(true);
+  });
+
+  it('vxlan with IPv6 and IPv6-only are refused (FLANNEL_ERR_UNSUPPORTED)', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    for (const [netConf, reason] of [
+      [{ ...DUAL_NET_CONF, Backend: { Type: 'vxlan' } }, 'vxlan-ipv6'],
+      [{ EnableIPv4: false, EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } }, 'ipv6-only'],
+    ] as const) {
+      const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf });
+      const err = await a.outcome;
+      expect(isFlannelError(err, 'FLANNEL_ERR_UNSUPPORTED')).toBe(true);
+      expect((err as { context: Record<string, unknown> }).context).toMatchObject({ reason });
+    }
+  });
+
+  it('refuses a Windows Node without an IPv6 podCIDR (FLANNEL_ERR_NODE)', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(windowsNode(['10.244.100.0/24']));
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: DUAL_NET_CONF, before: (sim) => withIPv6(sim) });
+    const err = await a.outcome;
+    expect(isFlannelError(err, 'FLANNEL_ERR_NODE')).toBe(true);
+    expect((err as { context: Record<string, unknown> }).context).toMatchObject({ reason: 'no-ipv6-podcidr' });
+  });
+});
