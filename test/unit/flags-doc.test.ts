@@ -29,7 +29,11 @@ describe('docs/flags.md', () => {
   });
 
   it('keeps every generated line within 120 columns', () => {
-    expect(renderFlagsList().split('\n').filter((l) => l.length > 120)).toEqual([]);
+    expect(
+      renderFlagsList()
+        .split('\n')
+        .filter((l) => l.length > 120),
+    ).toEqual([]);
   });
 
   it('refuses a file whose markers are gone instead of appending a second list', () => {

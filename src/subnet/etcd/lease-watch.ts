@@ -4,7 +4,7 @@
 // resync after compaction: leasesWatchReset on ErrCompacted). Watches are raw streams
 // (EtcdRegistry.openWatchStream) resumed on the loop's abortable timers; the own lease being deleted
 // or missing from a list revokes it (OwnLeaseState), which ends the watch with that error.
-// The loop's rules (issue 18) hold here too: an etcd watch has no clean end, so every end of a stream
+// The loop's rules (./relist.ts, never hammer the server) hold here too: an etcd watch has no clean end, so every end of a stream
 // — an error, etcd closing or cancelling it, a compaction that needs a relist — and every failed list
 // waits the loop's pause (client-go's reflector backoff: 800 ms doubling to 30 s, jittered, reset
 // after 2 quiet minutes) before the next round; upstream's pkg/subnet/watch.go retries after 1 s flat.
