@@ -26,7 +26,8 @@ import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
-import type { SubnetManager } from './subnet/lease.js';
+import type { OwnLeaseChange, SubnetManager } from './subnet/lease.js';
+import { nodeReregisteredEvent } from './node-events.js';
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { RelistOptions } from './subnet/relist.js';
@@ -90,6 +91,11 @@ export class Agent {
   private writtenMtu: number | undefined;
   /** The retry of subnet.env after a rebuild, while one runs. */
   private subnetEnvRetry: Promise<void> | undefined;
+  private writtenSubnet: string | undefined;
+  /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
+  private ownNodeGone: string | undefined;
+  /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
+  private leaseAgain: ((change: Extract<OwnLeaseChange, { kind: 'replaced' }>) => void) | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -105,7 +111,7 @@ export class Agent {
    */
   get isReady(): boolean {
     const s = this.networkValue?.status();
-    return this.ready && s !== undefined && s.listed && !s.networkMissing && this.cniProblems().length === 0;
+    return this.ready && this.ownNodeGone === undefined && s !== undefined && s.listed && !s.networkMissing && this.cniProblems().length === 0;
   }
 
   /**
@@ -202,6 +208,7 @@ export class Agent {
             },
           }
         : {}),
+      ...(this.ownNodeGone !== undefined ? { ownNodeGone: this.ownNodeGone } : {}),
     });
   }
 
@@ -314,7 +321,7 @@ export class Agent {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
-      if (network.mtu !== this.writtenMtu) {
+      if (network.mtu !== this.writtenMtu || network.lease.subnet !== this.writtenSubnet) {
         // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
         if (this.ready) this.keepSubnetEnv(netConf, network, signal);
         else await this.writeSubnetEnv(netConf, network);
@@ -343,39 +350,70 @@ export class Agent {
         return netConf.backend.type === 'vxlan' && id && !(await dataplane.hns.getEndpoint(id)) ? ['source-vip'] : [];
       },
     };
-    const backend: Backend =
+    const newBackend = async (): Promise<Backend> =>
       netConf.backend.type === 'vxlan'
         ? new (await import('./backends/vxlan/backend.js')).VxlanBackend(deps)
         : new (await import('./backends/hostgw/backend.js')).HostGwBackend(deps);
 
-    this.phaseValue = 'registering';
-    const network = await backend.registerNetwork(signal);
-    this.networkValue = network;
-    await settle(network);
-    this.ready = true;
-    this.phaseValue = 'running';
-    this.runningSince = this.clock.now();
-    // kube mode reads net-conf.json from a file (a mounted ConfigMap): say when it changes under the agent.
-    if (config.kubeSubnetMgr || this.opts.subnetManager) {
-      const { watchNetConf } = await import('./subnet/net-conf-watch.js');
-      void watchNetConf({
-        path: config.netConfigPath,
-        read: (p) => readNetConf(p, this.opts.readFile),
-        running: netConf,
-        clock: this.clock,
-        intervalMs: this.opts.netConfRecheckMs,
-        log: componentLogger(root, 'net-conf'),
-        events: ('nodeEvents' in subnetManager ? subnetManager.nodeEvents?.(network.lease) : undefined) ?? noNodeEvents,
-        signal,
-      }).catch((err: unknown) => this.log.warn('net-conf.json re-check stopped', { error: errorMessage(err) }));
-    }
-    // The CNI check stops with the network's run, however that ends.
+    const manager: SubnetManager = subnetManager;
+    // The CNI check runs from the first network on, across lease rounds, and stops with the run, however that ends.
     const cniCheck = new AbortController();
     const stopCheck = () => cniCheck.abort(signal.reason);
     signal.addEventListener('abort', stopCheck, { once: true });
-    const watching = this.watchCniReadiness(subnetManager, cniCheck.signal);
+    let watching: Promise<void> | undefined;
     try {
-      await network.run(signal);
+      manager.onOwnLeaseChange?.((change) => this.ownLeaseChanged(change));
+      // One round per lease: a new one when the own Node was deleted and registered again, as a restart
+      // would (the backend reuses a matching network, or builds one on a new podCIDR).
+      for (let again: Extract<OwnLeaseChange, { kind: 'replaced' }> | undefined; ;) {
+        const round = new AbortController();
+        const endRound = () => round.abort(signal.reason);
+        if (signal.aborted) round.abort(signal.reason);
+        else signal.addEventListener('abort', endRound, { once: true });
+        let next: typeof again;
+        this.leaseAgain = (change) => {
+          next ??= change;
+          round.abort(new Error('the own Node was registered again'));
+        };
+        const previous = this.networkValue;
+        try {
+          this.phaseValue = 'registering';
+          const network = await (await newBackend()).registerNetwork(round.signal);
+          this.networkValue = network;
+          await settle(network);
+          this.ready = true;
+          this.ownNodeGone = undefined;
+          this.phaseValue = 'running';
+          this.runningSince = this.clock.now();
+          if (again && previous) this.leasedAgain(manager, previous, network);
+          if (!watching) {
+            // kube mode reads net-conf.json from a file (a mounted ConfigMap): say when it changes under the agent.
+            if (config.kubeSubnetMgr || this.opts.subnetManager) {
+              const { watchNetConf } = await import('./subnet/net-conf-watch.js');
+              void watchNetConf({
+                path: config.netConfigPath,
+                read: (p) => readNetConf(p, this.opts.readFile),
+                running: netConf,
+                clock: this.clock,
+                intervalMs: this.opts.netConfRecheckMs,
+                log: componentLogger(root, 'net-conf'),
+                events: ('nodeEvents' in subnetManager ? subnetManager.nodeEvents?.(network.lease) : undefined) ?? noNodeEvents,
+                signal,
+              }).catch((err: unknown) => this.log.warn('net-conf.json re-check stopped', { error: errorMessage(err) }));
+            }
+            watching = this.watchCniReadiness(subnetManager, cniCheck.signal);
+          }
+          await network.run(round.signal);
+        } catch (err) {
+          if (signal.aborted || next === undefined) throw err;
+        } finally {
+          signal.removeEventListener('abort', endRound);
+          this.leaseAgain = undefined;
+        }
+        if (signal.aborted || next === undefined) return;
+        again = next;
+        this.ready = false;
+      }
     } finally {
       signal.removeEventListener('abort', stopCheck);
       cniCheck.abort(new Error('the network stopped'));
@@ -410,6 +448,33 @@ export class Agent {
     }
   }
 
+  /** The lease watch saw the own Node go, come back, or be registered anew. */
+  private ownLeaseChanged(change: OwnLeaseChange): void {
+    if (change.kind === 'lost') {
+      this.ownNodeGone = change.reason;
+      this.log.warn('own Node deleted from the API server; keeping the dataplane, not ready until it is registered again', { reason: change.reason });
+    } else if (change.kind === 'back') {
+      this.ownNodeGone = undefined;
+      this.log.info('own Node is in the API server again (the same Node)');
+    } else {
+      this.ownNodeGone = change.reason;
+      this.log.warn('own Node registered again; leasing again', {
+        node: this.networkValue?.lease.key,
+        previousSubnet: this.networkValue?.lease.subnet,
+        subnet: change.subnet,
+        reason: change.reason,
+      });
+      this.leaseAgain?.(change);
+    }
+  }
+
+  /** Logged and told as an Event once the new lease's network runs. */
+  private leasedAgain(subnetManager: SubnetManager, previous: Network, network: Network): void {
+    const rebuilt = previous.lease.subnet !== network.lease.subnet;
+    this.log.info('leased again from the re-registered own Node', { node: network.lease.key, previousSubnet: previous.lease.subnet, subnet: network.lease.subnet, rebuilt });
+    subnetManager.nodeEvents?.(network.lease).record(nodeReregisteredEvent(previous.lease.subnet, network.lease.subnet, rebuilt));
+  }
+
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
@@ -418,6 +483,7 @@ export class Agent {
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq, ...v6 });
     await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
     this.writtenMtu = network.mtu;
+    this.writtenSubnet = network.lease.subnet;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
     if (network.lease.ipv6Subnet !== undefined && config.cniConfDir) await this.rerangeDualStackConflist(network, network.lease.ipv6Subnet);
   }

@@ -31,6 +31,7 @@ export const NODE_EVENT_REASON = {
   networkRebuilt: 'FlannelNetworkRebuilt',
   hnsRestarted: 'FlannelHNSRestarted',
   hnsObjectsRepaired: 'FlannelHNSObjectsRepaired',
+  nodeReregistered: 'FlannelNodeReregistered',
 } as const;
 
 /** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
@@ -80,5 +81,15 @@ export function hnsStateRepairedEvent(network: string, lost: readonly string[], 
     type: 'Warning',
     reason: restarted ? NODE_EVENT_REASON.hnsRestarted : NODE_EVENT_REASON.hnsObjectsRepaired,
     message: `${why}: re-applied ${lost.length > 0 ? lost.join(', ') : 'its network and endpoints'} on network ${network} and reprogrammed ${peers} peers without a restart of flanneld. kube-proxy must re-add its load balancer policies (restart it if Services stay unreachable); look for why HNS restarted (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
+  };
+}
+
+/** The own Node was deleted and registered again; the lease was taken again from the new one. */
+export function nodeReregisteredEvent(previousSubnet: string, subnet: string, rebuilt: boolean): NodeEvent {
+  const change = previousSubnet === subnet ? `podCIDR ${subnet} unchanged` : `podCIDR ${previousSubnet} -> ${subnet}${rebuilt ? ', HNS network rebuilt on it' : ''}`;
+  return {
+    type: 'Normal',
+    reason: NODE_EVENT_REASON.nodeReregistered,
+    message: `the Node was deleted and registered again; flanneld leased it again without a restart (${change}; annotations, NetworkUnavailable and subnet.env rewritten). Pods started before keep addresses of the old podCIDR: recreate them if it changed`,
   };
 }

@@ -37,6 +37,8 @@ export interface StatusReport {
   lastError: { at: string; message: string } | null;
   /** Dual-stack only (absent on an IPv4-only node): the IPv6 lease and the kubelet / kube-proxy settings it needs. */
   dualStack?: { ipv6Subnet: string; publicIPv6: string } & DualStackGuidance;
+  /** Only while the own Node (kube) is gone from the API server: why the agent is not ready. */
+  ownNode?: { state: 'deleted'; reason: string };
 }
 
 /** A peer route or policy the dataplane refuses now: the peer, its prefix, the HRESULT (or route status). */
@@ -65,6 +67,8 @@ export interface StatusInput {
   /** The CNI config check, when it is on. */
   cni?: { confDir: string; binDir: string; problems: CniProblem[] };
   dualStack?: StatusReport['dualStack'];
+  /** Why the own Node is missing, while it is. */
+  ownNodeGone?: string;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -103,7 +107,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     : null;
   const refused = n?.refusedItems ?? [];
   const podsCanStart = (s.cni?.problems.length ?? 0) === 0;
-  const inSync = s.ready && podsCanStart && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
+  const inSync = s.ready && podsCanStart && s.ownNodeGone === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
   return {
     version: s.version,
     phase: s.phase,
@@ -127,6 +131,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     lastSuccess: iso(n?.lastSuccessAt),
     lastError: lastError(n?.lastError, refused),
     ...(s.dualStack ? { dualStack: s.dualStack } : {}),
+    ...(s.ownNodeGone !== undefined ? { ownNode: { state: 'deleted' as const, reason: s.ownNodeGone } } : {}),
   };
 }
 

@@ -66,6 +66,13 @@ export type LeaseAttrsSource = (subnet: string) => Promise<LeaseAttrs>;
 
 export type LeaseUpdateHandler = (update: LeaseUpdate) => void;
 
+/**
+ * The own lease changed outside the agent (kube: the own Node): `lost` (deleted; the reason says so),
+ * `back` (it is there again, the same one), `replaced` (deleted and registered again, now with `subnet`):
+ * the lease is to be taken again.
+ */
+export type OwnLeaseChange = { kind: 'lost'; reason: string } | { kind: 'back' } | { kind: 'replaced'; subnet: string; reason: string };
+
 export interface SubnetManager {
   /** `kube` or `etcd`. */
   readonly name: string;
@@ -101,6 +108,11 @@ export interface SubnetManager {
    * once it is cleared. The etcd manager has no node condition.
    */
   reportPodNetwork?(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void>;
+  /**
+   * Where changes of the own lease made outside the agent are told, from the lease watch once a lease
+   * was acquired (kube: the own Node deleted, or deleted and registered again). Set once; etcd has none.
+   */
+  onOwnLeaseChange?(handler: (change: OwnLeaseChange) => void): void;
 }
 
 /** `{VNI: number, VtepMAC: string}` as flannel's vxlan backend-data (the MAC may still be invalid). */

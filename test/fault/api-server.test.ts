@@ -58,7 +58,7 @@ describe('API server faults', () => {
     c.api.updateNode('linux-3', (n) => {
       n.metadata.annotations!['flannel.alpha.coreos.com/public-ip'] = '10.0.1.33';
     });
-    c.api.compact(); // a resumed watch would get 410 Gone
+    c.api.compact(); // etcd compacted meanwhile; the restarted server's new watch cache answers a resume with 410 Gone
     c.api.failNext('GET', LIST, 0, 1); // and the first relist dies mid-request
     // The agent tried to relist and failed, then re-read and diffed the dataplane twice.
     await waitFor(() => sink.entries.some((e) => e['message'] === LIST_FAILED), 'a failed relist while the API server is away', 20_000);
@@ -80,7 +80,7 @@ describe('API server faults', () => {
     c.api.closeWatches(); // the agent re-watches into the hang
     await waitFor(() => c.api.hangingRequests > 0, 'a hung request');
     c.api.deleteNode('linux-1');
-    c.api.compact({ closeWatches: false });
+    c.api.compact(); // nothing for watchers (the watch cache): the resume after the hang replays the events
     c.addLinux(4, 'host-gw');
     await waitForPasses(a, 2, 'two reconcile passes (full re-reads) while the API server hangs');
     expect(routes(a)).toEqual(['10.244.1.0/24 via 10.0.1.1', '10.244.2.0/24 via 10.0.1.2', '10.244.3.0/24 via 10.0.1.3']);

@@ -121,16 +121,23 @@ for (const backend of ['vxlan', 'host-gw'] as const) {
     // The same again through the watch, plus a peer that turns hostile and a hostile one that is fixed.
     for (const n of hostileNodes(backend, 100)) c.api.addNode(n);
     c.addLinux(3, backend);
-    c.api.updateNode('linux-1', (x) => {
+    // A set podCIDR never changes in place (the apiserver refuses it): a node with a new one is deleted
+    // and registered again.
+    const reregister = (name: string, edit: (x: FakeNode) => void) => {
+      const x = c.api.getNode(name)!;
+      edit(x);
+      c.api.reregisterNode(x);
+    };
+    reregister('linux-1', (x) => {
       x.spec = { podCIDR: '0.0.0.0/0', podCIDRs: ['0.0.0.0/0'] };
     });
     if (backend === 'vxlan')
-      c.api.updateNode('vni-1-10', (x) => {
+      reregister('vni-1-10', (x) => {
         x.metadata.annotations![`${P}backend-data`] = '{"VNI":4096,"VtepMAC":"0e:2a:0a:00:01:0a"}';
         x.metadata.annotations![`${P}public-ip`] = '10.0.1.10';
         x.spec = { podCIDR: '10.244.10.0/24', podCIDRs: ['10.244.10.0/24'] };
       });
-    c.api.updateNode('backend-type-other-10', (x) => {
+    reregister('backend-type-other-10', (x) => {
       x.metadata.annotations![`${P}backend-type`] = backend;
       x.metadata.annotations![`${P}public-ip`] = '10.0.1.30';
       x.metadata.annotations![`${P}backend-data`] = backend === 'vxlan' ? '{"VNI":4096,"VtepMAC":"0e:2a:0a:00:01:1e"}' : 'null';

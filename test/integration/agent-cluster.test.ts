@@ -156,7 +156,7 @@ describe('peers come and go', () => {
     await cluster.api.stop();
     cluster.api.deleteNode('linux-2');
     addLinux(cluster, 3, 'host-gw');
-    cluster.api.compact();
+    cluster.api.compact(); // and the restarted server's new watch cache answers the resume with 410 Gone
     // The dataplane is left as it is while the API is away: the agent tried to relist and failed, then
     // two full passes re-read and diffed it.
     await waitFor(() => sink.entries.some((e) => e['message'] === LIST_FAILED), 'a failed relist while the API server is away', 20_000);

@@ -59,6 +59,14 @@ const attrs = (a: LeaseAttrs) => async () => a;
 
 const patches = () => api.requests.filter((r) => r.method === 'PATCH');
 
+/** The API server again on the same port, with a watch cache window of `events` Node events. */
+async function smallWatchCache(events: number): Promise<void> {
+  const port = Number(new URL(api.url).port);
+  await api.stop();
+  api = new FakeKubeApiServer({ port, historyLimit: events });
+  await api.start();
+}
+
 beforeEach(async () => {
   api = new FakeKubeApiServer();
   await api.start();
@@ -492,13 +500,18 @@ describe('watchLeases', () => {
     await waitFor(() => c.events().some((e) => e.key === 'linux-4' && e.lease !== undefined), 'event after restart', 5000);
   });
 
-  it('410 Gone after compaction: relist', async () => {
+  it('410 Gone when the resume is older than the watch cache window: relist', async () => {
+    await smallWatchCache(2);
     api.addNode(peer(1));
     api.addNode(peer(2));
     const metrics = new Metrics();
     const c = collect(manager({ metrics }));
     await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
-    api.compact(); // ends the open watch cleanly; its resume is too old
+    // The watch ends cleanly (its timeout) and, before the agent resumes, three Node writes push its
+    // resourceVersion out of the cache's window of two (a busy cluster); a compaction alone would not.
+    api.compact();
+    api.closeWatches();
+    for (const v of ['1', '2', '3']) api.updateNode('linux-1', (n) => void (n.metadata.labels!.v = v));
     await waitFor(() => api.expiredWatches === 1, '410', 5000);
     await waitFor(() => c.lists().length >= 2, 'relist after 410', 5000);
     expect(c.lists().at(-1)).toEqual(['linux-1', 'linux-2']);
@@ -510,15 +523,44 @@ describe('watchLeases', () => {
     api.addNode(peer(2));
     const c = collect(manager());
     await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
-    // Close the watch, delete while no watch is open, compact: the resume gets 410, the delete is never seen.
+    // Close the watch, delete while no watch is open, then a rolling restart of the API server: the new
+    // process's watch cache starts at the newest revision, the resume gets 410, the delete is never seen.
     api.closeWatches();
     api.deleteNode('linux-2');
-    api.compact({ closeWatches: false });
+    api.renewNodeLease('linux-1');
+    await api.rollingRestart();
     await waitFor(() => c.lists().length >= 2, 'relist', 5000);
     expect(c.lists().at(-1)).toEqual(['linux-1']);
     expect(api.expiredWatches).toBe(1);
     // No watch event: what came after the first list is the relist's page alone.
     expect(c.events().map((e) => e.key)).toEqual(['linux-1']);
+  });
+
+  it('a rolling restart of the API server: the open watch is served to its timeout, the resume on the new process is 410, a relist', async () => {
+    api.addNode(peer(1));
+    api.addNode(peer(2));
+    const c = collect(manager({ watchTimeoutSeconds: 1 }));
+    await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
+    api.renewNodeLease('linux-1'); // the kubelets' heartbeats move the revision past what the watch saw
+    const { exited } = await api.rollingRestart();
+    api.updateNode('linux-2', (n) => void (n.metadata.labels!.x = '1')); // via another apiserver: the draining watch gets it
+    await waitFor(() => c.events().length >= 1, 'the event on the draining watch', 5000);
+    expect(c.lists()).toHaveLength(1);
+    await exited; // the old watch ended cleanly at its timeout; the resume went to the new process
+    // Its cache started after the lease's write: the resume from the MODIFIED's revision still works,
+    // no 410, no relist; a later event arrives through the new watch.
+    api.addNode(peer(3));
+    await waitFor(() => c.events().some((e) => e.key === 'linux-3'), 'an event on the new process', 5000);
+    expect(c.lists()).toHaveLength(1);
+    expect(api.expiredWatches).toBe(0);
+
+    // Without a Node event during the drain, the last resourceVersion the watch saw is older than the
+    // new process's cache: 410 there, then a relist.
+    api.renewNodeLease('linux-1');
+    await api.rollingRestart();
+    await waitFor(() => api.expiredWatches === 1, 'a 410 on the new process', 5000);
+    await waitFor(() => c.lists().length === 2, 'the relist', 5000);
+    expect(c.lists().at(-1)).toEqual(['linux-1', 'linux-2', 'linux-3']);
   });
 
   it('a clean watch close resumes from the last resourceVersion without a relist', async () => {

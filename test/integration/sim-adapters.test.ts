@@ -5,7 +5,7 @@
 // `vEthernet (<adapter>)` with a new interface index; a route on a vanished interface fails with 1168.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, TestCluster } from '../support/cluster.js';
 import { type SimNodeState } from '../support/sim-node.js';
 import { policySetting } from '../../src/hns/schema.js';
@@ -33,7 +33,8 @@ function twoNics(state: SimNodeState, metrics: [number, number] = [0, 25]): void
 
 describe('restart after the podCIDR or VNI changed: the new network is built on the physical adapter', () => {
   it.each([
-    ['the podCIDR', () => cluster.api.updateNode(WIN, (n) => void (n.spec = { podCIDR: '10.244.8.0/24', podCIDRs: ['10.244.8.0/24'] })), VXLAN_NET_CONF, '10.244.8.0/24', 4096],
+    // A new podCIDR: the Node was deleted and registered again (the apiserver never changes a set one).
+    ['the podCIDR', () => void cluster.api.reregisterNode(bareNode({ name: WIN, podCIDR: '10.244.8.0/24', internalIP: '10.0.0.7' })), VXLAN_NET_CONF, '10.244.8.0/24', 4096],
     ['the VNI', () => undefined, { ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, VNI: 4097 } }, '10.244.7.0/24', 4097],
   ])('vxlan, %s changed', async (_what, change, netConf, subnet, vni) => {
     const first = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF });

@@ -1,6 +1,7 @@
-// The fake API server's watch timeout runs on its injected clock: at `timeoutSeconds` of virtual time a
-// watch with allowWatchBookmarks gets a BOOKMARK carrying the current resourceVersion and ends (Kubernetes
-// API concepts, "Watch bookmarks"), without the test waiting in real time.
+// The fake API server's watch timeout runs on its injected clock: at `timeoutSeconds` of virtual time the
+// watch ends, and a watch with allowWatchBookmarks that saw a newer Node event gets the cacher's BOOKMARK
+// 2 s before (k8s.io/apiserver cacher cache_watcher.go nextBookmarkTime), without the test waiting in
+// real time. The other rows of the real server: kube-fake-rows.test.ts.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { FakeKubeApiServer, bareNode } from '../../src/demo/kube-fake/api-server.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -20,7 +21,7 @@ describe('fake API server watch timeout', () => {
   let api: FakeKubeApiServer | undefined;
   afterEach(async () => api?.stop());
 
-  it('ends the watch with a BOOKMARK at timeoutSeconds of the injected clock', async () => {
+  it('ends the watch at timeoutSeconds of the injected clock, after a BOOKMARK 2 s before it', async () => {
     const clock = new FakeClock();
     api = new FakeKubeApiServer({ clock });
     await api.start();
@@ -30,15 +31,18 @@ describe('fake API server watch timeout', () => {
     const ended = readLines(res.body!, (l) => lines.push(JSON.parse(l) as (typeof lines)[number]));
     while (api.activeWatches === 0 || lines.length === 0) await new Promise((r) => setImmediate(r));
     expect(lines.map((l) => l.type)).toEqual(['ADDED']);
-    expect(clock.pending()).toEqual([30_000]);
+    expect(clock.pending()).toEqual([28_000, 30_000]);
 
-    await clock.advance(29_999);
+    await clock.advance(27_999);
     api.addNode(bareNode({ name: 'b' }));
+    await clock.advance(1);
+    expect(lines.map((l) => l.type)).toEqual(['ADDED', 'ADDED', 'BOOKMARK']);
+    expect(lines[2].object.metadata.resourceVersion).toBe(api.resourceVersion);
+    await clock.advance(1_999);
     expect(api.activeWatches).toBe(1);
     await clock.advance(1);
     await ended;
-    expect(lines.map((l) => l.type)).toEqual(['ADDED', 'ADDED', 'BOOKMARK']);
-    expect(lines[2].object.metadata.resourceVersion).toBe(api.resourceVersion);
+    expect(lines).toHaveLength(3);
     expect(api.activeWatches).toBe(0);
   });
 

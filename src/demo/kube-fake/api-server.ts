@@ -6,8 +6,9 @@
 // (sig-architecture api-conventions.md: resourceVersion, Status errors with reason and code, the status
 // subresource), the API concepts ("Efficient detection of changes": list then watch from the list's
 // resourceVersion, 410 Gone when it is too old, watch bookmarks; "Retrieving large results sets in
-// chunks": limit/continue) and k8s.io/apiserver's watch cache. The parts: ./node-store.ts (objects,
-// resourceVersions, history), ./watch.ts (watch streams and bookmarks), ./merge-patch.ts (patches),
+// chunks": limit/continue) and k8s.io/apiserver's watch cache. The parts: ./node-store.ts (etcd: objects,
+// one revision for every kind, history, compaction, continue tokens), ./watch.ts (one process's watch
+// cache, watch streams and bookmarks), ./rbac-startup.ts (the 403s before the RBAC caches sync), ./merge-patch.ts (patches),
 // ./request-faults.ts (injected failures and hangs), ./responses.ts (Status bodies), ./nodes.ts (Node
 // builders), ./kubeconfig.ts. It ships with the `npm start` demo (../main.ts), which it serves; the
 // integration tests use it too. The agent never imports it.
@@ -16,10 +17,11 @@ import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { systemClock, type Clock } from '../../clock.js';
 import { EventStore } from './events.js';
-import { NodeStore } from './node-store.js';
+import { isRefusal, NodeStore, type NodeEvent, type StoreRefusal } from './node-store.js';
+import { rbacNotSyncedMessage } from './rbac-startup.js';
 import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
-import { sendJson, sendStatus, type JsonObject } from './responses.js';
+import { kubeStatus, sendJson, sendStatus, type JsonObject } from './responses.js';
 import { NodeWatches } from './watch.js';
 
 export type { JsonObject } from './responses.js';
@@ -28,6 +30,8 @@ export { mergePatch } from './merge-patch.js';
 export type { FailAnswer, HangMode, NodeMisbehaviour } from './request-faults.js';
 export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod, type LinuxFlannelNodeOptions } from './nodes.js';
 export { writeKubeconfig } from './kubeconfig.js';
+export { CONTINUE_EXPIRED, FakeApiRefusal, LIST_EXPIRED, PODCIDR_FORBIDDEN } from './node-store.js';
+export { WATCH_EXPIRED_ETCD } from './watch.js';
 
 export interface RecordedRequest {
   method: string;
@@ -46,8 +50,25 @@ export interface FakeKubeApiServerOptions {
   port?: number;
   /** When set, every request must carry `Authorization: Bearer <token>` (else 401). */
   bearerToken?: string;
-  /** Watch events kept for resuming watches (default 1000); older resourceVersions get 410 Gone. */
+  /**
+   * The watch cache's window, in Node events (default 1000; k8s.io/apiserver watch_cache.go sizes it
+   * between 100 and 102400): a watch resumed from a resourceVersion older than the window gets 410 Gone.
+   */
   historyLimit?: number;
+  /**
+   * kube-apiserver --watch-cache (default true). false: watches are served by etcd, from its history
+   * since the last compact(), and get no bookmarks.
+   */
+  watchCache?: boolean;
+  /**
+   * Off unless set: for this many ms (the injected clock) after each start, every request is answered
+   * `403 Forbidden` as a kube-apiserver answers before its RBAC informers have synced
+   * (`... RBAC: clusterrole.rbac.authorization.k8s.io "flannel-windows" not found`). A real one does
+   * so for ~100 ms.
+   */
+  rbacSyncDelayMs?: number;
+  /** The user named in those 403s (default the DaemonSet's service account). */
+  rbacUser?: string;
   /** Serve https with this certificate and key (PEM); plain http otherwise. */
   tls?: { cert: string | Buffer; key: string | Buffer };
   /** Watch timeouts and creationTimestamps (default the system clock). */
@@ -67,23 +88,42 @@ export class FakeKubeApiServer {
   /** The one token accepted; a test may change it (a rotated token: the old one then gets 401). */
   bearerToken: string | undefined;
 
-  private server: http.Server | undefined;
+  /** The process serving now (undefined while stopped). */
+  private current: ServerProcess | undefined;
+  /** Processes shut down gracefully that still serve their open watches. */
+  private readonly draining = new Set<ServerProcess>();
   private port: number;
   private readonly tls: FakeKubeApiServerOptions['tls'];
+  private readonly clock: Clock;
   private readonly store: NodeStore;
   private readonly eventStore: EventStore;
-  private readonly watches: NodeWatches;
   private readonly faults = new RequestFaults();
-  private readonly sockets = new Set<Socket>();
+  private readonly watchOptions: { watchCache: boolean; cacheCapacity: number };
+  private readonly rbacSyncDelayMs: number;
+  private readonly rbacUser: string;
+  /** 410s answered by processes gone, for expiredWatches. */
+  private expiredBefore = 0;
 
   constructor(opts: FakeKubeApiServerOptions = {}) {
     const clock = opts.clock ?? systemClock;
+    this.clock = clock;
     this.port = opts.port ?? 0;
     this.bearerToken = opts.bearerToken;
     this.tls = opts.tls;
-    this.store = new NodeStore({ historyLimit: Math.max(1, opts.historyLimit ?? 1000), now: () => clock.now(), onEvent: (ev) => this.watches.broadcast(ev) });
-    this.watches = new NodeWatches(this.store, clock);
-    this.eventStore = new EventStore(() => clock.now());
+    this.watchOptions = { watchCache: opts.watchCache ?? true, cacheCapacity: Math.max(1, opts.historyLimit ?? 1000) };
+    this.rbacSyncDelayMs = opts.rbacSyncDelayMs ?? 0;
+    this.rbacUser = opts.rbacUser ?? 'system:serviceaccount:kube-flannel:flannel-windows';
+    this.store = new NodeStore({ now: () => clock.now(), onEvent: (ev) => this.observe(ev) });
+    this.eventStore = new EventStore(
+      () => clock.now(),
+      () => this.store.nextRevision(),
+    );
+  }
+
+  /** Every running process's watch cache is fed by etcd, the draining ones' too. */
+  private observe(ev: NodeEvent): void {
+    this.current?.watches.observe(ev);
+    for (const p of this.draining) p.watches.observe(ev);
   }
 
   /** `http://127.0.0.1:<port>` (`https://` with `tls`; valid after start()). */
@@ -96,43 +136,101 @@ export class FakeKubeApiServer {
   }
 
   get running(): boolean {
-    return this.server !== undefined;
+    return this.current !== undefined;
   }
 
+  /**
+   * Start a server process on the port. Its watch cache starts empty at the newest revision (a new
+   * kube-apiserver's cacher lists etcd first), so a watch resumed from an older resourceVersion gets 410.
+   */
   async start(): Promise<void> {
-    if (this.server) return;
-    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(req, res);
+    if (this.current) return;
+    const proc: ServerProcess = {
+      server: undefined as unknown as http.Server,
+      sockets: new Set(),
+      watches: new NodeWatches({ store: this.store, clock: this.clock, ...this.watchOptions }),
+      startedAt: this.clock.now(),
+    };
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(proc, req, res);
     const server: http.Server = this.tls ? https.createServer({ cert: this.tls.cert, key: this.tls.key }, handler) : http.createServer(handler);
+    proc.server = server;
     server.on('connection', (s: Socket) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
+      proc.sockets.add(s);
+      s.on('close', () => proc.sockets.delete(s));
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(this.port, '127.0.0.1', () => {
+            server.off('error', reject);
+            resolve();
+          });
+        });
+        break;
+      } catch (err) {
+        // The listener of a process shutting down may take a turn of the event loop to close.
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 1000 || this.port === 0) throw err;
+        await new Promise((r) => setImmediate(r));
+      }
+    }
     this.port = (server.address() as AddressInfo).port;
-    this.server = server;
+    this.current = proc;
   }
 
-  /** Stop listening and destroy every open connection (watches included). State is kept. */
+  /**
+   * The process dies (SIGKILL, a crash): the listener and every open connection (watches included) are
+   * cut at once, and so are those of a process still shutting down. etcd, and so every object, is kept.
+   */
   async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
+    const procs = [...(this.current ? [this.current] : []), ...this.draining];
+    this.current = undefined;
+    this.draining.clear();
     this.faults.forgetHung();
-    this.watches.dropAll();
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const s of this.sockets) s.destroy();
-    this.sockets.clear();
-    server.closeAllConnections();
+    for (const proc of procs) await this.exit(proc);
+  }
+
+  /**
+   * SIGTERM: the process stops listening at once (new connections are refused), keeps serving its open
+   * watches (events and bookmarks included) until each one's timeoutSeconds ends it cleanly, then exits.
+   * Watches without a timeout end when it exits. Resolves when it has exited. (k8s.io/apiserver
+   * pkg/server/genericapiserver.go: the listener closes, long-running requests finish on their own;
+   * client-go sets timeoutSeconds on every watch.) start() may be called at once: a rolling restart.
+   */
+  async shutdown(): Promise<void> {
+    const proc = this.current;
+    if (!proc) return;
+    this.current = undefined;
+    this.draining.add(proc);
+    proc.server.close();
+    proc.server.closeIdleConnections();
+    await new Promise((r) => setImmediate(r));
+    await proc.watches.drained();
+    if (!this.draining.delete(proc)) return; // stop() killed it meanwhile
+    await this.exit(proc);
+  }
+
+  /**
+   * A rolling restart: the process shuts down gracefully (shutdown()) while a new one starts on the same
+   * port at once. Resolves when the new one listens; `exited` when the old one has exited.
+   */
+  async rollingRestart(): Promise<{ exited: Promise<void> }> {
+    const exited = this.shutdown();
+    await this.start();
+    return { exited };
+  }
+
+  private async exit(proc: ServerProcess): Promise<void> {
+    this.expiredBefore += proc.watches.expired;
+    proc.watches.dropAll();
+    const closed = new Promise<void>((resolve) => proc.server.close(() => resolve()));
+    for (const s of proc.sockets) s.destroy();
+    proc.sockets.clear();
+    proc.server.closeAllConnections();
     await closed;
   }
 
-  /** Stop and start again on the same port (state and history kept, like an apiserver on etcd). */
+  /** Stop (a crash) and start again on the same port: objects kept, the watch cache new. */
   async restart(): Promise<void> {
     await this.stop();
     await this.start();
@@ -144,9 +242,38 @@ export class FakeKubeApiServer {
     return this.store.addNode(node);
   }
 
-  /** Apply `mutator` to a copy of the node (mutate in place or return a replacement); emits MODIFIED. */
+  /**
+   * Apply `mutator` to a copy of the node (mutate in place or return a replacement); emits MODIFIED.
+   * Throws FakeApiRefusal when it changes a podCIDR already set, as the apiserver refuses that: a node
+   * with a new podCIDR is deleted and registered again (reregisterNode).
+   */
   updateNode(name: string, mutator: (node: FakeNode) => FakeNode | void): FakeNode {
     return this.store.updateNode(name, mutator);
+  }
+
+  /**
+   * The Node is deleted and registered again, as when a node is removed from the cluster (kubectl delete
+   * node) and its kubelet registers it anew: a DELETED, then an ADDED of `node` with a new uid (and
+   * whatever podCIDR the node IPAM controller hands out this time).
+   */
+  reregisterNode(node: FakeNode): FakeNode {
+    this.store.deleteNode(node.metadata.name);
+    const fresh = structuredClone(node);
+    delete fresh.metadata.uid;
+    delete fresh.metadata.resourceVersion;
+    delete fresh.metadata.creationTimestamp;
+    return this.store.addNode(fresh);
+  }
+
+  /** The kubelet renews the node's Lease: the revision moves, no Node event (node-store.ts). */
+  renewNodeLease(nodeName: string): JsonObject {
+    return this.store.renewNodeLease(nodeName);
+  }
+
+  /** etcd's watch progress notification reaches the running watch caches (watch.ts). */
+  progressNotify(): void {
+    this.current?.watches.progressNotify();
+    for (const p of this.draining) p.watches.progressNotify();
   }
 
   deleteNode(name: string): boolean {
@@ -177,27 +304,32 @@ export class FakeKubeApiServer {
   }
 
   /**
-   * Drop the whole event history: any watch resumed from a resourceVersion older than now gets
-   * `410 Gone` (`too old resource version`). With `closeWatches` the open watches are ended too.
+   * Compact etcd at the newest revision (node-store.ts): continue tokens and reads at older revisions get
+   * 410, and so do watches resumed from before it when the watch cache is off; with the cache on, the
+   * watchers see nothing of it.
    */
-  compact(opts: { closeWatches?: boolean } = {}): void {
+  compact(): void {
     this.store.compact();
-    if (opts.closeWatches ?? true) this.closeWatches();
   }
 
   /** End every open watch cleanly (as an apiserver does at its watch timeout). */
   closeWatches(): void {
-    this.watches.closeAll();
+    this.current?.watches.closeAll();
+    for (const p of this.draining) p.watches.closeAll();
   }
 
-  /** Number of open watch connections. */
+  /** Number of open watch connections (draining processes' included). */
   get activeWatches(): number {
-    return this.watches.active;
+    let n = this.current?.watches.active ?? 0;
+    for (const p of this.draining) n += p.watches.active;
+    return n;
   }
 
-  /** Watches answered with 410 Gone (`too old resource version`). */
+  /** Watches answered with 410 Gone (`too old resource version`), by every process so far. */
   get expiredWatches(): number {
-    return this.watches.expired;
+    let n = this.expiredBefore + (this.current?.watches.expired ?? 0);
+    for (const p of this.draining) n += p.watches.expired;
+    return n;
   }
 
   /**
@@ -238,7 +370,7 @@ export class FakeKubeApiServer {
 
   // ---- HTTP --------------------------------------------------------------------------------------
 
-  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+  private handle(proc: ServerProcess, req: http.IncomingMessage, res: http.ServerResponse): void {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -247,7 +379,7 @@ export class FakeKubeApiServer {
     });
     req.on('end', () => {
       try {
-        this.route(req, res, Buffer.concat(chunks).toString('utf8'));
+        this.route(proc, req, res, Buffer.concat(chunks).toString('utf8'));
       } catch (err) {
         if (!res.headersSent) sendStatus(res, 500, `fake apiserver: ${err instanceof Error ? err.message : String(err)}`);
         else res.destroy();
@@ -255,7 +387,7 @@ export class FakeKubeApiServer {
     });
   }
 
-  private route(req: http.IncomingMessage, res: http.ServerResponse, raw: string): void {
+  private route(proc: ServerProcess, req: http.IncomingMessage, res: http.ServerResponse, raw: string): void {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const method = (req.method ?? 'GET').toUpperCase();
     const path = url.pathname;
@@ -278,6 +410,10 @@ export class FakeKubeApiServer {
     if (this.bearerToken !== undefined && req.headers.authorization !== `Bearer ${this.bearerToken}`) {
       return sendStatus(res, 401, 'Unauthorized');
     }
+    if (this.clock.now() - proc.startedAt < this.rbacSyncDelayMs) {
+      const f = rbacNotSyncedMessage(method, path, query, this.rbacUser);
+      return sendJson(res, 403, kubeStatus(403, 'Forbidden', f.message, f.details));
+    }
 
     const notAllowed = () => sendStatus(res, 405, `method ${method} not allowed on ${path}`);
     let m: RegExpMatchArray | null;
@@ -288,13 +424,13 @@ export class FakeKubeApiServer {
         this.faults.misbehaveOnNodes(
           res,
           watch,
-          () => this.store.listPage(query),
+          () => this.store.listPage({}) as JsonObject,
           () => this.store.listNodes()[0],
         )
       )
         return;
-      if (watch) return this.watches.serve(res, query);
-      return sendJson(res, 200, this.store.listPage(query));
+      if (watch) return proc.watches.serve(res, query);
+      return this.serveNodeList(res, query);
     }
     if ((m = path.match(/^\/api\/v1\/nodes\/([^/]+)(\/status)?$/))) {
       const name = decodeURIComponent(m[1]);
@@ -361,8 +497,47 @@ export class FakeKubeApiServer {
       return sendStatus(res, 400, 'the patch body must be a JSON object');
     }
     const next = this.store.patchNode(name, body as JsonObject, contentType === STRATEGIC_MERGE, statusSub);
+    if (isRefusal(next)) return sendRefusal(res, next);
     return next ? sendJson(res, 200, next) : nodeNotFound(res, name);
   }
+
+  /**
+   * GET /api/v1/nodes (cacher.go GetList): resourceVersion "0" (or a resourceVersion without a limit
+   * and not Exact) is served whole from the watch cache, limit ignored; otherwise etcd serves it, paged,
+   * at the newest revision or at resourceVersion with resourceVersionMatch=Exact (node-store.ts).
+   */
+  private serveNodeList(res: http.ServerResponse, query: Record<string, string>): void {
+    const rv = query.resourceVersion;
+    const hasLimit = Number(query.limit) > 0;
+    const exact = query.resourceVersionMatch === 'Exact';
+    if (rv !== undefined && rv !== '' && !query.continue && (rv === '0' || (!hasLimit && !exact)) && this.watchOptions.watchCache) {
+      const { limit: _limit, ...rest } = query;
+      return sendJson(res, 200, this.store.listPage(rest));
+    }
+    let atRv: number | undefined;
+    if (rv !== undefined && rv !== '' && rv !== '0' && !query.continue) {
+      atRv = Number(rv);
+      if (!Number.isInteger(atRv) || atRv < 0) return sendStatus(res, 400, `invalid resource version: ${rv}`);
+      if (!exact) atRv = undefined; // NotOlderThan: the newest revision does
+    }
+    const page = this.store.listPage(query, atRv);
+    return isRefusal(page) ? sendRefusal(res, page) : sendJson(res, 200, page);
+  }
+}
+
+/** One kube-apiserver process: its listener, connections and watch cache. */
+interface ServerProcess {
+  server: http.Server;
+  sockets: Set<Socket>;
+  watches: NodeWatches;
+  /** Clock time it started (its RBAC caches sync rbacSyncDelayMs later). */
+  startedAt: number;
+}
+
+function sendRefusal(res: http.ServerResponse, r: StoreRefusal): void {
+  const status = kubeStatus(r.code, r.reason, r.message, r.details);
+  if (r.continue !== undefined) status.metadata = { continue: r.continue };
+  sendJson(res, r.code, status);
 }
 
 /** Legacy discovery (kubectl falls back to it when the aggregated form is not offered). */

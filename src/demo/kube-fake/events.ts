@@ -3,6 +3,7 @@
 // message), and list (all namespaces or one) filtered by the involvedObject field selectors kubectl
 // describe uses (staging/src/k8s.io/kubectl/pkg/describe: searchEvents -> GetFieldSelector:
 // involvedObject.name/namespace/kind/uid). Names are unique per namespace (409 AlreadyExists otherwise).
+// Every write takes the next etcd revision, shared with the Nodes (node-store.ts).
 import type { JsonObject } from './responses.js';
 
 type Stored = JsonObject & { metadata: JsonObject & { name: string; namespace: string } };
@@ -11,9 +12,13 @@ export type EventAnswer = { code: number; body?: JsonObject; message?: string };
 
 export class EventStore {
   private readonly byKey = new Map<string, Stored>();
-  private rv = 0;
+  private seq = 0;
 
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly now: () => number,
+    /** The next etcd revision (one counter for every kind). */
+    private readonly nextRevision: () => number,
+  ) {}
 
   list(namespace?: string, fieldSelector?: string): JsonObject[] {
     const wanted = (fieldSelector ?? '')
@@ -29,11 +34,12 @@ export class EventStore {
   create(namespace: string, body: unknown): EventAnswer {
     if (!isObject(body)) return { code: 400, message: 'the Event must be a JSON object' };
     const meta = isObject(body.metadata) ? body.metadata : {};
-    const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : typeof meta.generateName === 'string' ? `${meta.generateName}${(++this.rv).toString(36)}` : '';
+    const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : typeof meta.generateName === 'string' ? `${meta.generateName}${(++this.seq).toString(36)}` : '';
     if (name === '') return { code: 422, message: 'Event "" is invalid: metadata.name: Required value' };
     if (typeof meta.namespace === 'string' && meta.namespace !== namespace)
       return { code: 400, message: 'the namespace of the object does not match the namespace on the request' };
     if (this.byKey.has(`${namespace}/${name}`)) return { code: 409, message: `events "${name}" already exists` };
+    const rv = this.nextRevision();
     const ev: Stored = {
       ...body,
       kind: 'Event',
@@ -42,8 +48,8 @@ export class EventStore {
         ...meta,
         name,
         namespace,
-        uid: `event-${++this.rv}`,
-        resourceVersion: String(this.rv),
+        uid: `event-${++this.seq}`,
+        resourceVersion: String(rv),
         creationTimestamp: new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
       },
     };
@@ -61,7 +67,7 @@ export class EventStore {
     if (!isObject(body)) return { code: 400, message: 'the patch body must be a JSON object' };
     const next: Stored = { ...cur };
     for (const [k, v] of Object.entries(body)) if (k !== 'metadata') next[k] = v;
-    next.metadata = { ...cur.metadata, resourceVersion: String(++this.rv) };
+    next.metadata = { ...cur.metadata, resourceVersion: String(this.nextRevision()) };
     this.byKey.set(`${namespace}/${name}`, next);
     return { code: 200, body: next };
   }

@@ -11,13 +11,14 @@ import { Metrics } from '../../metrics.js';
 import { isNetworkCidr } from '../../ip4.js';
 import { componentLogger, silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
-import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
+import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
 import type { RelistOptions } from '../relist.js';
 import { annotationKeys } from './annotations.js';
 import { KubeEventRecorder } from './event-recorder.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from './http.js';
 import { NodeListWatch } from './node-list-watch.js';
 import { OwnNodePublisher } from './own-node.js';
+import { OwnNodeWatch } from './own-node-watch.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface KubeSubnetManagerOptions {
@@ -82,6 +83,7 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly log: Logger;
   private readonly clock: Clock;
   private events: KubeEventRecorder | undefined;
+  private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
 
   constructor(opts: KubeSubnetManagerOptions) {
     if (!isNetworkCidr(opts.network)) {
@@ -134,8 +136,16 @@ export class KubeSubnetManager implements SubnetManager {
     });
   }
 
-  acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
-    return this.own.acquire(attrsFor, signal);
+  /** The own Node's podCIDR as the lease; from then on the Node watch follows that Node (own-node-watch.ts). */
+  async acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
+    const lease = await this.own.acquire(attrsFor, signal);
+    const handler = this.ownLeaseHandler;
+    this.nodes.observer = handler && new OwnNodeWatch({ node: lease.key, uid: this.own.acquiredUid, subnet: lease.subnet, onChange: handler });
+    return lease;
+  }
+
+  onOwnLeaseChange(handler: (change: OwnLeaseChange) => void): void {
+    this.ownLeaseHandler = handler;
   }
 
   completeLease(_lease: Lease, signal: AbortSignal): Promise<void> {

@@ -53,6 +53,8 @@ const MAX_CIDR_LENGTH = 43;
 /** What the kube subnet manager keeps per Node. */
 export interface NodeLease {
   name: string;
+  /** metadata.uid (bounded): a Node deleted and registered again has a new one. */
+  uid?: string;
   /** First IPv4 of spec.podCIDRs, else spec.podCIDR (when IPv4); network-address form. */
   podCIDR?: string;
   /** What the Node has instead when it has a podCIDR but no IPv4 CIDR (bounded; e.g. an IPv6 CIDR). */
@@ -170,6 +172,7 @@ export function projectNode(node: unknown, keys: AnnotationKeys, ipv6 = false): 
   const name = meta?.name;
   if (typeof name !== 'string' || name === '' || name.length > MAX_NAME_LENGTH) return undefined;
   const rec: NodeLease = { name };
+  if (typeof meta?.uid === 'string' && meta.uid !== '' && meta.uid.length <= MAX_NAME_LENGTH) rec.uid = meta.uid;
   const pod = nodePodCIDR(n?.spec);
   if (pod !== undefined) rec.podCIDR = pod;
   else {
@@ -276,6 +279,18 @@ export interface NodeListWatchOptions {
   ipv6?: boolean;
 }
 
+/** Told every Node the list and the watch see (own-node-watch.ts follows the own Node through it). */
+export interface NodeObserver {
+  /** A complete list begins. */
+  listStarted(): void;
+  /** A Node listed, or watched ADDED or MODIFIED. */
+  seen(rec: NodeLease): void;
+  /** A Node watched DELETED. */
+  deleted(rec: NodeLease): void;
+  /** The complete list ended (every Node it held was `seen`). */
+  listEnded(): void;
+}
+
 const SKIP_LOG_INTERVAL_MS = 60_000;
 
 /**
@@ -314,6 +329,8 @@ export class NodeListWatch {
   /** Skipped objects are logged at most once a minute, with how many were held back. */
   private lastSkipLog = -Infinity;
   private heldSkips = 0;
+  /** Follows the own Node (set once the lease is acquired). */
+  observer: NodeObserver | undefined;
 
   constructor(private readonly o: NodeListWatchOptions) {
     // Both series at zero from the start (a rate() or an alert on them works before the first skip).
@@ -355,6 +372,7 @@ export class NodeListWatch {
     let lastName: string | undefined;
     const fail = (why: string, context: Record<string, unknown>) =>
       new KubeError('FLANNEL_ERR_KUBE_LIST', `${why}; the list would never end — check the API server or a proxy in front of it`, { page: pages, ...context });
+    this.observer?.listStarted();
     do {
       pages++;
       if (this.o.clock.now() - started > deadlineMs) {
@@ -376,6 +394,7 @@ export class NodeListWatch {
         if (!rec) continue;
         nodes++;
         pageLast = rec.name;
+        this.observer?.seen(rec);
         const lease = toLease(rec);
         if (lease) keys.add(rec.name);
         peers.push({ key: rec.name, lease });
@@ -398,6 +417,7 @@ export class NodeListWatch {
     } while (cont);
     this.o.log.info('node list synced', { nodes, leases: keys.size, pages, resourceVersion: rv });
     onUpdate({ kind: 'listed', keys });
+    this.observer?.listEnded();
     return rv;
   }
 
@@ -432,7 +452,10 @@ export class NodeListWatch {
       if (typeof meta?.resourceVersion === 'string' && meta.resourceVersion !== '') lastRv = meta.resourceVersion;
       if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return; // BOOKMARK: rv only
       const rec = this.project(obj, 'watch');
-      if (rec) onUpdate({ kind: 'peers', peers: [{ key: rec.name, lease: type === 'DELETED' ? undefined : toLease(rec) }] });
+      if (!rec) return;
+      onUpdate({ kind: 'peers', peers: [{ key: rec.name, lease: type === 'DELETED' ? undefined : toLease(rec) }] });
+      if (type === 'DELETED') this.observer?.deleted(rec);
+      else this.observer?.seen(rec);
     };
     try {
       await this.o.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, onEvent, {

@@ -104,6 +104,8 @@ export class OwnNodePublisher {
   private startedAt: number | undefined;
   /** The own Node's status.addresses InternalIPs at the last read (bounded). */
   internalIPs: string[] | undefined;
+  /** metadata.uid of the Node the last lease was taken from. */
+  acquiredUid: string | undefined;
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
@@ -327,6 +329,7 @@ export class OwnNodePublisher {
       log.info('node annotations already up to date', { node: name });
     }
 
+    this.acquiredUid = rec.uid;
     return {
       key: name,
       subnet: rec.podCIDR,

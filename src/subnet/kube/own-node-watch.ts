@@ -1,0 +1,72 @@
+// The own Node, followed through the Node list-watch after its lease was acquired: deleted (a DELETED
+// event, or a complete list without it), and registered again (the same name with another metadata.uid,
+// as a kubelet registers a deleted Node anew; the node IPAM controller may give it another podCIDR, never
+// changed on a live Node: pkg/apis/core/validation ValidateNodeUpdate). Upstream flannel's kube subnet
+// manager does not notice either (pkg/subnet/kube/kube.go handles the own Node as any other), so the
+// agent went on with the old lease until a restart. Pure: told what the watch saw, it says what changed.
+import type { OwnLeaseChange } from '../lease.js';
+import type { NodeLease, NodeObserver } from './node-list-watch.js';
+
+export interface OwnNodeWatchOptions {
+  node: string;
+  /** The uid of the Node the lease was taken from (undefined: the first one seen is taken as it). */
+  uid: string | undefined;
+  subnet: string;
+  onChange: (change: OwnLeaseChange) => void;
+}
+
+export class OwnNodeWatch implements NodeObserver {
+  private uid: string | undefined;
+  private gone = false;
+  /** A re-registration was reported: nothing more until the lease is taken again (a new watch). */
+  private replaced = false;
+  private inList = false;
+
+  constructor(private readonly o: OwnNodeWatchOptions) {
+    this.uid = o.uid;
+  }
+
+  listStarted(): void {
+    this.inList = false;
+  }
+
+  seen(rec: NodeLease): void {
+    if (rec.name !== this.o.node || this.replaced) return;
+    this.inList = true;
+    this.uid ??= rec.uid;
+    if (rec.uid === undefined || rec.uid === this.uid) {
+      if (this.gone) {
+        this.gone = false;
+        this.o.onChange({ kind: 'back' });
+      }
+      return;
+    }
+    // Another Node by the same name: the old one was deleted (maybe unseen, during a relist).
+    if (rec.podCIDR === undefined) {
+      this.lost(`the own Node "${this.o.node}" was deleted and registered again (uid ${rec.uid}) but has no IPv4 podCIDR yet`);
+      return;
+    }
+    this.replaced = true;
+    this.o.onChange({
+      kind: 'replaced',
+      subnet: rec.podCIDR,
+      reason: `the own Node "${this.o.node}" was deleted and registered again (uid ${this.uid ?? '?'} -> ${rec.uid}, podCIDR ${this.o.subnet} -> ${rec.podCIDR})`,
+    });
+  }
+
+  deleted(rec: NodeLease): void {
+    if (rec.name !== this.o.node || this.replaced) return;
+    if (rec.uid !== undefined && this.uid !== undefined && rec.uid !== this.uid) return; // an older incarnation
+    this.lost(`the own Node "${this.o.node}" was deleted from the API server`);
+  }
+
+  listEnded(): void {
+    if (!this.inList && !this.replaced) this.lost(`the own Node "${this.o.node}" is not in the Node list: it was deleted from the API server`);
+  }
+
+  private lost(reason: string): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.o.onChange({ kind: 'lost', reason });
+  }
+}
