@@ -20,19 +20,27 @@ function defaults(spec: FlagSpec): string {
   return `default ${literal(spec.windowsDefault)} on Windows, ${literal(spec.default)} elsewhere`;
 }
 
-/** Words joined into lines of at most WIDTH columns, the lines after the first indented by two spaces. */
+/** A word that, first on a continuation line, Markdown would read as a nested list, a quote or a heading. */
+const MARKUP = /^([-+*>#]|\d+[.)])$/;
+
+/**
+ * Words joined into lines of at most WIDTH columns, the lines after the first indented by two spaces. A line
+ * never starts with a word Markdown would take as markup: the word before it moves down with it.
+ */
 function wrap(text: string): string[] {
   const lines: string[] = [];
-  let line = '';
+  let words: string[] = [];
+  const width = (ws: readonly string[]) => (lines.length === 0 ? 0 : 2) + ws.join(' ').length;
   for (const word of text.split(' ')) {
-    if (line !== '' && line.length + 1 + word.length > WIDTH) {
-      lines.push(line);
-      line = `  ${word}`;
+    if (words.length > 0 && width([...words, word]) > WIDTH) {
+      const carried = MARKUP.test(word) && words.length > 1 ? [words.pop()!] : [];
+      lines.push((lines.length === 0 ? '' : '  ') + words.join(' '));
+      words = [...carried, word];
     } else {
-      line = line === '' ? word : `${line} ${word}`;
+      words.push(word);
     }
   }
-  if (line !== '') lines.push(line);
+  if (words.length > 0) lines.push((lines.length === 0 ? '' : '  ') + words.join(' '));
   return lines;
 }
 

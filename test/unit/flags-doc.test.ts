@@ -28,12 +28,16 @@ describe('docs/flags.md', () => {
     expect(renderFlagsList(changed)).toContain('default `10277`');
   });
 
-  it('keeps every generated line within 120 columns', () => {
+  it('keeps every generated line within 120 columns, and no continuation line starts with list markup', () => {
     expect(
       renderFlagsList()
         .split('\n')
         .filter((l) => l.length > 120),
     ).toEqual([]);
+    const spec: FlagSpec = { name: 'x', kind: 'bool', default: false, help: `${'word '.repeat(21)}wordy - a dash at the wrap` };
+    const lines = renderFlagsList([spec]).trimEnd().split('\n');
+    expect(lines.length).toBe(2);
+    expect(lines[1].startsWith('  wordy - a dash')).toBe(true);
   });
 
   it('refuses a file whose markers are gone instead of appending a second list', () => {
