@@ -108,7 +108,7 @@ export class Agent {
   /**
    * subnet.env is written, the first complete list of the peers has arrived and the HNS network exists
    * (false while it is missing and being rebuilt). A list that never completes (an API server paging
-   * forever, issue 18) keeps the agent not ready, as upstream's kube subnet manager waits for its node
+   * forever) keeps the agent not ready, as upstream's kube subnet manager waits for its node
    * informer to sync (pkg/subnet/kube/kube.go, nodeController.HasSynced) before the agent goes on.
    */
   get isReady(): boolean {

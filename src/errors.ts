@@ -1,6 +1,6 @@
 // Error classes with stable codes, one class per failure family (the pattern of undici's
-// lib/core/errors.js: each class fixes its own codes), all made by one generic base (`family` below). Tests assert `code` (and class), never the
-// message text. Messages say what went wrong and what to do; `context` carries the facts (network
+// lib/core/errors.js: each class fixes its own codes), all made by one generic base (`family` below). Tests assert `code` (and class) first; a few
+// dozen also check message text where the text is the contract (a hint naming the fix). Messages say what went wrong and what to do; `context` carries the facts (network
 // name, HRESULT, ...). docs/errors.md documents every code under its family.
 
 /** Every family and the codes it may carry; the types below and the docs check derive from this. */

@@ -1,5 +1,5 @@
-// Every reason a peer lease is rejected for (src/subnet/validate.ts decides them; README, "Peers are
-// validated"). A basic module: the validator, the Node events (./node-events.ts) and the metrics labels
+// Every reason a peer lease is rejected for (src/subnet/validate.ts decides them; docs/compatibility.md, "Peers
+// are validated"). A basic module: the validator, the Node events (./node-events.ts) and the metrics labels
 // read the same list without importing one another. No upstream counterpart: flannel trusts peer leases.
 
 /**

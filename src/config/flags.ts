@@ -21,8 +21,8 @@ export interface FlagSpec {
   readonly ignored?: boolean;
   /**
    * For the Windows test harness only (test/support/windows.ts runs the built agent under Wine against
-   * stand-in DLLs): accepted like any flag, left out of `--help` and of the README's flag list; the README's
-   * "Windows" section is the one place that describes it.
+   * stand-in DLLs): accepted like any flag, left out of `--help` and of docs/flags.md; docs/testing.md
+   * ("The Windows build under Wine") is the one place that describes it.
    */
   readonly harness?: boolean;
   /** Not read from `FLANNELD_<NAME>` (help, version). */

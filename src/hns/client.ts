@@ -389,7 +389,12 @@ export class HnsClient {
     return this.kept.release(id);
   }
 
-  /** One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`. */
+  /**
+   * One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`; with
+   * it, a batch refused as EXISTS is sent again one policy per call, skipping those already there. Those
+   * extra HcnModifyNetwork calls are made here, out of the caller's sight, and `hns.addNetworkPolicies`
+   * counts them all as one operation.
+   */
   addNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: PolicyOptions = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
     return this.run('addNetworkPolicies', { networkId, policies: policies.length }, async () => {
@@ -413,7 +418,9 @@ export class HnsClient {
 
   /**
    * One HcnModifyNetwork removing all `policies`; policies already gone count as removed. A missing
-   * network is an error (HCN_E_NETWORK_NOT_FOUND): the caller must learn that its network is gone.
+   * network is an error (HCN_E_NETWORK_NOT_FOUND): the caller must learn that its network is gone. A batch
+   * refused because one policy is gone is sent again one policy per call, out of the caller's sight, and
+   * `hns.removeNetworkPolicies` counts them all as one operation.
    */
   removeNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();

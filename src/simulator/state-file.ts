@@ -1,5 +1,4 @@
-// The simulated dataplane's state file: parse and validate one document (README "The simulated
-// node"). Pure. Networks and endpoints follow the HCN v2 schema (hcsshim hcn/hcnnetwork.go,
+// The simulated dataplane's state file: parse and validate one document (docs/simulator.md). Pure. Networks and endpoints follow the HCN v2 schema (hcsshim hcn/hcnnetwork.go,
 // hcn/hcnendpoint.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
 // iphlpapi's MIB_IPFORWARD_ROW2 reduced. A file edited by hand or by another tool must give a coded
 // error naming the file and the entry, never a TypeError deep inside the model.

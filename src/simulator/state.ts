@@ -1,4 +1,4 @@
-// The simulated node's state document (README "The simulated node"): its types and the fresh node it
+// The simulated node's state document (docs/simulator.md): its types and the fresh node it
 // starts from. Pure. ./state-file.ts parses and validates it.
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
 import { nthAddress } from '../ip4.js';

@@ -9,7 +9,7 @@
 // OwnLeaseState.observed, and asks etcd nothing per peer: upstream's registry.go calls TimeToLive for
 // every listed key and watched put to fill Lease.Expiration, which nothing here reads; a peer's expiry
 // is etcd's to enforce (an expired lease deletes its key, a Delete event).
-// The loop's rules hold here too: an etcd watch has no clean end, so every end of a stream
+// The loop's rules (./relist.ts, never hammer the server) hold here too: an etcd watch has no clean end, so every end of a stream
 // — an error, etcd closing or cancelling it, a compaction that needs a relist — and every failed list
 // waits the loop's pause (client-go's reflector backoff: 800 ms doubling to 30 s, jittered, reset
 // after 2 quiet minutes) before the next round; upstream's pkg/subnet/watch.go retries after 1 s flat.
