@@ -31,7 +31,7 @@ import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from '.
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { RelistOptions } from './subnet/relist.js';
-import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
+import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
 import { writeFileAtomicSync } from './fs-atomic.js';
 
@@ -297,7 +297,7 @@ export class Agent {
     const ipv6 = netConf.enableIPv6 ? await this.publicIPv6(kube, extIface, signal) : undefined;
     if (ipv6) checkIPv6NetworkExcludesNode(netConf.ipv6Network, [ipv6.publicIPv6, ipv6.address.address]);
 
-    const previousSubnet = await this.previousSubnet(config.subnetFile);
+    const { subnet: previousSubnet, ipv6Subnet: previousIPv6Subnet } = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
 
     const subnetManager =
@@ -308,6 +308,7 @@ export class Agent {
             netConf,
             publicIP,
             previousSubnet,
+            previousIPv6Subnet,
             log: root,
             metrics: this.metrics,
             clock: this.clock,
@@ -677,16 +678,17 @@ export class Agent {
   }
 
   /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */
-  private async previousSubnet(path: string): Promise<string | undefined> {
+  private async previousSubnet(path: string): Promise<{ subnet?: string; ipv6Subnet?: string }> {
     try {
       const previous = await readSubnetEnv(path);
-      if (previous === undefined) return undefined;
+      if (previous === undefined) return {};
       const subnet = previousSubnetFromEnv(previous);
-      this.log.info('found previous subnet.env', { path, subnet });
-      return subnet;
+      const ipv6Subnet = previousIPv6SubnetFromEnv(previous);
+      this.log.info('found previous subnet.env', { path, subnet, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) });
+      return { subnet, ipv6Subnet };
     } catch (err) {
       this.log.warn('ignoring unreadable previous subnet.env; it will be rewritten', { path, error: errorMessage(err) });
-      return undefined;
+      return {};
     }
   }
 }

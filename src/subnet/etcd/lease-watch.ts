@@ -79,6 +79,9 @@ export class EtcdLeaseWatch {
       return undefined;
     }
     const lease: Lease = { key: kv.name, subnet: key.subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
+    // A dual-stack peer (upstream registry.go: IPv6Subnet from the key, PublicIPv6 from the value) gets its
+    // IPv6 route; a key or value with only one of them keeps the IPv4 half only, as in kube mode.
+    if (key.ipv6Subnet !== undefined && attrs.publicIPv6 !== undefined) Object.assign(lease, { ipv6Subnet: key.ipv6Subnet, publicIPv6: attrs.publicIPv6 });
     const ttl = await this.o.registry.ttlSeconds(kv.leaseId);
     if (ttl !== undefined) lease.expiration = this.o.clock.now() + Math.max(0, ttl) * 1000;
     return { lease, leaseId: kv.leaseId };
