@@ -23,6 +23,8 @@ import { EtcdRegistry } from '../../src/subnet/etcd/registry.js';
 import { LOG, runAgent, waitFor, type RunningAgent } from '../support/cluster.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
 import { editState } from '../support/sim-dataplane.js';
+import { logSink } from '../support/log-sink.js';
+import type { Logger } from '../../src/log.js';
 import { expectCode } from '../support/errors.js';
 
 /** Upstream's example: fc00::/48 gives /64 subnets (IPv6SubnetLen default 64), fc00:0:0:1:: ... fc00:0:0:ffff::. */
@@ -162,7 +164,7 @@ describeEtcd('dual-stack leases in etcd (real etcd)', () => {
     const WIN_IP = '10.0.0.2';
     const WIN_IP6 = 'fd00:10::2';
 
-    function startAgent(prefix: string): RunningAgent {
+    function startAgent(prefix: string, log?: Logger): RunningAgent {
       const home = join(dir, prefix.replace(/\//g, '_'));
       mkdirSync(home, { recursive: true });
       const subnetFile = join(home, 'run', 'flannel', 'subnet.env');
@@ -184,6 +186,7 @@ describeEtcd('dual-stack leases in etcd (real etcd)', () => {
         parsed,
         { dir: home, subnetFile, statePath },
         {
+          log,
           before: (sim) =>
             editState(sim, (st) => st.adapters.filter((ad) => ad.IPAddress === WIN_IP).forEach((ad) => Object.assign(ad, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 }))),
         },
@@ -235,9 +238,11 @@ describeEtcd('dual-stack leases in etcd (real etcd)', () => {
       await a.stop();
       // Its etcd lease gone (expired while the node was down): the previous subnet.env gives both halves back.
       await admin.delete().prefix(`${prefix}/subnets/`);
-      a = startAgent(prefix);
+      const sink = logSink('info');
+      a = startAgent(prefix, sink.log);
       await waitFor(() => a.agent.isReady, 'ready again', 15_000);
       expect([a.agent.network!.lease.subnet, a.agent.network!.lease.ipv6Subnet]).toEqual([first.subnet, first.ipv6Subnet]);
+      expect(sink.entries).toContainEqual(expect.objectContaining({ message: `Found previously leased subnet (${first.subnet}), reusing`, ipv6Subnet: first.ipv6Subnet }));
     }, 40_000);
   });
 });
