@@ -6,7 +6,6 @@
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { backoffDelay, pause, systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
@@ -20,7 +19,7 @@ import { hostFiles } from './fs-seams.js';
 import { selectExternalInterface, selectIPv6Address } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
-import { checkCniReadiness, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
+import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
@@ -509,13 +508,15 @@ export class Agent {
     if (!dir) return;
     const { cniConfigFiles } = await import('./commands/cni-conf-dir.js');
     const { rerenderedOwnConflist } = await import('./commands/cni-config.js');
+    // Read through the CNI check's seam (a regular file of at most 1 MiB), as the check reads it.
+    const fs = this.opts.cniFs ?? nodeCniReadinessFs;
     let path = dir;
     try {
-      const first = cniConfigFiles(dir)[0];
+      const first = cniConfigFiles(dir, (d) => fs.readdir(d))[0];
       if (first === undefined) return;
       path = join(dir, first);
       const { subnet, ipv6Subnet } = network.lease;
-      const next = rerenderedOwnConflist(readFileSync(path, 'utf8'), {
+      const next = rerenderedOwnConflist(fs.readFile(path), {
         networkName: network.networkName,
         configuredName: netConf.backend.name,
         subnetFile: resolve(config.subnetFile),
