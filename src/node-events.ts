@@ -32,6 +32,7 @@ export const NODE_EVENT_REASON = {
   hnsRestarted: 'FlannelHNSRestarted',
   hnsObjectsRepaired: 'FlannelHNSObjectsRepaired',
   nodeReregistered: 'FlannelNodeReregistered',
+  cniConfigRenamed: 'FlannelCNIConfigRewritten',
 } as const;
 
 /** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
@@ -91,5 +92,14 @@ export function nodeReregisteredEvent(previousSubnet: string, subnet: string, re
     type: 'Normal',
     reason: NODE_EVENT_REASON.nodeReregistered,
     message: `the Node was deleted and registered again; flanneld leased it again without a restart (${change}; annotations, NetworkUnavailable and subnet.env rewritten). Pods started before keep addresses of the old podCIDR: recreate them if it changed`,
+  };
+}
+
+/** The agent's own CNI config named net-conf's network, not the adopted one the agent runs; it was rewritten. */
+export function cniConfigRenamedEvent(path: string, previous: string, network: string): NodeEvent {
+  return {
+    type: 'Normal',
+    reason: NODE_EVENT_REASON.cniConfigRenamed,
+    message: `the CNI config ${path} named network "${previous}" (rendered before flanneld adopted ${network}); rewrote it to name ${network}, the HNS network flanneld runs, so pods can start. Set Backend.Name "${network}" in net-conf.json to render it so from the start`,
   };
 }

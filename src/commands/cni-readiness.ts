@@ -63,7 +63,7 @@ export interface CniReadinessFs {
 }
 
 /** Real file system: configs are read with the config-file cap (a regular file, at most 1 MiB). */
-const nodeCniReadinessFs: CniReadinessFs = {
+export const nodeCniReadinessFs: CniReadinessFs = {
   readdir: (dir) => nodeFs.readdirSync(dir),
   readFile: (path) => readRegularFile(path, MAX_CONFIG_FILE_BYTES, 'CNI config'),
   exists: (path) => nodeFs.existsSync(path),

@@ -65,6 +65,8 @@ export interface CreateEtcdSubnetManagerDeps {
   clock?: Clock;
   /** Previous own subnet (FLANNEL_SUBNET of the previous subnet.env, which the agent reads once). */
   previousSubnet?: string;
+  /** Previous own IPv6 subnet (FLANNEL_IPV6_SUBNET of the previous subnet.env). */
+  previousIPv6Subnet?: string;
   /** Test knobs passed through to the manager. */
   tuning?: Partial<Pick<EtcdSubnetManagerOptions, 'leaseTtlSeconds' | 'renewMarginMs' | 'renewRetryMs' | 'backoffBaseMs' | 'backoffCapMs' | 'relistBackoff' | 'apiRetryTimeoutMs'>>;
 }
@@ -81,6 +83,7 @@ export function createEtcdSubnetManager(config: EtcdFlags & Pick<AgentConfig, 's
       netConf: deps.netConf,
       publicIP: deps.publicIP,
       previousSubnet: deps.previousSubnet,
+      previousIPv6Subnet: deps.previousIPv6Subnet,
       renewMarginMinutes: config.subnetLeaseRenewMargin,
       onClose: () => client.close(),
       log,

@@ -79,7 +79,11 @@ export class EtcdLeaseWatch {
       this.o.log.warn('ignoring subnet lease with a malformed value', { key: kv.name, error: attrs });
       return undefined;
     }
-    return { key: kv.name, subnet: key.subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
+    const lease: Lease = { key: kv.name, subnet: key.subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
+    // A dual-stack peer (upstream registry.go: IPv6Subnet from the key, PublicIPv6 from the value) gets its
+    // IPv6 route; a key or value with only one of them keeps the IPv4 half only, as in kube mode.
+    if (key.ipv6Subnet !== undefined && attrs.publicIPv6 !== undefined) Object.assign(lease, { ipv6Subnet: key.ipv6Subnet, publicIPv6: attrs.publicIPv6 });
+    return lease;
   }
 
   /** List + watch until `signal` aborts or the own lease is revoked (rejects with that error). */

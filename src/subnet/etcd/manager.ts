@@ -1,9 +1,9 @@
 // The etcd subnet manager: the own lease (lease-keeper.ts: allocation under `<prefix>/subnets/`, its 24 h
 // etcd lease renewed, revocation) and the peers' leases (lease-watch.ts: prefix list + watch). Mirrors
-// flannel pkg/subnet/etcd/local_manager.go (LocalManager: AcquireLease, CompleteLease, WatchLeases).
+// flannel pkg/subnet/etcd/local_manager.go (LocalManager: AcquireLease, CompleteLease, WatchLeases),
+// dual-stack (EnableIPv6) as upstream's: both subnets in the lease key, PublicIPv6 in its value.
 import { systemClock, systemRandom } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
-import { UnsupportedError } from '../../errors.js';
 import { Metrics } from '../../metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
@@ -23,6 +23,8 @@ export interface EtcdSubnetManagerOptions {
   publicIP: string;
   /** FLANNEL_SUBNET of the previous subnet.env (network form), tried before a random subnet. */
   previousSubnet?: string;
+  /** FLANNEL_IPV6_SUBNET of the previous subnet.env (network form), with previousSubnet (dual-stack). */
+  previousIPv6Subnet?: string;
   /** `--subnet-lease-renew-margin` in minutes (default 60). */
   renewMarginMinutes?: number;
   /** Overrides the margin in ms (tests). */
@@ -56,15 +58,6 @@ export class EtcdSubnetManager implements SubnetManager {
   private closed = false;
 
   constructor(opts: EtcdSubnetManagerOptions) {
-    if (!opts.netConf.enableIPv4 || opts.netConf.enableIPv6) {
-      throw new UnsupportedError(
-        'FLANNEL_ERR_UNSUPPORTED',
-        'the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config',
-        {
-          prefix: opts.prefix,
-        },
-      );
-    }
     this.log = opts.log ?? silentLogger();
     this.onClose = opts.onClose;
     const clock = opts.clock ?? systemClock;
@@ -77,6 +70,7 @@ export class EtcdSubnetManager implements SubnetManager {
       netConf: opts.netConf,
       publicIP: opts.publicIP,
       previousSubnet: opts.previousSubnet,
+      previousIPv6Subnet: opts.previousIPv6Subnet,
       renewMarginMs: opts.renewMarginMs ?? (opts.renewMarginMinutes ?? 60) * 60_000,
       leaseTtlSeconds: opts.leaseTtlSeconds ?? SUBNET_TTL_SECONDS,
       renewRetryMs: opts.renewRetryMs ?? 60_000,
