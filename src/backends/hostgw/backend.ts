@@ -394,22 +394,7 @@ export class HostGwBackend implements Backend {
     } else {
       deps.log.info('reusing host endpoint', { endpoint: name, id: ep.ID, ip });
     }
-    const id = ep.ID!;
-    let lastErr: unknown;
-    const attached = await poll(
-      deps.clock,
-      async () => {
-        try {
-          await deps.hns.attachEndpointToHost(id);
-          return true;
-        } catch (err) {
-          lastErr = err;
-          return undefined;
-        }
-      },
-      { intervalMs: POLL_MS, timeoutMs: ATTACH_TIMEOUT_MS, signal },
-    );
-    if (!attached) throw lastErr;
+    await this.attach(ep.ID!, signal);
     return ep;
   }
 
