@@ -4,7 +4,7 @@
 // what comes back is how the accepted peer set changed (`added` for a new or changed peer, `removed` for
 // a peer gone or moved off its subnet), sorted by key.
 import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
-import { PeerStore, leaseContent, type PeerStoreOptions } from '../../src/reconcile/peer-store.js';
+import { PeerStore, leaseContent, type PeerStoreOptions } from '../../src/peers/store.js';
 
 export interface LeaseEvent {
   type: 'added' | 'removed';

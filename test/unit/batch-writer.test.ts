@@ -1,7 +1,7 @@
 // writeInBatches: an atomic batch write that HNS refuses for one item is split until only the refused
 // items are left out (hcsshim hcn/hcnnetwork.go: one HcnModifyNetwork request, one HRESULT for all).
 import { describe, expect, it } from '@jest/globals';
-import { writeInBatches } from '../../src/reconcile/reconciler.js';
+import { writeInBatches } from '../../src/reconcile/writes.js';
 
 class Refused extends Error {}
 
