@@ -32,7 +32,8 @@ export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
   toActual?(d: D): A;
   /**
    * What a failed write means, as the dataplane layer sorts it: `refused` (the items of that write were
-   * refused: split the batch to find them), `gone` (the network this driver writes to no longer exists),
+   * refused: split the batch to find them), `absent` (a removal named an item already gone: split the
+   * batch; one item so answered is removed), `gone` (the network this driver writes to no longer exists),
    * else `transient` (the call failed as a whole; retried with backoff). Default: transient.
    */
   failure?(err: unknown): WriteFailure;
@@ -41,7 +42,7 @@ export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
 }
 
 /** How a failed dataplane write fails (src/hns/errors.ts `hnsFailure`, host-gw's `routeFailure`). */
-export type WriteFailure = 'refused' | 'gone' | 'transient';
+export type WriteFailure = 'refused' | 'absent' | 'gone' | 'transient';
 
 /** A driver that also says which items a validated peer lease needs (the peer store asks it). */
 export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
@@ -85,12 +86,17 @@ export async function writePlan<A, D>(
     concurrency: driver.concurrency ?? 1,
     refuses: (e: unknown) => driver.failure?.(e) === 'refused',
   };
+  const removing = {
+    ...batches,
+    refuses: (e: unknown) => driver.failure?.(e) === 'refused' || driver.failure?.(e) === 'absent',
+    absent: (e: unknown) => driver.failure?.(e) === 'absent',
+  };
   const refusedKeys = new Set<string>();
   const written = new Set<string>();
   let refusalsChanged = 0;
 
   const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
-  const rm = await writeInBatches(toRemove, { ...batches, write: (items) => driver.remove(items) });
+  const rm = await writeInBatches(toRemove, { ...removing, write: (items) => driver.remove(items) });
   const gone = new Set(rm.done);
   for (const a of rm.done) {
     written.add(aKey(a));
@@ -153,9 +159,11 @@ export interface BatchOptions<T> {
   write: (items: T[]) => Promise<unknown>;
   /** True when `error` refuses the items of this write rather than failing the call as a whole. */
   refuses: (error: unknown) => boolean;
+  /** True when `error` says an item of this write is already as asked (a removal of one gone): one item so answered is done. */
+  absent?: (error: unknown) => boolean;
 }
 
-/** Write `items` in batches of `size`; halve refused batches down to single refused items. */
+/** Write `items` in batches of `size`; halve refused batches down to single refused items (the one place batches are split). */
 export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<T>): Promise<BatchResult<T>> {
   const size = Math.max(1, Math.floor(opts.size));
   const result: BatchResult<T> = { done: [], refused: [], calls: 0 };
@@ -174,7 +182,8 @@ export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<
         return;
       }
       if (part.length === 1) {
-        result.refused.push({ item: part[0], error });
+        if (opts.absent?.(error)) result.done.push(part[0]);
+        else result.refused.push({ item: part[0], error });
         return;
       }
       const half = Math.ceil(part.length / 2);
