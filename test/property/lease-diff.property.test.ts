@@ -244,7 +244,7 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
           };
           // No toActual: every pass reads and diffs everything.
           const items = new ItemSet<Item>((x) => driver.desiredKey(x));
-          const r = new Reconciler<Item, Item>({ driver, desired: items });
+          const r = new Reconciler<Item, Item>({ driver, desired: items.store });
           items.set(withIds(d, 1000));
           items.markListed();
           let ok = false;

@@ -39,7 +39,7 @@ function setup(over: { resyncMs?: number } = {}) {
   const metrics = new Metrics();
   const items = new ItemSet<string>((d) => driver.desiredKey(d));
 
-  const r = new Reconciler({ desired: items, driver, clock, metrics, resyncMs: over.resyncMs ?? 10_000, backoffBaseMs: 250, backoffCapMs: 1000 });
+  const r = new Reconciler({ desired: items.store, driver, clock, metrics, resyncMs: over.resyncMs ?? 10_000, backoffBaseMs: 250, backoffCapMs: 1000 });
   const ac = new AbortController();
   return { clock, driver, metrics, r, ac, items };
 }

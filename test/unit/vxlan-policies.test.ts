@@ -33,7 +33,7 @@ async function setup() {
   const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
   const clock = new FakeClock();
   const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
-  const r = new Reconciler({ desired: items, driver, clock, resyncMs: 10_000 });
+  const r = new Reconciler({ desired: items.store, driver, clock, resyncMs: 10_000 });
   const calls = () => Object.fromEntries([...dp.calls].filter(([op]) => op.startsWith('Hcn')));
   dp.calls.clear();
   const prefixes = () =>
@@ -82,7 +82,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
     const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
     const { log, entries } = logSink();
-    const r = new Reconciler({ desired: items, driver, clock: new FakeClock(), log, metrics });
+    const r = new Reconciler({ desired: items.store, driver, clock: new FakeClock(), log, metrics });
     items.set([1, 2, 3, 4].map((n) => remoteSubnetRouteFor(peer(n))));
     items.markListed();
     expect(await r.pass()).toMatchObject({ ok: true, added: 4 });
