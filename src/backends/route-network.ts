@@ -1,6 +1,6 @@
 // The network a backend registers, and its lease watch. Mirrors flannel pkg/backend/route_network_windows.go
 // (RouteNetwork.Run watches the leases and handles each batch of events), with two differences: the
-// subnet manager's updates go straight to the peer store (src/reconcile/peer-store.ts), which validates
+// subnet manager's updates go straight to the peer store (src/peers/store.ts), which validates
 // the leases, settles contested subnets and keeps each peer's items, and the Reconciler
 // (src/reconcile/reconciler.ts) replaces one write per event: it writes the store's changed items, the
 // first complete list lets it remove what no peer wants, and its passes keep the dataplane equal to that

@@ -45,8 +45,7 @@ export interface Ipv6ValidationContext {
   nodeNetwork?: string;
 }
 
-// The reasons are a basic module (../lease-reject-reasons.ts) that Node events and metrics read too;
-// re-exported here for the modules that still take them from the validator.
+// The reasons live in ./reject-reasons.ts, which the problems ledger (the metric's labels) reads too.
 
 export type LeaseValidation = { ok: true } | { ok: false; reason: LeaseRejectReason; message: string };
 
