@@ -1,4 +1,4 @@
-// The peer store (src/reconcile/peer-store.ts) seen as a lease set, for the tests that describe the peer
+// The peer store (src/peers/store.ts) seen as a lease set, for the tests that describe the peer
 // set by the changes it makes: updates in the shape the subnet managers used to emit (a complete list as
 // `snapshot`, a partial one as `page`, watch `events`) go in as the store's `peers` and `listed`, and
 // what comes back is how the accepted peer set changed (`added` for a new or changed peer, `removed` for
