@@ -168,14 +168,23 @@ export class PeerProblems {
   /**
    * Record a report of a problem; true when it is news (a new record, another reason or signature). News
    * is counted, logged at warn and raised as an Event; a repeat only as its kind counts and logs repeats.
+   * `retry`: a refused item's tries so far and when it is tried again.
    */
-  private report(kind: ProblemKind, key: string, reason: string, sig: string, message: string, fields: Record<string, unknown>): boolean {
+  private report(
+    kind: ProblemKind,
+    key: string,
+    reason: string,
+    sig: string,
+    message: string,
+    fields: Record<string, unknown>,
+    retry?: { attempts: number; retryAt: number },
+  ): boolean {
     const now = this.clock.now();
     const prev = this.records[kind].get(key);
     const news = prev === undefined || prev.reason !== reason || prev.sig !== sig;
-    const attempts = (prev?.reason === reason ? prev.attempts : 0) + 1;
+    const attempts = retry?.attempts ?? (prev?.reason === reason ? prev.attempts : 0) + 1;
     const since = prev?.reason === reason ? prev.since : now;
-    const rec: PeerProblem = { kind, key, reason, message, since, attempts, sig, retryAt: 0 };
+    const rec: PeerProblem = { kind, key, reason, message, since, attempts, sig, retryAt: retry?.retryAt ?? 0 };
     if (!news && kind === 'rejected') return false; // the verdict already remembered: nothing to count or say
     this.records[kind].set(key, rec);
     this.count(rec);
@@ -297,12 +306,8 @@ export class PeerProblems {
     const delay = backoffDelay(attempts - 1, this.backoff.baseMs, this.backoff.capMs);
     const error = errorMessage(err);
     const fields = { driver: this.driver, node: this.owner(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error };
-    const news = this.report('refused', key, answer, '', error, fields);
-    const rec = this.records.refused.get(key)!;
-    // Attempts and backoff run on across answers (the item has been tried that often); `since` is the answer's.
-    rec.attempts = attempts;
-    rec.retryAt = this.clock.now() + delay;
-    return news;
+    // Tries and backoff run on across answers (the item has been tried that often); `since` is the answer's.
+    return this.report('refused', key, answer, '', error, fields, { attempts, retryAt: this.clock.now() + delay });
   }
 
   /** The item for `key` was written: it is no longer refused. */
