@@ -16,7 +16,7 @@ import { Metrics } from './metrics.js';
 import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
-import { hostFiles } from './fs-seams.js';
+import { hostFiles, type SubnetEnvFs } from './fs-seams.js';
 import { selectExternalInterface, selectIPv6Address } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
@@ -53,6 +53,8 @@ export interface AgentOptions {
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
    */
   bootTimeMs?: () => number;
+  /** The file system subnet.env is read (the previous subnet) and written through; default node:fs (frozen). */
+  fs?: SubnetEnvFs;
   /** The file system the CNI config check reads (tests); default node:fs. */
   cniFs?: CniReadinessFs;
   /** How often the CNI config is checked again (tests); default CNI_CHECK_INTERVAL_MS. */
@@ -62,7 +64,7 @@ export interface AgentOptions {
 }
 
 /** How often the agent reads the CNI config again (the kubelet probes /readyz every 10 s in deploy/). */
-export const CNI_CHECK_INTERVAL_MS = 10_000;
+const CNI_CHECK_INTERVAL_MS = 10_000;
 
 /** The NetworkUnavailable condition's reason per CNI check (CamelCase, as condition reasons are). */
 const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
@@ -106,7 +108,7 @@ export class Agent {
   /**
    * subnet.env is written, the first complete list of the peers has arrived and the HNS network exists
    * (false while it is missing and being rebuilt). A list that never completes (an API server paging
-   * forever, issue 18) keeps the agent not ready, as upstream's kube subnet manager waits for its node
+   * forever) keeps the agent not ready, as upstream's kube subnet manager waits for its node
    * informer to sync (pkg/subnet/kube/kube.go, nodeController.HasSynced) before the agent goes on.
    */
   get isReady(): boolean {
@@ -342,6 +344,7 @@ export class Agent {
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
       policyBatch: config.hnsPolicyBatchSize,
+      restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
       afterRebuild: settle,
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
       // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
@@ -481,7 +484,7 @@ export class Agent {
     // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
     const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq, ...v6 });
-    await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
+    await writeSubnetEnv(config.subnetFile, contents, { fs: this.opts.fs, clock: this.clock });
     this.writtenMtu = network.mtu;
     this.writtenSubnet = network.lease.subnet;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
@@ -658,7 +661,7 @@ export class Agent {
   /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */
   private async previousSubnet(path: string): Promise<string | undefined> {
     try {
-      const previous = await readSubnetEnv(path);
+      const previous = await readSubnetEnv(path, this.opts.fs);
       if (previous === undefined) return undefined;
       const subnet = previousSubnetFromEnv(previous);
       this.log.info('found previous subnet.env', { path, subnet });

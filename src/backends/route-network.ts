@@ -202,6 +202,7 @@ export class RouteNetwork<A, D> implements Network {
     this.reconciler.rebind(binding.driver);
     await this.deps.afterRebuild?.(this);
     const repair = this.pendingRepair;
+    if (repair?.restarted) this.restartServiceAfterHnsRestart(signal);
     this.pendingRepair = undefined;
     const lost = repair ? repair.lost : (['network'] as HnsObjectKind[]);
     for (const kind of lost) this.deps.metrics.inc(METRIC.driftRepairs, { kind });
@@ -211,6 +212,34 @@ export class RouteNetwork<A, D> implements Network {
         ? hnsStateRepairedEvent(this.networkName, lost, repair.restarted, this.store.size)
         : networkRebuiltEvent(this.networkName, this.store.size);
     this.events.record(event);
+  }
+
+  /**
+   * --restart-service-on-hns-restart: once the network is back after an HNS restart, restart the named
+   * service (kube-proxy re-reads its network and source VIP on start), as AKS's task does on the same signal
+   * (Azure/AgentBaker#2085). In the background: a slow stop never holds the reconcile loop; a failure is
+   * logged with its code and the next HNS restart tries again.
+   */
+  private restartServiceAfterHnsRestart(signal: AbortSignal): void {
+    const service = this.deps.restartServiceOnHnsRestart;
+    if (!service) return;
+    const { host } = this.deps;
+    if (!host.restartService) {
+      this.log.warn('cannot restart a service on this host', { service, code: 'FLANNEL_ERR_SERVICE' });
+      return;
+    }
+    this.log.info('restarting service after the HNS restart', { service, network: this.networkName });
+    host.restartService(service, signal).then(
+      () => this.log.info('restarted service after the HNS restart', { service }),
+      (err: unknown) => {
+        if (signal.aborted) return;
+        this.log.error('restarting service after the HNS restart failed; the next HNS restart tries again', {
+          service,
+          code: (err as { code?: unknown }).code,
+          error: errorMessage(err),
+        });
+      },
+    );
   }
 
   status(): NetworkStatus {

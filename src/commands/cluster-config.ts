@@ -23,7 +23,7 @@ import { contains, isIp4, nthAddress, normalizeCidr } from '../ip4.js';
 import type { Command, CommandIO } from './command.js';
 import { reportError } from './cni-flags.js';
 
-export const CLUSTER_CONFIG_FLAGS: readonly FlagSpec[] = [
+const CLUSTER_CONFIG_FLAGS: readonly FlagSpec[] = [
   {
     name: 'file',
     kind: 'string',
@@ -177,7 +177,7 @@ export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: stri
 }
 
 /** The flanneld-windows-config ConfigMap (deploy/base) holding `s`. */
-export function renderClusterConfig(s: ClusterSettings, cniBinDir: string): string {
+function renderClusterConfig(s: ClusterSettings, cniBinDir: string): string {
   const cm = {
     kind: 'ConfigMap',
     apiVersion: 'v1',

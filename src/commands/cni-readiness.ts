@@ -63,16 +63,16 @@ export interface CniReadinessFs {
 }
 
 /** Real file system: configs are read with the config-file cap (a regular file, at most 1 MiB). */
-export const nodeCniReadinessFs: CniReadinessFs = {
+const nodeCniReadinessFs: CniReadinessFs = {
   readdir: (dir) => nodeFs.readdirSync(dir),
   readFile: (path) => readRegularFile(path, MAX_CONFIG_FILE_BYTES, 'CNI config'),
   exists: (path) => nodeFs.existsSync(path),
 };
 
 /** The upstream flannel plugin's subnet file when the config names none (flannel-io/cni-plugin flannel.go). */
-export const FLANNEL_PLUGIN_DEFAULT_SUBNET_FILE = '/run/flannel/subnet.env';
+const FLANNEL_PLUGIN_DEFAULT_SUBNET_FILE = '/run/flannel/subnet.env';
 /** The flannel plugin's IPAM for the delegate when it names none (flannel-io/cni-plugin flannel_windows.go). */
-export const FLANNEL_DEFAULT_IPAM = 'host-local';
+const FLANNEL_DEFAULT_IPAM = 'host-local';
 
 /** Path join in the style of `dir`: a Windows path (`C:\...`, `\\server\...`) joins with `\`. */
 function joinLike(dir: string, name: string): string {

@@ -131,9 +131,9 @@ export interface DoctorFacts {
 }
 
 /** The UDP port HNS encapsulates VXLAN on (Windows' overlay supports only 4789; flannel docs Backends, vxlan). */
-export const WINDOWS_VXLAN_PORT = 4789;
+const WINDOWS_VXLAN_PORT = 4789;
 /** The VNI Windows overlay networks need at least (flannel docs Backends, vxlan: "VNI >= 4096 on Windows"). */
-export const WINDOWS_MIN_VNI = 4096;
+const WINDOWS_MIN_VNI = 4096;
 
 const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', saw, fix: '' });
 const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });

@@ -14,7 +14,7 @@ import { lineDiff, setVni } from '../subnet/net-conf-edit.js';
 import type { Command, CommandIO } from './command.js';
 import { reportError } from './cni-flags.js';
 
-export const NETCONF_FLAGS: readonly FlagSpec[] = [
+const NETCONF_FLAGS: readonly FlagSpec[] = [
   { name: 'vni', kind: 'int', default: 4096, help: 'Backend.VNI to set (4096..65535: HNS and kube-proxy carry it as a 16-bit IsolationId)', valueName: 'N', noEnv: true },
   { name: 'port', kind: 'int', default: 4789, help: 'Backend.Port to set (Windows vxlan supports 4789 only)', valueName: 'N', noEnv: true },
   { name: 'file', kind: 'string', default: '-', help: 'the ConfigMap (JSON or YAML) or net-conf.json to read; - reads stdin', valueName: 'FILE', aliases: ['f'], noEnv: true },

@@ -35,10 +35,10 @@ export interface WaitOptions {
 }
 
 /** HNS 9.2 (Windows Server 2019) brought HCN v2 and the RemoteSubnet policies. */
-export const REMOTE_SUBNET_MIN_VERSION: HnsVersion = { Major: 9, Minor: 2 };
+const REMOTE_SUBNET_MIN_VERSION: HnsVersion = { Major: 9, Minor: 2 };
 
 /** The host-attach request body (hcsshim HostAttach). */
-export const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
+const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
 
 export function versionAtLeast(v: HnsVersion, min: HnsVersion): boolean {
   return v.Major > min.Major || (v.Major === min.Major && v.Minor >= min.Minor);
@@ -57,7 +57,7 @@ export async function closeQuietly(transport: HnsTransport, log: Logger, h: HcnH
 }
 
 /** Network handles kept open for policy writes, by network ID (case-insensitive, as HNS GUIDs are). */
-export class KeptNetworkHandles {
+class KeptNetworkHandles {
   private readonly kept = new Map<string, Promise<HcnHandle>>();
 
   constructor(

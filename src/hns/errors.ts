@@ -148,7 +148,7 @@ function itemOf(op: string, context: ErrorContext): string {
  * HRESULT names the item and the field HNS refused; anything else, a v1 error text without an HRESULT
  * included, points at HNS's event log (the service is running: it answered).
  */
-export function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, context: ErrorContext = {}, errorText?: string): string {
+function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, context: ErrorContext = {}, errorText?: string): string {
   if (ADVICE[code] !== undefined) return ADVICE[code];
   if (hresult === undefined) return errorText?.trim() ? EVENT_LOG_ADVICE : SERVICE_ADVICE;
   if (SERVICE_HRESULTS.has(hresult >>> 0)) return SERVICE_ADVICE;

@@ -42,7 +42,7 @@ function formatMs(ms: number): string {
  * late failure is only logged. The closes are bounded too (a hung close must not hang a pass either)
  * but nothing is cleaned up after them.
  */
-export class TimedHnsTransport implements HnsTransport {
+class TimedHnsTransport implements HnsTransport {
   private readonly timeoutMs: number;
   private readonly clock: Clock;
   private readonly log: Logger;

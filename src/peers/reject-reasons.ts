@@ -1,5 +1,5 @@
-// Every reason a peer lease is rejected for (src/peers/validate.ts decides them; README, "Peers are
-// validated"). The validator, the problems ledger (./problems.ts: the metric's labels and the Events) and
+// Every reason a peer lease is rejected for (src/peers/validate.ts decides them; docs/compatibility.md, "Peers
+// are validated"). The validator, the problems ledger (./problems.ts: the metric's labels and the Events) and
 // the store read the same list. No upstream counterpart: flannel trusts peer leases.
 
 /**

@@ -1,4 +1,4 @@
-// Peer lease validation (README, "Peers are validated"). No upstream counterpart: flannel trusts peer leases;
+// Peer lease validation (docs/compatibility.md, How it differs: "Peers are validated"). No upstream counterpart: flannel trusts peer leases;
 // this agent never lets a malformed or hostile lease reach the dataplane.
 import { isIPv6 } from 'node:net';
 import type { Lease } from '../subnet/lease.js';

@@ -27,8 +27,6 @@ export interface Lease {
    */
   ipv6Subnet?: string;
   publicIPv6?: string;
-  /** etcd only: when the lease expires (ms since epoch); undefined = never (kube, reservations). */
-  expiration?: number;
   /**
    * kube only: the Node's metadata.creationTimestamp (ms since epoch), which decides who holds a
    * contested subnet at start-up (src/peers/store.ts); undefined = unknown (counts as the newest).

@@ -1,4 +1,4 @@
-// The CNI replay tier (README "The CNI replay tier"): what the real win-overlay.exe / win-bridge.exe did
+// The CNI replay tier (docs/testing.md "The CNI replay tier"): what the real win-overlay.exe / win-bridge.exe did
 // when they attached pods to the agent's network (test/fixtures/cni-traces, recorded under Wine through the
 // stand-in DLLs), replayed in CI without Wine or the binaries. For each backend the agent builds its network
 // on the simulated node with the recorded flags and net-conf (in this process: test/support/cluster.ts);
@@ -39,7 +39,7 @@ import {
 
 const WIN = 'win-1';
 const POD_CIDR = '10.244.100.0/24';
-/** The recording's cni-config flags (README "The agent and the node"). */
+/** The recording's cni-config flags (test/fixtures/cni-traces/README.md, "The agent and the node"). */
 const CNI_CONFIG = { serviceCidr: '10.96.0.0/12', managementIP: WIN_IP, managementSubnet: '10.0.0.0/24', dnsServers: ['10.96.0.10'], dnsSearch: [DEFAULT_DNS_SEARCH] };
 /** The recording ran the Windows build with its default paths; the conflist carries them. */
 const WIN_PATHS = { subnetFile: 'C:\\run\\flannel\\subnet.env', dataDir: 'C:\\var\\lib\\cni\\flannel' };

@@ -32,7 +32,7 @@ export function hostEndpointAddress(subnet: string): string {
  * `gateway` (what hostgw_windows.go creates), bound to `adapter` when that is given (the external
  * interface moved to another NIC).
  */
-export function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
+function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
   const s = n.Subnets?.[0];
   const sameAdapter = !adapter || !n.NetworkAdapterName || n.NetworkAdapterName.toLowerCase() === adapter.toLowerCase();
   // A dual-stack network left from an EnableIPv6 run does not fit an IPv4-only one: the family set changed.

@@ -21,7 +21,7 @@ import type { RouteRecord } from './route-record.js';
 export const ROUTE_METRIC = 256;
 const ROUTE_WRITE_CONCURRENCY = 8;
 /** The route table refused this one route: any status but a missing interface (an existing route is success). */
-export function isRouteRefusal(err: unknown): boolean {
+function isRouteRefusal(err: unknown): boolean {
   return err instanceof RouteError && err.status !== undefined && !isInterfaceGone(err);
 }
 

@@ -8,7 +8,7 @@ import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schem
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
 import { macToFlannel } from '../../mac.js';
 
-export const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
+const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
 /**
  * Policies per HcnModifyNetwork request, bounded so one bad policy cannot sink thousands. At 5k peers
  * with HNS modelled at 5 ms per call + 0.1 ms per policy, 256 programmed them 2.2x faster than 64 and

@@ -11,7 +11,7 @@ import type { Lease } from '../../subnet/lease.js';
 
 const ENDPOINT_WRITE_CONCURRENCY = 8;
 
-export function remoteEndpointMac(macPrefix: string, ip: string): string {
+function remoteEndpointMac(macPrefix: string, ip: string): string {
   const hex = ip.split('.').map((o) => Number(o).toString(16).toUpperCase().padStart(2, '0'));
   return `${macPrefix.toUpperCase()}-${hex.join('-')}`;
 }
@@ -22,7 +22,7 @@ function paOf(ep: HnsEndpointV1): string | undefined {
 }
 
 /** Every pod address of the peer's subnet (not the network address, gateway .1, or broadcast). */
-export function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: string): HnsEndpointV1[] {
+function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: string): HnsEndpointV1[] {
   return hostAddresses(peer.subnet)
     .slice(1)
     .map((ip) => ({

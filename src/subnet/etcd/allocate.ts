@@ -11,7 +11,7 @@ export interface SubnetRange {
   subnetLen: number;
 }
 
-export const MAX_CANDIDATES = 100;
+const MAX_CANDIDATES = 100;
 
 /** True when `subnet` (CIDR) lies between SubnetMin and SubnetMax and has the SubnetLen prefix. */
 export function isSubnetConfigCompat(range: SubnetRange, subnet: string): boolean {

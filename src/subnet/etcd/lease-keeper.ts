@@ -29,11 +29,11 @@ import type { EtcdRegistry } from './registry.js';
 import { makeSubnetKey, parseSubnetKey } from './subnet-key.js';
 
 export const SUBNET_TTL_SECONDS = 24 * 60 * 60;
-export const RACE_RETRIES = 10;
+const RACE_RETRIES = 10;
 export const REVOKED_MESSAGE = 'Lease has been revoked. Shutting down daemon.';
 /** Take-backs of the own key within TAKE_BACK_WINDOW_MS after which the keeper gives the subnet up. */
 export const TAKE_BACK_LIMIT = 5;
-export const TAKE_BACK_WINDOW_MS = 10 * 60_000;
+const TAKE_BACK_WINDOW_MS = 10 * 60_000;
 
 export interface LeaseKeeperOptions {
   registry: EtcdRegistry;
@@ -241,10 +241,8 @@ export class LeaseKeeper implements OwnLeaseState {
     return attrs;
   }
 
-  private ownLease(name: string, subnet: string, attrs: LeaseAttrs, ttlSeconds: number): Lease {
-    const lease: Lease = { key: name, subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
-    if (ttlSeconds > 0) lease.expiration = this.o.clock.now() + ttlSeconds * 1000;
-    return lease;
+  private ownLease(name: string, subnet: string, attrs: LeaseAttrs): Lease {
+    return { key: name, subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
   }
 
   /** One pass of upstream's tryAcquireLease; undefined = lost a race, try again. */
@@ -273,7 +271,7 @@ export class LeaseKeeper implements OwnLeaseState {
         const res = await this.retry('updating own subnet lease', () => reg.updateSubnet(mine.name, value, reservation ? 0 : ttl, false), signal);
         this.own = { name: mine.name, value, leaseId: res.leaseId, reservation };
         if (!reservation) await reg.revoke(mine.leaseId).catch(() => undefined);
-        return this.ownLease(mine.name, mine.subnet, attrs, res.ttlSeconds);
+        return this.ownLease(mine.name, mine.subnet, attrs);
       }
       log.info(`Found lease (${mine.subnet}) for current IP (${publicIP}) but not compatible with current config, deleting`, { key: mine.name });
       await this.retry('deleting incompatible subnet lease', () => reg.deleteSubnet(mine.name), signal);
@@ -312,7 +310,7 @@ export class LeaseKeeper implements OwnLeaseState {
     }
     log.info(`Allocated lease (ip: ${subnet} ipv6: ) to current node (${publicIP}) `, { key: name, ttlSeconds: res.ttlSeconds });
     this.own = { name, value, leaseId: res.leaseId, reservation: false };
-    return this.ownLease(name, subnet, attrs, res.ttlSeconds);
+    return this.ownLease(name, subnet, attrs);
   }
 
   /** Log a lease key that cannot be a lease of this network once per key, not on every allocation. */

@@ -128,7 +128,7 @@ export class EtcdSubnetManager implements SubnetManager {
 
   completeLease(lease: Lease, _signal: AbortSignal): Promise<void> {
     // Renewal already runs since acquireLease (upstream starts it here); nothing to publish.
-    this.log.info('own lease complete', { key: lease.key, expiration: lease.expiration === undefined ? 'never' : new Date(lease.expiration).toISOString() });
+    this.log.info('own lease complete', { key: lease.key });
     return Promise.resolve();
   }
 
