@@ -352,7 +352,7 @@ function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   }
   if (isErr(f.peers.actual)) return fail('peers', `the ${what} could not be read: ${f.peers.actual.error}`, 'check the HNS service and run doctor as Administrator');
   if (f.peers.desired === undefined) return skip('peers', `${f.peers.actual.length} ${what} present; the peers' leases are not readable (no API access)`);
-  // A peer on another VNI is rejected by the agent (src/subnet/validate.ts): the cluster-vni row names it.
+  // A peer on another VNI is rejected by the agent (src/peers/validate.ts): the cluster-vni row names it.
   const desired = f.peers.desired.filter(
     (p) => p.backendType === conf.type && (!f.lease || p.subnet !== f.lease.subnet) && (conf.type !== 'vxlan' || p.vni === undefined || p.vni === conf.vni),
   );

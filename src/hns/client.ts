@@ -15,7 +15,7 @@ import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
 import { metered } from '../metrics.js';
 import type { Metrics } from '../metrics.js';
-import { hnsError, isHnsAttached, isHnsExists, isHnsNetworkNotFound, isHnsNotFound, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
+import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, isHnsPolicyGone, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
 import { HCN_SCHEMA_V2, policySetting } from './schema.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
 import { ZERO_GUID } from './transport.js';
@@ -119,7 +119,7 @@ class KeptNetworkHandles {
 }
 
 export interface PolicyOptions {
-  /** Add: policies that already exist count as added (falls back to one call per policy). */
+  /** Add of one policy: one that already exists counts as added. */
   ignoreExisting?: boolean;
   /**
    * Keep the network handle open for the next policy write (one HcnModifyNetwork per write instead of
@@ -390,10 +390,10 @@ export class HnsClient {
   }
 
   /**
-   * One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`; with
-   * it, a batch refused as EXISTS is sent again one policy per call, skipping those already there. Those
-   * extra HcnModifyNetwork calls are made here, out of the caller's sight, and `hns.addNetworkPolicies`
-   * counts them all as one operation.
+   * One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting` and
+   * the call carried one policy: HNS applies a batch as one request (hcsshim hcn/hcnnetwork.go
+   * modifyNetwork), so an EXISTS for a batch says nothing about the others. This client makes exactly
+   * the call asked of it; splitting a batch is its caller's (src/reconcile/writes.ts).
    */
   addNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: PolicyOptions = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
@@ -401,45 +401,24 @@ export class HnsClient {
       try {
         await this.modifyPolicies(networkId, 'Add', policies, opts.keepOpen);
       } catch (err) {
-        if (!opts.ignoreExisting || !isHnsExists(err)) throw err;
-        // The batch is atomic: add the others one by one, skipping those already there.
-        if (policies.length > 1) {
-          for (const p of policies) {
-            try {
-              await this.modifyPolicies(networkId, 'Add', [p], opts.keepOpen);
-            } catch (e) {
-              if (!isHnsExists(e)) throw e;
-            }
-          }
-        }
+        if (!opts.ignoreExisting || policies.length > 1 || !isHnsExists(err)) throw err;
       }
     });
   }
 
   /**
-   * One HcnModifyNetwork removing all `policies`; policies already gone count as removed. A missing
-   * network is an error (HCN_E_NETWORK_NOT_FOUND): the caller must learn that its network is gone. A batch
-   * refused because one policy is gone is sent again one policy per call, out of the caller's sight, and
-   * `hns.removeNetworkPolicies` counts them all as one operation.
+   * One HcnModifyNetwork removing all `policies`. A single policy already gone counts as removed; for a
+   * batch that answer is thrown (the batch is atomic: the others are still there) and its caller splits
+   * it (src/reconcile/writes.ts), so the calls counted are the calls made. A missing network is an error
+   * (HCN_E_NETWORK_NOT_FOUND): the caller must learn that its network is gone.
    */
   removeNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
-    const policyGone = (err: unknown) => isHnsNotFound(err) && !isHnsNetworkNotFound(err);
     return this.run('removeNetworkPolicies', { networkId, policies: policies.length }, async () => {
       try {
         await this.modifyPolicies(networkId, 'Remove', policies, opts.keepOpen);
       } catch (err) {
-        if (!policyGone(err)) throw err;
-        // The batch is atomic: one missing policy rejects all, so remove the rest one by one.
-        if (policies.length > 1) {
-          for (const p of policies) {
-            try {
-              await this.modifyPolicies(networkId, 'Remove', [p], opts.keepOpen);
-            } catch (e) {
-              if (!policyGone(e)) throw e;
-            }
-          }
-        }
+        if (policies.length > 1 || !isHnsPolicyGone(err)) throw err;
       }
     });
   }

@@ -328,12 +328,19 @@ export function isNetworkGone(err: unknown): boolean {
 
 /**
  * How a failed HNS write fails, for the reconcile loop, so that it needs no HRESULT: `refused` (HNS
- * refused what the request carried; the other items of a batch may land alone), `gone` (the network no
+ * refused what the request carried; the other items of a batch may land alone), `absent` (a Remove named
+ * a policy already gone; the batch is split and that policy counts as removed), `gone` (the network no
  * longer exists), else `transient` (HNS busy, down or timed out; retried with backoff).
  */
-export function hnsFailure(err: unknown): 'refused' | 'gone' | 'transient' {
+export function hnsFailure(err: unknown): 'refused' | 'absent' | 'gone' | 'transient' {
   if (isHnsRefusal(err)) return 'refused';
-  return isNetworkGone(err) ? 'gone' : 'transient';
+  if (isNetworkGone(err)) return 'gone';
+  return isHnsPolicyGone(err) ? 'absent' : 'transient';
+}
+
+/** A policy write named a policy the network does not hold (a Remove of one already gone: HCN_E_POLICY_NOT_FOUND). */
+export function isHnsPolicyGone(err: unknown): boolean {
+  return isHnsNotFound(err) && !isHnsNetworkNotFound(err);
 }
 export const isHnsExists = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_EXISTS');
 export const isHnsAttached = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_ATTACHED');

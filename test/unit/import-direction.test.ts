@@ -157,6 +157,6 @@ describe('imports between the folders of src/', () => {
   it('sees the imports it judges (the graph is not empty, type imports count)', () => {
     const graph = folderGraph();
     expect(graph.get('health/')?.has('network-status')).toBe(true); // `import type` only
-    expect(graph.get('reconcile/')?.has('subnet/')).toBe(true);
+    expect(graph.get('peers/')?.has('subnet/')).toBe(true);
   });
 });

@@ -18,7 +18,7 @@ function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {
   const items = new ItemSet<string>((d) => dp.desiredKey(d));
 
   const r = new Reconciler({
-    desired: items,
+    desired: items.store,
     driver: dp,
     clock,
     metrics,

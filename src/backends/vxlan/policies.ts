@@ -1,7 +1,7 @@
 // The vxlan reconcile driver: RemoteSubnetRoute network policies on the Overlay network, one per peer,
 // written in bounded batches through HcnModifyNetwork on a network handle kept open between writes.
 // Policy shape: flannel vxlan_network_windows.go.
-import type { LeaseDriver } from '../../reconcile/reconciler.js';
+import type { LeaseDriver } from '../../reconcile/writes.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';

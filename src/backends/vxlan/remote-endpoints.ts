@@ -2,7 +2,7 @@
 // `remote_<ip>`, MAC `<MacPrefix>-<ip octets in hex>`, with a PA policy naming the peer's public IP.
 // Off by default (Backend.LegacyRemoteEndpoints), for tooling that still expects the old remote
 // endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
-import type { LeaseDriver } from '../../reconcile/reconciler.js';
+import type { LeaseDriver } from '../../reconcile/writes.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';

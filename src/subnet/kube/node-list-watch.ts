@@ -1,5 +1,5 @@
 // List + watch of Nodes, projected straight to peer leases (full Node objects are never kept, and nothing
-// is kept between events: the peer store, src/reconcile/peer-store.ts, is the one copy of the peer set and
+// is kept between events: the peer store, src/peers/store.ts, is the one copy of the peer set and
 // drops what did not change). Mirrors what flannel pkg/subnet/kube/kube.go gets from its client-go node
 // informer (and nodeToLease, handleAddLeaseEvent, handleUpdateLeaseEvent for the projection), and takes its list and watch as
 // functions, as client-node's ListWatch (src/cache.ts) takes a `listFn` and a `Watch`: the real ones
