@@ -1,0 +1,16 @@
+import { startCliAgent } from './lib/cli-agent.mjs';
+import { ApiServerProcess, makeTmpDir } from './lib/common.mjs';
+import { summarize } from './profile.mjs';
+const n = Number(process.argv[2] ?? 20000);
+const api = await new ApiServerProcess().setup(makeTmpDir(), { peers: n, backend: 'vxlan' });
+const t0 = performance.now();
+const cold = await startCliAgent({ kubeconfig: api.kubeconfig, peers: n, profileFromStart: true });
+await cold.inSync;
+console.log('sync ms', performance.now() - t0);
+await cold.profileStop('/tmp/perf-cold.cpuprofile');
+console.log('cpu ms', await cold.cpuMs());
+await cold.stop();
+const sum = summarize('/tmp/perf-cold.cpuprofile', 25);
+console.log(sum.busyMs, sum.windowMs); for (const r of sum.functions) console.log(r.selfMs, r.name);
+for (const r of sum.files.slice(0, 12)) console.log('F', r.selfMs, r.name);
+await api.close();
