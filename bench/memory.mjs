@@ -132,8 +132,6 @@ export async function run({ quick, with20k }) {
       rss_5k_over_informer: Math.round((at.agent.rss / at.informer.rss) * 1000) / 1000,
       ...(at20k ? { rss_20k_mb: mb(at20k.agent.rss), rss_20k_over_informer: Math.round((at20k.agent.rss / at20k.informer.rss) * 1000) / 1000 } : {}),
     },
-    notes: [
-      'The agent is `node dist/main.js` in kube mode; its process also holds the simulated HNS state, which on Windows lives in the OS.',
-    ],
+    notes: ['The agent is `node dist/main.js` in kube mode; its process also holds the simulated HNS state, which on Windows lives in the OS.'],
   };
 }
