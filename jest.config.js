@@ -1,4 +1,4 @@
-// jest in ESM mode (README, Quick start): swc strips types, tsc type-checks separately.
+// jest in ESM mode (docs/testing.md): swc strips types, tsc type-checks separately.
 export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],

@@ -54,8 +54,11 @@ export async function startWatchBaseline(kubeconfig) {
   };
 }
 
-export async function run({ quick }) {
-  const n = 5000;
+/**
+ * The phases at `n` Nodes. `short`: only those with a target (idle, node add/del, status-only), for the
+ * larger cluster of a quick run.
+ */
+async function churnAt(n, { quick, short }) {
   const durationMs = quick ? 8_000 : 60_000;
   const idleMs = quick ? 3_000 : 20_000;
   const api = await new ApiServerProcess().setup(makeTmpDir(), { peers: n, backend: 'vxlan' });
@@ -87,16 +90,16 @@ export async function run({ quick }) {
     const phases = [
       { name: 'idle', addDelPerSec: 0, statusPerSec: 0, ms: idleMs },
       { name: 'node add/del 10/s', addDelPerSec: 10, statusPerSec: 0 },
-      { name: 'add/del 10/s + status 17/s', addDelPerSec: 10, statusPerSec: 17 },
-      { name: 'add/del 10/s + status 500/s', addDelPerSec: 10, statusPerSec: 500 },
+      { name: 'add/del 10/s + status 17/s', addDelPerSec: 10, statusPerSec: 17, long: true },
+      { name: 'add/del 10/s + status 500/s', addDelPerSec: 10, statusPerSec: 500, long: true },
       { name: 'status-only 500/s', addDelPerSec: 0, statusPerSec: 500 },
-    ];
+    ].filter((ph) => !(short && ph.long));
     const rows = [];
     let idleCpuMsPerSec = 0;
     let idleBaseCpuMsPerSec = 0;
     for (const ph of phases) {
       const ms = ph.ms ?? durationMs;
-      log(`churn: ${ph.name} for ${ms / 1000}s`);
+      log(`churn: ${n} nodes, ${ph.name} for ${ms / 1000}s`);
       const calls0 = await dataplaneCallsFromMetrics(a.metrics);
       const reconnects0 = await metricSum(a.metrics, METRIC.apiReconnects);
       const simMs0 = simMs;
@@ -170,6 +173,7 @@ export async function run({ quick }) {
     const storm = rows.find((r) => r.phase === 'status-only 500/s');
     const stormCalls = storm.writes + storm.reads;
     console.log(`status-only updates caused ${stormCalls} dataplane calls (must be 0); dataplane equals the desired set at the end: ${equal}`);
+    const ratio = (a, b) => (b > 0 ? r2(a / b) : null);
     return {
       nodes: n,
       latencyModel: COLD_LATENCY,
@@ -177,25 +181,57 @@ export async function run({ quick }) {
       rows,
       statusOnlyDataplaneCalls: stormCalls,
       finalDataplaneEqualsDesired: equal,
-      summary: {
-        cpu_ms_per_node_event_5k: events.cpuMsPerNodeEvent,
-        event_to_dataplane_p50_ms: events.p50ms,
-        hns_reads_per_node_event: events.readsPerNodeEvent,
-        status_storm_cpu_pct: storm.cpuSharePct,
-        status_storm_client_node_watch_cpu_pct: storm.watchBaselineCpuSharePct,
-        status_storm_over_client_node_watch: storm.watchBaselineCpuSharePct > 0 ? r2(storm.cpuSharePct / storm.watchBaselineCpuSharePct) : null,
-        churn_cpu_pct: events.cpuSharePct,
-        churn_client_node_watch_cpu_pct: events.watchBaselineCpuSharePct,
+      figures: {
+        cpuMsPerNodeEvent: events.cpuMsPerNodeEvent,
+        p50ms: events.p50ms,
+        readsPerNodeEvent: events.readsPerNodeEvent,
+        stormCpuPct: storm.cpuSharePct,
+        stormWatchCpuPct: storm.watchBaselineCpuSharePct,
+        stormOverWatch: ratio(storm.cpuSharePct, storm.watchBaselineCpuSharePct),
+        churnCpuPct: events.cpuSharePct,
+        churnWatchCpuPct: events.watchBaselineCpuSharePct,
+        churnOverWatch: ratio(events.cpuSharePct, events.watchBaselineCpuSharePct),
+        simHnsMsPerNodeEvent: events.simHnsMsPerNodeEvent,
       },
-      notes: [
-        'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',
-        'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
-        "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
-      ],
     };
   } finally {
     await baseline?.stop();
     await a?.stop();
     await api.close();
   }
+}
+
+export async function run({ quick, with20k }) {
+  const at5k = await churnAt(5000, { quick, short: false });
+  const at20k = with20k ? await churnAt(20000, { quick, short: quick }) : undefined;
+  const f = at5k.figures;
+  const g = at20k?.figures ?? {};
+  return {
+    sizes: { 5000: at5k, ...(at20k ? { 20000: at20k } : {}) },
+    summary: {
+      cpu_ms_per_node_event_5k: f.cpuMsPerNodeEvent,
+      event_to_dataplane_p50_ms: f.p50ms,
+      hns_reads_per_node_event: f.readsPerNodeEvent,
+      status_storm_cpu_pct: f.stormCpuPct,
+      status_storm_client_node_watch_cpu_pct: f.stormWatchCpuPct,
+      status_storm_over_client_node_watch: f.stormOverWatch,
+      churn_cpu_pct: f.churnCpuPct,
+      churn_client_node_watch_cpu_pct: f.churnWatchCpuPct,
+      churn_over_client_node_watch: f.churnOverWatch,
+      cpu_ms_per_node_event_20k: g.cpuMsPerNodeEvent,
+      status_storm_20k_over_client_node_watch: g.stormOverWatch,
+      churn_20k_over_client_node_watch: g.churnOverWatch,
+    },
+    notes: [
+      'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',
+      'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
+      "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
+      'CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows.',
+      !at20k
+        ? 'No 20,000-Node run (quick mode without --with-20k).'
+        : quick
+          ? 'Quick mode: the 20,000-Node run has only the phases with a target (idle, node add/del, status-only).'
+          : 'Full mode: every phase at 5,000 and 20,000 Nodes.',
+    ],
+  };
 }

@@ -2,7 +2,8 @@
 // (`node dist/main.js`, kube mode, simulated dataplane, flanneld.exe's Node flags) profiled by V8's
 // sampling profiler (node:inspector, the sampler of `--cpu-prof`; lib/mem-probe.mjs) in two windows:
 // - cold start: from before the first module loads until the log says the dataplane holds every peer;
-// - status storm: 500 status-only Node updates/s (kubelet heartbeats), after sync.
+// - status storm: 500 status-only Node updates/s (kubelet heartbeats), after sync;
+// - node churn: 10 Node adds and deletes a second, after the storm.
 // Before the profiled storm, an unprofiled storm of the same length measures the CLI's CPU share
 // against a bare client-node Watch of the same stream in the same window, until both have decoded every
 // update (the churn benchmark measures the same ratio with the agent in the bench process). The CLI
@@ -104,6 +105,13 @@ export async function run({ quick }) {
       await api.call('churn', { addDelPerSec: 0, statusPerSec: 500, durationMs: stormMs, live });
       await a.profileStop(stormFile);
       out.stormProfile = summarize(stormFile);
+      // Profiled: node adds and deletes at 10/s (each one a reconcile pass and an HNS write).
+      log('profile: node add/del 10/s');
+      const churnFile = join(RESULTS_DIR, 'node-churn.cpuprofile');
+      await a.profileStart();
+      await api.call('churn', { addDelPerSec: 10, statusPerSec: 0, durationMs: stormMs, live });
+      await a.profileStop(churnFile);
+      out.churnProfile = summarize(churnFile);
     } finally {
       await watch.stop();
       await a.stop();
@@ -115,6 +123,7 @@ export async function run({ quick }) {
   for (const [title, p] of [
     [`Cold start of ${n} nodes (${out.coldStartMs} ms, ${out.coldStartCpuMs} ms CPU): top self time`, out.coldStart],
     [`Status storm (${out.stormProfile.windowMs} ms window, ${out.stormProfile.busyMs} ms busy): top self time`, out.stormProfile],
+    [`Node add/del 10/s (${out.churnProfile.windowMs} ms window, ${out.churnProfile.busyMs} ms busy): top self time`, out.churnProfile],
   ]) {
     table(`${title}, by function`, p.functions);
     table(`${title}, by file`, p.files.slice(0, 10));

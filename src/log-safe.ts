@@ -32,7 +32,7 @@ const SECRET_KEY = new RegExp(`${SECRET_NAME}|credential`, 'i');
 const SECRET_ASSIGNMENT = new RegExp(`((?:[\\w.-]*(?:${SECRET_NAME})[\\w.-]*)["']?\\s*[:=]\\s*["']?)(?!\\*\\*\\*|(?:Bearer|Basic)\\s)[^\\s"',;&{}\\[\\]]+`, 'gi');
 const MAX_DEPTH = 8;
 /** Shorter registered values are not redacted by value: they would blank out ordinary words (docs/compatibility.md). */
-export const MIN_SECRET_LENGTH = 4;
+const MIN_SECRET_LENGTH = 4;
 
 /** The registered secrets, one slot per source (its forms: as read, URL-encoded; a PEM's lines). */
 const slots = new Map<string, string[]>();

@@ -99,7 +99,7 @@ export const DATAPLANE_OPS: readonly string[] = [
 /**
  * Label values each labelled family of this module is pre-registered with, at zero. A family whose
  * values another module owns is declared by that module (`declare`): the lease reject reasons by the
- * peer store's rejection log (src/subnet/rejections.ts), so this module imports no layer above it.
+ * peers' problems ledger (src/peers/problems.ts), so this module imports no layer above it.
  */
 const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
   [METRIC.dataplaneCalls]: { op: DATAPLANE_OPS },

@@ -21,7 +21,7 @@ export interface RejectedLease {
   key: string;
   subnet: string;
   publicIP: string;
-  /** One of LEASE_REJECT_REASONS (src/lease-reject-reasons.ts); `flanneld status` reads it off the wire as text. */
+  /** One of LEASE_REJECT_REASONS (src/peers/reject-reasons.ts); `flanneld status` reads it off the wire as text. */
   reason: string;
   message: string;
 }

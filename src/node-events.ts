@@ -4,8 +4,6 @@
 // subnet manager's recorder (src/subnet/kube/event-recorder.ts, client-go tools/record's rules) writes
 // them, and the etcd mode has no API server to write to and records nothing (`noNodeEvents`).
 // The reasons are CamelCase, as kubelet's (pkg/kubelet/events/event.go) are.
-import type { LeaseRejectReason } from './lease-reject-reasons.js';
-
 export type NodeEventType = 'Normal' | 'Warning';
 
 export interface NodeEvent {
@@ -32,38 +30,10 @@ export const NODE_EVENT_REASON = {
   hnsRestarted: 'FlannelHNSRestarted',
   hnsObjectsRepaired: 'FlannelHNSObjectsRepaired',
   nodeReregistered: 'FlannelNodeReregistered',
+  cniConfigRenamed: 'FlannelCNIConfigRewritten',
 } as const;
 
-/** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
-function rejectionFix(reason: LeaseRejectReason): string | undefined {
-  if (reason === 'vni-too-low' || reason === 'vni-mismatch') return undefined;
-  if (reason === 'subnet-contested' || reason === 'subnet-overlaps-peer' || reason === 'subnet-overlaps-own' || reason === 'subnet-equals-own')
-    return "give each Node its own podCIDR (kube-controller-manager --allocate-node-cidrs), or remove the stale Node's flannel annotations";
-  if (reason.startsWith('vni') || reason === 'backend-type-mismatch')
-    return "use the same Backend Type and VNI (4096 or above for Windows) in every node's net-conf.json (kube-flannel-cfg)";
-  if (reason.startsWith('public-ip')) return "fix the peer's flannel.alpha.coreos.com/public-ip annotation (or its --public-ip)";
-  return "fix the peer Node's podCIDR and flannel.alpha.coreos.com annotations; see docs/errors.md";
-}
-
-/** A peer lease was rejected (a subnet conflict is its own reason). */
-export function peerRejectedEvent(node: string, reason: LeaseRejectReason, detail: string): NodeEvent {
-  const fix = rejectionFix(reason);
-  const contested = reason === 'subnet-contested' || reason === 'subnet-overlaps-peer';
-  return {
-    type: 'Warning',
-    reason: contested ? NODE_EVENT_REASON.subnetContested : NODE_EVENT_REASON.peerRejected,
-    message: `peer ${node} rejected (${reason}): ${detail}; its pods are unreachable from this node until it is fixed${fix === undefined ? '' : `; fix: ${fix}`}`,
-  };
-}
-
-/** HNS (or the route table) refused one peer's policy or route; the other peers are programmed. */
-export function peerRefusedEvent(node: string | undefined, prefix: string, answer: string, detail: string): NodeEvent {
-  return {
-    type: 'Warning',
-    reason: NODE_EVENT_REASON.peerRefused,
-    message: `the dataplane refused the route to peer ${node ?? '?'} (${prefix}) with ${answer}: ${detail}; retried with backoff`,
-  };
-}
+// The peers' Events (a rejected lease, a refused item) are raised by the problems ledger, src/peers/problems.ts.
 
 /** The HNS network was found gone and recreated. */
 export function networkRebuiltEvent(network: string, peers: number): NodeEvent {
@@ -91,5 +61,14 @@ export function nodeReregisteredEvent(previousSubnet: string, subnet: string, re
     type: 'Normal',
     reason: NODE_EVENT_REASON.nodeReregistered,
     message: `the Node was deleted and registered again; flanneld leased it again without a restart (${change}; annotations, NetworkUnavailable and subnet.env rewritten). Pods started before keep addresses of the old podCIDR: recreate them if it changed`,
+  };
+}
+
+/** The agent's own CNI config named net-conf's network, not the adopted one the agent runs; it was rewritten. */
+export function cniConfigRenamedEvent(path: string, previous: string, network: string): NodeEvent {
+  return {
+    type: 'Normal',
+    reason: NODE_EVENT_REASON.cniConfigRenamed,
+    message: `the CNI config ${path} named network "${previous}" (rendered before flanneld adopted ${network}); rewrote it to name ${network}, the HNS network flanneld runs, so pods can start. Set Backend.Name "${network}" in net-conf.json to render it so from the start`,
   };
 }

@@ -9,7 +9,7 @@
 // (./log-safe.ts) and net-conf's Backend.Name check use it.
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-export const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /** UNSAFE less C0, which JSON.stringify escapes inside strings (outside them are only its own newlines). */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;

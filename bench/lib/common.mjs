@@ -14,7 +14,7 @@ import { parseConfig } from '../../dist/config/parse.js';
 import { SimulatedDataplane } from '../../dist/simulator/model.js';
 import { simulatedSeams } from '../../dist/simulator/node.js';
 import { Metrics } from '../../dist/metrics.js';
-import { PeerStore } from '../../dist/reconcile/peer-store.js';
+import { PeerStore } from '../../dist/peers/store.js';
 import { systemClock } from '../../dist/clock.js';
 
 export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -434,7 +434,7 @@ export async function waitDrained({ watchEvents, want, agentCpuMs, quietPct = 3,
 // ---- the agent's desired side ------------------------------------------------------------------
 
 /**
- * The peer store (dist/reconcile/peer-store.js) as the agent builds it in front of its reconciler: bench
+ * The peer store (dist/peers/store.js) as the agent builds it in front of its reconciler: bench
  * peers `peer(i)` as leases in, `itemOf(i)` as each accepted peer's item out. Peers are vxlan leases
  * (VNI 4096) or host-gw ones; the own subnet is 10.128.0.0/24 (peer 0).
  */

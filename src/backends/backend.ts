@@ -40,6 +40,8 @@ export interface BackendDeps {
   routeRecord?: RouteRecordStore;
   /** The objects afterRebuild made that HNS no longer holds (the source VIP endpoint); checked every resync. */
   lostHostObjects?: (network: Network) => Promise<'source-vip'[]>;
+  /** --restart-service-on-hns-restart: the Windows service restarted once the network is re-applied after an HNS restart ('' = none). */
+  restartServiceOnHnsRestart?: string;
 }
 
 /** A registered network: the own lease, the MTU for subnet.env, and its lease watch (flannel backend.Network). */

@@ -14,7 +14,7 @@ import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /** host-local's line break on Windows (disk backend `LineBreak`). */
-export const IPAM_LINE_BREAK = '\r\n';
+const IPAM_LINE_BREAK = '\r\n';
 
 export interface ReservationFs {
   readFileSync(path: string, encoding: 'utf8'): string;

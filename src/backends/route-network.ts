@@ -1,6 +1,6 @@
 // The network a backend registers, and its lease watch. Mirrors flannel pkg/backend/route_network_windows.go
 // (RouteNetwork.Run watches the leases and handles each batch of events), with two differences: the
-// subnet manager's updates go straight to the peer store (src/reconcile/peer-store.ts), which validates
+// subnet manager's updates go straight to the peer store (src/peers/store.ts), which validates
 // the leases, settles contested subnets and keeps each peer's items, and the Reconciler
 // (src/reconcile/reconciler.ts) replaces one write per event: it writes the store's changed items, the
 // first complete list lets it remove what no peer wants, and its passes keep the dataplane equal to that
@@ -21,8 +21,10 @@ import { pause } from '../clock.js';
 import { errorMessage } from '../errors.js';
 import { METRIC } from '../metrics.js';
 import { hnsStateRepairedEvent, networkRebuiltEvent, noNodeEvents, type NodeEvents } from '../node-events.js';
-import { PeerStore } from '../reconcile/peer-store.js';
-import { Reconciler, type LeaseDriver } from '../reconcile/reconciler.js';
+import { PeerProblems } from '../peers/problems.js';
+import { PeerStore } from '../peers/store.js';
+import { Reconciler } from '../reconcile/reconciler.js';
+import type { LeaseDriver } from '../reconcile/writes.js';
 import type { Lease } from '../subnet/lease.js';
 
 /** What writing peers to one incarnation of the HNS network takes. */
@@ -73,6 +75,14 @@ export class RouteNetwork<A, D> implements Network {
     this.deps = deps;
     this.log = deps.log;
     this.events = deps.subnetManager.nodeEvents?.(lease) ?? noNodeEvents;
+    // One problems ledger for the network's peers: the store's rejected leases and the loop's refused items.
+    const problems = new PeerProblems({
+      driver: opts.binding.driver.name,
+      clock: deps.clock,
+      log: componentLogger(deps.log, 'leases'),
+      metrics: deps.metrics,
+      events: this.events,
+    });
     this.store = new PeerStore<D>({
       ownLeaseKey: lease.key,
       ownSubnet: lease.subnet,
@@ -100,6 +110,7 @@ export class RouteNetwork<A, D> implements Network {
       metrics: deps.metrics,
       clock: deps.clock,
       events: this.events,
+      problems,
     });
     this.reconciler = new Reconciler<A, D>({
       driver: opts.binding.driver,
@@ -109,6 +120,7 @@ export class RouteNetwork<A, D> implements Network {
       metrics: deps.metrics,
       resyncMs: deps.resyncMs,
       events: this.events,
+      problems,
       onNetworkGone: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
     });
   }
@@ -190,6 +202,7 @@ export class RouteNetwork<A, D> implements Network {
     this.reconciler.rebind(binding.driver);
     await this.deps.afterRebuild?.(this);
     const repair = this.pendingRepair;
+    if (repair?.restarted) this.restartServiceAfterHnsRestart(signal);
     this.pendingRepair = undefined;
     const lost = repair ? repair.lost : (['network'] as HnsObjectKind[]);
     for (const kind of lost) this.deps.metrics.inc(METRIC.driftRepairs, { kind });
@@ -201,7 +214,42 @@ export class RouteNetwork<A, D> implements Network {
     this.events.record(event);
   }
 
+  /**
+   * --restart-service-on-hns-restart: once the network is back after an HNS restart, restart the named
+   * service (kube-proxy re-reads its network and source VIP on start), as AKS's task does on the same signal
+   * (Azure/AgentBaker#2085). In the background: a slow stop never holds the reconcile loop; a failure is
+   * logged with its code and the next HNS restart tries again.
+   */
+  private restartServiceAfterHnsRestart(signal: AbortSignal): void {
+    const service = this.deps.restartServiceOnHnsRestart;
+    if (!service) return;
+    const { host } = this.deps;
+    if (!host.restartService) {
+      this.log.warn('cannot restart a service on this host', { service, code: 'FLANNEL_ERR_SERVICE' });
+      return;
+    }
+    this.log.info('restarting service after the HNS restart', { service, network: this.networkName });
+    host.restartService(service, signal).then(
+      () => this.log.info('restarted service after the HNS restart', { service }),
+      (err: unknown) => {
+        if (signal.aborted) return;
+        this.log.error('restarting service after the HNS restart failed; the next HNS restart tries again', {
+          service,
+          code: (err as { code?: unknown }).code,
+          error: errorMessage(err),
+        });
+      },
+    );
+  }
+
   status(): NetworkStatus {
-    return { ...this.reconciler.status(), listed: this.store.listed, rejections: this.store.rejected() };
+    const programmed = (k: string) => !this.store.isDirty(k) && this.reconciler.isProgrammed(k);
+    return {
+      ...this.reconciler.status(),
+      peersDesired: this.store.size,
+      peersProgrammed: this.store.countProgrammed(programmed),
+      listed: this.store.listed,
+      rejections: this.store.rejected(),
+    };
   }
 }

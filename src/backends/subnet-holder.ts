@@ -9,7 +9,7 @@
 // FLANNEL_ERR_NETWORK_CLASH otherwise: a network adopted only to fail that matcher would be deleted,
 // pods and all. One exception: an Overlay network named `flannel.<its VSID>` is
 // this agent's own network of an earlier VNI (the default name follows the VNI), so a VNI change replaces
-// it, as a VNI change of a named network does (README, Upgrading: drain the node first). Pure: the
+// it, as a VNI change of a named network does (docs/install.md, Upgrading: drain the node first). Pure: the
 // backends pass the networks they listed.
 import { BackendError } from '../errors.js';
 import { overlaps } from '../ip4.js';

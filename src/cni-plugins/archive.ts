@@ -80,7 +80,7 @@ export function isPeImage(data: Buffer): boolean {
 }
 
 /** A path that leaves the directory it is unpacked in: a `..` component, or absolute (`/x`, `\x`, `C:x`). */
-export function leavesArchive(name: string): boolean {
+function leavesArchive(name: string): boolean {
   return /^[\\/]|^[A-Za-z]:/.test(name) || name.split(/[\\/]/).includes('..');
 }
 

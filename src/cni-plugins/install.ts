@@ -103,7 +103,7 @@ export interface InstallReport {
   sha256: Record<CniPluginFile, string>;
 }
 
-export function sha256Hex(data: Buffer): string {
+function sha256Hex(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 

@@ -47,9 +47,9 @@ import { isOwnCniConfig } from './cni-config.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 
 /** Where the install scripts and the DaemonSet have `cni-config` write the conflist. */
-export const WINDOWS_CNI_CONF_FILE = 'C:\\etc\\cni\\net.d\\10-flannel.conflist';
+const WINDOWS_CNI_CONF_FILE = 'C:\\etc\\cni\\net.d\\10-flannel.conflist';
 
-export const CLEANUP_FLAGS: readonly FlagSpec[] = [
+const CLEANUP_FLAGS: readonly FlagSpec[] = [
   { name: 'dry-run', kind: 'bool', default: false, help: 'only print what would be removed' },
   { name: 'force', kind: 'bool', default: false, help: 'run even while an agent holds the node lock (flanneld.lock beside subnet.env)' },
   {
@@ -162,7 +162,7 @@ export interface CleanupOptions {
 }
 
 /** Remove the agent's HNS objects, routes and files; returns what it did. */
-export async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
+async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
   const { config, netConf, dataplane, dryRun } = opts;
   const { hns, routes, host } = dataplane;
   const verb = dryRun ? 'would remove' : 'removed';
@@ -286,7 +286,7 @@ type AgentFileKind = 'subnet.env' | 'boot record' | 'agent lock' | 'source VIP f
  * (src/subnet/subnet-env.ts); boot.json: a boot record or the network record (src/host/boot.ts); the lock:
  * `{pid, bootTimeMs}` (src/host/agent-lock.ts); the source VIP file: a document naming an address.
  */
-export function isAgentFile(kind: AgentFileKind, text: string): boolean {
+function isAgentFile(kind: AgentFileKind, text: string): boolean {
   if (kind === 'subnet.env') {
     const lines = withoutBom(text)
       .split(/\r?\n/)

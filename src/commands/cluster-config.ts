@@ -14,16 +14,14 @@
 // Flags give or override each. Refuses (FLANNEL_ERR_CLUSTER_CONFIG, nothing printed) a value it cannot find,
 // and an API server inside the Service CIDR (the `kubernetes` Service's ClusterIP, which answers on a
 // Windows node only once kube-proxy runs, and kube-proxy needs the network flanneld creates).
-import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
 import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
 import { ConfigError, FlagError, errorMessage } from '../errors.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { contains, isIp4, nthAddress, normalizeCidr } from '../ip4.js';
 import type { Command, CommandIO } from './command.js';
-import { reportError } from './cni-flags.js';
+import { readFileFlag, reportError } from './cni-flags.js';
 
-export const CLUSTER_CONFIG_FLAGS: readonly FlagSpec[] = [
+const CLUSTER_CONFIG_FLAGS: readonly FlagSpec[] = [
   {
     name: 'file',
     kind: 'string',
@@ -177,7 +175,7 @@ export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: stri
 }
 
 /** The flanneld-windows-config ConfigMap (deploy/base) holding `s`. */
-export function renderClusterConfig(s: ClusterSettings, cniBinDir: string): string {
+function renderClusterConfig(s: ClusterSettings, cniBinDir: string): string {
   const cm = {
     kind: 'ConfigMap',
     apiVersion: 'v1',
@@ -211,13 +209,7 @@ export const command: Command = {
       }
       const get = (name: string) => String(parsed.values.get(name) ?? CLUSTER_CONFIG_FLAGS.find((f) => f.name === name)!.default);
       const file = get('file');
-      let input: string;
-      try {
-        input = file === '-' ? readFileSync(0, 'utf8') : readRegularFile(file, MAX_CONFIG_FILE_BYTES, '--file');
-      } catch (err) {
-        if (err instanceof ConfigError) throw err;
-        throw new FlagError('FLANNEL_ERR_FLAG', `cannot read ${file === '-' ? 'stdin' : file}: ${errorMessage(err)}`, { flag: 'file' });
-      }
+      const input = readFileFlag(file);
       const s = clusterSettings(configMapsByName(input), { apiServer: get('api-server'), serviceCidr: get('service-cidr'), kubeDnsIp: get('kube-dns-ip') });
       io.stdout(renderClusterConfig(s, get('cni-bin-dir')));
       io.stderr(`API server ${s.host}:${s.port} (${s.sources.apiServer}), Service CIDR ${s.serviceCidr} (${s.sources.serviceCidr}), kube-dns ${s.dnsIp} (${s.sources.dnsIp})\n`);

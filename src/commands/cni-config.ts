@@ -38,6 +38,7 @@ import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { checkCniConfOrder, retireEarlierConfigs } from './cni-conf-dir.js';
+import { samePath } from './cni-readiness.js';
 import { readBootNetwork } from '../host/boot.js';
 
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';
@@ -201,24 +202,55 @@ export function dualStackRanges(subnet: string, ipv6Subnet: string): unknown[] {
   ];
 }
 
+/** What the agent's own conflist must say for the network it runs (rerenderedOwnConflist). */
+export interface OwnConflistTarget {
+  /** The HNS network the agent runs (created or adopted). */
+  networkName: string;
+  /**
+   * net-conf's Backend.Name: what cni-config renders before the agent has recorded an adopted network
+   * (a DaemonSet's init container runs before the agent). A conflist of this name is the agent's too.
+   */
+  configuredName: string;
+  /** The agent's subnet.env (absolute): the flannel plugin of its own conflist reads it. */
+  subnetFile: string;
+  /** Dual-stack: the node's two subnets, for host-local's ranges. */
+  dualStack?: { subnet: string; ipv6Subnet: string };
+}
+
+/** What rerenderedOwnConflist changed, and the text to write. */
+export interface OwnConflistRewrite {
+  text: string;
+  /** The name it had, when it named another network than the agent runs. */
+  renamedFrom?: string;
+  /** True when host-local's dual-stack ranges were set to the node's subnets. */
+  reranged: boolean;
+}
+
 /**
- * The agent's re-render after a lease change: a dual-stack sdnbridge conflist this command wrote for
- * `networkName`, with host-local's ranges set to the node's current subnets (everything else kept).
- * Undefined when `text` is not such a conflist or already has these ranges.
+ * The agent's re-render of its own conflist, the first in --cni-conf-dir: one this command rendered (by
+ * content, as isOwnCniConfig judges: flannel with win-overlay/win-bridge, or the dual-stack sdnbridge)
+ * for the network the agent runs or for net-conf's name; the flannel plugin reading the agent's
+ * subnet.env. Its `name` becomes the network the agent runs (an adopted `vxlan0`) and, dual-stack,
+ * host-local's ranges the node's current subnets; everything else (DNS, NAT exceptions, paths) is kept.
+ * Undefined when `text` is not such a conflist (a foreign one is never touched) or nothing changes.
  */
-export function rerangedDualStackConflist(text: string, networkName: string, subnet: string, ipv6Subnet: string): string | undefined {
-  let conf: { name?: unknown; plugins?: { type?: unknown; optionalFlags?: { enableDualStack?: unknown }; ipam?: { ranges?: unknown } }[] };
-  try {
-    conf = JSON.parse(text) as typeof conf;
-  } catch {
-    return undefined;
+export function rerenderedOwnConflist(text: string, target: OwnConflistTarget): OwnConflistRewrite | undefined {
+  const names = [target.networkName, target.configuredName];
+  const ownName = names.find((n) => isOwnCniConfig(text, n));
+  if (ownName === undefined) return undefined;
+  const conf = JSON.parse(text) as { name: string; plugins: { type?: unknown; subnetFile?: unknown; ipam?: { ranges?: unknown } }[] };
+  const plugin = conf.plugins[0];
+  if (plugin.type === 'flannel' && !(typeof plugin.subnetFile === 'string' && samePath(plugin.subnetFile, target.subnetFile))) return undefined;
+  const renamedFrom = conf.name !== target.networkName ? conf.name : undefined;
+  conf.name = target.networkName;
+  let reranged = false;
+  if (plugin.type === 'sdnbridge' && target.dualStack && plugin.ipam) {
+    const ranges = dualStackRanges(target.dualStack.subnet, target.dualStack.ipv6Subnet);
+    reranged = JSON.stringify(plugin.ipam.ranges) !== JSON.stringify(ranges);
+    plugin.ipam.ranges = ranges;
   }
-  const plugin = conf.plugins?.[0];
-  if (conf.name !== networkName || plugin?.type !== 'sdnbridge' || plugin.optionalFlags?.enableDualStack !== true || !plugin.ipam) return undefined;
-  const ranges = dualStackRanges(subnet, ipv6Subnet);
-  if (JSON.stringify(plugin.ipam.ranges) === JSON.stringify(ranges)) return undefined;
-  plugin.ipam.ranges = ranges;
-  return JSON.stringify(conf, null, 2) + '\n';
+  if (renamedFrom === undefined && !reranged) return undefined;
+  return { text: JSON.stringify(conf, null, 2) + '\n', ...(renamedFrom !== undefined ? { renamedFrom } : {}), reranged };
 }
 
 /** upstream flannel CNI's default dataDir (flannel-io/cni-plugin flannel.go defaultDataDir). */

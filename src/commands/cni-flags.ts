@@ -4,7 +4,9 @@
 import { FLAGS, lookupFlag, parseFlags, renderUsage, type FlagSpec, type FlagValue } from '../config/flags.js';
 import { parseConfig } from '../config/parse.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { FlagError, FlannelError, errorMessage } from '../errors.js';
+import { readFileSync } from 'node:fs';
+import { ConfigError, FlagError, FlannelError, errorMessage } from '../errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import type { CommandIO } from './command.js';
 
 export interface SplitArgs {
@@ -73,6 +75,19 @@ export function commandUsage(program: string, summary: string, own: readonly Fla
 }
 
 /** Map an error to the exit code and one-line message flanneld uses (2 for flags/config, 1 otherwise). */
+/**
+ * The text of a `--file` flag's file, or of stdin for `-`. A named file is read as a regular file of at
+ * most 1 MiB (a FIFO or /dev/zero is refused at once); a file that cannot be read is FLANNEL_ERR_FLAG.
+ */
+export function readFileFlag(file: string): string {
+  try {
+    return file === '-' ? readFileSync(0, 'utf8') : readRegularFile(file, MAX_CONFIG_FILE_BYTES, '--file');
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new FlagError('FLANNEL_ERR_FLAG', `cannot read ${file === '-' ? 'stdin' : file}: ${errorMessage(err)}`, { flag: 'file' });
+  }
+}
+
 export function reportError(program: string, err: unknown, io: CommandIO): number {
   if (err instanceof FlagError) {
     io.stderr(`${program}: ${err.message}\nRun '${program} --help' for usage.\n`);

@@ -70,9 +70,9 @@ export const nodeCniReadinessFs: CniReadinessFs = {
 };
 
 /** The upstream flannel plugin's subnet file when the config names none (flannel-io/cni-plugin flannel.go). */
-export const FLANNEL_PLUGIN_DEFAULT_SUBNET_FILE = '/run/flannel/subnet.env';
+const FLANNEL_PLUGIN_DEFAULT_SUBNET_FILE = '/run/flannel/subnet.env';
 /** The flannel plugin's IPAM for the delegate when it names none (flannel-io/cni-plugin flannel_windows.go). */
-export const FLANNEL_DEFAULT_IPAM = 'host-local';
+const FLANNEL_DEFAULT_IPAM = 'host-local';
 
 /** Path join in the style of `dir`: a Windows path (`C:\...`, `\\server\...`) joins with `\`. */
 function joinLike(dir: string, name: string): string {

@@ -131,9 +131,9 @@ export interface DoctorFacts {
 }
 
 /** The UDP port HNS encapsulates VXLAN on (Windows' overlay supports only 4789; flannel docs Backends, vxlan). */
-export const WINDOWS_VXLAN_PORT = 4789;
+const WINDOWS_VXLAN_PORT = 4789;
 /** The VNI Windows overlay networks need at least (flannel docs Backends, vxlan: "VNI >= 4096 on Windows"). */
-export const WINDOWS_MIN_VNI = 4096;
+const WINDOWS_MIN_VNI = 4096;
 
 const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', saw, fix: '' });
 const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
@@ -352,7 +352,7 @@ function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   }
   if (isErr(f.peers.actual)) return fail('peers', `the ${what} could not be read: ${f.peers.actual.error}`, 'check the HNS service and run doctor as Administrator');
   if (f.peers.desired === undefined) return skip('peers', `${f.peers.actual.length} ${what} present; the peers' leases are not readable (no API access)`);
-  // A peer on another VNI is rejected by the agent (src/subnet/validate.ts): the cluster-vni row names it.
+  // A peer on another VNI is rejected by the agent (src/peers/validate.ts): the cluster-vni row names it.
   const desired = f.peers.desired.filter(
     (p) => p.backendType === conf.type && (!f.lease || p.subnet !== f.lease.subnet) && (conf.type !== 'vxlan' || p.vni === undefined || p.vni === conf.vni),
   );

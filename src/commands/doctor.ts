@@ -30,14 +30,14 @@ import { gatherFacts, type DoctorFs, type GatherOptions } from './doctor-gather.
 import { DEFAULT_STATUS_PORT, readStatus, statusUrls } from './status.js';
 
 /** containerd's CNI directories on Windows (containerd config.toml `conf_dir`, `bin_dir`; sig-windows-tools). */
-export const WINDOWS_CNI_CONF_DIR = 'C:\\etc\\cni\\net.d';
-export const WINDOWS_CNI_BIN_DIR = 'C:\\opt\\cni\\bin';
+const WINDOWS_CNI_CONF_DIR = 'C:\\etc\\cni\\net.d';
+const WINDOWS_CNI_BIN_DIR = 'C:\\opt\\cni\\bin';
 /** A reservation younger than this may be a pod being set up (host-local writes it before HNS has the endpoint). */
-export const DEFAULT_GRACE_SECONDS = 600;
+const DEFAULT_GRACE_SECONDS = 600;
 /** How long doctor waits for the agent's /status. */
 const STATUS_TIMEOUT_MS = 3_000;
 
-export const DOCTOR_FLAGS: readonly FlagSpec[] = [
+const DOCTOR_FLAGS: readonly FlagSpec[] = [
   { name: 'json', kind: 'bool', default: false, help: 'print the rows as JSON (for support bundles)' },
   { name: 'fix', kind: 'bool', default: false, help: 'free leaked host-local reservations older than --grace-period (nothing else)' },
   { name: 'grace-period', kind: 'int', default: DEFAULT_GRACE_SECONDS, help: 'with --fix: the age in seconds a leaked reservation must have', valueName: 'SECONDS' },
@@ -108,7 +108,7 @@ export function renderDoctorTable(rows: readonly CheckRow[], freed: readonly Fre
  * Where containerd's CNI directories are: the agent's --cni-conf-dir / --cni-bin-dir (shared with its
  * readiness check), else containerd's defaults (on Windows the flags' own defaults).
  */
-export function cniDirs(config: Pick<AgentConfig, 'cniConfDir' | 'cniBinDir'>, platform: NodeJS.Platform): { confDir: string; binDir: string } {
+function cniDirs(config: Pick<AgentConfig, 'cniConfDir' | 'cniBinDir'>, platform: NodeJS.Platform): { confDir: string; binDir: string } {
   const win = platform === 'win32';
   return {
     confDir: config.cniConfDir || (win ? WINDOWS_CNI_CONF_DIR : '/etc/cni/net.d'),

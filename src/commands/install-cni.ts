@@ -15,7 +15,7 @@ import { safeText } from '../log-safe.js';
 
 const PROGRAM = 'flanneld install-cni';
 
-export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
+const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
   {
     name: 'source',
     kind: 'stringList',
@@ -68,7 +68,7 @@ export const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
 ];
 
 /** The releases pinned in src/cni-plugins/pinned.json, as sources. */
-export const PINNED_SOURCES: readonly PluginSource[] = pinned.releases.map((r) => ({ location: r.url, sha256: r.sha256 }));
+const PINNED_SOURCES: readonly PluginSource[] = pinned.releases.map((r) => ({ location: r.url, sha256: r.sha256 }));
 
 const mib = (bytes: number) => bytes / (1024 * 1024);
 

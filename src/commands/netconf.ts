@@ -4,17 +4,15 @@
 // or stdin; writes the result to stdout or -o (atomically); --dry-run prints a diff of net-conf.json and
 // writes nothing. Runs on any OS and touches neither the API server nor the dataplane:
 //   kubectl -n kube-flannel get cm kube-flannel-cfg -o yaml | flanneld netconf set-vni | kubectl apply -f -
-import { readFileSync } from 'node:fs';
 import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
-import { ConfigError, FlagError, errorMessage } from '../errors.js';
+import { FlagError, errorMessage } from '../errors.js';
 import { writeFileAtomicSync } from '../fs-atomic.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
 import { parseNetConf } from '../subnet/net-conf.js';
 import { lineDiff, setVni } from '../subnet/net-conf-edit.js';
 import type { Command, CommandIO } from './command.js';
-import { reportError } from './cni-flags.js';
+import { readFileFlag, reportError } from './cni-flags.js';
 
-export const NETCONF_FLAGS: readonly FlagSpec[] = [
+const NETCONF_FLAGS: readonly FlagSpec[] = [
   { name: 'vni', kind: 'int', default: 4096, help: 'Backend.VNI to set (4096..65535: HNS and kube-proxy carry it as a 16-bit IsolationId)', valueName: 'N', noEnv: true },
   { name: 'port', kind: 'int', default: 4789, help: 'Backend.Port to set (Windows vxlan supports 4789 only)', valueName: 'N', noEnv: true },
   { name: 'file', kind: 'string', default: '-', help: 'the ConfigMap (JSON or YAML) or net-conf.json to read; - reads stdin', valueName: 'FILE', aliases: ['f'], noEnv: true },
@@ -66,14 +64,7 @@ export const command: Command = {
       }
       if (port !== 4789) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${port}" for flag -port: Windows vxlan supports UDP port 4789 only`, { flag: 'port' });
       const file = String(get('file'));
-      let input: string;
-      try {
-        // A named file is read as a regular file of at most 1 MiB: a FIFO or /dev/zero is refused at once.
-        input = file === '-' ? readFileSync(0, 'utf8') : readRegularFile(file, MAX_CONFIG_FILE_BYTES, '--file');
-      } catch (err) {
-        if (err instanceof ConfigError) throw err;
-        throw new FlagError('FLANNEL_ERR_FLAG', `cannot read ${file === '-' ? 'stdin' : file}: ${errorMessage(err)}`, { flag: 'file' });
-      }
+      const input = readFileFlag(file);
       const result = setVni(input, { vni, port });
       const changed = result.text !== input;
       io.stderr(

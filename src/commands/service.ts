@@ -15,9 +15,9 @@ import { parseConfig } from '../config/parse.js';
 import { ConfigError, FlagError, errorMessage } from '../errors.js';
 import type { Command, CommandIO } from './command.js';
 
-export const DEFAULT_SERVICE_NAME = 'flanneld';
-export const DEFAULT_LOG_DIR = 'C:\\k\\logs\\flanneld';
-export const SERVICE_HOST_EXE = 'flanneld-service.exe';
+const DEFAULT_SERVICE_NAME = 'flanneld';
+const DEFAULT_LOG_DIR = 'C:\\k\\logs\\flanneld';
+const SERVICE_HOST_EXE = 'flanneld-service.exe';
 export const VERBS = ['install', 'uninstall', 'start', 'stop', 'status'] as const;
 export type Verb = (typeof VERBS)[number];
 
@@ -140,7 +140,7 @@ export function parseServiceArgs(args: readonly string[]): ServiceOptions | 'hel
  * holds the machine-wide variables, plus the --env pairs), so that `install` refuses what the service
  * would fail on at every start.
  */
-export function checkAgentArgs(o: ServiceOptions, baseEnv: Record<string, string | undefined>): void {
+function checkAgentArgs(o: ServiceOptions, baseEnv: Record<string, string | undefined>): void {
   const env = { ...baseEnv, ...Object.fromEntries(o.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
   const parsed = parseConfig(o.agentArgs, env, { platform: 'win32' });
   if (parsed.kind !== 'run') throw new FlagError('FLANNEL_ERR_FLAG', `agent flags must start the agent (not --${parsed.kind})`, {});
@@ -184,7 +184,7 @@ function isSea(): Promise<boolean> {
   }
 }
 
-export const defaultDeps: ServiceDeps = {
+const defaultDeps: ServiceDeps = {
   execPath: process.execPath,
   mainScript: process.argv[1],
   isSea,

@@ -27,7 +27,7 @@ export const MAX_STATUS_BYTES = 8 * 1024 * 1024;
 /** What is shown of a non-200 answer. */
 const MAX_ERROR_TEXT = 500;
 
-export const STATUS_FLAGS: readonly FlagSpec[] = [
+const STATUS_FLAGS: readonly FlagSpec[] = [
   { name: 'output', kind: 'string', default: 'table', help: 'table or json', valueName: 'FORMAT', aliases: ['o'] },
   {
     name: 'url',

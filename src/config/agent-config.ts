@@ -44,6 +44,8 @@ export interface AgentConfig {
   hnsCallTimeoutSeconds: number;
   /** vxlan: RemoteSubnetRoute policies per HcnModifyNetwork (--hns-policy-batch-size; 1 = upstream's one per call). */
   hnsPolicyBatchSize: number;
+  /** The Windows service to restart after an HNS restart (--restart-service-on-hns-restart); '' = none. */
+  restartServiceOnHnsRestart: string;
   /** vxlan: the documented source VIP file ('' = no source VIP reservation). */
   sourceVipFile: string;
   /** vxlan: sourceVip.json paths in host-local format for the familiar scripts. */

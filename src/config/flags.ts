@@ -21,8 +21,8 @@ export interface FlagSpec {
   readonly ignored?: boolean;
   /**
    * For the Windows test harness only (test/support/windows.ts runs the built agent under Wine against
-   * stand-in DLLs): accepted like any flag, left out of `--help` and of the README's flag list; the README's
-   * "Windows" section is the one place that describes it.
+   * stand-in DLLs): accepted like any flag, left out of `--help` and of docs/flags.md; docs/testing.md
+   * ("The Windows build under Wine") is the one place that describes it.
    */
   readonly harness?: boolean;
   /** Not read from `FLANNELD_<NAME>` (help, version). */
@@ -41,7 +41,7 @@ const IGNORED = ' (accepted and ignored on Windows)';
  * first sync times out (here a slow first node list never stops the agent: it keeps retrying, and the
  * dataplane is written once the list is complete).
  */
-export const IGNORED_UPSTREAM_ENV = ['EVENT_QUEUE_DEPTH', 'CONT_WHEN_CACHE_NOT_READY'] as const;
+const IGNORED_UPSTREAM_ENV = ['EVENT_QUEUE_DEPTH', 'CONT_WHEN_CACHE_NOT_READY'] as const;
 
 /** Every flag flanneld-windows accepts, in the order the usage text lists them. */
 export const FLAGS: readonly FlagSpec[] = [
@@ -160,6 +160,13 @@ export const FLAGS: readonly FlagSpec[] = [
     default: 200,
     help: 'vxlan: RemoteSubnetRoute policies per HcnModifyNetwork call (1..10000); 1 sends one policy per call as upstream flannel does, for a node whose HNS mishandles several policies in one call',
     valueName: 'N',
+  },
+  {
+    name: 'restart-service-on-hns-restart',
+    kind: 'string',
+    default: '',
+    help: 'restart this Windows service (e.g. kubeproxy) through the service control manager once the network is re-applied after an HNS restart (default: none)',
+    valueName: 'SERVICE',
   },
   {
     name: 'win32-dll-dir',

@@ -103,6 +103,15 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       value: hnsCallTimeout,
     });
   }
+  const restartServiceOnHnsRestart = str('restart-service-on-hns-restart');
+  // A service name the SCM accepts (at most 256 characters; no slashes; winsvc.h CreateServiceW).
+  if (restartServiceOnHnsRestart !== '' && !/^[A-Za-z0-9_.-]{1,256}$/.test(restartServiceOnHnsRestart)) {
+    throw new FlagError(
+      'FLANNEL_ERR_FLAG',
+      `invalid value "${restartServiceOnHnsRestart}" for flag -restart-service-on-hns-restart: a Windows service name (letters, digits, _ . - only), e.g. kubeproxy`,
+      { flag: 'restart-service-on-hns-restart' },
+    );
+  }
   const hnsPolicyBatchSize = int('hns-policy-batch-size');
   if (hnsPolicyBatchSize < 1 || hnsPolicyBatchSize > MAX_POLICY_BATCH) {
     throw new FlagError(
@@ -203,6 +212,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     win32DllDir: str('win32-dll-dir'),
     hnsCallTimeoutSeconds: hnsCallTimeout,
     hnsPolicyBatchSize,
+    restartServiceOnHnsRestart,
     ...sourceVipSettings((name) => (values.has(name) ? str(name) : ''), opts.platform, str('subnet-file')),
     logLevel,
     logFormat,
@@ -261,7 +271,7 @@ function nonEmpty(env: Env): Record<string, string> {
 const DOTENV_LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
 
 /** Read and parse a dotenv file; unreadable or unparseable -> ConfigError FLANNEL_ERR_ENV_FILE naming the file. */
-export function readEnvFile(path: string, readFile: (p: string) => string): Record<string, string> {
+function readEnvFile(path: string, readFile: (p: string) => string): Record<string, string> {
   let text: string;
   try {
     text = readFile(path);

@@ -13,16 +13,23 @@ import { componentLogger, type Logger } from '../log.js';
 import { MeteredRouteTable } from '../routes/metered.js';
 import { Win32RouteTable } from '../routes/win32.js';
 import { loadWin32Native } from '../win32/ffi.js';
+import type { Win32Native, Win32ServiceNative } from '../win32/native.js';
 import type { Dataplane } from './factory.js';
 
 export interface Win32DataplaneDeps {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
+  /** Inject the native layer (tests); default: ffi-rs on the real DLLs. */
+  native?: Win32Native;
+  /** The service control manager (advapi32); default: ffi-rs's, unless `native` is injected. */
+  services?: Win32ServiceNative;
 }
 
 export async function createWin32Dataplane(config: AgentConfig, deps: Win32DataplaneDeps): Promise<Dataplane> {
-  const native = await loadWin32Native(config.win32DllDir);
+  const loaded = deps.native ? undefined : await loadWin32Native(config.win32DllDir);
+  const native = deps.native ?? loaded!;
+  const services = deps.services ?? loaded;
   componentLogger(deps.log, 'dataplane').info('using the native Windows dataplane', {
     dllDir: config.win32DllDir || '(system)',
     hnsCallTimeoutSeconds: config.hnsCallTimeoutSeconds,
@@ -35,6 +42,6 @@ export async function createWin32Dataplane(config: AgentConfig, deps: Win32Datap
       clock: deps.clock,
     }),
     routes: new MeteredRouteTable(new Win32RouteTable(native), deps.metrics),
-    host: new Win32Host(native),
+    host: new Win32Host(native, undefined, services, deps.clock),
   };
 }

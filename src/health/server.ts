@@ -34,14 +34,14 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-export const HEALTHZ_BODY = 'flanneld is running';
-export const READY_BODY = 'flanneld is ready';
-export const NOT_READY_BODY = 'flanneld is not ready yet';
+const HEALTHZ_BODY = 'flanneld is running';
+const READY_BODY = 'flanneld is ready';
+const NOT_READY_BODY = 'flanneld is not ready yet';
 export const UNHEALTHY_BODY = 'flanneld is not healthy: no reconcile pass succeeded within --healthz-stale-after';
-export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** The 503 body of /readyz: upstream's text, then the reason and its fix when there is one. */
-export function notReadyBody(reason: string | undefined): string {
+function notReadyBody(reason: string | undefined): string {
   return reason ? `flanneld is not ready: pods cannot start\n${reason}` : NOT_READY_BODY;
 }
 

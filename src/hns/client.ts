@@ -15,7 +15,7 @@ import { silentLogger } from '../log.js';
 import type { Logger } from '../log.js';
 import { metered } from '../metrics.js';
 import type { Metrics } from '../metrics.js';
-import { hnsError, isHnsAttached, isHnsExists, isHnsNetworkNotFound, isHnsNotFound, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
+import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, isHnsPolicyGone, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
 import { HCN_SCHEMA_V2, policySetting } from './schema.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
 import { ZERO_GUID } from './transport.js';
@@ -35,10 +35,10 @@ export interface WaitOptions {
 }
 
 /** HNS 9.2 (Windows Server 2019) brought HCN v2 and the RemoteSubnet policies. */
-export const REMOTE_SUBNET_MIN_VERSION: HnsVersion = { Major: 9, Minor: 2 };
+const REMOTE_SUBNET_MIN_VERSION: HnsVersion = { Major: 9, Minor: 2 };
 
 /** The host-attach request body (hcsshim HostAttach). */
-export const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
+const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
 
 export function versionAtLeast(v: HnsVersion, min: HnsVersion): boolean {
   return v.Major > min.Major || (v.Major === min.Major && v.Minor >= min.Minor);
@@ -57,7 +57,7 @@ export async function closeQuietly(transport: HnsTransport, log: Logger, h: HcnH
 }
 
 /** Network handles kept open for policy writes, by network ID (case-insensitive, as HNS GUIDs are). */
-export class KeptNetworkHandles {
+class KeptNetworkHandles {
   private readonly kept = new Map<string, Promise<HcnHandle>>();
 
   constructor(
@@ -119,7 +119,7 @@ export class KeptNetworkHandles {
 }
 
 export interface PolicyOptions {
-  /** Add: policies that already exist count as added (falls back to one call per policy). */
+  /** Add of one policy: one that already exists counts as added. */
   ignoreExisting?: boolean;
   /**
    * Keep the network handle open for the next policy write (one HcnModifyNetwork per write instead of
@@ -389,50 +389,36 @@ export class HnsClient {
     return this.kept.release(id);
   }
 
-  /** One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting`. */
+  /**
+   * One HcnModifyNetwork adding all `policies`. 0x803B0012 (EXISTS) is thrown unless `ignoreExisting` and
+   * the call carried one policy: HNS applies a batch as one request (hcsshim hcn/hcnnetwork.go
+   * modifyNetwork), so an EXISTS for a batch says nothing about the others. This client makes exactly
+   * the call asked of it; splitting a batch is its caller's (src/reconcile/writes.ts).
+   */
   addNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: PolicyOptions = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
     return this.run('addNetworkPolicies', { networkId, policies: policies.length }, async () => {
       try {
         await this.modifyPolicies(networkId, 'Add', policies, opts.keepOpen);
       } catch (err) {
-        if (!opts.ignoreExisting || !isHnsExists(err)) throw err;
-        // The batch is atomic: add the others one by one, skipping those already there.
-        if (policies.length > 1) {
-          for (const p of policies) {
-            try {
-              await this.modifyPolicies(networkId, 'Add', [p], opts.keepOpen);
-            } catch (e) {
-              if (!isHnsExists(e)) throw e;
-            }
-          }
-        }
+        if (!opts.ignoreExisting || policies.length > 1 || !isHnsExists(err)) throw err;
       }
     });
   }
 
   /**
-   * One HcnModifyNetwork removing all `policies`; policies already gone count as removed. A missing
-   * network is an error (HCN_E_NETWORK_NOT_FOUND): the caller must learn that its network is gone.
+   * One HcnModifyNetwork removing all `policies`. A single policy already gone counts as removed; for a
+   * batch that answer is thrown (the batch is atomic: the others are still there) and its caller splits
+   * it (src/reconcile/writes.ts), so the calls counted are the calls made. A missing network is an error
+   * (HCN_E_NETWORK_NOT_FOUND): the caller must learn that its network is gone.
    */
   removeNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
-    const policyGone = (err: unknown) => isHnsNotFound(err) && !isHnsNetworkNotFound(err);
     return this.run('removeNetworkPolicies', { networkId, policies: policies.length }, async () => {
       try {
         await this.modifyPolicies(networkId, 'Remove', policies, opts.keepOpen);
       } catch (err) {
-        if (!policyGone(err)) throw err;
-        // The batch is atomic: one missing policy rejects all, so remove the rest one by one.
-        if (policies.length > 1) {
-          for (const p of policies) {
-            try {
-              await this.modifyPolicies(networkId, 'Remove', [p], opts.keepOpen);
-            } catch (e) {
-              if (!policyGone(e)) throw e;
-            }
-          }
-        }
+        if (policies.length > 1 || !isHnsPolicyGone(err)) throw err;
       }
     });
   }

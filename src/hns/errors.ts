@@ -148,7 +148,7 @@ function itemOf(op: string, context: ErrorContext): string {
  * HRESULT names the item and the field HNS refused; anything else, a v1 error text without an HRESULT
  * included, points at HNS's event log (the service is running: it answered).
  */
-export function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, context: ErrorContext = {}, errorText?: string): string {
+function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, context: ErrorContext = {}, errorText?: string): string {
   if (ADVICE[code] !== undefined) return ADVICE[code];
   if (hresult === undefined) return errorText?.trim() ? EVENT_LOG_ADVICE : SERVICE_ADVICE;
   if (SERVICE_HRESULTS.has(hresult >>> 0)) return SERVICE_ADVICE;
@@ -328,12 +328,19 @@ export function isNetworkGone(err: unknown): boolean {
 
 /**
  * How a failed HNS write fails, for the reconcile loop, so that it needs no HRESULT: `refused` (HNS
- * refused what the request carried; the other items of a batch may land alone), `gone` (the network no
+ * refused what the request carried; the other items of a batch may land alone), `absent` (a Remove named
+ * a policy already gone; the batch is split and that policy counts as removed), `gone` (the network no
  * longer exists), else `transient` (HNS busy, down or timed out; retried with backoff).
  */
-export function hnsFailure(err: unknown): 'refused' | 'gone' | 'transient' {
+export function hnsFailure(err: unknown): 'refused' | 'absent' | 'gone' | 'transient' {
   if (isHnsRefusal(err)) return 'refused';
-  return isNetworkGone(err) ? 'gone' : 'transient';
+  if (isNetworkGone(err)) return 'gone';
+  return isHnsPolicyGone(err) ? 'absent' : 'transient';
+}
+
+/** A policy write named a policy the network does not hold (a Remove of one already gone: HCN_E_POLICY_NOT_FOUND). */
+export function isHnsPolicyGone(err: unknown): boolean {
+  return isHnsNotFound(err) && !isHnsNetworkNotFound(err);
 }
 export const isHnsExists = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_EXISTS');
 export const isHnsAttached = (err: unknown): boolean => hasCode(err, 'FLANNEL_ERR_HNS_ATTACHED');

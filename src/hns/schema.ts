@@ -7,13 +7,6 @@ export interface HnsVersion {
   Minor: number;
 }
 
-/** v1 envelope of every HNSCall response. */
-export interface HnsEnvelope<T = unknown> {
-  Success: boolean;
-  Error?: string;
-  Output?: T;
-}
-
 export interface HnsSubnetV1 {
   AddressPrefix: string;
   GatewayAddress?: string;

@@ -13,6 +13,12 @@ import { closeQuietly } from './client.js';
 /** `--hns-call-timeout` default: 120 s. */
 export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;
 
+/**
+ * What a call's timer is stopped with once the call settles: made once, since `abort()` without a
+ * reason makes a DOMException (a stack trace) on every HNS call.
+ */
+const SETTLED = new Error('HNS call settled');
+
 export interface CallTimeoutOptions {
   /** Give up on one call (HNSCall, one Hcn* function) after this long. Default DEFAULT_HNS_CALL_TIMEOUT_MS; 0 = wait forever. */
   timeoutMs?: number;
@@ -42,7 +48,7 @@ function formatMs(ms: number): string {
  * late failure is only logged. The closes are bounded too (a hung close must not hang a pass either)
  * but nothing is cleaned up after them.
  */
-export class TimedHnsTransport implements HnsTransport {
+class TimedHnsTransport implements HnsTransport {
   private readonly timeoutMs: number;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -125,7 +131,7 @@ export class TimedHnsTransport implements HnsTransport {
       const timer = new AbortController();
       const settle = (o: Outcome<T>): void => {
         done = true;
-        timer.abort();
+        timer.abort(SETTLED);
         resolve(o);
       };
       this.clock.sleep(this.timeoutMs, timer.signal).then(

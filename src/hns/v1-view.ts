@@ -7,7 +7,7 @@ import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnSubnet, HnsEndpointV1, HnsN
 import { ENDPOINT_FLAG_REMOTE, HCN_SCHEMA_V2, policySetting } from './schema.js';
 
 /** v1 policy `{"Type":"VSID","VSID":4096}` -> v2 `{"Type":"VSID","Settings":{"IsolationId":4096}}`. */
-export function policyV1toV2(p: unknown): HcnPolicy {
+function policyV1toV2(p: unknown): HcnPolicy {
   const { Type, ...rest } = (p ?? {}) as Record<string, unknown>;
   const type = String(Type);
   if (type === 'VSID') return { Type: 'VSID', Settings: { IsolationId: rest.VSID } };
@@ -15,7 +15,7 @@ export function policyV1toV2(p: unknown): HcnPolicy {
   return { Type: type, Settings: rest };
 }
 
-export function policyV2toV1(p: HcnPolicy): Record<string, unknown> {
+function policyV2toV1(p: HcnPolicy): Record<string, unknown> {
   const s = p.Settings ?? {};
   if (p.Type === 'VSID') return { Type: 'VSID', VSID: s.IsolationId };
   if (p.Type === 'ProviderAddress') return { Type: 'PA', PA: s.ProviderAddress };

@@ -19,7 +19,7 @@ import { systemClock } from '../clock.js';
 import { errorMessage, HostError } from '../errors.js';
 import { BOOT_TIME_TOLERANCE_MS, systemBootTimeMs } from './boot.js';
 
-export const AGENT_LOCK_FILE = 'flanneld.lock';
+const AGENT_LOCK_FILE = 'flanneld.lock';
 
 /** The file-system calls the lock makes (node:fs by default; tests inject their own). */
 export interface LockFs {
@@ -53,7 +53,7 @@ export interface ProcessInfo {
 }
 
 /** Two start times of one process agree within this (one is derived from the wall clock and uptime). */
-export const PROCESS_START_TOLERANCE_MS = 2_000;
+const PROCESS_START_TOLERANCE_MS = 2_000;
 
 /** What the lock file holds. */
 export interface LockHolder {

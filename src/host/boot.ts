@@ -76,7 +76,7 @@ export function parseBootRecord(text: string): BootRecord | undefined {
   }
 }
 
-export function classifyStart(previous: BootRecord | undefined, bootTimeMs: number, toleranceMs = BOOT_TIME_TOLERANCE_MS): StartKind {
+function classifyStart(previous: BootRecord | undefined, bootTimeMs: number, toleranceMs = BOOT_TIME_TOLERANCE_MS): StartKind {
   if (!previous) return 'first-start';
   return Math.abs(previous.bootTimeMs - bootTimeMs) <= toleranceMs ? 'restart' : 'reboot';
 }

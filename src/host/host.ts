@@ -49,4 +49,9 @@ export interface Host {
    * when it cannot be told (the service is stopped, or the query failed).
    */
   hnsInstance?(): Promise<string | undefined>;
+  /**
+   * Restart a Windows service through the service control manager (stop, wait until stopped, start, wait
+   * until running); resolves once it runs. Throws HostError FLANNEL_ERR_SERVICE when it cannot.
+   */
+  restartService?(name: string, signal?: AbortSignal): Promise<void>;
 }

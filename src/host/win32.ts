@@ -5,14 +5,15 @@
 // adapter's MAC: under Wine it lists the Linux host's interfaces, so no MAC is found there and HNS
 // assigns one, as it does when none is given.
 /* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
-import { execFile } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
+import { systemClock, type Clock } from '../clock.js';
 import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
 import { AF_INET, AF_INET6, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
 import { decodeIpAddrTable, decodeIpInterfaceRow, encodeIpInterfaceKey, ipAddrTableLength, setIpInterfaceForwarding } from '../win32/iphlpapi.js';
 import type { IpInterfaceRow } from '../win32/iphlpapi.js';
-import type { Win32IpHelperNative } from '../win32/native.js';
+import type { Win32IpHelperNative, Win32ServiceNative } from '../win32/native.js';
+import { restartService, serviceProcessId } from '../win32/services.js';
 import type { Host, HostInterface, IpFamily } from './host.js';
 
 function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): HostError {
@@ -31,16 +32,16 @@ export function hnsMacOf(ip: string, ifaces: NetworkInterfaces): string | undefi
   return undefined;
 }
 
-/** The PID in `sc.exe queryex` output (`        PID                : 2140`); undefined when stopped (PID 0) or absent. */
-export function hnsPidOf(scOutput: string): string | undefined {
-  const pid = /^\s*PID\s*:\s*(\d+)\s*$/m.exec(scOutput)?.[1];
-  return pid === undefined || pid === '0' ? undefined : pid;
-}
+/** The Host Network Service's service name (`Get-Service hns`). */
+export const HNS_SERVICE = 'hns';
 
 export class Win32Host implements Host {
   constructor(
     private readonly dll: Win32IpHelperNative,
     private readonly interfacesOfNode: () => NetworkInterfaces = networkInterfaces,
+    /** advapi32's service control manager (the hns service's process, service restarts); none = not known. */
+    private readonly services?: Win32ServiceNative,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** GetIpAddrTable, growing the buffer as long as it answers ERROR_INSUFFICIENT_BUFFER. */
@@ -131,11 +132,15 @@ export class Win32Host implements Host {
     return Promise.resolve(hnsMacOf(ipv4, this.interfacesOfNode()));
   }
 
-  /** The hns service's PID from the service control manager (`sc.exe queryex hns`, QueryServiceStatusEx's dwProcessId). */
-  hnsInstance(): Promise<string | undefined> {
-    return new Promise((resolve) => {
-      execFile('sc.exe', ['queryex', 'hns'], { timeout: 5_000, windowsHide: true }, (err, stdout) => resolve(err ? undefined : hnsPidOf(String(stdout))));
-    });
+  /** The hns service's PID from the service control manager (QueryServiceStatusEx's dwProcessId; no process spawned). */
+  async hnsInstance(): Promise<string | undefined> {
+    return this.services ? serviceProcessId(this.services, HNS_SERVICE) : undefined;
+  }
+
+  /** Stop and start `name` through the SCM (../win32/services.ts). */
+  async restartService(name: string, signal?: AbortSignal): Promise<void> {
+    if (!this.services) throw new HostError('FLANNEL_ERR_SERVICE', `cannot restart service ${name}: the service control manager is not available`, { service: name });
+    await restartService(this.services, name, this.clock, { signal });
   }
 
   async getForwarding(interfaceIndex: number, family: IpFamily = 'ipv4'): Promise<boolean> {

@@ -1,21 +1,14 @@
-// The reconcile loop both backends use (docs/adr/0001): it reads the desired items and the changed keys
-// from the peer store (./peer-store.ts), plans against its cached read of the dataplane, and writes through
-// the backend's driver. No upstream flannel counterpart: flannel's route/policy handlers apply events one
-// by one and never sweep stale state (flannel#2554). The shape is Felix's Windows VXLAN manager
-// (projectcalico/calico felix/dataplane/windows/vxlan_mgr.go: record the desired state, mark it dirty,
-// apply = read, diff, write) with an incremental apply: the last read of the dataplane is kept as a
-// cache, updated with our own successful writes, so a peer event writes only its own delta and reads
-// nothing. A full read and diff happens at every resync period, after any failed or refused write, once
-// the peer set is complete (the first complete list), and after a rebuild.
-//
-// The plan is pure: compare the actual items with the desired ones, by key, and say what to add, remove
-// and replace. The writes execute it in bounded batches (removals first, then additions and the
-// replacements whose old item is gone). Batches are split when the dataplane refuses part of one: an
-// HcnModifyNetwork carrying many policies is atomic (hcsshim hcn/hcnnetwork.go modifyNetwork: one
-// request, one HRESULT), so one policy HNS refuses (HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_INVALID_POLICY,
-// ...) sinks the others with it. A refused batch is halved until the refused items stand alone;
-// everything else lands. A failure that is not a refusal (HNS down, a timeout, the network gone) stops
-// the writes instead: splitting would only multiply failing calls.
+// The reconcile loop both backends use (docs/adr/0001): it takes the changed keys from the desired side
+// (the peer store, src/peers/store.ts), makes the plan (./plan.ts) against its cached read of the
+// dataplane, and has the writes (./writes.ts) carry it out through the backend's driver. No upstream
+// flannel counterpart: flannel's route/policy handlers apply events one by one and never sweep stale
+// state (flannel#2554). The shape is Felix's Windows VXLAN manager (projectcalico/calico
+// felix/dataplane/windows/vxlan_mgr.go: record the desired state, mark it dirty, apply = read, diff,
+// write) with an incremental apply: the last read of the dataplane is kept as a cache, updated with our
+// own successful writes, so a peer event writes only its own delta and reads nothing. A full read and
+// diff happens at every resync period, after any failed or refused write, once the peer set is complete
+// (the first complete list), and after a rebuild. Refused items are the problems ledger's
+// (src/peers/problems.ts): each waits out its own backoff and is retried alone.
 import type { Clock } from '../clock.js';
 import { abortReason, pause, systemClock } from '../clock.js';
 import { errorMessage } from '../errors.js';
@@ -24,275 +17,10 @@ import { silentLogger } from '../log.js';
 import { METRIC, type Metrics } from '../metrics.js';
 import type { NetworkStatus } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
-import { PassLedger, RefusalTracker, type PassResult } from './ledger.js';
-import type { ItemSource } from './peer-store.js';
-
-// --- the driver seam ---
-
-export interface PlanOps<A, D> {
-  actualKey(a: A): string;
-  desiredKey(d: D): string;
-  /** True when actual item `a` already is desired item `d` (no write needed). */
-  same(a: A, d: D): boolean;
-}
-
-export interface ReconcilePlan<A, D> {
-  add: D[];
-  remove: A[];
-  replace: { from: A; to: D }[];
-  unchanged: number;
-}
-
-export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
-  /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
-  name: string;
-  /** What one item is, for flannel_drift_repairs_total{kind} when a resync finds one gone (default `policy`). */
-  driftKind?: 'route' | 'policy';
-  /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
-  readActual(): Promise<A[]>;
-  /** One write removing these items (at most `batch` of them). */
-  remove(items: A[]): Promise<void>;
-  /** One write adding these items (at most `batch` of them). */
-  add(items: D[]): Promise<void>;
-  /** Items per write call (default: all of them in one). */
-  batch?: number;
-  /** Write calls in flight at once (default 1). */
-  concurrency?: number;
-  /** What a successful add of `d` leaves in the dataplane. Without it every pass reads (no incremental apply). */
-  toActual?(d: D): A;
-  /**
-   * What a failed write means, as the dataplane layer sorts it: `refused` (the items of that write were
-   * refused: split the batch to find them), `gone` (the network this driver writes to no longer exists),
-   * else `transient` (the call failed as a whole; retried with backoff). Default: transient.
-   */
-  failure?(err: unknown): WriteFailure;
-  /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
-  release?(): Promise<void>;
-}
-
-/** How a failed dataplane write fails (src/hns/errors.ts `hnsFailure`, host-gw's `routeFailure`). */
-export type WriteFailure = 'refused' | 'gone' | 'transient';
-
-/** A driver that also says which items a validated peer lease needs (the peer store asks it). */
-export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
-
-// --- the plan and the writes ---
-
-/**
- * Compare the actual items with the desired ones, by key. Actual items without a desired key are
- * removed; of several actual items for one key, one that is `same` is kept and the rest removed;
- * if none is the same, the first is replaced and the rest removed. Desired keys are unique (first wins).
- */
-export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[], ops: PlanOps<A, D>): ReconcilePlan<A, D> {
-  const want = new Map<string, D>();
-  for (const d of desired) {
-    const k = ops.desiredKey(d);
-    if (!want.has(k)) want.set(k, d);
-  }
-  const have = new Map<string, A[]>();
-  for (const a of actual) {
-    const k = ops.actualKey(a);
-    const list = have.get(k);
-    if (list) list.push(a);
-    else have.set(k, [a]);
-  }
-  const plan: ReconcilePlan<A, D> = { add: [], remove: [], replace: [], unchanged: 0 };
-  for (const [k, items] of have) {
-    const d = want.get(k);
-    if (d === undefined) {
-      plan.remove.push(...items);
-      continue;
-    }
-    const keep = items.findIndex((a) => ops.same(a, d));
-    if (keep >= 0) {
-      plan.unchanged++;
-      items.forEach((a, i) => {
-        if (i !== keep) plan.remove.push(a);
-      });
-    } else {
-      plan.replace.push({ from: items[0], to: d });
-      plan.remove.push(...items.slice(1));
-    }
-  }
-  for (const [k, d] of want) if (!have.has(k)) plan.add.push(d);
-  return plan;
-}
-
-/** True when `plan` writes anything for `key` (a full pass's plan leaves the keys it finds right alone). */
-function planTouches<A, D>(plan: ReconcilePlan<A, D>, key: string, ops: PlanOps<A, D>): boolean {
-  return plan.add.some((d) => ops.desiredKey(d) === key) || plan.replace.some((r) => ops.desiredKey(r.to) === key) || plan.remove.some((a) => ops.actualKey(a) === key);
-}
-
-/** The actual dataplane by key, as last read and changed by our own successful writes since. */
-class ActualCache<A> {
-  private readonly byKey = new Map<string, A[]>();
-
-  constructor(items: readonly A[], key: (a: A) => string) {
-    for (const a of items) this.add(key(a), a);
-  }
-
-  get(k: string): readonly A[] {
-    return this.byKey.get(k) ?? [];
-  }
-
-  has(k: string): boolean {
-    return this.byKey.has(k);
-  }
-
-  add(k: string, a: A): void {
-    const list = this.byKey.get(k);
-    if (list) list.push(a);
-    else this.byKey.set(k, [a]);
-  }
-
-  remove(k: string, a: A): void {
-    const rest = this.get(k).filter((x) => x !== a);
-    if (rest.length > 0) this.byKey.set(k, rest);
-    else this.byKey.delete(k);
-  }
-}
-
-interface WriteOutcome {
-  added: number;
-  removed: number;
-  replaced: number;
-  /** Keys with an item the dataplane refused (tracked in the RefusalTracker). */
-  refused: number;
-  /** Of those, refusals that are news (a first refusal or another answer), not a retry answered alike. */
-  refusalsChanged: number;
-  /** Keys of the items written in (added or replaced) and of those removed outright. */
-  addedKeys: string[];
-  removedKeys: string[];
-  /** Items the plan held but the pass attempted (refused items waiting out their backoff are not). */
-  attempted: number;
-  /** Write calls made. */
-  calls: number;
-  /** The first failure that was not a refusal. */
-  failure?: unknown;
-}
-
-/**
- * Write `plan`. `early` (before the first complete list): additions only. Keys backing off after a
- * refusal are left alone. Successful writes update `cache`; refusals and acceptances go to `refusals`.
- */
-export async function writePlan<A, D>(
-  driver: ReconcileDriver<A, D>,
-  plan: ReconcilePlan<A, D>,
-  opts: { early: boolean; now: number; refusals: RefusalTracker; cache: ActualCache<A> | undefined },
-): Promise<WriteOutcome> {
-  const { refusals, cache } = opts;
-  const waiting = (k: string) => refusals.backingOff(k, opts.now);
-  const aKey = (a: A) => driver.actualKey(a);
-  const dKey = (d: D) => driver.desiredKey(d);
-  const batches = {
-    size: driver.batch ?? Number.MAX_SAFE_INTEGER,
-    concurrency: driver.concurrency ?? 1,
-    refuses: (e: unknown) => driver.failure?.(e) === 'refused',
-  };
-  const refusedKeys = new Set<string>();
-  const written = new Set<string>();
-  let refusalsChanged = 0;
-
-  const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
-  const rm = await writeInBatches(toRemove, { ...batches, write: (items) => driver.remove(items) });
-  const gone = new Set(rm.done);
-  for (const a of rm.done) {
-    written.add(aKey(a));
-    cache?.remove(aKey(a), a);
-  }
-  for (const r of rm.refused) {
-    refusedKeys.add(aKey(r.item));
-    if (refusals.refused(aKey(r.item), r.error)) refusalsChanged++;
-  }
-
-  const replacing = opts.early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
-  const toAdd = [...plan.add, ...replacing].filter((d) => !waiting(dKey(d)));
-  const ad = await writeInBatches(toAdd, { ...batches, write: (items) => driver.add(items) });
-  const added = new Set(ad.done);
-  for (const d of added) {
-    written.add(dKey(d));
-    if (driver.toActual) cache?.add(dKey(d), driver.toActual(d));
-  }
-  for (const r of ad.refused) {
-    refusedKeys.add(dKey(r.item));
-    if (refusals.refused(dKey(r.item), r.error)) refusalsChanged++;
-  }
-  for (const k of written) if (!refusedKeys.has(k)) refusals.accepted(k);
-
-  return {
-    removed: plan.remove.filter((a) => gone.has(a)).length,
-    added: plan.add.filter((d) => added.has(d)).length,
-    replaced: plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length,
-    refused: refusedKeys.size,
-    refusalsChanged,
-    addedKeys: ad.done.map(dKey),
-    removedKeys: plan.remove.filter((a) => gone.has(a)).map(aKey),
-    attempted: toRemove.length + toAdd.length,
-    calls: rm.calls + ad.calls,
-    failure: rm.failure ?? ad.failure,
-  };
-}
-
-export interface Refusal<T> {
-  item: T;
-  error: unknown;
-}
-
-export interface BatchResult<T> {
-  /** Items written, in write order. */
-  done: T[];
-  /** Items the dataplane refused, one by one. */
-  refused: Refusal<T>[];
-  /** The first failure that was not a refusal; the items after it were not attempted. */
-  failure?: unknown;
-  /** Write calls made. */
-  calls: number;
-}
-
-export interface BatchOptions<T> {
-  /** Items per write (>= 1). */
-  size: number;
-  /** Writes in flight at once (>= 1). */
-  concurrency: number;
-  write: (items: T[]) => Promise<unknown>;
-  /** True when `error` refuses the items of this write rather than failing the call as a whole. */
-  refuses: (error: unknown) => boolean;
-}
-
-/** Write `items` in batches of `size`; halve refused batches down to single refused items. */
-export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<T>): Promise<BatchResult<T>> {
-  const size = Math.max(1, Math.floor(opts.size));
-  const result: BatchResult<T> = { done: [], refused: [], calls: 0 };
-  const queue: T[][] = [];
-  for (let i = 0; i < items.length; i += size) queue.push(items.slice(i, i + size));
-
-  const attempt = async (part: T[]): Promise<void> => {
-    if (result.failure !== undefined) return;
-    result.calls++;
-    try {
-      await opts.write(part);
-      result.done.push(...part);
-    } catch (error) {
-      if (!opts.refuses(error)) {
-        result.failure ??= error;
-        return;
-      }
-      if (part.length === 1) {
-        result.refused.push({ item: part[0], error });
-        return;
-      }
-      const half = Math.ceil(part.length / 2);
-      await attempt(part.slice(0, half));
-      await attempt(part.slice(half));
-    }
-  };
-
-  const worker = async (): Promise<void> => {
-    for (let part = queue.shift(); part; part = queue.shift()) await attempt(part);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(Math.floor(opts.concurrency), queue.length)) }, worker));
-  return result;
-}
+import { PeerProblems } from '../peers/problems.js';
+import { PassLedger, type PassResult } from './ledger.js';
+import { ActualCache, planReconcile, planTouches, type ReconcilePlan } from './plan.js';
+import { writePlan, type ReconcileDriver } from './writes.js';
 
 // --- wake-ups ---
 
@@ -325,55 +53,81 @@ class Latch {
   }
 }
 
-/** A sleep that `ring()` cuts short (a change arrived while the reconcile loop idles). */
+/** What a timer whose deadline moved is stopped with (made once: `abort()` without a reason makes a DOMException). */
+const MOVED = new Error('alarm deadline moved');
+
+/**
+ * A sleep until a deadline that `ring()` cuts short (a change arrived while the reconcile loop idles).
+ * The timer outlives a ring while the deadline stays the same (the next resync, or the next refused
+ * item's retry), so a node event arms and cancels no timer: the profile of 10 node events a second
+ * found a fifth of the loop's CPU in arming a one-hour timer and aborting it on every event.
+ */
 class Alarm {
   private ringer: (() => void) | undefined;
+  /** Ends the current sleep (the timer fired, or the loop's signal aborted). */
+  private wake: (() => void) | undefined;
+  private timer: { at: number; stop: AbortController } | undefined;
 
   ring(): void {
     this.ringer?.();
   }
 
-  /** Sleep `ms` on `clock`; true when rung first, false when the time passed or `signal` aborted. */
-  async sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
-    const ac = new AbortController();
-    const onAbort = () => ac.abort(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    let rung = false;
-    this.ringer = () => {
-      rung = true;
-      ac.abort();
-    };
-    try {
-      await clock.sleep(ms, ac.signal);
-    } catch {
-      // rung or aborted
-    } finally {
-      this.ringer = undefined;
-      signal.removeEventListener('abort', onAbort);
+  /** Sleep until `at` on `clock`; true when rung first, false when the time came or `signal` aborted. */
+  async sleep(clock: Clock, at: number, signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted) return false;
+    if (this.timer !== undefined && this.timer.at !== at) {
+      this.timer.stop.abort(MOVED);
+      this.timer = undefined;
     }
+    if (this.timer === undefined) this.arm(clock, at, signal);
+    let rung = false;
+    await new Promise<void>((resolve) => {
+      this.ringer = () => {
+        rung = true;
+        resolve();
+      };
+      this.wake = resolve;
+    });
+    this.ringer = undefined;
+    this.wake = undefined;
     return rung;
+  }
+
+  private arm(clock: Clock, at: number, signal: AbortSignal): void {
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const timer = { at, stop };
+    this.timer = timer;
+    clock
+      .sleep(Math.max(0, at - clock.now()), stop.signal)
+      .catch(() => undefined) // aborted: the loop's signal, or the deadline moved
+      .finally(() => {
+        signal.removeEventListener('abort', onAbort);
+        if (this.timer !== timer) return; // replaced by a timer for another deadline
+        this.timer = undefined;
+        this.wake?.();
+      });
   }
 }
 
 // --- the loop ---
 
-/** What the loop reads of the desired side: the peer store (./peer-store.ts) implements it. */
+/**
+ * What the loop needs of the desired side (the peer store implements it; Felix's vxlan_mgr.go keeps the
+ * same few: the desired items, a dirty mark, who they are for). A fake of it is a Map and a Set.
+ */
 export interface DesiredSet<D> {
   /** The first complete list has arrived: removals, replacements and "in sync" may start. */
   readonly listed: boolean;
-  /** Peers with items. */
-  readonly size: number;
   desired(key: string): D | undefined;
   desiredItems(): D[];
   /** Keys whose desired item changed since the last call. */
   takeDirty(): string[];
-  isDirty(key: string): boolean;
-  /** The peer a key is (or was, until removed) for. */
+  /** The peer a key is (or was, until removed) for, for logs. */
   owner(key: string): string | undefined;
   /** These keys were removed from the dataplane. */
   removed(keys: readonly string[]): void;
-  /** Peers whose every item is `held`. */
-  countProgrammed(held: (key: string) => boolean): number;
   /** Called after every change. */
   subscribe(onChange: () => void): void;
 }
@@ -390,8 +144,10 @@ export interface ReconcilerOptions<A, D> {
   /** Backoff after a failed pass, and per refused item: base * 2^n, at most cap (defaults 250 / 30000 ms). */
   backoffBaseMs?: number;
   backoffCapMs?: number;
-  /** Where refused peer items are reported as Events on the own Node. */
+  /** Where refused peer items are reported as Events on the own Node (when no `problems` ledger is given). */
   events?: NodeEvents;
+  /** The problems ledger refused items go to (shared with the peer store; default: one of its own). */
+  problems?: PeerProblems;
   /** Recreate the network after a pass found it gone; the loop retries it with backoff until it succeeds. */
   onNetworkGone?: (signal: AbortSignal) => Promise<void>;
 }
@@ -413,7 +169,7 @@ export class Reconciler<A, D> {
   private readonly log: Logger;
   private readonly resyncMs: number;
   private readonly onNetworkGone: ((signal: AbortSignal) => Promise<void>) | undefined;
-  private readonly refusals: RefusalTracker;
+  private readonly refusals: PeerProblems;
   private readonly ledger: PassLedger;
   private readonly metrics: Metrics | undefined;
   /** The owner asked for a rebuild (HNS lost objects the driver does not read: an endpoint, the service's state). */
@@ -445,15 +201,18 @@ export class Reconciler<A, D> {
     this.metrics = opts.metrics;
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
     this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
-    this.refusals = new RefusalTracker({
-      driver: opts.driver.name,
-      clock: this.clock,
-      log: this.log,
-      metrics: opts.metrics,
-      events: opts.events,
-      ...backoff,
-      owner: (key) => this.desired.owner(key),
-    });
+    this.refusals =
+      opts.problems ??
+      new PeerProblems({
+        driver: opts.driver.name,
+        clock: this.clock,
+        log: this.log,
+        metrics: opts.metrics,
+        events: opts.events,
+        backoffBaseMs: backoff.baseMs,
+        backoffCapMs: backoff.capMs,
+        owner: (key) => this.desired.owner(key),
+      });
     this.desired.subscribe(() => this.touch());
   }
 
@@ -483,7 +242,7 @@ export class Reconciler<A, D> {
   }
 
   /** The loop's part of the network's status (the store fills in the peers' side). */
-  status(): Omit<NetworkStatus, 'listed' | 'rejections'> {
+  status(): Omit<NetworkStatus, 'listed' | 'rejections' | 'peersDesired' | 'peersProgrammed'> {
     const l = this.ledger;
     return {
       inSync: this.desired.listed && this.inSync,
@@ -495,16 +254,17 @@ export class Reconciler<A, D> {
       lastPassOk: l.lastPassOk,
       lastSuccessAt: l.lastSuccessAt,
       lastError: l.lastError,
-      peersDesired: this.desired.size,
-      peersProgrammed: this.desired.countProgrammed((k) => this.isProgrammed(k)),
-      refusedItems: this.refusals.size === 0 ? [] : this.refusals.list(),
+      refusedItems: this.refusals.refusedItems(),
     };
   }
 
-  /** True when the dataplane holds the desired item with this key, as far as the passes so far know. */
+  /**
+   * True when the dataplane holds the desired item with this key, as far as the passes so far know (a
+   * key changed since the last pass took it is the store's to know: `PeerStore.isDirty`).
+   */
   isProgrammed(key: string): boolean {
     const d = this.desired.desired(key);
-    if (d === undefined || this.refusals.has(key) || this.desired.isDirty(key)) return false;
+    if (d === undefined || this.refusals.isRefused(key)) return false;
     if (this.cache) return this.cache.get(key).some((a) => this.driver.same(a, d));
     return this.inSync;
   }
@@ -535,7 +295,7 @@ export class Reconciler<A, D> {
     const driver = this.driver;
     const incremental = !this.fullPending && this.cache !== undefined && driver.toActual !== undefined;
     const changed = this.desired.takeDirty();
-    for (const k of changed) this.refusals.forget(k); // new content: try it now rather than after the old item's backoff
+    for (const k of changed) this.refusals.forgetItem(k); // new content: try it now rather than after the old item's backoff
     const keys = incremental ? [...new Set([...changed, ...this.retryKeys])] : undefined;
     this.dirty = false;
     this.retryKeys.clear();
@@ -568,7 +328,7 @@ export class Reconciler<A, D> {
         const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
         const names = { addedPeers: peerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? k)), removedPeers: peerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? k)) };
         this.desired.removed(w.removedKeys);
-        // A pass that only retried refused items and got the same answers is no news: debug (refusals.ts logs changes).
+        // A pass that only retried refused items and got the same answers is no news: debug (the problems ledger logs changes).
         const news = added + removed + replaced > 0 || w.refusalsChanged > 0 || w.failure !== undefined;
         if (news) this.log.info('reconcile pass', { ...fields, ...names });
         else this.log.debug('reconcile pass', fields);
@@ -608,11 +368,11 @@ export class Reconciler<A, D> {
    * desired item (as the cache, or else this full pass's plan, shows): drift, another writer, or HNS took it.
    */
   private settleRefusals(fullPlan: ReconcilePlan<A, D> | undefined): void {
-    for (const k of this.refusals.keys()) {
+    for (const k of this.refusals.refusedKeys()) {
       const d = this.desired.desired(k);
       const held = this.cache?.get(k) ?? [];
       if (d === undefined) {
-        if (held.length === 0) this.refusals.forget(k);
+        if (held.length === 0) this.refusals.forgetItem(k);
       } else if (this.cache ? held.length === 1 && this.driver.same(held[0], d) : fullPlan !== undefined && !planTouches(fullPlan, k, this.driver)) {
         this.refusals.held(k);
       }
@@ -629,7 +389,7 @@ export class Reconciler<A, D> {
     }
     this.ledger.settled(out, this.driver.name, incremental);
     if (early) return out; // additions only: removals, replacements and "in sync" wait for the complete list
-    if (out.ok) this.inSync = !this.dirty && this.refusals.size === 0;
+    if (out.ok) this.inSync = !this.dirty && this.refusals.refusedCount === 0;
     if (!out.networkGone) this.firstPassLatch.open();
     return out;
   }
@@ -661,11 +421,11 @@ export class Reconciler<A, D> {
   /** Wait for a change, the resync timer or the next refused item's retry. */
   private async idle(signal: AbortSignal): Promise<void> {
     const now = this.clock.now();
-    const resyncIn = this.lastFullAt === undefined ? this.resyncMs : Math.max(0, this.lastFullAt + this.resyncMs - now);
+    const resyncAt = this.lastFullAt === undefined ? now + this.resyncMs : Math.max(now, this.lastFullAt + this.resyncMs);
     const listed = this.desired.listed;
     const retryAt = listed ? this.refusals.nextRetryAt() : undefined;
-    const ms = retryAt === undefined ? resyncIn : Math.min(resyncIn, Math.max(0, retryAt - now));
-    const woken = await this.alarm.sleep(this.clock, ms, signal);
+    const at = retryAt === undefined ? resyncAt : Math.min(resyncAt, Math.max(now, retryAt));
+    const woken = await this.alarm.sleep(this.clock, at, signal);
     if (signal.aborted || woken || !listed) return;
     const t = this.clock.now();
     const due = this.refusals.due(t);

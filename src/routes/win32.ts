@@ -53,7 +53,7 @@ export function readIpForwardTable(dll: Win32IpHelperNative, family: number): Ip
   }
 }
 
-export function rowToRoute(row: IpForwardRow2): Route {
+function rowToRoute(row: IpForwardRow2): Route {
   return { destinationPrefix: `${row.destination}/${row.prefixLength}`, nextHop: row.nextHop, interfaceIndex: row.interfaceIndex, metric: row.metric };
 }
 

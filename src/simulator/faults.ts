@@ -1,5 +1,5 @@
 // Fault rules of the simulated node: what makes a call fail the way Windows makes it fail.
-//  * `faults` in the state file (scriptable from outside the agent, README "The simulated node"):
+//  * `faults` in the state file (scriptable from outside the agent, docs/simulator.md, Faults):
 //    `{"op": "HcnModifyNetwork", "match": "10.244.7.0/24", "hresult": "0x803B002F", "remaining": -1}`;
 //  * the in-process injections of tests and benchmarks (failNext, failRate, stall), never persisted.
 // `op` names the Windows call as the simulator counts it: the computenetwork.dll export (`HcnModifyNetwork`),
@@ -19,7 +19,7 @@ export interface FaultRule {
   remaining: number;
 }
 
-export function opMatches(pattern: string | RegExp, op: string): boolean {
+function opMatches(pattern: string | RegExp, op: string): boolean {
   if (typeof pattern === 'string') return op === pattern || op.startsWith(pattern + ' ');
   pattern.lastIndex = 0;
   return pattern.test(op);

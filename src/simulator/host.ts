@@ -21,7 +21,7 @@ import { policySetting, type HcnNetwork } from '../hns/schema.js';
 import { PHYSICAL_ADAPTER, isVSwitchType, vEthernetName, vEthernetTarget, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
 
 /** An adapter's MAC: the model keeps none, so it is derived from the interface index under Hyper-V's 00-15-5D prefix. */
-export function simAdapterMac(a: SimAdapter): string {
+function simAdapterMac(a: SimAdapter): string {
   const hex = (n: number) => n.toString(16).toUpperCase().padStart(2, '0');
   return `00-15-5D-00-${hex((a.InterfaceIndex >> 8) & 0xff)}-${hex(a.InterfaceIndex & 0xff)}`;
 }
@@ -181,6 +181,16 @@ export class SimulatedHost implements Host {
   async hnsInstance(): Promise<string | undefined> {
     await this.dp.enter('QueryServiceStatusEx', 'host', 0, 'hns');
     return String(this.dp.hnsInstance());
+  }
+
+  /**
+   * A service restart through the SCM (ControlService SERVICE_CONTROL_STOP, then StartServiceW, as
+   * src/win32/services.ts does): the state file counts it per service. A fault or injection on
+   * `ControlService` fails it as the SCM's error would.
+   */
+  async restartService(name: string): Promise<void> {
+    await this.dp.enter('ControlService', 'host', 0, name);
+    this.dp.restartService(name);
   }
 
   async defaultRouteInterfaceIndex(): Promise<number | undefined> {

@@ -2,7 +2,7 @@
 // network's policies by a canonical key and its endpoints' IPs, routes by destination/next hop/interface,
 // namespaces by ID with their member endpoints. With it a call costs O(1) per item it touches, not O(n)
 // in what the node holds: a 5,000-peer cold start used to spend a third of its time in the simulator
-// checking each new policy against every held one (issue 20; docs/performance.md, The simulator's cost).
+// checking each new policy against every held one (docs/performance.md, The simulator's cost).
 // The document stays what the file holds and what readers get. The view is built from it in one pass and
 // kept in step by the model's own changes; an array the view changed is rebuilt from the view only when
 // the document is read whole (`flush`: a snapshot, a list, the file write). A change the view does not
@@ -17,7 +17,7 @@ import type { DataplaneState, SimRoute } from './state.js';
  * Items in document order, found by key. Several items may share a key (a hand-written file may hold a
  * policy twice): `first` is the earliest, as a scan of the array would find it.
  */
-export class Keyed<T extends object> {
+class Keyed<T extends object> {
   private readonly order = new Set<T>();
   private readonly byKey = new Map<string, T[]>();
 

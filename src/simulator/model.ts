@@ -1,6 +1,6 @@
 // The simulated Windows node: one model (HNS networks/endpoints in the HCN v2 schema, the IPv4 route
 // table, the host adapters) shared by the simulated HNS transport, route table and host, and persisted to
-// one JSON file that several processes may share (README "The simulated node"). Every call enters through
+// one JSON file that several processes may share (docs/simulator.md). Every call enters through
 // `enter` (latency, injected failures, `faults` rules), then changes the document under the store's lock.
 // The parts, all in this folder: state.ts (the document), store.ts (the shared file and its lock),
 // faults.ts (the `faults` rules and the in-process injections), objects.ts (HNS objects), host.ts
@@ -269,6 +269,21 @@ export class SimulatedDataplane {
    */
   restartHns(): objects.HnsRestartEffects {
     return this.store.update((s) => objects.restartHns(s));
+  }
+
+  /** A Windows service restarted through the service control manager (./host.ts restartService): counted per name. */
+  restartService(name: string): number {
+    return this.store.update((s) => {
+      const n = (s.serviceRestarts?.[name] ?? 0) + 1;
+      s.serviceRestarts = { ...s.serviceRestarts, [name]: n };
+      return n;
+    });
+  }
+
+  /** How often `name` was restarted. */
+  serviceRestarts(name: string): number {
+    this.store.refresh();
+    return this.store.peek().serviceRestarts?.[name] ?? 0;
   }
 
   /** The HNS service's instance (what the host reports as its process; ./host.ts). */

@@ -37,7 +37,7 @@ export interface HcnNamespaceProperties extends SimNamespace {
 const NAMESPACE_TYPES = new Set(['Host', 'HostDefault', 'Guest', 'GuestDefault']);
 
 /** A missing namespace (ERROR_NOT_FOUND), as the HCN calls and the simulator's own lookups report it. */
-export const namespaceNotFound = (op: string, id: string) => hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
+const namespaceNotFound = (op: string, id: string) => hnsError(op, HRESULT.E_NOT_FOUND, hresultText(HRESULT.E_NOT_FOUND), { namespaceId: id });
 const invalid = (op: string, why: string, ctx: ErrorContext) => hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (${why})`, ctx);
 
 /** The namespace with the endpoints in it, as HcnQueryNamespaceProperties answers. */

@@ -251,7 +251,7 @@ export function attachEndpointToHost(view: KeyedState, ids: SimIds, op: string, 
 }
 
 /** HCN NetworkFlags EnableNonPersistent (hcsshim hcn/hcnnetwork.go): the network does not survive an HNS restart or a reboot. */
-export const NON_PERSISTENT_NETWORK_FLAG = 8;
+const NON_PERSISTENT_NETWORK_FLAG = 8;
 /** The network policies HNS sets (or is given) at creation, which it restores with a persisted network. */
 const CREATION_POLICIES = new Set(['NetAdapterName', 'ProviderAddress', 'DrMacAddress']);
 

@@ -1,5 +1,4 @@
-// The simulated dataplane's state file: parse and validate one document (README "The simulated
-// node"). Pure. Networks and endpoints follow the HCN v2 schema (hcsshim hcn/hcnnetwork.go,
+// The simulated dataplane's state file: parse and validate one document (docs/simulator.md). Pure. Networks and endpoints follow the HCN v2 schema (hcsshim hcn/hcnnetwork.go,
 // hcn/hcnendpoint.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
 // iphlpapi's MIB_IPFORWARD_ROW2 reduced. A file edited by hand or by another tool must give a coded
 // error naming the file and the entry, never a TypeError deep inside the model.
@@ -138,6 +137,15 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   }
   if (o.hnsInstance !== undefined && !(Number.isSafeInteger(o.hnsInstance) && (o.hnsInstance as number) >= 1)) {
     fail(`"hnsInstance" must be a whole number >= 1, got ${JSON.stringify(o.hnsInstance)}`, '$.hnsInstance');
+  }
+  if (
+    o.serviceRestarts !== undefined &&
+    (typeof o.serviceRestarts !== 'object' ||
+      o.serviceRestarts === null ||
+      Array.isArray(o.serviceRestarts) ||
+      !Object.values(o.serviceRestarts).every((n) => Number.isSafeInteger(n) && (n as number) >= 0))
+  ) {
+    fail(`"serviceRestarts" must map service names to whole numbers >= 0, got ${JSON.stringify(o.serviceRestarts)}`, '$.serviceRestarts');
   }
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);

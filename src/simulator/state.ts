@@ -1,4 +1,4 @@
-// The simulated node's state document (README "The simulated node"): its types and the fresh node it
+// The simulated node's state document (docs/simulator.md): its types and the fresh node it
 // starts from. Pure. ./state-file.ts parses and validates it.
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
 import { nthAddress } from '../ip4.js';
@@ -49,6 +49,8 @@ export interface DataplaneState {
   policyBatches?: PolicyBatches;
   /** The HNS service's instance (its process), moved on by each "HNS restarted" fault; absent = 1. */
   hnsInstance?: number;
+  /** How often each Windows service (kube-proxy, ...) was restarted through the service control manager; absent = never. */
+  serviceRestarts?: Record<string, number>;
 }
 
 export const PHYSICAL_ADAPTER = 'Ethernet';

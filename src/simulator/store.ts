@@ -36,7 +36,7 @@ export interface DataplaneFs {
 }
 
 /** The most of the state file that is read (about 100,000 endpoints; docs/errors.md FLANNEL_ERR_INPUT_FILE). */
-export const MAX_STATE_FILE_BYTES = 64 * 1024 * 1024;
+const MAX_STATE_FILE_BYTES = 64 * 1024 * 1024;
 
 /** node:fs, the state file read as a regular file under MAX_STATE_FILE_BYTES (a FIFO or a device is refused). */
 const hostFs: DataplaneFs = {

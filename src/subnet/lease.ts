@@ -27,11 +27,9 @@ export interface Lease {
    */
   ipv6Subnet?: string;
   publicIPv6?: string;
-  /** etcd only: when the lease expires (ms since epoch); undefined = never (kube, reservations). */
-  expiration?: number;
   /**
    * kube only: the Node's metadata.creationTimestamp (ms since epoch), which decides who holds a
-   * contested subnet at start-up (src/reconcile/peer-store.ts); undefined = unknown (counts as the newest).
+   * contested subnet at start-up (src/peers/store.ts); undefined = unknown (counts as the newest).
    */
   created?: number;
 }
@@ -54,7 +52,7 @@ export interface PeerLease {
 }
 
 /**
- * What a SubnetManager reports about the cluster, straight to the peer store (src/reconcile/peer-store.ts),
+ * What a SubnetManager reports about the cluster, straight to the peer store (src/peers/store.ts),
  * which alone keeps the peer set and filters what did not change: `peers` as they are listed (page by
  * page) or watched, one entry per node seen; `listed` once a complete list ended, naming every key it
  * held, so that a key missing from it is gone.

@@ -14,7 +14,7 @@ import type { NodeEvent, NodeEvents } from '../node-events.js';
 import type { NetworkConfig } from './net-conf-types.js';
 
 /** How often the file is read again: well inside the kubelet's own refresh of a mounted ConfigMap. */
-export const NET_CONF_RECHECK_MS = 30_000;
+const NET_CONF_RECHECK_MS = 30_000;
 
 export const NET_CONF_CHANGED_REASON = 'FlannelNetConfChanged';
 
@@ -46,7 +46,7 @@ export function netConfChanges(running: NetworkConfig, file: NetworkConfig): Net
 }
 
 /** The Event (and log message) for `changes`. Pure. */
-export function netConfChangedEvent(path: string, running: NetworkConfig, file: NetworkConfig, changes: readonly NetConfChange[]): NodeEvent {
+function netConfChangedEvent(path: string, running: NetworkConfig, file: NetworkConfig, changes: readonly NetConfChange[]): NodeEvent {
   const what = changes.map((c) => `${c.key} ${c.running} -> ${c.file}`).join(', ');
   const renamed = running.backend.name !== file.backend.name;
   const proxy = renamed ? `; the network is then ${file.backend.name}: kube-proxy's --network-name (KUBE_NETWORK) must become ${file.backend.name}` : '';

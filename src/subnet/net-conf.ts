@@ -12,16 +12,16 @@ import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
 import { escapeUnsafe } from '../terminal-text.js';
 
-export const DEFAULT_VXLAN_VNI = 4096;
+const DEFAULT_VXLAN_VNI = 4096;
 /**
  * Highest VNI Windows can use: the RemoteSubnetRoute policy's IsolationId is a uint16 (hcsshim
  * hcn/hcnpolicy.go RemoteSubnetRoutePolicySetting), and kube-proxy winkernel keeps it as one too.
  */
 const MAX_WINDOWS_VNI = 65535;
-export const VXLAN_PORT = 4789;
-export const DEFAULT_MAC_PREFIX = '0E-2A';
-export const DEFAULT_HOSTGW_NAME = 'cbr0';
-export const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
+const VXLAN_PORT = 4789;
+const DEFAULT_MAC_PREFIX = '0E-2A';
+const DEFAULT_HOSTGW_NAME = 'cbr0';
+const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
 /**
  * The widest Network accepted: /8. The largest private block (RFC 1918 10.0.0.0/8, RFC 6598
  * 100.64.0.0/10) fits; anything wider takes in public address space, which the pods would then shadow
@@ -287,7 +287,7 @@ export function checkWindowsIpFamilies(nc: NetworkConfig, context: Record<string
 
 /** What to do when the shared net-conf still carries Linux's vxlan defaults (VNI 1, port 8472). */
 export const MIXED_CLUSTER_HINT =
-  '; every node of a mixed cluster must use VNI >= 4096 and Port 4789: set them in the shared kube-flannel-cfg with flanneld netconf set-vni (README: "2. The net-conf")';
+  '; every node of a mixed cluster must use VNI >= 4096 and Port 4789: set them in the shared kube-flannel-cfg with flanneld netconf set-vni (docs/install.md: "2. The net-conf (vxlan)")';
 
 /** vxlan_windows.go RegisterNetwork: decode, then verify in upstream's order (upstream's messages, plus a hint). */
 function vxlanConfig(be: JsonObject): VxlanBackendConfig {

@@ -4,7 +4,7 @@
 // which flannel's kube subnet manager runs through its Node informer (pkg/subnet/kube/kube.go), and for
 // etcd flannel's cursor loop in pkg/subnet/watch.go (WatchLeases: a nil cursor lists, an error retries)
 // with pkg/subnet/etcd/local_manager.go WatchLeases (leasesWatchReset on ErrCompacted).
-// Never hammer the API server (issue 18): client-go's Run passes every ListAndWatch round through
+// Never hammer the API server (docs/architecture.md, Bounds on the list and watch loop): client-go's Run passes every ListAndWatch round through
 // wait.BackoffUntil with its backoff manager (./round-backoff.ts: 800 ms, doubling, jittered, capped,
 // reset after 2 healthy minutes), so a 410 Gone relists only after that pause. The one place a round
 // starts at once is a watch that ended cleanly after a healthy run (`healthyWatchMs`; the kube watch

@@ -24,7 +24,7 @@ export interface RoundBackoffOptions {
   resetAfterMs?: number;
 }
 
-export const ROUND_BACKOFF = { initialMs: 800, capMs: 30_000, resetAfterMs: 120_000, factor: 2, jitter: 1 } as const;
+const ROUND_BACKOFF = { initialMs: 800, capMs: 30_000, resetAfterMs: 120_000, factor: 2, jitter: 1 } as const;
 
 export class RoundBackoff {
   private readonly initialMs: number;

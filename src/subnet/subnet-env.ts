@@ -7,7 +7,7 @@ import { parse as dotenvParse } from 'dotenv';
 import IPCIDR from 'ip-cidr';
 import { errorMessage, SubnetEnvError } from '../errors.js';
 import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
-import { formatIp6 } from '../ip6.js';
+import { formatIp6, normalizeCidr6 } from '../ip6.js';
 import { nodeSubnetEnvFs } from '../fs-seams.js';
 import type { SubnetEnvFs } from '../fs-seams.js';
 import { retryWithBackoff, systemClock, type Clock } from '../clock.js';
@@ -91,6 +91,12 @@ export function previousSubnetFromEnv(text: string): string | undefined {
   if (v === undefined) return undefined;
   const n = parseCidr(v);
   return n === undefined ? undefined : formatCidr(network(n));
+}
+
+/** The previous own IPv6 subnet: FLANNEL_IPV6_SUBNET (`2001:cafe:42::1/64`) as its network CIDR (`2001:cafe:42::/64`). */
+export function previousIPv6SubnetFromEnv(text: string): string | undefined {
+  const v = parseSubnetEnv(text)['FLANNEL_IPV6_SUBNET']?.trim();
+  return v === undefined ? undefined : normalizeCidr6(v);
 }
 
 /**

@@ -214,11 +214,7 @@ export function hresultFromWin32(code: number): number {
   return code <= 0 ? code >>> 0 : ((code & 0xffff) | 0x80070000) >>> 0;
 }
 
-/** NETIO_STATUS (a DWORD) normalised to an unsigned number. */
-export function netioStatus(status: number): number {
-  return status >>> 0;
-}
-
+/** Whether a NETIO_STATUS (a DWORD, compared unsigned) is NO_ERROR. */
 export function netioSuccess(status: number): boolean {
   return status >>> 0 === WIN32_ERROR.NO_ERROR;
 }

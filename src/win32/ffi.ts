@@ -20,7 +20,7 @@ import path from 'node:path';
 import type * as FfiRs from 'ffi-rs';
 import { errorMessage, UnsupportedError } from '../errors.js';
 import { findUtf16Nul } from './encoding.js';
-import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32Native } from './native.js';
+import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32BoolResult, Win32Native, Win32ServiceNative } from './native.js';
 
 export type Ffi = typeof FfiRs;
 type JsExternal = FfiRs.JsExternal;
@@ -29,7 +29,7 @@ type JsExternal = FfiRs.JsExternal;
  * Load ffi-rs: a normal `import()`, else (flanneld.exe built as a Node single executable, where the
  * addon ships beside the exe) `require` relative to the executable.
  */
-export async function loadFfi(): Promise<Ffi> {
+async function loadFfi(): Promise<Ffi> {
   let first: unknown;
   try {
     const mod = (await import('ffi-rs')) as unknown as Ffi & { default?: Ffi };
@@ -47,12 +47,14 @@ export async function loadFfi(): Promise<Ffi> {
   }
 }
 
-/** The DLLs the win32 dataplane calls. ole32 (CoTaskMemFree) is always the system's. */
-export type DllName = 'vmcompute' | 'computenetwork' | 'iphlpapi' | 'ole32';
+/** The DLLs the win32 dataplane calls. ole32 (CoTaskMemFree), advapi32 (the SCM) and kernel32 are always the system's. */
+export type DllName = 'vmcompute' | 'computenetwork' | 'iphlpapi' | 'ole32' | 'advapi32' | 'kernel32';
 
-/** Where a DLL is loaded from: `<dir>\<name>.dll` when `dllDir` is set (ole32 excepted), else the bare name. */
+const SYSTEM_ONLY: ReadonlySet<DllName> = new Set(['ole32', 'advapi32', 'kernel32']);
+
+/** Where a DLL is loaded from: `<dir>\<name>.dll` when `dllDir` is set (the system-only DLLs excepted), else the bare name. */
 export function dllPath(name: DllName, dllDir: string): string {
-  return dllDir && name !== 'ole32' ? path.win32.join(dllDir, `${name}.dll`) : `${name}.dll`;
+  return dllDir && !SYSTEM_ONLY.has(name) ? path.win32.join(dllDir, `${name}.dll`) : `${name}.dll`;
 }
 
 /** A native pointer: the ffi-rs External plus its numeric address (read from the out-param cell). */
@@ -87,7 +89,7 @@ export interface FfiNativeOptions {
   pathOf?: (name: DllName) => string;
 }
 
-export class FfiWin32Native implements Win32Native {
+export class FfiWin32Native implements Win32Native, Win32ServiceNative {
   private readonly D: typeof FfiRs.DataType;
   private readonly pathOf: (name: DllName) => string;
 
@@ -317,9 +319,53 @@ export class FfiWin32Native implements Win32Native {
   setIpInterfaceEntry(row: Buffer): number {
     return this.netio('SetIpInterfaceEntry', [this.D.U8Array], [row]);
   }
+
+  // ================================================================ advapi32.dll (the service control manager)
+
+  /** GetLastError() of this thread, read right after the failed call (nothing else runs in between). */
+  private lastError(): number {
+    return this.call<number>('kernel32', 'GetLastError', this.D.U32, [], []) >>> 0;
+  }
+
+  /** A returned SC_HANDLE: null for NULL (with GetLastError), never a String return type. */
+  private scHandle(h: JsExternal): { handle: NativePtr | null; error: number } {
+    if (this.ffi.isNullPointer(h)) return { handle: null, error: this.lastError() };
+    return { handle: new FfiPtr(h, 0n), error: 0 };
+  }
+
+  private bool(funcName: string, types: FfiRs.DataType[], values: unknown[]): Win32BoolResult {
+    const r = this.call<number>('advapi32', funcName, this.D.I32, types, values);
+    return r !== 0 ? { ok: true, error: 0 } : { ok: false, error: this.lastError() };
+  }
+
+  openSCManager(access: number): { handle: NativePtr | null; error: number } {
+    const D = this.D;
+    // NULL machine and database names: I64 0, as NULL pointer arguments are passed here.
+    return this.scHandle(this.call<JsExternal>('advapi32', 'OpenSCManagerW', D.External, [D.I64, D.I64, D.U32], [0, 0, access >>> 0]));
+  }
+  openService(scm: NativePtr, name: Buffer, access: number): { handle: NativePtr | null; error: number } {
+    const D = this.D;
+    return this.scHandle(this.call<JsExternal>('advapi32', 'OpenServiceW', D.External, [D.External, D.U8Array, D.U32], [ext(scm), name, access >>> 0]));
+  }
+  queryServiceStatusEx(service: NativePtr, status: Buffer): Win32BoolResult {
+    const D = this.D;
+    const needed = Buffer.alloc(4);
+    return this.bool('QueryServiceStatusEx', [D.External, D.I32, D.U8Array, D.U32, D.U8Array], [ext(service), 0, status, status.length, needed]);
+  }
+  controlService(service: NativePtr, control: number, status: Buffer): Win32BoolResult {
+    const D = this.D;
+    return this.bool('ControlService', [D.External, D.U32, D.U8Array], [ext(service), control >>> 0, status]);
+  }
+  startService(service: NativePtr): Win32BoolResult {
+    const D = this.D;
+    return this.bool('StartServiceW', [D.External, D.U32, D.I64], [ext(service), 0, 0]);
+  }
+  closeServiceHandle(handle: NativePtr): boolean {
+    return this.call<number>('advapi32', 'CloseServiceHandle', this.D.I32, [this.D.External], [ext(handle)]) !== 0;
+  }
 }
 
 /** The real native layer: ffi-rs loaded lazily, DLLs from `dllDir` ('' = the system's). */
-export async function loadWin32Native(dllDir: string): Promise<Win32Native> {
+export async function loadWin32Native(dllDir: string): Promise<Win32Native & Win32ServiceNative> {
   return new FfiWin32Native(await loadFfi(), { dllDir });
 }

@@ -157,17 +157,6 @@ export function decodeIpForwardTable2(buf: Buffer): IpForwardRow2[] {
   return rows;
 }
 
-/** Build a MIB_IPFORWARD_TABLE2 from rows (tests and fakes). */
-export function encodeIpForwardTable2(routes: IpForwardRouteSpec[]): Buffer {
-  const buf = Buffer.alloc(ipForwardTable2Length(routes.length));
-  buf.writeUInt32LE(routes.length, MIB_IPFORWARD_TABLE2_OFFSETS.NumEntries);
-  routes.forEach((r, i) => {
-    const row = buf.subarray(MIB_IPFORWARD_TABLE2_OFFSETS.Table + i * SIZES.MIB_IPFORWARD_ROW2);
-    encodeIpForwardRow2(r, row);
-  });
-  return buf;
-}
-
 // ================================================================ MIB_IPINTERFACE_ROW
 
 /**
@@ -257,22 +246,4 @@ export function decodeIpAddrTable(buf: Buffer): IpAddrRow[] {
     });
   }
   return rows;
-}
-
-/** Build a MIB_IPADDRTABLE (tests and fakes). */
-export function encodeIpAddrTable(rows: { address: string; interfaceIndex: number; prefixLength: number }[]): Buffer {
-  const buf = Buffer.alloc(ipAddrTableLength(rows.length));
-  buf.writeUInt32LE(rows.length, MIB_IPADDRTABLE_OFFSETS.dwNumEntries);
-  const O = MIB_IPADDRROW_OFFSETS;
-  rows.forEach((r, i) => {
-    const at = MIB_IPADDRTABLE_OFFSETS.table + i * SIZES.MIB_IPADDRROW;
-    ipv4ToBytes(r.address).copy(buf, at + O.dwAddr);
-    buf.writeUInt32LE(r.interfaceIndex, at + O.dwIndex);
-    const mask = r.prefixLength === 0 ? 0 : (0xffffffff << (32 - r.prefixLength)) >>> 0;
-    buf.writeUInt32BE(mask, at + O.dwMask);
-    buf.writeUInt32LE(1, at + O.dwBCastAddr);
-    buf.writeUInt32LE(0xffff, at + O.dwReasmSize);
-    buf.writeUInt16LE(1, at + O.wType);
-  });
-  return buf;
 }

@@ -91,4 +91,29 @@ export interface Win32IpHelperNative {
   setIpInterfaceEntry(row: Buffer): number;
 }
 
+/** A BOOL-returning advapi32 call: nonzero = success; `error` is GetLastError() right after a failure (else 0). */
+export interface Win32BoolResult {
+  ok: boolean;
+  error: number;
+}
+
+/**
+ * advapi32.dll's service control manager calls (winsvc.h), always the system's DLL. Names are
+ * NUL-terminated UTF-16LE Buffers; SC_HANDLEs are opaque pointers, closed with `closeServiceHandle`.
+ */
+export interface Win32ServiceNative {
+  /** `SC_HANDLE OpenSCManagerW(NULL, NULL, DWORD dwDesiredAccess)` on the local machine's active database. */
+  openSCManager(access: number): { handle: NativePtr | null; error: number };
+  /** `SC_HANDLE OpenServiceW(SC_HANDLE hSCManager, LPCWSTR lpServiceName, DWORD dwDesiredAccess)`. */
+  openService(scm: NativePtr, name: Buffer, access: number): { handle: NativePtr | null; error: number };
+  /** `BOOL QueryServiceStatusEx(SC_HANDLE, SC_STATUS_PROCESS_INFO, LPBYTE, DWORD cbBufSize, LPDWORD)` into a 36-byte SERVICE_STATUS_PROCESS. */
+  queryServiceStatusEx(service: NativePtr, status: Buffer): Win32BoolResult;
+  /** `BOOL ControlService(SC_HANDLE, DWORD dwControl, LPSERVICE_STATUS)`; `status` is a 28-byte SERVICE_STATUS out-param. */
+  controlService(service: NativePtr, control: number, status: Buffer): Win32BoolResult;
+  /** `BOOL StartServiceW(SC_HANDLE, 0, NULL)`. */
+  startService(service: NativePtr): Win32BoolResult;
+  /** `BOOL CloseServiceHandle(SC_HANDLE)`. */
+  closeServiceHandle(handle: NativePtr): boolean;
+}
+
 export type Win32Native = Win32HnsNative & Win32IpHelperNative;

@@ -44,7 +44,7 @@ export class FaultCluster extends TestCluster {
 
   override startAgent(opts: FaultStartOptions): FaultAgent {
     // One L2 segment for the Windows node (10.0.0.2) and the Linux peers (10.0.1.n): host-gw refuses a peer
-    // whose public IP is not on the node's network (src/subnet/validate.ts, public-ip-off-link).
+    // whose public IP is not on the node's network (src/peers/validate.ts, public-ip-off-link).
     const state = opts.state ?? new StateFs();
     const { before } = opts;
     return super.startAgent({

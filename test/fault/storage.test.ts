@@ -1,6 +1,6 @@
 // The subnet.env directory and the dataplane state directory read-only or full. Running as root makes
-// chmod ineffective, so EROFS / ENOSPC are injected at the file-system seams (the subnet.env writer's
-// default fs object, the simulated dataplane's fs option). A clear coded error, the old file intact.
+// chmod ineffective, so EROFS / ENOSPC are injected at the file-system seams (the agent's subnet.env fs
+// option, the simulated dataplane's fs option). A clear coded error, the old file intact.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -13,9 +13,7 @@ import { readMetric } from '../support/agent-signals.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
 
 let c: FaultCluster;
-const realFs: SubnetEnvFs = { ...nodeSubnetEnvFs };
 afterEach(async () => {
-  Object.assign(nodeSubnetEnvFs, realFs);
   await c?.stop();
 });
 
@@ -39,10 +37,13 @@ describe('subnet.env directory', () => {
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
     const path = seedOldSubnetEnv(c);
-    nodeSubnetEnvFs.open = async (p) => {
-      throw errno('EROFS', 'open', p);
+    const readOnly: SubnetEnvFs = {
+      ...nodeSubnetEnvFs,
+      open: async (p) => {
+        throw errno('EROFS', 'open', p);
+      },
     };
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, subnetEnvFs: readOnly });
     const err = await a.outcome;
     expect(err).toBeInstanceOf(SubnetEnvError);
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV', context: { path, errno: 'EROFS', stage: 'create temp file' } });
@@ -50,7 +51,6 @@ describe('subnet.env directory', () => {
     expect(readFileSync(path, 'utf8')).toBe(OLD);
     expect(readdirSync(dirname(path))).toEqual(['subnet.env']);
 
-    Object.assign(nodeSubnetEnvFs, realFs);
     const b = c.startAgent({ netConf: VXLAN_NET_CONF });
     await expectConverged(b, 'vxlan', [1]);
     expect(readFileSync(path, 'utf8')).toBe(NEW);
@@ -62,29 +62,31 @@ describe('subnet.env directory', () => {
       c.addWindowsNode();
       c.addLinux(2, 'vxlan');
       const path = seedOldSubnetEnv(c);
-      nodeSubnetEnvFs.open = async (p, flags, mode) => {
-        const fh = await realFs.open(p, flags, mode);
-        return {
-          writeFile: async (data: string, enc: 'utf8') => {
-            if (stage === 'write') {
-              await fh.writeFile(data.slice(0, 10), enc); // a torn temp file
-              throw errno('ENOSPC', 'write', p);
-            }
-            await fh.writeFile(data, enc);
-          },
-          sync: async () => {
-            if (stage === 'fsync') throw errno('ENOSPC', 'fsync', p);
-            await fh.sync();
-          },
-          close: () => fh.close(),
-        };
+      const full: SubnetEnvFs = {
+        ...nodeSubnetEnvFs,
+        open: async (p, flags, mode) => {
+          const fh = await nodeSubnetEnvFs.open(p, flags, mode);
+          return {
+            writeFile: async (data: string, enc: 'utf8') => {
+              if (stage === 'write') {
+                await fh.writeFile(data.slice(0, 10), enc); // a torn temp file
+                throw errno('ENOSPC', 'write', p);
+              }
+              await fh.writeFile(data, enc);
+            },
+            sync: async () => {
+              if (stage === 'fsync') throw errno('ENOSPC', 'fsync', p);
+              await fh.sync();
+            },
+            close: () => fh.close(),
+          };
+        },
       };
-      const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+      const a = c.startAgent({ netConf: VXLAN_NET_CONF, subnetEnvFs: full });
       expect(await a.outcome).toMatchObject({ code: 'FLANNEL_ERR_SUBNET_ENV', context: { path, errno: 'ENOSPC', stage } });
       expect(readFileSync(path, 'utf8')).toBe(OLD);
       expect(readdirSync(dirname(path))).toEqual(['subnet.env']);
 
-      Object.assign(nodeSubnetEnvFs, realFs);
       const b = c.startAgent({ netConf: VXLAN_NET_CONF });
       await expectConverged(b, 'vxlan', [2]);
       expect(readFileSync(path, 'utf8')).toBe(NEW);
@@ -143,21 +145,28 @@ describe('subnet.env after a rebuild with a new MTU', () => {
     c = await new FaultCluster().start();
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    // The directory turns read-only after the first write, and writable again later.
+    let readOnly = false;
+    let refused = 0;
+    const switchable: SubnetEnvFs = {
+      ...nodeSubnetEnvFs,
+      open: async (p, ...rest) => {
+        if (!readOnly) return nodeSubnetEnvFs.open(p, ...rest);
+        refused++;
+        throw errno('EROFS', 'open', p);
+      },
+    };
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, subnetEnvFs: switchable });
     await expectConverged(a, 'vxlan', [1]);
     expect(readFileSync(a.subnetFile, 'utf8')).toContain('FLANNEL_MTU=1450');
-    let refused = 0;
-    nodeSubnetEnvFs.open = async (p) => {
-      refused++;
-      throw errno('EROFS', 'open', p);
-    };
+    readOnly = true;
     a.sim.store.update((s) => {
       for (const ad of s.adapters) ad.Mtu = 9000;
     });
     expect(removeNetwork(a.sim, 'flannel.4096')).toBe(true);
     await waitFor(() => refused >= 2 || undefined, 'the subnet.env write refused, then tried again', 20_000);
     expect(readFileSync(a.subnetFile, 'utf8')).toContain('FLANNEL_MTU=1450');
-    Object.assign(nodeSubnetEnvFs, realFs);
+    readOnly = false;
     await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_MTU=8950') || undefined, 'subnet.env rewritten with the new MTU', 20_000);
     await expectConverged(a, 'vxlan', [1]);
   });

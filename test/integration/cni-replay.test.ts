@@ -1,4 +1,4 @@
-// The CNI replay tier (README "The CNI replay tier"): what the real win-overlay.exe / win-bridge.exe did
+// The CNI replay tier (docs/testing.md "The CNI replay tier"): what the real win-overlay.exe / win-bridge.exe did
 // when they attached pods to the agent's network (test/fixtures/cni-traces, recorded under Wine through the
 // stand-in DLLs), replayed in CI without Wine or the binaries. For each backend the agent builds its network
 // on the simulated node with the recorded flags and net-conf (in this process: test/support/cluster.ts);
@@ -39,7 +39,7 @@ import {
 
 const WIN = 'win-1';
 const POD_CIDR = '10.244.100.0/24';
-/** The recording's cni-config flags (README "The agent and the node"). */
+/** The recording's cni-config flags (test/fixtures/cni-traces/README.md, "The agent and the node"). */
 const CNI_CONFIG = { serviceCidr: '10.96.0.0/12', managementIP: WIN_IP, managementSubnet: '10.0.0.0/24', dnsServers: ['10.96.0.10'], dnsSearch: [DEFAULT_DNS_SEARCH] };
 /** The recording ran the Windows build with its default paths; the conflist carries them. */
 const WIN_PATHS = { subnetFile: 'C:\\run\\flannel\\subnet.env', dataDir: 'C:\\var\\lib\\cni\\flannel' };
@@ -254,18 +254,71 @@ describe('the SDN migration: net-conf without Backend.Name, an existing vxlan0 a
     expect(pod?.HostComputeNetwork).toBe(node.running.sim.getNetworkByName('vxlan0')?.ID);
   }, 60_000);
 
-  it('a conflist that names flannel.4096 there turns readiness red with the reason and the fix', async () => {
-    // What cni-config rendered before the agent recorded its network: net-conf's default name.
-    const stale = (subnetFile: string) => renderCniConfig({ netConf: parseNetConf(JSON.stringify(netConf)), ...WIN_PATHS, ...CNI_CONFIG, subnetFile });
-    const node = await startNode('vxlan', netConf, sdnVxlan0, stale);
+  // What cni-config rendered before the agent recorded its network (the DaemonSet's install-cni-config
+  // runs before the agent): net-conf's default name, flannel.4096.
+  const preAdoption = (subnetFile: string) => renderCniConfig({ netConf: parseNetConf(JSON.stringify(netConf)), ...WIN_PATHS, ...CNI_CONFIG, subnetFile });
+
+  it('the conflist rendered before adoption (flannel.4096) is rewritten to name vxlan0: ready, and the ADD works, nothing deleted', async () => {
+    const sink = logSink('info');
+    const node = await startNode('vxlan', netConf, sdnVxlan0, preAdoption, sink.log);
+    const file = join(node.confDir, '10-flannel.conflist');
+    expect(node.running.agent.network?.networkName).toBe('vxlan0');
+    await waitFor(() => node.running.agent.isReady, 'ready without a pod delete', { timeoutMs: 10_000 });
+    const rewritten = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    // Only the name changed: the operator's flags (DNS, Service CIDR, paths) are kept.
+    expect(rewritten).toEqual({ ...preAdoption(node.running.subnetFile), name: 'vxlan0' });
+    expect(readdirSync(node.confDir)).toEqual(['10-flannel.conflist']);
+    expect(sink.entries).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        message: 'rewrote the CNI config to name the HNS network this agent runs',
+        path: file,
+        network: 'vxlan0',
+        previous: 'flannel.4096',
+      }),
+    );
+    await waitFor(() => cluster.api.events({ kind: 'Node', name: WIN }).find((e) => e['reason'] === 'FlannelCNIConfigRewritten'), 'the FlannelCNIConfigRewritten Event', {
+      timeoutMs: 20_000,
+    });
+    await waitFor(
+      () => {
+        const c = cluster.api.getNode(WIN)?.status?.conditions?.find((x) => x.type === 'NetworkUnavailable');
+        return c?.status === 'False' && c.reason === 'FlannelIsUp' ? c : undefined;
+      },
+      'NetworkUnavailable=False',
+      { timeoutMs: 20_000 },
+    );
+    // The plugins read the rewritten conflist's name: the recorded ADD gives the pod its address on vxlan0.
+    const b = newBindings({ names: { 'flannel.4096': String(rewritten['name']) } });
+    bindAgentNetwork(node.running.sim, b, 'vxlan0', 'vxlan0_sourcevip');
+    const r = await replayScenario(trace, node.running.sim, b);
+    expect(describeMismatches(r.mismatches)).toBe('');
+    expect(node.running.sim.listEndpoints().find((e) => e.Name === `${trace.inputs.env.CNI_CONTAINERID}_vxlan0`)?.IpConfigurations).toEqual([{ IpAddress: '10.244.100.3' }]);
+  }, 60_000);
+
+  it('the same conflist installed again after the start is rewritten again by the readiness check', async () => {
+    const node = await startNode('vxlan', netConf, sdnVxlan0);
+    const file = join(node.confDir, '10-flannel.conflist');
+    writeFileSync(file, JSON.stringify(preAdoption(node.running.subnetFile), null, 2) + '\n');
+    await waitFor(() => ((JSON.parse(readFileSync(file, 'utf8')) as { name: string }).name === 'vxlan0' ? true : undefined), 'the conflist renamed', {
+      timeoutMs: 10_000,
+    });
+    await waitFor(() => node.running.agent.isReady, 'ready', { timeoutMs: 10_000 });
+  }, 60_000);
+
+  it('a conflist that is not only misnamed (another subnet.env) is left alone: readiness red with the reason and the fix', async () => {
+    const foreign = (subnetFile: string) => preAdoption(join(subnetFile, '..', 'other', 'subnet.env'));
+    const node = await startNode('vxlan', netConf, sdnVxlan0, foreign);
+    const file = join(node.confDir, '10-flannel.conflist');
+    const before = readFileSync(file, 'utf8');
     expect(node.running.agent.network?.networkName).toBe('vxlan0');
     const problems = node.running.agent.cniProblems();
-    expect(problems.map((p) => p.check)).toEqual(['cni-network-name']);
+    expect(problems.map((p) => p.check)).toEqual(['cni-network-name', 'cni-subnet-file']);
     expect(problems[0].detail).toContain('"flannel.4096"');
     expect(problems[0].detail).toContain('"vxlan0"');
     expect(node.running.agent.isReady).toBe(false);
     const status = await node.running.agent.status();
-    expect(status).toMatchObject({ ready: false, inSync: false, cni: { problems: [{ check: 'cni-network-name' }] } });
+    expect(status).toMatchObject({ ready: false, inSync: false, cni: { problems: [{ check: 'cni-network-name' }, { check: 'cni-subnet-file' }] } });
     // The NetworkUnavailable condition says so.
     await waitFor(
       () => {
@@ -275,6 +328,7 @@ describe('the SDN migration: net-conf without Backend.Name, an existing vxlan0 a
       'NetworkUnavailable=True for the conflist',
       { timeoutMs: 20_000 },
     );
+    expect(readFileSync(file, 'utf8')).toBe(before);
     // The operator writes the conflist cni-config renders now (it names vxlan0): ready again, the condition False.
     const fixed = renderCniConfig({
       netConf: parseNetConf(JSON.stringify(netConf)),
@@ -283,7 +337,7 @@ describe('the SDN migration: net-conf without Backend.Name, an existing vxlan0 a
       ...CNI_CONFIG,
       subnetFile: node.running.subnetFile,
     });
-    writeFileSync(join(node.confDir, '10-flannel.conflist'), JSON.stringify(fixed, null, 2) + '\n');
+    writeFileSync(file, JSON.stringify(fixed, null, 2) + '\n');
     expect(node.running.agent.isReady).toBe(true);
     await waitFor(
       () => {

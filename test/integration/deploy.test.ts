@@ -631,6 +631,6 @@ describe('scripts/start.ps1', () => {
     const metrics = readFileSync(join(process.cwd(), 'docs', 'metrics.md'), 'utf8');
     expect(metrics).toContain('`start.ps1` use port 10277 on the node IP');
     expect(metrics).toContain('`start.ps1`\ntakes `-HealthzIP`, default its `-ManagementIP`');
-    expect(readFileSync(join(process.cwd(), 'README.md'), 'utf8')).toContain('-HealthzIP 127.0.0.1');
+    expect(readFileSync(join(process.cwd(), 'docs', 'install.md'), 'utf8')).toContain('-HealthzIP 127.0.0.1');
   });
 });

@@ -59,6 +59,24 @@ describe('HNS restarts while the agent runs', () => {
     expect(state.peerRoutes('10.244.0.0/16')).toHaveLength(2);
     await agent.waitReady();
     expect(agent.lines.filter((l) => l.message === 'network config')).toHaveLength(1);
+    // --restart-service-on-hns-restart is off by default: no service was touched.
+    expect(state.read().serviceRestarts).toBeUndefined();
+  });
+
+  it('--restart-service-on-hns-restart=kubeproxy: once the network is re-applied, the service is restarted through the SCM (as AKS does)', async () => {
+    addPeers([1], 'host-gw');
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`, '--restart-service-on-hns-restart=kubeproxy'] });
+    const state = agent.state;
+    await agent.waitReady();
+    await state.waitFor(() => state.peerRoutes('10.244.0.0/16').length === 1, 'the route');
+    expect(state.read().serviceRestarts).toBeUndefined();
+
+    state.restartHns();
+    await state.waitFor((s) => s.serviceRestarts?.['kubeproxy'] === 1, 'kubeproxy restarted', 40_000);
+    await waitFor(() => agent.lines.some((l) => l.message === 'restarted service after the HNS restart' && l['service'] === 'kubeproxy'), 'the restart logged');
+    // After the host endpoint was back (the rebuild re-applies it first).
+    expect(state.read().endpoints.some((e) => e.Name === 'cbr0_ep')).toBe(true);
+    expect(metric(await agent.metrics(), 'flannel_hns_restarts_total')).toBe(1);
   });
 
   it('vxlan: the Overlay network, its RemoteSubnetRoute policies and the source VIP endpoint are re-applied', async () => {

@@ -445,7 +445,7 @@ describe('watchLeases', () => {
     });
 
     // Heartbeat-only / unrelated changes: each is delivered with the node's unchanged lease (or none), for
-    // the peer store to drop (src/reconcile/peer-store.ts is the one change filter).
+    // the peer store to drop (src/peers/store.ts is the one change filter).
     api.updateNode('linux-1', (n) => void (n.status!.conditions![0].lastHeartbeatTime = '2030-01-01T00:00:00Z'));
     api.updateNode('linux-1', (n) => void (n.metadata.labels!.foo = 'bar'));
     api.updateNode('win', (n) => void (n.metadata.annotations!.x = 'y'));

@@ -1,6 +1,6 @@
-// README "Migrating from upstream flanneld on Windows", replayed: the simulated node starts in the layout
+// docs/install.md "Migrating from upstream flanneld on Windows", replayed: the simulated node starts in the layout
 // the old install left (its HNS network, the pods' endpoints, kube-proxy's nameless source VIP endpoint,
-// the old files), the built CLI takes over as the README says, and the pods' endpoints and kube-proxy's
+// the old files), the built CLI takes over as docs/install.md says, and the pods' endpoints and kube-proxy's
 // source VIP endpoint must survive on the same network (same IDs).
 //
 // The old layouts:
@@ -74,7 +74,7 @@ function vipArgs(dir: string, compatFile: string): string[] {
   return [`--source-vip-file=${join(dir, 'run', 'sourcevip.json')}`, `--source-vip-compat-files=${compatFile}`, `--cni-ipam-data-dir=${join(dir, 'cni')}`];
 }
 
-describe('migrations replayed on the simulated node (README, Migrating)', () => {
+describe('migrations replayed on the simulated node (docs/install.md, Migrating)', () => {
   it('from upstream flanneld / sig-windows-tools: flannel.4096 is reused; pods and the kube-proxy source VIP survive', async () => {
     const state = cluster.stateOf(WIN);
     const old = oldOverlayNode(state, 'flannel.4096');
@@ -91,7 +91,7 @@ describe('migrations replayed on the simulated node (README, Migrating)', () => 
     await expectSurvived(state, old, 'flannel.4096');
   });
 
-  it('from microsoft/SDN with "Name": "vxlan0" kept (the README path): vxlan0 is reused by name', async () => {
+  it('from microsoft/SDN with "Name": "vxlan0" kept (the docs/install.md path): vxlan0 is reused by name', async () => {
     const state = cluster.stateOf(WIN);
     const old = oldOverlayNode(state, 'vxlan0');
     const compat = join(old.dir, 'k', 'sourceVip.json');

@@ -10,10 +10,10 @@ import { FakeKubeApiServer, linuxFlannelNode, writeKubeconfig } from '../../src/
 import { EventCorrelator, KubeEventRecorder } from '../../src/subnet/kube/event-recorder.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
-import { NODE_EVENT_REASON, peerRejectedEvent, peerRefusedEvent, type NodeEvent } from '../../src/node-events.js';
+import { NODE_EVENT_REASON, type NodeEvent } from '../../src/node-events.js';
+import { PeerProblems, peerRejectedEvent, peerRefusedEvent } from '../../src/peers/problems.js';
 import { silentLogger } from '../../src/log.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
-import { RefusalTracker } from '../../src/reconcile/ledger.js';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';
 import { readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -72,11 +72,11 @@ describe('EventCorrelator (client-go events_cache.go)', () => {
   });
 });
 
-describe('RefusalTracker reports a refused peer once per answer', () => {
+describe('the problems ledger reports a refused peer once per answer', () => {
   it('records an Event at the first refusal and at a change of HRESULT, not at every retry', () => {
     const clock = new FakeClock();
     const events: NodeEvent[] = [];
-    const t = new RefusalTracker({ driver: 'vxlan', clock, log: silentLogger(), baseMs: 250, capMs: 30_000, owner: () => 'linux-3', events: { record: (e) => events.push(e) } });
+    const t = new PeerProblems({ driver: 'vxlan', clock, log: silentLogger(), owner: () => 'linux-3', events: { record: (e) => events.push(e) } });
     const refusal = (hr: number) => hnsError('HcnModifyNetwork', hr, undefined, {});
     t.refused('10.244.3.0/24', refusal(HRESULT.E_INVALIDARG));
     t.refused('10.244.3.0/24', refusal(HRESULT.E_INVALIDARG));

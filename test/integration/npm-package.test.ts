@@ -1,5 +1,5 @@
 // The npm package (`npm pack`: package.json `files` and `bin`) as a Linux admin runs it to edit the shared
-// net-conf (README, "2. The net-conf (vxlan)"): no Windows, no flanneld.exe. The packed tarball is unpacked
+// net-conf (docs/install.md, "2. The net-conf (vxlan)"): no Windows, no flanneld.exe. The packed tarball is unpacked
 // as npm installs it (package/ with bin/ and dist/), its dependencies taken from this checkout's
 // node_modules as an install would provide them, and its `flanneld` shim run.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -41,8 +41,8 @@ describe('the npm package on Linux: flanneld netconf set-vni', () => {
     expect(JSON.parse(r.stdout)).toEqual({ Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } });
   });
 
-  it('the README says how to get it', () => {
-    const readme = readFileSync(join(process.cwd(), 'README.md'), 'utf8');
+  it('docs/install.md says how to get it', () => {
+    const readme = readFileSync(join(process.cwd(), 'docs', 'install.md'), 'utf8');
     expect(readme).toContain('npm ci && npm run build && npm pack');
     expect(readme).toContain(`npx --yes --package=./flanneld-windows-${PKG.version}.tgz flanneld netconf set-vni`);
   });

@@ -1,6 +1,6 @@
 // Where the vSwitch goes on a real node: after a restart the agent's interface is `vEthernet (...)`, and
 // a node may have several NICs. The built CLI runs against a state file the test prepares and edits.
-// Windows behaviour modelled (README "The simulated node"): an L2Bridge/Overlay network binds a vSwitch
+// Windows behaviour modelled (docs/simulator.md): an L2Bridge/Overlay network binds a vSwitch
 // to one physical adapter (hcsshim hcn NetAdapterName / v1 NetworkAdapterName) and its IP moves to
 // `vEthernet (<adapter>)` with a new interface index; a route on a vanished interface fails with 1168.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';

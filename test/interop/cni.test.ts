@@ -5,7 +5,7 @@
 // created beforehand, CNI_IFNAME, CNI_PATH, the config on stdin). The CNI config is what `flanneld
 // cni-config` renders. Every HNS call of the plugins crosses the stand-in DLLs (loaded from the prefix's
 // system32, as hcsshim's NewLazySystemDLL does) into the same SimulatedDataplane the agent programs.
-// What it proves and what it cannot (no real HNS): README "Test tiers", docs/architecture.md.
+// What it proves and what it cannot (no real HNS): docs/testing.md, "Test tiers" and "The interop tier".
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

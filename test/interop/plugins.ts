@@ -4,7 +4,7 @@
 // node through the stand-in DLLs, which hcsshim loads from the prefix's system32 only.
 //
 // The binaries cannot be distributed with this project. The tier runs only when FLANNEL_CNI_PLUGINS_DIR
-// names a folder holding them (README "The interop tier"), in one of two forms:
+// names a folder holding them (docs/testing.md "The interop tier"), in one of two forms:
 //  * the official release files this build pins (src/cni-plugins/pinned.json: flannel-io/cni-plugin's
 //    `flannel-amd64.exe` and containernetworking/plugins' `cni-plugins-windows-amd64-<tag>.tgz`), each
 //    checked against its pin and installed with the project's own install-cni code into the tier's cache;
@@ -49,7 +49,7 @@ export function pluginsFolder(env: NodeJS.ProcessEnv = process.env): PluginsFold
   if (!dir) {
     return {
       kind: 'unset',
-      reason: `Interop tier skipped: ${PLUGINS_DIR_VARIABLE} is not set (a folder with the pinned release files or the four plugins and a SHA256SUMS; README "The interop tier")`,
+      reason: `Interop tier skipped: ${PLUGINS_DIR_VARIABLE} is not set (a folder with the pinned release files or the four plugins and a SHA256SUMS; docs/testing.md "The interop tier")`,
     };
   }
   const release = pinnedReleaseFiles();

@@ -6,7 +6,7 @@ import { annotationKeys, decodeBackendData, encodeBackendData } from '../../src/
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
 import { MAX_ANNOTATION_LENGTH, projectNode, toLease } from '../../src/subnet/kube/node-list-watch.js';
 import { isNetworkCidr } from '../../src/ip4.js';
-import { validateLease } from '../../src/subnet/validate.js';
+import { validateLease } from '../../src/peers/validate.js';
 
 const KEYS = annotationKeys('flannel.alpha.coreos.com/');
 

@@ -45,7 +45,7 @@ describe('incremental apply', () => {
         store.actual = initial.map(label);
         const items = new ItemSet<string>((d) => store.desiredKey(d));
 
-        const r = new Reconciler<string, string>({ desired: items, driver: store, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
+        const r = new Reconciler<string, string>({ desired: items.store, driver: store, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
         const desired = new Map<string, string>();
         items.markListed();
         const ac = new AbortController();
@@ -79,7 +79,7 @@ describe('incremental apply', () => {
         full.existingIsError = true;
         full.actual = [...store.actual];
         const freshItems = new ItemSet<string>((d) => full.desiredKey(d));
-        const fresh = new Reconciler<string, string>({ desired: freshItems, driver: full });
+        const fresh = new Reconciler<string, string>({ desired: freshItems.store, driver: full });
         freshItems.set([...desired.values()]);
         freshItems.markListed();
         expect((await fresh.pass()).ok).toBe(true);
@@ -105,7 +105,7 @@ describe('incremental apply', () => {
         const store = new FakeDriver({ batch: 3 });
         const items = new ItemSet<string>((d) => store.desiredKey(d));
 
-        const r = new Reconciler<string, string>({ desired: items, driver: store, clock, resyncMs: 10_000 });
+        const r = new Reconciler<string, string>({ desired: items.store, driver: store, clock, resyncMs: 10_000 });
         items.markListed();
         const ac = new AbortController();
         const done = r.run(ac.signal);

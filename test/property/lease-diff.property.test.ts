@@ -2,12 +2,14 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { Lease } from '../../src/subnet/lease.js';
-import { leaseContent } from '../../src/reconcile/peer-store.js';
+import { leaseContent } from '../../src/peers/store.js';
 import { LeaseSet, type OldLeaseUpdate as LeaseUpdate } from '../support/lease-updates.js';
 import { ItemSet } from '../support/desired-set.js';
-import { validateLease } from '../../src/subnet/validate.js';
+import { validateLease } from '../../src/peers/validate.js';
 import { normalizeCidr } from '../../src/ip4.js';
-import { planReconcile, Reconciler, type ReconcileDriver } from '../../src/reconcile/reconciler.js';
+import { planReconcile } from '../../src/reconcile/plan.js';
+import { Reconciler } from '../../src/reconcile/reconciler.js';
+import type { ReconcileDriver } from '../../src/reconcile/writes.js';
 
 const OWN_KEY = 'me';
 const OWN_SUBNET = '10.244.1.0/24';
@@ -242,7 +244,7 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
           };
           // No toActual: every pass reads and diffs everything.
           const items = new ItemSet<Item>((x) => driver.desiredKey(x));
-          const r = new Reconciler<Item, Item>({ driver, desired: items });
+          const r = new Reconciler<Item, Item>({ driver, desired: items.store });
           items.set(withIds(d, 1000));
           items.markListed();
           let ok = false;

@@ -88,8 +88,19 @@ const macPrefixArb = fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min
   return up ? t.toUpperCase() : t;
 });
 
-/** One plain path element: what Backend.Name must be (it names the host-local IPAM directory). */
-const plainName = (n: string) => !/[/\\]/.test(n) && !n.includes('..') && ![...n].some((c) => c < ' ' || c === '\u007f');
+/**
+ * One plain Windows path element: what Backend.Name must be (it names the host-local IPAM directory).
+ * Microsoft Learn, "Naming Files, Paths, and Namespaces": no separator, `..` or control character, none
+ * of `< > : " | ? *`, no reserved device name (with or without an extension), not `.`, no trailing dot or space.
+ */
+const plainName = (n: string) =>
+  !/[/\\]/.test(n) &&
+  !n.includes('..') &&
+  ![...n].some((c) => c < ' ' || c === '\u007f') &&
+  !/[<>:"|?*]/.test(n) &&
+  !/^(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?$/i.test(n) &&
+  n !== '.' &&
+  !/[. ]$/.test(n);
 const hnsNameArb = fc.string({ minLength: 1, maxLength: 20 }).filter(plainName);
 
 // At least MIN_NETWORK_PREFIX (/8): a wider Network is refused (too-wide), as the unit table checks.
@@ -215,7 +226,7 @@ describe('parseNetConf: valid generated configs', () => {
 });
 
 describe('parseNetConf: Backend.Name', () => {
-  it('a name with a path separator, ".." or a control character is refused, any other is kept', () => {
+  it('a name that is not a plain Windows path element is refused, any other is kept', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1, maxLength: 20, unit: 'binary-ascii' }), fc.constantFrom('vxlan', 'host-gw'), (name, type) => {
         const text = JSON.stringify({ Network: '10.244.0.0/16', Backend: { Type: type, Name: name } });

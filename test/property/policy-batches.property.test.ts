@@ -61,7 +61,7 @@ async function run(mode: PolicyBatches, batch: number, initial: Op[], ops: Op[])
   const driver = remoteSubnetRouteDriver(hns, net.ID!, batch, 'flannel.4096');
   const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
 
-  const r = new Reconciler<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy>({ desired: items, driver, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
+  const r = new Reconciler<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy>({ desired: items.store, driver, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
   const apply = async (op: Op) => {
     const key = `10.244.${'n' in op ? op.n : 0}.0/24`;
     if (op.kind === 'set') items.update([[key, remoteSubnetRouteFor(lease(op.n, op.data))]]);

@@ -68,6 +68,8 @@ export interface RunOptions {
   random?: () => number;
   /** The node's disk and clock under the test's control (./state-fs.ts); default node:fs and the system clock. */
   state?: StateFs;
+  /** The agent's subnet.env file system (AgentOptions.fs: e.g. a full or read-only disk); default node:fs. */
+  subnetEnvFs?: AgentOptions['fs'];
   /** Widen the node's adapter to this prefix length (e.g. 16: Linux peers at 10.0.1.n are on its link). */
   linkPrefixLength?: number;
   /** Prepare the dataplane before the agent runs (injections, fs mode). */
@@ -120,6 +122,7 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
     bootTimeMs: opts.bootTimeMs,
     cniCheckIntervalMs: opts.cniCheckIntervalMs,
     netConfRecheckMs: opts.netConfRecheckMs,
+    fs: opts.subnetEnvFs,
   });
   const controller = new AbortController();
   const done = agent.run(controller.signal);

@@ -1,4 +1,4 @@
-// Tests assert an error's class and code, never its message text: expectCode(fn or promise, Class, code)
+// expectCode asserts an error's class and code, not its message text: expectCode(fn or promise, Class, code)
 // returns the error (for its context) and fails the test when nothing is thrown, or something else is.
 import { expect } from '@jest/globals';
 import type { FlannelError } from '../../src/errors.js';

@@ -3,6 +3,7 @@
 // (one printed line) when the binary is missing, and fails instead when CI=true.
 // TLS: makeTestCa/issueCert write throwaway PKI with `openssl`; EtcdServer({ tls }) serves https with
 // client-cert auth. Auth: EtcdServer.enableAuth adds root + prefix-scoped users and turns auth on.
+// Calls: EtcdServer.grpcCalls counts the calls of one gRPC method from etcd's own metrics.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -267,6 +268,21 @@ export class EtcdServer {
     this.admin?.close();
     this.admin = undefined;
     this.rootPassword = rootPassword;
+  }
+
+  /**
+   * How many calls of the gRPC `method` (e.g. `LeaseTimeToLive`) etcd has started since it started,
+   * from its own Prometheus metrics at `<endpoint>/metrics` (`grpc_server_started_total`, go-grpc-prometheus,
+   * served on the client URL: etcd's Documentation/metrics.md). Plain http only.
+   */
+  async grpcCalls(method: string): Promise<number> {
+    if (this.opts.tls) throw new Error('grpcCalls reads /metrics over plain http only');
+    const text = await (await fetch(new URL('/metrics', this.endpoint))).text();
+    let n = 0;
+    for (const line of text.split('\n')) {
+      if (line.startsWith('grpc_server_started_total{') && line.includes(`grpc_method="${method}"`)) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+    return n;
   }
 
   /** Compact the history up to the current revision (watches from older revisions get "compacted"). */

@@ -3,7 +3,7 @@
 // HcnModifyNetwork is (hcsshim hcn/hcnnetwork.go modifyNetwork: one request, one HRESULT), with the
 // failures a real one has, each switched on by the test: a refused item sinks its batch, a transient
 // failure, a network gone, a read that waits. `log` records every call in order.
-import type { ReconcileDriver, WriteFailure } from '../../src/reconcile/reconciler.js';
+import type { ReconcileDriver, WriteFailure } from '../../src/reconcile/writes.js';
 import type { Lease } from '../../src/subnet/lease.js';
 
 export class RefusedError extends Error {}

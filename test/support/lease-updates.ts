@@ -1,10 +1,10 @@
-// The peer store (src/reconcile/peer-store.ts) seen as a lease set, for the tests that describe the peer
+// The peer store (src/peers/store.ts) seen as a lease set, for the tests that describe the peer
 // set by the changes it makes: updates in the shape the subnet managers used to emit (a complete list as
 // `snapshot`, a partial one as `page`, watch `events`) go in as the store's `peers` and `listed`, and
 // what comes back is how the accepted peer set changed (`added` for a new or changed peer, `removed` for
 // a peer gone or moved off its subnet), sorted by key.
 import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
-import { PeerStore, leaseContent, type PeerStoreOptions } from '../../src/reconcile/peer-store.js';
+import { PeerStore, leaseContent, type PeerStoreOptions } from '../../src/peers/store.js';
 
 export interface LeaseEvent {
   type: 'added' | 'removed';

@@ -137,6 +137,8 @@ export interface WindowsBuild {
   dllDir: string;
   probeExe: string;
   smokeExe: string;
+  /** A service that only runs (test/windows/standins/dummysvc.c), for tests of the service control manager. */
+  dummyServiceExe: string;
   prngShim: string;
 }
 
@@ -159,6 +161,7 @@ function targets(dir: string): Target[] {
     { out: join(dir, 'shim', 'bcryptprimitives.dll'), args: ['-shared', s('bcryptprimitives.c'), s('bcryptprimitives.def'), '-ladvapi32'] },
     { out: join(dir, 'probe.exe'), args: [join(WINDOWS_DIR, 'probe.c')] },
     { out: join(dir, 'smoke.exe'), args: ['-municode', s('smoke.c'), '-lole32'] },
+    { out: join(dir, 'dummysvc.exe'), args: ['-municode', s('dummysvc.c'), '-ladvapi32'] },
   ];
 }
 
@@ -183,7 +186,13 @@ function sourceHash(): string {
 /** Compile the stand-ins, the shim, the probe and the smoke client (cached by a hash of their sources). */
 export async function buildWindowsArtifacts(): Promise<WindowsBuild> {
   const dir = join(CACHE, 'build', sourceHash());
-  const build: WindowsBuild = { dllDir: dir, probeExe: join(dir, 'probe.exe'), smokeExe: join(dir, 'smoke.exe'), prngShim: join(dir, 'shim', 'bcryptprimitives.dll') };
+  const build: WindowsBuild = {
+    dllDir: dir,
+    probeExe: join(dir, 'probe.exe'),
+    smokeExe: join(dir, 'smoke.exe'),
+    dummyServiceExe: join(dir, 'dummysvc.exe'),
+    prngShim: join(dir, 'shim', 'bcryptprimitives.dll'),
+  };
   if (existsSync(join(dir, '.complete'))) return build;
   return withLock('build', async () => {
     if (existsSync(join(dir, '.complete'))) return build;

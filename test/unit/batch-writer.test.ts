@@ -1,7 +1,7 @@
 // writeInBatches: an atomic batch write that HNS refuses for one item is split until only the refused
 // items are left out (hcsshim hcn/hcnnetwork.go: one HcnModifyNetwork request, one HRESULT for all).
 import { describe, expect, it } from '@jest/globals';
-import { writeInBatches } from '../../src/reconcile/reconciler.js';
+import { writeInBatches } from '../../src/reconcile/writes.js';
 
 class Refused extends Error {}
 
@@ -84,5 +84,26 @@ describe('writeInBatches', () => {
     const w = fakeWriter(new Set());
     expect(await writeInBatches([], { size: 5, concurrency: 3, write: w.write, refuses: () => true })).toMatchObject({ done: [], calls: 0 });
     expect(w.calls).toEqual([]);
+  });
+});
+
+describe('writeInBatches: a removal naming an item already gone', () => {
+  it('is split like a refusal, the lone gone item counts as done, and every call made is counted', async () => {
+    // HCN_E_POLICY_NOT_FOUND for one policy of a Remove fails the whole (atomic) request; the writes split
+    // it, and the HNS client answers a lone policy already gone as removed (src/hns/client.ts).
+    class Gone extends Error {}
+    const gone = new Set([2]);
+    const calls: number[][] = [];
+    const write = async (part: number[]) => {
+      calls.push(part);
+      if (part.length > 1 && part.some((i) => gone.has(i))) throw new Gone('policy not found');
+      if (part.length === 1 && gone.has(part[0])) throw new Gone('policy not found');
+    };
+    const isGone = (e: unknown) => e instanceof Gone;
+    const r = await writeInBatches(items(4), { size: 4, concurrency: 1, write, refuses: isGone, absent: isGone });
+    expect(r.refused).toEqual([]);
+    expect([...r.done].sort()).toEqual([0, 1, 2, 3]);
+    expect(r.calls).toBe(calls.length);
+    expect(calls).toEqual([[0, 1, 2, 3], [0, 1], [2, 3], [2], [3]]);
   });
 });

@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cniPaths, command, dualStackRanges, isOwnCniConfig, renderCniConfig, rerangedDualStackConflist, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
+import { cniPaths, command, dualStackRanges, isOwnCniConfig, renderCniConfig, rerenderedOwnConflist, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
 import { splitArgs } from '../../src/commands/cni-flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
@@ -344,18 +344,53 @@ describe('the dual-stack conflist (sdnbridge)', () => {
 
   it('the agent re-ranges its own dual-stack conflist after a lease change, and leaves others alone', () => {
     const text = JSON.stringify(renderCniConfig(input('fd00:10:244::/56', 'fd00:10:244:3::/64')), null, 2) + '\n';
-    const next = rerangedDualStackConflist(text, 'cbr0', '10.244.9.0/24', 'fd00:10:244:9::/64')!;
-    expect((JSON.parse(next) as { plugins: { ipam: { ranges: unknown } }[] }).plugins[0].ipam.ranges).toEqual(dualStackRanges('10.244.9.0/24', 'fd00:10:244:9::/64'));
-    expect(rerangedDualStackConflist(text, 'cbr0', '10.244.3.0/24', 'fd00:10:244:3::/64')).toBeUndefined();
-    expect(rerangedDualStackConflist(text, 'other', '10.244.9.0/24', 'fd00:10:244:9::/64')).toBeUndefined();
+    const target = (networkName: string, subnet: string, ipv6Subnet: string) => ({
+      networkName,
+      configuredName: networkName,
+      subnetFile: '/run/flannel/subnet.env',
+      dualStack: { subnet, ipv6Subnet },
+    });
+    const next = rerenderedOwnConflist(text, target('cbr0', '10.244.9.0/24', 'fd00:10:244:9::/64'))!;
+    expect(next.reranged).toBe(true);
+    expect((JSON.parse(next.text) as { plugins: { ipam: { ranges: unknown } }[] }).plugins[0].ipam.ranges).toEqual(dualStackRanges('10.244.9.0/24', 'fd00:10:244:9::/64'));
+    expect(rerenderedOwnConflist(text, target('cbr0', '10.244.3.0/24', 'fd00:10:244:3::/64'))).toBeUndefined();
+    expect(rerenderedOwnConflist(text, target('other', '10.244.9.0/24', 'fd00:10:244:9::/64'))).toBeUndefined();
+    // A single-stack conflist gets no ranges.
     expect(
-      rerangedDualStackConflist(
+      rerenderedOwnConflist(
         JSON.stringify(renderCniConfig({ ...input('fd00:10:244::/56', 'x'), dualStack: undefined, netConf: HOSTGW })),
-        'cbr0',
-        '10.244.9.0/24',
-        'fd00:10:244:9::/64',
+        target('cbr0', '10.244.9.0/24', 'fd00:10:244:9::/64'),
       ),
     ).toBeUndefined();
     expect(isOwnCniConfig(text, 'cbr0')).toBe(true);
+  });
+});
+
+describe('the agent renames its own conflist to the network it adopted (rerenderedOwnConflist)', () => {
+  // What the DaemonSet's install-cni-config renders before the agent has adopted microsoft/SDN's vxlan0.
+  const stale = JSON.stringify(GOLDEN_VXLAN, null, 2) + '\n';
+  const target = { networkName: 'vxlan0', configuredName: 'flannel.4096', subnetFile: 'c:/RUN/flannel/subnet.env' };
+  const edit = (f: (c: typeof GOLDEN_VXLAN & Record<string, unknown>) => unknown) => {
+    const c = JSON.parse(stale) as typeof GOLDEN_VXLAN & Record<string, unknown>;
+    f(c);
+    return JSON.stringify(c);
+  };
+
+  it('renames the one cni-config rendered for net-conf, keeping everything else', () => {
+    const next = rerenderedOwnConflist(stale, target)!;
+    expect(next).toMatchObject({ renamedFrom: 'flannel.4096', reranged: false });
+    expect(JSON.parse(next.text)).toEqual({ ...GOLDEN_VXLAN, name: 'vxlan0' });
+  });
+
+  it.each<[string, string]>([
+    ['already names the network the agent runs', edit((c) => (c.name = 'vxlan0'))],
+    ['names a third network', edit((c) => (c.name = 'vxlan7'))],
+    ['points the flannel plugin at another subnet.env', edit((c) => ((c.plugins[0] as Record<string, unknown>).subnetFile = 'C:\\other\\subnet.env'))],
+    ['has no subnetFile (the plugin default)', edit((c) => delete (c.plugins[0] as Record<string, unknown>).subnetFile)],
+    ['is another plugin (Calico)', JSON.stringify({ cniVersion: '0.3.1', name: 'flannel.4096', plugins: [{ type: 'calico' }] })],
+    ['delegates to another plugin', edit((c) => ((c.plugins[0].delegate as Record<string, unknown>).type = 'sdnoverlay'))],
+    ['is not JSON', '{"name":'],
+  ])('leaves a conflist alone that %s', (_what, text) => {
+    expect(rerenderedOwnConflist(text, target)).toBeUndefined();
   });
 });

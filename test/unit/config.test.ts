@@ -83,6 +83,11 @@ describe('flag syntax', () => {
     expect(run([...BASE, '--etcd-endpoints=https://a:2379, https://b:2379']).etcdEndpoints).toEqual(['https://a:2379', 'https://b:2379']);
   });
 
+  it('--restart-service-on-hns-restart: off by default, a service name when given', () => {
+    expect(run(BASE).restartServiceOnHnsRestart).toBe('');
+    expect(run([...BASE, '--restart-service-on-hns-restart=kubeproxy']).restartServiceOnHnsRestart).toBe('kubeproxy');
+  });
+
   it('-- ends the flags', () => {
     expect(run([...BASE, '--']).dataplane).toBe('simulated');
   });
@@ -97,6 +102,7 @@ describe('flag syntax', () => {
     ['positional after --', ['--', 'extra'], { arg: 'extra' }],
     ['bad syntax', ['---x'], { arg: '---x' }],
     ['bare dash', ['-'], { arg: '-' }],
+    ['a service name the SCM refuses', ['--restart-service-on-hns-restart=kube proxy'], { flag: 'restart-service-on-hns-restart' }],
   ])('%s -> FLANNEL_ERR_FLAG', (_label, argv, context) => {
     const err = expectCode(() => run([...BASE, ...argv]), FlagError, 'FLANNEL_ERR_FLAG');
     expect(err.context).toEqual(context);
@@ -291,6 +297,7 @@ describe('defaults and platforms', () => {
       win32DllDir: '',
       hnsCallTimeoutSeconds: 120,
       hnsPolicyBatchSize: 200,
+      restartServiceOnHnsRestart: '',
       sourceVipFile: '',
       sourceVipCompatFiles: [],
       cniIpamDataDir: '',

@@ -37,6 +37,10 @@ describe('Markdown line length', () => {
     expect(longLines(file, readFileSync(file, 'utf8'))).toEqual([]);
   });
 
+  it('README.md stays an overview of at most 200 lines: the manual, the flags and the design live in docs/', () => {
+    expect(readFileSync('README.md', 'utf8').split('\n').length).toBeLessThanOrEqual(200);
+  });
+
   it('the benchmark tables live in docs/performance.md and the README links troubleshooting near the top', () => {
     const readme = readFileSync('README.md', 'utf8');
     expect(readme).not.toContain('### Churn (5,000 nodes)');

@@ -8,7 +8,7 @@ import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js
 import { projectNode, toLease } from '../../src/subnet/kube/node-list-watch.js';
 import { nodePublicIPsOf } from '../../src/subnet/kube/node-public-ip.js';
 import type { Lease } from '../../src/subnet/lease.js';
-import { validateLease, type LeaseValidationContext } from '../../src/subnet/validate.js';
+import { validateLease, type LeaseValidationContext } from '../../src/peers/validate.js';
 import { hostGwRouteDriver } from '../../src/backends/hostgw/routes.js';
 import type { Route, RouteTable } from '../../src/routes/route-table.js';
 import type { IpFamily } from '../../src/host/host.js';

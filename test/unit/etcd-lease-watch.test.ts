@@ -56,7 +56,6 @@ async function misbehaving(mode: Misbehaviour, random: () => number): Promise<{ 
       if (capped() || mode === 'list-fails') return Promise.reject(new Error('etcdserver: request timed out'));
       return Promise.resolve({ kvs: [], revision: '9' });
     },
-    ttlSeconds: () => Promise.resolve(undefined),
     openWatchStream: () => {
       counts.watches++;
       if (capped()) return Promise.reject(new Error('request cap'));

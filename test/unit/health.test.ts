@@ -10,12 +10,11 @@ import { readFileSync } from 'node:fs';
 import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/metrics.js';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
-import { RejectionLog } from '../../src/subnet/rejections.js';
+import { PeerProblems } from '../../src/peers/problems.js';
 import { NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';
 import { DEFAULT_ANNOTATION_PREFIX } from '../../src/config/annotation-prefix.js';
-import { RefusalTracker } from '../../src/reconcile/ledger.js';
-import { LEASE_REJECT_REASONS } from '../../src/lease-reject-reasons.js';
+import { LEASE_REJECT_REASONS } from '../../src/peers/reject-reasons.js';
 import { VERSION } from '../../src/version.js';
 import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 
@@ -222,8 +221,8 @@ describe('/status', () => {
 describe('Metrics (prom-client)', () => {
   it('pre-registers every known labelled series at zero, plus build info', async () => {
     const metrics = new Metrics();
-    // The lease reject reasons are declared by their owner, the rejection log (the peer store makes one).
-    new RejectionLog(silentLogger(), metrics, systemClock, 60_000);
+    // The lease reject reasons are declared by their owner, the peers' problems ledger.
+    new PeerProblems({ log: silentLogger(), metrics, clock: systemClock });
     const text = await metrics.render();
     for (const reason of LEASE_REJECT_REASONS) expect(text).toContain(`flannel_leases_rejected_total{reason="${reason}"} 0\n`);
     for (const op of DATAPLANE_OPS) {
@@ -253,7 +252,7 @@ describe('Metrics (prom-client)', () => {
       random: Math.random,
       listPageSize: 250,
     });
-    new RefusalTracker({ driver: 'vxlan RemoteSubnetRoute policies', clock, log: silentLogger(), metrics, baseMs: 250, capMs: 30_000 });
+    new PeerProblems({ driver: 'vxlan RemoteSubnetRoute policies', clock, log: silentLogger(), metrics });
     const text = await metrics.render();
     for (const where of ['list', 'watch']) expect(text).toContain(`flannel_nodes_skipped_total{where="${where}"} 0\n`);
     expect(text).toContain('flannel_dataplane_refusals_total{driver="vxlan RemoteSubnetRoute policies"} 0\n');

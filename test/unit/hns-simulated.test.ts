@@ -256,9 +256,22 @@ describe('network policies (HcnModifyNetwork)', () => {
     ]);
 
     expect(await codeOf(hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24')]))).toBe('FLANNEL_ERR_HNS_EXISTS');
-    await hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24'), rsr('10.244.6.0/24')], { ignoreExisting: true });
-    // one missing in the batch: the others are still removed
-    await hns.removeNetworkPolicies(net.ID!, [rsr('10.244.3.0/24'), rsr('10.244.5.0/24'), rsr('10.244.4.0/24')]);
+    await hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24')], { ignoreExisting: true });
+    await hns.addNetworkPolicies(net.ID!, [rsr('10.244.6.0/24')]);
+    // The client makes exactly the calls asked of it: a batch HNS refuses as a whole (atomic) is thrown,
+    // not retried one by one behind its caller's back (splitting is src/reconcile/writes.ts's).
+    const modifies = () => dp.calls.get('HcnModifyNetwork') ?? 0;
+    let before = modifies();
+    expect(await codeOf(hns.addNetworkPolicies(net.ID!, [rsr('10.244.3.0/24'), rsr('10.244.7.0/24')], { ignoreExisting: true }))).toBe('FLANNEL_ERR_HNS_EXISTS');
+    expect(modifies() - before).toBe(1);
+    before = modifies();
+    expect(await codeOf(hns.removeNetworkPolicies(net.ID!, [rsr('10.244.3.0/24'), rsr('10.244.5.0/24'), rsr('10.244.4.0/24')]))).toBe('FLANNEL_ERR_HNS_NOT_FOUND');
+    expect(modifies() - before).toBe(1);
+    // One policy already gone: removed, in one call.
+    before = modifies();
+    await hns.removeNetworkPolicies(net.ID!, [rsr('10.244.5.0/24')]);
+    expect(modifies() - before).toBe(1);
+    await hns.removeNetworkPolicies(net.ID!, [rsr('10.244.3.0/24'), rsr('10.244.4.0/24')]);
     const left = (await hns.getNetwork(net.ID!))!.Policies!.filter((p) => p.Type === 'RemoteSubnetRoute');
     expect(left.map((p) => p.Settings!.DestinationPrefix)).toEqual(['10.244.6.0/24']);
     expect(dp.openHandles).toBe(0);

@@ -146,7 +146,7 @@ describe('toLease', () => {
   }
 });
 
-// Which Node changes change the lease a peer gets (the peer store compares leases, src/reconcile/peer-store.ts).
+// Which Node changes change the lease a peer gets (the peer store compares leases, src/peers/store.ts).
 describe('toLease across Node changes', () => {
   const mk = (rv: string, ann: Record<string, unknown> = flannelAnn, spec: unknown = { podCIDR: '10.244.1.0/24' }, status: unknown = {}) =>
     toLease(projectNode(node({ rv, annotations: ann, spec, status }), keys)!);

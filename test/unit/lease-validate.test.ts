@@ -1,8 +1,8 @@
 import { describe, it, expect } from '@jest/globals';
 import type { Lease } from '../../src/subnet/lease.js';
 import { isValidVtepMac } from '../../src/mac.js';
-import { validateLease } from '../../src/subnet/validate.js';
-import type { LeaseValidationContext } from '../../src/subnet/validate.js';
+import { validateLease } from '../../src/peers/validate.js';
+import type { LeaseValidationContext } from '../../src/peers/validate.js';
 
 const vx: LeaseValidationContext = { network: '10.244.0.0/16', subnetLen: 24, ownSubnet: '10.244.1.0/24', backendType: 'vxlan' };
 const hg: LeaseValidationContext = { ...vx, backendType: 'host-gw' };

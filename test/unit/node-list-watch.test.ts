@@ -8,7 +8,7 @@ import { describe, it, expect } from '@jest/globals';
 import { METRIC, Metrics } from '../../src/metrics.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { silentLogger } from '../../src/log.js';
-import { PeerStore } from '../../src/reconcile/peer-store.js';
+import { PeerStore } from '../../src/peers/store.js';
 import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';

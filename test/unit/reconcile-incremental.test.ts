@@ -18,7 +18,7 @@ function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {
   const items = new ItemSet<string>((d) => dp.desiredKey(d));
 
   const r = new Reconciler({
-    desired: items,
+    desired: items.store,
     driver: dp,
     clock,
     metrics,
@@ -59,6 +59,29 @@ describe('incremental apply', () => {
     expect(clock.pending()).toEqual([7000]);
     await clock.advance(7000);
     expect(dp.log).toEqual(['read', 'add c=1']);
+    ac.abort();
+    await done;
+  });
+
+  it('node events arm no timer: the resync timer stays armed across them and fires on time', async () => {
+    const { clock, dp, r, ac, items } = setup();
+    dp.actual = ['a=1'];
+    items.set(['a=1']);
+    items.markListed();
+    const done = r.run(ac.signal);
+    await flush();
+    const armed = clock.sleeps.length;
+    for (let i = 0; i < 5; i++) {
+      await clock.advance(1000);
+      items.update([[`n${i}`, `n${i}=1`]]);
+      await flush();
+    }
+    expect(dp.log.filter((l) => l.startsWith('add'))).toHaveLength(5);
+    expect(clock.sleeps.length).toBe(armed);
+    expect(clock.pending()).toEqual([5000]);
+    dp.log = [];
+    await clock.advance(5000);
+    expect(dp.log[0]).toBe('read');
     ac.abort();
     await done;
   });

@@ -1,6 +1,6 @@
 // Rejection spam: thousands of distinct peers each rejected (a cluster where every Linux node is still
 // on VNI 1, or a hostile one) must not make the agent keep a copy of each rejected lease and each
-// message. Counted, not timed: what the rejection log (src/subnet/rejections.ts) keeps per node, and
+// message. Counted, not timed: what the problems ledger (src/peers/problems.ts) keeps per node, and
 // what the Event recorder (src/subnet/kube/event-recorder.ts) holds: its aggregation records stay at
 // client-go's 10 messages (k8s.io/client-go tools/record/events_cache.go EventAggregate:
 // `record.localKeys.PopAny()`, "do not grow our local key set any larger than max"), its caches at
@@ -9,10 +9,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../../src/log.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
-import { peerRejectedEvent } from '../../src/node-events.js';
 import { KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/subnet/kube/event-recorder.js';
 import type { KubeHttp } from '../../src/subnet/kube/http.js';
-import { MAX_KEPT_MESSAGE, RejectionLog } from '../../src/subnet/rejections.js';
+import { MAX_KEPT_MESSAGE, PeerProblems, peerRejectedEvent } from '../../src/peers/problems.js';
 import { readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
 
@@ -24,16 +23,16 @@ const bigSig = (i: number) => `vtep-mac-invalid||["10.244.${i >> 8}.${i & 255}.0
 const bigMessage = (i: number) => `backend-data of node-${i} is not valid: ${'y'.repeat(3000)}`;
 
 describe('what is kept per rejected peer', () => {
-  it(`${PEERS} distinct rejected peers: the rejection log keeps a bounded record each, not the lease or the whole message`, () => {
-    const rl = new RejectionLog(silentLogger(), new Metrics(), new FakeClock(), 60_000);
+  it(`${PEERS} distinct rejected peers: the problems ledger keeps a bounded record each, not the lease or the whole message`, () => {
+    const rl = new PeerProblems({ log: silentLogger(), metrics: new Metrics(), clock: new FakeClock() });
     for (let i = 0; i < PEERS; i++) rl.reject({ node: `node-${i}`, reason: 'vtep-mac-invalid', sig: bigSig(i), message: bigMessage(i), fields: {} });
-    expect(rl.size).toBe(PEERS);
+    expect(rl.nodesKept).toBe(PEERS);
     const perNode = rl.keptChars() / PEERS;
     expect(perNode).toBeLessThanOrEqual(MAX_KEPT_MESSAGE + 44 + 16 + 16);
     // Still a new rejection when what is rejected changes, and not when it does not.
     expect(rl.reject({ node: 'node-1', reason: 'vtep-mac-invalid', sig: bigSig(1), message: 'm', fields: {} })).toBe(false);
     expect(rl.reject({ node: 'node-1', reason: 'vtep-mac-invalid', sig: bigSig(2), message: 'm', fields: {} })).toBe(true);
-    expect(rl.current('node-2')?.message.length).toBeLessThanOrEqual(MAX_KEPT_MESSAGE);
+    expect(rl.rejection('node-2')?.message.length).toBeLessThanOrEqual(MAX_KEPT_MESSAGE);
   });
 
   it(`${PEERS} distinct PeerRejected Events: aggregation keeps 10 messages, every message at most 1 kB`, async () => {

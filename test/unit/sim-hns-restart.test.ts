@@ -1,15 +1,26 @@
 // The simulated node's "HNS restarted" fault (src/simulator/objects.ts restartHns): what HNS keeps over a
 // restart (persisted networks, with their ID and creation policies) and what it drops (non-persistent
 // networks, every endpoint and its host vNIC, the policies added later), and the new service instance
-// the host reports; plus the PID a real node's `sc.exe queryex hns` reports (src/host/win32.ts).
+// the host reports (a real node's PID through QueryServiceStatusEx: test/unit/win32-services.test.ts).
 import { describe, expect, it } from '@jest/globals';
 import { HnsClient } from '../../src/hns/client.js';
-import { hnsPidOf } from '../../src/host/win32.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { SimulatedHost } from '../../src/simulator/host.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { parseDataplaneState } from '../../src/simulator/state-file.js';
 import { DataplaneStateError } from '../../src/errors.js';
+
+describe('a service restart on the simulated node', () => {
+  it('counts each restart per service in the state document', async () => {
+    const dp = new SimulatedDataplane();
+    const host = new SimulatedHost(dp);
+    expect(dp.serviceRestarts('kubeproxy')).toBe(0);
+    await host.restartService('kubeproxy');
+    await host.restartService('kubeproxy');
+    expect(dp.serviceRestarts('kubeproxy')).toBe(2);
+    expect(dp.calls.get('ControlService')).toBe(2);
+  });
+});
 
 describe('the HNS restarted fault', () => {
   it('keeps a persisted L2Bridge network (same ID, creation policies), drops endpoints, vNICs, added policies and the non-persistent Overlay network', async () => {
@@ -50,18 +61,8 @@ describe('the HNS restarted fault', () => {
     const base = { networks: [], endpoints: [], routes: [], adapters: [] };
     expect(parseDataplaneState(JSON.stringify({ ...base, hnsInstance: 3 }), 'f').hnsInstance).toBe(3);
     expect(() => parseDataplaneState(JSON.stringify({ ...base, hnsInstance: 'x' }), 'f')).toThrow(DataplaneStateError);
-  });
-});
-
-describe('hnsPidOf (sc.exe queryex hns)', () => {
-  it.each([
-    [
-      'SERVICE_NAME: hns\r\n        TYPE               : 20  WIN32_SHARE_PROCESS\r\n        STATE              : 4  RUNNING\r\n        PID                : 2140\r\n        FLAGS              :\r\n',
-      '2140',
-    ],
-    ['SERVICE_NAME: hns\r\n        STATE              : 1  STOPPED\r\n        PID                : 0\r\n', undefined],
-    ['[SC] EnumQueryServicesStatus:OpenService FAILED 1060:\r\n', undefined],
-  ])('%j -> %s', (out, pid) => {
-    expect(hnsPidOf(out)).toBe(pid);
+    expect(parseDataplaneState(JSON.stringify({ ...base, serviceRestarts: { kubeproxy: 2 } }), 'f').serviceRestarts).toEqual({ kubeproxy: 2 });
+    expect(() => parseDataplaneState(JSON.stringify({ ...base, serviceRestarts: { kubeproxy: -1 } }), 'f')).toThrow(DataplaneStateError);
+    expect(() => parseDataplaneState(JSON.stringify({ ...base, serviceRestarts: [] }), 'f')).toThrow(DataplaneStateError);
   });
 });

@@ -5,7 +5,7 @@ import { describe, it, expect } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { planReconcile } from '../../src/reconcile/reconciler.js';
+import { planReconcile } from '../../src/reconcile/plan.js';
 import { remoteSubnetRouteDriver } from '../../src/backends/vxlan/policies.js';
 import { parseDataplaneState } from '../../src/simulator/state-file.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';

@@ -94,6 +94,10 @@ describe('writeSubnetEnv / readSubnetEnv', () => {
     expect(await readSubnetEnv(path)).toBe(contents);
   });
 
+  it('the default file system is frozen: a test injects a failing one as an option, never by patching it', () => {
+    expect(Object.isFrozen(nodeSubnetEnvFs)).toBe(true);
+  });
+
   it('replaces an existing file', async () => {
     const path = join(dir, 'subnet.env');
     writeFileSync(path, 'FLANNEL_SUBNET=10.244.9.1/24\n');

@@ -11,7 +11,9 @@ import { HRESULT, isHnsNetworkNotFound, isHnsRefusal, isNetworkGone, hnsError } 
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
-import { editState, removeNetwork } from '../support/sim-dataplane.js';
+import { editState, removeNetwork, removePolicy } from '../support/sim-dataplane.js';
+import { Metrics } from '../../src/metrics.js';
+import { logSink } from '../support/log-sink.js';
 import { ItemSet } from '../support/desired-set.js';
 
 const peer = (n: number): Lease => ({
@@ -31,7 +33,7 @@ async function setup() {
   const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
   const clock = new FakeClock();
   const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
-  const r = new Reconciler({ desired: items, driver, clock, resyncMs: 10_000 });
+  const r = new Reconciler({ desired: items.store, driver, clock, resyncMs: 10_000 });
   const calls = () => Object.fromEntries([...dp.calls].filter(([op]) => op.startsWith('Hcn')));
   dp.calls.clear();
   const prefixes = () =>
@@ -66,6 +68,35 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     expect(dp.openHandles).toBe(0);
     ac.abort();
     await done;
+  });
+
+  it('a batch Remove naming a policy already gone is split by the reconciler alone: logged writes = HNS calls = the metric', async () => {
+    // HNS applies a multi-policy HcnModifyNetwork as one request (hcsshim hcn/hcnnetwork.go modifyNetwork),
+    // so HCN_E_POLICY_NOT_FOUND for one policy removes none; the client makes only the call asked of it.
+    const dp = new SimulatedDataplane();
+    const metrics = new Metrics();
+    const hns = new HnsClient(new SimulatedHnsTransport(dp), { metrics });
+    const net = await hns.createNetwork(
+      overlayNetworkFor({ type: 'vxlan', name: 'flannel.4096', vni: 4096, port: 4789, macPrefix: '0E-2A', legacyRemoteEndpoints: false }, '10.244.100.0/24', ''),
+    );
+    const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
+    const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
+    const { log, entries } = logSink();
+    const r = new Reconciler({ desired: items.store, driver, clock: new FakeClock(), log, metrics });
+    items.set([1, 2, 3, 4].map((n) => remoteSubnetRouteFor(peer(n))));
+    items.markListed();
+    expect(await r.pass()).toMatchObject({ ok: true, added: 4 });
+    expect(removePolicy(dp, 'flannel.4096', (p) => p.Settings?.['DestinationPrefix'] === '10.244.2.0/24')).toBe(1);
+    const callsMetric = async () => Number(/^flannel_dataplane_calls_total\{op="hns\.removeNetworkPolicies"\} (\d+)$/m.exec(await metrics.render())?.[1] ?? 0);
+    dp.calls.clear();
+    entries.length = 0;
+    items.set([]);
+    expect(await r.pass()).toMatchObject({ ok: true, removed: 4 });
+    const pass = entries.find((e) => e.message === 'reconcile pass')!;
+    expect(pass.writes).toBe(dp.calls.get('HcnModifyNetwork'));
+    expect(await callsMetric()).toBe(dp.calls.get('HcnModifyNetwork'));
+    expect(dp.calls.get('HcnModifyNetwork')).toBeGreaterThan(1); // the batch, then its halves
+    expect((dp.getNetwork(net.ID!)?.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute')).toEqual([]);
   });
 
   it('HNS refusing one policy of a 200-policy batch leaves only that one out', async () => {

@@ -26,12 +26,11 @@ import {
   decodeIpForwardRow2,
   decodeIpForwardTable2,
   decodeIpInterfaceRow,
-  encodeIpAddrTable,
   encodeIpForwardRow2,
-  encodeIpForwardTable2,
   encodeIpInterfaceKey,
   setIpInterfaceForwarding,
 } from '../../src/win32/iphlpapi.js';
+import { encodeIpAddrTable, encodeIpForwardTable2 } from '../support/iphlpapi-tables.js';
 
 describe('UTF-16LE', () => {
   it('encodes NUL-terminated UTF-16LE', () => {

@@ -17,6 +17,7 @@ import {
   prepareHarness,
   resetPrefixRunDir,
   runUnderWine,
+  standinOverrides,
   startWindowsAgent,
   windowsHarness,
   winPath,
@@ -24,6 +25,8 @@ import {
   type WindowsAgent,
 } from '../support/windows.js';
 import { WIN_IP } from '../support/cluster.js';
+import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { freePort } from '../support/free-port.js';
 
 const WIN = 'win-1';
@@ -171,7 +174,27 @@ interface Scenario {
     addLinux(s.api, 1, 'vxlan');
     addLinux(s.api, 2, 'vxlan');
     const healthzPort = await freePort();
-    const agent = start(s, ['--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`]);
+    // containerd's CNI directories, the scenario's own (not the prefix's C:\etc, which other suites share):
+    // the conflist the agent's own renderer writes, and the plugins it names (their files only: no pod starts
+    // here). /status is in sync only once pods can start (src/health/status.ts).
+    const cniConfDir = join(s.dir, 'net.d');
+    const cniBinDir = join(s.dir, 'bin');
+    mkdirSync(cniConfDir);
+    mkdirSync(cniBinDir);
+    const conflist = renderCniConfig({
+      netConf: parseNetConf(JSON.stringify(VXLAN_NET_CONF)),
+      // the agent's Windows defaults (cniPaths resolves on the platform it runs on: here Linux)
+      subnetFile: 'C:\\run\\flannel\\subnet.env',
+      dataDir: 'C:\\var\\lib\\cni\\flannel',
+      serviceCidr: '10.96.0.0/12',
+      managementIP: WIN_IP,
+      dnsServers: ['10.96.0.10'],
+      dnsSearch: ['svc.cluster.local'],
+    });
+    writeFileSync(join(cniConfDir, '10-flannel.conflist'), JSON.stringify(conflist, null, 2));
+    for (const plugin of ['flannel.exe', 'win-overlay.exe', 'host-local.exe']) writeFileSync(join(cniBinDir, plugin), '');
+    const cniArgs = [`--cni-conf-dir=${winPath(cniConfDir)}`, `--cni-bin-dir=${winPath(cniBinDir)}`];
+    const agent = start(s, ['--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`, ...cniArgs]);
 
     await waitForAgent(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
     expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
@@ -203,6 +226,82 @@ interface Scenario {
     expect(status.stdout).toMatch(/^Network +flannel\.4096 \(Overlay\)/m);
     expect(status.stdout).toMatch(/^Peers +2 desired, 2 programmed, 0 rejected, 0 refused$/m);
     expect(status.code).toBe(0);
+
+    // `flanneld doctor` beside it, on the same flags, env and DLLs as the agent (the win32 dataplane reads
+    // HNS, the route table and the adapters through the stand-ins; the cluster rows through the fake API).
+    const doctorArgs = [
+      winPath(join(prepared.stage, 'dist', 'main.js')),
+      'doctor',
+      '--kube-subnet-mgr',
+      '--dataplane',
+      'windows',
+      '--win32-dll-dir',
+      winPath(prepared.build.dllDir),
+      `--kubeconfig-file=${winPath(s.kubeconfig)}`,
+      `--net-config-path=${winPath(s.netConfPath)}`,
+      '--iface',
+      WIN_IP,
+      '--healthz-ip=127.0.0.1',
+      `--healthz-port=${healthzPort}`,
+      ...cniArgs,
+    ];
+    const doctorEnv = { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) };
+    const doctorJson = await runUnderWine(prepared.nodeExe, [...doctorArgs, '--json'], { outDir: s.dir, env: doctorEnv });
+    expect(doctorJson.stderr).toBe('');
+    const report = JSON.parse(doctorJson.stdout) as { node: string | null; ok: boolean; checks: { id: string; status: string; saw: string }[] };
+    const row = (id: string) => report.checks.find((c) => c.id === id);
+    const statusOf = Object.fromEntries(report.checks.map((c) => [c.id, c.status]));
+    // Every row this node can judge, judged ok; the pins only skip (the plugins here were not installed by
+    // install-cni). The cluster rows through the fake API server, the HNS, route and adapter rows through the DLLs.
+    expect(statusOf).toEqual({
+      agent: 'ok',
+      'net-conf': 'ok',
+      lease: 'ok',
+      'hns-network': 'ok',
+      'hns-network-type': 'ok',
+      'hns-subnet': 'ok',
+      'hns-adapter': 'ok',
+      'vtep-mac': 'ok',
+      'source-vip': 'ok',
+      'source-vip-file': 'ok',
+      peers: 'ok',
+      'subnet-env': 'ok',
+      'cni-conflist': 'ok',
+      'cni-network-name': 'ok',
+      'cni-subnet-file': 'ok',
+      'cni-data-dir': 'ok',
+      'cni-outbound-nat': 'ok',
+      'cni-loopback-dsr': 'ok',
+      'cni-plugins': 'ok',
+      'cni-pins': 'skip',
+      'adapter-ip': 'ok',
+      mtu: 'ok',
+      'ipam-leaks': 'ok',
+      'ipam-gateway': 'ok',
+      'node-condition': 'ok',
+      'cluster-vni': 'ok',
+      'kube-proxy': 'ok',
+    });
+    expect(row('agent')!.saw).toMatch(/in sync \(2\/2 peers\)/);
+    expect(row('hns-network')!.saw).toMatch(/^flannel\.4096, ID /);
+    expect(row('hns-subnet')!.saw).toBe('10.244.100.0/24, VSID 4096 = the lease');
+    expect(row('peers')!.saw).toBe('2 peer RemoteSubnetRoute policies, each as published');
+    expect(row('subnet-env')!.saw).toMatch(/run\\flannel\\subnet\.env: FLANNEL_SUBNET=10\.244\.100\.1\/24, FLANNEL_MTU=1450$/);
+    // The vSwitch moved the node IP to the host vNIC (as HNS does; src/simulator/host.ts).
+    expect(row('adapter-ip')!.saw).toBe(`vEthernet (Ethernet) holds ${WIN_IP}`);
+    expect(row('mtu')!.saw).toBe("FLANNEL_MTU 1450 = vEthernet (Ethernet)'s 1500 - 50 (VXLAN)");
+    expect(row('source-vip')!.saw).toBe('flannel.4096_sourcevip at 10.244.100.2');
+    expect(row('kube-proxy')!.saw).toMatch(/--network-name=flannel\.4096 --source-vip=10\.244\.100\.2/);
+    expect(report.checks.filter((c) => c.status === 'fail' || c.status === 'warn')).toEqual([]);
+    expect(report.node).toBe(WIN);
+    expect(report.ok).toBe(true);
+    expect(doctorJson.code).toBe(0);
+    const doctorTable = await runUnderWine(prepared.nodeExe, doctorArgs, { outDir: s.dir, env: doctorEnv });
+    expect(doctorTable.stderr).toBe('');
+    expect(doctorTable.stdout).toMatch(/^ok +agent +flanneld .* is running and in sync \(2\/2 peers\)$/m);
+    expect(doctorTable.stdout).toMatch(/^ok +peers +2 peer RemoteSubnetRoute policies, each as published$/m);
+    expect(doctorTable.stdout).toMatch(/^all checks passed$/m);
+    expect(doctorTable.code).toBe(0);
 
     // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
     s.api.deleteNode('linux-2');
@@ -247,6 +346,50 @@ interface Scenario {
     const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
     const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
     await agent.stop();
+
+    // `flanneld doctor` with no agent running: it says so and still judges the dataplane through the DLLs.
+    // The broken hops it names: no CNI config (an empty conf dir), and so the Node's NetworkUnavailable the
+    // agent set (it ran with the default C:\etc\cni\net.d, empty in this prefix).
+    const emptyConfDir = join(s.dir, 'empty-net.d');
+    mkdirSync(emptyConfDir);
+    const doctor = await runUnderWine(
+      prepared.nodeExe,
+      [
+        winPath(join(prepared.stage, 'dist', 'main.js')),
+        'doctor',
+        '--json',
+        '--kube-subnet-mgr',
+        '--dataplane',
+        'windows',
+        '--win32-dll-dir',
+        winPath(prepared.build.dllDir),
+        `--kubeconfig-file=${winPath(s.kubeconfig)}`,
+        `--net-config-path=${winPath(s.netConfPath)}`,
+        '--iface',
+        WIN_IP,
+        `--cni-conf-dir=${winPath(emptyConfDir)}`,
+      ],
+      { outDir: s.dir, env: { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) } },
+    );
+    expect(doctor.stderr).toBe('');
+    const rows = Object.fromEntries((JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks.map((c) => [c.id, c.status]));
+    expect(rows).toMatchObject({
+      agent: 'warn',
+      lease: 'ok',
+      'hns-network': 'ok',
+      'hns-network-type': 'ok',
+      'hns-subnet': 'ok',
+      'host-endpoint': 'ok',
+      peers: 'ok',
+      'subnet-env': 'ok',
+      'cni-conflist': 'fail',
+      'adapter-ip': 'ok',
+      mtu: 'ok',
+      'node-condition': 'fail',
+    });
+    expect(Object.keys(rows).filter((id) => rows[id] === 'fail')).toEqual(['cni-conflist', 'node-condition']);
+    expect(doctor.code).toBe(1);
+
     const again = start(s);
     // Its first reconcile pass has read HNS and the route table and written what it would write.
     await waitForAgent(() => /first reconcile pass done/.test(again.log()) && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent’s first reconcile pass', again);

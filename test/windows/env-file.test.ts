@@ -53,7 +53,7 @@ if (!harness.run && mustFailWhenSkipped()) {
   );
 
   // With --env-file=MISSING the Node inside the exe stops first ("flanneld.exe: MISSING: not found"):
-  // that is why the flag's name is --flanneld-env-file (README, Flags).
+  // that is why the flag's name is --flanneld-env-file (docs/flags.md).
   it.each(['--flanneld-env-file=', '-env-file='])(
     "%sMISSING: flanneld's own error naming the file, exit 2",
     async (flag) => {

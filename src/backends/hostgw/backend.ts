@@ -32,7 +32,7 @@ export function hostEndpointAddress(subnet: string): string {
  * `gateway` (what hostgw_windows.go creates), bound to `adapter` when that is given (the external
  * interface moved to another NIC).
  */
-export function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
+function l2BridgeMatches(n: HnsNetworkV1, subnet: string, gateway: string, adapter?: string): boolean {
   const s = n.Subnets?.[0];
   const sameAdapter = !adapter || !n.NetworkAdapterName || n.NetworkAdapterName.toLowerCase() === adapter.toLowerCase();
   // A dual-stack network left from an EnableIPv6 run does not fit an IPv4-only one: the family set changed.
@@ -394,22 +394,7 @@ export class HostGwBackend implements Backend {
     } else {
       deps.log.info('reusing host endpoint', { endpoint: name, id: ep.ID, ip });
     }
-    const id = ep.ID!;
-    let lastErr: unknown;
-    const attached = await poll(
-      deps.clock,
-      async () => {
-        try {
-          await deps.hns.attachEndpointToHost(id);
-          return true;
-        } catch (err) {
-          lastErr = err;
-          return undefined;
-        }
-      },
-      { intervalMs: POLL_MS, timeoutMs: ATTACH_TIMEOUT_MS, signal },
-    );
-    if (!attached) throw lastErr;
+    await this.attach(ep.ID!, signal);
     return ep;
   }
 

@@ -14,7 +14,7 @@ import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
 import type { Logger } from '../../log.js';
 import type { Route } from '../../routes/route-table.js';
 
-export const ROUTE_RECORD_FILE = 'routes.json';
+const ROUTE_RECORD_FILE = 'routes.json';
 
 /** One recorded route: what names it across vNIC rebuilds. */
 export interface RecordedRoute {

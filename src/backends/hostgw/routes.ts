@@ -6,7 +6,7 @@
 // Routes are written one per call (CreateIpForwardEntry2 / DeleteIpForwardEntry2), several in flight.
 // With a route record (./route-record.ts) the actual set is only the routes the agent created: a route
 // it never created is kept, and reported once when it overlaps a peer's subnet.
-import type { LeaseDriver } from '../../reconcile/reconciler.js';
+import type { LeaseDriver } from '../../reconcile/writes.js';
 import { RouteError } from '../../errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
@@ -21,7 +21,7 @@ import type { RouteRecord } from './route-record.js';
 export const ROUTE_METRIC = 256;
 const ROUTE_WRITE_CONCURRENCY = 8;
 /** The route table refused this one route: any status but a missing interface (an existing route is success). */
-export function isRouteRefusal(err: unknown): boolean {
+function isRouteRefusal(err: unknown): boolean {
   return err instanceof RouteError && err.status !== undefined && !isInterfaceGone(err);
 }
 

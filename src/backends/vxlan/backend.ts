@@ -21,7 +21,7 @@ import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
 type VxlanItem = RemoteSubnetRoutePolicy | HnsEndpointV1;
 
 /** VXLAN encapsulation overhead subtracted from the interface MTU. */
-export const ENCAP_OVERHEAD = 50;
+const ENCAP_OVERHEAD = 50;
 const PROVIDER_ADDRESS_TIMEOUT_MS = 5_000;
 const VNIC_TIMEOUT_MS = 45_000;
 const POLL_MS = 500;
@@ -56,7 +56,7 @@ export function overlayNetworkFor(cfg: VxlanBackendConfig, subnet: string, adapt
  * A network is reused when its type, subnet and VSID match (a VNI change needs a new network), and its
  * adapter when `adapter` is given (the external interface moved to another NIC).
  */
-export function overlayMatches(net: HcnNetwork, subnet: string, vni: number, adapter?: string): boolean {
+function overlayMatches(net: HcnNetwork, subnet: string, vni: number, adapter?: string): boolean {
   const s = net.Ipams?.[0]?.Subnets?.[0];
   const vsid = s?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
   const bound = policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName');

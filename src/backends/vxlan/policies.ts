@@ -1,14 +1,14 @@
 // The vxlan reconcile driver: RemoteSubnetRoute network policies on the Overlay network, one per peer,
 // written in bounded batches through HcnModifyNetwork on a network handle kept open between writes.
 // Policy shape: flannel vxlan_network_windows.go.
-import type { LeaseDriver } from '../../reconcile/reconciler.js';
+import type { LeaseDriver } from '../../reconcile/writes.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
 import { macToFlannel } from '../../mac.js';
 
-export const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
+const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
 /**
  * Policies per HcnModifyNetwork request, bounded so one bad policy cannot sink thousands. At 5k peers
  * with HNS modelled at 5 ms per call + 0.1 ms per policy, 256 programmed them 2.2x faster than 64 and

@@ -2,7 +2,7 @@
 // `remote_<ip>`, MAC `<MacPrefix>-<ip octets in hex>`, with a PA policy naming the peer's public IP.
 // Off by default (Backend.LegacyRemoteEndpoints), for tooling that still expects the old remote
 // endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
-import type { LeaseDriver } from '../../reconcile/reconciler.js';
+import type { LeaseDriver } from '../../reconcile/writes.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
@@ -11,7 +11,7 @@ import type { Lease } from '../../subnet/lease.js';
 
 const ENDPOINT_WRITE_CONCURRENCY = 8;
 
-export function remoteEndpointMac(macPrefix: string, ip: string): string {
+function remoteEndpointMac(macPrefix: string, ip: string): string {
   const hex = ip.split('.').map((o) => Number(o).toString(16).toUpperCase().padStart(2, '0'));
   return `${macPrefix.toUpperCase()}-${hex.join('-')}`;
 }
@@ -22,7 +22,7 @@ function paOf(ep: HnsEndpointV1): string | undefined {
 }
 
 /** Every pod address of the peer's subnet (not the network address, gateway .1, or broadcast). */
-export function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: string): HnsEndpointV1[] {
+function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: string): HnsEndpointV1[] {
   return hostAddresses(peer.subnet)
     .slice(1)
     .map((ip) => ({

@@ -38,14 +38,14 @@ import type { Logger } from '../../log.js';
 import { reservationOwner, reserveAddressOrWarn } from '../ipam-reservation.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
-export const SOURCE_VIP_HOST_INDEX = 2;
+const SOURCE_VIP_HOST_INDEX = 2;
 /** The container ID written into host-local's reservation file. */
 export const SOURCE_VIP_OWNER = 'flanneld-source-vip';
 /**
  * The container ID the scripts run host-local with when they reserve the source VIP (`$env:CNI_CONTAINERID="dummy"`
  * in microsoft/SDN helper.psm1 GetSourceVip and sig-windows-tools kube-proxy start.ps1).
  */
-export const SCRIPT_CONTAINER_ID = 'dummy';
+const SCRIPT_CONTAINER_ID = 'dummy';
 
 export function sourceVipEndpointName(networkName: string): string {
   return `${networkName}_sourcevip`;

@@ -121,6 +121,11 @@ export class NodeStore {
   /** Node events with rv >= compactedRv, oldest first (what etcd still holds of the Nodes' past). */
   private history: NodeEvent[] = [];
   private uidSeq = 0;
+  /**
+   * The Nodes at one revision in key (name) order, kept until the next write: etcd reads a page as a key
+   * range, so a page costs its own Nodes, not a sort of all of them (a 20,000-Node list is 80 pages).
+   */
+  private byName: { rv: number; nodes: FakeNode[] } | undefined;
 
   constructor(private readonly opts: NodeStoreOptions) {}
 
@@ -266,7 +271,8 @@ export class NodeStore {
       else if (t.rv < this.compactedRv) return { code: 410, reason: 'Expired', message: CONTINUE_EXPIRED, continue: encodeContinue(t.start, -1) };
       else rv = t.rv;
     } else if (rv < this.compactedRv) return { code: 410, reason: 'Expired', message: LIST_EXPIRED };
-    const all = this.nodesAt(rv).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    if (this.byName?.rv !== rv) this.byName = { rv, nodes: this.nodesAt(rv).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)) };
+    const all = this.byName.nodes;
     let from = 0;
     if (start !== '') {
       from = all.findIndex((n) => n.metadata.name >= start);

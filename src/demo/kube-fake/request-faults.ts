@@ -2,7 +2,8 @@
 // request answered with an error Status (or its connection cut), and a request that hangs (never
 // answered, or answered with headers and then silence, as a list or watch behind a dead load balancer).
 // A rule matches a method and a path pattern, tried on the path and on `path?query`. And a Node list
-// and watch that misbehave for as long as they are told to, as the hostile API servers of issue 18 did.
+// and watch that misbehave for as long as they are told to, as the hostile API servers the
+// agent's list and watch bounds are built against (docs/architecture.md) do.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { kubeStatus, sendJson, sendStatus, startStream } from './responses.js';
 import type { JsonObject } from './responses.js';

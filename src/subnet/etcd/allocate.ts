@@ -1,8 +1,10 @@
 // Picking a free subnet and checking an existing one against the config. Mirrors flannel
 // pkg/subnet/etcd/local_manager.go (allocateSubnet: a random one of the first 100 free candidates
-// between SubnetMin and SubnetMax; isSubnetConfigCompat).
+// between SubnetMin and SubnetMax, and with EnableIPv6 a random one of the first 100 free IPv6
+// candidates between IPv6SubnetMin and IPv6SubnetMax; isSubnetConfigCompat, isIPv6SubnetConfigCompat).
 import type { Random } from '../../clock.js';
 import { formatCidr, overlaps, parseCidr, parseIp4, sizeOf } from '../../ip4.js';
+import { formatCidr6, overlaps6, parseCidr6, parseIp6 } from '../../ip6.js';
 
 export interface SubnetRange {
   /** Dotted network address of the first / last allocatable subnet. */
@@ -11,7 +13,7 @@ export interface SubnetRange {
   subnetLen: number;
 }
 
-export const MAX_CANDIDATES = 100;
+const MAX_CANDIDATES = 100;
 
 /** True when `subnet` (CIDR) lies between SubnetMin and SubnetMax and has the SubnetLen prefix. */
 export function isSubnetConfigCompat(range: SubnetRange, subnet: string): boolean {
@@ -50,6 +52,47 @@ export function allocateSubnet(range: SubnetRange, taken: readonly string[], ran
     const sn = { ip, prefix: range.subnetLen };
     if (takenNets.some((t) => overlaps(sn, t))) continue;
     candidates.push(formatCidr(sn));
+  }
+  if (candidates.length === 0) return undefined;
+  return candidates[Math.min(candidates.length - 1, Math.floor(random() * candidates.length))];
+}
+
+/** The IPv6 half of the range (NetworkConfig's fields; Min/Max set when EnableIPv6). */
+export interface IPv6SubnetRange {
+  enableIPv6: boolean;
+  ipv6SubnetMin?: string;
+  ipv6SubnetMax?: string;
+  ipv6SubnetLen: number;
+}
+
+/**
+ * upstream isIPv6SubnetConfigCompat: without EnableIPv6 a lease must have no IPv6 subnet; with it, one
+ * between IPv6SubnetMin and IPv6SubnetMax of IPv6SubnetLen.
+ */
+export function isIPv6SubnetConfigCompat(range: IPv6SubnetRange, subnet6: string | undefined): boolean {
+  if (!range.enableIPv6) return subnet6 === undefined;
+  const n = subnet6 === undefined ? undefined : parseCidr6(subnet6);
+  const min = range.ipv6SubnetMin === undefined ? undefined : parseIp6(range.ipv6SubnetMin);
+  const max = range.ipv6SubnetMax === undefined ? undefined : parseIp6(range.ipv6SubnetMax);
+  if (n === undefined || min === undefined || max === undefined) return false;
+  return n.ip >= min && n.ip <= max && n.prefix === range.ipv6SubnetLen;
+}
+
+/**
+ * A random free IPv6 subnet among the first MAX_CANDIDATES from IPv6SubnetMin that overlap none of
+ * `taken` (the leases' IPv6 halves); undefined when none is free or IPv6 is off.
+ */
+export function allocateIPv6Subnet(range: IPv6SubnetRange, taken: readonly string[], random: Random): string | undefined {
+  const min = range.ipv6SubnetMin === undefined ? undefined : parseIp6(range.ipv6SubnetMin);
+  const max = range.ipv6SubnetMax === undefined ? undefined : parseIp6(range.ipv6SubnetMax);
+  if (!range.enableIPv6 || min === undefined || max === undefined) return undefined;
+  const step = 1n << BigInt(128 - range.ipv6SubnetLen);
+  const takenNets = taken.map((t) => parseCidr6(t)).filter((n) => n !== undefined);
+  const candidates: string[] = [];
+  for (let ip = min; ip <= max && candidates.length < MAX_CANDIDATES; ip += step) {
+    const sn = { ip, prefix: range.ipv6SubnetLen };
+    if (takenNets.some((t) => overlaps6(sn, t))) continue;
+    candidates.push(formatCidr6(sn));
   }
   if (candidates.length === 0) return undefined;
   return candidates[Math.min(candidates.length - 1, Math.floor(random() * candidates.length))];

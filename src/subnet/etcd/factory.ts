@@ -65,6 +65,8 @@ export interface CreateEtcdSubnetManagerDeps {
   clock?: Clock;
   /** Previous own subnet (FLANNEL_SUBNET of the previous subnet.env, which the agent reads once). */
   previousSubnet?: string;
+  /** Previous own IPv6 subnet (FLANNEL_IPV6_SUBNET of the previous subnet.env). */
+  previousIPv6Subnet?: string;
   /** The subnet manager's timings (../timings.ts), over the flag's renew margin and the defaults. */
   timings?: Partial<SubnetTimings>;
 }
@@ -81,6 +83,7 @@ export function createEtcdSubnetManager(config: EtcdFlags & Pick<AgentConfig, 's
       netConf: deps.netConf,
       publicIP: deps.publicIP,
       previousSubnet: deps.previousSubnet,
+      previousIPv6Subnet: deps.previousIPv6Subnet,
       onClose: () => client.close(),
       log,
       metrics: deps.metrics,

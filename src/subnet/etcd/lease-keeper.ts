@@ -2,6 +2,8 @@
 // previous subnet.env's subnet, else a random free one), keep its TTL'd etcd lease renewed, and hold the
 // revocation ("Lease has been revoked") that ends the agent. Mirrors flannel
 // pkg/subnet/etcd/local_manager.go (AcquireLease/tryAcquireLease, RenewLease, CompleteLease's renew loop).
+// With EnableIPv6 the lease is dual-stack as upstream's: an IPv6 subnet allocated beside the IPv4 one,
+// both in the key (`10.5.52.0-24&fd00:12:13::-64`, subnet.go MakeSubnetKey), PublicIPv6 in the value.
 // When the peer watch sees the own key rewritten with another value (another node took our subnet while
 // this agent was paused), the keeper logs it and takes the key back: upstream's RenewLease puts the own
 // attributes back unconditionally (registry.updateSubnet), but only at the next renewal, hours later, and
@@ -23,17 +25,18 @@ import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { publishableAttrs } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import { RoundBackoff } from '../round-backoff.js';
-import { allocateSubnet, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
+import { parseIp6 } from '../../ip6.js';
+import { allocateIPv6Subnet, allocateSubnet, isIPv6SubnetConfigCompat, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import type { EtcdRegistry } from './registry.js';
 import { makeSubnetKey, parseSubnetKey } from './subnet-key.js';
 
 export const SUBNET_TTL_SECONDS = 24 * 60 * 60;
-export const RACE_RETRIES = 10;
+const RACE_RETRIES = 10;
 export const REVOKED_MESSAGE = 'Lease has been revoked. Shutting down daemon.';
 /** Take-backs of the own key within TAKE_BACK_WINDOW_MS after which the keeper gives the subnet up. */
 export const TAKE_BACK_LIMIT = 5;
-export const TAKE_BACK_WINDOW_MS = 10 * 60_000;
+const TAKE_BACK_WINDOW_MS = 10 * 60_000;
 
 export interface LeaseKeeperOptions {
   registry: EtcdRegistry;
@@ -44,6 +47,8 @@ export interface LeaseKeeperOptions {
   publicIP: string;
   /** FLANNEL_SUBNET of the previous subnet.env (network form), tried before a random subnet. */
   previousSubnet?: string;
+  /** FLANNEL_IPV6_SUBNET of the previous subnet.env (network form), tried with previousSubnet (dual-stack). */
+  previousIPv6Subnet?: string;
   /** Renew this long before expiry. */
   renewMarginMs: number;
   /** TTL of the etcd lease. */
@@ -235,15 +240,20 @@ export class LeaseKeeper implements OwnLeaseState {
     if (!publishableAttrs(attrs)) {
       throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
     }
+    if (this.o.netConf.enableIPv6 && (attrs.publicIPv6 === undefined || parseIp6(attrs.publicIPv6) === undefined)) {
+      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish a dual-stack lease without a public IPv6 address: peers could not route the IPv6 subnet', {
+        subnet,
+      });
+    }
     if (attrs.publicIP !== this.o.publicIP) {
       this.o.log.warn('backend publishes a different public IP than the one used to find our lease', { publicIP: attrs.publicIP, expected: this.o.publicIP });
     }
     return attrs;
   }
 
-  private ownLease(name: string, subnet: string, attrs: LeaseAttrs, ttlSeconds: number): Lease {
+  private ownLease(name: string, subnet: string, subnet6: string | undefined, attrs: LeaseAttrs): Lease {
     const lease: Lease = { key: name, subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
-    if (ttlSeconds > 0) lease.expiration = this.o.clock.now() + ttlSeconds * 1000;
+    if (subnet6 !== undefined) Object.assign(lease, { ipv6Subnet: subnet6, publicIPv6: attrs.publicIPv6 });
     return lease;
   }
 
@@ -252,41 +262,51 @@ export class LeaseKeeper implements OwnLeaseState {
     const { registry: reg, log, publicIP, leaseTtlSeconds: ttl } = this.o;
     const { kvs } = await this.retry('listing subnet leases', () => reg.listSubnets(), signal);
     const taken: string[] = [];
-    let mine: { name: string; subnet: string; ipv6: boolean; leaseId: string } | undefined;
+    /** The IPv6 halves of the keys (upstream's allocateSubnet skips IPv6 candidates overlapping them). */
+    const taken6: string[] = [];
+    let mine: { name: string; subnet: string; subnet6: string | undefined; leaseId: string } | undefined;
     for (const kv of kvs) {
       const key = parseSubnetKey(kv.name);
       if (!key) continue;
       if (widerThanSubnetLen(netConf, key.subnet)) this.ignoreKeyOnce(kv.name, netConf.subnetLen);
       else taken.push(key.subnet); // a key with a bad value still holds its subnet
+      if (key.ipv6Subnet !== undefined) taken6.push(key.ipv6Subnet);
       const attrs = decodeLeaseAttrs(kv.value);
       if (typeof attrs !== 'string' && attrs.publicIP === publicIP && !mine) {
-        mine = { name: kv.name, subnet: key.subnet, ipv6: key.ipv6Subnet !== undefined, leaseId: kv.leaseId };
+        mine = { name: kv.name, subnet: key.subnet, subnet6: key.ipv6Subnet, leaseId: kv.leaseId };
       }
     }
 
     if (mine) {
-      if (!mine.ipv6 && isSubnetConfigCompat(netConf, mine.subnet)) {
-        log.info(`Found lease (ip: ${mine.subnet} ipv6: ) for current IP (${publicIP}), reusing`, { key: mine.name });
+      if (isSubnetConfigCompat(netConf, mine.subnet) && isIPv6SubnetConfigCompat(netConf, mine.subnet6)) {
+        log.info(`Found lease (ip: ${mine.subnet} ipv6: ${mine.subnet6 ?? ''}) for current IP (${publicIP}), reusing`, { key: mine.name });
         const attrs = await this.attrsToPublish(mine.subnet, attrsFor, signal);
         const value = encodeLeaseAttrs(attrs);
         const reservation = mine.leaseId === '0';
         const res = await this.retry('updating own subnet lease', () => reg.updateSubnet(mine.name, value, reservation ? 0 : ttl, false), signal);
         this.own = { name: mine.name, value, leaseId: res.leaseId, reservation };
         if (!reservation) await reg.revoke(mine.leaseId).catch(() => undefined);
-        return this.ownLease(mine.name, mine.subnet, attrs, res.ttlSeconds);
+        return this.ownLease(mine.name, mine.subnet, mine.subnet6, attrs);
       }
       log.info(`Found lease (${mine.subnet}) for current IP (${publicIP}) but not compatible with current config, deleting`, { key: mine.name });
       await this.retry('deleting incompatible subnet lease', () => reg.deleteSubnet(mine.name), signal);
       const idx = taken.indexOf(mine.subnet);
       if (idx >= 0) taken.splice(idx, 1);
+      const idx6 = mine.subnet6 === undefined ? -1 : taken6.indexOf(mine.subnet6);
+      if (idx6 >= 0) taken6.splice(idx6, 1);
     }
 
     let subnet: string | undefined;
+    let subnet6: string | undefined;
     const prev = this.o.previousSubnet;
-    if (prev !== undefined && !taken.includes(prev)) {
-      if (isSubnetConfigCompat(netConf, prev)) {
-        log.info(`Found previously leased subnet (${prev}), reusing`);
+    const prev6 = netConf.enableIPv6 ? this.o.previousIPv6Subnet : undefined;
+    // Upstream looks the previous subnet up by its IPv4 half only; an IPv6 half another lease holds is
+    // not reused either here (the key would differ, so etcd would not stop two nodes sharing it).
+    if (prev !== undefined && !taken.includes(prev) && (prev6 === undefined || !taken6.includes(prev6))) {
+      if (isSubnetConfigCompat(netConf, prev) && isIPv6SubnetConfigCompat(netConf, prev6)) {
+        log.info(`Found previously leased subnet (${prev}), reusing`, prev6 === undefined ? {} : { ipv6Subnet: prev6 });
         subnet = prev;
+        subnet6 = prev6;
       } else {
         log.error(`Found previously leased subnet (${prev}) that is not compatible with the Etcd network config, ignoring`);
       }
@@ -301,8 +321,19 @@ export class LeaseKeeper implements OwnLeaseState {
           { network: netConf.network, leases: taken.length },
         );
       }
+      if (netConf.enableIPv6) {
+        log.info(`Picking ipv6 subnet in range ${netConf.ipv6SubnetMin ?? ''} ... ${netConf.ipv6SubnetMax ?? ''}`);
+        subnet6 = allocateIPv6Subnet(netConf, taken6, this.o.random);
+        if (subnet6 === undefined) {
+          throw new EtcdError(
+            'FLANNEL_ERR_ETCD',
+            `out of subnets: every /${netConf.ipv6SubnetLen} between IPv6SubnetMin ${netConf.ipv6SubnetMin ?? '?'} and IPv6SubnetMax ${netConf.ipv6SubnetMax ?? '?'} of ${netConf.ipv6Network} is leased under ${reg.subnetsPrefix}; delete stale leases or widen IPv6Network in ${reg.configKey}`,
+            { network: netConf.ipv6Network, leases: taken6.length },
+          );
+        }
+      }
     }
-    const name = makeSubnetKey(subnet)!;
+    const name = makeSubnetKey(subnet, subnet6)!;
     const attrs = await this.attrsToPublish(subnet, attrsFor, signal);
     const value = encodeLeaseAttrs(attrs);
     const res = await this.retry('creating subnet lease', () => reg.createSubnet(name, value, ttl), signal);
@@ -310,9 +341,9 @@ export class LeaseKeeper implements OwnLeaseState {
       log.info('subnet was taken by another node meanwhile, trying again', { subnet });
       return undefined;
     }
-    log.info(`Allocated lease (ip: ${subnet} ipv6: ) to current node (${publicIP}) `, { key: name, ttlSeconds: res.ttlSeconds });
+    log.info(`Allocated lease (ip: ${subnet} ipv6: ${subnet6 ?? ''}) to current node (${publicIP}) `, { key: name, ttlSeconds: res.ttlSeconds });
     this.own = { name, value, leaseId: res.leaseId, reservation: false };
-    return this.ownLease(name, subnet, attrs, res.ttlSeconds);
+    return this.ownLease(name, subnet, subnet6, attrs);
   }
 
   /** Log a lease key that cannot be a lease of this network once per key, not on every allocation. */

@@ -4,7 +4,12 @@
 // resync after compaction: leasesWatchReset on ErrCompacted). Watches are raw streams
 // (EtcdRegistry.openWatchStream) resumed on the loop's abortable timers; the own lease being deleted
 // or missing from a list revokes it (OwnLeaseState), which ends the watch with that error.
-// The loop's rules (issue 18) hold here too: an etcd watch has no clean end, so every end of a stream
+// The peer set itself lives in the peer store: this watch keeps only the keys it last reported (to
+// report a key whose value stopped decoding as gone), reads raw values only to hand the own key's to
+// OwnLeaseState.observed, and asks etcd nothing per peer: upstream's registry.go calls TimeToLive for
+// every listed key and watched put to fill Lease.Expiration, which nothing here reads; a peer's expiry
+// is etcd's to enforce (an expired lease deletes its key, a Delete event).
+// The loop's rules (./relist.ts, never hammer the server) hold here too: an etcd watch has no clean end, so every end of a stream
 // — an error, etcd closing or cancelling it, a compaction that needs a relist — and every failed list
 // waits the loop's pause (client-go's reflector backoff: 800 ms doubling to 30 s, jittered, reset
 // after 2 quiet minutes) before the next round; upstream's pkg/subnet/watch.go retries after 1 s flat.
@@ -35,11 +40,6 @@ export interface LeaseWatchOptions {
   backoff?: RelistOptions['backoff'];
 }
 
-interface Known {
-  lease: Lease;
-  leaseId: string;
-}
-
 type WatchOutcome = 'aborted' | 'compacted' | 'error' | 'revoked';
 
 interface WatchCursor {
@@ -52,7 +52,8 @@ interface WatchCursor {
 }
 
 export class EtcdLeaseWatch {
-  private records = new Map<string, Known>();
+  /** The keys last reported as peers with a lease (the leases themselves live in the peer store). */
+  private keys = new Set<string>();
   private closed = false;
   /** Open watch streams, ended by close() should a watch still be running then. */
   private readonly streams = new Set<WatchStream>();
@@ -67,7 +68,7 @@ export class EtcdLeaseWatch {
   }
 
   /** Decode one key; undefined (with a warning) when the key or value is not a lease. */
-  private async toKnown(kv: RawSubnetKv): Promise<Known | undefined> {
+  private toLease(kv: RawSubnetKv): Lease | undefined {
     const key = parseSubnetKey(kv.name);
     if (!key) {
       this.o.log.warn('ignoring etcd key that is not a subnet lease', { key: this.o.registry.keyOf(kv.name).slice(0, 200) });
@@ -79,9 +80,10 @@ export class EtcdLeaseWatch {
       return undefined;
     }
     const lease: Lease = { key: kv.name, subnet: key.subnet, publicIP: attrs.publicIP, backendType: attrs.backendType, backendData: attrs.backendData };
-    const ttl = await this.o.registry.ttlSeconds(kv.leaseId);
-    if (ttl !== undefined) lease.expiration = this.o.clock.now() + Math.max(0, ttl) * 1000;
-    return { lease, leaseId: kv.leaseId };
+    // A dual-stack peer (upstream registry.go: IPv6Subnet from the key, PublicIPv6 from the value) gets its
+    // IPv6 route; a key or value with only one of them keeps the IPv4 half only, as in kube mode.
+    if (key.ipv6Subnet !== undefined && attrs.publicIPv6 !== undefined) Object.assign(lease, { ipv6Subnet: key.ipv6Subnet, publicIPv6: attrs.publicIPv6 });
+    return lease;
   }
 
   /** List + watch until `signal` aborts or the own lease is revoked (rejects with that error). */
@@ -109,15 +111,21 @@ export class EtcdLeaseWatch {
     const res = await reg.listSubnets().catch((err: unknown) => {
       throw watchError(`listing subnet leases under ${reg.subnetsPrefix} failed: ${errorMessage(err)}`, err);
     });
-    const records = new Map<string, Known>();
-    for (const k of await Promise.all(res.kvs.map((kv) => this.toKnown(kv)))) if (k) records.set(k.lease.key, k);
-    this.records = records;
-    if (own.key !== undefined && !records.has(own.key)) throw own.revoke('is missing from the lease list');
+    const peers: PeerLease[] = [];
+    const keys = new Set<string>();
+    for (const kv of res.kvs) {
+      const lease = this.toLease(kv);
+      if (!lease || keys.has(lease.key)) continue;
+      keys.add(lease.key);
+      peers.push({ key: lease.key, lease });
+    }
+    this.keys = keys;
+    if (own.key !== undefined && !keys.has(own.key)) throw own.revoke('is missing from the lease list');
     const ownKv = res.kvs.find((kv) => kv.name === own.key);
     if (ownKv) own.observed(ownKv.name, ownKv.value);
-    log.info('subnet leases listed', { leases: records.size, revision: res.revision });
-    if (records.size > 0) onUpdate({ kind: 'peers', peers: [...records.values()].map((k) => ({ key: k.lease.key, lease: k.lease })) });
-    onUpdate({ kind: 'listed', keys: new Set(records.keys()) });
+    log.info('subnet leases listed', { leases: keys.size, revision: res.revision });
+    if (peers.length > 0) onUpdate({ kind: 'peers', peers });
+    onUpdate({ kind: 'listed', keys: new Set(keys) });
     return { next: String(BigInt(res.revision) + 1n), created: false, resumed: false };
   }
 
@@ -134,27 +142,23 @@ export class EtcdLeaseWatch {
   }
 
   /** Apply one watch response's events in order; returns the peers they changed. */
-  private async applyEvents(events: { type: string; kv: RawSubnetKv }[]): Promise<PeerLease[]> {
+  private applyEvents(events: { type: string; kv: RawSubnetKv }[]): PeerLease[] {
     const own = this.o.own;
     const out: PeerLease[] = [];
     for (const ev of events) {
-      const prev = this.records.get(ev.kv.name);
+      const name = ev.kv.name;
       if (ev.type === 'Delete') {
-        if (own.key !== undefined && ev.kv.name === own.key) own.revoke('was deleted');
-        if (prev) {
-          this.records.delete(ev.kv.name);
-          out.push({ key: prev.lease.key, lease: undefined });
-        }
+        if (own.key !== undefined && name === own.key) own.revoke('was deleted');
+        if (this.keys.delete(name)) out.push({ key: name, lease: undefined });
         continue;
       }
-      own.observed(ev.kv.name, ev.kv.value);
-      const next = await this.toKnown(ev.kv);
-      if (next) {
-        this.records.set(next.lease.key, next);
-        out.push({ key: next.lease.key, lease: next.lease });
-      } else if (prev) {
-        this.records.delete(ev.kv.name);
-        out.push({ key: prev.lease.key, lease: undefined });
+      own.observed(name, ev.kv.value);
+      const lease = this.toLease(ev.kv);
+      if (lease) {
+        this.keys.add(name);
+        out.push({ key: name, lease });
+      } else if (this.keys.delete(name)) {
+        out.push({ key: name, lease: undefined });
       }
     }
     return out;
@@ -210,10 +214,10 @@ export class EtcdLeaseWatch {
           if (kv) evs.push({ type: String(e.type).toUpperCase() === 'DELETE' ? 'Delete' : 'Put', kv });
         }
         const revision = res.header.revision;
-        chain = chain.then(async () => {
+        chain = chain.then(() => {
           if (settled) return;
           try {
-            const events = evs.length > 0 ? await this.applyEvents(evs) : [];
+            const events = evs.length > 0 ? this.applyEvents(evs) : [];
             if (settled) return;
             cursor.next = String(BigInt(revision) + 1n);
             if (events.length > 0) onUpdate({ kind: 'peers', peers: events });

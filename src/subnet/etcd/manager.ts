@@ -1,9 +1,9 @@
 // The etcd subnet manager: the own lease (lease-keeper.ts: allocation under `<prefix>/subnets/`, its 24 h
 // etcd lease renewed, revocation) and the peers' leases (lease-watch.ts: prefix list + watch). Mirrors
-// flannel pkg/subnet/etcd/local_manager.go (LocalManager: AcquireLease, CompleteLease, WatchLeases).
+// flannel pkg/subnet/etcd/local_manager.go (LocalManager: AcquireLease, CompleteLease, WatchLeases),
+// dual-stack (EnableIPv6) as upstream's: both subnets in the lease key, PublicIPv6 in its value.
 import { systemClock, systemRandom } from '../../clock.js';
 import type { Clock, Random } from '../../clock.js';
-import { UnsupportedError } from '../../errors.js';
 import { Metrics } from '../../metrics.js';
 import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
@@ -23,6 +23,8 @@ export interface EtcdSubnetManagerOptions {
   publicIP: string;
   /** FLANNEL_SUBNET of the previous subnet.env (network form), tried before a random subnet. */
   previousSubnet?: string;
+  /** FLANNEL_IPV6_SUBNET of the previous subnet.env (network form), with previousSubnet (dual-stack). */
+  previousIPv6Subnet?: string;
   /** Backoffs, windows and the own lease's TTL and renewal (../timings.ts; defaults subnetTimings('etcd')). */
   timings?: Partial<SubnetTimings>;
   /** Close the client once the signal of acquireLease/watchLeases aborts (the factory's client). */
@@ -43,15 +45,6 @@ export class EtcdSubnetManager implements SubnetManager {
   private closed = false;
 
   constructor(opts: EtcdSubnetManagerOptions) {
-    if (!opts.netConf.enableIPv4 || opts.netConf.enableIPv6) {
-      throw new UnsupportedError(
-        'FLANNEL_ERR_UNSUPPORTED',
-        'the etcd subnet manager of this agent supports IPv4-only networks; set EnableIPv4 true and EnableIPv6 false in the etcd config',
-        {
-          prefix: opts.prefix,
-        },
-      );
-    }
     this.log = opts.log ?? silentLogger();
     this.onClose = opts.onClose;
     const clock = opts.clock ?? systemClock;
@@ -63,6 +56,7 @@ export class EtcdSubnetManager implements SubnetManager {
       netConf: opts.netConf,
       publicIP: opts.publicIP,
       previousSubnet: opts.previousSubnet,
+      previousIPv6Subnet: opts.previousIPv6Subnet,
       renewMarginMs: t.leaseRenewMarginMs,
       leaseTtlSeconds: t.leaseTtlSeconds,
       renewRetryMs: t.renewRetryMs,
@@ -114,7 +108,7 @@ export class EtcdSubnetManager implements SubnetManager {
 
   completeLease(lease: Lease, _signal: AbortSignal): Promise<void> {
     // Renewal already runs since acquireLease (upstream starts it here); nothing to publish.
-    this.log.info('own lease complete', { key: lease.key, expiration: lease.expiration === undefined ? 'never' : new Date(lease.expiration).toISOString() });
+    this.log.info('own lease complete', { key: lease.key });
     return Promise.resolve();
   }
 

@@ -10,7 +10,7 @@ import { parseNetConf } from '../net-conf.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { EtcdRegistry } from './registry.js';
 
-export const CONFIG_NOT_FOUND = 'flannel config not found in etcd store. Did you create your config using etcdv3 API?';
+const CONFIG_NOT_FOUND = 'flannel config not found in etcd store. Did you create your config using etcdv3 API?';
 
 export interface ReadNetworkConfigOptions {
   /** How long a missing config or an unreachable etcd is waited for (default 5 min; 0 = one try). */

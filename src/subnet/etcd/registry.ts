@@ -78,13 +78,6 @@ export class EtcdRegistry {
     return { kvs, revision: res.header.revision };
   }
 
-  /** Remaining TTL of an etcd lease in seconds (-1 once expired); undefined for lease `0`. */
-  async ttlSeconds(leaseId: string): Promise<number | undefined> {
-    if (leaseId === '0' || leaseId === '') return undefined;
-    const res = await this.client.leaseClient.leaseTimeToLive({ ID: leaseId });
-    return Number(res.TTL);
-  }
-
   private async grant(ttlSeconds: number): Promise<{ id: string; ttl: number }> {
     const g = await this.client.leaseClient.leaseGrant({ TTL: ttlSeconds });
     return { id: g.ID, ttl: Number(g.TTL) };

@@ -32,8 +32,8 @@ import type { Logger } from '../../log.js';
 import { registerSecret } from '../../log-safe.js';
 
 /** client-go NewCachedFileTokenSource: period one minute, leeway 10 s. */
-export const TOKEN_FILE_PERIOD_MS = 60_000;
-export const TOKEN_FILE_LEEWAY_MS = 10_000;
+const TOKEN_FILE_PERIOD_MS = 60_000;
+const TOKEN_FILE_LEEWAY_MS = 10_000;
 /** What is kept of an exec credential plugin's stderr (the rest is dropped as it arrives). */
 export const MAX_PLUGIN_STDERR_CHARS = 4096;
 /** The auth-provider name this module's authenticator answers to (client-node's own providers do not). */
@@ -61,7 +61,7 @@ export function readMark(): number {
 }
 
 /** A token read from a file, cached for a minute, reset by a 401 (client-go's cachingTokenSource over a fileTokenSource). */
-export class CachedFileTokenSource {
+class CachedFileTokenSource {
   private cached: string | undefined;
   private expiry = 0;
   /** readSeq when the cached token was read. */

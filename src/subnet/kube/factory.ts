@@ -49,31 +49,26 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
   let kubeConfig: ReturnType<typeof buildKubeConfig> | undefined;
   const kc = () => (kubeConfig ??= buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log, clock: deps.clock }));
   let read: ReturnType<typeof readNodePublicIPs> | undefined;
+  // One read of the own Node's public-IP annotations serves both families.
+  const annotations = (signal: AbortSignal) =>
+    (read ??= readNodePublicIPs({
+      kubeConfig: kc(),
+      nodeName: config.nodeName!,
+      annotationPrefix: config.kubeAnnotationPrefix,
+      log,
+      clock: deps.clock,
+      signal,
+      timings: deps.timings,
+    }));
   return {
     async publicIPs(signal) {
       if (!config.nodeName) return [];
-      const annotated = await (read ??= readNodePublicIPs({
-        kubeConfig: kc(),
-        nodeName: config.nodeName,
-        annotationPrefix: config.kubeAnnotationPrefix,
-        log,
-        clock: deps.clock,
-        signal,
-        timings: deps.timings,
-      }));
+      const annotated = await annotations(signal);
       return [annotated.publicIPOverwrite, annotated.nodePublicIP].filter((ip): ip is string => ip !== undefined);
     },
     async publicIPv6s(signal) {
       if (!config.nodeName) return [];
-      const annotated = await (read ??= readNodePublicIPs({
-        kubeConfig: kc(),
-        nodeName: config.nodeName,
-        annotationPrefix: config.kubeAnnotationPrefix,
-        log,
-        clock: deps.clock,
-        signal,
-        timings: deps.timings,
-      }));
+      const annotated = await annotations(signal);
       return [annotated.publicIPv6Overwrite, annotated.nodePublicIPv6].filter((ip): ip is string => ip !== undefined);
     },
     subnetManager(netConf) {

@@ -19,18 +19,17 @@
 // A dual-stack peer's IPv6 subnet rides along with its IPv4 lease: its items are the driver's (one route
 // per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
 import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { METRIC } from '../metrics.js';
 import type { RejectedLease } from '../network-status.js';
-import { noNodeEvents, peerRejectedEvent, type NodeEvents } from '../node-events.js';
+import type { NodeEvents } from '../node-events.js';
 import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
-import { RejectionLog } from '../subnet/rejections.js';
-import type { LeaseRejectReason } from '../lease-reject-reasons.js';
-import type { LeaseValidation, LeaseValidationContext } from '../subnet/validate.js';
-import { validateLease } from '../subnet/validate.js';
+import { PeerProblems } from './problems.js';
+import type { LeaseRejectReason } from './reject-reasons.js';
+import type { LeaseValidation, LeaseValidationContext } from './validate.js';
+import { validateLease } from './validate.js';
 
 /** What the store asks the backend's driver: the items a valid peer lease needs, and their keys. */
 export interface ItemSource<D> {
@@ -54,6 +53,8 @@ export interface PeerStoreOptions<D> {
   events?: NodeEvents;
   /** One rejection line per node and reason per this interval (default 60 s). */
   rejectLogIntervalMs?: number;
+  /** The problems ledger rejected peers go to (shared with the reconcile loop; default: one of its own from the above). */
+  problems?: PeerProblems;
 }
 
 const CONFLICT_REASONS: ReadonlySet<LeaseRejectReason> = new Set(['subnet-overlaps-peer', 'subnet-contested']);
@@ -103,8 +104,7 @@ export class PeerStore<D> {
   private readonly ctx: LeaseValidationContext;
   private readonly log: Logger;
   private readonly metrics: Metrics | undefined;
-  private readonly rejections: RejectionLog;
-  private readonly events: NodeEvents;
+  private readonly problems: PeerProblems;
   private source: ItemSource<D>;
   /** Every peer reported, by key. */
   private readonly peersByKey = new Map<string, Peer<D>>();
@@ -131,8 +131,9 @@ export class PeerStore<D> {
     this.source = opts.items;
     this.log = opts.log ?? silentLogger();
     this.metrics = opts.metrics;
-    this.events = opts.events ?? noNodeEvents;
-    this.rejections = new RejectionLog(this.log, this.metrics, opts.clock ?? systemClock, opts.rejectLogIntervalMs ?? 60_000);
+    this.problems =
+      opts.problems ?? new PeerProblems({ log: this.log, metrics: this.metrics, clock: opts.clock, events: opts.events, rejectLogIntervalMs: opts.rejectLogIntervalMs });
+    this.problems.owner = (key) => this.owner(key);
   }
 
   /** Called after every change of the desired items or of `listed` (the reconciler wakes up). */
@@ -152,7 +153,7 @@ export class PeerStore<D> {
 
   /** Records kept: reported leases plus remembered rejections (each at most one per node present). */
   get remembered(): number {
-    return this.peersByKey.size + this.rejections.size;
+    return this.peersByKey.size + this.problems.nodesKept;
   }
 
   /** Accepted peer leases, sorted by key. */
@@ -166,10 +167,10 @@ export class PeerStore<D> {
   /** Peer leases rejected now (their current content), with the reason, sorted by key. */
   rejected(): RejectedLease[] {
     const out: RejectedLease[] = [];
-    if (this.rejections.size === 0) return out; // the common case, asked on every status read
+    if (this.problems.rejectedCount === 0) return out; // the common case, asked on every status read
     for (const key of [...this.peersByKey.keys()].sort()) {
       const { lease, held } = this.peersByKey.get(key)!;
-      const why = held !== undefined || !lease ? undefined : this.rejections.current(key);
+      const why = held !== undefined || !lease ? undefined : this.problems.rejection(key);
       if (why && lease) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why });
     }
     return out;
@@ -266,7 +267,7 @@ export class PeerStore<D> {
       lease = undefined;
     }
     if (lease === undefined) {
-      this.rejections.forget(key);
+      this.problems.forgetNode(key);
       if (!cur?.lease) return;
       this.unclaim(key, cur.lease);
       cur.lease = undefined;
@@ -356,9 +357,9 @@ export class PeerStore<D> {
         return;
       }
       holder = first.key;
-      const waited = this.rejections.current(holder)?.reason;
+      const waited = this.problems.rejection(holder)?.reason;
       this.holder.set(sn, holder);
-      this.rejections.accepted(holder);
+      this.problems.accepted(holder);
       changed.delete(holder);
       const p = this.peersByKey.get(holder)!;
       p.held = sn;
@@ -376,10 +377,8 @@ export class PeerStore<D> {
   private reject(l: Lease, reason: LeaseRejectReason, message: string, other?: string): void {
     const fields: Record<string, unknown> = { subnet: l.subnet, publicIP: l.publicIP };
     if (other !== undefined) fields.otherNode = other;
-    const fresh = this.rejections.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });
-    if (!fresh) return;
-    if (CONFLICT_REASONS.has(reason)) this.metrics?.inc(METRIC.subnetConflicts);
-    this.events.record(peerRejectedEvent(l.key, reason, message));
+    // The ledger counts a new verdict, logs it, raises its Event and lists it in the status.
+    this.problems.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });
   }
 
   /** Accept `lease` for peer `key`: its items (anew), dirty where they changed. */

@@ -1,6 +1,6 @@
-// Every reason a peer lease is rejected for (src/subnet/validate.ts decides them; README, "Peers are
-// validated"). A basic module: the validator, the Node events (./node-events.ts) and the metrics labels
-// read the same list without importing one another. No upstream counterpart: flannel trusts peer leases.
+// Every reason a peer lease is rejected for (src/peers/validate.ts decides them; docs/compatibility.md, "Peers
+// are validated"). The validator, the problems ledger (./problems.ts: the metric's labels and the Events) and
+// the store read the same list. No upstream counterpart: flannel trusts peer leases.
 
 /**
  * Every reason a peer lease is rejected for: short machine labels, used as the `reason` label of

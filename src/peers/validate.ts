@@ -1,9 +1,9 @@
-// Peer lease validation (README, "Peers are validated"). No upstream counterpart: flannel trusts peer leases;
+// Peer lease validation (docs/compatibility.md, How it differs: "Peers are validated"). No upstream counterpart: flannel trusts peer leases;
 // this agent never lets a malformed or hostile lease reach the dataplane.
 import { isIPv6 } from 'node:net';
-import type { Lease } from './lease.js';
+import type { Lease } from '../subnet/lease.js';
 import { isValidVtepMac } from '../mac.js';
-import type { LeaseRejectReason } from '../lease-reject-reasons.js';
+import type { LeaseRejectReason } from './reject-reasons.js';
 import { cidrContains6, contains6, formatCidr6, isGlobalUnicast6, isLinkLocal6, network6, normalizeCidr6, overlaps6, parseCidr6, parseIp6 } from '../ip6.js';
 import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
 
@@ -45,8 +45,7 @@ export interface Ipv6ValidationContext {
   nodeNetwork?: string;
 }
 
-// The reasons are a basic module (../lease-reject-reasons.ts) that Node events and metrics read too;
-// re-exported here for the modules that still take them from the validator.
+// The reasons live in ./reject-reasons.ts, which the problems ledger (the metric's labels) reads too.
 
 export type LeaseValidation = { ok: true } | { ok: false; reason: LeaseRejectReason; message: string };
 

@@ -1,0 +1,373 @@
+// The peers' problems ledger: one record per problem a peer has, of one of two kinds: `rejected` (its lease
+// failed validation or lost a contested subnet, by node, written by the peer store ./store.ts) and
+// `refused` (the dataplane refused one of its items, a RemoteSubnetRoute HNS will not take or a route the
+// stack rejects, by item key, written by the reconcile loop). Both go through one mechanism: a report that
+// is news (a new verdict, another answer) is counted, logged at warn, raised as an Event on the own Node
+// and listed in the status until resolved; a report that is not news is counted only where the metric
+// counts tries (refusals) and logged at debug.
+// Bounded whatever a peer does: one record per node (rejected) or item (refused), a rejection's message
+// capped and its signature kept as a digest, rejection lines rate-limited to one per node and reason per
+// interval (the next line carries how many were held back), everything about a node forgotten once it is
+// deleted. Refused items are retried each on its own capped exponential backoff, so the other peers are
+// never held back by them. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease and
+// its route/policy handlers keep no ledger.
+import { createHash } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { backoffDelay, systemClock } from '../clock.js';
+import { errorMessage, FlannelError } from '../errors.js';
+import { METRIC } from '../metrics.js';
+import type { Metrics } from '../metrics.js';
+import type { Logger } from '../log.js';
+import { silentLogger } from '../log.js';
+import type { RefusedItem } from '../network-status.js';
+import { NODE_EVENT_REASON, noNodeEvents, type NodeEvent, type NodeEvents } from '../node-events.js';
+import { LEASE_REJECT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
+
+export type ProblemKind = 'rejected' | 'refused';
+
+/** One problem of one peer. */
+export interface PeerProblem {
+  kind: ProblemKind;
+  /** rejected: the peer's lease key (its node); refused: the item's key (the peer's prefix). */
+  key: string;
+  /** The reject reason (LEASE_REJECT_REASONS), or the dataplane's answer (HRESULT, route status, error code). */
+  reason: string;
+  message: string;
+  /** When this reason was first given (ms since the epoch). */
+  since: number;
+  /** Reports with this reason so far. */
+  attempts: number;
+  /** Digest of what was judged (rejected: the reason, the other node, the lease's content). */
+  sig: string;
+  /** refused: when the item is tried again. */
+  retryAt: number;
+}
+
+/**
+ * The most characters of a rejection's message kept per node (the log line and the Event carry the
+ * whole message once, when it is new); with the signature kept as a digest, what one rejected node
+ * costs is bounded whatever its lease holds, so thousands of rejected peers stay small.
+ */
+export const MAX_KEPT_MESSAGE = 512;
+
+const CONFLICT_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['subnet-overlaps-peer', 'subnet-contested']);
+
+/** A fixed-size digest of a rejection's signature (what was rejected can be a kilobyte of backend-data). */
+function digest(sig: string): string {
+  return createHash('sha256').update(sig).digest('base64');
+}
+
+/** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
+function rejectionFix(reason: LeaseRejectReason): string | undefined {
+  if (reason === 'vni-too-low' || reason === 'vni-mismatch') return undefined;
+  if (reason === 'subnet-contested' || reason === 'subnet-overlaps-peer' || reason === 'subnet-overlaps-own' || reason === 'subnet-equals-own')
+    return "give each Node its own podCIDR (kube-controller-manager --allocate-node-cidrs), or remove the stale Node's flannel annotations";
+  if (reason.startsWith('vni') || reason === 'backend-type-mismatch')
+    return "use the same Backend Type and VNI (4096 or above for Windows) in every node's net-conf.json (kube-flannel-cfg)";
+  if (reason.startsWith('public-ip')) return "fix the peer's flannel.alpha.coreos.com/public-ip annotation (or its --public-ip)";
+  return "fix the peer Node's podCIDR and flannel.alpha.coreos.com annotations; see docs/errors.md";
+}
+
+/** A peer lease was rejected (a subnet conflict is its own reason). */
+export function peerRejectedEvent(node: string, reason: LeaseRejectReason, detail: string): NodeEvent {
+  const fix = rejectionFix(reason);
+  const contested = CONFLICT_REASONS.has(reason);
+  return {
+    type: 'Warning',
+    reason: contested ? NODE_EVENT_REASON.subnetContested : NODE_EVENT_REASON.peerRejected,
+    message: `peer ${node} rejected (${reason}): ${detail}; its pods are unreachable from this node until it is fixed${fix === undefined ? '' : `; fix: ${fix}`}`,
+  };
+}
+
+/** HNS (or the route table) refused one peer's policy or route; the other peers are programmed. */
+export function peerRefusedEvent(node: string | undefined, prefix: string, answer: string, detail: string): NodeEvent {
+  return {
+    type: 'Warning',
+    reason: NODE_EVENT_REASON.peerRefused,
+    message: `the dataplane refused the route to peer ${node ?? '?'} (${prefix}) with ${answer}: ${detail}; retried with backoff`,
+  };
+}
+
+/** What the dataplane answered: the HRESULT (HNS) or status (route table), else the error code. */
+function refusalAnswer(err: unknown): string {
+  if (err instanceof FlannelError) {
+    const { hresult, status } = err.context;
+    if (hresult !== undefined) return String(hresult);
+    if (status !== undefined) return `status ${String(status)}`;
+    return err.code;
+  }
+  return errorMessage(err);
+}
+
+/** A peer lease judged invalid (or losing a contested subnet), as the store reports it. */
+export interface Rejection {
+  node: string;
+  reason: LeaseRejectReason;
+  /** What was rejected (content of the lease, the other node): a new one is counted and may be logged. */
+  sig: string;
+  message: string;
+  fields: Record<string, unknown>;
+}
+
+export interface PeerProblemsOptions {
+  clock?: Clock;
+  log?: Logger;
+  metrics?: Metrics;
+  /** Where a problem that is news is reported as an Event on the own Node (default: nowhere). */
+  events?: NodeEvents;
+  /** The dataplane driver's name (the `driver` label of the refusal metrics, a log field); without it no refusal series is declared. */
+  driver?: string;
+  /** Backoff per refused item: base * 2^n, at most cap (defaults 250 / 30000 ms). */
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+  /** One rejection line per node and reason per this interval (default 60 s). */
+  rejectLogIntervalMs?: number;
+  /** The peer (node) an item key belongs to, for a refusal's log line, Event and status entry. */
+  owner?: (key: string) => string | undefined;
+}
+
+interface LineState {
+  at: number;
+  held: number;
+}
+
+export class PeerProblems {
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly metrics: Metrics | undefined;
+  private readonly events: NodeEvents;
+  private readonly driver: string;
+  private readonly backoff: { baseMs: number; capMs: number };
+  private readonly intervalMs: number;
+  /** Set by whoever knows which peer an item key is for (the peer store). */
+  owner: (key: string) => string | undefined;
+  /** The records, by kind and key. */
+  private readonly records: Record<ProblemKind, Map<string, PeerProblem>> = { rejected: new Map(), refused: new Map() };
+  /** Rejected nodes' last log line per reason (kept after the lease is accepted, until the node is gone). */
+  private readonly lines = new Map<string, Map<string, LineState>>();
+
+  constructor(opts: PeerProblemsOptions = {}) {
+    this.clock = opts.clock ?? systemClock;
+    this.log = opts.log ?? silentLogger();
+    this.metrics = opts.metrics;
+    this.events = opts.events ?? noNodeEvents;
+    this.driver = opts.driver ?? '';
+    this.backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
+    this.intervalMs = opts.rejectLogIntervalMs ?? 60_000;
+    this.owner = opts.owner ?? (() => undefined);
+    // Every series exists at zero from the start, so a rate() or an alert on it works before the first problem.
+    this.metrics?.declare(METRIC.leasesRejected, 'reason', LEASE_REJECT_REASONS);
+    if (opts.driver !== undefined) {
+      this.metrics?.declare(METRIC.refusals, 'driver', [opts.driver]);
+      this.metrics?.declare(METRIC.refusedItems, 'driver', [opts.driver]);
+    }
+  }
+
+  // --- the one mechanism ---
+
+  /**
+   * Record a report of a problem; true when it is news (a new record, another reason or signature). News
+   * is counted, logged at warn and raised as an Event; a repeat only as its kind counts and logs repeats.
+   * `retry`: a refused item's tries so far and when it is tried again.
+   */
+  private report(
+    kind: ProblemKind,
+    key: string,
+    reason: string,
+    sig: string,
+    message: string,
+    fields: Record<string, unknown>,
+    retry?: { attempts: number; retryAt: number },
+  ): boolean {
+    const now = this.clock.now();
+    const prev = this.records[kind].get(key);
+    const news = prev === undefined || prev.reason !== reason || prev.sig !== sig;
+    const attempts = retry?.attempts ?? (prev?.reason === reason ? prev.attempts : 0) + 1;
+    const since = prev?.reason === reason ? prev.since : now;
+    const rec: PeerProblem = { kind, key, reason, message, since, attempts, sig, retryAt: retry?.retryAt ?? 0 };
+    if (!news && kind === 'rejected') return false; // the verdict already remembered: nothing to count or say
+    this.records[kind].set(key, rec);
+    this.count(rec);
+    this.say(rec, news, fields, now);
+    if (news) this.events.record(this.event(rec, fields));
+    return news;
+  }
+
+  private count(p: PeerProblem): void {
+    if (p.kind === 'rejected') {
+      this.metrics?.inc(METRIC.leasesRejected, { reason: p.reason });
+      if (CONFLICT_REASONS.has(p.reason)) this.metrics?.inc(METRIC.subnetConflicts);
+      return;
+    }
+    this.metrics?.inc(METRIC.refusals, { driver: this.driver });
+    this.gauge();
+  }
+
+  private say(p: PeerProblem, news: boolean, fields: Record<string, unknown>, now: number): void {
+    if (p.kind === 'refused') {
+      if (news) this.log.warn('the dataplane refused one peer item; the other peers are programmed, this one is retried with backoff', fields);
+      else this.log.debug('the dataplane refused the item again', fields);
+      return;
+    }
+    let lines = this.lines.get(p.key);
+    if (!lines) this.lines.set(p.key, (lines = new Map<string, LineState>()));
+    const line = lines.get(p.reason);
+    if (line && now - line.at < this.intervalMs) {
+      line.held++;
+      return;
+    }
+    this.log.warn('peer lease rejected', {
+      node: p.key,
+      reason: p.reason,
+      ...fields,
+      detail: fields.detail,
+      ...(line && line.held > 0 ? { heldBack: line.held, sinceS: Math.round((now - line.at) / 1000) } : {}),
+    });
+    lines.set(p.reason, { at: now, held: 0 });
+  }
+
+  private event(p: PeerProblem, fields: Record<string, unknown>): NodeEvent {
+    if (p.kind === 'rejected') return peerRejectedEvent(p.key, p.reason as LeaseRejectReason, String(fields.detail));
+    return peerRefusedEvent(this.owner(p.key), p.key, p.reason, p.message);
+  }
+
+  /** The problem is over: the record goes (a resolved refusal is logged with how many tries it took). */
+  private resolve(kind: ProblemKind, key: string, message?: string, tries = 0): PeerProblem | undefined {
+    const prev = this.records[kind].get(key);
+    if (!prev) return undefined;
+    this.records[kind].delete(key);
+    if (kind === 'refused') {
+      this.gauge();
+      if (message !== undefined) this.log.info(message, { driver: this.driver, node: this.owner(key), prefix: key, attempts: prev.attempts + tries });
+    }
+    return prev;
+  }
+
+  private gauge(): void {
+    this.metrics?.set(METRIC.refusedItems, this.records.refused.size, { driver: this.driver });
+  }
+
+  // --- rejected peers (the peer store) ---
+
+  /** A peer lease was rejected; true when the verdict is new (not the one already remembered for the node). */
+  reject(r: Rejection): boolean {
+    const message = r.message.length > MAX_KEPT_MESSAGE ? `${r.message.slice(0, MAX_KEPT_MESSAGE - 1)}…` : r.message;
+    return this.report('rejected', r.node, r.reason, digest(r.sig), message, { ...r.fields, detail: r.message });
+  }
+
+  /** Why a node's current lease is rejected, if it is. */
+  rejection(node: string): { reason: LeaseRejectReason; message: string } | undefined {
+    const p = this.records.rejected.get(node);
+    return p && { reason: p.reason as LeaseRejectReason, message: p.message };
+  }
+
+  /** The node's lease is accepted now: a later rejection counts as new. */
+  accepted(node: string): void {
+    this.resolve('rejected', node);
+  }
+
+  /** The node is gone: forget everything about it. */
+  forgetNode(node: string): void {
+    this.resolve('rejected', node);
+    this.lines.delete(node);
+  }
+
+  /** Rejected nodes: those with a current rejection or a rejection's log state (at most one entry per node). */
+  get nodesKept(): number {
+    let n = this.lines.size;
+    for (const k of this.records.rejected.keys()) if (!this.lines.has(k)) n++;
+    return n;
+  }
+
+  get rejectedCount(): number {
+    return this.records.rejected.size;
+  }
+
+  /** Characters kept for all rejected nodes (signatures and messages): what the bound on each node keeps small. */
+  keptChars(): number {
+    let n = 0;
+    for (const [node, lines] of this.lines) {
+      const p = this.records.rejected.get(node);
+      n += node.length + (p ? p.sig.length + p.message.length : 0) + lines.size * 16;
+    }
+    return n;
+  }
+
+  // --- refused items (the reconcile loop) ---
+
+  /**
+   * The dataplane refused the item for `key`: back off; log (at warn) and report the first refusal and
+   * every change of answer, a retry answered alike only at debug. True when this refusal is such news.
+   */
+  refused(key: string, err: unknown): boolean {
+    const answer = refusalAnswer(err);
+    const prev = this.records.refused.get(key);
+    const attempts = (prev?.attempts ?? 0) + 1;
+    const delay = backoffDelay(attempts - 1, this.backoff.baseMs, this.backoff.capMs);
+    const error = errorMessage(err);
+    const fields = { driver: this.driver, node: this.owner(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error };
+    // Tries and backoff run on across answers (the item has been tried that often); `since` is the answer's.
+    return this.report('refused', key, answer, '', error, fields, { attempts, retryAt: this.clock.now() + delay });
+  }
+
+  /** The item for `key` was written: it is no longer refused. */
+  written(key: string): void {
+    this.resolve('refused', key, 'the dataplane accepted a previously refused item', 1);
+  }
+
+  /** The dataplane holds the item for `key` without our write (another writer, drift): stop retrying it. */
+  held(key: string): void {
+    this.resolve('refused', key, 'a previously refused item is in the dataplane now; it is no longer retried', 0);
+  }
+
+  /** The key is no longer desired (or has new content): stop tracking it. */
+  forgetItem(key: string): void {
+    this.resolve('refused', key);
+  }
+
+  get refusedCount(): number {
+    return this.records.refused.size;
+  }
+
+  isRefused(key: string): boolean {
+    return this.records.refused.has(key);
+  }
+
+  refusedKeys(): string[] {
+    return [...this.records.refused.keys()];
+  }
+
+  /** True while `key` waits out its backoff (not written by any pass until then). */
+  backingOff(key: string, now: number): boolean {
+    const p = this.records.refused.get(key);
+    return p !== undefined && p.retryAt > now;
+  }
+
+  /** Keys whose backoff has ended. */
+  due(now: number): string[] {
+    return [...this.records.refused.values()].filter((p) => p.retryAt <= now).map((p) => p.key);
+  }
+
+  /** When the next retry falls due, if any is pending. */
+  nextRetryAt(): number | undefined {
+    let next: number | undefined;
+    for (const p of this.records.refused.values()) if (next === undefined || p.retryAt < next) next = p.retryAt;
+    return next;
+  }
+
+  // --- the status ---
+
+  /** The refused items, sorted by peer then prefix (the status's `refusedItems`). */
+  refusedItems(): RefusedItem[] {
+    if (this.records.refused.size === 0) return [];
+    return [...this.records.refused.values()]
+      .map((p) => ({ node: this.owner(p.key), prefix: p.key, answer: p.reason, attempts: p.attempts, since: p.since, error: p.message }))
+      .sort((a, b) => (a.node ?? '').localeCompare(b.node ?? '') || a.prefix.localeCompare(b.prefix));
+  }
+
+  /** Every problem now, rejected then refused, each sorted by key. */
+  list(): PeerProblem[] {
+    const sorted = (m: Map<string, PeerProblem>) => [...m.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return [...sorted(this.records.rejected), ...sorted(this.records.refused)];
+  }
+}

@@ -1,0 +1,93 @@
+// The plan: the one diff between the dataplane and the peers. Pure: given the actual items (as read, or
+// as the loop's cache holds them) and the desired ones, by key, it says what to add, remove and replace.
+// The loop (./reconciler.ts) makes it; the writes (./writes.ts) carry it out. No upstream counterpart:
+// flannel's route/policy handlers apply events one by one and never diff (flannel#2554); the shape is
+// the diff step of Felix's Windows VXLAN manager (felix/dataplane/windows/vxlan_mgr.go).
+
+export interface PlanOps<A, D> {
+  actualKey(a: A): string;
+  desiredKey(d: D): string;
+  /** True when actual item `a` already is desired item `d` (no write needed). */
+  same(a: A, d: D): boolean;
+}
+
+export interface ReconcilePlan<A, D> {
+  add: D[];
+  remove: A[];
+  replace: { from: A; to: D }[];
+  unchanged: number;
+}
+
+/**
+ * Compare the actual items with the desired ones, by key. Actual items without a desired key are
+ * removed; of several actual items for one key, one that is `same` is kept and the rest removed;
+ * if none is the same, the first is replaced and the rest removed. Desired keys are unique (first wins).
+ */
+export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[], ops: PlanOps<A, D>): ReconcilePlan<A, D> {
+  const want = new Map<string, D>();
+  for (const d of desired) {
+    const k = ops.desiredKey(d);
+    if (!want.has(k)) want.set(k, d);
+  }
+  const have = new Map<string, A[]>();
+  for (const a of actual) {
+    const k = ops.actualKey(a);
+    const list = have.get(k);
+    if (list) list.push(a);
+    else have.set(k, [a]);
+  }
+  const plan: ReconcilePlan<A, D> = { add: [], remove: [], replace: [], unchanged: 0 };
+  for (const [k, items] of have) {
+    const d = want.get(k);
+    if (d === undefined) {
+      plan.remove.push(...items);
+      continue;
+    }
+    const keep = items.findIndex((a) => ops.same(a, d));
+    if (keep >= 0) {
+      plan.unchanged++;
+      items.forEach((a, i) => {
+        if (i !== keep) plan.remove.push(a);
+      });
+    } else {
+      plan.replace.push({ from: items[0], to: d });
+      plan.remove.push(...items.slice(1));
+    }
+  }
+  for (const [k, d] of want) if (!have.has(k)) plan.add.push(d);
+  return plan;
+}
+
+/** True when `plan` writes anything for `key` (a full pass's plan leaves the keys it finds right alone). */
+export function planTouches<A, D>(plan: ReconcilePlan<A, D>, key: string, ops: PlanOps<A, D>): boolean {
+  return plan.add.some((d) => ops.desiredKey(d) === key) || plan.replace.some((r) => ops.desiredKey(r.to) === key) || plan.remove.some((a) => ops.actualKey(a) === key);
+}
+
+/** The actual dataplane by key, as last read and changed by our own successful writes since. */
+export class ActualCache<A> {
+  private readonly byKey = new Map<string, A[]>();
+
+  constructor(items: readonly A[], key: (a: A) => string) {
+    for (const a of items) this.add(key(a), a);
+  }
+
+  get(k: string): readonly A[] {
+    return this.byKey.get(k) ?? [];
+  }
+
+  has(k: string): boolean {
+    return this.byKey.has(k);
+  }
+
+  add(k: string, a: A): void {
+    const list = this.byKey.get(k);
+    if (list) list.push(a);
+    else this.byKey.set(k, [a]);
+  }
+
+  remove(k: string, a: A): void {
+    const rest = this.get(k).filter((x) => x !== a);
+    if (rest.length > 0) this.byKey.set(k, rest);
+    else this.byKey.delete(k);
+  }
+}

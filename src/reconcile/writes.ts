@@ -1,0 +1,200 @@
+// The writes: a plan (./plan.ts) carried out through the backend's driver in bounded batches, removals
+// first, then additions and the replacements whose old item is gone. Batch recovery has one owner, here:
+// an HcnModifyNetwork carrying many policies is atomic (hcsshim hcn/hcnnetwork.go modifyNetwork: one
+// request, one HRESULT), so one policy HNS refuses (HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_INVALID_POLICY,
+// ...) sinks the others with it. A refused batch is halved until the refused items stand alone;
+// everything else lands, and each refused item goes to the problems ledger (src/peers/problems.ts) to be
+// retried on its own backoff. A failure that is not a refusal (HNS down, a timeout, the network gone)
+// stops the writes instead: splitting would only multiply failing calls. The dataplane clients below
+// make exactly the calls asked of them, so the calls counted here are the real ones.
+import type { ItemSource } from '../peers/store.js';
+import type { PeerProblems } from '../peers/problems.js';
+import type { ActualCache, PlanOps, ReconcilePlan } from './plan.js';
+
+// --- the driver seam ---
+
+export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
+  /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
+  name: string;
+  /** What one item is, for flannel_drift_repairs_total{kind} when a resync finds one gone (default `policy`). */
+  driftKind?: 'route' | 'policy';
+  /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
+  readActual(): Promise<A[]>;
+  /** One write removing these items (at most `batch` of them). */
+  remove(items: A[]): Promise<void>;
+  /** One write adding these items (at most `batch` of them). */
+  add(items: D[]): Promise<void>;
+  /** Items per write call (default: all of them in one). */
+  batch?: number;
+  /** Write calls in flight at once (default 1). */
+  concurrency?: number;
+  /** What a successful add of `d` leaves in the dataplane. Without it every pass reads (no incremental apply). */
+  toActual?(d: D): A;
+  /**
+   * What a failed write means, as the dataplane layer sorts it: `refused` (the items of that write were
+   * refused: split the batch to find them), `absent` (a removal named an item already gone: split the
+   * batch; one item so answered is removed), `gone` (the network this driver writes to no longer exists),
+   * else `transient` (the call failed as a whole; retried with backoff). Default: transient.
+   */
+  failure?(err: unknown): WriteFailure;
+  /** Called after each full pass: close what incremental writes kept open (an HCN network handle). */
+  release?(): Promise<void>;
+}
+
+/** How a failed dataplane write fails (src/hns/errors.ts `hnsFailure`, host-gw's `routeFailure`). */
+export type WriteFailure = 'refused' | 'absent' | 'gone' | 'transient';
+
+/** A driver that also says which items a validated peer lease needs (the peer store asks it). */
+export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
+
+// --- the writes ---
+
+interface WriteOutcome {
+  added: number;
+  removed: number;
+  replaced: number;
+  /** Keys with an item the dataplane refused (recorded in the problems ledger). */
+  refused: number;
+  /** Of those, refusals that are news (a first refusal or another answer), not a retry answered alike. */
+  refusalsChanged: number;
+  /** Keys of the items written in (added or replaced) and of those removed outright. */
+  addedKeys: string[];
+  removedKeys: string[];
+  /** Items the plan held but the pass attempted (refused items waiting out their backoff are not). */
+  attempted: number;
+  /** Write calls made. */
+  calls: number;
+  /** The first failure that was not a refusal. */
+  failure?: unknown;
+}
+
+/**
+ * Write `plan`. `early` (before the first complete list): additions only. Keys backing off after a
+ * refusal are left alone. Successful writes update `cache`; refusals and acceptances go to `refusals`.
+ */
+export async function writePlan<A, D>(
+  driver: ReconcileDriver<A, D>,
+  plan: ReconcilePlan<A, D>,
+  opts: { early: boolean; now: number; refusals: PeerProblems; cache: ActualCache<A> | undefined },
+): Promise<WriteOutcome> {
+  const { refusals, cache } = opts;
+  const waiting = (k: string) => refusals.backingOff(k, opts.now);
+  const aKey = (a: A) => driver.actualKey(a);
+  const dKey = (d: D) => driver.desiredKey(d);
+  const batches = {
+    size: driver.batch ?? Number.MAX_SAFE_INTEGER,
+    concurrency: driver.concurrency ?? 1,
+    refuses: (e: unknown) => driver.failure?.(e) === 'refused',
+  };
+  const removing = {
+    ...batches,
+    refuses: (e: unknown) => driver.failure?.(e) === 'refused' || driver.failure?.(e) === 'absent',
+    absent: (e: unknown) => driver.failure?.(e) === 'absent',
+  };
+  const refusedKeys = new Set<string>();
+  const written = new Set<string>();
+  let refusalsChanged = 0;
+
+  const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
+  const rm = await writeInBatches(toRemove, { ...removing, write: (items) => driver.remove(items) });
+  const gone = new Set(rm.done);
+  for (const a of rm.done) {
+    written.add(aKey(a));
+    cache?.remove(aKey(a), a);
+  }
+  for (const r of rm.refused) {
+    refusedKeys.add(aKey(r.item));
+    if (refusals.refused(aKey(r.item), r.error)) refusalsChanged++;
+  }
+
+  const replacing = opts.early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
+  const toAdd = [...plan.add, ...replacing].filter((d) => !waiting(dKey(d)));
+  const ad = await writeInBatches(toAdd, { ...batches, write: (items) => driver.add(items) });
+  const added = new Set(ad.done);
+  for (const d of added) {
+    written.add(dKey(d));
+    if (driver.toActual) cache?.add(dKey(d), driver.toActual(d));
+  }
+  for (const r of ad.refused) {
+    refusedKeys.add(dKey(r.item));
+    if (refusals.refused(dKey(r.item), r.error)) refusalsChanged++;
+  }
+  for (const k of written) if (!refusedKeys.has(k)) refusals.written(k);
+
+  return {
+    removed: plan.remove.filter((a) => gone.has(a)).length,
+    added: plan.add.filter((d) => added.has(d)).length,
+    replaced: plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length,
+    refused: refusedKeys.size,
+    refusalsChanged,
+    addedKeys: ad.done.map(dKey),
+    removedKeys: plan.remove.filter((a) => gone.has(a)).map(aKey),
+    attempted: toRemove.length + toAdd.length,
+    calls: rm.calls + ad.calls,
+    failure: rm.failure ?? ad.failure,
+  };
+}
+
+export interface Refusal<T> {
+  item: T;
+  error: unknown;
+}
+
+export interface BatchResult<T> {
+  /** Items written, in write order. */
+  done: T[];
+  /** Items the dataplane refused, one by one. */
+  refused: Refusal<T>[];
+  /** The first failure that was not a refusal; the items after it were not attempted. */
+  failure?: unknown;
+  /** Write calls made. */
+  calls: number;
+}
+
+export interface BatchOptions<T> {
+  /** Items per write (>= 1). */
+  size: number;
+  /** Writes in flight at once (>= 1). */
+  concurrency: number;
+  write: (items: T[]) => Promise<unknown>;
+  /** True when `error` refuses the items of this write rather than failing the call as a whole. */
+  refuses: (error: unknown) => boolean;
+  /** True when `error` says an item of this write is already as asked (a removal of one gone): one item so answered is done. */
+  absent?: (error: unknown) => boolean;
+}
+
+/** Write `items` in batches of `size`; halve refused batches down to single refused items (the one place batches are split). */
+export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<T>): Promise<BatchResult<T>> {
+  const size = Math.max(1, Math.floor(opts.size));
+  const result: BatchResult<T> = { done: [], refused: [], calls: 0 };
+  const queue: T[][] = [];
+  for (let i = 0; i < items.length; i += size) queue.push(items.slice(i, i + size));
+
+  const attempt = async (part: T[]): Promise<void> => {
+    if (result.failure !== undefined) return;
+    result.calls++;
+    try {
+      await opts.write(part);
+      result.done.push(...part);
+    } catch (error) {
+      if (!opts.refuses(error)) {
+        result.failure ??= error;
+        return;
+      }
+      if (part.length === 1) {
+        if (opts.absent?.(error)) result.done.push(part[0]);
+        else result.refused.push({ item: part[0], error });
+        return;
+      }
+      const half = Math.ceil(part.length / 2);
+      await attempt(part.slice(0, half));
+      await attempt(part.slice(half));
+    }
+  };
+
+  const worker = async (): Promise<void> => {
+    for (let part = queue.shift(); part; part = queue.shift()) await attempt(part);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(Math.floor(opts.concurrency), queue.length)) }, worker));
+  return result;
+}
