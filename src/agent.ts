@@ -29,7 +29,7 @@ import type { OwnLeaseChange, SubnetManager } from './subnet/lease.js';
 import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
-import type { RelistOptions } from './subnet/relist.js';
+import type { SubnetTimings } from './subnet/timings.js';
 import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './version.js';
 import { writeFileAtomicSync } from './fs-atomic.js';
@@ -45,8 +45,8 @@ export interface AgentOptions {
   subnetManager?: SubnetManager;
   readFile?: (path: string) => string;
   resyncMs?: number;
-  /** The subnet manager's pauses between list and watch rounds (tests); default client-go's reflector backoff. */
-  relistBackoff?: RelistOptions['backoff'];
+  /** The subnet manager's backoffs, windows and deadlines (src/subnet/timings.ts); default its own. */
+  subnetTimings?: Partial<SubnetTimings>;
   /**
    * The host's boot time, ms since the epoch. Default on Windows: now - os.uptime(); elsewhere (the
    * simulated dataplane has no reboots) no boot record is kept unless this is given. Tests inject reboots.
@@ -56,7 +56,7 @@ export interface AgentOptions {
   fs?: SubnetEnvFs;
   /** The file system the CNI config check reads (tests); default node:fs. */
   cniFs?: CniReadinessFs;
-  /** How often the CNI config is checked again (tests); default CNI_CHECK_INTERVAL_MS. */
+  /** How often the CNI config is checked again; default CNI_CHECK_INTERVAL_MS (the kubelet's probe period). */
   cniCheckIntervalMs?: number;
   /** How often net-conf.json is read again to say that a change needs a restart (kube mode); default 30 s. */
   netConfRecheckMs?: number;
@@ -281,7 +281,7 @@ export class Agent {
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
     const kube =
       config.kubeSubnetMgr && !this.opts.subnetManager
-        ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, relistBackoff: this.opts.relistBackoff })
+        ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, timings: this.opts.subnetTimings })
         : undefined;
     const publicIPs = await this.publicIPCandidates(kube, signal);
     const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
@@ -313,7 +313,7 @@ export class Agent {
             log: root,
             metrics: this.metrics,
             clock: this.clock,
-            tuning: { relistBackoff: this.opts.relistBackoff },
+            timings: this.opts.subnetTimings,
           }));
     this.subnetManagerValue = subnetManager;
     // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.

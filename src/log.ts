@@ -11,9 +11,7 @@ export interface LogOptions {
   format?: 'text' | 'json';
   /** Size-rotated log file (in addition to stderr). */
   file?: string;
-  /** Write nothing to the console (tests). */
-  silent?: boolean;
-  /** Where the console lines go instead of stderr (tests read them from here). */
+  /** Where the console lines go (default stderr; a test reads them from its own stream). */
   stream?: NodeJS.WritableStream;
 }
 
@@ -48,9 +46,8 @@ export function createLogger(opts: LogOptions = {}): Logger {
     opts.format === 'json'
       ? winston.format.combine(safeFields(), winston.format.timestamp(), winston.format.json())
       : winston.format.combine(safeFields(), winston.format.timestamp(), textFormat());
-  const silent = opts.silent === true;
   const transports: winston.transport[] = [
-    opts.stream ? new winston.transports.Stream({ stream: opts.stream, silent }) : new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'], silent }),
+    opts.stream ? new winston.transports.Stream({ stream: opts.stream }) : new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] }),
   ];
   if (opts.file) {
     transports.push(new winston.transports.File({ filename: opts.file, maxsize: LOG_FILE_MAX_BYTES, maxFiles: LOG_FILE_KEEP, tailable: true }));

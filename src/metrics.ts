@@ -29,6 +29,11 @@ export const METRIC = {
   hnsRestarts: 'flannel_hns_restarts_total',
   driftRepairs: 'flannel_drift_repairs_total',
   simulatedCalls: 'flannel_simulated_dataplane_calls_total',
+  nodeEventsWritten: 'flannel_node_events_written_total',
+  nodeEventsDropped: 'flannel_node_events_dropped_total',
+  nodeEventsQueued: 'flannel_node_events_queued',
+  nodeEventCacheEntries: 'flannel_node_event_cache_entries',
+  watchBytesScanned: 'flannel_watch_bytes_scanned_total',
 } as const;
 
 type Kind = 'counter' | 'gauge' | 'histogram';
@@ -53,6 +58,11 @@ const FAMILIES: Record<string, [string, Kind, string[]?]> = {
   [METRIC.hnsRestarts]: ['Times the HNS service was seen running in a new process (it restarted and dropped what it had not persisted).', 'counter'],
   [METRIC.driftRepairs]: ['Objects of the agent found lost or changed behind its back and re-applied, by kind.', 'counter', ['kind']],
   [METRIC.simulatedCalls]: ['Simulated dataplane only: Windows calls by name (the `op` of a state file `faults` rule).', 'counter', ['op']],
+  [METRIC.nodeEventsWritten]: ['Events on the own Node the API server accepted (created or patched).', 'counter'],
+  [METRIC.nodeEventsDropped]: ['Events on the own Node not written, by reason (rate-limit, queue-full, write-failed).', 'counter', ['reason']],
+  [METRIC.nodeEventsQueued]: ['Events on the own Node waiting to be written (at most 1000).', 'gauge'],
+  [METRIC.nodeEventCacheEntries]: ["Entries of the Event recorder's caches, by cache (aggregate-messages, dedup, names).", 'gauge', ['cache']],
+  [METRIC.watchBytesScanned]: ['Bytes of Kubernetes watch streams searched for line ends (each byte once: the bytes received).', 'counter'],
 };
 
 /** The operations `metered` counts: HnsClient's (hns.*) and the route table's (routes.*). */

@@ -47,13 +47,11 @@ export interface InstallOptions {
   binDir: string;
   /** Size caps and deadlines of a download and of an archive (defaults DOWNLOAD_LIMITS, ARCHIVE_LIMITS). */
   limits?: Partial<DownloadLimits & ArchiveLimits>;
-  /** The download deadlines' clock (injected for tests). */
+  /** The clock of the download deadlines and of the waits between rename attempts (default systemClock). */
   clock?: Clock;
   /** Where downloads are kept until installed (default: the OS temporary directory). */
   tmpDir?: string;
   fs?: InstallFs;
-  /** Waits between rename attempts (injected for tests). */
-  sleep?: (ms: number) => Promise<void>;
 }
 
 export type InstallFs = Pick<
@@ -81,7 +79,7 @@ export type InstallFs = Pick<
 const RENAME_RETRY_MS = [50, 100, 200, 400, 800, 1000, 1000, 1500];
 const BUSY = new Set(['EPERM', 'EBUSY', 'EACCES']);
 
-async function renameWithRetry(from: string, to: string, fs: Pick<typeof nodeFs, 'renameSync'>, sleep: (ms: number) => Promise<void>): Promise<void> {
+async function renameWithRetry(from: string, to: string, fs: Pick<typeof nodeFs, 'renameSync'>, clock: Clock): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       fs.renameSync(from, to);
@@ -89,7 +87,7 @@ async function renameWithRetry(from: string, to: string, fs: Pick<typeof nodeFs,
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? '';
       if (!BUSY.has(code) || attempt >= RENAME_RETRY_MS.length) throw err;
-      await sleep(RENAME_RETRY_MS[attempt]);
+      await clock.sleep(RENAME_RETRY_MS[attempt]);
     }
   }
 }
@@ -240,7 +238,7 @@ export async function installCniPlugins(opts: InstallOptions): Promise<InstallRe
   try {
     for (const f of report.installed) fs.writeFileSync(join(tmp, f), found.get(f)!.data, { mode: 0o755 });
     for (const f of report.installed) {
-      await renameWithRetry(join(tmp, f), join(opts.binDir, f), fs, opts.sleep ?? ((ms) => systemClock.sleep(ms)));
+      await renameWithRetry(join(tmp, f), join(opts.binDir, f), fs, opts.clock ?? systemClock);
       done.push(f);
     }
   } catch (err) {

@@ -14,7 +14,7 @@ import { silentLogger } from '../log.js';
 export interface HealthServerOptions {
   /** Listen address (`--healthz-ip`). */
   host: string;
-  /** Listen port (`--healthz-port`); 0 picks a free port (tests). */
+  /** Listen port (`--healthz-port`); 0 lets the OS pick a free one (the agent starts no server for 0). */
   port: number;
   metrics: Metrics;
   /** True once subnet.env has been written (and while the HNS network exists). */

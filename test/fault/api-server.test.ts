@@ -93,7 +93,7 @@ describe('API server faults', () => {
     for (const n of [1, 2, 3, 4]) c.addLinux(n, 'vxlan');
     c.addWindowsNode();
     // Five failed rounds within 2 minutes: client-go's pauses would reach 13-26 s; a tenth of them here.
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF, relistBackoff: { initialMs: 80, capMs: 3000 } });
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, subnetTimings: { relistBackoff: { initialMs: 80, capMs: 3000 } } });
     await expectConverged(a, 'vxlan', [1, 2, 3, 4]);
     for (let round = 0; round < 3; round++) {
       await waitFor(() => c.api.activeWatches > 0, 'an open watch', 20_000);

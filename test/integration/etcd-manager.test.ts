@@ -75,11 +75,9 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
       netConf,
       publicIP,
       onClose: () => client.close(),
-      backoffBaseMs: 50,
-      backoffCapMs: 500,
-      apiRetryTimeoutMs: 10_000,
       log: LOG,
       ...extra,
+      timings: { backoffBaseMs: 50, backoffCapMs: 500, apiRetryTimeoutMs: 10_000, ...extra.timings },
     });
     const h: Harness = { mgr, ctrl: new AbortController(), updates: [], view: new Map() };
     harnesses.push(h);
@@ -258,7 +256,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
   it('our key overwritten while no watch saw it: the renewal finds it, logs it and takes the key back', async () => {
     const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
     const sink = logSink();
-    const h = manager(prefix, netConf, '192.168.64.3', { log: sink.log, leaseTtlSeconds: 4, renewMarginMs: 3000, renewRetryMs: 200 });
+    const h = manager(prefix, netConf, '192.168.64.3', { log: sink.log, timings: { leaseTtlSeconds: 4, leaseRenewMarginMs: 3000, renewRetryMs: 200 } });
     const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:08'), h.ctrl.signal);
     const key = `${prefix}/subnets/${own.key}`;
     const ours = await admin.get(key).string();
@@ -296,7 +294,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
 
   it('renews the lease before expiry (short test TTL), so the key outlives its first etcd lease', async () => {
     const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
-    const h = manager(prefix, netConf, '192.168.64.3', { leaseTtlSeconds: 4, renewMarginMs: 3000, renewRetryMs: 200 });
+    const h = manager(prefix, netConf, '192.168.64.3', { timings: { leaseTtlSeconds: 4, leaseRenewMarginMs: 3000, renewRetryMs: 200 } });
     const own = await h.mgr.acquireLease(vxlanAttrs('192.168.64.3', '0e:2a:00:00:00:04'), h.ctrl.signal);
     const key = `${prefix}/subnets/${own.key}`;
     const firstLease = (await admin.get(key).exec()).kvs[0].lease;

@@ -22,7 +22,7 @@ import type { TestCa, TestCert } from '../support/etcd.js';
 const CONF = { Network: '10.6.0.0/16', Backend: { Type: 'host-gw' } };
 /** Short waits so failures surface in well under the per-test budget. */
 const FAST = { waitTimeoutMs: 1500, backoffBaseMs: 50, backoffCapMs: 200 };
-const TUNING = { apiRetryTimeoutMs: 1500, backoffBaseMs: 50, backoffCapMs: 200 };
+const TIMINGS = { apiRetryTimeoutMs: 1500, backoffBaseMs: 50, backoffCapMs: 200 };
 
 let seq = 0;
 
@@ -38,7 +38,7 @@ function agentConfig(home: string, flags: string[]): AgentConfig {
 /** Read `<prefix>/config` and acquire a lease the way the agent does; aborting `ctrl` closes the client. */
 async function acquire(config: AgentConfig, ctrl: AbortController, publicIP = '10.0.0.2'): Promise<Lease> {
   const netConf = await fetchEtcdNetworkConfig(config, { log: LOG, signal: ctrl.signal, ...FAST });
-  const mgr = createEtcdSubnetManager(config, { netConf, publicIP, log: LOG, tuning: TUNING });
+  const mgr = createEtcdSubnetManager(config, { netConf, publicIP, log: LOG, timings: TIMINGS });
   return mgr.acquireLease(() => Promise.resolve({ publicIP, backendType: 'host-gw', backendData: null }), ctrl.signal);
 }
 
@@ -110,7 +110,7 @@ describeEtcd(
 
       // The manager's own retry (acquireLease) gives up after apiRetryTimeoutMs with the same diagnosis.
       const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, tlsFlags(ca.certFile, client)), { log: LOG, signal: ctrl.signal, ...FAST });
-      const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: TUNING });
+      const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, timings: TIMINGS });
       // (The test's own deadline, 20 s, is what "gives up" is held to: no wall-clock bound here.)
       const err2 = await expectCode(
         mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal),
@@ -189,7 +189,7 @@ describeEtcd('etcd with authentication (real etcd)', () => {
     expect(err.cause).toBeInstanceOf(EtcdAuthenticationFailedError);
 
     const netConf = await fetchEtcdNetworkConfig(agentConfig(dir, authFlags('flannel', 'flannel-pw')), { log: LOG, signal: ctrl.signal, ...FAST });
-    const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, tuning: { ...TUNING, apiRetryTimeoutMs: 60_000 } });
+    const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.9', log: LOG, timings: { ...TIMINGS, apiRetryTimeoutMs: 60_000 } });
     // An authentication error is not retried: no wait for apiRetryTimeoutMs (60 s, past the test's 20 s deadline).
     const err2 = await expectCode(
       mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.9', backendType: 'host-gw', backendData: null }), ctrl.signal),
@@ -217,7 +217,7 @@ describeEtcd('etcd with authentication (real etcd)', () => {
     const config = agentConfig(dir, [`--etcd-endpoints=${live}`, `--etcd-prefix=${prefix}`]);
     const netConf = await fetchEtcdNetworkConfig(config, { log, signal: ctrl.signal, ...FAST });
     expect(netConf.network).toBe(CONF.Network);
-    const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.4', log, tuning: TUNING });
+    const mgr = createEtcdSubnetManager(config, { netConf, publicIP: '10.0.0.4', log, timings: TIMINGS });
     const lease = await mgr.acquireLease(() => Promise.resolve({ publicIP: '10.0.0.4', backendType: 'host-gw', backendData: null }), ctrl.signal);
     expect(lease.subnet).toMatch(/^10\.6\.\d+\.0\/24$/);
     mgr.close();

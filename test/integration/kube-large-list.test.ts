@@ -44,7 +44,7 @@ describe(`${NODES} Nodes`, () => {
       annotationPrefix: P,
       setNodeNetworkUnavailable: true,
       log,
-      watchTimeoutSeconds: 60,
+      timings: { watchTimeoutSeconds: 60 },
     });
     const ctrl = new AbortController();
     let listed: number | undefined;

@@ -45,13 +45,8 @@ function manager(over: Partial<KubeSubnetManagerOptions> = {}): KubeSubnetManage
     network: '10.244.0.0/16',
     annotationPrefix: P,
     setNodeNetworkUnavailable: true,
-    backoffBaseMs: 10,
-    backoffCapMs: 100,
-    nodePollIntervalMs: 20,
-    nodeWaitTimeoutMs: 2000,
-    apiRetryTimeoutMs: 3000,
-    watchTimeoutSeconds: 60,
     ...over,
+    timings: { backoffBaseMs: 10, backoffCapMs: 100, nodePollIntervalMs: 20, nodeWaitTimeoutMs: 2000, apiRetryTimeoutMs: 3000, watchTimeoutSeconds: 60, ...over.timings },
   });
 }
 
@@ -137,7 +132,7 @@ describe('acquireLease', () => {
 
   it('missing podCIDR: waits, then fails with the upstream text', async () => {
     api.addNode(bareNode({ name: 'win' }));
-    const err = await expectCode(manager({ nodeWaitTimeoutMs: 200 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
+    const err = await expectCode(manager({ timings: { nodeWaitTimeoutMs: 200 } }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(err.message).toBe('node "win" pod cidr not assigned');
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
     expect(patches()).toHaveLength(0);
@@ -160,13 +155,13 @@ describe('acquireLease', () => {
     ['only podCIDRs, IPv6', { podCIDRs: ['fd00:1::/64'] }],
   ])('no IPv4 pod cidr (%s): fails at once, without waiting out the node wait', async (_name, spec) => {
     api.addNode({ ...bareNode({ name: 'win' }), spec });
-    const err = await expectCode(manager({ nodeWaitTimeoutMs: 60_000 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
+    const err = await expectCode(manager({ timings: { nodeWaitTimeoutMs: 60_000 } }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(err.context).toMatchObject({ node: 'win' });
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win')).toHaveLength(1);
   });
 
   it('missing node: FLANNEL_ERR_NODE naming the node', async () => {
-    const err = await expectCode(manager({ nodeWaitTimeoutMs: 150 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
+    const err = await expectCode(manager({ timings: { nodeWaitTimeoutMs: 150 } }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_NODE');
     expect(err.context).toMatchObject({ node: 'win', reason: 'not found' });
   });
 
@@ -216,7 +211,7 @@ describe('acquireLease', () => {
   it('403 past the start-up window is not retried: FLANNEL_ERR_KUBE naming the RBAC rule', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     api.failNext('PATCH', /status$/, 403, 5);
-    const err = await expectCode(manager({ startUpWindowMs: 0 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
+    const err = await expectCode(manager({ timings: { startUpWindowMs: 0 } }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
     expect(err.context).toEqual({ status: 403 });
     expect(err.cause).toBeInstanceOf(KubeApiError);
     expect(patches()).toHaveLength(1);
@@ -318,7 +313,7 @@ describe('kubeconfig', () => {
       const f = join(dir, 'no-ca.yaml');
       await writeKubeconfig(f, 'https://127.0.0.1:1', { token: 's3cret' });
       await expectCode(
-        manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }), nodeWaitTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()),
+        manager({ kubeConfig: buildKubeConfig({ kubeconfigFile: f, kubeApiUrl: api.url }), timings: { nodeWaitTimeoutMs: 300 } }).acquireLease(attrs(VXLAN), signal()),
         KubeError,
         'FLANNEL_ERR_KUBE',
       );
@@ -539,7 +534,7 @@ describe('watchLeases', () => {
   it('a rolling restart of the API server: the open watch is served to its timeout, the resume on the new process is 410, a relist', async () => {
     api.addNode(peer(1));
     api.addNode(peer(2));
-    const c = collect(manager({ watchTimeoutSeconds: 1 }));
+    const c = collect(manager({ timings: { watchTimeoutSeconds: 1 } }));
     await waitFor(() => c.lists().length === 1 && api.activeWatches === 1, 'condition', 5000);
     api.renewNodeLease('linux-1'); // the kubelets' heartbeats move the revision past what the watch saw
     const { exited } = await api.rollingRestart();
@@ -647,7 +642,7 @@ describe('a hung API server: every request has a deadline', () => {
   it('own-Node GET that never answers: acquireLease gives up within --node-wait-timeout with a coded error', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     api.hang('GET', /^\/api\/v1\/nodes\/win$/);
-    await expectCode(manager({ nodeWaitTimeoutMs: 1500, requestTimeoutMs: 300 }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
+    await expectCode(manager({ timings: { nodeWaitTimeoutMs: 1500, requestTimeoutMs: 300 } }).acquireLease(attrs(VXLAN), signal()), KubeError, 'FLANNEL_ERR_KUBE');
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win').length).toBeGreaterThan(1);
     await waitFor(() => api.hangingRequests === 0, 'hung requests abandoned by the client', 2000);
   });
@@ -658,7 +653,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', /pods\/p$/, 'no-answer', 1);
     api.hang('GET', /^\/api\/v1\/nodes\/win$/, 'headers-only', 1);
     api.hang('PATCH', /status$/, 'no-answer', 1);
-    const m = manager({ nodeName: undefined, podName: 'p', podNamespace: 'ns', requestTimeoutMs: 200 });
+    const m = manager({ nodeName: undefined, podName: 'p', podNamespace: 'ns', timings: { requestTimeoutMs: 200 } });
     expect((await m.acquireLease(attrs(VXLAN), signal())).subnet).toBe('10.244.5.0/24');
     expect(api.getNode('win')!.metadata.annotations![`${P}kube-subnet-manager`]).toBe('true');
     api.hang('PATCH', /status$/, 'headers-only', 1);
@@ -672,7 +667,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', LIST, 'no-answer', 1);
     api.hang('GET', LIST, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
-    void manager({ requestTimeoutMs: 200, listPageSize: 2 }).watchLeases((u) => updates.push(u), signal());
+    void manager({ listPageSize: 2, timings: { requestTimeoutMs: 200 } }).watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.some((u) => u.kind === 'listed'), 'a complete list after the hung pages', 5000);
     const listed = updates.find((u): u is Extract<LeaseUpdate, { kind: 'listed' }> => u.kind === 'listed')!;
     expect([...listed.keys].sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
@@ -683,7 +678,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.addNode(peer(1));
     api.hang('GET', WATCH, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
-    const m = manager({ watchTimeoutSeconds: 1, watchSilenceMs: 400 });
+    const m = manager({ timings: { watchTimeoutSeconds: 1, watchSilenceMs: 400 } });
     void m.watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.some((u) => u.kind === 'listed') && api.hangingRequests === 1, 'a silent watch', 5000);
     await waitFor(() => api.activeWatches === 1, 'a new watch after the silent one', 5000);
@@ -701,7 +696,7 @@ describe('a hung API server: every request has a deadline', () => {
   it('while every Node request hangs, nothing is emitted (the dataplane is left as it is)', async () => {
     api.addNode(peer(1));
     const updates: LeaseUpdate[] = [];
-    void manager({ requestTimeoutMs: 200, watchSilenceMs: 300 }).watchLeases((u) => updates.push(u), signal());
+    void manager({ timings: { requestTimeoutMs: 200, watchSilenceMs: 300 } }).watchLeases((u) => updates.push(u), signal());
     await waitFor(() => updates.length === 2 && api.activeWatches === 1, 'synced (the page, then the keys listed)', 5000);
     const before = api.requests.length;
     api.hang('GET', /^\/api\/v1\/nodes/);

@@ -24,6 +24,8 @@ import type { LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { KubeApiError, KubeError } from '../../src/errors.js';
 import { systemClock } from '../../src/clock.js';
 import { userAgent } from '../../src/version.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
+import { readMetric } from '../support/agent-signals.js';
 import { expectCode } from '../support/errors.js';
 import { waitFor } from '../support/cluster.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -53,13 +55,8 @@ function manager(over: Partial<KubeSubnetManagerOptions> = {}): KubeSubnetManage
     network: '10.244.0.0/16',
     annotationPrefix: P,
     setNodeNetworkUnavailable: true,
-    backoffBaseMs: 10,
-    backoffCapMs: 50,
-    nodePollIntervalMs: 20,
-    nodeWaitTimeoutMs: 5000,
-    apiRetryTimeoutMs: 5000,
-    watchTimeoutSeconds: 60,
     ...over,
+    timings: { backoffBaseMs: 10, backoffCapMs: 50, nodePollIntervalMs: 20, nodeWaitTimeoutMs: 5000, apiRetryTimeoutMs: 5000, watchTimeoutSeconds: 60, ...over.timings },
   });
 }
 
@@ -104,7 +101,7 @@ describe('start-up against an API server that is still starting', () => {
       nodeName: 'win',
       annotationPrefix: P,
       log,
-      backoffBaseMs: 10,
+      timings: { backoffBaseMs: 10 },
     });
     expect(ips).toEqual({ nodePublicIP: '192.168.5.7' });
     expect(api.requests.filter((r) => r.path === '/api/v1/nodes/win')).toHaveLength(3);
@@ -113,7 +110,7 @@ describe('start-up against an API server that is still starting', () => {
   it('a 403 that persists past the start-up window fails FLANNEL_ERR_KUBE naming every rule the agent needs, events included', async () => {
     api.failNext('PATCH', /^\/api\/v1\/nodes\/win\/status$/, 403, Infinity, { message: NOT_SYNCED });
     const err = await expectCode(
-      manager({ startUpWindowMs: 150 }).acquireLease(async () => VXLAN, signal()),
+      manager({ timings: { startUpWindowMs: 150 } }).acquireLease(async () => VXLAN, signal()),
       KubeError,
       'FLANNEL_ERR_KUBE',
     );
@@ -127,7 +124,7 @@ describe('start-up against an API server that is still starting', () => {
   it('a GET of the own Node refused past the window fails naming the rules too', async () => {
     api.failNext('GET', /^\/api\/v1\/nodes\/win$/, 403, Infinity, { message: NOT_SYNCED });
     const err = await expectCode(
-      manager({ startUpWindowMs: 150 }).acquireLease(async () => VXLAN, signal()),
+      manager({ timings: { startUpWindowMs: 150 } }).acquireLease(async () => VXLAN, signal()),
       KubeError,
       'FLANNEL_ERR_KUBE',
     );
@@ -155,7 +152,8 @@ describe('Events refused (a ClusterRole without events)', () => {
     api.failNext('POST', /\/events$/, 403, Infinity, { message: 'events is forbidden: User "system:serviceaccount:kube-flannel:flannel-windows" cannot create resource "events"' });
     api.failNext('PATCH', /\/events\//, 403, Infinity, { message: 'events is forbidden: cannot patch resource "events"' });
     const { log, entries } = logSink();
-    const m = manager({ log });
+    const metrics = new Metrics();
+    const m = manager({ log, metrics });
     const lease = await m.acquireLease(async () => VXLAN, signal());
     const events = m.nodeEvents(lease);
     for (let i = 0; i < 6; i++) events.record({ type: 'Warning', reason: 'PeerRejected', message: `peer p${i % 3} rejected` });
@@ -163,7 +161,7 @@ describe('Events refused (a ClusterRole without events)', () => {
     const warns = entries.filter((e) => e['level'] === 'warn');
     expect(warns).toHaveLength(1);
     expect(warns[0]).toMatchObject({ rule: 'events: create, patch', namespace: 'default' });
-    expect(events.dropped).toBe(6);
+    expect(await readMetric(metrics, METRIC.nodeEventsDropped, { reason: 'write-failed' })).toBe(6);
     expect(api.requests.filter((r) => r.path.includes('/events')).length).toBe(6);
   });
 });

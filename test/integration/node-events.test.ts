@@ -13,7 +13,9 @@ import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { NODE_EVENT_REASON, type NodeEvent } from '../../src/node-events.js';
 import { PeerProblems, peerRejectedEvent, peerRefusedEvent } from '../../src/peers/problems.js';
 import { silentLogger } from '../../src/log.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';
+import { readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 
@@ -92,6 +94,7 @@ describe('KubeEventRecorder over HTTP', () => {
     await api?.stop();
   });
 
+  const metrics = new Metrics();
   async function recorder(dir: string): Promise<KubeEventRecorder> {
     api = new FakeKubeApiServer();
     await api.start();
@@ -99,7 +102,7 @@ describe('KubeEventRecorder over HTTP', () => {
     await writeKubeconfig(kubeconfig, api.url);
     const clock = new FakeClock();
     const http = new KubeHttp(buildKubeConfig({ kubeconfigFile: kubeconfig, kubeApiUrl: '' }), clock);
-    return new KubeEventRecorder({ http, nodeName: NODE, clock, log: silentLogger() });
+    return new KubeEventRecorder({ http, nodeName: NODE, clock, log: silentLogger(), metrics });
   }
 
   it('POSTs one Event and PATCHes it on a repeat; a patch of an expired event creates it again', async () => {
@@ -122,7 +125,7 @@ describe('KubeEventRecorder over HTTP', () => {
     rec.record(e);
     await rec.flush();
     expect(api!.events({ kind: 'Node', name: NODE })).toMatchObject([{ count: 4, metadata: { name } }]);
-    expect(rec.written).toBe(4);
+    expect(await readMetric(metrics, METRIC.nodeEventsWritten)).toBe(4);
   });
 });
 

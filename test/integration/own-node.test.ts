@@ -94,8 +94,7 @@ describe('KubeSubnetManager refuses an unusable own node', () => {
       network: '10.244.0.0/16',
       annotationPrefix: P,
       setNodeNetworkUnavailable: true,
-      nodeWaitTimeoutMs: 2000,
-      apiRetryTimeoutMs: 2000,
+      timings: { nodeWaitTimeoutMs: 2000, apiRetryTimeoutMs: 2000 },
     });
     try {
       await mgr.acquireLease(async () => attrs, controller.signal);

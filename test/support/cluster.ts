@@ -61,8 +61,8 @@ export interface RunningAgent {
 /** How an in-process agent runs, beyond its command line. */
 export interface RunOptions {
   resyncMs?: number;
-  /** The subnet manager's pauses between list and watch rounds; default client-go's (800 ms doubling to 30 s). */
-  relistBackoff?: AgentOptions['relistBackoff'];
+  /** The subnet manager's timings (src/subnet/timings.ts), e.g. its pauses between list and watch rounds. */
+  subnetTimings?: AgentOptions['subnetTimings'];
   latency?: DataplaneLatency;
   /** [0,1) source of the model (IDs, MACs, failRate draws); default Math.random. */
   random?: () => number;
@@ -118,7 +118,7 @@ export function runAgent(parsed: ReturnType<typeof parseConfig>, files: { dir: s
     metrics,
     dataplane,
     resyncMs: opts.resyncMs ?? 200,
-    relistBackoff: opts.relistBackoff,
+    subnetTimings: opts.subnetTimings,
     bootTimeMs: opts.bootTimeMs,
     cniCheckIntervalMs: opts.cniCheckIntervalMs,
     netConfRecheckMs: opts.netConfRecheckMs,

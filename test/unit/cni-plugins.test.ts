@@ -13,6 +13,7 @@ import { pluginFileFor, readPlugins, sourceKind } from '../../src/cni-plugins/ar
 import { installCniPlugins, normalizeSha256 } from '../../src/cni-plugins/install.js';
 import { FlannelError } from '../../src/errors.js';
 import { peImage } from '../support/pe.js';
+import { FakeClock } from '../support/fake-clock.js';
 
 const scratch = fs.mkdtempSync(join(tmpdir(), 'flanneld-cni-plugins-'));
 let n = 0;
@@ -107,10 +108,10 @@ describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the
 
   it('retries a busy rename with growing waits, then succeeds', async () => {
     const { dir, sources, binDir } = await setup();
-    const waits: number[] = [];
-    const report = await installCniPlugins({ sources, binDir, sleep: async (ms) => void waits.push(ms), fs: busyRename('win-bridge.exe', 'EBUSY', 2) });
+    const clock = new FakeClock({ instant: true });
+    const report = await installCniPlugins({ sources, binDir, clock, fs: busyRename('win-bridge.exe', 'EBUSY', 2) });
     expect(report.installed).toEqual(['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe']);
-    expect(waits).toEqual([50, 100]);
+    expect(clock.sleeps).toEqual([50, 100]);
     expect(fs.readFileSync(join(binDir, 'win-bridge.exe'))).toEqual(peImage('b'));
     fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -119,14 +120,14 @@ describe('install-cni replacing a running plugin (Windows: EPERM/EBUSY while the
     const { dir, sources, binDir } = await setup();
     fs.mkdirSync(binDir);
     fs.writeFileSync(join(binDir, 'win-bridge.exe'), 'MZ old');
-    const waits: number[] = [];
-    const err = await installCniPlugins({ sources, binDir, sleep: async (ms) => void waits.push(ms), fs: busyRename('win-bridge.exe', 'EPERM') }).then(
+    const clock = new FakeClock({ instant: true });
+    const err = await installCniPlugins({ sources, binDir, clock, fs: busyRename('win-bridge.exe', 'EPERM') }).then(
       () => undefined,
       (e: unknown) => e as FlannelError,
     );
     expect(err?.code).toBe('FLANNEL_ERR_CNI_INSTALL');
     expect(err?.context).toMatchObject({ replaced: 'flannel.exe,win-overlay.exe', kept: 'win-bridge.exe,host-local.exe' });
-    expect(waits.reduce((a, b) => a + b, 0)).toBe(5050);
+    expect(clock.sleeps.reduce((a, b) => a + b, 0)).toBe(5050);
     expect(fs.readFileSync(join(binDir, 'win-bridge.exe'), 'utf8')).toBe('MZ old');
     expect(fs.readdirSync(binDir).sort()).toEqual(['flannel.exe', 'win-bridge.exe', 'win-overlay.exe']); // no temp dir left
     fs.rmSync(dir, { recursive: true, force: true });

@@ -20,13 +20,6 @@ describe('createLogger({ stream })', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^\S+ INFO \[kube\] lease acquired subnet=10\.244\.7\.0\/24\n$/);
   });
-
-  it('silent writes nothing to the stream either', () => {
-    const lines: string[] = [];
-    const stream = new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) });
-    createLogger({ stream, silent: true }).error('dropped');
-    expect(lines).toEqual([]);
-  });
 });
 
 describe('logSink', () => {

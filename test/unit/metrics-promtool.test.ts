@@ -28,6 +28,8 @@ async function exposition(): Promise<string> {
   m.inc(METRIC.driftRepairs, { kind: 'host-endpoint' });
   m.observe(METRIC.eventToDataplane, 0.02);
   m.observe(METRIC.passDuration, 0.01, { result: 'ok' });
+  m.inc(METRIC.nodeEventsDropped, { reason: 'rate-limit' });
+  m.set(METRIC.nodeEventCacheEntries, 3, { cache: 'dedup' });
   return m.render();
 }
 

@@ -4,14 +4,18 @@
 // what the Event recorder (src/subnet/kube/event-recorder.ts) holds: its aggregation records stay at
 // client-go's 10 messages (k8s.io/client-go tools/record/events_cache.go EventAggregate:
 // `record.localKeys.PopAny()`, "do not grow our local key set any larger than max"), its caches at
-// their LRU size, its queue at maxQueuedEvents (1000), and a message at 1 kB.
+// their LRU size, its queue at maxQueuedEvents (1000), and a message at 1 kB. The recorder's holdings are
+// read as /metrics shows them (flannel_node_events_queued, flannel_node_event_cache_entries{cache}).
 import { describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../../src/log.js';
-import { Metrics } from '../../src/metrics.js';
-import { EventCorrelator, KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/subnet/kube/event-recorder.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
+import { KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/subnet/kube/event-recorder.js';
 import type { KubeHttp } from '../../src/subnet/kube/http.js';
 import { MAX_KEPT_MESSAGE, PeerProblems, peerRejectedEvent } from '../../src/peers/problems.js';
+import { readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
+
+const cacheEntries = (metrics: Metrics, cache: string) => readMetric(metrics, METRIC.nodeEventCacheEntries, { cache });
 
 const PEERS = 3000;
 /** A rejected lease as large as an annotation may be (1 kB of backend-data, node-list-watch.ts MAX_ANNOTATION_LENGTH). */
@@ -31,33 +35,46 @@ describe('what is kept per rejected peer', () => {
     expect(rl.rejection('node-2')?.message.length).toBeLessThanOrEqual(MAX_KEPT_MESSAGE);
   });
 
-  it(`${PEERS} distinct PeerRejected Events: aggregation keeps 10 messages, every message at most 1 kB`, () => {
+  it(`${PEERS} distinct PeerRejected Events: aggregation keeps 10 messages, every message at most 1 kB`, async () => {
     const clock = new FakeClock();
-    const c = new EventCorrelator('win', () => clock.now());
+    const metrics = new Metrics();
     const sent: string[] = [];
+    // Creates and patches both carry the message (a patch: count, lastTimestamp, message).
+    const json = (req: { body: { message: string; metadata?: { name: string } } }) => {
+      sent.push(req.body.message);
+      return Promise.resolve({ metadata: req.body.metadata, count: 1 });
+    };
+    const r = new KubeEventRecorder({ http: { json } as unknown as KubeHttp, nodeName: 'win', clock, log: silentLogger(), metrics });
     for (let i = 0; i < PEERS; i++) {
       clock.t += 100;
-      const w = c.correlate(peerRejectedEvent(`node-${i}`, 'vtep-mac-invalid', bigMessage(i)));
-      if (w) sent.push(w.event.message);
+      r.record(peerRejectedEvent(`node-${i}`, 'vtep-mac-invalid', bigMessage(i)));
     }
-    expect(c.retained().aggregateMessages).toBeLessThanOrEqual(10);
-    expect(c.retained().seen).toBeLessThanOrEqual(10);
+    await r.flush();
+    expect(await cacheEntries(metrics, 'aggregate-messages')).toBeLessThanOrEqual(10);
+    expect(await cacheEntries(metrics, 'dedup')).toBeLessThanOrEqual(10);
+    expect(await cacheEntries(metrics, 'dedup')).toBeGreaterThan(0);
+    expect(await readMetric(metrics, METRIC.nodeEventsDropped, { reason: 'rate-limit' })).toBe(PEERS - sent.length);
     expect(sent.length).toBeGreaterThan(0);
     expect(Math.max(...sent.map((m) => m.length))).toBeLessThanOrEqual(MAX_EVENT_MESSAGE);
     expect(sent.at(-1)).toMatch(/^\(combined from similar events\): /);
   });
 
-  it('the recorder against an API server that never answers: its queue stays bounded', () => {
+  it('the recorder against an API server that never answers: its queue stays bounded', async () => {
     const clock = new FakeClock();
+    const metrics = new Metrics();
     const http = { json: () => new Promise<never>(() => undefined) } as unknown as KubeHttp;
-    const r = new KubeEventRecorder({ http, nodeName: 'win', clock, log: silentLogger() });
+    const r = new KubeEventRecorder({ http, nodeName: 'win', clock, log: silentLogger(), metrics });
     for (let i = 0; i < PEERS; i++) {
       clock.t += 300_000; // a token each time: the spam filter lets every one through
       r.record(peerRejectedEvent(`node-${i}`, 'vtep-mac-invalid', bigMessage(i)));
     }
-    const kept = r.retained();
-    expect(kept.queued).toBeLessThanOrEqual(1000);
-    expect(kept.aggregateMessages).toBeLessThanOrEqual(10);
-    expect(kept.seen).toBeLessThanOrEqual(4096);
+    // One write is in flight (never answered), the rest wait in the queue or were dropped.
+    const queued = await readMetric(metrics, METRIC.nodeEventsQueued);
+    expect(queued).toBeLessThanOrEqual(1000);
+    expect(queued).toBeGreaterThan(0);
+    expect(await readMetric(metrics, METRIC.nodeEventsDropped, { reason: 'queue-full' })).toBe(PEERS - 1 - queued);
+    expect(await cacheEntries(metrics, 'aggregate-messages')).toBeLessThanOrEqual(10);
+    expect(await cacheEntries(metrics, 'dedup')).toBeLessThanOrEqual(4096);
+    expect(await cacheEntries(metrics, 'names')).toBeLessThanOrEqual(4096);
   });
 });

@@ -1,6 +1,7 @@
 // The watch stream's line splitter (src/subnet/kube/watch-lines.ts): lines across chunk boundaries and
 // multi-byte characters cut in two, each byte scanned once however small the chunks (the splitter it
-// replaced searched the whole unfinished line again for every chunk: quadratic in a long line), and a
+// replaced searched the whole unfinished line again for every chunk: quadratic in a long line; counted
+// as /metrics shows it, flannel_watch_bytes_scanned_total, also through nodeWatchFn), and a
 // line without end refused with a coded error, here and through KubeHttp.watch against a server that
 // sends one 64 MB line: the watch round ends (rejects) long before the server has sent it all. And
 // withoutFields: a Node's status and metadata.managedFields left out of the text before the parse, the
@@ -10,18 +11,20 @@ import { createServer, type Server } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../src/clock.js';
 import { KubeWatchError } from '../../src/errors.js';
+import { Metrics, METRIC } from '../../src/metrics.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from '../../src/subnet/kube/http.js';
 import { MAX_WATCH_LINE_BYTES, NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from '../../src/subnet/kube/watch-lines.js';
 import { FakeKubeApiServer, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readMetric } from '../support/agent-signals.js';
 import { expectCode } from '../support/errors.js';
 import { waitFor } from '../support/wait-for.js';
 import { kubeConfigFor } from '../support/kube-config.js';
 
 const split = (chunks: (string | Buffer)[], max?: number) => {
-  const s = new WatchLineSplitter('watch /api/v1/nodes', max);
+  const s = new WatchLineSplitter('watch /api/v1/nodes', { maxLineBytes: max });
   return chunks.flatMap((c) => s.push(Buffer.isBuffer(c) ? c : Buffer.from(c)));
 };
 
@@ -38,17 +41,18 @@ describe('WatchLineSplitter', () => {
     expect(split(chunks)).toEqual(lines);
   });
 
-  it('scans each byte once when a long line comes one byte at a time (linear work)', () => {
+  it('scans each byte once when a long line comes one byte at a time (linear work)', async () => {
     const line = Buffer.from(JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: 'n', annotations: { big: 'x'.repeat(200_000) } } } }) + '\n');
-    const s = new WatchLineSplitter('watch');
+    const metrics = new Metrics();
+    const s = new WatchLineSplitter('watch', { metrics });
     const lines: string[] = [];
     for (let i = 0; i < line.length; i++) lines.push(...s.push(line.subarray(i, i + 1)));
     expect(lines).toEqual([line.subarray(0, line.length - 1).toString()]);
-    expect(s.scannedBytes).toBe(line.length);
+    expect(await readMetric(metrics, METRIC.watchBytesScanned)).toBe(line.length);
   });
 
   it('refuses a line longer than the bound with a coded error, keeping no more than the bound', () => {
-    const s = new WatchLineSplitter('watch', 1024);
+    const s = new WatchLineSplitter('watch', { maxLineBytes: 1024 });
     s.push(Buffer.alloc(1000, 'x'));
     const err = expectCode(() => s.push(Buffer.alloc(100, 'x')), KubeWatchError, 'FLANNEL_ERR_KUBE_WATCH_LINE');
     expect(err.context).toMatchObject({ maxLineBytes: 1024, kept: 1000 });
@@ -192,7 +196,8 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     expect(page.items).toEqual([{ kind: held.kind, apiVersion: held.apiVersion, metadata, spec: held.spec }]);
 
     const events: [unknown, Json][] = [];
-    const watching = nodeWatchFn(http)(
+    const metrics = new Metrics();
+    const watching = nodeWatchFn(http, metrics)(
       { resourceVersion: String(obj(page.metadata).resourceVersion), allowWatchBookmarks: false, timeoutSeconds: 60 },
       (type, o) => events.push([type, obj(o)]),
       { silenceMs: 60_000, signal: ctrl.signal },
@@ -209,5 +214,7 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     expect(obj(node.metadata).managedFields).toBeUndefined();
     expect(obj(node.metadata).annotations).toEqual(held.metadata.annotations);
     expect(node.spec).toEqual(held.spec);
+    // What the watch received was split into lines, each byte searched once: at least the MODIFIED line.
+    expect(await readMetric(metrics, METRIC.watchBytesScanned)).toBeGreaterThan(JSON.stringify(held.metadata).length);
   });
 });

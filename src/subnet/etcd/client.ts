@@ -196,7 +196,7 @@ function etcdAuth(cfg: EtcdClientConfig, userinfo: Endpoints['userinfo']): IOpti
   return flags ? { username: cfg.username, password: cfg.password } : undefined;
 }
 
-/** The options handed to `new Etcd3()` (exported for tests; never logged: it holds the password). */
+/** The options createEtcdClient hands `new Etcd3()`, built without a connection (never logged: it holds the password). */
 export function etcdClientOptions(cfg: EtcdClientConfig): IOptions {
   const log = cfg.log ?? silentLogger();
   registerSecret('etcd-password', cfg.password);

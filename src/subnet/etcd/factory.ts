@@ -7,10 +7,10 @@ import type { Metrics } from '../../metrics.js';
 import { componentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { NetworkConfig } from '../net-conf-types.js';
+import type { SubnetTimings } from '../timings.js';
 import { createEtcdClient } from './client.js';
 import type { EtcdClientConfig } from './client.js';
 import { EtcdSubnetManager } from './manager.js';
-import type { EtcdSubnetManagerOptions } from './manager.js';
 import { readNetworkConfig } from './network-config.js';
 import type { ReadNetworkConfigOptions } from './network-config.js';
 import { EtcdRegistry } from './registry.js';
@@ -67,8 +67,8 @@ export interface CreateEtcdSubnetManagerDeps {
   previousSubnet?: string;
   /** Previous own IPv6 subnet (FLANNEL_IPV6_SUBNET of the previous subnet.env). */
   previousIPv6Subnet?: string;
-  /** Test knobs passed through to the manager. */
-  tuning?: Partial<Pick<EtcdSubnetManagerOptions, 'leaseTtlSeconds' | 'renewMarginMs' | 'renewRetryMs' | 'backoffBaseMs' | 'backoffCapMs' | 'relistBackoff' | 'apiRetryTimeoutMs'>>;
+  /** The subnet manager's timings (../timings.ts), over the flag's renew margin and the defaults. */
+  timings?: Partial<SubnetTimings>;
 }
 
 /** The etcd SubnetManager for `--etcd-*` flags. It owns its client and closes it when the agent's signal aborts. */
@@ -84,12 +84,11 @@ export function createEtcdSubnetManager(config: EtcdFlags & Pick<AgentConfig, 's
       publicIP: deps.publicIP,
       previousSubnet: deps.previousSubnet,
       previousIPv6Subnet: deps.previousIPv6Subnet,
-      renewMarginMinutes: config.subnetLeaseRenewMargin,
       onClose: () => client.close(),
       log,
       metrics: deps.metrics,
       clock: deps.clock,
-      ...deps.tuning,
+      timings: { leaseRenewMarginMs: config.subnetLeaseRenewMargin * 60_000, ...deps.timings },
     });
   } catch (err) {
     client.close();

@@ -9,8 +9,8 @@ import { silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
-import type { RelistOptions } from '../relist.js';
-import { LeaseKeeper, SUBNET_TTL_SECONDS } from './lease-keeper.js';
+import { subnetTimings, type SubnetTimings } from '../timings.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import { EtcdLeaseWatch } from './lease-watch.js';
 import type { EtcdRegistry } from './registry.js';
 
@@ -25,21 +25,8 @@ export interface EtcdSubnetManagerOptions {
   previousSubnet?: string;
   /** FLANNEL_IPV6_SUBNET of the previous subnet.env (network form), with previousSubnet (dual-stack). */
   previousIPv6Subnet?: string;
-  /** `--subnet-lease-renew-margin` in minutes (default 60). */
-  renewMarginMinutes?: number;
-  /** Overrides the margin in ms (tests). */
-  renewMarginMs?: number;
-  /** TTL of the etcd lease (default 86400 s). */
-  leaseTtlSeconds?: number;
-  /** Delay after a failed renewal (default 1 min, as upstream). */
-  renewRetryMs?: number;
-  /** Capped exponential backoff for the own lease's etcd call retries (default 100 ms / 5 s). */
-  backoffBaseMs?: number;
-  backoffCapMs?: number;
-  /** Pauses between lease list and watch rounds (default client-go's reflector: 800 ms doubling to 30 s, jittered). */
-  relistBackoff?: RelistOptions['backoff'];
-  /** How long transient etcd failures during acquire are retried (default 5 min). */
-  apiRetryTimeoutMs?: number;
+  /** Backoffs, windows and the own lease's TTL and renewal (../timings.ts; defaults subnetTimings('etcd')). */
+  timings?: Partial<SubnetTimings>;
   /** Close the client once the signal of acquireLease/watchLeases aborts (the factory's client). */
   onClose?: () => void;
   random?: Random;
@@ -62,8 +49,7 @@ export class EtcdSubnetManager implements SubnetManager {
     this.onClose = opts.onClose;
     const clock = opts.clock ?? systemClock;
     const random = opts.random ?? systemRandom;
-    const backoffBaseMs = opts.backoffBaseMs ?? 100;
-    const backoffCapMs = opts.backoffCapMs ?? 5000;
+    const t = subnetTimings('etcd', opts.timings);
     this.keeper = new LeaseKeeper({
       registry: opts.registry,
       prefix: opts.prefix,
@@ -71,12 +57,12 @@ export class EtcdSubnetManager implements SubnetManager {
       publicIP: opts.publicIP,
       previousSubnet: opts.previousSubnet,
       previousIPv6Subnet: opts.previousIPv6Subnet,
-      renewMarginMs: opts.renewMarginMs ?? (opts.renewMarginMinutes ?? 60) * 60_000,
-      leaseTtlSeconds: opts.leaseTtlSeconds ?? SUBNET_TTL_SECONDS,
-      renewRetryMs: opts.renewRetryMs ?? 60_000,
-      backoffBaseMs,
-      backoffCapMs,
-      apiRetryTimeoutMs: opts.apiRetryTimeoutMs ?? 5 * 60_000,
+      renewMarginMs: t.leaseRenewMarginMs,
+      leaseTtlSeconds: t.leaseTtlSeconds,
+      renewRetryMs: t.renewRetryMs,
+      backoffBaseMs: t.backoffBaseMs,
+      backoffCapMs: t.backoffCapMs,
+      apiRetryTimeoutMs: t.apiRetryTimeoutMs,
       random,
       log: this.log,
       clock,
@@ -88,7 +74,7 @@ export class EtcdSubnetManager implements SubnetManager {
       metrics: opts.metrics ?? new Metrics(),
       clock,
       random,
-      backoff: opts.relistBackoff,
+      backoff: t.relistBackoff,
     });
   }
 

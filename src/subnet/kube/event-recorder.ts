@@ -13,11 +13,14 @@
 //   from a queue of at most 1000 (client-go's maxQueuedEvents; more are dropped), failures logged at debug,
 //   except the first refusal (403: a ClusterRole without events, as upstream's kube-flannel.yml), one WARN
 //   naming the rule, since every Event after it is lost too.
+// What it writes, drops (by reason), queues and keeps in its caches is in /metrics (flannel_node_event*,
+// docs/metrics.md), so the bounds above can be watched on a running agent.
 // Names and references as kubelet's for its Node (pkg/kubelet: involvedObject kind Node, uid = the node
 // name, namespace "" so the Event lives in `default`), which is what `kubectl describe node` searches for.
 import type { Clock } from '../../clock.js';
 import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../log.js';
+import { METRIC, type Metrics } from '../../metrics.js';
 import type { NodeEvent, NodeEvents } from '../../node-events.js';
 import type { KubeHttp } from './http.js';
 import { describe, httpStatus } from './api-error.js';
@@ -56,6 +59,19 @@ export type EventWrite = { kind: 'create'; event: KubeEvent } | { kind: 'patch';
 
 /** metav1.Time: RFC 3339, whole seconds. */
 const rfc3339 = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** The caches of EventCorrelator, as flannel_node_event_cache_entries{cache} names them. */
+export type EventCache = 'aggregate-messages' | 'dedup' | 'names';
+const EVENT_CACHES: readonly EventCache[] = ['aggregate-messages', 'dedup', 'names'];
+/** Why an Event was not written (flannel_node_events_dropped_total{reason}). */
+export type EventDropReason = 'rate-limit' | 'queue-full' | 'write-failed';
+const EVENT_DROP_REASONS: readonly EventDropReason[] = ['rate-limit', 'queue-full', 'write-failed'];
+
+/** The recorder's labelled series at zero (idempotent): the kube subnet manager declares them at its start. */
+export function declareEventMetrics(metrics: Metrics): void {
+  metrics.declare(METRIC.nodeEventsDropped, 'reason', EVENT_DROP_REASONS);
+  metrics.declare(METRIC.nodeEventCacheEntries, 'cache', EVENT_CACHES);
+}
 
 /** A Map bounded like client-go's LRU caches (the least recently set entry goes first). */
 class Lru<V> {
@@ -96,11 +112,11 @@ export class EventCorrelator {
     this.refilledAt = now();
   }
 
-  /** What the caches hold: messages of the aggregation records, entries of the dedup and name caches. */
-  retained(): { aggregateMessages: number; seen: number; names: number } {
+  /** What the caches hold (the recorder's flannel_node_event_cache_entries): messages of the aggregation records, entries of the dedup and name caches. */
+  cacheEntries(): Record<EventCache, number> {
     let aggregateMessages = 0;
     for (const v of this.aggregate.values()) aggregateMessages += v.messages.size;
-    return { aggregateMessages, seen: this.seen.size, names: this.keys.size };
+    return { 'aggregate-messages': aggregateMessages, dedup: this.seen.size, names: this.keys.size };
   }
 
   /** undefined = dropped by the spam filter. */
@@ -172,6 +188,7 @@ export interface EventRecorderOptions {
   nodeName: string;
   clock: Clock;
   log: Logger;
+  metrics: Metrics;
 }
 
 /** The own Node's recorder: correlates synchronously, writes in order in the background. */
@@ -179,29 +196,25 @@ export class KubeEventRecorder implements NodeEvents {
   private readonly correlator: EventCorrelator;
   private readonly queue: EventWrite[] = [];
   private draining: Promise<void> | undefined;
-  /** Writes answered by the API server, and writes dropped (queue full, spam filter, failed request). */
-  written = 0;
-  dropped = 0;
   /** Whether the refusal of Events (403) was logged at WARN already: once, then debug. */
   private refusalWarned = false;
 
   constructor(private readonly o: EventRecorderOptions) {
     this.correlator = new EventCorrelator(o.nodeName, () => o.clock.now());
-  }
-
-  /** What the recorder holds: queued writes and the correlator's caches (bounded whatever is recorded). */
-  retained(): { queued: number; aggregateMessages: number; seen: number; names: number } {
-    return { queued: this.queue.length, ...this.correlator.retained() };
+    declareEventMetrics(o.metrics);
   }
 
   record(e: NodeEvent): void {
     const w = this.correlator.correlate(e);
+    for (const [cache, n] of Object.entries(this.correlator.cacheEntries())) this.o.metrics.set(METRIC.nodeEventCacheEntries, n, { cache });
     if (!w || this.queue.length >= MAX_QUEUED) {
-      this.dropped++;
-      this.o.log.debug('event not sent (rate limit or full queue)', { reason: e.reason });
+      const why: EventDropReason = w ? 'queue-full' : 'rate-limit';
+      this.o.metrics.inc(METRIC.nodeEventsDropped, { reason: why });
+      this.o.log.debug('event not sent (rate limit or full queue)', { reason: e.reason, why });
       return;
     }
     this.queue.push(w);
+    this.o.metrics.set(METRIC.nodeEventsQueued, this.queue.length);
     this.draining ??= this.startDrain();
   }
 
@@ -222,11 +235,12 @@ export class KubeEventRecorder implements NodeEvents {
 
   private async drain(): Promise<void> {
     for (let w = this.queue.shift(); w; w = this.queue.shift()) {
+      this.o.metrics.set(METRIC.nodeEventsQueued, this.queue.length);
       try {
         this.correlator.written(await this.send(w), w.event);
-        this.written++;
+        this.o.metrics.inc(METRIC.nodeEventsWritten);
       } catch (err) {
-        this.dropped++;
+        this.o.metrics.inc(METRIC.nodeEventsDropped, { reason: 'write-failed' });
         if (httpStatus(err) === 403 && !this.refusalWarned) {
           this.refusalWarned = true;
           this.o.log.warn("the API server refuses Events on the Node: flannel's ClusterRole lacks events: create, patch; Events are not recorded until it grants them", {

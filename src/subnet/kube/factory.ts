@@ -7,7 +7,7 @@ import type { Metrics } from '../../metrics.js';
 import { componentLogger, type Logger } from '../../log.js';
 import type { SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
-import type { RelistOptions } from '../relist.js';
+import type { SubnetTimings } from '../timings.js';
 import { buildKubeConfig } from './client.js';
 import { KubeSubnetManager } from './manager.js';
 import { readNodePublicIPs } from './node-public-ip.js';
@@ -31,8 +31,8 @@ export interface KubeStartDeps {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
-  /** Pauses between list and watch rounds (tests); default client-go's reflector backoff. */
-  relistBackoff?: RelistOptions['backoff'];
+  /** The subnet manager's timings (../timings.ts), over the flag's node wait and the defaults; the public-IP read's too. */
+  timings?: Partial<SubnetTimings>;
 }
 
 /** The kube side of the agent's start: the own Node's public IPs, then the subnet manager (one kubeconfig for both). */
@@ -51,7 +51,15 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
   let read: ReturnType<typeof readNodePublicIPs> | undefined;
   // One read of the own Node's public-IP annotations serves both families.
   const annotations = (signal: AbortSignal) =>
-    (read ??= readNodePublicIPs({ kubeConfig: kc(), nodeName: config.nodeName!, annotationPrefix: config.kubeAnnotationPrefix, log, clock: deps.clock, signal }));
+    (read ??= readNodePublicIPs({
+      kubeConfig: kc(),
+      nodeName: config.nodeName!,
+      annotationPrefix: config.kubeAnnotationPrefix,
+      log,
+      clock: deps.clock,
+      signal,
+      timings: deps.timings,
+    }));
   return {
     async publicIPs(signal) {
       if (!config.nodeName) return [];
@@ -72,13 +80,12 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         network: netConf.network,
         annotationPrefix: config.kubeAnnotationPrefix,
         setNodeNetworkUnavailable: config.setNodeNetworkUnavailable,
-        nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000,
         publicIPOverride: config.publicIP || undefined,
         ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
         log,
         metrics: deps.metrics,
         clock: deps.clock,
-        relistBackoff: deps.relistBackoff,
+        timings: { nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000, ...deps.timings },
       });
     },
   };

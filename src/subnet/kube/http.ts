@@ -17,6 +17,7 @@ import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { abortReason } from '../../clock.js';
 import type { Clock } from '../../clock.js';
+import type { Metrics } from '../../metrics.js';
 import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../errors.js';
 import { userAgent } from '../../version.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
@@ -170,14 +171,15 @@ export class KubeHttp {
   /**
    * A watch: `onEvent(type, object)` for every line until the server ends the stream (resolves), or an
    * error, a non-200 answer, `silenceMs` without a byte (headers included), a line longer than
-   * `maxLineBytes` (FLANNEL_ERR_KUBE_WATCH_LINE; default MAX_WATCH_LINE_BYTES), a connection cut
-   * mid-stream (FLANNEL_ERR_KUBE_WATCH_BROKEN) or the signal (rejects).
+   * MAX_WATCH_LINE_BYTES (FLANNEL_ERR_KUBE_WATCH_LINE), a connection cut mid-stream
+   * (FLANNEL_ERR_KUBE_WATCH_BROKEN) or the signal (rejects). The bytes split into lines are counted in
+   * `metrics` when given (flannel_watch_bytes_scanned_total).
    */
   async watch(
     path: string,
     query: Query,
     onEvent: (type: unknown, object: unknown) => void,
-    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; maxLineBytes?: number; unread?: readonly DroppedField[] },
+    opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void; unread?: readonly DroppedField[]; metrics?: Metrics },
   ): Promise<void> {
     const what = `watch ${path}`;
     const started = readMark();
@@ -218,7 +220,7 @@ export class KubeHttp {
             res.on('error', fail);
             return;
           }
-          const lines = new WatchLineSplitter(what, opts.maxLineBytes);
+          const lines = new WatchLineSplitter(what, { metrics: opts.metrics });
           let ended = false;
           res.on('data', (chunk: Buffer) => {
             last = this.clock.now();
@@ -298,7 +300,10 @@ export function nodeListFn(http: KubeHttp, timeoutMs: number): NodeListFn {
   return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal, unread: NODE_LIST_UNREAD });
 }
 
-/** The Node watch over `http` (NodeListWatch's watch); its Nodes without status and managedFields, as the list's. */
-export function nodeWatchFn(http: KubeHttp): NodeWatchFn {
-  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, { ...opts, unread: NODE_EVENT_UNREAD });
+/**
+ * The Node watch over `http` (NodeListWatch's watch); its Nodes without status and managedFields, as the
+ * list's; the bytes of its streams counted in `metrics`.
+ */
+export function nodeWatchFn(http: KubeHttp, metrics?: Metrics): NodeWatchFn {
+  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, { ...opts, unread: NODE_EVENT_UNREAD, metrics });
 }

@@ -12,9 +12,9 @@ import { isNetworkCidr } from '../../ip4.js';
 import { componentLogger, silentLogger } from '../../log.js';
 import type { Logger } from '../../log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
-import type { RelistOptions } from '../relist.js';
+import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
-import { KubeEventRecorder } from './event-recorder.js';
+import { declareEventMetrics, KubeEventRecorder } from './event-recorder.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from './http.js';
 import { NodeListWatch } from './node-list-watch.js';
 import { OwnNodePublisher } from './own-node.js';
@@ -41,38 +41,15 @@ export interface KubeSubnetManagerOptions {
   clock?: Clock;
   /** Jitter of the default watch timeout and of the pauses between list and watch rounds. */
   random?: Random;
-  /** How long to wait for the own Node to exist and get a podCIDR (default 5 min). */
-  nodeWaitTimeoutMs?: number;
-  /** How often the wait is logged (default 10 s). */
-  nodeWaitLogIntervalMs?: number;
-  /** How often the own Node is re-read while waiting (default 1 s). */
-  nodePollIntervalMs?: number;
-  /** Capped exponential backoff for API call retries (default 1 s / 30 s). */
-  backoffBaseMs?: number;
-  backoffCapMs?: number;
-  /** Pauses between list and watch rounds (default client-go's reflector: 800 ms doubling to 30 s, jittered). */
-  relistBackoff?: RelistOptions['backoff'];
-  /** For this long after start-up began, a 403 on the start-up path is retried (default 10 s; own-node.ts). */
-  startUpWindowMs?: number;
-  /** How long a failing API call (get pod, patch) is retried before giving up (default 5 min). */
-  apiRetryTimeoutMs?: number;
-  /** Deadline of every request: list pages, the own-Node get, patches, the pod lookup (default 30 s). */
-  requestTimeoutMs?: number;
-  /** Server-side watch timeout; default 30-40 s (jittered), so a healthy watch is never silent longer. */
-  watchTimeoutSeconds?: number;
-  /** A watch with no byte for this long is abandoned and relisted (default: watch timeout + 10 s). */
-  watchSilenceMs?: number;
+  /** Backoffs, windows, polls and deadlines (../timings.ts; defaults subnetTimings('kube')). */
+  timings?: Partial<SubnetTimings>;
   /**
    * Page size of the Node list (default 250). bench/kube-api.mjs, 5,000 ~9 KB Nodes, raw path: 250 cost
    * the least CPU (583 ms against 641 at 100 and 730 at 500) with peak RSS growth near 100's (51 MB
    * against 47; 117 MB at 500, 179 MB unpaged).
    */
   listPageSize?: number;
-  /** How long one paged Node list may take, all its pages (default 10 min; node-list-watch.ts). */
-  listDeadlineMs?: number;
 }
-
-const MIN = 60_000;
 
 export class KubeSubnetManager implements SubnetManager {
   readonly name = 'kube';
@@ -82,6 +59,7 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly http: KubeHttp;
   private readonly log: Logger;
   private readonly clock: Clock;
+  private readonly metrics: Metrics;
   private events: KubeEventRecorder | undefined;
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
 
@@ -97,22 +75,22 @@ export class KubeSubnetManager implements SubnetManager {
     this.http = http;
     this.log = log;
     this.clock = clock;
-    const backoffBaseMs = opts.backoffBaseMs ?? 1000;
-    const backoffCapMs = opts.backoffCapMs ?? 30_000;
-    const requestTimeoutMs = opts.requestTimeoutMs ?? 30_000;
+    this.metrics = metrics;
+    declareEventMetrics(metrics);
+    const t = subnetTimings('kube', opts.timings);
     this.nodes = new NodeListWatch({
-      list: nodeListFn(http, requestTimeoutMs),
-      watch: nodeWatchFn(http),
+      list: nodeListFn(http, t.requestTimeoutMs),
+      watch: nodeWatchFn(http, metrics),
       keys,
       log,
       metrics,
       clock,
       random: opts.random ?? systemRandom,
-      backoff: opts.relistBackoff,
+      backoff: t.relistBackoff,
       listPageSize: opts.listPageSize ?? 250,
-      listDeadlineMs: opts.listDeadlineMs,
-      watchTimeoutSeconds: opts.watchTimeoutSeconds,
-      watchSilenceMs: opts.watchSilenceMs,
+      listDeadlineMs: t.listDeadlineMs,
+      watchTimeoutSeconds: t.watchTimeoutSeconds,
+      watchSilenceMs: t.watchSilenceMs,
       ...(opts.ipv6Network !== undefined ? { ipv6: true } : {}),
     });
     this.own = new OwnNodePublisher({
@@ -127,12 +105,12 @@ export class KubeSubnetManager implements SubnetManager {
       ...(opts.ipv6Network !== undefined ? { ipv6Network: opts.ipv6Network } : {}),
       log,
       clock,
-      retry: { clock, log, backoffBaseMs, backoffCapMs, timeoutMs: opts.apiRetryTimeoutMs ?? 5 * MIN },
-      requestTimeoutMs,
-      nodeWaitTimeoutMs: opts.nodeWaitTimeoutMs ?? 5 * MIN,
-      nodeWaitLogIntervalMs: opts.nodeWaitLogIntervalMs ?? 10_000,
-      nodePollIntervalMs: opts.nodePollIntervalMs ?? 1000,
-      startUpWindowMs: opts.startUpWindowMs ?? 10_000,
+      retry: { clock, log, backoffBaseMs: t.backoffBaseMs, backoffCapMs: t.backoffCapMs, timeoutMs: t.apiRetryTimeoutMs },
+      requestTimeoutMs: t.requestTimeoutMs,
+      nodeWaitTimeoutMs: t.nodeWaitTimeoutMs,
+      nodeWaitLogIntervalMs: t.nodeWaitLogIntervalMs,
+      nodePollIntervalMs: t.nodePollIntervalMs,
+      startUpWindowMs: t.startUpWindowMs,
     });
   }
 
@@ -158,7 +136,7 @@ export class KubeSubnetManager implements SubnetManager {
 
   /** Events on the own Node (the lease's key is its name), rate-limited and deduplicated as client-go's recorder. */
   nodeEvents(lease: Lease): KubeEventRecorder {
-    this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events') });
+    this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events'), metrics: this.metrics });
     return this.events;
   }
 

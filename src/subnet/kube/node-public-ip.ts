@@ -10,6 +10,7 @@ import { isIp4 } from '../../ip4.js';
 import { isGlobalUnicast6 } from '../../ip6.js';
 import type { Logger } from '../../log.js';
 import { normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
+import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
 import { retryApiCall, retryableAtStartUp } from './api-error.js';
 import { KubeHttp } from './http.js';
@@ -42,13 +43,11 @@ export function nodePublicIPsOf(node: unknown, annotationPrefix: string): NodePu
   return out;
 }
 
-/** How long the read is retried while the API server may still be starting (its start-up 403s, 5xx). */
-const START_UP_WINDOW_MS = 10_000;
-
 /**
  * GET the own Node (raw JSON, with a deadline like every other API request) and return its public-IP
- * annotations. A 403 or 5xx in the first seconds (an API server still starting: own-node.ts) is retried
- * with the subnet manager's backoff; any failure after that, or a timeout, is logged and yields none.
+ * annotations. A 403 or 5xx within the start-up window (an API server still starting: own-node.ts) is
+ * retried with the subnet manager's backoff; any failure after that, or a timeout, is logged and yields
+ * none. The deadline, the backoff and the window are the subnet manager's timings (../timings.ts).
  */
 export async function readNodePublicIPs(opts: {
   kubeConfig: KubeConfig;
@@ -57,17 +56,16 @@ export async function readNodePublicIPs(opts: {
   log: Logger;
   clock?: Clock;
   signal?: AbortSignal;
-  timeoutMs?: number;
-  /** The retry's first pause (default 1 s, doubling; the subnet manager's). */
-  backoffBaseMs?: number;
+  timings?: Partial<SubnetTimings>;
 }): Promise<NodePublicIPs> {
   const clock = opts.clock ?? systemClock;
   const signal = opts.signal ?? new AbortController().signal;
   try {
     const http = new KubeHttp(opts.kubeConfig, clock);
     const path = `/api/v1/nodes/${encodeURIComponent(opts.nodeName)}`;
-    const get = () => http.json({ method: 'GET', path, timeoutMs: opts.timeoutMs ?? 30_000, signal });
-    const retry = { clock, log: opts.log, backoffBaseMs: opts.backoffBaseMs ?? 1000, backoffCapMs: 30_000, timeoutMs: START_UP_WINDOW_MS, retryable: retryableAtStartUp };
+    const t = subnetTimings('kube', opts.timings);
+    const get = () => http.json({ method: 'GET', path, timeoutMs: t.requestTimeoutMs, signal });
+    const retry = { clock, log: opts.log, backoffBaseMs: t.backoffBaseMs, backoffCapMs: t.backoffCapMs, timeoutMs: t.startUpWindowMs, retryable: retryableAtStartUp };
     const node = await retryApiCall(`reading node "${opts.nodeName}"`, get, retry, signal);
     return nodePublicIPsOf(node, opts.annotationPrefix);
   } catch (err) {

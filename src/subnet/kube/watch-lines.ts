@@ -1,30 +1,41 @@
 // Splitting a watch stream into its lines: newline-delimited JSON, one event per line
 // (https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes; client-go
-// reads the same stream with a json.Decoder, apimachinery pkg/util/framer). Pure: bytes in, lines out.
+// reads the same stream with a json.Decoder, apimachinery pkg/util/framer). Bytes in, lines out.
 //
 // Each byte is scanned for '\n' once, however the line is cut into chunks: the bytes of an unfinished line
 // are kept as the chunks they came in and joined once, when its newline arrives (the earlier splitter
 // appended every chunk to one string and searched it from the start again, so a long line delivered in
-// small chunks cost quadratic work). Works on bytes: '\n' (0x0A) never occurs inside a UTF-8 sequence,
-// so a multi-byte character cut between chunks is decoded whole with its line.
+// small chunks cost quadratic work). The bytes searched are counted in flannel_watch_bytes_scanned_total
+// (docs/metrics.md): equal to the bytes received while the work stays linear. Works on bytes: '\n' (0x0A)
+// never occurs inside a UTF-8 sequence, so a multi-byte character cut between chunks is decoded whole
+// with its line.
 //
 // A line longer than `maxLineBytes` is refused with FLANNEL_ERR_KUBE_WATCH_LINE before more of it is kept:
 // no Node fits there (etcd refuses requests over 1.5 MiB by default; docs/bounds.md).
 import { KubeWatchError } from '../../errors.js';
+import { METRIC, type Metrics } from '../../metrics.js';
 
 /** The longest watch line kept; docs/bounds.md says why this number. */
 export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
 
+export interface WatchLineSplitterOptions {
+  /** The longest line kept (default MAX_WATCH_LINE_BYTES). */
+  maxLineBytes?: number;
+  /** Where the bytes searched for a newline are counted (flannel_watch_bytes_scanned_total). */
+  metrics?: Metrics;
+}
+
 export class WatchLineSplitter {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
-  /** Bytes searched for a newline so far (each byte once: the work is linear in the stream). */
-  scannedBytes = 0;
+  private readonly maxLineBytes: number;
 
   constructor(
     private readonly what: string,
-    private readonly maxLineBytes: number = MAX_WATCH_LINE_BYTES,
-  ) {}
+    private readonly opts: WatchLineSplitterOptions = {},
+  ) {
+    this.maxLineBytes = opts.maxLineBytes ?? MAX_WATCH_LINE_BYTES;
+  }
 
   /**
    * The complete lines (without their '\n', as UTF-8 text) that `chunk` finishes. Throws
@@ -38,9 +49,10 @@ export class WatchLineSplitter {
   pushBytes(chunk: Buffer): Buffer[] {
     const lines: Buffer[] = [];
     let start = 0;
+    let scanned = 0;
     for (;;) {
       const nl = chunk.indexOf(0x0a, start);
-      this.scannedBytes += (nl < 0 ? chunk.length : nl + 1) - start;
+      scanned += (nl < 0 ? chunk.length : nl + 1) - start;
       if (nl < 0) break;
       const tail = chunk.subarray(start, nl);
       this.check(this.pendingBytes + tail.length);
@@ -49,6 +61,7 @@ export class WatchLineSplitter {
       this.pendingBytes = 0;
       start = nl + 1;
     }
+    this.opts.metrics?.inc(METRIC.watchBytesScanned, {}, scanned);
     if (start < chunk.length) {
       const rest = chunk.subarray(start);
       this.check(this.pendingBytes + rest.length);
