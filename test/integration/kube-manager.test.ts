@@ -668,7 +668,7 @@ describe('a hung API server: every request has a deadline', () => {
     api.hang('GET', LIST, 'headers-only', 1);
     const updates: LeaseUpdate[] = [];
     void manager({ listPageSize: 2, timings: { requestTimeoutMs: 200 } }).watchLeases((u) => updates.push(u), signal());
-    await waitFor(() => updates.some((u) => u.kind === 'listed'), 'a complete list after the hung pages', 5000);
+    await waitFor(() => updates.some((u) => u.kind === 'listed'), 'a complete list after the hung pages', 20_000);
     const listed = updates.find((u): u is Extract<LeaseUpdate, { kind: 'listed' }> => u.kind === 'listed')!;
     expect([...listed.keys].sort()).toEqual(['linux-1', 'linux-2', 'linux-3', 'linux-4']);
     expect(api.requests.filter((r) => LIST.test(`${r.path}?${new URLSearchParams(r.query).toString()}`)).length).toBeGreaterThanOrEqual(4);
