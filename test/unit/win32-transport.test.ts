@@ -7,6 +7,7 @@ import { withCallTimeout } from '../../src/hns/timed.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { Win32HnsTransport } from '../../src/hns/win32.js';
 import { Win32Host } from '../../src/host/win32.js';
+import { selectIPv6Address } from '../../src/host/select.js';
 import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/win32.js';
 import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
 import { ipAddrTableLength, decodeIpForwardRow2 } from '../../src/win32/iphlpapi.js';
@@ -528,6 +529,19 @@ describe('Win32Host', () => {
     expect(dll.tablesFreed).toBe(dll.tablesGiven);
     dll.unicast = 1168; // ERROR_NOT_FOUND: the empty table
     expect((await h.interfaces())[0]?.ipv6Addresses).toEqual([]);
+  });
+
+  it("dual-stack on this host: --public-ipv6 matches the adapter's real address and prefix, not an assumed /64", async () => {
+    dll.unicast = [
+      { address: '2001:db8:1::99', interfaceIndex: 4, prefixLength: 56, prefixOrigin: 4, suffixOrigin: 5 },
+      { address: '2001:db8:1::2', interfaceIndex: 4, prefixLength: 56 },
+    ];
+    const [ext] = await h.interfaces();
+    expect(selectIPv6Address(ext, { publicIPv6s: ['2001:db8:1::2'], assumed: '2001:db8:1::2' })).toEqual({ address: '2001:db8:1::2', prefixLength: 56 });
+    expect(selectIPv6Address(ext)).toEqual({ address: '2001:db8:1::2', prefixLength: 56 });
+    dll.unicast = 5; // the read failed: the fallback
+    const [fallback] = await h.interfaces();
+    expect(selectIPv6Address(fallback, { assumed: '2001:db8:1::2' })).toEqual({ address: '2001:db8:1::2', prefixLength: 64 });
   });
 
   it('interfaces: a failed IPv6 read (a status, or no such export) leaves ipv6Addresses out; the IPv4 list stands', async () => {
