@@ -14,8 +14,9 @@ export interface HostInterface {
   prefixLength: number;
   mtu: number;
   /**
-   * The adapter's IPv6 unicast addresses, in the order the host lists them (absent when it has none or
-   * the host does not report them). Only dual-stack reads them (./select.ts selectIPv6Address).
+   * The adapter's IPv6 unicast addresses, in the order the host lists them (absent when the host could
+   * not read them, e.g. GetUnicastIpAddressTable failed; the simulator omits it for an adapter without
+   * one). Only dual-stack reads them (./select.ts selectIPv6Address).
    */
   ipv6Addresses?: Ipv6Address[];
 }

@@ -98,7 +98,7 @@ export interface SelectIPv6Options {
   iface?: string[];
   /**
    * `--public-ipv6`, taken as the interface's address (a /64) when the host does not list IPv6 addresses
-   * at all (`ipv6Addresses` undefined: the Windows host seam reads IPv4 addresses only, GetIpAddrTable).
+   * at all (`ipv6Addresses` undefined: the Windows host seam's GetUnicastIpAddressTable read failed).
    */
   assumed?: string;
 }

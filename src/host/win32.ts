@@ -1,4 +1,5 @@
-// The Windows host on iphlpapi only: IPv4 addresses from GetIpAddrTable, the adapter's friendly name
+// The Windows host on iphlpapi only: IPv4 addresses from GetIpAddrTable, IPv6 addresses from
+// GetUnicastIpAddressTable(AF_INET6) + FreeMibTable, the adapter's friendly name
 // from ConvertInterfaceIndexToLuid + ConvertInterfaceLuidToAlias, its MTU (NlMtu) and forwarding flag
 // from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
 // from GetIpForwardTable2. os.networkInterfaces() (GetAdaptersAddresses in libuv) serves only an
@@ -10,11 +11,21 @@ import { systemClock, type Clock } from '../clock.js';
 import { HostError } from '../errors.js';
 import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
 import { AF_INET, AF_INET6, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
-import { decodeIpAddrTable, decodeIpInterfaceRow, encodeIpInterfaceKey, ipAddrTableLength, setIpInterfaceForwarding } from '../win32/iphlpapi.js';
+import {
+  decodeIpAddrTable,
+  decodeIpInterfaceRow,
+  decodeUnicastIpAddressTable,
+  encodeIpInterfaceKey,
+  ipAddrTableLength,
+  setIpInterfaceForwarding,
+  unicastIpAddressTableLength,
+  unicastRowHeld,
+  unicastRowToIpv6Address,
+} from '../win32/iphlpapi.js';
 import type { IpInterfaceRow } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative, Win32ServiceNative } from '../win32/native.js';
 import { restartService, serviceProcessId } from '../win32/services.js';
-import type { Host, HostInterface, IpFamily } from './host.js';
+import type { Host, HostInterface, IpFamily, Ipv6Address } from './host.js';
 
 function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): HostError {
   return new HostError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
@@ -63,6 +74,37 @@ export class Win32Host implements Host {
     });
   }
 
+  /**
+   * GetUnicastIpAddressTable(AF_INET6): each interface's IPv6 unicast addresses in the table's order (the
+   * table is always freed). Undefined when the read fails (a status other than NO_ERROR or ERROR_NOT_FOUND,
+   * the empty table, or an iphlpapi.dll without the export): the interfaces then carry no `ipv6Addresses`
+   * and dual-stack falls back to --public-ipv6 (../agent.ts), as before this read existed.
+   */
+  private ipv6Addresses(): Map<number, Ipv6Address[]> | undefined {
+    let read: ReturnType<Win32IpHelperNative['getUnicastIpAddressTable']>;
+    try {
+      read = this.dll.getUnicastIpAddressTable(AF_INET6);
+    } catch {
+      return undefined;
+    }
+    const { status, table } = read;
+    try {
+      const byIndex = new Map<number, Ipv6Address[]>();
+      if (status === WIN32_ERROR.ERROR_NOT_FOUND || (status === WIN32_ERROR.NO_ERROR && table === null)) return byIndex;
+      if (status !== WIN32_ERROR.NO_ERROR || table === null) return undefined;
+      const n = this.dll.readBytes(table, 4).readUInt32LE(0);
+      for (const row of n === 0 ? [] : decodeUnicastIpAddressTable(this.dll.readBytes(table, unicastIpAddressTableLength(n)))) {
+        if (row.family !== AF_INET6 || !unicastRowHeld(row)) continue;
+        const list = byIndex.get(row.interfaceIndex) ?? [];
+        list.push(unicastRowToIpv6Address(row));
+        byIndex.set(row.interfaceIndex, list);
+      }
+      return byIndex;
+    } finally {
+      if (table !== null) this.dll.freeMibTable(table);
+    }
+  }
+
   /** The adapter's friendly name (alias), or undefined when the interface is gone. */
   private alias(index: number): string | undefined {
     const luid = Buffer.alloc(SIZES.NET_LUID);
@@ -105,6 +147,7 @@ export class Win32Host implements Host {
     if (!table) return [];
     const out: HostInterface[] = [];
     const info = new Map<number, { name: string; row: IpInterfaceRow } | undefined>();
+    const v6 = this.ipv6Addresses();
     for (const a of decodeIpAddrTable(table)) {
       if (a.address === '0.0.0.0' || a.address.startsWith('127.')) continue;
       if (!info.has(a.interfaceIndex)) {
@@ -114,7 +157,14 @@ export class Win32Host implements Host {
       }
       const i = info.get(a.interfaceIndex);
       if (!i) continue; // the interface went away between the calls
-      out.push({ name: i.name, index: a.interfaceIndex, ipv4: a.address, prefixLength: a.prefixLength, mtu: i.row.nlMtu });
+      out.push({
+        name: i.name,
+        index: a.interfaceIndex,
+        ipv4: a.address,
+        prefixLength: a.prefixLength,
+        mtu: i.row.nlMtu,
+        ...(v6 ? { ipv6Addresses: v6.get(a.interfaceIndex) ?? [] } : {}),
+      });
     }
     return out;
   }

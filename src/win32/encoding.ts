@@ -43,6 +43,9 @@ export const SIZES = {
   MIB_IPADDRROW: 24,
   /** One row included: header 4 + 24. */
   MIB_IPADDRTABLE: 28,
+  MIB_UNICASTIPADDRESS_ROW: 80,
+  /** One row included: header 8 (NumEntries + 4 bytes padding to the row's 8-byte alignment) + 80. */
+  MIB_UNICASTIPADDRESS_TABLE: 88,
 } as const;
 
 /** offsetof(MIB_IPFORWARD_ROW2, ...) on x64 (netioapi.h). Nested SOCKADDR_INET fields are flattened. */
@@ -115,6 +118,44 @@ export const MIB_IPADDRTABLE_OFFSETS = {
   table: 4,
 } as const;
 
+/** offsetof(MIB_UNICASTIPADDRESS_ROW, ...) on x64 (netioapi.h; the enums are nldef.h's, 4 bytes each). */
+export const MIB_UNICASTIPADDRESS_ROW_OFFSETS = {
+  Address: 0, // SOCKADDR_INET
+  Address_si_family: 0, // ADDRESS_FAMILY (u16)
+  Address_Ipv4_sin_addr: 4, // IN_ADDR
+  Address_Ipv6_sin6_addr: 8, // IN6_ADDR
+  Address_Ipv6_sin6_scope_id: 24, // u32
+  InterfaceLuid: 32, // NET_LUID (u64)
+  InterfaceIndex: 40, // u32
+  PrefixOrigin: 44, // NL_PREFIX_ORIGIN
+  SuffixOrigin: 48, // NL_SUFFIX_ORIGIN
+  ValidLifetime: 52, // u32, seconds (0xffffffff infinite)
+  PreferredLifetime: 56, // u32, seconds
+  OnLinkPrefixLength: 60, // u8
+  SkipAsSource: 61, // BOOLEAN
+  DadState: 64, // NL_DAD_STATE
+  ScopeId: 68, // SCOPE_ID (u32)
+  CreationTimeStamp: 72, // LARGE_INTEGER
+} as const;
+
+/** offsetof(MIB_UNICASTIPADDRESS_TABLE, ...): rows start at 8 (the row has 8-byte alignment from NET_LUID). */
+export const MIB_UNICASTIPADDRESS_TABLE_OFFSETS = {
+  NumEntries: 0,
+  Table: 8,
+} as const;
+
+/** NL_PREFIX_ORIGIN, NL_SUFFIX_ORIGIN and NL_DAD_STATE values (nldef.h) the address reader tells apart. */
+export const NL = {
+  IpPrefixOriginRouterAdvertisement: 4,
+  IpSuffixOriginLinkLayerAddress: 4,
+  /** A temporary (privacy, RFC 8981) or random stable suffix. */
+  IpSuffixOriginRandom: 5,
+  IpDadStateInvalid: 0,
+  IpDadStateDuplicate: 2,
+  IpDadStateDeprecated: 3,
+  IpDadStatePreferred: 4,
+} as const;
+
 /** C member paths of the flattened nested fields (as `offsetof` spells them). */
 const NESTED_NAMES: Record<string, string> = {
   DestinationPrefix_Prefix_si_family: 'DestinationPrefix.Prefix.si_family',
@@ -124,6 +165,10 @@ const NESTED_NAMES: Record<string, string> = {
   NextHop_Ipv4_sin_addr: 'NextHop.Ipv4.sin_addr',
   DestinationPrefix_Prefix_Ipv6_sin6_addr: 'DestinationPrefix.Prefix.Ipv6.sin6_addr',
   NextHop_Ipv6_sin6_addr: 'NextHop.Ipv6.sin6_addr',
+  Address_si_family: 'Address.si_family',
+  Address_Ipv4_sin_addr: 'Address.Ipv4.sin_addr',
+  Address_Ipv6_sin6_addr: 'Address.Ipv6.sin6_addr',
+  Address_Ipv6_sin6_scope_id: 'Address.Ipv6.sin6_scope_id',
 };
 
 /** `STRUCT.field` -> offset for one structure's offsets table. */
@@ -138,6 +183,8 @@ export const OFFSETS: Record<string, number> = Object.fromEntries([
   ...keyed('MIB_IPINTERFACE_ROW', MIB_IPINTERFACE_ROW_OFFSETS),
   ...keyed('MIB_IPADDRROW', MIB_IPADDRROW_OFFSETS),
   ...keyed('MIB_IPADDRTABLE', MIB_IPADDRTABLE_OFFSETS),
+  ...keyed('MIB_UNICASTIPADDRESS_ROW', MIB_UNICASTIPADDRESS_ROW_OFFSETS),
+  ...keyed('MIB_UNICASTIPADDRESS_TABLE', MIB_UNICASTIPADDRESS_TABLE_OFFSETS),
 ]);
 
 // ================================================================ UTF-16LE

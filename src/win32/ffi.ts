@@ -289,6 +289,13 @@ export class FfiWin32Native implements Win32Native, Win32ServiceNative {
       return { status, table: this.take(t) };
     });
   }
+  getUnicastIpAddressTable(family: number): { status: number; table: NativePtr | null } {
+    const D = this.D;
+    return this.withCells(1, ([t]) => {
+      const status = this.netio('GetUnicastIpAddressTable', [D.I16, D.External], [family, t[0]]);
+      return { status, table: this.take(t) };
+    });
+  }
   freeMibTable(table: NativePtr): void {
     this.call<undefined>('iphlpapi', 'FreeMibTable', this.D.Void, [this.D.External], [ext(table)]);
   }

@@ -1,6 +1,7 @@
 // Marshalling of the iphlpapi structures the route table and the host seam pass to iphlpapi.dll:
 // MIB_IPFORWARD_ROW2 / MIB_IPFORWARD_TABLE2 (CreateIpForwardEntry2, GetIpForwardTable2),
-// MIB_IPINTERFACE_ROW (Get/SetIpInterfaceEntry) for AF_INET and AF_INET6, and MIB_IPADDRTABLE (GetIpAddrTable, IPv4), laid
+// MIB_IPINTERFACE_ROW (Get/SetIpInterfaceEntry) for AF_INET and AF_INET6, MIB_UNICASTIPADDRESS_TABLE
+// (GetUnicastIpAddressTable, read for AF_INET6) and MIB_IPADDRTABLE (GetIpAddrTable, IPv4), laid
 // out as netioapi.h / iprtrmib.h define them on x64 (the sizes and offsets are in ./encoding.ts).
 // Pure Buffers: unit-tested on Linux, and under Wine against the real headers' layout.
 import { formatIp6, parseIp6 } from '../ip6.js';
@@ -14,6 +15,9 @@ import {
   MIB_IPFORWARD_TABLE2_OFFSETS,
   MIB_IPINTERFACE_ROW_OFFSETS,
   MIB_IPPROTO_NETMGMT,
+  MIB_UNICASTIPADDRESS_ROW_OFFSETS,
+  MIB_UNICASTIPADDRESS_TABLE_OFFSETS,
+  NL,
   SIZES,
   ipv4FromBytes,
   ipv4ToBytes,
@@ -246,4 +250,83 @@ export function decodeIpAddrTable(buf: Buffer): IpAddrRow[] {
     });
   }
   return rows;
+}
+
+// ================================================================ MIB_UNICASTIPADDRESS_TABLE (GetUnicastIpAddressTable)
+
+/** The fields of MIB_UNICASTIPADDRESS_ROW the host seam reads (netioapi.h; Microsoft Learn documents each). */
+export interface UnicastIpAddressRow {
+  family: number;
+  /** IPv6 text (RFC 5952) for AF_INET6, dotted IPv4 for AF_INET. */
+  address: string;
+  interfaceLuid: bigint;
+  interfaceIndex: number;
+  /** NL_PREFIX_ORIGIN (4 = IpPrefixOriginRouterAdvertisement: SLAAC). */
+  prefixOrigin: number;
+  /** NL_SUFFIX_ORIGIN (5 = IpSuffixOriginRandom: a temporary or random stable interface identifier). */
+  suffixOrigin: number;
+  validLifetime: number;
+  /** Seconds the address stays preferred; 0 = deprecated. */
+  preferredLifetime: number;
+  onLinkPrefixLength: number;
+  skipAsSource: boolean;
+  /** NL_DAD_STATE (3 = IpDadStateDeprecated, 4 = IpDadStatePreferred). */
+  dadState: number;
+  scopeId: number;
+}
+
+export function unicastIpAddressTableLength(numEntries: number): number {
+  return MIB_UNICASTIPADDRESS_TABLE_OFFSETS.Table + numEntries * SIZES.MIB_UNICASTIPADDRESS_ROW;
+}
+
+/** Decode one MIB_UNICASTIPADDRESS_ROW at `offset`. */
+export function decodeUnicastIpAddressRow(buf: Buffer, offset = 0): UnicastIpAddressRow {
+  if (buf.length < offset + SIZES.MIB_UNICASTIPADDRESS_ROW) throw new RangeError('truncated MIB_UNICASTIPADDRESS_ROW');
+  const O = MIB_UNICASTIPADDRESS_ROW_OFFSETS;
+  const at = (o: number): number => offset + o;
+  const family = buf.readUInt16LE(at(O.Address_si_family));
+  return {
+    family,
+    address: family === AF_INET6 ? ipv6FromBytes(buf, at(O.Address_Ipv6_sin6_addr)) : ipv4FromBytes(buf, at(O.Address_Ipv4_sin_addr)),
+    interfaceLuid: buf.readBigUInt64LE(at(O.InterfaceLuid)),
+    interfaceIndex: buf.readUInt32LE(at(O.InterfaceIndex)),
+    prefixOrigin: buf.readInt32LE(at(O.PrefixOrigin)),
+    suffixOrigin: buf.readInt32LE(at(O.SuffixOrigin)),
+    validLifetime: buf.readUInt32LE(at(O.ValidLifetime)),
+    preferredLifetime: buf.readUInt32LE(at(O.PreferredLifetime)),
+    onLinkPrefixLength: buf.readUInt8(at(O.OnLinkPrefixLength)),
+    skipAsSource: buf.readUInt8(at(O.SkipAsSource)) !== 0,
+    dadState: buf.readInt32LE(at(O.DadState)),
+    scopeId: buf.readUInt32LE(at(O.ScopeId)),
+  };
+}
+
+/** Decode a MIB_UNICASTIPADDRESS_TABLE (NumEntries, then the rows from offset 8). */
+export function decodeUnicastIpAddressTable(buf: Buffer): UnicastIpAddressRow[] {
+  if (buf.length < 4) throw new RangeError('truncated MIB_UNICASTIPADDRESS_TABLE');
+  const n = buf.readUInt32LE(MIB_UNICASTIPADDRESS_TABLE_OFFSETS.NumEntries);
+  if (buf.length < unicastIpAddressTableLength(n)) throw new RangeError(`MIB_UNICASTIPADDRESS_TABLE says ${n} rows but holds ${buf.length} bytes`);
+  const rows: UnicastIpAddressRow[] = [];
+  for (let i = 0; i < n; i++) rows.push(decodeUnicastIpAddressRow(buf, MIB_UNICASTIPADDRESS_TABLE_OFFSETS.Table + i * SIZES.MIB_UNICASTIPADDRESS_ROW));
+  return rows;
+}
+
+/**
+ * What the dual-stack address choice needs of a row: its prefix length (OnLinkPrefixLength), temporary
+ * (SuffixOrigin IpSuffixOriginRandom with PrefixOrigin IpPrefixOriginRouterAdvertisement: how
+ * `Get-NetIPAddress` shows an RFC 8981 temporary address) and deprecated (DadState IpDadStateDeprecated,
+ * or PreferredLifetime 0). Microsoft Learn, MIB_UNICASTIPADDRESS_ROW and NL_DAD_STATE.
+ */
+export function unicastRowToIpv6Address(row: UnicastIpAddressRow): { address: string; prefixLength: number; temporary?: boolean; deprecated?: boolean } {
+  const temporary = row.suffixOrigin === NL.IpSuffixOriginRandom && row.prefixOrigin === NL.IpPrefixOriginRouterAdvertisement;
+  const deprecated = row.dadState === NL.IpDadStateDeprecated || row.preferredLifetime === 0;
+  return { address: row.address, prefixLength: row.onLinkPrefixLength, ...(temporary ? { temporary } : {}), ...(deprecated ? { deprecated } : {}) };
+}
+
+/**
+ * An address the adapter holds: not one whose duplicate address detection failed (IpDadStateDuplicate)
+ * or that is invalid (IpDadStateInvalid): Windows does not use those.
+ */
+export function unicastRowHeld(row: UnicastIpAddressRow): boolean {
+  return row.dadState !== NL.IpDadStateInvalid && row.dadState !== NL.IpDadStateDuplicate;
 }

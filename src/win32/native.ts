@@ -68,6 +68,8 @@ export interface Win32HnsNative {
 export interface Win32IpHelperNative {
   /** `GetIpForwardTable2(ADDRESS_FAMILY, PMIB_IPFORWARD_TABLE2 *)`; free the table with `freeMibTable`. */
   getIpForwardTable2(family: number): { status: number; table: NativePtr | null };
+  /** `GetUnicastIpAddressTable(ADDRESS_FAMILY, PMIB_UNICASTIPADDRESS_TABLE *)`; free the table with `freeMibTable`. */
+  getUnicastIpAddressTable(family: number): { status: number; table: NativePtr | null };
   /** `VOID FreeMibTable(PVOID)`. */
   freeMibTable(table: NativePtr): void;
   /** Copy `length` bytes of native memory at `p` into a new Buffer. */

@@ -15,7 +15,9 @@ import {
   MIB_IPFORWARD_ROW2_OFFSETS,
   MIB_IPINTERFACE_ROW_OFFSETS,
   MIB_IPPROTO_NETMGMT,
+  MIB_UNICASTIPADDRESS_ROW_OFFSETS,
   maskToPrefixLength,
+  NL,
   netioSuccess,
   OFFSETS,
   SIZES,
@@ -26,11 +28,14 @@ import {
   decodeIpForwardRow2,
   decodeIpForwardTable2,
   decodeIpInterfaceRow,
+  decodeUnicastIpAddressTable,
   encodeIpForwardRow2,
   encodeIpInterfaceKey,
   setIpInterfaceForwarding,
+  unicastRowHeld,
+  unicastRowToIpv6Address,
 } from '../../src/win32/iphlpapi.js';
-import { encodeIpAddrTable, encodeIpForwardTable2 } from '../support/iphlpapi-tables.js';
+import { encodeIpAddrTable, encodeIpForwardTable2, encodeUnicastIpAddressTable } from '../support/iphlpapi-tables.js';
 
 describe('UTF-16LE', () => {
   it('encodes NUL-terminated UTF-16LE', () => {
@@ -324,5 +329,91 @@ describe('MIB_IPADDRTABLE', () => {
     expect(maskToPrefixLength(Buffer.from([0, 0, 0, 0]))).toBe(0);
     expect(maskToPrefixLength(Buffer.from([255, 255, 255, 255]))).toBe(32);
     expect(maskToPrefixLength(Buffer.from([255, 255, 255, 128]))).toBe(25);
+  });
+});
+
+describe('MIB_UNICASTIPADDRESS_TABLE (GetUnicastIpAddressTable, netioapi.h)', () => {
+  it('the row layout on x64: SOCKADDR_INET first, InterfaceLuid at the 8-byte boundary, 80 bytes', () => {
+    expect(SIZES).toMatchObject({ MIB_UNICASTIPADDRESS_ROW: 80, MIB_UNICASTIPADDRESS_TABLE: 88 });
+    expect(OFFSETS).toMatchObject({
+      'MIB_UNICASTIPADDRESS_ROW.Address.Ipv6.sin6_addr': 8,
+      'MIB_UNICASTIPADDRESS_ROW.InterfaceLuid': 32,
+      'MIB_UNICASTIPADDRESS_ROW.InterfaceIndex': 40,
+      'MIB_UNICASTIPADDRESS_ROW.SuffixOrigin': 48,
+      'MIB_UNICASTIPADDRESS_ROW.OnLinkPrefixLength': 60,
+      'MIB_UNICASTIPADDRESS_ROW.DadState': 64,
+      'MIB_UNICASTIPADDRESS_TABLE.Table': 8,
+    });
+  });
+
+  it('decodes a hand-laid row: address bytes in network order, prefix length, origins, lifetimes, DAD state', () => {
+    const O = MIB_UNICASTIPADDRESS_ROW_OFFSETS;
+    const buf = Buffer.alloc(8 + 80);
+    buf.writeUInt32LE(1, 0);
+    buf.writeUInt16LE(23, 8 + O.Address_si_family);
+    Buffer.from('20010db8000000010000000000000007', 'hex').copy(buf, 8 + O.Address_Ipv6_sin6_addr);
+    buf.writeUInt32LE(9, 8 + O.InterfaceIndex);
+    buf.writeInt32LE(4, 8 + O.PrefixOrigin);
+    buf.writeInt32LE(5, 8 + O.SuffixOrigin);
+    buf.writeUInt32LE(86400, 8 + O.ValidLifetime);
+    buf.writeUInt32LE(3600, 8 + O.PreferredLifetime);
+    buf.writeUInt8(64, 8 + O.OnLinkPrefixLength);
+    buf.writeInt32LE(4, 8 + O.DadState);
+    expect(decodeUnicastIpAddressTable(buf)).toEqual([
+      {
+        family: AF_INET6,
+        address: '2001:db8:0:1::7',
+        interfaceLuid: 0n,
+        interfaceIndex: 9,
+        prefixOrigin: 4,
+        suffixOrigin: 5,
+        validLifetime: 86400,
+        preferredLifetime: 3600,
+        onLinkPrefixLength: 64,
+        skipAsSource: false,
+        dadState: 4,
+        scopeId: 0,
+      },
+    ]);
+  });
+
+  it('a truncated table is a RangeError, not a misread', () => {
+    const buf = encodeUnicastIpAddressTable([{ address: '2001:db8::1', interfaceIndex: 3, prefixLength: 64 }]);
+    expect(() => decodeUnicastIpAddressTable(buf.subarray(0, buf.length - 1))).toThrow(RangeError);
+    expect(() => decodeUnicastIpAddressTable(Buffer.alloc(2))).toThrow(RangeError);
+  });
+
+  // Get-NetIPAddress shows a temporary (RFC 8981) address as PrefixOrigin RouterAdvertisement, SuffixOrigin
+  // Random; a deprecated one as AddressState Deprecated (NL_DAD_STATE) with PreferredLifetime 0.
+  it.each([
+    ['static', { prefixOrigin: 1, suffixOrigin: 1 }, { address: '2001:db8::10', prefixLength: 64 }],
+    [
+      'SLAAC from the MAC (EUI-64)',
+      { prefixOrigin: NL.IpPrefixOriginRouterAdvertisement, suffixOrigin: NL.IpSuffixOriginLinkLayerAddress },
+      { address: '2001:db8::10', prefixLength: 64 },
+    ],
+    [
+      'temporary (privacy)',
+      { prefixOrigin: NL.IpPrefixOriginRouterAdvertisement, suffixOrigin: NL.IpSuffixOriginRandom },
+      { address: '2001:db8::10', prefixLength: 64, temporary: true },
+    ],
+    ['deprecated (DadState)', { dadState: NL.IpDadStateDeprecated }, { address: '2001:db8::10', prefixLength: 64, deprecated: true }],
+    ['deprecated (preferred lifetime run out)', { preferredLifetime: 0 }, { address: '2001:db8::10', prefixLength: 64, deprecated: true }],
+  ])('%s -> the address choice fields', (_name, extra, want) => {
+    const [row] = decodeUnicastIpAddressTable(encodeUnicastIpAddressTable([{ address: '2001:db8::10', interfaceIndex: 4, prefixLength: 64, ...extra }]));
+    expect(unicastRowToIpv6Address(row)).toEqual(want);
+    expect(unicastRowHeld(row)).toBe(true);
+  });
+
+  it('a duplicate (DAD failed) or invalid address is not held; link-local keeps its prefix length and scope', () => {
+    const rows = decodeUnicastIpAddressTable(
+      encodeUnicastIpAddressTable([
+        { address: '2001:db8::11', interfaceIndex: 4, prefixLength: 64, dadState: NL.IpDadStateDuplicate },
+        { address: '2001:db8::12', interfaceIndex: 4, prefixLength: 64, dadState: NL.IpDadStateInvalid },
+        { address: 'fe80::215:5dff:fe00:1', interfaceIndex: 4, prefixLength: 64, scopeId: 4, prefixOrigin: 2, suffixOrigin: 4 },
+      ]),
+    );
+    expect(rows.map((r) => unicastRowHeld(r))).toEqual([false, false, true]);
+    expect(rows[2]).toMatchObject({ address: 'fe80::215:5dff:fe00:1', onLinkPrefixLength: 64, scopeId: 4 });
   });
 });

@@ -7,10 +7,11 @@ import { withCallTimeout } from '../../src/hns/timed.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { Win32HnsTransport } from '../../src/hns/win32.js';
 import { Win32Host } from '../../src/host/win32.js';
+import { selectIPv6Address } from '../../src/host/select.js';
 import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/win32.js';
 import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
 import { ipAddrTableLength, decodeIpForwardRow2 } from '../../src/win32/iphlpapi.js';
-import { encodeIpAddrTable, encodeIpForwardTable2 } from '../support/iphlpapi-tables.js';
+import { encodeIpAddrTable, encodeIpForwardTable2, encodeUnicastIpAddressTable, type UnicastAddressSpec } from '../support/iphlpapi-tables.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
 import { Metrics, METRIC } from '../../src/metrics.js';
 import { readMetric, readMetricTotal } from '../support/agent-signals.js';
@@ -68,6 +69,8 @@ class FakeNative implements Win32Native {
   // iphlpapi state
   routes = [{ destinationPrefix: '0.0.0.0/0', nextHop: '10.0.0.1', interfaceIndex: 4, metric: 25 }];
   tableStatus = 0;
+  /** What GetUnicastIpAddressTable answers: the rows, a failing status, or a throw (an iphlpapi.dll without the export). */
+  unicast: UnicastAddressSpec[] | number | Error = 50;
   tablesFreed = 0;
   tablesGiven = 0;
   createStatus = 0;
@@ -177,6 +180,13 @@ class FakeNative implements Win32Native {
     if (this.tableStatus !== 0) return { status: this.tableStatus, table: null };
     this.tablesGiven++;
     return { status: 0, table: { bytes: encodeIpForwardTable2(this.routes) } };
+  }
+  getUnicastIpAddressTable(family: number): { status: number; table: NativePtr | null } {
+    if (this.unicast instanceof Error) throw this.unicast;
+    if (typeof this.unicast === 'number') return { status: this.unicast, table: null };
+    expect(family).toBe(23);
+    this.tablesGiven++;
+    return { status: 0, table: { bytes: encodeUnicastIpAddressTable(this.unicast) } };
   }
   freeMibTable(_t: NativePtr): void {
     this.tablesFreed++;
@@ -495,6 +505,51 @@ describe('Win32Host', () => {
     expect(ifaces.map((i) => i.index)).toEqual([4, ...Array.from({ length: 10 }, (_, i) => 100 + 2 * i)]);
     expect(ifaces[1]).toMatchObject({ name: 'Ethernet 100', mtu: 1500 });
     expect(ipAddrTableLength(23)).toBeGreaterThan(ipAddrTableLength(16));
+  });
+
+  it("interfaces: each adapter's IPv6 addresses from GetUnicastIpAddressTable(AF_INET6), the table freed", async () => {
+    dll.unicast = [
+      { address: 'fe80::1', interfaceIndex: 4, prefixLength: 64, scopeId: 4 },
+      { address: '2001:db8:1::2', interfaceIndex: 4, prefixLength: 56 },
+      { address: '2001:db8:1::99', interfaceIndex: 4, prefixLength: 64, prefixOrigin: 4, suffixOrigin: 5 },
+      { address: '2001:db8:1::3', interfaceIndex: 4, prefixLength: 64, dadState: 3 },
+      { address: '2001:db8:1::4', interfaceIndex: 4, prefixLength: 64, dadState: 2 },
+      { address: 'fd00::100', interfaceIndex: 100, prefixLength: 64 },
+    ];
+    const ifaces = await h.interfaces();
+    expect(ifaces[0]?.ipv6Addresses).toEqual([
+      { address: 'fe80::1', prefixLength: 64 },
+      { address: '2001:db8:1::2', prefixLength: 56 },
+      { address: '2001:db8:1::99', prefixLength: 64, temporary: true },
+      { address: '2001:db8:1::3', prefixLength: 64, deprecated: true },
+    ]);
+    expect(ifaces[1]?.ipv6Addresses).toEqual([{ address: 'fd00::100', prefixLength: 64 }]);
+    // Read, and none on this adapter: an empty list (no --public-ipv6 guess), unlike a failed read.
+    expect(ifaces[2]?.ipv6Addresses).toEqual([]);
+    expect(dll.tablesFreed).toBe(dll.tablesGiven);
+    dll.unicast = 1168; // ERROR_NOT_FOUND: the empty table
+    expect((await h.interfaces())[0]?.ipv6Addresses).toEqual([]);
+  });
+
+  it("dual-stack on this host: --public-ipv6 matches the adapter's real address and prefix, not an assumed /64", async () => {
+    dll.unicast = [
+      { address: '2001:db8:1::99', interfaceIndex: 4, prefixLength: 56, prefixOrigin: 4, suffixOrigin: 5 },
+      { address: '2001:db8:1::2', interfaceIndex: 4, prefixLength: 56 },
+    ];
+    const [ext] = await h.interfaces();
+    expect(selectIPv6Address(ext, { publicIPv6s: ['2001:db8:1::2'], assumed: '2001:db8:1::2' })).toEqual({ address: '2001:db8:1::2', prefixLength: 56 });
+    expect(selectIPv6Address(ext)).toEqual({ address: '2001:db8:1::2', prefixLength: 56 });
+    dll.unicast = 5; // the read failed: the fallback
+    const [fallback] = await h.interfaces();
+    expect(selectIPv6Address(fallback, { assumed: '2001:db8:1::2' })).toEqual({ address: '2001:db8:1::2', prefixLength: 64 });
+  });
+
+  it('interfaces: a failed IPv6 read (a status, or no such export) leaves ipv6Addresses out; the IPv4 list stands', async () => {
+    dll.unicast = 5;
+    expect((await h.interfaces())[0]).not.toHaveProperty('ipv6Addresses');
+    dll.unicast = new Error('GetUnicastIpAddressTable: symbol not found');
+    const ifaces = await h.interfaces();
+    expect(ifaces[0]).toEqual({ name: 'vEthernet (Ethernet 2)', index: 4, ipv4: '10.0.0.2', prefixLength: 24, mtu: 1450 });
   });
 
   it('default route interface: 0.0.0.0/0 with the lowest metric', async () => {

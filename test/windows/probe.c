@@ -8,12 +8,40 @@
 #include <netioapi.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #define F(type, field) printf("%s\"%s\":%u", first++ ? "," : "", #field, (unsigned)offsetof(type, field))
 #define S(type) printf("\"size\":%u", (unsigned)sizeof(type))
 
-int main(void) {
+/* `probe.exe unicast`: call the real GetUnicastIpAddressTable(AF_INET6) and print its status, the table's
+ * bytes in hex (for the TypeScript decoder) and each row's fields as the header reads them. */
+static int unicast(void) {
+  PMIB_UNICASTIPADDRESS_TABLE t = NULL;
+  DWORD st = GetUnicastIpAddressTable(AF_INET6, &t);
+  printf("{\"status\":%lu", (unsigned long)st);
+  if (st == NO_ERROR && t) {
+    size_t len = offsetof(MIB_UNICASTIPADDRESS_TABLE, Table) + (size_t)t->NumEntries * sizeof(MIB_UNICASTIPADDRESS_ROW);
+    const unsigned char *p = (const unsigned char *)t;
+    printf(",\"hex\":\"");
+    for (size_t i = 0; i < len; i++) printf("%02x", p[i]);
+    printf("\",\"rows\":[");
+    for (ULONG i = 0; i < t->NumEntries; i++) {
+      const MIB_UNICASTIPADDRESS_ROW *r = &t->Table[i];
+      printf("%s{\"family\":%u,\"interfaceIndex\":%lu,\"onLinkPrefixLength\":%u,\"prefixOrigin\":%d,\"suffixOrigin\":%d,\"dadState\":%d}",
+             i ? "," : "", (unsigned)r->Address.si_family, (unsigned long)r->InterfaceIndex, (unsigned)r->OnLinkPrefixLength,
+             (int)r->PrefixOrigin, (int)r->SuffixOrigin, (int)r->DadState);
+    }
+    printf("]");
+  }
+  printf("}\n");
+  fflush(stdout);
+  if (t) FreeMibTable(t);
+  return 0;
+}
+
+int main(int argc, char **argv) {
   int first;
+  if (argc > 1 && strcmp(argv[1], "unicast") == 0) return unicast();
   printf("{");
 
   printf("\"MIB_IPFORWARD_ROW2\":{");
@@ -114,6 +142,36 @@ int main(void) {
   F(MIB_IPADDRROW, wType);
   printf("}},");
 
+  printf("\"MIB_UNICASTIPADDRESS_ROW\":{");
+  S(MIB_UNICASTIPADDRESS_ROW);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(MIB_UNICASTIPADDRESS_ROW, Address);
+  F(MIB_UNICASTIPADDRESS_ROW, Address.si_family);
+  F(MIB_UNICASTIPADDRESS_ROW, Address.Ipv4.sin_addr);
+  F(MIB_UNICASTIPADDRESS_ROW, Address.Ipv6.sin6_addr);
+  F(MIB_UNICASTIPADDRESS_ROW, Address.Ipv6.sin6_scope_id);
+  F(MIB_UNICASTIPADDRESS_ROW, InterfaceLuid);
+  F(MIB_UNICASTIPADDRESS_ROW, InterfaceIndex);
+  F(MIB_UNICASTIPADDRESS_ROW, PrefixOrigin);
+  F(MIB_UNICASTIPADDRESS_ROW, SuffixOrigin);
+  F(MIB_UNICASTIPADDRESS_ROW, ValidLifetime);
+  F(MIB_UNICASTIPADDRESS_ROW, PreferredLifetime);
+  F(MIB_UNICASTIPADDRESS_ROW, OnLinkPrefixLength);
+  F(MIB_UNICASTIPADDRESS_ROW, SkipAsSource);
+  F(MIB_UNICASTIPADDRESS_ROW, DadState);
+  F(MIB_UNICASTIPADDRESS_ROW, ScopeId);
+  F(MIB_UNICASTIPADDRESS_ROW, CreationTimeStamp);
+  printf("}},");
+
+  printf("\"MIB_UNICASTIPADDRESS_TABLE\":{");
+  S(MIB_UNICASTIPADDRESS_TABLE);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(MIB_UNICASTIPADDRESS_TABLE, NumEntries);
+  F(MIB_UNICASTIPADDRESS_TABLE, Table);
+  printf("}},");
+
   printf("\"NET_LUID\":{");
   S(NET_LUID);
   printf("},\"GUID\":{");
@@ -125,9 +183,12 @@ int main(void) {
   F(GUID, Data3);
   F(GUID, Data4);
   printf("}},\"constants\":{\"AF_INET\":%d,\"AF_INET6\":%d,\"MIB_IPPROTO_NETMGMT\":%d,\"ERROR_OBJECT_ALREADY_EXISTS\":%d,\"ERROR_NOT_FOUND\":%d,"
-         "\"ERROR_INSUFFICIENT_BUFFER\":%d,\"ERROR_INVALID_PARAMETER\":%d,\"ERROR_NOT_ENOUGH_MEMORY\":%d,\"IF_MAX_STRING_SIZE\":%d}",
+         "\"ERROR_INSUFFICIENT_BUFFER\":%d,\"ERROR_INVALID_PARAMETER\":%d,\"ERROR_NOT_ENOUGH_MEMORY\":%d,\"IF_MAX_STRING_SIZE\":%d,"
+         "\"IpPrefixOriginRouterAdvertisement\":%d,\"IpSuffixOriginLinkLayerAddress\":%d,\"IpSuffixOriginRandom\":%d,\"IpDadStateInvalid\":%d,\"IpDadStateDuplicate\":%d,\"IpDadStateDeprecated\":%d,"
+         "\"IpDadStatePreferred\":%d}",
          AF_INET, AF_INET6, (int)MIB_IPPROTO_NETMGMT, (int)ERROR_OBJECT_ALREADY_EXISTS, (int)ERROR_NOT_FOUND, (int)ERROR_INSUFFICIENT_BUFFER, (int)ERROR_INVALID_PARAMETER,
-         (int)ERROR_NOT_ENOUGH_MEMORY, (int)IF_MAX_STRING_SIZE);
+         (int)ERROR_NOT_ENOUGH_MEMORY, (int)IF_MAX_STRING_SIZE, (int)IpPrefixOriginRouterAdvertisement, (int)IpSuffixOriginLinkLayerAddress,
+         (int)IpSuffixOriginRandom, (int)IpDadStateInvalid, (int)IpDadStateDuplicate, (int)IpDadStateDeprecated, (int)IpDadStatePreferred);
   printf("}\n");
   fflush(stdout);
   return 0;

@@ -2,6 +2,7 @@
 // compiled with mingw-w64 (test/windows/probe.c) prints sizeof/offsetof under Wine.
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import * as encoding from '../../src/win32/encoding.js';
+import { decodeUnicastIpAddressTable } from '../../src/win32/iphlpapi.js';
 import { mustFailWhenSkipped, prepareHarness, runUnderWine, windowsHarness, type PreparedHarness } from '../support/windows.js';
 
 type Probe = Record<string, { size: number; offsets?: Record<string, number> }> & { constants: Record<string, number> };
@@ -51,6 +52,42 @@ if (!harness.run && mustFailWhenSkipped()) {
     expect(mismatches).toEqual([]);
     expect(Object.keys(encoding.OFFSETS).length).toBeGreaterThan(40);
   });
+
+  it('the probe reports the documented x64 layout of MIB_UNICASTIPADDRESS_ROW (netioapi.h) and the nldef.h values', () => {
+    // Microsoft Learn, MIB_UNICASTIPADDRESS_ROW: SOCKADDR_INET Address first, then InterfaceLuid at the 8-byte boundary.
+    expect(probe.MIB_UNICASTIPADDRESS_ROW.size).toBe(80);
+    expect(probe.MIB_UNICASTIPADDRESS_ROW.offsets).toMatchObject({ 'Address.Ipv6.sin6_addr': 8, InterfaceLuid: 32, SuffixOrigin: 48, OnLinkPrefixLength: 60, DadState: 64 });
+    expect({
+      IpPrefixOriginRouterAdvertisement: probe.constants.IpPrefixOriginRouterAdvertisement,
+      IpSuffixOriginLinkLayerAddress: probe.constants.IpSuffixOriginLinkLayerAddress,
+      IpSuffixOriginRandom: probe.constants.IpSuffixOriginRandom,
+      IpDadStateInvalid: probe.constants.IpDadStateInvalid,
+      IpDadStateDuplicate: probe.constants.IpDadStateDuplicate,
+      IpDadStateDeprecated: probe.constants.IpDadStateDeprecated,
+      IpDadStatePreferred: probe.constants.IpDadStatePreferred,
+    }).toEqual(encoding.NL);
+  });
+
+  it("Wine's real GetUnicastIpAddressTable(AF_INET6) answers, and the decoder reads its table as the header does", async () => {
+    const r = await runUnderWine(prepared.build.probeExe, ['unicast'], { timeoutMs: 120_000 });
+    expect(r.code).toBe(0);
+    type Row = { family: number; interfaceIndex: number; onLinkPrefixLength: number; prefixOrigin: number; suffixOrigin: number; dadState: number };
+    const out = JSON.parse(r.stdout) as { status: number; hex?: string; rows?: Row[] };
+    // NO_ERROR with a table, or ERROR_NOT_FOUND when the host has no IPv6 address (GetUnicastIpAddressTable, Microsoft Learn).
+    expect([encoding.WIN32_ERROR.NO_ERROR, encoding.WIN32_ERROR.ERROR_NOT_FOUND]).toContain(out.status);
+    if (out.status !== encoding.WIN32_ERROR.NO_ERROR) return;
+    const rows = decodeUnicastIpAddressTable(Buffer.from(out.hex ?? '', 'hex'));
+    expect(
+      rows.map((x) => ({
+        family: x.family,
+        interfaceIndex: x.interfaceIndex,
+        onLinkPrefixLength: x.onLinkPrefixLength,
+        prefixOrigin: x.prefixOrigin,
+        suffixOrigin: x.suffixOrigin,
+        dadState: x.dadState,
+      })),
+    ).toEqual(out.rows);
+  }, 180_000);
 
   it('constants match the headers', () => {
     expect({

@@ -193,6 +193,15 @@ DWORD WINAPI GetIpAddrTable(PMIB_IPADDRTABLE pIpAddrTable, PULONG pdwSize, WINBO
   return NO_ERROR;
 }
 
+/* The simulator does not list IPv6 addresses through this stand-in: it answers as an iphlpapi whose
+ * read fails, so the agent under Wine takes --public-ipv6 as the adapter's address (the fallback). */
+NETIO_STATUS WINAPI GetUnicastIpAddressTable(ADDRESS_FAMILY Family, PMIB_UNICASTIPADDRESS_TABLE *Table) {
+  (void)Family;
+  if (!Table) return ERROR_INVALID_PARAMETER;
+  *Table = NULL;
+  return ERROR_NOT_SUPPORTED;
+}
+
 /* ---- interface identifiers ---- */
 
 NETIO_STATUS WINAPI ConvertInterfaceIndexToLuid(NET_IFINDEX InterfaceIndex, PNET_LUID InterfaceLuid) {
