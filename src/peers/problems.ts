@@ -283,16 +283,6 @@ export class PeerProblems {
     return this.records.rejected.size;
   }
 
-  /** Characters kept for all rejected nodes (signatures and messages): what the bound on each node keeps small. */
-  keptChars(): number {
-    let n = 0;
-    for (const [node, lines] of this.lines) {
-      const p = this.records.rejected.get(node);
-      n += node.length + (p ? p.sig.length + p.message.length : 0) + lines.size * 16;
-    }
-    return n;
-  }
-
   // --- refused items (the reconcile loop) ---
 
   /**
