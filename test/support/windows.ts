@@ -159,7 +159,7 @@ function targets(dir: string): Target[] {
     { out: join(dir, 'computenetwork.dll'), args: ['-shared', s('computenetwork.c'), ...common, s('computenetwork.def'), ...net] },
     { out: join(dir, 'iphlpapi.dll'), args: ['-shared', s('iphlpapi.c'), ...common, s('iphlpapi.def'), ...net] },
     { out: join(dir, 'shim', 'bcryptprimitives.dll'), args: ['-shared', s('bcryptprimitives.c'), s('bcryptprimitives.def'), '-ladvapi32'] },
-    { out: join(dir, 'probe.exe'), args: [join(WINDOWS_DIR, 'probe.c'), '-liphlpapi'] },
+    { out: join(dir, 'probe.exe'), args: [join(WINDOWS_DIR, 'probe.c'), '-liphlpapi', '-lws2_32'] },
     { out: join(dir, 'smoke.exe'), args: ['-municode', s('smoke.c'), '-lole32'] },
     { out: join(dir, 'dummysvc.exe'), args: ['-municode', s('dummysvc.c'), '-ladvapi32'] },
   ];

@@ -2,7 +2,14 @@
 // compiled with mingw-w64 (test/windows/probe.c) prints sizeof/offsetof under Wine.
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import * as encoding from '../../src/win32/encoding.js';
-import { decodeUnicastIpAddressTable } from '../../src/win32/iphlpapi.js';
+import {
+  decodeIpForwardRow2,
+  decodeIpInterfaceRow,
+  decodeUnicastIpAddressTable,
+  encodeIpForwardRow2,
+  encodeIpInterfaceKey,
+  setIpInterfaceForwarding,
+} from '../../src/win32/iphlpapi.js';
 import { mustFailWhenSkipped, prepareHarness, runUnderWine, windowsHarness, type PreparedHarness } from '../support/windows.js';
 
 type Probe = Record<string, { size: number; offsets?: Record<string, number> }> & { constants: Record<string, number> };
@@ -87,6 +94,73 @@ if (!harness.run && mustFailWhenSkipped()) {
         dadState: x.dadState,
       })),
     ).toEqual(out.rows);
+  }, 180_000);
+
+  // The IPv6 rows as bytes, both ways: `probe.exe rows6` fills them through the header's fields and prints
+  // hex for the decoders; `probe.exe read6` reads the encoders' hex through the same fields.
+  type CRoute = Omit<ReturnType<typeof decodeIpForwardRow2>, 'interfaceLuid'> & { interfaceLuid: string; nextHopFamily: number };
+  type CInterface = Omit<ReturnType<typeof decodeIpInterfaceRow>, 'interfaceLuid'> & { interfaceLuid: string };
+  const luidHex = (v: bigint): string => v.toString(16).padStart(16, '0');
+
+  it('the decoders read an AF_INET6 MIB_IPFORWARD_ROW2 and MIB_IPINTERFACE_ROW that C filled as the header does', async () => {
+    const r = await runUnderWine(prepared.build.probeExe, ['rows6'], { timeoutMs: 120_000 });
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { routeHex: string; route: CRoute; interfaceHex: string; interface: CInterface };
+    // The values probe.c set, so a probe that printed nothing useful cannot pass.
+    expect(out.route).toMatchObject({ family: encoding.AF_INET6, nextHopFamily: encoding.AF_INET6, destination: 'fd00:10:244:1::', prefixLength: 64 });
+    expect(out.route).toMatchObject({ nextHop: 'fd00::11', interfaceIndex: 7, metric: 256, protocol: encoding.MIB_IPPROTO_NETMGMT });
+    expect(out.interface).toMatchObject({ family: encoding.AF_INET6, interfaceIndex: 7, forwardingEnabled: true, nlMtu: 1450, connected: true });
+
+    const routeBytes = Buffer.from(out.routeHex, 'hex');
+    expect(routeBytes.length).toBe(encoding.SIZES.MIB_IPFORWARD_ROW2);
+    const route = decodeIpForwardRow2(routeBytes);
+    const { nextHopFamily, ...cRoute } = out.route;
+    expect(routeBytes.readUInt16LE(encoding.MIB_IPFORWARD_ROW2_OFFSETS.NextHop_si_family)).toBe(nextHopFamily);
+    expect({ ...route, interfaceLuid: luidHex(route.interfaceLuid) }).toEqual(cRoute);
+
+    const ifBytes = Buffer.from(out.interfaceHex, 'hex');
+    expect(ifBytes.length).toBe(encoding.SIZES.MIB_IPINTERFACE_ROW);
+    const row = decodeIpInterfaceRow(ifBytes);
+    expect({ ...row, interfaceLuid: luidHex(row.interfaceLuid) }).toEqual(out.interface);
+  }, 180_000);
+
+  it('C reads the AF_INET6 route and interface row the encoders wrote as the agent means them', async () => {
+    const routeBytes = encodeIpForwardRow2({ destinationPrefix: 'fd00:10:244:1::/64', nextHop: 'fd00::11', interfaceIndex: 7, metric: 256 });
+    // The agent's SetIpInterfaceEntry row: the key GetIpInterfaceEntry is asked with, then forwarding on.
+    const ifBytes = setIpInterfaceForwarding(encodeIpInterfaceKey(7, undefined, encoding.AF_INET6), true);
+    const r = await runUnderWine(prepared.build.probeExe, ['read6', routeBytes.toString('hex'), ifBytes.toString('hex')], { timeoutMs: 120_000 });
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { route: CRoute; interface: CInterface };
+    expect(out.route).toEqual({
+      interfaceLuid: luidHex(0n),
+      interfaceIndex: 7,
+      family: encoding.AF_INET6,
+      destination: 'fd00:10:244:1::',
+      prefixLength: 64,
+      nextHopFamily: encoding.AF_INET6,
+      nextHop: 'fd00::11',
+      sitePrefixLength: 0,
+      validLifetime: encoding.INFINITE_LIFETIME,
+      preferredLifetime: encoding.INFINITE_LIFETIME,
+      metric: 256,
+      protocol: encoding.MIB_IPPROTO_NETMGMT,
+      loopback: false,
+      autoconfigureAddress: false,
+      publish: false,
+      immortal: false,
+      age: 0,
+      origin: 0,
+    });
+    expect(out.interface).toEqual({
+      family: encoding.AF_INET6,
+      interfaceLuid: luidHex(0n),
+      interfaceIndex: 7,
+      forwardingEnabled: true,
+      sitePrefixLength: 0,
+      metric: 0,
+      nlMtu: 0,
+      connected: false,
+    });
   }, 180_000);
 
   it('constants match the headers', () => {
