@@ -3,17 +3,17 @@
 //   - no node:fs, node:os or node:child_process in src/backends/ or src/subnet/ (file and host access
 //     come in as options whose real defaults are built outside those directories);
 //   - time and randomness (Date.now, setTimeout, setInterval, node:timers, Math.random) only in
-//     src/clock.ts: everything else takes a Clock or an injected source;
+//     src/basics/clock.ts: everything else takes a Clock or an injected source;
 //   - process.exit only in src/main.ts.
 // test/, bench/ and scripts/ drive real processes on real timers and are free of the seams.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const EXIT = { object: 'process', property: 'exit', message: 'Only src/main.ts may call process.exit.' };
-const CLOCK = 'Take a Clock (src/clock.ts) or injected timers.';
+const CLOCK = 'Take a Clock (src/basics/clock.ts) or injected timers.';
 const CLOCK_PROPERTIES = [
   { object: 'Date', property: 'now', message: CLOCK },
-  { object: 'Math', property: 'random', message: 'Take a random source as an option; the real default lives in src/clock.ts.' },
+  { object: 'Math', property: 'random', message: 'Take a random source as an option; the real default lives in src/basics/clock.ts.' },
   { object: 'globalThis', property: 'setTimeout', message: CLOCK },
   { object: 'globalThis', property: 'setInterval', message: CLOCK },
 ];
@@ -73,9 +73,9 @@ export default tseslint.config(
     },
   },
 
-  // Time and randomness: only src/clock.ts. (Rule options do not merge, so each zone lists all it restricts.)
-  { files: ['src/**'], ignores: ['src/clock.ts'], rules: { 'no-restricted-globals': ['error', ...CLOCK_GLOBALS] } },
-  { files: ['src/**'], ignores: ['src/main.ts', 'src/clock.ts'], rules: { 'no-restricted-properties': ['error', EXIT, ...CLOCK_PROPERTIES] } },
+  // Time and randomness: only src/basics/clock.ts. (Rule options do not merge, so each zone lists all it restricts.)
+  { files: ['src/**'], ignores: ['src/basics/clock.ts'], rules: { 'no-restricted-globals': ['error', ...CLOCK_GLOBALS] } },
+  { files: ['src/**'], ignores: ['src/main.ts', 'src/basics/clock.ts'], rules: { 'no-restricted-properties': ['error', EXIT, ...CLOCK_PROPERTIES] } },
   { files: ['src/main.ts'], rules: { 'no-restricted-properties': ['error', ...CLOCK_PROPERTIES] } },
   { files: ['scripts/**', 'bench/**', 'test/**'], rules: { 'no-restricted-properties': 'off' } },
   // Test fakes implement async interfaces (HNS, routes, drivers, fs) with synchronous bodies: `async` is
@@ -83,8 +83,8 @@ export default tseslint.config(
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/require-await': 'off' } },
 
   // Imports: later zones override earlier ones for the files they match.
-  importZone(['src/**'], [...FFI, ...KUBE, ...TIMERS], ['src/clock.ts']),
-  importZone(['src/clock.ts'], [...FFI, ...KUBE]),
+  importZone(['src/**'], [...FFI, ...KUBE, ...TIMERS], ['src/basics/clock.ts']),
+  importZone(['src/basics/clock.ts'], [...FFI, ...KUBE]),
   importZone(['src/win32/**'], [...KUBE, ...TIMERS]),
   importZone(['src/backends/**', 'src/subnet/**'], [...FFI, ...KUBE, ...HOST, ...TIMERS]),
   importZone(['src/subnet/kube/**'], [...FFI, ...HOST, ...TIMERS]),

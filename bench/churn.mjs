@@ -10,7 +10,7 @@
 /* global performance */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
-import { METRIC } from '../dist/metrics.js';
+import { METRIC } from '../dist/basics/metrics.js';
 import {
   ApiServerProcess,
   BENCH_DIR,

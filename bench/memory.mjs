@@ -13,7 +13,7 @@ import { ApiServerProcess, BENCH_DIR, log, makeTmpDir, mb, r1, table } from './l
 export const IMPORT_ORDER = {
   kube: [
     'dist/config/parse.js',
-    'dist/log.js',
+    'dist/basics/log.js',
     'dist/agent.js',
     'dist/simulator/node.js',
     '@kubernetes/client-node/dist/config.js',
@@ -21,7 +21,7 @@ export const IMPORT_ORDER = {
     'dist/subnet/kube/manager.js',
     'dist/backends/vxlan/backend.js',
   ],
-  etcd: ['dist/config/parse.js', 'dist/log.js', 'dist/agent.js', 'dist/simulator/node.js', 'etcd3', 'dist/subnet/etcd/factory.js', 'dist/backends/vxlan/backend.js'],
+  etcd: ['dist/config/parse.js', 'dist/basics/log.js', 'dist/agent.js', 'dist/simulator/node.js', 'etcd3', 'dist/subnet/etcd/factory.js', 'dist/backends/vxlan/backend.js'],
 };
 
 function childJson(args) {

@@ -19,7 +19,7 @@ import { SimulatedRouteTable } from '../dist/simulator/host.js';
 import { Reconciler } from '../dist/reconcile/reconciler.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, sameRemoteSubnetRoute } from '../dist/backends/vxlan/policies.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.js';
-import { systemClock } from '../dist/clock.js';
+import { systemClock } from '../dist/basics/clock.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { COLD_LATENCY, NETWORK, RESULTS_DIR, benchPeerStore, classifyCalls, log, peer, percentile, r1, table } from './lib/common.mjs';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm run build` step after tsc: writes the commit the build is made from into dist/build-commit.js
-// (src/build-commit.ts is its empty stand-in), for the User-Agent (src/version.ts). The commit is
+// `npm run build` step after tsc: writes the commit the build is made from into dist/basics/build-commit.js
+// (src/basics/build-commit.ts is its empty stand-in), for the User-Agent (src/basics/version.ts). The commit is
 // $FLANNELD_COMMIT when set (an image built without .git), else `git rev-parse HEAD`, else empty.
 //
 // Usage: node packaging/stamp-commit.mjs [DIST_DIR]   (default: dist/ of this repository)
@@ -24,4 +24,4 @@ function commit() {
 
 const sha = commit();
 if (!/^[0-9a-zA-Z._-]*$/.test(sha)) throw new Error(`stamp-commit: not a commit: ${JSON.stringify(sha)}`);
-writeFileSync(join(dist, 'build-commit.js'), `// Stamped by packaging/stamp-commit.mjs.\nexport const BUILD_COMMIT = ${JSON.stringify(sha)};\n`);
+writeFileSync(join(dist, 'basics', 'build-commit.js'), `// Stamped by packaging/stamp-commit.mjs.\nexport const BUILD_COMMIT = ${JSON.stringify(sha)};\n`);

@@ -7,21 +7,21 @@
 import type { Backend, BackendDeps, Network } from './backends/backend.js';
 import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
 import { join, resolve } from 'node:path';
-import { backoffDelay, pause, systemClock, type Clock } from './clock.js';
+import { backoffDelay, pause, systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, FlannelError } from './errors.js';
-import { Metrics } from './metrics.js';
+import { errorMessage, FlannelError } from './basics/errors.js';
+import { Metrics } from './basics/metrics.js';
 import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
-import { hostFiles, type SubnetEnvFs } from './fs-seams.js';
+import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
 import { selectExternalInterface, selectIPv6Address } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
-import { componentLogger, type Logger } from './log.js';
+import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
@@ -31,8 +31,8 @@ import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpF
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
 import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
-import { VERSION } from './version.js';
-import { writeFileAtomicSync } from './fs-atomic.js';
+import { VERSION } from './basics/version.js';
+import { writeFileAtomicSync } from './basics/fs.js';
 
 export interface AgentOptions {
   config: AgentConfig;

@@ -3,12 +3,12 @@
 // The only module that calls process.exit (and, through config, reads process.env).
 // The agent and the logger are imported only when the daemon runs: `--version`, `--help` and the
 // subcommands load neither (see docs/performance.md, What the process loads).
-import { systemClock } from './clock.js';
+import { systemClock } from './basics/clock.js';
 import { COMMANDS, loadCommand } from './commands/command.js';
 import { parseConfig } from './config/parse.js';
-import { FlagError, FlannelError, errorMessage } from './errors.js';
-import { safeText } from './log-safe.js';
-import { VERSION } from './version.js';
+import { FlagError, FlannelError, errorMessage } from './basics/errors.js';
+import { safeText } from './basics/log-safe.js';
+import { VERSION } from './basics/version.js';
 
 // Every HNS call runs on a libuv worker thread (so a hung one can time out); 4 workers is too few to
 // survive a few hung calls next to DNS and file work. Set before the pool is first used.
@@ -50,7 +50,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = parsed.config;
-  const { createLogger } = await import('./log.js');
+  const { createLogger } = await import('./basics/log.js');
   const log = createLogger({ level: config.logLevel, format: config.logFormat, file: config.logFile || undefined });
   log.info('flanneld-windows starting', { version: VERSION, dataplane: config.dataplane, pid: process.pid });
 
@@ -67,7 +67,7 @@ async function main(): Promise<number> {
     // Loaded here, not at the top: the subcommands (status, cni-config, ...) start without the agent.
     // One import at a time: concurrent import()s sharing a module can deadlock jest's ESM loader.
     const { Agent } = await import('./agent.js');
-    const { Metrics } = await import('./metrics.js');
+    const { Metrics } = await import('./basics/metrics.js');
     await new Agent({ config, log, metrics: new Metrics({ process: true }) }).run(controller.signal);
     log.info('stopped');
     return 0;

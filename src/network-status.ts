@@ -1,5 +1,5 @@
 // The one status type of a running network: what the peer store and the reconciler keep, and what
-// /healthz, /readyz, /metrics' gauges, `/status` and `flanneld status` read. It lives with the basics so
+// /healthz, /readyz, /metrics' gauges, `/status` and `flanneld status` read. It lives at the top of src/ so
 // that the health server reads it without importing the layers that fill it in.
 
 /** One item the dataplane refuses now (a peer's route or policy). */

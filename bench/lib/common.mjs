@@ -13,9 +13,9 @@ import { Agent } from '../../dist/agent.js';
 import { parseConfig } from '../../dist/config/parse.js';
 import { SimulatedDataplane } from '../../dist/simulator/model.js';
 import { simulatedSeams } from '../../dist/simulator/node.js';
-import { Metrics } from '../../dist/metrics.js';
+import { Metrics } from '../../dist/basics/metrics.js';
 import { PeerStore } from '../../dist/peers/store.js';
-import { systemClock } from '../../dist/clock.js';
+import { systemClock } from '../../dist/basics/clock.js';
 
 export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 export const RESULTS_DIR = join(BENCH_DIR, 'results');

@@ -4,7 +4,7 @@
 // CoreV1Api.listNode with the same page size (the typed model). Prints one JSON line.
 /* global performance */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { systemClock } from '../../dist/clock.js';
+import { systemClock } from '../../dist/basics/clock.js';
 import { KubeHttp } from '../../dist/subnet/kube/http.js';
 import { NODE_LIST_UNREAD } from '../../dist/subnet/kube/watch-lines.js';
 import { DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../../dist/config/annotation-prefix.js';

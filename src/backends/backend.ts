@@ -1,9 +1,9 @@
 // The backend seam. Mirrors flannel pkg/backend/common.go (Backend, Network, ExternalInterface).
-import type { Clock } from '../clock.js';
-import type { Metrics } from '../metrics.js';
+import type { Clock } from '../basics/clock.js';
+import type { Metrics } from '../basics/metrics.js';
 import type { HnsClient } from '../hns/client.js';
 import type { Host, HostInterface, Ipv6Address } from '../host/host.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../basics/log.js';
 import type { RouteTable } from '../routes/route-table.js';
 import type { Lease, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';

@@ -10,8 +10,8 @@
 // unwritten clusters) names no container a CNI runtime could have given (CNI spec: a container ID is
 // `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`), so it is nobody's and is rewritten.
 import { dirname, join } from 'node:path';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+import { errorMessage } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
 
 /** host-local's line break on Windows (disk backend `LineBreak`). */
 const IPAM_LINE_BREAK = '\r\n';

@@ -15,11 +15,11 @@
 // kube-proxy on that signal: Azure/AgentBaker#2085). Either finding re-applies everything without an
 // agent restart, records an Event and counts flannel_hns_restarts_total / flannel_drift_repairs_total.
 import type { BackendDeps, Network } from './backend.js';
-import { componentLogger, type Logger } from '../log.js';
+import { componentLogger, type Logger } from '../basics/log.js';
 import type { NetworkStatus } from '../network-status.js';
-import { pause } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import { METRIC } from '../metrics.js';
+import { pause } from '../basics/clock.js';
+import { errorMessage } from '../basics/errors.js';
+import { METRIC } from '../basics/metrics.js';
 import { hnsStateRepairedEvent, networkRebuiltEvent, noNodeEvents, type NodeEvents } from '../node-events.js';
 import { PeerProblems } from '../peers/problems.js';
 import { PeerStore } from '../peers/store.js';

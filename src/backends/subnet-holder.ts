@@ -11,8 +11,8 @@
 // this agent's own network of an earlier VNI (the default name follows the VNI), so a VNI change replaces
 // it, as a VNI change of a named network does (docs/install.md, Upgrading: drain the node first). Pure: the
 // backends pass the networks they listed.
-import { BackendError } from '../errors.js';
-import { overlaps } from '../ip4.js';
+import { BackendError } from '../basics/errors.js';
+import { overlaps } from '../basics/ip4.js';
 
 /** The facts of one HNS network that decide whether it may be adopted. */
 export interface NetworkSummary {

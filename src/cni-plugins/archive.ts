@@ -19,7 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tarStream from 'tar-stream';
 import yauzl from 'yauzl';
-import { CniInstallError, errorMessage, FlannelError } from '../errors.js';
+import { CniInstallError, errorMessage, FlannelError } from '../basics/errors.js';
 import { tooLargeError } from './download.js';
 
 /** The plugins the flannel CNI config needs on Windows: the meta-plugin, both delegates and the IPAM. */

@@ -16,8 +16,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { abortReason, systemClock, type Clock } from '../clock.js';
-import { CniInstallError, errorMessage } from '../errors.js';
+import { abortReason, systemClock, type Clock } from '../basics/clock.js';
+import { CniInstallError, errorMessage } from '../basics/errors.js';
 
 export interface DownloadLimits {
   /** Largest download accepted, in bytes. */

@@ -17,10 +17,10 @@ import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock, type Clock } from '../clock.js';
-import { CniInstallError, errorMessage } from '../errors.js';
-import { writeFileAtomicSync } from '../fs-atomic.js';
-import { readRegularFileBytes, type ReadFs } from '../fs-read.js';
+import { systemClock, type Clock } from '../basics/clock.js';
+import { CniInstallError, errorMessage } from '../basics/errors.js';
+import { writeFileAtomicSync } from '../basics/fs.js';
+import { readRegularFileBytes, type ReadFs } from '../basics/fs.js';
 import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, readPlugins, type ArchiveLimits, type CniPluginFile } from './archive.js';
 import { DOWNLOAD_LIMITS, downloadToFile, tooLargeError, type DownloadLimits } from './download.js';
 

@@ -7,9 +7,9 @@
 import * as nodeFs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock, type Clock } from '../clock.js';
-import { CniInstallError } from '../errors.js';
-import { writeFileAtomicSync } from '../fs-atomic.js';
+import { systemClock, type Clock } from '../basics/clock.js';
+import { CniInstallError } from '../basics/errors.js';
+import { writeFileAtomicSync } from '../basics/fs.js';
 import { DOWNLOAD_LIMITS, type DownloadLimits } from './download.js';
 import { loadSource } from './install.js';
 

@@ -24,20 +24,20 @@ import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/bac
 import { parseRouteRecord, readRouteRecord, routeRecordPath } from '../backends/hostgw/route-record.js';
 import { reservationOwner, reservationPath } from '../backends/ipam-reservation.js';
 import { SOURCE_VIP_OWNER, parseSourceVipDocument, sourceVipEndpointName } from '../backends/vxlan/source-vip.js';
-import { systemClock } from '../clock.js';
+import { systemClock } from '../basics/clock.js';
 import type { FlagSpec } from '../config/flags.js';
 import { createDataplane, type Dataplane } from '../dataplane/factory.js';
-import { Metrics } from '../metrics.js';
+import { Metrics } from '../basics/metrics.js';
 import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
-import { HostError, NetConfError } from '../errors.js';
+import { HostError, NetConfError } from '../basics/errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
 import { BOOT_FILE_NAME, parseBootRecord, readBootNetwork, type BootNetwork } from '../host/boot.js';
-import { withoutBom } from '../bom.js';
-import { escapeUnsafe } from '../terminal-text.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
+import { withoutBom } from '../basics/bom.js';
+import { escapeUnsafe } from '../basics/terminal-text.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { findInterfaceByIP } from '../host/select.js';
-import { cidrContains, contains, overlaps } from '../ip4.js';
-import { silentLogger } from '../log.js';
+import { cidrContains, contains, overlaps } from '../basics/ip4.js';
+import { silentLogger } from '../basics/log.js';
 import { parseNetConf, readNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
@@ -308,7 +308,7 @@ function isAgentFile(kind: AgentFileKind, text: string): boolean {
   return parseBootRecord(text) !== undefined || (typeof r['network'] === 'object' && r['network'] !== null && typeof (r['network'] as { name?: unknown }).name === 'string');
 }
 
-/** The file's text, capped (src/fs-read.ts); undefined when it is missing. */
+/** The file's text, capped (src/basics/fs.ts); undefined when it is missing. */
 function readIf(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
   return readRegularFile(path, MAX_CONFIG_FILE_BYTES, 'file');

@@ -16,8 +16,8 @@
 // Windows node only once kube-proxy runs, and kube-proxy needs the network flanneld creates).
 import yaml from 'js-yaml';
 import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
-import { ConfigError, FlagError, errorMessage } from '../errors.js';
-import { contains, isIp4, nthAddress, normalizeCidr } from '../ip4.js';
+import { ConfigError, FlagError, errorMessage } from '../basics/errors.js';
+import { contains, isIp4, nthAddress, normalizeCidr } from '../basics/ip4.js';
 import type { Command, CommandIO } from './command.js';
 import { readFileFlag, reportError } from './cni-flags.js';
 

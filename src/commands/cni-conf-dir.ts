@@ -7,9 +7,9 @@
 // is written; only a foreign config is refused.
 import * as nodeFs from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
-import { withoutBom } from '../bom.js';
-import { CniInstallError } from '../errors.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
+import { withoutBom } from '../basics/bom.js';
+import { CniInstallError } from '../basics/errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 
 /** The extensions go-cni loads from the CNI config directory. */
 export const CNI_CONF_EXTENSIONS = ['.conf', '.conflist', '.json'] as const;

@@ -27,11 +27,11 @@
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve, win32 } from 'node:path';
-import { writeFileAtomicSync } from '../fs-atomic.js';
+import { writeFileAtomicSync } from '../basics/fs.js';
 import type { FlagSpec } from '../config/flags.js';
-import { errorMessage, FlagError, SubnetEnvError } from '../errors.js';
-import { contains, formatCidr, isIp4, network, normalizeCidr, nthAddress, parseCidr } from '../ip4.js';
-import { contains6, isGlobalUnicast6, normalizeCidr6, nthAddress6 } from '../ip6.js';
+import { errorMessage, FlagError, SubnetEnvError } from '../basics/errors.js';
+import { contains, formatCidr, isIp4, network, normalizeCidr, nthAddress, parseCidr } from '../basics/ip4.js';
+import { contains6, isGlobalUnicast6, normalizeCidr6, nthAddress6 } from '../basics/ip6.js';
 import { checkWindowsIpFamilies, readNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';

@@ -5,8 +5,8 @@ import { FLAGS, lookupFlag, parseFlags, renderUsage, type FlagSpec, type FlagVal
 import { parseConfig } from '../config/parse.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { readFileSync } from 'node:fs';
-import { ConfigError, FlagError, FlannelError, errorMessage } from '../errors.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
+import { ConfigError, FlagError, FlannelError, errorMessage } from '../basics/errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import type { CommandIO } from './command.js';
 
 export interface SplitArgs {

@@ -16,8 +16,8 @@
 // Pure: the file system enters through CniReadinessFs.
 import * as nodeFs from 'node:fs';
 import { join, win32 } from 'node:path';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
-import { errorMessage } from '../errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
+import { errorMessage } from '../basics/errors.js';
 import { CNI_CONF_EXTENSIONS, cniConfigFiles } from './cni-conf-dir.js';
 
 /** The stable ids of the problems: tests and `flanneld doctor` match on these, never on the prose. */

@@ -9,8 +9,8 @@ import { SOURCE_VIP_OWNER } from '../backends/vxlan/source-vip.js';
 import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
 import type { HostInterface } from '../host/host.js';
 import type { RefusedPeer, StatusReport } from '../health/status.js';
-import { contains, isApipa, nthAddress } from '../ip4.js';
-import { macToFlannel } from '../mac.js';
+import { contains, isApipa, nthAddress } from '../basics/ip4.js';
+import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from './cni-readiness.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';

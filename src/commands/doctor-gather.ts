@@ -6,13 +6,13 @@
 import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../basics/clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import type { Dataplane } from '../dataplane/factory.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../basics/errors.js';
 import { policySetting, ENDPOINT_FLAG_REMOTE, type HcnNetwork } from '../hns/schema.js';
 import type { StatusReport } from '../health/status.js';
-import { cidrContains, isIp4, normalizeCidr } from '../ip4.js';
+import { cidrContains, isIp4, normalizeCidr } from '../basics/ip4.js';
 import { normalizeAnnotationPrefix } from '../config/annotation-prefix.js';
 import { annotationKeys } from '../subnet/kube/annotations.js';
 import type { KubeHttp } from '../subnet/kube/http.js';

@@ -2,7 +2,7 @@
 // win-bridge.exe, host-local.exe) from SHA-256-pinned archives; see src/cni-plugins/install.ts. With
 // --pinned the upstream releases of src/cni-plugins/pinned.json are used.
 import { parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
-import { CniInstallError, FlagError, FlannelError, errorMessage } from '../errors.js';
+import { CniInstallError, FlagError, FlannelError, errorMessage } from '../basics/errors.js';
 import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
 import { DOWNLOAD_LIMITS } from '../cni-plugins/download.js';
 import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
@@ -11,7 +11,7 @@ import type { Command, CommandIO } from './command.js';
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/verify-pins.js';
-import { safeText } from '../log-safe.js';
+import { safeText } from '../basics/log-safe.js';
 
 const PROGRAM = 'flanneld install-cni';
 
@@ -137,7 +137,7 @@ function downloadLimits(values: ReadonlyMap<string, unknown>): typeof DOWNLOAD_L
 
 /**
  * What the command prints, with the credentials of a URL (`http://user:password@mirror/...`), HTTP
- * credentials and registered secrets redacted as the agent's own logs are (../log-safe.ts), line by
+ * credentials and registered secrets redacted as the agent's own logs are (../basics/log-safe.ts), line by
  * line: it goes to an init container's log.
  */
 function redacted(write: (s: string) => void): (s: string) => void {

@@ -5,8 +5,8 @@
 // writes nothing. Runs on any OS and touches neither the API server nor the dataplane:
 //   kubectl -n kube-flannel get cm kube-flannel-cfg -o yaml | flanneld netconf set-vni | kubectl apply -f -
 import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
-import { FlagError, errorMessage } from '../errors.js';
-import { writeFileAtomicSync } from '../fs-atomic.js';
+import { FlagError, errorMessage } from '../basics/errors.js';
+import { writeFileAtomicSync } from '../basics/fs.js';
 import { parseNetConf } from '../subnet/net-conf.js';
 import { lineDiff, setVni } from '../subnet/net-conf-edit.js';
 import type { Command, CommandIO } from './command.js';

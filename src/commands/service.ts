@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseConfig } from '../config/parse.js';
-import { ConfigError, FlagError, errorMessage } from '../errors.js';
+import { ConfigError, FlagError, errorMessage } from '../basics/errors.js';
 import type { Command, CommandIO } from './command.js';
 
 const DEFAULT_SERVICE_NAME = 'flanneld';

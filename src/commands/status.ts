@@ -6,17 +6,17 @@
 //
 // What answers on the port is not trusted: the answer is read under a size cap and a deadline (each
 // candidate URL has STATUS_TIMEOUT_MS for headers and body; FLANNEL_ERR_STATUS_TOO_LARGE,
-// FLANNEL_ERR_STATUS_TIMEOUT), and every value printed is escaped for the terminal (../terminal-text.ts).
+// FLANNEL_ERR_STATUS_TIMEOUT), and every value printed is escaped for the terminal (../basics/terminal-text.ts).
 // docs/bounds.md says why each number.
 import { get as httpGet, type ClientRequest } from 'node:http';
 import { networkInterfaces } from 'node:os';
-import { abortReason, systemClock, type Clock } from '../clock.js';
+import { abortReason, systemClock, type Clock } from '../basics/clock.js';
 import type { FlagSpec } from '../config/flags.js';
-import { FlagError, StatusError, errorMessage } from '../errors.js';
+import { FlagError, StatusError, errorMessage } from '../basics/errors.js';
 import type { StatusReport } from '../health/status.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
-import { terminalJson, terminalText as t } from '../terminal-text.js';
+import { terminalJson, terminalText as t } from '../basics/terminal-text.js';
 
 /** The health port start.ps1 and the DaemonSet give the agent, used when --healthz-port is not set. */
 export const DEFAULT_STATUS_PORT = 10277;

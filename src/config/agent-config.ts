@@ -1,6 +1,6 @@
 // The one typed, validated configuration of the agent, produced by ./parse.ts from argv, FLANNELD_* env
 // and an optional env file. Mirrors flanneld's CmdLineOpts (main.go) plus this agent's own options.
-import type { LogLevel } from '../log.js';
+import type { LogLevel } from '../basics/log.js';
 
 export type Dataplane = 'windows' | 'simulated';
 

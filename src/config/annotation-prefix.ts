@@ -1,7 +1,7 @@
 // --kube-annotation-prefix, normalised once when the configuration is parsed; the kube subnet manager,
 // the demo's fake API server and the bench take it from here. Mirrors the prefix rules of flannel
 // pkg/subnet/kube/annotations.go (newAnnotations).
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../basics/errors.js';
 
 const PREFIX_RE = /^(?:[a-z0-9_-]+\.)+[a-z0-9_-]+\/(?:[a-z0-9_-]+-)?$/;
 

@@ -1,7 +1,7 @@
 // flanneld's flag table and a Go `flag`-style command line parser.
 // Mirrors the flag registrations of flannel main.go (init) plus this agent's own options.
 // Pure: no process.env, no I/O. ./parse.ts turns the result into an AgentConfig.
-import { FlagError } from '../errors.js';
+import { FlagError } from '../basics/errors.js';
 
 export type FlagKind = 'bool' | 'string' | 'int' | 'stringList';
 export type FlagValue = boolean | string | number | string[];

@@ -3,10 +3,10 @@
 // POD_NAME rules of pkg/subnet/kube/kube.go. Pure: the environment is a parameter, never process.env.
 import { isIPv4, isIPv6 } from 'node:net';
 import dotenv from 'dotenv';
-import { ConfigError, errorMessage, FlagError, FlannelError, UnsupportedError } from '../errors.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
-import { withoutBom } from '../bom.js';
-import type { LogLevel } from '../log.js';
+import { ConfigError, errorMessage, FlagError, FlannelError, UnsupportedError } from '../basics/errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
+import { withoutBom } from '../basics/bom.js';
+import type { LogLevel } from '../basics/log.js';
 import { normalizeAnnotationPrefix } from './annotation-prefix.js';
 import type { AgentConfig, Dataplane } from './agent-config.js';
 import { FLAGS, applyFlagValue, envVarName, parseFlags, platformDefault, renderUsage } from './flags.js';
@@ -19,7 +19,7 @@ export type ParsedCommand = { kind: 'help'; text: string } | { kind: 'version' }
 
 export interface ParseOptions {
   platform: NodeJS.Platform;
-  /** Reads a text file (the env file, the etcd password file); default: a regular file of at most 1 MiB (src/fs-read.ts). */
+  /** Reads a text file (the env file, the etcd password file); default: a regular file of at most 1 MiB (src/basics/fs.ts). */
   readFile?: (path: string, what: string) => string;
   /** Program name shown in the usage text. */
   program?: string;

@@ -1,13 +1,13 @@
 // Chooses the dataplane the agent runs on: the simulated node (src/simulator/, anywhere) or the native
-// Windows one (./win32.ts). Each is imported only when chosen. Nothing under src/ but the agent and the
+// Windows one (./windows.ts). Each is imported only when chosen. Nothing under src/ but the agent and the
 // cleanup command imports this folder; the simulator and the seams it implements never do.
-import type { Clock } from '../clock.js';
+import type { Clock } from '../basics/clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { errorMessage, UnsupportedError } from '../errors.js';
-import type { Metrics } from '../metrics.js';
+import { errorMessage, UnsupportedError } from '../basics/errors.js';
+import type { Metrics } from '../basics/metrics.js';
 import type { HnsClient } from '../hns/client.js';
 import type { Host } from '../host/host.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../basics/log.js';
 import type { RouteTable } from '../routes/route-table.js';
 
 export interface Dataplane {
@@ -36,9 +36,9 @@ export async function createDataplane(config: AgentConfig, deps: DataplaneDeps):
     );
   }
   // Loaded lazily: only the win32 modules import ffi-rs, so nothing native is touched elsewhere.
-  let win32: typeof import('./win32.js');
+  let win32: typeof import('./windows.js');
   try {
-    win32 = await import('./win32.js');
+    win32 = await import('./windows.js');
   } catch (err) {
     throw new UnsupportedError(
       'FLANNEL_ERR_UNSUPPORTED',

@@ -7,12 +7,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../agent.js';
-import { pause, systemClock } from '../clock.js';
+import { pause, systemClock } from '../basics/clock.js';
 import { parseConfig } from '../config/parse.js';
-import { errorMessage } from '../errors.js';
-import { METRIC, Metrics } from '../metrics.js';
+import { errorMessage } from '../basics/errors.js';
+import { METRIC, Metrics } from '../basics/metrics.js';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from './kube-fake/api-server.js';
-import { createLogger } from '../log.js';
+import { createLogger } from '../basics/log.js';
 import { createSimulatedNode } from '../simulator/node.js';
 import { peerTable, renderTable } from './peer-table.js';
 

@@ -5,11 +5,11 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HostError } from '../errors.js';
-import type { Metrics } from '../metrics.js';
+import { HostError } from '../basics/errors.js';
+import type { Metrics } from '../basics/metrics.js';
 import { serveStatus, type StatusReport } from './status.js';
-import type { Logger } from '../log.js';
-import { silentLogger } from '../log.js';
+import type { Logger } from '../basics/log.js';
+import { silentLogger } from '../basics/log.js';
 
 export interface HealthServerOptions {
   /** Listen address (`--healthz-ip`). */

@@ -3,8 +3,8 @@
 // answered to clients on this host only (loopback, or the listener's own address when the port is bound
 // to the node IP): it names the node's addresses and errors, which are no business of other machines.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+import { errorMessage } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
 import type { StartKind } from '../host/boot.js';
 import type { NetworkStatus, RefusedItem, RejectedLease } from '../network-status.js';
 import type { DualStackGuidance } from './dual-stack.js';

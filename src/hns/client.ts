@@ -7,14 +7,14 @@
 // after each call, except the network handle policy writes may keep open (`keepOpen`, KeptNetworkHandles
 // below) until `releaseNetwork`, an error on it, or the network's deletion: hcsshim's modifyNetwork opens
 // and closes a handle per call; keeping one open is our own addition for nodes with many remote subnets.
-import { systemClock } from '../clock.js';
-import type { Clock } from '../clock.js';
-import { FlannelError, HnsError, errorMessage } from '../errors.js';
-import type { ErrorContext } from '../errors.js';
-import { silentLogger } from '../log.js';
-import type { Logger } from '../log.js';
-import { metered } from '../metrics.js';
-import type { Metrics } from '../metrics.js';
+import { systemClock } from '../basics/clock.js';
+import type { Clock } from '../basics/clock.js';
+import { FlannelError, HnsError, errorMessage } from '../basics/errors.js';
+import type { ErrorContext } from '../basics/errors.js';
+import { silentLogger } from '../basics/log.js';
+import type { Logger } from '../basics/log.js';
+import { metered } from '../basics/metrics.js';
+import type { Metrics } from '../basics/metrics.js';
 import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, isHnsPolicyGone, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
 import { HCN_SCHEMA_V2, policySetting } from './schema.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';

@@ -4,8 +4,8 @@
 // their texts the HCN error code reference (learn.microsoft.com, virtualization/api/hcn "HCN Error Code").
 // Both transports (win32 and simulated) and HnsClient build their errors here, so a failure maps to
 // the same code however it arrived: negative HRESULT, v2 ErrorRecord, or a v1 `Success:false` envelope.
-import { BackendError, hex, HnsError } from '../errors.js';
-import type { CodeOf, ErrorContext } from '../errors.js';
+import { BackendError, hex, HnsError } from '../basics/errors.js';
+import type { CodeOf, ErrorContext } from '../basics/errors.js';
 
 type HnsErrorCode = CodeOf<'HnsError'>;
 

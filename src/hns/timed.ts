@@ -3,10 +3,10 @@
 // returns later (a handle) is released. The timers are the injected Clock, so tests run on virtual
 // time. Our own addition: hcsshim's wrappers (internal/hns/hnsfuncs.go hnsCallRawResponse, the hcn
 // syscalls declared in hcn/hcn.go) call the DLLs synchronously, without a timeout.
-import type { Clock } from '../clock.js';
-import { HnsError, errorMessage } from '../errors.js';
-import { silentLogger } from '../log.js';
-import type { Logger } from '../log.js';
+import type { Clock } from '../basics/clock.js';
+import { HnsError, errorMessage } from '../basics/errors.js';
+import { silentLogger } from '../basics/log.js';
+import type { Logger } from '../basics/log.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
 import { closeQuietly } from './client.js';
 

@@ -1,7 +1,7 @@
 // The raw HNS boundary: JSON strings in and out, exactly as the Windows DLLs move them.
 // v1 = vmcompute.dll!HNSCall; v2 = computenetwork.dll!Hcn*: the entry points hcsshim declares in
 // internal/hns/hns.go (`_hnsCall`) and hcn/hcn.go (`hcnCreateNetwork` ...). Implementations: win32
-// (./win32.ts, on the DLLs through ../win32/) and simulated (src/simulator/hns.ts, in-memory HNS); ./timed.ts
+// (./win32-transport.ts, on the DLLs through ../win32/) and simulated (src/simulator/hns.ts, in-memory HNS); ./timed.ts
 // decorates either with the per-call timeout. Everything above this interface runs unchanged on Linux.
 //
 // Contract for implementations: a negative HRESULT, a non-empty ErrorRecord (v2) or a `Success:false`

@@ -2,7 +2,7 @@
 // JSON hcsshim internal/hns reads (hnsnetwork.go HNSNetwork, hnsendpoint.go HNSEndpoint, hnspolicy.go),
 // and turns a v1 POST body into the v2 object (hcn/hcnnetwork.go HostComputeNetwork,
 // hcnendpoint.go HostComputeEndpoint). Pure; the simulated HNS (src/simulator/hns-v1.ts) answers with it.
-import { contains } from '../ip4.js';
+import { contains } from '../basics/ip4.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnSubnet, HnsEndpointV1, HnsNetworkV1, HnsSubnetV1 } from './schema.js';
 import { ENDPOINT_FLAG_REMOTE, HCN_SCHEMA_V2, policySetting } from './schema.js';
 

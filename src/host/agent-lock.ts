@@ -15,8 +15,8 @@
 import { execFileSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { systemClock } from '../clock.js';
-import { errorMessage, HostError } from '../errors.js';
+import { systemClock } from '../basics/clock.js';
+import { errorMessage, HostError } from '../basics/errors.js';
 import { BOOT_TIME_TOLERANCE_MS, systemBootTimeMs } from './boot.js';
 
 const AGENT_LOCK_FILE = 'flanneld.lock';

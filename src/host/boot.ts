@@ -15,8 +15,8 @@
 import * as nodeFs from 'node:fs';
 import { uptime } from 'node:os';
 import { dirname, join } from 'node:path';
-import { systemClock } from '../clock.js';
-import { writeFileAtomicSync, type AtomicWriteFs } from '../fs-atomic.js';
+import { systemClock } from '../basics/clock.js';
+import { writeFileAtomicSync, type AtomicWriteFs } from '../basics/fs.js';
 
 export const BOOT_FILE_NAME = 'boot.json';
 export const BOOT_TIME_TOLERANCE_MS = 30_000;

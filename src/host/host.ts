@@ -1,9 +1,9 @@
 // The host seam: network adapters (address, MTU, MAC), the default route's interface, forwarding.
-// win32 = iphlpapi, plus os.networkInterfaces() for a MAC (src/host/win32.ts); simulated = the adapters
+// win32 = iphlpapi, plus os.networkInterfaces() for a MAC (src/host/win32-host.ts); simulated = the adapters
 // of the simulated node (src/simulator/host.ts).
 
-import type { IpFamily } from '../ip6.js';
-export type { IpFamily } from '../ip6.js';
+import type { IpFamily } from '../basics/ip6.js';
+export type { IpFamily } from '../basics/ip6.js';
 
 export interface HostInterface {
   /** Adapter friendly name, e.g. `Ethernet` or `vEthernet (Ethernet)`. */

@@ -10,9 +10,9 @@
 // AWS metadata server"). Here the agent notes the route before it builds the network and, if the route
 // is gone afterwards, adds it again through the RouteTable on the interface that now holds the same
 // address, with the same next hop and metric. A host without such a route gets none. It lives with the
-// host seam, which uses the route table (as ./win32.ts reads the forward table); routes imports no host module.
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+// host seam, which uses the route table (as ./win32-host.ts reads the forward table); routes imports no host module.
+import { errorMessage } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
 import type { Route, RouteTable } from '../routes/route-table.js';
 import type { Host } from './host.js';
 import { findInterfaceByIP } from './select.js';

@@ -8,8 +8,8 @@
 //  2. the HNS network that holds the interface's IP (the old network, or another one sharing the vSwitch):
 //     its `NetworkAdapterName`;
 //  3. the adapter table: once the old network is deleted the IP moves back to the physical NIC.
-import { HostError } from '../errors.js';
-import type { Clock } from '../clock.js';
+import { HostError } from '../basics/errors.js';
+import type { Clock } from '../basics/clock.js';
 import type { HnsNetworkV1 } from '../hns/schema.js';
 import type { Host, HostInterface } from './host.js';
 import { findInterfaceByIP } from './select.js';

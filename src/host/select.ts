@@ -5,10 +5,10 @@
 // Unlike upstream, a public IP no interface holds (a NAT address) falls back to the default route.
 // Windows rule: an APIPA address (169.254/16) is never chosen (a NIC that lost DHCP/static config).
 import { isIPv4, isIPv6 } from 'node:net';
-import { FlagError, HostError } from '../errors.js';
+import { FlagError, HostError } from '../basics/errors.js';
 import type { HostInterface, Ipv6Address } from './host.js';
-import { isApipa } from '../ip4.js';
-import { isGlobalUnicast6, parseIp6 } from '../ip6.js';
+import { isApipa } from '../basics/ip4.js';
+import { isGlobalUnicast6, parseIp6 } from '../basics/ip6.js';
 
 export interface SelectOptions {
   /** `--iface` values: IPv4 addresses or adapter names (names may contain spaces). */

@@ -12,13 +12,13 @@
 // never held back by them. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease and
 // its route/policy handlers keep no ledger.
 import { createHash } from 'node:crypto';
-import type { Clock } from '../clock.js';
-import { backoffDelay, systemClock } from '../clock.js';
-import { errorMessage, FlannelError } from '../errors.js';
-import { METRIC } from '../metrics.js';
-import type { Metrics } from '../metrics.js';
-import type { Logger } from '../log.js';
-import { silentLogger } from '../log.js';
+import type { Clock } from '../basics/clock.js';
+import { backoffDelay, systemClock } from '../basics/clock.js';
+import { errorMessage, FlannelError } from '../basics/errors.js';
+import { METRIC } from '../basics/metrics.js';
+import type { Metrics } from '../basics/metrics.js';
+import type { Logger } from '../basics/log.js';
+import { silentLogger } from '../basics/log.js';
 import type { RefusedItem } from '../network-status.js';
 import { NODE_EVENT_REASON, noNodeEvents, type NodeEvent, type NodeEvents } from '../node-events.js';
 import { LEASE_REJECT_REASONS, type LeaseRejectReason } from './reject-reasons.js';

@@ -18,11 +18,11 @@
 // Subnets arrive normalised (network-address form) from the list-watch; the store compares them as text.
 // A dual-stack peer's IPv6 subnet rides along with its IPv4 lease: its items are the driver's (one route
 // per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
-import type { Clock } from '../clock.js';
-import type { Logger } from '../log.js';
-import { silentLogger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import { METRIC } from '../metrics.js';
+import type { Clock } from '../basics/clock.js';
+import type { Logger } from '../basics/log.js';
+import { silentLogger } from '../basics/log.js';
+import type { Metrics } from '../basics/metrics.js';
+import { METRIC } from '../basics/metrics.js';
 import type { RejectedLease } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
 import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';

@@ -2,10 +2,10 @@
 // this agent never lets a malformed or hostile lease reach the dataplane.
 import { isIPv6 } from 'node:net';
 import type { Lease } from '../subnet/lease.js';
-import { isValidVtepMac } from '../mac.js';
+import { isValidVtepMac } from '../basics/mac.js';
 import type { LeaseRejectReason } from './reject-reasons.js';
-import { cidrContains6, contains6, formatCidr6, isGlobalUnicast6, isLinkLocal6, network6, normalizeCidr6, overlaps6, parseCidr6, parseIp6 } from '../ip6.js';
-import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../ip4.js';
+import { cidrContains6, contains6, formatCidr6, isGlobalUnicast6, isLinkLocal6, network6, normalizeCidr6, overlaps6, parseCidr6, parseIp6 } from '../basics/ip6.js';
+import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../basics/ip4.js';
 
 export interface LeaseValidationContext {
   /** The cluster Network from net-conf.json, e.g. `10.244.0.0/16`. */

@@ -3,12 +3,12 @@
 // network is missing, event-to-dataplane latency, and the log lines of a failed pass or rebuild). The
 // items the dataplane refuses are the peers' problems ledger's (src/peers/problems.ts). No upstream
 // counterpart: flannel's handlers keep no ledger.
-import type { Clock } from '../clock.js';
-import { backoffDelay } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import type { Metrics } from '../metrics.js';
-import { METRIC } from '../metrics.js';
-import type { Logger } from '../log.js';
+import type { Clock } from '../basics/clock.js';
+import { backoffDelay } from '../basics/clock.js';
+import { errorMessage } from '../basics/errors.js';
+import type { Metrics } from '../basics/metrics.js';
+import { METRIC } from '../basics/metrics.js';
+import type { Logger } from '../basics/log.js';
 
 /** What one reconcile pass did. */
 export interface PassResult {

@@ -9,12 +9,12 @@
 // diff happens at every resync period, after any failed or refused write, once the peer set is complete
 // (the first complete list), and after a rebuild. Refused items are the problems ledger's
 // (src/peers/problems.ts): each waits out its own backoff and is retried alone.
-import type { Clock } from '../clock.js';
-import { abortReason, pause, systemClock } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
-import { silentLogger } from '../log.js';
-import { METRIC, type Metrics } from '../metrics.js';
+import type { Clock } from '../basics/clock.js';
+import { abortReason, pause, systemClock } from '../basics/clock.js';
+import { errorMessage } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
+import { silentLogger } from '../basics/log.js';
+import { METRIC, type Metrics } from '../basics/metrics.js';
 import type { NetworkStatus } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
 import { PeerProblems } from '../peers/problems.js';

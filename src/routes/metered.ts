@@ -1,7 +1,7 @@
 // A RouteTable that counts every call (and failure) in /metrics, whatever the implementation below.
-import { metered, type Metrics } from '../metrics.js';
+import { metered, type Metrics } from '../basics/metrics.js';
 import type { Route, RouteTable } from './route-table.js';
-import type { IpFamily } from '../ip6.js';
+import type { IpFamily } from '../basics/ip6.js';
 
 export class MeteredRouteTable implements RouteTable {
   constructor(

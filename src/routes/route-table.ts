@@ -1,8 +1,8 @@
-// IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2, ./win32.ts); simulated = the simulated
+// IPv4 route table seam. win32 = iphlpapi (MIB_IPFORWARD_ROW2, ./iphlpapi-routes.ts); simulated = the simulated
 // node's route table (src/simulator/host.ts). ./metered.ts counts the calls of either in /metrics.
-import { RouteError } from '../errors.js';
+import { RouteError } from '../basics/errors.js';
 import { WIN32_ERROR } from '../win32/encoding.js';
-import type { IpFamily } from '../ip6.js';
+import type { IpFamily } from '../basics/ip6.js';
 
 /** winerror.h: CreateIpForwardEntry2 on an interface that is gone; DeleteIpForwardEntry2 of a missing route. */
 export const ERROR_NOT_FOUND = WIN32_ERROR.ERROR_NOT_FOUND;

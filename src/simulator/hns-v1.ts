@@ -3,9 +3,9 @@
 // the Success/Output/Error envelope HNS returns. Objects are rendered from the stored v2 objects
 // (src/hns/v1-view.ts), as HNS does; a missing network is ERROR_NOT_FOUND here (v1Answer). Used by
 // SimulatedHnsTransport (./hns.ts).
-import { HnsError } from '../errors.js';
+import { HnsError } from '../basics/errors.js';
 import type { SimulatedDataplane } from './model.js';
-import { contains } from '../ip4.js';
+import { contains } from '../basics/ip4.js';
 import { refuseIPv6Network } from './refusals.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HnsEndpointV1, HnsNetworkV1, HnsVersion } from '../hns/schema.js';

@@ -2,7 +2,7 @@
 // computenetwork.dll!Hcn* (v2) does, with handles, query filters and ErrorRecords; HNSCall (v1) is
 // ./hns-v1.ts. Mirrors the call shapes hcsshim uses in hcn/hcnnetwork.go, hcnendpoint.go
 // (HcnEnumerate*, HcnOpen*, HcnQuery*Properties, HcnModifyNetwork) and hcn/hcnerrors.go (checkForErrors).
-import { HnsError } from '../errors.js';
+import { HnsError } from '../basics/errors.js';
 import type { SimulatedDataplane } from './model.js';
 import { jsonEqual } from './state.js';
 import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.js';

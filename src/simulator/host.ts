@@ -12,7 +12,7 @@
 //    for the interface holding the ManagementIP), and move back when the last such network is deleted;
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
-import { HostError, RouteError } from '../errors.js';
+import { HostError, RouteError } from '../basics/errors.js';
 import type { Host, HostInterface, IpFamily } from '../host/host.js';
 import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS, type Route, type RouteTable } from '../routes/route-table.js';
 import { routeKey, type KeyedState } from './keyed.js';

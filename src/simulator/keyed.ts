@@ -9,7 +9,7 @@
 // know (a test's edit, another process's write, a rollback) drops the view (./store.ts), and the next
 // call builds it again. Objects are shared between the view and the document, never copied.
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
-import { contains, network, parseCidr, parseIp4 } from '../ip4.js';
+import { contains, network, parseCidr, parseIp4 } from '../basics/ip4.js';
 import type { SimNamespace } from './namespaces.js';
 import type { DataplaneState, SimRoute } from './state.js';
 

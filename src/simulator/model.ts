@@ -6,10 +6,10 @@
 // faults.ts (the `faults` rules and the in-process injections), objects.ts (HNS objects), host.ts
 // (adapters, vSwitch, routes), namespaces.ts; the seams over the model are hns.ts (+ hns-v1.ts), host.ts
 // and node.ts. Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
-import { HostError, RouteError } from '../errors.js';
+import { HostError, RouteError } from '../basics/errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
-import { systemClock, systemRandom, type Clock, type Random } from '../clock.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../basics/clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
 import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
 import type { IpFamily } from '../host/host.js';

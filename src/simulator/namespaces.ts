@@ -12,7 +12,7 @@
 // endpoint_windows.go RemoveHcnEndpoint), so the model keeps membership on the endpoint and renders a
 // namespace's Resources from it. A missing namespace is 0x80070490 "Element not found" (ERROR_NOT_FOUND),
 // which hcsshim's hcn/hcnerrors.go IsElementNotFoundError matches.
-import type { ErrorContext } from '../errors.js';
+import type { ErrorContext } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { HCN_SCHEMA_V2, sameId, type HcnEndpoint } from '../hns/schema.js';
 import { filterMatches, parseHcnJson } from './hns.js';

@@ -2,15 +2,15 @@
 // model (`--dataplane simulated`). Imported lazily by src/dataplane/factory.ts (like the win32 dataplane),
 // so a native node never loads the simulator. The builder hands back the model beside the seams, for
 // whoever built the node (the demo, tests, benchmarks) to look at; the agent only ever gets the seams.
-import type { Clock } from '../clock.js';
+import type { Clock } from '../basics/clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { METRIC, type Metrics } from '../metrics.js';
+import { METRIC, type Metrics } from '../basics/metrics.js';
 import type { HnsVersion } from '../hns/schema.js';
 import { HnsClient } from '../hns/client.js';
 import { withCallTimeout } from '../hns/timed.js';
 import type { Host } from '../host/host.js';
-import { isIp4 } from '../ip4.js';
-import { componentLogger, type Logger } from '../log.js';
+import { isIp4 } from '../basics/ip4.js';
+import { componentLogger, type Logger } from '../basics/log.js';
 import { MeteredRouteTable } from '../routes/metered.js';
 import type { RouteTable } from '../routes/route-table.js';
 import { SimulatedHnsTransport } from './hns.js';

@@ -3,12 +3,12 @@
 // describe the objects): IDs, the vSwitch bound on the first L2Bridge/Overlay network, ProviderAddress
 // and DrMacAddress policies, and HNS's HRESULTs. Pure functions: creating and deleting a network change
 // the state document as a whole; the calls made per item (policies, endpoints) go through its keyed view.
-import type { ErrorContext, HnsError } from '../errors.js';
+import type { ErrorContext, HnsError } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { HCN_SCHEMA_V2, policySetting, sameId } from '../hns/schema.js';
-import { contains, nthAddress, parseCidr, sizeOf } from '../ip4.js';
-import { contains6 } from '../ip6.js';
+import { contains, nthAddress, parseCidr, sizeOf } from '../basics/ip4.js';
+import { contains6 } from '../basics/ip6.js';
 import { allocationSubnet, keepKey, policyKey, type KeyedState } from './keyed.js';
 import { adapterNotFound, policyNotFound, refuseBatch, refuseEndpointAddress, refuseNetworkPolicy } from './refusals.js';
 import { boundAdapterName, ensureVSwitch, physicalAdapterFor, releaseVSwitch } from './host.js';

@@ -6,11 +6,11 @@
 // passes the HRESULT and ErrorRecord through (checkForErrors) and names two codes: ERROR_NOT_FOUND
 // (IsElementNotFoundError) and HCN_E_PORT_ALREADY_EXISTS (IsPortAlreadyExistsError).
 import { isIPv6 } from 'node:net';
-import type { ErrorContext, HnsError } from '../errors.js';
+import type { ErrorContext, HnsError } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy } from '../hns/schema.js';
-import { contains, isIp4 } from '../ip4.js';
-import { contains6 } from '../ip6.js';
+import { contains, isIp4 } from '../basics/ip4.js';
+import { contains6 } from '../basics/ip6.js';
 
 /**
  * How HcnModifyNetwork applies a request carrying several policies (state file `policyBatches`). Nobody

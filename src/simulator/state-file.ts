@@ -2,9 +2,9 @@
 // hcn/hcnendpoint.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
 // iphlpapi's MIB_IPFORWARD_ROW2 reduced. A file edited by hand or by another tool must give a coded
 // error naming the file and the entry, never a TypeError deep inside the model.
-import { DataplaneStateError } from '../errors.js';
-import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
-import { isIp4 } from '../ip4.js';
+import { DataplaneStateError } from '../basics/errors.js';
+import { MAX_JSON_DEPTH, jsonTooDeep } from '../basics/json-depth.js';
+import { isIp4 } from '../basics/ip4.js';
 import { parseFaultRules } from './faults.js';
 import { POLICY_BATCH_MODES, type PolicyBatches } from './refusals.js';
 import type { DataplaneState, SimAdapter } from './state.js';

@@ -1,7 +1,7 @@
 // The simulated node's state document (docs/simulator.md): its types and the fresh node it
 // starts from. Pure. ./state-file.ts parses and validates it.
 import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
-import { nthAddress } from '../ip4.js';
+import { nthAddress } from '../basics/ip4.js';
 import type { FaultRule } from './faults.js';
 import type { PolicyBatches } from './refusals.js';
 import type { SimNamespace } from './namespaces.js';

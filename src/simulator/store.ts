@@ -16,9 +16,9 @@
 // sharing it).
 import * as nodeFs from 'node:fs';
 import { dirname } from 'node:path';
-import { writeFileAtomicSync } from '../fs-atomic.js';
-import { DataplaneStateError, errorMessage, FlannelError } from '../errors.js';
-import { readRegularFile } from '../fs-read.js';
+import { writeFileAtomicSync } from '../basics/fs.js';
+import { DataplaneStateError, errorMessage, FlannelError } from '../basics/errors.js';
+import { readRegularFile } from '../basics/fs.js';
 import { processAlive } from '../host/agent-lock.js';
 import { KeyedState } from './keyed.js';
 import { deleteNetwork } from './objects.js';

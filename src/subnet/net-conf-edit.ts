@@ -17,8 +17,8 @@
 // fails with FLANNEL_ERR_NET_CONF instead of writing something else.
 import { applyEdits, modify, parseTree, printParseErrorCode, type FormattingOptions, type ModificationOptions, type Node, type ParseError } from 'jsonc-parser';
 import yaml from 'js-yaml';
-import { withoutBom } from '../bom.js';
-import { NetConfError } from '../errors.js';
+import { withoutBom } from '../basics/bom.js';
+import { NetConfError } from '../basics/errors.js';
 import { field } from './net-conf.js';
 
 export type NetConfSource = 'net-conf.json' | 'ConfigMap (JSON)' | 'ConfigMap (YAML)';
@@ -164,7 +164,7 @@ function replaceYamlScalar(text: string, value: string): string {
 /**
  * Set Backend.VNI and Backend.Port in a net-conf.json, or in the net-conf.json of a kube-flannel-cfg
  * ConfigMap (JSON or YAML). Throws FLANNEL_ERR_NET_CONF for input it cannot edit. A leading UTF-8 BOM (what
- * PowerShell 5's `Set-Content -Encoding utf8` writes; src/bom.ts) is set aside for the edit and kept on output.
+ * PowerShell 5's `Set-Content -Encoding utf8` writes; src/basics/bom.ts) is set aside for the edit and kept on output.
  */
 export function setVni(text: string, edit: VniEdit): EditResult {
   const body = withoutBom(text);

@@ -7,9 +7,9 @@
 // pkg/backend/vxlan/device_windows.go), so it also names kube-proxy's new --network-name (KUBE_NETWORK).
 // The kubelet refreshes a mounted ConfigMap within about a minute (its sync period plus the cache TTL:
 // https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically).
-import type { Clock } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+import type { Clock } from '../basics/clock.js';
+import { errorMessage } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
 import type { NodeEvent, NodeEvents } from '../node-events.js';
 import type { NetworkConfig } from './net-conf-types.js';
 

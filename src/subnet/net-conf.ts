@@ -4,13 +4,13 @@
 // byte for byte (docs/compatibility.md §2); every error is FLANNEL_ERR_NET_CONF.
 import { isIPv4 } from 'node:net';
 import IPCIDR from 'ip-cidr';
-import { errorMessage, FlannelError, NetConfError, UnsupportedError } from '../errors.js';
-import { contains6, formatCidr6, formatIp6, maskOf6, network6, parseCidr6, parseIp6, type Ip6Net } from '../ip6.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../fs-read.js';
-import { withoutBom } from '../bom.js';
-import { MAX_JSON_DEPTH, jsonTooDeep } from '../json-depth.js';
+import { errorMessage, FlannelError, NetConfError, UnsupportedError } from '../basics/errors.js';
+import { contains6, formatCidr6, formatIp6, maskOf6, network6, parseCidr6, parseIp6, type Ip6Net } from '../basics/ip6.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
+import { withoutBom } from '../basics/bom.js';
+import { MAX_JSON_DEPTH, jsonTooDeep } from '../basics/json-depth.js';
 import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
-import { escapeUnsafe } from '../terminal-text.js';
+import { escapeUnsafe } from '../basics/terminal-text.js';
 
 const DEFAULT_VXLAN_VNI = 4096;
 /**
@@ -350,7 +350,7 @@ function windowsPathProblem(name: string): string | undefined {
  * `<--cni-ipam-data-dir>/<name>` (containernetworking/plugins plugins/ipam/host-local/backend/disk:
  * filepath.Join(dataDir, network)). So it must be one plain Windows path element: no `/` or `\`, no `..`,
  * nothing windowsPathProblem names,
- * no control, bidi-override or line-separator characters (the one escape, ../terminal-text.ts),
+ * no control, bidi-override or line-separator characters (the one escape, ../basics/terminal-text.ts),
  * at most 256 characters.
  */
 function hnsNetworkName(name: string): string {
@@ -405,7 +405,7 @@ export function checkIPv6NetworkExcludesNode(ipv6Network: string, nodeAddresses:
 }
 
 /**
- * Read and parse the net-conf.json at `path` (a regular file of at most 1 MiB, src/fs-read.ts). A missing file names the path and the ConfigMap that
+ * Read and parse the net-conf.json at `path` (a regular file of at most 1 MiB, src/basics/fs.ts). A missing file names the path and the ConfigMap that
  * normally provides it; parse errors keep their upstream text, prefixed with the path.
  */
 export function readNetConf(path: string, readFile: (p: string) => string = (p) => readRegularFile(p, MAX_CONFIG_FILE_BYTES, '--net-config-path')): NetworkConfig {

@@ -10,9 +10,9 @@
 //   (Go net.IP IsUnspecified, IsLoopback, IsLinkLocalUnicast, IsMulticast; the rest are what this
 //   agent's peer validation rejects as not unicast): peers could never reach the node there.
 // Pure: throws FLANNEL_ERR_NODE naming the node.
-import { KubeError } from '../errors.js';
-import { cidrContains, contains, isApipa, isIp4, isUnicast, parseCidr } from '../ip4.js';
-import { cidrContains6, isGlobalUnicast6, parseCidr6, parseIp6 } from '../ip6.js';
+import { KubeError } from '../basics/errors.js';
+import { cidrContains, contains, isApipa, isIp4, isUnicast, parseCidr } from '../basics/ip4.js';
+import { cidrContains6, isGlobalUnicast6, parseCidr6, parseIp6 } from '../basics/ip6.js';
 
 /** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
 export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {

@@ -5,12 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 import { parse as dotenvParse } from 'dotenv';
 import IPCIDR from 'ip-cidr';
-import { errorMessage, SubnetEnvError } from '../errors.js';
-import { formatCidr, network, nthAddress, parseCidr } from '../ip4.js';
-import { formatIp6, normalizeCidr6 } from '../ip6.js';
-import { nodeSubnetEnvFs } from '../fs-seams.js';
-import type { SubnetEnvFs } from '../fs-seams.js';
-import { retryWithBackoff, systemClock, type Clock } from '../clock.js';
+import { errorMessage, SubnetEnvError } from '../basics/errors.js';
+import { formatCidr, network, nthAddress, parseCidr } from '../basics/ip4.js';
+import { formatIp6, normalizeCidr6 } from '../basics/ip6.js';
+import { nodeSubnetEnvFs } from '../basics/fs.js';
+import type { SubnetEnvFs } from '../basics/fs.js';
+import { retryWithBackoff, systemClock, type Clock } from '../basics/clock.js';
 
 export interface SubnetEnvValues {
   /** Cluster Network (IPv4 CIDR). */

@@ -18,7 +18,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type * as FfiRs from 'ffi-rs';
-import { errorMessage, UnsupportedError } from '../errors.js';
+import { errorMessage, UnsupportedError } from '../basics/errors.js';
 import { findUtf16Nul } from './encoding.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32BoolResult, Win32Native, Win32ServiceNative } from './native.js';
 

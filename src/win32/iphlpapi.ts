@@ -4,7 +4,7 @@
 // (GetUnicastIpAddressTable, read for AF_INET6) and MIB_IPADDRTABLE (GetIpAddrTable, IPv4), laid
 // out as netioapi.h / iprtrmib.h define them on x64 (the sizes and offsets are in ./encoding.ts).
 // Pure Buffers: unit-tested on Linux, and under Wine against the real headers' layout.
-import { formatIp6, parseIp6 } from '../ip6.js';
+import { formatIp6, parseIp6 } from '../basics/ip6.js';
 import {
   AF_INET,
   AF_INET6,

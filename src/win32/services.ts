@@ -5,8 +5,8 @@
 // kube-proxy when the hns service's process changes). Struct layouts and constants: winsvc.h
 // (SERVICE_STATUS_PROCESS is 9 DWORDs, dwProcessId at byte 28; SERVICE_STATUS is the first 7) and
 // winerror.h. Pure but for the native calls and the clock, so it is tested on Linux with a fake SCM.
-import type { Clock } from '../clock.js';
-import { HostError } from '../errors.js';
+import type { Clock } from '../basics/clock.js';
+import { HostError } from '../basics/errors.js';
 import { utf16z } from './encoding.js';
 import type { NativePtr, Win32ServiceNative } from './native.js';
 

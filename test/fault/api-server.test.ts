@@ -1,9 +1,9 @@
 // The API server killed and restarted mid-list and mid-watch: the agent relists, writes nothing before
 // a complete list, and ends with the dataplane equal to the cluster's state.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { METRIC } from '../../src/metrics.js';
+import { METRIC } from '../../src/basics/metrics.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor, waitForPasses } from './harness.js';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from '../../src/basics/log.js';
 import { LIST_FAILED, readMetricTotal } from '../support/agent-signals.js';
 import { logSink } from '../support/log-sink.js';
 

@@ -1,6 +1,6 @@
 // HNS and route calls failing and hanging: the reconcile loop retries with bounded backoff and converges.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { METRIC } from '../../src/metrics.js';
+import { METRIC } from '../../src/basics/metrics.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { PEERS, readMetric, waitForMetric } from '../support/agent-signals.js';
 import { expectConverged, FaultCluster, HELD, HOSTGW_NET_CONF, policies, seeded, VXLAN_NET_CONF, waitFor, waitForPasses, wantPolicies } from './harness.js';

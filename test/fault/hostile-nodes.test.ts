@@ -2,7 +2,7 @@
 // crashes, and none of them reaches the dataplane (which ends equal to the valid peers exactly).
 import { afterEach, expect, it } from '@jest/globals';
 import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/api-server.js';
-import { METRIC } from '../../src/metrics.js';
+import { METRIC } from '../../src/basics/metrics.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, routes, VXLAN_NET_CONF, waitFor } from './harness.js';
 import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 

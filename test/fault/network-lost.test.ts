@@ -5,7 +5,7 @@
 // handled as a deleted network: recreated under its name with the same subnet, every peer reprogrammed.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { existsSync, rmSync } from 'node:fs';
-import { METRIC } from '../../src/metrics.js';
+import { METRIC } from '../../src/basics/metrics.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_CIDR } from './harness.js';
 import { readMetric } from '../support/agent-signals.js';
 

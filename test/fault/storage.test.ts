@@ -4,10 +4,10 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DataplaneStateError, SubnetEnvError } from '../../src/errors.js';
-import { METRIC } from '../../src/metrics.js';
-import { nodeSubnetEnvFs } from '../../src/fs-seams.js';
-import type { SubnetEnvFs } from '../../src/fs-seams.js';
+import { DataplaneStateError, SubnetEnvError } from '../../src/basics/errors.js';
+import { METRIC } from '../../src/basics/metrics.js';
+import { nodeSubnetEnvFs } from '../../src/basics/fs.js';
+import type { SubnetEnvFs } from '../../src/basics/fs.js';
 import { expectConverged, FaultCluster, HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN } from './harness.js';
 import { readMetric } from '../support/agent-signals.js';
 import { removeNetwork } from '../support/sim-dataplane.js';

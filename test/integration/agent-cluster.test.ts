@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { METRIC } from '../../src/metrics.js';
+import { METRIC } from '../../src/basics/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { APPLY_PASSES, LEASES_REJECTED, LIST_FAILED, metricValue, readMetricTotal, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
 import { logSink } from '../support/log-sink.js';

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FlannelError, HostError } from '../../src/errors.js';
+import { FlannelError, HostError } from '../../src/basics/errors.js';
 import { acquireAgentLock, agentLockPath, readLockHolder, tasklistImage, type LockFs } from '../../src/host/agent-lock.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';

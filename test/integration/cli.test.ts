@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
-import { VERSION } from '../../src/version.js';
+import { VERSION } from '../../src/basics/version.js';
 import { freePort, waitFor } from '../support/cluster.js';
 import { MAIN, runFlanneld as runAsync } from '../support/flanneld-process.js';
 

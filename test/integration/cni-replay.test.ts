@@ -22,7 +22,7 @@ import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { TestCluster, WIN_IP, waitFor, type RunningAgent } from '../support/cluster.js';
 import { logSink } from '../support/log-sink.js';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from '../../src/basics/log.js';
 import { removeNetwork, editState } from '../support/sim-dataplane.js';
 import {
   SCENARIOS,

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { command as cleanup, inferNetConf } from '../../src/commands/cleanup.js';
-import { NetConfError } from '../../src/errors.js';
+import { NetConfError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { command as cniConfig } from '../../src/commands/cni-config.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';

@@ -12,7 +12,7 @@ import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
 import { TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
-import { isFlannelError } from '../../src/errors.js';
+import { isFlannelError } from '../../src/basics/errors.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const WIN = 'win-1';

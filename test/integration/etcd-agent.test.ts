@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
 import { parseConfig } from '../../src/config/parse.js';
-import { EtcdError } from '../../src/errors.js';
+import { EtcdError } from '../../src/basics/errors.js';
 import { runAgent, waitFor, type RunningAgent } from '../support/cluster.js';
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { parseConfig } from '../../src/config/parse.js';
-import { BackendError, EtcdError } from '../../src/errors.js';
+import { BackendError, EtcdError } from '../../src/basics/errors.js';
 import type { LeaseAttrs } from '../../src/subnet/lease.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { NetworkConfig } from '../../src/subnet/net-conf-types.js';
@@ -24,7 +24,7 @@ import { LOG, runAgent, waitFor, type RunningAgent } from '../support/cluster.js
 import { describeEtcd, EtcdServer } from '../support/etcd.js';
 import { editState } from '../support/sim-dataplane.js';
 import { logSink } from '../support/log-sink.js';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from '../../src/basics/log.js';
 import { expectCode } from '../support/errors.js';
 
 /** Upstream's example: fc00::/48 gives /64 subnets (IPv6SubnetLen default 64), fc00:0:0:1:: ... fc00:0:0:ffff::. */

@@ -1,7 +1,7 @@
 // The etcd subnet manager against a real etcd (Debian's etcd-server, started per suite).
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
-import { EtcdError, NetConfError } from '../../src/errors.js';
+import { EtcdError, NetConfError } from '../../src/basics/errors.js';
 import type { Lease, LeaseAttrs, LeaseUpdate } from '../../src/subnet/lease.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { NetworkConfig } from '../../src/subnet/net-conf-types.js';

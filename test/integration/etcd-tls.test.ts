@@ -9,7 +9,7 @@ import { EtcdAuthenticationFailedError, GRPCInvalidArgumentError, GRPCUnavailabl
 import type { Etcd3 } from 'etcd3';
 import type { AgentConfig } from '../../src/config/agent-config.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { ConfigError, EtcdError } from '../../src/errors.js';
+import { ConfigError, EtcdError } from '../../src/basics/errors.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { createEtcdSubnetManager, fetchEtcdNetworkConfig } from '../../src/subnet/etcd/factory.js';
 import { LOG } from '../support/cluster.js';

@@ -4,7 +4,7 @@
 // lease (issue 18 §4): counted in flannel_leases_rejected_total{reason}, no route written.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { METRIC } from '../../src/metrics.js';
+import { METRIC } from '../../src/basics/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 

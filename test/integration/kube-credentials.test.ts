@@ -12,7 +12,7 @@ import { PassThrough } from 'node:stream';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeError } from '../../src/errors.js';
+import { KubeError } from '../../src/basics/errors.js';
 import { bareNode, FakeKubeApiServer, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { MAX_PLUGIN_STDERR_CHARS, stderrBoundedSpawn } from '../../src/subnet/kube/credentials.js';

@@ -109,7 +109,7 @@ describe('what the flanneld binary loads', () => {
         'backends/vxlan/backend.js',
         'backends/vxlan/source-vip.js',
         'subnet/etcd/factory.js',
-        'dataplane/win32.js',
+        'dataplane/windows.js',
         'health/server.js',
         'demo/kube-fake/api-server.js',
         'demo/main.js',
@@ -140,7 +140,7 @@ describeEtcd('what the flanneld binary loads in etcd mode (real etcd)', () => {
     expect(packages.has('@kubernetes/client-node')).toBe(false);
     expect(own.has('backends/vxlan/backend.js')).toBe(true);
     expect(own.has('subnet/etcd/factory.js')).toBe(true);
-    for (const m of ['backends/hostgw/backend.js', 'subnet/kube/manager.js', 'subnet/kube/client.js', 'subnet/kube/kubeconfig.js', 'dataplane/win32.js']) {
+    for (const m of ['backends/hostgw/backend.js', 'subnet/kube/manager.js', 'subnet/kube/client.js', 'subnet/kube/kubeconfig.js', 'dataplane/windows.js']) {
       expect([m, own.has(m)]).toEqual([m, false]);
     }
   });

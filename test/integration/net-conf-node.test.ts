@@ -3,7 +3,7 @@
 // own address (issue 18 §4).
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
-import { NetConfError } from '../../src/errors.js';
+import { NetConfError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { TestCluster, WIN_IP } from '../support/cluster.js';
 

@@ -1,11 +1,11 @@
 // Property-based tests of flannel's Node annotations and the Node -> lease projection.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError } from '../../src/basics/errors.js';
 import { annotationKeys, decodeBackendData, encodeBackendData } from '../../src/subnet/kube/annotations.js';
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
 import { MAX_ANNOTATION_LENGTH, projectNode, toLease } from '../../src/subnet/kube/node-list-watch.js';
-import { isNetworkCidr } from '../../src/ip4.js';
+import { isNetworkCidr } from '../../src/basics/ip4.js';
 import { validateLease } from '../../src/peers/validate.js';
 
 const KEYS = annotationKeys('flannel.alpha.coreos.com/');

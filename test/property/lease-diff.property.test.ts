@@ -6,7 +6,7 @@ import { leaseContent } from '../../src/peers/store.js';
 import { LeaseSet, type OldLeaseUpdate as LeaseUpdate } from '../support/lease-updates.js';
 import { ItemSet } from '../support/desired-set.js';
 import { validateLease } from '../../src/peers/validate.js';
-import { normalizeCidr } from '../../src/ip4.js';
+import { normalizeCidr } from '../../src/basics/ip4.js';
 import { planReconcile } from '../../src/reconcile/plan.js';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
 import type { ReconcileDriver } from '../../src/reconcile/writes.js';

@@ -1,7 +1,7 @@
 // Property-based tests of net-conf.json parsing (src/subnet/net-conf.ts).
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError } from '../../src/basics/errors.js';
 import { MIN_NETWORK_PREFIX, parseNetConf } from '../../src/subnet/net-conf.js';
 import type { NetworkConfig } from '../../src/subnet/net-conf-types.js';
 

@@ -1,10 +1,10 @@
 // Property-based tests of subnet.env encoding and parsing (src/subnet/subnet-env.ts).
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError } from '../../src/basics/errors.js';
 import { checkSubnetEnvSyntax, encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, type SubnetEnvValues } from '../../src/subnet/subnet-env.js';
-import type { SubnetEnvFs } from '../../src/fs-seams.js';
-import { formatIp4, isNetworkCidr } from '../../src/ip4.js';
+import type { SubnetEnvFs } from '../../src/basics/fs.js';
+import { formatIp4, isNetworkCidr } from '../../src/basics/ip4.js';
 
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
 const mask = (ip: number, p: number) => (p === 0 ? 0 : (ip & ((0xffffffff << (32 - p)) >>> 0)) >>> 0);

@@ -4,7 +4,7 @@
 // test reads an in-process agent (`metrics.render()`) and a built-CLI agent (GET /metrics) alike.
 import { waitFor, type WaitOptions } from './wait-for.js';
 
-/** The reconcile pass counter, by result (src/metrics.ts). */
+/** The reconcile pass counter, by result (src/basics/metrics.ts). */
 export const APPLY_PASSES = 'flannel_apply_passes_total';
 /** Every reconcile pass that ended, early ones (before the first complete list) too: the pass-duration histogram's count. */
 export const PASSES_ENDED = 'flannel_apply_pass_duration_seconds_count';
@@ -47,7 +47,7 @@ export function metricValue(text: string, name: string, labels: Record<string, s
   return sum;
 }
 
-/** Something whose metrics a test reads: the agent's `Metrics` (src/metrics.ts), through its /metrics text. */
+/** Something whose metrics a test reads: the agent's `Metrics` (src/basics/metrics.ts), through its /metrics text. */
 export interface MetricsRenderer {
   render(): Promise<string>;
 }

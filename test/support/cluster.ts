@@ -10,11 +10,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, type AgentOptions } from '../../src/agent.js';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/basics/clock.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { createLogger, silentLogger, type Logger } from '../../src/log.js';
+import { createLogger, silentLogger, type Logger } from '../../src/basics/log.js';
 import { simulatedNodeIP, simulatedSeams } from '../../src/simulator/node.js';
 import { SimulatedDataplane, type DataplaneLatency } from '../../src/simulator/model.js';
 import { freePort } from './free-port.js';

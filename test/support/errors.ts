@@ -1,7 +1,7 @@
 // expectCode asserts an error's class and code, not its message text: expectCode(fn or promise, Class, code)
 // returns the error (for its context) and fails the test when nothing is thrown, or something else is.
 import { expect } from '@jest/globals';
-import type { FlannelError } from '../../src/errors.js';
+import type { FlannelError } from '../../src/basics/errors.js';
 
 type ErrorClass<E extends FlannelError> = abstract new (...args: never[]) => E;
 

@@ -2,7 +2,7 @@
 // on virtual time); with `instant` every sleep returns at once and moves time forward by what it asked.
 // Either way each sleep is recorded in `sleeps`. An instant clock wins every race against real work, so
 // never give it to something that races a sleep against a call (src/hns/timed.ts times every call out).
-import { abortReason, type Clock } from '../../src/clock.js';
+import { abortReason, type Clock } from '../../src/basics/clock.js';
 
 export async function flush(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise<void>((r) => setImmediate(r));

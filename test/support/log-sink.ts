@@ -1,9 +1,9 @@
-// A logger for tests that keeps what it writes: the agent's own createLogger (../../src/log.ts), in
+// A logger for tests that keeps what it writes: the agent's own createLogger (../../src/basics/log.ts), in
 // json format, writing into a stream that parses each line into an entry, as pino's test helper
 // `sink()` does. Entries carry what production logs would (level, message, timestamp, the fields after
 // redaction), so tests read the log an operator would read.
 import { Writable } from 'node:stream';
-import { createLogger, type Logger, type LogLevel } from '../../src/log.js';
+import { createLogger, type Logger, type LogLevel } from '../../src/basics/log.js';
 
 export type LogEntry = Record<string, unknown>;
 

@@ -11,7 +11,7 @@ import { SimulatedDataplane, type DataplaneState, type SimAdapter } from '../../
 import type { FaultRule } from '../../src/simulator/faults.js';
 import { nextInterfaceIndex } from '../../src/simulator/state.js';
 import { policySetting, type HcnNetwork } from '../../src/hns/schema.js';
-import { cidrContains } from '../../src/ip4.js';
+import { cidrContains } from '../../src/basics/ip4.js';
 import { editState, removeNetwork } from './sim-dataplane.js';
 import { waitFor } from './wait-for.js';
 

@@ -3,7 +3,7 @@
 // "kill" the process (its pending calls never land and nothing more reaches its state file). Handed to
 // an in-process agent's SimulatedDataplane by TestCluster.startAgent({ state }).
 import * as nodeFs from 'node:fs';
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/basics/clock.js';
 import type { DataplaneFs } from '../../src/simulator/model.js';
 
 /** A stall that lasts until the test calls `StateFs.wake()` (the test's own deadline ends it first). */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { clusterSettings, command, configMapsByName, splitEndpoint } from '../../src/commands/cluster-config.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { KUBE_SYSTEM_CONFIGMAPS } from '../support/kube-system-configmaps.js';
 

@@ -20,7 +20,7 @@ import tarStream from 'tar-stream';
 import { isPeImage, readPlugins } from '../../src/cni-plugins/archive.js';
 import { DOWNLOAD_LIMITS, downloadToFile } from '../../src/cni-plugins/download.js';
 import { installCniPlugins, type InstallFs } from '../../src/cni-plugins/install.js';
-import { CniInstallError } from '../../src/errors.js';
+import { CniInstallError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { peImage } from '../support/pe.js';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backupPath, checkCniConfOrder, configsBefore, earlierFlannelConfig } from '../../src/commands/cni-conf-dir.js';
 import { command } from '../../src/commands/cni-config.js';
-import { CniInstallError } from '../../src/errors.js';
+import { CniInstallError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 const DIR = '/etc/cni/net.d';

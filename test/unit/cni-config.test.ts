@@ -10,7 +10,7 @@ import { cniPaths, command, dualStackRanges, isOwnCniConfig, renderCniConfig, re
 import { splitArgs } from '../../src/commands/cni-flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
-import { FlagError } from '../../src/errors.js';
+import { FlagError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 const VXLAN = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');

@@ -11,7 +11,7 @@ import { gzipSync } from 'node:zlib';
 import tarStream from 'tar-stream';
 import { pluginFileFor, readPlugins, sourceKind } from '../../src/cni-plugins/archive.js';
 import { installCniPlugins, normalizeSha256 } from '../../src/cni-plugins/install.js';
-import { FlannelError } from '../../src/errors.js';
+import { FlannelError } from '../../src/basics/errors.js';
 import { peImage } from '../support/pe.js';
 import { FakeClock } from '../support/fake-clock.js';
 

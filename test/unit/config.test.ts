@@ -3,7 +3,7 @@ import { parseConfig } from '../../src/config/parse.js';
 import type { ParseOptions } from '../../src/config/parse.js';
 import { FLAGS, envVarName, parseFlags, renderUsage } from '../../src/config/flags.js';
 import type { AgentConfig } from '../../src/config/agent-config.js';
-import { ConfigError, FlagError, FlannelError, UnsupportedError } from '../../src/errors.js';
+import { ConfigError, FlagError, FlannelError, UnsupportedError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 const LINUX: ParseOptions = { platform: 'linux' };

@@ -2,12 +2,12 @@
 // needs Windows and names `--dataplane simulated`, before any DLL is looked for (before, it failed on
 // `cannot load iphlpapi.dll ... check --win32-dll-dir`, a flag that cannot help on Linux).
 import { describe, expect, it } from '@jest/globals';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/basics/clock.js';
 import type { AgentConfig } from '../../src/config/agent-config.js';
 import { createDataplane } from '../../src/dataplane/factory.js';
-import { UnsupportedError } from '../../src/errors.js';
-import { silentLogger } from '../../src/log.js';
-import { Metrics } from '../../src/metrics.js';
+import { UnsupportedError } from '../../src/basics/errors.js';
+import { silentLogger } from '../../src/basics/log.js';
+import { Metrics } from '../../src/basics/metrics.js';
 import { expectCode } from '../support/errors.js';
 
 describe('createDataplane', () => {

@@ -1,11 +1,11 @@
-// Every family of src/errors.ts is made by the one generic base: `new XError(code, message, context?,
+// Every family of src/basics/errors.ts is made by the one generic base: `new XError(code, message, context?,
 // options?)` gives an instance of its class and of FlannelError, named after its class, keeping code,
 // context and cause; the four families with a field callers read take it from `context` (HnsError's
 // `hresult`, shown in hex in the context; RouteError's `status`; KubeTimeoutError's `timeoutMs`;
 // KubeApiError's `statusCode`) or `options` (KubeApiError's `body`, kept out of the logged context).
 import { describe, expect, it } from '@jest/globals';
-import * as errors from '../../src/errors.js';
-import { ERROR_FAMILIES, FlannelError, HnsError, KubeApiError, KubeTimeoutError, RouteError, isFlannelError } from '../../src/errors.js';
+import * as errors from '../../src/basics/errors.js';
+import { ERROR_FAMILIES, FlannelError, HnsError, KubeApiError, KubeTimeoutError, RouteError, isFlannelError } from '../../src/basics/errors.js';
 
 type AnyFamily = new (code: string, message: string, context?: errors.ErrorContext, options?: ErrorOptions) => FlannelError;
 

@@ -5,7 +5,7 @@ import { describe, it, expect } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ERROR_FAMILIES } from '../../src/errors.js';
+import { ERROR_FAMILIES } from '../../src/basics/errors.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const CODE = /FLANNEL_ERR_[A-Z0-9_]+/g;
@@ -57,7 +57,7 @@ describe('docs/errors.md', () => {
     expect(stale).toEqual([]);
   });
 
-  it('names the family class of each code, as src/errors.ts declares it', () => {
+  it('names the family class of each code, as src/basics/errors.ts declares it', () => {
     const declared = new Map<string, string>(Object.entries(ERROR_FAMILIES).flatMap(([family, codes]) => codes.map((c): [string, string] => [c, family])));
     expect([...declared.keys()].sort()).toEqual([...inSource].sort());
     const wrong = [...documented]

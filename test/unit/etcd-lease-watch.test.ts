@@ -7,7 +7,7 @@
 // round is logged with its code, FLANNEL_ERR_ETCD_WATCH (issue 20: transport failures are coded errors).
 import { describe, expect, it } from '@jest/globals';
 import { EventEmitter } from 'node:events';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/basics/metrics.js';
 import type { OwnLeaseState } from '../../src/subnet/etcd/lease-keeper.js';
 import { EtcdLeaseWatch } from '../../src/subnet/etcd/lease-watch.js';
 import type { EtcdRegistry } from '../../src/subnet/etcd/registry.js';

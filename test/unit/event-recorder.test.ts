@@ -5,8 +5,8 @@
 // writer's end, so one of them falls in that gap whichever tick it is. What was written and dropped is
 // read from the recorder's metrics (flannel_node_events_*, docs/metrics.md).
 import { describe, expect, it } from '@jest/globals';
-import { silentLogger } from '../../src/log.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { silentLogger } from '../../src/basics/log.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import type { NodeEvent } from '../../src/node-events.js';
 import { KubeEventRecorder } from '../../src/subnet/kube/event-recorder.js';
 import type { KubeHttp } from '../../src/subnet/kube/http.js';

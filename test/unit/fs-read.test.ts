@@ -1,4 +1,4 @@
-// readRegularFile (src/fs-read.ts), the one reader of files named by flags: only regular files, under a
+// readRegularFile (src/basics/fs.ts), the one reader of files named by flags: only regular files, under a
 // cap. A FIFO must not block (it used to stall start-up and SIGTERM until a writer came), /dev/zero must
 // not fill the heap: both are FLANNEL_ERR_INPUT_FILE before a byte is read (issue 18 §3).
 import { afterAll, describe, expect, it } from '@jest/globals';
@@ -6,9 +6,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../../src/errors.js';
-import { readRegularFile, readRegularFileBytes } from '../../src/fs-read.js';
-import { hostFiles } from '../../src/fs-seams.js';
+import { ConfigError } from '../../src/basics/errors.js';
+import { readRegularFile, readRegularFileBytes } from '../../src/basics/fs.js';
+import { hostFiles } from '../../src/basics/fs.js';
 import { readSubnetEnv } from '../../src/subnet/subnet-env.js';
 import { expectCode } from '../support/errors.js';
 
@@ -49,7 +49,7 @@ describe('readRegularFile', () => {
   });
 });
 
-// The readers wired to the host (src/fs-seams.ts) for `--source-vip-file` and `--subnet-file`. A writer is
+// The readers wired to the host (src/basics/fs.ts) for `--source-vip-file` and `--subnet-file`. A writer is
 // started on the FIFO first, so a blocking read would return its text (and the assertion fail) rather than
 // hang; the non-blocking open refuses the FIFO before the writer is needed, and the writer is then killed.
 describe('host readers of files named by flags: a FIFO is refused, not read', () => {

@@ -4,18 +4,18 @@ import { buildStatusReport, isLocalRequest, type StatusInput } from '../../src/h
 import type { NetworkStatus } from '../../src/network-status.js';
 import { renderStatusTable, statusUrls } from '../../src/commands/status.js';
 import { listenError, startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
-import { HostError } from '../../src/errors.js';
+import { HostError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { readFileSync } from 'node:fs';
-import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/metrics.js';
-import { systemClock } from '../../src/clock.js';
-import { silentLogger } from '../../src/log.js';
+import { DATAPLANE_OPS, Metrics, METRIC } from '../../src/basics/metrics.js';
+import { systemClock } from '../../src/basics/clock.js';
+import { silentLogger } from '../../src/basics/log.js';
 import { PeerProblems } from '../../src/peers/problems.js';
 import { NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';
 import { DEFAULT_ANNOTATION_PREFIX } from '../../src/config/annotation-prefix.js';
 import { LEASE_REJECT_REASONS } from '../../src/peers/reject-reasons.js';
-import { VERSION } from '../../src/version.js';
+import { VERSION } from '../../src/basics/version.js';
 import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 
 function get(port: number, path: string, method = 'GET'): Promise<{ status: number; type: string | undefined; body: string }> {

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
-import { HnsError } from '../../src/errors.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { HnsError } from '../../src/basics/errors.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { HnsClient, hcnQuery } from '../../src/hns/client.js';
 import { versionAtLeast } from '../../src/hns/client.js';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';

@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { HnsError } from '../../src/errors.js';
+import { HnsError } from '../../src/basics/errors.js';
 import { HRESULT, hnsError, hnsErrorCode, isHnsRefusal, isNetworkGone, namingAdapter, parseEnvelope, parseErrorRecord, failedHresult } from '../../src/hns/errors.js';
 
 describe('hnsError: HRESULT -> code', () => {

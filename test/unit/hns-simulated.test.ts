@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FakeClock } from '../support/fake-clock.js';
-import { DataplaneStateError, FlannelError, HnsError } from '../../src/errors.js';
+import { DataplaneStateError, FlannelError, HnsError } from '../../src/basics/errors.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import type { DataplaneFs } from '../../src/simulator/model.js';
 import { HnsClient } from '../../src/hns/client.js';

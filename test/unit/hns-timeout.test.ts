@@ -2,9 +2,9 @@
 // the operation with FLANNEL_ERR_HNS_CALL instead of hanging the agent; what the call returns later is
 // released. Timers run on virtual time (FakeClock).
 import { describe, expect, it } from '@jest/globals';
-import { FlagError, HnsError } from '../../src/errors.js';
+import { FlagError, HnsError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { DEFAULT_HNS_CALL_TIMEOUT_MS, withCallTimeout } from '../../src/hns/timed.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
@@ -12,8 +12,8 @@ import type { HcnHandle, HnsTransport } from '../../src/hns/transport.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { createSimulatedNode } from '../../src/simulator/node.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { silentLogger } from '../../src/log.js';
-import type { Logger } from '../../src/log.js';
+import { silentLogger } from '../../src/basics/log.js';
+import type { Logger } from '../../src/basics/log.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { readMetric } from '../support/agent-signals.js';
 

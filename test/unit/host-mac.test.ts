@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { SimulatedHost } from '../../src/simulator/host.js';
-import { Win32Host } from '../../src/host/win32.js';
+import { Win32Host } from '../../src/host/win32-host.js';
 import type { Win32IpHelperNative } from '../../src/win32/native.js';
 
 describe('Host.macAddress', () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { selectExternalInterface, selectIPv6Address } from '../../src/host/select.js';
 import type { HostInterface } from '../../src/host/host.js';
-import { HostError } from '../../src/errors.js';
+import { HostError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 const eth: HostInterface = {

@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { FlannelError, HostError } from '../../src/errors.js';
+import { FlannelError, HostError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import type { HostInterface } from '../../src/host/host.js';
 import { findInterfaceByIP, selectExternalInterface } from '../../src/host/select.js';

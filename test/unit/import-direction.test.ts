@@ -1,8 +1,9 @@
 // Imports run one way: the folders of src/ import each other without a cycle of any length (A -> B -> A,
 // A -> B -> C -> A, ...), type imports included. A file at the top of src/ counts as a folder of its own
-// (the basics, agent.ts, main.ts), so a basic that imports a layer above it is caught as well. Read from the
-// source text: every `from '...'` and `import('...')`. A cycle is found as a strongly connected component of
-// the folder graph (Tarjan's algorithm) and reported as one closed path, each step with an import that makes it.
+// (agent.ts, main.ts, network-status.ts, node-events.ts), and src/basics/ is one folder, so a basic that
+// imports a layer above it is caught as well. Read from the source text: every `from '...'` and
+// `import('...')`. A cycle is found as a strongly connected component of the folder graph (Tarjan's
+// algorithm) and reported as one closed path, each step with an import that makes it.
 import { describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';

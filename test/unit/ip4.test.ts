@@ -14,7 +14,7 @@ import {
   overlaps,
   parseCidr,
   parseIp4,
-} from '../../src/ip4.js';
+} from '../../src/basics/ip4.js';
 
 describe('ip4 parse/format', () => {
   it.each([

@@ -1,4 +1,4 @@
-// src/ip6.ts against what Go's net package prints and decides (net.IP.String, net.ParseCIDR, IsGlobalUnicast).
+// src/basics/ip6.ts against what Go's net package prints and decides (net.IP.String, net.ParseCIDR, IsGlobalUnicast).
 import { describe, expect, it } from '@jest/globals';
 import { encodeSubnetEnv } from '../../src/subnet/subnet-env.js';
 import {
@@ -13,7 +13,7 @@ import {
   overlaps6,
   parseCidr6,
   parseIp6,
-} from '../../src/ip6.js';
+} from '../../src/basics/ip6.js';
 
 describe('ip6', () => {
   it.each([

@@ -6,8 +6,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
-import { systemClock } from '../../src/clock.js';
-import { KubeAnswerError, KubeError, KubeWatchError } from '../../src/errors.js';
+import { systemClock } from '../../src/basics/clock.js';
+import { KubeAnswerError, KubeError, KubeWatchError } from '../../src/basics/errors.js';
 import { retryable } from '../../src/subnet/kube/api-error.js';
 import { KubeHttp } from '../../src/subnet/kube/http.js';
 import { expectCode } from '../support/errors.js';

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import type { Lease } from '../../src/subnet/lease.js';
-import { isValidVtepMac } from '../../src/mac.js';
+import { isValidVtepMac } from '../../src/basics/mac.js';
 import { validateLease } from '../../src/peers/validate.js';
 import type { LeaseValidationContext } from '../../src/peers/validate.js';
 

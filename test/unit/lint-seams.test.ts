@@ -1,6 +1,6 @@
 // The seams eslint.config.js keeps, checked on snippets placed where they would live: which directory
 // may load ffi-rs, @kubernetes/client-node and host access, and that time and randomness come only
-// through src/clock.ts. The zones match any extension, so the snippets are .mjs (no type information
+// through src/basics/clock.ts. The zones match any extension, so the snippets are .mjs (no type information
 // needed, which keeps this fast).
 import { describe, expect, it } from '@jest/globals';
 import { ESLint } from 'eslint';
@@ -31,8 +31,8 @@ describe('eslint.config.js seams', () => {
     ['src/backends/vxlan/x.mjs', FS, Array<string>(4).fill('no-restricted-imports')],
     ['src/subnet/x.mjs', FS, Array<string>(4).fill('no-restricted-imports')],
     ['src/subnet/kube/x.mjs', FS, Array<string>(4).fill('no-restricted-imports')],
-    ['src/clock.mjs', CLOCK + TIMERS, ['no-restricted-properties', 'no-restricted-properties', 'no-restricted-globals', 'no-restricted-globals', 'no-restricted-imports']],
-    ['src/clock.ts', CLOCK, []],
+    ['src/basics/clock.mjs', CLOCK + TIMERS, ['no-restricted-properties', 'no-restricted-properties', 'no-restricted-globals', 'no-restricted-globals', 'no-restricted-imports']],
+    ['src/basics/clock.ts', CLOCK, []],
     ['src/backends/x.mjs', CLOCK + TIMERS, ['no-restricted-imports', 'no-restricted-properties', 'no-restricted-properties', 'no-restricted-globals', 'no-restricted-globals']],
     ['src/main.mjs', 'process.exit(1);\n', ['no-restricted-properties']],
     ['src/main.ts', 'process.exit(1);\n', []],
@@ -47,5 +47,5 @@ describe('eslint.config.js seams', () => {
       expect((await problems(path, code)).sort()).toEqual([...want].sort());
     },
     120_000,
-  ); // src/clock.ts starts the TypeScript project service
+  ); // src/basics/clock.ts starts the TypeScript project service
 });

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import winston from 'winston';
-import { componentLogger, createLogger } from '../../src/log.js';
-import { registerPemSecret, registerSecret, safeText, safeValue } from '../../src/log-safe.js';
+import { componentLogger, createLogger } from '../../src/basics/log.js';
+import { registerPemSecret, registerSecret, safeText, safeValue } from '../../src/basics/log-safe.js';
 
 async function logged(format: 'text' | 'json', write: (log: ReturnType<typeof createLogger>) => void): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'log-safe-'));

@@ -2,7 +2,7 @@
 // built on it.
 import { describe, expect, it } from '@jest/globals';
 import { Writable } from 'node:stream';
-import { componentLogger, createLogger } from '../../src/log.js';
+import { componentLogger, createLogger } from '../../src/basics/log.js';
 import { logSink } from '../support/log-sink.js';
 
 describe('createLogger({ stream })', () => {

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Metrics, METRIC, NON_COUNTER_TOTALS } from '../../src/metrics.js';
+import { Metrics, METRIC, NON_COUNTER_TOTALS } from '../../src/basics/metrics.js';
 
 function promtool(): string | undefined {
   const r = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });

@@ -6,7 +6,7 @@
 // nobody knows, since a future flannel may add one.
 import { describe, expect, it } from '@jest/globals';
 import yaml from 'js-yaml';
-import { NetConfError } from '../../src/errors.js';
+import { NetConfError } from '../../src/basics/errors.js';
 import { lineDiff, setVni, setVniInNetConf } from '../../src/subnet/net-conf-edit.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { expectCode } from '../support/errors.js';
@@ -141,7 +141,7 @@ metadata:
   namespace: kube-flannel
 `;
 
-describe('setVni with a UTF-8 BOM (PowerShell 5 `Set-Content -Encoding utf8` writes one; src/bom.ts)', () => {
+describe('setVni with a UTF-8 BOM (PowerShell 5 `Set-Content -Encoding utf8` writes one; src/basics/bom.ts)', () => {
   it.each<[string, string, string]>([
     ['net-conf.json', EVERY_KEY, 'net-conf.json'],
     ['ConfigMap (JSON)', CM_JSON, 'ConfigMap (JSON)'],

@@ -3,7 +3,7 @@
 // Windows family rules (checkWindowsIpFamilies).
 import { describe, expect, it } from '@jest/globals';
 import { checkWindowsIpFamilies, parseNetConf } from '../../src/subnet/net-conf.js';
-import { FlannelError, NetConfError, UnsupportedError } from '../../src/errors.js';
+import { FlannelError, NetConfError, UnsupportedError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 const HG = { Type: 'host-gw' };

@@ -2,7 +2,7 @@
 // injected clock, and a change is said once (a log line and an Event on the own Node) with what changed,
 // that a restart applies it and, for a VNI change, kube-proxy's new --network-name.
 import { describe, expect, it } from '@jest/globals';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/basics/log.js';
 import type { NodeEvent } from '../../src/node-events.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { NET_CONF_CHANGED_REASON, netConfChanges, watchNetConf } from '../../src/subnet/net-conf-watch.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkNetworkExcludesNode, MIN_NETWORK_PREFIX, MIXED_CLUSTER_HINT, parseNetConf, readNetConf } from '../../src/subnet/net-conf.js';
-import { FlannelError, NetConfError } from '../../src/errors.js';
+import { FlannelError, NetConfError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 const VX = { Type: 'vxlan' };

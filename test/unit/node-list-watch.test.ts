@@ -5,9 +5,9 @@
 // https://kubernetes.io/docs/reference/using-api/api-concepts/ (retrieving large results sets in
 // chunks; efficient detection of changes; watch bookmarks).
 import { describe, it, expect } from '@jest/globals';
-import { METRIC, Metrics } from '../../src/metrics.js';
+import { METRIC, Metrics } from '../../src/basics/metrics.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/basics/log.js';
 import { PeerStore } from '../../src/peers/store.js';
 import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';

@@ -4,7 +4,7 @@
 // reasons are the ones docs/metrics.md and docs/compatibility.md name, unchanged.
 import { describe, expect, it } from '@jest/globals';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/basics/metrics.js';
 import { NODE_EVENT_REASON, type NodeEvent } from '../../src/node-events.js';
 import { PeerProblems } from '../../src/peers/problems.js';
 import { FakeClock } from '../support/fake-clock.js';

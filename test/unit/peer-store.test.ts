@@ -1,7 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import type { Lease } from '../../src/subnet/lease.js';
 import { LeaseSet, type LeaseEvent } from '../support/lease-updates.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { readMetric } from '../support/agent-signals.js';

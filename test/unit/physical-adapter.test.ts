@@ -1,7 +1,7 @@
 // The physical adapter a new L2Bridge/Overlay network is built on, when the agent's interface is the
 // vSwitch's host vNIC (hcsshim: NetworkAdapterName must name a physical adapter).
 import { describe, expect, it } from '@jest/globals';
-import { FlannelError, HostError } from '../../src/errors.js';
+import { FlannelError, HostError } from '../../src/basics/errors.js';
 import type { HnsNetworkV1 } from '../../src/hns/schema.js';
 import type { Host, HostInterface } from '../../src/host/host.js';
 import { isHostVNic, knownPhysicalAdapter, resolvePhysicalAdapter } from '../../src/host/physical-adapter.js';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { POLICY_BATCH } from '../../src/backends/vxlan/policies.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { FlagError } from '../../src/errors.js';
+import { FlagError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 describe('--hns-policy-batch-size', () => {

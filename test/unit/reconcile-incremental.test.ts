@@ -3,7 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
 import { FakeDriver } from '../support/fake-driver.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { ItemSet } from '../support/desired-set.js';

@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import { planReconcile } from '../../src/reconcile/plan.js';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
 import type { PlanOps } from '../../src/reconcile/plan.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { FakeDriver } from '../support/fake-driver.js';
 import { ItemSet } from '../support/desired-set.js';

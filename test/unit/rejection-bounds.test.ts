@@ -7,8 +7,8 @@
 // their LRU size, its queue at maxQueuedEvents (1000), and a message at 1 kB. The recorder's holdings are
 // read as /metrics shows them (flannel_node_events_queued, flannel_node_event_cache_entries{cache}).
 import { describe, expect, it } from '@jest/globals';
-import { silentLogger } from '../../src/log.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { silentLogger } from '../../src/basics/log.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/subnet/kube/event-recorder.js';
 import type { KubeHttp } from '../../src/subnet/kube/http.js';
 import { MAX_KEPT_MESSAGE, PeerProblems, peerRejectedEvent } from '../../src/peers/problems.js';

@@ -7,7 +7,7 @@
 // watch always answering 410 Gone relisted 5,000-10,000 times in 15 s, a watch closed after one event was
 // reopened 10,000-25,000 times in 15 s.
 import { describe, it, expect } from '@jest/globals';
-import { METRIC, Metrics } from '../../src/metrics.js';
+import { METRIC, Metrics } from '../../src/basics/metrics.js';
 import { runRelistLoop } from '../../src/subnet/relist.js';
 import type { ListWatchSource, RetryNote, WatchEnd } from '../../src/subnet/relist.js';
 import { RoundBackoff } from '../../src/subnet/round-backoff.js';

@@ -4,9 +4,9 @@
 // Priority and Fairness it is the API server's explicit instruction. Here: the header as read
 // (retryAfterHeader), the start-up calls' retry (retryApiCall) and the Node list-watch's pause.
 import { describe, expect, it } from '@jest/globals';
-import { KubeApiError } from '../../src/errors.js';
+import { KubeApiError } from '../../src/basics/errors.js';
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/basics/metrics.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';
 import { retryApiCall } from '../../src/subnet/kube/api-error.js';
 import { retryAfterHeader } from '../../src/subnet/kube/http.js';

@@ -1,7 +1,7 @@
-// retryWithBackoff (src/clock.ts), which the kube API calls and the etcd lease keeper share: capped
+// retryWithBackoff (src/basics/clock.ts), which the kube API calls and the etcd lease keeper share: capped
 // exponential pauses on the injected clock, a deadline, and failures that are not worth a retry.
 import { describe, expect, it } from '@jest/globals';
-import { retryWithBackoff } from '../../src/clock.js';
+import { retryWithBackoff } from '../../src/basics/clock.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 class Permanent extends Error {}

@@ -1,6 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
 import { FakeClock } from '../support/fake-clock.js';
-import { RouteError } from '../../src/errors.js';
+import { RouteError } from '../../src/basics/errors.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { SimulatedRouteTable } from '../../src/simulator/host.js';
 import { SimulatedHost } from '../../src/simulator/host.js';

@@ -8,7 +8,7 @@ import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { SimulatedHost } from '../../src/simulator/host.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { parseDataplaneState } from '../../src/simulator/state-file.js';
-import { DataplaneStateError } from '../../src/errors.js';
+import { DataplaneStateError } from '../../src/basics/errors.js';
 
 describe('a service restart on the simulated node', () => {
   it('counts each restart per service in the state document', async () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { HnsError, RouteError } from '../../src/errors.js';
+import { HnsError, RouteError } from '../../src/basics/errors.js';
 import type { HcnNetwork, HcnPolicy } from '../../src/hns/schema.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { addPolicy, addRoute, editState } from '../support/sim-dataplane.js';

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/basics/clock.js';
 import { LOCK_STALE_MS, LOCK_WAIT_MS } from '../../src/simulator/store.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { SimulatedRouteTable } from '../../src/simulator/host.js';

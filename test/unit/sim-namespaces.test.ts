@@ -7,7 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DataplaneStateError, HnsError } from '../../src/errors.js';
+import { DataplaneStateError, HnsError } from '../../src/basics/errors.js';
 import { parseDataplaneState } from '../../src/simulator/state-file.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';

@@ -7,7 +7,7 @@
 // a missing network (0x80070490, Azure/aks-engine#168), a Remove of a policy that is not there
 // (HCN_E_POLICY_NOT_FOUND), and the three `policyBatches` modes.
 import { describe, expect, it } from '@jest/globals';
-import { DataplaneStateError, HnsError } from '../../src/errors.js';
+import { DataplaneStateError, HnsError } from '../../src/basics/errors.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { parseDataplaneState } from '../../src/simulator/state-file.js';
 import { initialState, serializeState } from '../../src/simulator/state.js';

@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DataplaneStateError, FlannelError, HnsError, RouteError } from '../../src/errors.js';
+import { DataplaneStateError, FlannelError, HnsError, RouteError } from '../../src/basics/errors.js';
 import { SimulatedDataplane, type DataplaneState } from '../../src/simulator/model.js';
 import { findFault, parseFaultRules, parseHresult } from '../../src/simulator/faults.js';
 import { HnsClient } from '../../src/hns/client.js';

@@ -15,12 +15,12 @@ import {
   sourceVipEndpointName,
 } from '../../src/backends/vxlan/source-vip.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
-import { hostFiles } from '../../src/fs-seams.js';
-import { hnsMacOf } from '../../src/host/win32.js';
+import { hostFiles } from '../../src/basics/fs.js';
+import { hnsMacOf } from '../../src/host/win32-host.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/basics/log.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { nodeIP } from '../support/sim-dataplane.js';
 import { logSink } from '../support/log-sink.js';

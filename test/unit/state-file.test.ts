@@ -10,7 +10,7 @@ import { remoteSubnetRouteDriver } from '../../src/backends/vxlan/policies.js';
 import { parseDataplaneState } from '../../src/simulator/state-file.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import type { DataplaneState } from '../../src/simulator/model.js';
-import { DataplaneStateError, FlannelError } from '../../src/errors.js';
+import { DataplaneStateError, FlannelError } from '../../src/basics/errors.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { expectCode } from '../support/errors.js';

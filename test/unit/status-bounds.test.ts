@@ -6,8 +6,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { MAX_STATUS_BYTES, STATUS_TIMEOUT_MS, readStatus, renderStatusTable } from '../../src/commands/status.js';
-import { terminalJson, terminalText } from '../../src/terminal-text.js';
-import { StatusError } from '../../src/errors.js';
+import { terminalJson, terminalText } from '../../src/basics/terminal-text.js';
+import { StatusError } from '../../src/basics/errors.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { expectCode } from '../support/errors.js';
 import { FakeClock } from '../support/fake-clock.js';

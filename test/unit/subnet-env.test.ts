@@ -2,10 +2,10 @@ import { describe, it, expect, beforeEach, afterEach } from '@jest/globals';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { nodeSubnetEnvFs } from '../../src/fs-seams.js';
+import { nodeSubnetEnvFs } from '../../src/basics/fs.js';
 import { encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, SUBNET_ENV_RENAME_RETRY, writeSubnetEnv } from '../../src/subnet/subnet-env.js';
-import type { SubnetEnvFs } from '../../src/fs-seams.js';
-import { isFlannelError, SubnetEnvError, type FlannelError } from '../../src/errors.js';
+import type { SubnetEnvFs } from '../../src/basics/fs.js';
+import { isFlannelError, SubnetEnvError, type FlannelError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { FakeClock } from '../support/fake-clock.js';
 

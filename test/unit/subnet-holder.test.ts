@@ -4,7 +4,7 @@
 // that compares the summary's type, VSID and gateway, as those do.
 import { describe, expect, it } from '@jest/globals';
 import { decideSubnetHolder, type NetworkSummary, type WantedNetwork } from '../../src/backends/subnet-holder.js';
-import { BackendError } from '../../src/errors.js';
+import { BackendError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
 const SUBNET = '10.244.7.0/24';

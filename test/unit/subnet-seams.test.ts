@@ -1,14 +1,14 @@
-// The file system, the clock and the random source enter src/subnet as options (src/fs-seams.ts and
-// src/clock.ts hold the real defaults): the kubeconfig and service account token, the etcd TLS files, the
+// The file system, the clock and the random source enter src/subnet as options (src/basics/fs.ts and
+// src/basics/clock.ts hold the real defaults): the kubeconfig and service account token, the etcd TLS files, the
 // gRPC deadlines and the subnet pick all come through what the caller injects. client-go reads the same
 // files (clientcmd.BuildConfigFromFlags, rest.InClusterConfig: /var/run/secrets/kubernetes.io/serviceaccount/token);
 // flannel pkg/subnet/etcd/registry.go newTlsConfig reads the three PEM files.
 import { describe, it, expect } from '@jest/globals';
 import { FakeClock } from '../support/fake-clock.js';
-import type { FileReader } from '../../src/fs-seams.js';
+import type { FileReader } from '../../src/basics/fs.js';
 import { allocateSubnet } from '../../src/subnet/etcd/allocate.js';
 import { etcdClientOptions } from '../../src/subnet/etcd/client.js';
-import { safeText } from '../../src/log-safe.js';
+import { safeText } from '../../src/basics/log-safe.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 
 /** An in-memory FileReader; reading a path it does not hold fails as ENOENT would. */

@@ -13,7 +13,7 @@ import { command, pinnedLocation } from '../../src/commands/install-cni.js';
 import { checkPins, mirrored, PINS_RECORD } from '../../src/cni-plugins/verify-pins.js';
 import { DOWNLOAD_LIMITS } from '../../src/cni-plugins/download.js';
 import { loadSource } from '../../src/cni-plugins/install.js';
-import { systemClock } from '../../src/clock.js';
+import { systemClock } from '../../src/basics/clock.js';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');

@@ -12,7 +12,7 @@ import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { editState, removeNetwork, removePolicy } from '../support/sim-dataplane.js';
-import { Metrics } from '../../src/metrics.js';
+import { Metrics } from '../../src/basics/metrics.js';
 import { logSink } from '../support/log-sink.js';
 import { ItemSet } from '../support/desired-set.js';
 

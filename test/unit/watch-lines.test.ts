@@ -9,9 +9,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
-import { systemClock } from '../../src/clock.js';
-import { KubeWatchError } from '../../src/errors.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { systemClock } from '../../src/basics/clock.js';
+import { KubeWatchError } from '../../src/basics/errors.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { KubeHttp, nodeListFn, nodeWatchFn } from '../../src/subnet/kube/http.js';
 import { MAX_WATCH_LINE_BYTES, NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from '../../src/subnet/kube/watch-lines.js';
 import { FakeKubeApiServer, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';

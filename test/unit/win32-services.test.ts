@@ -2,8 +2,8 @@
 // winsvc.h's documentation): the hns service's process ID as Win32Host.hnsInstance reads it (no sc.exe),
 // and a restart: stop, wait until stopped, start, wait until running, every handle closed.
 import { describe, expect, it } from '@jest/globals';
-import { Win32Host } from '../../src/host/win32.js';
-import { HostError } from '../../src/errors.js';
+import { Win32Host } from '../../src/host/win32-host.js';
+import { HostError } from '../../src/basics/errors.js';
 import { decodeServiceStatusProcess, queryService, restartService, serviceProcessId, SERVICE_STATE } from '../../src/win32/services.js';
 import type { Win32IpHelperNative } from '../../src/win32/native.js';
 import { FakeClock } from '../support/fake-clock.js';

@@ -1,19 +1,19 @@
 // The win32 transports' error handling on a fake native layer (no DLLs): HRESULTs, ErrorRecords,
 // CoTaskMemFree on every returned string (also on failure), handles closed, route/host statuses.
 import { describe, it, expect, beforeEach } from '@jest/globals';
-import { HnsError, HostError, RouteError, FlannelError } from '../../src/errors.js';
+import { HnsError, HostError, RouteError, FlannelError } from '../../src/basics/errors.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { withCallTimeout } from '../../src/hns/timed.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
-import { Win32HnsTransport } from '../../src/hns/win32.js';
-import { Win32Host } from '../../src/host/win32.js';
+import { Win32HnsTransport } from '../../src/hns/win32-transport.js';
+import { Win32Host } from '../../src/host/win32-host.js';
 import { selectIPv6Address } from '../../src/host/select.js';
-import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/win32.js';
+import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/iphlpapi-routes.js';
 import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
 import { ipAddrTableLength, decodeIpForwardRow2 } from '../../src/win32/iphlpapi.js';
 import { encodeIpAddrTable, encodeIpForwardTable2, encodeUnicastIpAddressTable, type UnicastAddressSpec } from '../support/iphlpapi-tables.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
-import { Metrics, METRIC } from '../../src/metrics.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { readMetric, readMetricTotal } from '../support/agent-signals.js';
 
 type Str = { s: string; freed: boolean };

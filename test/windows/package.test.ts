@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { securityDirectory as peSecurityDirectory } from '../../packaging/pe-signature.mjs';
 import { pipeline } from 'node:stream/promises';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
-import { VERSION } from '../../src/version.js';
+import { VERSION } from '../../src/basics/version.js';
 import { peImage } from '../support/pe.js';
 import { waitFor } from '../support/wait-for.js';
 import { WindowsSimServer } from './sim-server.js';

@@ -28,7 +28,7 @@
 //   Get/SetIpInterfaceEntry      {family,luid,ifIndex,...}      -> {st,...}
 //   MibTableAllocated / FreeMibTable {ok}                       -> {st}   (bookkeeping: every table freed?)
 import { createServer, type Server, type Socket } from 'node:net';
-import { FlannelError, HnsError, RouteError, errorMessage } from '../../src/errors.js';
+import { FlannelError, HnsError, RouteError, errorMessage } from '../../src/basics/errors.js';
 import { SimulatedDataplane, type SimulatedDataplaneOptions } from '../../src/simulator/model.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { SimulatedHnsTransport, type SimulatedHnsOptions } from '../../src/simulator/hns.js';

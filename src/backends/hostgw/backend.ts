@@ -6,16 +6,16 @@ import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-
 import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { RouteRecord } from './route-record.js';
-import { BackendError, HnsError, HostError } from '../../errors.js';
+import { BackendError, HnsError, HostError } from '../../basics/errors.js';
 import { versionAtLeast } from '../../hns/client.js';
-import { nthAddress6, parseIp6 } from '../../ip6.js';
+import { nthAddress6, parseIp6 } from '../../basics/ip6.js';
 import { checkNetworkPresent, isNetworkGone } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
 import { HCN_SCHEMA_V2, policySetting, sameId, type HcnEndpoint, type HcnNetwork, type HnsEndpointV1, type HnsNetworkV1, type HnsVersion } from '../../hns/schema.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import type { HostInterface } from '../../host/host.js';
-import { nthAddress } from '../../ip4.js';
+import { nthAddress } from '../../basics/ip4.js';
 import type { HostGwBackendConfig } from '../../subnet/net-conf-types.js';
 import type { Lease } from '../../subnet/lease.js';
 

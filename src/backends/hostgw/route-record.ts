@@ -8,10 +8,10 @@
 // A route the agent would write identically (same destination and next hop) is adopted by the write:
 // CreateIpForwardEntry2 answers ERROR_OBJECT_ALREADY_EXISTS, which the route table treats as success.
 import { dirname, join } from 'node:path';
-import { withoutBom } from '../../bom.js';
-import { errorMessage } from '../../errors.js';
-import { writeFileAtomicSync, type AtomicWriteFs } from '../../fs-atomic.js';
-import type { Logger } from '../../log.js';
+import { withoutBom } from '../../basics/bom.js';
+import { errorMessage } from '../../basics/errors.js';
+import { writeFileAtomicSync, type AtomicWriteFs } from '../../basics/fs.js';
+import type { Logger } from '../../basics/log.js';
 import type { Route } from '../../routes/route-table.js';
 
 const ROUTE_RECORD_FILE = 'routes.json';
@@ -56,7 +56,7 @@ export function readRouteRecord(path: string, fs: Pick<RouteRecordFs, 'readFileS
   }
 }
 
-/** Where the record lives and the files it is read and written with (the host's: src/fs-seams.ts hostFiles). */
+/** Where the record lives and the files it is read and written with (the host's: src/basics/fs.ts hostFiles). */
 export interface RouteRecordStore {
   path: string;
   fs: RouteRecordFs;

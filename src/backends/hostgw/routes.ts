@@ -7,12 +7,12 @@
 // With a route record (./route-record.ts) the actual set is only the routes the agent created: a route
 // it never created is kept, and reported once when it overlaps a peer's subnet.
 import type { LeaseDriver } from '../../reconcile/writes.js';
-import { RouteError } from '../../errors.js';
+import { RouteError } from '../../basics/errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
-import { cidrContains, overlaps } from '../../ip4.js';
-import { cidrContains6, formatIp6, normalizeCidr6, overlaps6, parseIp6 } from '../../ip6.js';
-import type { Logger } from '../../log.js';
+import { cidrContains, overlaps } from '../../basics/ip4.js';
+import { cidrContains6, formatIp6, normalizeCidr6, overlaps6, parseIp6 } from '../../basics/ip6.js';
+import type { Logger } from '../../basics/log.js';
 import type { Lease } from '../../subnet/lease.js';
 import { isInterfaceGone, type Route, type RouteTable } from '../../routes/route-table.js';
 import type { RouteRecord } from './route-record.js';

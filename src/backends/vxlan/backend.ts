@@ -7,13 +7,13 @@ import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-
 import { decideSubnetHolder, type NetworkSummary } from '../subnet-holder.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
-import { BackendError, HnsError, HostError } from '../../errors.js';
+import { BackendError, HnsError, HostError } from '../../basics/errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
-import { nthAddress } from '../../ip4.js';
-import { macToFlannel } from '../../mac.js';
+import { nthAddress } from '../../basics/ip4.js';
+import { macToFlannel } from '../../basics/mac.js';
 import { isVxlanBackendData, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
 import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
 

@@ -6,7 +6,7 @@ import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure, networkGoneError } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
-import { macToFlannel } from '../../mac.js';
+import { macToFlannel } from '../../basics/mac.js';
 
 const REMOTE_SUBNET_ROUTE = 'RemoteSubnetRoute';
 /**

@@ -6,7 +6,7 @@ import type { LeaseDriver } from '../../reconcile/writes.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
-import { hostAddresses } from '../../ip4.js';
+import { hostAddresses } from '../../basics/ip4.js';
 import type { Lease } from '../../subnet/lease.js';
 
 const ENDPOINT_WRITE_CONCURRENCY = 8;

@@ -27,14 +27,14 @@
 //    host-local with `"cniVersion": "0.3.0"` and reads `.ips[0].address.Split("/")[0]` (both versions
 //    are quoted in test/integration/kube-proxy-handoff.test.ts).
 import { join } from 'node:path';
-import { withoutBom } from '../../bom.js';
-import { writeFileAtomicSync } from '../../fs-atomic.js';
-import type { SourceVipFs } from '../../fs-seams.js';
-import { BackendError, errorMessage } from '../../errors.js';
+import { withoutBom } from '../../basics/bom.js';
+import { writeFileAtomicSync } from '../../basics/fs.js';
+import type { SourceVipFs } from '../../basics/fs.js';
+import { BackendError, errorMessage } from '../../basics/errors.js';
 import type { HnsClient } from '../../hns/client.js';
 import { ENDPOINT_FLAG_REMOTE, policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
-import { contains, hostAddresses, nthAddress, parseCidr } from '../../ip4.js';
-import type { Logger } from '../../log.js';
+import { contains, hostAddresses, nthAddress, parseCidr } from '../../basics/ip4.js';
+import type { Logger } from '../../basics/log.js';
 import { reservationOwner, reserveAddressOrWarn } from '../ipam-reservation.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
@@ -120,7 +120,7 @@ export interface SourceVipOptions {
   /** MAC for the endpoint given the network's provider address (kube-proxy uses the host's); HNS assigns one when it has none. */
   macFor?: (providerAddress: string) => Promise<string | undefined>;
   log: Logger;
-  /** The files (node:fs on the host: hostFiles of src/fs-seams.ts). */
+  /** The files (node:fs on the host: hostFiles of src/basics/fs.ts). */
   fs: SourceVipFs;
 }
 

@@ -15,7 +15,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { systemClock, type Clock } from '../../clock.js';
+import { systemClock, type Clock } from '../../basics/clock.js';
 import { EventStore } from './events.js';
 import { isRefusal, NodeStore, type NodeEvent, type StoreRefusal } from './node-store.js';
 import { rbacNotSyncedMessage } from './rbac-startup.js';

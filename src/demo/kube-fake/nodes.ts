@@ -1,8 +1,8 @@
 // The objects the fake API server holds (core/v1 Node and Pod, reduced to what flannel reads) and
 // builders for the Nodes of a test cluster: a bare Node as the kubelet registers it, and a Node annotated
 // exactly as Linux flanneld's kube subnet manager annotates it (flannel pkg/subnet/kube/kube.go).
-import { systemClock } from '../../clock.js';
-import { octets } from '../../ip4.js';
+import { systemClock } from '../../basics/clock.js';
+import { octets } from '../../basics/ip4.js';
 import { DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
 import { annotationKeys, encodeBackendData } from '../../subnet/kube/annotations.js';
 import type { JsonObject } from './responses.js';

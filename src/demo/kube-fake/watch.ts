@@ -19,7 +19,7 @@
 // below the compaction (`The resourceVersion for the provided watch is too old.`) and there are no
 // bookmarks.
 import type { ServerResponse } from 'node:http';
-import { pause, type Clock } from '../../clock.js';
+import { pause, type Clock } from '../../basics/clock.js';
 import type { NodeEvent, NodeStore } from './node-store.js';
 import { kubeStatus, sendStatus, startStream } from './responses.js';
 

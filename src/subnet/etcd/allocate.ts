@@ -2,9 +2,9 @@
 // pkg/subnet/etcd/local_manager.go (allocateSubnet: a random one of the first 100 free candidates
 // between SubnetMin and SubnetMax, and with EnableIPv6 a random one of the first 100 free IPv6
 // candidates between IPv6SubnetMin and IPv6SubnetMax; isSubnetConfigCompat, isIPv6SubnetConfigCompat).
-import type { Random } from '../../clock.js';
-import { formatCidr, overlaps, parseCidr, parseIp4, sizeOf } from '../../ip4.js';
-import { formatCidr6, overlaps6, parseCidr6, parseIp6 } from '../../ip6.js';
+import type { Random } from '../../basics/clock.js';
+import { formatCidr, overlaps, parseCidr, parseIp4, sizeOf } from '../../basics/ip4.js';
+import { formatCidr6, overlaps6, parseCidr6, parseIp6 } from '../../basics/ip6.js';
 
 export interface SubnetRange {
   /** Dotted network address of the first / last allocatable subnet. */

@@ -5,17 +5,17 @@
 // client's etcd authentication (etcd3 `auth: {username, password}`, the same as --etcd-username and
 // --etcd-password) and are removed from the host grpc dials, which would otherwise name its target
 // `dns:user:pass@host` in every error. The password, and the private key, are registered with the log's
-// redactor (src/log-safe.ts registerSecret) so no message can carry them.
+// redactor (src/basics/log-safe.ts registerSecret) so no message can carry them.
 import { Etcd3, isRecoverableError } from 'etcd3';
 import type { IOptions } from 'etcd3';
-import { backoffDelay, systemClock } from '../../clock.js';
-import type { Clock } from '../../clock.js';
-import { ConfigError, errorMessage } from '../../errors.js';
-import { hostFileReader } from '../../fs-seams.js';
-import type { FileReader } from '../../fs-seams.js';
-import { silentLogger } from '../../log.js';
-import type { Logger } from '../../log.js';
-import { registerPemSecret, registerSecret } from '../../log-safe.js';
+import { backoffDelay, systemClock } from '../../basics/clock.js';
+import type { Clock } from '../../basics/clock.js';
+import { ConfigError, errorMessage } from '../../basics/errors.js';
+import { hostFileReader } from '../../basics/fs.js';
+import type { FileReader } from '../../basics/fs.js';
+import { silentLogger } from '../../basics/log.js';
+import type { Logger } from '../../basics/log.js';
+import { registerPemSecret, registerSecret } from '../../basics/log-safe.js';
 
 export interface EtcdClientConfig {
   /** `--etcd-endpoints`, e.g. `http://127.0.0.1:2379`; `https://` endpoints use TLS. */

@@ -1,11 +1,11 @@
 // Builds the etcd subnet manager (and reads the network config) from the agent's flags. Mirrors the
 // etcd half of flannel main.go (newSubnetManager: EtcdConfig from the flags, the previous subnet from
 // subnet.env, getConfig's wait for `<prefix>/config`).
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../basics/clock.js';
 import type { AgentConfig } from '../../config/agent-config.js';
-import type { Metrics } from '../../metrics.js';
-import { componentLogger } from '../../log.js';
-import type { Logger } from '../../log.js';
+import type { Metrics } from '../../basics/metrics.js';
+import { componentLogger } from '../../basics/log.js';
+import type { Logger } from '../../basics/log.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { SubnetTimings } from '../timings.js';
 import { createEtcdClient } from './client.js';

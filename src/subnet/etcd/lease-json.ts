@@ -2,8 +2,8 @@
 // Mirrors flannel pkg/lease/lease.go (LeaseAttrs: PublicIP, PublicIPv6 pointer -> `null`,
 // BackendType/BackendData/BackendV6Data `omitempty`), as encoding/json writes and reads it; a dual-stack
 // lease's PublicIPv6 is its text.
-import { isIp4 } from '../../ip4.js';
-import { formatIp6, parseIp6 } from '../../ip6.js';
+import { isIp4 } from '../../basics/ip4.js';
+import { formatIp6, parseIp6 } from '../../basics/ip6.js';
 import type { LeaseAttrs } from '../lease.js';
 import { isVxlanBackendData } from '../lease.js';
 

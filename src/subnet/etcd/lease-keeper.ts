@@ -16,16 +16,16 @@
 // acquires a different subnet. A take-back seen while a renewal is running is kept pending and done
 // after it. A renewal checks the key still holds our value (an etcd transaction comparing it): another
 // node's value found there, a watch event missed while the agent was paused, is handled the same way.
-import { retryWithBackoff } from '../../clock.js';
-import type { Clock, Random } from '../../clock.js';
+import { retryWithBackoff } from '../../basics/clock.js';
+import type { Clock, Random } from '../../basics/clock.js';
 import { EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, EtcdUserNotFoundError } from 'etcd3';
-import { BackendError, errorMessage, EtcdError, FlannelError } from '../../errors.js';
-import type { Logger } from '../../log.js';
+import { BackendError, errorMessage, EtcdError, FlannelError } from '../../basics/errors.js';
+import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { publishableAttrs } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import { RoundBackoff } from '../round-backoff.js';
-import { parseIp6 } from '../../ip6.js';
+import { parseIp6 } from '../../basics/ip6.js';
 import { allocateIPv6Subnet, allocateSubnet, isIPv6SubnetConfigCompat, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import type { EtcdRegistry } from './registry.js';

@@ -14,11 +14,11 @@
 // waits the loop's pause (client-go's reflector backoff: 800 ms doubling to 30 s, jittered, reset
 // after 2 quiet minutes) before the next round; upstream's pkg/subnet/watch.go retries after 1 s flat.
 import type { IWatchResponse } from 'etcd3';
-import type { Clock, Random } from '../../clock.js';
-import { EtcdError, errorMessage, isFlannelError } from '../../errors.js';
-import { METRIC } from '../../metrics.js';
-import type { Metrics } from '../../metrics.js';
-import type { Logger } from '../../log.js';
+import type { Clock, Random } from '../../basics/clock.js';
+import { EtcdError, errorMessage, isFlannelError } from '../../basics/errors.js';
+import { METRIC } from '../../basics/metrics.js';
+import type { Metrics } from '../../basics/metrics.js';
+import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
 import { runRelistLoop } from '../relist.js';
 import type { ListWatchSource, RelistOptions, WatchEnd } from '../relist.js';

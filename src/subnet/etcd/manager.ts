@@ -2,11 +2,11 @@
 // etcd lease renewed, revocation) and the peers' leases (lease-watch.ts: prefix list + watch). Mirrors
 // flannel pkg/subnet/etcd/local_manager.go (LocalManager: AcquireLease, CompleteLease, WatchLeases),
 // dual-stack (EnableIPv6) as upstream's: both subnets in the lease key, PublicIPv6 in its value.
-import { systemClock, systemRandom } from '../../clock.js';
-import type { Clock, Random } from '../../clock.js';
-import { Metrics } from '../../metrics.js';
-import { silentLogger } from '../../log.js';
-import type { Logger } from '../../log.js';
+import { systemClock, systemRandom } from '../../basics/clock.js';
+import type { Clock, Random } from '../../basics/clock.js';
+import { Metrics } from '../../basics/metrics.js';
+import { silentLogger } from '../../basics/log.js';
+import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';

@@ -1,11 +1,11 @@
 // Reads the network config from `<prefix>/config` and checks it like net-conf.json. Mirrors flannel
 // pkg/subnet/etcd/registry.go (getNetworkConfig, errConfigNotFound) and local_manager.go
 // (GetNetworkConfig: ParseConfig + CheckNetworkConfig), with main.go's wait for the config.
-import { backoffDelay, systemClock } from '../../clock.js';
-import type { Clock } from '../../clock.js';
-import { errorMessage, EtcdError, FlannelError, NetConfError } from '../../errors.js';
-import { silentLogger } from '../../log.js';
-import type { Logger } from '../../log.js';
+import { backoffDelay, systemClock } from '../../basics/clock.js';
+import type { Clock } from '../../basics/clock.js';
+import { errorMessage, EtcdError, FlannelError, NetConfError } from '../../basics/errors.js';
+import { silentLogger } from '../../basics/log.js';
+import type { Logger } from '../../basics/log.js';
 import { parseNetConf } from '../net-conf.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { EtcdRegistry } from './registry.js';

@@ -1,7 +1,7 @@
 // etcd lease keys: `<prefix>/subnets/10.5.52.0-24` (dual stack `10.5.52.0-24&fd00:12:13::-56`).
 // Mirrors flannel pkg/subnet/subnet.go (MakeSubnetKey, ParseSubnetKey), IPv4 only on the write side.
-import { formatCidr, network, parseCidr } from '../../ip4.js';
-import { formatCidr6, network6, parseCidr6 } from '../../ip6.js';
+import { formatCidr, network, parseCidr } from '../../basics/ip4.js';
+import { formatCidr6, network6, parseCidr6 } from '../../basics/ip6.js';
 
 const KEY = /^(\d{1,3}(?:\.\d{1,3}){3})-(\d{1,2})(?:&([0-9a-f:]+)-(\d{1,3}))?$/;
 

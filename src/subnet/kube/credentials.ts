@@ -17,7 +17,7 @@
 //   plugin's whole stderr and rejects with it as the error message. client-go passes the plugin's stderr
 //   to its own stderr and never into an error (plugin/pkg/client/auth/exec/exec.go). Here the spawn
 //   ExecAuth uses keeps only the first MAX_PLUGIN_STDERR_CHARS of it, and a failure becomes
-//   FLANNEL_ERR_KUBE_AUTH, whose message the log's redactor cleans (`token=...`, src/log-safe.ts).
+//   FLANNEL_ERR_KUBE_AUTH, whose message the log's redactor cleans (`token=...`, src/basics/log-safe.ts).
 // - Every bearer token and basic-auth credential a request carries is registered with the log's
 //   redactor (registerSecret, one slot per source: a rotated token replaces the one before), so no log
 //   line carries it whatever its source.
@@ -25,11 +25,11 @@ import { dirname, isAbsolute, join } from 'node:path';
 import type http from 'node:http';
 import type { KubeConfig, User } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
-import type { Clock } from '../../clock.js';
-import { errorMessage, FlannelError, KubeError } from '../../errors.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../../fs-read.js';
-import type { Logger } from '../../log.js';
-import { registerSecret } from '../../log-safe.js';
+import type { Clock } from '../../basics/clock.js';
+import { errorMessage, FlannelError, KubeError } from '../../basics/errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../../basics/fs.js';
+import type { Logger } from '../../basics/log.js';
+import { registerSecret } from '../../basics/log-safe.js';
 
 /** client-go NewCachedFileTokenSource: period one minute, leeway 10 s. */
 const TOKEN_FILE_PERIOD_MS = 60_000;
@@ -44,7 +44,7 @@ export interface TokenSourceOptions {
   log?: Logger;
   /** Used until the file is first read (the kubeconfig user's `token`), as client-go documents. */
   fallback?: string;
-  /** Reads the file (default: a regular file of at most 1 MiB, src/fs-read.ts). */
+  /** Reads the file (default: a regular file of at most 1 MiB, src/basics/fs.ts). */
   readFile?: (path: string) => string;
 }
 

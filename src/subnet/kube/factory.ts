@@ -1,10 +1,10 @@
 // Builds the kube subnet manager from the agent's flags. Mirrors the kube half of flannel main.go
 // (newSubnetManager -> kube.NewSubnetManager with the kubeconfig file, the API URL or the in-cluster
 // config; GetStoredPublicIP, read before the external interface is chosen).
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../basics/clock.js';
 import type { AgentConfig } from '../../config/agent-config.js';
-import type { Metrics } from '../../metrics.js';
-import { componentLogger, type Logger } from '../../log.js';
+import type { Metrics } from '../../basics/metrics.js';
+import { componentLogger, type Logger } from '../../basics/log.js';
 import type { SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { SubnetTimings } from '../timings.js';

@@ -15,11 +15,11 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { abortReason } from '../../clock.js';
-import type { Clock } from '../../clock.js';
-import type { Metrics } from '../../metrics.js';
-import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../errors.js';
-import { userAgent } from '../../version.js';
+import { abortReason } from '../../basics/clock.js';
+import type { Clock } from '../../basics/clock.js';
+import type { Metrics } from '../../basics/metrics.js';
+import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../basics/errors.js';
+import { userAgent } from '../../basics/version.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
 import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
 import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from './watch-lines.js';
@@ -77,7 +77,7 @@ export class KubeHttp {
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const creds = await requestCredentials(this.kc);
-    // Every request names the agent, as client-go's rest.Config.UserAgent does (../../version.ts).
+    // Every request names the agent, as client-go's rest.Config.UserAgent does (../../basics/version.ts).
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': USER_AGENT, ...creds.headers };
     if (contentType) headers['Content-Type'] = contentType;
     return { url, options: { method, headers, agent: creds.agent }, authorization: headers['authorization'] };

@@ -4,13 +4,13 @@
 // module per job: own-node.ts (node name, the wait for the Node, annotations, condition) and
 // node-list-watch.ts (the Node list-watch, run by ../relist.ts), both on api-error.ts (retries, coded errors).
 // Requests are raw JSON with a deadline each (http.ts): no typed model of any Node is built.
-import { systemClock, systemRandom } from '../../clock.js';
-import type { Clock, Random } from '../../clock.js';
-import { ConfigError } from '../../errors.js';
-import { Metrics } from '../../metrics.js';
-import { isNetworkCidr } from '../../ip4.js';
-import { componentLogger, silentLogger } from '../../log.js';
-import type { Logger } from '../../log.js';
+import { systemClock, systemRandom } from '../../basics/clock.js';
+import type { Clock, Random } from '../../basics/clock.js';
+import { ConfigError } from '../../basics/errors.js';
+import { Metrics } from '../../basics/metrics.js';
+import { isNetworkCidr } from '../../basics/ip4.js';
+import { componentLogger, silentLogger } from '../../basics/log.js';
+import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';

@@ -29,19 +29,19 @@
 //   server that closes each watch after one event then gets a watch per event (measured against
 //   the fake API server: 10,000-25,000 in 15 s).
 import { createHash } from 'node:crypto';
-import type { Clock, Random } from '../../clock.js';
-import { FlannelError, KubeAnswerError, KubeError, KubeWatchError } from '../../errors.js';
-import { METRIC } from '../../metrics.js';
-import type { Metrics } from '../../metrics.js';
-import type { Logger } from '../../log.js';
+import type { Clock, Random } from '../../basics/clock.js';
+import { FlannelError, KubeAnswerError, KubeError, KubeWatchError } from '../../basics/errors.js';
+import { METRIC } from '../../basics/metrics.js';
+import type { Metrics } from '../../basics/metrics.js';
+import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
 import { runRelistLoop } from '../relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
 import { decodeBackendData } from './annotations.js';
 import { describe, retryAfterMs } from './api-error.js';
-import { normalizeCidr } from '../../ip4.js';
-import { normalizeCidr6 } from '../../ip6.js';
+import { normalizeCidr } from '../../basics/ip4.js';
+import { normalizeCidr6 } from '../../basics/ip6.js';
 
 // --- Node -> lease (pure and total: hostile input, missing fields, wrong types, huge strings never throw) ---
 

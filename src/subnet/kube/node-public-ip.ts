@@ -4,11 +4,11 @@
 // IP to ipmatch.LookupExtIface to pick the interface holding it. This agent also tries
 // `public-ip-overwrite` (it is the node's own address when the node has several NICs and no NAT).
 import type { KubeConfig } from '@kubernetes/client-node';
-import { systemClock, type Clock } from '../../clock.js';
-import { errorMessage } from '../../errors.js';
-import { isIp4 } from '../../ip4.js';
-import { isGlobalUnicast6 } from '../../ip6.js';
-import type { Logger } from '../../log.js';
+import { systemClock, type Clock } from '../../basics/clock.js';
+import { errorMessage } from '../../basics/errors.js';
+import { isIp4 } from '../../basics/ip4.js';
+import { isGlobalUnicast6 } from '../../basics/ip6.js';
+import type { Logger } from '../../basics/log.js';
 import { normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';

@@ -4,15 +4,15 @@
 // pkg/subnet/kube/kube.go (NewSubnetManager's node-name lookup, AcquireLease, CompleteLease's
 // setNodeNetworkUnavailableFalse). Differences by design: the wait is bounded and logged, API blips are
 // retried (api-error.ts), and only the annotation keys that changed are patched.
-import { backoffDelay } from '../../clock.js';
-import type { Clock } from '../../clock.js';
-import { BackendError, KubeError } from '../../errors.js';
-import { isIp4 } from '../../ip4.js';
-import type { Logger } from '../../log.js';
+import { backoffDelay } from '../../basics/clock.js';
+import type { Clock } from '../../basics/clock.js';
+import { BackendError, KubeError } from '../../basics/errors.js';
+import { isIp4 } from '../../basics/ip4.js';
+import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { isVxlanBackendData, publishableAttrs } from '../lease.js';
 import { checkOwnIPv6Subnet, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIPv6 } from '../own-lease.js';
-import { formatIp6, parseIp6 } from '../../ip6.js';
+import { formatIp6, parseIp6 } from '../../basics/ip6.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
 import { describe, httpStatus, kubeError, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';

@@ -3,9 +3,9 @@
 // MIB_IPFORWARD_ROW2 encoded in Buffers (../win32/iphlpapi.ts). 5010 on add and 1168 on delete are the
 // idempotent outcomes the RouteTable contract asks for; other statuses become a RouteError with `status`.
 /* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
-import { RouteError } from '../errors.js';
+import { RouteError } from '../basics/errors.js';
 import { AF_INET, AF_INET6, MIB_IPFORWARD_TABLE2_OFFSETS, SIZES, WIN32_ERROR } from '../win32/encoding.js';
-import type { IpFamily } from '../ip6.js';
+import type { IpFamily } from '../basics/ip6.js';
 import { decodeIpForwardTable2, encodeIpForwardRow2, ipForwardTable2Length } from '../win32/iphlpapi.js';
 import type { IpForwardRow2 } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative } from '../win32/native.js';

@@ -147,7 +147,7 @@ export class Metrics {
   /** Pre-register family `name` with one series per value of its label `label`, at zero (idempotent). */
   declare(name: string, label: string, values: readonly string[]): void {
     const family = this.family(name);
-    if (!FAMILIES[name][2]?.includes(label)) throw new Error(`internal: metric ${name} has no label ${label} (src/metrics.ts FAMILIES)`);
+    if (!FAMILIES[name][2]?.includes(label)) throw new Error(`internal: metric ${name} has no label ${label} (src/basics/metrics.ts FAMILIES)`);
     for (const v of values) {
       if (family instanceof Histogram) family.zero({ [label]: v });
       else family.inc({ [label]: v }, 0);
@@ -157,7 +157,7 @@ export class Metrics {
   /** The family `name`; every family is declared in FAMILIES, with its type and label names. */
   private family(name: string): Family {
     const family = this.families.get(name);
-    if (!family) throw new Error(`internal: metric ${name} is not declared (src/metrics.ts FAMILIES)`);
+    if (!family) throw new Error(`internal: metric ${name} is not declared (src/basics/metrics.ts FAMILIES)`);
     return family;
   }
 

@@ -2,16 +2,16 @@
 // Imported lazily by ./factory.ts, so ffi-rs (../win32/ffi.ts) loads only when this dataplane is used.
 // The DLLs come from `--win32-dll-dir` when set (the Wine harness points it at stand-ins), else the
 // system's; ole32.dll (CoTaskMemFree) is always the system's.
-import type { Clock } from '../clock.js';
+import type { Clock } from '../basics/clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../basics/metrics.js';
 import { HnsClient } from '../hns/client.js';
-import { Win32HnsTransport } from '../hns/win32.js';
+import { Win32HnsTransport } from '../hns/win32-transport.js';
 import { withCallTimeout } from '../hns/timed.js';
-import { Win32Host } from '../host/win32.js';
-import { componentLogger, type Logger } from '../log.js';
+import { Win32Host } from '../host/win32-host.js';
+import { componentLogger, type Logger } from '../basics/log.js';
 import { MeteredRouteTable } from '../routes/metered.js';
-import { Win32RouteTable } from '../routes/win32.js';
+import { Win32RouteTable } from '../routes/iphlpapi-routes.js';
 import { loadWin32Native } from '../win32/ffi.js';
 import type { Win32Native, Win32ServiceNative } from '../win32/native.js';
 import type { Dataplane } from './factory.js';

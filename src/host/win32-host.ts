@@ -7,9 +7,9 @@
 // assigns one, as it does when none is given.
 /* eslint-disable @typescript-eslint/require-await -- the iphlpapi calls are synchronous; `async` is what turns their throws into the rejections the Host/RouteTable contract promises */
 import { networkInterfaces } from 'node:os';
-import { systemClock, type Clock } from '../clock.js';
-import { HostError } from '../errors.js';
-import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/win32.js';
+import { systemClock, type Clock } from '../basics/clock.js';
+import { HostError } from '../basics/errors.js';
+import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/iphlpapi-routes.js';
 import { AF_INET, AF_INET6, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
 import {
   decodeIpAddrTable,

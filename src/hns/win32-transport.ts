@@ -10,7 +10,7 @@
 // calls using that handle have returned (closing it under a running call would be a use-after-free).
 import { hresultText, hnsError, HRESULT, parseErrorRecord } from './errors.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
-import type { ErrorContext } from '../errors.js';
+import type { ErrorContext } from '../basics/errors.js';
 import { guidToBuffer, hrFailed, utf16z } from '../win32/encoding.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32HnsNative } from '../win32/native.js';
 
