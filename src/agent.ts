@@ -131,10 +131,13 @@ export class Agent {
     );
   }
 
-  /** Why /readyz answers 503, once the network is up: the CNI problems with their fixes. */
-  private notReadyReason(): string | undefined {
-    const problems = this.cniProblems();
-    return problems.length === 0 ? undefined : problems.map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`).join('\n');
+  /** Why /readyz answers 503, once the network is up: the own Node gone from the API server, the CNI problems; each with its fix. */
+  notReadyReason(): string | undefined {
+    const reasons = [
+      ...(this.ownNodeGone !== undefined ? [`own-node-deleted: ${this.ownNodeGone}; fix: register the Node again (restart the kubelet); the dataplane is kept meanwhile`] : []),
+      ...this.cniProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`),
+    ];
+    return reasons.length === 0 ? undefined : reasons.join('\n');
   }
 
   /**

@@ -56,6 +56,8 @@ describe.each([
     expect(status.inSync).toBe(false);
     expect(status.ownNode).toMatchObject({ state: 'deleted' });
     expect(status.ownNode?.reason).toMatch(/deleted/);
+    // /readyz says why (the health server's body is notReadyReason).
+    expect(a.agent.notReadyReason()).toMatch(/^own-node-deleted: the own Node "win-1" was deleted/);
     expect(renderStatusTable(status)).toMatch(/Own Node\s+DELETED: the own Node "win-1" was deleted/);
     expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
     expect(peerPrefixes(a, backend)).toEqual(['10.244.1.0/24']);
@@ -74,6 +76,7 @@ describe.each([
     expect(a.agent.network?.lease.subnet).toBe(NEW_CIDR);
     await waitFor(() => peerPrefixes(a, backend).length === 1, 'the peer programmed on the new network');
     expect((await a.agent.status()).ownNode).toBeUndefined();
+    expect(a.agent.notReadyReason()).toBeUndefined();
     expect(sink.entries.find((e) => e['message'] === 'own Node registered again; leasing again')).toMatchObject({ node: WIN, previousSubnet: OLD_CIDR, subnet: NEW_CIDR });
     await waitFor(() => cluster.api.events({ kind: 'Node', name: WIN }).some((e) => e['reason'] === 'FlannelNodeReregistered'), 'the Event');
     const ev = cluster.api.events({ kind: 'Node', name: WIN }).find((e) => e['reason'] === 'FlannelNodeReregistered')!;
