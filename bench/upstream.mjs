@@ -19,7 +19,7 @@ import { SimulatedRouteTable } from '../dist/simulator/host.js';
 import { Reconciler } from '../dist/reconcile/reconciler.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, sameRemoteSubnetRoute } from '../dist/backends/vxlan/policies.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.js';
-import { systemClock } from '../dist/basics/clock.js';
+import { sleepAfter, systemClock } from '../dist/basics/clock.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { COLD_LATENCY, NETWORK, RESULTS_DIR, benchPeerStore, classifyCalls, log, peer, percentile, r1, table } from './lib/common.mjs';
@@ -38,19 +38,12 @@ class VirtualClock {
     return this.t;
   }
   sleep(ms, signal) {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const timer = { at: this.t + Math.max(0, ms), resolve, reject, signal };
-      this.timers.push(timer);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.timers = this.timers.filter((x) => x !== timer);
-          reject(signal.reason);
-        },
-        { once: true },
-      );
-    });
+    return sleepAfter((m, fn) => this.after(m, fn), ms, signal);
+  }
+  after(ms, fn) {
+    const timer = { at: this.t + Math.max(0, ms), resolve: fn };
+    this.timers.push(timer);
+    return () => (this.timers = this.timers.filter((x) => x !== timer));
   }
   /** Advance time until `done()` or no timer is left. */
   async drive(done) {

@@ -13,18 +13,12 @@ import { closeQuietly } from './client.js';
 /** `--hns-call-timeout` default: 120 s. */
 export const DEFAULT_HNS_CALL_TIMEOUT_MS = 120_000;
 
-/**
- * What a call's timer is stopped with once the call settles: made once, since `abort()` without a
- * reason makes a DOMException (a stack trace) on every HNS call.
- */
-const SETTLED = new Error('HNS call settled');
-
 export interface CallTimeoutOptions {
   /** Give up on one call (HNSCall, one Hcn* function) after this long. Default DEFAULT_HNS_CALL_TIMEOUT_MS; 0 = wait forever. */
   timeoutMs?: number;
   /**
-   * The timers: `sleep` bounds each call, `now` measures a late completion. The sleep races the call, so
-   * it must take real or test-advanced time: a clock whose sleep returns at once times every call out.
+   * The timers: `after` bounds each call, `now` measures a late completion. The timer races the call, so
+   * it must take real or test-advanced time: a clock whose timers fire at once times every call out.
    */
   clock: Clock;
   log?: Logger;
@@ -128,18 +122,14 @@ class TimedHnsTransport implements HnsTransport {
     const call = fn();
     const outcome = await new Promise<Outcome<T>>((resolve) => {
       let done = false;
-      const timer = new AbortController();
       const settle = (o: Outcome<T>): void => {
         done = true;
-        timer.abort(SETTLED);
+        cancel();
         resolve(o);
       };
-      this.clock.sleep(this.timeoutMs, timer.signal).then(
-        () => {
-          if (!done) settle({ kind: 'timeout' });
-        },
-        () => undefined,
-      );
+      const cancel = this.clock.after(this.timeoutMs, () => {
+        if (!done) settle({ kind: 'timeout' });
+      });
       call.then(
         (value) => {
           if (!done) return settle({ kind: 'value', value });

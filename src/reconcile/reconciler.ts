@@ -53,9 +53,6 @@ class Latch {
   }
 }
 
-/** What a timer whose deadline moved is stopped with (made once: `abort()` without a reason makes a DOMException). */
-const MOVED = new Error('alarm deadline moved');
-
 /**
  * A sleep until a deadline that `ring()` cuts short (a change arrived while the reconcile loop idles).
  * The timer outlives a ring while the deadline stays the same (the next resync, or the next refused
@@ -66,7 +63,7 @@ class Alarm {
   private ringer: (() => void) | undefined;
   /** Ends the current sleep (the timer fired, or the loop's signal aborted). */
   private wake: (() => void) | undefined;
-  private timer: { at: number; stop: AbortController } | undefined;
+  private timer: { at: number; cancel: () => void } | undefined;
 
   ring(): void {
     this.ringer?.();
@@ -76,7 +73,7 @@ class Alarm {
   async sleep(clock: Clock, at: number, signal: AbortSignal): Promise<boolean> {
     if (signal.aborted) return false;
     if (this.timer !== undefined && this.timer.at !== at) {
-      this.timer.stop.abort(MOVED);
+      this.timer.cancel();
       this.timer = undefined;
     }
     if (this.timer === undefined) this.arm(clock, at, signal);
@@ -93,21 +90,28 @@ class Alarm {
     return rung;
   }
 
+  /** The timer for `at`, ended early by the loop's signal; a timer for another deadline replaces it (`cancel`). */
   private arm(clock: Clock, at: number, signal: AbortSignal): void {
-    const stop = new AbortController();
-    const onAbort = () => stop.abort(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    const timer = { at, stop };
-    this.timer = timer;
-    clock
-      .sleep(Math.max(0, at - clock.now()), stop.signal)
-      .catch(() => undefined) // aborted: the loop's signal, or the deadline moved
-      .finally(() => {
+    const fire = () => {
+      signal.removeEventListener('abort', onAbort);
+      if (this.timer !== timer) return;
+      this.timer = undefined;
+      this.wake?.();
+    };
+    const stop = clock.after(Math.max(0, at - clock.now()), fire);
+    const onAbort = () => {
+      stop();
+      fire();
+    };
+    const timer = {
+      at,
+      cancel: () => {
+        stop();
         signal.removeEventListener('abort', onAbort);
-        if (this.timer !== timer) return; // replaced by a timer for another deadline
-        this.timer = undefined;
-        this.wake?.();
-      });
+      },
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.timer = timer;
   }
 }
 

@@ -2,7 +2,7 @@
 // on virtual time); with `instant` every sleep returns at once and moves time forward by what it asked.
 // Either way each sleep is recorded in `sleeps`. An instant clock wins every race against real work, so
 // never give it to something that races a sleep against a call (src/hns/timed.ts times every call out).
-import { abortReason, type Clock } from '../../src/basics/clock.js';
+import { sleepAfter, type Clock } from '../../src/basics/clock.js';
 
 export async function flush(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise<void>((r) => setImmediate(r));
@@ -23,27 +23,22 @@ export class FakeClock implements Clock {
     return this.t;
   }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (!this.instant) return sleepAfter((m, fn) => this.after(m, fn), ms, signal);
+    this.sleeps.push(ms);
+    this.t += ms;
+    return Promise.resolve();
+  }
+  after(ms: number, fn: () => void): () => void {
     this.sleeps.push(ms);
     if (this.instant) {
       this.t += ms;
-      return Promise.resolve();
+      let live = true;
+      queueMicrotask(() => live && fn());
+      return () => (live = false);
     }
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(abortReason(signal));
-      const timer = {
-        at: this.t + ms,
-        resolve: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-      };
-      const onAbort = () => {
-        this.timers = this.timers.filter((x) => x !== timer);
-        reject(abortReason(signal!));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.timers.push(timer);
-    });
+    const timer = { at: this.t + ms, resolve: fn };
+    this.timers.push(timer);
+    return () => (this.timers = this.timers.filter((x) => x !== timer));
   }
   /** Pending sleeps, as ms from now, ascending. */
   pending(): number[] {

@@ -69,6 +69,24 @@ export class StateFs {
    */
   readonly clock: Clock = {
     now: () => Date.now(),
+    after: (ms, fn) => {
+      const entry = {
+        wake: () => {
+          cancel();
+          fn();
+        },
+        kill: () => cancel(),
+      };
+      const cancel = () => {
+        clearTimeout(t);
+        this.pending.delete(entry);
+      };
+      const t = setTimeout(entry.wake, ms);
+      t.unref();
+      if (!this.dead) this.pending.add(entry);
+      else clearTimeout(t);
+      return cancel;
+    },
     sleep: (ms) =>
       new Promise<void>((resolve, reject) => {
         if (this.dead) return reject(new Error('process killed'));

@@ -113,7 +113,7 @@ describe('one state file, several processes', () => {
         `import { SimulatedDataplane } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'simulator', 'model.js'))};
         import { systemClock } from ${JSON.stringify(path.join(process.cwd(), 'dist', 'basics', 'clock.js'))};
         let reads = 0;
-        const clock = { now: () => (++reads === 50 && process.stdout.write('spinning\\n'), Date.now()), sleep: systemClock.sleep };
+        const clock = { now: () => (++reads === 50 && process.stdout.write('spinning\\n'), Date.now()), sleep: systemClock.sleep, after: systemClock.after };
         new SimulatedDataplane({ statePath: ${JSON.stringify(file)}, clock }).createRoute({ DestinationPrefix: '10.8.0.0/24', NextHop: '10.0.0.9', InterfaceIndex: 4, Metric: 256 });`,
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
