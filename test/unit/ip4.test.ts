@@ -1,4 +1,6 @@
 import { describe, it, expect } from '@jest/globals';
+import fc from 'fast-check';
+import { isIPv4 } from 'node:net';
 import {
   cidrContains,
   contains,
@@ -134,5 +136,32 @@ describe('ip4 classes', () => {
     expect(hostAddresses('10.244.3.4/32')).toEqual(['10.244.3.4']);
     expect(() => hostAddresses('10.0.0.0/8')).toThrow(RangeError);
     expect(() => hostAddresses('bad')).toThrow(RangeError);
+  });
+});
+
+describe('ip4 parse against its definition', () => {
+  // The definition the scanners implement: node:net's isIPv4 less octets with a leading zero; a CIDR is
+  // such an address, one slash, and a prefix 0..32 without a leading zero.
+  const isIp4Oracle = (t: string) => isIPv4(t) && !/(^|\.)0\d/.test(t);
+  const cidrOracle = (t: string) => {
+    const [a, p, ...rest] = t.split('/');
+    return rest.length === 0 && p !== undefined && isIp4Oracle(a) && /^(0|[1-9]\d?)$/.test(p) && Number(p) <= 32;
+  };
+  const text = fc.oneof(
+    fc.string({ unit: fc.constantFrom('0', '1', '2', '5', '9', '.', '/', ' ', 'a', ':', '-'), maxLength: 20 }),
+    fc
+      .tuple(fc.array(fc.oneof(fc.nat(300), fc.constantFrom('00', '01', '007')), { minLength: 3, maxLength: 5 }), fc.option(fc.oneof(fc.nat(40), fc.constantFrom('00', '08', ''))))
+      .map(([o, p]) => o.join('.') + (p === null ? '' : `/${p}`)),
+  );
+
+  it('parseIp4 and parseCidr accept exactly what the definition accepts', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        expect(parseIp4(t) !== undefined).toBe(isIp4Oracle(t));
+        expect(parseCidr(t) !== undefined).toBe(cidrOracle(t));
+        if (isIp4Oracle(t)) expect(formatIp4(parseIp4(t)!)).toBe(t);
+      }),
+      { numRuns: 5000 },
+    );
   });
 });
