@@ -54,10 +54,10 @@ describe('incremental apply', () => {
         for (const op of ops) {
           if (op.kind === 'set') {
             desired.set(op.key, label(op));
-            items.update([[op.key, label(op)]]);
+            items.updatePeers([[op.key, [label(op)]]]);
           } else if (op.kind === 'del') {
             desired.delete(op.key);
-            items.update([[op.key, undefined]]);
+            items.updatePeers([[op.key, undefined]]);
           } else if (op.kind === 'driftRemove') store.actual = store.actual.filter((i) => itemKey(i) !== op.key);
           else if (op.kind === 'driftAdd') store.actual.push(label(op));
           else if (op.kind === 'fail') {
@@ -80,7 +80,7 @@ describe('incremental apply', () => {
         full.actual = [...store.actual];
         const freshItems = new ItemSet<string>((d) => full.desiredKey(d));
         const fresh = new Reconciler<string, string>({ desired: freshItems.store, driver: full });
-        freshItems.set([...desired.values()]);
+        freshItems.updatePeers([...desired].map(([k, d]) => [k, [d]]));
         freshItems.markListed();
         expect((await fresh.pass()).ok).toBe(true);
 
@@ -113,7 +113,7 @@ describe('incremental apply', () => {
         const desired = new Map<string, string>();
         for (const c of changes) {
           desired.set(c.key, label(c));
-          items.update([[c.key, label(c)]]);
+          items.updatePeers([[c.key, [label(c)]]]);
           await flush();
         }
         expect(store.reads).toBe(1); // the first pass only

@@ -245,7 +245,7 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
           // No toActual: every pass reads and diffs everything.
           const items = new ItemSet<Item>((x) => driver.desiredKey(x));
           const r = new Reconciler<Item, Item>({ driver, desired: items.store });
-          items.set(withIds(d, 1000));
+          items.updatePeers(withIds(d, 1000).map((x, i) => [`peer-${i}`, [x]])); // a key desired twice: the first claimant wins
           items.markListed();
           let ok = false;
           for (let i = 0; i < 60 && !ok; i++) ok = (await r.pass()).ok;

@@ -64,13 +64,13 @@ async function run(mode: PolicyBatches, batch: number, initial: Op[], ops: Op[])
   const r = new Reconciler<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy>({ desired: items.store, driver, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
   const apply = async (op: Op) => {
     const key = `10.244.${'n' in op ? op.n : 0}.0/24`;
-    if (op.kind === 'set') items.update([[key, remoteSubnetRouteFor(lease(op.n, op.data))]]);
-    else if (op.kind === 'del') items.update([[key, undefined]]);
+    if (op.kind === 'set') items.updatePeers([[key, [remoteSubnetRouteFor(lease(op.n, op.data))]]]);
+    else if (op.kind === 'del') items.updatePeers([[key, undefined]]);
     else await clock.advance(op.ms);
     await flush();
   };
   // The first pass writes the initial peers in batches (where the modes differ most).
-  for (const op of initial) if (op.kind === 'set') items.update([[`10.244.${op.n}.0/24`, remoteSubnetRouteFor(lease(op.n, op.data))]]);
+  for (const op of initial) if (op.kind === 'set') items.updatePeers([[`10.244.${op.n}.0/24`, [remoteSubnetRouteFor(lease(op.n, op.data))]]]);
   items.markListed();
   const ac = new AbortController();
   const done = r.run(ac.signal);

@@ -2,12 +2,15 @@
 // dirty, apply later), refused items, the first-pass signal, early additions and the network-gone rebuild.
 import { describe, expect, it } from '@jest/globals';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
-import { FakeDriver } from '../support/fake-driver.js';
+import { FakeDriver, itemKey } from '../support/fake-driver.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { ItemSet } from '../support/desired-set.js';
 import { readMetric } from '../support/agent-signals.js';
+
+/** An item as a peer of its own, named by its key. */
+const alone = (d: string) => [itemKey(d), [d]] as const;
 
 function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {}) {
   const clock = new FakeClock();
@@ -36,19 +39,16 @@ describe('incremental apply', () => {
   it('an event writes only its delta with no read; the resync period still reads and repairs drift', async () => {
     const { clock, dp, r, ac, items } = setup();
     dp.actual = ['a=1', 'b=1'];
-    items.set(['a=1', 'b=1']);
+    items.updatePeers(['a=1', 'b=1'].map(alone));
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(dp.log).toEqual(['read']);
     dp.log = [];
     await clock.advance(3000);
-    items.update([['c', 'c=1']]);
+    items.updatePeers([alone('c=1')]);
     await flush();
-    items.update([
-      ['a', undefined],
-      ['b', 'b=2'],
-    ]);
+    items.updatePeers([['a', undefined], alone('b=2')]);
     await flush();
     expect(dp.log).toEqual(['add c=1', 'remove a=1,b=1', 'add b=2']);
     expect(dp.actual.sort()).toEqual(['b=2', 'c=1']);
@@ -66,14 +66,14 @@ describe('incremental apply', () => {
   it('node events arm no timer: the resync timer stays armed across them and fires on time', async () => {
     const { clock, dp, r, ac, items } = setup();
     dp.actual = ['a=1'];
-    items.set(['a=1']);
+    items.updatePeers([alone('a=1')]);
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
     const armed = clock.sleeps.length;
     for (let i = 0; i < 5; i++) {
       await clock.advance(1000);
-      items.update([[`n${i}`, `n${i}=1`]]);
+      items.updatePeers([alone(`n${i}=1`)]);
       await flush();
     }
     expect(dp.log.filter((l) => l.startsWith('add'))).toHaveLength(5);
@@ -92,7 +92,7 @@ describe('incremental apply', () => {
     const done = r.run(ac.signal);
     await flush();
     dp.log = [];
-    for (const k of ['a', 'b', 'c', 'd']) items.update([[k, `${k}=1`]]);
+    for (const k of ['a', 'b', 'c', 'd']) items.updatePeers([alone(`${k}=1`)]);
     await flush();
     expect(dp.log).toEqual(['add a=1,b=1,c=1,d=1']);
     ac.abort();
@@ -106,7 +106,7 @@ describe('incremental apply', () => {
     await flush();
     dp.log = [];
     dp.failNext = 1;
-    items.update([['a', 'a=1']]);
+    items.updatePeers([alone('a=1')]);
     await flush();
     expect(dp.log).toEqual(['add a=1']);
     await clock.advance(1000);
@@ -121,7 +121,7 @@ describe('incremental apply', () => {
     const done = r.run(ac.signal);
     await flush();
     dp.log = [];
-    items.set(['a=1']);
+    items.updatePeers([alone('a=1')]);
     r.rebind(dp);
     await flush();
     expect(dp.log).toEqual(['read', 'add a=1']);
@@ -135,7 +135,7 @@ describe('incremental apply', () => {
     const done = r.run(ac.signal);
     await flush();
     expect(dp.released).toBe(1);
-    items.update([['a', 'a=1']]);
+    items.updatePeers([alone('a=1')]);
     await flush();
     expect(dp.released).toBe(1);
     await clock.advance(10_000); // the resync: a full pass
@@ -149,7 +149,7 @@ describe('pass log lines', () => {
   it('name the peers a pass added and removed: the first 10, then a count', async () => {
     const { r, lines, items } = setup();
     const peers = Array.from({ length: 12 }, (_, i) => [`node-${String(i).padStart(2, '0')}`, [`k${i}=1`]] as const);
-    items.setPeers(peers);
+    items.updatePeers(peers);
     items.markListed();
     await r.pass();
     const info = () => lines.filter((l) => l['level'] === 'info' && l['message'] === 'reconcile pass');
@@ -169,7 +169,7 @@ describe('refused items', () => {
   it('one refused item in a batch: the rest land, it is retried with backoff, counted, and logged once', async () => {
     const { clock, dp, r, ac, metrics, lines, items } = setup({ batch: 8 });
     dp.refused.add('e=1');
-    items.setPeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]}`, [d]]));
+    items.updatePeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]}`, [d]]));
     items.markListed();
     const first = r.waitForFirstPass();
     const done = r.run(ac.signal);
@@ -200,7 +200,7 @@ describe('refused items', () => {
 
     // Meanwhile other peers are written as usual.
     dp.log = [];
-    items.update([['z', 'z=1']]);
+    items.updatePeers([alone('z=1')]);
     await flush();
     expect(dp.log).toEqual(['read', 'add z=1']);
 
@@ -218,14 +218,14 @@ describe('refused items', () => {
     const { clock, dp, r, ac, items } = setup();
     dp.actual = ['a=1', 'b=1'];
     dp.refused.add('a=1');
-    items.set(['a=2', 'b=1']);
+    items.updatePeers(['a=2', 'b=1'].map(alone));
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(dp.actual).toEqual(['a=1', 'b=1']);
     expect(dp.log).toEqual(['read', 'remove a=1']);
     expect(r.status().refusedItems.length).toBe(1);
-    items.update([['a', undefined]]);
+    items.updatePeers([['a', undefined]]);
     dp.refused.clear();
     await flush();
     expect(dp.actual).toEqual(['b=1']);
@@ -250,7 +250,7 @@ describe('refused items', () => {
       const done = r.run(ac.signal);
       await flush();
       dp.refused.add('e=2');
-      items.update([['e', 'e=2']]);
+      items.updatePeers([alone('e=2')]);
       await flush();
       expect(r.status().refusedItems.length).toBe(1);
       dp.actual.push('e=2'); // someone else wrote it (or HNS took it after all)
@@ -269,7 +269,7 @@ describe('refused items', () => {
   it('the first pass counts as tried even when it fails as a whole (NetworkUnavailable does not wait for HNS)', async () => {
     const { dp, r, ac, items } = setup();
     dp.failNext = 1;
-    items.set(['a=1']);
+    items.updatePeers([alone('a=1')]);
     items.markListed();
     const first = r.waitForFirstPass();
     const done = r.run(ac.signal);
@@ -290,7 +290,7 @@ describe('health', () => {
     await clock.advance(5000);
     expect(r.status().lastGoodAt).toBe(clock.t);
     dp.failNext = 100;
-    items.update([['a', 'a=1']]);
+    items.updatePeers([alone('a=1')]);
     await clock.advance(20_000);
     expect(r.status()).toMatchObject({ lastSuccessAt: t0, lastGoodAt: t0 });
     dp.failNext = 0;
@@ -308,10 +308,10 @@ describe('before the first complete list', () => {
     let tried = false;
     void r.waitForFirstPass().then(() => (tried = true));
     const done = r.run(ac.signal);
-    items.set(['a=2', 'b=1']);
+    items.updatePeers(['a=2', 'b=1'].map(alone));
     await flush();
     expect(dp.log).toEqual(['read', 'add b=1']);
-    items.update([['c', 'c=1']]);
+    items.updatePeers([alone('c=1')]);
     await flush();
     expect(dp.log).toEqual(['read', 'add b=1', 'add c=1']);
     expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1', 'stale=1']);
@@ -329,12 +329,12 @@ describe('before the first complete list', () => {
 describe('drift', () => {
   it('a resync that finds items it had programmed gone re-adds them and counts flannel_drift_repairs_total by kind; a new peer is no drift', async () => {
     const { clock, dp, r, ac, items, metrics, lines } = setup();
-    items.set(['a=1', 'b=1']);
+    items.updatePeers(['a=1', 'b=1'].map(alone));
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(dp.actual.sort()).toEqual(['a=1', 'b=1']);
-    items.update([['c', 'c=1']]);
+    items.updatePeers([alone('c=1')]);
     await flush();
     expect(await readMetric(metrics, METRIC.driftRepairs, { kind: 'policy' })).toBe(0);
     dp.actual = ['c=1']; // HNS restarted: the policies added after creation are gone
@@ -357,7 +357,7 @@ describe('drift', () => {
         return Promise.resolve();
       },
     });
-    items.set(['a=1']);
+    items.updatePeers([alone('a=1')]);
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
@@ -381,13 +381,13 @@ describe('network gone', () => {
         dp.actual = [];
       },
     });
-    items.set(['a=1', 'b=1']);
+    items.updatePeers(['a=1', 'b=1'].map(alone));
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
     dp.gone = true;
     dp.log = [];
-    items.update([['c', 'c=1']]);
+    items.updatePeers([alone('c=1')]);
     await flush();
     expect(rebuilds).toBe(1);
     expect(dp.log).toEqual(['add c=1', 'read', 'add a=1,b=1,c=1']);

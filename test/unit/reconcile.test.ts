@@ -4,7 +4,7 @@ import { Reconciler } from '../../src/reconcile/reconciler.js';
 import type { PlanOps } from '../../src/reconcile/plan.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
-import { FakeDriver } from '../support/fake-driver.js';
+import { FakeDriver, itemKey } from '../support/fake-driver.js';
 import { ItemSet } from '../support/desired-set.js';
 import { readMetric } from '../support/agent-signals.js';
 
@@ -14,6 +14,8 @@ const ops: PlanOps<string, string> = {
   desiredKey: (d) => d.split('=')[0],
   same: (a, d) => a === d,
 };
+/** An item as a peer of its own, named by its key. */
+const alone = (d: string) => [itemKey(d), [d]] as const;
 
 describe('planReconcile', () => {
   const cases: [string, string[], string[], { add: string[]; remove: string[]; replace: [string, string][]; unchanged: number }][] = [
@@ -48,7 +50,7 @@ describe('Reconciler', () => {
   it('reads once and writes only the difference, removals before additions', async () => {
     const { driver, r, items } = setup();
     driver.actual = ['a=1', 'b=1', 'x=1'];
-    items.set(['a=1', 'b=2', 'c=1']);
+    items.updatePeers(['a=1', 'b=2', 'c=1'].map(alone));
     items.markListed();
     expect(await r.pass()).toEqual({ ok: true, added: 1, removed: 1, replaced: 1 });
     expect(driver.log).toEqual(['read', 'remove x=1,b=1', 'add c=1,b=2']);
@@ -62,7 +64,7 @@ describe('Reconciler', () => {
   it('a failure stays dirty and retries with capped exponential backoff, then succeeds', async () => {
     const { clock, driver, metrics, r, ac, items } = setup();
     driver.failAdds = 4;
-    items.set(['a=1']);
+    items.updatePeers([alone('a=1')]);
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
@@ -95,7 +97,7 @@ describe('Reconciler', () => {
     const { clock, driver, metrics, r, ac, items } = setup();
     driver.failAdds = 2;
     const t0 = clock.t;
-    items.set(['a=1', 'b=1']);
+    items.updatePeers(['a=1', 'b=1'].map(alone));
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
@@ -116,7 +118,7 @@ describe('Reconciler', () => {
 
   it('the resync timer re-reads and repairs drift', async () => {
     const { clock, driver, r, ac, items } = setup({ resyncMs: 5000 });
-    items.set(['a=1', 'b=1']);
+    items.updatePeers(['a=1', 'b=1'].map(alone));
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
@@ -136,12 +138,12 @@ describe('Reconciler', () => {
     const { driver, r, ac, items } = setup();
     let release!: () => void;
     driver.gate = new Promise<void>((res) => (release = res));
-    items.set(['a=1']);
+    items.updatePeers([alone('a=1')]);
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
     expect(driver.log).toEqual(['read']);
-    items.set(['a=1', 'b=1']);
+    items.updatePeers(['a=1', 'b=1'].map(alone));
     driver.gate = undefined;
     release();
     await flush();
@@ -159,7 +161,7 @@ describe('Reconciler', () => {
     const done = r.run(ac.signal);
     await flush();
     expect(driver.log).toEqual(['read']);
-    items.set(['a=1']);
+    items.updatePeers([alone('a=1')]);
     await flush();
     expect(driver.log).toEqual(['read', 'read', 'add a=1']);
     ac.abort();
@@ -181,7 +183,7 @@ describe('Reconciler', () => {
     driver.remove = async () => {
       throw new Error('remove failed');
     };
-    items.set(['b=2', 'c=1']);
+    items.updatePeers(['b=2', 'c=1'].map(alone));
     items.markListed();
     const res = await r.pass();
     expect(res).toMatchObject({ ok: false, added: 1, removed: 0, replaced: 0 });

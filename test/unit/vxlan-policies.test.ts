@@ -23,6 +23,8 @@ const peer = (n: number): Lease => ({
   backendType: 'vxlan',
   backendData: { VNI: 4096, VtepMAC: `0e:2a:0a:00:01:${n.toString(16).padStart(2, '0')}` },
 });
+/** Peer n's route policy, a peer of its own named by its key (the prefix). */
+const alone = (n: number) => [peer(n).subnet, [remoteSubnetRouteFor(peer(n))]] as const;
 
 async function setup() {
   const dp = new SimulatedDataplane();
@@ -47,7 +49,7 @@ async function setup() {
 describe('vxlan RemoteSubnetRoute driver', () => {
   it('a peer event costs one HcnModifyNetwork: the handle stays open between writes and closes after each full pass', async () => {
     const { dp, r, calls, prefixes, items, clock } = await setup();
-    items.set([remoteSubnetRouteFor(peer(1))]);
+    items.updatePeers([alone(1)]);
     items.markListed();
     const ac = new AbortController();
     const done = r.run(ac.signal);
@@ -56,10 +58,10 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     expect(dp.openHandles).toBe(0);
     dp.calls.clear();
     for (const n of [2, 3, 4]) {
-      items.update([[`10.244.${n}.0/24`, remoteSubnetRouteFor(peer(n))]]);
+      items.updatePeers([alone(n)]);
       await flush();
     }
-    items.update([['10.244.1.0/24', undefined]]);
+    items.updatePeers([[peer(1).subnet, undefined]]);
     await flush();
     expect(prefixes()).toEqual(['10.244.2.0/24', '10.244.3.0/24', '10.244.4.0/24']);
     expect(calls()).toEqual({ HcnOpenNetwork: 1, HcnModifyNetwork: 4 });
@@ -83,14 +85,14 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
     const { log, entries } = logSink();
     const r = new Reconciler({ desired: items.store, driver, clock: new FakeClock(), log, metrics });
-    items.set([1, 2, 3, 4].map((n) => remoteSubnetRouteFor(peer(n))));
+    items.updatePeers([1, 2, 3, 4].map(alone));
     items.markListed();
     expect(await r.pass()).toMatchObject({ ok: true, added: 4 });
     expect(removePolicy(dp, 'flannel.4096', (p) => p.Settings?.['DestinationPrefix'] === '10.244.2.0/24')).toBe(1);
     const callsMetric = async () => Number(/^flannel_dataplane_calls_total\{op="hns\.removeNetworkPolicies"\} (\d+)$/m.exec(await metrics.render())?.[1] ?? 0);
     dp.calls.clear();
     entries.length = 0;
-    items.set([]);
+    items.updatePeers([1, 2, 3, 4].map((n) => [peer(n).subnet, undefined]));
     expect(await r.pass()).toMatchObject({ ok: true, removed: 4 });
     const pass = entries.find((e) => e.message === 'reconcile pass')!;
     expect(pass.writes).toBe(dp.calls.get('HcnModifyNetwork'));
@@ -102,7 +104,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
   it('HNS refusing one policy of a 200-policy batch leaves only that one out', async () => {
     const { dp, r, prefixes, items } = await setup();
     editState(dp, (s) => void (s.faults = [{ op: 'HcnModifyNetwork', match: '"10.244.137.0/24"', hresult: '0x803B002F', remaining: -1 }]));
-    items.set(Array.from({ length: 200 }, (_, i) => remoteSubnetRouteFor(peer(i + 1))));
+    items.updatePeers(Array.from({ length: 200 }, (_, i) => alone(i + 1)));
     items.markListed();
     const res = await r.pass();
     expect(res).toMatchObject({ ok: true, added: 199, refused: 1 });
