@@ -365,7 +365,7 @@ describe('completeLease', () => {
   it('patches NetworkUnavailable=False on /status, keeping other conditions', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     const t = Date.UTC(2025, 2, 19, 19, 57, 30, 123);
-    await manager({ clock: { now: () => t, sleep: (ms, s) => systemClock.sleep(ms, s), after: systemClock.after } }).completeLease(lease, signal());
+    await manager({ clock: { now: () => t, sleep: (ms, s) => systemClock.sleep(ms, s), after: (ms, fn) => systemClock.after(ms, fn) } }).completeLease(lease, signal());
     const [p] = patches();
     expect(p.path).toBe('/api/v1/nodes/win/status');
     expect(p.contentType).toBe(SMP);
