@@ -41,7 +41,7 @@ describe('API server faults', () => {
     // The own lease is published and subnet.env written before the list completes: the agent reaches
     // `running` while the server is down.
     await waitFor(() => a.agent.phase === 'running', 'the agent running without a complete list');
-    expect(a.agent.isReady).toBe(false); // but not ready without a complete list (issue 18)
+    expect(a.agent.isReady).toBe(false); // but not ready: /readyz waits for the first complete peer list (docs/compatibility.md §7)
     expect(policies(a)).toEqual([]); // nothing written without a complete list
     await c.api.start();
     await expectConverged(a, 'vxlan', [1, 3, 4]);

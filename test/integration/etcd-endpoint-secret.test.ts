@@ -1,5 +1,5 @@
-// Issue 18 review: an etcd password holding `/` fails the endpoint pattern, and the error (logged and
-// printed on stderr) named the endpoint with the password in clear. Needs `npm run build`.
+// An etcd password holding `/` fails the endpoint pattern; the error (logged and printed on stderr) once
+// named the endpoint with the password in clear, and must not. Needs `npm run build`.
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

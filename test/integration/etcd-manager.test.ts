@@ -224,9 +224,10 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
     await stop(h);
   });
 
-  // Issue 18 §4: while this agent was paused, another node rewrote our key with its public IP; on resume
-  // nothing was logged and two nodes held one subnet. Upstream's RenewLease puts the own attributes back
-  // (pkg/subnet/etcd/local_manager.go -> registry updateSubnet), but only at the next renewal, 23 h later.
+  // While this agent is paused, another node rewrites our key with its public IP (docs/compatibility.md §6).
+  // Without a take-back nothing was logged on resume and two nodes held one subnet. Upstream's RenewLease
+  // puts the own attributes back (pkg/subnet/etcd/local_manager.go -> registry updateSubnet), but only at
+  // the next renewal, 23 h later.
   it('our key overwritten with another public IP: logged, and taken back after the first take-back pause under a new etcd lease', async () => {
     const { prefix, netConf } = await newPrefix({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096 } });
     const sink = logSink();

@@ -201,7 +201,7 @@ describeEtcd('etcd with authentication (real etcd)', () => {
     ctrl.abort(new Error('done'));
   }, 20_000);
 
-  it('user:password in --etcd-endpoints become the etcd user; the password never reaches the log (issue 18 §2)', async () => {
+  it('user:password in --etcd-endpoints become the etcd user; the password never reaches the log', async () => {
     // gRPC named such a target `dns:flannel:<password>@host:port` in every retry line, which the URL
     // redaction did not recognise. A dead endpoint first: its failures are logged while the agent waits.
     const { log, entries } = logSink();

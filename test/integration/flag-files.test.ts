@@ -1,8 +1,9 @@
-// Files named by flags, through the built CLI (issue 18 §3): --net-config-path, --flanneld-env-file,
-// --kubeconfig-file, --etcd-password-file and --dataplane-state are read only when they are regular
-// files, under a cap (src/basics/fs.ts), and so is `flanneld netconf set-vni --file`. A FIFO used to block the whole process in readFileSync (SIGTERM
-// could not be handled until some writer appeared) and /dev/zero to fill the heap; now each exits at
-// once with FLANNEL_ERR_INPUT_FILE. And SIGTERM stops the agent while start-up waits on the API server.
+// Files named by flags, through the built CLI (docs/errors.md, FLANNEL_ERR_INPUT_FILE): --net-config-path,
+// --flanneld-env-file, --kubeconfig-file, --etcd-password-file and --dataplane-state are read only when
+// they are regular files, under a cap (src/basics/fs.ts), and so is `flanneld netconf set-vni --file`. A
+// FIFO used to block the whole process in readFileSync (SIGTERM could not be handled until some writer
+// appeared) and /dev/zero to fill the heap; now each exits at once with FLANNEL_ERR_INPUT_FILE. And SIGTERM
+// stops the agent while start-up waits on the API server.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,7 +1,8 @@
 // host-gw routes a peer's subnet via the peer's public IP, so that IP must be a host on the node's own
-// network: a peer elsewhere (no route can use it as next hop; Windows' CreateIpForwardEntry2 refuses a
-// next hop that is not on link) or at the network's broadcast address is rejected like any invalid
-// lease (issue 18 §4): counted in flannel_leases_rejected_total{reason}, no route written.
+// network: a peer elsewhere (no route can use it as next hop; Windows' CreateIpForwardEntry2 refuses a next
+// hop that is not on link) or at the network's broadcast address is rejected like any invalid lease
+// (docs/errors.md, "Rejected peer leases"): counted in flannel_leases_rejected_total{reason}, no route
+// written.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { METRIC } from '../../src/basics/metrics.js';

@@ -1,5 +1,5 @@
-// Kubeconfig credentials as client-go handles them (issue 18 §2), against a FakeKubeApiServer over TLS
-// that accepts exactly one bearer token (401 for any other), on an injected clock:
+// Kubeconfig credentials as client-go handles them (docs/compatibility.md §3), against a FakeKubeApiServer
+// over TLS that accepts exactly one bearer token (401 for any other), on an injected clock:
 // - kubeconfig `tokenFile` (client-go's field, clientcmd/api/v1/types.go AuthInfo) and `token-file`
 //   (client-node's) are both read, trimmed (a trailing newline was an illegal header for 300 s);
 // - the file is a cached token source (client-go transport/token_source.go NewCachedFileTokenSource):

@@ -1,6 +1,6 @@
 // A Network that cannot be right, refused by the whole agent before it touches HNS: one wider than /8
 // (0.0.0.0/0 was taken: ready, FLANNEL_NETWORK=0.0.0.0/0, every peer rejected) and one holding the node's
-// own address (issue 18 §4).
+// own address (`covers-node-address`; docs/compatibility.md §2).
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { NetConfError } from '../../src/basics/errors.js';

@@ -108,7 +108,7 @@ describe('before the first complete list', () => {
     const pa1 = () => sim.getNetworkByName('flannel.4096')!.Policies!.find((p) => p.Settings?.['DestinationPrefix'] === '10.244.1.0/24')!.Settings!['ProviderAddress'];
     expect(pa1()).toBe('10.0.1.1'); // a replacement waits for the complete list
     expect(sm.completed).toBe(0);
-    expect(agent.isReady).toBe(false); // subnet.env is written, but no complete list has come (issue 18)
+    expect(agent.isReady).toBe(false); // subnet.env is written, but no complete list has come: not ready (docs/compatibility.md §7)
 
     sm.emit!({ kind: 'listed', keys: new Set(['linux-1', 'linux-2']) });
     await waitFor(() => prefixes().join() === '10.244.1.0/24,10.244.2.0/24' && pa1() === '10.0.1.99', 'the stale policy removed, the peer replaced');

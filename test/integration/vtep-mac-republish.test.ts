@@ -1,8 +1,8 @@
 // After a rebuild of the vxlan network HNS may give it another DR MAC than the one asked for with the
-// DrMacAddress policy (issue 17 §4; hcsshim hcn/hcnpolicy.go DrMacAddressNetworkPolicySetting only "sets"
+// DrMacAddress policy (hcsshim hcn/hcnpolicy.go DrMacAddressNetworkPolicySetting only "sets" it as a
+// request). Peers address this node's pods by the VtepMAC in its backend-data, so the agent publishes
+// the new one through the kube path (PATCH nodes/<name>/status) instead of only logging it.
 import type { SimulatedDataplane } from '../../src/simulator/model.js';
-// it as a request). Peers address this node's pods by the VtepMAC in its backend-data, so the agent
-// publishes the new one through the kube path (PATCH nodes/<name>/status) instead of only logging it.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { HcnNetwork } from '../../src/hns/schema.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';

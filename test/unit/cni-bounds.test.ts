@@ -1,4 +1,4 @@
-// install-cni against hostile sources (issue 18 §3): a local HTTP server that sends a chunked body without
+// install-cni against hostile sources (docs/bounds.md): a local HTTP server that sends a chunked body without
 // end, one that declares a huge Content-Length, one that never answers, one that stops and one that
 // trickles a byte every 5 s; archives with a zip-bomb entry, a tar.gz that inflates without end, plugin
 // names on symlinks, hard links, devices and `..` paths, and plugins that are not PE images. Each counts

@@ -1,8 +1,8 @@
-// Taking back the own etcd lease (issue 18 review): two agents that both believe they own a key must not
-// ping-pong writes at etcd's speed. Take-backs are paced by RoundBackoff (0.8 s doubling, jittered, as
-// client-go's reflector rounds: tools/cache/reflector.go), after TAKE_BACK_LIMIT of them within
-// TAKE_BACK_WINDOW_MS the keeper revokes its lease (upstream's "Lease has been revoked" ends the agent:
-// flannel main.go MonitorLease), and a take-back seen while a renewal is running is not lost.
+// Taking back the own etcd lease (docs/compatibility.md §6): two agents that both believe they own a key
+// must not ping-pong writes at etcd's speed. Take-backs are paced by RoundBackoff (0.8 s doubling,
+// jittered, as client-go's reflector rounds: tools/cache/reflector.go), after TAKE_BACK_LIMIT of them
+// within TAKE_BACK_WINDOW_MS the keeper revokes its lease (upstream's "Lease has been revoked" ends the
+// agent: flannel main.go MonitorLease), and a take-back seen while a renewal is running is not lost.
 import { describe, expect, it } from '@jest/globals';
 import type { LeaseAttrs } from '../../src/subnet/lease.js';
 import { LeaseKeeper, REVOKED_MESSAGE, TAKE_BACK_LIMIT, type LeaseKeeperOptions } from '../../src/subnet/etcd/lease-keeper.js';

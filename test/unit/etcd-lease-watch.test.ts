@@ -1,10 +1,10 @@
-// The etcd peer watch (src/subnet/etcd/lease-watch.ts) against an etcd that misbehaves (issue 18, "the
-// same rules for the etcd watch loop"), on virtual time: a registry whose every watch is cancelled for
-// compaction (a relist each time), whose watch streams end as soon as they are created, or fail, or
-// whose list fails. Requests are counted over 15 s: a handful, each round after a logged pause of at
-// least 800 ms (client-go's reflector backoff, src/subnet/round-backoff.ts). The watch response shapes
-// are etcd's (etcdserverpb.WatchResponse: created, canceled, compact_revision, cancel_reason). Each failed
-// round is logged with its code, FLANNEL_ERR_ETCD_WATCH (issue 20: transport failures are coded errors).
+// The etcd peer watch (src/subnet/etcd/lease-watch.ts) against an etcd that misbehaves, held to the same
+// bounds as the Node watch (docs/architecture.md, "Bounds on the list and watch loop"), on virtual time: a
+// registry whose every watch is cancelled for compaction (a relist each time), whose watch streams end as
+// soon as they are created, or fail, or whose list fails. Requests are counted over 15 s: a handful, each
+// round after a logged pause of at least 800 ms (client-go's reflector backoff, src/subnet/round-backoff.ts).
+// The watch response shapes are etcd's (etcdserverpb.WatchResponse: created, canceled, compact_revision,
+// cancel_reason). Each failed round is logged with its code, FLANNEL_ERR_ETCD_WATCH (docs/errors.md).
 import { describe, expect, it } from '@jest/globals';
 import { EventEmitter } from 'node:events';
 import { Metrics } from '../../src/basics/metrics.js';
@@ -80,7 +80,7 @@ async function misbehaving(mode: Misbehaviour, random: () => number): Promise<{ 
 describe.each<[string, () => number]>([
   ['jitter 0', () => 0],
   ['jitter 0.999', () => 0.999],
-])('EtcdLeaseWatch against a misbehaving etcd (issue 18), %s', (_jitter, random) => {
+])('EtcdLeaseWatch against a misbehaving etcd, %s', (_jitter, random) => {
   it.each<[Misbehaviour, string, boolean]>([
     ['compacted', 'fell behind compaction, backing off before relisting', true],
     ['ends-at-once', 'etcd watch failed, backing off before resuming', false],
@@ -95,7 +95,7 @@ describe.each<[string, () => number]>([
     expect(r.watches).toBeLessThanOrEqual(5);
     expect(r.pauses.length).toBe(rounds);
     expect(r.pauses.every((e) => String(e.message).includes(message) && (e.delayMs as number) >= 800)).toBe(true);
-    // Every failed round is a coded error (issue 20): the log line carries FLANNEL_ERR_ETCD_WATCH.
+    // Every failed round is a coded error: the log line carries FLANNEL_ERR_ETCD_WATCH.
     if (mode !== 'compacted') expect(r.pauses.every((e) => e.code === 'FLANNEL_ERR_ETCD_WATCH')).toBe(true);
   });
 });

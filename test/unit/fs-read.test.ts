@@ -1,6 +1,6 @@
 // readRegularFile (src/basics/fs.ts), the one reader of files named by flags: only regular files, under a
 // cap. A FIFO must not block (it used to stall start-up and SIGTERM until a writer came), /dev/zero must
-// not fill the heap: both are FLANNEL_ERR_INPUT_FILE before a byte is read (issue 18 §3).
+// not fill the heap: both are FLANNEL_ERR_INPUT_FILE before a byte is read (docs/errors.md).
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,8 +1,7 @@
-// Transport failures of src/subnet/kube/http.ts are coded errors (issue 20, "transport failures are
-// coded errors"): a 2xx answer that is not JSON (FLANNEL_ERR_KUBE_ANSWER), a watch whose connection is
-// cut in the middle of the stream (FLANNEL_ERR_KUBE_WATCH_BROKEN), a kubeconfig without a current cluster
-// (FLANNEL_ERR_KUBE). All three stay retryable as a network error is (client-go's rule, ./api-error.ts):
-// none carries an HTTP status.
+// Transport failures of src/subnet/kube/http.ts are coded errors (docs/errors.md): a 2xx answer that is
+// not JSON (FLANNEL_ERR_KUBE_ANSWER), a watch whose connection is cut in the middle of the stream
+// (FLANNEL_ERR_KUBE_WATCH_BROKEN), a kubeconfig without a current cluster (FLANNEL_ERR_KUBE). All three
+// stay retryable as a network error is (client-go's rule, ./api-error.ts): none carries an HTTP status.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';

@@ -69,7 +69,7 @@ describe('credentials in messages and fields', () => {
   });
 });
 
-describe('secrets registered by value (issue 18 §2)', () => {
+describe('secrets registered by value', () => {
   // The etcd password as gRPC names the endpoint: no URL pattern matches `dns:user:pass@host`.
   const PASSWORD = 'Pa55-w0rd@etcd';
   registerSecret('test-password', PASSWORD);
@@ -119,7 +119,7 @@ describe('safeText', () => {
     ['http://host?x=a@b', 'http://host?x=a@b'],
     ['user@example.com', 'user@example.com'],
     ['tab\there', 'tab\\u0009here'],
-    // issue 18 review: a password holding `/` (the userinfo runs to the last `@`)
+    // a password holding `/` (the userinfo runs to the last `@`)
     ['cannot reach http://flannel:ab/cd@10.0.0.5:2379/v3', 'cannot reach http://***@10.0.0.5:2379/v3'],
     ['http://u:a/b@h:1,https://v:c?d@g:2', 'http://***@h:1,https://***@g:2'],
     // "Trojan Source" (CVE-2021-42574): bidi overrides and isolates, line/paragraph separators
@@ -128,7 +128,7 @@ describe('safeText', () => {
   ])('%j -> %j', (input, want) => expect(safeText(input)).toBe(want));
 });
 
-describe('objects that are not plain (issue 18 review)', () => {
+describe('safeValue: objects that are not plain', () => {
   it('a URL, a Map, a class instance are rendered as text and redacted', () => {
     const url = new URL('http://flannel:s3cr3t-pw@10.0.0.5:2379/v3');
     expect(safeValue(url)).toBe('"http://***@10.0.0.5:2379/v3"');
@@ -142,7 +142,7 @@ describe('objects that are not plain (issue 18 review)', () => {
   });
 });
 
-describe('registered secrets: one slot per source (issue 18 review)', () => {
+describe('registered secrets: one slot per source', () => {
   it('a rotated token replaces the one before, the set stays bounded', () => {
     for (let i = 0; i < 100; i++) registerSecret('test-rotating-token', `rotating-token-${i}`);
     expect(safeText('sent rotating-token-99')).toBe('sent ***');

@@ -238,9 +238,10 @@ describe('NodeListWatch with injected list and watch', () => {
   });
 });
 
-// Issue 18, "never hammer the API server": servers that misbehave, counting their requests over 15 s of
-// virtual time. Each request past REQUEST_CAP aborts the run, so the code before the fix (which spun
-// without ever pausing) ends with a count over the ceiling instead of hanging.
+// Never hammer the API server (docs/architecture.md, "Bounds on the list and watch loop"): servers that
+// misbehave, counting their requests over 15 s of virtual time. Each request past REQUEST_CAP aborts the
+// run, so a loop that spins without ever pausing (as this one did before its bounds) ends with a count
+// over the ceiling instead of hanging.
 type Hostile = 'watch-410' | 'watch-one-event' | 'repeated-continue' | 'endless-continue';
 const REQUEST_CAP = 2000;
 
@@ -286,7 +287,7 @@ async function hostile(
 describe.each<[string, () => number]>([
   ['jitter 0', () => 0],
   ['jitter 0.999', () => 0.999],
-])('NodeListWatch against a misbehaving API server (issue 18), %s', (_jitter, random) => {
+])('NodeListWatch against a misbehaving API server, %s', (_jitter, random) => {
   it('a watch that always answers 410 Gone: a handful of lists and watches in 15 s, each relist after a logged pause', async () => {
     const r = await hostile('watch-410', 2, random);
     expect(r.watches).toBeGreaterThanOrEqual(2);

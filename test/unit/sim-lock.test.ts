@@ -1,6 +1,7 @@
-// The simulated node's state-file lock (src/simulator/store.ts) as the agent meets it: a lock held by
-// another live process is waited for without blocking the event loop (/healthz took 7-9 s while the old
-// synchronous spin waited), and a lock stamped in the future is still broken after LOCK_STALE_MS (issue 18 §4).
+// The simulated node's state-file lock (src/simulator/store.ts, docs/simulator.md) as the agent meets it: a
+// lock held by another live process is waited for without blocking the event loop (/healthz took 7-9 s
+// while the old synchronous spin waited), and a lock stamped in the future is still broken after
+// LOCK_STALE_MS.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

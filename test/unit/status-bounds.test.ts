@@ -1,4 +1,4 @@
-// `flanneld status` against a hostile status port (issue 18 §3): an answer without end or declaring
+// `flanneld status` against a hostile status port (docs/bounds.md): an answer without end or declaring
 // gigabytes is refused at the cap, one that never comes or trickles is refused at the deadline (on a
 // FakeClock, advanced once the server has the request), and what it prints is escaped: ESC sequences
 // (clear screen, OSC 52 clipboard, title), CR, LF, C1 CSI and bidi overrides come out as \uXXXX, in the
@@ -175,8 +175,8 @@ describe('readStatus against a hostile status port', () => {
   });
 });
 
-// Issue 18 review: what `status` prints when it cannot reach the agent carries the --url as given and
-// the fetch error (which quotes an unparsable URL): both are escaped like the rest.
+// What `status` prints when it cannot reach the agent carries the --url as given and the fetch error (which
+// quotes an unparsable URL): both are escaped like the rest.
 describe('status: the unreachable-agent line is escaped', () => {
   it('an --url with ESC and a bidi override prints them escaped', async () => {
     const { command } = await import('../../src/commands/status.js');

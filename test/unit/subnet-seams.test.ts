@@ -93,8 +93,8 @@ describe('etcdClientOptions', () => {
     expect(f.reads).toEqual(['/pki/ca.pem']);
   });
 
-  // Issue 18 review: a password holding `/` fails the endpoint pattern; neither the error nor any later
-  // line may carry it (main.ts prints safeText(message) on stderr).
+  // A password holding `/` fails the endpoint pattern; neither the error nor any later line may carry it
+  // (main.ts prints safeText(message) on stderr).
   it.each([
     ['http://flannel:ab/cd@10.0.0.5:2379', ['ab/cd']],
     ['https://flannel:p4ss/w?rd#x@etcd:2379', ['p4ss/w?rd#x', 'p4ss']],
