@@ -62,7 +62,7 @@ function decodeSplit(chunks) {
 export async function run({ quick }) {
   const n = quick ? 1000 : 5000;
   const repeats = quick ? 1 : 3;
-  const limits = quick ? [100, 500] : [100, 250, 500, 1000, 5000];
+  const limits = quick ? [100, 150, 250, 500] : [100, 150, 250, 500, 1000, 5000];
   const dir = makeTmpDir();
   const api = await new ApiServerProcess().setup(dir, { peers: n, backend: 'vxlan' });
   const list = [];

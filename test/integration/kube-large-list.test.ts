@@ -1,6 +1,6 @@
-// A cluster larger than the old page bound (80 pages of 250, 20,000 Nodes), over real HTTP against
-// FakeKubeApiServer: 20,001 small Linux flannel Nodes list completely (81 pages with opaque continue
-// tokens, as the apiserver pages in name order), so the agent becomes ready instead of relisting
+// A cluster larger than the old page bound (80 pages, 20,000 Nodes), over real HTTP against
+// FakeKubeApiServer: 20,001 small Linux flannel Nodes list completely (134 pages of 150 with opaque
+// continue tokens, as the apiserver pages in name order), so the agent becomes ready instead of relisting
 // forever with FLANNEL_ERR_KUBE_LIST. (50,000 Nodes are listed in test/unit/node-list-watch.test.ts,
 // where the pages cost no HTTP.)
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
-import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
+import { DEFAULT_LIST_PAGE_SIZE, KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { LeaseUpdate } from '../../src/subnet/lease.js';
 import { waitFor } from '../support/cluster.js';
 import { logSink } from '../support/log-sink.js';
@@ -55,7 +55,7 @@ describe(`${NODES} Nodes`, () => {
       await waitFor(() => listed !== undefined || entries.some((e) => e['message'] === 'listing nodes failed, backing off') || undefined, 'the list', 60_000);
       expect(entries.filter((e) => e['message'] === 'listing nodes failed, backing off')).toEqual([]);
       expect(listed).toBe(NODES);
-      expect(entries.find((e) => e['message'] === 'node list synced')).toMatchObject({ nodes: NODES + 1, pages: Math.ceil((NODES + 1) / 250) });
+      expect(entries.find((e) => e['message'] === 'node list synced')).toMatchObject({ nodes: NODES + 1, pages: Math.ceil((NODES + 1) / DEFAULT_LIST_PAGE_SIZE) });
     } finally {
       ctrl.abort();
     }

@@ -21,6 +21,9 @@ import { OwnNodePublisher } from './own-node.js';
 import { OwnNodeWatch } from './own-node-watch.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 
+/** Nodes per page of the Node list (`GET /api/v1/nodes?limit=`). */
+export const DEFAULT_LIST_PAGE_SIZE = 150;
+
 export interface KubeSubnetManagerOptions {
   kubeConfig: KubeConfig;
   /** NODE_NAME; when absent the node is found through POD_NAME + POD_NAMESPACE. */
@@ -44,9 +47,11 @@ export interface KubeSubnetManagerOptions {
   /** Backoffs, windows, polls and deadlines (../timings.ts; defaults subnetTimings('kube')). */
   timings?: Partial<SubnetTimings>;
   /**
-   * Page size of the Node list (default 250). bench/kube-api.mjs, 5,000 ~9 KB Nodes, raw path: 250 cost
-   * the least CPU (583 ms against 641 at 100 and 730 at 500) with peak RSS growth near 100's (51 MB
-   * against 47; 117 MB at 500, 179 MB unpaged).
+   * Page size of the Node list (default DEFAULT_LIST_PAGE_SIZE). bench/kube-api.mjs, 5,000 ~9 KB Nodes
+   * before the field cut: 250 cost the least CPU (583 ms against 641 at 100 and 730 at 500). With the cut,
+   * the agent's RSS after listing decides (docs/performance.md, "Page size"): 5,000 heavy Nodes left
+   * 91-96 MB at 100 and 150 in four runs, 95-107 MB at 250 (three of five runs above 0.35 of an informer),
+   * and 150 lists 20,000 in 134 pages at a cold start of 0.7-0.9x the list, which 100 made 0.9-1.1x.
    */
   listPageSize?: number;
 }
@@ -87,7 +92,7 @@ export class KubeSubnetManager implements SubnetManager {
       clock,
       random: opts.random ?? systemRandom,
       backoff: t.relistBackoff,
-      listPageSize: opts.listPageSize ?? 250,
+      listPageSize: opts.listPageSize ?? DEFAULT_LIST_PAGE_SIZE,
       listDeadlineMs: t.listDeadlineMs,
       watchTimeoutSeconds: t.watchTimeoutSeconds,
       watchSilenceMs: t.watchSilenceMs,
