@@ -14,5 +14,5 @@
 // of 10 node events a second cost about 1 ms of CPU per event (perf: mark-compact, concurrent marking and
 // sweeping), half of what the agent spent. Without it the churn benchmark's CPU per node event at 20k fell
 // from 2.87 to 1.45 ms, and RSS after the list did not grow (106.6 -> 107.5 MB at 5k, 166.6 -> 143.4 MB
-// at 20k): the heap is still collected when it grows. docs/performance.md, "The memory reducer".
+// at 20k): the heap is still collected when it grows. docs/performance.md, "Steady state, profiled with perf".
 export const RUNTIME_EXEC_ARGV = ['--max-semi-space-size=1', '--no-memory-reducer'];
