@@ -1,11 +1,11 @@
 // Benchmark 3: node events and churn on a 5k-node cluster (vxlan; the simulated HNS costs 5 ms per call).
-// Phases (after an unmeasured warm-up of the same kinds of events): idle; node adds/deletes alone at
-// 10/s; adds/deletes plus status-only updates (kubelet heartbeats) at 17/s and at 500/s; status-only updates alone at 500/s. Per phase: the agent's CPU, the
-// event-to-dataplane latency (API change -> the simulated HNS holding it), and the dataplane calls the
-// agent made (its /metrics counters). The periodic resync is off, so every call is event-driven.
-// Same-run baselines: the idle phase (CPU per event is net of idle), and a bare client-node Watch on
-// the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the same events. A
-// phase's CPU (agent and baseline alike) runs until both have decoded every event of the phase
+// Phases (after an unmeasured warm-up of the same kinds of events): idle; node adds/deletes alone at 10/s;
+// adds/deletes plus status-only updates (kubelet heartbeats) at 17/s and at 500/s; status-only updates alone
+// at 500/s. Per phase: the agent's CPU, the event-to-dataplane latency (API change -> the simulated HNS
+// holding it), and the dataplane calls the agent made (its /metrics counters). The periodic resync is off, so
+// every call is event-driven. Same-run baselines: the idle phase (CPU per event is net of idle), and a bare
+// client-node Watch on the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the
+// same events. A phase's CPU (agent and baseline alike) runs until both have decoded every event of the phase
 // (lib/common.mjs waitDrained), over the wall time of the phase's changes.
 /* global performance */
 import { fork } from 'node:child_process';

@@ -47,12 +47,12 @@ export interface KubeSubnetManagerOptions {
   /** Backoffs, windows, polls and deadlines (../timings.ts; defaults subnetTimings('kube')). */
   timings?: Partial<SubnetTimings>;
   /**
-   * Page size of the Node list (default DEFAULT_LIST_PAGE_SIZE). bench/kube-api.mjs, 5,000 ~9 KB Nodes
-   * before the field cut: 250 cost the least CPU (583 ms against 641 at 100 and 730 at 500). With the cut,
-   * the agent's RSS after listing decides (docs/performance.md, "Steady state, profiled with perf"):
-   * 5,000 heavy Nodes left 91-96 MB at 100 and 150 in four runs, 95-107 MB at 250 (three of four runs
-   * above 0.35 of an informer),
-   * and 150 lists 20,000 in 134 pages at a cold start of 0.7-0.9x the list, which 100 made 0.9-1.1x.
+   * Page size of the Node list (default DEFAULT_LIST_PAGE_SIZE). bench/kube-api.mjs, 5,000 ~9 KB Nodes before
+   * the field cut: 250 cost the least CPU (583 ms against 641 at 100 and 730 at 500). With the cut, the
+   * agent's RSS after listing decides (docs/performance.md, "Steady state, profiled with perf"): 5,000 heavy
+   * Nodes left 91-96 MB at 100 and 150 in four runs, 95-107 MB at 250 (three of four runs above 0.35 of an
+   * informer), and 150 lists 20,000 in 134 pages at a cold start of 0.7-0.9x the list, which 100 made
+   * 0.9-1.1x.
    */
   listPageSize?: number;
 }
