@@ -98,16 +98,13 @@ export class KubeHttp {
     r.signal.addEventListener('abort', onAbort, { once: true });
     if (r.signal.aborted) onAbort();
     // The deadline covers the credentials too (an exec plugin or token file read), then headers and body.
-    const deadline = new AbortController();
+    let stopDeadline = () => {};
     const timedOut = new Promise<never>((_resolve, reject) => {
-      this.clock.sleep(r.timeoutMs, deadline.signal).then(
-        () => {
-          const err = new KubeTimeoutError('FLANNEL_ERR_KUBE_TIMEOUT', `${what}: no complete answer within ${r.timeoutMs} ms`, { timeoutMs: r.timeoutMs });
-          ctrl.abort(err);
-          reject(err);
-        },
-        () => undefined,
-      );
+      stopDeadline = this.clock.after(r.timeoutMs, () => {
+        const err = new KubeTimeoutError('FLANNEL_ERR_KUBE_TIMEOUT', `${what}: no complete answer within ${r.timeoutMs} ms`, { timeoutMs: r.timeoutMs });
+        ctrl.abort(err);
+        reject(err);
+      });
     });
     timedOut.catch(() => undefined);
     const body = r.body === undefined ? undefined : JSON.stringify(r.body);
@@ -128,7 +125,7 @@ export class KubeHttp {
     try {
       return await Promise.race([attempt(), timedOut]);
     } finally {
-      deadline.abort();
+      stopDeadline();
       r.signal.removeEventListener('abort', onAbort);
     }
   }
