@@ -95,8 +95,9 @@ export function serviceProcessId(native: Win32ServiceNative, name: string): stri
 
 /**
  * Stop the service (when it runs), wait until it is stopped, start it and wait until it runs. A service
- * already stopping or starting is waited for. Throws HostError FLANNEL_ERR_SERVICE (context: op, service,
- * status) when a call fails or a wait exceeds `waitMs`. Returns the new process ID.
+ * already stopping is waited for until it stops; one starting, until it runs (then it is restarted).
+ * Throws HostError FLANNEL_ERR_SERVICE (context: op, service, status) when a call fails or a wait exceeds
+ * `waitMs`. Returns the new process ID.
  */
 export async function restartService(native: Win32ServiceNative, name: string, clock: Clock, opts: { waitMs?: number; signal?: AbortSignal } = {}): Promise<number> {
   const { waitMs = SERVICE_WAIT_MS, signal } = opts;
@@ -114,7 +115,10 @@ export async function restartService(native: Win32ServiceNative, name: string, c
       await clock.sleep(POLL_MS, signal);
     }
   };
-  const before = queryService(native, name);
+  let before = queryService(native, name);
+  // SCM refuses a stop while the service starts (ControlService: 1061 ERROR_SERVICE_CANNOT_ACCEPT_CTRL in
+  // START_PENDING): let the start finish, then restart it (kube-proxy may be starting after an HNS restart).
+  if (before.state === SERVICE_STATE.START_PENDING) before = await until(SERVICE_STATE.RUNNING, 'a start already in progress');
   if (before.state !== SERVICE_STATE.STOPPED) {
     if (before.state !== SERVICE_STATE.STOP_PENDING) {
       withService(native, name, SERVICE_STOP, (svc) => {

@@ -3,7 +3,8 @@
 // QueryServiceStatusEx):
 //  * OpenServiceW of an unknown name fails with 1060 ERROR_SERVICE_DOES_NOT_EXIST;
 //  * ControlService(SERVICE_CONTROL_STOP) on a stopped service fails with 1062 ERROR_SERVICE_NOT_ACTIVE;
-//    on a running one it answers at once and the service is STOP_PENDING until it has stopped;
+//    on one START_PENDING or STOP_PENDING with 1061 ERROR_SERVICE_CANNOT_ACCEPT_CTRL (ControlService,
+//    "Return value"); on a running one it answers at once and the service is STOP_PENDING until stopped;
 //  * StartServiceW on a running service fails with 1056 ERROR_SERVICE_ALREADY_RUNNING; otherwise the
 //    service is START_PENDING, then RUNNING in a new process (a new dwProcessId);
 //  * SERVICE_STATUS_PROCESS: dwCurrentState at byte 4, dwProcessId at byte 28 (0 when not running).
@@ -26,8 +27,10 @@ export class FakeScm implements Win32ServiceNative {
 
   constructor(private readonly pendingQueries = 2) {}
 
-  add(name: string, running = true): void {
-    this.services.set(name, { state: running ? SERVICE_STATE.RUNNING : SERVICE_STATE.STOPPED, pid: running ? this.nextPid++ : 0, pendingLeft: 0 });
+  /** A service as the test finds it: running, stopped, or starting (RUNNING after `pendingQueries` queries). */
+  add(name: string, state: 'running' | 'stopped' | 'start-pending' = 'running'): void {
+    if (state === 'start-pending') this.services.set(name, { state: SERVICE_STATE.START_PENDING, pid: 0, pendingLeft: this.pendingQueries });
+    else this.services.set(name, { state: state === 'running' ? SERVICE_STATE.RUNNING : SERVICE_STATE.STOPPED, pid: state === 'running' ? this.nextPid++ : 0, pendingLeft: 0 });
   }
 
   pidOf(name: string): number {
@@ -80,6 +83,7 @@ export class FakeScm implements Win32ServiceNative {
     const s = this.service(h);
     this.calls.push(`ControlService ${control}`);
     if (s.state === SERVICE_STATE.STOPPED) return { ok: false, error: 1062 };
+    if (s.state === SERVICE_STATE.START_PENDING || s.state === SERVICE_STATE.STOP_PENDING) return { ok: false, error: 1061 };
     s.state = SERVICE_STATE.STOP_PENDING;
     s.pendingLeft = this.pendingQueries;
     return { ok: true, error: 0 };

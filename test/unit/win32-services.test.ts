@@ -23,7 +23,7 @@ describe('the service control manager seam', () => {
     const scm = new FakeScm();
     const host = new Win32Host(noIpHelper, () => ({}), scm);
     expect(await host.hnsInstance()).toBeUndefined(); // OpenServiceW: 1060
-    scm.add('hns', false);
+    scm.add('hns', 'stopped');
     expect(await host.hnsInstance()).toBeUndefined();
     scm.add('hns');
     expect(await host.hnsInstance()).toBe(String(scm.pidOf('hns')));
@@ -44,9 +44,18 @@ describe('the service control manager seam', () => {
     expect(scm.openHandles).toBe(0);
   });
 
+  it('a service still starting is waited for until it runs, then stopped and started (SCM refuses a stop while it starts)', async () => {
+    const scm = new FakeScm(3);
+    scm.add('kubeproxy', 'start-pending');
+    const pid = await restartService(scm, 'kubeproxy', new FakeClock({ instant: true }));
+    expect(scm.calls.filter((c) => !c.startsWith('Open'))).toEqual(['ControlService 1', 'StartServiceW']);
+    expect(queryService(scm, 'kubeproxy')).toEqual({ state: SERVICE_STATE.RUNNING, processId: pid });
+    expect(scm.openHandles).toBe(0);
+  });
+
   it('starts a stopped service without stopping it', async () => {
     const scm = new FakeScm();
-    scm.add('kubeproxy', false);
+    scm.add('kubeproxy', 'stopped');
     await restartService(scm, 'kubeproxy', new FakeClock({ instant: true }));
     expect(scm.calls.filter((c) => !c.startsWith('Open'))).toEqual(['StartServiceW']);
     expect(queryService(scm, 'kubeproxy').state).toBe(SERVICE_STATE.RUNNING);
