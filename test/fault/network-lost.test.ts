@@ -36,7 +36,7 @@ describe.each<['vxlan' | 'host-gw', string, typeof VXLAN_NET_CONF | typeof HOSTG
     const nets = a.sim.snapshot().networks;
     expect(nets.filter((n) => n.Name === name)).toHaveLength(1);
     expect(nets.find((n) => n.Name === 'renamed-by-hand')).toBeUndefined();
-    expect(nets.find((n) => n.Name === name)!.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix ?? WIN_CIDR).toBe(WIN_CIDR);
+    expect(nets.find((n) => n.Name === name)!.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix).toBe(WIN_CIDR);
   });
 
   it('the simulated node state file deleted: its networks are lost, noticed, rebuilt and written again', async () => {

@@ -205,17 +205,19 @@ describe('Retry-After', () => {
     const http = new KubeHttp(buildKubeConfig({ kubeconfigFile: kubeconfigPath, kubeApiUrl: '' }), systemClock);
     const get = () =>
       http.json({ method: 'GET', path: '/api/v1/nodes', timeoutMs: 5000, signal: signal() }).then(
-        () => undefined,
+        () => {
+          throw new Error('expected the request to fail');
+        },
         (e: unknown) => e as KubeApiError,
       );
     api.failNext('GET', /^\/api\/v1\/nodes$/, 429, 1, { message: 'Too many requests, please try again later.', headers: { 'Retry-After': '20' } });
-    expect((await get())?.retryAfterMs).toBe(20_000);
+    expect((await get()).retryAfterMs).toBe(20_000);
     api.failNext('GET', /^\/api\/v1\/nodes$/, 503, 1, { headers: { 'Retry-After': '3' } });
-    expect((await get())?.retryAfterMs).toBe(3000);
+    expect((await get()).retryAfterMs).toBe(3000);
     api.failNext('GET', /^\/api\/v1\/nodes$/, 403, 1, { headers: { 'Retry-After': '3' } });
-    expect((await get())?.retryAfterMs).toBeUndefined();
+    expect((await get()).retryAfterMs).toBeUndefined();
     api.failNext('GET', /^\/api\/v1\/nodes$/, 429, 1, { headers: { 'Retry-After': 'Wed, 21 Oct 2015 07:28:00 GMT' } });
-    expect((await get())?.retryAfterMs).toBeUndefined();
+    expect((await get()).retryAfterMs).toBeUndefined();
   });
 
   it('the start-up GET of the own Node waits a 429 Retry-After before its own backoff', async () => {
