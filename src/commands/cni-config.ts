@@ -27,13 +27,13 @@
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { dirname, join, resolve, win32 } from 'node:path';
-import { writeFileAtomicSync } from '../basics/fs.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile, writeFileAtomicSync } from '../basics/fs.js';
 import type { FlagSpec } from '../config/flags.js';
 import { errorMessage, FlagError, SubnetEnvError } from '../basics/errors.js';
 import { contains, formatCidr, isIp4, network, normalizeCidr, nthAddress, parseCidr } from '../basics/ip4.js';
 import { contains6, isGlobalUnicast6, normalizeCidr6, nthAddress6 } from '../basics/ip6.js';
 import { checkWindowsIpFamilies, readNetConf } from '../subnet/net-conf.js';
-import { parseSubnetEnv } from '../subnet/subnet-env.js';
+import { previousIPv6SubnetFromEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
@@ -299,7 +299,7 @@ export function agentNetworkName(netConf: NetworkConfig, subnetFile: string, rea
 function dualStackSubnets(subnetFile: string): { subnet: string; ipv6Subnet: string } {
   let text: string;
   try {
-    text = readFileSync(subnetFile, 'utf8');
+    text = readRegularFile(subnetFile, MAX_CONFIG_FILE_BYTES, '--subnet-file');
   } catch (err) {
     throw new SubnetEnvError(
       'FLANNEL_ERR_SUBNET_ENV',
@@ -309,9 +309,8 @@ function dualStackSubnets(subnetFile: string): { subnet: string; ipv6Subnet: str
       },
     );
   }
-  const env = parseSubnetEnv(text);
-  const v4 = normalizeCidr(env['FLANNEL_SUBNET'] ?? '');
-  const v6 = normalizeCidr6(env['FLANNEL_IPV6_SUBNET'] ?? '');
+  const v4 = previousSubnetFromEnv(text);
+  const v6 = previousIPv6SubnetFromEnv(text);
   if (v4 === undefined || v6 === undefined) {
     throw new SubnetEnvError(
       'FLANNEL_ERR_SUBNET_ENV',
