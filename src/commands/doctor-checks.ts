@@ -149,7 +149,8 @@ function listed(items: readonly string[], sep = ', '): string {
   return items.slice(0, MAX_LISTED).join(sep) + (more > 0 ? `${sep}and ${more} more` : '');
 }
 
-const isErr = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { error?: unknown }).error === 'string';
+/** A fact that could not be gathered: `{ error }` in its place. */
+export const isErr = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { error?: unknown }).error === 'string';
 
 type Conf = Extract<DoctorFacts['netConf'], { type: string }>;
 

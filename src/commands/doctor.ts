@@ -25,7 +25,7 @@ import type { StatusReport } from '../health/status.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { DEFAULT_SERVICE_CIDR } from './cni-config.js';
-import { exitCodeOf, leakedReservations, runChecks, type CheckRow, type DoctorFacts } from './doctor-checks.js';
+import { exitCodeOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts } from './doctor-checks.js';
 import { gatherFacts, type DoctorFs, type GatherOptions } from './doctor-gather.js';
 import { DEFAULT_STATUS_PORT, readStatus, statusUrls } from './status.js';
 
@@ -68,8 +68,6 @@ export function reservationsToFree(f: DoctorFacts, graceMs: number): { ip: strin
   if (f.agent.status?.sourceVip) keep.add(f.agent.status.sourceVip);
   return leakedReservations(f).filter((r) => r.ageMs >= graceMs && !keep.has(r.ip));
 }
-
-const isErr = (v: unknown): v is { error: string } => typeof v === 'object' && v !== null && !Array.isArray(v) && typeof (v as { error?: unknown }).error === 'string';
 
 /**
  * Remove the files reservationsToFree names; returns what was freed. Each is read again just before: one

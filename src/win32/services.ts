@@ -104,7 +104,7 @@ export async function restartService(native: Win32ServiceNative, name: string, c
   const until = async (want: number, op: string): Promise<ServiceStatus> => {
     const deadline = clock.now() + waitMs;
     for (;;) {
-      const s = withService(native, name, SERVICE_QUERY_STATUS, (svc) => query(native, svc, name));
+      const s = queryService(native, name);
       if (s.state === want) return s;
       if (clock.now() >= deadline)
         throw new HostError('FLANNEL_ERR_SERVICE', `service ${name} did not reach state ${want} within ${waitMs / 1000} s after ${op} (state ${s.state})`, {
