@@ -87,6 +87,11 @@ async function churnAt(n, { quick, short }) {
     baseline = await startWatchBaseline(api.kubeconfig);
     await sleep(500);
     let live = Array.from({ length: n }, (_, i) => i + 1);
+    const watchEvents = async () => (await baseline.cpu()).events;
+    const agentCpuMs = () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    };
     // Warm-up, not measured: the same kinds of events for a few seconds first, so that both processes are
     // measured in their steady state (the add, delete and status paths compiled and their feedback
     // gathered) rather than charged for compiling them: a fresh process's first node events cost 1.5-3x
@@ -97,12 +102,9 @@ async function churnAt(n, { quick, short }) {
     const warm = await api.call('churn', { ...warmUp, live });
     live = warm.alive;
     await waitDrained({
-      watchEvents: async () => (await baseline.cpu()).events,
+      watchEvents,
       want: warmBase + warm.events.length + warm.statusUpdates,
-      agentCpuMs: () => {
-        const u = process.cpuUsage();
-        return (u.user + u.system) / 1000;
-      },
+      agentCpuMs,
     });
     const phases = [
       { name: 'idle', addDelPerSec: 0, statusPerSec: 0, ms: idleMs },
@@ -126,12 +128,9 @@ async function churnAt(n, { quick, short }) {
       // The phase's wall time is that of its changes; its CPU includes the drain of any backlog.
       const phaseWallMs = cpu().wallMs;
       const drain = await waitDrained({
-        watchEvents: async () => (await baseline.cpu()).events,
+        watchEvents,
         want: base0.events + res.events.length + res.statusUpdates,
-        agentCpuMs: () => {
-          const u = process.cpuUsage();
-          return (u.user + u.system) / 1000;
-        },
+        agentCpuMs,
       });
       const c = { ...cpu(), wallMs: phaseWallMs };
       c.cpuShare = r2((c.cpuMs / c.wallMs) * 100);

@@ -70,6 +70,7 @@ export class StateFs {
   readonly clock: Clock = {
     now: () => Date.now(),
     after: (ms, fn) => {
+      if (this.dead) return () => undefined; // a killed process's timers never fire
       const entry = {
         wake: () => {
           cancel();
@@ -83,8 +84,7 @@ export class StateFs {
       };
       const t = setTimeout(entry.wake, ms);
       t.unref();
-      if (!this.dead) this.pending.add(entry);
-      else clearTimeout(t);
+      this.pending.add(entry);
       return cancel;
     },
     sleep: (ms) =>
