@@ -12,6 +12,8 @@ import { validateLease, type LeaseValidationContext } from '../../src/peers/vali
 import { hostGwRouteDriver } from '../../src/backends/hostgw/routes.js';
 import type { Route, RouteTable } from '../../src/routes/route-table.js';
 import type { IpFamily } from '../../src/host/host.js';
+import { RouteRecord } from '../../src/backends/hostgw/route-record.js';
+import { logSink } from '../support/log-sink.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const keys = annotationKeys(normalizeAnnotationPrefix('flannel.alpha.coreos.com'));
@@ -184,5 +186,19 @@ describe('hostGwRouteDriver with IPv6', () => {
     const v4only = hostGwRouteDriver({ routes, network: '10.42.0.0/16', ownSubnet: '10.42.0.0/24', vnic });
     expect((await v4only.readActual()).map((x) => x.destinationPrefix)).toEqual(['10.42.1.0/24']);
     expect(v4only.desiredFor(peer())).toHaveLength(1);
+  });
+
+  it('a foreign route overlapping a peer route being written is told, IPv6 as IPv4', async () => {
+    const r = (destinationPrefix: string, nextHop: string): Route => ({ destinationPrefix, nextHop, interfaceIndex: 7, metric: 256 });
+    const routes = new FamilyRoutes([r('2001:cafe:42:1::/80', '2001:db8:10::99'), r('10.42.1.0/25', '192.168.10.99')]);
+    const { log, entries } = logSink('warn');
+    const d = hostGwRouteDriver({ routes, network: '10.42.0.0/16', ownSubnet: '10.42.0.0/24', vnic, ipv6, record: new RouteRecord(undefined, log), log });
+    expect(await d.readActual()).toEqual([]); // both are foreign: kept, not ours
+    await d.add(d.desiredFor(peer({ publicIPv6: '2001:db8:10::11' })).filter((x) => x.destinationPrefix.includes(':')));
+    await d.add(d.desiredFor(peer()).filter((x) => !x.destinationPrefix.includes(':')));
+    expect(entries.map((e) => [e['route'], e['peerSubnet']])).toEqual([
+      ['2001:cafe:42:1::/80', '2001:cafe:42:1::/64'],
+      ['10.42.1.0/25', '10.42.1.0/24'],
+    ]);
   });
 });

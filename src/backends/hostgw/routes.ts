@@ -90,6 +90,8 @@ export function hostGwRouteDriver(opts: {
   /** Routes inside Network the agent did not create, as last read; each overlap with a peer's subnet is told once. */
   let foreign: Route[] = [];
   const told = new Set<string>();
+  /** Two prefixes of one family overlap (IPv4 with ip4's overlaps, IPv6 with ip6's). */
+  const overlap = (x: string, y: string) => (x.includes(':') ? y.includes(':') && overlaps6(x, y) : !y.includes(':') && overlaps(x, y));
   const tellOverlap = (f: Route, peer: string) => {
     const k = `${f.destinationPrefix} via ${f.nextHop}`;
     if (told.has(k)) return;
@@ -136,7 +138,6 @@ export function hostGwRouteDriver(opts: {
       if (!record) return inside;
       const ours = inside.filter((r) => record.has(r));
       foreign = inside.filter((r) => !record.has(r));
-      const overlap = (x: string, y: string) => (x.includes(':') ? y.includes(':') && overlaps6(x, y) : !y.includes(':') && overlaps(x, y));
       for (const f of foreign) {
         const peer = ours.find((o) => overlap(o.destinationPrefix, f.destinationPrefix));
         if (peer) tellOverlap(f, peer.destinationPrefix);
@@ -155,7 +156,7 @@ export function hostGwRouteDriver(opts: {
     add: async ([r]) => {
       await write(r);
       record?.added(r);
-      for (const f of foreign) if (f.nextHop !== r.nextHop && overlaps(f.destinationPrefix, r.destinationPrefix)) tellOverlap(f, r.destinationPrefix);
+      for (const f of foreign) if (f.nextHop !== r.nextHop && overlap(f.destinationPrefix, r.destinationPrefix)) tellOverlap(f, r.destinationPrefix);
     },
     toActual: (d) => ({ ...d, interfaceIndex: vnic.index }),
     failure: (err) => (isRouteRefusal(err) ? 'refused' : opts.networkGone?.(err) ? 'gone' : 'transient'),
