@@ -317,7 +317,7 @@ export function networkRenamedError(network: string, id: string, nowNamed: strin
 }
 
 /** A network read by ID as a driver checks it: gone when missing, and when it no longer has its name. */
-export function checkNetworkPresent(net: { Name?: string } | undefined, network: string, id: string): void {
+export function checkNetworkPresent<T extends { Name?: string }>(net: T | undefined, network: string, id: string): asserts net is T {
   if (!net) throw networkGoneError(network, id);
   if (network !== id && net.Name !== undefined && net.Name !== network) throw networkRenamedError(network, id, net.Name);
 }

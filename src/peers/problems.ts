@@ -21,7 +21,7 @@ import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
 import type { RefusedItem } from '../network-status.js';
 import { NODE_EVENT_REASON, noNodeEvents, type NodeEvent, type NodeEvents } from '../node-events.js';
-import { LEASE_REJECT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
+import { CONFLICT_REASONS, LEASE_REJECT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
 
 export type ProblemKind = 'rejected' | 'refused';
 
@@ -49,8 +49,6 @@ export interface PeerProblem {
  * costs is bounded whatever its lease holds, so thousands of rejected peers stay small.
  */
 export const MAX_KEPT_MESSAGE = 512;
-
-const CONFLICT_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['subnet-overlaps-peer', 'subnet-contested']);
 
 /** A fixed-size digest of a rejection's signature (what was rejected can be a kilobyte of backend-data). */
 function digest(sig: string): string {

@@ -32,3 +32,6 @@ export const LEASE_REJECT_REASONS = [
 ] as const;
 
 export type LeaseRejectReason = (typeof LEASE_REJECT_REASONS)[number];
+
+/** The reasons that are a conflict between two peers over one subnet (flannel_subnet_conflicts_total, a contested Event). */
+export const CONFLICT_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['subnet-overlaps-peer', 'subnet-contested']);

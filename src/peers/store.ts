@@ -27,7 +27,7 @@ import type { RejectedLease } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
 import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
 import { PeerProblems } from './problems.js';
-import type { LeaseRejectReason } from './reject-reasons.js';
+import { CONFLICT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
 import type { LeaseValidation, LeaseValidationContext } from './validate.js';
 import { validateLease } from './validate.js';
 
@@ -56,8 +56,6 @@ export interface PeerStoreOptions<D> {
   /** The problems ledger rejected peers go to (shared with the reconcile loop; default: one of its own from the above). */
   problems?: PeerProblems;
 }
-
-const CONFLICT_REASONS: ReadonlySet<LeaseRejectReason> = new Set(['subnet-overlaps-peer', 'subnet-contested']);
 
 function stable(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;

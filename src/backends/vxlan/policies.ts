@@ -3,7 +3,7 @@
 // Policy shape: flannel vxlan_network_windows.go.
 import type { LeaseDriver } from '../../reconcile/writes.js';
 import type { HnsClient } from '../../hns/client.js';
-import { checkNetworkPresent, hnsFailure, networkGoneError } from '../../hns/errors.js';
+import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
 import type { Lease, VxlanBackendData } from '../../subnet/lease.js';
 import { macToFlannel } from '../../basics/mac.js';
@@ -55,7 +55,6 @@ export function remoteSubnetRouteDriver(
     async readActual() {
       const net = await hns.getNetwork(networkId);
       checkNetworkPresent(net, networkName, networkId);
-      if (!net) throw networkGoneError(networkName, networkId);
       // A policy without Settings (HCN allows it) routes nothing we asked for: it is read, never matches, and is swept.
       const found = (net.Policies ?? []).filter((p) => p.Type === REMOTE_SUBNET_ROUTE);
       return found as unknown[] as RemoteSubnetRoutePolicy[];
