@@ -54,6 +54,15 @@ export async function startWatchBaseline(kubeconfig) {
   };
 }
 
+/** CPU ms of one idle wakeup of a Node process on this machine (lib/wakeup-child.mjs), `wakeups` of them. */
+export function wakeupCost(wakeups) {
+  const child = fork(join(BENCH_DIR, 'lib', 'wakeup-child.mjs'), [String(wakeups)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m) => resolve(m.cpuMsPerWakeup));
+    child.once('exit', (code) => code !== 0 && reject(new Error(`wakeup probe exited ${code}`)));
+  });
+}
+
 /**
  * The phases at `n` Nodes. `short`: only those with a target (idle, node add/del, status-only), for the
  * larger cluster of a quick run.
@@ -113,6 +122,7 @@ async function churnAt(n, { quick, short }) {
       { name: 'add/del 10/s + status 500/s', addDelPerSec: 10, statusPerSec: 500, long: true },
       { name: 'status-only 500/s', addDelPerSec: 0, statusPerSec: 500 },
     ].filter((ph) => !(short && ph.long));
+    const wakeupMs = await wakeupCost(quick ? 30 : 100);
     const rows = [];
     let idleCpuMsPerSec = 0;
     let idleBaseCpuMsPerSec = 0;
@@ -163,6 +173,9 @@ async function churnAt(n, { quick, short }) {
         cpuSharePct: c.cpuShare,
         cpuMsPerNodeEvent: nodeEvents ? r2((c.cpuMs - idleCpuMsPerSec * seconds) / nodeEvents) : null,
         simHnsMsPerNodeEvent: nodeEvents ? r2((simMs - simMs0) / nodeEvents) : null,
+        // The agent's own: the process's CPU less the simulated HNS's, which on Windows is HNS's process's.
+        agentCpuMsPerNodeEvent: nodeEvents ? r2((c.cpuMs - idleCpuMsPerSec * seconds - (simMs - simMs0)) / nodeEvents) : null,
+        agentCpuSharePct: r2(((c.cpuMs - (simMs - simMs0)) / c.wallMs) * 100),
         watchBaselineCpuSharePct: r2((baseCpuMs / c.wallMs) * 100),
         watchBaselineCpuMsPerNodeEvent: nodeEvents ? r2((baseCpuMs - idleBaseCpuMsPerSec * seconds) / nodeEvents) : null,
         p50ms: r1(percentile(lat, 50)),
@@ -209,6 +222,11 @@ async function churnAt(n, { quick, short }) {
         churnWatchCpuPct: events.watchBaselineCpuSharePct,
         churnOverWatch: ratio(events.cpuSharePct, events.watchBaselineCpuSharePct),
         simHnsMsPerNodeEvent: events.simHnsMsPerNodeEvent,
+        agentCpuMsPerNodeEvent: events.agentCpuMsPerNodeEvent,
+        churnAgentOverWatch: ratio(events.agentCpuSharePct, events.watchBaselineCpuSharePct),
+        wakeupMs: r2(wakeupMs),
+        // What a consumer of the same watch costs that also waits for one asynchronous call per event.
+        watchPlusWakeupMsPerNodeEvent: r2(events.watchBaselineCpuMsPerNodeEvent + wakeupMs),
       },
     };
   } finally {
@@ -235,7 +253,13 @@ export async function run({ quick, with20k }) {
       churn_cpu_pct: f.churnCpuPct,
       churn_client_node_watch_cpu_pct: f.churnWatchCpuPct,
       churn_over_client_node_watch: f.churnOverWatch,
+      agent_cpu_ms_per_node_event_5k: f.agentCpuMsPerNodeEvent,
+      churn_agent_over_client_node_watch: f.churnAgentOverWatch,
+      wakeup_cpu_ms: f.wakeupMs,
+      client_node_watch_plus_wakeup_ms_per_node_event_5k: f.watchPlusWakeupMsPerNodeEvent,
       cpu_ms_per_node_event_20k: g.cpuMsPerNodeEvent,
+      agent_cpu_ms_per_node_event_20k: g.agentCpuMsPerNodeEvent,
+      churn_20k_agent_over_client_node_watch: g.churnAgentOverWatch,
       status_storm_20k_over_client_node_watch: g.stormOverWatch,
       churn_20k_over_client_node_watch: g.churnOverWatch,
     },
@@ -244,7 +268,8 @@ export async function run({ quick, with20k }) {
       'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',
       'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
       "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
-      'CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows.',
+      'CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows; agentCpuMsPerNodeEvent and churnAgentOverWatch leave it out (the time spent in its policy store, measured in the same run; its request parsing and garbage stay in).',
+      "wakeupMs: one idle timer wakeup of a Node process on this machine (lib/wakeup-child.mjs), measured in the same run. The agent wakes twice per node event it writes (the watch line, then the HNS call's return), the bare watch once: watchPlusWakeupMsPerNodeEvent is the bare watch's figure plus one wakeup.",
       !at20k
         ? 'No 20,000-Node run (quick mode without --with-20k).'
         : quick
