@@ -121,6 +121,11 @@ function hasPlugin(binDir: string, type: string, fs: CniReadinessFs): boolean {
   return fs.exists(joinLike(binDir, `${type}.exe`)) || fs.exists(joinLike(binDir, type));
 }
 
+/** The fix that renders the conflist into `cniConfDir`. */
+function renderFix(cniConfDir: string): string {
+  return `write it with \`flanneld cni-config -o ${joinLike(cniConfDir, '10-flannel.conflist')}\``;
+}
+
 /** The config containerd loads first, parsed: its file, the document and its plugins (a .conf wrapped as a list). */
 export interface FirstCniConfig {
   file: string;
@@ -133,7 +138,7 @@ export interface FirstCniConfig {
 /** Read the config containerd loads first from `dir`, or the problem (cni-conf-missing, cni-conf-invalid) that stops it. */
 export function loadFirstCniConfig(cniConfDir: string, fs: CniReadinessFs = nodeCniReadinessFs): FirstCniConfig | CniProblem {
   const files = cniConfigFiles(cniConfDir, (d) => fs.readdir(d));
-  const render = `write it with \`flanneld cni-config -o ${joinLike(cniConfDir, '10-flannel.conflist')}\``;
+  const render = renderFix(cniConfDir);
   if (files.length === 0) {
     return {
       check: 'cni-conf-missing',
@@ -165,10 +170,17 @@ export function loadFirstCniConfig(cniConfDir: string, fs: CniReadinessFs = node
 
 /** The problems that would make a pod's CNI ADD fail; [] when the first config fits the agent. */
 export function checkCniReadiness(input: CniReadinessInput, fs: CniReadinessFs = nodeCniReadinessFs): CniProblem[] {
-  const first = loadFirstCniConfig(input.cniConfDir, fs);
+  return checkFirstCniConfig(loadFirstCniConfig(input.cniConfDir, fs), input, fs);
+}
+
+/**
+ * checkCniReadiness on the first config already read from input.cniConfDir (loadFirstCniConfig), so a
+ * caller that needs the config itself (`flanneld doctor`) reads it once. `fs` serves the plugin check.
+ */
+export function checkFirstCniConfig(first: FirstCniConfig | CniProblem, input: CniReadinessInput, fs: CniReadinessFs = nodeCniReadinessFs): CniProblem[] {
   if ('check' in first) return [first];
   const { file, others, conf, plugins } = first;
-  const render = `write it with \`flanneld cni-config -o ${joinLike(input.cniConfDir, '10-flannel.conflist')}\``;
+  const render = renderFix(input.cniConfDir);
   const problems: CniProblem[] = [];
   if (conf.name !== input.networkName) {
     problems.push({

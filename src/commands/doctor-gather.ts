@@ -23,7 +23,7 @@ import { parseSourceVipDocument } from '../backends/vxlan/source-vip.js';
 import { drMacAddress } from '../backends/vxlan/backend.js';
 import { isVxlanBackendData } from '../subnet/lease.js';
 import { INSTALL_RECORD } from '../cni-plugins/install.js';
-import { checkCniReadiness, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from './cni-readiness.js';
+import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from './cni-readiness.js';
 import { readBootNetwork } from '../host/boot.js';
 import { cniPaths } from './cni-config.js';
 import type { DoctorFacts, EndpointFact, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
@@ -314,7 +314,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
       : [];
 
   const first = loadFirstCniConfig(o.cniConfDir, o.cniFs);
-  const readiness = checkCniReadiness({ cniConfDir: o.cniConfDir, cniBinDir: o.cniBinDir, networkName: name, subnetFile: config.subnetFile }, o.cniFs);
+  const readiness = checkFirstCniConfig(first, { cniConfDir: o.cniConfDir, cniBinDir: o.cniBinDir, networkName: name, subnetFile: config.subnetFile }, o.cniFs);
   const plugins = 'check' in first ? [] : pluginTypes(first.plugins).map((t) => `${t}.exe`);
   const { pins, hashes } = pinsOf(fs, o.cniBinDir, o.pinnedSha256, plugins);
   const paths = cniPaths(config, o.platform);

@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkCniReadiness, samePath, type CniReadinessCheck, type CniReadinessFs } from '../../src/commands/cni-readiness.js';
+import { checkCniReadiness, checkFirstCniConfig, loadFirstCniConfig, samePath, type CniReadinessCheck, type CniReadinessFs } from '../../src/commands/cni-readiness.js';
 import { renderStatusTable } from '../../src/commands/status.js';
 import { buildStatusReport } from '../../src/health/status.js';
 
@@ -103,6 +103,31 @@ describe('checkCniReadiness', () => {
     expect(net.detail).toContain('"vxlan0"');
     const [plugins] = checkCniReadiness(input, tableFs({ '10-flannel.conflist': conflist() }, ['flannel.exe']));
     expect(plugins.detail).toContain('win-overlay, host-local');
+  });
+
+  it('checkFirstCniConfig judges a config already loaded without reading the conf dir again (doctor reads it once)', () => {
+    const fs = tableFs({ '10-flannel.conflist': conflist() }, ['flannel.exe']);
+    let confReads = 0;
+    const counting: CniReadinessFs = {
+      ...fs,
+      readdir: (d) => {
+        confReads++;
+        return fs.readdir(d);
+      },
+      readFile: (p) => {
+        confReads++;
+        return fs.readFile(p);
+      },
+    };
+    const first = loadFirstCniConfig(CONF_DIR, counting);
+    expect(confReads).toBe(2);
+    const problems = checkFirstCniConfig(first, { ...input, networkName: 'vxlan0' }, counting);
+    expect(confReads).toBe(2);
+    expect(problems).toEqual(checkCniReadiness({ ...input, networkName: 'vxlan0' }, fs));
+    expect(problems.map((p) => p.check)).toEqual(['cni-network-name', 'cni-plugin-missing']);
+    // A problem loading it is the one problem.
+    const missing = loadFirstCniConfig(CONF_DIR, tableFs(undefined));
+    expect(checkFirstCniConfig(missing, input, tableFs(undefined)).map((p) => p.check)).toEqual(['cni-conf-missing']);
   });
 
   it('reads a real directory through the default file system', () => {
