@@ -21,13 +21,12 @@ import { silentLogger } from '../basics/log.js';
 import { Metrics } from '../basics/metrics.js';
 import { terminalJson, terminalText as t } from '../basics/terminal-text.js';
 import { VERSION } from '../basics/version.js';
-import type { StatusReport } from '../health/status.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { DEFAULT_SERVICE_CIDR } from './cni-config.js';
 import { exitCodeOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts } from './doctor-checks.js';
 import { gatherFacts, type DoctorFs, type GatherOptions } from './doctor-gather.js';
-import { DEFAULT_STATUS_PORT, readStatus, statusUrls } from './status.js';
+import { agentStatusUrls, isStatusReport, readStatus } from './status.js';
 
 /** containerd's CNI directories on Windows (containerd config.toml `conf_dir`, `bin_dir`; sig-windows-tools). */
 const WINDOWS_CNI_CONF_DIR = 'C:\\etc\\cni\\net.d';
@@ -117,7 +116,7 @@ function cniDirs(config: Pick<AgentConfig, 'cniConfDir' | 'cniBinDir'>, platform
 async function agentStatus(config: AgentConfig, statusUrl: string): Promise<GatherOptions['status']> {
   const running = readLockHolder(agentLockPath(config.subnetFile)) !== undefined;
   if (!statusUrl && config.healthzPort === 0 && !running) return { error: 'no agent holds the node lock' };
-  const urls = statusUrl ? [statusUrl] : statusUrls(config.healthzIP, config.healthzPort || DEFAULT_STATUS_PORT);
+  const urls = agentStatusUrls(statusUrl, config);
   let error = '';
   for (const url of urls) {
     try {
@@ -126,12 +125,12 @@ async function agentStatus(config: AgentConfig, statusUrl: string): Promise<Gath
         error = `${url} answered ${res.status}`;
         continue;
       }
-      const report = JSON.parse(res.text) as Partial<StatusReport> | null;
-      if (typeof report?.inSync !== 'boolean' || typeof report.peers !== 'object' || report.peers === null) {
+      const report: unknown = JSON.parse(res.text);
+      if (!isStatusReport(report)) {
         error = `${url} did not answer with a flanneld status document`;
         continue;
       }
-      return { report: report as StatusReport, url };
+      return { report, url };
     } catch (err) {
       error = errorMessage((err as { cause?: unknown }).cause ?? err);
     }

@@ -11,6 +11,7 @@
 import { get as httpGet, type ClientRequest } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { abortReason, systemClock, type Clock } from '../basics/clock.js';
+import type { AgentConfig } from '../config/agent-config.js';
 import type { FlagSpec } from '../config/flags.js';
 import { FlagError, StatusError, errorMessage } from '../basics/errors.js';
 import type { StatusReport } from '../health/status.js';
@@ -50,6 +51,11 @@ export function statusUrls(healthzIP: string, healthzPort: number, ifaces: Retur
       ? ['127.0.0.1', ...Object.values(ifaces).flatMap((list) => (list ?? []).filter((a) => a.family === 'IPv4' && !a.internal).map((a) => a.address))]
       : [healthzIP];
   return [...new Set(hosts)].map((h) => `http://${h.includes(':') ? `[${h}]` : h}:${port}/status`);
+}
+
+/** Where to ask: `url` alone when given (status's --url, doctor's --status-url), else statusUrls of the agent's health flags. */
+export function agentStatusUrls(url: string, config: Pick<AgentConfig, 'healthzIP' | 'healthzPort'>): string[] {
+  return url ? [url] : statusUrls(config.healthzIP, config.healthzPort);
 }
 
 /** The table `flanneld status` prints, every value escaped for the terminal. Pure. */
@@ -186,7 +192,8 @@ export async function readStatus(url: string, o: { clock?: Clock; timeoutMs?: nu
   }
 }
 
-function isStatusReport(v: unknown): v is StatusReport {
+/** Whether `v` (an answer's JSON) is a flanneld status document: the fields every agent's report has. */
+export function isStatusReport(v: unknown): v is StatusReport {
   const o = v as Partial<StatusReport> | null;
   return typeof o === 'object' && o !== null && typeof o.inSync === 'boolean' && typeof o.peers === 'object' && o.peers !== null;
 }
@@ -205,7 +212,7 @@ export const command: Command = {
       if (output !== 'table' && output !== 'json')
         throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${output}" for flag -output: use table or json`, { flag: 'output', value: output });
       const flagUrl = String(parsed.own.get('url') ?? '');
-      const urls = flagUrl ? [flagUrl] : statusUrls(parsed.config.healthzIP, parsed.config.healthzPort);
+      const urls = agentStatusUrls(flagUrl, parsed.config);
       let res: StatusAnswer | undefined;
       let url = urls[0];
       let failure: unknown;

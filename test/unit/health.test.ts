@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import { buildStatusReport, isLocalRequest, type StatusInput } from '../../src/health/status.js';
 import type { NetworkStatus } from '../../src/network-status.js';
-import { renderStatusTable, statusUrls } from '../../src/commands/status.js';
+import { agentStatusUrls, renderStatusTable, statusUrls } from '../../src/commands/status.js';
 import { listenError, startHealthServer, UNHEALTHY_BODY } from '../../src/health/server.js';
 import { HostError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
@@ -306,5 +306,9 @@ describe('flanneld status: where it looks for the agent', () => {
     ['127.0.0.1', 0, ['http://127.0.0.1:10277/status']],
   ])('--healthz-ip %j --healthz-port %j', (ip, port, urls) => {
     expect(statusUrls(ip, port, ifaces)).toEqual(urls);
+  });
+  it('a URL given (status --url, doctor --status-url) is the only one asked, else the health flags say where', () => {
+    expect(agentStatusUrls('http://10.0.0.9:1/status', { healthzIP: '10.0.0.7', healthzPort: 9999 })).toEqual(['http://10.0.0.9:1/status']);
+    expect(agentStatusUrls('', { healthzIP: '10.0.0.7', healthzPort: 0 })).toEqual(['http://10.0.0.7:10277/status']);
   });
 });
