@@ -71,7 +71,7 @@ export interface PeerActual {
 /** A host-local reservation file (`<data dir>/<network>/<ip>`). */
 export interface ReservationFact {
   ip: string;
-  /** Its first line (container ID, or the agent's own owner names). '' for an empty file. */
+  /** The container ID it names (or the agent's own owner names), as ../backends/ipam-reservation.ts reads it; '' for an empty or torn file. */
   owner: string;
   /** ms since it was last written. */
   ageMs: number;

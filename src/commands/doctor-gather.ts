@@ -21,6 +21,7 @@ import { readNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv } from '../subnet/subnet-env.js';
 import { parseSourceVipDocument } from '../backends/vxlan/source-vip.js';
 import { drMacAddress } from '../backends/vxlan/backend.js';
+import { reservationOwner } from '../backends/ipam-reservation.js';
 import { isVxlanBackendData } from '../subnet/lease.js';
 import { INSTALL_RECORD } from '../cni-plugins/install.js';
 import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from './cni-readiness.js';
@@ -185,7 +186,7 @@ function listReservations(fs: DoctorFs, dir: string, now: number): DoctorFacts['
     try {
       const st = fs.statSync(path);
       if (!st.isFile()) continue;
-      out.push({ ip: n, owner: (readText(fs, path) ?? '').split(/\r?\n/)[0]?.trim() ?? '', ageMs: Math.max(0, now - st.mtimeMs) });
+      out.push({ ip: n, owner: reservationOwner(fs, path) ?? '', ageMs: Math.max(0, now - st.mtimeMs) });
     } catch {
       // Removed while listed (a pod deleted): not a reservation any more.
     }

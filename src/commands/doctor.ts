@@ -16,6 +16,7 @@ import type { AgentConfig } from '../config/agent-config.js';
 import { FlagError, errorMessage } from '../basics/errors.js';
 import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
 import { hostEndpointAddress } from '../backends/hostgw/backend.js';
+import { reservationOwner } from '../backends/ipam-reservation.js';
 import { normalizeCidr, nthAddress } from '../basics/ip4.js';
 import { silentLogger } from '../basics/log.js';
 import { Metrics } from '../basics/metrics.js';
@@ -77,8 +78,7 @@ export function freeReservations(f: DoctorFacts, graceMs: number, fs: Pick<Docto
   for (const r of reservationsToFree(f, graceMs)) {
     const path = join(f.ipam.dir, r.ip);
     try {
-      const owner = fs.readFileSync(path, 'utf8').split(/\r?\n/)[0]?.trim() ?? '';
-      if (owner !== r.owner || now - fs.statSync(path).mtimeMs < graceMs) continue;
+      if (reservationOwner(fs, path) !== r.owner || now - fs.statSync(path).mtimeMs < graceMs) continue;
     } catch {
       continue; // gone already
     }

@@ -88,9 +88,9 @@ describe('flanneld doctor on the simulated node', () => {
   }
 
   /** A pod's reservation in host-local's store (plugins/ipam/host-local/backend/disk: `<id>\r\n<ifname>`). */
-  function reserve(ip: string, ageSeconds: number): string {
+  function reserve(ip: string, ageSeconds: number, content: string | Buffer = `0123456789abcdef\r\neth0`): string {
     const path = join(paths().ipam, NET, ip);
-    writeFileSync(path, `0123456789abcdef\r\neth0`);
+    writeFileSync(path, content);
     const t = (Date.now() - ageSeconds * 1000) / 1000;
     utimesSync(path, t, t);
     return path;
@@ -333,6 +333,16 @@ describe('flanneld doctor on the simulated node', () => {
     expect(failed(d)).toEqual(['ipam-leaks']);
     unlinkSync(young);
     expect((await doctor(['--fix'])).code).toBe(0);
+  });
+
+  it('a torn reservation (zero-filled by a power loss) names no container, as the agent reads it, and --fix frees it', async () => {
+    restore();
+    const torn = reserve('10.244.7.52', 3600, Buffer.alloc(16));
+    expect(row(await doctor(), 'ipam-leaks')?.saw).toMatch(/10\.244\.7\.52 \(empty, \d+ s old\)/);
+    const d = await doctor(['--fix']);
+    expect(existsSync(torn)).toBe(false);
+    expect((JSON.parse(d.stdout) as { freed: { ip: string; owner: string }[] }).freed).toMatchObject([{ ip: '10.244.7.52', owner: '' }]);
+    expect(d.code).toBe(0);
   });
 
   it('names the peer HNS refuses, from the running agent', async () => {
