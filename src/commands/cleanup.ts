@@ -30,8 +30,8 @@ import { createDataplane, type Dataplane } from '../dataplane/factory.js';
 import { Metrics } from '../basics/metrics.js';
 import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
 import { HostError, NetConfError } from '../basics/errors.js';
-import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
-import { BOOT_FILE_NAME, parseBootRecord, readBootNetwork, type BootNetwork } from '../host/boot.js';
+import { agentLockPath, parseLockHolder, readLockHolder } from '../host/agent-lock.js';
+import { BOOT_FILE_NAME, parseBootRecord, parseRecordedNetwork, readBootNetwork, type BootNetwork } from '../host/boot.js';
 import { withoutBom } from '../basics/bom.js';
 import { escapeUnsafe } from '../basics/terminal-text.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
@@ -39,7 +39,7 @@ import { findInterfaceByIP } from '../host/select.js';
 import { cidrContains, contains, overlaps } from '../basics/ip4.js';
 import { silentLogger } from '../basics/log.js';
 import { parseNetConf, readNetConf } from '../subnet/net-conf.js';
-import { parseSubnetEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
+import { checkSubnetEnvSyntax, parseSubnetEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import type { Command, CommandIO } from './command.js';
@@ -282,30 +282,40 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
 type AgentFileKind = 'subnet.env' | 'boot record' | 'agent lock' | 'source VIP file' | 'route record';
 
 /**
- * Is `text` what flanneld writes as `kind`? subnet.env: only `FLANNEL_*=` lines, FLANNEL_SUBNET among them
- * (src/subnet/subnet-env.ts); boot.json: a boot record or the network record (src/host/boot.ts); the lock:
- * `{pid, bootTimeMs}` (src/host/agent-lock.ts); the source VIP file: a document naming an address.
+ * Is `text` what flanneld writes as `kind`? Each is read by its own parser: subnet.env by
+ * src/subnet/subnet-env.ts (KEY=VALUE lines, only FLANNEL_* keys, FLANNEL_SUBNET among them, no line of a form
+ * flanneld never writes); boot.json as a boot record or the network record (src/host/boot.ts); the lock as
+ * src/host/agent-lock.ts reads it; the source VIP file as a document naming an address; the route record by
+ * src/backends/hostgw/route-record.ts. A leading BOM (an editor's) does not make a file foreign.
  */
 function isAgentFile(kind: AgentFileKind, text: string): boolean {
-  if (kind === 'subnet.env') {
-    const lines = withoutBom(text)
-      .split(/\r?\n/)
-      .map((l) => l.trim())
-      .filter((l) => l !== '');
-    return lines.length > 0 && lines.every((l) => /^FLANNEL_[A-Z0-9_]+=/.test(l)) && lines.some((l) => l.startsWith('FLANNEL_SUBNET='));
+  const t = withoutBom(text);
+  switch (kind) {
+    case 'subnet.env':
+      return isAgentSubnetEnv(t);
+    case 'boot record':
+      return parseBootRecord(t) !== undefined || parseRecordedNetwork(t) !== undefined;
+    case 'agent lock':
+      return parseLockHolder(t) !== undefined;
+    case 'source VIP file':
+      return parseSourceVipDocument(text) !== undefined;
+    case 'route record':
+      return parseRouteRecord(text) !== undefined;
   }
-  if (kind === 'source VIP file') return parseSourceVipDocument(text) !== undefined;
-  if (kind === 'route record') return parseRouteRecord(text) !== undefined;
-  let o: unknown;
+}
+
+/** Lines dotenv reads but flanneld never writes (a comment, `export KEY=`, `KEY =`): someone edited the file. */
+const EDITED_SUBNET_ENV_LINE = /^\s*(#|export\s|[^\s=]+\s+=)/m;
+
+function isAgentSubnetEnv(text: string): boolean {
   try {
-    o = JSON.parse(withoutBom(text));
+    checkSubnetEnvSyntax(text);
   } catch {
     return false;
   }
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) return false;
-  const r = o as Record<string, unknown>;
-  if (kind === 'agent lock') return Number.isSafeInteger(r['pid']) && typeof r['bootTimeMs'] === 'number';
-  return parseBootRecord(text) !== undefined || (typeof r['network'] === 'object' && r['network'] !== null && typeof (r['network'] as { name?: unknown }).name === 'string');
+  if (EDITED_SUBNET_ENV_LINE.test(text)) return false;
+  const env = parseSubnetEnv(text);
+  return env['FLANNEL_SUBNET'] !== undefined && Object.keys(env).every((k) => /^FLANNEL_[A-Z0-9_]+$/.test(k));
 }
 
 /** The file's text, capped (src/basics/fs.ts); undefined when it is missing. */

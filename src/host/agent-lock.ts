@@ -88,7 +88,8 @@ export function processAlive(pid: number): boolean {
   }
 }
 
-function parseHolder(text: string): LockHolder | undefined {
+/** The lock file's holder as the agent writes it (`{pid, bootTimeMs, ...}`), or undefined when `text` is not a lock. */
+export function parseLockHolder(text: string): LockHolder | undefined {
   try {
     const o = JSON.parse(text) as Partial<LockHolder>;
     if (!Number.isSafeInteger(o.pid) || (o.pid as number) <= 0 || typeof o.bootTimeMs !== 'number') return undefined;
@@ -118,7 +119,7 @@ export function readLockHolder(path: string, deps: AgentLockDeps = {}): LockHold
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw lockError(`cannot read the agent lock ${path}: ${errorMessage(err)}`, path, err);
   }
-  const holder = parseHolder(text);
+  const holder = parseLockHolder(text);
   if (!holder) return undefined;
   const boot = (deps.bootTimeMs ?? systemBootTimeMs)();
   if (Math.abs(holder.bootTimeMs - boot) > BOOT_TIME_TOLERANCE_MS) return undefined;

@@ -125,7 +125,16 @@ export function checkBoot(path: string, bootTimeMs: number, now: number = system
  */
 export function readBootNetwork(subnetFile: string, fs: Pick<BootFs, 'readFileSync'> = nodeFs): BootNetwork | undefined {
   try {
-    return parseBootNetwork((JSON.parse(fs.readFileSync(bootRecordPath(subnetFile), 'utf8')) as { network?: unknown }).network);
+    return parseRecordedNetwork(fs.readFileSync(bootRecordPath(subnetFile), 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The network a boot record's text names (a whole record, or the network alone: recordBootNetwork), or undefined. */
+export function parseRecordedNetwork(text: string): BootNetwork | undefined {
+  try {
+    return parseBootNetwork((JSON.parse(text) as { network?: unknown }).network);
   } catch {
     return undefined;
   }

@@ -346,6 +346,31 @@ describe('flanneld cleanup', () => {
     expect(existsSync(join(etc, 'flanneld.lock'))).toBe(true);
     expect(r.out.stdout).toContain(`kept ${hosts}: not a subnet.env flanneld wrote`);
     expect(r.out.stdout).not.toContain(`file ${hosts}`);
+    // Agent files someone edited are kept too: a comment or `KEY =` in subnet.env, a lock of no process (PID 0).
+    const edited = join(a.dir, 'edited');
+    mkdirSync(edited, { recursive: true });
+    const env = readFileSync(a.subnetFile, 'utf8');
+    for (const [name, text] of [
+      ['subnet.env', `${env}# set by hand\n`],
+      ['spaced.env', env.replace('FLANNEL_MTU=', 'FLANNEL_MTU =')],
+      ['flanneld.lock', '{"pid":0,"bootTimeMs":1}\n'],
+    ]) {
+      writeFileSync(join(edited, name), text);
+    }
+    for (const subnetFile of ['subnet.env', 'spaced.env']) {
+      const re = io();
+      expect(
+        await cleanup.run(
+          agentFlags(a).map((f) => (f.startsWith('--subnet-file=') ? `--subnet-file=${join(edited, subnetFile)}` : f)),
+          re.io,
+        ),
+      ).toBe(0);
+      expect(re.out.stdout).toContain(`kept ${join(edited, subnetFile)}: not a subnet.env flanneld wrote`);
+      expect(re.out.stdout).toContain(`kept ${join(edited, 'flanneld.lock')}: not a agent lock flanneld wrote`);
+    }
+    expect(existsSync(join(edited, 'subnet.env'))).toBe(true);
+    expect(existsSync(join(edited, 'spaced.env'))).toBe(true);
+    expect(existsSync(join(edited, 'flanneld.lock'))).toBe(true);
     // The real subnet.env and boot.json are flanneld's: removed.
     const r2 = io();
     expect(await cleanup.run(agentFlags(a), r2.io)).toBe(0);
