@@ -16,7 +16,7 @@ import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
 import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
-import { selectExternalInterface, selectIPv6Address } from './host/select.js';
+import { selectExternalInterface, selectIPv6Address, selectionNeedsIPv6 } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
@@ -287,7 +287,8 @@ export class Agent {
         ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, timings: this.opts.subnetTimings })
         : undefined;
     const publicIPs = await this.publicIPCandidates(kube, signal);
-    const extIface = selectExternalInterface(await dataplane.host.interfaces(), await dataplane.host.defaultRouteInterfaceIndex(), {
+    const adapters = await dataplane.host.interfaces({ ipv6: selectionNeedsIPv6(config.iface, netConf.enableIPv6) });
+    const extIface = selectExternalInterface(adapters, await dataplane.host.defaultRouteInterfaceIndex(), {
       iface: config.iface,
       ifaceRegex: config.ifaceRegex,
       publicIPs,

@@ -14,9 +14,10 @@ export interface HostInterface {
   prefixLength: number;
   mtu: number;
   /**
-   * The adapter's IPv6 unicast addresses, in the order the host lists them (absent when the host could
-   * not read them, e.g. GetUnicastIpAddressTable failed; the simulator omits it for an adapter without
-   * one). Only dual-stack reads them (./select.ts selectIPv6Address).
+   * The adapter's IPv6 unicast addresses, in the order the host lists them, when asked for
+   * (`interfaces({ ipv6: true })`); absent when not asked, or when the host could not read them (e.g.
+   * GetUnicastIpAddressTable failed; the simulator omits it for an adapter without one). Only dual-stack and
+   * an IPv6 --iface read them (./select.ts selectIPv6Address, selectExternalInterface).
    */
   ipv6Addresses?: Ipv6Address[];
 }
@@ -34,9 +35,14 @@ export interface Ipv6Address {
   deprecated?: boolean;
 }
 
+export interface InterfacesOptions {
+  /** Also read each adapter's IPv6 addresses (`ipv6Addresses`): one more table read, which only the callers that need them make. */
+  ipv6?: boolean;
+}
+
 export interface Host {
-  /** IPv4-carrying adapters. */
-  interfaces(): Promise<HostInterface[]>;
+  /** IPv4-carrying adapters; with `ipv6`, each with its IPv6 addresses. */
+  interfaces(opts?: InterfacesOptions): Promise<HostInterface[]>;
   /** Index of the interface holding the default route (0.0.0.0/0), if any. */
   defaultRouteInterfaceIndex(): Promise<number | undefined>;
   /** Enable/disable forwarding on one interface, for IPv4 (default) or IPv6 (MIB_IPINTERFACE_ROW.Family AF_INET6). */

@@ -19,6 +19,14 @@ export interface SelectOptions {
   publicIPs?: string[];
 }
 
+/**
+ * Whether picking the interface needs the adapters' IPv6 addresses (Host.interfaces({ ipv6: true })):
+ * dual-stack picks one (selectIPv6Address), and an IPv6 `--iface` names the adapter by one.
+ */
+export function selectionNeedsIPv6(iface: readonly string[], dualStack: boolean): boolean {
+  return dualStack || iface.some((v) => isIPv6(v));
+}
+
 /** The usable interface with exactly this IPv4 address. */
 export function findInterfaceByIP(ifaces: HostInterface[], ip: string): HostInterface | undefined {
   return ifaces.find((i) => i.ipv4 === ip);

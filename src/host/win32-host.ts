@@ -25,7 +25,7 @@ import {
 import type { IpInterfaceRow } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative, Win32ServiceNative } from '../win32/native.js';
 import { restartService, serviceProcessId } from '../win32/services.js';
-import type { Host, HostInterface, IpFamily, Ipv6Address } from './host.js';
+import type { Host, HostInterface, InterfacesOptions, IpFamily, Ipv6Address } from './host.js';
 
 function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): HostError {
   return new HostError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
@@ -142,12 +142,13 @@ export class Win32Host implements Host {
     return row;
   }
 
-  async interfaces(): Promise<HostInterface[]> {
+  /** GetIpAddrTable's adapters; GetUnicastIpAddressTable(AF_INET6) only with `ipv6` (dual-stack start-up, an IPv6 --iface). */
+  async interfaces(opts: InterfacesOptions = {}): Promise<HostInterface[]> {
     const table = this.ipAddrTable();
     if (!table) return [];
     const out: HostInterface[] = [];
     const info = new Map<number, { name: string; row: IpInterfaceRow } | undefined>();
-    const v6 = this.ipv6Addresses();
+    const v6 = opts.ipv6 ? this.ipv6Addresses() : undefined;
     for (const a of decodeIpAddrTable(table)) {
       if (a.address === '0.0.0.0' || a.address.startsWith('127.')) continue;
       if (!info.has(a.interfaceIndex)) {

@@ -13,7 +13,7 @@
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
 import { HostError, RouteError } from '../basics/errors.js';
-import type { Host, HostInterface, IpFamily } from '../host/host.js';
+import type { Host, HostInterface, InterfacesOptions, IpFamily } from '../host/host.js';
 import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS, type Route, type RouteTable } from '../routes/route-table.js';
 import { routeKey, type KeyedState } from './keyed.js';
 import type { SimulatedDataplane } from './model.js';
@@ -156,7 +156,8 @@ export function adapterOrThrow(state: DataplaneState, op: string, interfaceIndex
 export class SimulatedHost implements Host {
   constructor(private readonly dp: SimulatedDataplane) {}
 
-  async interfaces(): Promise<HostInterface[]> {
+  /** The adapters with an IPv4 address; their IPv6 address only when asked for, as the Windows host reads it. */
+  async interfaces(opts: InterfacesOptions = {}): Promise<HostInterface[]> {
     await this.dp.enter('GetAdaptersAddresses', 'host');
     return this.dp
       .listAdapters()
@@ -167,7 +168,7 @@ export class SimulatedHost implements Host {
         ipv4: a.IPAddress,
         prefixLength: a.PrefixLength,
         mtu: a.Mtu,
-        ...(a.IPv6Address !== undefined ? { ipv6Addresses: [{ address: a.IPv6Address, prefixLength: a.IPv6PrefixLength ?? 64 }] } : {}),
+        ...(opts.ipv6 && a.IPv6Address !== undefined ? { ipv6Addresses: [{ address: a.IPv6Address, prefixLength: a.IPv6PrefixLength ?? 64 }] } : {}),
       }));
   }
 

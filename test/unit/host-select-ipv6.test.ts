@@ -2,7 +2,7 @@
 // unicast, never link-local, never a temporary (privacy) address (flannel#2081), never a deprecated one;
 // --iface and --public-ipv6 (or the Node's annotations) pick one the interface holds.
 import { describe, expect, it } from '@jest/globals';
-import { selectExternalInterface, selectIPv6Address } from '../../src/host/select.js';
+import { selectExternalInterface, selectIPv6Address, selectionNeedsIPv6 } from '../../src/host/select.js';
 import type { HostInterface } from '../../src/host/host.js';
 import { HostError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
@@ -52,5 +52,12 @@ describe('selectIPv6Address', () => {
   it('--iface with an IPv6 address picks the interface holding it', () => {
     const other: HostInterface = { name: 'Ethernet 2', index: 5, ipv4: '10.0.0.5', prefixLength: 24, mtu: 1500 };
     expect(selectExternalInterface([other, eth], 5, { iface: ['fd00:10::10'], ifaceRegex: [] }).name).toBe('Ethernet');
+  });
+
+  it('the adapters are read with their IPv6 addresses for dual-stack or an IPv6 --iface only', () => {
+    expect(selectionNeedsIPv6([], false)).toBe(false);
+    expect(selectionNeedsIPv6(['192.168.10.10', 'Ethernet'], false)).toBe(false);
+    expect(selectionNeedsIPv6(['Ethernet', 'fd00:10::10'], false)).toBe(true);
+    expect(selectionNeedsIPv6([], true)).toBe(true);
   });
 });

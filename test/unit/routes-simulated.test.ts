@@ -6,7 +6,7 @@ import { SimulatedRouteTable } from '../../src/simulator/host.js';
 import { SimulatedHost } from '../../src/simulator/host.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
-import { removeRoute } from '../support/sim-dataplane.js';
+import { editState, removeRoute } from '../support/sim-dataplane.js';
 
 const r = (dest: string, idx = 4, nextHop = '10.0.0.3') => ({ destinationPrefix: dest, nextHop, interfaceIndex: idx, metric: 100 });
 
@@ -68,6 +68,14 @@ describe('SimulatedRouteTable', () => {
 });
 
 describe('SimulatedHost', () => {
+  it("lists an adapter's IPv6 address only when asked for, as the Windows host reads it", async () => {
+    const dp = new SimulatedDataplane({ nodeIP: '10.0.0.5' });
+    editState(dp, (s) => s.adapters.forEach((a) => Object.assign(a, { IPv6Address: 'fd00:10::5', IPv6PrefixLength: 64 })));
+    const host = new SimulatedHost(dp);
+    expect(await host.interfaces()).toEqual([{ name: 'Ethernet', index: 4, ipv4: '10.0.0.5', prefixLength: 24, mtu: 1500 }]);
+    expect((await host.interfaces({ ipv6: true }))[0]?.ipv6Addresses).toEqual([{ address: 'fd00:10::5', prefixLength: 64 }]);
+  });
+
   it('follows the vNIC move; forwarding per interface', async () => {
     const dp = new SimulatedDataplane({ nodeIP: '10.0.0.5' });
     const host = new SimulatedHost(dp);

@@ -71,6 +71,7 @@ class FakeNative implements Win32Native {
   tableStatus = 0;
   /** What GetUnicastIpAddressTable answers: the rows, a failing status, or a throw (an iphlpapi.dll without the export). */
   unicast: UnicastAddressSpec[] | number | Error = 50;
+  unicastReads = 0;
   tablesFreed = 0;
   tablesGiven = 0;
   createStatus = 0;
@@ -182,6 +183,7 @@ class FakeNative implements Win32Native {
     return { status: 0, table: { bytes: encodeIpForwardTable2(this.routes) } };
   }
   getUnicastIpAddressTable(family: number): { status: number; table: NativePtr | null } {
+    this.unicastReads++;
     if (this.unicast instanceof Error) throw this.unicast;
     if (typeof this.unicast === 'number') return { status: this.unicast, table: null };
     expect(family).toBe(23);
@@ -507,6 +509,14 @@ describe('Win32Host', () => {
     expect(ipAddrTableLength(23)).toBeGreaterThan(ipAddrTableLength(16));
   });
 
+  it('interfaces: the IPv6 table is read only when asked for (dual-stack start-up, an IPv6 --iface)', async () => {
+    dll.unicast = [{ address: 'fd00::100', interfaceIndex: 4, prefixLength: 64 }];
+    expect((await h.interfaces())[0]).not.toHaveProperty('ipv6Addresses');
+    expect(dll.unicastReads).toBe(0);
+    expect((await h.interfaces({ ipv6: true }))[0]?.ipv6Addresses).toEqual([{ address: 'fd00::100', prefixLength: 64 }]);
+    expect(dll.unicastReads).toBe(1);
+  });
+
   it("interfaces: each adapter's IPv6 addresses from GetUnicastIpAddressTable(AF_INET6), the table freed", async () => {
     dll.unicast = [
       { address: 'fe80::1', interfaceIndex: 4, prefixLength: 64, scopeId: 4 },
@@ -516,7 +526,7 @@ describe('Win32Host', () => {
       { address: '2001:db8:1::4', interfaceIndex: 4, prefixLength: 64, dadState: 2 },
       { address: 'fd00::100', interfaceIndex: 100, prefixLength: 64 },
     ];
-    const ifaces = await h.interfaces();
+    const ifaces = await h.interfaces({ ipv6: true });
     expect(ifaces[0]?.ipv6Addresses).toEqual([
       { address: 'fe80::1', prefixLength: 64 },
       { address: '2001:db8:1::2', prefixLength: 56 },
@@ -528,7 +538,7 @@ describe('Win32Host', () => {
     expect(ifaces[2]?.ipv6Addresses).toEqual([]);
     expect(dll.tablesFreed).toBe(dll.tablesGiven);
     dll.unicast = 1168; // ERROR_NOT_FOUND: the empty table
-    expect((await h.interfaces())[0]?.ipv6Addresses).toEqual([]);
+    expect((await h.interfaces({ ipv6: true }))[0]?.ipv6Addresses).toEqual([]);
   });
 
   it("dual-stack on this host: --public-ipv6 matches the adapter's real address and prefix, not an assumed /64", async () => {
@@ -536,19 +546,19 @@ describe('Win32Host', () => {
       { address: '2001:db8:1::99', interfaceIndex: 4, prefixLength: 56, prefixOrigin: 4, suffixOrigin: 5 },
       { address: '2001:db8:1::2', interfaceIndex: 4, prefixLength: 56 },
     ];
-    const [ext] = await h.interfaces();
+    const [ext] = await h.interfaces({ ipv6: true });
     expect(selectIPv6Address(ext, { publicIPv6s: ['2001:db8:1::2'], assumed: '2001:db8:1::2' })).toEqual({ address: '2001:db8:1::2', prefixLength: 56 });
     expect(selectIPv6Address(ext)).toEqual({ address: '2001:db8:1::2', prefixLength: 56 });
     dll.unicast = 5; // the read failed: the fallback
-    const [fallback] = await h.interfaces();
+    const [fallback] = await h.interfaces({ ipv6: true });
     expect(selectIPv6Address(fallback, { assumed: '2001:db8:1::2' })).toEqual({ address: '2001:db8:1::2', prefixLength: 64 });
   });
 
   it('interfaces: a failed IPv6 read (a status, or no such export) leaves ipv6Addresses out; the IPv4 list stands', async () => {
     dll.unicast = 5;
-    expect((await h.interfaces())[0]).not.toHaveProperty('ipv6Addresses');
+    expect((await h.interfaces({ ipv6: true }))[0]).not.toHaveProperty('ipv6Addresses');
     dll.unicast = new Error('GetUnicastIpAddressTable: symbol not found');
-    const ifaces = await h.interfaces();
+    const ifaces = await h.interfaces({ ipv6: true });
     expect(ifaces[0]).toEqual({ name: 'vEthernet (Ethernet 2)', index: 4, ipv4: '10.0.0.2', prefixLength: 24, mtu: 1450 });
   });
 
