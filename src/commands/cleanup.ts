@@ -258,7 +258,7 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
     if (f === '' || dirname(f) !== dir) continue;
     const text = existsSync(f) ? readIf(f) : undefined;
     if (text !== undefined && !isAgentFile(kind, text)) {
-      report.kept.push(`${f}: not a ${kind} flanneld wrote`);
+      report.kept.push(`${f}: not ${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} flanneld wrote`);
       continue;
     }
     own.add(f);

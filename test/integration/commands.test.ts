@@ -366,7 +366,7 @@ describe('flanneld cleanup', () => {
         ),
       ).toBe(0);
       expect(re.out.stdout).toContain(`kept ${join(edited, subnetFile)}: not a subnet.env flanneld wrote`);
-      expect(re.out.stdout).toContain(`kept ${join(edited, 'flanneld.lock')}: not a agent lock flanneld wrote`);
+      expect(re.out.stdout).toContain(`kept ${join(edited, 'flanneld.lock')}: not an agent lock flanneld wrote`);
     }
     expect(existsSync(join(edited, 'subnet.env'))).toBe(true);
     expect(existsSync(join(edited, 'spaced.env'))).toBe(true);
