@@ -9,10 +9,13 @@
 // - a public IP that is unspecified (0/8), loopback, link-local, multicast, broadcast or reserved (240/4)
 //   (Go net.IP IsUnspecified, IsLoopback, IsLinkLocalUnicast, IsMulticast; the rest are what this
 //   agent's peer validation rejects as not unicast): peers could never reach the node there.
-// Pure: throws FLANNEL_ERR_NODE naming the node.
-import { KubeError } from '../basics/errors.js';
+// Both subnet managers (kube own-node.ts, etcd lease-keeper.ts) refuse a dual-stack lease whose backend
+// attributes carry no public IPv6 address (checkDualStackPublicIPv6).
+// Pure: throws FLANNEL_ERR_NODE naming the node, FLANNEL_ERR_BACKEND for the backend's attributes.
+import { BackendError, KubeError } from '../basics/errors.js';
 import { cidrContains, contains, isApipa, isIp4, isUnicast, parseCidr } from '../basics/ip4.js';
 import { cidrContains6, isGlobalUnicast6, parseCidr6, parseIp6 } from '../basics/ip6.js';
+import type { LeaseAttrs } from './lease.js';
 
 /** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
 export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {
@@ -99,4 +102,16 @@ export function checkOwnIPv6Subnet(node: string, ipv6Network: string, podCIDR: s
 export function unusablePublicIPv6(ip: string): string | undefined {
   if (parseIp6(ip) === undefined) return 'not an IPv6 address';
   return isGlobalUnicast6(ip) ? undefined : 'not a global or unique-local unicast address';
+}
+
+/**
+ * The public IPv6 address of a dual-stack lease's attributes; throws FLANNEL_ERR_BACKEND when the backend
+ * gave none (or no IPv6 address): peers could not route the IPv6 subnet. `context` names the lease (the
+ * kube node, the etcd subnet).
+ */
+export function checkDualStackPublicIPv6(attrs: Pick<LeaseAttrs, 'publicIPv6'>, context: { node: string } | { subnet: string }): string {
+  if (attrs.publicIPv6 === undefined || parseIp6(attrs.publicIPv6) === undefined) {
+    throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish a dual-stack lease without a public IPv6 address: peers could not route the IPv6 subnet', context);
+  }
+  return attrs.publicIPv6;
 }

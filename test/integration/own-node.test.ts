@@ -1,7 +1,8 @@
 // Own-node checks (src/subnet/own-lease.ts) as the kube subnet manager applies them, over real HTTP
 // against FakeKubeApiServer: a podCIDR as large as Network, a /31 or /32, and a node-public-ip or
 // public-ip-overwrite annotation that peers cannot reach all stop the agent with FLANNEL_ERR_NODE
-// naming the node, before anything is patched.
+// naming the node, and a dual-stack lease the backend gives no public IPv6 with FLANNEL_ERR_BACKEND,
+// before anything is patched.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kub
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { LeaseAttrs } from '../../src/subnet/lease.js';
-import { checkOwnPublicIPs, checkOwnSubnet, unusablePublicIP } from '../../src/subnet/own-lease.js';
+import { checkDualStackPublicIPv6, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIP } from '../../src/subnet/own-lease.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const VXLAN: LeaseAttrs = { publicIP: '10.0.0.5', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '00:15:5d:b3:ac:db' } };
@@ -65,6 +66,24 @@ describe('own-lease checks (pure)', () => {
     expect(err?.code).toBe(why === undefined ? undefined : 'FLANNEL_ERR_NODE');
     if (err) expect(err.context).toMatchObject({ node: 'win-1', annotation: `${P}node-public-ip`, publicIP: ip });
   });
+
+  // The guard both subnet managers apply to a dual-stack lease (kube: the node, etcd: the subnet in the context).
+  it.each<[string | undefined, boolean]>([
+    [undefined, false],
+    ['', false],
+    ['10.0.0.5', false],
+    ['fd00:10::5%eth0', false],
+    ['[fd00:10::5]', false],
+    ['fd00:10::5', true],
+    ['FD00:10::5', true],
+    ['::ffff:10.0.0.5', true],
+  ])('dual-stack public IPv6 %p: published %p', (publicIPv6, ok) => {
+    const attrs = { ...HOSTGW, ...(publicIPv6 !== undefined ? { publicIPv6 } : {}) };
+    for (const context of [{ node: 'win-1' }, { subnet: '10.244.7.0/24' }]) {
+      if (ok) expect(checkDualStackPublicIPv6(attrs, context)).toBe(publicIPv6);
+      else expect(codeOf(() => checkDualStackPublicIPv6(attrs, context))).toEqual({ code: 'FLANNEL_ERR_BACKEND', context });
+    }
+  });
 });
 
 describe('KubeSubnetManager refuses an unusable own node', () => {
@@ -84,14 +103,16 @@ describe('KubeSubnetManager refuses an unusable own node', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function acquire(podCIDR: string, annotations: Record<string, string>, attrs: LeaseAttrs): Promise<FlannelError> {
+  async function acquire(podCIDR: string, annotations: Record<string, string>, attrs: LeaseAttrs, ipv6PodCIDR?: string): Promise<FlannelError> {
     const node = bareNode({ name: 'win-1', podCIDR });
     node.metadata.annotations = { ...node.metadata.annotations, ...annotations };
+    if (ipv6PodCIDR !== undefined) node.spec = { ...node.spec, podCIDRs: [podCIDR, ipv6PodCIDR] };
     api.addNode(node);
     const mgr = new KubeSubnetManager({
       kubeConfig: buildKubeConfig({ kubeconfigFile: kubeconfig, kubeApiUrl: '' }),
       nodeName: 'win-1',
       network: '10.244.0.0/16',
+      ...(ipv6PodCIDR !== undefined ? { ipv6Network: 'fd00:10:244::/56' } : {}),
       annotationPrefix: P,
       setNodeNetworkUnavailable: true,
       timings: { nodeWaitTimeoutMs: 2000, apiRetryTimeoutMs: 2000 },
@@ -128,6 +149,13 @@ describe('KubeSubnetManager refuses an unusable own node', () => {
     const err = await acquire('10.244.7.0/24', { [P + name]: ip }, VXLAN);
     expect(err.code).toBe('FLANNEL_ERR_NODE');
     expect(err.context).toMatchObject({ node: 'win-1', annotation: P + name, publicIP: ip });
+    expect(api.requests.filter((r) => r.method === 'PATCH')).toHaveLength(0);
+  });
+
+  it('a dual-stack lease without a public IPv6 from the backend: FLANNEL_ERR_BACKEND naming the node', async () => {
+    const err = await acquire('10.244.7.0/24', {}, HOSTGW, 'fd00:10:244:7::/64');
+    expect(err.code).toBe('FLANNEL_ERR_BACKEND');
+    expect(err.context).toEqual({ node: 'win-1' });
     expect(api.requests.filter((r) => r.method === 'PATCH')).toHaveLength(0);
   });
 });

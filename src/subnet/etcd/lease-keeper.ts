@@ -25,7 +25,7 @@ import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { publishableAttrs } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import { RoundBackoff } from '../round-backoff.js';
-import { parseIp6 } from '../../basics/ip6.js';
+import { checkDualStackPublicIPv6 } from '../own-lease.js';
 import { allocateIPv6Subnet, allocateSubnet, isIPv6SubnetConfigCompat, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import type { EtcdRegistry } from './registry.js';
@@ -240,11 +240,7 @@ export class LeaseKeeper implements OwnLeaseState {
     if (!publishableAttrs(attrs)) {
       throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
     }
-    if (this.o.netConf.enableIPv6 && (attrs.publicIPv6 === undefined || parseIp6(attrs.publicIPv6) === undefined)) {
-      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish a dual-stack lease without a public IPv6 address: peers could not route the IPv6 subnet', {
-        subnet,
-      });
-    }
+    if (this.o.netConf.enableIPv6) checkDualStackPublicIPv6(attrs, { subnet });
     if (attrs.publicIP !== this.o.publicIP) {
       this.o.log.warn('backend publishes a different public IP than the one used to find our lease', { publicIP: attrs.publicIP, expected: this.o.publicIP });
     }

@@ -11,7 +11,7 @@ import { isIp4 } from '../../basics/ip4.js';
 import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import { isVxlanBackendData, publishableAttrs } from '../lease.js';
-import { checkOwnIPv6Subnet, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIPv6 } from '../own-lease.js';
+import { checkDualStackPublicIPv6, checkOwnIPv6Subnet, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIPv6 } from '../own-lease.js';
 import { formatIp6, parseIp6 } from '../../basics/ip6.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
@@ -309,12 +309,7 @@ export class OwnNodePublisher {
     // backend-v6-data `null` (host-gw has none) and public-ipv6 (public-ipv6-overwrite when set).
     let publishedV6: string | undefined;
     if (ipv6Subnet !== undefined) {
-      if (attrs.publicIPv6 === undefined || parseIp6(attrs.publicIPv6) === undefined) {
-        throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish a dual-stack lease without a public IPv6 address: peers could not route the IPv6 subnet', {
-          node: name,
-        });
-      }
-      publishedV6 = this.publishedPublicIPv6(rec, attrs.publicIPv6);
+      publishedV6 = this.publishedPublicIPv6(rec, checkDualStackPublicIPv6(attrs, { node: name }));
       desired[keys.backendV6Data] = 'null';
       desired[keys.publicIPv6] = publishedV6;
       current[keys.backendV6Data] = rec.backendV6Data;
