@@ -30,7 +30,8 @@ import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from '.
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
-import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
+import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, subnetEnvOutdated, writeSubnetEnv } from './subnet/subnet-env.js';
+import type { SubnetEnvValues } from './subnet/subnet-env.js';
 import { VERSION } from './basics/version.js';
 import { writeFileAtomicSync } from './basics/fs.js';
 
@@ -89,10 +90,10 @@ export class Agent {
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
-  private writtenMtu: number | undefined;
+  /** What subnet.env was last written with. */
+  private writtenEnv: SubnetEnvValues | undefined;
   /** The retry of subnet.env after a rebuild, while one runs. */
   private subnetEnvRetry: Promise<void> | undefined;
-  private writtenSubnet: string | undefined;
   /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
   private ownNodeGone: string | undefined;
   /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
@@ -327,9 +328,9 @@ export class Agent {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
-      if (network.mtu !== this.writtenMtu || network.lease.subnet !== this.writtenSubnet) {
+      if (subnetEnvOutdated(this.writtenEnv, this.subnetEnvValues(netConf, network))) {
         // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
-        if (this.ready) this.keepSubnetEnv(netConf, network, signal);
+        if (this.ready) this.keepSubnetEnv(netConf, signal);
         else await this.writeSubnetEnv(netConf, network);
       }
       await this.recordNetwork(netConf, network, dataplane);
@@ -489,15 +490,19 @@ export class Agent {
     subnetManager.nodeEvents?.(network.lease).record(nodeReregisteredEvent(previous.lease.subnet, network.lease.subnet, rebuilt));
   }
 
+  /** What subnet.env says for the network: its subnets and current MTU. */
+  private subnetEnvValues(netConf: NetworkConfig, network: Network): SubnetEnvValues {
+    // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
+    const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
+    return { network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: this.opts.config.ipMasq, ...v6 };
+  }
+
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
-    // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
-    const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
-    const contents = encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: config.ipMasq, ...v6 });
-    await writeSubnetEnv(config.subnetFile, contents, { fs: this.opts.fs, clock: this.clock });
-    this.writtenMtu = network.mtu;
-    this.writtenSubnet = network.lease.subnet;
+    const values = this.subnetEnvValues(netConf, network);
+    await writeSubnetEnv(config.subnetFile, encodeSubnetEnv(values), { fs: this.opts.fs, clock: this.clock });
+    this.writtenEnv = values;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
   }
 
@@ -544,12 +549,15 @@ export class Agent {
   /**
    * subnet.env for the network's current MTU, retried (1 s doubling to 30 s) until written: a rebuild
    * that changed the MTU while the directory was read-only or full must not leave the old MTU there.
-   * One retry loop at a time; each attempt writes what the network holds then.
+   * One retry loop at a time; each attempt writes what the agent's network holds then (a later lease
+   * round may have replaced the network that started the loop, and written subnet.env for its own).
    */
-  private keepSubnetEnv(netConf: NetworkConfig, network: Network, signal: AbortSignal): void {
+  private keepSubnetEnv(netConf: NetworkConfig, signal: AbortSignal): void {
     if (this.subnetEnvRetry) return;
     this.subnetEnvRetry = (async () => {
-      for (let attempt = 0; !signal.aborted && network.mtu !== this.writtenMtu; attempt++) {
+      for (let attempt = 0; ; attempt++) {
+        const network = this.networkValue;
+        if (signal.aborted || network === undefined || !subnetEnvOutdated(this.writtenEnv, this.subnetEnvValues(netConf, network))) return;
         try {
           await this.writeSubnetEnv(netConf, network);
         } catch (err) {

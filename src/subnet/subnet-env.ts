@@ -46,6 +46,14 @@ function ipv4(text: string, what: string): { net: string; first: string } {
   return { net: formatCidr(masked), first: `${nthAddress(masked, 1)}/${n.prefix}` };
 }
 
+/**
+ * Whether subnet.env, last written with `written` (undefined: not written yet), no longer says what
+ * `wanted` says: its MTU or its subnet changed (a rebuilt network, a new lease), so it is written again.
+ */
+export function subnetEnvOutdated(written: SubnetEnvValues | undefined, wanted: SubnetEnvValues): boolean {
+  return written === undefined || written.mtu !== wanted.mtu || written.subnet !== wanted.subnet;
+}
+
 /** The exact bytes of subnet.env (LF endings, no quotes, upstream key order). */
 export function encodeSubnetEnv(v: SubnetEnvValues): string {
   if (!Number.isInteger(v.mtu) || v.mtu <= 0) throw envError(`MTU ${String(v.mtu)} is not a positive integer`, { mtu: v.mtu });

@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeSubnetEnvFs } from '../../src/basics/fs.js';
-import { encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, SUBNET_ENV_RENAME_RETRY, writeSubnetEnv } from '../../src/subnet/subnet-env.js';
+import { encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, SUBNET_ENV_RENAME_RETRY, subnetEnvOutdated, writeSubnetEnv } from '../../src/subnet/subnet-env.js';
+import type { SubnetEnvValues } from '../../src/subnet/subnet-env.js';
 import type { SubnetEnvFs } from '../../src/basics/fs.js';
 import { isFlannelError, SubnetEnvError, type FlannelError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
@@ -50,6 +51,19 @@ describe('encodeSubnetEnv', () => {
     { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: '10.0.0.0/8', ipv6Subnet: 'fd00::/64' },
   ])('rejects %j with FLANNEL_ERR_SUBNET_ENV', (v) => {
     expect(() => encodeSubnetEnv(v)).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_SUBNET_ENV' }));
+  });
+});
+
+describe('subnetEnvOutdated (the agent writes subnet.env again when it is)', () => {
+  const written: SubnetEnvValues = { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true };
+  it.each<[string, SubnetEnvValues | undefined, SubnetEnvValues, boolean]>([
+    ['not written yet', undefined, written, true],
+    ['the same values', written, { ...written }, false],
+    ['a rebuild changed the MTU', written, { ...written, mtu: 1350 }, true],
+    ['a new lease has another subnet', written, { ...written, subnet: '10.244.9.0/24' }, true],
+    ['both changed', written, { ...written, subnet: '10.244.9.0/24', mtu: 1350 }, true],
+  ])('%s', (_what, before, wanted, outdated) => {
+    expect(subnetEnvOutdated(before, wanted)).toBe(outdated);
   });
 });
 
