@@ -46,12 +46,17 @@ function ipv4(text: string, what: string): { net: string; first: string } {
   return { net: formatCidr(masked), first: `${nthAddress(masked, 1)}/${n.prefix}` };
 }
 
+/** Every field of SubnetEnvValues (the type makes a field added there be listed here). */
+const FIELDS: Record<keyof SubnetEnvValues, true> = { network: true, subnet: true, mtu: true, ipMasq: true, ipv6Network: true, ipv6Subnet: true };
+const SUBNET_ENV_FIELDS = Object.keys(FIELDS) as (keyof SubnetEnvValues)[];
+
 /**
  * Whether subnet.env, last written with `written` (undefined: not written yet), no longer says what
- * `wanted` says: its MTU or its subnet changed (a rebuilt network, a new lease), so it is written again.
+ * `wanted` says, so it is written again: its MTU changed (a rebuilt network) or a subnet did (a new
+ * lease, also one with only another IPv6 subnet). The other values are fixed for the agent's run.
  */
 export function subnetEnvOutdated(written: SubnetEnvValues | undefined, wanted: SubnetEnvValues): boolean {
-  return written === undefined || written.mtu !== wanted.mtu || written.subnet !== wanted.subnet;
+  return written === undefined || SUBNET_ENV_FIELDS.some((k) => written[k] !== wanted[k]);
 }
 
 /** The exact bytes of subnet.env (LF endings, no quotes, upstream key order). */

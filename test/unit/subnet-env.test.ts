@@ -56,12 +56,16 @@ describe('encodeSubnetEnv', () => {
 
 describe('subnetEnvOutdated (the agent writes subnet.env again when it is)', () => {
   const written: SubnetEnvValues = { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true };
+  const dual: SubnetEnvValues = { ...written, ipv6Network: 'fd00:10:244::/56', ipv6Subnet: 'fd00:10:244:3::/64' };
   it.each<[string, SubnetEnvValues | undefined, SubnetEnvValues, boolean]>([
     ['not written yet', undefined, written, true],
     ['the same values', written, { ...written }, false],
     ['a rebuild changed the MTU', written, { ...written, mtu: 1350 }, true],
     ['a new lease has another subnet', written, { ...written, subnet: '10.244.9.0/24' }, true],
     ['both changed', written, { ...written, subnet: '10.244.9.0/24', mtu: 1350 }, true],
+    ['dual-stack, the same values', dual, { ...dual }, false],
+    ['dual-stack, a new lease has only another IPv6 subnet', dual, { ...dual, ipv6Subnet: 'fd00:10:244:9::/64' }, true],
+    ['dual-stack, a new lease has another IPv4 subnet', dual, { ...dual, subnet: '10.244.9.0/24' }, true],
   ])('%s', (_what, before, wanted, outdated) => {
     expect(subnetEnvOutdated(before, wanted)).toBe(outdated);
   });
