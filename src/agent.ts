@@ -12,7 +12,6 @@ import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError } from './basics/errors.js';
 import { Metrics } from './basics/metrics.js';
-import { noNodeEvents } from './node-events.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
 import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
@@ -25,7 +24,7 @@ import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
-import type { OwnLeaseChange, SubnetManager } from './subnet/lease.js';
+import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
 import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
@@ -334,7 +333,7 @@ export class Agent {
         else await this.writeSubnetEnv(netConf, network);
       }
       await this.recordNetwork(netConf, network, dataplane);
-      await this.rerenderOwnConflist(netConf, network, ('nodeEvents' in subnetManager ? subnetManager.nodeEvents?.(network.lease) : undefined) ?? noNodeEvents);
+      await this.rerenderOwnConflist(netConf, network, ownNodeEvents(subnetManager, network.lease));
     };
     const deps: BackendDeps = {
       netConf,
@@ -406,7 +405,7 @@ export class Agent {
                 clock: this.clock,
                 intervalMs: this.opts.netConfRecheckMs,
                 log: componentLogger(root, 'net-conf'),
-                events: ('nodeEvents' in subnetManager ? subnetManager.nodeEvents?.(network.lease) : undefined) ?? noNodeEvents,
+                events: ownNodeEvents(subnetManager, network.lease),
                 signal,
               }).catch((err: unknown) => this.log.warn('net-conf.json re-check stopped', { error: errorMessage(err) }));
             }
@@ -444,7 +443,7 @@ export class Agent {
       // The agent's own conflist written again with net-conf's name after the start (an installer re-run).
       const network = this.networkValue;
       if (network && problems.some((p) => p.check === 'cni-network-name')) {
-        await this.rerenderOwnConflist(netConf, network, subnetManager.nodeEvents?.(network.lease) ?? noNodeEvents);
+        await this.rerenderOwnConflist(netConf, network, ownNodeEvents(subnetManager, network.lease));
         problems = this.cniProblems();
       }
       const key = problems.map((p) => `${p.check}\n${p.detail}`).join('\n');
@@ -487,7 +486,7 @@ export class Agent {
   private leasedAgain(subnetManager: SubnetManager, previous: Network, network: Network): void {
     const rebuilt = previous.lease.subnet !== network.lease.subnet;
     this.log.info('leased again from the re-registered own Node', { node: network.lease.key, previousSubnet: previous.lease.subnet, subnet: network.lease.subnet, rebuilt });
-    subnetManager.nodeEvents?.(network.lease).record(nodeReregisteredEvent(previous.lease.subnet, network.lease.subnet, rebuilt));
+    ownNodeEvents(subnetManager, network.lease).record(nodeReregisteredEvent(previous.lease.subnet, network.lease.subnet, rebuilt));
   }
 
   /** What subnet.env says for the network: its subnets and current MTU. */

@@ -20,12 +20,12 @@ import type { NetworkStatus } from '../network-status.js';
 import { pause } from '../basics/clock.js';
 import { errorMessage } from '../basics/errors.js';
 import { METRIC } from '../basics/metrics.js';
-import { hnsStateRepairedEvent, networkRebuiltEvent, noNodeEvents, type NodeEvents } from '../node-events.js';
+import { hnsStateRepairedEvent, networkRebuiltEvent, type NodeEvents } from '../node-events.js';
 import { PeerProblems } from '../peers/problems.js';
 import { PeerStore } from '../peers/store.js';
 import { Reconciler } from '../reconcile/reconciler.js';
 import type { LeaseDriver } from '../reconcile/writes.js';
-import type { Lease } from '../subnet/lease.js';
+import { ownNodeEvents, type Lease } from '../subnet/lease.js';
 
 /** What writing peers to one incarnation of the HNS network takes. */
 export interface NetworkBinding<A, D> {
@@ -74,7 +74,7 @@ export class RouteNetwork<A, D> implements Network {
     this.binding = opts.binding;
     this.deps = deps;
     this.log = deps.log;
-    this.events = deps.subnetManager.nodeEvents?.(lease) ?? noNodeEvents;
+    this.events = ownNodeEvents(deps.subnetManager, lease);
     // One problems ledger for the network's peers: the store's rejected leases and the loop's refused items.
     const problems = new PeerProblems({
       driver: opts.binding.driver.name,

@@ -1,6 +1,6 @@
 // Lease records and the SubnetManager seam. Mirrors flannel pkg/lease/types.go and pkg/subnet/subnet.go
 // (Manager), reduced to what a Windows node needs: IPv4 leases with an optional IPv6 half (dual-stack), kube or etcd behind one interface.
-import type { NodeEvents } from '../node-events.js';
+import { noNodeEvents, type NodeEvents } from '../node-events.js';
 
 /** vxlan BackendData as flannel publishes it: `{"VNI":4096,"VtepMAC":"00:15:5d:b3:ac:db"}`. */
 export interface VxlanBackendData {
@@ -121,4 +121,9 @@ export function isVxlanBackendData(d: unknown): d is VxlanBackendData {
 /** Attributes a vxlan node may publish: never an empty VtepMAC (peers could not decode it). */
 export function publishableAttrs(attrs: LeaseAttrs): boolean {
   return attrs.backendType !== 'vxlan' || (isVxlanBackendData(attrs.backendData) && attrs.backendData.VtepMAC !== '');
+}
+
+/** Where Events about the own node go: the subnet manager's recorder (kube), else nowhere (etcd). */
+export function ownNodeEvents(manager: SubnetManager, lease: Lease): NodeEvents {
+  return manager.nodeEvents?.(lease) ?? noNodeEvents;
 }
