@@ -28,6 +28,12 @@ function envError(message: string, context: Record<string, string | number | und
   return new SubnetEnvError('FLANNEL_ERR_SUBNET_ENV', message, context, cause === undefined ? undefined : { cause });
 }
 
+// Not basics/ip6's parseCidr6: subnet.env is byte-exact, and the two differ on text the agent never
+// writes (its IPv6 CIDRs come from net-conf, Node podCIDRs and etcd keys through basics/ip6, hex only):
+// this one takes a zone ID (`fe80::1%eth0/64`, dropped) and refuses most dotted IPv4 tails, writing the
+// network of the others as the tail's value alone, unmasked (ip-cidr: `::1.2.3.4/120` is refused,
+// `::ffff:255.255.255.255/0` written `::ffff:ffff/0`), where basics/ip6 refuses zones and reads a tail as
+// the address's last 32 bits. On every hex spelling they agree (test/property/subnet-env.property.test.ts).
 function parseCidr6(text: string, what: string): { start: bigint; prefix: number } {
   const slash = text.indexOf('/');
   const addr = slash < 0 ? '' : text.slice(0, slash);

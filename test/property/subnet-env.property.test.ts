@@ -2,9 +2,18 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { FlannelError } from '../../src/basics/errors.js';
-import { checkSubnetEnvSyntax, encodeSubnetEnv, parseSubnetEnv, previousSubnetFromEnv, readSubnetEnv, type SubnetEnvValues } from '../../src/subnet/subnet-env.js';
+import {
+  checkSubnetEnvSyntax,
+  encodeSubnetEnv,
+  parseSubnetEnv,
+  previousIPv6SubnetFromEnv,
+  previousSubnetFromEnv,
+  readSubnetEnv,
+  type SubnetEnvValues,
+} from '../../src/subnet/subnet-env.js';
 import type { SubnetEnvFs } from '../../src/basics/fs.js';
 import { formatIp4, isNetworkCidr } from '../../src/basics/ip4.js';
+import { formatCidr6, network6, nthAddress6, parseCidr6 } from '../../src/basics/ip6.js';
 
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
 const mask = (ip: number, p: number) => (p === 0 ? 0 : (ip & ((0xffffffff << (32 - p)) >>> 0)) >>> 0);
@@ -80,6 +89,42 @@ describe('encodeSubnetEnv -> parseSubnetEnv', () => {
         checkSubnetEnvSyntax(text);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  // subnet-env.ts keeps its own IPv6 CIDR parser: it differs from basics/ip6 only on zone IDs and dotted
+  // IPv4 tails, which nothing the agent writes has. Every hex spelling is written as basics/ip6 reads it,
+  // and previousIPv6SubnetFromEnv (basics/ip6) reads FLANNEL_IPV6_SUBNET back as the subnet written.
+  it('IPv6 CIDRs in any hex spelling are written and read back as basics/ip6 parses them', () => {
+    const groups = (v: bigint) => Array.from({ length: 8 }, (_, i) => Number((v >> BigInt((7 - i) * 16)) & 0xffffn));
+    const spellings = [
+      (v: bigint) => ip6Text(v),
+      (v: bigint) => ip6Text(v).toUpperCase(),
+      (v: bigint) =>
+        groups(v)
+          .map((g) => g.toString(16))
+          .join(':'),
+      (v: bigint) =>
+        groups(v)
+          .map((g) => g.toString(16).padStart(4, '0'))
+          .join(':'),
+    ];
+    const cidr6 = (maxPrefix: number) =>
+      fc.tuple(u128, fc.integer({ min: 0, max: maxPrefix }), fc.integer({ min: 0, max: spellings.length - 1 }), fc.boolean()).map(([v, p, k, small]) => {
+        const ip = small ? v >> 96n : v; // leading zero groups, `::` first
+        return `${spellings[k](ip)}/${p}`;
+      });
+    fc.assert(
+      fc.property(cidr6(128), cidr6(127), (net6, sub6) => {
+        const text = encodeSubnetEnv({ network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: net6, ipv6Subnet: sub6 });
+        const env = parseSubnetEnv(text);
+        const n = network6(parseCidr6(net6)!);
+        const s = network6(parseCidr6(sub6)!);
+        expect(env.FLANNEL_IPV6_NETWORK).toBe(formatCidr6(n));
+        expect(env.FLANNEL_IPV6_SUBNET).toBe(`${nthAddress6(s, 1)}/${s.prefix}`);
+        expect(previousIPv6SubnetFromEnv(text)).toBe(formatCidr6(s));
+      }),
+      { numRuns: 2000 },
     );
   });
 
