@@ -118,11 +118,6 @@ export function isVxlanBackendData(d: unknown): d is VxlanBackendData {
   return d !== null && typeof d === 'object' && typeof (d as VxlanBackendData).VNI === 'number' && typeof (d as VxlanBackendData).VtepMAC === 'string';
 }
 
-/** Attributes a vxlan node may publish: never an empty VtepMAC (peers could not decode it). */
-export function publishableAttrs(attrs: LeaseAttrs): boolean {
-  return attrs.backendType !== 'vxlan' || (isVxlanBackendData(attrs.backendData) && attrs.backendData.VtepMAC !== '');
-}
-
 /** Where Events about the own node go: the subnet manager's recorder (kube), else nowhere (etcd). */
 export function ownNodeEvents(manager: SubnetManager, lease: Lease): NodeEvents {
   return manager.nodeEvents?.(lease) ?? noNodeEvents;

@@ -9,13 +9,14 @@
 // - a public IP that is unspecified (0/8), loopback, link-local, multicast, broadcast or reserved (240/4)
 //   (Go net.IP IsUnspecified, IsLoopback, IsLinkLocalUnicast, IsMulticast; the rest are what this
 //   agent's peer validation rejects as not unicast): peers could never reach the node there.
-// Both subnet managers (kube own-node.ts, etcd lease-keeper.ts) refuse a dual-stack lease whose backend
-// attributes carry no public IPv6 address (checkDualStackPublicIPv6).
+// Both subnet managers (kube own-node.ts, etcd lease-keeper.ts) refuse to publish vxlan attributes without
+// a VtepMAC (checkPublishableAttrs) and a dual-stack lease whose backend attributes carry no public IPv6
+// address (checkDualStackPublicIPv6).
 // Pure: throws FLANNEL_ERR_NODE naming the node, FLANNEL_ERR_BACKEND for the backend's attributes.
 import { BackendError, KubeError } from '../basics/errors.js';
 import { cidrContains, contains, isApipa, isIp4, isUnicast, parseCidr } from '../basics/ip4.js';
 import { cidrContains6, isGlobalUnicast6, parseCidr6, parseIp6 } from '../basics/ip6.js';
-import type { LeaseAttrs } from './lease.js';
+import { isVxlanBackendData, type LeaseAttrs } from './lease.js';
 
 /** The podCIDR must lie inside Network, be smaller than it, and leave room for a gateway and pods. */
 export function checkOwnSubnet(node: string, network: string, podCIDR: string): void {
@@ -114,4 +115,14 @@ export function checkDualStackPublicIPv6(attrs: Pick<LeaseAttrs, 'publicIPv6'>, 
     throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish a dual-stack lease without a public IPv6 address: peers could not route the IPv6 subnet', context);
   }
   return attrs.publicIPv6;
+}
+
+/**
+ * Throws FLANNEL_ERR_BACKEND for attributes a vxlan node must not publish: backend-data without a VtepMAC
+ * (peers could not decode it). `context` names the lease (the kube node, the etcd subnet or key).
+ */
+export function checkPublishableAttrs(attrs: LeaseAttrs, context: Record<string, string>): void {
+  if (attrs.backendType === 'vxlan' && !(isVxlanBackendData(attrs.backendData) && attrs.backendData.VtepMAC !== '')) {
+    throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', context);
+  }
 }

@@ -19,13 +19,12 @@
 import { retryWithBackoff } from '../../basics/clock.js';
 import type { Clock, Random } from '../../basics/clock.js';
 import { EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError, EtcdRoleNotGrantedError, EtcdUserNotFoundError } from 'etcd3';
-import { BackendError, errorMessage, EtcdError, FlannelError } from '../../basics/errors.js';
+import { errorMessage, EtcdError, FlannelError } from '../../basics/errors.js';
 import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
-import { publishableAttrs } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import { RoundBackoff } from '../round-backoff.js';
-import { checkDualStackPublicIPv6 } from '../own-lease.js';
+import { checkDualStackPublicIPv6, checkPublishableAttrs } from '../own-lease.js';
 import { allocateIPv6Subnet, allocateSubnet, isIPv6SubnetConfigCompat, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import type { EtcdRegistry } from './registry.js';
@@ -183,9 +182,7 @@ export class LeaseKeeper implements OwnLeaseState {
   async republish(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
     const own = this.own;
     if (!own) return;
-    if (!publishableAttrs(attrs)) {
-      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { key: own.name });
-    }
+    checkPublishableAttrs(attrs, { key: own.name });
     const value = encodeLeaseAttrs(attrs);
     if (value === own.value) return;
     own.value = value; // before the write: the watch then sees our own value, not a foreign one
@@ -237,9 +234,7 @@ export class LeaseKeeper implements OwnLeaseState {
   private async attrsToPublish(subnet: string, attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<LeaseAttrs> {
     const attrs = await attrsFor(subnet);
     if (signal.aborted) throw signal.reason;
-    if (!publishableAttrs(attrs)) {
-      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { subnet });
-    }
+    checkPublishableAttrs(attrs, { subnet });
     if (this.o.netConf.enableIPv6) checkDualStackPublicIPv6(attrs, { subnet });
     if (attrs.publicIP !== this.o.publicIP) {
       this.o.log.warn('backend publishes a different public IP than the one used to find our lease', { publicIP: attrs.publicIP, expected: this.o.publicIP });

@@ -6,12 +6,12 @@
 // retried (api-error.ts), and only the annotation keys that changed are patched.
 import { backoffDelay } from '../../basics/clock.js';
 import type { Clock } from '../../basics/clock.js';
-import { BackendError, KubeError } from '../../basics/errors.js';
+import { KubeError } from '../../basics/errors.js';
 import { isIp4 } from '../../basics/ip4.js';
 import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
-import { isVxlanBackendData, publishableAttrs } from '../lease.js';
-import { checkDualStackPublicIPv6, checkOwnIPv6Subnet, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIPv6 } from '../own-lease.js';
+import { isVxlanBackendData } from '../lease.js';
+import { checkDualStackPublicIPv6, checkOwnIPv6Subnet, checkPublishableAttrs, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIPv6 } from '../own-lease.js';
 import { formatIp6, parseIp6 } from '../../basics/ip6.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
@@ -288,9 +288,7 @@ export class OwnNodePublisher {
     log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) });
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;
-    if (!publishableAttrs(attrs)) {
-      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', { node: name });
-    }
+    checkPublishableAttrs(attrs, { node: name });
     const published = this.publishedPublicIP(rec, attrs.publicIP);
 
     const desired: Record<string, string> = {
@@ -337,9 +335,7 @@ export class OwnNodePublisher {
 
   /** The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR MAC). */
   async republishBackendData(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
-    if (!publishableAttrs(attrs)) {
-      throw new BackendError('FLANNEL_ERR_BACKEND', 'refusing to publish vxlan backend-data without a VtepMAC: peers could not decode it', {});
-    }
+    checkPublishableAttrs(attrs, {});
     const name = await this.resolveNodeName(signal);
     const changed = { [this.o.keys.backendData]: encodeAttrsData(attrs.backendData) };
     await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal, false);
