@@ -34,6 +34,8 @@ export interface NetworkBinding<A, D> {
   mtu: number;
   /** The objects this incarnation made that HNS no longer holds under the IDs they got (checked every resync). */
   lost?: () => Promise<HnsObjectKind[]>;
+  /** The HNS network's ID: a rebuild that returns another one recreated the network (drift `network`). */
+  networkId?: string;
 }
 
 /** An object of the agent that HNS can lose (flannel_drift_repairs_total's `kind`, with `route` and `policy`). */
@@ -196,6 +198,7 @@ export class RouteNetwork<A, D> implements Network {
   }
 
   private async rebuilt(rebuild: (signal: AbortSignal) => Promise<NetworkBinding<A, D>>, signal: AbortSignal): Promise<void> {
+    const previous = this.binding;
     const binding = await rebuild(signal);
     this.binding = binding;
     this.store.rebind(binding.driver);
@@ -204,7 +207,9 @@ export class RouteNetwork<A, D> implements Network {
     const repair = this.pendingRepair;
     if (repair?.restarted) this.restartServiceAfterHnsRestart(signal);
     this.pendingRepair = undefined;
-    const lost = repair ? repair.lost : (['network'] as HnsObjectKind[]);
+    // A new network ID: the network was recreated, whether or not the check that asked for the rebuild read it.
+    const recreated = previous.networkId !== undefined && binding.networkId !== undefined && binding.networkId !== previous.networkId;
+    const lost: HnsObjectKind[] = !repair ? ['network'] : recreated && !repair.lost.includes('network') ? ['network', ...repair.lost] : repair.lost;
     for (const kind of lost) this.deps.metrics.inc(METRIC.driftRepairs, { kind });
     this.log.info('HNS network rebuilt; reprogramming every peer', { network: this.networkName, peers: this.store.size, mtu: binding.mtu, repaired: lost.join(',') });
     const event =

@@ -191,6 +191,7 @@ export class HostGwBackend implements Backend {
     const endpointId = endpoint.id;
     const vnic = new ManagementVNic(deps.host, mgmt, deps.log, dual);
     return {
+      networkId,
       // HNS restarted (it drops every endpoint, microsoft/Windows-Containers#278) or someone removed them.
       lost: async () => {
         const lost: HnsObjectKind[] = [];

@@ -109,9 +109,9 @@ export class VxlanBackend implements Backend {
     // The Overlay network is non-persistent: an HNS restart removes it (src/simulator/objects.ts restartHns).
     const lost = async (): Promise<HnsObjectKind[]> => ((await deps.hns.getNetwork(net.ID!)) ? [] : ['network']);
     if (cfg.legacyRemoteEndpoints) {
-      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu, lost };
+      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu, lost, networkId: net.ID! };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu, lost };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu, lost, networkId: net.ID! };
   }
 
   /**
