@@ -14,6 +14,9 @@
 // source VIP endpoint), and the host says whether the HNS service runs in a new process (AKS restarts
 // kube-proxy on that signal: Azure/AgentBaker#2085). Either finding re-applies everything without an
 // agent restart, records an Event and counts flannel_hns_restarts_total / flannel_drift_repairs_total.
+// The network is read once per resync: when the binding's check only reads the network (vxlan) and the
+// reconciler's full pass read it since the last check, the check trusts that read, and a rebuild that
+// returns a network with a new ID counts it as lost whoever asked for the rebuild.
 import type { BackendDeps, Network } from './backend.js';
 import { componentLogger, type Logger } from '../basics/log.js';
 import type { NetworkStatus } from '../network-status.js';
@@ -34,6 +37,12 @@ export interface NetworkBinding<A, D> {
   mtu: number;
   /** The objects this incarnation made that HNS no longer holds under the IDs they got (checked every resync). */
   lost?: () => Promise<HnsObjectKind[]>;
+  /**
+   * `lost` only checks that the network is there, as every successful full read of `driver` does (it fails
+   * `gone` when the network is missing or renamed): the resync check skips it when a full pass read the
+   * network since the previous check, so each resync reads the network once (vxlan).
+   */
+  lostIsNetworkRead?: boolean;
   /** The HNS network's ID: a rebuild that returns another one recreated the network (drift `network`). */
   networkId?: string;
 }
@@ -164,12 +173,18 @@ export class RouteNetwork<A, D> implements Network {
     const { host, clock } = this.deps;
     const instanceOf = async () => (host.hnsInstance ? await host.hnsInstance().catch(() => undefined) : undefined);
     let instance = await instanceOf();
+    let checkedAt = clock.now();
     while (await pause(clock, this.deps.resyncMs ?? 10_000, signal)) {
+      const previousCheck = checkedAt;
+      checkedAt = clock.now();
       const now = await instanceOf();
       const restarted = instance !== undefined && now !== undefined && now !== instance;
+      const binding = this.binding;
+      // The pass's read found the network since the last check: reading it again here would double the resync's reads.
+      const networkRead = binding.lostIsNetworkRead === true && this.reconciler.fullReadSince(previousCheck);
       let lost: HnsObjectKind[];
       try {
-        lost = [...((await this.binding.lost?.()) ?? []), ...((await this.deps.lostHostObjects?.(this)) ?? [])];
+        lost = [...((networkRead ? undefined : await binding.lost?.()) ?? []), ...((await this.deps.lostHostObjects?.(this)) ?? [])];
       } catch (err) {
         this.log.debug('checking the HNS objects failed; the next pass or check retries', { error: errorMessage(err) });
         continue;

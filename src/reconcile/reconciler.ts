@@ -190,6 +190,8 @@ export class Reconciler<A, D> {
   /** A full pass has run since the list completed (the first one after it reads and diffs everything). */
   private fullSinceListed = false;
   private lastFullAt: number | undefined;
+  /** When a full pass last read the current driver's dataplane successfully (a rebind forgets it). */
+  private readAt: number | undefined;
   private running: Promise<PassResult> | undefined;
   private readonly alarm = new Alarm();
   /** Opens once the first pass after the complete list was tried on an existing network. */
@@ -224,6 +226,7 @@ export class Reconciler<A, D> {
   rebind(driver: ReconcileDriver<A, D>): void {
     this.driver = driver;
     this.cache = undefined;
+    this.readAt = undefined;
     this.fullPending = true;
     this.touch();
   }
@@ -273,6 +276,11 @@ export class Reconciler<A, D> {
     return this.inSync;
   }
 
+  /** A full pass read the current driver's dataplane successfully at `at` or later (its network was there then). */
+  fullReadSince(at: number): boolean {
+    return this.readAt !== undefined && this.readAt >= at;
+  }
+
   /** Resolves after the first pass after the complete list was tried against an existing network, whatever its result. */
   waitForFirstPass(signal?: AbortSignal): Promise<void> {
     return this.firstPassLatch.wait(signal);
@@ -312,6 +320,7 @@ export class Reconciler<A, D> {
         const before = this.cache;
         const actual = await driver.readActual();
         this.lastFullAt = this.clock.now();
+        if (driver === this.driver) this.readAt = this.lastFullAt;
         this.cache = driver.toActual ? new ActualCache(actual, (a) => driver.actualKey(a)) : undefined;
         plan = planReconcile(actual, this.desired.desiredItems(), driver);
         if (before) this.countDrift(driver, before, plan);

@@ -108,10 +108,12 @@ export class VxlanBackend implements Backend {
     const mtu = ifaceMtu - ENCAP_OVERHEAD;
     // The Overlay network is non-persistent: an HNS restart removes it (src/simulator/objects.ts restartHns).
     const lost = async (): Promise<HnsObjectKind[]> => ((await deps.hns.getNetwork(net.ID!)) ? [] : ['network']);
+    // Both drivers' reads fail `gone` without the network: a resync whose pass read it needs no `lost` read.
+    const checks = { lost, lostIsNetworkRead: true, networkId: net.ID! };
     if (cfg.legacyRemoteEndpoints) {
-      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu, lost, networkId: net.ID! };
+      return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu, ...checks };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu, lost, networkId: net.ID! };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu, ...checks };
   }
 
   /**
