@@ -180,11 +180,16 @@ export class RouteNetwork<A, D> implements Network {
       const now = await instanceOf();
       const restarted = instance !== undefined && now !== undefined && now !== instance;
       const binding = this.binding;
-      // The pass's read found the network since the last check: reading it again here would double the resync's reads.
+      // The pass's read found the network since the last check: reading it again here would double the
+      // resync's reads. Unless the HNS service restarted or another object is gone: then the network is read
+      // now, since it may have gone since that read, taking its endpoints with it (status and /readyz
+      // say the network is missing while it is rebuilt).
       const networkRead = binding.lostIsNetworkRead === true && this.reconciler.fullReadSince(previousCheck);
       let lost: HnsObjectKind[];
       try {
-        lost = [...((networkRead ? undefined : await binding.lost?.()) ?? []), ...((await this.deps.lostHostObjects?.(this)) ?? [])];
+        const others = (await this.deps.lostHostObjects?.(this)) ?? [];
+        const skip = networkRead && !restarted && others.length === 0;
+        lost = [...((skip ? undefined : await binding.lost?.()) ?? []), ...others];
       } catch (err) {
         this.log.debug('checking the HNS objects failed; the next pass or check retries', { error: errorMessage(err) });
         continue;
