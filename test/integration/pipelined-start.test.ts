@@ -12,18 +12,13 @@ import { simulatedSeams } from '../../src/simulator/node.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { Metrics } from '../../src/basics/metrics.js';
 import type { Lease, LeaseAttrsSource, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
+import { vxlanPeer } from '../support/lease-updates.js';
 import { LOG, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { metricValue, PASSES_ENDED, waitForIncrease } from '../support/agent-signals.js';
 import { addPolicy } from '../support/sim-dataplane.js';
 
 const OWN = '10.244.100.0/24';
-const peer = (n: number): Lease => ({
-  key: `linux-${n}`,
-  subnet: `10.244.${n}.0/24`,
-  publicIP: `10.0.1.${n}`,
-  backendType: 'vxlan',
-  backendData: { VNI: 4096, VtepMAC: `0e:2a:0a:00:01:0${n}` },
-});
+const peer = vxlanPeer;
 
 /** A subnet manager the test drives: it emits what the test says, when it says. */
 class ScriptedSubnetManager implements SubnetManager {

@@ -62,3 +62,12 @@ export class LeaseSet {
     return events;
   }
 }
+
+/** Peer `n`'s vxlan lease: linux-n on 10.244.n.0/24, public IP 10.0.1.n, VtepMAC 0e:2a:0a:00:01:<n in hex>. */
+export const vxlanPeer = (n: number): Lease => ({
+  key: `linux-${n}`,
+  subnet: `10.244.${n}.0/24`,
+  publicIP: `10.0.1.${n}`,
+  backendType: 'vxlan',
+  backendData: { VNI: 4096, VtepMAC: `0e:2a:0a:00:01:${n.toString(16).padStart(2, '0')}` },
+});

@@ -9,20 +9,14 @@ import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { HRESULT, isHnsNetworkNotFound, isHnsRefusal, isNetworkGone, hnsError } from '../../src/hns/errors.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
-import type { Lease } from '../../src/subnet/lease.js';
+import { vxlanPeer } from '../support/lease-updates.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { editState, removeNetwork, removePolicy } from '../support/sim-dataplane.js';
 import { Metrics } from '../../src/basics/metrics.js';
 import { logSink } from '../support/log-sink.js';
 import { ItemSet } from '../support/desired-set.js';
 
-const peer = (n: number): Lease => ({
-  key: `linux-${n}`,
-  subnet: `10.244.${n}.0/24`,
-  publicIP: `10.0.1.${n}`,
-  backendType: 'vxlan',
-  backendData: { VNI: 4096, VtepMAC: `0e:2a:0a:00:01:${n.toString(16).padStart(2, '0')}` },
-});
+const peer = vxlanPeer;
 /** Peer n's route policy, a peer of its own named by its key (the prefix). */
 const alone = (n: number) => [peer(n).subnet, [remoteSubnetRouteFor(peer(n))]] as const;
 

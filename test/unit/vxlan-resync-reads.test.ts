@@ -16,19 +16,13 @@ import type { NodeEvent, NodeEvents } from '../../src/node-events.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { readMetric } from '../support/agent-signals.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
-import { storeUpdates, type OldLeaseUpdate } from '../support/lease-updates.js';
+import { storeUpdates, vxlanPeer, type OldLeaseUpdate } from '../support/lease-updates.js';
 
 const RESYNC_MS = 10_000;
 const OWN_SUBNET = '10.244.100.0/24';
 const NODE_IP = '10.0.0.2';
 
-const peer = (n: number): Lease => ({
-  key: `linux-${n}`,
-  subnet: `10.244.${n}.0/24`,
-  publicIP: `10.0.1.${n}`,
-  backendType: 'vxlan',
-  backendData: { VNI: 4096, VtepMAC: `0e:2a:0a:00:01:${n.toString(16).padStart(2, '0')}` },
-});
+const peer = vxlanPeer;
 
 class Manager implements SubnetManager {
   readonly name = 'fake';
