@@ -15,8 +15,9 @@
 // kube-proxy on that signal: Azure/AgentBaker#2085). Either finding re-applies everything without an
 // agent restart, records an Event and counts flannel_hns_restarts_total / flannel_drift_repairs_total.
 // The network is read once per resync: when the binding's check only reads the network (vxlan) and the
-// reconciler's full pass read it since the last check, the check trusts that read, and a rebuild that
-// returns a network with a new ID counts it as lost whoever asked for the rebuild.
+// reconciler's full pass read it since the last check, the check trusts that read unless the HNS service
+// restarted or another object is gone; and a rebuild that returns a network with a new ID counts it as
+// lost whoever asked for the rebuild.
 import type { BackendDeps, Network } from './backend.js';
 import { componentLogger, type Logger } from '../basics/log.js';
 import type { NetworkStatus } from '../network-status.js';
