@@ -28,17 +28,16 @@ function envError(message: string, context: Record<string, string | number | und
   return new SubnetEnvError('FLANNEL_ERR_SUBNET_ENV', message, context, cause === undefined ? undefined : { cause });
 }
 
-// Not basics/ip6's parseCidr6: subnet.env is byte-exact, and the two differ on text the agent never
-// writes (its IPv6 CIDRs come from net-conf, Node podCIDRs and etcd keys through basics/ip6, hex only):
-// this one takes a zone ID (`fe80::1%eth0/64`, dropped) and refuses most dotted IPv4 tails, writing the
-// network of the others as the tail's value alone, unmasked (ip-cidr: `::1.2.3.4/120` is refused,
-// `::ffff:255.255.255.255/0` written `::ffff:ffff/0`), where basics/ip6 refuses zones and reads a tail as
-// the address's last 32 bits. On every hex spelling they agree (test/property/subnet-env.property.test.ts).
+// Not basics/ip6's parseCidr6: subnet.env is byte-exact, and on every hex spelling the two agree
+// (test/property/subnet-env.property.test.ts). Hex is all flannel writes and all the agent has (its IPv6
+// CIDRs come from net-conf, Node podCIDRs and etcd keys through basics/ip6). A zone ID (`fe80::1%eth0/64`:
+// Go's net.ParseCIDR refuses it) and a dotted IPv4 tail (`::ffff:10.0.0.0/120`: ip-cidr would write some
+// of them unmasked) are refused here.
 function parseCidr6(text: string, what: string): { start: bigint; prefix: number } {
   const slash = text.indexOf('/');
   const addr = slash < 0 ? '' : text.slice(0, slash);
   const p = slash < 0 ? '' : text.slice(slash + 1);
-  if (!isIPv6(addr) || !/^(0|[1-9]\d{0,2})$/.test(p) || Number(p) > 128 || !IPCIDR.isValidCIDR(text)) {
+  if (!isIPv6(addr) || /[%.]/.test(addr) || !/^(0|[1-9]\d{0,2})$/.test(p) || Number(p) > 128 || !IPCIDR.isValidCIDR(text)) {
     throw envError(`${what} ${JSON.stringify(text)} is not an IPv6 CIDR`, { [what]: text });
   }
   return { start: new IPCIDR(text).start<bigint>({ type: 'bigInteger' }), prefix: Number(p) };

@@ -92,9 +92,9 @@ describe('encodeSubnetEnv -> parseSubnetEnv', () => {
     );
   });
 
-  // subnet-env.ts keeps its own IPv6 CIDR parser: it differs from basics/ip6 only on zone IDs and dotted
-  // IPv4 tails, which nothing the agent writes has. Every hex spelling is written as basics/ip6 reads it,
-  // and previousIPv6SubnetFromEnv (basics/ip6) reads FLANNEL_IPV6_SUBNET back as the subnet written.
+  // subnet-env.ts keeps its own IPv6 CIDR parser: it refuses zone IDs and dotted IPv4 tails, which
+  // nothing the agent writes has. Every hex spelling is written as basics/ip6 reads it, and
+  // previousIPv6SubnetFromEnv (basics/ip6) reads FLANNEL_IPV6_SUBNET back as the subnet written.
   it('IPv6 CIDRs in any hex spelling are written and read back as basics/ip6 parses them', () => {
     const groups = (v: bigint) => Array.from({ length: 8 }, (_, i) => Number((v >> BigInt((7 - i) * 16)) & 0xffffn));
     const spellings = [

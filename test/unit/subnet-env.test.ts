@@ -49,6 +49,11 @@ describe('encodeSubnetEnv', () => {
     { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450.5, ipMasq: true },
     { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: 'fd00::/48' },
     { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: '10.0.0.0/8', ipv6Subnet: 'fd00::/64' },
+    // A zone is not part of a network (Go's net.ParseCIDR refuses it); a dotted IPv4 tail is not how
+    // flannel writes IPv6 (its CIDRs are hex), and `::ffff:255.255.255.255/0` would be written unmasked.
+    { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: 'fd00::/48', ipv6Subnet: 'fe80::1%eth0/64' },
+    { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: '::ffff:255.255.255.255/0', ipv6Subnet: 'fd00::/64' },
+    { network: '10.244.0.0/16', subnet: '10.244.3.0/24', mtu: 1450, ipMasq: true, ipv6Network: 'fd00::/48', ipv6Subnet: '::ffff:10.0.0.0/120' },
   ])('rejects %j with FLANNEL_ERR_SUBNET_ENV', (v) => {
     expect(() => encodeSubnetEnv(v)).toThrow(expect.objectContaining({ code: 'FLANNEL_ERR_SUBNET_ENV' }));
   });
