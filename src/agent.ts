@@ -413,6 +413,8 @@ export class Agent {
           }
           await network.run(round.signal);
         } catch (err) {
+          // What the round started (the lease's renewal, the network's loops) stops with it.
+          round.abort(err);
           if (signal.aborted || next === undefined) throw err;
         } finally {
           signal.removeEventListener('abort', endRound);

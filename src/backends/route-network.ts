@@ -149,20 +149,40 @@ export class RouteNetwork<A, D> implements Network {
    */
   async run(signal: AbortSignal): Promise<void> {
     const { subnetManager } = this.deps;
-    const watching = subnetManager.watchLeases(this.store.apply, signal);
-    const reconciling = this.reconciler.run(signal);
-    const watchingHns = this.watchHns(signal);
-    const completing = this.reconciler.waitForFirstPass(signal).then(
-      () => {
-        const s = this.reconciler.status();
-        this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refusedItems.length, ok: s.lastPassOk === true });
-        return subnetManager.completeLease(this.lease, signal);
-      },
-      (err: unknown) => {
-        if (!signal.aborted) throw err;
-      },
+    // A fatal error in one part (a revoked lease, a broken watch) stops the others; run() settles once all have.
+    const parts = new AbortController();
+    const stopParts = () => parts.abort(signal.reason);
+    if (signal.aborted) stopParts();
+    else signal.addEventListener('abort', stopParts, { once: true });
+    let first: { error: unknown } | undefined;
+    const part = <T>(p: Promise<T>): Promise<T> =>
+      p.catch((error: unknown) => {
+        first ??= { error };
+        parts.abort(error);
+        throw error;
+      });
+    const inner = parts.signal;
+    const watching = part(subnetManager.watchLeases(this.store.apply, inner));
+    const reconciling = part(this.reconciler.run(inner));
+    const watchingHns = part(this.watchHns(inner));
+    const completing = part(
+      this.reconciler.waitForFirstPass(inner).then(
+        () => {
+          const s = this.reconciler.status();
+          this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refusedItems.length, ok: s.lastPassOk === true });
+          return subnetManager.completeLease(this.lease, inner);
+        },
+        (err: unknown) => {
+          if (!inner.aborted) throw err;
+        },
+      ),
     );
-    await Promise.all([watching, reconciling, completing, watchingHns]);
+    try {
+      await Promise.allSettled([watching, reconciling, completing, watchingHns]);
+      if (first) throw first.error;
+    } finally {
+      signal.removeEventListener('abort', stopParts);
+    }
   }
 
   /**

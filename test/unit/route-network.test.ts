@@ -13,6 +13,7 @@ import { HnsClient } from '../../src/hns/client.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { SimulatedHost } from '../../src/simulator/host.js';
 import { silentLogger } from '../../src/basics/log.js';
+import { EtcdError } from '../../src/basics/errors.js';
 import { SimulatedRouteTable } from '../../src/simulator/host.js';
 import type { Lease, LeaseUpdateHandler, SubnetManager } from '../../src/subnet/lease.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
@@ -37,9 +38,14 @@ class Manager implements SubnetManager {
   acquireLease(): Promise<Lease> {
     return Promise.reject(new Error('not used'));
   }
+  /** End the watch with a fatal error (an etcd lease revoked, a watch the manager cannot resume). */
+  failWatch: (err: Error) => void = () => undefined;
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
     this.onUpdate = onUpdate;
-    return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    return new Promise((resolve, reject) => {
+      signal.addEventListener('abort', () => resolve(), { once: true });
+      this.failWatch = reject;
+    });
   }
   completeLease(lease: Lease): Promise<void> {
     this.completed.push(lease);
@@ -135,6 +141,18 @@ describe('RouteNetwork', () => {
     expect(sink.entries).toContainEqual(expect.objectContaining({ message: 'first reconcile pass done', peers: 1, ok }));
     ac.abort();
     await done;
+  });
+
+  it('a fatal error in one part (the lease watch) stops the others, and run() rejects once they have: no loop is left waiting', async () => {
+    const { clock, manager, network, ac } = setup();
+    const done = network.run(ac.signal);
+    manager.emit({ kind: 'snapshot', leases: [own, lease('node-2', 2)] });
+    await flush();
+    expect(clock.pending().length).toBeGreaterThan(0); // the reconciler's resync and the HNS check wait on the clock
+    manager.failWatch(new EtcdError('FLANNEL_ERR_LEASE_REVOKED', 'the own lease was deleted', {}));
+    await expect(done).rejects.toMatchObject({ code: 'FLANNEL_ERR_LEASE_REVOKED' });
+    expect(clock.pending()).toEqual([]);
+    expect(ac.signal.aborted).toBe(false);
   });
 
   it('after a rebuild every peer is written through the new binding, then the afterRebuild hook runs', async () => {
