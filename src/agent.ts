@@ -29,8 +29,7 @@ import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from '.
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
-import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, subnetEnvOutdated, writeSubnetEnv } from './subnet/subnet-env.js';
-import type { SubnetEnvValues } from './subnet/subnet-env.js';
+import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './basics/version.js';
 import { writeFileAtomicSync } from './basics/fs.js';
 
@@ -89,8 +88,8 @@ export class Agent {
   private startKindValue: StartKind | undefined;
   private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
-  /** What subnet.env was last written with. */
-  private writtenEnv: SubnetEnvValues | undefined;
+  /** The bytes subnet.env was last written with. */
+  private writtenEnv: string | undefined;
   /** The retry of subnet.env after a rebuild, while one runs. */
   private subnetEnvRetry: Promise<void> | undefined;
   /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
@@ -327,7 +326,7 @@ export class Agent {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);
-      if (subnetEnvOutdated(this.writtenEnv, this.subnetEnvValues(netConf, network))) {
+      if (this.subnetEnvText(netConf, network) !== this.writtenEnv) {
         // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
         if (this.ready) this.keepSubnetEnv(netConf, signal);
         else await this.writeSubnetEnv(netConf, network);
@@ -491,19 +490,22 @@ export class Agent {
     ownNodeEvents(subnetManager, network.lease).record(nodeReregisteredEvent(previous.lease.subnet, network.lease.subnet, rebuilt));
   }
 
-  /** What subnet.env says for the network: its subnets and current MTU. */
-  private subnetEnvValues(netConf: NetworkConfig, network: Network): SubnetEnvValues {
+  /**
+   * subnet.env's bytes for the network: its subnets and current MTU. Written again whenever they differ
+   * from the bytes last written (a rebuild's MTU, a new lease's subnets, also one with only another IPv6 subnet).
+   */
+  private subnetEnvText(netConf: NetworkConfig, network: Network): string {
     // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
     const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
-    return { network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: this.opts.config.ipMasq, ...v6 };
+    return encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: this.opts.config.ipMasq, ...v6 });
   }
 
   /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
   private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
     const { config } = this.opts;
-    const values = this.subnetEnvValues(netConf, network);
-    await writeSubnetEnv(config.subnetFile, encodeSubnetEnv(values), { fs: this.opts.fs, clock: this.clock });
-    this.writtenEnv = values;
+    const text = this.subnetEnvText(netConf, network);
+    await writeSubnetEnv(config.subnetFile, text, { fs: this.opts.fs, clock: this.clock });
+    this.writtenEnv = text;
     this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
   }
 
@@ -558,7 +560,7 @@ export class Agent {
     this.subnetEnvRetry = (async () => {
       for (let attempt = 0; ; attempt++) {
         const network = this.networkValue;
-        if (signal.aborted || network === undefined || !subnetEnvOutdated(this.writtenEnv, this.subnetEnvValues(netConf, network))) return;
+        if (signal.aborted || network === undefined || this.subnetEnvText(netConf, network) === this.writtenEnv) return;
         try {
           await this.writeSubnetEnv(netConf, network);
         } catch (err) {

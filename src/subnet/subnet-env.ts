@@ -51,19 +51,6 @@ function ipv4(text: string, what: string): { net: string; first: string } {
   return { net: formatCidr(masked), first: `${nthAddress(masked, 1)}/${n.prefix}` };
 }
 
-/** Every field of SubnetEnvValues (the type makes a field added there be listed here). */
-const FIELDS: Record<keyof SubnetEnvValues, true> = { network: true, subnet: true, mtu: true, ipMasq: true, ipv6Network: true, ipv6Subnet: true };
-const SUBNET_ENV_FIELDS = Object.keys(FIELDS) as (keyof SubnetEnvValues)[];
-
-/**
- * Whether subnet.env, last written with `written` (undefined: not written yet), no longer says what
- * `wanted` says, so it is written again: its MTU changed (a rebuilt network) or a subnet did (a new
- * lease, also one with only another IPv6 subnet). The other values are fixed for the agent's run.
- */
-export function subnetEnvOutdated(written: SubnetEnvValues | undefined, wanted: SubnetEnvValues): boolean {
-  return written === undefined || SUBNET_ENV_FIELDS.some((k) => written[k] !== wanted[k]);
-}
-
 /** The exact bytes of subnet.env (LF endings, no quotes, upstream key order). */
 export function encodeSubnetEnv(v: SubnetEnvValues): string {
   if (!Number.isInteger(v.mtu) || v.mtu <= 0) throw envError(`MTU ${String(v.mtu)} is not a positive integer`, { mtu: v.mtu });
