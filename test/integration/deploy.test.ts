@@ -265,6 +265,48 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     expect(c['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
     expect(c['readinessProbe']['httpGet']).toEqual({ path: '/readyz', port: 10277 });
   });
+
+  it("deploy/README.md's doctor recipe is the kube-flannel container's own command with doctor added, on variables the container has, and the built CLI takes it", () => {
+    const ds = find('DaemonSet', 'kube-flannel-ds-windows');
+    const c = (ds['spec']['template']['spec']['containers'] as Obj[]).find((x) => x['name'] === 'kube-flannel')!;
+    const readme = readFileSync(join(DEPLOY, 'README.md'), 'utf8');
+    const block = /<!-- doctor-recipe[^\n]*\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    expect(block).toContain('kubectl -n kube-flannel exec "$POD" -c kube-flannel -- powershell.exe');
+    const command = /-Command '([^']*)'/.exec(block)?.[1] ?? '';
+    // The container's PowerShell, quotes aside (the recipe needs none: it sits in a shell's single quotes).
+    const agent = (c['args'] as string[]).join(' ').replace(/'/g, '').replace(/\s+/g, ' ').trim();
+    expect(command.replace('flanneld.exe) doctor ', 'flanneld.exe) ').replace(' --service-cidr $env:SERVICE_CIDR', '')).toBe(agent);
+    // Every variable it reads is the container's: its env, its ConfigMap's keys, or HostProcess's sandbox mount point.
+    const cm = find('ConfigMap', c['envFrom'][0]['configMapRef']['name'] as string);
+    const has = new Set([...(c['env'] as Obj[]).map((e) => e['name'] as string), ...Object.keys(cm['data'] as Record<string, string>), 'CONTAINER_SANDBOX_MOUNT_POINT']);
+    expect([...command.matchAll(/\$env:(\w+)/g)].map((m) => m[1]).filter((v) => !has.has(v))).toEqual([]);
+    // The built CLI takes its flags (PowerShell's values put in, the sandbox a temporary directory, the node's
+    // address loopback): doctor runs and judges (exit 0 or 1), never a usage error (2).
+    const root = mkdtempSync(join(tmpdir(), 'flanneld-sandbox-'));
+    try {
+      mkdirSync(join(root, 'etc', 'kube-flannel'), { recursive: true });
+      writeFileSync(join(root, 'etc', 'kube-flannel', 'net-conf.json'), JSON.stringify({ Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } }));
+      const values: Record<string, string> = { ...(cm['data'] as Record<string, string>), NODE_IP: '127.0.0.1' };
+      const flags = /flanneld\.exe\) (doctor .*); exit \$LASTEXITCODE$/
+        .exec(command)![1]
+        .replace(/\(Join-Path \$root ([^)]+)\)/g, (_m, p: string) => join(root, ...p.split('\\')))
+        .replace(/\$env:(\w+)/g, (_m, v: string) => values[v] ?? '')
+        .split(' ');
+      const run = spawnSync(
+        process.execPath,
+        [MAIN, ...flags, '--dataplane=simulated', `--dataplane-state=${join(root, 'dataplane.json')}`, '--no-cluster', '--status-url=http://127.0.0.1:9/status', '--json'],
+        {
+          encoding: 'utf8',
+          env: { PATH: process.env['PATH'] ?? '', NODE_NAME: 'win' },
+        },
+      );
+      expect(run.stderr).toBe('');
+      expect([0, 1]).toContain(run.status);
+      expect((JSON.parse(run.stdout) as { checks: unknown[] }).checks.length).toBeGreaterThan(10);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
 
 // Uninstall: deploy/overlays/example/cleanup renders the cleanup DaemonSet (deploy/cleanup), which runs the
