@@ -31,6 +31,8 @@ export interface DataplaneFs {
   writeFileSync(file: string, data: string): void;
   renameSync(from: string, to: string): void;
   mkdirSync(dir: string, options: { recursive: true }): unknown;
+  /** Removes the temporary file of a failed write (src/basics/fs.ts writeFileAtomicSync). */
+  unlinkSync?(file: string): void;
   /** Used to notice another process's write cheaply; without it the file is read before each call. */
   statSync?(file: string): { ino: number; size: number; mtimeMs: number };
 }
@@ -44,6 +46,7 @@ const hostFs: DataplaneFs = {
   writeFileSync: (file, data) => nodeFs.writeFileSync(file, data),
   renameSync: (from, to) => nodeFs.renameSync(from, to),
   mkdirSync: (dir, options) => nodeFs.mkdirSync(dir, options),
+  unlinkSync: (file) => nodeFs.unlinkSync(file),
   statSync: (file) => nodeFs.statSync(file),
 };
 
