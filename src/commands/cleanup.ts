@@ -188,13 +188,19 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
     report.kept.push(`HNS network ${name} (${net.Type ?? '?'}, ${subnet ?? '?'}, ID ${net.ID}): ${why}`);
     return undefined;
   };
-  /** The network is gone (or would be): the pods' endpoints that went with it, each named, then counted. */
-  const removedWith = (pods: HcnEndpoint[]) => {
-    for (const ep of pods) {
+  /**
+   * The network is gone (or would be): the endpoints that went with it, each named (a pod's, or a remote
+   * one kube-proxy made: ENDPOINT_FLAG_REMOTE), then counted.
+   */
+  const removedWith = (endpoints: HcnEndpoint[]) => {
+    const count = { 'pod endpoint': 0, 'remote endpoint': 0 };
+    for (const ep of endpoints) {
       const kind = ((ep.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0 ? 'remote endpoint' : 'pod endpoint';
+      count[kind]++;
       did(`${kind} ${ep.Name ?? '?'} (${ep.IpConfigurations?.[0]?.IpAddress ?? '?'}, ID ${ep.ID ?? '?'}) with HNS network ${name}`);
     }
-    return ` with ${pods.length} pod endpoint${pods.length === 1 ? '' : 's'}`;
+    const counted = (n: number, kind: string) => `${n} ${kind}${n === 1 ? '' : 's'}`;
+    return ` with ${counted(count['pod endpoint'], 'pod endpoint')}${count['remote endpoint'] > 0 ? ` and ${counted(count['remote endpoint'], 'remote endpoint')}` : ''}`;
   };
 
   if (opts.filesOnly) {
@@ -397,7 +403,7 @@ function notProvablyOwn(id: string, subnet: string | undefined, proof: Ownership
   return `not flanneld's: ${byId}, and ${bySubnet}. If it is flannel's, remove it yourself: Get-HnsNetwork | Where-Object Id -eq '${id}' | Remove-HnsNetwork`;
 }
 
-/** The endpoints of network `networkId` but the agent's own (`own`): the pods', which HNS deletes with the network. */
+/** The endpoints of network `networkId` but the agent's own (`own`): the pods' (and kube-proxy's remote ones), which HNS deletes with the network. */
 async function podEndpoints(hns: HnsClient, networkId: string, own: string): Promise<HcnEndpoint[]> {
   return (await hns.listEndpoints(networkId)).filter((ep) => sameId(ep.HostComputeNetwork, networkId) && ep.Name !== own);
 }
