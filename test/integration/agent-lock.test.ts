@@ -1,6 +1,7 @@
 // One agent per node (src/host/agent-lock.ts): the lock beside subnet.env, its stale cases, and the real
-// thing: a second dist/main.js for the same node exits naming the first one's PID, and `flanneld cleanup`
-// refuses to run beside a live agent unless given --force.
+// thing: a second dist/main.js for the same node exits naming the first one's PID, `flanneld cleanup`
+// refuses to run beside a live agent unless given --force, and a lock whose PID now runs another program
+// blocks neither.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -123,13 +124,19 @@ describe('agent lock (pure, injected fs)', () => {
   });
 });
 
-describe('a lock naming a live process that is not flanneld (real processes)', () => {
+describe('one agent per node: real processes', () => {
   const api = new FakeKubeApiServer();
   let dir: string;
   let other: ChildProcess | undefined;
+  const agentEnv = (state: string) => ({
+    NODE_NAME: 'win-1',
+    FLANNELD_KUBECONFIG_FILE: join(dir, 'kubeconfig'),
+    FLANNELD_DATAPLANE_STATE: join(dir, state),
+    FLANNELD_IFACE: '10.0.0.7',
+  });
   beforeAll(async () => {
     await api.start();
-    dir = mkdtempSync(join(tmpdir(), 'agent-lock-pid-'));
+    dir = mkdtempSync(join(tmpdir(), 'agent-lock-'));
     await writeKubeconfig(join(dir, 'kubeconfig'), api.url);
     writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
     api.addNode(bareNode({ name: 'win-1', podCIDR: '10.244.7.0/24' }));
@@ -140,60 +147,10 @@ describe('a lock naming a live process that is not flanneld (real processes)', (
     rmSync(dir, { recursive: true, force: true });
   });
 
-  // A crashed older agent's lock (PID and boot time only) whose PID the OS has since given to another
-  // program (here `sleep`, alive for the whole test): that program is no agent, so the lock is stale. It
-  // blocked the agent (FLANNEL_ERR_AGENT_LOCK: a service restart loop) and cleanup for as long as it lived.
-  it('the agent takes the lock over and runs; cleanup does not refuse', async () => {
-    other = spawn('sleep', ['600'], { stdio: 'ignore' });
-    const pid = other.pid!;
-    const subnetFile = join(dir, 'run', 'subnet.env');
-    const lockPath = agentLockPath(subnetFile);
-    mkdirSync(dirname(lockPath), { recursive: true });
-    writeFileSync(lockPath, JSON.stringify({ pid, bootTimeMs: systemBootTimeMs(), startedAt: '2026-01-01T00:00:00.000Z' }) + '\n');
-    expect(readLockHolder(lockPath)).toBeUndefined();
-
-    const env = { NODE_NAME: 'win-1', FLANNELD_KUBECONFIG_FILE: join(dir, 'kubeconfig'), FLANNELD_DATAPLANE_STATE: join(dir, 'state.json'), FLANNELD_IFACE: '10.0.0.7' };
-    const cleanup = spawnSync(
-      process.execPath,
-      [MAIN, 'cleanup', '--dry-run', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'],
-      { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env } },
-    );
-    expect(cleanup.stderr).toBe('');
-    expect(cleanup.status).toBe(0);
-
-    const agent = startFlanneld(['--kube-subnet-mgr', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'], env);
-    try {
-      await waitFor(() => existsSync(subnetFile), 'the agent wrote subnet.env', {
-        timeoutMs: 20_000,
-        failIf: () => (agent.stderr().includes('ERROR') ? agent.stderr() : undefined),
-      });
-      expect(JSON.parse(readFileSync(lockPath, 'utf8'))).toMatchObject({ pid: agent.pid });
-    } finally {
-      expect(await agent.stop()).toBe(0);
-    }
-    expect(other.exitCode).toBeNull(); // the other program was left alone
-  }, 60_000);
-});
-
-describe('one agent per node: two real processes', () => {
-  const api = new FakeKubeApiServer();
-  let dir: string;
-  beforeAll(async () => {
-    await api.start();
-    dir = mkdtempSync(join(tmpdir(), 'agent-lock-'));
-    await writeKubeconfig(join(dir, 'kubeconfig'), api.url);
-    writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
-    api.addNode(bareNode({ name: 'win-1', podCIDR: '10.244.7.0/24' }));
-  });
-  afterAll(async () => {
-    await api.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
   it('the second agent exits 1 naming the first one’s PID; cleanup refuses unless --force', async () => {
     const subnetFile = join(dir, 'run', 'subnet.env');
     const args = ['--kube-subnet-mgr', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'];
-    const env = { NODE_NAME: 'win-1', FLANNELD_KUBECONFIG_FILE: join(dir, 'kubeconfig'), FLANNELD_DATAPLANE_STATE: join(dir, 'state.json'), FLANNELD_IFACE: '10.0.0.7' };
+    const env = agentEnv('state.json');
     const first = startFlanneld(args, env);
     try {
       await waitFor(() => existsSync(subnetFile), 'the first agent wrote subnet.env', 20_000);
@@ -226,5 +183,39 @@ describe('one agent per node: two real processes', () => {
       expect(await first.stop()).toBe(0);
     }
     expect(existsSync(join(dir, 'run', 'flanneld.lock'))).toBe(false);
+  }, 60_000);
+
+  // A crashed older agent's lock (PID and boot time only) whose PID the OS has since given to another
+  // program (here `sleep`, alive for the whole test): that program is no agent, so the lock is stale. It
+  // blocked the agent (FLANNEL_ERR_AGENT_LOCK: a service restart loop) and cleanup for as long as it lived.
+  it('the agent takes the lock over and runs; cleanup does not refuse', async () => {
+    other = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const pid = other.pid!;
+    const subnetFile = join(dir, 'reused-pid', 'subnet.env');
+    const lockPath = agentLockPath(subnetFile);
+    mkdirSync(dirname(lockPath), { recursive: true });
+    writeFileSync(lockPath, JSON.stringify({ pid, bootTimeMs: systemBootTimeMs(), startedAt: '2026-01-01T00:00:00.000Z' }) + '\n');
+    expect(readLockHolder(lockPath)).toBeUndefined();
+
+    const env = agentEnv('reused-pid-state.json');
+    const cleanup = spawnSync(
+      process.execPath,
+      [MAIN, 'cleanup', '--dry-run', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'],
+      { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env } },
+    );
+    expect(cleanup.stderr).toBe('');
+    expect(cleanup.status).toBe(0);
+
+    const agent = startFlanneld(['--kube-subnet-mgr', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'], env);
+    try {
+      await waitFor(() => existsSync(subnetFile), 'the agent wrote subnet.env', {
+        timeoutMs: 20_000,
+        failIf: () => (agent.stderr().includes('ERROR') ? agent.stderr() : undefined),
+      });
+      expect(JSON.parse(readFileSync(lockPath, 'utf8'))).toMatchObject({ pid: agent.pid });
+    } finally {
+      expect(await agent.stop()).toBe(0);
+    }
+    expect(other.exitCode).toBeNull(); // the other program was left alone
   }, 60_000);
 });

@@ -88,8 +88,12 @@ describe('SIGTERM while another process holds the state lock', () => {
         void agent.exited.then(() => (exited = true));
         // A dataplane call has begun (counted as it enters, before it waits for the lock) and cannot finish.
         await waitFor(
-          async () => /^flannel_simulated_dataplane_calls_total\{op="[^"]+"\} [1-9]/m.test((await agent.metrics().catch(() => '')) ?? ''),
+          async () => /^flannel_simulated_dataplane_calls_total\{op="[^"]+"\} [1-9]/m.test(await agent.metrics().catch(() => '')),
           'a dataplane call waiting for the lock',
+          {
+            timeoutMs: 20_000,
+            failIf: () => (exited ? `the agent exited: ${agent.dump()}` : undefined),
+          },
         );
         agent.child.kill('SIGTERM');
         await waitFor(() => exited, 'the agent exited after SIGTERM', 45_000);
