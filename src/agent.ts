@@ -277,7 +277,7 @@ export class Agent {
       ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
     });
 
-    const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
+    const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock, signal }));
     this.dataplaneValue = dataplane;
 
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.

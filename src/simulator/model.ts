@@ -47,6 +47,8 @@ export interface SimulatedDataplaneOptions {
   clock?: Clock;
   /** Told the name of every call (the agent counts them in /metrics). */
   onCall?: (op: string) => void;
+  /** Aborts when the agent stops: a call waiting for another process's state lock then fails at once. */
+  signal?: AbortSignal;
 }
 
 export class SimulatedDataplane {
@@ -66,6 +68,7 @@ export class SimulatedDataplane {
   private readonly clock: Clock;
   private readonly latency: Required<DataplaneLatency>;
   private readonly onCall: ((op: string) => void) | undefined;
+  private readonly signal: AbortSignal | undefined;
   private readonly ids: objects.SimIds = { guid: () => this.newGuid(), mac: () => this.newMac(), ifIndex: () => this.newInterfaceIndex() };
   /** Interface indexes below this were handed out (kept across removals, as Windows does). */
   private indexHighWater = 0;
@@ -75,6 +78,7 @@ export class SimulatedDataplane {
     this.clock = opts.clock ?? systemClock;
     this.latency = { hnsCallMs: 0, hnsPerItemMs: 0, routeCallMs: 0, ...opts.latency };
     this.onCall = opts.onCall;
+    this.signal = opts.signal;
     this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(opts.nodeIP ?? '10.0.0.2', opts.nodePrefixLength) });
   }
 
@@ -95,7 +99,7 @@ export class SimulatedDataplane {
     let delay = kind === 'hns' ? this.latency.hnsCallMs + this.latency.hnsPerItemMs * items : kind === 'route' ? this.latency.routeCallMs : 0;
     delay += this.injections.takeStall(op);
     if (delay > 0) await this.clock.sleep(delay);
-    await this.store.waitUnlocked((ms) => this.clock.sleep(ms));
+    await this.store.waitUnlocked((ms) => this.clock.sleep(ms, this.signal));
     const injected = this.injections.takeFailure(op, this.random);
     const code = injected ?? this.takeFault(op, input);
     if (code === undefined) return;

@@ -25,6 +25,8 @@ export interface SimulatedNodeDeps {
   hnsCallTimeoutMs?: number;
   /** What the simulated HNS reports as its version (default 13.2, ./hns.ts). */
   hnsVersion?: HnsVersion;
+  /** Aborts when the agent stops (./model.ts: ends a wait for the state file's lock). */
+  signal?: AbortSignal;
 }
 
 /** The seams the agent takes (src/dataplane/factory.ts `Dataplane`). */
@@ -69,6 +71,7 @@ export function createSimulatedNode(config: AgentConfig, deps: Omit<SimulatedNod
     nodeIP: simulatedNodeIP(config),
     clock: deps.clock,
     onCall: (op) => deps.metrics.inc(METRIC.simulatedCalls, { op }),
+    ...(deps.signal ? { signal: deps.signal } : {}),
   });
   return { model, dataplane: simulatedSeams(model, { ...deps, hnsCallTimeoutMs: config.hnsCallTimeoutSeconds * 1000 }) };
 }
