@@ -129,10 +129,28 @@ interface PeerPods {
   ips?: (ip: string) => boolean;
 }
 
+interface Block {
+  key: string;
+  family: IpFamily;
+  nets: Net[];
+}
+
+function addressSet(key: string, family: IpFamily, cidrs: Iterable<string>): AddressSet | undefined {
+  const sorted = [...new Set(cidrs)].sort();
+  return sorted.length === 0 ? undefined : { key, family, cidrs: sorted };
+}
+
+/**
+ * Peer resolution, which depends on the cluster and never on the local pod: computed once a pass for all
+ * the node's pods (a peer's pods, its address set per family, its pods by the number they give a port name).
+ */
 class Resolver {
   private readonly peers: readonly Pod[];
   private readonly nsLabels = new Map<string, Readonly<Record<string, string>>>();
-  private readonly cache = new Map<string, PeerPods>();
+  private readonly pods = new Map<string, PeerPods>();
+  private readonly blocks = new Map<string, Block>();
+  private readonly sets = new Map<string, AddressSet | undefined>();
+  private readonly named = new Map<string, [number, PeerPods][]>();
 
   constructor(state: ClusterState) {
     this.peers = state.pods.filter(live);
@@ -146,51 +164,79 @@ class Resolver {
 
   /** The pods a selector peer selects; a namespace not (yet) known matches no namespaceSelector. */
   selected(peer: NetworkPolicyPeer, policyNamespace: string): PeerPods {
-    const key =
-      peer.namespaceSelector === undefined
-        ? `pods ns=${policyNamespace} ${selectorKey(peer.podSelector!)}`
-        : `pods nssel=${selectorKey(peer.namespaceSelector)} ${selectorKey(peer.podSelector ?? {})}`;
-    let hit = this.cache.get(key);
-    if (hit === undefined) {
-      const nsSel = peer.namespaceSelector;
-      const pods = this.peers.filter((p) => {
-        if (nsSel === undefined ? p.namespace !== policyNamespace : !this.nsLabels.has(p.namespace) || !selectorMatches(nsSel, this.nsLabels.get(p.namespace)!)) return false;
-        return selectorMatches(peer.podSelector ?? {}, p.labels);
-      });
-      this.cache.set(key, (hit = { key, pods }));
-    }
-    return hit;
+    const nsSel = peer.namespaceSelector;
+    const key = nsSel === undefined ? `pods ns=${policyNamespace} ${selectorKey(peer.podSelector!)}` : `pods nssel=${selectorKey(nsSel)} ${selectorKey(peer.podSelector ?? {})}`;
+    return memo(this.pods, key, () => ({
+      key,
+      pods: this.peers.filter((p) => {
+        const labels = this.nsLabels.get(p.namespace);
+        const nsOk = nsSel === undefined ? p.namespace === policyNamespace : labels !== undefined && selectorMatches(nsSel, labels);
+        return nsOk && selectorMatches(peer.podSelector ?? {}, p.labels);
+      }),
+    }));
+  }
+
+  /** An ipBlock: its key, family and the CIDRs that remain of it. */
+  block(peer: NetworkPolicyPeer): Block {
+    const b = peer.ipBlock!;
+    const key = `cidr ${b.cidr} except (${[...new Set(b.except ?? [])].sort().join(',')})`;
+    return memo(this.blocks, key, () => {
+      const base = parseNet(b.cidr)!;
+      return {
+        key,
+        family: base.v6 ? 'ipv6' : 'ipv4',
+        nets: subtract(
+          base,
+          (b.except ?? []).map((e) => parseNet(e)!),
+        ),
+      };
+    });
   }
 
   /** The live pods with an address in the block's remaining CIDRs; only those addresses count. */
-  podsIn(nets: readonly Net[], key: string): PeerPods {
-    const inside = (ip: string) => nets.some((n) => netHas(n, ip));
-    const ck = `in ${key}`;
-    let hit = this.cache.get(ck);
-    if (hit === undefined) this.cache.set(ck, (hit = { key: ck, pods: this.peers.filter((p) => p.podIPs.some(inside)), ips: inside }));
-    return hit;
+  podsIn(block: Block): PeerPods {
+    const inside = (ip: string) => block.nets.some((n) => netHas(n, ip));
+    const key = `in ${block.key}`;
+    return memo(this.pods, key, () => ({ key, pods: this.peers.filter((p) => p.podIPs.some(inside)), ips: inside }));
+  }
+
+  /** The addresses of a peer's pods in one family. */
+  podSet(peer: PeerPods, family: IpFamily): AddressSet | undefined {
+    return memo(this.sets, `${family} ${peer.key}`, () =>
+      addressSet(
+        peer.key,
+        family,
+        peer.pods.flatMap((p) => p.podIPs.filter((ip) => familyOf(ip) === family && (peer.ips?.(ip) ?? true)).map(hostCidr)),
+      ),
+    );
+  }
+
+  /** A block's CIDRs as a set. */
+  blockSet(block: Block): AddressSet | undefined {
+    return memo(this.sets, `${block.family} ${block.key}`, () => addressSet(block.key, block.family, block.nets.map(formatNet)));
+  }
+
+  /** A peer's pods grouped by the number they give a port name of a protocol, in port order. */
+  byNamedPort(peer: PeerPods, name: string, protocol: Protocol): [number, PeerPods][] {
+    return memo(this.named, `${protocol}/${name} ${peer.key}`, () => {
+      const groups = new Map<number, Pod[]>();
+      for (const pod of peer.pods) {
+        const n = namedPortOf(pod, name, protocol);
+        if (n === undefined) continue;
+        const g = groups.get(n);
+        if (g) g.push(pod);
+        else groups.set(n, [pod]);
+      }
+      return [...groups].sort(([a], [b]) => a - b).map(([n, pods]) => [n, { ...peer, key: `${peer.key} port ${protocol}/${name}=${n}`, pods }]);
+    });
   }
 }
 
-function addressSet(key: string, family: IpFamily, cidrs: Iterable<string>): AddressSet | undefined {
-  const sorted = [...new Set(cidrs)].sort();
-  return sorted.length === 0 ? undefined : { key, family, cidrs: sorted };
-}
-
-function podSet(peer: PeerPods, family: IpFamily, keySuffix = ''): AddressSet | undefined {
-  const ips = peer.pods.flatMap((p) => p.podIPs.filter((ip) => familyOf(ip) === family && (peer.ips?.(ip) ?? true)).map(hostCidr));
-  return addressSet(`${peer.key}${keySuffix}`, family, ips);
-}
-
-function ipBlockNets(peer: NetworkPolicyPeer): { key: string; family: IpFamily; nets: Net[] } {
-  const block = peer.ipBlock!;
-  const base = parseNet(block.cidr)!;
-  const except = (block.except ?? []).map((e) => parseNet(e)!);
-  return {
-    key: `cidr ${block.cidr} except (${[...new Set(block.except ?? [])].sort().join(',')})`,
-    family: base.v6 ? 'ipv6' : 'ipv4',
-    nets: subtract(base, except),
-  };
+function memo<V>(cache: Map<string, V>, key: string, make: () => V): V {
+  if (cache.has(key)) return cache.get(key)!;
+  const v = make();
+  cache.set(key, v);
+  return v;
 }
 
 /** A numeric port entry as a range; undefined for a named one. */
@@ -221,22 +267,18 @@ class PodIntentBuilder {
   /** Peer address sets of one peer, in the pod's families. */
   private peerSets(peer: NetworkPolicyPeer, policyNamespace: string): AddressSet[] {
     if (peer.ipBlock !== undefined) {
-      const b = ipBlockNets(peer);
-      if (!this.families.has(b.family)) return [];
-      const set = addressSet(b.key, b.family, b.nets.map(formatNet));
-      return set ? [set] : [];
+      const b = this.resolver.block(peer);
+      const set = this.families.has(b.family) ? this.resolver.blockSet(b) : undefined;
+      return set === undefined ? [] : [set];
     }
     const pods = this.resolver.selected(peer, policyNamespace);
-    return [...this.families].flatMap((f) => podSet(pods, f) ?? []);
+    return [...this.families].flatMap((f) => this.resolver.podSet(pods, f) ?? []);
   }
 
   /** The pods a peer stands for when a named egress port is resolved on them (a rule without peers: all). */
   private peerPods(peer: NetworkPolicyPeer | undefined, policyNamespace: string): PeerPods {
     if (peer === undefined) return this.resolver.all();
-    if (peer.ipBlock !== undefined) {
-      const b = ipBlockNets(peer);
-      return this.resolver.podsIn(b.nets, b.key);
-    }
+    if (peer.ipBlock !== undefined) return this.resolver.podsIn(this.resolver.block(peer));
     return this.resolver.selected(peer, policyNamespace);
   }
 
@@ -265,16 +307,10 @@ class PodIntentBuilder {
       const name = p.port;
       const protocol = p.protocol ?? 'TCP';
       for (const peer of rule.peers.length > 0 ? rule.peers : [undefined]) {
-        // Group the peer's pods by the number they give the name; each group is its own set.
-        const pods = this.peerPods(peer, policy.namespace);
-        const byPort = new Map<number, Pod[]>();
-        for (const pod of pods.pods) {
-          const n = namedPortOf(pod, name, protocol);
-          if (n !== undefined) byPort.set(n, [...(byPort.get(n) ?? []), pod]);
-        }
-        for (const [n, group] of [...byPort].sort(([a], [b]) => a - b)) {
+        // The peer's pods grouped by the number they give the name; each group is its own set.
+        for (const [n, group] of this.resolver.byNamedPort(this.peerPods(peer, policy.namespace), name, protocol)) {
           for (const f of this.families) {
-            const set = podSet({ ...pods, pods: group }, f, ` port ${protocol}/${name}=${n}`);
+            const set = this.resolver.podSet(group, f);
             if (set) out.push({ peers: set, ports: [{ protocol, from: n, to: n }], policy: id });
           }
         }

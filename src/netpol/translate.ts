@@ -31,7 +31,7 @@ import type { HnsVersion } from '../hns/schema.js';
 import type { IpFamily } from '../basics/ip6.js';
 import { PROTOCOL_NUMBER, supportsSetPolicy } from './hns-acl.js';
 import type { AclDirection, AclPolicySetting, SetPolicySetting } from './hns-acl.js';
-import type { Allow, NodeIntent, PodIntent, PortRange } from './intent.js';
+import type { AddressSet, Allow, NodeIntent, PodIntent, PortRange } from './intent.js';
 import type { NetworkPolicy } from './types.js';
 
 /** Every ACL Id and IP set Id the agent writes starts with this; nothing else is the agent's. */
@@ -137,15 +137,23 @@ class EndpointTranslator {
     return chunks(cidrs).flatMap((chunk) => this.portRules(direction, priority, { RemoteAddresses: chunk.join(',') }, ports));
   }
 
+  /** An address set's IP set, written once however many endpoints name it; its Id. */
+  private ipSet(peers: AddressSet): string {
+    const id = setId(peers.key, peers.family);
+    if (!this.sets.has(id)) {
+      const values = peers.cidrs.flatMap((c) => (c === '0.0.0.0/0' ? ['0.0.0.0/1', '128.0.0.0/1'] : c === '::/0' ? ['::/1', '8000::/1'] : [c]));
+      this.sets.set(id, { Id: id, Name: id, PolicyType: 'IPSET', Values: values.join(',') });
+    }
+    return id;
+  }
+
   /** The rules of the allows of one peer: their ports merged, every port once one of them has no ports. */
   private allowRules(direction: AclDirection, group: readonly Allow[]): AclPolicySetting[] {
     const peers = group[0].peers;
     const ports = group.some((a) => a.ports === undefined) ? undefined : group.flatMap((a) => a.ports!);
     if (peers === undefined) return this.portRules(direction, PRIORITY.allow, {}, ports);
     if (!this.useSets) return this.literal(direction, PRIORITY.allow, peers.cidrs, ports);
-    const id = setId(peers.key, peers.family);
-    const values = peers.cidrs.flatMap((c) => (c === '0.0.0.0/0' ? ['0.0.0.0/1', '128.0.0.0/1'] : c === '::/0' ? ['::/1', '8000::/1'] : [c]));
-    this.sets.set(id, { Id: id, Name: id, PolicyType: 'IPSET', Values: values.join(',') });
+    const id = this.ipSet(peers);
     return this.portRules(direction, PRIORITY.allow, direction === 'In' ? { LocalAddresses: id } : { RemoteAddresses: id }, ports);
   }
 
