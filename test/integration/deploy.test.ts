@@ -74,6 +74,34 @@ function exec(cmd: string, args: string[], env: Record<string, string>): Promise
 }
 const kubectl = (args: string[], env: Record<string, string>) => exec('kubectl', args, env);
 
+/**
+ * Whether a pod's tolerations tolerate a taint, as the scheduler and the taint manager decide it
+ * (k8s.io/api core/v1 toleration.go ToleratesTaint): an empty effect matches every effect; `Exists` with an
+ * empty key matches every key; `Equal` (the default operator) matches key and value.
+ */
+function tolerates(tolerations: Obj[], taint: { key: string; value?: string; effect: string }): boolean {
+  return tolerations.some((t) => {
+    if (t['effect'] && t['effect'] !== taint.effect) return false;
+    if (t['key'] && t['key'] !== taint.key) return false;
+    if (t['operator'] === 'Exists') return true;
+    return (t['value'] ?? '') === (taint.value ?? '');
+  });
+}
+
+/**
+ * Taints a node agent must stay through. NoExecute ones evict a pod that does not tolerate them: an
+ * operator's own (`dedicated=...:NoExecute`) and `node.kubernetes.io/out-of-service`, which the DaemonSet
+ * controller adds no toleration for (it adds not-ready and unreachable only). flannel's Helm chart
+ * tolerates both effects with `operator: Exists` (chart/kube-flannel/values.yaml `flannel.tolerations`;
+ * Documentation/kube-flannel.yml tolerates NoSchedule only).
+ */
+const NODE_AGENT_TAINTS = [
+  { key: 'dedicated', value: 'windows', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/os', value: 'windows', effect: 'NoSchedule' },
+  { key: 'dedicated', value: 'windows', effect: 'NoExecute' },
+  { key: 'node.kubernetes.io/out-of-service', value: 'nodeshutdown', effect: 'NoExecute' },
+];
+
 /** Every YAML file under deploy/ (recursively). */
 function yamlFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -210,6 +238,9 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     expect(spec['securityContext']['windowsOptions']).toEqual({ hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' });
     expect(spec['serviceAccountName']).toBe('flannel-windows');
     expect(spec['tolerations']).toEqual(expect.arrayContaining([{ operator: 'Exists', effect: 'NoSchedule' }]));
+    // A node agent stays through every NoSchedule and NoExecute taint (evicted, the node loses its pod network).
+    expect(NODE_AGENT_TAINTS.filter((t) => !tolerates(spec['tolerations'] as Obj[], t))).toEqual([]);
+    expect(tolerates([{ operator: 'Exists', effect: 'NoSchedule' }], NODE_AGENT_TAINTS[2])).toBe(false); // the matcher tells
     expect(ds['spec']['selector']['matchLabels']).toEqual({ app: 'flannel-windows' });
     expect(ds['spec']['template']['metadata']['labels']).toMatchObject({ app: 'flannel-windows' });
     // It reads the Linux manifest's ConfigMap in the same namespace, without owning it.
@@ -348,6 +379,7 @@ describe('deploy/overlays/example/cleanup (kubectl apply -k --dry-run=client): t
     expect(spec['securityContext']['windowsOptions']).toEqual({ hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' });
     expect(spec['hostNetwork']).toBe(true);
     expect(spec['automountServiceAccountToken']).toBe(false); // cleanup calls no API server
+    expect(NODE_AGENT_TAINTS.filter((t) => !tolerates(spec['tolerations'] as Obj[], t))).toEqual([]);
     expect(readFileSync(join(DEPLOY, 'base', 'kustomization.yaml'), 'utf8')).not.toContain('cleanup');
   });
 
