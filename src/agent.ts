@@ -351,10 +351,14 @@ export class Agent {
       restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
       afterRebuild: settle,
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
-      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
+      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it); while it
+      // stands, the files kube-proxy's scripts read it from are kept too (one deleted is written again).
       lostHostObjects: async () => {
-        const id = this.sourceVipValue?.endpointId;
-        return netConf.backend.type === 'vxlan' && id && !(await dataplane.hns.getEndpoint(id)) ? ['source-vip'] : [];
+        const vip = this.sourceVipValue;
+        if (netConf.backend.type !== 'vxlan' || !vip?.endpointId) return [];
+        if (!(await dataplane.hns.getEndpoint(vip.endpointId))) return ['source-vip'];
+        await this.keepSourceVipFiles(vip);
+        return [];
       },
     };
     const newBackend = async (): Promise<Backend> =>
@@ -670,6 +674,20 @@ export class Agent {
       fs: hostFiles,
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
+  }
+
+  /**
+   * The source VIP files as reserveSourceVip wrote them: kube-proxy's scripts read them at each kube-proxy
+   * start, and one deleted or edited (C:\k cleaned by hand) would send them to host-local for another
+   * address than the endpoint's. Written again, with a warning.
+   */
+  private async keepSourceVipFiles(vip: SourceVipRecord): Promise<void> {
+    const { config } = this.opts;
+    const { writeSourceVipFiles } = await import('./backends/vxlan/source-vip.js');
+    const log = componentLogger(this.opts.log, 'source-vip');
+    for (const path of writeSourceVipFiles(hostFiles, vip, { file: config.sourceVipFile, compatFiles: config.sourceVipCompatFiles, log })) {
+      log.warn('a source VIP file kube-proxy reads was missing or changed; wrote it again', { path, ip: vip.ip });
+    }
   }
 
   /**
