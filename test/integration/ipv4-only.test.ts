@@ -108,16 +108,19 @@ describe('--ipv4-only: a Windows vxlan node in a dual-stack cluster', () => {
     expect(linuxDualStackVxlanSees(plain)).toMatch(/^nodeToLease/);
     await agent.stop();
 
-    // The CNI config for this node, from the same flags: win-overlay, IPv4 only (not sdnbridge).
-    const conf = await runFlanneld([
-      'cni-config',
-      `--net-config-path=${agent.dir}/net-conf.json`,
-      `--subnet-file=${agent.subnetFile}`,
-      '--ipv4-only',
-      `--management-ip=${WIN_IP}`,
-      '--service-cidr=10.96.0.0/12',
-      '--dns-server=10.96.0.10',
-    ]);
+    // The CNI config for this node, from FLANNELD_IPV4_ONLY as the DaemonSet's ConfigMap gives it to its
+    // install-cni-config init container: win-overlay, IPv4 only (not sdnbridge).
+    const conf = await runFlanneld(
+      [
+        'cni-config',
+        `--net-config-path=${agent.dir}/net-conf.json`,
+        `--subnet-file=${agent.subnetFile}`,
+        `--management-ip=${WIN_IP}`,
+        '--service-cidr=10.96.0.0/12',
+        '--dns-server=10.96.0.10',
+      ],
+      { FLANNELD_IPV4_ONLY: 'true' },
+    );
     expect(conf.stderr).toBe('');
     expect(conf.status).toBe(0);
     expect(conf.stdout).toContain('"type": "win-overlay"');
