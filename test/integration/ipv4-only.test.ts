@@ -106,6 +106,29 @@ describe('--ipv4-only: a Windows vxlan node in a dual-stack cluster', () => {
     delete plain.metadata.annotations![`${P}public-ipv6`];
     delete plain.metadata.annotations![`${P}backend-v6-data`];
     expect(linuxDualStackVxlanSees(plain)).toMatch(/^nodeToLease/);
+
+    // flanneld doctor with the agent's flags judges the node as it runs: IPv4 only (no IPv6 subnet.env lines,
+    // lease or routes expected of it).
+    const doctor = await runFlanneld(
+      [
+        'doctor',
+        '--json',
+        '--kube-subnet-mgr',
+        `--kubeconfig-file=${cluster.dir}/kubeconfig`,
+        `--net-config-path=${agent.dir}/net-conf.json`,
+        `--subnet-file=${agent.subnetFile}`,
+        '--dataplane=simulated',
+        `--dataplane-state=${agent.state.path}`,
+        '--healthz-ip=127.0.0.1',
+        `--healthz-port=${agent.port}`,
+        `--iface=${WIN_IP}`,
+        '--ipv4-only',
+      ],
+      { NODE_NAME: WIN },
+    );
+    const rows = Object.fromEntries((JSON.parse(doctor.stdout) as { checks: { id: string; status: string; saw: string }[] }).checks.map((c) => [c.id, c]));
+    expect([rows['net-conf']?.status, rows['subnet-env']?.status, rows['lease']?.status, rows['peers']?.status]).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(rows['net-conf'].saw).not.toContain('IPv6');
     await agent.stop();
 
     // The CNI config for this node, from FLANNELD_IPV4_ONLY as the DaemonSet's ConfigMap gives it to its
