@@ -54,6 +54,32 @@ static void put_inet(SOCKADDR_INET *a, const unsigned long long *f) {
   for (size_t i = 0; i < n; i++) p[i] = (unsigned char)f[1 + i];
 }
 
+/* A MIB table call: ask the simulator for `fn`'s rows of `family` (`fields` integers each) and allocate the
+ * table (`header` bytes, then one `row` per row) that FreeMibTable frees. NO_ERROR leaves the rows in *v
+ * (the caller frees them) and the table in *table. */
+static DWORD mib_rows(const char *fn, ADDRESS_FAMILY family, int fields, size_t header, size_t row, unsigned long long **v, ULONG *rows, void **table) {
+  jbuf b;
+  jb_init(&b, fn);
+  jb_u64(&b, "family", family);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  *v = NULL;
+  int n = jr_u64_array(reply, "rows", v);
+  free(reply);
+  if (st != NO_ERROR) { free(*v); return st; }
+  if (n < 0 || n % fields) { free(*v); return ST_TRANSPORT; }
+  *rows = (ULONG)(n / fields);
+  *table = mib_alloc(header + (size_t)(*rows ? *rows : 1) * row);
+  if (!*table) { free(*v); return ERROR_NOT_ENOUGH_MEMORY; }
+  /* count it so the harness can check every table is freed */
+  jb_init(&b, "MibTableAllocated");
+  free(sim_call(&b));
+  jb_free(&b);
+  return NO_ERROR;
+}
+
 /* ---- routes ---- */
 
 #define INET_FIELDS 17 /* family, 16 address bytes */
@@ -62,21 +88,11 @@ static void put_inet(SOCKADDR_INET *a, const unsigned long long *f) {
 NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TABLE2 *Table) {
   if (!Table) return ERROR_INVALID_PARAMETER;
   *Table = NULL;
-  jbuf b;
-  jb_init(&b, "GetIpForwardTable2");
-  jb_u64(&b, "family", Family);
-  char *reply = sim_call(&b);
-  jb_free(&b);
-  if (!reply) return ST_TRANSPORT;
-  DWORD st = reply_status(reply);
-  unsigned long long *v = NULL;
-  int n = jr_u64_array(reply, "rows", &v);
-  free(reply);
-  if (st != NO_ERROR) { free(v); return st; }
-  if (n < 0 || n % ROUTE_FIELDS) { free(v); return ST_TRANSPORT; }
-  ULONG rows = (ULONG)(n / ROUTE_FIELDS);
-  PMIB_IPFORWARD_TABLE2 t = mib_alloc(offsetof(MIB_IPFORWARD_TABLE2, Table) + (size_t)(rows ? rows : 1) * sizeof(MIB_IPFORWARD_ROW2));
-  if (!t) { free(v); return ERROR_NOT_ENOUGH_MEMORY; }
+  unsigned long long *v;
+  ULONG rows;
+  PMIB_IPFORWARD_TABLE2 t;
+  DWORD st = mib_rows("GetIpForwardTable2", Family, ROUTE_FIELDS, offsetof(MIB_IPFORWARD_TABLE2, Table), sizeof(MIB_IPFORWARD_ROW2), &v, &rows, (void **)&t);
+  if (st != NO_ERROR) return st;
   t->NumEntries = rows;
   for (ULONG i = 0; i < rows; i++) {
     unsigned long long *f = v + (size_t)i * ROUTE_FIELDS;
@@ -100,11 +116,6 @@ NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TAB
   }
   free(v);
   *Table = t;
-  /* count it so the harness can check every table is freed */
-  jb_init(&b, "MibTableAllocated");
-  reply = sim_call(&b);
-  jb_free(&b);
-  free(reply);
   return NO_ERROR;
 }
 
@@ -214,21 +225,12 @@ DWORD WINAPI GetIpAddrTable(PMIB_IPADDRTABLE pIpAddrTable, PULONG pdwSize, WINBO
 NETIO_STATUS WINAPI GetUnicastIpAddressTable(ADDRESS_FAMILY Family, PMIB_UNICASTIPADDRESS_TABLE *Table) {
   if (!Table) return ERROR_INVALID_PARAMETER;
   *Table = NULL;
-  jbuf b;
-  jb_init(&b, "GetUnicastIpAddressTable");
-  jb_u64(&b, "family", Family);
-  char *reply = sim_call(&b);
-  jb_free(&b);
-  if (!reply) return ST_TRANSPORT;
-  DWORD st = reply_status(reply);
-  unsigned long long *v = NULL;
-  int n = jr_u64_array(reply, "rows", &v);
-  free(reply);
-  if (st != NO_ERROR) { free(v); return st; }
-  if (n < 0 || n % UNICAST_FIELDS) { free(v); return ST_TRANSPORT; }
-  ULONG rows = (ULONG)(n / UNICAST_FIELDS);
-  PMIB_UNICASTIPADDRESS_TABLE t = mib_alloc(offsetof(MIB_UNICASTIPADDRESS_TABLE, Table) + (size_t)(rows ? rows : 1) * sizeof(MIB_UNICASTIPADDRESS_ROW));
-  if (!t) { free(v); return ERROR_NOT_ENOUGH_MEMORY; }
+  unsigned long long *v;
+  ULONG rows;
+  PMIB_UNICASTIPADDRESS_TABLE t;
+  DWORD st = mib_rows("GetUnicastIpAddressTable", Family, UNICAST_FIELDS, offsetof(MIB_UNICASTIPADDRESS_TABLE, Table), sizeof(MIB_UNICASTIPADDRESS_ROW), &v, &rows,
+                      (void **)&t);
+  if (st != NO_ERROR) return st;
   t->NumEntries = rows;
   for (ULONG i = 0; i < rows; i++) {
     unsigned long long *f = v + (size_t)i * UNICAST_FIELDS;
@@ -246,10 +248,6 @@ NETIO_STATUS WINAPI GetUnicastIpAddressTable(ADDRESS_FAMILY Family, PMIB_UNICAST
   }
   free(v);
   *Table = t;
-  jb_init(&b, "MibTableAllocated");
-  reply = sim_call(&b);
-  jb_free(&b);
-  free(reply);
   return NO_ERROR;
 }
 
