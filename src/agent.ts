@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { backoffDelay, pause, systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, FlannelError } from './basics/errors.js';
+import { errorMessage, FlannelError, HostError } from './basics/errors.js';
 import { Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
@@ -26,7 +26,7 @@ import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
 import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
-import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
+import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, readNetConf, windowsNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
 import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
@@ -263,13 +263,21 @@ export class Agent {
     const { config } = this.opts;
     const root = this.opts.log;
     // kube mode reads net-conf.json; etcd mode reads <prefix>/config (waits, bounded, while it is missing).
-    const netConf =
+    const clusterNetConf =
       config.kubeSubnetMgr || this.opts.subnetManager
         ? readNetConf(config.netConfigPath, this.opts.readFile)
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
+    // IPv4 alone, or dual-stack host-gw: IPv6-only and vxlan with IPv6 are refused (FLANNEL_ERR_UNSUPPORTED),
+    // unless --ipv4-only runs a dual-stack net-conf's IPv4 half only.
+    const netConf = windowsNetConf(clusterNetConf, config.ipv4Only === true, { path: config.netConfigPath });
+    const ipv4OnlyInDualStack = clusterNetConf.enableIPv6 && !netConf.enableIPv6;
     this.netConfValue = netConf;
-    // IPv4 alone, or dual-stack host-gw: IPv6-only and vxlan with IPv6 are refused (FLANNEL_ERR_UNSUPPORTED).
-    checkWindowsIpFamilies(netConf, { path: config.netConfigPath });
+    if (ipv4OnlyInDualStack) {
+      this.log.warn("--ipv4-only: this node runs IPv4 only in a dual-stack cluster; its pods get no IPv6 address and peers' IPv6 subnets are not routed from here", {
+        ipv6Network: clusterNetConf.ipv6Network,
+        backend: netConf.backend.type,
+      });
+    }
     this.log.info('network config', {
       network: netConf.network,
       backend: netConf.backend.type,
@@ -286,7 +294,9 @@ export class Agent {
         ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, timings: this.opts.subnetTimings })
         : undefined;
     const publicIPs = await this.publicIPCandidates(kube, signal);
-    const adapters = await dataplane.host.interfaces({ ipv6: selectionNeedsIPv6(config.iface, netConf.enableIPv6) });
+    // The Linux peers of an --ipv4-only node in a kube dual-stack cluster need its public IPv6 (below).
+    const linuxPeersNeedIPv6 = ipv4OnlyInDualStack && kube !== undefined;
+    const adapters = await dataplane.host.interfaces({ ipv6: selectionNeedsIPv6(config.iface, netConf.enableIPv6 || linuxPeersNeedIPv6) });
     const extIface = selectExternalInterface(adapters, await dataplane.host.defaultRouteInterfaceIndex(), {
       iface: config.iface,
       ifaceRegex: config.ifaceRegex,
@@ -300,6 +310,7 @@ export class Agent {
     checkNetworkExcludesNode(netConf.network, [publicIP, extIface.ipv4]);
     const ipv6 = netConf.enableIPv6 ? await this.publicIPv6(kube, extIface, signal) : undefined;
     if (ipv6) checkIPv6NetworkExcludesNode(netConf.ipv6Network, [ipv6.publicIPv6, ipv6.address.address]);
+    const ipv4OnlyPublicIPv6 = linuxPeersNeedIPv6 ? await this.ipv4OnlyPublicIPv6(kube, extIface, signal) : undefined;
 
     const { subnet: previousSubnet, ipv6Subnet: previousIPv6Subnet } = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
@@ -307,7 +318,7 @@ export class Agent {
     const subnetManager =
       this.opts.subnetManager ??
       (kube
-        ? kube.subnetManager(netConf)
+        ? kube.subnetManager(netConf, ipv4OnlyPublicIPv6)
         : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, {
             netConf,
             publicIP,
@@ -351,10 +362,14 @@ export class Agent {
       restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
       afterRebuild: settle,
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
-      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
+      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it); while it
+      // stands, the files kube-proxy's scripts read it from are kept too (one deleted is written again).
       lostHostObjects: async () => {
-        const id = this.sourceVipValue?.endpointId;
-        return netConf.backend.type === 'vxlan' && id && !(await dataplane.hns.getEndpoint(id)) ? ['source-vip'] : [];
+        const vip = this.sourceVipValue;
+        if (netConf.backend.type !== 'vxlan' || !vip?.endpointId) return [];
+        if (!(await dataplane.hns.getEndpoint(vip.endpointId))) return ['source-vip'];
+        await this.keepSourceVipFiles(vip);
+        return [];
       },
     };
     const newBackend = async (): Promise<Backend> =>
@@ -611,6 +626,25 @@ export class Agent {
     return { address, publicIPv6 };
   }
 
+  /**
+   * `--ipv4-only` in a kube dual-stack cluster: the public-ipv6 the Linux nodes need to program this Node at
+   * all (./subnet/kube/own-node.ts ipv4OnlyPublicIPv6), found as a dual-stack node's: --public-ipv6, the
+   * Node's annotations, else the adapter's address. None is a start-up error naming the fix.
+   */
+  private async ipv4OnlyPublicIPv6(kube: KubeStart, extIface: HostInterface, signal: AbortSignal): Promise<string> {
+    try {
+      return (await this.publicIPv6(kube, extIface, signal)).publicIPv6;
+    } catch (err) {
+      if (!(err instanceof HostError)) throw err;
+      throw new HostError(
+        'FLANNEL_ERR_HOST',
+        `--ipv4-only in a dual-stack cluster still publishes this node's public-ipv6: Linux flanneld with EnableIPv6 skips a Node without one (its IPv4 routes too); pass --public-ipv6=<this node's IPv6 address> (${err.message})`,
+        { ...err.context, reason: 'ipv4-only-no-ipv6' },
+        { cause: err },
+      );
+    }
+  }
+
   /** Record the boot time beside subnet.env and say whether this start follows a reboot. */
   private recordBoot(subnetFile: string): void {
     const bootTime = this.opts.bootTimeMs ?? (process.platform === 'win32' ? () => systemBootTimeMs() : undefined);
@@ -670,6 +704,20 @@ export class Agent {
       fs: hostFiles,
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
+  }
+
+  /**
+   * The source VIP files as reserveSourceVip wrote them: kube-proxy's scripts read them at each kube-proxy
+   * start, and one deleted or edited (C:\k cleaned by hand) would send them to host-local for another
+   * address than the endpoint's. Written again, with a warning.
+   */
+  private async keepSourceVipFiles(vip: SourceVipRecord): Promise<void> {
+    const { config } = this.opts;
+    const { writeSourceVipFiles } = await import('./backends/vxlan/source-vip.js');
+    const log = componentLogger(this.opts.log, 'source-vip');
+    for (const path of writeSourceVipFiles(hostFiles, vip, { file: config.sourceVipFile, compatFiles: config.sourceVipCompatFiles, log })) {
+      log.warn('a source VIP file kube-proxy reads was missing or changed; wrote it again', { path, ip: vip.ip });
+    }
   }
 
   /**

@@ -23,7 +23,7 @@ import { normalizeAnnotationPrefix } from '../config/annotation-prefix.js';
 import { annotationKeys } from '../subnet/kube/annotations.js';
 import type { KubeHttp } from '../subnet/kube/http.js';
 import { asObj, projectNode, toLease } from '../subnet/kube/node-list-watch.js';
-import { readNetConf } from '../subnet/net-conf.js';
+import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv } from '../subnet/subnet-env.js';
 import { parseSourceVipDocument } from '../backends/vxlan/source-vip.js';
 import { validateLease, type LeaseValidationContext } from '../peers/validate.js';
@@ -314,7 +314,9 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const now = o.clock.now();
   let netConf: DoctorFacts['netConf'];
   try {
-    const nc = readNetConf(config.netConfigPath);
+    // --ipv4-only: judged as the agent runs it, a dual-stack net-conf's IPv4 half only.
+    const read = readNetConf(config.netConfigPath);
+    const nc = config.ipv4Only === true ? windowsNetConf(read, true) : read;
     const b = nc.backend;
     netConf = {
       type: b.type,

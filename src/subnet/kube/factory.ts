@@ -41,7 +41,8 @@ export interface KubeStart {
   publicIPs(signal: AbortSignal): Promise<string[]>;
   /** The own Node's public-ipv6-overwrite and node-public-ipv6 annotations, in that order (dual-stack; same one read). */
   publicIPv6s(signal: AbortSignal): Promise<string[]>;
-  subnetManager(netConf: NetworkConfig): SubnetManager;
+  /** `ipv4OnlyPublicIPv6`: --ipv4-only in a dual-stack cluster (./own-node.ts). */
+  subnetManager(netConf: NetworkConfig, ipv4OnlyPublicIPv6?: string): SubnetManager;
 }
 
 export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
@@ -71,7 +72,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
       const annotated = await annotations(signal);
       return [annotated.publicIPv6Overwrite, annotated.nodePublicIPv6].filter((ip): ip is string => ip !== undefined);
     },
-    subnetManager(netConf) {
+    subnetManager(netConf, ipv4OnlyPublicIPv6) {
       return new KubeSubnetManager({
         kubeConfig: kc(),
         nodeName: config.nodeName,
@@ -82,6 +83,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         setNodeNetworkUnavailable: config.setNodeNetworkUnavailable,
         publicIPOverride: config.publicIP || undefined,
         ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
+        ...(ipv4OnlyPublicIPv6 !== undefined ? { ipv4OnlyPublicIPv6 } : {}),
         log,
         metrics: deps.metrics,
         clock: deps.clock,

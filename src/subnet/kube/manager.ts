@@ -39,6 +39,8 @@ export interface KubeSubnetManagerOptions {
   publicIPOverride?: string;
   /** net-conf `IPv6Network` when EnableIPv6 (dual-stack); absent on IPv4-only networks. */
   ipv6Network?: string;
+  /** `--ipv4-only` in a dual-stack cluster: the public IPv6 published for the Linux peers (own-node.ts). */
+  ipv4OnlyPublicIPv6?: string;
   log?: Logger;
   metrics?: Metrics;
   clock?: Clock;
@@ -109,6 +111,7 @@ export class KubeSubnetManager implements SubnetManager {
       setNodeNetworkUnavailable: opts.setNodeNetworkUnavailable,
       publicIPOverride: opts.publicIPOverride,
       ...(opts.ipv6Network !== undefined ? { ipv6Network: opts.ipv6Network } : {}),
+      ...(opts.ipv4OnlyPublicIPv6 !== undefined ? { ipv4OnlyPublicIPv6: opts.ipv4OnlyPublicIPv6 } : {}),
       log,
       clock,
       retry: { clock, log, backoffBaseMs: t.backoffBaseMs, backoffCapMs: t.backoffCapMs, timeoutMs: t.apiRetryTimeoutMs },

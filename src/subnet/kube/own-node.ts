@@ -35,6 +35,16 @@ export interface OwnNodeOptions {
   publicIPOverride?: string;
   /** net-conf `IPv6Network` when EnableIPv6: the Node must then have an IPv6 podCIDR too, and public-ipv6 is published. */
   ipv6Network?: string;
+  /**
+   * `--ipv4-only` in a dual-stack cluster: this node runs IPv4 only, yet publishes public-ipv6 (this
+   * address) and backend-v6-data, because Linux flanneld with EnableIPv6 drops a Node without them, its
+   * IPv4 half included (flannel pkg/subnet/kube/kube.go nodeToLease: ip.ParseIP6 of the public-ipv6
+   * annotation fails on ""; pkg/backend/vxlan/vxlan_network.go handleSubnetEvents: a backend-v6-data that
+   * does not decode skips the event). backend-v6-data repeats the IPv4 VTEP (vxlan) or is `null`
+   * (host-gw), as upstream writes it. The Linux nodes then route this Node's IPv6 podCIDR to it, where no
+   * pod has an address: nothing is sent there.
+   */
+  ipv4OnlyPublicIPv6?: string;
   log: Logger;
   clock: Clock;
   /** Retries of the pod lookup and the patches. */
@@ -313,6 +323,12 @@ export class OwnNodePublisher {
       current[keys.backendV6Data] = rec.backendV6Data;
       current[keys.publicIPv6] = rec.publicIPv6;
     }
+    if (ipv6Subnet === undefined && this.o.ipv4OnlyPublicIPv6 !== undefined) {
+      desired[keys.backendV6Data] = this.ipv4OnlyBackendV6Data(attrs);
+      desired[keys.publicIPv6] = this.publishedPublicIPv6(rec, this.o.ipv4OnlyPublicIPv6);
+      current[keys.backendV6Data] = rec.backendV6Data;
+      current[keys.publicIPv6] = rec.publicIPv6;
+    }
     const changed: Record<string, string> = {};
     for (const [k, v] of Object.entries(desired)) if (current[k] !== v) changed[k] = v;
     if (Object.keys(changed).length > 0) {
@@ -333,11 +349,19 @@ export class OwnNodePublisher {
     };
   }
 
+  /** `--ipv4-only` in a dual-stack cluster: backend-v6-data as Linux peers decode it (see ipv4OnlyPublicIPv6). */
+  private ipv4OnlyBackendV6Data(attrs: LeaseAttrs): string {
+    return attrs.backendType === 'vxlan' ? encodeAttrsData(attrs.backendData) : 'null';
+  }
+
   /** The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR MAC). */
   async republishBackendData(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
     checkPublishableAttrs(attrs, {});
     const name = await this.resolveNodeName(signal);
-    const changed = { [this.o.keys.backendData]: encodeAttrsData(attrs.backendData) };
+    const changed = {
+      [this.o.keys.backendData]: encodeAttrsData(attrs.backendData),
+      ...(this.o.ipv4OnlyPublicIPv6 !== undefined ? { [this.o.keys.backendV6Data]: this.ipv4OnlyBackendV6Data(attrs) } : {}),
+    };
     await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal, false);
     this.o.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
   }
