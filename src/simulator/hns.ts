@@ -9,10 +9,14 @@ import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { SimulatedHnsV1 } from './hns-v1.js';
 import { refuseIPv6Network } from './refusals.js';
+import { NEWEST_HNS_VERSION } from './state.js';
 import type { HcnHandle, HnsTransport } from '../hns/transport.js';
 
 export interface SimulatedHnsOptions {
-  /** What `GET /globals/version` reports. Default 13.2 (Windows Server 2022). */
+  /**
+   * The HNS version (what `GET /globals/version` reports and what the calls are judged by) when the state
+   * file names none (`hnsVersion`, docs/simulator.md). Default NEWEST_HNS_VERSION, 15.4 (Windows Server 2025).
+   */
   version?: HnsVersion;
   /** GETs of a new L2Bridge/Overlay network that still show an empty ManagementIP (the vNIC coming up). Default 0. */
   managementIPPolls?: number;
@@ -46,14 +50,19 @@ export function parseHcnJson(op: string, json: string, emptyOk: boolean): Record
 export class SimulatedHnsTransport implements HnsTransport {
   private readonly v1: SimulatedHnsV1;
   private readonly open = new Set<HcnHandle>();
-  private readonly version: HnsVersion;
+  private readonly defaultVersion: HnsVersion;
 
   constructor(
     private readonly dp: SimulatedDataplane,
     opts: SimulatedHnsOptions = {},
   ) {
-    this.version = opts.version ?? { Major: 13, Minor: 2 };
-    this.v1 = new SimulatedHnsV1(dp, { version: this.version, managementIPPolls: opts.managementIPPolls ?? 0 });
+    this.defaultVersion = opts.version ?? NEWEST_HNS_VERSION;
+    this.v1 = new SimulatedHnsV1(dp, { version: () => this.version(), managementIPPolls: opts.managementIPPolls ?? 0 });
+  }
+
+  /** The node's HNS version: the state file's `hnsVersion`, else the option's, else the newest. */
+  private version(): HnsVersion {
+    return this.dp.hnsVersion() ?? this.defaultVersion;
   }
 
   hnsCall(method: 'GET' | 'POST' | 'DELETE', path: string, request: string): Promise<string> {
@@ -115,7 +124,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       const body = parseHcnJson(op, settings, false) as unknown as HcnNetwork;
       await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
-      const refused = typeof body === 'object' && body !== null ? refuseIPv6Network(op, body, this.version, { network: body.Name }) : undefined;
+      const refused = typeof body === 'object' && body !== null ? refuseIPv6Network(op, body, this.version(), { network: body.Name }) : undefined;
       if (refused) throw refused;
       const net = this.dp.createNetwork(op, body, id);
       return this.handle('network', net.ID!);

@@ -8,13 +8,14 @@
 // and node.ts. Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
 import { HostError, RouteError } from '../basics/errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../basics/clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
 import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
 import type { IpFamily } from '../host/host.js';
 import * as namespaces from './namespaces.js';
 import * as objects from './objects.js';
+import { parseHnsVersion } from './state-file.js';
 import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
 import { StateStore, type DataplaneFs } from './store.js';
 
@@ -221,6 +222,12 @@ export class SimulatedDataplane {
   modifyNetworkPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[]): void {
     const refusal = this.store.change((v) => objects.modifyNetworkPolicies(v, op, id, requestType, policies));
     if (refusal) throw refusal;
+  }
+
+  /** The version the state file names (`hnsVersion`), if it names one. */
+  hnsVersion(): HnsVersion | undefined {
+    this.store.refresh();
+    return parseHnsVersion(this.store.peek().hnsVersion);
   }
 
   listEndpoints(): HcnEndpoint[] {

@@ -57,7 +57,7 @@ type Step = Record<string, unknown> & { step: string };
 
   it('HNSCall GET /globals/version returns the envelope (CoTaskMemAlloc, freed by the real CoTaskMemFree)', () => {
     expect(steps.get('version')).toMatchObject({ hr: 0 });
-    expect(JSON.parse(steps.get('version')!.out as string)).toEqual({ Success: true, Output: { Major: 13, Minor: 2 } });
+    expect(JSON.parse(steps.get('version')!.out as string)).toEqual({ Success: true, Output: { Major: 15, Minor: 4 } });
     expect(server.dp.calls.get('HNSCall GET /globals/version')).toBe(1);
   });
 
