@@ -105,7 +105,7 @@ export class SimulatedHnsV1 {
           }
           const prefix = net.Ipams?.flatMap((i) => i.Subnets ?? []).find((s) => v1.IPAddress && contains(s.IpAddressPrefix, v1.IPAddress));
           const pl = prefix ? Number(prefix.IpAddressPrefix.split('/')[1]) : undefined;
-          const created = dp.createEndpoint(op, net.ID!, endpointV1toV2(v1, pl), v1.ID);
+          const created = dp.createEndpoint(op, net.ID!, endpointV1toV2(v1, pl), v1.ID, this.opts.version());
           return this.endpointV1(created);
         }
         break;

@@ -152,7 +152,7 @@ export class SimulatedHnsTransport implements HnsTransport {
         });
       }
       await this.dp.enter(op, 'hns', policies.length, `${network.id} ${settings}`);
-      this.dp.modifyNetworkPolicies(op, network.id, String(req.RequestType), policies as HcnPolicy[]);
+      this.dp.modifyNetworkPolicies(op, network.id, String(req.RequestType), policies as HcnPolicy[], this.version());
     });
   }
 
@@ -188,7 +188,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnEnumerateEndpoints';
     return this.v2(op, async () => {
       const filter = this.filterOf(op, query);
-      const ids = this.dp.endpointIds((e) => filterMatches(e as unknown as Record<string, unknown>, filter, { VirtualNetwork: 'HostComputeNetwork' }));
+      const ids = this.dp.endpointIds((e) => filterMatches(e as unknown as Record<string, unknown>, filter, { VirtualNetwork: 'HostComputeNetwork' }), 'Policies' in filter);
       await this.dp.enter(op, 'hns', ids.length, query);
       return JSON.stringify(ids);
     });
@@ -200,7 +200,7 @@ export class SimulatedHnsTransport implements HnsTransport {
       this.checkHandle(op, network, 'network');
       const body = parseHcnJson(op, settings, false) as unknown as HcnEndpoint;
       await this.dp.enter(op, 'hns', 0, `${network.id} ${id} ${settings}`);
-      const ep = this.dp.createEndpoint(op, network.id, body, id);
+      const ep = this.dp.createEndpoint(op, network.id, body, id, this.version());
       return this.handle('endpoint', ep.ID!);
     });
   }
@@ -214,15 +214,25 @@ export class SimulatedHnsTransport implements HnsTransport {
     });
   }
 
+  /** HcnModifyEndpoint: ResourceType Policy with ACL rules (./acl-objects.ts); any other modification is not modelled (E_INVALIDARG). */
   modifyEndpoint(endpoint: HcnHandle, settings: string): Promise<void> {
     const op = 'HcnModifyEndpoint';
     return this.v2(op, async () => {
       this.checkHandle(op, endpoint, 'endpoint');
-      parseHcnJson(op, settings, false);
-      await this.dp.enter(op, 'hns', 0, `${endpoint.id} ${settings}`);
-      throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (endpoint modification is not modelled by the simulator)', {
-        endpointId: endpoint.id,
-      });
+      const req = parseHcnJson(op, settings, false);
+      const policies = (req.Settings as { Policies?: unknown } | undefined)?.Policies;
+      await this.dp.enter(op, 'hns', Array.isArray(policies) ? policies.length : 0, `${endpoint.id} ${settings}`);
+      if (req.ResourceType !== 'Policy' || !Array.isArray(policies)) {
+        throw hnsError(
+          op,
+          HRESULT.E_INVALIDARG,
+          'The parameter is incorrect. (only {"ResourceType":"Policy","RequestType":..,"Settings":{"Policies":[..]}} is modelled by the simulator)',
+          {
+            endpointId: endpoint.id,
+          },
+        );
+      }
+      this.dp.modifyEndpointPolicies(op, endpoint.id, String(req.RequestType), policies as HcnPolicy[], this.version());
     });
   }
 

@@ -15,8 +15,9 @@ import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
 import type { IpFamily } from '../host/host.js';
 import * as namespaces from './namespaces.js';
 import * as objects from './objects.js';
+import { modifyEndpointAcls } from './acl-objects.js';
 import { parseHnsVersion } from './state-file.js';
-import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
+import { NEWEST_HNS_VERSION, initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
 import { StateStore, type DataplaneFs } from './store.js';
 
 export type { DataplaneState, SimAdapter, SimRoute } from './state.js';
@@ -216,12 +217,18 @@ export class SimulatedDataplane {
   }
 
   /**
-   * HcnModifyNetwork with ResourceType Policy (0x803B0012 exists, 0x803B0008 missing, 0x803B000D malformed),
-   * batched as the state file's `policyBatches` says: a `partial` refusal is thrown after its prefix is stored.
+   * HcnModifyNetwork with ResourceType Policy (0x803B0012 exists, 0x803B0008 missing, 0x803B000D malformed;
+   * SetPolicy IP sets as ./acl-objects.ts says), batched as the state file's `policyBatches` says: a `partial`
+   * refusal is thrown after its prefix is stored. `version`: the HNS version the call is judged by.
    */
-  modifyNetworkPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[]): void {
-    const refusal = this.store.change((v) => objects.modifyNetworkPolicies(v, op, id, requestType, policies));
+  modifyNetworkPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[], version = this.versionOrNewest()): void {
+    const refusal = this.store.change((v) => objects.modifyNetworkPolicies(v, op, id, requestType, policies, version));
     if (refusal) throw refusal;
+  }
+
+  /** HcnModifyEndpoint with ResourceType Policy: ACL rules added or removed (./acl-objects.ts modifyEndpointAcls). */
+  modifyEndpointPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[], version = this.versionOrNewest()): void {
+    this.store.change((v) => modifyEndpointAcls(v, op, id, requestType, policies, version));
   }
 
   /** The version the state file names (`hnsVersion`), if it names one. */
@@ -230,16 +237,23 @@ export class SimulatedDataplane {
     return parseHnsVersion(this.store.peek().hnsVersion);
   }
 
+  private versionOrNewest(): HnsVersion {
+    return this.hnsVersion() ?? NEWEST_HNS_VERSION;
+  }
+
   listEndpoints(): HcnEndpoint[] {
     return structuredClone(this.document().endpoints);
   }
 
-  /** IDs of the endpoints `match` accepts. */
-  endpointIds(match: (e: HcnEndpoint) => boolean): string[] {
+  /** IDs of the endpoints `match` accepts (it may read an endpoint's Policies only when `readsPolicies`). */
+  endpointIds(match: (e: HcnEndpoint) => boolean, readsPolicies = false): string[] {
     return this.store.read((v) =>
       v.endpoints
         .values()
-        .filter(match)
+        .filter((e) => {
+          if (readsPolicies) v.flushEndpoint(e);
+          return match(e);
+        })
         .map((e) => e.ID!),
     );
   }
@@ -247,7 +261,9 @@ export class SimulatedDataplane {
   getEndpoint(id: string): HcnEndpoint | undefined {
     return this.store.read((v) => {
       const e = v.endpoint(id);
-      return e && structuredClone(e);
+      if (!e) return undefined;
+      v.flushEndpoint(e);
+      return structuredClone(e);
     });
   }
 
@@ -256,8 +272,8 @@ export class SimulatedDataplane {
   }
 
   /** HcnCreateEndpoint: allocates an IP from the network's first subnet and a MAC when not given. */
-  createEndpoint(op: string, networkId: string, settings: HcnEndpoint, id?: string): HcnEndpoint {
-    return this.store.change((v) => objects.createEndpoint(v, this.ids, op, networkId, settings, id));
+  createEndpoint(op: string, networkId: string, settings: HcnEndpoint, id?: string, version = this.versionOrNewest()): HcnEndpoint {
+    return this.store.change((v) => objects.createEndpoint(v, this.ids, op, networkId, settings, version, id));
   }
 
   /** HcnDeleteEndpoint / DELETE /endpoints/<id>. 0x803B0002 when missing. */
