@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WindowsSimServer, luidOf } from './sim-server.js';
-import { CACHE, mustFailWhenSkipped, prepareHarness, runUnderWine, standinOverrides, winPath, windowsHarness, type PreparedHarness } from '../support/windows.js';
+import { CACHE, mustFailWhenSkipped, prepareHarness, runUnderWine, standinOverrides, stepsOf, winPath, windowsHarness, type PreparedHarness } from '../support/windows.js';
 
 const harness = windowsHarness();
 
@@ -33,13 +33,7 @@ type Step = Record<string, unknown> & { step: string };
       env: { FLANNEL_SIM_PORT: String(server.port), WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) },
       timeoutMs: 120_000,
     });
-    steps = new Map(
-      raw.stdout
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as Step)
-        .map((s) => [s.step, s]),
-    );
+    steps = stepsOf<Step>(raw.stdout);
   }, 300_000);
 
   afterAll(async () => {
