@@ -223,6 +223,8 @@ const wantedType = (conf: Conf) => (conf.type === 'vxlan' ? 'Overlay' : 'L2Bridg
 export function runChecks(f: DoctorFacts): CheckRow[] {
   const rows: CheckRow[] = [];
   rows.push(agentRow(f));
+  const mismatch = f.agent.status?.clusterMismatch;
+  if (mismatch) rows.push(fail('cluster-config', `this node reaches no peer (${mismatch.reason}): ${mismatch.detail}`, mismatch.fix));
   if (isErr(f.netConf)) {
     rows.push(fail('net-conf', f.netConf.error, 'fix net-conf.json (--net-config-path) and restart flanneld'));
     return rows;
