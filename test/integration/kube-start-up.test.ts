@@ -201,6 +201,20 @@ describe('RBAC applied after the agent started (virtual time)', () => {
     expect(refusals[0]).toMatchObject({ call: "error retrieving pod spec for 'kube-flannel/kube-flannel-ds-abc'", permission: 'pods: get' });
   });
 
+  it('a Node list refused (a ClusterRole without list) is retried by the relist loop, its line naming nodes: list and the fix', async () => {
+    api.failNext('GET', /^\/api\/v1\/nodes$/, 403, 1, {
+      message: 'nodes is forbidden: User "system:serviceaccount:kube-flannel:flannel-windows" cannot list resource "nodes" in API group "" at the cluster scope',
+    });
+    const { log, entries } = logSink();
+    const updates: LeaseUpdate[] = [];
+    void manager({ log }).watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.some((u) => u.kind === 'listed'), 'the list after the refusal');
+    expect(entries.find((e) => e['message'] === 'listing nodes failed, backing off')).toMatchObject({
+      permission: 'nodes: list',
+      fix: expect.stringContaining('kubectl apply -k'),
+    });
+  });
+
   it('never granted: FLANNEL_ERR_KUBE naming the fix once --node-wait-timeout is over, not before', async () => {
     api.rbac = 'role-missing';
     const clock = new FakeClock();

@@ -8,9 +8,9 @@
 // resourceVersion, 410 Gone when it is too old, watch bookmarks; "Retrieving large results sets in
 // chunks": limit/continue) and k8s.io/apiserver's watch cache. The parts: ./node-store.ts (etcd: objects,
 // one revision for every kind, history, compaction, continue tokens), ./watch.ts (one process's watch
-// cache, watch streams and bookmarks), ./rbac-startup.ts (the 403s before RBAC grants the agent: caches not synced, a ClusterRole applied late), ./merge-patch.ts (patches),
-// ./request-faults.ts (injected failures and hangs), ./responses.ts (Status bodies), ./nodes.ts (Node
-// builders), ./kubeconfig.ts. It ships with the `npm start` demo (../main.ts), which it serves; the
+// cache, watch streams and bookmarks), ./rbac-startup.ts (the 403s before RBAC grants the agent: caches
+// not synced, a ClusterRole applied late), ./merge-patch.ts (patches), ./request-faults.ts (injected
+// failures and hangs), ./responses.ts (Status bodies), ./nodes.ts (Node builders), ./kubeconfig.ts. It ships with the `npm start` demo (../main.ts), which it serves; the
 // integration tests use it too. The agent never imports it.
 import http from 'node:http';
 import https from 'node:https';

@@ -167,10 +167,9 @@ export class OwnNodePublisher {
     return nodeName;
   }
 
-  /** Wait (bounded, logged) until the own Node exists and has an IPv4 podCIDR. */
-  private async waitForOwnNode(name: string, signal: AbortSignal): Promise<NodeLease & { podCIDR: string }> {
+  /** Wait (bounded from `start`, logged) until the own Node exists and has an IPv4 podCIDR. */
+  private async waitForOwnNode(name: string, start: number, signal: AbortSignal): Promise<NodeLease & { podCIDR: string }> {
     const { clock, log, nodeWaitTimeoutMs: timeoutMs, nodeWaitLogIntervalMs: logEvery, nodePollIntervalMs: pollMs } = this.o;
-    const start = clock.now();
     let lastLog = -Infinity;
     let apiFailures = 0;
     for (;;) {
@@ -293,8 +292,10 @@ export class OwnNodePublisher {
   async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
     const { keys, log } = this.o;
     this.startedAt ??= this.o.clock.now();
+    // The first lease's wait counts from the start of start-up (the public-IP read, the pod lookup): one --node-wait-timeout in all.
+    const since = this.acquiredUid === undefined ? this.startedAt : this.o.clock.now();
     const name = await this.resolveNodeName(signal);
-    const rec = await this.waitForOwnNode(name, signal);
+    const rec = await this.waitForOwnNode(name, since, signal);
     checkOwnSubnet(name, this.o.network, rec.podCIDR);
     checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
     const ipv6Subnet = this.o.ipv6Network !== undefined ? rec.ipv6PodCIDR : undefined;
