@@ -252,6 +252,7 @@ export function runChecks(f: DoctorFacts): CheckRow[] {
 function notInSync(s: StatusReport): string {
   const why: string[] = [];
   if (s.ownNode) why.push(`its Node is deleted from the API server (${s.ownNode.reason})`);
+  if (s.clusterMismatch) why.push(`it reaches no peer: see cluster-config`);
   const cni = s.cni?.problems ?? [];
   if (cni.length) why.push(`pods cannot start: ${cni[0].detail}`);
   if (s.network && !s.network.present) why.push(`the HNS network ${s.network.name} is missing${s.network.error ? ` (${s.network.error})` : ''}`);
