@@ -25,7 +25,8 @@ import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
-import { cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
+import { clusterMismatchEvent, cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
+import { clusterMismatch, type ClusterMismatch } from './peers/cluster-mismatch.js';
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, readNetConf, windowsNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
@@ -73,6 +74,20 @@ const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
   'cni-plugin-missing': 'CNIPluginMissing',
 };
 
+/**
+ * One thing that keeps this node from serving pods although its network is up: it reaches no peer (the
+ * cluster mismatch), or a pod cannot start (a CNI problem). `reason` is the NetworkUnavailable reason.
+ */
+export interface PodNetworkProblem {
+  check: string;
+  reason: string;
+  detail: string;
+  fix: string;
+}
+
+/** What the Node is told about a set of problems: equal keys, nothing new to tell. */
+const problemsKey = (problems: readonly PodNetworkProblem[]): string => problems.map((p) => `${p.check}\n${p.reason}\n${p.detail}`).join('\n');
+
 export type AgentPhase = 'starting' | 'registering' | 'running' | 'stopped';
 
 export class Agent {
@@ -96,6 +111,14 @@ export class Agent {
   private ownNodeGone: string | undefined;
   /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
   private leaseAgain: ((change: Extract<OwnLeaseChange, { kind: 'replaced' }>) => void) | undefined;
+  /** The pod-network problems last told to the subnet manager (the Node condition), and their problemsKey. */
+  private told: { key: string; problems: PodNetworkProblem[] } | undefined;
+  /** A read saw problems the Node was not told; the readiness loop checks again before it sleeps. */
+  private readinessRung = false;
+  /** Ends the readiness loop's sleep, while it sleeps. */
+  private wakeReadiness: (() => void) | undefined;
+  /** Resolved once the readiness loop has checked and told the Node after they were added. */
+  private readinessWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -111,7 +134,49 @@ export class Agent {
    */
   get isReady(): boolean {
     const s = this.networkValue?.status();
-    return this.ready && this.ownNodeGone === undefined && s !== undefined && s.listed && !s.networkMissing && this.cniProblems().length === 0;
+    return this.ready && this.ownNodeGone === undefined && s !== undefined && s.listed && !s.networkMissing && this.podNetworkProblems().length === 0;
+  }
+
+  /**
+   * What keeps this node from serving pods although its network is up, the cluster mismatch first (it is
+   * the NetworkUnavailable reason when there are several). Read at each call, as /readyz and /status ask:
+   * a read that finds them other than the Node was last told wakes the readiness loop, which tells the
+   * Node at once, so the scheduler (the condition) and the probe (/readyz) see the same state.
+   */
+  podNetworkProblems(): PodNetworkProblem[] {
+    const problems = this.currentProblems();
+    if (problemsKey(problems) !== this.told?.key) this.ringReadiness();
+    return problems;
+  }
+
+  private ringReadiness(): void {
+    this.readinessRung = true;
+    this.wakeReadiness?.();
+  }
+
+  /** Resolves once the readiness loop has checked again and told the Node what it found (or has stopped). */
+  private readinessChecked(): Promise<void> {
+    return new Promise((resolve) => {
+      this.readinessWaiters.push(resolve);
+      this.ringReadiness();
+    });
+  }
+
+  private currentProblems(): PodNetworkProblem[] {
+    const mismatch = this.clusterMismatch();
+    return [...(mismatch ? [mismatch] : []), ...this.cniProblems().map((p) => ({ ...p, reason: CNI_CONDITION_REASONS[p.check] }))];
+  }
+
+  /** The cluster has peers and this node rejects every one for a cluster-configuration mismatch (./peers/cluster-mismatch.ts). */
+  clusterMismatch(): ClusterMismatch | undefined {
+    const network = this.networkValue;
+    const backend = this.netConfValue?.backend;
+    if (!network || !backend) return undefined;
+    return clusterMismatch(network.status(), {
+      type: backend.type,
+      ...(backend.type === 'vxlan' ? { vni: backend.vni } : {}),
+      netConfPath: this.opts.config.netConfigPath,
+    });
   }
 
   /**
@@ -130,11 +195,11 @@ export class Agent {
     );
   }
 
-  /** Why /readyz answers 503, once the network is up: the own Node gone from the API server, the CNI problems; each with its fix. */
+  /** Why /readyz answers 503, once the network is up: the own Node gone from the API server, the pod-network problems; each with its fix. */
   notReadyReason(): string | undefined {
     const reasons = [
       ...(this.ownNodeGone !== undefined ? [`own-node-deleted: ${this.ownNodeGone}; fix: register the Node again (restart the kubelet); the dataplane is kept meanwhile`] : []),
-      ...this.cniProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`),
+      ...this.podNetworkProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`),
     ];
     return reasons.length === 0 ? undefined : reasons.join('\n');
   }
@@ -174,6 +239,8 @@ export class Agent {
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
     const network = this.networkValue;
+    const problems = this.podNetworkProblems();
+    const cni = problems.filter((p) => p.check !== 'cluster-config').map(({ check, detail, fix }) => ({ check, detail, fix }));
     let hnsNetwork: StatusInput['hnsNetwork'];
     if (network && this.dataplaneValue) {
       try {
@@ -194,7 +261,7 @@ export class Agent {
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
       network: network?.status(),
-      ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: this.cniProblems() } } : {}),
+      ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: cni } } : {}),
       ...(network?.lease.ipv6Subnet !== undefined && network.lease.publicIPv6 !== undefined && this.netConfValue
         ? {
             dualStack: {
@@ -212,6 +279,7 @@ export class Agent {
           }
         : {}),
       ...(this.ownNodeGone !== undefined ? { ownNodeGone: this.ownNodeGone } : {}),
+      clusterMismatch: problems.find((p) => p.check === 'cluster-config'),
     });
   }
 
@@ -361,6 +429,7 @@ export class Agent {
       policyBatch: config.hnsPolicyBatchSize,
       restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
       afterRebuild: settle,
+      beforeCompleteLease: () => this.readinessChecked(),
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
       // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it); while it
       // stands, the files kube-proxy's scripts read it from are kept too (one deleted is written again).
@@ -423,7 +492,7 @@ export class Agent {
                 signal,
               }).catch((err: unknown) => this.log.warn('net-conf.json re-check stopped', { error: errorMessage(err) }));
             }
-            watching = this.watchCniReadiness(netConf, subnetManager, cniCheck.signal);
+            watching = this.watchReadiness(netConf, subnetManager, cniCheck.signal);
           }
           await network.run(round.signal);
         } catch (err) {
@@ -446,36 +515,69 @@ export class Agent {
   }
 
   /**
-   * Check the CNI config (--cni-conf-dir) now and every CNI_CHECK_INTERVAL_MS until `signal` aborts; on
-   * each change log it and tell the subnet manager (kube: the NetworkUnavailable condition), so the
-   * operator sees a conflist that names the wrong network before the first pod fails.
+   * Check what keeps the node from serving pods (the cluster mismatch, the CNI config of --cni-conf-dir)
+   * now, every CNI_CHECK_INTERVAL_MS and whenever a read saw it change, until `signal` aborts; on each
+   * change log it and tell the subnet manager (kube: the NetworkUnavailable condition), so the operator
+   * sees a conflist that names the wrong network before the first pod fails, and the scheduler sees what
+   * /readyz says.
    */
-  private async watchCniReadiness(netConf: NetworkConfig, subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
-    const { config } = this.opts;
-    if (!config.cniConfDir) return;
-    let last: string | undefined;
-    while (!signal.aborted) {
-      let problems = this.cniProblems();
-      // The agent's own conflist written again with net-conf's name after the start (an installer re-run).
-      const network = this.networkValue;
-      if (network && problems.some((p) => p.check === 'cni-network-name')) {
-        await this.rerenderOwnConflist(netConf, network, ownNodeEvents(subnetManager, network.lease));
-        problems = this.cniProblems();
+  private async watchReadiness(netConf: NetworkConfig, subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
+    try {
+      while (!signal.aborted) {
+        this.readinessRung = false;
+        const waiting = this.readinessWaiters.splice(0);
+        await this.checkReadiness(netConf, subnetManager, signal);
+        for (const done of waiting) done();
+        if (this.readinessRung) continue;
+        // Sleep until the next check, or until a read rings (podNetworkProblems) or the run ends.
+        const nap = new AbortController();
+        const wake = () => nap.abort();
+        this.wakeReadiness = wake;
+        signal.addEventListener('abort', wake, { once: true });
+        await this.clock.sleep(this.opts.cniCheckIntervalMs ?? CNI_CHECK_INTERVAL_MS, nap.signal).catch(() => undefined);
+        signal.removeEventListener('abort', wake);
+        this.wakeReadiness = undefined;
       }
-      const key = problems.map((p) => `${p.check}\n${p.detail}`).join('\n');
-      if (key !== last) {
-        const first = last === undefined;
-        last = key;
-        for (const p of problems) this.log.warn('pods cannot start on this node: the CNI config does not fit this agent', { check: p.check, detail: p.detail, fix: p.fix });
-        if (problems.length === 0)
-          this.log.info(first ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir: config.cniConfDir });
-        const problem = problems[0] && { reason: CNI_CONDITION_REASONS[problems[0].check], message: `${problems[0].detail}; fix: ${problems[0].fix}` };
-        await subnetManager.reportPodNetwork?.(problem, signal).catch((err: unknown) => {
-          if (!signal.aborted) this.log.warn('could not report the CNI check on the node condition', { error: errorMessage(err) });
-        });
-      }
-      await this.clock.sleep(this.opts.cniCheckIntervalMs ?? CNI_CHECK_INTERVAL_MS, signal).catch(() => undefined);
+    } finally {
+      for (const done of this.readinessWaiters.splice(0)) done();
     }
+  }
+
+  /** Check what keeps the node from serving pods; when it changed, log it and tell the subnet manager. */
+  private async checkReadiness(netConf: NetworkConfig, subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
+    let problems = this.currentProblems();
+    // The agent's own conflist written again with net-conf's name after the start (an installer re-run).
+    const network = this.networkValue;
+    if (network && problems.some((p) => p.check === 'cni-network-name')) {
+      await this.rerenderOwnConflist(netConf, network, ownNodeEvents(subnetManager, network.lease));
+      problems = this.currentProblems();
+    }
+    const key = problemsKey(problems);
+    const before = this.told;
+    if (key === before?.key) return;
+    this.told = { key, problems };
+    this.logReadiness(problems, before?.problems, network && ownNodeEvents(subnetManager, network.lease));
+    const problem = problems[0] && { reason: problems[0].reason, message: `${problems[0].detail}; fix: ${problems[0].fix}` };
+    await subnetManager.reportPodNetwork?.(problem, signal).catch((err: unknown) => {
+      if (!signal.aborted) this.log.warn('could not report the readiness check on the node condition', { error: errorMessage(err) });
+    });
+  }
+
+  /** Log a change of the pod-network problems (`before`: what was told last, undefined at the first check); the cluster mismatch is an Event too. */
+  private logReadiness(problems: readonly PodNetworkProblem[], before: readonly PodNetworkProblem[] | undefined, events: NodeEvents | undefined): void {
+    const { config } = this.opts;
+    const mismatchBefore = before?.some((p) => p.check === 'cluster-config') ?? false;
+    for (const p of problems) {
+      const fields = { check: p.check, reason: p.reason, detail: p.detail, fix: p.fix };
+      if (p.check !== 'cluster-config') this.log.warn('pods cannot start on this node: the CNI config does not fit this agent', fields);
+      else {
+        this.log.warn('this node reaches no peer: it rejects every peer for a cluster configuration mismatch', fields);
+        if (!mismatchBefore) events?.record(clusterMismatchEvent(p.detail, p.fix));
+      }
+    }
+    if (mismatchBefore && !problems.some((p) => p.check === 'cluster-config')) this.log.info('a peer is accepted again: this node reaches the cluster');
+    if (config.cniConfDir && !problems.some((p) => p.check !== 'cluster-config') && (before === undefined || before.some((p) => p.check !== 'cluster-config')))
+      this.log.info(before === undefined ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir: config.cniConfDir });
   }
 
   /** The lease watch saw the own Node go, come back, or be registered anew. */

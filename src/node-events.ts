@@ -31,6 +31,7 @@ export const NODE_EVENT_REASON = {
   hnsObjectsRepaired: 'FlannelHNSObjectsRepaired',
   nodeReregistered: 'FlannelNodeReregistered',
   cniConfigRenamed: 'FlannelCNIConfigRewritten',
+  clusterConfigMismatch: 'FlannelClusterConfigMismatch',
 } as const;
 
 // The peers' Events (a rejected lease, a refused item) are raised by the problems ledger, src/peers/problems.ts.
@@ -62,6 +63,11 @@ export function nodeReregisteredEvent(previousSubnet: string, subnet: string, re
     reason: NODE_EVENT_REASON.nodeReregistered,
     message: `the Node was deleted and registered again; flanneld leased it again without a restart (${change}; annotations, NetworkUnavailable and subnet.env rewritten). Pods started before keep addresses of the old podCIDR: recreate them if it changed`,
   };
+}
+
+/** This node rejects every peer for a cluster-configuration mismatch (src/peers/cluster-mismatch.ts): it reaches none. */
+export function clusterMismatchEvent(detail: string, fix: string): NodeEvent {
+  return { type: 'Warning', reason: NODE_EVENT_REASON.clusterConfigMismatch, message: `${detail}; the node is not ready; fix: ${fix}` };
 }
 
 /** The agent's own CNI config named net-conf's network, not the adopted one the agent runs; it was rewritten. */

@@ -223,6 +223,8 @@ const wantedType = (conf: Conf) => (conf.type === 'vxlan' ? 'Overlay' : 'L2Bridg
 export function runChecks(f: DoctorFacts): CheckRow[] {
   const rows: CheckRow[] = [];
   rows.push(agentRow(f));
+  const mismatch = f.agent.status?.clusterMismatch;
+  if (mismatch) rows.push(fail('cluster-config', `this node reaches no peer (${mismatch.reason}): ${mismatch.detail}`, mismatch.fix));
   if (isErr(f.netConf)) {
     rows.push(fail('net-conf', f.netConf.error, 'fix net-conf.json (--net-config-path) and restart flanneld'));
     return rows;
@@ -250,6 +252,7 @@ export function runChecks(f: DoctorFacts): CheckRow[] {
 function notInSync(s: StatusReport): string {
   const why: string[] = [];
   if (s.ownNode) why.push(`its Node is deleted from the API server (${s.ownNode.reason})`);
+  if (s.clusterMismatch) why.push(`it reaches no peer: see cluster-config`);
   const cni = s.cni?.problems ?? [];
   if (cni.length) why.push(`pods cannot start: ${cni[0].detail}`);
   if (s.network && !s.network.present) why.push(`the HNS network ${s.network.name} is missing${s.network.error ? ` (${s.network.error})` : ''}`);

@@ -76,6 +76,12 @@ export function leaseContent(l: Lease): string {
   return stable([l.subnet, l.publicIP, l.backendType, l.backendData ?? null, ...v6]);
 }
 
+/** A lease's VNI, when its backend-data has a number there (what a rejected peer's status entry shows). */
+function vniOf(l: Lease): { vni?: number } {
+  const vni = (l.backendData as { VNI?: unknown } | null | undefined)?.VNI;
+  return typeof vni === 'number' ? { vni } : {};
+}
+
 /** Whether two leases of one peer differ in anything the dataplane or the subnet holders care about. */
 function sameLease(a: Lease, b: Lease): boolean {
   if (a.subnet !== b.subnet || a.publicIP !== b.publicIP || a.backendType !== b.backendType || a.created !== b.created) return false;
@@ -169,7 +175,7 @@ export class PeerStore<D> {
     for (const key of [...this.peersByKey.keys()].sort()) {
       const { lease, held } = this.peersByKey.get(key)!;
       const why = held !== undefined || !lease ? undefined : this.problems.rejection(key);
-      if (why && lease) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why });
+      if (why && lease) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why, backendType: lease.backendType, ...vniOf(lease) });
     }
     return out;
   }

@@ -50,17 +50,24 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
   let kubeConfig: ReturnType<typeof buildKubeConfig> | undefined;
   const kc = () => (kubeConfig ??= buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log, clock: deps.clock }));
   let read: ReturnType<typeof readNodePublicIPs> | undefined;
+  /** The start of the start-up window (a 403 retried), the public-IP read's and the manager's alike. */
+  let startedAt: number | undefined;
   // One read of the own Node's public-IP annotations serves both families.
-  const annotations = (signal: AbortSignal) =>
-    (read ??= readNodePublicIPs({
-      kubeConfig: kc(),
-      nodeName: config.nodeName!,
-      annotationPrefix: config.kubeAnnotationPrefix,
-      log,
-      clock: deps.clock,
-      signal,
-      timings: deps.timings,
-    }));
+  const annotations = (signal: AbortSignal) => {
+    if (read === undefined) {
+      startedAt = deps.clock.now();
+      read = readNodePublicIPs({
+        kubeConfig: kc(),
+        nodeName: config.nodeName!,
+        annotationPrefix: config.kubeAnnotationPrefix,
+        log,
+        clock: deps.clock,
+        signal,
+        timings: { nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000, ...deps.timings },
+      });
+    }
+    return read;
+  };
   return {
     async publicIPs(signal) {
       if (!config.nodeName) return [];
@@ -88,6 +95,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         metrics: deps.metrics,
         clock: deps.clock,
         timings: { nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000, ...deps.timings },
+        ...(startedAt !== undefined ? { startedAt } : {}),
       });
     },
   };
