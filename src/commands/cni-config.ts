@@ -152,6 +152,11 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   };
 }
 
+/** True when net-conf makes this command render the dual-stack conflist, which runs sdnbridge.exe (install-cni installs it then). */
+export function rendersSdnbridge(netConf: NetworkConfig): boolean {
+  return netConf.enableIPv6 && netConf.backend.type !== 'vxlan';
+}
+
 /**
  * The dual-stack conflist. The flannel meta-plugin on Windows ignores subnet.env's IPv6 keys and
  * win-bridge configures only the first IP (flannel-io/cni-plugin flannel_windows.go; containernetworking/
