@@ -44,7 +44,8 @@ export type ParsedCommandArgs = { kind: 'help' } | { kind: 'run'; own: OwnValues
 
 /**
  * Parse own + agent flags. The agent part accepts FLANNELD_* from the environment, as the daemon does.
- * A command that never touches the dataplane (`usesDataplane: false`) runs anywhere without --dataplane.
+ * A command that does not need the dataplane (`usesDataplane: false`) runs anywhere without --dataplane:
+ * off Windows it defaults to the simulated one (on Windows to the real one, as the agent's).
  */
 export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec[], io: CommandIO, opts: { usesDataplane?: boolean } = {}): ParsedCommandArgs {
   const split = splitArgs(argv, own);
@@ -58,7 +59,7 @@ export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec
     {
       ...io.env,
       FLANNELD_KUBE_SUBNET_MGR: undefined,
-      ...(opts.usesDataplane === false ? { FLANNELD_DATAPLANE: io.env['FLANNELD_DATAPLANE'] || 'simulated' } : {}),
+      ...(opts.usesDataplane === false && io.platform !== 'win32' ? { FLANNELD_DATAPLANE: io.env['FLANNELD_DATAPLANE'] || 'simulated' } : {}),
     },
     { platform: io.platform },
   );
