@@ -28,16 +28,19 @@
 // The node's addresses (host-gw: the subnet of --management-ip; dual-stack: its IPv6 address and prefix)
 // are read from the host's adapters as the agent reads them (the dataplane's Host: iphlpapi on Windows, the
 // state file of a simulated node), the IPv6 address chosen by the agent's own rule (../host/select.ts
-// selectIPv6Address).
+// selectIPv6Address). Dual-stack, the node's subnets come from its Node with --kube-subnet-mgr (the
+// podCIDRs the kube subnet manager leases, read without writing anything, so a DaemonSet's init container
+// renders the conflist before the agent has ever run on the node), else from the agent's subnet.env.
+import { Writable } from 'node:stream';
 import { dirname, join, resolve, win32 } from 'node:path';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile, writeFileAtomicSync } from '../basics/fs.js';
 import type { FlagSpec } from '../config/flags.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { errorMessage, FlagError, SubnetEnvError } from '../basics/errors.js';
+import { errorMessage, FlagError, KubeError, SubnetEnvError } from '../basics/errors.js';
 import { contains, isIp4, normalizeCidr, nthAddress } from '../basics/ip4.js';
 import { contains6, isGlobalUnicast6, normalizeCidr6, nthAddress6 } from '../basics/ip6.js';
 import { systemClock } from '../basics/clock.js';
-import { silentLogger } from '../basics/log.js';
+import { createLogger, silentLogger, type Logger } from '../basics/log.js';
 import type { HostInterface } from '../host/host.js';
 import { findInterfaceByIP, selectIPv6Address } from '../host/select.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
@@ -125,7 +128,7 @@ export interface CniConfigInput {
   /** Default true. */
   loopbackDSR?: boolean;
   /**
-   * Dual-stack (EnableIPv6): the node's two subnets (from subnet.env), the IPv6 Service
+   * Dual-stack (EnableIPv6): the node's two subnets (its Node's podCIDRs, or subnet.env), the IPv6 Service
    * CIDR, and the node's own IPv6 address and the prefix of its network (the IPv6 twins of managementIP and
    * managementSubnet). The conflist is then Microsoft's sdnbridge with host-local ranges for both families
    * (renderDualStackCniConfig).
@@ -359,7 +362,7 @@ function dualStackSubnets(subnetFile: string): { subnet: string; ipv6Subnet: str
   } catch (err) {
     throw new SubnetEnvError(
       'FLANNEL_ERR_SUBNET_ENV',
-      `the dual-stack conflist names the node's subnets, read from ${subnetFile}: ${errorMessage(err)}; start the agent first (it writes subnet.env), then run cni-config`,
+      `the dual-stack conflist names the node's subnets, read from ${subnetFile}: ${errorMessage(err)}; with the kube subnet manager pass --kube-subnet-mgr (they are read from the Node), else start the agent first (it writes subnet.env), then run cni-config`,
       {
         path: subnetFile,
       },
@@ -377,6 +380,33 @@ function dualStackSubnets(subnetFile: string): { subnet: string; ipv6Subnet: str
     );
   }
   return { subnet: v4, ipv6Subnet: v6 };
+}
+
+/** A logger writing to the command's stderr, in the agent's --log-level and --log-format. */
+function commandLogger(config: AgentConfig, io: CommandIO): Logger {
+  const stream = new Writable({
+    write(chunk: Buffer | string, _enc, done) {
+      io.stderr(String(chunk));
+      done();
+    },
+  });
+  return createLogger({ level: config.logLevel, format: config.logFormat, stream });
+}
+
+/**
+ * The node's two subnets. With --kube-subnet-mgr, its Node's podCIDRs as the kube subnet manager leases them
+ * (the same bounded, logged wait for them, --node-wait-timeout; nothing is written to the Node): the agent's
+ * lease is exactly these, so the conflist is right before the agent has ever run. In etcd mode the lease is
+ * the agent's to take, and subnet.env says what it took.
+ */
+async function nodeSubnets(config: AgentConfig, netConf: NetworkConfig, subnetFile: string, io: CommandIO): Promise<{ subnet: string; ipv6Subnet: string }> {
+  if (!config.kubeSubnetMgr) return dualStackSubnets(subnetFile);
+  const [{ kubeStart }, { Metrics }] = await Promise.all([import('../subnet/kube/factory.js'), import('../basics/metrics.js')]);
+  const kube = kubeStart(config, { log: commandLogger(config, io), metrics: new Metrics(), clock: systemClock });
+  const { subnet, ipv6Subnet } = await kube.subnetManager(netConf).ownSubnets(new AbortController().signal);
+  // The wait refuses a dual-stack net-conf on a Node without an IPv6 podCIDR (own-node.ts); said again here for the types.
+  if (ipv6Subnet === undefined) throw new KubeError('FLANNEL_ERR_NODE', 'the own Node has no IPv6 pod cidr', { reason: 'no-ipv6-podcidr' });
+  return { subnet, ipv6Subnet };
 }
 
 /** The host's adapters, as the agent reads them (the dataplane's Host), with their IPv6 addresses when asked. */
@@ -428,7 +458,7 @@ export const command: Command = {
   async run(args: string[], io: CommandIO): Promise<number> {
     const program = 'flanneld cni-config';
     try {
-      const parsed = parseCommandArgs(args, CNI_CONFIG_FLAGS, io, { usesDataplane: false });
+      const parsed = parseCommandArgs(args, CNI_CONFIG_FLAGS, io, { usesDataplane: false, kube: true });
       if (parsed.kind === 'help') {
         io.stdout(commandUsage(program, this.summary, CNI_CONFIG_FLAGS));
         return 0;
@@ -474,7 +504,7 @@ export const command: Command = {
       if (dual) {
         const adapter = managementIP ? findInterfaceByIP(await host(), managementIP) : undefined;
         dualStack = {
-          ...dualStackSubnets(paths.subnetFile),
+          ...(await nodeSubnets(config, netConf, paths.subnetFile, io)),
           ...(ipv6ServiceCidr ? { ipv6ServiceCidr: normalizeCidr6(ipv6ServiceCidr)! } : {}),
           ...(adapter ? managementIPv6Of(adapter, config) : {}),
         };

@@ -281,10 +281,14 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     const ds = find('DaemonSet', 'kube-flannel-ds-windows');
     const [plugins, cniConfig] = ds['spec']['template']['spec']['initContainers'] as Obj[];
     expect((plugins['args'] as string[]).join(' ')).toMatch(
-      /flanneld\.exe'\) install-cni --pinned --pinned-dir \(Join-Path \$env:CONTAINER_SANDBOX_MOUNT_POINT 'cni-plugins'\) --bin-dir \$env:CNI_BIN_DIR/,
+      /flanneld\.exe'\) install-cni --pinned --pinned-dir \(Join-Path \$root 'cni-plugins'\) --bin-dir \$env:CNI_BIN_DIR --net-config-path \(Join-Path \$root 'etc\\kube-flannel\\net-conf\.json'\)/,
     );
     expect(plugins['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
-    expect((cniConfig['args'] as string[]).join(' ')).toContain('cni-config');
+    // Both read the shared net-conf: sdnbridge.exe and the dual-stack conflist when it enables IPv6; run in
+    // order on a fresh dual-stack node in daemonset-dual-stack.test.ts.
+    expect(plugins['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
+    expect((cniConfig['args'] as string[]).join(' ')).toContain('cni-config --kube-subnet-mgr');
+    expect(cniConfig['env']).toEqual(expect.arrayContaining([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]));
     const c = (ds['spec']['template']['spec']['containers'] as Obj[]).find((x) => x['name'] === 'kube-flannel')!;
     expect(c['env']).toEqual(expect.arrayContaining([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]));
     expect(c['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
