@@ -3,7 +3,7 @@
 // --pinned the upstream releases of src/cni-plugins/pinned.json are used. The dual-stack conflist runs
 // Microsoft's sdnbridge instead (./cni-config.ts): --sdnbridge, or a --net-config-path that enables IPv6,
 // installs sdnbridge.exe too, from the pinned microsoft/windows-container-networking release zip.
-import { parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
+import { applyFlagValue, envVarName, lookupFlag, parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
 import { CniInstallError, FlagError, FlannelError, errorMessage } from '../basics/errors.js';
 import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, SDNBRIDGE_FILE, type CniPluginFile } from '../cni-plugins/archive.js';
 import { DOWNLOAD_LIMITS } from '../cni-plugins/download.js';
@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/verify-pins.js';
 import { safeText } from '../basics/log-safe.js';
-import { readNetConf } from '../subnet/net-conf.js';
+import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { rendersSdnbridge } from './cni-config.js';
 
 const PROGRAM = 'flanneld install-cni';
@@ -52,6 +52,12 @@ const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
     default: '',
     help: `install what \`flanneld cni-config\` renders for this net-conf.json: ${SDNBRIDGE_FILE} too (as --sdnbridge) when it enables IPv6`,
     valueName: 'FILE',
+  },
+  {
+    name: 'ipv4-only',
+    kind: 'bool',
+    default: false,
+    help: `with --net-config-path: this node runs the net-conf's IPv4 half, as the agent's --ipv4-only (also read from ${envVarName('ipv4-only')}, which the DaemonSet's ConfigMap gives every container): no ${SDNBRIDGE_FILE}`,
   },
   {
     name: 'verify-pins',
@@ -117,13 +123,22 @@ export function pinnedLocation(url: string, mirror: string, dir: string, exists:
   return mirrored(url, mirror);
 }
 
+/** --ipv4-only, else FLANNELD_IPV4_ONLY parsed as the agent parses it (the agent flag's spec). */
+function ipv4Only(values: ReadonlyMap<string, unknown>, env: CommandIO['env']): boolean {
+  if (values.has('ipv4-only')) return values.get('ipv4-only') === true;
+  const key = envVarName('ipv4-only');
+  const raw = env[key];
+  return raw !== undefined && raw !== '' && applyFlagValue(lookupFlag('ipv4-only')!, undefined, raw, `environment variable ${key}`) === true;
+}
+
 /**
  * The plugins to install: the four of the flannel conflist, and sdnbridge.exe with --sdnbridge or when
- * --net-config-path's net-conf makes `flanneld cni-config` render the dual-stack conflist.
+ * --net-config-path's net-conf makes `flanneld cni-config` render the dual-stack conflist (not for a node
+ * that runs its IPv4 half only).
  */
-function wantedPlugins(values: ReadonlyMap<string, unknown>): CniPluginFile[] {
+function wantedPlugins(values: ReadonlyMap<string, unknown>, env: CommandIO['env']): CniPluginFile[] {
   const netConfPath = (values.get('net-config-path') as string | undefined) ?? '';
-  const dual = values.get('sdnbridge') === true || (netConfPath !== '' && rendersSdnbridge(readNetConf(netConfPath)));
+  const dual = values.get('sdnbridge') === true || (netConfPath !== '' && rendersSdnbridge(windowsNetConf(readNetConf(netConfPath), ipv4Only(values, env), { path: netConfPath })));
   const plugins: CniPluginFile[] = [...CNI_PLUGIN_FILES];
   if (dual) plugins.push(SDNBRIDGE_FILE);
   return plugins;
@@ -200,7 +215,7 @@ export const command: Command = {
         io.stdout(usage(io.platform));
         return 0;
       }
-      const plugins = wantedPlugins(cli.values);
+      const plugins = wantedPlugins(cli.values, io.env);
       const sources = parseSources(cli.values, plugins);
       const binDir =
         (cli.values.get('bin-dir') as string | undefined) ??

@@ -229,7 +229,7 @@ describe('flanneld install-cni', () => {
     expect(installed()).toEqual(before);
   });
 
-  it('--net-config-path: a net-conf that enables IPv6 needs sdnbridge.exe too; an IPv4 one does not', async () => {
+  it('--net-config-path: a net-conf that enables IPv6 needs sdnbridge.exe too; an IPv4 one, or its IPv4 half (--ipv4-only), does not', async () => {
     const dual = join(dir, 'net-conf-dual.json');
     writeFileSync(dual, JSON.stringify({ Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } }));
     const v4 = join(dir, 'net-conf-v4.json');
@@ -240,6 +240,12 @@ describe('flanneld install-cni', () => {
     expect(refused.stderr).toContain('sdnbridge.exe');
     const ok = await run(['--net-config-path', v4, ...sources]);
     expect([ok.status, ok.stderr]).toEqual([0, '']);
+    // A node that runs the dual-stack net-conf's IPv4 half (the agent's --ipv4-only; FLANNELD_IPV4_ONLY from
+    // the DaemonSet's ConfigMap reaches this init container too) renders win-bridge: no sdnbridge.exe.
+    const ipv4Only = await runFlanneld(['install-cni', '--net-config-path', dual, ...sources], { FLANNELD_IPV4_ONLY: 'true' });
+    expect([ipv4Only.status, ipv4Only.stderr]).toEqual([0, '']);
+    const flag = await run(['--ipv4-only', '--net-config-path', dual, ...sources]);
+    expect([flag.status, flag.stderr]).toEqual([0, '']);
   });
 
   it.each([
