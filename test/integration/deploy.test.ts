@@ -611,6 +611,9 @@ describe('scripts/start.ps1', () => {
     expect(text).toContain('$pluginArgs = @(\'install-cni\', "--bin-dir=$CniBinDir")');
     expect(text).toContain("$pluginArgs += '--pinned'");
     expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
+    // Pods dual-stack: the conflist runs sdnbridge.exe, which install-cni installs only when asked.
+    expect(text).toContain("if ($podsDualStack) { $pluginArgs += '--sdnbridge' }");
+    expect(text.indexOf("if ($podsDualStack) { $pluginArgs += '--sdnbridge' }")).toBeLessThan(text.indexOf('Invoke-Flanneld $pluginArgs'));
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf('Invoke-Flanneld $cniConfigArgs'));
     // The conflist names the agent's subnet.env: -SubnetFile reaches cni-config as it reaches the agent.
