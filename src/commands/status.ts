@@ -84,7 +84,9 @@ export function renderStatusTable(s: StatusReport): string {
   const refused = Array.isArray(refusals) ? (refusals as StatusReport['peers']['refusals']) : [];
   rows.push(['Peers', `${t(s.peers.desired)} desired, ${t(s.peers.programmed)} programmed, ${t(s.peers.rejected)} rejected, ${refused.length} refused`]);
   for (const r of Array.isArray(rejections) ? (rejections as StatusReport['peers']['rejections']) : []) {
-    rows.push(['  rejected', `${t(r?.key)} ${t(r?.subnet)} via ${t(r?.publicIP)}: ${t(r?.reason)} (${t(r?.message)})`]);
+    // An IPv6 half alone: the peer is routed over IPv4.
+    const what = r?.family === 'ipv6' ? '  rejected IPv6' : '  rejected';
+    rows.push([what, `${t(r?.key)} ${t(r?.subnet)} via ${t(r?.publicIP)}: ${t(r?.reason)} (${t(r?.message)})`]);
   }
   for (const r of refused) {
     const hresult = t(r?.hresult);

@@ -18,6 +18,8 @@
 // Subnets arrive normalised (network-address form) from the list-watch; the store compares them as text.
 // A dual-stack peer's IPv6 subnet rides along with its IPv4 lease: its items are the driver's (one route
 // per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
+// A bad IPv6 half is rejected alone (docs/compatibility.md, Dual-stack): the peer is accepted with its IPv4
+// half only, and the IPv6 rejection is the ledger's (counted, logged, an Event, in the status).
 import type { Clock } from '../basics/clock.js';
 import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
@@ -28,7 +30,7 @@ import type { NodeEvents } from '../node-events.js';
 import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
 import { PeerProblems } from './problems.js';
 import { CONFLICT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
-import type { LeaseValidation, LeaseValidationContext } from './validate.js';
+import type { IPv6Rejected, LeaseValidation, LeaseValidationContext } from './validate.js';
 import { validateLease } from './validate.js';
 
 /** What the store asks the backend's driver: the items a valid peer lease needs, and their keys. */
@@ -85,6 +87,17 @@ function sameLease(a: Lease, b: Lease): boolean {
   // Every status update of a node comes here: the native stringify settles the usual case (the same
   // annotation decoded again); key order alone differing falls through to the sorted comparison.
   return x === y || JSON.stringify(x) === JSON.stringify(y) || stable(x) === stable(y);
+}
+
+/** The IPv6 half's rejection of an accepted lease's verdict. */
+function ipv6Of(v: LeaseValidation): IPv6Rejected | undefined {
+  return v.ok ? v.ipv6 : undefined;
+}
+
+/** The lease without its IPv6 half (what is routed when that half is rejected). */
+function ipv4Half(l: Lease): Lease {
+  const { ipv6Subnet: _sn6, publicIPv6: _ip6, ...v4 } = l;
+  return v4;
 }
 
 interface Peer<D> {
@@ -162,14 +175,17 @@ export class PeerStore<D> {
       .flatMap((p) => (p.held !== undefined && p.lease ? [p.lease] : []));
   }
 
-  /** Peer leases rejected now (their current content), with the reason, sorted by key. */
+  /** Peer leases rejected now (their current content), with the reason, and accepted ones' rejected IPv6 halves; sorted by key. */
   rejected(): RejectedLease[] {
     const out: RejectedLease[] = [];
     if (this.problems.rejectedCount === 0) return out; // the common case, asked on every status read
     for (const key of [...this.peersByKey.keys()].sort()) {
       const { lease, held } = this.peersByKey.get(key)!;
-      const why = held !== undefined || !lease ? undefined : this.problems.rejection(key);
-      if (why && lease) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why });
+      if (!lease) continue;
+      const why = held === undefined ? this.problems.rejection(key) : undefined;
+      if (why) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why });
+      const v6 = held !== undefined ? this.problems.ipv6Rejection(key) : undefined;
+      if (v6) out.push({ key, family: 'ipv6', subnet: lease.ipv6Subnet ?? '', publicIP: lease.publicIPv6 ?? '', ...v6 });
     }
     return out;
   }
@@ -218,7 +234,7 @@ export class PeerStore<D> {
     this.desiredByKey.clear();
     this.ownerOf.clear();
     this.departed.clear();
-    for (const [key, p] of this.peersByKey) if (p.held !== undefined && p.lease) this.accept(key, p, p.lease);
+    for (const [key, p] of this.peersByKey) if (p.held !== undefined && p.lease) this.accept(key, p, p.lease, ipv6Of(validateLease(p.lease, this.ctx)));
     this.onChange();
   }
 
@@ -326,9 +342,13 @@ export class PeerStore<D> {
     // 4. New items for the peers accepted with new content; the rest were released or accepted above.
     for (const key of changed) {
       const p = this.peersByKey.get(key)!;
-      if (p.held !== undefined && p.lease) this.accept(key, p, p.lease);
+      if (p.held !== undefined && p.lease) this.accept(key, p, p.lease, ipv6Of(verdict(p.lease)));
     }
-    for (const key of touched) if (!this.peersByKey.get(key)!.lease) this.peersByKey.delete(key);
+    for (const key of touched) {
+      const p = this.peersByKey.get(key)!;
+      if (!p.lease) this.peersByKey.delete(key);
+      else if (p.held === undefined) this.problems.ipv6Cleared(key); // not accepted now: its IPv6 half is no news
+    }
     this.metrics?.set(METRIC.peers, this.acceptedCount);
   }
 
@@ -361,7 +381,7 @@ export class PeerStore<D> {
       changed.delete(holder);
       const p = this.peersByKey.get(holder)!;
       p.held = sn;
-      this.accept(holder, p, first);
+      this.accept(holder, p, first, ipv6Of(verdict(first)));
       if ((freedFrom !== undefined && freedFrom !== holder) || (waited !== undefined && CONFLICT_REASONS.has(waited))) {
         this.log.info('subnet handed over', { subnet: sn, from: freedFrom ?? '', to: holder });
       }
@@ -379,12 +399,16 @@ export class PeerStore<D> {
     this.problems.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });
   }
 
-  /** Accept `lease` for peer `key`: its items (anew), dirty where they changed. */
-  private accept(key: string, p: Peer<D>, lease: Lease): void {
+  /** Accept `lease` for peer `key`: its items (anew; without its IPv6 half when that is rejected), dirty where they changed. */
+  private accept(key: string, p: Peer<D>, lease: Lease, ipv6: IPv6Rejected | undefined): void {
     const had = p.keys;
     if (had) this.dropItems(key, had);
     else this.acceptedCount++;
-    const items = this.source.desiredFor(lease);
+    if (ipv6) {
+      const fields = { subnet: lease.subnet, ipv6Subnet: lease.ipv6Subnet, publicIPv6: lease.publicIPv6 };
+      this.problems.rejectIPv6({ node: key, reason: ipv6.reason, sig: `${ipv6.reason}|${lease.ipv6Subnet ?? ''}|${lease.publicIPv6 ?? ''}`, message: ipv6.message, fields });
+    } else this.problems.ipv6Cleared(key);
+    const items = this.source.desiredFor(ipv6 ? ipv4Half(lease) : lease);
     const keys = items.map((d) => this.source.desiredKey(d));
     p.lease = lease;
     p.items = items;

@@ -263,6 +263,23 @@ describeEtcd('dual-stack leases in etcd (real etcd)', () => {
       await waitFor(() => (routes(a).length === 2 && routes(a).includes('10.5.1.0/24 via 10.0.0.11') ? true : undefined), 'the IPv6 route swept', 15_000);
     }, 40_000);
 
+    it('a peer whose IPv6 half is bad (a ::-0 key, a zoned PublicIPv6) keeps its IPv4 route; the agent leases beside the ::-0 key', async () => {
+      const { prefix } = await newPrefix(DUAL);
+      const grant = await admin.leaseClient.leaseGrant({ TTL: 86400 });
+      await admin.put(`${prefix}/subnets/10.5.3.0-24&::-0`).value('{"PublicIP":"10.0.0.13","PublicIPv6":"fd00:10::13","BackendType":"host-gw"}').lease(grant.ID);
+      await admin.put(`${prefix}/subnets/10.5.4.0-24&fc00:0:0:4::-64`).value('{"PublicIP":"10.0.0.14","PublicIPv6":"fe80::14%eth0","BackendType":"host-gw"}').lease(grant.ID);
+      const sink = logSink('info');
+      const a = startAgent(prefix, sink.log);
+      await waitFor(() => a.agent.isReady && routes(a).length === 2, 'the two IPv4 routes', 15_000);
+      expect(routes(a)).toEqual(['10.5.3.0/24 via 10.0.0.13', '10.5.4.0/24 via 10.0.0.14']);
+      expect(a.agent.network!.lease.ipv6Subnet).toMatch(/^fc00:0:0:[0-9a-f]+::\/64$/);
+      const rejected = (await a.agent.status()).peers.rejections.map((r) => [r.family, r.subnet, r.publicIP, r.reason]);
+      expect(rejected).toEqual([
+        ['ipv6', '::/0', 'fd00:10::13', 'subnet-outside-network'],
+        ['ipv6', 'fc00:0:0:4::/64', 'fe80::14%eth0', 'public-ip-invalid'],
+      ]);
+    }, 40_000);
+
     it('restarted, it reuses both halves from etcd and subnet.env', async () => {
       const { prefix } = await newPrefix(DUAL);
       let a = startAgent(prefix);
