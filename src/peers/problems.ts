@@ -2,12 +2,13 @@
 // failed validation or lost a contested subnet, by node, written by the peer store ./store.ts),
 // `ipv6-rejected` (the IPv6 half of an accepted dual-stack lease failed validation: its IPv4 route is kept,
 // by node, written by the store) and `refused` (the dataplane refused one of its items, a RemoteSubnetRoute
-// HNS will not take or a route the stack rejects, by item key, written by the reconcile loop). Both go through one mechanism: a report that
-// is news (a new verdict, another answer) is counted, logged at warn, raised as an Event on the own Node
-// and listed in the status until resolved; a report that is not news is counted only where the metric
-// counts tries (refusals) and logged at debug.
-// Bounded whatever a peer does: one record per node (rejected) or item (refused), a rejection's message
-// capped and its signature kept as a digest, rejection lines rate-limited to one per node and reason per
+// HNS will not take or a route the stack rejects, by item key, written by the reconcile loop). All go
+// through one mechanism: a report that is news (a new verdict, another answer) is counted, logged at warn,
+// raised as an Event on the own Node and listed in the status until resolved; a report that is not news is
+// counted only where the metric counts tries (refusals) and logged at debug.
+// Bounded in bytes whatever a peer does (docs/bounds.md, Rejected peers): one record per node (rejected) or
+// item (refused), a rejection's message cut as a copy of its own and its signature kept as a digest, one
+// log state per node and reason, rejection lines rate-limited to one per node and reason per
 // interval (the next line carries how many were held back), everything about a node forgotten once it is
 // deleted. Refused items are retried each on its own capped exponential backoff, so the other peers are
 // never held back by them. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease and
@@ -51,13 +52,24 @@ export interface PeerProblem {
  */
 export const MAX_KEPT_MESSAGE = 512;
 
-/** A rejection's message as kept: at most MAX_KEPT_MESSAGE characters. */
-function keptMessage(message: string): string {
-  return message.length > MAX_KEPT_MESSAGE ? `${message.slice(0, MAX_KEPT_MESSAGE - 1)}…` : message;
+/**
+ * `text` as kept for long, at most `max` characters: a copy of its own. V8 keeps a cut (`slice`) as a
+ * view of the whole text, and a joined text as its parts, so a cut kilobyte message kept the kilobyte
+ * alive; JSON.parse builds a new flat string (and keeps lone surrogates, which a UTF-8 round trip would
+ * not). The cut is marked `...`: one character outside Latin-1 (`…`) makes V8 store all of them in two bytes.
+ */
+export function keptText(text: string, max: number): string {
+  const cut = text.length > max ? `${text.slice(0, max - 3)}...` : text;
+  return JSON.parse(JSON.stringify(cut)) as string;
 }
 
-/** A fixed-size digest of a rejection's signature (what was rejected can be a kilobyte of backend-data). */
-function digest(sig: string): string {
+/** A rejection's message as kept: at most MAX_KEPT_MESSAGE characters, a copy of its own. */
+function keptMessage(message: string): string {
+  return keptText(message, MAX_KEPT_MESSAGE);
+}
+
+/** A fixed-size digest of a rejection's signature, or of a lease's content (what was rejected can be a kilobyte of backend-data). */
+export function digest(sig: string): string {
   return createHash('sha256').update(sig).digest('base64');
 }
 
@@ -145,7 +157,10 @@ export interface PeerProblemsOptions {
   owner?: (key: string) => string | undefined;
 }
 
+/** The last log line about one node for one kind and reason. */
 interface LineState {
+  kind: ProblemKind;
+  reason: string;
   at: number;
   held: number;
 }
@@ -162,8 +177,11 @@ export class PeerProblems {
   owner: (key: string) => string | undefined;
   /** The records, by kind and key. */
   private readonly records: Record<ProblemKind, Map<string, PeerProblem>> = { rejected: new Map(), 'ipv6-rejected': new Map(), refused: new Map() };
-  /** Rejected nodes' last log line per reason (kept after the lease is accepted, until the node is gone). */
-  private readonly lines = new Map<string, Map<string, LineState>>();
+  /**
+   * Rejected nodes' last log line per kind and reason (kept after the lease is accepted, until the node is
+   * gone): a short list per node, usually of one (a Map per node cost ten times that).
+   */
+  private readonly lines = new Map<string, LineState[]>();
 
   constructor(opts: PeerProblemsOptions = {}) {
     this.clock = opts.clock ?? systemClock;
@@ -233,23 +251,23 @@ export class PeerProblems {
       else this.log.debug('the dataplane refused the item again', fields);
       return;
     }
-    const ipv6 = p.kind === 'ipv6-rejected';
-    const lineKey = ipv6 ? `ipv6 ${p.reason}` : p.reason;
-    let lines = this.lines.get(p.key);
-    if (!lines) this.lines.set(p.key, (lines = new Map<string, LineState>()));
-    const line = lines.get(lineKey);
+    const lines = this.lines.get(p.key);
+    const line = lines?.find((l) => l.kind === p.kind && l.reason === p.reason);
     if (line && now - line.at < this.intervalMs) {
       line.held++;
       return;
     }
-    this.log.warn(ipv6 ? 'peer lease IPv6 half rejected; its IPv4 route is kept' : 'peer lease rejected', {
+    this.log.warn(p.kind === 'ipv6-rejected' ? 'peer lease IPv6 half rejected; its IPv4 route is kept' : 'peer lease rejected', {
       node: p.key,
       reason: p.reason,
       ...fields,
       detail: fields.detail,
       ...(line && line.held > 0 ? { heldBack: line.held, sinceS: Math.round((now - line.at) / 1000) } : {}),
     });
-    lines.set(lineKey, { at: now, held: 0 });
+    const next: LineState = { kind: p.kind, reason: p.reason, at: now, held: 0 };
+    if (line) Object.assign(line, next);
+    else if (lines) lines.push(next);
+    else this.lines.set(p.key, [next]); // a list of exactly one (push would reserve room for 17)
   }
 
   private event(p: PeerProblem, fields: Record<string, unknown>): NodeEvent {

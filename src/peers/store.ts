@@ -28,7 +28,7 @@ import { METRIC } from '../basics/metrics.js';
 import type { RejectedLease } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
 import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
-import { PeerProblems } from './problems.js';
+import { digest, keptText, PeerProblems } from './problems.js';
 import { CONFLICT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
 import type { IPv6Rejected, LeaseValidation, LeaseValidationContext } from './validate.js';
 import { validateLease } from './validate.js';
@@ -100,9 +100,27 @@ function ipv4Half(l: Lease): Lease {
   return v4;
 }
 
+/** The most characters of a set-aside lease's subnet and public IP kept for the status. */
+const MAX_SHOWN = 64;
+
+/**
+ * A lease rejected by validation, set aside: not a claimant of its subnet (an invalid lease never holds
+ * one) and kept as what the status shows of it and the digest of its content, which the change filter
+ * compares, instead of the lease (a hostile one carries kilobytes of annotations).
+ */
+interface SetAside {
+  subnet: string;
+  publicIP: string;
+  content: string;
+}
+
 interface Peer<D> {
-  /** The lease as last reported (own lease excluded); undefined while a gone peer is being released. */
+  /**
+   * The lease as last reported (own lease excluded) while it claims its subnet; undefined while a gone
+   * peer is being released, and once a lease rejected by validation is set aside (`invalid`).
+   */
   lease: Lease | undefined;
+  invalid?: SetAside;
   /** Accepted: the subnet it holds, the items it needs and their keys. */
   held?: string;
   items?: D[];
@@ -180,12 +198,13 @@ export class PeerStore<D> {
     const out: RejectedLease[] = [];
     if (this.problems.rejectedCount === 0) return out; // the common case, asked on every status read
     for (const key of [...this.peersByKey.keys()].sort()) {
-      const { lease, held } = this.peersByKey.get(key)!;
-      if (!lease) continue;
+      const { lease, held, invalid } = this.peersByKey.get(key)!;
+      const shown = lease ?? invalid;
+      if (!shown) continue;
       const why = held === undefined ? this.problems.rejection(key) : undefined;
-      if (why) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why });
-      const v6 = held !== undefined ? this.problems.ipv6Rejection(key) : undefined;
-      if (v6) out.push({ key, family: 'ipv6', subnet: lease.ipv6Subnet ?? '', publicIP: lease.publicIPv6 ?? '', ...v6 });
+      if (why) out.push({ key, subnet: shown.subnet, publicIP: shown.publicIP, ...why });
+      const v6 = held !== undefined && lease ? this.problems.ipv6Rejection(key) : undefined;
+      if (v6 && lease) out.push({ key, family: 'ipv6', subnet: lease.ipv6Subnet ?? '', publicIP: lease.publicIPv6 ?? '', ...v6 });
     }
     return out;
   }
@@ -258,7 +277,7 @@ export class PeerStore<D> {
       for (const key of [...this.peersByKey.keys()]) if (!update.keys.has(key)) this.report({ key, lease: undefined }, touched);
       this.isListed = true;
       // The first complete list decides every subnet afresh (holders seen before it were provisional).
-      if (firstList) for (const key of this.peersByKey.keys()) touched.add(key);
+      if (firstList) for (const [key, p] of this.peersByKey) if (p.lease) touched.add(key);
     } else {
       for (const p of update.peers) this.report(p, touched);
     }
@@ -282,6 +301,7 @@ export class PeerStore<D> {
     }
     if (lease === undefined) {
       this.problems.forgetNode(key);
+      if (cur?.invalid) this.peersByKey.delete(key); // a set-aside lease holds and claims nothing
       if (!cur?.lease) return;
       this.unclaim(key, cur.lease);
       cur.lease = undefined;
@@ -292,13 +312,23 @@ export class PeerStore<D> {
       cur.lease = lease; // the newest record (e.g. an expiration renewal), no dataplane work
       return;
     }
+    if (cur?.invalid && cur.invalid.content === digest(leaseContent(lease))) return; // the same invalid lease again
     if (cur?.lease) this.unclaim(key, cur.lease);
-    if (cur) cur.lease = lease;
-    else this.peersByKey.set(key, { lease });
+    if (cur) {
+      cur.lease = lease;
+      delete cur.invalid;
+    } else this.peersByKey.set(key, { lease });
     let s = this.claimants.get(lease.subnet);
     if (!s) this.claimants.set(lease.subnet, (s = new Set()));
     s.add(key);
     touched.add(key);
+  }
+
+  /** A lease rejected by validation leaves its subnet's claimants and is kept as what the status and the change filter need. */
+  private setAside(p: Peer<D>, lease: Lease): void {
+    this.unclaim(lease.key, lease);
+    p.lease = undefined;
+    p.invalid = { subnet: keptText(lease.subnet, MAX_SHOWN), publicIP: keptText(lease.publicIP, MAX_SHOWN), content: digest(leaseContent(lease)) };
   }
 
   private unclaim(key: string, old: Lease): void {
@@ -347,7 +377,10 @@ export class PeerStore<D> {
     for (const key of touched) {
       const p = this.peersByKey.get(key)!;
       if (!p.lease) this.peersByKey.delete(key);
-      else if (p.held === undefined) this.problems.ipv6Cleared(key); // not accepted now: its IPv6 half is no news
+      else if (p.held === undefined) {
+        this.problems.ipv6Cleared(key); // not accepted now: its IPv6 half is no news
+        if (verdicts.get(key)?.ok === false) this.setAside(p, p.lease);
+      }
     }
     this.metrics?.set(METRIC.peers, this.acceptedCount);
   }
@@ -393,7 +426,8 @@ export class PeerStore<D> {
   }
 
   private reject(l: Lease, reason: LeaseRejectReason, message: string, other?: string): void {
-    const fields: Record<string, unknown> = { subnet: l.subnet, publicIP: l.publicIP };
+    // The log line names the lease by what it published, cut as the status shows it (a hostile public-ip is a kilobyte).
+    const fields: Record<string, unknown> = { subnet: keptText(l.subnet, MAX_SHOWN), publicIP: keptText(l.publicIP, MAX_SHOWN) };
     if (other !== undefined) fields.otherNode = other;
     // The ledger counts a new verdict, logs it, raises its Event and lists it in the status.
     this.problems.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });

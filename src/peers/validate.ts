@@ -68,6 +68,15 @@ export interface IPv6Rejected extends Rejected {
 export const MIN_WINDOWS_VNI = 4096;
 const MAX_VNI = 0xffffff;
 
+/** The most characters of a published value a message quotes: enough to recognise it, not a kilobyte of it. */
+const MAX_QUOTED = 64;
+
+/** A published value as a message quotes it: JSON, cut at MAX_QUOTED characters (marked `...`, Latin-1 as the rest). */
+function quoted(v: unknown): string {
+  const text = JSON.stringify(v) ?? 'undefined';
+  return text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED - 3)}...` : text;
+}
+
 function reject(reason: LeaseRejectReason, message: string): LeaseValidation {
   return { ok: false, reason, message };
 }
@@ -78,7 +87,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     if (isIPv6(lease.subnet.split('/')[0] ?? '')) {
       return reject('subnet-ipv6-only', `podCIDR ${lease.subnet} is IPv6 and the node has no IPv4 podCIDR; this agent routes IPv4 only`);
     }
-    return reject('subnet-invalid', `subnet ${JSON.stringify(lease.subnet)} is not an IPv4 CIDR`);
+    return reject('subnet-invalid', `subnet ${quoted(lease.subnet)} is not an IPv4 CIDR`);
   }
   if (network(sn).ip !== sn.ip) {
     return reject('subnet-not-network-address', `subnet ${lease.subnet} has host bits set`);
@@ -98,7 +107,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
   }
 
   const pip = parseIp4(lease.publicIP);
-  if (pip === undefined) return reject('public-ip-invalid', `public IP ${JSON.stringify(lease.publicIP)} is not a dotted IPv4 address`);
+  if (pip === undefined) return reject('public-ip-invalid', `public IP ${quoted(lease.publicIP)} is not a dotted IPv4 address`);
   if (!isUnicast(pip)) return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address`);
   if (isApipa(pip)) return reject('public-ip-link-local', `public IP ${lease.publicIP} is link-local (169.254/16): no other node can reach it`);
   if (ctx.ownIPs?.includes(lease.publicIP)) {
@@ -122,7 +131,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
   }
 
   if (lease.backendType !== ctx.backendType) {
-    return reject('backend-type-mismatch', `backend type ${JSON.stringify(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
+    return reject('backend-type-mismatch', `backend type ${quoted(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
   }
 
   if (ctx.backendType === 'vxlan') {
@@ -132,7 +141,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     }
     const { VNI: vni, VtepMAC: mac } = data as Record<string, unknown>;
     if (typeof vni !== 'number' || !Number.isInteger(vni) || vni < 0 || vni > MAX_VNI) {
-      return reject('vni-invalid', `vxlan VNI ${JSON.stringify(vni)} is not an integer 0..${MAX_VNI}`);
+      return reject('vni-invalid', `vxlan VNI ${quoted(vni)} is not an integer 0..${MAX_VNI}`);
     }
     if (vni < MIN_WINDOWS_VNI) {
       return reject(
@@ -148,7 +157,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
       );
     }
     if (!isValidVtepMac(mac)) {
-      return reject('vtep-mac-invalid', `VtepMAC ${JSON.stringify(mac)} is not a unicast MAC address (aa:bb:cc:dd:ee:ff)`);
+      return reject('vtep-mac-invalid', `VtepMAC ${quoted(mac)} is not a unicast MAC address (aa:bb:cc:dd:ee:ff)`);
     }
   }
   const ipv6 = ctx.ipv6 !== undefined && (lease.ipv6Subnet !== undefined || lease.publicIPv6 !== undefined) ? validateIPv6Half(lease, ctx.ipv6) : undefined;
@@ -165,7 +174,7 @@ function validateIPv6Half(lease: Lease, ctx: Ipv6ValidationContext): IPv6Rejecte
   const rejectHalf = (reason: IPv6RejectReason, message: string): IPv6Rejected => ({ reason, message });
   const text = lease.ipv6Subnet ?? '';
   const sn = parseCidr6(text);
-  if (sn === undefined) return rejectHalf('subnet-invalid', `IPv6 subnet ${JSON.stringify(text)} is not an IPv6 CIDR`);
+  if (sn === undefined) return rejectHalf('subnet-invalid', `IPv6 subnet ${quoted(text)} is not an IPv6 CIDR`);
   if (network6(sn).ip !== sn.ip) return rejectHalf('subnet-not-network-address', `IPv6 subnet ${text} has host bits set`);
   const net = parseCidr6(ctx.network);
   if (net === undefined || !cidrContains6(net, sn)) return rejectHalf('subnet-outside-network', `IPv6 subnet ${text} is not inside the cluster IPv6 network ${ctx.network}`);
@@ -178,7 +187,7 @@ function validateIPv6Half(lease: Lease, ctx: Ipv6ValidationContext): IPv6Rejecte
   }
   const ip = lease.publicIPv6 ?? '';
   const pip = parseIp6(ip);
-  if (pip === undefined) return rejectHalf('public-ip-invalid', `public IPv6 ${JSON.stringify(ip)} is not an IPv6 address`);
+  if (pip === undefined) return rejectHalf('public-ip-invalid', `public IPv6 ${quoted(ip)} is not an IPv6 address`);
   if (isLinkLocal6(pip)) return rejectHalf('public-ip-link-local', `public IPv6 ${ip} is link-local (fe80::/10): no other node can reach it`);
   if (!isGlobalUnicast6(pip)) return rejectHalf('public-ip-not-unicast', `public IPv6 ${ip} is not a global or unique-local unicast address`);
   if (ctx.ownIPs?.some((own) => parseIp6(own) === pip)) {
