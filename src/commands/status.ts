@@ -67,8 +67,10 @@ export function renderStatusTable(s: StatusReport): string {
   const ownNode: unknown = s.ownNode; // absent unless the own Node is gone
   const gone = typeof ownNode === 'object' && ownNode !== null ? (ownNode as NonNullable<StatusReport['ownNode']>) : undefined;
   const notReady = s.ready ? '' : cniProblems.length > 0 ? ', pods cannot start: see CNI' : ', subnet.env not written yet';
-  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${notReady}${gone ? ', own Node deleted' : ''})`]);
-  if (gone) rows.push(['Own Node', `DELETED: ${t(gone.reason)}; the dataplane is kept, not ready until the Node is registered again`]);
+  const contested = gone?.state === 'contested';
+  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${notReady}${gone ? (contested ? ', own podCIDR contested' : ', own Node deleted') : ''})`]);
+  if (contested) rows.push(['Own Node', `CONTESTED: ${t(gone.reason)}`]);
+  else if (gone) rows.push(['Own Node', `DELETED: ${t(gone.reason)}; the dataplane is kept, not ready until the Node is registered again`]);
   rows.push(['Lease', s.lease ? `${t(s.lease.subnet)} (public IP ${t(s.lease.publicIP)})` : 'none yet']);
   rows.push([
     'Network',

@@ -37,8 +37,11 @@ export interface StatusReport {
   lastError: { at: string; message: string } | null;
   /** Dual-stack only (absent on an IPv4-only node): the IPv6 lease and the kubelet / kube-proxy settings it needs. */
   dualStack?: { ipv6Subnet: string; publicIPv6: string } & DualStackGuidance;
-  /** Only while the own Node (kube) is gone from the API server: why the agent is not ready. */
-  ownNode?: { state: 'deleted'; reason: string };
+  /**
+   * Only while the own Node (kube) is gone from the API server, or registered again with a podCIDR an
+   * older peer holds (`contested`: the old network is kept): why the agent is not ready.
+   */
+  ownNode?: { state: 'deleted' | 'contested'; reason: string };
 }
 
 /** A peer route or policy the dataplane refuses now: the peer, its prefix, the HRESULT (or route status). */
@@ -69,6 +72,8 @@ export interface StatusInput {
   dualStack?: StatusReport['dualStack'];
   /** Why the own Node is missing, while it is. */
   ownNodeGone?: string;
+  /** Why the own Node's new podCIDR is not taken (an older peer holds it), with the fix, while it is not. */
+  ownSubnetContested?: string;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -107,7 +112,8 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     : null;
   const refused = n?.refusedItems ?? [];
   const podsCanStart = (s.cni?.problems.length ?? 0) === 0;
-  const inSync = s.ready && podsCanStart && s.ownNodeGone === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
+  const inSync =
+    s.ready && podsCanStart && s.ownNodeGone === undefined && s.ownSubnetContested === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
   return {
     version: s.version,
     phase: s.phase,
@@ -132,6 +138,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     lastError: lastError(n?.lastError, refused),
     ...(s.dualStack ? { dualStack: s.dualStack } : {}),
     ...(s.ownNodeGone !== undefined ? { ownNode: { state: 'deleted' as const, reason: s.ownNodeGone } } : {}),
+    ...(s.ownSubnetContested !== undefined ? { ownNode: { state: 'contested' as const, reason: s.ownSubnetContested } } : {}),
   };
 }
 

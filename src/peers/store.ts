@@ -20,7 +20,7 @@
 // per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
 // A bad IPv6 half is rejected alone (docs/compatibility.md, Dual-stack): the peer is accepted with its IPv4
 // half only, and the IPv6 rejection is the ledger's (counted, logged, an Event, in the status).
-import type { Clock } from '../basics/clock.js';
+import { abortReason, type Clock } from '../basics/clock.js';
 import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
 import type { Metrics } from '../basics/metrics.js';
@@ -152,6 +152,8 @@ export class PeerStore<D> {
   /** During apply(): subnets some claimant left (a tie may be resolved now). */
   private readonly left = new Set<string>();
   private onChange: () => void = () => {};
+  /** whenFree's checks, run after every update that changed a lease. */
+  private readonly freeChecks = new Set<() => void>();
 
   constructor(opts: PeerStoreOptions<D>) {
     this.ownLeaseKey = opts.ownLeaseKey;
@@ -207,6 +209,48 @@ export class PeerStore<D> {
       if (v6 && lease) out.push({ key, family: 'ipv6', subnet: lease.ipv6Subnet ?? '', publicIP: lease.publicIPv6 ?? '', ...v6 });
     }
     return out;
+  }
+
+  /**
+   * Who keeps `subnet` against a Node created at `created` (ms since the epoch; undefined = unknown) that
+   * claims it: the own Node registered again with another podCIDR. The rule `decide` applies to peers: the
+   * older Node keeps a contested subnet, and an equal or unknown time is a tie no one wins; so a peer that
+   * holds or validly claims `subnet` and is not younger keeps it (the holder first, else the oldest).
+   * Undefined: that Node may take it.
+   */
+  keeperOf(subnet: string, created: number | undefined): string | undefined {
+    const own = created ?? Infinity;
+    let keeper: Lease | undefined;
+    for (const key of this.claimants.get(subnet) ?? []) {
+      const l = this.peersByKey.get(key)?.lease;
+      if (!l || own < (l.created ?? Infinity)) continue; // younger than that Node: it would lose the subnet
+      if (this.holder.get(subnet) === key) return key;
+      if (!keeper || (l.created ?? Infinity) < (keeper.created ?? Infinity)) keeper = l;
+    }
+    return keeper?.key;
+  }
+
+  /** Resolves once no peer keeps `subnet` against a Node created at `created` (keeperOf), checked after every change; rejects when `signal` aborts. */
+  whenFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        this.freeChecks.delete(check);
+        signal.removeEventListener('abort', aborted);
+      };
+      const check = () => {
+        if (this.keeperOf(subnet, created) !== undefined) return;
+        done();
+        resolve();
+      };
+      const aborted = () => {
+        done();
+        reject(abortReason(signal));
+      };
+      if (signal.aborted) return reject(abortReason(signal));
+      signal.addEventListener('abort', aborted, { once: true });
+      this.freeChecks.add(check);
+      check();
+    });
   }
 
   // --- the desired items, as the reconciler reads them ---
@@ -284,6 +328,7 @@ export class PeerStore<D> {
     if (touched.size > 0) this.settle(touched, firstList);
     this.left.clear();
     if (touched.size > 0 || firstList) this.onChange();
+    if (touched.size > 0) for (const check of [...this.freeChecks]) check();
   }
 
   /** The own lease: by key when the manager names it (a peer with our subnet is then rejected), else by subnet. */
