@@ -23,17 +23,32 @@
   Run again on a node where the service runs, it applies the new flags: when the service's command line
   or net-conf.json changed it restarts the service and says so; otherwise it leaves it running.
 
+  Dual-stack: -ClusterCIDR and -ServiceCIDR take Kubernetes' dual-stack form, "<IPv4 CIDR>,<IPv6 CIDR>" (as
+  kube-controller-manager --cluster-cidr and kube-apiserver --service-cluster-ip-range take it; the
+  microsoft/SDN and sig-windows-tools scripts have IPv4 forms only). With -NetworkMode l2bridge the node runs
+  dual-stack (net-conf EnableIPv6 and IPv6Network, Microsoft's sdnbridge CNI plugin; Windows Server 2022 or
+  newer). Overlay cannot carry IPv6 on Windows: with a dual-stack -ClusterCIDR it needs -IPv4Only, which runs
+  this node IPv4-only while the cluster stays dual-stack (flanneld --ipv4-only). -PublicIPv6 names the IPv6
+  address other nodes reach this node at (flanneld --public-ipv6), when the adapter's own is not the one.
+
 .EXAMPLE
   .\start.ps1 -ManagementIP 192.168.1.20 -NetworkMode overlay -ClusterCIDR 10.244.0.0/16 `
       -ServiceCIDR 10.96.0.0/12 -KubeDnsServiceIP 10.96.0.10 -KubeConfig C:\k\config
+
+.EXAMPLE
+  .\start.ps1 -ManagementIP 192.168.1.20 -NetworkMode l2bridge -ClusterCIDR 10.244.0.0/16,fd00:10:244::/56 `
+      -ServiceCIDR 10.96.0.0/12,fd00:10:96::/112 -KubeDnsServiceIP 10.96.0.10 -KubeConfig C:\k\config
 #>
 [CmdletBinding()]
 param(
     [Parameter(Mandatory = $true)][string]$ManagementIP,
     [ValidateSet('l2bridge', 'overlay')][string]$NetworkMode = 'overlay',
-    [string]$ClusterCIDR = '10.244.0.0/16',
-    [string]$ServiceCIDR = '10.96.0.0/12',
+    # [string[]]: unquoted, PowerShell reads 10.244.0.0/16,fd00:10:244::/56 as an array (a [string] would join it with a space).
+    [string[]]$ClusterCIDR = @('10.244.0.0/16'),
+    [string[]]$ServiceCIDR = @('10.96.0.0/12'),
     [string]$KubeDnsServiceIP = '10.96.0.10',
+    [switch]$IPv4Only,
+    [string]$PublicIPv6 = '',
     [string]$InterfaceName = '',
     [string]$LogDir = 'C:\k\logs\flanneld',
     [string]$KubeConfig = 'C:\k\config',
@@ -75,6 +90,29 @@ if (-not (Test-Path -LiteralPath $KubeConfig)) {
     throw "kubeconfig not found at $KubeConfig; pass -KubeConfig"
 }
 
+# -ClusterCIDR / -ServiceCIDR: "<IPv4 CIDR>" or Kubernetes' dual-stack "<IPv4 CIDR>,<IPv6 CIDR>" (an array
+# when unquoted, one string when quoted).
+function Split-DualStackCidr {
+    param([string[]]$Value, [string]$Name)
+    $parts = @($Value | ForEach-Object { $_ -split ',' } | ForEach-Object { $_.Trim() } | Where-Object { $_ -ne '' })
+    $v4 = @($parts | Where-Object { $_ -notmatch ':' })
+    $v6 = @($parts | Where-Object { $_ -match ':' })
+    if ($v4.Count -ne 1 -or $v6.Count -gt 1) {
+        throw "-$Name takes an IPv4 CIDR, or an IPv4 and an IPv6 CIDR separated by a comma (dual-stack, e.g. 10.244.0.0/16,fd00:10:244::/56); got '$($Value -join ',')'"
+    }
+    $ipv6 = if ($v6.Count -eq 1) { $v6[0] } else { '' }
+    return @{ IPv4 = $v4[0]; IPv6 = $ipv6 }
+}
+$clusterCidrs = Split-DualStackCidr $ClusterCIDR 'ClusterCIDR'
+$serviceCidrs = Split-DualStackCidr $ServiceCIDR 'ServiceCIDR'
+$dualStack = $clusterCidrs.IPv6 -ne ''
+if ($dualStack -and $NetworkMode -eq 'overlay' -and -not $IPv4Only) {
+    throw ("-NetworkMode overlay cannot carry IPv6 on Windows, and -ClusterCIDR $($ClusterCIDR -join ',') is dual-stack: pass -IPv4Only " +
+        "to run this node IPv4-only in the dual-stack cluster (its pods get IPv4 addresses only), or use -NetworkMode l2bridge for dual-stack")
+}
+# The node's own pods are dual-stack only on l2bridge without -IPv4Only; the cluster's net-conf stays dual-stack either way.
+$podsDualStack = $dualStack -and -not $IPv4Only
+
 # net-conf.json: VNI 4096 and port 4789 are what Windows needs (and what Linux nodes must be told too).
 if ($NetworkMode -eq 'overlay') {
     $backend = [ordered]@{ Type = 'vxlan'; VNI = 4096; Port = 4789 }
@@ -104,7 +142,14 @@ if (-not $NetworkName -and $oldNetConf) {
 if ($NetworkName) {
     $backend['Name'] = $NetworkName
 }
-$netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend } | ConvertTo-Json -Depth 4
+# Dual-stack as the Linux nodes' kube-flannel-cfg says it (upstream's keys: EnableIPv6, IPv6Network).
+$netConfFields = [ordered]@{ Network = $clusterCidrs.IPv4 }
+if ($dualStack) {
+    $netConfFields['EnableIPv6'] = $true
+    $netConfFields['IPv6Network'] = $clusterCidrs.IPv6
+}
+$netConfFields['Backend'] = $backend
+$netConf = $netConfFields | ConvertTo-Json -Depth 4
 New-Item -ItemType Directory -Force -Path (Split-Path -Parent $NetConfPath) | Out-Null
 # UTF-8 without a byte order mark (Set-Content -Encoding UTF8 would add one on Windows PowerShell 5).
 [System.IO.File]::WriteAllText($NetConfPath, $netConf)
@@ -134,6 +179,14 @@ $agentArgs = @(
     "--cni-conf-dir=$(Split-Path -Parent $CniConfFile)",
     "--cni-bin-dir=$CniBinDir"
 )
+# The flags cni-config shares with the agent (the same net-conf is read the same way).
+$familyArgs = @()
+if ($IPv4Only) { $familyArgs += '--ipv4-only' }
+if ($PublicIPv6) { $familyArgs += "--public-ipv6=$PublicIPv6" }
+$agentArgs += $familyArgs
+$cniConfigArgs = @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile", "--management-ip=$ManagementIP",
+    "--service-cidr=$($serviceCidrs.IPv4)", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile) + $familyArgs
+if ($podsDualStack -and $serviceCidrs.IPv6) { $cniConfigArgs += "--ipv6-service-cidr=$($serviceCidrs.IPv6)" }
 
 # CNI plugins (flannel.exe, win-overlay.exe, win-bridge.exe, host-local.exe): hashed before anything is
 # written; a node that already has the same files is left alone.
@@ -151,8 +204,11 @@ if ($CniPluginSource.Count -eq 0) {
 Invoke-Flanneld $pluginArgs
 
 # --subnet-file: the conflist names the agent's subnet.env (the flannel plugin's default is /run/flannel/subnet.env).
-Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile", "--management-ip=$ManagementIP",
-    "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)
+# The dual-stack conflist (sdnbridge) names the node's subnets from subnet.env, which the agent writes: it is
+# rendered once the agent has (below).
+if (-not $podsDualStack) {
+    Invoke-Flanneld $cniConfigArgs
+}
 
 # The service as flanneld-service.exe reports it (`state:`, `binary-path:` lines); $null when not installed.
 function Get-FlanneldService {
@@ -217,8 +273,7 @@ while ($true) {
     }
     Start-Sleep -Seconds 2
 }
-Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile", "--management-ip=$ManagementIP",
-    "--service-cidr=$ServiceCIDR", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile)
+Invoke-Flanneld $cniConfigArgs
 Write-Host "The CNI config names HNS network $agentNetwork, the one flanneld runs"
 
 # Wait for readiness, bounded.

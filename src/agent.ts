@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { backoffDelay, pause, systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, FlannelError } from './basics/errors.js';
+import { errorMessage, FlannelError, HostError } from './basics/errors.js';
 import { Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
@@ -25,8 +25,9 @@ import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
-import { cniConfigRenamedEvent, nodeReregisteredEvent, ownSubnetContestedEvent, ownSubnetContestedFix, type NodeEvents } from './node-events.js';
-import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, checkWindowsIpFamilies, readNetConf } from './subnet/net-conf.js';
+import { clusterMismatchEvent, cniConfigRenamedEvent, nodeReregisteredEvent, ownSubnetContestedEvent, ownSubnetContestedFix, type NodeEvents } from './node-events.js';
+import { clusterMismatch, type ClusterMismatch } from './peers/cluster-mismatch.js';
+import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, readNetConf, windowsNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
 import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
@@ -73,6 +74,20 @@ const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
   'cni-plugin-missing': 'CNIPluginMissing',
 };
 
+/**
+ * One thing that keeps this node from serving pods although its network is up: it reaches no peer (the
+ * cluster mismatch), or a pod cannot start (a CNI problem). `reason` is the NetworkUnavailable reason.
+ */
+export interface PodNetworkProblem {
+  check: string;
+  reason: string;
+  detail: string;
+  fix: string;
+}
+
+/** What the Node is told about a set of problems: equal keys, nothing new to tell. */
+const problemsKey = (problems: readonly PodNetworkProblem[]): string => problems.map((p) => `${p.check}\n${p.reason}\n${p.detail}`).join('\n');
+
 export type AgentPhase = 'starting' | 'registering' | 'running' | 'stopped';
 
 type OwnNodeReplaced = Extract<OwnLeaseChange, { kind: 'replaced' }>;
@@ -102,6 +117,14 @@ export class Agent {
   private replacement: OwnNodeReplaced | undefined;
   /** While an older peer keeps the podCIDR the own Node was registered again with: why, the fix, the wait for the subnet (not ready meanwhile). */
   private ownSubnetContest: { reason: string; fix: string; wait: AbortController } | undefined;
+  /** The pod-network problems last told to the subnet manager (the Node condition), and their problemsKey. */
+  private told: { key: string; problems: PodNetworkProblem[] } | undefined;
+  /** A read saw problems the Node was not told; the readiness loop checks again before it sleeps. */
+  private readinessRung = false;
+  /** Ends the readiness loop's sleep, while it sleeps. */
+  private wakeReadiness: (() => void) | undefined;
+  /** Resolved once the readiness loop has checked and told the Node after they were added. */
+  private readinessWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: AgentOptions) {
     this.log = componentLogger(opts.log, 'agent');
@@ -118,8 +141,56 @@ export class Agent {
   get isReady(): boolean {
     const s = this.networkValue?.status();
     return (
-      this.ready && this.ownNodeGone === undefined && this.ownSubnetContest === undefined && s !== undefined && s.listed && !s.networkMissing && this.cniProblems().length === 0
+      this.ready &&
+      this.ownNodeGone === undefined &&
+      this.ownSubnetContest === undefined &&
+      s !== undefined &&
+      s.listed &&
+      !s.networkMissing &&
+      this.podNetworkProblems().length === 0
     );
+  }
+
+  /**
+   * What keeps this node from serving pods although its network is up, the cluster mismatch first (it is
+   * the NetworkUnavailable reason when there are several). Read at each call, as /readyz and /status ask:
+   * a read that finds them other than the Node was last told wakes the readiness loop, which tells the
+   * Node at once, so the scheduler (the condition) and the probe (/readyz) see the same state.
+   */
+  podNetworkProblems(): PodNetworkProblem[] {
+    const problems = this.currentProblems();
+    if (problemsKey(problems) !== this.told?.key) this.ringReadiness();
+    return problems;
+  }
+
+  private ringReadiness(): void {
+    this.readinessRung = true;
+    this.wakeReadiness?.();
+  }
+
+  /** Resolves once the readiness loop has checked again and told the Node what it found (or has stopped). */
+  private readinessChecked(): Promise<void> {
+    return new Promise((resolve) => {
+      this.readinessWaiters.push(resolve);
+      this.ringReadiness();
+    });
+  }
+
+  private currentProblems(): PodNetworkProblem[] {
+    const mismatch = this.clusterMismatch();
+    return [...(mismatch ? [mismatch] : []), ...this.cniProblems().map((p) => ({ ...p, reason: CNI_CONDITION_REASONS[p.check] }))];
+  }
+
+  /** The cluster has peers and this node rejects every one for a cluster-configuration mismatch (./peers/cluster-mismatch.ts). */
+  clusterMismatch(): ClusterMismatch | undefined {
+    const network = this.networkValue;
+    const backend = this.netConfValue?.backend;
+    if (!network || !backend) return undefined;
+    return clusterMismatch(network.status(), {
+      type: backend.type,
+      ...(backend.type === 'vxlan' ? { vni: backend.vni } : {}),
+      netConfPath: this.opts.config.netConfigPath,
+    });
   }
 
   /**
@@ -138,12 +209,12 @@ export class Agent {
     );
   }
 
-  /** Why /readyz answers 503, once the network is up: the own Node gone from the API server, the CNI problems; each with its fix. */
+  /** Why /readyz answers 503, once the network is up: the own Node gone from the API server, the pod-network problems; each with its fix. */
   notReadyReason(): string | undefined {
     const reasons = [
       ...(this.ownNodeGone !== undefined ? [`own-node-deleted: ${this.ownNodeGone}; fix: register the Node again (restart the kubelet); the dataplane is kept meanwhile`] : []),
       ...(this.ownSubnetContest ? [`own-subnet-contested: ${this.ownSubnetContest.reason}; fix: ${this.ownSubnetContest.fix}`] : []),
-      ...this.cniProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`),
+      ...this.podNetworkProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`),
     ];
     return reasons.length === 0 ? undefined : reasons.join('\n');
   }
@@ -183,6 +254,8 @@ export class Agent {
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
     const network = this.networkValue;
+    const problems = this.podNetworkProblems();
+    const cni = problems.filter((p) => p.check !== 'cluster-config').map(({ check, detail, fix }) => ({ check, detail, fix }));
     let hnsNetwork: StatusInput['hnsNetwork'];
     if (network && this.dataplaneValue) {
       try {
@@ -203,7 +276,7 @@ export class Agent {
       mtu: network?.mtu,
       sourceVip: this.sourceVipValue?.ip,
       network: network?.status(),
-      ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: this.cniProblems() } } : {}),
+      ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: cni } } : {}),
       ...(network?.lease.ipv6Subnet !== undefined && network.lease.publicIPv6 !== undefined && this.netConfValue
         ? {
             dualStack: {
@@ -222,6 +295,7 @@ export class Agent {
         : {}),
       ...(this.ownNodeGone !== undefined ? { ownNodeGone: this.ownNodeGone } : {}),
       ...(this.ownSubnetContest ? { ownSubnetContested: `${this.ownSubnetContest.reason}; fix: ${this.ownSubnetContest.fix}` } : {}),
+      clusterMismatch: problems.find((p) => p.check === 'cluster-config'),
     });
   }
 
@@ -273,13 +347,21 @@ export class Agent {
     const { config } = this.opts;
     const root = this.opts.log;
     // kube mode reads net-conf.json; etcd mode reads <prefix>/config (waits, bounded, while it is missing).
-    const netConf =
+    const clusterNetConf =
       config.kubeSubnetMgr || this.opts.subnetManager
         ? readNetConf(config.netConfigPath, this.opts.readFile)
         : await (await import('./subnet/etcd/factory.js')).fetchEtcdNetworkConfig(config, { log: root, signal, clock: this.clock });
+    // IPv4 alone, or dual-stack host-gw: IPv6-only and vxlan with IPv6 are refused (FLANNEL_ERR_UNSUPPORTED),
+    // unless --ipv4-only runs a dual-stack net-conf's IPv4 half only.
+    const netConf = windowsNetConf(clusterNetConf, config.ipv4Only === true, { path: config.netConfigPath });
+    const ipv4OnlyInDualStack = clusterNetConf.enableIPv6 && !netConf.enableIPv6;
     this.netConfValue = netConf;
-    // IPv4 alone, or dual-stack host-gw: IPv6-only and vxlan with IPv6 are refused (FLANNEL_ERR_UNSUPPORTED).
-    checkWindowsIpFamilies(netConf, { path: config.netConfigPath });
+    if (ipv4OnlyInDualStack) {
+      this.log.warn("--ipv4-only: this node runs IPv4 only in a dual-stack cluster; its pods get no IPv6 address and peers' IPv6 subnets are not routed from here", {
+        ipv6Network: clusterNetConf.ipv6Network,
+        backend: netConf.backend.type,
+      });
+    }
     this.log.info('network config', {
       network: netConf.network,
       backend: netConf.backend.type,
@@ -287,7 +369,7 @@ export class Agent {
       ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
     });
 
-    const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock }));
+    const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock, signal }));
     this.dataplaneValue = dataplane;
 
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
@@ -296,7 +378,9 @@ export class Agent {
         ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, timings: this.opts.subnetTimings })
         : undefined;
     const publicIPs = await this.publicIPCandidates(kube, signal);
-    const adapters = await dataplane.host.interfaces({ ipv6: selectionNeedsIPv6(config.iface, netConf.enableIPv6) });
+    // The Linux peers of an --ipv4-only node in a kube dual-stack cluster need its public IPv6 (below).
+    const linuxPeersNeedIPv6 = ipv4OnlyInDualStack && kube !== undefined;
+    const adapters = await dataplane.host.interfaces({ ipv6: selectionNeedsIPv6(config.iface, netConf.enableIPv6 || linuxPeersNeedIPv6) });
     const extIface = selectExternalInterface(adapters, await dataplane.host.defaultRouteInterfaceIndex(), {
       iface: config.iface,
       ifaceRegex: config.ifaceRegex,
@@ -310,6 +394,7 @@ export class Agent {
     checkNetworkExcludesNode(netConf.network, [publicIP, extIface.ipv4]);
     const ipv6 = netConf.enableIPv6 ? await this.publicIPv6(kube, extIface, signal) : undefined;
     if (ipv6) checkIPv6NetworkExcludesNode(netConf.ipv6Network, [ipv6.publicIPv6, ipv6.address.address]);
+    const ipv4OnlyPublicIPv6 = linuxPeersNeedIPv6 ? await this.ipv4OnlyPublicIPv6(kube, extIface, signal) : undefined;
 
     const { subnet: previousSubnet, ipv6Subnet: previousIPv6Subnet } = await this.previousSubnet(config.subnetFile);
     this.recordBoot(config.subnetFile);
@@ -317,7 +402,7 @@ export class Agent {
     const subnetManager =
       this.opts.subnetManager ??
       (kube
-        ? kube.subnetManager(netConf)
+        ? kube.subnetManager(netConf, ipv4OnlyPublicIPv6)
         : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, {
             netConf,
             publicIP,
@@ -360,11 +445,16 @@ export class Agent {
       policyBatch: config.hnsPolicyBatchSize,
       restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
       afterRebuild: settle,
+      beforeCompleteLease: () => this.readinessChecked(),
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
-      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it).
+      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it); while it
+      // stands, the files kube-proxy's scripts read it from are kept too (one deleted is written again).
       lostHostObjects: async () => {
-        const id = this.sourceVipValue?.endpointId;
-        return netConf.backend.type === 'vxlan' && id && !(await dataplane.hns.getEndpoint(id)) ? ['source-vip'] : [];
+        const vip = this.sourceVipValue;
+        if (netConf.backend.type !== 'vxlan' || !vip?.endpointId) return [];
+        if (!(await dataplane.hns.getEndpoint(vip.endpointId))) return ['source-vip'];
+        await this.keepSourceVipFiles(vip);
+        return [];
       },
     };
     const newBackend = async (): Promise<Backend> =>
@@ -419,7 +509,7 @@ export class Agent {
                 signal,
               }).catch((err: unknown) => this.log.warn('net-conf.json re-check stopped', { error: errorMessage(err) }));
             }
-            watching = this.watchCniReadiness(netConf, subnetManager, cniCheck.signal);
+            watching = this.watchReadiness(netConf, subnetManager, cniCheck.signal);
           }
           await network.run(round.signal);
         } catch (err) {
@@ -443,36 +533,69 @@ export class Agent {
   }
 
   /**
-   * Check the CNI config (--cni-conf-dir) now and every CNI_CHECK_INTERVAL_MS until `signal` aborts; on
-   * each change log it and tell the subnet manager (kube: the NetworkUnavailable condition), so the
-   * operator sees a conflist that names the wrong network before the first pod fails.
+   * Check what keeps the node from serving pods (the cluster mismatch, the CNI config of --cni-conf-dir)
+   * now, every CNI_CHECK_INTERVAL_MS and whenever a read saw it change, until `signal` aborts; on each
+   * change log it and tell the subnet manager (kube: the NetworkUnavailable condition), so the operator
+   * sees a conflist that names the wrong network before the first pod fails, and the scheduler sees what
+   * /readyz says.
    */
-  private async watchCniReadiness(netConf: NetworkConfig, subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
-    const { config } = this.opts;
-    if (!config.cniConfDir) return;
-    let last: string | undefined;
-    while (!signal.aborted) {
-      let problems = this.cniProblems();
-      // The agent's own conflist written again with net-conf's name after the start (an installer re-run).
-      const network = this.networkValue;
-      if (network && problems.some((p) => p.check === 'cni-network-name')) {
-        await this.rerenderOwnConflist(netConf, network, ownNodeEvents(subnetManager, network.lease));
-        problems = this.cniProblems();
+  private async watchReadiness(netConf: NetworkConfig, subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
+    try {
+      while (!signal.aborted) {
+        this.readinessRung = false;
+        const waiting = this.readinessWaiters.splice(0);
+        await this.checkReadiness(netConf, subnetManager, signal);
+        for (const done of waiting) done();
+        if (this.readinessRung) continue;
+        // Sleep until the next check, or until a read rings (podNetworkProblems) or the run ends.
+        const nap = new AbortController();
+        const wake = () => nap.abort();
+        this.wakeReadiness = wake;
+        signal.addEventListener('abort', wake, { once: true });
+        await this.clock.sleep(this.opts.cniCheckIntervalMs ?? CNI_CHECK_INTERVAL_MS, nap.signal).catch(() => undefined);
+        signal.removeEventListener('abort', wake);
+        this.wakeReadiness = undefined;
       }
-      const key = problems.map((p) => `${p.check}\n${p.detail}`).join('\n');
-      if (key !== last) {
-        const first = last === undefined;
-        last = key;
-        for (const p of problems) this.log.warn('pods cannot start on this node: the CNI config does not fit this agent', { check: p.check, detail: p.detail, fix: p.fix });
-        if (problems.length === 0)
-          this.log.info(first ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir: config.cniConfDir });
-        const problem = problems[0] && { reason: CNI_CONDITION_REASONS[problems[0].check], message: `${problems[0].detail}; fix: ${problems[0].fix}` };
-        await subnetManager.reportPodNetwork?.(problem, signal).catch((err: unknown) => {
-          if (!signal.aborted) this.log.warn('could not report the CNI check on the node condition', { error: errorMessage(err) });
-        });
-      }
-      await this.clock.sleep(this.opts.cniCheckIntervalMs ?? CNI_CHECK_INTERVAL_MS, signal).catch(() => undefined);
+    } finally {
+      for (const done of this.readinessWaiters.splice(0)) done();
     }
+  }
+
+  /** Check what keeps the node from serving pods; when it changed, log it and tell the subnet manager. */
+  private async checkReadiness(netConf: NetworkConfig, subnetManager: SubnetManager, signal: AbortSignal): Promise<void> {
+    let problems = this.currentProblems();
+    // The agent's own conflist written again with net-conf's name after the start (an installer re-run).
+    const network = this.networkValue;
+    if (network && problems.some((p) => p.check === 'cni-network-name')) {
+      await this.rerenderOwnConflist(netConf, network, ownNodeEvents(subnetManager, network.lease));
+      problems = this.currentProblems();
+    }
+    const key = problemsKey(problems);
+    const before = this.told;
+    if (key === before?.key) return;
+    this.told = { key, problems };
+    this.logReadiness(problems, before?.problems, network && ownNodeEvents(subnetManager, network.lease));
+    const problem = problems[0] && { reason: problems[0].reason, message: `${problems[0].detail}; fix: ${problems[0].fix}` };
+    await subnetManager.reportPodNetwork?.(problem, signal).catch((err: unknown) => {
+      if (!signal.aborted) this.log.warn('could not report the readiness check on the node condition', { error: errorMessage(err) });
+    });
+  }
+
+  /** Log a change of the pod-network problems (`before`: what was told last, undefined at the first check); the cluster mismatch is an Event too. */
+  private logReadiness(problems: readonly PodNetworkProblem[], before: readonly PodNetworkProblem[] | undefined, events: NodeEvents | undefined): void {
+    const { config } = this.opts;
+    const mismatchBefore = before?.some((p) => p.check === 'cluster-config') ?? false;
+    for (const p of problems) {
+      const fields = { check: p.check, reason: p.reason, detail: p.detail, fix: p.fix };
+      if (p.check !== 'cluster-config') this.log.warn('pods cannot start on this node: the CNI config does not fit this agent', fields);
+      else {
+        this.log.warn('this node reaches no peer: it rejects every peer for a cluster configuration mismatch', fields);
+        if (!mismatchBefore) events?.record(clusterMismatchEvent(p.detail, p.fix));
+      }
+    }
+    if (mismatchBefore && !problems.some((p) => p.check === 'cluster-config')) this.log.info('a peer is accepted again: this node reaches the cluster');
+    if (config.cniConfDir && !problems.some((p) => p.check !== 'cluster-config') && (before === undefined || before.some((p) => p.check !== 'cluster-config')))
+      this.log.info(before === undefined ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir: config.cniConfDir });
   }
 
   /** The lease watch saw the own Node go, come back, or be registered anew. */
@@ -665,6 +788,25 @@ export class Agent {
     return { address, publicIPv6 };
   }
 
+  /**
+   * `--ipv4-only` in a kube dual-stack cluster: the public-ipv6 the Linux nodes need to program this Node at
+   * all (./subnet/kube/own-node.ts ipv4OnlyPublicIPv6), found as a dual-stack node's: --public-ipv6, the
+   * Node's annotations, else the adapter's address. None is a start-up error naming the fix.
+   */
+  private async ipv4OnlyPublicIPv6(kube: KubeStart, extIface: HostInterface, signal: AbortSignal): Promise<string> {
+    try {
+      return (await this.publicIPv6(kube, extIface, signal)).publicIPv6;
+    } catch (err) {
+      if (!(err instanceof HostError)) throw err;
+      throw new HostError(
+        'FLANNEL_ERR_HOST',
+        `--ipv4-only in a dual-stack cluster still publishes this node's public-ipv6: Linux flanneld with EnableIPv6 skips a Node without one (its IPv4 routes too); pass --public-ipv6=<this node's IPv6 address> (${err.message})`,
+        { ...err.context, reason: 'ipv4-only-no-ipv6' },
+        { cause: err },
+      );
+    }
+  }
+
   /** Record the boot time beside subnet.env and say whether this start follows a reboot. */
   private recordBoot(subnetFile: string): void {
     const bootTime = this.opts.bootTimeMs ?? (process.platform === 'win32' ? () => systemBootTimeMs() : undefined);
@@ -724,6 +866,20 @@ export class Agent {
       fs: hostFiles,
     });
     this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
+  }
+
+  /**
+   * The source VIP files as reserveSourceVip wrote them: kube-proxy's scripts read them at each kube-proxy
+   * start, and one deleted or edited (C:\k cleaned by hand) would send them to host-local for another
+   * address than the endpoint's. Written again, with a warning.
+   */
+  private async keepSourceVipFiles(vip: SourceVipRecord): Promise<void> {
+    const { config } = this.opts;
+    const { writeSourceVipFiles } = await import('./backends/vxlan/source-vip.js');
+    const log = componentLogger(this.opts.log, 'source-vip');
+    for (const path of writeSourceVipFiles(hostFiles, vip, { file: config.sourceVipFile, compatFiles: config.sourceVipCompatFiles, log })) {
+      log.warn('a source VIP file kube-proxy reads was missing or changed; wrote it again', { path, ip: vip.ip });
+    }
   }
 
   /**

@@ -26,6 +26,9 @@ export interface RejectedLease {
   /** One of LEASE_REJECT_REASONS (src/peers/reject-reasons.ts); `flanneld status` reads it off the wire as text. */
   reason: string;
   message: string;
+  /** The peer's backend type, and its VNI when its backend-data has a number there (vxlan). */
+  backendType: string;
+  vni?: number;
 }
 
 /** The network's state as the peer store and the reconcile loop know it now. */

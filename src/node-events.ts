@@ -31,6 +31,7 @@ export const NODE_EVENT_REASON = {
   hnsObjectsRepaired: 'FlannelHNSObjectsRepaired',
   nodeReregistered: 'FlannelNodeReregistered',
   cniConfigRenamed: 'FlannelCNIConfigRewritten',
+  clusterConfigMismatch: 'FlannelClusterConfigMismatch',
 } as const;
 
 // The peers' Events (a rejected lease, a refused item) are raised by the problems ledger, src/peers/problems.ts.
@@ -76,6 +77,11 @@ export function ownSubnetContestedEvent(node: string, subnet: string, keeper: st
 /** What ends the own Node's subnet contest; the agent leases again by itself once it is done. */
 export function ownSubnetContestedFix(node: string, keeper: string): string {
   return `give ${node} a podCIDR no other Node has (kubectl delete node ${node}: the kubelet registers it again and kube-controller-manager --allocate-node-cidrs assigns a free one), or, if ${keeper} is stale, kubectl delete node ${keeper}; flanneld leases again by itself once either is done`;
+}
+
+/** This node rejects every peer for a cluster-configuration mismatch (src/peers/cluster-mismatch.ts): it reaches none. */
+export function clusterMismatchEvent(detail: string, fix: string): NodeEvent {
+  return { type: 'Warning', reason: NODE_EVENT_REASON.clusterConfigMismatch, message: `${detail}; the node is not ready; fix: ${fix}` };
 }
 
 /** The agent's own CNI config named net-conf's network, not the adopted one the agent runs; it was rewritten. */

@@ -38,6 +38,12 @@ export interface BackendDeps {
   afterRebuild?: (network: Network) => Promise<void>;
   /** host-gw: where the routes the agent created are recorded (./hostgw/route-record.ts); undefined = in memory. */
   routeRecord?: RouteRecordStore;
+  /**
+   * Runs once the first pass after the complete list is done, before the lease is completed (kube:
+   * NetworkUnavailable written): the agent tells the subnet manager what keeps the node from serving pods
+   * then (every peer rejected for the cluster's configuration), so the condition never says False first.
+   */
+  beforeCompleteLease?: (signal: AbortSignal) => Promise<void>;
   /** The objects afterRebuild made that HNS no longer holds (the source VIP endpoint); checked every resync. */
   lostHostObjects?: (network: Network) => Promise<'source-vip'[]>;
   /** --restart-service-on-hns-restart: the Windows service restarted once the network is re-applied after an HNS restart ('' = none). */

@@ -170,7 +170,7 @@ export class RouteNetwork<A, D> implements Network {
         () => {
           const s = this.reconciler.status();
           this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refusedItems.length, ok: s.lastPassOk === true });
-          return subnetManager.completeLease(this.lease, inner);
+          return (this.deps.beforeCompleteLease?.(inner) ?? Promise.resolve()).then(() => subnetManager.completeLease(this.lease, inner));
         },
         (err: unknown) => {
           if (!inner.aborted) throw err;

@@ -57,6 +57,8 @@ export const ERROR_FAMILIES = {
   BackendError: ['FLANNEL_ERR_BACKEND', 'FLANNEL_ERR_NETWORK_GONE', 'FLANNEL_ERR_NETWORK_CLASH'],
   /** The simulated dataplane's state file. */
   DataplaneStateError: ['FLANNEL_ERR_DATAPLANE_STATE'],
+  /** The simulated node cannot say whether HNS passes a packet (no public source settles that case). */
+  AclEvaluationError: ['FLANNEL_ERR_ACL_UNSETTLED'],
   /** A feature this agent does not support (on Windows, or at all). */
   UnsupportedError: ['FLANNEL_ERR_UNSUPPORTED'],
 } as const;
@@ -114,6 +116,8 @@ export class EtcdError extends family('EtcdError') {}
 export class HostError extends family('HostError') {}
 export class BackendError extends family('BackendError') {}
 export class DataplaneStateError extends family('DataplaneStateError') {}
+/** The simulator's packet evaluator (src/simulator/acl.ts) refused to answer for a case no source settles. */
+export class AclEvaluationError extends family('AclEvaluationError') {}
 export class UnsupportedError extends family('UnsupportedError') {}
 
 /** A non-2xx answer of the API server: `context.status` is its HTTP status, `options.body` its (bounded) text. */

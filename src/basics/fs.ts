@@ -91,13 +91,29 @@ export interface AtomicWriteFs {
   writeFileSync(path: string, data: string): void;
   renameSync(from: string, to: string): void;
   mkdirSync(path: string, opts: { recursive: true }): unknown;
+  /** Removes the temporary file of a failed write; an fs without it leaves that file behind. */
+  unlinkSync?(path: string): void;
 }
 
+/**
+ * Replace `path` with `text` (temp file `<path>.tmp-<pid>`, then rename). A failed write or rename (a full
+ * disk: ENOSPC after part of the temp file landed) throws node's error and removes the temp file, so
+ * nothing half-written stays beside the file (in containerd's conf dir every file is a candidate config).
+ */
 export function writeFileAtomicSync(path: string, text: string, fs: AtomicWriteFs = nodeFs): void {
   fs.mkdirSync(dirname(path), { recursive: true });
   const tmp = `${path}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, text);
-  fs.renameSync(tmp, path);
+  try {
+    fs.writeFileSync(tmp, text);
+    fs.renameSync(tmp, path);
+  } catch (err) {
+    try {
+      fs.unlinkSync?.(tmp);
+    } catch {
+      // never created, or already gone
+    }
+    throw err;
+  }
 }
 
 /**

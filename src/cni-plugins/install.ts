@@ -27,7 +27,7 @@ import { DOWNLOAD_LIMITS, downloadToFile, tooLargeError, type DownloadLimits } f
 /** The record of the last install, in the bin dir. */
 export const INSTALL_RECORD = '.flanneld-install-cni.json';
 /** The record is a few hundred bytes; a larger one is not ours and is ignored (a full install follows). */
-const MAX_RECORD_BYTES = 64 * 1024;
+export const MAX_RECORD_BYTES = 64 * 1024;
 
 interface InstallRecord {
   /** SHA-256 of each source, sorted (the location does not matter: same bytes, same plugins). */

@@ -1,13 +1,20 @@
 // `flanneld cleanup`: undo what the agent did on this node, for uninstalling or switching backends. Removes
-// only the agent's own objects, found by the names net-conf.json gives (docs/compatibility.md §5):
+// only the agent's own objects, found by the names net-conf.json gives (docs/compatibility.md §5), and an
+// HNS network only when it is provably the agent's: its ID is the one the boot record kept (boot.json,
+// src/host/boot.ts), or it holds exactly this node's subnet (FLANNEL_SUBNET in subnet.env). Any other
+// network of that name (an administrator's `cbr0` on 192.168.100.0/24) is kept with everything in it,
+// and the output says why. The pods' endpoints go with the agent's network (HNS deletes a network's
+// endpoints with it, as the simulated node models: src/simulator/objects.ts deleteNetwork): each is named
+// and counted. The objects:
 //  * host-gw: the peer routes on the management vNIC that the agent recorded as created (routes.json,
 //    src/backends/hostgw/route-record.ts; an administrator's route inside Network is kept and named),
 //    the host endpoint `<name>_ep` and its host-local reservation, the L2Bridge network;
 //  * vxlan: the source VIP endpoint `<name>_sourcevip`, its host-local reservation and sourceVip files,
 //    the Overlay network (its RemoteSubnetRoute policies go with it);
 //  * the agent's files in the subnet file's directory (`C:\run\flannel`: subnet.env, boot.json,
-//    flanneld.lock, sourcevip.json, routes.json), each only when its content is what flanneld writes,
-//    and the directory itself when nothing else is left in it;
+//    flanneld.lock, sourcevip.json, routes.json), each only when it is a regular file whose content is
+//    what flanneld writes, the agent's temporary files beside them, and the directory itself when nothing
+//    else is left in it (a directory or link of any of those names is someone else's: kept);
 //  * the CNI conflist `flanneld cni-config -o` wrote (`--cni-conf-file`), when it still is flannel's
 //    conflist for this network (someone else's file at that path is kept).
 // Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
@@ -18,8 +25,8 @@
 // exactly that subnet. A network that merely overlaps it (an admin's `External` on 10.0.0.0/8) is never
 // taken: cleanup refuses, naming the candidates; see inferNetConf.
 // `--dry-run` reports without changing anything. Prints one line per object.
-import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
 import { parseRouteRecord, readRouteRecord, routeRecordPath } from '../backends/hostgw/route-record.js';
 import { reservationOwner, reservationPath } from '../backends/ipam-reservation.js';
@@ -28,10 +35,11 @@ import { systemClock } from '../basics/clock.js';
 import type { FlagSpec } from '../config/flags.js';
 import { createDataplane, type Dataplane } from '../dataplane/factory.js';
 import { Metrics } from '../basics/metrics.js';
-import { sameId, type HnsNetworkV1 } from '../hns/schema.js';
+import { ENDPOINT_FLAG_REMOTE, sameId, type HcnEndpoint, type HnsNetworkV1 } from '../hns/schema.js';
+import type { HnsClient } from '../hns/client.js';
 import { HostError, NetConfError } from '../basics/errors.js';
 import { agentLockPath, parseLockHolder, readLockHolder } from '../host/agent-lock.js';
-import { BOOT_FILE_NAME, parseBootRecord, parseRecordedNetwork, readBootNetwork, type BootNetwork } from '../host/boot.js';
+import { BOOT_FILE_NAME, bootRecordPath, parseBootRecord, parseRecordedNetwork, readBootNetwork, type BootNetwork } from '../host/boot.js';
 import { withoutBom } from '../basics/bom.js';
 import { escapeUnsafe } from '../basics/terminal-text.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
@@ -171,12 +179,36 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
   const name = netConf.backend.name;
   let sourceVip: string | undefined;
   const seen = new Set<string>();
+  const proof = ownershipProof(config.subnetFile);
+  /** The network `net` found by the agent's name, when it is provably the agent's; else kept, saying why. */
+  const provablyOwn = <N extends { ID?: string; Type?: string }>(net: N | undefined, subnet: string | undefined): (N & { ID: string }) | undefined => {
+    if (!net?.ID) return undefined;
+    const why = notProvablyOwn(net.ID, subnet, proof, config.subnetFile);
+    if (why === undefined) return net as N & { ID: string };
+    report.kept.push(`HNS network ${name} (${net.Type ?? '?'}, ${subnet ?? '?'}, ID ${net.ID}): ${why}`);
+    return undefined;
+  };
+  /**
+   * The network is gone (or would be): the endpoints that went with it, each named (a pod's, or a remote
+   * one kube-proxy made: ENDPOINT_FLAG_REMOTE), then counted.
+   */
+  const removedWith = (endpoints: HcnEndpoint[]) => {
+    const count = { 'pod endpoint': 0, 'remote endpoint': 0 };
+    for (const ep of endpoints) {
+      const kind = ((ep.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0 ? 'remote endpoint' : 'pod endpoint';
+      count[kind]++;
+      did(`${kind} ${ep.Name ?? '?'} (${ep.IpConfigurations?.[0]?.IpAddress ?? '?'}, ID ${ep.ID ?? '?'}) with HNS network ${name}`);
+    }
+    const counted = (n: number, kind: string) => `${n} ${kind}${n === 1 ? '' : 's'}`;
+    return ` with ${counted(count['pod endpoint'], 'pod endpoint')}${count['remote endpoint'] > 0 ? ` and ${counted(count['remote endpoint'], 'remote endpoint')}` : ''}`;
+  };
 
   if (opts.filesOnly) {
     // Nothing in HNS is known to be flannel's: an HNS network merely named cbr0 is left alone.
   } else if (netConf.backend.type === 'host-gw') {
-    const net = await hns.getNetworkByNameV1(name);
-    if (net?.ID) {
+    const found = await hns.getNetworkByNameV1(name);
+    const net = provablyOwn(found, found?.Subnets?.[0]?.AddressPrefix);
+    if (net) {
       const own = net.Subnets?.[0]?.AddressPrefix;
       const mgmt = net.ManagementIP ? findInterfaceByIP(await host.interfaces(), net.ManagementIP) : undefined;
       if (mgmt) {
@@ -199,15 +231,17 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
         if (!dryRun) await hns.deleteEndpointV1(ep.ID);
         did(`HNS endpoint ${ep.Name} (${ep.IPAddress ?? '?'}, ID ${ep.ID})`);
       }
+      const pods = await podEndpoints(hns, net.ID, `${name}_ep`);
       if (!dryRun) await hns.deleteNetworkV1(net.ID);
-      did(`HNS network ${name} (${net.Type}, ${own ?? '?'}, ID ${net.ID})`);
+      did(`HNS network ${name} (${net.Type}, ${own ?? '?'}, ID ${net.ID})${removedWith(pods)}`);
       // The agent's reservation of the bridge endpoint's .2 in host-local's store (never a pod's).
       const bridgeIp = ep?.IPAddress ?? (own ? hostEndpointAddress(own) : undefined);
       if (bridgeIp) removeOwnReservation(config.cniIpamDataDir, name, bridgeIp, HOST_ENDPOINT_OWNER, dryRun, did, seen);
     }
   } else {
-    const net = await hns.getNetworkByName(name);
-    if (net?.ID) {
+    const found = await hns.getNetworkByName(name);
+    const net = provablyOwn(found, found?.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix);
+    if (net) {
       const own = net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
       const vipName = sourceVipEndpointName(name);
       for (const ep of await hns.listEndpoints(net.ID)) {
@@ -216,9 +250,10 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
         if (!dryRun) await hns.deleteEndpoint(ep.ID);
         did(`HNS endpoint ${ep.Name} (${sourceVip ?? '?'}, ID ${ep.ID})`);
       }
+      const pods = await podEndpoints(hns, net.ID, vipName);
       if (!dryRun) await hns.deleteNetwork(net.ID);
       const policies = (net.Policies ?? []).filter((p) => p.Type === 'RemoteSubnetRoute').length;
-      did(`HNS network ${name} (${net.Type}, ${own ?? '?'}, ${policies} RemoteSubnetRoute policies, ID ${net.ID})`);
+      did(`HNS network ${name} (${net.Type}, ${own ?? '?'}, ${policies} RemoteSubnetRoute policies, ID ${net.ID})${removedWith(pods)}`);
       if (sourceVip === undefined && own) {
         // The endpoint may be gone already (reboot): take the address from the file, if it is ours.
         const fromFile = readIf(config.sourceVipFile);
@@ -256,7 +291,12 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
   const own = new Set<string>();
   for (const [f, kind] of candidates) {
     if (f === '' || dirname(f) !== dir) continue;
-    const text = existsSync(f) ? readIf(f) : undefined;
+    const what = fileKind(f);
+    if (what === 'other') {
+      report.kept.push(`${f}: not a regular file`);
+      continue;
+    }
+    const text = what === 'file' ? readIf(f) : undefined;
     if (text !== undefined && !isAgentFile(kind, text)) {
       report.kept.push(`${f}: not ${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} flanneld wrote`);
       continue;
@@ -265,10 +305,17 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
     removeFile(f, dryRun, did, seen);
   }
   if (existsSync(dir)) {
-    const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !/^(subnet\.env|boot\.json|sourcevip\.json|routes\.json)\.tmp-\d+$/.test(n));
+    // The agent's temporary files, left by a crash: `<file>.tmp-<pid>` (src/basics/fs.ts writeFileAtomicSync,
+    // the lock's) and `.subnet.env.<pid>.<hex>.tmp` (src/subnet/subnet-env.ts); regular files only.
+    const names = new Set(candidates.filter(([f]) => f !== '' && dirname(f) === dir).map(([f]) => basename(f)));
+    const temp = (n: string) => {
+      const of = /^(.+)\.tmp-\d+$/.exec(n)?.[1] ?? /^\.(.+)\.\d+\.[0-9a-f]+\.tmp$/.exec(n)?.[1];
+      return of !== undefined && names.has(of) && fileKind(join(dir, n)) === 'file';
+    };
+    const left = readdirSync(dir).filter((n) => !own.has(join(dir, n)) && !temp(n));
     if (left.length === 0) {
       if (!dryRun) {
-        for (const n of readdirSync(dir)) rmSync(join(dir, n), { force: true });
+        for (const n of readdirSync(dir)) if (temp(n)) rmSync(join(dir, n), { force: true });
         rmdirSync(dir);
       }
       did(`directory ${dir}`);
@@ -318,10 +365,47 @@ function isAgentSubnetEnv(text: string): boolean {
   return env['FLANNEL_SUBNET'] !== undefined && Object.keys(env).every((k) => /^FLANNEL_[A-Z0-9_]+$/.test(k));
 }
 
-/** The file's text, capped (src/basics/fs.ts); undefined when it is missing. */
+/** What is at `path`, not following a link: nothing, a regular file, or anything else (a directory, a link, a FIFO). */
+function fileKind(path: string): 'missing' | 'file' | 'other' {
+  try {
+    return lstatSync(path).isFile() ? 'file' : 'other';
+  } catch {
+    return 'missing';
+  }
+}
+
+/** The file's text, capped (src/basics/fs.ts); undefined when it is missing or not a regular file. */
 function readIf(path: string): string | undefined {
-  if (!existsSync(path)) return undefined;
+  if (fileKind(path) !== 'file') return undefined;
   return readRegularFile(path, MAX_CONFIG_FILE_BYTES, 'file');
+}
+
+/** What proves an HNS network the agent's: the network ID boot.json recorded, and this node's subnet (subnet.env's FLANNEL_SUBNET). */
+interface OwnershipProof {
+  bootId: string | undefined;
+  subnet: string | undefined;
+}
+
+function ownershipProof(subnetFile: string): OwnershipProof {
+  const env = readIf(subnetFile);
+  return { bootId: readBootNetwork(subnetFile)?.id || undefined, subnet: env === undefined ? undefined : previousSubnetFromEnv(env) };
+}
+
+/**
+ * Why the network of the agent's name with `id` and first subnet `subnet` is not provably the agent's, or
+ * undefined when it is: its ID is the recorded one, or its subnet is this node's.
+ */
+function notProvablyOwn(id: string, subnet: string | undefined, proof: OwnershipProof, subnetFile: string): string | undefined {
+  if (proof.bootId !== undefined && sameId(id, proof.bootId)) return undefined;
+  if (proof.subnet !== undefined && subnet === proof.subnet) return undefined;
+  const byId = proof.bootId ? `its ID is not ${proof.bootId}, the one ${bootRecordPath(subnetFile)} recorded` : `${bootRecordPath(subnetFile)} records no network ID`;
+  const bySubnet = proof.subnet ? `its subnet is not this node's FLANNEL_SUBNET ${proof.subnet} (${subnetFile})` : `${subnetFile} gives no FLANNEL_SUBNET`;
+  return `not flanneld's: ${byId}, and ${bySubnet}. If it is flannel's, remove it yourself: Get-HnsNetwork | Where-Object Id -eq '${id}' | Remove-HnsNetwork`;
+}
+
+/** The endpoints of network `networkId` but the agent's own (`own`): the pods' (and kube-proxy's remote ones), which HNS deletes with the network. */
+async function podEndpoints(hns: HnsClient, networkId: string, own: string): Promise<HcnEndpoint[]> {
+  return (await hns.listEndpoints(networkId)).filter((ep) => sameId(ep.HostComputeNetwork, networkId) && ep.Name !== own);
 }
 
 /** A host-local reservation of `ip` (src/backends/ipam-reservation.ts), removed only when `owner` holds it. */
@@ -332,7 +416,7 @@ function removeOwnReservation(dataDir: string, network: string, ip: string, owne
 }
 
 function removeFile(path: string, dryRun: boolean, did: (what: string) => void, seen: Set<string>): void {
-  if (seen.has(path) || !existsSync(path)) return;
+  if (seen.has(path) || fileKind(path) !== 'file') return;
   seen.add(path);
   if (!dryRun) rmSync(path, { force: true });
   did(`file ${path}`);
@@ -404,7 +488,7 @@ export const command: Command = {
       const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true, cniConfFile, filesOnly });
       for (const l of report.lines) io.stdout(`${l}\n`);
       for (const k of report.kept) io.stdout(`kept ${k}\n`);
-      if (report.lines.length === 0) io.stdout(`nothing to remove: no HNS network ${netConf.backend.name} and no agent files\n`);
+      if (report.lines.length === 0) io.stdout(`nothing to remove: no HNS network ${netConf.backend.name} of flanneld's and no agent files\n`);
       return 0;
     } catch (err) {
       return reportError(program, err, io);

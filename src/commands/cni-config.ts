@@ -32,7 +32,7 @@ import type { FlagSpec } from '../config/flags.js';
 import { errorMessage, FlagError, SubnetEnvError } from '../basics/errors.js';
 import { contains, formatCidr, isIp4, network, normalizeCidr, nthAddress, parseCidr } from '../basics/ip4.js';
 import { contains6, isGlobalUnicast6, normalizeCidr6, nthAddress6 } from '../basics/ip6.js';
-import { checkWindowsIpFamilies, readNetConf } from '../subnet/net-conf.js';
+import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { previousIPv6SubnetFromEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
@@ -366,12 +366,12 @@ export const command: Command = {
         return Promise.resolve(0);
       }
       const own = (name: string) => String(parsed.own.get(name) ?? '');
-      const netConf = readNetConf(parsed.config.netConfigPath, (p) => readFileSync(p, 'utf8'));
+      const clusterNetConf = readNetConf(parsed.config.netConfigPath, (p) => readFileSync(p, 'utf8'));
       const managementIP = own('management-ip');
       if (managementIP && !isIp4(managementIP)) {
         throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${managementIP}" for flag -management-ip: not an IPv4 address`, { flag: 'management-ip', value: managementIP });
       }
-      const vxlan = netConf.backend.type === 'vxlan';
+      const vxlan = clusterNetConf.backend.type === 'vxlan';
       let managementSubnet = !vxlan && own('management-subnet') ? cidrFlag('management-subnet', own('management-subnet')) : '';
       if (!vxlan && !managementSubnet && managementIP) {
         managementSubnet = subnetOfIP(managementIP) ?? '';
@@ -387,7 +387,8 @@ export const command: Command = {
       const dnsServers = listFlag(own('dns-server'));
       for (const d of dnsServers)
         if (!isIp4(d)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${d}" in flag -dns-server: not an IPv4 address`, { flag: 'dns-server', value: d });
-      checkWindowsIpFamilies(netConf, { path: parsed.config.netConfigPath });
+      // --ipv4-only: a dual-stack net-conf's IPv4 half, rendered as an IPv4-only cluster's conflist.
+      const netConf = windowsNetConf(clusterNetConf, parsed.config.ipv4Only === true, { path: parsed.config.netConfigPath });
       const paths = cniPaths(parsed.config);
       const networkName = agentNetworkName(netConf, paths.subnetFile);
       const ipv6ServiceCidr = own('ipv6-service-cidr');

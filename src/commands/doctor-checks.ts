@@ -9,9 +9,12 @@ import { SOURCE_VIP_OWNER } from '../backends/vxlan/source-vip.js';
 import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
 import type { HostInterface } from '../host/host.js';
 import type { RefusedPeer, StatusReport } from '../health/status.js';
-import { contains, isApipa, nthAddress } from '../basics/ip4.js';
+import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
+import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from './cni-readiness.js';
+import { earlierFlannelConfig } from './cni-conf-dir.js';
+import { isOwnCniConfig } from './cni-config.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -33,6 +36,8 @@ export interface NetworkFact {
   subnet?: string;
   /** vxlan: the VSID policy's IsolationId. */
   vsid?: number;
+  /** Every Ipam subnet (a dual-stack network has an IPv4 and an IPv6 one). */
+  subnets: string[];
   /** The NetAdapterName policy (v2) or NetworkAdapterName (v1). */
   adapter?: string;
   /** vxlan: the DrMacAddress policy. */
@@ -43,7 +48,8 @@ export interface NetworkFact {
 export interface EndpointFact {
   id?: string;
   name?: string;
-  ip?: string;
+  /** Every IpConfiguration's address, in HNS's order (a dual-stack endpoint has two). */
+  ips: string[];
   remote: boolean;
 }
 
@@ -57,6 +63,11 @@ export interface PeerLease {
   vtepMac?: string;
   /** kubernetes.io/os label. */
   os?: string;
+  /** Dual-stack: the peer's IPv6 podCIDR and public-ipv6, when it has both. */
+  ipv6Subnet?: string;
+  publicIPv6?: string;
+  /** Why the agent's validation (src/peers/validate.ts) leaves it out of the dataplane: `reason: message`. */
+  rejected?: string;
 }
 
 /** A peer route (host-gw) or RemoteSubnetRoute policy (vxlan) in the dataplane. */
@@ -70,28 +81,33 @@ export interface PeerActual {
 
 /** A host-local reservation file (`<data dir>/<network>/<ip>`). */
 export interface ReservationFact {
+  /** The address (IPv6 in RFC 5952 text). */
   ip: string;
+  /** The file's name in the store (host-local writes an IPv6 address with `_` for `:` on Windows). */
+  file: string;
   /** The container ID it names (or the agent's own owner names), as ../backends/ipam-reservation.ts reads it; '' for an empty or torn file. */
   owner: string;
   /** ms since it was last written. */
   ageMs: number;
+  /** Why it could not be read (not a regular file, larger than host-local writes): never judged, never freed. */
+  error?: string;
 }
 
 export interface DoctorFacts {
-  netConf: { type: 'vxlan' | 'host-gw'; name: string; network: string; vni: number; port: number } | { error: string };
+  netConf: { type: 'vxlan' | 'host-gw'; name: string; network: string; vni: number; port: number; /** EnableIPv6: IPv6Network. */ ipv6Network?: string } | { error: string };
   /** The agent's --subnet-file (absolute). */
   subnetFile: string;
   /** subnet.env's variables; undefined when the file is missing; `error` when unreadable. */
   subnetEnv: Record<string, string> | { error: string } | undefined;
   /** This node's lease and where it was read (the agent's /status, the Node's podCIDR). */
-  lease: { subnet: string; publicIP: string; from: string } | undefined;
+  lease: { subnet: string; publicIP: string; /** Dual-stack. */ ipv6Subnet?: string; publicIPv6?: string; from: string } | undefined;
   networks: NetworkFact[] | { error: string };
-  /** Endpoints on the flannel network (empty without it). */
-  endpoints: EndpointFact[];
+  /** Endpoints on the flannel network (empty without it); `error` when HNS would not list them (unknown, not none). */
+  endpoints: EndpointFact[] | { error: string };
   /** vxlan: the VtepMAC the own Node's backend-data publishes; undefined when not readable. */
   publishedVtepMac: string | undefined;
   /** The source VIP files (--source-vip-file first, then the compat files) and the address each names. */
-  sourceVipFiles: { path: string; ip?: string; missing?: boolean }[];
+  sourceVipFiles: { path: string; ip?: string; missing?: boolean; error?: string }[];
   peers: {
     /** The other nodes' leases; undefined without API access. */
     desired: PeerLease[] | undefined;
@@ -108,10 +124,10 @@ export interface DoctorFacts {
     readiness: CniProblem[];
     /** The conflist's plugin data dir and the NAT exceptions expected from the agent's flags. */
     expected: { dataDir: string; serviceCidr: string };
-    /** `install-cni`'s record of each plugin's SHA-256, and whether its sources are the pinned releases. */
-    pins: { pinned: boolean; files: Record<string, string> } | undefined;
-    /** SHA-256 of the plugins on disk (only those the record names). */
-    hashes: Record<string, string>;
+    /** `install-cni`'s record of each plugin's SHA-256, and whether its sources are the pinned releases; `error` when unreadable. */
+    pins: { pinned: boolean; files: Record<string, string> } | { error: string } | undefined;
+    /** SHA-256 of the plugins on disk (only those the record names), or why one could not be read. */
+    hashes: Record<string, string | { error: string }>;
   };
   interfaces: HostInterface[];
   /** The public IP the own Node's annotation says; undefined when not readable. */
@@ -120,12 +136,17 @@ export interface DoctorFacts {
   cluster: {
     /** Why the API could not be read ('' = it could). */
     error: string;
+    /** --set-node-network-unavailable: the agent sets NetworkUnavailable False once its network is up. */
+    agentSetsCondition?: boolean;
+    /** The API server answered 404 for the own Node: it was deleted. */
+    ownNodeDeleted?: boolean;
     /** The own Node's NetworkUnavailable condition; null = the Node has none. */
     networkUnavailable?: { status: string; reason?: string; message?: string } | null;
     /** The Linux cluster's flannel ConfigMap net-conf (kube-flannel-cfg), when readable. */
     linuxNetConf?: { vni?: number; port?: number; type?: string; from: string };
   };
-  agent: { status?: StatusReport; error?: string; url?: string };
+  /** The agent's /status (or why not), and its state files doctor could not read (flanneld.lock, boot.json). */
+  agent: { status?: StatusReport; error?: string; url?: string; files: { path: string; error: string }[] };
   /** --fix's grace period, for the leak row's text. */
   graceMs: number;
 }
@@ -154,52 +175,119 @@ export const isErr = (v: unknown): v is { error: string } => typeof v === 'objec
 
 type Conf = Extract<DoctorFacts['netConf'], { type: string }>;
 
-/** The leaked reservations: pod reservations no HNS endpoint on the network holds (never the agent's own). */
+/** An address as one text per address (IPv6 in RFC 5952 form), so HNS's and host-local's spellings compare. */
+export function canonicalIp(ip: string): string {
+  if (isIp4(ip)) return ip;
+  const v6 = parseIp6(ip);
+  return v6 === undefined ? ip : formatIp6(v6);
+}
+
+/** The subnets' gateways (`.1`, `::1`), which host-local never hands out. */
+export function gatewaysOf(lease: DoctorFacts['lease']): string[] {
+  if (!lease) return [];
+  return [nthAddress(lease.subnet, 1), ...(lease.ipv6Subnet ? [nthAddress6(lease.ipv6Subnet, 1)] : [])];
+}
+
+/**
+ * The leaked reservations: pod reservations no HNS endpoint on the network holds on any of its
+ * IpConfigurations (never the agent's own, never a file that could not be read). None while the endpoints
+ * are unknown (HNS would not list them): a failed read proves nothing leaked.
+ */
 export function leakedReservations(f: Pick<DoctorFacts, 'ipam' | 'endpoints' | 'lease'>): ReservationFact[] {
   const list = f.ipam.reservations;
-  if (list === undefined || isErr(list)) return [];
-  const held = new Set(f.endpoints.map((e) => e.ip).filter((ip): ip is string => ip !== undefined));
-  const gateway = f.lease ? nthAddress(f.lease.subnet, 1) : undefined;
-  return list.filter((r) => r.owner !== SOURCE_VIP_OWNER && r.owner !== HOST_ENDPOINT_OWNER && r.ip !== gateway && !held.has(r.ip));
+  if (list === undefined || isErr(list) || isErr(f.endpoints)) return [];
+  const held = new Set(f.endpoints.flatMap((e) => e.ips.map(canonicalIp)));
+  const gateways = new Set(gatewaysOf(f.lease));
+  return list.filter((r) => r.error === undefined && r.owner !== SOURCE_VIP_OWNER && r.owner !== HOST_ENDPOINT_OWNER && !gateways.has(r.ip) && !held.has(r.ip));
 }
+
+/**
+ * What net-conf.json on disk changes against the network the running agent built (it keeps that one until
+ * restarted, src/subnet/net-conf-watch.ts): the VNI (the network's VSID), the backend (its type), the
+ * Network (the FLANNEL_NETWORK it wrote). [] when no agent runs: starting it applies net-conf.
+ */
+function changedUnderAgent(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): string[] {
+  if (!f.agent.status) return [];
+  const out: string[] = [];
+  if (net && net.type !== wantedType(conf)) out.push(`Backend.Type: the running network is ${net.type}, net-conf says ${conf.type}`);
+  else if (conf.type === 'vxlan' && net?.vsid !== undefined && net.vsid !== conf.vni) out.push(`Backend.VNI ${net.vsid} -> ${conf.vni}`);
+  const env = f.subnetEnv;
+  const running = env !== undefined && !isErr(env) ? env['FLANNEL_NETWORK'] : undefined;
+  if (running !== undefined && running !== conf.network) out.push(`Network ${running} -> ${conf.network}`);
+  return out;
+}
+
+const wantedType = (conf: Conf) => (conf.type === 'vxlan' ? 'Overlay' : 'L2Bridge');
 
 /** Every check, in the order a packet meets the hops. Pure. */
 export function runChecks(f: DoctorFacts): CheckRow[] {
   const rows: CheckRow[] = [];
   rows.push(agentRow(f));
+  const mismatch = f.agent.status?.clusterMismatch;
+  if (mismatch) rows.push(fail('cluster-config', `this node reaches no peer (${mismatch.reason}): ${mismatch.detail}`, mismatch.fix));
   if (isErr(f.netConf)) {
     rows.push(fail('net-conf', f.netConf.error, 'fix net-conf.json (--net-config-path) and restart flanneld'));
     return rows;
   }
   const conf = f.netConf;
-  rows.push(netConfRow(conf));
-  rows.push(leaseRow(f));
-  const net = networkRows(f, conf, rows);
+  const hns = isErr(f.networks) ? undefined : f.networks.find((n) => n.name === conf.name);
+  const changed = changedUnderAgent(f, conf, hns);
+  rows.push(netConfRow(conf, changed));
+  rows.push(leaseRow(f, conf));
+  const net = networkRows(f, conf, rows, changed);
   rows.push(...endpointRows(f, conf, net));
-  rows.push(peersRow(f, conf, net));
-  rows.push(subnetEnvRow(f, conf));
+  rows.push(changed.length ? skip('peers', 'net-conf.json changed under the running flanneld (the net-conf row)') : peersRow(f, conf, net));
+  rows.push(changed.length ? skip('subnet-env', 'net-conf.json changed under the running flanneld (the net-conf row)') : subnetEnvRow(f, conf));
   rows.push(...conflistRows(f, conf));
   rows.push(...adapterRows(f, conf, net));
   rows.push(...ipamRows(f, conf, net));
-  rows.push(...clusterRows(f, conf));
+  rows.push(...clusterRows(f, conf, changed));
   return rows;
+}
+
+/**
+ * Why a running agent is not in sync, from what its /status says now (src/health/status.ts): its last
+ * error only while its last pass failed, never one a later pass has since fixed.
+ */
+function notInSync(s: StatusReport): string {
+  const why: string[] = [];
+  if (s.ownNode) why.push(`its Node is deleted from the API server (${s.ownNode.reason})`);
+  if (s.clusterMismatch) why.push(`it reaches no peer: see cluster-config`);
+  const cni = s.cni?.problems ?? [];
+  if (cni.length) why.push(`pods cannot start: ${cni[0].detail}`);
+  if (s.network && !s.network.present) why.push(`the HNS network ${s.network.name} is missing${s.network.error ? ` (${s.network.error})` : ''}`);
+  if (s.lastPass && !s.lastPass.ok && s.lastError) why.push(`its last pass failed: ${s.lastError.message}`);
+  if (s.peers.programmed < s.peers.desired) why.push(`${s.peers.programmed}/${s.peers.desired} peers programmed${s.peers.refused ? `, ${s.peers.refused} refused by HNS` : ''}`);
+  if (why.length === 0 && !s.ready) why.push(`not ready yet (phase ${s.phase})`);
+  return why.join('; ') || 'see flanneld status';
 }
 
 function agentRow(f: DoctorFacts): CheckRow {
   const s = f.agent.status;
+  const files = f.agent.files;
+  const unreadable = files.map((x) => `; ${x.path}: ${x.error}`).join('');
+  // Neither is a file flanneld wrote (it writes both with rename, src/host/agent-lock.ts, src/host/boot.ts).
+  const removeFiles = files.length ? `remove ${files.map((x) => x.path).join(' and ')}: flanneld writes its own when it starts` : '';
   if (!s)
     return warn(
       'agent',
-      `flanneld is not answering on ${f.agent.url ?? 'its status port'} (${f.agent.error ?? 'no answer'}); checked without it`,
-      'start flanneld (or pass its --healthz-port / --status-url)',
+      `flanneld is not answering on ${f.agent.url ?? 'its status port'} (${f.agent.error ?? 'no answer'}); checked without it${unreadable}`,
+      removeFiles || 'start flanneld (or pass its --healthz-port / --status-url)',
     );
   if (!s.inSync)
-    return warn('agent', `flanneld ${s.version} is running, phase ${s.phase}, NOT in sync${s.lastError ? `: ${s.lastError.message}` : ''}`, 'see the rows below and the agent log');
+    return warn('agent', `flanneld ${s.version} is running, phase ${s.phase}, NOT in sync: ${notInSync(s)}${unreadable}`, removeFiles || 'see the rows below and the agent log');
+  if (files.length) return warn('agent', `flanneld ${s.version} is running and in sync${unreadable}`, removeFiles);
   return ok('agent', `flanneld ${s.version} is running and in sync (${s.peers.programmed}/${s.peers.desired} peers)`);
 }
 
-function netConfRow(conf: Conf): CheckRow {
-  const what = `${conf.type}, network ${conf.name}, cluster CIDR ${conf.network}`;
+function netConfRow(conf: Conf, changed: readonly string[]): CheckRow {
+  const what = `${conf.type}, network ${conf.name}, cluster CIDR ${conf.network}${conf.ipv6Network ? `, IPv6 ${conf.ipv6Network}` : ''}`;
+  if (changed.length)
+    return warn(
+      'net-conf',
+      `net-conf.json changed since flanneld started (${changed.join('; ')}): flanneld keeps running the network it built; a restart applies the change and rebuilds the HNS network, cutting off every pod on this node`,
+      'to keep the running network, put net-conf.json back as it was; to apply the change, drain the node, restart flanneld, then let the pods be recreated',
+    );
   if (conf.type !== 'vxlan') return ok('net-conf', what);
   const vx = `${what}, VNI ${conf.vni}, port ${conf.port}`;
   if (conf.port !== WINDOWS_VXLAN_PORT)
@@ -208,20 +296,27 @@ function netConfRow(conf: Conf): CheckRow {
   return ok('net-conf', vx);
 }
 
-function leaseRow(f: DoctorFacts): CheckRow {
+function leaseRow(f: DoctorFacts, conf: Conf): CheckRow {
   if (!f.lease)
     return fail('lease', 'no lease known: the agent is not running and the Node has no podCIDR (or the API is not readable)', 'start flanneld; check the Node has spec.podCIDR');
+  const v6 = f.lease.ipv6Subnet ? `, IPv6 ${f.lease.ipv6Subnet}${f.lease.publicIPv6 ? ` at ${f.lease.publicIPv6}` : ''}` : '';
+  if (conf.ipv6Network && !f.lease.ipv6Subnet && f.lease.from !== 'subnet.env')
+    return fail(
+      'lease',
+      `${f.lease.subnet} (from ${f.lease.from}) has no IPv6 half although net-conf sets EnableIPv6: pods get no IPv6 address`,
+      'give the Node an IPv6 podCIDR (a dual-stack --cluster-cidr on kube-controller-manager), or remove EnableIPv6 from net-conf.json',
+    );
   if (f.lease.from === 'subnet.env')
     return warn(
       'lease',
-      `${f.lease.subnet} (from subnet.env only: neither the agent nor the Node could be read)`,
+      `${f.lease.subnet}${v6} (from subnet.env only: neither the agent nor the Node could be read)`,
       'start flanneld, or pass --kubeconfig-file so doctor can read the Node',
     );
-  return ok('lease', `${f.lease.subnet}, public IP ${f.lease.publicIP} (from ${f.lease.from})`);
+  return ok('lease', `${f.lease.subnet}, public IP ${f.lease.publicIP}${v6} (from ${f.lease.from})`);
 }
 
-function networkRows(f: DoctorFacts, conf: Conf, rows: CheckRow[]): NetworkFact | undefined {
-  const wantType = conf.type === 'vxlan' ? 'Overlay' : 'L2Bridge';
+function networkRows(f: DoctorFacts, conf: Conf, rows: CheckRow[], changed: readonly string[]): NetworkFact | undefined {
+  const wantType = wantedType(conf);
   if (isErr(f.networks)) {
     rows.push(fail('hns-network', `HNS could not be read: ${f.networks.error}`, 'check the HNS service (Get-Service hns) and run doctor as Administrator'));
     return undefined;
@@ -243,23 +338,16 @@ function networkRows(f: DoctorFacts, conf: Conf, rows: CheckRow[]): NetworkFact 
     return undefined;
   }
   rows.push(ok('hns-network', `${net.name}, ID ${net.id ?? '?'}`));
-  rows.push(
-    net.type === wantType
-      ? ok('hns-network-type', net.type)
-      : fail('hns-network-type', `${net.type}, ${conf.type} needs ${wantType}`, `remove the network (Remove-HnsNetwork) and restart flanneld`),
-  );
-  if (!f.lease) rows.push(skip('hns-subnet', 'no lease known'));
-  else if (net.subnet !== f.lease.subnet)
+  if (changed.length) {
+    for (const id of ['hns-network-type', 'hns-subnet']) rows.push(skip(id, 'net-conf.json changed under the running flanneld (the net-conf row)'));
+  } else {
     rows.push(
-      fail(
-        'hns-subnet',
-        `${net.subnet ?? 'none'}, the lease is ${f.lease.subnet}`,
-        'restart flanneld: it recreates the network for the lease (pods on the old subnet must be recreated)',
-      ),
+      net.type === wantType
+        ? ok('hns-network-type', net.type)
+        : fail('hns-network-type', `${net.type}, ${conf.type} needs ${wantType}`, `remove the network (Remove-HnsNetwork) and start flanneld`),
     );
-  else if (conf.type === 'vxlan' && net.vsid !== undefined && net.vsid !== conf.vni)
-    rows.push(fail('hns-subnet', `${net.subnet}, VSID ${net.vsid}, net-conf's VNI is ${conf.vni}`, 'restart flanneld: it recreates the network with the VNI'));
-  else rows.push(ok('hns-subnet', `${net.subnet}${net.vsid !== undefined ? `, VSID ${net.vsid}` : ''} = the lease`));
+    rows.push(hnsSubnetRow(f, conf, net));
+  }
   rows.push(
     net.adapter ? ok('hns-adapter', `bound to ${net.adapter}`) : warn('hns-adapter', 'the network names no adapter', 'pass --iface naming the node NIC and restart flanneld'),
   );
@@ -279,20 +367,47 @@ function networkRows(f: DoctorFacts, conf: Conf, rows: CheckRow[]): NetworkFact 
   return net;
 }
 
+/** The network's subnets against the lease: the IPv4 one (and its VSID on vxlan) and, dual-stack, the IPv6 one. */
+function hnsSubnetRow(f: DoctorFacts, conf: Conf, net: NetworkFact): CheckRow {
+  if (!f.lease) return skip('hns-subnet', 'no lease known');
+  const want = [f.lease.subnet, ...(conf.ipv6Network && f.lease.ipv6Subnet ? [normalizeCidr6(f.lease.ipv6Subnet) ?? f.lease.ipv6Subnet] : [])];
+  const have = net.subnets.map((x) => (x.includes(':') ? (normalizeCidr6(x) ?? x) : x));
+  const lacking = want.filter((w) => !have.includes(w));
+  if (lacking.length)
+    return fail(
+      'hns-subnet',
+      `${have.join(', ') || 'none'}, the lease is ${want.join(', ')}`,
+      'restart flanneld: it recreates the network for the lease (pods on the old subnet must be recreated)',
+    );
+  if (conf.type === 'vxlan' && net.vsid !== undefined && net.vsid !== conf.vni)
+    return fail('hns-subnet', `${net.subnet}, VSID ${net.vsid}, net-conf's VNI is ${conf.vni}`, 'start flanneld: it recreates the network with the VNI');
+  return ok('hns-subnet', `${have.join(', ')}${net.vsid !== undefined ? `, VSID ${net.vsid}` : ''} = the lease`);
+}
+
+/** The row when HNS would not list the network's endpoints: they are unknown, not missing. */
+const endpointsUnread = (id: string, net: string, error: string): CheckRow =>
+  fail(id, `could not read the endpoints on ${net}: ${error}`, 'check the HNS service (Get-Service hns), then run doctor again');
+
 function endpointRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): CheckRow[] {
   if (conf.type === 'host-gw') {
     const name = `${conf.name}_ep`;
     if (!net) return [skip('host-endpoint', `no HNS network ${conf.name}`)];
+    if (isErr(f.endpoints)) return [endpointsUnread('host-endpoint', conf.name, f.endpoints.error)];
     const ep = f.endpoints.find((e) => e.name === name);
-    const want = f.lease ? hostEndpointAddress(f.lease.subnet) : undefined;
+    // `.2`, and dual-stack `::2` too (src/backends/hostgw/backend.ts ensureDualStackHostEndpoint).
+    const want = f.lease ? [hostEndpointAddress(f.lease.subnet), ...(conf.ipv6Network && f.lease.ipv6Subnet ? [nthAddress6(f.lease.ipv6Subnet, 2)] : [])] : [];
     if (!ep) return [fail('host-endpoint', `no endpoint ${name} on ${conf.name}: the host cannot reach its pods`, 'restart flanneld: it recreates the host endpoint')];
-    if (want && ep.ip !== want) return [fail('host-endpoint', `${name} holds ${ep.ip ?? 'no address'}, want ${want}`, `remove endpoint ${name} and restart flanneld`)];
-    return [ok('host-endpoint', `${name} at ${ep.ip ?? '?'}`)];
+    const held = ep.ips.map(canonicalIp);
+    const lacking = want.filter((w) => !held.includes(w));
+    if (lacking.length) return [fail('host-endpoint', `${name} holds ${held.join(', ') || 'no address'}, want ${want.join(', ')}`, `remove endpoint ${name} and restart flanneld`)];
+    return [ok('host-endpoint', `${name} at ${held.join(', ') || '?'}`)];
   }
   // vxlan: kube-proxy's source VIP endpoint (ours by name, or kube-proxy's own nameless one), and its files.
   if (!net) return [skip('source-vip', `no HNS network ${conf.name}`), skip('source-vip-file', `no HNS network ${conf.name}`)];
+  if (isErr(f.endpoints)) return [endpointsUnread('source-vip', conf.name, f.endpoints.error), skip('source-vip-file', 'the endpoints are not readable')];
   const name = `${conf.name}_sourcevip`;
-  const local = f.endpoints.filter((e) => !e.remote && e.ip !== undefined && (!f.lease || contains(f.lease.subnet, e.ip)));
+  const ipOf = (e: EndpointFact) => e.ips.find((ip) => isIp4(ip) && (!f.lease || contains(f.lease.subnet, ip)));
+  const local = f.endpoints.filter((e) => !e.remote && ipOf(e) !== undefined).map((e) => ({ ...e, ip: ipOf(e)! }));
   const ep = local.find((e) => e.name === name) ?? local.find((e) => !e.name);
   const rows: CheckRow[] = [];
   if (!ep) {
@@ -313,8 +428,17 @@ function endpointRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined):
     return rows;
   }
   const primary = files[0];
-  const wrong = files.filter((x) => !x.missing && x.ip !== ep.ip);
-  if (primary.missing) rows.push(fail('source-vip-file', `${primary.path} is missing (kube-proxy reads the source VIP from it)`, 'restart flanneld: it writes the file'));
+  const unreadable = files.filter((x) => x.error !== undefined);
+  const wrong = files.filter((x) => !x.missing && x.error === undefined && x.ip !== ep.ip);
+  if (unreadable.length)
+    rows.push(
+      fail(
+        'source-vip-file',
+        unreadable.map((x) => `${x.path}: ${x.error}`).join('; ') + ' (kube-proxy reads the source VIP from it)',
+        `remove ${unreadable.map((x) => x.path).join(' and ')}, then restart flanneld: it writes the file`,
+      ),
+    );
+  else if (primary.missing) rows.push(fail('source-vip-file', `${primary.path} is missing (kube-proxy reads the source VIP from it)`, 'restart flanneld: it writes the file'));
   else if (wrong.length > 0)
     rows.push(
       fail(
@@ -328,13 +452,16 @@ function endpointRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined):
       ok(
         'source-vip-file',
         `${files
-          .filter((x) => !x.missing)
+          .filter((x) => !x.missing && x.error === undefined)
           .map((x) => x.path)
           .join(', ')} name ${ep.ip}`,
       ),
     );
   return rows;
 }
+
+/** Two addresses are one (IPv6 spellings differ). */
+const sameIp = (a: string, b: string) => canonicalIp(a) === canonicalIp(b);
 
 function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): CheckRow {
   const what = conf.type === 'vxlan' ? 'RemoteSubnetRoute policies' : 'routes';
@@ -353,27 +480,44 @@ function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   }
   if (isErr(f.peers.actual)) return fail('peers', `the ${what} could not be read: ${f.peers.actual.error}`, 'check the HNS service and run doctor as Administrator');
   if (f.peers.desired === undefined) return skip('peers', `${f.peers.actual.length} ${what} present; the peers' leases are not readable (no API access)`);
-  // A peer on another VNI is rejected by the agent (src/peers/validate.ts): the cluster-vni row names it.
+  // A peer the agent's validation rejects (src/peers/validate.ts: another VNI, an off-link public IP, ...)
+  // is never programmed: no restart changes that; flanneld status names the reason (the cluster-vni row the VNI).
+  const rejected = f.peers.desired.filter((p) => p.rejected !== undefined);
   const desired = f.peers.desired.filter(
-    (p) => p.backendType === conf.type && (!f.lease || p.subnet !== f.lease.subnet) && (conf.type !== 'vxlan' || p.vni === undefined || p.vni === conf.vni),
+    (p) =>
+      p.rejected === undefined && p.backendType === conf.type && (!f.lease || p.subnet !== f.lease.subnet) && (conf.type !== 'vxlan' || p.vni === undefined || p.vni === conf.vni),
   );
+  // One route or policy per peer, and dual-stack one IPv6 route per peer with an IPv6 half.
+  const wants = desired.flatMap((p) => [
+    { p, prefix: p.subnet, via: p.publicIP },
+    ...(conf.ipv6Network && p.ipv6Subnet && p.publicIPv6 ? [{ p, prefix: normalizeCidr6(p.ipv6Subnet) ?? p.ipv6Subnet, via: p.publicIPv6 }] : []),
+  ]);
   const actual = new Map(f.peers.actual.map((a) => [a.prefix, a]));
   const missing: string[] = [];
   const wrong: string[] = [];
-  for (const p of desired) {
-    const a = actual.get(p.subnet);
-    if (!a) missing.push(`${p.node} ${p.subnet}`);
-    else if (a.via !== p.publicIP || (conf.type === 'vxlan' && p.vtepMac !== undefined && a.mac !== undefined && macToFlannel(a.mac) !== macToFlannel(p.vtepMac)))
-      wrong.push(`${p.node} ${p.subnet} via ${a.via}, published ${p.publicIP}`);
+  for (const w of wants) {
+    const a = actual.get(w.prefix);
+    if (!a) missing.push(`${w.p.node} ${w.prefix}`);
+    else if (!sameIp(a.via, w.via) || (conf.type === 'vxlan' && w.p.vtepMac !== undefined && a.mac !== undefined && macToFlannel(a.mac) !== macToFlannel(w.p.vtepMac)))
+      wrong.push(`${w.p.node} ${w.prefix} via ${a.via}, published ${w.via}`);
   }
-  const wanted = new Set(desired.map((p) => p.subnet));
+  const wanted = new Set(wants.map((w) => w.prefix));
   const extra = f.peers.actual.filter((a) => !wanted.has(a.prefix)).map((a) => `${a.prefix} via ${a.via}`);
   const parts = [missing.length ? `missing for ${listed(missing)}` : '', wrong.length ? `stale for ${listed(wrong)}` : '', extra.length ? `extra ${listed(extra)}` : ''].filter(
     (s) => s !== '',
   );
+  const left = rejected.length
+    ? `; ${rejected.length} peer(s) rejected by flanneld's validation and left out (flanneld status names why): ${listed(rejected.map((p) => p.node))}`
+    : '';
   if (parts.length)
-    return fail('peers', `${what}: ${parts.join('; ')}`, "start (or restart) flanneld: it writes exactly the peers' set; a peer refused again shows in flanneld status");
-  return ok('peers', `${desired.length} peer ${what}, each as published`);
+    return fail(
+      'peers',
+      `${what}: ${parts.join('; ')}${left}`,
+      f.agent.status
+        ? "flanneld is running and writes exactly the peers' set on its next pass; if this stays, flanneld status names the peer it cannot write and why"
+        : "start flanneld: it writes exactly the peers' set",
+    );
+  return ok('peers', `${wants.length} peer ${what}, each as published${left}`);
 }
 
 function subnetEnvRow(f: DoctorFacts, conf: Conf): CheckRow {
@@ -387,8 +531,18 @@ function subnetEnvRow(f: DoctorFacts, conf: Conf): CheckRow {
   const subnet = env['FLANNEL_SUBNET'];
   if (f.lease && (subnet === undefined || !contains(f.lease.subnet, subnet.split('/')[0]) || subnet.split('/')[1] !== f.lease.subnet.split('/')[1]))
     problems.push(`FLANNEL_SUBNET=${subnet ?? ''}, the lease is ${f.lease.subnet}`);
+  if (conf.ipv6Network) {
+    // Dual-stack: FLANNEL_IPV6_NETWORK and FLANNEL_IPV6_SUBNET (the subnet's first address, docs/compatibility.md).
+    const network6 = env['FLANNEL_IPV6_NETWORK'];
+    if (network6 === undefined || normalizeCidr6(network6) !== conf.ipv6Network) problems.push(`FLANNEL_IPV6_NETWORK=${network6 ?? ''}, net-conf says ${conf.ipv6Network}`);
+    const subnet6 = env['FLANNEL_IPV6_SUBNET'];
+    const want6 = f.lease?.ipv6Subnet;
+    if (want6 && (subnet6 === undefined || normalizeCidr6(subnet6) !== normalizeCidr6(want6) || !sameIp(subnet6.split('/')[0], nthAddress6(want6, 1))))
+      problems.push(`FLANNEL_IPV6_SUBNET=${subnet6 ?? ''}, the lease is ${want6}`);
+  }
   if (problems.length) return fail('subnet-env', `${f.subnetFile}: ${problems.join('; ')}`, 'restart flanneld: it rewrites subnet.env for its lease');
-  return ok('subnet-env', `${f.subnetFile}: FLANNEL_SUBNET=${subnet ?? '?'}, FLANNEL_MTU=${env['FLANNEL_MTU'] ?? '?'}`);
+  const v6 = conf.ipv6Network ? `, FLANNEL_IPV6_SUBNET=${env['FLANNEL_IPV6_SUBNET'] ?? '?'}` : '';
+  return ok('subnet-env', `${f.subnetFile}: FLANNEL_SUBNET=${subnet ?? '?'}${v6}, FLANNEL_MTU=${env['FLANNEL_MTU'] ?? '?'}`);
 }
 
 interface FlannelPluginDoc {
@@ -404,6 +558,21 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
   if ('check' in first) {
     const ids = ['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'];
     return [fail('cni-conflist', first.detail, first.fix), ...ids.map((id) => skip(id, 'no usable CNI config'))];
+  }
+  // Another CNI's config (containerd's default `nat`, Calico, ...) sorting first: writing ours beside it
+  // changes nothing (cni-config -o refuses, FLANNEL_ERR_CNI_CONF_ORDER) and no net-conf name fits it.
+  const text = JSON.stringify({ name: first.conf.name, plugins: first.plugins });
+  if (earlierFlannelConfig(text) === undefined && !isOwnCniConfig(text, first.conf.name)) {
+    const types = pluginTypes(first.plugins).join(', ');
+    const why = `${first.file} is not flannel's`;
+    return [
+      fail(
+        'cni-conflist',
+        `${first.file} (network "${first.conf.name}", plugins ${types}) is another CNI's config and containerd loads it first${first.others ? `${first.others}` : ''}: pods never reach flannel`,
+        `move ${first.file} out of ${f.cni.confDir} (or rename it to ${first.file}.bak, an extension containerd does not load); then \`flanneld cni-config -o\` writes flannel's there if none is left`,
+      ),
+      ...['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'].map((id) => skip(id, why)),
+    ];
   }
   const problem = (check: CniProblem['check']) => f.cni.readiness.find((p) => p.check === check);
   const fromReadiness = (id: string, check: CniProblem['check'], good: string): CheckRow => {
@@ -451,7 +620,10 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
   const want = pluginTypes(first.plugins).map((t) => `${t}.exe`);
   rows.push(fromReadiness('cni-plugins', 'cni-plugin-missing', `${want.join(', ')} in ${f.cni.binDir}`));
   const pins = f.cni.pins;
+  const unhashed = Object.entries(f.cni.hashes).flatMap(([file, h]) => (isErr(h) ? [`${file}: ${h.error}`] : []));
   if (!pins) rows.push(skip('cni-pins', 'no install-cni record in the bin dir (plugins not installed by flanneld install-cni)'));
+  else if (isErr(pins)) rows.push(fail('cni-pins', `install-cni's record cannot be used: ${pins.error}`, 'run flanneld install-cni --pinned again: it writes the record'));
+  else if (unhashed.length) rows.push(fail('cni-pins', `cannot hash ${unhashed.join('; ')}`, 'run flanneld install-cni --pinned again: it replaces the plugins'));
   else {
     // A plugin that is gone is the cni-plugins row's.
     const changed = Object.entries(pins.files)
@@ -509,18 +681,35 @@ function ipamRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   if (list === undefined) return [skip('ipam-leaks', `${f.ipam.dir} does not exist yet (no pod started)`), skip('ipam-gateway', `${f.ipam.dir} does not exist yet`)];
   if (isErr(list)) return [fail('ipam-leaks', `${f.ipam.dir}: ${list.error}`, "check the directory's permissions"), skip('ipam-gateway', 'store unreadable')];
   const rows: CheckRow[] = [];
+  const grace = Math.round(f.graceMs / 1000);
+  const unreadable = list.filter((r) => r.error !== undefined);
+  const notJudged = unreadable.length ? `; ${unreadable.length} not host-local's, never freed: ${listed(unreadable.map((r) => `${r.file} (${r.error})`))}` : '';
   if (!net) rows.push(skip('ipam-leaks', `no HNS network ${conf.name} (every reservation would look leaked)`));
+  else if (isErr(f.endpoints)) rows.push(skip('ipam-leaks', `could not read the endpoints on ${conf.name} (${f.endpoints.error}): no reservation is judged leaked without them`));
   else {
-    const leaks = leakedReservations(f);
-    rows.push(
-      leaks.length
-        ? fail(
-            'ipam-leaks',
-            `${leaks.length} of ${list.length} reservations in ${f.ipam.dir} have no HNS endpoint: ${listed(leaks.map((r) => `${r.ip} (${r.owner || 'empty'}, ${Math.round(r.ageMs / 1000)} s old)`))}`,
-            `flanneld doctor --fix frees those older than ${Math.round(f.graceMs / 1000)} s (host-local runs out of addresses otherwise)`,
-          )
-        : ok('ipam-leaks', `${list.length} reservations, each held by an HNS endpoint or the agent`),
-    );
+    // A reservation younger than the grace period may be a pod being added: host-local writes it before
+    // HcnCreateEndpoint (doctor.ts DEFAULT_GRACE_SECONDS says how long that can take).
+    const all = leakedReservations(f);
+    const leaks = all.filter((r) => r.ageMs >= f.graceMs);
+    const young = all.length - leaks.length;
+    const settingUp = young ? `; ${young} younger than ${grace} s without an endpoint yet (a pod being added)` : '';
+    if (leaks.length)
+      rows.push(
+        fail(
+          'ipam-leaks',
+          `${leaks.length} of ${list.length} reservations in ${f.ipam.dir} have had no HNS endpoint for ${grace} s or more: ${listed(leaks.map((r) => `${r.ip} (${r.owner || 'empty'}, ${Math.round(r.ageMs / 1000)} s old)`))}${settingUp}${notJudged}`,
+          `run flanneld doctor --fix --grace-period=${grace}: it frees them (host-local runs out of addresses otherwise)`,
+        ),
+      );
+    else if (unreadable.length)
+      rows.push(
+        warn(
+          'ipam-leaks',
+          `${list.length} reservations${settingUp}${notJudged}`,
+          `look at each: host-local writes <container ID>\r\n<ifname>; remove it if no pod holds that address`,
+        ),
+      );
+    else rows.push(ok('ipam-leaks', `${list.length} reservations, each held by an HNS endpoint or the agent${settingUp}`));
   }
   // The agent's own reservation: host-gw's bridge endpoint (every pod's gateway under win-bridge), vxlan's source VIP.
   const owner = conf.type === 'vxlan' ? SOURCE_VIP_OWNER : HOST_ENDPOINT_OWNER;
@@ -542,10 +731,21 @@ function ipamRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   return rows;
 }
 
-function clusterRows(f: DoctorFacts, conf: Conf): CheckRow[] {
+function clusterRows(f: DoctorFacts, conf: Conf, changed: readonly string[]): CheckRow[] {
   const rows: CheckRow[] = [];
   const c = f.cluster;
-  if (c.error) {
+  const gone = f.agent.status?.ownNode;
+  if (c.ownNodeDeleted || gone) {
+    // The kubelet registers its Node when it starts (kubelet registerWithAPIServer); the agent keeps the
+    // dataplane meanwhile and takes the Node back (src/agent.ts, own-node-deleted).
+    rows.push(
+      fail(
+        'node-condition',
+        `the Node is deleted from the API server${gone ? ` (${gone.reason})` : ''}: no pod is scheduled here and peers drop this node's routes`,
+        'restart the kubelet on this node: it registers the Node again',
+      ),
+    );
+  } else if (c.error) {
     rows.push(skip('node-condition', `the API is not readable: ${c.error}`));
   } else if (c.networkUnavailable === undefined) {
     rows.push(skip('node-condition', 'the own Node is not readable'));
@@ -558,7 +758,7 @@ function clusterRows(f: DoctorFacts, conf: Conf): CheckRow[] {
       fail(
         'node-condition',
         `NetworkUnavailable ${c.networkUnavailable.status} (${c.networkUnavailable.reason ?? ''}: ${c.networkUnavailable.message ?? ''}): the scheduler keeps pods off this node`,
-        'start flanneld with --set-node-network-unavailable (the default)',
+        nodeConditionFix(f, c.networkUnavailable.reason ?? ''),
       ),
     );
   }
@@ -567,6 +767,7 @@ function clusterRows(f: DoctorFacts, conf: Conf): CheckRow[] {
     const other = linux.filter((p) => p.vni !== undefined && p.vni !== conf.vni);
     const port = c.linuxNetConf?.port;
     if (f.peers.desired === undefined) rows.push(skip('cluster-vni', 'the Nodes are not readable'));
+    else if (changed.length) rows.push(skip('cluster-vni', 'net-conf.json changed under the running flanneld (the net-conf row)'));
     else if (other.length || (port !== undefined && port !== conf.port)) {
       const parts = [
         other.length ? `${listed(other.map((p) => `${p.node} VNI ${p.vni}`))}, ours ${conf.vni}` : '',
@@ -590,6 +791,24 @@ function clusterRows(f: DoctorFacts, conf: Conf): CheckRow[] {
   const vip = f.agent.status?.sourceVip ?? f.sourceVipFiles.find((x) => x.ip)?.ip;
   rows.push(ok('kube-proxy', `kube-proxy needs --network-name=${conf.name}${conf.type === 'vxlan' ? ` --source-vip=${vip ?? '(none yet)'} (the address no pod gets)` : ''}`));
   return rows;
+}
+
+/**
+ * Who clears NetworkUnavailable: flanneld sets it False once its network is up and True, with a CNI*
+ * reason, while pods cannot start (src/subnet/kube/own-node.ts); it writes it when it starts and when that
+ * CNI problem changes, so what another controller sets later (kube-controller-manager's route controller:
+ * NoRouteCreated, with --configure-cloud-routes) stays until flanneld starts again.
+ */
+function nodeConditionFix(f: DoctorFacts, reason: string): string {
+  if (f.cluster.agentSetsCondition === false)
+    return 'flanneld runs with --set-node-network-unavailable=false, so it never clears it: start flanneld without that flag (it sets False once its network is up)';
+  if (!f.agent.status) return 'start flanneld: it sets NetworkUnavailable False once its network is up';
+  if (reason.startsWith('CNI')) return 'fix what the message says (the cni-* rows); flanneld sets NetworkUnavailable False once a pod can start';
+  const who =
+    reason === 'NoRouteCreated'
+      ? "kube-controller-manager's route controller set it: start kube-controller-manager with --configure-cloud-routes=false (flannel routes the pods), "
+      : 'another controller set it after flanneld cleared it: stop that, ';
+  return `${who}then restart flanneld: it sets NetworkUnavailable False once its network is up`;
 }
 
 /** The worst status: 1 when any row failed (exit code), else 0. */

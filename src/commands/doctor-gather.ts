@@ -2,42 +2,71 @@
 // the agent uses: the HNS client, the route table and the host (src/dataplane/factory.ts, so the
 // simulated node works as Windows does), the files (node:fs, or a test's), the API server (raw JSON
 // requests with a deadline, src/subnet/kube/http.ts) and the agent's own /status (./status.ts). Every
-// read that fails becomes a fact (`{ error }`) the checks name, so one broken hop never hides the others.
+// read that fails becomes a fact (`{ error }`) the checks name, so one broken hop never hides the others,
+// and a failed read stays unknown: an endpoint list HNS would not give is not an empty one.
+// Files are read as the agent reads its configuration (src/basics/fs.ts readRegularFileBytes): regular
+// files only (a FIFO would block doctor for ever, /dev/zero fill its heap), each with a cap
+// (docs/bounds.md, "flanneld doctor"); anything else is a fact that names the file and why.
 import { createHash } from 'node:crypto';
 import * as nodeFs from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../basics/clock.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import type { Dataplane } from '../dataplane/factory.js';
-import { errorMessage } from '../basics/errors.js';
+import { KubeApiError, errorMessage } from '../basics/errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFileBytes, type ReadFs } from '../basics/fs.js';
 import { policySetting, ENDPOINT_FLAG_REMOTE, type HcnNetwork } from '../hns/schema.js';
 import type { StatusReport } from '../health/status.js';
 import { cidrContains, isIp4, normalizeCidr } from '../basics/ip4.js';
+import { cidrContains6, formatIp6, normalizeCidr6, parseIp6 } from '../basics/ip6.js';
 import { normalizeAnnotationPrefix } from '../config/annotation-prefix.js';
 import { annotationKeys } from '../subnet/kube/annotations.js';
 import type { KubeHttp } from '../subnet/kube/http.js';
 import { asObj, projectNode, toLease } from '../subnet/kube/node-list-watch.js';
-import { readNetConf } from '../subnet/net-conf.js';
+import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv } from '../subnet/subnet-env.js';
 import { parseSourceVipDocument } from '../backends/vxlan/source-vip.js';
+import { validateLease, type LeaseValidationContext } from '../peers/validate.js';
 import { drMacAddress } from '../backends/vxlan/backend.js';
 import { reservationOwner } from '../backends/ipam-reservation.js';
-import { isVxlanBackendData } from '../subnet/lease.js';
-import { INSTALL_RECORD } from '../cni-plugins/install.js';
+import { isVxlanBackendData, type Lease } from '../subnet/lease.js';
+import { INSTALL_RECORD, MAX_RECORD_BYTES } from '../cni-plugins/install.js';
+import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
 import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from './cni-readiness.js';
-import { readBootNetwork } from '../host/boot.js';
+import { bootRecordPath, parseRecordedNetwork } from '../host/boot.js';
 import { cniPaths } from './cni-config.js';
-import type { DoctorFacts, EndpointFact, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
+import type { DoctorFacts, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
 
-/** The files doctor reads (and --fix removes). */
-export interface DoctorFs {
-  readFileSync(path: string, encoding: 'utf8'): string;
-  readFileSync(path: string): Buffer;
+/** The files doctor reads (each bounded: readFileFact) and --fix removes. */
+export interface DoctorFs extends ReadFs {
   readdirSync(path: string): string[];
   statSync(path: string): { mtimeMs: number; isFile(): boolean };
   existsSync(path: string): boolean;
   rmSync(path: string, opts: { force: true }): void;
 }
+
+/**
+ * A host-local reservation file is `<container ID>\r\n<ifname>` (plugins/ipam/host-local/backend/disk):
+ * a CRI sandbox ID is 64 hex digits, an interface name a few characters. 4 KiB is far above any real
+ * one; a larger file is not host-local's, and is neither judged nor freed.
+ */
+export const MAX_RESERVATION_BYTES = 4096;
+
+/** One file as doctor read it: its bytes, missing, or why it could not be used (not a regular file, too large, EACCES). */
+export type FileFact = { bytes: Buffer } | { missing: true } | { error: string };
+
+/** Read `path` as the agent reads configuration: a regular file of at most `maxBytes` (src/basics/fs.ts). Never throws. */
+export function readFileFact(fs: ReadFs, path: string, maxBytes: number, what: string): FileFact {
+  try {
+    return { bytes: readRegularFileBytes(path, maxBytes, what, fs) };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { missing: true };
+    return { error: errorMessage(err) };
+  }
+}
+
+/** The text of a FileFact that was read; undefined otherwise. */
+const textOf = (f: FileFact): string | undefined => ('bytes' in f ? f.bytes.toString('utf8') : undefined);
 
 export interface GatherOptions {
   config: AgentConfig;
@@ -49,8 +78,8 @@ export interface GatherOptions {
   serviceCidr: string;
   /** The API server, or why there is none. */
   kube: KubeHttp | { error: string };
-  /** The agent's /status, or why it did not answer. */
-  status: { report?: StatusReport; error?: string; url?: string };
+  /** The agent's /status, or why it did not answer; `lockError` when flanneld.lock could not be read. */
+  status: { report?: StatusReport; error?: string; url?: string; lockError?: { path: string; error: string } };
   /** Pinned releases' SHA-256 (src/cni-plugins/pinned.json). */
   pinnedSha256: readonly string[];
   graceMs: number;
@@ -70,14 +99,6 @@ const LINUX_FLANNEL_CONFIGMAPS = [
   ['kube-system', 'kube-flannel-cfg'],
 ] as const;
 
-function readText(fs: DoctorFs, path: string): string | undefined {
-  try {
-    return fs.readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
 function networkFact(n: HcnNetwork): NetworkFact {
   const s = n.Ipams?.[0]?.Subnets?.[0];
   const vsid = s?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
@@ -86,6 +107,8 @@ function networkFact(n: HcnNetwork): NetworkFact {
     name: n.Name,
     type: n.Type,
     subnet: s?.IpAddressPrefix,
+    // A dual-stack L2Bridge holds one Ipam per family (src/backends/hostgw/backend.ts dualStackNetwork).
+    subnets: (n.Ipams ?? []).flatMap((i) => i.Subnets ?? []).flatMap((x) => (typeof x.IpAddressPrefix === 'string' ? [x.IpAddressPrefix] : [])),
     ...(vsid === undefined ? {} : { vsid: Number(vsid) }),
     adapter: policySetting(n.Policies, 'NetAdapterName', 'NetworkAdapterName'),
     drMac: drMacAddress(n),
@@ -98,23 +121,25 @@ async function kubeGet(kube: KubeHttp, path: string, query?: Record<string, stri
 
 interface ClusterFacts {
   peers: PeerLease[] | undefined;
-  lease?: { subnet: string; publicIP: string };
+  /** Each peer's lease as the agent's peer store takes it (for validateLease). */
+  leases: Map<string, Lease>;
+  lease?: { subnet: string; publicIP: string; ipv6Subnet?: string; publicIPv6?: string };
   vtepMac?: string;
   publicIP?: string;
   cluster: DoctorFacts['cluster'];
 }
 
-async function gatherCluster(o: GatherOptions): Promise<ClusterFacts> {
+async function gatherCluster(o: GatherOptions, ipv6: boolean): Promise<ClusterFacts> {
   const kube = o.kube;
-  if ('error' in kube) return { peers: undefined, cluster: { error: kube.error } };
+  if ('error' in kube) return { peers: undefined, leases: new Map(), cluster: { error: kube.error } };
   const keys = annotationKeys(normalizeAnnotationPrefix(o.config.kubeAnnotationPrefix));
-  const out: ClusterFacts = { peers: undefined, cluster: { error: '' } };
+  const out: ClusterFacts = { peers: undefined, leases: new Map(), cluster: { error: '' } };
   try {
     const list = asObj(await kubeGet(kube, '/api/v1/nodes'));
     const items = Array.isArray(list?.items) ? (list.items as unknown[]) : [];
     out.peers = [];
     for (const node of items) {
-      const rec = projectNode(node, keys);
+      const rec = projectNode(node, keys, ipv6);
       const lease = rec && toLease(rec);
       if (!rec || !lease || rec.name === o.config.nodeName) continue;
       const os = asObj(asObj(asObj(node)?.metadata)?.labels)?.['kubernetes.io/os'];
@@ -125,8 +150,10 @@ async function gatherCluster(o: GatherOptions): Promise<ClusterFacts> {
         publicIP: lease.publicIP,
         backendType: lease.backendType,
         ...(isVxlanBackendData(data) ? { vni: data.VNI, vtepMac: data.VtepMAC } : {}),
+        ...(lease.ipv6Subnet !== undefined && lease.publicIPv6 !== undefined ? { ipv6Subnet: lease.ipv6Subnet, publicIPv6: lease.publicIPv6 } : {}),
         ...(typeof os === 'string' ? { os } : {}),
       });
+      out.leases.set(rec.name, lease);
     }
   } catch (err) {
     out.cluster.error = `GET /api/v1/nodes: ${errorMessage(err)}`;
@@ -135,8 +162,13 @@ async function gatherCluster(o: GatherOptions): Promise<ClusterFacts> {
   if (o.config.nodeName) {
     try {
       const node = await kubeGet(kube, `/api/v1/nodes/${encodeURIComponent(o.config.nodeName)}`);
-      const rec = projectNode(node, keys);
-      if (rec?.podCIDR) out.lease = { subnet: rec.podCIDR, publicIP: rec.publicIP ?? '' };
+      const rec = projectNode(node, keys, ipv6);
+      if (rec?.podCIDR)
+        out.lease = {
+          subnet: rec.podCIDR,
+          publicIP: rec.publicIP ?? '',
+          ...(rec.ipv6PodCIDR !== undefined ? { ipv6Subnet: rec.ipv6PodCIDR, publicIPv6: rec.publicIPv6Overwrite ?? rec.publicIPv6 ?? '' } : {}),
+        };
       const data = rec?.backendData === undefined ? undefined : (JSON.parse(rec.backendData) as unknown);
       if (isVxlanBackendData(data)) out.vtepMac = data.VtepMAC;
       const ip = rec?.publicIPOverwrite ?? rec?.publicIP;
@@ -146,8 +178,9 @@ async function gatherCluster(o: GatherOptions): Promise<ClusterFacts> {
       out.cluster.networkUnavailable = nu
         ? { status: String(nu.status), ...(typeof nu.reason === 'string' ? { reason: nu.reason } : {}), ...(typeof nu.message === 'string' ? { message: nu.message } : {}) }
         : null;
-    } catch {
-      // The own Node unreadable: its rows say so.
+    } catch (err) {
+      // 404: the Node is gone from the API server (deleted); anything else leaves it unknown.
+      if (err instanceof KubeApiError && err.statusCode === 404) out.cluster.ownNodeDeleted = true;
     }
   }
   for (const [ns, name] of LINUX_FLANNEL_CONFIGMAPS) {
@@ -171,6 +204,16 @@ async function gatherCluster(o: GatherOptions): Promise<ClusterFacts> {
   return out;
 }
 
+/** A reservation file's address: dotted IPv4, or IPv6 as host-local names it (`:` -> `_` on Windows: disk backend GetEscapedPath). */
+function reservationAddress(name: string): string | undefined {
+  if (isIp4(name)) return name;
+  const v6 = parseIp6(name.replace(/_/g, ':'));
+  return v6 === undefined ? undefined : formatIp6(v6);
+}
+
+/** The owner a reservation's bytes name, as the agent reads it (../backends/ipam-reservation.ts). */
+const ownerOf = (text: string, path: string): string => reservationOwner({ readFileSync: () => text }, path) ?? '';
+
 function listReservations(fs: DoctorFs, dir: string, now: number): DoctorFacts['ipam']['reservations'] {
   if (!fs.existsSync(dir)) return undefined;
   let names: string[];
@@ -181,12 +224,16 @@ function listReservations(fs: DoctorFs, dir: string, now: number): DoctorFacts['
   }
   const out: ReservationFact[] = [];
   for (const n of names) {
-    if (NOT_RESERVATIONS.test(n) || !isIp4(n)) continue;
+    const ip = NOT_RESERVATIONS.test(n) ? undefined : reservationAddress(n);
+    if (ip === undefined) continue;
     const path = join(dir, n);
     try {
       const st = fs.statSync(path);
       if (!st.isFile()) continue;
-      out.push({ ip: n, owner: reservationOwner(fs, path) ?? '', ageMs: Math.max(0, now - st.mtimeMs) });
+      const ageMs = Math.max(0, now - st.mtimeMs);
+      const read = readFileFact(fs, path, MAX_RESERVATION_BYTES, 'host-local reservation');
+      if ('missing' in read) continue; // removed while listed (a pod deleted)
+      out.push('error' in read ? { ip, file: n, owner: '', ageMs, error: read.error } : { ip, file: n, owner: ownerOf(read.bytes.toString('utf8'), path), ageMs });
     } catch {
       // Removed while listed (a pod deleted): not a reservation any more.
     }
@@ -194,14 +241,16 @@ function listReservations(fs: DoctorFs, dir: string, now: number): DoctorFacts['
   return out.sort((a, b) => a.ip.localeCompare(b.ip, undefined, { numeric: true }));
 }
 
-function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[], plugins: readonly string[]): { pins: DoctorFacts['cni']['pins']; hashes: Record<string, string> } {
-  const text = readText(fs, join(binDir, INSTALL_RECORD));
-  if (text === undefined) return { pins: undefined, hashes: {} };
+function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[], plugins: readonly string[]): Pick<DoctorFacts['cni'], 'pins' | 'hashes'> {
+  const path = join(binDir, INSTALL_RECORD);
+  const read = readFileFact(fs, path, MAX_RECORD_BYTES, "install-cni's record");
+  if ('missing' in read) return { pins: undefined, hashes: {} };
+  if ('error' in read) return { pins: { error: read.error }, hashes: {} };
   let rec: { sources?: unknown; files?: unknown };
   try {
-    rec = JSON.parse(text) as typeof rec;
-  } catch {
-    return { pins: undefined, hashes: {} };
+    rec = JSON.parse(read.bytes.toString('utf8')) as typeof rec;
+  } catch (err) {
+    return { pins: { error: `${path} is not install-cni's record: ${errorMessage(err)}` }, hashes: {} };
   }
   const files = asObj(rec.files) ?? {};
   const sources = Array.isArray(rec.sources) ? rec.sources.map(String).sort() : [];
@@ -210,17 +259,52 @@ function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[], plugins
     pinned: sources.length === want.length && sources.every((s, i) => s === want[i]),
     files: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, String(v)])),
   };
-  const hashes: Record<string, string> = {};
+  const hashes: DoctorFacts['cni']['hashes'] = {};
   for (const name of Object.keys(pins.files).filter((n) => plugins.includes(n))) {
-    try {
-      hashes[name] = createHash('sha256')
-        .update(fs.readFileSync(join(binDir, name)))
-        .digest('hex');
-    } catch {
-      // Gone: the row says so.
-    }
+    // A plugin is read whole to hash it, so with install-cni's own cap on one plugin (docs/bounds.md).
+    const bin = readFileFact(fs, join(binDir, name), ARCHIVE_LIMITS.maxEntryBytes, 'CNI plugin');
+    if ('bytes' in bin) hashes[name] = createHash('sha256').update(bin.bytes).digest('hex');
+    else if ('error' in bin) hashes[name] = { error: bin.error };
+    // Gone: the cni-plugins row says so.
   }
   return { pins, hashes };
+}
+
+/** The peers the agent would program: each lease through the agent's own validation (src/peers/validate.ts). */
+function judgePeers(
+  cluster: ClusterFacts,
+  netConf: Extract<DoctorFacts['netConf'], { type: string }>,
+  lease: DoctorFacts['lease'],
+  interfaces: DoctorFacts['interfaces'],
+): PeerLease[] | undefined {
+  if (!cluster.peers || !lease) return cluster.peers;
+  const ext = interfaces.find((i) => i.ipv4 === lease.publicIP);
+  const ext6 = lease.publicIPv6 ? ext?.ipv6Addresses?.find((a) => parseIp6(a.address) === parseIp6(lease.publicIPv6 ?? '')) : undefined;
+  const ctx: LeaseValidationContext = {
+    network: netConf.network,
+    subnetLen: Number(lease.subnet.split('/')[1]),
+    ownSubnet: lease.subnet,
+    backendType: netConf.type,
+    ...(netConf.type === 'vxlan' ? { vni: netConf.vni } : {}),
+    ownIPs: [lease.publicIP, ...(ext ? [ext.ipv4] : [])],
+    ...(netConf.type === 'host-gw' && ext ? { nodeNetwork: `${ext.ipv4}/${ext.prefixLength}` } : {}),
+    ...(netConf.ipv6Network && lease.ipv6Subnet
+      ? {
+          ipv6: {
+            network: netConf.ipv6Network,
+            subnetLen: Number(lease.ipv6Subnet.split('/')[1]),
+            ownSubnet: lease.ipv6Subnet,
+            ownIPs: lease.publicIPv6 ? [lease.publicIPv6] : [],
+            ...(ext6 ? { nodeNetwork: `${ext6.address}/${ext6.prefixLength}` } : {}),
+          },
+        }
+      : {}),
+  };
+  return cluster.peers.map((p) => {
+    const l = cluster.leases.get(p.node);
+    const v = l ? validateLease(l, ctx) : ({ ok: true } as const);
+    return v.ok ? p : { ...p, rejected: `${v.reason}: ${v.message}` };
+  });
 }
 
 /** Everything doctor judges, read once. */
@@ -230,35 +314,53 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const now = o.clock.now();
   let netConf: DoctorFacts['netConf'];
   try {
-    const nc = readNetConf(config.netConfigPath);
+    // --ipv4-only: judged as the agent runs it, a dual-stack net-conf's IPv4 half only.
+    const read = readNetConf(config.netConfigPath);
+    const nc = config.ipv4Only === true ? windowsNetConf(read, true) : read;
     const b = nc.backend;
-    netConf = { type: b.type, name: b.name, network: nc.network, vni: b.type === 'vxlan' ? b.vni : 0, port: b.type === 'vxlan' ? b.port : 0 };
+    netConf = {
+      type: b.type,
+      name: b.name,
+      network: nc.network,
+      vni: b.type === 'vxlan' ? b.vni : 0,
+      port: b.type === 'vxlan' ? b.port : 0,
+      ...(nc.enableIPv6 ? { ipv6Network: nc.ipv6Network } : {}),
+    };
   } catch (err) {
     netConf = { error: errorMessage(err) };
   }
   const report = o.status.report;
+  const agentFiles: DoctorFacts['agent']['files'] = [...(o.status.lockError ? [o.status.lockError] : [])];
   // The name the agent runs under (it may have adopted another network holding its subnet).
-  const boot = readBootNetwork(config.subnetFile, fs);
+  const bootPath = bootRecordPath(config.subnetFile);
+  const bootRead = readFileFact(fs, bootPath, MAX_CONFIG_FILE_BYTES, 'the boot record');
+  if ('error' in bootRead) agentFiles.push({ path: bootPath, error: bootRead.error });
+  const bootText = textOf(bootRead);
+  const boot = bootText === undefined ? undefined : parseRecordedNetwork(bootText);
   const ownBackend = 'error' in netConf ? undefined : netConf.type;
   const recorded = boot && (boot.backend === undefined || boot.backend === ownBackend) ? boot.name : undefined;
   const reported = typeof report?.network?.name === 'string' && report.network.name !== '' ? report.network.name : undefined;
   const name = reported ?? recorded ?? ('error' in netConf ? '' : netConf.name);
   if (!('error' in netConf) && name) netConf = { ...netConf, name };
 
-  const subnetText = fs.existsSync(config.subnetFile) ? readText(fs, config.subnetFile) : undefined;
-  const subnetEnv: DoctorFacts['subnetEnv'] = !fs.existsSync(config.subnetFile) ? undefined : subnetText === undefined ? { error: 'unreadable' } : parseSubnetEnv(subnetText);
+  const subnetRead = readFileFact(fs, config.subnetFile, MAX_CONFIG_FILE_BYTES, '--subnet-file');
+  const subnetText = textOf(subnetRead);
+  const subnetEnv: DoctorFacts['subnetEnv'] = 'missing' in subnetRead ? undefined : 'error' in subnetRead ? { error: subnetRead.error } : parseSubnetEnv(subnetText ?? '');
 
-  const cluster = await gatherCluster(o);
+  const dual = !('error' in netConf) && netConf.ipv6Network !== undefined;
+  const cluster = await gatherCluster(o, dual);
   let lease: DoctorFacts['lease'];
-  if (report?.lease) lease = { ...report.lease, from: "the agent's /status" };
+  if (report?.lease)
+    lease = { ...report.lease, ...(report.dualStack ? { ipv6Subnet: report.dualStack.ipv6Subnet, publicIPv6: report.dualStack.publicIPv6 } : {}), from: "the agent's /status" };
   else if (cluster.lease) lease = { ...cluster.lease, from: `Node ${config.nodeName ?? ''}` };
   else if (subnetEnv && !('error' in subnetEnv) && subnetEnv['FLANNEL_SUBNET']) {
     const own = normalizeCidr(subnetEnv['FLANNEL_SUBNET']);
-    if (own) lease = { subnet: own, publicIP: '', from: 'subnet.env' };
+    const own6 = subnetEnv['FLANNEL_IPV6_SUBNET'] ? normalizeCidr6(subnetEnv['FLANNEL_IPV6_SUBNET']) : undefined;
+    if (own) lease = { subnet: own, publicIP: '', ...(own6 ? { ipv6Subnet: own6 } : {}), from: 'subnet.env' };
   }
 
   let networks: DoctorFacts['networks'];
-  let endpoints: EndpointFact[] = [];
+  let endpoints: DoctorFacts['endpoints'] = [];
   let actual: PeerActual[] | { error: string } = [];
   let hcn: HcnNetwork | undefined;
   try {
@@ -273,11 +375,13 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
       endpoints = (await dataplane.hns.listEndpoints(hcn.ID)).map((e) => ({
         id: e.ID,
         name: e.Name,
-        ip: e.IpConfigurations?.[0]?.IpAddress,
+        // Every IpConfiguration: a dual-stack endpoint holds an IPv4 and an IPv6 address.
+        ips: (e.IpConfigurations ?? []).flatMap((c) => (typeof c.IpAddress === 'string' ? [c.IpAddress] : [])),
         remote: ((e.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0,
       }));
-    } catch {
-      endpoints = [];
+    } catch (err) {
+      // Unknown, not empty: a failed list must never make a live pod's reservation look leaked.
+      endpoints = { error: errorMessage(err) };
     }
     if (!('error' in netConf)) {
       if (netConf.type === 'vxlan') {
@@ -293,12 +397,19 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
             };
           });
       } else {
-        const own = hcn.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
+        const own = networkFact(hcn).subnets;
         const cidr = netConf.network;
+        const cidr6 = netConf.ipv6Network;
         try {
-          actual = (await dataplane.routes.list())
-            .filter((r) => r.destinationPrefix !== own && r.destinationPrefix !== '0.0.0.0/0' && cidrContains(cidr, r.destinationPrefix))
+          const v4 = (await dataplane.routes.list())
+            .filter((r) => !own.includes(r.destinationPrefix) && r.destinationPrefix !== '0.0.0.0/0' && cidrContains(cidr, r.destinationPrefix))
             .map((r) => ({ prefix: r.destinationPrefix, via: r.nextHop }));
+          const v6 = cidr6
+            ? (await dataplane.routes.list(undefined, 'ipv6'))
+                .filter((r) => !own.includes(r.destinationPrefix) && cidrContains6(cidr6, r.destinationPrefix))
+                .map((r) => ({ prefix: normalizeCidr6(r.destinationPrefix) ?? r.destinationPrefix, via: r.nextHop }))
+            : [];
+          actual = [...v4, ...v6];
         } catch (err) {
           actual = { error: errorMessage(err) };
         }
@@ -309,8 +420,11 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const sourceVipFiles =
     !('error' in netConf) && netConf.type === 'vxlan' && config.sourceVipFile
       ? [config.sourceVipFile, ...config.sourceVipCompatFiles].map((path) => {
-          const text = readText(fs, path);
-          return text === undefined ? { path, missing: true } : { path, ...(parseSourceVipDocument(text) ? { ip: parseSourceVipDocument(text) } : {}) };
+          const read = readFileFact(fs, path, MAX_CONFIG_FILE_BYTES, '--source-vip-file');
+          if ('missing' in read) return { path, missing: true };
+          if ('error' in read) return { path, error: read.error };
+          const ip = parseSourceVipDocument(read.bytes.toString('utf8'));
+          return { path, ...(ip ? { ip } : {}) };
         })
       : [];
 
@@ -322,7 +436,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
 
   let interfaces: DoctorFacts['interfaces'] = [];
   try {
-    interfaces = await dataplane.host.interfaces();
+    interfaces = await dataplane.host.interfaces(dual ? { ipv6: true } : undefined);
   } catch {
     interfaces = [];
   }
@@ -336,13 +450,22 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     endpoints,
     publishedVtepMac: cluster.vtepMac,
     sourceVipFiles,
-    peers: { desired: cluster.peers, actual, refused: report ? (Array.isArray(report.peers.refusals) ? report.peers.refusals : []) : undefined },
+    peers: {
+      desired: 'error' in netConf ? cluster.peers : judgePeers(cluster, netConf, lease, interfaces),
+      actual,
+      refused: report ? (Array.isArray(report.peers.refusals) ? report.peers.refusals : []) : undefined,
+    },
     cni: { confDir: o.cniConfDir, binDir: o.cniBinDir, first, readiness, expected: { dataDir: paths.dataDir, serviceCidr: o.serviceCidr }, pins, hashes },
     interfaces,
     annotatedPublicIP: cluster.publicIP,
     ipam: { dir: ipamDir, reservations: ipamDir ? listReservations(fs, ipamDir, now) : undefined },
-    cluster: cluster.cluster,
-    agent: { ...(report ? { status: report } : {}), ...(o.status.error ? { error: o.status.error } : {}), ...(o.status.url ? { url: o.status.url } : {}) },
+    cluster: { ...cluster.cluster, agentSetsCondition: config.setNodeNetworkUnavailable },
+    agent: {
+      ...(report ? { status: report } : {}),
+      ...(o.status.error ? { error: o.status.error } : {}),
+      ...(o.status.url ? { url: o.status.url } : {}),
+      files: agentFiles,
+    },
     graceMs: o.graceMs,
   };
 }

@@ -5,7 +5,8 @@
 // start.ps1 install alike), reads the agent's /status when it runs and works without it. One row per
 // check (./doctor-checks.ts, pure, over the facts of ./doctor-gather.ts); `--json` for support bundles. Exit 0 when nothing failed, 1 on a
 // failure, 2 on bad usage. `--fix` frees leaked host-local reservations older than --grace-period
-// (never the gateway, the host endpoint's or the source VIP's) and changes nothing else.
+// (never the gateway, the host endpoint's or the source VIP's, never while HNS would not list the
+// endpoints: a failed read proves nothing leaked) and changes nothing else.
 // No upstream (flannel, Calico, Antrea) ships a node self-test; the rows follow docs/troubleshooting.md.
 import { join } from 'node:path';
 import * as nodeFs from 'node:fs';
@@ -14,10 +15,12 @@ import { systemClock } from '../basics/clock.js';
 import type { FlagSpec } from '../config/flags.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { FlagError, errorMessage } from '../basics/errors.js';
-import { agentLockPath, readLockHolder } from '../host/agent-lock.js';
+import { agentLockPath, readLockHolder, type LockFs } from '../host/agent-lock.js';
 import { hostEndpointAddress } from '../backends/hostgw/backend.js';
 import { reservationOwner } from '../backends/ipam-reservation.js';
-import { normalizeCidr, nthAddress } from '../basics/ip4.js';
+import { normalizeCidr } from '../basics/ip4.js';
+import { nthAddress6 } from '../basics/ip6.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { silentLogger } from '../basics/log.js';
 import { Metrics } from '../basics/metrics.js';
 import { terminalJson, terminalText as t } from '../basics/terminal-text.js';
@@ -25,14 +28,20 @@ import { VERSION } from '../basics/version.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { DEFAULT_SERVICE_CIDR } from './cni-config.js';
-import { exitCodeOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts } from './doctor-checks.js';
-import { gatherFacts, type DoctorFs, type GatherOptions } from './doctor-gather.js';
+import { exitCodeOf, gatewaysOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts, type ReservationFact } from './doctor-checks.js';
+import { MAX_RESERVATION_BYTES, gatherFacts, readFileFact, type DoctorFs, type GatherOptions } from './doctor-gather.js';
 import { agentStatusUrls, isStatusReport, readStatus } from './status.js';
 
 /** containerd's CNI directories on Windows (containerd config.toml `conf_dir`, `bin_dir`; sig-windows-tools). */
 const WINDOWS_CNI_CONF_DIR = 'C:\\etc\\cni\\net.d';
 const WINDOWS_CNI_BIN_DIR = 'C:\\opt\\cni\\bin';
-/** A reservation younger than this may be a pod being set up (host-local writes it before HNS has the endpoint). */
+/**
+ * A reservation younger than this may be a pod being added: host-local writes it, then win-bridge / win-overlay
+ * call HcnCreateEndpoint, all inside the CRI RunPodSandbox that the kubelet bounds by its
+ * --runtime-request-timeout (2 min by default; containerd kills the CNI plugin when that ends). 600 s is
+ * five times that: no pod ADD still under way has a reservation this old, so the row does not flap under
+ * monitoring and --fix never frees an address an ADD is about to give out (docs/troubleshooting.md).
+ */
 const DEFAULT_GRACE_SECONDS = 600;
 /** How long doctor waits for the agent's /status. */
 const STATUS_TIMEOUT_MS = 3_000;
@@ -58,12 +67,14 @@ export interface FreedReservation {
  * The reservations --fix frees: leaked (no HNS endpoint holds them), at least `graceMs` old, and never
  * the gateway (.1), the host endpoint's address (.2, host-gw) or the source VIP. Pure.
  */
-export function reservationsToFree(f: DoctorFacts, graceMs: number): { ip: string; owner: string; ageMs: number }[] {
-  if (isErr(f.networks) || !f.lease || !f.ipam.dir || isErr(f.netConf)) return [];
+export function reservationsToFree(f: DoctorFacts, graceMs: number): ReservationFact[] {
+  if (isErr(f.networks) || isErr(f.endpoints) || !f.lease || !f.ipam.dir || isErr(f.netConf)) return [];
   const conf = f.netConf;
   if (!f.networks.some((n) => n.name === conf.name)) return []; // without the network every reservation looks leaked
-  const keep = new Set([nthAddress(f.lease.subnet, 1)]);
+  const keep = new Set(gatewaysOf(f.lease));
   if (conf.type === 'host-gw') keep.add(hostEndpointAddress(f.lease.subnet));
+  // Dual-stack: `::2` is the host endpoint's too (the conflist's range starts at `::3`).
+  if (f.lease.ipv6Subnet) keep.add(nthAddress6(f.lease.ipv6Subnet, 2));
   for (const x of f.sourceVipFiles) if (x.ip) keep.add(x.ip);
   if (f.agent.status?.sourceVip) keep.add(f.agent.status.sourceVip);
   return leakedReservations(f).filter((r) => r.ageMs >= graceMs && !keep.has(r.ip));
@@ -73,12 +84,13 @@ export function reservationsToFree(f: DoctorFacts, graceMs: number): { ip: strin
  * Remove the files reservationsToFree names; returns what was freed. Each is read again just before: one
  * rewritten since it was gathered (a pod deleted and another given the address) is kept.
  */
-export function freeReservations(f: DoctorFacts, graceMs: number, fs: Pick<DoctorFs, 'rmSync' | 'statSync' | 'readFileSync'>, now: number): FreedReservation[] {
+export function freeReservations(f: DoctorFacts, graceMs: number, fs: DoctorFs, now: number): FreedReservation[] {
   const freed: FreedReservation[] = [];
   for (const r of reservationsToFree(f, graceMs)) {
-    const path = join(f.ipam.dir, r.ip);
+    const path = join(f.ipam.dir, r.file);
     try {
-      if (reservationOwner(fs, path) !== r.owner || now - fs.statSync(path).mtimeMs < graceMs) continue;
+      const read = readFileFact(fs, path, MAX_RESERVATION_BYTES, 'host-local reservation');
+      if (!('bytes' in read) || reservationOwner({ readFileSync: () => read.bytes.toString('utf8') }, path) !== r.owner || now - fs.statSync(path).mtimeMs < graceMs) continue;
     } catch {
       continue; // gone already
     }
@@ -113,9 +125,26 @@ function cniDirs(config: Pick<AgentConfig, 'cniConfDir' | 'cniBinDir'>, platform
   };
 }
 
+/**
+ * flanneld.lock read as the agent's configuration is (a regular file of at most 1 MiB): only
+ * readFileSync is called (readLockHolder reads, never writes).
+ */
+const boundedLockFs: LockFs = {
+  ...nodeFs,
+  readFileSync: (path: string) => readRegularFile(path, MAX_CONFIG_FILE_BYTES, 'the agent lock'),
+};
+
 async function agentStatus(config: AgentConfig, statusUrl: string): Promise<GatherOptions['status']> {
-  const running = readLockHolder(agentLockPath(config.subnetFile)) !== undefined;
-  if (!statusUrl && config.healthzPort === 0 && !running) return { error: 'no agent holds the node lock' };
+  const lockPath = agentLockPath(config.subnetFile);
+  let running = false;
+  let lockError: { path: string; error: string } | undefined;
+  try {
+    running = readLockHolder(lockPath, { fs: boundedLockFs }) !== undefined;
+  } catch (err) {
+    lockError = { path: lockPath, error: errorMessage((err as { cause?: unknown }).cause ?? err) };
+  }
+  const withLock = <T extends object>(x: T) => (lockError ? { ...x, lockError } : x);
+  if (!statusUrl && config.healthzPort === 0 && !running) return withLock({ error: lockError ? 'flanneld.lock cannot be read' : 'no agent holds the node lock' });
   const urls = agentStatusUrls(statusUrl, config);
   let error = '';
   for (const url of urls) {
@@ -130,12 +159,12 @@ async function agentStatus(config: AgentConfig, statusUrl: string): Promise<Gath
         error = `${url} did not answer with a flanneld status document`;
         continue;
       }
-      return { report, url };
+      return withLock({ report, url });
     } catch (err) {
       error = errorMessage((err as { cause?: unknown }).cause ?? err);
     }
   }
-  return { error, url: urls[0] };
+  return withLock({ error, url: urls[0] });
 }
 
 async function kubeAccess(config: AgentConfig, noCluster: boolean): Promise<GatherOptions['kube']> {

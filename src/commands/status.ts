@@ -66,11 +66,17 @@ export function renderStatusTable(s: StatusReport): string {
   const cniProblems = typeof cni === 'object' && cni !== null && Array.isArray((cni as { problems?: unknown }).problems) ? (cni as NonNullable<StatusReport['cni']>).problems : [];
   const ownNode: unknown = s.ownNode; // absent unless the own Node is gone
   const gone = typeof ownNode === 'object' && ownNode !== null ? (ownNode as NonNullable<StatusReport['ownNode']>) : undefined;
-  const notReady = s.ready ? '' : cniProblems.length > 0 ? ', pods cannot start: see CNI' : ', subnet.env not written yet';
+  const mismatchValue: unknown = s.clusterMismatch; // absent unless this node rejects every peer for the cluster's configuration
+  const mismatch = typeof mismatchValue === 'object' && mismatchValue !== null ? (mismatchValue as NonNullable<StatusReport['clusterMismatch']>) : undefined;
+  const notReady = s.ready ? '' : mismatch ? ', reaches no peer: see Cluster' : cniProblems.length > 0 ? ', pods cannot start: see CNI' : ', subnet.env not written yet';
   const contested = gone?.state === 'contested';
   rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${notReady}${gone ? (contested ? ', own podCIDR contested' : ', own Node deleted') : ''})`]);
   if (contested) rows.push(['Own Node', `CONTESTED: ${t(gone.reason)}`]);
   else if (gone) rows.push(['Own Node', `DELETED: ${t(gone.reason)}; the dataplane is kept, not ready until the Node is registered again`]);
+  if (mismatch) {
+    rows.push(['Cluster', `MISMATCH (${t(mismatch.reason)}): ${t(mismatch.detail)}`]);
+    rows.push(['  fix', t(mismatch.fix)]);
+  }
   rows.push(['Lease', s.lease ? `${t(s.lease.subnet)} (public IP ${t(s.lease.publicIP)})` : 'none yet']);
   rows.push([
     'Network',

@@ -17,6 +17,8 @@ export interface AgentConfig {
   publicIP: string;
   /** `--public-ipv6` (dual-stack): the IPv6 address peers route this node's IPv6 subnet to; absent when not given. */
   publicIPv6?: string;
+  /** `--ipv4-only`: net-conf's IPv6 keys are not run on this node (src/subnet/net-conf.ts windowsNetConf). */
+  ipv4Only?: boolean;
   ipMasq: boolean;
   healthzIP: string;
   /** 0 = health server off. */

@@ -90,6 +90,12 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   { name: 'public-ip', kind: 'string', default: '', help: 'IP accessible by other nodes for inter-host communication', valueName: 'IP' },
   { name: 'public-ipv6', kind: 'string', default: '', help: 'IPv6 accessible by other nodes for inter-host communication (dual-stack host-gw)', valueName: 'IP' },
+  {
+    name: 'ipv4-only',
+    kind: 'bool',
+    default: false,
+    help: "run this node IPv4-only in a dual-stack cluster (net-conf EnableIPv6): pods get IPv4 only, peers' IPv6 halves are ignored; the way to add a Windows vxlan node, which cannot run IPv6",
+  },
   { name: 'subnet-lease-renew-margin', kind: 'int', default: 60, help: 'subnet lease renewal margin, in minutes, ranging from 1 to 1439', valueName: 'MINUTES' },
   {
     name: 'ip-masq',

@@ -193,6 +193,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     ifaceRegex: list('iface-regex'),
     publicIP,
     ...(publicIPv6 !== '' ? { publicIPv6 } : {}),
+    ...(bool('ipv4-only') ? { ipv4Only: true } : {}),
     ipMasq: bool('ip-masq'),
     healthzIP,
     healthzPort,

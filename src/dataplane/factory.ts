@@ -22,6 +22,8 @@ export interface DataplaneDeps {
   clock: Clock;
   /** The OS (default process.platform; Wine's node.exe says win32 too). */
   platform?: NodeJS.Platform;
+  /** Aborts when the agent stops (the simulated node ends a wait for its state file's lock). */
+  signal?: AbortSignal;
 }
 
 export async function createDataplane(config: AgentConfig, deps: DataplaneDeps): Promise<Dataplane> {

@@ -20,7 +20,7 @@ export interface StatusReport {
   version: string;
   /** starting | registering | running | stopped */
   phase: string;
-  /** subnet.env is written and a pod can start (no CNI readiness problem): what /readyz answers. */
+  /** subnet.env is written, a pod can start (no CNI readiness problem) and reaches peers (no cluster mismatch): what /readyz answers. */
   ready: boolean;
   /** Ready, the network exists, the last pass succeeded and every desired peer is programmed. */
   inSync: boolean;
@@ -42,6 +42,15 @@ export interface StatusReport {
    * older peer holds (`contested`: the old network is kept): why the agent is not ready.
    */
   ownNode?: { state: 'deleted' | 'contested'; reason: string };
+  /** Only while this node rejects every peer for a cluster-configuration mismatch (it reaches none): why, and the fix. */
+  clusterMismatch?: ClusterMismatchReport;
+}
+
+/** The cluster mismatch (src/peers/cluster-mismatch.ts): the NetworkUnavailable reason, what was seen, the fix. */
+export interface ClusterMismatchReport {
+  reason: string;
+  detail: string;
+  fix: string;
 }
 
 /** A peer route or policy the dataplane refuses now: the peer, its prefix, the HRESULT (or route status). */
@@ -74,6 +83,8 @@ export interface StatusInput {
   ownNodeGone?: string;
   /** Why the own Node's new podCIDR is not taken (an older peer holds it), with the fix, while it is not. */
   ownSubnetContested?: string;
+  /** The cluster mismatch, while there is one. */
+  clusterMismatch?: ClusterMismatchReport | undefined;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -111,13 +122,13 @@ export function buildStatusReport(s: StatusInput): StatusReport {
       }
     : null;
   const refused = n?.refusedItems ?? [];
-  const podsCanStart = (s.cni?.problems.length ?? 0) === 0;
+  const podsServed = (s.cni?.problems.length ?? 0) === 0 && s.clusterMismatch === undefined;
   const inSync =
-    s.ready && podsCanStart && s.ownNodeGone === undefined && s.ownSubnetContested === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
+    s.ready && podsServed && s.ownNodeGone === undefined && s.ownSubnetContested === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
   return {
     version: s.version,
     phase: s.phase,
-    ready: s.ready && podsCanStart,
+    ready: s.ready && podsServed,
     inSync,
     cni: s.cni ?? null,
     startKind: s.startKind ?? null,
@@ -139,6 +150,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     ...(s.dualStack ? { dualStack: s.dualStack } : {}),
     ...(s.ownNodeGone !== undefined ? { ownNode: { state: 'deleted' as const, reason: s.ownNodeGone } } : {}),
     ...(s.ownSubnetContested !== undefined ? { ownNode: { state: 'contested' as const, reason: s.ownSubnetContested } } : {}),
+    ...(s.clusterMismatch ? { clusterMismatch: { reason: s.clusterMismatch.reason, detail: s.clusterMismatch.detail, fix: s.clusterMismatch.fix } } : {}),
   };
 }
 

@@ -2,7 +2,8 @@
 // dataplanes), one class: the v1 calls (vmcompute.dll!HNSCall, JSON envelopes: the version, v1 networks
 // and endpoints by name or ID, host attach, waiting for a network's ManagementIP; hcsshim internal/hns
 // hnsfuncs.go, hnsnetwork.go, hnsendpoint.go, hnsglobals.go) and the v2 calls (HCN; hcsshim hcn
-// hcnnetwork.go, hcnendpoint.go, hcnpolicy.go: get-by-name, create/delete, policies, endpoints). Every
+// hcnnetwork.go, hcnendpoint.go, hcnpolicy.go: get-by-name, create/delete, policies, SetPolicy IP sets,
+// endpoints and their ACL rules). Every
 // operation is counted in /metrics, and its errors keep their codes and gain context. Handles are closed
 // after each call, except the network handle policy writes may keep open (`keepOpen`, KeptNetworkHandles
 // below) until `releaseNetwork`, an error on it, or the network's deletion: hcsshim's modifyNetwork opens
@@ -16,8 +17,20 @@ import type { Logger } from '../basics/log.js';
 import { metered } from '../basics/metrics.js';
 import type { Metrics } from '../basics/metrics.js';
 import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, isHnsPolicyGone, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
-import { HCN_SCHEMA_V2, policySetting } from './schema.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy, HcnPolicyRequest, HnsEndpointV1, HnsNetworkV1, HnsVersion } from './schema.js';
+import { REMOTE_SUBNET_VERSION, versionAtLeast } from './features.js';
+import { ACL_POLICY, HCN_SCHEMA_V2, SET_POLICY, policySetting } from './schema.js';
+import type {
+  AclPolicySetting,
+  HcnEndpoint,
+  HcnNetwork,
+  HcnPolicy,
+  HcnPolicyRequest,
+  HcnRequestType,
+  HnsEndpointV1,
+  HnsNetworkV1,
+  HnsVersion,
+  SetPolicySetting,
+} from './schema.js';
 import { ZERO_GUID } from './transport.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
 
@@ -34,15 +47,8 @@ export interface WaitOptions {
   signal?: AbortSignal;
 }
 
-/** HNS 9.2 (Windows Server 2019) brought HCN v2 and the RemoteSubnet policies. */
-const REMOTE_SUBNET_MIN_VERSION: HnsVersion = { Major: 9, Minor: 2 };
-
 /** The host-attach request body (hcsshim HostAttach). */
 const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
-
-export function versionAtLeast(v: HnsVersion, min: HnsVersion): boolean {
-  return v.Major > min.Major || (v.Major === min.Major && v.Minor >= min.Minor);
-}
 
 /** HcnCloseNetwork / HcnCloseEndpoint; a failure is logged (the handle leaks), never thrown. False when it failed. */
 export async function closeQuietly(transport: HnsTransport, log: Logger, h: HcnHandle): Promise<boolean> {
@@ -128,6 +134,11 @@ export interface PolicyOptions {
   keepOpen?: boolean;
 }
 
+/** The Settings of the policies of one type. */
+function settingsOf<T>(policies: readonly HcnPolicy[] | undefined, type: string): T[] {
+  return (policies ?? []).filter((p) => p.Type === type).map((p) => p.Settings as T);
+}
+
 /** `HcnQuery*` / `HcnEnumerate*` query JSON, with an optional field-equality filter. */
 export function hcnQuery(filter?: Record<string, unknown>): string {
   return JSON.stringify({
@@ -196,7 +207,7 @@ export class HnsClient {
 
   /** HCN v2 and RemoteSubnetRoute policies need HNS >= 9.2. */
   async supportsRemoteSubnet(): Promise<boolean> {
-    return versionAtLeast(await this.version(), REMOTE_SUBNET_MIN_VERSION);
+    return versionAtLeast(await this.version(), REMOTE_SUBNET_VERSION);
   }
 
   // ================================================================ v1 networks
@@ -379,7 +390,7 @@ export class HnsClient {
     });
   }
 
-  private modifyPolicies(id: string, requestType: 'Add' | 'Remove', policies: readonly HcnPolicy<object>[], keepOpen = false): Promise<void> {
+  private modifyPolicies(id: string, requestType: HcnRequestType, policies: readonly HcnPolicy<object>[], keepOpen = false): Promise<void> {
     const request: HcnPolicyRequest = { ResourceType: 'Policy', RequestType: requestType, Settings: { Policies: policies as HcnPolicy[] } };
     return this.kept.modify(id, JSON.stringify(request), keepOpen);
   }
@@ -419,6 +430,77 @@ export class HnsClient {
         await this.modifyPolicies(networkId, 'Remove', policies, opts.keepOpen);
       } catch (err) {
         if (policies.length > 1 || !isHnsPolicyGone(err)) throw err;
+      }
+    });
+  }
+
+  // ================================================================ v2 IP sets (SetPolicy network policies)
+
+  /** The network's SetPolicy IP sets (open, query, close); undefined when the network is gone. */
+  getSetPolicies(networkId: string): Promise<SetPolicySetting[] | undefined> {
+    return this.run('getSetPolicies', { networkId }, async () => {
+      const net = await this.queryNetwork(networkId);
+      return net && settingsOf<SetPolicySetting>(net.Policies, SET_POLICY);
+    });
+  }
+
+  /**
+   * One HcnModifyNetwork per call on the network's SetPolicy IP sets (HNS >= 13.0, NESTEDIPSET >= 15.0:
+   * ./features.ts): Add new sets; Update replaces the Values of sets that exist (Azure NPM
+   * npm/pkg/dataplane/ipsets/ipsetmanager_windows.go applyIPSets updates an existing set so); Remove
+   * deletes sets by Id. HNS refuses to remove a set an ACL rule or a NESTEDIPSET still names: remove
+   * those first (NPM dataplane_windows.go: "clean-up ACLs before ipsets"). Errors are thrown as they come.
+   */
+  addSetPolicies(networkId: string, sets: readonly SetPolicySetting[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
+    return this.modifySets('addSetPolicies', networkId, 'Add', sets, opts.keepOpen);
+  }
+
+  updateSetPolicies(networkId: string, sets: readonly SetPolicySetting[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
+    return this.modifySets('updateSetPolicies', networkId, 'Update', sets, opts.keepOpen);
+  }
+
+  removeSetPolicies(networkId: string, sets: readonly SetPolicySetting[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
+    return this.modifySets('removeSetPolicies', networkId, 'Remove', sets, opts.keepOpen);
+  }
+
+  private modifySets(op: string, networkId: string, requestType: HcnRequestType, sets: readonly SetPolicySetting[], keepOpen = false): Promise<void> {
+    if (sets.length === 0) return Promise.resolve();
+    const policies = sets.map((s) => ({ Type: SET_POLICY, Settings: s }));
+    return this.run(op, { networkId, policies: sets.length }, () => this.modifyPolicies(networkId, requestType, policies, keepOpen));
+  }
+
+  // ================================================================ v2 endpoint ACLs
+
+  /** The ACL rules an endpoint holds (open, query, close); undefined when the endpoint is gone. */
+  getEndpointAcls(endpointId: string): Promise<AclPolicySetting[] | undefined> {
+    return this.run('getEndpointAcls', { endpointId }, async () => {
+      const ep = await this.queryEndpoint(endpointId);
+      return ep && settingsOf<AclPolicySetting>(ep.Policies, ACL_POLICY);
+    });
+  }
+
+  /**
+   * One HcnModifyEndpoint adding `acls` to the endpoint (RequestType Add, hcsshim hcn/hcnendpoint.go
+   * ApplyPolicy). Errors are thrown as they come (no retry, no split).
+   */
+  addEndpointAcls(endpointId: string, acls: readonly AclPolicySetting[]): Promise<void> {
+    return this.modifyAcls('addEndpointAcls', endpointId, 'Add', acls);
+  }
+
+  /** One HcnModifyEndpoint removing `acls` (RequestType Remove): each rule as it was added or read, Id included. */
+  removeEndpointAcls(endpointId: string, acls: readonly AclPolicySetting[]): Promise<void> {
+    return this.modifyAcls('removeEndpointAcls', endpointId, 'Remove', acls);
+  }
+
+  private modifyAcls(op: string, endpointId: string, requestType: HcnRequestType, acls: readonly AclPolicySetting[]): Promise<void> {
+    if (acls.length === 0) return Promise.resolve();
+    return this.run(op, { endpointId, policies: acls.length }, async () => {
+      const request: HcnPolicyRequest = { ResourceType: 'Policy', RequestType: requestType, Settings: { Policies: acls.map((a) => ({ Type: ACL_POLICY, Settings: { ...a } })) } };
+      const h = await this.transport.openEndpoint(endpointId);
+      try {
+        await this.transport.modifyEndpoint(h, JSON.stringify(request));
+      } finally {
+        await closeQuietly(this.transport, this.log, h);
       }
     });
   }

@@ -33,8 +33,12 @@ export const HRESULT = {
   HCN_E_ENDPOINT_ALREADY_ATTACHED: 0x803b0014,
   HCN_E_REQUEST_UNSUPPORTED: 0x803b0015,
   HCN_E_INVALID_JSON: 0x803b001b,
+  /** "The reference is invalid in the JSON document" (a NESTEDIPSET naming a set the network lacks). */
+  HCN_E_INVALID_JSON_REFERENCE: 0x803b001c,
   HCN_E_INVALID_IP: 0x803b001e,
   HCN_E_MANAGER_STOPPED: 0x803b0020,
+  /** "The specified entity cannot be removed while it still has references" (a SetPolicy an ACL rule names). */
+  HCN_E_ENTITY_HAS_REFERENCES: 0x803b002c,
   HCN_E_ADDR_INVALID_OR_RESERVED: 0x803b002f,
   HCN_E_INVALID_PREFIX: 0x803b0030,
   HCN_E_INVALID_SUBNET: 0x803b0032,
@@ -56,6 +60,8 @@ const HRESULT_TEXT: Record<number, string> = {
   [HRESULT.HCN_E_POLICY_ALREADY_EXISTS]: 'Policy information already exists.',
   [HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED]: 'This endpoint is already attached to the switch.',
   [HRESULT.HCN_E_INVALID_JSON]: 'The JSON document is invalid.',
+  [HRESULT.HCN_E_INVALID_JSON_REFERENCE]: 'The reference is invalid in the JSON document.',
+  [HRESULT.HCN_E_ENTITY_HAS_REFERENCES]: 'The specified entity cannot be removed while it still has references.',
   [HRESULT.HCN_E_INVALID_POLICY]: 'The provided policy configuration is invalid or missing parameters.',
   [HRESULT.HCN_E_INVALID_POLICY_TYPE]: 'Invalid policy type.',
   [HRESULT.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION]: 'This requested operation is invalid for a remote endpoint.',
@@ -129,6 +135,8 @@ const REFUSED_FIELD: Record<number, string> = {
   [HRESULT.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION]: 'the remote endpoint (the operation is not allowed on one)',
   [HRESULT.HCN_E_REQUEST_UNSUPPORTED]: 'the request (not supported by this Windows build)',
   [HRESULT.HCN_E_INVALID_JSON]: 'the JSON document',
+  [HRESULT.HCN_E_INVALID_JSON_REFERENCE]: 'a reference (a set Id the network does not hold)',
+  [HRESULT.HCN_E_ENTITY_HAS_REFERENCES]: 'a removal (an ACL rule or a NESTEDIPSET still names the set: remove those first)',
   [HRESULT.E_INVALIDARG]: 'one of its values (HNS does not say which; compare with a peer that works)',
 };
 
@@ -284,6 +292,8 @@ const REFUSALS: ReadonlySet<number> = new Set([
   HRESULT.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION,
   HRESULT.HCN_E_REQUEST_UNSUPPORTED,
   HRESULT.HCN_E_INVALID_JSON,
+  HRESULT.HCN_E_INVALID_JSON_REFERENCE,
+  HRESULT.HCN_E_ENTITY_HAS_REFERENCES,
   HRESULT.HCN_E_INVALID_IP,
   HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED,
   HRESULT.HCN_E_INVALID_PREFIX,

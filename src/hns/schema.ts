@@ -109,11 +109,69 @@ export interface RemoteSubnetRoutePolicySettings {
   DistributedRouterMacAddress: string;
 }
 
-/** HcnModifyNetwork body for adding/removing network policies. */
+/** hcsshim hcn/hcn.go RequestType: Add, Remove, Update ("replaces settings with the ones provided"), Refresh. */
+export type HcnRequestType = 'Add' | 'Remove' | 'Update' | 'Refresh';
+
+/**
+ * The body of HcnModifyNetwork and HcnModifyEndpoint for policies: hcsshim hcn/hcnnetwork.go
+ * ModifyNetworkSettingRequest with PolicyNetworkRequest, hcn/hcnendpoint.go ModifyEndpointSettingRequest with
+ * PolicyEndpointRequest (both `{ResourceType, RequestType, Settings: {Policies}}`, ResourceType "Policy").
+ */
 export interface HcnPolicyRequest {
   ResourceType: 'Policy';
-  RequestType: 'Add' | 'Remove' | 'Update';
+  RequestType: HcnRequestType;
   Settings: { Policies: HcnPolicy[] };
+}
+
+/** Endpoint policy type `ACL` (hcsshim hcn/hcnpolicy.go EndpointPolicyType ACL). */
+export const ACL_POLICY = 'ACL';
+/** Network policy type `SetPolicy` (hcsshim hcn/hcnpolicy.go NetworkPolicyType SetPolicy). */
+export const SET_POLICY = 'SetPolicy';
+
+/**
+ * The settings of an `ACL` endpoint policy: hcsshim hcn/hcnpolicy.go AclPolicySetting (Protocols, Action,
+ * Direction, LocalAddresses, RemoteAddresses, LocalPorts, RemotePorts, RuleType, Priority), plus `Id`.
+ * AclPolicySetting has no Id, but HNS takes one on ACL rules: hcsshim's v1 internal/hns/hnspolicy.go
+ * ACLPolicy carries `Id` (json "Id,omitempty"), hcn/hcnsupport.go reports AclFeatures.AclRuleId from HNS 7.2
+ * (HNSVersion1803), Azure NPM npm/pkg/dataplane/policies/policy_windows.go NPMACLPolSettings adds `Id`
+ * ("default ACL settings does not contain ID field but HNS is happy with taking an ID"; spelt `Id`: "HNS is
+ * not happy with "ID"") and Calico felix/dataplane/windows/policysets/policysets.go sets one per rule when
+ * AclRuleId is supported.
+ */
+export interface AclPolicySetting {
+  Id?: string;
+  /** One IANA protocol number as a decimal string ("6" TCP, "17" UDP, "1" ICMPv4, "58" ICMPv6, "2" IGMP); "256" or absent: any. */
+  Protocols?: string;
+  Action: 'Allow' | 'Block';
+  /** In: traffic coming to the endpoint; Out: traffic leaving it (hcsshim DirectionType). */
+  Direction: 'In' | 'Out';
+  /** The endpoint's side of the packet: comma-separated IPs and prefixes, or SetPolicy Ids. */
+  LocalAddresses?: string;
+  /** The other side of the packet, as LocalAddresses. */
+  RemoteAddresses?: string;
+  /** Comma-separated ports and `first-last` ranges on the endpoint's side. */
+  LocalPorts?: string;
+  RemotePorts?: string;
+  /** Host: a WFP (Windows Firewall) rule; Switch: a VFP rule (hcsshim RuleType). */
+  RuleType?: 'Host' | 'Switch';
+  /** uint16; the lowest number is evaluated first. */
+  Priority?: number;
+}
+
+/** hcsshim hcn/hcnpolicy.go SetPolicyType: IPSET (addresses) and NESTEDIPSET (other sets' Ids). */
+export type SetPolicyType = 'IPSET' | 'NESTEDIPSET';
+
+/**
+ * The settings of a `SetPolicy` network policy (an IP set ACL rules name by its Id): hcsshim
+ * hcn/hcnpolicy.go SetPolicySetting {Id, Name, Type, Values}, whose Type is written `PolicyType` in JSON
+ * (`json:"PolicyType"`). Values is a comma-separated list: addresses for IPSET, member set Ids for
+ * NESTEDIPSET (Azure NPM npm/pkg/dataplane/ipsets/ipsetmanager_windows.go convertToSetPolicy).
+ */
+export interface SetPolicySetting {
+  Id: string;
+  Name: string;
+  PolicyType: SetPolicyType;
+  Values: string;
 }
 
 /** Network flag: not persisted across reboots (hcn.EnableNonPersistent). */

@@ -8,9 +8,11 @@
 // agent's PID held by another live program would block the agent (and cleanup) for as long as that
 // program lives, while the SCM gives up after its restarts. So the lock also records the holder's image
 // name and its process start time, and a live PID whose process has another image, or started at
-// another time, is not the holder: stale. What is known of a PID comes from the OS (processInfo: on
-// Windows `tasklist` for the image; on Linux /proc/<pid>/stat for the start); what is not known is not
-// held against the holder.
+// another time, is not the holder: stale. A lock without an image (an older agent's, which recorded only
+// its PID and boot time) is held only by a process of an image an agent runs as (AGENT_IMAGES, or this
+// process's own). What is known of a PID comes from the OS (processInfo: on Windows `tasklist` for the
+// image; on Linux /proc/<pid>/exe for the image and /proc/<pid>/stat for the start); what is not known is
+// not held against the holder.
 // `flanneld cleanup` reads it to refuse running beside a live agent.
 import { execFileSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
@@ -51,6 +53,13 @@ export interface ProcessInfo {
   image?: string;
   startMs?: number;
 }
+
+/**
+ * The images an agent runs as: the single executable (flanneld.exe, packaging/build.mjs), or Node running
+ * dist/main.js (node.exe on Windows, node elsewhere). With this process's own image, what a lock without an
+ * image may be held by.
+ */
+const AGENT_IMAGES = ['flanneld.exe', 'node.exe', 'flanneld', 'node'];
 
 /** Two start times of one process agree within this (one is derived from the wall clock and uptime). */
 const PROCESS_START_TOLERANCE_MS = 2_000;
@@ -125,21 +134,27 @@ export function readLockHolder(path: string, deps: AgentLockDeps = {}): LockHold
   if (Math.abs(holder.bootTimeMs - boot) > BOOT_TIME_TOLERANCE_MS) return undefined;
   if (holder.pid === (deps.pid ?? process.pid)) return undefined;
   if (!(deps.isAlive ?? processAlive)(holder.pid)) return undefined;
-  return isSameProcess(holder, (deps.processInfo ?? processInfo)(holder.pid)) ? holder : undefined;
+  const agentImages = [...AGENT_IMAGES, deps.self?.image ?? basename(process.execPath)];
+  return isSameProcess(holder, (deps.processInfo ?? processInfo)(holder.pid), agentImages) ? holder : undefined;
 }
 
-/** Is the live process `info` the one that wrote `holder`? Unknown on either side counts as the same. */
-function isSameProcess(holder: LockHolder, info: ProcessInfo | undefined): boolean {
+/**
+ * Is the live process `info` the one that wrote `holder`? Its image must be the recorded one, or, when
+ * none is recorded, one of `agentImages`; its start, the recorded one. Unknown on either side counts as the same.
+ */
+function isSameProcess(holder: LockHolder, info: ProcessInfo | undefined, agentImages: readonly string[]): boolean {
   if (!info) return true;
-  if (holder.image !== undefined && info.image !== undefined && holder.image.toLowerCase() !== info.image.toLowerCase()) return false;
+  const image = info.image?.toLowerCase();
+  if (image !== undefined && !(holder.image !== undefined ? [holder.image] : agentImages).some((i) => i.toLowerCase() === image)) return false;
   if (holder.processStartMs !== undefined && info.startMs !== undefined && Math.abs(holder.processStartMs - info.startMs) > PROCESS_START_TOLERANCE_MS) return false;
   return true;
 }
 
 /**
  * What the OS says of `pid`: on Windows its image name (`tasklist /FI "PID eq N" /FO CSV /NH`: one CSV row
- * `"flanneld.exe","4242",...`); on Linux its start time (/proc/<pid>/stat field 22, clock ticks after boot,
- * USER_HZ 100). Undefined when it cannot be told.
+ * `"flanneld.exe","4242",...`); on Linux its image (the file name of the /proc/<pid>/exe link, as
+ * process.execPath is read from /proc/self/exe; proc(5): " (deleted)" follows a replaced binary) and its
+ * start time (/proc/<pid>/stat field 22, clock ticks after boot, USER_HZ 100). Undefined when nothing can be told.
  */
 export function processInfo(pid: number): ProcessInfo | undefined {
   try {
@@ -149,7 +164,18 @@ export function processInfo(pid: number): ProcessInfo | undefined {
     }
     const stat = nodeFs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-    return Number.isFinite(ticks) ? { startMs: systemBootTimeMs() + ticks * 10 } : undefined;
+    const image = linuxImage(pid);
+    const info: ProcessInfo = { ...(image ? { image } : {}), ...(Number.isFinite(ticks) ? { startMs: systemBootTimeMs() + ticks * 10 } : {}) };
+    return info.image === undefined && info.startMs === undefined ? undefined : info;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The file name of /proc/<pid>/exe; undefined when it cannot be read (another user's process: EACCES). */
+function linuxImage(pid: number): string | undefined {
+  try {
+    return basename(nodeFs.readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, '')) || undefined;
   } catch {
     return undefined;
   }

@@ -56,3 +56,15 @@ export type IPv6RejectReason = (typeof IPV6_REJECT_REASONS)[number];
 
 /** The reasons that are a conflict between two peers over one subnet (flannel_subnet_conflicts_total, a contested Event). */
 export const CONFLICT_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['subnet-overlaps-peer', 'subnet-contested']);
+
+/**
+ * The reasons that say the peer and this node were configured for different clusters: they compare the
+ * peer's lease with what net-conf.json's Backend sets, a value every node of a flannel cluster must
+ * share (the Type; the VNI, and Windows' floor under it, whose fix is the cluster's net-conf). Any other
+ * reason is a fault of that one peer (its podCIDR, its public IP, its VtepMAC, its backend-data), which
+ * the peer's own fix ends. When every peer is rejected for one of these, this node reaches no other
+ * node: it is broken, not the peers (src/peers/cluster-mismatch.ts). The vxlan port is no lease field
+ * (flannel's vxlan backend-data holds only VNI and VtepMAC, pkg/backend/vxlan/vxlan.go), so no reason can
+ * name it; `flanneld doctor`'s cluster-vni row reads it from the Linux ConfigMap.
+ */
+export const CLUSTER_CONFIG_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['backend-type-mismatch', 'vni-mismatch', 'vni-too-low']);

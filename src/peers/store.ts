@@ -78,6 +78,12 @@ export function leaseContent(l: Lease): string {
   return stable([l.subnet, l.publicIP, l.backendType, l.backendData ?? null, ...v6]);
 }
 
+/** A lease's VNI, when its backend-data has a number there (what a rejected peer's status entry shows). */
+function vniOf(l: Lease): { vni?: number } {
+  const vni = (l.backendData as { VNI?: unknown } | null | undefined)?.VNI;
+  return typeof vni === 'number' ? { vni } : {};
+}
+
 /** Whether two leases of one peer differ in anything the dataplane or the subnet holders care about. */
 function sameLease(a: Lease, b: Lease): boolean {
   if (a.subnet !== b.subnet || a.publicIP !== b.publicIP || a.backendType !== b.backendType || a.created !== b.created) return false;
@@ -100,17 +106,27 @@ function ipv4Half(l: Lease): Lease {
   return v4;
 }
 
-/** The most characters of a set-aside lease's subnet and public IP kept for the status. */
+/** The most characters of a set-aside lease's subnet, public IP and backend type kept for the status. */
 const MAX_SHOWN = 64;
+
+/** What the status shows of a rejected lease (network-status.ts RejectedLease). */
+interface Shown {
+  subnet: string;
+  publicIP: string;
+  backendType: string;
+  vni?: number;
+}
+
+function shownOf(l: Lease): Shown {
+  return { subnet: l.subnet, publicIP: l.publicIP, backendType: l.backendType, ...vniOf(l) };
+}
 
 /**
  * A lease rejected by validation, set aside: not a claimant of its subnet (an invalid lease never holds
- * one) and kept as what the status shows of it and the digest of its content, which the change filter
- * compares, instead of the lease (a hostile one carries kilobytes of annotations).
+ * one) and kept as what the status shows of it (cut) and the digest of its content, which the change
+ * filter compares, instead of the lease (a hostile one carries kilobytes of annotations).
  */
-interface SetAside {
-  subnet: string;
-  publicIP: string;
+interface SetAside extends Shown {
   content: string;
 }
 
@@ -201,12 +217,12 @@ export class PeerStore<D> {
     if (this.problems.rejectedCount === 0) return out; // the common case, asked on every status read
     for (const key of [...this.peersByKey.keys()].sort()) {
       const { lease, held, invalid } = this.peersByKey.get(key)!;
-      const shown = lease ?? invalid;
+      const shown = lease ? shownOf(lease) : invalid;
       if (!shown) continue;
       const why = held === undefined ? this.problems.rejection(key) : undefined;
-      if (why) out.push({ key, subnet: shown.subnet, publicIP: shown.publicIP, ...why });
+      if (why) out.push({ key, subnet: shown.subnet, publicIP: shown.publicIP, ...why, backendType: shown.backendType, ...(shown.vni !== undefined ? { vni: shown.vni } : {}) });
       const v6 = held !== undefined && lease ? this.problems.ipv6Rejection(key) : undefined;
-      if (v6 && lease) out.push({ key, family: 'ipv6', subnet: lease.ipv6Subnet ?? '', publicIP: lease.publicIPv6 ?? '', ...v6 });
+      if (v6 && lease) out.push({ key, family: 'ipv6', subnet: lease.ipv6Subnet ?? '', publicIP: lease.publicIPv6 ?? '', ...v6, backendType: lease.backendType, ...vniOf(lease) });
     }
     return out;
   }
@@ -373,7 +389,13 @@ export class PeerStore<D> {
   private setAside(p: Peer<D>, lease: Lease): void {
     this.unclaim(lease.key, lease);
     p.lease = undefined;
-    p.invalid = { subnet: keptText(lease.subnet, MAX_SHOWN), publicIP: keptText(lease.publicIP, MAX_SHOWN), content: digest(leaseContent(lease)) };
+    p.invalid = {
+      subnet: keptText(lease.subnet, MAX_SHOWN),
+      publicIP: keptText(lease.publicIP, MAX_SHOWN),
+      backendType: keptText(lease.backendType, MAX_SHOWN),
+      ...vniOf(lease),
+      content: digest(leaseContent(lease)),
+    };
   }
 
   private unclaim(key: string, old: Lease): void {

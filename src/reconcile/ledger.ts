@@ -1,8 +1,9 @@
 // What the reconcile loop keeps of its passes: the ledger of passes and rebuilds (what `flanneld status`,
 // /healthz and /metrics say about it: the last pass and its error, consecutive failures, whether the HNS
-// network is missing, event-to-dataplane latency, and the log lines of a failed pass or rebuild). The
-// items the dataplane refuses are the peers' problems ledger's (src/peers/problems.ts). No upstream
-// counterpart: flannel's handlers keep no ledger.
+// network is missing, event-to-dataplane latency, and the log lines of a failed pass or rebuild), and the
+// info line that sums up the passes once a minute (each pass's own line is debug: a Node event per second
+// would otherwise write a line per second). The items the dataplane refuses are the peers' problems
+// ledger's (src/peers/problems.ts). No upstream counterpart: flannel's handlers keep no ledger.
 import type { Clock } from '../basics/clock.js';
 import { backoffDelay } from '../basics/clock.js';
 import { errorMessage } from '../basics/errors.js';
@@ -29,6 +30,20 @@ export interface PassStart {
   since: number | undefined;
 }
 
+/** How often the passes are summed up at info (when they wrote or failed since the last summary). */
+export const PASS_SUMMARY_INTERVAL_MS = 60_000;
+
+/** What the passes since the last summary did. */
+interface PassSummary {
+  since: number;
+  passes: number;
+  added: number;
+  removed: number;
+  replaced: number;
+  refused: number;
+  errors: number;
+}
+
 export class PassLedger {
   passes = 0;
   consecutiveFailures = 0;
@@ -40,13 +55,41 @@ export class PassLedger {
   lastError: { at: number; message: string } | undefined;
   /** When the desired set first changed since the last successful pass. */
   private pendingSince: number | undefined;
+  private summary: PassSummary;
 
   constructor(
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly metrics: Metrics | undefined,
     private readonly backoff: { baseMs: number; capMs: number },
-  ) {}
+  ) {
+    this.summary = this.newSummary();
+  }
+
+  private newSummary(): PassSummary {
+    return { since: this.clock.now(), passes: 0, added: 0, removed: 0, replaced: 0, refused: 0, errors: 0 };
+  }
+
+  /**
+   * Add the pass to the summary; once PASS_SUMMARY_INTERVAL_MS has gone by, log it at info when a pass
+   * wrote, was refused or failed in that time (a quiet minute of resyncs says nothing) and start the next.
+   */
+  private summarize(out: PassResult, driver: string): void {
+    const s = this.summary;
+    s.passes++;
+    s.added += out.added;
+    s.removed += out.removed;
+    s.replaced += out.replaced;
+    s.refused += out.refused ?? 0;
+    if (!out.ok) s.errors++;
+    const now = this.clock.now();
+    if (now - s.since < PASS_SUMMARY_INTERVAL_MS) return;
+    if (s.added + s.removed + s.replaced + s.refused + s.errors > 0) {
+      const { since, ...counts } = s;
+      this.log.info('reconcile summary', { driver, periodS: Math.round((now - since) / 1000), ...counts });
+    }
+    this.summary = this.newSummary();
+  }
 
   /** The desired set changed. */
   changed(): void {
@@ -74,6 +117,7 @@ export class PassLedger {
 
   /** Count the pass's result and log a failure (once per disappearance of the network). */
   settled(out: PassResult, driver: string, incremental: boolean): void {
+    this.summarize(out, driver);
     if (out.ok) {
       this.consecutiveFailures = 0;
       this.missing = false; // back (recreated by someone else when there is no rebuild hook)

@@ -341,10 +341,12 @@ export class Reconciler<A, D> {
         const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
         const names = { addedPeers: peerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? k)), removedPeers: peerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? k)) };
         this.desired.removed(w.removedKeys);
-        // A pass that only retried refused items and got the same answers is no news: debug (the problems ledger logs changes).
+        // An incremental pass is routine (one per Node event): debug, summed up at info by the ledger once a
+        // minute. A full pass that wrote is not (the first programming, a rebuild, a repair): info. A failure
+        // and a refusal are the ledgers' to tell, at warn.
         const news = added + removed + replaced > 0 || w.refusalsChanged > 0 || w.failure !== undefined;
-        if (news) this.log.info('reconcile pass', { ...fields, ...names });
-        else this.log.debug('reconcile pass', fields);
+        if (news && !incremental) this.log.info('reconcile pass', { ...fields, ...names });
+        else this.log.debug('reconcile pass', { ...fields, ...names });
       }
     } catch (err) {
       out.ok = false;

@@ -14,8 +14,8 @@ import { endpointV1toV2, endpointV2toV1, networkV1toV2, networkV2toV1 } from '..
 type Method = 'GET' | 'POST' | 'DELETE';
 
 export interface SimulatedHnsV1Options {
-  /** What `GET /globals/version` reports. */
-  version: HnsVersion;
+  /** What `GET /globals/version` reports (asked at each call: the state file may name it). */
+  version: () => HnsVersion;
   /** GETs of a new network that still show an empty ManagementIP (the vNIC coming up). */
   managementIPPolls: number;
 }
@@ -55,7 +55,7 @@ export class SimulatedHnsV1 {
       case '/globals/version':
         if (method !== 'GET') break;
         await dp.enter(op, 'hns', 0, input);
-        return { ...this.opts.version };
+        return { ...this.opts.version() };
       case '/networks/':
         if (method === 'GET') {
           const nets = dp.listNetworks();
@@ -66,7 +66,7 @@ export class SimulatedHnsV1 {
           await dp.enter(op, 'hns', 0, input);
           const v1 = requireObject<HnsNetworkV1>(op, body);
           const v2 = networkV1toV2(v1);
-          const refused = refuseIPv6Network(op, v2, this.opts.version, { network: v1.Name });
+          const refused = refuseIPv6Network(op, v2, this.opts.version(), { network: v1.Name });
           if (refused) throw refused;
           const created = dp.createNetwork(op, v2, v1.ID);
           if (this.opts.managementIPPolls > 0) this.pendingManagementIP.set(created.ID!, this.opts.managementIPPolls);
@@ -105,7 +105,7 @@ export class SimulatedHnsV1 {
           }
           const prefix = net.Ipams?.flatMap((i) => i.Subnets ?? []).find((s) => v1.IPAddress && contains(s.IpAddressPrefix, v1.IPAddress));
           const pl = prefix ? Number(prefix.IpAddressPrefix.split('/')[1]) : undefined;
-          const created = dp.createEndpoint(op, net.ID!, endpointV1toV2(v1, pl), v1.ID);
+          const created = dp.createEndpoint(op, net.ID!, endpointV1toV2(v1, pl), v1.ID, this.opts.version());
           return this.endpointV1(created);
         }
         break;

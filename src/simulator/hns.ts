@@ -9,10 +9,14 @@ import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { SimulatedHnsV1 } from './hns-v1.js';
 import { refuseIPv6Network } from './refusals.js';
+import { NEWEST_HNS_VERSION } from './state.js';
 import type { HcnHandle, HnsTransport } from '../hns/transport.js';
 
 export interface SimulatedHnsOptions {
-  /** What `GET /globals/version` reports. Default 13.2 (Windows Server 2022). */
+  /**
+   * The HNS version (what `GET /globals/version` reports and what the calls are judged by) when the state
+   * file names none (`hnsVersion`, docs/simulator.md). Default NEWEST_HNS_VERSION, 15.4 (Windows Server 2025).
+   */
   version?: HnsVersion;
   /** GETs of a new L2Bridge/Overlay network that still show an empty ManagementIP (the vNIC coming up). Default 0. */
   managementIPPolls?: number;
@@ -46,14 +50,19 @@ export function parseHcnJson(op: string, json: string, emptyOk: boolean): Record
 export class SimulatedHnsTransport implements HnsTransport {
   private readonly v1: SimulatedHnsV1;
   private readonly open = new Set<HcnHandle>();
-  private readonly version: HnsVersion;
+  private readonly defaultVersion: HnsVersion;
 
   constructor(
     private readonly dp: SimulatedDataplane,
     opts: SimulatedHnsOptions = {},
   ) {
-    this.version = opts.version ?? { Major: 13, Minor: 2 };
-    this.v1 = new SimulatedHnsV1(dp, { version: this.version, managementIPPolls: opts.managementIPPolls ?? 0 });
+    this.defaultVersion = opts.version ?? NEWEST_HNS_VERSION;
+    this.v1 = new SimulatedHnsV1(dp, { version: () => this.version(), managementIPPolls: opts.managementIPPolls ?? 0 });
+  }
+
+  /** The node's HNS version: the state file's `hnsVersion`, else the option's, else the newest. */
+  private version(): HnsVersion {
+    return this.dp.hnsVersion() ?? this.defaultVersion;
   }
 
   hnsCall(method: 'GET' | 'POST' | 'DELETE', path: string, request: string): Promise<string> {
@@ -115,7 +124,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       const body = parseHcnJson(op, settings, false) as unknown as HcnNetwork;
       await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
-      const refused = typeof body === 'object' && body !== null ? refuseIPv6Network(op, body, this.version, { network: body.Name }) : undefined;
+      const refused = typeof body === 'object' && body !== null ? refuseIPv6Network(op, body, this.version(), { network: body.Name }) : undefined;
       if (refused) throw refused;
       const net = this.dp.createNetwork(op, body, id);
       return this.handle('network', net.ID!);
@@ -143,7 +152,7 @@ export class SimulatedHnsTransport implements HnsTransport {
         });
       }
       await this.dp.enter(op, 'hns', policies.length, `${network.id} ${settings}`);
-      this.dp.modifyNetworkPolicies(op, network.id, String(req.RequestType), policies as HcnPolicy[]);
+      this.dp.modifyNetworkPolicies(op, network.id, String(req.RequestType), policies as HcnPolicy[], this.version());
     });
   }
 
@@ -179,7 +188,7 @@ export class SimulatedHnsTransport implements HnsTransport {
     const op = 'HcnEnumerateEndpoints';
     return this.v2(op, async () => {
       const filter = this.filterOf(op, query);
-      const ids = this.dp.endpointIds((e) => filterMatches(e as unknown as Record<string, unknown>, filter, { VirtualNetwork: 'HostComputeNetwork' }));
+      const ids = this.dp.endpointIds((e) => filterMatches(e as unknown as Record<string, unknown>, filter, { VirtualNetwork: 'HostComputeNetwork' }), 'Policies' in filter);
       await this.dp.enter(op, 'hns', ids.length, query);
       return JSON.stringify(ids);
     });
@@ -191,7 +200,7 @@ export class SimulatedHnsTransport implements HnsTransport {
       this.checkHandle(op, network, 'network');
       const body = parseHcnJson(op, settings, false) as unknown as HcnEndpoint;
       await this.dp.enter(op, 'hns', 0, `${network.id} ${id} ${settings}`);
-      const ep = this.dp.createEndpoint(op, network.id, body, id);
+      const ep = this.dp.createEndpoint(op, network.id, body, id, this.version());
       return this.handle('endpoint', ep.ID!);
     });
   }
@@ -205,15 +214,25 @@ export class SimulatedHnsTransport implements HnsTransport {
     });
   }
 
+  /** HcnModifyEndpoint: ResourceType Policy with ACL rules (./acl-objects.ts); any other modification is not modelled (E_INVALIDARG). */
   modifyEndpoint(endpoint: HcnHandle, settings: string): Promise<void> {
     const op = 'HcnModifyEndpoint';
     return this.v2(op, async () => {
       this.checkHandle(op, endpoint, 'endpoint');
-      parseHcnJson(op, settings, false);
-      await this.dp.enter(op, 'hns', 0, `${endpoint.id} ${settings}`);
-      throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (endpoint modification is not modelled by the simulator)', {
-        endpointId: endpoint.id,
-      });
+      const req = parseHcnJson(op, settings, false);
+      const policies = (req.Settings as { Policies?: unknown } | undefined)?.Policies;
+      await this.dp.enter(op, 'hns', Array.isArray(policies) ? policies.length : 0, `${endpoint.id} ${settings}`);
+      if (req.ResourceType !== 'Policy' || !Array.isArray(policies)) {
+        throw hnsError(
+          op,
+          HRESULT.E_INVALIDARG,
+          'The parameter is incorrect. (only {"ResourceType":"Policy","RequestType":..,"Settings":{"Policies":[..]}} is modelled by the simulator)',
+          {
+            endpointId: endpoint.id,
+          },
+        );
+      }
+      this.dp.modifyEndpointPolicies(op, endpoint.id, String(req.RequestType), policies as HcnPolicy[], this.version());
     });
   }
 

@@ -187,10 +187,21 @@ export class SimulatedHost implements Host {
   /**
    * A service restart through the SCM (ControlService SERVICE_CONTROL_STOP, then StartServiceW, as
    * src/win32/services.ts does): the state file counts it per service. A fault or injection on
-   * `ControlService` fails it as the SCM's error would.
+   * `ControlService` fails it as src/win32/services.ts reports the SCM's error: HostError FLANNEL_ERR_SERVICE
+   * with op, service and the Win32 status (docs/errors.md).
    */
   async restartService(name: string): Promise<void> {
-    await this.dp.enter('ControlService', 'host', 0, name);
+    try {
+      await this.dp.enter('ControlService', 'host', 0, name);
+    } catch (err) {
+      const status = err instanceof HostError ? err.context['status'] : undefined;
+      if (typeof status !== 'number') throw err;
+      throw new HostError('FLANNEL_ERR_SERVICE', `ControlService failed stopping for service ${name} (error ${status}, injected on the simulated node)`, {
+        op: 'ControlService',
+        service: name,
+        status,
+      });
+    }
     this.dp.restartService(name);
   }
 

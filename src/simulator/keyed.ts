@@ -1,6 +1,7 @@
 // The model's keyed view of the state document (./state.ts): networks and endpoints by ID, each
-// network's policies by a canonical key and its endpoints' IPs, routes by destination/next hop/interface,
-// namespaces by ID with their member endpoints. With it a call costs O(1) per item it touches, not O(n)
+// network's policies by a canonical key, its SetPolicy IP sets by Id with how many ACL rules and nested
+// sets name each, its endpoints' IPs, each endpoint's policies by a canonical key, routes by
+// destination/next hop/interface, namespaces by ID with their member endpoints. With it a call costs O(1) per item it touches, not O(n)
 // in what the node holds: a 5,000-peer cold start used to spend a third of its time in the simulator
 // checking each new policy against every held one (docs/performance.md, The simulator's cost).
 // The document stays what the file holds and what readers get. The view is built from it in one pass and
@@ -10,6 +11,7 @@
 // call builds it again. Objects are shared between the view and the document, never copied.
 import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
 import { contains, network, parseCidr, parseIp4 } from '../basics/ip4.js';
+import { aclOf, listItems, setIdsOf, setOf } from './acl.js';
 import type { SimNamespace } from './namespaces.js';
 import type { DataplaneState, SimRoute } from './state.js';
 
@@ -103,6 +105,15 @@ function canonicalJson(v: unknown): string {
   );
 }
 
+/** Add `delta` to the count of each of `ids` (a count that reaches 0 is dropped). */
+function countRefs(refs: Map<string, number>, ids: readonly string[], delta: 1 | -1): void {
+  for (const id of ids) {
+    const n = (refs.get(id) ?? 0) + delta;
+    if (n > 0) refs.set(id, n);
+    else refs.delete(id);
+  }
+}
+
 /** The subnet HNS hands a network's endpoint addresses from: its first IPAM subnet (./objects.ts allocateIp). */
 export function allocationSubnet(net: HcnNetwork): string | undefined {
   return net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
@@ -123,6 +134,10 @@ interface NetworkView {
   ips: Map<string, number>;
   /** Every address offset below this is taken (./objects.ts allocateIp starts here). */
   allocFrom: number;
+  /** The network's SetPolicy IP sets by Id (the first of duplicates). */
+  sets: Map<string, HcnPolicy>;
+  /** Set Id -> how many ACL rules of the network's endpoints and NESTEDIPSETs name it. */
+  setRefs: Map<string, number>;
 }
 
 export class KeyedState {
@@ -133,16 +148,20 @@ export class KeyedState {
   /** Namespace ID (upper case) -> the endpoints in it (an endpoint's HostComputeNamespace names it). */
   private readonly members = new Map<string, Set<HcnEndpoint>>();
   private readonly perNetwork = new Map<HcnNetwork, NetworkView>();
+  /** Each endpoint's policies by canonical key, built when a call changes them. */
+  private readonly perEndpoint = new Map<HcnEndpoint, Keyed<HcnPolicy>>();
   /** The highest NamespaceId held (undefined: not known, found on the next `nextNamespaceId`). */
   private highestNamespaceId: number | undefined;
   /** The 0.0.0.0/0 routes, in document order. */
   private readonly defaults = new Set<SimRoute>();
   /** Arrays of the document that no longer match the view (rebuilt by `flush`). */
   private readonly stale = new Set<'endpoints' | 'routes' | 'namespaces' | HcnNetwork>();
+  /** Endpoints whose Policies array no longer matches the view. */
+  private readonly staleEndpoints = new Set<HcnEndpoint>();
 
   constructor(readonly doc: DataplaneState) {
     this.networks = new Keyed((n) => idKey(n.ID), doc.networks);
-    for (const n of doc.networks) this.perNetwork.set(n, { policies: new Keyed(policyKey, n.Policies ?? []), ips: new Map(), allocFrom: 0 });
+    for (const n of doc.networks) this.viewOf(n);
     this.endpoints = new Keyed((e) => idKey(e.ID), doc.endpoints);
     for (const e of doc.endpoints) this.index(e, 1);
     this.routes = new Keyed(routeKey, doc.routes);
@@ -172,6 +191,51 @@ export class KeyedState {
     this.stale.add(net);
   }
 
+  /** The network's SetPolicy IP sets by Id. */
+  setsOf(net: HcnNetwork): ReadonlyMap<string, HcnPolicy> {
+    return this.viewOf(net).sets;
+  }
+
+  /** How many ACL rules and NESTEDIPSETs of the network name set `id`. */
+  setReferences(net: HcnNetwork, id: string): number {
+    return this.viewOf(net).setRefs.get(id) ?? 0;
+  }
+
+  /** Add a set to the network's policies (or take it away: -1), counting the references a NESTEDIPSET makes. */
+  changeSet(net: HcnNetwork, p: HcnPolicy, delta: 1 | -1): void {
+    const v = this.viewOf(net);
+    const s = setOf(p)!;
+    if (delta > 0) {
+      v.policies.add(p);
+      if (!v.sets.has(s.Id)) v.sets.set(s.Id, p);
+    } else {
+      v.policies.delete(p);
+      if (v.sets.get(s.Id) === p) v.sets.delete(s.Id);
+    }
+    if (s.PolicyType === 'NESTEDIPSET') countRefs(v.setRefs, listItems(s.Values), delta);
+    this.stale.add(net);
+  }
+
+  /** An endpoint's policies (built from its Policies on first use). */
+  endpointPolicies(ep: HcnEndpoint): Keyed<HcnPolicy> {
+    let k = this.perEndpoint.get(ep);
+    if (!k) {
+      k = new Keyed(policyKey, ep.Policies ?? []);
+      this.perEndpoint.set(ep, k);
+    }
+    return k;
+  }
+
+  /** Add an ACL rule to the endpoint (or take it away: -1), counting the sets it names on the endpoint's network. */
+  changeAcl(ep: HcnEndpoint, p: HcnPolicy, delta: 1 | -1): void {
+    const k = this.endpointPolicies(ep);
+    if (delta > 0) k.add(p);
+    else k.delete(p);
+    const net = ep.HostComputeNetwork === undefined ? undefined : this.network(ep.HostComputeNetwork);
+    if (net) countRefs(this.viewOf(net).setRefs, setIdsOf(aclOf(p)!), delta);
+    this.staleEndpoints.add(ep);
+  }
+
   /** The IPs the network's endpoints hold (a refusal checks a new endpoint's against them). */
   ipsOf(net: HcnNetwork): ReadonlyMap<string, number> {
     return this.viewOf(net).ips;
@@ -195,6 +259,8 @@ export class KeyedState {
   deleteEndpoint(ep: HcnEndpoint): void {
     this.endpoints.delete(ep);
     this.index(ep, -1);
+    this.perEndpoint.delete(ep);
+    this.staleEndpoints.delete(ep);
     this.stale.add('endpoints');
   }
 
@@ -260,6 +326,13 @@ export class KeyedState {
       else s.Policies = this.viewOf(s).policies.values();
     }
     this.stale.clear();
+    for (const ep of this.staleEndpoints) ep.Policies = this.endpointPolicies(ep).values();
+    this.staleEndpoints.clear();
+  }
+
+  /** Write one endpoint's policies back (a query of that endpoint). */
+  flushEndpoint(ep: HcnEndpoint): void {
+    if (this.staleEndpoints.delete(ep)) ep.Policies = this.endpointPolicies(ep).values();
   }
 
   /** Write one network's policies back (a query of that network). */
@@ -271,17 +344,28 @@ export class KeyedState {
   private viewOf(net: HcnNetwork): NetworkView {
     let v = this.perNetwork.get(net);
     if (!v) {
-      v = { policies: new Keyed(policyKey, net.Policies ?? []), ips: new Map(), allocFrom: 0 };
+      v = { policies: new Keyed(policyKey, net.Policies ?? []), ips: new Map(), allocFrom: 0, sets: new Map(), setRefs: new Map() };
+      for (const p of net.Policies ?? []) {
+        const s = setOf(p);
+        if (s === undefined || typeof s.Id !== 'string') continue;
+        if (!v.sets.has(s.Id)) v.sets.set(s.Id, p);
+        if (s.PolicyType === 'NESTEDIPSET') countRefs(v.setRefs, listItems(s.Values), 1);
+      }
       this.perNetwork.set(net, v);
     }
     return v;
   }
 
-  /** Count an endpoint's IPs on its network and its namespace membership in (+1) or out (-1). */
+  /** Count an endpoint's IPs and the sets its ACL rules name on its network, and its namespace membership, in (+1) or out (-1). */
   private index(ep: HcnEndpoint, delta: 1 | -1): void {
     const net = ep.HostComputeNetwork === undefined ? undefined : this.network(ep.HostComputeNetwork);
     if (net) {
       const v = this.viewOf(net);
+      const policies = this.perEndpoint.get(ep)?.values() ?? ep.Policies ?? [];
+      for (const p of policies) {
+        const acl = aclOf(p);
+        if (acl) countRefs(v.setRefs, setIdsOf(acl), delta);
+      }
       for (const c of ep.IpConfigurations ?? []) {
         const n = (v.ips.get(c.IpAddress) ?? 0) + delta;
         if (n > 0) v.ips.set(c.IpAddress, n);

@@ -8,14 +8,16 @@
 // and node.ts. Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
 import { HostError, RouteError } from '../basics/errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../basics/clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
 import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
 import type { IpFamily } from '../host/host.js';
 import * as namespaces from './namespaces.js';
 import * as objects from './objects.js';
-import { initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
+import { modifyEndpointAcls } from './acl-objects.js';
+import { parseHnsVersion } from './state-file.js';
+import { NEWEST_HNS_VERSION, initialState, nextInterfaceIndex, type DataplaneState, type SimAdapter, type SimRoute } from './state.js';
 import { StateStore, type DataplaneFs } from './store.js';
 
 export type { DataplaneState, SimAdapter, SimRoute } from './state.js';
@@ -47,6 +49,8 @@ export interface SimulatedDataplaneOptions {
   clock?: Clock;
   /** Told the name of every call (the agent counts them in /metrics). */
   onCall?: (op: string) => void;
+  /** Aborts when the agent stops: a call waiting for another process's state lock then fails at once. */
+  signal?: AbortSignal;
 }
 
 export class SimulatedDataplane {
@@ -66,6 +70,7 @@ export class SimulatedDataplane {
   private readonly clock: Clock;
   private readonly latency: Required<DataplaneLatency>;
   private readonly onCall: ((op: string) => void) | undefined;
+  private readonly signal: AbortSignal | undefined;
   private readonly ids: objects.SimIds = { guid: () => this.newGuid(), mac: () => this.newMac(), ifIndex: () => this.newInterfaceIndex() };
   /** Interface indexes below this were handed out (kept across removals, as Windows does). */
   private indexHighWater = 0;
@@ -75,6 +80,7 @@ export class SimulatedDataplane {
     this.clock = opts.clock ?? systemClock;
     this.latency = { hnsCallMs: 0, hnsPerItemMs: 0, routeCallMs: 0, ...opts.latency };
     this.onCall = opts.onCall;
+    this.signal = opts.signal;
     this.store = new StateStore({ file: opts.statePath, fs: opts.fs, now: () => this.clock.now(), fresh: () => initialState(opts.nodeIP ?? '10.0.0.2', opts.nodePrefixLength) });
   }
 
@@ -95,7 +101,7 @@ export class SimulatedDataplane {
     let delay = kind === 'hns' ? this.latency.hnsCallMs + this.latency.hnsPerItemMs * items : kind === 'route' ? this.latency.routeCallMs : 0;
     delay += this.injections.takeStall(op);
     if (delay > 0) await this.clock.sleep(delay);
-    await this.store.waitUnlocked((ms) => this.clock.sleep(ms));
+    await this.store.waitUnlocked((ms) => this.clock.sleep(ms, this.signal));
     const injected = this.injections.takeFailure(op, this.random);
     const code = injected ?? this.takeFault(op, input);
     if (code === undefined) return;
@@ -211,24 +217,43 @@ export class SimulatedDataplane {
   }
 
   /**
-   * HcnModifyNetwork with ResourceType Policy (0x803B0012 exists, 0x803B0008 missing, 0x803B000D malformed),
-   * batched as the state file's `policyBatches` says: a `partial` refusal is thrown after its prefix is stored.
+   * HcnModifyNetwork with ResourceType Policy (0x803B0012 exists, 0x803B0008 missing, 0x803B000D malformed;
+   * SetPolicy IP sets as ./acl-objects.ts says), batched as the state file's `policyBatches` says: a `partial`
+   * refusal is thrown after its prefix is stored. `version`: the HNS version the call is judged by.
    */
-  modifyNetworkPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[]): void {
-    const refusal = this.store.change((v) => objects.modifyNetworkPolicies(v, op, id, requestType, policies));
+  modifyNetworkPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[], version = this.versionOrNewest()): void {
+    const refusal = this.store.change((v) => objects.modifyNetworkPolicies(v, op, id, requestType, policies, version));
     if (refusal) throw refusal;
+  }
+
+  /** HcnModifyEndpoint with ResourceType Policy: ACL rules added or removed (./acl-objects.ts modifyEndpointAcls). */
+  modifyEndpointPolicies(op: string, id: string, requestType: string, policies: HcnPolicy[], version = this.versionOrNewest()): void {
+    this.store.change((v) => modifyEndpointAcls(v, op, id, requestType, policies, version));
+  }
+
+  /** The version the state file names (`hnsVersion`), if it names one. */
+  hnsVersion(): HnsVersion | undefined {
+    this.store.refresh();
+    return parseHnsVersion(this.store.peek().hnsVersion);
+  }
+
+  private versionOrNewest(): HnsVersion {
+    return this.hnsVersion() ?? NEWEST_HNS_VERSION;
   }
 
   listEndpoints(): HcnEndpoint[] {
     return structuredClone(this.document().endpoints);
   }
 
-  /** IDs of the endpoints `match` accepts. */
-  endpointIds(match: (e: HcnEndpoint) => boolean): string[] {
+  /** IDs of the endpoints `match` accepts (it may read an endpoint's Policies only when `readsPolicies`). */
+  endpointIds(match: (e: HcnEndpoint) => boolean, readsPolicies = false): string[] {
     return this.store.read((v) =>
       v.endpoints
         .values()
-        .filter(match)
+        .filter((e) => {
+          if (readsPolicies) v.flushEndpoint(e);
+          return match(e);
+        })
         .map((e) => e.ID!),
     );
   }
@@ -236,7 +261,9 @@ export class SimulatedDataplane {
   getEndpoint(id: string): HcnEndpoint | undefined {
     return this.store.read((v) => {
       const e = v.endpoint(id);
-      return e && structuredClone(e);
+      if (!e) return undefined;
+      v.flushEndpoint(e);
+      return structuredClone(e);
     });
   }
 
@@ -245,8 +272,8 @@ export class SimulatedDataplane {
   }
 
   /** HcnCreateEndpoint: allocates an IP from the network's first subnet and a MAC when not given. */
-  createEndpoint(op: string, networkId: string, settings: HcnEndpoint, id?: string): HcnEndpoint {
-    return this.store.change((v) => objects.createEndpoint(v, this.ids, op, networkId, settings, id));
+  createEndpoint(op: string, networkId: string, settings: HcnEndpoint, id?: string, version = this.versionOrNewest()): HcnEndpoint {
+    return this.store.change((v) => objects.createEndpoint(v, this.ids, op, networkId, settings, version, id));
   }
 
   /** HcnDeleteEndpoint / DELETE /endpoints/<id>. 0x803B0002 when missing. */

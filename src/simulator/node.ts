@@ -23,8 +23,10 @@ export interface SimulatedNodeDeps {
   clock: Clock;
   /** The per-call HNS timeout (src/hns/timed.ts); 0 or absent = none. */
   hnsCallTimeoutMs?: number;
-  /** What the simulated HNS reports as its version (default 13.2, ./hns.ts). */
+  /** What the simulated HNS reports as its version when the state file names none (default 15.4, ./hns.ts). */
   hnsVersion?: HnsVersion;
+  /** Aborts when the agent stops (./model.ts: ends a wait for the state file's lock). */
+  signal?: AbortSignal;
 }
 
 /** The seams the agent takes (src/dataplane/factory.ts `Dataplane`). */
@@ -69,6 +71,7 @@ export function createSimulatedNode(config: AgentConfig, deps: Omit<SimulatedNod
     nodeIP: simulatedNodeIP(config),
     clock: deps.clock,
     onCall: (op) => deps.metrics.inc(METRIC.simulatedCalls, { op }),
+    ...(deps.signal ? { signal: deps.signal } : {}),
   });
   return { model, dataplane: simulatedSeams(model, { ...deps, hnsCallTimeoutMs: config.hnsCallTimeoutSeconds * 1000 }) };
 }

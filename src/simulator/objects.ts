@@ -5,12 +5,13 @@
 // the state document as a whole; the calls made per item (policies, endpoints) go through its keyed view.
 import type { ErrorContext, HnsError } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy } from '../hns/schema.js';
-import { HCN_SCHEMA_V2, policySetting, sameId } from '../hns/schema.js';
+import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
+import { ACL_POLICY, HCN_SCHEMA_V2, SET_POLICY, policySetting, sameId } from '../hns/schema.js';
+import { modifySetPolicies } from './acl-objects.js';
 import { contains, nthAddress, parseCidr, sizeOf } from '../basics/ip4.js';
 import { contains6 } from '../basics/ip6.js';
 import { allocationSubnet, keepKey, policyKey, type KeyedState } from './keyed.js';
-import { adapterNotFound, policyNotFound, refuseBatch, refuseEndpointAddress, refuseNetworkPolicy } from './refusals.js';
+import { adapterNotFound, policyNotFound, refuseAcl, refuseBatch, refuseEndpointAddress, refuseNetworkPolicy } from './refusals.js';
 import { boundAdapterName, ensureVSwitch, physicalAdapterFor, releaseVSwitch } from './host.js';
 import { isVSwitchType, vEthernetName, type DataplaneState, type SimAdapter } from './state.js';
 
@@ -92,14 +93,19 @@ export function deleteNetwork(state: DataplaneState, op: string, id: string): vo
  * `partial`: the policies before the refused one are applied and the refusal is returned for the caller
  * to throw once the change is stored. `single`: more than one policy in a request is refused.
  * Policies are found by their canonical key (./keyed.ts): a call costs its own policies, not the network's.
+ * A request of SetPolicy IP sets only is ./acl-objects.ts modifySetPolicies'; one mixing them with other
+ * policies is not modelled (E_INVALIDARG).
  */
-export function modifyNetworkPolicies(view: KeyedState, op: string, id: string, requestType: string, policies: HcnPolicy[]): HnsError | undefined {
+export function modifyNetworkPolicies(view: KeyedState, op: string, id: string, requestType: string, policies: HcnPolicy[], version: HnsVersion): HnsError | undefined {
   const net = view.network(id);
   const ctx: ErrorContext = { networkId: id };
   if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), ctx);
   if (!Array.isArray(policies) || policies.some((p) => typeof p !== 'object' || p === null || typeof p.Type !== 'string')) {
     throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Settings.Policies must be [{Type, Settings}])', ctx);
   }
+  const sets = policies.filter((p) => p.Type === SET_POLICY).length;
+  if (sets > 0 && sets === policies.length) return modifySetPolicies(view, op, net, requestType, policies, version);
+  if (sets > 0) throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (SetPolicy mixed with other policies in one request is not modelled)', ctx);
   if (requestType !== 'Add' && requestType !== 'Remove') {
     throw hnsError(op, HRESULT.E_INVALIDARG, `The parameter is incorrect. (RequestType ${requestType} is not modelled)`, ctx);
   }
@@ -140,8 +146,11 @@ export function modifyNetworkPolicies(view: KeyedState, op: string, id: string, 
   return refusal;
 }
 
-/** HcnCreateEndpoint: allocates an IP from the network's first subnet and a MAC when not given. */
-export function createEndpoint(view: KeyedState, ids: SimIds, op: string, networkId: string, settings: HcnEndpoint, id?: string): HcnEndpoint {
+/**
+ * HcnCreateEndpoint: allocates an IP from the network's first subnet and a MAC when not given. ACL rules
+ * it is given are judged as HcnModifyEndpoint judges them (./refusals.ts refuseAcl).
+ */
+export function createEndpoint(view: KeyedState, ids: SimIds, op: string, networkId: string, settings: HcnEndpoint, version: HnsVersion, id?: string): HcnEndpoint {
   const ctx: ErrorContext = { networkId, endpoint: settings?.Name };
   const net = view.network(networkId);
   if (!net) throw hnsError(op, HRESULT.HCN_E_NETWORK_NOT_FOUND, hresultText(HRESULT.HCN_E_NETWORK_NOT_FOUND), ctx);
@@ -155,6 +164,11 @@ export function createEndpoint(view: KeyedState, ids: SimIds, op: string, networ
   const used = view.ipsOf(net);
   const refused = refuseEndpointAddress(op, net, settings, used, ctx);
   if (refused) throw refused;
+  const sets = view.setsOf(net);
+  for (const p of Array.isArray(settings.Policies) ? settings.Policies : []) {
+    const badAcl = p?.Type === ACL_POLICY ? refuseAcl(op, p, version, (setId) => sets.has(setId), ctx) : undefined;
+    if (badAcl) throw badAcl;
+  }
   const ep: HcnEndpoint = structuredClone(settings);
   ep.ID = useId;
   ep.HostComputeNetwork = net.ID;

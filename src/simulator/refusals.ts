@@ -8,7 +8,9 @@
 import { isIPv6 } from 'node:net';
 import type { ErrorContext, HnsError } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
-import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy } from '../hns/schema.js';
+import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy, type HnsVersion, type SetPolicyType } from '../hns/schema.js';
+import { ACL_PROTOCOL_252_VERSION, NESTED_IP_SET_VERSION, versionAtLeast } from '../hns/features.js';
+import { ANY_PROTOCOL, listItems, parseAddress, parsePorts, parseProtocol } from './acl.js';
 import { contains, isIp4 } from '../basics/ip4.js';
 import { contains6 } from '../basics/ip6.js';
 
@@ -21,7 +23,8 @@ import { contains6 } from '../basics/ip6.js';
 export type PolicyBatches = 'atomic' | 'partial' | 'single';
 export const POLICY_BATCH_MODES: readonly PolicyBatches[] = ['atomic', 'partial', 'single'];
 
-const fail = (op: string, hr: number, detail: string, ctx: ErrorContext): HnsError => hnsError(op, hr, `${hresultText(hr)} (${detail})`, ctx);
+/** HNS's refusal `hr` with its text and what was refused (`detail`). */
+export const fail = (op: string, hr: number, detail: string, ctx: ErrorContext): HnsError => hnsError(op, hr, `${hresultText(hr)} (${detail})`, ctx);
 
 const MAC = /^[0-9a-f]{2}([-:])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$/i;
 const CIDR = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/;
@@ -152,5 +155,115 @@ export function refuseIPv6Network(op: string, net: HcnNetwork, version: { Major:
   if (old) return fail(op, hr, `HNS ${version.Major}.${version.Minor} has no dual-stack support (from 11.10)`, ctx);
   if (typeof net.Type !== 'string' || net.Type.toLowerCase() !== 'l2bridge') return fail(op, hr, `IPv6 subnets on a ${String(net.Type)} network: dual-stack is L2Bridge only`, ctx);
   if (!subnets.some((s) => isIp4Prefix(s))) return fail(op, hr, 'a network with IPv6 subnets only: IPv6-only is not supported', ctx);
+  return undefined;
+}
+
+/**
+ * A policy type this HNS does not have yet: HCN_E_INVALID_POLICY_TYPE 0x803B000E, "Invalid policy type"
+ * (modelled: the code HCN defines for it; hcsshim only checks the version on its side, hcn/hcnsupport.go
+ * SetPolicySupported). `gate` is the version of src/hns/features.ts that brought it.
+ */
+export function refuseUnsupported(op: string, what: string, gate: HnsVersion, version: HnsVersion, ctx: ErrorContext): HnsError | undefined {
+  if (versionAtLeast(version, gate)) return undefined;
+  return fail(op, HRESULT.HCN_E_INVALID_POLICY_TYPE, `${what} needs HNS ${gate.Major}.${gate.Minor}; this node runs ${version.Major}.${version.Minor}`, ctx);
+}
+
+/** The JSON keys of an ACL rule: hcsshim hcn/hcnpolicy.go AclPolicySetting, and `Id` (src/hns/schema.ts). */
+const ACL_KEYS = new Set(['Id', 'Protocols', 'Action', 'Direction', 'LocalAddresses', 'RemoteAddresses', 'LocalPorts', 'RemotePorts', 'RuleType', 'Priority']);
+/** The JSON keys of a SetPolicy: hcsshim hcn/hcnpolicy.go SetPolicySetting (its Type is `PolicyType` in JSON). */
+const SET_KEYS = new Set(['Id', 'Name', 'PolicyType', 'Values']);
+/** Protocols whose rules may name ports (Azure NPM policy_windows.go protocolNumMap: TCP, UDP, SCTP). */
+const PORT_PROTOCOLS = new Set([6, 17, 132]);
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+const optionalString = (v: unknown): boolean => v === undefined || typeof v === 'string';
+
+/**
+ * An ACL rule HcnModifyEndpoint (or HcnCreateEndpoint) is given, refused with HCN_E_INVALID_POLICY
+ * 0x803B000D "The provided policy configuration is invalid or missing parameters". Observed for an address
+ * field holding something that is no address: hcsshim#1059, `LocalAddresses: "Any"` fails with 0x803b000d,
+ * and the HNS team answers "HNS only accepts IP addresses and lists of IP addresses for the LocalAddresses
+ * and RemoteAddresses fields"; the other rules are modelled with the same code, each from its source:
+ *  * a key AclPolicySetting does not have (Azure NPM policy_windows.go: "HNS is not happy with "ID"");
+ *  * Action other than Allow or Block, Direction other than In or Out, RuleType other than Host or Switch
+ *    (hcsshim ActionType "Value is either Allow or Block"; Pass belongs to TierAcl rules, HNS 14.0);
+ *  * Priority outside uint16 (hcsshim `Priority uint16`);
+ *  * Protocols other than one decimal number up to 256, "any" (ANY_PROTOCOL, ./acl.ts); 252 below HNS 11.0
+ *    (hcsshim hcnglobals.go AclSupportForProtocol252Version);
+ *  * ports that are not `n` or `first-last` within 1..65535 (Calico protoPortToHCSPort writes ranges so),
+ *    or ports on a protocol other than TCP, UDP or SCTP (a port names nothing there; modelled);
+ *  * an address item that is neither an IP address or prefix nor the Id of a SetPolicy of the endpoint's
+ *    network (`hasSet`); addresses and set Ids mixed in one field (neither Azure NPM nor Calico writes it).
+ * Undefined when the rule is fine.
+ */
+export function refuseAcl(op: string, p: HcnPolicy, version: HnsVersion, hasSet: (id: string) => boolean, ctx: ErrorContext): HnsError | undefined {
+  const s = typeof p.Settings === 'object' && p.Settings !== null && !Array.isArray(p.Settings) ? p.Settings : undefined;
+  const c = { ...ctx, policyType: p.Type, aclId: isString(s?.Id) ? s.Id : undefined };
+  const bad = (detail: string) => fail(op, HRESULT.HCN_E_INVALID_POLICY, detail, c);
+  if (!s) return bad('an ACL needs Settings');
+  const unknown = Object.keys(s).find((k) => !ACL_KEYS.has(k));
+  if (unknown !== undefined) return bad(`ACL has no field ${JSON.stringify(unknown)}`);
+  if (!optionalString(s.Id)) return bad('Id must be a string');
+  if (s.Action !== 'Allow' && s.Action !== 'Block') return bad(`Action ${JSON.stringify(s.Action)} is not Allow or Block`);
+  if (s.Direction !== 'In' && s.Direction !== 'Out') return bad(`Direction ${JSON.stringify(s.Direction)} is not In or Out`);
+  if (s.RuleType !== undefined && s.RuleType !== 'Host' && s.RuleType !== 'Switch') return bad(`RuleType ${JSON.stringify(s.RuleType)} is not Host or Switch`);
+  if (s.Priority !== undefined && !(Number.isInteger(s.Priority) && (s.Priority as number) >= 0 && (s.Priority as number) <= 0xffff)) {
+    return bad(`Priority ${JSON.stringify(s.Priority)} is not a uint16`);
+  }
+  const protocol = parseProtocol(s.Protocols);
+  if (protocol === undefined) return bad(`Protocols ${JSON.stringify(s.Protocols)} is not one protocol number (0-256)`);
+  if (protocol === 252 && !versionAtLeast(version, ACL_PROTOCOL_252_VERSION)) return bad(`protocol 252 needs HNS 11.0; this node runs ${version.Major}.${version.Minor}`);
+  for (const key of ['LocalPorts', 'RemotePorts'] as const) {
+    const v = s[key];
+    if (!optionalString(v) || parsePorts((v as string | undefined) ?? '') === undefined) return bad(`${key} ${JSON.stringify(v)} is not a list of ports and port ranges (1-65535)`);
+    if (listItems(v as string | undefined).length > 0 && !PORT_PROTOCOLS.has(protocol))
+      return bad(`${key} on protocol ${protocol === ANY_PROTOCOL ? 'any' : protocol}: ports need TCP, UDP or SCTP`);
+  }
+  for (const key of ['LocalAddresses', 'RemoteAddresses'] as const) {
+    const v = s[key];
+    if (!optionalString(v)) return bad(`${key} must be a string`);
+    const items = listItems(v as string | undefined);
+    const sets = items.filter((i) => parseAddress(i) === undefined);
+    const missing = sets.find((i) => !hasSet(i));
+    if (missing !== undefined) return bad(`${key} item ${JSON.stringify(missing)} is neither an IP address or prefix nor a SetPolicy Id of the network`);
+    if (sets.length > 0 && sets.length < items.length) return bad(`${key} mixes addresses and set Ids`);
+  }
+  return undefined;
+}
+
+/**
+ * A SetPolicy HcnModifyNetwork is given (Add, Update; Remove needs only its Id): refused with
+ * HCN_E_INVALID_POLICY 0x803B000D when malformed (modelled, as refuseAcl): a key SetPolicySetting does not
+ * have, an empty Id, Name not a string, PolicyType other than IPSET or NESTEDIPSET, Values not a string,
+ * an IPSET member that is no IP address or prefix, a NESTEDIPSET member that is itself nested (Azure NPM
+ * nests hash sets in list sets only: ipset.go GetSetContents). A NESTEDIPSET member the network does not
+ * hold: HCN_E_INVALID_JSON_REFERENCE 0x803B001C (modelled; Azure NPM's fake HNS, network/hnswrapper/
+ * hnsv2wrapperfake.go ModifyNetworkSettings, refuses it: "Member Policy %s not found"). NESTEDIPSET below
+ * HNS 15.0: refuseUnsupported (hcnglobals.go NestedIpSetVersion). `kindOf(id)`: the PolicyType of the
+ * network's set `id`, if it holds one.
+ */
+export function refuseSetPolicy(op: string, p: HcnPolicy, version: HnsVersion, kindOf: (id: string) => SetPolicyType | undefined, ctx: ErrorContext): HnsError | undefined {
+  const s = typeof p.Settings === 'object' && p.Settings !== null && !Array.isArray(p.Settings) ? p.Settings : undefined;
+  const c = { ...ctx, policyType: p.Type, set: isString(s?.Id) ? s.Id : undefined };
+  const bad = (detail: string) => fail(op, HRESULT.HCN_E_INVALID_POLICY, detail, c);
+  if (!s) return bad('a SetPolicy needs Settings');
+  const unknown = Object.keys(s).find((k) => !SET_KEYS.has(k));
+  if (unknown !== undefined) return bad(`SetPolicy has no field ${JSON.stringify(unknown)}${unknown === 'Type' ? ' (its type is "PolicyType")' : ''}`);
+  if (!isString(s.Id) || s.Id === '') return bad('a SetPolicy needs an Id');
+  if (!isString(s.Name)) return bad('Name must be a string');
+  if (s.PolicyType !== 'IPSET' && s.PolicyType !== 'NESTEDIPSET') return bad(`PolicyType ${JSON.stringify(s.PolicyType)} is not IPSET or NESTEDIPSET`);
+  if (!isString(s.Values)) return bad('Values must be a string (a comma-separated list)');
+  const items = listItems(s.Values);
+  if (s.PolicyType === 'IPSET') {
+    const wrong = items.find((i) => parseAddress(i) === undefined);
+    return wrong === undefined ? undefined : bad(`IPSET member ${JSON.stringify(wrong)} is no IP address or prefix`);
+  }
+  const old = refuseUnsupported(op, 'a NESTEDIPSET', NESTED_IP_SET_VERSION, version, c);
+  if (old) return old;
+  for (const id of items) {
+    const kind = kindOf(id);
+    if (kind === undefined) return fail(op, HRESULT.HCN_E_INVALID_JSON_REFERENCE, `NESTEDIPSET member ${JSON.stringify(id)} is no set of the network`, c);
+    if (kind !== 'IPSET') return bad(`NESTEDIPSET member ${JSON.stringify(id)} is nested itself`);
+  }
   return undefined;
 }

@@ -5,6 +5,7 @@
 import { DataplaneStateError } from '../basics/errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../basics/json-depth.js';
 import { isIp4 } from '../basics/ip4.js';
+import type { HnsVersion } from '../hns/schema.js';
 import { parseFaultRules } from './faults.js';
 import { POLICY_BATCH_MODES, type PolicyBatches } from './refusals.js';
 import type { DataplaneState, SimAdapter } from './state.js';
@@ -98,8 +99,14 @@ class Shape {
   };
 }
 
+/** The state file's `hnsVersion` ("15.4") as HNS reports it ({Major: 15, Minor: 4}); undefined when it is not that form. */
+export function parseHnsVersion(v: unknown): HnsVersion | undefined {
+  const m = typeof v === 'string' ? /^(\d{1,5})\.(\d{1,5})$/.exec(v) : null;
+  return m ? { Major: Number(m[1]), Minor: Number(m[2]) } : undefined;
+}
+
 /**
- * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, namespaces, faults, policyBatches). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
+ * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, namespaces, faults, policyBatches, hnsVersion). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
  * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`; `entry` in its context).
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
@@ -146,6 +153,9 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
       !Object.values(o.serviceRestarts).every((n) => Number.isSafeInteger(n) && (n as number) >= 0))
   ) {
     fail(`"serviceRestarts" must map service names to whole numbers >= 0, got ${JSON.stringify(o.serviceRestarts)}`, '$.serviceRestarts');
+  }
+  if (o.hnsVersion !== undefined && parseHnsVersion(o.hnsVersion) === undefined) {
+    fail(`"hnsVersion" must be "<major>.<minor>" as HNS reports it (e.g. "9.5", "13.2", "15.4"), got ${JSON.stringify(o.hnsVersion)}`, '$.hnsVersion');
   }
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);

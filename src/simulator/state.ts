@@ -1,6 +1,6 @@
 // The simulated node's state document (docs/simulator.md): its types and the fresh node it
 // starts from. Pure. ./state-file.ts parses and validates it.
-import type { HcnEndpoint, HcnNetwork } from '../hns/schema.js';
+import type { HcnEndpoint, HcnNetwork, HnsVersion } from '../hns/schema.js';
 import { nthAddress } from '../basics/ip4.js';
 import type { FaultRule } from './faults.js';
 import type { PolicyBatches } from './refusals.js';
@@ -51,7 +51,17 @@ export interface DataplaneState {
   hnsInstance?: number;
   /** How often each Windows service (kube-proxy, ...) was restarted through the service control manager; absent = never. */
   serviceRestarts?: Record<string, number>;
+  /** The version the node's HNS reports, `"<major>.<minor>"` (./state-file.ts parseHnsVersion); absent = NEWEST_HNS_VERSION. */
+  hnsVersion?: string;
 }
+
+/**
+ * The newest HNS the simulator models, what a node reports when nothing names its version: 15.4, Windows
+ * Server 2025 (kubernetes/kubernetes#131466 and its fix #131506 name HNS 15.4 on it). Older profiles:
+ * 9.x (Windows Server 2019), 13.x (Windows Server 2022); which feature came with which version is
+ * src/hns/features.ts.
+ */
+export const NEWEST_HNS_VERSION: HnsVersion = { Major: 15, Minor: 4 };
 
 export const PHYSICAL_ADAPTER = 'Ethernet';
 export const PHYSICAL_ADAPTER_INDEX = 4;

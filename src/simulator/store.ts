@@ -8,8 +8,11 @@
 //  * a lock's age is the larger of `now - at` and how long this process has seen that same lock, so one
 //    stamped in the future (clock skew, a hand-written file) is still broken after LOCK_STALE_MS;
 //  * the agent waits for another process's lock asynchronously (`waitUnlocked`, before each seam call),
-//    so its event loop (health server, watches) keeps running; the synchronous acquire then only meets
-//    a lock taken in the instant between, which is held for milliseconds.
+//    so its event loop (health server, watches, SIGTERM) keeps running, and the wait ends when the agent
+//    stops (its signal aborts the sleep); the synchronous acquire then only meets a lock taken in the
+//    instant between, which is held for milliseconds. Creating a missing file in the constructor, which
+//    cannot wait asynchronously, is skipped while another process holds the lock: the first change
+//    creates it after its seam call waited.
 // So no update is lost, and `flanneld cleanup` against a running agent's file acts as it would on Windows.
 // In memory (no file) a call changes the document through the keyed view (./keyed.ts) and costs O(1) per
 // item it touches; with a file every change also serializes and writes the whole document (the price of
@@ -31,6 +34,8 @@ export interface DataplaneFs {
   writeFileSync(file: string, data: string): void;
   renameSync(from: string, to: string): void;
   mkdirSync(dir: string, options: { recursive: true }): unknown;
+  /** Removes the temporary file of a failed write (src/basics/fs.ts writeFileAtomicSync). */
+  unlinkSync?(file: string): void;
   /** Used to notice another process's write cheaply; without it the file is read before each call. */
   statSync?(file: string): { ino: number; size: number; mtimeMs: number };
 }
@@ -44,6 +49,7 @@ const hostFs: DataplaneFs = {
   writeFileSync: (file, data) => nodeFs.writeFileSync(file, data),
   renameSync: (from, to) => nodeFs.renameSync(from, to),
   mkdirSync: (dir, options) => nodeFs.mkdirSync(dir, options),
+  unlinkSync: (file) => nodeFs.unlinkSync(file),
   statSync: (file) => nodeFs.statSync(file),
 };
 
@@ -96,11 +102,15 @@ export class StateStore {
     this.locking = opts.lock ?? opts.fs === undefined;
     this.now = opts.now;
     this.doc = opts.fresh();
-    // An existing file is read without the lock (writes are atomic renames); only creating one locks.
+    // An existing file is read without the lock (writes are atomic renames); only creating one locks,
+    // and only when the lock is free now (no thread-blocking wait here).
     if (!this.file || this.reload()) return;
-    this.withLock(() => {
-      if (!this.reload()) this.write(serializeState(this.doc));
-    });
+    this.withLock(
+      () => {
+        if (!this.reload()) this.write(serializeState(this.doc));
+      },
+      { wait: false },
+    );
   }
 
   /** The model's current document, every array current. Callers mutate it only inside `update`. */
@@ -246,7 +256,8 @@ export class StateStore {
 
   /**
    * Wait, without blocking the event loop, until no other process holds the lock (breaking a stale one).
-   * DataplaneStateError after LOCK_WAIT_MS, like the synchronous acquire.
+   * DataplaneStateError after LOCK_WAIT_MS, like the synchronous acquire; `sleep`'s rejection (the agent
+   * stopping: its signal aborts the sleep) ends the wait with that error.
    */
   async waitUnlocked(sleep: (ms: number) => Promise<void>): Promise<void> {
     if (!this.file || !this.locking || this.lockDepth > 0) return;
@@ -279,10 +290,13 @@ export class StateStore {
     );
   }
 
-  private withLock<T>(fn: () => T): T {
+  /** Run `fn` holding the lock; with `wait: false`, skip `fn` (undefined) when another process holds it. */
+  private withLock<T>(fn: () => T): T;
+  private withLock<T>(fn: () => T, opts: { wait: false }): T | undefined;
+  private withLock<T>(fn: () => T, opts: { wait: boolean } = { wait: true }): T | undefined {
     if (!this.locking || this.lockDepth > 0) return fn();
     const lockFile = `${this.file!}.lock`;
-    this.acquire(lockFile);
+    if (!this.acquire(lockFile, opts.wait)) return undefined;
     this.lockDepth++;
     try {
       return fn();
@@ -296,13 +310,14 @@ export class StateStore {
     }
   }
 
-  private acquire(lockFile: string): void {
+  /** Take the lock (true), breaking a stale one; false when another process holds it and `wait` is false. */
+  private acquire(lockFile: string, wait: boolean): boolean {
     const deadline = this.now() + LOCK_WAIT_MS;
     nodeFs.mkdirSync(dirname(lockFile), { recursive: true });
     for (;;) {
       try {
         nodeFs.writeFileSync(lockFile, JSON.stringify({ pid: process.pid, at: this.now() }), { flag: 'wx' });
-        return;
+        return true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
           throw new DataplaneStateError(
@@ -318,6 +333,7 @@ export class StateStore {
         this.breakLock(lockFile);
         continue;
       }
+      if (!wait) return false;
       if (this.now() > deadline) throw this.lockedError(lockFile, holder.pid);
       sleepSync(LOCK_SPIN_MS);
     }

@@ -279,10 +279,25 @@ export function checkWindowsIpFamilies(nc: NetworkConfig, context: Record<string
   if (nc.backend.type === 'vxlan') {
     throw new UnsupportedError(
       'FLANNEL_ERR_UNSUPPORTED',
-      'IPv6 with the vxlan backend is not supported on Windows (kube-proxy runs single-stack on Overlay networks); use "Backend": {"Type": "host-gw"} for dual-stack, or remove EnableIPv6',
+      'IPv6 with the vxlan backend is not supported on Windows (kube-proxy runs single-stack on Overlay networks): run this node IPv4-only with --ipv4-only (FLANNELD_IPV4_ONLY=true; the Linux nodes stay dual-stack, docs/compatibility.md "IPv4-only Windows nodes in a dual-stack cluster"), or use "Backend": {"Type": "host-gw"} for dual-stack',
       { ...context, reason: 'vxlan-ipv6' },
     );
   }
+}
+
+/**
+ * The net-conf this node runs, checked with checkWindowsIpFamilies: with `--ipv4-only` (the operator's
+ * choice, never made for them) a dual-stack net-conf is run as if it had no EnableIPv6, as an IPv4-only
+ * cluster's nodes run it: no IPv6 subnet, subnet.env or conflist family, and peers' IPv6 halves unread.
+ * An IPv6-only net-conf stays refused (there is no IPv4 half to run).
+ */
+export function windowsNetConf(nc: NetworkConfig, ipv4Only: boolean, context: Record<string, string | undefined> = {}): NetworkConfig {
+  if (!ipv4Only || !nc.enableIPv6 || !nc.enableIPv4) {
+    checkWindowsIpFamilies(nc, context);
+    return nc;
+  }
+  const { ipv6SubnetMin: _min, ipv6SubnetMax: _max, ...v4 } = nc;
+  return { ...v4, enableIPv6: false, ipv6Network: '', ipv6SubnetLen: 0 };
 }
 
 /** What to do when the shared net-conf still carries Linux's vxlan defaults (VNI 1, port 8472). */

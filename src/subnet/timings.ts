@@ -20,7 +20,11 @@ export interface SubnetTimings {
   nodeWaitLogIntervalMs: number;
   /** kube: how often the own Node is read again while waiting (1 s). */
   nodePollIntervalMs: number;
-  /** kube: for this long after start-up began, a 403 on the start-up path is retried (10 s; kube/own-node.ts). */
+  /**
+   * kube: for this long after start-up began, a 403 on the start-up path is retried (kube/own-node.ts,
+   * kube/node-public-ip.ts): a ClusterRole applied after the agent is waited for as the own Node is
+   * (default nodeWaitTimeoutMs, `--node-wait-timeout`).
+   */
   startUpWindowMs: number;
   /** kube: deadline of every request: list pages, the own-Node get, patches, the pod lookup (30 s). */
   requestTimeoutMs: number;
@@ -41,14 +45,13 @@ export interface SubnetTimings {
 
 const MIN = 60_000;
 
-const DEFAULTS: Readonly<SubnetTimings> = Object.freeze({
+const DEFAULTS: Readonly<Omit<SubnetTimings, 'startUpWindowMs'>> = Object.freeze({
   backoffBaseMs: 1000,
   backoffCapMs: 30_000,
   apiRetryTimeoutMs: 5 * MIN,
   nodeWaitTimeoutMs: 5 * MIN,
   nodeWaitLogIntervalMs: 10_000,
   nodePollIntervalMs: 1000,
-  startUpWindowMs: 10_000,
   requestTimeoutMs: 30_000,
   leaseTtlSeconds: 24 * 60 * 60,
   leaseRenewMarginMs: 60 * MIN,
@@ -61,5 +64,6 @@ const ETCD_DEFAULTS: Partial<SubnetTimings> = { backoffBaseMs: 100, backoffCapMs
 /** The timings `manager` runs with: its defaults, with the fields `given` sets (not undefined) over them. */
 export function subnetTimings(manager: 'kube' | 'etcd', given: Partial<SubnetTimings> = {}): SubnetTimings {
   const set = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<SubnetTimings>;
-  return { ...DEFAULTS, ...(manager === 'etcd' ? ETCD_DEFAULTS : {}), ...set };
+  const t = { ...DEFAULTS, ...(manager === 'etcd' ? ETCD_DEFAULTS : {}), ...set };
+  return { ...t, startUpWindowMs: set.startUpWindowMs ?? t.nodeWaitTimeoutMs };
 }

@@ -1,13 +1,15 @@
 // One agent per node (src/host/agent-lock.ts): the lock beside subnet.env, its stale cases, and the real
-// thing: a second dist/main.js for the same node exits naming the first one's PID, and `flanneld cleanup`
-// refuses to run beside a live agent unless given --force.
+// thing: a second dist/main.js for the same node exits naming the first one's PID, `flanneld cleanup`
+// refuses to run beside a live agent unless given --force, and a lock whose PID now runs another program
+// blocks neither.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { FlannelError, HostError } from '../../src/basics/errors.js';
 import { acquireAgentLock, agentLockPath, readLockHolder, tasklistImage, type LockFs } from '../../src/host/agent-lock.js';
+import { systemBootTimeMs } from '../../src/host/boot.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { waitFor } from '../support/cluster.js';
 import { MAIN, startFlanneld } from '../support/flanneld-process.js';
@@ -91,7 +93,12 @@ describe('agent lock (pure, injected fs)', () => {
     ['the PID now runs another flanneld started later', me('flanneld.exe', BOOT + 1000), { image: 'FLANNELD.EXE', startMs: BOOT + 600_000 }, false],
     ['the same process (image case differs, start within the tolerance)', me('flanneld.exe', BOOT + 1000), { image: 'FLANNELD.EXE', startMs: BOOT + 1500 }, true],
     ['nothing known of the process: the PID is trusted', me('flanneld.exe', BOOT + 1000), undefined, true],
-    ['a lock of an older agent (no image recorded): the PID is trusted', held(4242), { image: 'svchost.exe', startMs: BOOT }, true],
+    // A lock of an older agent (or one holding no image) is checked against the images an agent runs as:
+    // this process's own, flanneld.exe or node.exe (flanneld on Linux, under node).
+    ['a lock of an older agent (no image recorded), the PID now runs svchost.exe', held(4242), { image: 'svchost.exe', startMs: BOOT }, false],
+    ['a lock of an older agent (no image recorded), the PID runs flanneld.exe', held(4242), { image: 'FLANNELD.EXE', startMs: BOOT }, true],
+    ['a lock of an older agent (no image recorded), the PID runs node.exe', held(4242), { image: 'node.exe' }, true],
+    ['a lock of an older agent, nothing known of the PID: trusted', held(4242), undefined, true],
   ])('a live PID: %s', (_what, content, info, live) => {
     const fs = memFs(new Map([[LOCK, content]]));
     const d = { ...deps(fs, [4242]), processInfo: () => info };
@@ -117,9 +124,16 @@ describe('agent lock (pure, injected fs)', () => {
   });
 });
 
-describe('one agent per node: two real processes', () => {
+describe('one agent per node: real processes', () => {
   const api = new FakeKubeApiServer();
   let dir: string;
+  let other: ChildProcess | undefined;
+  const agentEnv = (state: string) => ({
+    NODE_NAME: 'win-1',
+    FLANNELD_KUBECONFIG_FILE: join(dir, 'kubeconfig'),
+    FLANNELD_DATAPLANE_STATE: join(dir, state),
+    FLANNELD_IFACE: '10.0.0.7',
+  });
   beforeAll(async () => {
     await api.start();
     dir = mkdtempSync(join(tmpdir(), 'agent-lock-'));
@@ -128,6 +142,7 @@ describe('one agent per node: two real processes', () => {
     api.addNode(bareNode({ name: 'win-1', podCIDR: '10.244.7.0/24' }));
   });
   afterAll(async () => {
+    other?.kill();
     await api.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -135,7 +150,7 @@ describe('one agent per node: two real processes', () => {
   it('the second agent exits 1 naming the first one’s PID; cleanup refuses unless --force', async () => {
     const subnetFile = join(dir, 'run', 'subnet.env');
     const args = ['--kube-subnet-mgr', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'];
-    const env = { NODE_NAME: 'win-1', FLANNELD_KUBECONFIG_FILE: join(dir, 'kubeconfig'), FLANNELD_DATAPLANE_STATE: join(dir, 'state.json'), FLANNELD_IFACE: '10.0.0.7' };
+    const env = agentEnv('state.json');
     const first = startFlanneld(args, env);
     try {
       await waitFor(() => existsSync(subnetFile), 'the first agent wrote subnet.env', 20_000);
@@ -168,5 +183,39 @@ describe('one agent per node: two real processes', () => {
       expect(await first.stop()).toBe(0);
     }
     expect(existsSync(join(dir, 'run', 'flanneld.lock'))).toBe(false);
+  }, 60_000);
+
+  // A crashed older agent's lock (PID and boot time only) whose PID the OS has since given to another
+  // program (here `sleep`, alive for the whole test): that program is no agent, so the lock is stale. It
+  // blocked the agent (FLANNEL_ERR_AGENT_LOCK: a service restart loop) and cleanup for as long as it lived.
+  it('the agent takes the lock over and runs; cleanup does not refuse', async () => {
+    other = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const pid = other.pid!;
+    const subnetFile = join(dir, 'reused-pid', 'subnet.env');
+    const lockPath = agentLockPath(subnetFile);
+    mkdirSync(dirname(lockPath), { recursive: true });
+    writeFileSync(lockPath, JSON.stringify({ pid, bootTimeMs: systemBootTimeMs(), startedAt: '2026-01-01T00:00:00.000Z' }) + '\n');
+    expect(readLockHolder(lockPath)).toBeUndefined();
+
+    const env = agentEnv('reused-pid-state.json');
+    const cleanup = spawnSync(
+      process.execPath,
+      [MAIN, 'cleanup', '--dry-run', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'],
+      { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env } },
+    );
+    expect(cleanup.stderr).toBe('');
+    expect(cleanup.status).toBe(0);
+
+    const agent = startFlanneld(['--kube-subnet-mgr', `--net-config-path=${join(dir, 'net-conf.json')}`, `--subnet-file=${subnetFile}`, '--dataplane=simulated'], env);
+    try {
+      await waitFor(() => existsSync(subnetFile), 'the agent wrote subnet.env', {
+        timeoutMs: 20_000,
+        failIf: () => (agent.stderr().includes('ERROR') ? agent.stderr() : undefined),
+      });
+      expect(JSON.parse(readFileSync(lockPath, 'utf8'))).toMatchObject({ pid: agent.pid });
+    } finally {
+      expect(await agent.stop()).toBe(0);
+    }
+    expect(other.exitCode).toBeNull(); // the other program was left alone
   }, 60_000);
 });

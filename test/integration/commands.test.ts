@@ -378,6 +378,84 @@ describe('flanneld cleanup', () => {
     expect(r2.out.stdout).toContain(`removed file ${join(dirname(a.subnetFile), 'boot.json')}`);
   });
 
+  // Delete only what is provably the agent's (docs/install.md, Uninstalling): a network of the agent's name
+  // that is neither the one boot.json recorded (its ID) nor on this node's FLANNEL_SUBNET is an
+  // administrator's, however it is named. Kept, said why, and nothing in it touched.
+  it.each([
+    ['host-gw', 'cbr0', 'L2Bridge', '192.168.100.0/24'],
+    ['vxlan', 'flannel.4096', 'Overlay', '172.30.0.0/24'],
+  ] as const)("%s: an administrator's network named like the agent's (%s %s on %s) is kept, named, and why", async (backend, name, type, prefix) => {
+    const a = await runToSync(backend);
+    const model = new SimulatedDataplane({ statePath: a.statePath });
+    // The agent's network went (a reboot, an admin); someone made another of that name on another subnet.
+    model.deleteNetwork('test', model.getNetworkByName(name)!.ID!);
+    const admin = model.createNetwork('test', {
+      Name: name,
+      Type: type,
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: prefix }] }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const theirs = model.createEndpoint('test', admin.ID!, {
+      Name: 'their-vm',
+      IpConfigurations: [{ IpAddress: prefix.replace('.0/24', '.7') }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    for (const dryRun of [true, false]) {
+      const r = io();
+      expect(await cleanup.run([...agentFlags(a), ...(dryRun ? ['--dry-run'] : [])], r.io)).toBe(0);
+      expect(r.out.stdout).not.toMatch(/remove(d)? HNS network/);
+      expect(r.out.stdout).not.toContain('their-vm');
+      const kept = r.out.stdout.split('\n').find((l) => l.startsWith(`kept HNS network ${name} (${type}, ${prefix}, ID ${admin.ID}): not flanneld's: `));
+      expect(kept).toContain(`the one ${join(dirname(a.subnetFile), 'boot.json')} recorded`);
+      expect(kept).toContain(`FLANNEL_SUBNET ${WIN_CIDR}`);
+    }
+    const after = new SimulatedDataplane({ statePath: a.statePath });
+    expect(after.getNetworkByName(name)?.ID).toBe(admin.ID);
+    expect(after.listEndpoints().map((e) => e.ID)).toContain(theirs.ID);
+  });
+
+  it('the pod endpoints that go with the network are named and counted, in --dry-run too', async () => {
+    const a = await runToSync('host-gw');
+    const model = new SimulatedDataplane({ statePath: a.statePath });
+    const net = model.getNetworkByName('cbr0')!;
+    const pods = ['10.244.100.5', '10.244.100.6'].map((ip, i) =>
+      model.createEndpoint('test', net.ID!, { Name: `pod-${i}`, IpConfigurations: [{ IpAddress: ip }], SchemaVersion: { Major: 2, Minor: 0 } }),
+    );
+    const podLines = (verb: string) => pods.map((p, i) => `${verb} pod endpoint pod-${i} (10.244.100.${5 + i}, ID ${p.ID}) with HNS network cbr0`);
+    const dry = io();
+    expect(await cleanup.run([...agentFlags(a), '--dry-run'], dry.io)).toBe(0);
+    expect(dry.out.stdout.split('\n')).toEqual(expect.arrayContaining(podLines('would remove')));
+    expect(dry.out.stdout).toMatch(/^would remove HNS network cbr0 \(L2Bridge, 10\.244\.100\.0\/24, ID [^)]+\) with 2 pod endpoints$/m);
+    expect(new SimulatedDataplane({ statePath: a.statePath }).listEndpoints()).toHaveLength(3);
+
+    const r = io();
+    expect(await cleanup.run(agentFlags(a), r.io)).toBe(0);
+    expect(r.out.stdout.split('\n')).toEqual(expect.arrayContaining(podLines('removed')));
+    expect(r.out.stdout).toMatch(/^removed HNS network cbr0 \(L2Bridge, .*\) with 2 pod endpoints$/m);
+    expect(r.out.stdout).not.toMatch(/pod endpoint cbr0_ep/);
+    expect(new SimulatedDataplane({ statePath: a.statePath }).listEndpoints()).toEqual([]);
+  });
+
+  it('what is not a regular file in the run directory (a directory named like a temporary file, or like routes.json) is skipped and kept, never an EISDIR', async () => {
+    const a = await runToSync('vxlan');
+    const run = dirname(a.subnetFile);
+    mkdirSync(join(run, 'boot.json.tmp-4242'));
+    const r = io();
+    expect(await cleanup.run(agentFlags(a), r.io)).toBe(0);
+    expect(r.out.stderr).toBe('');
+    expect(r.out.stdout).toMatch(/^removed HNS network flannel\.4096 /m);
+    expect(r.out.stdout).toContain(`kept ${run}: holds other files (boot.json.tmp-4242)`);
+    expect(existsSync(a.subnetFile)).toBe(false);
+    expect(existsSync(join(run, 'boot.json.tmp-4242'))).toBe(true);
+
+    mkdirSync(join(run, 'routes.json'));
+    const again = io();
+    expect(await cleanup.run(agentFlags(a), again.io)).toBe(0);
+    expect(again.out.stderr).toBe('');
+    expect(again.out.stdout).toContain(`kept ${join(run, 'routes.json')}: not a regular file`);
+    expect(existsSync(join(run, 'routes.json'))).toBe(true);
+  });
+
   it('neither net-conf.json nor subnet.env (a node flannel never ran on): nothing to remove, exit 0', async () => {
     // The uninstall DaemonSet (deploy/cleanup) runs on every Windows node; exit 2 there crash-loops its init container.
     cluster = await new TestCluster().start();

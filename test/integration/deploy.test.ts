@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { FLAGS } from '../../src/config/flags.js';
+import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { AGENT_RBAC_RULES } from '../../src/subnet/kube/api-error.js';
 import { MAIN } from '../support/flanneld-process.js';
 import { KUBE_SYSTEM_CONFIGMAPS } from '../support/kube-system-configmaps.js';
@@ -73,6 +75,34 @@ function exec(cmd: string, args: string[], env: Record<string, string>): Promise
   });
 }
 const kubectl = (args: string[], env: Record<string, string>) => exec('kubectl', args, env);
+
+/**
+ * Whether a pod's tolerations tolerate a taint, as the scheduler and the taint manager decide it
+ * (k8s.io/api core/v1 toleration.go ToleratesTaint): an empty effect matches every effect; `Exists` with an
+ * empty key matches every key; `Equal` (the default operator) matches key and value.
+ */
+function tolerates(tolerations: Obj[], taint: { key: string; value?: string; effect: string }): boolean {
+  return tolerations.some((t) => {
+    if (t['effect'] && t['effect'] !== taint.effect) return false;
+    if (t['key'] && t['key'] !== taint.key) return false;
+    if (t['operator'] === 'Exists') return true;
+    return (t['value'] ?? '') === (taint.value ?? '');
+  });
+}
+
+/**
+ * Taints a node agent must stay through. NoExecute ones evict a pod that does not tolerate them: an
+ * operator's own (`dedicated=...:NoExecute`) and `node.kubernetes.io/out-of-service`, which the DaemonSet
+ * controller adds no toleration for (it adds not-ready and unreachable only). flannel's Helm chart
+ * tolerates both effects with `operator: Exists` (chart/kube-flannel/values.yaml `flannel.tolerations`;
+ * Documentation/kube-flannel.yml tolerates NoSchedule only).
+ */
+const NODE_AGENT_TAINTS = [
+  { key: 'dedicated', value: 'windows', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/os', value: 'windows', effect: 'NoSchedule' },
+  { key: 'dedicated', value: 'windows', effect: 'NoExecute' },
+  { key: 'node.kubernetes.io/out-of-service', value: 'nodeshutdown', effect: 'NoExecute' },
+];
 
 /** Every YAML file under deploy/ (recursively). */
 function yamlFiles(dir: string): string[] {
@@ -210,6 +240,9 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     expect(spec['securityContext']['windowsOptions']).toEqual({ hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' });
     expect(spec['serviceAccountName']).toBe('flannel-windows');
     expect(spec['tolerations']).toEqual(expect.arrayContaining([{ operator: 'Exists', effect: 'NoSchedule' }]));
+    // A node agent stays through every NoSchedule and NoExecute taint (evicted, the node loses its pod network).
+    expect(NODE_AGENT_TAINTS.filter((t) => !tolerates(spec['tolerations'] as Obj[], t))).toEqual([]);
+    expect(tolerates([{ operator: 'Exists', effect: 'NoSchedule' }], NODE_AGENT_TAINTS[2])).toBe(false); // the matcher tells
     expect(ds['spec']['selector']['matchLabels']).toEqual({ app: 'flannel-windows' });
     expect(ds['spec']['template']['metadata']['labels']).toMatchObject({ app: 'flannel-windows' });
     // It reads the Linux manifest's ConfigMap in the same namespace, without owning it.
@@ -265,6 +298,48 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     expect(c['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
     expect(c['readinessProbe']['httpGet']).toEqual({ path: '/readyz', port: 10277 });
   });
+
+  it("deploy/README.md's doctor recipe is the kube-flannel container's own command with doctor added, on variables the container has, and the built CLI takes it", () => {
+    const ds = find('DaemonSet', 'kube-flannel-ds-windows');
+    const c = (ds['spec']['template']['spec']['containers'] as Obj[]).find((x) => x['name'] === 'kube-flannel')!;
+    const readme = readFileSync(join(DEPLOY, 'README.md'), 'utf8');
+    const block = /<!-- doctor-recipe[^\n]*\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    expect(block).toContain('kubectl -n kube-flannel exec "$POD" -c kube-flannel -- powershell.exe');
+    const command = /-Command '([^']*)'/.exec(block)?.[1] ?? '';
+    // The container's PowerShell, quotes aside (the recipe needs none: it sits in a shell's single quotes).
+    const agent = (c['args'] as string[]).join(' ').replace(/'/g, '').replace(/\s+/g, ' ').trim();
+    expect(command.replace('flanneld.exe) doctor ', 'flanneld.exe) ').replace(' --service-cidr $env:SERVICE_CIDR', '')).toBe(agent);
+    // Every variable it reads is the container's: its env, its ConfigMap's keys, or HostProcess's sandbox mount point.
+    const cm = find('ConfigMap', c['envFrom'][0]['configMapRef']['name'] as string);
+    const has = new Set([...(c['env'] as Obj[]).map((e) => e['name'] as string), ...Object.keys(cm['data'] as Record<string, string>), 'CONTAINER_SANDBOX_MOUNT_POINT']);
+    expect([...command.matchAll(/\$env:(\w+)/g)].map((m) => m[1]).filter((v) => !has.has(v))).toEqual([]);
+    // The built CLI takes its flags (PowerShell's values put in, the sandbox a temporary directory, the node's
+    // address loopback): doctor runs and judges (exit 0 or 1), never a usage error (2).
+    const root = mkdtempSync(join(tmpdir(), 'flanneld-sandbox-'));
+    try {
+      mkdirSync(join(root, 'etc', 'kube-flannel'), { recursive: true });
+      writeFileSync(join(root, 'etc', 'kube-flannel', 'net-conf.json'), JSON.stringify({ Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } }));
+      const values: Record<string, string> = { ...(cm['data'] as Record<string, string>), NODE_IP: '127.0.0.1' };
+      const flags = /flanneld\.exe\) (doctor .*); exit \$LASTEXITCODE$/
+        .exec(command)![1]
+        .replace(/\(Join-Path \$root ([^)]+)\)/g, (_m, p: string) => join(root, ...p.split('\\')))
+        .replace(/\$env:(\w+)/g, (_m, v: string) => values[v] ?? '')
+        .split(' ');
+      const run = spawnSync(
+        process.execPath,
+        [MAIN, ...flags, '--dataplane=simulated', `--dataplane-state=${join(root, 'dataplane.json')}`, '--no-cluster', '--status-url=http://127.0.0.1:9/status', '--json'],
+        {
+          encoding: 'utf8',
+          env: { PATH: process.env['PATH'] ?? '', NODE_NAME: 'win' },
+        },
+      );
+      expect(run.stderr).toBe('');
+      expect([0, 1]).toContain(run.status);
+      expect((JSON.parse(run.stdout) as { checks: unknown[] }).checks.length).toBeGreaterThan(10);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
 
 // Uninstall: deploy/overlays/example/cleanup renders the cleanup DaemonSet (deploy/cleanup), which runs the
@@ -306,6 +381,7 @@ describe('deploy/overlays/example/cleanup (kubectl apply -k --dry-run=client): t
     expect(spec['securityContext']['windowsOptions']).toEqual({ hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' });
     expect(spec['hostNetwork']).toBe(true);
     expect(spec['automountServiceAccountToken']).toBe(false); // cleanup calls no API server
+    expect(NODE_AGENT_TAINTS.filter((t) => !tolerates(spec['tolerations'] as Obj[], t))).toEqual([]);
     expect(readFileSync(join(DEPLOY, 'base', 'kustomization.yaml'), 'utf8')).not.toContain('cleanup');
   });
 
@@ -532,14 +608,14 @@ describe('scripts/start.ps1', () => {
     expect(text).toContain("$pluginArgs += '--pinned'");
     expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
-    expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf("Invoke-Flanneld @('cni-config'"));
+    expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf('Invoke-Flanneld $cniConfigArgs'));
     // The conflist names the agent's subnet.env: -SubnetFile reaches cni-config as it reaches the agent.
-    expect(text).toContain(`Invoke-Flanneld @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile"`);
+    expect(text).toContain(`$cniConfigArgs = @('cni-config', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile"`);
   });
 
   it('writes the conflist again once the agent recorded the HNS network it runs (an adopted vxlan0), before waiting for /readyz', () => {
     const text = readFileSync(SCRIPT, 'utf8');
-    const render = 'Invoke-Flanneld @(\'cni-config\', "--net-config-path=$NetConfPath", "--subnet-file=$SubnetFile"';
+    const render = 'Invoke-Flanneld $cniConfigArgs';
     const start = text.indexOf("Invoke-Flanneld @('service', 'start', '--name', $ServiceName");
     const record = text.indexOf("$bootRecord = Join-Path (Split-Path -Parent $SubnetFile) 'boot.json'");
     const second = text.indexOf(render, text.indexOf(render) + 1);
@@ -571,7 +647,7 @@ describe('scripts/start.ps1', () => {
     // Only when the old Backend.Type is the one written now: a -NetworkMode change takes the new type's default.
     expect(text).toContain("$oldBackend.Value.PSObject.Properties['Name'] -and $oldType -ceq $backend['Type']");
     expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeGreaterThan(read);
-    expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeLessThan(text.indexOf('$netConf = [ordered]@{ Network = $ClusterCIDR; Backend = $backend }'));
+    expect(text.indexOf("$backend['Name'] = $NetworkName")).toBeLessThan(text.indexOf("$netConfFields['Backend'] = $backend"));
   });
 
   it('run again with the service running: restarts it when its flags or net-conf.json changed, and says so', async () => {
@@ -611,6 +687,93 @@ describe('scripts/start.ps1', () => {
     expect(c).toContain('L"name: %ls\\nstate: %ls\\npid:');
     expect(c).toContain('binary-path: %ls\\n');
     expect(c).toContain('return L"RUNNING"');
+  });
+
+  // Dual-stack (docs/install.md "Dual-stack"): Kubernetes' "<v4>,<v6>" form of -ClusterCIDR / -ServiceCIDR.
+  it('takes the dual-stack form of -ClusterCIDR and -ServiceCIDR, and -IPv4Only / -PublicIPv6', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    const tree = p.parse(text)!;
+    expect(tree.rootNode.hasError).toBe(false);
+    // Name -> declared type of every parameter. Unquoted, PowerShell passes 10.244.0.0/16,fd00::/56 as an
+    // array, which a [string] parameter would join with a space: the CIDRs must be [string[]].
+    const params = Object.fromEntries(
+      tree.rootNode
+        .descendantsOfType('script_parameter')
+        .map((n): [string, string] => [
+          n.children.find((c) => c?.type === 'variable')?.text.slice(1) ?? '',
+          /^\[[\w[\]]+\]/.exec(n.text.replace(/^\[Parameter\([^)]*\)\]/, ''))?.[0] ?? '',
+        ]),
+    );
+    expect(params).toMatchObject({ ClusterCIDR: '[string[]]', ServiceCIDR: '[string[]]', IPv4Only: '[switch]', PublicIPv6: '[string]' });
+    // Split on commas after joining (the quoted form is one string), one IPv4 and at most one IPv6.
+    expect(text).toContain("$parts = @($Value | ForEach-Object { $_ -split ',' }");
+    expect(text).toContain('if ($v4.Count -ne 1 -or $v6.Count -gt 1) {');
+  });
+
+  it("writes the dual-stack net-conf with flannel's own keys, which the agent reads as dual-stack", () => {
+    const text = readFileSync(SCRIPT, 'utf8');
+    // The keys the script sets, in its order, filled as it fills them: parseNetConf must read them as dual-stack.
+    const keys = [...text.matchAll(/\$netConfFields(?: = \[ordered\]@\{ (\w+) =|\['(\w+)'\] =)/g)].map((m) => m[1] ?? m[2]);
+    expect(keys).toEqual(['Network', 'EnableIPv6', 'IPv6Network', 'Backend']);
+    const values: Record<string, unknown> = { Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } };
+    const nc = parseNetConf(JSON.stringify(Object.fromEntries(keys.map((k) => [k, values[k]]))));
+    expect([nc.enableIPv6, nc.ipv6Network, nc.network]).toEqual([true, 'fd00:10:244::/56', '10.244.0.0/16']);
+    expect(text).toContain('$netConfFields = [ordered]@{ Network = $clusterCidrs.IPv4 }');
+    expect(text).toMatch(/if \(\$dualStack\) \{\s*\$netConfFields\['EnableIPv6'\] = \$true\s*\$netConfFields\['IPv6Network'\] = \$clusterCidrs\.IPv6/);
+  });
+
+  it('overlay with a dual-stack -ClusterCIDR needs -IPv4Only, refused before anything is written or run', () => {
+    const text = readFileSync(SCRIPT, 'utf8');
+    const refuse = text.indexOf("if ($dualStack -and $NetworkMode -eq 'overlay' -and -not $IPv4Only) {");
+    expect(refuse).toBeGreaterThan(0);
+    expect(text.slice(refuse, refuse + 400)).toMatch(/^[^\n]*\n\s*throw \("-NetworkMode overlay cannot carry IPv6 on Windows[^"]*pass -IPv4Only/);
+    const firstEffect = Math.min(text.indexOf('WriteAllText'), text.indexOf('Invoke-Flanneld $pluginArgs'), text.indexOf("Invoke-Flanneld (@('service'"));
+    expect(refuse).toBeLessThan(firstEffect);
+  });
+
+  it('passes the agent and cni-config only flags they have, the dual-stack ones included', () => {
+    const text = readFileSync(SCRIPT, 'utf8');
+    const block = (start: string) => {
+      const i = text.indexOf(start);
+      expect([start, i >= 0]).toEqual([start, true]);
+      return text.slice(i, text.indexOf('\n\n', i));
+    };
+    const flagsIn = (src: string) => [...src.matchAll(/['"]--([a-z][a-z0-9-]*)/g)].map((m) => m[1]);
+    const agentFlags = new Set(FLAGS.map((f) => f.name));
+    const cniFlags = new Set([...CNI_CONFIG_FLAGS.map((f) => f.name), ...agentFlags]);
+    const agentBlock = block('$agentArgs = @(').split('\n)\n')[0];
+    const familyBlock = block('# The flags cni-config shares with the agent');
+    const familyLines = familyBlock.split('\n').filter((l) => l.includes('$familyArgs +='));
+    const cniLines = familyBlock.slice(familyBlock.indexOf('$cniConfigArgs = @('));
+    // The agent's own, and the family flags (they go to both); cni-config's own with the agent flags it takes.
+    expect(flagsIn(agentBlock + familyLines.join('\n')).filter((f) => !agentFlags.has(f))).toEqual([]);
+    expect(flagsIn(cniLines).filter((f) => !cniFlags.has(f))).toEqual([]);
+    expect(flagsIn(agentBlock)).toContain('kube-subnet-mgr'); // the blocks hold what they should
+    // -IPv4Only and -PublicIPv6 reach both the agent and cni-config; the IPv6 Service CIDR reaches cni-config.
+    expect(familyBlock).toContain("if ($IPv4Only) { $familyArgs += '--ipv4-only' }");
+    expect(familyBlock).toContain('if ($PublicIPv6) { $familyArgs += "--public-ipv6=$PublicIPv6" }');
+    expect(familyBlock).toContain('$agentArgs += $familyArgs');
+    expect(familyBlock).toMatch(/"--service-cidr=\$\(\$serviceCidrs\.IPv4\)".*\+ \$familyArgs/s);
+    expect(familyBlock).toContain('if ($podsDualStack -and $serviceCidrs.IPv6) { $cniConfigArgs += "--ipv6-service-cidr=$($serviceCidrs.IPv6)" }');
+    expect(flagsIn(familyBlock)).toEqual(expect.arrayContaining(['ipv4-only', 'public-ipv6', 'ipv6-service-cidr']));
+    // The dual-stack conflist names the subnets the agent writes to subnet.env: only rendered once it has.
+    expect(text).toMatch(/if \(-not \$podsDualStack\) \{\s*Invoke-Flanneld \$cniConfigArgs\s*\}/);
+    // The dual-stack block at the end now runs: subnet.env has FLANNEL_IPV6_SUBNET once EnableIPv6 is written.
+    expect(text).toContain("Select-String -Quiet -Pattern '^FLANNEL_IPV6_SUBNET='");
+  });
+
+  it("docs/install.md's dual-stack examples use only the script's parameters", async () => {
+    const p = await parser();
+    const tree = p.parse(readFileSync(SCRIPT, 'utf8'))!;
+    const params = new Set(tree.rootNode.descendantsOfType('script_parameter').map((n) => n.children.find((c) => c?.type === 'variable')?.text.slice(1)));
+    const install = readFileSync(join(process.cwd(), 'docs', 'install.md'), 'utf8');
+    const section = install.slice(install.indexOf('### Dual-stack'), install.indexOf('\n## ', install.indexOf('### Dual-stack')));
+    const examples = [...section.matchAll(/```powershell\n([\s\S]*?)```/g)].map((m) => m[1]).filter((c) => c.includes('start.ps1'));
+    expect(examples.length).toBeGreaterThanOrEqual(2);
+    const used = examples.flatMap((c) => [...c.matchAll(/\s-([A-Z][A-Za-z0-9]*)/g)].map((m) => m[1]));
+    expect(used).toEqual(expect.arrayContaining(['ClusterCIDR', 'ServiceCIDR', 'IPv4Only']));
+    expect(used.filter((u) => !params.has(u))).toEqual([]);
   });
 
   it('serves health and /metrics on the node IP by default, as docs/metrics.md says and scrapes (-HealthzIP)', async () => {

@@ -79,6 +79,21 @@ describe('HNS restarts while the agent runs', () => {
     expect(metric(await agent.metrics(), 'flannel_hns_restarts_total')).toBe(1);
   });
 
+  // docs/errors.md: a service the SCM will not restart is FLANNEL_ERR_SERVICE, logged, and the agent runs on.
+  it('--restart-service-on-hns-restart=kubeproxy, the SCM refusing (ControlService: 5 access denied): logged as FLANNEL_ERR_SERVICE, the agent keeps running', async () => {
+    addPeers([1], 'host-gw');
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: [`--iface=${WIN_IP}`, '--restart-service-on-hns-restart=kubeproxy'] });
+    const state = agent.state;
+    await agent.waitReady();
+    state.addFault({ op: 'ControlService', hresult: '5', remaining: -1 });
+
+    state.restartHns();
+    const failed = await agent.waitForLog('restarting service after the HNS restart failed', 40_000);
+    expect(failed).toMatchObject({ service: 'kubeproxy', code: 'FLANNEL_ERR_SERVICE' });
+    expect(state.read().serviceRestarts).toBeUndefined();
+    await agent.waitReady();
+  });
+
   it('vxlan: the Overlay network, its RemoteSubnetRoute policies and the source VIP endpoint are re-applied', async () => {
     addPeers([1, 2], 'vxlan');
     const dir = join(cluster.dir, WIN);

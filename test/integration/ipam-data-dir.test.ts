@@ -13,7 +13,6 @@ let cluster: TestCluster;
 beforeEach(async () => {
   cluster = await new TestCluster().start();
   cluster.api.addNode(bareNode({ name: WIN, podCIDR: '10.244.7.0/24', internalIP: WIN_IP }));
-  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.101', backendType: 'host-gw' }));
 });
 afterEach(() => cluster.stop());
 
@@ -22,6 +21,8 @@ describe('an unwritable --cni-ipam-data-dir', () => {
     ['host-gw', HOSTGW_NET_CONF],
     ['vxlan', VXLAN_NET_CONF],
   ] as const)('%s: a file where the directory should be: a warning naming the path and the fix; the agent runs on', async (backend, netConf) => {
+    // A peer of the node's own backend (one of another it rejects, and is then not ready).
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.101', backendType: backend }));
     const dir = join(cluster.dir, WIN);
     mkdirSync(dir, { recursive: true });
     const notADir = join(dir, 'cni-networks');

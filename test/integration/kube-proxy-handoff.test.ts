@@ -18,10 +18,11 @@
 // Both are evaluated here with a small interpreter of PowerShell member chains (case-insensitive
 // properties, as ConvertFrom-Json's objects have them; .Split(sep); [index]).
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
+import { logSink } from '../support/log-sink.js';
 
 /** Evaluate `$x.a.b.Split("/")[0]` on a ConvertFrom-Json object. */
 function psMemberChain(doc: unknown, expr: string): unknown {
@@ -105,6 +106,35 @@ describe('kube-proxy hand-off', () => {
     expect(JSON.stringify(ep)).toContain(vip.ip);
     // host-local would never hand the address to a pod: it is reserved in the store the CNI reads.
     expect(readFileSync(join(root, 'var', 'lib', 'cni', 'networks', 'flannel.4096', vip.ip), 'utf8')).toMatch(/^flanneld-source-vip/);
+  });
+
+  // kube-proxy's scripts read these files at every kube-proxy start; one deleted (C:\k cleaned by hand, a
+  // reinstalled kube-proxy) would make the script reserve a new address with host-local, which is not the
+  // endpoint kube-proxy then looks up. The agent owns them: its HNS check (every resync) writes a missing
+  // or changed one again and says so at warn.
+  it('vxlan: a deleted or edited sourceVip.json is written again at the next HNS check, and logged', async () => {
+    cluster = await new TestCluster().start();
+    cluster.addWindowsNode('win-1', '10.244.7.0/24', '10.0.0.20');
+    const root = join(cluster.dir, 'c');
+    const compat = [join(root, 'k', 'sourceVip.json'), join(root, 'sourcevip', 'sourceVip.json')];
+    const sink = logSink();
+    const a = cluster.startAgent({
+      nodeName: 'win-1',
+      ip: '10.0.0.20',
+      netConf: VXLAN_NET_CONF,
+      log: sink.log,
+      extraArgs: [`--source-vip-file=${join(root, 'run', 'flannel', 'sourcevip.json')}`, `--source-vip-compat-files=${compat.join(',')}`],
+    });
+    await waitFor(() => a.agent.isReady && a.agent.sourceVip, 'agent ready with a source VIP');
+    const written = compat.map((f) => readFileSync(f, 'utf8'));
+    rmSync(compat[0]);
+    writeFileSync(compat[1], '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.7.99/24"}}\n');
+    await waitFor(() => existsSync(compat[0]) && readFileSync(compat[1], 'utf8') === written[1], 'both source VIP files written again');
+    expect(compat.map((f) => readFileSync(f, 'utf8'))).toEqual(written);
+    const warned = sink.entries.filter((e) => e['level'] === 'warn' && e['message'] === 'a source VIP file kube-proxy reads was missing or changed; wrote it again');
+    expect(warned.map((e) => e['path']).sort()).toEqual([...compat].sort());
+    // The endpoint was never lost: no rebuild, the same address.
+    expect(a.agent.sourceVip!.ip).toBe('10.244.7.2');
   });
 
   it('host-gw: --network-name cbr0 is our L2Bridge network (no source VIP)', async () => {

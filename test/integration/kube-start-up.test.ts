@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
+import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { buildKubeConfig } from '../../src/subnet/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
@@ -89,7 +89,7 @@ describe('start-up against an API server that is still starting', () => {
     expect(api.getNode('win')!.status?.conditions?.find((c) => c.type === 'NetworkUnavailable')?.status).toBe('False');
     expect(api.requests.filter((r) => r.method === 'GET' && r.path === '/api/v1/nodes/win')).toHaveLength(4);
     expect(api.requests.filter((r) => r.method === 'PATCH')).toHaveLength(5);
-    expect(entries.some((e) => e['message'] === 'kubernetes API call failed, retrying' && String(e['error']).includes('HTTP 403'))).toBe(true);
+    expect(entries.some((e) => String(e['message']).startsWith('the API server refuses the agent (RBAC)') && e['permission'] === 'nodes: get')).toBe(true);
   });
 
   it('the first read of the own Node (its public-IP annotations, before the interface is chosen) waits out the 403s too', async () => {
@@ -144,6 +144,92 @@ describe('start-up against an API server that is still starting', () => {
     expect(err.message).toContain('NODE_NAME');
     expect(err.message).not.toContain('ClusterRole');
     expect(api.requests.filter((r) => r.method === 'PATCH')).toHaveLength(1);
+  });
+});
+
+// The ClusterRole (or its binding) applied after the agent started: a real kube-apiserver answers 403
+// until then (src/demo/kube-fake/rbac-startup.ts). Upstream's NewSubnetManager waits up to 10 minutes for
+// its Node informer, whose reflector retries a forbidden list (flannel pkg/subnet/kube/kube.go
+// nodeControllerSyncTimeout); this agent waits as long as --node-wait-timeout, in virtual time here.
+describe('RBAC applied after the agent started (virtual time)', () => {
+  const REFUSED = 'the API server refuses the agent (RBAC); retrying until its ClusterRole grants it';
+  /** Production's backoff (1 s doubling to 30 s) and node wait (300 s) on a fake clock. */
+  const slow = (clock: FakeClock) => ({ clock, timings: { backoffBaseMs: 1000, backoffCapMs: 30_000, nodeWaitTimeoutMs: 300_000, apiRetryTimeoutMs: 300_000 } });
+
+  /** Answer each refusal by moving the clock to its retry, granting RBAC once the retry falls at or past `grantAtMs`. */
+  async function refuseUntil(clock: FakeClock, entries: Record<string, unknown>[], grantAtMs: number, done: () => boolean): Promise<Record<string, unknown>[]> {
+    const t0 = clock.now();
+    const refusals = () => entries.filter((e) => e['message'] === REFUSED);
+    for (let n = 1; !done(); n++) {
+      const line = await waitFor(() => refusals()[n - 1] ?? (done() && {}), `refusal ${n}`);
+      if (done()) break;
+      const delayMs = Number(line['delayMs']);
+      if (clock.now() + delayMs - t0 >= grantAtMs) api.rbac = 'granted';
+      await clock.advance(delayMs);
+    }
+    return refusals();
+  }
+
+  it('the own Node refused for 20 s: each 403 logged as a refusal naming nodes: get and the fix, retried past the old 10 s window, then the lease', async () => {
+    api.rbac = 'role-missing';
+    const clock = new FakeClock();
+    const { log, entries } = logSink();
+    let settled = false;
+    const leased = manager({ log, ...slow(clock) })
+      .acquireLease(async () => VXLAN, signal())
+      .finally(() => (settled = true));
+    const refusals = await refuseUntil(clock, entries, 20_000, () => settled);
+    expect((await leased).subnet).toBe('10.244.5.0/24');
+    expect(refusals.length).toBeGreaterThanOrEqual(5); // 0, 1, 3, 7, 15 s: the fifth is past the old window
+    expect(refusals[0]).toMatchObject({ level: 'warn', call: 'reading node "win"', permission: 'nodes: get', node: 'win', timeoutS: 300 });
+    expect(String(refusals[0]['fix'])).toContain('kubectl apply -k deploy/overlays/');
+    expect(String(refusals[0]['fix'])).toContain(AGENT_RBAC_TEXT);
+    expect(entries.filter((e) => e['reason'] === 'API unreachable')).toEqual([]);
+  });
+
+  it('the POD_NAME lookup is as patient: pods: get refused, then granted', async () => {
+    api.rbac = 'unbound';
+    api.addPod(podOnNode({ name: 'kube-flannel-ds-abc', namespace: 'kube-flannel', nodeName: 'win' }));
+    const clock = new FakeClock();
+    const { log, entries } = logSink();
+    let settled = false;
+    const leased = manager({ log, nodeName: undefined, podName: 'kube-flannel-ds-abc', podNamespace: 'kube-flannel', ...slow(clock) })
+      .acquireLease(async () => VXLAN, signal())
+      .finally(() => (settled = true));
+    const refusals = await refuseUntil(clock, entries, 20_000, () => settled);
+    expect((await leased).key).toBe('win');
+    expect(refusals[0]).toMatchObject({ call: "error retrieving pod spec for 'kube-flannel/kube-flannel-ds-abc'", permission: 'pods: get' });
+  });
+
+  it('a Node list refused (a ClusterRole without list) is retried by the relist loop, its line naming nodes: list and the fix', async () => {
+    api.failNext('GET', /^\/api\/v1\/nodes$/, 403, 1, {
+      message: 'nodes is forbidden: User "system:serviceaccount:kube-flannel:flannel-windows" cannot list resource "nodes" in API group "" at the cluster scope',
+    });
+    const { log, entries } = logSink();
+    const updates: LeaseUpdate[] = [];
+    void manager({ log }).watchLeases((u) => updates.push(u), signal());
+    await waitFor(() => updates.some((u) => u.kind === 'listed'), 'the list after the refusal');
+    expect(entries.find((e) => e['message'] === 'listing nodes failed, backing off')).toMatchObject({
+      permission: 'nodes: list',
+      fix: expect.stringContaining('kubectl apply -k'),
+    });
+  });
+
+  it('never granted: FLANNEL_ERR_KUBE naming the fix once --node-wait-timeout is over, not before', async () => {
+    api.rbac = 'role-missing';
+    const clock = new FakeClock();
+    const { log, entries } = logSink();
+    let settled = false;
+    const t0 = clock.now();
+    const leased = manager({ log, clock, timings: { backoffBaseMs: 1000, backoffCapMs: 30_000, nodeWaitTimeoutMs: 120_000 } })
+      .acquireLease(async () => VXLAN, signal())
+      .finally(() => (settled = true));
+    void leased.catch(() => undefined);
+    await refuseUntil(clock, entries, Infinity, () => settled);
+    const err = await expectCode(leased, KubeError, 'FLANNEL_ERR_KUBE');
+    expect(clock.now() - t0).toBeGreaterThanOrEqual(120_000);
+    expect(err.message).toContain('kubectl apply -k deploy/overlays/');
+    expect(err.context).toEqual({ status: 403 });
   });
 });
 

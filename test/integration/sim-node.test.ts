@@ -1,10 +1,12 @@
 // The simulated node is shared truth: the built CLI runs against a state file that the test (as
 // kube-proxy, an admin or HNS would) changes from outside while the agent runs.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { VXLAN_NET_CONF, waitFor, TestCluster } from '../support/cluster.js';
 import { runFlanneld } from '../support/flanneld-process.js';
+import { SimulatedDataplane } from '../../src/simulator/model.js';
 
 const WIN = 'win-1';
 let cluster: TestCluster;
@@ -60,4 +62,48 @@ describe('the state file is the node, shared by every process', () => {
     // the rule's op is the call name /metrics counts for the simulated dataplane
     expect(await agent.metrics()).toMatch(/^flannel_simulated_dataplane_calls_total\{op="HcnModifyNetwork"\} \d+$/m);
   });
+});
+
+// The state file's lock (src/simulator/store.ts) held by another live process (here the test itself, as a
+// slow kube-proxy or an admin's script would) while SIGTERM arrives: the agent answers the signal while it
+// waits for the lock, and exits without touching the lock. Before, the wait kept polling until the lock
+// went stale (LOCK_STALE_MS, then broke it and carried on) and, on a node without a state file yet, the
+// constructor blocked the thread for LOCK_WAIT_MS; either way the service manager's stop went unanswered.
+describe('SIGTERM while another process holds the state lock', () => {
+  it.each([
+    ['the node has its state file', true],
+    ['a fresh node (no state file yet)', false],
+  ])(
+    '%s: the agent stops while the lock is still held, and leaves it alone',
+    async (_what, withFile) => {
+      const state = cluster.stateOf(WIN);
+      if (withFile) new SimulatedDataplane({ statePath: state.path, nodeIP: '10.0.0.7' });
+      const lock = `${state.path}.lock`;
+      const held = JSON.stringify({ pid: process.pid, at: Date.now() });
+      mkdirSync(dirname(lock), { recursive: true });
+      writeFileSync(lock, held);
+      try {
+        const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: ['--iface=10.0.0.7'] });
+        let exited = false;
+        void agent.exited.then(() => (exited = true));
+        // A dataplane call has begun (counted as it enters, before it waits for the lock) and cannot finish.
+        await waitFor(
+          async () => /^flannel_simulated_dataplane_calls_total\{op="[^"]+"\} [1-9]/m.test(await agent.metrics().catch(() => '')),
+          'a dataplane call waiting for the lock',
+          {
+            timeoutMs: 20_000,
+            failIf: () => (exited ? `the agent exited: ${agent.dump()}` : undefined),
+          },
+        );
+        agent.child.kill('SIGTERM');
+        await waitFor(() => exited, 'the agent exited after SIGTERM', 45_000);
+        expect(await agent.exited).toBe(0);
+        expect(agent.lines.map((l) => l.message)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
+        expect(readFileSync(lock, 'utf8')).toBe(held);
+      } finally {
+        rmSync(lock, { force: true });
+      }
+    },
+    60_000,
+  );
 });

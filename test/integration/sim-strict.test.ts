@@ -16,6 +16,12 @@ beforeEach(async () => {
 });
 afterEach(() => cluster.stop());
 
+/** The peer linux-1 on host-gw, as the host-gw node's cluster runs (a vxlan one it rejects, and is then not ready). */
+const hostGwPeer = () => {
+  cluster.api.deleteNode('linux-1');
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw' }));
+};
+
 const modifyCalls = (metrics: string) => Number(/^flannel_simulated_dataplane_calls_total\{op="HcnModifyNetwork"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
 
 describe('the simulated HNS refuses what HNS refuses', () => {
@@ -44,6 +50,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
   // took the host-gw bridge endpoint's x.2 (win-bridge's gateway, host-local's first address) while the
   // agent was down: the agent's own endpoint is refused and the agent stops with the HRESULT.
   it('host-gw: a pod endpoint holding the bridge endpoint address refuses the agent its cbr0_ep (0x803B002F)', async () => {
+    hostGwPeer();
     const first = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
     await first.waitReady();
     expect(await first.stop()).toBe(0);
@@ -66,6 +73,7 @@ describe('the simulated HNS refuses what HNS refuses', () => {
   // HNS v1 answers a call on a missing network with 0x80070490 "Element not found." (observed:
   // Azure/aks-engine#168, #853); the agent takes it, like HCN_E_NETWORK_NOT_FOUND on v2, as its network gone.
   it('host-gw: the network deleted behind the agent; v1 says Element not found and the agent rebuilds it', async () => {
+    hostGwPeer();
     const agent = await cluster.startProcess({ nodeName: WIN, netConf: HOSTGW_NET_CONF, args: ['--iface=10.0.0.7'] });
     await agent.waitReady();
     const oldId = agent.state.network('cbr0')?.ID;

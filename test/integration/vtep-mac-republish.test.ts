@@ -5,12 +5,13 @@
 import type { SimulatedDataplane } from '../../src/simulator/model.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { HcnNetwork } from '../../src/hns/schema.js';
-import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { removeNetwork } from '../support/sim-dataplane.js';
 import { TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
 
 const WIN = 'win-1';
 const BACKEND_DATA = 'flannel.alpha.coreos.com/backend-data';
+const BACKEND_V6_DATA = 'flannel.alpha.coreos.com/backend-v6-data';
 
 const drMacOf = (net: HcnNetwork | undefined): string | undefined =>
   (net?.Policies?.find((p) => p.Type === 'DrMacAddress')?.Settings as { Address?: string } | undefined)?.Address?.replace(/-/g, ':').toLowerCase();
@@ -75,5 +76,30 @@ describe('vxlan: a rebuilt network with another DR MAC', () => {
       () => cluster.api.getNode(WIN)!.metadata.annotations![BACKEND_DATA] === `{"VNI":4096,"VtepMAC":"${second}"}` || undefined,
       'the new VtepMAC published on the retry',
     );
+  });
+
+  // --ipv4-only in a dual-stack cluster: backend-v6-data repeats the IPv4 VTEP for the Linux peers
+  // (docs/compatibility.md, "IPv4-only Windows nodes in a dual-stack cluster"), so it follows the new MAC too.
+  it('--ipv4-only in a dual-stack cluster: backend-v6-data follows the new VtepMAC', async () => {
+    cluster = await new TestCluster().start();
+    const win = bareNode({ name: WIN, podCIDR: '10.244.100.0/24', internalIP: WIN_IP });
+    win.spec = { podCIDR: '10.244.100.0/24', podCIDRs: ['10.244.100.0/24', 'fd00:10:244:64::/64'] };
+    cluster.api.addNode(win);
+    const netConf = { ...VXLAN_NET_CONF, EnableIPv6: true, IPv6Network: 'fd00:10:244::/56' };
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf, extraArgs: ['--ipv4-only', '--public-ipv6=fd00:10::2'] });
+    await waitFor(() => a.agent.isReady, 'ready');
+    const network = () => a.sim.snapshot().networks.find((n) => n.Name === 'flannel.4096');
+    const first = drMacOf(network())!;
+    const annotations = () => cluster.api.getNode(WIN)!.metadata.annotations!;
+    expect([annotations()[BACKEND_DATA], annotations()[BACKEND_V6_DATA]]).toEqual([`{"VNI":4096,"VtepMAC":"${first}"}`, `{"VNI":4096,"VtepMAC":"${first}"}`]);
+
+    ignoreDrMac(a.sim);
+    expect(removeNetwork(a.sim, 'flannel.4096')).toBe(true);
+    const second = await waitFor(() => {
+      const mac = drMacOf(network());
+      return mac !== undefined && mac !== first ? mac : undefined;
+    }, 'the network rebuilt with another DR MAC');
+    const want = `{"VNI":4096,"VtepMAC":"${second}"}`;
+    await waitFor(() => (annotations()[BACKEND_DATA] === want && annotations()[BACKEND_V6_DATA] === want) || undefined, 'both backend-data annotations name the new VtepMAC');
   });
 });

@@ -82,7 +82,7 @@ export interface RunOptions {
   cniCheckIntervalMs?: number;
   /** How often the agent reads net-conf.json again (AgentOptions.netConfRecheckMs). */
   netConfRecheckMs?: number;
-  /** What the simulated HNS reports as its version (default 13.2). */
+  /** What the simulated HNS reports as its version when the state file names none (default 15.4, src/simulator/hns.ts). */
   hnsVersion?: { Major: number; Minor: number };
 }
 

@@ -13,6 +13,7 @@
 // reuse it.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { HnsVersion } from '../../src/hns/schema.js';
 import type { SimulatedDataplane } from '../../src/simulator/model.js';
 import { WindowsSimServer } from '../windows/sim-server.js';
 
@@ -221,13 +222,22 @@ export interface ReplayOptions {
   checkStateAfter?: boolean;
 }
 
+/** The HNS version the recording's node reported (its `HNSCall GET /globals/version` reply), if a plugin asked. */
+export function recordedHnsVersion(trace: Trace): HnsVersion | undefined {
+  const call = trace.calls.find((c) => c.fn === 'HNSCall' && c.args['path'] === '/globals/version');
+  const out = (call?.reply['out'] as { Output?: HnsVersion } | undefined)?.Output;
+  return out && typeof out.Major === 'number' && typeof out.Minor === 'number' ? { Major: out.Major, Minor: out.Minor } : undefined;
+}
+
 /**
- * Replay one scenario file against `dp` through the stand-ins' request handler. For an ADD the pod's
+ * Replay one scenario file against `dp` through the stand-ins' request handler, its HNS reporting the
+ * version the recording's did (recordedHnsVersion; the simulator's default otherwise). For an ADD the pod's
  * namespace is created first, as containerd does (`inputs.namespaceCreatedBeforehand`). `<NETWORK_ID>` and
  * `<AGENT_ENDPOINT_ID>` must be bound by the caller when the network exists (bindAgentNetwork).
  */
 export async function replayScenario(trace: Trace, dp: SimulatedDataplane, b: ReplayBindings, opts: ReplayOptions = {}): Promise<ReplayResult> {
-  const server = new WindowsSimServer({ dp });
+  const version = recordedHnsVersion(trace);
+  const server = new WindowsSimServer({ dp, ...(version ? { hns: { version } } : {}) });
   const transcript: string[] = [];
   const sentMacs = macsSent(trace.calls);
   const ns = trace.inputs.namespaceCreatedBeforehand;

@@ -51,6 +51,11 @@ export class StateFs {
       }
       nodeFs.writeFileSync(f, data);
     },
+    unlinkSync: (f) => {
+      if (this.dead) return;
+      if (this.mode === 'erofs') throw errno('EROFS', 'unlink', f);
+      nodeFs.unlinkSync(f); // a full disk still lets a file go
+    },
     renameSync: (a, b) => {
       if (this.dead) return;
       if (this.mode === 'erofs') throw errno('EROFS', 'rename', b);

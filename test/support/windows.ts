@@ -367,6 +367,17 @@ export async function runUnderWine(exe: string, args: string[], opts: { env?: Re
   }
 }
 
+/** The JSON lines a Windows test program printed, one a step (`{"step": name, ...}`), by step name. */
+export function stepsOf<S extends { step: string }>(stdout: string): Map<string, S> {
+  return new Map(
+    stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as S)
+      .map((s) => [s.step, s]),
+  );
+}
+
 export interface WindowsAgentOptions {
   nodeExe: string;
   stage: string;

@@ -3,7 +3,7 @@
 // and against the CNI configs the install paths people use today write (microsoft/SDN, sig-windows-tools,
 // rke2): their OutBoundNAT exceptions and policies are the golden data.
 import { describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cniPaths, command, dualStackRanges, isOwnCniConfig, renderCniConfig, rerenderedOwnConflist, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
@@ -242,6 +242,27 @@ describe('the cni-config command', () => {
       const b = io();
       expect(await command.run([...args, '-o', join(dir, 'out', '10-flannel.conflist')], b.io)).toBe(0);
       expect(readFileSync(join(dir, 'out', '10-flannel.conflist'), 'utf8')).toBe(a.out.stdout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // A full disk: /dev/full answers every write with ENOSPC (man 4 full), so a link to it where the conflist's
+  // temporary file goes (`<out>.tmp-<pid>`, src/basics/fs.ts writeFileAtomicSync) makes that write fail as
+  // a full disk does. containerd loads every file of its conf dir (containerd's CRI plugin sorts the
+  // directory and takes the first .conf/.conflist/.json: libcni ConfFiles), so nothing may be left there.
+  it('-o into a full disk: the write fails and its temporary file is removed; the conf dir is as it was', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-config-'));
+    try {
+      writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
+      const confDir = join(dir, 'net.d');
+      mkdirSync(confDir);
+      const out = join(confDir, '10-flannel.conflist');
+      symlinkSync('/dev/full', `${out}.tmp-${process.pid}`);
+      const a = io();
+      expect(await command.run([`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', '-o', out], a.io)).not.toBe(0);
+      expect(a.out.stderr).toContain('ENOSPC');
+      expect(readdirSync(confDir)).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

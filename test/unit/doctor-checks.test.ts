@@ -4,6 +4,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { MAX_LISTED, exitCodeOf, leakedReservations, runChecks, type DoctorFacts } from '../../src/commands/doctor-checks.js';
 import { join } from 'node:path';
+import * as nodeFs from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { freeReservations, reservationsToFree, renderDoctorTable } from '../../src/commands/doctor.js';
 
 const MAC = '00-15-5D-AA-BB-CC';
@@ -14,10 +17,10 @@ function vxlanFacts(): DoctorFacts {
     subnetFile: '/run/flannel/subnet.env',
     subnetEnv: { FLANNEL_NETWORK: '10.244.0.0/16', FLANNEL_SUBNET: '10.244.7.1/24', FLANNEL_MTU: '1450', FLANNEL_IPMASQ: 'true' },
     lease: { subnet: '10.244.7.0/24', publicIP: '10.0.0.2', from: 'Node win' },
-    networks: [{ id: 'N1', name: 'flannel.4096', type: 'Overlay', subnet: '10.244.7.0/24', vsid: 4096, adapter: 'Ethernet', drMac: MAC }],
+    networks: [{ id: 'N1', name: 'flannel.4096', type: 'Overlay', subnet: '10.244.7.0/24', subnets: ['10.244.7.0/24'], vsid: 4096, adapter: 'Ethernet', drMac: MAC }],
     endpoints: [
-      { id: 'E1', name: 'flannel.4096_sourcevip', ip: '10.244.7.2', remote: false },
-      { id: 'E2', name: 'pod-a', ip: '10.244.7.3', remote: false },
+      { id: 'E1', name: 'flannel.4096_sourcevip', ips: ['10.244.7.2'], remote: false },
+      { id: 'E2', name: 'pod-a', ips: ['10.244.7.3'], remote: false },
     ],
     publishedVtepMac: '00:15:5d:aa:bb:cc',
     sourceVipFiles: [{ path: '/run/flannel/sourcevip.json', ip: '10.244.7.2' }],
@@ -56,12 +59,12 @@ function vxlanFacts(): DoctorFacts {
     ipam: {
       dir: '/var/lib/cni/networks/flannel.4096',
       reservations: [
-        { ip: '10.244.7.2', owner: 'flanneld-source-vip', ageMs: 1e6 },
-        { ip: '10.244.7.3', owner: 'abc', ageMs: 1e6 },
+        { ip: '10.244.7.2', file: '10.244.7.2', owner: 'flanneld-source-vip', ageMs: 1e6 },
+        { ip: '10.244.7.3', file: '10.244.7.3', owner: 'abc', ageMs: 1e6 },
       ],
     },
     cluster: { error: '', networkUnavailable: { status: 'False', reason: 'FlannelIsUp' } },
-    agent: { error: 'connect ECONNREFUSED' },
+    agent: { error: 'connect ECONNREFUSED', files: [] },
     graceMs: 600_000,
   };
 }
@@ -72,8 +75,8 @@ function hostGwFacts(): DoctorFacts {
     ...f,
     netConf: { type: 'host-gw', name: 'cbr0', network: '10.244.0.0/16', vni: 0, port: 0 },
     subnetEnv: { ...(f.subnetEnv as Record<string, string>), FLANNEL_MTU: '1500' },
-    networks: [{ id: 'N1', name: 'cbr0', type: 'L2Bridge', subnet: '10.244.7.0/24', adapter: 'Ethernet' }],
-    endpoints: [{ id: 'E1', name: 'cbr0_ep', ip: '10.244.7.2', remote: false }],
+    networks: [{ id: 'N1', name: 'cbr0', type: 'L2Bridge', subnet: '10.244.7.0/24', subnets: ['10.244.7.0/24'], adapter: 'Ethernet' }],
+    endpoints: [{ id: 'E1', name: 'cbr0_ep', ips: ['10.244.7.2'], remote: false }],
     publishedVtepMac: undefined,
     sourceVipFiles: [],
     peers: {
@@ -82,7 +85,7 @@ function hostGwFacts(): DoctorFacts {
       refused: undefined,
     },
     cni: { ...f.cni, first: { ...(f.cni.first as Extract<DoctorFacts['cni']['first'], { file: string }>), conf: { name: 'cbr0' } } },
-    ipam: { dir: '/var/lib/cni/networks/cbr0', reservations: [{ ip: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 }] },
+    ipam: { dir: '/var/lib/cni/networks/cbr0', reservations: [{ ip: '10.244.7.2', file: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 }] },
   };
 }
 
@@ -109,7 +112,7 @@ describe('runChecks', () => {
     ['hns-subnet', vxlanFacts, (f) => void ((f.networks as { vsid?: number }[])[0].vsid = 1)],
     ['vtep-mac', vxlanFacts, (f) => void ((f.networks as { drMac?: string }[])[0].drMac = undefined)],
     ['host-endpoint', hostGwFacts, (f) => void (f.endpoints = [])],
-    ['host-endpoint', hostGwFacts, (f) => void (f.endpoints = [{ name: 'cbr0_ep', ip: '10.244.7.9', remote: false }])],
+    ['host-endpoint', hostGwFacts, (f) => void (f.endpoints = [{ name: 'cbr0_ep', ips: ['10.244.7.9'], remote: false }])],
     ['peers', hostGwFacts, (f) => void (f.peers.actual = [])],
     ['peers', hostGwFacts, (f) => void (f.peers.actual = [{ prefix: '10.244.1.0/24', via: '10.0.0.99' }])],
     ['peers', vxlanFacts, (f) => void (f.peers.refused = [{ node: 'linux-1', prefix: '10.244.1.0/24', hresult: '0x803B002F', error: 'x', since: '', attempts: 3 }])],
@@ -161,6 +164,38 @@ describe('runChecks', () => {
     expect(row.saw).not.toContain(`n${MAX_LISTED} `);
   });
 
+  it('says why a running agent is not in sync now: never an error a later pass fixed', () => {
+    const f = vxlanFacts();
+    f.agent = {
+      files: [],
+      status: {
+        version: '1',
+        phase: 'running',
+        ready: true,
+        inSync: false,
+        cni: null,
+        startKind: null,
+        lease: { subnet: '10.244.7.0/24', publicIP: '10.0.0.2' },
+        network: { name: 'flannel.4096', present: true, type: 'Overlay', id: 'N1', adapter: 'Ethernet' },
+        mtu: 1450,
+        sourceVip: '10.244.7.2',
+        peers: { desired: 1, programmed: 1, rejected: 0, rejections: [], refused: 0, refusals: [] },
+        lastPass: { at: '2025-01-01T00:10:00Z', ok: true },
+        lastSuccess: '2025-01-01T00:10:00Z',
+        lastError: { at: '2025-01-01T00:01:00Z', message: 'HNS HcnQueryNetworkProperties failed with HRESULT 0x80070005' },
+        ownNode: { state: 'deleted', reason: 'the own Node "win" was deleted from the API server' },
+      },
+    };
+    const rows = runChecks(f);
+    const agent = rows.find((r) => r.id === 'agent')!;
+    expect(agent.saw).toContain('its Node is deleted from the API server');
+    expect(agent.saw).not.toContain('0x80070005');
+    expect(rows.find((r) => r.id === 'node-condition')).toMatchObject({ status: 'fail', fix: 'restart the kubelet on this node: it registers the Node again' });
+    // The last pass failed: that error is now, and is quoted.
+    f.agent.status!.lastPass = { at: '2025-01-01T00:11:00Z', ok: false };
+    expect(runChecks(f).find((r) => r.id === 'agent')!.saw).toContain('its last pass failed: HNS HcnQueryNetworkProperties');
+  });
+
   it('an APIPA address on the vSwitch adapter names it', () => {
     const f = vxlanFacts();
     f.interfaces = [{ name: 'vEthernet (Ethernet)', index: 7, ipv4: '169.254.3.4', prefixLength: 16, mtu: 1500 }];
@@ -175,18 +210,18 @@ describe('--fix', () => {
     const f = vxlanFacts();
     f.endpoints = [];
     f.ipam.reservations = [
-      { ip: '10.244.7.1', owner: 'x', ageMs: 1e9 },
-      { ip: '10.244.7.2', owner: 'someone', ageMs: 1e9 },
-      { ip: '10.244.7.4', owner: 'old-pod', ageMs: 1e9 },
-      { ip: '10.244.7.5', owner: 'new-pod', ageMs: 10 },
+      { ip: '10.244.7.1', file: '10.244.7.1', owner: 'x', ageMs: 1e9 },
+      { ip: '10.244.7.2', file: '10.244.7.2', owner: 'someone', ageMs: 1e9 },
+      { ip: '10.244.7.4', file: '10.244.7.4', owner: 'old-pod', ageMs: 1e9 },
+      { ip: '10.244.7.5', file: '10.244.7.5', owner: 'new-pod', ageMs: 10 },
     ];
     expect(leakedReservations(f).map((r) => r.ip)).toEqual(['10.244.7.2', '10.244.7.4', '10.244.7.5']);
     expect(reservationsToFree(f, 600_000).map((r) => r.ip)).toEqual(['10.244.7.4']);
     const g = hostGwFacts();
     g.endpoints = [];
     g.ipam.reservations = [
-      { ip: '10.244.7.2', owner: 'pod', ageMs: 1e9 },
-      { ip: '10.244.7.9', owner: 'pod', ageMs: 1e9 },
+      { ip: '10.244.7.2', file: '10.244.7.2', owner: 'pod', ageMs: 1e9 },
+      { ip: '10.244.7.9', file: '10.244.7.9', owner: 'pod', ageMs: 1e9 },
     ];
     expect(reservationsToFree(g, 0).map((r) => r.ip)).toEqual(['10.244.7.9']);
   });
@@ -194,28 +229,38 @@ describe('--fix', () => {
   it('keeps a reservation rewritten since it was read (another pod got the address), frees the rest', () => {
     const f = vxlanFacts();
     f.endpoints = [];
+    f.ipam.dir = mkdtempSync(join(tmpdir(), 'doctor-ipam-'));
     f.ipam.reservations = [
-      { ip: '10.244.7.4', owner: 'old-pod', ageMs: 1e9 },
-      { ip: '10.244.7.5', owner: 'old-pod', ageMs: 1e9 },
+      { ip: '10.244.7.4', file: '10.244.7.4', owner: 'old-pod', ageMs: 1e9 },
+      { ip: '10.244.7.5', file: '10.244.7.5', owner: 'old-pod', ageMs: 1e9 },
     ];
-    const files: Record<string, { owner: string; mtimeMs: number }> = {
-      [join(f.ipam.dir, '10.244.7.4')]: { owner: 'old-pod', mtimeMs: 0 },
-      [join(f.ipam.dir, '10.244.7.5')]: { owner: 'new-pod', mtimeMs: 1e9 },
-    };
-    const removed: string[] = [];
-    const fs = {
-      readFileSync: (p: string) => `${files[p].owner}\r\neth0`,
-      statSync: (p: string) => ({ mtimeMs: files[p].mtimeMs, isFile: () => true }),
-      rmSync: (p: string) => void removed.push(p),
-    } as unknown as Parameters<typeof freeReservations>[2];
-    expect(freeReservations(f, 600_000, fs, 1e9).map((x) => x.ip)).toEqual(['10.244.7.4']);
-    expect(removed).toEqual([join(f.ipam.dir, '10.244.7.4')]);
+    // On disk now: .4 as it was read, .5 rewritten for another pod since.
+    writeFileSync(join(f.ipam.dir, '10.244.7.4'), 'old-pod\r\neth0');
+    writeFileSync(join(f.ipam.dir, '10.244.7.5'), 'new-pod\r\neth0');
+    utimesSync(join(f.ipam.dir, '10.244.7.4'), 1, 1);
+    try {
+      expect(freeReservations(f, 600_000, nodeFs, Date.now()).map((x) => x.ip)).toEqual(['10.244.7.4']);
+      expect(readdirSync(f.ipam.dir)).toEqual(['10.244.7.5']);
+    } finally {
+      rmSync(f.ipam.dir, { recursive: true, force: true });
+    }
+  });
+
+  it('frees nothing, and names no leak, while the endpoints are unknown (HNS would not list them)', () => {
+    const f = hostGwFacts();
+    f.endpoints = { error: 'HNS HcnEnumerateEndpoints failed with HRESULT 0x80070005' };
+    f.ipam.reservations = [{ ip: '10.244.7.9', file: '10.244.7.9', owner: 'pod', ageMs: 1e9 }];
+    expect(leakedReservations(f)).toEqual([]);
+    expect(reservationsToFree(f, 0)).toEqual([]);
+    const rows = runChecks(f);
+    expect(rows.find((r) => r.id === 'host-endpoint')?.saw).toMatch(/^could not read the endpoints on cbr0/);
+    expect(rows.find((r) => r.id === 'ipam-leaks')?.status).toBe('skip');
   });
 
   it('frees nothing without the HNS network (every reservation would look leaked)', () => {
     const f = vxlanFacts();
     f.networks = [];
-    f.ipam.reservations = [{ ip: '10.244.7.4', owner: 'pod', ageMs: 1e9 }];
+    f.ipam.reservations = [{ ip: '10.244.7.4', file: '10.244.7.4', owner: 'pod', ageMs: 1e9 }];
     expect(reservationsToFree(f, 0)).toEqual([]);
   });
 });
@@ -223,7 +268,7 @@ describe('--fix', () => {
 describe('renderDoctorTable', () => {
   it('escapes what it prints and names the failed rows', () => {
     const f = vxlanFacts();
-    f.networks = [{ name: 'evil\u001b[31m', type: 'NAT' }];
+    f.networks = [{ name: 'evil\u001b[31m', type: 'NAT', subnets: [] }];
     const table = renderDoctorTable(runChecks(f));
     expect(table).not.toContain('\u001b');
     expect(table).toMatch(/^FAIL {2}hns-network +no HNS network flannel\.4096/m);

@@ -2,7 +2,7 @@ import { describe, it, expect } from '@jest/globals';
 import { HnsError } from '../../src/basics/errors.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { HnsClient, hcnQuery } from '../../src/hns/client.js';
-import { versionAtLeast } from '../../src/hns/client.js';
+import { versionAtLeast } from '../../src/hns/features.js';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';
 import type { HcnHandle, HnsTransport } from '../../src/hns/transport.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';

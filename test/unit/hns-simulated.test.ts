@@ -364,7 +364,7 @@ describe('failure injection and latency', () => {
     dp.injections.failNext('HNSCall', HRESULT.E_ACCESSDENIED, 2);
     expect(await codeOf(hns.listNetworksV1())).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
     expect(await codeOf(hns.version())).toBe('FLANNEL_ERR_HNS_ACCESS_DENIED');
-    expect(await hns.version()).toEqual({ Major: 13, Minor: 2 });
+    expect(await hns.version()).toEqual({ Major: 15, Minor: 4 });
     dp.injections.failNext(/Enumerate/, HRESULT.E_FAIL);
     expect(await codeOf(hns.getNetworkByName('x'))).toBe('FLANNEL_ERR_HNS_CALL');
     expect(await hns.getNetworkByName('x')).toBeUndefined();

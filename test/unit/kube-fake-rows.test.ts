@@ -397,6 +397,26 @@ describe('start-up before RBAC synced (opt-in: rbacSyncDelayMs)', () => {
   });
 });
 
+// A ClusterRole applied after the agent (rbac.go Authorize: a reason only for a binding whose role is missing).
+describe('RBAC applied late (opt-in: rbac)', () => {
+  it('no binding: 403 without a reason; a binding before its ClusterRole: the not-found reason; granted: served; discovery always', async () => {
+    const a = await server({ clock: new FakeClock(), rbac: 'unbound' });
+    a.addNode(bareNode({ name: 'win1' }));
+    const unbound = await getJson(a, '/api/v1/nodes/win1');
+    expect(unbound.status).toBe(403);
+    expect((unbound.body as { message: string }).message).toBe(
+      'nodes "win1" is forbidden: User "system:serviceaccount:kube-flannel:flannel-windows" cannot get resource "nodes" in API group "" at the cluster scope',
+    );
+    expect((await getJson(a, '/api')).status).toBe(200);
+    a.rbac = 'role-missing';
+    expect(((await getJson(a, '/api/v1/nodes/win1')).body as { message: string }).message).toMatch(
+      /at the cluster scope: RBAC: clusterrole.rbac.authorization.k8s.io "flannel-windows" not found$/,
+    );
+    a.rbac = 'granted';
+    expect((await getJson(a, '/api/v1/nodes/win1')).status).toBe(200);
+  });
+});
+
 describe('podCIDR immutable once set', () => {
   it('a PATCH changing it is 422 Invalid; from "" to valid is allowed', async () => {
     const a = await server();

@@ -2,7 +2,7 @@
 // TestIPv6ConfigDefaults, TestIPv6ConfigOverrides) and CheckNetworkConfig's IPv6 messages, plus the
 // Windows family rules (checkWindowsIpFamilies).
 import { describe, expect, it } from '@jest/globals';
-import { checkWindowsIpFamilies, parseNetConf } from '../../src/subnet/net-conf.js';
+import { checkWindowsIpFamilies, parseNetConf, windowsNetConf } from '../../src/subnet/net-conf.js';
 import { FlannelError, NetConfError, UnsupportedError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 
@@ -89,5 +89,25 @@ describe('checkWindowsIpFamilies', () => {
   ])('refuses %s', (reason, input) => {
     const err = expectCode(() => checkWindowsIpFamilies(parseNetConf(conf(input)), { path: 'net-conf.json' }), UnsupportedError, 'FLANNEL_ERR_UNSUPPORTED');
     expect(err.context).toEqual({ path: 'net-conf.json', reason });
+  });
+});
+
+describe('windowsNetConf (--ipv4-only)', () => {
+  const dualVxlan = parseNetConf(conf({ Network: '10.42.0.0/16', EnableIPv6: true, IPv6Network: 'fc00::/48', Backend: { Type: 'vxlan' } }));
+
+  it("runs a dual-stack net-conf's IPv4 half only when asked, as an IPv4-only net-conf would parse", () => {
+    const v4 = parseNetConf(conf({ Network: '10.42.0.0/16', Backend: { Type: 'vxlan' } }));
+    expect(windowsNetConf(dualVxlan, true)).toEqual(v4);
+    expect(dualVxlan.enableIPv6).toBe(true); // the cluster's config is left as it was
+  });
+
+  it('changes nothing without the flag or on an IPv4-only net-conf, and still refuses what it cannot run', () => {
+    const dualHostGw = parseNetConf(conf({ Network: '10.42.0.0/16', EnableIPv6: true, IPv6Network: 'fc00::/48', Backend: HG }));
+    expect(windowsNetConf(dualHostGw, false)).toBe(dualHostGw);
+    const v4 = parseNetConf(conf({ Network: '10.42.0.0/16', Backend: HG }));
+    expect(windowsNetConf(v4, true)).toBe(v4);
+    expect(expectCode(() => windowsNetConf(dualVxlan, false, { path: 'p' }), UnsupportedError, 'FLANNEL_ERR_UNSUPPORTED').context).toEqual({ path: 'p', reason: 'vxlan-ipv6' });
+    const v6only = parseNetConf(conf({ EnableIPv4: false, EnableIPv6: true, IPv6Network: 'fc00::/48', Backend: HG }));
+    expect(expectCode(() => windowsNetConf(v6only, true), UnsupportedError, 'FLANNEL_ERR_UNSUPPORTED').context).toMatchObject({ reason: 'ipv6-only' });
   });
 });

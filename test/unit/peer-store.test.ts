@@ -45,7 +45,9 @@ describe('PeerStore', () => {
     const { w } = setup();
     const bad = peer(3, { backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:03:01' } });
     w.update({ kind: 'snapshot', leases: [peer(2), bad] });
-    expect(w.rejected()).toEqual([{ key: 'node-3', subnet: '10.244.3.0/24', publicIP: '192.168.1.3', reason: 'vni-too-low', message: expect.any(String) }]);
+    expect(w.rejected()).toEqual([
+      { key: 'node-3', subnet: '10.244.3.0/24', publicIP: '192.168.1.3', reason: 'vni-too-low', message: expect.any(String), backendType: 'vxlan', vni: 1 },
+    ]);
     w.update({ kind: 'events', events: [{ type: 'added', lease: { ...bad } }] }); // same content, a new record
     expect(w.rejected().map((r) => r.key)).toEqual(['node-3']);
     w.update({ kind: 'events', events: [{ type: 'added', lease: peer(3) }] });

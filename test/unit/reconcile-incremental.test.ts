@@ -161,7 +161,42 @@ describe('pass log lines', () => {
       ['node-20', ['k20=1']],
     ]);
     await r.pass();
-    expect(info().at(-1)).toMatchObject({ added: 1, removed: 2, addedPeers: 'node-20', removedPeers: 'node-03, node-05' });
+    // The second pass is incremental: routine, at debug.
+    expect(lines.filter((l) => l['message'] === 'reconcile pass').at(-1)).toMatchObject({
+      level: 'debug',
+      added: 1,
+      removed: 2,
+      addedPeers: 'node-20',
+      removedPeers: 'node-03, node-05',
+    });
+  });
+
+  it('4,000 node events: each pass at debug, at info one summary a minute of what the passes did, none for a quiet minute', async () => {
+    const { clock, r, ac, items, lines } = setup();
+    items.markListed();
+    const done = r.run(ac.signal);
+    await flush();
+    // 4,000 Node events over 200 s, ten every 500 ms, each ten one incremental pass (400 passes).
+    for (let i = 0; i < 4000; i += 10) {
+      items.updatePeers(Array.from({ length: 10 }, (_, j) => alone(`n${i + j}=1`)));
+      await clock.advance(500);
+    }
+    await clock.advance(60_000); // the last minute's summary comes with the next pass (the resync)
+    const info = lines.filter((l) => l['level'] === 'info');
+    expect(info.filter((l) => l['message'] === 'reconcile pass')).toEqual([]);
+    const summaries = info.filter((l) => l['message'] === 'reconcile summary');
+    expect(summaries.length).toBeGreaterThanOrEqual(3);
+    expect(summaries.length).toBeLessThanOrEqual(5); // 200 s of events: one line a minute
+    expect(summaries.reduce((n, l) => n + Number(l['added']), 0)).toBe(4000);
+    expect(summaries[0]).toMatchObject({ driver: 'fake', removed: 0, errors: 0 });
+    expect(Number(summaries[0]['passes'])).toBeGreaterThan(100);
+    expect(lines.filter((l) => l['message'] === 'reconcile pass' && l['level'] === 'debug').length).toBeGreaterThanOrEqual(400);
+    // A quiet ten minutes (resync passes that change nothing): no summary.
+    const before = summaries.length;
+    await clock.advance(600_000);
+    expect(lines.filter((l) => l['message'] === 'reconcile summary')).toHaveLength(before);
+    ac.abort();
+    await done;
   });
 });
 

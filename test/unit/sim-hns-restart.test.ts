@@ -8,7 +8,8 @@ import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { SimulatedHost } from '../../src/simulator/host.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { parseDataplaneState } from '../../src/simulator/state-file.js';
-import { DataplaneStateError } from '../../src/basics/errors.js';
+import { DataplaneStateError, HostError } from '../../src/basics/errors.js';
+import { expectCode } from '../support/errors.js';
 
 describe('a service restart on the simulated node', () => {
   it('counts each restart per service in the state document', async () => {
@@ -19,6 +20,17 @@ describe('a service restart on the simulated node', () => {
     await host.restartService('kubeproxy');
     expect(dp.serviceRestarts('kubeproxy')).toBe(2);
     expect(dp.calls.get('ControlService')).toBe(2);
+  });
+
+  // docs/errors.md: an SCM call that fails is FLANNEL_ERR_SERVICE with op, service and the Win32 status, as
+  // src/win32/services.ts throws it on a real node (ControlService: 5 ERROR_ACCESS_DENIED, winerror.h).
+  it('a refused ControlService fails as the real SCM call does: FLANNEL_ERR_SERVICE naming op, service and status; nothing counted', async () => {
+    const dp = new SimulatedDataplane();
+    const host = new SimulatedHost(dp);
+    dp.injections.failNext('ControlService', 5);
+    const err = await expectCode(host.restartService('kubeproxy'), HostError, 'FLANNEL_ERR_SERVICE');
+    expect(err.context).toMatchObject({ op: 'ControlService', service: 'kubeproxy', status: 5 });
+    expect(dp.serviceRestarts('kubeproxy')).toBe(0);
   });
 });
 

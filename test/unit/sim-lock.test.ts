@@ -3,7 +3,7 @@
 // while the old synchronous spin waited), and a lock stamped in the future is still broken after
 // LOCK_STALE_MS.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock } from '../../src/basics/clock.js';
@@ -37,6 +37,30 @@ describe('the simulated node lock', () => {
     rmSync(`${statePath}.lock`);
     await add;
     expect(sim.listRoutes(4).map((r) => r.DestinationPrefix)).toContain('10.244.9.0/24');
+  });
+
+  it('a wait for a live process’s lock ends when the agent stops (its signal aborts), and the lock is left alone', async () => {
+    const statePath = join(dir, 'dataplane.json');
+    const stop = new AbortController();
+    const sim = new SimulatedDataplane({ statePath, clock: systemClock, signal: stop.signal });
+    holdLock(statePath, Date.now());
+    const held = readFileSync(`${statePath}.lock`, 'utf8');
+    const add = new SimulatedRouteTable(sim).add(route);
+    add.catch(() => undefined);
+    stop.abort(new Error('received SIGTERM'));
+    await expect(add).rejects.toThrow('received SIGTERM');
+    expect(readFileSync(`${statePath}.lock`, 'utf8')).toBe(held);
+  });
+
+  it('a fresh node whose lock another process holds: the model is built without waiting; the first change creates the file', async () => {
+    const statePath = join(dir, 'dataplane.json');
+    holdLock(statePath, Date.now());
+    const sim = new SimulatedDataplane({ statePath, clock: systemClock });
+    expect(existsSync(statePath)).toBe(false);
+    const add = new SimulatedRouteTable(sim).add({ ...route, interfaceIndex: sim.listAdapters()[0].InterfaceIndex });
+    rmSync(`${statePath}.lock`);
+    await add;
+    expect(existsSync(statePath)).toBe(true);
   });
 
   it('a lock stamped in the future by a live process is broken once seen for LOCK_STALE_MS', async () => {

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { planReconcile } from '../../src/reconcile/plan.js';
 import { remoteSubnetRouteDriver } from '../../src/backends/vxlan/policies.js';
-import { parseDataplaneState } from '../../src/simulator/state-file.js';
+import { parseDataplaneState, parseHnsVersion } from '../../src/simulator/state-file.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import type { DataplaneState } from '../../src/simulator/model.js';
 import { DataplaneStateError, FlannelError } from '../../src/basics/errors.js';
@@ -74,6 +74,10 @@ describe('simulated dataplane state file', () => {
     ['an adapter whose IPAddress is not IPv4', doc({ adapters: [{ ...adapter, IPAddress: '10.0.0' }] })],
     ['two adapters with one name', doc({ adapters: [adapter, { ...adapter, Name: 'ETHERNET', InterfaceIndex: 7 }] })],
     ['a faults rule without op', JSON.stringify({ ...JSON.parse(doc({})), faults: [{ hresult: '0x803B002F' }] })],
+    ['an hnsVersion without a minor', JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: '15' })],
+    ['an hnsVersion as a number', JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: 15.4 })],
+    ['an hnsVersion with a build', JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: '15.4.1' })],
+    ['an hnsVersion with a prefix', JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: 'v15.4' })],
   ])('%s: FLANNEL_ERR_DATAPLANE_STATE naming the file, never a TypeError or a stack overflow', (_what, text) => {
     const { err, file } = loadError(text);
     expect(err.code).toBe('FLANNEL_ERR_DATAPLANE_STATE');
@@ -87,6 +91,17 @@ describe('simulated dataplane state file', () => {
       'FLANNEL_ERR_DATAPLANE_STATE',
     );
     expect(err.context).toEqual({ file: '/s.json', entry: '$.networks[0].Policies[1]' });
+  });
+
+  it('names a bad hnsVersion, and reads a good one as HNS reports it', () => {
+    const err = expectCode(
+      () => parseDataplaneState(JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: '2025' }), '/s.json'),
+      DataplaneStateError,
+      'FLANNEL_ERR_DATAPLANE_STATE',
+    );
+    expect(err.context).toEqual({ file: '/s.json', entry: '$.hnsVersion' });
+    expect(parseDataplaneState(JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: '9.5' }), '/s.json').hnsVersion).toBe('9.5');
+    expect(parseHnsVersion('13.2')).toEqual({ Major: 13, Minor: 2 });
   });
 
   it('fills in what an operator may leave out of a hand-added adapter', () => {

@@ -42,7 +42,7 @@ function report(s: string): StatusReport {
       desired: 1,
       programmed: 0,
       rejected: 1,
-      rejections: [{ key: s, subnet: s, publicIP: s, reason: s, message: s }],
+      rejections: [{ key: s, subnet: s, publicIP: s, reason: s, message: s, backendType: s }],
       refused: 1,
       refusals: [{ node: s, prefix: s, hresult: s, since: s, attempts: 1, error: s }],
     },

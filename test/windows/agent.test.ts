@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import type { HcnPolicy } from '../../src/hns/schema.js';
 import { waitFor } from '../support/wait-for.js';
+import { editState } from '../support/sim-dataplane.js';
+import { loadTrace, newBindings, replayScenario, type ReplayMismatch } from '../support/cni-replay.js';
 import { WindowsSimServer } from './sim-server.js';
 import {
   CACHE,
@@ -114,7 +116,7 @@ interface Scenario {
     resetPrefixRunDir();
   });
 
-  async function scenario(netConf: unknown): Promise<Scenario> {
+  async function scenario(netConf: unknown, podCIDRs: string[] = [WIN_CIDR]): Promise<Scenario> {
     resetPrefixRunDir();
     const runs = join(CACHE, 'runs');
     mkdirSync(runs, { recursive: true });
@@ -127,7 +129,9 @@ interface Scenario {
     await writeKubeconfig(kubeconfig, api.url);
     const netConfPath = join(dir, 'net-conf.json');
     writeFileSync(netConfPath, JSON.stringify(netConf));
-    api.addNode(bareNode({ name: WIN, podCIDR: WIN_CIDR, internalIP: WIN_IP }));
+    const win = bareNode({ name: WIN, podCIDR: podCIDRs[0], internalIP: WIN_IP });
+    if (podCIDRs.length > 1) win.spec = { podCIDR: podCIDRs[0], podCIDRs };
+    api.addNode(win);
     sc = { api, sim, dir, kubeconfig, netConfPath, agents: [] };
     return sc;
   }
@@ -397,6 +401,79 @@ interface Scenario {
     expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
     expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
     expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`]);
+  }, 240_000);
+
+  // Dual-stack host-gw through the Windows build: the adapter's IPv6 address read with
+  // GetUnicastIpAddressTable(AF_INET6), IPv6 forwarding set on the AF_INET6 interface row, IPv6 routes
+  // written as MIB_IPFORWARD_ROW2 with AF_INET6 addresses, all through the stand-in iphlpapi.dll. The Node's
+  // podCIDRs are those of sdnbridge's recording (test/fixtures/cni-traces/sdnbridge-dual-stack-*.json), whose
+  // calls are then replayed against the network this build made (as test/integration/sdnbridge-replay.test.ts
+  // does against the in-process agent's).
+  it('dual-stack host-gw: the IPv6 address, forwarding and routes through the DLL ABI; sdnbridge replayed on the network it built', async () => {
+    const V4 = '10.244.3.0/24';
+    const V6 = 'fd00:10:244:3::/64';
+    const WIN_IP6 = 'fd00:10::2';
+    const s = await scenario({ Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } }, [V4, V6]);
+    editState(s.sim.dp, (st) => st.adapters.filter((a) => a.IPAddress === WIN_IP).forEach((a) => Object.assign(a, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 })));
+    for (const n of [1, 2]) {
+      const node = linuxFlannelNode({ name: `linux-${n}`, podCIDR: `10.244.${n}.0/24`, publicIP: `10.0.0.${10 + n}`, backendType: 'host-gw' });
+      node.spec = { podCIDR: `10.244.${n}.0/24`, podCIDRs: [`10.244.${n}.0/24`, `fd00:10:244:${n}::/64`] };
+      // linux-2 has no public-ipv6: it keeps its IPv4 route only (docs/compatibility.md, dual-stack).
+      if (n === 1) Object.assign(node.metadata.annotations!, { 'flannel.alpha.coreos.com/backend-v6-data': 'null', 'flannel.alpha.coreos.com/public-ipv6': 'fd00:10::11' });
+      s.api.addNode(node);
+    }
+    const routes = () =>
+      s.sim.dp
+        .listRoutes()
+        .filter((r) => r.DestinationPrefix.startsWith('10.244.') || r.DestinationPrefix.startsWith('fd00:10:244:'))
+        .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
+        .sort();
+    // host-local's store of this scenario's own (the prefix's C:\var\lib\cni is shared with the other scenarios,
+    // whose doctor reads the bridge endpoint's reservation there).
+    const agent = start(s, [`--cni-ipam-data-dir=${winPath(join(s.dir, 'ipam'))}`]);
+
+    await waitForAgent(() => routes().length === 3 && existsSync(subnetEnv()), 'three peer routes (two IPv4, one IPv6) and subnet.env', agent);
+    expect(routes()).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12', 'fd00:10:244:1::/64 via fd00:10::11']);
+    expect(readFileSync(subnetEnv(), 'utf8')).toBe(
+      'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:3::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
+    );
+    // The IPv6 address came through GetUnicastIpAddressTable (no --public-ipv6 given) and was published.
+    expect(s.sim.count('GetUnicastIpAddressTable')).toBeGreaterThan(0);
+    await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/public-ipv6'], 'public-ipv6 published', agent);
+    expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/public-ipv6']).toBe(WIN_IP6);
+    expect(agent.log()).not.toMatch(/does not list the adapter's IPv6 addresses/);
+    // One dual-stack L2Bridge and its host endpoint at .2 and ::2; forwarding on for both families on the vNIC.
+    const net = s.sim.dp.getNetworkByName('cbr0')!;
+    expect(net.Ipams?.flatMap((i) => i.Subnets ?? []).map((x) => x.IpAddressPrefix)).toEqual([V4, V6]);
+    const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
+    expect(ep.IpConfigurations?.map((c) => c.IpAddress)).toEqual(['10.244.3.2', 'fd00:10:244:3::2']);
+    const vnic = () => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
+    await waitForAgent(() => s.sim.dp.getForwarding(vnic().InterfaceIndex, 'ipv6') && vnic().Forwarding, 'IPv4 and IPv6 forwarding on the vNIC', agent, 20_000);
+    expect(s.sim.protocolErrors).toEqual([]);
+
+    // A peer's IPv6 half deleted: its route goes through DeleteIpForwardEntry2 with AF_INET6.
+    s.api.updateNode('linux-1', (n) => void delete n.metadata.annotations!['flannel.alpha.coreos.com/public-ipv6']);
+    await waitForAgent(() => routes().length === 2, 'the IPv6 route removed', agent);
+    expect(routes()).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
+
+    // sdnbridge's recorded calls on this network: every HRESULT as recorded, the pod endpoint with both families.
+    const b = newBindings({ ids: { '<NETWORK_ID>': net.ID! } });
+    const expected = (ms: ReplayMismatch[]) => ms.filter((m) => !/HcnQueryNetworkProperties out|HcnEnumerateNetworks out/.test(m.where) && !/PrefixLength/.test(m.where));
+    const add = await replayScenario(loadTrace('sdnbridge-dual-stack-add'), s.sim.dp, b, { checkStateBefore: false, checkStateAfter: false });
+    expect(add.mismatches.filter((m) => m.where.endsWith(' hr'))).toEqual([]);
+    expect(expected(add.mismatches)).toEqual([]);
+    const pod = s.sim.dp.listEndpoints().find((e) => e.Name?.startsWith('sdnbridgepod1'))!;
+    expect(pod.IpConfigurations).toEqual([
+      { IpAddress: '10.244.3.10', PrefixLength: 24 },
+      { IpAddress: 'fd00:10:244:3::10', PrefixLength: 64 },
+    ]);
+    const del = await replayScenario(loadTrace('sdnbridge-dual-stack-del'), s.sim.dp, b, { checkStateBefore: false, checkStateAfter: false });
+    expect(del.mismatches.filter((m) => m.where.endsWith(' hr'))).toEqual([]);
+    expect(expected(del.mismatches)).toEqual([]);
+    expect(s.sim.dp.listEndpoints().map((e) => e.Name)).toEqual(['cbr0_ep']);
+    await waitForAgent(() => s.sim.mibTablesOutstanding === 0, 'every MIB table freed', agent, 20_000);
+    expect(s.sim.badFrees).toBe(0);
+    expect(existsSync(join(s.dir, 'ipam', 'cbr0', '10.244.3.2'))).toBe(true); // the bridge endpoint's address, reserved
   }, 240_000);
 
   it('an HNS error (0x803B0010 on network creation) surfaces as a coded error with a clear log line', async () => {

@@ -21,9 +21,12 @@
 //   HcnQueryNamespaceProperties  {h,query}                      -> {hr,out,err}
 //   HcnDeleteNamespace           {id}                           -> {hr,err}
 //   HcnCloseNamespace            {h}                            -> {hr}
-//   GetIpForwardTable2           {family}                       -> {st,rows:[13 ints per row]}
+//   GetIpForwardTable2           {family}                       -> {st,rows:[38 ints per row: luid,index,dest(17),prefixLength,nextHop(17),metric,protocol]}
 //   Create/DeleteIpForwardEntry2 {luid,ifIndex,destFamily,dest,prefixLength,nextHopFamily,nextHop,sitePrefixLength,metric,protocol,...} -> {st}
+//                                (dest, nextHop: dotted IPv4, or IPv6 as eight hex groups)
 //   GetIpAddrTable               {order}                        -> {st,rows:[6 ints per row]}
+//   GetUnicastIpAddressTable     {family}                       -> {st,rows:[25 ints per row: luid,index,onLinkPrefixLength,prefixOrigin,suffixOrigin,dadState,valid,preferred,address(17)]}
+//   (an address on the wire: its family, then 16 bytes, an IPv4 address in the first 4)
 //   ConvertInterface*            {ifIndex|luid|alias}           -> {st,luid|ifIndex|alias}
 //   Get/SetIpInterfaceEntry      {family,luid,ifIndex,...}      -> {st,...}
 //   MibTableAllocated / FreeMibTable {ok}                       -> {st}   (bookkeeping: every table freed?)
@@ -35,6 +38,8 @@ import { SimulatedHnsTransport, type SimulatedHnsOptions } from '../../src/simul
 import { SimulatedHcnNamespaces, type HcnNamespaceHandle } from '../../src/simulator/namespaces.js';
 import type { HcnHandle } from '../../src/hns/transport.js';
 import { editState } from '../support/sim-dataplane.js';
+import { formatIp6, maskOf6, parseIp6 } from '../../src/basics/ip6.js';
+import { NL } from '../../src/win32/encoding.js';
 
 /** NETIO / Win32 statuses the server answers with (winerror.h). */
 export const STATUS = {
@@ -55,6 +60,12 @@ const IF_TYPE_ETHERNET_CSMACD = 6;
 /** What GetIpInterfaceEntry reports for an IPv4 interface: Windows returns a non-zero SitePrefixLength, and
  *  SetIpInterfaceEntry rejects an IPv4 row whose SitePrefixLength is not 0 (the caller must clear it). */
 const IPV4_SITE_PREFIX_LENGTH_REPORTED = 64;
+/** An IPv6 interface's SitePrefixLength: 48 unless configured (`netsh interface ipv6 show interface N`, "Site Prefix Length"). */
+const IPV6_SITE_PREFIX_LENGTH_REPORTED = 48;
+/** NL_PREFIX_ORIGIN / NL_SUFFIX_ORIGIN IpPrefixOriginManual / IpSuffixOriginManual (nldef.h): a static address. */
+const ORIGIN_MANUAL = 1;
+/** MIB_UNICASTIPADDRESS_ROW ValidLifetime / PreferredLifetime of a static address: infinite. */
+const INFINITE_LIFETIME = 0xffffffff;
 
 /** NET_LUID of a simulated adapter: IfType 6 (Ethernet) in bits 48-63, NetLuidIndex = the interface index. */
 export function luidOf(interfaceIndex: number): number {
@@ -79,6 +90,19 @@ interface RecordOnlyRule {
 function ipBytes(ip: string): number[] {
   const parts = ip.split('.').map(Number);
   return parts.length === 4 && parts.every((p) => Number.isInteger(p) && p >= 0 && p <= 255) ? parts : [0, 0, 0, 0];
+}
+
+/** An address as the wire carries it: its family, then 16 bytes (an IPv4 address in the first 4). */
+function inetFields(ip: string): number[] {
+  const v6 = ip.includes(':') ? parseIp6(ip) : undefined;
+  if (v6 === undefined) return [AF_INET, ...ipBytes(ip), ...new Array<number>(12).fill(0)];
+  return [AF_INET6, ...Array.from({ length: 16 }, (_, i) => Number((v6 >> BigInt(8 * (15 - i))) & 0xffn))];
+}
+
+/** The canonical text of an IPv6 address the stand-in sent (eight hex groups), or undefined. */
+function canonicalIp6(s: string): string | undefined {
+  const v = parseIp6(s);
+  return v === undefined ? undefined : formatIp6(v);
 }
 
 function ipToInt(ip: string): number {
@@ -311,6 +335,8 @@ export class WindowsSimServer {
         return this.netio(() => this.routeEntry(req));
       case 'GetIpAddrTable':
         return this.netio(() => this.getIpAddrTable(req));
+      case 'GetUnicastIpAddressTable':
+        return this.netio(() => this.getUnicastIpAddressTable(req));
       case 'ConvertInterfaceIndexToLuid':
         return this.netio(async () => {
           await this.dp.enter(req.fn, 'host');
@@ -436,11 +462,11 @@ export class WindowsSimServer {
     await this.dp.enter('GetIpForwardTable2', 'route');
     const family = num(req, 'family');
     if (family !== AF_UNSPEC && family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
-    const routes = family === AF_INET6 ? [] : this.dp.listRoutes();
+    const routes = this.dp.listRoutes().filter((r) => family === AF_UNSPEC || (family === AF_INET6) === r.DestinationPrefix.includes(':'));
     if (routes.length === 0) return { st: STATUS.ERROR_NOT_FOUND };
     const rows = routes.flatMap((r) => {
       const [dest, plen] = r.DestinationPrefix.split('/');
-      return [luidOf(r.InterfaceIndex), r.InterfaceIndex, ...ipBytes(dest), Number(plen), ...ipBytes(r.NextHop), r.Metric, 3];
+      return [luidOf(r.InterfaceIndex), r.InterfaceIndex, ...inetFields(dest), Number(plen), ...inetFields(r.NextHop), r.Metric, 3];
     });
     return { st: 0, rows };
   }
@@ -448,19 +474,23 @@ export class WindowsSimServer {
   private async routeEntry(req: Req): Promise<Reply> {
     const create = req.fn === 'CreateIpForwardEntry2';
     // Row validation as iphlpapi does it: what InitializeIpForwardEntry leaves invalid must have been set.
-    const dest = str(req, 'dest');
-    const nextHop = str(req, 'nextHop');
+    const family = num(req, 'destFamily');
+    const v6 = family === AF_INET6;
+    const bits = v6 ? 128 : 32;
     const plen = num(req, 'prefixLength');
-    if (num(req, 'destFamily') !== AF_INET || num(req, 'nextHopFamily') !== AF_INET || !isDottedIPv4(dest) || !isDottedIPv4(nextHop)) {
+    // Both addresses of the row's one family (an IPv6 route's next hop is IPv6), the prefix's host bits zero.
+    const dest = v6 ? canonicalIp6(str(req, 'dest')) : str(req, 'dest');
+    const nextHop = v6 ? canonicalIp6(str(req, 'nextHop')) : str(req, 'nextHop');
+    if ((family !== AF_INET && !v6) || num(req, 'nextHopFamily') !== family || dest === undefined || nextHop === undefined) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (!v6 && (!isDottedIPv4(dest) || !isDottedIPv4(nextHop))) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (!(plen >= 0 && plen <= bits)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (v6 ? (parseIp6(dest)! & ~maskOf6(plen)) !== 0n : (ipToInt(dest) & ~(plen === 0 ? 0 : (0xffffffff << (32 - plen)) >>> 0)) >>> 0 !== 0) {
       return { st: STATUS.ERROR_INVALID_PARAMETER };
     }
-    if (!(plen >= 0 && plen <= 32)) return { st: STATUS.ERROR_INVALID_PARAMETER };
-    const mask = plen === 0 ? 0 : (0xffffffff << (32 - plen)) >>> 0;
-    if ((ipToInt(dest) & ~mask) >>> 0 !== 0) return { st: STATUS.ERROR_INVALID_PARAMETER };
     if (create) {
       const metric = num(req, 'metric');
       const protocol = num(req, 'protocol');
-      if (!(num(req, 'sitePrefixLength') <= 32)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+      if (!(num(req, 'sitePrefixLength') <= bits)) return { st: STATUS.ERROR_INVALID_PARAMETER };
       if (!(metric >= 0 && metric < 0xffffffff)) return { st: STATUS.ERROR_INVALID_PARAMETER };
       if (!(protocol >= 1 && protocol <= 20)) return { st: STATUS.ERROR_INVALID_PARAMETER };
     }
@@ -487,32 +517,73 @@ export class WindowsSimServer {
     return { st: 0, rows: adapters.flatMap((a) => [...ipBytes(a.IPAddress), a.InterfaceIndex, a.PrefixLength]) };
   }
 
+  /**
+   * GetUnicastIpAddressTable: the adapters' addresses of the family asked (AF_UNSPEC both), each a static
+   * (manual, preferred, infinite) address with its on-link prefix length; ERROR_NOT_FOUND when there is none.
+   */
+  private async getUnicastIpAddressTable(req: Req): Promise<Reply> {
+    await this.dp.enter('GetUnicastIpAddressTable', 'host');
+    const family = num(req, 'family');
+    if (family !== AF_UNSPEC && family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const rows = this.dp
+      .listAdapters()
+      .flatMap((a) => [
+        ...(family !== AF_INET6 && a.IPAddress !== '' ? [[a.InterfaceIndex, a.IPAddress, a.PrefixLength] as const] : []),
+        ...(family !== AF_INET && a.IPv6Address !== undefined ? [[a.InterfaceIndex, a.IPv6Address, a.IPv6PrefixLength ?? 64] as const] : []),
+      ]);
+    if (rows.length === 0) return { st: STATUS.ERROR_NOT_FOUND };
+    return {
+      st: 0,
+      rows: rows.flatMap(([idx, ip, plen]) => [
+        luidOf(idx),
+        idx,
+        plen,
+        ORIGIN_MANUAL,
+        ORIGIN_MANUAL,
+        NL.IpDadStatePreferred,
+        INFINITE_LIFETIME,
+        INFINITE_LIFETIME,
+        ...inetFields(ip),
+      ]),
+    };
+  }
+
+  /** An adapter's IPv4 or IPv6 interface row (every adapter has both here, as with both protocols bound). */
   private async getIpInterfaceEntry(req: Req): Promise<Reply> {
     await this.dp.enter('GetIpInterfaceEntry', 'host');
     const family = num(req, 'family');
     if (family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
     const idx = this.resolveIndex(req);
-    if (idx === undefined || family === AF_INET6) return { st: STATUS.ERROR_NOT_FOUND };
+    if (idx === undefined) return { st: STATUS.ERROR_NOT_FOUND };
     const adapter = this.dp.listAdapters().find((a) => a.InterfaceIndex === idx)!;
+    const v6 = family === AF_INET6;
     return {
       st: 0,
       luid: luidOf(idx),
       ifIndex: idx,
-      forwarding: this.dp.getForwarding(idx) ? 1 : 0,
+      forwarding: this.dp.getForwarding(idx, v6 ? 'ipv6' : 'ipv4') ? 1 : 0,
       mtu: adapter.Mtu,
       metric: 25,
-      sitePrefixLength: IPV4_SITE_PREFIX_LENGTH_REPORTED,
+      sitePrefixLength: v6 ? IPV6_SITE_PREFIX_LENGTH_REPORTED : IPV4_SITE_PREFIX_LENGTH_REPORTED,
     };
   }
 
   private async setIpInterfaceEntry(req: Req): Promise<Reply> {
     await this.dp.enter('SetIpInterfaceEntry', 'host');
-    if (num(req, 'family') !== AF_INET) return { st: STATUS.ERROR_INVALID_PARAMETER };
-    if (num(req, 'sitePrefixLength') !== 0) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const family = num(req, 'family');
+    if (family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    // IPv4: SitePrefixLength must be 0 (Microsoft Learn, SetIpInterfaceEntry); IPv6: a prefix length.
+    const site = num(req, 'sitePrefixLength');
+    if (family === AF_INET ? site !== 0 : !(site >= 0 && site <= 128)) return { st: STATUS.ERROR_INVALID_PARAMETER };
     const idx = this.resolveIndex(req);
     if (idx === undefined) return { st: STATUS.ERROR_NOT_FOUND };
     const mtu = num(req, 'mtu');
-    if (!(mtu >= 576)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (!(mtu >= (family === AF_INET6 ? 1280 : 576))) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (family === AF_INET6) {
+      // The IPv6 row's own MTU is not modelled: the agent changes forwarding only.
+      this.dp.setForwarding(idx, num(req, 'forwarding') === 1, 'ipv6');
+      return { st: 0 };
+    }
     const adapter = this.dp.listAdapters().find((a) => a.InterfaceIndex === idx)!;
     if (adapter.Mtu !== mtu) {
       editState(this.dp, (s) => {

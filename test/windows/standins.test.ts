@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WindowsSimServer, luidOf } from './sim-server.js';
-import { CACHE, mustFailWhenSkipped, prepareHarness, runUnderWine, standinOverrides, winPath, windowsHarness, type PreparedHarness } from '../support/windows.js';
+import { CACHE, mustFailWhenSkipped, prepareHarness, runUnderWine, standinOverrides, stepsOf, winPath, windowsHarness, type PreparedHarness } from '../support/windows.js';
 
 const harness = windowsHarness();
 
@@ -33,13 +33,7 @@ type Step = Record<string, unknown> & { step: string };
       env: { FLANNEL_SIM_PORT: String(server.port), WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) },
       timeoutMs: 120_000,
     });
-    steps = new Map(
-      raw.stdout
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as Step)
-        .map((s) => [s.step, s]),
-    );
+    steps = stepsOf<Step>(raw.stdout);
   }, 300_000);
 
   afterAll(async () => {
@@ -57,7 +51,7 @@ type Step = Record<string, unknown> & { step: string };
 
   it('HNSCall GET /globals/version returns the envelope (CoTaskMemAlloc, freed by the real CoTaskMemFree)', () => {
     expect(steps.get('version')).toMatchObject({ hr: 0 });
-    expect(JSON.parse(steps.get('version')!.out as string)).toEqual({ Success: true, Output: { Major: 13, Minor: 2 } });
+    expect(JSON.parse(steps.get('version')!.out as string)).toEqual({ Success: true, Output: { Major: 15, Minor: 4 } });
     expect(server.dp.calls.get('HNSCall GET /globals/version')).toBe(1);
   });
 

@@ -7,7 +7,7 @@ import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { RouteRecord } from './route-record.js';
 import { BackendError, HnsError, HostError } from '../../basics/errors.js';
-import { versionAtLeast } from '../../hns/client.js';
+import { versionAtLeast } from '../../hns/features.js';
 import { nthAddress6, parseIp6 } from '../../basics/ip6.js';
 import { checkNetworkPresent, isNetworkGone } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';

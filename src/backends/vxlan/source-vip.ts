@@ -252,15 +252,24 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
     else if (r?.result === 'held' && r.holder !== SCRIPT_CONTAINER_ID)
       log.warn('a container holds the source VIP in host-local IPAM; recreate that pod', { path: r.path, ip, container: r.holder });
   }
-  if (opts.file) {
-    if (writeIfChanged(fs, opts.file, JSON.stringify(plainSourceVipDocument(rec)) + '\n')) log.info('wrote source VIP file', { path: opts.file, ip });
-  }
+  for (const path of writeSourceVipFiles(fs, rec, opts)) log.info(path === opts.file ? 'wrote source VIP file' : 'wrote source VIP file (script format)', { path, ip });
+  return rec;
+}
+
+/**
+ * Write the documented file and the scripts' files (`compatFiles`) where they do not hold `rec` (missing,
+ * edited, an older address); returns the paths written. The documented file's failure throws; a script
+ * file's is logged (a read-only C:\k must not stop the agent).
+ */
+export function writeSourceVipFiles(fs: SourceVipFs, rec: SourceVipRecord, opts: Pick<SourceVipOptions, 'file' | 'compatFiles' | 'log'>): string[] {
+  const written: string[] = [];
+  if (opts.file && writeIfChanged(fs, opts.file, JSON.stringify(plainSourceVipDocument(rec)) + '\n')) written.push(opts.file);
   for (const f of opts.compatFiles) {
     try {
-      if (writeIfChanged(fs, f, JSON.stringify(sdnSourceVipDocument(rec)) + '\n')) log.info('wrote source VIP file (script format)', { path: f, ip });
+      if (writeIfChanged(fs, f, JSON.stringify(sdnSourceVipDocument(rec)) + '\n')) written.push(f);
     } catch (err) {
-      log.warn('could not write a source VIP file for the scripts', { path: f, error: errorMessage(err) });
+      opts.log.warn('could not write a source VIP file for the scripts', { path: f, error: errorMessage(err) });
     }
   }
-  return rec;
+  return written;
 }

@@ -8,9 +8,9 @@
 // resourceVersion, 410 Gone when it is too old, watch bookmarks; "Retrieving large results sets in
 // chunks": limit/continue) and k8s.io/apiserver's watch cache. The parts: ./node-store.ts (etcd: objects,
 // one revision for every kind, history, compaction, continue tokens), ./watch.ts (one process's watch
-// cache, watch streams and bookmarks), ./rbac-startup.ts (the 403s before the RBAC caches sync), ./merge-patch.ts (patches),
-// ./request-faults.ts (injected failures and hangs), ./responses.ts (Status bodies), ./nodes.ts (Node
-// builders), ./kubeconfig.ts. It ships with the `npm start` demo (../main.ts), which it serves; the
+// cache, watch streams and bookmarks), ./rbac-startup.ts (the 403s before RBAC grants the agent: caches
+// not synced, a ClusterRole applied late), ./merge-patch.ts (patches), ./request-faults.ts (injected
+// failures and hangs), ./responses.ts (Status bodies), ./nodes.ts (Node builders), ./kubeconfig.ts. It ships with the `npm start` demo (../main.ts), which it serves; the
 // integration tests use it too. The agent never imports it.
 import http from 'node:http';
 import https from 'node:https';
@@ -18,7 +18,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { systemClock, type Clock } from '../../basics/clock.js';
 import { EventStore } from './events.js';
 import { isRefusal, NodeStore, type NodeEvent, type StoreRefusal } from './node-store.js';
-import { rbacNotSyncedMessage } from './rbac-startup.js';
+import { isResourcePath, rbacDenialReason, rbacForbiddenMessage, type RbacGrant } from './rbac-startup.js';
 import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { kubeStatus, sendJson, sendStatus, type JsonObject } from './responses.js';
@@ -67,6 +67,11 @@ export interface FakeKubeApiServerOptions {
    * so for ~100 ms.
    */
   rbacSyncDelayMs?: number;
+  /**
+   * What RBAC grants the agent's user (default `granted`): `unbound` or `role-missing` answer every
+   * resource request 403 until a test sets `rbac` to `granted` (the ClusterRole and binding applied late).
+   */
+  rbac?: RbacGrant;
   /** The user named in those 403s (default the DaemonSet's service account). */
   rbacUser?: string;
   /** Serve https with this certificate and key (PEM); plain http otherwise. */
@@ -87,6 +92,8 @@ export class FakeKubeApiServer {
   readonly requests: RecordedRequest[] = [];
   /** The one token accepted; a test may change it (a rotated token: the old one then gets 401). */
   bearerToken: string | undefined;
+  /** What RBAC grants the agent now; a test applies the ClusterRole by setting `granted`. */
+  rbac: RbacGrant;
 
   /** The process serving now (undefined while stopped). */
   private current: ServerProcess | undefined;
@@ -112,6 +119,7 @@ export class FakeKubeApiServer {
     this.tls = opts.tls;
     this.watchOptions = { watchCache: opts.watchCache ?? true, cacheCapacity: Math.max(1, opts.historyLimit ?? 1000) };
     this.rbacSyncDelayMs = opts.rbacSyncDelayMs ?? 0;
+    this.rbac = opts.rbac ?? 'granted';
     this.rbacUser = opts.rbacUser ?? 'system:serviceaccount:kube-flannel:flannel-windows';
     this.store = new NodeStore({ now: () => clock.now(), onEvent: (ev) => this.observe(ev) });
     this.eventStore = new EventStore(
@@ -410,8 +418,9 @@ export class FakeKubeApiServer {
     if (this.bearerToken !== undefined && req.headers.authorization !== `Bearer ${this.bearerToken}`) {
       return sendStatus(res, 401, 'Unauthorized');
     }
-    if (this.clock.now() - proc.startedAt < this.rbacSyncDelayMs) {
-      const f = rbacNotSyncedMessage(method, path, query, this.rbacUser);
+    const denial = this.clock.now() - proc.startedAt < this.rbacSyncDelayMs ? rbacDenialReason('role-missing') : isResourcePath(path) ? rbacDenialReason(this.rbac) : undefined;
+    if (denial !== undefined) {
+      const f = rbacForbiddenMessage(method, path, query, this.rbacUser, denial);
       return sendJson(res, 403, kubeStatus(403, 'Forbidden', f.message, f.details));
     }
 

@@ -1,7 +1,10 @@
-// The 403 a kube-apiserver answers while it starts, before its RBAC authorizer's informers have synced:
-// the ClusterRoleBinding is known but not yet its ClusterRole, so the request is denied with the RBAC
-// authorizer's reason (plugin/pkg/auth/authorizer/rbac/rbac.go: `RBAC: clusterrole.rbac.authorization.k8s.io
-// "flannel-windows" not found`). The message is the one k8s.io/apiserver builds
+// The 403s a kube-apiserver answers the agent before RBAC grants it: while the apiserver starts, before
+// its RBAC authorizer's informers have synced, and while the agent's ClusterRole or its binding is not
+// applied (the DaemonSet applied first). The RBAC authorizer (plugin/pkg/auth/authorizer/rbac/rbac.go
+// Authorize) then has no opinion; it gives a reason only for the errors it met resolving the user's rules:
+// a binding whose ClusterRole is not there (not synced yet, or applied later) gives
+// `RBAC: clusterrole.rbac.authorization.k8s.io "flannel-windows" not found`, no binding at all gives none.
+// The message is the one k8s.io/apiserver builds
 // (pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage, and apimachinery
 // pkg/api/errors NewForbidden: `<resource> "<name>" is forbidden: User "<user>" cannot <verb> resource
 // "<resource>[/<subresource>]" in API group "" at the cluster scope: <reason>`). Pure.
@@ -9,11 +12,36 @@ import type { JsonObject } from './responses.js';
 
 export const RBAC_NOT_SYNCED_REASON = 'RBAC: clusterrole.rbac.authorization.k8s.io "flannel-windows" not found';
 
-/** The Forbidden message and Status details for a request denied before RBAC synced. */
-export function rbacNotSyncedMessage(method: string, path: string, query: Record<string, string>, user: string): { message: string; details: JsonObject } {
-  const m = /^\/apis?\/(?:([^/]+)\/)?v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/.exec(path);
+/**
+ * What RBAC grants the agent's user now: its ClusterRole and binding (`granted`), no binding for it
+ * (`unbound`), or a binding whose ClusterRole is not there yet (`role-missing`).
+ */
+export type RbacGrant = 'granted' | 'unbound' | 'role-missing';
+
+/** The authorizer's reason for a denial under `grant` ('' for none); undefined when it allows. */
+export function rbacDenialReason(grant: RbacGrant): string | undefined {
+  return grant === 'granted' ? undefined : grant === 'role-missing' ? RBAC_NOT_SYNCED_REASON : '';
+}
+
+/** Whether `path` is a resource request (the rest, discovery, every authenticated user may read: bootstrap policy system:discovery). */
+export function isResourcePath(path: string): boolean {
+  return RESOURCE_PATH.test(path);
+}
+
+const RESOURCE_PATH = /^\/apis?\/(?:([^/]+)\/)?v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
+
+/** The Forbidden message and Status details for a request denied with `reason` ('' for none). */
+export function rbacForbiddenMessage(
+  method: string,
+  path: string,
+  query: Record<string, string>,
+  user: string,
+  reason = RBAC_NOT_SYNCED_REASON,
+): { message: string; details: JsonObject } {
+  const because = reason === '' ? '' : `: ${reason}`;
+  const m = RESOURCE_PATH.exec(path);
   if (!m) {
-    const message = `forbidden: User "${user}" cannot ${method.toLowerCase()} path "${path}": ${RBAC_NOT_SYNCED_REASON}`;
+    const message = `forbidden: User "${user}" cannot ${method.toLowerCase()} path "${path}"${because}`;
     return { message, details: {} };
   }
   const group = path.startsWith('/apis/') ? (m[1] ?? '') : '';
@@ -25,7 +53,7 @@ export function rbacNotSyncedMessage(method: string, path: string, query: Record
   const verbs: Record<string, string> = { GET: name === '' ? (watch ? 'watch' : 'list') : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
   const verb = verbs[method] ?? method.toLowerCase();
   const scope = namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
-  const what = `User "${user}" cannot ${verb} resource "${sub ? `${resource}/${sub}` : resource}" in API group "${group}" ${scope}: ${RBAC_NOT_SYNCED_REASON}`;
+  const what = `User "${user}" cannot ${verb} resource "${sub ? `${resource}/${sub}` : resource}" in API group "${group}" ${scope}${because}`;
   const qualified = group === '' ? resource : `${resource}.${group}`;
   const message = name === '' ? `${qualified} is forbidden: ${what}` : `${qualified} "${name}" is forbidden: ${what}`;
   return { message, details: { ...(name === '' ? {} : { name }), ...(group === '' ? {} : { group }), kind: resource } };

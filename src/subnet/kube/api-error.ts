@@ -74,6 +74,31 @@ export function nodeRestriction(err: unknown): { identity: string; target: strin
   return m ? { identity: m[1], target: m[2] } : undefined;
 }
 
+/** How the agent gets its RBAC: the ClusterRole and binding of deploy/base, applied with the DaemonSet. */
+export const RBAC_FIX = `apply flannel-windows' ClusterRole and ClusterRoleBinding (kubectl apply -k deploy/overlays/<your overlay>, or deploy/base/10-rbac.yml); it needs ${AGENT_RBAC_TEXT}`;
+
+/**
+ * A 403 from the RBAC authorizer (not NodeRestriction): the permission the API server says is missing,
+ * as `<resource>: <verb>` (its Forbidden message, k8s.io/apiserver endpoints/handlers/responsewriters
+ * forbiddenMessage: `User "<u>" cannot <verb> resource "<resource>[/<sub>]" ...`), and the fix.
+ * Undefined for any other failure.
+ */
+export function rbacRefusal(err: unknown): { permission: string; fix: string } | undefined {
+  if (httpStatus(err) !== 403 || nodeRestriction(err) !== undefined) return undefined;
+  const m = /cannot ([a-z]{1,32}) resource "([a-z0-9./-]{1,128})"/.exec(statusMessage(err) ?? '');
+  return { permission: m ? `${m[2]}: ${m[1]}` : 'unknown (the API server did not say)', fix: RBAC_FIX };
+}
+
+/**
+ * Log one retried failure of `call`: an RBAC refusal as what it is (the permission and the fix: it ends
+ * when the ClusterRole is applied, not when the network recovers), anything else as a failed call.
+ */
+export function logApiRetry(log: Logger, call: string, err: unknown, fields: Record<string, unknown>): void {
+  const refusal = rbacRefusal(err);
+  if (refusal) log.warn('the API server refuses the agent (RBAC); retrying until its ClusterRole grants it', { call, ...refusal, ...fields, error: describe(err) });
+  else log.warn('kubernetes API call failed, retrying', { call, ...fields, error: describe(err) });
+}
+
 /** What to do about a failure with this status. */
 function hintFor(err: unknown): string {
   const status = httpStatus(err);
@@ -87,7 +112,7 @@ function hintFor(err: unknown): string {
       'or run the agent with its ServiceAccount (or the credentials of this node)'
     );
   }
-  return `; check flannel's ClusterRole (deploy/base): it needs ${AGENT_RBAC_TEXT}`;
+  return `; ${RBAC_FIX}`;
 }
 
 export function kubeError(what: string, err: unknown): KubeError {
@@ -96,9 +121,12 @@ export function kubeError(what: string, err: unknown): KubeError {
 }
 
 /**
- * Retryable while the API server may still be starting: a 403 too (an apiserver answers 403 for about
- * 100 ms after it starts, until its RBAC informers synced: `clusterrole.rbac.authorization.k8s.io
- * "flannel-windows" not found`; k8s.io/apiserver rbac authorizer), except a NodeRestriction refusal.
+ * Retryable while the agent starts: a 403 too, except a NodeRestriction refusal. An apiserver answers 403
+ * for about 100 ms after it starts, until its RBAC informers synced, and for as long as the agent's
+ * ClusterRole or its binding is not applied (a DaemonSet applied before its RBAC): the RBAC authorizer
+ * (kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go Authorize) has no opinion, with the reason
+ * `RBAC: clusterrole.rbac.authorization.k8s.io "flannel-windows" not found` while the binding names a
+ * ClusterRole that does not exist yet. Both end without a restart of the agent.
  */
 export function retryableAtStartUp(err: unknown): boolean {
   return retryable(err) || (httpStatus(err) === 403 && nodeRestriction(err) === undefined);
@@ -128,7 +156,7 @@ export interface ApiRetryOptions {
 
 /** Retry `fn` on retryable failures with capped backoff, for at most `timeoutMs`; then kubeError(what). */
 export async function retryApiCall<T>(what: string, fn: () => Promise<T>, o: ApiRetryOptions, signal: AbortSignal): Promise<T> {
-  const onRetry = (err: unknown, attempt: number, delayMs: number) => o.log.warn('kubernetes API call failed, retrying', { call: what, attempt, delayMs, error: describe(err) });
+  const onRetry = (err: unknown, attempt: number, delayMs: number) => logApiRetry(o.log, what, err, { attempt, delayMs });
   try {
     return await retryWithBackoff(fn, { ...o, retryable: o.retryable ?? retryable, onRetry, minDelayMs: retryAfterMs }, signal);
   } catch (err) {

@@ -41,7 +41,8 @@ export interface KubeStart {
   publicIPs(signal: AbortSignal): Promise<string[]>;
   /** The own Node's public-ipv6-overwrite and node-public-ipv6 annotations, in that order (dual-stack; same one read). */
   publicIPv6s(signal: AbortSignal): Promise<string[]>;
-  subnetManager(netConf: NetworkConfig): SubnetManager;
+  /** `ipv4OnlyPublicIPv6`: --ipv4-only in a dual-stack cluster (./own-node.ts). */
+  subnetManager(netConf: NetworkConfig, ipv4OnlyPublicIPv6?: string): SubnetManager;
 }
 
 export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
@@ -49,17 +50,24 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
   let kubeConfig: ReturnType<typeof buildKubeConfig> | undefined;
   const kc = () => (kubeConfig ??= buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log, clock: deps.clock }));
   let read: ReturnType<typeof readNodePublicIPs> | undefined;
+  /** The start of the start-up window (a 403 retried), the public-IP read's and the manager's alike. */
+  let startedAt: number | undefined;
   // One read of the own Node's public-IP annotations serves both families.
-  const annotations = (signal: AbortSignal) =>
-    (read ??= readNodePublicIPs({
-      kubeConfig: kc(),
-      nodeName: config.nodeName!,
-      annotationPrefix: config.kubeAnnotationPrefix,
-      log,
-      clock: deps.clock,
-      signal,
-      timings: deps.timings,
-    }));
+  const annotations = (signal: AbortSignal) => {
+    if (read === undefined) {
+      startedAt = deps.clock.now();
+      read = readNodePublicIPs({
+        kubeConfig: kc(),
+        nodeName: config.nodeName!,
+        annotationPrefix: config.kubeAnnotationPrefix,
+        log,
+        clock: deps.clock,
+        signal,
+        timings: { nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000, ...deps.timings },
+      });
+    }
+    return read;
+  };
   return {
     async publicIPs(signal) {
       if (!config.nodeName) return [];
@@ -71,7 +79,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
       const annotated = await annotations(signal);
       return [annotated.publicIPv6Overwrite, annotated.nodePublicIPv6].filter((ip): ip is string => ip !== undefined);
     },
-    subnetManager(netConf) {
+    subnetManager(netConf, ipv4OnlyPublicIPv6) {
       return new KubeSubnetManager({
         kubeConfig: kc(),
         nodeName: config.nodeName,
@@ -82,10 +90,12 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         setNodeNetworkUnavailable: config.setNodeNetworkUnavailable,
         publicIPOverride: config.publicIP || undefined,
         ...(netConf.enableIPv6 ? { ipv6Network: netConf.ipv6Network } : {}),
+        ...(ipv4OnlyPublicIPv6 !== undefined ? { ipv4OnlyPublicIPv6 } : {}),
         log,
         metrics: deps.metrics,
         clock: deps.clock,
         timings: { nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000, ...deps.timings },
+        ...(startedAt !== undefined ? { startedAt } : {}),
       });
     },
   };

@@ -39,6 +39,8 @@ export interface KubeSubnetManagerOptions {
   publicIPOverride?: string;
   /** net-conf `IPv6Network` when EnableIPv6 (dual-stack); absent on IPv4-only networks. */
   ipv6Network?: string;
+  /** `--ipv4-only` in a dual-stack cluster: the public IPv6 published for the Linux peers (own-node.ts). */
+  ipv4OnlyPublicIPv6?: string;
   log?: Logger;
   metrics?: Metrics;
   clock?: Clock;
@@ -46,6 +48,8 @@ export interface KubeSubnetManagerOptions {
   random?: Random;
   /** Backoffs, windows, polls and deadlines (../timings.ts; defaults subnetTimings('kube')). */
   timings?: Partial<SubnetTimings>;
+  /** When start-up began, if before the manager's first request (the public-IP read): its start-up window's start. */
+  startedAt?: number;
   /**
    * Page size of the Node list (default DEFAULT_LIST_PAGE_SIZE). bench/kube-api.mjs, 5,000 ~9 KB Nodes before
    * the field cut: 250 cost the least CPU (583 ms against 641 at 100 and 730 at 500). With the cut, the
@@ -109,6 +113,7 @@ export class KubeSubnetManager implements SubnetManager {
       setNodeNetworkUnavailable: opts.setNodeNetworkUnavailable,
       publicIPOverride: opts.publicIPOverride,
       ...(opts.ipv6Network !== undefined ? { ipv6Network: opts.ipv6Network } : {}),
+      ...(opts.ipv4OnlyPublicIPv6 !== undefined ? { ipv4OnlyPublicIPv6: opts.ipv4OnlyPublicIPv6 } : {}),
       log,
       clock,
       retry: { clock, log, backoffBaseMs: t.backoffBaseMs, backoffCapMs: t.backoffCapMs, timeoutMs: t.apiRetryTimeoutMs },
@@ -117,6 +122,7 @@ export class KubeSubnetManager implements SubnetManager {
       nodeWaitLogIntervalMs: t.nodeWaitLogIntervalMs,
       nodePollIntervalMs: t.nodePollIntervalMs,
       startUpWindowMs: t.startUpWindowMs,
+      ...(opts.startedAt !== undefined ? { startedAt: opts.startedAt } : {}),
     });
   }
 

@@ -39,7 +39,7 @@ import { runRelistLoop } from '../relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
 import type { AnnotationKeys } from './annotations.js';
 import { decodeBackendData } from './annotations.js';
-import { describe, retryAfterMs } from './api-error.js';
+import { describe, rbacRefusal, retryAfterMs } from './api-error.js';
 import { normalizeCidr } from '../../basics/ip4.js';
 import { normalizeCidr6 } from '../../basics/ip6.js';
 
@@ -307,6 +307,7 @@ function retryLine(n: RetryNote): [message: string, fields: Record<string, unkno
   const fields: Record<string, unknown> = { attempt: n.attempt, delayMs: n.delayMs };
   if (n.err !== undefined) fields.error = describe(n.err);
   if (n.err instanceof FlannelError) fields.code = n.err.code;
+  Object.assign(fields, rbacRefusal(n.err)); // a 403: the permission RBAC lacks and the fix
   switch (n.reason) {
     case 'list-failed':
       return ['listing nodes failed, backing off', fields];

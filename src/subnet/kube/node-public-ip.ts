@@ -45,9 +45,10 @@ export function nodePublicIPsOf(node: unknown, annotationPrefix: string): NodePu
 
 /**
  * GET the own Node (raw JSON, with a deadline like every other API request) and return its public-IP
- * annotations. A 403 or 5xx within the start-up window (an API server still starting: own-node.ts) is
- * retried with the subnet manager's backoff; any failure after that, or a timeout, is logged and yields
- * none. The deadline, the backoff and the window are the subnet manager's timings (../timings.ts).
+ * annotations. A 403 or 5xx within the start-up window (an API server still starting, a ClusterRole not
+ * applied yet: own-node.ts) is retried with the subnet manager's backoff; any failure after that, or a
+ * timeout, is logged and yields none. The deadline, the backoff and the window are the subnet manager's
+ * timings (../timings.ts).
  */
 export async function readNodePublicIPs(opts: {
   kubeConfig: KubeConfig;

@@ -3,7 +3,9 @@
 // annotations patched onto it, and the NetworkUnavailable=False condition. Mirrors flannel
 // pkg/subnet/kube/kube.go (NewSubnetManager's node-name lookup, AcquireLease, CompleteLease's
 // setNodeNetworkUnavailableFalse). Differences by design: the wait is bounded and logged, API blips are
-// retried (api-error.ts), and only the annotation keys that changed are patched.
+// retried (api-error.ts), so is an RBAC refusal while the agent starts (upstream's NewSubnetManager waits
+// up to 10 minutes for its Node informer to sync, whose reflector retries a forbidden list; its pod lookup
+// fails at once), and only the annotation keys that changed are patched.
 import { backoffDelay } from '../../basics/clock.js';
 import type { Clock } from '../../basics/clock.js';
 import { KubeError } from '../../basics/errors.js';
@@ -15,7 +17,7 @@ import { checkDualStackPublicIPv6, checkOwnIPv6Subnet, checkPublishableAttrs, ch
 import { formatIp6, parseIp6 } from '../../basics/ip6.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
-import { describe, httpStatus, kubeError, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
+import { describe, httpStatus, kubeError, logApiRetry, rbacRefusal, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
 import type { ApiRetryOptions } from './api-error.js';
 import type { KubeHttp } from './http.js';
 import { asObj, projectNode } from './node-list-watch.js';
@@ -35,6 +37,16 @@ export interface OwnNodeOptions {
   publicIPOverride?: string;
   /** net-conf `IPv6Network` when EnableIPv6: the Node must then have an IPv6 podCIDR too, and public-ipv6 is published. */
   ipv6Network?: string;
+  /**
+   * `--ipv4-only` in a dual-stack cluster: this node runs IPv4 only, yet publishes public-ipv6 (this
+   * address) and backend-v6-data, because Linux flanneld with EnableIPv6 drops a Node without them, its
+   * IPv4 half included (flannel pkg/subnet/kube/kube.go nodeToLease: ip.ParseIP6 of the public-ipv6
+   * annotation fails on ""; pkg/backend/vxlan/vxlan_network.go handleSubnetEvents: a backend-v6-data that
+   * does not decode skips the event). backend-v6-data repeats the IPv4 VTEP (vxlan) or is `null`
+   * (host-gw), as upstream writes it. The Linux nodes then route this Node's IPv6 podCIDR to it, where no
+   * pod has an address: nothing is sent there.
+   */
+  ipv4OnlyPublicIPv6?: string;
   log: Logger;
   clock: Clock;
   /** Retries of the pod lookup and the patches. */
@@ -48,11 +60,14 @@ export interface OwnNodeOptions {
   /** How often the own Node is re-read while waiting. */
   nodePollIntervalMs: number;
   /**
-   * For this long after the first start-up request, a 403 on the start-up path (the own Node's get,
-   * the nodes/status patches) is retried like a 5xx: an API server that is still starting refuses
-   * until its RBAC caches synced (api-error.ts retryableAtStartUp). Later a 403 fails at once.
+   * For this long after the first start-up request (the pod lookup, the own Node's get, the nodes/status
+   * patches), a 403 on the start-up path is retried like a 5xx: an API server that is still starting, or
+   * a ClusterRole applied after the agent, refuses until RBAC grants it (api-error.ts
+   * retryableAtStartUp). Later a 403 fails at once.
    */
   startUpWindowMs: number;
+  /** When start-up began, if before this publisher's first request (the public-IP read, ./factory.ts). */
+  startedAt?: number;
 }
 
 const SMP = 'application/strategic-merge-patch+json';
@@ -109,6 +124,7 @@ export class OwnNodePublisher {
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
+    this.startedAt = o.startedAt;
   }
 
   /** Whether `err` is retried now: a transient failure, or on the start-up path a 403 within the start-up window. */
@@ -139,7 +155,7 @@ export class OwnNodePublisher {
     const pod = await retryApiCall(
       `error retrieving pod spec for '${podNamespace}/${podName}'`,
       () => this.get(`/api/v1/namespaces/${encodeURIComponent(podNamespace)}/pods/${encodeURIComponent(podName)}`, signal),
-      this.o.retry,
+      { ...this.o.retry, retryable: (err) => this.retried(err) },
       signal,
     );
     const nodeName = asObj(asObj(pod)?.spec)?.nodeName;
@@ -151,14 +167,13 @@ export class OwnNodePublisher {
     return nodeName;
   }
 
-  /** Wait (bounded, logged) until the own Node exists and has an IPv4 podCIDR. */
-  private async waitForOwnNode(name: string, signal: AbortSignal): Promise<NodeLease & { podCIDR: string }> {
+  /** Wait (bounded from `start`, logged) until the own Node exists and has an IPv4 podCIDR. */
+  private async waitForOwnNode(name: string, start: number, signal: AbortSignal): Promise<NodeLease & { podCIDR: string }> {
     const { clock, log, nodeWaitTimeoutMs: timeoutMs, nodeWaitLogIntervalMs: logEvery, nodePollIntervalMs: pollMs } = this.o;
-    const start = clock.now();
     let lastLog = -Infinity;
     let apiFailures = 0;
     for (;;) {
-      let state: 'missing' | 'no-podcidr' | 'api-error';
+      let state: 'missing' | 'no-podcidr' | 'api-error' | 'refused';
       let lastErr: unknown;
       try {
         // Bounded by what is left of the wait (at least 1 s, so a slow but healthy answer still counts).
@@ -186,7 +201,7 @@ export class OwnNodePublisher {
           state = 'missing';
           apiFailures = 0;
         } else if (this.retried(err)) {
-          state = 'api-error';
+          state = rbacRefusal(err) ? 'refused' : 'api-error';
           lastErr = err;
           apiFailures++;
         } else {
@@ -205,19 +220,17 @@ export class OwnNodePublisher {
         }
         throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr);
       }
-      if (clock.now() - lastLog >= logEvery) {
+      // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (api-error.ts).
+      const failed = state === 'api-error' || state === 'refused';
+      const delay = failed ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
+      const progress = { node: name, waitedS: Math.round(waited / 1000), timeoutS: Math.round(timeoutMs / 1000) };
+      // Each refusal is told (its backoff spaces them): it names the permission and the fix.
+      if (state === 'refused') logApiRetry(log, `reading node "${name}"`, lastErr, { attempt: apiFailures, delayMs: delay, ...progress });
+      else if (clock.now() - lastLog >= logEvery) {
         lastLog = clock.now();
         const reason = state === 'missing' ? 'node not registered yet' : state === 'no-podcidr' ? 'podCIDR not assigned yet' : 'API unreachable';
-        log.info('waiting for own node', {
-          node: name,
-          reason,
-          waitedS: Math.round(waited / 1000),
-          timeoutS: Math.round(timeoutMs / 1000),
-          ...(lastErr !== undefined ? { error: describe(lastErr) } : {}),
-        });
+        log.info('waiting for own node', { ...progress, reason, ...(lastErr !== undefined ? { error: describe(lastErr) } : {}) });
       }
-      // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (api-error.ts).
-      const delay = state === 'api-error' ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
       await clock.sleep(Math.max(0, Math.min(delay, timeoutMs - waited)), signal);
     }
   }
@@ -279,8 +292,10 @@ export class OwnNodePublisher {
   async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
     const { keys, log } = this.o;
     this.startedAt ??= this.o.clock.now();
+    // The first lease's wait counts from the start of start-up (the public-IP read, the pod lookup): one --node-wait-timeout in all.
+    const since = this.acquiredUid === undefined ? this.startedAt : this.o.clock.now();
     const name = await this.resolveNodeName(signal);
-    const rec = await this.waitForOwnNode(name, signal);
+    const rec = await this.waitForOwnNode(name, since, signal);
     checkOwnSubnet(name, this.o.network, rec.podCIDR);
     checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
     const ipv6Subnet = this.o.ipv6Network !== undefined ? rec.ipv6PodCIDR : undefined;
@@ -313,6 +328,12 @@ export class OwnNodePublisher {
       current[keys.backendV6Data] = rec.backendV6Data;
       current[keys.publicIPv6] = rec.publicIPv6;
     }
+    if (ipv6Subnet === undefined && this.o.ipv4OnlyPublicIPv6 !== undefined) {
+      desired[keys.backendV6Data] = this.ipv4OnlyBackendV6Data(attrs);
+      desired[keys.publicIPv6] = this.publishedPublicIPv6(rec, this.o.ipv4OnlyPublicIPv6);
+      current[keys.backendV6Data] = rec.backendV6Data;
+      current[keys.publicIPv6] = rec.publicIPv6;
+    }
     const changed: Record<string, string> = {};
     for (const [k, v] of Object.entries(desired)) if (current[k] !== v) changed[k] = v;
     if (Object.keys(changed).length > 0) {
@@ -333,11 +354,19 @@ export class OwnNodePublisher {
     };
   }
 
+  /** `--ipv4-only` in a dual-stack cluster: backend-v6-data as Linux peers decode it (see ipv4OnlyPublicIPv6). */
+  private ipv4OnlyBackendV6Data(attrs: LeaseAttrs): string {
+    return attrs.backendType === 'vxlan' ? encodeAttrsData(attrs.backendData) : 'null';
+  }
+
   /** The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR MAC). */
   async republishBackendData(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
     checkPublishableAttrs(attrs, {});
     const name = await this.resolveNodeName(signal);
-    const changed = { [this.o.keys.backendData]: encodeAttrsData(attrs.backendData) };
+    const changed = {
+      [this.o.keys.backendData]: encodeAttrsData(attrs.backendData),
+      ...(this.o.ipv4OnlyPublicIPv6 !== undefined ? { [this.o.keys.backendV6Data]: this.ipv4OnlyBackendV6Data(attrs) } : {}),
+    };
     await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal, false);
     this.o.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
   }

@@ -35,48 +35,78 @@ static void jb_ipv4(jbuf *b, const char *key, const SOCKADDR_INET *a) {
   jb_str(b, key, s);
 }
 
-static void put_ipv4(SOCKADDR_INET *a, unsigned long long b0, unsigned long long b1, unsigned long long b2, unsigned long long b3) {
-  a->si_family = AF_INET;
-  unsigned char *p = (unsigned char *)&a->Ipv4.sin_addr;
-  p[0] = (unsigned char)b0; p[1] = (unsigned char)b1; p[2] = (unsigned char)b2; p[3] = (unsigned char)b3;
+/* An address of either family as text: dotted IPv4, or IPv6 as eight hex groups (the server normalises it). */
+static void jb_inet(jbuf *b, const char *key, const SOCKADDR_INET *a) {
+  if (a->si_family != AF_INET6) { jb_ipv4(b, key, a); return; }
+  char s[48];
+  const unsigned char *p = a->Ipv6.sin6_addr.s6_addr;
+  wsprintfA(s, "%x:%x:%x:%x:%x:%x:%x:%x", (p[0] << 8) | p[1], (p[2] << 8) | p[3], (p[4] << 8) | p[5], (p[6] << 8) | p[7],
+            (p[8] << 8) | p[9], (p[10] << 8) | p[11], (p[12] << 8) | p[13], (p[14] << 8) | p[15]);
+  jb_str(b, key, s);
 }
 
-/* ---- routes ---- */
+/* A row's address from the wire: its family, then 16 bytes (an IPv4 address in the first 4). */
+static void put_inet(SOCKADDR_INET *a, const unsigned long long *f) {
+  memset(a, 0, sizeof *a);
+  a->si_family = (ADDRESS_FAMILY)f[0];
+  unsigned char *p = a->si_family == AF_INET6 ? a->Ipv6.sin6_addr.s6_addr : (unsigned char *)&a->Ipv4.sin_addr;
+  size_t n = a->si_family == AF_INET6 ? 16 : 4;
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)f[1 + i];
+}
 
-#define ROUTE_FIELDS 13 /* luid, index, d0-d3, prefixLength, n0-n3, metric, protocol */
-
-NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TABLE2 *Table) {
-  if (!Table) return ERROR_INVALID_PARAMETER;
-  *Table = NULL;
+/* A MIB table call: ask the simulator for `fn`'s rows of `family` (`fields` integers each) and allocate the
+ * table (`header` bytes, then one `row` per row) that FreeMibTable frees. NO_ERROR leaves the rows in *v
+ * (the caller frees them) and the table in *table. */
+static DWORD mib_rows(const char *fn, ADDRESS_FAMILY family, int fields, size_t header, size_t row, unsigned long long **v, ULONG *rows, void **table) {
   jbuf b;
-  jb_init(&b, "GetIpForwardTable2");
-  jb_u64(&b, "family", Family);
+  jb_init(&b, fn);
+  jb_u64(&b, "family", family);
   char *reply = sim_call(&b);
   jb_free(&b);
   if (!reply) return ST_TRANSPORT;
   DWORD st = reply_status(reply);
-  unsigned long long *v = NULL;
-  int n = jr_u64_array(reply, "rows", &v);
+  *v = NULL;
+  int n = jr_u64_array(reply, "rows", v);
   free(reply);
-  if (st != NO_ERROR) { free(v); return st; }
-  if (n < 0 || n % ROUTE_FIELDS) { free(v); return ST_TRANSPORT; }
-  ULONG rows = (ULONG)(n / ROUTE_FIELDS);
-  PMIB_IPFORWARD_TABLE2 t = mib_alloc(offsetof(MIB_IPFORWARD_TABLE2, Table) + (size_t)(rows ? rows : 1) * sizeof(MIB_IPFORWARD_ROW2));
-  if (!t) { free(v); return ERROR_NOT_ENOUGH_MEMORY; }
+  if (st != NO_ERROR) { free(*v); return st; }
+  if (n < 0 || n % fields) { free(*v); return ST_TRANSPORT; }
+  *rows = (ULONG)(n / fields);
+  *table = mib_alloc(header + (size_t)(*rows ? *rows : 1) * row);
+  if (!*table) { free(*v); return ERROR_NOT_ENOUGH_MEMORY; }
+  /* count it so the harness can check every table is freed */
+  jb_init(&b, "MibTableAllocated");
+  free(sim_call(&b));
+  jb_free(&b);
+  return NO_ERROR;
+}
+
+/* ---- routes ---- */
+
+#define INET_FIELDS 17 /* family, 16 address bytes */
+#define ROUTE_FIELDS (2 + INET_FIELDS + 1 + INET_FIELDS + 2) /* luid, index, destination, prefixLength, next hop, metric, protocol */
+
+NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TABLE2 *Table) {
+  if (!Table) return ERROR_INVALID_PARAMETER;
+  *Table = NULL;
+  unsigned long long *v;
+  ULONG rows;
+  PMIB_IPFORWARD_TABLE2 t;
+  DWORD st = mib_rows("GetIpForwardTable2", Family, ROUTE_FIELDS, offsetof(MIB_IPFORWARD_TABLE2, Table), sizeof(MIB_IPFORWARD_ROW2), &v, &rows, (void **)&t);
+  if (st != NO_ERROR) return st;
   t->NumEntries = rows;
   for (ULONG i = 0; i < rows; i++) {
     unsigned long long *f = v + (size_t)i * ROUTE_FIELDS;
     MIB_IPFORWARD_ROW2 *r = &t->Table[i];
     r->InterfaceLuid.Value = f[0];
     r->InterfaceIndex = (NET_IFINDEX)f[1];
-    put_ipv4(&r->DestinationPrefix.Prefix, f[2], f[3], f[4], f[5]);
-    r->DestinationPrefix.PrefixLength = (UINT8)f[6];
-    put_ipv4(&r->NextHop, f[7], f[8], f[9], f[10]);
+    put_inet(&r->DestinationPrefix.Prefix, f + 2);
+    r->DestinationPrefix.PrefixLength = (UINT8)f[2 + INET_FIELDS];
+    put_inet(&r->NextHop, f + 3 + INET_FIELDS);
     r->SitePrefixLength = 0;
     r->ValidLifetime = 0xffffffff;
     r->PreferredLifetime = 0xffffffff;
-    r->Metric = (ULONG)f[11];
-    r->Protocol = (NL_ROUTE_PROTOCOL)f[12];
+    r->Metric = (ULONG)f[3 + 2 * INET_FIELDS];
+    r->Protocol = (NL_ROUTE_PROTOCOL)f[4 + 2 * INET_FIELDS];
     r->Loopback = FALSE;
     r->AutoconfigureAddress = FALSE;
     r->Publish = FALSE;
@@ -86,11 +116,6 @@ NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TAB
   }
   free(v);
   *Table = t;
-  /* count it so the harness can check every table is freed */
-  jb_init(&b, "MibTableAllocated");
-  reply = sim_call(&b);
-  jb_free(&b);
-  free(reply);
   return NO_ERROR;
 }
 
@@ -129,10 +154,10 @@ static NETIO_STATUS route_call(const char *fn, const MIB_IPFORWARD_ROW2 *Row) {
   jb_u64(&b, "luid", Row->InterfaceLuid.Value);
   jb_u64(&b, "ifIndex", Row->InterfaceIndex);
   jb_u64(&b, "destFamily", Row->DestinationPrefix.Prefix.si_family);
-  jb_ipv4(&b, "dest", &Row->DestinationPrefix.Prefix);
+  jb_inet(&b, "dest", &Row->DestinationPrefix.Prefix);
   jb_u64(&b, "prefixLength", Row->DestinationPrefix.PrefixLength);
   jb_u64(&b, "nextHopFamily", Row->NextHop.si_family);
-  jb_ipv4(&b, "nextHop", &Row->NextHop);
+  jb_inet(&b, "nextHop", &Row->NextHop);
   jb_u64(&b, "sitePrefixLength", Row->SitePrefixLength);
   jb_u64(&b, "metric", Row->Metric);
   jb_i64(&b, "protocol", (long long)(int)Row->Protocol);
@@ -193,13 +218,37 @@ DWORD WINAPI GetIpAddrTable(PMIB_IPADDRTABLE pIpAddrTable, PULONG pdwSize, WINBO
   return NO_ERROR;
 }
 
-/* The simulator does not list IPv6 addresses through this stand-in: it answers as an iphlpapi whose
- * read fails, so the agent under Wine takes --public-ipv6 as the adapter's address (the fallback). */
+#define UNICAST_FIELDS (8 + INET_FIELDS) /* luid, index, onLinkPrefixLength, prefixOrigin, suffixOrigin, dadState, valid, preferred, address */
+
+/* The adapters' unicast addresses of one family (the simulator lists IPv6 ones), allocated as
+ * GetIpForwardTable2's table is (freed with FreeMibTable). */
 NETIO_STATUS WINAPI GetUnicastIpAddressTable(ADDRESS_FAMILY Family, PMIB_UNICASTIPADDRESS_TABLE *Table) {
-  (void)Family;
   if (!Table) return ERROR_INVALID_PARAMETER;
   *Table = NULL;
-  return ERROR_NOT_SUPPORTED;
+  unsigned long long *v;
+  ULONG rows;
+  PMIB_UNICASTIPADDRESS_TABLE t;
+  DWORD st = mib_rows("GetUnicastIpAddressTable", Family, UNICAST_FIELDS, offsetof(MIB_UNICASTIPADDRESS_TABLE, Table), sizeof(MIB_UNICASTIPADDRESS_ROW), &v, &rows,
+                      (void **)&t);
+  if (st != NO_ERROR) return st;
+  t->NumEntries = rows;
+  for (ULONG i = 0; i < rows; i++) {
+    unsigned long long *f = v + (size_t)i * UNICAST_FIELDS;
+    MIB_UNICASTIPADDRESS_ROW *r = &t->Table[i];
+    r->InterfaceLuid.Value = f[0];
+    r->InterfaceIndex = (NET_IFINDEX)f[1];
+    r->OnLinkPrefixLength = (UINT8)f[2];
+    r->PrefixOrigin = (NL_PREFIX_ORIGIN)f[3];
+    r->SuffixOrigin = (NL_SUFFIX_ORIGIN)f[4];
+    r->DadState = (NL_DAD_STATE)f[5];
+    r->ValidLifetime = (ULONG)f[6];
+    r->PreferredLifetime = (ULONG)f[7];
+    put_inet(&r->Address, f + 8);
+    r->SkipAsSource = FALSE;
+  }
+  free(v);
+  *Table = t;
+  return NO_ERROR;
 }
 
 /* ---- interface identifiers ---- */

@@ -1,0 +1,366 @@
+// NetworkPolicy semantics for the pods of one node: per local pod and direction, whether it is isolated and
+// the union of what the policies selecting it allow, with every peer resolved to addresses. Pure: the
+// cluster's pods, namespaces and policies in, intents out. Mirrors the API reference, as networking/v1
+// types.go (k8s.io/api) and kubernetes.io/docs/concepts/services-networking/network-policies state it:
+// - A pod is isolated for a direction when a policy of its namespace selects it (spec.podSelector) and has
+//   that direction in its policyTypes; policyTypes left empty means Ingress always, and Egress when the policy
+//   has egress rules (NetworkPolicySpec.PolicyTypes). Isolated, it is allowed what at least one rule of those
+//   policies allows, the union ("Network policies do not conflict; they are additive").
+// - A rule's ports are ORed, its peers are ORed, and a rule allows what matches both; an empty or missing
+//   list matches everything. A port without protocol is TCP; without port, every port of the protocol; with
+//   endPort, the range. A named port is the container port of that name and protocol (kubernetes
+//   pkg/api/v1/pod/util.go FindPort): for ingress the local pod's, for egress the remote pod's; a name a pod
+//   lacks matches nothing on it.
+// - A peer's podSelector alone selects pods of the policy's namespace; its namespaceSelector alone all pods
+//   of the namespaces it selects; both, the pods matching the podSelector in those namespaces. An ipBlock is
+//   its CIDR less its excepts, one family.
+// - Traffic between a pod and its node is always allowed ("traffic to and from the node where a Pod is
+//   running is always allowed"), and so is a pod's own ("a pod cannot block access to itself"); replies to
+//   an allowed connection pass ("Reply traffic for those allowed connections will also be implicitly
+//   allowed"), which the stateful HNS rules give (docs/network-policy.md).
+// - hostNetwork pods: the most common of the two behaviours the reference allows ("NetworkPolicy and
+//   hostNetwork pods"): they are never selected, by spec.podSelector or by a peer's selectors; their
+//   traffic is the node's (always allowed on their own node; elsewhere matched by ipBlock only).
+// - Pods that are done (phase Succeeded or Failed) or have no address yet are no peers: an address such a
+//   pod held may already be another pod's. A local pod is enforced from its first address on, whatever its
+//   phase ("isolated before they are started", "Pod lifecycle").
+import type { IpFamily } from '../basics/ip6.js';
+import { formatNet, netHas, parseNet, subtract } from './cidr.js';
+import type { Net } from './cidr.js';
+import { selectorKey, selectorMatches } from './selectors.js';
+import { canonicalIp } from './types.js';
+import type { Namespace, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, Pod, PolicyType, Protocol } from './types.js';
+
+export interface ClusterState {
+  pods: readonly Pod[];
+  namespaces: readonly Namespace[];
+  policies: readonly NetworkPolicy[];
+}
+
+export interface NodeContext {
+  nodeName: string;
+  /**
+   * Every address the node's own traffic to a local pod can come from (the Node's addresses and the host's
+   * endpoint on the pod network: host-gw's bridge endpoint, vxlan's source VIP). The controller knows them.
+   */
+  nodeIPs: readonly string[];
+}
+
+/** Ports of one protocol: `from`..`to` inclusive; without them, every port of the protocol. */
+export interface PortRange {
+  protocol: Protocol;
+  from?: number;
+  to?: number;
+}
+
+/** The addresses one peer (or, for a named egress port, the part of it with one port number) stands for, in one family. */
+export interface AddressSet {
+  /** What the set means, stable while its members change: the peer's definition (and the named port). */
+  key: string;
+  family: IpFamily;
+  /** Canonical CIDRs (a pod's address as /32 or /128), sorted, without duplicates; never empty. */
+  cidrs: readonly string[];
+}
+
+export interface Allow {
+  /** Absent: every address (a rule without from/to). */
+  peers?: AddressSet;
+  /** Absent: every protocol and port (a rule without ports). */
+  ports?: readonly PortRange[];
+  /** `namespace/name` of the policy that allows it. */
+  policy: string;
+}
+
+export interface DirectionIntent {
+  isolated: boolean;
+  /** What the selecting policies allow (empty when not isolated: everything is). */
+  allows: readonly Allow[];
+}
+
+export interface PodIntent {
+  pod: Pod;
+  ingress: DirectionIntent;
+  egress: DirectionIntent;
+  /** Always allowed both ways: the node's addresses and the pod's own, in the pod's families, as CIDRs. */
+  always: readonly string[];
+}
+
+/** Event-style reasons the controller reports a refused policy under. */
+export type RefusalReason = 'InvalidRules' | 'Unsupported';
+
+/** A policy whose rules are not enforced: it still isolates the pods it selects and allows nothing. */
+export interface Refusal {
+  namespace: string;
+  name: string;
+  uid: string;
+  reason: RefusalReason;
+  message: string;
+}
+
+export interface IntentOptions {
+  /** Why the dataplane cannot enforce this policy's rules faithfully, if it cannot (./translate.ts hnsRefusal). */
+  unsupported?: (policy: NetworkPolicy) => string | undefined;
+}
+
+export interface NodeIntent {
+  pods: PodIntent[];
+  refusals: Refusal[];
+}
+
+const familyOf = (ip: string): IpFamily => (ip.includes(':') ? 'ipv6' : 'ipv4');
+const hostCidr = (ip: string): string => `${ip}/${ip.includes(':') ? 128 : 32}`;
+
+/** A pod whose addresses are its own now: a peer, and (on this node) a pod to enforce. */
+function live(pod: Pod): boolean {
+  return !pod.hostNetwork && pod.podIPs.length > 0 && pod.phase !== 'Succeeded' && pod.phase !== 'Failed';
+}
+
+/** spec.policyTypes, or its default (networking/v1 types.go NetworkPolicySpec.PolicyTypes). */
+export function policyTypesOf(policy: NetworkPolicy): readonly PolicyType[] {
+  const t = policy.spec.policyTypes;
+  if (t !== undefined && t.length > 0) return t;
+  return (policy.spec.egress?.length ?? 0) > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
+}
+
+/** The peer pods of a peer, with the key that names them; `ips` keeps only the addresses the peer covers (an ipBlock's). */
+interface PeerPods {
+  key: string;
+  pods: readonly Pod[];
+  ips?: (ip: string) => boolean;
+}
+
+interface Block {
+  key: string;
+  family: IpFamily;
+  nets: Net[];
+}
+
+function addressSet(key: string, family: IpFamily, cidrs: Iterable<string>): AddressSet | undefined {
+  const sorted = [...new Set(cidrs)].sort();
+  return sorted.length === 0 ? undefined : { key, family, cidrs: sorted };
+}
+
+/**
+ * Peer resolution, which depends on the cluster and never on the local pod: computed once a pass for all
+ * the node's pods (a peer's pods, its address set per family, its pods by the number they give a port name).
+ */
+class Resolver {
+  private readonly peers: readonly Pod[];
+  private readonly nsLabels = new Map<string, Readonly<Record<string, string>>>();
+  private readonly pods = new Map<string, PeerPods>();
+  private readonly blocks = new Map<string, Block>();
+  private readonly sets = new Map<string, AddressSet | undefined>();
+  private readonly named = new Map<string, [number, PeerPods][]>();
+
+  constructor(state: ClusterState) {
+    this.peers = state.pods.filter(live);
+    for (const ns of state.namespaces) this.nsLabels.set(ns.name, ns.labels);
+  }
+
+  /** Every live pod of the cluster (a rule without peers, for a named egress port). */
+  all(): PeerPods {
+    return { key: 'all', pods: this.peers };
+  }
+
+  /** The pods a selector peer selects; a namespace not (yet) known matches no namespaceSelector. */
+  selected(peer: NetworkPolicyPeer, policyNamespace: string): PeerPods {
+    const nsSel = peer.namespaceSelector;
+    const key = nsSel === undefined ? `pods ns=${policyNamespace} ${selectorKey(peer.podSelector!)}` : `pods nssel=${selectorKey(nsSel)} ${selectorKey(peer.podSelector ?? {})}`;
+    return memo(this.pods, key, () => ({
+      key,
+      pods: this.peers.filter((p) => {
+        const labels = this.nsLabels.get(p.namespace);
+        const nsOk = nsSel === undefined ? p.namespace === policyNamespace : labels !== undefined && selectorMatches(nsSel, labels);
+        return nsOk && selectorMatches(peer.podSelector ?? {}, p.labels);
+      }),
+    }));
+  }
+
+  /** An ipBlock: its key, family and the CIDRs that remain of it. */
+  block(peer: NetworkPolicyPeer): Block {
+    const b = peer.ipBlock!;
+    const key = `cidr ${b.cidr} except (${[...new Set(b.except ?? [])].sort().join(',')})`;
+    return memo(this.blocks, key, () => {
+      const base = parseNet(b.cidr)!;
+      return {
+        key,
+        family: base.v6 ? 'ipv6' : 'ipv4',
+        nets: subtract(
+          base,
+          (b.except ?? []).map((e) => parseNet(e)!),
+        ),
+      };
+    });
+  }
+
+  /** The live pods with an address in the block's remaining CIDRs; only those addresses count. */
+  podsIn(block: Block): PeerPods {
+    const inside = (ip: string) => block.nets.some((n) => netHas(n, ip));
+    const key = `in ${block.key}`;
+    return memo(this.pods, key, () => ({ key, pods: this.peers.filter((p) => p.podIPs.some(inside)), ips: inside }));
+  }
+
+  /** The addresses of a peer's pods in one family. */
+  podSet(peer: PeerPods, family: IpFamily): AddressSet | undefined {
+    return memo(this.sets, `${family} ${peer.key}`, () =>
+      addressSet(
+        peer.key,
+        family,
+        peer.pods.flatMap((p) => p.podIPs.filter((ip) => familyOf(ip) === family && (peer.ips?.(ip) ?? true)).map(hostCidr)),
+      ),
+    );
+  }
+
+  /** A block's CIDRs as a set. */
+  blockSet(block: Block): AddressSet | undefined {
+    return memo(this.sets, `${block.family} ${block.key}`, () => addressSet(block.key, block.family, block.nets.map(formatNet)));
+  }
+
+  /** A peer's pods grouped by the number they give a port name of a protocol, in port order. */
+  byNamedPort(peer: PeerPods, name: string, protocol: Protocol): [number, PeerPods][] {
+    return memo(this.named, `${protocol}/${name} ${peer.key}`, () => {
+      const groups = new Map<number, Pod[]>();
+      for (const pod of peer.pods) {
+        const n = namedPortOf(pod, name, protocol);
+        if (n === undefined) continue;
+        const g = groups.get(n);
+        if (g) g.push(pod);
+        else groups.set(n, [pod]);
+      }
+      return [...groups].sort(([a], [b]) => a - b).map(([n, pods]) => [n, { ...peer, key: `${peer.key} port ${protocol}/${name}=${n}`, pods }]);
+    });
+  }
+}
+
+function memo<V>(cache: Map<string, V>, key: string, make: () => V): V {
+  if (cache.has(key)) return cache.get(key)!;
+  const v = make();
+  cache.set(key, v);
+  return v;
+}
+
+/** A numeric port entry as a range; undefined for a named one. */
+function numericRange(p: NetworkPolicyPort): PortRange | undefined {
+  const protocol = p.protocol ?? 'TCP';
+  if (typeof p.port === 'string') return undefined;
+  if (p.port === undefined) return { protocol };
+  return { protocol, from: p.port, to: p.endPort ?? p.port };
+}
+
+/** The number a pod gives a named port of a protocol (FindPort: the first container port with that name and protocol). */
+function namedPortOf(pod: Pod, name: string, protocol: Protocol): number | undefined {
+  return pod.ports.find((p) => p.name === name && p.protocol === protocol)?.containerPort;
+}
+
+interface RuleView {
+  ports: readonly NetworkPolicyPort[];
+  peers: readonly NetworkPolicyPeer[];
+}
+
+class PodIntentBuilder {
+  constructor(
+    private readonly resolver: Resolver,
+    private readonly pod: Pod,
+    private readonly families: ReadonlySet<IpFamily>,
+  ) {}
+
+  /** Peer address sets of one peer, in the pod's families. */
+  private peerSets(peer: NetworkPolicyPeer, policyNamespace: string): AddressSet[] {
+    if (peer.ipBlock !== undefined) {
+      const b = this.resolver.block(peer);
+      const set = this.families.has(b.family) ? this.resolver.blockSet(b) : undefined;
+      return set === undefined ? [] : [set];
+    }
+    const pods = this.resolver.selected(peer, policyNamespace);
+    return [...this.families].flatMap((f) => this.resolver.podSet(pods, f) ?? []);
+  }
+
+  /** The pods a peer stands for when a named egress port is resolved on them (a rule without peers: all). */
+  private peerPods(peer: NetworkPolicyPeer | undefined, policyNamespace: string): PeerPods {
+    if (peer === undefined) return this.resolver.all();
+    if (peer.ipBlock !== undefined) return this.resolver.podsIn(this.resolver.block(peer));
+    return this.resolver.selected(peer, policyNamespace);
+  }
+
+  ingress(rule: RuleView, policy: NetworkPolicy): Allow[] {
+    const id = `${policy.namespace}/${policy.name}`;
+    let ports: PortRange[] | undefined;
+    if (rule.ports.length > 0) {
+      ports = rule.ports.flatMap((p): PortRange[] => {
+        const r = numericRange(p);
+        if (r !== undefined) return [r];
+        const n = namedPortOf(this.pod, p.port as string, p.protocol ?? 'TCP');
+        return n === undefined ? [] : [{ protocol: p.protocol ?? 'TCP', from: n, to: n }];
+      });
+      if (ports.length === 0) return []; // only names this pod lacks: the rule allows it nothing
+    }
+    return this.withPeers(rule.peers, policy, ports, id);
+  }
+
+  egress(rule: RuleView, policy: NetworkPolicy): Allow[] {
+    const id = `${policy.namespace}/${policy.name}`;
+    if (rule.ports.length === 0) return this.withPeers(rule.peers, policy, undefined, id);
+    const numeric = rule.ports.map(numericRange).filter((r): r is PortRange => r !== undefined);
+    const out = numeric.length > 0 ? this.withPeers(rule.peers, policy, numeric, id) : [];
+    for (const p of rule.ports) {
+      if (typeof p.port !== 'string') continue;
+      const name = p.port;
+      const protocol = p.protocol ?? 'TCP';
+      for (const peer of rule.peers.length > 0 ? rule.peers : [undefined]) {
+        // The peer's pods grouped by the number they give the name; each group is its own set.
+        for (const [n, group] of this.resolver.byNamedPort(this.peerPods(peer, policy.namespace), name, protocol)) {
+          for (const f of this.families) {
+            const set = this.resolver.podSet(group, f);
+            if (set) out.push({ peers: set, ports: [{ protocol, from: n, to: n }], policy: id });
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  private withPeers(peers: readonly NetworkPolicyPeer[], policy: NetworkPolicy, ports: PortRange[] | undefined, id: string): Allow[] {
+    const withPorts = (a: Allow): Allow => (ports === undefined ? a : { ...a, ports });
+    if (peers.length === 0) return [withPorts({ policy: id })];
+    return peers.flatMap((peer) => this.peerSets(peer, policy.namespace).map((set) => withPorts({ peers: set, policy: id })));
+  }
+}
+
+/** The intents of the node's pods: who is isolated, what is allowed, and the policies refused. */
+export function computeIntent(state: ClusterState, node: NodeContext, options: IntentOptions = {}): NodeIntent {
+  const resolver = new Resolver(state);
+  const nodeIPs = node.nodeIPs.flatMap((ip) => canonicalIp(ip) ?? []);
+  const refusals: Refusal[] = [];
+  const refused = new Set<NetworkPolicy>();
+  for (const p of state.policies) {
+    const invalid = p.refused;
+    const unsupported = invalid === undefined ? options.unsupported?.(p) : undefined;
+    if (invalid === undefined && unsupported === undefined) continue;
+    refused.add(p);
+    refusals.push({ namespace: p.namespace, name: p.name, uid: p.uid, reason: invalid !== undefined ? 'InvalidRules' : 'Unsupported', message: (invalid ?? unsupported)! });
+  }
+  const pods = state.pods
+    .filter((p) => p.nodeName === node.nodeName && live(p))
+    .map((pod): PodIntent => {
+      const families = new Set(pod.podIPs.map(familyOf));
+      const builder = new PodIntentBuilder(resolver, pod, families);
+      const ingress = { isolated: false, allows: [] as Allow[] };
+      const egress = { isolated: false, allows: [] as Allow[] };
+      for (const policy of state.policies) {
+        if (policy.namespace !== pod.namespace || !selectorMatches(policy.spec.podSelector, pod.labels)) continue;
+        const types = policyTypesOf(policy);
+        const allows = !refused.has(policy);
+        if (types.includes('Ingress')) {
+          ingress.isolated = true;
+          if (allows) for (const r of policy.spec.ingress ?? []) ingress.allows.push(...builder.ingress({ ports: r.ports ?? [], peers: r.from ?? [] }, policy));
+        }
+        if (types.includes('Egress')) {
+          egress.isolated = true;
+          if (allows) for (const r of policy.spec.egress ?? []) egress.allows.push(...builder.egress({ ports: r.ports ?? [], peers: r.to ?? [] }, policy));
+        }
+      }
+      const always = [...new Set([...nodeIPs, ...pod.podIPs].filter((ip) => families.has(familyOf(ip))).map(hostCidr))].sort();
+      return { pod, ingress, egress, always };
+    });
+  return { pods, refusals };
+}
