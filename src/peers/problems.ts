@@ -63,11 +63,6 @@ export function keptText(text: string, max: number): string {
   return JSON.parse(JSON.stringify(cut)) as string;
 }
 
-/** A rejection's message as kept: at most MAX_KEPT_MESSAGE characters, a copy of its own. */
-function keptMessage(message: string): string {
-  return keptText(message, MAX_KEPT_MESSAGE);
-}
-
 /** A fixed-size digest of a rejection's signature, or of a lease's content (what was rejected can be a kilobyte of backend-data). */
 export function digest(sig: string): string {
   return createHash('sha256').update(sig).digest('base64');
@@ -296,7 +291,7 @@ export class PeerProblems {
 
   /** A peer lease was rejected; true when the verdict is new (not the one already remembered for the node). */
   reject(r: Rejection): boolean {
-    return this.report('rejected', r.node, r.reason, digest(r.sig), keptMessage(r.message), { ...r.fields, detail: r.message });
+    return this.report('rejected', r.node, r.reason, digest(r.sig), keptText(r.message, MAX_KEPT_MESSAGE), { ...r.fields, detail: r.message });
   }
 
   /** Why a node's current lease is rejected, if it is. */
@@ -312,7 +307,7 @@ export class PeerProblems {
 
   /** The IPv6 half of an accepted dual-stack lease was rejected; true when the verdict is new. */
   rejectIPv6(r: Rejection & { reason: IPv6RejectReason }): boolean {
-    return this.report('ipv6-rejected', r.node, r.reason, digest(r.sig), keptMessage(r.message), { ...r.fields, detail: r.message });
+    return this.report('ipv6-rejected', r.node, r.reason, digest(r.sig), keptText(r.message, MAX_KEPT_MESSAGE), { ...r.fields, detail: r.message });
   }
 
   /** Why the IPv6 half of a node's accepted lease is rejected, if it is. */

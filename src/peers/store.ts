@@ -506,7 +506,7 @@ export class PeerStore<D> {
     if (had) this.dropItems(key, had);
     else this.acceptedCount++;
     if (ipv6) {
-      const fields = { subnet: lease.subnet, ipv6Subnet: lease.ipv6Subnet, publicIPv6: lease.publicIPv6 };
+      const fields = { subnet: lease.subnet, ipv6Subnet: lease.ipv6Subnet, publicIPv6: keptText(lease.publicIPv6 ?? '', MAX_SHOWN) };
       this.problems.rejectIPv6({ node: key, reason: ipv6.reason, sig: `${ipv6.reason}|${lease.ipv6Subnet ?? ''}|${lease.publicIPv6 ?? ''}`, message: ipv6.message, fields });
     } else this.problems.ipv6Cleared(key);
     const items = this.source.desiredFor(ipv6 ? ipv4Half(lease) : lease);
