@@ -200,7 +200,9 @@ describe('the peer store with a dual-stack peer whose IPv6 half is rejected', ()
     expect(await readMetric(metrics, METRIC.leasesIPv6Rejected, { reason })).toBe(1);
     expect(await readMetric(metrics, METRIC.leasesRejected, { reason })).toBe(0);
     const { ipv6Subnet, publicIPv6 } = peer(over);
-    expect(s.rejected()).toEqual([{ key: 'linux-1', family: 'ipv6', subnet: ipv6Subnet, publicIP: publicIPv6, reason, message: expect.stringMatching(/IPv6/), backendType: 'host-gw' }]);
+    expect(s.rejected()).toEqual([
+      { key: 'linux-1', family: 'ipv6', subnet: ipv6Subnet, publicIP: publicIPv6, reason, message: expect.stringMatching(/IPv6/), backendType: 'host-gw' },
+    ]);
     expect(entries.filter((e) => e['message'] === 'peer lease IPv6 half rejected; its IPv4 route is kept')).toEqual([expect.objectContaining({ node: 'linux-1', reason })]);
     expect(events).toEqual([expect.objectContaining({ reason: 'FlannelPeerRejected', message: expect.stringMatching(/^peer linux-1: IPv6 half rejected/) })]);
 
