@@ -42,29 +42,11 @@ afterAll(async () => {
   rmSync(buildDir, { recursive: true, force: true });
 });
 
-/** Run a journey's documented steps against the cluster, each to exit 0; the skipped ones said why. */
-async function runSteps(name: string, cluster: JourneyCluster): Promise<void> {
-  for (const s of journeySteps(name)) {
-    if (s.skip) continue;
-    const r = await cluster.step(s, build.main);
-    expect({ step: s.text, code: r.code, log: r.code === 0 ? '' : cluster.node.dump() }).toEqual({ step: s.text, code: 0, log: '' });
-  }
-}
-
 async function journey(name: string, backend: Backend, netConf: string, opts: { dualStack?: boolean; image?: Image } = {}): Promise<JourneyCluster> {
   node = await JourneyNode.start({ backend, dualStack: opts.dualStack });
   const cluster = new JourneyCluster(node, netConf, { reference: IMAGE, image: opts.image ?? { main: build.main } });
-  await runSteps(name, cluster);
-  const pod = cluster.pods.get('kube-flannel-ds-windows');
-  expect(pod?.inits).toEqual([
-    { name: 'install-cni-plugins', code: 0 },
-    { name: 'install-cni-config', code: 0 },
-  ]);
-  try {
-    await pod!.agent!.waitReady(30_000);
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\n${node.dump()}`);
-  }
+  await cluster.runSteps(journeySteps(name), build.main);
+  await cluster.agentReady();
   return cluster;
 }
 

@@ -100,8 +100,8 @@ const INLINE_COMMAND = /^(flanneld(\.exe)? |kubectl |Stop-Service |C:\\k\\nssm\.
 
 /**
  * The commands named in inline code by the list item of `section` that starts with `**<bullet>**` (e.g. the
- * "**Windows service**" item of "Upgrading"), or by its numbered item `<bullet>.` (deploy/README.md's
- * "Removing" steps), in order; PowerShell's `;` separates two commands in one span.
+ * "**Windows service**" item of "Upgrading") or with `<bullet>` ("sig-windows-tools HostProcess flannel"),
+ * or by its numbered item `<bullet>.` (deploy/README.md's "Removing" steps), in order; PowerShell's `;` separates two commands in one span.
  */
 export function inlineCommands(file: string, section: string, bullet: string): DocCommand[] {
   const lines = read(file);
@@ -110,7 +110,7 @@ export function inlineCommands(file: string, section: string, bullet: string): D
   for (let i = 0; i < lines.length; i++) {
     const heading = /^#{1,6} (.*)$/.exec(lines[i]);
     if (heading) current = heading[1].trim();
-    if (current === section && (lines[i].startsWith(`- **${bullet}**`) || lines[i].startsWith(`${bullet}. `))) {
+    if (current === section && [`- **${bullet}**`, `- ${bullet}`, `${bullet}. `].some((p) => lines[i].startsWith(p))) {
       start = i;
       break;
     }
@@ -201,6 +201,29 @@ export const JOURNEYS: Record<string, { file: string; claims: Claim[] }> = {
     ],
   },
   'daemonset-dual-stack': { file: 'test/integration/journey-daemonset.test.ts', claims: [{ file: INSTALL_MD, section: '4b. flanneld as a HostProcess DaemonSet' }] },
+  'daemonset-upgrade': {
+    file: 'test/integration/journey-upgrade.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: '4b. flanneld as a HostProcess DaemonSet' },
+      { file: INSTALL_MD, section: 'Upgrading', bullet: 'DaemonSet' },
+    ],
+  },
+  'daemonset-uninstall': {
+    file: 'test/integration/journey-uninstall.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: '4b. flanneld as a HostProcess DaemonSet' },
+      { file: DEPLOY_README, section: 'Removing', bullet: '1' },
+      { file: DEPLOY_README, section: 'Removing' },
+      { file: DEPLOY_README, section: 'Removing', bullet: '3' },
+    ],
+  },
+  'migration-sig-windows-tools': {
+    file: 'test/integration/journey-migrations.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: 'Migrating from upstream flanneld on Windows', bullet: 'sig-windows-tools HostProcess flannel' },
+      { file: INSTALL_MD, section: '4b. flanneld as a HostProcess DaemonSet' },
+    ],
+  },
 };
 
 function claimed(c: Claim): DocCommand[] {

@@ -153,6 +153,31 @@ export class JourneyCluster {
     throw new Error(`${cmd.file}:${cmd.line}: no journey runs the step \`${t}\`: teach test/support/journey-cluster.ts to, or add it to NOT_EXECUTED with the reason`);
   }
 
+  /**
+   * Run a journey's documented steps (journeySteps) in order, each to exit 0, skipping the ones NOT_EXECUTED
+   * names; the failing one throws with the node's transcript.
+   */
+  async runSteps(steps: (DocCommand & { skip?: string })[], main: string): Promise<void> {
+    for (const s of steps) {
+      if (s.skip) continue;
+      const r = await this.step(s, main);
+      if (r.code !== 0) throw new Error(`${s.file}:${s.line} \`${s.text}\` exited ${r.code}\n${this.node.dump()}`);
+    }
+  }
+
+  /** The agent pod's containers ran (both init containers exited 0) and the agent is ready. */
+  async agentReady(): Promise<SimAgent> {
+    const pod = this.pods.get('kube-flannel-ds-windows');
+    const inits = pod?.inits.map((i) => `${i.name}=${i.code}`).join(' ');
+    if (inits !== 'install-cni-plugins=0 install-cni-config=0' || !pod?.agent) throw new Error(`the agent pod did not start (${inits ?? 'no pod'})\n${this.node.dump()}`);
+    try {
+      await pod.agent.waitReady(30_000);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${this.node.dump()}`);
+    }
+    return pod.agent;
+  }
+
   /** The admin's $EDITOR on the overlay: its image's name and tag (`images:` of kustomization.yaml). */
   setImage(overlay: string, reference: string, image: Image): void {
     const f = join(this.checkout, overlay, 'kustomization.yaml');

@@ -87,6 +87,15 @@ export async function journeyBuild(dir: string): Promise<JourneyBuild> {
   return { main, ...fakes, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
+/**
+ * The Windows defaults of the commands' own flags, which read no FLANNELD_* variable (src/commands/cleanup.ts
+ * WINDOWS_CNI_CONF_FILE, install-cni.ts `bin-dir`): given as their C:\ mapping when a command omits them.
+ */
+const COMMAND_WINDOWS_DEFAULTS: Record<string, [string, string]> = {
+  cleanup: ['--cni-conf-file', 'C:\\etc\\cni\\net.d\\10-flannel.conflist'],
+  'install-cni': ['--bin-dir', 'C:\\opt\\cni\\bin'],
+};
+
 /** A command that ran to its exit. */
 export interface Ran {
   code: number;
@@ -201,8 +210,11 @@ export class JourneyNode {
 
   /** Run a flanneld command of `main` (a build) to its exit; `env` beside the node's. */
   run(main: string, args: string[], env: Record<string, string> = {}, stdin?: string, cwd?: string): Promise<Ran> {
+    const own = COMMAND_WINDOWS_DEFAULTS[args[0]];
+    const given = own && args.some((a) => a === own[0] || a.startsWith(`${own[0]}=`));
+    const full = own && !given ? [...args, `${own[0]}=${own[1]}`] : args;
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [main, ...this.nodeArgs(args)], {
+      const child = spawn(process.execPath, [main, ...this.nodeArgs(full)], {
         env: { PATH: process.env['PATH'] ?? '', ...this.nodeEnv(), ...env },
         stdio: ['pipe', 'pipe', 'pipe'],
         cwd,
@@ -328,6 +340,22 @@ export async function replayPod(
   const added = await replayPodAdd(node, opts);
   const del = await replayPodDel(node, added, opts);
   return { network: added.network, add: added.add, del, endpoint: added.endpoint };
+}
+
+/**
+ * After an uninstall: the recorded ADD and DEL of a pod while the network is missing (`<backend>-add-network-missing`,
+ * `-del-network-missing`: the plugin finds no network named `network`, and the DEL of the failed sandbox), replayed.
+ */
+export async function replayNetworkMissing(node: JourneyNode, backend: Backend, network: string): Promise<ReplayMismatch[]> {
+  const b = newBindings();
+  const out: ReplayMismatch[] = [];
+  for (const n of [`${backend}-add-network-missing`, `${backend}-del-network-missing`]) {
+    const t = loadTrace(n);
+    b.names = [[t.network, network]];
+    const r = await replayScenario(t, node.state.model(), b, { checkStateBefore: false, checkStateAfter: false });
+    out.push(...r.mismatches.map((m) => ({ ...m, where: `${n} ${m.where}` })));
+  }
+  return out;
 }
 
 /** The replay's mismatches as text ('' when it passed), with the node's transcript when it did not. */
