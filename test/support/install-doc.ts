@@ -217,6 +217,16 @@ export const JOURNEYS: Record<string, { file: string; claims: Claim[] }> = {
       { file: DEPLOY_README, section: 'Removing', bullet: '3' },
     ],
   },
+  'service-start-ps1': { file: 'test/integration/journey-service.test.ts', claims: [{ file: INSTALL_MD, section: '4a. flanneld as a Windows service', match: /start\.ps1/ }] },
+  'service-by-hand': {
+    file: 'test/integration/journey-service.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: '3. The CNI plugins', match: /mirror\.example/ },
+      { file: INSTALL_MD, section: '4a. flanneld as a Windows service', match: /service install/ },
+    ],
+  },
+  'service-dual-stack': { file: 'test/integration/journey-service.test.ts', claims: [{ file: INSTALL_MD, section: 'Dual-stack (IPv4 + IPv6)', match: /-NetworkMode l2bridge/ }] },
+  'service-ipv4-only': { file: 'test/integration/journey-service.test.ts', claims: [{ file: INSTALL_MD, section: 'Dual-stack (IPv4 + IPv6)', match: /-IPv4Only/ }] },
   'migration-sig-windows-tools': {
     file: 'test/integration/journey-migrations.test.ts',
     claims: [

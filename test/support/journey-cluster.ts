@@ -170,11 +170,7 @@ export class JourneyCluster {
     const pod = this.pods.get('kube-flannel-ds-windows');
     const inits = pod?.inits.map((i) => `${i.name}=${i.code}`).join(' ');
     if (inits !== 'install-cni-plugins=0 install-cni-config=0' || !pod?.agent) throw new Error(`the agent pod did not start (${inits ?? 'no pod'})\n${this.node.dump()}`);
-    try {
-      await pod.agent.waitReady(30_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n${this.node.dump()}`);
-    }
+    await this.node.agentReady(pod.agent);
     return pod.agent;
   }
 

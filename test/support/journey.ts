@@ -29,6 +29,7 @@ import { FakeKubeApiServer, bareNode, linuxFlannelNode } from '../../src/demo/ku
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { FLAGS, envVarName } from '../../src/config/flags.js';
 import { freePort } from './free-port.js';
+import { waitFor } from './wait-for.js';
 import { issueCert, makeTestCa } from './etcd.js';
 import { fakeReleases, type FakeRelease } from './cni-releases.js';
 import { pinnedBuild } from './pinned-build.js';
@@ -244,6 +245,20 @@ export class JourneyNode {
     return agent;
   }
 
+  /** The agent answers /readyz 200; fails at once when it exits, with the node's transcript either way. */
+  async agentReady(agent: SimAgent, timeoutMs = 30_000): Promise<void> {
+    const closed = new Promise<void>((r) => (agent.child.stderr?.readableEnded ? r() : agent.child.stderr?.once('close', () => r())));
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${this.healthzPort}/readyz`).catch(() => undefined))?.status === 200, 'the agent to be ready (/readyz 200)', {
+        timeoutMs,
+        failIf: () => (agent.child.exitCode !== null ? `the agent exited ${agent.child.exitCode}` : undefined),
+      });
+    } catch (err) {
+      if (agent.child.exitCode !== null) await closed; // its last lines
+      throw new Error(`${(err as Error).message}\n${this.dump()}`);
+    }
+  }
+
   /** The CNI config containerd loads: the first .conf/.conflist/.json of C:\etc\cni\net.d by name (libcni ConfFiles). */
   loadedConflist(): { file: string; conf: Record<string, unknown> } {
     const dir = this.onHost('C:\\etc\\cni\\net.d');
@@ -256,7 +271,7 @@ export class JourneyNode {
 
   /** The agent's log and every command's output, for a failing expectation. */
   dump(): string {
-    return [...this.transcript, ...this.agents.map((a, i) => `--- agent ${i} log\n${a.dump()}`)].join('\n');
+    return [...this.transcript, ...this.agents.map((a, i) => `--- agent ${i} log (exit ${a.child.exitCode})\n${a.dump()}\n${a.stderr}`)].join('\n');
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,78 @@
+// docs/install.md "4a. flanneld as a Windows service" (and its dual-stack forms) as journeys, on a fresh
+// simulated Windows node: the release zip unpacked in C:\k\flannel, a kubeconfig at C:\k\config (the
+// prerequisites), then the documented PowerShell lines in order on the node's console
+// (test/support/journey-service.ts): scripts/start.ps1 interpreted whole (its CNI plugin install, net-conf.json,
+// CNI config, the service install and start through `flanneld.exe service` and the stand-in service host, the
+// wait for the agent's boot record and /readyz), or the "by hand" lines. Each ends with the recorded CNI
+// plugin calls of a pod ADD and DEL replayed against what the steps left (test/fixtures/cni-traces).
+// The documented node address (192.168.1.21) is this node's (test/support/journey.ts NODE_ADDRESSES).
+import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { journeySteps } from '../support/install-doc.js';
+import { journeyBuild, JourneyNode, NODE_ADDRESSES, NODE_IP, replayPod, replayProblems, type JourneyBuild, type SceneOptions } from '../support/journey.js';
+import { NodeConsole } from '../support/journey-service.js';
+
+let build: JourneyBuild;
+let buildDir: string;
+let node: JourneyNode | undefined;
+beforeAll(async () => {
+  buildDir = mkdtempSync(join(tmpdir(), 'flanneld-journey-build-'));
+  build = await journeyBuild(buildDir);
+}, 60_000);
+afterEach(async () => {
+  await node?.stop();
+  node = undefined;
+});
+afterAll(async () => {
+  await build.close();
+  rmSync(buildDir, { recursive: true, force: true });
+});
+
+/** A documented line with the example's node address replaced by this node's. */
+const onThisNode = (text: string) => NODE_ADDRESSES.reduce((t, a) => t.split(a).join(NODE_IP), text);
+
+/** The node with the release unpacked and the kubeconfig in place; the journey's steps run on its console, each to exit 0. */
+export async function serviceJourney(name: string, scene: SceneOptions): Promise<NodeConsole> {
+  node = await JourneyNode.start(scene);
+  node.writeKubeconfig('C:\\k\\config');
+  const console = new NodeConsole(node, build.main);
+  for (const s of journeySteps(name)) {
+    if (s.skip) continue;
+    let code: number;
+    try {
+      code = await console.step(onThisNode(s.text));
+    } catch (err) {
+      throw new Error(`${s.file}:${s.line} \`${s.text}\` failed: ${(err as Error).message}\n${console.output.join('\n')}\n${node.dump()}`);
+    }
+    if (code !== 0) throw new Error(`${s.file}:${s.line} \`${s.text}\` exited ${code}\n${console.output.join('\n')}\n${node.dump()}`);
+  }
+  const agent = console.scm.agentOf();
+  if (!agent) throw new Error(`the flanneld service does not run\n${console.output.join('\n')}\n${node.dump()}`);
+  await node.agentReady(agent);
+  return console;
+}
+
+it('start.ps1 (overlay): the node ends ready with the service running, and the recorded win-overlay ADD and DEL pass', async () => {
+  const console = await serviceJourney('service-start-ps1', { backend: 'vxlan' });
+  expect(console.output.join('\n')).toContain('The CNI config names HNS network flannel.4096, the one flanneld runs');
+  const r = await replayPod(node!, { full: true });
+  expect(r.network).toBe('flannel.4096');
+  expect(replayProblems(node!, r)).toBe('');
+}, 120_000);
+
+it('by hand: the plugins, the service installed and started as documented; the recorded win-overlay ADD and DEL pass', async () => {
+  await serviceJourney('service-by-hand', { backend: 'vxlan' });
+  const r = await replayPod(node!, { full: true });
+  expect(replayProblems(node!, r)).toBe('');
+}, 120_000);
+
+it('start.ps1 dual-stack (l2bridge): sdnbridge installed, the conflist rendered once the agent wrote subnet.env; the recorded sdnbridge ADD and DEL pass', async () => {
+  const console = await serviceJourney('service-dual-stack', { backend: 'host-gw', dualStack: true });
+  expect(console.output.join('\n')).toContain('Dual-stack node');
+  const conflist = JSON.parse(readFileSync(node!.onHost('C:\\etc\\cni\\net.d\\10-flannel.conflist'), 'utf8')) as { plugins: { type: string }[] };
+  expect(conflist.plugins[0].type).toBe('sdnbridge');
+  const r = await replayPod(node!, { full: false });
+  expect(replayProblems(node!, r)).toBe('');
+}, 120_000);
