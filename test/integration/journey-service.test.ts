@@ -76,3 +76,12 @@ it('start.ps1 dual-stack (l2bridge): sdnbridge installed, the conflist rendered 
   const r = await replayPod(node!, { full: false });
   expect(replayProblems(node!, r)).toBe('');
 }, 120_000);
+
+it('start.ps1 -IPv4Only (overlay in the dual-stack cluster): the node runs IPv4-only, and the recorded win-overlay ADD and DEL pass', async () => {
+  const console = await serviceJourney('service-ipv4-only', { backend: 'vxlan', ipv4OnlyNode: true });
+  const netConf = JSON.parse(readFileSync(node!.onHost('C:\\etc\\kube-flannel\\net-conf.json'), 'utf8')) as Record<string, unknown>;
+  expect(netConf).toMatchObject({ EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } });
+  expect(console.output.join('\n')).not.toContain('Dual-stack node');
+  const r = await replayPod(node!, { full: true });
+  expect(replayProblems(node!, r)).toBe('');
+}, 120_000);

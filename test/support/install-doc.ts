@@ -225,7 +225,14 @@ export const JOURNEYS: Record<string, { file: string; claims: Claim[] }> = {
       { file: INSTALL_MD, section: '4a. flanneld as a Windows service', match: /service install/ },
     ],
   },
-  'service-dual-stack': { file: 'test/integration/journey-service.test.ts', claims: [{ file: INSTALL_MD, section: 'Dual-stack (IPv4 + IPv6)', match: /-NetworkMode l2bridge/ }] },
+  'service-dual-stack': {
+    file: 'test/integration/journey-service.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: 'Dual-stack (IPv4 + IPv6)', match: /-NetworkMode l2bridge/ },
+      // Run again on the node start.ps1 set up: the same plugins, sdnbridge.exe included, nothing rewritten.
+      { file: INSTALL_MD, section: '3. The CNI plugins', match: /install-cni --pinned --sdnbridge/ },
+    ],
+  },
   'service-ipv4-only': { file: 'test/integration/journey-service.test.ts', claims: [{ file: INSTALL_MD, section: 'Dual-stack (IPv4 + IPv6)', match: /-IPv4Only/ }] },
   'migration-sig-windows-tools': {
     file: 'test/integration/journey-migrations.test.ts',

@@ -63,6 +63,8 @@ export interface SceneOptions {
   backend?: Backend;
   /** The node's pods dual-stack (podCIDRs v4 and v6, an IPv6 address on its adapter). */
   dualStack?: boolean;
+  /** The cluster dual-stack, this node's pods IPv4-only (`--ipv4-only`): both podCIDRs and the IPv6 address, the recorded IPv4 scene. */
+  ipv4OnlyNode?: boolean;
 }
 
 /** One build of flanneld whose pins are the stand-in releases, served on 127.0.0.1 (share it in a file). */
@@ -120,11 +122,12 @@ export class JourneyNode {
     readonly caFile: string,
     readonly backend: Backend,
     readonly dualStack: boolean,
+    ipv4OnlyNode: boolean,
   ) {
     this.driveC = join(dir, 'c');
     this.state = new SimNodeState(join(dir, 'dataplane.json'));
     this.podCIDR = dualStack ? '10.244.3.0/24' : '10.244.100.0/24';
-    this.podCIDR6 = dualStack ? 'fd00:10:244:3::/64' : undefined;
+    this.podCIDR6 = dualStack ? 'fd00:10:244:3::/64' : ipv4OnlyNode ? 'fd00:10:244:64::/64' : undefined;
   }
 
   static async start(opts: SceneOptions = {}): Promise<JourneyNode> {
@@ -133,14 +136,14 @@ export class JourneyNode {
     const cert = issueCert(ca, dir, 'kube-apiserver', 'server');
     const api = new FakeKubeApiServer({ bearerToken: TOKEN, tls: { cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) } });
     await api.start();
-    const node = new JourneyNode(dir, api, ca.certFile, opts.backend ?? 'vxlan', opts.dualStack ?? false);
+    const node = new JourneyNode(dir, api, ca.certFile, opts.backend ?? 'vxlan', opts.dualStack ?? false, opts.ipv4OnlyNode ?? false);
     const n = bareNode({ name: NODE, podCIDR: node.podCIDR, internalIP: NODE_IP });
     if (node.podCIDR6) n.spec = { podCIDR: node.podCIDR, podCIDRs: [node.podCIDR, node.podCIDR6] };
     api.addNode(n);
     if (!node.dualStack) api.addNode(linuxFlannelNode({ ...PEER, backendType: node.backend }));
     // A fresh Windows node: its adapter (with an IPv6 address when dual-stack), nothing else.
     editState(new SimulatedDataplane({ statePath: node.state.path, nodeIP: NODE_IP }), (st) => {
-      if (node.dualStack) st.adapters.filter((a) => a.IPAddress === NODE_IP).forEach((a) => Object.assign(a, { IPv6Address: NODE_IP6, IPv6PrefixLength: 64 }));
+      if (node.podCIDR6) st.adapters.filter((a) => a.IPAddress === NODE_IP).forEach((a) => Object.assign(a, { IPv6Address: NODE_IP6, IPv6PrefixLength: 64 }));
     });
     node.healthzPort = await freePort();
     return node;
