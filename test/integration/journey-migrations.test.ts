@@ -6,6 +6,12 @@
 // the same network (same IDs).
 //
 // The old layouts (as test/integration/migrations.test.ts builds them, there with the agent alone):
+//  * upstream flanneld.exe run as a Windows service: Overlay `flannel.4096`, its net-conf.json (VNI 4096,
+//    port 4789), kube-proxy's source VIP from host-local (CNI 0.2.0) in C:\k\sourceVip.json, and an older
+//    release of the four CNI plugins beside a plugin of someone else's in C:\opt\cni\bin;
+//  * microsoft/SDN Kubernetes/flannel/overlay start.ps1: Overlay `vxlan0`, its net-conf.json
+//    (Kubernetes/flannel/overlay/net-conf.json: lower-case keys, `"name": "vxlan0"`, no VNI), kube-proxy's
+//    source VIP in C:\k\sourceVip.json; and the same node whose net-conf.json lost the name (rewritten by hand);
 //  * sig-windows-tools' HostProcess flannel (upstream flanneld.exe): Overlay `flannel.4096` (flannel
 //    pkg/backend/vxlan/device_windows.go; the body overlayNetworkFor makes), pods attached by its sdnoverlay
 //    as `<containerID>_flannel.4096`, kube-proxy's source VIP from host-local (CNI 0.3.0) in
@@ -21,8 +27,10 @@ import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { HcnEndpoint } from '../../src/hns/schema.js';
 import { journeySteps } from '../support/install-doc.js';
-import { journeyBuild, JourneyNode, replayPod, replayProblems, type JourneyBuild } from '../support/journey.js';
+import { journeyBuild, JourneyNode, NODE_ADDRESSES, NODE_IP, replayPod, replayProblems, type JourneyBuild } from '../support/journey.js';
 import { JourneyCluster } from '../support/journey-cluster.js';
+import { NodeConsole } from '../support/journey-service.js';
+import { exe } from '../support/cni-releases.js';
 
 const IMAGE = 'REGISTRY/flanneld-windows:0.1.0';
 const VXLAN_NET_CONF = '{\n  "Network": "10.244.0.0/16",\n  "Backend": {\n    "Type": "vxlan",\n    "VNI": 4096,\n    "Port": 4789\n  }\n}\n';
@@ -112,3 +120,66 @@ it("sig-windows-tools' HostProcess flannel: the DaemonSet's steps reuse flannel.
   expect(replayProblems(node, r)).toBe('');
   expectSurvived(node, old, 'flannel.4096');
 }, 120_000);
+
+/** The start.ps1 path's steps on the old node's console, each to exit 0 (the example's node address is this node's). */
+async function startPs1(name: string, n: JourneyNode): Promise<NodeConsole> {
+  n.writeKubeconfig('C:\\k\\config');
+  const console = new NodeConsole(n, build.main);
+  for (const s of journeySteps(name)) {
+    if (s.skip) continue;
+    const text = NODE_ADDRESSES.reduce((t, a) => t.split(a).join(NODE_IP), s.text);
+    const code = await console.step(text).catch((err: Error) => {
+      throw new Error(`${s.file}:${s.line} \`${s.text}\` failed: ${err.message}\n${console.output.join('\n')}\n${n.dump()}`);
+    });
+    if (code !== 0) throw new Error(`${s.file}:${s.line} \`${s.text}\` exited ${code}\n${console.output.join('\n')}\n${n.dump()}`);
+  }
+  const agent = console.scm.agentOf();
+  if (!agent) throw new Error(`the flanneld service does not run\n${n.dump()}`);
+  await n.agentReady(agent);
+  return console;
+}
+
+/** A file on the node. */
+function put(n: JourneyNode, at: string, text: string | Buffer): void {
+  mkdirSync(join(n.onHost(at), '..'), { recursive: true });
+  writeFileSync(n.onHost(at), text);
+}
+
+it('upstream flanneld.exe as a service: start.ps1 reuses flannel.4096, replaces only the four plugins, and the recorded ADD and DEL pass', async () => {
+  node = await JourneyNode.start({ backend: 'vxlan' });
+  const old = oldOverlay(node, 'flannel.4096');
+  put(node, 'C:\\etc\\kube-flannel\\net-conf.json', VXLAN_NET_CONF);
+  put(node, 'C:\\k\\sourceVip.json', '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.100.2/24","gateway":"10.244.100.1"},"dns":{}}\r\n');
+  for (const p of ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe', 'nat.exe']) put(node, `C:\\opt\\cni\\bin\\${p}`, exe(p, 'v1.0.0-old'));
+  await startPs1('migration-upstream-flanneld', node);
+  expectSurvived(node, old, 'flannel.4096');
+  for (const p of ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe']) expect(readFileSync(node.onHost(`C:\\opt\\cni\\bin\\${p}`))).toEqual(exe(p, 'test'));
+  expect(readFileSync(node.onHost('C:\\opt\\cni\\bin\\nat.exe'))).toEqual(exe('nat.exe', 'v1.0.0-old')); // someone else's: kept
+  const r = await replayPod(node, { full: false });
+  expect(r.network).toBe('flannel.4096');
+  expect(replayProblems(node, r)).toBe('');
+}, 120_000);
+
+/** microsoft/SDN Kubernetes/flannel/overlay/net-conf.json (commit 86a902f0), with this cluster's Network. */
+const SDN_NET_CONF = '{\n  "Network": "10.244.0.0/16",\n  "Backend": {\n    "name": "vxlan0",\n    "type": "vxlan"\n  }\n}\n';
+
+it.each([
+  ['with "Name": "vxlan0" kept', SDN_NET_CONF, 'Keeping Backend.Name vxlan0'],
+  ['with the name lost from net-conf.json', '{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan"}}', "adopting the HNS network that already holds this node's subnet"],
+])(
+  'microsoft/SDN %s: start.ps1 takes vxlan0 over, the conflist names it, and the recorded ADD and DEL pass',
+  async (_what, netConf, said) => {
+    node = await JourneyNode.start({ backend: 'vxlan' });
+    const old = oldOverlay(node, 'vxlan0');
+    put(node, 'C:\\etc\\kube-flannel\\net-conf.json', netConf);
+    put(node, 'C:\\k\\sourceVip.json', '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.100.2/24","gateway":"10.244.100.1"},"dns":{}}\r\n');
+    const console = await startPs1('migration-microsoft-sdn', node);
+    expect([...console.output, ...node.agents.flatMap((a) => a.lines.map((l) => l.message))].join('\n')).toContain(said);
+    expect(console.output.join('\n')).toContain('The CNI config names HNS network vxlan0, the one flanneld runs');
+    expectSurvived(node, old, 'vxlan0');
+    const r = await replayPod(node, { full: false });
+    expect(r.network).toBe('vxlan0');
+    expect(replayProblems(node, r)).toBe('');
+  },
+  120_000,
+);

@@ -234,6 +234,20 @@ export const JOURNEYS: Record<string, { file: string; claims: Claim[] }> = {
     ],
   },
   'service-ipv4-only': { file: 'test/integration/journey-service.test.ts', claims: [{ file: INSTALL_MD, section: 'Dual-stack (IPv4 + IPv6)', match: /-IPv4Only/ }] },
+  'migration-upstream-flanneld': {
+    file: 'test/integration/journey-migrations.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: 'Migrating from upstream flanneld on Windows', bullet: 'any' },
+      { file: INSTALL_MD, section: '4a. flanneld as a Windows service', match: /start\.ps1/ },
+    ],
+  },
+  'migration-microsoft-sdn': {
+    file: 'test/integration/journey-migrations.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: 'Migrating from upstream flanneld on Windows', bullet: 'microsoft/SDN' },
+      { file: INSTALL_MD, section: '4a. flanneld as a Windows service', match: /start\.ps1/ },
+    ],
+  },
   'migration-sig-windows-tools': {
     file: 'test/integration/journey-migrations.test.ts',
     claims: [
