@@ -27,7 +27,7 @@ import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { HcnEndpoint } from '../../src/hns/schema.js';
 import { journeySteps } from '../support/install-doc.js';
-import { journeyBuild, JourneyNode, NODE_ADDRESSES, NODE_IP, replayPod, replayProblems, type JourneyBuild } from '../support/journey.js';
+import { journeyBuild, JourneyNode, replayPod, replayProblems, type JourneyBuild } from '../support/journey.js';
 import { JourneyCluster } from '../support/journey-cluster.js';
 import { NodeConsole } from '../support/journey-service.js';
 import { exe } from '../support/cni-releases.js';
@@ -121,21 +121,12 @@ it("sig-windows-tools' HostProcess flannel: the DaemonSet's steps reuse flannel.
   expectSurvived(node, old, 'flannel.4096');
 }, 120_000);
 
-/** The start.ps1 path's steps on the old node's console, each to exit 0 (the example's node address is this node's). */
+/** The start.ps1 path's steps on the old node's console (the release unpacked, the kubeconfig in place). */
 async function startPs1(name: string, n: JourneyNode): Promise<NodeConsole> {
   n.writeKubeconfig('C:\\k\\config');
   const console = new NodeConsole(n, build.main);
-  for (const s of journeySteps(name)) {
-    if (s.skip) continue;
-    const text = NODE_ADDRESSES.reduce((t, a) => t.split(a).join(NODE_IP), s.text);
-    const code = await console.step(text).catch((err: Error) => {
-      throw new Error(`${s.file}:${s.line} \`${s.text}\` failed: ${err.message}\n${console.output.join('\n')}\n${n.dump()}`);
-    });
-    if (code !== 0) throw new Error(`${s.file}:${s.line} \`${s.text}\` exited ${code}\n${console.output.join('\n')}\n${n.dump()}`);
-  }
-  const agent = console.scm.agentOf();
-  if (!agent) throw new Error(`the flanneld service does not run\n${n.dump()}`);
-  await n.agentReady(agent);
+  await console.runSteps(journeySteps(name));
+  await console.serviceReady();
   return console;
 }
 

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { journeySteps } from '../support/install-doc.js';
-import { journeyBuild, JourneyNode, NODE_ADDRESSES, NODE_IP, replayPod, replayProblems, type JourneyBuild, type SceneOptions } from '../support/journey.js';
+import { journeyBuild, JourneyNode, replayPod, replayProblems, type JourneyBuild, type SceneOptions } from '../support/journey.js';
 import { NodeConsole } from '../support/journey-service.js';
 
 let build: JourneyBuild;
@@ -30,27 +30,13 @@ afterAll(async () => {
   rmSync(buildDir, { recursive: true, force: true });
 });
 
-/** A documented line with the example's node address replaced by this node's. */
-const onThisNode = (text: string) => NODE_ADDRESSES.reduce((t, a) => t.split(a).join(NODE_IP), text);
-
-/** The node with the release unpacked and the kubeconfig in place; the journey's steps run on its console, each to exit 0. */
-export async function serviceJourney(name: string, scene: SceneOptions): Promise<NodeConsole> {
+/** The node with the release unpacked and the kubeconfig in place; the journey's steps run on its console. */
+async function serviceJourney(name: string, scene: SceneOptions): Promise<NodeConsole> {
   node = await JourneyNode.start(scene);
   node.writeKubeconfig('C:\\k\\config');
   const console = new NodeConsole(node, build.main);
-  for (const s of journeySteps(name)) {
-    if (s.skip) continue;
-    let code: number;
-    try {
-      code = await console.step(onThisNode(s.text));
-    } catch (err) {
-      throw new Error(`${s.file}:${s.line} \`${s.text}\` failed: ${(err as Error).message}\n${console.output.join('\n')}\n${node.dump()}`);
-    }
-    if (code !== 0) throw new Error(`${s.file}:${s.line} \`${s.text}\` exited ${code}\n${console.output.join('\n')}\n${node.dump()}`);
-  }
-  const agent = console.scm.agentOf();
-  if (!agent) throw new Error(`the flanneld service does not run\n${console.output.join('\n')}\n${node.dump()}`);
-  await node.agentReady(agent);
+  await console.runSteps(journeySteps(name));
+  await console.serviceReady();
   return console;
 }
 

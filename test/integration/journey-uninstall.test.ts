@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { journeySteps } from '../support/install-doc.js';
 import { journeyBuild, JourneyNode, replayNetworkMissing, replayPod, replayProblems, type JourneyBuild } from '../support/journey.js';
 import { JourneyCluster } from '../support/journey-cluster.js';
+import { NodeConsole } from '../support/journey-service.js';
 import { describeMismatches } from '../support/cni-replay.js';
 
 const IMAGE = 'REGISTRY/flanneld-windows:0.1.0';
@@ -57,6 +58,25 @@ it('DaemonSet: delete the overlay, wait for its pods, apply the cleanup DaemonSe
   const cleanup = cluster.pods.get('kube-flannel-ds-windows-cleanup');
   expect(cleanup?.inits).toEqual([{ name: 'cleanup', code: 0 }]);
   expect(node.transcript.join('\n')).toMatch(/removed HNS network flannel\.4096/);
+  expectClean(node);
+  expect(describeMismatches(await replayNetworkMissing(node, 'vxlan', r.network))).toBe('');
+}, 120_000);
+
+it('Windows service: service uninstall, then cleanup on the node: the node is clean, and a pod ADD finds no network', async () => {
+  node = await JourneyNode.start({ backend: 'vxlan' });
+  node.writeKubeconfig('C:\\k\\config');
+  const console = new NodeConsole(node, build.main);
+  const steps = journeySteps('service-uninstall');
+  const removal = steps.findIndex((s) => s.section === 'Uninstalling');
+  await console.runSteps(steps.slice(0, removal));
+  await console.serviceReady();
+  const r = await replayPod(node, { full: true });
+  expect(r.network).toBe('flannel.4096');
+  expect(replayProblems(node, r)).toBe('');
+
+  await console.runSteps(steps.slice(removal));
+  expect(console.scm.services.size).toBe(0);
+  expect(console.output.join('\n')).toMatch(/removed HNS network flannel\.4096/);
   expectClean(node);
   expect(describeMismatches(await replayNetworkMissing(node, 'vxlan', r.network))).toBe('');
 }, 120_000);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { journeySteps } from '../support/install-doc.js';
 import { journeyBuild, JourneyNode, replayPodAdd, replayPodDel, replayProblems, type JourneyBuild } from '../support/journey.js';
 import { JourneyCluster } from '../support/journey-cluster.js';
+import { NodeConsole } from '../support/journey-service.js';
 import { pinnedBuild } from '../support/pinned-build.js';
 
 const IMAGE = 'REGISTRY/flanneld-windows:0.1.0';
@@ -56,5 +57,29 @@ it('DaemonSet: a new image tag applied reruns the pod (init containers, then the
     Name: added.endpoint?.Name,
     HostComputeNetwork: added.endpoint?.HostComputeNetwork,
   });
+  expect(replayProblems(node, { add: [], del: await replayPodDel(node, added, { full: true }) })).toBe('');
+}, 120_000);
+
+it('Windows service: service stop, the new zip unpacked over the old folder, service start; the pod added before keeps its endpoint and its DEL passes', async () => {
+  node = await JourneyNode.start({ backend: 'vxlan' });
+  node.writeKubeconfig('C:\\k\\config');
+  const console = new NodeConsole(node, build.main);
+  const steps = journeySteps('service-upgrade');
+  const upgrade = steps.findIndex((s) => s.section === 'Upgrading');
+  await console.runSteps(steps.slice(0, upgrade));
+  const old = await console.serviceReady();
+  const added = await replayPodAdd(node, { full: true });
+  expect(replayProblems(node, added)).toBe('');
+
+  const upgraded = newBuild();
+  // "`flanneld.exe service stop`, unpack the new zip over the old folder, then `flanneld.exe service start`".
+  await console.runSteps(steps.slice(upgrade), (s) => {
+    if (/service start$/.test(s.text)) console.unpack(upgraded);
+  });
+  expect(old.child.exitCode).toBe(0); // stopped by the service stop (Ctrl+C), cleanly
+  const agent = await console.serviceReady();
+  expect(agent).not.toBe(old);
+  expect(console.build('C:\\k\\flannel\\flanneld.exe')).toBe(upgraded);
+  expect(node.state.read().endpoints.find((e) => e.ID === added.endpoint?.ID)).toMatchObject({ Name: added.endpoint?.Name, HostComputeNetwork: added.endpoint?.HostComputeNetwork });
   expect(replayProblems(node, { add: [], del: await replayPodDel(node, added, { full: true }) })).toBe('');
 }, 120_000);

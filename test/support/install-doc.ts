@@ -208,6 +208,20 @@ export const JOURNEYS: Record<string, { file: string; claims: Claim[] }> = {
       { file: INSTALL_MD, section: 'Upgrading', bullet: 'DaemonSet' },
     ],
   },
+  'service-upgrade': {
+    file: 'test/integration/journey-upgrade.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: '4a. flanneld as a Windows service', match: /start\.ps1/ },
+      { file: INSTALL_MD, section: 'Upgrading', bullet: 'Windows service' },
+    ],
+  },
+  'service-uninstall': {
+    file: 'test/integration/journey-uninstall.test.ts',
+    claims: [
+      { file: INSTALL_MD, section: '4a. flanneld as a Windows service', match: /start\.ps1/ },
+      { file: INSTALL_MD, section: 'Uninstalling', bullet: 'Windows service' },
+    ],
+  },
   'daemonset-uninstall': {
     file: 'test/integration/journey-uninstall.test.ts',
     claims: [

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { runService } from '../../src/commands/service.js';
 import { commandLine, runPowerShell, runScriptFile, type PowerShellHost } from './powershell.js';
 import { waitFor } from './wait-for.js';
-import type { JourneyNode, Ran } from './journey.js';
+import { NODE_ADDRESSES, NODE_IP, type JourneyNode, type Ran } from './journey.js';
 import type { SimAgent } from './sim-node.js';
 import type { DocCommand } from './install-doc.js';
 
@@ -268,5 +268,31 @@ export class NodeConsole {
       return r.code;
     }
     return runPowerShell(text, host);
+  }
+
+  /**
+   * Run a journey's documented lines (journeySteps) in order, each to exit 0, skipping the ones
+   * NOT_EXECUTED names; the example's node address is this node's (NODE_ADDRESSES). `before` runs before
+   * each step (what the docs say in prose between two commands). The failing one throws with the transcript.
+   */
+  async runSteps(steps: (DocCommand & { skip?: string })[], before?: (s: DocCommand) => void): Promise<void> {
+    for (const s of steps) {
+      if (s.skip) continue;
+      before?.(s);
+      const text = NODE_ADDRESSES.reduce((t, a) => t.split(a).join(NODE_IP), s.text);
+      const failed = (what: string) => new Error(`${s.file}:${s.line} \`${s.text}\` ${what}\n${this.output.join('\n')}\n${this.node.dump()}`);
+      const code = await this.step(text).catch((err: Error) => {
+        throw failed(`failed: ${err.message}`);
+      });
+      if (code !== 0) throw failed(`exited ${code}`);
+    }
+  }
+
+  /** The flanneld service's agent, once ready. */
+  async serviceReady(): Promise<SimAgent> {
+    const agent = this.scm.agentOf();
+    if (!agent) throw new Error(`the flanneld service does not run\n${this.output.join('\n')}\n${this.node.dump()}`);
+    await this.node.agentReady(agent);
+    return agent;
   }
 }
