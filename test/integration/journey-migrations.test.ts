@@ -124,10 +124,10 @@ it("sig-windows-tools' HostProcess flannel: the DaemonSet's steps reuse flannel.
 /** The start.ps1 path's steps on the old node's console (the release unpacked, the kubeconfig in place). */
 async function startPs1(name: string, n: JourneyNode): Promise<NodeConsole> {
   n.writeKubeconfig('C:\\k\\config');
-  const console = new NodeConsole(n, build.main);
-  await console.runSteps(journeySteps(name));
-  await console.serviceReady();
-  return console;
+  const shell = new NodeConsole(n, build.main);
+  await shell.runSteps(journeySteps(name));
+  await shell.serviceReady();
+  return shell;
 }
 
 /** A file on the node. */
@@ -164,9 +164,9 @@ it.each([
     const old = oldOverlay(node, 'vxlan0');
     put(node, 'C:\\etc\\kube-flannel\\net-conf.json', netConf);
     put(node, 'C:\\k\\sourceVip.json', '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.100.2/24","gateway":"10.244.100.1"},"dns":{}}\r\n');
-    const console = await startPs1('migration-microsoft-sdn', node);
-    expect([...console.output, ...node.agents.flatMap((a) => a.lines.map((l) => l.message))].join('\n')).toContain(said);
-    expect(console.output.join('\n')).toContain('The CNI config names HNS network vxlan0, the one flanneld runs');
+    const shell = await startPs1('migration-microsoft-sdn', node);
+    expect([...shell.output, ...node.agents.flatMap((a) => a.lines.map((l) => l.message))].join('\n')).toContain(said);
+    expect(shell.output.join('\n')).toContain('The CNI config names HNS network vxlan0, the one flanneld runs');
     expectSurvived(node, old, 'vxlan0');
     const r = await replayPod(node, { full: false });
     expect(r.network).toBe('vxlan0');

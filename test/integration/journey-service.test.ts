@@ -34,15 +34,15 @@ afterAll(async () => {
 async function serviceJourney(name: string, scene: SceneOptions): Promise<NodeConsole> {
   node = await JourneyNode.start(scene);
   node.writeKubeconfig('C:\\k\\config');
-  const console = new NodeConsole(node, build.main);
-  await console.runSteps(journeySteps(name));
-  await console.serviceReady();
-  return console;
+  const shell = new NodeConsole(node, build.main);
+  await shell.runSteps(journeySteps(name));
+  await shell.serviceReady();
+  return shell;
 }
 
 it('start.ps1 (overlay): the node ends ready with the service running, and the recorded win-overlay ADD and DEL pass', async () => {
-  const console = await serviceJourney('service-start-ps1', { backend: 'vxlan' });
-  expect(console.output.join('\n')).toContain('The CNI config names HNS network flannel.4096, the one flanneld runs');
+  const shell = await serviceJourney('service-start-ps1', { backend: 'vxlan' });
+  expect(shell.output.join('\n')).toContain('The CNI config names HNS network flannel.4096, the one flanneld runs');
   const r = await replayPod(node!, { full: true });
   expect(r.network).toBe('flannel.4096');
   expect(replayProblems(node!, r)).toBe('');
@@ -55,8 +55,8 @@ it('by hand: the plugins, the service installed and started as documented; the r
 }, 120_000);
 
 it('start.ps1 dual-stack (l2bridge): sdnbridge installed, the conflist rendered once the agent wrote subnet.env; the recorded sdnbridge ADD and DEL pass', async () => {
-  const console = await serviceJourney('service-dual-stack', { backend: 'host-gw', dualStack: true });
-  expect(console.output.join('\n')).toContain('Dual-stack node');
+  const shell = await serviceJourney('service-dual-stack', { backend: 'host-gw', dualStack: true });
+  expect(shell.output.join('\n')).toContain('Dual-stack node');
   const conflist = JSON.parse(readFileSync(node!.onHost('C:\\etc\\cni\\net.d\\10-flannel.conflist'), 'utf8')) as { plugins: { type: string }[] };
   expect(conflist.plugins[0].type).toBe('sdnbridge');
   const r = await replayPod(node!, { full: false });
@@ -64,10 +64,10 @@ it('start.ps1 dual-stack (l2bridge): sdnbridge installed, the conflist rendered 
 }, 120_000);
 
 it('start.ps1 -IPv4Only (overlay in the dual-stack cluster): the node runs IPv4-only, and the recorded win-overlay ADD and DEL pass', async () => {
-  const console = await serviceJourney('service-ipv4-only', { backend: 'vxlan', ipv4OnlyNode: true });
+  const shell = await serviceJourney('service-ipv4-only', { backend: 'vxlan', ipv4OnlyNode: true });
   const netConf = JSON.parse(readFileSync(node!.onHost('C:\\etc\\kube-flannel\\net-conf.json'), 'utf8')) as Record<string, unknown>;
   expect(netConf).toMatchObject({ EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } });
-  expect(console.output.join('\n')).not.toContain('Dual-stack node');
+  expect(shell.output.join('\n')).not.toContain('Dual-stack node');
   const r = await replayPod(node!, { full: true });
   expect(replayProblems(node!, r)).toBe('');
 }, 120_000);

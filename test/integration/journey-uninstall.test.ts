@@ -65,18 +65,18 @@ it('DaemonSet: delete the overlay, wait for its pods, apply the cleanup DaemonSe
 it('Windows service: service uninstall, then cleanup on the node: the node is clean, and a pod ADD finds no network', async () => {
   node = await JourneyNode.start({ backend: 'vxlan' });
   node.writeKubeconfig('C:\\k\\config');
-  const console = new NodeConsole(node, build.main);
+  const shell = new NodeConsole(node, build.main);
   const steps = journeySteps('service-uninstall');
   const removal = steps.findIndex((s) => s.section === 'Uninstalling');
-  await console.runSteps(steps.slice(0, removal));
-  await console.serviceReady();
+  await shell.runSteps(steps.slice(0, removal));
+  await shell.serviceReady();
   const r = await replayPod(node, { full: true });
   expect(r.network).toBe('flannel.4096');
   expect(replayProblems(node, r)).toBe('');
 
-  await console.runSteps(steps.slice(removal));
-  expect(console.scm.services.size).toBe(0);
-  expect(console.output.join('\n')).toMatch(/removed HNS network flannel\.4096/);
+  await shell.runSteps(steps.slice(removal));
+  expect(shell.scm.services.size).toBe(0);
+  expect(shell.output.join('\n')).toMatch(/removed HNS network flannel\.4096/);
   expectClean(node);
   expect(describeMismatches(await replayNetworkMissing(node, 'vxlan', r.network))).toBe('');
 }, 120_000);

@@ -63,23 +63,26 @@ it('DaemonSet: a new image tag applied reruns the pod (init containers, then the
 it('Windows service: service stop, the new zip unpacked over the old folder, service start; the pod added before keeps its endpoint and its DEL passes', async () => {
   node = await JourneyNode.start({ backend: 'vxlan' });
   node.writeKubeconfig('C:\\k\\config');
-  const console = new NodeConsole(node, build.main);
+  const shell = new NodeConsole(node, build.main);
   const steps = journeySteps('service-upgrade');
   const upgrade = steps.findIndex((s) => s.section === 'Upgrading');
-  await console.runSteps(steps.slice(0, upgrade));
-  const old = await console.serviceReady();
+  await shell.runSteps(steps.slice(0, upgrade));
+  const old = await shell.serviceReady();
   const added = await replayPodAdd(node, { full: true });
   expect(replayProblems(node, added)).toBe('');
 
   const upgraded = newBuild();
   // "`flanneld.exe service stop`, unpack the new zip over the old folder, then `flanneld.exe service start`".
-  await console.runSteps(steps.slice(upgrade), (s) => {
-    if (/service start$/.test(s.text)) console.unpack(upgraded);
+  await shell.runSteps(steps.slice(upgrade), (s) => {
+    if (/service start$/.test(s.text)) shell.unpack(upgraded);
   });
   expect(old.child.exitCode).toBe(0); // stopped by the service stop (Ctrl+C), cleanly
-  const agent = await console.serviceReady();
+  const agent = await shell.serviceReady();
   expect(agent).not.toBe(old);
-  expect(console.build('C:\\k\\flannel\\flanneld.exe')).toBe(upgraded);
-  expect(node.state.read().endpoints.find((e) => e.ID === added.endpoint?.ID)).toMatchObject({ Name: added.endpoint?.Name, HostComputeNetwork: added.endpoint?.HostComputeNetwork });
+  expect(shell.build('C:\\k\\flannel\\flanneld.exe')).toBe(upgraded);
+  expect(node.state.read().endpoints.find((e) => e.ID === added.endpoint?.ID)).toMatchObject({
+    Name: added.endpoint?.Name,
+    HostComputeNetwork: added.endpoint?.HostComputeNetwork,
+  });
   expect(replayProblems(node, { add: [], del: await replayPodDel(node, added, { full: true }) })).toBe('');
 }, 120_000);

@@ -93,7 +93,7 @@ export class JourneyCluster {
       child.on('error', reject);
       child.stdin.end(stdin);
       child.on('exit', (code) => {
-        this.node.transcript.push(`--- ${cmd} ${args.join(' ')} (exit ${code})\n${code === 0 && cmd === 'kubectl' ? '' : stdout}${stderr}`);
+        this.node.note(`--- ${cmd} ${args.join(' ')} (exit ${code})\n${code === 0 && cmd === 'kubectl' ? '' : stdout}${stderr}`);
         resolve({ code: code ?? -1, stdout, stderr });
       });
     });
@@ -213,7 +213,7 @@ export class JourneyCluster {
     if (!pod) return;
     if (pod.agent) {
       const code = await pod.agent.stop();
-      this.node.transcript.push(`--- ${name}: the agent container stopped (exit ${code})`);
+      this.node.note(`--- ${name}: the agent container stopped (exit ${code})`);
       pod.agent = undefined;
     }
     this.pods.delete(name);

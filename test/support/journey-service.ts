@@ -153,7 +153,7 @@ export class ServiceHostStandIn {
     const timer = setTimeout(() => agent.child.kill('SIGKILL'), 10_000);
     const code = await agent.exited;
     clearTimeout(timer);
-    this.console.node.transcript.push(`--- service ${s.name} stopped (agent exit ${code})`);
+    this.console.node.note(`--- service ${s.name} stopped (agent exit ${code})`);
     s.state = 'STOPPED';
     s.agent = undefined;
   }
@@ -238,7 +238,7 @@ export class NodeConsole {
         exists: (f) => existsSync(this.node.onHost(f)),
         runHost: (_host, hostArgs) => this.scm.run(hostArgs, io.stdout, io.stderr),
       });
-      this.node.transcript.push(`--- flanneld.exe ${args.join(' ')} (exit ${code})\n${stdout}${stderr}`);
+      this.node.note(`--- flanneld.exe ${args.join(' ')} (exit ${code})\n${stdout}${stderr}`);
       return { code, stdout };
     }
     const r: Ran = await this.node.run(main, args);

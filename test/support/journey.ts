@@ -111,8 +111,9 @@ export class JourneyNode {
   readonly state: SimNodeState;
   readonly podCIDR: string;
   readonly podCIDR6: string | undefined;
-  /** Every command run on the node and its output, for a failure's message. */
+  /** Every command run on the node and its output, for a failure's message (`note` adds one). */
   readonly transcript: string[] = [];
+  private readonly started = Date.now();
   readonly agents: SimAgent[] = [];
   healthzPort = 0;
 
@@ -230,7 +231,7 @@ export class JourneyNode {
       child.on('error', reject);
       child.stdin.end(stdin ?? '');
       child.on('exit', (code) => {
-        this.transcript.push(`--- flanneld ${args.join(' ')} (exit ${code})\n${stdout}${stderr}`);
+        this.note(`--- flanneld ${args.join(' ')} (exit ${code})\n${stdout}${stderr}`);
         resolve({ code: code ?? -1, stdout, stderr });
       });
     });
@@ -244,8 +245,13 @@ export class JourneyNode {
     });
     const agent = new SimAgent(child, this.healthzPort, this.state, this.onHost('C:\\run\\flannel'));
     this.agents.push(agent);
-    this.transcript.push(`--- agent started: flanneld ${args.join(' ')}`);
+    this.note(`--- agent started: flanneld ${args.join(' ')}`);
     return agent;
+  }
+
+  /** Add to the transcript, with the seconds since the journey started. */
+  note(text: string): void {
+    this.transcript.push(`[+${((Date.now() - this.started) / 1000).toFixed(1)}s] ${text}`);
   }
 
   /** The agent answers /readyz 200; fails at once when it exits, with the node's transcript either way. */
