@@ -46,12 +46,14 @@ type Kind = 'counter' | 'gauge' | 'histogram';
 
 /**
  * Buckets of one HNS or iphlpapi call, in seconds. From 1 ms, the agent clock's resolution (Date.now) and
- * about what a read of an idle HNS takes (flannel-io/flannel#1066's log shows a v1 network create
- * answered in 6 ms), in 1-2.5-5 steps to 10 s (flannel-io/flannel#833's log: a network create that failed
- * after 1.1 s), then 30 and 60 s (HNS taking "about half a minute per policy", kubernetes/kubernetes#109162;
- * "one minute or more to apply Policy rules", Azure/azure-container-networking#1614) and 120 s, the default
- * --hns-call-timeout, at which a call is given up and observed. No per-call figures of HNS are published:
- * those issues report whole syncs or log timestamps, which is what this histogram is for.
+ * the scale of a quiet HNS (kubernetes/kubernetes#130963: a kube-proxy sync of several HNS queries logged
+ * as 7.2 ms; flannel-io/flannel#1066: a v1 network create answered 6 ms after the request was logged), in
+ * 1-2.5-5 steps to 10 s (flannel-io/flannel#833: an Overlay network create answered, with an error, 1.1 s
+ * after it was sent), then 30 and 60 s (HNS taking "about half a minute per policy",
+ * kubernetes/kubernetes#109162; "one minute or more to apply Policy rules",
+ * Azure/azure-container-networking#1614) and 120 s, the default --hns-call-timeout, at which a call is
+ * given up and observed. No per-call figures of HNS are published: those issues time whole syncs or read
+ * log timestamps, which is what this histogram is for.
  */
 export const HNS_CALL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
