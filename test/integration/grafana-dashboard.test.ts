@@ -120,10 +120,14 @@ describe(DASHBOARD, () => {
     const agent = await cluster.startProcess({ nodeName: WIN, netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
     await agent.waitReady();
     // Past the start, so the HNS call families have their first series too (their TYPE lines are there from the start).
-    const exposition = await waitFor(async () => {
-      const t = await agent.metrics();
-      return metricValue(t, 'flannel_hns_call_duration_seconds_count') > 0 ? t : undefined;
-    }, 'a timed HNS call');
+    const exposition = await waitFor(
+      async () => {
+        const t = await agent.metrics();
+        return metricValue(t, 'flannel_hns_call_duration_seconds_count') > 0 ? t : undefined;
+      },
+      'a timed HNS call',
+      30_000,
+    );
     const { families, names } = exportedNames(exposition);
 
     const onPanels = new Set<string>();
@@ -189,7 +193,8 @@ describe(DASHBOARD, () => {
     };
 
     // No CNI config yet: the network is up, but pods cannot start.
-    await waitFor(async () => (await gauges()).programmed === 1 && (await readyz()) === 503, 'the peer programmed, /readyz 503 (no CNI config)');
+    const slow = { timeoutMs: 30_000, detail: () => agent.dump() };
+    await waitFor(async () => (await gauges()).programmed === 1 && (await readyz()) === 503, 'the peer programmed, /readyz 503 (no CNI config)', slow);
     expect(await gauges()).toEqual({ ready: 0, desired: 1, programmed: 1, rejected: 1 });
 
     const conf = renderCniConfig({
@@ -202,7 +207,7 @@ describe(DASHBOARD, () => {
       dnsSearch: ['svc.cluster.local'],
     });
     writeFileSync(join(confDir, '10-flannel.conflist'), JSON.stringify(conf));
-    await waitFor(async () => (await readyz()) === 200, '/readyz 200 with the CNI config');
+    await waitFor(async () => (await readyz()) === 200, '/readyz 200 with the CNI config', slow);
     expect(await gauges()).toEqual({ ready: 1, desired: 1, programmed: 1, rejected: 1 });
     const status = (await (await fetch(`${base}/status`)).json()) as { ready: boolean; peers: { desired: number; programmed: number; rejected: number } };
     expect({ ready: status.ready, ...status.peers }).toMatchObject({ ready: true, desired: 1, programmed: 1, rejected: 1 });

@@ -40,13 +40,17 @@ describe('HNS call metrics of a running agent', () => {
 
     // Each op the node counted has its timing series, never more observations than calls (a call is
     // counted as it enters the node and observed as it leaves the seam). Waited on: a call may be in flight.
-    const text = await waitFor(async () => {
-      const t = await agent.metrics();
-      const calls = byOp(t, 'flannel_simulated_dataplane_calls_total');
-      const timed = byOp(t, 'flannel_hns_call_duration_seconds_count');
-      const hnsOps = [...calls.keys()].filter(isHnsCall);
-      return hnsOps.length > 3 && hnsOps.every((op) => timed.has(op)) && [...timed].every(([op, n]) => n >= 1 && n <= (calls.get(op) ?? 0)) ? t : undefined;
-    }, 'a timing series for every HNS call the node received');
+    const text = await waitFor(
+      async () => {
+        const t = await agent.metrics();
+        const calls = byOp(t, 'flannel_simulated_dataplane_calls_total');
+        const timed = byOp(t, 'flannel_hns_call_duration_seconds_count');
+        const hnsOps = [...calls.keys()].filter(isHnsCall);
+        return hnsOps.length > 3 && hnsOps.every((op) => timed.has(op)) && [...timed].every(([op, n]) => n >= 1 && n <= (calls.get(op) ?? 0)) ? t : undefined;
+      },
+      'a timing series for every HNS call the node received',
+      30_000,
+    );
     expect([...byOp(text, 'flannel_hns_call_duration_seconds_count').keys()]).toEqual(
       expect.arrayContaining(['HNSCall GET /globals/version', 'HcnEnumerateNetworks', 'HcnCreateNetwork', 'HcnModifyNetwork']),
     );
@@ -59,7 +63,11 @@ describe('HNS call metrics of a running agent', () => {
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw' }));
     cluster.addWindowsNode(WIN, '10.244.100.0/24', WIN_IP);
     const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
-    await waitFor(async () => a.agent.isReady && (await readMetric(a.agent.metrics, `${METRIC.hnsCallDuration}_count`, { op: 'CreateIpForwardEntry2' })) >= 1, 'a timed route add');
+    await waitFor(
+      async () => a.agent.isReady && (await readMetric(a.agent.metrics, `${METRIC.hnsCallDuration}_count`, { op: 'CreateIpForwardEntry2' })) >= 1,
+      'a timed route add',
+      30_000,
+    );
     const timed = byOp(await a.agent.metrics.render(), 'flannel_hns_call_duration_seconds_count');
     expect(timed.get('GetIpForwardTable2')).toBeGreaterThanOrEqual(1);
     expect([...timed.keys()]).toEqual(expect.arrayContaining(['HNSCall POST /networks/', 'HNSCall POST /endpoints/{id}/attach']));
