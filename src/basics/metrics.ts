@@ -14,6 +14,7 @@ export type Labels = Record<string, string>;
 export const METRIC = {
   peers: 'flannel_peers',
   leasesRejected: 'flannel_leases_rejected_total',
+  leasesIPv6Rejected: 'flannel_leases_ipv6_rejected_total',
   dataplaneCalls: 'flannel_dataplane_calls_total',
   dataplaneErrors: 'flannel_dataplane_errors_total',
   lastApplySuccess: 'flannel_last_successful_apply_timestamp_seconds',
@@ -61,6 +62,7 @@ export const HNS_CALL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 const FAMILIES: Record<string, [string, Kind, string[]?, number[]?]> = {
   [METRIC.peers]: ['Peer leases currently accepted and desired in the dataplane.', 'gauge'],
   [METRIC.leasesRejected]: ['Peer leases rejected by validation, by reason.', 'counter', ['reason']],
+  [METRIC.leasesIPv6Rejected]: ['Dual-stack peer leases whose IPv6 half alone was rejected by validation (their IPv4 route is kept), by reason.', 'counter', ['reason']],
   [METRIC.dataplaneCalls]: ['Dataplane (HNS, route table, host) calls, by operation.', 'counter', ['op']],
   [METRIC.dataplaneErrors]: ['Dataplane calls that failed, by operation.', 'counter', ['op']],
   [METRIC.lastApplySuccess]: ['Unix time of the last reconcile pass that left the dataplane equal to the desired set.', 'gauge'],

@@ -16,6 +16,7 @@ import { checkMetrics, itWithPromtool, requirePromtool } from '../support/promto
 async function exposition(): Promise<string> {
   const m = new Metrics({ process: true });
   m.inc(METRIC.leasesRejected, { reason: 'vni-too-low' });
+  m.inc(METRIC.leasesIPv6Rejected, { reason: 'public-ip-not-unicast' });
   m.inc(METRIC.dataplaneCalls, { op: 'hns.addNetworkPolicies' });
   m.inc(METRIC.refusals, { driver: 'vxlan' });
   m.set(METRIC.refusedItems, 1, { driver: 'vxlan' });
@@ -67,12 +68,12 @@ describe('/metrics exposition', () => {
     try {
       writeFileSync(join(dir, 'alerts.yml'), rules[0]);
       const r = spawnSync(bin, ['check', 'rules', join(dir, 'alerts.yml')], { encoding: 'utf8' });
-      expect({ status: r.status, out: r.stdout.trim() }).toEqual({ status: 0, out: expect.stringContaining('SUCCESS: 11 rules found') });
+      expect({ status: r.status, out: r.stdout.trim() }).toEqual({ status: 0, out: expect.stringContaining('SUCCESS: 12 rules found') });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
     const exposed = new Set([...(await exposition()).matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap((m) => (m[2] === 'histogram' ? [m[1], `${m[1]}_bucket`] : [m[1]])));
-    const used = [...rules[0].matchAll(/\b(flannel_[a-z_]+)/g)].map((m) => m[1]);
+    const used = [...rules[0].matchAll(/\b(flannel_[a-z0-9_]+)/g)].map((m) => m[1]);
     expect(used.length).toBeGreaterThan(5);
     expect(used.filter((n) => !exposed.has(n))).toEqual([]);
   });
