@@ -16,7 +16,10 @@
 //   convertToSetPolicy: Id, Name, comma-joined Values) that a rule names by its Id in an address field; a
 //   set named in a rule is matched as source in LocalAddresses and destination in RemoteAddresses whatever
 //   the direction ("HNS has confusing Local and Remote address definitions ... For Traffic Direction
-//   INGRESS LocalAddresses = Source Sets"), so an ingress peer set goes in LocalAddresses; destination
+//   INGRESS LocalAddresses = Source Sets"), so an ingress peer set goes in LocalAddresses, while a literal
+//   address is the endpoint's side in LocalAddresses, the peer's in RemoteAddresses (Calico above; NPM's
+//   direct IPs in the same file). The simulated node's evaluator (src/simulator/acl.ts) reads both so;
+//   docs/simulator.md "ACL rules and IP sets" gives the evidence. Destination
 //   ports are LocalPorts in, RemotePorts out; a 0.0.0.0/0 member is written as its two /1 halves
 //   (translatePolicy.go ipBlockIPSet).
 //
