@@ -55,16 +55,21 @@ export const namespace = (name: string, labels: Record<string, string> = {}): Na
 export const policy = (namespace: string, name: string, spec: unknown): NetworkPolicy =>
   ok(projectNetworkPolicy({ metadata: { namespace, name, uid: `uid-np-${namespace}-${name}` }, spec }));
 
-/** The e2e cluster: x/a .. z/c on this node, addresses 10.244.1.1.. (and fd00:10:244:1::1.. when dual-stack). */
-export function e2eCluster(dualStack = false): { pods: Pod[]; namespaces: Namespace[]; ipOf: Map<string, string[]> } {
+/**
+ * The e2e cluster: x/a .. z/c, on this node (10.244.1.1.., and fd00:10:244:1::1.. when dual-stack) but the pod
+ * names in `onPeer`, which run on the peer node (10.244.2.1.., fd00:10:244:2::1..).
+ */
+export function e2eCluster(dualStack = false, onPeer: readonly string[] = []): { pods: Pod[]; namespaces: Namespace[]; ipOf: Map<string, string[]> } {
   const pods: Pod[] = [];
   const ipOf = new Map<string, string[]>();
-  let n = 1;
+  const next = { [NODE.nodeName]: 1, [OTHER_NODE]: 1 };
   for (const ns of NAMESPACES) {
     for (const name of POD_NAMES) {
-      const ips = dualStack ? [`10.244.1.${n}`, `fd00:10:244:1::${n}`] : [`10.244.1.${n}`];
-      n++;
-      pods.push(pod(ns, name, { ips }));
+      const node = onPeer.includes(name) ? OTHER_NODE : NODE.nodeName;
+      const subnet = node === NODE.nodeName ? 1 : 2;
+      const n = next[node]++;
+      const ips = dualStack ? [`10.244.${subnet}.${n}`, `fd00:10:244:${subnet}::${n}`] : [`10.244.${subnet}.${n}`];
+      pods.push(pod(ns, name, { ips, node }));
       ipOf.set(`${ns}/${name}`, ips);
     }
   }
