@@ -145,9 +145,9 @@ export interface AclPolicySetting {
   Action: 'Allow' | 'Block';
   /** In: traffic coming to the endpoint; Out: traffic leaving it (hcsshim DirectionType). */
   Direction: 'In' | 'Out';
-  /** The endpoint's side of the packet: comma-separated IPs and prefixes, or SetPolicy Ids. */
+  /** Comma-separated IPs and prefixes (the endpoint's side of the packet), or SetPolicy Ids (the packet's source): docs/simulator.md. */
   LocalAddresses?: string;
-  /** The other side of the packet, as LocalAddresses. */
+  /** As LocalAddresses: addresses are the other side of the packet, SetPolicy Ids its destination. */
   RemoteAddresses?: string;
   /** Comma-separated ports and `first-last` ranges on the endpoint's side. */
   LocalPorts?: string;
