@@ -26,10 +26,10 @@ import type { RefusedItem } from '../network-status.js';
 import { NODE_EVENT_REASON, noNodeEvents, type NodeEvent, type NodeEvents } from '../node-events.js';
 import { CONFLICT_REASONS, IPV6_REJECT_REASONS, LEASE_REJECT_REASONS, type IPv6RejectReason, type LeaseRejectReason } from './reject-reasons.js';
 
-export type ProblemKind = 'rejected' | 'ipv6-rejected' | 'refused';
+type ProblemKind = 'rejected' | 'ipv6-rejected' | 'refused';
 
 /** One problem of one peer. */
-export interface PeerProblem {
+interface PeerProblem {
   kind: ProblemKind;
   /** rejected, ipv6-rejected: the peer's lease key (its node); refused: the item's key (the peer's prefix). */
   key: string;
@@ -85,7 +85,7 @@ function ipv6RejectionFix(reason: IPv6RejectReason): string {
 }
 
 /** The IPv6 half of an accepted dual-stack peer lease was rejected; its IPv4 route is kept. */
-export function peerIPv6RejectedEvent(node: string, reason: IPv6RejectReason, detail: string): NodeEvent {
+function peerIPv6RejectedEvent(node: string, reason: IPv6RejectReason, detail: string): NodeEvent {
   return {
     type: 'Warning',
     reason: NODE_EVENT_REASON.peerRejected,
@@ -134,7 +134,7 @@ export interface Rejection {
   fields: Record<string, unknown>;
 }
 
-export interface PeerProblemsOptions {
+interface PeerProblemsOptions {
   clock?: Clock;
   log?: Logger;
   metrics?: Metrics;
@@ -313,14 +313,6 @@ export class PeerProblems {
     this.lines.delete(node);
   }
 
-  /** Rejected nodes: those with a current rejection (of the lease or its IPv6 half) or a rejection's log state (at most one entry per node). */
-  get nodesKept(): number {
-    const nodes = new Set(this.lines.keys());
-    for (const k of this.records.rejected.keys()) nodes.add(k);
-    for (const k of this.records['ipv6-rejected'].keys()) nodes.add(k);
-    return nodes.size;
-  }
-
   /** Nodes whose lease, or its IPv6 half, is rejected now. */
   get rejectedCount(): number {
     return this.records.rejected.size + this.records['ipv6-rejected'].size;
@@ -356,11 +348,5 @@ export class PeerProblems {
     return [...this.records.refused.values()]
       .map((p) => ({ node: this.owner(p.key), prefix: p.key, answer: p.reason, attempts: p.attempts, since: p.since, error: p.message }))
       .sort((a, b) => (a.node ?? '').localeCompare(b.node ?? '') || a.prefix.localeCompare(b.prefix));
-  }
-
-  /** Every problem now, rejected, IPv6 halves rejected, then refused, each sorted by key. */
-  list(): PeerProblem[] {
-    const sorted = (m: Map<string, PeerProblem>) => [...m.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return [...sorted(this.records.rejected), ...sorted(this.records['ipv6-rejected']), ...sorted(this.records.refused)];
   }
 }

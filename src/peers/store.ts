@@ -198,19 +198,6 @@ export class PeerStore<D> {
     return this.acceptedCount;
   }
 
-  /** Records kept: reported leases plus remembered rejections (each at most one per node present). */
-  get remembered(): number {
-    return this.peersByKey.size + this.problems.nodesKept;
-  }
-
-  /** Accepted peer leases, sorted by key. */
-  peers(): Lease[] {
-    return [...this.peersByKey.keys()]
-      .sort()
-      .map((k) => this.peersByKey.get(k)!)
-      .flatMap((p) => (p.held !== undefined && p.lease ? [p.lease] : []));
-  }
-
   /** Peer leases rejected now (their current content), with the reason, and accepted ones' rejected IPv6 halves; sorted by key. */
   rejected(): RejectedLease[] {
     const out: RejectedLease[] = [];

@@ -25,13 +25,13 @@ export interface PassResult {
 }
 
 /** When a pass started, and since when the change it writes was waiting. */
-export interface PassStart {
+interface PassStart {
   started: number;
   since: number | undefined;
 }
 
 /** How often the passes are summed up at info (when they wrote or failed since the last summary). */
-export const PASS_SUMMARY_INTERVAL_MS = 60_000;
+const PASS_SUMMARY_INTERVAL_MS = 60_000;
 
 /** What the passes since the last summary did. */
 interface PassSummary {

@@ -131,12 +131,12 @@ export async function writePlan<A, D, K extends ItemKey>(
   };
 }
 
-export interface Refusal<T> {
+interface Refusal<T> {
   item: T;
   error: unknown;
 }
 
-export interface BatchResult<T> {
+interface BatchResult<T> {
   /** Items written, in write order. */
   done: T[];
   /** Items the dataplane refused, one by one. */
@@ -147,7 +147,7 @@ export interface BatchResult<T> {
   calls: number;
 }
 
-export interface BatchOptions<T> {
+interface BatchOptions<T> {
   /** Items per write (>= 1). */
   size: number;
   /** Writes in flight at once (>= 1). */
