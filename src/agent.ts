@@ -11,7 +11,7 @@ import { backoffDelay, pause, systemClock, type Clock } from './basics/clock.js'
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError, HostError } from './basics/errors.js';
-import { Metrics } from './basics/metrics.js';
+import { METRIC, Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
 import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
@@ -130,6 +130,14 @@ export class Agent {
     this.log = componentLogger(opts.log, 'agent');
     this.clock = opts.clock ?? systemClock;
     this.metrics = opts.metrics ?? new Metrics();
+    // Read at each scrape, as /readyz and /status answer (a read that finds new pod-network problems wakes
+    // the readiness loop, as a /readyz read does).
+    this.metrics.onRender(() => {
+      const s = this.networkValue?.status();
+      this.metrics.set(METRIC.ready, this.isReady ? 1 : 0);
+      this.metrics.set(METRIC.peersProgrammed, s?.peersProgrammed ?? 0);
+      this.metrics.set(METRIC.peersRejected, s?.rejections.length ?? 0);
+    });
   }
 
   /**

@@ -106,6 +106,12 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     return reject('subnet-overlaps-own', `subnet ${lease.subnet} overlaps this node's subnet ${ctx.ownSubnet}`);
   }
 
+  // Before the public IP: a vxlan peer on another network is off link for host-gw, but what is wrong is the
+  // cluster's configuration (the agent's cluster-mismatch readiness reads this reason), not the peer's address.
+  if (lease.backendType !== ctx.backendType) {
+    return reject('backend-type-mismatch', `backend type ${quoted(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
+  }
+
   const pip = parseIp4(lease.publicIP);
   if (pip === undefined) return reject('public-ip-invalid', `public IP ${quoted(lease.publicIP)} is not a dotted IPv4 address`);
   if (!isUnicast(pip)) return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address`);
@@ -128,10 +134,6 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     if (link.prefix <= 30 && pip === (network(link).ip | ~maskOf(link.prefix)) >>> 0) {
       return reject('public-ip-broadcast', `public IP ${lease.publicIP} is the broadcast address of this node's network ${formatCidr(network(link))}`);
     }
-  }
-
-  if (lease.backendType !== ctx.backendType) {
-    return reject('backend-type-mismatch', `backend type ${quoted(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
   }
 
   if (ctx.backendType === 'vxlan') {
