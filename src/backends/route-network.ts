@@ -26,10 +26,13 @@ import { errorMessage } from '../basics/errors.js';
 import { METRIC } from '../basics/metrics.js';
 import { hnsStateRepairedEvent, networkRebuiltEvent, type NodeEvents } from '../node-events.js';
 import { PeerProblems } from '../peers/problems.js';
-import { PeerStore } from '../peers/store.js';
+import { PeerStore, type ItemSource } from '../peers/store.js';
 import { Reconciler } from '../reconcile/reconciler.js';
-import type { LeaseDriver } from '../reconcile/writes.js';
+import type { ReconcileDriver } from '../reconcile/writes.js';
 import { ownNodeEvents, type Lease } from '../subnet/lease.js';
+
+/** A reconcile driver that also says which items a validated peer lease needs (the peer store asks it). */
+export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
 
 /** What writing peers to one incarnation of the HNS network takes. */
 export interface NetworkBinding<A, D> {
@@ -74,6 +77,8 @@ export class RouteNetwork<A, D> implements Network {
   private readonly log: Logger;
   private readonly store: PeerStore<D>;
   private readonly reconciler: Reconciler<A, D>;
+  /** The network's peers' problems: the store's rejected leases and the loop's refused items. */
+  private readonly problems: PeerProblems;
   /** Events on the own Node (kube mode; none in etcd mode). */
   private readonly events: NodeEvents;
   private pendingRepair: PendingRepair | undefined;
@@ -87,14 +92,17 @@ export class RouteNetwork<A, D> implements Network {
     this.deps = deps;
     this.log = deps.log;
     this.events = ownNodeEvents(deps.subnetManager, lease);
-    // One problems ledger for the network's peers: the store's rejected leases and the loop's refused items.
+    // One problems ledger for the network's peers: the store's rejected leases and the loop's refused items
+    // (its sink), each refused item named by the peer the store says it is for.
     const problems = new PeerProblems({
       driver: opts.binding.driver.name,
       clock: deps.clock,
       log: componentLogger(deps.log, 'leases'),
       metrics: deps.metrics,
       events: this.events,
+      owner: (key) => this.store.owner(key),
     });
+    this.problems = problems;
     this.store = new PeerStore<D>({
       ownLeaseKey: lease.key,
       ownSubnet: lease.subnet,
@@ -131,9 +139,8 @@ export class RouteNetwork<A, D> implements Network {
       log: deps.log,
       metrics: deps.metrics,
       resyncMs: deps.resyncMs,
-      events: this.events,
-      problems,
-      onNetworkGone: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
+      sink: problems,
+      rebuild: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
     });
   }
 
@@ -169,7 +176,7 @@ export class RouteNetwork<A, D> implements Network {
       this.reconciler.waitForFirstPass(inner).then(
         () => {
           const s = this.reconciler.status();
-          this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refusedItems.length, ok: s.lastPassOk === true });
+          this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refused, ok: s.lastPassOk === true });
           return (this.deps.beforeCompleteLease?.(inner) ?? Promise.resolve()).then(() => subnetManager.completeLease(this.lease, inner));
         },
         (err: unknown) => {
@@ -298,8 +305,12 @@ export class RouteNetwork<A, D> implements Network {
 
   status(): NetworkStatus {
     const programmed = (k: string) => !this.store.isDirty(k) && this.reconciler.isProgrammed(k);
+    const { inSync, missing, refused: _refused, ...passes } = this.reconciler.status();
     return {
-      ...this.reconciler.status(),
+      inSync,
+      networkMissing: missing,
+      ...passes,
+      refusedItems: this.problems.refusedItems(),
       peersDesired: this.store.size,
       peersProgrammed: this.store.countProgrammed(programmed),
       listed: this.store.listed,
