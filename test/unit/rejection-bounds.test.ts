@@ -78,10 +78,10 @@ describe('what is kept per rejected peer', () => {
     expect(store.size).toBe(0);
     expect(store.rejected()).toHaveLength(PEERS);
     expect(perNode).toBeLessThan(1536);
-    expect(store.rejected()[0]).toMatchObject({ key: 'node-1', subnet: '10.128.1.0/24', reason: 'public-ip-invalid', publicIP: expect.stringMatching(/^p{61}\.\.\.$/) });
+    expect(store.rejected()[0]).toMatchObject({ key: 'node-1', subnet: '10.128.1.0/24', reason: 'backend-type-mismatch', publicIP: expect.stringMatching(/^p{61}\.\.\.$/) });
     expect(store.rejected()[0].message.length).toBeLessThan(200);
     // Still the change filter: the same hostile lease again is no news, another one is.
-    const counted = () => readMetric(metrics, METRIC.leasesRejected, { reason: 'public-ip-invalid' });
+    const counted = () => readMetric(metrics, METRIC.leasesRejected, { reason: 'backend-type-mismatch' });
     expect(await counted()).toBe(PEERS);
     store.apply({ kind: 'peers', peers: [{ key: 'node-1', lease: hostileLease(1) }] });
     expect(await counted()).toBe(PEERS);
