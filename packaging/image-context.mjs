@@ -15,8 +15,9 @@
 // Options: --zip FILE (default dist/flanneld-windows-amd64.zip), --out-dir DIR (default dist/image-context),
 // --image REF (print the docker and kustomize lines for this image reference), --cni-plugins DIR (a folder
 // holding the files src/cni-plugins/pinned.json pins, by their release file names: flannel-amd64.exe and
-// cni-plugins-windows-amd64-<version>.tgz; each is checked against its SHA-256 pin and put in the image,
-// built with --build-arg CNI_PLUGINS=cni-plugins).
+// cni-plugins-windows-amd64-<version>.tgz, and for dual-stack nodes, when it is there,
+// windows-container-networking-cni-amd64-<version>.zip (sdnbridge.exe); each is checked against its SHA-256
+// pin and put in the image, built with --build-arg CNI_PLUGINS=cni-plugins).
 import { createHash } from 'node:crypto';
 import { createWriteStream, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -91,15 +92,16 @@ export async function imageContext(opts) {
   cpSync(join(REPO, 'Dockerfile.windows'), join(opts.outDir, 'Dockerfile.windows'));
   mkdirSync(join(opts.outDir, 'no-cni-plugins'), { recursive: true });
   writeFileSync(join(opts.outDir, 'no-cni-plugins', 'README.txt'), 'No CNI plugins in this image: install-cni downloads the pinned releases.\r\n');
-  const releases = opts.releases ?? JSON.parse(readFileSync(join(REPO, 'src', 'cni-plugins', 'pinned.json'), 'utf8')).releases;
-  const plugins = opts.cniPlugins ? copyPinnedPlugins(opts.cniPlugins, join(opts.outDir, 'cni-plugins'), releases) : [];
+  const pins = opts.releases ? { releases: opts.releases, dualStack: opts.dualStack ?? [] } : JSON.parse(readFileSync(join(REPO, 'src', 'cni-plugins', 'pinned.json'), 'utf8'));
+  const plugins = opts.cniPlugins ? copyPinnedPlugins(opts.cniPlugins, join(opts.outDir, 'cni-plugins'), pins.releases, pins.dualStack) : [];
   return { outDir: opts.outDir, files: names.length, plugins };
 }
 
-/** Copy the pinned release files from `dir` to `dest`, each checked against its SHA-256 pin. */
-function copyPinnedPlugins(dir, dest, releases) {
+/** Copy the pinned release files from `dir` to `dest`, each checked against its SHA-256 pin; an `optional` one only when it is there. */
+function copyPinnedPlugins(dir, dest, releases, optional = []) {
   mkdirSync(dest, { recursive: true });
-  return releases.map((r) => {
+  const present = optional.filter((r) => existsSync(join(dir, basename(new URL(r.url).pathname))));
+  return [...releases, ...present].map((r) => {
     const name = basename(new URL(r.url).pathname);
     const src = join(dir, name);
     if (!existsSync(src)) throw new Error(`--cni-plugins: ${src} is missing (download ${r.url})`);

@@ -9,8 +9,9 @@
   script never loops forever on "Waiting for the Network to be created": it polls flanneld's /readyz
   (or, with -HealthzPort 0, subnet.env) until -TimeoutSeconds and then fails with the log's location.
 
-  CNI plugins: by default the upstream releases pinned in this build (flanneld.exe install-cni --pinned);
-  offline, pass -CniPluginSource (archives or URLs) with one -CniPluginSha256 each.
+  CNI plugins: by default the upstream releases pinned in this build (flanneld.exe install-cni --pinned,
+  with --sdnbridge for dual-stack pods); offline, pass -CniPluginSource (archives or URLs) with one
+  -CniPluginSha256 each (dual-stack pods: the windows-container-networking release zip among them).
 
   The HNS network name: -NetworkName, else the Backend.Name of the net-conf.json already on the node (a
   node set up by microsoft/SDN has "Name": "vxlan0", and its pods and kube-proxy use that network), else
@@ -188,9 +189,11 @@ $cniConfigArgs = @('cni-config', "--net-config-path=$NetConfPath", "--subnet-fil
     "--service-cidr=$($serviceCidrs.IPv4)", "--dns-server=$KubeDnsServiceIP", '-o', $CniConfFile) + $familyArgs
 if ($podsDualStack -and $serviceCidrs.IPv6) { $cniConfigArgs += "--ipv6-service-cidr=$($serviceCidrs.IPv6)" }
 
-# CNI plugins (flannel.exe, win-overlay.exe, win-bridge.exe, host-local.exe): hashed before anything is
-# written; a node that already has the same files is left alone.
+# CNI plugins (flannel.exe, win-overlay.exe, win-bridge.exe, host-local.exe; sdnbridge.exe too for
+# dual-stack pods, whose conflist runs it): hashed before anything is written; a node that already has the
+# same files is left alone.
 $pluginArgs = @('install-cni', "--bin-dir=$CniBinDir")
+if ($podsDualStack) { $pluginArgs += '--sdnbridge' }
 if ($CniPluginSource.Count -eq 0) {
     $pluginArgs += '--pinned'
 } else {

@@ -1,5 +1,6 @@
 // Reading the CNI plugin executables out of what upstream publishes: a zip (microsoft/windows-container-
-// networking, our own bundles), a gzipped tar (containernetworking/plugins' cni-plugins-windows-amd64-
+// networking's windows-container-networking-cni-amd64-<tag>.zip with flat sdnbridge.exe, sdnoverlay.exe and
+// nat.exe entries, its Makefile's `zip -j`; our own bundles), a gzipped tar (containernetworking/plugins' cni-plugins-windows-amd64-
 // <tag>.tgz, whose entries are `./win-overlay.exe`, ...; flannel-io/cni-plugin's cni-plugin-flannel-
 // windows-amd64-<tag>.tgz holding `flannel-amd64.exe`) or a bare executable (flannel-io/cni-plugin's
 // `flannel-amd64.exe` release asset). The archive is read from a file; only the wanted executables are
@@ -24,7 +25,9 @@ import { tooLargeError } from './download.js';
 
 /** The plugins the flannel CNI config needs on Windows: the meta-plugin, both delegates and the IPAM. */
 export const CNI_PLUGIN_FILES = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'] as const;
-export type CniPluginFile = (typeof CNI_PLUGIN_FILES)[number];
+/** Microsoft's sdnbridge, which the dual-stack conflist runs (with host-local as its IPAM). */
+export const SDNBRIDGE_FILE = 'sdnbridge.exe';
+export type CniPluginFile = (typeof CNI_PLUGIN_FILES)[number] | typeof SDNBRIDGE_FILE;
 
 export interface ArchiveLimits {
   /** Largest plugin executable, uncompressed. */
@@ -45,6 +48,7 @@ const PUBLISHED_AS: Readonly<Record<string, CniPluginFile>> = {
   'win-overlay.exe': 'win-overlay.exe',
   'win-bridge.exe': 'win-bridge.exe',
   'host-local.exe': 'host-local.exe',
+  'sdnbridge.exe': 'sdnbridge.exe',
 };
 
 export type SourceKind = 'zip' | 'tgz' | 'exe';

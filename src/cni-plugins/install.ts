@@ -1,11 +1,12 @@
-// `flanneld install-cni`: put flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe into the
-// CNI bin directory from archives the operator names by URL or path, each with its SHA-256.
+// `flanneld install-cni`: put flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe (and, for the
+// dual-stack conflist, sdnbridge.exe) into the CNI bin directory from archives the operator names by URL
+// or path, each with its SHA-256.
 //
 // Order, so a bad download never touches the node: every source is streamed to a temporary file (a URL;
 // ./download.ts bounds its size and time) or read where it is (a path: a regular file under the same size
 // cap), and its SHA-256 compared with the one given BEFORE anything is written to the bin directory; then
 // the plugins are read out of it (./archive.ts bounds each and the total, and checks each is a PE image);
-// only when all four are there are the changed ones written to a temporary directory inside the bin
+// only when all the wanted ones are there are the changed ones written to a temporary directory inside the bin
 // directory and renamed into place (same volume: each rename replaces one file whole). Files already equal
 // byte for byte are left alone, so a second run writes nothing. The temporary download directory is
 // removed whatever happens.
@@ -22,6 +23,7 @@ import { CniInstallError, errorMessage } from '../basics/errors.js';
 import { writeFileAtomicSync } from '../basics/fs.js';
 import { readRegularFileBytes, type ReadFs } from '../basics/fs.js';
 import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, readPlugins, type ArchiveLimits, type CniPluginFile } from './archive.js';
+import pinned from './pinned.json' with { type: 'json' };
 import { DOWNLOAD_LIMITS, downloadToFile, tooLargeError, type DownloadLimits } from './download.js';
 
 /** The record of the last install, in the bin dir. */
@@ -45,6 +47,8 @@ export interface PluginSource {
 export interface InstallOptions {
   sources: readonly PluginSource[];
   binDir: string;
+  /** The plugins to install, every one of which a source must hold (default CNI_PLUGIN_FILES); others found are ignored. */
+  plugins?: readonly CniPluginFile[];
   /** Size caps and deadlines of a download and of an archive (defaults DOWNLOAD_LIMITS, ARCHIVE_LIMITS). */
   limits?: Partial<DownloadLimits & ArchiveLimits>;
   /** The clock of the download deadlines and of the waits between rename attempts (default systemClock). */
@@ -93,7 +97,7 @@ async function renameWithRetry(from: string, to: string, fs: Pick<typeof nodeFs,
 }
 
 export interface InstallReport {
-  /** Plugins written (new or changed), in CNI_PLUGIN_FILES order. */
+  /** Plugins written (new or changed), in the order of the plugins asked for. */
   installed: CniPluginFile[];
   /** Plugins already there with the same content. */
   unchanged: CniPluginFile[];
@@ -186,7 +190,7 @@ function sameContent(path: string, data: Buffer, fs: Pick<typeof nodeFs, 'readFi
 }
 
 /** The plugins on disk when they are exactly what the record of an install of these sources says. */
-function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: ReadFs): InstallReport | undefined {
+function recordedInstall(binDir: string, sources: readonly PluginSource[], plugins: readonly CniPluginFile[], fs: ReadFs): InstallReport | undefined {
   /** A file of the bin dir, read only when it is a regular file of a plausible size (a FIFO would block); else throws. */
   const read = (name: string, max: number): Buffer => readRegularFileBytes(join(binDir, name), max, 'the CNI bin dir file', fs);
   try {
@@ -195,33 +199,41 @@ function recordedInstall(binDir: string, sources: readonly PluginSource[], fs: R
     const wanted = sources.map((s) => s.sha256).sort();
     if (JSON.stringify(rec.sources) !== JSON.stringify(wanted)) return undefined;
     const sha256 = {} as Record<CniPluginFile, string>;
-    for (const f of CNI_PLUGIN_FILES) {
+    for (const f of plugins) {
       const data = read(f, ARCHIVE_LIMITS.maxEntryBytes);
       sha256[f] = sha256Hex(data);
       if (rec.files[f] !== sha256[f]) return undefined;
     }
-    return { installed: [], unchanged: [...CNI_PLUGIN_FILES], sha256, fromRecord: true };
+    return { installed: [], unchanged: [...plugins], sha256, fromRecord: true };
   } catch {
     return undefined; // no record, unreadable, or a plugin missing: do the full install
   }
 }
 
+/** `file`'s upstream release, as src/cni-plugins/pinned.json pins it: `<repository> <version> (<file name>)`. */
+function releaseHolding(file: CniPluginFile): string | undefined {
+  const r = [...pinned.releases, ...pinned.dualStack].find((x) => Object.keys(x.provides).includes(file));
+  return r && `${r.repository} ${r.version} (${new URL(r.url).pathname.split('/').pop() ?? ''})`;
+}
+
 export async function installCniPlugins(opts: InstallOptions): Promise<InstallReport> {
   const fs = opts.fs ?? nodeFs;
-  const recorded = recordedInstall(opts.binDir, opts.sources, fs);
+  const plugins = opts.plugins ?? CNI_PLUGIN_FILES;
+  const recorded = recordedInstall(opts.binDir, opts.sources, plugins, fs);
   if (recorded) return recorded;
   const found = await readSources(opts, fs);
-  const missing = CNI_PLUGIN_FILES.filter((f) => !found.has(f));
+  const missing = plugins.filter((f) => !found.has(f));
   if (missing.length > 0) {
+    const releases = missing.map((f) => `${f}: ${releaseHolding(f) ?? 'no pinned release'}`).join('; ');
     throw new CniInstallError(
       'FLANNEL_ERR_CNI_ARCHIVE',
-      `the sources hold no ${missing.join(', ')}; add a --source that has ${missing.length === 1 ? 'it' : 'them'} (see src/cni-plugins/pinned.json for the upstream releases); nothing was installed`,
+      `the sources hold no ${missing.join(', ')}; add a --source that has ${missing.length === 1 ? 'it' : 'them'} (the upstream release${missing.length === 1 ? '' : 's'}, pinned in src/cni-plugins/pinned.json: ${releases}); nothing was installed`,
       { missing: missing.join(',') },
     );
   }
 
   const report: InstallReport = { installed: [], unchanged: [], sha256: {} as Record<CniPluginFile, string>, fromRecord: false };
-  for (const f of CNI_PLUGIN_FILES) {
+  for (const f of plugins) {
     const { data } = found.get(f)!;
     report.sha256[f] = sha256Hex(data);
     (sameContent(join(opts.binDir, f), data, fs) ? report.unchanged : report.installed).push(f);

@@ -24,14 +24,25 @@
 // `loopbackDSR` is a top-level key of the delegate's config (containernetworking/plugins pkg/hns/
 // netconf_windows.go NetConf.LoopbackDSR, read by win-overlay and win-bridge): the plugin adds an
 // OutBoundNAT policy with the pod's own IP as destination, so a pod can reach itself through a Service.
-import { readFileSync } from 'node:fs';
-import { networkInterfaces } from 'node:os';
+//
+// The node's addresses (host-gw: the subnet of --management-ip; dual-stack: its IPv6 address and prefix)
+// are read from the host's adapters as the agent reads them (the dataplane's Host: iphlpapi on Windows, the
+// state file of a simulated node), the IPv6 address chosen by the agent's own rule (../host/select.ts
+// selectIPv6Address). Dual-stack, the node's subnets come from its Node with --kube-subnet-mgr (the
+// podCIDRs the kube subnet manager leases, read without writing anything, so a DaemonSet's init container
+// renders the conflist before the agent has ever run on the node), else from the agent's subnet.env.
+import { Writable } from 'node:stream';
 import { dirname, join, resolve, win32 } from 'node:path';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile, writeFileAtomicSync } from '../basics/fs.js';
 import type { FlagSpec } from '../config/flags.js';
-import { errorMessage, FlagError, SubnetEnvError } from '../basics/errors.js';
-import { contains, formatCidr, isIp4, network, normalizeCidr, nthAddress, parseCidr } from '../basics/ip4.js';
+import type { AgentConfig } from '../config/agent-config.js';
+import { errorMessage, FlagError, KubeError, SubnetEnvError } from '../basics/errors.js';
+import { contains, isIp4, normalizeCidr, nthAddress } from '../basics/ip4.js';
 import { contains6, isGlobalUnicast6, normalizeCidr6, nthAddress6 } from '../basics/ip6.js';
+import { systemClock } from '../basics/clock.js';
+import { createLogger, silentLogger, type Logger } from '../basics/log.js';
+import type { HostInterface } from '../host/host.js';
+import { findInterfaceByIP, selectIPv6Address } from '../host/select.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { previousIPv6SubnetFromEnv, previousSubnetFromEnv } from '../subnet/subnet-env.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
@@ -45,6 +56,15 @@ export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';
 export const DEFAULT_DNS_SERVER = '10.96.0.10';
 export const DEFAULT_DNS_SEARCH = 'svc.cluster.local';
 export const DEFAULT_CNI_VERSION = '0.3.0';
+/**
+ * The dual-stack (sdnbridge) conflist's cniVersion. sdnbridge builds its result as CNI 1.0.0 with
+ * `Mac: string(iFace.MacAddress)` (microsoft/windows-container-networking cni/cni.go GetCurrResult): the six
+ * raw bytes of a net.HardwareAddr, not `00-15-5D-...`, in every result of 0.3.0 and later. A 0.2.0 result
+ * has no interfaces at all (the recorded ADD's result, test/fixtures/cni-traces/sdnbridge-dual-stack-add.json;
+ * the version of Microsoft's own examples), so nothing wrong is reported, and containerd's go-cni puts the
+ * IPs of an interface-less result on the pod's default interface (result.go GetCNIResultFromResults).
+ */
+export const SDNBRIDGE_CNI_VERSION = '0.2.0';
 
 export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
   {
@@ -78,7 +98,13 @@ export const CNI_CONFIG_FLAGS: readonly FlagSpec[] = [
   { name: 'dns-server', kind: 'string', default: DEFAULT_DNS_SERVER, help: 'comma-separated DNS servers for pods (the kube-dns Service IP)', valueName: 'IPS' },
   { name: 'dns-search', kind: 'string', default: DEFAULT_DNS_SEARCH, help: 'comma-separated DNS search suffixes for pods', valueName: 'DOMAINS' },
   { name: 'no-loopback-dsr', kind: 'bool', default: false, help: 'leave loopbackDSR off (by default a pod can reach itself through its own Service)' },
-  { name: 'cni-version', kind: 'string', default: DEFAULT_CNI_VERSION, help: 'cniVersion of the conflist', valueName: 'VERSION' },
+  {
+    name: 'cni-version',
+    kind: 'string',
+    default: '',
+    help: `cniVersion of the conflist (default ${DEFAULT_CNI_VERSION}; ${SDNBRIDGE_CNI_VERSION} for the dual-stack sdnbridge one, whose later results carry the MAC as raw bytes)`,
+    valueName: 'VERSION',
+  },
   { name: 'output', kind: 'string', default: '', help: 'write the conflist to this file (atomically) instead of stdout', valueName: 'FILE', aliases: ['o'] },
   { name: 'force', kind: 'bool', default: false, help: 'with -o: write even when another CNI config in that directory sorts first (containerd loads only the first)' },
 ];
@@ -102,10 +128,12 @@ export interface CniConfigInput {
   /** Default true. */
   loopbackDSR?: boolean;
   /**
-   * Dual-stack (EnableIPv6): the node's two subnets (from subnet.env) and the IPv6 Service CIDR. The
-   * conflist is then Microsoft's sdnbridge with host-local ranges for both families (renderDualStackCniConfig).
+   * Dual-stack (EnableIPv6): the node's two subnets (its Node's podCIDRs, or subnet.env), the IPv6 Service
+   * CIDR, and the node's own IPv6 address and the prefix of its network (the IPv6 twins of managementIP and
+   * managementSubnet). The conflist is then Microsoft's sdnbridge with host-local ranges for both families
+   * (renderDualStackCniConfig).
    */
-  dualStack?: { subnet: string; ipv6Subnet: string; ipv6ServiceCidr?: string };
+  dualStack?: { subnet: string; ipv6Subnet: string; ipv6ServiceCidr?: string; managementIPv6?: string; managementIPv6Subnet?: string };
 }
 
 interface Policy {
@@ -152,17 +180,46 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
   };
 }
 
+/** True when net-conf makes this command render the dual-stack conflist, which runs sdnbridge.exe (install-cni installs it then). */
+export function rendersSdnbridge(netConf: NetworkConfig): boolean {
+  return netConf.enableIPv6 && netConf.backend.type !== 'vxlan';
+}
+
 /**
  * The dual-stack conflist. The flannel meta-plugin on Windows ignores subnet.env's IPv6 keys and
  * win-bridge configures only the first IP (flannel-io/cni-plugin flannel_windows.go; containernetworking/
  * plugins win-bridge_windows.go), so a dual-stack pod needs Microsoft's sdnbridge
- * (microsoft/windows-container-networking plugins/sdnbridge) with `optionalFlags.enableDualStack`, as
- * recorded in sdnbridge-dual-stack-add.json: it finds the network by this `name` (Type L2Bridge), takes
- * both addresses and gateways from host-local's two `ranges`, and gives the endpoint both
- * IpConfigurations and both default routes. The gateways are the agent's `<name>_ep` (`.2`, `::2`), as
- * win-bridge's are; the ranges start at `.3` / `::3`, after it. OutBoundNAT: IPv4 always (as the
- * single-stack conflist); IPv6 only when IPv6Network is not routable (a unique-local fc00::/7 range):
- * global pod addresses leave as they are. The node's own IP is reached through the host (SDNRoute).
+ * (microsoft/windows-container-networking, v0.3.1 as pinned; sdnbridge.exe is built from plugins/sdnbridge
+ * over common/core/network.go and cni/cni.go), as recorded in sdnbridge-dual-stack-add.json. Each field, and
+ * where sdnbridge reads it:
+ *  * `cniVersion`: SDNBRIDGE_CNI_VERSION (the result's version: common/core/network.go Add, GetAsVersion).
+ *  * `name`: with enableDualStack the network is never created but looked up by this name
+ *    (network.go Add: nm.GetNetworkByName(cniConfig.Name)) and must be an L2Bridge; the endpoint is
+ *    `<containerID>_<name>` (cni/cni.go GetEndpointInfo). The agent's network, as win-bridge's.
+ *  * `type: sdnbridge`: the binary; cni/cni.go maps it to L2Bridge (CniPluginNameToHcnTypeMap).
+ *  * `capabilities`: libcni passes runtimeConfig only for the capabilities a plugin declares, under their
+ *    names. `portMappings` -> RuntimeConfig.PortMappings, turned into PortMapping policies (and, dual-stack,
+ *    one with NatFlagsIPv6) by GetEndpointInfo; `dns` -> RuntimeConfig.DNS (`json:"dns"`), whose servers,
+ *    searches and options replace the conflist's (GetNetworkInfo): containerd passes the pod's DNS config
+ *    as the `dns` capability (CRI sandbox_run.go cniNamespaceOpts, go-cni WithCapabilityDNS). Microsoft's
+ *    example says `dnsCapabilities`, a name nothing fills.
+ *  * `optionalFlags` (cni/cni.go OptionalFlags): `localRoutedPortMapping` (NatFlagsLocalRoutedVip on the
+ *    port mappings), `allowAclPortMapping` (an inbound ACL per mapping), `enableDualStack` (the network must
+ *    exist; IPAM gets sdnbridge's own stdin; both addresses and both default routes go on the endpoint).
+ *  * `ipam`: host-local with one range set per family (network.go allocateIpam: invoke.DelegateAdd with the
+ *    stdin); each range's `gateway` becomes the endpoint's default route of its family (network/endpoint.go
+ *    GetHostComputeEndpoint). The gateways are the agent's `<name>_ep` (`.2`, `::2`), as win-bridge's are;
+ *    the ranges start at `.3` / `::3`, after it.
+ *  * `dns` (cniTypes.DNS, matched case-insensitively): the endpoint's Dns ServerList and Search, the first
+ *    search suffix prefixed with the pod's namespace (GetNetworkInfo).
+ *  * `AdditionalArgs`: every `{Name, Value}` whose Name contains "Policy" is added to the endpoint's
+ *    policies as given (GetNetworkInfo, then Add), here HCN EndpointPolicy `{Type, Settings}`:
+ *    - OutBoundNAT `Exceptions`: IPv4 always (the single-stack conflist's: cluster, Services, node network);
+ *      IPv6 only when IPv6Network is not routable (a unique-local fc00::/7 range; global pod addresses leave
+ *      as they are): the IPv6 network, Services and the node's IPv6 prefix, so pod-to-node IPv6 keeps the pod's address.
+ *    - SDNRoute `DestinationPrefix`, NeedEncap: the Service CIDRs, and the node's own IPv4 /32 and IPv6
+ *      /128, reached through the host (win-bridge's classic host route, for both families).
+ * `master` (in Microsoft's example) is not read by sdnbridge and is left out; so is `loopbackDSR`.
  */
 export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullable<CniConfigInput['dualStack']>): Record<string, unknown> {
   const { netConf } = input;
@@ -173,18 +230,20 @@ export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullabl
   }
   const args: Policy[] = [policy('OutBoundNAT', { Exceptions: unique([netConf.network, input.serviceCidr, input.managementSubnet]) })];
   if (!isGlobalUnicast6(netConf.ipv6Network.split('/')[0] ?? '') || contains6('fc00::/7', netConf.ipv6Network.split('/')[0] ?? '')) {
-    args.push(policy('OutBoundNAT', { Exceptions: unique([netConf.ipv6Network, ...(dual.ipv6ServiceCidr ? [dual.ipv6ServiceCidr] : [])]) }));
+    const v6 = [netConf.ipv6Network, ...(dual.ipv6ServiceCidr ? [dual.ipv6ServiceCidr] : []), ...(dual.managementIPv6Subnet ? [dual.managementIPv6Subnet] : [])];
+    args.push(policy('OutBoundNAT', { Exceptions: unique(v6) }));
   }
   args.push(policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true }));
   if (dual.ipv6ServiceCidr) args.push(policy('SDNRoute', { DestinationPrefix: dual.ipv6ServiceCidr, NeedEncap: true }));
   if (input.managementIP) args.push(policy('SDNRoute', { DestinationPrefix: `${input.managementIP}/32`, NeedEncap: true }));
+  if (dual.managementIPv6) args.push(policy('SDNRoute', { DestinationPrefix: `${dual.managementIPv6}/128`, NeedEncap: true }));
   return {
-    cniVersion: input.cniVersion ?? DEFAULT_CNI_VERSION,
+    cniVersion: input.cniVersion ?? SDNBRIDGE_CNI_VERSION,
     name: input.networkName ?? netConf.backend.name,
     plugins: [
       {
         type: 'sdnbridge',
-        capabilities: { portMappings: true, dnsCapabilities: true },
+        capabilities: { portMappings: true, dns: true },
         optionalFlags: { localRoutedPortMapping: true, allowAclPortMapping: true, enableDualStack: true },
         ipam: { type: 'host-local', ranges: dualStackRanges(dual.subnet, dual.ipv6Subnet) },
         dns: { Nameservers: input.dnsServers, Search: input.dnsSearch },
@@ -303,7 +362,7 @@ function dualStackSubnets(subnetFile: string): { subnet: string; ipv6Subnet: str
   } catch (err) {
     throw new SubnetEnvError(
       'FLANNEL_ERR_SUBNET_ENV',
-      `the dual-stack conflist names the node's subnets, read from ${subnetFile}: ${errorMessage(err)}; start the agent first (it writes subnet.env), then run cni-config`,
+      `the dual-stack conflist names the node's subnets, read from ${subnetFile}: ${errorMessage(err)}; with the kube subnet manager pass --kube-subnet-mgr (they are read from the Node), else start the agent first (it writes subnet.env), then run cni-config`,
       {
         path: subnetFile,
       },
@@ -323,6 +382,54 @@ function dualStackSubnets(subnetFile: string): { subnet: string; ipv6Subnet: str
   return { subnet: v4, ipv6Subnet: v6 };
 }
 
+/** A logger writing to the command's stderr, in the agent's --log-level and --log-format. */
+function commandLogger(config: AgentConfig, io: CommandIO): Logger {
+  const stream = new Writable({
+    write(chunk: Buffer | string, _enc, done) {
+      io.stderr(String(chunk));
+      done();
+    },
+  });
+  return createLogger({ level: config.logLevel, format: config.logFormat, stream });
+}
+
+/**
+ * The node's two subnets. With --kube-subnet-mgr, its Node's podCIDRs as the kube subnet manager leases them
+ * (the same bounded, logged wait for them, --node-wait-timeout; nothing is written to the Node): the agent's
+ * lease is exactly these, so the conflist is right before the agent has ever run. In etcd mode the lease is
+ * the agent's to take, and subnet.env says what it took.
+ */
+async function nodeSubnets(config: AgentConfig, netConf: NetworkConfig, subnetFile: string, io: CommandIO): Promise<{ subnet: string; ipv6Subnet: string }> {
+  if (!config.kubeSubnetMgr) return dualStackSubnets(subnetFile);
+  const [{ kubeStart }, { Metrics }] = await Promise.all([import('../subnet/kube/factory.js'), import('../basics/metrics.js')]);
+  const kube = kubeStart(config, { log: commandLogger(config, io), metrics: new Metrics(), clock: systemClock });
+  const { subnet, ipv6Subnet } = await kube.subnetManager(netConf).ownSubnets(new AbortController().signal);
+  // The wait refuses a dual-stack net-conf on a Node without an IPv6 podCIDR (own-node.ts); said again here for the types.
+  if (ipv6Subnet === undefined) throw new KubeError('FLANNEL_ERR_NODE', 'the own Node has no IPv6 pod cidr', { reason: 'no-ipv6-podcidr' });
+  return { subnet, ipv6Subnet };
+}
+
+/** The host's adapters, as the agent reads them (the dataplane's Host), with their IPv6 addresses when asked. */
+async function hostInterfaces(config: AgentConfig, ipv6: boolean): Promise<HostInterface[]> {
+  const [{ createDataplane }, { Metrics }] = await Promise.all([import('../dataplane/factory.js'), import('../basics/metrics.js')]);
+  const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
+  return dataplane.host.interfaces({ ipv6 });
+}
+
+/**
+ * The node's IPv6 address and the prefix of its network: the address the agent takes on the adapter of
+ * --management-ip (selectIPv6Address: --iface or --public-ipv6 when the adapter holds it, else its first
+ * stable global or unique-local address), with that address's on-link prefix.
+ */
+export function managementIPv6Of(iface: HostInterface, config: Pick<AgentConfig, 'iface' | 'publicIPv6'>): { managementIPv6: string; managementIPv6Subnet: string } {
+  const address = selectIPv6Address(iface, {
+    iface: config.iface,
+    publicIPv6s: config.publicIPv6 ? [config.publicIPv6] : [],
+    ...(config.publicIPv6 ? { assumed: config.publicIPv6 } : {}),
+  });
+  return { managementIPv6: address.address, managementIPv6Subnet: normalizeCidr6(`${address.address}/${address.prefixLength}`)! };
+}
+
 function unique(items: string[]): string[] {
   return [...new Set(items)];
 }
@@ -340,41 +447,39 @@ function listFlag(value: string): string[] {
     .filter((s) => s !== '');
 }
 
-type Interfaces = ReturnType<typeof networkInterfaces>;
-
-/** The CIDR of the host interface holding `ip` (os.networkInterfaces), if any. */
-export function subnetOfIP(ip: string, ifaces: Interfaces = networkInterfaces()): string | undefined {
-  for (const list of Object.values(ifaces)) {
-    for (const a of list ?? []) {
-      if (a.family === 'IPv4' && a.address === ip && a.cidr) {
-        const c = parseCidr(a.cidr);
-        if (c) return formatCidr(network(c));
-      }
-    }
-  }
-  return undefined;
+/** The IPv4 CIDR of the host adapter holding `ip` (Host.interfaces), if any. */
+export function subnetOfIP(ip: string, ifaces: HostInterface[]): string | undefined {
+  const iface = findInterfaceByIP(ifaces, ip);
+  return iface && normalizeCidr(`${iface.ipv4}/${iface.prefixLength}`);
 }
 
 export const command: Command = {
-  summary: 'print (or write with -o) the flannel CNI conflist for this node (win-bridge for host-gw, win-overlay for vxlan)',
-  run(args: string[], io: CommandIO): Promise<number> {
+  summary: 'print (or write with -o) the flannel CNI conflist for this node (win-bridge for host-gw, win-overlay for vxlan, sdnbridge for dual-stack)',
+  async run(args: string[], io: CommandIO): Promise<number> {
     const program = 'flanneld cni-config';
     try {
-      const parsed = parseCommandArgs(args, CNI_CONFIG_FLAGS, io, { usesDataplane: false });
+      const parsed = parseCommandArgs(args, CNI_CONFIG_FLAGS, io, { usesDataplane: false, kube: true });
       if (parsed.kind === 'help') {
         io.stdout(commandUsage(program, this.summary, CNI_CONFIG_FLAGS));
-        return Promise.resolve(0);
+        return 0;
       }
+      const { config } = parsed;
       const own = (name: string) => String(parsed.own.get(name) ?? '');
-      const clusterNetConf = readNetConf(parsed.config.netConfigPath, (p) => readFileSync(p, 'utf8'));
+      const clusterNetConf = readNetConf(config.netConfigPath);
       const managementIP = own('management-ip');
       if (managementIP && !isIp4(managementIP)) {
         throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${managementIP}" for flag -management-ip: not an IPv4 address`, { flag: 'management-ip', value: managementIP });
       }
-      const vxlan = clusterNetConf.backend.type === 'vxlan';
+      // --ipv4-only: a dual-stack net-conf's IPv4 half, rendered as an IPv4-only cluster's conflist.
+      const netConf = windowsNetConf(clusterNetConf, config.ipv4Only === true, { path: config.netConfigPath });
+      const vxlan = netConf.backend.type === 'vxlan';
+      const dual = rendersSdnbridge(netConf);
+      // The host's adapters, read once and only when a node address must be found on them.
+      let adapters: Promise<HostInterface[]> | undefined;
+      const host = () => (adapters ??= hostInterfaces(config, dual));
       let managementSubnet = !vxlan && own('management-subnet') ? cidrFlag('management-subnet', own('management-subnet')) : '';
       if (!vxlan && !managementSubnet && managementIP) {
-        managementSubnet = subnetOfIP(managementIP) ?? '';
+        managementSubnet = subnetOfIP(managementIP, await host()) ?? '';
         if (!managementSubnet) {
           throw new FlagError('FLANNEL_ERR_FLAG', `no interface of this host holds ${managementIP}, so its subnet is unknown: pass --management-subnet (e.g. 192.168.1.0/24)`, {
             flag: 'management-subnet',
@@ -387,9 +492,7 @@ export const command: Command = {
       const dnsServers = listFlag(own('dns-server'));
       for (const d of dnsServers)
         if (!isIp4(d)) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${d}" in flag -dns-server: not an IPv4 address`, { flag: 'dns-server', value: d });
-      // --ipv4-only: a dual-stack net-conf's IPv4 half, rendered as an IPv4-only cluster's conflist.
-      const netConf = windowsNetConf(clusterNetConf, parsed.config.ipv4Only === true, { path: parsed.config.netConfigPath });
-      const paths = cniPaths(parsed.config);
+      const paths = cniPaths(config);
       const networkName = agentNetworkName(netConf, paths.subnetFile);
       const ipv6ServiceCidr = own('ipv6-service-cidr');
       if (ipv6ServiceCidr && normalizeCidr6(ipv6ServiceCidr) === undefined) {
@@ -397,9 +500,16 @@ export const command: Command = {
           flag: 'ipv6-service-cidr',
         });
       }
-      const dualStack = netConf.enableIPv6
-        ? { ...dualStackSubnets(paths.subnetFile), ...(ipv6ServiceCidr ? { ipv6ServiceCidr: normalizeCidr6(ipv6ServiceCidr)! } : {}) }
-        : undefined;
+      let dualStack: CniConfigInput['dualStack'];
+      if (dual) {
+        const adapter = managementIP ? findInterfaceByIP(await host(), managementIP) : undefined;
+        dualStack = {
+          ...(await nodeSubnets(config, netConf, paths.subnetFile, io)),
+          ...(ipv6ServiceCidr ? { ipv6ServiceCidr: normalizeCidr6(ipv6ServiceCidr)! } : {}),
+          ...(adapter ? managementIPv6Of(adapter, config) : {}),
+        };
+      }
+      const cniVersion = own('cni-version');
       const conf = renderCniConfig({
         netConf,
         networkName,
@@ -409,7 +519,7 @@ export const command: Command = {
         managementIP: managementIP || undefined,
         dnsServers,
         dnsSearch: listFlag(own('dns-search')),
-        cniVersion: own('cni-version') || DEFAULT_CNI_VERSION,
+        ...(cniVersion ? { cniVersion } : {}),
         loopbackDSR: parsed.own.get('no-loopback-dsr') !== true,
         ...(dualStack ? { dualStack } : {}),
       });
@@ -417,15 +527,15 @@ export const command: Command = {
       const out = own('output');
       if (!out) {
         io.stdout(text);
-        return Promise.resolve(0);
+        return 0;
       }
       const earlier = checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
       writeFileAtomicSync(out, text);
-      io.stderr(`wrote ${out} (network ${networkName}, ${dualStack ? 'sdnbridge, dual-stack' : netConf.backend.type === 'vxlan' ? 'win-overlay' : 'win-bridge'})\n`);
+      io.stderr(`wrote ${out} (network ${networkName}, ${dualStack ? 'sdnbridge, dual-stack' : vxlan ? 'win-overlay' : 'win-bridge'})\n`);
       retireEarlierConfigs(out, earlier, io.stderr);
-      return Promise.resolve(0);
+      return 0;
     } catch (err) {
-      return Promise.resolve(reportError(program, err, io));
+      return reportError(program, err, io);
     }
   },
 };

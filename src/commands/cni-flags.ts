@@ -1,7 +1,7 @@
 // Command-line helpers shared by the `flanneld cni-config` and `flanneld cleanup` subcommands: each takes
 // its own flags plus every agent flag (--net-config-path, --subnet-file, --dataplane, ...), so one set of
 // FLANNELD_* settings serves the daemon and its tools. The agent flags go through parseConfig unchanged.
-import { FLAGS, lookupFlag, parseFlags, renderUsage, type FlagSpec, type FlagValue } from '../config/flags.js';
+import { FLAGS, applyFlagValue, envVarName, lookupFlag, parseFlags, renderUsage, type FlagSpec, type FlagValue } from '../config/flags.js';
 import { parseConfig } from '../config/parse.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { readFileSync } from 'node:fs';
@@ -44,21 +44,28 @@ export type ParsedCommandArgs = { kind: 'help' } | { kind: 'run'; own: OwnValues
 
 /**
  * Parse own + agent flags. The agent part accepts FLANNELD_* from the environment, as the daemon does.
- * A command that never touches the dataplane (`usesDataplane: false`) runs anywhere without --dataplane.
+ * A command that does not need the dataplane (`usesDataplane: false`) runs anywhere without --dataplane:
+ * off Windows it defaults to the simulated one (on Windows to the real one, as the agent's). Kube mode is
+ * dropped (no NODE_NAME needed) unless the command reads the own Node (`kube: true`).
  */
-export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec[], io: CommandIO, opts: { usesDataplane?: boolean } = {}): ParsedCommandArgs {
+export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec[], io: CommandIO, opts: { usesDataplane?: boolean; kube?: boolean } = {}): ParsedCommandArgs {
   const split = splitArgs(argv, own);
   const ownParsed = parseFlags(split.own, own);
   if (ownParsed.help || split.agent.some((a) => a === '-h' || a === '--help' || a === '-help')) return { kind: 'help' };
   const values = new Map(ownParsed.values);
-  for (const spec of own) if (!values.has(spec.name)) values.set(spec.name, spec.default);
-  // The tools never talk to the API server: kube mode only matters for NODE_NAME checks, so drop it.
+  // The command's own flags read FLANNELD_<NAME> as the agent's do (the usage says so; the DaemonSet's init
+  // containers get their settings from the ConfigMap by envFrom): flags win, an empty variable is unset.
+  for (const spec of own) {
+    const raw = spec.noEnv || values.has(spec.name) ? undefined : io.env[envVarName(spec.name)];
+    if (raw) values.set(spec.name, applyFlagValue(spec, undefined, raw, `environment variable ${envVarName(spec.name)} (flag -${spec.name})`));
+    else if (!values.has(spec.name)) values.set(spec.name, spec.default);
+  }
   const parsed = parseConfig(
-    split.agent.filter((a) => flagName(a) !== 'kube-subnet-mgr'),
+    opts.kube ? split.agent : split.agent.filter((a) => flagName(a) !== 'kube-subnet-mgr'),
     {
       ...io.env,
-      FLANNELD_KUBE_SUBNET_MGR: undefined,
-      ...(opts.usesDataplane === false ? { FLANNELD_DATAPLANE: io.env['FLANNELD_DATAPLANE'] || 'simulated' } : {}),
+      ...(opts.kube ? {} : { FLANNELD_KUBE_SUBNET_MGR: undefined }),
+      ...(opts.usesDataplane === false && io.platform !== 'win32' ? { FLANNELD_DATAPLANE: io.env['FLANNELD_DATAPLANE'] || 'simulated' } : {}),
     },
     { platform: io.platform },
   );

@@ -19,6 +19,7 @@ import { join, win32 } from 'node:path';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { errorMessage } from '../basics/errors.js';
 import { CNI_CONF_EXTENSIONS, cniConfigFiles } from './cni-conf-dir.js';
+import { CNI_PLUGIN_FILES, SDNBRIDGE_FILE } from '../cni-plugins/archive.js';
 
 /** The stable ids of the problems: tests and `flanneld doctor` match on these, never on the prose. */
 export type CniReadinessCheck =
@@ -121,6 +122,22 @@ function hasPlugin(binDir: string, type: string, fs: CniReadinessFs): boolean {
   return fs.exists(joinLike(binDir, `${type}.exe`)) || fs.exists(joinLike(binDir, type));
 }
 
+/**
+ * The fix for plugins missing from `binDir`: the `install-cni` run that installs them (`--sdnbridge` for
+ * Microsoft's sdnbridge, which a plain `--pinned` run does not install), or, for a plugin install-cni does
+ * not have, installing it by hand.
+ */
+function installFix(missing: readonly string[], binDir: string): string {
+  const installable: readonly string[] = [...CNI_PLUGIN_FILES, SDNBRIDGE_FILE];
+  const foreign = missing.filter((t) => !installable.includes(`${t}.exe`));
+  const where = "or pass --cni-bin-dir if containerd's bin_dir is elsewhere";
+  if (foreign.length > 0) {
+    return `install ${foreign.join(', ')} into ${binDir} from ${foreign.length === 1 ? 'its' : 'their'} publisher (flanneld install-cni has only ${installable.join(', ')}), ${where}`;
+  }
+  const sdnbridge = missing.includes(SDNBRIDGE_FILE.replace(/\.exe$/, '')) ? ' --sdnbridge' : '';
+  return `install ${missing.length === 1 ? 'it' : 'them'} with \`flanneld install-cni --pinned${sdnbridge} --bin-dir ${binDir}\`, ${where}`;
+}
+
 /** The fix that renders the conflist into `cniConfDir`. */
 function renderFix(cniConfDir: string): string {
   return `write it with \`flanneld cni-config -o ${joinLike(cniConfDir, '10-flannel.conflist')}\``;
@@ -205,7 +222,7 @@ export function checkFirstCniConfig(first: FirstCniConfig | CniProblem, input: C
     problems.push({
       check: 'cni-plugin-missing',
       detail: `${file} needs the CNI plugin${missing.length > 1 ? 's' : ''} ${missing.join(', ')}, not found in ${input.cniBinDir}`,
-      fix: `install them with \`flanneld install-cni --pinned --bin-dir ${input.cniBinDir}\`, or pass --cni-bin-dir if containerd's bin_dir is elsewhere`,
+      fix: installFix(missing, input.cniBinDir),
     });
   }
   return problems;

@@ -81,7 +81,7 @@ export interface GatherOptions {
   kube: KubeHttp | { error: string };
   /** The agent's /status, or why it did not answer; `lockError` when flanneld.lock could not be read. */
   status: { report?: StatusReport; error?: string; url?: string; lockError?: { path: string; error: string } };
-  /** Pinned releases' SHA-256 (src/cni-plugins/pinned.json). */
+  /** Pinned releases' SHA-256 (src/cni-plugins/pinned.json, the dual-stack one included). */
   pinnedSha256: readonly string[];
   graceMs: number;
   clock: Clock;
@@ -360,9 +360,9 @@ function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[], plugins
   }
   const files = asObj(rec.files) ?? {};
   const sources = Array.isArray(rec.sources) ? rec.sources.map(String).sort() : [];
-  const want = [...pinned].sort();
+  // Every source a pinned release (the dual-stack install has one more than the flannel one).
   const pins = {
-    pinned: sources.length === want.length && sources.every((s, i) => s === want[i]),
+    pinned: sources.length > 0 && sources.every((s) => pinned.includes(s)),
     files: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, String(v)])),
   };
   const hashes: DoctorFacts['cni']['hashes'] = {};

@@ -274,7 +274,7 @@ export const command: Command = {
         serviceCidr,
         kube: await kubeAccess(config, parsed.own.get('no-cluster') === true),
         status: await agentStatus(config, own('status-url')),
-        pinnedSha256: pinned.releases.map((r) => r.sha256),
+        pinnedSha256: [...pinned.releases, ...pinned.dualStack].map((r) => r.sha256),
         graceMs: grace * 1000,
         clock: systemClock,
         platform: io.platform,

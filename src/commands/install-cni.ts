@@ -1,9 +1,11 @@
 // `flanneld install-cni`: install the CNI plugins the flannel CNI config names (flannel.exe, win-overlay.exe,
 // win-bridge.exe, host-local.exe) from SHA-256-pinned archives; see src/cni-plugins/install.ts. With
-// --pinned the upstream releases of src/cni-plugins/pinned.json are used.
-import { parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
+// --pinned the upstream releases of src/cni-plugins/pinned.json are used. The dual-stack conflist runs
+// Microsoft's sdnbridge instead (./cni-config.ts): --sdnbridge, or a --net-config-path that enables IPv6,
+// installs sdnbridge.exe too, from the pinned microsoft/windows-container-networking release zip.
+import { applyFlagValue, envVarName, lookupFlag, parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
 import { CniInstallError, FlagError, FlannelError, errorMessage } from '../basics/errors.js';
-import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES } from '../cni-plugins/archive.js';
+import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, SDNBRIDGE_FILE, type CniPluginFile } from '../cni-plugins/archive.js';
 import { DOWNLOAD_LIMITS } from '../cni-plugins/download.js';
 import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
 import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
@@ -12,6 +14,8 @@ import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/verify-pins.js';
 import { safeText } from '../basics/log-safe.js';
+import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
+import { rendersSdnbridge } from './cni-config.js';
 
 const PROGRAM = 'flanneld install-cni';
 
@@ -34,7 +38,26 @@ const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
     name: 'pinned',
     kind: 'bool',
     default: false,
-    help: `download the upstream releases pinned in this build (${pinned.releases.map((r) => `${r.repository} ${r.version}`).join(', ')}) instead of --source`,
+    help: `download the upstream releases pinned in this build (${pinned.releases.map((r) => `${r.repository} ${r.version}`).join(', ')}; with --sdnbridge also ${pinned.dualStack.map((r) => `${r.repository} ${r.version}`).join(', ')}) instead of --source`,
+  },
+  {
+    name: 'sdnbridge',
+    kind: 'bool',
+    default: false,
+    help: `also install ${SDNBRIDGE_FILE}, which the dual-stack (EnableIPv6) conflist runs: with --pinned from the pinned ${pinned.dualStack.map((r) => `${r.repository} ${r.version}`).join(', ')}; with --source one source must hold it`,
+  },
+  {
+    name: 'net-config-path',
+    kind: 'string',
+    default: '',
+    help: `install what \`flanneld cni-config\` renders for this net-conf.json: ${SDNBRIDGE_FILE} too (as --sdnbridge) when it enables IPv6`,
+    valueName: 'FILE',
+  },
+  {
+    name: 'ipv4-only',
+    kind: 'bool',
+    default: false,
+    help: `with --net-config-path: this node runs the net-conf's IPv4 half, as the agent's --ipv4-only (also read from ${envVarName('ipv4-only')}, which the DaemonSet's ConfigMap gives every container): no ${SDNBRIDGE_FILE}`,
   },
   {
     name: 'verify-pins',
@@ -67,8 +90,9 @@ const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
 
-/** The releases pinned in src/cni-plugins/pinned.json, as sources. */
+/** The releases pinned in src/cni-plugins/pinned.json, as sources: always, and for sdnbridge.exe. */
 const PINNED_SOURCES: readonly PluginSource[] = pinned.releases.map((r) => ({ location: r.url, sha256: r.sha256 }));
+const PINNED_DUAL_STACK_SOURCES: readonly PluginSource[] = pinned.dualStack.map((r) => ({ location: r.url, sha256: r.sha256 }));
 
 const mib = (bytes: number) => bytes / (1024 * 1024);
 
@@ -78,7 +102,7 @@ export function usage(platform: NodeJS.Platform): string {
     .replace(/\nEnvironment:[\s\S]*$/, '\n');
   return (
     `Usage: ${PROGRAM} --source URL|PATH --sha256 HEX [--source ... --sha256 ...] [--bin-dir DIR]\n` +
-    `       ${PROGRAM} --pinned [--mirror URL] [--bin-dir DIR]\n` +
+    `       ${PROGRAM} --pinned [--sdnbridge] [--mirror URL] [--bin-dir DIR]\n` +
     `       ${PROGRAM} --verify-pins [--mirror URL] [--bin-dir DIR]\n\n` +
     `${command.summary}.\nEvery source is hashed before anything is written; the plugins are written to a temporary\n` +
     `directory in DIR and renamed into place; files already equal are left alone (a rerun writes nothing,\n` +
@@ -99,7 +123,28 @@ export function pinnedLocation(url: string, mirror: string, dir: string, exists:
   return mirrored(url, mirror);
 }
 
-function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
+/** --ipv4-only, else FLANNELD_IPV4_ONLY parsed as the agent parses it (the agent flag's spec). */
+function ipv4Only(values: ReadonlyMap<string, unknown>, env: CommandIO['env']): boolean {
+  if (values.has('ipv4-only')) return values.get('ipv4-only') === true;
+  const key = envVarName('ipv4-only');
+  const raw = env[key];
+  return raw !== undefined && raw !== '' && applyFlagValue(lookupFlag('ipv4-only')!, undefined, raw, `environment variable ${key}`) === true;
+}
+
+/**
+ * The plugins to install: the four of the flannel conflist, and sdnbridge.exe with --sdnbridge or when
+ * --net-config-path's net-conf makes `flanneld cni-config` render the dual-stack conflist (not for a node
+ * that runs its IPv4 half only).
+ */
+function wantedPlugins(values: ReadonlyMap<string, unknown>, env: CommandIO['env']): CniPluginFile[] {
+  const netConfPath = (values.get('net-config-path') as string | undefined) ?? '';
+  const dual = values.get('sdnbridge') === true || (netConfPath !== '' && rendersSdnbridge(windowsNetConf(readNetConf(netConfPath), ipv4Only(values, env), { path: netConfPath })));
+  const plugins: CniPluginFile[] = [...CNI_PLUGIN_FILES];
+  if (dual) plugins.push(SDNBRIDGE_FILE);
+  return plugins;
+}
+
+function parseSources(values: ReadonlyMap<string, unknown>, plugins: readonly CniPluginFile[]): PluginSource[] {
   const sources = (values.get('source') as string[] | undefined) ?? [];
   const hashes = (values.get('sha256') as string[] | undefined) ?? [];
   if (values.get('pinned') === true || values.get('verify-pins') === true) {
@@ -107,7 +152,8 @@ function parseSources(values: ReadonlyMap<string, unknown>): PluginSource[] {
     if (sources.length > 0 || hashes.length > 0) throw new FlagError('FLANNEL_ERR_FLAG', `--${flag} and --source/--sha256 exclude each other`, { flag });
     const mirror = (values.get('mirror') as string | undefined) ?? '';
     const local = flag === 'pinned' ? ((values.get('pinned-dir') as string | undefined) ?? '') : '';
-    return PINNED_SOURCES.map((s) => ({ ...s, location: pinnedLocation(s.location, mirror, local) }));
+    const pins = plugins.includes(SDNBRIDGE_FILE) ? [...PINNED_SOURCES, ...PINNED_DUAL_STACK_SOURCES] : PINNED_SOURCES;
+    return pins.map((s) => ({ ...s, location: pinnedLocation(s.location, mirror, local) }));
   }
   if (((values.get('pinned-dir') as string | undefined) ?? '') !== '') throw new FlagError('FLANNEL_ERR_FLAG', '--pinned-dir applies to --pinned only', { flag: 'pinned-dir' });
   if (((values.get('mirror') as string | undefined) ?? '') !== '')
@@ -144,9 +190,9 @@ function redacted(write: (s: string) => void): (s: string) => void {
   return (s) => write(s.split('\n').map(safeText).join('\n'));
 }
 
-/** --verify-pins: compare, record, report; a mismatch is FLANNEL_ERR_CNI_HASH (exit 1). */
+/** --verify-pins (every pin, the dual-stack one too): compare, record, report; a mismatch is FLANNEL_ERR_CNI_HASH (exit 1). */
 async function verifyPinned(mirror: string, binDir: string, io: CommandIO, limits: typeof DOWNLOAD_LIMITS): Promise<number> {
-  const checks = await checkPins(pinned.releases, { mirror, limits });
+  const checks = await checkPins([...pinned.releases, ...pinned.dualStack], { mirror, limits });
   const path = recordPins(binDir, checks, new Date().toISOString());
   for (const c of checks) io.stdout(`${c.match ? 'match' : 'MISMATCH'} ${c.name} ${c.version} ${c.url}\n  pinned ${c.pinned}\n  actual ${c.actual}\n`);
   io.stdout(`recorded in ${path}\n`);
@@ -160,7 +206,7 @@ async function verifyPinned(mirror: string, binDir: string, io: CommandIO, limit
 }
 
 export const command: Command = {
-  summary: 'install flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe from SHA-256-pinned archives',
+  summary: 'install flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe (and sdnbridge.exe for dual-stack) from SHA-256-pinned archives',
   async run(args: string[], rawIo: CommandIO): Promise<number> {
     const io: CommandIO = { ...rawIo, stdout: redacted((s) => rawIo.stdout(s)), stderr: redacted((s) => rawIo.stderr(s)) };
     try {
@@ -169,7 +215,8 @@ export const command: Command = {
         io.stdout(usage(io.platform));
         return 0;
       }
-      const sources = parseSources(cli.values);
+      const plugins = wantedPlugins(cli.values, io.env);
+      const sources = parseSources(cli.values, plugins);
       const binDir =
         (cli.values.get('bin-dir') as string | undefined) ??
         (platformDefault(
@@ -179,10 +226,10 @@ export const command: Command = {
       if (binDir.trim() === '') throw new FlagError('FLANNEL_ERR_FLAG', 'flag -bin-dir is empty', { flag: 'bin-dir' });
       const limits = downloadLimits(cli.values);
       if (cli.values.get('verify-pins') === true) return await verifyPinned((cli.values.get('mirror') as string | undefined) ?? '', binDir, io, limits);
-      const report = await installCniPlugins({ sources, binDir, limits });
+      const report = await installCniPlugins({ sources, binDir, limits, plugins });
       for (const f of report.installed) io.stdout(`installed ${f} (sha256 ${report.sha256[f]})\n`);
-      if (report.fromRecord) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the recorded install of these sources; nothing downloaded or written\n`);
-      else if (report.installed.length === 0) io.stdout(`already installed: ${CNI_PLUGIN_FILES.join(', ')} in ${binDir} are the same files; nothing written\n`);
+      if (report.fromRecord) io.stdout(`already installed: ${plugins.join(', ')} in ${binDir} are the recorded install of these sources; nothing downloaded or written\n`);
+      else if (report.installed.length === 0) io.stdout(`already installed: ${plugins.join(', ')} in ${binDir} are the same files; nothing written\n`);
       else for (const f of report.unchanged) io.stdout(`unchanged ${f}\n`);
       return 0;
     } catch (err) {

@@ -281,10 +281,14 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     const ds = find('DaemonSet', 'kube-flannel-ds-windows');
     const [plugins, cniConfig] = ds['spec']['template']['spec']['initContainers'] as Obj[];
     expect((plugins['args'] as string[]).join(' ')).toMatch(
-      /flanneld\.exe'\) install-cni --pinned --pinned-dir \(Join-Path \$env:CONTAINER_SANDBOX_MOUNT_POINT 'cni-plugins'\) --bin-dir \$env:CNI_BIN_DIR/,
+      /flanneld\.exe'\) install-cni --pinned --pinned-dir \(Join-Path \$root 'cni-plugins'\) --bin-dir \$env:CNI_BIN_DIR --net-config-path \(Join-Path \$root 'etc\\kube-flannel\\net-conf\.json'\)/,
     );
     expect(plugins['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
-    expect((cniConfig['args'] as string[]).join(' ')).toContain('cni-config');
+    // Both read the shared net-conf: sdnbridge.exe and the dual-stack conflist when it enables IPv6; run in
+    // order on a fresh dual-stack node in journey-daemonset.test.ts.
+    expect(plugins['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
+    expect((cniConfig['args'] as string[]).join(' ')).toContain('cni-config --kube-subnet-mgr');
+    expect(cniConfig['env']).toEqual(expect.arrayContaining([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]));
     const c = (ds['spec']['template']['spec']['containers'] as Obj[]).find((x) => x['name'] === 'kube-flannel')!;
     expect(c['env']).toEqual(expect.arrayContaining([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]));
     expect(c['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
@@ -607,6 +611,9 @@ describe('scripts/start.ps1', () => {
     expect(text).toContain('$pluginArgs = @(\'install-cni\', "--bin-dir=$CniBinDir")');
     expect(text).toContain("$pluginArgs += '--pinned'");
     expect(text).toContain("$pluginArgs += @('--source', $CniPluginSource[$i], '--sha256', $CniPluginSha256[$i])");
+    // Pods dual-stack: the conflist runs sdnbridge.exe, which install-cni installs only when asked.
+    expect(text).toContain("if ($podsDualStack) { $pluginArgs += '--sdnbridge' }");
+    expect(text.indexOf("if ($podsDualStack) { $pluginArgs += '--sdnbridge' }")).toBeLessThan(text.indexOf('Invoke-Flanneld $pluginArgs'));
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeGreaterThan(0);
     expect(text.indexOf('Invoke-Flanneld $pluginArgs')).toBeLessThan(text.indexOf('Invoke-Flanneld $cniConfigArgs'));
     // The conflist names the agent's subnet.env: -SubnetFile reaches cni-config as it reaches the agent.

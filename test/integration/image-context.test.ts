@@ -112,11 +112,17 @@ describe('npm run package:image-context', () => {
     // The pinned files themselves cannot be fetched here: the copy is checked with pins of what is there.
     const sha = createHash('sha256').update('not the release').digest('hex');
     const releases = pinned.releases.map((p) => ({ ...p, sha256: sha }));
+    const dualStack = pinned.dualStack.map((p) => ({ ...p, sha256: sha }));
     const { imageContext } = (await import(SCRIPT)) as { imageContext: (o: object) => Promise<{ plugins: string[] }> };
-    const ctx = await imageContext({ zip, outDir: join(dir, 'ctx5'), image: '', cniPlugins: plugins, releases });
+    // sdnbridge's release (dual-stack nodes only) is taken when it is there, and not asked for otherwise.
+    const ctx = await imageContext({ zip, outDir: join(dir, 'ctx5'), image: '', cniPlugins: plugins, releases, dualStack });
     const names = pinned.releases.map((p) => p.url.split('/').pop()!);
     expect(ctx.plugins).toEqual(names);
     for (const n of names) expect(readFileSync(join(dir, 'ctx5', 'cni-plugins', n), 'utf8')).toBe('not the release');
+    const wcn = pinned.dualStack[0].url.split('/').pop()!;
+    writeFileSync(join(plugins, wcn), 'not the release');
+    const withSdnbridge = await imageContext({ zip, outDir: join(dir, 'ctx6'), image: '', cniPlugins: plugins, releases, dualStack });
+    expect(withSdnbridge.plugins).toEqual([...names, wcn]);
   });
 
   it('refuses a zip that is not a flanneld-windows package, and a missing zip', async () => {

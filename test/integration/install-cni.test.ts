@@ -7,43 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
-import tarStream from 'tar-stream';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
 import { MAIN, runFlanneld } from '../support/flanneld-process.js';
-import { peImage } from '../support/pe.js';
+import { exe, tgzOf, wcnZip, zipOf } from '../support/cni-releases.js';
 
-const require = createRequire(import.meta.url);
 const PLUGINS = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'];
 /** A modification time long before the test. */
 const PAST = new Date('2020-01-01T00:00:00Z');
 
-/** A minimal PE image whose body names the plugin and release. */
-const exe = (name: string, release: string) => peImage(` ${name} ${release} ` + 'x'.repeat(2000));
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-
-async function zipOf(files: Record<string, Buffer>): Promise<Buffer> {
-  // yazl (our zip writer, packaging/build.mjs) ships no types.
-  const yazl = require('yazl') as { ZipFile: new () => { addBuffer(b: Buffer, name: string): void; end(): void; outputStream: AsyncIterable<Buffer> } };
-  const zip = new yazl.ZipFile();
-  for (const [name, data] of Object.entries(files)) zip.addBuffer(data, name);
-  zip.end();
-  const chunks: Buffer[] = [];
-  for await (const c of zip.outputStream) chunks.push(c);
-  return Buffer.concat(chunks);
-}
-
-async function tgzOf(files: Record<string, Buffer>): Promise<Buffer> {
-  const pack = tarStream.pack();
-  for (const [name, data] of Object.entries(files)) pack.entry({ name, mode: 0o755 }, data);
-  pack.finalize();
-  const chunks: Buffer[] = [];
-  for await (const c of pack) chunks.push(c as Buffer);
-  return gzipSync(Buffer.concat(chunks));
-}
 
 const run = (args: string[]) => runFlanneld(['install-cni', ...args]);
 
@@ -206,19 +180,11 @@ describe('flanneld install-cni', () => {
     for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v1').toString('latin1'));
   });
 
+  /** The upstream layout: containernetworking/plugins' .tgz over HTTP, flannel-io/cni-plugin's bare exe from a path. */
+  const upstreamV2 = () => ['--source', `${base}/cni-plugins-windows-amd64-v2.tgz`, '--sha256', sha(tgzV2), '--source', join(dir, 'flannel-amd64.exe'), '--sha256', sha(flannelV2)];
+
   it('upgrades from the upstream layout: a .tgz over HTTP plus the bare flannel-amd64.exe from a file path', async () => {
-    const r = await run([
-      '--source',
-      `${base}/cni-plugins-windows-amd64-v2.tgz`,
-      '--sha256',
-      sha(tgzV2),
-      '--source',
-      join(dir, 'flannel-amd64.exe'),
-      '--sha256',
-      sha(flannelV2),
-      '--bin-dir',
-      binDir(),
-    ]);
+    const r = await run([...upstreamV2(), '--bin-dir', binDir()]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     for (const p of PLUGINS) expect(installed()[p]).toBe(exe(p, 'v2').toString('latin1'));
@@ -238,6 +204,48 @@ describe('flanneld install-cni', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^installed win-bridge\.exe \(sha256 [0-9a-f]{64}\)\nunchanged flannel\.exe\n/);
     expect(installed()['win-bridge.exe']).toBe(exe('win-bridge.exe', 'v4').toString('latin1'));
+  });
+
+  // The dual-stack conflist runs Microsoft's sdnbridge (src/commands/cni-config.ts); its release is the
+  // windows-container-networking zip (flat sdnbridge.exe, sdnoverlay.exe, nat.exe: its Makefile's `zip -j`).
+  it('--sdnbridge also installs sdnbridge.exe, from the windows-container-networking zip beside the other sources', async () => {
+    const wcn = await wcnZip('v1');
+    writeFileSync(join(dir, 'windows-container-networking-cni-amd64-v1.zip'), wcn);
+    const r = await run(['--sdnbridge', ...upstreamV2(), '--source', join(dir, 'windows-container-networking-cni-amd64-v1.zip'), '--sha256', sha(wcn), '--bin-dir', binDir()]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^installed sdnbridge\.exe \(sha256 [0-9a-f]{64}\)$/m);
+    expect(readFileSync(join(binDir(), 'sdnbridge.exe')).toString('latin1')).toBe(exe('sdnbridge.exe', 'v1').toString('latin1'));
+    for (const other of ['sdnoverlay.exe', 'nat.exe']) expect(existsSync(join(binDir(), other))).toBe(false); // only what the conflist runs
+  });
+
+  it('--sdnbridge without a source holding it is refused, naming the release, and nothing changes', async () => {
+    const before = installed();
+    const r = await run(['--sdnbridge', '--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[FLANNEL_ERR_CNI_ARCHIVE]');
+    expect(r.stderr).toContain('sdnbridge.exe');
+    expect(r.stderr).toContain('windows-container-networking');
+    expect(installed()).toEqual(before);
+  });
+
+  it('--net-config-path: a net-conf that enables IPv6 needs sdnbridge.exe too; an IPv4 one, or its IPv4 half (--ipv4-only), does not', async () => {
+    const dual = join(dir, 'net-conf-dual.json');
+    writeFileSync(dual, JSON.stringify({ Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } }));
+    const v4 = join(dir, 'net-conf-v4.json');
+    writeFileSync(v4, JSON.stringify({ Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } }));
+    const sources = ['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1), '--bin-dir', binDir()];
+    const refused = await run(['--net-config-path', dual, ...sources]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('sdnbridge.exe');
+    const ok = await run(['--net-config-path', v4, ...sources]);
+    expect([ok.status, ok.stderr]).toEqual([0, '']);
+    // A node that runs the dual-stack net-conf's IPv4 half (the agent's --ipv4-only; FLANNELD_IPV4_ONLY from
+    // the DaemonSet's ConfigMap reaches this init container too) renders win-bridge: no sdnbridge.exe.
+    const ipv4Only = await runFlanneld(['install-cni', '--net-config-path', dual, ...sources], { FLANNELD_IPV4_ONLY: 'true' });
+    expect([ipv4Only.status, ipv4Only.stderr]).toEqual([0, '']);
+    const flag = await run(['--ipv4-only', '--net-config-path', dual, ...sources]);
+    expect([flag.status, flag.stderr]).toEqual([0, '']);
   });
 
   it.each([
@@ -261,18 +269,23 @@ describe('flanneld install-cni', () => {
 });
 
 describe('src/cni-plugins/pinned.json', () => {
-  it('pins each upstream release by URL and SHA-256, and together they provide the four plugins', () => {
-    const provided: string[] = [];
-    for (const r of pinned.releases) {
-      expect(r.sha256).toMatch(/^[0-9a-f]{64}$/);
-      expect(r.url.startsWith(`https://github.com/${r.repository}/releases/download/${r.version}/`)).toBe(true);
-      expect(r.sha256Checked.length).toBeGreaterThan(0);
-      for (const [file, asset] of Object.entries(r.provides)) {
-        provided.push(file);
-        expect(r.url.endsWith(`/${asset}`) || r.url.endsWith('.tgz') || r.url.endsWith('.zip')).toBe(true);
+  it('pins each upstream release by URL and SHA-256, with where the hash came from: the four flannel plugins always, sdnbridge for dual-stack', () => {
+    const provided = (list: readonly { sha256: string; url: string; repository: string; version: string; sha256Checked: string; provides: object }[]) => {
+      const out: string[] = [];
+      for (const r of list) {
+        expect(r.sha256).toMatch(/^[0-9a-f]{64}$/);
+        expect(r.url.startsWith(`https://github.com/${r.repository}/releases/download/${r.version}/`)).toBe(true);
+        expect(r.sha256Checked).toMatch(/^copied from .* not downloaded and re-hashed here|^copied from .*Not downloaded and re-hashed here/);
+        for (const [file, asset] of Object.entries(r.provides) as [string, string][]) {
+          out.push(file);
+          expect(r.url.endsWith(`/${asset}`) || r.url.endsWith('.tgz') || r.url.endsWith('.zip')).toBe(true);
+        }
       }
-    }
-    expect(provided.sort()).toEqual([...PLUGINS].sort());
+      return out.sort();
+    };
+    expect(provided(pinned.releases)).toEqual([...PLUGINS].sort());
+    expect(provided(pinned.dualStack)).toEqual(['sdnbridge.exe']);
+    expect(pinned.dualStack[0].url).toBe('https://github.com/microsoft/windows-container-networking/releases/download/v0.3.1/windows-container-networking-cni-amd64-v0.3.1.zip');
   });
 });
 

@@ -13,7 +13,7 @@ import { bareNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { TestCluster, WIN_IP, waitFor, type RunningAgent } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
-import { loadTrace, newBindings, replayScenario, type ReplayMismatch } from '../support/cni-replay.js';
+import { loadTrace, newBindings, replayScenario, sdnbridgeUnexpected as unexpected } from '../support/cni-replay.js';
 import { renderCniConfig } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 
@@ -46,11 +46,6 @@ async function dualStackAgent(): Promise<RunningAgent> {
   });
   await waitFor(() => a.agent.isReady, 'the agent is ready');
   return a;
-}
-
-/** Mismatches other than the ones this replay expects (the network document of the agent vs the staged one; PrefixLength). */
-function unexpected(ms: ReplayMismatch[]): ReplayMismatch[] {
-  return ms.filter((m) => !/HcnQueryNetworkProperties out|HcnEnumerateNetworks out/.test(m.where) && !/PrefixLength/.test(m.where));
 }
 
 describe('sdnbridge dual-stack replay against the agent network', () => {
@@ -98,12 +93,16 @@ describe('sdnbridge dual-stack replay against the agent network', () => {
       dnsSearch: ['svc.cluster.local'],
       dualStack: { subnet: V4, ipv6Subnet: V6, ipv6ServiceCidr: 'fd00:10:96::/112' },
     });
-    const recorded = loadTrace('sdnbridge-dual-stack-add').inputs.conflist as { plugins: Record<string, unknown>[] };
+    const recorded = loadTrace('sdnbridge-dual-stack-add').inputs.conflist as { cniVersion: string; plugins: Record<string, unknown>[] };
     const [mine] = (conf as { plugins: Record<string, unknown>[] }).plugins;
     const [theirs] = recorded.plugins;
+    expect((conf as { cniVersion: string }).cniVersion).toBe(recorded.cniVersion); // 0.2.0: no raw-byte MAC in the result
     expect(mine['type']).toBe(theirs['type']);
     expect(mine['optionalFlags']).toEqual(theirs['optionalFlags']);
-    expect(mine['capabilities']).toEqual(theirs['capabilities']);
+    // The recording copied Microsoft's example, `dnsCapabilities`, a capability nothing fills; sdnbridge reads
+    // runtimeConfig.dns, which containerd passes as the `dns` capability (src/commands/cni-config.ts).
+    expect(theirs['capabilities']).toEqual({ portMappings: true, dnsCapabilities: true });
+    expect(mine['capabilities']).toEqual({ portMappings: true, dns: true });
     expect(mine['AdditionalArgs']).toEqual(theirs['AdditionalArgs']);
     expect((mine['ipam'] as { ranges: unknown }).ranges).toEqual([
       [{ subnet: V4, rangeStart: '10.244.3.3', gateway: '10.244.3.2' }],

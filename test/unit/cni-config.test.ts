@@ -6,8 +6,18 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cniPaths, command, dualStackRanges, isOwnCniConfig, renderCniConfig, rerenderedOwnConflist, subnetOfIP, type CniConfigInput } from '../../src/commands/cni-config.js';
-import { splitArgs } from '../../src/commands/cni-flags.js';
+import {
+  cniPaths,
+  command,
+  dualStackRanges,
+  isOwnCniConfig,
+  managementIPv6Of,
+  renderCniConfig,
+  rerenderedOwnConflist,
+  subnetOfIP,
+  type CniConfigInput,
+} from '../../src/commands/cni-config.js';
+import { parseCommandArgs, splitArgs } from '../../src/commands/cni-flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { FlagError } from '../../src/basics/errors.js';
@@ -200,13 +210,25 @@ describe('the CNI configs of the install paths in use today (golden data)', () =
   });
 });
 
-describe('subnetOfIP', () => {
-  it('finds the CIDR of the interface holding the IP', () => {
-    const ifaces = {
-      Ethernet: [{ address: '192.168.1.20', netmask: '255.255.255.0', family: 'IPv4' as const, mac: '00:15:5d:00:00:01', internal: false, cidr: '192.168.1.20/24' }],
+describe('the node addresses, from the host adapters (Host.interfaces)', () => {
+  const ethernet = { name: 'Ethernet', index: 4, ipv4: '192.168.1.20', prefixLength: 24, mtu: 1500 };
+  it('subnetOfIP: the CIDR of the adapter holding the IP', () => {
+    expect(subnetOfIP('192.168.1.20', [ethernet])).toBe('192.168.1.0/24');
+    expect(subnetOfIP('192.168.1.21', [ethernet])).toBeUndefined();
+  });
+
+  it("managementIPv6Of: the adapter's IPv6 address the agent takes (never a temporary one) and its prefix; --public-ipv6 names one", () => {
+    const adapter = {
+      ...ethernet,
+      ipv6Addresses: [
+        { address: 'fe80::1', prefixLength: 64 },
+        { address: '2001:db8:1::9f3c', prefixLength: 64, temporary: true },
+        { address: '2001:db8:1::20', prefixLength: 64 },
+        { address: 'fd00:1::20', prefixLength: 48 },
+      ],
     };
-    expect(subnetOfIP('192.168.1.20', ifaces)).toBe('192.168.1.0/24');
-    expect(subnetOfIP('192.168.1.21', ifaces)).toBeUndefined();
+    expect(managementIPv6Of(adapter, { iface: [], publicIPv6: undefined })).toEqual({ managementIPv6: '2001:db8:1::20', managementIPv6Subnet: '2001:db8:1::/64' });
+    expect(managementIPv6Of(adapter, { iface: [], publicIPv6: 'fd00:1::20' })).toEqual({ managementIPv6: 'fd00:1::20', managementIPv6Subnet: 'fd00:1::/48' });
   });
 });
 
@@ -216,6 +238,23 @@ describe('splitArgs', () => {
       own: ['--service-cidr', '10.96.0.0/12', '-o=f'],
       agent: ['--net-config-path', 'x.json', '--ip-masq', '--dataplane=simulated'],
     });
+  });
+});
+
+describe('parseCommandArgs', () => {
+  const io = (env: Record<string, string>) => ({ stdout: () => undefined, stderr: () => undefined, env, platform: 'linux' as NodeJS.Platform });
+  it("reads a command's own flags from FLANNELD_<NAME> as its usage says (the DaemonSet's envFrom); a flag wins, an empty variable is unset", () => {
+    const env = { FLANNELD_IPV6_SERVICE_CIDR: 'fd00:10:96::/112', FLANNELD_DNS_SERVER: '', FLANNELD_NO_LOOPBACK_DSR: 'true' };
+    const r = parseCommandArgs([], CNI_CONFIG_FLAGS, io(env), { usesDataplane: false });
+    if (r.kind !== 'run') throw new Error('help');
+    expect([r.own.get('ipv6-service-cidr'), r.own.get('no-loopback-dsr'), r.own.get('dns-server')]).toEqual([
+      'fd00:10:96::/112',
+      true,
+      CNI_CONFIG_FLAGS.find((f) => f.name === 'dns-server')!.default,
+    ]);
+    const flag = parseCommandArgs(['--ipv6-service-cidr', 'fd00:20::/108'], CNI_CONFIG_FLAGS, io(env), { usesDataplane: false });
+    expect(flag.kind === 'run' && flag.own.get('ipv6-service-cidr')).toBe('fd00:20::/108');
+    expectCode(() => parseCommandArgs([], CNI_CONFIG_FLAGS, io({ FLANNELD_NO_LOOPBACK_DSR: 'maybe' }), { usesDataplane: false }), FlagError, 'FLANNEL_ERR_FLAG');
   });
 });
 
@@ -356,6 +395,49 @@ describe('the dual-stack conflist (sdnbridge)', () => {
     const global = args(renderCniConfig(input('2001:db8:244::/56', '2001:db8:244:3::/64')));
     expect(global.filter((p) => p.Type === 'OutBoundNAT')).toHaveLength(1);
     expect(global.map((p) => p.Settings['DestinationPrefix']).filter(Boolean)).toEqual(['10.96.0.0/12', '10.0.0.2/32']);
+  });
+
+  // What IPv4 has, IPv6 gets too: the node network excepted from NAT (else pod-to-node IPv6 leaves with
+  // the node's address) and the node's own address routed through the host.
+  it("the node's IPv6 prefix is excepted from NAT and its IPv6 address routed through the host, as IPv4's", () => {
+    const base = input('fd00:10:244::/56', 'fd00:10:244:3::/64');
+    const conf = renderCniConfig({
+      ...base,
+      dualStack: { ...base.dualStack, ipv6ServiceCidr: 'fd00:10:96::/112', managementIPv6: 'fd00:10::2', managementIPv6Subnet: 'fd00:10::/64' },
+    });
+    const policies = args(conf);
+    expect(policies.filter((p) => p.Type === 'OutBoundNAT').map((p) => p.Settings['Exceptions'])).toEqual([
+      ['10.244.0.0/16', '10.96.0.0/12', '10.0.0.0/24'],
+      ['fd00:10:244::/56', 'fd00:10:96::/112', 'fd00:10::/64'],
+    ]);
+    expect(policies.filter((p) => p.Type === 'SDNRoute').map((p) => p.Settings['DestinationPrefix'])).toEqual([
+      '10.96.0.0/12',
+      'fd00:10:96::/112',
+      '10.0.0.2/32',
+      'fd00:10::2/128',
+    ]);
+    // Global pod addresses are not NATed at all, but the node's address is still reached through the host.
+    const global = input('2001:db8:244::/56', '2001:db8:244:3::/64');
+    const g = args(renderCniConfig({ ...global, dualStack: { ...global.dualStack, managementIPv6: '2001:db8:10::2', managementIPv6Subnet: '2001:db8:10::/64' } }));
+    expect(g.filter((p) => p.Type === 'OutBoundNAT')).toHaveLength(1);
+    expect(g.map((p) => p.Settings['DestinationPrefix']).filter(Boolean)).toEqual(['10.96.0.0/12', '10.0.0.2/32', '2001:db8:10::2/128']);
+  });
+
+  // sdnbridge (microsoft/windows-container-networking cni/cni.go GetCurrResult) reports the MAC as
+  // `Mac: string(iFace.MacAddress)`: the six raw bytes of a net.HardwareAddr, not their text, in every
+  // result of CNI 0.3.0 and later. A 0.2.0 result has no interfaces (the recording's result, and the
+  // version of Microsoft's own examples), so nothing wrong is reported; containerd's go-cni puts the
+  // IPs of an interface-less result on the default interface (result.go GetCNIResultFromResults).
+  it('cniVersion 0.2.0 for sdnbridge unless asked otherwise, 0.3.0 for flannel; DNS through the `dns` capability', () => {
+    const base = input('fd00:10:244::/56', 'fd00:10:244:3::/64');
+    const dual = renderCniConfig(base) as { cniVersion: string; plugins: Record<string, unknown>[] };
+    expect(dual.cniVersion).toBe('0.2.0');
+    expect((renderCniConfig({ ...base, cniVersion: '1.0.0' }) as { cniVersion: string }).cniVersion).toBe('1.0.0');
+    const { dualStack: _d, ...single } = base;
+    expect((renderCniConfig({ ...single, netConf: HOSTGW }) as { cniVersion: string }).cniVersion).toBe('0.3.0');
+    // sdnbridge reads the pod's DNS from runtimeConfig.dns (cni/cni.go RuntimeConfig `json:"dns"`); libcni
+    // fills runtimeConfig only for the capabilities a plugin declares, and containerd passes DNS as `dns`.
+    expect(dual.plugins[0]['capabilities']).toEqual({ portMappings: true, dns: true });
   });
 
   it('single-stack keeps win-bridge under flannel', () => {

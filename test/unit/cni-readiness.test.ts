@@ -105,6 +105,22 @@ describe('checkCniReadiness', () => {
     expect(plugins.detail).toContain('win-overlay, host-local');
   });
 
+  // The fix must be a step that works: `install-cni --pinned` alone installs the four flannel plugins, never
+  // sdnbridge.exe, so for the dual-stack conflist it would be run again and again. The fix is applied for
+  // real in test/integration/cni-readiness-fix.test.ts.
+  it('a missing sdnbridge.exe (the dual-stack conflist) is fixed by install-cni --sdnbridge; a plugin install-cni has not, by the operator', () => {
+    const dual = JSON.stringify({ cniVersion: '0.2.0', name: 'cbr0', plugins: [{ type: 'sdnbridge', ipam: { type: 'host-local' } }] });
+    const [sdn] = checkCniReadiness({ ...input, networkName: 'cbr0' }, tableFs({ '10-flannel.conflist': dual }, ['host-local.exe']));
+    expect(sdn.check).toBe('cni-plugin-missing');
+    expect(sdn.fix).toContain(`\`flanneld install-cni --pinned --sdnbridge --bin-dir ${BIN_DIR}\``);
+    const [flannel] = checkCniReadiness(input, tableFs({ '10-flannel.conflist': conflist() }, ['flannel.exe']));
+    expect(flannel.fix).toContain(`\`flanneld install-cni --pinned --bin-dir ${BIN_DIR}\``);
+    const calico = JSON.stringify({ cniVersion: '0.3.1', name: 'flannel.4096', plugins: [{ type: 'calico', ipam: { type: 'calico-ipam' } }] });
+    const [other] = checkCniReadiness(input, tableFs({ '10-flannel.conflist': calico }, []));
+    expect(other.fix).not.toContain('`flanneld install-cni');
+    expect(other.fix).toContain('calico, calico-ipam');
+  });
+
   it('checkFirstCniConfig judges a config already loaded without reading the conf dir again (doctor reads it once)', () => {
     const fs = tableFs({ '10-flannel.conflist': conflist() }, ['flannel.exe']);
     let confReads = 0;

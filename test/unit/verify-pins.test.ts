@@ -43,7 +43,7 @@ describe('install-cni --pinned --pinned-dir (the plugins inside the image)', () 
     dir = mkdtempSync(join(tmpdir(), 'flanneld-pinned-dir-'));
     const local = join(dir, 'cni-plugins');
     mkdirSync(local);
-    for (const r of pinned.releases) writeFileSync(join(local, r.url.split('/').pop()!), 'a tampered file');
+    for (const r of [...pinned.releases, ...pinned.dualStack]) writeFileSync(join(local, r.url.split('/').pop()!), 'a tampered file');
     const err: string[] = [];
     const code = await command.run(['--pinned', '--pinned-dir', local, '--mirror', m.url, '--bin-dir', join(dir, 'bin')], {
       stdout: () => undefined,
@@ -60,8 +60,9 @@ describe('install-cni --pinned --pinned-dir (the plugins inside the image)', () 
 });
 
 describe('install-cni --verify-pins', () => {
-  it('downloads each pinned release, records its SHA-256 beside the plugins, and fails on a mismatch without installing', async () => {
-    const paths = pinned.releases.map((r) => new URL(r.url).pathname);
+  it('downloads each pinned release (the dual-stack sdnbridge one too), records its SHA-256 beside the plugins, and fails on a mismatch without installing', async () => {
+    const all = [...pinned.releases, ...pinned.dualStack];
+    const paths = all.map((r) => new URL(r.url).pathname);
     const files = Object.fromEntries(paths.map((p, i) => [`/github${p}`, Buffer.from(`not the release ${i}`)]));
     const m = await mirror(files);
     dir = mkdtempSync(join(tmpdir(), 'flanneld-pins-'));
@@ -72,10 +73,9 @@ describe('install-cni --verify-pins', () => {
     expect(err.join('')).toMatch(/\[FLANNEL_ERR_CNI_HASH\]/);
     expect(m.asked).toEqual(paths.map((p) => `/github${p}`));
     const record = JSON.parse(readFileSync(join(dir, PINS_RECORD), 'utf8')) as { checkedAt: string; releases: { name: string; pinned: string; actual: string; match: boolean }[] };
-    expect(record.releases).toEqual(
-      pinned.releases.map((r, i) => expect.objectContaining({ name: r.name, pinned: r.sha256, actual: sha(files[`/github${paths[i]}`]), match: false })),
-    );
+    expect(record.releases).toEqual(all.map((r, i) => expect.objectContaining({ name: r.name, pinned: r.sha256, actual: sha(files[`/github${paths[i]}`]), match: false })));
     expect(out.join('')).toContain(`MISMATCH ${pinned.releases[0].name}`);
+    expect(out.join('')).toContain(`MISMATCH windows-container-networking v0.3.1`);
     expect(readdirSync(dir)).toEqual([PINS_RECORD]); // nothing installed
   });
 

@@ -5,7 +5,6 @@ import type { Clock } from '../../basics/clock.js';
 import type { AgentConfig } from '../../config/agent-config.js';
 import type { Metrics } from '../../basics/metrics.js';
 import { componentLogger, type Logger } from '../../basics/log.js';
-import type { SubnetManager } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { SubnetTimings } from '../timings.js';
 import { buildKubeConfig } from './client.js';
@@ -41,8 +40,11 @@ export interface KubeStart {
   publicIPs(signal: AbortSignal): Promise<string[]>;
   /** The own Node's public-ipv6-overwrite and node-public-ipv6 annotations, in that order (dual-stack; same one read). */
   publicIPv6s(signal: AbortSignal): Promise<string[]>;
-  /** `ipv4OnlyPublicIPv6`: --ipv4-only in a dual-stack cluster (./own-node.ts). */
-  subnetManager(netConf: NetworkConfig, ipv4OnlyPublicIPv6?: string): SubnetManager;
+  /**
+   * The kube subnet manager for this net-conf (`flanneld cni-config` reads the own Node's subnets through it
+   * too); `ipv4OnlyPublicIPv6`: --ipv4-only in a dual-stack cluster (./own-node.ts).
+   */
+  subnetManager(netConf: NetworkConfig, ipv4OnlyPublicIPv6?: string): KubeSubnetManager;
 }
 
 export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {

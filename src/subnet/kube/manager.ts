@@ -134,6 +134,16 @@ export class KubeSubnetManager implements SubnetManager {
     return lease;
   }
 
+  /**
+   * The own Node's subnets (IPv4, and IPv6 when net-conf enables it) as acquireLease will lease them,
+   * without publishing anything: `flanneld cni-config` renders the dual-stack conflist from them before
+   * the agent first runs on the node (a DaemonSet's init container).
+   */
+  async ownSubnets(signal: AbortSignal): Promise<{ subnet: string; ipv6Subnet?: string }> {
+    const { rec, ipv6Subnet } = await this.own.ownSubnets(signal);
+    return { subnet: rec.podCIDR, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) };
+  }
+
   onOwnLeaseChange(handler: (change: OwnLeaseChange) => void): void {
     this.ownLeaseHandler = handler;
   }

@@ -288,18 +288,27 @@ export class OwnNodePublisher {
     return publicIP;
   }
 
-  /** The own lease: wait for the Node's podCIDR, then publish the backend's attributes as annotations. */
-  async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
-    const { keys, log } = this.o;
+  /**
+   * The own Node's subnets, as the lease takes them: the bounded wait until the Node has its podCIDR(s),
+   * checked against net-conf. Nothing is written to the Node.
+   */
+  async ownSubnets(signal: AbortSignal): Promise<{ name: string; rec: NodeLease & { podCIDR: string }; ipv6Subnet?: string }> {
     this.startedAt ??= this.o.clock.now();
     // The first lease's wait counts from the start of start-up (the public-IP read, the pod lookup): one --node-wait-timeout in all.
     const since = this.acquiredUid === undefined ? this.startedAt : this.o.clock.now();
     const name = await this.resolveNodeName(signal);
     const rec = await this.waitForOwnNode(name, since, signal);
     checkOwnSubnet(name, this.o.network, rec.podCIDR);
-    checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
     const ipv6Subnet = this.o.ipv6Network !== undefined ? rec.ipv6PodCIDR : undefined;
     if (this.o.ipv6Network !== undefined && ipv6Subnet !== undefined) checkOwnIPv6Subnet(name, this.o.ipv6Network, ipv6Subnet);
+    return { name, rec, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) };
+  }
+
+  /** The own lease: wait for the Node's podCIDR, then publish the backend's attributes as annotations. */
+  async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
+    const { keys, log } = this.o;
+    const { name, rec, ipv6Subnet } = await this.ownSubnets(signal);
+    checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
     log.info('own subnet from node podCIDR', { node: name, subnet: rec.podCIDR, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) });
     const attrs = await attrsFor(rec.podCIDR);
     if (signal.aborted) throw signal.reason;
@@ -405,7 +414,15 @@ export class OwnNodePublisher {
       reason: problem ? problem.reason : 'FlannelIsUp',
       message: problem ? problem.message : 'Flannel is running on this node',
     };
-    await this.patchStatus(`setting NetworkUnavailable=${status} on node "${name}"`, name, { status: { conditions: [condition] } }, signal);
+    try {
+      await this.patchStatus(`setting NetworkUnavailable=${status} on node "${name}"`, name, { status: { conditions: [condition] } }, signal);
+    } catch (err) {
+      // The own Node was deleted since the lease was taken: the Node watch tells the agent (own-node-watch.ts),
+      // which keeps the dataplane, is not ready, and writes the condition on the Node registered again.
+      if (!(err instanceof KubeError && err.context.status === 404)) throw err;
+      this.o.log.warn('the own Node is not in the API server: NetworkUnavailable is written on it once it is registered again', { node: name });
+      return;
+    }
     if (problem) this.o.log.warn('node condition NetworkUnavailable set to True: pods cannot start', { node: name, reason: problem.reason, message: problem.message });
     else this.o.log.info('node condition NetworkUnavailable set to False', { node: name });
   }
