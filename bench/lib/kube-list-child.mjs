@@ -5,8 +5,8 @@
 /* global performance */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../dist/basics/clock.js';
-import { KubeHttp } from '../../dist/subnet/kube/http.js';
-import { NODE_LIST_UNREAD } from '../../dist/subnet/kube/watch-lines.js';
+import { KubeHttp } from '../../dist/kube/http.js';
+import { NODE_LIST_UNREAD } from '../../dist/kube/watch-lines.js';
 import { DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../../dist/config/annotation-prefix.js';
 import { annotationKeys } from '../../dist/subnet/kube/annotations.js';
 import { projectNode } from '../../dist/subnet/kube/node-list-watch.js';

@@ -3,7 +3,7 @@
 // through kube/factory.ts and etcd/factory.ts) fills the ones a flag sets (--node-wait-timeout,
 // --subnet-lease-renew-margin) and passes them down; each manager reads the fields it uses, over its
 // defaults (subnetTimings). A test shortens them the same way, through the same object.
-import type { RelistOptions } from './relist.js';
+import type { RelistOptions } from '../basics/relist.js';
 
 export interface SubnetTimings {
   /** Capped exponential backoff of API call retries (kube: 1 s / 30 s; etcd: 100 ms / 5 s). */

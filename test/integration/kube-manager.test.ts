@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import type { FakeNode } from '../../src/demo/kube-fake/api-server.js';
-import { buildKubeConfig } from '../../src/subnet/kube/client.js';
+import { buildKubeConfig } from '../../src/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
 import type { Lease, LeaseAttrs, LeaseUpdate, PeerLease } from '../../src/subnet/lease.js';

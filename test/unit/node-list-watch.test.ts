@@ -13,7 +13,7 @@ import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
 import { LIST_NODES_BOUND, NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
-import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
+import type { NodeListFn, NodeWatchFn } from '../../src/kube/http.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { readMetric } from '../support/agent-signals.js';

@@ -1,4 +1,4 @@
-// The relist-with-backoff loop (src/subnet/relist.ts) on virtual time: scripted list and watch results,
+// The relist-with-backoff loop (src/basics/relist.ts) on virtual time: scripted list and watch results,
 // and the times at which the loop lists and watches again. The shape follows client-go's Reflector
 // (tools/cache/reflector.go): list, watch from the list's version, relist on 410 Gone / compaction, and
 // every round but a healthy watch's resumption after the backoff manager's pause
@@ -8,9 +8,9 @@
 // times in 15 s.
 import { describe, it, expect } from '@jest/globals';
 import { METRIC, Metrics } from '../../src/basics/metrics.js';
-import { runRelistLoop } from '../../src/subnet/relist.js';
-import type { ListWatchSource, RetryNote, WatchEnd } from '../../src/subnet/relist.js';
-import { RoundBackoff } from '../../src/subnet/round-backoff.js';
+import { runRelistLoop } from '../../src/basics/relist.js';
+import type { ListWatchSource, RetryNote, WatchEnd } from '../../src/basics/relist.js';
+import { RoundBackoff } from '../../src/basics/round-backoff.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { readMetric } from '../support/agent-signals.js';
 

@@ -3,10 +3,10 @@
 // drops what did not change). Mirrors what flannel pkg/subnet/kube/kube.go gets from its client-go node
 // informer (and nodeToLease, handleAddLeaseEvent, handleUpdateLeaseEvent for the projection), and takes its list and watch as
 // functions, as client-node's ListWatch (src/cache.ts) takes a `listFn` and a `Watch`: the real ones
-// are raw JSON requests with deadlines (http.ts nodeListFn/nodeWatchFn); tests inject others. The
-// relist-with-backoff loop around them is ../relist.ts: a paged list, then a watch from the list's
+// are raw JSON requests with deadlines (../../kube/http.ts nodeListFn/nodeWatchFn); tests inject others. The
+// relist-with-backoff loop around them is ../../basics/relist.ts: a paged list, then a watch from the list's
 // resourceVersion, resumed after a clean close and relisted after 410 Gone or a broken watch, every
-// round but a healthy watch's resumption after client-go's backoff pause (../round-backoff.ts).
+// round but a healthy watch's resumption after client-go's backoff pause (../../basics/round-backoff.ts).
 // Differences by design:
 // - Only the fields flannel needs are read (projectNode below); an object that cannot be projected is
 //   skipped, logged and counted, and the rest of the list still counts.
@@ -35,11 +35,12 @@ import { METRIC } from '../../basics/metrics.js';
 import type { Metrics } from '../../basics/metrics.js';
 import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
-import { runRelistLoop } from '../relist.js';
-import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
+import { runRelistLoop } from '../../basics/relist.js';
+import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../../basics/relist.js';
+import type { NodeListFn, NodeWatchFn } from '../../kube/http.js';
 import type { AnnotationKeys } from './annotations.js';
 import { decodeBackendData } from './annotations.js';
-import { describe, rbacRefusal, retryAfterMs } from './api-error.js';
+import { describe, rbacRefusal, retryAfterMs } from '../../kube/api-error.js';
 import { normalizeCidr } from '../../basics/ip4.js';
 import { normalizeCidr6 } from '../../basics/ip6.js';
 
@@ -236,25 +237,6 @@ export function toLease(rec: NodeLease): Lease | undefined {
 }
 
 // --- list and watch ---
-
-/** One page of the Node list (`GET /api/v1/nodes?limit=&continue=`), as raw JSON. */
-export type NodeListFn = (page: { limit: number; continue?: string }, signal: AbortSignal) => Promise<unknown>;
-
-export interface NodeWatchQuery {
-  resourceVersion: string;
-  allowWatchBookmarks: boolean;
-  timeoutSeconds: number;
-}
-
-/**
- * A Node watch: `onEvent(type, object)` per event until the server ends the stream (resolves), or an
- * error, `silenceMs` without a byte or the signal (rejects). A 410 Gone arrives as an ERROR event.
- */
-export type NodeWatchFn = (
-  query: NodeWatchQuery,
-  onEvent: (type: unknown, object: unknown) => void,
-  opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void },
-) => Promise<void>;
 
 export interface NodeListWatchOptions {
   list: NodeListFn;
@@ -482,7 +464,7 @@ export class NodeListWatch {
     const source: ListWatchSource<string> = {
       list: (s) => this.relist(onUpdate, s),
       watch: (rv, s) => this.watchOnce(rv, onUpdate, s),
-      // A 429 or 5xx with Retry-After: the server's wait, when longer than the backoff (./api-error.ts).
+      // A 429 or 5xx with Retry-After: the server's wait, when longer than the backoff (../../kube/api-error.ts).
       minDelayMs: retryAfterMs,
       onRetry: (note) => {
         const [message, fields] = retryLine(note);

@@ -13,10 +13,10 @@
 // next pause. So a server that answers every round at once gets at most ~5 rounds in the first 15 s
 // (0.8 + 1.6 + 3.2 + 6.4 s of pauses at least) and then one every 30-60 s. The clock and the jitter
 // are injected, so tests drive the loop on virtual time.
-import type { Clock, Random } from '../basics/clock.js';
-import { pause } from '../basics/clock.js';
-import { METRIC } from '../basics/metrics.js';
-import type { Metrics } from '../basics/metrics.js';
+import type { Clock, Random } from './clock.js';
+import { pause } from './clock.js';
+import { METRIC } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { RoundBackoff } from './round-backoff.js';
 import type { RoundBackoffOptions } from './round-backoff.js';
 

@@ -12,8 +12,8 @@
 //
 // A line longer than `maxLineBytes` is refused with FLANNEL_ERR_KUBE_WATCH_LINE before more of it is kept:
 // no Node fits there (etcd refuses requests over 1.5 MiB by default; docs/bounds.md).
-import { KubeWatchError } from '../../basics/errors.js';
-import { METRIC, type Metrics } from '../../basics/metrics.js';
+import { KubeWatchError } from '../basics/errors.js';
+import { METRIC, type Metrics } from '../basics/metrics.js';
 
 /** The longest watch line kept; docs/bounds.md says why this number. */
 export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;

@@ -15,13 +15,12 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { abortReason } from '../../basics/clock.js';
-import type { Clock } from '../../basics/clock.js';
-import type { Metrics } from '../../basics/metrics.js';
-import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../basics/errors.js';
-import { userAgent } from '../../basics/version.js';
+import { abortReason } from '../basics/clock.js';
+import type { Clock } from '../basics/clock.js';
+import type { Metrics } from '../basics/metrics.js';
+import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../basics/errors.js';
+import { userAgent } from '../basics/version.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
-import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
 import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from './watch-lines.js';
 import type { DroppedField } from './watch-lines.js';
 
@@ -77,7 +76,7 @@ export class KubeHttp {
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const creds = await requestCredentials(this.kc);
-    // Every request names the agent, as client-go's rest.Config.UserAgent does (../../basics/version.ts).
+    // Every request names the agent, as client-go's rest.Config.UserAgent does (../basics/version.ts).
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': USER_AGENT, ...creds.headers };
     if (contentType) headers['Content-Type'] = contentType;
     return { url, options: { method, headers, agent: creds.agent }, authorization: headers['authorization'] };
@@ -285,6 +284,25 @@ function coded(err: unknown, wrap: () => FlannelError): unknown {
 function brokenWatch(what: string, how: string, cause?: unknown): KubeWatchError {
   return new KubeWatchError('FLANNEL_ERR_KUBE_WATCH_BROKEN', `${what}: ${how}; the list-watch loop starts a new round after its backoff`, {}, { cause });
 }
+
+/** One page of the Node list (`GET /api/v1/nodes?limit=&continue=`), as raw JSON. */
+export type NodeListFn = (page: { limit: number; continue?: string }, signal: AbortSignal) => Promise<unknown>;
+
+export interface NodeWatchQuery {
+  resourceVersion: string;
+  allowWatchBookmarks: boolean;
+  timeoutSeconds: number;
+}
+
+/**
+ * A Node watch: `onEvent(type, object)` per event until the server ends the stream (resolves), or an
+ * error, `silenceMs` without a byte or the signal (rejects). A 410 Gone arrives as an ERROR event.
+ */
+export type NodeWatchFn = (
+  query: NodeWatchQuery,
+  onEvent: (type: unknown, object: unknown) => void,
+  opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void },
+) => Promise<void>;
 
 const NODES = '/api/v1/nodes';
 
