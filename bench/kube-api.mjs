@@ -9,7 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { NODE_EVENT_UNREAD, WatchLineSplitter, withoutFields } from '../dist/kube/watch-lines.js';
+import { WatchLineSplitter, withoutFields } from '../dist/kube/watch-lines.js';
+import { NODE_EVENT_UNREAD } from '../dist/subnet/kube/node-list-watch.js';
 import { ApiServerProcess, BENCH_DIR, log, makeTmpDir, mb, percentile, r1, table } from './lib/common.mjs';
 
 function listOnce(kubeconfig, mode, limit) {

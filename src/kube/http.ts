@@ -21,7 +21,8 @@ import type { Metrics } from '../basics/metrics.js';
 import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../basics/errors.js';
 import { userAgent } from '../basics/version.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
-import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from './watch-lines.js';
+import type { ListPageFn, WatchFn } from './list-watch.js';
+import { WatchLineSplitter, withoutFields } from './watch-lines.js';
 import type { DroppedField } from './watch-lines.js';
 
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -285,40 +286,18 @@ function brokenWatch(what: string, how: string, cause?: unknown): KubeWatchError
   return new KubeWatchError('FLANNEL_ERR_KUBE_WATCH_BROKEN', `${what}: ${how}; the list-watch loop starts a new round after its backoff`, {}, { cause });
 }
 
-/** One page of the Node list (`GET /api/v1/nodes?limit=&continue=`), as raw JSON. */
-export type NodeListFn = (page: { limit: number; continue?: string }, signal: AbortSignal) => Promise<unknown>;
-
-export interface NodeWatchQuery {
-  resourceVersion: string;
-  allowWatchBookmarks: boolean;
-  timeoutSeconds: number;
+/**
+ * The list of `path` over `http`, one page per call, each with a `timeoutMs` deadline (KubeListWatch's
+ * list); the `unread` fields of its objects are cut from the text before it is parsed (./watch-lines.ts).
+ */
+export function kubeListFn(http: KubeHttp, path: string, timeoutMs: number, unread?: readonly DroppedField[]): ListPageFn {
+  return (page, signal) => http.json({ method: 'GET', path, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal, unread });
 }
 
 /**
- * A Node watch: `onEvent(type, object)` per event until the server ends the stream (resolves), or an
- * error, `silenceMs` without a byte or the signal (rejects). A 410 Gone arrives as an ERROR event.
+ * The watch of `path` over `http` (KubeListWatch's watch), its `unread` fields cut as the list's; the bytes
+ * of its streams counted in `metrics`.
  */
-export type NodeWatchFn = (
-  query: NodeWatchQuery,
-  onEvent: (type: unknown, object: unknown) => void,
-  opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void },
-) => Promise<void>;
-
-const NODES = '/api/v1/nodes';
-
-/**
- * The Node list over `http`, one page per call, each with a `timeoutMs` deadline (NodeListWatch's list).
- * Its Nodes come without status and metadata.managedFields, which the kube subnet manager never reads
- * (./watch-lines.ts NODE_LIST_UNREAD).
- */
-export function nodeListFn(http: KubeHttp, timeoutMs: number): NodeListFn {
-  return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal, unread: NODE_LIST_UNREAD });
-}
-
-/**
- * The Node watch over `http` (NodeListWatch's watch); its Nodes without status and managedFields, as the
- * list's; the bytes of its streams counted in `metrics`.
- */
-export function nodeWatchFn(http: KubeHttp, metrics?: Metrics): NodeWatchFn {
-  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, { ...opts, unread: NODE_EVENT_UNREAD, metrics });
+export function kubeWatchFn(http: KubeHttp, path: string, opts: { metrics?: Metrics; unread?: readonly DroppedField[] } = {}): WatchFn {
+  return (query, onEvent, o) => http.watch(path, { ...query }, onEvent, { ...o, unread: opts.unread, metrics: opts.metrics });
 }

@@ -32,7 +32,7 @@ export interface SubnetTimings {
   watchTimeoutSeconds?: number;
   /** kube: a watch without a byte for this long is abandoned and relisted (absent: watch timeout + 10 s). */
   watchSilenceMs?: number;
-  /** kube: how long one paged Node list may take, all its pages (absent: 10 min; kube/node-list-watch.ts). */
+  /** kube: how long one paged Node list may take, all its pages (absent: 10 min; ../kube/list-watch.ts). */
   listDeadlineMs?: number;
 
   /** etcd: TTL of the own lease's etcd lease (24 h, flannel's subnetTTL). */

@@ -42,6 +42,9 @@ export interface LeaseWatchOptions {
 
 type WatchOutcome = 'aborted' | 'compacted' | 'error' | 'revoked';
 
+/** The `resource` label of this watch's reconnects: flannel's etcd keys live under `<prefix>/subnets/`. */
+const RESOURCE = 'subnets';
+
 interface WatchCursor {
   /** The revision the next watch starts from. */
   next: string;
@@ -58,7 +61,9 @@ export class EtcdLeaseWatch {
   /** Open watch streams, ended by close() should a watch still be running then. */
   private readonly streams = new Set<WatchStream>();
 
-  constructor(private readonly o: LeaseWatchOptions) {}
+  constructor(private readonly o: LeaseWatchOptions) {
+    o.metrics.declare(METRIC.apiReconnects, 'resource', [RESOURCE]);
+  }
 
   /** End any open watch stream; no watch opens afterwards. Idempotent. */
   close(): void {
@@ -100,7 +105,7 @@ export class EtcdLeaseWatch {
       },
       isFatal: (err) => err !== undefined && err === own.revoked,
     };
-    await runRelistLoop(source, { clock, metrics, random, backoff }, signal);
+    await runRelistLoop(source, { clock, metrics, random, backoff, resource: RESOURCE }, signal);
     if (own.revoked) throw own.revoked;
   }
 
@@ -132,7 +137,7 @@ export class EtcdLeaseWatch {
   private async watch(cursor: WatchCursor, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchEnd<WatchCursor>> {
     cursor.created = false;
     const { outcome, err } = await this.watchOnce(cursor, onUpdate, signal);
-    if (cursor.created && cursor.resumed) this.o.metrics.inc(METRIC.apiReconnects);
+    if (cursor.created && cursor.resumed) this.o.metrics.inc(METRIC.apiReconnects, { resource: RESOURCE });
     if (outcome === 'aborted') return { kind: 'aborted' };
     if (outcome === 'revoked') throw this.o.own.revoked!;
     if (outcome === 'compacted') return { kind: 'stale' };

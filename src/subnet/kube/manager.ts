@@ -2,7 +2,7 @@
 // and a list + watch of Nodes yields the peers. Mirrors flannel pkg/subnet/kube/kube.go
 // (kubeSubnetManager: NewSubnetManager, AcquireLease, WatchLeases, CompleteLease) by composing one
 // module per job: own-node.ts (node name, the wait for the Node, annotations, condition) and
-// node-list-watch.ts (the Node list-watch, run by ../../basics/relist.ts), both on ../../kube/api-error.ts (retries, coded errors).
+// node-list-watch.ts (the Node list-watch: ../../kube/list-watch.ts with the Nodes' projection), both on ../../kube/api-error.ts (retries, coded errors).
 // Requests are raw JSON with a deadline each (../../kube/http.ts): no typed model of any Node is built.
 import { systemClock, systemRandom } from '../../basics/clock.js';
 import type { Clock, Random } from '../../basics/clock.js';
@@ -15,8 +15,8 @@ import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseC
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
 import { declareEventMetrics, KubeEventRecorder } from '../../kube/event-recorder.js';
-import { KubeHttp, nodeListFn, nodeWatchFn } from '../../kube/http.js';
-import { NodeListWatch } from './node-list-watch.js';
+import { KubeHttp } from '../../kube/http.js';
+import { NodeListWatch, nodeListFn, nodeWatchFn } from './node-list-watch.js';
 import { OwnNodePublisher } from './own-node.js';
 import { OwnNodeWatch } from './own-node-watch.js';
 import type { KubeConfig } from '../../kube/kubeconfig.js';
