@@ -11,7 +11,7 @@ import { backoffDelay, pause, systemClock, type Clock } from './basics/clock.js'
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage, FlannelError, HostError } from './basics/errors.js';
-import { Metrics } from './basics/metrics.js';
+import { METRIC, Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
 import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
@@ -25,7 +25,7 @@ import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
-import { clusterMismatchEvent, cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
+import { clusterMismatchEvent, cniConfigRenamedEvent, nodeReregisteredEvent, ownSubnetContestedEvent, ownSubnetContestedFix, type NodeEvents } from './node-events.js';
 import { clusterMismatch, type ClusterMismatch } from './peers/cluster-mismatch.js';
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, readNetConf, windowsNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
@@ -90,6 +90,8 @@ const problemsKey = (problems: readonly PodNetworkProblem[]): string => problems
 
 export type AgentPhase = 'starting' | 'registering' | 'running' | 'stopped';
 
+type OwnNodeReplaced = Extract<OwnLeaseChange, { kind: 'replaced' }>;
+
 export class Agent {
   readonly metrics: Metrics;
   private readonly log: Logger;
@@ -110,7 +112,11 @@ export class Agent {
   /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
   private ownNodeGone: string | undefined;
   /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
-  private leaseAgain: ((change: Extract<OwnLeaseChange, { kind: 'replaced' }>) => void) | undefined;
+  private leaseAgain: ((change: OwnNodeReplaced) => void) | undefined;
+  /** The own Node's last re-registration, until the lease is taken from it. */
+  private replacement: OwnNodeReplaced | undefined;
+  /** While an older peer keeps the podCIDR the own Node was registered again with: why, the fix, the wait for the subnet (not ready meanwhile). */
+  private ownSubnetContest: { reason: string; fix: string; wait: AbortController } | undefined;
   /** The pod-network problems last told to the subnet manager (the Node condition), and their problemsKey. */
   private told: { key: string; problems: PodNetworkProblem[] } | undefined;
   /** A read saw problems the Node was not told; the readiness loop checks again before it sleeps. */
@@ -124,6 +130,14 @@ export class Agent {
     this.log = componentLogger(opts.log, 'agent');
     this.clock = opts.clock ?? systemClock;
     this.metrics = opts.metrics ?? new Metrics();
+    // Read at each scrape, as /readyz and /status answer (a read that finds new pod-network problems wakes
+    // the readiness loop, as a /readyz read does).
+    this.metrics.onRender(() => {
+      const s = this.networkValue?.status();
+      this.metrics.set(METRIC.ready, this.isReady ? 1 : 0);
+      this.metrics.set(METRIC.peersProgrammed, s?.peersProgrammed ?? 0);
+      this.metrics.set(METRIC.peersRejected, s?.rejections.length ?? 0);
+    });
   }
 
   /**
@@ -134,7 +148,15 @@ export class Agent {
    */
   get isReady(): boolean {
     const s = this.networkValue?.status();
-    return this.ready && this.ownNodeGone === undefined && s !== undefined && s.listed && !s.networkMissing && this.podNetworkProblems().length === 0;
+    return (
+      this.ready &&
+      this.ownNodeGone === undefined &&
+      this.ownSubnetContest === undefined &&
+      s !== undefined &&
+      s.listed &&
+      !s.networkMissing &&
+      this.podNetworkProblems().length === 0
+    );
   }
 
   /**
@@ -199,6 +221,7 @@ export class Agent {
   notReadyReason(): string | undefined {
     const reasons = [
       ...(this.ownNodeGone !== undefined ? [`own-node-deleted: ${this.ownNodeGone}; fix: register the Node again (restart the kubelet); the dataplane is kept meanwhile`] : []),
+      ...(this.ownSubnetContest ? [`own-subnet-contested: ${this.ownSubnetContest.reason}; fix: ${this.ownSubnetContest.fix}`] : []),
       ...this.podNetworkProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`),
     ];
     return reasons.length === 0 ? undefined : reasons.join('\n');
@@ -279,6 +302,7 @@ export class Agent {
           }
         : {}),
       ...(this.ownNodeGone !== undefined ? { ownNodeGone: this.ownNodeGone } : {}),
+      ...(this.ownSubnetContest ? { ownSubnetContested: `${this.ownSubnetContest.reason}; fix: ${this.ownSubnetContest.fix}` } : {}),
       clusterMismatch: problems.find((p) => p.check === 'cluster-config'),
     });
   }
@@ -456,7 +480,7 @@ export class Agent {
       manager.onOwnLeaseChange?.((change) => this.ownLeaseChanged(change));
       // One round per lease: a new one when the own Node was deleted and registered again, as a restart
       // would (the backend reuses a matching network, or builds one on a new podCIDR).
-      for (let again: Extract<OwnLeaseChange, { kind: 'replaced' }> | undefined; ;) {
+      for (let again: OwnNodeReplaced | undefined; ;) {
         const round = new AbortController();
         const endRound = () => round.abort(signal.reason);
         if (signal.aborted) round.abort(signal.reason);
@@ -474,6 +498,7 @@ export class Agent {
           await settle(network);
           this.ready = true;
           this.ownNodeGone = undefined;
+          this.replacement = undefined;
           this.phaseValue = 'running';
           this.runningSince = this.clock.now();
           if (again && previous) this.leasedAgain(manager, previous, network);
@@ -502,6 +527,7 @@ export class Agent {
         } finally {
           signal.removeEventListener('abort', endRound);
           this.leaseAgain = undefined;
+          this.endSubnetContest(); // the round's network, which the wait watched, is done
         }
         if (signal.aborted || next === undefined) return;
         again = next;
@@ -582,22 +608,64 @@ export class Agent {
 
   /** The lease watch saw the own Node go, come back, or be registered anew. */
   private ownLeaseChanged(change: OwnLeaseChange): void {
+    this.endSubnetContest(); // decided anew below
     if (change.kind === 'lost') {
       this.ownNodeGone = change.reason;
       this.log.warn('own Node deleted from the API server; keeping the dataplane, not ready until it is registered again', { reason: change.reason });
     } else if (change.kind === 'back') {
       this.ownNodeGone = undefined;
       this.log.info('own Node is in the API server again (the same Node)');
-    } else {
-      this.ownNodeGone = change.reason;
-      this.log.warn('own Node registered again; leasing again', {
-        node: this.networkValue?.lease.key,
-        previousSubnet: this.networkValue?.lease.subnet,
+      if (this.replacement) this.leaseFromReplacement(this.replacement);
+    } else this.leaseFromReplacement(change);
+  }
+
+  /**
+   * The own Node was registered again with `change.subnet`: lease again from it, unless an older peer
+   * holds that subnet. The agent applies to itself the rule it applies to peers (src/peers/store.ts: the
+   * older Node keeps a contested subnet): it keeps its network and the peer's route, is not ready and
+   * says why, and leases again once the subnet is free or the Node is registered with another podCIDR.
+   */
+  private leaseFromReplacement(change: OwnNodeReplaced): void {
+    this.replacement = change;
+    const network = this.networkValue;
+    const keeper = network?.subnetKeeper(change.subnet, change.created);
+    if (network && keeper !== undefined) {
+      const node = network.lease.key;
+      const kept = network.lease.subnet;
+      const reason = `the own Node "${node}" was registered again with podCIDR ${change.subnet}, which the older Node "${keeper}" holds; the older Node keeps a contested subnet, so this node keeps its network on ${kept} and does not take it`;
+      const wait = new AbortController();
+      this.ownSubnetContest = { reason, fix: ownSubnetContestedFix(node, keeper), wait };
+      this.ownNodeGone = undefined;
+      this.log.warn('own Node registered again with the podCIDR an older peer holds; keeping the network, not ready until that subnet is free or the Node has another podCIDR', {
+        node,
         subnet: change.subnet,
-        reason: change.reason,
+        holder: keeper,
+        kept,
       });
-      this.leaseAgain?.(change);
+      if (this.subnetManagerValue) ownNodeEvents(this.subnetManagerValue, network.lease).record(ownSubnetContestedEvent(node, change.subnet, keeper, kept));
+      network.whenSubnetFree(change.subnet, change.created, wait.signal).then(
+        () => {
+          this.endSubnetContest();
+          this.log.info('the podCIDR the own Node was registered again with is free now', { node, subnet: change.subnet });
+          this.leaseFromReplacement(change);
+        },
+        () => undefined, // ended: a later change of the own Node, or the round, decides
+      );
+      return;
     }
+    this.ownNodeGone = change.reason;
+    this.log.warn('own Node registered again; leasing again', {
+      node: this.networkValue?.lease.key,
+      previousSubnet: this.networkValue?.lease.subnet,
+      subnet: change.subnet,
+      reason: change.reason,
+    });
+    this.leaseAgain?.(change);
+  }
+
+  private endSubnetContest(): void {
+    this.ownSubnetContest?.wait.abort(new Error('the contest of the own subnet ended'));
+    this.ownSubnetContest = undefined;
   }
 
   /** Logged and told as an Event once the new lease's network runs. */
