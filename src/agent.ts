@@ -452,6 +452,7 @@ export class Agent {
       resyncMs: this.opts.resyncMs,
       policyBatch: config.hnsPolicyBatchSize,
       restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
+      restartServiceLbWaitMs: config.restartServiceLbWaitSeconds * 1000,
       afterRebuild: settle,
       beforeCompleteLease: () => this.readinessChecked(),
       routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },

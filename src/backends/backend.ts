@@ -48,6 +48,8 @@ export interface BackendDeps {
   lostHostObjects?: (network: Network) => Promise<'source-vip'[]>;
   /** --restart-service-on-hns-restart: the Windows service restarted once the network is re-applied after an HNS restart ('' = none). */
   restartServiceOnHnsRestart?: string;
+  /** --restart-service-lb-wait: how long that restart waits for HNS to restore kube-proxy's load balancers (./service-restart.ts); default 0. */
+  restartServiceLbWaitMs?: number;
 }
 
 /** A registered network: the own lease, the MTU for subnet.env, and its lease watch (flannel backend.Network). */

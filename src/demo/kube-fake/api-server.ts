@@ -2,7 +2,7 @@
 // the agent's list-watches, over real HTTP(S) on 127.0.0.1 so the real @kubernetes/client-node (and
 // kubectl) talk to it: Nodes (list, watch, get, patch incl. /status), Namespaces, Pods and
 // NetworkPolicies (list and watch across namespaces, under the same rules as Nodes; Pods get too),
-// Events (./events.ts) and the discovery documents kubectl reads first (/api, /apis, /api/v1), so
+// Services and EndpointSlices (list: ./services.ts), Events (./events.ts) and the discovery documents kubectl reads first (/api, /apis, /api/v1), so
 // `kubectl describe node` works against it. It models what flannel pkg/subnet/kube/kube.go
 // relies on through client-go, as the Kubernetes API documents it: the API conventions
 // (sig-architecture api-conventions.md: resourceVersion, Status errors with reason and code, the status
@@ -27,6 +27,7 @@ import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { kubeStatus, sendJson, sendStatus, type JsonObject } from './responses.js';
 import { WatchCache } from './watch.js';
+import { ServiceStore, type FakeNamespacedObject, type ServiceResource } from './services.js';
 
 export type { JsonObject } from './responses.js';
 export { kubeStatus } from './responses.js';
@@ -109,6 +110,7 @@ export class FakeKubeApiServer {
   private readonly clock: Clock;
   private readonly store: ObjectStore;
   private readonly eventStore: EventStore;
+  private readonly serviceStore: ServiceStore;
   private readonly faults = new RequestFaults();
   private readonly watchOptions: { watchCache: boolean; cacheCapacity: number };
   private readonly rbacSyncDelayMs: number;
@@ -131,6 +133,7 @@ export class FakeKubeApiServer {
       () => clock.now(),
       () => this.store.nextRevision(),
     );
+    this.serviceStore = new ServiceStore(() => this.store.nextRevision());
   }
 
   /** Every running process's watch cache of the resource is fed by etcd, the draining ones' too. */
@@ -338,6 +341,16 @@ export class FakeKubeApiServer {
     return this.store.list(resource);
   }
 
+  /** A Service (core/v1), as kube-proxy and `flanneld doctor` list it (./services.ts). */
+  addService(svc: FakeNamespacedObject): FakeNamespacedObject {
+    return this.serviceStore.add('services', svc);
+  }
+
+  /** An EndpointSlice (discovery.k8s.io/v1), as kube-proxy and `flanneld doctor` list it (./services.ts). */
+  addEndpointSlice(slice: FakeNamespacedObject): FakeNamespacedObject {
+    return this.serviceStore.add('endpointslices', slice);
+  }
+
   /** Events stored (created by POST, updated by PATCH), optionally only those about one object. */
   events(involved?: { kind: string; name: string }): JsonObject[] {
     const sel = involved ? `involvedObject.kind=${involved.kind},involvedObject.name=${involved.name}` : undefined;
@@ -490,6 +503,12 @@ export class FakeKubeApiServer {
       if (method !== 'GET') return notAllowed();
       return sendJson(res, 200, DISCOVERY[path]);
     }
+    if ((m = path.match(/^\/(?:api\/v1\/(?:namespaces\/([^/]+)\/)?(services)|apis\/discovery\.k8s\.io\/v1\/(?:namespaces\/([^/]+)\/)?(endpointslices))$/))) {
+      if (method !== 'GET') return notAllowed();
+      const ns = m[1] ?? m[3];
+      const list = this.serviceStore.list((m[2] ?? m[4]) as ServiceResource, ns === undefined ? undefined : decodeURIComponent(ns), query.labelSelector, this.resourceVersion);
+      return typeof list === 'string' ? sendStatus(res, 400, list) : sendJson(res, 200, list);
+    }
     if ((m = path.match(/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/))) return this.routeEvents(res, method, m[1], m[2], query, body);
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/))) {
       if (method !== 'GET') return notAllowed();
@@ -596,6 +615,7 @@ const DISCOVERY: Record<string, JsonObject> = {
       { name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: ['list', 'watch'], shortNames: ['ns'] },
       { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list', 'watch'], shortNames: ['po'] },
       { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['create', 'get', 'list', 'patch'], shortNames: ['ev'] },
+      { name: 'services', singularName: 'service', namespaced: true, kind: 'Service', verbs: ['list'], shortNames: ['svc'] },
     ],
   },
   '/apis/networking.k8s.io/v1': {
