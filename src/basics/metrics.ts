@@ -132,6 +132,8 @@ export const DATAPLANE_OPS: readonly string[] = [
     'getEndpoint',
     'createEndpoint',
     'deleteEndpoint',
+    'listLoadBalancerIds',
+    'listLoadBalancers',
   ].map((op) => `hns.${op}`),
   'routes.list',
   'routes.add',
