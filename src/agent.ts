@@ -18,7 +18,7 @@ import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
 import { selectExternalInterface, selectIPv6Address, selectionNeedsIPv6 } from './host/select.js';
 import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
-import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './commands/cni-readiness.js';
+import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './cni/readiness.js';
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
@@ -638,7 +638,7 @@ export class Agent {
     const { config } = this.opts;
     const dir = config.cniConfDir;
     if (!dir) return;
-    const { cniConfigFiles } = await import('./commands/cni-conf-dir.js');
+    const { cniConfigFiles } = await import('./cni/conf-dir.js');
     const { rerenderedOwnConflist } = await import('./commands/cni-config.js');
     // Read through the CNI check's seam (a regular file of at most 1 MiB), as the check reads it.
     const fs = this.opts.cniFs ?? nodeCniReadinessFs;

@@ -48,8 +48,8 @@ import { previousIPv6SubnetFromEnv, previousSubnetFromEnv } from '../subnet/subn
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
-import { checkCniConfOrder, retireEarlierConfigs } from './cni-conf-dir.js';
-import { samePath } from './cni-readiness.js';
+import { checkCniConfOrder, retireEarlierConfigs } from '../cni/conf-dir.js';
+import { samePath } from '../cni/readiness.js';
 import { readBootNetwork } from '../host/boot.js';
 
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';

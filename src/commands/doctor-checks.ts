@@ -12,8 +12,8 @@ import type { RefusedPeer, StatusReport } from '../health/status.js';
 import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
-import { pluginTypes, type CniProblem, type FirstCniConfig } from './cni-readiness.js';
-import { earlierFlannelConfig } from './cni-conf-dir.js';
+import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
+import { earlierFlannelConfig } from '../cni/conf-dir.js';
 import { isOwnCniConfig } from './cni-config.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
@@ -118,9 +118,9 @@ export interface DoctorFacts {
   cni: {
     confDir: string;
     binDir: string;
-    /** The config containerd loads first (./cni-readiness.ts), or why there is none usable. */
+    /** The config containerd loads first (../cni/readiness.ts), or why there is none usable. */
     first: FirstCniConfig | CniProblem;
-    /** What stops a pod's CNI ADD (./cni-readiness.ts checkCniReadiness): network name, subnet file, plugins. */
+    /** What stops a pod's CNI ADD (../cni/readiness.ts checkCniReadiness): network name, subnet file, plugins. */
     readiness: CniProblem[];
     /** The conflist's plugin data dir and the NAT exceptions expected from the agent's flags. */
     expected: { dataDir: string; serviceCidr: string };
@@ -552,7 +552,7 @@ interface FlannelPluginDoc {
 
 const sameFsPath = (a: string, b: string) => a.replace(/\//g, '\\').toLowerCase() === b.replace(/\//g, '\\').toLowerCase();
 
-/** ./cni-readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
+/** ../cni/readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
 function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
   const first = f.cni.first;
   if ('check' in first) {

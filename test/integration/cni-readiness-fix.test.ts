@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkCniReadiness, type CniReadinessInput } from '../../src/commands/cni-readiness.js';
+import { checkCniReadiness, type CniReadinessInput } from '../../src/cni/readiness.js';
 import { renderCniConfig } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { fakeReleases } from '../support/cni-releases.js';
