@@ -627,7 +627,7 @@ export class Agent {
   }
 
   /**
-   * The first config in --cni-conf-dir, when it is this agent's own (src/commands/cni-config.ts
+   * The first config in --cni-conf-dir, when it is this agent's own (src/cni/conflist.ts
    * rerenderedOwnConflist: one cni-config rendered, by content; never a foreign one), is kept naming the
    * network the agent runs and, dual-stack, the node's subnets in host-local's ranges (sdnbridge does
    * not read subnet.env). A DaemonSet's init container renders it before the agent has adopted an
@@ -639,7 +639,7 @@ export class Agent {
     const dir = config.cniConfDir;
     if (!dir) return;
     const { cniConfigFiles } = await import('./cni/conf-dir.js');
-    const { rerenderedOwnConflist } = await import('./commands/cni-config.js');
+    const { rerenderedOwnConflist } = await import('./cni/conflist.js');
     // Read through the CNI check's seam (a regular file of at most 1 MiB), as the check reads it.
     const fs = this.opts.cniFs ?? nodeCniReadinessFs;
     let path = dir;

@@ -2,7 +2,7 @@
 // row per hop a pod's traffic needs (ok / warn / fail / skip, what was seen, the fix). No upstream has a
 // node self-test; the facts each check compares come from the agent's own contract: the HNS network and
 // its policies (src/backends/vxlan, src/backends/hostgw), subnet.env (docs/compatibility.md §4), the
-// conflist `cni-config` writes (./cni-config.ts), host-local's store (src/backends/ipam-reservation.ts)
+// conflist `cni-config` writes (../cni/conflist.ts), host-local's store (src/backends/ipam-reservation.ts)
 // and the Node annotations (src/subnet/kube). `skip` means the row could not be judged because a row it
 // depends on failed or its facts are not readable here (no API access, no agent running); it names why.
 import { SOURCE_VIP_OWNER } from '../backends/vxlan/source-vip.js';
@@ -14,7 +14,7 @@ import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.
 import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
 import { earlierFlannelConfig } from '../cni/conf-dir.js';
-import { isOwnCniConfig } from './cni-config.js';
+import { isOwnCniConfig } from '../cni/conflist.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 

@@ -34,7 +34,7 @@ import { INSTALL_RECORD, MAX_RECORD_BYTES } from '../cni-plugins/install.js';
 import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
 import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from '../cni/readiness.js';
 import { bootRecordPath, parseRecordedNetwork } from '../host/boot.js';
-import { cniPaths } from './cni-config.js';
+import { cniPaths } from '../cni/conflist.js';
 import type { DoctorFacts, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
 
 /** The files doctor reads (each bounded: readFileFact) and --fix removes. */

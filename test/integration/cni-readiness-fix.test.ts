@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkCniReadiness, type CniReadinessInput } from '../../src/cni/readiness.js';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { fakeReleases } from '../support/cni-releases.js';
 import { pinnedBuild } from '../support/pinned-build.js';

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { TestCluster, VXLAN_NET_CONF, WIN_IP, freePort, waitFor } from '../support/cluster.js';
 
