@@ -5,7 +5,8 @@
 // installs sdnbridge.exe too, from the pinned microsoft/windows-container-networking release zip.
 import { applyFlagValue, envVarName, lookupFlag, parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
 import { CniInstallError, FlagError, FlannelError, errorMessage } from '../basics/errors.js';
-import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, SDNBRIDGE_FILE, type CniPluginFile } from '../cni-plugins/archive.js';
+import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
+import { CNI_PLUGIN_FILES, SDNBRIDGE_FILE, type CniPluginFile } from '../cni/plugins.js';
 import { DOWNLOAD_LIMITS } from '../cni-plugins/download.js';
 import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
 import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
