@@ -4,8 +4,7 @@
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see docs/performance.md, What the process loads).
-import type { Backend, BackendDeps, Network } from './backends/backend.js';
-import type { SourceVipRecord } from './backends/vxlan/source-vip.js';
+import type { Backend, BackendDeps, Network, SourceVip } from './backends/backend.js';
 import { join, resolve } from 'node:path';
 import { backoffDelay, pause, systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
@@ -22,7 +21,6 @@ import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadine
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
-import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
 import { clusterMismatchEvent, cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
@@ -101,7 +99,6 @@ export class Agent {
   private netConfValue: NetworkConfig | undefined;
   private subnetManagerValue: SubnetManager | undefined;
   private startKindValue: StartKind | undefined;
-  private sourceVipValue: SourceVipRecord | undefined;
   private runningSince: number | undefined;
   /** The bytes subnet.env was last written with. */
   private writtenEnv: string | undefined;
@@ -232,8 +229,8 @@ export class Agent {
     return this.startKindValue;
   }
   /** The kube-proxy source VIP reserved on a vxlan node. */
-  get sourceVip(): SourceVipRecord | undefined {
-    return this.sourceVipValue;
+  get sourceVip(): SourceVip | undefined {
+    return this.networkValue?.sourceVip;
   }
 
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
@@ -259,7 +256,7 @@ export class Agent {
       networkName: network?.networkName ?? this.netConfValue?.backend.name,
       hnsNetwork,
       mtu: network?.mtu,
-      sourceVip: this.sourceVipValue?.ip,
+      sourceVip: network?.sourceVip?.ip,
       network: network?.status(),
       ...(this.opts.config.cniConfDir ? { cni: { confDir: this.opts.config.cniConfDir, binDir: this.opts.config.cniBinDir, problems: cni } } : {}),
       ...(network?.lease.ipv6Subnet !== undefined && network.lease.publicIPv6 !== undefined && this.netConfValue
@@ -403,8 +400,7 @@ export class Agent {
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
-      if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
-      else await this.reserveHostEndpoint(network);
+      await network.settle();
       if (this.subnetEnvText(netConf, network) !== this.writtenEnv) {
         // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
         if (this.ready) this.keepSubnetEnv(netConf, signal);
@@ -426,20 +422,8 @@ export class Agent {
       metrics: this.metrics,
       clock: this.clock,
       resyncMs: this.opts.resyncMs,
-      policyBatch: config.hnsPolicyBatchSize,
-      restartServiceOnHnsRestart: config.restartServiceOnHnsRestart,
-      afterRebuild: settle,
-      beforeCompleteLease: () => this.readinessChecked(),
-      routeRecord: { path: routeRecordPath(config.subnetFile), fs: hostFiles },
-      // The source VIP endpoint, under the ID reserveSourceVip recorded (an HNS restart drops it); while it
-      // stands, the files kube-proxy's scripts read it from are kept too (one deleted is written again).
-      lostHostObjects: async () => {
-        const vip = this.sourceVipValue;
-        if (netConf.backend.type !== 'vxlan' || !vip?.endpointId) return [];
-        if (!(await dataplane.hns.getEndpoint(vip.endpointId))) return ['source-vip'];
-        await this.keepSourceVipFiles(vip);
-        return [];
-      },
+      flags: config,
+      files: hostFiles,
     };
     const newBackend = async (): Promise<Backend> =>
       netConf.backend.type === 'vxlan'
@@ -494,7 +478,7 @@ export class Agent {
             }
             watching = this.watchReadiness(netConf, subnetManager, cniCheck.signal);
           }
-          await network.run(round.signal);
+          await network.run(round.signal, { afterRebuild: settle, beforeCompleteLease: () => this.readinessChecked() });
         } catch (err) {
           // What the round started (the lease's renewal, the network's loops) stops with it.
           round.abort(err);
@@ -785,63 +769,6 @@ export class Agent {
         path,
         network: network.networkName,
         error: errorMessage(err),
-      });
-    }
-  }
-
-  /** vxlan: reserve kube-proxy's source VIP (an endpoint no pod can get) and write where the scripts look. */
-  private async reserveSourceVip(network: Network, dataplane: Dataplane): Promise<void> {
-    const { config } = this.opts;
-    if (!config.sourceVipFile) return;
-    const { reserveSourceVip } = await import('./backends/vxlan/source-vip.js');
-    this.sourceVipValue = await reserveSourceVip({
-      hns: dataplane.hns,
-      networkName: network.networkName,
-      subnet: network.lease.subnet,
-      file: config.sourceVipFile,
-      compatFiles: config.sourceVipCompatFiles,
-      ipamDataDir: config.cniIpamDataDir,
-      macFor: (providerAddress) => dataplane.host.macAddress(providerAddress),
-      log: componentLogger(this.opts.log, 'source-vip'),
-      fs: hostFiles,
-    });
-    this.log.info('kube-proxy source VIP', { ip: this.sourceVipValue.ip, file: config.sourceVipFile, endpoint: this.sourceVipValue.endpointId });
-  }
-
-  /**
-   * The source VIP files as reserveSourceVip wrote them: kube-proxy's scripts read them at each kube-proxy
-   * start, and one deleted or edited (C:\k cleaned by hand) would send them to host-local for another
-   * address than the endpoint's. Written again, with a warning.
-   */
-  private async keepSourceVipFiles(vip: SourceVipRecord): Promise<void> {
-    const { config } = this.opts;
-    const { writeSourceVipFiles } = await import('./backends/vxlan/source-vip.js');
-    const log = componentLogger(this.opts.log, 'source-vip');
-    for (const path of writeSourceVipFiles(hostFiles, vip, { file: config.sourceVipFile, compatFiles: config.sourceVipCompatFiles, log })) {
-      log.warn('a source VIP file kube-proxy reads was missing or changed; wrote it again', { path, ip: vip.ip });
-    }
-  }
-
-  /**
-   * host-gw: reserve the bridge endpoint's address (`.2`, every pod's gateway under win-bridge) in
-   * host-local's store, so no pod gets it. An address a pod already holds stays with that pod.
-   */
-  private async reserveHostEndpoint(network: Network): Promise<void> {
-    const { config } = this.opts;
-    if (!config.cniIpamDataDir) return;
-    const { HOST_ENDPOINT_OWNER, hostEndpointAddress } = await import('./backends/hostgw/backend.js');
-    const { reserveAddressOrWarn } = await import('./backends/ipam-reservation.js');
-    const ip = hostEndpointAddress(network.lease.subnet);
-    const ifname = `${network.networkName}_ep`;
-    const r = reserveAddressOrWarn(hostFiles, { dataDir: config.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname }, this.log);
-    if (!r) return;
-    if (r.torn) this.log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip, endpoint: ifname });
-    else if (r.result === 'reserved') this.log.info('reserved the host endpoint address in host-local IPAM', { path: r.path, ip, endpoint: ifname });
-    if (r.result === 'held') {
-      this.log.warn("a pod holds the host endpoint's address (every pod's gateway); it keeps it until it is deleted: recreate that pod", {
-        path: r.path,
-        ip,
-        container: r.holder,
       });
     }
   }
