@@ -6,30 +6,29 @@
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network, SourceVip } from './backends/backend.js';
 import { join, resolve } from 'node:path';
-import { backoffDelay, pause, systemClock, type Clock } from './basics/clock.js';
+import { systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
-import { errorMessage, FlannelError, HostError } from './basics/errors.js';
+import { errorMessage } from './basics/errors.js';
 import { Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { dualStackGuidance } from './health/dual-stack.js';
 import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
-import { selectExternalInterface, selectIPv6Address, selectionNeedsIPv6 } from './host/select.js';
-import type { HostInterface, Ipv6Address } from './host/host.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './cni/readiness.js';
-import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
+import { systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
-import type { KubeStart } from './subnet/kube/factory.js';
 import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
 import { clusterMismatchEvent, cniConfigRenamedEvent, nodeReregisteredEvent, type NodeEvents } from './node-events.js';
 import { clusterMismatch, type ClusterMismatch } from './peers/cluster-mismatch.js';
-import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode, readNetConf, windowsNetConf } from './subnet/net-conf.js';
+import { readNetConf, windowsNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
-import { encodeSubnetEnv, previousIPv6SubnetFromEnv, previousSubnetFromEnv, readSubnetEnv, writeSubnetEnv } from './subnet/subnet-env.js';
 import { VERSION } from './basics/version.js';
+import { lookupExtIface } from './agent/external-interface.js';
+import { SubnetEnvFile } from './agent/subnet-env-file.js';
+import { recordBoot, recordNetwork } from './agent/boot-record.js';
 import { writeFileAtomicSync } from './basics/fs.js';
 
 export interface AgentOptions {
@@ -100,10 +99,6 @@ export class Agent {
   private subnetManagerValue: SubnetManager | undefined;
   private startKindValue: StartKind | undefined;
   private runningSince: number | undefined;
-  /** The bytes subnet.env was last written with. */
-  private writtenEnv: string | undefined;
-  /** The retry of subnet.env after a rebuild, while one runs. */
-  private subnetEnvRetry: Promise<void> | undefined;
   /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
   private ownNodeGone: string | undefined;
   /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
@@ -358,35 +353,20 @@ export class Agent {
       config.kubeSubnetMgr && !this.opts.subnetManager
         ? (await import('./subnet/kube/factory.js')).kubeStart(config, { log: root, metrics: this.metrics, clock: this.clock, timings: this.opts.subnetTimings })
         : undefined;
-    const publicIPs = await this.publicIPCandidates(kube, signal);
-    // The Linux peers of an --ipv4-only node in a kube dual-stack cluster need its public IPv6 (below).
-    const linuxPeersNeedIPv6 = ipv4OnlyInDualStack && kube !== undefined;
-    const adapters = await dataplane.host.interfaces({ ipv6: selectionNeedsIPv6(config.iface, netConf.enableIPv6 || linuxPeersNeedIPv6) });
-    const extIface = selectExternalInterface(adapters, await dataplane.host.defaultRouteInterfaceIndex(), {
-      iface: config.iface,
-      ifaceRegex: config.ifaceRegex,
-      publicIPs,
-    });
-    const publicIP = config.publicIP || extIface.ipv4;
-    if (publicIPs.length > 0 && !publicIPs.includes(extIface.ipv4)) {
-      this.log.warn('no interface holds the public IP; using the default route interface', { publicIPs: publicIPs.join(','), interface: extIface.name });
-    }
-    this.log.info('using interface', { interface: extIface.name, index: extIface.index, ip: extIface.ipv4, mtu: extIface.mtu, publicIP });
-    checkNetworkExcludesNode(netConf.network, [publicIP, extIface.ipv4]);
-    const ipv6 = netConf.enableIPv6 ? await this.publicIPv6(kube, extIface, signal) : undefined;
-    if (ipv6) checkIPv6NetworkExcludesNode(netConf.ipv6Network, [ipv6.publicIPv6, ipv6.address.address]);
-    const ipv4OnlyPublicIPv6 = linuxPeersNeedIPv6 ? await this.ipv4OnlyPublicIPv6(kube, extIface, signal) : undefined;
+    const ext = await lookupExtIface({ config, netConf, ipv4OnlyInDualStack, dataplane, kube, log: this.log, signal });
 
-    const { subnet: previousSubnet, ipv6Subnet: previousIPv6Subnet } = await this.previousSubnet(config.subnetFile);
-    this.recordBoot(config.subnetFile);
+    const subnetEnv = new SubnetEnvFile({ path: config.subnetFile, ipMasq: config.ipMasq, netConf, fs: this.opts.fs, clock: this.clock, log: this.log });
+    const { subnet: previousSubnet, ipv6Subnet: previousIPv6Subnet } = await subnetEnv.previous();
+    const bootTime = this.opts.bootTimeMs ?? (process.platform === 'win32' ? () => systemBootTimeMs() : undefined);
+    if (bootTime) this.startKindValue = recordBoot(config.subnetFile, bootTime(), this.clock, this.log);
 
     const subnetManager =
       this.opts.subnetManager ??
       (kube
-        ? kube.subnetManager(netConf, ipv4OnlyPublicIPv6)
+        ? kube.subnetManager(netConf, ext.ipv4OnlyPublicIPv6)
         : (await import('./subnet/etcd/factory.js')).createEtcdSubnetManager(config, {
             netConf,
-            publicIP,
+            publicIP: ext.publicIP,
             previousSubnet,
             previousIPv6Subnet,
             log: root,
@@ -401,12 +381,12 @@ export class Agent {
     const settle = async (network: Network): Promise<void> => {
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       await network.settle();
-      if (this.subnetEnvText(netConf, network) !== this.writtenEnv) {
+      if (subnetEnv.differs(network)) {
         // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
-        if (this.ready) this.keepSubnetEnv(netConf, signal);
-        else await this.writeSubnetEnv(netConf, network);
+        if (this.ready) subnetEnv.keep(() => this.networkValue, signal);
+        else await subnetEnv.write(network);
       }
-      await this.recordNetwork(netConf, network, dataplane);
+      await recordNetwork(config.subnetFile, netConf, network, dataplane.hns, this.log);
       await this.rerenderOwnConflist(netConf, network, ownNodeEvents(subnetManager, network.lease));
     };
     const deps: BackendDeps = {
@@ -415,9 +395,9 @@ export class Agent {
       hns: dataplane.hns,
       routes: dataplane.routes,
       host: dataplane.host,
-      extIface,
-      publicIP,
-      ...(ipv6 ? { extIPv6: ipv6.address, publicIPv6: ipv6.publicIPv6 } : {}),
+      extIface: ext.iface,
+      publicIP: ext.publicIP,
+      ...(ext.ipv6 ? { extIPv6: ext.ipv6.address, publicIPv6: ext.ipv6.publicIPv6 } : {}),
       log: componentLogger(root, netConf.backend.type),
       metrics: this.metrics,
       clock: this.clock,
@@ -592,25 +572,6 @@ export class Agent {
   }
 
   /**
-   * subnet.env's bytes for the network: its subnets and current MTU. Written again whenever they differ
-   * from the bytes last written (a rebuild's MTU, a new lease's subnets, also one with only another IPv6 subnet).
-   */
-  private subnetEnvText(netConf: NetworkConfig, network: Network): string {
-    // FLANNEL_IPV6_NETWORK / FLANNEL_IPV6_SUBNET only when IPv6 is on (upstream WriteSubnetFile).
-    const v6 = netConf.enableIPv6 && network.lease.ipv6Subnet !== undefined ? { ipv6Network: netConf.ipv6Network, ipv6Subnet: network.lease.ipv6Subnet } : {};
-    return encodeSubnetEnv({ network: netConf.network, subnet: network.lease.subnet, mtu: network.mtu, ipMasq: this.opts.config.ipMasq, ...v6 });
-  }
-
-  /** Write subnet.env for the network's subnet and current MTU (again after a rebuild changed the MTU). */
-  private async writeSubnetEnv(netConf: NetworkConfig, network: Network): Promise<void> {
-    const { config } = this.opts;
-    const text = this.subnetEnvText(netConf, network);
-    await writeSubnetEnv(config.subnetFile, text, { fs: this.opts.fs, clock: this.clock });
-    this.writtenEnv = text;
-    this.log.info('wrote subnet.env', { path: config.subnetFile, subnet: network.lease.subnet, mtu: network.mtu });
-  }
-
-  /**
    * The first config in --cni-conf-dir, when it is this agent's own (src/cni/conflist.ts
    * rerenderedOwnConflist: one cni-config rendered, by content; never a foreign one), is kept naming the
    * network the agent runs and, dual-stack, the node's subnets in host-local's ranges (sdnbridge does
@@ -647,144 +608,6 @@ export class Agent {
       }
     } catch (err) {
       this.log.warn('could not update the CNI config for the network this agent runs; run flanneld cni-config -o again', { path, error: errorMessage(err) });
-    }
-  }
-
-  /**
-   * subnet.env for the network's current MTU, retried (1 s doubling to 30 s) until written: a rebuild
-   * that changed the MTU while the directory was read-only or full must not leave the old MTU there.
-   * One retry loop at a time; each attempt writes what the agent's network holds then (a later lease
-   * round may have replaced the network that started the loop, and written subnet.env for its own).
-   */
-  private keepSubnetEnv(netConf: NetworkConfig, signal: AbortSignal): void {
-    if (this.subnetEnvRetry) return;
-    this.subnetEnvRetry = (async () => {
-      for (let attempt = 0; ; attempt++) {
-        const network = this.networkValue;
-        if (signal.aborted || network === undefined || this.subnetEnvText(netConf, network) === this.writtenEnv) return;
-        try {
-          await this.writeSubnetEnv(netConf, network);
-        } catch (err) {
-          const delayMs = backoffDelay(attempt, 1000, 30_000);
-          this.log.warn('cannot write subnet.env after the network was rebuilt; retrying', {
-            path: this.opts.config.subnetFile,
-            mtu: network.mtu,
-            delayMs,
-            error: errorMessage(err),
-            ...(err instanceof FlannelError ? { code: err.code } : {}),
-          });
-          if (!(await pause(this.clock, delayMs, signal))) break;
-        }
-      }
-    })().finally(() => (this.subnetEnvRetry = undefined));
-  }
-
-  /**
-   * With no --iface/--iface-regex: the public IPs that pick the external interface, in order: --public-ip,
-   * then (kube mode) the own Node's public-ip-overwrite and node-public-ip annotations.
-   */
-  private async publicIPCandidates(kube: KubeStart | undefined, signal: AbortSignal): Promise<string[]> {
-    const { config } = this.opts;
-    if (config.iface.length > 0 || config.ifaceRegex.length > 0) return [];
-    const ips = config.publicIP ? [config.publicIP] : [];
-    if (kube) ips.push(...(await kube.publicIPs(signal)));
-    return ips;
-  }
-
-  /**
-   * Dual-stack: the external interface's IPv6 address (--iface or --public-ipv6 name it, else the Node's
-   * public-ipv6-overwrite / node-public-ipv6 annotations, else the first stable global one) and the IPv6
-   * address to publish (--public-ipv6, else that address).
-   */
-  private async publicIPv6(kube: KubeStart | undefined, extIface: HostInterface, signal: AbortSignal): Promise<{ address: Ipv6Address; publicIPv6: string }> {
-    const { config } = this.opts;
-    const annotated = kube && config.iface.length === 0 && config.ifaceRegex.length === 0 ? await kube.publicIPv6s(signal) : [];
-    const address = selectIPv6Address(extIface, {
-      iface: config.iface,
-      publicIPv6s: [...(config.publicIPv6 ? [config.publicIPv6] : []), ...annotated],
-      ...(config.publicIPv6 ? { assumed: config.publicIPv6 } : {}),
-    });
-    if (extIface.ipv6Addresses === undefined) {
-      this.log.warn("this host does not list the adapter's IPv6 addresses; --public-ipv6 is taken as its address with a /64 on-link prefix", { publicIPv6: config.publicIPv6 });
-    }
-    const publicIPv6 = config.publicIPv6 ?? address.address;
-    this.log.info('using IPv6 address', { interface: extIface.name, ipv6: address.address, prefixLength: address.prefixLength, publicIPv6 });
-    return { address, publicIPv6 };
-  }
-
-  /**
-   * `--ipv4-only` in a kube dual-stack cluster: the public-ipv6 the Linux nodes need to program this Node at
-   * all (./subnet/kube/own-node.ts ipv4OnlyPublicIPv6), found as a dual-stack node's: --public-ipv6, the
-   * Node's annotations, else the adapter's address. None is a start-up error naming the fix.
-   */
-  private async ipv4OnlyPublicIPv6(kube: KubeStart, extIface: HostInterface, signal: AbortSignal): Promise<string> {
-    try {
-      return (await this.publicIPv6(kube, extIface, signal)).publicIPv6;
-    } catch (err) {
-      if (!(err instanceof HostError)) throw err;
-      throw new HostError(
-        'FLANNEL_ERR_HOST',
-        `--ipv4-only in a dual-stack cluster still publishes this node's public-ipv6: Linux flanneld with EnableIPv6 skips a Node without one (its IPv4 routes too); pass --public-ipv6=<this node's IPv6 address> (${err.message})`,
-        { ...err.context, reason: 'ipv4-only-no-ipv6' },
-        { cause: err },
-      );
-    }
-  }
-
-  /** Record the boot time beside subnet.env and say whether this start follows a reboot. */
-  private recordBoot(subnetFile: string): void {
-    const bootTime = this.opts.bootTimeMs ?? (process.platform === 'win32' ? () => systemBootTimeMs() : undefined);
-    if (!bootTime) return;
-    const path = bootRecordPath(subnetFile);
-    try {
-      const check = checkBoot(path, bootTime(), this.clock.now());
-      this.startKindValue = check.kind;
-      const what =
-        check.kind === 'reboot'
-          ? 'this start follows a reboot: non-persistent HNS networks are gone and will be recreated'
-          : check.kind === 'restart'
-            ? 'this start is a restart within the same boot: a matching HNS network is reused, never deleted'
-            : 'first start on this host (no boot record yet)';
-      this.log.info(what, { startKind: check.kind, bootTime: check.current.bootTime, previousBootTime: check.previous?.bootTime, starts: check.current.starts, path });
-    } catch (err) {
-      this.log.warn('could not record the boot time; reboot detection is off for this start', { path, error: errorMessage(err) });
-    }
-  }
-
-  /**
-   * Keep the HNS network this agent runs (created or adopted) in the boot record, where whoever renders
-   * the CNI config finds the name pods must use (`flanneld cni-config` reads it).
-   */
-  private async recordNetwork(netConf: NetworkConfig, network: Network, dataplane: Dataplane): Promise<void> {
-    const path = bootRecordPath(this.opts.config.subnetFile);
-    try {
-      const id = (await dataplane.hns.getNetworkByNameV1(network.networkName))?.ID ?? '';
-      recordBootNetwork(path, { name: network.networkName, id, backend: netConf.backend.type });
-      const adopted = network.networkName !== netConf.backend.name;
-      const fields = { network: network.networkName, id, adopted, configured: netConf.backend.name, path };
-      if (adopted) this.log.warn("pods use the adopted HNS network, not net-conf's name: the CNI config must name it (flanneld cni-config reads it from the boot record)", fields);
-      else this.log.info('the HNS network pods use, recorded for the CNI config', fields);
-    } catch (err) {
-      this.log.warn('could not record the HNS network in the boot record; flanneld cni-config falls back to net-conf.json', {
-        path,
-        network: network.networkName,
-        error: errorMessage(err),
-      });
-    }
-  }
-
-  /** The previous subnet.env tells what this node had (the etcd manager prefers it); a bad one is only logged. */
-  private async previousSubnet(path: string): Promise<{ subnet?: string; ipv6Subnet?: string }> {
-    try {
-      const previous = await readSubnetEnv(path, this.opts.fs);
-      if (previous === undefined) return {};
-      const subnet = previousSubnetFromEnv(previous);
-      const ipv6Subnet = previousIPv6SubnetFromEnv(previous);
-      this.log.info('found previous subnet.env', { path, subnet, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) });
-      return { subnet, ipv6Subnet };
-    } catch (err) {
-      this.log.warn('ignoring unreadable previous subnet.env; it will be rewritten', { path, error: errorMessage(err) });
-      return {};
     }
   }
 }
