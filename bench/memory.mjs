@@ -3,6 +3,8 @@
 // (packaging/runtime-flags.mjs), measured after it logs that the dataplane holds every peer, after full
 // GCs. Baselines in the same run: client-node's informer holding the same nodes (same flags), the agent
 // with Node's default flags, and, per import, what the zero-node process is made of (kube and etcd mode).
+// And what peers every agent rejects cost: 3,000 of them (on VNI 1, or with hostile 1 kB annotations),
+// above the zero-node agent.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { RUNTIME_EXEC_ARGV } from '../packaging/runtime-flags.mjs';
@@ -48,8 +50,8 @@ async function agent(kubeconfig, n, execArgv) {
   }
 }
 
-async function withApi(peers, fn) {
-  const api = await new ApiServerProcess().setup(makeTmpDir(), { peers, backend: 'vxlan' });
+async function withApi(peers, fn, rejected) {
+  const api = await new ApiServerProcess().setup(makeTmpDir(), { peers, backend: 'vxlan', rejected });
   try {
     return await fn(api);
   } finally {
@@ -63,6 +65,20 @@ async function median(repeats, measure) {
   for (let i = 0; i < repeats; i++) runs.push(await measure());
   runs.sort((a, b) => a.rss - b.rss);
   return runs[Math.floor(runs.length / 2)];
+}
+
+/** Rejected peers of each kind measured (docs/bounds.md: what a rejected node keeps is bounded in bytes). */
+export const REJECTED_PEERS = 3000;
+export const REJECTED_KINDS = ['vni1', 'hostile'];
+
+/** The zero-node agent: median of `repeats` fresh processes. */
+export function zeroPeers(repeats) {
+  return withApi(0, (api) => median(repeats, () => agent(api.kubeconfig, 0)));
+}
+
+/** The agent with REJECTED_PEERS peers it rejects (`kind`: nodes.mjs rejectedNode), synced with none accepted. */
+export function rejectedPeers(repeats, kind) {
+  return withApi(REJECTED_PEERS, (api) => median(repeats, () => agent(api.kubeconfig, 0)), kind);
 }
 
 /** Per-import table of one mode: median of `repeats` fresh processes, row by row. */
@@ -117,6 +133,13 @@ export async function run({ quick, with20k }) {
     });
     rows.push({ nodes: n, process: 'client-node informer', rssMB: mb(r.informer.rss), heapUsedMB: mb(r.informer.heapUsed) });
   }
+  results.rejected = {};
+  for (const kind of REJECTED_KINDS) {
+    log(`memory: ${REJECTED_PEERS} rejected peers (${kind})`);
+    const r = await rejectedPeers(repeats, kind);
+    results.rejected[kind] = { agent: r, aboveZeroMB: mb(r.rss - zero.rss) };
+    rows.push({ nodes: REJECTED_PEERS, process: `flanneld, every peer rejected (${kind})`, rssMB: mb(r.rss), heapUsedMB: mb(r.heapUsed), aboveZeroMB: mb(r.rss - zero.rss) });
+  }
   table(`Memory after sync (fresh process each, median of ${repeats}, after GC; each Node is ${nodeBytes} bytes of JSON)`, rows);
   const at = results.sizes[5000];
   const at20k = results.sizes[20000];
@@ -130,6 +153,8 @@ export async function run({ quick, with20k }) {
       rss_zero_nodes_mb: mb(zero.rss),
       rss_5k_mb: mb(at.agent.rss),
       rss_5k_over_informer: Math.round((at.agent.rss / at.informer.rss) * 1000) / 1000,
+      rss_3k_rejected_vni1_above_zero_mb: results.rejected.vni1.aboveZeroMB,
+      rss_3k_rejected_hostile_above_zero_mb: results.rejected.hostile.aboveZeroMB,
       ...(at20k ? { rss_20k_mb: mb(at20k.agent.rss), rss_20k_over_informer: Math.round((at20k.agent.rss / at20k.informer.rss) * 1000) / 1000 } : {}),
     },
     notes: ['The agent is `node dist/main.js` in kube mode; its process also holds the simulated HNS state, which on Windows lives in the OS.'],

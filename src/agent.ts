@@ -14,15 +14,15 @@ import { systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage } from './basics/errors.js';
-import { Metrics } from './basics/metrics.js';
+import { METRIC, Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
 import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
-import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
-import { nodeReregisteredEvent, noNodeEvents } from './node-events.js';
+import { ownNodeEvents, type SubnetManager } from './subnet/lease.js';
+import { noNodeEvents } from './node-events.js';
 import { readNetConf, windowsNetConf } from './subnet/net-conf.js';
 import type { NetworkConfig } from './subnet/net-conf-types.js';
 import type { SubnetTimings } from './subnet/timings.js';
@@ -33,6 +33,7 @@ import { clusterConfigPart } from './agent/cluster-config-part.js';
 import { dualStackPart } from './agent/dual-stack-part.js';
 import { netConfPart } from './agent/net-conf-part.js';
 import { lookupExtIface } from './agent/external-interface.js';
+import { OwnNode, type OwnNodeReplaced } from './agent/own-node.js';
 import { SubnetEnvFile } from './agent/subnet-env-file.js';
 import { recordBoot, recordNetwork } from './agent/boot-record.js';
 import { cniPart, type CniPart } from './cni/part.js';
@@ -79,10 +80,10 @@ export class Agent {
   private netConfValue: NetworkConfig | undefined;
   private startKindValue: StartKind | undefined;
   private runningSince: number | undefined;
-  /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
-  private ownNodeGone: string | undefined;
   /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
-  private leaseAgain: ((change: Extract<OwnLeaseChange, { kind: 'replaced' }>) => void) | undefined;
+  private leaseAgain: ((change: OwnNodeReplaced) => void) | undefined;
+  /** The own Node as the lease watch reports it (gone, contested, registered again), once the run has the subnet manager. */
+  private ownNode: OwnNode | undefined;
   /** The agent's parts, the readiness loop over their problems and the CNI part, once the run has built them. */
   private parts: readonly AgentPart[] = [];
   private readiness: PodNetworkReadiness | undefined;
@@ -92,6 +93,14 @@ export class Agent {
     this.log = componentLogger(opts.log, 'agent');
     this.clock = opts.clock ?? systemClock;
     this.metrics = opts.metrics ?? new Metrics();
+    // Read at each scrape, as /readyz and /status answer (a read that finds new pod-network problems wakes
+    // the readiness loop, as a /readyz read does).
+    this.metrics.onRender(() => {
+      const s = this.networkValue?.status();
+      this.metrics.set(METRIC.ready, this.isReady ? 1 : 0);
+      this.metrics.set(METRIC.peersProgrammed, s?.peersProgrammed ?? 0);
+      this.metrics.set(METRIC.peersRejected, s?.rejections.length ?? 0);
+    });
   }
 
   /**
@@ -102,7 +111,7 @@ export class Agent {
    */
   get isReady(): boolean {
     const s = this.networkValue?.status();
-    return this.ready && this.ownNodeGone === undefined && s !== undefined && s.listed && !s.networkMissing && this.podNetworkProblems().length === 0;
+    return this.ready && (this.ownNode?.ready ?? true) && s !== undefined && s.listed && !s.networkMissing && this.podNetworkProblems().length === 0;
   }
 
   /**
@@ -120,12 +129,9 @@ export class Agent {
     return this.cni?.cniProblems() ?? [];
   }
 
-  /** Why /readyz answers 503, once the network is up: the own Node gone from the API server, the pod-network problems; each with its fix. */
+  /** Why /readyz answers 503, once the network is up: the own Node gone or its podCIDR contested, the pod-network problems; each with its fix. */
   notReadyReason(): string | undefined {
-    const reasons = [
-      ...(this.ownNodeGone !== undefined ? [`own-node-deleted: ${this.ownNodeGone}; fix: register the Node again (restart the kubelet); the dataplane is kept meanwhile`] : []),
-      ...this.podNetworkProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`),
-    ];
+    const reasons = [...(this.ownNode?.notReadyReasons() ?? []), ...this.podNetworkProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`)];
     return reasons.length === 0 ? undefined : reasons.join('\n');
   }
 
@@ -185,7 +191,7 @@ export class Agent {
       mtu: network?.mtu,
       sourceVip: network?.sourceVip?.ip,
       network: network?.status(),
-      ...(this.ownNodeGone !== undefined ? { ownNodeGone: this.ownNodeGone } : {}),
+      ...this.ownNode?.status(),
       ...this.parts.reduce<Partial<StatusInput>>((s, part, i) => ({ ...s, ...part.status?.(problems[i] ?? []) }), {}),
     });
   }
@@ -320,6 +326,8 @@ export class Agent {
     ];
     const readiness = new PodNetworkReadiness({ parts: this.parts, subnetManager, clock: this.clock, log: this.log, intervalMs: this.opts.cniCheckIntervalMs });
     this.readiness = readiness;
+    const ownNode = new OwnNode({ log: this.log, network: () => this.networkValue, events: () => shared.events(), leaseAgain: (change) => this.leaseAgain?.(change) });
+    this.ownNode = ownNode;
 
     // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
@@ -367,10 +375,10 @@ export class Agent {
         fail(error);
       }));
     try {
-      subnetManager.onOwnLeaseChange?.((change) => this.ownLeaseChanged(change));
+      subnetManager.onOwnLeaseChange?.((change) => ownNode.changed(change));
       // One round per lease: a new one when the own Node was deleted and registered again, as a restart
       // would (the backend reuses a matching network, or builds one on a new podCIDR).
-      for (let again: Extract<OwnLeaseChange, { kind: 'replaced' }> | undefined; ;) {
+      for (let again: OwnNodeReplaced | undefined; ;) {
         const round = new AbortController();
         const endRound = () => round.abort(signal.reason);
         if (signal.aborted) round.abort(signal.reason);
@@ -387,10 +395,9 @@ export class Agent {
           this.networkValue = network;
           await settle(network);
           this.ready = true;
-          this.ownNodeGone = undefined;
           this.phaseValue = 'running';
           this.runningSince = this.clock.now();
-          if (again && previous) this.leasedAgain(subnetManager, previous, network);
+          ownNode.leased(network, again && previous);
           void startParts();
           await network.run(round.signal, { afterRebuild: settle, beforeCompleteLease: () => readiness.checked() });
         } catch (err) {
@@ -400,6 +407,7 @@ export class Agent {
         } finally {
           signal.removeEventListener('abort', endRound);
           this.leaseAgain = undefined;
+          ownNode.roundEnded(); // the round's network, which the wait for a contested subnet watched, is done
         }
         if (signal.aborted || next === undefined) return;
         again = next;
@@ -410,32 +418,5 @@ export class Agent {
       partsRun.abort(new Error('the network stopped'));
       await running;
     }
-  }
-
-  /** The lease watch saw the own Node go, come back, or be registered anew. */
-  private ownLeaseChanged(change: OwnLeaseChange): void {
-    if (change.kind === 'lost') {
-      this.ownNodeGone = change.reason;
-      this.log.warn('own Node deleted from the API server; keeping the dataplane, not ready until it is registered again', { reason: change.reason });
-    } else if (change.kind === 'back') {
-      this.ownNodeGone = undefined;
-      this.log.info('own Node is in the API server again (the same Node)');
-    } else {
-      this.ownNodeGone = change.reason;
-      this.log.warn('own Node registered again; leasing again', {
-        node: this.networkValue?.lease.key,
-        previousSubnet: this.networkValue?.lease.subnet,
-        subnet: change.subnet,
-        reason: change.reason,
-      });
-      this.leaseAgain?.(change);
-    }
-  }
-
-  /** Logged and told as an Event once the new lease's network runs. */
-  private leasedAgain(subnetManager: SubnetManager, previous: Network, network: Network): void {
-    const rebuilt = previous.lease.subnet !== network.lease.subnet;
-    this.log.info('leased again from the re-registered own Node', { node: network.lease.key, previousSubnet: previous.lease.subnet, subnet: network.lease.subnet, rebuilt });
-    ownNodeEvents(subnetManager, network.lease).record(nodeReregisteredEvent(previous.lease.subnet, network.lease.subnet, rebuilt));
   }
 }

@@ -16,9 +16,11 @@ export interface RefusedItem {
   error: string;
 }
 
-/** A peer whose current lease is rejected. */
+/** A peer whose current lease is rejected, or (`family: 'ipv6'`) whose lease is accepted but for its IPv6 half. */
 export interface RejectedLease {
   key: string;
+  /** Only the IPv6 half is rejected: `subnet` and `publicIP` are its IPv6 podCIDR and public IPv6; the IPv4 route is kept. */
+  family?: 'ipv6';
   subnet: string;
   publicIP: string;
   /** One of LEASE_REJECT_REASONS (src/peers/reject-reasons.ts); `flanneld status` reads it off the wire as text. */

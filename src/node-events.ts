@@ -65,6 +65,20 @@ export function nodeReregisteredEvent(previousSubnet: string, subnet: string, re
   };
 }
 
+/** The own Node was registered again with the podCIDR an older peer holds: the older Node keeps it, the agent keeps its old network. */
+export function ownSubnetContestedEvent(node: string, subnet: string, keeper: string, kept: string): NodeEvent {
+  return {
+    type: 'Warning',
+    reason: NODE_EVENT_REASON.subnetContested,
+    message: `the Node was registered again with podCIDR ${subnet}, which the older Node ${keeper} holds; the older Node keeps a contested subnet, so flanneld keeps its network on ${kept} and is not ready. Fix: ${ownSubnetContestedFix(node, keeper)}`,
+  };
+}
+
+/** What ends the own Node's subnet contest; the agent leases again by itself once it is done. */
+export function ownSubnetContestedFix(node: string, keeper: string): string {
+  return `give ${node} a podCIDR no other Node has (kubectl delete node ${node}: the kubelet registers it again and kube-controller-manager --allocate-node-cidrs assigns a free one), or, if ${keeper} is stale, kubectl delete node ${keeper}; flanneld leases again by itself once either is done`;
+}
+
 /** This node rejects every peer for a cluster-configuration mismatch (src/peers/cluster-mismatch.ts): it reaches none. */
 export function clusterMismatchEvent(detail: string, fix: string): NodeEvent {
   return { type: 'Warning', reason: NODE_EVENT_REASON.clusterConfigMismatch, message: `${detail}; the node is not ready; fix: ${fix}` };

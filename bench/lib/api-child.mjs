@@ -5,18 +5,20 @@
 import { readFileSync } from 'node:fs';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../dist/demo/kube-fake/api-server.js';
 import { peer } from './common.mjs';
-import { apiTime, heartbeat as kubeletHeartbeat, realisticNode } from './nodes.mjs';
+import { apiTime, heartbeat as kubeletHeartbeat, realisticNode, rejectedNode } from './nodes.mjs';
 
 /** Made by the first `start` (https with a bearer token when it names a certificate, key and token). */
 let api;
 let auth = {};
 const wallNow = () => performance.timeOrigin + performance.now();
 let backend = 'vxlan';
+/** `vni1` or `hostile`: the peers are Nodes every Windows agent rejects (nodes.mjs rejectedNode). */
+let rejected;
 let churnStop = false;
 
 function addPeer(i) {
   const p = peer(i);
-  api.addNode(realisticNode(i, p, backend));
+  api.addNode(rejected ? rejectedNode(i, p, backend, rejected) : realisticNode(i, p, backend));
   return p;
 }
 
@@ -89,8 +91,9 @@ const handlers = {
   addOwn({ name, podCIDR, ip }) {
     api.addNode(bareNode({ name, podCIDR, internalIP: ip }));
   },
-  populate({ from, count, backend: b }) {
+  populate({ from, count, backend: b, rejected: how }) {
     backend = b ?? backend;
+    rejected = how;
     for (let i = from; i < from + count; i++) addPeer(i);
     return { nodes: count };
   },

@@ -147,16 +147,17 @@ export class ApiServerProcess {
   /**
    * Start the server, write a kubeconfig, add the own Windows node and `peers` Linux flannel nodes.
    * Like a real cluster it serves https and wants a bearer token (the kubeconfig names the CA and the
-   * token); `BENCH_PLAIN_HTTP=1` serves plain http without a token instead.
+   * token); `BENCH_PLAIN_HTTP=1` serves plain http without a token instead. `rejected` (`vni1`,
+   * `hostile`): peers every Windows agent rejects (nodes.mjs rejectedNode).
    */
-  async setup(dir, { peers, backend }) {
+  async setup(dir, { peers, backend, rejected }) {
     const tls = process.env.BENCH_PLAIN_HTTP === '1' ? undefined : serverTls();
     const { url } = await this.call('start', { tls });
     this.url = url;
     this.kubeconfig = join(dir, 'kubeconfig');
     await this.call('kubeconfig', { path: this.kubeconfig });
     await this.call('addOwn', { name: OWN_NODE, podCIDR: '10.128.0.0/24', ip: OWN_IP });
-    if (peers > 0) await this.call('populate', { from: 1, count: peers, backend });
+    if (peers > 0) await this.call('populate', { from: 1, count: peers, backend, rejected });
     return this;
   }
 

@@ -121,6 +121,22 @@ const KUBELET_FIELDS = {
 /** The fixed creation time of every bench Node (the data must not depend on when the bench runs). */
 const CREATED = '2026-11-02T08:00:00Z';
 
+/**
+ * Peer `i`'s Node as every Windows agent rejects it: `vni1`, a Linux node left at flannel's default VNI 1
+ * (vni-too-low); `hostile`, its public-ip, backend-type and backend-data annotations each about as long as
+ * the agent reads one (1,000 characters, node-list-watch.ts MAX_ANNOTATION_LENGTH 1,024), distinct per node.
+ */
+export function rejectedNode(i, p, backend, how) {
+  if (how === 'vni1') return realisticNode(i, p, backend, { vni: 1 });
+  const n = realisticNode(i, p, backend);
+  Object.assign(n.metadata.annotations, {
+    'flannel.alpha.coreos.com/public-ip': `${'p'.repeat(1000)}${i}`,
+    'flannel.alpha.coreos.com/backend-type': `${'t'.repeat(1000)}${i}`,
+    'flannel.alpha.coreos.com/backend-data': JSON.stringify({ VNI: 4096, VtepMAC: `${'x'.repeat(950)}${i}` }),
+  });
+  return n;
+}
+
 /** A UTC timestamp in the API's format (seconds), `t` ms since the epoch. */
 export const apiTime = (t) => new Date(t).toISOString().replace(/\.\d+Z$/, 'Z');
 
@@ -128,8 +144,8 @@ export const apiTime = (t) => new Date(t).toISOString().replace(/\.\d+Z$/, 'Z');
  * Peer `i`'s Node (`p` = common.mjs peer(i)) annotated by upstream flanneld for `backend`, about 9 KB
  * of JSON. Timestamps are fixed; `heartbeat` moves them as the kubelet does.
  */
-export function realisticNode(i, p, backend) {
-  const n = linuxFlannelNode({ name: p.name, podCIDR: p.subnet, publicIP: p.publicIP, backendType: backend });
+export function realisticNode(i, p, backend, { vni } = {}) {
+  const n = linuxFlannelNode({ name: p.name, podCIDR: p.subnet, publicIP: p.publicIP, backendType: backend, ...(vni !== undefined ? { vni } : {}) });
   const zone = `westeurope-${(i % 3) + 1}`;
   n.metadata.uid = uuid(`uid ${p.name}`);
   n.metadata.creationTimestamp = CREATED;

@@ -86,6 +86,13 @@ export interface Network {
   /** Watch the peer leases and keep the dataplane in step with them until `signal` aborts. */
   run(signal: AbortSignal, hooks?: NetworkHooks): Promise<void>;
   status(): NetworkStatus;
+  /**
+   * The peer that keeps `subnet` against the own Node registered again with it at `created` (the contest
+   * rule of the peer store: the older Node keeps it); undefined when the own Node may take it.
+   */
+  subnetKeeper(subnet: string, created: number | undefined): string | undefined;
+  /** Resolves once no peer keeps `subnet` against the own Node (subnetKeeper); rejects when `signal` aborts. */
+  whenSubnetFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void>;
 }
 
 export interface Backend {

@@ -321,6 +321,14 @@ export class RouteNetwork<A, D> implements Network {
     );
   }
 
+  subnetKeeper(subnet: string, created: number | undefined): string | undefined {
+    return this.store.keeperOf(subnet, created);
+  }
+
+  whenSubnetFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void> {
+    return this.store.whenFree(subnet, created, signal);
+  }
+
   status(): NetworkStatus {
     const programmed = (k: string) => !this.store.isDirty(k) && this.reconciler.isProgrammed(k);
     return {

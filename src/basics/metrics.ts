@@ -6,6 +6,7 @@
 // every labelled series whose label values are known (LABEL_VALUES) at zero, so a rate() or an alert on
 // it works before the first event.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { HnsError, RouteError, hex } from './errors.js';
 import { VERSION } from './version.js';
 
 export type Labels = Record<string, string>;
@@ -13,6 +14,7 @@ export type Labels = Record<string, string>;
 export const METRIC = {
   peers: 'flannel_peers',
   leasesRejected: 'flannel_leases_rejected_total',
+  leasesIPv6Rejected: 'flannel_leases_ipv6_rejected_total',
   dataplaneCalls: 'flannel_dataplane_calls_total',
   dataplaneErrors: 'flannel_dataplane_errors_total',
   lastApplySuccess: 'flannel_last_successful_apply_timestamp_seconds',
@@ -34,14 +36,33 @@ export const METRIC = {
   nodeEventsQueued: 'flannel_node_events_queued',
   nodeEventCacheEntries: 'flannel_node_event_cache_entries',
   watchBytesScanned: 'flannel_watch_bytes_scanned_total',
+  hnsCallDuration: 'flannel_hns_call_duration_seconds',
+  hnsCallErrors: 'flannel_hns_call_errors_total',
+  ready: 'flannel_ready',
+  peersProgrammed: 'flannel_peers_programmed',
+  peersRejected: 'flannel_peers_rejected',
 } as const;
 
 type Kind = 'counter' | 'gauge' | 'histogram';
 
-/** Each family's help text, type and label names (fixed: prom-client checks every sample's labels against them). */
-const FAMILIES: Record<string, [string, Kind, string[]?]> = {
+/**
+ * Buckets of one HNS or iphlpapi call, in seconds. From 1 ms, the agent clock's resolution (Date.now) and
+ * the scale of a quiet HNS (kubernetes/kubernetes#130963: a kube-proxy sync of several HNS queries logged
+ * as 7.2 ms; flannel-io/flannel#1066: a v1 network create answered 6 ms after the request was logged), in
+ * 1-2.5-5 steps to 10 s (flannel-io/flannel#833: an Overlay network create answered, with an error, 1.1 s
+ * after it was sent), then 30 and 60 s (HNS taking "about half a minute per policy",
+ * kubernetes/kubernetes#109162; "one minute or more to apply Policy rules",
+ * Azure/azure-container-networking#1614) and 120 s, the default --hns-call-timeout, at which a call is
+ * given up and observed. No per-call figures of HNS are published: those issues time whole syncs or read
+ * log timestamps, which is what this histogram is for.
+ */
+export const HNS_CALL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/** Each family's help text, type, label names (fixed: prom-client checks every sample's labels against them) and, for a histogram, buckets. */
+const FAMILIES: Record<string, [string, Kind, string[]?, number[]?]> = {
   [METRIC.peers]: ['Peer leases currently accepted and desired in the dataplane.', 'gauge'],
   [METRIC.leasesRejected]: ['Peer leases rejected by validation, by reason.', 'counter', ['reason']],
+  [METRIC.leasesIPv6Rejected]: ['Dual-stack peer leases whose IPv6 half alone was rejected by validation (their IPv4 route is kept), by reason.', 'counter', ['reason']],
   [METRIC.dataplaneCalls]: ['Dataplane (HNS, route table, host) calls, by operation.', 'counter', ['op']],
   [METRIC.dataplaneErrors]: ['Dataplane calls that failed, by operation.', 'counter', ['op']],
   [METRIC.lastApplySuccess]: ['Unix time of the last reconcile pass that left the dataplane equal to the desired set.', 'gauge'],
@@ -63,6 +84,16 @@ const FAMILIES: Record<string, [string, Kind, string[]?]> = {
   [METRIC.nodeEventsQueued]: ['Events on the own Node waiting to be written (at most 1000).', 'gauge'],
   [METRIC.nodeEventCacheEntries]: ["Entries of the Event recorder's caches, by cache (aggregate-messages, dedup, names).", 'gauge', ['cache']],
   [METRIC.watchBytesScanned]: ['Bytes of Kubernetes watch streams searched for line ends (each byte once: the bytes received).', 'counter'],
+  [METRIC.hnsCallDuration]: [
+    'Seconds one HNS (HNSCall, Hcn*) or iphlpapi route call took, failed and timed-out calls included, by Windows function.',
+    'histogram',
+    ['op'],
+    HNS_CALL_BUCKETS,
+  ],
+  [METRIC.hnsCallErrors]: ['HNS and iphlpapi route calls that failed, by Windows function and HRESULT (0x%08X; timeout, unknown, overflow).', 'counter', ['op', 'hresult']],
+  [METRIC.ready]: ['1 while /readyz answers 200 (the node can serve pods), else 0; read at each scrape.', 'gauge'],
+  [METRIC.peersProgrammed]: ['Accepted peers the dataplane holds completely (their routes or policies all written); read at each scrape.', 'gauge'],
+  [METRIC.peersRejected]: ['Peers whose current lease is rejected (see flannel_leases_rejected_total for why); read at each scrape.', 'gauge'],
 };
 
 /** The operations `metered` counts: HnsClient's (hns.*) and the route table's (routes.*). */
@@ -106,7 +137,9 @@ export const DATAPLANE_OPS: readonly string[] = [
 /**
  * Label values each labelled family of this module is pre-registered with, at zero. A family whose
  * values another module owns is declared by that module (`declare`): the lease reject reasons by the
- * peers' problems ledger (src/peers/problems.ts), so this module imports no layer above it.
+ * peers' problems ledger (src/peers/problems.ts), so this module imports no layer above it. The HNS call
+ * families are not: a series appears with the first call of its op, within seconds of the start (a node
+ * makes a third to half of the 26 ops the agent has; zeroed, all 26 would add 490 lines to /metrics' 350).
  */
 const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
   [METRIC.dataplaneCalls]: { op: DATAPLANE_OPS },
@@ -123,6 +156,23 @@ export const NON_COUNTER_TOTALS = ['nodejs_active_handles_total', 'nodejs_active
 /** Histogram buckets, in seconds: from one fast pass (ms) to a slow HNS start (a minute). */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+/**
+ * How a failed HNS or iphlpapi call failed: its HRESULT (an iphlpapi Win32 status as HRESULT_FROM_WIN32),
+ * null when it carried none (invalid JSON, a v1 envelope without ErrorCode), or 'timeout'
+ * (--hns-call-timeout).
+ */
+export type CallFailure = number | null | 'timeout';
+
+/** Distinct HRESULTs that get a label of their own; later ones are counted as `overflow`. */
+export const MAX_HRESULT_LABELS = 32;
+
+/** The HRESULT an error of a Windows call carries, if any: HnsError's, or a RouteError's Win32 status as HRESULT_FROM_WIN32 (winerror.h). */
+export function callFailure(err: unknown): number | null {
+  if (err instanceof HnsError) return err.hresult ?? null;
+  if (err instanceof RouteError && err.status !== undefined) return err.status <= 0 ? err.status : ((err.status & 0xffff) | 0x80070000) >>> 0;
+  return null;
+}
+
 type Family = Counter | Gauge | Histogram;
 
 export interface MetricsOptions {
@@ -133,12 +183,20 @@ export interface MetricsOptions {
 export class Metrics {
   readonly registry = new Registry();
   private readonly families = new Map<string, Family>();
+  /** The two families every HNS and route call touches, held to skip the lookup. */
+  private readonly callDuration: Histogram;
+  private readonly callErrors: Counter;
+  /** The hresult label of each HRESULT seen, at most MAX_HRESULT_LABELS of them. */
+  private readonly hresultLabels = new Map<number, string>();
+  private readonly beforeRender: (() => void)[] = [];
 
   constructor(opts: MetricsOptions = {}) {
-    for (const [name, [help, kind, labelNames = []]] of Object.entries(FAMILIES)) {
+    for (const [name, [help, kind, labelNames = [], buckets = BUCKETS]] of Object.entries(FAMILIES)) {
       const config = { name, help, labelNames, registers: [this.registry] };
-      this.families.set(name, kind === 'counter' ? new Counter(config) : kind === 'histogram' ? new Histogram({ ...config, buckets: BUCKETS }) : new Gauge(config));
+      this.families.set(name, kind === 'counter' ? new Counter(config) : kind === 'histogram' ? new Histogram({ ...config, buckets }) : new Gauge(config));
     }
+    this.callDuration = this.families.get(METRIC.hnsCallDuration) as Histogram;
+    this.callErrors = this.families.get(METRIC.hnsCallErrors) as Counter;
     for (const [name, byLabel] of Object.entries(LABEL_VALUES)) {
       for (const [label, values] of Object.entries(byLabel)) this.declare(name, label, values);
     }
@@ -189,8 +247,42 @@ export class Metrics {
     family.observe(labels, value);
   }
 
+  /**
+   * One HNS or iphlpapi call of `op` (its Windows function: `HcnModifyNetwork`, `HNSCall GET /networks/{id}`,
+   * `CreateIpForwardEntry2`; a fixed set) that took `seconds`; `failure` when it failed.
+   */
+  observeCall(op: string, seconds: number, failure?: CallFailure): void {
+    this.callDuration.observe({ op }, seconds > 0 ? seconds : 0);
+    if (failure !== undefined) this.countCallError(op, failure);
+  }
+
+  /** A failed call of `op` counted, not timed (an HNS v1 envelope that says Success:false: the call itself was timed). */
+  countCallError(op: string, failure: CallFailure): void {
+    this.callErrors.inc({ op, hresult: this.hresultLabel(failure) });
+  }
+
+  /** `0x%08X` for the first MAX_HRESULT_LABELS HRESULTs seen, `overflow` after; `unknown` for none; `timeout`. */
+  private hresultLabel(failure: CallFailure): string {
+    if (failure === null) return 'unknown';
+    if (failure === 'timeout') return failure;
+    const hr = failure >>> 0;
+    let label = this.hresultLabels.get(hr);
+    if (label === undefined) {
+      if (this.hresultLabels.size >= MAX_HRESULT_LABELS) return 'overflow';
+      label = hex(hr);
+      this.hresultLabels.set(hr, label);
+    }
+    return label;
+  }
+
+  /** Run `fn` before each render: it sets the gauges that are read at scrape time. */
+  onRender(fn: () => void): void {
+    this.beforeRender.push(fn);
+  }
+
   /** The Prometheus text exposition of every family. */
   render(): Promise<string> {
+    for (const fn of this.beforeRender) fn();
     return this.registry.metrics();
   }
 }

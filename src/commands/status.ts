@@ -69,8 +69,10 @@ export function renderStatusTable(s: StatusReport): string {
   const mismatchValue: unknown = s.clusterMismatch; // absent unless this node rejects every peer for the cluster's configuration
   const mismatch = typeof mismatchValue === 'object' && mismatchValue !== null ? (mismatchValue as NonNullable<StatusReport['clusterMismatch']>) : undefined;
   const notReady = s.ready ? '' : mismatch ? ', reaches no peer: see Cluster' : cniProblems.length > 0 ? ', pods cannot start: see CNI' : ', subnet.env not written yet';
-  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${notReady}${gone ? ', own Node deleted' : ''})`]);
-  if (gone) rows.push(['Own Node', `DELETED: ${t(gone.reason)}; the dataplane is kept, not ready until the Node is registered again`]);
+  const contested = gone?.state === 'contested';
+  rows.push(['Dataplane', s.inSync ? 'in sync' : `NOT in sync (phase ${t(s.phase)}${notReady}${gone ? (contested ? ', own podCIDR contested' : ', own Node deleted') : ''})`]);
+  if (contested) rows.push(['Own Node', `CONTESTED: ${t(gone.reason)}`]);
+  else if (gone) rows.push(['Own Node', `DELETED: ${t(gone.reason)}; the dataplane is kept, not ready until the Node is registered again`]);
   if (mismatch) {
     rows.push(['Cluster', `MISMATCH (${t(mismatch.reason)}): ${t(mismatch.detail)}`]);
     rows.push(['  fix', t(mismatch.fix)]);
@@ -90,7 +92,9 @@ export function renderStatusTable(s: StatusReport): string {
   const refused = Array.isArray(refusals) ? (refusals as StatusReport['peers']['refusals']) : [];
   rows.push(['Peers', `${t(s.peers.desired)} desired, ${t(s.peers.programmed)} programmed, ${t(s.peers.rejected)} rejected, ${refused.length} refused`]);
   for (const r of Array.isArray(rejections) ? (rejections as StatusReport['peers']['rejections']) : []) {
-    rows.push(['  rejected', `${t(r?.key)} ${t(r?.subnet)} via ${t(r?.publicIP)}: ${t(r?.reason)} (${t(r?.message)})`]);
+    // An IPv6 half alone: the peer is routed over IPv4.
+    const what = r?.family === 'ipv6' ? '  rejected IPv6' : '  rejected';
+    rows.push([what, `${t(r?.key)} ${t(r?.subnet)} via ${t(r?.publicIP)}: ${t(r?.reason)} (${t(r?.message)})`]);
   }
   for (const r of refused) {
     const hresult = t(r?.hresult);

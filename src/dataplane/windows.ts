@@ -36,12 +36,12 @@ export async function createWin32Dataplane(config: AgentConfig, deps: Win32Datap
   });
   const hnsLog = componentLogger(deps.log, 'hns');
   return {
-    hns: new HnsClient(withCallTimeout(new Win32HnsTransport(native), { timeoutMs: config.hnsCallTimeoutSeconds * 1000, clock: deps.clock, log: hnsLog }), {
+    hns: new HnsClient(withCallTimeout(new Win32HnsTransport(native), { timeoutMs: config.hnsCallTimeoutSeconds * 1000, clock: deps.clock, log: hnsLog, metrics: deps.metrics }), {
       log: hnsLog,
       metrics: deps.metrics,
       clock: deps.clock,
     }),
-    routes: new MeteredRouteTable(new Win32RouteTable(native), deps.metrics),
+    routes: new MeteredRouteTable(new Win32RouteTable(native), deps.metrics, deps.clock),
     host: new Win32Host(native, undefined, services, deps.clock),
   };
 }

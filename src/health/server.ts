@@ -40,9 +40,13 @@ const NOT_READY_BODY = 'flanneld is not ready yet';
 export const UNHEALTHY_BODY = 'flanneld is not healthy: no reconcile pass succeeded within --healthz-stale-after';
 const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-/** The 503 body of /readyz: upstream's text, then the reason and its fix when there is one. */
+/**
+ * The 503 body of /readyz: upstream's text, then one line per reason (`<check>: <what>; fix: <step>`) when the
+ * agent gives any. The header names no cause: a reason may be the CNI config (pods cannot start), a cluster
+ * configuration mismatch (pods start but reach no peer), a contested subnet or the own Node gone.
+ */
 function notReadyBody(reason: string | undefined): string {
-  return reason ? `flanneld is not ready: pods cannot start\n${reason}` : NOT_READY_BODY;
+  return reason ? `flanneld is not ready\n${reason}` : NOT_READY_BODY;
 }
 
 function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8', head = false): void {

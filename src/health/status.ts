@@ -37,8 +37,11 @@ export interface StatusReport {
   lastError: { at: string; message: string } | null;
   /** Dual-stack only (absent on an IPv4-only node): the IPv6 lease and the kubelet / kube-proxy settings it needs. */
   dualStack?: { ipv6Subnet: string; publicIPv6: string } & DualStackGuidance;
-  /** Only while the own Node (kube) is gone from the API server: why the agent is not ready. */
-  ownNode?: { state: 'deleted'; reason: string };
+  /**
+   * Only while the own Node (kube) is gone from the API server, or registered again with a podCIDR an
+   * older peer holds (`contested`: the old network is kept): why the agent is not ready.
+   */
+  ownNode?: { state: 'deleted' | 'contested'; reason: string };
   /** Only while this node rejects every peer for a cluster-configuration mismatch (it reaches none): why, and the fix. */
   clusterMismatch?: ClusterMismatchReport;
 }
@@ -78,6 +81,8 @@ export interface StatusInput {
   dualStack?: StatusReport['dualStack'];
   /** Why the own Node is missing, while it is. */
   ownNodeGone?: string;
+  /** Why the own Node's new podCIDR is not taken (an older peer holds it), with the fix, while it is not. */
+  ownSubnetContested?: string;
   /** The cluster mismatch, while there is one. */
   clusterMismatch?: ClusterMismatchReport | undefined;
 }
@@ -118,7 +123,8 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     : null;
   const refused = n?.refusedItems ?? [];
   const podsServed = (s.cni?.problems.length ?? 0) === 0 && s.clusterMismatch === undefined;
-  const inSync = s.ready && podsServed && s.ownNodeGone === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
+  const inSync =
+    s.ready && podsServed && s.ownNodeGone === undefined && s.ownSubnetContested === undefined && present && n !== undefined && n.inSync && n.peersProgrammed === n.peersDesired;
   return {
     version: s.version,
     phase: s.phase,
@@ -143,6 +149,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     lastError: lastError(n?.lastError, refused),
     ...(s.dualStack ? { dualStack: s.dualStack } : {}),
     ...(s.ownNodeGone !== undefined ? { ownNode: { state: 'deleted' as const, reason: s.ownNodeGone } } : {}),
+    ...(s.ownSubnetContested !== undefined ? { ownNode: { state: 'contested' as const, reason: s.ownSubnetContested } } : {}),
     ...(s.clusterMismatch ? { clusterMismatch: { reason: s.clusterMismatch.reason, detail: s.clusterMismatch.detail, fix: s.clusterMismatch.fix } } : {}),
   };
 }

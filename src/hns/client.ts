@@ -14,7 +14,7 @@ import { FlannelError, HnsError, errorMessage } from '../basics/errors.js';
 import type { ErrorContext } from '../basics/errors.js';
 import { silentLogger } from '../basics/log.js';
 import type { Logger } from '../basics/log.js';
-import { metered } from '../basics/metrics.js';
+import { callFailure, metered } from '../basics/metrics.js';
 import type { Metrics } from '../basics/metrics.js';
 import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, isHnsPolicyGone, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
 import { REMOTE_SUBNET_VERSION, versionAtLeast } from './features.js';
@@ -31,7 +31,7 @@ import type {
   HnsVersion,
   SetPolicySetting,
 } from './schema.js';
-import { ZERO_GUID } from './transport.js';
+import { ZERO_GUID, hnsCallOp } from './transport.js';
 import type { HcnHandle, HnsTransport } from './transport.js';
 
 export interface HnsClientOptions {
@@ -188,10 +188,18 @@ export class HnsClient {
     }
   }
 
-  /** One HNSCall; unwraps the envelope (Success:false -> HnsError). */
+  /**
+   * One HNSCall; unwraps the envelope (Success:false -> HnsError). The transport's seam timed the call; a
+   * failure HNS answers inside the envelope is counted here, by the ErrorCode it carries.
+   */
   private async v1<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, context: ErrorContext = {}): Promise<T> {
     const response = await this.transport.hnsCall(method, path, body === undefined ? '' : JSON.stringify(body));
-    return parseEnvelope<T>(`HNSCall ${method} ${path}`, response, context);
+    try {
+      return parseEnvelope<T>(`HNSCall ${method} ${path}`, response, context);
+    } catch (err) {
+      this.metrics?.countCallError(hnsCallOp(method, path), callFailure(err));
+      throw err;
+    }
   }
 
   // ================================================================ version

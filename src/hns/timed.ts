@@ -3,11 +3,15 @@
 // returns later (a handle) is released. The timers are the injected Clock, so tests run on virtual
 // time. Our own addition: hcsshim's wrappers (internal/hns/hnsfuncs.go hnsCallRawResponse, the hcn
 // syscalls declared in hcn/hcn.go) call the DLLs synchronously, without a timeout.
+// Every HNS call passes here once, so it is also where each is measured: how long it took
+// (flannel_hns_call_duration_seconds{op}, from the clock read that starts its timer) and the HRESULT it
+// failed with (flannel_hns_call_errors_total{op,hresult}), under the Windows function's name.
 import type { Clock } from '../basics/clock.js';
 import { HnsError, errorMessage } from '../basics/errors.js';
 import { silentLogger } from '../basics/log.js';
 import type { Logger } from '../basics/log.js';
-import type { HcnHandle, HnsTransport } from './transport.js';
+import { callFailure, type CallFailure, type Metrics } from '../basics/metrics.js';
+import { hnsCallOp, type HcnHandle, type HnsTransport } from './transport.js';
 import { closeQuietly } from './client.js';
 
 /** `--hns-call-timeout` default: 120 s. */
@@ -17,17 +21,19 @@ export interface CallTimeoutOptions {
   /** Give up on one call (HNSCall, one Hcn* function) after this long. Default DEFAULT_HNS_CALL_TIMEOUT_MS; 0 = wait forever. */
   timeoutMs?: number;
   /**
-   * The timers: `after` bounds each call, `now` measures a late completion. The timer races the call, so
-   * it must take real or test-advanced time: a clock whose timers fire at once times every call out.
+   * The timers: `after` bounds each call, `now` measures it. The timer races the call, so it must take
+   * real or test-advanced time: a clock whose timers fire at once times every call out.
    */
   clock: Clock;
   log?: Logger;
+  /** Where each call is measured; without it, and with no timeout, the transport is returned as it is. */
+  metrics?: Metrics;
 }
 
-/** `transport` bounded by `opts.timeoutMs`, or `transport` itself when that is 0. */
+/** `transport` bounded by `opts.timeoutMs` and measured in `opts.metrics`, or `transport` itself when there is neither. */
 export function withCallTimeout(transport: HnsTransport, opts: CallTimeoutOptions): HnsTransport {
   const timeoutMs = Math.max(0, opts.timeoutMs ?? DEFAULT_HNS_CALL_TIMEOUT_MS);
-  return timeoutMs > 0 ? new TimedHnsTransport(transport, { ...opts, timeoutMs }) : transport;
+  return timeoutMs > 0 || opts.metrics ? new TimedHnsTransport(transport, { ...opts, timeoutMs }) : transport;
 }
 
 type Outcome<T> = { kind: 'value'; value: T } | { kind: 'error'; error: unknown } | { kind: 'timeout' };
@@ -37,15 +43,17 @@ function formatMs(ms: number): string {
 }
 
 /**
- * Every call rejects with FLANNEL_ERR_HNS_CALL when it has not settled within `timeoutMs`. A call
- * cannot be cancelled: a handle it returns after its timeout is closed here (nobody else holds it), a
+ * Every call rejects with FLANNEL_ERR_HNS_CALL when it has not settled within `timeoutMs` (0: never). A
+ * call cannot be cancelled: a handle it returns after its timeout is closed here (nobody else holds it), a
  * late failure is only logged. The closes are bounded too (a hung close must not hang a pass either)
- * but nothing is cleaned up after them.
+ * but nothing is cleaned up after them. A call is observed once, when it settles or times out (then at
+ * its timeout); a late completion is not observed again.
  */
 class TimedHnsTransport implements HnsTransport {
   private readonly timeoutMs: number;
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly metrics: Metrics | undefined;
 
   constructor(
     private readonly inner: HnsTransport,
@@ -54,10 +62,11 @@ class TimedHnsTransport implements HnsTransport {
     this.timeoutMs = opts.timeoutMs;
     this.clock = opts.clock;
     this.log = opts.log ?? silentLogger();
+    this.metrics = opts.metrics;
   }
 
   hnsCall(method: 'GET' | 'POST' | 'DELETE', path: string, request: string): Promise<string> {
-    return this.bounded(`HNSCall ${method} ${path}`, () => this.inner.hnsCall(method, path, request));
+    return this.bounded(`HNSCall ${method} ${path}`, () => this.inner.hnsCall(method, path, request), undefined, hnsCallOp(method, path));
   }
 
   enumerateNetworks(query: string): Promise<string> {
@@ -116,10 +125,14 @@ class TimedHnsTransport implements HnsTransport {
     return this.bounded('HcnCloseEndpoint', () => this.inner.closeEndpoint(endpoint));
   }
 
-  /** Run one call against the timer; `late` receives a value that arrives after the timeout. */
-  private async bounded<T>(op: string, fn: () => Promise<T>, late?: (value: T) => Promise<void>): Promise<T> {
+  /**
+   * Run one call against the timer; `late` receives a value that arrives after the timeout. `op` names
+   * the call in errors and logs, `metricOp` (default `op`) in /metrics: a fixed set of names.
+   */
+  private async bounded<T>(op: string, fn: () => Promise<T>, late?: (value: T) => Promise<void>, metricOp = op): Promise<T> {
     const started = this.clock.now();
     const call = fn();
+    if (this.timeoutMs === 0) return this.measured(metricOp, started, call);
     const outcome = await new Promise<Outcome<T>>((resolve) => {
       let done = false;
       const settle = (o: Outcome<T>): void => {
@@ -142,6 +155,7 @@ class TimedHnsTransport implements HnsTransport {
         },
       );
     });
+    this.observe(metricOp, started, outcome.kind === 'value' ? undefined : outcome.kind === 'error' ? callFailure(outcome.error) : 'timeout');
     if (outcome.kind === 'value') return outcome.value;
     if (outcome.kind === 'error') throw outcome.error;
     const ms = this.timeoutMs;
@@ -150,6 +164,23 @@ class TimedHnsTransport implements HnsTransport {
       `${op} timed out after ${formatMs(ms)} (--hns-call-timeout): HNS did not answer; check that the hns and vmcompute services are running (Get-Service hns, vmcompute) and the Microsoft-Windows-Host-Network-Service-Admin event log. The call may still complete; the next reconcile pass re-reads the state`,
       { op, timeoutMs: ms },
     );
+  }
+
+  /** A call without a timer, measured. */
+  private async measured<T>(op: string, started: number, call: Promise<T>): Promise<T> {
+    try {
+      const value = await call;
+      this.observe(op, started);
+      return value;
+    } catch (err) {
+      this.observe(op, started, callFailure(err));
+      throw err;
+    }
+  }
+
+  /** The call of `op` begun at `started` has just ended (or timed out). */
+  private observe(op: string, started: number, failure?: CallFailure): void {
+    this.metrics?.observeCall(op, (this.clock.now() - started) / 1000, failure);
   }
 
   /** A handle that arrived after its call timed out: nobody holds it, so close it now. */

@@ -2,7 +2,8 @@
 // v1 = vmcompute.dll!HNSCall; v2 = computenetwork.dll!Hcn*: the entry points hcsshim declares in
 // internal/hns/hns.go (`_hnsCall`) and hcn/hcn.go (`hcnCreateNetwork` ...). Implementations: win32
 // (./win32-transport.ts, on the DLLs through ../win32/) and simulated (src/simulator/hns.ts, in-memory HNS); ./timed.ts
-// decorates either with the per-call timeout. Everything above this interface runs unchanged on Linux.
+// decorates either with the per-call timeout and measures each call (`hnsCallOp` below names an HNSCall).
+// Everything above this interface runs unchanged on Linux.
 //
 // Contract for implementations: a negative HRESULT, a non-empty ErrorRecord (v2) or a `Success:false`
 // envelope (v1) is thrown as an HnsError built by `hnsError()` in ./errors.ts, so both transports map
@@ -38,3 +39,22 @@ export interface HnsTransport {
 }
 
 export const ZERO_GUID = '00000000-0000-0000-0000-000000000000';
+
+/** The HNS v1 paths hcsshim calls (internal/hns: hnsglobals.go, hnsnetwork.go, hnsendpoint.go), as templates. */
+const V1_PATHS: readonly [RegExp, string][] = [
+  [/^\/globals\/version$/, '/globals/version'],
+  [/^\/(networks|endpoints)$/, '/$1/'],
+  [/^\/(networks|endpoints)\/[^/]+$/, '/$1/{id}'],
+  [/^\/endpoints\/[^/]+\/attach$/, '/endpoints/{id}/attach'],
+];
+
+/**
+ * The name of one HNSCall in /metrics and in the simulated node's call counts: `HNSCall <METHOD> <path>`
+ * with IDs as `{id}` (`HNSCall GET /networks/{id}`); a path hcsshim does not call is `HNSCall <METHOD>
+ * other`, so the names are a fixed set. Query string, trailing slash and case are ignored, as HNS does.
+ */
+export function hnsCallOp(method: 'GET' | 'POST' | 'DELETE', path: string): string {
+  const p = path.split('?')[0].replace(/\/+$/, '').toLowerCase();
+  for (const [re, template] of V1_PATHS) if (re.test(p)) return `HNSCall ${method} ${p.replace(re, template)}`;
+  return `HNSCall ${method} other`;
+}

@@ -1,12 +1,14 @@
-// The peers' problems ledger: one record per problem a peer has, of one of two kinds: `rejected` (its lease
-// failed validation or lost a contested subnet, by node, written by the peer store ./store.ts) and
-// `refused` (the dataplane refused one of its items, a RemoteSubnetRoute HNS will not take or a route the
-// stack rejects, by item key, written by the reconcile loop). Both go through one mechanism: a report that
-// is news (a new verdict, another answer) is counted, logged at warn, raised as an Event on the own Node
-// and listed in the status until resolved; a report that is not news is counted only where the metric
-// counts tries (refusals) and logged at debug.
-// Bounded whatever a peer does: one record per node (rejected) or item (refused), a rejection's message
-// capped and its signature kept as a digest, rejection lines rate-limited to one per node and reason per
+// The peers' problems ledger: one record per problem a peer has, of one of three kinds: `rejected` (its lease
+// failed validation or lost a contested subnet, by node, written by the peer store ./store.ts),
+// `ipv6-rejected` (the IPv6 half of an accepted dual-stack lease failed validation: its IPv4 route is kept,
+// by node, written by the store) and `refused` (the dataplane refused one of its items, a RemoteSubnetRoute
+// HNS will not take or a route the stack rejects, by item key, written by the reconcile loop). All go
+// through one mechanism: a report that is news (a new verdict, another answer) is counted, logged at warn,
+// raised as an Event on the own Node and listed in the status until resolved; a report that is not news is
+// counted only where the metric counts tries (refusals) and logged at debug.
+// Bounded in bytes whatever a peer does (docs/bounds.md, Rejected peers): one record per node (rejected) or
+// item (refused), a rejection's message cut as a copy of its own and its signature kept as a digest, one
+// log state per node and reason, rejection lines rate-limited to one per node and reason per
 // interval (the next line carries how many were held back), everything about a node forgotten once it is
 // deleted. Refused items are retried each on its own capped exponential backoff, so the other peers are
 // never held back by them. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease and
@@ -21,14 +23,14 @@ import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
 import type { RefusedItem } from '../network-status.js';
 import { NODE_EVENT_REASON, noNodeEvents, type NodeEvent, type NodeEvents } from '../node-events.js';
-import { CONFLICT_REASONS, LEASE_REJECT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
+import { CONFLICT_REASONS, IPV6_REJECT_REASONS, LEASE_REJECT_REASONS, type IPv6RejectReason, type LeaseRejectReason } from './reject-reasons.js';
 
-export type ProblemKind = 'rejected' | 'refused';
+export type ProblemKind = 'rejected' | 'ipv6-rejected' | 'refused';
 
 /** One problem of one peer. */
 export interface PeerProblem {
   kind: ProblemKind;
-  /** rejected: the peer's lease key (its node); refused: the item's key (the peer's prefix). */
+  /** rejected, ipv6-rejected: the peer's lease key (its node); refused: the item's key (the peer's prefix). */
   key: string;
   /** The reject reason (LEASE_REJECT_REASONS), or the dataplane's answer (HRESULT, route status, error code). */
   reason: string;
@@ -50,8 +52,19 @@ export interface PeerProblem {
  */
 export const MAX_KEPT_MESSAGE = 512;
 
-/** A fixed-size digest of a rejection's signature (what was rejected can be a kilobyte of backend-data). */
-function digest(sig: string): string {
+/**
+ * `text` as kept for long, at most `max` characters: a copy of its own. V8 keeps a cut (`slice`) as a
+ * view of the whole text, and a joined text as its parts, so a cut kilobyte message kept the kilobyte
+ * alive; JSON.parse builds a new flat string (and keeps lone surrogates, which a UTF-8 round trip would
+ * not). The cut is marked `...`: one character outside Latin-1 (`…`) makes V8 store all of them in two bytes.
+ */
+export function keptText(text: string, max: number): string {
+  const cut = text.length > max ? `${text.slice(0, max - 3)}...` : text;
+  return JSON.parse(JSON.stringify(cut)) as string;
+}
+
+/** A fixed-size digest of a rejection's signature, or of a lease's content (what was rejected can be a kilobyte of backend-data). */
+export function digest(sig: string): string {
   return createHash('sha256').update(sig).digest('base64');
 }
 
@@ -64,6 +77,21 @@ function rejectionFix(reason: LeaseRejectReason): string | undefined {
     return "use the same Backend Type and VNI (4096 or above for Windows) in every node's net-conf.json (kube-flannel-cfg)";
   if (reason.startsWith('public-ip')) return "fix the peer's flannel.alpha.coreos.com/public-ip annotation (or its --public-ip)";
   return "fix the peer Node's podCIDR and flannel.alpha.coreos.com annotations; see docs/errors.md";
+}
+
+/** What to do about a rejected IPv6 half (the peer's IPv6 podCIDR or its public-ipv6). */
+function ipv6RejectionFix(reason: IPv6RejectReason): string {
+  if (reason.startsWith('public-ip')) return "fix the peer's flannel.alpha.coreos.com/public-ipv6 annotation (or its --public-ipv6)";
+  return "fix the peer Node's IPv6 podCIDR (spec.podCIDRs): a subnet of IPv6Network of the cluster's IPv6 length, its own";
+}
+
+/** The IPv6 half of an accepted dual-stack peer lease was rejected; its IPv4 route is kept. */
+export function peerIPv6RejectedEvent(node: string, reason: IPv6RejectReason, detail: string): NodeEvent {
+  return {
+    type: 'Warning',
+    reason: NODE_EVENT_REASON.peerRejected,
+    message: `peer ${node}: IPv6 half rejected (${reason}): ${detail}; its pods' IPv6 addresses are unreachable from this node, IPv4 is routed; fix: ${ipv6RejectionFix(reason)}`,
+  };
 }
 
 /** A peer lease was rejected (a subnet conflict is its own reason). */
@@ -124,7 +152,10 @@ export interface PeerProblemsOptions {
   owner?: (key: string) => string | undefined;
 }
 
+/** The last log line about one node for one kind and reason. */
 interface LineState {
+  kind: ProblemKind;
+  reason: string;
   at: number;
   held: number;
 }
@@ -140,9 +171,12 @@ export class PeerProblems {
   /** Set by whoever knows which peer an item key is for (the peer store). */
   owner: (key: string) => string | undefined;
   /** The records, by kind and key. */
-  private readonly records: Record<ProblemKind, Map<string, PeerProblem>> = { rejected: new Map(), refused: new Map() };
-  /** Rejected nodes' last log line per reason (kept after the lease is accepted, until the node is gone). */
-  private readonly lines = new Map<string, Map<string, LineState>>();
+  private readonly records: Record<ProblemKind, Map<string, PeerProblem>> = { rejected: new Map(), 'ipv6-rejected': new Map(), refused: new Map() };
+  /**
+   * Rejected nodes' last log line per kind and reason (kept after the lease is accepted, until the node is
+   * gone): a short list per node, usually of one (a Map per node cost ten times that).
+   */
+  private readonly lines = new Map<string, LineState[]>();
 
   constructor(opts: PeerProblemsOptions = {}) {
     this.clock = opts.clock ?? systemClock;
@@ -155,6 +189,7 @@ export class PeerProblems {
     this.owner = opts.owner ?? (() => undefined);
     // Every series exists at zero from the start, so a rate() or an alert on it works before the first problem.
     this.metrics?.declare(METRIC.leasesRejected, 'reason', LEASE_REJECT_REASONS);
+    this.metrics?.declare(METRIC.leasesIPv6Rejected, 'reason', IPV6_REJECT_REASONS);
     if (opts.driver !== undefined) {
       this.metrics?.declare(METRIC.refusals, 'driver', [opts.driver]);
       this.metrics?.declare(METRIC.refusedItems, 'driver', [opts.driver]);
@@ -183,7 +218,7 @@ export class PeerProblems {
     const attempts = retry?.attempts ?? (prev?.reason === reason ? prev.attempts : 0) + 1;
     const since = prev?.reason === reason ? prev.since : now;
     const rec: PeerProblem = { kind, key, reason, message, since, attempts, sig, retryAt: retry?.retryAt ?? 0 };
-    if (!news && kind === 'rejected') return false; // the verdict already remembered: nothing to count or say
+    if (!news && kind !== 'refused') return false; // the verdict already remembered: nothing to count or say
     this.records[kind].set(key, rec);
     this.count(rec);
     this.say(rec, news, fields, now);
@@ -192,6 +227,10 @@ export class PeerProblems {
   }
 
   private count(p: PeerProblem): void {
+    if (p.kind === 'ipv6-rejected') {
+      this.metrics?.inc(METRIC.leasesIPv6Rejected, { reason: p.reason });
+      return;
+    }
     if (p.kind === 'rejected') {
       this.metrics?.inc(METRIC.leasesRejected, { reason: p.reason });
       if (CONFLICT_REASONS.has(p.reason)) this.metrics?.inc(METRIC.subnetConflicts);
@@ -207,25 +246,28 @@ export class PeerProblems {
       else this.log.debug('the dataplane refused the item again', fields);
       return;
     }
-    let lines = this.lines.get(p.key);
-    if (!lines) this.lines.set(p.key, (lines = new Map<string, LineState>()));
-    const line = lines.get(p.reason);
+    const lines = this.lines.get(p.key);
+    const line = lines?.find((l) => l.kind === p.kind && l.reason === p.reason);
     if (line && now - line.at < this.intervalMs) {
       line.held++;
       return;
     }
-    this.log.warn('peer lease rejected', {
+    this.log.warn(p.kind === 'ipv6-rejected' ? 'peer lease IPv6 half rejected; its IPv4 route is kept' : 'peer lease rejected', {
       node: p.key,
       reason: p.reason,
       ...fields,
       detail: fields.detail,
       ...(line && line.held > 0 ? { heldBack: line.held, sinceS: Math.round((now - line.at) / 1000) } : {}),
     });
-    lines.set(p.reason, { at: now, held: 0 });
+    const next: LineState = { kind: p.kind, reason: p.reason, at: now, held: 0 };
+    if (line) Object.assign(line, next);
+    else if (lines) lines.push(next);
+    else this.lines.set(p.key, [next]); // a list of exactly one (push would reserve room for 17)
   }
 
   private event(p: PeerProblem, fields: Record<string, unknown>): NodeEvent {
     if (p.kind === 'rejected') return peerRejectedEvent(p.key, p.reason as LeaseRejectReason, String(fields.detail));
+    if (p.kind === 'ipv6-rejected') return peerIPv6RejectedEvent(p.key, p.reason as IPv6RejectReason, String(fields.detail));
     return peerRefusedEvent(this.owner(p.key), p.key, p.reason, p.message);
   }
 
@@ -249,8 +291,7 @@ export class PeerProblems {
 
   /** A peer lease was rejected; true when the verdict is new (not the one already remembered for the node). */
   reject(r: Rejection): boolean {
-    const message = r.message.length > MAX_KEPT_MESSAGE ? `${r.message.slice(0, MAX_KEPT_MESSAGE - 1)}…` : r.message;
-    return this.report('rejected', r.node, r.reason, digest(r.sig), message, { ...r.fields, detail: r.message });
+    return this.report('rejected', r.node, r.reason, digest(r.sig), keptText(r.message, MAX_KEPT_MESSAGE), { ...r.fields, detail: r.message });
   }
 
   /** Why a node's current lease is rejected, if it is. */
@@ -264,21 +305,40 @@ export class PeerProblems {
     this.resolve('rejected', node);
   }
 
+  /** The IPv6 half of an accepted dual-stack lease was rejected; true when the verdict is new. */
+  rejectIPv6(r: Rejection & { reason: IPv6RejectReason }): boolean {
+    return this.report('ipv6-rejected', r.node, r.reason, digest(r.sig), keptText(r.message, MAX_KEPT_MESSAGE), { ...r.fields, detail: r.message });
+  }
+
+  /** Why the IPv6 half of a node's accepted lease is rejected, if it is. */
+  ipv6Rejection(node: string): { reason: IPv6RejectReason; message: string } | undefined {
+    const p = this.records['ipv6-rejected'].get(node);
+    return p && { reason: p.reason as IPv6RejectReason, message: p.message };
+  }
+
+  /** The node's IPv6 half is accepted now, or the node's lease no longer is: a later IPv6 rejection counts as new. */
+  ipv6Cleared(node: string): void {
+    this.resolve('ipv6-rejected', node);
+  }
+
   /** The node is gone: forget everything about it. */
   forgetNode(node: string): void {
     this.resolve('rejected', node);
+    this.resolve('ipv6-rejected', node);
     this.lines.delete(node);
   }
 
-  /** Rejected nodes: those with a current rejection or a rejection's log state (at most one entry per node). */
+  /** Rejected nodes: those with a current rejection (of the lease or its IPv6 half) or a rejection's log state (at most one entry per node). */
   get nodesKept(): number {
-    let n = this.lines.size;
-    for (const k of this.records.rejected.keys()) if (!this.lines.has(k)) n++;
-    return n;
+    const nodes = new Set(this.lines.keys());
+    for (const k of this.records.rejected.keys()) nodes.add(k);
+    for (const k of this.records['ipv6-rejected'].keys()) nodes.add(k);
+    return nodes.size;
   }
 
+  /** Nodes whose lease, or its IPv6 half, is rejected now. */
   get rejectedCount(): number {
-    return this.records.rejected.size;
+    return this.records.rejected.size + this.records['ipv6-rejected'].size;
   }
 
   // --- refused items (the reconcile loop) ---
@@ -353,9 +413,9 @@ export class PeerProblems {
       .sort((a, b) => (a.node ?? '').localeCompare(b.node ?? '') || a.prefix.localeCompare(b.prefix));
   }
 
-  /** Every problem now, rejected then refused, each sorted by key. */
+  /** Every problem now, rejected, IPv6 halves rejected, then refused, each sorted by key. */
   list(): PeerProblem[] {
     const sorted = (m: Map<string, PeerProblem>) => [...m.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return [...sorted(this.records.rejected), ...sorted(this.records.refused)];
+    return [...sorted(this.records.rejected), ...sorted(this.records['ipv6-rejected']), ...sorted(this.records.refused)];
   }
 }

@@ -33,6 +33,27 @@ export const LEASE_REJECT_REASONS = [
 
 export type LeaseRejectReason = (typeof LEASE_REJECT_REASONS)[number];
 
+/**
+ * The reasons a dual-stack lease's IPv6 half alone is rejected for (its IPv4 route is kept): the `reason`
+ * label of `flannel_leases_ipv6_rejected_total`, pre-registered at zero.
+ */
+export const IPV6_REJECT_REASONS = [
+  'subnet-invalid',
+  'subnet-not-network-address',
+  'subnet-outside-network',
+  'subnet-length',
+  'subnet-equals-own',
+  'subnet-overlaps-own',
+  'public-ip-invalid',
+  'public-ip-link-local',
+  'public-ip-not-unicast',
+  'public-ip-own',
+  'public-ip-inside-network',
+  'public-ip-off-link',
+] as const satisfies readonly LeaseRejectReason[];
+
+export type IPv6RejectReason = (typeof IPV6_REJECT_REASONS)[number];
+
 /** The reasons that are a conflict between two peers over one subnet (flannel_subnet_conflicts_total, a contested Event). */
 export const CONFLICT_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['subnet-overlaps-peer', 'subnet-contested']);
 

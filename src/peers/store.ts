@@ -18,7 +18,9 @@
 // Subnets arrive normalised (network-address form) from the list-watch; the store compares them as text.
 // A dual-stack peer's IPv6 subnet rides along with its IPv4 lease: its items are the driver's (one route
 // per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
-import type { Clock } from '../basics/clock.js';
+// A bad IPv6 half is rejected alone (docs/compatibility.md, Dual-stack): the peer is accepted with its IPv4
+// half only, and the IPv6 rejection is the ledger's (counted, logged, an Event, in the status).
+import { abortReason, type Clock } from '../basics/clock.js';
 import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
 import type { Metrics } from '../basics/metrics.js';
@@ -26,9 +28,9 @@ import { METRIC } from '../basics/metrics.js';
 import type { RejectedLease } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
 import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
-import { PeerProblems } from './problems.js';
+import { digest, keptText, PeerProblems } from './problems.js';
 import { CONFLICT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
-import type { LeaseValidation, LeaseValidationContext } from './validate.js';
+import type { IPv6Rejected, LeaseValidation, LeaseValidationContext } from './validate.js';
 import { validateLease } from './validate.js';
 
 /** What the store asks the backend's driver: the items a valid peer lease needs, and their keys. */
@@ -93,9 +95,48 @@ function sameLease(a: Lease, b: Lease): boolean {
   return x === y || JSON.stringify(x) === JSON.stringify(y) || stable(x) === stable(y);
 }
 
+/** The IPv6 half's rejection of an accepted lease's verdict. */
+function ipv6Of(v: LeaseValidation): IPv6Rejected | undefined {
+  return v.ok ? v.ipv6 : undefined;
+}
+
+/** The lease without its IPv6 half (what is routed when that half is rejected). */
+function ipv4Half(l: Lease): Lease {
+  const { ipv6Subnet: _sn6, publicIPv6: _ip6, ...v4 } = l;
+  return v4;
+}
+
+/** The most characters of a set-aside lease's subnet, public IP and backend type kept for the status. */
+const MAX_SHOWN = 64;
+
+/** What the status shows of a rejected lease (network-status.ts RejectedLease). */
+interface Shown {
+  subnet: string;
+  publicIP: string;
+  backendType: string;
+  vni?: number;
+}
+
+function shownOf(l: Lease): Shown {
+  return { subnet: l.subnet, publicIP: l.publicIP, backendType: l.backendType, ...vniOf(l) };
+}
+
+/**
+ * A lease rejected by validation, set aside: not a claimant of its subnet (an invalid lease never holds
+ * one) and kept as what the status shows of it (cut) and the digest of its content, which the change
+ * filter compares, instead of the lease (a hostile one carries kilobytes of annotations).
+ */
+interface SetAside extends Shown {
+  content: string;
+}
+
 interface Peer<D> {
-  /** The lease as last reported (own lease excluded); undefined while a gone peer is being released. */
+  /**
+   * The lease as last reported (own lease excluded) while it claims its subnet; undefined while a gone
+   * peer is being released, and once a lease rejected by validation is set aside (`invalid`).
+   */
   lease: Lease | undefined;
+  invalid?: SetAside;
   /** Accepted: the subnet it holds, the items it needs and their keys. */
   held?: string;
   items?: D[];
@@ -127,6 +168,8 @@ export class PeerStore<D> {
   /** During apply(): subnets some claimant left (a tie may be resolved now). */
   private readonly left = new Set<string>();
   private onChange: () => void = () => {};
+  /** whenFree's checks, run after every update that changed a lease. */
+  private readonly freeChecks = new Set<() => void>();
 
   constructor(opts: PeerStoreOptions<D>) {
     this.ownLeaseKey = opts.ownLeaseKey;
@@ -168,16 +211,62 @@ export class PeerStore<D> {
       .flatMap((p) => (p.held !== undefined && p.lease ? [p.lease] : []));
   }
 
-  /** Peer leases rejected now (their current content), with the reason, sorted by key. */
+  /** Peer leases rejected now (their current content), with the reason, and accepted ones' rejected IPv6 halves; sorted by key. */
   rejected(): RejectedLease[] {
     const out: RejectedLease[] = [];
     if (this.problems.rejectedCount === 0) return out; // the common case, asked on every status read
     for (const key of [...this.peersByKey.keys()].sort()) {
-      const { lease, held } = this.peersByKey.get(key)!;
-      const why = held !== undefined || !lease ? undefined : this.problems.rejection(key);
-      if (why && lease) out.push({ key, subnet: lease.subnet, publicIP: lease.publicIP, ...why, backendType: lease.backendType, ...vniOf(lease) });
+      const { lease, held, invalid } = this.peersByKey.get(key)!;
+      const shown = lease ? shownOf(lease) : invalid;
+      if (!shown) continue;
+      const why = held === undefined ? this.problems.rejection(key) : undefined;
+      if (why) out.push({ key, subnet: shown.subnet, publicIP: shown.publicIP, ...why, backendType: shown.backendType, ...(shown.vni !== undefined ? { vni: shown.vni } : {}) });
+      const v6 = held !== undefined && lease ? this.problems.ipv6Rejection(key) : undefined;
+      if (v6 && lease) out.push({ key, family: 'ipv6', subnet: lease.ipv6Subnet ?? '', publicIP: lease.publicIPv6 ?? '', ...v6, backendType: lease.backendType, ...vniOf(lease) });
     }
     return out;
+  }
+
+  /**
+   * Who keeps `subnet` against a Node created at `created` (ms since the epoch; undefined = unknown) that
+   * claims it: the own Node registered again with another podCIDR. The rule `decide` applies to peers: the
+   * older Node keeps a contested subnet, and an equal or unknown time is a tie no one wins; so a peer that
+   * holds or validly claims `subnet` and is not younger keeps it (the holder first, else the oldest).
+   * Undefined: that Node may take it.
+   */
+  keeperOf(subnet: string, created: number | undefined): string | undefined {
+    const own = created ?? Infinity;
+    let keeper: Lease | undefined;
+    for (const key of this.claimants.get(subnet) ?? []) {
+      const l = this.peersByKey.get(key)?.lease;
+      if (!l || own < (l.created ?? Infinity)) continue; // younger than that Node: it would lose the subnet
+      if (this.holder.get(subnet) === key) return key;
+      if (!keeper || (l.created ?? Infinity) < (keeper.created ?? Infinity)) keeper = l;
+    }
+    return keeper?.key;
+  }
+
+  /** Resolves once no peer keeps `subnet` against a Node created at `created` (keeperOf), checked after every change; rejects when `signal` aborts. */
+  whenFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        this.freeChecks.delete(check);
+        signal.removeEventListener('abort', aborted);
+      };
+      const check = () => {
+        if (this.keeperOf(subnet, created) !== undefined) return;
+        done();
+        resolve();
+      };
+      const aborted = () => {
+        done();
+        reject(abortReason(signal));
+      };
+      if (signal.aborted) return reject(abortReason(signal));
+      signal.addEventListener('abort', aborted, { once: true });
+      this.freeChecks.add(check);
+      check();
+    });
   }
 
   // --- the desired items, as the reconciler reads them ---
@@ -224,7 +313,7 @@ export class PeerStore<D> {
     this.desiredByKey.clear();
     this.ownerOf.clear();
     this.departed.clear();
-    for (const [key, p] of this.peersByKey) if (p.held !== undefined && p.lease) this.accept(key, p, p.lease);
+    for (const [key, p] of this.peersByKey) if (p.held !== undefined && p.lease) this.accept(key, p, p.lease, ipv6Of(validateLease(p.lease, this.ctx)));
     this.onChange();
   }
 
@@ -248,13 +337,14 @@ export class PeerStore<D> {
       for (const key of [...this.peersByKey.keys()]) if (!update.keys.has(key)) this.report({ key, lease: undefined }, touched);
       this.isListed = true;
       // The first complete list decides every subnet afresh (holders seen before it were provisional).
-      if (firstList) for (const key of this.peersByKey.keys()) touched.add(key);
+      if (firstList) for (const [key, p] of this.peersByKey) if (p.lease) touched.add(key);
     } else {
       for (const p of update.peers) this.report(p, touched);
     }
     if (touched.size > 0) this.settle(touched, firstList);
     this.left.clear();
     if (touched.size > 0 || firstList) this.onChange();
+    if (touched.size > 0) for (const check of [...this.freeChecks]) check();
   }
 
   /** The own lease: by key when the manager names it (a peer with our subnet is then rejected), else by subnet. */
@@ -272,6 +362,7 @@ export class PeerStore<D> {
     }
     if (lease === undefined) {
       this.problems.forgetNode(key);
+      if (cur?.invalid) this.peersByKey.delete(key); // a set-aside lease holds and claims nothing
       if (!cur?.lease) return;
       this.unclaim(key, cur.lease);
       cur.lease = undefined;
@@ -282,13 +373,29 @@ export class PeerStore<D> {
       cur.lease = lease; // the newest record (e.g. an expiration renewal), no dataplane work
       return;
     }
+    if (cur?.invalid && cur.invalid.content === digest(leaseContent(lease))) return; // the same invalid lease again
     if (cur?.lease) this.unclaim(key, cur.lease);
-    if (cur) cur.lease = lease;
-    else this.peersByKey.set(key, { lease });
+    if (cur) {
+      cur.lease = lease;
+      delete cur.invalid;
+    } else this.peersByKey.set(key, { lease });
     let s = this.claimants.get(lease.subnet);
     if (!s) this.claimants.set(lease.subnet, (s = new Set()));
     s.add(key);
     touched.add(key);
+  }
+
+  /** A lease rejected by validation leaves its subnet's claimants and is kept as what the status and the change filter need. */
+  private setAside(p: Peer<D>, lease: Lease): void {
+    this.unclaim(lease.key, lease);
+    p.lease = undefined;
+    p.invalid = {
+      subnet: keptText(lease.subnet, MAX_SHOWN),
+      publicIP: keptText(lease.publicIP, MAX_SHOWN),
+      backendType: keptText(lease.backendType, MAX_SHOWN),
+      ...vniOf(lease),
+      content: digest(leaseContent(lease)),
+    };
   }
 
   private unclaim(key: string, old: Lease): void {
@@ -332,9 +439,16 @@ export class PeerStore<D> {
     // 4. New items for the peers accepted with new content; the rest were released or accepted above.
     for (const key of changed) {
       const p = this.peersByKey.get(key)!;
-      if (p.held !== undefined && p.lease) this.accept(key, p, p.lease);
+      if (p.held !== undefined && p.lease) this.accept(key, p, p.lease, ipv6Of(verdict(p.lease)));
     }
-    for (const key of touched) if (!this.peersByKey.get(key)!.lease) this.peersByKey.delete(key);
+    for (const key of touched) {
+      const p = this.peersByKey.get(key)!;
+      if (!p.lease) this.peersByKey.delete(key);
+      else if (p.held === undefined) {
+        this.problems.ipv6Cleared(key); // not accepted now: its IPv6 half is no news
+        if (verdicts.get(key)?.ok === false) this.setAside(p, p.lease);
+      }
+    }
     this.metrics?.set(METRIC.peers, this.acceptedCount);
   }
 
@@ -367,7 +481,7 @@ export class PeerStore<D> {
       changed.delete(holder);
       const p = this.peersByKey.get(holder)!;
       p.held = sn;
-      this.accept(holder, p, first);
+      this.accept(holder, p, first, ipv6Of(verdict(first)));
       if ((freedFrom !== undefined && freedFrom !== holder) || (waited !== undefined && CONFLICT_REASONS.has(waited))) {
         this.log.info('subnet handed over', { subnet: sn, from: freedFrom ?? '', to: holder });
       }
@@ -379,18 +493,23 @@ export class PeerStore<D> {
   }
 
   private reject(l: Lease, reason: LeaseRejectReason, message: string, other?: string): void {
-    const fields: Record<string, unknown> = { subnet: l.subnet, publicIP: l.publicIP };
+    // The log line names the lease by what it published, cut as the status shows it (a hostile public-ip is a kilobyte).
+    const fields: Record<string, unknown> = { subnet: keptText(l.subnet, MAX_SHOWN), publicIP: keptText(l.publicIP, MAX_SHOWN) };
     if (other !== undefined) fields.otherNode = other;
     // The ledger counts a new verdict, logs it, raises its Event and lists it in the status.
     this.problems.reject({ node: l.key, reason, sig: `${reason}|${other ?? ''}|${leaseContent(l)}`, message, fields });
   }
 
-  /** Accept `lease` for peer `key`: its items (anew), dirty where they changed. */
-  private accept(key: string, p: Peer<D>, lease: Lease): void {
+  /** Accept `lease` for peer `key`: its items (anew; without its IPv6 half when that is rejected), dirty where they changed. */
+  private accept(key: string, p: Peer<D>, lease: Lease, ipv6: IPv6Rejected | undefined): void {
     const had = p.keys;
     if (had) this.dropItems(key, had);
     else this.acceptedCount++;
-    const items = this.source.desiredFor(lease);
+    if (ipv6) {
+      const fields = { subnet: lease.subnet, ipv6Subnet: lease.ipv6Subnet, publicIPv6: keptText(lease.publicIPv6 ?? '', MAX_SHOWN) };
+      this.problems.rejectIPv6({ node: key, reason: ipv6.reason, sig: `${ipv6.reason}|${lease.ipv6Subnet ?? ''}|${lease.publicIPv6 ?? ''}`, message: ipv6.message, fields });
+    } else this.problems.ipv6Cleared(key);
+    const items = this.source.desiredFor(ipv6 ? ipv4Half(lease) : lease);
     const keys = items.map((d) => this.source.desiredKey(d));
     p.lease = lease;
     p.items = items;

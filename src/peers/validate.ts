@@ -3,7 +3,7 @@
 import { isIPv6 } from 'node:net';
 import type { Lease } from '../subnet/lease.js';
 import { isValidVtepMac } from '../basics/mac.js';
-import type { LeaseRejectReason } from './reject-reasons.js';
+import type { IPv6RejectReason, LeaseRejectReason } from './reject-reasons.js';
 import { cidrContains6, contains6, formatCidr6, isGlobalUnicast6, isLinkLocal6, network6, normalizeCidr6, overlaps6, parseCidr6, parseIp6 } from '../basics/ip6.js';
 import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../basics/ip4.js';
 
@@ -47,11 +47,35 @@ export interface Ipv6ValidationContext {
 
 // The reasons live in ./reject-reasons.ts, which the problems ledger (the metric's labels) reads too.
 
-export type LeaseValidation = { ok: true } | { ok: false; reason: LeaseRejectReason; message: string };
+/** Why a lease (or its IPv6 half) is rejected. */
+export interface Rejected {
+  reason: LeaseRejectReason;
+  message: string;
+}
+
+/**
+ * The verdict on a lease. A dual-stack lease whose IPv4 half is valid is accepted; a bad IPv6 half is
+ * rejected alone (`ipv6`): the peer keeps its IPv4 route, as a peer that publishes no IPv6 does.
+ */
+export type LeaseValidation = { ok: true; ipv6?: IPv6Rejected } | ({ ok: false } & Rejected);
+
+/** Why a dual-stack lease's IPv6 half is rejected (one of IPV6_REJECT_REASONS). */
+export interface IPv6Rejected extends Rejected {
+  reason: IPv6RejectReason;
+}
 
 /** Lowest VNI Windows accepts (HNS reserves lower VSIDs); Linux flanneld defaults to 1. */
 export const MIN_WINDOWS_VNI = 4096;
 const MAX_VNI = 0xffffff;
+
+/** The most characters of a published value a message quotes: enough to recognise it, not a kilobyte of it. */
+const MAX_QUOTED = 64;
+
+/** A published value as a message quotes it: JSON, cut at MAX_QUOTED characters (marked `...`, Latin-1 as the rest). */
+function quoted(v: unknown): string {
+  const text = JSON.stringify(v) ?? 'undefined';
+  return text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED - 3)}...` : text;
+}
 
 function reject(reason: LeaseRejectReason, message: string): LeaseValidation {
   return { ok: false, reason, message };
@@ -63,7 +87,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     if (isIPv6(lease.subnet.split('/')[0] ?? '')) {
       return reject('subnet-ipv6-only', `podCIDR ${lease.subnet} is IPv6 and the node has no IPv4 podCIDR; this agent routes IPv4 only`);
     }
-    return reject('subnet-invalid', `subnet ${JSON.stringify(lease.subnet)} is not an IPv4 CIDR`);
+    return reject('subnet-invalid', `subnet ${quoted(lease.subnet)} is not an IPv4 CIDR`);
   }
   if (network(sn).ip !== sn.ip) {
     return reject('subnet-not-network-address', `subnet ${lease.subnet} has host bits set`);
@@ -82,8 +106,14 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     return reject('subnet-overlaps-own', `subnet ${lease.subnet} overlaps this node's subnet ${ctx.ownSubnet}`);
   }
 
+  // Before the public IP: a vxlan peer on another network is off link for host-gw, but what is wrong is the
+  // cluster's configuration (the agent's cluster-mismatch readiness reads this reason), not the peer's address.
+  if (lease.backendType !== ctx.backendType) {
+    return reject('backend-type-mismatch', `backend type ${quoted(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
+  }
+
   const pip = parseIp4(lease.publicIP);
-  if (pip === undefined) return reject('public-ip-invalid', `public IP ${JSON.stringify(lease.publicIP)} is not a dotted IPv4 address`);
+  if (pip === undefined) return reject('public-ip-invalid', `public IP ${quoted(lease.publicIP)} is not a dotted IPv4 address`);
   if (!isUnicast(pip)) return reject('public-ip-not-unicast', `public IP ${lease.publicIP} is not a unicast address`);
   if (isApipa(pip)) return reject('public-ip-link-local', `public IP ${lease.publicIP} is link-local (169.254/16): no other node can reach it`);
   if (ctx.ownIPs?.includes(lease.publicIP)) {
@@ -106,15 +136,6 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     }
   }
 
-  if (lease.backendType !== ctx.backendType) {
-    return reject('backend-type-mismatch', `backend type ${JSON.stringify(lease.backendType)} does not match this cluster's ${JSON.stringify(ctx.backendType)}`);
-  }
-
-  if (ctx.ipv6 !== undefined && (lease.ipv6Subnet !== undefined || lease.publicIPv6 !== undefined)) {
-    const v6 = validateIPv6Half(lease, ctx.ipv6);
-    if (!v6.ok) return v6;
-  }
-
   if (ctx.backendType === 'vxlan') {
     const data = lease.backendData;
     if (typeof data !== 'object' || data === null || Array.isArray(data)) {
@@ -122,7 +143,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     }
     const { VNI: vni, VtepMAC: mac } = data as Record<string, unknown>;
     if (typeof vni !== 'number' || !Number.isInteger(vni) || vni < 0 || vni > MAX_VNI) {
-      return reject('vni-invalid', `vxlan VNI ${JSON.stringify(vni)} is not an integer 0..${MAX_VNI}`);
+      return reject('vni-invalid', `vxlan VNI ${quoted(vni)} is not an integer 0..${MAX_VNI}`);
     }
     if (vni < MIN_WINDOWS_VNI) {
       return reject(
@@ -138,43 +159,49 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
       );
     }
     if (!isValidVtepMac(mac)) {
-      return reject('vtep-mac-invalid', `VtepMAC ${JSON.stringify(mac)} is not a unicast MAC address (aa:bb:cc:dd:ee:ff)`);
+      return reject('vtep-mac-invalid', `VtepMAC ${quoted(mac)} is not a unicast MAC address (aa:bb:cc:dd:ee:ff)`);
     }
   }
-  return { ok: true };
+  const ipv6 = ctx.ipv6 !== undefined && (lease.ipv6Subnet !== undefined || lease.publicIPv6 !== undefined) ? validateIPv6Half(lease, ctx.ipv6) : undefined;
+  return ipv6 === undefined ? { ok: true } : { ok: true, ipv6 };
 }
 
 /**
  * The IPv6 half of a dual-stack peer, checked as the IPv4 half is (same reasons, messages naming IPv6):
  * a network-address CIDR inside IPv6Network of the cluster's IPv6 length, not the own one; a global or
  * unique-local unicast public IPv6 that is not this node's, not inside IPv6Network and (host-gw) on link.
+ * Undefined when it passes.
  */
-function validateIPv6Half(lease: Lease, ctx: Ipv6ValidationContext): LeaseValidation {
+function validateIPv6Half(lease: Lease, ctx: Ipv6ValidationContext): IPv6Rejected | undefined {
+  const rejectHalf = (reason: IPv6RejectReason, message: string): IPv6Rejected => ({ reason, message });
   const text = lease.ipv6Subnet ?? '';
   const sn = parseCidr6(text);
-  if (sn === undefined) return reject('subnet-invalid', `IPv6 subnet ${JSON.stringify(text)} is not an IPv6 CIDR`);
-  if (network6(sn).ip !== sn.ip) return reject('subnet-not-network-address', `IPv6 subnet ${text} has host bits set`);
+  if (sn === undefined) return rejectHalf('subnet-invalid', `IPv6 subnet ${quoted(text)} is not an IPv6 CIDR`);
+  if (network6(sn).ip !== sn.ip) return rejectHalf('subnet-not-network-address', `IPv6 subnet ${text} has host bits set`);
   const net = parseCidr6(ctx.network);
-  if (net === undefined || !cidrContains6(net, sn)) return reject('subnet-outside-network', `IPv6 subnet ${text} is not inside the cluster IPv6 network ${ctx.network}`);
-  if (sn.prefix !== ctx.subnetLen) return reject('subnet-length', `IPv6 subnet ${text} is not a /${ctx.subnetLen} as configured for this cluster`);
+  if (net === undefined || !cidrContains6(net, sn)) return rejectHalf('subnet-outside-network', `IPv6 subnet ${text} is not inside the cluster IPv6 network ${ctx.network}`);
+  if (sn.prefix !== ctx.subnetLen) return rejectHalf('subnet-length', `IPv6 subnet ${text} is not a /${ctx.subnetLen} as configured for this cluster`);
   if (ctx.ownSubnet !== undefined && overlaps6(sn, ctx.ownSubnet)) {
-    return reject(normalizeCidr6(ctx.ownSubnet) === text ? 'subnet-equals-own' : 'subnet-overlaps-own', `IPv6 subnet ${text} overlaps this node's IPv6 subnet ${ctx.ownSubnet}`);
+    return rejectHalf(
+      normalizeCidr6(ctx.ownSubnet) === text ? 'subnet-equals-own' : 'subnet-overlaps-own',
+      `IPv6 subnet ${text} overlaps this node's IPv6 subnet ${ctx.ownSubnet}`,
+    );
   }
   const ip = lease.publicIPv6 ?? '';
   const pip = parseIp6(ip);
-  if (pip === undefined) return reject('public-ip-invalid', `public IPv6 ${JSON.stringify(ip)} is not an IPv6 address`);
-  if (isLinkLocal6(pip)) return reject('public-ip-link-local', `public IPv6 ${ip} is link-local (fe80::/10): no other node can reach it`);
-  if (!isGlobalUnicast6(pip)) return reject('public-ip-not-unicast', `public IPv6 ${ip} is not a global or unique-local unicast address`);
+  if (pip === undefined) return rejectHalf('public-ip-invalid', `public IPv6 ${quoted(ip)} is not an IPv6 address`);
+  if (isLinkLocal6(pip)) return rejectHalf('public-ip-link-local', `public IPv6 ${ip} is link-local (fe80::/10): no other node can reach it`);
+  if (!isGlobalUnicast6(pip)) return rejectHalf('public-ip-not-unicast', `public IPv6 ${ip} is not a global or unique-local unicast address`);
   if (ctx.ownIPs?.some((own) => parseIp6(own) === pip)) {
-    return reject('public-ip-own', `public IPv6 ${ip} is this node's own address: routing its subnet there would loop`);
+    return rejectHalf('public-ip-own', `public IPv6 ${ip} is this node's own address: routing its subnet there would loop`);
   }
-  if (contains6(net, pip)) return reject('public-ip-inside-network', `public IPv6 ${ip} lies inside the cluster IPv6 network ${ctx.network}`);
+  if (contains6(net, pip)) return rejectHalf('public-ip-inside-network', `public IPv6 ${ip} lies inside the cluster IPv6 network ${ctx.network}`);
   const link = ctx.nodeNetwork !== undefined ? parseCidr6(ctx.nodeNetwork) : undefined;
   if (link !== undefined && !contains6(link, pip)) {
-    return reject(
+    return rejectHalf(
       'public-ip-off-link',
       `public IPv6 ${ip} is not on this node's IPv6 network ${formatCidr6(network6(link))}: host-gw routes to a peer via its IP as next hop, which must be on link`,
     );
   }
-  return { ok: true };
+  return undefined;
 }

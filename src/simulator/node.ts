@@ -52,14 +52,19 @@ export function simulatedSeams(model: SimulatedDataplane, deps: SimulatedNodeDep
   const hnsLog = componentLogger(deps.log, 'hns');
   return {
     hns: new HnsClient(
-      withCallTimeout(new SimulatedHnsTransport(model, deps.hnsVersion ? { version: deps.hnsVersion } : {}), { timeoutMs: deps.hnsCallTimeoutMs, clock: deps.clock, log: hnsLog }),
+      withCallTimeout(new SimulatedHnsTransport(model, deps.hnsVersion ? { version: deps.hnsVersion } : {}), {
+        timeoutMs: deps.hnsCallTimeoutMs,
+        clock: deps.clock,
+        log: hnsLog,
+        metrics: deps.metrics,
+      }),
       {
         log: hnsLog,
         metrics: deps.metrics,
         clock: deps.clock,
       },
     ),
-    routes: new MeteredRouteTable(new SimulatedRouteTable(model), deps.metrics),
+    routes: new MeteredRouteTable(new SimulatedRouteTable(model), deps.metrics, deps.clock),
     host: new SimulatedHost(model),
   };
 }

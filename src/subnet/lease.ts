@@ -66,10 +66,10 @@ export type LeaseUpdateHandler = (update: LeaseUpdate) => void;
 
 /**
  * The own lease changed outside the agent (kube: the own Node): `lost` (deleted; the reason says so),
- * `back` (it is there again, the same one), `replaced` (deleted and registered again, now with `subnet`):
- * the lease is to be taken again.
+ * `back` (it is there again, the same one), `replaced` (deleted and registered again, now with `subnet`,
+ * the new Node's creationTimestamp `created` in ms since the epoch, if known): the lease is to be taken again.
  */
-export type OwnLeaseChange = { kind: 'lost'; reason: string } | { kind: 'back' } | { kind: 'replaced'; subnet: string; reason: string };
+export type OwnLeaseChange = { kind: 'lost'; reason: string } | { kind: 'back' } | { kind: 'replaced'; subnet: string; created?: number; reason: string };
 
 export interface SubnetManager {
   /** `kube` or `etcd`. */

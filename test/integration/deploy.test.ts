@@ -285,7 +285,7 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     );
     expect(plugins['envFrom']).toEqual([{ configMapRef: { name: 'flanneld-windows-config' } }]);
     // Both read the shared net-conf: sdnbridge.exe and the dual-stack conflist when it enables IPv6; run in
-    // order on a fresh dual-stack node in daemonset-dual-stack.test.ts.
+    // order on a fresh dual-stack node in journey-daemonset.test.ts.
     expect(plugins['volumeMounts']).toEqual([{ name: 'flannel-cfg', mountPath: '/etc/kube-flannel/' }]);
     expect((cniConfig['args'] as string[]).join(' ')).toContain('cni-config --kube-subnet-mgr');
     expect(cniConfig['env']).toEqual(expect.arrayContaining([{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }]));

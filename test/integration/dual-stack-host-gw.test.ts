@@ -3,7 +3,7 @@
 // backend-v6-data `null` for host-gw), a Windows Node with one podCIDR per family, and an adapter with an
 // IPv6 address (state file IPv6Address / IPv6PrefixLength).
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderCniConfig } from '../../src/cni/conflist.js';
@@ -13,6 +13,7 @@ import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-f
 import { TestCluster, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
 import { isFlannelError } from '../../src/basics/errors.js';
+import { runFlanneld } from '../support/flanneld-process.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const WIN = 'win-1';
@@ -105,6 +106,40 @@ describe('dual-stack host-gw', () => {
     cluster.api.updateNode('linux-1', (n) => void delete n.metadata.annotations![`${P}public-ipv6`]);
     await waitFor(() => peerRoutes(a).length === 2, 'the IPv6 route swept');
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
+  });
+
+  // docs/compatibility.md, Dual-stack: a peer whose IPv6 half is hostile keeps its IPv4 route; the IPv6 half
+  // alone is rejected, counted and named (src/peers/validate.ts). Through the built CLI: its routes, its
+  // /metrics and `flanneld status`.
+  it('the built CLI: a hostile IPv6 half (mapped public-ipv6, ::/0 podCIDR) is rejected alone, the IPv4 routes stay', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(dualLinux('linux-1', '10.244.1.0/24', 'fd00:10:244:1::/64', '10.0.0.11', '::ffff:10.0.0.11'));
+    cluster.api.addNode(dualLinux('linux-2', '10.244.2.0/24', '::/0', '10.0.0.12', 'fd00:10::12'));
+    cluster.api.addNode(dualLinux('linux-3', '10.244.3.0/24', 'fd00:10:244:3::/64', '10.0.0.13', 'fd00:10::13'));
+    cluster.api.addNode(windowsNode(['10.244.100.0/24', 'fd00:10:244:64::/64']));
+    mkdirSync(join(cluster.dir, WIN), { recursive: true });
+    const state = cluster.stateOf(WIN);
+    state.edit((st) => st.adapters.filter((ad) => ad.IPAddress === WIN_IP).forEach((ad) => Object.assign(ad, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 })));
+    const agent = await cluster.startProcess({ nodeName: WIN, netConf: DUAL_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    await agent.waitReady();
+    const routes = () =>
+      state
+        .read()
+        .routes.filter((r) => r.DestinationPrefix.startsWith('10.244.') || r.DestinationPrefix.startsWith('fd00:10:244:') || r.DestinationPrefix === '::/0')
+        .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
+        .sort();
+    await state.waitFor(() => routes().length === 4, 'the three IPv4 routes and linux-3 IPv6 route');
+    expect(routes()).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12', '10.244.3.0/24 via 10.0.0.13', 'fd00:10:244:3::/64 via fd00:10::13']);
+
+    const metrics = await agent.metrics();
+    expect(metrics).toContain('flannel_leases_ipv6_rejected_total{reason="public-ip-not-unicast"} 1');
+    expect(metrics).toContain('flannel_leases_ipv6_rejected_total{reason="subnet-outside-network"} 1');
+    expect(metrics).toContain('flannel_peers 3');
+    const status = await runFlanneld(['status', `--healthz-port=${agent.port}`, '--healthz-ip=127.0.0.1']);
+    expect(status.stdout).toMatch(/^ {2}rejected IPv6 +linux-1 fd00:10:244:1::\/64 via ::ffff:10\.0\.0\.11: public-ip-not-unicast \(public IPv6 ::ffff:10\.0\.0\.11 /m);
+    expect(status.stdout).toMatch(/^ {2}rejected IPv6 +linux-2 ::\/0 via fd00:10::12: subnet-outside-network \(IPv6 subnet ::\/0 /m);
+    expect(agent.lines.filter((l) => l.message === 'peer lease IPv6 half rejected; its IPv4 route is kept').map((l) => l['node'])).toEqual(['linux-1', 'linux-2']);
+    await waitFor(() => cluster.api.events({ kind: 'Node', name: WIN }).filter((e) => String(e['message']).includes('IPv6 half rejected')).length === 2, 'two Events');
   });
 
   it('a change of the family set rebuilds cbr0: IPv4-only, then dual-stack, then IPv4-only again', async () => {

@@ -16,7 +16,7 @@ import { BackendError, EtcdError } from '../../src/basics/errors.js';
 import type { LeaseAttrs } from '../../src/subnet/lease.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { NetworkConfig } from '../../src/subnet/net-conf-types.js';
-import { allocateIPv6Subnet, isIPv6SubnetConfigCompat } from '../../src/subnet/etcd/allocate.js';
+import { allocateIPv6Subnet, ipv6HalfOutsideNetwork, isIPv6SubnetConfigCompat } from '../../src/subnet/etcd/allocate.js';
 import { EtcdSubnetManager } from '../../src/subnet/etcd/manager.js';
 import type { EtcdSubnetManagerOptions } from '../../src/subnet/etcd/manager.js';
 import { EtcdRegistry } from '../../src/subnet/etcd/registry.js';
@@ -58,6 +58,18 @@ describe('IPv6 allocation (table, upstream allocateSubnet / isIPv6SubnetConfigCo
     ['the last of the first 100 candidates (random ~1)', [], 0.999, 'fc00:0:0:64::/64'],
   ])('%s', (_what, taken, r, want) => {
     expect(allocateIPv6Subnet(conf, taken, () => r)).toBe(want);
+  });
+
+  it.each<[string, boolean]>([
+    ['fc00:0:0:5::/64', false],
+    ['fc00:0:0:5::/80', false],
+    ['::/0', true],
+    ['fc00::/48', true],
+    ['fc00::/60', true],
+    ['fd99::/64', true],
+    ['fc00:0:0:5::', true],
+  ])('the IPv6 half %s of a key is left out of the allocation: %s', (sn6, out) => {
+    expect(ipv6HalfOutsideNetwork(conf, sn6)).toBe(out);
   });
 
   it('none left in a narrow IPv6SubnetMin..IPv6SubnetMax, none without EnableIPv6', () => {
@@ -147,6 +159,27 @@ describeEtcd('dual-stack leases in etcd (real etcd)', () => {
     expect(await admin.get(`${prefix}/subnets/${l5.key}`).string()).toBe('{"PublicIP":"10.0.0.5","PublicIPv6":"fd00:10::5","BackendType":"host-gw"}');
   });
 
+  // One malformed key must not leave every new dual-stack node "out of subnets": `::-0` overlaps every
+  // IPv6 candidate, so upstream's allocateSubnet (which skips any candidate overlapping a key's IPv6 half)
+  // finds none. As with an IPv4 key wider than SubnetLen (etcd-invalid-keys.test.ts), such an IPv6 half is
+  // left out of the allocation and named once; the key's IPv4 half still holds its subnet.
+  it.each([
+    ['::/0', '10.5.3.0-24&::-0'],
+    ['wider than IPv6SubnetLen', '10.5.3.0-24&fc00::-48'],
+    ['outside IPv6Network', '10.5.3.0-24&fd99::-64'],
+  ])('a lease key whose IPv6 half is not a subnet of IPv6Network (%s) is skipped and named; new nodes still get both halves', async (_what, bad) => {
+    const { prefix, netConf } = await newPrefix({ ...DUAL, SubnetMin: '10.5.3.0', SubnetMax: '10.5.4.0', IPv6SubnetMin: 'fc00:0:0:8::', IPv6SubnetMax: 'fc00:0:0:8::' });
+    await admin.put(`${prefix}/subnets/${bad}`).value('{"PublicIP":"10.0.0.99","PublicIPv6":"fd00:10::99","BackendType":"host-gw"}');
+    const sink = logSink('info');
+    const m = manager(prefix, netConf, '10.0.0.9', { log: sink.log });
+    const l = await m.mgr.acquireLease(hostgw('10.0.0.9', 'fd00:10::9'), m.ctrl.signal);
+    // The IPv4 half of the bad key still holds 10.5.3.0/24; the only IPv6 candidate is free.
+    expect([l.subnet, l.ipv6Subnet]).toEqual(['10.5.4.0/24', 'fc00:0:0:8::/64']);
+    const named = sink.entries.filter((e) => String(e['message']).startsWith('ignoring the IPv6 half of a lease key when allocating'));
+    expect(named).toHaveLength(1);
+    expect(named[0]).toMatchObject({ key: `${prefix}/subnets/${bad}`, ipv6Network: 'fc00::/48' });
+  });
+
   it('out of IPv6 subnets is a coded error naming the range; a dual-stack lease without a public IPv6 is refused', async () => {
     const { prefix, netConf } = await newPrefix({ ...DUAL, IPv6SubnetMin: 'fc00:0:0:8::', IPv6SubnetMax: 'fc00:0:0:8::' });
     const one = manager(prefix, netConf, '10.0.0.6');
@@ -228,6 +261,23 @@ describeEtcd('dual-stack leases in etcd (real etcd)', () => {
       await admin.delete().key(`${prefix}/subnets/10.5.1.0-24&fc00:0:0:1::-64`);
       await admin.put(`${prefix}/subnets/10.5.1.0-24`).value('{"PublicIP":"10.0.0.11","PublicIPv6":null,"BackendType":"host-gw"}').lease(grant.ID);
       await waitFor(() => (routes(a).length === 2 && routes(a).includes('10.5.1.0/24 via 10.0.0.11') ? true : undefined), 'the IPv6 route swept', 15_000);
+    }, 40_000);
+
+    it('a peer whose IPv6 half is bad (a ::-0 key, a zoned PublicIPv6) keeps its IPv4 route; the agent leases beside the ::-0 key', async () => {
+      const { prefix } = await newPrefix(DUAL);
+      const grant = await admin.leaseClient.leaseGrant({ TTL: 86400 });
+      await admin.put(`${prefix}/subnets/10.5.3.0-24&::-0`).value('{"PublicIP":"10.0.0.13","PublicIPv6":"fd00:10::13","BackendType":"host-gw"}').lease(grant.ID);
+      await admin.put(`${prefix}/subnets/10.5.4.0-24&fc00:0:0:4::-64`).value('{"PublicIP":"10.0.0.14","PublicIPv6":"fe80::14%eth0","BackendType":"host-gw"}').lease(grant.ID);
+      const sink = logSink('info');
+      const a = startAgent(prefix, sink.log);
+      await waitFor(() => a.agent.isReady && routes(a).length === 2, 'the two IPv4 routes', 15_000);
+      expect(routes(a)).toEqual(['10.5.3.0/24 via 10.0.0.13', '10.5.4.0/24 via 10.0.0.14']);
+      expect(a.agent.network!.lease.ipv6Subnet).toMatch(/^fc00:0:0:[0-9a-f]+::\/64$/);
+      const rejected = (await a.agent.status()).peers.rejections.map((r) => [r.family, r.subnet, r.publicIP, r.reason]);
+      expect(rejected).toEqual([
+        ['ipv6', '::/0', 'fd00:10::13', 'subnet-outside-network'],
+        ['ipv6', 'fc00:0:0:4::/64', 'fe80::14%eth0', 'public-ip-invalid'],
+      ]);
     }, 40_000);
 
     it('restarted, it reuses both halves from etcd and subnet.env', async () => {

@@ -387,6 +387,23 @@ describe('completeLease', () => {
     expect(conds.map((c) => c.type).sort()).toEqual(['NetworkUnavailable', 'Ready']);
   });
 
+  // The own Node deleted between the lease and its condition (kubectl delete node right after the agent
+  // started): the Node watch tells the agent (own-node-watch.ts), which keeps the dataplane and is not
+  // ready, and writes the condition on the Node registered again when it leases from it. A 404 here is
+  // no reason to stop the agent; before, it ended the run (FLANNEL_ERR_KUBE "nodes \"win\" not found").
+  it('the own Node deleted before the condition is written: not fatal, logged, nothing patched', async () => {
+    api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
+    const sink = logSink('warn');
+    const m = manager({ log: sink.log });
+    await m.acquireLease(attrs(VXLAN), signal());
+    api.deleteNode('win');
+    await m.completeLease(lease, signal());
+    expect(api.getNode('win')).toBeUndefined();
+    expect(sink.entries).toContainEqual(
+      expect.objectContaining({ message: 'the own Node is not in the API server: NetworkUnavailable is written on it once it is registered again', node: 'win' }),
+    );
+  });
+
   it('retries, and does nothing when --set-node-network-unavailable=false', async () => {
     api.addNode(bareNode({ name: 'win', podCIDR: '10.244.5.0/24' }));
     await manager({ setNodeNetworkUnavailable: false }).completeLease(lease, signal());

@@ -84,3 +84,78 @@ describe.each([
     expect(a.agent.phase).toBe('running');
   });
 });
+
+// The own Node registered again with the podCIDR an older peer holds (a provisioning tool that sets
+// spec.podCIDR, or a hand edit): the agent applies to itself the rule it applies to peers (src/peers/store.ts,
+// docs/compatibility.md "Who holds a contested subnet": the older Node keeps it). It does not move its
+// network onto that subnet, keeps its old dataplane and the peer's route, says why it is not ready with a
+// fix, and raises FlannelSubnetContested; once the subnet is free (the stale peer deleted) or the own Node
+// has another podCIDR, it leases again by itself.
+describe('the own Node registered again with the podCIDR of an older peer', () => {
+  const PEER_CIDR = '10.244.1.0/24';
+
+  async function contested(backend: 'vxlan' | 'host-gw', netConf: unknown) {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: backend }));
+    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+    const sink = logSink('info');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf, log: sink.log });
+    await waitFor(() => a.agent.isReady && peerPrefixes(a, backend).length === 1 && conditionOf(cluster)?.status === 'False', 'the agent ready with its peer');
+    const envBefore = readFileSync(a.subnetFile, 'utf8');
+
+    cluster.api.deleteNode(WIN);
+    await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
+    cluster.api.addNode(bareNode({ name: WIN, podCIDR: PEER_CIDR, internalIP: WIN_IP }));
+    // Whatever the agent makes of it: the contest named, or (the old behaviour) subnet.env on the peer's subnet.
+    await waitFor(
+      () => a.agent.notReadyReason()?.startsWith('own-subnet-contested') || readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.1.1/24'),
+      'the re-registration handled',
+      { timeoutMs: 20_000, detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}` },
+    );
+    return { a, sink, envBefore };
+  }
+
+  const contestedEvents = () => cluster.api.events({ kind: 'Node', name: WIN }).filter((e) => e['reason'] === 'FlannelSubnetContested');
+
+  it('host-gw: keeps its old network and the peer route, not ready with the reason and a fix, an Event; leases again once the stale peer is deleted', async () => {
+    const { a, sink, envBefore } = await contested('host-gw', HOSTGW_NET_CONF);
+    expect(a.agent.isReady).toBe(false);
+    const why = a.agent.notReadyReason()!;
+    expect(why).toMatch(/^own-subnet-contested: the own Node "win-1" was registered again with podCIDR 10\.244\.1\.0\/24, which the older Node "linux-1" holds/);
+    expect(why).toMatch(/; fix: .*kubectl delete node win-1.*kubectl delete node linux-1/);
+    const status = await a.agent.status();
+    expect(status.ownNode).toMatchObject({ state: 'contested', reason: expect.stringContaining('linux-1') });
+    expect(status.inSync).toBe(false);
+    expect(renderStatusTable(status)).toMatch(/Own Node\s+CONTESTED: the own Node "win-1" was registered again/);
+    // The old dataplane: the network on the old podCIDR, the peer's route, subnet.env as it was.
+    expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
+    expect(a.agent.network?.lease.subnet).toBe(OLD_CIDR);
+    expect(peerPrefixes(a, 'host-gw')).toEqual([PEER_CIDR]);
+    expect(readFileSync(a.subnetFile, 'utf8')).toBe(envBefore);
+    await waitFor(() => contestedEvents().length === 1, 'the FlannelSubnetContested Event');
+    expect(contestedEvents()[0]['message']).toMatch(/podCIDR 10\.244\.1\.0\/24, which the older Node linux-1 holds/);
+    expect(sink.entries.some((e) => e['message'] === 'own Node registered again; leasing again')).toBe(false);
+
+    // The fix: the stale peer is deleted; the subnet is free, the agent leases again on it by itself.
+    cluster.api.deleteNode('linux-1');
+    await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.1.1/24'), 'subnet.env on the freed podCIDR', 20_000);
+    await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === PEER_CIDR, 'ready on the freed podCIDR', 20_000);
+    expect(a.agent.notReadyReason()).toBeUndefined();
+    expect((await a.agent.status()).ownNode).toBeUndefined();
+  });
+
+  it('vxlan: the own Node deleted and registered again with a podCIDR of its own ends the contest', async () => {
+    const { a } = await contested('vxlan', VXLAN_NET_CONF);
+    expect(a.agent.notReadyReason()).toMatch(/^own-subnet-contested: /);
+    expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
+    expect(peerPrefixes(a, 'vxlan')).toEqual([PEER_CIDR]);
+
+    // The other fix: the own Node deleted again; registered with a free podCIDR, it is leased again.
+    cluster.api.deleteNode(WIN);
+    await waitFor(() => a.agent.notReadyReason()?.startsWith('own-node-deleted') === true, 'the own Node deleted again');
+    cluster.api.addNode(bareNode({ name: WIN, podCIDR: NEW_CIDR, internalIP: WIN_IP }));
+    await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.101.1/24'), 'subnet.env on the new podCIDR', 20_000);
+    await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === NEW_CIDR && peerPrefixes(a, 'vxlan').length === 1, 'ready with the peer on the new podCIDR', 20_000);
+    expect(peerPrefixes(a, 'vxlan')).toEqual([PEER_CIDR]);
+  });
+});

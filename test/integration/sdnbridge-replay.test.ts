@@ -13,7 +13,7 @@ import { bareNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { TestCluster, WIN_IP, waitFor, type RunningAgent } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
-import { loadTrace, newBindings, replayScenario, type ReplayMismatch } from '../support/cni-replay.js';
+import { loadTrace, newBindings, replayScenario, sdnbridgeUnexpected as unexpected } from '../support/cni-replay.js';
 import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 
@@ -46,11 +46,6 @@ async function dualStackAgent(): Promise<RunningAgent> {
   });
   await waitFor(() => a.agent.isReady, 'the agent is ready');
   return a;
-}
-
-/** Mismatches other than the ones this replay expects (the network document of the agent vs the staged one; PrefixLength). */
-function unexpected(ms: ReplayMismatch[]): ReplayMismatch[] {
-  return ms.filter((m) => !/HcnQueryNetworkProperties out|HcnEnumerateNetworks out/.test(m.where) && !/PrefixLength/.test(m.where));
 }
 
 describe('sdnbridge dual-stack replay against the agent network', () => {

@@ -14,6 +14,10 @@ import type { Route, RouteTable } from '../../src/routes/route-table.js';
 import type { IpFamily } from '../../src/host/host.js';
 import { RouteRecord } from '../../src/backends/hostgw/route-record.js';
 import { logSink } from '../support/log-sink.js';
+import { Metrics, METRIC } from '../../src/basics/metrics.js';
+import { PeerStore } from '../../src/peers/store.js';
+import type { NodeEvent } from '../../src/node-events.js';
+import { readMetric } from '../support/agent-signals.js';
 
 const P = 'flannel.alpha.coreos.com/';
 const keys = annotationKeys(normalizeAnnotationPrefix('flannel.alpha.coreos.com'));
@@ -113,30 +117,113 @@ function peer(over: Partial<Lease> = {}): Lease {
   };
 }
 
-describe('validateLease: the IPv6 half, checked as the IPv4 one', () => {
-  it.each<[string, Partial<Lease>, string | undefined]>([
-    ['valid dual-stack peer', {}, undefined],
-    ['IPv4-only peer', { ipv6Subnet: undefined, publicIPv6: undefined }, undefined],
+// docs/compatibility.md, Dual-stack: the IPv6 half is checked by the IPv4 half's rules, and a bad one is
+// rejected alone: the peer keeps its IPv4 route (as a peer publishing no IPv6 does), the IPv6 reason is
+// counted and named. Upstream trusts the IPv6 half (pkg/backend/hostgw/hostgw.go GetV6Route routes
+// whatever PublicIPv6 says) and the kube-apiserver checks podCIDRs only as CIDRs of one family each
+// (pkg/apis/core/validation ValidateNode: "must be a valid CIDR"), so `::/0` or a `/128` reach a peer.
+describe('validateLease: the IPv6 half, checked as the IPv4 one and rejected alone', () => {
+  it.each<[string, Partial<Lease>, string]>([
     ['IPv6 subnet not a CIDR', { ipv6Subnet: 'banana' }, 'subnet-invalid'],
     ['IPv6 subnet with host bits', { ipv6Subnet: '2001:cafe:42:1::1/64' }, 'subnet-not-network-address'],
     ['IPv6 subnet outside IPv6Network', { ipv6Subnet: '2001:cafe:43:1::/64' }, 'subnet-outside-network'],
+    ['IPv6 subnet ::/0', { ipv6Subnet: '::/0' }, 'subnet-outside-network'],
     ['IPv6 subnet of another length', { ipv6Subnet: '2001:cafe:42:1::/80' }, 'subnet-length'],
+    ['IPv6 subnet a /128', { ipv6Subnet: '2001:cafe:42:1::/128' }, 'subnet-length'],
     ['IPv6 subnet equal to ours', { ipv6Subnet: '2001:cafe:42::/64' }, 'subnet-equals-own'],
     ['public IPv6 not an address', { publicIPv6: 'nope' }, 'public-ip-invalid'],
     ['public IPv6 missing beside an IPv6 subnet', { publicIPv6: undefined }, 'public-ip-invalid'],
+    ['public IPv6 with a zone', { publicIPv6: '2001:db8:10::11%3' }, 'public-ip-invalid'],
+    ['public IPv6 link-local with a zone', { publicIPv6: 'fe80::11%eth0' }, 'public-ip-invalid'],
     ['public IPv6 link-local', { publicIPv6: 'fe80::11' }, 'public-ip-link-local'],
     ['public IPv6 multicast', { publicIPv6: 'ff02::1' }, 'public-ip-not-unicast'],
+    ['public IPv6 loopback', { publicIPv6: '::1' }, 'public-ip-not-unicast'],
+    ['public IPv6 unspecified', { publicIPv6: '::' }, 'public-ip-not-unicast'],
+    ['public IPv6 IPv4-mapped', { publicIPv6: '::ffff:192.168.10.11' }, 'public-ip-not-unicast'],
     ['public IPv6 ours', { publicIPv6: '2001:db8:10::10' }, 'public-ip-own'],
     ['public IPv6 inside IPv6Network', { publicIPv6: '2001:cafe:42:9::1' }, 'public-ip-inside-network'],
     ['public IPv6 off link', { publicIPv6: '2001:db8:99::11' }, 'public-ip-off-link'],
-  ])('%s', (_name, over, reason) => {
+  ])('%s: the IPv6 half is rejected (%s), the lease is accepted', (_name, over, reason) => {
     const v = validateLease(peer(over), ctx);
-    expect(v.ok ? undefined : v.reason).toBe(reason);
+    expect(v).toEqual({ ok: true, ipv6: { reason, message: expect.stringMatching(/IPv6/) } });
+  });
+
+  it('a valid dual-stack peer and an IPv4-only one are accepted whole', () => {
+    expect(validateLease(peer(), ctx)).toEqual({ ok: true });
+    expect(validateLease(peer({ ipv6Subnet: undefined, publicIPv6: undefined }), ctx)).toEqual({ ok: true });
+  });
+
+  it('a bad IPv4 half still rejects the lease, whatever its IPv6 half', () => {
+    expect(validateLease(peer({ publicIP: '127.0.0.1', publicIPv6: 'ff02::1' }), ctx)).toMatchObject({ ok: false, reason: 'public-ip-not-unicast' });
   });
 
   it('an IPv4-only node never looks at an IPv6 half', () => {
     const { ipv6: _ipv6, ...v4only } = ctx;
     expect(validateLease(peer({ ipv6Subnet: 'banana' }), v4only)).toEqual({ ok: true });
+  });
+});
+
+describe('the peer store with a dual-stack peer whose IPv6 half is rejected', () => {
+  const vnic = { index: 7, refresh: () => Promise.resolve(false) };
+  function store() {
+    const metrics = new Metrics();
+    const sink = logSink('info');
+    const events: NodeEvent[] = [];
+    const driver = hostGwRouteDriver({
+      routes: new FamilyRoutes([]),
+      network: '10.42.0.0/16',
+      ownSubnet: '10.42.0.0/24',
+      vnic,
+      ipv6: { network: '2001:cafe:42::/56', ownSubnet: '2001:cafe:42::/64' },
+    });
+    const s = new PeerStore({ ownLeaseKey: 'win-1', ownSubnet: '10.42.0.0/24', validation: ctx, items: driver, metrics, log: sink.log, events: { record: (e) => events.push(e) } });
+    const put = (l: Lease) => s.apply({ kind: 'peers', peers: [{ key: l.key, lease: l }] });
+    s.apply({ kind: 'listed', keys: new Set() });
+    return { s, put, metrics, events, entries: sink.entries };
+  }
+  const routes = (s: PeerStore<Route>) => s.desiredItems().map((r) => `${r.destinationPrefix} via ${r.nextHop}`);
+
+  it.each<[string, Partial<Lease>, string]>([
+    ['a multicast public IPv6', { publicIPv6: 'ff02::1' }, 'public-ip-not-unicast'],
+    ['an IPv4-mapped public IPv6', { publicIPv6: '::ffff:192.168.10.11' }, 'public-ip-not-unicast'],
+    ['a loopback public IPv6', { publicIPv6: '::1' }, 'public-ip-not-unicast'],
+    ['a link-local public IPv6', { publicIPv6: 'fe80::11' }, 'public-ip-link-local'],
+    ['a zoned public IPv6', { publicIPv6: '2001:db8:10::11%3' }, 'public-ip-invalid'],
+    ['a ::/0 podCIDR', { ipv6Subnet: '::/0' }, 'subnet-outside-network'],
+    ['a /128 podCIDR', { ipv6Subnet: '2001:cafe:42:1::/128' }, 'subnet-length'],
+    ['a podCIDR outside IPv6Network', { ipv6Subnet: 'fd99::/64' }, 'subnet-outside-network'],
+  ])('%s: its IPv4 route is kept, the IPv6 half counted and named', async (_what, over, reason) => {
+    const { s, put, metrics, events, entries } = store();
+    put(peer(over));
+    expect(routes(s)).toEqual(['10.42.1.0/24 via 192.168.10.11']);
+    expect(s.size).toBe(1);
+    expect(await readMetric(metrics, METRIC.leasesIPv6Rejected, { reason })).toBe(1);
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason })).toBe(0);
+    const { ipv6Subnet, publicIPv6 } = peer(over);
+    expect(s.rejected()).toEqual([
+      { key: 'linux-1', family: 'ipv6', subnet: ipv6Subnet, publicIP: publicIPv6, reason, message: expect.stringMatching(/IPv6/), backendType: 'host-gw' },
+    ]);
+    expect(entries.filter((e) => e['message'] === 'peer lease IPv6 half rejected; its IPv4 route is kept')).toEqual([expect.objectContaining({ node: 'linux-1', reason })]);
+    expect(events).toEqual([expect.objectContaining({ reason: 'FlannelPeerRejected', message: expect.stringMatching(/^peer linux-1: IPv6 half rejected/) })]);
+
+    // A heartbeat changes nothing; a fixed IPv6 half gets its route and clears the record.
+    put(peer(over));
+    expect(await readMetric(metrics, METRIC.leasesIPv6Rejected, { reason })).toBe(1);
+    put(peer());
+    expect(routes(s).sort()).toEqual(['10.42.1.0/24 via 192.168.10.11', '2001:cafe:42:1::/64 via 2001:db8:10::11']);
+    expect(s.rejected()).toEqual([]);
+  });
+
+  it('a whole-lease rejection clears the IPv6 half record; deletion forgets both', () => {
+    const { s, put } = store();
+    put(peer({ publicIPv6: 'ff02::1' }));
+    put(peer({ publicIP: '127.0.0.1', publicIPv6: 'ff02::1' }));
+    expect(s.rejected()).toEqual([expect.objectContaining({ key: 'linux-1', reason: 'public-ip-not-unicast' })]);
+    expect(s.rejected()[0]).not.toHaveProperty('family');
+    expect(routes(s)).toEqual([]);
+    s.apply({ kind: 'peers', peers: [{ key: 'linux-1', lease: undefined }] });
+    expect(s.rejected()).toEqual([]);
+    expect(s.remembered).toBe(0);
   });
 });
 

@@ -20,7 +20,25 @@ describe('etcd lease JSON with PublicIPv6', () => {
       backendData: null,
     });
     expect(decodeLeaseAttrs('{"PublicIP":"192.168.64.3","PublicIPv6":null,"BackendType":"host-gw"}')).not.toHaveProperty('publicIPv6');
-    expect(typeof decodeLeaseAttrs('{"PublicIP":"192.168.64.3","PublicIPv6":"10.0.0.1"}')).toBe('string');
+  });
+
+  // Upstream's ip.IP6 UnmarshalJSON fails the whole value on a bad PublicIPv6, so the peer loses its IPv4
+  // route too; docs/compatibility.md (Dual-stack) promises that a bad IPv6 half is rejected alone: the
+  // value is read, and the peer validator (src/peers/validate.ts) names the IPv6 half's fault.
+  it.each<[string, string]>([
+    ['"10.0.0.1"', '10.0.0.1'],
+    ['"fe80::1%eth0"', 'fe80::1%eth0'],
+    ['"fd00::3%3"', 'fd00::3%3'],
+    ['42', '(a number)'],
+    ['{"a":1}', '(an object)'],
+    [JSON.stringify('f'.repeat(100)), '(100 characters)'],
+  ])('a PublicIPv6 of %s that is no IPv6 address keeps the value, the IPv4 half with it', (v6, kept) => {
+    expect(decodeLeaseAttrs(`{"PublicIP":"192.168.64.3","PublicIPv6":${v6},"BackendType":"host-gw"}`)).toEqual({
+      publicIP: '192.168.64.3',
+      publicIPv6: kept,
+      backendType: 'host-gw',
+      backendData: null,
+    });
   });
 
   it('a dual-stack subnet key, both ways', () => {

@@ -67,7 +67,7 @@ describe('health server', () => {
     try {
       const r = await get(srv.port, '/readyz');
       expect(r.status).toBe(503);
-      expect(r.body).toBe(`flanneld is not ready: pods cannot start\n${reason}`);
+      expect(r.body).toBe(`flanneld is not ready\n${reason}`);
       reason = undefined;
       expect(await get(srv.port, '/readyz')).toMatchObject({ status: 503, body: 'flanneld is not ready yet' });
     } finally {

@@ -42,6 +42,12 @@ describe('validateLease', () => {
     ['IPv6 public IP', lease({ publicIP: 'fd00::1' }), vx, 'public-ip-invalid'],
     ['host-gw peer in a vxlan cluster', lease({ backendType: 'host-gw', backendData: null }), vx, 'backend-type-mismatch'],
     ['case differs (Linux compares case-sensitively)', lease({ backendType: 'VXLAN' }), vx, 'backend-type-mismatch'],
+    [
+      'vxlan peer on another network in a host-gw cluster (the mismatch, not off link)',
+      lease({ publicIP: '192.168.2.12' }),
+      { ...hg, nodeNetwork: '192.168.1.10/24' },
+      'backend-type-mismatch',
+    ],
     ['Linux peer left at VNI 1', lease({ backendData: { VNI: 1, VtepMAC: '00:15:5d:b3:ac:db' } }), vx, 'vni-too-low'],
     ['VNI as a string', lease({ backendData: { VNI: '4096', VtepMAC: '00:15:5d:b3:ac:db' } }), vx, 'vni-invalid'],
     ['VNI fractional', lease({ backendData: { VNI: 4096.5, VtepMAC: '00:15:5d:b3:ac:db' } }), vx, 'vni-invalid'],

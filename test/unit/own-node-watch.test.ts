@@ -60,6 +60,27 @@ describe('OwnNodeWatch', () => {
       ['lost', 'replaced 10.244.9.0/24'],
     ],
     ['a new uid without a podCIDR and no DELETED seen: lost', [['seen', own('u2')]], ['lost']],
+    // Until the agent leases again (it may not at once: an older peer may hold the new podCIDR), the
+    // watch follows the Node that replaced the lease's.
+    [
+      'after a replacement the new Node is followed: seen again, nothing; a late DELETED of the old one, nothing',
+      [
+        ['seen', own('u2', '10.244.1.0/24')],
+        ['seen', own('u2', '10.244.1.0/24')],
+        ['deleted', own('u1')],
+        ['list', [own('u2', '10.244.1.0/24')]],
+      ],
+      ['replaced 10.244.1.0/24'],
+    ],
+    [
+      'after a replacement the new Node deleted and registered again: lost, replaced again',
+      [
+        ['seen', own('u2', '10.244.1.0/24')],
+        ['deleted', own('u2')],
+        ['seen', own('u3', '10.244.9.0/24')],
+      ],
+      ['replaced 10.244.1.0/24', 'lost', 'replaced 10.244.9.0/24'],
+    ],
     [
       'missing from one list, then back with the same uid: lost, back',
       [
@@ -80,5 +101,12 @@ describe('OwnNodeWatch', () => {
     ],
   ])('%s', (_name, steps, want, uid = 'u1') => {
     expect(run(steps, uid)).toEqual(want);
+  });
+
+  it("a replacement carries the new Node's creationTimestamp (who keeps a contested subnet)", () => {
+    const changes: OwnLeaseChange[] = [];
+    const w = new OwnNodeWatch({ node: 'win1', uid: 'u1', subnet: '10.244.7.0/24', onChange: (c) => changes.push(c) });
+    w.seen({ ...own('u2', '10.244.1.0/24'), created: 1_700_000_000_000 });
+    expect(changes).toEqual([{ kind: 'replaced', subnet: '10.244.1.0/24', created: 1_700_000_000_000, reason: expect.stringContaining('u1 -> u2') }]);
   });
 });

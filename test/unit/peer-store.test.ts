@@ -224,6 +224,40 @@ describe('PeerStore', () => {
     expect(brief(evs)).toEqual(['removed:newer', 'removed:node-2', 'added:older']);
   });
 
+  // The own Node registered again with a peer's podCIDR is judged by the same rule (src/agent.ts asks).
+  it.each<[string, Lease[], number | undefined, string | undefined]>([
+    ['nobody claims it', [peer(2)], T0 + 9000, undefined],
+    ['an older holder keeps it', [peer(6, { key: 'a', created: T0 })], T0 + 9000, 'a'],
+    ['a younger holder loses it to the older Node', [peer(6, { key: 'a', created: T0 + 9000 })], T0, undefined],
+    ['an equal time is a tie no one wins', [peer(6, { key: 'a', created: T0 })], T0, 'a'],
+    ['an unknown time of the Node counts as the newest', [peer(6, { key: 'a', created: T0 })], undefined, 'a'],
+    ['a holder of unknown age against a known time: the Node is older', [peer(6, { key: 'a' })], T0, undefined],
+    ['tied claimants (no holder): the oldest of them keeps it', [peer(6, { key: 'a', created: T0 + 5 }), peer(6, { key: 'b', created: T0 + 5 })], T0 + 9000, 'a'],
+    ['an invalid lease claims nothing', [peer(6, { key: 'a', created: T0, backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:06:01' } })], T0 + 9000, undefined],
+  ])('keeperOf a podCIDR the own Node was registered again with: %s', (_what, leases, created, keeper) => {
+    const { w } = setup();
+    w.update({ kind: 'snapshot', leases });
+    expect(w.store.keeperOf('10.244.6.0/24', created)).toBe(keeper);
+  });
+
+  it('whenFree resolves once the keeper is gone; an abort rejects it', async () => {
+    const { w } = setup();
+    w.update({ kind: 'snapshot', leases: [peer(6, { key: 'a', created: T0 })] });
+    let freed = false;
+    const free = w.store.whenFree('10.244.6.0/24', T0 + 9000, new AbortController().signal).then(() => (freed = true));
+    w.update({ kind: 'events', events: [{ type: 'added', lease: peer(2) }] });
+    await Promise.resolve();
+    expect(freed).toBe(false);
+    w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(6, { key: 'a' }) }] });
+    await free;
+    expect(freed).toBe(true);
+    const ctrl = new AbortController();
+    w.update({ kind: 'events', events: [{ type: 'added', lease: peer(6, { key: 'b', created: T0 }) }] });
+    const waiting = w.store.whenFree('10.244.6.0/24', T0 + 9000, ctrl.signal);
+    ctrl.abort(new Error('ended'));
+    await expect(waiting).rejects.toThrow('ended');
+  });
+
   it('rejection spam: one node rewriting an invalid annotation 90,000 times keeps one record and a bounded number of log lines', async () => {
     const { w, metrics, rejections, clock, entries } = setup();
     w.update({ kind: 'snapshot', leases: [peer(2)] });

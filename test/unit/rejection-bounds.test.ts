@@ -7,6 +7,10 @@
 // their LRU size, its queue at maxQueuedEvents (1000), and a message at 1 kB. The recorder's holdings are
 // read as /metrics shows them (flannel_node_events_queued, flannel_node_event_cache_entries{cache}).
 import { describe, expect, it } from '@jest/globals';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { PeerStore } from '../../src/peers/store.js';
+import type { Lease } from '../../src/subnet/lease.js';
 import { silentLogger } from '../../src/basics/log.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/subnet/kube/event-recorder.js';
@@ -16,6 +20,31 @@ import { readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const cacheEntries = (metrics: Metrics, cache: string) => readMetric(metrics, METRIC.nodeEventCacheEntries, { cache });
+
+/** Full GCs (V8's `gc`, exposed for this test's context), then the heap in use: what the objects alive hold. */
+function heapAfterGc(): number {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/**
+ * A hostile peer lease as the list-watch hands it over: every annotation as long as it may be (1 kB,
+ * node-list-watch.ts MAX_ANNOTATION_LENGTH), each text its own (JSON.parse makes fresh strings, as
+ * for a Node read from the API server).
+ */
+const hostileLease = (i: number): Lease =>
+  JSON.parse(
+    JSON.stringify({
+      key: `node-${i}`,
+      subnet: `10.${128 + (i >> 8)}.${i & 255}.0/24`,
+      publicIP: `${'p'.repeat(1000)}${i}`,
+      backendType: `${'t'.repeat(1000)}${i}`,
+      backendData: { VNI: 4096, VtepMAC: `${'x'.repeat(1000)}${i}` },
+    }),
+  ) as Lease;
 
 const PEERS = 3000;
 /** A rejected lease as large as an annotation may be (1 kB of backend-data, node-list-watch.ts MAX_ANNOTATION_LENGTH). */
@@ -36,6 +65,47 @@ describe('what is kept per rejected peer', () => {
     expect(rl.reject({ node: 'node-1', reason: 'vtep-mac-invalid', sig: bigSig(1), message: 'm', fields: {} })).toBe(false);
     expect(rl.reject({ node: 'node-1', reason: 'vtep-mac-invalid', sig: bigSig(2), message: 'm', fields: {} })).toBe(true);
     expect(rl.rejection('node-2')?.message.length).toBeLessThanOrEqual(MAX_KEPT_MESSAGE);
+  });
+
+  // Counted in bytes, not only in records: what a rejected node costs must not grow with what its lease
+  // holds. The store keeps a rejected node's subnet, its public IP cut short and a digest of its content
+  // (for the change filter), not the lease; the ledger a cut message that holds no longer text alive.
+  it(`${PEERS} hostile leases through the peer store: each rejected node keeps at most 1.5 kB of heap, whatever its lease holds`, async () => {
+    const before = heapAfterGc();
+    const metrics = new Metrics();
+    const store = new PeerStore<string>({
+      ownSubnet: '10.128.0.0/24',
+      validation: { network: '10.128.0.0/9', subnetLen: 24, backendType: 'vxlan', vni: 4096 },
+      items: { desiredFor: (l) => [l.subnet], desiredKey: (d) => d },
+      log: silentLogger(),
+      metrics,
+      clock: new FakeClock(),
+    });
+    for (let i = 1; i <= PEERS; i++) store.apply({ kind: 'peers', peers: [{ key: `node-${i}`, lease: hostileLease(i) }] });
+    store.apply({ kind: 'listed', keys: new Set(Array.from({ length: PEERS }, (_, i) => `node-${i + 1}`)) });
+    await new Promise((r) => setImmediate(r)); // the log lines' stream writes (process.nextTick) are done
+    const perNode = (heapAfterGc() - before) / PEERS;
+    expect(store.size).toBe(0);
+    expect(store.rejected()).toHaveLength(PEERS);
+    expect(perNode).toBeLessThan(1536);
+    expect(store.rejected()[0]).toMatchObject({ key: 'node-1', subnet: '10.128.1.0/24', reason: 'public-ip-invalid', publicIP: expect.stringMatching(/^p{61}\.\.\.$/) });
+    expect(store.rejected()[0].message.length).toBeLessThan(200);
+    // Still the change filter: the same hostile lease again is no news, another one is.
+    const counted = () => readMetric(metrics, METRIC.leasesRejected, { reason: 'public-ip-invalid' });
+    expect(await counted()).toBe(PEERS);
+    store.apply({ kind: 'peers', peers: [{ key: 'node-1', lease: hostileLease(1) }] });
+    expect(await counted()).toBe(PEERS);
+    store.apply({ kind: 'peers', peers: [{ key: 'node-1', lease: { ...hostileLease(1), backendData: { VNI: 4096, VtepMAC: 'y' } } }] });
+    expect(await counted()).toBe(PEERS + 1);
+    // Fixed, it is accepted; deleted, nothing of it is kept.
+    store.apply({
+      kind: 'peers',
+      peers: [{ key: 'node-1', lease: { ...hostileLease(1), publicIP: '10.0.0.1', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:01' } } }],
+    });
+    expect(store.size).toBe(1);
+    store.apply({ kind: 'peers', peers: [{ key: 'node-2', lease: undefined }] });
+    expect(store.rejected()).toHaveLength(PEERS - 2);
+    expect(store.remembered).toBe(2 * (PEERS - 1));
   });
 
   it(`${PEERS} distinct PeerRejected Events: aggregation keeps 10 messages, every message at most 1 kB`, async () => {

@@ -4,7 +4,7 @@
 // candidates between IPv6SubnetMin and IPv6SubnetMax; isSubnetConfigCompat, isIPv6SubnetConfigCompat).
 import type { Random } from '../../basics/clock.js';
 import { formatCidr, overlaps, parseCidr, parseIp4, sizeOf } from '../../basics/ip4.js';
-import { formatCidr6, overlaps6, parseCidr6, parseIp6 } from '../../basics/ip6.js';
+import { cidrContains6, formatCidr6, overlaps6, parseCidr6, parseIp6 } from '../../basics/ip6.js';
 
 export interface SubnetRange {
   /** Dotted network address of the first / last allocatable subnet. */
@@ -60,9 +60,23 @@ export function allocateSubnet(range: SubnetRange, taken: readonly string[], ran
 /** The IPv6 half of the range (NetworkConfig's fields; Min/Max set when EnableIPv6). */
 export interface IPv6SubnetRange {
   enableIPv6: boolean;
+  ipv6Network: string;
   ipv6SubnetMin?: string;
   ipv6SubnetMax?: string;
   ipv6SubnetLen: number;
+}
+
+/**
+ * True for a lease key's IPv6 half that is not a subnet of IPv6Network of at least IPv6SubnetLen bits
+ * (`::-0`, `fc00::-48` of fc00::/48, or outside IPv6Network). No flanneld of this network writes one, yet
+ * a wide one overlaps every IPv6 candidate: upstream's allocateSubnet skips every candidate overlapping a
+ * key's IPv6 half (pkg/subnet/etcd/local_manager.go, IP6Net.Overlaps), so one such key leaves every new
+ * dual-stack node "out of subnets". As the peer validator (src/peers/validate.ts) rejects such an IPv6
+ * half for routes, this agent leaves it out of the allocation; the key's IPv4 half still holds its subnet.
+ */
+export function ipv6HalfOutsideNetwork(range: Pick<IPv6SubnetRange, 'ipv6Network' | 'ipv6SubnetLen'>, subnet6: string): boolean {
+  const n = parseCidr6(subnet6);
+  return n === undefined || n.prefix < range.ipv6SubnetLen || !cidrContains6(range.ipv6Network, n);
 }
 
 /**

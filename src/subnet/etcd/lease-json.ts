@@ -58,8 +58,22 @@ export function decodeLeaseAttrs(text: string): DecodedLeaseAttrs | string {
   if (bt !== undefined && bt !== null && typeof bt !== 'string') return 'BackendType is not a string';
   const bd = field(obj, 'BackendData');
   const ip6 = field(obj, 'PublicIPv6');
-  if (ip6 !== undefined && ip6 !== null && (typeof ip6 !== 'string' || parseIp6(ip6) === undefined)) return `PublicIPv6 ${JSON.stringify(ip6)} is not an IPv6 address`;
   const out: DecodedLeaseAttrs = { publicIP: ip, backendType: typeof bt === 'string' ? bt : '', backendData: bd === undefined ? null : bd };
-  if (typeof ip6 === 'string') out.publicIPv6 = formatIp6(parseIp6(ip6)!);
+  if (ip6 !== undefined && ip6 !== null) out.publicIPv6 = publicIPv6Text(ip6);
   return out;
+}
+
+/** The longest PublicIPv6 text kept as given when it is no IPv6 address (an address with a zone fits). */
+const MAX_BAD_IPV6_TEXT = 64;
+
+/**
+ * A PublicIPv6 as Go prints it; one that is no IPv6 address stays as given (bounded) for the peer
+ * validator to reject the IPv6 half alone, naming it: upstream's ip.IP6 UnmarshalJSON fails the whole
+ * value, which would cost the peer its IPv4 route (docs/compatibility.md, Dual-stack).
+ */
+function publicIPv6Text(v: unknown): string {
+  if (typeof v !== 'string') return Array.isArray(v) ? '(an array)' : `(a${typeof v === 'object' ? 'n' : ''} ${typeof v})`;
+  const ip6 = parseIp6(v);
+  if (ip6 !== undefined) return formatIp6(ip6);
+  return v.length <= MAX_BAD_IPV6_TEXT ? v : `(${v.length} characters)`;
 }

@@ -25,7 +25,7 @@ import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import { RoundBackoff } from '../round-backoff.js';
 import { checkDualStackPublicIPv6, checkPublishableAttrs } from '../own-lease.js';
-import { allocateIPv6Subnet, allocateSubnet, isIPv6SubnetConfigCompat, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
+import { allocateIPv6Subnet, allocateSubnet, ipv6HalfOutsideNetwork, isIPv6SubnetConfigCompat, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import type { EtcdRegistry } from './registry.js';
 import { makeSubnetKey, parseSubnetKey } from './subnet-key.js';
@@ -95,7 +95,7 @@ function isAuthError(err: unknown): boolean {
 
 export class LeaseKeeper implements OwnLeaseState {
   private own: { name: string; value: string; leaseId: string; reservation: boolean } | undefined;
-  /** Lease keys already logged as ignored by the allocation (ignoreKeyOnce). */
+  /** Lease keys already logged as ignored by the allocation (ignoreKeyOnce), by the half ignored. */
   private readonly ignoredKeys = new Set<string>();
   private revokedErr: FlannelError | undefined;
   private readonly revokeWaiters = new Set<() => void>();
@@ -259,9 +259,18 @@ export class LeaseKeeper implements OwnLeaseState {
     for (const kv of kvs) {
       const key = parseSubnetKey(kv.name);
       if (!key) continue;
-      if (widerThanSubnetLen(netConf, key.subnet)) this.ignoreKeyOnce(kv.name, netConf.subnetLen);
-      else taken.push(key.subnet); // a key with a bad value still holds its subnet
-      if (key.ipv6Subnet !== undefined) taken6.push(key.ipv6Subnet);
+      if (widerThanSubnetLen(netConf, key.subnet)) {
+        this.ignoreKeyOnce(kv.name, 'ipv4', `ignoring lease key wider than SubnetLen /${netConf.subnetLen} when allocating: it cannot be a lease of this network; delete it`);
+      } else taken.push(key.subnet); // a key with a bad value still holds its subnet
+      const sn6 = key.ipv6Subnet;
+      if (sn6 !== undefined && netConf.enableIPv6 && ipv6HalfOutsideNetwork(netConf, sn6)) {
+        this.ignoreKeyOnce(
+          kv.name,
+          'ipv6',
+          `ignoring the IPv6 half of a lease key when allocating: it is not a /${netConf.ipv6SubnetLen} inside IPv6Network, so no node of this network wrote it; delete the key`,
+          { ipv6Subnet: sn6, ipv6Network: netConf.ipv6Network },
+        );
+      } else if (sn6 !== undefined) taken6.push(sn6);
       const attrs = decodeLeaseAttrs(kv.value);
       if (typeof attrs !== 'string' && attrs.publicIP === publicIP && !mine) {
         mine = { name: kv.name, subnet: key.subnet, subnet6: key.ipv6Subnet, leaseId: kv.leaseId };
@@ -337,13 +346,11 @@ export class LeaseKeeper implements OwnLeaseState {
     return this.ownLease(name, subnet, subnet6, attrs);
   }
 
-  /** Log a lease key that cannot be a lease of this network once per key, not on every allocation. */
-  private ignoreKeyOnce(name: string, subnetLen: number): void {
-    if (this.ignoredKeys.has(name)) return;
-    this.ignoredKeys.add(name);
-    this.o.log.warn(`ignoring lease key wider than SubnetLen /${subnetLen} when allocating: it cannot be a lease of this network; delete it`, {
-      key: this.o.registry.keyOf(name).slice(0, 200),
-    });
+  /** Log a lease key (or its IPv6 half) that cannot be a lease of this network once per key, not on every allocation. */
+  private ignoreKeyOnce(name: string, half: 'ipv4' | 'ipv6', message: string, fields: Record<string, unknown> = {}): void {
+    if (this.ignoredKeys.has(`${half} ${name}`)) return;
+    this.ignoredKeys.add(`${half} ${name}`);
+    this.o.log.warn(message, { key: this.o.registry.keyOf(name).slice(0, 200), ...fields });
   }
 
   /**

@@ -4,6 +4,9 @@
 // changed on a live Node: pkg/apis/core/validation ValidateNodeUpdate). Upstream flannel's kube subnet
 // manager does not notice either (pkg/subnet/kube/kube.go handles the own Node as any other), so the
 // agent went on with the old lease until a restart. Pure: told what the watch saw, it says what changed.
+// After a re-registration it follows the new Node until the agent leases again (a new watch then): the
+// agent may not take the new podCIDR at once (an older peer holds it), and that Node may be deleted and
+// registered again meanwhile.
 import type { OwnLeaseChange } from '../lease.js';
 import type { NodeLease, NodeObserver } from './node-list-watch.js';
 
@@ -16,10 +19,9 @@ export interface OwnNodeWatchOptions {
 }
 
 export class OwnNodeWatch implements NodeObserver {
+  /** The Node followed: the one the lease was taken from, then the one last reported as its replacement. */
   private uid: string | undefined;
   private gone = false;
-  /** A re-registration was reported: nothing more until the lease is taken again (a new watch). */
-  private replaced = false;
   private inList = false;
 
   constructor(private readonly o: OwnNodeWatchOptions) {
@@ -31,7 +33,7 @@ export class OwnNodeWatch implements NodeObserver {
   }
 
   seen(rec: NodeLease): void {
-    if (rec.name !== this.o.node || this.replaced) return;
+    if (rec.name !== this.o.node) return;
     this.inList = true;
     this.uid ??= rec.uid;
     if (rec.uid === undefined || rec.uid === this.uid) {
@@ -46,22 +48,25 @@ export class OwnNodeWatch implements NodeObserver {
       this.lost(`the own Node "${this.o.node}" was deleted and registered again (uid ${rec.uid}) but has no IPv4 podCIDR yet`);
       return;
     }
-    this.replaced = true;
+    const before = this.uid;
+    this.uid = rec.uid;
+    this.gone = false;
     this.o.onChange({
       kind: 'replaced',
       subnet: rec.podCIDR,
-      reason: `the own Node "${this.o.node}" was deleted and registered again (uid ${this.uid ?? '?'} -> ${rec.uid}, podCIDR ${this.o.subnet} -> ${rec.podCIDR})`,
+      ...(rec.created !== undefined ? { created: rec.created } : {}),
+      reason: `the own Node "${this.o.node}" was deleted and registered again (uid ${before ?? '?'} -> ${rec.uid}, podCIDR ${this.o.subnet} -> ${rec.podCIDR})`,
     });
   }
 
   deleted(rec: NodeLease): void {
-    if (rec.name !== this.o.node || this.replaced) return;
+    if (rec.name !== this.o.node) return;
     if (rec.uid !== undefined && this.uid !== undefined && rec.uid !== this.uid) return; // an older incarnation
     this.lost(`the own Node "${this.o.node}" was deleted from the API server`);
   }
 
   listEnded(): void {
-    if (!this.inList && !this.replaced) this.lost(`the own Node "${this.o.node}" is not in the Node list: it was deleted from the API server`);
+    if (!this.inList) this.lost(`the own Node "${this.o.node}" is not in the Node list: it was deleted from the API server`);
   }
 
   private lost(reason: string): void {

@@ -414,7 +414,15 @@ export class OwnNodePublisher {
       reason: problem ? problem.reason : 'FlannelIsUp',
       message: problem ? problem.message : 'Flannel is running on this node',
     };
-    await this.patchStatus(`setting NetworkUnavailable=${status} on node "${name}"`, name, { status: { conditions: [condition] } }, signal);
+    try {
+      await this.patchStatus(`setting NetworkUnavailable=${status} on node "${name}"`, name, { status: { conditions: [condition] } }, signal);
+    } catch (err) {
+      // The own Node was deleted since the lease was taken: the Node watch tells the agent (own-node-watch.ts),
+      // which keeps the dataplane, is not ready, and writes the condition on the Node registered again.
+      if (!(err instanceof KubeError && err.context.status === 404)) throw err;
+      this.o.log.warn('the own Node is not in the API server: NetworkUnavailable is written on it once it is registered again', { node: name });
+      return;
+    }
     if (problem) this.o.log.warn('node condition NetworkUnavailable set to True: pods cannot start', { node: name, reason: problem.reason, message: problem.message });
     else this.o.log.info('node condition NetworkUnavailable set to False', { node: name });
   }
