@@ -8,6 +8,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { HnsClient } from '../dist/hns/client.js';
 import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import { SimulatedDataplane } from '../dist/simulator/model.js';
+import { PeerProblems } from '../dist/peers/problems.js';
 import { Reconciler } from '../dist/reconcile/reconciler.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../dist/backends/vxlan/policies.js';
 import {
@@ -124,7 +125,8 @@ async function batchRun(n, batch) {
     return remoteSubnetRouteFor({ key: p.name, subnet: p.subnet, publicIP: p.publicIP, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:ac:10:00:01' } });
   };
   const peers = benchPeerStore('vxlan', itemOf, (d) => driver.desiredKey(d));
-  const rec = new Reconciler({ driver, desired: peers.store, resyncMs: 3_600_000 });
+  const sink = new PeerProblems({ driver: driver.name, owner: (k) => peers.store.owner(k) });
+  const rec = new Reconciler({ driver, desired: peers.store, sink, resyncMs: 3_600_000 });
   peers.list(Array.from({ length: n }, (_, i) => i + 1));
   const before = new Map(sim.calls);
   const t = performance.now();

@@ -16,6 +16,7 @@ import { HnsClient } from '../dist/hns/client.js';
 import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import { SimulatedDataplane } from '../dist/simulator/model.js';
 import { SimulatedRouteTable } from '../dist/simulator/host.js';
+import { PeerProblems } from '../dist/peers/problems.js';
 import { Reconciler } from '../dist/reconcile/reconciler.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, sameRemoteSubnetRoute } from '../dist/backends/vxlan/policies.js';
 import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.js';
@@ -149,7 +150,8 @@ function agentStrategy(backend, node, clock, live) {
       : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: '10.128.0.0/24', vnic: { index: node.ifIndex, refresh: async () => false } });
   const itemOf = (i) => (backend === 'vxlan' ? remoteSubnetRouteFor(leaseOf(i)) : routeFor(i, node.ifIndex));
   const peers = benchPeerStore(backend, itemOf, (d) => driver.desiredKey(d));
-  const rec = new Reconciler({ driver, desired: peers.store, clock });
+  const sink = new PeerProblems({ driver: driver.name, clock, owner: (k) => peers.store.owner(k) });
+  const rec = new Reconciler({ driver, desired: peers.store, sink, clock });
   const ac = new AbortController();
   void rec.run(ac.signal);
   return {

@@ -41,10 +41,14 @@ export interface BackendDeps {
 
 /**
  * The agent's flags the backends read: vxlan's policy batch and source VIP files, the host-local store both
- * reserve an address in, the service restarted after an HNS restart, and subnet.env's path (host-gw's
- * route record is kept beside it).
+ * reserve an address in, the service restarted after an HNS restart and how long that restart waits for
+ * kube-proxy's load balancers (./service-restart.ts), and subnet.env's path (host-gw's route record is kept
+ * beside it).
  */
-export type BackendFlags = Pick<AgentConfig, 'subnetFile' | 'hnsPolicyBatchSize' | 'restartServiceOnHnsRestart' | 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'>;
+export type BackendFlags = Pick<
+  AgentConfig,
+  'subnetFile' | 'hnsPolicyBatchSize' | 'restartServiceOnHnsRestart' | 'restartServiceLbWaitSeconds' | 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'
+>;
 
 /** What the agent runs beside a network: its steps after a rebuild and before the lease is completed. */
 export interface NetworkHooks {

@@ -14,13 +14,15 @@
 // src/simulator/objects.ts restartHns): every resync period the network's binding and node objects check
 // that the objects they made are still there under the IDs they got (the network, the host endpoint, the
 // source VIP endpoint), and the host says whether the HNS service runs in a new process (AKS restarts
-// kube-proxy on that signal: Azure/AgentBaker#2085). Either finding re-applies everything without an
-// agent restart, records an Event and counts flannel_hns_restarts_total / flannel_drift_repairs_total.
+// kube-proxy on that signal: Azure/AgentBaker#2085; --restart-service-on-hns-restart does too, once HNS has
+// restored kube-proxy's load balancers: ./service-restart.ts). Either finding re-applies everything without
+// an agent restart, records an Event and counts flannel_hns_restarts_total / flannel_drift_repairs_total.
 // The network is read once per resync: when the binding's check only reads the network (vxlan) and the
 // reconciler's full pass read it since the last check, the check trusts that read unless the HNS service
 // restarted or another object is gone; and a rebuild that returns a network with a new ID counts it as
 // lost whoever asked for the rebuild.
 import type { BackendDeps, Network, NetworkHooks, SourceVip } from './backend.js';
+import { ServiceRestarter } from './service-restart.js';
 import { componentLogger, type Logger } from '../basics/log.js';
 import type { NetworkStatus } from '../network-status.js';
 import { pause } from '../basics/clock.js';
@@ -28,10 +30,13 @@ import { errorMessage } from '../basics/errors.js';
 import { METRIC } from '../basics/metrics.js';
 import { hnsStateRepairedEvent, networkRebuiltEvent, type NodeEvents } from '../node-events.js';
 import { PeerProblems } from '../peers/problems.js';
-import { PeerStore } from '../peers/store.js';
+import { PeerStore, type ItemSource } from '../peers/store.js';
 import { Reconciler } from '../reconcile/reconciler.js';
-import type { LeaseDriver } from '../reconcile/writes.js';
+import type { ReconcileDriver } from '../reconcile/writes.js';
 import { ownNodeEvents, type Lease } from '../subnet/lease.js';
+
+/** A reconcile driver that also says which items a validated peer lease needs (the peer store asks it). */
+export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
 
 /** What writing peers to one incarnation of the HNS network takes. */
 export interface NetworkBinding<A, D> {
@@ -94,12 +99,16 @@ export class RouteNetwork<A, D> implements Network {
   private readonly log: Logger;
   private readonly store: PeerStore<D>;
   private readonly reconciler: Reconciler<A, D>;
+  /** The network's peers' problems: the store's rejected leases and the loop's refused items. */
+  private readonly problems: PeerProblems;
   /** Events on the own Node (kube mode; none in etcd mode). */
   private readonly events: NodeEvents;
   private pendingRepair: PendingRepair | undefined;
   private readonly nodeObjects: NodeObjects | undefined;
   /** The agent's hooks, given to run. */
   private hooks: NetworkHooks = {};
+  /** --restart-service-on-hns-restart (./service-restart.ts); undefined without the flag. */
+  private readonly serviceRestarter: ServiceRestarter | undefined;
 
   constructor(opts: RouteNetworkOptions<A, D>) {
     const { deps, lease, rebuild } = opts;
@@ -111,14 +120,17 @@ export class RouteNetwork<A, D> implements Network {
     this.deps = deps;
     this.log = deps.log;
     this.events = ownNodeEvents(deps.subnetManager, lease);
-    // One problems ledger for the network's peers: the store's rejected leases and the loop's refused items.
+    // One problems ledger for the network's peers: the store's rejected leases and the loop's refused items
+    // (its sink), each refused item named by the peer the store says it is for.
     const problems = new PeerProblems({
       driver: opts.binding.driver.name,
       clock: deps.clock,
       log: componentLogger(deps.log, 'leases'),
       metrics: deps.metrics,
       events: this.events,
+      owner: (key) => this.store.owner(key),
     });
+    this.problems = problems;
     this.store = new PeerStore<D>({
       ownLeaseKey: lease.key,
       ownSubnet: lease.subnet,
@@ -155,10 +167,23 @@ export class RouteNetwork<A, D> implements Network {
       log: deps.log,
       metrics: deps.metrics,
       resyncMs: deps.resyncMs,
-      events: this.events,
-      problems,
-      onNetworkGone: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
+      sink: problems,
+      rebuild: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
     });
+    const service = deps.flags?.restartServiceOnHnsRestart;
+    if (service && !deps.host.restartService) this.log.warn('cannot restart a service on this host', { service, code: 'FLANNEL_ERR_SERVICE' });
+    this.serviceRestarter =
+      service && deps.host.restartService
+        ? new ServiceRestarter({
+            service,
+            host: deps.host,
+            loadBalancerIds: () => deps.hns.listLoadBalancerIds(),
+            clock: deps.clock,
+            log: deps.log,
+            waitMs: (deps.flags?.restartServiceLbWaitSeconds ?? 0) * 1000,
+            pollMs: deps.resyncMs ?? 10_000,
+          })
+        : undefined;
   }
 
   get mtu(): number {
@@ -202,7 +227,7 @@ export class RouteNetwork<A, D> implements Network {
       this.reconciler.waitForFirstPass(inner).then(
         () => {
           const s = this.reconciler.status();
-          this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refusedItems.length, ok: s.lastPassOk === true });
+          this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refused, ok: s.lastPassOk === true });
           return (hooks.beforeCompleteLease?.(inner) ?? Promise.resolve()).then(() => subnetManager.completeLease(this.lease, inner));
         },
         (err: unknown) => {
@@ -227,6 +252,7 @@ export class RouteNetwork<A, D> implements Network {
     const { host, clock } = this.deps;
     const instanceOf = async () => (host.hnsInstance ? await host.hnsInstance().catch(() => undefined) : undefined);
     let instance = await instanceOf();
+    await this.serviceRestarter?.remember();
     let checkedAt = clock.now();
     while (await pause(clock, this.deps.resyncMs ?? 10_000, signal)) {
       const previousCheck = checkedAt;
@@ -265,6 +291,8 @@ export class RouteNetwork<A, D> implements Network {
         this.log.warn('HNS lost objects this agent made; re-applying them', { network: this.networkName, lost: lost.join(',') });
       }
       if (now !== undefined) instance = now;
+      // What HNS holds before a restart: the load balancers a service restart waits for.
+      if (!restarted) await this.serviceRestarter?.remember();
       if (!restarted && lost.length === 0) continue;
       this.pendingRepair = { restarted: restarted || this.pendingRepair?.restarted === true, lost: [...new Set([...(this.pendingRepair?.lost ?? []), ...lost])] };
       this.reconciler.requestRebuild(lost.includes('network'));
@@ -279,7 +307,7 @@ export class RouteNetwork<A, D> implements Network {
     this.reconciler.rebind(binding.driver);
     await this.hooks.afterRebuild?.(this);
     const repair = this.pendingRepair;
-    if (repair?.restarted) this.restartServiceAfterHnsRestart(signal);
+    if (repair?.restarted) this.serviceRestarter?.restartAfterHnsRestart(signal);
     this.pendingRepair = undefined;
     // A new network ID: the network was recreated, whether or not the check that asked for the rebuild read it.
     const recreated = previous.networkId !== undefined && binding.networkId !== undefined && binding.networkId !== previous.networkId;
@@ -293,34 +321,6 @@ export class RouteNetwork<A, D> implements Network {
     this.events.record(event);
   }
 
-  /**
-   * --restart-service-on-hns-restart: once the network is back after an HNS restart, restart the named
-   * service (kube-proxy re-reads its network and source VIP on start), as AKS's task does on the same signal
-   * (Azure/AgentBaker#2085). In the background: a slow stop never holds the reconcile loop; a failure is
-   * logged with its code and the next HNS restart tries again.
-   */
-  private restartServiceAfterHnsRestart(signal: AbortSignal): void {
-    const service = this.deps.flags?.restartServiceOnHnsRestart;
-    if (!service) return;
-    const { host } = this.deps;
-    if (!host.restartService) {
-      this.log.warn('cannot restart a service on this host', { service, code: 'FLANNEL_ERR_SERVICE' });
-      return;
-    }
-    this.log.info('restarting service after the HNS restart', { service, network: this.networkName });
-    host.restartService(service, signal).then(
-      () => this.log.info('restarted service after the HNS restart', { service }),
-      (err: unknown) => {
-        if (signal.aborted) return;
-        this.log.error('restarting service after the HNS restart failed; the next HNS restart tries again', {
-          service,
-          code: (err as { code?: unknown }).code,
-          error: errorMessage(err),
-        });
-      },
-    );
-  }
-
   subnetKeeper(subnet: string, created: number | undefined): string | undefined {
     return this.store.keeperOf(subnet, created);
   }
@@ -331,8 +331,12 @@ export class RouteNetwork<A, D> implements Network {
 
   status(): NetworkStatus {
     const programmed = (k: string) => !this.store.isDirty(k) && this.reconciler.isProgrammed(k);
+    const { inSync, missing, refused: _refused, ...passes } = this.reconciler.status();
     return {
-      ...this.reconciler.status(),
+      inSync,
+      networkMissing: missing,
+      ...passes,
+      refusedItems: this.problems.refusedItems(),
       peersDesired: this.store.size,
       peersProgrammed: this.store.countProgrammed(programmed),
       listed: this.store.listed,

@@ -10,7 +10,12 @@
 //    control-plane endpoint), else ClusterConfiguration `controlPlaneEndpoint` (port 6443 when none);
 //  * SERVICE_CIDR: ClusterConfiguration `networking.serviceSubnet` (its IPv4 entry);
 //  * KUBE_DNS_SERVICE_IP: the 10th address of that subnet, as kubeadm assigns it (kubernetes
-//    cmd/kubeadm/app/constants/constants.go GetDNSIP: utilnet.GetIndexedIP(svcSubnetCIDR, 10)).
+//    cmd/kubeadm/app/constants/constants.go GetDNSIP: utilnet.GetIndexedIP(svcSubnetCIDR, 10));
+//  * FLANNELD_IPV6_SERVICE_CIDR, in a dual-stack cluster: serviceSubnet's IPv6 entry (kubeadm takes
+//    `<v4>,<v6>` there, as the API server's --service-cluster-ip-range), which `cni-config` reads from the
+//    ConfigMap (envFrom) for the sdnbridge conflist's IPv6 NAT exception and Service route;
+//  * FLANNELD_IPV4_ONLY, with --ipv4-only: the Windows nodes run the dual-stack net-conf's IPv4 half
+//    (vxlan: kube-proxy runs single-stack on Overlay networks), agent and init containers alike.
 // Flags give or override each. Refuses (FLANNEL_ERR_CLUSTER_CONFIG, nothing printed) a value it cannot find,
 // and an API server inside the Service CIDR (the `kubernetes` Service's ClusterIP, which answers on a
 // Windows node only once kube-proxy runs, and kube-proxy needs the network flanneld creates).
@@ -18,6 +23,7 @@ import yaml from 'js-yaml';
 import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
 import { ConfigError, FlagError, errorMessage } from '../basics/errors.js';
 import { contains, isIp4, nthAddress, normalizeCidr } from '../basics/ip4.js';
+import { normalizeCidr6 } from '../basics/ip6.js';
 import type { Command, CommandIO } from './command.js';
 import { readFileFlag, reportError } from './cni-flags.js';
 
@@ -41,6 +47,15 @@ const CLUSTER_CONFIG_FLAGS: readonly FlagSpec[] = [
   },
   { name: 'service-cidr', kind: 'string', default: '', help: "the cluster's Service CIDR; default: kubeadm-config's networking.serviceSubnet", valueName: 'CIDR', noEnv: true },
   { name: 'kube-dns-ip', kind: 'string', default: '', help: 'the kube-dns Service IP; default: the 10th address of the Service CIDR (kubeadm)', valueName: 'IP', noEnv: true },
+  {
+    name: 'ipv6-service-cidr',
+    kind: 'string',
+    default: '',
+    help: "dual-stack: the cluster's IPv6 Service CIDR; default: kubeadm-config's networking.serviceSubnet IPv6 entry",
+    valueName: 'CIDR',
+    noEnv: true,
+  },
+  { name: 'ipv4-only', kind: 'bool', default: false, help: 'the Windows nodes run IPv4 only in a dual-stack cluster (FLANNELD_IPV4_ONLY; vxlan needs it)', noEnv: true },
   { name: 'cni-bin-dir', kind: 'string', default: 'C:\\opt\\cni\\bin', help: "containerd's CNI bin_dir on the Windows nodes", valueName: 'DIR', noEnv: true },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
@@ -53,7 +68,9 @@ export interface ClusterSettings {
   port: string;
   serviceCidr: string;
   dnsIp: string;
-  sources: { apiServer: string; serviceCidr: string; dnsIp: string };
+  /** Dual-stack clusters only. */
+  ipv6ServiceCidr?: string;
+  sources: { apiServer: string; serviceCidr: string; dnsIp: string; ipv6ServiceCidr?: string };
 }
 
 type Obj = Record<string, unknown>;
@@ -111,7 +128,7 @@ export function splitEndpoint(text: string): { host: string; port: string } | un
 }
 
 /** The settings from the ConfigMaps and the flags (a flag wins). Pure; throws FLANNEL_ERR_CLUSTER_CONFIG. */
-export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: string; serviceCidr?: string; kubeDnsIp?: string } = {}): ClusterSettings {
+export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: string; serviceCidr?: string; kubeDnsIp?: string; ipv6ServiceCidr?: string } = {}): ClusterSettings {
   const clusterConfiguration = yamlDoc(dataKey(cms.get('kubeadm-config'), 'ClusterConfiguration'), 'kubeadm-config ClusterConfiguration');
   const kubeconfig = yamlDoc(dataKey(cms.get('kube-proxy'), 'kubeconfig.conf'), 'kube-proxy kubeconfig.conf');
 
@@ -138,15 +155,15 @@ export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: stri
       'no API server address: kube-proxy has no kubeconfig.conf server and kubeadm-config no controlPlaneEndpoint; pass --api-server (a control-plane node IP or load balancer, and its port)',
     );
 
+  const networking = clusterConfiguration?.['networking'];
+  const subnets = isObj(networking) && typeof networking['serviceSubnet'] === 'string' ? networking['serviceSubnet'].split(',').map((t) => t.trim()) : [];
   let serviceCidr: string | undefined;
   let cidrSource = '--service-cidr';
   if (flags.serviceCidr) {
     serviceCidr = normalizeCidr(flags.serviceCidr);
     if (!serviceCidr) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${flags.serviceCidr}" for flag -service-cidr: not an IPv4 CIDR`, { flag: 'service-cidr' });
   } else {
-    const networking = clusterConfiguration?.['networking'];
-    const subnets = isObj(networking) && typeof networking['serviceSubnet'] === 'string' ? networking['serviceSubnet'].split(',') : [];
-    serviceCidr = subnets.map((s) => normalizeCidr(s.trim())).find((s) => s !== undefined);
+    serviceCidr = subnets.map((s) => normalizeCidr(s)).find((s) => s !== undefined);
     cidrSource = 'kube-system/kubeadm-config networking.serviceSubnet';
   }
   if (!serviceCidr) refuse('no Service CIDR: kubeadm-config has no IPv4 networking.serviceSubnet; pass --service-cidr');
@@ -171,18 +188,50 @@ export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: stri
     }
     dnsSource = `the 10th address of ${serviceCidr} (kubeadm)`;
   }
-  return { host: api.host, port: api.port, serviceCidr, dnsIp, sources: { apiServer: apiSource, serviceCidr: cidrSource, dnsIp: dnsSource } };
+  let ipv6ServiceCidr: string | undefined;
+  let ipv6Source = '--ipv6-service-cidr';
+  if (flags.ipv6ServiceCidr) {
+    ipv6ServiceCidr = normalizeCidr6(flags.ipv6ServiceCidr);
+    if (!ipv6ServiceCidr) {
+      throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${flags.ipv6ServiceCidr}" for flag -ipv6-service-cidr: not an IPv6 CIDR (e.g. fd00:10:96::/112)`, {
+        flag: 'ipv6-service-cidr',
+      });
+    }
+  } else {
+    ipv6ServiceCidr = subnets.map((s) => normalizeCidr6(s)).find((s) => s !== undefined);
+    ipv6Source = 'kube-system/kubeadm-config networking.serviceSubnet';
+  }
+  return {
+    host: api.host,
+    port: api.port,
+    serviceCidr,
+    dnsIp,
+    ...(ipv6ServiceCidr ? { ipv6ServiceCidr } : {}),
+    sources: { apiServer: apiSource, serviceCidr: cidrSource, dnsIp: dnsSource, ...(ipv6ServiceCidr ? { ipv6ServiceCidr: ipv6Source } : {}) },
+  };
 }
 
 /** The flanneld-windows-config ConfigMap (deploy/base) holding `s`. */
-function renderClusterConfig(s: ClusterSettings, cniBinDir: string): string {
+function renderClusterConfig(s: ClusterSettings, cniBinDir: string, ipv4Only: boolean): string {
   const cm = {
     kind: 'ConfigMap',
     apiVersion: 'v1',
     metadata: { name: 'flanneld-windows-config', namespace: 'kube-flannel', labels: { 'k8s-app': 'flannel' } },
-    data: { KUBERNETES_SERVICE_HOST: s.host, KUBERNETES_SERVICE_PORT: s.port, SERVICE_CIDR: s.serviceCidr, KUBE_DNS_SERVICE_IP: s.dnsIp, CNI_BIN_DIR: cniBinDir },
+    data: {
+      KUBERNETES_SERVICE_HOST: s.host,
+      KUBERNETES_SERVICE_PORT: s.port,
+      SERVICE_CIDR: s.serviceCidr,
+      KUBE_DNS_SERVICE_IP: s.dnsIp,
+      CNI_BIN_DIR: cniBinDir,
+      ...(s.ipv6ServiceCidr && !ipv4Only ? { FLANNELD_IPV6_SERVICE_CIDR: s.ipv6ServiceCidr } : {}),
+      ...(ipv4Only ? { FLANNELD_IPV4_ONLY: 'true' } : {}),
+    },
   };
-  const head = `# Written by flanneld cluster-config.\n# API server: ${s.sources.apiServer}.\n# Service CIDR: ${s.sources.serviceCidr}.\n` + `# kube-dns IP: ${s.sources.dnsIp}.\n`;
+  const head =
+    `# Written by flanneld cluster-config.\n# API server: ${s.sources.apiServer}.\n# Service CIDR: ${s.sources.serviceCidr}.\n` +
+    `# kube-dns IP: ${s.sources.dnsIp}.\n` +
+    (s.ipv6ServiceCidr && !ipv4Only ? `# IPv6 Service CIDR: ${s.sources.ipv6ServiceCidr}.\n` : '') +
+    (ipv4Only ? '# IPv4 only: --ipv4-only.\n' : '');
   return head + yaml.dump(cm, { lineWidth: -1 });
 }
 
@@ -210,8 +259,13 @@ export const command: Command = {
       const get = (name: string) => String(parsed.values.get(name) ?? CLUSTER_CONFIG_FLAGS.find((f) => f.name === name)!.default);
       const file = get('file');
       const input = readFileFlag(file);
-      const s = clusterSettings(configMapsByName(input), { apiServer: get('api-server'), serviceCidr: get('service-cidr'), kubeDnsIp: get('kube-dns-ip') });
-      io.stdout(renderClusterConfig(s, get('cni-bin-dir')));
+      const s = clusterSettings(configMapsByName(input), {
+        apiServer: get('api-server'),
+        serviceCidr: get('service-cidr'),
+        kubeDnsIp: get('kube-dns-ip'),
+        ipv6ServiceCidr: get('ipv6-service-cidr'),
+      });
+      io.stdout(renderClusterConfig(s, get('cni-bin-dir'), parsed.values.get('ipv4-only') === true));
       io.stderr(`API server ${s.host}:${s.port} (${s.sources.apiServer}), Service CIDR ${s.serviceCidr} (${s.sources.serviceCidr}), kube-dns ${s.dnsIp} (${s.sources.dnsIp})\n`);
       return Promise.resolve(0);
     } catch (err) {

@@ -1,7 +1,7 @@
 // Command-line helpers shared by the `flanneld cni-config` and `flanneld cleanup` subcommands: each takes
 // its own flags plus every agent flag (--net-config-path, --subnet-file, --dataplane, ...), so one set of
 // FLANNELD_* settings serves the daemon and its tools. The agent flags go through parseConfig unchanged.
-import { FLAGS, lookupFlag, parseFlags, renderUsage, type FlagSpec, type FlagValue } from '../config/flags.js';
+import { FLAGS, applyFlagValue, envVarName, lookupFlag, parseFlags, renderUsage, type FlagSpec, type FlagValue } from '../config/flags.js';
 import { parseConfig } from '../config/parse.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import { readFileSync } from 'node:fs';
@@ -53,7 +53,13 @@ export function parseCommandArgs(argv: readonly string[], own: readonly FlagSpec
   const ownParsed = parseFlags(split.own, own);
   if (ownParsed.help || split.agent.some((a) => a === '-h' || a === '--help' || a === '-help')) return { kind: 'help' };
   const values = new Map(ownParsed.values);
-  for (const spec of own) if (!values.has(spec.name)) values.set(spec.name, spec.default);
+  // The command's own flags read FLANNELD_<NAME> as the agent's do (the usage says so; the DaemonSet's init
+  // containers get their settings from the ConfigMap by envFrom): flags win, an empty variable is unset.
+  for (const spec of own) {
+    const raw = spec.noEnv || values.has(spec.name) ? undefined : io.env[envVarName(spec.name)];
+    if (raw) values.set(spec.name, applyFlagValue(spec, undefined, raw, `environment variable ${envVarName(spec.name)} (flag -${spec.name})`));
+    else if (!values.has(spec.name)) values.set(spec.name, spec.default);
+  }
   const parsed = parseConfig(
     opts.kube ? split.agent : split.agent.filter((a) => flagName(a) !== 'kube-subnet-mgr'),
     {

@@ -15,6 +15,8 @@ import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
 import { earlierFlannelConfig } from '../cni/conf-dir.js';
 import { isOwnCniConfig } from '../cni/conflist.js';
+import type { HcnLoadBalancer } from '../hns/schema.js';
+import type { ServicePortFact } from './doctor-services.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -51,6 +53,8 @@ export interface EndpointFact {
   /** Every IpConfiguration's address, in HNS's order (a dual-stack endpoint has two). */
   ips: string[];
   remote: boolean;
+  /** The HCN namespace (a pod's compartment) it is attached to, if any (HostComputeEndpoint.HostComputeNamespace). */
+  namespace?: string;
 }
 
 /** A peer lease as the cluster publishes it (another Node's annotations and podCIDR). */
@@ -132,7 +136,14 @@ export interface DoctorFacts {
   interfaces: HostInterface[];
   /** The public IP the own Node's annotation says; undefined when not readable. */
   annotatedPublicIP: string | undefined;
-  ipam: { dir: string; reservations: ReservationFact[] | { error: string } | undefined };
+  /** `dirAgeMs`: ms since host-local's store last changed (a reservation made or freed); undefined when not known. */
+  ipam: { dir: string; reservations: ReservationFact[] | { error: string } | undefined; dirAgeMs?: number };
+  /** kube-proxy's load balancers on the node (./doctor-services.ts); `error` when HNS would not list them. */
+  loadBalancers: HcnLoadBalancer[] | { error: string };
+  /** The cluster's Service ports as kube-proxy programs them; `error` when unreadable, undefined without API access. */
+  servicePorts: ServicePortFact[] | { error: string } | undefined;
+  /** The IPs of the pods on this node (status.podIPs); `error` when unreadable, undefined without API access or node name. */
+  podIPs: string[] | { error: string } | undefined;
   cluster: {
     /** Why the API could not be read ('' = it could). */
     error: string;
@@ -156,16 +167,16 @@ const WINDOWS_VXLAN_PORT = 4789;
 /** The VNI Windows overlay networks need at least (flannel docs Backends, vxlan: "VNI >= 4096 on Windows"). */
 const WINDOWS_MIN_VNI = 4096;
 
-const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', saw, fix: '' });
-const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
-const warn = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'warn', saw, fix });
-const skip = (id: string, why: string): CheckRow => ({ id, status: 'skip', saw: `not checked: ${why}`, fix: '' });
+export const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', saw, fix: '' });
+export const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
+export const warn = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'warn', saw, fix });
+export const skip = (id: string, why: string): CheckRow => ({ id, status: 'skip', saw: `not checked: ${why}`, fix: '' });
 
 /** At most this many items of a list are named in a row (a node with 5,000 peers stays readable); the JSON is the same. */
 export const MAX_LISTED = 20;
 
 /** `a, b, c` (or `a; b`), the first MAX_LISTED items and how many more. */
-function listed(items: readonly string[], sep = ', '): string {
+export function listed(items: readonly string[], sep = ', '): string {
   const more = items.length - MAX_LISTED;
   return items.slice(0, MAX_LISTED).join(sep) + (more > 0 ? `${sep}and ${more} more` : '');
 }

@@ -36,6 +36,7 @@ import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadiness
 import { bootRecordPath, parseRecordedNetwork } from '../host/boot.js';
 import { cniPaths } from '../cni/conflist.js';
 import type { DoctorFacts, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
+import type { ServicePortFact } from './doctor-services.js';
 
 /** The files doctor reads (each bounded: readFileFact) and --fix removes. */
 export interface DoctorFs extends ReadFs {
@@ -204,8 +205,113 @@ async function gatherCluster(o: GatherOptions, ipv6: boolean): Promise<ClusterFa
   return out;
 }
 
+/** ms since host-local's store last changed (a reservation file made or removed changes the directory). */
+function storeAge(fs: DoctorFs, dir: string, now: number): { dirAgeMs?: number } {
+  if (!dir) return {};
+  try {
+    return { dirAgeMs: Math.max(0, now - fs.statSync(dir).mtimeMs) };
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The Service ports (./doctor-services.ts ServicePortFact) from the Services and EndpointSlices, and the IPs of
+ * the pods on this node; each undefined without API access, `{ error }` when its read failed.
+ */
+async function gatherServices(o: GatherOptions): Promise<Pick<DoctorFacts, 'servicePorts' | 'podIPs'>> {
+  const kube = o.kube;
+  if ('error' in kube) return { servicePorts: undefined, podIPs: undefined };
+  const node = o.config.nodeName;
+  let servicePorts: DoctorFacts['servicePorts'];
+  try {
+    const services = itemsOf(await kubeGet(kube, '/api/v1/services'));
+    const slices = itemsOf(await kubeGet(kube, '/apis/discovery.k8s.io/v1/endpointslices'));
+    servicePorts = services.flatMap((svc) => servicePortsOf(svc, slices, node));
+  } catch (err) {
+    servicePorts = { error: errorMessage(err) };
+  }
+  let podIPs: DoctorFacts['podIPs'];
+  if (node) {
+    try {
+      const pods = itemsOf(await kubeGet(kube, '/api/v1/pods', { fieldSelector: `spec.nodeName=${node}` }));
+      podIPs = pods.flatMap((p) => {
+        const st = asObj(asObj(p)?.status);
+        const ips = Array.isArray(st?.podIPs) ? st.podIPs.map((x) => asObj(x)?.ip) : [st?.podIP];
+        return ips.filter((ip): ip is string => typeof ip === 'string' && ip !== '');
+      });
+    } catch (err) {
+      podIPs = { error: errorMessage(err) };
+    }
+  }
+  return { servicePorts, podIPs };
+}
+
+const itemsOf = (list: unknown): unknown[] => {
+  const items = asObj(list)?.items;
+  return Array.isArray(items) ? items : [];
+};
+
+const ip4s = (xs: unknown): string[] => (Array.isArray(xs) ? xs.filter((x): x is string => typeof x === 'string' && isIp4(x)) : []);
+
+/**
+ * One Service's ports with what kube-proxy reads of them (./doctor-services.ts): the port's ready endpoints
+ * (EndpointSlices labelled kubernetes.io/service-name, ports matched by name), its nodePort, the external and
+ * ingress IPs and the traffic policies. Headless (clusterIP None) and ExternalName Services have none.
+ */
+function servicePortsOf(svc: unknown, slices: readonly unknown[], node: string | undefined): ServicePortFact[] {
+  const meta = asObj(asObj(svc)?.metadata);
+  const spec = asObj(asObj(svc)?.spec);
+  const name = typeof meta?.name === 'string' ? meta.name : '';
+  const namespace = typeof meta?.namespace === 'string' ? meta.namespace : '';
+  const clusterIP = typeof spec?.clusterIP === 'string' ? spec.clusterIP : '';
+  if (!name || spec?.type === 'ExternalName' || !isIp4(clusterIP)) return [];
+  const own = slices.map(asObj).filter((sl) => {
+    const m = asObj(sl?.metadata);
+    return m?.namespace === namespace && asObj(m?.labels)?.['kubernetes.io/service-name'] === name && sl?.addressType === 'IPv4';
+  });
+  const ingress = asObj(asObj(asObj(svc)?.status)?.loadBalancer)?.ingress;
+  const ingressIPs = ip4s(Array.isArray(ingress) ? ingress.map((x) => asObj(x)?.ip) : []);
+  const externalIPs = ip4s(spec?.externalIPs);
+  const externalLocal = spec?.externalTrafficPolicy === 'Local' || asObj(meta?.annotations)?.['preserve-destination'] === 'true';
+  const ports = Array.isArray(spec?.ports) ? spec.ports.map(asObj) : [];
+  return ports.flatMap((p) => {
+    const protocol = p?.protocol ?? 'TCP';
+    if (typeof p?.port !== 'number' || (protocol !== 'TCP' && protocol !== 'UDP' && protocol !== 'SCTP')) return [];
+    const portName = typeof p.name === 'string' ? p.name : '';
+    let ready = 0;
+    let localReady = 0;
+    for (const sl of own) {
+      const named = (Array.isArray(sl?.ports) ? sl.ports.map(asObj) : []).some((x) => (typeof x?.name === 'string' ? x.name : '') === portName);
+      if (!named) continue;
+      for (const ep of Array.isArray(sl?.endpoints) ? sl.endpoints.map(asObj) : []) {
+        if (asObj(ep?.conditions)?.ready === false) continue;
+        ready++;
+        if (node !== undefined && ep?.nodeName === node) localReady++;
+      }
+    }
+    const nodePort = typeof p.nodePort === 'number' ? p.nodePort : 0;
+    return [
+      {
+        namespace,
+        name,
+        clusterIP,
+        protocol,
+        port: p.port,
+        nodePort,
+        externalIPs,
+        ingressIPs,
+        ready,
+        localReady,
+        trafficLocal: spec?.internalTrafficPolicy === 'Local',
+        externalLocal,
+      },
+    ];
+  });
+}
+
 /** A reservation file's address: dotted IPv4, or IPv6 as host-local names it (`:` -> `_` on Windows: disk backend GetEscapedPath). */
-function reservationAddress(name: string): string | undefined {
+export function reservationAddress(name: string): string | undefined {
   if (isIp4(name)) return name;
   const v6 = parseIp6(name.replace(/_/g, ':'));
   return v6 === undefined ? undefined : formatIp6(v6);
@@ -378,6 +484,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
         // Every IpConfiguration: a dual-stack endpoint holds an IPv4 and an IPv6 address.
         ips: (e.IpConfigurations ?? []).flatMap((c) => (typeof c.IpAddress === 'string' ? [c.IpAddress] : [])),
         remote: ((e.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0,
+        ...(e.HostComputeNamespace ? { namespace: e.HostComputeNamespace } : {}),
       }));
     } catch (err) {
       // Unknown, not empty: a failed list must never make a live pod's reservation look leaked.
@@ -441,6 +548,13 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     interfaces = [];
   }
   const ipamDir = config.cniIpamDataDir && name ? join(config.cniIpamDataDir, name) : '';
+  let loadBalancers: DoctorFacts['loadBalancers'];
+  try {
+    loadBalancers = await dataplane.hns.listLoadBalancers();
+  } catch (err) {
+    loadBalancers = { error: errorMessage(err) };
+  }
+  const { servicePorts, podIPs } = await gatherServices(o);
   return {
     netConf,
     subnetFile: resolve(config.subnetFile),
@@ -458,7 +572,10 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     cni: { confDir: o.cniConfDir, binDir: o.cniBinDir, first, readiness, expected: { dataDir: paths.dataDir, serviceCidr: o.serviceCidr }, pins, hashes },
     interfaces,
     annotatedPublicIP: cluster.publicIP,
-    ipam: { dir: ipamDir, reservations: ipamDir ? listReservations(fs, ipamDir, now) : undefined },
+    ipam: { dir: ipamDir, reservations: ipamDir ? listReservations(fs, ipamDir, now) : undefined, ...storeAge(fs, ipamDir, now) },
+    loadBalancers,
+    servicePorts,
+    podIPs,
     cluster: { ...cluster.cluster, agentSetsCondition: config.setNodeNetworkUnavailable },
     agent: {
       ...(report ? { status: report } : {}),

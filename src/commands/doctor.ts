@@ -6,7 +6,9 @@
 // check (./doctor-checks.ts, pure, over the facts of ./doctor-gather.ts); `--json` for support bundles. Exit 0 when nothing failed, 1 on a
 // failure, 2 on bad usage. `--fix` frees leaked host-local reservations older than --grace-period
 // (never the gateway, the host endpoint's or the source VIP's, never while HNS would not list the
-// endpoints: a failed read proves nothing leaked) and changes nothing else.
+// endpoints: a failed read proves nothing leaked), removes the local endpoints on the agent's network that
+// belong to no pod and hold no reservation (./doctor-services.ts: by the same rules) and changes nothing
+// else; kube-proxy's load balancers are listed against the cluster's Services, never changed.
 // No upstream (flannel, Calico, Antrea) ships a node self-test; the rows follow docs/troubleshooting.md.
 import { join } from 'node:path';
 import * as nodeFs from 'node:fs';
@@ -28,8 +30,11 @@ import { VERSION } from '../basics/version.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { DEFAULT_SERVICE_CIDR } from '../cni/conflist.js';
-import { exitCodeOf, gatewaysOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts, type ReservationFact } from './doctor-checks.js';
-import { MAX_RESERVATION_BYTES, gatherFacts, readFileFact, type DoctorFs, type GatherOptions } from './doctor-gather.js';
+import { canonicalIp, exitCodeOf, gatewaysOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts, type ReservationFact } from './doctor-checks.js';
+import { MAX_RESERVATION_BYTES, gatherFacts, readFileFact, reservationAddress, type DoctorFs, type GatherOptions } from './doctor-gather.js';
+import { endpointsToRemove, serviceRows } from './doctor-services.js';
+import { ENDPOINT_FLAG_REMOTE } from '../hns/schema.js';
+import type { HnsClient } from '../hns/client.js';
 import { agentStatusUrls, isStatusReport, readStatus } from './status.js';
 
 /** containerd's CNI directories on Windows (containerd config.toml `conf_dir`, `bin_dir`; sig-windows-tools). */
@@ -48,8 +53,19 @@ const STATUS_TIMEOUT_MS = 3_000;
 
 const DOCTOR_FLAGS: readonly FlagSpec[] = [
   { name: 'json', kind: 'bool', default: false, help: 'print the rows as JSON (for support bundles)' },
-  { name: 'fix', kind: 'bool', default: false, help: 'free leaked host-local reservations older than --grace-period (nothing else)' },
-  { name: 'grace-period', kind: 'int', default: DEFAULT_GRACE_SECONDS, help: 'with --fix: the age in seconds a leaked reservation must have', valueName: 'SECONDS' },
+  {
+    name: 'fix',
+    kind: 'bool',
+    default: false,
+    help: "free leaked host-local reservations older than --grace-period and remove the agent network's local endpoints no pod holds (nothing else)",
+  },
+  {
+    name: 'grace-period',
+    kind: 'int',
+    default: DEFAULT_GRACE_SECONDS,
+    help: "with --fix: the age in seconds a leaked reservation must have (and host-local's store, for a leaked endpoint)",
+    valueName: 'SECONDS',
+  },
   { name: 'service-cidr', kind: 'string', default: DEFAULT_SERVICE_CIDR, help: 'the cluster Service CIDR the conflist must except from outbound NAT', valueName: 'CIDR' },
   { name: 'status-url', kind: 'string', default: '', help: "the agent's status URL (default: as flanneld status finds it)", valueName: 'URL' },
   { name: 'no-cluster', kind: 'bool', default: false, help: 'do not ask the API server (the cluster rows are skipped)' },
@@ -100,14 +116,64 @@ export function freeReservations(f: DoctorFacts, graceMs: number, fs: DoctorFs, 
   return freed;
 }
 
+/** What --fix did with a leaked endpoint (./doctor-services.ts). */
+export interface RemovedEndpoint {
+  id: string;
+  ips: string[];
+  name?: string;
+  /** HcnDeleteEndpoint failed: the endpoint stays. */
+  error?: string;
+}
+
+/**
+ * Remove the endpoints endpointsToRemove names (HcnDeleteEndpoint), each read again just before, as a
+ * reservation is: one that changed since it was gathered (gone, in a namespace, other addresses), or a store
+ * that changed within the grace period or now holds one of its addresses, is kept.
+ */
+export async function removeLeakedEndpoints(
+  f: DoctorFacts,
+  graceMs: number,
+  hns: Pick<HnsClient, 'getEndpoint' | 'deleteEndpoint'>,
+  fs: DoctorFs,
+  now: number,
+): Promise<RemovedEndpoint[]> {
+  const out: RemovedEndpoint[] = [];
+  for (const e of endpointsToRemove(f, graceMs)) {
+    const id = e.id!;
+    try {
+      const live = await hns.getEndpoint(id);
+      const ips = (live?.IpConfigurations ?? []).map((c) => canonicalIp(c.IpAddress));
+      if (!live || ((live.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0 || live.HostComputeNamespace || ips.join() !== e.ips.map(canonicalIp).join()) continue;
+      if (now - fs.statSync(f.ipam.dir).mtimeMs < graceMs) continue;
+      const reserved = new Set(fs.readdirSync(f.ipam.dir).map(reservationAddress));
+      if (ips.some((ip) => reserved.has(ip))) continue;
+    } catch {
+      continue; // unreadable now: unknown, kept
+    }
+    try {
+      await hns.deleteEndpoint(id);
+      out.push({ id, ips: e.ips, ...(e.name ? { name: e.name } : {}) });
+    } catch (err) {
+      out.push({ id, ips: e.ips, ...(e.name ? { name: e.name } : {}), error: errorMessage(err) });
+    }
+  }
+  return out;
+}
+
 const MARK: Record<CheckRow['status'], string> = { ok: 'ok', warn: 'WARN', fail: 'FAIL', skip: 'skip' };
 
 /** The table doctor prints, every value escaped for the terminal. Pure. */
-export function renderDoctorTable(rows: readonly CheckRow[], freed: readonly FreedReservation[] = [], fixed = freed.length > 0): string {
+export function renderDoctorTable(rows: readonly CheckRow[], freed: readonly FreedReservation[] = [], fixed = freed.length > 0, removed: readonly RemovedEndpoint[] = []): string {
   const width = Math.max(...rows.map((r) => r.id.length)) + 2;
   const lines = rows.map((r) => `${MARK[r.status].padEnd(6)}${r.id.padEnd(width)}${t(r.saw)}${r.fix ? `\n${' '.repeat(6 + width)}fix: ${t(r.fix)}` : ''}`);
   for (const x of freed) lines.push(`freed ${t(x.path)} (${t(x.owner || 'empty')}, ${x.ageSeconds} s old)`);
   if (fixed && freed.length === 0) lines.push('--fix: no leaked reservation old enough to free');
+  for (const x of removed)
+    lines.push(
+      x.error
+        ? `could not remove endpoint ${t(x.id)} (${t(x.ips.join('+'))}): ${t(x.error)}`
+        : `removed endpoint ${t(x.id)} (${t(x.ips.join('+'))}${x.name ? `, ${t(x.name)}` : ''})`,
+    );
   const fails = rows.filter((r) => r.status === 'fail');
   lines.push(fails.length ? `${fails.length} check(s) failed: ${fails.map((r) => r.id).join(', ')}` : 'all checks passed');
   return lines.join('\n') + '\n';
@@ -215,15 +281,18 @@ export const command: Command = {
       };
       let facts = await gatherFacts(opts);
       let freed: FreedReservation[] = [];
+      let removed: RemovedEndpoint[] = [];
       if (parsed.own.get('fix') === true) {
         freed = freeReservations(facts, grace * 1000, nodeFs, systemClock.now());
         if (freed.length) facts = await gatherFacts(opts);
+        removed = await removeLeakedEndpoints(facts, grace * 1000, dataplane.hns, nodeFs, systemClock.now());
+        if (removed.length) facts = await gatherFacts(opts);
       }
-      const rows = runChecks(facts);
+      const rows = [...runChecks(facts), ...serviceRows(facts)];
       if (parsed.own.get('json') === true) {
-        io.stdout(terminalJson({ version: VERSION, node: config.nodeName ?? null, ok: exitCodeOf(rows) === 0, checks: rows, freed }) + '\n');
+        io.stdout(terminalJson({ version: VERSION, node: config.nodeName ?? null, ok: exitCodeOf(rows) === 0, checks: rows, freed, removedEndpoints: removed }) + '\n');
       } else {
-        io.stdout(renderDoctorTable(rows, freed, parsed.own.get('fix') === true));
+        io.stdout(renderDoctorTable(rows, freed, parsed.own.get('fix') === true, removed));
       }
       return exitCodeOf(rows);
     } catch (err) {

@@ -48,6 +48,8 @@ export interface AgentConfig {
   hnsPolicyBatchSize: number;
   /** The Windows service to restart after an HNS restart (--restart-service-on-hns-restart); '' = none. */
   restartServiceOnHnsRestart: string;
+  /** How long that restart waits for HNS to restore kube-proxy's load balancers (--restart-service-lb-wait). */
+  restartServiceLbWaitSeconds: number;
   /** vxlan: the documented source VIP file ('' = no source VIP reservation). */
   sourceVipFile: string;
   /** vxlan: sourceVip.json paths in host-local format for the familiar scripts. */

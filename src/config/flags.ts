@@ -171,8 +171,18 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'restart-service-on-hns-restart',
     kind: 'string',
     default: '',
-    help: 'restart this Windows service (e.g. kubeproxy) through the service control manager once the network is re-applied after an HNS restart (default: none)',
+    help: "restart this Windows service (e.g. kubeproxy) through the service control manager once the network is re-applied after an HNS restart and HNS has restored kube-proxy's load balancers (default: none)",
     valueName: 'SERVICE',
+  },
+  {
+    // HNS restores kube-proxy's load balancers itself after it restarts (kubernetes#139519); one that never
+    // comes back is made again only by a restarted kube-proxy (kubernetes#135802). No source says how long the
+    // restore takes: 120 s is four kube-proxy sync periods (its --sync-period default, 30 s).
+    name: 'restart-service-lb-wait',
+    kind: 'int',
+    default: 120,
+    help: "with --restart-service-on-hns-restart: seconds to wait for HNS to restore kube-proxy's load balancers before restarting the service anyway",
+    valueName: 'SECONDS',
   },
   {
     name: 'win32-dll-dir',

@@ -112,6 +112,14 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       { flag: 'restart-service-on-hns-restart' },
     );
   }
+  const restartServiceLbWait = int('restart-service-lb-wait');
+  if (restartServiceLbWait < 0 || restartServiceLbWait > 86_400) {
+    throw new FlagError(
+      'FLANNEL_ERR_FLAG',
+      `invalid value "${restartServiceLbWait}" for flag -restart-service-lb-wait: out of range, must be 0..86400 (seconds; 0 restarts the service without waiting)`,
+      { flag: 'restart-service-lb-wait', value: restartServiceLbWait },
+    );
+  }
   const hnsPolicyBatchSize = int('hns-policy-batch-size');
   if (hnsPolicyBatchSize < 1 || hnsPolicyBatchSize > MAX_POLICY_BATCH) {
     throw new FlagError(
@@ -214,6 +222,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     hnsCallTimeoutSeconds: hnsCallTimeout,
     hnsPolicyBatchSize,
     restartServiceOnHnsRestart,
+    restartServiceLbWaitSeconds: restartServiceLbWait,
     ...sourceVipSettings((name) => (values.has(name) ? str(name) : ''), opts.platform, str('subnet-file')),
     logLevel,
     logFormat,

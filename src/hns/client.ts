@@ -22,6 +22,7 @@ import { ACL_POLICY, HCN_SCHEMA_V2, SET_POLICY, policySetting } from './schema.j
 import type {
   AclPolicySetting,
   HcnEndpoint,
+  HcnLoadBalancer,
   HcnNetwork,
   HcnPolicy,
   HcnPolicyRequest,
@@ -50,14 +51,21 @@ export interface WaitOptions {
 /** The host-attach request body (hcsshim HostAttach). */
 const HOST_ATTACH_REQUEST = { SystemType: 'Host', CompartmentId: 1 } as const;
 
-/** HcnCloseNetwork / HcnCloseEndpoint; a failure is logged (the handle leaks), never thrown. False when it failed. */
+/** HcnClose* of the handle's kind. */
+const CLOSE = {
+  network: { op: 'HcnCloseNetwork', id: 'networkId', close: (t: HnsTransport, h: HcnHandle) => t.closeNetwork(h) },
+  endpoint: { op: 'HcnCloseEndpoint', id: 'endpointId', close: (t: HnsTransport, h: HcnHandle) => t.closeEndpoint(h) },
+  loadBalancer: { op: 'HcnCloseLoadBalancer', id: 'loadBalancerId', close: (t: HnsTransport, h: HcnHandle) => t.closeLoadBalancer(h) },
+} as const;
+
+/** HcnCloseNetwork / HcnCloseEndpoint / HcnCloseLoadBalancer; a failure is logged (the handle leaks), never thrown. False when it failed. */
 export async function closeQuietly(transport: HnsTransport, log: Logger, h: HcnHandle): Promise<boolean> {
+  const c = CLOSE[h.kind];
   try {
-    await (h.kind === 'network' ? transport.closeNetwork(h) : transport.closeEndpoint(h));
+    await c.close(transport, h);
     return true;
   } catch (err) {
-    if (h.kind === 'network') log.warn('HcnCloseNetwork failed; the handle leaks', { networkId: h.id, error: errorMessage(err) });
-    else log.warn('HcnCloseEndpoint failed; the handle leaks', { endpointId: h.id, error: errorMessage(err) });
+    log.warn(`${c.op} failed; the handle leaks`, { [c.id]: h.id, error: errorMessage(err) });
     return false;
   }
 }
@@ -566,6 +574,38 @@ export class HnsClient {
       } finally {
         await closeQuietly(this.transport, this.log, nh);
       }
+    });
+  }
+
+  // ================================================================ v2 load balancers (kube-proxy's; read only)
+
+  /** The IDs of the node's load balancers (HcnEnumerateLoadBalancers, as hcsshim ListLoadBalancers asks). */
+  listLoadBalancerIds(): Promise<string[]> {
+    return this.run('listLoadBalancerIds', {}, async () => {
+      const ids = this.parse<string[] | null>('HcnEnumerateLoadBalancers', await this.transport.enumerateLoadBalancers(hcnQuery())) ?? [];
+      return ids.filter((id): id is string => typeof id === 'string');
+    });
+  }
+
+  /** The node's load balancers, each queried (one gone between the enumerate and the open is left out). */
+  listLoadBalancers(): Promise<HcnLoadBalancer[]> {
+    return this.run('listLoadBalancers', {}, async () => {
+      const out: HcnLoadBalancer[] = [];
+      for (const id of await this.listLoadBalancerIds()) {
+        let h: HcnHandle;
+        try {
+          h = await this.transport.openLoadBalancer(id);
+        } catch (err) {
+          if (isHnsNotFound(err)) continue;
+          throw err;
+        }
+        try {
+          out.push(this.parse<HcnLoadBalancer>('HcnQueryLoadBalancerProperties', await this.transport.queryLoadBalancerProperties(h, hcnQuery())));
+        } finally {
+          await closeQuietly(this.transport, this.log, h);
+        }
+      }
+      return out;
     });
   }
 

@@ -17,6 +17,8 @@ export const HRESULT = {
   E_INVALIDARG: 0x80070057,
   /** HRESULT_FROM_WIN32(ERROR_NOT_FOUND, 1168) "Element not found." */
   E_NOT_FOUND: 0x80070490,
+  /** HRESULT_FROM_WIN32(ERROR_ALREADY_EXISTS, 183) (kubernetes#139519: hcnCreateLoadBalancer "... already exists. (0xb7)"). */
+  E_ALREADY_EXISTS: 0x800700b7,
   E_FAIL: 0x80004005,
   HCN_E_NETWORK_NOT_FOUND: 0x803b0001,
   HCN_E_ENDPOINT_NOT_FOUND: 0x803b0002,
@@ -50,6 +52,7 @@ const HRESULT_TEXT: Record<number, string> = {
   [HRESULT.E_HANDLE]: 'The handle is invalid.',
   [HRESULT.E_INVALIDARG]: 'The parameter is incorrect.',
   [HRESULT.E_NOT_FOUND]: 'Element not found.',
+  [HRESULT.E_ALREADY_EXISTS]: 'Cannot create a file when that file already exists.',
   [HRESULT.E_FAIL]: 'Unspecified error',
   [HRESULT.HCN_E_NETWORK_NOT_FOUND]: 'The network was not found.',
   [HRESULT.HCN_E_ENDPOINT_NOT_FOUND]: 'The endpoint was not found.',
@@ -91,6 +94,7 @@ const BY_HRESULT: Record<number, HnsErrorCode> = {
   [HRESULT.HCN_E_ADAPTER_NOT_FOUND]: 'FLANNEL_ERR_HNS_ADAPTER_NOT_FOUND',
   [HRESULT.HCN_E_NETWORK_ALREADY_EXISTS]: 'FLANNEL_ERR_HNS_EXISTS',
   [HRESULT.HCN_E_POLICY_ALREADY_EXISTS]: 'FLANNEL_ERR_HNS_EXISTS',
+  [HRESULT.E_ALREADY_EXISTS]: 'FLANNEL_ERR_HNS_EXISTS',
   [HRESULT.HCN_E_ENDPOINT_ALREADY_ATTACHED]: 'FLANNEL_ERR_HNS_ATTACHED',
   [HRESULT.E_ACCESSDENIED]: 'FLANNEL_ERR_HNS_ACCESS_DENIED',
 };

@@ -21,3 +21,5 @@ export const ACL_PROTOCOL_252_VERSION: HnsVersion = { Major: 11, Minor: 0 };
 export const SET_POLICY_VERSION: HnsVersion = { Major: 13, Minor: 0 };
 /** NestedIpSetVersion: SetPolicy of type NESTEDIPSET. */
 export const NESTED_IP_SET_VERSION: HnsVersion = { Major: 15, Minor: 0 };
+/** ModifyLoadbalancerVersion: HcnModifyLoadBalancer ("HNS 15.4 allows for Modify Loadbalancer support"; kube-proxy's updateLoadBalancer). */
+export const MODIFY_LOAD_BALANCER_VERSION: HnsVersion = { Major: 15, Minor: 4 };

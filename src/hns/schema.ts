@@ -101,6 +101,36 @@ export interface HcnEndpoint {
   SchemaVersion: HcnSchemaVersion;
 }
 
+/**
+ * One port mapping of a load balancer: hcsshim hcn/hcnloadbalancer.go LoadBalancerPortMapping. Protocol is
+ * the IANA number (6 TCP, 17 UDP); DistributionType 0 per connection, 1 source IP and protocol, 2 source IP;
+ * Flags 1 ILB, 2 LocalRoutedVIP, 4 UseMux, 8 PreserveDIP (kube-proxy winkernel hns.go adds 16, VipExternalIP).
+ * Every field is `omitempty`: a zero is absent on the wire.
+ */
+export interface HcnLoadBalancerPortMapping {
+  Protocol?: number;
+  InternalPort?: number;
+  ExternalPort?: number;
+  DistributionType?: number;
+  Flags?: number;
+}
+
+/**
+ * An HCN load balancer: hcsshim hcn/hcnloadbalancer.go HostComputeLoadBalancer, what kube-proxy (winkernel
+ * hns.go getLoadBalancer) creates for each Service port: its backends' endpoint IDs, the source VIP it SNATs
+ * to, the Service's VIPs and one port mapping. Flags: 1 DSR, 2 IPv6. kube-proxy owns them; the agent only
+ * reads them (src/hns/transport.ts has no call that writes one).
+ */
+export interface HcnLoadBalancer {
+  ID?: string;
+  HostComputeEndpoints?: string[];
+  SourceVIP?: string;
+  FrontendVIPs?: string[];
+  PortMappings?: HcnLoadBalancerPortMapping[];
+  SchemaVersion?: HcnSchemaVersion;
+  Flags?: number;
+}
+
 /** `RemoteSubnetRoute` network policy settings (one per vxlan peer). */
 export interface RemoteSubnetRoutePolicySettings {
   DestinationPrefix: string;
@@ -145,9 +175,9 @@ export interface AclPolicySetting {
   Action: 'Allow' | 'Block';
   /** In: traffic coming to the endpoint; Out: traffic leaving it (hcsshim DirectionType). */
   Direction: 'In' | 'Out';
-  /** The endpoint's side of the packet: comma-separated IPs and prefixes, or SetPolicy Ids. */
+  /** Comma-separated IPs and prefixes (the endpoint's side of the packet), or SetPolicy Ids (the packet's source): docs/simulator.md. */
   LocalAddresses?: string;
-  /** The other side of the packet, as LocalAddresses. */
+  /** As LocalAddresses: addresses are the other side of the packet, SetPolicy Ids its destination. */
   RemoteAddresses?: string;
   /** Comma-separated ports and `first-last` ranges on the endpoint's side. */
   LocalPorts?: string;

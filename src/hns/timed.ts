@@ -125,6 +125,22 @@ class TimedHnsTransport implements HnsTransport {
     return this.bounded('HcnCloseEndpoint', () => this.inner.closeEndpoint(endpoint));
   }
 
+  enumerateLoadBalancers(query: string): Promise<string> {
+    return this.bounded('HcnEnumerateLoadBalancers', () => this.inner.enumerateLoadBalancers(query));
+  }
+
+  openLoadBalancer(id: string): Promise<HcnHandle> {
+    return this.bounded('HcnOpenLoadBalancer', () => this.inner.openLoadBalancer(id), this.closeLate);
+  }
+
+  queryLoadBalancerProperties(loadBalancer: HcnHandle, query: string): Promise<string> {
+    return this.bounded('HcnQueryLoadBalancerProperties', () => this.inner.queryLoadBalancerProperties(loadBalancer, query));
+  }
+
+  closeLoadBalancer(loadBalancer: HcnHandle): Promise<void> {
+    return this.bounded('HcnCloseLoadBalancer', () => this.inner.closeLoadBalancer(loadBalancer));
+  }
+
   /**
    * Run one call against the timer; `late` receives a value that arrives after the timeout. `op` names
    * the call in errors and logs, `metricOp` (default `op`) in /metrics: a fixed set of names.

@@ -9,9 +9,9 @@
 // envelope (v1) is thrown as an HnsError built by `hnsError()` in ./errors.ts, so both transports map
 // HNS's failures to the same codes. Returned strings are the DLL's output, unparsed.
 
-/** Opaque handle to an opened HCN network or endpoint (a pointer on Windows). */
+/** Opaque handle to an opened HCN network, endpoint or load balancer (a pointer on Windows). */
 export interface HcnHandle {
-  readonly kind: 'network' | 'endpoint';
+  readonly kind: 'network' | 'endpoint' | 'loadBalancer';
   readonly id: string;
 }
 
@@ -36,6 +36,15 @@ export interface HnsTransport {
   queryEndpointProperties(endpoint: HcnHandle, query: string): Promise<string>;
   deleteEndpoint(id: string): Promise<void>;
   closeEndpoint(endpoint: HcnHandle): Promise<void>;
+
+  /**
+   * kube-proxy's load balancers (hcsshim hcn/hcnloadbalancer.go), read only: the agent and doctor look at
+   * them and never create, modify or delete one (kube-proxy owns them), so this seam has no call that could.
+   */
+  enumerateLoadBalancers(query: string): Promise<string>;
+  openLoadBalancer(id: string): Promise<HcnHandle>;
+  queryLoadBalancerProperties(loadBalancer: HcnHandle, query: string): Promise<string>;
+  closeLoadBalancer(loadBalancer: HcnHandle): Promise<void>;
 }
 
 export const ZERO_GUID = '00000000-0000-0000-0000-000000000000';

@@ -14,7 +14,7 @@ import type { ErrorContext } from '../basics/errors.js';
 import { guidToBuffer, hrFailed, utf16z } from '../win32/encoding.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32HnsNative } from '../win32/native.js';
 
-type Kind = 'network' | 'endpoint';
+type Kind = HcnHandle['kind'];
 
 /** The HcnHandle given out: the native pointer is kept in `native` (a WeakMap), never exposed. */
 class Win32HcnHandle implements HcnHandle {
@@ -132,8 +132,7 @@ export class Win32HnsTransport implements HnsTransport {
     const r = await call();
     const close = (p: NativePtr): void => {
       try {
-        if (kind === 'network') this.dll.hcnCloseNetwork(p);
-        else this.dll.hcnCloseEndpoint(p);
+        this.closeNative(kind, p);
       } catch {
         // the original failure is what matters
       }
@@ -153,6 +152,13 @@ export class Win32HnsTransport implements HnsTransport {
     return h;
   }
 
+  /** HcnClose* of a pointer of `kind`. */
+  private closeNative(kind: Kind, p: NativePtr): number {
+    if (kind === 'network') return this.dll.hcnCloseNetwork(p);
+    if (kind === 'endpoint') return this.dll.hcnCloseEndpoint(p);
+    return this.dll.hcnCloseLoadBalancer(p);
+  }
+
   private closeCall(op: string, h: HcnHandle, kind: Kind): void {
     const p = this.nativeOf(op, h, kind);
     // Forget the pointer first: whatever HcnClose* answers, it must never be closed twice (and no new
@@ -160,7 +166,7 @@ export class Win32HnsTransport implements HnsTransport {
     this.native.delete(h);
     const close = (): number => {
       this.openCount--;
-      return kind === 'network' ? this.dll.hcnCloseNetwork(p) : this.dll.hcnCloseEndpoint(p);
+      return this.closeNative(kind, p);
     };
     const wh = h as Win32HcnHandle;
     if (wh.inUse > 0) {
@@ -287,6 +293,32 @@ export class Win32HnsTransport implements HnsTransport {
   closeEndpoint(endpoint: HcnHandle): Promise<void> {
     return new Promise<void>((resolve) => {
       this.closeCall('HcnCloseEndpoint', endpoint, 'endpoint');
+      resolve();
+    });
+  }
+
+  // ================================================================ v2 load balancers (read only)
+
+  async enumerateLoadBalancers(query: string): Promise<string> {
+    const op = 'HcnEnumerateLoadBalancers';
+    return this.stringCall(op, {}, () => this.dll.hcnEnumerateLoadBalancers(this.wstr(op, query, {})));
+  }
+
+  async openLoadBalancer(id: string): Promise<HcnHandle> {
+    const op = 'HcnOpenLoadBalancer';
+    const ctx = { loadBalancerId: id };
+    return this.handleCall(op, 'loadBalancer', id, ctx, () => this.dll.hcnOpenLoadBalancer(this.guid(op, id, ctx)));
+  }
+
+  async queryLoadBalancerProperties(loadBalancer: HcnHandle, query: string): Promise<string> {
+    const op = 'HcnQueryLoadBalancerProperties';
+    const ctx = { loadBalancerId: loadBalancer.id };
+    return this.stringCall(op, ctx, () => this.using(op, loadBalancer, 'loadBalancer', (p) => this.dll.hcnQueryLoadBalancerProperties(p, this.wstr(op, query, ctx))));
+  }
+
+  closeLoadBalancer(loadBalancer: HcnHandle): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.closeCall('HcnCloseLoadBalancer', loadBalancer, 'loadBalancer');
       resolve();
     });
   }

@@ -6,11 +6,10 @@
 // set is an update (Azure NPM writes sets with RequestType Update the same way,
 // npm/pkg/dataplane/ipsets/ipsetmanager_windows.go). Apply in this order, so no rule names a missing set and
 // a set goes only once nothing names it: set adds and updates, rule removes, rule adds, set removes.
-import type { HcnPolicy } from '../hns/schema.js';
+import { ACL_POLICY, SET_POLICY } from '../hns/schema.js';
+import type { AclPolicySetting, HcnPolicy, SetPolicySetting } from '../hns/schema.js';
 import { planReconcile } from '../reconcile/plan.js';
 import type { PlanOps } from '../reconcile/plan.js';
-import { ACL_POLICY_TYPE, SET_POLICY_TYPE } from './hns-acl.js';
-import type { AclPolicySetting, SetPolicySetting } from './hns-acl.js';
 import { AGENT_ID_PREFIX } from './translate.js';
 
 export function isAgentId(id: unknown): id is string {
@@ -19,12 +18,12 @@ export function isAgentId(id: unknown): id is string {
 
 /** The agent's ACL rules among an endpoint's policies as HNS returns them (other policies and rules left out). */
 export function agentAcls(policies: readonly HcnPolicy[] | undefined): AclPolicySetting[] {
-  return (policies ?? []).flatMap((p) => (p.Type === ACL_POLICY_TYPE && isAgentId(p.Settings?.Id) ? [p.Settings as unknown as AclPolicySetting] : []));
+  return (policies ?? []).flatMap((p) => (p.Type === ACL_POLICY && isAgentId(p.Settings?.Id) ? [p.Settings as unknown as AclPolicySetting] : []));
 }
 
 /** The agent's IP sets among a network's policies as HNS returns them. */
 export function agentSets(policies: readonly HcnPolicy[] | undefined): SetPolicySetting[] {
-  return (policies ?? []).flatMap((p) => (p.Type === SET_POLICY_TYPE && isAgentId(p.Settings?.Id) ? [p.Settings as unknown as SetPolicySetting] : []));
+  return (policies ?? []).flatMap((p) => (p.Type === SET_POLICY && isAgentId(p.Settings?.Id) ? [p.Settings as unknown as SetPolicySetting] : []));
 }
 
 const ACL_FIELDS = ['Action', 'Direction', 'RuleType', 'Priority', 'Protocols', 'LocalAddresses', 'RemoteAddresses', 'LocalPorts', 'RemotePorts'] as const;

@@ -16,7 +16,10 @@
 //   convertToSetPolicy: Id, Name, comma-joined Values) that a rule names by its Id in an address field; a
 //   set named in a rule is matched as source in LocalAddresses and destination in RemoteAddresses whatever
 //   the direction ("HNS has confusing Local and Remote address definitions ... For Traffic Direction
-//   INGRESS LocalAddresses = Source Sets"), so an ingress peer set goes in LocalAddresses; destination
+//   INGRESS LocalAddresses = Source Sets"), so an ingress peer set goes in LocalAddresses, while a literal
+//   address is the endpoint's side in LocalAddresses, the peer's in RemoteAddresses (Calico above; NPM's
+//   direct IPs in the same file). The simulated node's evaluator (src/simulator/acl.ts) reads both so;
+//   docs/simulator.md "ACL rules and IP sets" gives the evidence. Destination
 //   ports are LocalPorts in, RemotePorts out; a 0.0.0.0/0 member is written as its two /1 halves
 //   (translatePolicy.go ipBlockIPSet).
 //
@@ -27,10 +30,9 @@
 // one priority: HNS breaks such ties its own way ("HNS has a different tie-break algorithm to Calico",
 // policysets.go GetPolicySetRules), and no public source says how.
 import { createHash } from 'node:crypto';
-import type { HnsVersion } from '../hns/schema.js';
+import { SET_POLICY_VERSION, versionAtLeast } from '../hns/features.js';
+import type { AclPolicySetting, HnsVersion, SetPolicySetting } from '../hns/schema.js';
 import type { IpFamily } from '../basics/ip6.js';
-import { PROTOCOL_NUMBER, supportsSetPolicy } from './hns-acl.js';
-import type { AclDirection, AclPolicySetting, SetPolicySetting } from './hns-acl.js';
 import type { AddressSet, Allow, NodeIntent, PodIntent, PortRange } from './intent.js';
 import type { NetworkPolicy } from './types.js';
 
@@ -38,6 +40,16 @@ import type { NetworkPolicy } from './types.js';
 export const AGENT_ID_PREFIX = 'flannel-np-';
 
 export const PRIORITY = { node: 100, allow: 1000, catchAll: 65000 } as const;
+
+/**
+ * IP protocol numbers in `Protocols` (hcsshim's comment on AclPolicySetting: 6 TCP, 17 UDP, 1 ICMPv4,
+ * 58 ICMPv6, 2 IGMP). SCTP (132) is not among what HNS matches: Azure NPM refuses SCTP policies on Windows
+ * because "Windows HNS doesn't support SCTP" (Azure/azure-container-networking#1442, ErrUnsupportedSCTP
+ * in npm/pkg/controlplane/translation/translatePolicy.go).
+ */
+export const PROTOCOL_NUMBER = { TCP: '6', UDP: '17' } as const;
+
+type AclDirection = AclPolicySetting['Direction'];
 
 /** Calico's ipPortsPerRule: addresses (or ports) in one rule before it is split. */
 export const ENTRIES_PER_RULE = 4000;
@@ -65,7 +77,7 @@ export interface Translation {
 
 /**
  * Why HNS cannot enforce a policy faithfully, or undefined. SCTP: HNS ACLs do not match it ("Windows HNS
- * doesn't support SCTP", Azure/azure-container-networking#1442; hns-acl.ts). Refused, the policy still
+ * doesn't support SCTP", Azure/azure-container-networking#1442; PROTOCOL_NUMBER). Refused, the policy still
  * isolates and allows nothing: SCTP stays blocked rather than all of the policy's traffic being let through.
  */
 export function hnsRefusal(policy: NetworkPolicy): string | undefined {
@@ -192,7 +204,7 @@ function groupByPeer(allows: readonly Allow[]): Allow[][] {
 
 /** The node's intents as endpoint ACL rules and IP sets. Refuse SCTP first (computeIntent's `unsupported: hnsRefusal`). */
 export function translate(intent: NodeIntent, options: TranslateOptions): Translation {
-  const t = new EndpointTranslator(supportsSetPolicy(options.hnsVersion));
+  const t = new EndpointTranslator(versionAtLeast(options.hnsVersion, SET_POLICY_VERSION));
   const endpoints = intent.pods.map((p) => ({ namespace: p.pod.namespace, name: p.pod.name, uid: p.pod.uid, podIPs: p.pod.podIPs, rules: t.rules(p) }));
   const sets = [...t.sets.values()].sort((a, b) => a.Id.localeCompare(b.Id));
   return { endpoints, sets };

@@ -2,7 +2,8 @@
 // failed validation or lost a contested subnet, by node, written by the peer store ./store.ts),
 // `ipv6-rejected` (the IPv6 half of an accepted dual-stack lease failed validation: its IPv4 route is kept,
 // by node, written by the store) and `refused` (the dataplane refused one of its items, a RemoteSubnetRoute
-// HNS will not take or a route the stack rejects, by item key, written by the reconcile loop). All go
+// HNS will not take or a route the stack rejects, by item key, reported by the reconcile loop: this ledger is
+// the network's `RefusalSink`, src/reconcile/refusals.ts, which it implements without importing it). All go
 // through one mechanism: a report that is news (a new verdict, another answer) is counted, logged at warn,
 // raised as an Event on the own Node and listed in the status until resolved; a report that is not news is
 // counted only where the metric counts tries (refusals) and logged at debug.
@@ -10,12 +11,12 @@
 // item (refused), a rejection's message cut as a copy of its own and its signature kept as a digest, one
 // log state per node and reason, rejection lines rate-limited to one per node and reason per
 // interval (the next line carries how many were held back), everything about a node forgotten once it is
-// deleted. Refused items are retried each on its own capped exponential backoff, so the other peers are
-// never held back by them. No upstream counterpart: flannel pkg/lease/watch.go accepts every lease and
-// its route/policy handlers keep no ledger.
+// deleted. When a refused item is retried is the loop's to know (each on its own capped exponential backoff,
+// so the other peers are never held back by it); the ledger keeps what is shown of it. No upstream
+// counterpart: flannel pkg/lease/watch.go accepts every lease and its route/policy handlers keep no ledger.
 import { createHash } from 'node:crypto';
 import type { Clock } from '../basics/clock.js';
-import { backoffDelay, systemClock } from '../basics/clock.js';
+import { systemClock } from '../basics/clock.js';
 import { errorMessage, FlannelError } from '../basics/errors.js';
 import { METRIC } from '../basics/metrics.js';
 import type { Metrics } from '../basics/metrics.js';
@@ -25,10 +26,10 @@ import type { RefusedItem } from '../network-status.js';
 import { NODE_EVENT_REASON, noNodeEvents, type NodeEvent, type NodeEvents } from '../node-events.js';
 import { CONFLICT_REASONS, IPV6_REJECT_REASONS, LEASE_REJECT_REASONS, type IPv6RejectReason, type LeaseRejectReason } from './reject-reasons.js';
 
-export type ProblemKind = 'rejected' | 'ipv6-rejected' | 'refused';
+type ProblemKind = 'rejected' | 'ipv6-rejected' | 'refused';
 
 /** One problem of one peer. */
-export interface PeerProblem {
+interface PeerProblem {
   kind: ProblemKind;
   /** rejected, ipv6-rejected: the peer's lease key (its node); refused: the item's key (the peer's prefix). */
   key: string;
@@ -41,8 +42,6 @@ export interface PeerProblem {
   attempts: number;
   /** Digest of what was judged (rejected: the reason, the other node, the lease's content). */
   sig: string;
-  /** refused: when the item is tried again. */
-  retryAt: number;
 }
 
 /**
@@ -86,7 +85,7 @@ function ipv6RejectionFix(reason: IPv6RejectReason): string {
 }
 
 /** The IPv6 half of an accepted dual-stack peer lease was rejected; its IPv4 route is kept. */
-export function peerIPv6RejectedEvent(node: string, reason: IPv6RejectReason, detail: string): NodeEvent {
+function peerIPv6RejectedEvent(node: string, reason: IPv6RejectReason, detail: string): NodeEvent {
   return {
     type: 'Warning',
     reason: NODE_EVENT_REASON.peerRejected,
@@ -135,7 +134,7 @@ export interface Rejection {
   fields: Record<string, unknown>;
 }
 
-export interface PeerProblemsOptions {
+interface PeerProblemsOptions {
   clock?: Clock;
   log?: Logger;
   metrics?: Metrics;
@@ -143,9 +142,6 @@ export interface PeerProblemsOptions {
   events?: NodeEvents;
   /** The dataplane driver's name (the `driver` label of the refusal metrics, a log field); without it no refusal series is declared. */
   driver?: string;
-  /** Backoff per refused item: base * 2^n, at most cap (defaults 250 / 30000 ms). */
-  backoffBaseMs?: number;
-  backoffCapMs?: number;
   /** One rejection line per node and reason per this interval (default 60 s). */
   rejectLogIntervalMs?: number;
   /** The peer (node) an item key belongs to, for a refusal's log line, Event and status entry. */
@@ -166,10 +162,8 @@ export class PeerProblems {
   private readonly metrics: Metrics | undefined;
   private readonly events: NodeEvents;
   private readonly driver: string;
-  private readonly backoff: { baseMs: number; capMs: number };
   private readonly intervalMs: number;
-  /** Set by whoever knows which peer an item key is for (the peer store). */
-  owner: (key: string) => string | undefined;
+  private readonly owner: (key: string) => string | undefined;
   /** The records, by kind and key. */
   private readonly records: Record<ProblemKind, Map<string, PeerProblem>> = { rejected: new Map(), 'ipv6-rejected': new Map(), refused: new Map() };
   /**
@@ -184,7 +178,6 @@ export class PeerProblems {
     this.metrics = opts.metrics;
     this.events = opts.events ?? noNodeEvents;
     this.driver = opts.driver ?? '';
-    this.backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
     this.intervalMs = opts.rejectLogIntervalMs ?? 60_000;
     this.owner = opts.owner ?? (() => undefined);
     // Every series exists at zero from the start, so a rate() or an alert on it works before the first problem.
@@ -201,23 +194,15 @@ export class PeerProblems {
   /**
    * Record a report of a problem; true when it is news (a new record, another reason or signature). News
    * is counted, logged at warn and raised as an Event; a repeat only as its kind counts and logs repeats.
-   * `retry`: a refused item's tries so far and when it is tried again.
+   * `attempts`: a refused item's tries so far (the loop counts them).
    */
-  private report(
-    kind: ProblemKind,
-    key: string,
-    reason: string,
-    sig: string,
-    message: string,
-    fields: Record<string, unknown>,
-    retry?: { attempts: number; retryAt: number },
-  ): boolean {
+  private report(kind: ProblemKind, key: string, reason: string, sig: string, message: string, fields: Record<string, unknown>, tries?: number): boolean {
     const now = this.clock.now();
     const prev = this.records[kind].get(key);
     const news = prev === undefined || prev.reason !== reason || prev.sig !== sig;
-    const attempts = retry?.attempts ?? (prev?.reason === reason ? prev.attempts : 0) + 1;
+    const attempts = tries ?? (prev?.reason === reason ? prev.attempts : 0) + 1;
     const since = prev?.reason === reason ? prev.since : now;
-    const rec: PeerProblem = { kind, key, reason, message, since, attempts, sig, retryAt: retry?.retryAt ?? 0 };
+    const rec: PeerProblem = { kind, key, reason, message, since, attempts, sig };
     if (!news && kind !== 'refused') return false; // the verdict already remembered: nothing to count or say
     this.records[kind].set(key, rec);
     this.count(rec);
@@ -328,79 +313,31 @@ export class PeerProblems {
     this.lines.delete(node);
   }
 
-  /** Rejected nodes: those with a current rejection (of the lease or its IPv6 half) or a rejection's log state (at most one entry per node). */
-  get nodesKept(): number {
-    const nodes = new Set(this.lines.keys());
-    for (const k of this.records.rejected.keys()) nodes.add(k);
-    for (const k of this.records['ipv6-rejected'].keys()) nodes.add(k);
-    return nodes.size;
-  }
-
   /** Nodes whose lease, or its IPv6 half, is rejected now. */
   get rejectedCount(): number {
     return this.records.rejected.size + this.records['ipv6-rejected'].size;
   }
 
-  // --- refused items (the reconcile loop) ---
+  // --- refused items (the reconcile loop's RefusalSink) ---
 
   /**
-   * The dataplane refused the item for `key`: back off; log (at warn) and report the first refusal and
-   * every change of answer, a retry answered alike only at debug. True when this refusal is such news.
+   * The dataplane refused the item for `key` (its `attempts`th try, retried in `retryInMs`): log (at warn)
+   * and report the first refusal and every change of answer, a retry answered alike only at debug. True
+   * when this refusal is such news.
    */
-  refused(key: string, err: unknown): boolean {
+  refused(key: string, err: unknown, retry: { attempts: number; retryInMs: number }): boolean {
     const answer = refusalAnswer(err);
-    const prev = this.records.refused.get(key);
-    const attempts = (prev?.attempts ?? 0) + 1;
-    const delay = backoffDelay(attempts - 1, this.backoff.baseMs, this.backoff.capMs);
     const error = errorMessage(err);
-    const fields = { driver: this.driver, node: this.owner(key), prefix: key, hresult: answer, attempts, retryInMs: delay, error };
+    const fields = { driver: this.driver, node: this.owner(key), prefix: key, hresult: answer, attempts: retry.attempts, retryInMs: retry.retryInMs, error };
     // Tries and backoff run on across answers (the item has been tried that often); `since` is the answer's.
-    return this.report('refused', key, answer, '', error, fields, { attempts, retryAt: this.clock.now() + delay });
+    return this.report('refused', key, answer, '', error, fields, retry.attempts);
   }
 
-  /** The item for `key` was written: it is no longer refused. */
-  written(key: string): void {
-    this.resolve('refused', key, 'the dataplane accepted a previously refused item', 1);
-  }
-
-  /** The dataplane holds the item for `key` without our write (another writer, drift): stop retrying it. */
-  held(key: string): void {
-    this.resolve('refused', key, 'a previously refused item is in the dataplane now; it is no longer retried', 0);
-  }
-
-  /** The key is no longer desired (or has new content): stop tracking it. */
-  forgetItem(key: string): void {
-    this.resolve('refused', key);
-  }
-
-  get refusedCount(): number {
-    return this.records.refused.size;
-  }
-
-  isRefused(key: string): boolean {
-    return this.records.refused.has(key);
-  }
-
-  refusedKeys(): string[] {
-    return [...this.records.refused.keys()];
-  }
-
-  /** True while `key` waits out its backoff (not written by any pass until then). */
-  backingOff(key: string, now: number): boolean {
-    const p = this.records.refused.get(key);
-    return p !== undefined && p.retryAt > now;
-  }
-
-  /** Keys whose backoff has ended. */
-  due(now: number): string[] {
-    return [...this.records.refused.values()].filter((p) => p.retryAt <= now).map((p) => p.key);
-  }
-
-  /** When the next retry falls due, if any is pending. */
-  nextRetryAt(): number | undefined {
-    let next: number | undefined;
-    for (const p of this.records.refused.values()) if (next === undefined || p.retryAt < next) next = p.retryAt;
-    return next;
+  /** The item for `key` is no longer refused: written (logged with its tries), held by the dataplane without our write (logged), or forgotten. */
+  cleared(key: string, how: 'written' | 'held' | 'forgotten'): void {
+    if (how === 'written') this.resolve('refused', key, 'the dataplane accepted a previously refused item', 1);
+    else if (how === 'held') this.resolve('refused', key, 'a previously refused item is in the dataplane now; it is no longer retried', 0);
+    else this.resolve('refused', key);
   }
 
   // --- the status ---
@@ -411,11 +348,5 @@ export class PeerProblems {
     return [...this.records.refused.values()]
       .map((p) => ({ node: this.owner(p.key), prefix: p.key, answer: p.reason, attempts: p.attempts, since: p.since, error: p.message }))
       .sort((a, b) => (a.node ?? '').localeCompare(b.node ?? '') || a.prefix.localeCompare(b.prefix));
-  }
-
-  /** Every problem now, rejected, IPv6 halves rejected, then refused, each sorted by key. */
-  list(): PeerProblem[] {
-    const sorted = (m: Map<string, PeerProblem>) => [...m.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return [...sorted(this.records.rejected), ...sorted(this.records['ipv6-rejected']), ...sorted(this.records.refused)];
   }
 }

@@ -1,8 +1,9 @@
 // The peer store: the one copy of the peer set. The list-watch (kube or etcd) hands it every peer as
 // `{key, lease | undefined}`; the store drops what did not change (the one change filter), validates the
 // rest, settles contested subnets, asks the backend's driver for the items each accepted peer needs and
-// marks those items dirty. The reconciler (./reconciler.ts) reads the desired items and the dirty keys
-// from here, diffs them against its cached read of the dataplane and writes.
+// marks those items dirty. The reconciler (src/reconcile/reconciler.ts) reads the desired items and the
+// dirty keys from here (the store is its `DesiredSet`), diffs them against its cached read of the dataplane
+// and writes.
 // Mirrors flannel pkg/lease/watch.go (LeaseWatcher: reset/update, drop the own lease) and the record side
 // of Felix's Windows VXLAN manager (felix/dataplane/windows/vxlan_mgr.go: routes recorded by node, a
 // dirty flag), and adds what upstream lacks: validation of every lease and a rule for contested subnets.
@@ -55,7 +56,7 @@ export interface PeerStoreOptions<D> {
   events?: NodeEvents;
   /** One rejection line per node and reason per this interval (default 60 s). */
   rejectLogIntervalMs?: number;
-  /** The problems ledger rejected peers go to (shared with the reconcile loop; default: one of its own from the above). */
+  /** The problems ledger rejected peers go to (shared with the reconcile loop, whose refusals it is told of; default: one of its own from the above). */
   problems?: PeerProblems;
 }
 
@@ -180,7 +181,6 @@ export class PeerStore<D> {
     this.metrics = opts.metrics;
     this.problems =
       opts.problems ?? new PeerProblems({ log: this.log, metrics: this.metrics, clock: opts.clock, events: opts.events, rejectLogIntervalMs: opts.rejectLogIntervalMs });
-    this.problems.owner = (key) => this.owner(key);
   }
 
   /** Called after every change of the desired items or of `listed` (the reconciler wakes up). */
@@ -196,19 +196,6 @@ export class PeerStore<D> {
   /** Accepted peers. */
   get size(): number {
     return this.acceptedCount;
-  }
-
-  /** Records kept: reported leases plus remembered rejections (each at most one per node present). */
-  get remembered(): number {
-    return this.peersByKey.size + this.problems.nodesKept;
-  }
-
-  /** Accepted peer leases, sorted by key. */
-  peers(): Lease[] {
-    return [...this.peersByKey.keys()]
-      .sort()
-      .map((k) => this.peersByKey.get(k)!)
-      .flatMap((p) => (p.held !== undefined && p.lease ? [p.lease] : []));
   }
 
   /** Peer leases rejected now (their current content), with the reason, and accepted ones' rejected IPv6 halves; sorted by key. */

@@ -1,9 +1,9 @@
 // What the reconcile loop keeps of its passes: the ledger of passes and rebuilds (what `flanneld status`,
-// /healthz and /metrics say about it: the last pass and its error, consecutive failures, whether the HNS
-// network is missing, event-to-dataplane latency, and the log lines of a failed pass or rebuild), and the
-// info line that sums up the passes once a minute (each pass's own line is debug: a Node event per second
-// would otherwise write a line per second). The items the dataplane refuses are the peers' problems
-// ledger's (src/peers/problems.ts). No upstream counterpart: flannel's handlers keep no ledger.
+// /healthz and /metrics say about it: the last pass and its error, consecutive failures, whether what the
+// driver writes into (the HNS network) is missing, event-to-dataplane latency, and the log lines of a failed
+// pass or rebuild), and the info line that sums up the passes once a minute (each pass's own line is debug:
+// a Node event per second would otherwise write a line per second). The items the dataplane refuses are
+// ./refusals.ts's. No upstream counterpart: flannel's handlers keep no ledger.
 import type { Clock } from '../basics/clock.js';
 import { backoffDelay } from '../basics/clock.js';
 import { errorMessage } from '../basics/errors.js';
@@ -19,19 +19,19 @@ export interface PassResult {
   replaced: number;
   /** Items the dataplane refused in this pass (retried on their own backoff). */
   refused?: number;
-  /** The pass found the network gone. */
-  networkGone?: boolean;
+  /** The pass found what the driver writes into gone (the driver's `failure` said `gone`). */
+  gone?: boolean;
   error?: unknown;
 }
 
 /** When a pass started, and since when the change it writes was waiting. */
-export interface PassStart {
+interface PassStart {
   started: number;
   since: number | undefined;
 }
 
 /** How often the passes are summed up at info (when they wrote or failed since the last summary). */
-export const PASS_SUMMARY_INTERVAL_MS = 60_000;
+const PASS_SUMMARY_INTERVAL_MS = 60_000;
 
 /** What the passes since the last summary did. */
 interface PassSummary {
@@ -47,7 +47,7 @@ interface PassSummary {
 export class PassLedger {
   passes = 0;
   consecutiveFailures = 0;
-  /** The last pass found the network gone and it is not rebuilt yet. */
+  /** The last pass found what the driver writes into gone, and it is not rebuilt yet. */
   missing = false;
   lastSuccessAt: number | undefined;
   lastPassAt: number | undefined;
@@ -115,7 +115,7 @@ export class PassLedger {
     else this.pendingSince = Math.min(start.since, this.pendingSince ?? start.since);
   }
 
-  /** Count the pass's result and log a failure (once per disappearance of the network). */
+  /** Count the pass's result and log a failure (once per disappearance of what the driver writes into). */
   settled(out: PassResult, driver: string, incremental: boolean): void {
     this.summarize(out, driver);
     if (out.ok) {
@@ -128,7 +128,7 @@ export class PassLedger {
     }
     this.consecutiveFailures++;
     this.metrics?.inc(METRIC.applyPasses, { result: 'error' });
-    if (out.networkGone) {
+    if (out.gone) {
       if (!this.missing)
         this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', {
           driver,

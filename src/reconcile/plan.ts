@@ -4,9 +4,16 @@
 // flannel's route/policy handlers apply events one by one and never diff (flannel#2554); the shape is
 // the diff step of Felix's Windows VXLAN manager (felix/dataplane/windows/vxlan_mgr.go).
 
-export interface PlanOps<A, D> {
-  actualKey(a: A): string;
-  desiredKey(d: D): string;
+/**
+ * What an item is known by: a primitive, so that two keys are equal when their values are (a Map's key
+ * rule; Go's `comparable`, the constraint of Felix's deltatracker `DeltaTracker[K comparable, V any]`).
+ * A controller may brand it (`string & { readonly __rule: never }`) so its keys mix with no other's.
+ */
+export type ItemKey = string | number | bigint;
+
+export interface PlanOps<A, D, K extends ItemKey = string> {
+  actualKey(a: A): K;
+  desiredKey(d: D): K;
   /** True when actual item `a` already is desired item `d` (no write needed). */
   same(a: A, d: D): boolean;
 }
@@ -23,13 +30,13 @@ export interface ReconcilePlan<A, D> {
  * removed; of several actual items for one key, one that is `same` is kept and the rest removed;
  * if none is the same, the first is replaced and the rest removed. Desired keys are unique (first wins).
  */
-export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[], ops: PlanOps<A, D>): ReconcilePlan<A, D> {
-  const want = new Map<string, D>();
+export function planReconcile<A, D, K extends ItemKey = string>(actual: readonly A[], desired: readonly D[], ops: PlanOps<A, D, K>): ReconcilePlan<A, D> {
+  const want = new Map<K, D>();
   for (const d of desired) {
     const k = ops.desiredKey(d);
     if (!want.has(k)) want.set(k, d);
   }
-  const have = new Map<string, A[]>();
+  const have = new Map<K, A[]>();
   for (const a of actual) {
     const k = ops.actualKey(a);
     const list = have.get(k);
@@ -59,33 +66,33 @@ export function planReconcile<A, D>(actual: readonly A[], desired: readonly D[],
 }
 
 /** True when `plan` writes anything for `key` (a full pass's plan leaves the keys it finds right alone). */
-export function planTouches<A, D>(plan: ReconcilePlan<A, D>, key: string, ops: PlanOps<A, D>): boolean {
+export function planTouches<A, D, K extends ItemKey>(plan: ReconcilePlan<A, D>, key: K, ops: PlanOps<A, D, K>): boolean {
   return plan.add.some((d) => ops.desiredKey(d) === key) || plan.replace.some((r) => ops.desiredKey(r.to) === key) || plan.remove.some((a) => ops.actualKey(a) === key);
 }
 
 /** The actual dataplane by key, as last read and changed by our own successful writes since. */
-export class ActualCache<A> {
-  private readonly byKey = new Map<string, A[]>();
+export class ActualCache<A, K extends ItemKey = string> {
+  private readonly byKey = new Map<K, A[]>();
 
-  constructor(items: readonly A[], key: (a: A) => string) {
+  constructor(items: readonly A[], key: (a: A) => K) {
     for (const a of items) this.add(key(a), a);
   }
 
-  get(k: string): readonly A[] {
+  get(k: K): readonly A[] {
     return this.byKey.get(k) ?? [];
   }
 
-  has(k: string): boolean {
+  has(k: K): boolean {
     return this.byKey.has(k);
   }
 
-  add(k: string, a: A): void {
+  add(k: K, a: A): void {
     const list = this.byKey.get(k);
     if (list) list.push(a);
     else this.byKey.set(k, [a]);
   }
 
-  remove(k: string, a: A): void {
+  remove(k: K, a: A): void {
     const rest = this.get(k).filter((x) => x !== a);
     if (rest.length > 0) this.byKey.set(k, rest);
     else this.byKey.delete(k);

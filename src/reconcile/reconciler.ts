@@ -1,25 +1,26 @@
 // The reconcile loop both backends use (docs/adr/0001): it takes the changed keys from the desired side
-// (the peer store, src/peers/store.ts), makes the plan (./plan.ts) against its cached read of the
-// dataplane, and has the writes (./writes.ts) carry it out through the backend's driver. No upstream
+// (`DesiredSet`: the network's is the peer store), makes the plan (./plan.ts) against its cached read of the
+// dataplane, and has the writes (./writes.ts) carry it out through the driver. It knows keys and items, not
+// what they are for: a second controller is another Reconciler with its own driver, desired set and
+// `RefusalSink` (Felix's felix/deltatracker/delta_tracker.go is such a generic desired-vs-dataplane
+// tracker; it imports nothing of its callers). No upstream
 // flannel counterpart: flannel's route/policy handlers apply events one by one and never sweep stale
 // state (flannel#2554). The shape is Felix's Windows VXLAN manager (projectcalico/calico
 // felix/dataplane/windows/vxlan_mgr.go: record the desired state, mark it dirty, apply = read, diff,
 // write) with an incremental apply: the last read of the dataplane is kept as a cache, updated with our
 // own successful writes, so a peer event writes only its own delta and reads nothing. A full read and
 // diff happens at every resync period, after any failed or refused write, once the peer set is complete
-// (the first complete list), and after a rebuild. Refused items are the problems ledger's
-// (src/peers/problems.ts): each waits out its own backoff and is retried alone.
+// (the first complete list), and after a rebuild. Refused items are ./refusals.ts's: each waits out its
+// own backoff and is retried alone, and the owner's sink hears of each.
 import type { Clock } from '../basics/clock.js';
 import { abortReason, pause, systemClock } from '../basics/clock.js';
 import { errorMessage } from '../basics/errors.js';
 import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
 import { METRIC, type Metrics } from '../basics/metrics.js';
-import type { NetworkStatus } from '../network-status.js';
-import type { NodeEvents } from '../node-events.js';
-import { PeerProblems } from '../peers/problems.js';
 import { PassLedger, type PassResult } from './ledger.js';
-import { ActualCache, planReconcile, planTouches, type ReconcilePlan } from './plan.js';
+import { ActualCache, planReconcile, planTouches, type ItemKey, type ReconcilePlan } from './plan.js';
+import { Refusals, type RefusalSink } from './refusals.js';
 import { writePlan, type ReconcileDriver } from './writes.js';
 
 // --- wake-ups ---
@@ -121,25 +122,27 @@ class Alarm {
  * What the loop needs of the desired side (the peer store implements it; Felix's vxlan_mgr.go keeps the
  * same few: the desired items, a dirty mark, who they are for). A fake of it is a Map and a Set.
  */
-export interface DesiredSet<D> {
+export interface DesiredSet<D, K extends ItemKey = string> {
   /** The first complete list has arrived: removals, replacements and "in sync" may start. */
   readonly listed: boolean;
-  desired(key: string): D | undefined;
+  desired(key: K): D | undefined;
   desiredItems(): D[];
   /** Keys whose desired item changed since the last call. */
-  takeDirty(): string[];
-  /** The peer a key is (or was, until removed) for, for logs. */
-  owner(key: string): string | undefined;
+  takeDirty(): K[];
+  /** Who a key's item is (or was, until removed) for (the peer store: the peer), for logs. */
+  owner(key: K): string | undefined;
   /** These keys were removed from the dataplane. */
-  removed(keys: readonly string[]): void;
+  removed(keys: readonly K[]): void;
   /** Called after every change. */
   subscribe(onChange: () => void): void;
 }
 
-export interface ReconcilerOptions<A, D> {
-  driver: ReconcileDriver<A, D>;
-  /** The desired items: the peer store. */
-  desired: DesiredSet<D>;
+interface ReconcilerOptions<A, D, K extends ItemKey> {
+  driver: ReconcileDriver<A, D, K>;
+  /** The desired items (the network's: the peer store). */
+  desired: DesiredSet<D, K>;
+  /** Where refused keys are reported (the network's: the peers' problems ledger). */
+  sink: RefusalSink<K>;
   clock?: Clock;
   log?: Logger;
   metrics?: Metrics;
@@ -148,12 +151,26 @@ export interface ReconcilerOptions<A, D> {
   /** Backoff after a failed pass, and per refused item: base * 2^n, at most cap (defaults 250 / 30000 ms). */
   backoffBaseMs?: number;
   backoffCapMs?: number;
-  /** Where refused peer items are reported as Events on the own Node (when no `problems` ledger is given). */
-  events?: NodeEvents;
-  /** The problems ledger refused items go to (shared with the peer store; default: one of its own). */
-  problems?: PeerProblems;
-  /** Recreate the network after a pass found it gone; the loop retries it with backoff until it succeeds. */
-  onNetworkGone?: (signal: AbortSignal) => Promise<void>;
+  /** Recreate what the driver writes into (the HNS network) after a pass found it gone; retried with backoff until it succeeds. */
+  rebuild?: (signal: AbortSignal) => Promise<void>;
+}
+
+/** The loop's part of its owner's status (the network's: src/network-status.ts, whose fields of these names they fill). */
+export interface LoopStatus {
+  /** The first complete list has arrived, the last pass wrote everything and nothing changed since (no refused key either). */
+  inSync: boolean;
+  /** The last pass found what the driver writes into gone, and it is not rebuilt yet. */
+  missing: boolean;
+  /** When the loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
+  lastGoodAt: number | undefined;
+  passes: number;
+  consecutiveFailures: number;
+  lastPassAt: number | undefined;
+  lastPassOk: boolean | undefined;
+  lastSuccessAt: number | undefined;
+  lastError: { at: number; message: string } | undefined;
+  /** Keys whose item the dataplane refuses now. */
+  refused: number;
 }
 
 /** At most this many peer names in a pass's log line; the rest are counted. */
@@ -167,23 +184,23 @@ function peerNames(names: readonly string[]): string | undefined {
   return unique.length > LOGGED_PEER_NAMES ? `${shown} (+${unique.length - LOGGED_PEER_NAMES} more)` : shown;
 }
 
-export class Reconciler<A, D> {
-  private driver: ReconcileDriver<A, D>;
+export class Reconciler<A, D, K extends ItemKey = string> {
+  private driver: ReconcileDriver<A, D, K>;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly resyncMs: number;
-  private readonly onNetworkGone: ((signal: AbortSignal) => Promise<void>) | undefined;
-  private readonly refusals: PeerProblems;
+  private readonly onGone: ((signal: AbortSignal) => Promise<void>) | undefined;
+  private readonly refusals: Refusals<K>;
   private readonly ledger: PassLedger;
   private readonly metrics: Metrics | undefined;
   /** The owner asked for a rebuild (HNS lost objects the driver does not read: an endpoint, the service's state). */
   private rebuildRequested = false;
 
-  private readonly desired: DesiredSet<D>;
+  private readonly desired: DesiredSet<D, K>;
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
-  private cache: ActualCache<A> | undefined;
+  private cache: ActualCache<A, K> | undefined;
   /** Keys whose refused item is due for a retry (the incremental pass writes these and the store's dirty keys). */
-  private readonly retryKeys = new Set<string>();
+  private readonly retryKeys = new Set<K>();
   private fullPending = true;
   private dirty = false;
   private inSync = false;
@@ -194,36 +211,25 @@ export class Reconciler<A, D> {
   private readAt: number | undefined;
   private running: Promise<PassResult> | undefined;
   private readonly alarm = new Alarm();
-  /** Opens once the first pass after the complete list was tried on an existing network. */
+  /** Opens once the first pass after the complete list was tried and did not find what the driver writes into gone. */
   private readonly firstPassLatch = new Latch();
 
-  constructor(opts: ReconcilerOptions<A, D>) {
+  constructor(opts: ReconcilerOptions<A, D, K>) {
     this.driver = opts.driver;
     this.clock = opts.clock ?? systemClock;
     this.log = opts.log ?? silentLogger();
     this.resyncMs = opts.resyncMs ?? 10_000;
     this.desired = opts.desired;
-    this.onNetworkGone = opts.onNetworkGone;
+    this.onGone = opts.rebuild;
     this.metrics = opts.metrics;
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
     this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
-    this.refusals =
-      opts.problems ??
-      new PeerProblems({
-        driver: opts.driver.name,
-        clock: this.clock,
-        log: this.log,
-        metrics: opts.metrics,
-        events: opts.events,
-        backoffBaseMs: backoff.baseMs,
-        backoffCapMs: backoff.capMs,
-        owner: (key) => this.desired.owner(key),
-      });
+    this.refusals = new Refusals(opts.sink, this.clock, backoff);
     this.desired.subscribe(() => this.touch());
   }
 
-  /** Write to another driver from now on (the network was rebuilt; the store has made every peer's items for it): the next pass reads it. */
-  rebind(driver: ReconcileDriver<A, D>): void {
+  /** Write to another driver from now on (rebuilt: the desired side has made every item for it anew): the next pass reads it. */
+  rebind(driver: ReconcileDriver<A, D, K>): void {
     this.driver = driver;
     this.cache = undefined;
     this.readAt = undefined;
@@ -232,12 +238,12 @@ export class Reconciler<A, D> {
   }
 
   /**
-   * Rebuild (the owner's onNetworkGone) before the next pass, as when a pass finds the network gone;
-   * `networkMissing`: the owner found the network itself gone (the status says so until it is rebuilt).
+   * Rebuild (the owner's `rebuild`) before the next pass, as when a pass finds what the driver writes into
+   * gone; `missing`: the owner found it gone itself (the status says so until it is rebuilt).
    */
-  requestRebuild(networkMissing = false): void {
+  requestRebuild(missing = false): void {
     this.rebuildRequested = true;
-    if (networkMissing) this.ledger.missing = true;
+    if (missing) this.ledger.missing = true;
     this.alarm.ring();
   }
 
@@ -248,12 +254,12 @@ export class Reconciler<A, D> {
     this.alarm.ring();
   }
 
-  /** The loop's part of the network's status (the store fills in the peers' side). */
-  status(): Omit<NetworkStatus, 'listed' | 'rejections' | 'peersDesired' | 'peersProgrammed'> {
+  /** The loop's part of its owner's status. */
+  status(): LoopStatus {
     const l = this.ledger;
     return {
       inSync: this.desired.listed && this.inSync,
-      networkMissing: l.missing,
+      missing: l.missing,
       lastGoodAt: this.running === undefined && l.consecutiveFailures === 0 && !l.missing && l.lastSuccessAt !== undefined ? this.clock.now() : l.lastSuccessAt,
       passes: l.passes,
       consecutiveFailures: l.consecutiveFailures,
@@ -261,27 +267,27 @@ export class Reconciler<A, D> {
       lastPassOk: l.lastPassOk,
       lastSuccessAt: l.lastSuccessAt,
       lastError: l.lastError,
-      refusedItems: this.refusals.refusedItems(),
+      refused: this.refusals.size,
     };
   }
 
   /**
    * True when the dataplane holds the desired item with this key, as far as the passes so far know (a
-   * key changed since the last pass took it is the store's to know: `PeerStore.isDirty`).
+   * key changed since the last pass took it is the desired side's to know: `PeerStore.isDirty`).
    */
-  isProgrammed(key: string): boolean {
+  isProgrammed(key: K): boolean {
     const d = this.desired.desired(key);
-    if (d === undefined || this.refusals.isRefused(key)) return false;
+    if (d === undefined || this.refusals.has(key)) return false;
     if (this.cache) return this.cache.get(key).some((a) => this.driver.same(a, d));
     return this.inSync;
   }
 
-  /** A full pass read the current driver's dataplane successfully at `at` or later (its network was there then). */
+  /** A full pass read the current driver's dataplane successfully at `at` or later (what it writes into was there then). */
   fullReadSince(at: number): boolean {
     return this.readAt !== undefined && this.readAt >= at;
   }
 
-  /** Resolves after the first pass after the complete list was tried against an existing network, whatever its result. */
+  /** Resolves after the first pass after the complete list that did not find what the driver writes into gone, whatever its result. */
   waitForFirstPass(signal?: AbortSignal): Promise<void> {
     return this.firstPassLatch.wait(signal);
   }
@@ -307,7 +313,7 @@ export class Reconciler<A, D> {
     const driver = this.driver;
     const incremental = !this.fullPending && this.cache !== undefined && driver.toActual !== undefined;
     const changed = this.desired.takeDirty();
-    for (const k of changed) this.refusals.forgetItem(k); // new content: try it now rather than after the old item's backoff
+    for (const k of changed) this.refusals.clear(k, 'forgotten'); // new content: try it now rather than after the old item's backoff
     const keys = incremental ? [...new Set([...changed, ...this.retryKeys])] : undefined;
     this.dirty = false;
     this.retryKeys.clear();
@@ -339,7 +345,10 @@ export class Reconciler<A, D> {
       if (w.attempted > 0 || w.failure !== undefined) {
         const { added, removed, replaced, refused, calls: writes } = w;
         const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
-        const names = { addedPeers: peerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? k)), removedPeers: peerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? k)) };
+        const names = {
+          addedPeers: peerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+          removedPeers: peerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+        };
         this.desired.removed(w.removedKeys);
         // An incremental pass is routine (one per Node event): debug, summed up at info by the ledger once a
         // minute. A full pass that wrote is not (the first programming, a rebuild, a repair): info. A failure
@@ -359,18 +368,18 @@ export class Reconciler<A, D> {
   }
 
   /** Items the last read (and our writes since) held as desired that this full read finds gone: drift, re-added now. */
-  private countDrift(driver: ReconcileDriver<A, D>, before: ActualCache<A>, plan: ReconcilePlan<A, D>): void {
+  private countDrift(driver: ReconcileDriver<A, D, K>, before: ActualCache<A, K>, plan: ReconcilePlan<A, D>): void {
     const lost = plan.add.filter((d) => before.get(driver.desiredKey(d)).some((a) => driver.same(a, d)));
     if (lost.length === 0) return;
-    this.metrics?.inc(METRIC.driftRepairs, { kind: driver.driftKind ?? 'policy' }, lost.length);
+    this.metrics?.inc(METRIC.driftRepairs, { kind: driver.driftKind }, lost.length);
     this.log.warn('peer items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them', {
       driver: driver.name,
       items: lost.length,
-      peers: peerNames(lost.map((d) => this.desired.owner(driver.desiredKey(d)) ?? driver.desiredKey(d))),
+      peers: peerNames(lost.map((d) => this.desired.owner(driver.desiredKey(d)) ?? String(driver.desiredKey(d)))),
     });
   }
 
-  private async releaseQuietly(driver: ReconcileDriver<A, D>): Promise<void> {
+  private async releaseQuietly(driver: ReconcileDriver<A, D, K>): Promise<void> {
     try {
       await driver.release?.();
     } catch (err) {
@@ -383,13 +392,13 @@ export class Reconciler<A, D> {
    * desired item (as the cache, or else this full pass's plan, shows): drift, another writer, or HNS took it.
    */
   private settleRefusals(fullPlan: ReconcilePlan<A, D> | undefined): void {
-    for (const k of this.refusals.refusedKeys()) {
+    for (const k of this.refusals.keys()) {
       const d = this.desired.desired(k);
       const held = this.cache?.get(k) ?? [];
       if (d === undefined) {
-        if (held.length === 0) this.refusals.forgetItem(k);
+        if (held.length === 0) this.refusals.clear(k, 'forgotten');
       } else if (this.cache ? held.length === 1 && this.driver.same(held[0], d) : fullPlan !== undefined && !planTouches(fullPlan, k, this.driver)) {
-        this.refusals.held(k);
+        this.refusals.clear(k, 'held');
       }
     }
   }
@@ -397,32 +406,32 @@ export class Reconciler<A, D> {
   private settle(out: PassResult, early: boolean, incremental: boolean): PassResult {
     if (out.refused !== undefined) this.fullPending = true; // a refused write: read before trusting the cache again
     if (!out.ok) {
-      out.networkGone = this.driver.failure?.(out.error) === 'gone';
+      out.gone = this.driver.failure?.(out.error) === 'gone';
       this.dirty = true;
       this.fullPending = true;
       this.inSync = false;
     }
     this.ledger.settled(out, this.driver.name, incremental);
     if (early) return out; // additions only: removals, replacements and "in sync" wait for the complete list
-    if (out.ok) this.inSync = !this.dirty && this.refusals.refusedCount === 0;
-    if (!out.networkGone) this.firstPassLatch.open();
+    if (out.ok) this.inSync = !this.dirty && this.refusals.size === 0;
+    if (!out.gone) this.firstPassLatch.open();
     return out;
   }
 
   /**
    * Keep the dataplane in step until `signal` aborts: a pass whenever the desired set changes (the delta
    * only), a full pass every `resyncMs`, refused items retried when their backoff ends, capped exponential
-   * backoff after failures, and a rebuild when a pass finds the network gone.
+   * backoff after failures, and a rebuild when a pass finds what the driver writes into gone.
    */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      if ((this.ledger.missing || this.rebuildRequested) && this.onNetworkGone) {
+      if ((this.ledger.missing || this.rebuildRequested) && this.onGone) {
         if (!(await this.rebuild(signal))) return;
         continue;
       }
       if (this.dirty) {
         const r = await this.pass();
-        if (!r.ok && !(r.networkGone && this.onNetworkGone)) {
+        if (!r.ok && !(r.gone && this.onGone)) {
           const delay = this.ledger.retryDelay();
           this.log.info('reconcile retry scheduled', { driver: this.driver.name, delayMs: delay, attempt: this.ledger.consecutiveFailures });
           if (!(await pause(this.clock, delay, signal))) return;
@@ -454,10 +463,10 @@ export class Reconciler<A, D> {
     }
   }
 
-  /** The network is gone: recreate it (the owner's hook), then read and reprogram everything. False once aborted. */
+  /** What the driver writes into is gone: recreate it (the owner's hook), then read and reprogram everything. False once aborted. */
   private async rebuild(signal: AbortSignal): Promise<boolean> {
     try {
-      await this.onNetworkGone!(signal);
+      await this.onGone!(signal);
       this.rebuildRequested = false;
       this.ledger.rebuildDone();
       this.cache = undefined;

@@ -3,21 +3,20 @@
 // an HcnModifyNetwork carrying many policies is atomic (hcsshim hcn/hcnnetwork.go modifyNetwork: one
 // request, one HRESULT), so one policy HNS refuses (HCN_E_ADDR_INVALID_OR_RESERVED, HCN_E_INVALID_POLICY,
 // ...) sinks the others with it. A refused batch is halved until the refused items stand alone;
-// everything else lands, and each refused item goes to the problems ledger (src/peers/problems.ts) to be
-// retried on its own backoff. A failure that is not a refusal (HNS down, a timeout, the network gone)
+// everything else lands, and each refused item goes to the loop's refusals (./refusals.ts) to be retried
+// on its own backoff. A failure that is not a refusal (HNS down, a timeout, the network gone)
 // stops the writes instead: splitting would only multiply failing calls. The dataplane clients below
 // make exactly the calls asked of them, so the calls counted here are the real ones.
-import type { ItemSource } from '../peers/store.js';
-import type { PeerProblems } from '../peers/problems.js';
-import type { ActualCache, PlanOps, ReconcilePlan } from './plan.js';
+import type { ActualCache, ItemKey, PlanOps, ReconcilePlan } from './plan.js';
+import type { Refusals } from './refusals.js';
 
 // --- the driver seam ---
 
-export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
+export interface ReconcileDriver<A, D, K extends ItemKey = string> extends PlanOps<A, D, K> {
   /** Short name for logs and metrics (`host-gw routes`, `vxlan RemoteSubnetRoute policies`). */
   name: string;
-  /** What one item is, for flannel_drift_repairs_total{kind} when a resync finds one gone (default `policy`). */
-  driftKind?: 'route' | 'policy';
+  /** What one item is, for flannel_drift_repairs_total{kind} when a resync finds one gone (`route`, `policy`). */
+  driftKind: string;
   /** The actual dataplane items this driver owns. Throws a network-gone error when the network is missing. */
   readActual(): Promise<A[]>;
   /** One write removing these items (at most `batch` of them). */
@@ -44,22 +43,19 @@ export interface ReconcileDriver<A, D> extends PlanOps<A, D> {
 /** How a failed dataplane write fails (src/hns/errors.ts `hnsFailure`, host-gw's `routeFailure`). */
 export type WriteFailure = 'refused' | 'absent' | 'gone' | 'transient';
 
-/** A driver that also says which items a validated peer lease needs (the peer store asks it). */
-export interface LeaseDriver<A, D> extends ReconcileDriver<A, D>, ItemSource<D> {}
-
 // --- the writes ---
 
-interface WriteOutcome {
+interface WriteOutcome<K> {
   added: number;
   removed: number;
   replaced: number;
-  /** Keys with an item the dataplane refused (recorded in the problems ledger). */
+  /** Keys with an item the dataplane refused (recorded in the loop's refusals). */
   refused: number;
   /** Of those, refusals that are news (a first refusal or another answer), not a retry answered alike. */
   refusalsChanged: number;
   /** Keys of the items written in (added or replaced) and of those removed outright. */
-  addedKeys: string[];
-  removedKeys: string[];
+  addedKeys: K[];
+  removedKeys: K[];
   /** Items the plan held but the pass attempted (refused items waiting out their backoff are not). */
   attempted: number;
   /** Write calls made. */
@@ -72,13 +68,13 @@ interface WriteOutcome {
  * Write `plan`. `early` (before the first complete list): additions only. Keys backing off after a
  * refusal are left alone. Successful writes update `cache`; refusals and acceptances go to `refusals`.
  */
-export async function writePlan<A, D>(
-  driver: ReconcileDriver<A, D>,
+export async function writePlan<A, D, K extends ItemKey>(
+  driver: ReconcileDriver<A, D, K>,
   plan: ReconcilePlan<A, D>,
-  opts: { early: boolean; now: number; refusals: PeerProblems; cache: ActualCache<A> | undefined },
-): Promise<WriteOutcome> {
+  opts: { early: boolean; now: number; refusals: Refusals<K>; cache: ActualCache<A, K> | undefined },
+): Promise<WriteOutcome<K>> {
   const { refusals, cache } = opts;
-  const waiting = (k: string) => refusals.backingOff(k, opts.now);
+  const waiting = (k: K) => refusals.backingOff(k, opts.now);
   const aKey = (a: A) => driver.actualKey(a);
   const dKey = (d: D) => driver.desiredKey(d);
   const batches = {
@@ -91,8 +87,8 @@ export async function writePlan<A, D>(
     refuses: (e: unknown) => driver.failure?.(e) === 'refused' || driver.failure?.(e) === 'absent',
     absent: (e: unknown) => driver.failure?.(e) === 'absent',
   };
-  const refusedKeys = new Set<string>();
-  const written = new Set<string>();
+  const refusedKeys = new Set<K>();
+  const written = new Set<K>();
   let refusalsChanged = 0;
 
   const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
@@ -119,7 +115,7 @@ export async function writePlan<A, D>(
     refusedKeys.add(dKey(r.item));
     if (refusals.refused(dKey(r.item), r.error)) refusalsChanged++;
   }
-  for (const k of written) if (!refusedKeys.has(k)) refusals.written(k);
+  for (const k of written) if (!refusedKeys.has(k)) refusals.clear(k, 'written');
 
   return {
     removed: plan.remove.filter((a) => gone.has(a)).length,
@@ -135,12 +131,12 @@ export async function writePlan<A, D>(
   };
 }
 
-export interface Refusal<T> {
+interface Refusal<T> {
   item: T;
   error: unknown;
 }
 
-export interface BatchResult<T> {
+interface BatchResult<T> {
   /** Items written, in write order. */
   done: T[];
   /** Items the dataplane refused, one by one. */
@@ -151,7 +147,7 @@ export interface BatchResult<T> {
   calls: number;
 }
 
-export interface BatchOptions<T> {
+interface BatchOptions<T> {
   /** Items per write (>= 1). */
   size: number;
   /** Writes in flight at once (>= 1). */

@@ -1,7 +1,12 @@
 // HNS endpoint ACL rules as the simulated node reads them, and whether HNS passes a packet: the language of
 // an `ACL` endpoint policy (hcsshim hcn/hcnpolicy.go AclPolicySetting) and of a `SetPolicy` IP set
 // (SetPolicySetting), and an evaluator over a node's endpoints and sets. The semantics and the source of
-// each are docs/simulator.md, "ACL rules and IP sets"; where no public source settles a case the evaluator
+// each are docs/simulator.md, "ACL rules and IP sets"; among them, which side of a packet an address field
+// matches: an address is the endpoint's side in LocalAddresses, the other side in RemoteAddresses (Calico
+// felix/dataplane/windows/policysets/policysets.go; Azure NPM's direct IPs), while a set Id is the packet's
+// source in LocalAddresses and its destination in RemoteAddresses, in both directions (Azure NPM
+// npm/pkg/dataplane/policies/policy_windows.go: "HNS has confusing Local and Remote address definitions ...
+// For Traffic Direction INGRESS LocalAddresses = Source Sets"). Where no public source settles a case the evaluator
 // refuses to answer (AclEvaluationError FLANNEL_ERR_ACL_UNSETTLED), so a test shows the agent never makes
 // that case. Pure; ./refusals.ts uses the parsers to judge what HcnModifyEndpoint and HcnModifyNetwork get.
 import { AclEvaluationError, type ErrorContext } from '../basics/errors.js';
@@ -155,13 +160,13 @@ export class AclEvaluator {
     return eps[0];
   }
 
-  /** One endpoint's rules of one direction on the packet, seen from the endpoint: `local` is its own side. */
+  /** One endpoint's rules of one direction on the packet, seen from the endpoint: `local` is its own side (for addresses and ports; set Ids are matched against `p.src` and `p.dst`). */
   private judge(ep: HcnEndpoint, direction: 'In' | 'Out', p: Packet, local: string, remote: string, localPort?: number, remotePort?: number): AclDecision {
     const acls = (ep.Policies ?? []).map(aclOf).filter((a): a is AclPolicySetting => a !== undefined && a.Direction === direction);
     const ctx = { endpointId: ep.ID, direction, src: p.src, dst: p.dst, protocol: p.protocol };
     const untyped = acls.find((a) => a.RuleType !== 'Host' && a.RuleType !== 'Switch');
     if (untyped) throw unsettled('rule-type', `rule ${untyped.Id ?? JSON.stringify(untyped)} has no RuleType (Host or Switch)`, ctx);
-    const matches = (a: AclPolicySetting) => this.matches(ep, a, p.protocol, local, remote, localPort, remotePort);
+    const matches = (a: AclPolicySetting) => this.matches(ep, a, p, local, remote, localPort, remotePort);
     const decision = (action: 'Allow' | 'Block', rule?: AclPolicySetting): AclDecision => ({ endpointId: ep.ID!, direction, action, ...(rule ? { rule } : {}) });
 
     // The VFP layer (Switch rules): ascending Priority, the first match decides.
@@ -192,24 +197,25 @@ export class AclEvaluator {
     return verdict;
   }
 
-  private matches(ep: HcnEndpoint, a: AclPolicySetting, protocol: number, local: string, remote: string, localPort?: number, remotePort?: number): boolean {
+  private matches(ep: HcnEndpoint, a: AclPolicySetting, p: Packet, local: string, remote: string, localPort?: number, remotePort?: number): boolean {
     const proto = parseProtocol(a.Protocols);
-    if (proto !== ANY_PROTOCOL && proto !== protocol) return false;
+    if (proto !== ANY_PROTOCOL && proto !== p.protocol) return false;
     return (
-      this.addressMatches(ep, a.LocalAddresses, local) &&
-      this.addressMatches(ep, a.RemoteAddresses, remote) &&
+      this.addressMatches(ep, a.LocalAddresses, local, p.src) &&
+      this.addressMatches(ep, a.RemoteAddresses, remote, p.dst) &&
       portMatches(a.LocalPorts, localPort) &&
       portMatches(a.RemotePorts, remotePort)
     );
   }
 
-  private addressMatches(ep: HcnEndpoint, field: string | undefined, ip: string): boolean {
+  /** An address field: its addresses are matched against `ip` (the endpoint's side or the other), its set Ids against `bySet` (the packet's source or destination). */
+  private addressMatches(ep: HcnEndpoint, field: string | undefined, ip: string, bySet: string): boolean {
     const items = listItems(field);
     return (
       items.length === 0 ||
       items.some((item) => {
         const r = parseAddress(item);
-        return r ? inRange(r, ip) : this.setMembers(ep, item).some((m) => inRange(m, ip));
+        return r ? inRange(r, ip) : this.setMembers(ep, item).some((m) => inRange(m, bySet));
       })
     );
   }

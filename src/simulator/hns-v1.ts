@@ -1,6 +1,6 @@
 // The simulated HNS v1 API: vmcompute.dll!HNSCall over the SimulatedDataplane, answering the paths
-// hcsshim internal/hns calls (hnsfuncs.go hnsCall; hnsnetwork.go, hnsendpoint.go, hnsglobals.go) with
-// the Success/Output/Error envelope HNS returns. Objects are rendered from the stored v2 objects
+// hcsshim internal/hns calls (hnsfuncs.go hnsCall; hnsnetwork.go, hnsendpoint.go, hnsglobals.go, the list
+// of hnspolicylist.go) with the Success/Output/Error envelope HNS returns. Objects are rendered from the stored v2 objects
 // (src/hns/v1-view.ts), as HNS does; a missing network is ERROR_NOT_FOUND here (v1Answer). Used by
 // SimulatedHnsTransport (./hns.ts).
 import { HnsError } from '../basics/errors.js';
@@ -123,6 +123,15 @@ export class SimulatedHnsV1 {
         }
         break;
       }
+      case '/policylists/':
+        // hcsshim internal/hns/hnspolicylist.go HNSListPolicyListRequest: the node's v1 policy lists (ELB
+        // policies of v1 load balancers). Nothing on the simulated node makes one (kube-proxy's kernelspace
+        // mode writes HCN v2 load balancers, ./load-balancers.ts; whether HNS would also list those here is
+        // not published), so the honest answer is the empty list. kube-proxy winkernel asks it as its
+        // kernelspace gate and again to clean up old lists at start (test/fixtures/kube-proxy-traces).
+        if (method !== 'GET') break;
+        await dp.enter(op, 'hns', 0, input);
+        return [];
       case '/endpoints/{id}/attach': {
         if (method !== 'POST') break;
         await dp.enter(op, 'hns', 0, input);
@@ -177,6 +186,7 @@ function parsePath(_method: Method, raw: string): ParsedPath {
   const [head, id, tail] = parts;
   const coll = head?.toLowerCase();
   if (coll === 'globals' && id?.toLowerCase() === 'version' && parts.length === 2) return { template: '/globals/version' };
+  if (coll === 'policylists' && parts.length === 1) return { template: '/policylists/' };
   if ((coll === 'networks' || coll === 'endpoints') && parts.length === 1) return { template: `/${coll}/` };
   if ((coll === 'networks' || coll === 'endpoints') && parts.length === 2) return { template: `/${coll}/{id}`, id };
   if (coll === 'endpoints' && parts.length === 3 && tail?.toLowerCase() === 'attach') return { template: '/endpoints/{id}/attach', id };

@@ -1,12 +1,15 @@
 // HnsTransport over the SimulatedDataplane: an in-memory HNS answering the raw JSON calls as
 // computenetwork.dll!Hcn* (v2) does, with handles, query filters and ErrorRecords; HNSCall (v1) is
-// ./hns-v1.ts. Mirrors the call shapes hcsshim uses in hcn/hcnnetwork.go, hcnendpoint.go
+// ./hns-v1.ts. Mirrors the call shapes hcsshim uses in hcn/hcnnetwork.go, hcnendpoint.go, hcnloadbalancer.go
 // (HcnEnumerate*, HcnOpen*, HcnQuery*Properties, HcnModifyNetwork) and hcn/hcnerrors.go (checkForErrors).
+// The load-balancer calls that write (create, modify, delete) are kube-proxy's and are not part of
+// HnsTransport: the Windows tier's server (test/windows/sim-server.ts) serves them to the stand-in DLL.
 import { HnsError } from '../basics/errors.js';
 import type { SimulatedDataplane } from './model.js';
 import { jsonEqual } from './state.js';
 import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
+import { loadBalancerNotFound } from './load-balancers.js';
 import { SimulatedHnsV1 } from './hns-v1.js';
 import { refuseIPv6Network } from './refusals.js';
 import { NEWEST_HNS_VERSION } from './state.js';
@@ -92,18 +95,18 @@ export class SimulatedHnsTransport implements HnsTransport {
     return parseHcnJson(op, q.Filter, true);
   }
 
-  private handle(kind: 'network' | 'endpoint', id: string): HcnHandle {
+  private handle(kind: HcnHandle['kind'], id: string): HcnHandle {
     const h: HcnHandle = { kind, id: id.toUpperCase() };
     this.open.add(h);
     this.dp.openHandles++;
     return h;
   }
 
-  private checkHandle(op: string, h: HcnHandle, kind: 'network' | 'endpoint'): void {
+  private checkHandle(op: string, h: HcnHandle, kind: HcnHandle['kind']): void {
     if (!this.open.has(h) || h.kind !== kind) throw hnsError(op, HRESULT.E_HANDLE, hresultText(HRESULT.E_HANDLE));
   }
 
-  private closeHandle(op: string, h: HcnHandle, kind: 'network' | 'endpoint'): void {
+  private closeHandle(op: string, h: HcnHandle, kind: HcnHandle['kind']): void {
     this.checkHandle(op, h, kind);
     this.open.delete(h);
     this.dp.openHandles--;
@@ -261,6 +264,77 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       this.closeHandle(op, endpoint, 'endpoint');
       await this.dp.enter(op, 'hns', 0, endpoint.id);
+    });
+  }
+
+  // ================================================================ v2 load balancers (./load-balancers.ts)
+
+  enumerateLoadBalancers(query: string): Promise<string> {
+    const op = 'HcnEnumerateLoadBalancers';
+    return this.v2(op, async () => {
+      const filter = this.filterOf(op, query);
+      const ids = this.dp.loadBalancerIds((lb) => filterMatches(lb as Record<string, unknown>, filter, {}));
+      await this.dp.enter(op, 'hns', ids.length, query);
+      return JSON.stringify(ids);
+    });
+  }
+
+  /** HcnCreateLoadBalancer (kube-proxy's; the zero GUID lets HNS choose the ID). */
+  createLoadBalancer(id: string, settings: string): Promise<HcnHandle> {
+    const op = 'HcnCreateLoadBalancer';
+    return this.v2(op, async () => {
+      const body = parseHcnJson(op, settings, false);
+      await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
+      return this.handle('loadBalancer', this.dp.createLoadBalancer(op, body, id).ID!);
+    });
+  }
+
+  openLoadBalancer(id: string): Promise<HcnHandle> {
+    const op = 'HcnOpenLoadBalancer';
+    return this.v2(op, async () => {
+      await this.dp.enter(op, 'hns', 0, id);
+      if (!this.dp.getLoadBalancer(id)) throw loadBalancerNotFound(op, id);
+      return this.handle('loadBalancer', id);
+    });
+  }
+
+  /** HcnModifyLoadBalancer (kube-proxy's updateLoadBalancer): the whole HostComputeLoadBalancer, from HNS 15.4. */
+  modifyLoadBalancer(loadBalancer: HcnHandle, settings: string): Promise<void> {
+    const op = 'HcnModifyLoadBalancer';
+    return this.v2(op, async () => {
+      this.checkHandle(op, loadBalancer, 'loadBalancer');
+      const body = parseHcnJson(op, settings, false);
+      await this.dp.enter(op, 'hns', 0, `${loadBalancer.id} ${settings}`);
+      this.dp.modifyLoadBalancer(op, loadBalancer.id, body, this.version());
+    });
+  }
+
+  queryLoadBalancerProperties(loadBalancer: HcnHandle, query: string): Promise<string> {
+    const op = 'HcnQueryLoadBalancerProperties';
+    return this.v2(op, async () => {
+      this.checkHandle(op, loadBalancer, 'loadBalancer');
+      parseHcnJson(op, query, true);
+      await this.dp.enter(op, 'hns', 0, `${loadBalancer.id} ${query}`);
+      const lb = this.dp.getLoadBalancer(loadBalancer.id);
+      if (!lb) throw loadBalancerNotFound(op, loadBalancer.id);
+      return JSON.stringify(lb);
+    });
+  }
+
+  /** HcnDeleteLoadBalancer (kube-proxy's). */
+  deleteLoadBalancer(id: string): Promise<void> {
+    const op = 'HcnDeleteLoadBalancer';
+    return this.v2(op, async () => {
+      await this.dp.enter(op, 'hns', 0, id);
+      this.dp.deleteLoadBalancer(op, id);
+    });
+  }
+
+  closeLoadBalancer(loadBalancer: HcnHandle): Promise<void> {
+    const op = 'HcnCloseLoadBalancer';
+    return this.v2(op, async () => {
+      this.closeHandle(op, loadBalancer, 'loadBalancer');
+      await this.dp.enter(op, 'hns', 0, loadBalancer.id);
     });
   }
 }

@@ -8,11 +8,12 @@
 // and node.ts. Tests edit the node behind the agent's back through test/support/sim-dataplane.ts.
 import { HostError, RouteError } from '../basics/errors.js';
 import { hnsError, hresultText } from '../hns/errors.js';
-import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
+import type { HcnEndpoint, HcnLoadBalancer, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../basics/clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
 import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
 import type { IpFamily } from '../host/host.js';
+import * as loadBalancers from './load-balancers.js';
 import * as namespaces from './namespaces.js';
 import * as objects from './objects.js';
 import { modifyEndpointAcls } from './acl-objects.js';
@@ -292,10 +293,42 @@ export class SimulatedDataplane {
 
   /**
    * The "HNS restarted" fault (./objects.ts restartHns): endpoints, their vNICs, added policies and the
-   * non-persistent networks are gone, and the HNS service runs in a new instance.
+   * non-persistent networks are gone, and the HNS service runs in a new instance. kube-proxy's load balancers
+   * are gone until `rehydrateLoadBalancers` (HNS restores them: ./load-balancers.ts).
    */
-  restartHns(): objects.HnsRestartEffects {
-    return this.store.update((s) => objects.restartHns(s));
+  restartHns(): objects.HnsRestartEffects & { loadBalancersRehydrating: number } {
+    return this.store.update((s) => ({ ...objects.restartHns(s), loadBalancersRehydrating: loadBalancers.holdForRehydration(s) }));
+  }
+
+  /** HNS has restored the load balancers an HNS restart took away (./load-balancers.ts). Returns how many came back. */
+  rehydrateLoadBalancers(): number {
+    return this.store.update((s) => loadBalancers.rehydrateLoadBalancers(s));
+  }
+
+  // ---------------------------------------------------------------- load balancers (./load-balancers.ts)
+
+  /** IDs of the load balancers `match` accepts. */
+  loadBalancerIds(match: (lb: HcnLoadBalancer) => boolean): string[] {
+    this.store.refresh();
+    return (this.store.peek().loadBalancers ?? []).filter(match).map((lb) => lb.ID ?? '');
+  }
+
+  getLoadBalancer(id: string): HcnLoadBalancer | undefined {
+    this.store.refresh();
+    const lb = loadBalancers.findLoadBalancer(this.store.peek(), id);
+    return lb && structuredClone(lb);
+  }
+
+  createLoadBalancer(op: string, settings: Record<string, unknown>, id?: string): HcnLoadBalancer {
+    return this.store.update((s) => loadBalancers.createLoadBalancer(s, this.ids, op, settings, id));
+  }
+
+  modifyLoadBalancer(op: string, id: string, settings: Record<string, unknown>, version = this.versionOrNewest()): void {
+    this.store.update((s) => loadBalancers.modifyLoadBalancer(s, op, id, settings, version));
+  }
+
+  deleteLoadBalancer(op: string, id: string): void {
+    this.store.update((s) => loadBalancers.deleteLoadBalancer(s, op, id));
   }
 
   /** A Windows service restarted through the service control manager (./host.ts restartService): counted per name. */

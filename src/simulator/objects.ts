@@ -6,7 +6,7 @@
 import type { ErrorContext, HnsError } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
-import { ACL_POLICY, HCN_SCHEMA_V2, SET_POLICY, policySetting, sameId } from '../hns/schema.js';
+import { ACL_POLICY, ENDPOINT_FLAG_REMOTE, HCN_SCHEMA_V2, SET_POLICY, policySetting, sameId } from '../hns/schema.js';
 import { modifySetPolicies } from './acl-objects.js';
 import { contains, nthAddress, parseCidr, sizeOf } from '../basics/ip4.js';
 import { contains6 } from '../basics/ip6.js';
@@ -162,7 +162,14 @@ export function createEndpoint(view: KeyedState, ids: SimIds, op: string, networ
   if (view.endpoint(useId)) throw hnsError(op, HRESULT.E_INVALIDARG, `An endpoint with ID ${useId} already exists.`, ctx);
   // The IPs the network's endpoints hold are what a new one may not take.
   const used = view.ipsOf(net);
-  const refused = refuseEndpointAddress(op, net, settings, used, ctx);
+  // DuplicateRemoteEndpointIp `accept`: a remote endpoint may share an IP that only remote endpoints of the network hold.
+  const remoteDuplicateOk = (ip: string) =>
+    view.doc.duplicateRemoteEndpointIp === 'accept' &&
+    view.endpoints
+      .values()
+      .filter((e) => sameId(e.HostComputeNetwork, net.ID) && e.IpConfigurations?.some((c) => c.IpAddress === ip))
+      .every((e) => ((e.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0);
+  const refused = refuseEndpointAddress(op, net, settings, used, ctx, remoteDuplicateOk);
   if (refused) throw refused;
   const sets = view.setsOf(net);
   for (const p of Array.isArray(settings.Policies) ? settings.Policies : []) {
@@ -282,7 +289,8 @@ export interface HnsRestartEffects {
  * ID and their creation policies; non-persistent networks (flannel's Overlay network) are gone, and so is
  * every endpoint with its host vNIC (microsoft/Windows-Containers#278 and #516: an HNS crash or a Windows
  * update wipes container networking; kubernetes#110674 and sig-windows-tools#77: the policies added later
- * are lost too). Policies added through HcnModifyNetwork (RemoteSubnetRoute) are dropped. The service runs
+ * are lost too). Policies added through HcnModifyNetwork (RemoteSubnetRoute) are dropped (kube-proxy's load
+ * balancers are not: ./load-balancers.ts holdForRehydration). The service runs
  * in a new process (what AKS's scheduled task watches: Azure/AgentBaker#2085): `hnsInstance` moves on.
  */
 export function restartHns(state: DataplaneState): HnsRestartEffects {

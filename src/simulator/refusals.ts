@@ -23,6 +23,18 @@ import { contains6 } from '../basics/ip6.js';
 export type PolicyBatches = 'atomic' | 'partial' | 'single';
 export const POLICY_BATCH_MODES: readonly PolicyBatches[] = ['atomic', 'partial', 'single'];
 
+/**
+ * Whether HNS takes a remote endpoint (EndpointFlagsRemoteEndpoint) whose IP another remote endpoint of the
+ * network holds (state file `duplicateRemoteEndpointIp`). Open: kube-proxy asks for one on a multi-port
+ * Service (../../test/fixtures/kube-proxy-traces, README "Facts from the runs"), and its winkernel hns.go
+ * keys endpoints by ID too because "there is a bug in Windows Server 2019 that can cause two endpoints to be
+ * created with the same IP address"; what a current HNS answers is not published. `refuse` (the default):
+ * HCN_E_ADDR_INVALID_OR_RESERVED, as for any held IP; `accept`: the second one is created, as that comment
+ * says Windows Server 2019 did.
+ */
+export type DuplicateRemoteEndpointIp = 'refuse' | 'accept';
+export const DUPLICATE_REMOTE_ENDPOINT_IP_MODES: readonly DuplicateRemoteEndpointIp[] = ['refuse', 'accept'];
+
 /** HNS's refusal `hr` with its text and what was refused (`detail`). */
 export const fail = (op: string, hr: number, detail: string, ctx: ErrorContext): HnsError => hnsError(op, hr, `${hresultText(hr)} (${detail})`, ctx);
 
@@ -100,13 +112,21 @@ export function adapterNotFound(op: string, adapter: string | undefined, ctx: Er
  *  * an IP another endpoint on the network holds is refused with HCN_E_ADDR_INVALID_OR_RESERVED 0x803B002F
  *    (modelled). HNS is meant to refuse it: kube-proxy's winkernel hns.go (getAllEndpointsByNetwork) keys
  *    endpoints by ID as well as IP because "there is a bug in Windows Server 2019 that can cause two
- *    endpoints to be created with the same IP address";
+ *    endpoints to be created with the same IP address"; a remote endpoint whose IP only remote endpoints
+ *    hold is taken when `remoteDuplicateOk` says so (DuplicateRemoteEndpointIp `accept`);
  *  * a local endpoint's IP outside every subnet of its family on the network is refused with HCN_E_INVALID_IP
  *    0x803B001E, "IP address is either invalid or not part of any configured subnet(s)" (modelled from that text). A
  *    remote endpoint (EndpointFlagsRemoteEndpoint) carries a pod IP of another node, outside this node's
  *    subnet, and is accepted (kube-proxy winkernel hns.go createEndpoint -> CreateRemoteEndpoint).
  */
-export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoint, used: { has(ip: string): boolean }, ctx: ErrorContext): HnsError | undefined {
+export function refuseEndpointAddress(
+  op: string,
+  net: HcnNetwork,
+  ep: HcnEndpoint,
+  used: { has(ip: string): boolean },
+  ctx: ErrorContext,
+  remoteDuplicateOk: (ip: string) => boolean = () => false,
+): HnsError | undefined {
   const remote = ((ep.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0;
   const subnets = (net.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((s) => s.IpAddressPrefix);
   const v4Subnets = subnets.filter(isIp4Prefix);
@@ -117,7 +137,7 @@ export function refuseEndpointAddress(op: string, net: HcnNetwork, ep: HcnEndpoi
     const c = { ...ctx, ip };
     const v4 = typeof ip === 'string' && isIp4(ip);
     if (!v4 && !(typeof ip === 'string' && isIp6(ip))) return fail(op, HRESULT.HCN_E_INVALID_IP, `${JSON.stringify(ip)} is not an IP address`, c);
-    if (used.has(ip)) return fail(op, HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED, `${ip} is held by another endpoint on network ${net.Name}`, c);
+    if (used.has(ip) && !(remote && remoteDuplicateOk(ip))) return fail(op, HRESULT.HCN_E_ADDR_INVALID_OR_RESERVED, `${ip} is held by another endpoint on network ${net.Name}`, c);
     // At most one address per family: a dual-stack endpoint is one IPv4 and one IPv6 address (kube-proxy
     // winkernel and sdnbridge build exactly that; microsoft/Windows-Containers#522). Modelled code.
     if (++perFamily[v4 ? 'v4' : 'v6'] > 1) {

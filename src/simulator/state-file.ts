@@ -1,5 +1,5 @@
-// The simulated dataplane's state file: parse and validate one document (docs/simulator.md). Pure. Networks and endpoints follow the HCN v2 schema (hcsshim hcn/hcnnetwork.go,
-// hcn/hcnendpoint.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
+// The simulated dataplane's state file: parse and validate one document (docs/simulator.md). Pure. Networks, endpoints and load balancers follow the HCN v2 schema (hcsshim hcn/hcnnetwork.go,
+// hcn/hcnendpoint.go, hcn/hcnloadbalancer.go, hcn/hcnpolicy.go: a policy is {Type, Settings} and Settings may be absent), routes
 // iphlpapi's MIB_IPFORWARD_ROW2 reduced. A file edited by hand or by another tool must give a coded
 // error naming the file and the entry, never a TypeError deep inside the model.
 import { DataplaneStateError } from '../basics/errors.js';
@@ -7,7 +7,8 @@ import { MAX_JSON_DEPTH, jsonTooDeep } from '../basics/json-depth.js';
 import { isIp4 } from '../basics/ip4.js';
 import type { HnsVersion } from '../hns/schema.js';
 import { parseFaultRules } from './faults.js';
-import { POLICY_BATCH_MODES, type PolicyBatches } from './refusals.js';
+import { DUPLICATE_REMOTE_ENDPOINT_IP_MODES, POLICY_BATCH_MODES, type DuplicateRemoteEndpointIp, type PolicyBatches } from './refusals.js';
+import { loadBalancerShapeProblem } from './load-balancers.js';
 import type { DataplaneState, SimAdapter } from './state.js';
 
 type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
@@ -106,7 +107,8 @@ export function parseHnsVersion(v: unknown): HnsVersion | undefined {
 }
 
 /**
- * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, namespaces, faults, policyBatches, hnsVersion). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
+ * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, namespaces, faults, policyBatches, hnsVersion,
+ * loadBalancers, rehydratingLoadBalancers, duplicateRemoteEndpointIp). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
  * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`; `entry` in its context).
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
@@ -156,6 +158,19 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
   }
   if (o.hnsVersion !== undefined && parseHnsVersion(o.hnsVersion) === undefined) {
     fail(`"hnsVersion" must be "<major>.<minor>" as HNS reports it (e.g. "9.5", "13.2", "15.4"), got ${JSON.stringify(o.hnsVersion)}`, '$.hnsVersion');
+  }
+  for (const key of ['loadBalancers', 'rehydratingLoadBalancers'] as const) {
+    shape.each(o, key, '$', true, (lb, at) => {
+      const problem = loadBalancerShapeProblem(lb, at);
+      if (problem) fail(problem, at);
+      if (typeof (lb as Obj).ID !== 'string') fail(`${at}.ID must be a string (the load balancer's GUID)`, `${at}.ID`);
+    });
+  }
+  if (o.duplicateRemoteEndpointIp !== undefined && !DUPLICATE_REMOTE_ENDPOINT_IP_MODES.includes(o.duplicateRemoteEndpointIp as DuplicateRemoteEndpointIp)) {
+    fail(
+      `"duplicateRemoteEndpointIp" must be one of ${DUPLICATE_REMOTE_ENDPOINT_IP_MODES.map((m) => JSON.stringify(m)).join(', ')}, got ${JSON.stringify(o.duplicateRemoteEndpointIp)}`,
+      '$.duplicateRemoteEndpointIp',
+    );
   }
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);

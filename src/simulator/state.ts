@@ -1,9 +1,9 @@
 // The simulated node's state document (docs/simulator.md): its types and the fresh node it
 // starts from. Pure. ./state-file.ts parses and validates it.
-import type { HcnEndpoint, HcnNetwork, HnsVersion } from '../hns/schema.js';
+import type { HcnEndpoint, HcnLoadBalancer, HcnNetwork, HnsVersion } from '../hns/schema.js';
 import { nthAddress } from '../basics/ip4.js';
 import type { FaultRule } from './faults.js';
-import type { PolicyBatches } from './refusals.js';
+import type { DuplicateRemoteEndpointIp, PolicyBatches } from './refusals.js';
 import type { SimNamespace } from './namespaces.js';
 
 /** A route as the state file stores it (iphlpapi's MIB_IPFORWARD_ROW2, reduced). */
@@ -53,6 +53,12 @@ export interface DataplaneState {
   serviceRestarts?: Record<string, number>;
   /** The version the node's HNS reports, `"<major>.<minor>"` (./state-file.ts parseHnsVersion); absent = NEWEST_HNS_VERSION. */
   hnsVersion?: string;
+  /** kube-proxy's load balancers (./load-balancers.ts); absent until the first is created. */
+  loadBalancers?: HcnLoadBalancer[];
+  /** Load balancers an HNS restart took away and HNS has not restored yet (./load-balancers.ts); absent when none. */
+  rehydratingLoadBalancers?: HcnLoadBalancer[];
+  /** Whether HNS takes a second remote endpoint with an IP a remote endpoint holds (./refusals.ts); absent = `refuse`. */
+  duplicateRemoteEndpointIp?: DuplicateRemoteEndpointIp;
 }
 
 /**

@@ -247,6 +247,19 @@ export class FfiWin32Native implements Win32Native, Win32ServiceNative {
     return this.call<number>('computenetwork', 'HcnCloseEndpoint', this.D.I32, [this.D.External], [ext(endpoint)]);
   }
 
+  hcnEnumerateLoadBalancers(query: Buffer): Promise<HcnStringResult> {
+    return this.hcnString('HcnEnumerateLoadBalancers', [this.D.U8Array], [query]);
+  }
+  hcnOpenLoadBalancer(id: Buffer): Promise<HcnHandleResult> {
+    return this.hcnHandle('HcnOpenLoadBalancer', [this.D.U8Array], [id]);
+  }
+  hcnQueryLoadBalancerProperties(loadBalancer: NativePtr, query: Buffer): Promise<HcnStringResult> {
+    return this.hcnString('HcnQueryLoadBalancerProperties', [this.D.External, this.D.U8Array], [ext(loadBalancer), query]);
+  }
+  hcnCloseLoadBalancer(loadBalancer: NativePtr): number {
+    return this.call<number>('computenetwork', 'HcnCloseLoadBalancer', this.D.I32, [this.D.External], [ext(loadBalancer)]);
+  }
+
   // ================================================================ strings and memory
 
   /**

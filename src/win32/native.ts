@@ -58,6 +58,12 @@ export interface Win32HnsNative {
   hcnDeleteEndpoint(id: Buffer): MaybePromise<HcnResult>;
   hcnCloseEndpoint(endpoint: NativePtr): number;
 
+  /** The load-balancer reads (computenetwork.h HcnEnumerateLoadBalancers ... HcnCloseLoadBalancer); the agent writes none. */
+  hcnEnumerateLoadBalancers(query: Buffer): MaybePromise<HcnStringResult>;
+  hcnOpenLoadBalancer(id: Buffer): MaybePromise<HcnHandleResult>;
+  hcnQueryLoadBalancerProperties(loadBalancer: NativePtr, query: Buffer): MaybePromise<HcnStringResult>;
+  hcnCloseLoadBalancer(loadBalancer: NativePtr): number;
+
   /** Read a NUL-terminated UTF-16LE string the DLL returned (does not free it). */
   readWString(p: NativePtr): string;
   /** `void CoTaskMemFree(LPVOID)` (ole32.dll, always the system's). */

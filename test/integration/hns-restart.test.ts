@@ -9,7 +9,10 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP, TestCluster } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP, TestCluster, type RunningAgent } from '../support/cluster.js';
+import type { SimulatedDataplane } from '../../src/simulator/model.js';
+import { logSink } from '../support/log-sink.js';
+import { metricValue } from '../support/agent-signals.js';
 
 const WIN = 'win-1';
 const VXLAN = 'flannel.4096';
@@ -29,6 +32,24 @@ function addPeers(ns: number[], backendType: 'vxlan' | 'host-gw'): void {
 function metric(text: string, sample: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
   return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+}
+
+/** A load balancer as kube-proxy creates one for a Service port (winkernel hns.go getLoadBalancer), through HNS. */
+function kubeProxyLoadBalancer(sim: SimulatedDataplane, vip: string, protocol: number, port: number): string {
+  return sim.createLoadBalancer('HcnCreateLoadBalancer', {
+    HostComputeEndpoints: ['6B0D3C5E-7A1F-4B2C-9D8E-0F1A2B3C4D5E'],
+    SourceVIP: '10.244.7.2',
+    FrontendVIPs: [vip],
+    PortMappings: [{ Protocol: protocol, InternalPort: port, ExternalPort: port }],
+    SchemaVersion: { Major: 2, Minor: 0 },
+  }).ID!;
+}
+
+/** Wait until the agent has read the node's load balancers `n` more times (its HNS check, every resync period). */
+async function waitForEnumerations(running: RunningAgent, n: number): Promise<void> {
+  const count = async () => metricValue(await running.metrics(), 'flannel_simulated_dataplane_calls_total', { op: 'HcnEnumerateLoadBalancers' });
+  const start = await count();
+  await waitFor(async () => (await count()) >= start + n, `${n} more reads of the load balancers`);
 }
 
 function hnsRestartedEvents(): unknown[] {
@@ -77,6 +98,65 @@ describe('HNS restarts while the agent runs', () => {
     // After the host endpoint was back (the rebuild re-applies it first).
     expect(state.read().endpoints.some((e) => e.Name === 'cbr0_ep')).toBe(true);
     expect(metric(await agent.metrics(), 'flannel_hns_restarts_total')).toBe(1);
+  });
+
+  // HNS restores kube-proxy's load balancers itself after it restarts (kubernetes#139519): a kube-proxy
+  // restarted before that creates them again and fails with 0xb7 there. So the restart waits for them
+  // (src/backends/service-restart.ts), and happens once. In this process, on a short resync period: the wait
+  // is counted in the agent's reads of the load balancers.
+  it("--restart-service-on-hns-restart=kubeproxy with kube-proxy's load balancers: the service is restarted once HNS has restored them, and only once", async () => {
+    addPeers([1], 'host-gw');
+    const sink = logSink('debug');
+    const running = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF, extraArgs: ['--restart-service-on-hns-restart=kubeproxy'], log: sink.log });
+    const sim = running.sim;
+    await waitFor(() => running.agent.isReady, 'ready', 20_000);
+    const ids = [kubeProxyLoadBalancer(sim, '10.96.0.10', 17, 53), kubeProxyLoadBalancer(sim, '10.96.0.10', 6, 53)];
+    // Two more reads of the load balancers: the agent's last check before the restart saw both.
+    await waitForEnumerations(running, 2);
+
+    sim.restartHns();
+    expect(sim.snapshot().rehydratingLoadBalancers?.map((l) => l.ID)).toEqual(ids);
+    const waiting = await waitFor(
+      () => sink.entries.find((e) => e['message'] === "waiting for HNS to restore kube-proxy's load balancers before restarting the service"),
+      'the wait',
+    );
+    expect(waiting).toMatchObject({ service: 'kubeproxy', loadBalancers: 2, notRestored: 2 });
+    // It looked again and they are still not back: no restart yet.
+    await waitForEnumerations(running, 2);
+    expect(sim.serviceRestarts('kubeproxy')).toBe(0);
+
+    sim.rehydrateLoadBalancers();
+    await waitFor(() => sim.serviceRestarts('kubeproxy') === 1, 'kubeproxy restarted');
+    // Never in a loop: the agent's checks go on, and the service is not restarted again.
+    await waitForEnumerations(running, 3);
+    expect(sim.serviceRestarts('kubeproxy')).toBe(1);
+    expect(sim.snapshot().loadBalancers?.map((l) => l.ID)).toEqual(ids);
+  });
+
+  it('--restart-service-lb-wait: load balancers HNS does not restore in time: the service is restarted anyway, once, saying how many', async () => {
+    addPeers([1], 'host-gw');
+    const sink = logSink('debug');
+    const running = cluster.startAgent({
+      nodeName: WIN,
+      ip: WIN_IP,
+      netConf: HOSTGW_NET_CONF,
+      extraArgs: ['--restart-service-on-hns-restart=kubeproxy', '--restart-service-lb-wait=1'],
+      log: sink.log,
+    });
+    const sim = running.sim;
+    await waitFor(() => running.agent.isReady, 'ready', 20_000);
+    kubeProxyLoadBalancer(sim, '10.96.0.20', 6, 80);
+    await waitForEnumerations(running, 2);
+
+    sim.restartHns();
+    const late = await waitFor(
+      () => sink.entries.find((e) => e['level'] === 'warn' && String(e['message']).startsWith('HNS did not restore every load balancer in time')),
+      'the warning',
+    );
+    expect(late).toMatchObject({ service: 'kubeproxy', loadBalancers: 1, notRestored: 1, waitedMs: 1000 });
+    await waitFor(() => sim.serviceRestarts('kubeproxy') === 1, 'kubeproxy restarted');
+    await waitForEnumerations(running, 3);
+    expect(sim.serviceRestarts('kubeproxy')).toBe(1);
   });
 
   // docs/errors.md: a service the SCM will not restart is FLANNEL_ERR_SERVICE, logged, and the agent runs on.

@@ -83,9 +83,15 @@ it('dual-stack host-gw: the conflist is rendered from the Node before the agent 
   const policies = (plugin['AdditionalArgs'] as Obj[]).map((a) => a['Value'] as Obj);
   expect(policies.filter((p) => p['Type'] === 'OutBoundNAT').map((p) => p['Settings']['Exceptions'])).toEqual([
     ['10.244.0.0/16', '10.96.0.0/12', '10.0.0.0/24'],
-    ['fd00:10:244::/56', 'fd00:10::/64'],
+    ['fd00:10:244::/56', 'fd00:10:96::/112', 'fd00:10::/64'],
   ]);
-  expect(policies.filter((p) => p['Type'] === 'SDNRoute').map((p) => p['Settings']['DestinationPrefix'])).toEqual(['10.96.0.0/12', '10.0.0.2/32', 'fd00:10::2/128']);
+  // The IPv6 Service range from kubeadm-config through cluster-config's FLANNELD_IPV6_SERVICE_CIDR.
+  expect(policies.filter((p) => p['Type'] === 'SDNRoute').map((p) => p['Settings']['DestinationPrefix'])).toEqual([
+    '10.96.0.0/12',
+    'fd00:10:96::/112',
+    '10.0.0.2/32',
+    'fd00:10::2/128',
+  ]);
   // The plugins the conflist runs, from the image's release files.
   expect(readFileSync(node!.onHost('C:\\opt\\cni\\bin\\sdnbridge.exe')).toString('latin1')).toContain(' sdnbridge.exe test ');
   const r = await replayPod(node!, { full: false });

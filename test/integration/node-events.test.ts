@@ -78,11 +78,9 @@ describe('the problems ledger reports a refused peer once per answer', () => {
     const events: NodeEvent[] = [];
     const t = new PeerProblems({ driver: 'vxlan', clock, log: silentLogger(), owner: () => 'linux-3', events: { record: (e) => events.push(e) } });
     const refusal = (hr: number) => hnsError('HcnModifyNetwork', hr, undefined, {});
-    t.refused('10.244.3.0/24', refusal(HRESULT.E_INVALIDARG));
-    t.refused('10.244.3.0/24', refusal(HRESULT.E_INVALIDARG));
-    t.refused('10.244.3.0/24', refusal(HRESULT.E_INVALIDARG));
+    for (const attempts of [1, 2, 3]) t.refused('10.244.3.0/24', refusal(HRESULT.E_INVALIDARG), { attempts, retryInMs: 250 * 2 ** (attempts - 1) });
     expect(events).toHaveLength(1);
-    t.refused('10.244.3.0/24', refusal(HRESULT.HCN_E_INVALID_POLICY));
+    t.refused('10.244.3.0/24', refusal(HRESULT.HCN_E_INVALID_POLICY), { attempts: 4, retryInMs: 2000 });
     expect(events.map((e) => e.reason)).toEqual([NODE_EVENT_REASON.peerRefused, NODE_EVENT_REASON.peerRefused]);
     expect(events[0].message).toContain('peer linux-3 (10.244.3.0/24) with 0x80070057');
   });

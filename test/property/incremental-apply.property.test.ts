@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
+import { MapSink } from '../support/refusal-sink.js';
 import { FakeDriver, itemKey } from '../support/fake-driver.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { ItemSet } from '../support/desired-set.js';
@@ -45,7 +46,7 @@ describe('incremental apply', () => {
         store.actual = initial.map(label);
         const items = new ItemSet<string>((d) => store.desiredKey(d));
 
-        const r = new Reconciler<string, string>({ desired: items.store, driver: store, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
+        const r = new Reconciler<string, string>({ sink: new MapSink(), desired: items.store, driver: store, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
         const desired = new Map<string, string>();
         items.markListed();
         const ac = new AbortController();
@@ -79,7 +80,7 @@ describe('incremental apply', () => {
         full.existingIsError = true;
         full.actual = [...store.actual];
         const freshItems = new ItemSet<string>((d) => full.desiredKey(d));
-        const fresh = new Reconciler<string, string>({ desired: freshItems.store, driver: full });
+        const fresh = new Reconciler<string, string>({ sink: new MapSink(), desired: freshItems.store, driver: full });
         freshItems.updatePeers([...desired].map(([k, d]) => [k, [d]]));
         freshItems.markListed();
         expect((await fresh.pass()).ok).toBe(true);
@@ -105,7 +106,7 @@ describe('incremental apply', () => {
         const store = new FakeDriver({ batch: 3 });
         const items = new ItemSet<string>((d) => store.desiredKey(d));
 
-        const r = new Reconciler<string, string>({ desired: items.store, driver: store, clock, resyncMs: 10_000 });
+        const r = new Reconciler<string, string>({ sink: new MapSink(), desired: items.store, driver: store, clock, resyncMs: 10_000 });
         items.markListed();
         const ac = new AbortController();
         const done = r.run(ac.signal);

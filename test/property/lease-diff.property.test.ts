@@ -9,6 +9,7 @@ import { validateLease } from '../../src/peers/validate.js';
 import { normalizeCidr } from '../../src/basics/ip4.js';
 import { planReconcile } from '../../src/reconcile/plan.js';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
+import { MapSink } from '../support/refusal-sink.js';
 import type { ReconcileDriver } from '../../src/reconcile/writes.js';
 
 const OWN_KEY = 'me';
@@ -220,6 +221,7 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
           let nextId = 5000;
           const driver: ReconcileDriver<Item, Item> = {
             name: 'flaky',
+            driftKind: 'policy',
             ...ops,
             async readActual() {
               if (flaky()) throw new Error('read failed');
@@ -244,7 +246,7 @@ describe('Reconciler against a driver that fails part-way through writes', () =>
           };
           // No toActual: every pass reads and diffs everything.
           const items = new ItemSet<Item>((x) => driver.desiredKey(x));
-          const r = new Reconciler<Item, Item>({ driver, desired: items.store });
+          const r = new Reconciler<Item, Item>({ sink: new MapSink(), driver, desired: items.store });
           items.updatePeers(withIds(d, 1000).map((x, i) => [`peer-${i}`, [x]])); // a key desired twice: the first claimant wins
           items.markListed();
           let ok = false;

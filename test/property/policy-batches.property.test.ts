@@ -9,6 +9,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
+import { MapSink } from '../support/refusal-sink.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from '../../src/backends/vxlan/policies.js';
 import type { PolicyBatches } from '../../src/simulator/refusals.js';
@@ -61,7 +62,15 @@ async function run(mode: PolicyBatches, batch: number, initial: Op[], ops: Op[])
   const driver = remoteSubnetRouteDriver(hns, net.ID!, batch, 'flannel.4096');
   const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
 
-  const r = new Reconciler<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy>({ desired: items.store, driver, clock, resyncMs: 10_000, backoffBaseMs: 100, backoffCapMs: 1000 });
+  const r = new Reconciler<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy>({
+    sink: new MapSink(),
+    desired: items.store,
+    driver,
+    clock,
+    resyncMs: 10_000,
+    backoffBaseMs: 100,
+    backoffCapMs: 1000,
+  });
   const apply = async (op: Op) => {
     const key = `10.244.${'n' in op ? op.n : 0}.0/24`;
     if (op.kind === 'set') items.updatePeers([[key, [remoteSubnetRouteFor(lease(op.n, op.data))]]]);

@@ -24,8 +24,8 @@ export class ItemSet<D> {
     this.store.apply({ kind: 'peers', peers });
   }
 
-  /** The complete list arrived, naming every peer the store holds (each lease is valid, with a subnet of its own: all are held). */
+  /** The complete list arrived, naming every peer given so far (each lease is valid, with a subnet of its own: all are held; a gone one is not in the store). */
   markListed(): void {
-    this.store.apply({ kind: 'listed', keys: new Set(this.store.peers().map((l) => l.key)) });
+    this.store.apply({ kind: 'listed', keys: new Set(this.index.keys()) });
   }
 }

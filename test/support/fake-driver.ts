@@ -14,6 +14,7 @@ export const itemKey = (s: string): string => s.split('=')[0];
 
 export class FakeDriver implements ReconcileDriver<string, string> {
   name = 'fake';
+  driftKind = 'policy';
   actual: string[] = [];
   log: string[] = [];
   /** A write carrying one of these items fails whole, as a refusal. */

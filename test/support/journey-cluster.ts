@@ -138,7 +138,12 @@ export class JourneyCluster {
     }
     if ((m = /^kubectl -n kube-system get configmap kubeadm-config kube-proxy -o yaml \| flanneld cluster-config > (\S+)$/.exec(t))) {
       // This cluster's kube-system ConfigMaps: kube-proxy's kubeconfig names this cluster's API server.
-      const r = await this.adminFlanneld(main, ['cluster-config'], KUBE_SYSTEM_CONFIGMAPS.replace('https://10.0.0.5:6443', this.node.api.url));
+      // A dual-stack cluster's kubeadm-config names both Service ranges (the API server's --service-cluster-ip-range).
+      const cms = KUBE_SYSTEM_CONFIGMAPS.replace('https://10.0.0.5:6443', this.node.api.url).replace(
+        'serviceSubnet: 10.96.0.0/12',
+        this.node.dualStack ? 'serviceSubnet: 10.96.0.0/12,fd00:10:96::/112' : 'serviceSubnet: 10.96.0.0/12',
+      );
+      const r = await this.adminFlanneld(main, ['cluster-config'], cms);
       if (r.code === 0) writeFileSync(file(m[1]), r.stdout);
       return r;
     }

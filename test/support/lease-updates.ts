@@ -2,7 +2,8 @@
 // set by the changes it makes: updates in the shape the subnet managers used to emit (a complete list as
 // `snapshot`, a partial one as `page`, watch `events`) go in as the store's `peers` and `listed`, and
 // what comes back is how the accepted peer set changed (`added` for a new or changed peer, `removed` for
-// a peer gone or moved off its subnet), sorted by key.
+// a peer gone or moved off its subnet), sorted by key. The accepted set is read as the store's desired items:
+// each accepted peer's item is its lease, under its subnet.
 import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { PeerStore, leaseContent, type PeerStoreOptions } from '../../src/peers/store.js';
 
@@ -20,24 +21,22 @@ export function storeUpdates(u: OldLeaseUpdate): LeaseUpdate[] {
   return u.kind === 'page' ? [peers] : [peers, { kind: 'listed', keys: new Set(u.leases.map((l) => l.key)) }];
 }
 
-/** Items of a peer: its subnet. */
-const SUBNET_ITEMS = { desiredFor: (l: Lease) => [l.subnet], desiredKey: (d: string) => d };
+/** The item of a peer: its lease (as accepted), keyed by its subnet. */
+export const LEASE_ITEMS = { desiredFor: (l: Lease) => [l], desiredKey: (l: Lease) => l.subnet };
 
 export class LeaseSet {
-  readonly store: PeerStore<string>;
+  readonly store: PeerStore<Lease>;
 
-  constructor(opts: Omit<PeerStoreOptions<string>, 'items'>) {
-    this.store = new PeerStore({ ...opts, items: SUBNET_ITEMS });
+  constructor(opts: Omit<PeerStoreOptions<Lease>, 'items'>) {
+    this.store = new PeerStore({ ...opts, items: LEASE_ITEMS });
   }
 
   get size(): number {
     return this.store.size;
   }
-  get remembered(): number {
-    return this.store.remembered;
-  }
+  /** The accepted peers' leases, sorted by key. */
   peers(): Lease[] {
-    return this.store.peers();
+    return this.store.desiredItems().sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
   rejected() {
     return this.store.rejected();
@@ -45,9 +44,9 @@ export class LeaseSet {
 
   /** Apply `u`; returns the changes of the accepted peer set. */
   update(u: OldLeaseUpdate): LeaseEvent[] {
-    const before = new Map(this.store.peers().map((l) => [l.key, l]));
+    const before = new Map(this.peers().map((l) => [l.key, l]));
     for (const x of storeUpdates(u)) this.store.apply(x);
-    const after = new Map(this.store.peers().map((l) => [l.key, l]));
+    const after = new Map(this.peers().map((l) => [l.key, l]));
     const events: LeaseEvent[] = [];
     for (const key of [...new Set([...before.keys(), ...after.keys()])].sort()) {
       const old = before.get(key);

@@ -3,6 +3,8 @@
 // pod=<name>, every pod serving ports 80 and 81 on TCP and UDP under the names serve-<port>-<proto>; and
 // the expected connectivity as a truth table (reachability.go: a matrix of booleans, set by peer patterns).
 // Objects go through the real projections from API-shaped JSON, so the tests read like the YAML they mirror.
+// Each table is checked on simulated Windows nodes running the core (./netpol-node.ts): the rules HNS holds
+// after the agent's writes, judged by the simulated node's evaluator.
 import { expect } from '@jest/globals';
 import { projectNamespace, projectNetworkPolicy, projectPod } from '../../src/netpol/types.js';
 import type { Namespace, NetworkPolicy, Pod } from '../../src/netpol/types.js';
@@ -10,10 +12,16 @@ import { computeIntent } from '../../src/netpol/intent.js';
 import type { ClusterState, NodeContext } from '../../src/netpol/intent.js';
 import { hnsRefusal, translate } from '../../src/netpol/translate.js';
 import type { Translation } from '../../src/netpol/translate.js';
-import { AclEvaluator } from './acl-eval.js';
+import { passes, PolicyNode, type NodeJudge } from './netpol-node.js';
 
 export const NODE: NodeContext = { nodeName: 'win-1', nodeIPs: ['192.168.0.10', 'fd00:192:168::10'] };
 export const OTHER_NODE = 'win-2';
+export const PEER: NodeContext = { nodeName: OTHER_NODE, nodeIPs: ['192.168.0.11', 'fd00:192:168::11'] };
+/** Each node's pod subnets (flannel's per-node leases), IPv4 and IPv6. */
+export const SUBNETS: Readonly<Record<string, readonly string[]>> = {
+  [NODE.nodeName]: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
+  [OTHER_NODE]: ['10.244.2.0/24', 'fd00:10:244:2::/64'],
+};
 export const NAMESPACES = ['x', 'y', 'z'] as const;
 export const POD_NAMES = ['a', 'b', 'c'] as const;
 
@@ -47,16 +55,21 @@ export const namespace = (name: string, labels: Record<string, string> = {}): Na
 export const policy = (namespace: string, name: string, spec: unknown): NetworkPolicy =>
   ok(projectNetworkPolicy({ metadata: { namespace, name, uid: `uid-np-${namespace}-${name}` }, spec }));
 
-/** The e2e cluster: x/a .. z/c on this node, addresses 10.244.1.1.. (and fd00:10:244:1::1.. when dual-stack). */
-export function e2eCluster(dualStack = false): { pods: Pod[]; namespaces: Namespace[]; ipOf: Map<string, string[]> } {
+/**
+ * The e2e cluster: x/a .. z/c, on this node (10.244.1.1.., and fd00:10:244:1::1.. when dual-stack) but the pod
+ * names in `onPeer`, which run on the peer node (10.244.2.1.., fd00:10:244:2::1..).
+ */
+export function e2eCluster(dualStack = false, onPeer: readonly string[] = []): { pods: Pod[]; namespaces: Namespace[]; ipOf: Map<string, string[]> } {
   const pods: Pod[] = [];
   const ipOf = new Map<string, string[]>();
-  let n = 1;
+  const next = { [NODE.nodeName]: 1, [OTHER_NODE]: 1 };
   for (const ns of NAMESPACES) {
     for (const name of POD_NAMES) {
-      const ips = dualStack ? [`10.244.1.${n}`, `fd00:10:244:1::${n}`] : [`10.244.1.${n}`];
-      n++;
-      pods.push(pod(ns, name, { ips }));
+      const node = onPeer.includes(name) ? OTHER_NODE : NODE.nodeName;
+      const subnet = node === NODE.nodeName ? 1 : 2;
+      const n = next[node]++;
+      const ips = dualStack ? [`10.244.${subnet}.${n}`, `fd00:10:244:${subnet}::${n}`] : [`10.244.${subnet}.${n}`];
+      pods.push(pod(ns, name, { ips, node }));
       ipOf.set(`${ns}/${name}`, ips);
     }
   }
@@ -68,11 +81,25 @@ export function translateCluster(state: ClusterState, hnsMajor: number, node: No
   return translate(computeIntent(state, node, { unsupported: hnsRefusal }), { hnsVersion: { Major: hnsMajor, Minor: 0 } });
 }
 
-export function evaluatorOf(t: Translation): AclEvaluator {
-  return new AclEvaluator(
-    t.endpoints.map((e) => ({ ips: e.podIPs, rules: e.rules })),
-    t.sets,
-  );
+/** Simulated nodes (this one, and the peers named) on HNS `hnsMajor`.0, each converged on the cluster. */
+export async function policyNodes(state: ClusterState, hnsMajor: number, nodes: readonly NodeContext[] = [NODE]): Promise<PolicyNode[]> {
+  const out: PolicyNode[] = [];
+  for (const node of nodes) {
+    const n = await PolicyNode.start({ node, subnets: SUBNETS[node.nodeName], hnsVersion: { Major: hnsMajor, Minor: 0 } });
+    await n.apply(state);
+    out.push(n);
+  }
+  return out;
+}
+
+/** The judges of those nodes once converged. */
+export async function judgesOf(state: ClusterState, hnsMajor: number, nodes: readonly NodeContext[] = [NODE]): Promise<NodeJudge[]> {
+  return (await policyNodes(state, hnsMajor, nodes)).map((n) => n.judge());
+}
+
+/** A TCP or UDP connection opening (its first packet), from an ephemeral port. */
+export function connect(judges: readonly NodeJudge[], src: string, dst: string, protocol: 'TCP' | 'UDP', port: number, srcPort = 40000): boolean {
+  return passes(judges, { src, dst, protocol: protocol === 'TCP' ? 6 : 17, srcPort, dstPort: port });
 }
 
 export interface PeerPattern {
@@ -116,13 +143,13 @@ export class Reachability {
     return this;
   }
 
-  /** Every pair (but a pod to itself, which e2e ignores: ignoreLoopback) that the evaluator judges otherwise, as `from -> to`. */
-  wrong(evaluator: AclEvaluator, ipOf: ReadonlyMap<string, readonly string[]>, protocol: 'TCP' | 'UDP', port: number, family = 0): string[] {
+  /** Every pair (but a pod to itself, which e2e ignores: ignoreLoopback) that the nodes judge otherwise, as `from -> to`. */
+  wrong(judges: readonly NodeJudge[], ipOf: ReadonlyMap<string, readonly string[]>, protocol: 'TCP' | 'UDP', port: number, family = 0): string[] {
     const out: string[] = [];
     for (const f of this.pods) {
       for (const t of this.pods) {
         if (f === t) continue;
-        const got = evaluator.allows({ src: ipOf.get(f)![family], dst: ipOf.get(t)![family], protocol, port });
+        const got = connect(judges, ipOf.get(f)![family], ipOf.get(t)![family], protocol, port);
         if (got !== this.expected.get(f)!.get(t)) out.push(`${f} -> ${t}: expected ${!got}`);
       }
     }
@@ -131,10 +158,18 @@ export class Reachability {
 }
 
 /** Check a truth table on both HNS translations (flattened below 13.0, IP sets from 13.0) and every family. */
-export function expectReachability(state: ClusterState, ipOf: ReadonlyMap<string, readonly string[]>, r: Reachability, protocol: 'TCP' | 'UDP', port: number): void {
+export async function expectReachability(
+  state: ClusterState,
+  ipOf: ReadonlyMap<string, readonly string[]>,
+  r: Reachability,
+  protocol: 'TCP' | 'UDP',
+  port: number,
+  nodes: readonly NodeContext[] = [NODE],
+): Promise<void> {
   const families = Math.max(...[...ipOf.values()].map((ips) => ips.length));
   for (const major of [12, 13]) {
-    const ev = evaluatorOf(translateCluster(state, major));
-    for (let family = 0; family < families; family++) expect({ hns: major, family, wrong: r.wrong(ev, ipOf, protocol, port, family) }).toEqual({ hns: major, family, wrong: [] });
+    const judges = await judgesOf(state, major, nodes);
+    for (let family = 0; family < families; family++)
+      expect({ hns: major, family, wrong: r.wrong(judges, ipOf, protocol, port, family) }).toEqual({ hns: major, family, wrong: [] });
   }
 }

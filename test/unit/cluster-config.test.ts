@@ -5,10 +5,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import yaml from 'js-yaml';
 import { clusterSettings, command, configMapsByName, splitEndpoint } from '../../src/commands/cluster-config.js';
-import { ConfigError } from '../../src/basics/errors.js';
+import { ConfigError, FlagError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { KUBE_SYSTEM_CONFIGMAPS } from '../support/kube-system-configmaps.js';
 
@@ -48,9 +48,12 @@ describe('clusterSettings', () => {
     expect(splitEndpoint(text)).toEqual(want);
   });
 
-  it('a dual-stack serviceSubnet: the IPv4 entry', () => {
+  it('a dual-stack serviceSubnet: the IPv4 entry, and the IPv6 one apart', () => {
     const m = cms(({ kubeadm }) => (kubeadm.data['ClusterConfiguration'] = kubeadm.data['ClusterConfiguration'].replace('10.96.0.0/12', 'fd00:10:96::/112,10.96.0.0/16')));
-    expect(clusterSettings(m)).toMatchObject({ serviceCidr: '10.96.0.0/16', dnsIp: '10.96.0.10' });
+    expect(clusterSettings(m)).toMatchObject({ serviceCidr: '10.96.0.0/16', dnsIp: '10.96.0.10', ipv6ServiceCidr: 'fd00:10:96::/112' });
+    expect(clusterSettings(cms())).not.toHaveProperty('ipv6ServiceCidr');
+    expect(clusterSettings(m, { ipv6ServiceCidr: 'fd00:20::/108' })).toMatchObject({ ipv6ServiceCidr: 'fd00:20::/108', sources: { ipv6ServiceCidr: '--ipv6-service-cidr' } });
+    expectCode(() => clusterSettings(m, { ipv6ServiceCidr: '10.0.0.0/8' }), FlagError, 'FLANNEL_ERR_FLAG');
   });
 
   it('flags give or override each value', () => {
@@ -98,6 +101,19 @@ describe('flanneld cluster-config', () => {
     });
     expect(r.out.stdout).toMatch(/^# API server: kube-system\/kube-proxy kubeconfig\.conf\.$/m);
     expect(r.out.stderr).toContain('API server 10.0.0.5:6443');
+
+    // A dual-stack cluster: the IPv6 Service range for cni-config (envFrom); --ipv4-only instead says the
+    // Windows nodes run IPv4 only, and then names no IPv6 range.
+    const dual = join(dirname(file), 'dual.yaml');
+    writeFileSync(dual, KUBE_SYSTEM_CONFIGMAPS.replace('serviceSubnet: 10.96.0.0/12', 'serviceSubnet: 10.96.0.0/12,fd00:10:96::/112'));
+    const d = io();
+    expect(await command.run(['-f', dual], d.io)).toBe(0);
+    expect((yaml.load(d.out.stdout) as Obj)['data']).toMatchObject({ SERVICE_CIDR: '10.96.0.0/12', FLANNELD_IPV6_SERVICE_CIDR: 'fd00:10:96::/112' });
+    const v4 = io();
+    expect(await command.run(['-f', dual, '--ipv4-only'], v4.io)).toBe(0);
+    const v4data = (yaml.load(v4.out.stdout) as Obj)['data'] as Obj;
+    expect(v4data).toMatchObject({ FLANNELD_IPV4_ONLY: 'true' });
+    expect(v4data).not.toHaveProperty('FLANNELD_IPV6_SERVICE_CIDR');
 
     const refused = io();
     expect(await command.run(['-f', file, '--api-server', 'https://10.96.0.1'], refused.io)).toBe(1);

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cniPaths, dualStackRanges, isOwnCniConfig, renderCniConfig, rerenderedOwnConflist, type CniConfigInput } from '../../src/cni/conflist.js';
-import { splitArgs } from '../../src/commands/cni-flags.js';
+import { parseCommandArgs, splitArgs } from '../../src/commands/cni-flags.js';
 import { CNI_CONFIG_FLAGS, command, managementIPv6Of, subnetOfIP } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { FlagError } from '../../src/basics/errors.js';
@@ -228,6 +228,23 @@ describe('splitArgs', () => {
       own: ['--service-cidr', '10.96.0.0/12', '-o=f'],
       agent: ['--net-config-path', 'x.json', '--ip-masq', '--dataplane=simulated'],
     });
+  });
+});
+
+describe('parseCommandArgs', () => {
+  const io = (env: Record<string, string>) => ({ stdout: () => undefined, stderr: () => undefined, env, platform: 'linux' as NodeJS.Platform });
+  it("reads a command's own flags from FLANNELD_<NAME> as its usage says (the DaemonSet's envFrom); a flag wins, an empty variable is unset", () => {
+    const env = { FLANNELD_IPV6_SERVICE_CIDR: 'fd00:10:96::/112', FLANNELD_DNS_SERVER: '', FLANNELD_NO_LOOPBACK_DSR: 'true' };
+    const r = parseCommandArgs([], CNI_CONFIG_FLAGS, io(env), { usesDataplane: false });
+    if (r.kind !== 'run') throw new Error('help');
+    expect([r.own.get('ipv6-service-cidr'), r.own.get('no-loopback-dsr'), r.own.get('dns-server')]).toEqual([
+      'fd00:10:96::/112',
+      true,
+      CNI_CONFIG_FLAGS.find((f) => f.name === 'dns-server')!.default,
+    ]);
+    const flag = parseCommandArgs(['--ipv6-service-cidr', 'fd00:20::/108'], CNI_CONFIG_FLAGS, io(env), { usesDataplane: false });
+    expect(flag.kind === 'run' && flag.own.get('ipv6-service-cidr')).toBe('fd00:20::/108');
+    expectCode(() => parseCommandArgs([], CNI_CONFIG_FLAGS, io({ FLANNELD_NO_LOOPBACK_DSR: 'maybe' }), { usesDataplane: false }), FlagError, 'FLANNEL_ERR_FLAG');
   });
 });
 

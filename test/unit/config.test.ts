@@ -88,6 +88,12 @@ describe('flag syntax', () => {
     expect(run([...BASE, '--restart-service-on-hns-restart=kubeproxy']).restartServiceOnHnsRestart).toBe('kubeproxy');
   });
 
+  it('--restart-service-lb-wait: 120 s by default, 0..86400 seconds', () => {
+    expect(run(BASE).restartServiceLbWaitSeconds).toBe(120);
+    expect(run([...BASE, '--restart-service-lb-wait=0']).restartServiceLbWaitSeconds).toBe(0);
+    for (const bad of ['-1', '86401']) expect(() => run([...BASE, `--restart-service-lb-wait=${bad}`])).toThrow(/restart-service-lb-wait: out of range/);
+  });
+
   it('-- ends the flags', () => {
     expect(run([...BASE, '--']).dataplane).toBe('simulated');
   });
@@ -298,6 +304,7 @@ describe('defaults and platforms', () => {
       hnsCallTimeoutSeconds: 120,
       hnsPolicyBatchSize: 200,
       restartServiceOnHnsRestart: '',
+      restartServiceLbWaitSeconds: 120,
       sourceVipFile: '',
       sourceVipCompatFiles: [],
       cniIpamDataDir: '',

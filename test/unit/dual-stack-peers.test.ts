@@ -214,8 +214,8 @@ describe('the peer store with a dual-stack peer whose IPv6 half is rejected', ()
     expect(s.rejected()).toEqual([]);
   });
 
-  it('a whole-lease rejection clears the IPv6 half record; deletion forgets both', () => {
-    const { s, put } = store();
+  it('a whole-lease rejection clears the IPv6 half record; deletion forgets both', async () => {
+    const { s, put, metrics } = store();
     put(peer({ publicIPv6: 'ff02::1' }));
     put(peer({ publicIP: '127.0.0.1', publicIPv6: 'ff02::1' }));
     expect(s.rejected()).toEqual([expect.objectContaining({ key: 'linux-1', reason: 'public-ip-not-unicast' })]);
@@ -223,7 +223,8 @@ describe('the peer store with a dual-stack peer whose IPv6 half is rejected', ()
     expect(routes(s)).toEqual([]);
     s.apply({ kind: 'peers', peers: [{ key: 'linux-1', lease: undefined }] });
     expect(s.rejected()).toEqual([]);
-    expect(s.remembered).toBe(0);
+    put(peer({ publicIP: '127.0.0.1', publicIPv6: 'ff02::1' })); // nothing of it was kept: the same lease is news again
+    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'public-ip-not-unicast' })).toBe(2);
   });
 });
 

@@ -61,6 +61,16 @@ class FakeTransport implements HnsTransport {
   }
   async deleteEndpoint() {}
   async closeEndpoint() {}
+  async enumerateLoadBalancers() {
+    return '[]';
+  }
+  async openLoadBalancer(): Promise<HcnHandle> {
+    throw new Error('unused');
+  }
+  async queryLoadBalancerProperties() {
+    return '{}';
+  }
+  async closeLoadBalancer() {}
 }
 
 describe('HnsClient', () => {

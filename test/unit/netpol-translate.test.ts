@@ -4,11 +4,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { computeIntent } from '../../src/netpol/intent.js';
 import type { ClusterState } from '../../src/netpol/intent.js';
-import { supportsSetPolicy } from '../../src/netpol/hns-acl.js';
 import { AGENT_ID_PREFIX, ENTRIES_PER_RULE, hnsRefusal, PRIORITY, translate } from '../../src/netpol/translate.js';
 import type { Translation } from '../../src/netpol/translate.js';
-import { namespace, NODE, OTHER_NODE, pod, policy, translateCluster } from '../support/netpol-cluster.js';
-import { AclEvaluator } from '../support/acl-eval.js';
+import { connect, judgesOf, namespace, NODE, OTHER_NODE, pod, policy, translateCluster } from '../support/netpol-cluster.js';
 
 const nsX = namespace('x');
 const a = pod('x', 'a', { ips: ['10.244.1.1'] });
@@ -24,7 +22,9 @@ describe('HNS version gate', () => {
     [13, 1, true],
     [15, 0, true],
   ])('IP sets on HNS %i.%i: %s (hcsshim SetPolicyVersion, 13.0 and later)', (Major, Minor, expected) => {
-    expect(supportsSetPolicy({ Major, Minor })).toBe(expected);
+    const state = { pods: [a, b], namespaces: [nsX], policies: [policy('x', 'p', { podSelector: {}, ingress: [{ from: [{ podSelector: {} }] }] })] };
+    const t = translate(computeIntent(state, NODE), { hnsVersion: { Major, Minor } });
+    expect(t.sets.length > 0).toBe(expected);
   });
 });
 
@@ -188,13 +188,13 @@ describe('what HNS cannot say', () => {
     expect(rulesOf(t).find((r) => r.Priority === PRIORITY.allow)?.RemoteAddresses).toBe('10.0.0.0/24,10.0.2.0/23');
   });
 
-  it('SCTP is refused: the policy isolates, and nothing of it is written as an allow', () => {
+  it('SCTP is refused: the policy isolates, and nothing of it is written as an allow', async () => {
     const sctp = policy('x', 'sctp', { podSelector: {}, ingress: [{ ports: [{ protocol: 'SCTP', port: 7777 }, { port: 80 }] }] });
     expect(hnsRefusal(sctp)).toContain('SCTP');
-    const t = translateCluster({ pods: [a, b], namespaces: [nsX], policies: [sctp] }, 12);
+    const state = { pods: [a, b], namespaces: [nsX], policies: [sctp] };
+    const t = translateCluster(state, 12);
     expect(rulesOf(t).filter((r) => r.Priority === PRIORITY.allow)).toEqual([]);
-    const ev = new AclEvaluator([{ ips: a.podIPs, rules: rulesOf(t) }]);
-    expect(ev.allows({ src: '10.244.2.1', dst: '10.244.1.1', protocol: 'TCP', port: 80 })).toBe(false);
+    expect(connect(await judgesOf(state, 12), '10.244.2.1', '10.244.1.1', 'TCP', 80)).toBe(false);
   });
 
   it('translation stops on an SCTP allow that was not refused first, rather than drop it silently', () => {

@@ -21,12 +21,10 @@ describe('PeerProblems', () => {
     expect(p.reject(rejection)).toBe(true);
     expect(p.reject(rejection)).toBe(false); // the same verdict again: no news
     const refusal = hnsError('HcnModifyNetwork', HRESULT.E_INVALIDARG, undefined, {});
-    expect(p.refused('10.244.3.0/24', refusal)).toBe(true);
-    expect(p.refused('10.244.3.0/24', refusal)).toBe(false); // a retry answered alike
-    expect(p.list().map(({ kind, key, reason }) => ({ kind, key, reason }))).toEqual([
-      { kind: 'rejected', key: 'linux-2', reason: 'vni-mismatch' },
-      { kind: 'refused', key: '10.244.3.0/24', reason: '0x80070057' },
-    ]);
+    expect(p.refused('10.244.3.0/24', refusal, { attempts: 1, retryInMs: 250 })).toBe(true);
+    expect(p.refused('10.244.3.0/24', refusal, { attempts: 2, retryInMs: 500 })).toBe(false); // a retry answered alike
+    expect(p.rejection('linux-2')).toEqual({ reason: 'vni-mismatch', message: 'VNI 1 is not 4096' });
+    expect(p.refusedItems()).toEqual([{ node: 'linux-3', prefix: '10.244.3.0/24', answer: '0x80070057', attempts: 2, since: clock.t, error: expect.any(String) }]);
     expect(events.map((e) => e.reason)).toEqual([NODE_EVENT_REASON.peerRejected, NODE_EVENT_REASON.peerRefused]);
     expect(entries.filter((e) => e.level === 'warn').map((e) => e.message)).toEqual([
       'peer lease rejected',
@@ -36,10 +34,12 @@ describe('PeerProblems', () => {
     expect(text).toContain('flannel_leases_rejected_total{reason="vni-mismatch"} 1\n');
     expect(text).toContain('flannel_dataplane_refusals_total{driver="vxlan"} 2\n'); // every refused write counts
     expect(text).toContain('flannel_dataplane_refused_items{driver="vxlan"} 1\n');
-    expect(p.refusedItems()).toMatchObject([{ node: 'linux-3', prefix: '10.244.3.0/24', attempts: 2 }]);
+    expect(entries.find((e) => e.level === 'warn' && String(e.message).startsWith('the dataplane refused'))).toMatchObject({ attempts: 1, retryInMs: 250 });
     p.accepted('linux-2');
-    p.written('10.244.3.0/24');
-    expect(p.list()).toEqual([]);
+    p.cleared('10.244.3.0/24', 'written');
+    expect(p.rejection('linux-2')).toBeUndefined();
+    expect(p.refusedItems()).toEqual([]);
+    expect(entries.at(-1)).toMatchObject({ level: 'info', message: 'the dataplane accepted a previously refused item', node: 'linux-3', attempts: 3 });
     expect(p.reject(rejection)).toBe(true); // accepted in between: a later rejection is news again
   });
 });

@@ -1,6 +1,7 @@
 // The Reconciler's incremental apply (Felix felix/dataplane/windows/vxlan_mgr.go: record desired, mark
 // dirty, apply later), refused items, the first-pass signal, early additions and the network-gone rebuild.
 import { describe, expect, it } from '@jest/globals';
+import { PeerProblems } from '../../src/peers/problems.js';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
 import { FakeDriver, itemKey } from '../support/fake-driver.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
@@ -12,16 +13,19 @@ import { readMetric } from '../support/agent-signals.js';
 /** An item as a peer of its own, named by its key. */
 const alone = (d: string) => [itemKey(d), [d]] as const;
 
-function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {}) {
+function setup(opts: { batch?: number; rebuild?: () => Promise<void> } = {}) {
   const clock = new FakeClock();
   const dp = new FakeDriver();
   dp.batch = opts.batch;
   const metrics = new Metrics();
   const sink = logSink();
   const items = new ItemSet<string>((d) => dp.desiredKey(d));
+  // The network's sink: the peers' problems ledger, naming each refused item's peer as the store says.
+  const problems = new PeerProblems({ driver: dp.name, clock, log: sink.log, metrics, owner: (k) => items.store.owner(k) });
 
   const r = new Reconciler({
     desired: items.store,
+    sink: problems,
     driver: dp,
     clock,
     metrics,
@@ -29,10 +33,12 @@ function setup(opts: { batch?: number; onNetworkGone?: () => Promise<void> } = {
     resyncMs: 10_000,
     backoffBaseMs: 1000,
     backoffCapMs: 8000,
-    onNetworkGone: opts.onNetworkGone,
+    rebuild: opts.rebuild,
   });
   const ac = new AbortController();
-  return { clock, dp, metrics, r, ac, items, lines: sink.entries };
+  /** The loop's status with the refused items as the ledger lists them (the network's status, src/backends/route-network.ts). */
+  const status = () => ({ ...r.status(), refusedItems: problems.refusedItems() });
+  return { clock, dp, metrics, r, ac, items, status, lines: sink.entries };
 }
 
 describe('incremental apply', () => {
@@ -202,7 +208,7 @@ describe('pass log lines', () => {
 
 describe('refused items', () => {
   it('one refused item in a batch: the rest land, it is retried with backoff, counted, and logged once', async () => {
-    const { clock, dp, r, ac, metrics, lines, items } = setup({ batch: 8 });
+    const { clock, dp, r, ac, metrics, lines, items, status } = setup({ batch: 8 });
     dp.refused.add('e=1');
     items.updatePeers(['a=1', 'b=1', 'c=1', 'd=1', 'e=1', 'f=1', 'g=1', 'h=1'].map((d) => [`node-${d.split('=')[0]}`, [d]]));
     items.markListed();
@@ -211,7 +217,7 @@ describe('refused items', () => {
     await first;
     await flush();
     expect(dp.actual.sort()).toEqual(['a=1', 'b=1', 'c=1', 'd=1', 'f=1', 'g=1', 'h=1']);
-    expect(r.status()).toMatchObject({ inSync: false, refusedItems: [expect.objectContaining({ prefix: 'e', node: 'node-e' })], consecutiveFailures: 0 });
+    expect(status()).toMatchObject({ inSync: false, refusedItems: [expect.objectContaining({ prefix: 'e', node: 'node-e' })], consecutiveFailures: 0 });
     expect(r.status().lastSuccessAt).toBe(clock.t);
     expect(await readMetric(metrics, METRIC.refusedItems, { driver: 'fake' })).toBe(1);
     expect(await readMetric(metrics, METRIC.refusals, { driver: 'fake' })).toBe(1);
@@ -243,14 +249,14 @@ describe('refused items', () => {
     dp.refused.clear();
     await clock.advance(4000);
     expect(dp.actual).toContain('e=1');
-    expect(r.status()).toMatchObject({ inSync: true, refusedItems: [] });
+    expect(status()).toMatchObject({ inSync: true, refusedItems: [] });
     expect(await readMetric(metrics, METRIC.refusedItems, { driver: 'fake' })).toBe(0);
     ac.abort();
     await done;
   });
 
   it('a refused removal keeps the replacement back; a peer that goes away is no longer retried', async () => {
-    const { clock, dp, r, ac, items } = setup();
+    const { clock, dp, r, ac, items, status } = setup();
     dp.actual = ['a=1', 'b=1'];
     dp.refused.add('a=1');
     items.updatePeers(['a=2', 'b=1'].map(alone));
@@ -259,12 +265,12 @@ describe('refused items', () => {
     await flush();
     expect(dp.actual).toEqual(['a=1', 'b=1']);
     expect(dp.log).toEqual(['read', 'remove a=1']);
-    expect(r.status().refusedItems.length).toBe(1);
+    expect(status().refusedItems.length).toBe(1);
     items.updatePeers([['a', undefined]]);
     dp.refused.clear();
     await flush();
     expect(dp.actual).toEqual(['b=1']);
-    expect(r.status()).toMatchObject({ refusedItems: [], inSync: true });
+    expect(status()).toMatchObject({ refusedItems: [], inSync: true });
     await clock.advance(60_000);
     ac.abort();
     await done;
@@ -279,7 +285,7 @@ describe('refused items', () => {
   ])(
     'a refused item that shows up in the dataplane by other means is no longer retried: %s',
     async (_name, cached) => {
-      const { clock, dp, r, ac, lines, items } = setup();
+      const { clock, dp, r, ac, lines, items, status } = setup();
       if (!cached) delete (dp as { toActual?: unknown }).toActual;
       items.markListed();
       const done = r.run(ac.signal);
@@ -287,10 +293,10 @@ describe('refused items', () => {
       dp.refused.add('e=2');
       items.updatePeers([alone('e=2')]);
       await flush();
-      expect(r.status().refusedItems.length).toBe(1);
+      expect(status().refusedItems.length).toBe(1);
       dp.actual.push('e=2'); // someone else wrote it (or HNS took it after all)
       await clock.advance(30_000);
-      expect(r.status()).toMatchObject({ refusedItems: [], inSync: true });
+      expect(status()).toMatchObject({ refusedItems: [], inSync: true });
       expect(lines).toContainEqual(expect.objectContaining({ message: expect.stringContaining('previously refused'), prefix: 'e' }));
       const reads = dp.log.filter((l) => l === 'read').length;
       await clock.advance(30_000);
@@ -387,7 +393,7 @@ describe('drift', () => {
   it('requestRebuild runs the rebuild hook before the next pass (HNS lost objects the driver does not read)', async () => {
     let rebuilds = 0;
     const { dp, r, ac, items } = setup({
-      onNetworkGone: () => {
+      rebuild: () => {
         rebuilds++;
         return Promise.resolve();
       },
@@ -410,7 +416,7 @@ describe('network gone', () => {
   it('a pass that finds the network gone calls the rebuild hook at once, then reads and reprograms everything', async () => {
     let rebuilds = 0;
     const { dp, r, ac, metrics, items } = setup({
-      onNetworkGone: async () => {
+      rebuild: async () => {
         rebuilds++;
         dp.gone = false;
         dp.actual = [];
@@ -426,7 +432,7 @@ describe('network gone', () => {
     await flush();
     expect(rebuilds).toBe(1);
     expect(dp.log).toEqual(['add c=1', 'read', 'add a=1,b=1,c=1']);
-    expect(r.status()).toMatchObject({ networkMissing: false, inSync: true });
+    expect(r.status()).toMatchObject({ missing: false, inSync: true });
     expect(await readMetric(metrics, METRIC.networkRebuilds, { result: 'ok' })).toBe(1);
     ac.abort();
     await done;
@@ -438,10 +444,10 @@ describe('network gone', () => {
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
-    expect(r.status()).toMatchObject({ networkMissing: true, consecutiveFailures: 1 });
+    expect(r.status()).toMatchObject({ missing: true, consecutiveFailures: 1 });
     dp.gone = false;
     await clock.advance(1000);
-    expect(r.status()).toMatchObject({ networkMissing: false, consecutiveFailures: 0 });
+    expect(r.status()).toMatchObject({ missing: false, consecutiveFailures: 0 });
     ac.abort();
     await done;
   });
@@ -449,7 +455,7 @@ describe('network gone', () => {
   it('while the rebuild fails the network stays missing and the rebuild is retried with backoff', async () => {
     let attempts = 0;
     const { clock, dp, r, ac, metrics, items } = setup({
-      onNetworkGone: async () => {
+      rebuild: async () => {
         if (++attempts < 3) throw new Error('HcnCreateNetwork failed');
         dp.gone = false;
       },
@@ -458,14 +464,14 @@ describe('network gone', () => {
     items.markListed();
     const done = r.run(ac.signal);
     await flush();
-    expect(r.status().networkMissing).toBe(true);
+    expect(r.status().missing).toBe(true);
     expect(attempts).toBe(1);
     await clock.advance(2000);
     expect(attempts).toBe(2);
-    expect(r.status().networkMissing).toBe(true);
+    expect(r.status().missing).toBe(true);
     await clock.advance(4000);
     expect(attempts).toBe(3);
-    expect(r.status()).toMatchObject({ networkMissing: false, consecutiveFailures: 0 });
+    expect(r.status()).toMatchObject({ missing: false, consecutiveFailures: 0 });
     expect(await readMetric(metrics, METRIC.networkRebuilds, { result: 'error' })).toBe(2);
     ac.abort();
     await done;

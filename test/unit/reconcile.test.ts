@@ -1,6 +1,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { planReconcile } from '../../src/reconcile/plan.js';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
+import { MapSink } from '../support/refusal-sink.js';
 import type { PlanOps } from '../../src/reconcile/plan.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
@@ -41,7 +42,7 @@ function setup(over: { resyncMs?: number } = {}) {
   const metrics = new Metrics();
   const items = new ItemSet<string>((d) => driver.desiredKey(d));
 
-  const r = new Reconciler({ desired: items.store, driver, clock, metrics, resyncMs: over.resyncMs ?? 10_000, backoffBaseMs: 250, backoffCapMs: 1000 });
+  const r = new Reconciler({ sink: new MapSink(), desired: items.store, driver, clock, metrics, resyncMs: over.resyncMs ?? 10_000, backoffBaseMs: 250, backoffCapMs: 1000 });
   const ac = new AbortController();
   return { clock, driver, metrics, r, ac, items };
 }

@@ -108,6 +108,31 @@ describe('Switch rules: ascending Priority, the first match decides', () => {
     expect(decidedBy(ev, tcp(C, A, 443))).toEqual(['Out Allow default', 'In Allow default']);
   });
 
+  it('a set Id in LocalAddresses is the packet\u2019s source, in RemoteAddresses its destination, in both directions (Azure NPM policy_windows.go)', () => {
+    const sets: SetPolicySetting[] = [
+      { Id: 'set-b', Name: 'b', PolicyType: 'IPSET', Values: B },
+      { Id: 'set-c', Name: 'c', PolicyType: 'IPSET', Values: C },
+    ];
+    const ev = node(
+      {
+        a: [
+          rule('in-from-b', { LocalAddresses: 'set-b', Priority: 100 }),
+          rule('in-to-c', { RemoteAddresses: 'set-c', Priority: 100 }),
+          blockAllIn(200),
+          rule('out-to-c', { Direction: 'Out', RemoteAddresses: 'set-c', Priority: 100 }),
+          rule('out-block', { Direction: 'Out', Action: 'Block', Priority: 200 }),
+        ],
+      },
+      sets,
+    ).hns();
+    // In: the source set is LocalAddresses' (pod-b sends to pod-a); a set in RemoteAddresses is the destination, pod-a itself, never pod-c.
+    expect(decidedBy(ev, tcp(B, A, 80))).toEqual(['Out Allow default', 'In Allow in-from-b']);
+    expect(decidedBy(ev, tcp(C, A, 80))).toEqual(['Out Allow default', 'In Block block-in']);
+    // Out: the destination set is RemoteAddresses', as an address there is.
+    expect(decidedBy(ev, tcp(A, C, 80))).toEqual(['Out Allow out-to-c', 'In Allow default']);
+    expect(decidedBy(ev, tcp(A, B, 80))).toEqual(['Out Block out-block']);
+  });
+
   it('port lists and ranges; a rule with ports matches no packet without ports; Protocols 256 is any', () => {
     const ev = node({
       a: [
@@ -163,8 +188,8 @@ describe('SetPolicy references resolve to their members', () => {
     ];
     const { hns } = node(
       {
-        a: [rule('from-web', { RemoteAddresses: 'azure-npm-web', Priority: 100 }), blockAllIn(200)],
-        b: [rule('from-ns', { RemoteAddresses: 'azure-npm-ns', Priority: 100 }), blockAllIn(200)],
+        a: [rule('from-web', { LocalAddresses: 'azure-npm-web', Priority: 100 }), blockAllIn(200)],
+        b: [rule('from-ns', { LocalAddresses: 'azure-npm-ns', Priority: 100 }), blockAllIn(200)],
       },
       sets,
     );
@@ -177,7 +202,7 @@ describe('SetPolicy references resolve to their members', () => {
   });
 
   it('an Update of a set changes what the rules naming it match', () => {
-    const { dp, hns } = node({ a: [rule('from-web', { RemoteAddresses: 'azure-npm-web', Priority: 100 }), blockAllIn(200)] }, [
+    const { dp, hns } = node({ a: [rule('from-web', { LocalAddresses: 'azure-npm-web', Priority: 100 }), blockAllIn(200)] }, [
       { Id: 'azure-npm-web', Name: 'web', PolicyType: 'IPSET', Values: B },
     ]);
     expect(passes(hns(), tcp(C, A, 80))).toBe(false);
@@ -236,7 +261,7 @@ describe('what no source settles: FLANNEL_ERR_ACL_UNSETTLED', () => {
   });
 
   it('two local endpoints on one address; a rule naming a set the network does not hold (a hand-edited file)', () => {
-    const { dp, hns } = node({ a: [rule('from-web', { RemoteAddresses: 'azure-npm-web' })] }, [{ Id: 'azure-npm-web', Name: 'web', PolicyType: 'IPSET', Values: B }]);
+    const { dp, hns } = node({ a: [rule('from-web', { LocalAddresses: 'azure-npm-web' })] }, [{ Id: 'azure-npm-web', Name: 'web', PolicyType: 'IPSET', Values: B }]);
     editState(dp, (s) => {
       const net = s.networks[0];
       net.Policies = net.Policies!.filter((p) => p.Type !== 'SetPolicy');

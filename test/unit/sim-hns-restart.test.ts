@@ -60,7 +60,7 @@ describe('the HNS restarted fault', () => {
 
     const effects = dp.restartHns();
 
-    expect(effects).toEqual({ networksDropped: ['flannel.4096'], endpointsDropped: 1, policiesDropped: 1 });
+    expect(effects).toEqual({ networksDropped: ['flannel.4096'], endpointsDropped: 1, policiesDropped: 1, loadBalancersRehydrating: 0 });
     expect(dp.listNetworks().map((n) => [n.Name, n.ID])).toEqual([['cbr0', l2.ID]]);
     expect(dp.getNetwork(l2.ID!)!.Policies).toEqual(beforePolicies);
     expect(dp.listEndpoints()).toEqual([]);

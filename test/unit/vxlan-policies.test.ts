@@ -3,6 +3,7 @@
 // batch, and a missing network reported as such (HCN_E_NETWORK_NOT_FOUND, hcsshim hcn/hcnerrors.go).
 import { describe, expect, it } from '@jest/globals';
 import { Reconciler } from '../../src/reconcile/reconciler.js';
+import { MapSink } from '../support/refusal-sink.js';
 import { remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePolicy } from '../../src/backends/vxlan/policies.js';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
@@ -29,7 +30,7 @@ async function setup() {
   const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
   const clock = new FakeClock();
   const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
-  const r = new Reconciler({ desired: items.store, driver, clock, resyncMs: 10_000 });
+  const r = new Reconciler({ sink: new MapSink(), desired: items.store, driver, clock, resyncMs: 10_000 });
   const calls = () => Object.fromEntries([...dp.calls].filter(([op]) => op.startsWith('Hcn')));
   dp.calls.clear();
   const prefixes = () =>
@@ -78,7 +79,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     const driver = remoteSubnetRouteDriver(hns, net.ID!, 200, 'flannel.4096');
     const items = new ItemSet<RemoteSubnetRoutePolicy>((d) => driver.desiredKey(d));
     const { log, entries } = logSink();
-    const r = new Reconciler({ desired: items.store, driver, clock: new FakeClock(), log, metrics });
+    const r = new Reconciler({ sink: new MapSink(), desired: items.store, driver, clock: new FakeClock(), log, metrics });
     items.updatePeers([1, 2, 3, 4].map(alone));
     items.markListed();
     expect(await r.pass()).toMatchObject({ ok: true, added: 4 });
@@ -122,7 +123,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     const removal = await hns.removeNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))]).catch((e: unknown) => e);
     expect(isHnsNetworkNotFound(removal)).toBe(true);
     r.rebind(driver); // as after a rebuild: the next pass reads
-    expect(await r.pass()).toMatchObject({ ok: false, networkGone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
+    expect(await r.pass()).toMatchObject({ ok: false, gone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
     expect(dp.openHandles).toBe(0);
   });
 });

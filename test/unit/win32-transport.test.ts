@@ -164,6 +164,18 @@ class FakeNative implements Win32Native {
     this.closes++;
     return 0;
   }
+  hcnEnumerateLoadBalancers(_q: Buffer): MaybePromise<HcnStringResult> {
+    return this.v2('HcnEnumerateLoadBalancers', 'string');
+  }
+  hcnOpenLoadBalancer(id: Buffer): MaybePromise<HcnHandleResult> {
+    return this.v2(`HcnOpenLoadBalancer ${guidFromBuffer(id)}`, 'handle');
+  }
+  hcnQueryLoadBalancerProperties(l: NativePtr, _q: Buffer): MaybePromise<HcnStringResult> {
+    return this.v2('HcnQueryLoadBalancerProperties', 'string', l);
+  }
+  hcnCloseLoadBalancer(l: NativePtr): number {
+    return this.hcnCloseEndpoint(l);
+  }
   readWString(p: NativePtr): string {
     if (this.readFails) throw new RangeError('boom');
     const s = p as Str;
@@ -399,6 +411,20 @@ describe('Win32HnsTransport v2 (Hcn*)', () => {
     expect((await rejection(t.deleteEndpoint(NET))).code).toBe('FLANNEL_ERR_HNS_NOT_FOUND');
     expect(dll.leaked).toEqual([]);
     expect(dll.openHandles).toEqual([]);
+  });
+
+  it("load balancers (kube-proxy's, read only): enumerate, open, query and close; a load-balancer handle is no endpoint's", async () => {
+    dll.next = { result: `["${NET}"]` };
+    expect(await t.enumerateLoadBalancers('{}')).toBe(`["${NET}"]`);
+    const l = await t.openLoadBalancer(NET);
+    expect(dll.calls).toContain(`HcnOpenLoadBalancer ${NET}`);
+    expect((await rejection(t.queryEndpointProperties(l, '{}'))).hresult).toBe(0x80070006);
+    dll.next = { result: '{"ID":"L","SourceVIP":"10.244.1.2"}' };
+    expect(await t.queryLoadBalancerProperties(l, '{}')).toBe('{"ID":"L","SourceVIP":"10.244.1.2"}');
+    await t.closeLoadBalancer(l);
+    expect((await rejection(t.closeLoadBalancer(l))).hresult).toBe(0x80070006);
+    expect(dll.openHandles).toEqual([]);
+    expect(dll.leaked).toEqual([]);
   });
 
   it('frees both out-strings even when reading fails', async () => {

@@ -21,6 +21,13 @@
 //   HcnQueryNamespaceProperties  {h,query}                      -> {hr,out,err}
 //   HcnDeleteNamespace           {id}                           -> {hr,err}
 //   HcnCloseNamespace            {h}                            -> {hr}
+//   HcnEnumerateLoadBalancers    {query}                        -> {hr,out,err}
+//   HcnCreateLoadBalancer        {id,settings}                  -> {hr,h,err}
+//   HcnOpenLoadBalancer          {id}                           -> {hr,h,err}
+//   HcnModifyLoadBalancer        {h,settings}                   -> {hr,err}
+//   HcnQueryLoadBalancerProperties {h,query}                    -> {hr,out,err}
+//   HcnDeleteLoadBalancer        {id}                           -> {hr,err}
+//   HcnCloseLoadBalancer         {h}                            -> {hr}
 //   GetIpForwardTable2           {family}                       -> {st,rows:[38 ints per row: luid,index,dest(17),prefixLength,nextHop(17),metric,protocol]}
 //   Create/DeleteIpForwardEntry2 {luid,ifIndex,destFamily,dest,prefixLength,nextHopFamily,nextHop,sitePrefixLength,metric,protocol,...} -> {st}
 //                                (dest, nextHop: dotted IPv4, or IPv6 as eight hex groups)
@@ -328,6 +335,34 @@ export class WindowsSimServer {
           },
           false,
         );
+      case 'HcnEnumerateLoadBalancers':
+        return this.v2(req.fn, async () => ({ out: await this.hns.enumerateLoadBalancers(str(req, 'query')) }));
+      case 'HcnCreateLoadBalancer':
+        return this.v2(req.fn, async () => ({ h: this.addHandle(await this.hns.createLoadBalancer(str(req, 'id'), str(req, 'settings'))) }));
+      case 'HcnOpenLoadBalancer':
+        return this.v2(req.fn, async () => ({ h: this.addHandle(await this.hns.openLoadBalancer(str(req, 'id'))) }));
+      case 'HcnModifyLoadBalancer':
+        return this.v2(req.fn, async () => {
+          await this.hns.modifyLoadBalancer(this.handle(req, 'loadBalancer'), str(req, 'settings'));
+          return {};
+        });
+      case 'HcnQueryLoadBalancerProperties':
+        return this.v2(req.fn, async () => ({ out: await this.hns.queryLoadBalancerProperties(this.handle(req, 'loadBalancer'), str(req, 'query')) }));
+      case 'HcnDeleteLoadBalancer':
+        return this.v2(req.fn, async () => {
+          await this.hns.deleteLoadBalancer(str(req, 'id'));
+          return {};
+        });
+      case 'HcnCloseLoadBalancer':
+        return this.v2(
+          req.fn,
+          async () => {
+            await this.hns.closeLoadBalancer(this.handle(req, 'loadBalancer'));
+            this.handles.delete(num(req, 'h'));
+            return {};
+          },
+          false,
+        );
       case 'GetIpForwardTable2':
         return this.netio(() => this.getIpForwardTable2(req));
       case 'CreateIpForwardEntry2':
@@ -402,7 +437,7 @@ export class WindowsSimServer {
   }
 
   /** The transport's handle for a DLL handle; an unknown one becomes a handle the transport rejects (E_HANDLE). */
-  private handle(req: Req, kind: 'network' | 'endpoint'): HcnHandle {
+  private handle(req: Req, kind: HcnHandle['kind']): HcnHandle {
     const h = this.handles.get(num(req, 'h'));
     return h && h.kind !== 'namespace' ? h : { kind, id: '' };
   }

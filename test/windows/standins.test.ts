@@ -87,6 +87,33 @@ type Step = Record<string, unknown> & { step: string };
     expect((steps.get('badclose')!.hr as number) >>> 0).toBe(0x80070006);
   });
 
+  // The load-balancer family kube-proxy calls (hcsshim hcn/hcnloadbalancer.go), forwarded to the simulated
+  // HNS (src/simulator/load-balancers.ts): the prototypes are the SDK's (computenetwork.h), or it would not compile.
+  it('the HCN load-balancer calls reach the simulator: create, query, modify, close, enumerate; a missing one 0x80070490; a held frontend 0xb7', () => {
+    expect(steps.get('lbCreate')).toMatchObject({ hr: 0, err: null });
+    const lb = JSON.parse(steps.get('lbQuery')!.out as string) as { ID: string; FrontendVIPs: string[] };
+    expect(lb).toMatchObject({ FrontendVIPs: ['10.96.0.10'], SourceVIP: '10.244.100.2', PortMappings: [{ Protocol: 17, InternalPort: 53, ExternalPort: 53 }] });
+    expect(steps.get('lbModify')).toMatchObject({ hr: 0, err: null });
+    expect(server.dp.getLoadBalancer(lb.ID)?.HostComputeEndpoints).toHaveLength(2);
+    expect(steps.get('lbClose')).toEqual({ step: 'lbClose', hr: 0 });
+    expect(JSON.parse(steps.get('lbEnumerate')!.out as string)).toEqual([lb.ID]);
+    expect((steps.get('lbOpenMissing')!.hr as number) >>> 0).toBe(0x80070490);
+    expect(steps.get('lbOpenMissing')!.handle).toBe(0);
+    expect((steps.get('lbDeleteMissing')!.hr as number) >>> 0).toBe(0x80070490);
+    expect((steps.get('lbDuplicate')!.hr as number) >>> 0).toBe(0x800700b7);
+    expect(JSON.parse(steps.get('lbDuplicate')!.err as string)).toMatchObject({ Success: false, ErrorCode: 0x800700b7 });
+    const family = [
+      'HcnEnumerateLoadBalancers',
+      'HcnCreateLoadBalancer',
+      'HcnOpenLoadBalancer',
+      'HcnModifyLoadBalancer',
+      'HcnQueryLoadBalancerProperties',
+      'HcnDeleteLoadBalancer',
+      'HcnCloseLoadBalancer',
+    ];
+    expect(family.filter((fn) => server.count(fn) === 0)).toEqual([]);
+  });
+
   it('alias -> LUID -> index -> alias finds the vNIC the L2Bridge network created', () => {
     const vnic = server.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
     expect(steps.get('vnic')).toEqual({ step: 'vnic', st: 0, index: vnic.InterfaceIndex, luid: luidOf(vnic.InterfaceIndex), aliasSt: 0, alias: 'vEthernet (Ethernet)' });

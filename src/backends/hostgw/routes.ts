@@ -6,7 +6,7 @@
 // Routes are written one per call (CreateIpForwardEntry2 / DeleteIpForwardEntry2), several in flight.
 // With a route record (./route-record.ts) the actual set is only the routes the agent created: a route
 // it never created is kept, and reported once when it overlaps a peer's subnet.
-import type { LeaseDriver } from '../../reconcile/writes.js';
+import type { LeaseDriver } from '../route-network.js';
 import { RouteError } from '../../basics/errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';

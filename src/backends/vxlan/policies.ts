@@ -1,7 +1,7 @@
 // The vxlan reconcile driver: RemoteSubnetRoute network policies on the Overlay network, one per peer,
 // written in bounded batches through HcnModifyNetwork on a network handle kept open between writes.
 // Policy shape: flannel vxlan_network_windows.go.
-import type { LeaseDriver } from '../../reconcile/writes.js';
+import type { LeaseDriver } from '../route-network.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
@@ -51,6 +51,7 @@ export function remoteSubnetRouteDriver(
 ): LeaseDriver<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy> {
   return {
     name: 'vxlan RemoteSubnetRoute policies',
+    driftKind: 'policy',
     desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
     async readActual() {
       const net = await hns.getNetwork(networkId);

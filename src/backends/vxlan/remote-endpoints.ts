@@ -2,7 +2,7 @@
 // `remote_<ip>`, MAC `<MacPrefix>-<ip octets in hex>`, with a PA policy naming the peer's public IP.
 // Off by default (Backend.LegacyRemoteEndpoints), for tooling that still expects the old remote
 // endpoints; the Overlay network itself is still created through HCN v2 (HNS >= 9.2 is required either way).
-import type { LeaseDriver } from '../../reconcile/writes.js';
+import type { LeaseDriver } from '../route-network.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import { sameId, type HnsEndpointV1 } from '../../hns/schema.js';
@@ -39,6 +39,7 @@ function remoteEndpointsFor(peer: Lease, networkId: string, macPrefix: string): 
 export function remoteEndpointDriver(hns: HnsClient, networkId: string, macPrefix: string, networkName = networkId): LeaseDriver<HnsEndpointV1, HnsEndpointV1> {
   return {
     name: 'vxlan remote endpoints',
+    driftKind: 'policy', // the legacy stand-in for a RemoteSubnetRoute policy, counted as one
     desiredFor: (peer) => remoteEndpointsFor(peer, networkId, macPrefix),
     async readActual() {
       checkNetworkPresent(await hns.getNetworkV1(networkId), networkName, networkId);

@@ -23,6 +23,7 @@ import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { kubeStatus, sendJson, sendStatus, type JsonObject } from './responses.js';
 import { NodeWatches } from './watch.js';
+import { ServiceStore, type FakeNamespacedObject, type ServiceResource } from './services.js';
 
 export type { JsonObject } from './responses.js';
 export { kubeStatus } from './responses.js';
@@ -104,6 +105,7 @@ export class FakeKubeApiServer {
   private readonly clock: Clock;
   private readonly store: NodeStore;
   private readonly eventStore: EventStore;
+  private readonly serviceStore: ServiceStore;
   private readonly faults = new RequestFaults();
   private readonly watchOptions: { watchCache: boolean; cacheCapacity: number };
   private readonly rbacSyncDelayMs: number;
@@ -126,6 +128,7 @@ export class FakeKubeApiServer {
       () => clock.now(),
       () => this.store.nextRevision(),
     );
+    this.serviceStore = new ServiceStore(() => this.store.nextRevision());
   }
 
   /** Every running process's watch cache is fed by etcd, the draining ones' too. */
@@ -300,6 +303,16 @@ export class FakeKubeApiServer {
     return this.store.addPod(pod);
   }
 
+  /** A Service (core/v1), as kube-proxy and `flanneld doctor` list it (./services.ts). */
+  addService(svc: FakeNamespacedObject): FakeNamespacedObject {
+    return this.serviceStore.add('services', svc);
+  }
+
+  /** An EndpointSlice (discovery.k8s.io/v1), as kube-proxy and `flanneld doctor` list it (./services.ts). */
+  addEndpointSlice(slice: FakeNamespacedObject): FakeNamespacedObject {
+    return this.serviceStore.add('endpointslices', slice);
+  }
+
   /** Events stored (created by POST, updated by PATCH), optionally only those about one object. */
   events(involved?: { kind: string; name: string }): JsonObject[] {
     const sel = involved ? `involvedObject.kind=${involved.kind},involvedObject.name=${involved.name}` : undefined;
@@ -458,6 +471,12 @@ export class FakeKubeApiServer {
       if (method !== 'GET') return notAllowed();
       return sendJson(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: this.resourceVersion }, items: this.store.listPods(query.fieldSelector) });
     }
+    if ((m = path.match(/^\/(?:api\/v1\/(?:namespaces\/([^/]+)\/)?(services)|apis\/discovery\.k8s\.io\/v1\/(?:namespaces\/([^/]+)\/)?(endpointslices))$/))) {
+      if (method !== 'GET') return notAllowed();
+      const ns = m[1] ?? m[3];
+      const list = this.serviceStore.list((m[2] ?? m[4]) as ServiceResource, ns === undefined ? undefined : decodeURIComponent(ns), query.labelSelector, this.resourceVersion);
+      return typeof list === 'string' ? sendStatus(res, 400, list) : sendJson(res, 200, list);
+    }
     if ((m = path.match(/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/))) return this.routeEvents(res, method, m[1], m[2], query, body);
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/))) {
       if (method !== 'GET') return notAllowed();
@@ -561,6 +580,7 @@ const DISCOVERY: Record<string, JsonObject> = {
       { name: 'nodes/status', singularName: '', namespaced: false, kind: 'Node', verbs: ['get', 'patch'] },
       { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'], shortNames: ['po'] },
       { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['create', 'get', 'list', 'patch'], shortNames: ['ev'] },
+      { name: 'services', singularName: 'service', namespaced: true, kind: 'Service', verbs: ['list'], shortNames: ['svc'] },
     ],
   },
 };

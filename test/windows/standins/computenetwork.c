@@ -1,7 +1,7 @@
 /* Stand-in computenetwork.dll (HCN v2), compiled against mingw-w64's computenetwork.h: the definitions
  * below must match the SDK prototypes or this file does not compile. Every call is forwarded to the
  * simulator (test/windows/sim-server.ts); results and ErrorRecords are CoTaskMemAlloc'd, handles are the
- * simulator's small integers cast to HCN_NETWORK / HCN_ENDPOINT. */
+ * simulator's small integers cast to HCN_NETWORK / HCN_ENDPOINT / HCN_NAMESPACE / HCN_LOADBALANCER. */
 #include "simlink.h"
 #include <computenetwork.h>
 #include <stdint.h>
@@ -226,5 +226,72 @@ HRESULT WINAPI HcnCloseNamespace(HCN_NAMESPACE Namespace) {
   jbuf b;
   jb_init(&b, "HcnCloseNamespace");
   jb_u64(&b, "h", H(Namespace));
+  return finish(&b, NULL, NULL, NULL);
+}
+
+/* ---- load balancers (hcsshim hcn/hcnloadbalancer.go: kube-proxy's Service load balancers) ---- */
+
+HRESULT WINAPI HcnEnumerateLoadBalancers(PCWSTR Query, PWSTR *LoadBalancer, PWSTR *ErrorRecord) {
+  clear(LoadBalancer, ErrorRecord);
+  if (!LoadBalancer) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnEnumerateLoadBalancers");
+  jb_wstr(&b, "query", Query);
+  return finish(&b, LoadBalancer, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnCreateLoadBalancer(REFGUID Id, PCWSTR Settings, PHCN_LOADBALANCER LoadBalancer, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  if (LoadBalancer) *LoadBalancer = NULL;
+  if (!Id || !LoadBalancer) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnCreateLoadBalancer");
+  jb_guid(&b, "id", Id);
+  jb_wstr(&b, "settings", Settings);
+  return finish(&b, NULL, ErrorRecord, LoadBalancer);
+}
+
+HRESULT WINAPI HcnOpenLoadBalancer(REFGUID Id, PHCN_LOADBALANCER LoadBalancer, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  if (LoadBalancer) *LoadBalancer = NULL;
+  if (!Id || !LoadBalancer) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnOpenLoadBalancer");
+  jb_guid(&b, "id", Id);
+  return finish(&b, NULL, ErrorRecord, LoadBalancer);
+}
+
+HRESULT WINAPI HcnModifyLoadBalancer(HCN_LOADBALANCER LoadBalancer, PCWSTR Settings, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  jbuf b;
+  jb_init(&b, "HcnModifyLoadBalancer");
+  jb_u64(&b, "h", H(LoadBalancer));
+  jb_wstr(&b, "settings", Settings);
+  return finish(&b, NULL, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnQueryLoadBalancerProperties(HCN_LOADBALANCER LoadBalancer, PCWSTR Query, PWSTR *Properties, PWSTR *ErrorRecord) {
+  clear(Properties, ErrorRecord);
+  if (!Properties) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnQueryLoadBalancerProperties");
+  jb_u64(&b, "h", H(LoadBalancer));
+  jb_wstr(&b, "query", Query);
+  return finish(&b, Properties, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnDeleteLoadBalancer(REFGUID Id, PWSTR *ErrorRecord) {
+  clear(ErrorRecord, NULL);
+  if (!Id) return E_POINTER;
+  jbuf b;
+  jb_init(&b, "HcnDeleteLoadBalancer");
+  jb_guid(&b, "id", Id);
+  return finish(&b, NULL, ErrorRecord, NULL);
+}
+
+HRESULT WINAPI HcnCloseLoadBalancer(HCN_LOADBALANCER LoadBalancer) {
+  jbuf b;
+  jb_init(&b, "HcnCloseLoadBalancer");
+  jb_u64(&b, "h", H(LoadBalancer));
   return finish(&b, NULL, NULL, NULL);
 }

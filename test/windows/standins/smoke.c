@@ -95,6 +95,42 @@ int wmain(int argc, wchar_t **argv) {
   hr = SYM(cn, HcnCloseNetwork)((HCN_NETWORK)(uintptr_t)999);
   printf("{\"step\":\"badclose\",\"hr\":%ld}\n", (long)hr);
 
+  /* load balancers, as kube-proxy's hcsshim calls them: create (zero GUID), query, modify, close;
+   * enumerate; open and delete one that does not exist; create the same frontend again. */
+  HCN_LOADBALANCER lb = NULL;
+  const wchar_t *lbSettings =
+      L"{\"HostComputeEndpoints\":[\"6B0D3C5E-7A1F-4B2C-9D8E-0F1A2B3C4D5E\"],\"SourceVIP\":\"10.244.100.2\","
+      L"\"FrontendVIPs\":[\"10.96.0.10\"],\"PortMappings\":[{\"Protocol\":17,\"InternalPort\":53,\"ExternalPort\":53}],"
+      L"\"SchemaVersion\":{\"Major\":2,\"Minor\":0}}";
+  hr = SYM(cn, HcnCreateLoadBalancer)(&zero, lbSettings, &lb, &err);
+  printf("{\"step\":\"lbCreate\",\"hr\":%ld,\"handle\":%llu", (long)hr, (unsigned long long)(uintptr_t)lb); pw("err", err); printf("}\n");
+  err = NULL;
+  hr = SYM(cn, HcnQueryLoadBalancerProperties)(lb, L"{\"SchemaVersion\":{\"Major\":2,\"Minor\":0}}", &out, &err);
+  printf("{\"step\":\"lbQuery\",\"hr\":%ld", (long)hr); pw("out", out); pw("err", err); printf("}\n");
+  err = NULL;
+  const wchar_t *lbModified =
+      L"{\"HostComputeEndpoints\":[\"6B0D3C5E-7A1F-4B2C-9D8E-0F1A2B3C4D5E\",\"7C1E4D6F-8B2A-4C3D-8E9F-1A2B3C4D5E6F\"],"
+      L"\"SourceVIP\":\"10.244.100.2\",\"FrontendVIPs\":[\"10.96.0.10\"],"
+      L"\"PortMappings\":[{\"Protocol\":17,\"InternalPort\":53,\"ExternalPort\":53}],\"SchemaVersion\":{\"Major\":2,\"Minor\":0}}";
+  hr = SYM(cn, HcnModifyLoadBalancer)(lb, lbModified, &err);
+  printf("{\"step\":\"lbModify\",\"hr\":%ld", (long)hr); pw("err", err); printf("}\n");
+  err = NULL;
+  hr = SYM(cn, HcnCloseLoadBalancer)(lb);
+  printf("{\"step\":\"lbClose\",\"hr\":%ld}\n", (long)hr);
+  hr = SYM(cn, HcnEnumerateLoadBalancers)(L"", &out, &err);
+  printf("{\"step\":\"lbEnumerate\",\"hr\":%ld", (long)hr); pw("out", out); pw("err", err); printf("}\n");
+  err = NULL;
+  GUID missing = {0x11111111, 0x2222, 0x4333, {0x84, 0x44, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55}};
+  hr = SYM(cn, HcnOpenLoadBalancer)(&missing, &lb, &err);
+  printf("{\"step\":\"lbOpenMissing\",\"hr\":%ld,\"handle\":%llu", (long)hr, (unsigned long long)(uintptr_t)lb); pw("err", err); printf("}\n");
+  err = NULL;
+  hr = SYM(cn, HcnDeleteLoadBalancer)(&missing, &err);
+  printf("{\"step\":\"lbDeleteMissing\",\"hr\":%ld", (long)hr); pw("err", err); printf("}\n");
+  err = NULL;
+  hr = SYM(cn, HcnCreateLoadBalancer)(&zero, lbSettings, &lb, &err);
+  printf("{\"step\":\"lbDuplicate\",\"hr\":%ld,\"handle\":%llu", (long)hr, (unsigned long long)(uintptr_t)lb); pw("err", err); printf("}\n");
+  err = NULL;
+
   /* routes: the vNIC index after the vSwitch came up, by alias */
   NET_LUID luid;
   NET_IFINDEX vnic = 0;
