@@ -237,8 +237,8 @@ async function kubeAccess(config: AgentConfig, noCluster: boolean): Promise<Gath
   if (noCluster) return { error: '--no-cluster' };
   if (!config.kubeconfigFile && !config.kubeApiUrl && !config.inClusterEnv.KUBERNETES_SERVICE_HOST) return { error: 'no --kubeconfig-file, --kube-api-url or in-cluster config' };
   try {
-    const { buildKubeConfig } = await import('../subnet/kube/client.js');
-    const { KubeHttp } = await import('../subnet/kube/http.js');
+    const { buildKubeConfig } = await import('../kube/client.js');
+    const { KubeHttp } = await import('../kube/http.js');
     return new KubeHttp(buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log: silentLogger() }), systemClock);
   } catch (err) {
     return { error: errorMessage(err) };

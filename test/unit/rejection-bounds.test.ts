@@ -1,7 +1,7 @@
 // Rejection spam: thousands of distinct peers each rejected (a cluster where every Linux node is still
 // on VNI 1, or a hostile one) must not make the agent keep a copy of each rejected lease and each
 // message. Counted, not timed: what the problems ledger (src/peers/problems.ts) keeps per node, and
-// what the Event recorder (src/subnet/kube/event-recorder.ts) holds: its aggregation records stay at
+// what the Event recorder (src/kube/event-recorder.ts) holds: its aggregation records stay at
 // client-go's 10 messages (k8s.io/client-go tools/record/events_cache.go EventAggregate:
 // `record.localKeys.PopAny()`, "do not grow our local key set any larger than max"), its caches at
 // their LRU size, its queue at maxQueuedEvents (1000), and a message at 1 kB. The recorder's holdings are
@@ -11,8 +11,8 @@ import { PeerStore } from '../../src/peers/store.js';
 import type { Lease } from '../../src/subnet/lease.js';
 import { silentLogger } from '../../src/basics/log.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
-import { KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/subnet/kube/event-recorder.js';
-import type { KubeHttp } from '../../src/subnet/kube/http.js';
+import { KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/kube/event-recorder.js';
+import type { KubeHttp } from '../../src/kube/http.js';
 import { MAX_KEPT_MESSAGE, PeerProblems, peerRejectedEvent } from '../../src/peers/problems.js';
 import { readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
