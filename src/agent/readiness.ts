@@ -10,7 +10,7 @@ import type { SubnetManager } from '../subnet/lease.js';
 import type { AgentPart, PodNetworkProblem } from './part.js';
 
 /** How often the problems are checked again (the kubelet probes /readyz every 10 s in deploy/). */
-export const READINESS_CHECK_INTERVAL_MS = 10_000;
+const READINESS_CHECK_INTERVAL_MS = 10_000;
 
 /** What the Node is told about a set of problems: equal keys, nothing new to tell. */
 const problemsKey = (problems: readonly PodNetworkProblem[]): string => problems.map((p) => `${p.check}\n${p.reason}\n${p.detail}`).join('\n');
