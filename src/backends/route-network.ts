@@ -4,7 +4,7 @@
 // the leases, settles contested subnets and keeps each peer's items, and the Reconciler
 // (src/reconcile/reconciler.ts) replaces one write per event: it writes the store's changed items, the
 // first complete list lets it remove what no peer wants, and its passes keep the dataplane equal to that
-// set (docs/adr/0001). Both backends are this class with their own binding
+// set (docs/adr/0001-reconcile-as-a-set.md). Both backends are this class with their own binding
 // (routes for host-gw; RemoteSubnetRoute policies, or legacy remote endpoints, for vxlan) and their own
 // rebuild: when a pass finds the HNS network gone, the backend recreates it with the same subnet, every
 // peer is reprogrammed and the agent's afterRebuild hook runs (metadata route, `settle`, subnet.env).
