@@ -20,7 +20,7 @@ import type { ServicePortFact } from './doctor-services.js';
 import { isVxlanBackendData, type Lease } from '../subnet/lease.js';
 import { PeerStore, type ItemSource } from '../peers/store.js';
 import { peerValidation } from '../peers/validate.js';
-import { planReconcile, type PlanOps, type ReconcilePlan } from '../reconcile/plan.js';
+import { planReconcile, type PlanOps } from '../reconcile/plan.js';
 import { remoteSubnetRouteItems, type RemoteSubnetRoutePolicy } from '../backends/vxlan/policies.js';
 import { hostGwRouteItems, ROUTE_METRIC } from '../backends/hostgw/routes.js';
 import type { Route } from '../routes/route-table.js';
@@ -562,7 +562,7 @@ function judgePeers<A, D>(
   store.apply({ kind: 'listed', keys: new Set(nodes.map((n) => n.lease.key)) });
   const shown = new Map<A, PeerActual>();
   for (const a of actual) shown.set(toActual(a), a);
-  const plan: ReconcilePlan<A, D> = planReconcile([...shown.keys()], store.desiredItems(), items);
+  const plan = planReconcile([...shown.keys()], store.desiredItems(), items);
   const named = (d: D) => `${store.owner(items.desiredKey(d)) ?? '?'} ${items.desiredKey(d)}`;
   return {
     missing: plan.add.map(named),

@@ -1,18 +1,7 @@
 // src/basics/ip6.ts against what Go's net package prints and decides (net.IP.String, net.ParseCIDR, IsGlobalUnicast).
 import { describe, expect, it } from '@jest/globals';
 import { encodeSubnetEnv } from '../../src/subnet/subnet-env.js';
-import {
-  cidrContains6,
-  contains6,
-  formatIp6,
-  isGlobalUnicast6,
-  isLinkLocal6,
-  normalizeCidr6,
-  nthAddress6,
-  overlaps6,
-  parseCidr6,
-  parseIp6,
-} from '../../src/basics/ip6.js';
+import { cidrContains6, contains6, formatIp6, isGlobalUnicast6, isLinkLocal6, normalizeCidr6, nthAddress6, overlaps6, parseCidr6, parseIp6 } from '../../src/basics/ip6.js';
 
 describe('ip6', () => {
   it.each([
