@@ -7,7 +7,7 @@ import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-
 import { decideSubnetHolder, type NetworkSummary } from '../subnet-holder.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
-import { BackendError, HnsError, HostError } from '../../basics/errors.js';
+import { BackendError, HostError } from '../../basics/errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
@@ -79,14 +79,7 @@ export class VxlanBackend implements Backend {
 
   async registerNetwork(signal: AbortSignal): Promise<Network> {
     const { deps, cfg } = this;
-    if (!(await deps.hns.supportsRemoteSubnet())) {
-      const v = await deps.hns.version();
-      throw new HnsError(
-        'FLANNEL_ERR_HNS_VERSION',
-        `HNS ${v.Major}.${v.Minor} lacks the RemoteSubnet feature the vxlan backend needs (HNS >= 9.2, Windows Server 2019 or newer); upgrade Windows or use the host-gw backend`,
-        { major: v.Major, minor: v.Minor },
-      );
-    }
+    await deps.hns.requireFeature('RemoteSubnet', 'the vxlan backend (RemoteSubnetRoute policies)', 'upgrade to Windows Server 2019 or newer, or use the host-gw backend');
     deps.log.info('vxlan config', { name: cfg.name, vni: cfg.vni, port: cfg.port, macPrefix: cfg.macPrefix, legacyRemoteEndpoints: cfg.legacyRemoteEndpoints });
 
     const lease = await deps.subnetManager.acquireLease((subnet) => this.prepareNetwork(subnet, signal), signal);
