@@ -9,7 +9,7 @@ import { isIPv6 } from 'node:net';
 import type { ErrorContext, HnsError } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy, type HnsVersion, type SetPolicyType } from '../hns/schema.js';
-import { ACL_PROTOCOL_252_VERSION, NESTED_IP_SET_VERSION, isFeatureSupported, versionAtLeast } from '../hns/features.js';
+import { ACL_PROTOCOL_252_VERSION, NESTED_IP_SET_VERSION, VXLAN_PORT_VERSION, isFeatureSupported, versionAtLeast } from '../hns/features.js';
 import { ANY_PROTOCOL, listItems, parseAddress, parsePorts, parseProtocol } from './acl.js';
 import { contains, isIp4 } from '../basics/ip4.js';
 import { contains6 } from '../basics/ip6.js';
@@ -182,6 +182,24 @@ export function refuseIPv6Network(op: string, net: HcnNetwork, version: { Major:
 export function refuseUnsupported(op: string, what: string, gate: HnsVersion, version: HnsVersion, ctx: ErrorContext): HnsError | undefined {
   if (versionAtLeast(version, gate)) return undefined;
   return fail(op, HRESULT.HCN_E_INVALID_POLICY_TYPE, `${what} needs HNS ${gate.Major}.${gate.Minor}; this node runs ${version.Major}.${version.Minor}`, ctx);
+}
+
+/**
+ * The VxlanPort network policy of a network being created (hcsshim hcnpolicy.go VxlanPortPolicySetting
+ * `{Port uint16}`; OVN-Kubernetes overlay_windows.go sets it at creation): below HNS 10.3 the policy type is
+ * refused (refuseUnsupported; hcnglobals.go VxlanPortVersion), and a Port that is no UDP port (not an
+ * integer 1-65535) is HCN_E_INVALID_POLICY (modelled, as refuseAcl's fields). Undefined when fine or absent.
+ */
+export function refuseVxlanPort(op: string, net: HcnNetwork, version: HnsVersion, ctx: ErrorContext): HnsError | undefined {
+  for (const p of (net.Policies ?? []).filter((x) => x.Type === 'VxlanPort')) {
+    const old = refuseUnsupported(op, 'the VxlanPort network policy', VXLAN_PORT_VERSION, version, ctx);
+    if (old) return old;
+    const port = p.Settings?.Port;
+    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) {
+      return fail(op, HRESULT.HCN_E_INVALID_POLICY, `VxlanPort Port ${JSON.stringify(port)} is not a UDP port (1-65535)`, { ...ctx, policyType: 'VxlanPort' });
+    }
+  }
+  return undefined;
 }
 
 /** The JSON keys of an ACL rule: hcsshim hcn/hcnpolicy.go AclPolicySetting, and `Id` (src/hns/schema.ts). */
