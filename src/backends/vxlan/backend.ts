@@ -29,8 +29,11 @@ const POLL_MS = 500;
 export const providerAddress = (net: HcnNetwork): string | undefined => policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress');
 export const drMacAddress = (net: HcnNetwork): string | undefined => policySetting(net.Policies, 'DrMacAddress', 'Address');
 
-/** The VxlanPort policy's port on `net`; DEFAULT_VXLAN_PORT without one (HNS's own). */
-export const vxlanPortOf = (net: HcnNetwork): number => Number(policySetting(net.Policies, 'VxlanPort', 'Port') ?? DEFAULT_VXLAN_PORT);
+/** The VxlanPort policy's port on `net` (a number, as hcsshim's uint16 marshals); DEFAULT_VXLAN_PORT without one (HNS's own). */
+export function vxlanPortOf(net: HcnNetwork): number {
+  const port = net.Policies?.find((p) => p.Type === 'VxlanPort')?.Settings?.['Port'];
+  return port === undefined ? DEFAULT_VXLAN_PORT : Number(port);
+}
 
 /**
  * The Overlay network this backend wants for `subnet` (device_windows.go newVXLANDevice), with a VxlanPort
