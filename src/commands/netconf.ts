@@ -1,5 +1,6 @@
 // `flanneld netconf set-vni`: move a cluster's shared net-conf.json to the VNI and UDP port Windows takes
-// (VNI 4096 and port 4789 by default; another port needs HNS 10.3 on every Windows node) by editing Backend.VNI and Backend.Port only (src/subnet/net-conf-edit.ts). Reads the
+// (VNI 4096 and port 4789 by default; another port needs HNS 10.3 on every Windows node) by editing
+// Backend.VNI and Backend.Port only (src/subnet/net-conf-edit.ts). Reads the
 // kube-flannel-cfg ConfigMap (`kubectl get cm -o json` or `-o yaml`) or a bare net-conf.json from a file
 // or stdin; writes the result to stdout or -o (atomically); --dry-run prints a diff of net-conf.json and
 // writes nothing. Runs on any OS and touches neither the API server nor the dataplane:
