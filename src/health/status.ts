@@ -11,7 +11,7 @@ import type { DualStackGuidance } from './dual-stack.js';
 import { formatHnsVersion, supportedFeatures } from '../hns/features.js';
 import type { HnsVersion } from '../hns/schema.js';
 
-/** One problem of the CNI config check (src/commands/cni-readiness.ts CniProblem): a stable id, what, the fix. */
+/** One problem of the CNI config check (src/cni/readiness.ts CniProblem): a stable id, what, the fix. */
 export interface CniProblem {
   check: string;
   detail: string;
