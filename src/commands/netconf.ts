@@ -71,7 +71,8 @@ export const command: Command = {
           flag: 'vni',
         });
       }
-      if (!Number.isInteger(port) || port < 1 || port > 65535) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${port}" for flag -port: want a UDP port, 1..65535`, { flag: 'port' });
+      if (!Number.isInteger(port) || port < 1 || port > 65535)
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${port}" for flag -port: want a UDP port, 1..65535`, { flag: 'port' });
       if (port !== DEFAULT_VXLAN_PORT) {
         io.stderr(
           `note: port ${port} is not ${DEFAULT_VXLAN_PORT}: every Windows node needs HNS 10.3 or newer (Windows Server 2022 or newer; flanneld refuses it below with FLANNEL_ERR_HNS_VERSION), and every node must accept inbound UDP ${port} from the others\n`,

@@ -300,8 +300,7 @@ export function windowsNetConf(nc: NetworkConfig, ipv4Only: boolean, context: Re
 }
 
 /** What to do when the shared net-conf still carries Linux's vxlan defaults (VNI 1, port 8472). */
-export const MIXED_CLUSTER_HINT =
-  `; every node of a mixed cluster must use VNI >= 4096 and one Port (${DEFAULT_VXLAN_PORT} unless every Windows node has HNS 10.3): set them in the shared kube-flannel-cfg with flanneld netconf set-vni (docs/install.md: "2. The net-conf (vxlan)")`;
+export const MIXED_CLUSTER_HINT = `; every node of a mixed cluster must use VNI >= 4096 and one Port (${DEFAULT_VXLAN_PORT} unless every Windows node has HNS 10.3): set them in the shared kube-flannel-cfg with flanneld netconf set-vni (docs/install.md: "2. The net-conf (vxlan)")`;
 
 /** vxlan_windows.go RegisterNetwork: decode, then verify in upstream's order (upstream's messages, plus a hint). */
 function vxlanConfig(be: JsonObject): VxlanBackendConfig {

@@ -127,7 +127,12 @@ describe('runChecks', () => {
     ['node-condition', vxlanFacts, (f) => void (f.cluster.networkUnavailable = { status: 'True', reason: 'NoRouteCreated' })],
     ['cluster-vni', vxlanFacts, (f) => void (f.cluster.linuxNetConf = { port: 8472, vni: 4096, type: 'vxlan', from: 'kube-flannel/kube-flannel-cfg' })],
     // A VXLAN port other than 4789 on HNS below 10.3 (hcsshim VxlanPortVersion): the agent refuses it.
-    ['hns-version', vxlanFacts, (f) => void ((f.netConf = { ...(f.netConf as { type: 'vxlan'; name: string; network: string; vni: number; port: number }), port: 8472 }), (f.hnsVersion = { Major: 9, Minor: 3 }))],
+    [
+      'hns-version',
+      vxlanFacts,
+      (f) =>
+        void ((f.netConf = { ...(f.netConf as { type: 'vxlan'; name: string; network: string; vni: number; port: number }), port: 8472 }), (f.hnsVersion = { Major: 9, Minor: 3 })),
+    ],
     ['mtu', hostGwFacts, (f) => void (f.subnetEnv = { ...(f.subnetEnv as Record<string, string>), FLANNEL_MTU: '1450' })],
   ];
 

@@ -332,7 +332,9 @@ export class VxlanBackend implements Backend, NodeObjects {
       return { name: n.Name ?? '', id: n.ID, type: n.Type ?? '', subnets, ...(vsid === undefined ? {} : { vsid: Number(vsid) }), net: n };
     });
     // The same matcher ensureNetwork reuses by: an adopted network it rejected would be deleted.
-    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni }, (s) => overlayMatches(s.net, subnet, cfg.vni, cfg.port, wantAdapter));
+    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni }, (s) =>
+      overlayMatches(s.net, subnet, cfg.vni, cfg.port, wantAdapter),
+    );
     if (decision.kind === 'none') return undefined;
     const network = decision.network.net;
     if (decision.kind === 'replace') return { kind: 'replace', network };
