@@ -8,6 +8,8 @@ import type { Logger } from '../basics/log.js';
 import type { StartKind } from '../host/boot.js';
 import type { NetworkStatus, RefusedItem, RejectedLease } from '../network-status.js';
 import type { DualStackGuidance } from './dual-stack.js';
+import { formatHnsVersion, supportedFeatures } from '../hns/features.js';
+import type { HnsVersion } from '../hns/schema.js';
 
 /** One problem of the CNI config check (src/cni/readiness.ts CniProblem): a stable id, what, the fix. */
 export interface CniProblem {
@@ -44,6 +46,8 @@ export interface StatusReport {
   ownNode?: { state: 'deleted' | 'contested'; reason: string };
   /** Only while this node rejects every peer for a cluster-configuration mismatch (it reaches none): why, and the fix. */
   clusterMismatch?: ClusterMismatchReport;
+  /** The version HNS reported at start and the features it enables (src/hns/features.ts); null when it was not readable. */
+  hns?: { version: string; features: string[] } | null;
 }
 
 /** The cluster mismatch (src/peers/cluster-mismatch.ts): the NetworkUnavailable reason, what was seen, the fix. */
@@ -85,6 +89,8 @@ export interface StatusInput {
   ownSubnetContested?: string;
   /** The cluster mismatch, while there is one. */
   clusterMismatch?: ClusterMismatchReport | undefined;
+  /** The version HNS reported at start, when it was readable. */
+  hnsVersion?: HnsVersion | undefined;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -147,6 +153,7 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     lastPass: n?.lastPassAt === undefined ? null : { at: iso(n.lastPassAt)!, ok: n.lastPassOk === true },
     lastSuccess: iso(n?.lastSuccessAt),
     lastError: lastError(n?.lastError, refused),
+    hns: s.hnsVersion ? { version: formatHnsVersion(s.hnsVersion), features: supportedFeatures(s.hnsVersion) } : null,
     ...(s.dualStack ? { dualStack: s.dualStack } : {}),
     ...(s.ownNodeGone !== undefined ? { ownNode: { state: 'deleted' as const, reason: s.ownNodeGone } } : {}),
     ...(s.ownSubnetContested !== undefined ? { ownNode: { state: 'contested' as const, reason: s.ownSubnetContested } } : {}),
