@@ -2,7 +2,7 @@
 // row per hop a pod's traffic needs (ok / warn / fail / skip, what was seen, the fix). No upstream has a
 // node self-test; the facts each check compares come from the agent's own contract: the HNS network and
 // its policies (src/backends/vxlan, src/backends/hostgw), subnet.env (docs/compatibility.md §4), the
-// conflist `cni-config` writes (./cni-config.ts), host-local's store (src/backends/ipam-reservation.ts)
+// conflist `cni-config` writes (../cni/conflist.ts), host-local's store (src/backends/ipam-reservation.ts)
 // and the Node annotations (src/subnet/kube). `skip` means the row could not be judged because a row it
 // depends on failed or its facts are not readable here (no API access, no agent running); it names why.
 import { SOURCE_VIP_OWNER } from '../backends/vxlan/source-vip.js';
@@ -12,9 +12,9 @@ import type { RefusedPeer, StatusReport } from '../health/status.js';
 import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
-import { pluginTypes, type CniProblem, type FirstCniConfig } from './cni-readiness.js';
-import { earlierFlannelConfig } from './cni-conf-dir.js';
-import { isOwnCniConfig } from './cni-config.js';
+import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
+import { earlierFlannelConfig } from '../cni/conf-dir.js';
+import { isOwnCniConfig } from '../cni/conflist.js';
 import type { HcnLoadBalancer } from '../hns/schema.js';
 import type { ServicePortFact } from './doctor-services.js';
 
@@ -122,9 +122,9 @@ export interface DoctorFacts {
   cni: {
     confDir: string;
     binDir: string;
-    /** The config containerd loads first (./cni-readiness.ts), or why there is none usable. */
+    /** The config containerd loads first (../cni/readiness.ts), or why there is none usable. */
     first: FirstCniConfig | CniProblem;
-    /** What stops a pod's CNI ADD (./cni-readiness.ts checkCniReadiness): network name, subnet file, plugins. */
+    /** What stops a pod's CNI ADD (../cni/readiness.ts checkCniReadiness): network name, subnet file, plugins. */
     readiness: CniProblem[];
     /** The conflist's plugin data dir and the NAT exceptions expected from the agent's flags. */
     expected: { dataDir: string; serviceCidr: string };
@@ -563,7 +563,7 @@ interface FlannelPluginDoc {
 
 const sameFsPath = (a: string, b: string) => a.replace(/\//g, '\\').toLowerCase() === b.replace(/\//g, '\\').toLowerCase();
 
-/** ./cni-readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
+/** ../cni/readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
 function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
   const first = f.cni.first;
   if ('check' in first) {

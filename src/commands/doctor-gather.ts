@@ -33,9 +33,9 @@ import { reservationOwner } from '../backends/ipam-reservation.js';
 import { isVxlanBackendData, type Lease } from '../subnet/lease.js';
 import { INSTALL_RECORD, MAX_RECORD_BYTES } from '../cni-plugins/install.js';
 import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
-import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from './cni-readiness.js';
+import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from '../cni/readiness.js';
 import { bootRecordPath, parseRecordedNetwork } from '../host/boot.js';
-import { cniPaths } from './cni-config.js';
+import { cniPaths } from '../cni/conflist.js';
 import type { DoctorFacts, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
 import type { ServicePortFact } from './doctor-services.js';
 
@@ -87,7 +87,7 @@ export interface GatherOptions {
   graceMs: number;
   clock: Clock;
   fs?: DoctorFs;
-  /** The CNI conf and bin dirs' reads (./cni-readiness.ts); default node:fs. */
+  /** The CNI conf and bin dirs' reads (../cni/readiness.ts); default node:fs. */
   cniFs?: CniReadinessFs;
   platform?: NodeJS.Platform;
 }

@@ -29,7 +29,7 @@ import { terminalJson, terminalText as t } from '../basics/terminal-text.js';
 import { VERSION } from '../basics/version.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
-import { DEFAULT_SERVICE_CIDR } from './cni-config.js';
+import { DEFAULT_SERVICE_CIDR } from '../cni/conflist.js';
 import { canonicalIp, exitCodeOf, gatewaysOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts, type ReservationFact } from './doctor-checks.js';
 import { MAX_RESERVATION_BYTES, gatherFacts, readFileFact, reservationAddress, type DoctorFs, type GatherOptions } from './doctor-gather.js';
 import { endpointsToRemove, serviceRows } from './doctor-services.js';

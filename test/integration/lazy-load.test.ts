@@ -103,6 +103,9 @@ describe('what the flanneld binary loads', () => {
       expect(packages.has('winston')).toBe(true);
       expect(packages.has('etcd3')).toBe(false);
       expect(packages.has('ffi-rs')).toBe(false);
+      // The CNI check reads the conf dir and the plugins' names (src/cni/); install-cni's archive readers stay unloaded.
+      for (const p of ['tar-stream', 'yauzl']) expect([p, packages.has(p)]).toEqual([p, false]);
+      expect(own.has('cni/readiness.js')).toBe(true);
       expect(own.has('backends/hostgw/backend.js')).toBe(true);
       expect(own.has('simulator/node.js')).toBe(true);
       for (const m of [
@@ -113,6 +116,7 @@ describe('what the flanneld binary loads', () => {
         'health/server.js',
         'demo/kube-fake/api-server.js',
         'demo/main.js',
+        'cni-plugins/archive.js',
       ]) {
         expect([m, own.has(m)]).toEqual([m, false]);
       }

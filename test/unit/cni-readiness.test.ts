@@ -1,4 +1,4 @@
-// The CNI readiness check (src/commands/cni-readiness.ts): the first CNI config containerd loads (go-cni
+// The CNI readiness check (src/cni/readiness.ts): the first CNI config containerd loads (go-cni
 // loadFromConfDir) must name the agent's HNS network, point the flannel plugin at the agent's subnet.env
 // and name only plugins present in the bin dir. The conflist of the table is what `flanneld cni-config`
 // writes (the recorded inputs.conflist of test/fixtures/cni-traces/vxlan-add.json, shape for shape).
@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkCniReadiness, checkFirstCniConfig, loadFirstCniConfig, samePath, type CniReadinessCheck, type CniReadinessFs } from '../../src/commands/cni-readiness.js';
+import { checkCniReadiness, checkFirstCniConfig, loadFirstCniConfig, samePath, type CniReadinessCheck, type CniReadinessFs } from '../../src/cni/readiness.js';
 import { renderStatusTable } from '../../src/commands/status.js';
 import { buildStatusReport } from '../../src/health/status.js';
 

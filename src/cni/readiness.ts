@@ -18,8 +18,8 @@ import * as nodeFs from 'node:fs';
 import { join, win32 } from 'node:path';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { errorMessage } from '../basics/errors.js';
-import { CNI_CONF_EXTENSIONS, cniConfigFiles } from './cni-conf-dir.js';
-import { CNI_PLUGIN_FILES, SDNBRIDGE_FILE } from '../cni-plugins/archive.js';
+import { CNI_CONF_EXTENSIONS, cniConfigFiles } from './conf-dir.js';
+import { CNI_PLUGIN_FILES, SDNBRIDGE_FILE } from './plugins.js';
 
 /** The stable ids of the problems: tests and `flanneld doctor` match on these, never on the prose. */
 export type CniReadinessCheck =
