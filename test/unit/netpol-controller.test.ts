@@ -1,5 +1,5 @@
-// The NetworkPolicy controller (src/netpol/controller.ts) against the fake API server over real HTTP (its
-// three list-watches, src/netpol/sources.ts) and a simulated Windows node's HNS (src/simulator/), as the agent
+// The NetworkPolicy controller (src/policy/controller.ts) against the fake API server over real HTTP (its
+// three list-watches, src/policy/sources.ts) and a simulated Windows node's HNS (src/simulator/), as the agent
 // runs it: pods get their endpoints as a CNI ADD makes them (after the pod, or before), the controller finds
 // each by the pod's IP and writes its rules; the simulated node's evaluator (src/simulator/acl.ts) judges
 // packets over what HNS then holds. Semantics: the NetworkPolicy reference
@@ -12,8 +12,8 @@ import { FakeKubeApiServer } from '../../src/demo/kube-fake/api-server.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { buildKubeConfig } from '../../src/kube/client.js';
 import { KubeHttp } from '../../src/kube/http.js';
-import { NetpolController } from '../../src/netpol/controller.js';
-import { netpolSources } from '../../src/netpol/sources.js';
+import { NetpolController } from '../../src/policy/controller.js';
+import { netpolSources } from '../../src/policy/sources.js';
 import { AclEvaluator } from '../../src/simulator/acl.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';

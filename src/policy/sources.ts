@@ -1,7 +1,7 @@
 // The NetworkPolicy controller's three list-watches (../kube/list-watch.ts KubeListWatch, one per resource, as
 // the kube subnet manager's Node watch is one: src/subnet/kube/node-list-watch.ts), with the same paging,
 // deadlines, backoff and watch timeouts (src/subnet/timings.ts): networking.k8s.io/v1 NetworkPolicies, and
-// core/v1 Pods and Namespaces of every namespace, each projected to what policy needs (./types.ts).
+// core/v1 Pods and Namespaces of every namespace, each projected to what policy needs (../netpol/types.ts).
 import type { Clock, Random } from '../basics/clock.js';
 import type { Logger } from '../basics/log.js';
 import type { Metrics } from '../basics/metrics.js';
@@ -11,7 +11,7 @@ import { unreadFields, type DroppedField } from '../kube/watch-lines.js';
 import type { SubnetTimings } from '../subnet/timings.js';
 import { namespacedKey } from './cluster.js';
 import type { NetpolSources } from './controller.js';
-import { projectNamespace, projectNetworkPolicy, projectPod, type Projection } from './types.js';
+import { projectNamespace, projectNetworkPolicy, projectPod, type Projection } from '../netpol/types.js';
 
 /** The RBAC the controller needs (deploy/ and the start-up 403 message name these). */
 export const NETPOL_RESOURCES = [
@@ -26,7 +26,7 @@ export const NETPOL_RESOURCES = [
  */
 export const NETPOL_LIST_BOUNDS = { pods: 300_000, namespaces: 100_000, networkpolicies: 100_000 } as const;
 
-// A Pod's managedFields are a third of its JSON and never read (./types.ts reads metadata's names, uid and
+// A Pod's managedFields are a third of its JSON and never read (../netpol/types.ts reads metadata's names, uid and
 // labels, spec's nodeName, hostNetwork and container ports, status's phase and podIPs).
 const { event: POD_EVENT_UNREAD, list: POD_LIST_UNREAD } = unreadFields([{ depth: 2, key: 'managedFields', open: '[' }]);
 

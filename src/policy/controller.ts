@@ -1,6 +1,6 @@
 // The NetworkPolicy controller: the cluster's Pods, Namespaces and NetworkPolicies (./cluster.ts, fed by three
 // list-watches) made into HNS ACL rules on this node's pod endpoints and SetPolicy IP sets on its network (the
-// pure core: ./intent.ts, ./translate.ts), kept there rule by rule by the generic reconcile loop
+// pure core: ../netpol/intent.ts, ../netpol/translate.ts), kept there rule by rule by the generic reconcile loop
 // (../reconcile/reconciler.ts). Felix's Windows policy manager is the model (projectcalico/calico
 // felix/dataplane/windows/policy_mgr.go and endpoint_mgr.go: desired state from the datastore, an endpoint
 // found in HNS by the pod's IP, rules applied per endpoint), with two differences by design:
@@ -11,7 +11,7 @@
 //   the network's sets); sets are written before the rules naming them and removed after (Azure NPM's order,
 //   npm/pkg/dataplane/dataplane_windows.go: "clean-up ACLs before ipsets").
 // - Nothing it did not write is removed: only rules and sets whose Id has the agent's prefix are read as its
-//   own (./diff.ts agentAcls, agentSets); those on any endpoint of the network that are no longer wanted
+//   own (../netpol/diff.ts agentAcls, agentSets); those on any endpoint of the network that are no longer wanted
 //   (a pod gone, a policy deleted, a previous run's) are swept by the loop's full reads.
 // A pod's endpoint is the one of the agent's network holding the pod's IP (CNI ADD creates it before the
 // kubelet publishes the IP: kubelet's pod status follows the sandbox's network setup). The endpoints are read at
@@ -32,11 +32,11 @@ import { Reconciler } from '../reconcile/reconciler.js';
 import type { RefusalSink } from '../reconcile/refusals.js';
 import type { ReconcileDriver } from '../reconcile/writes.js';
 import { ClusterCache, namespacedKey } from './cluster.js';
-import { agentAcls, agentSets, sameAcl } from './diff.js';
-import { computeIntent, type Refusal } from './intent.js';
-import { selectorMatches } from './selectors.js';
-import { hnsRefusal, translate } from './translate.js';
-import type { Namespace, NetworkPolicy, Pod } from './types.js';
+import { agentAcls, agentSets, sameAcl } from '../netpol/diff.js';
+import { computeIntent, type Refusal } from '../netpol/intent.js';
+import { selectorMatches } from '../netpol/selectors.js';
+import { hnsRefusal, translate } from '../netpol/translate.js';
+import type { Namespace, NetworkPolicy, Pod } from '../netpol/types.js';
 
 /** A list-watch of one resource (../kube/list-watch.ts KubeListWatch; tests may pass another). */
 export interface Source<T> {

@@ -1,13 +1,13 @@
 // What the NetworkPolicy controller keeps of the cluster: the projected Pods, Namespaces and NetworkPolicies
-// (./types.ts), fed by three list-watches (../kube/list-watch.ts KubeListWatch, one per resource, as
+// (../netpol/types.ts), fed by three list-watches (../kube/list-watch.ts KubeListWatch, one per resource, as
 // client-node's ListWatch<T> is one per path). The informer's store half, as kube-router's and Calico's
 // policy controllers keep one per resource (client-go tools/cache thread_safe_store.go): a relist replaces
 // what the previous list held only once it has ended (`listEnded`), so nothing is dropped on a partial view;
 // a resource is `synced` from its first complete list on (cache.WaitForCacheSync: no enforcement decided on a
 // partial cluster). Each change bumps `version`, which the controller's desired set reads to recompute.
 import type { ListWatchHandler, WatchEventType } from '../kube/list-watch.js';
-import type { ClusterState } from './intent.js';
-import type { Namespace, NetworkPolicy, Pod } from './types.js';
+import type { ClusterState } from '../netpol/intent.js';
+import type { Namespace, NetworkPolicy, Pod } from '../netpol/types.js';
 
 /** One resource's objects by key (`namespace/name`, or `name` for a Namespace). */
 class Store<T> {
