@@ -13,8 +13,6 @@ import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
-import { earlierFlannelConfig } from '../cni/conf-dir.js';
-import { isOwnCniConfig } from '../cni/conflist.js';
 import type { HcnLoadBalancer } from '../hns/schema.js';
 import type { ServicePortFact } from './doctor-services.js';
 
@@ -570,18 +568,11 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
     const ids = ['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'];
     return [fail('cni-conflist', first.detail, first.fix), ...ids.map((id) => skip(id, 'no usable CNI config'))];
   }
-  // Another CNI's config (containerd's default `nat`, Calico, ...) sorting first: writing ours beside it
-  // changes nothing (cni-config -o refuses, FLANNEL_ERR_CNI_CONF_ORDER) and no net-conf name fits it.
-  const text = JSON.stringify({ name: first.conf.name, plugins: first.plugins });
-  if (earlierFlannelConfig(text) === undefined && !isOwnCniConfig(text, first.conf.name)) {
-    const types = pluginTypes(first.plugins).join(', ');
+  const foreign = f.cni.readiness.find((p) => p.check === 'cni-conf-foreign');
+  if (foreign) {
     const why = `${first.file} is not flannel's`;
     return [
-      fail(
-        'cni-conflist',
-        `${first.file} (network "${first.conf.name}", plugins ${types}) is another CNI's config and containerd loads it first${first.others ? `${first.others}` : ''}: pods never reach flannel`,
-        `move ${first.file} out of ${f.cni.confDir} (or rename it to ${first.file}.bak, an extension containerd does not load); then \`flanneld cni-config -o\` writes flannel's there if none is left`,
-      ),
+      fail('cni-conflist', foreign.detail, foreign.fix),
       ...['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'].map((id) => skip(id, why)),
     ];
   }
