@@ -343,6 +343,7 @@ export class Agent {
       // kube mode reads net-conf.json from a file (a mounted ConfigMap): say when it changes under the agent.
       ...(kubeMode ? [netConfPart(shared, { read: (p) => readNetConf(p, this.opts.readFile), intervalMs: this.opts.netConfRecheckMs })] : []),
       dualStackPart(shared),
+      ...(config.networkPolicy ? [(await import('./agent/netpol-part.js')).netpolPart(shared)] : []),
     ];
     const readiness = new PodNetworkReadiness({ parts: this.parts, subnetManager, clock: this.clock, log: this.log, intervalMs: this.opts.cniCheckIntervalMs });
     this.readiness = readiness;
