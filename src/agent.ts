@@ -120,8 +120,8 @@ export class Agent {
   }
 
   /**
-   * What keeps this node from serving pods although its network is up, as the parts see it (the cluster
-   * mismatch first: it is the NetworkUnavailable reason when there are several). Read at each call, as
+   * What keeps this node from serving pods although its network is up, as the parts see it (the own
+   * Node's contested podCIDR, then the cluster mismatch: the first is the NetworkUnavailable reason). Read at each call, as
    * /readyz and /status ask: a read that finds them other than the Node was last told wakes the
    * readiness loop, which tells the Node at once (./agent/readiness.ts).
    */
@@ -134,7 +134,7 @@ export class Agent {
     return this.cni?.cniProblems() ?? [];
   }
 
-  /** Why /readyz answers 503, once the network is up: the own Node gone or its podCIDR contested, the pod-network problems; each with its fix. */
+  /** Why /readyz answers 503, once the network is up: the own Node gone, the pod-network problems (its podCIDR contested first); each with its fix. */
   notReadyReason(): string | undefined {
     const reasons = [...(this.ownNode?.notReadyReasons() ?? []), ...this.podNetworkProblems().map((p) => `${p.check}: ${p.detail}; fix: ${p.fix}`)];
     return reasons.length === 0 ? undefined : reasons.join('\n');
@@ -211,7 +211,6 @@ export class Agent {
       sourceVip: network?.sourceVip?.ip,
       network: network?.status(),
       hnsVersion: this.hnsVersionValue,
-      ...this.ownNode?.status(),
       ...this.parts.reduce<Partial<StatusInput>>((s, part, i) => ({ ...s, ...part.status?.(problems[i] ?? []) }), {}),
     });
   }
@@ -338,7 +337,17 @@ export class Agent {
       events: () => (this.networkValue ? ownNodeEvents(subnetManager, this.networkValue.lease) : noNodeEvents),
     };
     this.cni = cniPart(shared, this.opts.cniFs);
+    const ownNode = new OwnNode({
+      log: this.log,
+      network: () => this.networkValue,
+      events: () => shared.events(),
+      leaseAgain: (change) => this.leaseAgain?.(change),
+      contestChanged: () => void this.readiness?.checked(),
+    });
+    this.ownNode = ownNode;
     this.parts = [
+      // The own Node first: its contested subnet is the NetworkUnavailable reason before any other.
+      ownNode,
       clusterConfigPart(shared),
       this.cni,
       // kube mode reads net-conf.json from a file (a mounted ConfigMap): say when it changes under the agent.
@@ -348,8 +357,6 @@ export class Agent {
     ];
     const readiness = new PodNetworkReadiness({ parts: this.parts, subnetManager, clock: this.clock, log: this.log, intervalMs: this.opts.cniCheckIntervalMs });
     this.readiness = readiness;
-    const ownNode = new OwnNode({ log: this.log, network: () => this.networkValue, events: () => shared.events(), leaseAgain: (change) => this.leaseAgain?.(change) });
-    this.ownNode = ownNode;
 
     // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
@@ -397,7 +404,7 @@ export class Agent {
         fail(error);
       }));
     try {
-      subnetManager.onOwnLeaseChange?.((change) => ownNode.changed(change));
+      subnetManager.onOwnLeaseChange?.((change) => ownNode.leaseChanged(change));
       // One round per lease: a new one when the own Node was deleted and registered again, as a restart
       // would (the backend reuses a matching network, or builds one on a new podCIDR).
       for (let again: OwnNodeReplaced | undefined; ;) {

@@ -3,13 +3,16 @@
 // agent keeps its dataplane and is not ready until the Node is registered again. Registered anew, the agent
 // leases again from the new Node, as a restart would, unless an older peer holds its new podCIDR: the rule
 // the agent applies to peers (../peers/store.ts: the older Node keeps a contested subnet) holds for itself
-// too (docs/compatibility.md, Who holds a contested subnet). Its not-ready reasons and /status's fields come
-// from here; it ends the agent's lease round (../agent.ts) through `leaseAgain`.
+// too (docs/compatibility.md, Who holds a contested subnet). It is one of the agent's parts (./part.ts): the
+// contest is its problem, so /readyz and the NetworkUnavailable condition (./readiness.ts) both say it; the
+// deleted Node is a not-ready reason only (there is no Node to tell). /status's fields come from here; it ends
+// the agent's lease round (../agent.ts) through `leaseAgain`.
 import type { Network } from '../backends/backend.js';
 import type { Logger } from '../basics/log.js';
 import type { StatusInput } from '../health/status.js';
-import { nodeReregisteredEvent, ownSubnetContestedEvent, ownSubnetContestedFix, type NodeEvents } from '../node-events.js';
+import { NODE_EVENT_REASON, nodeReregisteredEvent, ownSubnetContestedEvent, ownSubnetContestedFix, type NodeEvents } from '../node-events.js';
 import type { OwnLeaseChange } from '../subnet/lease.js';
+import type { AgentPart, PodNetworkProblem } from './part.js';
 
 export type OwnNodeReplaced = Extract<OwnLeaseChange, { kind: 'replaced' }>;
 
@@ -21,9 +24,12 @@ export interface OwnNodeOptions {
   events(): NodeEvents;
   /** Ends the running lease round so the lease is taken from the re-registered Node. */
   leaseAgain(change: OwnNodeReplaced): void;
+  /** The contest began or ended: the readiness loop tells the Node now, not at its next check. */
+  contestChanged(): void;
 }
 
-export class OwnNode {
+export class OwnNode implements AgentPart {
+  readonly name = 'own-node';
   /** Why the own Node is missing from the API server, while it is (the agent is not ready then). */
   private gone: string | undefined;
   /** The own Node's last re-registration, until the lease is taken from it. */
@@ -38,12 +44,14 @@ export class OwnNode {
     return this.gone === undefined && this.contest === undefined;
   }
 
-  /** Why /readyz answers 503, as far as the own Node is concerned; each with its fix. */
+  /** Why /readyz answers 503 while the own Node is deleted, with the fix (its contest is a problem, below). */
   notReadyReasons(): string[] {
-    return [
-      ...(this.gone !== undefined ? [`own-node-deleted: ${this.gone}; fix: register the Node again (restart the kubelet); the dataplane is kept meanwhile`] : []),
-      ...(this.contest ? [`own-subnet-contested: ${this.contest.reason}; fix: ${this.contest.fix}`] : []),
-    ];
+    return this.gone !== undefined ? [`own-node-deleted: ${this.gone}; fix: register the Node again (restart the kubelet); the dataplane is kept meanwhile`] : [];
+  }
+
+  /** An older peer holds the podCIDR the own Node was registered again with: NetworkUnavailable says so, as /readyz does. */
+  problems(): PodNetworkProblem[] {
+    return this.contest ? [{ check: 'own-subnet-contested', reason: NODE_EVENT_REASON.subnetContested, detail: this.contest.reason, fix: this.contest.fix }] : [];
   }
 
   /** The own Node's part of /status. */
@@ -73,7 +81,7 @@ export class OwnNode {
   }
 
   /** The lease watch saw the own Node go, come back, or be registered anew. */
-  changed(change: OwnLeaseChange): void {
+  leaseChanged(change: OwnLeaseChange): void {
     this.endContest(); // decided anew below
     if (change.kind === 'lost') {
       this.gone = change.reason;
@@ -109,6 +117,7 @@ export class OwnNode {
         kept,
       });
       this.opts.events().record(ownSubnetContestedEvent(node, change.subnet, keeper, kept));
+      this.opts.contestChanged();
       network.whenSubnetFree(change.subnet, change.created, wait.signal).then(
         () => {
           this.endContest();
@@ -125,7 +134,9 @@ export class OwnNode {
   }
 
   private endContest(): void {
-    this.contest?.wait.abort(new Error('the contest of the own subnet ended'));
+    if (!this.contest) return;
+    this.contest.wait.abort(new Error('the contest of the own subnet ended'));
     this.contest = undefined;
+    this.opts.contestChanged();
   }
 }

@@ -135,6 +135,13 @@ describe('the own Node registered again with the podCIDR of an older peer', () =
     await waitFor(() => contestedEvents().length === 1, 'the FlannelSubnetContested Event');
     expect(contestedEvents()[0]['message']).toMatch(/podCIDR 10\.244\.1\.0\/24, which the older Node linux-1 holds/);
     expect(sink.entries.some((e) => e['message'] === 'own Node registered again; leasing again')).toBe(false);
+    // The scheduler sees what /readyz says: NetworkUnavailable=True on the re-registered Node, with the
+    // contest's reason (docs/troubleshooting.md, The Node was deleted), told without waiting for a probe.
+    await waitFor(() => conditionOf(cluster)?.status === 'True', 'NetworkUnavailable=True on the contested Node', {
+      timeoutMs: 20_000,
+      detail: () => JSON.stringify(conditionOf(cluster) ?? 'no condition'),
+    });
+    expect(conditionOf(cluster)).toMatchObject({ reason: 'FlannelSubnetContested', message: expect.stringMatching(/older Node "linux-1" holds.*; fix: /) });
 
     // The fix: the stale peer is deleted; the subnet is free, the agent leases again on it by itself.
     cluster.api.deleteNode('linux-1');
@@ -142,6 +149,8 @@ describe('the own Node registered again with the podCIDR of an older peer', () =
     await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === PEER_CIDR, 'ready on the freed podCIDR', 20_000);
     expect(a.agent.notReadyReason()).toBeUndefined();
     expect((await a.agent.status()).ownNode).toBeUndefined();
+    await waitFor(() => conditionOf(cluster)?.status === 'False', 'NetworkUnavailable=False once the subnet is free', 20_000);
+    expect(conditionOf(cluster)).toMatchObject({ reason: 'FlannelIsUp' });
   });
 
   it('vxlan: the own Node deleted and registered again with a podCIDR of its own ends the contest', async () => {
