@@ -96,7 +96,7 @@ export function renderCniConfig(input: CniConfigInput): Record<string, unknown> 
       flag: 'management-subnet',
     });
   }
-  const exceptions = unique(vxlan ? [netConf.network, input.serviceCidr] : [netConf.network, input.serviceCidr, input.managementSubnet!]);
+  const [exceptions] = outboundNatExceptions({ vxlan, network: netConf.network, serviceCidr: input.serviceCidr, managementSubnet: input.managementSubnet });
   const policies: Policy[] = [policy('OutBoundNAT', { Exceptions: exceptions }), policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true })];
   if (vxlan) {
     policies.push(policy('ProviderAddress', { ProviderAddress: input.managementIP }));
@@ -158,7 +158,10 @@ export function rendersSdnbridge(netConf: NetworkConfig): boolean {
  *      as they are): the IPv6 network, Services and the node's IPv6 prefix, so pod-to-node IPv6 keeps the pod's address.
  *    - SDNRoute `DestinationPrefix`, NeedEncap: the Service CIDRs, and the node's own IPv4 /32 and IPv6
  *      /128, reached through the host (win-bridge's classic host route, for both families).
- * `master` (in Microsoft's example) is not read by sdnbridge and is left out; so is `loopbackDSR`.
+ * `master` (in Microsoft's example) is not read by sdnbridge and is left out. sdnbridge v0.3.1 reads
+ * `optionalFlags.loopbackDSR` (cni/cni.go OptionalFlags; common/core/network.go Add then adds an OutBoundNAT
+ * policy with the pod's IPv4 address as destination, and GetNetworkInfo fails the ADD where HNS lacks DSR):
+ * it is not rendered, so `flanneld doctor` skips its cni-loopback-dsr row on such a node.
  */
 export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullable<CniConfigInput['dualStack']>): Record<string, unknown> {
   const { netConf } = input;
@@ -167,11 +170,13 @@ export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullabl
       flag: 'management-subnet',
     });
   }
-  const args: Policy[] = [policy('OutBoundNAT', { Exceptions: unique([netConf.network, input.serviceCidr, input.managementSubnet]) })];
-  if (!isGlobalUnicast6(netConf.ipv6Network.split('/')[0] ?? '') || contains6('fc00::/7', netConf.ipv6Network.split('/')[0] ?? '')) {
-    const v6 = [netConf.ipv6Network, ...(dual.ipv6ServiceCidr ? [dual.ipv6ServiceCidr] : []), ...(dual.managementIPv6Subnet ? [dual.managementIPv6Subnet] : [])];
-    args.push(policy('OutBoundNAT', { Exceptions: unique(v6) }));
-  }
+  const args: Policy[] = outboundNatExceptions({
+    vxlan: false,
+    network: netConf.network,
+    serviceCidr: input.serviceCidr,
+    managementSubnet: input.managementSubnet,
+    ipv6: { network: netConf.ipv6Network, serviceCidr: dual.ipv6ServiceCidr, managementSubnet: dual.managementIPv6Subnet },
+  }).map((exceptions) => policy('OutBoundNAT', { Exceptions: exceptions }));
   args.push(policy('SDNRoute', { DestinationPrefix: input.serviceCidr, NeedEncap: true }));
   if (dual.ipv6ServiceCidr) args.push(policy('SDNRoute', { DestinationPrefix: dual.ipv6ServiceCidr, NeedEncap: true }));
   if (input.managementIP) args.push(policy('SDNRoute', { DestinationPrefix: `${input.managementIP}/32`, NeedEncap: true }));
@@ -190,6 +195,30 @@ export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullabl
       },
     ],
   };
+}
+
+/** What outboundNatExceptions needs: net-conf's networks, the Service CIDRs and the node's networks. */
+export interface NatExceptionsInput {
+  vxlan: boolean;
+  network: string;
+  serviceCidr: string;
+  /** host-gw: the node network (vxlan never excepts it: see the opening comment). */
+  managementSubnet?: string;
+  /** Dual-stack: net-conf's IPv6Network, the IPv6 Service CIDR and the node's IPv6 prefix, when known. */
+  ipv6?: { network: string; serviceCidr?: string | undefined; managementSubnet?: string | undefined };
+}
+
+/**
+ * The OutBoundNAT exceptions the conflist renders, one list per OutBoundNAT policy: IPv4 (cluster, Services,
+ * host-gw's node network) and, dual-stack, IPv6 only when IPv6Network is not routable (renderDualStackCniConfig
+ * says why). `flanneld doctor` judges a conflist against the same lists.
+ */
+export function outboundNatExceptions(o: NatExceptionsInput): string[][] {
+  const v4 = unique([o.network, o.serviceCidr, ...(!o.vxlan && o.managementSubnet ? [o.managementSubnet] : [])]);
+  const first6 = o.ipv6?.network.split('/')[0] ?? '';
+  if (!o.ipv6 || (isGlobalUnicast6(first6) && !contains6('fc00::/7', first6))) return [v4];
+  const { network, serviceCidr, managementSubnet } = o.ipv6;
+  return [v4, unique([network, ...(serviceCidr ? [serviceCidr] : []), ...(managementSubnet ? [managementSubnet] : [])])];
 }
 
 /** host-local's two ranges: each subnet from `.3` / `::3`, gateway `.2` / `::2` (the agent's host endpoint). */

@@ -9,7 +9,7 @@ import { SOURCE_VIP_OWNER } from '../backends/vxlan/source-vip.js';
 import { HOST_ENDPOINT_OWNER, hostEndpointAddress } from '../backends/hostgw/backend.js';
 import type { HostInterface } from '../host/host.js';
 import type { RefusedPeer, StatusReport } from '../health/status.js';
-import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
+import { contains, isApipa, isIp4, normalizeCidr, nthAddress } from '../basics/ip4.js';
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
@@ -125,8 +125,8 @@ export interface DoctorFacts {
     first: FirstCniConfig | CniProblem;
     /** What stops a pod's CNI ADD (../cni/readiness.ts checkCniReadiness): network name, subnet file, plugins. */
     readiness: CniProblem[];
-    /** The conflist's plugin data dir and the NAT exceptions expected from the agent's flags. */
-    expected: { dataDir: string; serviceCidr: string };
+    /** The conflist's plugin data dir, and the OutBoundNAT exceptions cni-config renders for this node (both families). */
+    expected: { dataDir: string; natExceptions: string[] };
     /** `install-cni`'s record of each plugin's SHA-256, and whether its sources are the pinned releases; `error` when unreadable. */
     pins: { pinned: boolean; files: Record<string, string> } | { error: string } | undefined;
     /** SHA-256 of the plugins on disk (only those the record names), or why one could not be read. */
@@ -648,6 +648,41 @@ interface FlannelPluginDoc {
   delegate?: { loopbackDSR?: unknown; policies?: unknown };
 }
 
+/** The dual-stack conflist's plugin (../cni/conflist.ts renderDualStackCniConfig): its policies are AdditionalArgs. */
+interface SdnbridgePluginDoc {
+  AdditionalArgs?: unknown;
+}
+
+type PolicyDoc = { Type?: unknown; Settings?: { Exceptions?: unknown } } | undefined;
+
+/** A CIDR as doctor compares it: IPv4 or IPv6 normalized (`fd00:10:0::/64` is `fd00:10::/64`), else as written. */
+const cidrKey = (c: string) => normalizeCidr(c) ?? normalizeCidr6(c) ?? c;
+
+/**
+ * Every OutBoundNAT exception of the conflist's policies (one per family on dual-stack) against those
+ * cni-config renders for this node (f.cni.expected.natExceptions, ../cni/conflist.ts outboundNatExceptions).
+ */
+function outboundNatRow(f: DoctorFacts, conf: Conf, policies: PolicyDoc[]): CheckRow {
+  const exceptions = policies
+    .filter((p) => p?.Type === 'OutBoundNAT')
+    .flatMap((p) => (Array.isArray(p?.Settings?.Exceptions) ? (p.Settings.Exceptions as unknown[]) : []))
+    .filter((x): x is string => typeof x === 'string');
+  const have = new Set(exceptions.map(cidrKey));
+  const lacking = f.cni.expected.natExceptions.filter((c) => !have.has(cidrKey(c)));
+  if (lacking.length === 0) return ok('cni-outbound-nat', `exceptions ${exceptions.join(', ')}`);
+  const ip = f.annotatedPublicIP ?? f.lease?.publicIP;
+  const flags = [
+    '--service-cidr <Service CIDR>',
+    ...(conf.ipv6Network ? ['--ipv6-service-cidr <IPv6 Service CIDR>'] : []),
+    ...(conf.type === 'host-gw' ? [`--management-ip ${ip || '<node IP>'}`] : []),
+  ];
+  return fail(
+    'cni-outbound-nat',
+    `OutBoundNAT exceptions ${exceptions.join(', ') || 'none'} lack ${lacking.join(', ')}: pod traffic to them leaves with the node's IP`,
+    `rewrite it with flanneld cni-config -o ${f.cni.first && 'file' in f.cni.first ? f.cni.first.file : '<conflist>'} ${flags.join(' ')}`,
+  );
+}
+
 const sameFsPath = (a: string, b: string) => a.replace(/\//g, '\\').toLowerCase() === b.replace(/\//g, '\\').toLowerCase();
 
 /** ../cni/readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
@@ -674,9 +709,10 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
   rows.push(fromReadiness('cni-network-name', 'cni-network-name', `${String(first.conf.name)} = the HNS network`));
   rows.push(fromReadiness('cni-subnet-file', 'cni-subnet-file', `the flannel plugin reads ${f.subnetFile}`));
   const flannel = first.plugins.find((p) => p.type === 'flannel') as FlannelPluginDoc | undefined;
-  if (!flannel) {
-    for (const id of ['cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr']) rows.push(skip(id, `${first.file} has no flannel plugin`));
-  } else {
+  const sdnbridge = first.plugins.find((p) => p.type === 'sdnbridge') as SdnbridgePluginDoc | undefined;
+  const noFlannel = sdnbridge ? `${first.file} runs sdnbridge (dual-stack), which has` : `${first.file} has no flannel plugin:`;
+  if (!flannel) rows.push(skip('cni-data-dir', `${noFlannel} no dataDir`));
+  else {
     const dd = typeof flannel.dataDir === 'string' ? flannel.dataDir : undefined;
     rows.push(
       dd !== undefined && sameFsPath(dd, f.cni.expected.dataDir)
@@ -687,27 +723,25 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
             'rewrite it with flanneld cni-config -o (same --cni-ipam-data-dir as the agent)',
           ),
     );
-    const d = flannel.delegate ?? {};
-    const policies = Array.isArray(d.policies) ? (d.policies as { value?: { Type?: unknown; Settings?: { Exceptions?: unknown } } }[]) : [];
-    const nat = policies.find((p) => p.value?.Type === 'OutBoundNAT');
-    const raw = nat?.value?.Settings?.Exceptions;
-    const exceptions = Array.isArray(raw) ? raw.filter((x): x is string => typeof x === 'string') : [];
-    const lacking = [conf.network, f.cni.expected.serviceCidr].filter((c) => !exceptions.includes(c));
+  }
+  // The flannel plugin's delegate policies, or sdnbridge's AdditionalArgs (each `{Name, Value}` whose Name
+  // contains "Policy" is an endpoint policy: windows-container-networking cni/cni.go GetNetworkInfo).
+  const policies = flannel
+    ? (Array.isArray(flannel.delegate?.policies) ? (flannel.delegate.policies as { value?: PolicyDoc }[]) : []).map((p) => p.value)
+    : sdnbridge
+      ? (Array.isArray(sdnbridge.AdditionalArgs) ? (sdnbridge.AdditionalArgs as { Name?: unknown; Value?: PolicyDoc }[]) : [])
+          .filter((a) => typeof a.Name === 'string' && a.Name.includes('Policy'))
+          .map((a) => a.Value)
+      : undefined;
+  if (!policies) rows.push(skip('cni-outbound-nat', `${noFlannel} no policies`));
+  else rows.push(outboundNatRow(f, conf, policies));
+  if (!flannel) rows.push(skip('cni-loopback-dsr', sdnbridge ? `${first.file} runs sdnbridge: flanneld cni-config renders no loopbackDSR for it` : `${noFlannel} no loopbackDSR`));
+  else
     rows.push(
-      lacking.length === 0
-        ? ok('cni-outbound-nat', `exceptions ${exceptions.join(', ')}`)
-        : fail(
-            'cni-outbound-nat',
-            `OutBoundNAT exceptions ${exceptions.join(', ') || 'none'} lack ${lacking.join(', ')}: pod traffic to them leaves with the node's IP`,
-            'rewrite it with flanneld cni-config -o --service-cidr <Service CIDR>',
-          ),
-    );
-    rows.push(
-      d.loopbackDSR === true
+      flannel.delegate?.loopbackDSR === true
         ? ok('cni-loopback-dsr', 'on')
         : warn('cni-loopback-dsr', 'loopbackDSR is off: a pod cannot reach itself through its own Service', 'rewrite it with flanneld cni-config -o (without --no-loopback-dsr)'),
     );
-  }
   const want = pluginTypes(first.plugins).map((t) => `${t}.exe`);
   rows.push(fromReadiness('cni-plugins', 'cni-plugin-missing', `${want.join(', ')} in ${f.cni.binDir}`));
   const pins = f.cni.pins;

@@ -34,7 +34,9 @@ import { INSTALL_RECORD, MAX_RECORD_BYTES } from '../cni-plugins/install.js';
 import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
 import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from '../cni/readiness.js';
 import { bootRecordPath, parseRecordedNetwork } from '../host/boot.js';
-import { cniPaths } from '../cni/conflist.js';
+import { cniPaths, outboundNatExceptions } from '../cni/conflist.js';
+import { findInterfaceByIP } from '../host/select.js';
+import { managementIPv6Of, subnetOfIP } from './cni-config.js';
 import type { DoctorFacts, NetworkFact, PeerActual, PeerNode, ReservationFact } from './doctor-checks.js';
 import type { ServicePortFact } from './doctor-services.js';
 
@@ -77,6 +79,8 @@ export interface GatherOptions {
   cniBinDir: string;
   /** The Service CIDR the conflist must except from NAT. */
   serviceCidr: string;
+  /** Dual-stack: the IPv6 Service CIDR the conflist must except from NAT, when given. */
+  ipv6ServiceCidr?: string;
   /** The API server, or why there is none. */
   kube: KubeHttp | { error: string };
   /** The agent's /status, or why it did not answer; `lockError` when flanneld.lock could not be read. */
@@ -364,6 +368,33 @@ function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[], plugins
   return { pins, hashes };
 }
 
+/**
+ * The OutBoundNAT exceptions cni-config renders for this node (../cni/conflist.ts outboundNatExceptions): the
+ * node network and its IPv6 prefix as cni-config finds them on the adapter holding the node's IP (subnetOfIP,
+ * managementIPv6Of), each left out when no adapter holds it.
+ */
+function expectedNatExceptions(
+  o: GatherOptions,
+  conf: Exclude<DoctorFacts['netConf'], { error: string }>,
+  interfaces: DoctorFacts['interfaces'],
+  ip: string | undefined,
+): string[] {
+  const adapter = ip ? findInterfaceByIP(interfaces, ip) : undefined;
+  let managementIPv6Subnet: string | undefined;
+  try {
+    managementIPv6Subnet = adapter?.ipv6Addresses?.length ? managementIPv6Of(adapter, o.config).managementIPv6Subnet : undefined;
+  } catch {
+    managementIPv6Subnet = undefined; // no address the agent would take: cni-config renders none either
+  }
+  return outboundNatExceptions({
+    vxlan: conf.type === 'vxlan',
+    network: conf.network,
+    serviceCidr: o.serviceCidr,
+    managementSubnet: ip ? subnetOfIP(ip, interfaces) : undefined,
+    ...(conf.ipv6Network ? { ipv6: { network: conf.ipv6Network, serviceCidr: o.ipv6ServiceCidr, managementSubnet: managementIPv6Subnet } } : {}),
+  }).flat();
+}
+
 /** Everything doctor judges, read once. */
 export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const fs = o.fs ?? nodeFs;
@@ -500,6 +531,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   } catch {
     interfaces = [];
   }
+  const natExceptions = 'error' in netConf ? [] : expectedNatExceptions(o, netConf, interfaces, lease?.publicIP || cluster.publicIP);
   const ipamDir = config.cniIpamDataDir && name ? join(config.cniIpamDataDir, name) : '';
   let loadBalancers: DoctorFacts['loadBalancers'];
   try {
@@ -523,7 +555,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
       actual,
       refused: report ? (Array.isArray(report.peers.refusals) ? report.peers.refusals : []) : undefined,
     },
-    cni: { confDir: o.cniConfDir, binDir: o.cniBinDir, first, readiness, expected: { dataDir: paths.dataDir, serviceCidr: o.serviceCidr }, pins, hashes },
+    cni: { confDir: o.cniConfDir, binDir: o.cniBinDir, first, readiness, expected: { dataDir: paths.dataDir, natExceptions }, pins, hashes },
     interfaces,
     annotatedPublicIP: cluster.publicIP,
     ipam: { dir: ipamDir, reservations: ipamDir ? listReservations(fs, ipamDir, now) : undefined, ...storeAge(fs, ipamDir, now) },

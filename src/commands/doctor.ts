@@ -21,7 +21,7 @@ import { agentLockPath, readLockHolder, type LockFs } from '../host/agent-lock.j
 import { hostEndpointAddress } from '../backends/hostgw/backend.js';
 import { reservationOwner } from '../backends/ipam-reservation.js';
 import { normalizeCidr } from '../basics/ip4.js';
-import { nthAddress6 } from '../basics/ip6.js';
+import { normalizeCidr6, nthAddress6 } from '../basics/ip6.js';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { silentLogger } from '../basics/log.js';
 import { Metrics } from '../basics/metrics.js';
@@ -67,6 +67,13 @@ const DOCTOR_FLAGS: readonly FlagSpec[] = [
     valueName: 'SECONDS',
   },
   { name: 'service-cidr', kind: 'string', default: DEFAULT_SERVICE_CIDR, help: 'the cluster Service CIDR the conflist must except from outbound NAT', valueName: 'CIDR' },
+  {
+    name: 'ipv6-service-cidr',
+    kind: 'string',
+    default: '',
+    help: "dual-stack: the cluster's IPv6 Service CIDR the conflist must except from outbound NAT (as given to cni-config)",
+    valueName: 'CIDR',
+  },
   { name: 'status-url', kind: 'string', default: '', help: "the agent's status URL (default: as flanneld status finds it)", valueName: 'URL' },
   { name: 'no-cluster', kind: 'bool', default: false, help: 'do not ask the API server (the cluster rows are skipped)' },
 ];
@@ -262,6 +269,11 @@ export const command: Command = {
       const serviceCidr = normalizeCidr(own('service-cidr'));
       if (!serviceCidr)
         throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${own('service-cidr')}" for flag -service-cidr: not an IPv4 CIDR (e.g. 10.96.0.0/12)`, { flag: 'service-cidr' });
+      const ipv6ServiceCidr = own('ipv6-service-cidr') ? normalizeCidr6(own('ipv6-service-cidr')) : '';
+      if (ipv6ServiceCidr === undefined)
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${own('ipv6-service-cidr')}" for flag -ipv6-service-cidr: not an IPv6 CIDR (e.g. fd00:10:96::/112)`, {
+          flag: 'ipv6-service-cidr',
+        });
       const { config } = parsed;
       const { confDir, binDir } = cniDirs(config, io.platform);
       const { createDataplane } = await import('../dataplane/factory.js');
@@ -272,6 +284,7 @@ export const command: Command = {
         cniConfDir: confDir,
         cniBinDir: binDir,
         serviceCidr,
+        ...(ipv6ServiceCidr ? { ipv6ServiceCidr } : {}),
         kube: await kubeAccess(config, parsed.own.get('no-cluster') === true),
         status: await agentStatus(config, own('status-url')),
         pinnedSha256: [...pinned.releases, ...pinned.dualStack].map((r) => r.sha256),

@@ -113,7 +113,8 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
       managementIP: WIN_IP,
       dnsServers: ['10.96.0.10'],
       dnsSearch: ['svc.cluster.local'],
-      dualStack: { subnet: '10.244.100.0/24', ipv6Subnet: V6 },
+      // As cni-config renders it for this node: the adapter's IPv6 address and prefix (managementIPv6Of).
+      dualStack: { subnet: '10.244.100.0/24', ipv6Subnet: V6, managementIPv6: WIN_IP6, managementIPv6Subnet: 'fd00:10::/64' },
     });
     writeFileSync(join(conf, '10-flannel.conflist'), JSON.stringify(rendered));
     for (const f of ['sdnbridge.exe', 'host-local.exe']) writeFileSync(join(binDir(), f), 'MZ');
@@ -145,20 +146,48 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
   it('passes, and its rows cover the IPv6 half: lease, network, host endpoint, peers, subnet.env', async () => {
     restore();
     const d = await doctor();
-    // The dual-stack conflist is sdnbridge's (no flannel plugin): its dataDir / NAT / loopbackDSR rows are the flannel plugin's.
-    expect(d.rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual([
-      'agent warn',
-      'cni-data-dir skip',
-      'cni-outbound-nat skip',
-      'cni-loopback-dsr skip',
-      'cni-pins skip',
-    ]);
+    // The dual-stack conflist is sdnbridge's: no flannel plugin's dataDir, no loopbackDSR rendered; its NAT exceptions are judged.
+    expect(d.rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-loopback-dsr skip', 'cni-pins skip']);
     expect(d.status).toBe(0);
     expect(row(d, 'lease')?.saw).toContain(`IPv6 ${V6} at ${WIN_IP6}`);
     expect(row(d, 'hns-subnet')?.saw).toContain(`10.244.100.0/24, ${V6}`);
     expect(row(d, 'host-endpoint')?.saw).toBe(`${NET}_ep at 10.244.100.2, fd00:10:244:64::2`);
     expect(row(d, 'peers')?.saw).toMatch(/^2 peer routes/);
     expect(row(d, 'subnet-env')?.saw).toContain('FLANNEL_IPV6_SUBNET=fd00:10:244:64::1/64');
+  });
+
+  // sdnbridge's conflist has no flannel plugin: its OutBoundNAT exceptions (AdditionalArgs, one policy per
+  // family) are judged against what cni-config renders for this node (src/cni/conflist.ts outboundNatExceptions),
+  // the IPv6 Service CIDR included when doctor is given it; the fix line is applied and doctor runs again.
+  it("judges sdnbridge's OutBoundNAT exceptions of both families against cni-config's, and its fix line works", async () => {
+    restore();
+    const conflist = join(dir, 'cni', 'net.d', '10-flannel.conflist');
+    const v6 = ['--ipv6-service-cidr=fd00:10:96::/112'];
+    const cniConfig = async () => {
+      const r = await runFlanneld(['cni-config', ...flags, ...v6, `--management-ip=${WIN_IP}`, '-o', conflist], { NODE_NAME: WIN });
+      expect(r.stderr).toContain('sdnbridge, dual-stack');
+      expect(r.status).toBe(0);
+    };
+    await cniConfig();
+    const good = await doctor(v6);
+    expect(good.status).toBe(0);
+    expect(failed(good)).toEqual([]);
+    expect(row(good, 'cni-outbound-nat')?.status).toBe('ok');
+    expect(row(good, 'cni-outbound-nat')?.saw).toMatch(/10\.244\.0\.0\/16, 10\.96\.0\.0\/12, .*fd00:10:244::\/56, fd00:10:96::\/112, fd00:10::\/64/);
+
+    // Without the IPv6 policy (a conflist rendered for an IPv4-only node, or edited): IPv6 pod traffic to pods,
+    // Services and the node leaves NATed.
+    const doc = JSON.parse(readFileSync(conflist, 'utf8')) as { plugins: { AdditionalArgs: { Value: { Type: string; Settings: { Exceptions?: string[] } } }[] }[] };
+    doc.plugins[0].AdditionalArgs = doc.plugins[0].AdditionalArgs.filter((a) => !(a.Value.Settings.Exceptions ?? []).some((x) => x.includes(':')));
+    writeFileSync(conflist, JSON.stringify(doc));
+    const bad = await doctor(v6);
+    expect(failed(bad)).toEqual(['cni-outbound-nat']);
+    expect(row(bad, 'cni-outbound-nat')?.saw).toContain('lack fd00:10:244::/56, fd00:10:96::/112, fd00:10::/64');
+    expect(row(bad, 'cni-outbound-nat')?.fix).toContain('cni-config -o');
+
+    // The fix line, applied: cni-config renders the conflist again; doctor passes.
+    await cniConfig();
+    expect(failed(await doctor(v6))).toEqual([]);
   });
 
   it("names a dual-stack peer's missing IPv6 route, and a wrong FLANNEL_IPV6_SUBNET", async () => {

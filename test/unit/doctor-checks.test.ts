@@ -55,7 +55,7 @@ function vxlanFacts(): DoctorFacts {
         ],
       },
       readiness: [],
-      expected: { dataDir: '/var/lib/cni/flannel', serviceCidr: '10.96.0.0/12' },
+      expected: { dataDir: '/var/lib/cni/flannel', natExceptions: ['10.244.0.0/16', '10.96.0.0/12'] },
       pins: { pinned: true, files: { 'flannel.exe': 'aa' } },
       hashes: { 'flannel.exe': 'aa' },
     },
@@ -96,6 +96,52 @@ function hostGwFacts(): DoctorFacts {
     ipam: { dir: '/var/lib/cni/networks/cbr0', reservations: [{ ip: '10.244.7.2', file: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 }] },
   };
 }
+
+/**
+ * A dual-stack host-gw node: its conflist is sdnbridge's (src/cni/conflist.ts renderDualStackCniConfig), with
+ * an OutBoundNAT policy per family in AdditionalArgs, as recorded in test/fixtures/cni-traces/sdnbridge-dual-stack-add.json.
+ */
+function dualStackFacts(): DoctorFacts {
+  const f = hostGwFacts();
+  const nat = (exceptions: string[]) => ({ Name: 'EndpointPolicy', Value: { Type: 'OutBoundNAT', Settings: { Exceptions: exceptions } } });
+  return {
+    ...f,
+    netConf: { type: 'host-gw', name: 'cbr0', network: '10.244.0.0/16', vni: 0, port: 0, ipv6Network: 'fd00:10:244::/56' },
+    subnetEnv: { ...(f.subnetEnv as Record<string, string>), FLANNEL_IPV6_NETWORK: 'fd00:10:244::/56', FLANNEL_IPV6_SUBNET: 'fd00:10:244:7::1/64' },
+    lease: { subnet: '10.244.7.0/24', publicIP: '10.0.0.2', ipv6Subnet: 'fd00:10:244:7::/64', from: 'Node win' },
+    networks: [{ id: 'N1', name: 'cbr0', type: 'L2Bridge', subnet: '10.244.7.0/24', subnets: ['10.244.7.0/24', 'fd00:10:244:7::/64'], adapter: 'Ethernet' }],
+    endpoints: [{ id: 'E1', name: 'cbr0_ep', ips: ['10.244.7.2', 'fd00:10:244:7::2'], remote: false }],
+    cni: {
+      ...f.cni,
+      first: {
+        file: '/etc/cni/net.d/10-flannel.conflist',
+        others: '',
+        conf: { name: 'cbr0' },
+        plugins: [
+          {
+            type: 'sdnbridge',
+            ipam: { type: 'host-local' },
+            // IPv6 spelled as an operator may write it: doctor compares the prefixes, not the text.
+            AdditionalArgs: [nat(['10.244.0.0/16', '10.96.0.0/12', '10.0.0.0/24']), nat(['fd00:10:244:0::/56', 'fd00:10:96::/112', 'fd00:10:0:0::/64'])],
+          } as never,
+        ],
+      },
+      expected: { dataDir: '/var/lib/cni/flannel', natExceptions: ['10.244.0.0/16', '10.96.0.0/12', '10.0.0.0/24', 'fd00:10:244::/56', 'fd00:10:96::/112', 'fd00:10::/64'] },
+      pins: undefined,
+      hashes: {},
+    },
+    ipam: {
+      dir: '/var/lib/cni/networks/cbr0',
+      reservations: [
+        { ip: '10.244.7.2', file: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 },
+        { ip: 'fd00:10:244:7::2', file: 'fd00_10_244_7__2', owner: 'flanneld-host-endpoint', ageMs: 1 },
+      ],
+    },
+  };
+}
+
+const sdnbridgeArgs = (f: DoctorFacts) =>
+  (f.cni.first as unknown as { plugins: { AdditionalArgs: { Value: { Settings: { Exceptions: string[] } } }[] }[] }).plugins[0].AdditionalArgs;
 
 const failed = (f: DoctorFacts) =>
   runChecks(f)
@@ -139,6 +185,10 @@ describe('runChecks', () => {
         void ((f.netConf = { ...(f.netConf as { type: 'vxlan'; name: string; network: string; vni: number; port: number }), port: 8472 }), (f.hnsVersion = { Major: 9, Minor: 3 })),
     ],
     ['mtu', hostGwFacts, (f) => void (f.subnetEnv = { ...(f.subnetEnv as Record<string, string>), FLANNEL_MTU: '1450' })],
+    // Dual-stack: sdnbridge's OutBoundNAT exceptions are judged for both families, as the flannel plugin's are.
+    ['cni-outbound-nat', dualStackFacts, (f) => void sdnbridgeArgs(f).splice(1, 1)],
+    ['cni-outbound-nat', dualStackFacts, (f) => void (sdnbridgeArgs(f)[1].Value.Settings.Exceptions = ['fd00:10:244::/56'])],
+    ['cni-outbound-nat', dualStackFacts, (f) => void (sdnbridgeArgs(f)[0].Value.Settings.Exceptions = ['10.244.0.0/16', '10.96.0.0/12'])],
   ];
 
   it.each(CASES)('%s fails, and only it (case %#)', (id, facts, breakIt) => {
@@ -146,6 +196,18 @@ describe('runChecks', () => {
     breakIt(f);
     // net-conf and HNS being unreadable stop the rows after them; every other row still says what it saw.
     expect(failed(f)).toEqual([id]);
+  });
+
+  it("judges a dual-stack node's sdnbridge conflist: the NAT exceptions of both families, no dataDir or loopbackDSR of a flannel plugin", () => {
+    const rows = runChecks(dualStackFacts());
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-loopback-dsr skip', 'cni-pins skip']);
+    const nat = rows.find((r) => r.id === 'cni-outbound-nat')!;
+    expect(nat.saw).toContain('fd00:10:96::/112');
+    const f = dualStackFacts();
+    sdnbridgeArgs(f).splice(1, 1);
+    const broken = runChecks(f).find((r) => r.id === 'cni-outbound-nat')!;
+    expect(broken.saw).toContain('lack fd00:10:244::/56, fd00:10:96::/112, fd00:10::/64');
+    expect(broken.fix).toContain('--ipv6-service-cidr');
   });
 
   it('shows the HNS version and what it enables; a VXLAN port other than 4789 is fine from 10.3 and names the inbound UDP port', () => {
