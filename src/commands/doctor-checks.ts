@@ -839,21 +839,37 @@ function ipamRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
   // The agent's own reservation: host-gw's bridge endpoint (every pod's gateway under win-bridge), vxlan's source VIP.
   const owner = conf.type === 'vxlan' ? SOURCE_VIP_OWNER : HOST_ENDPOINT_OWNER;
   if (conf.type === 'vxlan' && f.sourceVipFiles.length === 0) rows.push(skip('ipam-gateway', '--source-vip-file is off'));
-  else {
-    const own = list.find((r) => r.owner === owner);
-    const want = conf.type === 'host-gw' && f.lease ? hostEndpointAddress(f.lease.subnet) : undefined;
-    const what = conf.type === 'vxlan' ? 'the source VIP' : "the bridge endpoint (pods' gateway)";
-    rows.push(
-      own && (want === undefined || own.ip === want)
-        ? ok('ipam-gateway', `${what} ${own.ip} is reserved`)
-        : fail(
-            'ipam-gateway',
-            `no reservation of ${what}${want ? ` ${want}` : ''} in ${f.ipam.dir}: host-local may give it to a pod`,
-            'restart flanneld: it writes the reservation',
-          ),
-    );
-  }
+  else rows.push(gatewayRow(f, conf, list, owner));
   return rows;
+}
+
+/**
+ * The address the agent reserves for the podCIDR it runs now (host-gw's `.2`: src/backends/hostgw/backend.ts
+ * settle; vxlan's source VIP, one of its reservations in the podCIDR): one
+ * left from an earlier podCIDR (the Node registered again with another) is not it. Dual-stack host-gw: the
+ * IPv6 gateway `::2` (the host endpoint's; the conflist's range starts at `::3`) is held by no pod.
+ */
+function gatewayRow(f: DoctorFacts, conf: Conf, list: ReservationFact[], owner: string): CheckRow {
+  const lease = f.lease;
+  const what = conf.type === 'vxlan' ? 'the source VIP' : "the bridge endpoint (pods' gateway)";
+  // Which address is the source VIP is the source-vip rows' question; here, one of the podCIDR.
+  const want = lease && conf.type === 'host-gw' ? hostEndpointAddress(lease.subnet) : undefined;
+  const own = list.find((r) => r.owner === owner && (want !== undefined ? r.ip === want : !lease || (isIp4(r.ip) && contains(lease.subnet, r.ip))));
+  if (!own)
+    return fail(
+      'ipam-gateway',
+      `no reservation of ${what}${want ? ` ${want}` : lease ? ` in ${lease.subnet}` : ''} in ${f.ipam.dir}: host-local may give it to a pod`,
+      'restart flanneld: it writes the reservation',
+    );
+  const gw6 = conf.type === 'host-gw' && lease?.ipv6Subnet ? nthAddress6(lease.ipv6Subnet, 2) : undefined;
+  const pod6 = gw6 === undefined ? undefined : list.find((r) => r.owner !== owner && r.error === undefined && sameIp(r.ip, gw6));
+  if (gw6 !== undefined && pod6)
+    return fail(
+      'ipam-gateway',
+      `the IPv6 gateway ${gw6} is held by ${pod6.owner || 'an empty reservation'} in ${f.ipam.dir}: that pod's own address is its gateway`,
+      'render the conflist again with flanneld cni-config -o (its IPv6 range starts at ::3), then delete that pod: it is given another address',
+    );
+  return ok('ipam-gateway', `${what} ${own.ip} is reserved${gw6 !== undefined ? `; the IPv6 gateway ${gw6} is held by no pod` : ''}`);
 }
 
 function clusterRows(f: DoctorFacts, conf: Conf, changed: readonly string[]): CheckRow[] {

@@ -132,10 +132,8 @@ function dualStackFacts(): DoctorFacts {
     },
     ipam: {
       dir: '/var/lib/cni/networks/cbr0',
-      reservations: [
-        { ip: '10.244.7.2', file: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 },
-        { ip: 'fd00:10:244:7::2', file: 'fd00_10_244_7__2', owner: 'flanneld-host-endpoint', ageMs: 1 },
-      ],
+      // The agent reserves only the IPv4 `.2`; the conflist's IPv6 range starts at `::3`.
+      reservations: [{ ip: '10.244.7.2', file: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 }],
     },
   };
 }
@@ -208,6 +206,43 @@ describe('runChecks', () => {
     const broken = runChecks(f).find((r) => r.id === 'cni-outbound-nat')!;
     expect(broken.saw).toContain('lack fd00:10:244::/56, fd00:10:96::/112, fd00:10::/64');
     expect(broken.fix).toContain('--ipv6-service-cidr');
+  });
+
+  // The agent reserves its gateway for the podCIDR it runs (src/backends/hostgw/backend.ts settle: `.2`; vxlan:
+  // the source VIP); one left from an earlier podCIDR (the Node re-created with another) is not it.
+  it("ipam-gateway looks for the current podCIDR's address, past a stale reservation from an earlier podCIDR", () => {
+    const stale = { ip: '10.244.6.2', file: '10.244.6.2', owner: 'flanneld-host-endpoint', ageMs: 1e7 };
+    const hostGw = hostGwFacts();
+    hostGw.ipam.reservations = [stale, ...(hostGw.ipam.reservations as never[])];
+    expect(failed(hostGw)).toEqual([]);
+    expect(runChecks(hostGw).find((r) => r.id === 'ipam-gateway')?.saw).toContain('10.244.7.2 is reserved');
+    // Only the stale one: failed, naming the current address.
+    hostGw.ipam.reservations = [stale];
+    expect(failed(hostGw)).toEqual(['ipam-gateway']);
+    expect(runChecks(hostGw).find((r) => r.id === 'ipam-gateway')?.saw).toContain('10.244.7.2');
+
+    const vxlan = vxlanFacts();
+    const staleVip = { ip: '10.244.6.2', file: '10.244.6.2', owner: 'flanneld-source-vip', ageMs: 1e7 };
+    vxlan.ipam.reservations = [staleVip, ...(vxlan.ipam.reservations as never[])];
+    expect(failed(vxlan)).toEqual([]);
+    vxlan.ipam.reservations = [staleVip, { ip: '10.244.7.3', file: '10.244.7.3', owner: 'abc', ageMs: 1e6 }];
+    expect(failed(vxlan)).toEqual(['ipam-gateway']);
+    expect(runChecks(vxlan).find((r) => r.id === 'ipam-gateway')?.saw).toContain('no reservation of the source VIP in 10.244.7.0/24');
+  });
+
+  it('ipam-gateway on a dual-stack node: the IPv4 .2 reserved, and no pod holds the IPv6 ::2 gateway', () => {
+    const f = dualStackFacts();
+    f.ipam.reservations = [{ ip: 'fd00:10:244:6::2', file: 'fd00_10_244_6__2', owner: 'flanneld-host-endpoint', ageMs: 1e7 }, ...(f.ipam.reservations as never[])];
+    expect(failed(f)).toEqual([]);
+    expect(runChecks(f).find((r) => r.id === 'ipam-gateway')?.saw).toContain('fd00:10:244:7::2');
+    // host-local gave the IPv6 gateway to a pod (a conflist whose IPv6 range starts at ::2): its default route points at itself.
+    f.ipam.reservations = [
+      { ip: '10.244.7.2', file: '10.244.7.2', owner: 'flanneld-host-endpoint', ageMs: 1 },
+      { ip: 'fd00:10:244:7::2', file: 'fd00_10_244_7__2', owner: 'c0ffee', ageMs: 1 },
+    ];
+    f.endpoints = [...(f.endpoints as never[]), { id: 'E2', name: 'c0ffee_cbr0', ips: ['10.244.7.9', 'fd00:10:244:7::2'], remote: false }];
+    expect(failed(f)).toEqual(['ipam-gateway']);
+    expect(runChecks(f).find((r) => r.id === 'ipam-gateway')?.saw).toContain('fd00:10:244:7::2 is held by c0ffee');
   });
 
   it('shows the HNS version and what it enables; a VXLAN port other than 4789 is fine from 10.3 and names the inbound UDP port', () => {
