@@ -22,6 +22,7 @@ import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadine
 import { bootRecordPath, checkBoot, recordBootNetwork, systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
+import { keepNic, snapshotNic } from './host/nic-keeper.js';
 import { routeRecordPath } from './backends/hostgw/route-record.js';
 import type { KubeStart } from './subnet/kube/factory.js';
 import { ownNodeEvents, type OwnLeaseChange, type SubnetManager } from './subnet/lease.js';
@@ -422,10 +423,12 @@ export class Agent {
             timings: this.opts.subnetTimings,
           }));
     this.subnetManagerValue = subnetManager;
-    // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
+    // The cloud metadata route and the chosen NIC's own settings, read before the vSwitch replaces the NIC, are restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
+    const nic = await snapshotNic(dataplane.host, extIface, [netConf.network, ...(netConf.ipv6Network ? [netConf.ipv6Network] : [])], this.log);
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
+      await keepNic(nic, { host: dataplane.host, routes: dataplane.routes, log: this.log, events: ownNodeEvents(subnetManager, network.lease) });
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       if (netConf.backend.type === 'vxlan') await this.reserveSourceVip(network, dataplane);
       else await this.reserveHostEndpoint(network);

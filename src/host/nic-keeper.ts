@@ -14,6 +14,8 @@
 // side that could not be read is unknown: nothing is restored on a guess.
 // The compare (planNicRestore) is pure; the reads and writes go through the Host and RouteTable seams.
 import { errorMessage } from '../basics/errors.js';
+import { cidrContains } from '../basics/ip4.js';
+import { cidrContains6 } from '../basics/ip6.js';
 import type { Logger } from '../basics/log.js';
 import { nicRestoredEvent, type NodeEvents } from '../node-events.js';
 import type { RouteTable } from '../routes/route-table.js';
@@ -30,16 +32,23 @@ export interface NicRestorePlan {
 
 const routeKey = (r: NicRoute): string => `${r.destinationPrefix} ${r.nextHop}`;
 
+/** A route into the cluster's pod network is the agent's own (host-gw peers), reprogrammed by its loop, never restored from a snapshot. */
+function intoClusterNetwork(prefix: string, clusterNetworks: readonly string[]): boolean {
+  const v6 = prefix.includes(':');
+  return clusterNetworks.some((n) => n.includes(':') === v6 && (v6 ? cidrContains6(n, prefix) : cidrContains(n, prefix)));
+}
+
 /**
  * What the NIC had by hand (origin manual) and its vNIC lacks: addresses by address, routes by destination
- * and next hop (a route still there under another metric is left alone), DNS servers as a list (set again
- * when the vNIC's hand-set list is not the snapshot's; one the vNIC holds beside them is left alone).
+ * and next hop (a route still there under another metric is left alone; one into `clusterNetworks` is the
+ * agent's), DNS servers as a list (set again when the vNIC's hand-set list is not the snapshot's; one the
+ * vNIC holds beside them is left alone).
  */
-export function planNicRestore(before: NicConfiguration, after: NicConfiguration): NicRestorePlan {
+export function planNicRestore(before: NicConfiguration, after: NicConfiguration, clusterNetworks: readonly string[] = []): NicRestorePlan {
   const held = new Set(after.addresses.map((a) => a.address));
   const routed = new Set(after.routes.map(routeKey));
   const addresses = before.addresses.filter((a) => a.origin === 'manual' && !held.has(a.address)).map(({ address, prefixLength }) => ({ address, prefixLength }));
-  const routes = before.routes.filter((r) => r.origin === 'manual' && !routed.has(routeKey(r)));
+  const routes = before.routes.filter((r) => r.origin === 'manual' && !routed.has(routeKey(r)) && !intoClusterNetwork(r.destinationPrefix, clusterNetworks));
   const dnsLost =
     before.dnsServers !== undefined &&
     after.dnsServers !== undefined &&
@@ -66,13 +75,15 @@ export interface NicSnapshot {
   /** The adapter's name as chosen (`Ethernet`, or `vEthernet (Ethernet)` when the vSwitch already stood). */
   name: string;
   config: NicConfiguration;
+  /** net-conf's Network and IPv6Network: routes into them are the agent's. */
+  clusterNetworks: string[];
 }
 
 /** Read the chosen NIC; undefined when this host cannot tell (no such read, or it failed): then nothing is restored. */
-export async function snapshotNic(host: Host, iface: HostInterface, log: Logger): Promise<NicSnapshot | undefined> {
+export async function snapshotNic(host: Host, iface: HostInterface, clusterNetworks: readonly string[], log: Logger): Promise<NicSnapshot | undefined> {
   if (!host.nicConfiguration) return undefined;
   try {
-    return { name: iface.name, config: await host.nicConfiguration(iface.index) };
+    return { name: iface.name, config: await host.nicConfiguration(iface.index), clusterNetworks: [...clusterNetworks] };
   } catch (err) {
     log.warn('could not read the settings of the chosen NIC; if HNS drops them when it builds the network they are not restored', {
       interface: iface.name,
@@ -121,7 +132,7 @@ export async function keepNic(snapshot: NicSnapshot | undefined, deps: NicKeeper
     log.warn('could not read the vNIC after HNS built the network: its settings were not compared', { interface: snapshot.name, error: errorMessage(err) });
     return 'unknown';
   }
-  const plan = planNicRestore(snapshot.config, now);
+  const plan = planNicRestore(snapshot.config, now, snapshot.clusterNetworks);
   if (nicRestoreEmpty(plan)) return 'kept';
   const failed: string[] = [];
   const attempt = async (what: string, write: () => Promise<void>) => {

@@ -52,6 +52,13 @@ describe('planNicRestore', () => {
   ])('%s', (_name, before, after, want) => {
     expect(planNicRestore(before, after)).toEqual(want);
   });
+
+  it("routes into the cluster's pod network are the agent's (host-gw peers): never restored", () => {
+    const peer: NicRoute = { destinationPrefix: '10.244.1.0/24', nextHop: '10.0.0.11', metric: 256, origin: 'manual' };
+    const peer6: NicRoute = { destinationPrefix: 'fd00:10:244:1::/64', nextHop: 'fd00:10::11', metric: 256, origin: 'manual' };
+    const plan = planNicRestore(nic({ routes: [peer, peer6, PERSISTENT, GATEWAY] }), nic({}), ['10.244.0.0/16', 'fd00:10:244::/56']);
+    expect(plan).toEqual({ addresses: [], routes: [PERSISTENT, GATEWAY] });
+  });
 });
 
 describe('describeNicRestore', () => {
