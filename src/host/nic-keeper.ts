@@ -50,10 +50,7 @@ export function planNicRestore(before: NicConfiguration, after: NicConfiguration
   const addresses = before.addresses.filter((a) => a.origin === 'manual' && !held.has(a.address)).map(({ address, prefixLength }) => ({ address, prefixLength }));
   const routes = before.routes.filter((r) => r.origin === 'manual' && !routed.has(routeKey(r)) && !intoClusterNetwork(r.destinationPrefix, clusterNetworks));
   const dnsLost =
-    before.dnsServers !== undefined &&
-    after.dnsServers !== undefined &&
-    before.dnsServers.length > 0 &&
-    !before.dnsServers.every((s, i) => after.dnsServers![i] === s);
+    before.dnsServers !== undefined && after.dnsServers !== undefined && before.dnsServers.length > 0 && !before.dnsServers.every((s, i) => after.dnsServers![i] === s);
   return { addresses, routes, ...(dnsLost ? { dnsServers: [...before.dnsServers!] } : {}) };
 }
 
@@ -143,13 +140,19 @@ export async function keepNic(snapshot: NicSnapshot | undefined, deps: NicKeeper
     }
   };
   const target = vnic;
-  for (const a of plan.addresses) await attempt(`address ${a.address}/${a.prefixLength}`, () => host.addUnicastAddress!(target.index, a.address, a.prefixLength));
+  const cannot = (what: string) => Promise.reject(new Error(`this host cannot ${what}`));
+  for (const a of plan.addresses) {
+    await attempt(`address ${a.address}/${a.prefixLength}`, () =>
+      host.addUnicastAddress ? host.addUnicastAddress(target.index, a.address, a.prefixLength) : cannot('add an address'),
+    );
+  }
   for (const r of plan.routes) {
     await attempt(`route ${r.destinationPrefix} via ${r.nextHop}`, () =>
       routes.add({ destinationPrefix: r.destinationPrefix, nextHop: r.nextHop, interfaceIndex: target.index, metric: r.metric }),
     );
   }
-  if (plan.dnsServers) await attempt(`DNS servers ${plan.dnsServers.join(',')}`, () => host.setDnsServers!(target.index, plan.dnsServers!));
+  const dns = plan.dnsServers;
+  if (dns) await attempt(`DNS servers ${dns.join(',')}`, () => (host.setDnsServers ? host.setDnsServers(target.index, dns) : cannot('set DNS servers')));
   const restored = describeNicRestore(plan);
   const fields = { nic: snapshot.name, vnic: target.name, index: target.index, restored, ...(failed.length > 0 ? { failed: failed.join('; ') } : {}) };
   if (failed.length > 0) log.error(`HNS dropped settings of ${snapshot.name} when it replaced it with ${target.name}; some could not be restored: set them by hand`, fields);

@@ -281,7 +281,8 @@ export class SimulatedHost implements Host {
     const input = JSON.stringify({ InterfaceIndex: interfaceIndex });
     await this.dp.enter('GetUnicastIpAddressTable', 'host', 0, input);
     const a = this.dp.listAdapters().find((x) => x.InterfaceIndex === interfaceIndex);
-    if (!a) throw new HostError('FLANNEL_ERR_HOST', `there is no interface with index ${interfaceIndex}`, { op: 'GetUnicastIpAddressTable', interfaceIndex, status: ERROR_NOT_FOUND });
+    if (!a)
+      throw new HostError('FLANNEL_ERR_HOST', `there is no interface with index ${interfaceIndex}`, { op: 'GetUnicastIpAddressTable', interfaceIndex, status: ERROR_NOT_FOUND });
     const origin4: SettingOrigin = isApipa(a.IPAddress) ? 'other' : a.Dhcp ? 'dhcp' : 'manual';
     const addresses: NicAddress[] = [
       ...(a.IPAddress !== '' ? [{ address: a.IPAddress, prefixLength: a.PrefixLength, origin: origin4 }] : []),

@@ -55,7 +55,7 @@ describe('the simulated node: "the vNIC keeps only DHCP settings"', () => {
     const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
     editState(sim, (st) => {
       st.vnicSettings = 'dhcp-only';
-      st.adapters[0]!.DnsServers = [...DNS];
+      st.adapters[0].DnsServers = [...DNS];
       st.routes.push({ ...PERSISTENT });
     });
     sim.createNetwork('test', overlay('a', '10.244.100.0/24'));
@@ -75,7 +75,7 @@ describe('the simulated node: "the vNIC keeps only DHCP settings"', () => {
     const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
     editState(sim, (st) => {
       st.vnicSettings = 'dhcp-only';
-      st.adapters[0]!.Dhcp = true;
+      st.adapters[0].Dhcp = true;
     });
     sim.createNetwork('test', overlay('a', '10.244.100.0/24'));
     const vnic = sim.listAdapters().find((a) => a.Name === VNIC)!;
@@ -90,7 +90,7 @@ describe('the agent keeps the NIC it chose', () => {
     async (backend) => {
       const { agent, c } = await node(backend, (st) => {
         st.vnicSettings = 'dhcp-only';
-        st.adapters[0]!.DnsServers = [...DNS];
+        st.adapters[0].DnsServers = [...DNS];
       });
       const st = agent.state.read();
       const vnic = st.adapters.find((a) => a.Name === VNIC)!;
@@ -104,7 +104,12 @@ describe('the agent keeps the NIC it chose', () => {
       );
       const line = agent.lines.find((l) => String(l.message).startsWith('restored the settings HNS dropped from Ethernet'));
       expect({ line, log: line ? '' : agent.dump() }).toMatchObject({
-        line: { level: 'warn', nic: 'Ethernet', vnic: VNIC, restored: `address ${WIN_IP}/24, route 0.0.0.0/0 via 10.0.0.1, route 192.168.200.0/22 via 10.0.0.254, DNS servers ${DNS.join(',')}` },
+        line: {
+          level: 'warn',
+          nic: 'Ethernet',
+          vnic: VNIC,
+          restored: `address ${WIN_IP}/24, route 0.0.0.0/0 via 10.0.0.1, route 192.168.200.0/22 via 10.0.0.254, DNS servers ${DNS.join(',')}`,
+        },
       });
       const event = await waitFor(() => restoredEvents(c)[0], 'the FlannelHostNICRestored Event');
       expect(event['type']).toBe('Warning');
@@ -124,7 +129,7 @@ describe('the agent keeps the NIC it chose', () => {
   it('a DHCP NIC is left to DHCP: nothing restored, no Event', async () => {
     const { agent, c } = await node('vxlan', (st) => {
       st.vnicSettings = 'dhcp-only';
-      st.adapters[0]!.Dhcp = true;
+      st.adapters[0].Dhcp = true;
       st.routes = st.routes.filter((r) => r.DestinationPrefix !== PERSISTENT.DestinationPrefix);
     });
     expect(agent.state.read().adapters.find((a) => a.Name === VNIC)).toMatchObject({ IPAddress: WIN_IP, Dhcp: true });

@@ -19,7 +19,12 @@ const nic = (c: Partial<NicConfiguration>): NicConfiguration => ({ addresses: []
 
 describe('planNicRestore', () => {
   it.each<[string, NicConfiguration, NicConfiguration, ReturnType<typeof planNicRestore>]>([
-    ['nothing lost: nothing to do', nic({ addresses: [STATIC_IP], routes: [GATEWAY, ON_LINK], dnsServers: ['10.0.0.2'] }), nic({ addresses: [STATIC_IP], routes: [GATEWAY, ON_LINK], dnsServers: ['10.0.0.2'] }), { addresses: [], routes: [] }],
+    [
+      'nothing lost: nothing to do',
+      nic({ addresses: [STATIC_IP], routes: [GATEWAY, ON_LINK], dnsServers: ['10.0.0.2'] }),
+      nic({ addresses: [STATIC_IP], routes: [GATEWAY, ON_LINK], dnsServers: ['10.0.0.2'] }),
+      { addresses: [], routes: [] },
+    ],
     [
       'the vNIC fell back to APIPA: the static address, gateway, persistent route and DNS servers come back',
       nic({ addresses: [STATIC_IP, LINK_LOCAL6], routes: [GATEWAY, PERSISTENT, ON_LINK], dnsServers: ['10.0.0.2', '10.0.0.3'] }),
@@ -32,20 +37,25 @@ describe('planNicRestore', () => {
       nic({ addresses: [STATIC_IP], routes: [GATEWAY] }),
       { addresses: [], routes: [PERSISTENT] },
     ],
-    ['a static IPv6 address is restored too', nic({ addresses: [STATIC_IP, STATIC_IP6] }), nic({ addresses: [STATIC_IP] }), { addresses: [{ address: 'fd00:10::7', prefixLength: 64 }], routes: [] }],
+    [
+      'a static IPv6 address is restored too',
+      nic({ addresses: [STATIC_IP, STATIC_IP6] }),
+      nic({ addresses: [STATIC_IP] }),
+      { addresses: [{ address: 'fd00:10::7', prefixLength: 64 }], routes: [] },
+    ],
     [
       'DHCP settings are never restored (the vNIC asks DHCP itself), nor link-local addresses or on-link routes',
       nic({ addresses: [{ ...STATIC_IP, origin: 'dhcp' }, LINK_LOCAL6], routes: [DHCP_GATEWAY, ON_LINK], dnsServers: [] }),
       nic({ addresses: [APIPA], routes: [], dnsServers: [] }),
       { addresses: [], routes: [] },
     ],
+    ['a route still there under another metric is left as it is', nic({ routes: [PERSISTENT] }), nic({ routes: [{ ...PERSISTENT, metric: 25 }] }), { addresses: [], routes: [] }],
     [
-      'a route still there under another metric is left as it is',
-      nic({ routes: [PERSISTENT] }),
-      nic({ routes: [{ ...PERSISTENT, metric: 25 }] }),
-      { addresses: [], routes: [] },
+      'DNS servers in another order are set again in the snapshot order',
+      nic({ dnsServers: ['10.0.0.2', '10.0.0.3'] }),
+      nic({ dnsServers: ['10.0.0.3', '10.0.0.2'] }),
+      { addresses: [], routes: [], dnsServers: ['10.0.0.2', '10.0.0.3'] },
     ],
-    ['DNS servers in another order are set again in the snapshot order', nic({ dnsServers: ['10.0.0.2', '10.0.0.3'] }), nic({ dnsServers: ['10.0.0.3', '10.0.0.2'] }), { addresses: [], routes: [], dnsServers: ['10.0.0.2', '10.0.0.3'] }],
     ['DNS servers unknown before: left alone', nic({ dnsServers: undefined }), nic({ dnsServers: [] }), { addresses: [], routes: [] }],
     ['DNS servers unknown after: left alone', nic({ dnsServers: ['10.0.0.2'] }), nic({ dnsServers: undefined }), { addresses: [], routes: [] }],
     ['DNS servers the vNIC has beside the old ones: left alone', nic({ dnsServers: ['10.0.0.2'] }), nic({ dnsServers: ['10.0.0.2', '10.0.0.9'] }), { addresses: [], routes: [] }],
