@@ -97,6 +97,8 @@ function successorOf(interfaces: readonly HostInterface[], name: string): HostIn
   return interfaces.find((i) => lower(i.name) === lower(want)) ?? interfaces.find((i) => lower(i.name) === lower(name));
 }
 
+const unsupported = (what: string): Promise<never> => Promise.reject(new Error(`this host cannot ${what}`));
+
 export type NicKeepOutcome = 'kept' | 'restored' | 'partly-restored' | 'unknown';
 
 export interface NicKeeperDeps {
@@ -131,29 +133,31 @@ export async function keepNic(snapshot: NicSnapshot | undefined, deps: NicKeeper
   }
   const plan = planNicRestore(snapshot.config, now, snapshot.clusterNetworks);
   if (nicRestoreEmpty(plan)) return 'kept';
-  const failed: string[] = [];
-  const attempt = async (what: string, write: () => Promise<void>) => {
-    try {
-      await write();
-    } catch (err) {
-      failed.push(`${what} (${errorMessage(err)})`);
-    }
-  };
   const target = vnic;
-  const cannot = (what: string) => Promise.reject(new Error(`this host cannot ${what}`));
-  for (const a of plan.addresses) {
-    await attempt(`address ${a.address}/${a.prefixLength}`, () =>
-      host.addUnicastAddress ? host.addUnicastAddress(target.index, a.address, a.prefixLength) : cannot('add an address'),
-    );
-  }
-  for (const r of plan.routes) {
-    await attempt(`route ${r.destinationPrefix} via ${r.nextHop}`, () =>
-      routes.add({ destinationPrefix: r.destinationPrefix, nextHop: r.nextHop, interfaceIndex: target.index, metric: r.metric }),
-    );
-  }
   const dns = plan.dnsServers;
-  if (dns) await attempt(`DNS servers ${dns.join(',')}`, () => (host.setDnsServers ? host.setDnsServers(target.index, dns) : cannot('set DNS servers')));
-  const restored = describeNicRestore(plan);
+  const steps: { what: string; write: () => Promise<void> }[] = [
+    ...plan.addresses.map((a) => ({
+      what: `address ${a.address}/${a.prefixLength}`,
+      write: () => host.addUnicastAddress?.(target.index, a.address, a.prefixLength) ?? unsupported('add an address'),
+    })),
+    ...plan.routes.map((r) => ({
+      what: `route ${r.destinationPrefix} via ${r.nextHop}`,
+      write: () => routes.add({ destinationPrefix: r.destinationPrefix, nextHop: r.nextHop, interfaceIndex: target.index, metric: r.metric }),
+    })),
+    ...(dns ? [{ what: `DNS servers ${dns.join(',')}`, write: () => host.setDnsServers?.(target.index, dns) ?? unsupported('set DNS servers') }] : []),
+  ];
+  // In order: an address before the routes whose next hop it makes on-link.
+  const done: string[] = [];
+  const failed: string[] = [];
+  for (const step of steps) {
+    try {
+      await step.write();
+      done.push(step.what);
+    } catch (err) {
+      failed.push(`${step.what} (${errorMessage(err)})`);
+    }
+  }
+  const restored = done.join(', ') || 'nothing';
   const fields = { nic: snapshot.name, vnic: target.name, index: target.index, restored, ...(failed.length > 0 ? { failed: failed.join('; ') } : {}) };
   if (failed.length > 0) log.error(`HNS dropped settings of ${snapshot.name} when it replaced it with ${target.name}; some could not be restored: set them by hand`, fields);
   else log.warn(`restored the settings HNS dropped from ${snapshot.name} when it replaced it with ${target.name}`, fields);

@@ -9,6 +9,10 @@ import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { PHYSICAL_ADAPTER_INDEX, type DataplaneState, type SimRoute } from '../../src/simulator/state.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP } from '../support/cluster.js';
+import { keepNic, snapshotNic } from '../../src/host/nic-keeper.js';
+import type { NodeEvent } from '../../src/node-events.js';
+import { SimulatedHost, SimulatedRouteTable } from '../../src/simulator/host.js';
+import { logSink } from '../support/log-sink.js';
 import { editState } from '../support/sim-dataplane.js';
 import type { SimAgent } from '../support/sim-node.js';
 
@@ -135,5 +139,66 @@ describe('the agent keeps the NIC it chose', () => {
     expect(agent.state.read().adapters.find((a) => a.Name === VNIC)).toMatchObject({ IPAddress: WIN_IP, Dhcp: true });
     expect(agent.lines.filter((l) => String(l.message).includes('settings HNS dropped'))).toEqual([]);
     expect(restoredEvents(c)).toEqual([]);
+  });
+});
+
+describe('keepNic on the simulated node, in process', () => {
+  const overlay = {
+    Name: 'a',
+    Type: 'Overlay',
+    Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: '10.244.100.0/24' }] }],
+    SchemaVersion: { Major: 2, Minor: 0 },
+  };
+
+  async function faultyNode() {
+    const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
+    editState(sim, (st) => {
+      st.vnicSettings = 'dhcp-only';
+      st.adapters[0].DnsServers = [...DNS];
+    });
+    const host = new SimulatedHost(sim);
+    const routes = new SimulatedRouteTable(sim);
+    const { log, entries } = logSink('info');
+    const snapshot = await snapshotNic(host, (await host.interfaces())[0], ['10.244.0.0/16'], log);
+    sim.createNetwork('test', overlay);
+    const events: NodeEvent[] = [];
+    return { sim, host, routes, log, entries, snapshot, events, deps: { host, routes, log, events: { record: (e: NodeEvent) => void events.push(e) } } };
+  }
+
+  it('a write refused: the rest is restored, the log (error) and the Event name what to set by hand', async () => {
+    const n = await faultyNode();
+    n.sim.injections.failNext('CreateUnicastIpAddressEntry', 5);
+    expect(await keepNic(n.snapshot, n.deps)).toBe('partly-restored');
+    const line = n.entries.find((e) => e['level'] === 'error');
+    expect(line).toMatchObject({ nic: 'Ethernet', vnic: VNIC, restored: `route 0.0.0.0/0 via 10.0.0.1, DNS servers ${DNS.join(',')}` });
+    expect(String(line!['failed'])).toMatch(/^address 10\.0\.0\.2\/24 \(CreateUnicastIpAddressEntry failed with status 5/);
+    expect(n.events).toHaveLength(1);
+    expect(n.events[0].message).toContain(`could not restore address ${WIN_IP}/24`);
+    // The next settle (a rebuild) tries what is still missing, and only that.
+    expect(await keepNic(n.snapshot, n.deps)).toBe('restored');
+    expect(n.events[1].message).toContain(`flanneld restored address ${WIN_IP}/24.`);
+    expect(await keepNic(n.snapshot, n.deps)).toBe('kept');
+  });
+
+  it('a failed read is unknown: before the network nothing is snapshotted, after it nothing is compared', async () => {
+    const sim = new SimulatedDataplane({ nodeIP: WIN_IP });
+    const host = new SimulatedHost(sim);
+    const { log, entries } = logSink('info');
+    sim.injections.failNext('GetUnicastIpAddressTable', 5);
+    expect(await snapshotNic(host, (await host.interfaces())[0], [], log)).toBeUndefined();
+    expect(entries.map((e) => e['message'])).toEqual([expect.stringContaining('could not read the settings of the chosen NIC')]);
+
+    const n = await faultyNode();
+    n.sim.injections.failNext('GetIpForwardTable2', 5);
+    expect(await keepNic(n.snapshot, n.deps)).toBe('unknown');
+    expect(n.sim.listAdapters().find((a) => a.Name === VNIC)!.IPAddress).toMatch(/^169\.254\./);
+    expect(n.events).toEqual([]);
+  });
+
+  it('DNS servers that could not be read after the network are left alone', async () => {
+    const n = await faultyNode();
+    n.sim.injections.failNext('GetInterfaceDnsSettings', 5);
+    expect(await keepNic(n.snapshot, n.deps)).toBe('restored');
+    expect(n.sim.listAdapters().find((a) => a.Name === VNIC)!.DnsServers).toBeUndefined();
   });
 });
