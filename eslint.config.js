@@ -1,6 +1,6 @@
 // ESLint: the recommended rules everywhere, the type-checked ones on TypeScript, and the seams src/ keeps:
-//   - ffi-rs only in src/win32/; @kubernetes/client-node only in src/subnet/kube/;
-//   - no node:fs, node:os or node:child_process in src/backends/ or src/subnet/ (file and host access
+//   - ffi-rs only in src/win32/; @kubernetes/client-node only in src/kube/;
+//   - no node:fs, node:os or node:child_process in src/backends/, src/subnet/ or src/kube/ (file and host access
 //     come in as options whose real defaults are built outside those directories);
 //   - time and randomness (Date.now, setTimeout, setInterval, node:timers, Math.random) only in
 //     src/basics/clock.ts: everything else takes a Clock or an injected source;
@@ -26,10 +26,10 @@ const CLOCK_GLOBALS = [
 const restrict = (names, message) => names.map((name) => ({ name, message }));
 const withNode = (names) => names.flatMap((n) => [n, `node:${n}`]);
 const FFI = restrict(['ffi-rs'], 'Only src/win32/ loads the native layer.');
-const KUBE = restrict(['@kubernetes/client-node'], 'Only src/subnet/kube/ talks to the API server through client-node.');
+const KUBE = restrict(['@kubernetes/client-node'], 'Only src/kube/ talks to the API server through client-node.');
 const HOST = restrict(
   withNode(['fs', 'fs/promises', 'os', 'child_process']),
-  'src/backends/ and src/subnet/ take file and host access as options; build the real default outside them.',
+  'src/backends/, src/subnet/ and src/kube/ take file and host access as options; build the real default outside them.',
 );
 const TIMERS = restrict(withNode(['timers', 'timers/promises']), CLOCK);
 
@@ -87,5 +87,5 @@ export default tseslint.config(
   importZone(['src/basics/clock.ts'], [...FFI, ...KUBE]),
   importZone(['src/win32/**'], [...KUBE, ...TIMERS]),
   importZone(['src/backends/**', 'src/subnet/**'], [...FFI, ...KUBE, ...HOST, ...TIMERS]),
-  importZone(['src/subnet/kube/**'], [...FFI, ...HOST, ...TIMERS]),
+  importZone(['src/kube/**'], [...FFI, ...HOST, ...TIMERS]),
 );

@@ -2,14 +2,15 @@
 // process lists N realistic (~11 KB, lib/nodes.mjs) Nodes through the raw path (KubeHttp + projection) and through
 // client-node's typed CoreV1Api.listNode; wall time, CPU and peak RSS growth, median of `repeats`.
 // (2) The watch decode: N watch lines of the same Nodes, fed in 16 KB chunks, split by readline (what
-// client-node's Watch does) or by hand (src/subnet/kube/watch-lines.ts), JSON.parse either way, and
+// client-node's Watch does) or by hand (src/kube/watch-lines.ts), JSON.parse either way, and
 // by hand with each Node's status and managedFields cut from the bytes first (what KubeHttp.watch does).
 /* global performance */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { NODE_EVENT_UNREAD, WatchLineSplitter, withoutFields } from '../dist/subnet/kube/watch-lines.js';
+import { WatchLineSplitter, withoutFields } from '../dist/kube/watch-lines.js';
+import { NODE_EVENT_UNREAD } from '../dist/subnet/kube/node-list-watch.js';
 import { ApiServerProcess, BENCH_DIR, log, makeTmpDir, mb, percentile, r1, table } from './lib/common.mjs';
 
 function listOnce(kubeconfig, mode, limit) {

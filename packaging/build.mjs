@@ -172,7 +172,7 @@ async function bundle(workDir) {
   // Anything but the ffi-rs import left as a computed import() would fail inside the SEA.
   const computed = [...code.matchAll(/[^.\w$]import\(([^)]{0,40})/g)].map((m) => m[1]).filter((a) => a !== '"ffi-rs"');
   if (computed.length > 0) throw new Error(`the bundle keeps dynamic import(${computed.join('), import(')}): add it to packaging/build.mjs`);
-  // dist/subnet/kube/kubeconfig.js must be the build's bundle of client-node's config module (packaging/kubeconfig-bundle.mjs).
+  // dist/kube/kubeconfig.js must be the build's bundle of client-node's config module (packaging/kubeconfig-bundle.mjs).
   const generated = Object.keys(result.metafile.inputs).filter((i) => /client-node[\\/]dist[\\/](index\.js|gen[\\/])/.test(i));
   if (generated.length > 0) throw new Error(`the bundle holds client-node's index or generated classes (${generated[0]}): run npm run build, not tsc alone`);
   const bundled = new Set();

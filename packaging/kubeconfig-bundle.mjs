@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run build` step after tsc: replaces dist/subnet/kube/kubeconfig.js (a re-export of
+// `npm run build` step after tsc: replaces dist/kube/kubeconfig.js (a re-export of
 // @kubernetes/client-node's dist/config.js, where KubeConfig lives) with an esbuild bundle of that
 // module and its own files only. client-node has no "exports" map, so its dist files are published
 // entry points; but config.js imports the generated index (gen/index.js) for makeApiClient alone, and
@@ -56,9 +56,9 @@ function clientNodeOnly() {
   };
 }
 
-/** Replace `<distDir>/subnet/kube/kubeconfig.js` by the bundle; returns the client-node files it holds. */
+/** Replace `<distDir>/kube/kubeconfig.js` by the bundle; returns the client-node files it holds. */
 export async function bundleKubeConfig(distDir = join(REPO, 'dist')) {
-  const file = join(distDir, 'subnet', 'kube', 'kubeconfig.js');
+  const file = join(distDir, 'kube', 'kubeconfig.js');
   if (!existsSync(file)) throw new Error(`${file} is missing: run tsc first`);
   const src = readFileSync(file, 'utf8');
   if (src.startsWith(MARKER)) return undefined;

@@ -1,7 +1,7 @@
 // What the agent tells the cluster about its own Node: Kubernetes Events (core/v1 Event, involvedObject
 // the own Node) for the things an operator must act on, so `kubectl describe node` tells the story without
 // the agent's logs. The seam the watcher, the reconcile loop and the backends report through; the kube
-// subnet manager's recorder (src/subnet/kube/event-recorder.ts, client-go tools/record's rules) writes
+// subnet manager's recorder (src/kube/event-recorder.ts, client-go tools/record's rules) writes
 // them, and the etcd mode has no API server to write to and records nothing (`noNodeEvents`).
 // The reasons are CamelCase, as kubelet's (pkg/kubelet/events/event.go) are.
 export type NodeEventType = 'Normal' | 'Warning';

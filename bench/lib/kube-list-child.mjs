@@ -1,15 +1,14 @@
 // One Node list in a fresh process (so RSS figures do not mix): `raw` pages through KubeHttp, each
 // Node's status and managedFields cut before the parse, and projects each Node to its lease record
-// (what the agent does: http.ts nodeListFn); `typed` is client-node's
+// (what the agent does: src/subnet/kube/node-list-watch.ts nodeListFn); `typed` is client-node's
 // CoreV1Api.listNode with the same page size (the typed model). Prints one JSON line.
 /* global performance */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../dist/basics/clock.js';
-import { KubeHttp } from '../../dist/subnet/kube/http.js';
-import { NODE_LIST_UNREAD } from '../../dist/subnet/kube/watch-lines.js';
+import { KubeHttp } from '../../dist/kube/http.js';
 import { DEFAULT_ANNOTATION_PREFIX, normalizeAnnotationPrefix } from '../../dist/config/annotation-prefix.js';
 import { annotationKeys } from '../../dist/subnet/kube/annotations.js';
-import { projectNode } from '../../dist/subnet/kube/node-list-watch.js';
+import { NODE_LIST_UNREAD, projectNode } from '../../dist/subnet/kube/node-list-watch.js';
 
 const [kubeconfig, mode, limitText] = process.argv.slice(2);
 const limit = Number(limitText);

@@ -1,6 +1,8 @@
 // The backend seam. Mirrors flannel pkg/backend/common.go (Backend, Network, ExternalInterface).
 import type { Clock } from '../basics/clock.js';
+import type { SourceVipFs } from '../basics/fs.js';
 import type { Metrics } from '../basics/metrics.js';
+import type { AgentConfig } from '../config/agent-config.js';
 import type { HnsClient } from '../hns/client.js';
 import type { Host, HostInterface, Ipv6Address } from '../host/host.js';
 import type { Logger } from '../basics/log.js';
@@ -8,7 +10,6 @@ import type { RouteTable } from '../routes/route-table.js';
 import type { Lease, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { NetworkStatus } from '../network-status.js';
-import type { RouteRecordStore } from './hostgw/route-record.js';
 
 /** Everything a backend needs, passed in (effects at the edges). */
 export interface BackendDeps {
@@ -29,27 +30,45 @@ export interface BackendDeps {
   clock: Clock;
   /** Reconcile resync period (default 10 s). */
   resyncMs?: number;
-  /** vxlan: RemoteSubnetRoute policies per HcnModifyNetwork (--hns-policy-batch-size; default POLICY_BATCH). */
-  policyBatch?: number;
+  /** The agent's flags a backend reads; a flag left out is its default, or (a file's path) nothing kept on the host. */
+  flags?: Partial<BackendFlags>;
   /**
-   * Runs after the network's HNS network was recreated (metadata route, source VIP, subnet.env when the
+   * The host's files the backend keeps its node-side objects in (src/basics/fs.ts hostFiles): vxlan's source
+   * VIP files, the host-local reservations, host-gw's route record. Undefined: none written (the record in memory).
+   */
+  files?: SourceVipFs;
+}
+
+/**
+ * The agent's flags the backends read: vxlan's policy batch and source VIP files, the host-local store both
+ * reserve an address in, the service restarted after an HNS restart and how long that restart waits for
+ * kube-proxy's load balancers (./service-restart.ts), and subnet.env's path (host-gw's route record is kept
+ * beside it).
+ */
+export type BackendFlags = Pick<
+  AgentConfig,
+  'subnetFile' | 'hnsPolicyBatchSize' | 'restartServiceOnHnsRestart' | 'restartServiceLbWaitSeconds' | 'sourceVipFile' | 'sourceVipCompatFiles' | 'cniIpamDataDir'
+>;
+
+/** What the agent runs beside a network: its steps after a rebuild and before the lease is completed. */
+export interface NetworkHooks {
+  /**
+   * Runs after the network's HNS network was recreated (the metadata route, `settle`, subnet.env when the
    * MTU changed); a failure makes the rebuild retry.
    */
   afterRebuild?: (network: Network) => Promise<void>;
-  /** host-gw: where the routes the agent created are recorded (./hostgw/route-record.ts); undefined = in memory. */
-  routeRecord?: RouteRecordStore;
   /**
    * Runs once the first pass after the complete list is done, before the lease is completed (kube:
    * NetworkUnavailable written): the agent tells the subnet manager what keeps the node from serving pods
    * then (every peer rejected for the cluster's configuration), so the condition never says False first.
    */
   beforeCompleteLease?: (signal: AbortSignal) => Promise<void>;
-  /** The objects afterRebuild made that HNS no longer holds (the source VIP endpoint); checked every resync. */
-  lostHostObjects?: (network: Network) => Promise<'source-vip'[]>;
-  /** --restart-service-on-hns-restart: the Windows service restarted once the network is re-applied after an HNS restart ('' = none). */
-  restartServiceOnHnsRestart?: string;
-  /** --restart-service-lb-wait: how long that restart waits for HNS to restore kube-proxy's load balancers (./service-restart.ts); default 0. */
-  restartServiceLbWaitMs?: number;
+}
+
+/** kube-proxy's source VIP as a vxlan network reserved it (./vxlan/source-vip.ts SourceVipRecord). */
+export interface SourceVip {
+  readonly ip: string;
+  readonly endpointId: string;
 }
 
 /** A registered network: the own lease, the MTU for subnet.env, and its lease watch (flannel backend.Network). */
@@ -59,8 +78,17 @@ export interface Network {
   readonly mtu: number;
   /** Name of the HNS network backing it (`cbr0`, `flannel.4096`, ...). */
   readonly networkName: string;
+  /** kube-proxy's source VIP, once `settle` reserved it (vxlan with --source-vip-file); undefined otherwise. */
+  readonly sourceVip: SourceVip | undefined;
+  /**
+   * Make (or adopt) what the backend keeps on the node beside the HNS network: vxlan, kube-proxy's source
+   * VIP endpoint, its host-local reservation and the files the scripts read it from; host-gw, the host
+   * endpoint's address reserved in host-local's store. The agent calls it once the network is registered
+   * and from its afterRebuild hook; the network checks them every resync period and rebuilds what HNS lost.
+   */
+  settle(): Promise<void>;
   /** Watch the peer leases and keep the dataplane in step with them until `signal` aborts. */
-  run(signal: AbortSignal): Promise<void>;
+  run(signal: AbortSignal, hooks?: NetworkHooks): Promise<void>;
   status(): NetworkStatus;
   /**
    * The peer that keeps `subnet` against the own Node registered again with it at `created` (the contest

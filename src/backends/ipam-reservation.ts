@@ -2,7 +2,7 @@
 // The store is containernetworking/plugins plugins/ipam/host-local/backend/disk/backend.go: one file per
 // reserved address, `<dataDir>/<network>/<ip>`, holding `<container ID>` + LineBreak + `<ifname>`
 // (LineBreak "\r\n"), created with O_EXCL; host-local skips every address whose file exists. The CNI
-// network name is the HNS network name (the conflist's `name`, see src/commands/cni-config.ts).
+// network name is the HNS network name (the conflist's `name`, see src/cni/conflist.ts).
 // Used for the vxlan source VIP (./vxlan/source-vip.ts) and host-gw's bridge endpoint `<name>_ep` at
 // `.2`, which win-bridge takes as every pod's gateway (plugins win-bridge_windows.go) while host-local
 // would hand `.2` out first. An address a pod already holds is never taken from it. A torn reservation

@@ -7,9 +7,11 @@
 // set (docs/adr/0001). Both backends are this class with their own binding
 // (routes for host-gw; RemoteSubnetRoute policies, or legacy remote endpoints, for vxlan) and their own
 // rebuild: when a pass finds the HNS network gone, the backend recreates it with the same subnet, every
-// peer is reprogrammed and the agent's afterRebuild hook runs (metadata route, source VIP, subnet.env).
+// peer is reprogrammed and the agent's afterRebuild hook runs (metadata route, `settle`, subnet.env).
+// Beside the network each backend keeps node-side objects of its own (NodeObjects: vxlan's source VIP,
+// host-gw's host endpoint reservation), made by `settle`.
 // The same rebuild repairs what HNS loses when it restarts (it keeps only what it persisted: see
-// src/simulator/objects.ts restartHns): every resync period the network's binding and the agent check
+// src/simulator/objects.ts restartHns): every resync period the network's binding and node objects check
 // that the objects they made are still there under the IDs they got (the network, the host endpoint, the
 // source VIP endpoint), and the host says whether the HNS service runs in a new process (AKS restarts
 // kube-proxy on that signal: Azure/AgentBaker#2085; --restart-service-on-hns-restart does too, once HNS has
@@ -19,7 +21,7 @@
 // reconciler's full pass read it since the last check, the check trusts that read unless the HNS service
 // restarted or another object is gone; and a rebuild that returns a network with a new ID counts it as
 // lost whoever asked for the rebuild.
-import type { BackendDeps, Network } from './backend.js';
+import type { BackendDeps, Network, NetworkHooks, SourceVip } from './backend.js';
 import { ServiceRestarter } from './service-restart.js';
 import { componentLogger, type Logger } from '../basics/log.js';
 import type { NetworkStatus } from '../network-status.js';
@@ -53,6 +55,22 @@ export interface NetworkBinding<A, D> {
   networkId?: string;
 }
 
+/**
+ * What a backend keeps on the node beside its HNS network and the peers' items (vxlan: kube-proxy's source
+ * VIP; host-gw: the host endpoint's reservation): made by Network.settle, checked every resync period.
+ */
+export interface NodeObjects {
+  /** Make or adopt them for `network` as it stands (its name, its lease). */
+  settle(network: Network): Promise<void>;
+  /**
+   * The ones HNS no longer holds under the IDs they got (the rebuild makes them again), checked every resync
+   * period whatever the passes read; what needs no rebuild (a file deleted by hand) is written again here.
+   */
+  lost?(): Promise<HnsObjectKind[]>;
+  /** kube-proxy's source VIP, once settled (vxlan). */
+  readonly sourceVip?: SourceVip;
+}
+
 /** An object of the agent that HNS can lose (flannel_drift_repairs_total's `kind`, with `route` and `policy`). */
 export type HnsObjectKind = 'network' | 'host-endpoint' | 'source-vip';
 
@@ -69,6 +87,8 @@ export interface RouteNetworkOptions<A, D> {
   binding: NetworkBinding<A, D>;
   /** Recreate the network (same subnet) after it disappeared; returns the new binding. */
   rebuild?: (signal: AbortSignal) => Promise<NetworkBinding<A, D>>;
+  /** The backend's objects beside the network (`settle`); none when undefined. */
+  nodeObjects?: NodeObjects;
 }
 
 export class RouteNetwork<A, D> implements Network {
@@ -84,6 +104,9 @@ export class RouteNetwork<A, D> implements Network {
   /** Events on the own Node (kube mode; none in etcd mode). */
   private readonly events: NodeEvents;
   private pendingRepair: PendingRepair | undefined;
+  private readonly nodeObjects: NodeObjects | undefined;
+  /** The agent's hooks, given to run. */
+  private hooks: NetworkHooks = {};
   /** --restart-service-on-hns-restart (./service-restart.ts); undefined without the flag. */
   private readonly serviceRestarter: ServiceRestarter | undefined;
 
@@ -93,6 +116,7 @@ export class RouteNetwork<A, D> implements Network {
     this.lease = lease;
     this.networkName = opts.networkName;
     this.binding = opts.binding;
+    this.nodeObjects = opts.nodeObjects;
     this.deps = deps;
     this.log = deps.log;
     this.events = ownNodeEvents(deps.subnetManager, lease);
@@ -146,7 +170,7 @@ export class RouteNetwork<A, D> implements Network {
       sink: problems,
       rebuild: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
     });
-    const service = deps.restartServiceOnHnsRestart;
+    const service = deps.flags?.restartServiceOnHnsRestart;
     if (service && !deps.host.restartService) this.log.warn('cannot restart a service on this host', { service, code: 'FLANNEL_ERR_SERVICE' });
     this.serviceRestarter =
       service && deps.host.restartService
@@ -156,7 +180,7 @@ export class RouteNetwork<A, D> implements Network {
             loadBalancerIds: () => deps.hns.listLoadBalancerIds(),
             clock: deps.clock,
             log: deps.log,
-            waitMs: deps.restartServiceLbWaitMs ?? 0,
+            waitMs: (deps.flags?.restartServiceLbWaitSeconds ?? 0) * 1000,
             pollMs: deps.resyncMs ?? 10_000,
           })
         : undefined;
@@ -166,14 +190,23 @@ export class RouteNetwork<A, D> implements Network {
     return this.binding.mtu;
   }
 
+  get sourceVip(): SourceVip | undefined {
+    return this.nodeObjects?.sourceVip;
+  }
+
+  async settle(): Promise<void> {
+    await this.nodeObjects?.settle(this);
+  }
+
   /**
    * Watch the leases and keep the dataplane in step until `signal` aborts. As upstream flanneld (main.go
    * calls CompleteLease once the backend runs; pkg/subnet/kube/kube.go CompleteLease sets
    * NodeNetworkUnavailable=False), the lease is completed once the first full pass was tried on an
    * existing network. Peers that keep failing are a metric and a log line, never a tainted node.
    */
-  async run(signal: AbortSignal): Promise<void> {
+  async run(signal: AbortSignal, hooks: NetworkHooks = {}): Promise<void> {
     const { subnetManager } = this.deps;
+    this.hooks = hooks;
     // A fatal error in one part (a revoked lease, a broken watch) stops the others; run() settles once all have.
     const parts = new AbortController();
     const stopParts = () => parts.abort(signal.reason);
@@ -195,7 +228,7 @@ export class RouteNetwork<A, D> implements Network {
         () => {
           const s = this.reconciler.status();
           this.log.info('first reconcile pass done', { peers: this.store.size, refused: s.refused, ok: s.lastPassOk === true });
-          return (this.deps.beforeCompleteLease?.(inner) ?? Promise.resolve()).then(() => subnetManager.completeLease(this.lease, inner));
+          return (hooks.beforeCompleteLease?.(inner) ?? Promise.resolve()).then(() => subnetManager.completeLease(this.lease, inner));
         },
         (err: unknown) => {
           if (!inner.aborted) throw err;
@@ -234,7 +267,7 @@ export class RouteNetwork<A, D> implements Network {
       const networkRead = binding.lostIsNetworkRead === true && this.reconciler.fullReadSince(previousCheck);
       let lost: HnsObjectKind[];
       try {
-        const others = (await this.deps.lostHostObjects?.(this)) ?? [];
+        const others = (await this.nodeObjects?.lost?.()) ?? [];
         const skip = networkRead && !restarted && others.length === 0;
         lost = [...((skip ? undefined : await binding.lost?.()) ?? []), ...others];
       } catch (err) {
@@ -272,7 +305,7 @@ export class RouteNetwork<A, D> implements Network {
     this.binding = binding;
     this.store.rebind(binding.driver);
     this.reconciler.rebind(binding.driver);
-    await this.deps.afterRebuild?.(this);
+    await this.hooks.afterRebuild?.(this);
     const repair = this.pendingRepair;
     if (repair?.restarted) this.serviceRestarter?.restartAfterHnsRestart(signal);
     this.pendingRepair = undefined;

@@ -20,7 +20,7 @@ export const METRIC = {
   lastApplySuccess: 'flannel_last_successful_apply_timestamp_seconds',
   applyPasses: 'flannel_apply_passes_total',
   apiReconnects: 'flannel_api_reconnects_total',
-  nodesSkipped: 'flannel_nodes_skipped_total',
+  kubeObjectsSkipped: 'flannel_kube_objects_skipped_total',
   subnetConflicts: 'flannel_subnet_conflicts_total',
   buildInfo: 'flannel_build_info',
   eventToDataplane: 'flannel_event_to_dataplane_seconds',
@@ -67,8 +67,12 @@ const FAMILIES: Record<string, [string, Kind, string[]?, number[]?]> = {
   [METRIC.dataplaneErrors]: ['Dataplane calls that failed, by operation.', 'counter', ['op']],
   [METRIC.lastApplySuccess]: ['Unix time of the last reconcile pass that left the dataplane equal to the desired set.', 'gauge'],
   [METRIC.applyPasses]: ['Reconcile passes, by result.', 'counter', ['result']],
-  [METRIC.apiReconnects]: ['Times the subnet manager re-listed or reconnected its watch.', 'counter'],
-  [METRIC.nodesSkipped]: ['Node objects (or watch lines) skipped because they could not be read, by where they came from.', 'counter', ['where']],
+  [METRIC.apiReconnects]: ['Times a list-watch re-listed or reconnected its watch, by the resource it lists (nodes; subnets on etcd).', 'counter', ['resource']],
+  [METRIC.kubeObjectsSkipped]: [
+    'Kubernetes objects (or watch lines) skipped because they could not be read, by resource and where they came from.',
+    'counter',
+    ['resource', 'where'],
+  ],
   [METRIC.subnetConflicts]: ['Peers found claiming a subnet another peer holds or claims as well.', 'counter'],
   [METRIC.buildInfo]: ['Always 1; the version label names the running flanneld-windows.', 'gauge', ['version']],
   [METRIC.eventToDataplane]: ['Seconds from a change of the desired peer set (a lease event) to the end of the reconcile pass that applied it.', 'histogram'],
@@ -128,6 +132,8 @@ export const DATAPLANE_OPS: readonly string[] = [
     'getEndpoint',
     'createEndpoint',
     'deleteEndpoint',
+    'listLoadBalancerIds',
+    'listLoadBalancers',
   ].map((op) => `hns.${op}`),
   'routes.list',
   'routes.add',
@@ -209,13 +215,18 @@ export class Metrics {
     }
   }
 
-  /** Pre-register family `name` with one series per value of its label `label`, at zero (idempotent). */
-  declare(name: string, label: string, values: readonly string[]): void {
+  /**
+   * Pre-register family `name` with one series per value of its label `label`, at zero (idempotent); `fixed`
+   * gives its other labels one value each (a list-watch's `resource`).
+   */
+  declare(name: string, label: string, values: readonly string[], fixed: Labels = {}): void {
     const family = this.family(name);
-    if (!FAMILIES[name][2]?.includes(label)) throw new Error(`internal: metric ${name} has no label ${label} (src/basics/metrics.ts FAMILIES)`);
+    for (const l of [label, ...Object.keys(fixed)]) {
+      if (!FAMILIES[name][2]?.includes(l)) throw new Error(`internal: metric ${name} has no label ${l} (src/basics/metrics.ts FAMILIES)`);
+    }
     for (const v of values) {
-      if (family instanceof Histogram) family.zero({ [label]: v });
-      else family.inc({ [label]: v }, 0);
+      if (family instanceof Histogram) family.zero({ ...fixed, [label]: v });
+      else family.inc({ ...fixed, [label]: v }, 0);
     }
   }
 

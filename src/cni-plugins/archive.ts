@@ -21,13 +21,8 @@ import { createGunzip } from 'node:zlib';
 import tarStream from 'tar-stream';
 import yauzl from 'yauzl';
 import { CniInstallError, errorMessage, FlannelError } from '../basics/errors.js';
+import type { CniPluginFile } from '../cni/plugins.js';
 import { tooLargeError } from './download.js';
-
-/** The plugins the flannel CNI config needs on Windows: the meta-plugin, both delegates and the IPAM. */
-export const CNI_PLUGIN_FILES = ['flannel.exe', 'win-overlay.exe', 'win-bridge.exe', 'host-local.exe'] as const;
-/** Microsoft's sdnbridge, which the dual-stack conflist runs (with host-local as its IPAM). */
-export const SDNBRIDGE_FILE = 'sdnbridge.exe';
-export type CniPluginFile = (typeof CNI_PLUGIN_FILES)[number] | typeof SDNBRIDGE_FILE;
 
 export interface ArchiveLimits {
   /** Largest plugin executable, uncompressed. */

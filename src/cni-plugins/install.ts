@@ -22,7 +22,8 @@ import { systemClock, type Clock } from '../basics/clock.js';
 import { CniInstallError, errorMessage } from '../basics/errors.js';
 import { writeFileAtomicSync } from '../basics/fs.js';
 import { readRegularFileBytes, type ReadFs } from '../basics/fs.js';
-import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, readPlugins, type ArchiveLimits, type CniPluginFile } from './archive.js';
+import { CNI_PLUGIN_FILES, type CniPluginFile } from '../cni/plugins.js';
+import { ARCHIVE_LIMITS, readPlugins, type ArchiveLimits } from './archive.js';
 import pinned from './pinned.json' with { type: 'json' };
 import { DOWNLOAD_LIMITS, downloadToFile, tooLargeError, type DownloadLimits } from './download.js';
 

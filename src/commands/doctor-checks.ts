@@ -2,7 +2,7 @@
 // row per hop a pod's traffic needs (ok / warn / fail / skip, what was seen, the fix). No upstream has a
 // node self-test; the facts each check compares come from the agent's own contract: the HNS network and
 // its policies (src/backends/vxlan, src/backends/hostgw), subnet.env (docs/compatibility.md §4), the
-// conflist `cni-config` writes (./cni-config.ts), host-local's store (src/backends/ipam-reservation.ts)
+// conflist `cni-config` writes (../cni/conflist.ts), host-local's store (src/backends/ipam-reservation.ts)
 // and the Node annotations (src/subnet/kube). `skip` means the row could not be judged because a row it
 // depends on failed or its facts are not readable here (no API access, no agent running); it names why.
 import { SOURCE_VIP_OWNER } from '../backends/vxlan/source-vip.js';
@@ -12,9 +12,7 @@ import type { RefusedPeer, StatusReport } from '../health/status.js';
 import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
-import { pluginTypes, type CniProblem, type FirstCniConfig } from './cni-readiness.js';
-import { earlierFlannelConfig } from './cni-conf-dir.js';
-import { isOwnCniConfig } from './cni-config.js';
+import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
 import type { HcnLoadBalancer } from '../hns/schema.js';
 import type { ServicePortFact } from './doctor-services.js';
 
@@ -122,9 +120,9 @@ export interface DoctorFacts {
   cni: {
     confDir: string;
     binDir: string;
-    /** The config containerd loads first (./cni-readiness.ts), or why there is none usable. */
+    /** The config containerd loads first (../cni/readiness.ts), or why there is none usable. */
     first: FirstCniConfig | CniProblem;
-    /** What stops a pod's CNI ADD (./cni-readiness.ts checkCniReadiness): network name, subnet file, plugins. */
+    /** What stops a pod's CNI ADD (../cni/readiness.ts checkCniReadiness): network name, subnet file, plugins. */
     readiness: CniProblem[];
     /** The conflist's plugin data dir and the NAT exceptions expected from the agent's flags. */
     expected: { dataDir: string; serviceCidr: string };
@@ -563,25 +561,18 @@ interface FlannelPluginDoc {
 
 const sameFsPath = (a: string, b: string) => a.replace(/\//g, '\\').toLowerCase() === b.replace(/\//g, '\\').toLowerCase();
 
-/** ./cni-readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
+/** ../cni/readiness.ts finds the config containerd loads first and what stops a pod ADD; the rest is doctor's. */
 function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
   const first = f.cni.first;
   if ('check' in first) {
     const ids = ['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'];
     return [fail('cni-conflist', first.detail, first.fix), ...ids.map((id) => skip(id, 'no usable CNI config'))];
   }
-  // Another CNI's config (containerd's default `nat`, Calico, ...) sorting first: writing ours beside it
-  // changes nothing (cni-config -o refuses, FLANNEL_ERR_CNI_CONF_ORDER) and no net-conf name fits it.
-  const text = JSON.stringify({ name: first.conf.name, plugins: first.plugins });
-  if (earlierFlannelConfig(text) === undefined && !isOwnCniConfig(text, first.conf.name)) {
-    const types = pluginTypes(first.plugins).join(', ');
+  const foreign = f.cni.readiness.find((p) => p.check === 'cni-conf-foreign');
+  if (foreign) {
     const why = `${first.file} is not flannel's`;
     return [
-      fail(
-        'cni-conflist',
-        `${first.file} (network "${first.conf.name}", plugins ${types}) is another CNI's config and containerd loads it first${first.others ? `${first.others}` : ''}: pods never reach flannel`,
-        `move ${first.file} out of ${f.cni.confDir} (or rename it to ${first.file}.bak, an extension containerd does not load); then \`flanneld cni-config -o\` writes flannel's there if none is left`,
-      ),
+      fail('cni-conflist', foreign.detail, foreign.fix),
       ...['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'].map((id) => skip(id, why)),
     ];
   }

@@ -1,7 +1,7 @@
 // `flanneld doctor`'s facts: read (never change) everything ./doctor-checks.ts judges, through the seams
 // the agent uses: the HNS client, the route table and the host (src/dataplane/factory.ts, so the
 // simulated node works as Windows does), the files (node:fs, or a test's), the API server (raw JSON
-// requests with a deadline, src/subnet/kube/http.ts) and the agent's own /status (./status.ts). Every
+// requests with a deadline, src/kube/http.ts) and the agent's own /status (./status.ts). Every
 // read that fails becomes a fact (`{ error }`) the checks name, so one broken hop never hides the others,
 // and a failed read stays unknown: an endpoint list HNS would not give is not an empty one.
 // Files are read as the agent reads its configuration (src/basics/fs.ts readRegularFileBytes): regular
@@ -21,8 +21,9 @@ import { cidrContains, isIp4, normalizeCidr } from '../basics/ip4.js';
 import { cidrContains6, formatIp6, normalizeCidr6, parseIp6 } from '../basics/ip6.js';
 import { normalizeAnnotationPrefix } from '../config/annotation-prefix.js';
 import { annotationKeys } from '../subnet/kube/annotations.js';
-import type { KubeHttp } from '../subnet/kube/http.js';
-import { asObj, projectNode, toLease } from '../subnet/kube/node-list-watch.js';
+import type { KubeHttp } from '../kube/http.js';
+import { asObj } from '../kube/list-watch.js';
+import { projectNode, toLease } from '../subnet/kube/node-list-watch.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv } from '../subnet/subnet-env.js';
 import { parseSourceVipDocument } from '../backends/vxlan/source-vip.js';
@@ -32,9 +33,9 @@ import { reservationOwner } from '../backends/ipam-reservation.js';
 import { isVxlanBackendData, type Lease } from '../subnet/lease.js';
 import { INSTALL_RECORD, MAX_RECORD_BYTES } from '../cni-plugins/install.js';
 import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
-import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from './cni-readiness.js';
+import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from '../cni/readiness.js';
 import { bootRecordPath, parseRecordedNetwork } from '../host/boot.js';
-import { cniPaths } from './cni-config.js';
+import { cniPaths } from '../cni/conflist.js';
 import type { DoctorFacts, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
 import type { ServicePortFact } from './doctor-services.js';
 
@@ -86,7 +87,7 @@ export interface GatherOptions {
   graceMs: number;
   clock: Clock;
   fs?: DoctorFs;
-  /** The CNI conf and bin dirs' reads (./cni-readiness.ts); default node:fs. */
+  /** The CNI conf and bin dirs' reads (../cni/readiness.ts); default node:fs. */
   cniFs?: CniReadinessFs;
   platform?: NodeJS.Platform;
 }

@@ -29,7 +29,7 @@ import { terminalJson, terminalText as t } from '../basics/terminal-text.js';
 import { VERSION } from '../basics/version.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
-import { DEFAULT_SERVICE_CIDR } from './cni-config.js';
+import { DEFAULT_SERVICE_CIDR } from '../cni/conflist.js';
 import { canonicalIp, exitCodeOf, gatewaysOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts, type ReservationFact } from './doctor-checks.js';
 import { MAX_RESERVATION_BYTES, gatherFacts, readFileFact, reservationAddress, type DoctorFs, type GatherOptions } from './doctor-gather.js';
 import { endpointsToRemove, serviceRows } from './doctor-services.js';
@@ -237,8 +237,8 @@ async function kubeAccess(config: AgentConfig, noCluster: boolean): Promise<Gath
   if (noCluster) return { error: '--no-cluster' };
   if (!config.kubeconfigFile && !config.kubeApiUrl && !config.inClusterEnv.KUBERNETES_SERVICE_HOST) return { error: 'no --kubeconfig-file, --kube-api-url or in-cluster config' };
   try {
-    const { buildKubeConfig } = await import('../subnet/kube/client.js');
-    const { KubeHttp } = await import('../subnet/kube/http.js');
+    const { buildKubeConfig } = await import('../kube/client.js');
+    const { KubeHttp } = await import('../kube/http.js');
     return new KubeHttp(buildKubeConfig({ kubeconfigFile: config.kubeconfigFile, kubeApiUrl: config.kubeApiUrl, env: config.inClusterEnv, log: silentLogger() }), systemClock);
   } catch (err) {
     return { error: errorMessage(err) };

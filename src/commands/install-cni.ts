@@ -1,11 +1,12 @@
 // `flanneld install-cni`: install the CNI plugins the flannel CNI config names (flannel.exe, win-overlay.exe,
 // win-bridge.exe, host-local.exe) from SHA-256-pinned archives; see src/cni-plugins/install.ts. With
 // --pinned the upstream releases of src/cni-plugins/pinned.json are used. The dual-stack conflist runs
-// Microsoft's sdnbridge instead (./cni-config.ts): --sdnbridge, or a --net-config-path that enables IPv6,
+// Microsoft's sdnbridge instead (../cni/conflist.ts): --sdnbridge, or a --net-config-path that enables IPv6,
 // installs sdnbridge.exe too, from the pinned microsoft/windows-container-networking release zip.
 import { applyFlagValue, envVarName, lookupFlag, parseFlags, platformDefault, renderUsage, type FlagSpec } from '../config/flags.js';
 import { CniInstallError, FlagError, FlannelError, errorMessage } from '../basics/errors.js';
-import { ARCHIVE_LIMITS, CNI_PLUGIN_FILES, SDNBRIDGE_FILE, type CniPluginFile } from '../cni-plugins/archive.js';
+import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
+import { CNI_PLUGIN_FILES, SDNBRIDGE_FILE, type CniPluginFile } from '../cni/plugins.js';
 import { DOWNLOAD_LIMITS } from '../cni-plugins/download.js';
 import { INSTALL_RECORD, installCniPlugins, normalizeSha256, type PluginSource } from '../cni-plugins/install.js';
 import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
@@ -15,7 +16,7 @@ import { basename, join } from 'node:path';
 import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/verify-pins.js';
 import { safeText } from '../basics/log-safe.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
-import { rendersSdnbridge } from './cni-config.js';
+import { rendersSdnbridge } from '../cni/conflist.js';
 
 const PROGRAM = 'flanneld install-cni';
 

@@ -9,7 +9,7 @@ import type { StartKind } from '../host/boot.js';
 import type { NetworkStatus, RefusedItem, RejectedLease } from '../network-status.js';
 import type { DualStackGuidance } from './dual-stack.js';
 
-/** One problem of the CNI config check (src/commands/cni-readiness.ts CniProblem): a stable id, what, the fix. */
+/** One problem of the CNI config check (src/cni/readiness.ts CniProblem): a stable id, what, the fix. */
 export interface CniProblem {
   check: string;
   detail: string;

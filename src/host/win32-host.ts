@@ -98,7 +98,7 @@ export class Win32Host implements Host {
   /**
    * Each interface's IPv6 unicast addresses in the table's order. Undefined when the read fails (a status
    * other than NO_ERROR or ERROR_NOT_FOUND, or an iphlpapi.dll without the export): the interfaces then
-   * carry no `ipv6Addresses` and dual-stack falls back to --public-ipv6 (../agent.ts), as before this read existed.
+   * carry no `ipv6Addresses` and dual-stack falls back to --public-ipv6 (../agent/external-interface.ts), as before this read existed.
    */
   private ipv6Addresses(): Map<number, Ipv6Address[]> | undefined {
     let rows: UnicastIpAddressRow[];

@@ -3,7 +3,7 @@
 // through kube/factory.ts and etcd/factory.ts) fills the ones a flag sets (--node-wait-timeout,
 // --subnet-lease-renew-margin) and passes them down; each manager reads the fields it uses, over its
 // defaults (subnetTimings). A test shortens them the same way, through the same object.
-import type { RelistOptions } from './relist.js';
+import type { RelistOptions } from '../basics/relist.js';
 
 export interface SubnetTimings {
   /** Capped exponential backoff of API call retries (kube: 1 s / 30 s; etcd: 100 ms / 5 s). */
@@ -32,7 +32,7 @@ export interface SubnetTimings {
   watchTimeoutSeconds?: number;
   /** kube: a watch without a byte for this long is abandoned and relisted (absent: watch timeout + 10 s). */
   watchSilenceMs?: number;
-  /** kube: how long one paged Node list may take, all its pages (absent: 10 min; kube/node-list-watch.ts). */
+  /** kube: how long one paged Node list may take, all its pages (absent: 10 min; ../kube/list-watch.ts). */
   listDeadlineMs?: number;
 
   /** etcd: TTL of the own lease's etcd lease (24 h, flannel's subnetTTL). */

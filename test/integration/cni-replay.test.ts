@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { agentNetworkName, DEFAULT_DNS_SEARCH, renderCniConfig } from '../../src/commands/cni-config.js';
+import { agentNetworkName, DEFAULT_DNS_SEARCH, renderCniConfig } from '../../src/cni/conflist.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';

@@ -15,7 +15,7 @@ import { loadAllYaml } from '@kubernetes/client-node';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { FLAGS } from '../../src/config/flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
-import { AGENT_RBAC_RULES } from '../../src/subnet/kube/api-error.js';
+import { AGENT_RBAC_RULES } from '../../src/kube/api-error.js';
 import { MAIN } from '../support/flanneld-process.js';
 import { KUBE_SYSTEM_CONFIGMAPS } from '../support/kube-system-configmaps.js';
 
@@ -223,7 +223,7 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
-    // The agent's 403 hint names exactly these rules (src/subnet/kube/api-error.ts).
+    // The agent's 403 hint names exactly these rules (src/kube/api-error.ts).
     expect((role['rules'] as { resources: string[]; verbs: string[] }[]).map((r) => ({ resource: r.resources[0], verbs: r.verbs }))).toEqual(AGENT_RBAC_RULES);
     const binding = find('ClusterRoleBinding', 'flannel-windows');
     expect(binding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel-windows' });

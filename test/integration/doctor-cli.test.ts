@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import type { CheckRow } from '../../src/commands/doctor-checks.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { TestCluster, VXLAN_NET_CONF, WIN_IP, waitFor } from '../support/cluster.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import type { CheckRow } from '../../src/commands/doctor-checks.js';
 import { INSTALL_RECORD } from '../../src/cni-plugins/install.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';

@@ -12,7 +12,7 @@ import { INSTALL_RECORD } from '../../src/cni-plugins/install.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { bareNode } from '../../src/demo/kube-fake/nodes.js';
 import { command } from '../../src/commands/doctor.js';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { CheckRow } from '../../src/commands/doctor-checks.js';
 import type { StatusReport } from '../../src/health/status.js';

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { renderStatusTable } from '../../src/commands/status.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { parser } from '@prometheus-io/lezer-promql';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { metricValue } from '../support/agent-signals.js';

@@ -206,7 +206,7 @@ describe('flanneld install-cni', () => {
     expect(installed()['win-bridge.exe']).toBe(exe('win-bridge.exe', 'v4').toString('latin1'));
   });
 
-  // The dual-stack conflist runs Microsoft's sdnbridge (src/commands/cni-config.ts); its release is the
+  // The dual-stack conflist runs Microsoft's sdnbridge (src/cni/conflist.ts); its release is the
   // windows-container-networking zip (flat sdnbridge.exe, sdnoverlay.exe, nat.exe: its Makefile's `zip -j`).
   it('--sdnbridge also installs sdnbridge.exe, from the windows-container-networking zip beside the other sources', async () => {
     const wcn = await wcnZip('v1');

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
-import { buildKubeConfig } from '../../src/subnet/kube/client.js';
+import { buildKubeConfig } from '../../src/kube/client.js';
 import { DEFAULT_LIST_PAGE_SIZE, KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { LeaseUpdate } from '../../src/subnet/lease.js';
 import { waitFor } from '../support/cluster.js';

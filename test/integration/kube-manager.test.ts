@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer, bareNode, linuxFlannelNode, podOnNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import type { FakeNode } from '../../src/demo/kube-fake/api-server.js';
-import { buildKubeConfig } from '../../src/subnet/kube/client.js';
+import { buildKubeConfig } from '../../src/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { KubeSubnetManagerOptions } from '../../src/subnet/kube/manager.js';
 import type { Lease, LeaseAttrs, LeaseUpdate, PeerLease } from '../../src/subnet/lease.js';
@@ -506,7 +506,7 @@ describe('watchLeases', () => {
     await api.start();
     await waitFor(() => c.lists().length >= 2, 'relist', 5000);
     expect(c.lists().at(-1)).toEqual(['linux-1', 'linux-3']);
-    expect(await readMetric(metrics, METRIC.apiReconnects)).toBeGreaterThan(0);
+    expect(await readMetric(metrics, METRIC.apiReconnects, { resource: 'nodes' })).toBeGreaterThan(0);
     await waitFor(() => api.activeWatches === 1, 'rewatch', 5000);
     api.addNode(peer(4));
     await waitFor(() => c.events().some((e) => e.key === 'linux-4' && e.lease !== undefined), 'event after restart', 5000);
@@ -527,7 +527,7 @@ describe('watchLeases', () => {
     await waitFor(() => api.expiredWatches === 1, '410', 5000);
     await waitFor(() => c.lists().length >= 2, 'relist after 410', 5000);
     expect(c.lists().at(-1)).toEqual(['linux-1', 'linux-2']);
-    expect(await readMetric(metrics, METRIC.apiReconnects)).toBeGreaterThan(0);
+    expect(await readMetric(metrics, METRIC.apiReconnects, { resource: 'nodes' })).toBeGreaterThan(0);
   });
 
   it('peer deleted while the watch is expired is gone from the relist', async () => {
@@ -628,12 +628,12 @@ describe('watchLeases', () => {
     const c = collect(manager({ metrics }), metrics);
     await waitFor(() => c.lists().length === 1, 'first complete list', 5000);
     expect(c.lists()[0]).toEqual(['linux-1', 'linux-3']);
-    expect(await readMetric(metrics, METRIC.nodesSkipped, { where: 'list' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.kubeObjectsSkipped, { resource: 'nodes', where: 'list' })).toBe(1);
     await waitFor(() => api.activeWatches === 1, 'watch', 5000);
     api.addNode(peer(251, 'vxlan', 'm'.repeat(300)));
     api.updateNode('linux-3', (n) => void (n.metadata.annotations![`${P}public-ip`] = '10.0.0.33'));
     await waitFor(() => c.events().some((e) => e.key === 'linux-3'), 'event after a skipped one', 5000);
-    expect(await readMetric(metrics, METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+    expect(await readMetric(metrics, METRIC.kubeObjectsSkipped, { resource: 'nodes', where: 'watch' })).toBe(1);
     expect(c.lists()).toHaveLength(1);
   });
 

@@ -97,12 +97,15 @@ describe('what the flanneld binary loads', () => {
       // client-node's KubeConfig comes from the build's bundle of its config module (packaging/
       // kubeconfig-bundle.mjs), without the generated API and model classes (+43 MB RSS): neither the
       // package index nor anything under its dist/gen/ is loaded; its own dependencies still are.
-      expect(own.has('subnet/kube/kubeconfig.js')).toBe(true);
+      expect(own.has('kube/kubeconfig.js')).toBe(true);
       expect(urls.filter((u) => u.includes('/@kubernetes/client-node/')).slice(0, 5)).toEqual([]);
       for (const p of ['js-yaml', 'openid-client', 'node-fetch']) expect([p, packages.has(p)]).toEqual([p, true]);
       expect(packages.has('winston')).toBe(true);
       expect(packages.has('etcd3')).toBe(false);
       expect(packages.has('ffi-rs')).toBe(false);
+      // The CNI check reads the conf dir and the plugins' names (src/cni/); install-cni's archive readers stay unloaded.
+      for (const p of ['tar-stream', 'yauzl']) expect([p, packages.has(p)]).toEqual([p, false]);
+      expect(own.has('cni/readiness.js')).toBe(true);
       expect(own.has('backends/hostgw/backend.js')).toBe(true);
       expect(own.has('simulator/node.js')).toBe(true);
       for (const m of [
@@ -113,6 +116,7 @@ describe('what the flanneld binary loads', () => {
         'health/server.js',
         'demo/kube-fake/api-server.js',
         'demo/main.js',
+        'cni-plugins/archive.js',
       ]) {
         expect([m, own.has(m)]).toEqual([m, false]);
       }
@@ -140,7 +144,7 @@ describeEtcd('what the flanneld binary loads in etcd mode (real etcd)', () => {
     expect(packages.has('@kubernetes/client-node')).toBe(false);
     expect(own.has('backends/vxlan/backend.js')).toBe(true);
     expect(own.has('subnet/etcd/factory.js')).toBe(true);
-    for (const m of ['backends/hostgw/backend.js', 'subnet/kube/manager.js', 'subnet/kube/client.js', 'subnet/kube/kubeconfig.js', 'dataplane/windows.js']) {
+    for (const m of ['backends/hostgw/backend.js', 'subnet/kube/manager.js', 'kube/client.js', 'kube/kubeconfig.js', 'dataplane/windows.js']) {
       expect([m, own.has(m)]).toEqual([m, false]);
     }
   });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlannelError } from '../../src/basics/errors.js';
 import { FakeKubeApiServer, bareNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
-import { buildKubeConfig } from '../../src/subnet/kube/client.js';
+import { buildKubeConfig } from '../../src/kube/client.js';
 import { KubeSubnetManager } from '../../src/subnet/kube/manager.js';
 import type { LeaseAttrs } from '../../src/subnet/lease.js';
 import { checkDualStackPublicIPv6, checkOwnPublicIPs, checkOwnSubnet, unusablePublicIP } from '../../src/subnet/own-lease.js';

@@ -3,7 +3,7 @@
 // server's NodeMisbehaviour, src/demo/kube-fake/request-faults.ts): a watch always answering 410 Gone
 // (5,000-10,000 LISTs in 15 s before), a watch closed after one event (10,000-25,000 watches in 15 s), a
 // list repeating its `continue` token (paged forever, nothing logged, /readyz 200). The agent
-// must pause between rounds as client-go's reflector does (src/subnet/relist.ts). No wall-clock window is
+// must pause between rounds as client-go's reflector does (src/basics/relist.ts). No wall-clock window is
 // asserted: each test waits until the agent has logged N pauses, then asserts the server's request count
 // against N (a round cannot start before the pause the previous round logged), so the ceiling holds
 // however fast or slow the machine is; without the pauses the log line never comes and the test fails.

@@ -1,4 +1,4 @@
-// The probe and the scheduler see the same state (src/agent.ts podNetworkProblems): /readyz reads the CNI
+// The probe and the scheduler see the same state (src/agent/readiness.ts): /readyz reads the CNI
 // config at each call, and the NetworkUnavailable condition is written by the readiness loop. A read of
 // /readyz that finds the state other than the Node was last told wakes the loop, which writes the
 // condition at once, so it does not trail /readyz until the loop's next check. Here that check is an hour
@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { TestCluster, VXLAN_NET_CONF, WIN_IP, freePort, waitFor } from '../support/cluster.js';
 

@@ -14,7 +14,7 @@ import { HRESULT } from '../../src/hns/errors.js';
 import { TestCluster, WIN_IP, waitFor, type RunningAgent } from '../support/cluster.js';
 import { editState } from '../support/sim-dataplane.js';
 import { loadTrace, newBindings, replayScenario, sdnbridgeUnexpected as unexpected } from '../support/cni-replay.js';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 
 const WIN = 'win-1';
@@ -100,7 +100,7 @@ describe('sdnbridge dual-stack replay against the agent network', () => {
     expect(mine['type']).toBe(theirs['type']);
     expect(mine['optionalFlags']).toEqual(theirs['optionalFlags']);
     // The recording copied Microsoft's example, `dnsCapabilities`, a capability nothing fills; sdnbridge reads
-    // runtimeConfig.dns, which containerd passes as the `dns` capability (src/commands/cni-config.ts).
+    // runtimeConfig.dns, which containerd passes as the `dns` capability (src/cni/conflist.ts).
     expect(theirs['capabilities']).toEqual({ portMappings: true, dnsCapabilities: true });
     expect(mine['capabilities']).toEqual({ portMappings: true, dns: true });
     expect(mine['AdditionalArgs']).toEqual(theirs['AdditionalArgs']);

@@ -83,7 +83,7 @@ export async function waitForIncrease(source: MetricsSource, name: string, by: n
   );
 }
 
-/** The kube subnet manager's line for a failed Node list, before its pause (src/subnet/kube/node-list-watch.ts). */
+/** The kube subnet manager's line for a failed Node list, before its pause (src/kube/list-watch.ts, the Node list-watch's). */
 export const LIST_FAILED = 'listing nodes failed, backing off';
 
 /** Wait until metric `name` (summed over its label sets) equals `value`. */

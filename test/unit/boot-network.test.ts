@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootRecordPath, checkBoot, readBootNetwork, recordBootNetwork } from '../../src/host/boot.js';
-import { agentNetworkName, command } from '../../src/commands/cni-config.js';
+import { agentNetworkName } from '../../src/cni/conflist.js';
+import { command } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 
 const VXLAN = parseNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');

@@ -1,4 +1,4 @@
-// `cni-config -o FILE` where containerd would load another CNI config first (src/commands/cni-conf-dir.ts):
+// `cni-config -o FILE` where containerd would load another CNI config first (src/cni/conf-dir.ts):
 // the sig-windows-tools migration leaves C:\etc\cni\net.d\10-flannel.conf, which sorts before our
 // 10-flannel.conflist, and containerd (go-cni loadFromConfDir: .conf/.conflist/.json, sort.Strings, the
 // first one) would keep using it. A flannel config of an earlier Windows install is recognised by its
@@ -11,7 +11,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { backupPath, checkCniConfOrder, configsBefore, earlierFlannelConfig } from '../../src/commands/cni-conf-dir.js';
+import { backupPath, checkCniConfOrder, configsBefore, earlierFlannelConfig } from '../../src/cni/conf-dir.js';
 import { command } from '../../src/commands/cni-config.js';
 import { CniInstallError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';

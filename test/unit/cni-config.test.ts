@@ -1,4 +1,4 @@
-// `flanneld cni-config`: the conflist per backend, against golden JSON (the shape of
+// `flanneld cni-config` and ../../src/cni/conflist.ts: the conflist per backend, against golden JSON (the shape of
 // containernetworking/plugins plugins/main/windows/win-*/sample-v2.conf behind the flannel meta-plugin),
 // and against the CNI configs the install paths people use today write (microsoft/SDN, sig-windows-tools,
 // rke2): their OutBoundNAT exceptions and policies are the golden data.
@@ -6,19 +6,10 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  cniPaths,
-  command,
-  dualStackRanges,
-  isOwnCniConfig,
-  managementIPv6Of,
-  renderCniConfig,
-  rerenderedOwnConflist,
-  subnetOfIP,
-  type CniConfigInput,
-} from '../../src/commands/cni-config.js';
+import { cniPaths, dualStackRanges, renderCniConfig, rerenderedOwnConflist, type CniConfigInput } from '../../src/cni/conflist.js';
+import { isOwnCniConfig } from '../../src/cni/conf-dir.js';
 import { parseCommandArgs, splitArgs } from '../../src/commands/cni-flags.js';
-import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
+import { CNI_CONFIG_FLAGS, command, managementIPv6Of, subnetOfIP } from '../../src/commands/cni-config.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { FlagError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';

@@ -2,7 +2,7 @@
 // bounds as the Node watch (docs/architecture.md, "Bounds on the list and watch loop"), on virtual time: a
 // registry whose every watch is cancelled for compaction (a relist each time), whose watch streams end as
 // soon as they are created, or fail, or whose list fails. Requests are counted over 15 s: a handful, each
-// round after a logged pause of at least 800 ms (client-go's reflector backoff, src/subnet/round-backoff.ts).
+// round after a logged pause of at least 800 ms (client-go's reflector backoff, src/basics/round-backoff.ts).
 // The watch response shapes are etcd's (etcdserverpb.WatchResponse: created, canceled, compact_revision,
 // cancel_reason). Each failed round is logged with its code, FLANNEL_ERR_ETCD_WATCH (docs/errors.md).
 import { describe, expect, it } from '@jest/globals';

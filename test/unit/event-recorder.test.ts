@@ -1,4 +1,4 @@
-// KubeEventRecorder's background writer (src/subnet/kube/event-recorder.ts): a write queued after drain()
+// KubeEventRecorder's background writer (src/kube/event-recorder.ts): a write queued after drain()
 // found the queue empty but before `draining` was cleared (the .finally() a microtask later) used to stay
 // queued until some later record() came along; now the writer drains again. No internals are reached:
 // the second event is recorded at every microtask offset from the first write's answer up to past the
@@ -8,8 +8,8 @@ import { describe, expect, it } from '@jest/globals';
 import { silentLogger } from '../../src/basics/log.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import type { NodeEvent } from '../../src/node-events.js';
-import { KubeEventRecorder } from '../../src/subnet/kube/event-recorder.js';
-import type { KubeHttp } from '../../src/subnet/kube/http.js';
+import { KubeEventRecorder } from '../../src/kube/event-recorder.js';
+import type { KubeHttp } from '../../src/kube/http.js';
 import { readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
 

@@ -233,13 +233,12 @@ describe('Metrics (prom-client)', () => {
     expect(text).toContain('flannel_apply_pass_duration_seconds_count{result="error"} 0\n');
     expect(text).toContain('flannel_network_rebuilds_total{result="ok"} 0\n'); // FlannelWindowsNetworkRebuilt (docs/metrics.md)
     expect(text).toContain('flannel_event_to_dataplane_seconds_count 0\n');
-    expect(text).toContain('flannel_api_reconnects_total 0\n');
     expect(text).toContain(`flannel_build_info{version="${VERSION}"} 1\n`);
     expect(text).not.toContain('process_cpu_seconds_total'); // only with { process: true } (the daemon)
     expect(await new Metrics({ process: true }).render()).toMatch(/^process_cpu_seconds_total /m);
   });
 
-  it('the skipped-Node and refusal series exist at zero once their owners are built', async () => {
+  it('the skipped-object, reconnect and refusal series exist at zero once their owners are built', async () => {
     const metrics = new Metrics();
     const clock = systemClock;
     new NodeListWatch({
@@ -254,7 +253,8 @@ describe('Metrics (prom-client)', () => {
     });
     new PeerProblems({ driver: 'vxlan RemoteSubnetRoute policies', clock, log: silentLogger(), metrics });
     const text = await metrics.render();
-    for (const where of ['list', 'watch']) expect(text).toContain(`flannel_nodes_skipped_total{where="${where}"} 0\n`);
+    for (const where of ['list', 'watch']) expect(text).toContain(`flannel_kube_objects_skipped_total{resource="nodes",where="${where}"} 0\n`);
+    expect(text).toContain('flannel_api_reconnects_total{resource="nodes"} 0\n');
     expect(text).toContain('flannel_dataplane_refusals_total{driver="vxlan RemoteSubnetRoute policies"} 0\n');
     expect(text).toContain('flannel_dataplane_refused_items{driver="vxlan RemoteSubnetRoute policies"} 0\n');
   });
@@ -290,7 +290,7 @@ describe('Metrics (prom-client)', () => {
     expect(() => m.inc(METRIC.apiReconnects, { kind: 'relist' })).toThrow();
     expect(() => m.set(METRIC.applyPasses, 3, { result: 'ok' })).toThrow();
     expect(() => m.inc('flannel_undeclared_total')).toThrow();
-    expect(await readMetric(m, METRIC.apiReconnects)).toBe(0);
+    expect(await readMetric(m, METRIC.apiReconnects, { resource: 'nodes' })).toBe(0);
   });
 });
 

@@ -38,11 +38,7 @@ function unit(file: string): string {
  * removes it: left out of the graph until then. Remove an entry once that branch is merged (the last test
  * below fails while an entry names an import that no longer exists).
  */
-const KNOWN_IMPORTS: ReadonlyMap<string, string> = new Map([
-  // The backend seam imports host-gw's route record type (a seam importing its implementation: a cycle
-  // backends/ <-> backends/hostgw/). Branch i34-agent (issue 34 part 2) removes it.
-  ['backends/backend.ts -> ./hostgw/route-record.js', 'i34-agent'],
-]);
+const KNOWN_IMPORTS: ReadonlyMap<string, string> = new Map<string, string>([]);
 
 /** Every import of src/ into src/, as `file -> specifier`, with the units it joins. */
 function imports(): { why: string; from: string; to: string }[] {

@@ -2,8 +2,9 @@
 // every kind; 410 on a watch only outside the watch cache's window (or below etcd's compaction with the
 // cache off), in the wording of each; bookmarks as the cacher sends them; continue tokens that hold the
 // list's revision and expire with compaction; a graceful shutdown that keeps open watches to their
-// timeout; the 403s before RBAC synced; an immutable podCIDR. The sources are cited in
-// src/demo/kube-fake/node-store.ts, watch.ts, rbac-startup.ts and api-server.ts.
+// timeout; the 403s before RBAC synced; an immutable podCIDR; and Namespaces, Pods and NetworkPolicies
+// listed and watched under the Nodes' rules, each resource in its own watch cache. The sources are cited
+// in src/demo/kube-fake/store.ts, collection.ts, watch.ts, rbac-startup.ts and api-server.ts.
 import http from 'node:http';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import {
@@ -12,9 +13,12 @@ import {
   FakeKubeApiServer,
   LIST_EXPIRED,
   PODCIDR_FORBIDDEN,
+  RESOURCES,
   WATCH_EXPIRED_ETCD,
   bareNode,
   type FakeKubeApiServerOptions,
+  type FakeObjectMeta,
+  type ResourceName,
 } from '../../src/demo/kube-fake/api-server.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { waitFor } from '../support/wait-for.js';
@@ -27,7 +31,10 @@ interface Body {
   [k: string]: unknown;
 }
 
-type Line = { type: string; object: { kind?: string; message?: string; code?: number; metadata: { name?: string; resourceVersion?: string; uid?: string } } };
+type Line = {
+  type: string;
+  object: { kind?: string; apiVersion?: string; message?: string; code?: number; metadata: { name?: string; namespace?: string; resourceVersion?: string; uid?: string } };
+};
 
 let api: FakeKubeApiServer | undefined;
 afterEach(async () => api?.stop());
@@ -53,10 +60,10 @@ async function readAll(res: http.IncomingMessage): Promise<string> {
   return text;
 }
 
-/** A watch of the Nodes: its lines as they come, and a promise of its end. */
-async function watch(a: FakeKubeApiServer, query: string): Promise<{ lines: Line[]; ended: Promise<void>; done: () => boolean }> {
+/** A watch of the Nodes (or of the resource at `path`): its lines as they come, and a promise of its end. */
+async function watch(a: FakeKubeApiServer, query: string, path = '/api/v1/nodes'): Promise<{ lines: Line[]; ended: Promise<void>; done: () => boolean }> {
   const before = a.activeWatches;
-  const res = await request(a, `/api/v1/nodes?watch=true&${query}`);
+  const res = await request(a, `${path}?watch=true&${query}`);
   const lines: Line[] = [];
   let finished = false;
   const ended = (async () => {
@@ -445,5 +452,75 @@ describe('podCIDR immutable once set', () => {
     expect(types(w.lines)).toEqual(['DELETED', 'ADDED']);
     expect(after.metadata.uid).not.toBe(before.metadata.uid);
     expect(after.spec?.podCIDR).toBe('10.244.2.0/24');
+  });
+});
+
+// kube-apiserver serves every resource through the same generic registry (k8s.io/apiserver
+// pkg/registry/generic/registry/store.go over storage/etcd3/store.go) and one cacher per resource
+// (storage/cacher): what holds for Nodes above holds for these, each in its own watch cache. Pods and
+// NetworkPolicies are namespaced and listed across namespaces: their etcd keys, and so their list order
+// and continue tokens, are `<namespace>/<name>`.
+describe.each<[Exclude<ResourceName, 'nodes'>, (name: string, namespace: string) => { metadata: FakeObjectMeta }]>([
+  ['namespaces', (name) => ({ metadata: { name } })],
+  ['pods', (name, namespace) => ({ metadata: { name, namespace }, spec: { nodeName: 'win' }, status: { podIP: '10.244.1.5' } })],
+  ['networkpolicies', (name, namespace) => ({ metadata: { name, namespace }, spec: { podSelector: {}, policyTypes: ['Ingress'] } })],
+])('%s: listed and watched as Nodes are', (resource, make) => {
+  const { path, kind, apiVersion, namespaced } = RESOURCES[resource];
+  /** `a` .. `d` spread over two namespaces so that key order (namespace/name) and name order differ. */
+  const four = [make('b', 'ns-1'), make('d', 'ns-1'), make('a', 'ns-2'), make('c', 'ns-2')];
+  const keyOf = (o: { metadata: FakeObjectMeta }) => (namespaced ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
+  const keys = (body: Body) => body.items.map((o) => keyOf(o));
+
+  it('paged in etcd key order, continue tokens holding the revision and the key; later pages read at it; 410 after a compaction', async () => {
+    const a = await server();
+    for (const o of four) a.addObject(resource, o);
+    const order = four.map(keyOf).sort();
+    const p1 = await getJson(a, `${path}?limit=2`);
+    expect(p1.body).toMatchObject({ kind: `${kind}List`, apiVersion });
+    expect(keys(p1.body)).toEqual(order.slice(0, 2));
+    const token = p1.body.metadata.continue as string;
+    expect(JSON.parse(Buffer.from(token, 'base64url').toString())).toEqual({ v: 'meta.k8s.io/v1', rv: Number(p1.body.metadata.resourceVersion), start: `${order[1]}\u0000` });
+    a.deleteObject(resource, order[3]);
+    const p2 = await getJson(a, `${path}?limit=2&continue=${token}`);
+    expect(keys(p2.body)).toEqual(order.slice(2)); // the snapshot, not the current state
+    expect(p2.body.metadata.continue).toBeUndefined();
+    a.compact();
+    const expired = await getJson(a, `${path}?limit=2&continue=${token}`);
+    expect(expired.status).toBe(410);
+    expect(expired.body).toMatchObject({ code: 410, reason: 'Expired', message: CONTINUE_EXPIRED });
+    const rest = await getJson(a, `${path}?limit=2&continue=${expired.body.metadata.continue as string}`);
+    expect(keys(rest.body)).toEqual([order[2]]);
+  });
+
+  it('watched from a resourceVersion: ADDED, MODIFIED, DELETED in order; 410 below its own window, which other kinds do not fill', async () => {
+    const a = await server({ historyLimit: 3 });
+    const first = a.addObject(resource, four[0]);
+    const from = first.metadata.resourceVersion!;
+    const w = await watch(a, `resourceVersion=${from}&timeoutSeconds=60`, path);
+    a.updateObject(resource, keyOf(first), (o) => void (o.metadata.labels = { x: '1' }));
+    for (let i = 0; i < 5; i++) a.addNode(bareNode({ name: `n${i}` })); // the Nodes' cacher, not this one
+    a.deleteObject(resource, keyOf(first));
+    await waitFor(() => w.lines.length === 2, 'the events');
+    expect(types(w.lines)).toEqual(['MODIFIED', 'DELETED']);
+    expect(w.lines[1].object).toMatchObject({ kind, apiVersion, metadata: { name: 'b' } });
+    const replay = await watch(a, `resourceVersion=${from}&timeoutSeconds=60`, path);
+    await waitFor(() => replay.lines.length === 2, 'the window replayed');
+    for (let i = 1; i < 4; i++) a.addObject(resource, four[i]);
+    const gone = await watch(a, `resourceVersion=${from}&timeoutSeconds=60`, path);
+    await gone.ended;
+    expect(gone.lines[0]).toMatchObject({ type: 'ERROR', object: { code: 410, reason: 'Expired' } });
+    expect(gone.lines[0].object.message).toMatch(/^too old resource version: /);
+  });
+
+  it("bookmarks name the resource and carry its cacher's newest revision, not the Nodes'", async () => {
+    const clock = new FakeClock();
+    const a = await server({ clock });
+    a.addObject(resource, four[0]);
+    const w = await watch(a, `resourceVersion=${a.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=30`, path);
+    const added = a.addObject(resource, four[1]);
+    a.addNode(bareNode({ name: 'n' }));
+    await clock.advance(28_000);
+    expect(types(w.lines)).toEqual(['ADDED', 'BOOKMARK']);
+    expect(w.lines[1].object).toMatchObject({ kind, apiVersion, metadata: { resourceVersion: added.metadata.resourceVersion } });
   });
 });

@@ -1,4 +1,4 @@
-// Transport failures of src/subnet/kube/http.ts are coded errors (docs/errors.md): a 2xx answer that is
+// Transport failures of src/kube/http.ts are coded errors (docs/errors.md): a 2xx answer that is
 // not JSON (FLANNEL_ERR_KUBE_ANSWER), a watch whose connection is cut in the middle of the stream
 // (FLANNEL_ERR_KUBE_WATCH_BROKEN), a kubeconfig without a current cluster (FLANNEL_ERR_KUBE). All three
 // stay retryable as a network error is (client-go's rule, ./api-error.ts): none carries an HTTP status.
@@ -7,8 +7,8 @@ import { createServer, type Server } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../src/basics/clock.js';
 import { KubeAnswerError, KubeError, KubeWatchError } from '../../src/basics/errors.js';
-import { retryable } from '../../src/subnet/kube/api-error.js';
-import { KubeHttp } from '../../src/subnet/kube/http.js';
+import { retryable } from '../../src/kube/api-error.js';
+import { KubeHttp } from '../../src/kube/http.js';
 import { expectCode } from '../support/errors.js';
 import { kubeConfigFor } from '../support/kube-config.js';
 

@@ -1,4 +1,4 @@
-// The Node list-watch (src/subnet/kube/node-list-watch.ts) with its list and watch injected as functions,
+// The Node list-watch (src/subnet/kube/node-list-watch.ts, on src/kube/list-watch.ts) with its list and watch injected as functions,
 // the way client-node's ListWatch (src/cache.ts) takes a listFn and a Watch: scripted list pages and
 // watch streams, on virtual time. The wire shapes (paged list with metadata.continue, watch events
 // ADDED/MODIFIED/DELETED/BOOKMARK/ERROR, 410 Gone as an ERROR Status) are the API server's:
@@ -13,7 +13,7 @@ import type { Lease, LeaseUpdate } from '../../src/subnet/lease.js';
 import { annotationKeys } from '../../src/subnet/kube/annotations.js';
 import { normalizeAnnotationPrefix } from '../../src/config/annotation-prefix.js';
 import { LIST_NODES_BOUND, NodeListWatch } from '../../src/subnet/kube/node-list-watch.js';
-import type { NodeListFn, NodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
+import type { ListPageFn, WatchFn } from '../../src/kube/list-watch.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { logSink } from '../support/log-sink.js';
 import { readMetric } from '../support/agent-signals.js';
@@ -59,7 +59,7 @@ async function run(script: Script): Promise<Result> {
   const calls: string[] = [];
   const timeouts: Result['timeouts'] = [];
   let list = script.lists.shift();
-  const listFn: NodeListFn = (page) => {
+  const listFn: ListPageFn = (page) => {
     calls.push(`list(${page.continue ?? ''})`);
     if (!list) {
       ctrl.abort();
@@ -71,7 +71,7 @@ async function run(script: Script): Promise<Result> {
     if (last) list = script.lists.shift();
     return Promise.resolve(answer);
   };
-  const watchFn: NodeWatchFn = (query, onEvent, opts) => {
+  const watchFn: WatchFn = (query, onEvent, opts) => {
     calls.push(`watch(${query.resourceVersion})`);
     timeouts.push({ timeoutSeconds: query.timeoutSeconds, silenceMs: opts.silenceMs });
     const w = script.watches.shift();
@@ -198,8 +198,8 @@ describe('NodeListWatch with injected list and watch', () => {
       ],
     });
     expect(r.updates).toEqual(['peers:a=10.244.1.0/24', 'listed:a', 'peers:b=10.244.2.0/24']);
-    expect(await readMetric(r.metrics, METRIC.nodesSkipped, { where: 'list' })).toBe(1);
-    expect(await readMetric(r.metrics, METRIC.nodesSkipped, { where: 'watch' })).toBe(1);
+    expect(await readMetric(r.metrics, METRIC.kubeObjectsSkipped, { resource: 'nodes', where: 'list' })).toBe(1);
+    expect(await readMetric(r.metrics, METRIC.kubeObjectsSkipped, { resource: 'nodes', where: 'watch' })).toBe(1);
   });
 
   it('a Node without a usable lease is delivered as such (no lease) and is not among the keys listed', async () => {
@@ -259,14 +259,14 @@ async function hostile(
     return true;
   };
   let token = 0;
-  const list: NodeListFn = (page) => {
+  const list: ListPageFn = (page) => {
     counts.lists++;
     if (capped()) return Promise.reject(new Error('request cap'));
     const cont = mode === 'repeated-continue' ? 'same-token' : mode === 'endless-continue' ? `t${++token}` : undefined;
     const items = page.continue === undefined ? [node('a', 1, '3')] : [];
     return Promise.resolve({ metadata: { resourceVersion: '10', ...(cont ? { continue: cont } : {}) }, items });
   };
-  const watch: NodeWatchFn = (_query, onEvent) => {
+  const watch: WatchFn = (_query, onEvent) => {
     counts.watches++;
     if (capped()) return Promise.reject(new Error('request cap'));
     if (mode === 'watch-410') onEvent('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
@@ -341,7 +341,7 @@ describe('NodeListWatch: large clusters and list loops', () => {
     const ctrl = new AbortController();
     const pageSize = opts.pageSize ?? 250;
     let pages = 0;
-    const list: NodeListFn = (page) => {
+    const list: ListPageFn = (page) => {
       pages++;
       let start = page.continue === undefined ? 0 : Number((JSON.parse(Buffer.from(page.continue, 'base64').toString()) as { start: number }).start);
       // A proxy that serves one page again under a new token.
@@ -352,7 +352,7 @@ describe('NodeListWatch: large clusters and list loops', () => {
       const cont = end < total ? Buffer.from(JSON.stringify({ rv: 7, start: end, page: pages })).toString('base64') : undefined;
       return Promise.resolve({ metadata: { resourceVersion: '7', ...(cont ? { continue: cont } : {}) }, items });
     };
-    const watch: NodeWatchFn = () => {
+    const watch: WatchFn = () => {
       ctrl.abort();
       return Promise.resolve();
     };

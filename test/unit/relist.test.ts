@@ -1,4 +1,4 @@
-// The relist-with-backoff loop (src/subnet/relist.ts) on virtual time: scripted list and watch results,
+// The relist-with-backoff loop (src/basics/relist.ts) on virtual time: scripted list and watch results,
 // and the times at which the loop lists and watches again. The shape follows client-go's Reflector
 // (tools/cache/reflector.go): list, watch from the list's version, relist on 410 Gone / compaction, and
 // every round but a healthy watch's resumption after the backoff manager's pause
@@ -8,9 +8,9 @@
 // times in 15 s.
 import { describe, it, expect } from '@jest/globals';
 import { METRIC, Metrics } from '../../src/basics/metrics.js';
-import { runRelistLoop } from '../../src/subnet/relist.js';
-import type { ListWatchSource, RetryNote, WatchEnd } from '../../src/subnet/relist.js';
-import { RoundBackoff } from '../../src/subnet/round-backoff.js';
+import { runRelistLoop } from '../../src/basics/relist.js';
+import type { ListWatchSource, RetryNote, WatchEnd } from '../../src/basics/relist.js';
+import { RoundBackoff } from '../../src/basics/round-backoff.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
 import { readMetric } from '../support/agent-signals.js';
 
@@ -67,7 +67,7 @@ async function run(lists: ListStep[], watches: WatchStep[], random = () => 0): P
     isFatal: (err) => err instanceof Error && err.message === 'fatal',
   };
   let result: Run['result'] | undefined;
-  runRelistLoop(source, { clock, random, metrics, healthyWatchMs: HEALTHY }, ctrl.signal).then(
+  runRelistLoop(source, { clock, random, metrics, healthyWatchMs: HEALTHY, resource: 'nodes' }, ctrl.signal).then(
     () => (result = 'resolved'),
     () => (result = 'rejected'),
   );
@@ -76,7 +76,7 @@ async function run(lists: ListStep[], watches: WatchStep[], random = () => 0): P
     const next = clock.pending()[0];
     if (next !== undefined) await clock.advance(next);
   }
-  return { calls, retries, reconnects: await readMetric(metrics, METRIC.apiReconnects), result: result ?? 'pending' };
+  return { calls, retries, reconnects: await readMetric(metrics, METRIC.apiReconnects, { resource: 'nodes' }), result: result ?? 'pending' };
 }
 
 const broken = (cursor?: string, err?: unknown): WatchEnd<string> => ({ kind: 'broken', cursor, err });
@@ -178,7 +178,7 @@ describe('runRelistLoop', () => {
       },
       watch: () => Promise.resolve({ kind: 'aborted' }),
     };
-    const done = runRelistLoop(source, { clock, random: () => 0, metrics: new Metrics() }, ctrl.signal);
+    const done = runRelistLoop(source, { clock, random: () => 0, metrics: new Metrics(), resource: 'nodes' }, ctrl.signal);
     await flush();
     expect(clock.pending()).toEqual([800]);
     ctrl.abort();
@@ -201,7 +201,7 @@ describe('runRelistLoop', () => {
         list: () => (counts.list++, Promise.resolve('r1')),
         watch: () => (counts.watch++, Promise.resolve(end)),
       };
-      const done = runRelistLoop(source, { clock, random, metrics: new Metrics(), healthyWatchMs: 15_000 }, ctrl.signal);
+      const done = runRelistLoop(source, { clock, random, metrics: new Metrics(), healthyWatchMs: 15_000, resource: 'nodes' }, ctrl.signal);
       await clock.advance(15_000);
       ctrl.abort();
       await done;

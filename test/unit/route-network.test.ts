@@ -2,9 +2,9 @@
 // WatchLeases, then handleSubnetEvents for each batch): RouteNetwork.run watches the subnet manager, passes
 // each update through the LeaseWatcher into the Reconciler, and completes the lease once the first pass
 // was tried (flannel main.go calls CompleteLease once the backend runs). A rebuild re-binds every peer and
-// runs the agent's afterRebuild hook.
+// runs the afterRebuild hook the agent gives run.
 import { describe, expect, it } from '@jest/globals';
-import type { BackendDeps, Network } from '../../src/backends/backend.js';
+import type { BackendDeps, Network, NetworkHooks } from '../../src/backends/backend.js';
 import { FakeDriver } from '../support/fake-driver.js';
 import { RouteNetwork, type NetworkBinding } from '../../src/backends/route-network.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
@@ -75,6 +75,8 @@ function setup(log = silentLogger()) {
     log,
     metrics: new Metrics(),
     clock,
+  };
+  const hooks: NetworkHooks = {
     afterRebuild: async (n) => {
       rebuilt.push(n);
     },
@@ -83,7 +85,7 @@ function setup(log = silentLogger()) {
   const first = new FakeDriver();
   const second = new FakeDriver();
   const network = new RouteNetwork({ deps, lease: own, networkName: 'cbr0', binding: bind(first, 1500), rebuild: async () => bind(second, 1450) });
-  return { clock, manager, network, first, second, rebuilt, ac: new AbortController() };
+  return { clock, manager, network, first, second, hooks, rebuilt, ac: new AbortController() };
 }
 
 describe('RouteNetwork', () => {
@@ -156,8 +158,8 @@ describe('RouteNetwork', () => {
   });
 
   it('after a rebuild every peer is written through the new binding, then the afterRebuild hook runs', async () => {
-    const { manager, network, first, second, rebuilt, ac } = setup();
-    const done = network.run(ac.signal);
+    const { manager, network, first, second, hooks, rebuilt, ac } = setup();
+    const done = network.run(ac.signal, hooks);
     manager.emit({ kind: 'snapshot', leases: [lease('node-2', 2), lease('node-3', 3)] });
     await flush();
     first.gone = true;

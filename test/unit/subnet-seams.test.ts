@@ -9,7 +9,7 @@ import type { FileReader } from '../../src/basics/fs.js';
 import { allocateSubnet } from '../../src/subnet/etcd/allocate.js';
 import { etcdClientOptions } from '../../src/subnet/etcd/client.js';
 import { safeText } from '../../src/basics/log-safe.js';
-import { buildKubeConfig } from '../../src/subnet/kube/client.js';
+import { buildKubeConfig } from '../../src/kube/client.js';
 
 /** An in-memory FileReader; reading a path it does not hold fails as ENOENT would. */
 function files(contents: Record<string, string>): FileReader & { reads: string[] } {

@@ -1,4 +1,4 @@
-// The watch stream's line splitter (src/subnet/kube/watch-lines.ts): lines across chunk boundaries and
+// The watch stream's line splitter (src/kube/watch-lines.ts): lines across chunk boundaries and
 // multi-byte characters cut in two, each byte scanned once however small the chunks (the splitter it
 // replaced searched the whole unfinished line again for every chunk: quadratic in a long line; counted
 // as /metrics shows it, flannel_watch_bytes_scanned_total, also through nodeWatchFn), and a
@@ -12,8 +12,9 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from '../../src/basics/clock.js';
 import { KubeWatchError } from '../../src/basics/errors.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
-import { KubeHttp, nodeListFn, nodeWatchFn } from '../../src/subnet/kube/http.js';
-import { MAX_WATCH_LINE_BYTES, NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from '../../src/subnet/kube/watch-lines.js';
+import { KubeHttp } from '../../src/kube/http.js';
+import { MAX_WATCH_LINE_BYTES, WatchLineSplitter, withoutFields } from '../../src/kube/watch-lines.js';
+import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, nodeListFn, nodeWatchFn } from '../../src/subnet/kube/node-list-watch.js';
 import { FakeKubeApiServer, linuxFlannelNode, writeKubeconfig } from '../../src/demo/kube-fake/api-server.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

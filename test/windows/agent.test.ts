@@ -27,7 +27,7 @@ import {
   type WindowsAgent,
 } from '../support/windows.js';
 import { WIN_IP } from '../support/cluster.js';
-import { renderCniConfig } from '../../src/commands/cni-config.js';
+import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { freePort } from '../support/free-port.js';
 

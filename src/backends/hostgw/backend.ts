@@ -1,11 +1,14 @@
 // host-gw on Windows: an L2Bridge HNS network (HNS v1), a host endpoint at .2, forwarding on both vNICs,
 // and one route per peer on the management vNIC. Mirrors flannel pkg/backend/hostgw/hostgw_windows.go,
 // but reuses a matching network and endpoint, and sweeps stale routes (upstream never does: flannel#2554).
+// Beside the network it keeps the record of the routes it created (./route-record.ts, beside subnet.env)
+// and the host endpoint's address reserved in host-local's store (the network's `settle`).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-network.js';
+import { reserveAddressOrWarn } from '../ipam-reservation.js';
+import { RouteNetwork, type HnsObjectKind, type NetworkBinding, type NodeObjects } from '../route-network.js';
 import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
-import { RouteRecord } from './route-record.js';
+import { RouteRecord, routeRecordPath } from './route-record.js';
 import { BackendError, HnsError, HostError } from '../../basics/errors.js';
 import { versionAtLeast } from '../../hns/features.js';
 import { nthAddress6, parseIp6 } from '../../basics/ip6.js';
@@ -78,7 +81,7 @@ const VNIC_TIMEOUT_MS = 45_000;
 const ATTACH_TIMEOUT_MS = 5_000;
 const POLL_MS = 500;
 
-export class HostGwBackend implements Backend {
+export class HostGwBackend implements Backend, NodeObjects {
   readonly type = 'host-gw' as const;
   private readonly cfg: HostGwBackendConfig;
   /** EnableIPv6: the network, its host endpoint, forwarding and routes carry both families. */
@@ -94,7 +97,8 @@ export class HostGwBackend implements Backend {
     if (deps.netConf.backend.type !== 'host-gw') throw new Error('HostGwBackend needs a host-gw backend config');
     this.cfg = deps.netConf.backend;
     this.name = this.cfg.name;
-    this.record = new RouteRecord(deps.routeRecord, deps.log);
+    const { flags, files } = deps;
+    this.record = new RouteRecord(flags?.subnetFile && files ? { path: routeRecordPath(flags.subnetFile), fs: files } : undefined, deps.log);
     this.dual = deps.netConf.enableIPv6;
     if (this.dual && (deps.extIPv6 === undefined || deps.publicIPv6 === undefined || parseIp6(deps.publicIPv6) !== parseIp6(deps.extIPv6.address))) {
       throw new BackendError(
@@ -151,7 +155,31 @@ export class HostGwBackend implements Backend {
       networkName: this.name,
       binding,
       rebuild: (sig) => this.setUp(lease, sig),
+      nodeObjects: this,
     });
+  }
+
+  /**
+   * Reserve the bridge endpoint's address (`.2`, every pod's gateway under win-bridge) in host-local's
+   * store (--cni-ipam-data-dir), so no pod gets it. An address a pod already holds stays with that pod.
+   */
+  settle(network: Network): Promise<void> {
+    const { log, flags, files } = this.deps;
+    if (!flags?.cniIpamDataDir || !files) return Promise.resolve();
+    const ip = hostEndpointAddress(network.lease.subnet);
+    const ifname = `${network.networkName}_ep`;
+    const r = reserveAddressOrWarn(files, { dataDir: flags.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname }, log);
+    if (!r) return Promise.resolve();
+    if (r.torn) log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip, endpoint: ifname });
+    else if (r.result === 'reserved') log.info('reserved the host endpoint address in host-local IPAM', { path: r.path, ip, endpoint: ifname });
+    if (r.result === 'held') {
+      log.warn("a pod holds the host endpoint's address (every pod's gateway); it keeps it until it is deleted: recreate that pod", {
+        path: r.path,
+        ip,
+        container: r.holder,
+      });
+    }
+    return Promise.resolve();
   }
 
   /**

@@ -2,17 +2,21 @@
 // VtepMAC, and one RemoteSubnetRoute policy per peer. Mirrors flannel pkg/backend/vxlan/vxlan_windows.go
 // and device_windows.go, but publishes the lease only once the network and its MAC exist (upstream first
 // publishes an empty VtepMAC) and keeps the policies equal to the desired set (upstream never sweeps).
+// Beside the network it keeps kube-proxy's source VIP (./source-vip.ts): reserved by the network's
+// `settle`, checked every resync period.
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { RouteNetwork, type HnsObjectKind, type NetworkBinding } from '../route-network.js';
+import { RouteNetwork, type HnsObjectKind, type NetworkBinding, type NodeObjects } from '../route-network.js';
 import { decideSubnetHolder, type NetworkSummary } from '../subnet-holder.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
+import { reserveSourceVip, writeSourceVipFiles, type SourceVipRecord } from './source-vip.js';
 import { BackendError, HnsError, HostError } from '../../basics/errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../basics/ip4.js';
+import { componentLogger } from '../../basics/log.js';
 import { macToFlannel } from '../../basics/mac.js';
 import { isVxlanBackendData, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
 import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
@@ -64,12 +68,14 @@ function overlayMatches(net: HcnNetwork, subnet: string, vni: number, adapter?: 
   return net.Type === 'Overlay' && s?.IpAddressPrefix === subnet && (vsid === undefined || Number(vsid) === vni) && sameAdapter;
 }
 
-export class VxlanBackend implements Backend {
+export class VxlanBackend implements Backend, NodeObjects {
   readonly type = 'vxlan' as const;
   private readonly cfg: VxlanBackendConfig;
   private network: HcnNetwork | undefined;
   /** The HNS network's name: net-conf's Backend.Name, or the one adopted because it held the subnet. */
   private name: string;
+  /** kube-proxy's source VIP, as `settle` last reserved it. */
+  sourceVip: SourceVipRecord | undefined;
 
   constructor(private readonly deps: BackendDeps) {
     if (deps.netConf.backend.type !== 'vxlan') throw new Error('VxlanBackend needs a vxlan backend config');
@@ -99,7 +105,46 @@ export class VxlanBackend implements Backend {
       networkName: this.name,
       binding: this.bind(net, deps.extIface.mtu),
       rebuild: (sig) => this.rebuild(lease, sig),
+      nodeObjects: this,
     });
+  }
+
+  /**
+   * Reserve kube-proxy's source VIP (an endpoint no pod can get) and write where the scripts look
+   * (--source-vip-file, --source-vip-compat-files); none without --source-vip-file.
+   */
+  async settle(network: Network): Promise<void> {
+    const { deps } = this;
+    const { flags, files } = deps;
+    if (!flags?.sourceVipFile || !files) return;
+    this.sourceVip = await reserveSourceVip({
+      hns: deps.hns,
+      networkName: network.networkName,
+      subnet: network.lease.subnet,
+      file: flags.sourceVipFile,
+      compatFiles: flags.sourceVipCompatFiles ?? [],
+      ipamDataDir: flags.cniIpamDataDir ?? '',
+      macFor: (providerAddress) => deps.host.macAddress(providerAddress),
+      log: componentLogger(deps.log, 'source-vip'),
+      fs: files,
+    });
+    deps.log.info('kube-proxy source VIP', { ip: this.sourceVip.ip, file: flags.sourceVipFile, endpoint: this.sourceVip.endpointId });
+  }
+
+  /**
+   * The source VIP endpoint, under the ID `settle` reserved it with (an HNS restart drops it). While it
+   * stands, the files kube-proxy's scripts read it from at each kube-proxy start are kept too: one deleted
+   * or edited (C:\k cleaned by hand) would send them to host-local for another address than the
+   * endpoint's; it is written again, with a warning.
+   */
+  async lost(): Promise<HnsObjectKind[]> {
+    const { deps, sourceVip: vip } = this;
+    if (!vip?.endpointId || !deps.files) return [];
+    if (!(await deps.hns.getEndpoint(vip.endpointId))) return ['source-vip'];
+    const log = componentLogger(deps.log, 'source-vip');
+    const written = writeSourceVipFiles(deps.files, vip, { file: deps.flags?.sourceVipFile ?? '', compatFiles: deps.flags?.sourceVipCompatFiles ?? [], log });
+    for (const path of written) log.warn('a source VIP file kube-proxy reads was missing or changed; wrote it again', { path, ip: vip.ip });
+    return [];
   }
 
   /** The driver and peer mapping for one incarnation of the Overlay network. */
@@ -113,7 +158,7 @@ export class VxlanBackend implements Backend {
     if (cfg.legacyRemoteEndpoints) {
       return { driver: remoteEndpointDriver(deps.hns, net.ID!, cfg.macPrefix, this.name), mtu, ...checks };
     }
-    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.policyBatch ?? POLICY_BATCH, this.name), mtu, ...checks };
+    return { driver: remoteSubnetRouteDriver(deps.hns, net.ID!, deps.flags?.hnsPolicyBatchSize ?? POLICY_BATCH, this.name), mtu, ...checks };
   }
 
   /**

@@ -1,14 +1,17 @@
-// An in-process fake of the Kubernetes API server, just big enough for flannel's kube subnet manager,
-// over real HTTP(S) on 127.0.0.1 so the real @kubernetes/client-node (and kubectl) talk to it: Nodes
-// (list, watch, get, patch incl. /status), Pods (get, list), Events (./events.ts) and the discovery
-// documents kubectl reads first (/api, /apis, /api/v1), so `kubectl describe node` works against it. It models what flannel pkg/subnet/kube/kube.go
+// An in-process fake of the Kubernetes API server, just big enough for flannel's kube subnet manager and
+// the agent's list-watches, over real HTTP(S) on 127.0.0.1 so the real @kubernetes/client-node (and
+// kubectl) talk to it: Nodes (list, watch, get, patch incl. /status), Namespaces, Pods and
+// NetworkPolicies (list and watch across namespaces, under the same rules as Nodes; Pods get too),
+// Services and EndpointSlices (list: ./services.ts), Events (./events.ts) and the discovery documents kubectl reads first (/api, /apis, /api/v1), so
+// `kubectl describe node` works against it. It models what flannel pkg/subnet/kube/kube.go
 // relies on through client-go, as the Kubernetes API documents it: the API conventions
 // (sig-architecture api-conventions.md: resourceVersion, Status errors with reason and code, the status
 // subresource), the API concepts ("Efficient detection of changes": list then watch from the list's
 // resourceVersion, 410 Gone when it is too old, watch bookmarks; "Retrieving large results sets in
-// chunks": limit/continue) and k8s.io/apiserver's watch cache. The parts: ./node-store.ts (etcd: objects,
-// one revision for every kind, history, compaction, continue tokens), ./watch.ts (one process's watch
-// cache, watch streams and bookmarks), ./rbac-startup.ts (the 403s before RBAC grants the agent: caches
+// chunks": limit/continue) and k8s.io/apiserver's watch cache. The parts: ./store.ts (etcd: one revision
+// for every kind, compaction, the Nodes' rules), ./collection.ts (one resource's objects, history and
+// paged lists with continue tokens), ./watch.ts (one process's watch cache of one resource, watch
+// streams and bookmarks), ./rbac-startup.ts (the 403s before RBAC grants the agent: caches
 // not synced, a ClusterRole applied late), ./merge-patch.ts (patches), ./request-faults.ts (injected
 // failures and hangs), ./responses.ts (Status bodies), ./nodes.ts (Node builders), ./kubeconfig.ts. It ships with the `npm start` demo (../main.ts), which it serves; the
 // integration tests use it too. The agent never imports it.
@@ -16,13 +19,14 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { systemClock, type Clock } from '../../basics/clock.js';
+import type { Collection, StoredEvent, StoredObject, StoreRefusal } from './collection.js';
 import { EventStore } from './events.js';
-import { isRefusal, NodeStore, type NodeEvent, type StoreRefusal } from './node-store.js';
+import { isRefusal, ObjectStore, RESOURCES, type ResourceName } from './store.js';
 import { isResourcePath, rbacDenialReason, rbacForbiddenMessage, type RbacGrant } from './rbac-startup.js';
 import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { kubeStatus, sendJson, sendStatus, type JsonObject } from './responses.js';
-import { NodeWatches } from './watch.js';
+import { WatchCache } from './watch.js';
 import { ServiceStore, type FakeNamespacedObject, type ServiceResource } from './services.js';
 
 export type { JsonObject } from './responses.js';
@@ -31,7 +35,8 @@ export { mergePatch } from './merge-patch.js';
 export type { FailAnswer, HangMode, NodeMisbehaviour } from './request-faults.js';
 export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod, type LinuxFlannelNodeOptions } from './nodes.js';
 export { writeKubeconfig } from './kubeconfig.js';
-export { CONTINUE_EXPIRED, FakeApiRefusal, LIST_EXPIRED, PODCIDR_FORBIDDEN } from './node-store.js';
+export { CONTINUE_EXPIRED, LIST_EXPIRED } from './collection.js';
+export { FakeApiRefusal, PODCIDR_FORBIDDEN, RESOURCES, type ResourceName } from './store.js';
 export { WATCH_EXPIRED_ETCD } from './watch.js';
 
 export interface RecordedRequest {
@@ -52,8 +57,8 @@ export interface FakeKubeApiServerOptions {
   /** When set, every request must carry `Authorization: Bearer <token>` (else 401). */
   bearerToken?: string;
   /**
-   * The watch cache's window, in Node events (default 1000; k8s.io/apiserver watch_cache.go sizes it
-   * between 100 and 102400): a watch resumed from a resourceVersion older than the window gets 410 Gone.
+   * Each resource's watch cache window, in its events (default 1000; k8s.io/apiserver watch_cache.go sizes
+   * it between 100 and 102400): a watch resumed from a resourceVersion older than the window gets 410 Gone.
    */
   historyLimit?: number;
   /**
@@ -103,7 +108,7 @@ export class FakeKubeApiServer {
   private port: number;
   private readonly tls: FakeKubeApiServerOptions['tls'];
   private readonly clock: Clock;
-  private readonly store: NodeStore;
+  private readonly store: ObjectStore;
   private readonly eventStore: EventStore;
   private readonly serviceStore: ServiceStore;
   private readonly faults = new RequestFaults();
@@ -123,7 +128,7 @@ export class FakeKubeApiServer {
     this.rbacSyncDelayMs = opts.rbacSyncDelayMs ?? 0;
     this.rbac = opts.rbac ?? 'granted';
     this.rbacUser = opts.rbacUser ?? 'system:serviceaccount:kube-flannel:flannel-windows';
-    this.store = new NodeStore({ now: () => clock.now(), onEvent: (ev) => this.observe(ev) });
+    this.store = new ObjectStore({ now: () => clock.now(), onEvent: (ev) => this.observe(ev) });
     this.eventStore = new EventStore(
       () => clock.now(),
       () => this.store.nextRevision(),
@@ -131,10 +136,15 @@ export class FakeKubeApiServer {
     this.serviceStore = new ServiceStore(() => this.store.nextRevision());
   }
 
-  /** Every running process's watch cache is fed by etcd, the draining ones' too. */
-  private observe(ev: NodeEvent): void {
-    this.current?.watches.observe(ev);
-    for (const p of this.draining) p.watches.observe(ev);
+  /** Every running process's watch cache of the resource is fed by etcd, the draining ones' too. */
+  private observe(ev: StoredEvent): void {
+    this.current?.watches.get(ev.resource)?.observe(ev);
+    for (const p of this.draining) p.watches.get(ev.resource)?.observe(ev);
+  }
+
+  /** Every watch cache of every process (the running one and those draining). */
+  private caches(): WatchCache[] {
+    return [...(this.current ? [this.current] : []), ...this.draining].flatMap((p) => [...p.watches.values()]);
   }
 
   /** `http://127.0.0.1:<port>` (`https://` with `tls`; valid after start()). */
@@ -143,7 +153,7 @@ export class FakeKubeApiServer {
   }
 
   get resourceVersion(): string {
-    return String(this.store.resourceVersion);
+    return String(this.store.revision);
   }
 
   get running(): boolean {
@@ -159,7 +169,12 @@ export class FakeKubeApiServer {
     const proc: ServerProcess = {
       server: undefined as unknown as http.Server,
       sockets: new Set(),
-      watches: new NodeWatches({ store: this.store, clock: this.clock, ...this.watchOptions }),
+      watches: new Map(
+        Object.keys(RESOURCES).map((r) => {
+          const collection = this.store.collection(r)!;
+          return [r, new WatchCache({ collection, etcd: this.store, clock: this.clock, ...this.watchOptions })];
+        }),
+      ),
       startedAt: this.clock.now(),
     };
     const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(proc, req, res);
@@ -216,7 +231,7 @@ export class FakeKubeApiServer {
     proc.server.close();
     proc.server.closeIdleConnections();
     await new Promise((r) => setImmediate(r));
-    await proc.watches.drained();
+    for (const w of proc.watches.values()) await w.drained();
     if (!this.draining.delete(proc)) return; // stop() killed it meanwhile
     await this.exit(proc);
   }
@@ -232,8 +247,10 @@ export class FakeKubeApiServer {
   }
 
   private async exit(proc: ServerProcess): Promise<void> {
-    this.expiredBefore += proc.watches.expired;
-    proc.watches.dropAll();
+    for (const w of proc.watches.values()) {
+      this.expiredBefore += w.expired;
+      w.dropAll();
+    }
     const closed = new Promise<void>((resolve) => proc.server.close(() => resolve()));
     for (const s of proc.sockets) s.destroy();
     proc.sockets.clear();
@@ -276,15 +293,14 @@ export class FakeKubeApiServer {
     return this.store.addNode(fresh);
   }
 
-  /** The kubelet renews the node's Lease: the revision moves, no Node event (node-store.ts). */
+  /** The kubelet renews the node's Lease: the revision moves, no Node event (store.ts). */
   renewNodeLease(nodeName: string): JsonObject {
     return this.store.renewNodeLease(nodeName);
   }
 
   /** etcd's watch progress notification reaches the running watch caches (watch.ts). */
   progressNotify(): void {
-    this.current?.watches.progressNotify();
-    for (const p of this.draining) p.watches.progressNotify();
+    for (const w of this.caches()) w.progressNotify();
   }
 
   deleteNode(name: string): boolean {
@@ -301,6 +317,28 @@ export class FakeKubeApiServer {
 
   addPod(pod: FakePod): FakePod {
     return this.store.addPod(pod);
+  }
+
+  /**
+   * Create an object of a listed and watched resource (a Namespace, a Pod, a NetworkPolicy, a Node): a uid
+   * and a creationTimestamp when it has none, the next revision, an ADDED event.
+   */
+  addObject<T extends StoredObject>(resource: ResourceName, obj: T): T {
+    return this.store.add(resource, obj);
+  }
+
+  /** Apply `mutator` to a copy of the object under `key` (`name`, or `namespace/name`); a MODIFIED event (Nodes: updateNode). */
+  updateObject<T extends StoredObject>(resource: Exclude<ResourceName, 'nodes'>, key: string, mutator: (obj: T) => T | void): T {
+    return this.store.update(resource, key, mutator);
+  }
+
+  /** Delete the object under `key` (`name`, or `namespace/name`); a DELETED event. False when there is none. */
+  deleteObject(resource: ResourceName, key: string): boolean {
+    return this.store.remove(resource, key);
+  }
+
+  listObjects<T extends StoredObject>(resource: ResourceName): T[] {
+    return this.store.list(resource);
   }
 
   /** A Service (core/v1), as kube-proxy and `flanneld doctor` list it (./services.ts). */
@@ -325,7 +363,7 @@ export class FakeKubeApiServer {
   }
 
   /**
-   * Compact etcd at the newest revision (node-store.ts): continue tokens and reads at older revisions get
+   * Compact etcd at the newest revision (store.ts): continue tokens and reads at older revisions get
    * 410, and so do watches resumed from before it when the watch cache is off; with the cache on, the
    * watchers see nothing of it.
    */
@@ -335,22 +373,17 @@ export class FakeKubeApiServer {
 
   /** End every open watch cleanly (as an apiserver does at its watch timeout). */
   closeWatches(): void {
-    this.current?.watches.closeAll();
-    for (const p of this.draining) p.watches.closeAll();
+    for (const w of this.caches()) w.closeAll();
   }
 
-  /** Number of open watch connections (draining processes' included). */
+  /** Number of open watch connections, of every resource (draining processes' included). */
   get activeWatches(): number {
-    let n = this.current?.watches.active ?? 0;
-    for (const p of this.draining) n += p.watches.active;
-    return n;
+    return this.caches().reduce((n, w) => n + w.active, 0);
   }
 
-  /** Watches answered with 410 Gone (`too old resource version`), by every process so far. */
+  /** Watches answered with 410 Gone (`too old resource version`), of every resource, by every process so far. */
   get expiredWatches(): number {
-    let n = this.expiredBefore + (this.current?.watches.expired ?? 0);
-    for (const p of this.draining) n += p.watches.expired;
-    return n;
+    return this.caches().reduce((n, w) => n + w.expired, this.expiredBefore);
   }
 
   /**
@@ -439,20 +472,23 @@ export class FakeKubeApiServer {
 
     const notAllowed = () => sendStatus(res, 405, `method ${method} not allowed on ${path}`);
     let m: RegExpMatchArray | null;
-    if (path === '/api/v1/nodes') {
+    const listed = LISTED_PATHS.get(path);
+    if (listed !== undefined) {
       if (method !== 'GET') return notAllowed();
       const watch = query.watch === 'true' || query.watch === '1';
+      const collection = this.store.collection(listed)!;
       if (
+        listed === 'nodes' &&
         this.faults.misbehaveOnNodes(
           res,
           watch,
-          () => this.store.listPage({}) as JsonObject,
+          () => collection.listPage({}) as JsonObject,
           () => this.store.listNodes()[0],
         )
       )
         return;
-      if (watch) return proc.watches.serve(res, query);
-      return this.serveNodeList(res, query);
+      if (watch) return proc.watches.get(listed)!.serve(res, query);
+      return this.serveList(collection, res, query, listed === 'pods' ? podsOnNode(query.fieldSelector) : undefined);
     }
     if ((m = path.match(/^\/api\/v1\/nodes\/([^/]+)(\/status)?$/))) {
       const name = decodeURIComponent(m[1]);
@@ -463,13 +499,9 @@ export class FakeKubeApiServer {
       if (method === 'PATCH') return this.patchNode(res, name, m[2] !== undefined, contentType, body);
       return notAllowed();
     }
-    if (path === '/api' || path === '/apis' || path === '/api/v1') {
+    if (Object.hasOwn(DISCOVERY, path)) {
       if (method !== 'GET') return notAllowed();
       return sendJson(res, 200, DISCOVERY[path]);
-    }
-    if (path === '/api/v1/pods') {
-      if (method !== 'GET') return notAllowed();
-      return sendJson(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: this.resourceVersion }, items: this.store.listPods(query.fieldSelector) });
     }
     if ((m = path.match(/^\/(?:api\/v1\/(?:namespaces\/([^/]+)\/)?(services)|apis\/discovery\.k8s\.io\/v1\/(?:namespaces\/([^/]+)\/)?(endpointslices))$/))) {
       if (method !== 'GET') return notAllowed();
@@ -530,17 +562,18 @@ export class FakeKubeApiServer {
   }
 
   /**
-   * GET /api/v1/nodes (cacher.go GetList): resourceVersion "0" (or a resourceVersion without a limit
-   * and not Exact) is served whole from the watch cache, limit ignored; otherwise etcd serves it, paged,
-   * at the newest revision or at resourceVersion with resourceVersionMatch=Exact (node-store.ts).
+   * GET of a listed resource's path (cacher.go GetList): resourceVersion "0" (or a resourceVersion without
+   * a limit and not Exact) is served whole from the watch cache, limit ignored; otherwise etcd serves it,
+   * paged, at the newest revision or at resourceVersion with resourceVersionMatch=Exact (collection.ts).
+   * `keep`: a field selector's filter.
    */
-  private serveNodeList(res: http.ServerResponse, query: Record<string, string>): void {
+  private serveList(collection: Collection, res: http.ServerResponse, query: Record<string, string>, keep?: (obj: StoredObject) => boolean): void {
     const rv = query.resourceVersion;
     const hasLimit = Number(query.limit) > 0;
     const exact = query.resourceVersionMatch === 'Exact';
     if (rv !== undefined && rv !== '' && !query.continue && (rv === '0' || (!hasLimit && !exact)) && this.watchOptions.watchCache) {
       const { limit: _limit, ...rest } = query;
-      return sendJson(res, 200, this.store.listPage(rest));
+      return sendJson(res, 200, collection.listPage(rest, undefined, keep));
     }
     let atRv: number | undefined;
     if (rv !== undefined && rv !== '' && rv !== '0' && !query.continue) {
@@ -548,16 +581,16 @@ export class FakeKubeApiServer {
       if (!Number.isInteger(atRv) || atRv < 0) return sendStatus(res, 400, `invalid resource version: ${rv}`);
       if (!exact) atRv = undefined; // NotOlderThan: the newest revision does
     }
-    const page = this.store.listPage(query, atRv);
+    const page = collection.listPage(query, atRv, keep);
     return isRefusal(page) ? sendRefusal(res, page) : sendJson(res, 200, page);
   }
 }
 
-/** One kube-apiserver process: its listener, connections and watch cache. */
+/** One kube-apiserver process: its listener, connections and watch caches (one per listed resource). */
 interface ServerProcess {
   server: http.Server;
   sockets: Set<Socket>;
-  watches: NodeWatches;
+  watches: Map<string, WatchCache>;
   /** Clock time it started (its RBAC caches sync rbacSyncDelayMs later). */
   startedAt: number;
 }
@@ -569,21 +602,41 @@ function sendRefusal(res: http.ServerResponse, r: StoreRefusal): void {
 }
 
 /** Legacy discovery (kubectl falls back to it when the aggregated form is not offered). */
+const NETWORKING_V1 = { groupVersion: 'networking.k8s.io/v1', version: 'v1' };
 const DISCOVERY: Record<string, JsonObject> = {
   '/api': { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }] },
-  '/apis': { kind: 'APIGroupList', apiVersion: 'v1', groups: [] },
+  '/apis': { kind: 'APIGroupList', apiVersion: 'v1', groups: [{ name: 'networking.k8s.io', versions: [NETWORKING_V1], preferredVersion: NETWORKING_V1 }] },
   '/api/v1': {
     kind: 'APIResourceList',
     groupVersion: 'v1',
     resources: [
       { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs: ['get', 'list', 'patch', 'watch'], shortNames: ['no'] },
       { name: 'nodes/status', singularName: '', namespaced: false, kind: 'Node', verbs: ['get', 'patch'] },
-      { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'], shortNames: ['po'] },
+      { name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: ['list', 'watch'], shortNames: ['ns'] },
+      { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list', 'watch'], shortNames: ['po'] },
       { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['create', 'get', 'list', 'patch'], shortNames: ['ev'] },
       { name: 'services', singularName: 'service', namespaced: true, kind: 'Service', verbs: ['list'], shortNames: ['svc'] },
     ],
   },
+  '/apis/networking.k8s.io/v1': {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: 'networking.k8s.io/v1',
+    resources: [{ name: 'networkpolicies', singularName: 'networkpolicy', namespaced: true, kind: 'NetworkPolicy', verbs: ['list', 'watch'], shortNames: ['netpol'] }],
+  },
 };
+
+/** The listed and watched resources by their path (all namespaces). */
+const LISTED_PATHS = new Map<string, ResourceName>(Object.values(RESOURCES).map((r) => [r.path, r.resource]));
+
+/**
+ * A Pod list's field selector `spec.nodeName=X` (what `kubectl describe node` asks), as a filter; other
+ * selectors are not modelled (every Pod passes them). undefined without one.
+ */
+function podsOnNode(fieldSelector: string | undefined): ((obj: StoredObject) => boolean) | undefined {
+  const node = /(?:^|,)spec\.nodeName==?([^,]*)/.exec(fieldSelector ?? '')?.[1];
+  return node === undefined ? undefined : (p) => (p as FakePod).spec?.nodeName === node;
+}
 
 function nodeNotFound(res: http.ServerResponse, name: string): void {
   sendStatus(res, 404, `nodes "${name}" not found`, { name, kind: 'nodes' });

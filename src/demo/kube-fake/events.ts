@@ -3,7 +3,7 @@
 // message), and list (all namespaces or one) filtered by the involvedObject field selectors kubectl
 // describe uses (staging/src/k8s.io/kubectl/pkg/describe: searchEvents -> GetFieldSelector:
 // involvedObject.name/namespace/kind/uid). Names are unique per namespace (409 AlreadyExists otherwise).
-// Every write takes the next etcd revision, shared with the Nodes (node-store.ts).
+// Every write takes the next etcd revision, shared with every listed resource (store.ts).
 import type { JsonObject } from './responses.js';
 
 type Stored = JsonObject & { metadata: JsonObject & { name: string; namespace: string } };

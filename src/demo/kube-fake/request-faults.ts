@@ -12,7 +12,7 @@ import type { JsonObject } from './responses.js';
  * How the Node list and watch misbehave until cleared: `watch-gone` answers every watch with one
  * `410 Gone` ERROR event; `watch-one-event` sends every watch one MODIFIED event (a current Node) and
  * closes it; `list-repeat-continue` gives every list page the same `continue` token, so a client that
- * follows tokens pages forever. None is what a healthy kube-apiserver does (that is node-store.ts and
+ * follows tokens pages forever. None is what a healthy kube-apiserver does (that is store.ts, collection.ts and
  * watch.ts); each is what a server in a crash loop (a new watch cache every few seconds), a proxy or load
  * balancer that cuts streams, or a broken aggregation layer or proxy rewriting pages can send.
  */

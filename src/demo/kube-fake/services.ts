@@ -3,7 +3,7 @@
 // namespaces or one, filtered by `labelSelector` as kube-apiserver filters them (apimachinery
 // pkg/labels/selector.go Parse: `key`, `!key`, `key=value`, `key==value`, `key!=value`, comma-joined; the
 // set forms `in`/`notin` are not modelled and answered 400). Each object written stamps the store's one
-// revision (./node-store.ts: etcd's revision is shared by every kind).
+// revision (./store.ts: etcd's revision is shared by every kind).
 import type { JsonObject } from './responses.js';
 
 /** A namespaced object as a test hands it in (kind and apiVersion are filled in). */
@@ -49,7 +49,7 @@ export type ServiceResource = keyof typeof KINDS;
 export class ServiceStore {
   private readonly objects: Record<ServiceResource, Map<string, FakeNamespacedObject>> = { services: new Map(), endpointslices: new Map() };
 
-  /** `nextRevision`: the store's one revision counter (./node-store.ts NodeStore.nextRevision). */
+  /** `nextRevision`: the store's one revision counter (./store.ts ObjectStore.nextRevision). */
   constructor(private readonly nextRevision: () => number) {}
 
   add(resource: ServiceResource, obj: FakeNamespacedObject): FakeNamespacedObject {

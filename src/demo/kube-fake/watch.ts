@@ -1,13 +1,13 @@
-// Node watch streams of one fake API server process, as kube-apiserver serves `?watch=true` (Kubernetes
-// API concepts, "Efficient detection of changes" and "Watch bookmarks"): a chunked stream of JSON lines
-// `{"type","object"}`; without a resourceVersion (or "0") it starts with an ADDED event per Node; from a
-// resourceVersion it replays the events after it, or sends one ERROR event with a 410 `Expired` Status
-// when that resourceVersion is out of reach; at `timeoutSeconds` the stream ends cleanly.
+// The watch streams of one resource in one fake API server process, as kube-apiserver serves `?watch=true`
+// (Kubernetes API concepts, "Efficient detection of changes" and "Watch bookmarks"): a chunked stream of
+// JSON lines `{"type","object"}`; without a resourceVersion (or "0") it starts with an ADDED event per
+// object; from a resourceVersion it replays the events after it, or sends one ERROR event with a 410
+// `Expired` Status when that resourceVersion is out of reach; at `timeoutSeconds` the stream ends cleanly.
 //
 // With the watch cache on (the default, --watch-cache) watches are served by the cacher
-// (k8s.io/apiserver pkg/storage/cacher): watch_cache.go keeps a bounded window of Node events in memory,
-// filled from the revision the process listed at when it started, so a new process reaches back to its
-// start only; getAllEventsSinceLocked answers a resourceVersion below the window's oldest - 1 with
+// (k8s.io/apiserver pkg/storage/cacher, one cacher per resource): watch_cache.go keeps a bounded window of
+// the resource's events in memory, filled from the revision the process listed at when it started, so a
+// new process reaches back to its start only; getAllEventsSinceLocked answers a resourceVersion below the window's oldest - 1 with
 // `too old resource version: <rv> (<oldest - 1>)`, and the newest resourceVersion always works. etcd
 // compaction does not touch the window. Bookmarks are the cacher's (cacher.go dispatchEvents and
 // cache_watcher.go nextBookmarkTime): a watcher with allowWatchBookmarks is due one a minute after it
@@ -20,7 +20,7 @@
 // bookmarks.
 import type { ServerResponse } from 'node:http';
 import { pause, type Clock } from '../../basics/clock.js';
-import type { NodeEvent, NodeStore } from './node-store.js';
+import type { Collection, Etcd, StoredEvent } from './collection.js';
 import { kubeStatus, sendStatus, startStream } from './responses.js';
 
 interface OpenWatch {
@@ -43,22 +43,25 @@ export const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
 // storage/etcd3/watcher.go, interpretWatchError for ErrCompacted.
 export const WATCH_EXPIRED_ETCD = 'The resourceVersion for the provided watch is too old.';
 
-export interface NodeWatchesOptions {
-  store: NodeStore;
+export interface WatchCacheOptions {
+  /** The resource watched. */
+  collection: Collection;
+  /** Its etcd: the newest revision. */
+  etcd: Etcd;
   clock: Clock;
   /** Serve from the cacher's window (true) or from etcd (false). */
   watchCache: boolean;
-  /** The cacher's window, in Node events. */
+  /** The cacher's window, in events of the resource. */
   cacheCapacity: number;
 }
 
-/** The watches of one server process and, with the cache on, its watch cache. */
-export class NodeWatches {
+/** The watches of one resource in one server process and, with the cache on, its watch cache. */
+export class WatchCache {
   private readonly open = new Set<OpenWatch>();
   /** Watches answered with 410 Gone. */
   expired = 0;
-  /** The window: the newest Node events this process saw, oldest first. */
-  private window: NodeEvent[] = [];
+  /** The window: the newest events of the resource this process saw, oldest first. */
+  private window: StoredEvent[] = [];
   /** The revision the cacher listed at when the process started. */
   private readonly listRv: number;
   /** Whether an event fell out of the window (then its oldest is the first event in it). */
@@ -66,8 +69,8 @@ export class NodeWatches {
   /** cacher.go lastProcessedResourceVersion: 0 until the cacher processed an event. */
   private lastProcessed = 0;
 
-  constructor(private readonly o: NodeWatchesOptions) {
-    this.listRv = o.store.resourceVersion;
+  constructor(private readonly o: WatchCacheOptions) {
+    this.listRv = o.etcd.revision;
   }
 
   get active(): number {
@@ -79,8 +82,8 @@ export class NodeWatches {
     return Math.max(this.listRv, this.lastProcessed);
   }
 
-  /** A Node event reached this process (from etcd): into the window and to every open watch. */
-  observe(ev: NodeEvent): void {
+  /** An event of the resource reached this process (from etcd): into the window and to every open watch. */
+  observe(ev: StoredEvent): void {
     this.window.push(ev);
     while (this.window.length > this.o.cacheCapacity) {
       this.window.shift();
@@ -96,22 +99,22 @@ export class NodeWatches {
    * 10 minutes by default): the cacher's resourceVersion moves to the newest revision without an event.
    */
   progressNotify(): void {
-    this.lastProcessed = this.o.store.resourceVersion;
+    this.lastProcessed = this.o.etcd.revision;
   }
 
-  /** Serve `GET /api/v1/nodes?watch=true&...`. */
+  /** Serve `GET <the resource's path>?watch=true&...`. */
   serve(res: ServerResponse, query: Record<string, string>): void {
     const rvParam = query.resourceVersion;
-    let events: NodeEvent[];
+    let events: StoredEvent[];
     let rv: number;
     if (rvParam === undefined || rvParam === '' || rvParam === '0') {
       // Start "from now" with synthetic ADDED events for the current state, as the apiserver does.
-      events = this.o.store.currentAsAdded();
-      rv = this.o.watchCache ? this.cacheRv : this.o.store.resourceVersion;
+      events = this.o.collection.currentAsAdded();
+      rv = this.o.watchCache ? this.cacheRv : this.o.etcd.revision;
     } else {
       rv = Number(rvParam);
       if (!Number.isInteger(rv) || rv < 0) return sendStatus(res, 400, `invalid resource version: ${rvParam}`);
-      const replay = this.o.watchCache ? this.cachedSince(rv) : (this.o.store.eventsSince(rv) ?? WATCH_EXPIRED_ETCD);
+      const replay = this.o.watchCache ? this.cachedSince(rv) : (this.o.collection.eventsSince(rv) ?? WATCH_EXPIRED_ETCD);
       if (typeof replay === 'string') {
         this.expired++;
         startStream(res);
@@ -158,7 +161,7 @@ export class NodeWatches {
   }
 
   /** watch_cache.go getAllEventsSinceLocked: the window's events after `since`, or the 410 message. */
-  private cachedSince(since: number): NodeEvent[] | string {
+  private cachedSince(since: number): StoredEvent[] | string {
     const oldest = this.dropped && this.window.length > 0 ? this.window[0].rv : this.listRv + 1;
     if (since < oldest - 1) return `too old resource version: ${since} (${oldest - 1})`;
     return this.window.filter((e) => e.rv > since);
@@ -178,8 +181,10 @@ export class NodeWatches {
       // dispatchEvents: "Never send a bookmark event if we did not see an event here"; the due watchers
       // are popped and not put back.
       if (this.lastProcessed === 0) return;
-      if (this.lastProcessed > w.rv)
-        w.res.write(line('BOOKMARK', { kind: 'Node', apiVersion: 'v1', metadata: { resourceVersion: String(this.lastProcessed), creationTimestamp: null } }));
+      if (this.lastProcessed > w.rv) {
+        const { kind, apiVersion } = this.o.collection.info;
+        w.res.write(line('BOOKMARK', { kind, apiVersion, metadata: { resourceVersion: String(this.lastProcessed), creationTimestamp: null } }));
+      }
     }
   }
 

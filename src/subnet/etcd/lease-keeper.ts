@@ -8,7 +8,7 @@
 // this agent was paused), the keeper logs it and takes the key back: upstream's RenewLease puts the own
 // attributes back unconditionally (registry.updateSubnet), but only at the next renewal, hours later, and
 // its MonitorLease (main.go) only reads the new expiration from the event, so two nodes held one subnet.
-// Take-backs are paced by a RoundBackoff (../round-backoff.ts: 0.8 s doubling to 30 s, jittered, as
+// Take-backs are paced by a RoundBackoff (../../basics/round-backoff.ts: 0.8 s doubling to 30 s, jittered, as
 // client-go paces its reflector rounds), so two agents that both believe they own the key do not
 // ping-pong writes at etcd's speed; and after TAKE_BACK_LIMIT take-backs within TAKE_BACK_WINDOW_MS the
 // keeper gives up: the own lease is revoked (FLANNEL_ERR_LEASE_REVOKED ends the agent, as upstream's
@@ -23,7 +23,7 @@ import { errorMessage, EtcdError, FlannelError } from '../../basics/errors.js';
 import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource } from '../lease.js';
 import type { NetworkConfig } from '../net-conf-types.js';
-import { RoundBackoff } from '../round-backoff.js';
+import { RoundBackoff } from '../../basics/round-backoff.js';
 import { checkDualStackPublicIPv6, checkPublishableAttrs } from '../own-lease.js';
 import { allocateIPv6Subnet, allocateSubnet, ipv6HalfOutsideNetwork, isIPv6SubnetConfigCompat, isSubnetConfigCompat, widerThanSubnetLen } from './allocate.js';
 import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';

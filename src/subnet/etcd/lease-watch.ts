@@ -1,5 +1,5 @@
 // The peers' leases from etcd: a prefix list (the snapshot) and a watch from the next revision, turned
-// into LeaseUpdates, run by the relist loop (../relist.ts). Mirrors the watch half of flannel
+// into LeaseUpdates, run by the relist loop (../../basics/relist.ts). Mirrors the watch half of flannel
 // pkg/subnet/etcd/registry.go (watchSubnets) and pkg/subnet/etcd/local_manager.go WatchLeases (the
 // resync after compaction: leasesWatchReset on ErrCompacted). Watches are raw streams
 // (EtcdRegistry.openWatchStream) resumed on the loop's abortable timers; the own lease being deleted
@@ -9,7 +9,7 @@
 // OwnLeaseState.observed, and asks etcd nothing per peer: upstream's registry.go calls TimeToLive for
 // every listed key and watched put to fill Lease.Expiration, which nothing here reads; a peer's expiry
 // is etcd's to enforce (an expired lease deletes its key, a Delete event).
-// The loop's rules (./relist.ts, never hammer the server) hold here too: an etcd watch has no clean end, so every end of a stream
+// The loop's rules (../../basics/relist.ts, never hammer the server) hold here too: an etcd watch has no clean end, so every end of a stream
 // — an error, etcd closing or cancelling it, a compaction that needs a relist — and every failed list
 // waits the loop's pause (client-go's reflector backoff: 800 ms doubling to 30 s, jittered, reset
 // after 2 quiet minutes) before the next round; upstream's pkg/subnet/watch.go retries after 1 s flat.
@@ -20,8 +20,8 @@ import { METRIC } from '../../basics/metrics.js';
 import type { Metrics } from '../../basics/metrics.js';
 import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
-import { runRelistLoop } from '../relist.js';
-import type { ListWatchSource, RelistOptions, WatchEnd } from '../relist.js';
+import { runRelistLoop } from '../../basics/relist.js';
+import type { ListWatchSource, RelistOptions, WatchEnd } from '../../basics/relist.js';
 import type { OwnLeaseState } from './lease-keeper.js';
 import { decodeLeaseAttrs } from './lease-json.js';
 import { closeWatchStream } from './registry.js';
@@ -42,6 +42,9 @@ export interface LeaseWatchOptions {
 
 type WatchOutcome = 'aborted' | 'compacted' | 'error' | 'revoked';
 
+/** The `resource` label of this watch's reconnects: flannel's etcd keys live under `<prefix>/subnets/`. */
+const RESOURCE = 'subnets';
+
 interface WatchCursor {
   /** The revision the next watch starts from. */
   next: string;
@@ -58,7 +61,9 @@ export class EtcdLeaseWatch {
   /** Open watch streams, ended by close() should a watch still be running then. */
   private readonly streams = new Set<WatchStream>();
 
-  constructor(private readonly o: LeaseWatchOptions) {}
+  constructor(private readonly o: LeaseWatchOptions) {
+    o.metrics.declare(METRIC.apiReconnects, 'resource', [RESOURCE]);
+  }
 
   /** End any open watch stream; no watch opens afterwards. Idempotent. */
   close(): void {
@@ -100,7 +105,7 @@ export class EtcdLeaseWatch {
       },
       isFatal: (err) => err !== undefined && err === own.revoked,
     };
-    await runRelistLoop(source, { clock, metrics, random, backoff }, signal);
+    await runRelistLoop(source, { clock, metrics, random, backoff, resource: RESOURCE }, signal);
     if (own.revoked) throw own.revoked;
   }
 
@@ -132,7 +137,7 @@ export class EtcdLeaseWatch {
   private async watch(cursor: WatchCursor, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchEnd<WatchCursor>> {
     cursor.created = false;
     const { outcome, err } = await this.watchOnce(cursor, onUpdate, signal);
-    if (cursor.created && cursor.resumed) this.o.metrics.inc(METRIC.apiReconnects);
+    if (cursor.created && cursor.resumed) this.o.metrics.inc(METRIC.apiReconnects, { resource: RESOURCE });
     if (outcome === 'aborted') return { kind: 'aborted' };
     if (outcome === 'revoked') throw this.o.own.revoked!;
     if (outcome === 'compacted') return { kind: 'stale' };

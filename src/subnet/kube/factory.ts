@@ -7,7 +7,7 @@ import type { Metrics } from '../../basics/metrics.js';
 import { componentLogger, type Logger } from '../../basics/log.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { SubnetTimings } from '../timings.js';
-import { buildKubeConfig } from './client.js';
+import { buildKubeConfig } from '../../kube/client.js';
 import { KubeSubnetManager } from './manager.js';
 import { readNodePublicIPs } from './node-public-ip.js';
 

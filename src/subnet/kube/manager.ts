@@ -2,8 +2,8 @@
 // and a list + watch of Nodes yields the peers. Mirrors flannel pkg/subnet/kube/kube.go
 // (kubeSubnetManager: NewSubnetManager, AcquireLease, WatchLeases, CompleteLease) by composing one
 // module per job: own-node.ts (node name, the wait for the Node, annotations, condition) and
-// node-list-watch.ts (the Node list-watch, run by ../relist.ts), both on api-error.ts (retries, coded errors).
-// Requests are raw JSON with a deadline each (http.ts): no typed model of any Node is built.
+// node-list-watch.ts (the Node list-watch: ../../kube/list-watch.ts with the Nodes' projection), both on ../../kube/api-error.ts (retries, coded errors).
+// Requests are raw JSON with a deadline each (../../kube/http.ts): no typed model of any Node is built.
 import { systemClock, systemRandom } from '../../basics/clock.js';
 import type { Clock, Random } from '../../basics/clock.js';
 import { ConfigError } from '../../basics/errors.js';
@@ -14,12 +14,12 @@ import type { Logger } from '../../basics/log.js';
 import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
-import { declareEventMetrics, KubeEventRecorder } from './event-recorder.js';
-import { KubeHttp, nodeListFn, nodeWatchFn } from './http.js';
-import { NodeListWatch } from './node-list-watch.js';
+import { declareEventMetrics, KubeEventRecorder } from '../../kube/event-recorder.js';
+import { KubeHttp } from '../../kube/http.js';
+import { NodeListWatch, nodeListFn, nodeWatchFn } from './node-list-watch.js';
 import { OwnNodePublisher } from './own-node.js';
 import { OwnNodeWatch } from './own-node-watch.js';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../../kube/kubeconfig.js';
 
 /** Nodes per page of the Node list (`GET /api/v1/nodes?limit=`). */
 export const DEFAULT_LIST_PAGE_SIZE = 150;

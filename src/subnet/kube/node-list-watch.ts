@@ -1,47 +1,28 @@
-// List + watch of Nodes, projected straight to peer leases (full Node objects are never kept, and nothing
-// is kept between events: the peer store, src/peers/store.ts, is the one copy of the peer set and
-// drops what did not change). Mirrors what flannel pkg/subnet/kube/kube.go gets from its client-go node
-// informer (and nodeToLease, handleAddLeaseEvent, handleUpdateLeaseEvent for the projection), and takes its list and watch as
-// functions, as client-node's ListWatch (src/cache.ts) takes a `listFn` and a `Watch`: the real ones
-// are raw JSON requests with deadlines (http.ts nodeListFn/nodeWatchFn); tests inject others. The
-// relist-with-backoff loop around them is ../relist.ts: a paged list, then a watch from the list's
-// resourceVersion, resumed after a clean close and relisted after 410 Gone or a broken watch, every
-// round but a healthy watch's resumption after client-go's backoff pause (../round-backoff.ts).
-// Differences by design:
-// - Only the fields flannel needs are read (projectNode below); an object that cannot be projected is
-//   skipped, logged and counted, and the rest of the list still counts.
-// - Every list page has a deadline, and a watch that goes silent is abandoned well under a minute:
-//   the watch asks for `timeoutSeconds` (the server ends it cleanly) and `allowWatchBookmarks` (the
-//   apiserver sends a bookmark about once a minute and before its timeout; kubernetes/kubernetes#90249,
-//   https://kubernetes.io/docs/reference/using-api/api-concepts/#watch-bookmarks), so no byte for
-//   `watchSilenceMs` means the connection is dead even when TCP does not say so.
-// - List pages are emitted as they arrive (`peers`); the complete list ends with `listed`, naming every
-//   lease it held, so nothing is removed on a partial view.
-// - A paged list cannot loop: client-go's pager (tools/pager/pager.go) follows `continue` for as long as
-//   the server sends one, so a server that repeats a token is paged forever. Here a token seen before
-//   in the same list, or a page that does not advance (no items, or its last Node's name not past the
-//   previous page's: the API server pages in key order, which for Nodes is name order), fails the list
-//   with FLANNEL_ERR_KUBE_LIST, logged and retried after the backoff pause like any failed list. A list
-//   is also bounded in what it keeps (LIST_NODES_BOUND names) and in time (`listDeadlineMs`), never by
-//   a page count: a cluster of 50,000 Nodes lists in 200 pages.
-// - A watch the server closes cleanly is resumed at once only after a healthy run: at least half the
-//   timeout it asked for. client-go reopens every watch that lasted a second or brought an event; a
-//   server that closes each watch after one event then gets a watch per event (measured against
-//   the fake API server: 10,000-25,000 in 15 s).
-import { createHash } from 'node:crypto';
-import type { Clock, Random } from '../../basics/clock.js';
-import { FlannelError, KubeAnswerError, KubeError, KubeWatchError } from '../../basics/errors.js';
-import { METRIC } from '../../basics/metrics.js';
+// The Nodes' list + watch, projected straight to peer leases: what flannel pkg/subnet/kube/kube.go gets
+// from its client-go node informer (and nodeToLease, handleAddLeaseEvent, handleUpdateLeaseEvent for the
+// projection). The list and watch themselves are the generic ones (../../kube/list-watch.ts
+// KubeListWatch: paging and its guards, resourceVersion, bookmarks, 410 Gone, the silence watchdog, the
+// relist loop's pauses); what is the Nodes' own is here:
+// - the projection (projectNode, toLease below): only the fields flannel needs are read; an object that
+//   cannot be projected is skipped, logged and counted, and the rest of the list still counts;
+// - the fields never read, cut from the text before it is parsed (NODE_EVENT_UNREAD, NODE_LIST_UNREAD: status and
+//   metadata.managedFields, nine tenths of a real Node);
+// - the peer updates: list pages as `peers`, the complete list as `listed` naming every lease it held (so
+//   nothing is removed on a partial view), each watch event as a one-peer `peers`. Full Node objects are
+//   never kept, and nothing is kept between events: the peer store (src/peers/store.ts) is the one copy
+//   of the peer set and drops what did not change;
+// - the observer that follows the own Node through the same list and watch (./own-node-watch.ts).
 import type { Metrics } from '../../basics/metrics.js';
-import type { Logger } from '../../basics/log.js';
-import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
-import { runRelistLoop } from '../relist.js';
-import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../relist.js';
-import type { AnnotationKeys } from './annotations.js';
-import { decodeBackendData } from './annotations.js';
-import { describe, rbacRefusal, retryAfterMs } from './api-error.js';
 import { normalizeCidr } from '../../basics/ip4.js';
 import { normalizeCidr6 } from '../../basics/ip6.js';
+import { kubeListFn, kubeWatchFn } from '../../kube/http.js';
+import type { KubeHttp } from '../../kube/http.js';
+import { asObj, KubeListWatch } from '../../kube/list-watch.js';
+import type { KubeListWatchOptions, ListPageFn, ListWatchHandler, WatchFn } from '../../kube/list-watch.js';
+import { unreadFields } from '../../kube/watch-lines.js';
+import type { Lease, LeaseUpdateHandler, PeerLease } from '../lease.js';
+import type { AnnotationKeys } from './annotations.js';
+import { decodeBackendData } from './annotations.js';
 
 // --- Node -> lease (pure and total: hostile input, missing fields, wrong types, huge strings never throw) ---
 
@@ -80,13 +61,6 @@ export interface NodeLease {
   backendV6Data?: string;
   /** Names of the fields above whose annotation was present but oversized (value dropped). */
   oversized?: string[];
-}
-
-type Obj = Record<string, unknown>;
-
-/** `v` as a plain JSON object (not null, not an array), else undefined. */
-export function asObj(v: unknown): Obj | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
 }
 
 /** An IPv4 CIDR in network-address form (host bits masked, as Go's net.ParseCIDR), bounded in length. */
@@ -237,47 +211,35 @@ export function toLease(rec: NodeLease): Lease | undefined {
 
 // --- list and watch ---
 
-/** One page of the Node list (`GET /api/v1/nodes?limit=&continue=`), as raw JSON. */
-export type NodeListFn = (page: { limit: number; continue?: string }, signal: AbortSignal) => Promise<unknown>;
+const NODES = '/api/v1/nodes';
 
-export interface NodeWatchQuery {
-  resourceVersion: string;
-  allowWatchBookmarks: boolean;
-  timeoutSeconds: number;
+// A real Node is about 10 KB of JSON, of which status (conditions, 30-50 images with digests, nodeInfo)
+// and metadata.managedFields are about nine tenths (bench/lib/nodes.mjs takes its shape from a real
+// cluster's Node). The kube subnet manager reads only metadata (name, uid, creationTimestamp,
+// annotations, resourceVersion) and spec (podCIDR, podCIDRs), as upstream flanneld's nodeToLease
+// (pkg/subnet/kube/kube.go): a kubelet heartbeat changes only status, and costs no parse of it.
+/** The fields of a Node never read (../../kube/watch-lines.ts withoutFields): in a watch line, in a NodeList page. */
+export const { event: NODE_EVENT_UNREAD, list: NODE_LIST_UNREAD } = unreadFields([
+  { depth: 1, key: 'status', open: '{' },
+  { depth: 2, key: 'managedFields', open: '[' },
+]);
+
+/** The Node list over `http`, one page per call, each with a `timeoutMs` deadline; its Nodes without the unread fields. */
+export function nodeListFn(http: KubeHttp, timeoutMs: number): ListPageFn {
+  return kubeListFn(http, NODES, timeoutMs, NODE_LIST_UNREAD);
 }
 
-/**
- * A Node watch: `onEvent(type, object)` per event until the server ends the stream (resolves), or an
- * error, `silenceMs` without a byte or the signal (rejects). A 410 Gone arrives as an ERROR event.
- */
-export type NodeWatchFn = (
-  query: NodeWatchQuery,
-  onEvent: (type: unknown, object: unknown) => void,
-  opts: { silenceMs: number; signal: AbortSignal; onBadLine?: (line: string) => void },
-) => Promise<void>;
+/** The Node watch over `http`, its Nodes without the unread fields; the bytes of its streams counted in `metrics`. */
+export function nodeWatchFn(http: KubeHttp, metrics?: Metrics): WatchFn {
+  return kubeWatchFn(http, NODES, { metrics, unread: NODE_EVENT_UNREAD });
+}
 
-export interface NodeListWatchOptions {
-  list: NodeListFn;
-  watch: NodeWatchFn;
+/** The Node list-watch's options: the generic list-watch's (list, watch, timings, page size), and what a Node's projection needs. */
+export type NodeListWatchOptions = Omit<KubeListWatchOptions<NodeLease>, 'resource' | 'kind' | 'project' | 'skipReason' | 'keyOf' | 'maxObjects'> & {
   keys: AnnotationKeys;
-  log: Logger;
-  metrics: Metrics;
-  clock: Clock;
-  /** Jitter of the default watch timeout and of the relist loop's pauses. */
-  random: Random;
-  /** The relist loop's pause schedule (default client-go's: 800 ms doubling to 30 s, jittered). */
-  backoff?: RelistOptions['backoff'];
-  /** Page size of the Node list (bench/kube-api.mjs). */
-  listPageSize: number;
-  /** Server-side watch timeout; default 30-40 s (jittered). */
-  watchTimeoutSeconds?: number;
-  /** No byte for this long ends a watch as failed (default: watch timeout + 10 s). */
-  watchSilenceMs?: number;
-  /** How long one paged list may take, all its pages (default LIST_DEADLINE_MS). */
-  listDeadlineMs?: number;
   /** EnableIPv6: project the IPv6 half of every Node too (projectNode). */
   ipv6?: boolean;
-}
+};
 
 /** Told every Node the list and the watch see (own-node-watch.ts follows the own Node through it). */
 export interface NodeObserver {
@@ -291,208 +253,63 @@ export interface NodeObserver {
   listEnded(): void;
 }
 
-const SKIP_LOG_INTERVAL_MS = 60_000;
-
 /**
  * The most Nodes one list may hold (their names are kept until the list ends): 40x Kubernetes' largest
  * supported cluster (5,000 nodes, https://kubernetes.io/docs/setup/best-practices/cluster-large/).
  */
 export const LIST_NODES_BOUND = 200_000;
 
-/** How long one paged list may take, all pages together (default of `listDeadlineMs`). */
-export const LIST_DEADLINE_MS = 10 * 60_000;
-
-/** The log line before the loop's pause: what ended the round, and how long the pause is. */
-function retryLine(n: RetryNote): [message: string, fields: Record<string, unknown>] {
-  const fields: Record<string, unknown> = { attempt: n.attempt, delayMs: n.delayMs };
-  if (n.err !== undefined) fields.error = describe(n.err);
-  if (n.err instanceof FlannelError) fields.code = n.err.code;
-  Object.assign(fields, rbacRefusal(n.err)); // a 403: the permission RBAC lacks and the fix
-  switch (n.reason) {
-    case 'list-failed':
-      return ['listing nodes failed, backing off', fields];
-    case 'watch-failed':
-      return ['node watch failed, backing off', fields];
-    case 'stale':
-      return ['node watch resourceVersion expired (410 Gone), backing off before relisting', fields];
-    case 'closed-early':
-      return ['node watch closed early by the server, backing off', fields];
-  }
-}
-
-/** The name of a skipped Node, when it has a string one (for the log line). */
-function skipName(obj: unknown): string {
-  const name = asObj(asObj(obj)?.metadata)?.name;
-  return typeof name === 'string' ? name.slice(0, 64) : '';
-}
-
 export class NodeListWatch {
-  /** Skipped objects are logged at most once a minute, with how many were held back. */
-  private lastSkipLog = -Infinity;
-  private heldSkips = 0;
+  private readonly nodes: KubeListWatch<NodeLease>;
   /** Follows the own Node (set once the lease is acquired). */
   observer: NodeObserver | undefined;
 
-  constructor(private readonly o: NodeListWatchOptions) {
-    // Both series at zero from the start (a rate() or an alert on them works before the first skip).
-    o.metrics.declare(METRIC.nodesSkipped, 'where', ['list', 'watch']);
-  }
-
-  /** Project one raw Node, or count and log it as skipped. */
-  private project(obj: unknown, where: 'list' | 'watch'): NodeLease | undefined {
-    const rec = projectNode(obj, this.o.keys, this.o.ipv6 === true);
-    if (rec) return rec;
-    this.o.metrics.inc(METRIC.nodesSkipped, { where });
-    const now = this.o.clock.now();
-    if (now - this.lastSkipLog < SKIP_LOG_INTERVAL_MS) {
-      this.heldSkips++;
-      return undefined;
-    }
-    this.o.log.warn('skipping a Node object that cannot be read (no valid metadata.name)', {
-      where,
-      name: skipName(obj),
-      ...(this.heldSkips > 0 ? { heldBack: this.heldSkips } : {}),
+  constructor({ keys, ipv6 = false, ...o }: NodeListWatchOptions) {
+    this.nodes = new KubeListWatch<NodeLease>({
+      ...o,
+      resource: 'nodes',
+      kind: 'Node',
+      project: (node) => projectNode(node, keys, ipv6),
+      skipReason: () => 'no valid metadata.name',
+      keyOf: (rec) => rec.name,
+      maxObjects: LIST_NODES_BOUND,
     });
-    this.lastSkipLog = now;
-    this.heldSkips = 0;
-    return undefined;
-  }
-
-  /** The complete list, page by page as `peers`, then `listed`; returns its resourceVersion, where the watch starts. */
-  private async relist(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<string> {
-    const keys = new Set<string>();
-    let nodes = 0;
-    /** Digests of the continue tokens of this list (a token's size is the server's to choose). */
-    const seen = new Set<string>();
-    const started = this.o.clock.now();
-    const deadlineMs = this.o.listDeadlineMs ?? LIST_DEADLINE_MS;
-    let cont: string | undefined;
-    let rv = '';
-    let pages = 0;
-    /** The name of the last Node of the previous page (pages are in name order). */
-    let lastName: string | undefined;
-    const fail = (why: string, context: Record<string, unknown>) =>
-      new KubeError('FLANNEL_ERR_KUBE_LIST', `${why}; the list would never end — check the API server or a proxy in front of it`, { page: pages, ...context });
-    this.observer?.listStarted();
-    do {
-      pages++;
-      if (this.o.clock.now() - started > deadlineMs) {
-        throw fail(`the Node list did not end within ${Math.round(deadlineMs / 1000)} s (${nodes} Nodes in ${pages - 1} pages)`, { nodes, deadlineMs });
-      }
-      const page = asObj(await this.o.list({ limit: this.o.listPageSize, continue: cont }, signal));
-      const meta = asObj(page?.metadata);
-      const items = page?.items;
-      if (!page || !Array.isArray(items))
-        throw new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', 'the Node list answer has no items array; check the API server or a proxy in front of it', { page: pages });
-      if (rv === '' && typeof meta?.resourceVersion === 'string') rv = meta.resourceVersion;
-      if (nodes + items.length > LIST_NODES_BOUND) {
-        throw fail(`the Node list holds more than ${LIST_NODES_BOUND} Nodes`, { nodes: nodes + items.length });
-      }
-      const peers: PeerLease[] = [];
-      let pageLast: string | undefined;
-      for (const item of items) {
-        const rec = this.project(item, 'list');
-        if (!rec) continue;
-        nodes++;
-        pageLast = rec.name;
-        this.observer?.seen(rec);
-        const lease = toLease(rec);
-        if (lease) keys.add(rec.name);
-        peers.push({ key: rec.name, lease });
-      }
-      cont = typeof meta?.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
-      if (cont !== undefined) {
-        const digest = createHash('sha256').update(cont).digest('base64');
-        if (seen.has(digest)) throw fail(`the API server sent the same Node list continue token twice (page ${pages})`, { continue: cont.slice(0, 64) });
-        // A page that does not advance past the previous one (with more to come): a loop with fresh tokens.
-        if (pageLast === undefined || (lastName !== undefined && pageLast <= lastName)) {
-          throw fail(`page ${pages} of the Node list does not advance (${items.length} Nodes, the last ${JSON.stringify((pageLast ?? '').slice(0, 64))})`, {
-            continue: cont.slice(0, 64),
-          });
-        }
-        seen.add(digest);
-      }
-      if (pageLast !== undefined) lastName = pageLast;
-      // What this page says; `listed` after the last page decides removals.
-      if (peers.length > 0) onUpdate({ kind: 'peers', peers });
-    } while (cont);
-    this.o.log.info('node list synced', { nodes, leases: keys.size, pages, resourceVersion: rv });
-    onUpdate({ kind: 'listed', keys });
-    this.observer?.listEnded();
-    return rv;
-  }
-
-  /** One watch from `rv` until the server closes it, it breaks or goes silent, or 410 Gone. */
-  private async watchOnce(rv: string, onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<WatchEnd<string>> {
-    const { log, metrics } = this.o;
-    const timeoutSeconds = this.o.watchTimeoutSeconds ?? 30 + Math.floor(this.o.random() * 10);
-    const silenceMs = this.o.watchSilenceMs ?? (timeoutSeconds + 10) * 1000;
-    let lastRv = rv;
-    let gone = false;
-    const ctrl = new AbortController();
-    const stop = () => ctrl.abort();
-    signal.addEventListener('abort', stop, { once: true });
-    const onEvent = (type: unknown, obj: unknown) => {
-      if (ctrl.signal.aborted) return;
-      if (type === 'ERROR') {
-        const st = asObj(obj);
-        if (st?.code === 410) gone = true;
-        else log.warn('node watch error event', { message: typeof st?.message === 'string' ? st.message.slice(0, 200) : 'unknown' });
-        ctrl.abort(
-          new KubeWatchError(
-            'FLANNEL_ERR_KUBE_WATCH_BROKEN',
-            `the API server ended the Node watch with an error event${typeof st?.message === 'string' ? `: ${st.message.slice(0, 200)}` : ''}`,
-            {
-              status: typeof st?.code === 'number' ? st.code : undefined,
-            },
-          ),
-        );
-        return;
-      }
-      const meta = asObj(asObj(obj)?.metadata);
-      if (typeof meta?.resourceVersion === 'string' && meta.resourceVersion !== '') lastRv = meta.resourceVersion;
-      if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return; // BOOKMARK: rv only
-      const rec = this.project(obj, 'watch');
-      if (!rec) return;
-      onUpdate({ kind: 'peers', peers: [{ key: rec.name, lease: type === 'DELETED' ? undefined : toLease(rec) }] });
-      if (type === 'DELETED') this.observer?.deleted(rec);
-      else this.observer?.seen(rec);
-    };
-    try {
-      await this.o.watch({ resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds }, onEvent, {
-        silenceMs,
-        signal: ctrl.signal,
-        onBadLine: () => metrics.inc(METRIC.nodesSkipped, { where: 'watch' }),
-      });
-    } catch (err) {
-      if (!ctrl.signal.aborted) return { kind: 'broken', err };
-    } finally {
-      signal.removeEventListener('abort', stop);
-    }
-    if (signal.aborted) return { kind: 'aborted' };
-    if (gone) return { kind: 'stale' };
-    if (ctrl.signal.aborted) return { kind: 'broken', err: ctrl.signal.reason };
-    // A clean end (the server's timeoutSeconds): resume from the last resourceVersion, no relist; the
-    // loop pauses first when it came early.
-    return { kind: 'closed', cursor: lastRv };
   }
 
   /** List + watch until `signal` aborts; see SubnetManager.watchLeases. */
   run(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
-    const source: ListWatchSource<string> = {
-      list: (s) => this.relist(onUpdate, s),
-      watch: (rv, s) => this.watchOnce(rv, onUpdate, s),
-      // A 429 or 5xx with Retry-After: the server's wait, when longer than the backoff (./api-error.ts).
-      minDelayMs: retryAfterMs,
-      onRetry: (note) => {
-        const [message, fields] = retryLine(note);
-        if (note.reason === 'stale') this.o.log.info(message, fields);
-        else this.o.log.warn(message, fields);
+    return this.nodes.run(this.peerUpdates(onUpdate), signal);
+  }
+
+  /** The Nodes as peer updates: each list page as `peers`, then `listed` with every lease's key; each event as one peer. */
+  private peerUpdates(onUpdate: LeaseUpdateHandler): ListWatchHandler<NodeLease> {
+    let keys = new Set<string>();
+    return {
+      listStarted: () => {
+        keys = new Set<string>();
+        this.observer?.listStarted();
+      },
+      listPage: (recs) => {
+        const peers: PeerLease[] = [];
+        for (const rec of recs) {
+          this.observer?.seen(rec);
+          const lease = toLease(rec);
+          if (lease) keys.add(rec.name);
+          peers.push({ key: rec.name, lease });
+        }
+        // What this page says; `listed` after the last page decides removals.
+        onUpdate({ kind: 'peers', peers });
+      },
+      listSummary: () => ({ leases: keys.size }),
+      listEnded: () => {
+        onUpdate({ kind: 'listed', keys });
+        this.observer?.listEnded();
+      },
+      watched: (type, rec) => {
+        onUpdate({ kind: 'peers', peers: [{ key: rec.name, lease: type === 'DELETED' ? undefined : toLease(rec) }] });
+        if (type === 'DELETED') this.observer?.deleted(rec);
+        else this.observer?.seen(rec);
       },
     };
-    const { clock, metrics, random, backoff } = this.o;
-    // A watch that ran half the timeout it asked for (15 s of the default 30-40 s) was healthy.
-    const healthyWatchMs = ((this.o.watchTimeoutSeconds ?? 30) * 1000) / 2;
-    return runRelistLoop(source, { clock, metrics, random, backoff, healthyWatchMs }, signal);
   }
 }

@@ -3,7 +3,7 @@
 // (pkg/subnet/kube/kube.go: one GET of the own Node, errors only logged) and, with no --iface, hands the
 // IP to ipmatch.LookupExtIface to pick the interface holding it. This agent also tries
 // `public-ip-overwrite` (it is the node's own address when the node has several NICs and no NAT).
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../../kube/kubeconfig.js';
 import { systemClock, type Clock } from '../../basics/clock.js';
 import { errorMessage } from '../../basics/errors.js';
 import { isIp4 } from '../../basics/ip4.js';
@@ -12,8 +12,8 @@ import type { Logger } from '../../basics/log.js';
 import { normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
-import { retryApiCall, retryableAtStartUp } from './api-error.js';
-import { KubeHttp } from './http.js';
+import { retryApiCall, retryableAtStartUp } from '../../kube/api-error.js';
+import { KubeHttp } from '../../kube/http.js';
 import { projectNode } from './node-list-watch.js';
 
 export interface NodePublicIPs {

@@ -3,7 +3,7 @@
 // annotations patched onto it, and the NetworkUnavailable=False condition. Mirrors flannel
 // pkg/subnet/kube/kube.go (NewSubnetManager's node-name lookup, AcquireLease, CompleteLease's
 // setNodeNetworkUnavailableFalse). Differences by design: the wait is bounded and logged, API blips are
-// retried (api-error.ts), so is an RBAC refusal while the agent starts (upstream's NewSubnetManager waits
+// retried (../../kube/api-error.ts), so is an RBAC refusal while the agent starts (upstream's NewSubnetManager waits
 // up to 10 minutes for its Node informer to sync, whose reflector retries a forbidden list; its pod lookup
 // fails at once), and only the annotation keys that changed are patched.
 import { backoffDelay } from '../../basics/clock.js';
@@ -17,10 +17,11 @@ import { checkDualStackPublicIPv6, checkOwnIPv6Subnet, checkPublishableAttrs, ch
 import { formatIp6, parseIp6 } from '../../basics/ip6.js';
 import { encodeBackendData } from './annotations.js';
 import type { AnnotationKeys } from './annotations.js';
-import { describe, httpStatus, kubeError, logApiRetry, rbacRefusal, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from './api-error.js';
-import type { ApiRetryOptions } from './api-error.js';
-import type { KubeHttp } from './http.js';
-import { asObj, projectNode } from './node-list-watch.js';
+import { describe, httpStatus, kubeError, logApiRetry, rbacRefusal, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from '../../kube/api-error.js';
+import type { ApiRetryOptions } from '../../kube/api-error.js';
+import type { KubeHttp } from '../../kube/http.js';
+import { asObj } from '../../kube/list-watch.js';
+import { projectNode } from './node-list-watch.js';
 import type { NodeLease } from './node-list-watch.js';
 
 export interface OwnNodeOptions {
@@ -62,7 +63,7 @@ export interface OwnNodeOptions {
   /**
    * For this long after the first start-up request (the pod lookup, the own Node's get, the nodes/status
    * patches), a 403 on the start-up path is retried like a 5xx: an API server that is still starting, or
-   * a ClusterRole applied after the agent, refuses until RBAC grants it (api-error.ts
+   * a ClusterRole applied after the agent, refuses until RBAC grants it (../../kube/api-error.ts
    * retryableAtStartUp). Later a 403 fails at once.
    */
   startUpWindowMs: number;
@@ -220,7 +221,7 @@ export class OwnNodePublisher {
         }
         throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr);
       }
-      // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (api-error.ts).
+      // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (../../kube/api-error.ts).
       const failed = state === 'api-error' || state === 'refused';
       const delay = failed ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
       const progress = { node: name, waitedS: Math.round(waited / 1000), timeoutS: Math.round(timeoutMs / 1000) };

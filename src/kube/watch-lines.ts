@@ -11,9 +11,9 @@
 // with its line.
 //
 // A line longer than `maxLineBytes` is refused with FLANNEL_ERR_KUBE_WATCH_LINE before more of it is kept:
-// no Node fits there (etcd refuses requests over 1.5 MiB by default; docs/bounds.md).
-import { KubeWatchError } from '../../basics/errors.js';
-import { METRIC, type Metrics } from '../../basics/metrics.js';
+// no object fits there (etcd refuses requests over 1.5 MiB by default; docs/bounds.md).
+import { KubeWatchError } from '../basics/errors.js';
+import { METRIC, type Metrics } from '../basics/metrics.js';
 
 /** The longest watch line kept; docs/bounds.md says why this number. */
 export const MAX_WATCH_LINE_BYTES = 16 * 1024 * 1024;
@@ -75,26 +75,24 @@ export class WatchLineSplitter {
     if (bytes > this.maxLineBytes) {
       throw new KubeWatchError(
         'FLANNEL_ERR_KUBE_WATCH_LINE',
-        `${this.what}: a watch line longer than ${this.maxLineBytes} bytes (no Node is that large); the watch round ends and the list-watch loop starts a new one after its backoff`,
+        `${this.what}: a watch line longer than ${this.maxLineBytes} bytes (no object is that large: etcd keeps none over 1.5 MiB); the watch round ends and the list-watch loop starts a new one after its backoff`,
         { maxLineBytes: this.maxLineBytes, kept: this.pendingBytes },
       );
     }
   }
 }
 
-// ---- Node fields the kube subnet manager never reads, dropped from the text before JSON.parse -----
+// ---- Fields a list-watch never reads, dropped from the text before JSON.parse --------------------------
 //
-// A real Node is about 10 KB of JSON, of which status (conditions, 30-50 images with digests, nodeInfo)
-// and metadata.managedFields are about nine tenths (bench/lib/nodes.mjs takes its shape from a real
-// cluster's Node). The kube subnet manager reads only metadata (name, creationTimestamp, annotations,
-// resourceVersion) and spec (podCIDR, podCIDRs): upstream flanneld's nodeToLease
-// (pkg/subnet/kube/kube.go) the same. Parsing the rest costs most of the CPU of a status-only update
-// (a kubelet heartbeat changes only status) and most of the garbage. client-go's answer is a
-// metadata-only informer (PartialObjectMetadata), which would lose spec.podCIDR; so the JSON text is cut
-// instead: one pass over it (strings jumped with indexOf), and the values named below, at their depth,
-// are left out of the text JSON.parse sees. Anything unexpected (an unterminated string, a key written
-// with escapes, a value of another type: the `status` string of an ERROR event's metav1.Status) leaves
-// the text as it was, so the parse and its errors are exactly those of the full text.
+// Most of an object's JSON can be of no use to its reader: a real Node is about 10 KB, of which status and
+// metadata.managedFields are nine tenths, and the kube subnet manager reads neither
+// (src/subnet/kube/node-list-watch.ts NODE_EVENT_UNREAD, NODE_LIST_UNREAD). Parsing them costs most of the CPU of an update that
+// changes only them, and most of the garbage. client-go's answer is a metadata-only informer
+// (PartialObjectMetadata), which would lose spec; so the JSON text is cut instead: one pass over it
+// (strings jumped with indexOf), and the values named, at their depth, are left out of the text
+// JSON.parse sees. Anything unexpected (an unterminated string, a key written with escapes, a value of
+// another type: the `status` string of an ERROR event's metav1.Status) leaves the text as it was, so the
+// parse and its errors are exactly those of the full text.
 
 /** A value left out: the key `key` of an object at nesting depth `depth` (1 = the top object), when its value opens with `open`. */
 export interface DroppedField {
@@ -103,17 +101,13 @@ export interface DroppedField {
   open: '{' | '[';
 }
 
-/** A watch line `{"type":..,"object":{Node}}`: the Node's status and metadata.managedFields. */
-export const NODE_EVENT_UNREAD: readonly DroppedField[] = [
-  { depth: 2, key: 'status', open: '{' },
-  { depth: 3, key: 'managedFields', open: '[' },
-];
-
-/** A NodeList page `{..,"items":[{Node},..]}`: every Node's status and metadata.managedFields. */
-export const NODE_LIST_UNREAD: readonly DroppedField[] = [
-  { depth: 3, key: 'status', open: '{' },
-  { depth: 4, key: 'managedFields', open: '[' },
-];
+/**
+ * The fields of an object (`depth` 1: the object's own keys) as they lie in a watch line
+ * `{"type":..,"object":{..}}` (one level deeper) and in a list page `{..,"items":[{..},..]}` (two deeper).
+ */
+export function unreadFields(ofObject: readonly DroppedField[]): { event: readonly DroppedField[]; list: readonly DroppedField[] } {
+  return { event: ofObject.map((f) => ({ ...f, depth: f.depth + 1 })), list: ofObject.map((f) => ({ ...f, depth: f.depth + 2 })) };
+}
 
 const QUOTE = 34;
 const BACKSLASH = 92;

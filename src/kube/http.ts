@@ -15,14 +15,14 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { abortReason } from '../../basics/clock.js';
-import type { Clock } from '../../basics/clock.js';
-import type { Metrics } from '../../basics/metrics.js';
-import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../../basics/errors.js';
-import { userAgent } from '../../basics/version.js';
+import { abortReason } from '../basics/clock.js';
+import type { Clock } from '../basics/clock.js';
+import type { Metrics } from '../basics/metrics.js';
+import { errorMessage, FlannelError, KubeAnswerError, KubeApiError, KubeError, KubeTimeoutError, KubeWatchError } from '../basics/errors.js';
+import { userAgent } from '../basics/version.js';
 import { readMark, requestCredentials, resetTokensOlderThan } from './credentials.js';
-import type { NodeListFn, NodeWatchFn } from './node-list-watch.js';
-import { NODE_EVENT_UNREAD, NODE_LIST_UNREAD, WatchLineSplitter, withoutFields } from './watch-lines.js';
+import type { ListPageFn, WatchFn } from './list-watch.js';
+import { WatchLineSplitter, withoutFields } from './watch-lines.js';
 import type { DroppedField } from './watch-lines.js';
 
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -77,7 +77,7 @@ export class KubeHttp {
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const creds = await requestCredentials(this.kc);
-    // Every request names the agent, as client-go's rest.Config.UserAgent does (../../basics/version.ts).
+    // Every request names the agent, as client-go's rest.Config.UserAgent does (../basics/version.ts).
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': USER_AGENT, ...creds.headers };
     if (contentType) headers['Content-Type'] = contentType;
     return { url, options: { method, headers, agent: creds.agent }, authorization: headers['authorization'] };
@@ -286,21 +286,18 @@ function brokenWatch(what: string, how: string, cause?: unknown): KubeWatchError
   return new KubeWatchError('FLANNEL_ERR_KUBE_WATCH_BROKEN', `${what}: ${how}; the list-watch loop starts a new round after its backoff`, {}, { cause });
 }
 
-const NODES = '/api/v1/nodes';
-
 /**
- * The Node list over `http`, one page per call, each with a `timeoutMs` deadline (NodeListWatch's list).
- * Its Nodes come without status and metadata.managedFields, which the kube subnet manager never reads
- * (./watch-lines.ts NODE_LIST_UNREAD).
+ * The list of `path` over `http`, one page per call, each with a `timeoutMs` deadline (KubeListWatch's
+ * list); the `unread` fields of its objects are cut from the text before it is parsed (./watch-lines.ts).
  */
-export function nodeListFn(http: KubeHttp, timeoutMs: number): NodeListFn {
-  return (page, signal) => http.json({ method: 'GET', path: NODES, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal, unread: NODE_LIST_UNREAD });
+export function kubeListFn(http: KubeHttp, path: string, timeoutMs: number, unread?: readonly DroppedField[]): ListPageFn {
+  return (page, signal) => http.json({ method: 'GET', path, query: { limit: page.limit, continue: page.continue }, timeoutMs, signal, unread });
 }
 
 /**
- * The Node watch over `http` (NodeListWatch's watch); its Nodes without status and managedFields, as the
- * list's; the bytes of its streams counted in `metrics`.
+ * The watch of `path` over `http` (KubeListWatch's watch), its `unread` fields cut as the list's; the bytes
+ * of its streams counted in `metrics`.
  */
-export function nodeWatchFn(http: KubeHttp, metrics?: Metrics): NodeWatchFn {
-  return (query, onEvent, opts) => http.watch(NODES, { ...query }, onEvent, { ...opts, unread: NODE_EVENT_UNREAD, metrics });
+export function kubeWatchFn(http: KubeHttp, path: string, opts: { metrics?: Metrics; unread?: readonly DroppedField[] } = {}): WatchFn {
+  return (query, onEvent, o) => http.watch(path, { ...query }, onEvent, { ...o, unread: opts.unread, metrics: opts.metrics });
 }

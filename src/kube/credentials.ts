@@ -25,11 +25,11 @@ import { dirname, isAbsolute, join } from 'node:path';
 import type http from 'node:http';
 import type { KubeConfig, User } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
-import type { Clock } from '../../basics/clock.js';
-import { errorMessage, FlannelError, KubeError } from '../../basics/errors.js';
-import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../../basics/fs.js';
-import type { Logger } from '../../basics/log.js';
-import { registerSecret } from '../../basics/log-safe.js';
+import type { Clock } from '../basics/clock.js';
+import { errorMessage, FlannelError, KubeError } from '../basics/errors.js';
+import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
+import type { Logger } from '../basics/log.js';
+import { registerSecret } from '../basics/log-safe.js';
 
 /** client-go NewCachedFileTokenSource: period one minute, leeway 10 s. */
 const TOKEN_FILE_PERIOD_MS = 60_000;

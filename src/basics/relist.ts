@@ -13,10 +13,10 @@
 // next pause. So a server that answers every round at once gets at most ~5 rounds in the first 15 s
 // (0.8 + 1.6 + 3.2 + 6.4 s of pauses at least) and then one every 30-60 s. The clock and the jitter
 // are injected, so tests drive the loop on virtual time.
-import type { Clock, Random } from '../basics/clock.js';
-import { pause } from '../basics/clock.js';
-import { METRIC } from '../basics/metrics.js';
-import type { Metrics } from '../basics/metrics.js';
+import type { Clock, Random } from './clock.js';
+import { pause } from './clock.js';
+import { METRIC } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { RoundBackoff } from './round-backoff.js';
 import type { RoundBackoffOptions } from './round-backoff.js';
 
@@ -67,14 +67,17 @@ export interface RelistOptions {
   healthyWatchMs?: number;
   /** The pause schedule (default client-go's; tests and tools may shorten it). */
   backoff?: Omit<RoundBackoffOptions, 'clock' | 'random'>;
-  /** Every list after the first, and every watch closed early, counts as a reconnect. */
+  /** Every list after the first, and every watch closed early, counts as a reconnect (flannel_api_reconnects_total). */
   metrics: Metrics;
+  /** What the loop lists and watches (`nodes`, `subnets`): the `resource` label of its reconnects. */
+  resource: string;
 }
 
 /** List + watch until `signal` aborts (resolves) or the source throws a fatal error (rejects). */
 export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOptions, signal: AbortSignal): Promise<void> {
   const backoff = new RoundBackoff({ clock: o.clock, random: o.random, ...o.backoff });
   const healthyWatchMs = o.healthyWatchMs ?? Infinity;
+  const reconnect = { resource: o.resource };
   let lists = 0;
   let cursor: C | undefined;
   const backOff = (phase: RetryNote['phase'], reason: RetryReason, err?: unknown): Promise<boolean> => {
@@ -92,7 +95,7 @@ export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOpti
         if (!(await backOff('list', 'list-failed', err))) return;
         continue;
       }
-      if (lists++ > 0) o.metrics.inc(METRIC.apiReconnects);
+      if (lists++ > 0) o.metrics.inc(METRIC.apiReconnects, reconnect);
     }
     const started = o.clock.now();
     const end = await source.watch(cursor, signal);
@@ -105,7 +108,7 @@ export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOpti
     cursor = end.cursor;
     if (end.kind === 'closed') {
       if (o.clock.now() - started >= healthyWatchMs) continue;
-      o.metrics.inc(METRIC.apiReconnects);
+      o.metrics.inc(METRIC.apiReconnects, reconnect);
       if (!(await backOff('watch', 'closed-early'))) return;
       continue;
     }

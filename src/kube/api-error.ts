@@ -2,10 +2,10 @@
 // message, never headers), whether it is worth retrying (client-go's rule: 408/409/429/5xx and network
 // errors are transient), the bounded retry of one call, and the KubeError a caller finally sees.
 // flannel pkg/subnet/kube/kube.go gets the retries from client-go and wraps errors with fmt.Errorf.
-import { retryWithBackoff } from '../../basics/clock.js';
-import type { Clock } from '../../basics/clock.js';
-import { errorMessage, KubeError } from '../../basics/errors.js';
-import type { Logger } from '../../basics/log.js';
+import { retryWithBackoff } from '../basics/clock.js';
+import type { Clock } from '../basics/clock.js';
+import { errorMessage, KubeError } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
 
 /** HTTP status of a KubeApiError (or any error carrying one), undefined for network errors and timeouts. */
 export function httpStatus(err: unknown): number | undefined {

@@ -12,12 +12,12 @@
 import { isIPv6 } from 'node:net';
 import { KubeConfig } from './kubeconfig.js';
 import type { Cluster, User } from '@kubernetes/client-node';
-import { systemClock } from '../../basics/clock.js';
-import type { Clock } from '../../basics/clock.js';
-import { errorMessage, FlannelError, KubeError } from '../../basics/errors.js';
-import { hostFileReader } from '../../basics/fs.js';
-import type { FileReader } from '../../basics/fs.js';
-import type { Logger } from '../../basics/log.js';
+import { systemClock } from '../basics/clock.js';
+import type { Clock } from '../basics/clock.js';
+import { errorMessage, FlannelError, KubeError } from '../basics/errors.js';
+import { hostFileReader } from '../basics/fs.js';
+import type { FileReader } from '../basics/fs.js';
+import type { Logger } from '../basics/log.js';
 import { boundExecPluginStderr, extractTokenFiles, isTokenFileUser, tokenFileUser, useInClusterToken, useTokenFiles } from './credentials.js';
 import type { TokenSourceOptions } from './credentials.js';
 

@@ -10,7 +10,7 @@
 //   reduction" against its former one round a second);
 // - the steps start again from 800 ms only when no pause was asked for 2 minutes (the "healthy
 //   period": the manager resets when the last backoff started more than backoffResetDuration ago).
-import type { Clock, Random } from '../basics/clock.js';
+import type { Clock, Random } from './clock.js';
 
 export interface RoundBackoffOptions {
   clock: Clock;

@@ -17,11 +17,11 @@
 // docs/metrics.md), so the bounds above can be watched on a running agent.
 // Names and references as kubelet's for its Node (pkg/kubelet: involvedObject kind Node, uid = the node
 // name, namespace "" so the Event lives in `default`), which is what `kubectl describe node` searches for.
-import type { Clock } from '../../basics/clock.js';
-import { errorMessage } from '../../basics/errors.js';
-import type { Logger } from '../../basics/log.js';
-import { METRIC, type Metrics } from '../../basics/metrics.js';
-import type { NodeEvent, NodeEvents } from '../../node-events.js';
+import type { Clock } from '../basics/clock.js';
+import { errorMessage } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
+import { METRIC, type Metrics } from '../basics/metrics.js';
+import type { NodeEvent, NodeEvents } from '../node-events.js';
 import type { KubeHttp } from './http.js';
 import { describe, httpStatus } from './api-error.js';
 
