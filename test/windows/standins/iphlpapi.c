@@ -28,6 +28,16 @@ static void *mib_alloc(size_t size) {
 
 static DWORD reply_status(char *reply) { return (DWORD)jr_u64(reply, "st", ST_TRANSPORT); }
 
+/* Send a request whose reply is only a status; the request is freed. */
+static DWORD status_call(jbuf *b) {
+  char *reply = sim_call(b);
+  jb_free(b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  free(reply);
+  return st;
+}
+
 static void jb_ipv4(jbuf *b, const char *key, const SOCKADDR_INET *a) {
   char s[16];
   const unsigned char *p = (const unsigned char *)&a->Ipv4.sin_addr;
@@ -163,12 +173,7 @@ static NETIO_STATUS route_call(const char *fn, const MIB_IPFORWARD_ROW2 *Row) {
   jb_i64(&b, "protocol", (long long)(int)Row->Protocol);
   jb_u64(&b, "validLifetime", Row->ValidLifetime);
   jb_u64(&b, "preferredLifetime", Row->PreferredLifetime);
-  char *reply = sim_call(&b);
-  jb_free(&b);
-  if (!reply) return ST_TRANSPORT;
-  DWORD st = reply_status(reply);
-  free(reply);
-  return st;
+  return status_call(&b);
 }
 
 NETIO_STATUS WINAPI CreateIpForwardEntry2(CONST MIB_IPFORWARD_ROW2 *Row) { return route_call("CreateIpForwardEntry2", Row); }
@@ -275,12 +280,7 @@ NETIO_STATUS WINAPI CreateUnicastIpAddressEntry(CONST MIB_UNICASTIPADDRESS_ROW *
   jb_i64(&b, "prefixOrigin", (long long)(int)Row->PrefixOrigin);
   jb_i64(&b, "dadState", (long long)(int)Row->DadState);
   jb_u64(&b, "validLifetime", Row->ValidLifetime);
-  char *reply = sim_call(&b);
-  jb_free(&b);
-  if (!reply) return ST_TRANSPORT;
-  DWORD st = reply_status(reply);
-  free(reply);
-  return st;
+  return status_call(&b);
 }
 
 /* ---- interface identifiers ---- */
