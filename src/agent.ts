@@ -1,11 +1,12 @@
 // The agent: wires config, net-conf, the subnet manager, the dataplane, a backend and the agent's parts
 // together and runs them until the signal aborts. Mirrors flannel main.go (newSubnetManager, backend
 // registration, WriteSubnetFile, the health server) with Windows rules and the reconcile design of
-// docs/adr/0001. Beside the network it leases, the agent runs its parts (./agent/part.ts): each built from
-// the same shared deps, run from the first network on, each with its readiness contribution and its part of
-// /status; a new one is one line in `parts` below, as a Felix manager is one RegisterManager call
-// (projectcalico/calico felix/dataplane/windows/win_dataplane.go). The agent never asks which backend
-// it runs: what a backend keeps on the node is the network's `settle` (./backends/backend.ts).
+// docs/adr/0001-reconcile-as-a-set.md. Beside the network it leases, the agent runs its parts
+// (./agent/part.ts): each built from the same shared deps, run from the first network on, each with its
+// readiness contribution and its part of /status; a new one is one line in `parts` below, as a Felix
+// manager is one RegisterManager call (projectcalico/calico felix/dataplane/windows/win_dataplane.go). The
+// agent never asks which backend it runs: what a backend keeps on the node is the network's `settle`
+// (./backends/backend.ts).
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see docs/performance.md, What the process loads).
