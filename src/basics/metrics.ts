@@ -116,6 +116,7 @@ export const DATAPLANE_OPS: readonly string[] = [
     'attachEndpointToHost',
     'getNetworkByName',
     'getNetwork',
+    'hasNetwork',
     'listNetworks',
     'createNetwork',
     'deleteNetwork',
