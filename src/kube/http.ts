@@ -91,7 +91,7 @@ export class KubeHttp {
   private connections(made: http.Agent | undefined): http.Agent | undefined {
     if (made === undefined || (made.constructor !== https.Agent && made.constructor !== http.Agent)) return made;
     const options = (made as https.Agent).options; // http.Agent has them too (untyped)
-    const material = TLS_OPTIONS.flatMap((k) => [k, ...[options[k]].flat().map((v) => (Buffer.isBuffer(v) ? v.toString('base64') : String(v)))]);
+    const material = TLS_OPTIONS.flatMap((k) => [k, ...[options[k]].flat().map((v) => (Buffer.isBuffer(v) ? v.toString('base64') : (JSON.stringify(v) ?? '')))]);
     const key = [made.constructor.name, ...material].join('\0');
     if (this.pooled?.key !== key) {
       // The old agent is left to its requests in flight; its idle sockets are unref'd and closed by the server.
