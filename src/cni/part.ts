@@ -18,6 +18,7 @@ import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadine
 const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
   'cni-conf-missing': 'CNIConfigMissing',
   'cni-conf-invalid': 'CNIConfigInvalid',
+  'cni-conf-foreign': 'CNIConfigForeign',
   'cni-network-name': 'CNINetworkNameMismatch',
   'cni-subnet-file': 'CNISubnetFileMismatch',
   'cni-plugin-missing': 'CNIPluginMissing',

@@ -1,6 +1,6 @@
 // A list + watch of one Kubernetes resource, each object projected as it arrives: the generic half of an
 // informer, for any resource (Nodes today; NetworkPolicies, Pods and Namespaces next). Modelled on
-// client-node's ListWatch<T> (src/cache.ts: `new ListWatch(path, watch, listFn)`; a second resource is a
+// client-node's ListWatch<T> (client-node src/cache.ts: `new ListWatch(path, watch, listFn)`; a second resource is a
 // second instance) and client-go's Reflector (tools/cache/reflector.go ListAndWatch), whose loop it runs
 // through ../basics/relist.ts: a paged list, then a watch from the list's resourceVersion, resumed after a
 // clean close and relisted after 410 Gone or a broken watch, every round but a healthy watch's resumption

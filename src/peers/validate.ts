@@ -3,6 +3,7 @@
 import { isIPv6 } from 'node:net';
 import type { Lease } from '../subnet/lease.js';
 import { isValidVtepMac } from '../basics/mac.js';
+import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
 import type { IPv6RejectReason, LeaseRejectReason } from './reject-reasons.js';
 import { cidrContains6, contains6, formatCidr6, isGlobalUnicast6, isLinkLocal6, network6, normalizeCidr6, overlaps6, parseCidr6, parseIp6 } from '../basics/ip6.js';
 import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../basics/ip4.js';
@@ -43,6 +44,55 @@ export interface Ipv6ValidationContext {
   ownIPs?: readonly string[];
   /** host-gw: the external interface's IPv6 on-link prefix (`fd00:10::7/64`); the peer's next hop must be on it. */
   nodeNetwork?: string;
+}
+
+/** An address and the length of its on-link prefix (the external interface's). */
+export interface OnLink {
+  ip: string;
+  prefixLength: number;
+}
+
+/** What the peers are judged against: the cluster, the own lease and this node's addresses. */
+export interface PeerValidationFacts {
+  network: string;
+  backendType: 'vxlan' | 'host-gw';
+  vni?: number;
+  /** The own lease: its subnet is no peer's, and its prefix lengths are every peer's. */
+  own: { subnet: string; ipv6Subnet?: string };
+  ownIPs: readonly string[];
+  /** The external interface (host-gw: a peer's public IP, its next hop, must be on its network). */
+  ext?: OnLink;
+  /** Dual-stack: the IPv6Network, this node's IPv6 addresses and the external interface's IPv6 prefix. */
+  ipv6?: { network: string; ownIPs: readonly string[]; ext?: OnLink };
+}
+
+/**
+ * The context peers are validated in: the agent's peer store (src/backends/route-network.ts) and
+ * `flanneld doctor` (src/commands/doctor-checks.ts) build it here, so both judge a peer alike.
+ */
+export function peerValidation(f: PeerValidationFacts): LeaseValidationContext {
+  const onLink = (x: OnLink | undefined) => (x ? { nodeNetwork: `${x.ip}/${x.prefixLength}` } : {});
+  const v6 = f.ipv6;
+  return {
+    network: f.network,
+    subnetLen: Number(f.own.subnet.split('/')[1]),
+    ownSubnet: f.own.subnet,
+    backendType: f.backendType,
+    ...(f.vni !== undefined ? { vni: f.vni } : {}),
+    ownIPs: [...new Set(f.ownIPs)],
+    ...onLink(f.ext),
+    ...(v6 && f.own.ipv6Subnet !== undefined
+      ? {
+          ipv6: {
+            network: v6.network,
+            subnetLen: Number(f.own.ipv6Subnet.split('/')[1]),
+            ownSubnet: f.own.ipv6Subnet,
+            ownIPs: [...new Set(v6.ownIPs)],
+            ...onLink(v6.ext),
+          },
+        }
+      : {}),
+  };
 }
 
 // The reasons live in ./reject-reasons.ts, which the problems ledger (the metric's labels) reads too.
@@ -148,7 +198,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     if (vni < MIN_WINDOWS_VNI) {
       return reject(
         'vni-too-low',
-        `vxlan VNI ${vni} is below ${MIN_WINDOWS_VNI}, which Windows cannot use; set "VNI": 4096 (and "Port": 4789) ` +
+        `vxlan VNI ${vni} is below ${MIN_WINDOWS_VNI}, which Windows cannot use; set "VNI": 4096 (and "Port": ${DEFAULT_VXLAN_PORT}) ` +
           'in the Backend section of net-conf.json for every node of the cluster',
       );
     }
