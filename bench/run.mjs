@@ -113,7 +113,9 @@ const TARGETS = {
 const started = performance.now();
 const summary = {};
 const figures = {};
-console.log(`# flanneld-windows benchmarks (${quick ? 'quick' : 'full'} mode${large.length ? `, with ${large.map(tag).join(' and ')} Nodes` : ''}; node ${process.execArgv.join(' ')})`);
+console.log(
+  `# flanneld-windows benchmarks (${quick ? 'quick' : 'full'} mode${large.length ? `, with ${large.map(tag).join(' and ')} Nodes` : ''}; node ${process.execArgv.join(' ')})`,
+);
 console.log(`machine: ${JSON.stringify(machine())}`);
 for (const name of [...ALL, ...OPTIONAL].filter((n) => selected.includes(n))) {
   const mod = await import(`./${name}.mjs`);

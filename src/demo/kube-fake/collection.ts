@@ -207,7 +207,7 @@ export class Collection<T extends StoredObject = StoredObject> {
     // The first key at or after the start key, by binary search: a page of a 50,000-Node list costs its own
     // objects, not a scan of the keys before it.
     let from = 0;
-    for (let hi = start === '' ? 0 : keys.length; from < hi; ) {
+    for (let hi = start === '' ? 0 : keys.length; from < hi;) {
       const mid = (from + hi) >>> 1;
       if (keys[mid] < start) from = mid + 1;
       else hi = mid;
