@@ -28,9 +28,6 @@ import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { withoutBom } from '../basics/bom.js';
 import { samePath } from './readiness.js';
 
-/** containerd's config file on Windows (defaults/defaults_windows.go: %ProgramFiles%\containerd\config.toml). */
-export const WINDOWS_CONTAINERD_CONFIG = 'C:\\Program Files\\containerd\\config.toml';
-
 /** containerd's CNI directories when the config leaves them out (internal/cri/config/config_windows.go, config_unix.go). */
 export function containerdDefaultCniDirs(platform: NodeJS.Platform): { binDir: string; confDir: string } {
   return platform === 'win32'
@@ -156,7 +153,7 @@ export type CniDirKind = 'bin' | 'conf';
 
 /** The directory to use: a given flag, else containerd's, else the flag's default; `warning` when a given flag disagrees with containerd. */
 export function chooseCniDir(kind: CniDirKind, flag: CniDirFlag, containerd: ContainerdCni | undefined): { dir: string; warning?: string } {
-  if (containerd === undefined) return { dir: flag.value };
+  if (containerd === undefined || (flag.given && flag.value === '')) return { dir: flag.value }; // "none": the check is off
   const theirs = kind === 'bin' ? containerd.binDir : containerd.confDir;
   if (!flag.given) return { dir: theirs };
   if (samePath(flag.value, theirs)) return { dir: flag.value };

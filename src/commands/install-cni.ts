@@ -17,7 +17,7 @@ import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/ver
 import { safeText } from '../basics/log-safe.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { rendersSdnbridge } from '../cni/conflist.js';
-import { chooseCniDir, readContainerdCni, WINDOWS_CONTAINERD_CONFIG, type ContainerdCni } from '../cni/containerd-config.js';
+import { chooseCniDir, readContainerdCni, type ContainerdCni } from '../cni/containerd-config.js';
 
 const PROGRAM = 'flanneld install-cni';
 
@@ -96,14 +96,7 @@ const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
     help: "the CNI plugin directory; when not given, containerd's (bin_dirs[0], else bin_dir, of --containerd-config when that file is there), else this default",
     valueName: 'DIR',
   },
-  {
-    name: 'containerd-config',
-    kind: 'string',
-    default: '',
-    windowsDefault: WINDOWS_CONTAINERD_CONFIG,
-    help: "containerd's config.toml (versions 2 and 3), read for its CNI bin dir when it is there; never written",
-    valueName: 'FILE',
-  },
+  { ...lookupFlag('containerd-config')!, help: "containerd's config.toml (versions 2 and 3), read for its CNI bin dir when it is there; never written" },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
 
