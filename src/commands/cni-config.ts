@@ -7,11 +7,12 @@
 // selectIPv6Address). Dual-stack, the node's subnets come from its Node with --kube-subnet-mgr (the
 // podCIDRs the kube subnet manager leases, read without writing anything, so a DaemonSet's init container
 // renders the conflist before the agent has ever run on the node), else from the agent's subnet.env.
+import { posix, win32 } from 'node:path';
 import { Writable } from 'node:stream';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile, writeFileAtomicSync } from '../basics/fs.js';
 import type { FlagSpec } from '../config/flags.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { errorMessage, FlagError, KubeError, SubnetEnvError } from '../basics/errors.js';
+import { errorMessage, FlagError, FlannelError, KubeError, SubnetEnvError } from '../basics/errors.js';
 import { contains, isIp4, normalizeCidr } from '../basics/ip4.js';
 import { normalizeCidr6 } from '../basics/ip6.js';
 import { systemClock } from '../basics/clock.js';
@@ -24,6 +25,8 @@ import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { checkCniConfOrder, retireEarlierConfigs } from '../cni/conf-dir.js';
+import { readContainerdCni } from '../cni/containerd-config.js';
+import { samePath } from '../cni/readiness.js';
 import {
   agentNetworkName,
   cniPaths,
@@ -179,6 +182,25 @@ export function subnetOfIP(ip: string, ifaces: HostInterface[]): string | undefi
   return iface && normalizeCidr(`${iface.ipv4}/${iface.prefixLength}`);
 }
 
+/**
+ * containerd loads the conflist from its conf_dir only (--containerd-config, ../cni/containerd-config.ts):
+ * an -o elsewhere is written as asked, and said with the -o that fits; containerd's config is never edited.
+ */
+function warnOutsideConfDir(out: string, containerdConfig: string, io: CommandIO): void {
+  const path = io.platform === 'win32' ? win32 : posix;
+  try {
+    const containerd = readContainerdCni(containerdConfig, io.platform);
+    if (containerd === undefined || samePath(path.dirname(out), containerd.confDir)) return;
+    const from = containerd.confDirFrom === 'default' ? "containerd's default" : 'conf_dir';
+    io.stderr(
+      `warning: -o ${out} is not in containerd's conf_dir ${containerd.confDir} (${from} in ${containerd.file}): containerd will not load it; ` +
+        `write it with -o ${path.join(containerd.confDir, path.basename(out))}, or set conf_dir = '${path.dirname(out)}' in ${containerd.table} (then restart containerd)\n`,
+    );
+  } catch (err) {
+    io.stderr(`warning: cannot tell whether containerd loads ${out}: ${errorMessage(err)}${err instanceof FlannelError ? ` [${err.code}]` : ''}\n`);
+  }
+}
+
 export const command: Command = {
   summary: 'print (or write with -o) the flannel CNI conflist for this node (win-bridge for host-gw, win-overlay for vxlan, sdnbridge for dual-stack)',
   async run(args: string[], io: CommandIO): Promise<number> {
@@ -255,6 +277,7 @@ export const command: Command = {
         io.stdout(text);
         return 0;
       }
+      warnOutsideConfDir(out, config.containerdConfig, io);
       const earlier = checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
       writeFileAtomicSync(out, text);
       io.stderr(`wrote ${out} (network ${networkName}, ${dualStack ? 'sdnbridge, dual-stack' : vxlan ? 'win-overlay' : 'win-bridge'})\n`);

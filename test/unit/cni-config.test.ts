@@ -3,7 +3,7 @@
 // and against the CNI configs the install paths people use today write (microsoft/SDN, sig-windows-tools,
 // rke2): their OutBoundNAT exceptions and policies are the golden data.
 import { describe, expect, it } from '@jest/globals';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cniPaths, dualStackRanges, isOwnCniConfig, renderCniConfig, rerenderedOwnConflist, type CniConfigInput } from '../../src/cni/conflist.js';
@@ -271,6 +271,33 @@ describe('the cni-config command', () => {
       const b = io();
       expect(await command.run([...args, '-o', join(dir, 'out', '10-flannel.conflist')], b.io)).toBe(0);
       expect(readFileSync(join(dir, 'out', '10-flannel.conflist'), 'utf8')).toBe(a.out.stdout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // src/cni/containerd-config.ts: containerd loads the conflist from its conf_dir only; -o elsewhere is
+  // written as asked (the agent never edits containerd's config) and said, with the -o that fits.
+  it("-o outside containerd's conf_dir (--containerd-config) is written and warned about; inside it, no warning; a malformed config is said", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-config-'));
+    try {
+      writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
+      const confDir = join(dir, 'containerd', 'conf');
+      const config = join(dir, 'config.toml');
+      writeFileSync(config, `version = 3\n[plugins.'io.containerd.cri.v1.runtime'.cni]\nconf_dir = '${confDir}'\n`);
+      const args = [`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', `--containerd-config=${config}`];
+      const a = io();
+      expect(await command.run([...args, '-o', join(dir, 'net.d', '10-flannel.conflist')], a.io)).toBe(0);
+      expect(existsSync(join(dir, 'net.d', '10-flannel.conflist'))).toBe(true);
+      expect(a.out.stderr).toContain(`warning: -o ${join(dir, 'net.d', '10-flannel.conflist')} is not in containerd's conf_dir ${confDir} (conf_dir in ${config})`);
+      expect(a.out.stderr).toContain(`-o ${join(confDir, '10-flannel.conflist')}`);
+      const b = io();
+      expect(await command.run([...args, '-o', join(confDir, '10-flannel.conflist')], b.io)).toBe(0);
+      expect(b.out.stderr).not.toContain('warning');
+      writeFileSync(config, 'version = 3\n[plugins\n');
+      const c = io();
+      expect(await command.run([...args, '-o', join(confDir, '10-flannel.conflist')], c.io)).toBe(0);
+      expect(c.out.stderr).toContain('FLANNEL_ERR_CONTAINERD_CONFIG');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
