@@ -151,8 +151,17 @@ export interface CniDirFlag {
 /** Which of containerd's directories a flag stands for. */
 export type CniDirKind = 'bin' | 'conf';
 
+/** A given flag that names another directory than containerd's config: what is wrong, and the two fixes. */
+export interface CniDirDisagreement {
+  detail: string;
+  fix: string;
+}
+
+/** The one-line warning for `d` (commands' stderr). */
+export const disagreementText = (d: CniDirDisagreement): string => `${d.detail}; this agent never edits containerd's config: ${d.fix}`;
+
 /** The directory to use: a given flag, else containerd's, else the flag's default; `warning` when a given flag disagrees with containerd. */
-export function chooseCniDir(kind: CniDirKind, flag: CniDirFlag, containerd: ContainerdCni | undefined): { dir: string; warning?: string } {
+export function chooseCniDir(kind: CniDirKind, flag: CniDirFlag, containerd: ContainerdCni | undefined): { dir: string; warning?: CniDirDisagreement } {
   if (containerd === undefined || (flag.given && flag.value === '')) return { dir: flag.value }; // "none": the check is off
   const theirs = kind === 'bin' ? containerd.binDir : containerd.confDir;
   if (!flag.given) return { dir: theirs };
@@ -160,16 +169,14 @@ export function chooseCniDir(kind: CniDirKind, flag: CniDirFlag, containerd: Con
   return { dir: flag.value, warning: disagreement(kind, flag, containerd) };
 }
 
-/** The warning for a flag that names another directory than containerd's config: containerd's config is never changed. */
-export function disagreement(kind: CniDirKind, flag: Pick<CniDirFlag, 'flag' | 'value'>, containerd: ContainerdCni): string {
+/** Why a flag's directory is not containerd's, and the fixes: the flag set to containerd's, or containerd's config changed by the operator. */
+function disagreement(kind: CniDirKind, flag: Pick<CniDirFlag, 'flag' | 'value'>, containerd: ContainerdCni): CniDirDisagreement {
   const theirs = kind === 'bin' ? containerd.binDir : containerd.confDir;
   const from = kind === 'bin' ? containerd.binDirFrom : containerd.confDirFrom;
-  const key = kind === 'bin' ? 'bin_dirs' : 'conf_dir';
   const what = kind === 'bin' ? 'runs CNI plugins from' : 'loads the CNI config from';
-  const fix =
-    kind === 'bin' ? `${key} = ['${flag.value}'] in ${containerd.table} (then restart containerd)` : `${key} = '${flag.value}' in ${containerd.table} (then restart containerd)`;
-  return (
-    `${flag.flag} ${flag.value} is not where containerd ${what}: ${theirs} (${from === 'default' ? "containerd's default" : from} in ${containerd.file}); ` +
-    `this agent never edits containerd's config: pass ${flag.flag} ${theirs}, or set ${fix}`
-  );
+  const setting = kind === 'bin' ? `bin_dirs = ['${flag.value}']` : `conf_dir = '${flag.value}'`;
+  return {
+    detail: `${flag.flag} ${flag.value} is not where containerd ${what}: ${theirs} (${from === 'default' ? "containerd's default" : from} in ${containerd.file})`,
+    fix: `pass ${flag.flag} ${theirs}, or set ${setting} in ${containerd.table} (then restart containerd)`,
+  };
 }

@@ -69,10 +69,11 @@ export function cniPart(deps: PartDeps, fs: CniReadinessFs = nodeCniReadinessFs,
       ['--cni-conf-dir', conf, containerd?.confDir],
       ['--cni-bin-dir', bin, containerd?.binDir],
     ] as const) {
-      if (choice.warning !== undefined) {
-        const fix = choice.warning;
-        sayOnce(fix, () => log.warn("the agent's CNI directory is not containerd's", { flag, dir: choice.dir, containerd: theirs, path: config.containerdConfig, fix }));
-      }
+      const w = choice.warning;
+      if (w !== undefined)
+        sayOnce(w.detail, () =>
+          log.warn("the agent's CNI directory is not containerd's", { flag, dir: choice.dir, containerd: theirs, path: config.containerdConfig, detail: w.detail, fix: w.fix }),
+        );
     }
     said = saying;
     return { confDir: conf.dir, binDir: bin.dir };

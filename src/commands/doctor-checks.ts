@@ -15,6 +15,7 @@ import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
 import { earlierFlannelConfig } from '../cni/conf-dir.js';
 import { isOwnCniConfig } from '../cni/conflist.js';
+import type { CniDirDisagreement } from '../cni/containerd-config.js';
 import type { HcnLoadBalancer } from '../hns/schema.js';
 import type { ServicePortFact } from './doctor-services.js';
 
@@ -171,6 +172,24 @@ export const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', sa
 export const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
 export const warn = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'warn', saw, fix });
 export const skip = (id: string, why: string): CheckRow => ({ id, status: 'skip', saw: `not checked: ${why}`, fix: '' });
+
+/**
+ * containerd's config.toml against the CNI directories doctor checks (../cni/containerd-config.ts): not
+ * there (containerd runs on its defaults), unreadable ("unknown"), or read, with each given flag that
+ * names another directory.
+ */
+export type ContainerdFact =
+  { file: string; missing: true } | { file: string; error: string } | { file: string; confDir: string; binDir: string; disagreements: CniDirDisagreement[] };
+
+/** The cni-containerd row: a warning per flag containerd disagrees with (the flag is honoured), never a failure. */
+export function containerdRow(f: ContainerdFact): CheckRow {
+  const id = 'cni-containerd';
+  if ('missing' in f) return skip(id, `no containerd config at ${f.file} (containerd runs on its defaults; pass --containerd-config if it runs with another file)`);
+  if ('error' in f)
+    return warn(id, `containerd's CNI directories are unknown: ${f.error}`, 'fix the file as the message says, or pass --containerd-config with the config containerd runs with');
+  if (f.disagreements.length > 0) return warn(id, f.disagreements.map((d) => d.detail).join('; '), f.disagreements.map((d) => d.fix).join('; '));
+  return ok(id, `containerd (${f.file}) loads the CNI config from ${f.confDir} and runs plugins from ${f.binDir}: the directories checked here`);
+}
 
 /** At most this many items of a list are named in a row (a node with 5,000 peers stays readable); the JSON is the same. */
 export const MAX_LISTED = 20;

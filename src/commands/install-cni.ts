@@ -17,7 +17,7 @@ import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/ver
 import { safeText } from '../basics/log-safe.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { rendersSdnbridge } from '../cni/conflist.js';
-import { chooseCniDir, readContainerdCni, type ContainerdCni } from '../cni/containerd-config.js';
+import { chooseCniDir, disagreementText, readContainerdCni, type ContainerdCni } from '../cni/containerd-config.js';
 
 const PROGRAM = 'flanneld install-cni';
 
@@ -236,7 +236,7 @@ function pluginDir(values: ReadonlyMap<string, unknown>, io: CommandIO): string 
     { flag: '--bin-dir', value: given ?? (platformDefault(spec('bin-dir'), io.platform) as string), given: given !== undefined },
     containerd,
   );
-  if (warning !== undefined) io.stderr(`warning: ${warning}\n`);
+  if (warning !== undefined) io.stderr(`warning: ${disagreementText(warning)}\n`);
   return dir;
 }
 

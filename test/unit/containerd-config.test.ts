@@ -99,8 +99,8 @@ describe('a flag against containerd', () => {
     expect(chooseCniDir('bin', { flag: '--bin-dir', value: 'c:/OPT/cni/bin', given: true }, containerd)).toEqual({ dir: 'c:/OPT/cni/bin' });
     const r = chooseCniDir('bin', { flag: '--cni-bin-dir', value: 'D:\\cni', given: true }, containerd);
     expect(r.dir).toBe('D:\\cni');
-    expect(r.warning).toContain('pass --cni-bin-dir C:\\opt\\cni\\bin');
-    expect(r.warning).toContain('bin_dirs = [\'D:\\cni\'] in plugins."io.containerd.cri.v1.runtime".cni');
+    expect(r.warning?.detail).toBe('--cni-bin-dir D:\\cni is not where containerd runs CNI plugins from: C:\\opt\\cni\\bin (bin_dirs[0] in config.toml)');
+    expect(r.warning?.fix).toBe('pass --cni-bin-dir C:\\opt\\cni\\bin, or set bin_dirs = [\'D:\\cni\'] in plugins."io.containerd.cri.v1.runtime".cni (then restart containerd)');
     expect(chooseCniDir('bin', { flag: '--bin-dir', value: 'D:\\cni', given: true }, undefined)).toEqual({ dir: 'D:\\cni' });
   });
 });
