@@ -457,6 +457,17 @@ describe('the dual-stack conflist (sdnbridge)', () => {
     expect(dual.plugins[0]['capabilities']).toEqual({ portMappings: true, dns: true });
   });
 
+  // sdnbridge reads `optionalFlags.loopbackDSR` (microsoft/windows-container-networking v0.3.1 cni/cni.go
+  // OptionalFlags; common/core/network.go Add: network/policy.go GetLoopbackDSRPolicy, an OutBoundNAT with
+  // the pod's IPv4 address as destination), as win-bridge reads its top-level `loopbackDSR`.
+  it('loopbackDSR: on by default in optionalFlags, as the win-bridge and win-overlay conflists; off with --no-loopback-dsr', () => {
+    const base = input('fd00:10:244::/56', 'fd00:10:244:3::/64');
+    const flags = (conf: Record<string, unknown>) => (conf['plugins'] as Record<string, unknown>[])[0]['optionalFlags'];
+    expect(flags(renderCniConfig(base))).toEqual({ localRoutedPortMapping: true, allowAclPortMapping: true, enableDualStack: true, loopbackDSR: true });
+    expect(flags(renderCniConfig({ ...base, loopbackDSR: false }))).toMatchObject({ loopbackDSR: false });
+    expect((renderCniConfig(base)['plugins'] as Record<string, unknown>[])[0]).not.toHaveProperty('loopbackDSR');
+  });
+
   it('single-stack keeps win-bridge under flannel', () => {
     const { dualStack: _d, ...single } = input('fd00:10:244::/56', 'fd00:10:244:3::/64');
     expect((renderCniConfig({ ...single, netConf: HOSTGW }) as { plugins: { type: string }[] }).plugins[0].type).toBe('flannel');
