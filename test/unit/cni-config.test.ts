@@ -220,6 +220,23 @@ describe('the node addresses, from the host adapters (Host.interfaces)', () => {
     expect(managementIPv6Of(adapter, { iface: [], publicIPv6: undefined })).toEqual({ managementIPv6: '2001:db8:1::20', managementIPv6Subnet: '2001:db8:1::/64' });
     expect(managementIPv6Of(adapter, { iface: [], publicIPv6: 'fd00:1::20' })).toEqual({ managementIPv6: 'fd00:1::20', managementIPv6Subnet: 'fd00:1::/48' });
   });
+
+  // As the agent picks it (src/agent/external-interface.ts publicIPv6): without --iface / --iface-regex the
+  // own Node's flannel annotations name the address, when the adapter holds it; --public-ipv6 goes first.
+  it("managementIPv6Of: kube mode without --iface or --public-ipv6 takes the address the Node's flannel annotations name", () => {
+    const adapter = {
+      ...ethernet,
+      ipv6Addresses: [
+        { address: '2001:db8:1::20', prefixLength: 64 },
+        { address: 'fd00:1::20', prefixLength: 48 },
+      ],
+    };
+    const none = { iface: [], ifaceRegex: [], publicIPv6: undefined };
+    expect(managementIPv6Of(adapter, none, ['fd00:1::20'])).toEqual({ managementIPv6: 'fd00:1::20', managementIPv6Subnet: 'fd00:1::/48' });
+    expect(managementIPv6Of(adapter, none, ['fd00:9::1', 'fd00:1::20'])).toMatchObject({ managementIPv6: 'fd00:1::20' }); // one the adapter holds
+    expect(managementIPv6Of(adapter, { ...none, publicIPv6: '2001:db8:1::20' }, ['fd00:1::20'])).toMatchObject({ managementIPv6: '2001:db8:1::20' });
+    expect(managementIPv6Of(adapter, { ...none, iface: ['192.168.1.20'] }, ['fd00:1::20'])).toMatchObject({ managementIPv6: '2001:db8:1::20' });
+  });
 });
 
 describe('splitArgs', () => {
