@@ -57,6 +57,10 @@ param(
     [string]$NodeName = ([System.Net.Dns]::GetHostName()).ToLower(),
     [string]$ServiceName = 'flanneld',
     [string]$NetworkName = '',
+    # The VXLAN UDP port (overlay): flanneld's default, src/subnet/net-conf-types.ts DEFAULT_VXLAN_PORT (a test
+    # keeps the two equal). Another port needs HNS 10.3 (Windows Server 2022 or newer) and the same in the
+    # cluster's shared net-conf.
+    [ValidateRange(1, 65535)][int]$VxlanPort = 4789,
     [string]$NetConfPath = 'C:\etc\kube-flannel\net-conf.json',
     [string]$SubnetFile = 'C:\run\flannel\subnet.env',
     [string]$CniConfFile = 'C:\etc\cni\net.d\10-flannel.conflist',
@@ -114,9 +118,10 @@ if ($dualStack -and $NetworkMode -eq 'overlay' -and -not $IPv4Only) {
 # The node's own pods are dual-stack only on l2bridge without -IPv4Only; the cluster's net-conf stays dual-stack either way.
 $podsDualStack = $dualStack -and -not $IPv4Only
 
-# net-conf.json: VNI 4096 and port 4789 are what Windows needs (and what Linux nodes must be told too).
+# net-conf.json: VNI 4096 and -VxlanPort are what Windows needs (and what Linux nodes must be told too).
 if ($NetworkMode -eq 'overlay') {
-    $backend = [ordered]@{ Type = 'vxlan'; VNI = 4096; Port = 4789 }
+    $backend = [ordered]@{ Type = 'vxlan'; VNI = 4096; Port = $VxlanPort }
+    Write-Host "VXLAN on UDP port ${VxlanPort}: every node must accept inbound UDP $VxlanPort from the other nodes (Windows Firewall, cloud security groups)"
 } else {
     $backend = [ordered]@{ Type = 'host-gw' }
 }

@@ -14,6 +14,8 @@ import { systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage } from './basics/errors.js';
+import { formatHnsVersion, supportedFeatures } from './hns/features.js';
+import type { HnsVersion } from './hns/schema.js';
 import { METRIC, Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
 import { hostFiles, type SubnetEnvFs } from './basics/fs.js';
@@ -78,6 +80,8 @@ export class Agent {
   private networkValue: Network | undefined;
   private dataplaneValue: Dataplane | undefined;
   private netConfValue: NetworkConfig | undefined;
+  /** What HNS reported at start (hcsshim GetGlobals): every HNS feature the agent uses is gated on it (src/hns/features.ts). */
+  private hnsVersionValue: HnsVersion | undefined;
   private startKindValue: StartKind | undefined;
   private runningSince: number | undefined;
   /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
@@ -167,6 +171,20 @@ export class Agent {
     return this.networkValue?.sourceVip;
   }
 
+  /**
+   * Read the HNS version once, as hcsshim's GetGlobals does before any feature check, and log what it
+   * enables. A failed read is logged, not fatal: the backends' gates (HnsClient.requireFeature) read it again.
+   */
+  private async readHnsVersion(dataplane: Dataplane): Promise<void> {
+    try {
+      const v = await dataplane.hns.version();
+      this.hnsVersionValue = v;
+      this.log.info('HNS version', { version: formatHnsVersion(v), features: supportedFeatures(v).join(',') });
+    } catch (err) {
+      this.log.warn('could not read the HNS version; the features that need one are checked when they are used', { error: errorMessage(err) });
+    }
+  }
+
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
     const network = this.networkValue;
@@ -191,6 +209,7 @@ export class Agent {
       mtu: network?.mtu,
       sourceVip: network?.sourceVip?.ip,
       network: network?.status(),
+      hnsVersion: this.hnsVersionValue,
       ...this.ownNode?.status(),
       ...this.parts.reduce<Partial<StatusInput>>((s, part, i) => ({ ...s, ...part.status?.(problems[i] ?? []) }), {}),
     });
@@ -274,6 +293,7 @@ export class Agent {
 
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock, signal }));
     this.dataplaneValue = dataplane;
+    await this.readHnsVersion(dataplane);
 
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
     const kube =
@@ -323,6 +343,7 @@ export class Agent {
       // kube mode reads net-conf.json from a file (a mounted ConfigMap): say when it changes under the agent.
       ...(kubeMode ? [netConfPart(shared, { read: (p) => readNetConf(p, this.opts.readFile), intervalMs: this.opts.netConfRecheckMs })] : []),
       dualStackPart(shared),
+      ...(config.networkPolicy ? [(await import('./agent/netpol-part.js')).netpolPart(shared)] : []),
     ];
     const readiness = new PodNetworkReadiness({ parts: this.parts, subnetManager, clock: this.clock, log: this.log, intervalMs: this.opts.cniCheckIntervalMs });
     this.readiness = readiness;

@@ -41,6 +41,12 @@ export const METRIC = {
   ready: 'flannel_ready',
   peersProgrammed: 'flannel_peers_programmed',
   peersRejected: 'flannel_peers_rejected',
+  netpolPolicies: 'flannel_netpol_policies',
+  netpolRules: 'flannel_netpol_rules',
+  netpolSets: 'flannel_netpol_ip_sets',
+  netpolWrites: 'flannel_netpol_hns_writes_total',
+  netpolRefused: 'flannel_netpol_policies_refused',
+  netpolDelay: 'flannel_netpol_endpoint_rules_delay_seconds',
 } as const;
 
 type Kind = 'counter' | 'gauge' | 'histogram';
@@ -98,6 +104,12 @@ const FAMILIES: Record<string, [string, Kind, string[]?, number[]?]> = {
   [METRIC.ready]: ['1 while /readyz answers 200 (the node can serve pods), else 0; read at each scrape.', 'gauge'],
   [METRIC.peersProgrammed]: ['Accepted peers the dataplane holds completely (their routes or policies all written); read at each scrape.', 'gauge'],
   [METRIC.peersRejected]: ['Peers whose current lease is rejected (see flannel_leases_rejected_total for why); read at each scrape.', 'gauge'],
+  [METRIC.netpolPolicies]: ['--network-policy: NetworkPolicies the controller knows, cluster-wide.', 'gauge'],
+  [METRIC.netpolRules]: ["--network-policy: ACL rules wanted on this node's pod endpoints.", 'gauge'],
+  [METRIC.netpolSets]: ["--network-policy: SetPolicy IP sets wanted on the agent's network (HNS 13.0 and later).", 'gauge'],
+  [METRIC.netpolWrites]: ['--network-policy: HNS writes (one HcnModifyEndpoint or HcnModifyNetwork each) by what they did.', 'counter', ['op']],
+  [METRIC.netpolRefused]: ['--network-policy: NetworkPolicies refused (they isolate and allow nothing), cluster-wide; see the Warning Events.', 'gauge'],
+  [METRIC.netpolDelay]: ["--network-policy: seconds from a local pod's address being seen to its endpoint holding all its rules.", 'histogram'],
 };
 
 /** The operations `metered` counts: HnsClient's (hns.*) and the route table's (routes.*). */
@@ -154,6 +166,7 @@ const LABEL_VALUES: Record<string, Record<string, readonly string[]>> = {
   [METRIC.passDuration]: { result: ['ok', 'error'] },
   [METRIC.networkRebuilds]: { result: ['ok', 'error'] },
   [METRIC.driftRepairs]: { kind: ['network', 'host-endpoint', 'source-vip', 'route', 'policy'] },
+  [METRIC.netpolWrites]: { op: ['add-rules', 'remove-rules', 'add-sets', 'update-sets', 'remove-sets'] },
 };
 
 /** prom-client default metrics that are gauges named like counters (dropped: promtool fails them). */

@@ -68,6 +68,18 @@ export function earlierFlannelConfig(text: string): string | undefined {
   return typeof delegate === 'string' && Object.hasOwn(WINDOWS_FLANNEL_DELEGATES, delegate) ? `flannel with ${delegate}: ${WINDOWS_FLANNEL_DELEGATES[delegate]}` : undefined;
 }
 
+/** True when `text` is a conflist `flanneld cni-config` renders for HNS network `networkName` (cleanup removes only those). */
+export function isOwnCniConfig(text: string, networkName: string): boolean {
+  try {
+    const conf = JSON.parse(text) as { name?: unknown; plugins?: { type?: unknown; delegate?: { type?: unknown } }[] };
+    const plugin = conf.plugins?.[0];
+    const dual = plugin?.type === 'sdnbridge' && (plugin as { optionalFlags?: { enableDualStack?: unknown } }).optionalFlags?.enableDualStack === true;
+    return conf.name === networkName && (dual || (plugin?.type === 'flannel' && (plugin.delegate?.type === 'win-overlay' || plugin.delegate?.type === 'win-bridge')));
+  } catch {
+    return false;
+  }
+}
+
 /** An earlier flannel config that sorts before ours: moved aside once ours is written. */
 export interface EarlierConfig {
   path: string;

@@ -31,6 +31,7 @@ import { nthAddress } from '../basics/ip4.js';
 import { contains6, isGlobalUnicast6, nthAddress6 } from '../basics/ip6.js';
 import { readBootNetwork } from '../host/boot.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
+import { isOwnCniConfig } from './conf-dir.js';
 import { samePath } from './readiness.js';
 
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12';
@@ -271,18 +272,6 @@ export function cniPaths(config: { subnetFile: string; cniIpamDataDir: string },
     subnetFile: resolve(config.subnetFile),
     dataDir: config.cniIpamDataDir ? join(dirname(resolve(config.cniIpamDataDir)), 'flannel') : upstream,
   };
-}
-
-/** True when `text` is a conflist this command renders for HNS network `networkName` (cleanup removes only those). */
-export function isOwnCniConfig(text: string, networkName: string): boolean {
-  try {
-    const conf = JSON.parse(text) as { name?: unknown; plugins?: { type?: unknown; delegate?: { type?: unknown } }[] };
-    const plugin = conf.plugins?.[0];
-    const dual = plugin?.type === 'sdnbridge' && (plugin as { optionalFlags?: { enableDualStack?: unknown } }).optionalFlags?.enableDualStack === true;
-    return conf.name === networkName && (dual || (plugin?.type === 'flannel' && (plugin.delegate?.type === 'win-overlay' || plugin.delegate?.type === 'win-bridge')));
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -19,6 +19,7 @@ import { chooseCniDir, readContainerdCni, type ContainerdCni } from './container
 const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
   'cni-conf-missing': 'CNIConfigMissing',
   'cni-conf-invalid': 'CNIConfigInvalid',
+  'cni-conf-foreign': 'CNIConfigForeign',
   'cni-network-name': 'CNINetworkNameMismatch',
   'cni-subnet-file': 'CNISubnetFileMismatch',
   'cni-plugin-missing': 'CNIPluginMissing',

@@ -18,7 +18,7 @@ import * as nodeFs from 'node:fs';
 import { join, win32 } from 'node:path';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { errorMessage } from '../basics/errors.js';
-import { CNI_CONF_EXTENSIONS, cniConfigFiles } from './conf-dir.js';
+import { CNI_CONF_EXTENSIONS, cniConfigFiles, earlierFlannelConfig, isOwnCniConfig } from './conf-dir.js';
 import { CNI_PLUGIN_FILES, SDNBRIDGE_FILE } from './plugins.js';
 
 /** The stable ids of the problems: tests and `flanneld doctor` match on these, never on the prose. */
@@ -27,6 +27,12 @@ export type CniReadinessCheck =
   | 'cni-conf-missing'
   /** The first config cannot be read or is not a CNI config (JSON object with a name and plugins). */
   | 'cni-conf-invalid'
+  /**
+   * The first config is another CNI's for another network (containerd's default `nat`, Calico, ...): writing
+   * flannel's beside it changes nothing (`cni-config -o` refuses it, FLANNEL_ERR_CNI_CONF_ORDER) and no
+   * net-conf name fits it, so the fix moves it aside.
+   */
+  | 'cni-conf-foreign'
   /** The first config names a network other than the one this agent runs. */
   | 'cni-network-name'
   /** The flannel plugin of the first config reads another subnet.env than the agent writes. */
@@ -198,6 +204,19 @@ export function checkFirstCniConfig(first: FirstCniConfig | CniProblem, input: C
   if ('check' in first) return [first];
   const { file, others, conf, plugins } = first;
   const render = renderFix(input.cniConfDir);
+  const text = JSON.stringify({ name: conf.name, plugins });
+  // Not flannel's and for another network: no rename fixes it (a config of other plugins naming the agent's
+  // network, a bare win-bridge .conf, still attaches pods to it and is checked as any other).
+  if (conf.name !== input.networkName && earlierFlannelConfig(text) === undefined && !isOwnCniConfig(text, conf.name)) {
+    const types = pluginTypes(plugins).join(', ');
+    return [
+      {
+        check: 'cni-conf-foreign',
+        detail: `${file} (network "${conf.name}", plugins ${types}) is another CNI's config and containerd loads it first${others}: pods never reach flannel`,
+        fix: `move ${file} out of ${input.cniConfDir} (or rename it to ${file}.bak, an extension containerd does not load); then \`flanneld cni-config -o\` writes flannel's there if none is left`,
+      },
+    ];
+  }
   const problems: CniProblem[] = [];
   if (conf.name !== input.networkName) {
     problems.push({

@@ -51,7 +51,7 @@ import { checkSubnetEnvSyntax, parseSubnetEnv, previousSubnetFromEnv } from '../
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { AgentConfig } from '../config/agent-config.js';
 import type { Command, CommandIO } from './command.js';
-import { isOwnCniConfig } from '../cni/conflist.js';
+import { isOwnCniConfig } from '../cni/conf-dir.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 
 /** Where the install scripts and the DaemonSet have `cni-config` write the conflist. */

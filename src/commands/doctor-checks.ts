@@ -13,10 +13,10 @@ import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
-import { earlierFlannelConfig } from '../cni/conf-dir.js';
-import { isOwnCniConfig } from '../cni/conflist.js';
 import type { CniDirDisagreement } from '../cni/containerd-config.js';
-import type { HcnLoadBalancer } from '../hns/schema.js';
+import type { HcnLoadBalancer, HnsVersion } from '../hns/schema.js';
+import { featureNeeds, formatHnsVersion, isFeatureSupported, supportedFeatures, type HnsFeatureName } from '../hns/features.js';
+import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
 import type { ServicePortFact } from './doctor-services.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
@@ -107,6 +107,8 @@ export interface DoctorFacts {
   /** This node's lease and where it was read (the agent's /status, the Node's podCIDR). */
   lease: { subnet: string; publicIP: string; /** Dual-stack. */ ipv6Subnet?: string; publicIPv6?: string; from: string } | undefined;
   networks: NetworkFact[] | { error: string };
+  /** The version HNS reports (v1 `GET /globals/version`, hcsshim GetGlobals); absent when not asked. */
+  hnsVersion?: HnsVersion | { error: string };
   /** Endpoints on the flannel network (empty without it); `error` when HNS would not list them (unknown, not none). */
   endpoints: EndpointFact[] | { error: string };
   /** vxlan: the VtepMAC the own Node's backend-data publishes; undefined when not readable. */
@@ -163,8 +165,6 @@ export interface DoctorFacts {
   graceMs: number;
 }
 
-/** The UDP port HNS encapsulates VXLAN on (Windows' overlay supports only 4789; flannel docs Backends, vxlan). */
-const WINDOWS_VXLAN_PORT = 4789;
 /** The VNI Windows overlay networks need at least (flannel docs Backends, vxlan: "VNI >= 4096 on Windows"). */
 const WINDOWS_MIN_VNI = 4096;
 
@@ -263,6 +263,7 @@ export function runChecks(f: DoctorFacts): CheckRow[] {
   const hns = isErr(f.networks) ? undefined : f.networks.find((n) => n.name === conf.name);
   const changed = changedUnderAgent(f, conf, hns);
   rows.push(netConfRow(conf, changed));
+  if (f.hnsVersion !== undefined) rows.push(hnsVersionRow(f.hnsVersion, conf));
   rows.push(leaseRow(f, conf));
   const net = networkRows(f, conf, rows, changed);
   rows.push(...endpointRows(f, conf, net));
@@ -319,11 +320,32 @@ function netConfRow(conf: Conf, changed: readonly string[]): CheckRow {
       'to keep the running network, put net-conf.json back as it was; to apply the change, drain the node, restart flanneld, then let the pods be recreated',
     );
   if (conf.type !== 'vxlan') return ok('net-conf', what);
-  const vx = `${what}, VNI ${conf.vni}, port ${conf.port}`;
-  if (conf.port !== WINDOWS_VXLAN_PORT)
-    return fail('net-conf', vx, `set Backend.Port to ${WINDOWS_VXLAN_PORT} in net-conf.json on every node: Windows encapsulates VXLAN on UDP 4789 only`);
+  const port = conf.port === DEFAULT_VXLAN_PORT ? '' : ' (a VxlanPort policy on the HNS network, HNS 10.3)';
+  const vx = `${what}, VNI ${conf.vni}, port ${conf.port}${port}; every node must accept inbound UDP ${conf.port} from the others`;
   if (conf.vni < WINDOWS_MIN_VNI) return warn('net-conf', vx, `Windows Server 2019 and later need Backend.VNI >= ${WINDOWS_MIN_VNI} (4096 is usual), the same on every node`);
   return ok('net-conf', vx);
+}
+
+/**
+ * The HNS version and what it enables (src/hns/features.ts), failed when this net-conf needs a feature it
+ * lacks: the agent refuses it at start (FLANNEL_ERR_HNS_VERSION) as hcsshim's XxxSupported would.
+ */
+function hnsVersionRow(version: HnsVersion | { error: string }, conf: Conf): CheckRow {
+  if (isErr(version)) return warn('hns-version', `the HNS version is not readable (${version.error})`, 'check the hns service is running (Get-Service hns)');
+  const needed: [HnsFeatureName, string][] = [];
+  if (conf.type === 'vxlan') needed.push(['RemoteSubnet', 'the vxlan backend']);
+  if (conf.type === 'vxlan' && conf.port !== DEFAULT_VXLAN_PORT) needed.push(['VxlanPort', `VXLAN port ${conf.port}`]);
+  if (conf.ipv6Network) needed.push(['IPv6DualStack', 'dual-stack (EnableIPv6)']);
+  const saw = `HNS ${formatHnsVersion(version)}: ${supportedFeatures(version).join(', ') || 'none of the features flanneld uses'}`;
+  const lacking = needed.filter(([feature]) => !isFeatureSupported(version, feature));
+  if (lacking.length === 0) return ok('hns-version', saw);
+  return fail(
+    'hns-version',
+    `${saw}; lacking ${lacking.map(([feature, what]) => `${feature} for ${what} (HNS ${featureNeeds(feature)})`).join(', ')}`,
+    `upgrade Windows to a release whose HNS has it (docs/compatibility.md, "Windows Server releases"), or change net-conf.json${
+      lacking.some(([feature]) => feature === 'VxlanPort') ? ` (Backend.Port ${DEFAULT_VXLAN_PORT}: flanneld netconf set-vni --port ${DEFAULT_VXLAN_PORT})` : ''
+    }`,
+  );
 }
 
 function leaseRow(f: DoctorFacts, conf: Conf): CheckRow {
@@ -589,18 +611,11 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
     const ids = ['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'];
     return [fail('cni-conflist', first.detail, first.fix), ...ids.map((id) => skip(id, 'no usable CNI config'))];
   }
-  // Another CNI's config (containerd's default `nat`, Calico, ...) sorting first: writing ours beside it
-  // changes nothing (cni-config -o refuses, FLANNEL_ERR_CNI_CONF_ORDER) and no net-conf name fits it.
-  const text = JSON.stringify({ name: first.conf.name, plugins: first.plugins });
-  if (earlierFlannelConfig(text) === undefined && !isOwnCniConfig(text, first.conf.name)) {
-    const types = pluginTypes(first.plugins).join(', ');
+  const foreign = f.cni.readiness.find((p) => p.check === 'cni-conf-foreign');
+  if (foreign) {
     const why = `${first.file} is not flannel's`;
     return [
-      fail(
-        'cni-conflist',
-        `${first.file} (network "${first.conf.name}", plugins ${types}) is another CNI's config and containerd loads it first${first.others ? `${first.others}` : ''}: pods never reach flannel`,
-        `move ${first.file} out of ${f.cni.confDir} (or rename it to ${first.file}.bak, an extension containerd does not load); then \`flanneld cni-config -o\` writes flannel's there if none is left`,
-      ),
+      fail('cni-conflist', foreign.detail, foreign.fix),
       ...['cni-network-name', 'cni-subnet-file', 'cni-data-dir', 'cni-outbound-nat', 'cni-loopback-dsr', 'cni-plugins', 'cni-pins'].map((id) => skip(id, why)),
     ];
   }
@@ -807,7 +822,7 @@ function clusterRows(f: DoctorFacts, conf: Conf, changed: readonly string[]): Ch
         fail(
           'cluster-vni',
           `${parts.join('; ')}: VXLAN between them is dropped`,
-          `set Backend.VNI ${WINDOWS_MIN_VNI} and Port ${WINDOWS_VXLAN_PORT} in kube-flannel-cfg's net-conf.json, then restart flannel on every node`,
+          `set Backend.VNI ${WINDOWS_MIN_VNI} and one Port (${DEFAULT_VXLAN_PORT}, or another on HNS 10.3) in kube-flannel-cfg's net-conf.json, then restart flannel on every node`,
         ),
       );
     } else

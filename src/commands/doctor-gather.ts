@@ -466,6 +466,8 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     if (own) lease = { subnet: own, publicIP: '', ...(own6 ? { ipv6Subnet: own6 } : {}), from: 'subnet.env' };
   }
 
+  // What the agent reads first (hcsshim GetGlobals), and what gates every HNS feature it uses.
+  const hnsVersion: DoctorFacts['hnsVersion'] = await dataplane.hns.version().catch((err: unknown) => ({ error: errorMessage(err) }));
   let networks: DoctorFacts['networks'];
   let endpoints: DoctorFacts['endpoints'] = [];
   let actual: PeerActual[] | { error: string } = [];
@@ -562,6 +564,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     subnetEnv,
     lease,
     networks,
+    hnsVersion,
     endpoints,
     publishedVtepMac: cluster.vtepMac,
     sourceVipFiles,

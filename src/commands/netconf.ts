@@ -1,5 +1,6 @@
-// `flanneld netconf set-vni`: move a cluster's shared net-conf.json to the VNI and UDP port Windows needs
-// (4096 / 4789) by editing Backend.VNI and Backend.Port only (src/subnet/net-conf-edit.ts). Reads the
+// `flanneld netconf set-vni`: move a cluster's shared net-conf.json to the VNI and UDP port Windows takes
+// (VNI 4096 and port 4789 by default; another port needs HNS 10.3 on every Windows node) by editing
+// Backend.VNI and Backend.Port only (src/subnet/net-conf-edit.ts). Reads the
 // kube-flannel-cfg ConfigMap (`kubectl get cm -o json` or `-o yaml`) or a bare net-conf.json from a file
 // or stdin; writes the result to stdout or -o (atomically); --dry-run prints a diff of net-conf.json and
 // writes nothing. Runs on any OS and touches neither the API server nor the dataplane:
@@ -8,13 +9,21 @@ import { parseFlags, renderUsage, type FlagSpec } from '../config/flags.js';
 import { FlagError, errorMessage } from '../basics/errors.js';
 import { writeFileAtomicSync } from '../basics/fs.js';
 import { parseNetConf } from '../subnet/net-conf.js';
+import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
 import { lineDiff, setVni } from '../subnet/net-conf-edit.js';
 import type { Command, CommandIO } from './command.js';
 import { readFileFlag, reportError } from './cni-flags.js';
 
 const NETCONF_FLAGS: readonly FlagSpec[] = [
   { name: 'vni', kind: 'int', default: 4096, help: 'Backend.VNI to set (4096..65535: HNS and kube-proxy carry it as a 16-bit IsolationId)', valueName: 'N', noEnv: true },
-  { name: 'port', kind: 'int', default: 4789, help: 'Backend.Port to set (Windows vxlan supports 4789 only)', valueName: 'N', noEnv: true },
+  {
+    name: 'port',
+    kind: 'int',
+    default: DEFAULT_VXLAN_PORT,
+    help: `Backend.Port to set (1..65535; Windows nodes need HNS 10.3, Windows Server 2022 or newer, for a port other than ${DEFAULT_VXLAN_PORT})`,
+    valueName: 'N',
+    noEnv: true,
+  },
   { name: 'file', kind: 'string', default: '-', help: 'the ConfigMap (JSON or YAML) or net-conf.json to read; - reads stdin', valueName: 'FILE', aliases: ['f'], noEnv: true },
   { name: 'output', kind: 'string', default: '', help: 'write the result to this file (atomically) instead of stdout', valueName: 'FILE', aliases: ['o'], noEnv: true },
   { name: 'dry-run', kind: 'bool', default: false, help: 'print a diff of net-conf.json and write nothing', noEnv: true },
@@ -62,7 +71,13 @@ export const command: Command = {
           flag: 'vni',
         });
       }
-      if (port !== 4789) throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${port}" for flag -port: Windows vxlan supports UDP port 4789 only`, { flag: 'port' });
+      if (!Number.isInteger(port) || port < 1 || port > 65535)
+        throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${port}" for flag -port: want a UDP port, 1..65535`, { flag: 'port' });
+      if (port !== DEFAULT_VXLAN_PORT) {
+        io.stderr(
+          `note: port ${port} is not ${DEFAULT_VXLAN_PORT}: every Windows node needs HNS 10.3 or newer (Windows Server 2022 or newer; flanneld refuses it below with FLANNEL_ERR_HNS_VERSION), and every node must accept inbound UDP ${port} from the others\n`,
+        );
+      }
       const file = String(get('file'));
       const input = readFileFlag(file);
       const result = setVni(input, { vni, port });

@@ -122,6 +122,11 @@ export function renderStatusTable(s: StatusReport): string {
   rows.push(['Last error', s.lastError ? `${t(s.lastError.at)} ${t(s.lastError.message)}` : 'none']);
   rows.push(['Start', s.startKind ? t(s.startKind) : 'unknown (no boot record)']);
   rows.push(['Source VIP', s.sourceVip ? t(s.sourceVip) : '-']);
+  const hns: unknown = s.hns; // absent from an older agent's report
+  if (typeof hns === 'object' && hns !== null) {
+    const h = hns as NonNullable<StatusReport['hns']>;
+    rows.push(['HNS', `${t(h.version)} (${(Array.isArray(h.features) ? h.features : []).map(t).join(', ')})`]);
+  } else rows.push(['HNS', 'version unknown']);
   rows.push(['Version', t(s.version)]);
   const width = Math.max(...rows.map(([k]) => k.length)) + 2;
   return rows.map(([k, v]) => `${k.padEnd(width)}${v}`).join('\n') + '\n';

@@ -19,6 +19,8 @@ export interface AgentConfig {
   publicIPv6?: string;
   /** `--ipv4-only`: net-conf's IPv6 keys are not run on this node (src/subnet/net-conf.ts windowsNetConf). */
   ipv4Only?: boolean;
+  /** `--network-policy`: the NetworkPolicy controller runs (src/netpol/controller.ts); kube mode only. */
+  networkPolicy: boolean;
   ipMasq: boolean;
   healthzIP: string;
   /** 0 = health server off. */

@@ -96,6 +96,12 @@ export const FLAGS: readonly FlagSpec[] = [
     default: false,
     help: "run this node IPv4-only in a dual-stack cluster (net-conf EnableIPv6): pods get IPv4 only, peers' IPv6 halves are ignored; the way to add a Windows vxlan node, which cannot run IPv6",
   },
+  {
+    name: 'network-policy',
+    kind: 'bool',
+    default: false,
+    help: "enforce Kubernetes NetworkPolicy on this node's pods with HNS endpoint ACLs (needs --kube-subnet-mgr and list/watch on networkpolicies, pods and namespaces; docs/network-policy.md)",
+  },
   { name: 'subnet-lease-renew-margin', kind: 'int', default: 60, help: 'subnet lease renewal margin, in minutes, ranging from 1 to 1439', valueName: 'MINUTES' },
   {
     name: 'ip-masq',

@@ -122,6 +122,15 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
       { flag: 'restart-service-lb-wait', value: restartServiceLbWait },
     );
   }
+  if (bool('network-policy') && !bool('kube-subnet-mgr')) {
+    throw new FlagError(
+      'FLANNEL_ERR_FLAG',
+      'flag -network-policy needs -kube-subnet-mgr: the NetworkPolicies, Pods and Namespaces come from the API server; add --kube-subnet-mgr or drop --network-policy',
+      {
+        flag: 'network-policy',
+      },
+    );
+  }
   const hnsPolicyBatchSize = int('hns-policy-batch-size');
   if (hnsPolicyBatchSize < 1 || hnsPolicyBatchSize > MAX_POLICY_BATCH) {
     throw new FlagError(
@@ -204,6 +213,7 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     publicIP,
     ...(publicIPv6 !== '' ? { publicIPv6 } : {}),
     ...(bool('ipv4-only') ? { ipv4Only: true } : {}),
+    networkPolicy: bool('network-policy'),
     ipMasq: bool('ip-masq'),
     healthzIP,
     healthzPort,

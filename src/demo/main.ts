@@ -15,6 +15,7 @@ import { FakeKubeApiServer, bareNode, linuxFlannelNode, writeKubeconfig } from '
 import { createLogger } from '../basics/log.js';
 import { createSimulatedNode } from '../simulator/node.js';
 import { peerTable, renderTable } from './peer-table.js';
+import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -43,7 +44,9 @@ async function main(): Promise<void> {
   api.addNode({ ...bareNode({ name: WINDOWS_NODE, podCIDR: '10.244.100.0/24', internalIP: WINDOWS_IP }) });
 
   const netConf =
-    backend === 'vxlan' ? { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } } : { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+    backend === 'vxlan'
+      ? { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: DEFAULT_VXLAN_PORT } }
+      : { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
   writeFileSync(join(dir, 'net-conf.json'), JSON.stringify(netConf, null, 2));
   await writeKubeconfig(join(dir, 'kubeconfig'), api.url);
 

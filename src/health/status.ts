@@ -2,12 +2,15 @@
 // Upstream flannel has no such endpoint; Calico's `calicoctl node status` plays the same part. It is
 // answered to clients on this host only (loopback, or the listener's own address when the port is bound
 // to the node IP): it names the node's addresses and errors, which are no business of other machines.
+import type { NetpolStatus } from '../policy/controller.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage } from '../basics/errors.js';
 import type { Logger } from '../basics/log.js';
 import type { StartKind } from '../host/boot.js';
 import type { NetworkStatus, RefusedItem, RejectedLease } from '../network-status.js';
 import type { DualStackGuidance } from './dual-stack.js';
+import { formatHnsVersion, supportedFeatures } from '../hns/features.js';
+import type { HnsVersion } from '../hns/schema.js';
 
 /** One problem of the CNI config check (src/cni/readiness.ts CniProblem): a stable id, what, the fix. */
 export interface CniProblem {
@@ -37,6 +40,8 @@ export interface StatusReport {
   lastError: { at: string; message: string } | null;
   /** Dual-stack only (absent on an IPv4-only node): the IPv6 lease and the kubelet / kube-proxy settings it needs. */
   dualStack?: { ipv6Subnet: string; publicIPv6: string } & DualStackGuidance;
+  /** --network-policy: the controller's view (src/policy/controller.ts NetpolStatus): per local pod the policies selecting it, refusals. */
+  networkPolicy?: NetpolStatus;
   /**
    * Only while the own Node (kube) is gone from the API server, or registered again with a podCIDR an
    * older peer holds (`contested`: the old network is kept): why the agent is not ready.
@@ -44,6 +49,8 @@ export interface StatusReport {
   ownNode?: { state: 'deleted' | 'contested'; reason: string };
   /** Only while this node rejects every peer for a cluster-configuration mismatch (it reaches none): why, and the fix. */
   clusterMismatch?: ClusterMismatchReport;
+  /** The version HNS reported at start and the features it enables (src/hns/features.ts); null when it was not readable. */
+  hns?: { version: string; features: string[] } | null;
 }
 
 /** The cluster mismatch (src/peers/cluster-mismatch.ts): the NetworkUnavailable reason, what was seen, the fix. */
@@ -79,12 +86,15 @@ export interface StatusInput {
   /** The CNI config check, when it is on. */
   cni?: { confDir: string; binDir: string; problems: CniProblem[] };
   dualStack?: StatusReport['dualStack'];
+  networkPolicy?: NetpolStatus;
   /** Why the own Node is missing, while it is. */
   ownNodeGone?: string;
   /** Why the own Node's new podCIDR is not taken (an older peer holds it), with the fix, while it is not. */
   ownSubnetContested?: string;
   /** The cluster mismatch, while there is one. */
   clusterMismatch?: ClusterMismatchReport | undefined;
+  /** The version HNS reported at start, when it was readable. */
+  hnsVersion?: HnsVersion | undefined;
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
@@ -147,7 +157,9 @@ export function buildStatusReport(s: StatusInput): StatusReport {
     lastPass: n?.lastPassAt === undefined ? null : { at: iso(n.lastPassAt)!, ok: n.lastPassOk === true },
     lastSuccess: iso(n?.lastSuccessAt),
     lastError: lastError(n?.lastError, refused),
+    hns: s.hnsVersion ? { version: formatHnsVersion(s.hnsVersion), features: supportedFeatures(s.hnsVersion) } : null,
     ...(s.dualStack ? { dualStack: s.dualStack } : {}),
+    ...(s.networkPolicy ? { networkPolicy: s.networkPolicy } : {}),
     ...(s.ownNodeGone !== undefined ? { ownNode: { state: 'deleted' as const, reason: s.ownNodeGone } } : {}),
     ...(s.ownSubnetContested !== undefined ? { ownNode: { state: 'contested' as const, reason: s.ownSubnetContested } } : {}),
     ...(s.clusterMismatch ? { clusterMismatch: { reason: s.clusterMismatch.reason, detail: s.clusterMismatch.detail, fix: s.clusterMismatch.fix } } : {}),

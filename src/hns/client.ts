@@ -17,7 +17,7 @@ import type { Logger } from '../basics/log.js';
 import { callFailure, metered } from '../basics/metrics.js';
 import type { Metrics } from '../basics/metrics.js';
 import { hnsError, isHnsAttached, isHnsExists, isHnsNotFound, isHnsPolicyGone, isHnsRefusal, namingAdapter, parseEnvelope } from './errors.js';
-import { REMOTE_SUBNET_VERSION, versionAtLeast } from './features.js';
+import { featureNeeds, formatHnsVersion, isFeatureSupported, type HnsFeatureName } from './features.js';
 import { ACL_POLICY, HCN_SCHEMA_V2, SET_POLICY, policySetting } from './schema.js';
 import type {
   AclPolicySetting,
@@ -221,9 +221,21 @@ export class HnsClient {
     return this.cachedVersion;
   }
 
-  /** HCN v2 and RemoteSubnetRoute policies need HNS >= 9.2. */
-  async supportsRemoteSubnet(): Promise<boolean> {
-    return versionAtLeast(await this.version(), REMOTE_SUBNET_VERSION);
+  /**
+   * The HNS version, when it has `feature` (./features.ts); else FLANNEL_ERR_HNS_VERSION naming the version
+   * it needs, as hcsshim hcn/hcn.go's RemoteSubnetSupported, VxlanPortSupported, ... refuse ("Platform does
+   * not support feature"). `what` needs it; `fix` is what to do on this host instead.
+   */
+  async requireFeature(feature: HnsFeatureName, what: string, fix: string): Promise<HnsVersion> {
+    const v = await this.version();
+    if (isFeatureSupported(v, feature)) return v;
+    const needs = featureNeeds(feature);
+    throw new HnsError('FLANNEL_ERR_HNS_VERSION', `${what} needs HNS ${needs} or newer (its ${feature} feature); this node's HNS is ${formatHnsVersion(v)}: ${fix}`, {
+      feature,
+      needs,
+      major: v.Major,
+      minor: v.Minor,
+    });
   }
 
   // ================================================================ v1 networks

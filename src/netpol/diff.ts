@@ -32,7 +32,7 @@ const ACL_FIELDS = ['Action', 'Direction', 'RuleType', 'Priority', 'Protocols', 
 const field = (r: AclPolicySetting, f: (typeof ACL_FIELDS)[number]): string | number => r[f] ?? (f === 'Priority' ? 0 : '');
 
 /** The same rule: every field the agent writes equal. */
-function sameAcl(a: AclPolicySetting, d: AclPolicySetting): boolean {
+export function sameAcl(a: AclPolicySetting, d: AclPolicySetting): boolean {
   return ACL_FIELDS.every((f) => field(a, f) === field(d, f));
 }
 

@@ -8,6 +8,7 @@
 import type { NetworkStatus, RejectedLease } from '../network-status.js';
 import { CLUSTER_CONFIG_REASONS } from './reject-reasons.js';
 import { MIN_WINDOWS_VNI } from './validate.js';
+import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
 
 /** What this node's net-conf.json says about the cluster, and where it is read from. */
 export interface OwnBackend {
@@ -43,7 +44,7 @@ function mostCommon<T>(items: readonly T[]): T {
   return best;
 }
 
-const VXLAN_WINDOWS = `"VNI": ${MIN_WINDOWS_VNI}, "Port": 4789`;
+const VXLAN_WINDOWS = `"VNI": ${MIN_WINDOWS_VNI}, "Port": ${DEFAULT_VXLAN_PORT}`;
 const SET_VNI = 'kubectl -n kube-flannel get cm kube-flannel-cfg -o yaml | flanneld netconf set-vni | kubectl apply -f -';
 
 /** Undefined unless the peers are listed, none is accepted, and every rejection is a cluster-configuration one. */

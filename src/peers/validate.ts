@@ -3,6 +3,7 @@
 import { isIPv6 } from 'node:net';
 import type { Lease } from '../subnet/lease.js';
 import { isValidVtepMac } from '../basics/mac.js';
+import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
 import type { IPv6RejectReason, LeaseRejectReason } from './reject-reasons.js';
 import { cidrContains6, contains6, formatCidr6, isGlobalUnicast6, isLinkLocal6, network6, normalizeCidr6, overlaps6, parseCidr6, parseIp6 } from '../basics/ip6.js';
 import { contains, formatCidr, isApipa, isUnicast, maskOf, network, normalizeCidr, overlaps, parseCidr, parseIp4 } from '../basics/ip4.js';
@@ -148,7 +149,7 @@ export function validateLease(lease: Lease, ctx: LeaseValidationContext): LeaseV
     if (vni < MIN_WINDOWS_VNI) {
       return reject(
         'vni-too-low',
-        `vxlan VNI ${vni} is below ${MIN_WINDOWS_VNI}, which Windows cannot use; set "VNI": 4096 (and "Port": 4789) ` +
+        `vxlan VNI ${vni} is below ${MIN_WINDOWS_VNI}, which Windows cannot use; set "VNI": 4096 (and "Port": ${DEFAULT_VXLAN_PORT}) ` +
           'in the Backend section of net-conf.json for every node of the cluster',
       );
     }

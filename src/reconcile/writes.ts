@@ -23,6 +23,17 @@ export interface ReconcileDriver<A, D, K extends ItemKey = string> extends PlanO
   remove(items: A[]): Promise<void>;
   /** One write adding these items (at most `batch` of them). */
   add(items: D[]): Promise<void>;
+  /**
+   * Replace items in place, one write (HNS's RequestType Update of an IP set: Azure NPM
+   * npm/pkg/dataplane/ipsets/ipsetmanager_windows.go). Without it a replacement is a remove and an add.
+   */
+  update?(pairs: { from: A; to: D }[]): Promise<void>;
+  /**
+   * The write an item goes in when one call cannot carry items of two (an HcnModifyEndpoint carries one
+   * endpoint's policies): a batch holds one group's items, and groups are written in the order of their
+   * keys, so a driver orders its writes by naming the groups (an IP set before the rules naming it).
+   */
+  groupOf?(item: A | D, op: 'add' | 'remove' | 'update'): string;
   /** Items per write call (default: all of them in one). */
   batch?: number;
   /** Write calls in flight at once (default 1). */
@@ -91,8 +102,10 @@ export async function writePlan<A, D, K extends ItemKey>(
   const written = new Set<K>();
   let refusalsChanged = 0;
 
-  const toRemove = opts.early ? [] : [...plan.remove, ...plan.replace.map((r) => r.from)].filter((a) => !waiting(aKey(a)));
-  const rm = await writeInBatches(toRemove, { ...removing, write: (items) => driver.remove(items) });
+  const inPlace = driver.update !== undefined;
+  const group = (op: 'add' | 'remove' | 'update') => (driver.groupOf ? { groupOf: (item: A | D) => driver.groupOf!(item, op) } : {});
+  const toRemove = opts.early ? [] : [...plan.remove, ...(inPlace ? [] : plan.replace.map((r) => r.from))].filter((a) => !waiting(aKey(a)));
+  const rm = await writeInBatches(toRemove, { ...removing, ...group('remove'), write: (items) => driver.remove(items) });
   const gone = new Set(rm.done);
   for (const a of rm.done) {
     written.add(aKey(a));
@@ -103,10 +116,23 @@ export async function writePlan<A, D, K extends ItemKey>(
     if (refusals.refused(aKey(r.item), r.error)) refusalsChanged++;
   }
 
-  const replacing = opts.early ? [] : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
-  const toAdd = [...plan.add, ...replacing].filter((d) => !waiting(dKey(d)));
-  const ad = await writeInBatches(toAdd, { ...batches, write: (items) => driver.add(items) });
-  const added = new Set(ad.done);
+  const toUpdate = opts.early || !inPlace ? [] : plan.replace.filter((r) => !waiting(dKey(r.to)));
+  const up = await writeInBatches(toUpdate, {
+    ...batches,
+    ...(driver.groupOf ? { groupOf: (r: { to: D }) => driver.groupOf!(r.to, 'update') } : {}),
+    write: (pairs) => driver.update!(pairs),
+  });
+  for (const r of up.done) gone.add(r.from);
+  for (const r of up.refused) {
+    refusedKeys.add(dKey(r.item.to));
+    if (refusals.refused(dKey(r.item.to), r.error)) refusalsChanged++;
+  }
+
+  const replacing = opts.early ? [] : inPlace ? up.done.map((r) => r.to) : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
+  const toAdd = [...plan.add, ...(inPlace ? [] : replacing)].filter((d) => !waiting(dKey(d)));
+  const ad = await writeInBatches(toAdd, { ...batches, ...group('add'), write: (items) => driver.add(items) });
+  const added = new Set([...ad.done, ...(inPlace ? replacing : [])]);
+  for (const r of up.done) cache?.remove(aKey(r.from), r.from);
   for (const d of added) {
     written.add(dKey(d));
     if (driver.toActual) cache?.add(dKey(d), driver.toActual(d));
@@ -123,11 +149,11 @@ export async function writePlan<A, D, K extends ItemKey>(
     replaced: plan.replace.filter((r) => gone.has(r.from) && added.has(r.to)).length,
     refused: refusedKeys.size,
     refusalsChanged,
-    addedKeys: ad.done.map(dKey),
+    addedKeys: [...added].map(dKey),
     removedKeys: plan.remove.filter((a) => gone.has(a)).map(aKey),
-    attempted: toRemove.length + toAdd.length,
-    calls: rm.calls + ad.calls,
-    failure: rm.failure ?? ad.failure,
+    attempted: toRemove.length + toUpdate.length + toAdd.length,
+    calls: rm.calls + up.calls + ad.calls,
+    failure: rm.failure ?? up.failure ?? ad.failure,
   };
 }
 
@@ -157,6 +183,8 @@ interface BatchOptions<T> {
   refuses: (error: unknown) => boolean;
   /** True when `error` says an item of this write is already as asked (a removal of one gone): one item so answered is done. */
   absent?: (error: unknown) => boolean;
+  /** The write an item goes in (ReconcileDriver.groupOf): no batch mixes groups; groups go in key order. */
+  groupOf?: (item: T) => string;
 }
 
 /** Write `items` in batches of `size`; halve refused batches down to single refused items (the one place batches are split). */
@@ -164,7 +192,17 @@ export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<
   const size = Math.max(1, Math.floor(opts.size));
   const result: BatchResult<T> = { done: [], refused: [], calls: 0 };
   const queue: T[][] = [];
-  for (let i = 0; i < items.length; i += size) queue.push(items.slice(i, i + size));
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const g = opts.groupOf?.(item) ?? '';
+    const list = groups.get(g);
+    if (list) list.push(item);
+    else groups.set(g, [item]);
+  }
+  for (const g of [...groups.keys()].sort()) {
+    const list = groups.get(g)!;
+    for (let i = 0; i < list.length; i += size) queue.push(list.slice(i, i + size));
+  }
 
   const attempt = async (part: T[]): Promise<void> => {
     if (result.failure !== undefined) return;

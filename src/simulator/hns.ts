@@ -11,7 +11,7 @@ import { HRESULT, hnsError, hresultText, parseErrorRecord } from '../hns/errors.
 import type { HcnEndpoint, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { loadBalancerNotFound } from './load-balancers.js';
 import { SimulatedHnsV1 } from './hns-v1.js';
-import { refuseIPv6Network } from './refusals.js';
+import { refuseIPv6Network, refuseVxlanPort } from './refusals.js';
 import { NEWEST_HNS_VERSION } from './state.js';
 import type { HcnHandle, HnsTransport } from '../hns/transport.js';
 
@@ -127,7 +127,8 @@ export class SimulatedHnsTransport implements HnsTransport {
     return this.v2(op, async () => {
       const body = parseHcnJson(op, settings, false) as unknown as HcnNetwork;
       await this.dp.enter(op, 'hns', 0, `${id} ${settings}`);
-      const refused = typeof body === 'object' && body !== null ? refuseIPv6Network(op, body, this.version(), { network: body.Name }) : undefined;
+      const ctx = { network: body.Name };
+      const refused = refuseIPv6Network(op, body, this.version(), ctx) ?? refuseVxlanPort(op, body, this.version(), ctx);
       if (refused) throw refused;
       const net = this.dp.createNetwork(op, body, id);
       return this.handle('network', net.ID!);

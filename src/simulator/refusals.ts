@@ -9,7 +9,7 @@ import { isIPv6 } from 'node:net';
 import type { ErrorContext, HnsError } from '../basics/errors.js';
 import { HRESULT, hnsError, hresultText } from '../hns/errors.js';
 import { ENDPOINT_FLAG_REMOTE, type HcnEndpoint, type HcnNetwork, type HcnPolicy, type HnsVersion, type SetPolicyType } from '../hns/schema.js';
-import { ACL_PROTOCOL_252_VERSION, NESTED_IP_SET_VERSION, versionAtLeast } from '../hns/features.js';
+import { ACL_PROTOCOL_252_VERSION, NESTED_IP_SET_VERSION, VXLAN_PORT_VERSION, isFeatureSupported, versionAtLeast } from '../hns/features.js';
 import { ANY_PROTOCOL, listItems, parseAddress, parsePorts, parseProtocol } from './acl.js';
 import { contains, isIp4 } from '../basics/ip4.js';
 import { contains6 } from '../basics/ip6.js';
@@ -156,13 +156,10 @@ export function refuseEndpointAddress(
   return undefined;
 }
 
-/** hcsshim hcn/hcnglobals.go IPv6DualStackVersion: HNS reports dual-stack support from 11.10 (Windows Server 2004/20H2 and later). */
-export const IPV6_DUAL_STACK_VERSION = { Major: 11, Minor: 10 } as const;
-
 /**
  * A network with an IPv6 subnet (HcnCreateNetwork, POST /networks), refused with HCN_E_REQUEST_UNSUPPORTED
  * 0x803B0015 (modelled: the code HCN defines for a request this HNS does not support):
- *  * on HNS older than 11.10 (IPV6_DUAL_STACK_VERSION; hcsshim's IPv6DualStackSupported feature check);
+ *  * on HNS older than 11.10 (src/hns/features.ts IPv6DualStack; hcsshim's IPv6DualStackSupported feature check);
  *  * on any type but L2Bridge: HNS has dual-stack on L2Bridge only (Overlay IPv6 from build 22410, not
  *    modelled; microsoft/Windows-Containers#522, kube-proxy winkernel falls back to single-stack);
  *  * with IPv6 subnets only: no IPv6-only networks on Windows (Windows-Containers#522).
@@ -171,8 +168,7 @@ export function refuseIPv6Network(op: string, net: HcnNetwork, version: { Major:
   const subnets = (net.Ipams ?? []).flatMap((i) => i.Subnets ?? []).map((s) => s.IpAddressPrefix);
   if (!subnets.some((s) => typeof s === 'string' && s.includes(':'))) return undefined;
   const hr = HRESULT.HCN_E_REQUEST_UNSUPPORTED;
-  const old = version.Major < IPV6_DUAL_STACK_VERSION.Major || (version.Major === IPV6_DUAL_STACK_VERSION.Major && version.Minor < IPV6_DUAL_STACK_VERSION.Minor);
-  if (old) return fail(op, hr, `HNS ${version.Major}.${version.Minor} has no dual-stack support (from 11.10)`, ctx);
+  if (!isFeatureSupported(version, 'IPv6DualStack')) return fail(op, hr, `HNS ${version.Major}.${version.Minor} has no dual-stack support (from 11.10)`, ctx);
   if (typeof net.Type !== 'string' || net.Type.toLowerCase() !== 'l2bridge') return fail(op, hr, `IPv6 subnets on a ${String(net.Type)} network: dual-stack is L2Bridge only`, ctx);
   if (!subnets.some((s) => isIp4Prefix(s))) return fail(op, hr, 'a network with IPv6 subnets only: IPv6-only is not supported', ctx);
   return undefined;
@@ -186,6 +182,24 @@ export function refuseIPv6Network(op: string, net: HcnNetwork, version: { Major:
 export function refuseUnsupported(op: string, what: string, gate: HnsVersion, version: HnsVersion, ctx: ErrorContext): HnsError | undefined {
   if (versionAtLeast(version, gate)) return undefined;
   return fail(op, HRESULT.HCN_E_INVALID_POLICY_TYPE, `${what} needs HNS ${gate.Major}.${gate.Minor}; this node runs ${version.Major}.${version.Minor}`, ctx);
+}
+
+/**
+ * The VxlanPort network policy of a network being created (hcsshim hcnpolicy.go VxlanPortPolicySetting
+ * `{Port uint16}`; OVN-Kubernetes overlay_windows.go sets it at creation): below HNS 10.3 the policy type is
+ * refused (refuseUnsupported; hcnglobals.go VxlanPortVersion), and a Port that is no UDP port (not an
+ * integer 1-65535) is HCN_E_INVALID_POLICY (modelled, as refuseAcl's fields). Undefined when fine or absent.
+ */
+export function refuseVxlanPort(op: string, net: HcnNetwork, version: HnsVersion, ctx: ErrorContext): HnsError | undefined {
+  for (const p of (net.Policies ?? []).filter((x) => x.Type === 'VxlanPort')) {
+    const old = refuseUnsupported(op, 'the VxlanPort network policy', VXLAN_PORT_VERSION, version, ctx);
+    if (old) return old;
+    const port = p.Settings?.Port;
+    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) {
+      return fail(op, HRESULT.HCN_E_INVALID_POLICY, `VxlanPort Port ${JSON.stringify(port)} is not a UDP port (1-65535)`, { ...ctx, policyType: 'VxlanPort' });
+    }
+  }
+  return undefined;
 }
 
 /** The JSON keys of an ACL rule: hcsshim hcn/hcnpolicy.go AclPolicySetting, and `Id` (src/hns/schema.ts). */

@@ -2,6 +2,7 @@
 // starts from. Pure. ./state-file.ts parses and validates it.
 import type { HcnEndpoint, HcnLoadBalancer, HcnNetwork, HnsVersion } from '../hns/schema.js';
 import { nthAddress } from '../basics/ip4.js';
+import { HNS_PROFILES } from '../hns/features.js';
 import type { FaultRule } from './faults.js';
 import type { DuplicateRemoteEndpointIp, PolicyBatches } from './refusals.js';
 import type { SimNamespace } from './namespaces.js';
@@ -62,12 +63,11 @@ export interface DataplaneState {
 }
 
 /**
- * The newest HNS the simulator models, what a node reports when nothing names its version: 15.4, Windows
- * Server 2025 (kubernetes/kubernetes#131466 and its fix #131506 name HNS 15.4 on it). Older profiles:
- * 9.x (Windows Server 2019), 13.x (Windows Server 2022); which feature came with which version is
- * src/hns/features.ts.
+ * The newest HNS the simulator models, what a node reports when nothing names its version: the last of
+ * src/hns/features.ts HNS_PROFILES, 15.4 (Windows Server 2025); that file names the others and which
+ * feature came with which version.
  */
-export const NEWEST_HNS_VERSION: HnsVersion = { Major: 15, Minor: 4 };
+export const NEWEST_HNS_VERSION: HnsVersion = HNS_PROFILES[HNS_PROFILES.length - 1].version;
 
 export const PHYSICAL_ADAPTER = 'Ethernet';
 export const PHYSICAL_ADAPTER_INDEX = 4;

@@ -8,11 +8,18 @@ export interface HostGwBackendConfig {
   dnsServerList: string;
 }
 
+/**
+ * The VXLAN UDP port (IANA, RFC 7348) HNS's Overlay network encapsulates on when no VxlanPort policy names
+ * another, and the port net-conf's Backend.Port defaults to on Windows (flannel vxlan_windows.go
+ * defaultVXLANPort; OVN-Kubernetes config.DefaultVXLANPort). The one constant for it: code reads this.
+ */
+export const DEFAULT_VXLAN_PORT = 4789;
+
 export interface VxlanBackendConfig {
   type: 'vxlan';
   /** >= 4096, default 4096. */
   vni: number;
-  /** Always 4789 on Windows. */
+  /** The UDP port, default DEFAULT_VXLAN_PORT; another one reaches HNS as a VxlanPort network policy (HNS 10.3). */
   port: number;
   /** `xx-xx`, default `0E-2A`. */
   macPrefix: string;

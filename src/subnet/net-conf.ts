@@ -9,7 +9,7 @@ import { contains6, formatCidr6, formatIp6, maskOf6, network6, parseCidr6, parse
 import { MAX_CONFIG_FILE_BYTES, readRegularFile } from '../basics/fs.js';
 import { withoutBom } from '../basics/bom.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../basics/json-depth.js';
-import type { BackendConfig, HostGwBackendConfig, NetworkConfig, VxlanBackendConfig } from './net-conf-types.js';
+import { DEFAULT_VXLAN_PORT, type BackendConfig, type HostGwBackendConfig, type NetworkConfig, type VxlanBackendConfig } from './net-conf-types.js';
 import { escapeUnsafe } from '../basics/terminal-text.js';
 
 const DEFAULT_VXLAN_VNI = 4096;
@@ -18,7 +18,6 @@ const DEFAULT_VXLAN_VNI = 4096;
  * hcn/hcnpolicy.go RemoteSubnetRoutePolicySetting), and kube-proxy winkernel keeps it as one too.
  */
 const MAX_WINDOWS_VNI = 65535;
-const VXLAN_PORT = 4789;
 const DEFAULT_MAC_PREFIX = '0E-2A';
 const DEFAULT_HOSTGW_NAME = 'cbr0';
 const NET_CONF_CONFIGMAP = 'kube-flannel-cfg';
@@ -301,13 +300,12 @@ export function windowsNetConf(nc: NetworkConfig, ipv4Only: boolean, context: Re
 }
 
 /** What to do when the shared net-conf still carries Linux's vxlan defaults (VNI 1, port 8472). */
-export const MIXED_CLUSTER_HINT =
-  '; every node of a mixed cluster must use VNI >= 4096 and Port 4789: set them in the shared kube-flannel-cfg with flanneld netconf set-vni (docs/install.md: "2. The net-conf (vxlan)")';
+export const MIXED_CLUSTER_HINT = `; every node of a mixed cluster must use VNI >= 4096 and one Port (${DEFAULT_VXLAN_PORT} unless every Windows node has HNS 10.3): set them in the shared kube-flannel-cfg with flanneld netconf set-vni (docs/install.md: "2. The net-conf (vxlan)")`;
 
 /** vxlan_windows.go RegisterNetwork: decode, then verify in upstream's order (upstream's messages, plus a hint). */
 function vxlanConfig(be: JsonObject): VxlanBackendConfig {
   const vni = optInt(be, 'VNI', 'Backend.', Number.MIN_SAFE_INTEGER) ?? DEFAULT_VXLAN_VNI;
-  const port = optInt(be, 'Port', 'Backend.', Number.MIN_SAFE_INTEGER) ?? VXLAN_PORT;
+  const port = optInt(be, 'Port', 'Backend.', Number.MIN_SAFE_INTEGER) ?? DEFAULT_VXLAN_PORT;
   const gbp = optBool(be, 'GBP', 'Backend.') ?? false;
   const directRouting = optBool(be, 'DirectRouting', 'Backend.') ?? false;
   const macPrefix = optString(be, 'MacPrefix', 'Backend.') ?? DEFAULT_MAC_PREFIX;
@@ -324,8 +322,13 @@ function vxlanConfig(be: JsonObject): VxlanBackendConfig {
       { vni },
     );
   }
-  if (port !== VXLAN_PORT) {
-    fail(`invalid VXLAN backend config. Port [${port}] is not supported on Windows. Omit the setting to default to port ${VXLAN_PORT}${MIXED_CLUSTER_HINT}`, { port });
+  // Upstream refuses any port but 4789 on Windows; HNS 10.3 takes another as a VxlanPort network policy
+  // (src/backends/vxlan/backend.ts), whose Port is a uint16 (hcsshim hcnpolicy.go VxlanPortPolicySetting).
+  if (port < 1 || port > 65535) {
+    fail(
+      `invalid VXLAN backend config. Port [${port}] must be a UDP port from 1 to 65535 (hcsshim VxlanPortPolicySetting Port uint16); omit the setting to default to port ${DEFAULT_VXLAN_PORT}`,
+      { port },
+    );
   }
   if (directRouting) fail('invalid VXLAN backend config. DirectRouting is not supported on Windows');
   if (gbp) fail('invalid VXLAN backend config. GBP is not supported on Windows');

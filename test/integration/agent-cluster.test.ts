@@ -6,6 +6,7 @@ import { METRIC } from '../../src/basics/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { APPLY_PASSES, LEASES_REJECTED, LIST_FAILED, metricValue, readMetricTotal, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
 import { logSink } from '../support/log-sink.js';
+import { HNS_PROFILES } from '../../src/hns/features.js';
 
 const WIN = 'win-1';
 const WIN_CIDR = '10.244.100.0/24';
@@ -36,7 +37,8 @@ afterEach(async () => {
   await cluster?.stop();
 });
 
-describe('a Windows node joins a cluster of Linux flannel nodes', () => {
+// Each backend joins on each HNS profile (src/hns/features.ts HNS_PROFILES: Windows Server 2019, 2022, 2025).
+describe.each(HNS_PROFILES)('a Windows node ($os) joins a cluster of Linux flannel nodes', ({ version: hnsVersion }) => {
   it('vxlan: publishes the lease, writes subnet.env and one RemoteSubnetRoute per valid peer', async () => {
     cluster = await new TestCluster().start();
     addLinux(cluster, 1, 'vxlan');
@@ -44,7 +46,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
     addLinux(cluster, 3, 'vxlan', { vni: 1 }); // a Linux node left at VNI 1: rejected
     cluster.api.addNode(linuxFlannelNode({ name: 'evil', podCIDR: '0.0.0.0/0', publicIP: '10.0.0.99', backendType: 'vxlan' }));
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF, hnsVersion });
 
     await waitFor(() => policies(a).length === 2 && a.agent.isReady, 'two policies');
     expect(readFileSync(a.subnetFile, 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
@@ -85,7 +87,7 @@ describe('a Windows node joins a cluster of Linux flannel nodes', () => {
     addLinux(cluster, 1, 'host-gw');
     addLinux(cluster, 2, 'host-gw');
     cluster.addWindowsNode(WIN, WIN_CIDR, WIN_IP);
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF });
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF, hnsVersion });
 
     await waitFor(() => peerRoutes(a).length === 2 && a.agent.isReady, 'two routes');
     expect(peerRoutes(a)).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);

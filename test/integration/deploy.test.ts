@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
+import { DEFAULT_VXLAN_PORT } from '../../src/subnet/net-conf-types.js';
 import { FLAGS } from '../../src/config/flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
 import { AGENT_RBAC_RULES } from '../../src/kube/api-error.js';
@@ -517,7 +518,8 @@ describe('the shared net-conf: flanneld netconf set-vni, and a guard against VNI
 
   it.each([
     ['VNI 1 (the Linux default, written out)', { Type: 'vxlan', VNI: 1 }, { vni: 1 }, 'VNI [1] must be greater than or equal to 4096'],
-    ['port 8472 (the Linux default, written out)', { Type: 'vxlan', VNI: 4096, Port: 8472 }, { port: 8472 }, 'Port [8472] is not supported on Windows'],
+    // Port 8472 written out is no longer refused here: HNS 10.3 takes it as a VxlanPort policy, and below 10.3
+    // the agent refuses it with FLANNEL_ERR_HNS_VERSION (test/integration/vxlan-port.test.ts).
   ])('the agent and the CNI-config init container refuse to start a Windows node on %s', async (_what, backend, context, text) => {
     const nc = join(dir, 'net-conf.json');
     writeFileSync(nc, JSON.stringify({ Network: '10.244.0.0/16', Backend: backend }));
@@ -605,8 +607,11 @@ describe('scripts/start.ps1', () => {
     expect(text).toContain("[ValidateSet('l2bridge', 'overlay')]");
     expect(text).toContain('/readyz');
     expect(text).toMatch(/if \(\[DateTime\]::UtcNow -ge \$deadline\) \{\s*throw/);
-    // The backend the script writes for overlay is the mixed-cluster one.
-    expect(text).toContain("Type = 'vxlan'; VNI = 4096; Port = 4789");
+    // The backend the script writes for overlay is the mixed-cluster one, on -VxlanPort, whose default is
+    // flanneld's (DEFAULT_VXLAN_PORT: one constant, which the script cannot import); it names the inbound port.
+    expect(text).toContain("Type = 'vxlan'; VNI = 4096; Port = $VxlanPort");
+    expect(text).toContain(`[ValidateRange(1, 65535)][int]$VxlanPort = ${DEFAULT_VXLAN_PORT},`);
+    expect(text).toContain('every node must accept inbound UDP $VxlanPort');
     // The CNI plugins are installed (pinned upstream releases, or the operator's sources with hashes) before the CNI config.
     expect(text).toContain('$pluginArgs = @(\'install-cni\', "--bin-dir=$CniBinDir")');
     expect(text).toContain("$pluginArgs += '--pinned'");

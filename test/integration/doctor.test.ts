@@ -258,9 +258,12 @@ describe('flanneld doctor on the simulated node', () => {
     { check: 'ipam-leaks', what: 'a crashed pod left its reservation', stage: () => void reserve('10.244.7.50', 3600) },
     { check: 'ipam-gateway', what: "the source VIP's reservation is gone", stage: () => rmSync(join(paths().ipam, NET, '10.244.7.2')) },
     {
-      check: 'net-conf',
-      what: "net-conf uses Linux's port",
-      stage: () => writeFileSync(join(dir, 'net-conf.json'), JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Port: 8472 } })),
+      check: 'hns-version',
+      what: 'net-conf asks for VXLAN port 8472 on a Windows Server 2019 node (HNS 9.3; the VxlanPort policy needs 10.3)',
+      stage: () => {
+        writeFileSync(join(dir, 'net-conf.json'), JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Port: 8472 } }));
+        editState(sim(), (s) => void (s.hnsVersion = '9.3'));
+      },
     },
     {
       check: 'node-condition',

@@ -73,6 +73,8 @@ describe('flanneld status', () => {
     expect(row('Last error')).toBe('none');
     expect(row('Start')).toBe('first-start');
     expect(row('Source VIP')).toBe('10.244.100.2');
+    // The version the agent read at start (the simulated default, Windows Server 2025's 15.4) and what it enables.
+    expect(row('HNS')).toMatch(/^15\.4 \(V2Api, RemoteSubnet, HostRoute, .*VxlanPort.*ModifyLoadbalancer.*\)$/);
 
     const json = await cli(['status', `--healthz-port=${port}`, '--output', 'json']);
     expect(json.status).toBe(0);
@@ -88,6 +90,7 @@ describe('flanneld status', () => {
       sourceVip: '10.244.100.2',
       peers: { desired: 1, programmed: 1, rejected: 1, rejections: [{ key: 'linux-vni1', reason: 'vni-too-low' }] },
       lastError: null,
+      hns: { version: '15.4', features: expect.arrayContaining(['RemoteSubnet', 'VxlanPort', 'SetPolicy']) },
     });
     expect(report.network?.id).toBe(sim.getNetworkByName('flannel.4096')!.ID);
 

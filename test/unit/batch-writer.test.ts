@@ -107,3 +107,15 @@ describe('writeInBatches: a removal naming an item already gone', () => {
     expect(calls).toEqual([[0, 1, 2, 3], [0, 1], [2, 3], [2], [3]]);
   });
 });
+
+describe('writeInBatches: items in groups (one HcnModifyEndpoint carries the policies of one endpoint)', () => {
+  it('never mixes two groups in a write, writes the groups in the order of their keys, and splits a refused one within its group', async () => {
+    const w = fakeWriter(new Set([7]));
+    // Group 'b' (odd) before group 'a' (even) in the input; the keys order them a, then b.
+    const groupOf = (i: number) => (i % 2 === 0 ? 'a' : 'b');
+    const r = await writeInBatches([1, 2, 3, 4, 7, 6], { size: 10, concurrency: 1, write: w.write, refuses: (e) => e instanceof Refused, groupOf });
+    expect(w.calls).toEqual([[2, 4, 6], [1, 3, 7], [1, 3], [7]]);
+    expect(r.refused.map((x) => x.item)).toEqual([7]);
+    expect(r.calls).toBe(4);
+  });
+});

@@ -64,6 +64,16 @@ describe('checkCniReadiness', () => {
       {},
       ['cni-network-name'],
     ],
+    [
+      "containerd's default nat config sorts first: another CNI's, moved aside (no name or rename fits it)",
+      {
+        '10-containerd-net.conflist': JSON.stringify({ cniVersion: '0.3.0', name: 'nat', plugins: [{ type: 'nat', ipam: { type: 'host-local' } }] }),
+        '10-flannel.conflist': conflist(),
+      },
+      ALL_PLUGINS,
+      {},
+      ['cni-conf-foreign'],
+    ],
     ['a later config of another network is not loaded', { '10-flannel.conflist': conflist(), '20-other.conflist': conflist({ name: 'x' }) }, ALL_PLUGINS, {}, []],
     ['another subnet file', { '10-flannel.conflist': conflist({ subnetFile: 'D:\\flannel\\subnet.env' }) }, ALL_PLUGINS, {}, ['cni-subnet-file']],
     ['no subnetFile: the plugin reads /run/flannel/subnet.env', { '10-flannel.conflist': conflist({ subnetFile: null }) }, ALL_PLUGINS, {}, ['cni-subnet-file']],
@@ -94,6 +104,14 @@ describe('checkCniReadiness', () => {
       expect(p.detail).not.toBe('');
       expect(p.fix).not.toBe('');
     }
+  });
+
+  it("another CNI's config first: the fix moves it aside (the agent's /readyz and doctor give this one fix), never a rename to its network", () => {
+    const nat = JSON.stringify({ cniVersion: '0.3.0', name: 'nat', plugins: [{ type: 'nat' }] });
+    const [p] = checkCniReadiness(input, tableFs({ '10-containerd-net.conflist': nat, '10-flannel.conflist': conflist() }));
+    expect(p.check).toBe('cni-conf-foreign');
+    expect(p.fix).toMatch(/^move \S*10-containerd-net\.conflist out of /);
+    expect(p.fix).not.toMatch(/Backend\.Name|cni-config -o \S+ \(replacing/);
   });
 
   it('names the file, the two network names and the missing plugins in its detail', () => {

@@ -284,6 +284,7 @@ describe('defaults and platforms', () => {
       iface: [],
       ifaceRegex: [],
       publicIP: '',
+      networkPolicy: false,
       ipMasq: false,
       healthzIP: '0.0.0.0',
       healthzPort: 0,

@@ -126,6 +126,13 @@ describe('runChecks', () => {
     ['ipam-leaks', vxlanFacts, (f) => void (f.ipam.reservations = { error: 'EACCES' })],
     ['node-condition', vxlanFacts, (f) => void (f.cluster.networkUnavailable = { status: 'True', reason: 'NoRouteCreated' })],
     ['cluster-vni', vxlanFacts, (f) => void (f.cluster.linuxNetConf = { port: 8472, vni: 4096, type: 'vxlan', from: 'kube-flannel/kube-flannel-cfg' })],
+    // A VXLAN port other than 4789 on HNS below 10.3 (hcsshim VxlanPortVersion): the agent refuses it.
+    [
+      'hns-version',
+      vxlanFacts,
+      (f) =>
+        void ((f.netConf = { ...(f.netConf as { type: 'vxlan'; name: string; network: string; vni: number; port: number }), port: 8472 }), (f.hnsVersion = { Major: 9, Minor: 3 })),
+    ],
     ['mtu', hostGwFacts, (f) => void (f.subnetEnv = { ...(f.subnetEnv as Record<string, string>), FLANNEL_MTU: '1450' })],
   ];
 
@@ -134,6 +141,21 @@ describe('runChecks', () => {
     breakIt(f);
     // net-conf and HNS being unreadable stop the rows after them; every other row still says what it saw.
     expect(failed(f)).toEqual([id]);
+  });
+
+  it('shows the HNS version and what it enables; a VXLAN port other than 4789 is fine from 10.3 and names the inbound UDP port', () => {
+    const f = vxlanFacts();
+    f.netConf = { ...(f.netConf as { type: 'vxlan'; name: string; network: string; vni: number; port: number }), port: 8472 };
+    f.hnsVersion = { Major: 13, Minor: 2 };
+    const rows = runChecks(f);
+    expect(failed(f)).toEqual([]);
+    const hns = rows.find((r) => r.id === 'hns-version')!;
+    expect(hns.status).toBe('ok');
+    expect(hns.saw).toContain('HNS 13.2');
+    expect(hns.saw).toContain('VxlanPort');
+    expect(rows.find((r) => r.id === 'net-conf')!.saw).toContain('inbound UDP 8472');
+    const refused = runChecks({ ...f, hnsVersion: { Major: 9, Minor: 3 } }).find((r) => r.id === 'hns-version')!;
+    expect(refused.saw).toContain('10.3');
   });
 
   it('warns (does not fail) on what degrades a node without breaking a hop', () => {

@@ -74,12 +74,12 @@ class FakeTransport implements HnsTransport {
 }
 
 describe('HnsClient', () => {
-  it('version is read once and cached; supportsRemoteSubnet >= 9.2', async () => {
+  it('version is read once and cached; RemoteSubnet needs 9.2', async () => {
     const t = new FakeTransport();
     t.v1['GET /globals/version'] = '{"Success":true,"Output":{"Major":9,"Minor":1}}';
     const hns = new HnsClient(t);
     expect(await hns.version()).toEqual({ Major: 9, Minor: 1 });
-    expect(await hns.supportsRemoteSubnet()).toBe(false);
+    await expect(hns.requireFeature('RemoteSubnet', 'vxlan', 'use host-gw')).rejects.toMatchObject({ code: 'FLANNEL_ERR_HNS_VERSION' });
     expect(t.calls.filter((c) => c.startsWith('GET /globals/version'))).toHaveLength(1);
   });
 
@@ -97,7 +97,7 @@ describe('HnsClient', () => {
     const hns = new HnsClient(new SimulatedHnsTransport(dp, { version: { Major: 9, Minor: 2 } }));
     dp.injections.failNext('HNSCall GET /globals/version', HRESULT.E_FAIL);
     await expect(hns.version()).rejects.toBeInstanceOf(HnsError);
-    expect(await hns.supportsRemoteSubnet()).toBe(true);
+    expect(await hns.requireFeature('RemoteSubnet', 'vxlan', 'use host-gw')).toEqual({ Major: 9, Minor: 2 });
   });
 
   it('counts calls and errors per op in metrics and adds context to errors', async () => {

@@ -226,6 +226,34 @@ describe('networks: v1 and v2 views of one object', () => {
   });
 });
 
+describe('the VxlanPort network policy at HcnCreateNetwork (hcsshim hcnglobals.go VxlanPortVersion 10.3)', () => {
+  const withPort = (port: unknown): HcnNetwork => ({ ...overlay(), Policies: [...(overlay().Policies ?? []), { Type: 'VxlanPort', Settings: { Port: port } }] });
+  const create = (version: { Major: number; Minor: number }, port: unknown) => {
+    const dp = new SimulatedDataplane({ random: seq() });
+    return { dp, created: new HnsClient(new SimulatedHnsTransport(dp, { version })).createNetwork(withPort(port)) };
+  };
+
+  it('from 10.3 the network carries it', async () => {
+    const { created } = create({ Major: 10, Minor: 3 }, 8472);
+    expect((await created).Policies).toContainEqual({ Type: 'VxlanPort', Settings: { Port: 8472 } });
+  });
+
+  it('below 10.3 HNS refuses the policy type (HCN_E_INVALID_POLICY_TYPE) and creates nothing', async () => {
+    const { dp, created } = create({ Major: 9, Minor: 3 }, 8472);
+    const err = await created.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HnsError);
+    expect((err as HnsError).hresult).toBe(HRESULT.HCN_E_INVALID_POLICY_TYPE);
+    expect(dp.snapshot().networks).toEqual([]);
+  });
+
+  it.each([0, 65536, '8472', -1])('a Port that is no uint16 UDP port (%j) is HCN_E_INVALID_POLICY', async (port) => {
+    const { dp, created } = create({ Major: 15, Minor: 4 }, port);
+    const err = await created.catch((e: unknown) => e);
+    expect((err as HnsError).hresult).toBe(HRESULT.HCN_E_INVALID_POLICY);
+    expect(dp.snapshot().networks).toEqual([]);
+  });
+});
+
 describe('network policies (HcnModifyNetwork)', () => {
   const rsr = (prefix: string) => ({
     Type: 'RemoteSubnetRoute',

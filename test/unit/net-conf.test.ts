@@ -71,6 +71,11 @@ describe('parseNetConf: defaults', () => {
     expect(nc.backend).toEqual({ type: 'vxlan', vni: 5000, port: 4789, macPrefix: '0A-BC', name: 'vxlan0', legacyRemoteEndpoints: true });
   });
 
+  it('a VXLAN port other than 4789 is kept (HNS takes it as a VxlanPort network policy from 10.3)', () => {
+    expect(parseNetConf(conf({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 8472 } })).backend).toMatchObject({ port: 8472 });
+    expect(parseNetConf(conf({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', Port: 65535 } })).backend).toMatchObject({ port: 65535 });
+  });
+
   it('VNI 65535 is the highest Windows takes (RemoteSubnetRoute IsolationId is a uint16)', () => {
     expect(parseNetConf(conf({ Network: '10.5.0.0/16', Backend: { Type: 'vxlan', VNI: 65535 } })).backend).toMatchObject({ vni: 65535, name: 'flannel.65535' });
   });
@@ -146,8 +151,12 @@ describe('parseNetConf: errors', () => {
       'invalid VXLAN backend config. VNI [65536] must be at most 65535 on Windows: HNS and kube-proxy carry it as a 16-bit IsolationId; choose a VNI from 4096 to 65535 for every node of the cluster',
     ],
     [
-      { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', Port: 8472 } },
-      'invalid VXLAN backend config. Port [8472] is not supported on Windows. Omit the setting to default to port 4789' + MIXED_CLUSTER_HINT,
+      { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', Port: 0 } },
+      'invalid VXLAN backend config. Port [0] must be a UDP port from 1 to 65535 (hcsshim VxlanPortPolicySetting Port uint16); omit the setting to default to port 4789',
+    ],
+    [
+      { Network: '10.0.0.0/16', Backend: { Type: 'vxlan', Port: 65536 } },
+      'invalid VXLAN backend config. Port [65536] must be a UDP port from 1 to 65535 (hcsshim VxlanPortPolicySetting Port uint16); omit the setting to default to port 4789',
     ],
     [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', DirectRouting: true } }, 'invalid VXLAN backend config. DirectRouting is not supported on Windows'],
     [{ Network: '10.0.0.0/16', Backend: { Type: 'vxlan', GBP: true } }, 'invalid VXLAN backend config. GBP is not supported on Windows'],

@@ -180,3 +180,32 @@ describe('the Reconciler with a desired set and a sink that are not the peers', 
     await done;
   });
 });
+
+describe('writePlan with a driver that updates in place', () => {
+  it('writes a replacement with one update (HNS RequestType Update of an IP set), never a remove and an add', async () => {
+    const { writePlan } = await import('../../src/reconcile/writes.js');
+    const { Refusals } = await import('../../src/reconcile/refusals.js');
+    const calls: string[] = [];
+    type Item = { Id: string; Values: string };
+    const driver: ReconcileDriver<Item, Item> = {
+      name: 'ip sets',
+      driftKind: 'policy',
+      readActual: async () => [],
+      add: async (items) => void calls.push(`add ${items.map((i) => i.Id).join(',')}`),
+      remove: async (items) => void calls.push(`remove ${items.map((i) => i.Id).join(',')}`),
+      update: async (pairs) => void calls.push(`update ${pairs.map((p) => `${p.from.Values}->${p.to.Values}`).join(',')}`),
+      actualKey: (a) => a.Id,
+      desiredKey: (d) => d.Id,
+      same: (a, d) => a.Values === d.Values,
+    };
+    const plan = {
+      add: [{ Id: 'n', Values: '3' }],
+      remove: [{ Id: 'o', Values: '1' }],
+      replace: [{ from: { Id: 's', Values: '1' }, to: { Id: 's', Values: '1,2' } }],
+      unchanged: 0,
+    };
+    const w = await writePlan(driver, plan, { early: false, now: 0, refusals: new Refusals(new MapSink<string>(), new FakeClock(), { baseMs: 1, capMs: 1 }), cache: undefined });
+    expect(calls).toEqual(['remove o', 'update 1->1,2', 'add n']);
+    expect(w).toMatchObject({ added: 1, removed: 1, replaced: 1, calls: 3 });
+  });
+});

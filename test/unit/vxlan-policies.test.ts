@@ -21,6 +21,19 @@ const peer = vxlanPeer;
 /** Peer n's route policy, a peer of its own named by its key (the prefix). */
 const alone = (n: number) => [peer(n).subnet, [remoteSubnetRouteFor(peer(n))]] as const;
 
+describe('overlayNetworkFor: the VXLAN port', () => {
+  const cfg = (port: number) => ({ type: 'vxlan' as const, name: 'flannel.4096', vni: 4096, port, macPrefix: '0E-2A', legacyRemoteEndpoints: false });
+  const vxlanPort = (port: number) => overlayNetworkFor(cfg(port), '10.244.100.0/24', 'Ethernet').Policies!.filter((p) => p.Type === 'VxlanPort');
+
+  it('4789, the port HNS encapsulates on by default: no VxlanPort policy (as OVN-Kubernetes overlay_windows.go)', () => {
+    expect(vxlanPort(4789)).toEqual([]);
+  });
+
+  it('any other port: {"Type": "VxlanPort", "Settings": {"Port": <port>}} (hcsshim hcnpolicy.go VxlanPortPolicySetting)', () => {
+    expect(vxlanPort(8472)).toEqual([{ Type: 'VxlanPort', Settings: { Port: 8472 } }]);
+  });
+});
+
 async function setup() {
   const dp = new SimulatedDataplane();
   const hns = new HnsClient(new SimulatedHnsTransport(dp));

@@ -9,12 +9,11 @@ import { RouteNetwork, type HnsObjectKind, type NetworkBinding, type NodeObjects
 import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
 import { RouteRecord, routeRecordPath } from './route-record.js';
-import { BackendError, HnsError, HostError } from '../../basics/errors.js';
-import { versionAtLeast } from '../../hns/features.js';
+import { BackendError, HostError } from '../../basics/errors.js';
 import { nthAddress6, parseIp6 } from '../../basics/ip6.js';
 import { checkNetworkPresent, isNetworkGone } from '../../hns/errors.js';
 import type { Route } from '../../routes/route-table.js';
-import { HCN_SCHEMA_V2, policySetting, sameId, type HcnEndpoint, type HcnNetwork, type HnsEndpointV1, type HnsNetworkV1, type HnsVersion } from '../../hns/schema.js';
+import { HCN_SCHEMA_V2, policySetting, sameId, type HcnEndpoint, type HcnNetwork, type HnsEndpointV1, type HnsNetworkV1 } from '../../hns/schema.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
 import { findInterfaceByIP } from '../../host/select.js';
 import type { HostInterface } from '../../host/host.js';
@@ -73,9 +72,6 @@ export function dualStackMatches(n: HcnNetwork, subnet: string, ipv6Subnet: stri
   return n.Type === 'L2Bridge' && subnets.length === 2 && has(subnet, '0.0.0.0/0', nthAddress(subnet, 1)) && has(ipv6Subnet, '::/0', nthAddress6(ipv6Subnet, 1)) && sameAdapter;
 }
 
-/** hcsshim hcn/hcnglobals.go IPv6DualStackVersion: HNS supports dual-stack networks from 11.10. */
-export const IPV6_DUAL_STACK_VERSION: HnsVersion = { Major: 11, Minor: 10 };
-
 const MANAGEMENT_IP_TIMEOUT_MS = 30_000;
 const VNIC_TIMEOUT_MS = 45_000;
 const ATTACH_TIMEOUT_MS = 5_000;
@@ -122,14 +118,7 @@ export class HostGwBackend implements Backend, NodeObjects {
     const { deps } = this;
     const log = deps.log;
     if (this.dual) {
-      const v = await deps.hns.version();
-      if (!versionAtLeast(v, IPV6_DUAL_STACK_VERSION)) {
-        throw new HnsError(
-          'FLANNEL_ERR_HNS_VERSION',
-          `HNS ${v.Major}.${v.Minor} has no dual-stack networks (HNS >= 11.10, Windows Server 2022 or newer); upgrade Windows or remove EnableIPv6 from net-conf.json`,
-          { major: v.Major, minor: v.Minor, reason: 'ipv6' },
-        );
-      }
+      await deps.hns.requireFeature('IPv6DualStack', 'a dual-stack network (EnableIPv6)', 'upgrade to Windows Server 2022 or newer, or remove EnableIPv6 from net-conf.json');
     }
     const attrs = { publicIP: deps.publicIP, backendType: 'host-gw', backendData: null, ...(this.dual ? { publicIPv6: deps.publicIPv6 } : {}) };
     const lease = await deps.subnetManager.acquireLease(() => Promise.resolve(attrs), signal);

@@ -10,7 +10,7 @@ import { decideSubnetHolder, type NetworkSummary } from '../subnet-holder.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
 import { reserveSourceVip, writeSourceVipFiles, type SourceVipRecord } from './source-vip.js';
-import { BackendError, HnsError, HostError } from '../../basics/errors.js';
+import { BackendError, HostError } from '../../basics/errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
 import { isHostVNic, resolvePhysicalAdapter } from '../../host/physical-adapter.js';
@@ -19,7 +19,7 @@ import { nthAddress } from '../../basics/ip4.js';
 import { componentLogger } from '../../basics/log.js';
 import { macToFlannel } from '../../basics/mac.js';
 import { isVxlanBackendData, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
-import type { VxlanBackendConfig } from '../../subnet/net-conf-types.js';
+import { DEFAULT_VXLAN_PORT, type VxlanBackendConfig } from '../../subnet/net-conf-types.js';
 
 /** What the vxlan drivers write: RemoteSubnetRoute policies, or legacy remote endpoints. */
 type VxlanItem = RemoteSubnetRoutePolicy | HnsEndpointV1;
@@ -33,8 +33,21 @@ const POLL_MS = 500;
 export const providerAddress = (net: HcnNetwork): string | undefined => policySetting(net.Policies, 'ProviderAddress', 'ProviderAddress');
 export const drMacAddress = (net: HcnNetwork): string | undefined => policySetting(net.Policies, 'DrMacAddress', 'Address');
 
-/** The Overlay network this backend wants for `subnet` (device_windows.go newVXLANDevice). */
+/** The VxlanPort policy's port on `net` (a number, as hcsshim's uint16 marshals); DEFAULT_VXLAN_PORT without one (HNS's own). */
+export function vxlanPortOf(net: HcnNetwork): number {
+  const port = net.Policies?.find((p) => p.Type === 'VxlanPort')?.Settings?.['Port'];
+  return port === undefined ? DEFAULT_VXLAN_PORT : Number(port);
+}
+
+/**
+ * The Overlay network this backend wants for `subnet` (device_windows.go newVXLANDevice), with a VxlanPort
+ * policy (hcsshim hcnpolicy.go VxlanPortPolicySetting, HNS 10.3) only when the port is not the default, as
+ * OVN-Kubernetes go-controller/hybrid-overlay/pkg/controller/overlay_windows.go GetHostComputeNetworkConfig
+ * does. HNS takes it at creation only: a port change is a new network (overlayMatches).
+ */
 export function overlayNetworkFor(cfg: VxlanBackendConfig, subnet: string, adapterName: string): HcnNetwork {
+  const adapter = adapterName ? [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: adapterName } }] : [];
+  const port = cfg.port === DEFAULT_VXLAN_PORT ? [] : [{ Type: 'VxlanPort', Settings: { Port: cfg.port } }];
   return {
     Name: cfg.name,
     Type: 'Overlay',
@@ -50,22 +63,22 @@ export function overlayNetworkFor(cfg: VxlanBackendConfig, subnet: string, adapt
         ],
       },
     ],
-    Policies: adapterName ? [{ Type: 'NetAdapterName', Settings: { NetworkAdapterName: adapterName } }] : [],
+    Policies: [...adapter, ...port],
     Flags: HCN_FLAG_NON_PERSISTENT,
     SchemaVersion: HCN_SCHEMA_V2,
   };
 }
 
 /**
- * A network is reused when its type, subnet and VSID match (a VNI change needs a new network), and its
- * adapter when `adapter` is given (the external interface moved to another NIC).
+ * A network is reused when its type, subnet, VSID and VXLAN port match (a VNI or port change needs a new
+ * network), and its adapter when `adapter` is given (the external interface moved to another NIC).
  */
-function overlayMatches(net: HcnNetwork, subnet: string, vni: number, adapter?: string): boolean {
+function overlayMatches(net: HcnNetwork, subnet: string, vni: number, port: number, adapter?: string): boolean {
   const s = net.Ipams?.[0]?.Subnets?.[0];
   const vsid = s?.Policies?.find((p) => p.Type === 'VSID')?.Settings?.['IsolationId'];
   const bound = policySetting(net.Policies, 'NetAdapterName', 'NetworkAdapterName');
   const sameAdapter = adapter === undefined || bound === undefined || bound.toLowerCase() === adapter.toLowerCase();
-  return net.Type === 'Overlay' && s?.IpAddressPrefix === subnet && (vsid === undefined || Number(vsid) === vni) && sameAdapter;
+  return net.Type === 'Overlay' && s?.IpAddressPrefix === subnet && (vsid === undefined || Number(vsid) === vni) && vxlanPortOf(net) === port && sameAdapter;
 }
 
 export class VxlanBackend implements Backend, NodeObjects {
@@ -85,12 +98,12 @@ export class VxlanBackend implements Backend, NodeObjects {
 
   async registerNetwork(signal: AbortSignal): Promise<Network> {
     const { deps, cfg } = this;
-    if (!(await deps.hns.supportsRemoteSubnet())) {
-      const v = await deps.hns.version();
-      throw new HnsError(
-        'FLANNEL_ERR_HNS_VERSION',
-        `HNS ${v.Major}.${v.Minor} lacks the RemoteSubnet feature the vxlan backend needs (HNS >= 9.2, Windows Server 2019 or newer); upgrade Windows or use the host-gw backend`,
-        { major: v.Major, minor: v.Minor },
+    await deps.hns.requireFeature('RemoteSubnet', 'the vxlan backend (RemoteSubnetRoute policies)', 'upgrade to Windows Server 2019 or newer, or use the host-gw backend');
+    if (cfg.port !== DEFAULT_VXLAN_PORT) {
+      await deps.hns.requireFeature(
+        'VxlanPort',
+        `VXLAN on UDP port ${cfg.port} (net-conf Backend.Port)`,
+        `upgrade to Windows Server 2022 or newer, or set Backend.Port ${DEFAULT_VXLAN_PORT} in the cluster's shared net-conf (flanneld netconf set-vni --port ${DEFAULT_VXLAN_PORT})`,
       );
     }
     deps.log.info('vxlan config', { name: cfg.name, vni: cfg.vni, port: cfg.port, macPrefix: cfg.macPrefix, legacyRemoteEndpoints: cfg.legacyRemoteEndpoints });
@@ -226,25 +239,27 @@ export class VxlanBackend implements Backend, NodeObjects {
     let net: HcnNetwork;
     let vnic: HostInterface | undefined;
     let replace: HcnNetwork | undefined;
-    if (!existing || !overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
+    if (!existing || !overlayMatches(existing, subnet, cfg.vni, cfg.port, wantAdapter)) {
       const holder = await this.subnetHolder(subnet, wantAdapter);
       if (holder?.kind === 'adopt') existing = holder.network;
       if (holder?.kind === 'replace') replace = holder.network;
     }
-    if (existing && overlayMatches(existing, subnet, cfg.vni, wantAdapter)) {
+    if (existing && overlayMatches(existing, subnet, cfg.vni, cfg.port, wantAdapter)) {
       deps.log.info('reusing existing HNS network', { network: this.name, id: existing.ID });
       net = existing;
     } else {
       // Listed before the old network goes: it names the physical adapter behind a vEthernet interface.
       const networks = wantAdapter || opts.adapter ? [] : await deps.hns.listNetworksV1();
       if (existing) {
-        deps.log.warn('deleting HNS network whose type, subnet, VNI or adapter changed', {
+        deps.log.warn('deleting HNS network whose type, subnet, VNI, VXLAN port or adapter changed', {
           network: this.name,
           id: existing.ID,
           type: existing.Type,
           subnet: existing.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix,
+          port: vxlanPortOf(existing),
           adapter: policySetting(existing.Policies, 'NetAdapterName', 'NetworkAdapterName'),
           want: subnet,
+          wantPort: cfg.port,
         });
         await deps.hns.deleteNetwork(existing.ID!);
       }
@@ -259,7 +274,7 @@ export class VxlanBackend implements Backend, NodeObjects {
         await deps.hns.deleteNetwork(replace.ID!);
       }
       const adapter = opts.adapter ?? (await resolvePhysicalAdapter({ host: deps.host, iface: deps.extIface, networks, clock: deps.clock, signal }));
-      deps.log.info('creating HNS network', { network: this.name, type: 'Overlay', subnet, vni: cfg.vni, adapter });
+      deps.log.info('creating HNS network', { network: this.name, type: 'Overlay', subnet, vni: cfg.vni, port: cfg.port, adapter });
       const body = overlayNetworkFor({ ...cfg, name: this.name }, subnet, adapter);
       if (opts.drMac) body.Policies = [...(body.Policies ?? []), { Type: 'DrMacAddress', Settings: { Address: opts.drMac } }];
       const created = await deps.hns.createNetwork(body);
@@ -317,7 +332,9 @@ export class VxlanBackend implements Backend, NodeObjects {
       return { name: n.Name ?? '', id: n.ID, type: n.Type ?? '', subnets, ...(vsid === undefined ? {} : { vsid: Number(vsid) }), net: n };
     });
     // The same matcher ensureNetwork reuses by: an adopted network it rejected would be deleted.
-    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni }, (s) => overlayMatches(s.net, subnet, cfg.vni, wantAdapter));
+    const decision = decideSubnetHolder(summaries, { name: this.name, type: 'Overlay', subnet, vni: cfg.vni }, (s) =>
+      overlayMatches(s.net, subnet, cfg.vni, cfg.port, wantAdapter),
+    );
     if (decision.kind === 'none') return undefined;
     const network = decision.network.net;
     if (decision.kind === 'replace') return { kind: 'replace', network };

@@ -7,6 +7,7 @@ import { errorMessage, EtcdError, FlannelError, NetConfError } from '../../basic
 import { silentLogger } from '../../basics/log.js';
 import type { Logger } from '../../basics/log.js';
 import { parseNetConf } from '../net-conf.js';
+import { DEFAULT_VXLAN_PORT } from '../net-conf-types.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { EtcdRegistry } from './registry.js';
 
@@ -24,7 +25,7 @@ export interface ReadNetworkConfigOptions {
 }
 
 function notFound(key: string): NetConfError {
-  const example = '{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789}}';
+  const example = `{"Network": "10.244.0.0/16", "Backend": {"Type": "vxlan", "VNI": 4096, "Port": ${DEFAULT_VXLAN_PORT}}}`;
   return new NetConfError('FLANNEL_ERR_NET_CONF', `${CONFIG_NOT_FOUND} (${key}: key not found); create it with the v3 API, e.g. ETCDCTL_API=3 etcdctl put ${key} '${example}'`, {
     key,
   });

@@ -71,6 +71,8 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly clock: Clock;
   private readonly metrics: Metrics;
   private events: KubeEventRecorder | undefined;
+  /** What another list-watch of this API server is built with (the NetworkPolicy controller's: src/netpol/sources.ts). */
+  readonly watchDeps: { http: KubeHttp; timings: SubnetTimings; listPageSize: number; random: Random };
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
 
   constructor(opts: KubeSubnetManagerOptions) {
@@ -88,6 +90,7 @@ export class KubeSubnetManager implements SubnetManager {
     this.metrics = metrics;
     declareEventMetrics(metrics);
     const t = subnetTimings('kube', opts.timings);
+    this.watchDeps = { http, timings: t, listPageSize: opts.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, random: opts.random ?? systemRandom };
     this.nodes = new NodeListWatch({
       list: nodeListFn(http, t.requestTimeoutMs),
       watch: nodeWatchFn(http, metrics),
