@@ -19,7 +19,7 @@ export interface AgentConfig {
   publicIPv6?: string;
   /** `--ipv4-only`: net-conf's IPv6 keys are not run on this node (src/subnet/net-conf.ts windowsNetConf). */
   ipv4Only?: boolean;
-  /** `--network-policy`: the NetworkPolicy controller runs (src/netpol/controller.ts); kube mode only. */
+  /** `--network-policy`: the NetworkPolicy controller runs (src/policy/controller.ts); kube mode only. */
   networkPolicy: boolean;
   ipMasq: boolean;
   healthzIP: string;

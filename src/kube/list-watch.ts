@@ -1,6 +1,6 @@
 // A list + watch of one Kubernetes resource, each object projected as it arrives: the generic half of an
 // informer, for any resource (Nodes today; NetworkPolicies, Pods and Namespaces next). Modelled on
-// client-node's ListWatch<T> (src/cache.ts: `new ListWatch(path, watch, listFn)`; a second resource is a
+// client-node's ListWatch<T> (client-node src/cache.ts: `new ListWatch(path, watch, listFn)`; a second resource is a
 // second instance) and client-go's Reflector (tools/cache/reflector.go ListAndWatch), whose loop it runs
 // through ../basics/relist.ts: a paged list, then a watch from the list's resourceVersion, resumed after a
 // clean close and relisted after 410 Gone or a broken watch, every round but a healthy watch's resumption
@@ -40,7 +40,7 @@ import { METRIC } from '../basics/metrics.js';
 import type { Metrics } from '../basics/metrics.js';
 import { runRelistLoop } from '../basics/relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../basics/relist.js';
-import { describe, rbacRefusal, retryAfterMs } from './api-error.js';
+import { describe, rbacRefusal, retryAfterMs, type RbacFeature } from './api-error.js';
 
 type Obj = Record<string, unknown>;
 
@@ -114,6 +114,8 @@ export interface KubeListWatchOptions<T> {
   watchSilenceMs?: number;
   /** How long one paged list may take, all its pages (default LIST_DEADLINE_MS). */
   listDeadlineMs?: number;
+  /** The features whose RBAC a 403's fix names besides the agent's own (../kube/api-error.ts rbacFix). */
+  rbacFeatures?: readonly RbacFeature[];
 }
 
 const SKIP_LOG_INTERVAL_MS = 60_000;
@@ -159,7 +161,7 @@ export class KubeListWatch<T> {
     const fields: Record<string, unknown> = { attempt: n.attempt, delayMs: n.delayMs };
     if (n.err !== undefined) fields.error = describe(n.err);
     if (n.err instanceof FlannelError) fields.code = n.err.code;
-    Object.assign(fields, rbacRefusal(n.err)); // a 403: the permission RBAC lacks and the fix
+    Object.assign(fields, rbacRefusal(n.err, this.o.rbacFeatures)); // a 403: the permission RBAC lacks and the fix
     switch (n.reason) {
       case 'list-failed':
         return [`listing ${this.o.resource} failed, backing off`, fields];

@@ -1,4 +1,4 @@
-// The reconcile loop both backends use (docs/adr/0001): it takes the changed keys from the desired side
+// The reconcile loop both backends use (docs/adr/0001-reconcile-as-a-set.md): it takes the changed keys from the desired side
 // (`DesiredSet`: the network's is the peer store), makes the plan (./plan.ts) against its cached read of the
 // dataplane, and has the writes (./writes.ts) carry it out through the driver. It knows keys and items, not
 // what they are for: a second controller is another Reconciler with its own driver, desired set and

@@ -31,9 +31,8 @@ import { ServiceStore, type FakeNamespacedObject, type ServiceResource } from '.
 
 export type { JsonObject } from './responses.js';
 export { kubeStatus } from './responses.js';
-export { mergePatch } from './merge-patch.js';
 export type { FailAnswer, HangMode, NodeMisbehaviour } from './request-faults.js';
-export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod, type LinuxFlannelNodeOptions } from './nodes.js';
+export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod } from './nodes.js';
 export { writeKubeconfig } from './kubeconfig.js';
 export { CONTINUE_EXPIRED, LIST_EXPIRED } from './collection.js';
 export { FakeApiRefusal, PODCIDR_FORBIDDEN, RESOURCES, type ResourceName } from './store.js';

@@ -71,7 +71,7 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly clock: Clock;
   private readonly metrics: Metrics;
   private events: KubeEventRecorder | undefined;
-  /** What another list-watch of this API server is built with (the NetworkPolicy controller's: src/netpol/sources.ts). */
+  /** What another list-watch of this API server is built with (the NetworkPolicy controller's: src/policy/sources.ts). */
   readonly watchDeps: { http: KubeHttp; timings: SubnetTimings; listPageSize: number; random: Random };
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
 
