@@ -2,7 +2,7 @@
 // written) by `install-cni`, `cni-config`, the agent's CNI readiness check and doctor. Mirrors containerd's
 // own reading of that table:
 //  * config version 2 (containerd 1.x; still read by 2.x): `[plugins."io.containerd.grpc.v1.cri".cni]`,
-//    `bin_dir` and `conf_dir` (pkg/cri/config/config.go CniConfig at v1.7.0; docs/cri/config.md).
+//    `bin_dir` and `conf_dir` (pkg/cri/config/config.go CniConfig at v1.7.0; containerd docs/cri/config.md).
 //  * config version 3 (containerd 2.0): `[plugins."io.containerd.cri.v1.runtime".cni]` (internal/cri/config/
 //    config.go at v2.0.0). containerd 2.x migrates a version 2 file's table there (plugins/cri/runtime/
 //    plugin.go configMigration: `bin_dir` becomes `bin_dirs` unless that is set), so both read the same.
@@ -16,7 +16,7 @@
 //  * A key the file leaves out keeps containerd's default (the file is decoded onto DefaultRuntimeConfig):
 //    on Windows `%ProgramFiles%\containerd\cni\bin` and `...\cni\conf` (config_windows.go), elsewhere
 //    /opt/cni/bin and /etc/cni/net.d (config_unix.go).
-//  * Version 1 (no `version` key, plugin id `cri`) is "Removed in containerd 2.0" (docs/cri/config.md at
+//  * Version 1 (no `version` key, plugin id `cri`) is "Removed in containerd 2.0" (containerd docs/cri/config.md at
 //    v2.2.0): refused here with the migration command, as is a version newer than 4.
 // The file is parsed with smol-toml (TOML 1.0) after a bounded read (a regular file of at most 1 MiB, as
 // every file the agent reads); a missing file is "no config" (containerd then runs on its defaults, and the
