@@ -285,6 +285,8 @@ interface Scenario {
       'node-condition': 'ok',
       'cluster-vni': 'ok',
       'kube-proxy': 'ok',
+      // No containerd in the Wine prefix: no C:\Program Files\containerd\config.toml, doctor's default --containerd-config.
+      'cni-containerd': 'skip',
     });
     expect(row('agent')!.saw).toMatch(/in sync \(2\/2 peers\)/);
     expect(row('hns-network')!.saw).toMatch(/^flannel\.4096, ID /);
