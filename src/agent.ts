@@ -24,6 +24,7 @@ import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
+import { keepNic, snapshotNic } from './host/nic-keeper.js';
 import { ownNodeEvents, type SubnetManager } from './subnet/lease.js';
 import { noNodeEvents } from './node-events.js';
 import { readNetConf, windowsNetConf } from './subnet/net-conf.js';
@@ -358,10 +359,12 @@ export class Agent {
     const readiness = new PodNetworkReadiness({ parts: this.parts, subnetManager, clock: this.clock, log: this.log, intervalMs: this.opts.cniCheckIntervalMs });
     this.readiness = readiness;
 
-    // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
+    // The cloud metadata route and the chosen NIC's own settings, read before the vSwitch replaces the NIC, are restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
+    const nic = await snapshotNic(dataplane.host, ext.iface, [netConf.network, ...(netConf.ipv6Network ? [netConf.ipv6Network] : [])], this.log);
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
+      await keepNic(nic, { host: dataplane.host, routes: dataplane.routes, log: this.log, events: ownNodeEvents(subnetManager, network.lease) });
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       await network.settle();
       if (subnetEnv.differs(network)) {

@@ -13,6 +13,7 @@ import { contains, isApipa, isIp4, normalizeCidr, nthAddress } from '../basics/i
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
+import type { CniDirDisagreement } from '../cni/containerd-config.js';
 import type { HcnLoadBalancer, HnsVersion } from '../hns/schema.js';
 import { featureNeeds, formatHnsVersion, isFeatureSupported, supportedFeatures, type HnsFeatureName } from '../hns/features.js';
 import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
@@ -168,6 +169,24 @@ export const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', sa
 export const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
 export const warn = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'warn', saw, fix });
 export const skip = (id: string, why: string): CheckRow => ({ id, status: 'skip', saw: `not checked: ${why}`, fix: '' });
+
+/**
+ * containerd's config.toml against the CNI directories doctor checks (../cni/containerd-config.ts): not
+ * there (containerd runs on its defaults), unreadable ("unknown"), or read, with each given flag that
+ * names another directory.
+ */
+export type ContainerdFact =
+  { file: string; missing: true } | { file: string; error: string } | { file: string; confDir: string; binDir: string; disagreements: CniDirDisagreement[] };
+
+/** The cni-containerd row: a warning per flag containerd disagrees with (the flag is honoured), never a failure. */
+export function containerdRow(f: ContainerdFact): CheckRow {
+  const id = 'cni-containerd';
+  if ('missing' in f) return skip(id, `no containerd config at ${f.file} (containerd runs on its defaults; pass --containerd-config if it runs with another file)`);
+  if ('error' in f)
+    return warn(id, `containerd's CNI directories are unknown: ${f.error}`, 'fix the file as the message says, or pass --containerd-config with the config containerd runs with');
+  if (f.disagreements.length > 0) return warn(id, f.disagreements.map((d) => d.detail).join('; '), f.disagreements.map((d) => d.fix).join('; '));
+  return ok(id, `containerd (${f.file}) loads the CNI config from ${f.confDir} and runs plugins from ${f.binDir}: the directories checked here`);
+}
 
 /** At most this many items of a list are named in a row (a node with 5,000 peers stays readable); the JSON is the same. */
 export const MAX_LISTED = 20;
@@ -651,6 +670,7 @@ interface FlannelPluginDoc {
 /** The dual-stack conflist's plugin (../cni/conflist.ts renderDualStackCniConfig): its policies are AdditionalArgs. */
 interface SdnbridgePluginDoc {
   AdditionalArgs?: unknown;
+  optionalFlags?: { loopbackDSR?: unknown };
 }
 
 type PolicyDoc = { Type?: unknown; Settings?: { Exceptions?: unknown } } | undefined;
@@ -735,10 +755,12 @@ function conflistRows(f: DoctorFacts, conf: Conf): CheckRow[] {
       : undefined;
   if (!policies) rows.push(skip('cni-outbound-nat', `${noFlannel} no policies`));
   else rows.push(outboundNatRow(f, conf, policies));
-  if (!flannel) rows.push(skip('cni-loopback-dsr', sdnbridge ? `${first.file} runs sdnbridge: flanneld cni-config renders no loopbackDSR for it` : `${noFlannel} no loopbackDSR`));
+  // The flannel plugin's delegate has it top-level, sdnbridge in optionalFlags (../cni/conflist.ts).
+  const loopbackDSR = flannel ? flannel.delegate?.loopbackDSR : sdnbridge ? sdnbridge.optionalFlags?.loopbackDSR : undefined;
+  if (!flannel && !sdnbridge) rows.push(skip('cni-loopback-dsr', `${noFlannel} no loopbackDSR`));
   else
     rows.push(
-      flannel.delegate?.loopbackDSR === true
+      loopbackDSR === true
         ? ok('cni-loopback-dsr', 'on')
         : warn('cni-loopback-dsr', 'loopbackDSR is off: a pod cannot reach itself through its own Service', 'rewrite it with flanneld cni-config -o (without --no-loopback-dsr)'),
     );

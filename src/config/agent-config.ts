@@ -62,6 +62,10 @@ export interface AgentConfig {
   cniConfDir: string;
   /** containerd's CNI bin dir, where that config's plugins must be. */
   cniBinDir: string;
+  /** containerd's config.toml (--containerd-config), read for its CNI directories when it is there ('' = none). */
+  containerdConfig: string;
+  /** Whether --cni-conf-dir / --cni-bin-dir were given (flag or environment): a given one wins over containerd's config. */
+  cniDirsGiven: { confDir: boolean; binDir: boolean };
   logLevel: LogLevel;
   logFormat: 'text' | 'json';
   logFile: string;

@@ -10,6 +10,8 @@
 
 // ================================================================ constants
 
+/** ws2def.h: both families (GetUnicastIpAddressTable, GetIpForwardTable2). */
+export const AF_UNSPEC = 0;
 export const AF_INET = 2;
 export const AF_INET6 = 23;
 /** NL_ROUTE_PROTOCOL: a route added through the management API (what route.exe / New-NetRoute make). */
@@ -23,6 +25,7 @@ export const IF_MAX_STRING_SIZE = 256;
 export const WIN32_ERROR = {
   NO_ERROR: 0,
   ERROR_ACCESS_DENIED: 5,
+  ERROR_NOT_SUPPORTED: 50,
   ERROR_INVALID_PARAMETER: 87,
   ERROR_INSUFFICIENT_BUFFER: 122,
   ERROR_NO_DATA: 232,
@@ -144,8 +147,10 @@ export const MIB_UNICASTIPADDRESS_TABLE_OFFSETS = {
   Table: 8,
 } as const;
 
-/** NL_PREFIX_ORIGIN, NL_SUFFIX_ORIGIN and NL_DAD_STATE values (nldef.h) the address reader tells apart. */
+/** NL_PREFIX_ORIGIN, NL_SUFFIX_ORIGIN, NL_DAD_STATE and NL_ROUTE_ORIGIN values (nldef.h) the readers tell apart. */
 export const NL = {
+  IpPrefixOriginManual: 1,
+  IpPrefixOriginDhcp: 3,
   IpPrefixOriginRouterAdvertisement: 4,
   IpSuffixOriginLinkLayerAddress: 4,
   /** A temporary (privacy, RFC 8981) or random stable suffix. */
@@ -154,6 +159,8 @@ export const NL = {
   IpDadStateDuplicate: 2,
   IpDadStateDeprecated: 3,
   IpDadStatePreferred: 4,
+  NlroManual: 0,
+  NlroDHCP: 2,
 } as const;
 
 // ================================================================ UTF-16LE

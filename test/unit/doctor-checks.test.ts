@@ -120,6 +120,7 @@ function dualStackFacts(): DoctorFacts {
         plugins: [
           {
             type: 'sdnbridge',
+            optionalFlags: { localRoutedPortMapping: true, allowAclPortMapping: true, enableDualStack: true, loopbackDSR: true },
             ipam: { type: 'host-local' },
             // IPv6 spelled as an operator may write it: doctor compares the prefixes, not the text.
             AdditionalArgs: [nat(['10.244.0.0/16', '10.96.0.0/12', '10.0.0.0/24']), nat(['fd00:10:244:0::/56', 'fd00:10:96::/112', 'fd00:10:0:0::/64'])],
@@ -196,9 +197,12 @@ describe('runChecks', () => {
     expect(failed(f)).toEqual([id]);
   });
 
-  it("judges a dual-stack node's sdnbridge conflist: the NAT exceptions of both families, no dataDir or loopbackDSR of a flannel plugin", () => {
+  it("judges a dual-stack node's sdnbridge conflist: the NAT exceptions of both families, optionalFlags.loopbackDSR; it has no dataDir", () => {
     const rows = runChecks(dualStackFacts());
-    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-loopback-dsr skip', 'cni-pins skip']);
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-pins skip']);
+    const off = dualStackFacts();
+    (off.cni.first as unknown as { plugins: { optionalFlags: { loopbackDSR: boolean } }[] }).plugins[0].optionalFlags.loopbackDSR = false;
+    expect(runChecks(off).find((r) => r.id === 'cni-loopback-dsr')?.status).toBe('warn');
     const nat = rows.find((r) => r.id === 'cni-outbound-nat')!;
     expect(nat.saw).toContain('fd00:10:96::/112');
     const f = dualStackFacts();

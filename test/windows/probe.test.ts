@@ -73,6 +73,10 @@ if (!harness.run && mustFailWhenSkipped()) {
       IpDadStateDuplicate: probe.constants.IpDadStateDuplicate,
       IpDadStateDeprecated: probe.constants.IpDadStateDeprecated,
       IpDadStatePreferred: probe.constants.IpDadStatePreferred,
+      IpPrefixOriginManual: probe.constants.IpPrefixOriginManual,
+      IpPrefixOriginDhcp: probe.constants.IpPrefixOriginDhcp,
+      NlroManual: probe.constants.NlroManual,
+      NlroDHCP: probe.constants.NlroDHCP,
     }).toEqual(encoding.NL);
   });
 

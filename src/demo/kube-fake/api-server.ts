@@ -116,6 +116,8 @@ export class FakeKubeApiServer {
   private readonly rbacUser: string;
   /** 410s answered by processes gone, for expiredWatches. */
   private expiredBefore = 0;
+  /** TCP connections accepted, by every process so far (a client that keeps its connection makes one). */
+  connectionsAccepted = 0;
 
   constructor(opts: FakeKubeApiServerOptions = {}) {
     const clock = opts.clock ?? systemClock;
@@ -180,6 +182,7 @@ export class FakeKubeApiServer {
     const server: http.Server = this.tls ? https.createServer({ cert: this.tls.cert, key: this.tls.key }, handler) : http.createServer(handler);
     proc.server = server;
     server.on('connection', (s: Socket) => {
+      this.connectionsAccepted++;
       proc.sockets.add(s);
       s.on('close', () => proc.sockets.delete(s));
     });
