@@ -122,9 +122,9 @@ export class Agent {
 
   /**
    * What keeps this node from serving pods although its network is up, as the parts see it (the own
-   * Node's contested podCIDR, then the cluster mismatch: the first is the NetworkUnavailable reason). Read at each call, as
-   * /readyz and /status ask: a read that finds them other than the Node was last told wakes the
-   * readiness loop, which tells the Node at once (./agent/readiness.ts).
+   * Node's contested podCIDR, then the cluster mismatch: the first is the NetworkUnavailable reason). Read
+   * at each call, as /readyz and /status ask: a read that finds them other than the Node was last told
+   * wakes the readiness loop, which tells the Node at once (./agent/readiness.ts).
    */
   podNetworkProblems(): PodNetworkProblem[] {
     return this.readiness?.problems() ?? [];
