@@ -11,6 +11,7 @@ import { METRIC, Metrics } from '../../src/basics/metrics.js';
 import { FakeKubeApiServer } from '../../src/demo/kube-fake/api-server.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { buildKubeConfig } from '../../src/kube/client.js';
+import { KubeEventRecorder } from '../../src/kube/event-recorder.js';
 import { KubeHttp } from '../../src/kube/http.js';
 import { NetpolController } from '../../src/policy/controller.js';
 import { netpolSources } from '../../src/policy/sources.js';
@@ -45,6 +46,7 @@ async function setup(hnsMajor = 13) {
   const net = await hns.createNetwork({ Name: 'cbr0', Type: 'L2Bridge', SchemaVersion: V2, Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: '10.244.1.0/24' }] }] });
   const metrics = new Metrics();
   const { log, entries } = logSink('debug');
+  const recorder = new KubeEventRecorder({ http, nodeName: NODE, clock: systemClock, log, metrics });
   const sources = netpolSources({
     http,
     timings: { requestTimeoutMs: 5000, relistBackoff: { initialMs: 50, capMs: 500 }, watchTimeoutSeconds: 30 },
@@ -60,6 +62,7 @@ async function setup(hnsMajor = 13) {
     networkName: () => 'cbr0',
     nodeIPs: () => ['192.168.0.10'],
     sources,
+    events: () => recorder,
     clock: systemClock,
     log,
     metrics,
@@ -76,7 +79,7 @@ async function setup(hnsMajor = 13) {
   const cniAdd = (name: string, ip: string) => hns.createEndpoint(net.ID!, { Name: name, SchemaVersion: V2, IpConfigurations: [{ IpAddress: ip }] });
   const modifies = () => (dp.calls.get('HcnModifyEndpoint') ?? 0) + (dp.calls.get('HcnModifyNetwork') ?? 0);
   const allowed = (src: string, dst: string, port = 80) => new AclEvaluator(dp.snapshot()).send({ src, dst, protocol: 6, srcPort: 40000, dstPort: port }).allowed;
-  return { api, hns, dp, net: net.ID!, ctl, metrics, entries, cniAdd, modifies, allowed };
+  return { api, hns, dp, net: net.ID!, ctl, metrics, entries, recorder, cniAdd, modifies, allowed };
 }
 
 describe('the NetworkPolicy controller on a simulated node', () => {
@@ -141,5 +144,39 @@ describe('the NetworkPolicy controller on a simulated node', () => {
     await waitFor(() => ctl.status().inSync, 'in sync');
     expect(((await hns.getEndpointAcls(ep.ID!)) ?? []).map((a) => a.Id)).toEqual(['calico-rule']);
     expect((await hns.getSetPolicies(net))?.map((s) => s.Id)).toEqual([]);
+  });
+
+  it('records a Warning Event on a refused NetworkPolicy, once per policy and reason: its count grows only when it is refused again', async () => {
+    const { api, ctl, recorder } = await setup();
+    api.addObject('namespaces', { metadata: { name: 'x' } });
+    api.addObject('pods', podJson('x', 'a', '10.244.1.2'));
+    const sctp = { metadata: { namespace: 'x', name: 'sctp' }, spec: { podSelector: {}, ingress: [{ ports: [{ protocol: 'SCTP', port: 9000 }] }] } };
+    const created = api.addObject('networkpolicies', { metadata: { ...sctp.metadata, uid: 'np-uid-sctp' }, spec: sctp.spec });
+    const onPolicy = async (name: string) => {
+      await recorder.flush();
+      return api.events({ kind: 'NetworkPolicy', name });
+    };
+    await waitFor(async () => (await onPolicy('sctp')).length === 1, 'the Event on x/sctp');
+    // kube-apiserver: a namespaced involvedObject's Event lives in its namespace (core/v1 validation, events.go).
+    expect((await onPolicy('sctp'))[0]).toMatchObject({
+      type: 'Warning',
+      reason: 'FlannelNetworkPolicyUnsupported',
+      count: 1,
+      metadata: { namespace: 'x' },
+      involvedObject: { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', namespace: 'x', name: 'sctp', uid: created.metadata.uid },
+      message: expect.stringContaining('SCTP'),
+    });
+    // Another refusal, pods and a relist of the policies change nothing of x/sctp's Event.
+    api.addObject('networkpolicies', { metadata: { namespace: 'x', name: 'sctp-2' }, spec: { podSelector: {}, egress: [{ ports: [{ protocol: 'SCTP' }] }] } });
+    api.addObject('pods', podJson('x', 'b', '10.244.1.3'));
+    await waitFor(async () => (await onPolicy('sctp-2')).length === 1 && ctl.cluster.pods.items.has('x/b'), 'the Event on x/sctp-2');
+    expect(await onPolicy('sctp')).toMatchObject([{ count: 1 }]);
+    // Fixed, then refused again: the same Event, its count bumped.
+    api.updateObject('networkpolicies', 'x/sctp', (p: typeof sctp) => ({ ...p, spec: { podSelector: {}, ingress: [{ ports: [{ protocol: 'TCP', port: 9000 }] }] } }));
+    await waitFor(() => ctl.status().refused.length === 1, 'x/sctp no longer refused');
+    api.updateObject('networkpolicies', 'x/sctp', (p: typeof sctp) => ({ ...p, spec: sctp.spec }));
+    await waitFor(async () => (await onPolicy('sctp'))[0]?.count === 2, 'the count bumped');
+    expect(await onPolicy('sctp')).toHaveLength(1);
+    expect(api.events({ kind: 'Node', name: NODE })).toEqual([]);
   });
 });
