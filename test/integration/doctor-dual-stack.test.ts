@@ -152,6 +152,7 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
       'cni-outbound-nat skip',
       'cni-loopback-dsr skip',
       'cni-pins skip',
+      'network-policy skip',
     ]);
     expect(d.status).toBe(0);
     expect(row(d, 'lease')?.saw).toContain(`IPv6 ${V6} at ${WIN_IP6}`);
