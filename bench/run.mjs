@@ -33,7 +33,7 @@ const exeDir = args.find((a) => a.startsWith('--exe-dir='))?.slice('--exe-dir='.
 // smoke run (.ci/run, a 600 s timeout) cannot spare.
 const with20k = !quick || args.includes('--with-20k');
 
-const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api'];
+const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api', 'netpol'];
 /**
  * Run only when named in --only: windows-exe (needs Wine and a packaged flanneld.exe: --exe-dir=DIR);
  * profile (CPU profiles of the CLI's cold start and status storm, bench/results/*.cpuprofile).
@@ -70,6 +70,16 @@ const SUMMARY_KEYS = [
   'status_storm_20k_over_client_node_watch',
   'churn_20k_over_client_node_watch',
   'drift_repair_s',
+  'netpol_cold_start_s',
+  'netpol_cold_over_list',
+  'netpol_cpu_ms_per_pod_event',
+  'netpol_cpu_ms_per_policy_event',
+  'netpol_pod_event_cpu_growth_10x',
+  'netpol_rss_over_informer',
+  'netpol_entries_per_pod_event',
+  'netpol_rewrite_entries_per_pod_event',
+  'netpol_entries_per_policy_event',
+  'netpol_rewrite_entries_per_policy_event',
 ];
 /**
  * The targets (each an upper bound; issue 28 "Performance, measured side by side in one run" for the
