@@ -227,6 +227,7 @@ async function churnAt(n, { quick, short }) {
         wakeupMs: r2(wakeupMs),
         // What a consumer of the same watch costs that also waits for one asynchronous call per event.
         watchPlusWakeupMsPerNodeEvent: r2(events.watchBaselineCpuMsPerNodeEvent + wakeupMs),
+        agentOverFloor: ratio(events.agentCpuMsPerNodeEvent, events.watchBaselineCpuMsPerNodeEvent + wakeupMs),
       },
     };
   } finally {
@@ -236,45 +237,56 @@ async function churnAt(n, { quick, short }) {
   }
 }
 
-export async function run({ quick, with20k }) {
+export async function run({ quick, large }) {
   const at5k = await churnAt(5000, { quick, short: false });
-  const at20k = with20k ? await churnAt(20000, { quick, short: quick }) : undefined;
   const f = at5k.figures;
-  const g = at20k?.figures ?? {};
+  const sizes = { 5000: at5k };
+  const summary = {
+    cpu_ms_per_node_event_5k: f.cpuMsPerNodeEvent,
+    event_to_dataplane_p50_ms: f.p50ms,
+    hns_reads_per_node_event: f.readsPerNodeEvent,
+    status_storm_cpu_pct: f.stormCpuPct,
+    status_storm_client_node_watch_cpu_pct: f.stormWatchCpuPct,
+    status_storm_over_client_node_watch: f.stormOverWatch,
+    churn_cpu_pct: f.churnCpuPct,
+    churn_client_node_watch_cpu_pct: f.churnWatchCpuPct,
+    churn_over_client_node_watch: f.churnOverWatch,
+    agent_cpu_ms_per_node_event_5k: f.agentCpuMsPerNodeEvent,
+    churn_agent_over_client_node_watch: f.churnAgentOverWatch,
+    wakeup_cpu_ms: f.wakeupMs,
+    client_node_watch_plus_wakeup_ms_per_node_event_5k: f.watchPlusWakeupMsPerNodeEvent,
+    agent_cpu_per_node_event_over_floor_5k: f.agentOverFloor,
+  };
+  for (const n of large) {
+    const at = await churnAt(n, { quick, short: quick });
+    sizes[n] = at;
+    const g = at.figures;
+    const k = `${n / 1000}k`;
+    Object.assign(summary, {
+      [`cpu_ms_per_node_event_${k}`]: g.cpuMsPerNodeEvent,
+      [`agent_cpu_ms_per_node_event_${k}`]: g.agentCpuMsPerNodeEvent,
+      [`client_node_watch_plus_wakeup_ms_per_node_event_${k}`]: g.watchPlusWakeupMsPerNodeEvent,
+      [`agent_cpu_per_node_event_over_floor_${k}`]: g.agentOverFloor,
+      [`churn_${k}_agent_over_client_node_watch`]: g.churnAgentOverWatch,
+      [`status_storm_${k}_over_client_node_watch`]: g.stormOverWatch,
+      [`churn_${k}_over_client_node_watch`]: g.churnOverWatch,
+    });
+  }
   return {
-    sizes: { 5000: at5k, ...(at20k ? { 20000: at20k } : {}) },
-    summary: {
-      cpu_ms_per_node_event_5k: f.cpuMsPerNodeEvent,
-      event_to_dataplane_p50_ms: f.p50ms,
-      hns_reads_per_node_event: f.readsPerNodeEvent,
-      status_storm_cpu_pct: f.stormCpuPct,
-      status_storm_client_node_watch_cpu_pct: f.stormWatchCpuPct,
-      status_storm_over_client_node_watch: f.stormOverWatch,
-      churn_cpu_pct: f.churnCpuPct,
-      churn_client_node_watch_cpu_pct: f.churnWatchCpuPct,
-      churn_over_client_node_watch: f.churnOverWatch,
-      agent_cpu_ms_per_node_event_5k: f.agentCpuMsPerNodeEvent,
-      churn_agent_over_client_node_watch: f.churnAgentOverWatch,
-      wakeup_cpu_ms: f.wakeupMs,
-      client_node_watch_plus_wakeup_ms_per_node_event_5k: f.watchPlusWakeupMsPerNodeEvent,
-      cpu_ms_per_node_event_20k: g.cpuMsPerNodeEvent,
-      agent_cpu_ms_per_node_event_20k: g.agentCpuMsPerNodeEvent,
-      churn_20k_agent_over_client_node_watch: g.churnAgentOverWatch,
-      status_storm_20k_over_client_node_watch: g.stormOverWatch,
-      churn_20k_over_client_node_watch: g.churnOverWatch,
-    },
+    sizes,
+    summary,
     notes: [
       'Before the measured phases, a warm-up of node adds/deletes (10/s) and status updates (50/s) that is not measured: both the agent and the bare watch are measured in their steady state.',
       'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',
       'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
       "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
       'CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows; agentCpuMsPerNodeEvent and churnAgentOverWatch leave it out (the time spent in its policy store, measured in the same run; its request parsing and garbage stay in).',
-      "wakeupMs: one idle timer wakeup of a Node process on this machine (lib/wakeup-child.mjs), measured in the same run. The agent wakes twice per node event it writes (the watch line, then the HNS call's return), the bare watch once: watchPlusWakeupMsPerNodeEvent is the bare watch's figure plus one wakeup.",
-      !at20k
-        ? 'No 20,000-Node run (quick mode without --with-20k).'
+      "wakeupMs: one idle timer wakeup of a Node process on this machine (lib/wakeup-child.mjs), measured in the same run. The agent wakes twice per node event it writes (the watch line, then the HNS call's return), the bare watch once: watchPlusWakeupMsPerNodeEvent is the bare watch's figure plus one wakeup, the floor of an agent that makes one asynchronous call per event; agentOverFloor is agentCpuMsPerNodeEvent over it.",
+      large.length === 0
+        ? 'No 20,000- or 50,000-Node run (quick mode without --with-20k or --with-50k).'
         : quick
-          ? 'Quick mode: the 20,000-Node run has only the phases with a target (idle, node add/del, status-only).'
-          : 'Full mode: every phase at 5,000 and 20,000 Nodes.',
+          ? 'Quick mode: the larger clusters have only the phases with a target (idle, node add/del, status-only).'
+          : 'Full mode: every phase at every size.',
     ],
   };
 }

@@ -1,9 +1,13 @@
 // Benchmark 1: cold start to ready against a fake API server (real HTTP, separate process) holding N
 // nodes, on a simulated HNS costing 5 ms per call + 0.1 ms per item and 0.2 ms per route call.
-// Baseline: listing and decoding the same nodes with @kubernetes/client-node alone (CoreV1Api.listNode).
-// Also: dataplane calls per peer, and RemoteSubnetRoute batch sizes against one policy per call.
+// Baselines: listing and decoding the same nodes with @kubernetes/client-node alone (CoreV1Api.listNode),
+// and the floor of any list: the raw bytes of the same pages the agent asks for over a plain HTTPS GET,
+// read and thrown away (lib/raw-list-child.mjs, a fresh process). Also: dataplane calls per peer, and
+// RemoteSubnetRoute batch sizes against one policy per call.
 /* global performance, setImmediate */
+import { spawn } from 'node:child_process';
 import http from 'node:http';
+import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { HnsClient } from '../dist/hns/client.js';
 import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
@@ -11,8 +15,11 @@ import { SimulatedDataplane } from '../dist/simulator/model.js';
 import { PeerProblems } from '../dist/peers/problems.js';
 import { Reconciler } from '../dist/reconcile/reconciler.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, remoteSubnetRouteFor } from '../dist/backends/vxlan/policies.js';
+import { DEFAULT_LIST_PAGE_SIZE } from '../dist/subnet/kube/manager.js';
+import { TYPED_PAGE_SIZE, TYPED_PAGED_FROM, typedListNodes } from './lib/typed-list.mjs';
 import {
   ApiServerProcess,
+  BENCH_DIR,
   benchPeerStore,
   classifyCalls,
   COLD_LATENCY,
@@ -24,6 +31,7 @@ import {
   percentile,
   programmedPrefixes,
   r1,
+  r2,
   startAgent,
   table,
   waitInSync,
@@ -45,7 +53,7 @@ function readyz(port) {
   });
 }
 
-async function listBaseline(kubeconfig, repeats) {
+async function listBaseline(kubeconfig, n, repeats) {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const api = kc.makeApiClient(CoreV1Api);
@@ -53,11 +61,29 @@ async function listBaseline(kubeconfig, repeats) {
   let items = 0;
   for (let i = 0; i < repeats; i++) {
     const t = performance.now();
-    const list = await api.listNode();
+    const list = await typedListNodes(api, n);
     times.push(performance.now() - t);
     items = list.items.length;
   }
-  return { medianMs: r1(percentile(times, 50)), minMs: r1(Math.min(...times)), items, repeats };
+  return { medianMs: r1(percentile(times, 50)), minMs: r1(Math.min(...times)), items, repeats, pageSize: n < TYPED_PAGED_FROM ? null : TYPED_PAGE_SIZE };
+}
+
+/** The raw bytes of the list, the agent's pages (lib/raw-list-child.mjs): wall ms, median of `repeats` fresh processes. */
+async function rawListBaseline(kubeconfig, repeats) {
+  const runs = [];
+  for (let i = 0; i < repeats; i++) {
+    runs.push(
+      await new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, [join(BENCH_DIR, 'lib', 'raw-list-child.mjs'), kubeconfig, String(DEFAULT_LIST_PAGE_SIZE)], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop())) : reject(new Error(`raw-list-child exited with ${code}`))));
+      }),
+    );
+  }
+  runs.sort((a, b) => a.ms - b.ms);
+  const med = runs[Math.floor(runs.length / 2)];
+  return { medianMs: r1(med.ms), cpuMs: r1(med.cpuMs), bytes: med.bytes, pages: med.pages, repeats };
 }
 
 async function coldStart(n, backend, listRepeats = 3) {
@@ -87,7 +113,8 @@ async function coldStart(n, backend, listRepeats = 3) {
     // The baseline after the agent: client-node's typed list of 20,000 heavy Nodes leaves about 1 GB of
     // garbage in this process, which an agent started after it paid for in GC (the agent ran 1.5x slower
     // here than the same agent alone in a fresh process).
-    const baseline = await listBaseline(api.kubeconfig, listRepeats);
+    const baseline = await listBaseline(api.kubeconfig, n, listRepeats);
+    const raw = await rawListBaseline(api.kubeconfig, listRepeats);
     const writesPerPeer = n > 0 ? applyCalls.writes / n : 0;
     const readsPerPass = passes > 0 ? applyCalls.reads / passes : applyCalls.reads;
     return {
@@ -99,7 +126,10 @@ async function coldStart(n, backend, listRepeats = 3) {
       programmedMs: r1(tProgrammed - a.t0),
       peersHeld: held,
       baselineListMs: baseline.medianMs,
-      programmedVsList: r1((tProgrammed - a.t0) / baseline.medianMs),
+      rawListMs: raw.medianMs,
+      rawListMB: r1(raw.bytes / 1e6),
+      programmedVsList: r2((tProgrammed - a.t0) / baseline.medianMs),
+      programmedVsRawList: r2((tProgrammed - a.t0) / raw.medianMs),
       applyPasses: passes,
       writes: applyCalls.writes,
       reads: applyCalls.reads,
@@ -145,19 +175,19 @@ async function batchRun(n, batch) {
   };
 }
 
-export async function run({ quick, with20k }) {
-  const sizes = [...(quick ? [1000, 5000] : [1000, 5000, 10000]), ...(with20k ? [20000] : [])];
+export async function run({ quick, large }) {
+  const sizes = [...(quick ? [1000, 5000] : [1000, 5000, 10000]), ...large];
   const rows = [];
   for (const n of sizes) {
     log(`cold start: ${n} nodes, vxlan`);
-    // The 20k baseline list takes seconds: once in quick mode.
+    // The large baselines take tens of seconds: once in quick mode.
     rows.push(await coldStart(n, 'vxlan', quick && n > 5000 ? 1 : 3));
   }
   const hostgwN = quick ? 1000 : 5000;
   log(`cold start: ${hostgwN} nodes, host-gw`);
   rows.push(await coldStart(hostgwN, 'host-gw'));
   table(
-    'Cold start to ready (ms from agent start; baseline = client-node listNode of the same nodes)',
+    `Cold start to ready (ms from agent start; baselines: client-node listNode of the same nodes, and the raw bytes of the agent's pages of ${DEFAULT_LIST_PAGE_SIZE} over HTTPS)`,
     rows.map(({ callsByOp: _callsByOp, ...r }) => r),
   );
 
@@ -176,10 +206,16 @@ export async function run({ quick, with20k }) {
   const at = (n) => vxlanRows.find((r) => r.nodes === n);
   return {
     latencyModel: COLD_LATENCY,
-    summary: { cold_start_5k_all_peers_over_list: at(5000).programmedVsList, cold_start_20k_all_peers_over_list: at(20000)?.programmedVsList },
+    summary: Object.fromEntries(
+      [5000, ...large].flatMap((n) => [
+        [`cold_start_${n / 1000}k_all_peers_over_list`, at(n).programmedVsList],
+        [`cold_start_${n / 1000}k_all_peers_over_raw_list`, at(n).programmedVsRawList],
+      ]),
+    ),
     coldStart: rows,
     batching: { policies: batchN, policyBatch: POLICY_BATCH, rows: batchRows },
     notes: [
+      `baselineListMs: client-node's CoreV1Api.listNode, one answer (from ${TYPED_PAGED_FROM} Nodes on pages of ${TYPED_PAGE_SIZE}: a longer answer does not fit in a V8 string). rawListMs: the same pages the agent asks for (${DEFAULT_LIST_PAGE_SIZE} Nodes), their bytes read and thrown away over a plain HTTPS GET in a fresh process: the floor of any client.`,
       'subnet.env and /readyz come before the peer list: readiness means the lease, network and subnet.env exist (as upstream flanneld); programmedMs is when every peer is in the dataplane.',
       'writes = HcnModifyNetwork / route create+delete calls during apply passes; reads = HcnQuery/Enumerate/GetIpForwardTable2; handleOps = HcnOpen/HcnClose (3 HNS calls per policy write or read).',
     ],

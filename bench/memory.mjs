@@ -94,8 +94,8 @@ async function importCost(mode, repeats) {
   }));
 }
 
-export async function run({ quick, with20k }) {
-  const sizes = [...(quick ? [5000] : [1000, 5000]), ...(with20k ? [20000] : [])];
+export async function run({ quick, large }) {
+  const sizes = [...(quick ? [5000] : [1000, 5000]), ...large];
   const repeats = quick ? 1 : 3;
   const imports = {};
   for (const mode of ['kube', 'etcd']) {
@@ -142,7 +142,6 @@ export async function run({ quick, with20k }) {
   }
   table(`Memory after sync (fresh process each, median of ${repeats}, after GC; each Node is ${nodeBytes} bytes of JSON)`, rows);
   const at = results.sizes[5000];
-  const at20k = results.sizes[20000];
   return {
     repeats,
     runtimeFlags: RUNTIME_EXEC_ARGV,
@@ -155,7 +154,15 @@ export async function run({ quick, with20k }) {
       rss_5k_over_informer: Math.round((at.agent.rss / at.informer.rss) * 1000) / 1000,
       rss_3k_rejected_vni1_above_zero_mb: results.rejected.vni1.aboveZeroMB,
       rss_3k_rejected_hostile_above_zero_mb: results.rejected.hostile.aboveZeroMB,
-      ...(at20k ? { rss_20k_mb: mb(at20k.agent.rss), rss_20k_over_informer: Math.round((at20k.agent.rss / at20k.informer.rss) * 1000) / 1000 } : {}),
+      ...Object.fromEntries(
+        large.flatMap((n) => {
+          const r = results.sizes[n];
+          return [
+            [`rss_${n / 1000}k_mb`, mb(r.agent.rss)],
+            [`rss_${n / 1000}k_over_informer`, Math.round((r.agent.rss / r.informer.rss) * 1000) / 1000],
+          ];
+        }),
+      ),
     },
     notes: ['The agent is `node dist/main.js` in kube mode; its process also holds the simulated HNS state, which on Windows lives in the OS.'],
   };

@@ -1,4 +1,4 @@
-// Where the agent's CPU goes, on 5,000 heavy Nodes (lib/nodes.mjs) over https: the real CLI
+// Where the agent's CPU goes, on 5,000 heavy Nodes (quick mode with --with-20k or --with-50k: the largest) (lib/nodes.mjs) over https: the real CLI
 // (`node dist/main.js`, kube mode, simulated dataplane, flanneld.exe's Node flags) profiled by V8's
 // sampling profiler (node:inspector, the sampler of `--cpu-prof`; lib/mem-probe.mjs) in two windows:
 // - cold start: from before the first module loads until the log says the dataplane holds every peer;
@@ -54,13 +54,15 @@ export function summarize(file, top = 15) {
   return { windowMs: r1(ms), busyMs: r1(busy), functions: rows(byFn), files: rows(byFile) };
 }
 
-export async function run({ quick }) {
-  const n = 5000;
+export async function run({ quick, large }) {
+  // 5,000 Nodes; with --with-20k or --with-50k (quick mode), the largest of them.
+  const n = quick && large.length > 0 ? Math.max(...large) : 5000;
   const stormMs = quick ? 10_000 : 30_000;
   mkdirSync(RESULTS_DIR, { recursive: true });
   const api = await new ApiServerProcess().setup(makeTmpDir(), { peers: n, backend: 'vxlan' });
   const live = Array.from({ length: n }, (_, i) => i + 1);
   const out = { nodes: n, stormSeconds: stormMs / 1000 };
+  log(`profile: ${n} nodes`);
   try {
     log(`profile: cold start, ${n} nodes`);
     const coldFile = join(RESULTS_DIR, 'cold-start.cpuprofile');

@@ -23,7 +23,7 @@ import { hostGwRouteDriver, ROUTE_METRIC } from '../dist/backends/hostgw/routes.
 import { sleepAfter, systemClock } from '../dist/basics/clock.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COLD_LATENCY, NETWORK, RESULTS_DIR, benchPeerStore, classifyCalls, log, peer, percentile, r1, table } from './lib/common.mjs';
+import { COLD_LATENCY, NETWORK, OWN_SUBNET, RESULTS_DIR, benchPeerStore, classifyCalls, log, peer, percentile, r1, table } from './lib/common.mjs';
 
 export const POWERSHELL_MS = 200;
 const NET_NAME = 'flannel.4096';
@@ -147,7 +147,7 @@ function agentStrategy(backend, node, clock, live) {
   const driver =
     backend === 'vxlan'
       ? remoteSubnetRouteDriver(node.hns, node.netId)
-      : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: '10.128.0.0/24', vnic: { index: node.ifIndex, refresh: async () => false } });
+      : hostGwRouteDriver({ routes: node.routes, network: NETWORK, ownSubnet: OWN_SUBNET, vnic: { index: node.ifIndex, refresh: async () => false } });
   const itemOf = (i) => (backend === 'vxlan' ? remoteSubnetRouteFor(leaseOf(i)) : routeFor(i, node.ifIndex));
   const peers = benchPeerStore(backend, itemOf, (d) => driver.desiredKey(d));
   const sink = new PeerProblems({ driver: driver.name, clock, owner: (k) => peers.store.owner(k) });

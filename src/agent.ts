@@ -1,11 +1,12 @@
 // The agent: wires config, net-conf, the subnet manager, the dataplane, a backend and the agent's parts
 // together and runs them until the signal aborts. Mirrors flannel main.go (newSubnetManager, backend
 // registration, WriteSubnetFile, the health server) with Windows rules and the reconcile design of
-// docs/adr/0001. Beside the network it leases, the agent runs its parts (./agent/part.ts): each built from
-// the same shared deps, run from the first network on, each with its readiness contribution and its part of
-// /status; a new one is one line in `parts` below, as a Felix manager is one RegisterManager call
-// (projectcalico/calico felix/dataplane/windows/win_dataplane.go). The agent never asks which backend
-// it runs: what a backend keeps on the node is the network's `settle` (./backends/backend.ts).
+// docs/adr/0001-reconcile-as-a-set.md. Beside the network it leases, the agent runs its parts
+// (./agent/part.ts): each built from the same shared deps, run from the first network on, each with its
+// readiness contribution and its part of /status; a new one is one line in `parts` below, as a Felix
+// manager is one RegisterManager call (projectcalico/calico felix/dataplane/windows/win_dataplane.go). The
+// agent never asks which backend it runs: what a backend keeps on the node is the network's `settle`
+// (./backends/backend.ts).
 // Each mode's modules are imported when that mode starts: an etcd node never loads the kube client
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see docs/performance.md, What the process loads).
@@ -23,6 +24,7 @@ import { acquireAgentLock, agentLockPath } from './host/agent-lock.js';
 import { systemBootTimeMs, type StartKind } from './host/boot.js';
 import { componentLogger, type Logger } from './basics/log.js';
 import { keepMetadataRoute, noteMetadataRoute } from './host/metadata-route.js';
+import { keepNic, snapshotNic } from './host/nic-keeper.js';
 import { ownNodeEvents, type SubnetManager } from './subnet/lease.js';
 import { noNodeEvents } from './node-events.js';
 import { readNetConf, windowsNetConf } from './subnet/net-conf.js';
@@ -350,10 +352,12 @@ export class Agent {
     const ownNode = new OwnNode({ log: this.log, network: () => this.networkValue, events: () => shared.events(), leaseAgain: (change) => this.leaseAgain?.(change) });
     this.ownNode = ownNode;
 
-    // The cloud metadata route, read before the vSwitch moves the node's routes, is restored by settle.
+    // The cloud metadata route and the chosen NIC's own settings, read before the vSwitch replaces the NIC, are restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
+    const nic = await snapshotNic(dataplane.host, ext.iface, [netConf.network, ...(netConf.ipv6Network ? [netConf.ipv6Network] : [])], this.log);
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
+      await keepNic(nic, { host: dataplane.host, routes: dataplane.routes, log: this.log, events: ownNodeEvents(subnetManager, network.lease) });
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       await network.settle();
       if (subnetEnv.differs(network)) {

@@ -46,6 +46,7 @@ export const NODE_EVENT_REASON = {
   nodeReregistered: 'FlannelNodeReregistered',
   cniConfigRenamed: 'FlannelCNIConfigRewritten',
   clusterConfigMismatch: 'FlannelClusterConfigMismatch',
+  hostNicRestored: 'FlannelHostNICRestored',
 } as const;
 
 // The peers' Events (a rejected lease, a refused item) are raised by the problems ledger, src/peers/problems.ts.
@@ -66,6 +67,16 @@ export function hnsStateRepairedEvent(network: string, lost: readonly string[], 
     type: 'Warning',
     reason: restarted ? NODE_EVENT_REASON.hnsRestarted : NODE_EVENT_REASON.hnsObjectsRepaired,
     message: `${why}: re-applied ${lost.length > 0 ? lost.join(', ') : 'its network and endpoints'} on network ${network} and reprogrammed ${peers} peers without a restart of flanneld. kube-proxy must re-add its load balancer policies (restart it if Services stay unreachable); look for why HNS restarted (Get-WinEvent Microsoft-Windows-Host-Network-Service-Admin)`,
+  };
+}
+
+/** HNS replaced the chosen NIC with a vNIC that lacked its hand-set settings; the agent put them back (src/host/nic-keeper.ts). */
+export function nicRestoredEvent(nic: string, vnic: string, restored: string, failed: readonly string[]): NodeEvent {
+  const notDone = failed.length > 0 ? `; could not restore ${failed.join('; ')}: set them by hand on ${vnic}` : '';
+  return {
+    type: 'Warning',
+    reason: NODE_EVENT_REASON.hostNicRestored,
+    message: `HNS replaced ${nic} with ${vnic} and dropped its static settings; flanneld restored ${restored}${notDone}. Check the node's connectivity (ipconfig /all)`,
   };
 }
 

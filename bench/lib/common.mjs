@@ -21,8 +21,10 @@ export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 export const RESULTS_DIR = join(BENCH_DIR, 'results');
 
 // ---- the cluster shape --------------------------------------------------------------------------
-// Network 10.128.0.0/9 with /24 node subnets holds 32768 nodes; public IPs live in 172.16.0.0/12.
-export const NETWORK = '10.128.0.0/9';
+// Network 10.0.0.0/8 with /24 node subnets holds 65,536 nodes (the 50,000-Node point and its churn);
+// public IPs live in 172.16.0.0/12. The own node holds the first subnet.
+export const NETWORK = '10.0.0.0/8';
+export const OWN_SUBNET = '10.0.0.0/24';
 export const OWN_NODE = 'win-bench-0';
 export const OWN_IP = '172.31.255.2';
 /** The own node's segment holds every peer's public IP (172.16.0.0/12): host-gw rejects an off-link next hop. */
@@ -33,7 +35,7 @@ export const VXLAN_NETWORK_NAME = 'flannel.4096';
 
 /** Peer i (1-based): name, pod subnet, public IP. */
 export function peer(i) {
-  const base = 10 * 2 ** 24 + 128 * 2 ** 16 + i * 256; // 10.128.0.0 + i * 256
+  const base = 10 * 2 ** 24 + i * 256; // 10.0.0.0 + i * 256
   const ip = (n) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
   const pub = 172 * 2 ** 24 + 16 * 2 ** 16 + 10 + i; // 172.16.0.10 + i
   return { name: `node-${String(i).padStart(6, '0')}`, subnet: `${ip(base)}/24`, publicIP: ip(pub) };
@@ -156,7 +158,7 @@ export class ApiServerProcess {
     this.url = url;
     this.kubeconfig = join(dir, 'kubeconfig');
     await this.call('kubeconfig', { path: this.kubeconfig });
-    await this.call('addOwn', { name: OWN_NODE, podCIDR: '10.128.0.0/24', ip: OWN_IP });
+    await this.call('addOwn', { name: OWN_NODE, podCIDR: OWN_SUBNET, ip: OWN_IP });
     if (peers > 0) await this.call('populate', { from: 1, count: peers, backend, rejected });
     return this;
   }
@@ -388,7 +390,7 @@ export function programmedPrefixes(sim, backend) {
   return new Set(
     sim
       .listRoutes()
-      .filter((r) => r.DestinationPrefix.startsWith('10.') && r.DestinationPrefix !== '10.128.0.0/24')
+      .filter((r) => r.DestinationPrefix.startsWith('10.') && r.DestinationPrefix !== OWN_SUBNET)
       .map((r) => r.DestinationPrefix),
   );
 }
@@ -437,11 +439,11 @@ export async function waitDrained({ watchEvents, want, agentCpuMs, quietPct = 3,
 /**
  * The peer store (dist/peers/store.js) as the agent builds it in front of its reconciler: bench
  * peers `peer(i)` as leases in, `itemOf(i)` as each accepted peer's item out. Peers are vxlan leases
- * (VNI 4096) or host-gw ones; the own subnet is 10.128.0.0/24 (peer 0).
+ * (VNI 4096) or host-gw ones; the own subnet is OWN_SUBNET (peer 0).
  */
 export function benchPeerStore(backend, itemOf, desiredKey) {
   const store = new PeerStore({
-    ownSubnet: '10.128.0.0/24',
+    ownSubnet: OWN_SUBNET,
     validation: { network: NETWORK, subnetLen: 24, backendType: backend, ...(backend === 'vxlan' ? { vni: 4096 } : {}) },
     items: { desiredFor: (l) => [itemOf(Number(l.key.slice('node-'.length)))], desiredKey },
   });

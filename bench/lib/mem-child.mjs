@@ -6,6 +6,7 @@ const [mode, kubeconfig, expectArg] = process.argv.slice(2);
 const expect = Number(expectArg);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const { settledMemory } = await import('./settle.mjs');
+const { typedListNodes } = await import('./typed-list.mjs');
 
 async function informerMode() {
   const { CoreV1Api, KubeConfig, makeInformer } = await import('@kubernetes/client-node');
@@ -13,7 +14,7 @@ async function informerMode() {
   kc.loadFromFile(kubeconfig);
   const api = kc.makeApiClient(CoreV1Api);
   const t = performance.now();
-  const informer = makeInformer(kc, '/api/v1/nodes', () => api.listNode());
+  const informer = makeInformer(kc, '/api/v1/nodes', () => typedListNodes(api, expect));
   informer.on('error', () => undefined);
   await informer.start();
   while (informer.list().length < expect + 1) await sleep(10);

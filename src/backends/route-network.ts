@@ -4,7 +4,7 @@
 // the leases, settles contested subnets and keeps each peer's items, and the Reconciler
 // (src/reconcile/reconciler.ts) replaces one write per event: it writes the store's changed items, the
 // first complete list lets it remove what no peer wants, and its passes keep the dataplane equal to that
-// set (docs/adr/0001). Both backends are this class with their own binding
+// set (docs/adr/0001-reconcile-as-a-set.md). Both backends are this class with their own binding
 // (routes for host-gw; RemoteSubnetRoute policies, or legacy remote endpoints, for vxlan) and their own
 // rebuild: when a pass finds the HNS network gone, the backend recreates it with the same subnet, every
 // peer is reprogrammed and the agent's afterRebuild hook runs (metadata route, `settle`, subnet.env).
@@ -31,6 +31,7 @@ import { METRIC } from '../basics/metrics.js';
 import { hnsStateRepairedEvent, networkRebuiltEvent, type NodeEvents } from '../node-events.js';
 import { PeerProblems } from '../peers/problems.js';
 import { PeerStore, type ItemSource } from '../peers/store.js';
+import { peerValidation } from '../peers/validate.js';
 import { Reconciler } from '../reconcile/reconciler.js';
 import type { ReconcileDriver } from '../reconcile/writes.js';
 import { ownNodeEvents, type Lease } from '../subnet/lease.js';
@@ -134,25 +135,23 @@ export class RouteNetwork<A, D> implements Network {
     this.store = new PeerStore<D>({
       ownLeaseKey: lease.key,
       ownSubnet: lease.subnet,
-      validation: {
+      validation: peerValidation({
         network: netConf.network,
-        subnetLen: Number(lease.subnet.split('/')[1]),
         backendType: netConf.backend.type,
         ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
-        ownIPs: [...new Set([lease.publicIP, deps.publicIP, deps.extIface.ipv4])],
-        nodeNetwork: `${deps.extIface.ipv4}/${deps.extIface.prefixLength}`,
-        ...(netConf.enableIPv6 && lease.ipv6Subnet !== undefined && deps.extIPv6 !== undefined
+        own: lease,
+        ownIPs: [lease.publicIP, deps.publicIP, deps.extIface.ipv4],
+        ext: { ip: deps.extIface.ipv4, prefixLength: deps.extIface.prefixLength },
+        ...(netConf.enableIPv6 && deps.extIPv6 !== undefined
           ? {
               ipv6: {
                 network: netConf.ipv6Network,
-                subnetLen: Number(lease.ipv6Subnet.split('/')[1]),
-                ownSubnet: lease.ipv6Subnet,
-                ownIPs: [...new Set([lease.publicIPv6 ?? deps.extIPv6.address, deps.publicIPv6 ?? deps.extIPv6.address, deps.extIPv6.address])],
-                nodeNetwork: `${deps.extIPv6.address}/${deps.extIPv6.prefixLength}`,
+                ownIPs: [lease.publicIPv6 ?? deps.extIPv6.address, deps.publicIPv6 ?? deps.extIPv6.address, deps.extIPv6.address],
+                ext: { ip: deps.extIPv6.address, prefixLength: deps.extIPv6.prefixLength },
               },
             }
           : {}),
-      },
+      }),
       items: opts.binding.driver,
       log: componentLogger(deps.log, 'leases'),
       metrics: deps.metrics,

@@ -8,7 +8,14 @@ export const ERROR_FAMILIES = {
   /** Bad command line flag or value (exit 2). */
   FlagError: ['FLANNEL_ERR_FLAG'],
   /** Bad configuration from flags/env/env-file, or a bad --kube-annotation-prefix. */
-  ConfigError: ['FLANNEL_ERR_CONFIG', 'FLANNEL_ERR_ENV_FILE', 'FLANNEL_ERR_ANNOTATION_PREFIX', 'FLANNEL_ERR_INPUT_FILE', 'FLANNEL_ERR_CLUSTER_CONFIG'],
+  ConfigError: [
+    'FLANNEL_ERR_CONFIG',
+    'FLANNEL_ERR_ENV_FILE',
+    'FLANNEL_ERR_ANNOTATION_PREFIX',
+    'FLANNEL_ERR_INPUT_FILE',
+    'FLANNEL_ERR_CLUSTER_CONFIG',
+    'FLANNEL_ERR_CONTAINERD_CONFIG',
+  ],
   /** net-conf.json (or the etcd network config) missing or invalid. */
   NetConfError: ['FLANNEL_ERR_NET_CONF'],
   /** subnet.env unreadable, malformed or not writable. */

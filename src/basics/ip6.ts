@@ -88,12 +88,6 @@ export function normalizeCidr6(text: string): string | undefined {
   return n === undefined ? undefined : formatCidr6(network6(n));
 }
 
-/** True when `text` is an IPv6 CIDR whose host bits are all zero. */
-export function isNetworkCidr6(text: string): boolean {
-  const n = parseCidr6(text);
-  return n !== undefined && network6(n).ip === n.ip;
-}
-
 function toNet(c: string | Ip6Net): Ip6Net | undefined {
   return typeof c === 'string' ? parseCidr6(c) : c;
 }

@@ -128,6 +128,7 @@ export const DATAPLANE_OPS: readonly string[] = [
     'attachEndpointToHost',
     'getNetworkByName',
     'getNetwork',
+    'hasNetwork',
     'listNetworks',
     'createNetwork',
     'deleteNetwork',

@@ -144,7 +144,13 @@ export function rendersSdnbridge(netConf: NetworkConfig): boolean {
  *    example says `dnsCapabilities`, a name nothing fills.
  *  * `optionalFlags` (cni/cni.go OptionalFlags): `localRoutedPortMapping` (NatFlagsLocalRoutedVip on the
  *    port mappings), `allowAclPortMapping` (an inbound ACL per mapping), `enableDualStack` (the network must
- *    exist; IPAM gets sdnbridge's own stdin; both addresses and both default routes go on the endpoint).
+ *    exist; IPAM gets sdnbridge's own stdin; both addresses and both default routes go on the endpoint),
+ *    `loopbackDSR` (--no-loopback-dsr turns it off, as for win-bridge): GetNetworkInfo first requires
+ *    hcn.DSRSupported (hcsshim hcn/hcnglobals.go DSRVersion: HNS 9.3 to 9.x, and 10.2 on; the HNS of
+ *    every Windows Server that runs dual-stack, 11.10 on), then network.go Add puts network/policy.go
+ *    GetLoopbackDSRPolicy on the endpoint, an OutBoundNAT with the pod's IPv4 address as its destination,
+ *    so a pod reaches itself through a Service over IPv4; sdnbridge has no IPv6 twin of it. The recorded
+ *    ADD (sdnbridge-dual-stack-add.json) predates this flag: it ran with loopbackDSR false.
  *  * `ipam`: host-local with one range set per family (network.go allocateIpam: invoke.DelegateAdd with the
  *    stdin); each range's `gateway` becomes the endpoint's default route of its family (network/endpoint.go
  *    GetHostComputeEndpoint). The gateways are the agent's `<name>_ep` (`.2`, `::2`), as win-bridge's are;
@@ -158,7 +164,8 @@ export function rendersSdnbridge(netConf: NetworkConfig): boolean {
  *      as they are): the IPv6 network, Services and the node's IPv6 prefix, so pod-to-node IPv6 keeps the pod's address.
  *    - SDNRoute `DestinationPrefix`, NeedEncap: the Service CIDRs, and the node's own IPv4 /32 and IPv6
  *      /128, reached through the host (win-bridge's classic host route, for both families).
- * `master` (in Microsoft's example) is not read by sdnbridge and is left out; so is `loopbackDSR`.
+ * `master` (in Microsoft's example) is not read by sdnbridge and is left out; so is a top-level `loopbackDSR`
+ * (win-bridge's place for it), which sdnbridge does not read.
  */
 export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullable<CniConfigInput['dualStack']>): Record<string, unknown> {
   const { netConf } = input;
@@ -183,7 +190,7 @@ export function renderDualStackCniConfig(input: CniConfigInput, dual: NonNullabl
       {
         type: 'sdnbridge',
         capabilities: { portMappings: true, dns: true },
-        optionalFlags: { localRoutedPortMapping: true, allowAclPortMapping: true, enableDualStack: true },
+        optionalFlags: { localRoutedPortMapping: true, allowAclPortMapping: true, enableDualStack: true, loopbackDSR: input.loopbackDSR ?? true },
         ipam: { type: 'host-local', ranges: dualStackRanges(dual.subnet, dual.ipv6Subnet) },
         dns: { Nameservers: input.dnsServers, Search: input.dnsSearch },
         AdditionalArgs: args.map((p) => ({ Name: p.name, Value: p.value })),

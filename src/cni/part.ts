@@ -13,6 +13,7 @@ import { cniConfigRenamedEvent } from '../node-events.js';
 import { cniConfigFiles } from './conf-dir.js';
 import { rerenderedOwnConflist } from './conflist.js';
 import { checkCniReadiness, nodeCniReadinessFs, type CniProblem, type CniReadinessFs } from './readiness.js';
+import { chooseCniDir, readContainerdCni, type ContainerdCni } from './containerd-config.js';
 
 /** The NetworkUnavailable condition's reason per CNI check (CamelCase, as condition reasons are). */
 const CNI_CONDITION_REASONS: Record<CniProblem['check'], string> = {
@@ -34,14 +35,57 @@ export interface CniPart extends AgentPart {
   cniProblems(): CniProblem[];
 }
 
-/** `fs`: what the check reads (tests inject a table); default node:fs. */
-export function cniPart(deps: PartDeps, fs: CniReadinessFs = nodeCniReadinessFs): CniPart {
+/**
+ * `fs`: what the check reads (tests inject a table); default node:fs. `platform`: whose containerd defaults
+ * fill what containerd's config leaves out.
+ */
+export function cniPart(deps: PartDeps, fs: CniReadinessFs = nodeCniReadinessFs, platform: NodeJS.Platform = process.platform): CniPart {
   const { config } = deps;
   const log = componentLogger(deps.log, 'agent');
+  /** The findings about containerd's config of the last read: each is logged when it appears, not at every read. */
+  let said = new Set<string>();
+
+  /**
+   * The CNI directories the check reads (./containerd-config.ts): a given --cni-conf-dir / --cni-bin-dir,
+   * else containerd's from --containerd-config when that file is there (read at each call, bounded, as the
+   * conf dir is), else the flags' defaults. A given flag containerd disagrees with is logged once with its
+   * fix; an unreadable config is "unknown" (the flags stand), logged once.
+   */
+  const cniDirs = (): { confDir: string; binDir: string } => {
+    const saying = new Set<string>();
+    const sayOnce = (text: string, say: () => void) => {
+      if (!said.has(text)) say();
+      saying.add(text);
+    };
+    let containerd: ContainerdCni | undefined;
+    try {
+      containerd = readContainerdCni(config.containerdConfig, platform);
+    } catch (err) {
+      const error = errorMessage(err);
+      sayOnce(error, () => log.warn("containerd's config cannot be read: the CNI check uses the agent's own flags", { path: config.containerdConfig, error }));
+    }
+    const conf = chooseCniDir('conf', { flag: '--cni-conf-dir', value: config.cniConfDir, given: config.cniDirsGiven.confDir }, containerd);
+    const bin = chooseCniDir('bin', { flag: '--cni-bin-dir', value: config.cniBinDir, given: config.cniDirsGiven.binDir }, containerd);
+    for (const [flag, choice, theirs] of [
+      ['--cni-conf-dir', conf, containerd?.confDir],
+      ['--cni-bin-dir', bin, containerd?.binDir],
+    ] as const) {
+      const w = choice.warning;
+      if (w !== undefined)
+        sayOnce(w.detail, () =>
+          log.warn("the agent's CNI directory is not containerd's", { flag, dir: choice.dir, containerd: theirs, path: config.containerdConfig, detail: w.detail, fix: w.fix }),
+        );
+    }
+    said = saying;
+    return { confDir: conf.dir, binDir: bin.dir };
+  };
+
   const cniProblems = (): CniProblem[] => {
     const network = deps.network();
-    if (!config.cniConfDir || !network) return [];
-    return checkCniReadiness({ cniConfDir: config.cniConfDir, cniBinDir: config.cniBinDir, networkName: network.networkName, subnetFile: resolve(config.subnetFile) }, fs);
+    if (!network) return [];
+    const { confDir, binDir } = cniDirs();
+    if (!confDir) return [];
+    return checkCniReadiness({ cniConfDir: confDir, cniBinDir: binDir, networkName: network.networkName, subnetFile: resolve(config.subnetFile) }, fs);
   };
 
   /**
@@ -53,7 +97,7 @@ export function cniPart(deps: PartDeps, fs: CniReadinessFs = nodeCniReadinessFs)
    * Event, readiness goes green without a restart of the pod.
    */
   const rerenderOwnConflist = (network: Network): void => {
-    const dir = config.cniConfDir;
+    const dir = cniDirs().confDir;
     if (!dir) return;
     let path = dir;
     try {
@@ -93,11 +137,14 @@ export function cniPart(deps: PartDeps, fs: CniReadinessFs = nodeCniReadinessFs)
     },
     changed(now, before) {
       for (const p of now) log.warn('pods cannot start on this node: the CNI config does not fit this agent', { check: p.check, reason: p.reason, detail: p.detail, fix: p.fix });
-      if (config.cniConfDir && now.length === 0 && (before === undefined || before.length > 0)) {
-        log.info(before === undefined ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir: config.cniConfDir });
+      const { confDir } = cniDirs();
+      if (confDir && now.length === 0 && (before === undefined || before.length > 0)) {
+        log.info(before === undefined ? 'CNI config checked: pods can start' : 'the CNI config fits this agent again: pods can start', { confDir });
       }
     },
-    status: (problems) =>
-      config.cniConfDir ? { cni: { confDir: config.cniConfDir, binDir: config.cniBinDir, problems: problems.map(({ check, detail, fix }) => ({ check, detail, fix })) } } : {},
+    status: (problems) => {
+      const { confDir, binDir } = cniDirs();
+      return confDir ? { cni: { confDir, binDir, problems: problems.map(({ check, detail, fix }) => ({ check, detail, fix })) } } : {};
+    },
   };
 }

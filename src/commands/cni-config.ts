@@ -7,11 +7,12 @@
 // selectIPv6Address). Dual-stack, the node's subnets come from its Node with --kube-subnet-mgr (the
 // podCIDRs the kube subnet manager leases, read without writing anything, so a DaemonSet's init container
 // renders the conflist before the agent has ever run on the node), else from the agent's subnet.env.
+import { posix, win32 } from 'node:path';
 import { Writable } from 'node:stream';
 import { MAX_CONFIG_FILE_BYTES, readRegularFile, writeFileAtomicSync } from '../basics/fs.js';
 import type { FlagSpec } from '../config/flags.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { errorMessage, FlagError, KubeError, SubnetEnvError } from '../basics/errors.js';
+import { errorMessage, FlagError, FlannelError, KubeError, SubnetEnvError } from '../basics/errors.js';
 import { contains, isIp4, normalizeCidr } from '../basics/ip4.js';
 import { normalizeCidr6 } from '../basics/ip6.js';
 import { systemClock } from '../basics/clock.js';
@@ -24,6 +25,8 @@ import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { checkCniConfOrder, retireEarlierConfigs } from '../cni/conf-dir.js';
+import { readContainerdCni } from '../cni/containerd-config.js';
+import { samePath } from '../cni/readiness.js';
 import {
   agentNetworkName,
   cniPaths,
@@ -127,16 +130,27 @@ function commandLogger(config: AgentConfig, io: CommandIO): Logger {
  * The node's two subnets. With --kube-subnet-mgr, its Node's podCIDRs as the kube subnet manager leases them
  * (the same bounded, logged wait for them, --node-wait-timeout; nothing is written to the Node): the agent's
  * lease is exactly these, so the conflist is right before the agent has ever run. In etcd mode the lease is
- * the agent's to take, and subnet.env says what it took.
+ * the agent's to take, and subnet.env says what it took. `annotatedIPv6`, kube mode without --iface or
+ * --iface-regex: the IPv6 addresses the own Node's flannel annotations name, in the agent's order
+ * (public-ipv6-overwrite, node-public-ipv6: src/agent/external-interface.ts publicIPv6), then the
+ * `public-ipv6` an earlier run of the agent published (src/subnet/kube/annotations.ts).
  */
-async function nodeSubnets(config: AgentConfig, netConf: NetworkConfig, subnetFile: string, io: CommandIO): Promise<{ subnet: string; ipv6Subnet: string }> {
-  if (!config.kubeSubnetMgr) return dualStackSubnets(subnetFile);
+async function nodeSubnets(
+  config: AgentConfig,
+  netConf: NetworkConfig,
+  subnetFile: string,
+  io: CommandIO,
+): Promise<{ subnet: string; ipv6Subnet: string; annotatedIPv6: string[] }> {
+  if (!config.kubeSubnetMgr) return { ...dualStackSubnets(subnetFile), annotatedIPv6: [] };
   const [{ kubeStart }, { Metrics }] = await Promise.all([import('../subnet/kube/factory.js'), import('../basics/metrics.js')]);
   const kube = kubeStart(config, { log: commandLogger(config, io), metrics: new Metrics(), clock: systemClock });
-  const { subnet, ipv6Subnet } = await kube.subnetManager(netConf).ownSubnets(new AbortController().signal);
+  const signal = new AbortController().signal;
+  const { subnet, ipv6Subnet, publicIPv6 } = await kube.subnetManager(netConf).ownSubnets(signal);
   // The wait refuses a dual-stack net-conf on a Node without an IPv6 podCIDR (own-node.ts); said again here for the types.
   if (ipv6Subnet === undefined) throw new KubeError('FLANNEL_ERR_NODE', 'the own Node has no IPv6 pod cidr', { reason: 'no-ipv6-podcidr' });
-  return { subnet, ipv6Subnet };
+  const byFlags = config.iface.length > 0 || config.ifaceRegex.length > 0;
+  const annotatedIPv6 = byFlags ? [] : [...(await kube.publicIPv6s(signal)), ...(publicIPv6 !== undefined ? [publicIPv6] : [])];
+  return { subnet, ipv6Subnet, annotatedIPv6 };
 }
 
 /** The host's adapters, as the agent reads them (the dataplane's Host), with their IPv6 addresses when asked. */
@@ -148,13 +162,19 @@ async function hostInterfaces(config: AgentConfig, ipv6: boolean): Promise<HostI
 
 /**
  * The node's IPv6 address and the prefix of its network: the address the agent takes on the adapter of
- * --management-ip (selectIPv6Address: --iface or --public-ipv6 when the adapter holds it, else its first
- * stable global or unique-local address), with that address's on-link prefix.
+ * --management-ip (selectIPv6Address: --iface or --public-ipv6 when the adapter holds it, else, in kube
+ * mode without --iface / --iface-regex, one the own Node's flannel annotations name (`annotated`), else
+ * its first stable global or unique-local address), with that address's on-link prefix.
  */
-export function managementIPv6Of(iface: HostInterface, config: Pick<AgentConfig, 'iface' | 'publicIPv6'>): { managementIPv6: string; managementIPv6Subnet: string } {
+export function managementIPv6Of(
+  iface: HostInterface,
+  config: Pick<AgentConfig, 'iface' | 'publicIPv6'> & { ifaceRegex?: string[] },
+  annotated: readonly string[] = [],
+): { managementIPv6: string; managementIPv6Subnet: string } {
+  const byFlags = config.iface.length > 0 || (config.ifaceRegex ?? []).length > 0;
   const address = selectIPv6Address(iface, {
     iface: config.iface,
-    publicIPv6s: config.publicIPv6 ? [config.publicIPv6] : [],
+    publicIPv6s: [...(config.publicIPv6 ? [config.publicIPv6] : []), ...(byFlags ? [] : annotated)],
     ...(config.publicIPv6 ? { assumed: config.publicIPv6 } : {}),
   });
   return { managementIPv6: address.address, managementIPv6Subnet: normalizeCidr6(`${address.address}/${address.prefixLength}`)! };
@@ -177,6 +197,25 @@ function listFlag(value: string): string[] {
 export function subnetOfIP(ip: string, ifaces: HostInterface[]): string | undefined {
   const iface = findInterfaceByIP(ifaces, ip);
   return iface && normalizeCidr(`${iface.ipv4}/${iface.prefixLength}`);
+}
+
+/**
+ * containerd loads the conflist from its conf_dir only (--containerd-config, ../cni/containerd-config.ts):
+ * an -o elsewhere is written as asked, and said with the -o that fits; containerd's config is never edited.
+ */
+function warnOutsideConfDir(out: string, containerdConfig: string, io: CommandIO): void {
+  const path = io.platform === 'win32' ? win32 : posix;
+  try {
+    const containerd = readContainerdCni(containerdConfig, io.platform);
+    if (containerd === undefined || samePath(path.dirname(out), containerd.confDir)) return;
+    const from = containerd.confDirFrom === 'default' ? "containerd's default" : 'conf_dir';
+    io.stderr(
+      `warning: -o ${out} is not in containerd's conf_dir ${containerd.confDir} (${from} in ${containerd.file}): containerd will not load it; ` +
+        `write it with -o ${path.join(containerd.confDir, path.basename(out))}, or set conf_dir = '${path.dirname(out)}' in ${containerd.table} (then restart containerd)\n`,
+    );
+  } catch (err) {
+    io.stderr(`warning: cannot tell whether containerd loads ${out}: ${errorMessage(err)}${err instanceof FlannelError ? ` [${err.code}]` : ''}\n`);
+  }
 }
 
 export const command: Command = {
@@ -229,10 +268,11 @@ export const command: Command = {
       let dualStack: CniConfigInput['dualStack'];
       if (dual) {
         const adapter = managementIP ? findInterfaceByIP(await host(), managementIP) : undefined;
+        const { annotatedIPv6, ...subnets } = await nodeSubnets(config, netConf, paths.subnetFile, io);
         dualStack = {
-          ...(await nodeSubnets(config, netConf, paths.subnetFile, io)),
+          ...subnets,
           ...(ipv6ServiceCidr ? { ipv6ServiceCidr: normalizeCidr6(ipv6ServiceCidr)! } : {}),
-          ...(adapter ? managementIPv6Of(adapter, config) : {}),
+          ...(adapter ? managementIPv6Of(adapter, config, annotatedIPv6) : {}),
         };
       }
       const cniVersion = own('cni-version');
@@ -255,6 +295,7 @@ export const command: Command = {
         io.stdout(text);
         return 0;
       }
+      warnOutsideConfDir(out, config.containerdConfig, io);
       const earlier = checkCniConfOrder(out, parsed.own.get('force') === true, io.stderr);
       writeFileAtomicSync(out, text);
       io.stderr(`wrote ${out} (network ${networkName}, ${dualStack ? 'sdnbridge, dual-stack' : vxlan ? 'win-overlay' : 'win-bridge'})\n`);

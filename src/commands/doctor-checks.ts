@@ -13,10 +13,18 @@ import { contains, isApipa, isIp4, nthAddress } from '../basics/ip4.js';
 import { formatIp6, normalizeCidr6, nthAddress6, parseIp6 } from '../basics/ip6.js';
 import { macToFlannel } from '../basics/mac.js';
 import { pluginTypes, type CniProblem, type FirstCniConfig } from '../cni/readiness.js';
+import type { CniDirDisagreement } from '../cni/containerd-config.js';
 import type { HcnLoadBalancer, HnsVersion } from '../hns/schema.js';
 import { featureNeeds, formatHnsVersion, isFeatureSupported, supportedFeatures, type HnsFeatureName } from '../hns/features.js';
 import { DEFAULT_VXLAN_PORT } from '../subnet/net-conf-types.js';
 import type { ServicePortFact } from './doctor-services.js';
+import { isVxlanBackendData, type Lease } from '../subnet/lease.js';
+import { PeerStore, type ItemSource } from '../peers/store.js';
+import { peerValidation } from '../peers/validate.js';
+import { planReconcile, type PlanOps } from '../reconcile/plan.js';
+import { remoteSubnetRouteItems, type RemoteSubnetRoutePolicy } from '../backends/vxlan/policies.js';
+import { hostGwRouteItems, ROUTE_METRIC } from '../backends/hostgw/routes.js';
+import type { Route } from '../routes/route-table.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -57,21 +65,11 @@ export interface EndpointFact {
   namespace?: string;
 }
 
-/** A peer lease as the cluster publishes it (another Node's annotations and podCIDR). */
-export interface PeerLease {
-  node: string;
-  subnet: string;
-  publicIP: string;
-  backendType: string;
-  vni?: number;
-  vtepMac?: string;
+/** Another Node as the agent's list-watch projects it (src/subnet/kube/node-list-watch.ts): its lease, and its OS. */
+export interface PeerNode {
+  lease: Lease;
   /** kubernetes.io/os label. */
   os?: string;
-  /** Dual-stack: the peer's IPv6 podCIDR and public-ipv6, when it has both. */
-  ipv6Subnet?: string;
-  publicIPv6?: string;
-  /** Why the agent's validation (src/peers/validate.ts) leaves it out of the dataplane: `reason: message`. */
-  rejected?: string;
 }
 
 /** A peer route (host-gw) or RemoteSubnetRoute policy (vxlan) in the dataplane. */
@@ -115,8 +113,8 @@ export interface DoctorFacts {
   /** The source VIP files (--source-vip-file first, then the compat files) and the address each names. */
   sourceVipFiles: { path: string; ip?: string; missing?: boolean; error?: string }[];
   peers: {
-    /** The other nodes' leases; undefined without API access. */
-    desired: PeerLease[] | undefined;
+    /** The other Nodes; undefined without API access. */
+    nodes: PeerNode[] | undefined;
     actual: PeerActual[] | { error: string };
     /** From the agent's /status; undefined when it is not running. */
     refused: RefusedPeer[] | undefined;
@@ -171,6 +169,24 @@ export const ok = (id: string, saw: string): CheckRow => ({ id, status: 'ok', sa
 export const fail = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'fail', saw, fix });
 export const warn = (id: string, saw: string, fix: string): CheckRow => ({ id, status: 'warn', saw, fix });
 export const skip = (id: string, why: string): CheckRow => ({ id, status: 'skip', saw: `not checked: ${why}`, fix: '' });
+
+/**
+ * containerd's config.toml against the CNI directories doctor checks (../cni/containerd-config.ts): not
+ * there (containerd runs on its defaults), unreadable ("unknown"), or read, with each given flag that
+ * names another directory.
+ */
+export type ContainerdFact =
+  { file: string; missing: true } | { file: string; error: string } | { file: string; confDir: string; binDir: string; disagreements: CniDirDisagreement[] };
+
+/** The cni-containerd row: a warning per flag containerd disagrees with (the flag is honoured), never a failure. */
+export function containerdRow(f: ContainerdFact): CheckRow {
+  const id = 'cni-containerd';
+  if ('missing' in f) return skip(id, `no containerd config at ${f.file} (containerd runs on its defaults; pass --containerd-config if it runs with another file)`);
+  if ('error' in f)
+    return warn(id, `containerd's CNI directories are unknown: ${f.error}`, 'fix the file as the message says, or pass --containerd-config with the config containerd runs with');
+  if (f.disagreements.length > 0) return warn(id, f.disagreements.map((d) => d.detail).join('; '), f.disagreements.map((d) => d.fix).join('; '));
+  return ok(id, `containerd (${f.file}) loads the CNI config from ${f.confDir} and runs plugins from ${f.binDir}: the directories checked here`);
+}
 
 /** At most this many items of a list are named in a row (a node with 5,000 peers stays readable); the JSON is the same. */
 export const MAX_LISTED = 20;
@@ -571,36 +587,20 @@ function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
     );
   }
   if (isErr(f.peers.actual)) return fail('peers', `the ${what} could not be read: ${f.peers.actual.error}`, 'check the HNS service and run doctor as Administrator');
-  if (f.peers.desired === undefined) return skip('peers', `${f.peers.actual.length} ${what} present; the peers' leases are not readable (no API access)`);
-  // A peer the agent's validation rejects (src/peers/validate.ts: another VNI, an off-link public IP, ...)
-  // is never programmed: no restart changes that; flanneld status names the reason (the cluster-vni row the VNI).
-  const rejected = f.peers.desired.filter((p) => p.rejected !== undefined);
-  const desired = f.peers.desired.filter(
-    (p) =>
-      p.rejected === undefined && p.backendType === conf.type && (!f.lease || p.subnet !== f.lease.subnet) && (conf.type !== 'vxlan' || p.vni === undefined || p.vni === conf.vni),
-  );
-  // One route or policy per peer, and dual-stack one IPv6 route per peer with an IPv6 half.
-  const wants = desired.flatMap((p) => [
-    { p, prefix: p.subnet, via: p.publicIP },
-    ...(conf.ipv6Network && p.ipv6Subnet && p.publicIPv6 ? [{ p, prefix: normalizeCidr6(p.ipv6Subnet) ?? p.ipv6Subnet, via: p.publicIPv6 }] : []),
-  ]);
-  const actual = new Map(f.peers.actual.map((a) => [a.prefix, a]));
-  const missing: string[] = [];
-  const wrong: string[] = [];
-  for (const w of wants) {
-    const a = actual.get(w.prefix);
-    if (!a) missing.push(`${w.p.node} ${w.prefix}`);
-    else if (!sameIp(a.via, w.via) || (conf.type === 'vxlan' && w.p.vtepMac !== undefined && a.mac !== undefined && macToFlannel(a.mac) !== macToFlannel(w.p.vtepMac)))
-      wrong.push(`${w.p.node} ${w.prefix} via ${a.via}, published ${w.via}`);
-  }
-  const wanted = new Set(wants.map((w) => w.prefix));
-  const extra = f.peers.actual.filter((a) => !wanted.has(a.prefix)).map((a) => `${a.prefix} via ${a.via}`);
+  if (f.peers.nodes === undefined) return skip('peers', `${f.peers.actual.length} ${what} present; the peers' leases are not readable (no API access)`);
+  if (!f.lease) return skip('peers', 'no lease of this node (the lease row): the peers are judged against it');
+  const { nodes, actual } = f.peers;
+  const { missing, wrong, extra, rejected, wanted } =
+    conf.type === 'vxlan'
+      ? judgePeers(f, conf, f.lease, nodes, actual, VXLAN_PEERS)
+      : judgePeers(f, conf, f.lease, nodes, actual, hostGwPeers(conf.ipv6Network !== undefined && f.lease.ipv6Subnet !== undefined));
   const parts = [missing.length ? `missing for ${listed(missing)}` : '', wrong.length ? `stale for ${listed(wrong)}` : '', extra.length ? `extra ${listed(extra)}` : ''].filter(
     (s) => s !== '',
   );
-  const left = rejected.length
-    ? `; ${rejected.length} peer(s) rejected by flanneld's validation and left out (flanneld status names why): ${listed(rejected.map((p) => p.node))}`
-    : '';
+  // A peer the agent rejects (src/peers/validate.ts: another VNI, an off-link public IP, ...; or a subnet
+  // another Node holds, src/peers/store.ts) is never programmed: no restart changes that; flanneld status
+  // names the reason (the cluster-vni row the VNI).
+  const left = rejected.length ? `; ${rejected.length} peer(s) rejected by flanneld and left out (flanneld status names why): ${listed(rejected)}` : '';
   if (parts.length)
     return fail(
       'peers',
@@ -609,8 +609,92 @@ function peersRow(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
         ? "flanneld is running and writes exactly the peers' set on its next pass; if this stays, flanneld status names the peer it cannot write and why"
         : "start flanneld: it writes exactly the peers' set",
     );
-  return ok('peers', `${wants.length} peer ${what}, each as published${left}`);
+  return ok('peers', `${wanted} peer ${what}, each as published${left}`);
 }
+
+/** What the peers row says: the plan's writes named by peer, and the peers the store rejected. */
+interface JudgedPeers {
+  missing: string[];
+  wrong: string[];
+  extra: string[];
+  rejected: string[];
+  /** How many items the peers want. */
+  wanted: number;
+}
+
+/**
+ * The peers as the agent takes them: the Nodes into a peer store with the agent's validation (the same
+ * rejections and the same holder of a contested subnet), its desired items diffed with the dataplane's
+ * by the backend's own rule (planReconcile with the driver's keys and sameness).
+ */
+function judgePeers<A, D>(
+  f: DoctorFacts,
+  conf: Conf,
+  lease: NonNullable<DoctorFacts['lease']>,
+  nodes: readonly PeerNode[],
+  actual: readonly PeerActual[],
+  { items, toActual, viaOf }: PeerItemRule<A, D>,
+): JudgedPeers {
+  const ext = f.interfaces.find((i) => i.ipv4 === lease.publicIP);
+  const ext6 = lease.publicIPv6 ? ext?.ipv6Addresses?.find((a) => parseIp6(a.address) === parseIp6(lease.publicIPv6 ?? '')) : undefined;
+  const store = new PeerStore<D>({
+    ownSubnet: lease.subnet,
+    validation: peerValidation({
+      network: conf.network,
+      backendType: conf.type,
+      ...(conf.type === 'vxlan' ? { vni: conf.vni } : {}),
+      own: lease,
+      ownIPs: [lease.publicIP, ...(ext ? [ext.ipv4] : [])],
+      ...(ext ? { ext: { ip: ext.ipv4, prefixLength: ext.prefixLength } } : {}),
+      ...(conf.ipv6Network
+        ? {
+            ipv6: {
+              network: conf.ipv6Network,
+              ownIPs: lease.publicIPv6 ? [lease.publicIPv6] : [],
+              ...(ext6 ? { ext: { ip: ext6.address, prefixLength: ext6.prefixLength } } : {}),
+            },
+          }
+        : {}),
+    }),
+    items,
+  });
+  store.apply({ kind: 'peers', peers: nodes.map((n) => ({ key: n.lease.key, lease: n.lease })) });
+  store.apply({ kind: 'listed', keys: new Set(nodes.map((n) => n.lease.key)) });
+  const shown = new Map<A, PeerActual>();
+  for (const a of actual) shown.set(toActual(a), a);
+  const plan = planReconcile([...shown.keys()], store.desiredItems(), items);
+  const named = (d: D) => `${store.owner(items.desiredKey(d)) ?? '?'} ${items.desiredKey(d)}`;
+  return {
+    missing: plan.add.map(named),
+    wrong: plan.replace.map((r) => `${named(r.to)} via ${shown.get(r.from)!.via}, published ${viaOf(r.to)}`),
+    extra: plan.remove.map((a) => `${shown.get(a)!.prefix} via ${shown.get(a)!.via}`),
+    rejected: store.rejected().map((r) => `${r.key}${r.family === 'ipv6' ? ' IPv6' : ''} (${r.reason})`),
+    wanted: store.desiredItems().length,
+  };
+}
+
+/** A backend's rule for its peer items (the driver's), and how doctor's reading of the dataplane maps to its items. */
+interface PeerItemRule<A, D> {
+  items: ItemSource<D> & PlanOps<A, D>;
+  toActual: (a: PeerActual) => A;
+  viaOf: (d: D) => string;
+}
+
+const VXLAN_PEERS: PeerItemRule<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy> = {
+  items: remoteSubnetRouteItems,
+  toActual: (a) => ({
+    Type: 'RemoteSubnetRoute',
+    Settings: { DestinationPrefix: a.prefix, IsolationId: a.vni ?? 0, ProviderAddress: a.via, DistributedRouterMacAddress: a.mac ?? '' },
+  }),
+  viaOf: (d) => d.Settings!.ProviderAddress,
+};
+
+/** host-gw: the interface is not judged (doctor reads the routes inside the cluster Network on every interface). */
+const hostGwPeers = (dualStack: boolean): PeerItemRule<Route, Route> => ({
+  items: hostGwRouteItems(() => 0, dualStack),
+  toActual: (a) => ({ destinationPrefix: a.prefix, nextHop: a.via, interfaceIndex: 0, metric: ROUTE_METRIC }),
+  viaOf: (d) => d.nextHop,
+});
 
 function subnetEnvRow(f: DoctorFacts, conf: Conf): CheckRow {
   const env = f.subnetEnv;
@@ -848,14 +932,15 @@ function clusterRows(f: DoctorFacts, conf: Conf, changed: readonly string[]): Ch
     );
   }
   if (conf.type === 'vxlan') {
-    const linux = (f.peers.desired ?? []).filter((p) => p.os !== 'windows' && p.backendType === 'vxlan');
-    const other = linux.filter((p) => p.vni !== undefined && p.vni !== conf.vni);
+    const linux = (f.peers.nodes ?? []).filter((p) => p.os !== 'windows' && p.lease.backendType === 'vxlan');
+    const vniOf = (p: PeerNode) => (isVxlanBackendData(p.lease.backendData) ? p.lease.backendData.VNI : undefined);
+    const other = linux.filter((p) => vniOf(p) !== undefined && vniOf(p) !== conf.vni);
     const port = c.linuxNetConf?.port;
-    if (f.peers.desired === undefined) rows.push(skip('cluster-vni', 'the Nodes are not readable'));
+    if (f.peers.nodes === undefined) rows.push(skip('cluster-vni', 'the Nodes are not readable'));
     else if (changed.length) rows.push(skip('cluster-vni', 'net-conf.json changed under the running flanneld (the net-conf row)'));
     else if (other.length || (port !== undefined && port !== conf.port)) {
       const parts = [
-        other.length ? `${listed(other.map((p) => `${p.node} VNI ${p.vni}`))}, ours ${conf.vni}` : '',
+        other.length ? `${listed(other.map((p) => `${p.lease.key} VNI ${vniOf(p)}`))}, ours ${conf.vni}` : '',
         port !== undefined && port !== conf.port ? `the Linux net-conf (${c.linuxNetConf!.from}) has Port ${port}, ours ${conf.port}` : '',
       ].filter((s) => s !== '');
       rows.push(

@@ -27,16 +27,15 @@ import { projectNode, toLease } from '../subnet/kube/node-list-watch.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv } from '../subnet/subnet-env.js';
 import { parseSourceVipDocument } from '../backends/vxlan/source-vip.js';
-import { validateLease, type LeaseValidationContext } from '../peers/validate.js';
 import { drMacAddress } from '../backends/vxlan/backend.js';
 import { reservationOwner } from '../backends/ipam-reservation.js';
-import { isVxlanBackendData, type Lease } from '../subnet/lease.js';
+import { isVxlanBackendData } from '../subnet/lease.js';
 import { INSTALL_RECORD, MAX_RECORD_BYTES } from '../cni-plugins/install.js';
 import { ARCHIVE_LIMITS } from '../cni-plugins/archive.js';
 import { checkFirstCniConfig, loadFirstCniConfig, pluginTypes, type CniReadinessFs } from '../cni/readiness.js';
 import { bootRecordPath, parseRecordedNetwork } from '../host/boot.js';
 import { cniPaths } from '../cni/conflist.js';
-import type { DoctorFacts, NetworkFact, PeerActual, PeerLease, ReservationFact } from './doctor-checks.js';
+import type { DoctorFacts, NetworkFact, PeerActual, PeerNode, ReservationFact } from './doctor-checks.js';
 import type { ServicePortFact } from './doctor-services.js';
 
 /** The files doctor reads (each bounded: readFileFact) and --fix removes. */
@@ -122,9 +121,7 @@ async function kubeGet(kube: KubeHttp, path: string, query?: Record<string, stri
 }
 
 interface ClusterFacts {
-  peers: PeerLease[] | undefined;
-  /** Each peer's lease as the agent's peer store takes it (for validateLease). */
-  leases: Map<string, Lease>;
+  peers: PeerNode[] | undefined;
   lease?: { subnet: string; publicIP: string; ipv6Subnet?: string; publicIPv6?: string };
   vtepMac?: string;
   publicIP?: string;
@@ -133,9 +130,9 @@ interface ClusterFacts {
 
 async function gatherCluster(o: GatherOptions, ipv6: boolean): Promise<ClusterFacts> {
   const kube = o.kube;
-  if ('error' in kube) return { peers: undefined, leases: new Map(), cluster: { error: kube.error } };
+  if ('error' in kube) return { peers: undefined, cluster: { error: kube.error } };
   const keys = annotationKeys(normalizeAnnotationPrefix(o.config.kubeAnnotationPrefix));
-  const out: ClusterFacts = { peers: undefined, leases: new Map(), cluster: { error: '' } };
+  const out: ClusterFacts = { peers: undefined, cluster: { error: '' } };
   try {
     const list = asObj(await kubeGet(kube, '/api/v1/nodes'));
     const items = Array.isArray(list?.items) ? (list.items as unknown[]) : [];
@@ -145,17 +142,7 @@ async function gatherCluster(o: GatherOptions, ipv6: boolean): Promise<ClusterFa
       const lease = rec && toLease(rec);
       if (!rec || !lease || rec.name === o.config.nodeName) continue;
       const os = asObj(asObj(asObj(node)?.metadata)?.labels)?.['kubernetes.io/os'];
-      const data = lease.backendData;
-      out.peers.push({
-        node: rec.name,
-        subnet: lease.subnet,
-        publicIP: lease.publicIP,
-        backendType: lease.backendType,
-        ...(isVxlanBackendData(data) ? { vni: data.VNI, vtepMac: data.VtepMAC } : {}),
-        ...(lease.ipv6Subnet !== undefined && lease.publicIPv6 !== undefined ? { ipv6Subnet: lease.ipv6Subnet, publicIPv6: lease.publicIPv6 } : {}),
-        ...(typeof os === 'string' ? { os } : {}),
-      });
-      out.leases.set(rec.name, lease);
+      out.peers.push({ lease, ...(typeof os === 'string' ? { os } : {}) });
     }
   } catch (err) {
     out.cluster.error = `GET /api/v1/nodes: ${errorMessage(err)}`;
@@ -377,43 +364,6 @@ function pinsOf(fs: DoctorFs, binDir: string, pinned: readonly string[], plugins
   return { pins, hashes };
 }
 
-/** The peers the agent would program: each lease through the agent's own validation (src/peers/validate.ts). */
-function judgePeers(
-  cluster: ClusterFacts,
-  netConf: Extract<DoctorFacts['netConf'], { type: string }>,
-  lease: DoctorFacts['lease'],
-  interfaces: DoctorFacts['interfaces'],
-): PeerLease[] | undefined {
-  if (!cluster.peers || !lease) return cluster.peers;
-  const ext = interfaces.find((i) => i.ipv4 === lease.publicIP);
-  const ext6 = lease.publicIPv6 ? ext?.ipv6Addresses?.find((a) => parseIp6(a.address) === parseIp6(lease.publicIPv6 ?? '')) : undefined;
-  const ctx: LeaseValidationContext = {
-    network: netConf.network,
-    subnetLen: Number(lease.subnet.split('/')[1]),
-    ownSubnet: lease.subnet,
-    backendType: netConf.type,
-    ...(netConf.type === 'vxlan' ? { vni: netConf.vni } : {}),
-    ownIPs: [lease.publicIP, ...(ext ? [ext.ipv4] : [])],
-    ...(netConf.type === 'host-gw' && ext ? { nodeNetwork: `${ext.ipv4}/${ext.prefixLength}` } : {}),
-    ...(netConf.ipv6Network && lease.ipv6Subnet
-      ? {
-          ipv6: {
-            network: netConf.ipv6Network,
-            subnetLen: Number(lease.ipv6Subnet.split('/')[1]),
-            ownSubnet: lease.ipv6Subnet,
-            ownIPs: lease.publicIPv6 ? [lease.publicIPv6] : [],
-            ...(ext6 ? { nodeNetwork: `${ext6.address}/${ext6.prefixLength}` } : {}),
-          },
-        }
-      : {}),
-  };
-  return cluster.peers.map((p) => {
-    const l = cluster.leases.get(p.node);
-    const v = l ? validateLease(l, ctx) : ({ ok: true } as const);
-    return v.ok ? p : { ...p, rejected: `${v.reason}: ${v.message}` };
-  });
-}
-
 /** Everything doctor judges, read once. */
 export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
   const fs = o.fs ?? nodeFs;
@@ -569,7 +519,7 @@ export async function gatherFacts(o: GatherOptions): Promise<DoctorFacts> {
     publishedVtepMac: cluster.vtepMac,
     sourceVipFiles,
     peers: {
-      desired: 'error' in netConf ? cluster.peers : judgePeers(cluster, netConf, lease, interfaces),
+      nodes: cluster.peers,
       actual,
       refused: report ? (Array.isArray(report.peers.refusals) ? report.peers.refusals : []) : undefined,
     },

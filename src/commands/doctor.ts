@@ -16,7 +16,8 @@ import pinned from '../cni-plugins/pinned.json' with { type: 'json' };
 import { systemClock } from '../basics/clock.js';
 import type { FlagSpec } from '../config/flags.js';
 import type { AgentConfig } from '../config/agent-config.js';
-import { FlagError, errorMessage } from '../basics/errors.js';
+import { FlagError, FlannelError, errorMessage } from '../basics/errors.js';
+import { chooseCniDir, readContainerdCni, type ContainerdCni } from '../cni/containerd-config.js';
 import { agentLockPath, readLockHolder, type LockFs } from '../host/agent-lock.js';
 import { hostEndpointAddress } from '../backends/hostgw/backend.js';
 import { reservationOwner } from '../backends/ipam-reservation.js';
@@ -30,7 +31,19 @@ import { VERSION } from '../basics/version.js';
 import type { Command, CommandIO } from './command.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
 import { DEFAULT_SERVICE_CIDR } from '../cni/conflist.js';
-import { canonicalIp, exitCodeOf, gatewaysOf, isErr, leakedReservations, runChecks, type CheckRow, type DoctorFacts, type ReservationFact } from './doctor-checks.js';
+import {
+  canonicalIp,
+  containerdRow,
+  exitCodeOf,
+  gatewaysOf,
+  isErr,
+  leakedReservations,
+  runChecks,
+  type CheckRow,
+  type ContainerdFact,
+  type DoctorFacts,
+  type ReservationFact,
+} from './doctor-checks.js';
 import { MAX_RESERVATION_BYTES, gatherFacts, readFileFact, reservationAddress, type DoctorFs, type GatherOptions } from './doctor-gather.js';
 import { endpointsToRemove, serviceRows } from './doctor-services.js';
 import { ENDPOINT_FLAG_REMOTE } from '../hns/schema.js';
@@ -180,15 +193,33 @@ export function renderDoctorTable(rows: readonly CheckRow[], freed: readonly Fre
 }
 
 /**
- * Where containerd's CNI directories are: the agent's --cni-conf-dir / --cni-bin-dir (shared with its
- * readiness check), else containerd's defaults (on Windows the flags' own defaults).
+ * Where containerd's CNI directories are: the agent's --cni-conf-dir / --cni-bin-dir when given (shared with
+ * its readiness check), else containerd's from --containerd-config when that file is there
+ * (../cni/containerd-config.ts), else containerd's defaults (on Windows the flags' own defaults); and the
+ * cni-containerd fact when a containerd config is named.
  */
-function cniDirs(config: Pick<AgentConfig, 'cniConfDir' | 'cniBinDir'>, platform: NodeJS.Platform): { confDir: string; binDir: string } {
+function cniDirs(
+  config: Pick<AgentConfig, 'cniConfDir' | 'cniBinDir' | 'containerdConfig' | 'cniDirsGiven'>,
+  platform: NodeJS.Platform,
+): { confDir: string; binDir: string; containerd?: ContainerdFact } {
   const win = platform === 'win32';
-  return {
+  const flags = {
     confDir: config.cniConfDir || (win ? WINDOWS_CNI_CONF_DIR : '/etc/cni/net.d'),
     binDir: config.cniBinDir || (win ? WINDOWS_CNI_BIN_DIR : '/opt/cni/bin'),
   };
+  const file = config.containerdConfig;
+  if (file === '') return flags;
+  let containerd: ContainerdCni | undefined;
+  try {
+    containerd = readContainerdCni(file, platform);
+  } catch (err) {
+    return { ...flags, containerd: { file, error: `${errorMessage(err)}${err instanceof FlannelError ? ` [${err.code}]` : ''}` } };
+  }
+  if (containerd === undefined) return { ...flags, containerd: { file, missing: true } };
+  const conf = chooseCniDir('conf', { flag: '--cni-conf-dir', value: flags.confDir, given: config.cniDirsGiven.confDir }, containerd);
+  const bin = chooseCniDir('bin', { flag: '--cni-bin-dir', value: flags.binDir, given: config.cniDirsGiven.binDir }, containerd);
+  const disagreements = [conf.warning, bin.warning].filter((w) => w !== undefined);
+  return { confDir: conf.dir, binDir: bin.dir, containerd: { file, confDir: conf.dir, binDir: bin.dir, disagreements } };
 }
 
 /**
@@ -263,7 +294,7 @@ export const command: Command = {
       if (!serviceCidr)
         throw new FlagError('FLANNEL_ERR_FLAG', `invalid value "${own('service-cidr')}" for flag -service-cidr: not an IPv4 CIDR (e.g. 10.96.0.0/12)`, { flag: 'service-cidr' });
       const { config } = parsed;
-      const { confDir, binDir } = cniDirs(config, io.platform);
+      const { confDir, binDir, containerd } = cniDirs(config, io.platform);
       const { createDataplane } = await import('../dataplane/factory.js');
       const dataplane = await createDataplane(config, { log: silentLogger(), metrics: new Metrics(), clock: systemClock });
       const opts: GatherOptions = {
@@ -288,7 +319,7 @@ export const command: Command = {
         removed = await removeLeakedEndpoints(facts, grace * 1000, dataplane.hns, nodeFs, systemClock.now());
         if (removed.length) facts = await gatherFacts(opts);
       }
-      const rows = [...runChecks(facts), ...serviceRows(facts)];
+      const rows = [...runChecks(facts), ...(containerd ? [containerdRow(containerd)] : []), ...serviceRows(facts)];
       if (parsed.own.get('json') === true) {
         io.stdout(terminalJson({ version: VERSION, node: config.nodeName ?? null, ok: exitCodeOf(rows) === 0, checks: rows, freed, removedEndpoints: removed }) + '\n');
       } else {

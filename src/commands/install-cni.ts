@@ -17,6 +17,7 @@ import { checkPins, mirrored, PINS_RECORD, recordPins } from '../cni-plugins/ver
 import { safeText } from '../basics/log-safe.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { rendersSdnbridge } from '../cni/conflist.js';
+import { chooseCniDir, disagreementText, readContainerdCni, type ContainerdCni } from '../cni/containerd-config.js';
 
 const PROGRAM = 'flanneld install-cni';
 
@@ -87,7 +88,15 @@ const INSTALL_CNI_FLAGS: readonly FlagSpec[] = [
     help: 'the longest one download may take in all, redirects included (besides the idle and connect deadlines)',
     valueName: 'SECONDS',
   },
-  { name: 'bin-dir', kind: 'string', default: '/opt/cni/bin', windowsDefault: 'C:\\opt\\cni\\bin', help: "the CNI plugin directory (containerd's bin_dir)", valueName: 'DIR' },
+  {
+    name: 'bin-dir',
+    kind: 'string',
+    default: '/opt/cni/bin',
+    windowsDefault: 'C:\\opt\\cni\\bin',
+    help: "the CNI plugin directory; when not given, containerd's (bin_dirs[0], else bin_dir, of --containerd-config when that file is there), else this default",
+    valueName: 'DIR',
+  },
+  { ...lookupFlag('containerd-config')!, help: "containerd's config.toml (versions 2 and 3), read for its CNI bin dir when it is there; never written" },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
 
@@ -206,6 +215,31 @@ async function verifyPinned(mirror: string, binDir: string, io: CommandIO, limit
   );
 }
 
+/**
+ * Where the plugins go: a given --bin-dir (with a warning when containerd's config names another
+ * directory), else containerd's bin dir from --containerd-config when that file is there, else the
+ * --bin-dir default. A containerd config that cannot be read stops the install unless --bin-dir was given.
+ */
+function pluginDir(values: ReadonlyMap<string, unknown>, io: CommandIO): string {
+  const spec = (name: string) => INSTALL_CNI_FLAGS.find((f) => f.name === name)!;
+  const given = values.get('bin-dir') as string | undefined;
+  const file = (values.get('containerd-config') as string | undefined) ?? (platformDefault(spec('containerd-config'), io.platform) as string);
+  let containerd: ContainerdCni | undefined;
+  try {
+    containerd = readContainerdCni(file, io.platform);
+  } catch (err) {
+    if (given === undefined) throw err;
+    io.stderr(`warning: ${errorMessage(err)}; installing into --bin-dir ${given} as given\n`);
+  }
+  const { dir, warning } = chooseCniDir(
+    'bin',
+    { flag: '--bin-dir', value: given ?? (platformDefault(spec('bin-dir'), io.platform) as string), given: given !== undefined },
+    containerd,
+  );
+  if (warning !== undefined) io.stderr(`warning: ${disagreementText(warning)}\n`);
+  return dir;
+}
+
 export const command: Command = {
   summary: 'install flannel.exe, win-overlay.exe, win-bridge.exe and host-local.exe (and sdnbridge.exe for dual-stack) from SHA-256-pinned archives',
   async run(args: string[], rawIo: CommandIO): Promise<number> {
@@ -218,12 +252,7 @@ export const command: Command = {
       }
       const plugins = wantedPlugins(cli.values, io.env);
       const sources = parseSources(cli.values, plugins);
-      const binDir =
-        (cli.values.get('bin-dir') as string | undefined) ??
-        (platformDefault(
-          INSTALL_CNI_FLAGS.find((f) => f.name === 'bin-dir')!,
-          io.platform,
-        ) as string);
+      const binDir = pluginDir(cli.values, io);
       if (binDir.trim() === '') throw new FlagError('FLANNEL_ERR_FLAG', 'flag -bin-dir is empty', { flag: 'bin-dir' });
       const limits = downloadLimits(cli.values);
       if (cli.values.get('verify-pins') === true) return await verifyPinned((cli.values.get('mirror') as string | undefined) ?? '', binDir, io, limits);

@@ -19,7 +19,7 @@ export interface AgentConfig {
   publicIPv6?: string;
   /** `--ipv4-only`: net-conf's IPv6 keys are not run on this node (src/subnet/net-conf.ts windowsNetConf). */
   ipv4Only?: boolean;
-  /** `--network-policy`: the NetworkPolicy controller runs (src/netpol/controller.ts); kube mode only. */
+  /** `--network-policy`: the NetworkPolicy controller runs (src/policy/controller.ts); kube mode only. */
   networkPolicy: boolean;
   ipMasq: boolean;
   healthzIP: string;
@@ -62,6 +62,10 @@ export interface AgentConfig {
   cniConfDir: string;
   /** containerd's CNI bin dir, where that config's plugins must be. */
   cniBinDir: string;
+  /** containerd's config.toml (--containerd-config), read for its CNI directories when it is there ('' = none). */
+  containerdConfig: string;
+  /** Whether --cni-conf-dir / --cni-bin-dir were given (flag or environment): a given one wins over containerd's config. */
+  cniDirsGiven: { confDir: boolean; binDir: boolean };
   logLevel: LogLevel;
   logFormat: 'text' | 'json';
   logFile: string;

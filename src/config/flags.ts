@@ -243,6 +243,14 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'DIR',
   },
   {
+    name: 'containerd-config',
+    kind: 'string',
+    default: '',
+    windowsDefault: 'C:\\Program Files\\containerd\\config.toml',
+    help: "containerd's config.toml, read (never written) when it is there: its CNI conf_dir and bin_dirs[0] (else bin_dir) stand in for --cni-conf-dir and --cni-bin-dir when those are not given, and a given one that differs is warned about",
+    valueName: 'FILE',
+  },
+  {
     name: 'env-file',
     kind: 'string',
     default: '',

@@ -56,6 +56,8 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
   }
   const value = (name: string): FlagValue => (values.has(name) ? values.get(name)! : platformDefault(flagSpec(name), opts.platform));
   const str = (name: string): string => value(name) as string;
+  /** Whether a string flag was given (flag or environment) a non-empty value. */
+  const given = (name: string): boolean => values.has(name) && str(name).trim() !== '';
   const int = (name: string): number => value(name) as number;
   const bool = (name: string): boolean => value(name) as boolean;
   const list = (name: string): string[] => (values.has(name) ? [...(values.get(name) as string[])] : []);
@@ -234,6 +236,8 @@ export function parseConfig(argv: readonly string[], env: Env, opts: ParseOption
     restartServiceOnHnsRestart,
     restartServiceLbWaitSeconds: restartServiceLbWait,
     ...sourceVipSettings((name) => (values.has(name) ? str(name) : ''), opts.platform, str('subnet-file')),
+    containerdConfig: str('containerd-config').trim(),
+    cniDirsGiven: { confDir: given('cni-conf-dir'), binDir: given('cni-bin-dir') },
     logLevel,
     logFormat,
     logFile: str('log-file'),

@@ -81,11 +81,6 @@ export function hresultText(hresult: number): string | undefined {
   return HRESULT_TEXT[hresult >>> 0];
 }
 
-/** HRESULT failure test: the severity bit is set (works on signed and unsigned forms). */
-export function failedHresult(hresult: number): boolean {
-  return (hresult | 0) < 0;
-}
-
 const BY_HRESULT: Record<number, HnsErrorCode> = {
   [HRESULT.HCN_E_NETWORK_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
   [HRESULT.HCN_E_ENDPOINT_NOT_FOUND]: 'FLANNEL_ERR_HNS_NOT_FOUND',
@@ -170,7 +165,7 @@ function hnsAdvice(code: HnsErrorCode, hresult: number | undefined, op: string, 
 }
 
 /** Code for an HRESULT (and/or error text); HRESULT wins, text decides when the HRESULT is unknown or generic. */
-export function hnsErrorCode(hresult: number | undefined, errorText?: string): HnsErrorCode {
+function hnsErrorCode(hresult: number | undefined, errorText?: string): HnsErrorCode {
   if (hresult !== undefined) {
     const byHr = BY_HRESULT[hresult >>> 0];
     if (byHr) return byHr;
@@ -275,7 +270,7 @@ const V1_NETWORK_CALL = /^HNSCall (?:(?:GET|DELETE) \/networks\/[^/]+|POST \/end
  * HNS answered that the network itself is missing: HCN_E_NETWORK_NOT_FOUND; 0x80070490 from a v1 call on
  * a network (V1_NETWORK_CALL); or v1 text "Network ... not found" without an HRESULT.
  */
-export function isHnsNetworkNotFound(err: unknown): boolean {
+function isHnsNetworkNotFound(err: unknown): boolean {
   if (!(err instanceof HnsError)) return false;
   if (err.hresult !== undefined) {
     const hr = err.hresult >>> 0;
@@ -309,7 +304,7 @@ export function isHnsRefusal(err: unknown): boolean {
 }
 
 /** The network a driver writes to no longer exists (read found nothing, or a write said so). */
-export function networkGoneError(network: string, id: string): BackendError {
+function networkGoneError(network: string, id: string): BackendError {
   return new BackendError(
     'FLANNEL_ERR_NETWORK_GONE',
     `HNS network ${network} (${id}) no longer exists (HNS restarted, or it was deleted outside flanneld); flanneld recreates it with the same subnet and reprograms every peer`,
@@ -322,7 +317,7 @@ export function networkGoneError(network: string, id: string): BackendError {
  * name (win-overlay / win-bridge: hcn.GetNetworkByName), so under another name it is as lost to them
  * as a deleted one; the lost-network case (FLANNEL_ERR_NETWORK_GONE): recreated under its name.
  */
-export function networkRenamedError(network: string, id: string, nowNamed: string): BackendError {
+function networkRenamedError(network: string, id: string, nowNamed: string): BackendError {
   return new BackendError(
     'FLANNEL_ERR_NETWORK_GONE',
     `HNS network ${network} (${id}) was renamed to ${JSON.stringify(nowNamed.slice(0, 64))} outside flanneld; the CNI plugins find it by name, so flanneld recreates ${network} with the same subnet and reprograms every peer`,

@@ -35,6 +35,39 @@ export interface Ipv6Address {
   deprecated?: boolean;
 }
 
+/**
+ * Where a setting came from, as Windows records it: an address's NL_PREFIX_ORIGIN (IpPrefixOriginManual,
+ * IpPrefixOriginDhcp), a route's NL_ROUTE_ORIGIN (NlroManual, NlroDHCP); `other` for the rest (link-local,
+ * router advertisement, the interface's own subnet and host routes). Only `manual` is the operator's.
+ */
+export type SettingOrigin = 'manual' | 'dhcp' | 'other';
+
+/** One unicast address of an adapter (MIB_UNICASTIPADDRESS_ROW), either family. */
+export interface NicAddress {
+  address: string;
+  prefixLength: number;
+  origin: SettingOrigin;
+}
+
+/** One route of an adapter (MIB_IPFORWARD_ROW2), either family; a default route's next hop is a gateway. */
+export interface NicRoute {
+  destinationPrefix: string;
+  nextHop: string;
+  metric: number;
+  origin: SettingOrigin;
+}
+
+/** An adapter's IP configuration, as ./nic-keeper.ts snapshots it before HNS replaces the adapter. */
+export interface NicConfiguration {
+  addresses: NicAddress[];
+  routes: NicRoute[];
+  /**
+   * The DNS servers set on the adapter by hand (DNS_INTERFACE_SETTINGS NameServer; those DHCP gave are not
+   * here); undefined when they could not be read (the host's API lacks it, or the read failed).
+   */
+  dnsServers?: string[];
+}
+
 export interface InterfacesOptions {
   /** Also read each adapter's IPv6 addresses (`ipv6Addresses`): one more table read, which only the callers that need them make. */
   ipv6?: boolean;
@@ -61,4 +94,13 @@ export interface Host {
    * until running); resolves once it runs. Throws HostError FLANNEL_ERR_SERVICE when it cannot.
    */
   restartService?(name: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * One adapter's addresses, routes and hand-set DNS servers (GetUnicastIpAddressTable, GetIpForwardTable2,
+   * GetInterfaceDnsSettings). Throws HostError FLANNEL_ERR_HOST when the adapter or a table cannot be read.
+   */
+  nicConfiguration?(interfaceIndex: number): Promise<NicConfiguration>;
+  /** Add a manual unicast address to an adapter (CreateUnicastIpAddressEntry); one it holds already is success. */
+  addUnicastAddress?(interfaceIndex: number, address: string, prefixLength: number): Promise<void>;
+  /** Set an adapter's DNS servers by hand (SetInterfaceDnsSettings with DNS_SETTING_NAMESERVER). */
+  setDnsServers?(interfaceIndex: number, servers: readonly string[]): Promise<void>;
 }

@@ -1,5 +1,6 @@
 // The Windows host on iphlpapi only: IPv4 addresses from GetIpAddrTable, IPv6 addresses from
-// GetUnicastIpAddressTable(AF_INET6) + FreeMibTable, the adapter's friendly name
+// GetUnicastIpAddressTable(AF_INET6) + FreeMibTable, one adapter's addresses and routes with their origins
+// (AF_UNSPEC) and a manual address added with CreateUnicastIpAddressEntry, the adapter's friendly name
 // from ConvertInterfaceIndexToLuid + ConvertInterfaceLuidToAlias, its MTU (NlMtu) and forwarding flag
 // from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
 // from GetIpForwardTable2. os.networkInterfaces() (GetAdaptersAddresses in libuv) serves only an
@@ -9,23 +10,26 @@
 import { networkInterfaces } from 'node:os';
 import { systemClock, type Clock } from '../basics/clock.js';
 import { HostError } from '../basics/errors.js';
-import { readIpv4ForwardTable, win32StatusAdvice } from '../routes/iphlpapi-routes.js';
-import { AF_INET, AF_INET6, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
+import { readIpForwardTable, readIpv4ForwardTable, win32StatusAdvice } from '../routes/iphlpapi-routes.js';
+import { AF_INET, AF_INET6, AF_UNSPEC, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
 import {
   decodeIpAddrTable,
   decodeIpInterfaceRow,
   decodeUnicastIpAddressTable,
   encodeIpInterfaceKey,
+  encodeUnicastIpAddressRow,
   ipAddrTableLength,
+  prefixOriginSetting,
+  routeOriginSetting,
   setIpInterfaceForwarding,
   unicastIpAddressTableLength,
   unicastRowHeld,
   unicastRowToIpv6Address,
 } from '../win32/iphlpapi.js';
-import type { IpInterfaceRow } from '../win32/iphlpapi.js';
+import type { IpInterfaceRow, UnicastIpAddressRow } from '../win32/iphlpapi.js';
 import type { Win32IpHelperNative, Win32ServiceNative } from '../win32/native.js';
 import { restartService, serviceProcessId } from '../win32/services.js';
-import type { Host, HostInterface, InterfacesOptions, IpFamily, Ipv6Address } from './host.js';
+import type { Host, HostInterface, InterfacesOptions, IpFamily, Ipv6Address, NicConfiguration } from './host.js';
 
 function hostError(op: string, status: number, what: string, context: Record<string, string | number | undefined> = {}): HostError {
   return new HostError('FLANNEL_ERR_HOST', `${op} failed ${what} (status ${status}): ${win32StatusAdvice(status)}`, { op, status, ...context });
@@ -75,34 +79,42 @@ export class Win32Host implements Host {
   }
 
   /**
-   * GetUnicastIpAddressTable(AF_INET6): each interface's IPv6 unicast addresses in the table's order (the
-   * table is always freed). Undefined when the read fails (a status other than NO_ERROR or ERROR_NOT_FOUND,
-   * the empty table, or an iphlpapi.dll without the export): the interfaces then carry no `ipv6Addresses`
-   * and dual-stack falls back to --public-ipv6 (../agent/external-interface.ts), as before this read existed.
+   * GetUnicastIpAddressTable(family): the rows of the addresses held (the table is always freed); an empty
+   * table is no rows. Throws HostError FLANNEL_ERR_HOST on another status (or what the DLL throws, e.g. an
+   * iphlpapi.dll without the export).
    */
-  private ipv6Addresses(): Map<number, Ipv6Address[]> | undefined {
-    let read: ReturnType<Win32IpHelperNative['getUnicastIpAddressTable']>;
+  private unicastRows(family: number): UnicastIpAddressRow[] {
+    const { status, table } = this.dll.getUnicastIpAddressTable(family);
     try {
-      read = this.dll.getUnicastIpAddressTable(AF_INET6);
-    } catch {
-      return undefined;
-    }
-    const { status, table } = read;
-    try {
-      const byIndex = new Map<number, Ipv6Address[]>();
-      if (status === WIN32_ERROR.ERROR_NOT_FOUND || (status === WIN32_ERROR.NO_ERROR && table === null)) return byIndex;
-      if (status !== WIN32_ERROR.NO_ERROR || table === null) return undefined;
+      if (status === WIN32_ERROR.ERROR_NOT_FOUND || (status === WIN32_ERROR.NO_ERROR && table === null)) return [];
+      if (status !== WIN32_ERROR.NO_ERROR || table === null) throw hostError('GetUnicastIpAddressTable', status, 'reading the unicast addresses');
       const n = this.dll.readBytes(table, 4).readUInt32LE(0);
-      for (const row of n === 0 ? [] : decodeUnicastIpAddressTable(this.dll.readBytes(table, unicastIpAddressTableLength(n)))) {
-        if (row.family !== AF_INET6 || !unicastRowHeld(row)) continue;
-        const list = byIndex.get(row.interfaceIndex) ?? [];
-        list.push(unicastRowToIpv6Address(row));
-        byIndex.set(row.interfaceIndex, list);
-      }
-      return byIndex;
+      return (n === 0 ? [] : decodeUnicastIpAddressTable(this.dll.readBytes(table, unicastIpAddressTableLength(n)))).filter(unicastRowHeld);
     } finally {
       if (table !== null) this.dll.freeMibTable(table);
     }
+  }
+
+  /**
+   * Each interface's IPv6 unicast addresses in the table's order. Undefined when the read fails (a status
+   * other than NO_ERROR or ERROR_NOT_FOUND, or an iphlpapi.dll without the export): the interfaces then
+   * carry no `ipv6Addresses` and dual-stack falls back to --public-ipv6 (../agent/external-interface.ts), as before this read existed.
+   */
+  private ipv6Addresses(): Map<number, Ipv6Address[]> | undefined {
+    let rows: UnicastIpAddressRow[];
+    try {
+      rows = this.unicastRows(AF_INET6);
+    } catch {
+      return undefined;
+    }
+    const byIndex = new Map<number, Ipv6Address[]>();
+    for (const row of rows) {
+      if (row.family !== AF_INET6) continue;
+      const list = byIndex.get(row.interfaceIndex) ?? [];
+      list.push(unicastRowToIpv6Address(row));
+      byIndex.set(row.interfaceIndex, list);
+    }
+    return byIndex;
   }
 
   /** The adapter's friendly name (alias), or undefined when the interface is gone. */
@@ -186,6 +198,31 @@ export class Win32Host implements Host {
   /** The hns service's PID from the service control manager (QueryServiceStatusEx's dwProcessId; no process spawned). */
   async hnsInstance(): Promise<string | undefined> {
     return this.services ? serviceProcessId(this.services, HNS_SERVICE) : undefined;
+  }
+
+  /**
+   * The adapter's unicast addresses (GetUnicastIpAddressTable(AF_UNSPEC)) and routes (GetIpForwardTable2(AF_UNSPEC)),
+   * each with its origin (../win32/iphlpapi.ts prefixOriginSetting, routeOriginSetting). The hand-set DNS
+   * servers are not read yet (GetInterfaceDnsSettings takes a DNS_INTERFACE_SETTINGS holding PWSTRs the
+   * native seam does not marshal): unknown, so ./nic-keeper.ts leaves them alone.
+   */
+  async nicConfiguration(interfaceIndex: number): Promise<NicConfiguration> {
+    const addresses = this.unicastRows(AF_UNSPEC)
+      .filter((r) => r.interfaceIndex === interfaceIndex)
+      .map((r) => ({ address: r.address, prefixLength: r.onLinkPrefixLength, origin: prefixOriginSetting(r.prefixOrigin) }));
+    const routes = readIpForwardTable(this.dll, AF_UNSPEC)
+      .filter((r) => r.interfaceIndex === interfaceIndex)
+      .map((r) => ({ destinationPrefix: `${r.destination}/${r.prefixLength}`, nextHop: r.nextHop, metric: r.metric, origin: routeOriginSetting(r) }));
+    return { addresses, routes };
+  }
+
+  /** InitializeUnicastIpAddressEntry + CreateUnicastIpAddressEntry; ERROR_OBJECT_ALREADY_EXISTS (held already) is success. */
+  async addUnicastAddress(interfaceIndex: number, address: string, prefixLength: number): Promise<void> {
+    const row = Buffer.alloc(SIZES.MIB_UNICASTIPADDRESS_ROW);
+    this.dll.initializeUnicastIpAddressEntry(row);
+    const status = this.dll.createUnicastIpAddressEntry(encodeUnicastIpAddressRow({ interfaceIndex, address, prefixLength }, row));
+    if (status === WIN32_ERROR.NO_ERROR || status === WIN32_ERROR.ERROR_OBJECT_ALREADY_EXISTS) return;
+    throw hostError('CreateUnicastIpAddressEntry', status, `adding ${address}/${prefixLength} to interface ${interfaceIndex}`, { interfaceIndex, address });
   }
 
   /** Stop and start `name` through the SCM (../win32/services.ts). */

@@ -37,19 +37,42 @@ export function retryable(err: unknown): boolean {
   return code === 408 || code === 409 || code === 429 || code >= 500;
 }
 
+/** The agent's features that need RBAC of their own (each a flag: `--network-policy`). */
+export type RbacFeature = 'network-policy';
+
+export interface RbacRule {
+  /** The API group ('' for core). */
+  group: string;
+  resource: string;
+  verbs: readonly string[];
+  /** The feature that needs the rule; absent: the agent always does. */
+  feature?: RbacFeature;
+}
+
 /**
  * Every rule the agent needs, as deploy/base's ClusterRole flannel-windows grants them (a test holds
- * the two equal): a 403 names them all, so the fix is one edit of the ClusterRole.
+ * the two equal): a 403 names all those of the enabled features, so the fix is one edit of the ClusterRole.
+ * --network-policy lists and watches what src/policy/sources.ts NETPOL_RESOURCES names.
  */
-export const AGENT_RBAC_RULES: readonly { resource: string; verbs: readonly string[] }[] = [
-  { resource: 'pods', verbs: ['get'] },
-  { resource: 'nodes', verbs: ['get', 'list', 'watch'] },
-  { resource: 'nodes/status', verbs: ['patch'] },
-  { resource: 'events', verbs: ['create', 'patch'] },
+export const AGENT_RBAC_RULES: readonly RbacRule[] = [
+  { group: '', resource: 'pods', verbs: ['get'] },
+  { group: '', resource: 'nodes', verbs: ['get', 'list', 'watch'] },
+  { group: '', resource: 'nodes/status', verbs: ['patch'] },
+  { group: '', resource: 'events', verbs: ['create', 'patch'] },
+  { group: '', resource: 'pods', verbs: ['list', 'watch'], feature: 'network-policy' },
+  { group: '', resource: 'namespaces', verbs: ['list', 'watch'], feature: 'network-policy' },
+  { group: 'networking.k8s.io', resource: 'networkpolicies', verbs: ['list', 'watch'], feature: 'network-policy' },
 ];
 
-/** `pods: get; nodes: get, list, watch; ...` */
-export const AGENT_RBAC_TEXT = AGENT_RBAC_RULES.map((r) => `${r.resource}: ${r.verbs.join(', ')}`).join('; ');
+/** `pods: get; nodes: get, list, watch; ...`: the rules the agent needs with `features` on (`<resource>.<group>` outside core). */
+export function rbacNeeds(features: readonly RbacFeature[]): string {
+  return AGENT_RBAC_RULES.filter((r) => r.feature === undefined || features.includes(r.feature))
+    .map((r) => `${r.group === '' ? r.resource : `${r.resource}.${r.group}`}: ${r.verbs.join(', ')}`)
+    .join('; ');
+}
+
+/** What the agent always needs. */
+export const AGENT_RBAC_TEXT = rbacNeeds([]);
 
 /** The Status message of an API failure (undefined without one). */
 function statusMessage(err: unknown): string | undefined {
@@ -74,8 +97,12 @@ export function nodeRestriction(err: unknown): { identity: string; target: strin
   return m ? { identity: m[1], target: m[2] } : undefined;
 }
 
-/** How the agent gets its RBAC: the ClusterRole and binding of deploy/base, applied with the DaemonSet. */
-export const RBAC_FIX = `apply flannel-windows' ClusterRole and ClusterRoleBinding (kubectl apply -k deploy/overlays/<your overlay>, or deploy/base/10-rbac.yml); it needs ${AGENT_RBAC_TEXT}`;
+/** How the agent gets its RBAC: the ClusterRole and binding of deploy/base, applied with the DaemonSet; what it needs with `features` on. */
+export function rbacFix(features: readonly RbacFeature[]): string {
+  return `apply flannel-windows' ClusterRole and ClusterRoleBinding (kubectl apply -k deploy/overlays/<your overlay>, or deploy/base/10-rbac.yml); it needs ${rbacNeeds(features)}`;
+}
+
+export const RBAC_FIX = rbacFix([]);
 
 /**
  * A 403 from the RBAC authorizer (not NodeRestriction): the permission the API server says is missing,
@@ -83,10 +110,10 @@ export const RBAC_FIX = `apply flannel-windows' ClusterRole and ClusterRoleBindi
  * forbiddenMessage: `User "<u>" cannot <verb> resource "<resource>[/<sub>]" ...`), and the fix.
  * Undefined for any other failure.
  */
-export function rbacRefusal(err: unknown): { permission: string; fix: string } | undefined {
+export function rbacRefusal(err: unknown, features: readonly RbacFeature[] = []): { permission: string; fix: string } | undefined {
   if (httpStatus(err) !== 403 || nodeRestriction(err) !== undefined) return undefined;
   const m = /cannot ([a-z]{1,32}) resource "([a-z0-9./-]{1,128})"/.exec(statusMessage(err) ?? '');
-  return { permission: m ? `${m[2]}: ${m[1]}` : 'unknown (the API server did not say)', fix: RBAC_FIX };
+  return { permission: m ? `${m[2]}: ${m[1]}` : 'unknown (the API server did not say)', fix: rbacFix(features) };
 }
 
 /**

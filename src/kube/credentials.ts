@@ -13,7 +13,7 @@
 //   client-node 1.4 reads `token-file` once at load, untrimmed (a trailing newline made an illegal
 //   header), and ignores `tokenFile`; its FileAuth (in-cluster) re-reads every 60 s on the wall clock,
 //   untrimmed, and never on a 401. Both are replaced by the source here.
-// - An exec credential plugin runs in client-node's ExecAuth (src/exec_auth.ts), which collects the
+// - An exec credential plugin runs in client-node's ExecAuth (client-node src/exec_auth.ts), which collects the
 //   plugin's whole stderr and rejects with it as the error message. client-go passes the plugin's stderr
 //   to its own stderr and never into an error (plugin/pkg/client/auth/exec/exec.go). Here the spawn
 //   ExecAuth uses keeps only the first MAX_PLUGIN_STDERR_CHARS of it, and a failure becomes

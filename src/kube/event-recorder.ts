@@ -244,11 +244,6 @@ export class KubeEventRecorder implements NodeEvents {
     });
   }
 
-  /** Resolves once every queued write was tried. */
-  async flush(): Promise<void> {
-    while (this.draining) await this.draining;
-  }
-
   private async drain(): Promise<void> {
     for (let w = this.queue.shift(); w; w = this.queue.shift()) {
       this.o.metrics.set(METRIC.nodeEventsQueued, this.queue.length);

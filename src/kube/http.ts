@@ -65,13 +65,44 @@ interface Prepared {
   authorization: string | undefined;
 }
 
+/** The TLS options an https agent's connections are made with (its `options`): what a kept connection must match. */
+const TLS_OPTIONS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
+
 export class KubeHttp {
+  /** The keep-alive agent of the requests and what it was made from (see `connections`). */
+  private pooled: { key: string; agent: http.Agent } | undefined;
+
   constructor(
     private readonly kc: KubeConfig,
     private readonly clock: Clock,
   ) {}
 
-  private async prepare(path: string, query: Query | undefined, method: string, contentType?: string): Promise<Prepared> {
+  /**
+   * The agent a request goes through. client-node makes a new one for every request (KubeConfig
+   * applyToHTTPSOptions): a new connection and TLS handshake per request, each of a 50,000-Node list's
+   * 334 pages its own (docs/performance.md, 50,000 Nodes). Its plain https (or http) agent is replaced by
+   * one keep-alive agent, kept while the TLS material it is made with stays the same (a client certificate
+   * renewed on disk, read again for every request as client-go's cert rotation does,
+   * transport/cert_rotation.go, gets a new one), as client-go keeps its connection to the API server. A
+   * proxy's agent is used as made. Only GETs are sent over it (a GET that meets a connection the server
+   * just closed fails, and its list is retried; a PATCH or POST is not sent twice), and not a watch: it
+   * holds its connection for its whole run and is ended by aborting it.
+   */
+  private connections(made: http.Agent | undefined): http.Agent | undefined {
+    if (made === undefined || (made.constructor !== https.Agent && made.constructor !== http.Agent)) return made;
+    const options = (made as https.Agent).options; // http.Agent has them too (untyped)
+    const material = TLS_OPTIONS.flatMap((k) => [k, ...[options[k]].flat().map((v) => (Buffer.isBuffer(v) ? v.toString('base64') : (JSON.stringify(v) ?? '')))]);
+    const key = [made.constructor.name, ...material].join('\0');
+    if (this.pooled?.key !== key) {
+      // The old agent is left to its requests in flight; its idle sockets are unref'd and closed by the server.
+      const tls = Object.fromEntries(TLS_OPTIONS.filter((k) => options[k] !== undefined).map((k) => [k, options[k]]));
+      this.pooled = { key, agent: made instanceof https.Agent ? new https.Agent({ ...tls, keepAlive: true }) : new http.Agent({ keepAlive: true }) };
+    }
+    return this.pooled.agent;
+  }
+
+  /** `keep`: over the kept connections (`connections`). */
+  private async prepare(path: string, query: Query | undefined, method: string, keep: boolean, contentType?: string): Promise<Prepared> {
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new KubeError('FLANNEL_ERR_KUBE', 'the kubeconfig has no current cluster: set current-context to a context naming a cluster with a server');
     const url = new URL(cluster.server.replace(/\/+$/, '') + path);
@@ -80,7 +111,7 @@ export class KubeHttp {
     // Every request names the agent, as client-go's rest.Config.UserAgent does (../basics/version.ts).
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': USER_AGENT, ...creds.headers };
     if (contentType) headers['Content-Type'] = contentType;
-    return { url, options: { method, headers, agent: creds.agent }, authorization: headers['authorization'] };
+    return { url, options: { method, headers, agent: keep ? this.connections(creds.agent) : creds.agent }, authorization: headers['authorization'] };
   }
 
   private send(p: Prepared, body: string | undefined, signal: AbortSignal): http.ClientRequest {
@@ -110,14 +141,14 @@ export class KubeHttp {
     const body = r.body === undefined ? undefined : JSON.stringify(r.body);
     const attempt = async (): Promise<unknown> => {
       const started = readMark();
-      const p = await this.prepare(r.path, r.query, r.method, r.contentType);
+      const p = await this.prepare(r.path, r.query, r.method, r.method === 'GET', r.contentType);
       try {
         return await this.exchange(p, body, ctrl.signal, what, r.unread);
       } catch (err) {
         // A 401 after a token file rotated: re-read it (client-go's ResetTokenOlderThan) and, when the
         // token changed, send the request once more (./credentials.ts).
         if (!(err instanceof KubeApiError) || err.statusCode !== 401 || !resetTokensOlderThan(this.kc, started)) throw err;
-        const again = await this.prepare(r.path, r.query, r.method, r.contentType);
+        const again = await this.prepare(r.path, r.query, r.method, r.method === 'GET', r.contentType);
         if (again.authorization === p.authorization) throw err;
         return await this.exchange(again, body, ctrl.signal, what, r.unread);
       }
@@ -180,7 +211,7 @@ export class KubeHttp {
   ): Promise<void> {
     const what = `watch ${path}`;
     const started = readMark();
-    const p = await this.prepare(path, { ...query, watch: true }, 'GET');
+    const p = await this.prepare(path, { ...query, watch: true }, 'GET', false);
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(opts.signal.reason);
     opts.signal.addEventListener('abort', onAbort, { once: true });

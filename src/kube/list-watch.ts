@@ -1,6 +1,6 @@
 // A list + watch of one Kubernetes resource, each object projected as it arrives: the generic half of an
 // informer, for any resource (Nodes today; NetworkPolicies, Pods and Namespaces next). Modelled on
-// client-node's ListWatch<T> (src/cache.ts: `new ListWatch(path, watch, listFn)`; a second resource is a
+// client-node's ListWatch<T> (client-node src/cache.ts: `new ListWatch(path, watch, listFn)`; a second resource is a
 // second instance) and client-go's Reflector (tools/cache/reflector.go ListAndWatch), whose loop it runs
 // through ../basics/relist.ts: a paged list, then a watch from the list's resourceVersion, resumed after a
 // clean close and relisted after 410 Gone or a broken watch, every round but a healthy watch's resumption
@@ -40,7 +40,7 @@ import { METRIC } from '../basics/metrics.js';
 import type { Metrics } from '../basics/metrics.js';
 import { runRelistLoop } from '../basics/relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../basics/relist.js';
-import { describe, rbacRefusal, retryAfterMs } from './api-error.js';
+import { describe, rbacRefusal, retryAfterMs, type RbacFeature } from './api-error.js';
 
 type Obj = Record<string, unknown>;
 
@@ -114,6 +114,8 @@ export interface KubeListWatchOptions<T> {
   watchSilenceMs?: number;
   /** How long one paged list may take, all its pages (default LIST_DEADLINE_MS). */
   listDeadlineMs?: number;
+  /** The features whose RBAC a 403's fix names besides the agent's own (../kube/api-error.ts rbacFix). */
+  rbacFeatures?: readonly RbacFeature[];
 }
 
 const SKIP_LOG_INTERVAL_MS = 60_000;
@@ -159,7 +161,7 @@ export class KubeListWatch<T> {
     const fields: Record<string, unknown> = { attempt: n.attempt, delayMs: n.delayMs };
     if (n.err !== undefined) fields.error = describe(n.err);
     if (n.err instanceof FlannelError) fields.code = n.err.code;
-    Object.assign(fields, rbacRefusal(n.err)); // a 403: the permission RBAC lacks and the fix
+    Object.assign(fields, rbacRefusal(n.err, this.o.rbacFeatures)); // a 403: the permission RBAC lacks and the fix
     switch (n.reason) {
       case 'list-failed':
         return [`listing ${this.o.resource} failed, backing off`, fields];
@@ -210,42 +212,62 @@ export class KubeListWatch<T> {
     const fail = (why: string, context: Record<string, unknown>) =>
       new KubeError('FLANNEL_ERR_KUBE_LIST', `${why}; the list would never end — check the API server or a proxy in front of it`, { page: pages, ...context });
     handler.listStarted();
-    do {
-      pages++;
-      if (this.o.clock.now() - started > deadlineMs) {
-        throw fail(`the ${kind} list did not end within ${Math.round(deadlineMs / 1000)} s (${count} ${resource} in ${pages - 1} pages)`, { objects: count, deadlineMs });
-      }
-      const page = asObj(await this.o.list({ limit: this.o.listPageSize, continue: cont }, signal));
-      const meta = asObj(page?.metadata);
-      const raw = page?.items;
-      if (!page || !Array.isArray(raw))
-        throw new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `the ${kind} list answer has no items array; check the API server or a proxy in front of it`, { page: pages });
-      if (rv === '' && typeof meta?.resourceVersion === 'string') rv = meta.resourceVersion;
-      if (count + raw.length > maxObjects) {
-        throw fail(`the ${kind} list holds more than ${maxObjects} ${resource}`, { objects: count + raw.length });
-      }
-      const items: T[] = [];
-      for (const obj of raw) {
-        const item = this.project(obj, 'list');
-        if (item !== undefined) items.push(item);
-      }
-      count += items.length;
-      const pageLast = items.length > 0 ? this.o.keyOf(items[items.length - 1]) : undefined;
-      cont = typeof meta?.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
-      if (cont !== undefined) {
-        const digest = createHash('sha256').update(cont).digest('base64');
-        if (seen.has(digest)) throw fail(`the API server sent the same ${kind} list continue token twice (page ${pages})`, { continue: cont.slice(0, 64) });
-        // A page that does not advance past the previous one (with more to come): a loop with fresh tokens.
-        if (pageLast === undefined || (lastKey !== undefined && pageLast <= lastKey)) {
-          throw fail(`page ${pages} of the ${kind} list does not advance (${raw.length} ${resource}, the last ${JSON.stringify((pageLast ?? '').slice(0, 64))})`, {
-            continue: cont.slice(0, 64),
-          });
+    // Each page is asked for as soon as the one before it has come, before that one is projected and handed
+    // on: the API server makes and sends the next page while the owner takes this one (client-go's pager
+    // waits; a 50,000-Node list is 334 pages: docs/performance.md, 50,000 Nodes). A page asked for by a list
+    // that then fails is abandoned.
+    const ctrl = new AbortController();
+    const stop = () => ctrl.abort(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    if (signal.aborted) stop();
+    const ask = (c: string | undefined): Promise<unknown> => {
+      const p = this.o.list({ limit: this.o.listPageSize, continue: c }, ctrl.signal);
+      p.catch(() => undefined); // awaited below, unless the list fails first
+      return p;
+    };
+    let next = ask(undefined);
+    try {
+      do {
+        pages++;
+        if (this.o.clock.now() - started > deadlineMs) {
+          throw fail(`the ${kind} list did not end within ${Math.round(deadlineMs / 1000)} s (${count} ${resource} in ${pages - 1} pages)`, { objects: count, deadlineMs });
         }
-        seen.add(digest);
-      }
-      if (pageLast !== undefined) lastKey = pageLast;
-      if (items.length > 0) handler.listPage(items);
-    } while (cont);
+        const page = asObj(await next);
+        const meta = asObj(page?.metadata);
+        const raw = page?.items;
+        if (!page || !Array.isArray(raw))
+          throw new KubeAnswerError('FLANNEL_ERR_KUBE_ANSWER', `the ${kind} list answer has no items array; check the API server or a proxy in front of it`, { page: pages });
+        if (rv === '' && typeof meta?.resourceVersion === 'string') rv = meta.resourceVersion;
+        if (count + raw.length > maxObjects) {
+          throw fail(`the ${kind} list holds more than ${maxObjects} ${resource}`, { objects: count + raw.length });
+        }
+        cont = typeof meta?.continue === 'string' && meta.continue !== '' ? meta.continue : undefined;
+        const digest = cont === undefined ? undefined : createHash('sha256').update(cont).digest('base64');
+        if (cont !== undefined && seen.has(digest!)) throw fail(`the API server sent the same ${kind} list continue token twice (page ${pages})`, { continue: cont.slice(0, 64) });
+        if (cont !== undefined && raw.length > 0) next = ask(cont); // an empty page does not advance (below): nothing after it
+        const items: T[] = [];
+        for (const obj of raw) {
+          const item = this.project(obj, 'list');
+          if (item !== undefined) items.push(item);
+        }
+        count += items.length;
+        const pageLast = items.length > 0 ? this.o.keyOf(items[items.length - 1]) : undefined;
+        if (cont !== undefined) {
+          // A page that does not advance past the previous one (with more to come): a loop with fresh tokens.
+          if (pageLast === undefined || (lastKey !== undefined && pageLast <= lastKey)) {
+            throw fail(`page ${pages} of the ${kind} list does not advance (${raw.length} ${resource}, the last ${JSON.stringify((pageLast ?? '').slice(0, 64))})`, {
+              continue: cont.slice(0, 64),
+            });
+          }
+          seen.add(digest!);
+        }
+        if (pageLast !== undefined) lastKey = pageLast;
+        if (items.length > 0) handler.listPage(items);
+      } while (cont);
+    } finally {
+      if (cont !== undefined) ctrl.abort(); // the list failed: the page asked for ahead goes
+      signal.removeEventListener('abort', stop);
+    }
     this.o.log.info(`${this.noun} list synced`, { [resource]: count, ...handler.listSummary?.(), pages, resourceVersion: rv });
     handler.listEnded();
     return rv;

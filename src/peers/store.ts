@@ -14,8 +14,8 @@
 // - a subnet nobody holds (the first complete list, or after a handover) goes to the claimant with the
 //   oldest creation time (Node metadata.creationTimestamp); with equal (or unknown) times, to no one;
 // - every node refused a subnet is a conflict: logged once, naming both nodes, and counted.
-// The first complete list decides from scratch: peers seen before it only add (a provisional holder may
-// lose its subnet to an older claimant on a later page when the list completes).
+// The first complete list decides every contested subnet from scratch: peers seen before it only add (a
+// provisional holder may lose its subnet to an older claimant on a later page when the list completes).
 // Subnets arrive normalised (network-address form) from the list-watch; the store compares them as text.
 // A dual-stack peer's IPv6 subnet rides along with its IPv4 lease: its items are the driver's (one route
 // per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
@@ -323,8 +323,11 @@ export class PeerStore<D> {
     if (update.kind === 'listed') {
       for (const key of [...this.peersByKey.keys()]) if (!update.keys.has(key)) this.report({ key, lease: undefined }, touched);
       this.isListed = true;
-      // The first complete list decides every subnet afresh (holders seen before it were provisional).
-      if (firstList) for (const [key, p] of this.peersByKey) if (p.lease) touched.add(key);
+      // The first complete list decides every contested subnet afresh (holders seen before it were
+      // provisional: an older claimant may have come on a later page). A subnet one peer claims and holds is
+      // decided as it was, by that peer's verdict alone: deciding it again re-made every peer's items, 1.3 s
+      // of a 50,000-Node cold start (docs/performance.md, 50,000 Nodes).
+      if (firstList) for (const [sn, keys] of this.claimants) if (keys.size > 1 || !keys.has(this.holder.get(sn) ?? '')) for (const key of keys) touched.add(key);
     } else {
       for (const p of update.peers) this.report(p, touched);
     }

@@ -46,6 +46,55 @@ export interface Ipv6ValidationContext {
   nodeNetwork?: string;
 }
 
+/** An address and the length of its on-link prefix (the external interface's). */
+export interface OnLink {
+  ip: string;
+  prefixLength: number;
+}
+
+/** What the peers are judged against: the cluster, the own lease and this node's addresses. */
+export interface PeerValidationFacts {
+  network: string;
+  backendType: 'vxlan' | 'host-gw';
+  vni?: number;
+  /** The own lease: its subnet is no peer's, and its prefix lengths are every peer's. */
+  own: { subnet: string; ipv6Subnet?: string };
+  ownIPs: readonly string[];
+  /** The external interface (host-gw: a peer's public IP, its next hop, must be on its network). */
+  ext?: OnLink;
+  /** Dual-stack: the IPv6Network, this node's IPv6 addresses and the external interface's IPv6 prefix. */
+  ipv6?: { network: string; ownIPs: readonly string[]; ext?: OnLink };
+}
+
+/**
+ * The context peers are validated in: the agent's peer store (src/backends/route-network.ts) and
+ * `flanneld doctor` (src/commands/doctor-checks.ts) build it here, so both judge a peer alike.
+ */
+export function peerValidation(f: PeerValidationFacts): LeaseValidationContext {
+  const onLink = (x: OnLink | undefined) => (x ? { nodeNetwork: `${x.ip}/${x.prefixLength}` } : {});
+  const v6 = f.ipv6;
+  return {
+    network: f.network,
+    subnetLen: Number(f.own.subnet.split('/')[1]),
+    ownSubnet: f.own.subnet,
+    backendType: f.backendType,
+    ...(f.vni !== undefined ? { vni: f.vni } : {}),
+    ownIPs: [...new Set(f.ownIPs)],
+    ...onLink(f.ext),
+    ...(v6 && f.own.ipv6Subnet !== undefined
+      ? {
+          ipv6: {
+            network: v6.network,
+            subnetLen: Number(f.own.ipv6Subnet.split('/')[1]),
+            ownSubnet: f.own.ipv6Subnet,
+            ownIPs: [...new Set(v6.ownIPs)],
+            ...onLink(v6.ext),
+          },
+        }
+      : {}),
+  };
+}
+
 // The reasons live in ./reject-reasons.ts, which the problems ledger (the metric's labels) reads too.
 
 /** Why a lease (or its IPv6 half) is rejected. */

@@ -13,7 +13,7 @@ import { namespacedKey } from './cluster.js';
 import type { NetpolSources } from './controller.js';
 import { projectNamespace, projectNetworkPolicy, projectPod, type Projection } from '../netpol/types.js';
 
-/** The RBAC the controller needs (deploy/ and the start-up 403 message name these). */
+/** What the controller lists and watches (its RBAC: ../kube/api-error.ts AGENT_RBAC_RULES, held equal by a test). */
 export const NETPOL_RESOURCES = [
   { group: 'networking.k8s.io', resource: 'networkpolicies', path: '/apis/networking.k8s.io/v1/networkpolicies' },
   { group: '', resource: 'pods', path: '/api/v1/pods' },
@@ -61,6 +61,7 @@ export function netpolSources(d: NetpolSourceDeps): NetpolSources {
     listDeadlineMs: d.timings.listDeadlineMs,
     watchTimeoutSeconds: d.timings.watchTimeoutSeconds,
     watchSilenceMs: d.timings.watchSilenceMs,
+    rbacFeatures: ['network-policy'] as const,
   });
   const [policies, pods, namespaces] = NETPOL_RESOURCES.map((r) => r.path);
   return {

@@ -86,6 +86,11 @@ export class ActualCache<A, K extends ItemKey = string> {
     return this.byKey.has(k);
   }
 
+  /** Every item held. */
+  values(): A[] {
+    return [...this.byKey.values()].flat();
+  }
+
   add(k: K, a: A): void {
     const list = this.byKey.get(k);
     if (list) list.push(a);

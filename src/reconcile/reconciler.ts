@@ -1,4 +1,4 @@
-// The reconcile loop both backends use (docs/adr/0001): it takes the changed keys from the desired side
+// The reconcile loop both backends use (docs/adr/0001-reconcile-as-a-set.md): it takes the changed keys from the desired side
 // (`DesiredSet`: the network's is the peer store), makes the plan (./plan.ts) against its cached read of the
 // dataplane, and has the writes (./writes.ts) carry it out through the driver. It knows keys and items, not
 // what they are for: a second controller is another Reconciler with its own driver, desired set and
@@ -9,8 +9,9 @@
 // felix/dataplane/windows/vxlan_mgr.go: record the desired state, mark it dirty, apply = read, diff,
 // write) with an incremental apply: the last read of the dataplane is kept as a cache, updated with our
 // own successful writes, so a peer event writes only its own delta and reads nothing. A full read and
-// diff happens at every resync period, after any failed or refused write, once the peer set is complete
-// (the first complete list), and after a rebuild. Refused items are ./refusals.ts's: each waits out its
+// diff happens at every resync period, after any failed or refused write, and after a rebuild; once the
+// peer set is complete (the first complete list), a full diff against the cache (a read when the cache is
+// not good). Refused items are ./refusals.ts's: each waits out its
 // own backoff and is retried alone, and the owner's sink hears of each.
 import type { Clock } from '../basics/clock.js';
 import { abortReason, pause, systemClock } from '../basics/clock.js';
@@ -306,12 +307,18 @@ export class Reconciler<A, D, K extends ItemKey = string> {
   private async onePass(): Promise<PassResult> {
     // Before the complete list the peer set is partial: a pass only adds.
     const early = !this.desired.listed;
+    const driver = this.driver;
+    // The first pass after the complete list plans every item, removals included: against the cache when it
+    // is good (the first pass's read and our writes since), else after a read. Reading back what the list's
+    // passes just wrote held up a 50,000-Node cold start for seconds (docs/performance.md, 50,000 Nodes); the
+    // next resync reads the dataplane and repairs what changed behind us meanwhile.
+    let fromCache = false;
     if (!early && !this.fullSinceListed) {
       this.fullSinceListed = true;
-      this.fullPending = true;
+      if (!this.fullPending && this.cache !== undefined && driver.toActual !== undefined) fromCache = true;
+      else this.fullPending = true;
     }
-    const driver = this.driver;
-    const incremental = !this.fullPending && this.cache !== undefined && driver.toActual !== undefined;
+    const incremental = !fromCache && !this.fullPending && this.cache !== undefined && driver.toActual !== undefined;
     const changed = this.desired.takeDirty();
     for (const k of changed) this.refusals.clear(k, 'forgotten'); // new content: try it now rather than after the old item's backoff
     const keys = incremental ? [...new Set([...changed, ...this.retryKeys])] : undefined;
@@ -322,7 +329,9 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     const out: PassResult = { ok: true, added: 0, removed: 0, replaced: 0 };
     let plan: ReconcilePlan<A, D> | undefined;
     try {
-      if (!incremental) {
+      if (fromCache) {
+        plan = planReconcile(this.cache!.values(), this.desired.desiredItems(), driver);
+      } else if (!incremental) {
         const before = this.cache;
         const actual = await driver.readActual();
         this.lastFullAt = this.clock.now();

@@ -13,7 +13,9 @@
 //  * the default route is the 0.0.0.0/0 row of lowest metric (GetIpForwardTable2 / `route print`);
 //  * routes on an unknown interface fail with 1168 ERROR_NOT_FOUND (netioapi.h CreateIpForwardEntry2).
 import { HostError, RouteError } from '../basics/errors.js';
-import type { Host, HostInterface, InterfacesOptions, IpFamily } from '../host/host.js';
+import { isApipa } from '../basics/ip4.js';
+import { WIN32_ERROR } from '../win32/encoding.js';
+import type { Host, HostInterface, InterfacesOptions, IpFamily, NicAddress, NicConfiguration, NicRoute, SettingOrigin } from '../host/host.js';
 import { ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS, type Route, type RouteTable } from '../routes/route-table.js';
 import { routeKey, type KeyedState } from './keyed.js';
 import type { SimulatedDataplane } from './model.js';
@@ -54,28 +56,49 @@ export function physicalAdapterFor(state: DataplaneState, name: string | undefin
   return target === undefined ? viaRoute : byName(state, target);
 }
 
-/** Bind the vSwitch to `phys` once: its IP and routes move to `vEthernet (<phys>)` with a new index. */
+/** The APIPA address Windows' IPv4 autoconfiguration gives an adapter without one (RFC 3927, 169.254.1.0-169.254.254.255/16), by its index. */
+export function apipaAddress(interfaceIndex: number): string {
+  return `169.254.${(interfaceIndex % 254) + 1}.${((interfaceIndex * 37) % 254) + 1}`;
+}
+
+const isDefaultRoute = (prefix: string) => prefix === '0.0.0.0/0' || prefix === '::/0';
+
+/**
+ * Bind the vSwitch to `phys` once: its IP and default routes move to `vEthernet (<phys>)` with a new index;
+ * its other routes are not carried over (the persistent routes start scripts add back by hand:
+ * sig-windows-tools#36). Only the first L2Bridge/Overlay network on an adapter does this: HNS takes an
+ * adapter "not already attached to an external vSwitch" for a new one and shares the vSwitch of one that
+ * is (MicrosoftDocs/Virtualization-Documentation PR #595, microsoft/SDN#269 "An adapter was not found"),
+ * so a second network finds the vNIC as it is. With the state's `vnicSettings` `dhcp-only` the vNIC keeps
+ * only what DHCP gives: a NIC configured by hand comes up on APIPA, without gateway, DNS servers or IPv6
+ * address (VnicSettings, ./state.ts, cites the reports).
+ */
 export function ensureVSwitch(state: DataplaneState, phys: SimAdapter, newIndex: () => number): SimAdapter {
   const name = vEthernetName(phys.Name);
   const existing = state.adapters.find((a) => a.Name === name);
   if (existing) return existing;
+  const index = newIndex();
+  const dropStatic = state.vnicSettings === 'dhcp-only' && phys.Dhcp !== true;
   const vnic: SimAdapter = {
     Name: name,
-    InterfaceIndex: newIndex(),
-    IPAddress: phys.IPAddress,
-    PrefixLength: phys.PrefixLength,
+    InterfaceIndex: index,
+    IPAddress: dropStatic ? apipaAddress(index) : phys.IPAddress,
+    PrefixLength: dropStatic ? 16 : phys.PrefixLength,
     Mtu: phys.Mtu,
     Forwarding: false,
-    ...(phys.IPv6Address !== undefined ? { IPv6Address: phys.IPv6Address, IPv6PrefixLength: phys.IPv6PrefixLength ?? 64 } : {}),
+    ...(phys.Dhcp === true || dropStatic ? { Dhcp: true } : {}),
+    ...(phys.IPv6Address !== undefined && state.vnicSettings !== 'dhcp-only' ? { IPv6Address: phys.IPv6Address, IPv6PrefixLength: phys.IPv6PrefixLength ?? 64 } : {}),
+    ...(phys.DnsServers !== undefined && !dropStatic ? { DnsServers: [...phys.DnsServers] } : {}),
   };
   phys.IPAddress = '';
   phys.PrefixLength = 0;
   delete phys.IPv6Address;
   delete phys.IPv6PrefixLength;
   state.adapters.push(vnic);
+  const moves = (r: SimRoute) => isDefaultRoute(r.DestinationPrefix) && !(state.vnicSettings === 'dhcp-only' && (dropStatic || r.DestinationPrefix === '::/0'));
   state.routes = state.routes.flatMap((r) => {
     if (r.InterfaceIndex !== phys.InterfaceIndex) return [r];
-    return r.DestinationPrefix === '0.0.0.0/0' || r.DestinationPrefix === '::/0' ? [{ ...r, InterfaceIndex: vnic.InterfaceIndex }] : [];
+    return moves(r) ? [{ ...r, InterfaceIndex: vnic.InterfaceIndex }] : [];
   });
   return vnic;
 }
@@ -93,6 +116,7 @@ export function releaseVSwitch(state: DataplaneState, physName: string): void {
       phys.IPv6Address = vnic.IPv6Address;
       phys.IPv6PrefixLength = vnic.IPv6PrefixLength ?? 64;
     }
+    if (vnic.DnsServers !== undefined) phys.DnsServers = [...vnic.DnsServers];
   }
   state.routes = state.routes.flatMap((r) => {
     if (r.InterfaceIndex !== vnic.InterfaceIndex) return [r];
@@ -135,6 +159,31 @@ export function deleteRoute(view: KeyedState, route: SimRoute): void {
     });
   }
   view.deleteRoute(held);
+}
+
+/**
+ * CreateUnicastIpAddressEntry of a manual address: the model holds one address per family and adapter, so
+ * it replaces an APIPA one (Windows' autoconfiguration address yields to a configured one, RFC 3927 1.9)
+ * and the adapter is no longer DHCP-configured; the address it holds already is ERROR_OBJECT_ALREADY_EXISTS
+ * (5010), and a second configured one of a family is refused as ERROR_NOT_SUPPORTED (50): not modelled.
+ */
+export function addUnicastAddress(state: DataplaneState, interfaceIndex: number, address: string, prefixLength: number): void {
+  const op = 'CreateUnicastIpAddressEntry';
+  const a = adapterOrThrow(state, op, interfaceIndex);
+  const v6 = address.includes(':');
+  const held = v6 ? a.IPv6Address : a.IPAddress;
+  const fail = (status: number, why: string) => new HostError('FLANNEL_ERR_HOST', `${op} failed with status ${status}: ${why}`, { op, interfaceIndex, address, status });
+  if (held === address) throw fail(ERROR_OBJECT_ALREADY_EXISTS, `interface ${interfaceIndex} holds ${address} already`);
+  if (v6) {
+    if (held !== undefined) throw fail(WIN32_ERROR.ERROR_NOT_SUPPORTED, 'the simulated adapter holds one IPv6 address');
+    a.IPv6Address = address;
+    a.IPv6PrefixLength = prefixLength;
+    return;
+  }
+  if (held !== '' && held !== undefined && !isApipa(held)) throw fail(WIN32_ERROR.ERROR_NOT_SUPPORTED, 'the simulated adapter holds one IPv4 address');
+  a.IPAddress = address;
+  a.PrefixLength = prefixLength;
+  delete a.Dhcp;
 }
 
 /** The adapter with this index; HostError FLANNEL_ERR_HOST (status 1168) when there is none. */
@@ -220,6 +269,54 @@ export class SimulatedHost implements Host {
     const v6 = family === 'ipv6' ? { Family: 'AF_INET6' } : {};
     await this.dp.enter('GetIpInterfaceEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, ...v6 }));
     return this.dp.getForwarding(interfaceIndex, family);
+  }
+
+  /**
+   * The adapter's addresses (GetUnicastIpAddressTable: an APIPA address is the autoconfiguration's, a DHCP
+   * adapter's IPv4 DHCP's), its routes (GetIpForwardTable2: a DHCP adapter's default route is DHCP's, the
+   * rest the operator's) and hand-set DNS servers (GetInterfaceDnsSettings; a fault on it makes them unknown,
+   * as on a host without that call).
+   */
+  async nicConfiguration(interfaceIndex: number): Promise<NicConfiguration> {
+    const input = JSON.stringify({ InterfaceIndex: interfaceIndex });
+    await this.dp.enter('GetUnicastIpAddressTable', 'host', 0, input);
+    const a = this.dp.listAdapters().find((x) => x.InterfaceIndex === interfaceIndex);
+    if (!a)
+      throw new HostError('FLANNEL_ERR_HOST', `there is no interface with index ${interfaceIndex}`, { op: 'GetUnicastIpAddressTable', interfaceIndex, status: ERROR_NOT_FOUND });
+    const origin4: SettingOrigin = isApipa(a.IPAddress) ? 'other' : a.Dhcp ? 'dhcp' : 'manual';
+    const addresses: NicAddress[] = [
+      ...(a.IPAddress !== '' ? [{ address: a.IPAddress, prefixLength: a.PrefixLength, origin: origin4 }] : []),
+      ...(a.IPv6Address !== undefined ? [{ address: a.IPv6Address, prefixLength: a.IPv6PrefixLength ?? 64, origin: 'manual' as const }] : []),
+    ];
+    await this.dp.enter('GetIpForwardTable2', 'host', 0, input);
+    const routes: NicRoute[] = this.dp.listRoutes(interfaceIndex).map((r) => ({
+      destinationPrefix: r.DestinationPrefix,
+      nextHop: r.NextHop,
+      metric: r.Metric,
+      origin: a.Dhcp && r.DestinationPrefix === '0.0.0.0/0' ? 'dhcp' : 'manual',
+    }));
+    const dnsRead = await this.dp.enter('GetInterfaceDnsSettings', 'host', 0, input).then(
+      () => true,
+      () => false,
+    );
+    return { addresses, routes, ...(dnsRead ? { dnsServers: [...(a.DnsServers ?? [])] } : {}) };
+  }
+
+  /** CreateUnicastIpAddressEntry (./host.ts addUnicastAddress); the address held already is success. */
+  async addUnicastAddress(interfaceIndex: number, address: string, prefixLength: number): Promise<void> {
+    await this.dp.enter('CreateUnicastIpAddressEntry', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, Address: address, PrefixLength: prefixLength }));
+    try {
+      this.dp.addUnicastAddress(interfaceIndex, address, prefixLength);
+    } catch (err) {
+      if (err instanceof HostError && err.context['status'] === ERROR_OBJECT_ALREADY_EXISTS) return;
+      throw err;
+    }
+  }
+
+  /** SetInterfaceDnsSettings(NameServer): the adapter's hand-set DNS servers. */
+  async setDnsServers(interfaceIndex: number, servers: readonly string[]): Promise<void> {
+    await this.dp.enter('SetInterfaceDnsSettings', 'host', 0, JSON.stringify({ InterfaceIndex: interfaceIndex, NameServer: servers.join(',') }));
+    this.dp.setDnsServers(interfaceIndex, servers);
   }
 }
 

@@ -11,7 +11,7 @@ import { hnsError, hresultText } from '../hns/errors.js';
 import type { HcnEndpoint, HcnLoadBalancer, HcnNetwork, HcnPolicy, HnsVersion } from '../hns/schema.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../basics/clock.js';
 import { Injections, consumeFault, findFault, parseHresult } from './faults.js';
-import { adapterOrThrow, createRoute, deleteRoute } from './host.js';
+import { adapterOrThrow, addUnicastAddress, createRoute, deleteRoute } from './host.js';
 import type { IpFamily } from '../host/host.js';
 import * as loadBalancers from './load-balancers.js';
 import * as namespaces from './namespaces.js';
@@ -412,6 +412,18 @@ export class SimulatedDataplane {
       const a = adapterOrThrow(v.doc, 'SetIpInterfaceEntry', interfaceIndex);
       if (family === 'ipv6') a.ForwardingV6 = enabled;
       else a.Forwarding = enabled;
+    });
+  }
+
+  /** CreateUnicastIpAddressEntry (./host.ts addUnicastAddress). */
+  addUnicastAddress(interfaceIndex: number, address: string, prefixLength: number): void {
+    this.store.change((v) => addUnicastAddress(v.doc, interfaceIndex, address, prefixLength));
+  }
+
+  /** SetInterfaceDnsSettings(NameServer). HostError FLANNEL_ERR_HOST (status 1168) for an unknown index. */
+  setDnsServers(interfaceIndex: number, servers: readonly string[]): void {
+    this.store.change((v) => {
+      adapterOrThrow(v.doc, 'SetInterfaceDnsSettings', interfaceIndex).DnsServers = [...servers];
     });
   }
 

@@ -5,11 +5,12 @@
 import { DataplaneStateError } from '../basics/errors.js';
 import { MAX_JSON_DEPTH, jsonTooDeep } from '../basics/json-depth.js';
 import { isIp4 } from '../basics/ip4.js';
+import { parseIp6 } from '../basics/ip6.js';
 import type { HnsVersion } from '../hns/schema.js';
 import { parseFaultRules } from './faults.js';
 import { DUPLICATE_REMOTE_ENDPOINT_IP_MODES, POLICY_BATCH_MODES, type DuplicateRemoteEndpointIp, type PolicyBatches } from './refusals.js';
 import { loadBalancerShapeProblem } from './load-balancers.js';
-import type { DataplaneState, SimAdapter } from './state.js';
+import { VNIC_SETTINGS_MODES, type DataplaneState, type SimAdapter, type VnicSettings } from './state.js';
 
 type Kind = 'string' | 'number' | 'boolean' | 'object' | 'array';
 type Obj = Record<string, unknown>;
@@ -93,8 +94,11 @@ class Shape {
       a,
       at,
       { Name: 'string', InterfaceIndex: 'number', IPAddress: 'string' },
-      { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean', IPv6Address: 'string', IPv6PrefixLength: 'number', ForwardingV6: 'boolean' },
+      { PrefixLength: 'number', Mtu: 'number', Forwarding: 'boolean', IPv6Address: 'string', IPv6PrefixLength: 'number', ForwardingV6: 'boolean', Dhcp: 'boolean' },
     );
+    if (a.DnsServers !== undefined && !(Array.isArray(a.DnsServers) && a.DnsServers.every((d) => typeof d === 'string' && (isIp4(d) || parseIp6(d) !== undefined)))) {
+      this.fail(`${at}.DnsServers must be a list of IP addresses`, `${at}.DnsServers`);
+    }
     if (!Number.isInteger(a.InterfaceIndex)) this.fail(`${at}.InterfaceIndex must be an integer`, `${at}.InterfaceIndex`);
     if (a.IPAddress !== '' && !isIp4(a.IPAddress as string)) this.fail(`${at}.IPAddress ${JSON.stringify(a.IPAddress)} is not an IPv4 address ('' for none)`, `${at}.IPAddress`);
   };
@@ -108,7 +112,7 @@ export function parseHnsVersion(v: unknown): HnsVersion | undefined {
 
 /**
  * Parse and validate the text of the state file `file` (networks, endpoints, routes, adapters, namespaces, faults, policyBatches, hnsVersion,
- * loadBalancers, rehydratingLoadBalancers, duplicateRemoteEndpointIp). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
+ * loadBalancers, rehydratingLoadBalancers, duplicateRemoteEndpointIp, vnicSettings). Throws FLANNEL_ERR_DATAPLANE_STATE naming the
  * file and the first bad entry (e.g. `networks[0].Policies[2].Type must be a string, got null`; `entry` in its context).
  */
 export function parseDataplaneState(text: string, file: string): DataplaneState {
@@ -171,6 +175,9 @@ export function parseDataplaneState(text: string, file: string): DataplaneState 
       `"duplicateRemoteEndpointIp" must be one of ${DUPLICATE_REMOTE_ENDPOINT_IP_MODES.map((m) => JSON.stringify(m)).join(', ')}, got ${JSON.stringify(o.duplicateRemoteEndpointIp)}`,
       '$.duplicateRemoteEndpointIp',
     );
+  }
+  if (o.vnicSettings !== undefined && !VNIC_SETTINGS_MODES.includes(o.vnicSettings as VnicSettings)) {
+    fail(`"vnicSettings" must be one of ${VNIC_SETTINGS_MODES.map((m) => JSON.stringify(m)).join(', ')}, got ${JSON.stringify(o.vnicSettings)}`, '$.vnicSettings');
   }
   if (o.faults !== undefined) {
     const faults = parseFaultRules(o.faults);

@@ -35,7 +35,23 @@ export interface SimAdapter {
   IPv6PrefixLength?: number;
   /** IPv6 forwarding (SetIpInterfaceEntry with Family AF_INET6); kept apart from IPv4's, as Windows does. */
   ForwardingV6?: boolean;
+  /**
+   * DHCP gives the adapter its IPv4 address and default route (`ipconfig /all`: "DHCP Enabled . . : Yes");
+   * absent = configured by hand. Every other route is the operator's (`route -p add`, New-NetRoute).
+   */
+  Dhcp?: boolean;
+  /** The DNS servers set on the adapter by hand (Set-DnsClientServerAddress, GetInterfaceDnsSettings' NameServer); absent = none. */
+  DnsServers?: string[];
 }
+
+/**
+ * What the vNIC of a new vSwitch keeps of its NIC's settings (the state file's `vnicSettings`, ./host.ts
+ * ensureVSwitch): `copied` (default) the address, default route and DNS servers; `dhcp-only` only what DHCP
+ * gives: a NIC configured by hand comes up on an APIPA address without gateway or DNS servers
+ * (kubernetes-sigs/sig-windows-tools#162 and #105, microsoft/SDN#498, ovn-kubernetes/ovn-kubernetes#2530).
+ */
+export type VnicSettings = 'copied' | 'dhcp-only';
+export const VNIC_SETTINGS_MODES: readonly VnicSettings[] = ['copied', 'dhcp-only'];
 
 /** The state file document. `faults` and `policyBatches` are only present when someone wrote them. */
 export interface DataplaneState {
@@ -60,6 +76,8 @@ export interface DataplaneState {
   rehydratingLoadBalancers?: HcnLoadBalancer[];
   /** Whether HNS takes a second remote endpoint with an IP a remote endpoint holds (./refusals.ts); absent = `refuse`. */
   duplicateRemoteEndpointIp?: DuplicateRemoteEndpointIp;
+  /** What a new vSwitch's vNIC keeps of its NIC's settings (VnicSettings); absent = `copied`. */
+  vnicSettings?: VnicSettings;
 }
 
 /**

@@ -5,11 +5,13 @@
 //
 // Every size and offset below was printed by a probe compiled with x86_64-w64-mingw32-gcc against the
 // SDK headers mingw-w64 ships (netioapi.h, iprtrmib.h) and run under Wine; the Windows test harness
-// asserts SIZES and OFFSETS against the same probe. Where any other
-// description and the header disagree, the header wins.
+// asserts SIZES and every offset table against the same probe (test/support/win32-layout.ts flattens them).
+// Where any other description and the header disagree, the header wins.
 
 // ================================================================ constants
 
+/** ws2def.h: both families (GetUnicastIpAddressTable, GetIpForwardTable2). */
+export const AF_UNSPEC = 0;
 export const AF_INET = 2;
 export const AF_INET6 = 23;
 /** NL_ROUTE_PROTOCOL: a route added through the management API (what route.exe / New-NetRoute make). */
@@ -23,6 +25,7 @@ export const IF_MAX_STRING_SIZE = 256;
 export const WIN32_ERROR = {
   NO_ERROR: 0,
   ERROR_ACCESS_DENIED: 5,
+  ERROR_NOT_SUPPORTED: 50,
   ERROR_INVALID_PARAMETER: 87,
   ERROR_INSUFFICIENT_BUFFER: 122,
   ERROR_NO_DATA: 232,
@@ -144,8 +147,10 @@ export const MIB_UNICASTIPADDRESS_TABLE_OFFSETS = {
   Table: 8,
 } as const;
 
-/** NL_PREFIX_ORIGIN, NL_SUFFIX_ORIGIN and NL_DAD_STATE values (nldef.h) the address reader tells apart. */
+/** NL_PREFIX_ORIGIN, NL_SUFFIX_ORIGIN, NL_DAD_STATE and NL_ROUTE_ORIGIN values (nldef.h) the readers tell apart. */
 export const NL = {
+  IpPrefixOriginManual: 1,
+  IpPrefixOriginDhcp: 3,
   IpPrefixOriginRouterAdvertisement: 4,
   IpSuffixOriginLinkLayerAddress: 4,
   /** A temporary (privacy, RFC 8981) or random stable suffix. */
@@ -154,38 +159,9 @@ export const NL = {
   IpDadStateDuplicate: 2,
   IpDadStateDeprecated: 3,
   IpDadStatePreferred: 4,
+  NlroManual: 0,
+  NlroDHCP: 2,
 } as const;
-
-/** C member paths of the flattened nested fields (as `offsetof` spells them). */
-const NESTED_NAMES: Record<string, string> = {
-  DestinationPrefix_Prefix_si_family: 'DestinationPrefix.Prefix.si_family',
-  DestinationPrefix_Prefix_Ipv4_sin_addr: 'DestinationPrefix.Prefix.Ipv4.sin_addr',
-  DestinationPrefix_PrefixLength: 'DestinationPrefix.PrefixLength',
-  NextHop_si_family: 'NextHop.si_family',
-  NextHop_Ipv4_sin_addr: 'NextHop.Ipv4.sin_addr',
-  DestinationPrefix_Prefix_Ipv6_sin6_addr: 'DestinationPrefix.Prefix.Ipv6.sin6_addr',
-  NextHop_Ipv6_sin6_addr: 'NextHop.Ipv6.sin6_addr',
-  Address_si_family: 'Address.si_family',
-  Address_Ipv4_sin_addr: 'Address.Ipv4.sin_addr',
-  Address_Ipv6_sin6_addr: 'Address.Ipv6.sin6_addr',
-  Address_Ipv6_sin6_scope_id: 'Address.Ipv6.sin6_scope_id',
-};
-
-/** `STRUCT.field` -> offset for one structure's offsets table. */
-function keyed(struct: string, offsets: Record<string, number>): [string, number][] {
-  return Object.entries(offsets).map(([k, v]) => [`${struct}.${NESTED_NAMES[k] ?? k}`, v]);
-}
-
-/** Everything the harness probe compares, keyed `STRUCT.field` like the probe prints them. */
-export const OFFSETS: Record<string, number> = Object.fromEntries([
-  ...keyed('MIB_IPFORWARD_ROW2', MIB_IPFORWARD_ROW2_OFFSETS),
-  ...keyed('MIB_IPFORWARD_TABLE2', MIB_IPFORWARD_TABLE2_OFFSETS),
-  ...keyed('MIB_IPINTERFACE_ROW', MIB_IPINTERFACE_ROW_OFFSETS),
-  ...keyed('MIB_IPADDRROW', MIB_IPADDRROW_OFFSETS),
-  ...keyed('MIB_IPADDRTABLE', MIB_IPADDRTABLE_OFFSETS),
-  ...keyed('MIB_UNICASTIPADDRESS_ROW', MIB_UNICASTIPADDRESS_ROW_OFFSETS),
-  ...keyed('MIB_UNICASTIPADDRESS_TABLE', MIB_UNICASTIPADDRESS_TABLE_OFFSETS),
-]);
 
 // ================================================================ UTF-16LE
 
@@ -212,10 +188,6 @@ export function findUtf16Nul(buf: Buffer, from = 0): number {
 
 const GUID_RE = /^\{?([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})\}?$/i;
 
-export function isGuid(s: string): boolean {
-  return GUID_RE.test(s);
-}
-
 /**
  * GUID text -> the 16 bytes of `struct GUID { u32 Data1; u16 Data2; u16 Data3; u8 Data4[8]; }`:
  * Data1..3 little-endian (byte-swapped relative to the text), Data4 as written. Braces optional.
@@ -231,39 +203,11 @@ export function guidToBuffer(guid: string): Buffer {
   return buf;
 }
 
-/** The 16 GUID bytes at `offset` -> upper-case text without braces (how HNS prints IDs). */
-export function guidFromBuffer(buf: Buffer, offset = 0): string {
-  if (buf.length < offset + SIZES.GUID) throw new RangeError('a GUID needs 16 bytes');
-  const h = (n: number, w: number): string => n.toString(16).padStart(w, '0');
-  const d4 = buf.subarray(offset + 8, offset + 16).toString('hex');
-  return [h(buf.readUInt32LE(offset), 8), h(buf.readUInt16LE(offset + 4), 4), h(buf.readUInt16LE(offset + 6), 4), d4.slice(0, 4), d4.slice(4)].join('-').toUpperCase();
-}
-
 // ================================================================ HRESULT / NETIO_STATUS
-
-/** HRESULT as the unsigned 32-bit value (0x80070005). */
-export function hresultUnsigned(hr: number): number {
-  return hr >>> 0;
-}
-
-/** HRESULT as the signed 32-bit value a C `HRESULT` (LONG) holds (-2147024891). */
-export function hresultSigned(hr: number): number {
-  return hr | 0;
-}
 
 /** FAILED(hr): severity bit set. */
 export function hrFailed(hr: number): boolean {
   return (hr | 0) < 0;
-}
-
-/** HRESULT_FROM_WIN32(code). */
-export function hresultFromWin32(code: number): number {
-  return code <= 0 ? code >>> 0 : ((code & 0xffff) | 0x80070000) >>> 0;
-}
-
-/** Whether a NETIO_STATUS (a DWORD, compared unsigned) is NO_ERROR. */
-export function netioSuccess(status: number): boolean {
-  return status >>> 0 === WIN32_ERROR.NO_ERROR;
 }
 
 // ================================================================ IPv4 helpers

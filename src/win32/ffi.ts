@@ -321,6 +321,12 @@ export class FfiWin32Native implements Win32Native, Win32ServiceNative {
   deleteIpForwardEntry2(row: Buffer): number {
     return this.netio('DeleteIpForwardEntry2', [this.D.U8Array], [row]);
   }
+  initializeUnicastIpAddressEntry(row: Buffer): void {
+    this.call<undefined>('iphlpapi', 'InitializeUnicastIpAddressEntry', this.D.Void, [this.D.U8Array], [row]);
+  }
+  createUnicastIpAddressEntry(row: Buffer): number {
+    return this.netio('CreateUnicastIpAddressEntry', [this.D.U8Array], [row]);
+  }
   getIpAddrTable(table: Buffer, size: Buffer, order: boolean): number {
     return this.netio('GetIpAddrTable', [this.D.U8Array, this.D.U8Array, this.D.I32], [table, size, order ? 1 : 0]);
   }

@@ -323,6 +323,47 @@ export function unicastRowToIpv6Address(row: UnicastIpAddressRow): { address: st
   return { address: row.address, prefixLength: row.onLinkPrefixLength, ...(temporary ? { temporary } : {}), ...(deprecated ? { deprecated } : {}) };
 }
 
+/** Where an address came from, as the host seam tells it (NL_PREFIX_ORIGIN: Manual, Dhcp, the rest). */
+export function prefixOriginSetting(prefixOrigin: number): 'manual' | 'dhcp' | 'other' {
+  return prefixOrigin === NL.IpPrefixOriginManual ? 'manual' : prefixOrigin === NL.IpPrefixOriginDhcp ? 'dhcp' : 'other';
+}
+
+/**
+ * Where a route came from: `manual` a route set by hand (Origin NlroManual, Protocol MIB_IPPROTO_NETMGMT:
+ * `route -p add`, New-NetRoute, a static gateway), `dhcp` one DHCP gave (NlroDHCP), `other` the rest (the
+ * interface's own subnet, host and broadcast routes: Protocol MIB_IPPROTO_LOCAL; router advertisements).
+ */
+export function routeOriginSetting(row: Pick<IpForwardRow2, 'origin' | 'protocol'>): 'manual' | 'dhcp' | 'other' {
+  if (row.origin === NL.NlroManual && row.protocol === MIB_IPPROTO_NETMGMT) return 'manual';
+  return row.origin === NL.NlroDHCP ? 'dhcp' : 'other';
+}
+
+/**
+ * Write a manual unicast address into the MIB_UNICASTIPADDRESS_ROW InitializeUnicastIpAddressEntry filled
+ * (its defaults kept: infinite lifetimes, origins "unchanged"): Address (either family), InterfaceLuid 0
+ * (= use the index), InterfaceIndex, OnLinkPrefixLength, DadState IpDadStatePreferred, as Microsoft Learn's
+ * CreateUnicastIpAddressEntry example sets them.
+ */
+export function encodeUnicastIpAddressRow(
+  spec: { interfaceIndex: number; address: string; prefixLength: number },
+  row: Buffer = Buffer.alloc(SIZES.MIB_UNICASTIPADDRESS_ROW),
+): Buffer {
+  if (row.length < SIZES.MIB_UNICASTIPADDRESS_ROW) throw new RangeError(`MIB_UNICASTIPADDRESS_ROW needs ${SIZES.MIB_UNICASTIPADDRESS_ROW} bytes`);
+  const O = MIB_UNICASTIPADDRESS_ROW_OFFSETS;
+  const v6 = spec.address.includes(':');
+  if (!(Number.isInteger(spec.prefixLength) && spec.prefixLength >= 0 && spec.prefixLength <= (v6 ? 128 : 32))) {
+    throw new TypeError(`${spec.prefixLength} is not a prefix length for ${spec.address}`);
+  }
+  row.fill(0, O.Address, O.Address + SIZES.SOCKADDR_INET);
+  row.writeUInt16LE(v6 ? AF_INET6 : AF_INET, O.Address_si_family);
+  (v6 ? ipv6ToBytes(spec.address) : ipv4ToBytes(spec.address)).copy(row, v6 ? O.Address_Ipv6_sin6_addr : O.Address_Ipv4_sin_addr);
+  row.writeBigUInt64LE(0n, O.InterfaceLuid);
+  row.writeUInt32LE(spec.interfaceIndex >>> 0, O.InterfaceIndex);
+  row.writeUInt8(spec.prefixLength, O.OnLinkPrefixLength);
+  row.writeInt32LE(NL.IpDadStatePreferred, O.DadState);
+  return row;
+}
+
 /**
  * An address the adapter holds: not one whose duplicate address detection failed (IpDadStateDuplicate)
  * or that is invalid (IpDadStateInvalid): Windows does not use those.

@@ -93,6 +93,11 @@ export interface Win32IpHelperNative {
   /** `ConvertInterfaceLuidToAlias(const NET_LUID *, PWSTR, SIZE_T Length)`; `lengthChars` in WCHARs. */
   convertInterfaceLuidToAlias(luid: Buffer, alias: Buffer, lengthChars: number): number;
 
+  /** `VOID InitializeUnicastIpAddressEntry(PMIB_UNICASTIPADDRESS_ROW)`: fills defaults into the 80-byte row. */
+  initializeUnicastIpAddressEntry(row: Buffer): void;
+  /** `NETIO_STATUS CreateUnicastIpAddressEntry(const MIB_UNICASTIPADDRESS_ROW *)`. */
+  createUnicastIpAddressEntry(row: Buffer): number;
+
   /** `VOID InitializeIpInterfaceEntry(PMIB_IPINTERFACE_ROW)` on the 168-byte row. */
   initializeIpInterfaceEntry(row: Buffer): void;
   getIpInterfaceEntry(row: Buffer): number;

@@ -216,16 +216,26 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     ).toHaveLength(2);
   });
 
-  it("RBAC: exactly flannel's rules plus events create/patch (Events on the own Node), bound to the Windows ServiceAccount", () => {
+  it("RBAC: exactly flannel's rules plus events create/patch (Events on the own Node) and --network-policy's list/watch, bound to the Windows ServiceAccount", () => {
     const role = find('ClusterRole', 'flannel-windows');
     expect(role['rules']).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
+      { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['list', 'watch'] },
     ]);
-    // The agent's 403 hint names exactly these rules (src/kube/api-error.ts).
-    expect((role['rules'] as { resources: string[]; verbs: string[] }[]).map((r) => ({ resource: r.resources[0], verbs: r.verbs }))).toEqual(AGENT_RBAC_RULES);
+    // The agent's 403 hint names exactly these rules (src/kube/api-error.ts), each feature's with the feature on.
+    expect(
+      (role['rules'] as { apiGroups: string[]; resources: string[]; verbs: string[] }[]).map((r) => ({ group: r.apiGroups[0], resource: r.resources[0], verbs: r.verbs })),
+    ).toEqual(AGENT_RBAC_RULES.map(({ group, resource, verbs }) => ({ group, resource, verbs })));
+    // The manifest says which feature needs the rules that only a feature needs.
+    const rbacText = readFileSync(join(DEPLOY, 'base', '10-rbac.yml'), 'utf8');
+    for (const r of AGENT_RBAC_RULES.filter((x) => x.feature !== undefined)) {
+      expect(rbacText).toMatch(new RegExp(`# --${r.feature}[^\\n]*\\n\\s+- apiGroups: \\['${r.group}'\\]\\n\\s+resources: \\['${r.resource}'\\]`));
+    }
     const binding = find('ClusterRoleBinding', 'flannel-windows');
     expect(binding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel-windows' });
     expect(binding['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'flannel-windows', namespace: 'kube-flannel' }]);

@@ -110,6 +110,30 @@ describe('flanneld doctor (built CLI)', () => {
     expect(gone.stdout).toContain('1 check(s) failed: hns-network');
   }, 30_000);
 
+  // src/cni/containerd-config.ts: doctor takes the agent's --containerd-config; a given --cni-bin-dir that is
+  // not containerd's bin_dirs[0] is a warning row with both fixes (not a failure: the flag is honoured).
+  it("cni-containerd: a --cni-bin-dir that is not containerd's is a warn row with its fix; the same directory is ok", async () => {
+    const config = join(dir, 'config.toml');
+    const toml = (bin: string) => `version = 3\n[plugins.'io.containerd.cri.v1.runtime'.cni]\nbin_dirs = ['${bin}']\nconf_dir = '${join(dir, 'net.d')}'\n`;
+    writeFileSync(config, toml(join(dir, 'containerd-bin')));
+    const off = await runFlanneld(['doctor', ...flags, `--containerd-config=${config}`, '--json'], { NODE_NAME: NODE });
+    const row = (JSON.parse(off.stdout) as { checks: CheckRow[] }).checks.find((r) => r.id === 'cni-containerd');
+    expect(row).toMatchObject({
+      status: 'warn',
+      saw: `--cni-bin-dir ${join(dir, 'bin')} is not where containerd runs CNI plugins from: ${join(dir, 'containerd-bin')} (bin_dirs[0] in ${config})`,
+    });
+    expect(row?.fix).toContain(`pass --cni-bin-dir ${join(dir, 'containerd-bin')}`);
+    writeFileSync(config, toml(join(dir, 'bin')));
+    const on = await runFlanneld(['doctor', ...flags, `--containerd-config=${config}`, '--json'], { NODE_NAME: NODE });
+    expect((JSON.parse(on.stdout) as { checks: CheckRow[] }).checks.find((r) => r.id === 'cni-containerd')).toMatchObject({ status: 'ok' });
+    writeFileSync(config, 'version = 3\n[plugins\n');
+    const bad = await runFlanneld(['doctor', ...flags, `--containerd-config=${config}`, '--json'], { NODE_NAME: NODE });
+    expect((JSON.parse(bad.stdout) as { checks: CheckRow[] }).checks.find((r) => r.id === 'cni-containerd')).toMatchObject({
+      status: 'warn',
+      saw: expect.stringContaining('FLANNEL_ERR_CONTAINERD_CONFIG') as unknown,
+    });
+  });
+
   it('exits 2 on bad usage', async () => {
     const bad = await runFlanneld(['doctor', '--service-cidr=nope', ...flags]);
     expect(bad.status).toBe(2);

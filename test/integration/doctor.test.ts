@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
 import { INSTALL_RECORD } from '../../src/cni-plugins/install.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { bareNode } from '../../src/demo/kube-fake/nodes.js';
+import { bareNode, kubeTime } from '../../src/demo/kube-fake/nodes.js';
 import { command } from '../../src/commands/doctor.js';
 import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
@@ -473,6 +473,42 @@ describe('flanneld doctor on the simulated node', () => {
     const agent = await agentInSync();
     await agent.stop();
     expect(failed(await doctor())).toEqual([]);
+  }, 60_000);
+
+  it('peers: contested subnets are settled as the agent settles them (the older Node keeps one; a tie goes to no one), so doctor expects no route the agent rightly leaves out', async () => {
+    restore();
+    // The rule is the peer store's (src/peers/store.ts): Node metadata.creationTimestamp decides who holds a
+    // podCIDR two Nodes claim. linux-1 (added when the cluster started) keeps 10.244.1.0/24 against a
+    // younger Node; two Nodes created in the same second both claim 10.244.5.0/24 and neither gets it.
+    const later = kubeTime(Date.now() + 3_600_000);
+    const contested = [
+      { name: 'linux-late', podCIDR: PEER, publicIP: '10.0.0.12', created: later },
+      { name: 'linux-a', podCIDR: '10.244.5.0/24', publicIP: '10.0.0.13', created: later },
+      { name: 'linux-b', podCIDR: '10.244.5.0/24', publicIP: '10.0.0.14', created: later },
+    ];
+    for (const c of contested) {
+      const n = linuxFlannelNode({ name: c.name, podCIDR: c.podCIDR, publicIP: c.publicIP, backendType: 'vxlan' });
+      n.metadata.creationTimestamp = c.created;
+      cluster.api.addNode(n);
+    }
+    try {
+      const agent = await agentInSync();
+      try {
+        await waitFor(async () => (await agentStatus())?.peers.rejected === contested.length, "the agent's /status names the contested peers");
+        const d = await doctor();
+        expect(failed(d)).toEqual([]);
+        expect(row(d, 'peers')?.status).toBe('ok');
+        for (const c of contested) expect(row(d, 'peers')?.saw).toContain(c.name);
+      } finally {
+        await agent.stop();
+      }
+      // What the agent left is what doctor expects without it too.
+      const stopped = await doctor();
+      expect(failed(stopped)).toEqual([]);
+      expect(row(stopped, 'peers')?.saw).toContain('3 peer(s) rejected by flanneld');
+    } finally {
+      for (const c of contested) cluster.api.deleteNode(c.name);
+    }
   }, 60_000);
 
   it('net-conf.json changed under the running agent: a warning that a restart rebuilds the network, no restart advice elsewhere; put back, it passes', async () => {

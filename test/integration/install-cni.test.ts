@@ -268,6 +268,51 @@ describe('flanneld install-cni', () => {
   });
 });
 
+/** A containerd config.toml in `dir` (containerd 2.1's shape, test/fixtures/containerd/containerd-2.1.toml) whose CNI table is `cni`. */
+function containerdConfig(name: string, cni: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, `version = 3\n[plugins.'io.containerd.cri.v1.runtime'.cni]\n${cni}\n`);
+  return path;
+}
+
+describe('flanneld install-cni: containerd config.toml (src/cni/containerd-config.ts)', () => {
+  const zipSource = () => ['--source', `${base}/plugins-v1.zip`, '--sha256', sha(zipV1)];
+
+  it('without --bin-dir the plugins go to bin_dirs[0] of --containerd-config', async () => {
+    const target = join(dir, 'containerd-bin');
+    const config = containerdConfig('bin-dirs.toml', `bin_dir = ''\nbin_dirs = ['${target}', '/opt/cni/bin']`);
+    const r = await run([...zipSource(), '--containerd-config', config]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    for (const p of PLUGINS) expect(readFileSync(join(target, p)).toString('latin1')).toBe(exe(p, 'v1').toString('latin1'));
+  });
+
+  it("a --bin-dir that is not containerd's is used as given, with a warning naming both fixes", async () => {
+    const config = containerdConfig('bin-dir.toml', `bin_dir = '${join(dir, 'containerd-old')}'`);
+    const r = await run([...zipSource(), '--containerd-config', config, '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(existsSync(join(dir, 'containerd-old'))).toBe(false);
+    expect(r.stderr).toContain(`warning: --bin-dir ${binDir()} is not where containerd runs CNI plugins from: ${join(dir, 'containerd-old')} (bin_dir in ${config})`);
+    expect(r.stderr).toContain(`pass --bin-dir ${join(dir, 'containerd-old')}`);
+  });
+
+  it('a malformed containerd config without --bin-dir: FLANNEL_ERR_CONTAINERD_CONFIG, nothing downloaded or written', async () => {
+    const config = join(dir, 'broken.toml');
+    writeFileSync(config, 'version = 3\n[plugins\n');
+    const before = requests.length;
+    const r = await run([...zipSource(), '--containerd-config', config]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[FLANNEL_ERR_CONTAINERD_CONFIG]');
+    expect(requests.length).toBe(before);
+  });
+
+  it('a missing containerd config: the --bin-dir default, no warning', async () => {
+    const r = await run([...zipSource(), '--containerd-config', join(dir, 'absent.toml'), '--bin-dir', binDir()]);
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe('');
+  });
+});
+
 describe('src/cni-plugins/pinned.json', () => {
   it('pins each upstream release by URL and SHA-256, with where the hash came from: the four flannel plugins always, sdnbridge for dual-stack', () => {
     const provided = (list: readonly { sha256: string; url: string; repository: string; version: string; sha256Checked: string; provides: object }[]) => {

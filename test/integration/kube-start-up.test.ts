@@ -25,7 +25,7 @@ import { KubeApiError, KubeError } from '../../src/basics/errors.js';
 import { systemClock } from '../../src/basics/clock.js';
 import { userAgent } from '../../src/basics/version.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
-import { readMetric } from '../support/agent-signals.js';
+import { eventsSettled, readMetric } from '../support/agent-signals.js';
 import { expectCode } from '../support/errors.js';
 import { waitFor } from '../support/cluster.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -243,7 +243,7 @@ describe('Events refused (a ClusterRole without events)', () => {
     const lease = await m.acquireLease(async () => VXLAN, signal());
     const events = m.nodeEvents(lease);
     for (let i = 0; i < 6; i++) events.record({ type: 'Warning', reason: 'PeerRejected', message: `peer p${i % 3} rejected` });
-    await events.flush();
+    await eventsSettled(metrics, 6);
     const warns = entries.filter((e) => e['level'] === 'warn');
     expect(warns).toHaveLength(1);
     expect(warns[0]).toMatchObject({ rule: 'events: create, patch', namespace: 'default' });
@@ -260,7 +260,8 @@ describe('User-Agent', () => {
 
   it('every request carries it: list, watch, get, patch, event create and patch', async () => {
     api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.1', backendType: 'vxlan' }));
-    const m = manager();
+    const metrics = new Metrics();
+    const m = manager({ metrics });
     const lease = await m.acquireLease(async () => VXLAN, signal());
     await m.completeLease(lease, signal());
     const updates: LeaseUpdate[] = [];
@@ -269,7 +270,7 @@ describe('User-Agent', () => {
     const events = m.nodeEvents(lease);
     events.record({ type: 'Normal', reason: 'FlannelStarted', message: 'started' });
     events.record({ type: 'Normal', reason: 'FlannelStarted', message: 'started' });
-    await events.flush();
+    await eventsSettled(metrics, 2);
     const kinds = new Set(api.requests.map((r) => `${r.method} ${r.path.replace(/\/events\/win\..*$/, '/events/<name>')}${r.query['watch'] ? '?watch' : ''}`));
     expect([...kinds].sort()).toEqual(
       [

@@ -15,7 +15,7 @@ import { PeerProblems, peerRejectedEvent, peerRefusedEvent } from '../../src/pee
 import { silentLogger } from '../../src/basics/log.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { HRESULT, hnsError } from '../../src/hns/errors.js';
-import { readMetric } from '../support/agent-signals.js';
+import { eventsSettled, readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 
@@ -153,7 +153,7 @@ describe('KubeEventRecorder over HTTP', () => {
     rec.record(e);
     rec.record(e);
     rec.record(e);
-    await rec.flush();
+    await eventsSettled(metrics, 3);
     const events = api!.events({ kind: 'Node', name: NODE });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ reason: NODE_EVENT_REASON.peerRefused, count: 3, type: 'Warning' });
@@ -164,7 +164,7 @@ describe('KubeEventRecorder over HTTP', () => {
     const name = (events[0].metadata as { name: string }).name;
     expect(api!.expireEvent('default', name)).toBe(true);
     rec.record(e);
-    await rec.flush();
+    await eventsSettled(metrics, 4);
     expect(api!.events({ kind: 'Node', name: NODE })).toMatchObject([{ count: 4, metadata: { name } }]);
     expect(await readMetric(metrics, METRIC.nodeEventsWritten)).toBe(4);
   });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { TestCluster, VXLAN_NET_CONF, WIN_IP, freePort, waitFor } from '../support/cluster.js';
+import { logSink } from '../support/log-sink.js';
 
 const WIN = 'win';
 let cluster: TestCluster;
@@ -57,5 +58,27 @@ describe('/readyz and NetworkUnavailable agree', () => {
     await waitFor(async () => (await readyz()) === 503, 'readyz 503');
     await waitFor(() => condition()?.status === 'True' && condition(), 'NetworkUnavailable=True after the read');
     expect(condition()).toMatchObject({ reason: 'CNIConfigMissing' });
+  }, 60_000);
+
+  // src/cni/containerd-config.ts: with --containerd-config and no --cni-conf-dir / --cni-bin-dir, the check
+  // reads containerd's conf_dir and bin_dirs[0] (here no conflist in conf_dir: CNIConfigMissing, which the
+  // check would not say at all without a conf dir); a given --cni-bin-dir elsewhere is kept and warned about.
+  it("--containerd-config: the check reads containerd's conf_dir and bin_dirs[0]; a --cni-bin-dir elsewhere is logged with its fix", async () => {
+    const dir = join(cluster.dir, WIN);
+    const [confDir, binDir] = [join(dir, 'containerd', 'conf'), join(dir, 'containerd', 'bin')];
+    mkdirSync(confDir, { recursive: true });
+    mkdirSync(binDir, { recursive: true });
+    const config = join(dir, 'config.toml');
+    writeFileSync(config, `version = 3\n[plugins.'io.containerd.cri.v1.runtime'.cni]\nbin_dir = ''\nbin_dirs = ['${binDir}']\nconf_dir = '${confDir}'\n`);
+    const sink = logSink('info');
+    const other = join(dir, 'other-bin');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF, log: sink.log, extraArgs: [`--containerd-config=${config}`, `--cni-bin-dir=${other}`] });
+    await waitFor(() => condition()?.reason === 'CNIConfigMissing' && condition(), 'NetworkUnavailable=True CNIConfigMissing', 20_000);
+    const status = await a.agent.status();
+    expect(status.cni).toMatchObject({ confDir, binDir: other });
+    const warning = sink.entries.find((e) => e['message'] === "the agent's CNI directory is not containerd's");
+    expect(warning).toMatchObject({ level: 'warn', flag: '--cni-bin-dir', containerd: binDir });
+    expect(String(warning?.['fix'])).toContain(`pass --cni-bin-dir ${binDir}`);
+    expect(sink.entries.filter((e) => e['message'] === "the agent's CNI directory is not containerd's")).toHaveLength(1);
   }, 60_000);
 });

@@ -98,7 +98,9 @@ describe('sdnbridge dual-stack replay against the agent network', () => {
     const [theirs] = recorded.plugins;
     expect((conf as { cniVersion: string }).cniVersion).toBe(recorded.cniVersion); // 0.2.0: no raw-byte MAC in the result
     expect(mine['type']).toBe(theirs['type']);
-    expect(mine['optionalFlags']).toEqual(theirs['optionalFlags']);
+    // The recording ran without loopbackDSR (sdnbridge's default, false); the conflist turns it on as it does
+    // win-bridge's (src/cni/conflist.ts renderDualStackCniConfig).
+    expect(mine['optionalFlags']).toEqual({ ...(theirs['optionalFlags'] as object), loopbackDSR: true });
     // The recording copied Microsoft's example, `dnsCapabilities`, a capability nothing fills; sdnbridge reads
     // runtimeConfig.dns, which containerd passes as the `dns` capability (src/cni/conflist.ts).
     expect(theirs['capabilities']).toEqual({ portMappings: true, dnsCapabilities: true });

@@ -90,3 +90,14 @@ export const LIST_FAILED = 'listing nodes failed, backing off';
 export async function waitForMetric(source: MetricsSource, name: string, value: number, what: string, opts: number | WaitOptions = {}): Promise<void> {
   await waitFor(async () => metricValue(await source(), name) === value, `${what} (${name} == ${value})`, opts);
 }
+
+/**
+ * Wait until `n` Events recorded on the own Node are settled: written, or dropped for a reason (the
+ * recorder's counters, src/kube/event-recorder.ts; a rate-limited one is dropped as it is recorded).
+ */
+export async function eventsSettled(metrics: MetricsRenderer, n: number): Promise<void> {
+  await waitFor(
+    async () => (await readMetric(metrics, 'flannel_node_events_written_total')) + (await readMetricTotal(metrics, 'flannel_node_events_dropped_total')) >= n,
+    `${n} Events written or dropped`,
+  );
+}

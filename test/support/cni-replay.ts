@@ -385,3 +385,33 @@ export function describeMismatches(r: ReplayMismatch[], max = 20): string {
 export function sdnbridgeUnexpected(ms: ReplayMismatch[]): ReplayMismatch[] {
   return ms.filter((m) => !/HcnQueryNetworkProperties out|HcnEnumerateNetworks out/.test(m.where) && !/PrefixLength/.test(m.where));
 }
+
+/** An IPv4 address as the hex of its bytes, as win-overlay derives an endpoint's MAC from it (`0E-2A-0a-f4-64-03`). */
+const ipv4Hex = (ip: string) =>
+  ip
+    .split('.')
+    .map((b) => Number(b).toString(16).padStart(2, '0'))
+    .join('-');
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * A recorded ADD made the ADD of another pod: the same calls, with the pod's addresses (host-local's
+ * allocation, one per family, in the order of the recorded endpoint's IpConfigurations), its container id
+ * and, where the plugin derived the endpoint's MAC from the IPv4 address (win-overlay's endpointMacPrefix),
+ * that MAC put in. What the plugin sends and what HNS answers change together, so the replay still compares
+ * every reply with the recording.
+ */
+export function addTraceFor(trace: Trace, pod: { ips: readonly string[]; containerId: string }): Trace {
+  if (trace.command !== 'ADD') throw new Error(`${trace.scenario} is no ADD`);
+  const create = trace.calls.find((c) => c.fn === 'HcnCreateEndpoint');
+  const settings = create?.args['settings'] as { IpConfigurations?: { IpAddress: string }[]; MacAddress?: string } | undefined;
+  const recorded = (settings?.IpConfigurations ?? []).map((c) => c.IpAddress);
+  if (recorded.length !== pod.ips.length) throw new Error(`${trace.scenario} adds a pod with ${recorded.length} addresses, not ${pod.ips.length}`);
+  let text = JSON.stringify(trace).split(trace.inputs.env['CNI_CONTAINERID']).join(pod.containerId);
+  recorded.forEach((ip, i) => {
+    text = text.replace(new RegExp(`(?<![0-9a-fA-F.:])${escapeRe(ip)}(?![0-9a-fA-F:]|\\.\\d)`, 'g'), pod.ips[i]);
+    if (!ip.includes(':') && settings?.MacAddress?.endsWith(ipv4Hex(ip))) text = text.split(ipv4Hex(ip)).join(ipv4Hex(pod.ips[i]));
+  });
+  return JSON.parse(text) as Trace;
+}

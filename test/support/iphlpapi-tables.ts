@@ -2,6 +2,7 @@
 // GetUnicastIpAddressTable and GetIpAddrTable hands back in the transport tests. The layouts are netioapi.h / iprtrmib.h's on x64
 // (src/win32/encoding.ts holds their sizes and offsets; src/win32/iphlpapi.ts decodes them).
 import {
+  AF_INET,
   AF_INET6,
   MIB_IPADDRROW_OFFSETS,
   MIB_IPADDRTABLE_OFFSETS,
@@ -44,7 +45,7 @@ export function encodeIpAddrTable(rows: { address: string; interfaceIndex: numbe
   return buf;
 }
 
-/** One MIB_UNICASTIPADDRESS_ROW to encode (AF_INET6); the origins and DAD state default to a manual, preferred address. */
+/** One MIB_UNICASTIPADDRESS_ROW to encode; the origins and DAD state default to a manual, preferred address. */
 export interface UnicastAddressSpec {
   address: string;
   interfaceIndex: number;
@@ -57,15 +58,17 @@ export interface UnicastAddressSpec {
   scopeId?: number;
 }
 
-/** Build a MIB_UNICASTIPADDRESS_TABLE of AF_INET6 rows. */
+/** Build a MIB_UNICASTIPADDRESS_TABLE (an address with a dot is an AF_INET row, any other AF_INET6). */
 export function encodeUnicastIpAddressTable(rows: UnicastAddressSpec[]): Buffer {
   const buf = Buffer.alloc(unicastIpAddressTableLength(rows.length));
   buf.writeUInt32LE(rows.length, MIB_UNICASTIPADDRESS_TABLE_OFFSETS.NumEntries);
   const O = MIB_UNICASTIPADDRESS_ROW_OFFSETS;
   rows.forEach((r, i) => {
     const at = MIB_UNICASTIPADDRESS_TABLE_OFFSETS.Table + i * SIZES.MIB_UNICASTIPADDRESS_ROW;
-    buf.writeUInt16LE(AF_INET6, at + O.Address_si_family);
-    ipv6ToBytes(r.address).copy(buf, at + O.Address_Ipv6_sin6_addr);
+    const v4 = r.address.includes('.');
+    buf.writeUInt16LE(v4 ? AF_INET : AF_INET6, at + O.Address_si_family);
+    if (v4) ipv4ToBytes(r.address).copy(buf, at + O.Address_Ipv4_sin_addr);
+    else ipv6ToBytes(r.address).copy(buf, at + O.Address_Ipv6_sin6_addr);
     buf.writeUInt32LE(r.scopeId ?? 0, at + O.Address_Ipv6_sin6_scope_id);
     buf.writeBigUInt64LE(0x6000000000000n + BigInt(r.interfaceIndex), at + O.InterfaceLuid);
     buf.writeUInt32LE(r.interfaceIndex, at + O.InterfaceIndex);

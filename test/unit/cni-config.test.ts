@@ -3,7 +3,7 @@
 // and against the CNI configs the install paths people use today write (microsoft/SDN, sig-windows-tools,
 // rke2): their OutBoundNAT exceptions and policies are the golden data.
 import { describe, expect, it } from '@jest/globals';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cniPaths, dualStackRanges, renderCniConfig, rerenderedOwnConflist, type CniConfigInput } from '../../src/cni/conflist.js';
@@ -221,6 +221,23 @@ describe('the node addresses, from the host adapters (Host.interfaces)', () => {
     expect(managementIPv6Of(adapter, { iface: [], publicIPv6: undefined })).toEqual({ managementIPv6: '2001:db8:1::20', managementIPv6Subnet: '2001:db8:1::/64' });
     expect(managementIPv6Of(adapter, { iface: [], publicIPv6: 'fd00:1::20' })).toEqual({ managementIPv6: 'fd00:1::20', managementIPv6Subnet: 'fd00:1::/48' });
   });
+
+  // As the agent picks it (src/agent/external-interface.ts publicIPv6): without --iface / --iface-regex the
+  // own Node's flannel annotations name the address, when the adapter holds it; --public-ipv6 goes first.
+  it("managementIPv6Of: kube mode without --iface or --public-ipv6 takes the address the Node's flannel annotations name", () => {
+    const adapter = {
+      ...ethernet,
+      ipv6Addresses: [
+        { address: '2001:db8:1::20', prefixLength: 64 },
+        { address: 'fd00:1::20', prefixLength: 48 },
+      ],
+    };
+    const none = { iface: [], ifaceRegex: [], publicIPv6: undefined };
+    expect(managementIPv6Of(adapter, none, ['fd00:1::20'])).toEqual({ managementIPv6: 'fd00:1::20', managementIPv6Subnet: 'fd00:1::/48' });
+    expect(managementIPv6Of(adapter, none, ['fd00:9::1', 'fd00:1::20'])).toMatchObject({ managementIPv6: 'fd00:1::20' }); // one the adapter holds
+    expect(managementIPv6Of(adapter, { ...none, publicIPv6: '2001:db8:1::20' }, ['fd00:1::20'])).toMatchObject({ managementIPv6: '2001:db8:1::20' });
+    expect(managementIPv6Of(adapter, { ...none, iface: ['192.168.1.20'] }, ['fd00:1::20'])).toMatchObject({ managementIPv6: '2001:db8:1::20' });
+  });
 });
 
 describe('splitArgs', () => {
@@ -272,6 +289,33 @@ describe('the cni-config command', () => {
       const b = io();
       expect(await command.run([...args, '-o', join(dir, 'out', '10-flannel.conflist')], b.io)).toBe(0);
       expect(readFileSync(join(dir, 'out', '10-flannel.conflist'), 'utf8')).toBe(a.out.stdout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // src/cni/containerd-config.ts: containerd loads the conflist from its conf_dir only; -o elsewhere is
+  // written as asked (the agent never edits containerd's config) and said, with the -o that fits.
+  it("-o outside containerd's conf_dir (--containerd-config) is written and warned about; inside it, no warning; a malformed config is said", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cni-config-'));
+    try {
+      writeFileSync(join(dir, 'net-conf.json'), '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}');
+      const confDir = join(dir, 'containerd', 'conf');
+      const config = join(dir, 'config.toml');
+      writeFileSync(config, `version = 3\n[plugins.'io.containerd.cri.v1.runtime'.cni]\nconf_dir = '${confDir}'\n`);
+      const args = [`--net-config-path=${join(dir, 'net-conf.json')}`, '--management-ip=192.168.1.20', `--containerd-config=${config}`];
+      const a = io();
+      expect(await command.run([...args, '-o', join(dir, 'net.d', '10-flannel.conflist')], a.io)).toBe(0);
+      expect(existsSync(join(dir, 'net.d', '10-flannel.conflist'))).toBe(true);
+      expect(a.out.stderr).toContain(`warning: -o ${join(dir, 'net.d', '10-flannel.conflist')} is not in containerd's conf_dir ${confDir} (conf_dir in ${config})`);
+      expect(a.out.stderr).toContain(`-o ${join(confDir, '10-flannel.conflist')}`);
+      const b = io();
+      expect(await command.run([...args, '-o', join(confDir, '10-flannel.conflist')], b.io)).toBe(0);
+      expect(b.out.stderr).not.toContain('warning');
+      writeFileSync(config, 'version = 3\n[plugins\n');
+      const c = io();
+      expect(await command.run([...args, '-o', join(confDir, '10-flannel.conflist')], c.io)).toBe(0);
+      expect(c.out.stderr).toContain('FLANNEL_ERR_CONTAINERD_CONFIG');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -429,6 +473,17 @@ describe('the dual-stack conflist (sdnbridge)', () => {
     // sdnbridge reads the pod's DNS from runtimeConfig.dns (cni/cni.go RuntimeConfig `json:"dns"`); libcni
     // fills runtimeConfig only for the capabilities a plugin declares, and containerd passes DNS as `dns`.
     expect(dual.plugins[0]['capabilities']).toEqual({ portMappings: true, dns: true });
+  });
+
+  // sdnbridge reads `optionalFlags.loopbackDSR` (microsoft/windows-container-networking v0.3.1 cni/cni.go
+  // OptionalFlags; common/core/network.go Add: network/policy.go GetLoopbackDSRPolicy, an OutBoundNAT with
+  // the pod's IPv4 address as destination), as win-bridge reads its top-level `loopbackDSR`.
+  it('loopbackDSR: on by default in optionalFlags, as the win-bridge and win-overlay conflists; off with --no-loopback-dsr', () => {
+    const base = input('fd00:10:244::/56', 'fd00:10:244:3::/64');
+    const flags = (conf: Record<string, unknown>) => (conf['plugins'] as Record<string, unknown>[])[0]['optionalFlags'];
+    expect(flags(renderCniConfig(base))).toEqual({ localRoutedPortMapping: true, allowAclPortMapping: true, enableDualStack: true, loopbackDSR: true });
+    expect(flags(renderCniConfig({ ...base, loopbackDSR: false }))).toMatchObject({ loopbackDSR: false });
+    expect((renderCniConfig(base)['plugins'] as Record<string, unknown>[])[0]).not.toHaveProperty('loopbackDSR');
   });
 
   it('single-stack keeps win-bridge under flannel', () => {

@@ -311,6 +311,8 @@ describe('defaults and platforms', () => {
       cniIpamDataDir: '',
       cniConfDir: '',
       cniBinDir: '',
+      containerdConfig: '',
+      cniDirsGiven: { confDir: false, binDir: false },
       logLevel: 'info',
       logFormat: 'text',
       logFile: '',
@@ -358,6 +360,7 @@ describe('defaults and platforms', () => {
       'cni-ipam-data-dir': cfg.cniIpamDataDir,
       'cni-conf-dir': cfg.cniConfDir,
       'cni-bin-dir': cfg.cniBinDir,
+      'containerd-config': cfg.containerdConfig,
       dataplane: cfg.dataplane,
     };
     const withWindowsDefault = FLAGS.filter((f) => f.windowsDefault !== undefined);

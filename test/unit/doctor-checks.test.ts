@@ -27,7 +27,12 @@ function vxlanFacts(): DoctorFacts {
     publishedVtepMac: '00:15:5d:aa:bb:cc',
     sourceVipFiles: [{ path: '/run/flannel/sourcevip.json', ip: '10.244.7.2' }],
     peers: {
-      desired: [{ node: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', vni: 4096, vtepMac: '0e:2a:0a:00:00:0b', os: 'linux' }],
+      nodes: [
+        {
+          lease: { key: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:00:0b' } },
+          os: 'linux',
+        },
+      ],
       actual: [{ prefix: '10.244.1.0/24', via: '10.0.0.11', vni: 4096, mac: '0e:2a:0a:00:00:0b' }],
       refused: undefined,
     },
@@ -85,7 +90,7 @@ function hostGwFacts(): DoctorFacts {
     publishedVtepMac: undefined,
     sourceVipFiles: [],
     peers: {
-      desired: [{ node: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw' }],
+      nodes: [{ lease: { key: 'linux-1', subnet: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'host-gw', backendData: null } }],
       actual: [{ prefix: '10.244.1.0/24', via: '10.0.0.11' }],
       refused: undefined,
     },
@@ -205,7 +210,7 @@ describe('runChecks', () => {
     first.plugins[0].delegate!.loopbackDSR = false;
     f.netConf = { ...(f.netConf as { type: 'vxlan'; name: string; network: string; vni: number; port: number }), vni: 1 };
     (f.networks as { vsid?: number }[])[0].vsid = 1;
-    f.peers.desired = [];
+    f.peers.nodes = [];
     f.peers.actual = [];
     const rows = runChecks(f);
     expect(rows.filter((r) => r.status === 'fail')).toEqual([]);
@@ -213,14 +218,23 @@ describe('runChecks', () => {
     expect(exitCodeOf(rows)).toBe(0);
   });
 
+  it("settles a contested subnet as the agent's peer store does: the older Node's policy is expected, the younger Node is named", () => {
+    const f = vxlanFacts();
+    const older = f.peers.nodes![0];
+    older.lease.created = 1_000;
+    f.peers.nodes!.push({ lease: { ...older.lease, key: 'linux-2', publicIP: '10.0.0.12', created: 2_000 }, os: 'linux' });
+    const row = runChecks(f).find((r) => r.id === 'peers')!;
+    expect(row.status).toBe('ok');
+    expect(row.saw).toContain('linux-2 (subnet-overlaps-peer)');
+    // Swap the times: now linux-2 holds the subnet, and the policy to linux-1 is stale.
+    f.peers.nodes![1].lease.created = 500;
+    expect(runChecks(f).find((r) => r.id === 'peers')!.saw).toContain('stale for linux-2 10.244.1.0/24 via 10.0.0.11, published 10.0.0.12');
+  });
+
   it('names at most MAX_LISTED peers in a row, and how many more', () => {
     const f = vxlanFacts();
-    f.peers.desired = Array.from({ length: MAX_LISTED + 5 }, (_, i) => ({
-      node: `n${i}`,
-      subnet: `10.244.${100 + i}.0/24`,
-      publicIP: `10.0.1.${i + 1}`,
-      backendType: 'vxlan',
-      vni: 4096,
+    f.peers.nodes = Array.from({ length: MAX_LISTED + 5 }, (_, i) => ({
+      lease: { key: `n${i}`, subnet: `10.244.${100 + i}.0/24`, publicIP: `10.0.1.${i + 1}`, backendType: 'vxlan', backendData: { VNI: 4096, VtepMAC: '0e:2a:0a:00:01:01' } },
     }));
     f.peers.actual = [];
     const row = runChecks(f).find((r) => r.id === 'peers')!;

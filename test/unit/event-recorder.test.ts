@@ -10,7 +10,7 @@ import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import type { NodeEvent } from '../../src/node-events.js';
 import { KubeEventRecorder } from '../../src/kube/event-recorder.js';
 import type { KubeHttp } from '../../src/kube/http.js';
-import { readMetric } from '../support/agent-signals.js';
+import { eventsSettled, readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const warn = (message: string): NodeEvent => ({ type: 'Warning', reason: 'FlannelPeerRejected', message });
@@ -42,7 +42,7 @@ describe('KubeEventRecorder', () => {
     const rec = new KubeEventRecorder({ http, nodeName: 'win-1', clock: new FakeClock(), log: silentLogger(), metrics });
     rec.record(warn('peer linux-1 rejected'));
     await second;
-    await rec.flush();
+    await eventsSettled(metrics, 2);
     expect(posted).toEqual(['peer linux-1 rejected', 'peer linux-2 rejected']);
     expect(await readMetric(metrics, METRIC.nodeEventsWritten)).toBe(2);
     expect(await readMetric(metrics, METRIC.nodeEventsQueued)).toBe(0);

@@ -11,7 +11,7 @@ import { HRESULT } from '../../src/hns/errors.js';
 import type { HcnNetwork, HnsNetworkV1 } from '../../src/hns/schema.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { ZERO_GUID } from '../../src/hns/transport.js';
-import { nodeIP, removePolicy } from '../support/sim-dataplane.js';
+import { nodeIP, removeNetwork, removePolicy } from '../support/sim-dataplane.js';
 
 const GUID_RE = /^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$/;
 
@@ -302,6 +302,15 @@ describe('network policies (HcnModifyNetwork)', () => {
     await hns.removeNetworkPolicies(net.ID!, [rsr('10.244.3.0/24'), rsr('10.244.4.0/24')]);
     const left = (await hns.getNetwork(net.ID!))!.Policies!.filter((p) => p.Type === 'RemoteSubnetRoute');
     expect(left.map((p) => p.Settings!.DestinationPrefix)).toEqual(['10.244.6.0/24']);
+    expect(dp.openHandles).toBe(0);
+  });
+
+  it('hasNetwork opens and closes the network by ID (HcnOpenNetwork), no query of its policies: false once it is gone', async () => {
+    const { dp, hns } = setup();
+    const net = await hns.createNetwork(overlay());
+    expect(await hns.hasNetwork(net.ID!)).toBe(true);
+    expect(removeNetwork(dp, 'flannel.4096')).toBe(true);
+    expect(await hns.hasNetwork(net.ID!)).toBe(false);
     expect(dp.openHandles).toBe(0);
   });
 

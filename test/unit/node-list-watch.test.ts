@@ -384,6 +384,32 @@ describe('NodeListWatch: large clusters and list loops', () => {
     expect(r.entries.find((e) => e.message === 'node list synced')).toMatchObject({ nodes: total, pages: r.pages });
   });
 
+  it('each page is asked for before the page before it is handed on (the server makes it meanwhile); a failed list abandons the page asked ahead', async () => {
+    const order: string[] = [];
+    const signals: AbortSignal[] = [];
+    const ctrl = new AbortController();
+    const list: ListPageFn = (page, signal) => {
+      const i = Number(page.continue ?? 0);
+      order.push(`ask ${i}`);
+      signals.push(signal);
+      // Page 2 is served again under a fresh token: the list fails there (it does not advance).
+      const at = i === 3 ? 2 : i;
+      return Promise.resolve({ metadata: { resourceVersion: '7', continue: String(i + 1) }, items: [small(at)] });
+    };
+    const watch: WatchFn = () => Promise.resolve();
+    const { log, entries } = logSink('info');
+    const lw = new NodeListWatch({ list, watch, keys, log, metrics: new Metrics(), clock: new FakeClock(), random: () => 0, listPageSize: 1 });
+    const done = lw.run((u) => {
+      if (u.kind === 'peers') order.push(`page ${u.peers[0].key.slice(1).replace(/^0+/, '') || '0'}`);
+    }, ctrl.signal);
+    for (let i = 0; i < 20 && !entries.some((e) => e.message === 'listing nodes failed, backing off'); i++) await flush();
+    const abandoned = signals[4].aborted; // asked ahead of page 3, which failed the list
+    ctrl.abort();
+    await done;
+    expect(order.slice(0, 8)).toEqual(['ask 0', 'ask 1', 'page 0', 'ask 2', 'page 1', 'ask 3', 'page 2', 'ask 4']);
+    expect(abandoned).toBe(true);
+  });
+
   it('a page served again under a fresh token (the list would loop): FLANNEL_ERR_KUBE_LIST on that page', async () => {
     const r = await listAll(2000, { repeatPageAt: 4 });
     const failure = r.entries.find((e) => e.message === 'listing nodes failed, backing off');

@@ -227,6 +227,19 @@ describe('PeerStore', () => {
     expect(brief(evs)).toEqual(['removed:newer', 'removed:node-2', 'added:older']);
   });
 
+  it('the complete list decides again only the contested subnets: an uncontested peer listed on a page keeps its items, nothing of it dirty', () => {
+    const { w } = setup();
+    w.update({ kind: 'page', leases: [peer(2), peer(3), peer(6, { key: 'newer', created: T0 + 1 })] });
+    w.update({ kind: 'page', leases: [peer(4), peer(6, { key: 'older', created: T0 })] });
+    expect(w.store.takeDirty().sort()).toEqual(['10.244.2.0/24', '10.244.3.0/24', '10.244.4.0/24', '10.244.6.0/24']);
+    const items = w.store.desiredItems();
+    const evs = w.update({ kind: 'snapshot', leases: [peer(2), peer(3), peer(4), peer(6, { key: 'newer', created: T0 + 1 }), peer(6, { key: 'older', created: T0 })] });
+    expect(brief(evs)).toEqual(['removed:newer', 'added:older']);
+    expect(w.store.takeDirty()).toEqual(['10.244.6.0/24']);
+    // The same item objects: not made again.
+    for (const key of ['10.244.2.0/24', '10.244.3.0/24', '10.244.4.0/24']) expect(w.store.desired(key)).toBe(items.find((d) => d.subnet === key));
+  });
+
   // The own Node registered again with a peer's podCIDR is judged by the same rule (src/agent.ts asks).
   it.each<[string, Lease[], number | undefined, string | undefined]>([
     ['nobody claims it', [peer(2)], T0 + 9000, undefined],

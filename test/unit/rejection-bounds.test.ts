@@ -14,7 +14,7 @@ import { Metrics, METRIC } from '../../src/basics/metrics.js';
 import { KubeEventRecorder, MAX_EVENT_MESSAGE } from '../../src/kube/event-recorder.js';
 import type { KubeHttp } from '../../src/kube/http.js';
 import { MAX_KEPT_MESSAGE, PeerProblems, peerRejectedEvent } from '../../src/peers/problems.js';
-import { readMetric } from '../support/agent-signals.js';
+import { eventsSettled, readMetric } from '../support/agent-signals.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { heapAfterGc } from '../support/heap.js';
 
@@ -118,7 +118,7 @@ describe('what is kept per rejected peer', () => {
       clock.t += 100;
       r.record(peerRejectedEvent(`node-${i}`, 'vtep-mac-invalid', bigMessage(i)));
     }
-    await r.flush();
+    await eventsSettled(metrics, PEERS);
     expect(await cacheEntries(metrics, 'aggregate-messages')).toBeLessThanOrEqual(10);
     expect(await cacheEntries(metrics, 'dedup')).toBeLessThanOrEqual(10);
     expect(await cacheEntries(metrics, 'dedup')).toBeGreaterThan(0);

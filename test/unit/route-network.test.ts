@@ -129,18 +129,20 @@ describe('RouteNetwork', () => {
   it.each([
     ['succeeds', true, 0],
     ['fails after an early page was written', false, 1],
-  ])('when the first full pass %s, the lease is still completed and the log line says ok: %s', async (_name, ok, failReads) => {
+  ])('when the first full pass %s, the lease is still completed and the log line says ok: %s', async (_name, ok, failNext) => {
     const sink = logSink();
     const { manager, network, first, ac } = setup(sink.log);
     const done = network.run(ac.signal);
     manager.emit({ kind: 'page', leases: [lease('node-2', 2)] }); // an add-only pass before the list completes
     await flush();
     expect(first.actual).toEqual(['10.244.2.0/24=10.0.0.12']);
-    first.failReads = failReads;
-    manager.emit({ kind: 'snapshot', leases: [own, lease('node-2', 2)] });
+    // The full pass after the complete list plans against the cache (no read) and writes node-3.
+    first.failNext = failNext;
+    manager.emit({ kind: 'snapshot', leases: [own, lease('node-2', 2), lease('node-3', 3)] });
     await flush();
+    expect(first.reads).toBe(1);
     expect(manager.completed).toEqual([own]);
-    expect(sink.entries).toContainEqual(expect.objectContaining({ message: 'first reconcile pass done', peers: 1, ok }));
+    expect(sink.entries).toContainEqual(expect.objectContaining({ message: 'first reconcile pass done', peers: 2, ok }));
     ac.abort();
     await done;
   });

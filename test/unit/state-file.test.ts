@@ -78,6 +78,9 @@ describe('simulated dataplane state file', () => {
     ['an hnsVersion as a number', JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: 15.4 })],
     ['an hnsVersion with a build', JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: '15.4.1' })],
     ['an hnsVersion with a prefix', JSON.stringify({ ...JSON.parse(doc({})), hnsVersion: 'v15.4' })],
+    ['a vnicSettings mode not modelled', JSON.stringify({ ...JSON.parse(doc({})), vnicSettings: 'static' })],
+    ['an adapter whose Dhcp is not a boolean', doc({ adapters: [{ ...adapter, Dhcp: 'yes' }] })],
+    ['an adapter whose DnsServers are not addresses', doc({ adapters: [{ ...adapter, DnsServers: ['dns.example'] }] })],
   ])('%s: FLANNEL_ERR_DATAPLANE_STATE naming the file, never a TypeError or a stack overflow', (_what, text) => {
     const { err, file } = loadError(text);
     expect(err.code).toBe('FLANNEL_ERR_DATAPLANE_STATE');

@@ -8,7 +8,7 @@ import { remoteSubnetRouteDriver, remoteSubnetRouteFor, type RemoteSubnetRoutePo
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HnsClient } from '../../src/hns/client.js';
-import { HRESULT, isHnsNetworkNotFound, isHnsRefusal, isNetworkGone, hnsError } from '../../src/hns/errors.js';
+import { HRESULT, isHnsRefusal, isNetworkGone, hnsError } from '../../src/hns/errors.js';
 import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
 import { vxlanPeer } from '../support/lease-updates.js';
 import { FakeClock, flush } from '../support/fake-clock.js';
@@ -134,7 +134,7 @@ describe('vxlan RemoteSubnetRoute driver', () => {
     const write = await hns.addNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))], { keepOpen: true }).catch((e: unknown) => e);
     expect(isNetworkGone(write)).toBe(true);
     const removal = await hns.removeNetworkPolicies(net.ID!, [remoteSubnetRouteFor(peer(1))]).catch((e: unknown) => e);
-    expect(isHnsNetworkNotFound(removal)).toBe(true);
+    expect(isNetworkGone(removal)).toBe(true);
     r.rebind(driver); // as after a rebuild: the next pass reads
     expect(await r.pass()).toMatchObject({ ok: false, gone: true, error: expect.objectContaining({ code: 'FLANNEL_ERR_NETWORK_GONE' }) });
     expect(dp.openHandles).toBe(0);
@@ -159,8 +159,8 @@ describe('HNS error classes', () => {
   });
 
   it('v1 errors without an HRESULT: "network not found" text means the network is gone', () => {
-    expect(isHnsNetworkNotFound(hnsError('HNSCall GET /networks/x', undefined, 'Network x not found'))).toBe(true);
-    expect(isHnsNetworkNotFound(hnsError('HNSCall GET /endpoints/x', undefined, 'Endpoint x not found'))).toBe(false);
+    expect(isNetworkGone(hnsError('HNSCall GET /networks/x', undefined, 'Network x not found'))).toBe(true);
+    expect(isNetworkGone(hnsError('HNSCall GET /endpoints/x', undefined, 'Endpoint x not found'))).toBe(false);
     expect(isHnsRefusal(new Error('x'))).toBe(false);
   });
 });

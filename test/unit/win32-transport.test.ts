@@ -9,8 +9,10 @@ import { Win32HnsTransport } from '../../src/hns/win32-transport.js';
 import { Win32Host } from '../../src/host/win32-host.js';
 import { selectIPv6Address } from '../../src/host/select.js';
 import { Win32RouteTable, win32StatusAdvice } from '../../src/routes/iphlpapi-routes.js';
-import { guidFromBuffer, MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
-import { ipAddrTableLength, decodeIpForwardRow2 } from '../../src/win32/iphlpapi.js';
+import { MIB_IPINTERFACE_ROW_OFFSETS, fromUtf16z } from '../../src/win32/encoding.js';
+import { guidFromBuffer } from '../support/win32-layout.js';
+import { ipAddrTableLength, decodeIpForwardRow2, decodeUnicastIpAddressRow, routeOriginSetting } from '../../src/win32/iphlpapi.js';
+import { expectCode } from '../support/errors.js';
 import { encodeIpAddrTable, encodeIpForwardTable2, encodeUnicastIpAddressTable, type UnicastAddressSpec } from '../support/iphlpapi-tables.js';
 import type { HcnHandleResult, HcnResult, HcnStringResult, MaybePromise, NativePtr, Win32Native } from '../../src/win32/native.js';
 import { Metrics, METRIC } from '../../src/basics/metrics.js';
@@ -198,9 +200,18 @@ class FakeNative implements Win32Native {
     this.unicastReads++;
     if (this.unicast instanceof Error) throw this.unicast;
     if (typeof this.unicast === 'number') return { status: this.unicast, table: null };
-    expect(family).toBe(23);
+    expect([0, 23]).toContain(family);
     this.tablesGiven++;
-    return { status: 0, table: { bytes: encodeUnicastIpAddressTable(this.unicast) } };
+    return { status: 0, table: { bytes: encodeUnicastIpAddressTable(this.unicast.filter((r) => family === 0 || !r.address.includes('.'))) } };
+  }
+  unicastCreateStatus = 0;
+  initializeUnicastIpAddressEntry(row: Buffer): void {
+    row.fill(0);
+    row.writeUInt8(0xff, 60); // OnLinkPrefixLength left invalid, as Windows leaves it
+  }
+  createUnicastIpAddressEntry(row: Buffer): number {
+    this.lastRow = Buffer.from(row);
+    return this.unicastCreateStatus;
   }
   freeMibTable(_t: NativePtr): void {
     this.tablesFreed++;
@@ -586,6 +597,53 @@ describe('Win32Host', () => {
     dll.unicast = new Error('GetUnicastIpAddressTable: symbol not found');
     const ifaces = await h.interfaces({ ipv6: true });
     expect(ifaces[0]).toEqual({ name: 'vEthernet (Ethernet 2)', index: 4, ipv4: '10.0.0.2', prefixLength: 24, mtu: 1450 });
+  });
+
+  it("nicConfiguration: one adapter's addresses (both families) and routes with their origins, the tables freed", async () => {
+    dll.unicast = [
+      { address: '10.0.0.2', interfaceIndex: 4, prefixLength: 24 },
+      { address: '10.0.0.9', interfaceIndex: 4, prefixLength: 24, prefixOrigin: 3 },
+      { address: 'fe80::1', interfaceIndex: 4, prefixLength: 64, prefixOrigin: 2, suffixOrigin: 4 },
+      { address: 'fd00::2', interfaceIndex: 4, prefixLength: 64 },
+      { address: '192.168.5.7', interfaceIndex: 5, prefixLength: 24 },
+    ];
+    dll.routes.push({ destinationPrefix: '192.168.200.0/22', nextHop: '10.0.0.254', interfaceIndex: 4, metric: 5 });
+    dll.routes.push({ destinationPrefix: '10.1.0.0/16', nextHop: '192.168.5.1', interfaceIndex: 5, metric: 5 });
+    expect(await h.nicConfiguration(4)).toEqual({
+      addresses: [
+        { address: '10.0.0.2', prefixLength: 24, origin: 'manual' },
+        { address: '10.0.0.9', prefixLength: 24, origin: 'dhcp' },
+        { address: 'fe80::1', prefixLength: 64, origin: 'other' },
+        { address: 'fd00::2', prefixLength: 64, origin: 'manual' },
+      ],
+      routes: [
+        { destinationPrefix: '0.0.0.0/0', nextHop: '10.0.0.1', metric: 25, origin: 'manual' },
+        { destinationPrefix: '192.168.200.0/22', nextHop: '10.0.0.254', metric: 5, origin: 'manual' },
+      ],
+    });
+    expect(dll.tablesFreed).toBe(dll.tablesGiven);
+    dll.unicast = 5;
+    await expectCode(h.nicConfiguration(4), HostError, 'FLANNEL_ERR_HOST');
+  });
+
+  it('routeOriginSetting: manual is NlroManual by MIB_IPPROTO_NETMGMT, DHCP NlroDHCP, the rest other', () => {
+    expect(routeOriginSetting({ origin: 0, protocol: 3 })).toBe('manual');
+    expect(routeOriginSetting({ origin: 0, protocol: 2 })).toBe('other'); // MIB_IPPROTO_LOCAL: the subnet and host routes
+    expect(routeOriginSetting({ origin: 2, protocol: 3 })).toBe('dhcp');
+    expect(routeOriginSetting({ origin: 3, protocol: 12 })).toBe('other'); // a router advertisement
+  });
+
+  it('addUnicastAddress: the row on InitializeUnicastIpAddressEntry, 5010 is success, another status a coded error', async () => {
+    await h.addUnicastAddress(7, '10.0.0.2', 24);
+    const row = decodeUnicastIpAddressRow(dll.lastRow!);
+    expect(row).toMatchObject({ family: 2, address: '10.0.0.2', interfaceIndex: 7, interfaceLuid: 0n, onLinkPrefixLength: 24, dadState: 4 });
+    await h.addUnicastAddress(7, 'fd00::2', 64);
+    expect(decodeUnicastIpAddressRow(dll.lastRow!)).toMatchObject({ family: 23, address: 'fd00::2', onLinkPrefixLength: 64 });
+    dll.unicastCreateStatus = 5010;
+    await h.addUnicastAddress(7, '10.0.0.2', 24);
+    dll.unicastCreateStatus = 87;
+    const err = await expectCode(h.addUnicastAddress(7, '10.0.0.2', 24), HostError, 'FLANNEL_ERR_HOST');
+    expect(err.context).toMatchObject({ op: 'CreateUnicastIpAddressEntry', status: 87, interfaceIndex: 7 });
   });
 
   it('default route interface: 0.0.0.0/0 with the lowest metric', async () => {

@@ -285,6 +285,8 @@ interface Scenario {
       'node-condition': 'ok',
       'cluster-vni': 'ok',
       'kube-proxy': 'ok',
+      // No containerd in the Wine prefix: no C:\Program Files\containerd\config.toml, doctor's default --containerd-config.
+      'cni-containerd': 'skip',
     });
     expect(row('agent')!.saw).toMatch(/in sync \(2\/2 peers\)/);
     expect(row('hns-network')!.saw).toMatch(/^flannel\.4096, ID /);
@@ -475,6 +477,30 @@ interface Scenario {
     expect(s.sim.badFrees).toBe(0);
     expect(existsSync(join(s.dir, 'ipam', 'cbr0', '10.244.3.2'))).toBe(true); // the bridge endpoint's address, reserved
   }, 240_000);
+
+  // The host NIC kept (src/host/nic-keeper.ts) through the Windows build: the simulated node's fault mode
+  // "the vNIC keeps only DHCP settings" (docs/simulator.md) leaves vEthernet (Ethernet) on APIPA without its
+  // gateway; the agent reads the NIC with GetUnicastIpAddressTable / GetIpForwardTable2 (AF_UNSPEC, the
+  // origins decoded from the rows the stand-in iphlpapi.dll fills) and puts the address back with
+  // InitializeUnicastIpAddressEntry + CreateUnicastIpAddressEntry and the routes with CreateIpForwardEntry2.
+  it('host-gw on a NIC whose vNIC fell back to APIPA: the static address, gateway and persistent route restored through the DLL ABI', async () => {
+    const s = await scenario(HOSTGW_NET_CONF);
+    addLinux(s.api, 1, 'host-gw');
+    editState(s.sim.dp, (st) => {
+      st.vnicSettings = 'dhcp-only';
+      st.routes.push({ DestinationPrefix: '192.168.200.0/22', NextHop: '10.0.0.254', InterfaceIndex: 4, Metric: 5 });
+    });
+    const agent = start(s);
+    await waitForAgent(() => /restored the settings HNS dropped from Ethernet/.test(agent.log()) && peerRoutes(s).length === 1, 'the NIC restored and the peer route', agent);
+    const vnic = s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
+    expect(vnic).toMatchObject({ IPAddress: WIN_IP, PrefixLength: 24 });
+    expect(vnic.Dhcp).toBeUndefined();
+    const onVnic = s.sim.dp.listRoutes(vnic.InterfaceIndex).map((r) => `${r.DestinationPrefix} via ${r.NextHop} metric ${r.Metric}`);
+    expect(onVnic).toEqual(expect.arrayContaining(['0.0.0.0/0 via 10.0.0.1 metric 0', '192.168.200.0/22 via 10.0.0.254 metric 5']));
+    expect(s.sim.count('CreateUnicastIpAddressEntry')).toBe(1);
+    expect(s.sim.protocolErrors).toEqual([]);
+    await waitForAgent(() => s.sim.mibTablesOutstanding === 0, 'every MIB table freed', agent, 20_000);
+  }, 180_000);
 
   it('an HNS error (0x803B0010 on network creation) surfaces as a coded error with a clear log line', async () => {
     const s = await scenario(HOSTGW_NET_CONF);

@@ -311,10 +311,11 @@ int main(int argc, char **argv) {
   printf("}},\"constants\":{\"AF_INET\":%d,\"AF_INET6\":%d,\"MIB_IPPROTO_NETMGMT\":%d,\"ERROR_OBJECT_ALREADY_EXISTS\":%d,\"ERROR_NOT_FOUND\":%d,"
          "\"ERROR_INSUFFICIENT_BUFFER\":%d,\"ERROR_INVALID_PARAMETER\":%d,\"ERROR_NOT_ENOUGH_MEMORY\":%d,\"IF_MAX_STRING_SIZE\":%d,"
          "\"IpPrefixOriginRouterAdvertisement\":%d,\"IpSuffixOriginLinkLayerAddress\":%d,\"IpSuffixOriginRandom\":%d,\"IpDadStateInvalid\":%d,\"IpDadStateDuplicate\":%d,\"IpDadStateDeprecated\":%d,"
-         "\"IpDadStatePreferred\":%d}",
+         "\"IpDadStatePreferred\":%d,\"IpPrefixOriginManual\":%d,\"IpPrefixOriginDhcp\":%d,\"NlroManual\":%d,\"NlroDHCP\":%d}",
          AF_INET, AF_INET6, (int)MIB_IPPROTO_NETMGMT, (int)ERROR_OBJECT_ALREADY_EXISTS, (int)ERROR_NOT_FOUND, (int)ERROR_INSUFFICIENT_BUFFER, (int)ERROR_INVALID_PARAMETER,
          (int)ERROR_NOT_ENOUGH_MEMORY, (int)IF_MAX_STRING_SIZE, (int)IpPrefixOriginRouterAdvertisement, (int)IpSuffixOriginLinkLayerAddress,
-         (int)IpSuffixOriginRandom, (int)IpDadStateInvalid, (int)IpDadStateDuplicate, (int)IpDadStateDeprecated, (int)IpDadStatePreferred);
+         (int)IpSuffixOriginRandom, (int)IpDadStateInvalid, (int)IpDadStateDuplicate, (int)IpDadStateDeprecated, (int)IpDadStatePreferred,
+         (int)IpPrefixOriginManual, (int)IpPrefixOriginDhcp, (int)NlroManual, (int)NlroDHCP);
   printf("}\n");
   fflush(stdout);
   return 0;

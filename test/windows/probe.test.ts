@@ -10,6 +10,7 @@ import {
   encodeIpInterfaceKey,
   setIpInterfaceForwarding,
 } from '../../src/win32/iphlpapi.js';
+import { OFFSETS } from '../support/win32-layout.js';
 import { mustFailWhenSkipped, prepareHarness, runUnderWine, windowsHarness, type PreparedHarness } from '../support/windows.js';
 
 type Probe = Record<string, { size: number; offsets?: Record<string, number> }> & { constants: Record<string, number> };
@@ -53,11 +54,11 @@ if (!harness.run && mustFailWhenSkipped()) {
       if (struct === 'constants') continue;
       for (const [field, off] of Object.entries((v as { offsets?: Record<string, number> }).offsets ?? {})) flat[`${struct}.${field}`] = off;
     }
-    const mismatches = Object.entries(encoding.OFFSETS)
+    const mismatches = Object.entries(OFFSETS)
       .filter(([key, off]) => flat[key] !== off)
       .map(([key, off]) => `${key}: encoder ${off}, header ${flat[key] ?? '(not probed: add it to test/windows/probe.c)'}`);
     expect(mismatches).toEqual([]);
-    expect(Object.keys(encoding.OFFSETS).length).toBeGreaterThan(40);
+    expect(Object.keys(OFFSETS).length).toBeGreaterThan(40);
   });
 
   it('the probe reports the documented x64 layout of MIB_UNICASTIPADDRESS_ROW (netioapi.h) and the nldef.h values', () => {
@@ -72,6 +73,10 @@ if (!harness.run && mustFailWhenSkipped()) {
       IpDadStateDuplicate: probe.constants.IpDadStateDuplicate,
       IpDadStateDeprecated: probe.constants.IpDadStateDeprecated,
       IpDadStatePreferred: probe.constants.IpDadStatePreferred,
+      IpPrefixOriginManual: probe.constants.IpPrefixOriginManual,
+      IpPrefixOriginDhcp: probe.constants.IpPrefixOriginDhcp,
+      NlroManual: probe.constants.NlroManual,
+      NlroDHCP: probe.constants.NlroDHCP,
     }).toEqual(encoding.NL);
   });
 

@@ -28,11 +28,12 @@
 //   HcnQueryLoadBalancerProperties {h,query}                    -> {hr,out,err}
 //   HcnDeleteLoadBalancer        {id}                           -> {hr,err}
 //   HcnCloseLoadBalancer         {h}                            -> {hr}
-//   GetIpForwardTable2           {family}                       -> {st,rows:[38 ints per row: luid,index,dest(17),prefixLength,nextHop(17),metric,protocol]}
+//   GetIpForwardTable2           {family}                       -> {st,rows:[39 ints per row: luid,index,dest(17),prefixLength,nextHop(17),metric,protocol,origin]}
 //   Create/DeleteIpForwardEntry2 {luid,ifIndex,destFamily,dest,prefixLength,nextHopFamily,nextHop,sitePrefixLength,metric,protocol,...} -> {st}
 //                                (dest, nextHop: dotted IPv4, or IPv6 as eight hex groups)
 //   GetIpAddrTable               {order}                        -> {st,rows:[6 ints per row]}
 //   GetUnicastIpAddressTable     {family}                       -> {st,rows:[25 ints per row: luid,index,onLinkPrefixLength,prefixOrigin,suffixOrigin,dadState,valid,preferred,address(17)]}
+//   CreateUnicastIpAddressEntry  {luid,ifIndex,family,address,onLinkPrefixLength,prefixOrigin,dadState,validLifetime} -> {st}
 //   (an address on the wire: its family, then 16 bytes, an IPv4 address in the first 4)
 //   ConvertInterface*            {ifIndex|luid|alias}           -> {st,luid|ifIndex|alias}
 //   Get/SetIpInterfaceEntry      {family,luid,ifIndex,...}      -> {st,...}
@@ -47,6 +48,8 @@ import type { HcnHandle } from '../../src/hns/transport.js';
 import { editState } from '../support/sim-dataplane.js';
 import { formatIp6, maskOf6, parseIp6 } from '../../src/basics/ip6.js';
 import { NL } from '../../src/win32/encoding.js';
+import { isApipa } from '../../src/basics/ip4.js';
+import type { SimAdapter } from '../../src/simulator/state.js';
 
 /** NETIO / Win32 statuses the server answers with (winerror.h). */
 export const STATUS = {
@@ -70,7 +73,9 @@ const IPV4_SITE_PREFIX_LENGTH_REPORTED = 64;
 /** An IPv6 interface's SitePrefixLength: 48 unless configured (`netsh interface ipv6 show interface N`, "Site Prefix Length"). */
 const IPV6_SITE_PREFIX_LENGTH_REPORTED = 48;
 /** NL_PREFIX_ORIGIN / NL_SUFFIX_ORIGIN IpPrefixOriginManual / IpSuffixOriginManual (nldef.h): a static address. */
-const ORIGIN_MANUAL = 1;
+const ORIGIN_MANUAL = NL.IpPrefixOriginManual;
+const ORIGIN_WELL_KNOWN = 2;
+const ORIGIN_DHCP = NL.IpPrefixOriginDhcp;
 /** MIB_UNICASTIPADDRESS_ROW ValidLifetime / PreferredLifetime of a static address: infinite. */
 const INFINITE_LIFETIME = 0xffffffff;
 
@@ -372,6 +377,8 @@ export class WindowsSimServer {
         return this.netio(() => this.getIpAddrTable(req));
       case 'GetUnicastIpAddressTable':
         return this.netio(() => this.getUnicastIpAddressTable(req));
+      case 'CreateUnicastIpAddressEntry':
+        return this.netio(() => this.createUnicastIpAddressEntry(req));
       case 'ConvertInterfaceIndexToLuid':
         return this.netio(async () => {
           await this.dp.enter(req.fn, 'host');
@@ -499,9 +506,17 @@ export class WindowsSimServer {
     if (family !== AF_UNSPEC && family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
     const routes = this.dp.listRoutes().filter((r) => family === AF_UNSPEC || (family === AF_INET6) === r.DestinationPrefix.includes(':'));
     if (routes.length === 0) return { st: STATUS.ERROR_NOT_FOUND };
+    // A DHCP adapter's IPv4 default route is DHCP's (NlroDHCP); every other route is set by hand (NlroManual, MIB_IPPROTO_NETMGMT).
+    const dhcp = new Set(
+      this.dp
+        .listAdapters()
+        .filter((a) => a.Dhcp)
+        .map((a) => a.InterfaceIndex),
+    );
     const rows = routes.flatMap((r) => {
       const [dest, plen] = r.DestinationPrefix.split('/');
-      return [luidOf(r.InterfaceIndex), r.InterfaceIndex, ...inetFields(dest), Number(plen), ...inetFields(r.NextHop), r.Metric, 3];
+      const origin = dhcp.has(r.InterfaceIndex) && r.DestinationPrefix === '0.0.0.0/0' ? NL.NlroDHCP : NL.NlroManual;
+      return [luidOf(r.InterfaceIndex), r.InterfaceIndex, ...inetFields(dest), Number(plen), ...inetFields(r.NextHop), r.Metric, 3, origin];
     });
     return { st: 0, rows };
   }
@@ -560,27 +575,48 @@ export class WindowsSimServer {
     await this.dp.enter('GetUnicastIpAddressTable', 'host');
     const family = num(req, 'family');
     if (family !== AF_UNSPEC && family !== AF_INET && family !== AF_INET6) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    // An APIPA address is the autoconfiguration's (PrefixOrigin WellKnown, SuffixOrigin LinkLayerAddress), a DHCP adapter's IPv4 DHCP's.
+    const v4Origin = (a: SimAdapter): number => (isApipa(a.IPAddress) ? ORIGIN_WELL_KNOWN : a.Dhcp ? ORIGIN_DHCP : ORIGIN_MANUAL);
     const rows = this.dp
       .listAdapters()
       .flatMap((a) => [
-        ...(family !== AF_INET6 && a.IPAddress !== '' ? [[a.InterfaceIndex, a.IPAddress, a.PrefixLength] as const] : []),
-        ...(family !== AF_INET && a.IPv6Address !== undefined ? [[a.InterfaceIndex, a.IPv6Address, a.IPv6PrefixLength ?? 64] as const] : []),
+        ...(family !== AF_INET6 && a.IPAddress !== '' ? [[a.InterfaceIndex, a.IPAddress, a.PrefixLength, v4Origin(a)] as const] : []),
+        ...(family !== AF_INET && a.IPv6Address !== undefined ? [[a.InterfaceIndex, a.IPv6Address, a.IPv6PrefixLength ?? 64, ORIGIN_MANUAL] as const] : []),
       ]);
     if (rows.length === 0) return { st: STATUS.ERROR_NOT_FOUND };
     return {
       st: 0,
-      rows: rows.flatMap(([idx, ip, plen]) => [
+      rows: rows.flatMap(([idx, ip, plen, origin]) => [
         luidOf(idx),
         idx,
         plen,
-        ORIGIN_MANUAL,
-        ORIGIN_MANUAL,
+        origin,
+        origin === ORIGIN_WELL_KNOWN ? NL.IpSuffixOriginLinkLayerAddress : origin,
         NL.IpDadStatePreferred,
         INFINITE_LIFETIME,
         INFINITE_LIFETIME,
         ...inetFields(ip),
       ]),
     };
+  }
+
+  /**
+   * CreateUnicastIpAddressEntry: the row checked as iphlpapi checks what InitializeUnicastIpAddressEntry
+   * leaves invalid (OnLinkPrefixLength within the family's bits, an address of the family), then the
+   * simulated host's manual address (src/simulator/host.ts addUnicastAddress: 5010 held already).
+   */
+  private async createUnicastIpAddressEntry(req: Req): Promise<Reply> {
+    const family = num(req, 'family');
+    const v6 = family === AF_INET6;
+    const address = v6 ? canonicalIp6(str(req, 'address')) : str(req, 'address');
+    const plen = num(req, 'onLinkPrefixLength');
+    if ((family !== AF_INET && !v6) || address === undefined || (!v6 && !isDottedIPv4(address))) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if (!(plen >= 0 && plen <= (v6 ? 128 : 32))) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const idx = this.resolveIndex(req);
+    if (idx === undefined) return { st: STATUS.ERROR_NOT_FOUND };
+    await this.dp.enter('CreateUnicastIpAddressEntry', 'host', 0, JSON.stringify({ InterfaceIndex: idx, Address: address, PrefixLength: plen }));
+    this.dp.addUnicastAddress(idx, address, plen);
+    return { st: 0 };
   }
 
   /** An adapter's IPv4 or IPv6 interface row (every adapter has both here, as with both protocols bound). */

@@ -7,6 +7,8 @@
 // With a route record (./route-record.ts) the actual set is only the routes the agent created: a route
 // it never created is kept, and reported once when it overlaps a peer's subnet.
 import type { LeaseDriver } from '../route-network.js';
+import type { ItemSource } from '../../peers/store.js';
+import type { PlanOps } from '../../reconcile/plan.js';
 import { RouteError } from '../../basics/errors.js';
 import type { Host, HostInterface } from '../../host/host.js';
 import { findInterfaceByIP } from '../../host/select.js';
@@ -68,6 +70,26 @@ export class ManagementVNic implements RouteInterface {
   }
 }
 
+/**
+ * Which routes a peer needs (on the interface `index()` names now; with `dualStack`, its IPv6 subnet via
+ * its public IPv6 too) and when a route read back already is one: the agent's driver writes by this rule
+ * and `flanneld doctor` judges the node's routes by it (src/commands/doctor-checks.ts).
+ */
+export function hostGwRouteItems(index: () => number, dualStack: boolean): ItemSource<Route> & PlanOps<Route, Route> {
+  return {
+    desiredFor: (peer: Lease) => {
+      const v4: Route = { destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: index(), metric: ROUTE_METRIC };
+      if (!dualStack || peer.ipv6Subnet === undefined || peer.publicIPv6 === undefined) return [v4];
+      // The next hop as Windows prints it back (RFC 5952), so the diff never sees a spelling as a change.
+      const nextHop = formatIp6(parseIp6(peer.publicIPv6) ?? 0n);
+      return [v4, { destinationPrefix: peer.ipv6Subnet, nextHop, interfaceIndex: index(), metric: ROUTE_METRIC }];
+    },
+    actualKey: (r) => r.destinationPrefix,
+    desiredKey: (r) => r.destinationPrefix,
+    same: (a, d) => a.nextHop === d.nextHop,
+  };
+}
+
 export function hostGwRouteDriver(opts: {
   routes: RouteTable;
   network: string;
@@ -115,13 +137,7 @@ export function hostGwRouteDriver(opts: {
   return {
     name: 'host-gw routes',
     driftKind: 'route',
-    desiredFor: (peer: Lease) => {
-      const v4: Route = { destinationPrefix: peer.subnet, nextHop: peer.publicIP, interfaceIndex: vnic.index, metric: ROUTE_METRIC };
-      if (!ipv6 || peer.ipv6Subnet === undefined || peer.publicIPv6 === undefined) return [v4];
-      // The next hop as Windows prints it back (RFC 5952), so the diff never sees a spelling as a change.
-      const nextHop = formatIp6(parseIp6(peer.publicIPv6) ?? 0n);
-      return [v4, { destinationPrefix: peer.ipv6Subnet, nextHop, interfaceIndex: vnic.index, metric: ROUTE_METRIC }];
-    },
+    ...hostGwRouteItems(() => vnic.index, ipv6 !== undefined),
     async readActual() {
       await opts.checkNetwork?.();
       const index = vnic.index;
@@ -144,9 +160,6 @@ export function hostGwRouteDriver(opts: {
       }
       return ours;
     },
-    actualKey: (r) => r.destinationPrefix,
-    desiredKey: (r) => r.destinationPrefix,
-    same: (a, d) => a.nextHop === d.nextHop,
     batch: 1,
     concurrency: ROUTE_WRITE_CONCURRENCY,
     remove: async ([r]) => {

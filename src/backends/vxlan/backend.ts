@@ -165,7 +165,8 @@ export class VxlanBackend implements Backend, NodeObjects {
     const { deps, cfg } = this;
     const mtu = ifaceMtu - ENCAP_OVERHEAD;
     // The Overlay network is non-persistent: an HNS restart removes it (src/simulator/objects.ts restartHns).
-    const lost = async (): Promise<HnsObjectKind[]> => ((await deps.hns.getNetwork(net.ID!)) ? [] : ['network']);
+    // Asked by ID, without reading its policies (the check runs every resync period, a full pass or not).
+    const lost = async (): Promise<HnsObjectKind[]> => ((await deps.hns.hasNetwork(net.ID!)) ? [] : ['network']);
     // Both drivers' reads fail `gone` without the network: a resync whose pass read it needs no `lost` read.
     const checks = { lost, lostIsNetworkRead: true, networkId: net.ID! };
     if (cfg.legacyRemoteEndpoints) {

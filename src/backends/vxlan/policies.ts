@@ -2,6 +2,8 @@
 // written in bounded batches through HcnModifyNetwork on a network handle kept open between writes.
 // Policy shape: flannel vxlan_network_windows.go.
 import type { LeaseDriver } from '../route-network.js';
+import type { ItemSource } from '../../peers/store.js';
+import type { PlanOps } from '../../reconcile/plan.js';
 import type { HnsClient } from '../../hns/client.js';
 import { checkNetworkPresent, hnsFailure } from '../../hns/errors.js';
 import type { HcnPolicy, RemoteSubnetRoutePolicySettings } from '../../hns/schema.js';
@@ -42,6 +44,17 @@ export function sameRemoteSubnetRoute(a: RemoteSubnetRoutePolicySettings, d: Rem
   );
 }
 
+/**
+ * Which policy a peer needs and when one read from HNS already is it: the agent's driver writes by this
+ * rule and `flanneld doctor` judges the network's policies by it (src/commands/doctor-checks.ts).
+ */
+export const remoteSubnetRouteItems: ItemSource<RemoteSubnetRoutePolicy> & PlanOps<RemoteSubnetRoutePolicy, RemoteSubnetRoutePolicy> = {
+  desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
+  actualKey: (p) => (p.Settings ? String(p.Settings.DestinationPrefix) : ''),
+  desiredKey: (p) => p.Settings!.DestinationPrefix,
+  same: (a, d) => sameRemoteSubnetRoute(a.Settings!, d.Settings!),
+};
+
 /** `batch`: policies per HcnModifyNetwork (default POLICY_BATCH; the benchmarks compare sizes). */
 export function remoteSubnetRouteDriver(
   hns: HnsClient,
@@ -52,7 +65,7 @@ export function remoteSubnetRouteDriver(
   return {
     name: 'vxlan RemoteSubnetRoute policies',
     driftKind: 'policy',
-    desiredFor: (peer) => [remoteSubnetRouteFor(peer)],
+    ...remoteSubnetRouteItems,
     async readActual() {
       const net = await hns.getNetwork(networkId);
       checkNetworkPresent(net, networkName, networkId);
@@ -60,9 +73,6 @@ export function remoteSubnetRouteDriver(
       const found = (net.Policies ?? []).filter((p) => p.Type === REMOTE_SUBNET_ROUTE);
       return found as unknown[] as RemoteSubnetRoutePolicy[];
     },
-    actualKey: (p) => (p.Settings ? String(p.Settings.DestinationPrefix) : ''),
-    desiredKey: (p) => p.Settings!.DestinationPrefix,
-    same: (a, d) => sameRemoteSubnetRoute(a.Settings!, d.Settings!),
     batch: Math.max(1, Math.floor(batch)),
     remove: (items) => hns.removeNetworkPolicies(networkId, items, { keepOpen: true }),
     add: (items) => hns.addNetworkPolicies(networkId, items, { keepOpen: true }),

@@ -31,9 +31,8 @@ import { ServiceStore, type FakeNamespacedObject, type ServiceResource } from '.
 
 export type { JsonObject } from './responses.js';
 export { kubeStatus } from './responses.js';
-export { mergePatch } from './merge-patch.js';
 export type { FailAnswer, HangMode, NodeMisbehaviour } from './request-faults.js';
-export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod, type LinuxFlannelNodeOptions } from './nodes.js';
+export { bareNode, linuxFlannelNode, podOnNode, type FakeNode, type FakeObjectMeta, type FakePod } from './nodes.js';
 export { writeKubeconfig } from './kubeconfig.js';
 export { CONTINUE_EXPIRED, LIST_EXPIRED } from './collection.js';
 export { FakeApiRefusal, PODCIDR_FORBIDDEN, RESOURCES, type ResourceName } from './store.js';
@@ -117,6 +116,8 @@ export class FakeKubeApiServer {
   private readonly rbacUser: string;
   /** 410s answered by processes gone, for expiredWatches. */
   private expiredBefore = 0;
+  /** TCP connections accepted, by every process so far (a client that keeps its connection makes one). */
+  connectionsAccepted = 0;
 
   constructor(opts: FakeKubeApiServerOptions = {}) {
     const clock = opts.clock ?? systemClock;
@@ -181,6 +182,7 @@ export class FakeKubeApiServer {
     const server: http.Server = this.tls ? https.createServer({ cert: this.tls.cert, key: this.tls.key }, handler) : http.createServer(handler);
     proc.server = server;
     server.on('connection', (s: Socket) => {
+      this.connectionsAccepted++;
       proc.sockets.add(s);
       s.on('close', () => proc.sockets.delete(s));
     });

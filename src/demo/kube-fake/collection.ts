@@ -204,10 +204,13 @@ export class Collection<T extends StoredObject = StoredObject> {
       this.byKey = { at, keys: entries.map(([k]) => k), objects: entries.map(([, o]) => o) };
     }
     const { keys, objects } = this.byKey;
+    // The first key at or after the start key, by binary search: a page of a 50,000-Node list costs its own
+    // objects, not a scan of the keys before it.
     let from = 0;
-    if (start !== '') {
-      from = keys.findIndex((k) => k >= start);
-      if (from < 0) from = keys.length;
+    for (let hi = start === '' ? 0 : keys.length; from < hi;) {
+      const mid = (from + hi) >>> 1;
+      if (keys[mid] < start) from = mid + 1;
+      else hi = mid;
     }
     const limit = Number(query.limit);
     const max = Number.isInteger(limit) && limit > 0 ? limit : Infinity;

@@ -30,7 +30,6 @@ import { decodeLeaseAttrs, encodeLeaseAttrs } from './lease-json.js';
 import type { EtcdRegistry } from './registry.js';
 import { makeSubnetKey, parseSubnetKey } from './subnet-key.js';
 
-export const SUBNET_TTL_SECONDS = 24 * 60 * 60;
 const RACE_RETRIES = 10;
 export const REVOKED_MESSAGE = 'Lease has been revoked. Shutting down daemon.';
 /** Take-backs of the own key within TAKE_BACK_WINDOW_MS after which the keeper gives the subnet up. */

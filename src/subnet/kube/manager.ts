@@ -71,7 +71,7 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly clock: Clock;
   private readonly metrics: Metrics;
   private events: KubeEventRecorder | undefined;
-  /** What another list-watch of this API server is built with (the NetworkPolicy controller's: src/netpol/sources.ts). */
+  /** What another list-watch of this API server is built with (the NetworkPolicy controller's: src/policy/sources.ts). */
   readonly watchDeps: { http: KubeHttp; timings: SubnetTimings; listPageSize: number; random: Random };
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
 
@@ -140,11 +140,12 @@ export class KubeSubnetManager implements SubnetManager {
   /**
    * The own Node's subnets (IPv4, and IPv6 when net-conf enables it) as acquireLease will lease them,
    * without publishing anything: `flanneld cni-config` renders the dual-stack conflist from them before
-   * the agent first runs on the node (a DaemonSet's init container).
+   * the agent first runs on the node (a DaemonSet's init container). `publicIPv6`: the Node's
+   * `public-ipv6` annotation, the address an earlier run of the agent published.
    */
-  async ownSubnets(signal: AbortSignal): Promise<{ subnet: string; ipv6Subnet?: string }> {
+  async ownSubnets(signal: AbortSignal): Promise<{ subnet: string; ipv6Subnet?: string; publicIPv6?: string }> {
     const { rec, ipv6Subnet } = await this.own.ownSubnets(signal);
-    return { subnet: rec.podCIDR, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) };
+    return { subnet: rec.podCIDR, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}), ...(rec.publicIPv6 ? { publicIPv6: rec.publicIPv6 } : {}) };
   }
 
   onOwnLeaseChange(handler: (change: OwnLeaseChange) => void): void {

@@ -28,6 +28,16 @@ static void *mib_alloc(size_t size) {
 
 static DWORD reply_status(char *reply) { return (DWORD)jr_u64(reply, "st", ST_TRANSPORT); }
 
+/* Send a request whose reply is only a status; the request is freed. */
+static DWORD status_call(jbuf *b) {
+  char *reply = sim_call(b);
+  jb_free(b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  free(reply);
+  return st;
+}
+
 static void jb_ipv4(jbuf *b, const char *key, const SOCKADDR_INET *a) {
   char s[16];
   const unsigned char *p = (const unsigned char *)&a->Ipv4.sin_addr;
@@ -83,7 +93,7 @@ static DWORD mib_rows(const char *fn, ADDRESS_FAMILY family, int fields, size_t 
 /* ---- routes ---- */
 
 #define INET_FIELDS 17 /* family, 16 address bytes */
-#define ROUTE_FIELDS (2 + INET_FIELDS + 1 + INET_FIELDS + 2) /* luid, index, destination, prefixLength, next hop, metric, protocol */
+#define ROUTE_FIELDS (2 + INET_FIELDS + 1 + INET_FIELDS + 3) /* luid, index, destination, prefixLength, next hop, metric, protocol, origin */
 
 NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TABLE2 *Table) {
   if (!Table) return ERROR_INVALID_PARAMETER;
@@ -112,7 +122,7 @@ NETIO_STATUS WINAPI GetIpForwardTable2(ADDRESS_FAMILY Family, PMIB_IPFORWARD_TAB
     r->Publish = FALSE;
     r->Immortal = FALSE;
     r->Age = 0;
-    r->Origin = NlroManual;
+    r->Origin = (NL_ROUTE_ORIGIN)f[5 + 2 * INET_FIELDS];
   }
   free(v);
   *Table = t;
@@ -163,12 +173,7 @@ static NETIO_STATUS route_call(const char *fn, const MIB_IPFORWARD_ROW2 *Row) {
   jb_i64(&b, "protocol", (long long)(int)Row->Protocol);
   jb_u64(&b, "validLifetime", Row->ValidLifetime);
   jb_u64(&b, "preferredLifetime", Row->PreferredLifetime);
-  char *reply = sim_call(&b);
-  jb_free(&b);
-  if (!reply) return ST_TRANSPORT;
-  DWORD st = reply_status(reply);
-  free(reply);
-  return st;
+  return status_call(&b);
 }
 
 NETIO_STATUS WINAPI CreateIpForwardEntry2(CONST MIB_IPFORWARD_ROW2 *Row) { return route_call("CreateIpForwardEntry2", Row); }
@@ -249,6 +254,33 @@ NETIO_STATUS WINAPI GetUnicastIpAddressTable(ADDRESS_FAMILY Family, PMIB_UNICAST
   free(v);
   *Table = t;
   return NO_ERROR;
+}
+
+/* Like Windows (Microsoft Learn, InitializeUnicastIpAddressEntry): zero, lifetimes infinite, origins
+ * "unchanged", OnLinkPrefixLength left invalid (the caller sets it). */
+VOID WINAPI InitializeUnicastIpAddressEntry(PMIB_UNICASTIPADDRESS_ROW Row) {
+  if (!Row) return;
+  memset(Row, 0, sizeof *Row);
+  Row->PrefixOrigin = IpPrefixOriginUnchanged;
+  Row->SuffixOrigin = IpSuffixOriginUnchanged;
+  Row->ValidLifetime = 0xffffffff;
+  Row->PreferredLifetime = 0xffffffff;
+  Row->OnLinkPrefixLength = 0xff;
+}
+
+NETIO_STATUS WINAPI CreateUnicastIpAddressEntry(CONST MIB_UNICASTIPADDRESS_ROW *Row) {
+  if (!Row) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, "CreateUnicastIpAddressEntry");
+  jb_u64(&b, "luid", Row->InterfaceLuid.Value);
+  jb_u64(&b, "ifIndex", Row->InterfaceIndex);
+  jb_u64(&b, "family", Row->Address.si_family);
+  jb_inet(&b, "address", &Row->Address);
+  jb_u64(&b, "onLinkPrefixLength", Row->OnLinkPrefixLength);
+  jb_i64(&b, "prefixOrigin", (long long)(int)Row->PrefixOrigin);
+  jb_i64(&b, "dadState", (long long)(int)Row->DadState);
+  jb_u64(&b, "validLifetime", Row->ValidLifetime);
+  return status_call(&b);
 }
 
 /* ---- interface identifiers ---- */
