@@ -32,6 +32,9 @@
   this node IPv4-only while the cluster stays dual-stack (flanneld --ipv4-only). -PublicIPv6 names the IPv6
   address other nodes reach this node at (flanneld --public-ipv6), when the adapter's own is not the one.
 
+  NetworkPolicy: -NetworkPolicy runs the agent with --network-policy (off by default, as flannel enforces
+  none; docs/network-policy.md). Its kubeconfig's user needs the RBAC rules of deploy/base/10-rbac.yml.
+
 .EXAMPLE
   .\start.ps1 -ManagementIP 192.168.1.20 -NetworkMode overlay -ClusterCIDR 10.244.0.0/16 `
       -ServiceCIDR 10.96.0.0/12 -KubeDnsServiceIP 10.96.0.10 -KubeConfig C:\k\config
@@ -50,6 +53,7 @@ param(
     [string]$KubeDnsServiceIP = '10.96.0.10',
     [switch]$IPv4Only,
     [string]$PublicIPv6 = '',
+    [switch]$NetworkPolicy,
     [string]$InterfaceName = '',
     [string]$LogDir = 'C:\k\logs\flanneld',
     [string]$KubeConfig = 'C:\k\config',
@@ -185,6 +189,7 @@ $agentArgs = @(
     "--cni-conf-dir=$(Split-Path -Parent $CniConfFile)",
     "--cni-bin-dir=$CniBinDir"
 )
+if ($NetworkPolicy) { $agentArgs += '--network-policy' }
 # The flags cni-config shares with the agent (the same net-conf is read the same way).
 $familyArgs = @()
 if ($IPv4Only) { $familyArgs += '--ipv4-only' }

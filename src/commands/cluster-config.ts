@@ -16,6 +16,7 @@
 //    ConfigMap (envFrom) for the sdnbridge conflist's IPv6 NAT exception and Service route;
 //  * FLANNELD_IPV4_ONLY, with --ipv4-only: the Windows nodes run the dual-stack net-conf's IPv4 half
 //    (vxlan: kube-proxy runs single-stack on Overlay networks), agent and init containers alike.
+//  * FLANNELD_NETWORK_POLICY, with --network-policy: the agent enforces NetworkPolicy (docs/network-policy.md).
 // Flags give or override each. Refuses (FLANNEL_ERR_CLUSTER_CONFIG, nothing printed) a value it cannot find,
 // and an API server inside the Service CIDR (the `kubernetes` Service's ClusterIP, which answers on a
 // Windows node only once kube-proxy runs, and kube-proxy needs the network flanneld creates).
@@ -56,6 +57,7 @@ const CLUSTER_CONFIG_FLAGS: readonly FlagSpec[] = [
     noEnv: true,
   },
   { name: 'ipv4-only', kind: 'bool', default: false, help: 'the Windows nodes run IPv4 only in a dual-stack cluster (FLANNELD_IPV4_ONLY; vxlan needs it)', noEnv: true },
+  { name: 'network-policy', kind: 'bool', default: false, help: "the Windows nodes' agents enforce NetworkPolicy (FLANNELD_NETWORK_POLICY)", noEnv: true },
   { name: 'cni-bin-dir', kind: 'string', default: 'C:\\opt\\cni\\bin', help: "containerd's CNI bin_dir on the Windows nodes", valueName: 'DIR', noEnv: true },
   { name: 'help', kind: 'bool', default: false, help: 'print this message', aliases: ['h'], noEnv: true },
 ];
@@ -212,7 +214,7 @@ export function clusterSettings(cms: Map<string, Obj>, flags: { apiServer?: stri
 }
 
 /** The flanneld-windows-config ConfigMap (deploy/base) holding `s`. */
-function renderClusterConfig(s: ClusterSettings, cniBinDir: string, ipv4Only: boolean): string {
+function renderClusterConfig(s: ClusterSettings, cniBinDir: string, ipv4Only: boolean, networkPolicy: boolean): string {
   const cm = {
     kind: 'ConfigMap',
     apiVersion: 'v1',
@@ -225,13 +227,15 @@ function renderClusterConfig(s: ClusterSettings, cniBinDir: string, ipv4Only: bo
       CNI_BIN_DIR: cniBinDir,
       ...(s.ipv6ServiceCidr && !ipv4Only ? { FLANNELD_IPV6_SERVICE_CIDR: s.ipv6ServiceCidr } : {}),
       ...(ipv4Only ? { FLANNELD_IPV4_ONLY: 'true' } : {}),
+      ...(networkPolicy ? { FLANNELD_NETWORK_POLICY: 'true' } : {}),
     },
   };
   const head =
     `# Written by flanneld cluster-config.\n# API server: ${s.sources.apiServer}.\n# Service CIDR: ${s.sources.serviceCidr}.\n` +
     `# kube-dns IP: ${s.sources.dnsIp}.\n` +
     (s.ipv6ServiceCidr && !ipv4Only ? `# IPv6 Service CIDR: ${s.sources.ipv6ServiceCidr}.\n` : '') +
-    (ipv4Only ? '# IPv4 only: --ipv4-only.\n' : '');
+    (ipv4Only ? '# IPv4 only: --ipv4-only.\n' : '') +
+    (networkPolicy ? '# NetworkPolicy: --network-policy.\n' : '');
   return head + yaml.dump(cm, { lineWidth: -1 });
 }
 
@@ -265,7 +269,7 @@ export const command: Command = {
         kubeDnsIp: get('kube-dns-ip'),
         ipv6ServiceCidr: get('ipv6-service-cidr'),
       });
-      io.stdout(renderClusterConfig(s, get('cni-bin-dir'), parsed.values.get('ipv4-only') === true));
+      io.stdout(renderClusterConfig(s, get('cni-bin-dir'), parsed.values.get('ipv4-only') === true, parsed.values.get('network-policy') === true));
       io.stderr(`API server ${s.host}:${s.port} (${s.sources.apiServer}), Service CIDR ${s.serviceCidr} (${s.sources.serviceCidr}), kube-dns ${s.dnsIp} (${s.sources.dnsIp})\n`);
       return Promise.resolve(0);
     } catch (err) {

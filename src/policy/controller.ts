@@ -182,7 +182,9 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
   /** Recompute when the cluster or the endpoints changed since the last time; the keys whose item changed go dirty. */
   refresh(): void {
     const at = this.cluster.version * 1_000_003 + this.endpointsVersion;
-    if (at === this.computedAt || this.hnsVersion === undefined) return;
+    // Nothing is decided on a partial cluster (cluster.ts): a policy listed before the pods or namespaces its
+    // rule allows would deny them until their list ends.
+    if (at === this.computedAt || this.hnsVersion === undefined || !this.cluster.synced) return;
     this.computedAt = at;
     const nodeIPs = [...this.o.nodeIPs(), ...this.endpoints.hostIps];
     const intent = computeIntent(this.cluster.state(), { nodeName: this.o.nodeName, nodeIPs }, { unsupported: hnsRefusal });

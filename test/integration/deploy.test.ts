@@ -785,6 +785,24 @@ describe('scripts/start.ps1', () => {
     expect(text).toContain("Select-String -Quiet -Pattern '^FLANNEL_IPV6_SUBNET='");
   });
 
+  // docs/install.md "NetworkPolicy": -NetworkPolicy passes the agent's --network-policy (not cni-config's).
+  it('-NetworkPolicy is a switch that passes --network-policy to the agent only', async () => {
+    const p = await parser();
+    const text = readFileSync(SCRIPT, 'utf8');
+    const tree = p.parse(text)!;
+    const param = tree.rootNode.descendantsOfType('script_parameter').find((n) => n.children.find((c) => c?.type === 'variable')?.text === '$NetworkPolicy');
+    expect(param?.text).toBe('[switch]$NetworkPolicy');
+    expect(FLAGS.find((f) => f.name === 'network-policy')).toMatchObject({ kind: 'bool', default: false });
+    const line = "if ($NetworkPolicy) { $agentArgs += '--network-policy' }";
+    expect(text).toContain(line);
+    // After the agent's arguments are built and before the service is installed with them.
+    expect(text.indexOf(line)).toBeGreaterThan(text.indexOf('$agentArgs = @('));
+    expect(text.indexOf(line)).toBeLessThan(text.indexOf("Invoke-Flanneld (@('service', 'install'"));
+    const install = readFileSync(join(process.cwd(), 'docs', 'install.md'), 'utf8');
+    expect(install).toContain('pass `-NetworkPolicy` to `start.ps1`');
+    expect(install).toContain('flanneld cluster-config --network-policy');
+  });
+
   it("docs/install.md's dual-stack examples use only the script's parameters", async () => {
     const p = await parser();
     const tree = p.parse(readFileSync(SCRIPT, 'utf8'))!;

@@ -373,6 +373,11 @@ describe('flanneld doctor on the simulated node', () => {
   async function agentInSync(before?: (sim: SimulatedDataplane) => void): Promise<RunningAgent> {
     const agent = await runAgent(before);
     await waitFor(async () => (await agentStatus())?.inSync, 'the agent in sync', 30_000);
+    // In sync, the agent writes NetworkUnavailable=False on its Node (a PATCH of its own, which a loaded
+    // machine may see after /status turns in sync): the node-condition row reads the Node.
+    const condition = () =>
+      (cluster.api.getNode(NODE)?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions?.find((c) => c.type === 'NetworkUnavailable');
+    await waitFor(() => condition()?.status === 'False', "the agent's NetworkUnavailable=False", 30_000);
     return agent;
   }
   const agentStatus = async () => {

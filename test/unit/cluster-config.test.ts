@@ -115,6 +115,12 @@ describe('flanneld cluster-config', () => {
     expect(v4data).toMatchObject({ FLANNELD_IPV4_ONLY: 'true' });
     expect(v4data).not.toHaveProperty('FLANNELD_IPV6_SERVICE_CIDR');
 
+    // --network-policy: the agent (envFrom the ConfigMap) enforces NetworkPolicy (docs/network-policy.md); off unless given.
+    const np = io();
+    expect(await command.run(['-f', file, '--network-policy'], np.io)).toBe(0);
+    expect((yaml.load(np.out.stdout) as Obj)['data']).toMatchObject({ FLANNELD_NETWORK_POLICY: 'true' });
+    expect(np.out.stdout).toMatch(/^# NetworkPolicy: --network-policy\.$/m);
+
     const refused = io();
     expect(await command.run(['-f', file, '--api-server', 'https://10.96.0.1'], refused.io)).toBe(1);
     expect(refused.out.stdout).toBe('');

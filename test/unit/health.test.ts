@@ -294,6 +294,26 @@ describe('Metrics (prom-client)', () => {
   });
 });
 
+describe("docs/metrics.md's NetworkPolicy section", () => {
+  it('names every flannel_netpol_* family /metrics has, with its labels and their values', async () => {
+    const text = await new Metrics().render();
+    const families = [...text.matchAll(/^# TYPE (flannel_netpol_\w+) /gm)].map((m) => m[1]);
+    expect(families.length).toBeGreaterThanOrEqual(6);
+    const doc = readFileSync('docs/metrics.md', 'utf8');
+    const start = doc.indexOf('\n## NetworkPolicy\n');
+    expect(start).toBeGreaterThan(0);
+    const section = doc.slice(start, doc.indexOf('\n## ', start + 1));
+    for (const f of families) {
+      const labels = [...new Set([...text.matchAll(new RegExp(`^${f}\\{([a-z]+)="`, 'gm'))].map((m) => m[1]))];
+      expect([f, section.includes(labels.length ? `\`${f}{${labels.join(',')}}\`` : `\`${f}\``)]).toEqual([f, true]);
+    }
+    for (const op of ['add-rules', 'remove-rules', 'add-sets', 'update-sets', 'remove-sets']) {
+      expect(text).toContain(`flannel_netpol_hns_writes_total{op="${op}"} 0`);
+      expect(section).toContain(`\`${op}\``);
+    }
+  });
+});
+
 describe('flanneld status: where it looks for the agent', () => {
   const ifaces = {
     lo: [{ address: '127.0.0.1', netmask: '255.0.0.0', family: 'IPv4' as const, mac: '00:00:00:00:00:00', internal: true, cidr: '127.0.0.1/8' }],

@@ -132,6 +132,38 @@ describe('the NetworkPolicy controller on a simulated node', () => {
     expect(allowed('10.244.2.2', '10.244.1.2')).toBe(true);
   });
 
+  // client-go's cache.WaitForCacheSync before a policy controller acts (kube-router, Calico): until every one of
+  // the three resources is listed, the cluster is partial and a rule computed from it may deny what a policy
+  // allows (here: ingress from namespace y, while the Namespaces are not listed yet). Nothing is written.
+  it('writes no rule before all three resources are listed (a partial cluster decides nothing)', async () => {
+    const { api, ctl, cniAdd, modifies, allowed } = await setup();
+    api.hang('GET', /^\/api\/v1\/namespaces$/);
+    api.addObject('namespaces', { metadata: { name: 'x' } });
+    api.addObject('namespaces', { metadata: { name: 'y', labels: { team: 'y' } } });
+    api.addObject('pods', podJson('x', 'a', '10.244.1.2'));
+    api.addObject('pods', podJson('y', 'c', '10.244.2.2', 'win-2'));
+    api.addObject('networkpolicies', {
+      metadata: { namespace: 'x', name: 'from-y' },
+      spec: { podSelector: {}, ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'y' } } }] }] },
+    });
+    // The HNS writes made before the Namespaces' list ended, counted when it ends.
+    let writesBeforeNamespaces: number | undefined;
+    ctl.cluster.onChange(() => {
+      if (writesBeforeNamespaces === undefined && ctl.cluster.namespaces.synced) writesBeforeNamespaces = modifies();
+    });
+    await cniAdd('a', '10.244.1.2');
+    await waitFor(() => ctl.cluster.pods.synced && ctl.cluster.policies.synced, 'pods and policies listed');
+    expect(ctl.cluster.namespaces.synced).toBe(false);
+    expect(allowed('10.244.2.2', '10.244.1.2')).toBe(true);
+
+    api.unhang();
+    await waitFor(() => ctl.status().inSync, 'the rules, once the Namespaces are listed');
+    expect(writesBeforeNamespaces).toBe(0);
+    expect(modifies()).toBeGreaterThan(0);
+    expect(allowed('10.244.2.2', '10.244.1.2')).toBe(true); // from namespace y: the policy allows it
+    expect(allowed('10.244.1.9', '10.244.1.2')).toBe(false); // from namespace x: not
+  });
+
   it("sweeps the agent's own stale rules and sets and never touches others'", async () => {
     const { api, hns, net, ctl, cniAdd } = await setup();
     const ep = await cniAdd('a', '10.244.1.2');
