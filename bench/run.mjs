@@ -36,7 +36,7 @@ const large = quick ? [args.includes('--with-20k') && 20000, args.includes('--wi
 /** The size tag of the summary keys: 5000 -> '5k'. */
 const tag = (n) => `${n / 1000}k`;
 
-const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api'];
+const ALL = ['cold-start', 'memory', 'churn', 'faulty', 'drift', 'upstream', 'kube-api', 'netpol'];
 /**
  * Run only when named in --only: windows-exe (needs Wine and a packaged flanneld.exe: --exe-dir=DIR);
  * profile (CPU profiles of the CLI's cold start and status storm, bench/results/*.cpuprofile).
@@ -80,6 +80,16 @@ const SUMMARY_KEYS = [
     `churn_${tag(n)}_over_client_node_watch`,
   ]),
   'drift_repair_s',
+  'netpol_cold_start_s',
+  'netpol_cold_over_list',
+  'netpol_cpu_ms_per_pod_event',
+  'netpol_cpu_ms_per_policy_event',
+  'netpol_pod_event_cpu_growth_10x',
+  'netpol_rss_over_informer',
+  'netpol_entries_per_pod_event',
+  'netpol_rewrite_entries_per_pod_event',
+  'netpol_entries_per_policy_event',
+  'netpol_rewrite_entries_per_policy_event',
 ];
 /**
  * The targets (each an upper bound). Issue 34 ("50,000 Nodes") at 5k, 20k and 50k: cold start <= 1.2x

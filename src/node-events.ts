@@ -6,8 +6,22 @@
 // The reasons are CamelCase, as kubelet's (pkg/kubelet/events/event.go) are.
 export type NodeEventType = 'Normal' | 'Warning';
 
+/**
+ * The object an Event is about when it is not the own Node (core/v1 ObjectReference): a namespaced object
+ * (a NetworkPolicy the agent refuses), whose Event the recorder writes in that object's namespace.
+ */
+export interface EventObject {
+  kind: string;
+  apiVersion: string;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
 export interface NodeEvent {
   type: NodeEventType;
+  /** What it is about; absent: the own Node. */
+  regarding?: EventObject;
   /** Short CamelCase machine reason (`kubectl describe node`'s Reason column). */
   reason: string;
   /** What happened, naming the peer, and what to do. */

@@ -113,6 +113,16 @@ const handlers = {
     api.compact({ closeWatches });
     return { t: wallNow(), expiredWatches: api.expiredWatches };
   },
+  /** Objects of a listed resource (the NetworkPolicy benchmark's namespaces, pods, networkpolicies): each an ADDED event. */
+  addObjects({ resource, objects }) {
+    for (const o of objects) api.addObject(resource, o);
+    return { t: wallNow() };
+  },
+  /** Replace objects (`namespace/name` or `name` keys from their metadata): each a MODIFIED event. */
+  putObjects({ resource, objects }) {
+    for (const o of objects) api.updateObject(resource, o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name, () => o);
+    return { t: wallNow() };
+  },
   nodeBytes() {
     return { bytes: Buffer.byteLength(JSON.stringify(realisticNode(1, peer(1), backend))) };
   },

@@ -22,6 +22,7 @@ export function netpolPart(deps: PartDeps): AgentPart {
       return [lease?.publicIP, lease?.publicIPv6].filter((ip): ip is string => ip !== undefined && ip !== '');
     },
     sources: netpolSources({ ...watch, log, metrics, clock }),
+    events: () => deps.events(),
     clock,
     log,
     metrics,

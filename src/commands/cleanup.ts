@@ -16,7 +16,9 @@
 //    what flanneld writes, the agent's temporary files beside them, and the directory itself when nothing
 //    else is left in it (a directory or link of any of those names is someone else's: kept);
 //  * the CNI conflist `flanneld cni-config -o` wrote (`--cni-conf-file`), when it still is flannel's
-//    conflist for this network (someone else's file at that path is kept).
+//    conflist for this network (someone else's file at that path is kept);
+//  * first, on the agent's network: the NetworkPolicy ACL rules and IP sets of --network-policy
+//    (./cleanup-netpol.ts); `--network-policy-only` removes those alone and keeps everything else.
 // Every other HNS network, endpoint and route is kept. Stop the agent first (it would recreate them).
 // Without net-conf.json (the DaemonSet's ConfigMap is gone, or it was never on the host) the network is
 // told from the node itself: FLANNEL_NETWORK and FLANNEL_SUBNET in subnet.env, and the L2Bridge or
@@ -53,12 +55,19 @@ import type { AgentConfig } from '../config/agent-config.js';
 import type { Command, CommandIO } from './command.js';
 import { isOwnCniConfig } from '../cni/conf-dir.js';
 import { commandUsage, parseCommandArgs, reportError } from './cni-flags.js';
+import { removeNetpolObjects } from './cleanup-netpol.js';
 
 /** Where the install scripts and the DaemonSet have `cni-config` write the conflist. */
 const WINDOWS_CNI_CONF_FILE = 'C:\\etc\\cni\\net.d\\10-flannel.conflist';
 
 const CLEANUP_FLAGS: readonly FlagSpec[] = [
   { name: 'dry-run', kind: 'bool', default: false, help: 'only print what would be removed' },
+  {
+    name: 'network-policy-only',
+    kind: 'bool',
+    default: false,
+    help: "remove only the NetworkPolicy ACL rules and IP sets of --network-policy (Id prefix flannel-np-) from the agent's network; keep the network, its endpoints and files",
+  },
   { name: 'force', kind: 'bool', default: false, help: 'run even while an agent holds the node lock (flanneld.lock beside subnet.env)' },
   {
     name: 'cni-conf-file',
@@ -156,6 +165,8 @@ export interface CleanupReport {
   lines: string[];
   /** Objects left on purpose, with the reason. */
   kept: string[];
+  /** Objects left because a read or a removal failed: their state is unknown (cleanup then exits 1). */
+  unknown: string[];
 }
 
 export interface CleanupOptions {
@@ -167,6 +178,8 @@ export interface CleanupOptions {
   cniConfFile?: string;
   /** Skip the HNS objects and routes (inferNetConf found no network of flannel's): files only. */
   filesOnly?: boolean;
+  /** Remove only the NetworkPolicy rules and IP sets on the agent's network. */
+  networkPolicyOnly?: boolean;
 }
 
 /** Remove the agent's HNS objects, routes and files; returns what it did. */
@@ -174,8 +187,9 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
   const { config, netConf, dataplane, dryRun } = opts;
   const { hns, routes, host } = dataplane;
   const verb = dryRun ? 'would remove' : 'removed';
-  const report: CleanupReport = { lines: [], kept: [] };
+  const report: CleanupReport = { lines: [], kept: [], unknown: [] };
   const did = (what: string) => report.lines.push(`${verb} ${what}`);
+  const netpol = (id: string) => removeNetpolObjects(hns, { id, name }, dryRun, { did, unknown: report.unknown, kept: report.kept });
   const name = netConf.backend.name;
   let sourceVip: string | undefined;
   const seen = new Set<string>();
@@ -205,10 +219,16 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
 
   if (opts.filesOnly) {
     // Nothing in HNS is known to be flannel's: an HNS network merely named cbr0 is left alone.
+  } else if (opts.networkPolicyOnly) {
+    const found = await hns.getNetworkByName(name);
+    const net = provablyOwn(found, found?.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix);
+    if (net) await netpol(net.ID);
+    return report;
   } else if (netConf.backend.type === 'host-gw') {
     const found = await hns.getNetworkByNameV1(name);
     const net = provablyOwn(found, found?.Subnets?.[0]?.AddressPrefix);
     if (net) {
+      await netpol(net.ID);
       const own = net.Subnets?.[0]?.AddressPrefix;
       const mgmt = net.ManagementIP ? findInterfaceByIP(await host.interfaces(), net.ManagementIP) : undefined;
       if (mgmt) {
@@ -242,6 +262,7 @@ async function cleanupNode(opts: CleanupOptions): Promise<CleanupReport> {
     const found = await hns.getNetworkByName(name);
     const net = provablyOwn(found, found?.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix);
     if (net) {
+      await netpol(net.ID);
       const own = net.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
       const vipName = sourceVipEndpointName(name);
       for (const ep of await hns.listEndpoints(net.ID)) {
@@ -485,11 +506,18 @@ export const command: Command = {
       }
       const cniFlag = String(parsed.own.get('cni-conf-file') ?? '');
       const cniConfFile = cniFlag === 'none' ? '' : cniFlag || (io.platform === 'win32' ? WINDOWS_CNI_CONF_FILE : '');
-      const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true, cniConfFile, filesOnly });
+      const networkPolicyOnly = parsed.own.get('network-policy-only') === true;
+      const report = await cleanupNode({ config, netConf, dataplane, dryRun: parsed.own.get('dry-run') === true, cniConfFile, filesOnly, networkPolicyOnly });
       for (const l of report.lines) io.stdout(`${l}\n`);
       for (const k of report.kept) io.stdout(`kept ${k}\n`);
-      if (report.lines.length === 0) io.stdout(`nothing to remove: no HNS network ${netConf.backend.name} of flanneld's and no agent files\n`);
-      return 0;
+      for (const u of report.unknown) io.stdout(`unknown ${u}\n`);
+      if (report.lines.length === 0 && report.unknown.length === 0)
+        io.stdout(
+          networkPolicyOnly
+            ? `nothing to remove: no NetworkPolicy rule or IP set of flanneld's on HNS network ${netConf.backend.name}\n`
+            : `nothing to remove: no HNS network ${netConf.backend.name} of flanneld's and no agent files\n`,
+        );
+      return report.unknown.length > 0 ? 1 : 0;
     } catch (err) {
       return reportError(program, err, io);
     }

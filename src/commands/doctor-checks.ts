@@ -270,7 +270,66 @@ export function runChecks(f: DoctorFacts): CheckRow[] {
   rows.push(...adapterRows(f, conf, net));
   rows.push(...ipamRows(f, conf, net));
   rows.push(...clusterRows(f, conf, changed));
+  rows.push(networkPolicyRow(f, conf));
   return rows;
+}
+
+/**
+ * --network-policy, from the agent's /status (src/policy/controller.ts NetpolStatus): the controller listed
+ * the cluster and wrote everything wanted, and every local pod a policy selects holds its rules on its
+ * endpoint. Skipped when no agent answers or it runs without the option.
+ */
+function networkPolicyRow(f: DoctorFacts, conf: Conf): CheckRow {
+  const s = f.agent.status;
+  if (!s) return skip('network-policy', 'flanneld is not answering (the agent row): whether it runs with --network-policy is unknown');
+  const np = s.networkPolicy;
+  if (!np) return skip('network-policy', 'flanneld runs without --network-policy: no NetworkPolicy is enforced on this node');
+  if (!np.listed)
+    return fail(
+      'network-policy',
+      'the NetworkPolicy controller has not listed Pods, Namespaces and NetworkPolicies (and read the HNS endpoints) yet: no policy is enforced',
+      `check flannel's RBAC: kubectl auth can-i watch networkpolicies --all-namespaces --as=system:serviceaccount:kube-flannel:flannel-windows (and pods, namespaces); the agent log names the list that fails`,
+    );
+  const selected = np.pods.filter((p) => p.policies.length > 0);
+  const lacking = selected.filter((p) => np.endpointsWithoutRules.includes(p.pod));
+  if (lacking.length > 0) {
+    const why = (p: (typeof lacking)[number]) =>
+      p.endpoint === undefined
+        ? `${p.pod} (${p.ips.join(', ')}): no HNS endpoint of network ${conf.name} holds its address`
+        : `${p.pod} (endpoint ${p.endpoint}): lacks some of its ${p.rules} rules`;
+    const refused = np.hnsRefused > 0 ? `; HNS refused ${np.hnsRefused} rules or IP sets` : '';
+    const pod = (p: (typeof lacking)[number]) => {
+      const [ns, name] = p.pod.split('/');
+      return `kubectl delete pod -n ${ns} ${name}`;
+    };
+    const noEndpoint = lacking.filter((p) => p.endpoint === undefined);
+    const fix =
+      noEndpoint.length === lacking.length
+        ? `recreate ${noEndpoint.length === 1 ? 'the pod' : 'each pod'} so CNI ADD gives it an endpoint on ${conf.name}: ${listed(noEndpoint.map(pod), '; ')}`
+        : `the agent retries each write on its backoff; HNS's answer is in the agent log ("HNS refused a NetworkPolicy rule or IP set"). If it stays, recreate the pod (a new endpoint): ${listed(lacking.map(pod), '; ')}`;
+    return fail('network-policy', `${lacking.length} local pods selected by a NetworkPolicy lack their rules: ${listed(lacking.map(why), '; ')}${refused}`, fix);
+  }
+  if (!np.inSync)
+    return warn(
+      'network-policy',
+      `the NetworkPolicy controller is not in sync yet (${np.hnsRefused > 0 ? `HNS refused ${np.hnsRefused} rules or IP sets` : 'a write is pending'})`,
+      'run doctor again in a few seconds; if it stays, the agent log names the write that fails',
+    );
+  const rules = selected.reduce((n, p) => n + p.rules, 0);
+  const saw = `${np.policies} NetworkPolicies; ${selected.length} local pods selected, each holding its rules (${rules} rules)`;
+  if (np.refused.length > 0)
+    return warn(
+      'network-policy',
+      `${saw}; refused: ${listed(
+        np.refused.map((r) => `${r.namespace}/${r.name} (${r.reason}: ${r.message})`),
+        '; ',
+      )}: the pods they select allow nothing they meant to allow`,
+      `fix the policy (its Warning Event says why): ${listed(
+        np.refused.map((r) => `kubectl describe networkpolicy -n ${r.namespace} ${r.name}`),
+        '; ',
+      )}`,
+    );
+  return ok('network-policy', saw);
 }
 
 /**

@@ -17,11 +17,19 @@
 // docs/metrics.md), so the bounds above can be watched on a running agent.
 // Names and references as kubelet's for its Node (pkg/kubelet: involvedObject kind Node, uid = the node
 // name, namespace "" so the Event lives in `default`), which is what `kubectl describe node` searches for.
+// An event about a namespaced object (a NetworkPolicy the agent refuses: NodeEvent.regarding) names it as
+// involvedObject (kind, apiVersion, namespace, name, uid) and lives in its namespace, as the kube-apiserver
+// requires of a core/v1 Event (pkg/apis/core/validation/events.go: involvedObject.namespace must equal the
+// Event's namespace; empty only for a cluster-scoped object, whose Event lives in `default`); `kubectl
+// describe networkpolicy` finds it there. Its name is the object's name and a time in hex (client-go
+// tools/record/event.go makeEvent: "%v.%x"), and it has its own spam bucket and aggregation records (the
+// keys above include the object: events_cache.go getSpamKey, getEventKey), so one policy's events never
+// starve the Node's or another policy's.
 import type { Clock } from '../basics/clock.js';
 import { errorMessage } from '../basics/errors.js';
 import type { Logger } from '../basics/log.js';
 import { METRIC, type Metrics } from '../basics/metrics.js';
-import type { NodeEvent, NodeEvents } from '../node-events.js';
+import type { EventObject, NodeEvent, NodeEvents } from '../node-events.js';
 import type { KubeHttp } from './http.js';
 import { describe, httpStatus } from './api-error.js';
 
@@ -42,7 +50,7 @@ export interface KubeEvent {
   apiVersion: 'v1';
   kind: 'Event';
   metadata: { name: string; namespace: string; resourceVersion?: string };
-  involvedObject: { kind: 'Node'; name: string; uid: string; apiVersion: 'v1' };
+  involvedObject: { kind: string; name: string; uid: string; apiVersion: string; namespace?: string };
   reason: string;
   message: string;
   type: string;
@@ -92,25 +100,30 @@ class Lru<V> {
   }
 }
 
+/** A token bucket of the spam filter (one per object). */
+interface Bucket {
+  tokens: number;
+  refilledAt: number;
+}
+
+const objectKey = (o: EventObject | undefined): string => (o === undefined ? '' : `${o.kind}\0${o.namespace}\0${o.name}\0${o.uid}`);
+
 /**
  * The pure part: decides for each event whether it is dropped, created or patched. One per node (the
- * source and the object are fixed, so the keys below leave them out).
+ * source is fixed, so the keys below leave it out; the object is the own Node unless the event says).
  */
 export class EventCorrelator {
   private readonly aggregate = new Lru<{ messages: Set<string>; last: number }>();
   private readonly seen = new Lru<{ count: number; first: string; name: string; resourceVersion?: string }>();
   /** Event name -> its dedup key (bounded like the caches). */
   private readonly keys = new Lru<string>();
+  private readonly buckets = new Lru<Bucket>();
   private seq = 0;
-  private tokens = SPAM_BURST;
-  private refilledAt: number;
 
   constructor(
     private readonly node: string,
     private readonly now: () => number,
-  ) {
-    this.refilledAt = now();
-  }
+  ) {}
 
   /** What the caches hold (the recorder's flannel_node_event_cache_entries): messages of the aggregation records, entries of the dedup and name caches. */
   cacheEntries(): Record<EventCache, number> {
@@ -123,7 +136,8 @@ export class EventCorrelator {
   correlate(e: NodeEvent): EventWrite | undefined {
     const t = this.now();
     // 1. Aggregate by reason (events_cache.go EventAggregate).
-    const aggKey = `${e.type}\0${e.reason}`;
+    const object = e.regarding;
+    const aggKey = `${objectKey(object)}\0${e.type}\0${e.reason}`;
     const text = e.message.length > MAX_EVENT_MESSAGE - COMBINED.length ? `${e.message.slice(0, MAX_EVENT_MESSAGE - COMBINED.length - 1)}…` : e.message;
     let agg = this.aggregate.get(aggKey);
     if (!agg || t - agg.last > AGGREGATE_INTERVAL_MS) agg = { messages: new Set(), last: t };
@@ -140,15 +154,15 @@ export class EventCorrelator {
     const stamp = rfc3339(t);
     const entry = prev
       ? { ...prev, count: prev.count + 1 }
-      : { count: 1, first: stamp, name: `${this.node}.${(BigInt(t) * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16)}` };
+      : { count: 1, first: stamp, name: `${object?.name ?? this.node}.${(BigInt(t) * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16)}` };
     this.seen.set(key, entry);
     // 3. Spam filter on source+object (EventSourceObjectSpamFilter.Filter).
-    if (!this.takeToken(t)) return undefined;
+    if (!this.takeToken(objectKey(object), t)) return undefined;
     const event: KubeEvent = {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name: entry.name, namespace: 'default', ...(entry.resourceVersion ? { resourceVersion: entry.resourceVersion } : {}) },
-      involvedObject: { kind: 'Node', name: this.node, uid: this.node, apiVersion: 'v1' },
+      metadata: { name: entry.name, namespace: object?.namespace ?? 'default', ...(entry.resourceVersion ? { resourceVersion: entry.resourceVersion } : {}) },
+      involvedObject: object ?? { kind: 'Node', name: this.node, uid: this.node, apiVersion: 'v1' },
       reason: e.reason,
       message,
       type: e.type,
@@ -171,14 +185,16 @@ export class EventCorrelator {
     this.seen.set(key, { ...cur, name: answer.metadata?.name ?? cur.name, resourceVersion: answer.metadata?.resourceVersion, count: Math.max(cur.count, answer.count ?? 0) });
   }
 
-  private takeToken(t: number): boolean {
-    const refill = Math.floor((t - this.refilledAt) / SPAM_REFILL_MS);
+  private takeToken(object: string, t: number): boolean {
+    const b = this.buckets.get(object) ?? { tokens: SPAM_BURST, refilledAt: t };
+    const refill = Math.floor((t - b.refilledAt) / SPAM_REFILL_MS);
     if (refill > 0) {
-      this.tokens = Math.min(SPAM_BURST, this.tokens + refill);
-      this.refilledAt += refill * SPAM_REFILL_MS;
+      b.tokens = Math.min(SPAM_BURST, b.tokens + refill);
+      b.refilledAt += refill * SPAM_REFILL_MS;
     }
-    if (this.tokens === 0) return false;
-    this.tokens--;
+    this.buckets.set(object, b);
+    if (b.tokens === 0) return false;
+    b.tokens--;
     return true;
   }
 }
@@ -238,7 +254,7 @@ export class KubeEventRecorder implements NodeEvents {
         this.o.metrics.inc(METRIC.nodeEventsDropped, { reason: 'write-failed' });
         if (httpStatus(err) === 403 && !this.refusalWarned) {
           this.refusalWarned = true;
-          this.o.log.warn("the API server refuses Events on the Node: flannel's ClusterRole lacks events: create, patch; Events are not recorded until it grants them", {
+          this.o.log.warn("the API server refuses Events: flannel's ClusterRole lacks events: create, patch; Events are not recorded until it grants them", {
             rule: 'events: create, patch',
             namespace: w.event.metadata.namespace,
             verb: w.kind,
@@ -246,7 +262,7 @@ export class KubeEventRecorder implements NodeEvents {
             error: describe(err),
           });
         } else {
-          this.o.log.debug('recording an event on the Node failed', { reason: w.event.reason, error: errorMessage(err) });
+          this.o.log.debug('recording an event failed', { reason: w.event.reason, about: w.event.involvedObject.kind, error: errorMessage(err) });
         }
       }
     }

@@ -19,6 +19,10 @@
 // `endpointPollMs` while one is still missing: HNS has no notification of a new endpoint, so felix's
 // endpoint_mgr.go too looks again on its next apply. The delay from a pod's address being seen to its
 // endpoint holding all its rules is the histogram flannel_netpol_endpoint_rules_delay_seconds.
+// A policy refused (what HNS cannot enforce faithfully isolates its pods and allows nothing, never silently
+// allows) is logged and recorded as a Warning Event on the NetworkPolicy once per refusal: when it is first
+// refused or refused for another reason, not at every recompute; refused again after a fix, the recorder's
+// deduplication bumps the same Event's count (../kube/event-recorder.ts).
 import type { Clock } from '../basics/clock.js';
 import { errorMessage } from '../basics/errors.js';
 import type { Logger } from '../basics/log.js';
@@ -27,6 +31,7 @@ import type { HnsClient } from '../hns/client.js';
 import { hnsFailure } from '../hns/errors.js';
 import type { AclPolicySetting, HcnEndpoint, HnsVersion, SetPolicySetting } from '../hns/schema.js';
 import type { ListWatchHandler } from '../kube/list-watch.js';
+import { noNodeEvents, type NodeEvent, type NodeEvents } from '../node-events.js';
 import type { DesiredSet } from '../reconcile/reconciler.js';
 import { Reconciler } from '../reconcile/reconciler.js';
 import type { RefusalSink } from '../reconcile/refusals.js';
@@ -70,8 +75,8 @@ export interface NetpolControllerOptions {
   /** The Node's own addresses (its public IPs); the host's endpoints on the network are added from HNS. */
   nodeIPs(): readonly string[];
   sources: NetpolSources;
-  /** Told the policies refused whenever that list changes (Warning Events, ../kube/event-recorder.ts). */
-  onRefusals?(refusals: readonly Refusal[]): void;
+  /** Where a refused policy's Warning Event goes (the agent's recorder; default none). */
+  events?(): NodeEvents;
   clock: Clock;
   log: Logger;
   metrics: Metrics;
@@ -107,6 +112,16 @@ export interface NetpolStatus {
   endpointsWithoutRules: string[];
   /** HNS refused these writes (retried on their backoff). */
   hnsRefused: number;
+}
+
+/** The Warning Event on a refused NetworkPolicy: reason FlannelNetworkPolicy<refusal reason>, in its namespace. */
+export function refusalEvent(r: Refusal): NodeEvent {
+  return {
+    type: 'Warning',
+    reason: `FlannelNetworkPolicy${r.reason}`,
+    message: `not enforced as written on this node: ${r.message}; fix the policy (kubectl edit networkpolicy -n ${r.namespace} ${r.name})`,
+    regarding: { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', namespace: r.namespace, name: r.name, uid: r.uid },
+  };
 }
 
 type WriteOp = 'add-rules' | 'remove-rules' | 'add-sets' | 'update-sets' | 'remove-sets';
@@ -261,7 +276,8 @@ export class NetpolController {
   /** Local pods waiting for their rules: `namespace/name` -> when their address was first seen. */
   private readonly waiting = new Map<string, number>();
   private networkId: string | undefined;
-  private lastRefusals = '';
+  /** The refusals told (logged, an Event recorded): policy uid -> reason and message. */
+  private told = new Map<string, string>();
   private readonly wakePoll: { ring?: () => void } = {};
 
   constructor(private readonly o: NetpolControllerOptions) {
@@ -347,13 +363,15 @@ export class NetpolController {
     metrics.set(METRIC.netpolRules, r.size.rules);
     metrics.set(METRIC.netpolSets, r.size.sets);
     metrics.set(METRIC.netpolRefused, r.refusals.length);
-    const text = JSON.stringify(r.refusals);
-    if (text !== this.lastRefusals) {
-      this.lastRefusals = text;
-      for (const f of r.refusals)
-        this.o.log.warn('NetworkPolicy refused: it isolates the pods it selects and allows nothing', { policy: namespacedKey(f), reason: f.reason, message: f.message });
-      this.o.onRefusals?.(r.refusals);
+    const told = new Map<string, string>();
+    for (const f of r.refusals) {
+      const what = `${f.reason}\0${f.message}`;
+      told.set(f.uid, what);
+      if (this.told.get(f.uid) === what) continue;
+      this.o.log.warn('NetworkPolicy refused: it isolates the pods it selects and allows nothing', { policy: namespacedKey(f), reason: f.reason, message: f.message });
+      (this.o.events ?? (() => noNodeEvents))().record(refusalEvent(f));
     }
+    this.told = told;
     const now = clock.now();
     for (const [k, l] of r.local) if (!this.waiting.has(k) && !this.holds(l)) this.waiting.set(k, now);
     for (const k of this.waiting.keys()) if (!r.local.has(k)) this.waiting.delete(k);

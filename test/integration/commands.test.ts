@@ -10,6 +10,9 @@ import { NetConfError } from '../../src/basics/errors.js';
 import { expectCode } from '../support/errors.js';
 import { command as cniConfig } from '../../src/commands/cni-config.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
+import { HnsClient } from '../../src/hns/client.js';
+import { SimulatedHnsTransport } from '../../src/simulator/hns.js';
+import { SimNodeState } from '../support/sim-node.js';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { MAIN } from '../support/flanneld-process.js';
@@ -149,6 +152,99 @@ describe('flanneld cleanup', () => {
     expect(after.listAdapters().find((x) => x.IPAddress === WIN_IP)?.Name).toBe('Ethernet');
     expect(existsSync(join(a.dir, 'run', 'flannel', 'operator-notes.txt'))).toBe(true);
     expect(existsSync(a.subnetFile)).toBe(false);
+  });
+
+  /**
+   * What --network-policy leaves on the node (src/policy/controller.ts): a pod endpoint of the agent's network with
+   * the agent's ACL rules (Id prefix flannel-np-) naming its IP set, beside another engine's rule and set.
+   */
+  async function withPolicyObjects(a: RunningAgent) {
+    const hns = new HnsClient(new SimulatedHnsTransport(new SimulatedDataplane({ statePath: a.statePath })));
+    const net = (await hns.getNetworkByName('cbr0'))!;
+    const ep = await hns.createEndpoint(net.ID!, { Name: 'pod-a', SchemaVersion: { Major: 2, Minor: 0 }, IpConfigurations: [{ IpAddress: '10.244.100.5' }] });
+    await hns.addSetPolicies(net.ID!, [
+      { Id: 'flannel-np-set-peers', Name: 'flannel-np-set-peers', PolicyType: 'IPSET', Values: '10.244.1.7,10.244.2.8' },
+      { Id: 'azure-npm-set', Name: 'azure-npm-set', PolicyType: 'IPSET', Values: '10.0.0.9' },
+    ]);
+    await hns.addEndpointAcls(ep.ID!, [
+      { Id: 'flannel-np-allow', Action: 'Allow', Direction: 'In', RuleType: 'Switch', Priority: 3000, RemoteAddresses: 'flannel-np-set-peers', Protocols: '6', LocalPorts: '80' },
+      { Id: 'flannel-np-deny', Action: 'Block', Direction: 'In', RuleType: 'Switch', Priority: 65000 },
+      { Id: 'calico-rule', Action: 'Allow', Direction: 'In', RuleType: 'Switch', Priority: 500, RemoteAddresses: 'azure-npm-set' },
+    ]);
+    const read = async () => ({
+      acls: ((await hns.getEndpointAcls(ep.ID!)) ?? []).map((r) => r.Id).sort(),
+      sets: ((await hns.getSetPolicies(net.ID!)) ?? []).map((x) => x.Id).sort(),
+    });
+    return { hns, net: net.ID!, ep: ep.ID!, read };
+  }
+
+  it("--network-policy-only: removes the agent's ACL rules, then the IP sets they named; keeps others' rules and sets, the network, its endpoints and files", async () => {
+    const a = await runToSync('host-gw');
+    const { read } = await withPolicyObjects(a);
+    const all = { acls: ['calico-rule', 'flannel-np-allow', 'flannel-np-deny'], sets: ['azure-npm-set', 'flannel-np-set-peers'] };
+    expect(await read()).toEqual(all);
+
+    const dry = io();
+    expect(await cleanup.run([...agentFlags(a), '--network-policy-only', '--dry-run'], dry.io)).toBe(0);
+    expect(dry.out.stdout).toMatch(/^would remove 2 NetworkPolicy rules \(flannel-np-allow, flannel-np-deny\) from HNS endpoint pod-a \(10\.244\.100\.5, ID /m);
+    expect(dry.out.stdout).toMatch(/^would remove IP set flannel-np-set-peers from HNS network cbr0$/m);
+    expect(await read()).toEqual(all);
+
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), '--network-policy-only'], r.io)).toBe(0);
+    expect(r.out.stdout).toMatch(/^removed 2 NetworkPolicy rules \(flannel-np-allow, flannel-np-deny\) from HNS endpoint pod-a /m);
+    expect(r.out.stdout).toMatch(/^removed IP set flannel-np-set-peers from HNS network cbr0$/m);
+    expect(r.out.stdout).not.toMatch(/HNS network cbr0 \(L2Bridge/);
+    expect(await read()).toEqual({ acls: ['calico-rule'], sets: ['azure-npm-set'] });
+    const after = new SimulatedDataplane({ statePath: a.statePath });
+    expect(after.getNetworkByName('cbr0')).toBeDefined();
+    expect(
+      after
+        .listEndpoints()
+        .map((e) => e.Name)
+        .sort(),
+    ).toEqual(['cbr0_ep', 'pod-a']);
+    expect(existsSync(a.subnetFile)).toBe(true);
+
+    const again = io();
+    expect(await cleanup.run([...agentFlags(a), '--network-policy-only'], again.io)).toBe(0);
+    expect(again.out.stdout).toMatch(/^nothing to remove: no NetworkPolicy rule or IP set of flanneld's on HNS network cbr0/m);
+  });
+
+  it('--network-policy-only: an endpoint it cannot read is unknown: removes nothing, says so, and fails', async () => {
+    const a = await runToSync('host-gw');
+    const { read, ep } = await withPolicyObjects(a);
+    new SimNodeState(a.statePath).addFault({ op: 'HcnQueryEndpointProperties', match: ep, hresult: '0x80070005', remaining: -1 });
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), '--network-policy-only'], r.io)).toBe(1);
+    expect(r.out.stdout).toMatch(/^unknown NetworkPolicy rules on the endpoints of HNS network cbr0: reading them failed \(.*0x80070005.*\); removed no rule and no IP set/m);
+    new SimNodeState(a.statePath).edit((s) => void (s.faults = []));
+    expect(await read()).toEqual({ acls: ['calico-rule', 'flannel-np-allow', 'flannel-np-deny'], sets: ['azure-npm-set', 'flannel-np-set-peers'] });
+  });
+
+  it('a removal HNS refuses keeps the IP sets (a rule may still name them) and fails', async () => {
+    const a = await runToSync('host-gw');
+    const { read } = await withPolicyObjects(a);
+    new SimNodeState(a.statePath).addFault({ op: 'HcnModifyEndpoint', match: 'flannel-np-allow', hresult: '0x80070057', remaining: -1 });
+    const r = io();
+    expect(await cleanup.run([...agentFlags(a), '--network-policy-only'], r.io)).toBe(1);
+    expect(r.out.stdout).toMatch(/^unknown 2 NetworkPolicy rules on HNS endpoint pod-a .*: removing them failed/m);
+    expect(r.out.stdout).toMatch(/^kept IP set flannel-np-set-peers: rules HNS did not remove may still name it/m);
+    new SimNodeState(a.statePath).edit((s) => void (s.faults = []));
+    expect((await read()).sets).toEqual(['azure-npm-set', 'flannel-np-set-peers']);
+  });
+
+  it("full cleanup names the agent's NetworkPolicy rules and sets it removes before the network", async () => {
+    const a = await runToSync('host-gw');
+    await withPolicyObjects(a);
+    const r = io();
+    expect(await cleanup.run(agentFlags(a), r.io)).toBe(0);
+    const lines = r.out.stdout.split('\n');
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+    expect(at(/^removed 2 NetworkPolicy rules /)).toBeGreaterThanOrEqual(0);
+    expect(at(/^removed 2 NetworkPolicy rules /)).toBeLessThan(at(/^removed IP set flannel-np-set-peers /));
+    expect(at(/^removed IP set flannel-np-set-peers /)).toBeLessThan(at(/^removed HNS network cbr0 /));
+    expect(new SimulatedDataplane({ statePath: a.statePath }).listNetworks()).toEqual([]);
   });
 
   it('removes the CNI conflist cni-config wrote; keeps a foreign file at that path', async () => {

@@ -147,7 +147,7 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
     restore();
     const d = await doctor();
     // The dual-stack conflist is sdnbridge's: no flannel plugin's dataDir; its NAT exceptions and loopbackDSR are judged.
-    expect(d.rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-pins skip']);
+    expect(d.rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-pins skip', 'network-policy skip']);
     expect(d.status).toBe(0);
     expect(row(d, 'lease')?.saw).toContain(`IPv6 ${V6} at ${WIN_IP6}`);
     expect(row(d, 'hns-subnet')?.saw).toContain(`10.244.100.0/24, ${V6}`);

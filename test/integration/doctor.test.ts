@@ -166,7 +166,8 @@ describe('flanneld doctor on the simulated node', () => {
     expect(failed(d)).toEqual([]);
     expect(d.code).toBe(0);
     expect(row(d, 'agent')?.status).toBe('warn');
-    expect(d.rows.filter((r) => r.status === 'skip').map((r) => r.id)).toEqual([]);
+    // --network-policy is off: its row is the only one not checked.
+    expect(d.rows.filter((r) => r.status === 'skip').map((r) => r.id)).toEqual(['network-policy']);
     expect(row(d, 'kube-proxy')?.saw).toContain(`--network-name=${NET}`);
     let table = '';
     const code = await command.run([...agentArgs, `--cni-conf-dir=${paths().conf}`, `--cni-bin-dir=${paths().bin}`], {
@@ -531,7 +532,7 @@ describe('flanneld doctor on the simulated node', () => {
       // The fix line's first way: put it back.
       writeFileSync(path, running);
       const again = await doctor();
-      expect(again.rows.filter((r) => r.status !== 'ok').map((r) => r.id)).toEqual([]);
+      expect(again.rows.filter((r) => r.status !== 'ok').map((r) => r.id)).toEqual(['network-policy']);
     } finally {
       await agent.stop();
     }
@@ -650,7 +651,7 @@ describe('flanneld doctor on a simulated host-gw node', () => {
   it('passes on the healthy node', async () => {
     restore();
     const rows = await doctor();
-    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-pins skip']);
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-pins skip', 'network-policy skip']);
     expect(rows.find((r) => r.id === 'host-endpoint')?.saw).toBe(`${NAME}_ep at 10.244.7.2`);
   });
 

@@ -72,6 +72,49 @@ describe('EventCorrelator (client-go events_cache.go)', () => {
   });
 });
 
+describe('Events about a namespaced object (a NetworkPolicy the agent refuses)', () => {
+  const policy = { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', namespace: 'x', name: 'deny-sctp', uid: 'uid-1' } as const;
+
+  it("lives in the object's namespace and names it as involvedObject, named after it as client-go names events", () => {
+    const clock = new FakeClock();
+    const c = new EventCorrelator(NODE, () => clock.now());
+    const w = c.correlate({ ...warn('refused', 'FlannelNetworkPolicyUnsupported'), regarding: policy });
+    expect(w).toMatchObject({ kind: 'create', event: { metadata: { namespace: 'x' }, involvedObject: policy, source: { component: 'flanneld', host: NODE } } });
+    expect(w?.event.metadata.name).toMatch(/^deny-sctp\.[0-9a-f]+$/);
+    // The same event on the Node is another event (another object, another key).
+    expect(c.correlate(warn('refused', 'FlannelNetworkPolicyUnsupported'))?.kind).toBe('create');
+    expect(c.correlate({ ...warn('refused', 'FlannelNetworkPolicyUnsupported'), regarding: policy })).toMatchObject({ kind: 'patch', patch: { count: 2 } });
+  });
+
+  it('has a spam bucket per object: 25 on one policy leave the Node and another policy theirs', () => {
+    const clock = new FakeClock();
+    const c = new EventCorrelator(NODE, () => clock.now());
+    const sent = Array.from({ length: 30 }, (_, i) => c.correlate({ type: 'Warning', reason: `R${i}`, message: 'm', regarding: policy }));
+    expect(sent.filter((w) => w !== undefined)).toHaveLength(25);
+    expect(c.correlate({ type: 'Warning', reason: 'R0', message: 'm' })).toBeDefined();
+    expect(c.correlate({ type: 'Warning', reason: 'R0', message: 'm', regarding: { ...policy, name: 'other', uid: 'uid-2' } })).toBeDefined();
+  });
+
+  it("the fake API server refuses an Event outside its object's namespace, as the kube-apiserver's validation does", async () => {
+    const api = new FakeKubeApiServer();
+    await api.start();
+    try {
+      const post = (namespace: string, involved: Record<string, string>) =>
+        fetch(`${api.url}/api/v1/namespaces/${namespace}/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ metadata: { name: `e-${namespace}-${involved.namespace ?? ''}` }, involvedObject: involved, reason: 'R', message: 'm', type: 'Warning' }),
+        });
+      expect((await post('default', policy)).status).toBe(422);
+      expect((await post('y', { kind: 'Node', name: NODE })).status).toBe(422);
+      expect((await post('x', policy)).status).toBe(201);
+      expect((await post('default', { kind: 'Node', name: NODE })).status).toBe(201);
+    } finally {
+      await api.stop();
+    }
+  });
+});
+
 describe('the problems ledger reports a refused peer once per answer', () => {
   it('records an Event at the first refusal and at a change of HRESULT, not at every retry', () => {
     const clock = new FakeClock();

@@ -8,6 +8,8 @@ import * as nodeFs from 'node:fs';
 import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { freeReservations, reservationsToFree, renderDoctorTable } from '../../src/commands/doctor.js';
+import type { StatusReport } from '../../src/health/status.js';
+import type { NetpolStatus } from '../../src/policy/controller.js';
 
 const MAC = '00-15-5D-AA-BB-CC';
 
@@ -142,6 +144,42 @@ function dualStackFacts(): DoctorFacts {
 const sdnbridgeArgs = (f: DoctorFacts) =>
   (f.cni.first as unknown as { plugins: { AdditionalArgs: { Value: { Settings: { Exceptions: string[] } } }[] }[] }).plugins[0].AdditionalArgs;
 
+/** The agent runs, in sync, with --network-policy: x/a selected by x/allow-b, its rules on its endpoint E2. */
+function withNetpol(f: DoctorFacts, np: Partial<NetpolStatus> | undefined): StatusReport {
+  const status: StatusReport = {
+    version: '1',
+    phase: 'running',
+    ready: true,
+    inSync: true,
+    cni: null,
+    startKind: null,
+    lease: { subnet: '10.244.7.0/24', publicIP: '10.0.0.2' },
+    network: { name: 'flannel.4096', present: true, type: 'Overlay', id: 'N1', adapter: 'Ethernet' },
+    mtu: 1450,
+    sourceVip: '10.244.7.2',
+    peers: { desired: 1, programmed: 1, rejected: 0, rejections: [], refused: 0, refusals: [] },
+    lastPass: { at: '2025-01-01T00:10:00Z', ok: true },
+    lastSuccess: '2025-01-01T00:10:00Z',
+    lastError: null,
+    ...(np === undefined
+      ? {}
+      : {
+          networkPolicy: {
+            inSync: true,
+            listed: true,
+            policies: 1,
+            refused: [],
+            pods: [{ pod: 'x/a', ips: ['10.244.7.3'], endpoint: 'E2', policies: ['x/allow-b'], rules: 3, programmed: true }],
+            endpointsWithoutRules: [],
+            hnsRefused: 0,
+            ...np,
+          },
+        }),
+  };
+  f.agent = { files: [], status };
+  return status;
+}
+
 const failed = (f: DoctorFacts) =>
   runChecks(f)
     .filter((r) => r.status === 'fail')
@@ -153,7 +191,7 @@ describe('runChecks', () => {
     ['host-gw', hostGwFacts],
   ])('passes a healthy %s node, and says what kube-proxy needs', (_name, facts) => {
     const rows = runChecks(facts());
-    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn']);
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'network-policy skip']);
     expect(exitCodeOf(rows)).toBe(0);
     expect(rows.find((r) => r.id === 'kube-proxy')?.saw).toContain('--network-name=');
   });
@@ -188,6 +226,7 @@ describe('runChecks', () => {
     ['cni-outbound-nat', dualStackFacts, (f) => void sdnbridgeArgs(f).splice(1, 1)],
     ['cni-outbound-nat', dualStackFacts, (f) => void (sdnbridgeArgs(f)[1].Value.Settings.Exceptions = ['fd00:10:244::/56'])],
     ['cni-outbound-nat', dualStackFacts, (f) => void (sdnbridgeArgs(f)[0].Value.Settings.Exceptions = ['10.244.0.0/16', '10.96.0.0/12'])],
+    ['network-policy', vxlanFacts, (f) => void withNetpol(f, { inSync: false, endpointsWithoutRules: ['x/a'] })],
   ];
 
   it.each(CASES)('%s fails, and only it (case %#)', (id, facts, breakIt) => {
@@ -199,7 +238,7 @@ describe('runChecks', () => {
 
   it("judges a dual-stack node's sdnbridge conflist: the NAT exceptions of both families, optionalFlags.loopbackDSR; it has no dataDir", () => {
     const rows = runChecks(dualStackFacts());
-    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-pins skip']);
+    expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-pins skip', 'network-policy skip']);
     const off = dualStackFacts();
     (off.cni.first as unknown as { plugins: { optionalFlags: { loopbackDSR: boolean } }[] }).plugins[0].optionalFlags.loopbackDSR = false;
     expect(runChecks(off).find((r) => r.id === 'cni-loopback-dsr')?.status).toBe('warn');
@@ -413,5 +452,65 @@ describe('renderDoctorTable', () => {
     expect(table).not.toContain('\u001b');
     expect(table).toMatch(/^FAIL {2}hns-network +no HNS network flannel\.4096/m);
     expect(table).toMatch(/check\(s\) failed: hns-network\n$/);
+  });
+});
+
+describe("the network-policy row (the agent's /status, src/policy/controller.ts NetpolStatus)", () => {
+  const row = (f: DoctorFacts) => runChecks(f).find((r) => r.id === 'network-policy');
+
+  it('is skipped when no agent answers, or it runs without --network-policy', () => {
+    const f = vxlanFacts();
+    expect(row(f)).toMatchObject({ status: 'skip', saw: expect.stringContaining('flanneld is not answering') });
+    withNetpol(f, undefined);
+    expect(row(f)).toMatchObject({ status: 'skip', saw: expect.stringContaining('without --network-policy') });
+  });
+
+  it('passes when the controller is in sync and every selected pod holds its rules', () => {
+    const f = vxlanFacts();
+    withNetpol(f, {});
+    expect(row(f)).toMatchObject({ status: 'ok', saw: '1 NetworkPolicies; 1 local pods selected, each holding its rules (3 rules)' });
+  });
+
+  it('fails while the lists are incomplete, naming the RBAC the controller needs', () => {
+    const f = vxlanFacts();
+    withNetpol(f, { inSync: false, listed: false, pods: [] });
+    const r = row(f)!;
+    expect(r.status).toBe('fail');
+    expect(r.saw).toContain('has not listed Pods, Namespaces and NetworkPolicies');
+    expect(r.fix).toContain('kubectl auth can-i watch networkpolicies --all-namespaces --as=system:serviceaccount:kube-flannel:flannel-windows');
+  });
+
+  it('fails for a local pod whose address no endpoint holds: recreate it', () => {
+    const f = vxlanFacts();
+    withNetpol(f, { inSync: false, endpointsWithoutRules: ['x/a'], pods: [{ pod: 'x/a', ips: ['10.244.7.9'], policies: ['x/allow-b'], rules: 0, programmed: false }] });
+    const r = row(f)!;
+    expect(r.status).toBe('fail');
+    expect(r.saw).toContain('x/a (10.244.7.9): no HNS endpoint of network flannel.4096 holds its address');
+    expect(r.fix).toContain('kubectl delete pod -n x a');
+  });
+
+  it('fails for an endpoint HNS refuses rules on, naming the count and where to read its answer', () => {
+    const f = vxlanFacts();
+    withNetpol(f, {
+      inSync: false,
+      hnsRefused: 2,
+      endpointsWithoutRules: ['x/a'],
+      pods: [{ pod: 'x/a', ips: ['10.244.7.3'], endpoint: 'E2', policies: ['x/allow-b'], rules: 3, programmed: false }],
+    });
+    const r = row(f)!;
+    expect(r.status).toBe('fail');
+    expect(r.saw).toContain('x/a (endpoint E2): lacks some of its 3 rules; HNS refused 2 rules or IP sets');
+    expect(r.fix).toContain('HNS refused a NetworkPolicy rule or IP set');
+    expect(r.fix).toContain('kubectl delete pod -n x a');
+  });
+
+  it('warns for a refused policy: its pods allow nothing it meant to allow', () => {
+    const f = vxlanFacts();
+    withNetpol(f, { refused: [{ namespace: 'x', name: 'sctp', uid: 'u', reason: 'Unsupported', message: 'an SCTP port: HNS ACLs cannot match SCTP' }] });
+    expect(row(f)).toMatchObject({
+      status: 'warn',
+      saw: expect.stringContaining('refused: x/sctp (Unsupported: an SCTP port'),
+      fix: expect.stringContaining('kubectl describe networkpolicy -n x sctp'),
+    });
   });
 });

@@ -11,6 +11,7 @@ import { METRIC, Metrics } from '../../src/basics/metrics.js';
 import { FakeKubeApiServer } from '../../src/demo/kube-fake/api-server.js';
 import { HnsClient } from '../../src/hns/client.js';
 import { buildKubeConfig } from '../../src/kube/client.js';
+import { KubeEventRecorder } from '../../src/kube/event-recorder.js';
 import { KubeHttp } from '../../src/kube/http.js';
 import { NetpolController } from '../../src/policy/controller.js';
 import { netpolSources } from '../../src/policy/sources.js';
@@ -45,6 +46,7 @@ async function setup(hnsMajor = 13) {
   const net = await hns.createNetwork({ Name: 'cbr0', Type: 'L2Bridge', SchemaVersion: V2, Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: '10.244.1.0/24' }] }] });
   const metrics = new Metrics();
   const { log, entries } = logSink('debug');
+  const recorder = new KubeEventRecorder({ http, nodeName: NODE, clock: systemClock, log, metrics });
   const sources = netpolSources({
     http,
     timings: { requestTimeoutMs: 5000, relistBackoff: { initialMs: 50, capMs: 500 }, watchTimeoutSeconds: 30 },
@@ -60,6 +62,7 @@ async function setup(hnsMajor = 13) {
     networkName: () => 'cbr0',
     nodeIPs: () => ['192.168.0.10'],
     sources,
+    events: () => recorder,
     clock: systemClock,
     log,
     metrics,
@@ -173,5 +176,37 @@ describe('the NetworkPolicy controller on a simulated node', () => {
     await waitFor(() => ctl.status().inSync, 'in sync');
     expect(((await hns.getEndpointAcls(ep.ID!)) ?? []).map((a) => a.Id)).toEqual(['calico-rule']);
     expect((await hns.getSetPolicies(net))?.map((s) => s.Id)).toEqual([]);
+  });
+
+  it('records a Warning Event on a refused NetworkPolicy, once per policy and reason: its count grows only when it is refused again', async () => {
+    const { api, ctl } = await setup();
+    api.addObject('namespaces', { metadata: { name: 'x' } });
+    api.addObject('pods', podJson('x', 'a', '10.244.1.2'));
+    const sctp = { metadata: { namespace: 'x', name: 'sctp' }, spec: { podSelector: {}, ingress: [{ ports: [{ protocol: 'SCTP', port: 9000 }] }] } };
+    const created = api.addObject('networkpolicies', { metadata: { ...sctp.metadata, uid: 'np-uid-sctp' }, spec: sctp.spec });
+    // The recorder writes in order in the background: a later Event seen means the earlier ones were written.
+    const onPolicy = (name: string) => api.events({ kind: 'NetworkPolicy', name });
+    await waitFor(() => onPolicy('sctp').length === 1, 'the Event on x/sctp');
+    // kube-apiserver: a namespaced involvedObject's Event lives in its namespace (core/v1 validation, events.go).
+    expect(onPolicy('sctp')[0]).toMatchObject({
+      type: 'Warning',
+      reason: 'FlannelNetworkPolicyUnsupported',
+      count: 1,
+      metadata: { namespace: 'x' },
+      involvedObject: { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', namespace: 'x', name: 'sctp', uid: created.metadata.uid },
+      message: expect.stringContaining('SCTP'),
+    });
+    // Another refusal, pods and a relist of the policies change nothing of x/sctp's Event.
+    api.addObject('networkpolicies', { metadata: { namespace: 'x', name: 'sctp-2' }, spec: { podSelector: {}, egress: [{ ports: [{ protocol: 'SCTP' }] }] } });
+    api.addObject('pods', podJson('x', 'b', '10.244.1.3'));
+    await waitFor(() => onPolicy('sctp-2').length === 1 && ctl.cluster.pods.items.has('x/b'), 'the Event on x/sctp-2');
+    expect(onPolicy('sctp')).toMatchObject([{ count: 1 }]);
+    // Fixed, then refused again: the same Event, its count bumped.
+    api.updateObject('networkpolicies', 'x/sctp', (p: typeof sctp) => ({ ...p, spec: { podSelector: {}, ingress: [{ ports: [{ protocol: 'TCP', port: 9000 }] }] } }));
+    await waitFor(() => ctl.status().refused.length === 1, 'x/sctp no longer refused');
+    api.updateObject('networkpolicies', 'x/sctp', (p: typeof sctp) => ({ ...p, spec: sctp.spec }));
+    await waitFor(() => onPolicy('sctp')[0]?.count === 2, 'the count bumped');
+    expect(onPolicy('sctp')).toHaveLength(1);
+    expect(api.events({ kind: 'Node', name: NODE })).toEqual([]);
   });
 });

@@ -3,6 +3,9 @@
 // message), and list (all namespaces or one) filtered by the involvedObject field selectors kubectl
 // describe uses (staging/src/k8s.io/kubectl/pkg/describe: searchEvents -> GetFieldSelector:
 // involvedObject.name/namespace/kind/uid). Names are unique per namespace (409 AlreadyExists otherwise).
+// A create is refused (422) when the Event's namespace is not its object's, as the kube-apiserver's
+// validation of a core/v1 Event without eventTime does (pkg/apis/core/validation/events.go
+// legacyValidateEvent: involvedObject.namespace empty -> the Event's namespace is "" or "default"; set -> equal).
 // Every write takes the next etcd revision, shared with every listed resource (store.ts).
 import type { JsonObject } from './responses.js';
 
@@ -38,6 +41,9 @@ export class EventStore {
     if (name === '') return { code: 422, message: 'Event "" is invalid: metadata.name: Required value' };
     if (typeof meta.namespace === 'string' && meta.namespace !== namespace)
       return { code: 400, message: 'the namespace of the object does not match the namespace on the request' };
+    const involved = isObject(body.involvedObject) && typeof body.involvedObject.namespace === 'string' ? body.involvedObject.namespace : '';
+    if (involved === '' ? namespace !== 'default' : namespace !== involved)
+      return { code: 422, message: `Event "${name}" is invalid: involvedObject.namespace: Invalid value: "${involved}": does not match event.namespace` };
     if (this.byKey.has(`${namespace}/${name}`)) return { code: 409, message: `events "${name}" already exists` };
     const rv = this.nextRevision();
     const ev: Stored = {
