@@ -15,7 +15,7 @@ import { systemClock, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage } from './basics/errors.js';
-import { formatHnsVersion, supportedFeatures } from './hns/features.js';
+import { readHnsVersion } from './hns/features.js';
 import type { HnsVersion } from './hns/schema.js';
 import { METRIC, Metrics } from './basics/metrics.js';
 import { buildStatusReport, type StatusInput, type StatusReport } from './health/status.js';
@@ -173,20 +173,6 @@ export class Agent {
     return this.networkValue?.sourceVip;
   }
 
-  /**
-   * Read the HNS version once, as hcsshim's GetGlobals does before any feature check, and log what it
-   * enables. A failed read is logged, not fatal: the backends' gates (HnsClient.requireFeature) read it again.
-   */
-  private async readHnsVersion(dataplane: Dataplane): Promise<void> {
-    try {
-      const v = await dataplane.hns.version();
-      this.hnsVersionValue = v;
-      this.log.info('HNS version', { version: formatHnsVersion(v), features: supportedFeatures(v).join(',') });
-    } catch (err) {
-      this.log.warn('could not read the HNS version; the features that need one are checked when they are used', { error: errorMessage(err) });
-    }
-  }
-
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
     const network = this.networkValue;
@@ -294,7 +280,7 @@ export class Agent {
 
     const dataplane = this.opts.dataplane ?? (await createDataplane(config, { log: root, metrics: this.metrics, clock: this.clock, signal }));
     this.dataplaneValue = dataplane;
-    await this.readHnsVersion(dataplane);
+    this.hnsVersionValue = await readHnsVersion(dataplane.hns, this.log);
 
     // kube mode: one kubeconfig (--kubeconfig-file, --kube-api-url or in-cluster) for the annotations and the manager.
     const kube =

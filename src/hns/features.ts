@@ -4,6 +4,8 @@
 // (HnsClient.version, hcsshim's GetGlobals) and gates every feature it uses on it (HnsClient.requireFeature),
 // and the simulated HNS refuses what its version lacks.
 import type { HnsVersion } from './schema.js';
+import { errorMessage } from '../basics/errors.js';
+import type { Logger } from '../basics/log.js';
 
 export function versionAtLeast(v: HnsVersion, min: HnsVersion): boolean {
   return v.Major > min.Major || (v.Major === min.Major && v.Minor >= min.Minor);
@@ -117,3 +119,18 @@ export const HNS_PROFILES: readonly { os: string; version: HnsVersion }[] = [
   { os: 'Windows Server 2022', version: v(13, 2) },
   { os: 'Windows Server 2025', version: v(15, 4) },
 ];
+
+/**
+ * Read the HNS version once, as hcsshim's GetGlobals does before any feature check, and log what it enables.
+ * A failed read is logged and undefined, not fatal: the gates (HnsClient.requireFeature) read it again.
+ */
+export async function readHnsVersion(hns: { version(): Promise<HnsVersion> }, log: Logger): Promise<HnsVersion | undefined> {
+  try {
+    const v = await hns.version();
+    log.info('HNS version', { version: formatHnsVersion(v), features: supportedFeatures(v).join(',') });
+    return v;
+  } catch (err) {
+    log.warn('could not read the HNS version; the features that need one are checked when they are used', { error: errorMessage(err) });
+    return undefined;
+  }
+}
