@@ -108,7 +108,7 @@ export function featureNeeds(name: HnsFeatureName): string {
  * The HNS version each Windows Server release reports, the profiles the simulated node runs (state file
  * `hnsVersion`) and every backend's integration tests run on. 2019 (1809): 9.3 (kubernetes#93304, "Windows
  * Server, version 1809 with HNS version 9.3"); later 2019 updates may report a higher 9.x, which changes
- * none of the gates the agent uses. 2022: 13.x (kubernetes PR #137530, as issue 36 cites it); 13.2 is the
+ * none of the gates the agent uses. 2022: 13.x (reported in kubernetes PR #137530; its text was not readable here); 13.2 is the
  * version the recorded CNI traces ran at (test/fixtures/cni-traces/README.md) and kube-proxy's recorded runs
  * read (../../test/fixtures/kube-proxy-traces). 2025: 15.4 (kubernetes#131466 and its fix #131506 name
  * HNS 15.4). Every cell is simulated: no version here was read by this agent on a real host
