@@ -4,24 +4,13 @@
 // the local endpoints on the agent's network that no pod holds, which --fix removes by the rules it frees
 // reservations by. The command runs in-process with the agent's flags, through the seams the agent uses.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { cpSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { command } from '../../src/commands/doctor.js';
-import type { CheckRow } from '../../src/commands/doctor-checks.js';
-import type { RemovedEndpoint } from '../../src/commands/doctor.js';
-import { SimulatedDataplane } from '../../src/simulator/model.js';
-import { TestCluster, VXLAN_NET_CONF, WIN_IP, waitFor } from '../support/cluster.js';
+import { waitFor } from '../support/cluster.js';
+import { DoctorNode, NODE, type DoctorRun } from '../support/doctor-node.js';
 import { editState } from '../support/sim-dataplane.js';
 
-const NODE = 'win';
 const NET = 'flannel.4096';
-const SUBNET = '10.244.7.0/24';
-
-interface Doctor {
-  code: number;
-  rows: CheckRow[];
-  removed: RemovedEndpoint[];
-}
 
 /** A Service as `kubectl get svc -o json` shows one (core/v1). */
 const service = (
@@ -44,26 +33,11 @@ const slice = (namespace: string, service: string, ports: string[], endpoints: [
 });
 
 describe('flanneld doctor: Services and the endpoints no pod holds', () => {
-  let cluster: TestCluster;
-  let dir: string;
-  let backup: string;
-  let args: string[];
-  const state = () => join(dir, 'dataplane.json');
-  const ipam = () => join(dir, 'ipam', NET);
-  const sim = () => new SimulatedDataplane({ statePath: state() });
-
-  async function doctor(extra: string[] = [], without: RegExp = /^$/): Promise<Doctor> {
-    let stdout = '';
-    const code = await command.run([...args.filter((a) => !without.test(a)), '--json', ...extra], {
-      stdout: (t) => void (stdout += t),
-      stderr: () => undefined,
-      env: { NODE_NAME: NODE },
-      platform: 'linux',
-    });
-    const out = JSON.parse(stdout) as { checks: CheckRow[]; removedEndpoints: RemovedEndpoint[] };
-    return { code, rows: out.checks, removed: out.removedEndpoints };
-  }
-  const row = (d: Doctor, id: string) => d.rows.find((r) => r.id === id)!;
+  let node: DoctorNode;
+  const ipam = () => join(node.paths.ipam, NET);
+  const sim = () => node.sim();
+  const doctor = (extra: string[] = [], without: RegExp = /^$/) => node.doctor([...node.args.filter((a) => !without.test(a)), ...extra]);
+  const row = (d: DoctorRun, id: string) => d.rows.find((r) => r.id === id)!;
 
   /** A load balancer as kube-proxy makes one for a Service port (winkernel hns.go getLoadBalancer). */
   function kubeProxyLoadBalancer(vip: string, protocol: number, port: number): void {
@@ -93,29 +67,14 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
   }
 
   beforeAll(async () => {
-    cluster = await new TestCluster().start();
-    await cluster.withNodes({ name: NODE, internalIP: WIN_IP, podCIDR: SUBNET });
-    dir = join(cluster.dir, NODE);
-    const own = [`--source-vip-file=${join(dir, 'sourcevip.json')}`, `--cni-ipam-data-dir=${join(dir, 'ipam')}`];
-    const agent = cluster.startAgent({ nodeName: NODE, ip: WIN_IP, netConf: VXLAN_NET_CONF, extraArgs: own });
+    node = await DoctorNode.start();
+    const agent = node.startAgent();
     await waitFor(() => agent.agent.isReady, 'the agent ready', 20_000);
     await agent.stop();
-    const conf = join(dir, 'cni', 'net.d');
-    mkdirSync(conf, { recursive: true });
-    args = [
-      `--kubeconfig-file=${join(cluster.dir, 'kubeconfig')}`,
-      `--net-config-path=${join(dir, 'net-conf.json')}`,
-      `--subnet-file=${join(dir, 'run', 'flannel', 'subnet.env')}`,
-      '--dataplane=simulated',
-      `--dataplane-state=${state()}`,
-      `--iface=${WIN_IP}`,
-      ...own,
-      `--cni-conf-dir=${conf}`,
-      `--cni-bin-dir=${join(dir, 'cni', 'bin')}`,
-    ];
+    mkdirSync(node.paths.conf, { recursive: true });
     // The cluster the kube-proxy recordings ran in (test/fixtures/kube-proxy-traces), and more: a headless
     // Service, one whose endpoints are not ready, one with internalTrafficPolicy Local and no endpoint here.
-    const api = cluster.api;
+    const api = node.cluster.api;
     api.addService(
       service('kube-system', 'kube-dns', '10.96.0.10', [
         { name: 'dns', port: 53, protocol: 'UDP' },
@@ -130,22 +89,13 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
     api.addService(service('default', 'headless', 'None', [{ name: 'http', port: 80, protocol: 'TCP' }]));
     api.addService(service('default', 'node-local', '10.96.0.40', [{ name: 'http', port: 80, protocol: 'TCP' }], { internalTrafficPolicy: 'Local' }));
     api.addEndpointSlice(slice('default', 'node-local', ['http'], [['10.244.1.6', 'linux-1', true]]));
-    backup = `${dir}.healthy`;
-    cpSync(dir, backup, { recursive: true });
+    node.keep();
   }, 60_000);
 
-  afterAll(async () => {
-    await cluster.stop();
-    rmSync(backup, { recursive: true, force: true });
-  });
-
-  function restore(): void {
-    rmSync(dir, { recursive: true, force: true });
-    cpSync(backup, dir, { recursive: true });
-  }
+  afterAll(() => node.stop());
 
   it('names the Services kube-proxy has no load balancer for on this node, kube-dns first; ok once they are there', async () => {
-    restore();
+    node.restore();
     let d = await doctor();
     const r = row(d, 'service-load-balancers');
     expect(r.status).toBe('fail');
@@ -167,7 +117,7 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
   });
 
   it('without the kubeconfig the Service row is skipped, saying why; when HNS will not list the load balancers too', async () => {
-    restore();
+    node.restore();
     const d = await doctor([], /^--kubeconfig-file=/);
     expect(row(d, 'service-load-balancers')).toMatchObject({ status: 'skip', saw: expect.stringMatching(/not readable without API access .*pass --kubeconfig-file/) });
     editState(sim(), (s) => void (s.faults = [{ op: 'HcnEnumerateLoadBalancers', hresult: '0x80070005', remaining: -1 }]));
@@ -175,13 +125,13 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
   });
 
   it('--fix removes a local endpoint no pod holds once host-local’s store is quiet, never a pod’s, one being added, or the agent’s', async () => {
-    restore();
+    node.restore();
     const leaked = localEndpoint('10.244.7.60');
     localEndpoint('10.244.7.61', { namespace: true }); // a pod's: in its namespace
     localEndpoint('10.244.7.62'); // being added: host-local reserved its address first
     writeFileSync(join(ipam(), '10.244.7.62'), 'f00dfeed\r\neth0');
     localEndpoint('10.244.7.63'); // a pod the API server lists on this node with that IP
-    cluster.api.addPod({
+    node.cluster.api.addPod({
       metadata: { name: 'web-1', namespace: 'default' },
       spec: { nodeName: NODE },
       status: { phase: 'Running', podIP: '10.244.7.63', podIPs: [{ ip: '10.244.7.63' }] },
@@ -207,7 +157,7 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
   });
 
   it('a read that failed proves nothing: endpoints HNS will not list, or pods without the kubeconfig: skipped, nothing removed', async () => {
-    restore();
+    node.restore();
     localEndpoint('10.244.7.70');
     storeChanged(3600);
     const before = sim().listEndpoints().length;
@@ -224,11 +174,11 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
 
   // Last: the Services it adds stay in the API server.
   it('a LoadBalancer Service needs its NodePort, external IP and ingress IP load balancers too; externalTrafficPolicy Local only with an endpoint here', async () => {
-    restore();
+    node.restore();
     kubeProxyLoadBalancer('10.96.0.20', 6, 80);
     kubeProxyLoadBalancer('10.96.0.10', 17, 53);
     kubeProxyLoadBalancer('10.96.0.10', 6, 53);
-    const api = cluster.api;
+    const api = node.cluster.api;
     api.addService({
       ...service('default', 'shop', '10.96.0.50', [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30050 }], { type: 'LoadBalancer', externalIPs: ['192.0.2.10'] }),
       status: { loadBalancer: { ingress: [{ ip: '203.0.113.7' }] } },

@@ -4,7 +4,7 @@
 // (its state file and the agent's files) is restored from a copy after each case. The command runs
 // in-process with the agent's own flags (src/commands/doctor.ts), through the same seams the agent uses.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import pinned from '../../src/cni-plugins/pinned.json' with { type: 'json' };
@@ -17,52 +17,24 @@ import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { CheckRow } from '../../src/commands/doctor-checks.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
-import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, WIN_IP, freePort, waitFor, type RunningAgent } from '../support/cluster.js';
+import { HOSTGW_NET_CONF, VXLAN_NET_CONF, WIN_IP, freePort, waitFor, type RunningAgent } from '../support/cluster.js';
+import { DoctorNode, NODE, SUBNET, type DoctorRun } from '../support/doctor-node.js';
 import { editState } from '../support/sim-dataplane.js';
 
-const NODE = 'win';
 /** The network's name: net-conf's Backend.Name default for VNI 4096. */
 const NET = 'flannel.4096';
-const SUBNET = '10.244.7.0/24';
 const PEER = '10.244.1.0/24';
 
-interface Doctor {
-  code: number;
-  rows: CheckRow[];
-  stdout: string;
-  stderr: string;
-}
-
 describe('flanneld doctor on the simulated node', () => {
-  let cluster: TestCluster;
-  let dir: string;
-  let backup: string;
-  let agentArgs: string[];
+  let node: DoctorNode;
   let healthPort: number;
-  const paths = () => ({
-    conf: join(dir, 'cni', 'net.d'),
-    bin: join(dir, 'cni', 'bin'),
-    ipam: join(dir, 'ipam'),
-    vip: join(dir, 'sourcevip.json'),
-    subnetFile: join(dir, 'run', 'flannel', 'subnet.env'),
-    state: join(dir, 'dataplane.json'),
-  });
+  /** The agent's health port, which doctor reads the agent's /status on. */
+  const health = () => ['--healthz-ip=127.0.0.1', `--healthz-port=${healthPort}`];
+  const paths = () => node.paths;
+  const doctor = (extra: string[] = []) => node.doctor([...node.args, ...health(), ...extra]);
 
-  async function doctor(extra: string[] = []): Promise<Doctor> {
-    let stdout = '';
-    let stderr = '';
-    const code = await command.run([...agentArgs, `--cni-conf-dir=${paths().conf}`, `--cni-bin-dir=${paths().bin}`, '--json', ...extra], {
-      stdout: (t) => void (stdout += t),
-      stderr: (t) => void (stderr += t),
-      env: { NODE_NAME: NODE },
-      platform: 'linux',
-    });
-    const rows = stdout ? (JSON.parse(stdout) as { checks: CheckRow[] }).checks : [];
-    return { code, rows, stdout, stderr };
-  }
-
-  const failed = (d: Doctor) => d.rows.filter((r) => r.status === 'fail').map((r) => r.id);
-  const row = (d: Doctor, id: string) => d.rows.find((r) => r.id === id);
+  const failed = (d: DoctorRun) => d.rows.filter((r) => r.status === 'fail').map((r) => r.id);
+  const row = (d: DoctorRun, id: string) => d.rows.find((r) => r.id === id);
 
   /** Write the conflist cni-config renders for this agent, and the plugins it calls. */
   function writeCni(mutate: (conf: Record<string, unknown>) => void = () => undefined): void {
@@ -72,7 +44,7 @@ describe('flanneld doctor on the simulated node', () => {
     const conf = renderCniConfig({
       netConf: parseNetConf(JSON.stringify(VXLAN_NET_CONF)),
       subnetFile: p.subnetFile,
-      dataDir: join(dir, 'flannel'),
+      dataDir: join(node.dir, 'flannel'),
       serviceCidr: '10.96.0.0/12',
       managementIP: WIN_IP,
       dnsServers: ['10.96.0.10'],
@@ -98,37 +70,15 @@ describe('flanneld doctor on the simulated node', () => {
     return path;
   }
 
-  const sim = () => new SimulatedDataplane({ statePath: paths().state });
+  const sim = () => node.sim();
 
   async function runAgent(before?: (sim: SimulatedDataplane) => void, extra: string[] = []): Promise<RunningAgent> {
-    const running = cluster.startAgent({
-      nodeName: NODE,
-      ip: WIN_IP,
-      netConf: VXLAN_NET_CONF,
-      extraArgs: [...agentArgs.filter((a) => !/^--(kubeconfig-file|net-config-path|subnet-file|dataplane|dataplane-state|iface)=/.test(a)), ...extra],
-      before,
-    });
-    return running;
+    return node.startAgent([...health(), ...extra], before);
   }
 
   beforeAll(async () => {
-    cluster = await new TestCluster().start();
-    await cluster.withNodes({ name: NODE, internalIP: WIN_IP, podCIDR: SUBNET });
-    dir = join(cluster.dir, NODE);
+    node = await DoctorNode.start();
     healthPort = await freePort();
-    const p = paths();
-    agentArgs = [
-      `--kubeconfig-file=${join(cluster.dir, 'kubeconfig')}`,
-      `--net-config-path=${join(dir, 'net-conf.json')}`,
-      `--subnet-file=${p.subnetFile}`,
-      '--dataplane=simulated',
-      `--dataplane-state=${p.state}`,
-      `--iface=${WIN_IP}`,
-      `--source-vip-file=${p.vip}`,
-      `--cni-ipam-data-dir=${p.ipam}`,
-      '--healthz-ip=127.0.0.1',
-      `--healthz-port=${healthPort}`,
-    ];
     const agent = await runAgent();
     await waitFor(
       async () => {
@@ -146,22 +96,13 @@ describe('flanneld doctor on the simulated node', () => {
     expect(row(d, 'agent')?.status).toBe('ok');
     expect(d.code).toBe(0);
     await agent.stop();
-    backup = `${dir}.healthy`;
-    cpSync(dir, backup, { recursive: true });
+    node.keep();
   }, 60_000);
 
-  afterAll(async () => {
-    await cluster.stop();
-    rmSync(backup, { recursive: true, force: true });
-  });
-
-  function restore(): void {
-    rmSync(dir, { recursive: true, force: true });
-    cpSync(backup, dir, { recursive: true });
-  }
+  afterAll(() => node.stop());
 
   it('passes on the healthy node without the agent, in JSON and as a table', async () => {
-    restore();
+    node.restore();
     const d = await doctor();
     expect(failed(d)).toEqual([]);
     expect(d.code).toBe(0);
@@ -170,7 +111,7 @@ describe('flanneld doctor on the simulated node', () => {
     expect(d.rows.filter((r) => r.status === 'skip').map((r) => r.id)).toEqual(['network-policy']);
     expect(row(d, 'kube-proxy')?.saw).toContain(`--network-name=${NET}`);
     let table = '';
-    const code = await command.run([...agentArgs, `--cni-conf-dir=${paths().conf}`, `--cni-bin-dir=${paths().bin}`], {
+    const code = await command.run([...node.args, ...health()], {
       stdout: (t) => void (table += t),
       stderr: () => undefined,
       env: { NODE_NAME: NODE },
@@ -262,7 +203,7 @@ describe('flanneld doctor on the simulated node', () => {
       check: 'hns-version',
       what: 'net-conf asks for VXLAN port 8472 on a Windows Server 2019 node (HNS 9.3; the VxlanPort policy needs 10.3)',
       stage: () => {
-        writeFileSync(join(dir, 'net-conf.json'), JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Port: 8472 } }));
+        writeFileSync(node.paths.netConf, JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Port: 8472 } }));
         editState(sim(), (s) => void (s.hnsVersion = '9.3'));
       },
     },
@@ -270,24 +211,24 @@ describe('flanneld doctor on the simulated node', () => {
       check: 'node-condition',
       what: 'the Node is NetworkUnavailable',
       stage: () =>
-        void cluster.api.updateNode(NODE, (n) => {
+        void node.cluster.api.updateNode(NODE, (n) => {
           n.status!.conditions = [
             ...(n.status!.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable'),
             { type: 'NetworkUnavailable', status: 'True', reason: 'NoRouteCreated', message: 'x' },
           ];
         }),
-      undo: () => void cluster.api.updateNode(NODE, (n) => void (n.status!.conditions = (n.status!.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable'))),
+      undo: () => void node.cluster.api.updateNode(NODE, (n) => void (n.status!.conditions = (n.status!.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable'))),
     },
     {
       check: 'cluster-vni',
       what: 'a Linux node runs VNI 1',
-      stage: () => void cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan', vni: 1 })),
-      undo: () => void cluster.api.deleteNode('linux-2'),
+      stage: () => void node.cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan', vni: 1 })),
+      undo: () => void node.cluster.api.deleteNode('linux-2'),
     },
   ];
 
   it.each(FAULTS)('$check fails, and only it, when $what', async ({ check, stage, undo }) => {
-    restore();
+    node.restore();
     await stage();
     try {
       const d = await doctor();
@@ -321,7 +262,7 @@ describe('flanneld doctor on the simulated node', () => {
   ];
 
   it.each(WARNINGS)('$check warns, and nothing fails, when $what', async ({ check, stage, args }) => {
-    restore();
+    node.restore();
     stage();
     const d = await doctor(args);
     expect(failed(d)).toEqual([]);
@@ -330,7 +271,7 @@ describe('flanneld doctor on the simulated node', () => {
   });
 
   it('--fix frees a leaked reservation older than the grace period, never a young one, the source VIP or the gateway', async () => {
-    restore();
+    node.restore();
     const old = reserve('10.244.7.50', 3600);
     const young = reserve('10.244.7.51', 0);
     const vip = join(paths().ipam, NET, '10.244.7.2');
@@ -347,7 +288,7 @@ describe('flanneld doctor on the simulated node', () => {
   });
 
   it("a reservation one second old (a pod being added) fails nothing under the default grace period; past it, the fix line's --fix frees it", async () => {
-    restore();
+    node.restore();
     const adding = reserve('10.244.7.60', 1);
     const d = await doctor();
     expect(failed(d)).toEqual([]);
@@ -376,7 +317,7 @@ describe('flanneld doctor on the simulated node', () => {
     // In sync, the agent writes NetworkUnavailable=False on its Node (a PATCH of its own, which a loaded
     // machine may see after /status turns in sync): the node-condition row reads the Node.
     const condition = () =>
-      (cluster.api.getNode(NODE)?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions?.find((c) => c.type === 'NetworkUnavailable');
+      (node.cluster.api.getNode(NODE)?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions?.find((c) => c.type === 'NetworkUnavailable');
     await waitFor(() => condition()?.status === 'False', "the agent's NetworkUnavailable=False", 30_000);
     return agent;
   }
@@ -386,13 +327,13 @@ describe('flanneld doctor on the simulated node', () => {
   };
 
   it("fails when the own Node is deleted, says why the agent is not in sync, and the fix line's kubelet re-registration clears it", async () => {
-    restore();
-    cluster.api.updateNode(NODE, (n) => void (n.status!.conditions = [{ type: 'NetworkUnavailable', status: 'True', reason: 'NodeStarting', message: '' }]));
+    node.restore();
+    node.cluster.api.updateNode(NODE, (n) => void (n.status!.conditions = [{ type: 'NetworkUnavailable', status: 'True', reason: 'NodeStarting', message: '' }]));
     const agent = await agentInSync();
     try {
       // Once this agent has marked its Node (a Node deleted while it patches the condition stops the agent: a 404 it does not survive).
-      await waitFor(() => cluster.api.getNode(NODE)?.status?.conditions?.some((c) => c.type === 'NetworkUnavailable' && c.status === 'False'), 'NetworkUnavailable False');
-      cluster.api.deleteNode(NODE);
+      await waitFor(() => node.cluster.api.getNode(NODE)?.status?.conditions?.some((c) => c.type === 'NetworkUnavailable' && c.status === 'False'), 'NetworkUnavailable False');
+      node.cluster.api.deleteNode(NODE);
       await waitFor(() => !agent.agent.isReady, 'not ready once the own Node is deleted');
       await waitFor(async () => (await agentStatus())?.ownNode, "the agent's /status names the deleted Node");
       const d = await doctor();
@@ -401,19 +342,19 @@ describe('flanneld doctor on the simulated node', () => {
       expect(row(d, 'agent')?.saw).toContain('its Node is deleted from the API server');
       // The fix line: the kubelet registers the Node again (as it does when it starts).
       expect(row(d, 'node-condition')?.fix).toBe('restart the kubelet on this node: it registers the Node again');
-      cluster.api.addNode(bareNode({ name: NODE, podCIDR: SUBNET, internalIP: WIN_IP }));
+      node.cluster.api.addNode(bareNode({ name: NODE, podCIDR: SUBNET, internalIP: WIN_IP }));
       await waitFor(async () => (await agentStatus())?.inSync, 'the agent in sync with the Node back');
       const again = await doctor();
       expect(failed(again)).toEqual([]);
       expect(row(again, 'agent')?.status).toBe('ok');
     } finally {
       await agent.stop();
-      if (!cluster.api.getNode(NODE)) cluster.api.addNode(bareNode({ name: NODE, podCIDR: SUBNET, internalIP: WIN_IP }));
+      if (!node.cluster.api.getNode(NODE)) node.cluster.api.addNode(bareNode({ name: NODE, podCIDR: SUBNET, internalIP: WIN_IP }));
     }
   }, 60_000);
 
   it("another CNI's config sorting first: the cni-conflist row says to move it aside, and once it is, doctor passes", async () => {
-    restore();
+    node.restore();
     // containerd's own default Windows network (its install docs' 0-containerd-nat.json): network "nat", plugin nat.
     const nat = join(paths().conf, '0-containerd-nat.json');
     writeFileSync(nat, JSON.stringify({ cniVersion: '0.2.0', name: 'nat', type: 'nat', master: 'Ethernet', ipam: { subnet: '172.21.208.0/20' } }));
@@ -427,8 +368,8 @@ describe('flanneld doctor on the simulated node', () => {
   });
 
   it('NetworkUnavailable True: without the agent the fix is to start it; set by the agent for a CNI problem, to fix that problem; each done, the row passes', async () => {
-    restore();
-    cluster.api.updateNode(NODE, (n) => {
+    node.restore();
+    node.cluster.api.updateNode(NODE, (n) => {
       n.status!.conditions = [
         ...(n.status!.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable'),
         { type: 'NetworkUnavailable', status: 'True', reason: 'NoRouteCreated', message: 'x' },
@@ -437,7 +378,7 @@ describe('flanneld doctor on the simulated node', () => {
     const d = await doctor();
     expect(failed(d)).toEqual(['node-condition']);
     expect(row(d, 'node-condition')?.fix).toBe('start flanneld: it sets NetworkUnavailable False once its network is up');
-    const condition = () => cluster.api.getNode(NODE)!.status!.conditions!.find((c) => c.type === 'NetworkUnavailable');
+    const condition = () => node.cluster.api.getNode(NODE)!.status!.conditions!.find((c) => c.type === 'NetworkUnavailable');
     let agent = await agentInSync();
     await agent.stop();
     expect(failed(await doctor())).toEqual([]);
@@ -458,15 +399,15 @@ describe('flanneld doctor on the simulated node', () => {
   }, 60_000);
 
   it("peers: one the agent's validation rejects is named, not a failure no restart fixes; one missing while no agent runs is the agent's to write, and starting it does", async () => {
-    restore();
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-ll', podCIDR: '10.244.4.0/24', publicIP: '169.254.0.9', backendType: 'vxlan' }));
+    node.restore();
+    node.cluster.api.addNode(linuxFlannelNode({ name: 'linux-ll', podCIDR: '10.244.4.0/24', publicIP: '169.254.0.9', backendType: 'vxlan' }));
     try {
       const d = await doctor();
       expect(failed(d)).toEqual([]);
       expect(row(d, 'peers')?.saw).toContain('1 peer(s) rejected by flanneld');
       expect(row(d, 'peers')?.saw).toContain('linux-ll');
     } finally {
-      cluster.api.deleteNode('linux-ll');
+      node.cluster.api.deleteNode('linux-ll');
     }
     editState(sim(), (s) => {
       const net = s.networks.find((n) => n.Name === NET)!;
@@ -481,7 +422,7 @@ describe('flanneld doctor on the simulated node', () => {
   }, 60_000);
 
   it('peers: contested subnets are settled as the agent settles them (the older Node keeps one; a tie goes to no one), so doctor expects no route the agent rightly leaves out', async () => {
-    restore();
+    node.restore();
     // The rule is the peer store's (src/peers/store.ts): Node metadata.creationTimestamp decides who holds a
     // podCIDR two Nodes claim. linux-1 (added when the cluster started) keeps 10.244.1.0/24 against a
     // younger Node; two Nodes created in the same second both claim 10.244.5.0/24 and neither gets it.
@@ -494,7 +435,7 @@ describe('flanneld doctor on the simulated node', () => {
     for (const c of contested) {
       const n = linuxFlannelNode({ name: c.name, podCIDR: c.podCIDR, publicIP: c.publicIP, backendType: 'vxlan' });
       n.metadata.creationTimestamp = c.created;
-      cluster.api.addNode(n);
+      node.cluster.api.addNode(n);
     }
     try {
       const agent = await agentInSync();
@@ -512,15 +453,15 @@ describe('flanneld doctor on the simulated node', () => {
       expect(failed(stopped)).toEqual([]);
       expect(row(stopped, 'peers')?.saw).toContain('3 peer(s) rejected by flanneld');
     } finally {
-      for (const c of contested) cluster.api.deleteNode(c.name);
+      for (const c of contested) node.cluster.api.deleteNode(c.name);
     }
   }, 60_000);
 
   it('net-conf.json changed under the running agent: a warning that a restart rebuilds the network, no restart advice elsewhere; put back, it passes', async () => {
-    restore();
+    node.restore();
     const agent = await agentInSync();
     try {
-      const path = join(dir, 'net-conf.json');
+      const path = node.paths.netConf;
       const running = readFileSync(path, 'utf8');
       writeFileSync(path, JSON.stringify({ ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, VNI: 4097 } }));
       const d = await doctor();
@@ -539,7 +480,7 @@ describe('flanneld doctor on the simulated node', () => {
   }, 60_000);
 
   it('a torn reservation (zero-filled by a power loss) names no container, as the agent reads it, and --fix frees it', async () => {
-    restore();
+    node.restore();
     const torn = reserve('10.244.7.52', 3600, Buffer.alloc(16));
     expect(row(await doctor(), 'ipam-leaks')?.saw).toMatch(/10\.244\.7\.52 \(empty, \d+ s old\)/);
     const d = await doctor(['--fix']);
@@ -549,7 +490,7 @@ describe('flanneld doctor on the simulated node', () => {
   });
 
   it('names the peer HNS refuses, from the running agent', async () => {
-    restore();
+    node.restore();
     // HCN_E_ADDR_INVALID_OR_RESERVED on the peer's policy, which the restart must write again (src/simulator/faults.ts).
     const agent = await runAgent((s) =>
       editState(s, (st) => {
@@ -581,39 +522,28 @@ describe('flanneld doctor on the simulated node', () => {
 
 describe('flanneld doctor on a simulated host-gw node', () => {
   const NAME = 'cbr0';
-  let cluster: TestCluster;
-  let dir: string;
-  let backup: string;
-  let args: string[];
-  const ipamDir = () => join(dir, 'ipam');
+  let node: DoctorNode;
+  const ipamDir = () => node.paths.ipam;
 
   async function doctor(): Promise<CheckRow[]> {
-    let stdout = '';
-    const code = await command.run([...args, '--json'], { stdout: (t) => void (stdout += t), stderr: () => undefined, env: { NODE_NAME: NODE }, platform: 'linux' });
-    const rows = (JSON.parse(stdout) as { checks: CheckRow[] }).checks;
+    const { code, rows } = await node.doctor(node.args);
     expect(code).toBe(rows.some((r) => r.status === 'fail') ? 1 : 0);
     return rows;
   }
   const failedIds = (rows: CheckRow[]) => rows.filter((r) => r.status === 'fail').map((r) => r.id);
 
   beforeAll(async () => {
-    cluster = await new TestCluster().start();
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER, publicIP: '10.0.0.11', backendType: 'host-gw' }));
-    cluster.addWindowsNode(NODE, SUBNET, WIN_IP);
-    dir = join(cluster.dir, NODE);
-    const conf = join(dir, 'cni', 'net.d');
-    const bin = join(dir, 'cni', 'bin');
-    const subnetFile = join(dir, 'run', 'flannel', 'subnet.env');
-    const own = [`--cni-ipam-data-dir=${join(dir, 'ipam')}`];
-    const agent = cluster.startAgent({ nodeName: NODE, ip: WIN_IP, netConf: HOSTGW_NET_CONF, extraArgs: own });
-    await waitFor(() => existsSync(join(dir, 'ipam', NAME, '10.244.7.2')) && agent.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER), 'the host-gw node set up');
+    node = await DoctorNode.start('host-gw');
+    const { conf, bin, subnetFile } = node.paths;
+    const agent = node.startAgent();
+    await waitFor(() => existsSync(join(ipamDir(), NAME, '10.244.7.2')) && agent.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER), 'the host-gw node set up');
     await agent.stop();
     mkdirSync(conf, { recursive: true });
     mkdirSync(bin, { recursive: true });
     const rendered = renderCniConfig({
       netConf: parseNetConf(JSON.stringify(HOSTGW_NET_CONF)),
       subnetFile,
-      dataDir: join(dir, 'flannel'),
+      dataDir: join(node.dir, 'flannel'),
       serviceCidr: '10.96.0.0/12',
       managementSubnet: '10.0.0.0/24',
       managementIP: WIN_IP,
@@ -622,34 +552,14 @@ describe('flanneld doctor on a simulated host-gw node', () => {
     });
     writeFileSync(join(conf, '10-flannel.conflist'), JSON.stringify(rendered));
     for (const f of ['flannel.exe', 'win-bridge.exe', 'host-local.exe']) writeFileSync(join(bin, f), 'MZ');
-    args = [
-      `--kubeconfig-file=${join(cluster.dir, 'kubeconfig')}`,
-      `--net-config-path=${join(dir, 'net-conf.json')}`,
-      `--subnet-file=${subnetFile}`,
-      '--dataplane=simulated',
-      `--dataplane-state=${join(dir, 'dataplane.json')}`,
-      `--iface=${WIN_IP}`,
-      ...own,
-      `--cni-conf-dir=${conf}`,
-      `--cni-bin-dir=${bin}`,
-    ];
-    backup = `${dir}.healthy`;
-    cpSync(dir, backup, { recursive: true });
+    node.keep();
   }, 60_000);
 
-  afterAll(async () => {
-    await cluster.stop();
-    rmSync(backup, { recursive: true, force: true });
-  });
-
-  function restore(): void {
-    rmSync(dir, { recursive: true, force: true });
-    cpSync(backup, dir, { recursive: true });
-  }
-  const sim = () => new SimulatedDataplane({ statePath: join(dir, 'dataplane.json') });
+  afterAll(() => node.stop());
+  const sim = () => node.sim();
 
   it('passes on the healthy node', async () => {
-    restore();
+    node.restore();
     const rows = await doctor();
     expect(rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-pins skip', 'network-policy skip']);
     expect(rows.find((r) => r.id === 'host-endpoint')?.saw).toBe(`${NAME}_ep at 10.244.7.2`);
@@ -671,7 +581,7 @@ describe('flanneld doctor on a simulated host-gw node', () => {
   ];
 
   it.each(FAULTS)('$check fails, and only it, when $what', async ({ check, stage }) => {
-    restore();
+    node.restore();
     stage();
     expect(failedIds(await doctor())).toEqual([check]);
   });

@@ -7,12 +7,10 @@
 // (test/fixtures/cni-traces): win-bridge's on host-gw, win-overlay's on vxlan (after the net-conf steps of
 // "2. The net-conf (vxlan)" moved the shared ConfigMap to VNI 4096 / port 4789), sdnbridge's dual-stack.
 // What stands in for the node and the cluster: test/support/journey.ts and journey-cluster.ts.
-import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { tmpdir } from 'node:os';
+import { expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { docBlocks, INSTALL_MD, journeySteps } from '../support/install-doc.js';
-import { journeyBuild, JourneyNode, replayPod, replayProblems, type Backend, type JourneyBuild } from '../support/journey.js';
+import { journeyFrame, replayPod, replayProblems, type Backend } from '../support/journey.js';
 import { JourneyCluster, type Image } from '../support/journey-cluster.js';
 
 // kubectl's rendering and the conflist, read field by field.
@@ -26,35 +24,21 @@ const DUAL_STACK_NET_CONF = '{\n  "Network": "10.244.0.0/16",\n  "EnableIPv6": t
 /** The image docs/install.md "1. The package" builds and pushes. */
 const IMAGE = 'REGISTRY/flanneld-windows:0.1.0';
 
-let build: JourneyBuild;
-let buildDir: string;
-let node: JourneyNode | undefined;
-beforeAll(async () => {
-  buildDir = mkdtempSync(join(tmpdir(), 'flanneld-journey-build-'));
-  build = await journeyBuild(buildDir);
-}, 60_000);
-afterEach(async () => {
-  await node?.stop();
-  node = undefined;
-});
-afterAll(async () => {
-  await build.close();
-  rmSync(buildDir, { recursive: true, force: true });
-});
+const frame = journeyFrame();
 
 async function journey(name: string, backend: Backend, netConf: string, opts: { dualStack?: boolean; image?: Image } = {}): Promise<JourneyCluster> {
-  node = await JourneyNode.start({ backend, dualStack: opts.dualStack });
-  const cluster = new JourneyCluster(node, netConf, { reference: IMAGE, image: opts.image ?? { main: build.main } });
-  await cluster.runSteps(journeySteps(name), build.main);
+  const node = await frame.start({ backend, dualStack: opts.dualStack });
+  const cluster = new JourneyCluster(node, netConf, { reference: IMAGE, image: opts.image ?? { main: frame.build.main } });
+  await cluster.runSteps(journeySteps(name), frame.build.main);
   await cluster.agentReady();
   return cluster;
 }
 
 it('host-gw: the documented steps leave a ready node whose win-bridge conflist the recorded pod ADD and DEL run against, as recorded', async () => {
   await journey('daemonset-host-gw', 'host-gw', HOST_GW_NET_CONF);
-  const r = await replayPod(node!, { full: true });
+  const r = await replayPod(frame.node, { full: true });
   expect(r.network).toBe('cbr0');
-  expect(replayProblems(node!, r)).toBe('');
+  expect(replayProblems(frame.node, r)).toBe('');
 }, 120_000);
 
 it('vxlan: the net-conf steps move the shared ConfigMap to VNI 4096 / port 4789 as documented; the recorded win-overlay ADD and DEL pass', async () => {
@@ -63,16 +47,19 @@ it('vxlan: the net-conf steps move the shared ConfigMap to VNI 4096 / port 4789 
   const said = JSON.parse(docBlocks(INSTALL_MD).find((b) => b.section === '2. The net-conf (vxlan)' && b.lang === 'json')!.text) as Record<string, unknown>;
   const applied = JSON.parse(cluster.flannelCfg['data']['net-conf.json'] as string) as Record<string, unknown>;
   expect({ Network: applied['Network'], Backend: applied['Backend'] }).toEqual(said);
-  const r = await replayPod(node!, { full: true });
+  const r = await replayPod(frame.node, { full: true });
   expect(r.network).toBe('flannel.4096');
-  expect(replayProblems(node!, r)).toBe('');
+  expect(replayProblems(frame.node, r)).toBe('');
 }, 120_000);
 
 it('dual-stack host-gw: the conflist is rendered from the Node before the agent runs; the recorded sdnbridge ADD gets both addresses, and DEL removes it', async () => {
-  await journey('daemonset-dual-stack', 'host-gw', DUAL_STACK_NET_CONF, { dualStack: true, image: { main: build.main, plugins: [...build.releases, ...build.dualStack] } });
+  await journey('daemonset-dual-stack', 'host-gw', DUAL_STACK_NET_CONF, {
+    dualStack: true,
+    image: { main: frame.build.main, plugins: [...frame.build.releases, ...frame.build.dualStack] },
+  });
   // Rendered by install-cni-config before the agent first ran (from the Node's podCIDRs), with the node's
   // addresses from the simulated host's adapter as the agent reads them: IPv4 and IPv6 alike.
-  const conflist = JSON.parse(readFileSync(node!.onHost('C:\\etc\\cni\\net.d\\10-flannel.conflist'), 'utf8')) as Obj;
+  const conflist = JSON.parse(readFileSync(frame.node.onHost('C:\\etc\\cni\\net.d\\10-flannel.conflist'), 'utf8')) as Obj;
   expect([conflist['name'], conflist['cniVersion']]).toEqual(['cbr0', '0.2.0']);
   const plugin = conflist['plugins'][0] as Obj;
   expect(plugin['type']).toBe('sdnbridge');
@@ -93,12 +80,12 @@ it('dual-stack host-gw: the conflist is rendered from the Node before the agent 
     'fd00:10::2/128',
   ]);
   // The plugins the conflist runs, from the image's release files.
-  expect(readFileSync(node!.onHost('C:\\opt\\cni\\bin\\sdnbridge.exe')).toString('latin1')).toContain(' sdnbridge.exe test ');
-  const r = await replayPod(node!, { full: false });
+  expect(readFileSync(frame.node.onHost('C:\\opt\\cni\\bin\\sdnbridge.exe')).toString('latin1')).toContain(' sdnbridge.exe test ');
+  const r = await replayPod(frame.node, { full: false });
   expect(r.endpoint?.IpConfigurations).toEqual([
     { IpAddress: '10.244.3.10', PrefixLength: 24 },
     { IpAddress: 'fd00:10:244:3::10', PrefixLength: 64 },
   ]);
-  expect(replayProblems(node!, r)).toBe('');
-  expect(node!.state.read().endpoints.map((e) => e.Name)).toEqual(['cbr0_ep']);
+  expect(replayProblems(frame.node, r)).toBe('');
+  expect(frame.node.state.read().endpoints.map((e) => e.Name)).toEqual(['cbr0_ep']);
 }, 120_000);

@@ -19,15 +19,14 @@
 //    (kubernetes-sigs/sig-windows-tools hostprocess/flannel/flanneld/flannel-overlay.yml cni-conf-containerd.json,
 //    filled by its start.ps1: ConvertTo-Json, UTF-8 with a BOM).
 // kube-proxy winkernel makes the source VIP endpoint nameless and local (proxier.go newSourceVIP).
-import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import type { HcnEndpoint } from '../../src/hns/schema.js';
 import { journeySteps } from '../support/install-doc.js';
-import { journeyBuild, JourneyNode, replayPod, replayProblems, type JourneyBuild } from '../support/journey.js';
+import { journeyFrame, JourneyNode, replayPod, replayProblems } from '../support/journey.js';
 import { JourneyCluster } from '../support/journey-cluster.js';
 import { NodeConsole } from '../support/journey-service.js';
 import { exe } from '../support/cni-releases.js';
@@ -35,21 +34,7 @@ import { exe } from '../support/cni-releases.js';
 const IMAGE = 'REGISTRY/flanneld-windows:0.1.0';
 const VXLAN_NET_CONF = '{\n  "Network": "10.244.0.0/16",\n  "Backend": {\n    "Type": "vxlan",\n    "VNI": 4096,\n    "Port": 4789\n  }\n}\n';
 
-let build: JourneyBuild;
-let buildDir: string;
-let node: JourneyNode | undefined;
-beforeAll(async () => {
-  buildDir = mkdtempSync(join(tmpdir(), 'flanneld-journey-build-'));
-  build = await journeyBuild(buildDir);
-}, 60_000);
-afterEach(async () => {
-  await node?.stop();
-  node = undefined;
-});
-afterAll(async () => {
-  await build.close();
-  rmSync(buildDir, { recursive: true, force: true });
-});
+const frame = journeyFrame();
 
 interface OldNode {
   networkId: string;
@@ -98,7 +83,7 @@ const SIG_WINDOWS_TOOLS_CONF = `\ufeff{
 }`;
 
 it("sig-windows-tools' HostProcess flannel: the DaemonSet's steps reuse flannel.4096, move its 10-flannel.conf aside, and the recorded ADD and DEL pass", async () => {
-  node = await JourneyNode.start({ backend: 'vxlan' });
+  const node = await frame.start({ backend: 'vxlan' });
   const old = oldOverlay(node, 'flannel.4096');
   const netd = node.onHost('C:\\etc\\cni\\net.d');
   mkdirSync(netd, { recursive: true });
@@ -106,8 +91,8 @@ it("sig-windows-tools' HostProcess flannel: the DaemonSet's steps reuse flannel.
   mkdirSync(node.onHost('C:\\sourcevip'), { recursive: true });
   writeFileSync(node.onHost('C:\\sourcevip\\sourceVip.json'), '{"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.244.100.2/24","gateway":"10.244.100.1"}],"dns":{}}\r\n');
 
-  const cluster = new JourneyCluster(node, VXLAN_NET_CONF, { reference: IMAGE, image: { main: build.main } });
-  await cluster.runSteps(journeySteps('migration-sig-windows-tools'), build.main);
+  const cluster = new JourneyCluster(node, VXLAN_NET_CONF, { reference: IMAGE, image: { main: frame.build.main } });
+  await cluster.runSteps(journeySteps('migration-sig-windows-tools'), frame.build.main);
   const agent = await cluster.agentReady();
   await agent.waitForLog("adopting kube-proxy's source VIP endpoint");
   expect(readFileSync(join(netd, '10-flannel.conf.bak'), 'utf8')).toBe(SIG_WINDOWS_TOOLS_CONF);
@@ -124,7 +109,7 @@ it("sig-windows-tools' HostProcess flannel: the DaemonSet's steps reuse flannel.
 /** The start.ps1 path's steps on the old node's console (the release unpacked, the kubeconfig in place). */
 async function startPs1(name: string, n: JourneyNode): Promise<NodeConsole> {
   n.writeKubeconfig('C:\\k\\config');
-  const shell = new NodeConsole(n, build.main);
+  const shell = new NodeConsole(n, frame.build.main);
   await shell.runSteps(journeySteps(name));
   await shell.serviceReady();
   return shell;
@@ -137,7 +122,7 @@ function put(n: JourneyNode, at: string, text: string | Buffer): void {
 }
 
 it('upstream flanneld.exe as a service: start.ps1 reuses flannel.4096, replaces only the four plugins, and the recorded ADD and DEL pass', async () => {
-  node = await JourneyNode.start({ backend: 'vxlan' });
+  const node = await frame.start({ backend: 'vxlan' });
   const old = oldOverlay(node, 'flannel.4096');
   put(node, 'C:\\etc\\kube-flannel\\net-conf.json', VXLAN_NET_CONF);
   put(node, 'C:\\k\\sourceVip.json', '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.100.2/24","gateway":"10.244.100.1"},"dns":{}}\r\n');
@@ -160,7 +145,7 @@ it.each([
 ])(
   'microsoft/SDN %s: start.ps1 takes vxlan0 over, the conflist names it, and the recorded ADD and DEL pass',
   async (_what, netConf, said) => {
-    node = await JourneyNode.start({ backend: 'vxlan' });
+    const node = await frame.start({ backend: 'vxlan' });
     const old = oldOverlay(node, 'vxlan0');
     put(node, 'C:\\etc\\kube-flannel\\net-conf.json', netConf);
     put(node, 'C:\\k\\sourceVip.json', '{"cniVersion":"0.2.0","ip4":{"ip":"10.244.100.2/24","gateway":"10.244.100.1"},"dns":{}}\r\n');

@@ -4,12 +4,10 @@
 // the agent's, no CNI config) and the recorded calls of a pod ADD and DEL on a node without the network
 // replayed as recorded (`*-network-missing`: the plugin finds no network, the failed sandbox's DEL succeeds).
 // What stands in for the node and the cluster: test/support/journey.ts and journey-cluster.ts.
-import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { expect, it } from '@jest/globals';
+import { existsSync, readdirSync } from 'node:fs';
 import { journeySteps } from '../support/install-doc.js';
-import { journeyBuild, JourneyNode, replayNetworkMissing, replayPod, replayProblems, type JourneyBuild } from '../support/journey.js';
+import { journeyFrame, JourneyNode, replayNetworkMissing, replayPod, replayProblems } from '../support/journey.js';
 import { JourneyCluster } from '../support/journey-cluster.js';
 import { NodeConsole } from '../support/journey-service.js';
 import { describeMismatches } from '../support/cni-replay.js';
@@ -17,21 +15,7 @@ import { describeMismatches } from '../support/cni-replay.js';
 const IMAGE = 'REGISTRY/flanneld-windows:0.1.0';
 const VXLAN_NET_CONF = '{\n  "Network": "10.244.0.0/16",\n  "Backend": {\n    "Type": "vxlan",\n    "VNI": 4096,\n    "Port": 4789\n  }\n}\n';
 
-let build: JourneyBuild;
-let buildDir: string;
-let node: JourneyNode | undefined;
-beforeAll(async () => {
-  buildDir = mkdtempSync(join(tmpdir(), 'flanneld-journey-build-'));
-  build = await journeyBuild(buildDir);
-}, 60_000);
-afterEach(async () => {
-  await node?.stop();
-  node = undefined;
-});
-afterAll(async () => {
-  await build.close();
-  rmSync(buildDir, { recursive: true, force: true });
-});
+const frame = journeyFrame();
 
 /** Nothing of the agent's is left on the node. */
 function expectClean(n: JourneyNode): void {
@@ -43,18 +27,18 @@ function expectClean(n: JourneyNode): void {
 }
 
 it('DaemonSet: delete the overlay, wait for its pods, apply the cleanup DaemonSet: the node is clean, and a pod ADD finds no network', async () => {
-  node = await JourneyNode.start({ backend: 'vxlan' });
-  const cluster = new JourneyCluster(node, VXLAN_NET_CONF, { reference: IMAGE, image: { main: build.main } });
+  const node = await frame.start({ backend: 'vxlan' });
+  const cluster = new JourneyCluster(node, VXLAN_NET_CONF, { reference: IMAGE, image: { main: frame.build.main } });
   const steps = journeySteps('daemonset-uninstall');
   const removal = steps.findIndex((s) => s.file === 'deploy/README.md');
-  await cluster.runSteps(steps.slice(0, removal), build.main);
+  await cluster.runSteps(steps.slice(0, removal), frame.build.main);
   await cluster.agentReady();
   const r = await replayPod(node, { full: true });
   expect(replayProblems(node, r)).toBe('');
 
   // deploy/README.md "Removing", step 2: "set your image in overlays/my-cluster/cleanup/kustomization.yaml".
-  cluster.setImage('deploy/overlays/my-cluster/cleanup', IMAGE, { main: build.main });
-  await cluster.runSteps(steps.slice(removal), build.main);
+  cluster.setImage('deploy/overlays/my-cluster/cleanup', IMAGE, { main: frame.build.main });
+  await cluster.runSteps(steps.slice(removal), frame.build.main);
   const cleanup = cluster.pods.get('kube-flannel-ds-windows-cleanup');
   expect(cleanup?.inits).toEqual([{ name: 'cleanup', code: 0 }]);
   expect(node.transcript.join('\n')).toMatch(/removed HNS network flannel\.4096/);
@@ -63,9 +47,9 @@ it('DaemonSet: delete the overlay, wait for its pods, apply the cleanup DaemonSe
 }, 120_000);
 
 it('Windows service: service uninstall, then cleanup on the node: the node is clean, and a pod ADD finds no network', async () => {
-  node = await JourneyNode.start({ backend: 'vxlan' });
+  const node = await frame.start({ backend: 'vxlan' });
   node.writeKubeconfig('C:\\k\\config');
-  const shell = new NodeConsole(node, build.main);
+  const shell = new NodeConsole(node, frame.build.main);
   const steps = journeySteps('service-uninstall');
   const removal = steps.findIndex((s) => s.section === 'Uninstalling');
   await shell.runSteps(steps.slice(0, removal));

@@ -20,6 +20,7 @@
 //    test files running in parallel); a client on the node asking the node's address at port 10277 is
 //    sent there (`nodeUrl`, `nodeArgs`);
 //  * the API server is the fake one over TLS with a bearer token (a service account's), its CA beside it.
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -67,7 +68,7 @@ export interface SceneOptions {
   ipv4OnlyNode?: boolean;
 }
 
-/** One build of flanneld whose pins are the stand-in releases, served on 127.0.0.1 (share it in a file). */
+/** One build of flanneld whose pins are the stand-in releases, served on 127.0.0.1 (one per test file). */
 export interface JourneyBuild {
   main: string;
   releases: FakeRelease[];
@@ -75,7 +76,7 @@ export interface JourneyBuild {
   close(): Promise<void>;
 }
 
-export async function journeyBuild(dir: string): Promise<JourneyBuild> {
+async function journeyBuild(dir: string): Promise<JourneyBuild> {
   const files = new Map<string, Buffer>();
   const server: Server = createServer((req, res) => {
     const body = files.get(req.url ?? '');
@@ -88,6 +89,57 @@ export async function journeyBuild(dir: string): Promise<JourneyBuild> {
   for (const r of [...fakes.releases, ...fakes.dualStack]) files.set(new URL(r.pin.url).pathname, r.data);
   const main = pinnedBuild(dir, { releases: fakes.releases.map((r) => r.pin), dualStack: fakes.dualStack.map((r) => r.pin) });
   return { main, ...fakes, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/** A journey test file's frame: its build and the node of the test running, read inside tests. */
+export interface JourneyFrame {
+  /** The file's build, made once before its tests. */
+  readonly build: JourneyBuild;
+  /** The temporary folder the build is in, where a test may place another (the upgrade's new build). */
+  readonly dir: string;
+  /** The node the running test started (`start`), stopped after the test. */
+  readonly node: JourneyNode;
+  start(scene?: SceneOptions): Promise<JourneyNode>;
+}
+
+/**
+ * Registers a journey file's hooks: the build made once before its tests (in the sub-folder `buildIn` of
+ * the frame's folder when given), the running test's node stopped after each test, the build's server
+ * closed and its folder removed after the file.
+ */
+export function journeyFrame(opts: { buildIn?: string } = {}): JourneyFrame {
+  let build: JourneyBuild | undefined;
+  let dir = '';
+  let node: JourneyNode | undefined;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'flanneld-journey-build-'));
+    build = await journeyBuild(opts.buildIn ? join(dir, opts.buildIn) : dir);
+  }, 60_000);
+  afterEach(async () => {
+    await node?.stop();
+    node = undefined;
+  });
+  afterAll(async () => {
+    await build?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    get build() {
+      if (!build) throw new Error('the journey build is made in beforeAll: read it inside a test');
+      return build;
+    },
+    get dir() {
+      return dir;
+    },
+    get node() {
+      if (!node) throw new Error('no journey node: the test starts one with frame.start()');
+      return node;
+    },
+    async start(scene: SceneOptions = {}) {
+      node = await JourneyNode.start(scene);
+      return node;
+    },
+  };
 }
 
 /**
