@@ -1,5 +1,5 @@
 // `npm run docs:flags`: rewrites the generated flag list in docs/flags.md from the flag table
-// (src/config/flags.ts, through the build in dist/); test/unit/flags-doc.test.ts checks the file is current.
+// (src/config/flags.ts, through the build in dist/); test/unit/repo/flags-doc.test.ts checks the file is current.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { spliceFlagsDoc } from '../dist/config/flags-doc.js';
 

@@ -1,5 +1,5 @@
 // The flag reference of docs/flags.md, rendered from the flag table (./flags.ts) so the two cannot drift:
-// `npm run docs:flags` writes it, test/unit/flags-doc.test.ts fails when the file and the table differ.
+// `npm run docs:flags` writes it, test/unit/repo/flags-doc.test.ts fails when the file and the table differ.
 // Pure: the caller reads and writes the file.
 import { FLAGS, envVarName, type FlagSpec, type FlagValue } from './flags.js';
 

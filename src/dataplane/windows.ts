@@ -13,7 +13,7 @@ import { componentLogger, type Logger } from '../basics/log.js';
 import { MeteredRouteTable } from '../routes/metered.js';
 import { Win32RouteTable } from '../routes/iphlpapi-routes.js';
 import { loadWin32Native } from '../win32/ffi.js';
-import type { Win32Native, Win32ServiceNative } from '../win32/native.js';
+import type { Win32DnsNative, Win32Native, Win32ServiceNative } from '../win32/native.js';
 import type { Dataplane } from './factory.js';
 
 export interface Win32DataplaneDeps {
@@ -24,12 +24,15 @@ export interface Win32DataplaneDeps {
   native?: Win32Native;
   /** The service control manager (advapi32); default: ffi-rs's, unless `native` is injected. */
   services?: Win32ServiceNative;
+  /** iphlpapi's DNS settings calls; default: ffi-rs's, unless `native` is injected. */
+  dns?: Win32DnsNative;
 }
 
 export async function createWin32Dataplane(config: AgentConfig, deps: Win32DataplaneDeps): Promise<Dataplane> {
   const loaded = deps.native ? undefined : await loadWin32Native(config.win32DllDir);
   const native = deps.native ?? loaded!;
   const services = deps.services ?? loaded;
+  const dns = deps.dns ?? loaded;
   componentLogger(deps.log, 'dataplane').info('using the native Windows dataplane', {
     dllDir: config.win32DllDir || '(system)',
     hnsCallTimeoutSeconds: config.hnsCallTimeoutSeconds,
@@ -42,6 +45,6 @@ export async function createWin32Dataplane(config: AgentConfig, deps: Win32Datap
       clock: deps.clock,
     }),
     routes: new MeteredRouteTable(new Win32RouteTable(native), deps.metrics, deps.clock),
-    host: new Win32Host(native, undefined, services, deps.clock),
+    host: new Win32Host(native, undefined, services, deps.clock, dns),
   };
 }

@@ -1,6 +1,8 @@
 // The Windows host on iphlpapi only: IPv4 addresses from GetIpAddrTable, IPv6 addresses from
 // GetUnicastIpAddressTable(AF_INET6) + FreeMibTable, one adapter's addresses and routes with their origins
-// (AF_UNSPEC) and a manual address added with CreateUnicastIpAddressEntry, the adapter's friendly name
+// (AF_UNSPEC) and a manual address added with CreateUnicastIpAddressEntry, its hand-set DNS servers read with
+// GetInterfaceDnsSettings + FreeInterfaceDnsSettings and set with SetInterfaceDnsSettings (by the interface
+// GUID from ConvertInterfaceIndexToLuid + ConvertInterfaceLuidToGuid), the adapter's friendly name
 // from ConvertInterfaceIndexToLuid + ConvertInterfaceLuidToAlias, its MTU (NlMtu) and forwarding flag
 // from GetIpInterfaceEntry, forwarding changed with SetIpInterfaceEntry, the default route's interface
 // from GetIpForwardTable2. os.networkInterfaces() (GetAdaptersAddresses in libuv) serves only an
@@ -11,7 +13,8 @@ import { networkInterfaces } from 'node:os';
 import { systemClock, type Clock } from '../basics/clock.js';
 import { HostError } from '../basics/errors.js';
 import { readIpForwardTable, readIpv4ForwardTable, win32StatusAdvice } from '../routes/iphlpapi-routes.js';
-import { AF_INET, AF_INET6, AF_UNSPEC, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, WIN32_ERROR } from '../win32/encoding.js';
+import { decodeDnsInterfaceSettings, dnsSettingsToRead, encodeNameServerSettings, nameServerStrings, parseNameServer } from '../win32/dns-settings.js';
+import { AF_INET, AF_INET6, AF_UNSPEC, fromUtf16z, IF_MAX_STRING_SIZE, SIZES, utf16z, WIN32_ERROR } from '../win32/encoding.js';
 import {
   decodeIpAddrTable,
   decodeIpInterfaceRow,
@@ -27,7 +30,7 @@ import {
   unicastRowToIpv6Address,
 } from '../win32/iphlpapi.js';
 import type { IpInterfaceRow, UnicastIpAddressRow } from '../win32/iphlpapi.js';
-import type { Win32IpHelperNative, Win32ServiceNative } from '../win32/native.js';
+import type { Win32DnsNative, Win32IpHelperNative, Win32ServiceNative } from '../win32/native.js';
 import { restartService, serviceProcessId } from '../win32/services.js';
 import type { Host, HostInterface, InterfacesOptions, IpFamily, Ipv6Address, NicConfiguration } from './host.js';
 
@@ -57,6 +60,8 @@ export class Win32Host implements Host {
     /** advapi32's service control manager (the hns service's process, service restarts); none = not known. */
     private readonly services?: Win32ServiceNative,
     private readonly clock: Clock = systemClock,
+    /** iphlpapi's DNS settings calls; none = the hand-set DNS servers are unknown (never read, never set). */
+    private readonly dns?: Win32DnsNative,
   ) {}
 
   /** GetIpAddrTable, growing the buffer as long as it answers ERROR_INSUFFICIENT_BUFFER. */
@@ -202,9 +207,8 @@ export class Win32Host implements Host {
 
   /**
    * The adapter's unicast addresses (GetUnicastIpAddressTable(AF_UNSPEC)) and routes (GetIpForwardTable2(AF_UNSPEC)),
-   * each with its origin (../win32/iphlpapi.ts prefixOriginSetting, routeOriginSetting). The hand-set DNS
-   * servers are not read yet (GetInterfaceDnsSettings takes a DNS_INTERFACE_SETTINGS holding PWSTRs the
-   * native seam does not marshal): unknown, so ./nic-keeper.ts leaves them alone.
+   * each with its origin (../win32/iphlpapi.ts prefixOriginSetting, routeOriginSetting), and its hand-set DNS
+   * servers (`dnsServers`, absent when they could not be read: ./nic-keeper.ts then leaves them alone).
    */
   async nicConfiguration(interfaceIndex: number): Promise<NicConfiguration> {
     const addresses = this.unicastRows(AF_UNSPEC)
@@ -213,7 +217,65 @@ export class Win32Host implements Host {
     const routes = readIpForwardTable(this.dll, AF_UNSPEC)
       .filter((r) => r.interfaceIndex === interfaceIndex)
       .map((r) => ({ destinationPrefix: `${r.destination}/${r.prefixLength}`, nextHop: r.nextHop, metric: r.metric, origin: routeOriginSetting(r) }));
-    return { addresses, routes };
+    const dnsServers = this.staticDnsServers(interfaceIndex);
+    return { addresses, routes, ...(dnsServers ? { dnsServers } : {}) };
+  }
+
+  /** The interface GUID the DNS settings calls take (ConvertInterfaceIndexToLuid, ConvertInterfaceLuidToGuid). */
+  private interfaceGuid(dns: Win32DnsNative, index: number): Buffer {
+    const luid = Buffer.alloc(SIZES.NET_LUID);
+    let status = this.dll.convertInterfaceIndexToLuid(index, luid);
+    if (status !== WIN32_ERROR.NO_ERROR) throw hostError('ConvertInterfaceIndexToLuid', status, `for interface ${index}`, { interfaceIndex: index });
+    const guid = Buffer.alloc(SIZES.GUID);
+    status = dns.convertInterfaceLuidToGuid(luid, guid);
+    if (status !== WIN32_ERROR.NO_ERROR) throw hostError('ConvertInterfaceLuidToGuid', status, `for interface ${index}`, { interfaceIndex: index });
+    return guid;
+  }
+
+  /**
+   * GetInterfaceDnsSettings' NameServer (the static adapter DNS servers; DHCP's are not in it), what it
+   * stored always freed with FreeInterfaceDnsSettings. Undefined when it cannot be told: no DNS calls on this
+   * host (an iphlpapi.dll before Windows 10 build 19041 lacks the export), a failing status, a NameServer
+   * that is not a list of addresses.
+   */
+  private staticDnsServers(index: number): string[] | undefined {
+    const dns = this.dns;
+    if (!dns) return undefined;
+    try {
+      const guid = this.interfaceGuid(dns, index);
+      const settings = dnsSettingsToRead();
+      const status = dns.getInterfaceDnsSettings(guid, settings);
+      if (status !== WIN32_ERROR.NO_ERROR) return undefined;
+      try {
+        const { nameServer } = decodeDnsInterfaceSettings(settings);
+        return nameServer === 0n ? [] : parseNameServer(dns.readWStringAt(nameServer));
+      } finally {
+        dns.freeInterfaceDnsSettings(settings);
+      }
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * SetInterfaceDnsSettings with DNS_SETTING_NAMESERVER, one call per stack the servers belong to (IPv6 ones
+   * with DNS_SETTING_IPV6); NameServer a copy of the list in native memory, freed after the call.
+   */
+  async setDnsServers(interfaceIndex: number, servers: readonly string[]): Promise<void> {
+    const dns = this.dns;
+    if (!dns) throw new HostError('FLANNEL_ERR_HOST', 'cannot set DNS servers: the DNS settings calls of iphlpapi.dll are not available', { interfaceIndex });
+    const guid = this.interfaceGuid(dns, interfaceIndex);
+    for (const { ipv6, text } of nameServerStrings(servers)) {
+      const address = dns.copyToNative(utf16z(text));
+      try {
+        const status = dns.setInterfaceDnsSettings(guid, encodeNameServerSettings(address, ipv6));
+        if (status !== WIN32_ERROR.NO_ERROR) {
+          throw hostError('SetInterfaceDnsSettings', status, `setting the DNS servers ${text} on interface ${interfaceIndex}`, { interfaceIndex });
+        }
+      } finally {
+        dns.freeNative(address);
+      }
+    }
   }
 
   /** InitializeUnicastIpAddressEntry + CreateUnicastIpAddressEntry; ERROR_OBJECT_ALREADY_EXISTS (held already) is success. */

@@ -49,6 +49,7 @@ export const SIZES = {
   MIB_UNICASTIPADDRESS_ROW: 80,
   /** One row included: header 8 (NumEntries + 4 bytes padding to the row's 8-byte alignment) + 80. */
   MIB_UNICASTIPADDRESS_TABLE: 88,
+  DNS_INTERFACE_SETTINGS: 64,
 } as const;
 
 /** offsetof(MIB_IPFORWARD_ROW2, ...) on x64 (netioapi.h). Nested SOCKADDR_INET fields are flattened. */
@@ -145,6 +146,35 @@ export const MIB_UNICASTIPADDRESS_ROW_OFFSETS = {
 export const MIB_UNICASTIPADDRESS_TABLE_OFFSETS = {
   NumEntries: 0,
   Table: 8,
+} as const;
+
+/**
+ * offsetof(DNS_INTERFACE_SETTINGS, ...) on x64 (netioapi.h, Windows 10 build 19041 and later). mingw-w64's
+ * netioapi.h (10.0) does not declare it: the declaration is Microsoft Learn's ("DNS_INTERFACE_SETTINGS
+ * structure (netioapi.h)", learn.microsoft.com/windows/win32/api/netioapi/ns-netioapi-dns_interface_settings),
+ * which test/windows/standins/netioapi-dns.h copies for the stand-in and the probe (a ULONG, then the ULONG64
+ * Flags at its 8-byte alignment, four PWSTRs and four ULONGs).
+ */
+export const DNS_INTERFACE_SETTINGS_OFFSETS = {
+  Version: 0, // ULONG: DNS_INTERFACE_SETTINGS_VERSION1
+  Flags: 8, // ULONG64: DNS_SETTING_* bits
+  Domain: 16, // PWSTR
+  NameServer: 24, // PWSTR: comma- or space-separated servers
+  SearchList: 32, // PWSTR
+  RegistrationEnabled: 40, // ULONG
+  RegisterAdapterName: 44,
+  EnableLLMNR: 48,
+  QueryAdapterName: 52,
+  ProfileNameServer: 56, // PWSTR
+} as const;
+
+/** DNS_INTERFACE_SETTINGS' Version and Flags values (Microsoft Learn, DNS_INTERFACE_SETTINGS). */
+export const DNS_SETTINGS = {
+  DNS_INTERFACE_SETTINGS_VERSION1: 1,
+  /** The settings are the IPv6 stack's (NameServer holds IPv6 addresses); without it, the IPv4 stack's. */
+  DNS_SETTING_IPV6: 0x1n,
+  /** Set the static (hand-set) adapter DNS servers from NameServer. */
+  DNS_SETTING_NAMESERVER: 0x2n,
 } as const;
 
 /** NL_PREFIX_ORIGIN, NL_SUFFIX_ORIGIN, NL_DAD_STATE and NL_ROUTE_ORIGIN values (nldef.h) the readers tell apart. */

@@ -20,7 +20,7 @@ import path from 'node:path';
 import type * as FfiRs from 'ffi-rs';
 import { errorMessage, UnsupportedError } from '../basics/errors.js';
 import { findUtf16Nul } from './encoding.js';
-import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32BoolResult, Win32Native, Win32ServiceNative } from './native.js';
+import type { HcnHandleResult, HcnResult, HcnStringResult, NativePtr, Win32BoolResult, Win32DnsNative, Win32Native, Win32ServiceNative } from './native.js';
 
 export type Ffi = typeof FfiRs;
 type JsExternal = FfiRs.JsExternal;
@@ -89,7 +89,7 @@ export interface FfiNativeOptions {
   pathOf?: (name: DllName) => string;
 }
 
-export class FfiWin32Native implements Win32Native, Win32ServiceNative {
+export class FfiWin32Native implements Win32Native, Win32DnsNative, Win32ServiceNative {
   private readonly D: typeof FfiRs.DataType;
   private readonly pathOf: (name: DllName) => string;
 
@@ -346,6 +346,49 @@ export class FfiWin32Native implements Win32Native, Win32ServiceNative {
     return this.netio('SetIpInterfaceEntry', [this.D.U8Array], [row]);
   }
 
+  // ================================================================ iphlpapi.dll: DNS settings (DNS_INTERFACE_SETTINGS, ./dns-settings.ts)
+
+  convertInterfaceLuidToGuid(luid: Buffer, guid: Buffer): number {
+    return this.netio('ConvertInterfaceLuidToGuid', [this.D.U8Array, this.D.U8Array], [luid, guid]);
+  }
+  /** The GUID by value is the address of its copy on x64 (./native.ts): a U8Array, as every struct pointer here. */
+  getInterfaceDnsSettings(guid: Buffer, settings: Buffer): number {
+    return this.netio('GetInterfaceDnsSettings', [this.D.U8Array, this.D.U8Array], [guid, settings]);
+  }
+  freeInterfaceDnsSettings(settings: Buffer): void {
+    this.call<undefined>('iphlpapi', 'FreeInterfaceDnsSettings', this.D.Void, [this.D.U8Array], [settings]);
+  }
+  setInterfaceDnsSettings(guid: Buffer, settings: Buffer): number {
+    return this.netio('SetInterfaceDnsSettings', [this.D.U8Array, this.D.U8Array], [guid, settings]);
+  }
+
+  /** The pointer at a numeric address, made the way an out-param is read: the address written into a cell, then `take`n. */
+  private pointerAt<T>(address: bigint, body: (p: FfiPtr) => T): T {
+    if (address === 0n) throw new RangeError('a NULL pointer where a struct member should name memory');
+    return this.withCells(1, ([cell]) => {
+      this.ffi.createExternalBuffer(cell[0], 8).writeBigUInt64LE(address, 0);
+      const p = this.take(cell);
+      if (!p) throw new RangeError('a NULL pointer where a struct member should name memory');
+      return body(p);
+    });
+  }
+
+  readWStringAt(address: bigint): string {
+    return this.pointerAt(address, (p) => this.readWString(p));
+  }
+
+  /** `LPVOID CoTaskMemAlloc(SIZE_T)` (ole32, returned as its address), then the bytes copied in through a view of that memory. */
+  copyToNative(bytes: Buffer): bigint {
+    const address = BigInt(this.call<bigint>('ole32', 'CoTaskMemAlloc', this.D.BigInt, [this.D.I64], [bytes.length]));
+    if (address === 0n) throw new RangeError(`CoTaskMemAlloc could not allocate ${bytes.length} bytes`);
+    this.pointerAt(address, (p) => bytes.copy(this.ffi.createExternalBuffer(p.ext, bytes.length)));
+    return address;
+  }
+
+  freeNative(address: bigint): void {
+    this.call<undefined>('ole32', 'CoTaskMemFree', this.D.Void, [this.D.BigInt], [address]);
+  }
+
   // ================================================================ advapi32.dll (the service control manager)
 
   /** GetLastError() of this thread, read right after the failed call (nothing else runs in between). */
@@ -392,6 +435,6 @@ export class FfiWin32Native implements Win32Native, Win32ServiceNative {
 }
 
 /** The real native layer: ffi-rs loaded lazily, DLLs from `dllDir` ('' = the system's). */
-export async function loadWin32Native(dllDir: string): Promise<Win32Native & Win32ServiceNative> {
+export async function loadWin32Native(dllDir: string): Promise<Win32Native & Win32DnsNative & Win32ServiceNative> {
   return new FfiWin32Native(await loadFfi(), { dllDir });
 }

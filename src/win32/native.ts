@@ -104,6 +104,33 @@ export interface Win32IpHelperNative {
   setIpInterfaceEntry(row: Buffer): number;
 }
 
+/**
+ * The iphlpapi DNS settings calls (netioapi.h; Windows 10 build 19041 and later, so an iphlpapi.dll without
+ * the exports, such as Windows Server 2019's, throws on the first call) and the native memory their
+ * DNS_INTERFACE_SETTINGS pointer members need. The struct is a Buffer (../win32/dns-settings.ts).
+ */
+export interface Win32DnsNative {
+  /** `NETIO_STATUS ConvertInterfaceLuidToGuid(const NET_LUID *, GUID *)`; `guid` is a 16-byte out Buffer. */
+  convertInterfaceLuidToGuid(luid: Buffer, guid: Buffer): number;
+  /**
+   * `NETIOAPI_API GetInterfaceDnsSettings(GUID Interface, DNS_INTERFACE_SETTINGS *Settings)`. The GUID is
+   * passed by value, which the x64 calling convention passes as the address of a copy (a 16-byte argument:
+   * Microsoft Learn, "x64 calling convention", Parameter passing): the Buffer is that copy. What the call
+   * stores in the struct's PWSTRs is freed with `freeInterfaceDnsSettings`.
+   */
+  getInterfaceDnsSettings(guid: Buffer, settings: Buffer): number;
+  /** `VOID FreeInterfaceDnsSettings(DNS_INTERFACE_SETTINGS *)`: frees the strings GetInterfaceDnsSettings stored. */
+  freeInterfaceDnsSettings(settings: Buffer): void;
+  /** `NETIOAPI_API SetInterfaceDnsSettings(GUID Interface, const DNS_INTERFACE_SETTINGS *Settings)`. */
+  setInterfaceDnsSettings(guid: Buffer, settings: Buffer): number;
+  /** The NUL-terminated UTF-16LE string at a native address a struct member holds (not freed here). */
+  readWStringAt(address: bigint): string;
+  /** Copy `bytes` into native memory (CoTaskMemAlloc) a struct's pointer member can name; its address. Free with `freeNative`. */
+  copyToNative(bytes: Buffer): bigint;
+  /** `CoTaskMemFree` of what `copyToNative` returned. */
+  freeNative(address: bigint): void;
+}
+
 /** A BOOL-returning advapi32 call: nonzero = success; `error` is GetLastError() right after a failure (else 0). */
 export interface Win32BoolResult {
   ok: boolean;

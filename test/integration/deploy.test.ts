@@ -359,7 +359,7 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
 
 // Uninstall: deploy/overlays/example/cleanup renders the cleanup DaemonSet (deploy/cleanup), which runs the
 // image's own `flanneld.exe cleanup` on every Windows node; what that command does without net-conf.json
-// is replayed on the simulated node in test/integration/commands.test.ts.
+// is replayed on the simulated node in test/integration/cleanup.test.ts.
 describe('deploy/overlays/example/cleanup (kubectl apply -k --dry-run=client): the uninstall DaemonSet', () => {
   let server: Server;
   let dir: string;

@@ -125,7 +125,7 @@ describeEtcd('etcd subnet manager (real etcd)', () => {
       NetConfError,
       'FLANNEL_ERR_NET_CONF',
     );
-    // The parse error (net-conf.test.ts asserts its upstream text) is the cause; the key is added.
+    // The parse error (test/unit/subnet/net-conf.test.ts asserts its upstream text) is the cause; the key is added.
     expect(bad.context).toEqual({ key: '/bad/network/config' });
     expect(bad.cause).toBeInstanceOf(NetConfError);
   });

@@ -1,7 +1,7 @@
 // A cluster larger than the old page bound (80 pages, 20,000 Nodes), over real HTTP against
 // FakeKubeApiServer: 20,001 small Linux flannel Nodes list completely (134 pages of 150 with opaque
 // continue tokens, as the apiserver pages in name order), so the agent becomes ready instead of relisting
-// forever with FLANNEL_ERR_KUBE_LIST. (50,000 Nodes are listed in test/unit/node-list-watch.test.ts,
+// forever with FLANNEL_ERR_KUBE_LIST. (50,000 Nodes are listed in test/unit/subnet/kube/node-list-watch.test.ts,
 // where the pages cost no HTTP.)
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';

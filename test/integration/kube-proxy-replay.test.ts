@@ -16,16 +16,16 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { ENDPOINT_FLAG_REMOTE, policySetting, type HcnEndpoint } from '../../src/hns/schema.js';
-import { contains } from '../../src/basics/ip4.js';
-import type { SimulatedDataplane } from '../../src/simulator/model.js';
+import type { HcnEndpoint } from '../../src/hns/schema.js';
 import { TestCluster, WIN_IP, waitFor, type RunningAgent } from '../support/cluster.js';
 import { PASSES_ENDED, waitForIncrease } from '../support/agent-signals.js';
 import { bindAgentNetwork, compareState, describeMismatches, macsSent, newBindings, type ReplayBindings } from '../support/cni-replay.js';
 import {
   agentRestartAt,
   checkPlaceholderAnswer,
+  checkServicePath,
   kubeProxyHnsVersion,
+  kubeProxyObjects,
   loadKubeProxyTrace,
   replayKubeProxy,
   writesSince,
@@ -88,35 +88,12 @@ async function scene(trace: KubeProxyTrace, version?: HnsVersion): Promise<{ run
   return { running, b };
 }
 
-/** kube-proxy's objects on the node: its endpoints (no Name: winkernel hns.go createEndpoint) and its load balancers. */
-function kubeProxyObjects(sim: SimulatedDataplane): unknown {
-  const s = sim.snapshot();
-  return { endpoints: s.endpoints.filter((e) => e.Name === undefined), loadBalancers: s.loadBalancers ?? [] };
-}
-
 /** What kube-proxy needs of the agent's network, on the live node after the run. */
 function checkKubeProxyNeeds(trace: KubeProxyTrace, running: RunningAgent): void {
-  const s = running.sim.snapshot();
-  const net = s.networks.find((n) => n.Name === trace.network)!;
-  const remote = s.endpoints.filter((e) => ((e.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0 && contains(PEER.podCIDR, e.IpConfigurations![0].IpAddress));
-  expect(remote.map((e) => e.IpConfigurations![0].IpAddress).sort()).toEqual(['10.244.1.2', '10.244.1.3', '10.244.1.4']);
-  // vxlan: kube-proxy takes the PA of a remote pod from the RemoteSubnetRoute the agent programmed for its subnet.
-  const route = net.Policies?.find((p) => p.Type === 'RemoteSubnetRoute' && p.Settings?.['DestinationPrefix'] === PEER.podCIDR);
-  const wantPa = trace.backend === 'vxlan' ? PEER.publicIP : undefined;
-  expect(route?.Settings?.['ProviderAddress']).toBe(wantPa);
-  expect(remote.map((e) => policySetting(e.Policies, 'ProviderAddress', 'ProviderAddress'))).toEqual(remote.map(() => wantPa));
-  // vxlan: every load balancer SNATs to the source VIP the agent reserved and wrote for kube-proxy (the
-  // host-gw run gave kube-proxy no --source-vip: kubeProxy.args).
   const vip = trace.backend === 'vxlan' ? (JSON.parse(readFileSync(join(cluster.dir, WIN, 'run', 'flannel', 'sourcevip.json'), 'utf8')) as { ip: string }).ip : undefined;
   expect(vip).toBe(trace.backend === 'vxlan' ? trace.agent.agentEndpointIp : undefined);
   expect(trace.kubeProxy.args.includes(`--source-vip=${vip}`)).toBe(vip !== undefined);
-  const lbs = s.loadBalancers ?? [];
-  expect(lbs.map((l) => `${l.FrontendVIPs?.[0]}:${l.PortMappings?.[0]?.ExternalPort}/${l.PortMappings?.[0]?.Protocol}`).sort()).toEqual([
-    '10.96.0.10:53/17',
-    '10.96.0.10:53/6',
-    '10.96.0.20:80/6',
-  ]);
-  expect(lbs.map((l) => l.SourceVIP)).toEqual(lbs.map(() => vip));
+  checkServicePath(trace, running.sim.snapshot(), PEER, vip);
 }
 
 describe.each<[string]>([['vxlan-load-balancers-stubbed'], ['host-gw-load-balancers-stubbed']])('the recorded kube-proxy run %s replayed against the agent’s network', (name) => {
@@ -127,11 +104,11 @@ describe.each<[string]>([['vxlan-load-balancers-stubbed'], ['host-gw-load-balanc
     const agentCalls = new Map(running.sim.calls);
     const r = await replayKubeProxy(trace, running.statePath, b);
     expect(describeMismatches(r.mismatches)).toBe('');
-    const objects = kubeProxyObjects(running.sim);
+    const objects = kubeProxyObjects(running.sim.snapshot());
     // The agent's resync runs over kube-proxy's objects (two more passes, each with its read of HNS).
     await waitForIncrease(running.metrics, PASSES_ENDED, 2, 'two reconcile passes after kube-proxy ran');
     expect(describeMismatches(compareState(trace.stateAfter, running.sim, b, 'stateAfter', macsSent(trace.calls)))).toBe('');
-    expect(kubeProxyObjects(running.sim)).toEqual(objects);
+    expect(kubeProxyObjects(running.sim.snapshot())).toEqual(objects);
     expect(writesSince(running.sim.calls, agentCalls)).toEqual({});
     checkKubeProxyNeeds(trace, running);
   }, 60_000);
@@ -173,14 +150,14 @@ describe('vxlan-agent-restart: the agent restarted while kube-proxy runs', () =>
     expect(describeMismatches(first.mismatches)).toBe('');
     const network = running.sim.getNetworkByName(trace.network)!.ID;
     const vipEndpoint = running.sim.listEndpoints().find((e) => e.Name === `${trace.network}_sourcevip`)!.ID;
-    const objects = kubeProxyObjects(running.sim);
+    const objects = kubeProxyObjects(running.sim.snapshot());
     const firstWrites = writesSince(running.sim.calls, new Map());
 
     await running.stop();
     const again = startAgent(trace);
     await ready(again);
     await waitForIncrease(again.metrics, PASSES_ENDED, 2, 'two reconcile passes of the restarted agent');
-    expect(kubeProxyObjects(again.sim)).toEqual(objects);
+    expect(kubeProxyObjects(again.sim.snapshot())).toEqual(objects);
     expect(again.sim.getNetworkByName(trace.network)!.ID).toBe(network);
     expect(again.sim.listEndpoints().find((e) => e.Name === `${trace.network}_sourcevip`)!.ID).toBe(vipEndpoint);
     // Its whole life, start-up included: reads only (the recording's agentCallsDuringKubeProxy).

@@ -12,8 +12,12 @@
 // (hcn/hcnloadbalancer.go) with an ID; its placeholders are still bound from the live reply.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { expect } from '@jest/globals';
+import { contains } from '../../src/basics/ip4.js';
+import { ENDPOINT_FLAG_REMOTE, policySetting } from '../../src/hns/schema.js';
 import { loadBalancerShapeProblem } from '../../src/simulator/load-balancers.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
+import type { DataplaneState } from '../../src/simulator/state.js';
 import { WindowsSimServer } from '../windows/sim-server.js';
 import { macsSent, replayCalls, type ReplayBindings, type ReplayMismatch, type ReplayResult, type TraceCall, type TraceState } from './cni-replay.js';
 
@@ -125,4 +129,41 @@ export function writesSince(calls: ReadonlyMap<string, number>, before: Readonly
     if (d > 0 && WRITE_OPS.test(op)) out[op] = d;
   }
   return out;
+}
+
+/** kube-proxy's objects on the node: its endpoints (no Name: winkernel hns.go createEndpoint) and its load balancers. */
+export function kubeProxyObjects(state: DataplaneState): unknown {
+  return { endpoints: state.endpoints.filter((e) => e.Name === undefined), loadBalancers: state.loadBalancers ?? [] };
+}
+
+/**
+ * What kube-proxy needs of the agent's network, on the node after it ran the recording's Services
+ * (inputs.kubernetesObjects: kube-dns's two endpoints and web's remote one on `peer`): a remote endpoint per
+ * remote pod, with the provider address the agent's RemoteSubnetRoute gives the peer's subnet (vxlan; none on
+ * host-gw), and a load balancer per Service port, each with `sourceVip` (the agent's, on vxlan) as its SourceVIP.
+ * The replay tier (test/integration/kube-proxy-replay.test.ts) and the live tier (test/interop/kube-proxy.test.ts) both assert it.
+ */
+export function checkServicePath(
+  trace: Pick<KubeProxyTrace, 'backend' | 'network'>,
+  state: DataplaneState,
+  peer: { podCIDR: string; publicIP: string },
+  sourceVip: string | undefined,
+): void {
+  const net = state.networks.find((n) => n.Name === trace.network)!;
+  const remote = state.endpoints.filter((e) => ((e.Flags ?? 0) & ENDPOINT_FLAG_REMOTE) !== 0 && contains(peer.podCIDR, e.IpConfigurations![0].IpAddress));
+  expect(remote.map((e) => e.IpConfigurations![0].IpAddress).sort()).toEqual(['10.244.1.2', '10.244.1.3', '10.244.1.4']);
+  // vxlan: kube-proxy takes the PA of a remote pod from the RemoteSubnetRoute the agent programmed for its subnet.
+  const route = net.Policies?.find((p) => p.Type === 'RemoteSubnetRoute' && p.Settings?.['DestinationPrefix'] === peer.podCIDR);
+  const wantPa = trace.backend === 'vxlan' ? peer.publicIP : undefined;
+  expect(route?.Settings?.['ProviderAddress']).toBe(wantPa);
+  expect(remote.map((e) => policySetting(e.Policies, 'ProviderAddress', 'ProviderAddress'))).toEqual(remote.map(() => wantPa));
+  // vxlan: every load balancer SNATs to the source VIP the agent reserved and wrote for kube-proxy (the
+  // host-gw run gave kube-proxy no --source-vip: kubeProxy.args).
+  const lbs = state.loadBalancers ?? [];
+  expect(lbs.map((l) => `${l.FrontendVIPs?.[0]}:${l.PortMappings?.[0]?.ExternalPort}/${l.PortMappings?.[0]?.Protocol}`).sort()).toEqual([
+    '10.96.0.10:53/17',
+    '10.96.0.10:53/6',
+    '10.96.0.20:80/6',
+  ]);
+  expect(lbs.map((l) => l.SourceVIP)).toEqual(lbs.map(() => sourceVip));
 }

@@ -2,6 +2,7 @@
 // src/win32/encoding.ts flattened to `STRUCT.field` as the harness probe (test/windows/probe.c) prints
 // offsetof(), and a GUID decoded back to text (the agent only encodes them: guidToBuffer).
 import {
+  DNS_INTERFACE_SETTINGS_OFFSETS,
   MIB_IPADDRROW_OFFSETS,
   MIB_IPADDRTABLE_OFFSETS,
   MIB_IPFORWARD_ROW2_OFFSETS,
@@ -41,6 +42,7 @@ export const OFFSETS: Record<string, number> = Object.fromEntries([
   ...keyed('MIB_IPADDRTABLE', MIB_IPADDRTABLE_OFFSETS),
   ...keyed('MIB_UNICASTIPADDRESS_ROW', MIB_UNICASTIPADDRESS_ROW_OFFSETS),
   ...keyed('MIB_UNICASTIPADDRESS_TABLE', MIB_UNICASTIPADDRESS_TABLE_OFFSETS),
+  ...keyed('DNS_INTERFACE_SETTINGS', DNS_INTERFACE_SETTINGS_OFFSETS),
 ]);
 
 /** The 16 GUID bytes at `offset` -> upper-case text without braces (how HNS prints IDs). */

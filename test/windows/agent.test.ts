@@ -486,15 +486,22 @@ interface Scenario {
 
   // The host NIC kept (src/host/nic-keeper.ts) through the Windows build: the simulated node's fault mode
   // "the vNIC keeps only DHCP settings" (docs/simulator.md) leaves vEthernet (Ethernet) on APIPA without its
-  // gateway; the agent reads the NIC with GetUnicastIpAddressTable / GetIpForwardTable2 (AF_UNSPEC, the
-  // origins decoded from the rows the stand-in iphlpapi.dll fills) and puts the address back with
-  // InitializeUnicastIpAddressEntry + CreateUnicastIpAddressEntry and the routes with CreateIpForwardEntry2.
-  it('host-gw on a NIC whose vNIC fell back to APIPA: the static address, gateway and persistent route restored through the DLL ABI', async () => {
+  // gateway or DNS servers; the agent reads the NIC with GetUnicastIpAddressTable / GetIpForwardTable2
+  // (AF_UNSPEC, the origins decoded from the rows the stand-in iphlpapi.dll fills) and GetInterfaceDnsSettings
+  // (its DNS_INTERFACE_SETTINGS' NameServer, by the GUID ConvertInterfaceLuidToGuid gives, freed with
+  // FreeInterfaceDnsSettings), and puts the address back with InitializeUnicastIpAddressEntry +
+  // CreateUnicastIpAddressEntry, the routes with CreateIpForwardEntry2 and the DNS servers with
+  // SetInterfaceDnsSettings(DNS_SETTING_NAMESERVER). A second NIC the agent did not choose is never written.
+  it('host-gw on a NIC whose vNIC fell back to APIPA: the static address, gateway, persistent route and DNS servers restored through the DLL ABI, with the Event', async () => {
     const s = await scenario(HOSTGW_NET_CONF);
     addLinux(s.api, 1, 'host-gw');
+    const dns = ['10.0.0.53', '10.0.0.54'];
+    const other = { Name: 'Ethernet 2', InterfaceIndex: 9, IPAddress: '192.168.50.7', PrefixLength: 24, Mtu: 1500, Forwarding: false, DnsServers: ['192.168.50.1'] };
     editState(s.sim.dp, (st) => {
       st.vnicSettings = 'dhcp-only';
       st.routes.push({ DestinationPrefix: '192.168.200.0/22', NextHop: '10.0.0.254', InterfaceIndex: 4, Metric: 5 });
+      st.adapters[0].DnsServers = [...dns];
+      st.adapters.push({ ...other, DnsServers: [...other.DnsServers] });
     });
     const agent = start(s);
     await waitForAgent(() => /restored the settings HNS dropped from Ethernet/.test(agent.log()) && peerRoutes(s).length === 1, 'the NIC restored and the peer route', agent);
@@ -504,8 +511,19 @@ interface Scenario {
     const onVnic = s.sim.dp.listRoutes(vnic.InterfaceIndex).map((r) => `${r.DestinationPrefix} via ${r.NextHop} metric ${r.Metric}`);
     expect(onVnic).toEqual(expect.arrayContaining(['0.0.0.0/0 via 10.0.0.1 metric 0', '192.168.200.0/22 via 10.0.0.254 metric 5']));
     expect(s.sim.count('CreateUnicastIpAddressEntry')).toBe(1);
+    expect(vnic.DnsServers).toEqual(dns);
+    expect(s.sim.count('SetInterfaceDnsSettings')).toBe(1);
+    expect(s.sim.dp.listAdapters().find((a) => a.Name === other.Name)).toEqual(other);
+    const restored = await waitForAgent(
+      () => s.api.events({ kind: 'Node', name: WIN }).find((e) => e['reason'] === 'FlannelHostNICRestored'),
+      'the FlannelHostNICRestored Event',
+      agent,
+      20_000,
+    );
+    expect(restored['message']).toMatch(/restored address 10\.0\.0\.2\/24, .*DNS servers 10\.0\.0\.53,10\.0\.0\.54/);
     expect(s.sim.protocolErrors).toEqual([]);
-    await waitForAgent(() => s.sim.mibTablesOutstanding === 0, 'every MIB table freed', agent, 20_000);
+    await waitForAgent(() => s.sim.mibTablesOutstanding === 0 && s.sim.dnsSettingsOutstanding === 0, 'every MIB table and DNS settings read freed', agent, 20_000);
+    expect(s.sim.badDnsFrees).toBe(0);
   }, 180_000);
 
   it('an HNS error (0x803B0010 on network creation) surfaces as a coded error with a clear log line', async () => {

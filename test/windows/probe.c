@@ -7,6 +7,7 @@
 #include <windows.h>
 #include <iphlpapi.h>
 #include <netioapi.h>
+#include "standins/netioapi-dns.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -296,6 +297,22 @@ int main(int argc, char **argv) {
   first = 0;
   F(MIB_UNICASTIPADDRESS_TABLE, NumEntries);
   F(MIB_UNICASTIPADDRESS_TABLE, Table);
+  printf("}},");
+
+  printf("\"DNS_INTERFACE_SETTINGS\":{");
+  S(DNS_INTERFACE_SETTINGS);
+  printf(",\"offsets\":{");
+  first = 0;
+  F(DNS_INTERFACE_SETTINGS, Version);
+  F(DNS_INTERFACE_SETTINGS, Flags);
+  F(DNS_INTERFACE_SETTINGS, Domain);
+  F(DNS_INTERFACE_SETTINGS, NameServer);
+  F(DNS_INTERFACE_SETTINGS, SearchList);
+  F(DNS_INTERFACE_SETTINGS, RegistrationEnabled);
+  F(DNS_INTERFACE_SETTINGS, RegisterAdapterName);
+  F(DNS_INTERFACE_SETTINGS, EnableLLMNR);
+  F(DNS_INTERFACE_SETTINGS, QueryAdapterName);
+  F(DNS_INTERFACE_SETTINGS, ProfileNameServer);
   printf("}},");
 
   printf("\"NET_LUID\":{");

@@ -36,6 +36,10 @@
 //   CreateUnicastIpAddressEntry  {luid,ifIndex,family,address,onLinkPrefixLength,prefixOrigin,dadState,validLifetime} -> {st}
 //   (an address on the wire: its family, then 16 bytes, an IPv4 address in the first 4)
 //   ConvertInterface*            {ifIndex|luid|alias}           -> {st,luid|ifIndex|alias}
+//   ConvertInterfaceLuidToGuid   {luid}                         -> {st,guid:[16 ints: the GUID's bytes]}
+//   GetInterfaceDnsSettings      {guid}                         -> {st,nameServer}
+//   SetInterfaceDnsSettings      {guid,version,flags,nameServer} -> {st}
+//   FreeInterfaceDnsSettings     {ok: 1 ours, 0 NULL, -1 not ours} -> {st}   (bookkeeping: every read freed?)
 //   Get/SetIpInterfaceEntry      {family,luid,ifIndex,...}      -> {st,...}
 //   MibTableAllocated / FreeMibTable {ok}                       -> {st}   (bookkeeping: every table freed?)
 import { createServer, type Server, type Socket } from 'node:net';
@@ -47,7 +51,8 @@ import { SimulatedHcnNamespaces, type HcnNamespaceHandle } from '../../src/simul
 import type { HcnHandle } from '../../src/hns/transport.js';
 import { editState } from '../support/sim-dataplane.js';
 import { formatIp6, maskOf6, parseIp6 } from '../../src/basics/ip6.js';
-import { NL } from '../../src/win32/encoding.js';
+import { DNS_SETTINGS, guidToBuffer, NL } from '../../src/win32/encoding.js';
+import { parseNameServer } from '../../src/win32/dns-settings.js';
 import { isApipa } from '../../src/basics/ip4.js';
 import type { SimAdapter } from '../../src/simulator/state.js';
 
@@ -82,6 +87,11 @@ const INFINITE_LIFETIME = 0xffffffff;
 /** NET_LUID of a simulated adapter: IfType 6 (Ethernet) in bits 48-63, NetLuidIndex = the interface index. */
 export function luidOf(interfaceIndex: number): number {
   return IF_TYPE_ETHERNET_CSMACD * 2 ** 48 + interfaceIndex * 2 ** 24;
+}
+
+/** The interface GUID of a simulated adapter (ConvertInterfaceLuidToGuid): the simulator's own, naming the index. */
+export function interfaceGuidOf(interfaceIndex: number): string {
+  return `464C4E4C-0000-4000-8000-${interfaceIndex.toString(16).padStart(12, '0')}`.toUpperCase();
 }
 
 type Req = Record<string, unknown> & { fn: string };
@@ -160,6 +170,10 @@ export class WindowsSimServer {
   mibTablesOutstanding = 0;
   /** FreeMibTable calls on a pointer that was not a live table from the stand-in. */
   badFrees = 0;
+  /** GetInterfaceDnsSettings results not yet freed with FreeInterfaceDnsSettings. */
+  dnsSettingsOutstanding = 0;
+  /** FreeInterfaceDnsSettings calls on a struct the stand-in did not fill, or freed twice. */
+  badDnsFrees = 0;
 
   private readonly handles = new Map<number, HcnHandle | HcnNamespaceHandle>();
   private nextHandle = 1;
@@ -409,6 +423,20 @@ export class WindowsSimServer {
           const a = this.dp.listAdapters().find((x) => x.Name.toLowerCase() === alias);
           return a ? { st: 0, luid: luidOf(a.InterfaceIndex) } : { st: STATUS.ERROR_INVALID_PARAMETER };
         });
+      case 'ConvertInterfaceLuidToGuid':
+        return this.netio(async () => {
+          await this.dp.enter(req.fn, 'host');
+          const a = this.adapterByLuid(num(req, 'luid'));
+          return a ? { st: 0, guid: [...guidToBuffer(interfaceGuidOf(a.InterfaceIndex))] } : { st: STATUS.ERROR_FILE_NOT_FOUND };
+        });
+      case 'GetInterfaceDnsSettings':
+        return this.netio(() => this.getInterfaceDnsSettings(req));
+      case 'SetInterfaceDnsSettings':
+        return this.netio(() => this.setInterfaceDnsSettings(req));
+      case 'FreeInterfaceDnsSettings':
+        if (num(req, 'ok') === 1) this.dnsSettingsOutstanding--;
+        else if (num(req, 'ok') === -1) this.badDnsFrees++;
+        return { st: 0 };
       case 'GetIpInterfaceEntry':
         return this.netio(() => this.getIpInterfaceEntry(req));
       case 'SetIpInterfaceEntry':
@@ -619,6 +647,53 @@ export class WindowsSimServer {
     if (idx === undefined) return { st: STATUS.ERROR_NOT_FOUND };
     await this.dp.enter('CreateUnicastIpAddressEntry', 'host', 0, JSON.stringify({ InterfaceIndex: idx, Address: address, PrefixLength: plen }));
     this.dp.addUnicastAddress(idx, address, plen);
+    return { st: 0 };
+  }
+
+  private adapterByGuid(req: Req) {
+    const guid = str(req, 'guid').toUpperCase();
+    return this.dp.listAdapters().find((a) => interfaceGuidOf(a.InterfaceIndex) === guid);
+  }
+
+  /**
+   * GetInterfaceDnsSettings: the adapter's static DNS servers (the simulated node's `DnsServers`), as one
+   * comma-separated NameServer (Microsoft Learn, DNS_INTERFACE_SETTINGS); ERROR_NOT_FOUND for an unknown GUID.
+   * A fault on `GetInterfaceDnsSettings` fails it, as on src/simulator/host.ts's nicConfiguration.
+   */
+  private async getInterfaceDnsSettings(req: Req): Promise<Reply> {
+    const a = this.adapterByGuid(req);
+    await this.dp.enter('GetInterfaceDnsSettings', 'host', 0, JSON.stringify({ InterfaceIndex: a?.InterfaceIndex }));
+    if (!a) return { st: STATUS.ERROR_NOT_FOUND };
+    this.dnsSettingsOutstanding++;
+    return { st: 0, nameServer: (a.DnsServers ?? []).join(',') };
+  }
+
+  /**
+   * SetInterfaceDnsSettings: only Version DNS_INTERFACE_SETTINGS_VERSION1 with DNS_SETTING_NAMESERVER is
+   * modelled (other settings: ERROR_NOT_SUPPORTED). NameServer (commas or spaces) replaces the static servers
+   * of one stack, IPv6 with DNS_SETTING_IPV6 and IPv4 without, whose addresses it must hold
+   * (ERROR_INVALID_PARAMETER otherwise); the other stack's stay.
+   */
+  private async setInterfaceDnsSettings(req: Req): Promise<Reply> {
+    const flags = BigInt(num(req, 'flags'));
+    const ipv6 = (flags & DNS_SETTINGS.DNS_SETTING_IPV6) !== 0n;
+    if (num(req, 'version') !== DNS_SETTINGS.DNS_INTERFACE_SETTINGS_VERSION1) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    if ((flags & ~(DNS_SETTINGS.DNS_SETTING_NAMESERVER | DNS_SETTINGS.DNS_SETTING_IPV6)) !== 0n || (flags & DNS_SETTINGS.DNS_SETTING_NAMESERVER) === 0n) {
+      return { st: STATUS.ERROR_NOT_SUPPORTED };
+    }
+    let servers: string[];
+    try {
+      servers = parseNameServer(str(req, 'nameServer'));
+    } catch {
+      return { st: STATUS.ERROR_INVALID_PARAMETER };
+    }
+    if (servers.some((x) => x.includes(':') !== ipv6)) return { st: STATUS.ERROR_INVALID_PARAMETER };
+    const a = this.adapterByGuid(req);
+    if (!a) return { st: STATUS.ERROR_NOT_FOUND };
+    const kept = (a.DnsServers ?? []).filter((x) => x.includes(':') !== ipv6);
+    const all = ipv6 ? [...kept, ...servers] : [...servers, ...kept];
+    await this.dp.enter('SetInterfaceDnsSettings', 'host', 0, JSON.stringify({ InterfaceIndex: a.InterfaceIndex, NameServer: all.join(',') }));
+    this.dp.setDnsServers(a.InterfaceIndex, all);
     return { st: 0 };
   }
 

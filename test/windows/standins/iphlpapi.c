@@ -6,6 +6,7 @@
 #include "simlink.h"
 #include <iphlpapi.h>
 #include <netioapi.h>
+#include "netioapi-dns.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,93 @@ NETIO_STATUS WINAPI ConvertInterfaceAliasToLuid(CONST WCHAR *InterfaceAlias, PNE
   if (st == NO_ERROR) InterfaceLuid->Value = jr_u64(reply, "luid", 0);
   free(reply);
   return st;
+}
+
+NETIO_STATUS WINAPI ConvertInterfaceLuidToGuid(CONST NET_LUID *InterfaceLuid, GUID *InterfaceGuid) {
+  if (!InterfaceLuid || !InterfaceGuid) return ERROR_INVALID_PARAMETER;
+  memset(InterfaceGuid, 0, sizeof *InterfaceGuid);
+  jbuf b;
+  jb_init(&b, "ConvertInterfaceLuidToGuid");
+  jb_u64(&b, "luid", InterfaceLuid->Value);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  unsigned long long *v = NULL;
+  int n = jr_u64_array(reply, "guid", &v);
+  free(reply);
+  if (st == NO_ERROR) {
+    if (n != (int)sizeof(GUID)) st = ST_TRANSPORT;
+    else for (int i = 0; i < n; i++) ((unsigned char *)InterfaceGuid)[i] = (unsigned char)v[i];
+  }
+  free(v);
+  return st;
+}
+
+/* ---- DNS settings (DNS_INTERFACE_SETTINGS, netioapi-dns.h) ---- */
+
+/* The strings GetInterfaceDnsSettings stores carry a header, so FreeInterfaceDnsSettings can tell ours (and
+ * report a double free or a struct it did not fill). */
+#define DNS_MAGIC 0x534E44464C4E4E44ULL
+
+static PWSTR dns_wstr(const char *reply, const char *key) {
+  PWSTR s = jr_wstr_cotask(reply, key);
+  if (!s) return NULL;
+  size_t bytes = ((size_t)lstrlenW(s) + 1) * sizeof(WCHAR);
+  mib_header *h = HeapAlloc(GetProcessHeap(), HEAP_ZERO_MEMORY, sizeof(mib_header) + bytes);
+  if (h) {
+    h->magic = DNS_MAGIC;
+    memcpy(h + 1, s, bytes);
+  }
+  CoTaskMemFree(s);
+  return h ? (PWSTR)(h + 1) : NULL;
+}
+
+/* The interface's static DNS servers in NameServer (the other strings NULL), as the simulator lists them.
+ * Like Windows, Version must be DNS_INTERFACE_SETTINGS_VERSION1 and Flags empty (Microsoft Learn). */
+NETIO_STATUS NETIOAPI_API_ GetInterfaceDnsSettings(GUID Interface, DNS_INTERFACE_SETTINGS *Settings) {
+  if (!Settings || Settings->Version != DNS_INTERFACE_SETTINGS_VERSION1 || Settings->Flags != 0) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, "GetInterfaceDnsSettings");
+  jb_guid(&b, "guid", &Interface);
+  char *reply = sim_call(&b);
+  jb_free(&b);
+  if (!reply) return ST_TRANSPORT;
+  DWORD st = reply_status(reply);
+  if (st == NO_ERROR) {
+    ULONG version = Settings->Version;
+    memset(Settings, 0, sizeof *Settings);
+    Settings->Version = version;
+    Settings->NameServer = dns_wstr(reply, "nameServer");
+    if (!Settings->NameServer) st = ST_TRANSPORT;
+  }
+  free(reply);
+  return st;
+}
+
+VOID NETIOAPI_API_ FreeInterfaceDnsSettings(DNS_INTERFACE_SETTINGS *Settings) {
+  if (!Settings) return;
+  mib_header *h = Settings->NameServer ? (mib_header *)Settings->NameServer - 1 : NULL;
+  jbuf b;
+  jb_init(&b, "FreeInterfaceDnsSettings");
+  jb_i64(&b, "ok", !h ? 0 : h->magic == DNS_MAGIC ? 1 : -1);
+  free(sim_call(&b));
+  jb_free(&b);
+  if (!h || h->magic != DNS_MAGIC) return; /* not ours or already freed: reported above, never touched */
+  h->magic = 0;
+  HeapFree(GetProcessHeap(), 0, h);
+  Settings->NameServer = NULL;
+}
+
+NETIO_STATUS NETIOAPI_API_ SetInterfaceDnsSettings(GUID Interface, const DNS_INTERFACE_SETTINGS *Settings) {
+  if (!Settings) return ERROR_INVALID_PARAMETER;
+  jbuf b;
+  jb_init(&b, "SetInterfaceDnsSettings");
+  jb_guid(&b, "guid", &Interface);
+  jb_u64(&b, "version", Settings->Version);
+  jb_u64(&b, "flags", Settings->Flags);
+  jb_wstr(&b, "nameServer", Settings->NameServer);
+  return status_call(&b);
 }
 
 /* ---- IP interface rows (forwarding, MTU) ---- */

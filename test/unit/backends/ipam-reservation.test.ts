@@ -1,0 +1,69 @@
+// An address reserved in host-local's disk store (containernetworking/plugins
+// plugins/ipam/host-local/backend/disk/backend.go: `<dataDir>/<network>/<ip>` holding
+// `<container ID>\r\n<ifname>`, skipped by host-local's allocator when present).
+import { describe, expect, it } from '@jest/globals';
+import * as fs from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { reserveAddress, reservationOwner } from '../../../src/backends/ipam-reservation.js';
+
+describe('reserveAddress', () => {
+  it.each<[string, string | undefined, 'reserved' | 'ours' | 'held', string]>([
+    ['free: written in host-local format', undefined, 'reserved', 'flanneld-host-endpoint\r\ncbr0_ep'],
+    ['already ours: left as it is', 'flanneld-host-endpoint\r\ncbr0_ep', 'ours', 'flanneld-host-endpoint\r\ncbr0_ep'],
+    ['held by a pod: the pod keeps it', 'a1b2c3\r\neth0', 'held', 'a1b2c3\r\neth0'],
+    ['held by a pod (Linux line break): the pod keeps it', 'a1b2c3\neth0', 'held', 'a1b2c3\neth0'],
+    // Torn by a power loss between host-local's O_EXCL create and its write (or NTFS's zero-filled
+    // clusters): nobody's, so it is rewritten rather than reported as a pod's with an empty container ID.
+    ['torn (empty): rewritten', '', 'reserved', 'flanneld-host-endpoint\r\ncbr0_ep'],
+    ['torn (zero-filled): rewritten', '\0\0\0\0\0\0', 'reserved', 'flanneld-host-endpoint\r\ncbr0_ep'],
+    ['torn (only a line break): rewritten', '\r\n', 'reserved', 'flanneld-host-endpoint\r\ncbr0_ep'],
+  ])('%s', (_what, existing, result, content) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
+    try {
+      const path = join(dir, 'cbr0', '10.244.3.2');
+      if (existing !== undefined) {
+        mkdirSync(join(dir, 'cbr0'));
+        writeFileSync(path, existing);
+      }
+      const r = reserveAddress(fs, { dataDir: dir, network: 'cbr0', ip: '10.244.3.2', owner: 'flanneld-host-endpoint', ifname: 'cbr0_ep' });
+      expect(r.result).toBe(result);
+      expect(r.path).toBe(path);
+      if (result === 'held') expect(r.holder).toBe('a1b2c3');
+      expect(r.torn).toBe(existing !== undefined && result === 'reserved' ? true : undefined);
+      expect(readFileSync(path, 'utf8')).toBe(content);
+      expect(reservationOwner(fs, path)).toBe(content.split(/\r?\n/)[0]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('reserveAddress when a pod takes the address between the read and the write', () => {
+  // host-local creates `<ip>` with O_EXCL (disk/backend.go Reserve): the pod's file, created after the
+  // agent found none, must not be replaced; the agent's exclusive create fails with EEXIST and re-reads.
+  it.each<[string, string, 'ours' | 'held']>([
+    ['a pod: the pod keeps it', 'a1b2c3\r\neth0', 'held'],
+    ['the agent itself (another pass): ours', 'flanneld-host-endpoint\r\ncbr0_ep', 'ours'],
+  ])('%s', (_what, racer, result) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
+    try {
+      const path = join(dir, 'cbr0', '10.244.3.2');
+      const racy = {
+        readFileSync: (p: string, e: 'utf8') => fs.readFileSync(p, e),
+        mkdirSync: (p: string, o: { recursive: true }) => fs.mkdirSync(p, o),
+        writeFileSync: (p: string, data: string, o: { flag: 'wx' }) => {
+          if (p === path && !fs.existsSync(path)) fs.writeFileSync(path, racer, { flag: 'wx' });
+          fs.writeFileSync(p, data, o);
+        },
+      };
+      const r = reserveAddress(racy, { dataDir: dir, network: 'cbr0', ip: '10.244.3.2', owner: 'flanneld-host-endpoint', ifname: 'cbr0_ep' });
+      expect(r.result).toBe(result);
+      if (result === 'held') expect(r.holder).toBe('a1b2c3');
+      expect(readFileSync(path, 'utf8')).toBe(racer);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
