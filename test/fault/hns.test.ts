@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC } from '../../src/basics/metrics.js';
 import { HRESULT } from '../../src/hns/errors.js';
 import { PEERS, readMetric, waitForMetric } from '../support/agent-signals.js';
+import { NEWEST_PROFILE, PROFILES } from '../support/hns-profiles.js';
 import { expectConverged, FaultCluster, HELD, HOSTGW_NET_CONF, policies, seeded, VXLAN_NET_CONF, waitFor, waitForPasses, wantPolicies } from './harness.js';
 
 let c: FaultCluster;
@@ -12,11 +13,15 @@ afterEach(async () => {
 
 const modifyCalls = (a: { sim: { calls: Map<string, number> } }) => a.sim.calls.get('HcnModifyNetwork') ?? 0;
 
-describe('HNS faults', () => {
+// On each HNS profile (../support/hns-profiles.ts): the vxlan cases fail and hang HcnModifyNetwork, the call
+// that adds and removes RemoteSubnetRoute policies, which hcsshim gates on RemoteSubnetVersion (hcn/hcnglobals.go,
+// 9.2; every profile has it), and registration's network query. The host-gw case's faults are route calls
+// (IP Helper), which no HNS version gates, and it is the slow one: it runs on the newest profile only.
+describe.each(PROFILES)('HNS faults on $os (HNS $hns)', ({ version: hnsVersion }) => {
   it('vxlan: HcnModifyNetwork fails three times in a row; retried with backoff, then exact', async () => {
     c = await new FaultCluster().start();
     c.addWindowsNode();
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, hnsVersion });
     await expectConverged(a, 'vxlan', []);
     a.sim.injections.failNext('HcnModifyNetwork', HRESULT.E_FAIL, 3);
     for (const n of [1, 2, 3]) c.addLinux(n, 'vxlan');
@@ -26,28 +31,11 @@ describe('HNS faults', () => {
     expect(modifyCalls(a)).toBeLessThanOrEqual(1 /* HostRoute */ + 3 + 1 + 1);
   });
 
-  it('host-gw: half of all route calls fail while peers churn; exact once the failures stop', async () => {
-    c = await new FaultCluster().start();
-    for (const n of [1, 2, 3, 4, 5, 6]) c.addLinux(n, 'host-gw');
-    c.addWindowsNode();
-    const a = c.startAgent({ netConf: HOSTGW_NET_CONF, random: seeded(7) });
-    await expectConverged(a, 'host-gw', [1, 2, 3, 4, 5, 6]);
-    a.sim.injections.failRate(0.5, 1168, /IpForwardEntry2|GetIpForwardTable2/);
-    for (let i = 0; i < 6; i++) {
-      c.api.deleteNode(`linux-${i + 1}`);
-      c.addLinux(20 + i, 'host-gw');
-      await waitForPasses(a, 1, `a pass (ok or failed) after churn step ${i + 1}`);
-    }
-    await waitFor(async () => (await readMetric(a.agent.metrics, METRIC.applyPasses, { result: 'error' })) >= 2, 'failed passes');
-    a.sim.injections.failRate(0, 0);
-    await expectConverged(a, 'host-gw', [20, 21, 22, 23, 24, 25]);
-  });
-
   it('vxlan: a hung HcnModifyNetwork (until released) while peers change; nothing is lost or duplicated after it returns', async () => {
     c = await new FaultCluster().start();
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, hnsVersion });
     await expectConverged(a, 'vxlan', [1]);
     a.sim.injections.stall('HcnModifyNetwork', HELD, 1);
     const before = modifyCalls(a);
@@ -70,7 +58,7 @@ describe('HNS faults', () => {
     c = await new FaultCluster().start();
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF, extraArgs: ['--hns-call-timeout=1'] });
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, extraArgs: ['--hns-call-timeout=1'], hnsVersion });
     await expectConverged(a, 'vxlan', [1]);
     const errorsBefore = await readMetric(a.agent.metrics, METRIC.dataplaneErrors, { op: 'hns.addNetworkPolicies' });
     a.sim.injections.stall('HcnModifyNetwork', HELD, 1);
@@ -101,12 +89,31 @@ describe('HNS faults', () => {
     c = await new FaultCluster().start();
     c.addLinux(1, 'vxlan');
     c.addWindowsNode();
-    const first = c.startAgent({ netConf: VXLAN_NET_CONF, before: (sim) => sim.injections.failNext(/HcnQueryNetworkProperties/, HRESULT.E_FAIL, 50) });
+    const first = c.startAgent({ netConf: VXLAN_NET_CONF, hnsVersion, before: (sim) => sim.injections.failNext(/HcnQueryNetworkProperties/, HRESULT.E_FAIL, 50) });
     const err = await first.outcome;
     expect(err).toMatchObject({ code: 'FLANNEL_ERR_HNS_CALL' });
     expect(first.agent.isReady).toBe(false);
     await first.stop();
-    const second = c.startAgent({ netConf: VXLAN_NET_CONF });
+    const second = c.startAgent({ netConf: VXLAN_NET_CONF, hnsVersion });
     await expectConverged(second, 'vxlan', [1]);
+  });
+});
+
+describe(`route faults on ${NEWEST_PROFILE.os} (HNS ${NEWEST_PROFILE.hns})`, () => {
+  it('host-gw: half of all route calls fail while peers churn; exact once the failures stop', async () => {
+    c = await new FaultCluster().start();
+    for (const n of [1, 2, 3, 4, 5, 6]) c.addLinux(n, 'host-gw');
+    c.addWindowsNode();
+    const a = c.startAgent({ netConf: HOSTGW_NET_CONF, random: seeded(7), hnsVersion: NEWEST_PROFILE.version });
+    await expectConverged(a, 'host-gw', [1, 2, 3, 4, 5, 6]);
+    a.sim.injections.failRate(0.5, 1168, /IpForwardEntry2|GetIpForwardTable2/);
+    for (let i = 0; i < 6; i++) {
+      c.api.deleteNode(`linux-${i + 1}`);
+      c.addLinux(20 + i, 'host-gw');
+      await waitForPasses(a, 1, `a pass (ok or failed) after churn step ${i + 1}`);
+    }
+    await waitFor(async () => (await readMetric(a.agent.metrics, METRIC.applyPasses, { result: 'error' })) >= 2, 'failed passes');
+    a.sim.injections.failRate(0, 0);
+    await expectConverged(a, 'host-gw', [20, 21, 22, 23, 24, 25]);
   });
 });

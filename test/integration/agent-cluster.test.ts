@@ -6,7 +6,7 @@ import { METRIC } from '../../src/basics/metrics.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
 import { APPLY_PASSES, LEASES_REJECTED, LIST_FAILED, metricValue, readMetricTotal, waitForIncrease, waitForMetric } from '../support/agent-signals.js';
 import { logSink } from '../support/log-sink.js';
-import { HNS_PROFILES } from '../../src/hns/features.js';
+import { PROFILES } from '../support/hns-profiles.js';
 
 const WIN = 'win-1';
 const WIN_CIDR = '10.244.100.0/24';
@@ -37,8 +37,8 @@ afterEach(async () => {
   await cluster?.stop();
 });
 
-// Each backend joins on each HNS profile (src/hns/features.ts HNS_PROFILES: Windows Server 2019, 2022, 2025).
-describe.each(HNS_PROFILES)('a Windows node ($os) joins a cluster of Linux flannel nodes', ({ version: hnsVersion }) => {
+// Each backend joins on each HNS profile (../support/hns-profiles.ts: Windows Server 2019, 2022, 2025).
+describe.each(PROFILES)('a Windows node ($os, HNS $hns) joins a cluster of Linux flannel nodes', ({ version: hnsVersion }) => {
   it('vxlan: publishes the lease, writes subnet.env and one RemoteSubnetRoute per valid peer', async () => {
     cluster = await new TestCluster().start();
     addLinux(cluster, 1, 'vxlan');

@@ -31,11 +31,15 @@ import {
   describeMismatches,
   loadState,
   loadTrace,
+  macsSent,
   newBindings,
+  recordedHnsVersion,
   replayScenario,
   type ReplayBindings,
   type Trace,
 } from '../support/cni-replay.js';
+import { PROFILES, sameVersion } from '../support/hns-profiles.js';
+import { formatHnsVersion } from '../../src/hns/features.js';
 
 const WIN = 'win-1';
 const POD_CIDR = '10.244.100.0/24';
@@ -132,28 +136,50 @@ async function replayBackend(node: Node, traces: Trace[], b: ReplayBindings, liv
   return problems;
 }
 
+// On each HNS profile (../support/hns-profiles.ts) the agent builds its network for the plugins, the node's HNS
+// reporting the profile's version to every process (the state file's `hnsVersion`). The plugins' calls replay
+// only on the profile of the version they recorded (13.2, Windows Server 2022: recordedHnsVersion): they ask
+// it (`GET /globals/version`) for hcsshim's feature checks (hcn/hcnglobals.go: V2ApiVersion 9.2, DSRVersion
+// for loopbackDSR), whose outcome decides what they call next, and the recorded answer is 13.2. On the other
+// profiles the agent's outputs and network are checked against what the plugins read: the first file's inputs
+// and its stateBefore.
 describe.each<[Backend, string, string]>([
   ['vxlan', 'flannel.4096', 'flannel.4096_sourcevip'],
   ['host-gw', 'cbr0', 'cbr0_ep'],
 ])('the recorded %s plugin calls replayed against the agent’s network', (backend, network, agentEndpoint) => {
   const traces = SCENARIOS[backend].map((s) => loadTrace(s));
+  const recorded = recordedHnsVersion(traces[0])!;
 
-  it('the agent’s conflist, subnet.env and .2 reservation are the recorded inputs, and every recorded answer is given again', async () => {
-    const first = traces[0];
-    const node = await startNode(backend, first.agent!.netConf);
-    const conflist = conflistOf(node, first);
-    expect(JSON.stringify(conflist)).toBe(JSON.stringify(first.inputs.conflist));
-    // libcni's stdin for flannel.exe: the single plugin with the list's name and cniVersion.
-    const plugin = (conflist.plugins as Record<string, unknown>[])[0];
-    expect(JSON.stringify({ ...plugin, name: conflist.name, cniVersion: conflist.cniVersion })).toBe(first.inputs.stdin);
-    expect(readFileSync(node.running.subnetFile, 'utf8')).toBe(first.inputs.subnetEnv);
-    expect(store(join(node.ipamDir, network))).toEqual(first.inputs.hostLocalStore!.before);
+  it('their recorded HNS version is one profile’s, and every file recorded the same', () => {
+    expect(PROFILES.filter((p) => sameVersion(p.version, recorded)).map((p) => p.hns)).toEqual(['13.2']);
+    for (const t of traces) expect([t.scenario, recordedHnsVersion(t) ?? recorded]).toEqual([t.scenario, recorded]);
+  });
 
-    const b = newBindings({ names: { [first.network]: String(conflist.name) } });
-    bindAgentNetwork(node.running.sim, b, String(conflist.name), agentEndpoint);
-    const problems = await replayBackend(node, traces, b, String(conflist.name));
-    expect(problems).toEqual([]);
-  }, 60_000);
+  describe.each(PROFILES)('on $os (HNS $hns)', ({ version, hns }) => {
+    const replays = sameVersion(version, recorded);
+    const what = replays ? 'and every recorded answer is given again' : `and the network is the one the plugins found (their calls replay on HNS ${formatHnsVersion(recorded)})`;
+
+    it(`the agent’s conflist, subnet.env and .2 reservation are the recorded inputs, ${what}`, async () => {
+      const first = traces[0];
+      const node = await startNode(backend, first.agent!.netConf, (sim) => sim.store.update((st) => void (st.hnsVersion = hns)));
+      const conflist = conflistOf(node, first);
+      expect(JSON.stringify(conflist)).toBe(JSON.stringify(first.inputs.conflist));
+      // libcni's stdin for flannel.exe: the single plugin with the list's name and cniVersion.
+      const plugin = (conflist.plugins as Record<string, unknown>[])[0];
+      expect(JSON.stringify({ ...plugin, name: conflist.name, cniVersion: conflist.cniVersion })).toBe(first.inputs.stdin);
+      expect(readFileSync(node.running.subnetFile, 'utf8')).toBe(first.inputs.subnetEnv);
+      expect(store(join(node.ipamDir, network))).toEqual(first.inputs.hostLocalStore!.before);
+
+      const b = newBindings({ names: { [first.network]: String(conflist.name) } });
+      bindAgentNetwork(node.running.sim, b, String(conflist.name), agentEndpoint);
+      if (replays) expect(await replayBackend(node, traces, b, String(conflist.name))).toEqual([]);
+      else {
+        // The agent's network and endpoint (the pod's namespace, which containerd makes, is not the agent's).
+        const { networks, endpoints } = first.stateBefore;
+        expect(describeMismatches(compareState({ networks, endpoints }, node.running.sim, b, 'stateBefore', macsSent(first.calls)))).toBe('');
+      }
+    }, 60_000);
+  });
 });
 
 describe('a planted break fails the replay', () => {

@@ -12,7 +12,10 @@ import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, waitFor, WIN_IP, TestCluster, type RunningAgent } from '../support/cluster.js';
 import type { SimulatedDataplane } from '../../src/simulator/model.js';
 import { logSink } from '../support/log-sink.js';
-import { metricValue } from '../support/agent-signals.js';
+import { metricValue, readMetric } from '../support/agent-signals.js';
+import { PROFILES } from '../support/hns-profiles.js';
+import { isFeatureSupported } from '../../src/hns/features.js';
+import { METRIC } from '../../src/basics/metrics.js';
 
 const WIN = 'win-1';
 const VXLAN = 'flannel.4096';
@@ -197,5 +200,63 @@ describe('HNS restarts while the agent runs', () => {
     await waitFor(async () => metric(await agent.metrics(), 'flannel_hns_restarts_total') === 1, 'flannel_hns_restarts_total 1', 30_000);
     expect(metric(await agent.metrics(), 'flannel_drift_repairs_total{kind="network"}')).toBeGreaterThanOrEqual(1);
     await agent.waitReady();
+  });
+});
+
+// The re-apply on each HNS profile (../support/hns-profiles.ts). The suite above runs in full on the newest
+// (the built CLI's state file names no version: 15.4); the service restarts and the SCM do not depend on the
+// HNS version. What does is the rebuild itself: the network is created again through the gates it passed at
+// start, vxlan's RemoteSubnetRoute policies (hcsshim hcn/hcnglobals.go RemoteSubnetVersion, 9.2) and, for a
+// port other than 4789, its VxlanPort policy (VxlanPortVersion, 10.3; on 9.3 the port stays 4789, and
+// vxlan-port.test.ts asserts the refusal of another). In this process, so the agent's HNS check runs on the
+// test's short resync period rather than the built CLI's.
+describe.each(PROFILES)('HNS restarts on $os (HNS $hns)', ({ version: hnsVersion }) => {
+  const restarts = (running: RunningAgent) => readMetric(running.agent.metrics, METRIC.hnsRestarts);
+
+  it('vxlan: the Overlay network (its VxlanPort policy with it), every RemoteSubnetRoute and the source VIP are re-applied', async () => {
+    addPeers([1, 2], 'vxlan');
+    const port = isFeatureSupported(hnsVersion, 'VxlanPort') ? 8472 : 4789;
+    const dir = join(cluster.dir, WIN);
+    const running = cluster.startAgent({
+      nodeName: WIN,
+      ip: WIN_IP,
+      netConf: { ...VXLAN_NET_CONF, Backend: { ...VXLAN_NET_CONF.Backend, Port: port } },
+      hnsVersion,
+      extraArgs: [`--source-vip-file=${join(dir, 'sourcevip.json')}`, '--source-vip-compat-files=none', `--cni-ipam-data-dir=${join(dir, 'ipam')}`],
+    });
+    const sim = running.sim;
+    const network = () => sim.getNetworkByName(VXLAN);
+    const remoteSubnets = () =>
+      (network()?.Policies ?? [])
+        .filter((p) => p.Type === 'RemoteSubnetRoute')
+        .map((p) => p.Settings?.['DestinationPrefix'])
+        .sort();
+    const vip = () => sim.listEndpoints().find((e) => e.Name === `${VXLAN}_sourcevip`);
+    await waitFor(() => running.agent.isReady && remoteSubnets().length === 2 && vip(), 'ready with both peers and the source VIP');
+    const [oldNetwork, oldVip] = [network()!, vip()!];
+
+    sim.restartHns();
+    expect(network()).toBeUndefined();
+    await waitFor(() => network() && network()!.ID !== oldNetwork.ID && remoteSubnets().length === 2 && vip(), 'the network, both peers and the source VIP again');
+    expect(remoteSubnets()).toEqual([1, 2].map(peerCidr));
+    expect((network()!.Policies ?? []).filter((p) => p.Type === 'VxlanPort').map((p) => p.Settings)).toEqual(port === 4789 ? [] : [{ Port: port }]);
+    expect(vip()!.IpConfigurations?.[0]?.IpAddress).toBe(oldVip.IpConfigurations?.[0]?.IpAddress);
+    await waitFor(async () => (await restarts(running)) === 1, 'flannel_hns_restarts_total 1');
+  });
+
+  it('host-gw: the L2Bridge network survives, the host endpoint cbr0_ep is recreated and attached, the routes stay', async () => {
+    addPeers([1, 2], 'host-gw');
+    const running = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: HOSTGW_NET_CONF, hnsVersion });
+    const sim = running.sim;
+    const routes = () => sim.snapshot().routes.filter((r) => r.DestinationPrefix.startsWith('10.244.') && r.DestinationPrefix !== '10.244.7.0/24').length;
+    const ep = () => sim.listEndpoints().find((e) => e.Name === 'cbr0_ep');
+    await waitFor(() => running.agent.isReady && routes() === 2 && ep(), 'ready with both routes');
+    const [network, before] = [sim.getNetworkByName('cbr0')!.ID, ep()!.ID];
+
+    sim.restartHns();
+    await waitFor(() => ep() && ep()!.ID !== before && sim.snapshot().adapters.some((a) => a.Name === 'vEthernet (cbr0_ep)'), 'cbr0_ep recreated and attached');
+    await waitFor(async () => (await restarts(running)) === 1, 'flannel_hns_restarts_total 1');
+    expect(sim.getNetworkByName('cbr0')!.ID).toBe(network);
+    expect(routes()).toBe(2);
   });
 });

@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor } from '../support/cluster.js';
 import { logSink } from '../support/log-sink.js';
+import { PROFILES } from '../support/hns-profiles.js';
 
 /** Evaluate `$x.a.b.Split("/")[0]` on a ConvertFrom-Json object. */
 function psMemberChain(doc: unknown, expr: string): unknown {
@@ -73,40 +74,46 @@ describe('kube-proxy hand-off', () => {
     expect(psMemberChain({ ips: [{ address: '10.244.1.2/24' }] }, '$x.ips[0].address.Split("/")[0]')).toBe('10.244.1.2');
   });
 
-  it('vxlan: both scripts read the reserved source VIP from our files, and --network-name / KUBE_NETWORK flannel.4096 is our HNS network', async () => {
-    cluster = await new TestCluster().start();
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
-    cluster.addWindowsNode('win-1', '10.244.7.0/24', '10.0.0.20');
-    const root = join(cluster.dir, 'c');
-    const a = cluster.startAgent({
-      nodeName: 'win-1',
-      ip: '10.0.0.20',
-      netConf: VXLAN_NET_CONF,
-      extraArgs: [
-        `--source-vip-file=${join(root, 'run', 'flannel', 'sourcevip.json')}`,
-        `--source-vip-compat-files=${[...new Set(SCRIPTS.map((s) => join(root, s.file)))].join(',')}`,
-        `--cni-ipam-data-dir=${join(root, 'var', 'lib', 'cni', 'networks')}`,
-      ],
-    });
-    await waitFor(() => a.agent.isReady && a.agent.sourceVip, 'agent ready with a source VIP');
-    const vip = a.agent.sourceVip!;
-    expect(vip.ip).toBe('10.244.7.2');
+  // On each HNS profile (../support/hns-profiles.ts): the source VIP is an HCN v2 endpoint (hcsshim
+  // hcn/hcnglobals.go V2ApiVersion, 9.2) on the Overlay network (RemoteSubnetVersion, 9.2), which every profile has.
+  it.each(PROFILES)(
+    'vxlan on $os (HNS $hns): both scripts read the reserved source VIP from our files, and --network-name / KUBE_NETWORK flannel.4096 is our HNS network',
+    async ({ version: hnsVersion }) => {
+      cluster = await new TestCluster().start();
+      cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: '10.244.1.0/24', publicIP: '10.0.0.11', backendType: 'vxlan' }));
+      cluster.addWindowsNode('win-1', '10.244.7.0/24', '10.0.0.20');
+      const root = join(cluster.dir, 'c');
+      const a = cluster.startAgent({
+        nodeName: 'win-1',
+        ip: '10.0.0.20',
+        netConf: VXLAN_NET_CONF,
+        hnsVersion,
+        extraArgs: [
+          `--source-vip-file=${join(root, 'run', 'flannel', 'sourcevip.json')}`,
+          `--source-vip-compat-files=${[...new Set(SCRIPTS.map((s) => join(root, s.file)))].join(',')}`,
+          `--cni-ipam-data-dir=${join(root, 'var', 'lib', 'cni', 'networks')}`,
+        ],
+      });
+      await waitFor(() => a.agent.isReady && a.agent.sourceVip, 'agent ready with a source VIP');
+      const vip = a.agent.sourceVip!;
+      expect(vip.ip).toBe('10.244.7.2');
 
-    for (const s of SCRIPTS) {
-      const text = readFileSync(join(root, s.file), 'utf8');
-      expect([s.script, /^[\x20-\x7e\r\n\t]*$/.test(text)]).toEqual([s.script, true]); // ASCII, no BOM: Windows PowerShell 5.1's Get-Content reads it as is
-      expect([s.script, psMemberChain(JSON.parse(text), s.expr)]).toEqual([s.script, vip.ip]);
-    }
+      for (const s of SCRIPTS) {
+        const text = readFileSync(join(root, s.file), 'utf8');
+        expect([s.script, /^[\x20-\x7e\r\n\t]*$/.test(text)]).toEqual([s.script, true]); // ASCII, no BOM: Windows PowerShell 5.1's Get-Content reads it as is
+        expect([s.script, psMemberChain(JSON.parse(text), s.expr)]).toEqual([s.script, vip.ip]);
+      }
 
-    // kube-proxy winkernel finds the network by name and the source VIP endpoint on it.
-    const sim = a.sim;
-    const network = sim.getNetworkByName('flannel.4096');
-    expect(network?.Type).toBe('Overlay');
-    const ep = sim.listEndpoints().find((e) => e.Name === 'flannel.4096_sourcevip');
-    expect(JSON.stringify(ep)).toContain(vip.ip);
-    // host-local would never hand the address to a pod: it is reserved in the store the CNI reads.
-    expect(readFileSync(join(root, 'var', 'lib', 'cni', 'networks', 'flannel.4096', vip.ip), 'utf8')).toMatch(/^flanneld-source-vip/);
-  });
+      // kube-proxy winkernel finds the network by name and the source VIP endpoint on it.
+      const sim = a.sim;
+      const network = sim.getNetworkByName('flannel.4096');
+      expect(network?.Type).toBe('Overlay');
+      const ep = sim.listEndpoints().find((e) => e.Name === 'flannel.4096_sourcevip');
+      expect(JSON.stringify(ep)).toContain(vip.ip);
+      // host-local would never hand the address to a pod: it is reserved in the store the CNI reads.
+      expect(readFileSync(join(root, 'var', 'lib', 'cni', 'networks', 'flannel.4096', vip.ip), 'utf8')).toMatch(/^flanneld-source-vip/);
+    },
+  );
 
   // kube-proxy's scripts read these files at every kube-proxy start; one deleted (C:\k cleaned by hand, a
   // reinstalled kube-proxy) would make the script reserve a new address with host-local, which is not the

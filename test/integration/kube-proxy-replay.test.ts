@@ -31,6 +31,9 @@ import {
   writesSince,
   type KubeProxyTrace,
 } from '../support/kube-proxy-replay.js';
+import { PROFILES, sameVersion } from '../support/hns-profiles.js';
+import { formatHnsVersion } from '../../src/hns/features.js';
+import type { HnsVersion } from '../../src/hns/schema.js';
 
 const WIN = 'win-1';
 const POD_CIDR = '10.244.100.0/24';
@@ -43,10 +46,9 @@ beforeEach(async () => {
 });
 afterEach(() => cluster.stop());
 
-/** The agent on win-1 as recorded (its source VIP in its own file), on a node whose HNS reports the recorded version. */
-function startAgent(trace: KubeProxyTrace): RunningAgent {
+/** The agent on win-1 as recorded (its source VIP in its own file), on a node whose HNS reports `version` (default: the recorded one). */
+function startAgent(trace: KubeProxyTrace, version: HnsVersion = kubeProxyHnsVersion(trace)): RunningAgent {
   const dir = join(cluster.dir, WIN);
-  const version = kubeProxyHnsVersion(trace);
   return cluster.startAgent({
     nodeName: WIN,
     ip: WIN_IP,
@@ -69,10 +71,10 @@ async function ready(running: RunningAgent): Promise<void> {
 }
 
 /** The recorded scene: win-1 and linux-1 in the API server, the agent running, the pod endpoint the harness made. */
-async function scene(trace: KubeProxyTrace): Promise<{ running: RunningAgent; b: ReplayBindings }> {
+async function scene(trace: KubeProxyTrace, version?: HnsVersion): Promise<{ running: RunningAgent; b: ReplayBindings }> {
   cluster.addWindowsNode(WIN, POD_CIDR, WIN_IP);
   cluster.api.addNode(linuxFlannelNode({ ...PEER, backendType: trace.backend }));
-  const running = startAgent(trace);
+  const running = startAgent(trace, version);
   await ready(running);
   const b = newBindings();
   const agentEndpoint = trace.backend === 'vxlan' ? `${trace.network}_sourcevip` : 'cbr0_ep';
@@ -110,6 +112,30 @@ describe.each<[string]>([['vxlan-load-balancers-stubbed'], ['host-gw-load-balanc
     expect(writesSince(running.sim.calls, agentCalls)).toEqual({});
     checkKubeProxyNeeds(trace, running);
   }, 60_000);
+});
+
+// On each HNS profile (../support/hns-profiles.ts). kube-proxy's calls depend on the version it reads: winkernel
+// runs dual-stack where HNS has IPv6DualStack (hcsshim hcn/hcnglobals.go IPv6DualStackVersion, 11.10; the
+// host-gw recording did), and HNS 9.3 lacks it. So the recorded calls replay only on the profile of the version
+// they recorded (13.2, Windows Server 2022: above). On every other profile the agent builds what kube-proxy found
+// when it started (the recording's stateBefore: the network, its peer's RemoteSubnetRoute with the provider
+// address kube-proxy's remote endpoints take, the source VIP endpoint), which `scene` compares.
+describe.each<[string]>([['vxlan-load-balancers-stubbed'], ['host-gw-load-balancers-stubbed']])('what the recorded kube-proxy run %s found, on each HNS profile', (name) => {
+  const trace = loadKubeProxyTrace(name);
+  const recorded = PROFILES.filter((p) => sameVersion(p.version, kubeProxyHnsVersion(trace)));
+
+  it('its recorded HNS version is one profile’s: the replay above runs on it', () => {
+    expect(recorded.map((p) => p.hns)).toEqual(['13.2']);
+  });
+
+  it.each(PROFILES.filter((p) => !recorded.includes(p)))(
+    'on $os (HNS $hns): the network and the source VIP kube-proxy found',
+    async ({ version }) => {
+      const { running } = await scene(trace, version);
+      expect(running.sim.snapshot().hnsVersion).toBe(formatHnsVersion(version));
+    },
+    60_000,
+  );
 });
 
 describe('vxlan-agent-restart: the agent restarted while kube-proxy runs', () => {

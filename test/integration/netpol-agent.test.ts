@@ -13,8 +13,7 @@
 // endpoint the change does not concern is never written (a state file `faults` rule on it, which would fire
 // on any write to it, stays unfired).
 //
-// Each backend runs on the HNS of Windows Server 2019 (9.3) and 2025 (15.4) (src/hns/features.ts
-// HNS_PROFILES): below SetPolicyVersion (13.0, hcsshim hcn/hcnglobals.go) the peers are flattened into the
+// Each backend runs on each HNS profile (../support/hns-profiles.ts: Windows Server 2019, 2022 and 2025): below SetPolicyVersion (13.0, hcsshim hcn/hcnglobals.go) the peers are flattened into the
 // rules' address lists, from it they are SetPolicy IP sets on the network that the rules name.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
@@ -30,6 +29,8 @@ import { metricValue } from '../support/agent-signals.js';
 import { addTraceFor, bindAgentNetwork, loadTrace, newBindings, replayScenario } from '../support/cni-replay.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, WIN_IP, waitFor } from '../support/cluster.js';
 import type { SimAgent, SimNodeState } from '../support/sim-node.js';
+import { PROFILES } from '../support/hns-profiles.js';
+import { isFeatureSupported } from '../../src/hns/features.js';
 
 const WIN = 'win-1';
 /** The recorded scene (test/fixtures/cni-traces/README.md): win-1 at 10.0.0.2 with 10.244.100.0/24, the peer linux-1. */
@@ -133,12 +134,7 @@ function tripwire(node: Node, endpointId: string): () => number {
 const agentSetCount = (s: DataplaneState, network: string) =>
   (s.networks.find((n) => n.Name === network)?.Policies ?? []).filter((p) => p.Type === SET_POLICY && isAgentId(p.Settings?.['Id'])).length;
 
-const CASES: { backend: Backend; hns: string; sets: boolean }[] = [
-  { backend: 'vxlan', hns: '9.3', sets: false },
-  { backend: 'vxlan', hns: '15.4', sets: true },
-  { backend: 'host-gw', hns: '9.3', sets: false },
-  { backend: 'host-gw', hns: '15.4', sets: true },
-];
+const CASES = (['vxlan', 'host-gw'] as const).flatMap((backend) => PROFILES.map(({ version, hns }) => ({ backend, hns, sets: isFeatureSupported(version, 'SetPolicy') })));
 
 describe('the built agent with --network-policy on a simulated node', () => {
   it.each(CASES)(

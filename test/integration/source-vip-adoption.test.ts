@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { overlayNetworkFor } from '../../src/backends/vxlan/backend.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { VXLAN_NET_CONF, TestCluster } from '../support/cluster.js';
+import { PROFILES } from '../support/hns-profiles.js';
 
 const WIN = 'win-1';
 let cluster: TestCluster;
@@ -15,7 +16,10 @@ beforeEach(async () => {
 });
 afterEach(() => cluster.stop());
 
-describe('kube-proxy already owns the source VIP', () => {
+// On each HNS profile (../support/hns-profiles.ts): the source VIP is an HCN v2 endpoint (hcsshim
+// hcn/hcnglobals.go V2ApiVersion, 9.2) on the Overlay network of the RemoteSubnetRoute policies
+// (RemoteSubnetVersion, 9.2), which every profile has; the node's state file names the version.
+describe.each(PROFILES)('kube-proxy already owns the source VIP, on $os (HNS $hns)', ({ hns }) => {
   it('its nameless endpoint is adopted by IP: no second VIP; files and reservation name its address', async () => {
     const state = cluster.stateOf(WIN);
     const dir = join(cluster.dir, WIN);
@@ -32,6 +36,7 @@ describe('kube-proxy already owns the source VIP', () => {
       Flags: 0,
       SchemaVersion: { Major: 2, Minor: 0 },
     });
+    state.edit((s) => void (s.hnsVersion = hns));
     mkdirSync(join(dir, 'sourcevip'), { recursive: true });
     // host-local's CNI 0.3.0 output, as start.ps1 (`"cniVersion": "0.3.0"`) stores it; read with .ips[0].address
     writeFileSync(scriptFile, '{"cniVersion":"0.3.0","ips":[{"version":"4","address":"10.244.7.9/24","gateway":"10.244.7.1"}],"dns":{}}\r\n');

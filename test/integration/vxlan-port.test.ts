@@ -5,8 +5,8 @@
 // network. The whole agent against the fake API server, on the simulated node.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
-import { isFlannelError } from '../../src/basics/errors.js';
-import { HNS_PROFILES, isFeatureSupported } from '../../src/hns/features.js';
+import { isFeatureSupported } from '../../src/hns/features.js';
+import { expectHnsVersionRefusal, PROFILES } from '../support/hns-profiles.js';
 import { TestCluster, VXLAN_NET_CONF, waitFor, WIN_IP, type RunningAgent } from '../support/cluster.js';
 
 const WIN = 'win-1';
@@ -29,7 +29,7 @@ async function start(): Promise<TestCluster> {
   return c;
 }
 
-describe.each(HNS_PROFILES)('Backend.Port 8472 on $os (HNS $version.Major.$version.Minor)', ({ version }) => {
+describe.each(PROFILES)('Backend.Port 8472 on $os (HNS $hns)', ({ version }) => {
   if (isFeatureSupported(version, 'VxlanPort')) {
     it('the Overlay network carries {"Type": "VxlanPort", "Settings": {"Port": 8472}} and the peers are programmed', async () => {
       cluster = await start();
@@ -61,9 +61,7 @@ describe.each(HNS_PROFILES)('Backend.Port 8472 on $os (HNS $version.Major.$versi
     it('is refused before any network is created: FLANNEL_ERR_HNS_VERSION naming HNS 10.3', async () => {
       cluster = await start();
       const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: withPort(8472), hnsVersion: version });
-      const err = await a.outcome;
-      expect(isFlannelError(err, 'FLANNEL_ERR_HNS_VERSION')).toBe(true);
-      expect((err as { context: Record<string, unknown> }).context).toMatchObject({ feature: 'VxlanPort', needs: '10.3', major: version.Major, minor: version.Minor });
+      expectHnsVersionRefusal(await a.outcome, 'VxlanPort', version);
       expect(a.sim.snapshot().networks).toEqual([]);
     });
   }

@@ -16,6 +16,8 @@ import { VERSION } from '../../src/basics/version.js';
 import { peImage } from '../support/pe.js';
 import { waitFor } from '../support/wait-for.js';
 import { WindowsSimServer } from './sim-server.js';
+import { editState } from '../support/sim-dataplane.js';
+import type { HcnNetwork } from '../../src/hns/schema.js';
 import {
   CACHE,
   buildWindowsArtifacts,
@@ -213,7 +215,7 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     expect(main.stdout).not.toContain('(default "/run/flannel/subnet.env")');
   }, 300_000);
 
-  async function scenario(backendType: 'host-gw' | 'vxlan') {
+  async function scenario(backendType: 'host-gw' | 'vxlan', port = 4789) {
     const dir = mkdtempSync(join(CACHE, 'runs', 'exe-'));
     const api = new FakeKubeApiServer();
     await api.start();
@@ -223,7 +225,7 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     const kubeconfig = join(dir, 'kubeconfig');
     await writeKubeconfig(kubeconfig, api.url);
     const netConf = join(dir, 'net-conf.json');
-    const backend = backendType === 'vxlan' ? { Type: 'vxlan', VNI: 4096, Port: 4789 } : { Type: 'host-gw' };
+    const backend = backendType === 'vxlan' ? { Type: 'vxlan', VNI: 4096, Port: port } : { Type: 'host-gw' };
     writeFileSync(netConf, JSON.stringify({ Network: '10.244.0.0/16', Backend: backend }));
     const subnetEnv = join(dir, 'subnet.env');
     const args = [
@@ -270,5 +272,54 @@ function waitForFile(file: string, agent: Started): Promise<string> {
     expect(env).toContain('FLANNEL_SUBNET=10.244.100.1/24');
     expect(sim.dp.getNetworkByName('flannel.4096')).toBeDefined();
     expect(await agent.stop()).toBe(0);
+  }, 120_000);
+
+  /** flanneld.exe on the win32 dataplane, vxlan with net-conf Backend.Port `port`, on a node whose HNS reports `hnsVersion` (the state file's; absent: the newest, 15.4). */
+  async function startVxlanOnPort(port: number, hnsVersion?: string) {
+    mkdirSync(join(CACHE, 'runs'), { recursive: true });
+    const s = await scenario('vxlan', port);
+    const sim = new WindowsSimServer({ dataplane: { nodeIP: NODE_IP, statePath: join(s.dir, 'dataplane.json') } });
+    if (hnsVersion !== undefined) editState(sim.dp, (st) => void (st.hnsVersion = hnsVersion));
+    await sim.start();
+    cleanups.push(() => sim.stop());
+    const args = [...s.args, '--dataplane', 'windows', '--win32-dll-dir', winPath(build.dllDir)];
+    const agent = startExe(exe(), args, { NODE_NAME: NODE, FLANNEL_SIM_PORT: String(sim.port), WINEDLLOVERRIDES: standinOverrides(build.dllDir) }, s.dir);
+    cleanups.push(() => agent.stop());
+    return { s, sim, agent };
+  }
+
+  // A VXLAN port other than 4789 (issue 36 part 2) through the built exe and the DLL ABI: net-conf Backend.Port
+  // reaches HcnCreateNetwork as the VxlanPort network policy (hcsshim hcn/hcnpolicy.go VxlanPortPolicySetting,
+  // as src/backends/vxlan/backend.ts overlayNetworkFor writes it) on an HNS that has it (hcsshim
+  // hcn/hcnglobals.go VxlanPortVersion, 10.3; here the newest profile, 15.4).
+  it('flanneld.exe with net-conf Port 8472: computenetwork.dll receives the Overlay network with {"Type":"VxlanPort","Settings":{"Port":8472}}, and HNS holds it', async () => {
+    const { s, sim, agent } = await startVxlanOnPort(8472);
+    await waitForFile(s.subnetEnv, agent);
+    const created = sim.writes.filter((w) => w.fn === 'HcnCreateNetwork').map((w) => JSON.parse(String(w['settings'])) as HcnNetwork);
+    expect(created.map((n) => [n.Name, n.Type])).toEqual([['flannel.4096', 'Overlay']]);
+    expect(created[0].Policies?.filter((p) => p.Type === 'VxlanPort')).toEqual([{ Type: 'VxlanPort', Settings: { Port: 8472 } }]);
+    expect(sim.dp.getNetworkByName('flannel.4096')!.Policies?.filter((p) => p.Type === 'VxlanPort')).toEqual([{ Type: 'VxlanPort', Settings: { Port: 8472 } }]);
+    expect(sim.protocolErrors).toEqual([]);
+    expect(await agent.stop()).toBe(0);
+  }, 120_000);
+
+  // The same on Windows Server 2019's HNS 9.3 (../support/hns-profiles.ts), below VxlanPortVersion: the exe reads
+  // the version through vmcompute.dll (HNSCall GET /globals/version, as hcsshim's GetGlobals) and refuses before it
+  // creates anything, with FLANNEL_ERR_HNS_VERSION naming 10.3.
+  it('flanneld.exe with net-conf Port 8472 on HNS 9.3: refused with FLANNEL_ERR_HNS_VERSION naming 10.3; no network created', async () => {
+    const { sim, agent } = await startVxlanOnPort(8472, '9.3');
+    let code: number | null | undefined;
+    void agent.exited.then((c) => (code = c));
+    await waitFor(() => code !== undefined, 'flanneld.exe to exit', { timeoutMs: START_WAIT_MS, intervalMs: 100, detail: () => agent.log().slice(-4000) });
+    expect(code).not.toBe(0);
+    const refusal = agent
+      .log()
+      .split('\n')
+      .find((l) => l.includes('FLANNEL_ERR_HNS_VERSION'));
+    expect(refusal).toMatch(/needs HNS 10\.3 or newer \(its VxlanPort feature\); this node's HNS is 9\.3/);
+    expect(sim.transcript.some((l) => l.startsWith('HNSCall') && l.includes('/globals/version'))).toBe(true);
+    expect(sim.writes.map((w) => w.fn)).toEqual([]);
+    expect(sim.dp.snapshot().networks).toEqual([]);
+    expect(sim.protocolErrors).toEqual([]);
   }, 120_000);
 });

@@ -164,6 +164,8 @@ export class WindowsSimServer {
   readonly protocolErrors: string[] = [];
   /** Every request/answer, one line each (written into a test's failure output). */
   readonly transcript: string[] = [];
+  /** The whole request of every HCN call that creates, modifies or deletes, in order, as the stand-in sent it. */
+  readonly writes: Req[] = [];
   /** MIB tables handed out by GetIpForwardTable2 and not yet freed with FreeMibTable. */
   mibTablesOutstanding = 0;
   /** FreeMibTable calls on a pointer that was not a live table from the stand-in. */
@@ -251,6 +253,7 @@ export class WindowsSimServer {
       return { hr: E_NOTIMPL, st: STATUS.ERROR_NOT_SUPPORTED };
     }
     this.requests.set(req.fn, (this.requests.get(req.fn) ?? 0) + 1);
+    if (/^Hcn(Create|Modify|Delete)/.test(req.fn)) this.writes.push(req);
     let reply: Reply;
     try {
       reply = await this.dispatch(req);
