@@ -328,18 +328,26 @@ export class RouteNetwork<A, D> implements Network {
     return this.store.whenFree(subnet, created, signal);
   }
 
+  /**
+   * `peersProgrammed` is counted when read: it walks every peer's items, and the readiness loop and
+   * /readyz read the status every 10 s for other fields. At 50,000 peers that walk was most of the idle
+   * agent's CPU (docs/performance.md, 50,000 Nodes); a scrape and /status still count.
+   */
   status(): NetworkStatus {
-    const programmed = (k: string) => !this.store.isDirty(k) && this.reconciler.isProgrammed(k);
-    const { inSync, missing, refused: _refused, ...passes } = this.reconciler.status();
+    const { store, reconciler } = this;
+    const programmed = (k: string) => !store.isDirty(k) && reconciler.isProgrammed(k);
+    const { inSync, missing, refused: _refused, ...passes } = reconciler.status();
     return {
       inSync,
       networkMissing: missing,
       ...passes,
       refusedItems: this.problems.refusedItems(),
-      peersDesired: this.store.size,
-      peersProgrammed: this.store.countProgrammed(programmed),
-      listed: this.store.listed,
-      rejections: this.store.rejected(),
+      peersDesired: store.size,
+      get peersProgrammed() {
+        return store.countProgrammed(programmed);
+      },
+      listed: store.listed,
+      rejections: store.rejected(),
     };
   }
 }

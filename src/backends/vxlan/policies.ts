@@ -40,8 +40,13 @@ export function sameRemoteSubnetRoute(a: RemoteSubnetRoutePolicySettings, d: Rem
     a.DestinationPrefix === d.DestinationPrefix &&
     Number(a.IsolationId) === d.IsolationId &&
     a.ProviderAddress === d.ProviderAddress &&
-    macToFlannel(String(a.DistributedRouterMacAddress ?? '')) === macToFlannel(d.DistributedRouterMacAddress)
+    sameMac(String(a.DistributedRouterMacAddress ?? ''), d.DistributedRouterMacAddress)
   );
+}
+
+/** HNS keeps the MAC as written, so the usual case is the same text; HNS's own spelling is normalized. */
+function sameMac(a: string, d: string): boolean {
+  return a === d || macToFlannel(a) === macToFlannel(d);
 }
 
 /**

@@ -126,6 +126,29 @@ describe('RouteNetwork', () => {
     await done;
   });
 
+  it("counts the programmed peers only when the status's peersProgrammed is read", async () => {
+    // The readiness loop and /readyz read the status every 10 s for other fields; the count walks every
+    // peer's items (docs/performance.md, 50,000 Nodes).
+    const { manager, network, first, ac } = setup();
+    const done = network.run(ac.signal);
+    await flush();
+    manager.emit({ kind: 'snapshot', leases: [own, lease('node-2', 2), lease('node-3', 3)] });
+    await flush();
+    let compared = 0;
+    const same = first.same;
+    first.same = (a, d) => {
+      compared++;
+      return same(a, d);
+    };
+    const s = network.status();
+    expect(s).toMatchObject({ listed: true, inSync: true, peersDesired: 2, rejections: [] });
+    expect(compared).toBe(0);
+    expect(s.peersProgrammed).toBe(2);
+    expect(compared).toBe(2);
+    ac.abort();
+    await done;
+  });
+
   it.each([
     ['succeeds', true, 0],
     ['fails after an early page was written', false, 1],

@@ -2,6 +2,7 @@
 // built on it.
 import { describe, expect, it } from '@jest/globals';
 import { Writable } from 'node:stream';
+import winston from 'winston';
 import { componentLogger, createLogger } from '../../../src/basics/log.js';
 import { logSink } from '../../support/log-sink.js';
 
@@ -19,6 +20,24 @@ describe('createLogger({ stream })', () => {
     log.debug('not at info');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^\S+ INFO \[kube\] lease acquired subnet=10\.244\.7\.0\/24\n$/);
+  });
+
+  it("drops a component's message below the level before winston formats it", () => {
+    let formatted = 0;
+    const counted = winston.format((info) => {
+      formatted++;
+      return info;
+    });
+    const root = winston.createLogger({
+      level: 'info',
+      format: counted(),
+      transports: [new winston.transports.Stream({ stream: new Writable({ write: (_c, _e, done) => done() }) })],
+    });
+    const log = componentLogger(root, 'reconcile');
+    log.debug('reconcile pass', { added: 1 });
+    expect(formatted).toBe(0);
+    log.info('reconcile pass', { added: 1 });
+    expect(formatted).toBe(1);
   });
 });
 
