@@ -20,6 +20,7 @@ import { NodeListWatch, nodeListFn, nodeWatchFn } from './node-list-watch.js';
 import { OwnNodePublisher } from './own-node.js';
 import { OwnNodeWatch } from './own-node-watch.js';
 import type { KubeConfig } from '../../kube/kubeconfig.js';
+import type { RbacFeature } from '../../kube/api-error.js';
 
 /** Nodes per page of the Node list (`GET /api/v1/nodes?limit=`). */
 export const DEFAULT_LIST_PAGE_SIZE = 150;
@@ -59,6 +60,8 @@ export interface KubeSubnetManagerOptions {
    * 0.9-1.1x.
    */
   listPageSize?: number;
+  /** The agent's features whose RBAC a 403 names besides its own (--network-policy: ../../kube/api-error.ts rbacFix). */
+  rbacFeatures?: readonly RbacFeature[];
 }
 
 export class KubeSubnetManager implements SubnetManager {
@@ -107,6 +110,7 @@ export class KubeSubnetManager implements SubnetManager {
       watchTimeoutSeconds: t.watchTimeoutSeconds,
       watchSilenceMs: t.watchSilenceMs,
       ...(opts.ipv6Network !== undefined ? { ipv6: true } : {}),
+      ...(opts.rbacFeatures ? { rbacFeatures: opts.rbacFeatures } : {}),
     });
     this.own = new OwnNodePublisher({
       http,
@@ -121,7 +125,14 @@ export class KubeSubnetManager implements SubnetManager {
       ...(opts.ipv4OnlyPublicIPv6 !== undefined ? { ipv4OnlyPublicIPv6: opts.ipv4OnlyPublicIPv6 } : {}),
       log,
       clock,
-      retry: { clock, log, backoffBaseMs: t.backoffBaseMs, backoffCapMs: t.backoffCapMs, timeoutMs: t.apiRetryTimeoutMs },
+      retry: {
+        clock,
+        log,
+        backoffBaseMs: t.backoffBaseMs,
+        backoffCapMs: t.backoffCapMs,
+        timeoutMs: t.apiRetryTimeoutMs,
+        ...(opts.rbacFeatures ? { rbacFeatures: opts.rbacFeatures } : {}),
+      },
       requestTimeoutMs: t.requestTimeoutMs,
       nodeWaitTimeoutMs: t.nodeWaitTimeoutMs,
       nodeWaitLogIntervalMs: t.nodeWaitLogIntervalMs,

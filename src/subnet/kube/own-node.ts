@@ -202,11 +202,11 @@ export class OwnNodePublisher {
           state = 'missing';
           apiFailures = 0;
         } else if (this.retried(err)) {
-          state = rbacRefusal(err) ? 'refused' : 'api-error';
+          state = rbacRefusal(err, this.o.retry.rbacFeatures) ? 'refused' : 'api-error';
           lastErr = err;
           apiFailures++;
         } else {
-          throw kubeError(`reading node "${name}"`, err);
+          throw kubeError(`reading node "${name}"`, err, this.o.retry.rbacFeatures);
         }
       }
       const waited = clock.now() - start;
@@ -219,14 +219,14 @@ export class OwnNodePublisher {
             { node: name, waitedMs: waited, reason: 'not found' },
           );
         }
-        throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr);
+        throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr, this.o.retry.rbacFeatures);
       }
       // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (../../kube/api-error.ts).
       const failed = state === 'api-error' || state === 'refused';
       const delay = failed ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
       const progress = { node: name, waitedS: Math.round(waited / 1000), timeoutS: Math.round(timeoutMs / 1000) };
       // Each refusal is told (its backoff spaces them): it names the permission and the fix.
-      if (state === 'refused') logApiRetry(log, `reading node "${name}"`, lastErr, { attempt: apiFailures, delayMs: delay, ...progress });
+      if (state === 'refused') logApiRetry(log, `reading node "${name}"`, lastErr, { attempt: apiFailures, delayMs: delay, ...progress }, this.o.retry.rbacFeatures);
       else if (clock.now() - lastLog >= logEvery) {
         lastLog = clock.now();
         const reason = state === 'missing' ? 'node not registered yet' : state === 'no-podcidr' ? 'podCIDR not assigned yet' : 'API unreachable';
