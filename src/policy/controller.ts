@@ -283,7 +283,7 @@ export class NetpolController {
   constructor(private readonly o: NetpolControllerOptions) {
     this.rules = new NodeRules(this.cluster, o, (r) => this.computed(r));
     this.hnsRefusals = new HnsRefusals(o.log);
-    this.loop = new Reconciler({ driver: this.driver(), desired: this.rules, sink: this.hnsRefusals, clock: o.clock, log: o.log, resyncMs: o.resyncMs ?? 10_000 });
+    this.loop = new Reconciler({ driver: this.driver(), desired: this.rules, sink: this.hnsRefusals, clock: o.clock, log: o.log, resyncMs: o.resyncMs ?? 10_000, owner: 'pod' });
   }
 
   /** Watch, compute and write until `signal` aborts. */

@@ -154,6 +154,8 @@ interface ReconcilerOptions<A, D, K extends ItemKey> {
   backoffCapMs?: number;
   /** Recreate what the driver writes into (the HNS network) after a pass found it gone; retried with backoff until it succeeds. */
   rebuild?: (signal: AbortSignal) => Promise<void>;
+  /** What owns the items (`desired.owner`), singular, as the log lines name it: `peer` (the network's), `pod` (the NetworkPolicy controller's); default `owner`. */
+  owner?: string;
 }
 
 /** The loop's part of its owner's status (the network's: src/network-status.ts, whose fields of these names they fill). */
@@ -174,15 +176,15 @@ export interface LoopStatus {
   refused: number;
 }
 
-/** At most this many peer names in a pass's log line; the rest are counted. */
-const LOGGED_PEER_NAMES = 10;
+/** At most this many owner names in a pass's log line; the rest are counted. */
+const LOGGED_OWNER_NAMES = 10;
 
-/** `a, b, c` for the first LOGGED_PEER_NAMES distinct names, then `(+N more)`; undefined for none. */
-function peerNames(names: readonly string[]): string | undefined {
+/** `a, b, c` for the first LOGGED_OWNER_NAMES distinct names, then `(+N more)`; undefined for none. */
+function ownerNames(names: readonly string[]): string | undefined {
   const unique = [...new Set(names)];
   if (unique.length === 0) return undefined;
-  const shown = unique.slice(0, LOGGED_PEER_NAMES).join(', ');
-  return unique.length > LOGGED_PEER_NAMES ? `${shown} (+${unique.length - LOGGED_PEER_NAMES} more)` : shown;
+  const shown = unique.slice(0, LOGGED_OWNER_NAMES).join(', ');
+  return unique.length > LOGGED_OWNER_NAMES ? `${shown} (+${unique.length - LOGGED_OWNER_NAMES} more)` : shown;
 }
 
 export class Reconciler<A, D, K extends ItemKey = string> {
@@ -190,6 +192,8 @@ export class Reconciler<A, D, K extends ItemKey = string> {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly resyncMs: number;
+  /** The owner noun of the log lines, singular and as a field name's plural (`peer`, `Peers`). */
+  private readonly owner: { noun: string; field: string };
   private readonly onGone: ((signal: AbortSignal) => Promise<void>) | undefined;
   private readonly refusals: Refusals<K>;
   private readonly ledger: PassLedger;
@@ -223,8 +227,10 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     this.desired = opts.desired;
     this.onGone = opts.rebuild;
     this.metrics = opts.metrics;
+    const noun = opts.owner ?? 'owner';
+    this.owner = { noun, field: `${noun[0].toUpperCase()}${noun.slice(1)}s` };
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
-    this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
+    this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff, noun);
     this.refusals = new Refusals(opts.sink, this.clock, backoff);
     this.desired.subscribe(() => this.touch());
   }
@@ -355,8 +361,8 @@ export class Reconciler<A, D, K extends ItemKey = string> {
         const { added, removed, replaced, refused, calls: writes } = w;
         const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
         const names = {
-          addedPeers: peerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? String(k))),
-          removedPeers: peerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+          [`added${this.owner.field}`]: ownerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+          [`removed${this.owner.field}`]: ownerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? String(k))),
         };
         this.desired.removed(w.removedKeys);
         // An incremental pass is routine (one per Node event): debug, summed up at info by the ledger once a
@@ -381,10 +387,10 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     const lost = plan.add.filter((d) => before.get(driver.desiredKey(d)).some((a) => driver.same(a, d)));
     if (lost.length === 0) return;
     this.metrics?.inc(METRIC.driftRepairs, { kind: driver.driftKind }, lost.length);
-    this.log.warn('peer items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them', {
+    this.log.warn(`${this.owner.noun} items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them`, {
       driver: driver.name,
       items: lost.length,
-      peers: peerNames(lost.map((d) => this.desired.owner(driver.desiredKey(d)) ?? String(driver.desiredKey(d)))),
+      [this.owner.field.toLowerCase()]: ownerNames(lost.map((d) => this.desired.owner(driver.desiredKey(d)) ?? String(driver.desiredKey(d)))),
     });
   }
 
