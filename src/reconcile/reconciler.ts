@@ -158,12 +158,10 @@ interface ReconcilerOptions<A, D, K extends ItemKey> {
   owner?: string;
 }
 
-/** The loop's part of its owner's status (the network's: src/network-status.ts, whose fields of these names they fill). */
-export interface LoopStatus {
+/** What the loop knows of its passes, as its owner's status carries them (the network's: src/network-status.ts NetworkStatus extends it). */
+export interface ReconcileStatus {
   /** The first complete list has arrived, the last pass wrote everything and nothing changed since (no refused key either). */
   inSync: boolean;
-  /** The last pass found what the driver writes into gone, and it is not rebuilt yet. */
-  missing: boolean;
   /** When the loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
   lastGoodAt: number | undefined;
   passes: number;
@@ -171,7 +169,14 @@ export interface LoopStatus {
   lastPassAt: number | undefined;
   lastPassOk: boolean | undefined;
   lastSuccessAt: number | undefined;
+  /** The last failed pass: when, and its error. */
   lastError: { at: number; message: string } | undefined;
+}
+
+/** The loop's part of its owner's status: its passes, and what the owner names its own way. */
+export interface LoopStatus extends ReconcileStatus {
+  /** The last pass found what the driver writes into gone, and it is not rebuilt yet. */
+  missing: boolean;
   /** Keys whose item the dataplane refuses now. */
   refused: number;
 }
