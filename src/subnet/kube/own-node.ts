@@ -20,7 +20,7 @@ import type { AnnotationKeys } from './annotations.js';
 import { describe, httpStatus, kubeError, logApiRetry, rbacRefusal, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from '../../kube/api-error.js';
 import type { ApiRetryOptions } from '../../kube/api-error.js';
 import type { KubeHttp } from '../../kube/http.js';
-import { asObj } from '../../kube/list-watch.js';
+import { asObj } from '../../basics/json-object.js';
 import { projectNode } from './node-list-watch.js';
 import type { NodeLease } from './node-list-watch.js';
 
