@@ -1,6 +1,8 @@
 // The one status type of a running network: what the peer store and the reconciler keep, and what
 // /healthz, /readyz, /metrics' gauges, `/status` and `flanneld status` read. It lives at the top of src/ so
-// that the health server reads it without importing the layers that fill it in.
+// that the health server reads it without importing the layers that fill it in (the one type it takes from
+// the reconcile loop is erased at build).
+import type { ReconcileStatus } from './reconcile/reconciler.js';
 
 /** One item the dataplane refuses now (a peer's route or policy). */
 export interface RefusedItem {
@@ -31,23 +33,12 @@ export interface RejectedLease {
   vni?: number;
 }
 
-/** The network's state as the peer store and the reconcile loop know it now. */
-export interface NetworkStatus {
+/** The network's state as the peer store and the reconcile loop (its passes: ReconcileStatus, which the loop declares) know it now. */
+export interface NetworkStatus extends ReconcileStatus {
   /** The first complete list of the peer leases has arrived; until then the agent is not ready. */
   listed: boolean;
-  /** The list has arrived, the last pass wrote everything and nothing changed since (no refused item either). */
-  inSync: boolean;
   /** The last pass found the HNS network gone and it is not rebuilt yet. */
   networkMissing: boolean;
-  /** When the reconcile loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
-  lastGoodAt: number | undefined;
-  passes: number;
-  consecutiveFailures: number;
-  lastPassAt: number | undefined;
-  lastPassOk: boolean | undefined;
-  lastSuccessAt: number | undefined;
-  /** The last failed pass: when, and its error. */
-  lastError: { at: number; message: string } | undefined;
   /** Accepted peers (with items), and how many of them the dataplane holds completely. */
   peersDesired: number;
   peersProgrammed: number;

@@ -168,6 +168,7 @@ export class RouteNetwork<A, D> implements Network {
       resyncMs: deps.resyncMs,
       sink: problems,
       rebuild: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
+      owner: 'peer',
     });
     const service = deps.flags?.restartServiceOnHnsRestart;
     if (service && !deps.host.restartService) this.log.warn('cannot restart a service on this host', { service, code: 'FLANNEL_ERR_SERVICE' });

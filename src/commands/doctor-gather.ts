@@ -22,7 +22,7 @@ import { cidrContains6, formatIp6, normalizeCidr6, parseIp6 } from '../basics/ip
 import { normalizeAnnotationPrefix } from '../config/annotation-prefix.js';
 import { annotationKeys } from '../subnet/kube/annotations.js';
 import type { KubeHttp } from '../kube/http.js';
-import { asObj } from '../kube/list-watch.js';
+import { asObj } from '../basics/json-object.js';
 import { projectNode, toLease } from '../subnet/kube/node-list-watch.js';
 import { readNetConf, windowsNetConf } from '../subnet/net-conf.js';
 import { parseSubnetEnv } from '../subnet/subnet-env.js';

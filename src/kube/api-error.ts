@@ -120,14 +120,14 @@ export function rbacRefusal(err: unknown, features: readonly RbacFeature[] = [])
  * Log one retried failure of `call`: an RBAC refusal as what it is (the permission and the fix: it ends
  * when the ClusterRole is applied, not when the network recovers), anything else as a failed call.
  */
-export function logApiRetry(log: Logger, call: string, err: unknown, fields: Record<string, unknown>): void {
-  const refusal = rbacRefusal(err);
+export function logApiRetry(log: Logger, call: string, err: unknown, fields: Record<string, unknown>, features: readonly RbacFeature[] = []): void {
+  const refusal = rbacRefusal(err, features);
   if (refusal) log.warn('the API server refuses the agent (RBAC); retrying until its ClusterRole grants it', { call, ...refusal, ...fields, error: describe(err) });
   else log.warn('kubernetes API call failed, retrying', { call, ...fields, error: describe(err) });
 }
 
-/** What to do about a failure with this status. */
-function hintFor(err: unknown): string {
+/** What to do about a failure with this status (a 403: the RBAC of the agent with `features` on). */
+function hintFor(err: unknown, features: readonly RbacFeature[]): string {
   const status = httpStatus(err);
   if (status === 401) return '; check the credentials in the kubeconfig / service account token';
   if (status !== 403) return '';
@@ -139,12 +139,13 @@ function hintFor(err: unknown): string {
       'or run the agent with its ServiceAccount (or the credentials of this node)'
     );
   }
-  return `; ${RBAC_FIX}`;
+  return `; ${rbacFix(features)}`;
 }
 
-export function kubeError(what: string, err: unknown): KubeError {
+/** FLANNEL_ERR_KUBE for a failed call; a 403 names the RBAC the agent needs with `features` on. */
+export function kubeError(what: string, err: unknown, features: readonly RbacFeature[] = []): KubeError {
   const status = httpStatus(err);
-  return new KubeError('FLANNEL_ERR_KUBE', `${what}: ${describe(err)}${hintFor(err)}`, { status }, { cause: err });
+  return new KubeError('FLANNEL_ERR_KUBE', `${what}: ${describe(err)}${hintFor(err, features)}`, { status }, { cause: err });
 }
 
 /**
@@ -179,15 +180,17 @@ export interface ApiRetryOptions {
   timeoutMs: number;
   /** Which failures are retried (default `retryable`). */
   retryable?: (err: unknown) => boolean;
+  /** The features whose RBAC a 403 names besides the agent's own (rbacFix). */
+  rbacFeatures?: readonly RbacFeature[];
 }
 
 /** Retry `fn` on retryable failures with capped backoff, for at most `timeoutMs`; then kubeError(what). */
 export async function retryApiCall<T>(what: string, fn: () => Promise<T>, o: ApiRetryOptions, signal: AbortSignal): Promise<T> {
-  const onRetry = (err: unknown, attempt: number, delayMs: number) => logApiRetry(o.log, what, err, { attempt, delayMs });
+  const onRetry = (err: unknown, attempt: number, delayMs: number) => logApiRetry(o.log, what, err, { attempt, delayMs }, o.rbacFeatures);
   try {
     return await retryWithBackoff(fn, { ...o, retryable: o.retryable ?? retryable, onRetry, minDelayMs: retryAfterMs }, signal);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
-    throw kubeError(what, err);
+    throw kubeError(what, err, o.rbacFeatures);
   }
 }

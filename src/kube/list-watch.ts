@@ -40,14 +40,8 @@ import { METRIC } from '../basics/metrics.js';
 import type { Metrics } from '../basics/metrics.js';
 import { runRelistLoop } from '../basics/relist.js';
 import type { ListWatchSource, RelistOptions, RetryNote, WatchEnd } from '../basics/relist.js';
+import { asObj } from '../basics/json-object.js';
 import { describe, rbacRefusal, retryAfterMs, type RbacFeature } from './api-error.js';
-
-type Obj = Record<string, unknown>;
-
-/** `v` as a plain JSON object (not null, not an array), else undefined. */
-export function asObj(v: unknown): Obj | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
-}
 
 /** One page of a list (`GET <path>?limit=&continue=`), as raw JSON. */
 export type ListPageFn = (page: { limit: number; continue?: string }, signal: AbortSignal) => Promise<unknown>;

@@ -11,6 +11,7 @@
 // isolates the pods it selects, in its policyTypes, and allows nothing (docs/network-policy.md, "Refusals").
 import { formatIp4, parseIp4 } from '../basics/ip4.js';
 import { formatIp6, parseIp6 } from '../basics/ip6.js';
+import { asObj, type Obj } from '../basics/json-object.js';
 import { canonicalCidr, netContains, parseNet } from './cidr.js';
 
 export type Protocol = 'TCP' | 'UDP' | 'SCTP';
@@ -131,12 +132,6 @@ function project<T>(build: () => T): Projection<T> {
     if (err instanceof Refuse) return { ok: false, reason: err.message };
     throw err;
   }
-}
-
-type Obj = Record<string, unknown>;
-
-function asObj(v: unknown): Obj | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
 }
 
 function own(o: Obj | undefined, key: string): unknown {

@@ -92,7 +92,7 @@ export interface NetpolPodStatus {
   ips: readonly string[];
   /** Its HNS endpoint, once found. */
   endpoint?: string;
-  /** `namespace/name` of the policies selecting it. */
+  /** `namespace/name` of the policies selecting it, sorted. */
   policies: string[];
   /** Rules wanted on its endpoint, and whether its endpoint holds them all. */
   rules: number;
@@ -283,7 +283,7 @@ export class NetpolController {
   constructor(private readonly o: NetpolControllerOptions) {
     this.rules = new NodeRules(this.cluster, o, (r) => this.computed(r));
     this.hnsRefusals = new HnsRefusals(o.log);
-    this.loop = new Reconciler({ driver: this.driver(), desired: this.rules, sink: this.hnsRefusals, clock: o.clock, log: o.log, resyncMs: o.resyncMs ?? 10_000 });
+    this.loop = new Reconciler({ driver: this.driver(), desired: this.rules, sink: this.hnsRefusals, clock: o.clock, log: o.log, resyncMs: o.resyncMs ?? 10_000, owner: 'pod' });
   }
 
   /** Watch, compute and write until `signal` aborts. */
@@ -480,7 +480,11 @@ export class NetpolController {
     const pods: NetpolPodStatus[] = [];
     const without: string[] = [];
     for (const [k, l] of this.rules.local) {
-      const selecting = policies.filter((p) => p.namespace === l.pod.namespace && selectorMatches(p.spec.podSelector, l.pod.labels)).map(namespacedKey);
+      // Sorted: the policies' map holds them in the order they arrived (a list's, or the watch's), which timing decides.
+      const selecting = policies
+        .filter((p) => p.namespace === l.pod.namespace && selectorMatches(p.spec.podSelector, l.pod.labels))
+        .map(namespacedKey)
+        .sort();
       const programmed = this.holds(l);
       const refused = selecting.filter((p) => refusedKeys.has(p));
       pods.push({

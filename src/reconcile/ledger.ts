@@ -62,6 +62,8 @@ export class PassLedger {
     private readonly log: Logger,
     private readonly metrics: Metrics | undefined,
     private readonly backoff: { baseMs: number; capMs: number },
+    /** What owns the items, singular, as the log lines name it (`peer`, `pod`). */
+    private readonly owner: string,
   ) {
     this.summary = this.newSummary();
   }
@@ -130,10 +132,13 @@ export class PassLedger {
     this.metrics?.inc(METRIC.applyPasses, { result: 'error' });
     if (out.gone) {
       if (!this.missing)
-        this.log.warn('the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and reprogramming every peer', {
-          driver,
-          error: errorMessage(out.error),
-        });
+        this.log.warn(
+          `the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and writing every ${this.owner}'s items again`,
+          {
+            driver,
+            error: errorMessage(out.error),
+          },
+        );
       this.missing = true;
     } else {
       this.log.warn('reconcile pass failed', { driver, incremental, error: errorMessage(out.error), consecutiveFailures: this.consecutiveFailures });

@@ -154,14 +154,14 @@ interface ReconcilerOptions<A, D, K extends ItemKey> {
   backoffCapMs?: number;
   /** Recreate what the driver writes into (the HNS network) after a pass found it gone; retried with backoff until it succeeds. */
   rebuild?: (signal: AbortSignal) => Promise<void>;
+  /** What owns the items (`desired.owner`), singular, as the log lines name it: `peer` (the network's), `pod` (the NetworkPolicy controller's); default `owner`. */
+  owner?: string;
 }
 
-/** The loop's part of its owner's status (the network's: src/network-status.ts, whose fields of these names they fill). */
-export interface LoopStatus {
+/** What the loop knows of its passes, as its owner's status carries them (the network's: src/network-status.ts NetworkStatus extends it). */
+export interface ReconcileStatus {
   /** The first complete list has arrived, the last pass wrote everything and nothing changed since (no refused key either). */
   inSync: boolean;
-  /** The last pass found what the driver writes into gone, and it is not rebuilt yet. */
-  missing: boolean;
   /** When the loop was last known good: now while it idles after a successful pass, else `lastSuccessAt`. */
   lastGoodAt: number | undefined;
   passes: number;
@@ -169,20 +169,27 @@ export interface LoopStatus {
   lastPassAt: number | undefined;
   lastPassOk: boolean | undefined;
   lastSuccessAt: number | undefined;
+  /** The last failed pass: when, and its error. */
   lastError: { at: number; message: string } | undefined;
+}
+
+/** The loop's part of its owner's status: its passes, and what the owner names its own way. */
+export interface LoopStatus extends ReconcileStatus {
+  /** The last pass found what the driver writes into gone, and it is not rebuilt yet. */
+  missing: boolean;
   /** Keys whose item the dataplane refuses now. */
   refused: number;
 }
 
-/** At most this many peer names in a pass's log line; the rest are counted. */
-const LOGGED_PEER_NAMES = 10;
+/** At most this many owner names in a pass's log line; the rest are counted. */
+const LOGGED_OWNER_NAMES = 10;
 
-/** `a, b, c` for the first LOGGED_PEER_NAMES distinct names, then `(+N more)`; undefined for none. */
-function peerNames(names: readonly string[]): string | undefined {
+/** `a, b, c` for the first LOGGED_OWNER_NAMES distinct names, then `(+N more)`; undefined for none. */
+function ownerNames(names: readonly string[]): string | undefined {
   const unique = [...new Set(names)];
   if (unique.length === 0) return undefined;
-  const shown = unique.slice(0, LOGGED_PEER_NAMES).join(', ');
-  return unique.length > LOGGED_PEER_NAMES ? `${shown} (+${unique.length - LOGGED_PEER_NAMES} more)` : shown;
+  const shown = unique.slice(0, LOGGED_OWNER_NAMES).join(', ');
+  return unique.length > LOGGED_OWNER_NAMES ? `${shown} (+${unique.length - LOGGED_OWNER_NAMES} more)` : shown;
 }
 
 export class Reconciler<A, D, K extends ItemKey = string> {
@@ -190,6 +197,8 @@ export class Reconciler<A, D, K extends ItemKey = string> {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly resyncMs: number;
+  /** The owner noun of the log lines, singular and as a field name's plural (`peer`, `Peers`). */
+  private readonly owner: { noun: string; field: string };
   private readonly onGone: ((signal: AbortSignal) => Promise<void>) | undefined;
   private readonly refusals: Refusals<K>;
   private readonly ledger: PassLedger;
@@ -223,8 +232,10 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     this.desired = opts.desired;
     this.onGone = opts.rebuild;
     this.metrics = opts.metrics;
+    const noun = opts.owner ?? 'owner';
+    this.owner = { noun, field: `${noun[0].toUpperCase()}${noun.slice(1)}s` };
     const backoff = { baseMs: opts.backoffBaseMs ?? 250, capMs: opts.backoffCapMs ?? 30_000 };
-    this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff);
+    this.ledger = new PassLedger(this.clock, this.log, opts.metrics, backoff, noun);
     this.refusals = new Refusals(opts.sink, this.clock, backoff);
     this.desired.subscribe(() => this.touch());
   }
@@ -355,8 +366,8 @@ export class Reconciler<A, D, K extends ItemKey = string> {
         const { added, removed, replaced, refused, calls: writes } = w;
         const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
         const names = {
-          addedPeers: peerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? String(k))),
-          removedPeers: peerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+          [`added${this.owner.field}`]: ownerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+          [`removed${this.owner.field}`]: ownerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? String(k))),
         };
         this.desired.removed(w.removedKeys);
         // An incremental pass is routine (one per Node event): debug, summed up at info by the ledger once a
@@ -381,10 +392,10 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     const lost = plan.add.filter((d) => before.get(driver.desiredKey(d)).some((a) => driver.same(a, d)));
     if (lost.length === 0) return;
     this.metrics?.inc(METRIC.driftRepairs, { kind: driver.driftKind }, lost.length);
-    this.log.warn('peer items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them', {
+    this.log.warn(`${this.owner.noun} items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them`, {
       driver: driver.name,
       items: lost.length,
-      peers: peerNames(lost.map((d) => this.desired.owner(driver.desiredKey(d)) ?? String(driver.desiredKey(d)))),
+      [this.owner.field.toLowerCase()]: ownerNames(lost.map((d) => this.desired.owner(driver.desiredKey(d)) ?? String(driver.desiredKey(d)))),
     });
   }
 

@@ -29,6 +29,30 @@ const validate = (s: ReturnType<typeof cluster>, r: Reachability, protocol: 'TCP
 const onA = { matchLabels: { pod: 'a' } };
 const nsIs = (ns: string) => ({ matchLabels: { [NS_KEY]: ns } });
 
+/** The cluster with `ns/name` given `labels` besides its own (upstream's netpol.AddPodLabels). */
+function withLabels(state: ClusterState, ns: string, name: string, labels: Record<string, string>): ClusterState {
+  const relabel = (p: Pod) => pod(p.namespace, p.name, { ips: [...p.podIPs], node: p.nodeName, labels: { ...p.labels, ...labels }, uid: p.uid });
+  return { ...state, pods: state.pods.map((p) => (p.namespace === ns && p.name === name ? relabel(p) : p)) };
+}
+
+/**
+ * Upstream's cases that change the cluster between two checks: the same two nodes apply each step in turn
+ * (an update of what they wrote, not a fresh start), and the matrix holds after each, on both HNS modes and
+ * every family the pods have.
+ */
+async function validateSteps(ipOf: ReadonlyMap<string, readonly string[]>, steps: { state: ClusterState; r: Reachability }[]): Promise<void> {
+  const families = Math.max(...[...ipOf.values()].map((ips) => ips.length));
+  for (const major of [12, 13]) {
+    const nodes = await Promise.all(NODES.map((node) => PolicyNode.start({ node, subnets: SUBNETS[node.nodeName], hnsVersion: { Major: major, Minor: 0 } })));
+    for (const [step, { state, r }] of steps.entries()) {
+      for (const n of nodes) await n.apply(state);
+      const judges = nodes.map((n) => n.judge());
+      for (let family = 0; family < families; family++)
+        expect({ hns: major, step, family, wrong: r.wrong(judges, ipOf, 'TCP', 80, family) }).toEqual({ hns: major, step, family, wrong: [] });
+    }
+  }
+}
+
 describe.each([
   ['IPv4', false],
   ['dual-stack', true],
@@ -113,6 +137,43 @@ describe.each([
     const s = scenario([v4]);
     const r = s.r().expectAllEgress('x/a', false).expect('x/a', 'x/c', true).expect('x/a', 'y/c', true);
     await validate(s, r, 'TCP', 80);
+  });
+
+  it('should allow ingress access from updated pod', async () => {
+    const s = scenario([
+      policy('x', 'allow-client-a-via-pod-selector', { podSelector: onA, ingress: [{ from: [{ podSelector: { matchLabels: { pod: 'b', pod2: 'updated' } } }] }] }),
+    ]);
+    await validateSteps(s.ipOf, [
+      { state: s.state, r: s.r().expectAllIngress('x/a', false) },
+      { state: withLabels(s.state, 'x', 'b', { pod2: 'updated' }), r: s.r().expectAllIngress('x/a', false).expect('x/b', 'x/a', true) },
+    ]);
+  });
+
+  it('should deny ingress access to updated pod', async () => {
+    const s = scenario([policy('x', 'deny-ingress-via-label-selector', { podSelector: { matchLabels: { target: 'isolated' } }, policyTypes: ['Ingress'], ingress: [] })]);
+    await validateSteps(s.ipOf, [
+      { state: s.state, r: s.r() },
+      { state: withLabels(s.state, 'x', 'a', { target: 'isolated' }), r: s.r().expectAllIngress('x/a', false) },
+    ]);
+  });
+
+  it('should ensure an IP overlapping both IPBlock.CIDR and IPBlock.Except is allowed', async () => {
+    // Upstream takes x/b's /24 (/64) as the cidr and x/b's /32 (/128) as its except, then updates the policy to
+    // allow x/b's /32 alone. x/b's /24 here is this node's pods (10.244.1.0/24): the pods c, on the peer, are
+    // outside it, so x/a reaches only this node's other pods, then x/b alone.
+    const bare = scenario([]);
+    const blocks = (only: boolean) =>
+      bare.ipOf.get('x/b')!.map((ip, family) => {
+        const host = `${ip}/${family === 0 ? 32 : 128}`;
+        return { ipBlock: only ? { cidr: host } : { cidr: SUBNETS[NODE.nodeName][family], except: [host] } };
+      });
+    const egressTo = (only: boolean) => policy('x', 'allow-client-a-via-cidr-egress-rule', { podSelector: onA, policyTypes: ['Egress'], egress: [{ to: blocks(only) }] });
+    const s = { ...bare, state: { ...bare.state, policies: [egressTo(false)] } };
+    const local = ['y/a', 'y/b', 'z/a', 'z/b'];
+    await validateSteps(s.ipOf, [
+      { state: s.state, r: local.reduce((r, to) => r.expect('x/a', to, true), s.r().expectAllEgress('x/a', false)) },
+      { state: { ...s.state, policies: [egressTo(true)] }, r: s.r().expectAllEgress('x/a', false).expect('x/a', 'x/b', true) },
+    ]);
   });
 
   it('should enforce multiple, stacked policies with overlapping podSelectors (several policies at once)', async () => {

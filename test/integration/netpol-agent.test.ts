@@ -166,7 +166,7 @@ describe('the built agent with --network-policy on a simulated node', () => {
       await waitFor(async () => (await node.status())?.inSync === true, 'in sync', TIMEOUT);
       const status = (await node.status())!;
       expect(status.pods.map((p) => [p.pod, p.policies, p.programmed])).toEqual([
-        ['x/a', ['x/deny-ingress', 'x/allow-a'], true],
+        ['x/a', ['x/allow-a', 'x/deny-ingress'], true],
         ['x/b', ['x/deny-ingress'], true],
       ]);
 

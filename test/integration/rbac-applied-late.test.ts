@@ -7,6 +7,7 @@
 // after the point where it used to give up (the fifth refusal, 15 s in: 1, 2, 4, 8 s of backoff), as an
 // event of the agent's own, not after a sleep.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { rbacNeeds } from '../../src/kube/api-error.js';
 import { TestCluster, VXLAN_NET_CONF, WIN_IP, waitFor } from '../support/cluster.js';
 
 const REFUSED = 'the API server refuses the agent (RBAC); retrying until its ClusterRole grants it';
@@ -37,4 +38,17 @@ describe('RBAC applied after the agent started (built CLI)', () => {
     });
     expect(cluster.api.getNode('win')?.metadata.annotations?.['flannel.alpha.coreos.com/kube-subnet-manager']).toBe('true');
   }, 90_000);
+
+  it("with --network-policy: each refusal and the give-up name the NetworkPolicy controller's rules too", async () => {
+    cluster.api.rbac = 'role-missing';
+    const agent = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`, '--network-policy', '--node-wait-timeout=3'] });
+    const code = await agent.exited;
+    expect(code).not.toBe(0);
+    const needs = rbacNeeds(['network-policy']);
+    const refusal = agent.lines.find((l) => l.message === REFUSED);
+    expect(String(refusal?.['fix'])).toContain(needs);
+    expect(agent.dump()).toMatch(
+      /FLANNEL_ERR_KUBE[^\n]*it needs pods: get; nodes: get, list, watch; nodes\/status: patch; events: create, patch; pods: list, watch; namespaces: list, watch; networkpolicies\.networking\.k8s\.io: list, watch/,
+    );
+  }, 60_000);
 });

@@ -8,6 +8,7 @@ import { componentLogger, type Logger } from '../../basics/log.js';
 import type { NetworkConfig } from '../net-conf-types.js';
 import type { SubnetTimings } from '../timings.js';
 import { buildKubeConfig } from '../../kube/client.js';
+import type { RbacFeature } from '../../kube/api-error.js';
 import { KubeSubnetManager } from './manager.js';
 import { readNodePublicIPs } from './node-public-ip.js';
 
@@ -23,6 +24,7 @@ type KubeFlags = Pick<
   | 'setNodeNetworkUnavailable'
   | 'nodeWaitTimeoutSeconds'
   | 'publicIP'
+  | 'networkPolicy'
 >;
 
 export interface KubeStartDeps {
@@ -54,6 +56,8 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
   let read: ReturnType<typeof readNodePublicIPs> | undefined;
   /** The start of the start-up window (a 403 retried), the public-IP read's and the manager's alike. */
   let startedAt: number | undefined;
+  /** A 403 names the NetworkPolicy controller's RBAC too when it runs (../../kube/api-error.ts rbacFix). */
+  const rbacFeatures: readonly RbacFeature[] = config.networkPolicy ? ['network-policy'] : [];
   // One read of the own Node's public-IP annotations serves both families.
   const annotations = (signal: AbortSignal) => {
     if (read === undefined) {
@@ -66,6 +70,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         clock: deps.clock,
         signal,
         timings: { nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000, ...deps.timings },
+        rbacFeatures,
       });
     }
     return read;
@@ -98,6 +103,7 @@ export function kubeStart(config: KubeFlags, deps: KubeStartDeps): KubeStart {
         clock: deps.clock,
         timings: { nodeWaitTimeoutMs: config.nodeWaitTimeoutSeconds * 1000, ...deps.timings },
         ...(startedAt !== undefined ? { startedAt } : {}),
+        rbacFeatures,
       });
     },
   };

@@ -12,7 +12,7 @@ import type { Logger } from '../../basics/log.js';
 import { normalizeAnnotationPrefix } from '../../config/annotation-prefix.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
-import { retryApiCall, retryableAtStartUp } from '../../kube/api-error.js';
+import { retryApiCall, retryableAtStartUp, type RbacFeature } from '../../kube/api-error.js';
 import { KubeHttp } from '../../kube/http.js';
 import { projectNode } from './node-list-watch.js';
 
@@ -58,6 +58,8 @@ export async function readNodePublicIPs(opts: {
   clock?: Clock;
   signal?: AbortSignal;
   timings?: Partial<SubnetTimings>;
+  /** The features whose RBAC a 403 names besides the agent's own (../../kube/api-error.ts rbacFix). */
+  rbacFeatures?: readonly RbacFeature[];
 }): Promise<NodePublicIPs> {
   const clock = opts.clock ?? systemClock;
   const signal = opts.signal ?? new AbortController().signal;
@@ -66,7 +68,15 @@ export async function readNodePublicIPs(opts: {
     const path = `/api/v1/nodes/${encodeURIComponent(opts.nodeName)}`;
     const t = subnetTimings('kube', opts.timings);
     const get = () => http.json({ method: 'GET', path, timeoutMs: t.requestTimeoutMs, signal });
-    const retry = { clock, log: opts.log, backoffBaseMs: t.backoffBaseMs, backoffCapMs: t.backoffCapMs, timeoutMs: t.startUpWindowMs, retryable: retryableAtStartUp };
+    const retry = {
+      clock,
+      log: opts.log,
+      backoffBaseMs: t.backoffBaseMs,
+      backoffCapMs: t.backoffCapMs,
+      timeoutMs: t.startUpWindowMs,
+      retryable: retryableAtStartUp,
+      rbacFeatures: opts.rbacFeatures ?? [],
+    };
     const node = await retryApiCall(`reading node "${opts.nodeName}"`, get, retry, signal);
     return nodePublicIPsOf(node, opts.annotationPrefix);
   } catch (err) {

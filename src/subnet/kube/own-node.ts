@@ -20,7 +20,7 @@ import type { AnnotationKeys } from './annotations.js';
 import { describe, httpStatus, kubeError, logApiRetry, rbacRefusal, retryAfterMs, retryApiCall, retryable, retryableAtStartUp } from '../../kube/api-error.js';
 import type { ApiRetryOptions } from '../../kube/api-error.js';
 import type { KubeHttp } from '../../kube/http.js';
-import { asObj } from '../../kube/list-watch.js';
+import { asObj } from '../../basics/json-object.js';
 import { projectNode } from './node-list-watch.js';
 import type { NodeLease } from './node-list-watch.js';
 
@@ -202,11 +202,11 @@ export class OwnNodePublisher {
           state = 'missing';
           apiFailures = 0;
         } else if (this.retried(err)) {
-          state = rbacRefusal(err) ? 'refused' : 'api-error';
+          state = rbacRefusal(err, this.o.retry.rbacFeatures) ? 'refused' : 'api-error';
           lastErr = err;
           apiFailures++;
         } else {
-          throw kubeError(`reading node "${name}"`, err);
+          throw kubeError(`reading node "${name}"`, err, this.o.retry.rbacFeatures);
         }
       }
       const waited = clock.now() - start;
@@ -219,14 +219,14 @@ export class OwnNodePublisher {
             { node: name, waitedMs: waited, reason: 'not found' },
           );
         }
-        throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr);
+        throw kubeError(`reading node "${name}" (gave up after ${Math.round(waited / 1000)}s)`, lastErr, this.o.retry.rbacFeatures);
       }
       // A 429 or 5xx with Retry-After waits that long when it is longer than the backoff (../../kube/api-error.ts).
       const failed = state === 'api-error' || state === 'refused';
       const delay = failed ? Math.max(backoffDelay(apiFailures - 1, this.o.retry.backoffBaseMs, this.o.retry.backoffCapMs), retryAfterMs(lastErr) ?? 0) : pollMs;
       const progress = { node: name, waitedS: Math.round(waited / 1000), timeoutS: Math.round(timeoutMs / 1000) };
       // Each refusal is told (its backoff spaces them): it names the permission and the fix.
-      if (state === 'refused') logApiRetry(log, `reading node "${name}"`, lastErr, { attempt: apiFailures, delayMs: delay, ...progress });
+      if (state === 'refused') logApiRetry(log, `reading node "${name}"`, lastErr, { attempt: apiFailures, delayMs: delay, ...progress }, this.o.retry.rbacFeatures);
       else if (clock.now() - lastLog >= logEvery) {
         lastLog = clock.now();
         const reason = state === 'missing' ? 'node not registered yet' : state === 'no-podcidr' ? 'podCIDR not assigned yet' : 'API unreachable';
@@ -390,12 +390,13 @@ export class OwnNodePublisher {
   /**
    * A problem that keeps pods from starting (the agent's CNI config check), or undefined once it is gone:
    * NetworkUnavailable=True with its reason and message while there is one. Before markNetworkAvailable
-   * it is only kept, and that call writes it.
+   * it is only kept, and that call writes it, unless `beforeLease` (the own podCIDR contested at the first
+   * start) writes a problem at once.
    */
-  async reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void> {
+  async reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal, beforeLease = false): Promise<void> {
     if (problem?.reason === this.podProblem?.reason && problem?.message === this.podProblem?.message) return;
     this.podProblem = problem;
-    if (this.marked) await this.patchNetworkCondition(signal);
+    if (this.marked || (beforeLease && problem)) await this.patchNetworkCondition(signal);
   }
 
   private marked = false;

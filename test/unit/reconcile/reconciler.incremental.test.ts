@@ -13,7 +13,7 @@ import { readMetric } from '../../support/agent-signals.js';
 /** An item as a peer of its own, named by its key. */
 const alone = (d: string) => [itemKey(d), [d]] as const;
 
-function setup(opts: { batch?: number; rebuild?: () => Promise<void> } = {}) {
+function setup(opts: { batch?: number; rebuild?: () => Promise<void>; owner?: string } = {}) {
   const clock = new FakeClock();
   const dp = new FakeDriver();
   dp.batch = opts.batch;
@@ -34,6 +34,7 @@ function setup(opts: { batch?: number; rebuild?: () => Promise<void> } = {}) {
     backoffBaseMs: 1000,
     backoffCapMs: 8000,
     rebuild: opts.rebuild,
+    owner: opts.owner ?? 'peer', // the network's loop
   });
   const ac = new AbortController();
   /** The loop's status with the refused items as the ledger lists them (the network's status, src/backends/route-network.ts). */
@@ -386,6 +387,29 @@ describe('drift', () => {
     expect(lines.filter((l) => l['message'] === 'peer items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them')).toEqual([
       expect.objectContaining({ level: 'warn', items: 2 }),
     ]);
+    ac.abort();
+    await done;
+  });
+
+  it("the log lines name the items' owners by the loop's noun (the NetworkPolicy controller's: pod)", async () => {
+    const { clock, dp, r, ac, items, lines } = setup({ owner: 'pod' });
+    items.updatePeers(['a=1', 'b=1'].map(alone));
+    items.markListed();
+    const done = r.run(ac.signal);
+    await flush();
+    expect(lines.filter((l) => l['addedPods'] === 'a, b')).toHaveLength(1);
+    dp.actual = [];
+    await clock.advance(10_000);
+    await flush();
+    expect(lines.filter((l) => l['message'] === 'pod items programmed before are gone from the dataplane (HNS restarted, or someone removed them); re-adding them')).toEqual([
+      expect.objectContaining({ items: 2, pods: 'a, b' }),
+    ]);
+    dp.gone = true;
+    items.updatePeers([alone('c=1')]);
+    await flush();
+    expect(lines.map((l) => l['message'])).toContain(
+      "the HNS network is gone (HNS restarted, or it was deleted outside flanneld); recreating it with the same subnet and writing every pod's items again",
+    );
     ac.abort();
     await done;
   });
