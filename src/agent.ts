@@ -316,7 +316,6 @@ export class Agent {
       netConf,
       dataplane,
       subnetManager,
-      kube,
       metrics: this.metrics,
       clock: this.clock,
       log: root,

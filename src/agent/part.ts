@@ -1,6 +1,6 @@
 // The agent's parts: the jobs it runs beside the network it leases (the readiness loop, the net-conf watch,
 // the CNI config check; a NetworkPolicy controller would be one more). Each is built from the same shared
-// deps (PartDeps: the config, the dataplane, the subnet manager and the kube client, the metrics, the Node's
+// deps (PartDeps: the config, the dataplane, the subnet manager (../subnet/lease.ts), the metrics, the Node's
 // Events, the network), started once the first network is up and run until the agent stops; each may say what
 // keeps the node from serving pods (its readiness contribution: /readyz, /status, the NetworkUnavailable
 // condition) and what /status shows of it. A new part is a module of its own and one entry in src/agent.ts's
@@ -14,7 +14,6 @@ import type { AgentConfig } from '../config/agent-config.js';
 import type { Dataplane } from '../dataplane/factory.js';
 import type { StatusInput } from '../health/status.js';
 import type { NodeEvents } from '../node-events.js';
-import type { KubeStart } from '../subnet/kube/factory.js';
 import type { SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 
@@ -25,8 +24,6 @@ export interface PartDeps {
   netConf: NetworkConfig;
   dataplane: Dataplane;
   subnetManager: SubnetManager;
-  /** kube mode: the Kubernetes client the agent started with (one kubeconfig); undefined in etcd mode. */
-  kube: KubeStart | undefined;
   metrics: Metrics;
   clock: Clock;
   /** The root logger: a part logs through a componentLogger child of its own. */

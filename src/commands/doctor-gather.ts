@@ -21,6 +21,7 @@ import { cidrContains, isIp4, normalizeCidr } from '../basics/ip4.js';
 import { cidrContains6, formatIp6, normalizeCidr6, parseIp6 } from '../basics/ip6.js';
 import { normalizeAnnotationPrefix } from '../config/annotation-prefix.js';
 import { annotationKeys } from '../subnet/kube/annotations.js';
+import { describe, rbacRefusal } from '../kube/api-error.js';
 import type { KubeHttp } from '../kube/http.js';
 import { asObj } from '../basics/json-object.js';
 import { projectNode, toLease } from '../subnet/kube/node-list-watch.js';
@@ -207,6 +208,12 @@ function storeAge(fs: DoctorFs, dir: string, now: number): { dirAgeMs?: number }
   }
 }
 
+/** A failed read as a row says it: a 403 from RBAC with the API server's words and what to apply (doctor's rules too). */
+function readFailure(err: unknown): string {
+  const refusal = rbacRefusal(err, ['network-policy', 'doctor']);
+  return refusal ? `${describe(err)}; ${refusal.fix}` : errorMessage(err);
+}
+
 /**
  * The Service ports (./doctor-services.ts ServicePortFact) from the Services and EndpointSlices, and the IPs of
  * the pods on this node; each undefined without API access, `{ error }` when its read failed.
@@ -221,7 +228,7 @@ async function gatherServices(o: GatherOptions): Promise<Pick<DoctorFacts, 'serv
     const slices = itemsOf(await kubeGet(kube, '/apis/discovery.k8s.io/v1/endpointslices'));
     servicePorts = services.flatMap((svc) => servicePortsOf(svc, slices, node));
   } catch (err) {
-    servicePorts = { error: errorMessage(err) };
+    servicePorts = { error: readFailure(err) };
   }
   let podIPs: DoctorFacts['podIPs'];
   if (node) {
@@ -233,7 +240,7 @@ async function gatherServices(o: GatherOptions): Promise<Pick<DoctorFacts, 'serv
         return ips.filter((ip): ip is string => typeof ip === 'string' && ip !== '');
       });
     } catch (err) {
-      podIPs = { error: errorMessage(err) };
+      podIPs = { error: readFailure(err) };
     }
   }
   return { servicePorts, podIPs };

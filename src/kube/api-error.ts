@@ -37,8 +37,14 @@ export function retryable(err: unknown): boolean {
   return code === 408 || code === 409 || code === 429 || code >= 500;
 }
 
-/** The agent's features that need RBAC of their own (each a flag: `--network-policy`). */
-export type RbacFeature = 'network-policy';
+/**
+ * What needs RBAC beyond the agent's own: a flag's feature (`--network-policy`), or `flanneld doctor` run in the
+ * DaemonSet pod with its ServiceAccount (deploy/README.md), which reads the Services and EndpointSlices.
+ */
+export type RbacFeature = 'network-policy' | 'doctor';
+
+/** How deploy/base/10-rbac.yml's comment names the feature above each of its rules. */
+export const RBAC_FEATURE_TAG: Readonly<Record<RbacFeature, string>> = { 'network-policy': '--network-policy', doctor: 'flanneld doctor' };
 
 export interface RbacRule {
   /** The API group ('' for core). */
@@ -52,7 +58,9 @@ export interface RbacRule {
 /**
  * Every rule the agent needs, as deploy/base's ClusterRole flannel-windows grants them (a test holds
  * the two equal): a 403 names all those of the enabled features, so the fix is one edit of the ClusterRole.
- * --network-policy lists and watches what src/policy/sources.ts NETPOL_RESOURCES names.
+ * --network-policy lists and watches what src/policy/sources.ts NETPOL_RESOURCES names; doctor lists the Services
+ * and EndpointSlices (src/commands/doctor-gather.ts), get/list only; kube-proxy's ClusterRole system:node-proxier
+ * lists and watches the same (kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go).
  */
 export const AGENT_RBAC_RULES: readonly RbacRule[] = [
   { group: '', resource: 'pods', verbs: ['get'] },
@@ -62,6 +70,8 @@ export const AGENT_RBAC_RULES: readonly RbacRule[] = [
   { group: '', resource: 'pods', verbs: ['list', 'watch'], feature: 'network-policy' },
   { group: '', resource: 'namespaces', verbs: ['list', 'watch'], feature: 'network-policy' },
   { group: 'networking.k8s.io', resource: 'networkpolicies', verbs: ['list', 'watch'], feature: 'network-policy' },
+  { group: '', resource: 'services', verbs: ['get', 'list'], feature: 'doctor' },
+  { group: 'discovery.k8s.io', resource: 'endpointslices', verbs: ['get', 'list'], feature: 'doctor' },
 ];
 
 /** `pods: get; nodes: get, list, watch; ...`: the rules the agent needs with `features` on (`<resource>.<group>` outside core). */

@@ -16,7 +16,7 @@ import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { DEFAULT_VXLAN_PORT } from '../../src/subnet/net-conf-types.js';
 import { FLAGS } from '../../src/config/flags.js';
 import { CNI_CONFIG_FLAGS } from '../../src/commands/cni-config.js';
-import { AGENT_RBAC_RULES } from '../../src/kube/api-error.js';
+import { AGENT_RBAC_RULES, RBAC_FEATURE_TAG } from '../../src/kube/api-error.js';
 import { MAIN } from '../support/flanneld-process.js';
 import { KUBE_SYSTEM_CONFIGMAPS } from '../support/kube-system-configmaps.js';
 
@@ -216,7 +216,7 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     ).toHaveLength(2);
   });
 
-  it("RBAC: exactly flannel's rules plus events create/patch (Events on the own Node) and --network-policy's list/watch, bound to the Windows ServiceAccount", () => {
+  it("RBAC: exactly flannel's rules plus events create/patch (Events on the own Node), --network-policy's list/watch and doctor's get/list, bound to the Windows ServiceAccount", () => {
     const role = find('ClusterRole', 'flannel-windows');
     expect(role['rules']).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
@@ -226,6 +226,8 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
       { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['list', 'watch'] },
+      { apiGroups: [''], resources: ['services'], verbs: ['get', 'list'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list'] },
     ]);
     // The agent's 403 hint names exactly these rules (src/kube/api-error.ts), each feature's with the feature on.
     expect(
@@ -233,8 +235,9 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     ).toEqual(AGENT_RBAC_RULES.map(({ group, resource, verbs }) => ({ group, resource, verbs })));
     // The manifest says which feature needs the rules that only a feature needs.
     const rbacText = readFileSync(join(DEPLOY, 'base', '10-rbac.yml'), 'utf8');
-    for (const r of AGENT_RBAC_RULES.filter((x) => x.feature !== undefined)) {
-      expect(rbacText).toMatch(new RegExp(`# --${r.feature}[^\\n]*\\n\\s+- apiGroups: \\['${r.group}'\\]\\n\\s+resources: \\['${r.resource}'\\]`));
+    for (const r of AGENT_RBAC_RULES) {
+      if (r.feature === undefined) continue;
+      expect(rbacText).toMatch(new RegExp(`# ${RBAC_FEATURE_TAG[r.feature]}[^\\n]*\\n\\s+- apiGroups: \\['${r.group}'\\]\\n\\s+resources: \\['${r.resource}'\\]`));
     }
     const binding = find('ClusterRoleBinding', 'flannel-windows');
     expect(binding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel-windows' });

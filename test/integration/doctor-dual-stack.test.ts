@@ -1,38 +1,28 @@
 // `flanneld doctor` through the built CLI (node dist/main.js doctor) on a dual-stack host-gw node of the
-// simulated dataplane (docs/compatibility.md "Dual-stack"), set up by the agent and stopped: its rows cover
-// the IPv6 half (lease, network, host endpoint, peers, subnet.env, reservations), a failed HNS read of the
+// simulated dataplane (docs/compatibility.md "Dual-stack"; test/support/doctor-node.ts DoctorNode, dual-stack),
+// set up by the agent and stopped: its rows cover the IPv6 half (lease, network, host endpoint, peers,
+// subnet.env, reservations), a failed HNS read of the
 // endpoints is "unknown" (--fix frees nothing it cannot prove leaked; the faults are the state file's
 // `faults` rules, docs/simulator.md), and every file it reads is bounded (a FIFO, /dev/zero behind a
 // symlink, a sparse 3 GB file: a clear row, never a hang or an abort; docs/bounds.md).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderCniConfig } from '../../src/cni/conflist.js';
 import type { CheckRow } from '../../src/commands/doctor-checks.js';
 import { INSTALL_RECORD } from '../../src/cni-plugins/install.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
-import { bareNode, linuxFlannelNode, type FakeNode } from '../../src/demo/kube-fake/nodes.js';
-import { TestCluster, WIN_IP, waitFor } from '../support/cluster.js';
+import { WIN_IP, waitFor } from '../support/cluster.js';
+import { DoctorNode, DUAL_STACK, NODE, SUBNET } from '../support/doctor-node.js';
 import { runFlanneld } from '../support/flanneld-process.js';
 import { SimNodeState } from '../support/sim-node.js';
-import { editState } from '../support/sim-dataplane.js';
 import { HCN_SCHEMA_V2 } from '../../src/hns/schema.js';
 
-const P = 'flannel.alpha.coreos.com/';
-const WIN = 'win-1';
 const NET = 'cbr0';
-const WIN_IP6 = 'fd00:10::2';
-const DUAL_NET_CONF = { Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } };
-const V6 = 'fd00:10:244:64::/64';
-const PEER6 = 'fd00:10:244:1::/64';
-
-function dualLinux(name: string, v4: string, v6: string, ip: string, ip6: string): FakeNode {
-  const n = linuxFlannelNode({ name, podCIDR: v4, publicIP: ip, backendType: 'host-gw' });
-  n.spec = { podCIDR: v4, podCIDRs: [v4, v6] };
-  Object.assign(n.metadata.annotations!, { [`${P}backend-v6-data`]: 'null', [`${P}public-ipv6`]: ip6 });
-  return n;
-}
+const WIN_IP6 = DUAL_STACK.ip6;
+const V6 = DUAL_STACK.subnet6;
+const PEER6 = DUAL_STACK.peerSubnet6;
 
 interface Doctor {
   status: number | null;
@@ -42,9 +32,8 @@ interface Doctor {
 }
 
 describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
-  let cluster: TestCluster;
+  let node: DoctorNode;
   let dir: string;
-  let backup: string;
   let flags: string[];
   const ipam = () => join(dir, 'ipam', NET);
   const state = () => new SimNodeState(join(dir, 'dataplane.json'));
@@ -52,7 +41,7 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
   const binDir = () => join(dir, 'cni', 'bin');
 
   async function doctor(extra: string[] = []): Promise<Doctor> {
-    const r = await runFlanneld(['doctor', ...flags, '--json', ...extra], { NODE_NAME: WIN });
+    const r = await runFlanneld(['doctor', ...flags, '--json', ...extra], { NODE_NAME: NODE });
     const doc = r.stdout ? (JSON.parse(r.stdout) as { checks: CheckRow[]; freed: { ip: string }[] }) : { checks: [], freed: [] };
     if (r.status === null || r.stderr) console.log(r.stderr);
     return { status: r.status, rows: doc.checks, freed: doc.freed, stdout: r.stdout };
@@ -82,30 +71,20 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
   }
 
   beforeAll(async () => {
-    cluster = await new TestCluster().start();
-    cluster.api.addNode(dualLinux('linux-1', '10.244.1.0/24', PEER6, '10.0.0.11', 'fd00:10::11'));
-    const win = bareNode({ name: WIN, podCIDR: '10.244.100.0/24', internalIP: WIN_IP });
-    win.spec = { podCIDR: '10.244.100.0/24', podCIDRs: ['10.244.100.0/24', V6] };
-    cluster.api.addNode(win);
-    dir = join(cluster.dir, WIN);
-    const a = cluster.startAgent({
-      nodeName: WIN,
-      ip: WIN_IP,
-      netConf: DUAL_NET_CONF,
-      extraArgs: [`--cni-ipam-data-dir=${join(dir, 'ipam')}`],
-      before: (sim) => editState(sim, (s) => s.adapters.filter((x) => x.IPAddress === WIN_IP).forEach((x) => Object.assign(x, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 }))),
-    });
+    node = await DoctorNode.start('host-gw', { dualStack: true });
+    dir = node.dir;
+    const a = node.startAgent();
     await waitFor(
-      () => a.agent.isReady && a.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER6) && existsSync(join(ipam(), '10.244.100.2')),
+      () => a.agent.isReady && a.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER6) && existsSync(join(ipam(), '10.244.7.2')),
       'the dual-stack node set up',
       30_000,
     );
     await a.stop();
-    const conf = join(dir, 'cni', 'net.d');
+    const conf = node.paths.conf;
     mkdirSync(conf, { recursive: true });
     mkdirSync(binDir(), { recursive: true });
     const rendered = renderCniConfig({
-      netConf: parseNetConf(JSON.stringify(DUAL_NET_CONF)),
+      netConf: parseNetConf(JSON.stringify(DUAL_STACK.netConf)),
       subnetFile: subnetFile(),
       dataDir: join(dir, 'flannel'),
       serviceCidr: '10.96.0.0/12',
@@ -114,34 +93,17 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
       dnsServers: ['10.96.0.10'],
       dnsSearch: ['svc.cluster.local'],
       // As cni-config renders it for this node: the adapter's IPv6 address and prefix (managementIPv6Of).
-      dualStack: { subnet: '10.244.100.0/24', ipv6Subnet: V6, managementIPv6: WIN_IP6, managementIPv6Subnet: 'fd00:10::/64' },
+      dualStack: { subnet: SUBNET, ipv6Subnet: V6, managementIPv6: WIN_IP6, managementIPv6Subnet: 'fd00:10::/64' },
     });
     writeFileSync(join(conf, '10-flannel.conflist'), JSON.stringify(rendered));
     for (const f of ['sdnbridge.exe', 'host-local.exe']) writeFileSync(join(binDir(), f), 'MZ');
-    flags = [
-      `--kubeconfig-file=${join(cluster.dir, 'kubeconfig')}`,
-      `--net-config-path=${join(dir, 'net-conf.json')}`,
-      `--subnet-file=${subnetFile()}`,
-      '--dataplane=simulated',
-      `--dataplane-state=${join(dir, 'dataplane.json')}`,
-      `--iface=${WIN_IP}`,
-      `--cni-ipam-data-dir=${join(dir, 'ipam')}`,
-      `--cni-conf-dir=${conf}`,
-      `--cni-bin-dir=${binDir()}`,
-    ];
-    backup = `${dir}.healthy`;
-    cpSync(dir, backup, { recursive: true });
+    flags = node.args;
+    node.keep();
   }, 60_000);
 
-  afterAll(async () => {
-    await cluster.stop();
-    rmSync(backup, { recursive: true, force: true });
-  });
+  afterAll(() => node.stop());
 
-  function restore(): void {
-    rmSync(dir, { recursive: true, force: true });
-    cpSync(backup, dir, { recursive: true });
-  }
+  const restore = () => node.restore();
 
   it('passes, and its rows cover the IPv6 half: lease, network, host endpoint, peers, subnet.env', async () => {
     restore();
@@ -150,8 +112,8 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
     expect(d.rows.filter((r) => r.status !== 'ok').map((r) => `${r.id} ${r.status}`)).toEqual(['agent warn', 'cni-data-dir skip', 'cni-pins skip', 'network-policy skip']);
     expect(d.status).toBe(0);
     expect(row(d, 'lease')?.saw).toContain(`IPv6 ${V6} at ${WIN_IP6}`);
-    expect(row(d, 'hns-subnet')?.saw).toContain(`10.244.100.0/24, ${V6}`);
-    expect(row(d, 'host-endpoint')?.saw).toBe(`${NET}_ep at 10.244.100.2, fd00:10:244:64::2`);
+    expect(row(d, 'hns-subnet')?.saw).toContain(`10.244.7.0/24, ${V6}`);
+    expect(row(d, 'host-endpoint')?.saw).toBe(`${NET}_ep at 10.244.7.2, fd00:10:244:64::2`);
     expect(row(d, 'peers')?.saw).toMatch(/^2 peer routes/);
     expect(row(d, 'subnet-env')?.saw).toContain('FLANNEL_IPV6_SUBNET=fd00:10:244:64::1/64');
   });
@@ -164,7 +126,7 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
     const conflist = join(dir, 'cni', 'net.d', '10-flannel.conflist');
     const v6 = ['--ipv6-service-cidr=fd00:10:96::/112'];
     const cniConfig = async () => {
-      const r = await runFlanneld(['cni-config', ...flags, ...v6, `--management-ip=${WIN_IP}`, '-o', conflist], { NODE_NAME: WIN });
+      const r = await runFlanneld(['cni-config', ...flags, ...v6, `--management-ip=${WIN_IP}`, '-o', conflist], { NODE_NAME: NODE });
       expect(r.stderr).toContain('sdnbridge, dual-stack');
       expect(r.status).toBe(0);
     };
@@ -202,15 +164,15 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
 
   it("--fix keeps a live dual-stack pod's two reservations and frees a dead one's two (IPv6 as host-local names it on Windows too)", async () => {
     restore();
-    podEndpoint('pod-live', '10.244.100.5', 'fd00:10:244:64::5');
-    const live = [reserve('10.244.100.5', 'live', 7200), reserve('fd00:10:244:64::5', 'live', 7200)];
-    const dead = [reserve('10.244.100.9', 'dead', 7200), reserve('fd00_10_244_64__9', 'dead', 7200)];
+    podEndpoint('pod-live', '10.244.7.5', 'fd00:10:244:64::5');
+    const live = [reserve('10.244.7.5', 'live', 7200), reserve('fd00:10:244:64::5', 'live', 7200)];
+    const dead = [reserve('10.244.7.9', 'dead', 7200), reserve('fd00_10_244_64__9', 'dead', 7200)];
     const before = await doctor();
     expect(failed(before)).toEqual(['ipam-leaks']);
     expect(row(before, 'ipam-leaks')?.saw).toContain('2 of 5 reservations');
     expect(row(before, 'ipam-leaks')?.saw).toContain('fd00:10:244:64::9 (dead, ');
     const d = await doctor(['--fix']);
-    expect(d.freed.map((x) => x.ip).sort()).toEqual(['10.244.100.9', 'fd00:10:244:64::9']);
+    expect(d.freed.map((x) => x.ip).sort()).toEqual(['10.244.7.9', 'fd00:10:244:64::9']);
     for (const p of live) expect(existsSync(p)).toBe(true);
     for (const p of dead) expect(existsSync(p)).toBe(false);
     expect(d.status).toBe(0);
@@ -222,8 +184,8 @@ describe('flanneld doctor on a dual-stack host-gw node (built CLI)', () => {
     ['one endpoint', (id: string) => ({ op: 'HcnQueryEndpointProperties', match: id, hresult: '0x80070005', remaining: 1 })],
   ])("--fix frees nothing when HNS fails to read %s: a live pod's address stays reserved", async (_what, rule) => {
     restore();
-    const id = podEndpoint('pod-live', '10.244.100.5', 'fd00:10:244:64::5');
-    const live = [reserve('10.244.100.5', 'live', 7200), reserve('fd00:10:244:64::5', 'live', 7200)];
+    const id = podEndpoint('pod-live', '10.244.7.5', 'fd00:10:244:64::5');
+    const live = [reserve('10.244.7.5', 'live', 7200), reserve('fd00:10:244:64::5', 'live', 7200)];
     state().addFault(rule(id));
     const d = await doctor(['--fix']);
     expect(d.freed).toEqual([]);

@@ -4,13 +4,21 @@
 // the local endpoints on the agent's network that no pod holds, which --fix removes by the rules it frees
 // reservations by. The command runs in-process with the agent's flags, through the seams the agent uses.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadAllYaml } from '@kubernetes/client-node';
+import type { PolicyRule } from '../../src/demo/kube-fake/rbac-startup.js';
 import { waitFor } from '../support/cluster.js';
 import { DoctorNode, NODE, type DoctorRun } from '../support/doctor-node.js';
 import { editState } from '../support/sim-dataplane.js';
 
 const NET = 'flannel.4096';
+
+/** The rules of deploy/base's ClusterRole flannel-windows: what the DaemonSet pod's ServiceAccount may do. */
+function daemonSetRules(): PolicyRule[] {
+  const docs = loadAllYaml(readFileSync(join(process.cwd(), 'deploy', 'base', '10-rbac.yml'), 'utf8')) as { kind?: string; rules?: PolicyRule[] }[];
+  return docs.find((d) => d.kind === 'ClusterRole')?.rules ?? [];
+}
 
 /** A Service as `kubectl get svc -o json` shows one (core/v1). */
 const service = (
@@ -122,6 +130,28 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
     expect(row(d, 'service-load-balancers')).toMatchObject({ status: 'skip', saw: expect.stringMatching(/not readable without API access .*pass --kubeconfig-file/) });
     editState(sim(), (s) => void (s.faults = [{ op: 'HcnEnumerateLoadBalancers', hresult: '0x80070005', remaining: -1 }]));
     expect(row(await doctor(), 'service-load-balancers')).toMatchObject({ status: 'skip', saw: expect.stringContaining('HNS would not list its load balancers') });
+  });
+
+  // `kubectl exec ... flanneld doctor` in the DaemonSet pod (deploy/README.md) runs with the pod's ServiceAccount:
+  // the fake API server grants only deploy/base's ClusterRole (RBAC RuleAllows, src/demo/kube-fake/rbac-startup.ts).
+  it("in the DaemonSet pod, with only its ServiceAccount's ClusterRole, both rows read the API; without the Services rules the row names the fix", async () => {
+    node.restore();
+    const api = node.cluster.api;
+    const rules = daemonSetRules();
+    expect(rules.length).toBeGreaterThan(0);
+    try {
+      api.rbacRules = rules;
+      let d = await doctor();
+      expect(row(d, 'service-load-balancers')).toMatchObject({ status: 'fail', saw: expect.stringContaining('3 of 3 load balancers kube-proxy makes') });
+      expect(row(d, 'leaked-endpoints').status).toBe('ok');
+      // Not vacuous: a ClusterRole without them (as deploy/base had) is refused, and the row says what to apply.
+      api.rbacRules = rules.filter((r) => !r.resources?.some((x) => x === 'services' || x === 'endpointslices'));
+      d = await doctor();
+      expect(row(d, 'service-load-balancers')).toMatchObject({ status: 'skip', saw: expect.stringContaining('services is forbidden') });
+      expect(row(d, 'service-load-balancers').saw).toContain('services: get, list; endpointslices.discovery.k8s.io: get, list');
+    } finally {
+      api.rbacRules = undefined;
+    }
   });
 
   it('--fix removes a local endpoint no pod holds once host-local’s store is quiet, never a pod’s, one being added, or the agent’s', async () => {

@@ -22,7 +22,7 @@ import { systemClock, type Clock } from '../../basics/clock.js';
 import type { Collection, StoredEvent, StoredObject, StoreRefusal } from './collection.js';
 import { EventStore } from './events.js';
 import { isRefusal, ObjectStore, RESOURCES, type ResourceName } from './store.js';
-import { isResourcePath, rbacDenialReason, rbacForbiddenMessage, type RbacGrant } from './rbac-startup.js';
+import { isResourcePath, rbacAllows, rbacDenialReason, rbacForbiddenMessage, type PolicyRule, type RbacGrant } from './rbac-startup.js';
 import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { kubeStatus, sendJson, sendStatus, type JsonObject } from './responses.js';
@@ -77,6 +77,8 @@ export interface FakeKubeApiServerOptions {
    * resource request 403 until a test sets `rbac` to `granted` (the ClusterRole and binding applied late).
    */
   rbac?: RbacGrant;
+  /** The rules the bound ClusterRole grants once `granted` (default: every request, as cluster-admin's). */
+  rbacRules?: readonly PolicyRule[];
   /** The user named in those 403s (default the DaemonSet's service account). */
   rbacUser?: string;
   /** Serve https with this certificate and key (PEM); plain http otherwise. */
@@ -99,6 +101,8 @@ export class FakeKubeApiServer {
   bearerToken: string | undefined;
   /** What RBAC grants the agent now; a test applies the ClusterRole by setting `granted`. */
   rbac: RbacGrant;
+  /** The bound ClusterRole's rules (undefined: it grants everything); a test applies a manifest's. */
+  rbacRules: readonly PolicyRule[] | undefined;
 
   /** The process serving now (undefined while stopped). */
   private current: ServerProcess | undefined;
@@ -128,6 +132,7 @@ export class FakeKubeApiServer {
     this.watchOptions = { watchCache: opts.watchCache ?? true, cacheCapacity: Math.max(1, opts.historyLimit ?? 1000) };
     this.rbacSyncDelayMs = opts.rbacSyncDelayMs ?? 0;
     this.rbac = opts.rbac ?? 'granted';
+    this.rbacRules = opts.rbacRules;
     this.rbacUser = opts.rbacUser ?? 'system:serviceaccount:kube-flannel:flannel-windows';
     this.store = new ObjectStore({ now: () => clock.now(), onEvent: (ev) => this.observe(ev) });
     this.eventStore = new EventStore(
@@ -466,7 +471,8 @@ export class FakeKubeApiServer {
     if (this.bearerToken !== undefined && req.headers.authorization !== `Bearer ${this.bearerToken}`) {
       return sendStatus(res, 401, 'Unauthorized');
     }
-    const denial = this.clock.now() - proc.startedAt < this.rbacSyncDelayMs ? rbacDenialReason('role-missing') : isResourcePath(path) ? rbacDenialReason(this.rbac) : undefined;
+    let denial = this.clock.now() - proc.startedAt < this.rbacSyncDelayMs ? rbacDenialReason('role-missing') : isResourcePath(path) ? rbacDenialReason(this.rbac) : undefined;
+    if (denial === undefined && this.rbacRules !== undefined && !rbacAllows(this.rbacRules, method, path, query)) denial = '';
     if (denial !== undefined) {
       const f = rbacForbiddenMessage(method, path, query, this.rbacUser, denial);
       return sendJson(res, 403, kubeStatus(403, 'Forbidden', f.message, f.details));

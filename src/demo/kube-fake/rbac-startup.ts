@@ -7,7 +7,10 @@
 // The message is the one k8s.io/apiserver builds
 // (pkg/endpoints/handlers/responsewriters/errors.go forbiddenMessage, and apimachinery
 // pkg/api/errors NewForbidden: `<resource> "<name>" is forbidden: User "<user>" cannot <verb> resource
-// "<resource>[/<subresource>]" in API group "" at the cluster scope: <reason>`). Pure.
+// "<resource>[/<subresource>]" in API group "" at the cluster scope: <reason>`). Once bound, a ClusterRole
+// grants only its rules: a request is allowed when one rule matches its verb, API group, resource (with
+// its subresource) and name (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go RuleAllows; `*` matches
+// any), denied without a reason otherwise (rbac.go Authorize: no rule allows, no error met). Pure.
 import type { JsonObject } from './responses.js';
 
 export const RBAC_NOT_SYNCED_REASON = 'RBAC: clusterrole.rbac.authorization.k8s.io "flannel-windows" not found';
@@ -30,6 +33,55 @@ export function isResourcePath(path: string): boolean {
 
 const RESOURCE_PATH = /^\/apis?\/(?:([^/]+)\/)?v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
 
+/** A ClusterRole's rule (rbac.authorization.k8s.io/v1 PolicyRule; nonResourceURLs not modelled). */
+export interface PolicyRule {
+  apiGroups?: readonly string[];
+  resources?: readonly string[];
+  resourceNames?: readonly string[];
+  verbs: readonly string[];
+}
+
+/** What a resource request asks (k8s.io/apiserver pkg/endpoints/request RequestInfo). */
+interface ResourceRequest {
+  verb: string;
+  group: string;
+  namespace: string | undefined;
+  resource: string;
+  subresource: string | undefined;
+  name: string;
+}
+
+function resourceRequest(method: string, path: string, query: Record<string, string>): ResourceRequest | undefined {
+  const m = RESOURCE_PATH.exec(path);
+  if (!m) return undefined;
+  const name = m[4] === undefined ? '' : decodeURIComponent(m[4]);
+  const watch = query.watch === 'true' || query.watch === '1';
+  const verbs: Record<string, string> = { GET: name === '' ? (watch ? 'watch' : 'list') : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+  return {
+    verb: verbs[method] ?? method.toLowerCase(),
+    group: path.startsWith('/apis/') ? (m[1] ?? '') : '',
+    namespace: m[2] === undefined ? undefined : decodeURIComponent(m[2]),
+    resource: m[3],
+    subresource: m[5],
+    name,
+  };
+}
+
+/** Whether one of `rules` allows the request (evaluation_helpers.go RuleAllows); non-resource paths always. */
+export function rbacAllows(rules: readonly PolicyRule[], method: string, path: string, query: Record<string, string>): boolean {
+  const r = resourceRequest(method, path, query);
+  if (!r) return true;
+  const has = (xs: readonly string[] | undefined, x: string) => (xs ?? []).some((y) => y === '*' || y === x);
+  const combined = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
+  return rules.some(
+    (rule) =>
+      has(rule.verbs, r.verb) &&
+      has(rule.apiGroups, r.group) &&
+      (has(rule.resources, combined) || (r.subresource !== undefined && (rule.resources ?? []).includes(`*/${r.subresource}`))) &&
+      (!rule.resourceNames?.length || rule.resourceNames.includes(r.name)),
+  );
+}
+
 /** The Forbidden message and Status details for a request denied with `reason` ('' for none). */
 export function rbacForbiddenMessage(
   method: string,
@@ -39,19 +91,12 @@ export function rbacForbiddenMessage(
   reason = RBAC_NOT_SYNCED_REASON,
 ): { message: string; details: JsonObject } {
   const because = reason === '' ? '' : `: ${reason}`;
-  const m = RESOURCE_PATH.exec(path);
-  if (!m) {
+  const r = resourceRequest(method, path, query);
+  if (!r) {
     const message = `forbidden: User "${user}" cannot ${method.toLowerCase()} path "${path}"${because}`;
     return { message, details: {} };
   }
-  const group = path.startsWith('/apis/') ? (m[1] ?? '') : '';
-  const namespace = m[2] === undefined ? undefined : decodeURIComponent(m[2]);
-  const resource = m[3];
-  const name = m[4] === undefined ? '' : decodeURIComponent(m[4]);
-  const sub = m[5];
-  const watch = query.watch === 'true' || query.watch === '1';
-  const verbs: Record<string, string> = { GET: name === '' ? (watch ? 'watch' : 'list') : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
-  const verb = verbs[method] ?? method.toLowerCase();
+  const { verb, group, namespace, resource, subresource: sub, name } = r;
   const scope = namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
   const what = `User "${user}" cannot ${verb} resource "${sub ? `${resource}/${sub}` : resource}" in API group "${group}" ${scope}${because}`;
   const qualified = group === '' ? resource : `${resource}.${group}`;

@@ -424,6 +424,38 @@ describe('RBAC applied late (opt-in: rbac)', () => {
   });
 });
 
+// A bound ClusterRole grants only its rules (evaluation_helpers.go RuleAllows; rbac.go Authorize: no reason).
+describe("a ClusterRole's rules (opt-in: rbacRules)", () => {
+  it('allows a request one rule matches by verb, group, resource/subresource and name; 403 without a reason otherwise', async () => {
+    const a = await server({
+      clock: new FakeClock(),
+      rbacRules: [
+        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list'] },
+        { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'], resourceNames: ['win1'] },
+        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['*'] },
+      ],
+    });
+    a.addNode(bareNode({ name: 'win1' }));
+    a.addNode(bareNode({ name: 'win2' }));
+    const status = async (path: string, init?: Parameters<typeof getJson>[2]) => (await getJson(a, path, init)).status;
+    const patch = { method: 'PATCH', contentType: 'application/merge-patch+json', body: '{}' };
+    expect(await status('/api/v1/nodes/win1')).toBe(200);
+    expect(await status('/api/v1/nodes')).toBe(200);
+    expect(await status('/apis/discovery.k8s.io/v1/endpointslices')).toBe(200);
+    expect(await status('/api/v1/nodes/win1/status', patch)).toBe(200);
+    expect(await status('/api/v1/nodes/win2/status', patch)).toBe(403); // resourceNames
+    expect(await status('/api/v1/nodes/win1', patch)).toBe(403); // nodes, not nodes/status
+    expect(await status('/api/v1/services')).toBe(403);
+    const denied = await getJson(a, '/api/v1/services');
+    expect((denied.body as { message: string }).message).toBe(
+      'services is forbidden: User "system:serviceaccount:kube-flannel:flannel-windows" cannot list resource "services" in API group "" at the cluster scope',
+    );
+    expect(await status('/api')).toBe(200); // discovery is every user's
+    a.rbacRules = undefined;
+    expect(await status('/api/v1/services')).toBe(200);
+  });
+});
+
 describe('podCIDR immutable once set', () => {
   it('a PATCH changing it is 422 Invalid; from "" to valid is allowed', async () => {
     const a = await server();
