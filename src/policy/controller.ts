@@ -38,9 +38,9 @@ import type { RefusalSink } from '../reconcile/refusals.js';
 import type { ReconcileDriver } from '../reconcile/writes.js';
 import { ClusterCache, namespacedKey } from './cluster.js';
 import { agentAcls, agentSets, sameAcl } from '../netpol/diff.js';
-import { computeIntent, type Refusal } from '../netpol/intent.js';
+import { IntentTracker, type Refusal } from '../netpol/intent.js';
 import { selectorMatches } from '../netpol/selectors.js';
-import { hnsRefusal, translate } from '../netpol/translate.js';
+import { hnsRefusal, translate, TranslateCache } from '../netpol/translate.js';
 import type { Namespace, NetworkPolicy, Pod } from '../netpol/types.js';
 
 /** A list-watch of one resource (../kube/list-watch.ts KubeListWatch; tests may pass another). */
@@ -162,6 +162,9 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
   local = new Map<string, { pod: Pod; endpoint?: string; rules: NetpolKey[] }>();
   /** Local pods whose address no endpoint holds yet. */
   missing = 0;
+  /** The intents and their translation kept between recomputes: a change recomputes only what it can touch. */
+  private readonly intents = new IntentTracker({ unsupported: hnsRefusal });
+  private readonly translations = new TranslateCache();
 
   constructor(
     private readonly cluster: ClusterCache,
@@ -187,14 +190,14 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
     if (at === this.computedAt || this.hnsVersion === undefined || !this.cluster.synced) return;
     this.computedAt = at;
     const nodeIPs = [...this.o.nodeIPs(), ...this.endpoints.hostIps];
-    const intent = computeIntent(this.cluster.state(), { nodeName: this.o.nodeName, nodeIPs }, { unsupported: hnsRefusal });
-    const t = translate(intent, { hnsVersion: this.hnsVersion });
+    const intent = this.intents.update(this.cluster.state(), { nodeName: this.o.nodeName, nodeIPs });
+    const t = translate(intent, { hnsVersion: this.hnsVersion }, this.translations);
     const next = new Map<NetpolKey, { item: NetpolItem; owner: string }>();
     const local = new Map<string, { pod: Pod; endpoint?: string; rules: NetpolKey[] }>();
     const named = new Set<string>();
     let missing = 0;
-    for (const p of intent.pods) {
-      const e = t.endpoints.find((x) => x.uid === p.pod.uid)!;
+    for (const [i, p] of intent.pods.entries()) {
+      const e = t.endpoints[i];
       const endpoint = e.podIPs.map((ip) => this.endpoints.byIp.get(ip)).find((id) => id !== undefined);
       const owner = namespacedKey(p.pod);
       const keys: NetpolKey[] = [];
