@@ -488,7 +488,8 @@ export class IntentTracker {
   }
 }
 
-function byNamespace<T extends { namespace: string }>(items: readonly T[]): Map<string, T[]> {
+/** Namespaced objects grouped by namespace, in their order. */
+export function byNamespace<T extends { namespace: string }>(items: readonly T[]): Map<string, T[]> {
   const out = new Map<string, T[]>();
   for (const t of items) {
     const list = out.get(t.namespace);

@@ -38,7 +38,7 @@ import type { RefusalSink } from '../reconcile/refusals.js';
 import type { ReconcileDriver } from '../reconcile/writes.js';
 import { ClusterCache, namespacedKey } from './cluster.js';
 import { agentAcls, agentSets, sameAcl } from '../netpol/diff.js';
-import { IntentTracker, type Refusal } from '../netpol/intent.js';
+import { byNamespace, IntentTracker, type Refusal } from '../netpol/intent.js';
 import { selectorMatches } from '../netpol/selectors.js';
 import { hnsRefusal, translate, TranslateCache } from '../netpol/translate.js';
 import type { Namespace, NetworkPolicy, Pod } from '../netpol/types.js';
@@ -165,6 +165,7 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
   /** The intents and their translation kept between recomputes: a change recomputes only what it can touch. */
   private readonly intents = new IntentTracker({ unsupported: hnsRefusal });
   private readonly translations = new TranslateCache();
+  private readonly itemsOf = new WeakMap<AclPolicySetting[], { endpoint: string; items: [NetpolKey, NetpolItem][]; named: string[] }>();
 
   constructor(
     private readonly cluster: ClusterCache,
@@ -203,12 +204,10 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
       const keys: NetpolKey[] = [];
       if (endpoint === undefined) missing++;
       else {
-        for (const rule of e.rules) {
-          const item: NetpolItem = { kind: 'acl', endpoint, rule };
-          keys.push(keyOf(item));
-          next.set(keyOf(item), { item, owner });
-          for (const f of [rule.LocalAddresses, rule.RemoteAddresses]) for (const a of (f ?? '').split(',')) if (a.startsWith('flannel-np-')) named.add(a);
-        }
+        const items = this.endpointItems(e.rules, endpoint);
+        for (const [k, item] of items.items) next.set(k, { item, owner });
+        for (const a of items.named) named.add(a);
+        keys.push(...items.items.map(([k]) => k));
       }
       local.set(owner, { pod: p.pod, ...(endpoint !== undefined ? { endpoint } : {}), rules: keys });
     }
@@ -216,7 +215,7 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
     for (const set of t.sets) if (named.has(set.Id)) next.set(keyOf({ kind: 'set', set }), { item: { kind: 'set', set }, owner: 'ip sets' });
     for (const [k, v] of next) {
       const before = this.items.get(k);
-      if (before === undefined || !sameItem(before.item, v.item)) this.dirty.add(k);
+      if (before === undefined || (before.item !== v.item && !sameItem(before.item, v.item))) this.dirty.add(k);
     }
     for (const k of this.items.keys()) if (!next.has(k)) this.dirty.add(k);
     this.items = next;
@@ -224,6 +223,20 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
     this.missing = missing;
     this.refusals = intent.refusals;
     this.onComputed(this);
+  }
+
+  /** An endpoint's items and the sets they name, kept while its rules (the translation's same array) and its endpoint stay. */
+  private endpointItems(rules: AclPolicySetting[], endpoint: string): { items: [NetpolKey, NetpolItem][]; named: string[] } {
+    const kept = this.itemsOf.get(rules);
+    if (kept?.endpoint === endpoint) return kept;
+    const items = rules.map((rule): [NetpolKey, NetpolItem] => {
+      const item: NetpolItem = { kind: 'acl', endpoint, rule };
+      return [keyOf(item), item];
+    });
+    const named = rules.flatMap((r) => [r.LocalAddresses, r.RemoteAddresses].flatMap((f) => (f ?? '').split(',').filter((a) => a.startsWith('flannel-np-'))));
+    const made = { endpoint, items, named };
+    this.itemsOf.set(rules, made);
+    return made;
   }
 
   desired(key: NetpolKey): NetpolItem | undefined {
@@ -479,13 +492,14 @@ export class NetpolController {
   /** What `flanneld status` shows, and what doctor's row reads. */
   status(): NetpolStatus {
     const policies = [...this.cluster.policies.items.values()];
+    const policiesIn = byNamespace(policies);
     const refusedKeys = new Set(this.rules.refusals.map(namespacedKey));
     const pods: NetpolPodStatus[] = [];
     const without: string[] = [];
     for (const [k, l] of this.rules.local) {
       // Sorted: the policies' map holds them in the order they arrived (a list's, or the watch's), which timing decides.
-      const selecting = policies
-        .filter((p) => p.namespace === l.pod.namespace && selectorMatches(p.spec.podSelector, l.pod.labels))
+      const selecting = (policiesIn.get(l.pod.namespace) ?? [])
+        .filter((p) => selectorMatches(p.spec.podSelector, l.pod.labels))
         .map(namespacedKey)
         .sort();
       const programmed = this.holds(l);
