@@ -188,6 +188,11 @@ class Resolver {
     );
   }
 
+  /** Forget the peers no local pod's intent uses any more (a policy deleted or edited): nothing depends on them. */
+  retain(used: ReadonlySet<string>): void {
+    for (const k of this.entries.keys()) if (!used.has(k)) this.entries.delete(k);
+  }
+
   private drop(affected: (e: PeerEntry) => boolean): void {
     for (const [k, e] of this.entries) {
       if (!affected(e)) continue;
@@ -484,6 +489,9 @@ export class IntentTracker {
         return built.intent;
       });
     for (const k of this.intents.keys()) if (!seen.has(k)) this.intents.delete(k);
+    const used = new Set<string>();
+    for (const { deps } of this.intents.values()) for (const d of deps) used.add(d);
+    r.retain(used);
     return { pods, refusals };
   }
 }
