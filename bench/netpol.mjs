@@ -26,7 +26,12 @@ const LOCAL = 100;
 class Child {
   constructor(mode, kubeconfig) {
     this.child = fork(join(BENCH_DIR, 'lib', 'netpol-child.mjs'), [mode, kubeconfig, String(LOCAL)], {
-      execArgv: ['--expose-gc', ...RUNTIME_EXEC_ARGV],
+      // BENCH_NETPOL_CPU_PROF=<dir>: the controller's process profiled by V8's sampler (`--cpu-prof`), one file per size.
+      execArgv: [
+        '--expose-gc',
+        ...RUNTIME_EXEC_ARGV,
+        ...(mode === 'controller' && process.env.BENCH_NETPOL_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_NETPOL_CPU_PROF}`] : []),
+      ],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'advanced',
     });

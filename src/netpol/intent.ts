@@ -29,7 +29,7 @@ import { formatNet, netHas, parseNet, subtract } from './cidr.js';
 import type { Net } from './cidr.js';
 import { selectorKey, selectorMatches } from './selectors.js';
 import { canonicalIp } from './types.js';
-import type { Namespace, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, Pod, PolicyType, Protocol } from './types.js';
+import type { LabelSelector, Namespace, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, Pod, PolicyType, Protocol } from './types.js';
 
 export interface ClusterState {
   pods: readonly Pod[];
@@ -127,6 +127,17 @@ interface PeerPods {
   key: string;
   pods: readonly Pod[];
   ips?: (ip: string) => boolean;
+  /** Its address set per family and its pods by the number they give a port name: derived, dropped with it. */
+  sets: Map<IpFamily, AddressSet | undefined>;
+  named: Map<string, [number, PeerPods][]>;
+}
+
+/** A resolved peer kept across passes, with what tells whether a changed pod or namespace can change it. */
+interface PeerEntry extends PeerPods {
+  /** Is this (live or not) pod one of the peer's, given the namespaces' labels now? */
+  member: (pod: Pod) => boolean;
+  /** The namespaceSelector the peer depends on, if any. */
+  nsSel?: LabelSelector;
 }
 
 interface Block {
@@ -140,49 +151,99 @@ function addressSet(key: string, family: IpFamily, cidrs: Iterable<string>): Add
   return sorted.length === 0 ? undefined : { key, family, cidrs: sorted };
 }
 
+const podKey = (p: { namespace: string; name: string }): string => `${p.namespace}/${p.name}`;
+
 /**
- * Peer resolution, which depends on the cluster and never on the local pod: computed once a pass for all
- * the node's pods (a peer's pods, its address set per family, its pods by the number they give a port name).
+ * Peer resolution, which depends on the cluster and never on the local pod, kept across passes: a peer is
+ * resolved once and dropped only when a pod that was or is one of its members changes, or a namespace its
+ * namespaceSelector did or does select (bench/netpol.mjs: resolving every peer again per pod event was most
+ * of its cost at 10,000 pods). The keys dropped in a pass are `stale`, so the local pods that used them are
+ * computed again.
  */
 class Resolver {
-  private readonly peers: readonly Pod[];
-  /** The live pods by namespace: a peer looks only at the namespaces it can select (bench/netpol.mjs: a scan of every pod per peer was most of a pass at 10,000 pods). */
-  private readonly byNamespace = new Map<string, Pod[]>();
+  /** The live pods by namespace, by key: a peer looks only at the namespaces it can select. */
+  private readonly byNamespace = new Map<string, Map<string, Pod>>();
   private readonly nsLabels = new Map<string, Readonly<Record<string, string>>>();
-  private readonly pods = new Map<string, PeerPods>();
+  private readonly entries = new Map<string, PeerEntry>();
   private readonly blocks = new Map<string, Block>();
-  private readonly sets = new Map<string, AddressSet | undefined>();
-  private readonly named = new Map<string, [number, PeerPods][]>();
+  private readonly blockSets = new Map<string, AddressSet | undefined>();
+  readonly stale = new Set<string>();
 
-  constructor(state: ClusterState) {
-    this.peers = state.pods.filter(live);
-    for (const p of this.peers) {
-      const list = this.byNamespace.get(p.namespace);
-      if (list) list.push(p);
-      else this.byNamespace.set(p.namespace, [p]);
+  /** A pod added (`before` undefined), changed or deleted (`after` undefined). */
+  podChanged(before: Pod | undefined, after: Pod | undefined): void {
+    const ns = (before ?? after)!.namespace;
+    const pods = this.byNamespace.get(ns) ?? new Map<string, Pod>();
+    this.byNamespace.set(ns, pods);
+    if (before !== undefined) pods.delete(podKey(before));
+    if (after !== undefined && live(after)) pods.set(podKey(after), after);
+    if (pods.size === 0) this.byNamespace.delete(ns);
+    this.drop((e) => (before !== undefined && e.member(before)) || (after !== undefined && e.member(after)));
+  }
+
+  namespaceChanged(before: Namespace | undefined, after: Namespace | undefined): void {
+    if (after === undefined) this.nsLabels.delete(before!.name);
+    else this.nsLabels.set(after.name, after.labels);
+    this.drop(
+      (e) => e.nsSel !== undefined && ((before !== undefined && selectorMatches(e.nsSel, before.labels)) || (after !== undefined && selectorMatches(e.nsSel, after.labels))),
+    );
+  }
+
+  /** Forget the peers no local pod's intent uses any more (a policy deleted or edited): nothing depends on them. */
+  retain(used: ReadonlySet<string>): void {
+    for (const k of this.entries.keys()) if (!used.has(k)) this.entries.delete(k);
+  }
+
+  private drop(affected: (e: PeerEntry) => boolean): void {
+    for (const [k, e] of this.entries) {
+      if (!affected(e)) continue;
+      this.entries.delete(k);
+      this.stale.add(k);
     }
-    for (const ns of state.namespaces) this.nsLabels.set(ns.name, ns.labels);
+  }
+
+  private entry(key: string, member: (pod: Pod) => boolean, candidates: () => Iterable<Pod>, extra: Partial<PeerEntry> = {}): PeerEntry {
+    let e = this.entries.get(key);
+    if (e === undefined) {
+      const pods: Pod[] = [];
+      for (const p of candidates()) if (member(p)) pods.push(p);
+      e = { key, pods, member, sets: new Map(), named: new Map(), ...extra };
+      this.entries.set(key, e);
+    }
+    return e;
+  }
+
+  private *allLive(): Iterable<Pod> {
+    for (const pods of this.byNamespace.values()) yield* pods.values();
   }
 
   /** Every live pod of the cluster (a rule without peers, for a named egress port). */
   all(): PeerPods {
-    return { key: 'all', pods: this.peers };
+    return this.entry('all', live, () => this.allLive());
   }
 
   /** The pods a selector peer selects; a namespace not (yet) known matches no namespaceSelector. */
   selected(peer: NetworkPolicyPeer, policyNamespace: string): PeerPods {
     const nsSel = peer.namespaceSelector;
-    const key = nsSel === undefined ? `pods ns=${policyNamespace} ${selectorKey(peer.podSelector!)}` : `pods nssel=${selectorKey(nsSel)} ${selectorKey(peer.podSelector ?? {})}`;
-    return memo(this.pods, key, () => {
-      const inNamespaces =
-        nsSel === undefined
-          ? (this.byNamespace.get(policyNamespace) ?? [])
-          : [...this.byNamespace].flatMap(([ns, pods]) => {
-              const labels = this.nsLabels.get(ns);
-              return labels !== undefined && selectorMatches(nsSel, labels) ? pods : [];
-            });
-      return { key, pods: inNamespaces.filter((p) => selectorMatches(peer.podSelector ?? {}, p.labels)) };
-    });
+    const podSel = peer.podSelector ?? {};
+    if (nsSel === undefined) {
+      const key = `pods ns=${policyNamespace} ${selectorKey(podSel)}`;
+      return this.entry(
+        key,
+        (p) => live(p) && p.namespace === policyNamespace && selectorMatches(podSel, p.labels),
+        () => this.byNamespace.get(policyNamespace)?.values() ?? [],
+      );
+    }
+    const key = `pods nssel=${selectorKey(nsSel)} ${selectorKey(podSel)}`;
+    const nsMatches = (ns: string) => {
+      const labels = this.nsLabels.get(ns);
+      return labels !== undefined && selectorMatches(nsSel, labels);
+    };
+    return this.entry(
+      key,
+      (p) => live(p) && nsMatches(p.namespace) && selectorMatches(podSel, p.labels),
+      () => [...this.byNamespace].flatMap(([ns, pods]) => (nsMatches(ns) ? [...pods.values()] : [])),
+      { nsSel },
+    );
   }
 
   /** An ipBlock: its key, family and the CIDRs that remain of it. */
@@ -205,13 +266,17 @@ class Resolver {
   /** The live pods with an address in the block's remaining CIDRs; only those addresses count. */
   podsIn(block: Block): PeerPods {
     const inside = (ip: string) => block.nets.some((n) => netHas(n, ip));
-    const key = `in ${block.key}`;
-    return memo(this.pods, key, () => ({ key, pods: this.peers.filter((p) => p.podIPs.some(inside)), ips: inside }));
+    return this.entry(
+      `in ${block.key}`,
+      (p) => live(p) && p.podIPs.some(inside),
+      () => this.allLive(),
+      { ips: inside },
+    );
   }
 
   /** The addresses of a peer's pods in one family. */
   podSet(peer: PeerPods, family: IpFamily): AddressSet | undefined {
-    return memo(this.sets, `${family} ${peer.key}`, () =>
+    return memo(peer.sets, family, () =>
       addressSet(
         peer.key,
         family,
@@ -222,12 +287,12 @@ class Resolver {
 
   /** A block's CIDRs as a set. */
   blockSet(block: Block): AddressSet | undefined {
-    return memo(this.sets, `${block.family} ${block.key}`, () => addressSet(block.key, block.family, block.nets.map(formatNet)));
+    return memo(this.blockSets, `${block.family} ${block.key}`, () => addressSet(block.key, block.family, block.nets.map(formatNet)));
   }
 
   /** A peer's pods grouped by the number they give a port name of a protocol, in port order. */
   byNamedPort(peer: PeerPods, name: string, protocol: Protocol): [number, PeerPods][] {
-    return memo(this.named, `${protocol}/${name} ${peer.key}`, () => {
+    return memo(peer.named, `${protocol}/${name}`, () => {
       const groups = new Map<number, Pod[]>();
       for (const pod of peer.pods) {
         const n = namedPortOf(pod, name, protocol);
@@ -236,12 +301,17 @@ class Resolver {
         if (g) g.push(pod);
         else groups.set(n, [pod]);
       }
-      return [...groups].sort(([a], [b]) => a - b).map(([n, pods]) => [n, { ...peer, key: `${peer.key} port ${protocol}/${name}=${n}`, pods }]);
+      return [...groups]
+        .sort(([a], [b]) => a - b)
+        .map(([n, pods]): [number, PeerPods] => [
+          n,
+          { key: `${peer.key} port ${protocol}/${name}=${n}`, pods, ...(peer.ips ? { ips: peer.ips } : {}), sets: new Map(), named: new Map() },
+        ]);
     });
   }
 }
 
-function memo<V>(cache: Map<string, V>, key: string, make: () => V): V {
+function memo<K, V>(cache: Map<K, V>, key: K, make: () => V): V {
   if (cache.has(key)) return cache.get(key)!;
   const v = make();
   cache.set(key, v);
@@ -267,6 +337,9 @@ interface RuleView {
 }
 
 class PodIntentBuilder {
+  /** The keys of the resolved peers this pod's intent was built from. */
+  readonly deps = new Set<string>();
+
   constructor(
     private readonly resolver: Resolver,
     private readonly pod: Pod,
@@ -280,15 +353,20 @@ class PodIntentBuilder {
       const set = this.families.has(b.family) ? this.resolver.blockSet(b) : undefined;
       return set === undefined ? [] : [set];
     }
-    const pods = this.resolver.selected(peer, policyNamespace);
+    const pods = this.use(this.resolver.selected(peer, policyNamespace));
     return [...this.families].flatMap((f) => this.resolver.podSet(pods, f) ?? []);
   }
 
   /** The pods a peer stands for when a named egress port is resolved on them (a rule without peers: all). */
   private peerPods(peer: NetworkPolicyPeer | undefined, policyNamespace: string): PeerPods {
-    if (peer === undefined) return this.resolver.all();
-    if (peer.ipBlock !== undefined) return this.resolver.podsIn(this.resolver.block(peer));
-    return this.resolver.selected(peer, policyNamespace);
+    if (peer === undefined) return this.use(this.resolver.all());
+    if (peer.ipBlock !== undefined) return this.use(this.resolver.podsIn(this.resolver.block(peer)));
+    return this.use(this.resolver.selected(peer, policyNamespace));
+  }
+
+  private use(peer: PeerPods): PeerPods {
+    this.deps.add(peer.key);
+    return peer;
   }
 
   ingress(rule: RuleView, policy: NetworkPolicy): Allow[] {
@@ -335,47 +413,129 @@ class PodIntentBuilder {
   }
 }
 
+/** What changed between two lists of objects, by key: [before, after], undefined for absent. */
+function changes<T>(before: readonly T[], after: readonly T[], keyOf: (t: T) => string): [T | undefined, T | undefined][] {
+  const out: [T | undefined, T | undefined][] = [];
+  // The cache's lists keep their order when an object is replaced (a Map's set), so most passes are a walk.
+  if (before.length === after.length) {
+    let sameKeys = true;
+    for (let i = 0; i < after.length && sameKeys; i++) {
+      if (before[i] === after[i]) continue;
+      if (keyOf(before[i]) === keyOf(after[i])) out.push([before[i], after[i]]);
+      else sameKeys = false;
+    }
+    if (sameKeys) return out;
+    out.length = 0;
+  }
+  const was = new Map(before.map((t) => [keyOf(t), t]));
+  for (const t of after) {
+    const k = keyOf(t);
+    const b = was.get(k);
+    was.delete(k);
+    if (b !== t) out.push([b, t]);
+  }
+  for (const b of was.values()) out.push([b, undefined]);
+  return out;
+}
+
+/**
+ * The node's intents kept up to date pass after pass: each `update` computes again only the local pods a
+ * change can touch (the pod itself, the pods of a namespace whose policies changed, the pods whose peers
+ * include a changed pod or a relabelled namespace) and resolves again only those peers. The result is
+ * always what computeIntent gives for the same state (test/property/netpol-incremental.property.test.ts).
+ */
+export class IntentTracker {
+  private readonly resolver = new Resolver();
+  private state: ClusterState = { pods: [], namespaces: [], policies: [] };
+  private nodeKey: string | undefined;
+  private readonly intents = new Map<string, { intent: PodIntent; deps: ReadonlySet<string> }>();
+
+  constructor(private readonly options: IntentOptions = {}) {}
+
+  /** The intents of the node's pods for this state: who is isolated, what is allowed, and the policies refused. */
+  update(state: ClusterState, node: NodeContext): NodeIntent {
+    const nodeIPs = node.nodeIPs.flatMap((ip) => canonicalIp(ip) ?? []);
+    const nodeKey = `${node.nodeName} ${nodeIPs.join(',')}`;
+    if (nodeKey !== this.nodeKey) this.intents.clear();
+    this.nodeKey = nodeKey;
+    const r = this.resolver;
+    r.stale.clear();
+    for (const [b, a] of changes(this.state.namespaces, state.namespaces, (n) => n.name)) r.namespaceChanged(b, a);
+    for (const [b, a] of changes(this.state.pods, state.pods, podKey)) r.podChanged(b, a);
+    const policyNamespaces = new Set(changes(this.state.policies, state.policies, podKey).map(([b, a]) => (b ?? a)!.namespace));
+    this.state = state;
+
+    const refusals: Refusal[] = [];
+    const refused = new Set<NetworkPolicy>();
+    for (const p of state.policies) {
+      const invalid = p.refused;
+      const unsupported = invalid === undefined ? this.options.unsupported?.(p) : undefined;
+      if (invalid === undefined && unsupported === undefined) continue;
+      refused.add(p);
+      refusals.push({ namespace: p.namespace, name: p.name, uid: p.uid, reason: invalid !== undefined ? 'InvalidRules' : 'Unsupported', message: (invalid ?? unsupported)! });
+    }
+    let policiesIn: Map<string, NetworkPolicy[]> | undefined;
+    const seen = new Set<string>();
+    const pods = state.pods
+      .filter((p) => p.nodeName === node.nodeName && live(p))
+      .map((pod): PodIntent => {
+        const k = podKey(pod);
+        seen.add(k);
+        const kept = this.intents.get(k);
+        if (kept !== undefined && kept.intent.pod === pod && !policyNamespaces.has(pod.namespace) && ![...kept.deps].some((d) => r.stale.has(d))) return kept.intent;
+        policiesIn ??= byNamespace(state.policies);
+        const built = podIntent(r, pod, policiesIn.get(pod.namespace) ?? [], refused, nodeIPs);
+        this.intents.set(k, built);
+        return built.intent;
+      });
+    for (const k of this.intents.keys()) if (!seen.has(k)) this.intents.delete(k);
+    const used = new Set<string>();
+    for (const { deps } of this.intents.values()) for (const d of deps) used.add(d);
+    r.retain(used);
+    return { pods, refusals };
+  }
+}
+
+/** Namespaced objects grouped by namespace, in their order. */
+export function byNamespace<T extends { namespace: string }>(items: readonly T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const list = out.get(t.namespace);
+    if (list) list.push(t);
+    else out.set(t.namespace, [t]);
+  }
+  return out;
+}
+
+function podIntent(
+  resolver: Resolver,
+  pod: Pod,
+  policies: readonly NetworkPolicy[],
+  refused: ReadonlySet<NetworkPolicy>,
+  nodeIPs: readonly string[],
+): { intent: PodIntent; deps: ReadonlySet<string> } {
+  const families = new Set(pod.podIPs.map(familyOf));
+  const builder = new PodIntentBuilder(resolver, pod, families);
+  const ingress = { isolated: false, allows: [] as Allow[] };
+  const egress = { isolated: false, allows: [] as Allow[] };
+  for (const policy of policies) {
+    if (!selectorMatches(policy.spec.podSelector, pod.labels)) continue;
+    const types = policyTypesOf(policy);
+    const allows = !refused.has(policy);
+    if (types.includes('Ingress')) {
+      ingress.isolated = true;
+      if (allows) for (const r of policy.spec.ingress ?? []) ingress.allows.push(...builder.ingress({ ports: r.ports ?? [], peers: r.from ?? [] }, policy));
+    }
+    if (types.includes('Egress')) {
+      egress.isolated = true;
+      if (allows) for (const r of policy.spec.egress ?? []) egress.allows.push(...builder.egress({ ports: r.ports ?? [], peers: r.to ?? [] }, policy));
+    }
+  }
+  const always = [...new Set([...nodeIPs, ...pod.podIPs].filter((ip) => families.has(familyOf(ip))).map(hostCidr))].sort();
+  return { intent: { pod, ingress, egress, always }, deps: builder.deps };
+}
+
 /** The intents of the node's pods: who is isolated, what is allowed, and the policies refused. */
 export function computeIntent(state: ClusterState, node: NodeContext, options: IntentOptions = {}): NodeIntent {
-  const resolver = new Resolver(state);
-  const nodeIPs = node.nodeIPs.flatMap((ip) => canonicalIp(ip) ?? []);
-  const refusals: Refusal[] = [];
-  const refused = new Set<NetworkPolicy>();
-  for (const p of state.policies) {
-    const invalid = p.refused;
-    const unsupported = invalid === undefined ? options.unsupported?.(p) : undefined;
-    if (invalid === undefined && unsupported === undefined) continue;
-    refused.add(p);
-    refusals.push({ namespace: p.namespace, name: p.name, uid: p.uid, reason: invalid !== undefined ? 'InvalidRules' : 'Unsupported', message: (invalid ?? unsupported)! });
-  }
-  const policiesIn = new Map<string, NetworkPolicy[]>();
-  for (const p of state.policies) {
-    const list = policiesIn.get(p.namespace);
-    if (list) list.push(p);
-    else policiesIn.set(p.namespace, [p]);
-  }
-  const pods = state.pods
-    .filter((p) => p.nodeName === node.nodeName && live(p))
-    .map((pod): PodIntent => {
-      const families = new Set(pod.podIPs.map(familyOf));
-      const builder = new PodIntentBuilder(resolver, pod, families);
-      const ingress = { isolated: false, allows: [] as Allow[] };
-      const egress = { isolated: false, allows: [] as Allow[] };
-      for (const policy of policiesIn.get(pod.namespace) ?? []) {
-        if (!selectorMatches(policy.spec.podSelector, pod.labels)) continue;
-        const types = policyTypesOf(policy);
-        const allows = !refused.has(policy);
-        if (types.includes('Ingress')) {
-          ingress.isolated = true;
-          if (allows) for (const r of policy.spec.ingress ?? []) ingress.allows.push(...builder.ingress({ ports: r.ports ?? [], peers: r.from ?? [] }, policy));
-        }
-        if (types.includes('Egress')) {
-          egress.isolated = true;
-          if (allows) for (const r of policy.spec.egress ?? []) egress.allows.push(...builder.egress({ ports: r.ports ?? [], peers: r.to ?? [] }, policy));
-        }
-      }
-      const always = [...new Set([...nodeIPs, ...pod.podIPs].filter((ip) => families.has(familyOf(ip))).map(hostCidr))].sort();
-      return { pod, ingress, egress, always };
-    });
-  return { pods, refusals };
+  return new IntentTracker(options).update(state, node);
 }

@@ -120,12 +120,32 @@ function portEntries(ranges: readonly PortRange[]): string[] | undefined {
   return merged.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`));
 }
 
+/** One endpoint's rules and the IP sets they name. */
+interface PodRules {
+  rules: AclPolicySetting[];
+  sets: SetPolicySetting[];
+}
+
 class EndpointTranslator {
-  readonly sets = new Map<string, SetPolicySetting>();
+  /** The sets named by the rules being made (one pod's). */
+  private named = new Map<string, SetPolicySetting>();
+  /** Translations kept by the intent (or address set) object they came from: an unchanged pod intent is not translated again. */
+  private readonly pods = new WeakMap<PodIntent, PodRules>();
+  private readonly ipSets = new WeakMap<AddressSet, SetPolicySetting>();
 
-  constructor(private readonly useSets: boolean) {}
+  constructor(readonly useSets: boolean) {}
 
-  rules(intent: PodIntent): AclPolicySetting[] {
+  podRules(intent: PodIntent): PodRules {
+    let r = this.pods.get(intent);
+    if (r === undefined) {
+      this.named = new Map();
+      r = { rules: this.rules(intent), sets: [...this.named.values()] };
+      this.pods.set(intent, r);
+    }
+    return r;
+  }
+
+  private rules(intent: PodIntent): AclPolicySetting[] {
     if (!intent.ingress.isolated && !intent.egress.isolated) return [];
     const rules: AclPolicySetting[] = [];
     for (const [direction, d] of [
@@ -151,12 +171,15 @@ class EndpointTranslator {
 
   /** An address set's IP set, written once however many endpoints name it; its Id. */
   private ipSet(peers: AddressSet): string {
-    const id = setId(peers.key, peers.family);
-    if (!this.sets.has(id)) {
+    let set = this.ipSets.get(peers);
+    if (set === undefined) {
+      const id = setId(peers.key, peers.family);
       const values = peers.cidrs.flatMap((c) => (c === '0.0.0.0/0' ? ['0.0.0.0/1', '128.0.0.0/1'] : c === '::/0' ? ['::/1', '8000::/1'] : [c]));
-      this.sets.set(id, { Id: id, Name: id, PolicyType: 'IPSET', Values: values.join(',') });
+      set = { Id: id, Name: id, PolicyType: 'IPSET', Values: values.join(',') };
+      this.ipSets.set(peers, set);
     }
-    return id;
+    this.named.set(set.Id, set);
+    return set.Id;
   }
 
   /** The rules of the allows of one peer: their ports merged, every port once one of them has no ports. */
@@ -202,10 +225,27 @@ function groupByPeer(allows: readonly Allow[]): Allow[][] {
   return [...groups.values()];
 }
 
+/**
+ * Translations kept from one pass to the next (IntentTracker hands back the same PodIntent for a pod nothing
+ * touched): pass the same cache to every `translate` of one node.
+ */
+export class TranslateCache {
+  private translator: EndpointTranslator | undefined;
+
+  translatorFor(useSets: boolean): EndpointTranslator {
+    if (this.translator?.useSets !== useSets) this.translator = new EndpointTranslator(useSets);
+    return this.translator;
+  }
+}
+
 /** The node's intents as endpoint ACL rules and IP sets. Refuse SCTP first (computeIntent's `unsupported: hnsRefusal`). */
-export function translate(intent: NodeIntent, options: TranslateOptions): Translation {
-  const t = new EndpointTranslator(versionAtLeast(options.hnsVersion, SET_POLICY_VERSION));
-  const endpoints = intent.pods.map((p) => ({ namespace: p.pod.namespace, name: p.pod.name, uid: p.pod.uid, podIPs: p.pod.podIPs, rules: t.rules(p) }));
-  const sets = [...t.sets.values()].sort((a, b) => a.Id.localeCompare(b.Id));
-  return { endpoints, sets };
+export function translate(intent: NodeIntent, options: TranslateOptions, cache = new TranslateCache()): Translation {
+  const t = cache.translatorFor(versionAtLeast(options.hnsVersion, SET_POLICY_VERSION));
+  const sets = new Map<string, SetPolicySetting>();
+  const endpoints = intent.pods.map((p) => {
+    const r = t.podRules(p);
+    for (const set of r.sets) sets.set(set.Id, set);
+    return { namespace: p.pod.namespace, name: p.pod.name, uid: p.pod.uid, podIPs: p.pod.podIPs, rules: r.rules };
+  });
+  return { endpoints, sets: [...sets.values()].sort((a, b) => a.Id.localeCompare(b.Id)) };
 }

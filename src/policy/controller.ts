@@ -38,9 +38,9 @@ import type { RefusalSink } from '../reconcile/refusals.js';
 import type { ReconcileDriver } from '../reconcile/writes.js';
 import { ClusterCache, namespacedKey } from './cluster.js';
 import { agentAcls, agentSets, sameAcl } from '../netpol/diff.js';
-import { computeIntent, type Refusal } from '../netpol/intent.js';
+import { byNamespace, IntentTracker, type Refusal } from '../netpol/intent.js';
 import { selectorMatches } from '../netpol/selectors.js';
-import { hnsRefusal, translate } from '../netpol/translate.js';
+import { hnsRefusal, translate, TranslateCache } from '../netpol/translate.js';
 import type { Namespace, NetworkPolicy, Pod } from '../netpol/types.js';
 
 /** A list-watch of one resource (../kube/list-watch.ts KubeListWatch; tests may pass another). */
@@ -162,6 +162,10 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
   local = new Map<string, { pod: Pod; endpoint?: string; rules: NetpolKey[] }>();
   /** Local pods whose address no endpoint holds yet. */
   missing = 0;
+  /** The intents and their translation kept between recomputes: a change recomputes only what it can touch. */
+  private readonly intents = new IntentTracker({ unsupported: hnsRefusal });
+  private readonly translations = new TranslateCache();
+  private readonly itemsOf = new WeakMap<AclPolicySetting[], { endpoint: string; items: [NetpolKey, NetpolItem][]; named: string[] }>();
 
   constructor(
     private readonly cluster: ClusterCache,
@@ -187,25 +191,23 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
     if (at === this.computedAt || this.hnsVersion === undefined || !this.cluster.synced) return;
     this.computedAt = at;
     const nodeIPs = [...this.o.nodeIPs(), ...this.endpoints.hostIps];
-    const intent = computeIntent(this.cluster.state(), { nodeName: this.o.nodeName, nodeIPs }, { unsupported: hnsRefusal });
-    const t = translate(intent, { hnsVersion: this.hnsVersion });
+    const intent = this.intents.update(this.cluster.state(), { nodeName: this.o.nodeName, nodeIPs });
+    const t = translate(intent, { hnsVersion: this.hnsVersion }, this.translations);
     const next = new Map<NetpolKey, { item: NetpolItem; owner: string }>();
     const local = new Map<string, { pod: Pod; endpoint?: string; rules: NetpolKey[] }>();
     const named = new Set<string>();
     let missing = 0;
-    for (const p of intent.pods) {
-      const e = t.endpoints.find((x) => x.uid === p.pod.uid)!;
+    for (const [i, p] of intent.pods.entries()) {
+      const e = t.endpoints[i];
       const endpoint = e.podIPs.map((ip) => this.endpoints.byIp.get(ip)).find((id) => id !== undefined);
       const owner = namespacedKey(p.pod);
       const keys: NetpolKey[] = [];
       if (endpoint === undefined) missing++;
       else {
-        for (const rule of e.rules) {
-          const item: NetpolItem = { kind: 'acl', endpoint, rule };
-          keys.push(keyOf(item));
-          next.set(keyOf(item), { item, owner });
-          for (const f of [rule.LocalAddresses, rule.RemoteAddresses]) for (const a of (f ?? '').split(',')) if (a.startsWith('flannel-np-')) named.add(a);
-        }
+        const items = this.endpointItems(e.rules, endpoint);
+        for (const [k, item] of items.items) next.set(k, { item, owner });
+        for (const a of items.named) named.add(a);
+        keys.push(...items.items.map(([k]) => k));
       }
       local.set(owner, { pod: p.pod, ...(endpoint !== undefined ? { endpoint } : {}), rules: keys });
     }
@@ -213,7 +215,7 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
     for (const set of t.sets) if (named.has(set.Id)) next.set(keyOf({ kind: 'set', set }), { item: { kind: 'set', set }, owner: 'ip sets' });
     for (const [k, v] of next) {
       const before = this.items.get(k);
-      if (before === undefined || !sameItem(before.item, v.item)) this.dirty.add(k);
+      if (before === undefined || (before.item !== v.item && !sameItem(before.item, v.item))) this.dirty.add(k);
     }
     for (const k of this.items.keys()) if (!next.has(k)) this.dirty.add(k);
     this.items = next;
@@ -221,6 +223,20 @@ class NodeRules implements DesiredSet<NetpolItem, NetpolKey> {
     this.missing = missing;
     this.refusals = intent.refusals;
     this.onComputed(this);
+  }
+
+  /** An endpoint's items and the sets they name, kept while its rules (the translation's same array) and its endpoint stay. */
+  private endpointItems(rules: AclPolicySetting[], endpoint: string): { items: [NetpolKey, NetpolItem][]; named: string[] } {
+    const kept = this.itemsOf.get(rules);
+    if (kept?.endpoint === endpoint) return kept;
+    const items = rules.map((rule): [NetpolKey, NetpolItem] => {
+      const item: NetpolItem = { kind: 'acl', endpoint, rule };
+      return [keyOf(item), item];
+    });
+    const named = rules.flatMap((r) => [r.LocalAddresses, r.RemoteAddresses].flatMap((f) => (f ?? '').split(',').filter((a) => a.startsWith('flannel-np-'))));
+    const made = { endpoint, items, named };
+    this.itemsOf.set(rules, made);
+    return made;
   }
 
   desired(key: NetpolKey): NetpolItem | undefined {
@@ -476,13 +492,14 @@ export class NetpolController {
   /** What `flanneld status` shows, and what doctor's row reads. */
   status(): NetpolStatus {
     const policies = [...this.cluster.policies.items.values()];
+    const policiesIn = byNamespace(policies);
     const refusedKeys = new Set(this.rules.refusals.map(namespacedKey));
     const pods: NetpolPodStatus[] = [];
     const without: string[] = [];
     for (const [k, l] of this.rules.local) {
       // Sorted: the policies' map holds them in the order they arrived (a list's, or the watch's), which timing decides.
-      const selecting = policies
-        .filter((p) => p.namespace === l.pod.namespace && selectorMatches(p.spec.podSelector, l.pod.labels))
+      const selecting = (policiesIn.get(l.pod.namespace) ?? [])
+        .filter((p) => selectorMatches(p.spec.podSelector, l.pod.labels))
         .map(namespacedKey)
         .sort();
       const programmed = this.holds(l);
