@@ -16,7 +16,7 @@ import type { StatusInput } from '../health/status.js';
 import { NODE_EVENT_REASON, nodeReregisteredEvent, ownSubnetContestedEvent, ownSubnetContestedFix, type NodeEvents } from '../node-events.js';
 import { PeerStore, type ItemSource } from '../peers/store.js';
 import { peerValidation, type PeerValidationFacts } from '../peers/validate.js';
-import { ownNodeEvents, type LeaseUpdateHandler, type OwnClaim, type OwnLeaseChange, type SubnetManager } from '../subnet/lease.js';
+import { ownNodeEvents, type OwnClaim, type OwnLeaseChange, type SubnetManager } from '../subnet/lease.js';
 import type { AgentPart, PodNetworkProblem } from './part.js';
 
 export type OwnNodeReplaced = Extract<OwnLeaseChange, { kind: 'replaced' }>;
@@ -39,25 +39,6 @@ export interface OwnNodeOptions {
 
 /** The peer store of the look before the first lease keeps leases only, no dataplane items. */
 const NO_ITEMS: ItemSource<never> = { desiredFor: () => [], desiredKey: () => '' };
-
-/**
- * `apply` told only of the Nodes that claim `subnet` (or did: a move away is told too) and of the list's end:
- * only they take part in its contest, so the look costs a comparison per Node, and the network's store, which
- * takes the list over, is the one that judges them all.
- */
-function claimantsOf(subnet: string, apply: LeaseUpdateHandler): LeaseUpdateHandler {
-  const claimants = new Set<string>();
-  return (u) => {
-    if (u.kind === 'listed') return apply(u);
-    const peers = u.peers.filter((p) => {
-      const was = claimants.has(p.key);
-      if (p.lease?.subnet === subnet) claimants.add(p.key);
-      else claimants.delete(p.key);
-      return was || claimants.has(p.key);
-    });
-    if (peers.length > 0) apply({ kind: 'peers', peers });
-  };
-}
 
 export class OwnNode implements AgentPart {
   readonly name = 'own-node';
@@ -99,9 +80,8 @@ export class OwnNode implements AgentPart {
         const { ownSubnet: _unknownYet, ...validation } = peerValidation({ ...this.opts.peerFacts, own: { subnet: claim.subnet } });
         const store = new PeerStore<never>({ ownLeaseKey: claim.key, validation, items: NO_ITEMS });
         const listed = new Promise<void>((resolve) => store.subscribe(() => store.listed && resolve()));
-        const apply = claimantsOf(claim.subnet, store.apply);
         // Taken over by the network's watch once the lease is taken (the Nodes are listed once).
-        watching = manager.watchLeasesBeforeLease?.(apply, look.signal, signal) ?? manager.watchLeases(apply, look.signal);
+        watching = manager.watchLeasesBeforeLease?.(store.apply, look.signal, signal) ?? manager.watchLeases(store.apply, look.signal);
         // The watch settles only when the look ends (or on a fatal error, which stops the agent).
         const ended = watching.then(() => Promise.reject(abortReason(look.signal)));
         await Promise.race([listed, ended]);
