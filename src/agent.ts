@@ -329,14 +329,6 @@ export class Agent {
       events: () => shared.events(),
       leaseAgain: (change) => this.leaseAgain?.(change),
       contestChanged: () => void this.readiness?.checked(),
-      subnetManager,
-      peerFacts: {
-        network: netConf.network,
-        backendType: netConf.backend.type,
-        ...(netConf.backend.type === 'vxlan' ? { vni: netConf.backend.vni } : {}),
-        ownIPs: [ext.publicIP, ext.iface.ipv4],
-        ext: { ip: ext.iface.ipv4, prefixLength: ext.iface.prefixLength },
-      },
     });
     this.ownNode = ownNode;
     this.parts = [
@@ -401,8 +393,6 @@ export class Agent {
       }));
     try {
       subnetManager.onOwnLeaseChange?.((change) => ownNode.leaseChanged(change));
-      this.phaseValue = 'registering';
-      await ownNode.beforeFirstLease(signal);
       // One round per lease: a new one when the own Node was deleted and registered again, as a restart
       // would (the backend reuses a matching network, or builds one on a new podCIDR).
       for (let again: OwnNodeReplaced | undefined; ;) {

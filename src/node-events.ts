@@ -90,17 +90,12 @@ export function nodeReregisteredEvent(previousSubnet: string, subnet: string, re
   };
 }
 
-/**
- * The own Node has the podCIDR an older peer holds: the older Node keeps it. Registered again (`kept`: the
- * network the agent runs), the agent keeps its old network; at the first start (`kept` undefined) it builds none.
- */
-export function ownSubnetContestedEvent(node: string, subnet: string, keeper: string, kept: string | undefined): NodeEvent {
-  const what = kept === undefined ? `the Node has podCIDR ${subnet}` : `the Node was registered again with podCIDR ${subnet}`;
-  const does = kept === undefined ? 'flanneld does not build its network on it' : `flanneld keeps its network on ${kept}`;
+/** The own Node was registered again with the podCIDR an older peer holds: the older Node keeps it, the agent keeps its old network. */
+export function ownSubnetContestedEvent(node: string, subnet: string, keeper: string, kept: string): NodeEvent {
   return {
     type: 'Warning',
     reason: NODE_EVENT_REASON.subnetContested,
-    message: `${what}, which the older Node ${keeper} holds; the older Node keeps a contested subnet, so ${does} and is not ready. Fix: ${ownSubnetContestedFix(node, keeper)}`,
+    message: `the Node was registered again with podCIDR ${subnet}, which the older Node ${keeper} holds; the older Node keeps a contested subnet, so flanneld keeps its network on ${kept} and is not ready. Fix: ${ownSubnetContestedFix(node, keeper)}`,
   };
 }
 

@@ -43,8 +43,8 @@ export interface ItemSource<D> {
 export interface PeerStoreOptions<D> {
   /** Key of the own lease (kube: the own Node name; etcd: the own subnet key). */
   ownLeaseKey?: string;
-  /** The own subnet; a lease for it is the own lease and is dropped (none before the own lease is taken: src/agent/own-node.ts). */
-  ownSubnet?: string;
+  /** The own subnet; a lease for it is the own lease and is dropped. */
+  ownSubnet: string;
   /** How peer leases are validated (`ownSubnet` defaults to the one above). */
   validation: LeaseValidationContext;
   /** Makes a peer's items. */
@@ -146,7 +146,7 @@ interface Peer<D> {
 
 export class PeerStore<D> {
   private readonly ownLeaseKey: string | undefined;
-  private readonly ownSubnet: string | undefined;
+  private readonly ownSubnet: string;
   private readonly ctx: LeaseValidationContext;
   private readonly log: Logger;
   private readonly metrics: Metrics | undefined;

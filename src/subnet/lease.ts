@@ -71,13 +71,6 @@ export type LeaseUpdateHandler = (update: LeaseUpdate) => void;
  */
 export type OwnLeaseChange = { kind: 'lost'; reason: string } | { kind: 'back' } | { kind: 'replaced'; subnet: string; created?: number; reason: string };
 
-/** The own lease as it would be taken, before anything is published (kube: the own Node's name, podCIDR, creationTimestamp in ms since the epoch). */
-export interface OwnClaim {
-  key: string;
-  subnet: string;
-  created?: number;
-}
-
 export interface SubnetManager {
   /** `kube` or `etcd`. */
   readonly name: string;
@@ -88,20 +81,6 @@ export interface SubnetManager {
    * differ from the attrs' when the node overrides it (node-public-ip / public-ip-overwrite).
    */
   acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease>;
-  /**
-   * kube: the subnet acquireLease would take (the bounded wait for the own Node included), publishing
-   * nothing; from then on the lease watch follows the own Node (onOwnLeaseChange). The agent lists the peers
-   * with it before its first lease, as upstream lists the Nodes before AcquireLease (flannel
-   * pkg/subnet/kube/kube.go), to leave alone a podCIDR an older Node holds (src/agent/own-node.ts). etcd
-   * allocates a free subnet and has none.
-   */
-  ownClaim?(signal: AbortSignal): Promise<OwnClaim>;
-  /**
-   * kube, with ownClaim: watchLeases for the look before the first lease. When `signal` aborts the list-watch
-   * runs on, until `until` aborts, and the next watchLeases takes it over with what it missed: the Nodes
-   * are listed once at start.
-   */
-  watchLeasesBeforeLease?(onUpdate: LeaseUpdateHandler, signal: AbortSignal, until: AbortSignal): Promise<void>;
   /**
    * List + watch peer leases until `signal` aborts: `peers` per list page and per watch event, `listed`
    * after every complete (re)list. Reconnects by itself; rejects only on a fatal error.
@@ -118,17 +97,15 @@ export interface SubnetManager {
    * Where Events about the own node go (kube: core/v1 Events on the own Node, once the lease names it).
    * The etcd manager has no API server and records none.
    */
-  nodeEvents?(lease: Pick<Lease, 'key'>): NodeEvents;
+  nodeEvents?(lease: Lease): NodeEvents;
   /** kube: the own Node's InternalIP addresses as last read (the dual-stack guidance warns on one family). */
   nodeInternalIPs?(): readonly string[] | undefined;
   /**
    * Whether pods can start on this node although the network is up (the agent's CNI config check):
    * kube sets NetworkUnavailable=True with `reason` and `message` while `problem` is given, False again
-   * once it is cleared. Before completeLease a problem is only kept (that call writes it), unless
-   * `beforeLease` (the own podCIDR contested at the first start: no lease will be completed meanwhile).
-   * The etcd manager has no node condition.
+   * once it is cleared. The etcd manager has no node condition.
    */
-  reportPodNetwork?(problem: { reason: string; message: string } | undefined, signal: AbortSignal, beforeLease?: boolean): Promise<void>;
+  reportPodNetwork?(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void>;
   /**
    * Where changes of the own lease made outside the agent are told, from the lease watch once a lease
    * was acquired (kube: the own Node deleted, or deleted and registered again). Set once; etcd has none.
@@ -142,6 +119,6 @@ export function isVxlanBackendData(d: unknown): d is VxlanBackendData {
 }
 
 /** Where Events about the own node go: the subnet manager's recorder (kube), else nowhere (etcd). */
-export function ownNodeEvents(manager: SubnetManager, lease: Pick<Lease, 'key'>): NodeEvents {
+export function ownNodeEvents(manager: SubnetManager, lease: Lease): NodeEvents {
   return manager.nodeEvents?.(lease) ?? noNodeEvents;
 }

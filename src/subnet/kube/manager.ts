@@ -11,7 +11,7 @@ import { Metrics } from '../../basics/metrics.js';
 import { isNetworkCidr } from '../../basics/ip4.js';
 import { componentLogger, silentLogger } from '../../basics/log.js';
 import type { Logger } from '../../basics/log.js';
-import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdate, LeaseUpdateHandler, OwnClaim, OwnLeaseChange, PeerLease, SubnetManager } from '../lease.js';
+import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
 import { declareEventMetrics, KubeEventRecorder } from '../../kube/event-recorder.js';
@@ -77,8 +77,6 @@ export class KubeSubnetManager implements SubnetManager {
   /** What another list-watch of this API server is built with (the NetworkPolicy controller's: src/policy/sources.ts). */
   readonly watchDeps: { http: KubeHttp; timings: SubnetTimings; listPageSize: number; random: Random };
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
-  /** The Node list-watch run before the first lease, until the network's watchLeases takes it over (watchLeasesBeforeLease). */
-  private firstWatch: FirstWatch | undefined;
 
   constructor(opts: KubeSubnetManagerOptions) {
     if (!isNetworkCidr(opts.network)) {
@@ -150,14 +148,6 @@ export class KubeSubnetManager implements SubnetManager {
     return lease;
   }
 
-  /** The own Node's podCIDR and creationTimestamp, published nowhere; from then on the Node watch follows that Node. */
-  async ownClaim(signal: AbortSignal): Promise<OwnClaim> {
-    const { name, rec } = await this.own.ownSubnets(signal);
-    const handler = this.ownLeaseHandler;
-    this.nodes.observer = handler && new OwnNodeWatch({ node: name, uid: rec.uid, subnet: rec.podCIDR, onChange: handler });
-    return { key: name, subnet: rec.podCIDR, ...(rec.created !== undefined ? { created: rec.created } : {}) };
-  }
-
   /**
    * The own Node's subnets (IPv4, and IPv6 when net-conf enables it) as acquireLease will lease them,
    * without publishing anything: `flanneld cni-config` renders the dual-stack conflist from them before
@@ -177,61 +167,18 @@ export class KubeSubnetManager implements SubnetManager {
     return this.own.markNetworkAvailable(signal);
   }
 
-  reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal, beforeLease = false): Promise<void> {
-    return this.own.reportPodNetwork(problem, signal, beforeLease);
+  reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void> {
+    return this.own.reportPodNetwork(problem, signal);
   }
 
   /** Events on the own Node (the lease's key is its name), rate-limited and deduplicated as client-go's recorder. */
-  nodeEvents(lease: Pick<Lease, 'key'>): KubeEventRecorder {
+  nodeEvents(lease: Lease): KubeEventRecorder {
     this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events'), metrics: this.metrics });
     return this.events;
   }
 
-  /**
-   * The Node list-watch before the first lease: told to `onUpdate` until `signal` aborts, and run on (keeping
-   * each Node's latest lease) until `until` aborts or watchLeases takes it over, which is given what it
-   * missed at once: the Nodes are listed once at start, before the lease as upstream lists them (flannel
-   * pkg/subnet/kube/kube.go NewSubnetManager waits for its node informer's sync), not again after it.
-   */
-  watchLeasesBeforeLease(onUpdate: LeaseUpdateHandler, signal: AbortSignal, until: AbortSignal): Promise<void> {
-    this.firstWatch?.stop.abort(new Error('the Nodes are listed again before the lease'));
-    const stop = new AbortController();
-    const end = () => stop.abort(until.reason);
-    if (until.aborted) end();
-    else until.addEventListener('abort', end, { once: true });
-    const w: FirstWatch = { latest: new Map(), listed: false, takenOver: false, to: onUpdate, stop, run: Promise.resolve() };
-    w.run = this.nodes.run((u) => keepLatest(w, u), stop.signal).finally(() => until.removeEventListener('abort', end));
-    this.firstWatch = w;
-    return new Promise<void>((resolve, reject) => {
-      const leave = () => {
-        if (w.to === onUpdate) w.to = undefined;
-        resolve();
-      };
-      if (signal.aborted) return leave();
-      signal.addEventListener('abort', leave, { once: true });
-      w.run.then(leave, (err: unknown) => {
-        signal.removeEventListener('abort', leave);
-        reject(err);
-      });
-    });
-  }
-
   watchLeases(onUpdate: LeaseUpdateHandler, signal: AbortSignal): Promise<void> {
-    const w = this.firstWatch;
-    if (!w || w.stop.signal.aborted) return this.nodes.run(onUpdate, signal);
-    this.firstWatch = undefined;
-    // Taken over: what it holds now at once (the complete list's end too, when it was seen), the rest as it comes.
-    const peers = [...w.latest.values()];
-    const listed = w.listed;
-    w.latest.clear();
-    w.takenOver = true;
-    w.to = onUpdate;
-    if (peers.length > 0) onUpdate({ kind: 'peers', peers });
-    if (listed) onUpdate({ kind: 'listed', keys: new Set(peers.map((p) => p.key)) });
-    const stop = () => w.stop.abort(signal.reason);
-    if (signal.aborted) stop();
-    else signal.addEventListener('abort', stop, { once: true });
-    return w.run.finally(() => signal.removeEventListener('abort', stop));
+    return this.nodes.run(onUpdate, signal);
   }
 
   nodeInternalIPs(): readonly string[] | undefined {
@@ -241,29 +188,4 @@ export class KubeSubnetManager implements SubnetManager {
   republishLease(_lease: Lease, attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
     return this.own.republishBackendData(attrs, signal);
   }
-}
-
-/** The Node list-watch before the first lease: who is told, and each Node's latest lease until it is taken over. */
-interface FirstWatch {
-  latest: Map<string, PeerLease>;
-  listed: boolean;
-  takenOver: boolean;
-  to: LeaseUpdateHandler | undefined;
-  stop: AbortController;
-  run: Promise<void>;
-}
-
-/** Keep `u` in the first watch's latest leases, until it is taken over, and tell it on. */
-function keepLatest(w: FirstWatch, u: LeaseUpdate): void {
-  if (!w.takenOver && u.kind === 'peers') {
-    for (const p of u.peers) {
-      if (p.lease) w.latest.set(p.key, p);
-      else w.latest.delete(p.key);
-    }
-  }
-  if (!w.takenOver && u.kind === 'listed') {
-    w.listed = true;
-    for (const key of [...w.latest.keys()]) if (!u.keys.has(key)) w.latest.delete(key);
-  }
-  w.to?.(u);
 }

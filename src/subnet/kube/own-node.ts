@@ -390,13 +390,12 @@ export class OwnNodePublisher {
   /**
    * A problem that keeps pods from starting (the agent's CNI config check), or undefined once it is gone:
    * NetworkUnavailable=True with its reason and message while there is one. Before markNetworkAvailable
-   * it is only kept, and that call writes it, unless `beforeLease` (the own podCIDR contested at the first
-   * start) writes a problem at once.
+   * it is only kept, and that call writes it.
    */
-  async reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal, beforeLease = false): Promise<void> {
+  async reportPodNetwork(problem: { reason: string; message: string } | undefined, signal: AbortSignal): Promise<void> {
     if (problem?.reason === this.podProblem?.reason && problem?.message === this.podProblem?.message) return;
     this.podProblem = problem;
-    if (this.marked || (beforeLease && problem)) await this.patchNetworkCondition(signal);
+    if (this.marked) await this.patchNetworkCondition(signal);
   }
 
   private marked = false;
