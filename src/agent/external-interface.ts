@@ -10,7 +10,6 @@ import type { AgentConfig } from '../config/agent-config.js';
 import type { Dataplane } from '../dataplane/factory.js';
 import type { HostInterface, Ipv6Address } from '../host/host.js';
 import { selectExternalInterface, selectIPv6Address, selectionNeedsIPv6 } from '../host/select.js';
-import type { KubeStart } from '../subnet/kube/factory.js';
 import { checkIPv6NetworkExcludesNode, checkNetworkExcludesNode } from '../subnet/net-conf.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 
@@ -24,6 +23,14 @@ export interface ExternalInterface {
   ipv4OnlyPublicIPv6?: string;
 }
 
+/** kube mode: the own Node's public-IP annotations (../subnet/kube/factory.ts KubeStart reads them). */
+export interface NodePublicIPs {
+  /** The own Node's public-ip-overwrite and node-public-ip annotations, in that order. */
+  publicIPs(signal: AbortSignal): Promise<string[]>;
+  /** The own Node's public-ipv6-overwrite and node-public-ipv6 annotations, in that order. */
+  publicIPv6s(signal: AbortSignal): Promise<string[]>;
+}
+
 export interface LookupOptions {
   config: AgentConfig;
   netConf: NetworkConfig;
@@ -31,7 +38,7 @@ export interface LookupOptions {
   ipv4OnlyInDualStack: boolean;
   dataplane: Dataplane;
   /** kube mode: the own Node's annotations. */
-  kube: KubeStart | undefined;
+  kube: NodePublicIPs | undefined;
   log: Logger;
   signal: AbortSignal;
 }
@@ -63,7 +70,7 @@ export async function lookupExtIface(opts: LookupOptions): Promise<ExternalInter
  * With no --iface/--iface-regex: the public IPs that pick the external interface, in order: --public-ip,
  * then (kube mode) the own Node's public-ip-overwrite and node-public-ip annotations.
  */
-async function publicIPCandidates(config: AgentConfig, kube: KubeStart | undefined, signal: AbortSignal): Promise<string[]> {
+async function publicIPCandidates(config: AgentConfig, kube: NodePublicIPs | undefined, signal: AbortSignal): Promise<string[]> {
   if (config.iface.length > 0 || config.ifaceRegex.length > 0) return [];
   const ips = config.publicIP ? [config.publicIP] : [];
   if (kube) ips.push(...(await kube.publicIPs(signal)));

@@ -4,12 +4,11 @@
 // (projectcalico/calico felix/dataplane/windows/win_dataplane.go).
 import type { AgentPart, PartDeps } from './part.js';
 import { componentLogger } from '../basics/log.js';
-import type { KubeSubnetManager } from '../subnet/kube/manager.js';
 import { NetpolController } from '../policy/controller.js';
 import { netpolSources } from '../policy/sources.js';
 
 export function netpolPart(deps: PartDeps): AgentPart {
-  const watch = (deps.subnetManager as Partial<KubeSubnetManager>).watchDeps;
+  const watch = deps.subnetManager.watchDeps;
   if (watch === undefined) throw new Error('internal: --network-policy without the kube subnet manager (the flag parser refuses it)');
   const log = componentLogger(deps.log, 'netpol');
   const { clock, metrics } = deps;

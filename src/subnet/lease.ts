@@ -1,6 +1,9 @@
 // Lease records and the SubnetManager seam. Mirrors flannel pkg/lease/types.go and pkg/subnet/subnet.go
 // (Manager), reduced to what a Windows node needs: IPv4 leases with an optional IPv6 half (dual-stack), kube or etcd behind one interface.
+import type { Random } from '../basics/clock.js';
+import type { KubeHttp } from '../kube/http.js';
 import { noNodeEvents, type NodeEvents } from '../node-events.js';
+import type { SubnetTimings } from './timings.js';
 
 /** vxlan BackendData as flannel publishes it: `{"VNI":4096,"VtepMAC":"00:15:5d:b3:ac:db"}`. */
 export interface VxlanBackendData {
@@ -111,6 +114,19 @@ export interface SubnetManager {
    * was acquired (kube: the own Node deleted, or deleted and registered again). Set once; etcd has none.
    */
   onOwnLeaseChange?(handler: (change: OwnLeaseChange) => void): void;
+  /**
+   * kube: what another list-watch of the same API server is built with (the NetworkPolicy controller's,
+   * src/policy/sources.ts), so it shares the manager's client, timings, page size and jitter. etcd has none.
+   */
+  readonly watchDeps?: ApiWatchDeps;
+}
+
+/** The kube subnet manager's client and list-watch settings, for another list-watch of the same API server. */
+export interface ApiWatchDeps {
+  http: KubeHttp;
+  timings: SubnetTimings;
+  listPageSize: number;
+  random: Random;
 }
 
 /** `{VNI: number, VtepMAC: string}` as flannel's vxlan backend-data (the MAC may still be invalid). */

@@ -11,7 +11,7 @@ import { Metrics } from '../../basics/metrics.js';
 import { isNetworkCidr } from '../../basics/ip4.js';
 import { componentLogger, silentLogger } from '../../basics/log.js';
 import type { Logger } from '../../basics/log.js';
-import type { Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
+import type { ApiWatchDeps, Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
 import { declareEventMetrics, KubeEventRecorder } from '../../kube/event-recorder.js';
@@ -74,8 +74,7 @@ export class KubeSubnetManager implements SubnetManager {
   private readonly clock: Clock;
   private readonly metrics: Metrics;
   private events: KubeEventRecorder | undefined;
-  /** What another list-watch of this API server is built with (the NetworkPolicy controller's: src/policy/sources.ts). */
-  readonly watchDeps: { http: KubeHttp; timings: SubnetTimings; listPageSize: number; random: Random };
+  readonly watchDeps: ApiWatchDeps;
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
 
   constructor(opts: KubeSubnetManagerOptions) {

@@ -156,6 +156,11 @@ const FORBIDDEN: readonly Rule[] = [
   { from: 'health/', to: 'peers/', why: 'the health server imports no layer that fills in the status' },
   { from: 'health/', to: 'reconcile/', why: 'the health server imports no layer that fills in the status' },
   { from: 'health/', to: 'backends/', why: 'the health server imports no layer that fills in the status' },
+  {
+    from: 'agent/',
+    to: 'subnet/kube/',
+    why: "the agent's parts see the subnet manager through its contract (subnet/lease.ts SubnetManager), never the kube manager's types or a downcast to them",
+  },
   { from: '*', to: 'simulator/', except: ['dataplane/', 'demo/'], why: 'only the dataplane chooser and the demo load the simulated node' },
   { from: '*', to: 'demo/', why: 'the agent never loads the demo or its fake API server' },
 ];
