@@ -99,7 +99,7 @@ export interface GatherOptions {
 const API_TIMEOUT_MS = 15_000;
 /** host-local's files in a network's directory that are not reservations (plugins/ipam/host-local/backend/disk). */
 const NOT_RESERVATIONS = /^(last_reserved_ip\.\d+|lock)$/;
-/** The ConfigMap the Linux flannel DaemonSet reads net-conf.json from (flannel Documentation/kube-flannel.yml). */
+/** The ConfigMap the Linux flannel DaemonSet reads net-conf.json from (flannel Documentation/kube-flannel.yml); in the pod, deploy/base's Role grants get on the first. */
 const LINUX_FLANNEL_CONFIGMAPS = [
   ['kube-flannel', 'kube-flannel-cfg'],
   ['kube-system', 'kube-flannel-cfg'],

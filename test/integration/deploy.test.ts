@@ -53,6 +53,8 @@ function discoveryServer(): Server {
     '/apis/rbac.authorization.k8s.io/v1': res('rbac.authorization.k8s.io', 'v1', [
       ['clusterroles', 'ClusterRole', false],
       ['clusterrolebindings', 'ClusterRoleBinding', false],
+      ['roles', 'Role', true],
+      ['rolebindings', 'RoleBinding', true],
     ]),
   };
   return createServer((req, response) => {
@@ -187,6 +189,8 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
         'ClusterRoleBinding/flannel-windows',
         'ConfigMap/flanneld-windows-config',
         'DaemonSet/kube-flannel-ds-windows',
+        'Role/flannel-windows',
+        'RoleBinding/flannel-windows',
         'ServiceAccount/flannel-windows',
       ].sort(),
     );
@@ -197,8 +201,8 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     expect(docs.length).toBeGreaterThanOrEqual(5);
     expect(docs.filter(ownedByLinuxFlannel)).toEqual([]);
     for (const [k, n] of [
-      [join(DEPLOY, 'base'), 4],
-      [overlay, 5],
+      [join(DEPLOY, 'base'), 6],
+      [overlay, 7],
     ] as const) {
       const out = await kubectl(['kustomize', k], env);
       expect(out.status).toBe(0);
@@ -243,6 +247,15 @@ describe('deploy/ (kubectl apply -k deploy/overlays/example --dry-run=client)', 
     expect(binding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel-windows' });
     expect(binding['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'flannel-windows', namespace: 'kube-flannel' }]);
     expect(find('ServiceAccount', 'flannel-windows')['metadata']['namespace']).toBe('kube-flannel');
+    // flanneld doctor in the pod reads the Linux flannel ConfigMap (src/commands/doctor-gather.ts): get on that one
+    // object, in its namespace only.
+    const cmRole = find('Role', 'flannel-windows');
+    expect(cmRole['metadata']['namespace']).toBe('kube-flannel');
+    expect(cmRole['rules']).toEqual([{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['kube-flannel-cfg'], verbs: ['get'] }]);
+    const cmBinding = find('RoleBinding', 'flannel-windows');
+    expect(cmBinding['metadata']['namespace']).toBe('kube-flannel');
+    expect(cmBinding['roleRef']).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'flannel-windows' });
+    expect(cmBinding['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'flannel-windows', namespace: 'kube-flannel' }]);
   });
 
   it('DaemonSet: Windows only, HostProcess as SYSTEM, host network, tolerations, the shared net-conf', () => {

@@ -4,21 +4,14 @@
 // the local endpoints on the agent's network that no pod holds, which --fix removes by the rules it frees
 // reservations by. The command runs in-process with the agent's flags, through the seams the agent uses.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadAllYaml } from '@kubernetes/client-node';
-import type { PolicyRule } from '../../src/demo/kube-fake/rbac-startup.js';
 import { waitFor } from '../support/cluster.js';
+import { daemonSetRbac } from '../support/deploy-rbac.js';
 import { DoctorNode, NODE, type DoctorRun } from '../support/doctor-node.js';
 import { editState } from '../support/sim-dataplane.js';
 
 const NET = 'flannel.4096';
-
-/** The rules of deploy/base's ClusterRole flannel-windows: what the DaemonSet pod's ServiceAccount may do. */
-function daemonSetRules(): PolicyRule[] {
-  const docs = loadAllYaml(readFileSync(join(process.cwd(), 'deploy', 'base', '10-rbac.yml'), 'utf8')) as { kind?: string; rules?: PolicyRule[] }[];
-  return docs.find((d) => d.kind === 'ClusterRole')?.rules ?? [];
-}
 
 /** A Service as `kubectl get svc -o json` shows one (core/v1). */
 const service = (
@@ -137,7 +130,7 @@ describe('flanneld doctor: Services and the endpoints no pod holds', () => {
   it("in the DaemonSet pod, with only its ServiceAccount's ClusterRole, both rows read the API; without the Services rules the row names the fix", async () => {
     node.restore();
     const api = node.cluster.api;
-    const rules = daemonSetRules();
+    const { rules } = daemonSetRbac();
     expect(rules.length).toBeGreaterThan(0);
     try {
       api.rbacRules = rules;

@@ -18,6 +18,7 @@ import type { CheckRow } from '../../src/commands/doctor-checks.js';
 import type { StatusReport } from '../../src/health/status.js';
 import { SimulatedDataplane } from '../../src/simulator/model.js';
 import { HOSTGW_NET_CONF, VXLAN_NET_CONF, WIN_IP, freePort, waitFor, type RunningAgent } from '../support/cluster.js';
+import { daemonSetRbac } from '../support/deploy-rbac.js';
 import { DoctorNode, NODE, SUBNET, type DoctorRun } from '../support/doctor-node.js';
 import { editState } from '../support/sim-dataplane.js';
 
@@ -512,6 +513,48 @@ describe('flanneld doctor on the simulated node', () => {
       await agent.stop();
     }
   }, 30_000);
+
+  // `kubectl exec ... flanneld doctor` in the DaemonSet pod (deploy/README.md) runs with the pod's ServiceAccount:
+  // the fake API server grants only what deploy/base/10-rbac.yml binds it to, as RBAC resolves it (its
+  // ClusterRole everywhere, its Role in kube-flannel: ../support/deploy-rbac.ts, src/demo/kube-fake/rbac-startup.ts).
+  it("in the DaemonSet pod, with only the manifest's RBAC, cluster-vni reads the Linux flannel ConfigMap and compares its VXLAN port", async () => {
+    node.restore();
+    const api = node.cluster.api;
+    /** The Linux manifest's kube-flannel-cfg (flannel Documentation/kube-flannel.yml), moved to VNI 4096 with `port` if given. */
+    const linuxConfigMap = (port?: number) =>
+      api.applyConfigMap({
+        metadata: { name: 'kube-flannel-cfg', namespace: 'kube-flannel', labels: { app: 'flannel', 'k8s-app': 'flannel', tier: 'node' } },
+        data: {
+          'cni-conf.json':
+            '{"name":"cbr0","cniVersion":"0.3.1","plugins":[{"type":"flannel","delegate":{"hairpinMode":true,"isDefaultGateway":true}},{"type":"portmap","capabilities":{"portMappings":true}}]}',
+          'net-conf.json': JSON.stringify({
+            Network: '10.244.0.0/16',
+            EnableNFTables: false,
+            Backend: { Type: 'vxlan', VNI: 4096, ...(port === undefined ? {} : { Port: port }) },
+          }),
+        },
+      });
+    const { rules, namespaced } = daemonSetRbac();
+    try {
+      api.rbacRules = rules;
+      api.rbacNamespacedRules = namespaced;
+      // No Port: Linux flanneld uses the kernel's 8472 (flannel pkg/backend/vxlan), ours is 4789.
+      linuxConfigMap();
+      let d = await doctor();
+      expect(failed(d)).toEqual(['cluster-vni']);
+      expect(row(d, 'cluster-vni')?.saw).toContain('the Linux net-conf (kube-flannel/kube-flannel-cfg) has Port 8472, ours 4789');
+      linuxConfigMap(4789);
+      d = await doctor();
+      expect(row(d, 'cluster-vni')).toMatchObject({ status: 'ok', saw: '1 Linux vxlan node(s) on VNI 4096, port 4789' });
+      // Not vacuous: without the Role the ConfigMap is forbidden, and the port is not compared.
+      api.rbacNamespacedRules = {};
+      d = await doctor();
+      expect(row(d, 'cluster-vni')).toMatchObject({ status: 'ok', saw: expect.stringContaining('the Linux ConfigMap is not readable') });
+    } finally {
+      api.rbacRules = undefined;
+      api.rbacNamespacedRules = {};
+    }
+  });
 
   it('exits 2 on bad usage', async () => {
     const d = await doctor(['--grace-period=-1']);

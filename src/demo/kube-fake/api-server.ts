@@ -2,7 +2,7 @@
 // the agent's list-watches, over real HTTP(S) on 127.0.0.1 so the real @kubernetes/client-node (and
 // kubectl) talk to it: Nodes (list, watch, get, patch incl. /status), Namespaces, Pods and
 // NetworkPolicies (list and watch across namespaces, under the same rules as Nodes; Pods get too),
-// Services and EndpointSlices (list: ./services.ts), Events (./events.ts) and the discovery documents kubectl reads first (/api, /apis, /api/v1), so
+// Services and EndpointSlices (list: ./services.ts), ConfigMaps (get), Events (./events.ts) and the discovery documents kubectl reads first (/api, /apis, /api/v1), so
 // `kubectl describe node` works against it. It models what flannel pkg/subnet/kube/kube.go
 // relies on through client-go, as the Kubernetes API documents it: the API conventions
 // (sig-architecture api-conventions.md: resourceVersion, Status errors with reason and code, the status
@@ -22,7 +22,7 @@ import { systemClock, type Clock } from '../../basics/clock.js';
 import type { Collection, StoredEvent, StoredObject, StoreRefusal } from './collection.js';
 import { EventStore } from './events.js';
 import { isRefusal, ObjectStore, RESOURCES, type ResourceName } from './store.js';
-import { isResourcePath, rbacAllows, rbacDenialReason, rbacForbiddenMessage, type PolicyRule, type RbacGrant } from './rbac-startup.js';
+import { isResourcePath, rbacAllows, rbacDenialReason, rbacForbiddenMessage, type NamespacedRules, type PolicyRule, type RbacGrant } from './rbac-startup.js';
 import type { FakeNode, FakePod } from './nodes.js';
 import { RequestFaults, type FailAnswer, type HangMode, type NodeMisbehaviour } from './request-faults.js';
 import { kubeStatus, sendJson, sendStatus, type JsonObject } from './responses.js';
@@ -79,6 +79,8 @@ export interface FakeKubeApiServerOptions {
   rbac?: RbacGrant;
   /** The rules the bound ClusterRole grants once `granted` (default: every request, as cluster-admin's). */
   rbacRules?: readonly PolicyRule[];
+  /** With `rbacRules`: the rules Roles bound by RoleBindings grant, in their namespace only (default none). */
+  rbacNamespacedRules?: NamespacedRules;
   /** The user named in those 403s (default the DaemonSet's service account). */
   rbacUser?: string;
   /** Serve https with this certificate and key (PEM); plain http otherwise. */
@@ -103,6 +105,8 @@ export class FakeKubeApiServer {
   rbac: RbacGrant;
   /** The bound ClusterRole's rules (undefined: it grants everything); a test applies a manifest's. */
   rbacRules: readonly PolicyRule[] | undefined;
+  /** With `rbacRules`: the bound Roles' rules by namespace; a test applies a manifest's. */
+  rbacNamespacedRules: NamespacedRules;
 
   /** The process serving now (undefined while stopped). */
   private current: ServerProcess | undefined;
@@ -133,6 +137,7 @@ export class FakeKubeApiServer {
     this.rbacSyncDelayMs = opts.rbacSyncDelayMs ?? 0;
     this.rbac = opts.rbac ?? 'granted';
     this.rbacRules = opts.rbacRules;
+    this.rbacNamespacedRules = opts.rbacNamespacedRules ?? {};
     this.rbacUser = opts.rbacUser ?? 'system:serviceaccount:kube-flannel:flannel-windows';
     this.store = new ObjectStore({ now: () => clock.now(), onEvent: (ev) => this.observe(ev) });
     this.eventStore = new EventStore(
@@ -358,6 +363,11 @@ export class FakeKubeApiServer {
     return this.serviceStore.add('endpointslices', slice);
   }
 
+  /** A ConfigMap (core/v1), created or replaced, as `kubectl apply` makes one; read by name (./services.ts). */
+  applyConfigMap(cm: FakeNamespacedObject): FakeNamespacedObject {
+    return this.serviceStore.add('configmaps', cm);
+  }
+
   /** Events stored (created by POST, updated by PATCH), optionally only those about one object. */
   events(involved?: { kind: string; name: string }): JsonObject[] {
     const sel = involved ? `involvedObject.kind=${involved.kind},involvedObject.name=${involved.name}` : undefined;
@@ -472,7 +482,7 @@ export class FakeKubeApiServer {
       return sendStatus(res, 401, 'Unauthorized');
     }
     let denial = this.clock.now() - proc.startedAt < this.rbacSyncDelayMs ? rbacDenialReason('role-missing') : isResourcePath(path) ? rbacDenialReason(this.rbac) : undefined;
-    if (denial === undefined && this.rbacRules !== undefined && !rbacAllows(this.rbacRules, method, path, query)) denial = '';
+    if (denial === undefined && this.rbacRules !== undefined && !rbacAllows(this.rbacRules, method, path, query, this.rbacNamespacedRules)) denial = '';
     if (denial !== undefined) {
       const f = rbacForbiddenMessage(method, path, query, this.rbacUser, denial);
       return sendJson(res, 403, kubeStatus(403, 'Forbidden', f.message, f.details));
@@ -516,6 +526,12 @@ export class FakeKubeApiServer {
       const ns = m[1] ?? m[3];
       const list = this.serviceStore.list((m[2] ?? m[4]) as ServiceResource, ns === undefined ? undefined : decodeURIComponent(ns), query.labelSelector, this.resourceVersion);
       return typeof list === 'string' ? sendStatus(res, 400, list) : sendJson(res, 200, list);
+    }
+    if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/configmaps\/([^/]+)$/))) {
+      if (method !== 'GET') return notAllowed();
+      const name = decodeURIComponent(m[2]);
+      const cm = this.serviceStore.get('configmaps', decodeURIComponent(m[1]), name);
+      return cm ? sendJson(res, 200, cm) : sendStatus(res, 404, `configmaps "${name}" not found`, { name, kind: 'configmaps' });
     }
     if ((m = path.match(/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/))) return this.routeEvents(res, method, m[1], m[2], query, body);
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/))) {

@@ -10,7 +10,10 @@
 // "<resource>[/<subresource>]" in API group "" at the cluster scope: <reason>`). Once bound, a ClusterRole
 // grants only its rules: a request is allowed when one rule matches its verb, API group, resource (with
 // its subresource) and name (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go RuleAllows; `*` matches
-// any), denied without a reason otherwise (rbac.go Authorize: no rule allows, no error met). Pure.
+// any), denied without a reason otherwise (rbac.go Authorize: no rule allows, no error met). A Role bound
+// by a RoleBinding grants its rules in its own namespace only: the authorizer visits the ClusterRoleBindings'
+// rules for every request, the RoleBindings' of the request's namespace only for a namespaced one
+// (pkg/registry/rbac/validation/rule.go VisitRulesFor). Pure.
 import type { JsonObject } from './responses.js';
 
 export const RBAC_NOT_SYNCED_REASON = 'RBAC: clusterrole.rbac.authorization.k8s.io "flannel-windows" not found';
@@ -33,7 +36,7 @@ export function isResourcePath(path: string): boolean {
 
 const RESOURCE_PATH = /^\/apis?\/(?:([^/]+)\/)?v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
 
-/** A ClusterRole's rule (rbac.authorization.k8s.io/v1 PolicyRule; nonResourceURLs not modelled). */
+/** A ClusterRole's or Role's rule (rbac.authorization.k8s.io/v1 PolicyRule; nonResourceURLs not modelled). */
 export interface PolicyRule {
   apiGroups?: readonly string[];
   resources?: readonly string[];
@@ -67,13 +70,20 @@ function resourceRequest(method: string, path: string, query: Record<string, str
   };
 }
 
-/** Whether one of `rules` allows the request (evaluation_helpers.go RuleAllows); non-resource paths always. */
-export function rbacAllows(rules: readonly PolicyRule[], method: string, path: string, query: Record<string, string>): boolean {
+/** The rules RoleBindings grant the user, by namespace: each namespace's Roles' rules. */
+export type NamespacedRules = Readonly<Record<string, readonly PolicyRule[]>>;
+
+/**
+ * Whether one of the ClusterRole's `rules`, or of the Roles bound in the request's namespace (`namespaced`),
+ * allows the request (evaluation_helpers.go RuleAllows; rule.go VisitRulesFor); non-resource paths always.
+ */
+export function rbacAllows(rules: readonly PolicyRule[], method: string, path: string, query: Record<string, string>, namespaced: NamespacedRules = {}): boolean {
   const r = resourceRequest(method, path, query);
   if (!r) return true;
   const has = (xs: readonly string[] | undefined, x: string) => (xs ?? []).some((y) => y === '*' || y === x);
   const combined = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
-  return rules.some(
+  const inNamespace = r.namespace !== undefined && Object.hasOwn(namespaced, r.namespace) ? namespaced[r.namespace] : [];
+  return [...rules, ...inNamespace].some(
     (rule) =>
       has(rule.verbs, r.verb) &&
       has(rule.apiGroups, r.group) &&

@@ -3,7 +3,8 @@
 // namespaces or one, filtered by `labelSelector` as kube-apiserver filters them (apimachinery
 // pkg/labels/selector.go Parse: `key`, `!key`, `key=value`, `key==value`, `key!=value`, comma-joined; the
 // set forms `in`/`notin` are not modelled and answered 400). Each object written stamps the store's one
-// revision (./store.ts: etcd's revision is shared by every kind).
+// revision (./store.ts: etcd's revision is shared by every kind). ConfigMaps (core/v1) are kept here too, read
+// one by name as `flanneld doctor` reads the Linux flannel ConfigMap (kube-flannel-cfg) in the DaemonSet pod.
 import type { JsonObject } from './responses.js';
 
 /** A namespaced object as a test hands it in (kind and apiVersion are filled in). */
@@ -43,11 +44,12 @@ export function parseLabelSelector(text: string | undefined): Requirement[] | st
 const KINDS = {
   services: { apiVersion: 'v1', kind: 'Service', list: 'ServiceList' },
   endpointslices: { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', list: 'EndpointSliceList' },
+  configmaps: { apiVersion: 'v1', kind: 'ConfigMap', list: 'ConfigMapList' },
 } as const;
 export type ServiceResource = keyof typeof KINDS;
 
 export class ServiceStore {
-  private readonly objects: Record<ServiceResource, Map<string, FakeNamespacedObject>> = { services: new Map(), endpointslices: new Map() };
+  private readonly objects: Record<ServiceResource, Map<string, FakeNamespacedObject>> = { services: new Map(), endpointslices: new Map(), configmaps: new Map() };
 
   /** `nextRevision`: the store's one revision counter (./store.ts ObjectStore.nextRevision). */
   constructor(private readonly nextRevision: () => number) {}
@@ -60,6 +62,12 @@ export class ServiceStore {
     o.metadata.resourceVersion = String(this.nextRevision());
     this.objects[resource].set(`${o.metadata.namespace}/${o.metadata.name}`, o);
     return structuredClone(o);
+  }
+
+  /** The object `namespace/name`, or undefined when there is none. */
+  get(resource: ServiceResource, namespace: string, name: string): FakeNamespacedObject | undefined {
+    const o = this.objects[resource].get(`${namespace}/${name}`);
+    return o && structuredClone(o);
   }
 
   /** The list body kube-apiserver answers (`namespace` undefined: all namespaces), or a 400's message. */

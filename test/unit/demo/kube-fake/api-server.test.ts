@@ -456,6 +456,40 @@ describe("a ClusterRole's rules (opt-in: rbacRules)", () => {
   });
 });
 
+// A Role bound by a RoleBinding grants its rules in its namespace only (rule.go VisitRulesFor visits the
+// RoleBindings of the request's namespace, and none for a cluster-scoped request).
+describe("a Role's rules (opt-in: rbacNamespacedRules, with rbacRules)", () => {
+  it('allow a request in their namespace only, by name; a ConfigMap is read by name, 404 when there is none', async () => {
+    const a = await server({
+      clock: new FakeClock(),
+      rbacRules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }],
+      rbacNamespacedRules: { 'kube-flannel': [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['kube-flannel-cfg'] }] },
+    });
+    for (const namespace of ['kube-flannel', 'kube-system']) {
+      a.applyConfigMap({ metadata: { name: 'kube-flannel-cfg', namespace }, data: { 'net-conf.json': '{}' } });
+      a.applyConfigMap({ metadata: { name: 'other', namespace }, data: {} });
+    }
+    const status = async (path: string) => (await getJson(a, path)).status;
+    const got = await getJson(a, '/api/v1/namespaces/kube-flannel/configmaps/kube-flannel-cfg');
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name: 'kube-flannel-cfg', namespace: 'kube-flannel' }, data: { 'net-conf.json': '{}' } });
+    expect(await status('/api/v1/namespaces/kube-flannel/configmaps/other')).toBe(403); // resourceNames
+    expect(await status('/api/v1/namespaces/kube-system/configmaps/kube-flannel-cfg')).toBe(403); // another namespace
+    expect(await status('/api/v1/namespaces/kube-flannel/configmaps')).toBe(403); // list, not get
+    const denied = await getJson(a, '/api/v1/namespaces/kube-system/configmaps/kube-flannel-cfg');
+    expect((denied.body as { message: string }).message).toBe(
+      'configmaps "kube-flannel-cfg" is forbidden: User "system:serviceaccount:kube-flannel:flannel-windows" cannot get resource "configmaps" in API group "" in the namespace "kube-system"',
+    );
+    expect(await status('/api/v1/nodes/x')).toBe(404); // the ClusterRole's rules still apply
+    expect(await status('/api/v1/namespaces/hasOwnProperty/configmaps/x')).toBe(403); // a namespace is never a prototype's key
+    a.rbacNamespacedRules = { 'kube-system': [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] };
+    expect(await status('/api/v1/namespaces/kube-system/configmaps/other')).toBe(200);
+    expect(await status('/api/v1/namespaces/kube-flannel/configmaps/kube-flannel-cfg')).toBe(403);
+    a.rbacRules = undefined;
+    expect(await status('/api/v1/namespaces/kube-flannel/configmaps/missing')).toBe(404);
+  });
+});
+
 describe('podCIDR immutable once set', () => {
   it('a PATCH changing it is 422 Invalid; from "" to valid is allowed', async () => {
     const a = await server();
