@@ -27,6 +27,8 @@ import {
   type WindowsAgent,
 } from '../support/windows.js';
 import { WIN_IP } from '../support/cluster.js';
+import { expectHnsVersionRefusalLogged, PROFILES } from '../support/hns-profiles.js';
+import { isFeatureSupported } from '../../src/hns/features.js';
 import { renderCniConfig } from '../../src/cni/conflist.js';
 import { parseNetConf } from '../../src/subnet/net-conf.js';
 import { freePort } from '../support/free-port.js';
@@ -35,6 +37,11 @@ const WIN = 'win-1';
 const WIN_CIDR = '10.244.100.0/24';
 const VXLAN_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'vxlan', VNI: 4096, Port: 4789 } };
 const HOSTGW_NET_CONF = { Network: '10.244.0.0/16', Backend: { Type: 'host-gw' } };
+/** The dual-stack scenario's net-conf and the Node's podCIDRs (sdnbridge's recording's: test/fixtures/cni-traces). */
+const DUAL_NET_CONF = { Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } };
+const DUAL_V4 = '10.244.3.0/24';
+const DUAL_V6 = 'fd00:10:244:3::/64';
+const WIN_IP6 = 'fd00:10::2';
 /** Wine start + Node start + the agent's first reconcile. */
 const AGENT_WAIT_MS = 90_000;
 
@@ -79,6 +86,13 @@ function waitForAgent<T>(fn: () => T | undefined | false | Promise<T | undefined
   });
 }
 
+/** The agent's exit, failing with its log when it is still running after AGENT_WAIT_MS. */
+async function waitForAgentExit(agent: WindowsAgent): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void agent.exited.then((e) => (exit = e));
+  return waitFor(() => exit, 'the agent to exit', { timeoutMs: AGENT_WAIT_MS, intervalMs: 100, detail: () => `agent log:\n${agent.log().slice(-6000)}` });
+}
+
 function addLinux(api: FakeKubeApiServer, n: number, backendType: 'vxlan' | 'host-gw') {
   api.addNode(linuxFlannelNode({ name: `linux-${n}`, podCIDR: `10.244.${n}.0/24`, publicIP: `10.0.0.${10 + n}`, backendType }));
 }
@@ -116,12 +130,14 @@ interface Scenario {
     resetPrefixRunDir();
   });
 
-  async function scenario(netConf: unknown, podCIDRs: string[] = [WIN_CIDR]): Promise<Scenario> {
+  /** A fresh node and cluster; `hns`: the HNS version the node reports (absent: the simulator's default, the newest). */
+  async function scenario(netConf: unknown, podCIDRs: string[] = [WIN_CIDR], hns?: string): Promise<Scenario> {
     resetPrefixRunDir();
     const runs = join(CACHE, 'runs');
     mkdirSync(runs, { recursive: true });
     const dir = mkdtempSync(join(runs, 'agent-'));
     const sim = new WindowsSimServer({ dataplane: { nodeIP: WIN_IP, statePath: join(dir, 'dataplane.json') } });
+    if (hns !== undefined) editState(sim.dp, (st) => void (st.hnsVersion = hns));
     await sim.start();
     const api = new FakeKubeApiServer();
     await api.start();
@@ -173,203 +189,79 @@ interface Scenario {
 
   const subnetEnv = () => driveC('run/flannel/subnet.env');
 
-  it('vxlan: the Overlay network, RemoteSubnetRoute policies per peer, subnet.env in C:\\run\\flannel; a peer deleted is removed', async () => {
-    const s = await scenario(VXLAN_NET_CONF);
-    addLinux(s.api, 1, 'vxlan');
-    addLinux(s.api, 2, 'vxlan');
-    const healthzPort = await freePort();
-    // containerd's CNI directories, the scenario's own (not the prefix's C:\etc, which other suites share):
-    // the conflist the agent's own renderer writes, and the plugins it names (their files only: no pod starts
-    // here). /status is in sync only once pods can start (src/health/status.ts).
-    const cniConfDir = join(s.dir, 'net.d');
-    const cniBinDir = join(s.dir, 'bin');
-    mkdirSync(cniConfDir);
-    mkdirSync(cniBinDir);
-    const conflist = renderCniConfig({
-      netConf: parseNetConf(JSON.stringify(VXLAN_NET_CONF)),
-      // the agent's Windows defaults (cniPaths resolves on the platform it runs on: here Linux)
-      subnetFile: 'C:\\run\\flannel\\subnet.env',
-      dataDir: 'C:\\var\\lib\\cni\\flannel',
-      serviceCidr: '10.96.0.0/12',
-      managementIP: WIN_IP,
-      dnsServers: ['10.96.0.10'],
-      dnsSearch: ['svc.cluster.local'],
-    });
-    writeFileSync(join(cniConfDir, '10-flannel.conflist'), JSON.stringify(conflist, null, 2));
-    for (const plugin of ['flannel.exe', 'win-overlay.exe', 'host-local.exe']) writeFileSync(join(cniBinDir, plugin), '');
-    const cniArgs = [`--cni-conf-dir=${winPath(cniConfDir)}`, `--cni-bin-dir=${winPath(cniBinDir)}`];
-    const agent = start(s, ['--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`, ...cniArgs]);
+  /** The node's adapter gets its IPv6 address (the dual-stack scenario's). */
+  const withIPv6 = (s: Scenario) =>
+    editState(s.sim.dp, (st) => st.adapters.filter((a) => a.IPAddress === WIN_IP).forEach((a) => Object.assign(a, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 })));
 
-    await waitForAgent(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
-    expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
-    expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096', '10.244.2.0/24 pa 10.0.0.12 vsid 4096']);
+  // The scenarios whose HNS calls depend on the version run on each profile (../support/hns-profiles.ts: the state
+  // file's hnsVersion, which the stand-in computenetwork.dll and vmcompute.dll answer with); where a profile lacks
+  // a feature (dual-stack before 11.10, hcsshim hcn/hcnglobals.go IPv6DualStackVersion) the agent's refusal is
+  // asserted. The scenarios after this block (the host NIC through iphlpapi.dll, HRESULT and ErrorRecord
+  // decoding) do not depend on it and run on the newest profile, the simulator's default.
+  describe.each(PROFILES)('on $os (HNS $hns)', ({ hns, version }) => {
+    it('vxlan: the Overlay network, RemoteSubnetRoute policies per peer, subnet.env in C:\\run\\flannel; a peer deleted is removed', async () => {
+      const s = await scenario(VXLAN_NET_CONF, [WIN_CIDR], hns);
+      addLinux(s.api, 1, 'vxlan');
+      addLinux(s.api, 2, 'vxlan');
+      const healthzPort = await freePort();
+      // containerd's CNI directories, the scenario's own (not the prefix's C:\etc, which other suites share):
+      // the conflist the agent's own renderer writes, and the plugins it names (their files only: no pod starts
+      // here). /status is in sync only once pods can start (src/health/status.ts).
+      const cniConfDir = join(s.dir, 'net.d');
+      const cniBinDir = join(s.dir, 'bin');
+      mkdirSync(cniConfDir);
+      mkdirSync(cniBinDir);
+      const conflist = renderCniConfig({
+        netConf: parseNetConf(JSON.stringify(VXLAN_NET_CONF)),
+        // the agent's Windows defaults (cniPaths resolves on the platform it runs on: here Linux)
+        subnetFile: 'C:\\run\\flannel\\subnet.env',
+        dataDir: 'C:\\var\\lib\\cni\\flannel',
+        serviceCidr: '10.96.0.0/12',
+        managementIP: WIN_IP,
+        dnsServers: ['10.96.0.10'],
+        dnsSearch: ['svc.cluster.local'],
+      });
+      writeFileSync(join(cniConfDir, '10-flannel.conflist'), JSON.stringify(conflist, null, 2));
+      for (const plugin of ['flannel.exe', 'win-overlay.exe', 'host-local.exe']) writeFileSync(join(cniBinDir, plugin), '');
+      const cniArgs = [`--cni-conf-dir=${winPath(cniConfDir)}`, `--cni-bin-dir=${winPath(cniBinDir)}`];
+      const agent = start(s, ['--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`, ...cniArgs]);
 
-    const net = s.sim.dp.getNetworkByName('flannel.4096')!;
-    expect(net).toMatchObject({ Type: 'Overlay' });
-    expect(net.Policies!.map((p) => p.Type)).toEqual(expect.arrayContaining(['NetAdapterName', 'ProviderAddress', 'DrMacAddress']));
-    // It all came through the DLLs: the simulator's own counters and the server's per-function counts.
-    expect(s.sim.count('HcnCreateNetwork') + s.sim.count('HNSCall')).toBeGreaterThan(0);
-    expect(s.sim.count('HcnModifyNetwork')).toBeGreaterThan(0);
-    expect(s.sim.dp.calls.get('HcnModifyNetwork') ?? 0).toBeGreaterThan(0);
-    expect(s.sim.protocolErrors).toEqual([]);
+      await waitForAgent(() => remoteSubnetRoutes(s).length === 2 && existsSync(subnetEnv()), 'two RemoteSubnetRoute policies and subnet.env', agent);
+      expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n');
+      expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096', '10.244.2.0/24 pa 10.0.0.12 vsid 4096']);
 
-    // The vxlan annotation carries the DR MAC HNS chose.
-    const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
-    await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
-    expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).toBe(`{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`);
+      const net = s.sim.dp.getNetworkByName('flannel.4096')!;
+      expect(net).toMatchObject({ Type: 'Overlay' });
+      expect(net.Policies!.map((p) => p.Type)).toEqual(expect.arrayContaining(['NetAdapterName', 'ProviderAddress', 'DrMacAddress']));
+      // It all came through the DLLs: the simulator's own counters and the server's per-function counts.
+      expect(s.sim.count('HcnCreateNetwork') + s.sim.count('HNSCall')).toBeGreaterThan(0);
+      expect(s.sim.count('HcnModifyNetwork')).toBeGreaterThan(0);
+      expect(s.sim.dp.calls.get('HcnModifyNetwork') ?? 0).toBeGreaterThan(0);
+      expect(s.sim.protocolErrors).toEqual([]);
 
-    // `flanneld status` on the Windows runtime, as an operator runs it beside the agent: Node 22's fetch
-    // fails every connect under Wine (`connect UNKNOWN 127.0.0.1:PORT`), node:http answers.
-    await waitForAgent(() => statusInSync(healthzPort), '/status in sync', agent);
-    const status = await runUnderWine(prepared.nodeExe, [winPath(join(prepared.stage, 'dist', 'main.js')), 'status', '--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`], {
-      outDir: s.dir,
-    });
-    expect(status.stderr).toBe('');
-    expect(status.stdout).toMatch(/^Dataplane +in sync$/m);
-    expect(status.stdout).toMatch(/^Lease +10\.244\.100\.0\/24 \(public IP 10\.0\.0\.2\)$/m);
-    expect(status.stdout).toMatch(/^Network +flannel\.4096 \(Overlay\)/m);
-    expect(status.stdout).toMatch(/^Peers +2 desired, 2 programmed, 0 rejected, 0 refused$/m);
-    expect(status.code).toBe(0);
+      // The vxlan annotation carries the DR MAC HNS chose.
+      const drMac = (net.Policies!.find((p) => p.Type === 'DrMacAddress')!.Settings as { Address: string }).Address;
+      await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/backend-data'], 'backend-data annotation', agent);
+      expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/backend-data']).toBe(`{"VNI":4096,"VtepMAC":"${drMac.replace(/-/g, ':').toLowerCase()}"}`);
 
-    // `flanneld doctor` beside it, on the same flags, env and DLLs as the agent (the win32 dataplane reads
-    // HNS, the route table and the adapters through the stand-ins; the cluster rows through the fake API).
-    const doctorArgs = [
-      winPath(join(prepared.stage, 'dist', 'main.js')),
-      'doctor',
-      '--kube-subnet-mgr',
-      '--dataplane',
-      'windows',
-      '--win32-dll-dir',
-      winPath(prepared.build.dllDir),
-      `--kubeconfig-file=${winPath(s.kubeconfig)}`,
-      `--net-config-path=${winPath(s.netConfPath)}`,
-      '--iface',
-      WIN_IP,
-      '--healthz-ip=127.0.0.1',
-      `--healthz-port=${healthzPort}`,
-      ...cniArgs,
-    ];
-    const doctorEnv = { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) };
-    const doctorJson = await runUnderWine(prepared.nodeExe, [...doctorArgs, '--json'], { outDir: s.dir, env: doctorEnv });
-    expect(doctorJson.stderr).toBe('');
-    const report = JSON.parse(doctorJson.stdout) as { node: string | null; ok: boolean; checks: { id: string; status: string; saw: string }[] };
-    const row = (id: string) => report.checks.find((c) => c.id === id);
-    const statusOf = Object.fromEntries(report.checks.map((c) => [c.id, c.status]));
-    // Every row this node can judge, judged ok; the pins only skip (the plugins here were not installed by
-    // install-cni). The cluster rows through the fake API server, the HNS, route and adapter rows through the DLLs.
-    expect(statusOf).toEqual({
-      agent: 'ok',
-      'net-conf': 'ok',
-      lease: 'ok',
-      'hns-network': 'ok',
-      'hns-network-type': 'ok',
-      'hns-subnet': 'ok',
-      'hns-adapter': 'ok',
-      'vtep-mac': 'ok',
-      'source-vip': 'ok',
-      'source-vip-file': 'ok',
-      peers: 'ok',
-      'subnet-env': 'ok',
-      'cni-conflist': 'ok',
-      'cni-network-name': 'ok',
-      'cni-subnet-file': 'ok',
-      'cni-data-dir': 'ok',
-      'cni-outbound-nat': 'ok',
-      'cni-loopback-dsr': 'ok',
-      'cni-plugins': 'ok',
-      'cni-pins': 'skip',
-      'adapter-ip': 'ok',
-      mtu: 'ok',
-      'ipam-leaks': 'ok',
-      'ipam-gateway': 'ok',
-      'node-condition': 'ok',
-      'cluster-vni': 'ok',
-      'kube-proxy': 'ok',
-      // No containerd in the Wine prefix: no C:\Program Files\containerd\config.toml, doctor's default --containerd-config.
-      'cni-containerd': 'skip',
-      'hns-version': 'ok',
-      // Through the stand-in computenetwork.dll's load-balancer family: no Service needs one here.
-      'service-load-balancers': 'ok',
-      'leaked-endpoints': 'ok',
-      // The agent runs without --network-policy.
-      'network-policy': 'skip',
-    });
-    expect(row('agent')!.saw).toMatch(/in sync \(2\/2 peers\)/);
-    expect(row('hns-network')!.saw).toMatch(/^flannel\.4096, ID /);
-    expect(row('hns-subnet')!.saw).toBe('10.244.100.0/24, VSID 4096 = the lease');
-    expect(row('peers')!.saw).toBe('2 peer RemoteSubnetRoute policies, each as published');
-    expect(row('subnet-env')!.saw).toMatch(/run\\flannel\\subnet\.env: FLANNEL_SUBNET=10\.244\.100\.1\/24, FLANNEL_MTU=1450$/);
-    // The vSwitch moved the node IP to the host vNIC (as HNS does; src/simulator/host.ts).
-    expect(row('adapter-ip')!.saw).toBe(`vEthernet (Ethernet) holds ${WIN_IP}`);
-    expect(row('mtu')!.saw).toBe("FLANNEL_MTU 1450 = vEthernet (Ethernet)'s 1500 - 50 (VXLAN)");
-    expect(row('source-vip')!.saw).toBe('flannel.4096_sourcevip at 10.244.100.2');
-    expect(row('kube-proxy')!.saw).toMatch(/--network-name=flannel\.4096 --source-vip=10\.244\.100\.2/);
-    expect(report.checks.filter((c) => c.status === 'fail' || c.status === 'warn')).toEqual([]);
-    expect(report.node).toBe(WIN);
-    expect(report.ok).toBe(true);
-    expect(doctorJson.code).toBe(0);
-    const doctorTable = await runUnderWine(prepared.nodeExe, doctorArgs, { outDir: s.dir, env: doctorEnv });
-    expect(doctorTable.stderr).toBe('');
-    expect(doctorTable.stdout).toMatch(/^ok +agent +flanneld .* is running and in sync \(2\/2 peers\)$/m);
-    expect(doctorTable.stdout).toMatch(/^ok +peers +2 peer RemoteSubnetRoute policies, each as published$/m);
-    expect(doctorTable.stdout).toMatch(/^all checks passed$/m);
-    expect(doctorTable.code).toBe(0);
+      // `flanneld status` on the Windows runtime, as an operator runs it beside the agent: Node 22's fetch
+      // fails every connect under Wine (`connect UNKNOWN 127.0.0.1:PORT`), node:http answers.
+      await waitForAgent(() => statusInSync(healthzPort), '/status in sync', agent);
+      const status = await runUnderWine(prepared.nodeExe, [winPath(join(prepared.stage, 'dist', 'main.js')), 'status', '--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`], {
+        outDir: s.dir,
+      });
+      expect(status.stderr).toBe('');
+      expect(status.stdout).toMatch(/^Dataplane +in sync$/m);
+      expect(status.stdout).toMatch(/^Lease +10\.244\.100\.0\/24 \(public IP 10\.0\.0\.2\)$/m);
+      expect(status.stdout).toMatch(/^Network +flannel\.4096 \(Overlay\)/m);
+      expect(status.stdout).toMatch(/^Peers +2 desired, 2 programmed, 0 rejected, 0 refused$/m);
+      expect(status.code).toBe(0);
 
-    // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
-    s.api.deleteNode('linux-2');
-    await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the deleted peer policy removed', agent);
-    expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096']);
-    // handles: every HcnOpen/Create closed; the one kept open for policy writes by the next full pass (resync, 10 s)
-    await waitForAgent(() => s.sim.openHandles === 0, 'all HCN handles closed', agent, 20_000);
-    expect(s.sim.mibTablesOutstanding).toBe(0);
-    expect(s.sim.badFrees).toBe(0);
-  }, 180_000);
-
-  it('host-gw: L2Bridge cbr0, cbr0_ep attached, forwarding on, one route per peer on the vNIC; a restart keeps the network', async () => {
-    const s = await scenario(HOSTGW_NET_CONF);
-    addLinux(s.api, 1, 'host-gw');
-    addLinux(s.api, 2, 'host-gw');
-    const agent = start(s);
-
-    await waitForAgent(() => peerRoutes(s).length === 2 && existsSync(subnetEnv()), 'two peer routes and subnet.env', agent);
-    const vnic = s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
-    expect(vnic.IPAddress).toBe(WIN_IP);
-    expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`, `10.244.2.0/24 via 10.0.0.12 if ${vnic.InterfaceIndex}`]);
-    expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
-
-    const net = s.sim.dp.getNetworkByName('cbr0')!;
-    expect(net.Type).toBe('L2Bridge');
-    const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
-    expect(ep.IpConfigurations![0].IpAddress).toBe('10.244.100.2');
-    expect(s.sim.dp.isAttachedToHost(ep.ID!)).toBe(true);
-    await waitForAgent(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
-    expect(s.sim.count('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
-    expect(s.sim.dp.calls.get('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
-    expect(s.sim.count('SetIpInterfaceEntry')).toBeGreaterThan(0);
-    expect(s.sim.protocolErrors).toEqual([]);
-
-    // A peer deleted: its route goes through DeleteIpForwardEntry2.
-    s.api.deleteNode('linux-2');
-    await waitForAgent(() => peerRoutes(s).length === 1, 'the deleted peer route removed', agent);
-    expect(s.sim.count('DeleteIpForwardEntry2')).toBeGreaterThan(0);
-
-    // Restart: the network (same ID) and the endpoint are kept.
-    const networkId = net.ID;
-    const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
-    const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
-    await agent.stop();
-
-    // `flanneld doctor` with no agent running: it says so and still judges the dataplane through the DLLs.
-    // The broken hops it names: no CNI config (an empty conf dir), and so the Node's NetworkUnavailable the
-    // agent set (it ran with the default C:\etc\cni\net.d, empty in this prefix).
-    const emptyConfDir = join(s.dir, 'empty-net.d');
-    mkdirSync(emptyConfDir);
-    const doctor = await runUnderWine(
-      prepared.nodeExe,
-      [
+      // `flanneld doctor` beside it, on the same flags, env and DLLs as the agent (the win32 dataplane reads
+      // HNS, the route table and the adapters through the stand-ins; the cluster rows through the fake API).
+      const doctorArgs = [
         winPath(join(prepared.stage, 'dist', 'main.js')),
         'doctor',
-        '--json',
         '--kube-subnet-mgr',
         '--dataplane',
         'windows',
@@ -379,110 +271,258 @@ interface Scenario {
         `--net-config-path=${winPath(s.netConfPath)}`,
         '--iface',
         WIN_IP,
-        `--cni-conf-dir=${winPath(emptyConfDir)}`,
-      ],
-      { outDir: s.dir, env: { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) } },
-    );
-    expect(doctor.stderr).toBe('');
-    const rows = Object.fromEntries((JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks.map((c) => [c.id, c.status]));
-    expect(rows).toMatchObject({
-      agent: 'warn',
-      lease: 'ok',
-      'hns-network': 'ok',
-      'hns-network-type': 'ok',
-      'hns-subnet': 'ok',
-      'host-endpoint': 'ok',
-      peers: 'ok',
-      'subnet-env': 'ok',
-      'cni-conflist': 'fail',
-      'adapter-ip': 'ok',
-      mtu: 'ok',
-      'node-condition': 'fail',
-    });
-    expect(Object.keys(rows).filter((id) => rows[id] === 'fail')).toEqual(['cni-conflist', 'node-condition']);
-    expect(doctor.code).toBe(1);
+        '--healthz-ip=127.0.0.1',
+        `--healthz-port=${healthzPort}`,
+        ...cniArgs,
+      ];
+      const doctorEnv = { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) };
+      const doctorJson = await runUnderWine(prepared.nodeExe, [...doctorArgs, '--json'], { outDir: s.dir, env: doctorEnv });
+      expect(doctorJson.stderr).toBe('');
+      const report = JSON.parse(doctorJson.stdout) as { node: string | null; ok: boolean; checks: { id: string; status: string; saw: string }[] };
+      const row = (id: string) => report.checks.find((c) => c.id === id);
+      const statusOf = Object.fromEntries(report.checks.map((c) => [c.id, c.status]));
+      // Every row this node can judge, judged ok; the pins only skip (the plugins here were not installed by
+      // install-cni). The cluster rows through the fake API server, the HNS, route and adapter rows through the DLLs.
+      expect(statusOf).toEqual({
+        agent: 'ok',
+        'net-conf': 'ok',
+        lease: 'ok',
+        'hns-network': 'ok',
+        'hns-network-type': 'ok',
+        'hns-subnet': 'ok',
+        'hns-adapter': 'ok',
+        'vtep-mac': 'ok',
+        'source-vip': 'ok',
+        'source-vip-file': 'ok',
+        peers: 'ok',
+        'subnet-env': 'ok',
+        'cni-conflist': 'ok',
+        'cni-network-name': 'ok',
+        'cni-subnet-file': 'ok',
+        'cni-data-dir': 'ok',
+        'cni-outbound-nat': 'ok',
+        'cni-loopback-dsr': 'ok',
+        'cni-plugins': 'ok',
+        'cni-pins': 'skip',
+        'adapter-ip': 'ok',
+        mtu: 'ok',
+        'ipam-leaks': 'ok',
+        'ipam-gateway': 'ok',
+        'node-condition': 'ok',
+        'cluster-vni': 'ok',
+        'kube-proxy': 'ok',
+        // No containerd in the Wine prefix: no C:\Program Files\containerd\config.toml, doctor's default --containerd-config.
+        'cni-containerd': 'skip',
+        'hns-version': 'ok',
+        // Through the stand-in computenetwork.dll's load-balancer family: no Service needs one here.
+        'service-load-balancers': 'ok',
+        'leaked-endpoints': 'ok',
+        // The agent runs without --network-policy.
+        'network-policy': 'skip',
+      });
+      expect(row('agent')!.saw).toMatch(/in sync \(2\/2 peers\)/);
+      expect(row('hns-network')!.saw).toMatch(/^flannel\.4096, ID /);
+      expect(row('hns-subnet')!.saw).toBe('10.244.100.0/24, VSID 4096 = the lease');
+      expect(row('peers')!.saw).toBe('2 peer RemoteSubnetRoute policies, each as published');
+      expect(row('subnet-env')!.saw).toMatch(/run\\flannel\\subnet\.env: FLANNEL_SUBNET=10\.244\.100\.1\/24, FLANNEL_MTU=1450$/);
+      // The vSwitch moved the node IP to the host vNIC (as HNS does; src/simulator/host.ts).
+      expect(row('adapter-ip')!.saw).toBe(`vEthernet (Ethernet) holds ${WIN_IP}`);
+      expect(row('mtu')!.saw).toBe("FLANNEL_MTU 1450 = vEthernet (Ethernet)'s 1500 - 50 (VXLAN)");
+      expect(row('source-vip')!.saw).toBe('flannel.4096_sourcevip at 10.244.100.2');
+      expect(row('kube-proxy')!.saw).toMatch(/--network-name=flannel\.4096 --source-vip=10\.244\.100\.2/);
+      expect(report.checks.filter((c) => c.status === 'fail' || c.status === 'warn')).toEqual([]);
+      expect(report.node).toBe(WIN);
+      expect(report.ok).toBe(true);
+      expect(doctorJson.code).toBe(0);
+      const doctorTable = await runUnderWine(prepared.nodeExe, doctorArgs, { outDir: s.dir, env: doctorEnv });
+      expect(doctorTable.stderr).toBe('');
+      expect(doctorTable.stdout).toMatch(/^ok +agent +flanneld .* is running and in sync \(2\/2 peers\)$/m);
+      expect(doctorTable.stdout).toMatch(/^ok +peers +2 peer RemoteSubnetRoute policies, each as published$/m);
+      expect(doctorTable.stdout).toMatch(/^all checks passed$/m);
+      expect(doctorTable.code).toBe(0);
 
-    const again = start(s);
-    // Its first reconcile pass has read HNS and the route table and written what it would write.
-    await waitForAgent(() => /first reconcile pass done/.test(again.log()) && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent’s first reconcile pass', again);
-    expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
-    expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
-    expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
-    expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`]);
-  }, 240_000);
+      // A peer deleted: its policy goes, through HcnModifyNetwork (RequestType Remove).
+      s.api.deleteNode('linux-2');
+      await waitForAgent(() => remoteSubnetRoutes(s).length === 1, 'the deleted peer policy removed', agent);
+      expect(remoteSubnetRoutes(s)).toEqual(['10.244.1.0/24 pa 10.0.0.11 vsid 4096']);
+      // handles: every HcnOpen/Create closed; the one kept open for policy writes by the next full pass (resync, 10 s)
+      await waitForAgent(() => s.sim.openHandles === 0, 'all HCN handles closed', agent, 20_000);
+      expect(s.sim.mibTablesOutstanding).toBe(0);
+      expect(s.sim.badFrees).toBe(0);
+    }, 180_000);
 
-  // Dual-stack host-gw through the Windows build: the adapter's IPv6 address read with
-  // GetUnicastIpAddressTable(AF_INET6), IPv6 forwarding set on the AF_INET6 interface row, IPv6 routes
-  // written as MIB_IPFORWARD_ROW2 with AF_INET6 addresses, all through the stand-in iphlpapi.dll. The Node's
-  // podCIDRs are those of sdnbridge's recording (test/fixtures/cni-traces/sdnbridge-dual-stack-*.json), whose
-  // calls are then replayed against the network this build made (as test/integration/sdnbridge-replay.test.ts
-  // does against the in-process agent's).
-  it('dual-stack host-gw: the IPv6 address, forwarding and routes through the DLL ABI; sdnbridge replayed on the network it built', async () => {
-    const V4 = '10.244.3.0/24';
-    const V6 = 'fd00:10:244:3::/64';
-    const WIN_IP6 = 'fd00:10::2';
-    const s = await scenario({ Network: '10.244.0.0/16', EnableIPv6: true, IPv6Network: 'fd00:10:244::/56', Backend: { Type: 'host-gw' } }, [V4, V6]);
-    editState(s.sim.dp, (st) => st.adapters.filter((a) => a.IPAddress === WIN_IP).forEach((a) => Object.assign(a, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 })));
-    for (const n of [1, 2]) {
-      const node = linuxFlannelNode({ name: `linux-${n}`, podCIDR: `10.244.${n}.0/24`, publicIP: `10.0.0.${10 + n}`, backendType: 'host-gw' });
-      node.spec = { podCIDR: `10.244.${n}.0/24`, podCIDRs: [`10.244.${n}.0/24`, `fd00:10:244:${n}::/64`] };
-      // linux-2 has no public-ipv6: it keeps its IPv4 route only (docs/compatibility.md, dual-stack).
-      if (n === 1) Object.assign(node.metadata.annotations!, { 'flannel.alpha.coreos.com/backend-v6-data': 'null', 'flannel.alpha.coreos.com/public-ipv6': 'fd00:10::11' });
-      s.api.addNode(node);
+    it('host-gw: L2Bridge cbr0, cbr0_ep attached, forwarding on, one route per peer on the vNIC; a restart keeps the network', async () => {
+      const s = await scenario(HOSTGW_NET_CONF, [WIN_CIDR], hns);
+      addLinux(s.api, 1, 'host-gw');
+      addLinux(s.api, 2, 'host-gw');
+      const agent = start(s);
+
+      await waitForAgent(() => peerRoutes(s).length === 2 && existsSync(subnetEnv()), 'two peer routes and subnet.env', agent);
+      const vnic = s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
+      expect(vnic.IPAddress).toBe(WIN_IP);
+      expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`, `10.244.2.0/24 via 10.0.0.12 if ${vnic.InterfaceIndex}`]);
+      expect(readFileSync(subnetEnv(), 'utf8')).toBe('FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.100.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n');
+
+      const net = s.sim.dp.getNetworkByName('cbr0')!;
+      expect(net.Type).toBe('L2Bridge');
+      const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
+      expect(ep.IpConfigurations![0].IpAddress).toBe('10.244.100.2');
+      expect(s.sim.dp.isAttachedToHost(ep.ID!)).toBe(true);
+      await waitForAgent(() => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!.Forwarding, 'forwarding on the vNIC', agent, 20_000);
+      expect(s.sim.count('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
+      expect(s.sim.dp.calls.get('CreateIpForwardEntry2')).toBeGreaterThanOrEqual(2);
+      expect(s.sim.count('SetIpInterfaceEntry')).toBeGreaterThan(0);
+      expect(s.sim.protocolErrors).toEqual([]);
+
+      // A peer deleted: its route goes through DeleteIpForwardEntry2.
+      s.api.deleteNode('linux-2');
+      await waitForAgent(() => peerRoutes(s).length === 1, 'the deleted peer route removed', agent);
+      expect(s.sim.count('DeleteIpForwardEntry2')).toBeGreaterThan(0);
+
+      // Restart: the network (same ID) and the endpoint are kept.
+      const networkId = net.ID;
+      const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
+      const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
+      await agent.stop();
+
+      // `flanneld doctor` with no agent running: it says so and still judges the dataplane through the DLLs.
+      // The broken hops it names: no CNI config (an empty conf dir), and so the Node's NetworkUnavailable the
+      // agent set (it ran with the default C:\etc\cni\net.d, empty in this prefix).
+      const emptyConfDir = join(s.dir, 'empty-net.d');
+      mkdirSync(emptyConfDir);
+      const doctor = await runUnderWine(
+        prepared.nodeExe,
+        [
+          winPath(join(prepared.stage, 'dist', 'main.js')),
+          'doctor',
+          '--json',
+          '--kube-subnet-mgr',
+          '--dataplane',
+          'windows',
+          '--win32-dll-dir',
+          winPath(prepared.build.dllDir),
+          `--kubeconfig-file=${winPath(s.kubeconfig)}`,
+          `--net-config-path=${winPath(s.netConfPath)}`,
+          '--iface',
+          WIN_IP,
+          `--cni-conf-dir=${winPath(emptyConfDir)}`,
+        ],
+        { outDir: s.dir, env: { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) } },
+      );
+      expect(doctor.stderr).toBe('');
+      const rows = Object.fromEntries((JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks.map((c) => [c.id, c.status]));
+      expect(rows).toMatchObject({
+        agent: 'warn',
+        lease: 'ok',
+        'hns-network': 'ok',
+        'hns-network-type': 'ok',
+        'hns-subnet': 'ok',
+        'host-endpoint': 'ok',
+        peers: 'ok',
+        'subnet-env': 'ok',
+        'cni-conflist': 'fail',
+        'adapter-ip': 'ok',
+        mtu: 'ok',
+        'node-condition': 'fail',
+      });
+      expect(Object.keys(rows).filter((id) => rows[id] === 'fail')).toEqual(['cni-conflist', 'node-condition']);
+      expect(doctor.code).toBe(1);
+
+      const again = start(s);
+      // Its first reconcile pass has read HNS and the route table and written what it would write.
+      await waitForAgent(() => /first reconcile pass done/.test(again.log()) && s.sim.count('GetIpForwardTable2') > 0, 'the restarted agent’s first reconcile pass', again);
+      expect(s.sim.dp.getNetworkByName('cbr0')!.ID).toBe(networkId);
+      expect(s.sim.dp.calls.get('HcnCreateNetwork') ?? 0).toBe(created);
+      expect(s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0).toBe(createdV1);
+      expect(peerRoutes(s)).toEqual([`10.244.1.0/24 via 10.0.0.11 if ${vnic.InterfaceIndex}`]);
+    }, 240_000);
+
+    // Dual-stack host-gw through the Windows build: the adapter's IPv6 address read with
+    // GetUnicastIpAddressTable(AF_INET6), IPv6 forwarding set on the AF_INET6 interface row, IPv6 routes
+    // written as MIB_IPFORWARD_ROW2 with AF_INET6 addresses, all through the stand-in iphlpapi.dll. The Node's
+    // podCIDRs are those of sdnbridge's recording (test/fixtures/cni-traces/sdnbridge-dual-stack-*.json), whose
+    // calls are then replayed against the network this build made (as test/integration/sdnbridge-replay.test.ts
+    // does against the in-process agent's).
+    if (!isFeatureSupported(version, 'IPv6DualStack')) {
+      it('dual-stack host-gw: refused before anything is leased or created, FLANNEL_ERR_HNS_VERSION naming HNS 11.10', async () => {
+        const s = await scenario(DUAL_NET_CONF, [DUAL_V4, DUAL_V6], hns);
+        withIPv6(s);
+        const agent = start(s, ['--log-format=json']);
+        const exit = await waitForAgentExit(agent);
+        expect(exit.code).not.toBe(0);
+        expectHnsVersionRefusalLogged(agent.log(), 'IPv6DualStack', version);
+        expect(s.sim.dp.snapshot().networks).toEqual([]);
+        expect(s.sim.writes.map((w) => w.fn)).toEqual([]);
+        expect(s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/public-ipv6']).toBeUndefined();
+      }, 180_000);
+      return;
     }
-    const routes = () =>
-      s.sim.dp
-        .listRoutes()
-        .filter((r) => r.DestinationPrefix.startsWith('10.244.') || r.DestinationPrefix.startsWith('fd00:10:244:'))
-        .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
-        .sort();
-    // host-local's store of this scenario's own (the prefix's C:\var\lib\cni is shared with the other scenarios,
-    // whose doctor reads the bridge endpoint's reservation there).
-    const agent = start(s, [`--cni-ipam-data-dir=${winPath(join(s.dir, 'ipam'))}`]);
 
-    await waitForAgent(() => routes().length === 3 && existsSync(subnetEnv()), 'three peer routes (two IPv4, one IPv6) and subnet.env', agent);
-    expect(routes()).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12', 'fd00:10:244:1::/64 via fd00:10::11']);
-    expect(readFileSync(subnetEnv(), 'utf8')).toBe(
-      'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:3::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
-    );
-    // The IPv6 address came through GetUnicastIpAddressTable (no --public-ipv6 given) and was published.
-    expect(s.sim.count('GetUnicastIpAddressTable')).toBeGreaterThan(0);
-    await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/public-ipv6'], 'public-ipv6 published', agent);
-    expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/public-ipv6']).toBe(WIN_IP6);
-    expect(agent.log()).not.toMatch(/does not list the adapter's IPv6 addresses/);
-    // One dual-stack L2Bridge and its host endpoint at .2 and ::2; forwarding on for both families on the vNIC.
-    const net = s.sim.dp.getNetworkByName('cbr0')!;
-    expect(net.Ipams?.flatMap((i) => i.Subnets ?? []).map((x) => x.IpAddressPrefix)).toEqual([V4, V6]);
-    const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
-    expect(ep.IpConfigurations?.map((c) => c.IpAddress)).toEqual(['10.244.3.2', 'fd00:10:244:3::2']);
-    const vnic = () => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
-    await waitForAgent(() => s.sim.dp.getForwarding(vnic().InterfaceIndex, 'ipv6') && vnic().Forwarding, 'IPv4 and IPv6 forwarding on the vNIC', agent, 20_000);
-    expect(s.sim.protocolErrors).toEqual([]);
+    it('dual-stack host-gw: the IPv6 address, forwarding and routes through the DLL ABI; sdnbridge replayed on the network it built', async () => {
+      const [V4, V6] = [DUAL_V4, DUAL_V6];
+      const s = await scenario(DUAL_NET_CONF, [V4, V6], hns);
+      withIPv6(s);
+      for (const n of [1, 2]) {
+        const node = linuxFlannelNode({ name: `linux-${n}`, podCIDR: `10.244.${n}.0/24`, publicIP: `10.0.0.${10 + n}`, backendType: 'host-gw' });
+        node.spec = { podCIDR: `10.244.${n}.0/24`, podCIDRs: [`10.244.${n}.0/24`, `fd00:10:244:${n}::/64`] };
+        // linux-2 has no public-ipv6: it keeps its IPv4 route only (docs/compatibility.md, dual-stack).
+        if (n === 1) Object.assign(node.metadata.annotations!, { 'flannel.alpha.coreos.com/backend-v6-data': 'null', 'flannel.alpha.coreos.com/public-ipv6': 'fd00:10::11' });
+        s.api.addNode(node);
+      }
+      const routes = () =>
+        s.sim.dp
+          .listRoutes()
+          .filter((r) => r.DestinationPrefix.startsWith('10.244.') || r.DestinationPrefix.startsWith('fd00:10:244:'))
+          .map((r) => `${r.DestinationPrefix} via ${r.NextHop}`)
+          .sort();
+      // host-local's store of this scenario's own (the prefix's C:\var\lib\cni is shared with the other scenarios,
+      // whose doctor reads the bridge endpoint's reservation there).
+      const agent = start(s, [`--cni-ipam-data-dir=${winPath(join(s.dir, 'ipam'))}`]);
 
-    // A peer's IPv6 half deleted: its route goes through DeleteIpForwardEntry2 with AF_INET6.
-    s.api.updateNode('linux-1', (n) => void delete n.metadata.annotations!['flannel.alpha.coreos.com/public-ipv6']);
-    await waitForAgent(() => routes().length === 2, 'the IPv6 route removed', agent);
-    expect(routes()).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
+      await waitForAgent(() => routes().length === 3 && existsSync(subnetEnv()), 'three peer routes (two IPv4, one IPv6) and subnet.env', agent);
+      expect(routes()).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12', 'fd00:10:244:1::/64 via fd00:10::11']);
+      expect(readFileSync(subnetEnv(), 'utf8')).toBe(
+        'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_IPV6_NETWORK=fd00:10:244::/56\nFLANNEL_IPV6_SUBNET=fd00:10:244:3::1/64\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n',
+      );
+      // The IPv6 address came through GetUnicastIpAddressTable (no --public-ipv6 given) and was published.
+      expect(s.sim.count('GetUnicastIpAddressTable')).toBeGreaterThan(0);
+      await waitForAgent(() => s.api.getNode(WIN)!.metadata.annotations?.['flannel.alpha.coreos.com/public-ipv6'], 'public-ipv6 published', agent);
+      expect(s.api.getNode(WIN)!.metadata.annotations!['flannel.alpha.coreos.com/public-ipv6']).toBe(WIN_IP6);
+      expect(agent.log()).not.toMatch(/does not list the adapter's IPv6 addresses/);
+      // One dual-stack L2Bridge and its host endpoint at .2 and ::2; forwarding on for both families on the vNIC.
+      const net = s.sim.dp.getNetworkByName('cbr0')!;
+      expect(net.Ipams?.flatMap((i) => i.Subnets ?? []).map((x) => x.IpAddressPrefix)).toEqual([V4, V6]);
+      const ep = s.sim.dp.listEndpoints().find((e) => e.Name === 'cbr0_ep')!;
+      expect(ep.IpConfigurations?.map((c) => c.IpAddress)).toEqual(['10.244.3.2', 'fd00:10:244:3::2']);
+      const vnic = () => s.sim.dp.listAdapters().find((a) => a.Name === 'vEthernet (Ethernet)')!;
+      await waitForAgent(() => s.sim.dp.getForwarding(vnic().InterfaceIndex, 'ipv6') && vnic().Forwarding, 'IPv4 and IPv6 forwarding on the vNIC', agent, 20_000);
+      expect(s.sim.protocolErrors).toEqual([]);
 
-    // sdnbridge's recorded calls on this network: every HRESULT as recorded, the pod endpoint with both families.
-    const b = newBindings({ ids: { '<NETWORK_ID>': net.ID! } });
-    const expected = (ms: ReplayMismatch[]) => ms.filter((m) => !/HcnQueryNetworkProperties out|HcnEnumerateNetworks out/.test(m.where) && !/PrefixLength/.test(m.where));
-    const add = await replayScenario(loadTrace('sdnbridge-dual-stack-add'), s.sim.dp, b, { checkStateBefore: false, checkStateAfter: false });
-    expect(add.mismatches.filter((m) => m.where.endsWith(' hr'))).toEqual([]);
-    expect(expected(add.mismatches)).toEqual([]);
-    const pod = s.sim.dp.listEndpoints().find((e) => e.Name?.startsWith('sdnbridgepod1'))!;
-    expect(pod.IpConfigurations).toEqual([
-      { IpAddress: '10.244.3.10', PrefixLength: 24 },
-      { IpAddress: 'fd00:10:244:3::10', PrefixLength: 64 },
-    ]);
-    const del = await replayScenario(loadTrace('sdnbridge-dual-stack-del'), s.sim.dp, b, { checkStateBefore: false, checkStateAfter: false });
-    expect(del.mismatches.filter((m) => m.where.endsWith(' hr'))).toEqual([]);
-    expect(expected(del.mismatches)).toEqual([]);
-    expect(s.sim.dp.listEndpoints().map((e) => e.Name)).toEqual(['cbr0_ep']);
-    await waitForAgent(() => s.sim.mibTablesOutstanding === 0, 'every MIB table freed', agent, 20_000);
-    expect(s.sim.badFrees).toBe(0);
-    expect(existsSync(join(s.dir, 'ipam', 'cbr0', '10.244.3.2'))).toBe(true); // the bridge endpoint's address, reserved
-  }, 240_000);
+      // A peer's IPv6 half deleted: its route goes through DeleteIpForwardEntry2 with AF_INET6.
+      s.api.updateNode('linux-1', (n) => void delete n.metadata.annotations!['flannel.alpha.coreos.com/public-ipv6']);
+      await waitForAgent(() => routes().length === 2, 'the IPv6 route removed', agent);
+      expect(routes()).toEqual(['10.244.1.0/24 via 10.0.0.11', '10.244.2.0/24 via 10.0.0.12']);
+
+      // sdnbridge's recorded calls on this network: every HRESULT as recorded, the pod endpoint with both families.
+      const b = newBindings({ ids: { '<NETWORK_ID>': net.ID! } });
+      const expected = (ms: ReplayMismatch[]) => ms.filter((m) => !/HcnQueryNetworkProperties out|HcnEnumerateNetworks out/.test(m.where) && !/PrefixLength/.test(m.where));
+      const add = await replayScenario(loadTrace('sdnbridge-dual-stack-add'), s.sim.dp, b, { checkStateBefore: false, checkStateAfter: false });
+      expect(add.mismatches.filter((m) => m.where.endsWith(' hr'))).toEqual([]);
+      expect(expected(add.mismatches)).toEqual([]);
+      const pod = s.sim.dp.listEndpoints().find((e) => e.Name?.startsWith('sdnbridgepod1'))!;
+      expect(pod.IpConfigurations).toEqual([
+        { IpAddress: '10.244.3.10', PrefixLength: 24 },
+        { IpAddress: 'fd00:10:244:3::10', PrefixLength: 64 },
+      ]);
+      const del = await replayScenario(loadTrace('sdnbridge-dual-stack-del'), s.sim.dp, b, { checkStateBefore: false, checkStateAfter: false });
+      expect(del.mismatches.filter((m) => m.where.endsWith(' hr'))).toEqual([]);
+      expect(expected(del.mismatches)).toEqual([]);
+      expect(s.sim.dp.listEndpoints().map((e) => e.Name)).toEqual(['cbr0_ep']);
+      await waitForAgent(() => s.sim.mibTablesOutstanding === 0, 'every MIB table freed', agent, 20_000);
+      expect(s.sim.badFrees).toBe(0);
+      expect(existsSync(join(s.dir, 'ipam', 'cbr0', '10.244.3.2'))).toBe(true); // the bridge endpoint's address, reserved
+    }, 240_000);
+  });
 
   // The host NIC kept (src/host/nic-keeper.ts) through the Windows build: the simulated node's fault mode
   // "the vNIC keeps only DHCP settings" (docs/simulator.md) leaves vEthernet (Ethernet) on APIPA without its
