@@ -189,6 +189,17 @@ interface Scenario {
 
   const subnetEnv = () => driveC('run/flannel/subnet.env');
 
+  /**
+   * `flanneld doctor` under Wine beside the agent, on its flags, env and DLLs (the win32 dataplane reads HNS, the
+   * route table and the adapters through the stand-ins; the cluster rows through the fake API).
+   */
+  function doctor(s: Scenario, extraArgs: string[]) {
+    const args = [winPath(join(prepared.stage, 'dist', 'main.js')), 'doctor', '--kube-subnet-mgr', '--dataplane', 'windows', '--win32-dll-dir', winPath(prepared.build.dllDir)];
+    args.push(`--kubeconfig-file=${winPath(s.kubeconfig)}`, `--net-config-path=${winPath(s.netConfPath)}`, '--iface', WIN_IP, ...extraArgs);
+    const env = { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) };
+    return runUnderWine(prepared.nodeExe, args, { outDir: s.dir, env });
+  }
+
   /** The node's adapter gets its IPv6 address (the dual-stack scenario's). */
   const withIPv6 = (s: Scenario) =>
     editState(s.sim.dp, (st) => st.adapters.filter((a) => a.IPAddress === WIN_IP).forEach((a) => Object.assign(a, { IPv6Address: WIN_IP6, IPv6PrefixLength: 64 })));
@@ -257,26 +268,9 @@ interface Scenario {
       expect(status.stdout).toMatch(/^Peers +2 desired, 2 programmed, 0 rejected, 0 refused$/m);
       expect(status.code).toBe(0);
 
-      // `flanneld doctor` beside it, on the same flags, env and DLLs as the agent (the win32 dataplane reads
-      // HNS, the route table and the adapters through the stand-ins; the cluster rows through the fake API).
-      const doctorArgs = [
-        winPath(join(prepared.stage, 'dist', 'main.js')),
-        'doctor',
-        '--kube-subnet-mgr',
-        '--dataplane',
-        'windows',
-        '--win32-dll-dir',
-        winPath(prepared.build.dllDir),
-        `--kubeconfig-file=${winPath(s.kubeconfig)}`,
-        `--net-config-path=${winPath(s.netConfPath)}`,
-        '--iface',
-        WIN_IP,
-        '--healthz-ip=127.0.0.1',
-        `--healthz-port=${healthzPort}`,
-        ...cniArgs,
-      ];
-      const doctorEnv = { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) };
-      const doctorJson = await runUnderWine(prepared.nodeExe, [...doctorArgs, '--json'], { outDir: s.dir, env: doctorEnv });
+      // `flanneld doctor` beside it, on the agent's health port and CNI directories.
+      const doctorFlags = ['--healthz-ip=127.0.0.1', `--healthz-port=${healthzPort}`, ...cniArgs];
+      const doctorJson = await doctor(s, [...doctorFlags, '--json']);
       expect(doctorJson.stderr).toBe('');
       const report = JSON.parse(doctorJson.stdout) as { node: string | null; ok: boolean; checks: { id: string; status: string; saw: string }[] };
       const row = (id: string) => report.checks.find((c) => c.id === id);
@@ -334,7 +328,7 @@ interface Scenario {
       expect(report.node).toBe(WIN);
       expect(report.ok).toBe(true);
       expect(doctorJson.code).toBe(0);
-      const doctorTable = await runUnderWine(prepared.nodeExe, doctorArgs, { outDir: s.dir, env: doctorEnv });
+      const doctorTable = await doctor(s, doctorFlags);
       expect(doctorTable.stderr).toBe('');
       expect(doctorTable.stdout).toMatch(/^ok +agent +flanneld .* is running and in sync \(2\/2 peers\)$/m);
       expect(doctorTable.stdout).toMatch(/^ok +peers +2 peer RemoteSubnetRoute policies, each as published$/m);
@@ -390,27 +384,9 @@ interface Scenario {
       // agent set (it ran with the default C:\etc\cni\net.d, empty in this prefix).
       const emptyConfDir = join(s.dir, 'empty-net.d');
       mkdirSync(emptyConfDir);
-      const doctor = await runUnderWine(
-        prepared.nodeExe,
-        [
-          winPath(join(prepared.stage, 'dist', 'main.js')),
-          'doctor',
-          '--json',
-          '--kube-subnet-mgr',
-          '--dataplane',
-          'windows',
-          '--win32-dll-dir',
-          winPath(prepared.build.dllDir),
-          `--kubeconfig-file=${winPath(s.kubeconfig)}`,
-          `--net-config-path=${winPath(s.netConfPath)}`,
-          '--iface',
-          WIN_IP,
-          `--cni-conf-dir=${winPath(emptyConfDir)}`,
-        ],
-        { outDir: s.dir, env: { FLANNEL_SIM_PORT: String(s.sim.port), NODE_NAME: WIN, WINEDLLOVERRIDES: standinOverrides(prepared.build.dllDir) } },
-      );
-      expect(doctor.stderr).toBe('');
-      const rows = Object.fromEntries((JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks.map((c) => [c.id, c.status]));
+      const ran = await doctor(s, ['--json', `--cni-conf-dir=${winPath(emptyConfDir)}`]);
+      expect(ran.stderr).toBe('');
+      const rows = Object.fromEntries((JSON.parse(ran.stdout) as { checks: { id: string; status: string }[] }).checks.map((c) => [c.id, c.status]));
       expect(rows).toMatchObject({
         agent: 'warn',
         lease: 'ok',
@@ -426,7 +402,7 @@ interface Scenario {
         'node-condition': 'fail',
       });
       expect(Object.keys(rows).filter((id) => rows[id] === 'fail')).toEqual(['cni-conflist', 'node-condition']);
-      expect(doctor.code).toBe(1);
+      expect(ran.code).toBe(1);
 
       const again = start(s);
       // Its first reconcile pass has read HNS and the route table and written what it would write.
