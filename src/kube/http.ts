@@ -1,8 +1,8 @@
 // Raw JSON requests to the Kubernetes API server, each with a deadline, and a watch stream with a
 // silence watchdog. @kubernetes/client-node still provides the kubeconfig, authentication and TLS
-// (KubeConfig.applyToFetchOptions: the bearer/exec/token-file headers and the http(s) Agent with CA,
-// client certificate and insecure-skip-tls-verify); what it does not give is a deadline and a decode we
-// choose:
+// (KubeConfig.applyToHTTPSOptions through ./credentials.ts: the bearer/exec/token-file headers and the
+// http(s) Agent with CA, client certificate and insecure-skip-tls-verify); what it does not give is a
+// deadline and a decode we choose:
 // - its typed API (CoreV1Api) deserializes every Node into the full model, and one Node with a
 //   wrong-typed field (status.conditions, spec.taints) makes the whole list throw;
 // - its Watch (client-node src/watch.ts) only hands back its AbortController once the response headers
