@@ -18,9 +18,9 @@ export const IMPORT_ORDER = {
     'dist/basics/log.js',
     'dist/agent.js',
     'dist/simulator/node.js',
-    '@kubernetes/client-node/dist/config.js',
-    '@kubernetes/client-node',
-    'dist/subnet/kube/manager.js',
+    // client-node's KubeConfig, as the build bundles it (packaging/kubeconfig-bundle.mjs)
+    'dist/kube/kubeconfig.js',
+    'dist/subnet/kube/factory.js',
     'dist/backends/vxlan/backend.js',
   ],
   etcd: ['dist/config/parse.js', 'dist/basics/log.js', 'dist/agent.js', 'dist/simulator/node.js', 'etcd3', 'dist/subnet/etcd/factory.js', 'dist/backends/vxlan/backend.js'],

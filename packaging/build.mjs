@@ -28,7 +28,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { MARKER as KUBECONFIG_BUNDLE } from './kubeconfig-bundle.mjs';
+import { MARKER as KUBECONFIG_BUNDLE, LAZY_REQUIRE } from './kubeconfig-bundle.mjs';
 import { RUNTIME_EXEC_ARGV } from './runtime-flags.mjs';
 import { trackedFiles } from './tracked-files.mjs';
 import { securityDirectory, stripSignature } from './pe-signature.mjs';
@@ -111,6 +111,29 @@ function commandsPlugin(distDir) {
 }
 
 /**
+ * The kubeconfig bundle loads client-node's rarely used dependencies with its own `require`
+ * (createRequire(import.meta.url), packaging/kubeconfig-bundle.mjs LAZY_PACKAGES), which esbuild cannot
+ * follow and a SEA could not resolve. Make each a plain `require("pkg")`: esbuild bundles the package
+ * and evaluates it at that call, as before.
+ */
+function lazyRequirePlugin(distDir) {
+  return {
+    name: 'flanneld-lazy-require',
+    setup(build) {
+      const file = join(distDir, 'kube', 'kubeconfig.js');
+      build.onLoad({ filter: /[\\/]kube[\\/]kubeconfig\.js$/ }, (args) => {
+        if (resolve(args.path) !== file) return undefined;
+        const src = readFileSync(file, 'utf8');
+        const def = new RegExp(`^var ${LAZY_REQUIRE} = \\w+\\(import\\.meta\\.url\\);$`, 'm');
+        if (!def.test(src)) throw new Error(`${file}: ${LAZY_REQUIRE}'s definition not found (update packaging/build.mjs)`);
+        const contents = src.replace(def, '').replaceAll(`${LAZY_REQUIRE}(`, 'require(');
+        return { contents, loader: 'js', resolveDir: dirname(file) };
+      });
+    },
+  };
+}
+
+/**
  * A bundled package that reads a file beside its own code (`${__dirname}/../proto/rpc.proto`) would
  * look beside the exe instead: rewrite its __dirname to `<bundle dir>/node_modules/<pkg>/<subdir>`
  * (in a SEA, __dirname is the exe's directory) and record the package, whose data files are copied
@@ -166,7 +189,7 @@ async function bundle(workDir) {
     // whatwg-url@5 / tr46 (node-fetch, via client-node) require the punycode builtin: Node warns
     // (DEP0040) when that happens outside node_modules, which in a single executable is always.
     banner: { js: BANNER },
-    plugins: [commandsPlugin(distDir), dirnamePlugin(assetPackages)],
+    plugins: [commandsPlugin(distDir), lazyRequirePlugin(distDir), dirnamePlugin(assetPackages)],
   });
   const code = readFileSync(outfile, 'utf8');
   // Anything but the ffi-rs import left as a computed import() would fail inside the SEA.

@@ -22,7 +22,9 @@
 //   redactor (registerSecret, one slot per source: a rotated token replaces the one before), so no log
 //   line carries it whatever its source.
 import { dirname, isAbsolute, join } from 'node:path';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type http from 'node:http';
+import type https from 'node:https';
 import type { KubeConfig, User } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import type { Clock } from '../basics/clock.js';
@@ -248,13 +250,27 @@ export interface RequestCredentials {
 }
 
 /**
- * The headers and TLS agent of one request (client-node applyToFetchOptions: token, token file, exec
- * plugin, basic auth, client certificate). A failing plugin or token file -> KubeError FLANNEL_ERR_KUBE_AUTH.
+ * The headers and TLS agent of one request: client-node's applyToHTTPSOptions (token, token file, exec
+ * plugin, basic auth, client certificate), its headers named in lower case and its basic auth as a
+ * header, as client-node's applyToFetchOptions makes them into node-fetch Headers (which the kubeconfig
+ * bundle then never loads: packaging/kubeconfig-bundle.mjs). Each header is checked as Node's http client
+ * checks it. A failing plugin or token file, or a header Node would refuse -> KubeError FLANNEL_ERR_KUBE_AUTH.
  */
 export async function requestCredentials(kc: KubeConfig): Promise<RequestCredentials> {
-  let init: Awaited<ReturnType<KubeConfig['applyToFetchOptions']>>;
+  const opts: https.RequestOptions = {};
+  const headers: Record<string, string> = {};
   try {
-    init = await kc.applyToFetchOptions({});
+    await kc.applyToHTTPSOptions(opts);
+    for (const [key, val] of Object.entries(opts.headers ?? {})) {
+      if (val === undefined || (Array.isArray(val) && val.length === 0)) continue;
+      const name = key.toLowerCase();
+      const value = Array.isArray(val) ? val.join(', ') : String(val);
+      // Headers.append for each value of a list, Headers.set for one value.
+      headers[name] = Array.isArray(val) && headers[name] !== undefined ? `${headers[name]}, ${value}` : value;
+      validateHeaderName(name);
+      validateHeaderValue(name, headers[name]);
+    }
+    if (opts.auth) headers['authorization'] = 'Basic ' + Buffer.from(opts.auth).toString('base64');
   } catch (err) {
     if (err instanceof FlannelError) throw err;
     const msg = errorMessage(err)
@@ -262,13 +278,11 @@ export async function requestCredentials(kc: KubeConfig): Promise<RequestCredent
       .trim();
     throw new KubeError('FLANNEL_ERR_KUBE_AUTH', `the kubeconfig user's credential plugin or token file failed - ${msg}`, {}, { cause: err });
   }
-  const headers: Record<string, string> = {};
-  (init.headers as Headers | undefined)?.forEach((v, k) => (headers[k] = v));
   const credential = /^(?:Bearer|Basic)\s+(.+)$/i.exec(headers['authorization'] ?? '')?.[1];
   if (credential !== undefined) {
     registerSecret('kube-request-credential', credential);
     const basic = /^Basic/i.test(headers['authorization'] ?? '');
     registerSecret('kube-basic-password', basic ? Buffer.from(credential, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined);
   }
-  return { headers, agent: init.agent as http.Agent | undefined };
+  return { headers, agent: opts.agent as http.Agent | undefined };
 }

@@ -1,8 +1,8 @@
 // Raw JSON requests to the Kubernetes API server, each with a deadline, and a watch stream with a
 // silence watchdog. @kubernetes/client-node still provides the kubeconfig, authentication and TLS
-// (KubeConfig.applyToFetchOptions: the bearer/exec/token-file headers and the http(s) Agent with CA,
-// client certificate and insecure-skip-tls-verify); what it does not give is a deadline and a decode we
-// choose:
+// (KubeConfig.applyToHTTPSOptions through ./credentials.ts: the bearer/exec/token-file headers and the
+// http(s) Agent with CA, client certificate and insecure-skip-tls-verify); what it does not give is a
+// deadline and a decode we choose:
 // - its typed API (CoreV1Api) deserializes every Node into the full model, and one Node with a
 //   wrong-typed field (status.conditions, spec.taints) makes the whole list throw;
 // - its Watch (client-node src/watch.ts) only hands back its AbortController once the response headers
@@ -45,16 +45,42 @@ const MAX_BODY_BYTES = 256 * 1024 * 1024;
 const MAX_ERROR_BODY = 4096;
 const USER_AGENT = userAgent();
 
+/** The largest answer joined in a client's kept buffer (BodyJoiner); a larger one gets a buffer of its own. */
+const MAX_KEPT_BODY_BYTES = 8 * 1024 * 1024;
+
 /**
- * The text of an answer's bytes (without the `unread` fields), the bytes released before it returns:
- * neither the joined buffer nor the chunks may still be referenced while the caller parses the text.
- * A buffer alive during the parse outlives the scavenges the parse triggers, is promoted, and its
- * memory (outside V8's heap) comes back only at a full GC: held across JSON.parse, the 2-3 MB buffer of
- * each list page raised the agent's RSS after a 5,000-Node list by about 17 MB (docs/performance.md).
+ * Joins an answer's chunks in one buffer kept for the life of the client, grown (by a quarter more than
+ * asked) to the largest answer up to MAX_KEPT_BODY_BYTES, instead of a new buffer per answer. A list of
+ * 5,000 Nodes is 34 pages of 1.6 MB: a new buffer for each left the allocator holding about 5 MB more
+ * after the list (glibc's heap kept the freed blocks: with its mmap threshold fixed by
+ * MALLOC_MMAP_THRESHOLD_, 7 MB less; docs/performance.md "RSS at 5,000 Nodes").
  */
-function bodyText(chunks: Buffer[], unread: readonly DroppedField[] | undefined): string {
-  const bytes = Buffer.concat(chunks);
-  chunks.length = 0;
+class BodyJoiner {
+  private kept = Buffer.allocUnsafeSlow(0);
+
+  /** `chunks` joined, emptied; the bytes are valid until the next call. */
+  join(chunks: Buffer[]): Buffer {
+    let size = 0;
+    for (const c of chunks) size += c.length;
+    if (size > MAX_KEPT_BODY_BYTES) return Buffer.concat(chunks.splice(0), size);
+    if (this.kept.length < size) this.kept = Buffer.allocUnsafeSlow(Math.min(MAX_KEPT_BODY_BYTES, Math.ceil(size * 1.25)));
+    let at = 0;
+    for (const c of chunks) at += c.copy(this.kept, at);
+    chunks.length = 0;
+    return this.kept.subarray(0, size);
+  }
+}
+
+/**
+ * The text of an answer's bytes (without the `unread` fields), the chunks released before it returns:
+ * they may not still be referenced while the caller parses the text. A buffer alive during the parse
+ * outlives the scavenges the parse triggers, is promoted, and its memory (outside V8's heap) comes back
+ * only at a full GC: held across JSON.parse, the 2-3 MB buffer of each list page raised the agent's RSS
+ * after a 5,000-Node list by about 17 MB (docs/performance.md). The joined bytes are the client's kept
+ * buffer, which is meant to stay.
+ */
+function bodyText(chunks: Buffer[], joiner: BodyJoiner, unread: readonly DroppedField[] | undefined): string {
+  const bytes = joiner.join(chunks);
   return unread ? withoutFields(bytes, unread) : bytes.toString('utf8');
 }
 
@@ -71,6 +97,7 @@ const TLS_OPTIONS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthoriz
 export class KubeHttp {
   /** The keep-alive agent of the requests and what it was made from (see `connections`). */
   private pooled: { key: string; agent: http.Agent } | undefined;
+  private readonly joiner = new BodyJoiner();
 
   constructor(
     private readonly kc: KubeConfig,
@@ -184,7 +211,7 @@ export class KubeHttp {
         res.on('end', () => {
           const status = res.statusCode ?? 0;
           const ok = status >= 200 && status <= 299;
-          const text = bodyText(chunks, ok ? unread : undefined);
+          const text = bodyText(chunks, this.joiner, ok ? unread : undefined);
           if (!ok) return reject(apiError(what, status, text.slice(0, MAX_ERROR_BODY), res.headers['retry-after']));
           try {
             resolve(JSON.parse(text) as unknown);

@@ -60,3 +60,25 @@ describe('KubeHttp transport failures are coded', () => {
     await expectCode(new KubeHttp(kc, systemClock).json({ method: 'GET', path: '/api/v1/nodes', timeoutMs: 60_000, signal: signal() }), KubeError, 'FLANNEL_ERR_KUBE');
   });
 });
+
+describe("KubeHttp joins each answer's bytes in one kept buffer", () => {
+  // Answers of 200 kB, 40 B, 3 MB (in 16 kB writes, as TLS records arrive), 40 B again and 9 MB (above the
+  // kept buffer's cap): each decodes to exactly its own JSON, none carries bytes of the one before.
+  it('answers smaller and larger than the one before, and one larger than the cap, each read whole', async () => {
+    const sizes = [200_000, 40, 3_000_000, 40, 9_000_000];
+    let n = 0;
+    const kc = await serve((_req, res) => {
+      const size = sizes[n];
+      const body = Buffer.from(JSON.stringify({ n, pad: 'x'.repeat(size) }));
+      n++;
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      for (let at = 0; at < body.length; at += 16_384) res.write(body.subarray(at, at + 16_384));
+      res.end();
+    });
+    const http = new KubeHttp(kc, systemClock);
+    for (const [i, size] of sizes.entries()) {
+      const got = (await http.json({ method: 'GET', path: '/api/v1/nodes', timeoutMs: 60_000, signal: signal() })) as { n: number; pad: string };
+      expect([got.n, got.pad.length, got.pad === 'x'.repeat(size)]).toEqual([i, size, true]);
+    }
+  });
+});
