@@ -70,7 +70,7 @@ export function digest(sig: string): string {
 /** What to do about a rejected peer lease, by the family of its reason (the VNI checks' own messages say it). */
 function rejectionFix(reason: LeaseRejectReason): string | undefined {
   if (reason === 'vni-too-low' || reason === 'vni-mismatch') return undefined;
-  if (reason === 'subnet-contested' || reason === 'subnet-overlaps-peer' || reason === 'subnet-overlaps-own' || reason === 'subnet-equals-own')
+  if (reason === 'subnet-overlaps-peer' || reason === 'subnet-overlaps-own' || reason === 'subnet-equals-own')
     return "give each Node its own podCIDR (kube-controller-manager --allocate-node-cidrs), or remove the stale Node's flannel annotations";
   if (reason.startsWith('vni') || reason === 'backend-type-mismatch')
     return "use the same Backend Type and VNI (4096 or above for Windows) in every node's net-conf.json (kube-flannel-cfg)";

@@ -13,7 +13,6 @@ export const LEASE_REJECT_REASONS = [
   'subnet-length',
   'subnet-overlaps-own',
   'subnet-overlaps-peer',
-  'subnet-contested',
   'subnet-equals-own',
   'subnet-ipv6-only',
   'public-ip-invalid',
@@ -55,7 +54,7 @@ export const IPV6_REJECT_REASONS = [
 export type IPv6RejectReason = (typeof IPV6_REJECT_REASONS)[number];
 
 /** The reasons that are a conflict between two peers over one subnet (flannel_subnet_conflicts_total, a contested Event). */
-export const CONFLICT_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['subnet-overlaps-peer', 'subnet-contested']);
+export const CONFLICT_REASONS: ReadonlySet<string> = new Set<LeaseRejectReason>(['subnet-overlaps-peer']);
 
 /**
  * The reasons that say the peer and this node were configured for different clusters: they compare the

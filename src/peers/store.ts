@@ -12,7 +12,8 @@
 // - the holder keeps its subnet; a subnet changes hands only when its holder is deleted, moves to another
 //   subnet or turns invalid, and the handover is logged;
 // - a subnet nobody holds (the first complete list, or after a handover) goes to the claimant with the
-//   oldest creation time (Node metadata.creationTimestamp); with equal (or unknown) times, to no one;
+//   oldest creation time (Node metadata.creationTimestamp), with equal times to the one whose name sorts
+//   first (claimsFirst, ../subnet/lease.ts: the rule the agent applies to its own Node at its first start);
 // - every node refused a subnet is a conflict: logged once, naming both nodes, and counted.
 // The first complete list decides every contested subnet from scratch: peers seen before it only add (a
 // provisional holder may lose its subnet to an older claimant on a later page when the list completes).
@@ -28,7 +29,7 @@ import type { Metrics } from '../basics/metrics.js';
 import { METRIC } from '../basics/metrics.js';
 import type { RejectedLease } from '../network-status.js';
 import type { NodeEvents } from '../node-events.js';
-import type { Lease, LeaseUpdate, PeerLease } from '../subnet/lease.js';
+import { claimsFirst, type Lease, type LeaseUpdate, type PeerLease } from '../subnet/lease.js';
 import { digest, keptText, PeerProblems } from './problems.js';
 import { CONFLICT_REASONS, type LeaseRejectReason } from './reject-reasons.js';
 import type { IPv6Rejected, LeaseValidation, LeaseValidationContext } from './validate.js';
@@ -216,19 +217,19 @@ export class PeerStore<D> {
 
   /**
    * Who keeps `subnet` against a Node created at `created` (ms since the epoch; undefined = unknown) that
-   * claims it: the own Node registered again with another podCIDR. The rule `decide` applies to peers: the
-   * older Node keeps a contested subnet, and an equal or unknown time is a tie no one wins; so a peer that
-   * holds or validly claims `subnet` and is not younger keeps it (the holder first, else the oldest).
-   * Undefined: that Node may take it.
+   * claims it: the own Node registered again with another podCIDR. The rule `decide` applies to peers
+   * (claimsFirst: the older Node keeps a contested subnet, with equal times the one whose name sorts first);
+   * so a peer that holds or validly claims `subnet` and would win against the own Node keeps it (the holder
+   * first, else the first by that rule). Undefined: that Node may take it.
    */
   keeperOf(subnet: string, created: number | undefined): string | undefined {
-    const own = created ?? Infinity;
+    const own = { key: this.ownLeaseKey ?? '', created };
     let keeper: Lease | undefined;
     for (const key of this.claimants.get(subnet) ?? []) {
       const l = this.peersByKey.get(key)?.lease;
-      if (!l || own < (l.created ?? Infinity)) continue; // younger than that Node: it would lose the subnet
+      if (!l || claimsFirst(own, l)) continue; // the own Node would win: this one would lose the subnet
       if (this.holder.get(subnet) === key) return key;
-      if (!keeper || (l.created ?? Infinity) < (keeper.created ?? Infinity)) keeper = l;
+      if (!keeper || claimsFirst(l, keeper)) keeper = l;
     }
     return keeper?.key;
   }
@@ -442,7 +443,7 @@ export class PeerStore<D> {
     this.metrics?.set(METRIC.peers, this.acceptedCount);
   }
 
-  /** Who holds subnet `sn` now: its holder if any, else the oldest valid claimant, else (a tie) no one. */
+  /** Who holds subnet `sn` now: its holder if any, else the first valid claimant by claimsFirst. */
   private decide(sn: string, verdict: (l: Lease) => LeaseValidation, freedFrom: string | undefined, changed: Set<string>): void {
     const valid: Lease[] = [];
     for (const key of this.claimants.get(sn) ?? []) {
@@ -453,17 +454,7 @@ export class PeerStore<D> {
     }
     let holder = this.holder.get(sn);
     if (holder === undefined && valid.length > 0) {
-      valid.sort((a, b) => (a.created ?? Infinity) - (b.created ?? Infinity) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      const [first, second] = valid;
-      if (second !== undefined && !((first.created ?? Infinity) < (second.created ?? Infinity))) {
-        // Equal (or unknown) creation times: no one holds the subnet until one of them gives it up.
-        const tied = valid.filter((l) => (l.created ?? Infinity) === (first.created ?? Infinity)).map((l) => l.key);
-        for (const l of valid) {
-          const other = tied.find((k) => k !== l.key) ?? first.key;
-          this.reject(l, 'subnet-contested', `subnet ${l.subnet} is claimed by ${tied.length} nodes created at the same time; none of them gets it`, other);
-        }
-        return;
-      }
+      const first = valid.reduce((a, b) => (claimsFirst(b, a) ? b : a));
       holder = first.key;
       const waited = this.problems.rejection(holder)?.reason;
       this.holder.set(sn, holder);

@@ -74,6 +74,24 @@ export type LeaseUpdateHandler = (update: LeaseUpdate) => void;
  */
 export type OwnLeaseChange = { kind: 'lost'; reason: string } | { kind: 'back' } | { kind: 'replaced'; subnet: string; created?: number; reason: string };
 
+/** A claim on a subnet: the claimant's name (kube: the Node's) and creation time (ms since the epoch; undefined = unknown). */
+export interface SubnetClaim {
+  key: string;
+  created?: number;
+}
+
+/**
+ * Whether claim `a` keeps a subnet against claim `b` (docs/compatibility.md, "Who holds a contested
+ * subnet"): the older Node (metadata.creationTimestamp; an unknown time counts as the newest) and, with
+ * equal times (the API server's are whole seconds), the one whose name sorts first. A total order: of two
+ * claimants exactly one wins, whichever of them asks.
+ */
+export function claimsFirst(a: SubnetClaim, b: SubnetClaim): boolean {
+  const ta = a.created ?? Infinity;
+  const tb = b.created ?? Infinity;
+  return ta < tb || (ta === tb && a.key < b.key);
+}
+
 export interface SubnetManager {
   /** `kube` or `etcd`. */
   readonly name: string;

@@ -24,7 +24,7 @@ describe('clusterMismatch', () => {
     ['before the complete list', status([rejected('a', 'backend-type-mismatch')], { listed: false }), HOSTGW],
     ['one peer accepted', status([rejected('a', 'backend-type-mismatch')], { peersDesired: 1 }), HOSTGW],
     ["a rejection that is the peer's own fault among them", status([rejected('a', 'backend-type-mismatch'), rejected('b', 'public-ip-own')]), HOSTGW],
-    ['only peer faults', status([rejected('a', 'subnet-contested')]), HOSTGW],
+    ['only peer faults', status([rejected('a', 'subnet-overlaps-peer')]), HOSTGW],
   ])('none: %s', (_what, s, own) => {
     expect(clusterMismatch(s, own)).toBeUndefined();
   });

@@ -182,17 +182,20 @@ describe('PeerStore', () => {
     }
   });
 
-  it('first list: equal creation times: neither holds the subnet; when one leaves, the other gets it (logged)', async () => {
-    const { w, metrics, rejections, handovers } = setup();
-    const evs = w.update({ kind: 'snapshot', leases: [peer(6, { key: 'a', created: T0 }), peer(6, { key: 'b', created: T0 }), peer(2)] });
-    expect(brief(evs)).toEqual(['added:node-2']);
-    expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-contested' })).toBe(2);
-    expect(rejections().map((e) => [e['node'], e['otherNode']])).toEqual([
+  it('first list: equal creation times: the name that sorts first holds the subnet, whatever the order; when it leaves, the other gets it (logged)', async () => {
+    for (const order of [
       ['a', 'b'],
       ['b', 'a'],
-    ]);
-    expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(6, { key: 'a' }) }] }))).toEqual(['added:b']);
-    expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.6.0/24', to: 'b' })]);
+    ]) {
+      const { w, metrics, rejections, handovers } = setup();
+      const evs = w.update({ kind: 'snapshot', leases: [...order.map((key) => peer(6, { key, created: T0 })), peer(2)] });
+      expect(brief(evs).sort()).toEqual(['added:a', 'added:node-2']);
+      expect(await readMetric(metrics, METRIC.leasesRejected, { reason: 'subnet-overlaps-peer' })).toBe(1);
+      expect(await readMetric(metrics, METRIC.subnetConflicts)).toBe(1);
+      expect(rejections().map((e) => [e['node'], e['otherNode']])).toEqual([['b', 'a']]);
+      expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: peer(6, { key: 'a' }) }] }))).toEqual(['removed:a', 'added:b']);
+      expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.6.0/24', from: 'a', to: 'b' })]);
+    }
   });
 
   it('the holder keeps its subnet when it flickers (changes, re-lists); a duplicate never takes over until it is gone', async () => {
@@ -245,9 +248,11 @@ describe('PeerStore', () => {
     ['nobody claims it', [peer(2)], T0 + 9000, undefined],
     ['an older holder keeps it', [peer(6, { key: 'a', created: T0 })], T0 + 9000, 'a'],
     ['a younger holder loses it to the older Node', [peer(6, { key: 'a', created: T0 + 9000 })], T0, undefined],
-    ['an equal time is a tie no one wins', [peer(6, { key: 'a', created: T0 })], T0, 'a'],
+    ['an equal time: the name that sorts first keeps it (a before node-1)', [peer(6, { key: 'a', created: T0 })], T0, 'a'],
+    ['an equal time: the name that sorts first keeps it (node-1 before z)', [peer(6, { key: 'z', created: T0 })], T0, undefined],
     ['an unknown time of the Node counts as the newest', [peer(6, { key: 'a', created: T0 })], undefined, 'a'],
     ['a holder of unknown age against a known time: the Node is older', [peer(6, { key: 'a' })], T0, undefined],
+    ['both unknown: the name that sorts first', [peer(6, { key: 'z' })], undefined, undefined],
     ['tied claimants (no holder): the oldest of them keeps it', [peer(6, { key: 'a', created: T0 + 5 }), peer(6, { key: 'b', created: T0 + 5 })], T0 + 9000, 'a'],
     ['an invalid lease claims nothing', [peer(6, { key: 'a', created: T0, backendData: { VNI: 1, VtepMAC: '0e:2a:0a:f4:06:01' } })], T0 + 9000, undefined],
   ])('keeperOf a podCIDR the own Node was registered again with: %s', (_what, leases, created, keeper) => {
