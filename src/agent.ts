@@ -11,7 +11,7 @@
 // (@kubernetes/client-node), a kube node never loads etcd3, and only the configured backend, dataplane
 // and health server are loaded (see docs/performance.md, What the process loads).
 import type { Backend, BackendDeps, Network, SourceVip } from './backends/backend.js';
-import { systemClock, type Clock } from './basics/clock.js';
+import { systemClock, untilAborted, type Clock } from './basics/clock.js';
 import type { AgentConfig } from './config/agent-config.js';
 import { createDataplane, type Dataplane } from './dataplane/factory.js';
 import { errorMessage } from './basics/errors.js';
@@ -347,11 +347,17 @@ export class Agent {
     // The cloud metadata route and the chosen NIC's own settings, read before the vSwitch replaces the NIC, are restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     const nic = await snapshotNic(dataplane.host, ext.iface, [netConf.network, ...(netConf.ipv6Network ? [netConf.ipv6Network] : [])], this.log);
+    // While the lease is held (kube: until the first complete Node list confirms the podCIDR), what other
+    // programs read waits: subnet.env, the boot record `flanneld cni-config` reads, the parts' files.
+    let holding = false;
     // What the host needs once the HNS network exists, and again after each rebuild of it.
     const settle = async (network: Network): Promise<void> => {
       await keepNic(nic, { host: dataplane.host, routes: dataplane.routes, log: this.log, events: ownNodeEvents(subnetManager, network.lease) });
       await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
       await network.settle();
+      if (!holding) await publish(network);
+    };
+    const publish = async (network: Network): Promise<void> => {
       if (subnetEnv.differs(network)) {
         // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
         if (this.ready) subnetEnv.keep(() => this.networkValue, signal);
@@ -406,22 +412,50 @@ export class Agent {
           round.abort(new Error('the own Node was registered again'));
         };
         const previous = this.networkValue;
+        let running: Promise<void> | undefined;
         try {
           this.phaseValue = 'registering';
-          const network = await (await newBackend()).registerNetwork(round.signal);
+          // kube: what other programs read (the Node's annotations, subnet.env) is held until the first
+          // complete Node list says no older Node has the podCIDR (SubnetManager.confirmLease); the network
+          // is built and its peers programmed while the list pages. A restart that finds both as they would
+          // be written holds nothing and runs as before.
+          const network = await (await newBackend()).registerNetwork(round.signal, { hold: true });
           this.networkValue = network;
+          const confirming = subnetManager.confirmLease?.(!subnetEnv.differs(network), round.signal);
+          confirming?.catch(() => undefined); // awaited below; a rejection ends the round
+          const run = () =>
+            network.run(round.signal, {
+              afterRebuild: settle,
+              // The readiness loop runs once what was held is published: until then it waits for it.
+              beforeCompleteLease: async (sig) => {
+                await confirming;
+                await untilAborted(readiness.checked(), sig);
+              },
+            });
+          this.runningSince = this.clock.now();
+          if (confirming) {
+            holding = true;
+            running = run();
+            running.catch(() => undefined); // awaited below, or in the catch once the round ends
+          }
           await settle(network);
+          if (confirming) {
+            await confirming;
+            holding = false;
+            await publish(network);
+          }
           this.ready = true;
           this.phaseValue = 'running';
-          this.runningSince = this.clock.now();
           ownNode.leased(network, again && previous);
           void startParts();
-          await network.run(round.signal, { afterRebuild: settle, beforeCompleteLease: () => readiness.checked() });
+          await (running ?? run());
         } catch (err) {
           // What the round started (the lease's renewal, the network's loops) stops with it.
           round.abort(err);
+          await running?.catch(() => undefined);
           if (signal.aborted || next === undefined) throw err;
         } finally {
+          holding = false;
           signal.removeEventListener('abort', endRound);
           this.leaseAgain = undefined;
           ownNode.roundEnded(); // the round's network, which the wait for a contested subnet watched, is done

@@ -99,9 +99,22 @@ export function ownSubnetContestedEvent(node: string, subnet: string, keeper: st
   };
 }
 
-/** What ends the own Node's subnet contest; the agent leases again by itself once it is done. */
-export function ownSubnetContestedFix(node: string, keeper: string): string {
-  return `give ${node} a podCIDR no other Node has (kubectl delete node ${node}: the kubelet registers it again and kube-controller-manager --allocate-node-cidrs assigns a free one), or, if ${keeper} is stale, kubectl delete node ${keeper}; flanneld leases again by itself once either is done`;
+/** The own Node's podCIDR is another's at the agent's first start: the agent published nothing and stops (src/subnet/kube/manager.ts confirmLease). */
+export function ownSubnetContestedAtStartEvent(node: string, subnet: string, keeper: string, sameSecond: boolean): NodeEvent {
+  const holder = sameSecond ? `Node ${keeper}, created in the same second with a name that sorts first, holds` : `the older Node ${keeper} holds`;
+  return {
+    type: 'Warning',
+    reason: NODE_EVENT_REASON.subnetContested,
+    message: `the Node has podCIDR ${subnet}, which ${holder}; flanneld published nothing (no annotations, no subnet.env) and stopped. Fix: ${ownSubnetContestedFix(node, keeper, 'then start flanneld again (its DaemonSet or service restarts it)')}`,
+  };
+}
+
+/**
+ * What ends the own Node's subnet contest, then `after` (by default: the agent leases again by itself). The
+ * kubelet registers a deleted Node only when it starts (kubernetes/kubernetes#71398), hence its restart.
+ */
+export function ownSubnetContestedFix(node: string, keeper: string, after = 'flanneld leases again by itself once either is done'): string {
+  return `give ${node} a podCIDR no other Node has (kubectl delete node ${node}, then restart the kubelet on it, Restart-Service kubelet: it registers the Node again and kube-controller-manager --allocate-node-cidrs assigns a free podCIDR), or, if ${keeper} is stale, kubectl delete node ${keeper}; ${after}`;
 }
 
 /** This node rejects every peer for a cluster-configuration mismatch (src/peers/cluster-mismatch.ts): it reaches none. */

@@ -7,7 +7,7 @@ import type { HnsClient } from '../hns/client.js';
 import type { Host, HostInterface, Ipv6Address } from '../host/host.js';
 import type { Logger } from '../basics/log.js';
 import type { RouteTable } from '../routes/route-table.js';
-import type { Lease, SubnetManager } from '../subnet/lease.js';
+import type { AcquireOptions, Lease, SubnetManager } from '../subnet/lease.js';
 import type { NetworkConfig } from '../subnet/net-conf-types.js';
 import type { NetworkStatus } from '../network-status.js';
 
@@ -101,7 +101,8 @@ export interface Network {
 
 export interface Backend {
   readonly type: 'host-gw' | 'vxlan';
-  registerNetwork(signal: AbortSignal): Promise<Network>;
+  /** Acquire the lease (`opts`: how it is published, ../subnet/lease.ts) and build the network on it. */
+  registerNetwork(signal: AbortSignal, opts?: AcquireOptions): Promise<Network>;
 }
 
 /** Retry `fn` until it succeeds, `attempts` run out, or `signal` aborts (for HNS/host calls that race the vSwitch). */

@@ -48,6 +48,26 @@ export function abortReason(signal: AbortSignal): Error {
   return signal.reason as Error;
 }
 
+/** What `p` settles with, or a rejection with the abort reason once `signal` aborts first (`p` goes on). */
+export function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const aborted = () => reject(abortReason(signal));
+    if (signal.aborted) return aborted();
+    signal.addEventListener('abort', aborted, { once: true });
+    const done = () => signal.removeEventListener('abort', aborted);
+    p.then(
+      (v) => {
+        done();
+        resolve(v);
+      },
+      (err: unknown) => {
+        done();
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
+
 /** Capped exponential backoff: base * 2^attempt, at most cap. */
 export function backoffDelay(attempt: number, baseMs: number, capMs: number): number {
   return Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));

@@ -35,7 +35,7 @@ export const ERROR_FAMILIES = {
   /** `flanneld status`: the status port's answer too large or too slow. */
   StatusError: ['FLANNEL_ERR_STATUS_TOO_LARGE', 'FLANNEL_ERR_STATUS_TIMEOUT'],
   /** Kubernetes: kubeconfig, a failed API call as the caller sees it, the own Node. */
-  KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_KUBE_LIST', 'FLANNEL_ERR_KUBE_AUTH', 'FLANNEL_ERR_NODE'],
+  KubeError: ['FLANNEL_ERR_KUBE', 'FLANNEL_ERR_KUBE_INSECURE', 'FLANNEL_ERR_KUBE_LIST', 'FLANNEL_ERR_KUBE_AUTH', 'FLANNEL_ERR_NODE', 'FLANNEL_ERR_SUBNET_CONTESTED'],
   /** A non-2xx answer of the API server (before the caller maps it to a KubeError). */
   KubeApiError: ['FLANNEL_ERR_KUBE_API'],
   /** An API request without an answer within its deadline, or a watch gone silent. */

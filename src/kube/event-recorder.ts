@@ -234,6 +234,11 @@ export class KubeEventRecorder implements NodeEvents {
     this.draining ??= this.startDrain();
   }
 
+  /** Resolves once every Event recorded so far was written or dropped (each write has its deadline). */
+  async flushed(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
   /**
    * drain() returns once it finds the queue empty, but `draining` is cleared a microtask later: a write
    * queued in between found `draining` still set and started nothing, so drain again when one is waiting.

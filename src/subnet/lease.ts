@@ -92,16 +92,35 @@ export function claimsFirst(a: SubnetClaim, b: SubnetClaim): boolean {
   return ta < tb || (ta === tb && a.key < b.key);
 }
 
+/** How acquireLease publishes the lease. */
+export interface AcquireOptions {
+  /**
+   * kube: keep what the own Node's annotations would change unpublished until confirmLease: the agent
+   * builds its network and programs its peers meanwhile (src/agent.ts). etcd allocates a free subnet and
+   * publishes at once.
+   */
+  hold?: boolean;
+}
+
 export interface SubnetManager {
   /** `kube` or `etcd`. */
   readonly name: string;
   /**
    * Find the own subnet (kube: the node's podCIDR; etcd: allocate one), call `attrsFor(subnet)` to
    * learn what to publish (vxlan creates its HNS network there to learn the VtepMAC, so a lease is never
-   * published with an empty VtepMAC), publish it and return the lease. `publicIP` of the result may
-   * differ from the attrs' when the node overrides it (node-public-ip / public-ip-overwrite).
+   * published with an empty VtepMAC), publish it (unless `opts.hold`) and return the lease. `publicIP` of
+   * the result may differ from the attrs' when the node overrides it (node-public-ip / public-ip-overwrite).
    */
-  acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease>;
+  acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal, opts?: AcquireOptions): Promise<Lease>;
+  /**
+   * kube, after acquireLease with `hold`: resolves once the first complete Node list (the lease watch's)
+   * says no other Node keeps the own podCIDR against the own Node (claimsFirst), having published what
+   * acquireLease held; rejects with FLANNEL_ERR_SUBNET_CONTESTED, and a Warning Event, when one does,
+   * publishing nothing. Undefined when there is nothing to hold: acquireLease found the annotations as it
+   * would write them and `published` says the agent's files do too (a restart). Upstream lists the Nodes
+   * before AcquireLease (flannel pkg/subnet/kube/kube.go) but takes the podCIDR whatever they hold.
+   */
+  confirmLease?(published: boolean, signal: AbortSignal): Promise<void> | undefined;
   /**
    * List + watch peer leases until `signal` aborts: `peers` per list page and per watch event, `listed`
    * after every complete (re)list. Reconnects by itself; rejects only on a fatal error.

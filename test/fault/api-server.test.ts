@@ -1,8 +1,9 @@
 // The API server killed and restarted mid-list and mid-watch: the agent relists, writes nothing before
-// a complete list, and ends with the dataplane equal to the cluster's state.
+// a complete list (neither peers nor, at its first start, its own annotations and subnet.env), and ends with the dataplane equal to the cluster's state.
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { existsSync } from 'node:fs';
 import { METRIC } from '../../src/basics/metrics.js';
-import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor, waitForPasses } from './harness.js';
+import { expectConverged, FaultCluster, HOSTGW_NET_CONF, policies, routes, VXLAN_NET_CONF, waitFor, waitForPasses, WIN } from './harness.js';
 import type { Logger } from '../../src/basics/log.js';
 import { LIST_FAILED, readMetricTotal } from '../support/agent-signals.js';
 import { logSink } from '../support/log-sink.js';
@@ -33,19 +34,27 @@ describe('API server faults', () => {
     c.addWindowsNode();
     // The first list's connection dies mid-request; the server then goes away for a while.
     c.api.failNext('GET', LIST, 0, 1);
-    const a = c.startAgent({ netConf: VXLAN_NET_CONF });
+    const sink = logSink('info');
+    const a = c.startAgent({ netConf: VXLAN_NET_CONF, log: sink.log });
     await waitFor(() => c.api.requests.some((r) => r.method === 'GET' && r.path === '/api/v1/nodes' && r.query['watch'] === undefined), 'the first list');
     await c.api.stop();
     c.api.deleteNode('linux-2');
     c.addLinux(4, 'vxlan');
-    // The own lease is published and subnet.env written before the list completes: the agent reaches
-    // `running` while the server is down.
-    await waitFor(() => a.agent.phase === 'running', 'the agent running without a complete list');
-    expect(a.agent.isReady).toBe(false); // but not ready: /readyz waits for the first complete peer list (docs/compatibility.md §7)
+    // The network is built while the list is retried, but what other programs read (the own Node's
+    // annotations, subnet.env) waits for a complete list to say no older Node has the podCIDR
+    // (docs/compatibility.md, "Who holds a contested subnet"): the agent retries the list, still registering.
+    await waitFor(() => sink.entries.filter((e) => e['message'] === LIST_FAILED).length >= 2, 'the list retried while the server is down', 20_000);
+    expect(a.agent.network).toBeDefined();
+    expect(a.agent.phase).toBe('registering');
+    expect(a.agent.isReady).toBe(false);
+    expect(existsSync(a.subnetFile)).toBe(false);
+    expect(Object.keys(c.api.getNode(WIN)?.metadata.annotations ?? {}).filter((k) => k.startsWith('flannel.alpha.coreos.com/'))).toEqual([]);
     expect(policies(a)).toEqual([]); // nothing written without a complete list
     await c.api.start();
     await expectConverged(a, 'vxlan', [1, 3, 4]);
     expect(a.agent.isReady).toBe(true);
+    expect(existsSync(a.subnetFile)).toBe(true);
+    expect(c.api.getNode(WIN)?.metadata.annotations?.['flannel.alpha.coreos.com/kube-subnet-manager']).toBe('true');
   });
 
   it('killed mid-watch: the outage hides a delete, an add and a change; the relist fails once more; then exact', async () => {

@@ -46,7 +46,10 @@ function hostileNodes(backendType: 'vxlan' | 'host-gw', base: number): FakeNode[
       x.spec!.podCIDR = '10.244.0.0/16';
       x.spec!.podCIDRs = ['10.244.0.0/16'];
     }),
+    // Younger than the Windows node: an older Node with its podCIDR would keep it, and the agent would refuse
+    // to start (docs/compatibility.md, "Who holds a contested subnet"; test/integration/own-subnet-first-start.test.ts).
     h('own-subnet', (x) => {
+      x.metadata.creationTimestamp = new Date(Date.now() + 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
       x.spec!.podCIDR = '10.244.100.0/24';
       x.spec!.podCIDRs = ['10.244.100.0/24'];
     }),

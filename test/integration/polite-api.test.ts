@@ -116,11 +116,13 @@ describe('the built agent against a misbehaving API server: each round after a l
     expect(r.pauses.every((e) => e.code === 'FLANNEL_ERR_KUBE_LIST')).toBe(true);
     expect(r.watches).toBe(0);
     expect(r.lists).toBeLessThanOrEqual(2 * (r.pauses.length + 1));
-    // The lease, the network and subnet.env exist; the peers were never listed: not ready.
-    expect(existsSync(subnetFile)).toBe(true);
+    // The network exists; the peers were never listed: not ready, and subnet.env waits for a complete list
+    // to say no older Node has the podCIDR (docs/compatibility.md, "Who holds a contested subnet").
+    expect(existsSync(subnetFile)).toBe(false);
     expect(await readyz(port)).toBe(503);
     api.misbehave(undefined);
     await waitFor(async () => (await readyz(port)) === 200, '/readyz 200 once a list completes', 30_000);
+    expect(existsSync(subnetFile)).toBe(true);
     expect(logged('node list synced').length).toBe(1);
   }, 60_000);
 });

@@ -19,7 +19,7 @@ import { findInterfaceByIP } from '../../host/select.js';
 import type { HostInterface } from '../../host/host.js';
 import { nthAddress } from '../../basics/ip4.js';
 import type { HostGwBackendConfig } from '../../subnet/net-conf-types.js';
-import type { Lease } from '../../subnet/lease.js';
+import type { AcquireOptions, Lease } from '../../subnet/lease.js';
 
 /** The container ID of the host endpoint's reservation in host-local's store (src/backends/ipam-reservation.ts). */
 export const HOST_ENDPOINT_OWNER = 'flanneld-host-endpoint';
@@ -114,14 +114,14 @@ export class HostGwBackend implements Backend, NodeObjects {
     }
   }
 
-  async registerNetwork(signal: AbortSignal): Promise<Network> {
+  async registerNetwork(signal: AbortSignal, opts?: AcquireOptions): Promise<Network> {
     const { deps } = this;
     const log = deps.log;
     if (this.dual) {
       await deps.hns.requireFeature('IPv6DualStack', 'a dual-stack network (EnableIPv6)', 'upgrade to Windows Server 2022 or newer, or remove EnableIPv6 from net-conf.json');
     }
     const attrs = { publicIP: deps.publicIP, backendType: 'host-gw', backendData: null, ...(this.dual ? { publicIPv6: deps.publicIPv6 } : {}) };
-    const lease = await deps.subnetManager.acquireLease(() => Promise.resolve(attrs), signal);
+    const lease = await deps.subnetManager.acquireLease(() => Promise.resolve(attrs), signal, opts);
     if (this.dual && lease.ipv6Subnet === undefined) {
       throw new BackendError(
         'FLANNEL_ERR_BACKEND',

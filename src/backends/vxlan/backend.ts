@@ -18,7 +18,7 @@ import { findInterfaceByIP } from '../../host/select.js';
 import { nthAddress } from '../../basics/ip4.js';
 import { componentLogger } from '../../basics/log.js';
 import { macToFlannel } from '../../basics/mac.js';
-import { isVxlanBackendData, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
+import { isVxlanBackendData, type AcquireOptions, type Lease, type LeaseAttrs, type VxlanBackendData } from '../../subnet/lease.js';
 import { DEFAULT_VXLAN_PORT, type VxlanBackendConfig } from '../../subnet/net-conf-types.js';
 
 /** What the vxlan drivers write: RemoteSubnetRoute policies, or legacy remote endpoints. */
@@ -96,7 +96,7 @@ export class VxlanBackend implements Backend, NodeObjects {
     this.name = this.cfg.name;
   }
 
-  async registerNetwork(signal: AbortSignal): Promise<Network> {
+  async registerNetwork(signal: AbortSignal, opts?: AcquireOptions): Promise<Network> {
     const { deps, cfg } = this;
     await deps.hns.requireFeature('RemoteSubnet', 'the vxlan backend (RemoteSubnetRoute policies)', 'upgrade to Windows Server 2019 or newer, or use the host-gw backend');
     if (cfg.port !== DEFAULT_VXLAN_PORT) {
@@ -108,7 +108,7 @@ export class VxlanBackend implements Backend, NodeObjects {
     }
     deps.log.info('vxlan config', { name: cfg.name, vni: cfg.vni, port: cfg.port, macPrefix: cfg.macPrefix, legacyRemoteEndpoints: cfg.legacyRemoteEndpoints });
 
-    const lease = await deps.subnetManager.acquireLease((subnet) => this.prepareNetwork(subnet, signal), signal);
+    const lease = await deps.subnetManager.acquireLease((subnet) => this.prepareNetwork(subnet, signal), signal, opts);
     const net = this.network!;
     deps.log.info('lease acquired', { subnet: lease.subnet, publicIP: lease.publicIP, network: this.name, id: net.ID });
 

@@ -4,19 +4,21 @@
 // module per job: own-node.ts (node name, the wait for the Node, annotations, condition) and
 // node-list-watch.ts (the Node list-watch: ../../kube/list-watch.ts with the Nodes' projection), both on ../../kube/api-error.ts (retries, coded errors).
 // Requests are raw JSON with a deadline each (../../kube/http.ts): no typed model of any Node is built.
-import { systemClock, systemRandom } from '../../basics/clock.js';
+import { systemClock, systemRandom, untilAborted } from '../../basics/clock.js';
 import type { Clock, Random } from '../../basics/clock.js';
-import { ConfigError } from '../../basics/errors.js';
+import { ConfigError, KubeError } from '../../basics/errors.js';
 import { Metrics } from '../../basics/metrics.js';
 import { isNetworkCidr } from '../../basics/ip4.js';
 import { componentLogger, silentLogger } from '../../basics/log.js';
 import type { Logger } from '../../basics/log.js';
-import type { ApiWatchDeps, Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetManager } from '../lease.js';
+import type { AcquireOptions, ApiWatchDeps, Lease, LeaseAttrs, LeaseAttrsSource, LeaseUpdateHandler, OwnLeaseChange, SubnetClaim, SubnetManager } from '../lease.js';
 import { subnetTimings, type SubnetTimings } from '../timings.js';
 import { annotationKeys } from './annotations.js';
 import { declareEventMetrics, KubeEventRecorder } from '../../kube/event-recorder.js';
 import { KubeHttp } from '../../kube/http.js';
-import { NodeListWatch, nodeListFn, nodeWatchFn } from './node-list-watch.js';
+import { ownSubnetContestedAtStartEvent, ownSubnetContestedFix } from '../../node-events.js';
+import { NodeListWatch, nodeListFn, nodeWatchFn, observeAll } from './node-list-watch.js';
+import { OwnSubnetClaimants } from './own-subnet-claimants.js';
 import { OwnNodePublisher } from './own-node.js';
 import { OwnNodeWatch } from './own-node-watch.js';
 import type { KubeConfig } from '../../kube/kubeconfig.js';
@@ -64,6 +66,12 @@ export interface KubeSubnetManagerOptions {
   rbacFeatures?: readonly RbacFeature[];
 }
 
+/** A held lease: the own claim (name, podCIDR, creation time), and who keeps the podCIDR once the first complete list says (own-subnet-claimants.ts). */
+interface HeldLease {
+  own: SubnetClaim & { subnet: string };
+  keeper: Promise<SubnetClaim | undefined>;
+}
+
 export class KubeSubnetManager implements SubnetManager {
   readonly name = 'kube';
 
@@ -76,6 +84,8 @@ export class KubeSubnetManager implements SubnetManager {
   private events: KubeEventRecorder | undefined;
   readonly watchDeps: ApiWatchDeps;
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
+  /** After a held acquireLease, until confirmLease. */
+  private held: HeldLease | undefined;
 
   constructor(opts: KubeSubnetManagerOptions) {
     if (!isNetworkCidr(opts.network)) {
@@ -139,12 +149,61 @@ export class KubeSubnetManager implements SubnetManager {
     });
   }
 
-  /** The own Node's podCIDR as the lease; from then on the Node watch follows that Node (own-node-watch.ts). */
-  async acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
-    const lease = await this.own.acquire(attrsFor, signal);
+  /**
+   * The own Node's podCIDR as the lease; from then on the Node watch follows that Node (own-node-watch.ts).
+   * With `hold`, the annotations are published by confirmLease, and the first complete list is asked who
+   * keeps the podCIDR (own-subnet-claimants.ts).
+   */
+  async acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal, opts: AcquireOptions = {}): Promise<Lease> {
+    const lease = await this.own.acquire(attrsFor, signal, opts.hold === true);
     const handler = this.ownLeaseHandler;
-    this.nodes.observer = handler && new OwnNodeWatch({ node: lease.key, uid: this.own.acquiredUid, subnet: lease.subnet, onChange: handler });
+    const follow = handler && new OwnNodeWatch({ node: lease.key, uid: this.own.acquiredUid, subnet: lease.subnet, onChange: handler });
+    this.held = undefined;
+    if (!opts.hold) {
+      this.nodes.observer = follow;
+      return lease;
+    }
+    const created = this.own.acquiredCreated;
+    const own = { key: lease.key, subnet: lease.subnet, ...(created !== undefined ? { created } : {}) };
+    let decided!: (keeper: SubnetClaim | undefined) => void;
+    const keeper = new Promise<SubnetClaim | undefined>((resolve) => (decided = resolve));
+    const claimants = new OwnSubnetClaimants({
+      own,
+      decided: (k) => {
+        this.nodes.observer = follow; // asked once
+        decided(k);
+      },
+    });
+    this.nodes.observer = observeAll(follow, claimants);
+    this.held = { own, keeper };
     return lease;
+  }
+
+  confirmLease(published: boolean, signal: AbortSignal): Promise<void> | undefined {
+    const held = this.held;
+    this.held = undefined;
+    if (!held || (published && !this.own.holding)) return undefined;
+    return this.confirm(held, signal);
+  }
+
+  private async confirm({ own, keeper: deciding }: HeldLease, signal: AbortSignal): Promise<void> {
+    const keeper = await untilAborted(deciding, signal);
+    if (keeper === undefined) {
+      await this.own.publishHeld(signal);
+      return;
+    }
+    this.own.dropHeld();
+    const sameSecond = keeper.created === own.created;
+    const events = this.nodeEvents(own);
+    events.record(ownSubnetContestedAtStartEvent(own.key, own.subnet, keeper.key, sameSecond));
+    await events.flushed(); // the agent stops next
+    const holder = sameSecond ? `Node "${keeper.key}", created in the same second with a name that sorts first` : `the older Node "${keeper.key}"`;
+    const fix = ownSubnetContestedFix(own.key, keeper.key, 'then start flanneld again (its DaemonSet or service restarts it)');
+    throw new KubeError(
+      'FLANNEL_ERR_SUBNET_CONTESTED',
+      `podCIDR ${own.subnet} of Node "${own.key}" is held by ${holder}, which keeps a contested subnet; flanneld published nothing (no annotations, no subnet.env); fix: ${fix}`,
+      { node: own.key, subnet: own.subnet, holder: keeper.key },
+    );
   }
 
   /**
@@ -171,7 +230,7 @@ export class KubeSubnetManager implements SubnetManager {
   }
 
   /** Events on the own Node (the lease's key is its name), rate-limited and deduplicated as client-go's recorder. */
-  nodeEvents(lease: Lease): KubeEventRecorder {
+  nodeEvents(lease: Pick<Lease, 'key'>): KubeEventRecorder {
     this.events ??= new KubeEventRecorder({ http: this.http, nodeName: lease.key, clock: this.clock, log: componentLogger(this.log, 'events'), metrics: this.metrics });
     return this.events;
   }

@@ -254,6 +254,18 @@ export interface NodeObserver {
   listEnded(): void;
 }
 
+/** The observers given, each told everything in turn; undefined when none is given. */
+export function observeAll(...given: (NodeObserver | undefined)[]): NodeObserver | undefined {
+  const all = given.filter((o): o is NodeObserver => o !== undefined);
+  if (all.length <= 1) return all[0];
+  return {
+    listStarted: () => all.forEach((o) => o.listStarted()),
+    seen: (rec) => all.forEach((o) => o.seen(rec)),
+    deleted: (rec) => all.forEach((o) => o.deleted(rec)),
+    listEnded: () => all.forEach((o) => o.listEnded()),
+  };
+}
+
 /**
  * The most Nodes one list may hold (their names are kept until the list ends): 40x Kubernetes' largest
  * supported cluster (5,000 nodes, https://kubernetes.io/docs/setup/best-practices/cluster-large/).

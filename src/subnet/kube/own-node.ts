@@ -122,6 +122,10 @@ export class OwnNodePublisher {
   internalIPs: string[] | undefined;
   /** metadata.uid of the Node the last lease was taken from. */
   acquiredUid: string | undefined;
+  /** Its metadata.creationTimestamp, ms since the epoch (who keeps a contested podCIDR). */
+  acquiredCreated: number | undefined;
+  /** The annotations acquire held (`hold`) until publishHeld: the Node's name and the keys to patch. */
+  private held: { name: string; changed: Record<string, string> } | undefined;
 
   constructor(private readonly o: OwnNodeOptions) {
     this.nodeName = o.nodeName || undefined;
@@ -305,8 +309,11 @@ export class OwnNodePublisher {
     return { name, rec, ...(ipv6Subnet !== undefined ? { ipv6Subnet } : {}) };
   }
 
-  /** The own lease: wait for the Node's podCIDR, then publish the backend's attributes as annotations. */
-  async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal): Promise<Lease> {
+  /**
+   * The own lease: wait for the Node's podCIDR, then publish the backend's attributes as annotations, or
+   * with `hold` keep the ones that change until publishHeld.
+   */
+  async acquire(attrsFor: LeaseAttrsSource, signal: AbortSignal, hold = false): Promise<Lease> {
     const { keys, log } = this.o;
     const { name, rec, ipv6Subnet } = await this.ownSubnets(signal);
     checkOwnPublicIPs(name, { [keys.nodePublicIP]: rec.nodePublicIP, [keys.publicIPOverwrite]: rec.publicIPOverwrite });
@@ -346,14 +353,18 @@ export class OwnNodePublisher {
     }
     const changed: Record<string, string> = {};
     for (const [k, v] of Object.entries(desired)) if (current[k] !== v) changed[k] = v;
-    if (Object.keys(changed).length > 0) {
-      await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal);
-      log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
-    } else {
+    this.held = undefined;
+    if (Object.keys(changed).length === 0) {
       log.info('node annotations already up to date', { node: name });
+    } else if (hold) {
+      this.held = { name, changed };
+      log.info('node annotations held until the Node list is complete', { node: name, keys: Object.keys(changed).join(',') });
+    } else {
+      await this.publish(name, changed, signal);
     }
 
     this.acquiredUid = rec.uid;
+    this.acquiredCreated = rec.created;
     return {
       key: name,
       subnet: rec.podCIDR,
@@ -369,16 +380,44 @@ export class OwnNodePublisher {
     return attrs.backendType === 'vxlan' ? encodeAttrsData(attrs.backendData) : 'null';
   }
 
-  /** The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR MAC). */
+  /** Whether acquire holds annotations unpublished. */
+  get holding(): boolean {
+    return this.held !== undefined;
+  }
+
+  /** The annotations acquire held, patched now (nothing when none are held). */
+  async publishHeld(signal: AbortSignal): Promise<void> {
+    const held = this.held;
+    if (!held) return;
+    await this.publish(held.name, held.changed, signal);
+    this.held = undefined;
+  }
+
+  /** Drop what acquire held: the lease is not taken (another Node keeps the podCIDR). */
+  dropHeld(): void {
+    this.held = undefined;
+  }
+
+  private async publish(name: string, changed: Record<string, string>, signal: AbortSignal, startUp = true): Promise<void> {
+    await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal, startUp);
+    this.o.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
+  }
+
+  /**
+   * The backend-data annotation again, after the backend's attributes changed (a rebuilt vxlan network's DR
+   * MAC); while acquire holds the annotations, it replaces the held value instead.
+   */
   async republishBackendData(attrs: LeaseAttrs, signal: AbortSignal): Promise<void> {
     checkPublishableAttrs(attrs, {});
-    const name = await this.resolveNodeName(signal);
     const changed = {
       [this.o.keys.backendData]: encodeAttrsData(attrs.backendData),
       ...(this.o.ipv4OnlyPublicIPv6 !== undefined ? { [this.o.keys.backendV6Data]: this.ipv4OnlyBackendV6Data(attrs) } : {}),
     };
-    await this.patchStatus(`patching annotations of node "${name}"`, name, { metadata: { annotations: changed } }, signal, false);
-    this.o.log.info('node annotations published', { node: name, keys: Object.keys(changed).join(',') });
+    if (this.held) {
+      Object.assign(this.held.changed, changed);
+      return;
+    }
+    await this.publish(await this.resolveNodeName(signal), changed, signal, false);
   }
 
   /** NetworkUnavailable=False on the own Node, unless --set-node-network-unavailable=false. */

@@ -1,0 +1,89 @@
+// The own Node's podCIDR is another Node's at the agent's first start (a provisioning tool that sets
+// spec.podCIDR, a Node restored from a backup, two nodes given one podCIDR by hand). Upstream lists the
+// Nodes before it leases (flannel pkg/subnet/kube/kube.go: NewSubnetManager waits for its node informer's
+// sync before AcquireLease) and then takes the podCIDR whatever the list holds. The built CLI builds its
+// network and programs its peers while the list pages, but publishes nothing other programs read (the
+// annotations other flanneld read, subnet.env the CNI plugin reads) until the complete list says no older
+// Node has its podCIDR (docs/compatibility.md, "Who holds a contested subnet": the older Node keeps it; equal
+// creationTimestamps, the smaller name). Otherwise it stops with FLANNEL_ERR_SUBNET_CONTESTED and a Warning
+// Event, having written neither; the fix it names works.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { existsSync, readFileSync } from 'node:fs';
+import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
+import { TestCluster, VXLAN_NET_CONF, WIN_IP, waitFor } from '../support/cluster.js';
+import type { SimAgent } from '../support/sim-node.js';
+
+const CIDR = '10.244.9.0/24';
+const CONTESTED = 'FLANNEL_ERR_SUBNET_CONTESTED';
+
+let cluster: TestCluster;
+afterEach(async () => {
+  await cluster?.stop();
+});
+
+const flannelAnnotations = (node: string) => Object.keys(cluster.api.getNode(node)?.metadata.annotations ?? {}).filter((k) => k.startsWith('flannel.alpha.coreos.com/'));
+const contestEvents = (node: string) => cluster.api.events({ kind: 'Node', name: node }).filter((e) => e['reason'] === 'FlannelSubnetContested');
+
+/** How a start ends: the process exits (its code), or it gets ready (its /readyz answers 200). */
+function outcome(agent: SimAgent): Promise<{ exited: number | null } | 'ready'> {
+  return Promise.race([agent.exited.then((code) => ({ exited: code })), agent.waitReady(30_000).then(() => 'ready' as const)]);
+}
+
+/** The coded error line the agent stopped with. */
+const stoppedWith = (agent: SimAgent, code: string) => agent.lines.find((l) => l.level === 'error' && l['code'] === code);
+
+describe('the own podCIDR another Node has at the first start', () => {
+  it('an older Node has it: stops with FLANNEL_ERR_SUBNET_CONTESTED and an Event, no subnet.env, no annotations; the fix named works', async () => {
+    cluster = await new TestCluster().start();
+    const older = linuxFlannelNode({ name: 'linux-1', podCIDR: CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' });
+    older.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
+    cluster.api.addNode(older);
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
+    cluster.addWindowsNode('win', CIDR, WIN_IP);
+    const agent = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
+
+    expect({ outcome: await outcome(agent), log: '' }).toMatchObject({ outcome: { exited: 1 } });
+    const err = stoppedWith(agent, CONTESTED);
+    expect({ err, log: err ? '' : agent.dump() }).toMatchObject({ err: { node: 'win', subnet: CIDR, holder: 'linux-1' } });
+    expect(err!.message).toMatch(/podCIDR 10\.244\.9\.0\/24 of Node "win" is held by the older Node "linux-1".*kubectl delete node linux-1/);
+    expect(existsSync(agent.subnetFile)).toBe(false);
+    expect(flannelAnnotations('win')).toEqual([]);
+    expect(cluster.api.getNode('win')?.status?.conditions?.find((c) => c.type === 'NetworkUnavailable')).toBeUndefined();
+    expect(contestEvents('win')).toEqual([expect.objectContaining({ type: 'Warning', message: expect.stringContaining('the older Node linux-1 holds') })]);
+
+    // The fix it names for a stale older Node: delete it; the next start takes the subnet.
+    cluster.api.deleteNode('linux-1');
+    const again = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    expect(await outcome(again)).toBe('ready');
+    expect(readFileSync(again.subnetFile, 'utf8')).toContain('FLANNEL_SUBNET=10.244.9.1/24');
+    expect(cluster.api.getNode('win')?.metadata.annotations?.['flannel.alpha.coreos.com/public-ip']).toBe(WIN_IP);
+  });
+
+  it('two Nodes created in the same second: exactly one proceeds, the one whose name sorts first', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
+    for (const [name, ip] of [
+      ['win-b', '10.0.0.3'],
+      ['win-a', WIN_IP],
+    ] as const) {
+      const node = bareNode({ name, podCIDR: CIDR, internalIP: ip });
+      node.metadata.creationTimestamp = '2024-05-01T10:00:00Z';
+      cluster.api.addNode(node);
+    }
+    // Each on its own simulated host (the same adapter address on both: neither publishes the other's).
+    const [a, b] = await Promise.all(['win-a', 'win-b'].map((nodeName) => cluster.startProcess({ nodeName, netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] })));
+    const [ra, rb] = await Promise.all([outcome(a), outcome(b)]);
+    expect({ a: ra, b: rb, log: ra === 'ready' ? '' : a.dump() }).toMatchObject({ a: 'ready', b: { exited: 1 } });
+    expect(stoppedWith(b, CONTESTED)).toMatchObject({
+      node: 'win-b',
+      holder: 'win-a',
+      message: expect.stringContaining('Node "win-a", created in the same second with a name that sorts first'),
+    });
+    expect(contestEvents('win-b')).toHaveLength(1);
+    expect(contestEvents('win-a')).toEqual([]);
+    expect(existsSync(b.subnetFile)).toBe(false);
+    expect(flannelAnnotations('win-b')).toEqual([]);
+    expect(readFileSync(a.subnetFile, 'utf8')).toContain('FLANNEL_SUBNET=10.244.9.1/24');
+    await waitFor(() => flannelAnnotations('win-a').length > 0, 'win-a published');
+  });
+});
