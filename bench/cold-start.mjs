@@ -90,24 +90,25 @@ async function coldStart(n, backend, listRepeats = 3) {
   const dir = makeTmpDir();
   const api = await new ApiServerProcess().setup(dir, { peers: n, backend });
   try {
-    let callsAtEnv;
+    let callsAtLease;
     const a = await startAgent({ api, backend, healthz: true });
-    // Time /readyz by polling it over HTTP every 5 ms; snapshot the dataplane calls at subnet.env.
+    // Time /readyz by polling it over HTTP every 5 ms; snapshot the dataplane calls at the lease (the peers
+    // are programmed from then on, while the list pages; subnet.env waits for the complete list).
     let tReadyz;
-    const envWatch = (async () => {
-      while (!a.milestones['wrote subnet.env']) await new Promise((r) => setImmediate(r));
-      callsAtEnv = new Map(a.sim.calls);
+    const leaseWatch = (async () => {
+      while (!a.milestones['lease acquired']) await new Promise((r) => setImmediate(r));
+      callsAtLease = new Map(a.sim.calls);
     })();
     while (tReadyz === undefined) {
       if (await readyz(a.port)) tReadyz = wallNow();
       else await new Promise((r) => setTimeout(r, 5));
     }
-    await envWatch;
+    await leaseWatch;
     await waitInSync(a.agent);
     await new Promise((r) => setTimeout(r, 20)); // let the milestone log line land
     const tProgrammed = a.milestones['first reconcile pass done'] ?? wallNow();
     const held = programmedPrefixes(a.sim, backend).size;
-    const applyCalls = classifyCalls(diffSimCalls(a.sim.calls, callsAtEnv ?? new Map()));
+    const applyCalls = classifyCalls(diffSimCalls(a.sim.calls, callsAtLease ?? new Map()));
     const passes = await metricSum(a.metrics, 'flannel_apply_passes_total');
     await a.stop();
     // The baseline after the agent: client-node's typed list of 20,000 heavy Nodes leaves about 1 GB of
@@ -216,7 +217,7 @@ export async function run({ quick, large }) {
     batching: { policies: batchN, policyBatch: POLICY_BATCH, rows: batchRows },
     notes: [
       `baselineListMs: client-node's CoreV1Api.listNode, one answer (from ${TYPED_PAGED_FROM} Nodes on pages of ${TYPED_PAGE_SIZE}: a longer answer does not fit in a V8 string). rawListMs: the same pages the agent asks for (${DEFAULT_LIST_PAGE_SIZE} Nodes), their bytes read and thrown away over a plain HTTPS GET in a fresh process: the floor of any client.`,
-      'subnet.env and /readyz come before the peer list: readiness means the lease, network and subnet.env exist (as upstream flanneld); programmedMs is when every peer is in the dataplane.',
+      'The network is built and the peers programmed while the list pages; subnet.env (and the annotations) wait for the complete list to say no older Node has the podCIDR, and /readyz for that list too. programmedMs is when every peer is in the dataplane.',
       'writes = HcnModifyNetwork / route create+delete calls during apply passes; reads = HcnQuery/Enumerate/GetIpForwardTable2; handleOps = HcnOpen/HcnClose (3 HNS calls per policy write or read).',
     ],
   };
