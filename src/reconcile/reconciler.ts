@@ -196,6 +196,8 @@ export class Reconciler<A, D, K extends ItemKey = string> {
   private driver: ReconcileDriver<A, D, K>;
   private readonly clock: Clock;
   private readonly log: Logger;
+  /** The levels `log` keeps, read once (as componentLogger does), not through winston at every pass. */
+  private readonly logs: { info: boolean; debug: boolean };
   private readonly resyncMs: number;
   /** The owner noun of the log lines, singular and as a field name's plural (`peer`, `Peers`). */
   private readonly owner: { noun: string; field: string };
@@ -228,6 +230,7 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     this.driver = opts.driver;
     this.clock = opts.clock ?? systemClock;
     this.log = opts.log ?? silentLogger();
+    this.logs = { info: this.log.isLevelEnabled('info'), debug: this.log.isLevelEnabled('debug') };
     this.resyncMs = opts.resyncMs ?? 10_000;
     this.desired = opts.desired;
     this.onGone = opts.rebuild;
@@ -364,18 +367,27 @@ export class Reconciler<A, D, K extends ItemKey = string> {
       }
       if (w.attempted > 0 || w.failure !== undefined) {
         const { added, removed, replaced, refused, calls: writes } = w;
-        const fields = { driver: driver.name, incremental, added, removed, replaced, refused, unchanged: plan.unchanged, ok: w.failure === undefined, writes };
-        const names = {
-          [`added${this.owner.field}`]: ownerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? String(k))),
-          [`removed${this.owner.field}`]: ownerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? String(k))),
-        };
-        this.desired.removed(w.removedKeys);
         // An incremental pass is routine (one per Node event): debug, summed up at info by the ledger once a
         // minute. A full pass that wrote is not (the first programming, a rebuild, a repair): info. A failure
-        // and a refusal are the ledgers' to tell, at warn.
+        // and a refusal are the ledgers' to tell, at warn. The line's fields are built only when it is kept.
         const news = added + removed + replaced > 0 || w.refusalsChanged > 0 || w.failure !== undefined;
-        if (news && !incremental) this.log.info('reconcile pass', { ...fields, ...names });
-        else this.log.debug('reconcile pass', { ...fields, ...names });
+        const level = news && !incremental ? 'info' : 'debug';
+        if (this.logs[level]) {
+          this.log[level]('reconcile pass', {
+            driver: driver.name,
+            incremental,
+            added,
+            removed,
+            replaced,
+            refused,
+            unchanged: plan.unchanged,
+            ok: w.failure === undefined,
+            writes,
+            [`added${this.owner.field}`]: ownerNames(w.addedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+            [`removed${this.owner.field}`]: ownerNames(w.removedKeys.map((k) => this.desired.owner(k) ?? String(k))),
+          });
+        }
+        this.desired.removed(w.removedKeys);
       }
     } catch (err) {
       out.ok = false;

@@ -105,7 +105,7 @@ export async function writePlan<A, D, K extends ItemKey>(
   const inPlace = driver.update !== undefined;
   const group = (op: 'add' | 'remove' | 'update') => (driver.groupOf ? { groupOf: (item: A | D) => driver.groupOf!(item, op) } : {});
   const toRemove = opts.early ? [] : [...plan.remove, ...(inPlace ? [] : plan.replace.map((r) => r.from))].filter((a) => !waiting(aKey(a)));
-  const rm = await writeInBatches(toRemove, { ...removing, ...group('remove'), write: (items) => driver.remove(items) });
+  const rm = toRemove.length === 0 ? noWrites<A>() : await writeInBatches(toRemove, { ...removing, ...group('remove'), write: (items) => driver.remove(items) });
   const gone = new Set(rm.done);
   for (const a of rm.done) {
     written.add(aKey(a));
@@ -117,11 +117,14 @@ export async function writePlan<A, D, K extends ItemKey>(
   }
 
   const toUpdate = opts.early || !inPlace ? [] : plan.replace.filter((r) => !waiting(dKey(r.to)));
-  const up = await writeInBatches(toUpdate, {
-    ...batches,
-    ...(driver.groupOf ? { groupOf: (r: { to: D }) => driver.groupOf!(r.to, 'update') } : {}),
-    write: (pairs) => driver.update!(pairs),
-  });
+  const up =
+    toUpdate.length === 0
+      ? noWrites<{ from: A; to: D }>()
+      : await writeInBatches(toUpdate, {
+          ...batches,
+          ...(driver.groupOf ? { groupOf: (r: { to: D }) => driver.groupOf!(r.to, 'update') } : {}),
+          write: (pairs) => driver.update!(pairs),
+        });
   for (const r of up.done) gone.add(r.from);
   for (const r of up.refused) {
     refusedKeys.add(dKey(r.item.to));
@@ -130,7 +133,7 @@ export async function writePlan<A, D, K extends ItemKey>(
 
   const replacing = opts.early ? [] : inPlace ? up.done.map((r) => r.to) : plan.replace.filter((r) => gone.has(r.from)).map((r) => r.to);
   const toAdd = [...plan.add, ...(inPlace ? [] : replacing)].filter((d) => !waiting(dKey(d)));
-  const ad = await writeInBatches(toAdd, { ...batches, ...group('add'), write: (items) => driver.add(items) });
+  const ad = toAdd.length === 0 ? noWrites<D>() : await writeInBatches(toAdd, { ...batches, ...group('add'), write: (items) => driver.add(items) });
   const added = new Set([...ad.done, ...(inPlace ? replacing : [])]);
   for (const r of up.done) cache?.remove(aKey(r.from), r.from);
   for (const d of added) {
@@ -187,6 +190,11 @@ interface BatchOptions<T> {
   groupOf?: (item: T) => string;
 }
 
+/** What writeInBatches answers for no items, without its awaits (an incremental pass has one kind of write). */
+function noWrites<T>(): BatchResult<T> {
+  return { done: [], refused: [], calls: 0 };
+}
+
 /** Write `items` in batches of `size`; halve refused batches down to single refused items (the one place batches are split). */
 export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<T>): Promise<BatchResult<T>> {
   const size = Math.max(1, Math.floor(opts.size));
@@ -229,6 +237,7 @@ export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<
   const worker = async (): Promise<void> => {
     for (let part = queue.shift(); part; part = queue.shift()) await attempt(part);
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(Math.floor(opts.concurrency), queue.length)) }, worker));
+  const workers = Math.max(1, Math.min(Math.floor(opts.concurrency), queue.length));
+  await (workers === 1 ? worker() : Promise.all(Array.from({ length: workers }, worker)));
   return result;
 }
