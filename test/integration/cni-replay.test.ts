@@ -12,7 +12,7 @@
 // another network than the agent runs fails the replay, and so does a network the plugins would read
 // differently (the planted breaks below).
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { agentNetworkName, DEFAULT_DNS_SEARCH, renderCniConfig } from '../../src/cni/conflist.js';
@@ -100,9 +100,10 @@ async function startNode(
   await waitFor(
     () => {
       const s = running.agent.network?.status();
-      return s !== undefined && s.listed && s.inSync && s.peersProgrammed === s.peersDesired && s.peersDesired === 1;
+      // subnet.env follows the complete list (the first start holds it until the podCIDR is known ours).
+      return s !== undefined && s.listed && s.inSync && s.peersProgrammed === s.peersDesired && s.peersDesired === 1 && existsSync(running.subnetFile);
     },
-    'the agent network with its peer programmed',
+    'the agent network with its peer programmed and subnet.env written',
     { timeoutMs: 20_000 },
   );
   return { running, ipamDir, confDir };

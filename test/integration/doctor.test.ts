@@ -422,17 +422,19 @@ describe('flanneld doctor on the simulated node', () => {
     expect(failed(await doctor())).toEqual([]);
   }, 60_000);
 
-  it('peers: contested subnets are settled as the agent settles them (the older Node keeps one; a tie goes to no one), so doctor expects no route the agent rightly leaves out', async () => {
+  it('peers: contested subnets are settled as the agent settles them (the older Node keeps one; a tie goes to the name that sorts first), so doctor expects no route the agent rightly leaves out', async () => {
     node.restore();
-    // The rule is the peer store's (src/peers/store.ts): Node metadata.creationTimestamp decides who holds a
-    // podCIDR two Nodes claim. linux-1 (added when the cluster started) keeps 10.244.1.0/24 against a
-    // younger Node; two Nodes created in the same second both claim 10.244.5.0/24 and neither gets it.
+    // The rule is the peer store's (src/peers/store.ts, with src/subnet/lease.ts claimsFirst): Node
+    // metadata.creationTimestamp decides who holds a podCIDR two Nodes claim. linux-1 (added when the cluster
+    // started) keeps 10.244.1.0/24 against a younger Node; of two Nodes created in the same second that both
+    // claim 10.244.5.0/24, linux-a keeps it and linux-b is rejected.
     const later = kubeTime(Date.now() + 3_600_000);
     const contested = [
       { name: 'linux-late', podCIDR: PEER, publicIP: '10.0.0.12', created: later },
       { name: 'linux-a', podCIDR: '10.244.5.0/24', publicIP: '10.0.0.13', created: later },
       { name: 'linux-b', podCIDR: '10.244.5.0/24', publicIP: '10.0.0.14', created: later },
     ];
+    const rejected = contested.filter((c) => c.name !== 'linux-a');
     for (const c of contested) {
       const n = linuxFlannelNode({ name: c.name, podCIDR: c.podCIDR, publicIP: c.publicIP, backendType: 'vxlan' });
       n.metadata.creationTimestamp = c.created;
@@ -441,18 +443,19 @@ describe('flanneld doctor on the simulated node', () => {
     try {
       const agent = await agentInSync();
       try {
-        await waitFor(async () => (await agentStatus())?.peers.rejected === contested.length, "the agent's /status names the contested peers");
+        await waitFor(async () => (await agentStatus())?.peers.rejected === rejected.length, "the agent's /status names the contested peers");
         const d = await doctor();
         expect(failed(d)).toEqual([]);
         expect(row(d, 'peers')?.status).toBe('ok');
-        for (const c of contested) expect(row(d, 'peers')?.saw).toContain(c.name);
+        for (const c of rejected) expect(row(d, 'peers')?.saw).toContain(c.name);
+        expect(row(d, 'peers')?.saw).not.toContain('linux-a');
       } finally {
         await agent.stop();
       }
       // What the agent left is what doctor expects without it too.
       const stopped = await doctor();
       expect(failed(stopped)).toEqual([]);
-      expect(row(stopped, 'peers')?.saw).toContain('3 peer(s) rejected by flanneld');
+      expect(row(stopped, 'peers')?.saw).toContain('2 peer(s) rejected by flanneld');
     } finally {
       for (const c of contested) node.cluster.api.deleteNode(c.name);
     }
@@ -579,7 +582,10 @@ describe('flanneld doctor on a simulated host-gw node', () => {
     node = await DoctorNode.start('host-gw');
     const { conf, bin, subnetFile } = node.paths;
     const agent = node.startAgent();
-    await waitFor(() => existsSync(join(ipamDir(), NAME, '10.244.7.2')) && agent.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER), 'the host-gw node set up');
+    await waitFor(
+      () => existsSync(subnetFile) && existsSync(join(ipamDir(), NAME, '10.244.7.2')) && agent.sim.snapshot().routes.some((r) => r.DestinationPrefix === PEER),
+      'the host-gw node set up (subnet.env follows the complete list)',
+    );
     await agent.stop();
     mkdirSync(conf, { recursive: true });
     mkdirSync(bin, { recursive: true });
