@@ -8,10 +8,11 @@
 // same events. A phase's CPU (agent and baseline alike) runs until both have decoded every event of the phase
 // (lib/common.mjs waitDrained), over the wall time of the phase's changes.
 import { fork } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { METRIC } from '../dist/basics/metrics.js';
 import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import {
@@ -90,6 +91,31 @@ function cpuNowMs() {
   return (u.user + u.system) / 1000;
 }
 
+/**
+ * CPU ms of this process's main thread and of its other threads (V8's workers: concurrent compiles and
+ * marking, the parallel scavenger; libuv's pool) so far: `/proc/self/task/<tid>/schedstat`'s first field,
+ * ns on a core (proc(5)); the main thread's tid is the pid. Null without /proc.
+ */
+function threadCpuMs() {
+  let tids;
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    return null;
+  }
+  const out = { main: 0, other: 0 };
+  for (const tid of tids) {
+    try {
+      const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      out[Number(tid) === process.pid ? 'main' : 'other'] += ns / 1e6;
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+const oldSpaceMb = () => r1(getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_used_size / 1e6);
+
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 
 /** The bench process's garbage collections: `sample()` now, `since(sample)` the count and ms since. */
@@ -162,8 +188,11 @@ async function churnAt(n, { quick, short }) {
     // Warm-up, not measured: the same kinds of events for a few seconds first, so that both processes are
     // measured in their steady state (the add, delete and status paths compiled and their feedback
     // gathered) rather than charged for compiling them: a fresh process's first node events cost 1.5-3x
-    // its later ones, the bare watch's as much as the agent's (docs/performance.md).
-    const warmUp = { addDelPerSec: 10, statusPerSec: 50, durationMs: quick ? 5_000 : 15_000 };
+    // its later ones, the bare watch's as much as the agent's (docs/performance.md). 800 node events in quick
+    // mode (5 s of 50 until session 11): V8's optimizing compiler, on the process's other threads, kept
+    // compiling the agent's path for 500-800 events after the old warm-up, and the later rounds paid for it
+    // ("CPU per node event at 5,000 Nodes (session 11)").
+    const warmUp = { addDelPerSec: 40, statusPerSec: 50, durationMs: quick ? 20_000 : 30_000 };
     log(`churn: ${n} nodes, warm-up (not measured) for ${warmUp.durationMs / 1000}s`);
     const warmBase = (await baseline.cpu()).events;
     const warm = await api.call('churn', { ...warmUp, live });
@@ -201,6 +230,7 @@ async function churnAt(n, { quick, short }) {
       const base0 = await baseline.cpu();
       const profiled = PROFILE && ph.name === 'node add/del 10/s';
       if (profiled) await profileStart();
+      const threads0 = threadCpuMs();
       const cpu = cpuSampler();
       const res = await api.call('churn', { addDelPerSec: ph.addDelPerSec, statusPerSec: ph.statusPerSec, durationMs: ms, live });
       // The phase's wall time is that of its changes; its CPU includes the drain of any backlog.
@@ -212,6 +242,7 @@ async function churnAt(n, { quick, short }) {
         agentCpuMs,
       });
       const c = { ...cpu(), wallMs: phaseWallMs };
+      const threads = threadCpuMs();
       const base1 = await baseline.cpu();
       live = res.alive;
       // Let the last changes land (they are timed from the API change, not from now).
@@ -247,6 +278,11 @@ async function churnAt(n, { quick, short }) {
         readsPerNodeEvent: res.events.length ? r2(calls.reads / res.events.length) : null,
         writesPerNodeEvent: res.events.length ? r2(calls.writes / res.events.length) : null,
         apiReconnects: (await metricSum(a.metrics, METRIC.apiReconnects)) - reconnects0,
+        // Where the process's CPU went: the main thread, the others (docs/performance.md, "CPU per node event
+        // at 5,000 Nodes (session 11)"); V8's old space in use at the phase's end (it falls at a mark-compact).
+        mainThreadMs: threads && r1(threads.main - threads0.main),
+        otherThreadsMs: threads && r1(threads.other - threads0.other),
+        oldSpaceMb: oldSpaceMb(),
         drainMs: drain.drainMs,
         drained: drain.drained,
         callsByOp: Object.fromEntries(calls.byOp),
@@ -374,7 +410,7 @@ export async function run({ quick, large }) {
     sizes,
     summary,
     notes: [
-      'Before the measured phases, a warm-up of node adds/deletes (10/s) and status updates (50/s) that is not measured: both the agent and the bare watch are measured in their steady state.',
+      'Before the measured phases, a warm-up of node adds/deletes (40/s, 800 of them in quick mode) and status updates (50/s) that is not measured: both the agent and the bare watch are measured in their steady state.',
       'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',
       'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
       "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
