@@ -412,7 +412,7 @@ export class Agent {
           round.abort(new Error('the own Node was registered again'));
         };
         const previous = this.networkValue;
-        let running: Promise<void> | undefined;
+        let networkRun: Promise<void> | undefined;
         try {
           this.phaseValue = 'registering';
           // kube: what other programs read (the Node's annotations, subnet.env) is held until the first
@@ -435,8 +435,8 @@ export class Agent {
           this.runningSince = this.clock.now();
           if (confirming) {
             holding = true;
-            running = run();
-            running.catch(() => undefined); // awaited below, or in the catch once the round ends
+            networkRun = run();
+            networkRun.catch(() => undefined); // awaited below, or in the catch once the round ends
           }
           await settle(network);
           if (confirming) {
@@ -448,11 +448,11 @@ export class Agent {
           this.phaseValue = 'running';
           ownNode.leased(network, again && previous);
           void startParts();
-          await (running ?? run());
+          await (networkRun ?? run());
         } catch (err) {
           // What the round started (the lease's renewal, the network's loops) stops with it.
           round.abort(err);
-          await running?.catch(() => undefined);
+          await networkRun?.catch(() => undefined);
           if (signal.aborted || next === undefined) throw err;
         } finally {
           holding = false;
