@@ -5,8 +5,9 @@
 // bn.Run) and pkg/subnet/kube/kube.go, whose NewSubnetManager waits for its node informer's sync before
 // AcquireLease: here the network is built and its peers programmed while the Node list pages, and the
 // first complete list confirms the lease (../subnet/lease.ts confirmLease) before anything is published.
-// What is held: the Node's annotations (the subnet manager's), subnet.env (./subnet-env-file.ts) and what
-// the agent writes after it (`publish`: the boot record, the parts' files such as the CNI conflist).
+// What is held: the Node's annotations (the subnet manager's), the backend's files (Network.publish: vxlan's
+// source VIP files), subnet.env (./subnet-env-file.ts) and what the agent writes after it (`publish`: the
+// boot record, the parts' files such as the CNI conflist).
 import type { Backend, Network } from '../backends/backend.js';
 import type { Clock } from '../basics/clock.js';
 import type { SubnetManager } from '../subnet/lease.js';
@@ -68,9 +69,11 @@ export class LeaseRounds {
   async run(signal: AbortSignal): Promise<void> {
     const { subnetManager, subnetEnv, ownNode } = this.o;
     // While the lease is held (kube: until the first complete Node list confirms the podCIDR), what other
-    // programs read waits: subnet.env, the boot record `flanneld cni-config` reads, the parts' files.
+    // programs read waits: the backend's files, subnet.env, the boot record `flanneld cni-config` reads,
+    // the parts' files.
     let holding = false;
     const publish = async (network: Network): Promise<void> => {
+      network.publish(); // the backend's files (vxlan: the source VIP files kube-proxy's scripts read)
       if (subnetEnv.differs(network)) {
         // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
         if (this.readyValue) subnetEnv.keep(() => this.networkValue, signal);
