@@ -1,7 +1,8 @@
 // The agent: wires config, net-conf, the subnet manager, the dataplane, a backend and the agent's parts
 // together and runs them until the signal aborts. Mirrors flannel main.go (newSubnetManager, backend
 // registration, WriteSubnetFile, the health server) with Windows rules and the reconcile design of
-// docs/adr/0001-reconcile-as-a-set.md. Beside the network it leases, the agent runs its parts
+// docs/adr/0001-reconcile-as-a-set.md; registering, publishing and running the network on each lease is
+// ./agent/lease-rounds.ts. Beside the network it leases, the agent runs its parts
 // (./agent/part.ts): each built from the same shared deps, run from the first network on, each with its
 // readiness contribution and its part of /status; a new one is one line in `parts` below, as a Felix
 // manager is one RegisterManager call (projectcalico/calico felix/dataplane/windows/win_dataplane.go). The
@@ -37,7 +38,8 @@ import { clusterConfigPart } from './agent/cluster-config-part.js';
 import { dualStackPart } from './agent/dual-stack-part.js';
 import { netConfPart } from './agent/net-conf-part.js';
 import { lookupExtIface } from './agent/external-interface.js';
-import { OwnNode, type OwnNodeReplaced } from './agent/own-node.js';
+import { OwnNode } from './agent/own-node.js';
+import { LeaseRounds } from './agent/lease-rounds.js';
 import { SubnetEnvFile } from './agent/subnet-env-file.js';
 import { recordBoot, recordNetwork } from './agent/boot-record.js';
 import { cniPart, type CniPart } from './cni/part.js';
@@ -77,17 +79,14 @@ export class Agent {
   readonly metrics: Metrics;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private ready = false;
-  private phaseValue: AgentPhase = 'starting';
-  private networkValue: Network | undefined;
+  private stopped = false;
+  /** The lease rounds (./agent/lease-rounds.ts): the network, once the run has built them. */
+  private rounds: LeaseRounds | undefined;
   private dataplaneValue: Dataplane | undefined;
   private netConfValue: NetworkConfig | undefined;
   /** What HNS reported at start (hcsshim GetGlobals): every HNS feature the agent uses is gated on it (src/hns/features.ts). */
   private hnsVersionValue: HnsVersion | undefined;
   private startKindValue: StartKind | undefined;
-  private runningSince: number | undefined;
-  /** Ends the running lease round so the lease is taken again (the own Node was registered again). */
-  private leaseAgain: ((change: OwnNodeReplaced) => void) | undefined;
   /** The own Node as the lease watch reports it (gone, contested, registered again), once the run has the subnet manager. */
   private ownNode: OwnNode | undefined;
   /** The agent's parts, the readiness loop over their problems and the CNI part, once the run has built them. */
@@ -102,7 +101,7 @@ export class Agent {
     // Read at each scrape, as /readyz and /status answer (a read that finds new pod-network problems wakes
     // the readiness loop, as a /readyz read does).
     this.metrics.onRender(() => {
-      const s = this.networkValue?.status();
+      const s = this.network?.status();
       this.metrics.set(METRIC.ready, this.isReady ? 1 : 0);
       this.metrics.set(METRIC.peersProgrammed, s?.peersProgrammed ?? 0);
       this.metrics.set(METRIC.peersRejected, s?.rejections.length ?? 0);
@@ -116,8 +115,8 @@ export class Agent {
    * informer to sync (pkg/subnet/kube/kube.go, nodeController.HasSynced) before the agent goes on.
    */
   get isReady(): boolean {
-    const s = this.networkValue?.status();
-    return this.ready && (this.ownNode?.ready ?? true) && s !== undefined && s.listed && !s.networkMissing && this.podNetworkProblems().length === 0;
+    const s = this.network?.status();
+    return this.rounds?.ready === true && (this.ownNode?.ready ?? true) && s !== undefined && s.listed && !s.networkMissing && this.podNetworkProblems().length === 0;
   }
 
   /**
@@ -148,15 +147,16 @@ export class Agent {
    */
   get isHealthy(): boolean {
     const staleMs = this.opts.config.healthzStaleAfterSeconds * 1000;
-    if (staleMs <= 0 || this.runningSince === undefined || !this.networkValue) return true;
-    const since = this.networkValue.status().lastGoodAt ?? this.runningSince;
-    return this.clock.now() - Math.max(since, this.runningSince) <= staleMs;
+    const runningSince = this.rounds?.runningSince;
+    if (staleMs <= 0 || runningSince === undefined || !this.network) return true;
+    const since = this.network.status().lastGoodAt ?? runningSince;
+    return this.clock.now() - Math.max(since, runningSince) <= staleMs;
   }
   get phase(): AgentPhase {
-    return this.phaseValue;
+    return this.stopped ? 'stopped' : (this.rounds?.phase ?? 'starting');
   }
   get network(): Network | undefined {
-    return this.networkValue;
+    return this.rounds?.network;
   }
   get dataplane(): Dataplane | undefined {
     return this.dataplaneValue;
@@ -170,12 +170,12 @@ export class Agent {
   }
   /** The kube-proxy source VIP reserved on a vxlan node. */
   get sourceVip(): SourceVip | undefined {
-    return this.networkValue?.sourceVip;
+    return this.network?.sourceVip;
   }
 
   /** What `flanneld status` shows (GET /status); reads the HNS network once. */
   async status(): Promise<StatusReport> {
-    const network = this.networkValue;
+    const network = this.network;
     const problems = this.readiness?.byPart() ?? [];
     let hnsNetwork: StatusInput['hnsNetwork'];
     if (network && this.dataplaneValue) {
@@ -188,8 +188,8 @@ export class Agent {
     }
     return buildStatusReport({
       version: VERSION,
-      phase: this.phaseValue,
-      ready: this.ready,
+      phase: this.phase,
+      ready: this.rounds?.ready === true,
       startKind: this.startKindValue,
       lease: network && { subnet: network.lease.subnet, publicIP: network.lease.publicIP },
       networkName: network?.networkName ?? this.netConfValue?.backend.name,
@@ -245,7 +245,7 @@ export class Agent {
       throw err;
     } finally {
       signal.removeEventListener('abort', onAbort);
-      this.phaseValue = 'stopped';
+      this.stopped = true;
       await health?.close();
       lock.release();
     }
@@ -319,15 +319,15 @@ export class Agent {
       metrics: this.metrics,
       clock: this.clock,
       log: root,
-      network: () => this.networkValue,
-      events: () => (this.networkValue ? ownNodeEvents(subnetManager, this.networkValue.lease) : noNodeEvents),
+      network: () => this.network,
+      events: () => (this.network ? ownNodeEvents(subnetManager, this.network.lease) : noNodeEvents),
     };
     this.cni = cniPart(shared, this.opts.cniFs);
     const ownNode = new OwnNode({
       log: this.log,
-      network: () => this.networkValue,
+      network: () => this.network,
       events: () => shared.events(),
-      leaseAgain: (change) => this.leaseAgain?.(change),
+      leaseAgain: (change) => this.rounds?.again(change),
       contestChanged: () => void this.readiness?.checked(),
     });
     this.ownNode = ownNode;
@@ -347,25 +347,6 @@ export class Agent {
     // The cloud metadata route and the chosen NIC's own settings, read before the vSwitch replaces the NIC, are restored by settle.
     const metadataRoute = await noteMetadataRoute(dataplane.routes, dataplane.host).catch(() => undefined);
     const nic = await snapshotNic(dataplane.host, ext.iface, [netConf.network, ...(netConf.ipv6Network ? [netConf.ipv6Network] : [])], this.log);
-    // While the lease is held (kube: until the first complete Node list confirms the podCIDR), what other
-    // programs read waits: subnet.env, the boot record `flanneld cni-config` reads, the parts' files.
-    let holding = false;
-    // What the host needs once the HNS network exists, and again after each rebuild of it.
-    const settle = async (network: Network): Promise<void> => {
-      await keepNic(nic, { host: dataplane.host, routes: dataplane.routes, log: this.log, events: ownNodeEvents(subnetManager, network.lease) });
-      await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
-      await network.settle();
-      if (!holding) await publish(network);
-    };
-    const publish = async (network: Network): Promise<void> => {
-      if (subnetEnv.differs(network)) {
-        // At start a failed write stops the agent; after a rebuild the network stands and the write is retried.
-        if (this.ready) subnetEnv.keep(() => this.networkValue, signal);
-        else await subnetEnv.write(network);
-      }
-      await recordNetwork(config.subnetFile, netConf, network, dataplane.hns, this.log);
-      for (const part of this.parts) await part.settled?.(network);
-    };
     const deps: BackendDeps = {
       netConf,
       subnetManager,
@@ -397,73 +378,28 @@ export class Agent {
         this.log.error('a part of the agent stopped; stopping the agent', { part: part.name, error: errorMessage(error) });
         fail(error);
       }));
+    const rounds = new LeaseRounds({
+      subnetManager,
+      backend: newBackend,
+      settle: async (network) => {
+        await keepNic(nic, { host: dataplane.host, routes: dataplane.routes, log: this.log, events: ownNodeEvents(subnetManager, network.lease) });
+        await keepMetadataRoute(metadataRoute, dataplane.routes, dataplane.host, this.log);
+        await network.settle();
+      },
+      subnetEnv,
+      publish: async (network) => {
+        await recordNetwork(config.subnetFile, netConf, network, dataplane.hns, this.log);
+        for (const part of this.parts) await part.settled?.(network);
+      },
+      beforeCompleteLease: (sig) => untilAborted(readiness.checked(), sig),
+      ownNode,
+      running: () => void startParts(),
+      clock: this.clock,
+    });
+    this.rounds = rounds;
     try {
       subnetManager.onOwnLeaseChange?.((change) => ownNode.leaseChanged(change));
-      // One round per lease: a new one when the own Node was deleted and registered again, as a restart
-      // would (the backend reuses a matching network, or builds one on a new podCIDR).
-      for (let again: OwnNodeReplaced | undefined; ;) {
-        const round = new AbortController();
-        const endRound = () => round.abort(signal.reason);
-        if (signal.aborted) round.abort(signal.reason);
-        else signal.addEventListener('abort', endRound, { once: true });
-        let next: typeof again;
-        this.leaseAgain = (change) => {
-          next ??= change;
-          round.abort(new Error('the own Node was registered again'));
-        };
-        const previous = this.networkValue;
-        let networkRun: Promise<void> | undefined;
-        try {
-          this.phaseValue = 'registering';
-          // kube: what other programs read (the Node's annotations, subnet.env) is held until the first
-          // complete Node list says no older Node has the podCIDR (SubnetManager.confirmLease); the network
-          // is built and its peers programmed while the list pages. A restart that finds both as they would
-          // be written holds nothing and runs as before.
-          const network = await (await newBackend()).registerNetwork(round.signal, { hold: true });
-          this.networkValue = network;
-          const confirming = subnetManager.confirmLease?.(!subnetEnv.differs(network), round.signal);
-          confirming?.catch(() => undefined); // awaited below; a rejection ends the round
-          const run = () =>
-            network.run(round.signal, {
-              afterRebuild: settle,
-              // The readiness loop runs once what was held is published: until then it waits for it.
-              beforeCompleteLease: async (sig) => {
-                await confirming;
-                await untilAborted(readiness.checked(), sig);
-              },
-            });
-          this.runningSince = this.clock.now();
-          if (confirming) {
-            holding = true;
-            networkRun = run();
-            networkRun.catch(() => undefined); // awaited below, or in the catch once the round ends
-          }
-          await settle(network);
-          if (confirming) {
-            await confirming;
-            holding = false;
-            await publish(network);
-          }
-          this.ready = true;
-          this.phaseValue = 'running';
-          ownNode.leased(network, again && previous);
-          void startParts();
-          await (networkRun ?? run());
-        } catch (err) {
-          // What the round started (the lease's renewal, the network's loops) stops with it.
-          round.abort(err);
-          await networkRun?.catch(() => undefined);
-          if (signal.aborted || next === undefined) throw err;
-        } finally {
-          holding = false;
-          signal.removeEventListener('abort', endRound);
-          this.leaseAgain = undefined;
-          ownNode.roundEnded(); // the round's network, which the wait for a contested subnet watched, is done
-        }
-        if (signal.aborted || next === undefined) return;
-        again = next;
-        this.ready = false;
-      }
+      await rounds.run(signal);
     } finally {
       signal.removeEventListener('abort', stopParts);
       partsRun.abort(new Error('the network stopped'));

@@ -6,7 +6,7 @@
 // too (docs/compatibility.md, Who holds a contested subnet). It is one of the agent's parts (./part.ts): the
 // contest is its problem, so /readyz and the NetworkUnavailable condition (./readiness.ts) both say it; the
 // deleted Node is a not-ready reason only (there is no Node to tell). /status's fields come from here; it ends
-// the agent's lease round (../agent.ts) through `leaseAgain`.
+// the agent's lease round (./lease-rounds.ts) through `leaseAgain`.
 import type { Network } from '../backends/backend.js';
 import type { Logger } from '../basics/log.js';
 import type { StatusInput } from '../health/status.js';

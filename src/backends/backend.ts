@@ -82,11 +82,17 @@ export interface Network {
   readonly sourceVip: SourceVip | undefined;
   /**
    * Make (or adopt) what the backend keeps on the node beside the HNS network: vxlan, kube-proxy's source
-   * VIP endpoint, its host-local reservation and the files the scripts read it from; host-gw, the host
-   * endpoint's address reserved in host-local's store. The agent calls it once the network is registered
+   * VIP endpoint, its host-local reservation and (once published) the files the scripts read it from;
+   * host-gw, the host endpoint's address reserved in host-local's store. The agent calls it once the network is registered
    * and from its afterRebuild hook; the network checks them every resync period and rebuilds what HNS lost.
    */
   settle(): Promise<void>;
+  /**
+   * Write what other programs read of those objects (vxlan: the source VIP files kube-proxy's scripts read;
+   * host-gw: nothing), now and from then on in `settle` and the resync checks; before it, none is written.
+   * The agent calls it with subnet.env, so both wait while the lease is held (src/agent/lease-rounds.ts).
+   */
+  publish(): void;
   /** Watch the peer leases and keep the dataplane in step with them until `signal` aborts. */
   run(signal: AbortSignal, hooks?: NetworkHooks): Promise<void>;
   status(): NetworkStatus;

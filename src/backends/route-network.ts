@@ -63,6 +63,8 @@ export interface NetworkBinding<A, D> {
 export interface NodeObjects {
   /** Make or adopt them for `network` as it stands (its name, its lease). */
   settle(network: Network): Promise<void>;
+  /** Write what other programs read of them (Network.publish), now and in `settle` and `lost` from then on. */
+  publish?(): void;
   /**
    * The ones HNS no longer holds under the IDs they got (the rebuild makes them again), checked every resync
    * period whatever the passes read; what needs no rebuild (a file deleted by hand) is written again here.
@@ -196,6 +198,10 @@ export class RouteNetwork<A, D> implements Network {
 
   async settle(): Promise<void> {
     await this.nodeObjects?.settle(this);
+  }
+
+  publish(): void {
+    this.nodeObjects?.publish?.();
   }
 
   /**

@@ -96,7 +96,7 @@ export function claimsFirst(a: SubnetClaim, b: SubnetClaim): boolean {
 export interface AcquireOptions {
   /**
    * kube: keep what the own Node's annotations would change unpublished until confirmLease: the agent
-   * builds its network and programs its peers meanwhile (src/agent.ts). etcd allocates a free subnet and
+   * builds its network and programs its peers meanwhile (src/agent/lease-rounds.ts). etcd allocates a free subnet and
    * publishes at once.
    */
   hold?: boolean;

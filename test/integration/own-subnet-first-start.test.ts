@@ -9,6 +9,7 @@
 // Event, having written neither; the fix it names works.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { TestCluster, VXLAN_NET_CONF, WIN_IP, waitFor } from '../support/cluster.js';
 import type { SimAgent } from '../support/sim-node.js';
@@ -33,29 +34,34 @@ function outcome(agent: SimAgent): Promise<{ exited: number | null } | 'ready'> 
 const stoppedWith = (agent: SimAgent, code: string) => agent.lines.find((l) => l.level === 'error' && l['code'] === code);
 
 describe('the own podCIDR another Node has at the first start', () => {
-  it('an older Node has it: stops with FLANNEL_ERR_SUBNET_CONTESTED and an Event, no subnet.env, no annotations; the fix named works', async () => {
+  it('an older Node has it: stops with FLANNEL_ERR_SUBNET_CONTESTED and an Event, no subnet.env, no source VIP file, no annotations; the fix named works', async () => {
     cluster = await new TestCluster().start();
     const older = linuxFlannelNode({ name: 'linux-1', podCIDR: CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' });
     older.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
     cluster.api.addNode(older);
     cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
     cluster.addWindowsNode('win', CIDR, WIN_IP);
-    const agent = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    // kube-proxy's scripts read the source VIP file (src/backends/vxlan/source-vip.ts): it is held as subnet.env is.
+    const sourceVipFile = join(dirname(cluster.stateOf('win').path), 'sourcevip.json');
+    const args = [`--iface=${WIN_IP}`, `--source-vip-file=${sourceVipFile}`, '--source-vip-compat-files=none'];
+    const agent = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args });
 
     expect({ outcome: await outcome(agent), log: '' }).toMatchObject({ outcome: { exited: 1 } });
     const err = stoppedWith(agent, CONTESTED);
     expect({ err, log: err ? '' : agent.dump() }).toMatchObject({ err: { node: 'win', subnet: CIDR, holder: 'linux-1' } });
     expect(err!.message).toMatch(/podCIDR 10\.244\.9\.0\/24 of Node "win" is held by the older Node "linux-1".*kubectl delete node linux-1/);
     expect(existsSync(agent.subnetFile)).toBe(false);
+    expect(existsSync(sourceVipFile)).toBe(false);
     expect(flannelAnnotations('win')).toEqual([]);
     expect(cluster.api.getNode('win')?.status?.conditions?.find((c) => c.type === 'NetworkUnavailable')).toBeUndefined();
     expect(contestEvents('win')).toEqual([expect.objectContaining({ type: 'Warning', message: expect.stringContaining('the older Node linux-1 holds') })]);
 
     // The fix it names for a stale older Node: delete it; the next start takes the subnet.
     cluster.api.deleteNode('linux-1');
-    const again = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args: [`--iface=${WIN_IP}`] });
+    const again = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args });
     expect(await outcome(again)).toBe('ready');
     expect(readFileSync(again.subnetFile, 'utf8')).toContain('FLANNEL_SUBNET=10.244.9.1/24');
+    expect(JSON.parse(readFileSync(sourceVipFile, 'utf8'))).toMatchObject({ ip: '10.244.9.2', subnet: CIDR });
     expect(cluster.api.getNode('win')?.metadata.annotations?.['flannel.alpha.coreos.com/public-ip']).toBe(WIN_IP);
   });
 

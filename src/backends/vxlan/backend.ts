@@ -9,7 +9,7 @@ import { RouteNetwork, type HnsObjectKind, type NetworkBinding, type NodeObjects
 import { decideSubnetHolder, type NetworkSummary } from '../subnet-holder.js';
 import { remoteEndpointDriver } from './remote-endpoints.js';
 import { POLICY_BATCH, remoteSubnetRouteDriver, type RemoteSubnetRoutePolicy } from './policies.js';
-import { reserveSourceVip, writeSourceVipFiles, type SourceVipRecord } from './source-vip.js';
+import { publishSourceVipFiles, reserveSourceVip, writeSourceVipFiles, type SourceVipRecord } from './source-vip.js';
 import { BackendError, HostError } from '../../basics/errors.js';
 import { HCN_FLAG_NON_PERSISTENT, HCN_SCHEMA_V2, policySetting, type HcnNetwork, type HnsEndpointV1 } from '../../hns/schema.js';
 import type { HostInterface } from '../../host/host.js';
@@ -89,6 +89,8 @@ export class VxlanBackend implements Backend, NodeObjects {
   private name: string;
   /** kube-proxy's source VIP, as `settle` last reserved it. */
   sourceVip: SourceVipRecord | undefined;
+  /** The agent published the network (Network.publish): the source VIP files are written from then on. */
+  private published = false;
 
   constructor(private readonly deps: BackendDeps) {
     if (deps.netConf.backend.type !== 'vxlan') throw new Error('VxlanBackend needs a vxlan backend config');
@@ -123,8 +125,8 @@ export class VxlanBackend implements Backend, NodeObjects {
   }
 
   /**
-   * Reserve kube-proxy's source VIP (an endpoint no pod can get) and write where the scripts look
-   * (--source-vip-file, --source-vip-compat-files); none without --source-vip-file.
+   * Reserve kube-proxy's source VIP (an endpoint no pod can get) and, once published, write where the
+   * scripts look (--source-vip-file, --source-vip-compat-files); none without --source-vip-file.
    */
   async settle(network: Network): Promise<void> {
     const { deps } = this;
@@ -140,20 +142,34 @@ export class VxlanBackend implements Backend, NodeObjects {
       macFor: (providerAddress) => deps.host.macAddress(providerAddress),
       log: componentLogger(deps.log, 'source-vip'),
       fs: files,
+      writeFiles: this.published,
     });
     deps.log.info('kube-proxy source VIP', { ip: this.sourceVip.ip, file: flags.sourceVipFile, endpoint: this.sourceVip.endpointId });
   }
 
+  /** From now on the source VIP files are written: now for the VIP `settle` reserved, later by `settle` and `lost`. */
+  publish(): void {
+    this.published = true;
+    const { deps, sourceVip: vip } = this;
+    if (!vip || !deps.files) return;
+    publishSourceVipFiles(deps.files, vip, {
+      file: deps.flags?.sourceVipFile ?? '',
+      compatFiles: deps.flags?.sourceVipCompatFiles ?? [],
+      log: componentLogger(deps.log, 'source-vip'),
+    });
+  }
+
   /**
    * The source VIP endpoint, under the ID `settle` reserved it with (an HNS restart drops it). While it
-   * stands, the files kube-proxy's scripts read it from at each kube-proxy start are kept too: one deleted
-   * or edited (C:\k cleaned by hand) would send them to host-local for another address than the
-   * endpoint's; it is written again, with a warning.
+   * stands, and once published, the files kube-proxy's scripts read it from at each kube-proxy start are
+   * kept too: one deleted or edited (C:\k cleaned by hand) would send them to host-local for another
+   * address than the endpoint's; it is written again, with a warning.
    */
   async lost(): Promise<HnsObjectKind[]> {
     const { deps, sourceVip: vip } = this;
     if (!vip?.endpointId || !deps.files) return [];
     if (!(await deps.hns.getEndpoint(vip.endpointId))) return ['source-vip'];
+    if (!this.published) return [];
     const log = componentLogger(deps.log, 'source-vip');
     const written = writeSourceVipFiles(deps.files, vip, { file: deps.flags?.sourceVipFile ?? '', compatFiles: deps.flags?.sourceVipCompatFiles ?? [], log });
     for (const path of written) log.warn('a source VIP file kube-proxy reads was missing or changed; wrote it again', { path, ip: vip.ip });

@@ -19,7 +19,8 @@
 //    `<network>_sourcevip` with that address and the node's ProviderAddress policy;
 //  * a reservation file in host-local's store (`<cni-ipam-data-dir>/<network>/<ip>`, the CNI network name
 //    being the HNS network name), so the flannel CNI's host-local IPAM never hands the address to a pod;
-//  * the files: `--source-vip-file` (default `C:\run\flannel\sourcevip.json`) and every
+//  * the files, once the agent publishes the network with subnet.env (not while it holds the lease:
+//    ../../agent/lease-rounds.ts): `--source-vip-file` (default `C:\run\flannel\sourcevip.json`) and every
 //    `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and `C:\sourcevip\sourceVip.json`),
 //    each ONE object both readers accept: microsoft/SDN Kubernetes/windows/helper.psm1 GetSourceVip reads
 //    host-local's CNI 0.2.0 output as `.ip4.ip.Split("/")[0]`, as did sig-windows-tools
@@ -122,6 +123,11 @@ export interface SourceVipOptions {
   log: Logger;
   /** The files (node:fs on the host: hostFiles of src/basics/fs.ts). */
   fs: SourceVipFs;
+  /**
+   * Write `file` and `compatFiles` (default true). False while the agent holds the lease: kube-proxy's
+   * scripts read them, so they wait for the lease's confirmation with subnet.env (publishSourceVipFiles).
+   */
+  writeFiles?: boolean;
 }
 
 function readText(fs: SourceVipFs, path: string): string | undefined {
@@ -252,8 +258,14 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
     else if (r?.result === 'held' && r.holder !== SCRIPT_CONTAINER_ID)
       log.warn('a container holds the source VIP in host-local IPAM; recreate that pod', { path: r.path, ip, container: r.holder });
   }
-  for (const path of writeSourceVipFiles(fs, rec, opts)) log.info(path === opts.file ? 'wrote source VIP file' : 'wrote source VIP file (script format)', { path, ip });
+  if (opts.writeFiles !== false) publishSourceVipFiles(fs, rec, opts);
   return rec;
+}
+
+/** Write the files where they do not hold `rec` (writeSourceVipFiles), each logged. */
+export function publishSourceVipFiles(fs: SourceVipFs, rec: SourceVipRecord, opts: Pick<SourceVipOptions, 'file' | 'compatFiles' | 'log'>): void {
+  for (const path of writeSourceVipFiles(fs, rec, opts))
+    opts.log.info(path === opts.file ? 'wrote source VIP file' : 'wrote source VIP file (script format)', { path, ip: rec.ip });
 }
 
 /**

@@ -1,5 +1,5 @@
 // The other Nodes with the own podCIDR, as the first complete Node list after a held lease shows them (the
-// lease watch's list: the agent builds its network and programs its peers while it pages, ../../agent.ts).
+// lease watch's list: the agent builds its network and programs its peers while it pages, ../../agent/lease-rounds.ts).
 // Upstream lists the Nodes before it leases (flannel pkg/subnet/kube/kube.go: NewSubnetManager waits for its
 // node informer's sync before AcquireLease) but takes its podCIDR whatever they hold. Here the Node that
 // claims first (../lease.ts claimsFirst: the older metadata.creationTimestamp, with equal times the name that
