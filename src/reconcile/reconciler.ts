@@ -423,6 +423,7 @@ export class Reconciler<A, D, K extends ItemKey = string> {
    * desired item (as the cache, or else this full pass's plan, shows): drift, another writer, or HNS took it.
    */
   private settleRefusals(fullPlan: ReconcilePlan<A, D> | undefined): void {
+    if (this.refusals.size === 0) return; // the usual pass: no list of keys to make
     for (const k of this.refusals.keys()) {
       const d = this.desired.desired(k);
       const held = this.cache?.get(k) ?? [];
