@@ -138,11 +138,7 @@ async function writeOne<A, D, K extends ItemKey>(driver: ReconcileDriver<A, D, K
 }
 
 /** writePlan's writes in batches: removals, then in-place updates, then additions and replacements. */
-export async function writePlanInBatches<A, D, K extends ItemKey>(
-  driver: ReconcileDriver<A, D, K>,
-  plan: ReconcilePlan<A, D>,
-  opts: WriteOptions<A, K>,
-): Promise<WriteOutcome<K>> {
+export async function writePlanInBatches<A, D, K extends ItemKey>(driver: ReconcileDriver<A, D, K>, plan: ReconcilePlan<A, D>, opts: WriteOptions<A, K>): Promise<WriteOutcome<K>> {
   const { refusals, cache } = opts;
   const waiting = (k: K) => refusals.backingOff(k, opts.now);
   const aKey = (a: A) => driver.actualKey(a);

@@ -19,15 +19,15 @@ const ops: PlanOps<string, string> = {
 const alone = (d: string) => [itemKey(d), [d]] as const;
 
 const planCases: [string, string[], string[], { add: string[]; remove: string[]; replace: [string, string][]; unchanged: number }][] = [
-    ['empty', [], [], { add: [], remove: [], replace: [], unchanged: 0 }],
-    ['add to empty', [], ['a=1', 'b=1'], { add: ['a=1', 'b=1'], remove: [], replace: [], unchanged: 0 }],
-    ['remove stale', ['a=1', 'x=9'], ['a=1'], { add: [], remove: ['x=9'], replace: [], unchanged: 1 }],
-    ['remove all', ['a=1', 'b=2'], [], { add: [], remove: ['a=1', 'b=2'], replace: [], unchanged: 0 }],
-    ['replace changed', ['a=1', 'b=1'], ['a=1', 'b=2'], { add: [], remove: [], replace: [['b=1', 'b=2']], unchanged: 1 }],
-    ['duplicates, one same', ['a=2', 'a=1', 'a=1'], ['a=1'], { add: [], remove: ['a=2', 'a=1'], replace: [], unchanged: 1 }],
-    ['duplicates, none same', ['a=2', 'a=3'], ['a=1'], { add: [], remove: ['a=3'], replace: [['a=2', 'a=1']], unchanged: 0 }],
-    ['duplicate desired: first wins', [], ['a=1', 'a=2'], { add: ['a=1'], remove: [], replace: [], unchanged: 0 }],
-    ['mixed', ['a=1', 'b=1', 'x=1'], ['a=1', 'b=2', 'c=1'], { add: ['c=1'], remove: ['x=1'], replace: [['b=1', 'b=2']], unchanged: 1 }],
+  ['empty', [], [], { add: [], remove: [], replace: [], unchanged: 0 }],
+  ['add to empty', [], ['a=1', 'b=1'], { add: ['a=1', 'b=1'], remove: [], replace: [], unchanged: 0 }],
+  ['remove stale', ['a=1', 'x=9'], ['a=1'], { add: [], remove: ['x=9'], replace: [], unchanged: 1 }],
+  ['remove all', ['a=1', 'b=2'], [], { add: [], remove: ['a=1', 'b=2'], replace: [], unchanged: 0 }],
+  ['replace changed', ['a=1', 'b=1'], ['a=1', 'b=2'], { add: [], remove: [], replace: [['b=1', 'b=2']], unchanged: 1 }],
+  ['duplicates, one same', ['a=2', 'a=1', 'a=1'], ['a=1'], { add: [], remove: ['a=2', 'a=1'], replace: [], unchanged: 1 }],
+  ['duplicates, none same', ['a=2', 'a=3'], ['a=1'], { add: [], remove: ['a=3'], replace: [['a=2', 'a=1']], unchanged: 0 }],
+  ['duplicate desired: first wins', [], ['a=1', 'a=2'], { add: ['a=1'], remove: [], replace: [], unchanged: 0 }],
+  ['mixed', ['a=1', 'b=1', 'x=1'], ['a=1', 'b=2', 'c=1'], { add: ['c=1'], remove: ['x=1'], replace: [['b=1', 'b=2']], unchanged: 1 }],
 ];
 
 describe('planReconcile', () => {
