@@ -181,13 +181,18 @@ export class HnsClient {
     this.kept = new KeptNetworkHandles(transport, this.log);
   }
 
-  /** Count the operation, add `context` to any FlannelError it throws, count the failure. */
-  private async run<T>(op: string, context: ErrorContext, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Count the operation, add `context` to any FlannelError it throws, count the failure. `done`: a failure
+   * that answers the call as asked (a policy already there, or already gone), which settles it without a value.
+   */
+  private async run<T>(op: string, context: ErrorContext, fn: () => Promise<T>, done?: (err: unknown) => boolean): Promise<T> {
     // metered() inline: one async layer fewer per HNS write (docs/performance.md, "CPU per node event at 5,000 Nodes").
     this.metrics?.inc(METRIC.dataplaneCalls, { op: `hns.${op}` });
     try {
       return await fn();
     } catch (err) {
+      // Only the policy writes, which answer nothing, pass `done` (one async layer fewer per write than a wrapper).
+      if (done?.(err)) return undefined as T;
       this.metrics?.inc(METRIC.dataplaneErrors, { op: `hns.${op}` });
       if (err instanceof FlannelError) {
         for (const [k, v] of Object.entries(context)) if (v !== undefined && err.context[k] === undefined) err.context[k] = v;
@@ -465,13 +470,12 @@ export class HnsClient {
    */
   addNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: PolicyOptions = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
-    return this.run('addNetworkPolicies', { networkId, policies: policies.length }, async () => {
-      try {
-        await this.modifyPolicies(networkId, 'Add', policies, opts.keepOpen);
-      } catch (err) {
-        if (!opts.ignoreExisting || policies.length > 1 || !isHnsExists(err)) throw err;
-      }
-    });
+    return this.run(
+      'addNetworkPolicies',
+      { networkId, policies: policies.length },
+      () => this.modifyPolicies(networkId, 'Add', policies, opts.keepOpen),
+      (err) => opts.ignoreExisting === true && policies.length === 1 && isHnsExists(err),
+    );
   }
 
   /**
@@ -482,13 +486,12 @@ export class HnsClient {
    */
   removeNetworkPolicies(networkId: string, policies: readonly HcnPolicy<object>[], opts: Pick<PolicyOptions, 'keepOpen'> = {}): Promise<void> {
     if (policies.length === 0) return Promise.resolve();
-    return this.run('removeNetworkPolicies', { networkId, policies: policies.length }, async () => {
-      try {
-        await this.modifyPolicies(networkId, 'Remove', policies, opts.keepOpen);
-      } catch (err) {
-        if (policies.length > 1 || !isHnsPolicyGone(err)) throw err;
-      }
-    });
+    return this.run(
+      'removeNetworkPolicies',
+      { networkId, policies: policies.length },
+      () => this.modifyPolicies(networkId, 'Remove', policies, opts.keepOpen),
+      (err) => policies.length === 1 && isHnsPolicyGone(err),
+    );
   }
 
   // ================================================================ v2 IP sets (SetPolicy network policies)

@@ -335,7 +335,7 @@ export class PeerStore<D> {
     if (touched.size > 0) this.settle(touched, firstList);
     this.left.clear();
     if (touched.size > 0 || firstList) this.onChange();
-    if (touched.size > 0) for (const check of [...this.freeChecks]) check();
+    if (touched.size > 0 && this.freeChecks.size > 0) for (const check of [...this.freeChecks]) check();
   }
 
   /** The own lease: by key when the manager names it (a peer with our subnet is then rejected), else by subnet. */
@@ -421,12 +421,13 @@ export class PeerStore<D> {
       this.release(key, p);
     }
     // 3. Decide every subnet a touched lease claims, and every freed subnet.
-    const subnets = new Set<string>([...freed.keys(), ...this.left]);
+    const subnets = new Set<string>(this.left);
+    for (const sn of freed.keys()) subnets.add(sn);
     for (const key of touched) {
       const lease = this.peersByKey.get(key)!.lease;
       if (lease) subnets.add(lease.subnet);
     }
-    for (const sn of [...subnets].sort()) this.decide(sn, verdict, freed.get(sn), changed);
+    for (const sn of subnets.size > 1 ? [...subnets].sort() : subnets) this.decide(sn, verdict, freed.get(sn), changed);
     // 4. New items for the peers accepted with new content; the rest were released or accepted above.
     for (const key of changed) {
       const p = this.peersByKey.get(key)!;
@@ -495,17 +496,18 @@ export class PeerStore<D> {
     p.lease = lease;
     p.items = items;
     p.keys = keys;
-    const seen = new Set<string>();
-    items.forEach((d, i) => {
+    // A peer's keys repeat only when it has several items (dual-stack): no Set of them for one (a node event's).
+    const seen = items.length > 1 ? new Set<string>() : undefined;
+    for (let i = 0; i < items.length; i++) {
       const k = keys[i];
       const owner = this.ownerOf.get(k);
-      if ((owner !== undefined && owner !== key) || seen.has(k)) return; // the first claim of a key wins
-      seen.add(k);
+      if ((owner !== undefined && owner !== key) || seen?.has(k)) continue; // the first claim of a key wins
+      seen?.add(k);
       this.ownerOf.set(k, key);
       this.departed.delete(k);
-      this.desiredByKey.set(k, d);
+      this.desiredByKey.set(k, items[i]);
       this.dirtyKeys.add(k);
-    });
+    }
   }
 
   /** `key` is no longer accepted: its items are no longer desired. */

@@ -65,6 +65,39 @@ export function planReconcile<A, D, K extends ItemKey = string>(actual: readonly
   return plan;
 }
 
+/**
+ * The plan for a few keys, given each key's desired item and actual items (the incremental pass: the keys
+ * changed since the last pass, against the loop's cache). The same plan as `planReconcile` of those keys'
+ * items, key by key in the order given, without its two Maps: a node event plans one key
+ * (docs/performance.md, "The event's path, planned and written per key (session 12)"). `keys` are distinct;
+ * `actual.get(k)` holds only items whose actual key is `k` (an ActualCache), `desired.desired(k)` an item whose
+ * desired key is `k` (a DesiredSet).
+ */
+export function planKeys<A, D, K extends ItemKey = string>(
+  keys: Iterable<K>,
+  desired: { desired(k: K): D | undefined },
+  actual: { get(k: K): readonly A[] },
+  ops: Pick<PlanOps<A, D, K>, 'same'>,
+): ReconcilePlan<A, D> {
+  const plan: ReconcilePlan<A, D> = { add: [], remove: [], replace: [], unchanged: 0 };
+  for (const k of keys) {
+    const items = actual.get(k);
+    const d = desired.desired(k);
+    if (items.length === 0) {
+      if (d !== undefined) plan.add.push(d);
+    } else if (d === undefined) {
+      plan.remove.push(...items);
+    } else {
+      let keep = -1;
+      for (let i = 0; i < items.length && keep < 0; i++) if (ops.same(items[i], d)) keep = i;
+      if (keep >= 0) plan.unchanged++;
+      else plan.replace.push({ from: items[0], to: d });
+      for (let i = keep >= 0 ? 0 : 1; i < items.length; i++) if (i !== keep) plan.remove.push(items[i]);
+    }
+  }
+  return plan;
+}
+
 /** True when `plan` writes anything for `key` (a full pass's plan leaves the keys it finds right alone). */
 export function planTouches<A, D, K extends ItemKey>(plan: ReconcilePlan<A, D>, key: K, ops: PlanOps<A, D, K>): boolean {
   return plan.add.some((d) => ops.desiredKey(d) === key) || plan.replace.some((r) => ops.desiredKey(r.to) === key) || plan.remove.some((a) => ops.actualKey(a) === key);

@@ -20,7 +20,7 @@ import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
 import { METRIC, type Metrics } from '../basics/metrics.js';
 import { PassLedger, type PassResult } from './ledger.js';
-import { ActualCache, planReconcile, planTouches, type ItemKey, type ReconcilePlan } from './plan.js';
+import { ActualCache, planKeys, planReconcile, planTouches, type ItemKey, type ReconcilePlan } from './plan.js';
 import { Refusals, type RefusalSink } from './refusals.js';
 import { writePlan, type ReconcileDriver } from './writes.js';
 
@@ -128,7 +128,7 @@ export interface DesiredSet<D, K extends ItemKey = string> {
   readonly listed: boolean;
   desired(key: K): D | undefined;
   desiredItems(): D[];
-  /** Keys whose desired item changed since the last call. */
+  /** Keys whose desired item changed since the last call, each once. */
   takeDirty(): K[];
   /** Who a key's item is (or was, until removed) for (the peer store: the peer), for logs. */
   owner(key: K): string | undefined;
@@ -335,7 +335,9 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     const incremental = !fromCache && !this.fullPending && this.cache !== undefined && driver.toActual !== undefined;
     const changed = this.desired.takeDirty();
     for (const k of changed) this.refusals.clear(k, 'forgotten'); // new content: try it now rather than after the old item's backoff
-    const keys = incremental ? [...new Set([...changed, ...this.retryKeys])] : undefined;
+    // The keys to plan: the changed ones and the refused ones due for a retry, each once (`changed` is).
+    let keys: readonly K[] = changed;
+    if (incremental && this.retryKeys.size > 0) keys = [...new Set([...changed, ...this.retryKeys])];
     this.dirty = false;
     this.retryKeys.clear();
     if (!incremental) this.fullPending = false;
@@ -354,10 +356,7 @@ export class Reconciler<A, D, K extends ItemKey = string> {
         plan = planReconcile(actual, this.desired.desiredItems(), driver);
         if (before) this.countDrift(driver, before, plan);
       } else {
-        const cache = this.cache!;
-        const want = keys!.map((k) => this.desired.desired(k)).filter((d): d is D => d !== undefined);
-        const actual = keys!.flatMap((k) => cache.get(k));
-        plan = planReconcile(actual, want, driver);
+        plan = planKeys(keys, this.desired, this.cache!, driver);
       }
       const w = await writePlan(driver, plan, { early, now: this.clock.now(), refusals: this.refusals, cache: this.cache });
       Object.assign(out, { added: w.added, removed: w.removed, replaced: w.replaced }, w.refused > 0 ? { refused: w.refused } : {});
@@ -424,6 +423,7 @@ export class Reconciler<A, D, K extends ItemKey = string> {
    * desired item (as the cache, or else this full pass's plan, shows): drift, another writer, or HNS took it.
    */
   private settleRefusals(fullPlan: ReconcilePlan<A, D> | undefined): void {
+    if (this.refusals.size === 0) return; // the usual pass: no list of keys to make
     for (const k of this.refusals.keys()) {
       const d = this.desired.desired(k);
       const held = this.cache?.get(k) ?? [];

@@ -75,15 +75,70 @@ interface WriteOutcome<K> {
   failure?: unknown;
 }
 
+interface WriteOptions<A, K extends ItemKey> {
+  early: boolean;
+  now: number;
+  refusals: Refusals<K>;
+  cache: ActualCache<A, K> | undefined;
+}
+
 /**
  * Write `plan`. `early` (before the first complete list): additions only. Keys backing off after a
  * refusal are left alone. Successful writes update `cache`; refusals and acceptances go to `refusals`.
+ * A plan of one addition or one removal (a node event's) is one write (writeOne); any other goes in
+ * batches (writePlanInBatches). The two give the same outcome (test/unit/reconcile/write-one.test.ts).
  */
-export async function writePlan<A, D, K extends ItemKey>(
-  driver: ReconcileDriver<A, D, K>,
-  plan: ReconcilePlan<A, D>,
-  opts: { early: boolean; now: number; refusals: Refusals<K>; cache: ActualCache<A, K> | undefined },
-): Promise<WriteOutcome<K>> {
+export function writePlan<A, D, K extends ItemKey>(driver: ReconcileDriver<A, D, K>, plan: ReconcilePlan<A, D>, opts: WriteOptions<A, K>): Promise<WriteOutcome<K>> {
+  if (plan.replace.length === 0) {
+    if (plan.add.length === 1 && plan.remove.length === 0) return writeOne(driver, 'add', plan.add[0], opts);
+    if (plan.remove.length === 1 && plan.add.length === 0 && !opts.early) return writeOne(driver, 'remove', plan.remove[0], opts);
+  }
+  return writePlanInBatches(driver, plan, opts);
+}
+
+/**
+ * One addition or one removal, as writePlanInBatches would write a plan holding only it, without its
+ * batches, Sets and awaited layers (docs/performance.md, "The event's path, planned and written per key
+ * (session 12)"): left alone while its key backs off; a refusal goes to `refusals`; a removal of an item
+ * already gone (`absent`) is done; any other failure is the outcome's.
+ */
+async function writeOne<A, D, K extends ItemKey>(driver: ReconcileDriver<A, D, K>, op: 'add' | 'remove', item: A | D, opts: WriteOptions<A, K>): Promise<WriteOutcome<K>> {
+  const adding = op === 'add';
+  const key = adding ? driver.desiredKey(item as D) : driver.actualKey(item as A);
+  const out: WriteOutcome<K> = { added: 0, removed: 0, replaced: 0, refused: 0, refusalsChanged: 0, addedKeys: [], removedKeys: [], attempted: 0, calls: 0 };
+  if (opts.refusals.backingOff(key, opts.now)) return out;
+  out.attempted = 1;
+  out.calls = 1;
+  try {
+    if (adding) await driver.add([item as D]);
+    else await driver.remove([item as A]);
+  } catch (error) {
+    const failure = driver.failure?.(error);
+    if (failure === 'refused') {
+      out.refused = 1;
+      if (opts.refusals.refused(key, error)) out.refusalsChanged = 1;
+      return out;
+    }
+    if (adding || failure !== 'absent') {
+      out.failure = error;
+      return out;
+    }
+  }
+  if (adding) {
+    out.added = 1;
+    out.addedKeys.push(key);
+    if (driver.toActual) opts.cache?.add(key, driver.toActual(item as D));
+  } else {
+    out.removed = 1;
+    out.removedKeys.push(key);
+    opts.cache?.remove(key, item as A);
+  }
+  opts.refusals.clear(key, 'written');
+  return out;
+}
+
+/** writePlan's writes in batches: removals, then in-place updates, then additions and replacements. */
+export async function writePlanInBatches<A, D, K extends ItemKey>(driver: ReconcileDriver<A, D, K>, plan: ReconcilePlan<A, D>, opts: WriteOptions<A, K>): Promise<WriteOutcome<K>> {
   const { refusals, cache } = opts;
   const waiting = (k: K) => refusals.backingOff(k, opts.now);
   const aKey = (a: A) => driver.actualKey(a);
@@ -199,19 +254,6 @@ function noWrites<T>(): BatchResult<T> {
 export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<T>): Promise<BatchResult<T>> {
   const size = Math.max(1, Math.floor(opts.size));
   const result: BatchResult<T> = { done: [], refused: [], calls: 0 };
-  const queue: T[][] = [];
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const g = opts.groupOf?.(item) ?? '';
-    const list = groups.get(g);
-    if (list) list.push(item);
-    else groups.set(g, [item]);
-  }
-  for (const g of [...groups.keys()].sort()) {
-    const list = groups.get(g)!;
-    for (let i = 0; i < list.length; i += size) queue.push(list.slice(i, i + size));
-  }
-
   const attempt = async (part: T[]): Promise<void> => {
     if (result.failure !== undefined) return;
     result.calls++;
@@ -233,6 +275,23 @@ export async function writeInBatches<T>(items: readonly T[], opts: BatchOptions<
       await attempt(part.slice(half));
     }
   };
+  // One item (a node event's): one write, without the groups, the queue and its worker.
+  if (items.length === 1) {
+    await attempt([items[0]]);
+    return result;
+  }
+  const queue: T[][] = [];
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const g = opts.groupOf?.(item) ?? '';
+    const list = groups.get(g);
+    if (list) list.push(item);
+    else groups.set(g, [item]);
+  }
+  for (const g of [...groups.keys()].sort()) {
+    const list = groups.get(g)!;
+    for (let i = 0; i < list.length; i += size) queue.push(list.slice(i, i + size));
+  }
 
   const worker = async (): Promise<void> => {
     for (let part = queue.shift(); part; part = queue.shift()) await attempt(part);

@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { planReconcile } from '../../../src/reconcile/plan.js';
+import { ActualCache, planKeys, planReconcile } from '../../../src/reconcile/plan.js';
 import { Reconciler } from '../../../src/reconcile/reconciler.js';
 import { MapSink } from '../../support/refusal-sink.js';
 import type { PlanOps } from '../../../src/reconcile/plan.js';
@@ -18,21 +18,39 @@ const ops: PlanOps<string, string> = {
 /** An item as a peer of its own, named by its key. */
 const alone = (d: string) => [itemKey(d), [d]] as const;
 
+const planCases: [string, string[], string[], { add: string[]; remove: string[]; replace: [string, string][]; unchanged: number }][] = [
+  ['empty', [], [], { add: [], remove: [], replace: [], unchanged: 0 }],
+  ['add to empty', [], ['a=1', 'b=1'], { add: ['a=1', 'b=1'], remove: [], replace: [], unchanged: 0 }],
+  ['remove stale', ['a=1', 'x=9'], ['a=1'], { add: [], remove: ['x=9'], replace: [], unchanged: 1 }],
+  ['remove all', ['a=1', 'b=2'], [], { add: [], remove: ['a=1', 'b=2'], replace: [], unchanged: 0 }],
+  ['replace changed', ['a=1', 'b=1'], ['a=1', 'b=2'], { add: [], remove: [], replace: [['b=1', 'b=2']], unchanged: 1 }],
+  ['duplicates, one same', ['a=2', 'a=1', 'a=1'], ['a=1'], { add: [], remove: ['a=2', 'a=1'], replace: [], unchanged: 1 }],
+  ['duplicates, none same', ['a=2', 'a=3'], ['a=1'], { add: [], remove: ['a=3'], replace: [['a=2', 'a=1']], unchanged: 0 }],
+  ['duplicate desired: first wins', [], ['a=1', 'a=2'], { add: ['a=1'], remove: [], replace: [], unchanged: 0 }],
+  ['mixed', ['a=1', 'b=1', 'x=1'], ['a=1', 'b=2', 'c=1'], { add: ['c=1'], remove: ['x=1'], replace: [['b=1', 'b=2']], unchanged: 1 }],
+];
+
 describe('planReconcile', () => {
-  const cases: [string, string[], string[], { add: string[]; remove: string[]; replace: [string, string][]; unchanged: number }][] = [
-    ['empty', [], [], { add: [], remove: [], replace: [], unchanged: 0 }],
-    ['add to empty', [], ['a=1', 'b=1'], { add: ['a=1', 'b=1'], remove: [], replace: [], unchanged: 0 }],
-    ['remove stale', ['a=1', 'x=9'], ['a=1'], { add: [], remove: ['x=9'], replace: [], unchanged: 1 }],
-    ['remove all', ['a=1', 'b=2'], [], { add: [], remove: ['a=1', 'b=2'], replace: [], unchanged: 0 }],
-    ['replace changed', ['a=1', 'b=1'], ['a=1', 'b=2'], { add: [], remove: [], replace: [['b=1', 'b=2']], unchanged: 1 }],
-    ['duplicates, one same', ['a=2', 'a=1', 'a=1'], ['a=1'], { add: [], remove: ['a=2', 'a=1'], replace: [], unchanged: 1 }],
-    ['duplicates, none same', ['a=2', 'a=3'], ['a=1'], { add: [], remove: ['a=3'], replace: [['a=2', 'a=1']], unchanged: 0 }],
-    ['duplicate desired: first wins', [], ['a=1', 'a=2'], { add: ['a=1'], remove: [], replace: [], unchanged: 0 }],
-    ['mixed', ['a=1', 'b=1', 'x=1'], ['a=1', 'b=2', 'c=1'], { add: ['c=1'], remove: ['x=1'], replace: [['b=1', 'b=2']], unchanged: 1 }],
-  ];
-  it.each(cases)('%s', (_n, actual, desired, want) => {
+  it.each(planCases)('%s', (_n, actual, desired, want) => {
     const p = planReconcile(actual, desired, ops);
     expect({ ...p, replace: p.replace.map((r) => [r.from, r.to]) }).toEqual(want);
+  });
+});
+
+// The incremental pass's plan: the same cases, each key named once (the actual side's keys first, as
+// planReconcile lists them), against the cache and the desired items by key.
+describe('planKeys', () => {
+  it.each(planCases)('%s', (_n, actual, desired, want) => {
+    const byKey = new Map<string, string>();
+    for (const d of desired) if (!byKey.has(itemKey(d))) byKey.set(itemKey(d), d);
+    const keys = new Set([...actual.map(itemKey), ...byKey.keys()]);
+    const p = planKeys(keys, { desired: (k) => byKey.get(k) }, new ActualCache(actual, itemKey), ops);
+    expect({ ...p, replace: p.replace.map((r) => [r.from, r.to]) }).toEqual(want);
+  });
+
+  it('plans only the keys it is given', () => {
+    const p = planKeys(['b'], { desired: (k) => ({ a: 'a=2', b: 'b=2' })[k] }, new ActualCache(['a=1', 'b=1', 'x=1'], itemKey), ops);
+    expect(p).toEqual({ add: [], remove: [], replace: [{ from: 'b=1', to: 'b=2' }], unchanged: 0 });
   });
 });
 
