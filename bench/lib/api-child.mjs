@@ -18,10 +18,10 @@ let churnStop = false;
 /**
  * The peers churn changes, oldest first (those `populate` added, then churn's own adds), and the next
  * peer's number. Kept here, not sent with each `churn` call: the list is O(Nodes), and sending it to this
- * process and back cost the agent's process 22 ms a phase at 50,000 Nodes (docs/performance.md, "The idle
- * rate at 20,000 and 50,000 Nodes (session 12)").
+ * process and back cost the agent's process about 5 ms a phase at 20,000 Nodes (docs/performance.md, "The
+ * idle rate at 20,000 and 50,000 Nodes (session 12)").
  */
-let alive = [];
+const alive = [];
 let next = 1;
 
 function addPeer(i) {
