@@ -69,9 +69,12 @@ export function wakeupCost(wakeups) {
 
 /**
  * BENCH_CHURN_PROFILE=<prefix>: V8's sampler (100 µs) over each node add/del round's changes, written to
- * <prefix>.<nodes>.<round>.cpuprofile (docs/performance.md, "CPU per node event at 5,000 Nodes").
+ * <prefix>.<nodes>.<round>.cpuprofile (docs/performance.md, "CPU per node event at 5,000 Nodes");
+ * BENCH_CHURN_PROFILE_PHASES=idle,status-only (the phase names' first words) profiles those phases
+ * instead, to <prefix>.<nodes>.<phase>[.<round>].cpuprofile.
  */
 const PROFILE = process.env.BENCH_CHURN_PROFILE;
+const PROFILE_PHASES = process.env.BENCH_CHURN_PROFILE_PHASES?.split(',');
 const session = new Session();
 async function profileStart() {
   session.connect();
@@ -138,7 +141,12 @@ function gcWatch() {
  */
 async function churnAt(n, { quick, short }) {
   const durationMs = quick ? 8_000 : 60_000;
-  const idleMs = quick ? 3_000 : 20_000;
+  // The idle phase runs as long as a node add/del phase and the same way (one churn call, the same drain),
+  // so that the idle CPU subtracted from an event phase is what that phase would have cost without its
+  // events: the agent's rest and the harness's fixed cost per phase alike. Until session 12 it was 3 s
+  // (20 s), and its rate per second, scaled to 8 s (60 s), charged the per-phase cost 8/3 times
+  // (docs/performance.md, "The idle rate at 20,000 and 50,000 Nodes (session 12)").
+  const idleMs = durationMs;
   const api = await new ApiServerProcess().setup(makeTmpDir(), { peers: n, backend: 'vxlan' });
   const writes = { add: new Map(), remove: new Map() };
   let a;
@@ -182,7 +190,6 @@ async function churnAt(n, { quick, short }) {
     await waitInSync(a.agent);
     baseline = await startWatchBaseline(api.kubeconfig);
     await sleep(500);
-    let live = Array.from({ length: n }, (_, i) => i + 1);
     const watchEvents = async () => (await baseline.cpu()).events;
     const agentCpuMs = cpuNowMs;
     // Warm-up, not measured: the same kinds of events for a few seconds first, so that both processes are
@@ -195,8 +202,7 @@ async function churnAt(n, { quick, short }) {
     const warmUp = { addDelPerSec: 40, statusPerSec: 50, durationMs: quick ? 20_000 : 30_000 };
     log(`churn: ${n} nodes, warm-up (not measured) for ${warmUp.durationMs / 1000}s`);
     const warmBase = (await baseline.cpu()).events;
-    const warm = await api.call('churn', { ...warmUp, live });
-    live = warm.alive;
+    const warm = await api.call('churn', warmUp);
     await waitDrained({
       watchEvents,
       want: warmBase + warm.events.length + warm.statusUpdates,
@@ -228,14 +234,16 @@ async function churnAt(n, { quick, short }) {
       const simMs0 = simMs;
       const simCallMs0 = simCallMs;
       const base0 = await baseline.cpu();
-      const profiled = PROFILE && ph.name === 'node add/del 10/s';
+      const word = ph.name.split(' ')[0];
+      const profiled = PROFILE && (PROFILE_PHASES?.includes(word) ?? ph.name === 'node add/del 10/s');
+      const profileFile = `${PROFILE}.${n}.${[PROFILE_PHASES && word, ph.round !== undefined && ph.round + 1].filter(Boolean).join('.')}.cpuprofile`;
       if (profiled) await profileStart();
       const threads0 = threadCpuMs();
       const cpu = cpuSampler();
-      const res = await api.call('churn', { addDelPerSec: ph.addDelPerSec, statusPerSec: ph.statusPerSec, durationMs: ms, live });
+      const res = await api.call('churn', { addDelPerSec: ph.addDelPerSec, statusPerSec: ph.statusPerSec, durationMs: ms });
       // The phase's wall time is that of its changes; its CPU includes the drain of any backlog.
       const phaseWallMs = cpu().wallMs;
-      if (profiled) await profileStop(`${PROFILE}.${n}.${ph.round + 1}.cpuprofile`);
+      if (profiled) await profileStop(profileFile);
       const drain = await waitDrained({
         watchEvents,
         want: base0.events + res.events.length + res.statusUpdates,
@@ -244,7 +252,6 @@ async function churnAt(n, { quick, short }) {
       const c = { ...cpu(), wallMs: phaseWallMs };
       const threads = threadCpuMs();
       const base1 = await baseline.cpu();
-      live = res.alive;
       // Let the last changes land (they are timed from the API change, not from now).
       await sleep(1000);
       const lat = [];
@@ -320,7 +327,8 @@ async function churnAt(n, { quick, short }) {
     }
     gc.stop();
     const held = programmedPrefixes(a.sim, 'vxlan');
-    const want = new Set(live.map((i) => peer(i).subnet));
+    const { alive } = await api.call('alive');
+    const want = new Set(alive.map((i) => peer(i).subnet));
     const equal = held.size === want.size && [...want].every((p) => held.has(p));
     table(
       `Churn on ${n} nodes (vxlan; agent process CPU, per node event net of idle; baseline = a bare client-node Watch of the same Nodes; latency = API change -> HNS holds it)`,
@@ -415,7 +423,7 @@ export async function run({ quick, large }) {
       'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
       "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
       "CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows; agentCpuMsPerNodeEvent and churnAgentOverWatch leave it out: the time spent in its policy store (simHnsStoreMsPerNodeEvent) and in the synchronous part of each HcnModifyNetwork before its modelled latency (the parse, the checks, the call's count; it also arms the latency's timer, which the floor's wakeup counts too), measured in the same run; its garbage stays in. agentOverFloorStoreOnly leaves out the policy store alone, the definition before 5 December.",
-      `The figure's phases (idle, node add/del 10/s) run in rounds (${quick ? 7 : 3}; BENCH_CHURN_ROUNDS=n sets them); the idle rate subtracted is pooled over the rounds' idle phases; the node-event figures are the median round's (by agentOverFloor), agentOverFloorRounds every round's.`,
+      `The figure's phases (idle, node add/del 10/s) run in rounds (${quick ? 7 : 3}; BENCH_CHURN_ROUNDS=n sets them); each idle phase is as long as a node add/del phase and run the same way, and the idle rate subtracted is pooled over the rounds' idle phases; the node-event figures are the median round's (by agentOverFloor), agentOverFloorRounds every round's.`,
       "wakeupMs: one idle timer wakeup of a Node process on this machine (lib/wakeup-child.mjs), measured in the same run. The agent wakes twice per node event it writes (the watch line, then the HNS call's return), the bare watch once: watchPlusWakeupMsPerNodeEvent is the bare watch's figure plus one wakeup, the floor of an agent that makes one asynchronous call per event; agentOverFloor is agentCpuMsPerNodeEvent over it.",
       large.length === 0
         ? 'No 20,000- or 50,000-Node run (quick mode without --with-20k or --with-50k).'

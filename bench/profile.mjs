@@ -60,7 +60,6 @@ export async function run({ quick, large }) {
   const stormMs = quick ? 10_000 : 30_000;
   mkdirSync(RESULTS_DIR, { recursive: true });
   const api = await new ApiServerProcess().setup(makeTmpDir(), { peers: n, backend: 'vxlan' });
-  const live = Array.from({ length: n }, (_, i) => i + 1);
   const out = { nodes: n, stormSeconds: stormMs / 1000 };
   log(`profile: ${n} nodes`);
   try {
@@ -85,7 +84,7 @@ export async function run({ quick, large }) {
       const c0 = await a.cpuMs();
       const b0 = await watch.cpu();
       const w0 = performance.now();
-      const res = await api.call('churn', { addDelPerSec: 0, statusPerSec: 500, durationMs: stormMs, live });
+      const res = await api.call('churn', { addDelPerSec: 0, statusPerSec: 500, durationMs: stormMs });
       const wall = performance.now() - w0;
       const drain = await waitDrained({ watchEvents: async () => (await watch.cpu()).events, want: b0.events + res.statusUpdates, agentCpuMs: a.cpuMs });
       const c1 = await a.cpuMs();
@@ -104,14 +103,14 @@ export async function run({ quick, large }) {
       // Profiled.
       const stormFile = join(RESULTS_DIR, 'status-storm.cpuprofile');
       await a.profileStart();
-      await api.call('churn', { addDelPerSec: 0, statusPerSec: 500, durationMs: stormMs, live });
+      await api.call('churn', { addDelPerSec: 0, statusPerSec: 500, durationMs: stormMs });
       await a.profileStop(stormFile);
       out.stormProfile = summarize(stormFile);
       // Profiled: node adds and deletes at 10/s (each one a reconcile pass and an HNS write).
       log('profile: node add/del 10/s');
       const churnFile = join(RESULTS_DIR, 'node-churn.cpuprofile');
       await a.profileStart();
-      await api.call('churn', { addDelPerSec: 10, statusPerSec: 0, durationMs: stormMs, live });
+      await api.call('churn', { addDelPerSec: 10, statusPerSec: 0, durationMs: stormMs });
       await a.profileStop(churnFile);
       out.churnProfile = summarize(churnFile);
     } finally {

@@ -251,14 +251,20 @@ export async function dataplaneCallsFromMetrics(metrics) {
   return calls;
 }
 
-/** The series of `name` in the agent's /metrics text: each one's raw label text (`a="x",b="y"`) and value. */
+/**
+ * The series of counter `name` in the agent's metrics registry: each one's label text (`a="x",b="y"`) and
+ * value. Read from the registry, not the rendered /metrics text: a render also runs the scrape-time gauges
+ * (flannel_peers_programmed walks every peer, 17 ms at 20,000 Nodes), work and garbage a phase's figures
+ * would count (docs/performance.md, "The idle rate at 20,000 and 50,000 Nodes (session 12)").
+ */
 async function metricSamples(metrics, name) {
-  const out = [];
-  for (const line of (await metrics.render()).split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (m && m[1] === name) out.push({ labels: m[2] ?? '', value: Number(m[3]) });
-  }
-  return out;
+  const { values } = await metrics.registry.getSingleMetric(name).get();
+  return values.map(({ labels, value }) => ({
+    labels: Object.entries(labels)
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(','),
+    value,
+  }));
 }
 
 /**
