@@ -81,7 +81,7 @@ const policyKeys = new WeakMap<object, string>();
 export function policyKey(p: HcnPolicy): string {
   let k = policyKeys.get(p);
   if (k === undefined) {
-    k = canonicalJson(p);
+    k = canonicalJson(p) ?? ''; // an object always has a text
     policyKeys.set(p, k);
   }
   return k;
@@ -93,16 +93,49 @@ export function keepKey(original: HcnPolicy, copy: HcnPolicy): HcnPolicy {
   return copy;
 }
 
-function canonicalJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) =>
-    typeof x === 'object' && x !== null && !Array.isArray(x)
-      ? Object.fromEntries(
-          Object.entries(x)
-            .filter(([, y]) => y !== undefined)
-            .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-        )
-      : x,
-  );
+/**
+ * `JSON.stringify(v)` with every object's own keys in canonical order and undefined (or function) members
+ * left out. Written out rather than as JSON.stringify with a replacer that rebuilt each object from its
+ * sorted entries: that made four arrays and an object per object of every call's policies, a quarter of
+ * the simulated HNS's garbage per node event (docs/performance.md, session 12). The order is the one those
+ * rebuilt objects had: array-index keys first, ascending (JavaScript enumerates them so whatever the
+ * insertion order), then the other keys by UTF-16 code units.
+ */
+export function canonicalJson(v: unknown): string | undefined {
+  if (v === null) return 'null';
+  if (typeof v === 'object') {
+    const o = v as Record<string, unknown> & { toJSON?: unknown };
+    if (typeof o.toJSON === 'function') return canonicalJson((o.toJSON as () => unknown)());
+    if (Array.isArray(v)) {
+      let out = '[';
+      for (let i = 0; i < v.length; i++) out += (i > 0 ? ',' : '') + (canonicalJson(v[i]) ?? 'null');
+      return out + ']';
+    }
+    const keys = Object.keys(o);
+    // Object.keys lists the array-index keys first, ascending; the rest in insertion order: sort those.
+    let first = 0;
+    while (first < keys.length && isArrayIndex(keys[first])) first++;
+    for (let i = first + 1; i < keys.length; i++) {
+      const k = keys[i];
+      let j = i - 1;
+      for (; j >= first && keys[j] > k; j--) keys[j + 1] = keys[j];
+      keys[j + 1] = k;
+    }
+    let out = '{';
+    for (const k of keys) {
+      const x = canonicalJson(o[k]);
+      if (x === undefined) continue;
+      out += (out.length > 1 ? ',' : '') + JSON.stringify(k) + ':' + x;
+    }
+    return out + '}';
+  }
+  return JSON.stringify(v);
+}
+
+/** Whether `k` is an array index (a canonical uint32 below 2^32 - 1), which JavaScript enumerates first. */
+function isArrayIndex(k: string): boolean {
+  const n = Number(k);
+  return Number.isInteger(n) && n >= 0 && n < 4294967295 && String(n) === k;
 }
 
 /** Add `delta` to the count of each of `ids` (a count that reaches 0 is dropped). */

@@ -103,7 +103,8 @@ export function modifyNetworkPolicies(view: KeyedState, op: string, id: string, 
   if (!Array.isArray(policies) || policies.some((p) => typeof p !== 'object' || p === null || typeof p.Type !== 'string')) {
     throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (Settings.Policies must be [{Type, Settings}])', ctx);
   }
-  const sets = policies.filter((p) => p.Type === SET_POLICY).length;
+  let sets = 0;
+  for (const p of policies) if (p.Type === SET_POLICY) sets++;
   if (sets > 0 && sets === policies.length) return modifySetPolicies(view, op, net, requestType, policies, version);
   if (sets > 0) throw hnsError(op, HRESULT.E_INVALIDARG, 'The parameter is incorrect. (SetPolicy mixed with other policies in one request is not modelled)', ctx);
   if (requestType !== 'Add' && requestType !== 'Remove') {
@@ -115,15 +116,16 @@ export function modifyNetworkPolicies(view: KeyedState, op: string, id: string, 
   let refusal: HnsError | undefined;
   if (requestType === 'Add') {
     const added: HcnPolicy[] = [];
-    const adding = new Set<string>();
+    // A request's own repeats are looked for only when it has several policies (a node event's has one).
+    const adding = policies.length > 1 ? new Set<string>() : undefined;
     for (const p of policies) {
       const k = policyKey(p);
       refusal =
-        held.count(k) > 0 || adding.has(k)
+        held.count(k) > 0 || adding?.has(k)
           ? hnsError(op, HRESULT.HCN_E_POLICY_ALREADY_EXISTS, hresultText(HRESULT.HCN_E_POLICY_ALREADY_EXISTS), { ...ctx, policyType: p.Type })
           : refuseNetworkPolicy(op, p, ctx);
       if (refusal) break;
-      adding.add(k);
+      adding?.add(k);
       added.push(p);
     }
     if (refusal && view.doc.policyBatches !== 'partial') throw refusal;
