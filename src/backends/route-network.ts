@@ -94,6 +94,20 @@ export interface RouteNetworkOptions<A, D> {
   nodeObjects?: NodeObjects;
 }
 
+/**
+ * PeerStore.countProgrammed over the items the dataplane holds as far as the loop knows (not dirty, and
+ * `isProgrammed`), walked again only when the store's or the loop's version moved since the last walk:
+ * reads with nothing changed cost O(1). At 20,000 peers a walk is milliseconds (docs/performance.md).
+ */
+export function programmedCounter(store: PeerStore<unknown>, loop: { isProgrammed(key: string): boolean; readonly version: number }): () => number {
+  const programmed = (k: string) => !store.isDirty(k) && loop.isProgrammed(k);
+  let last: { store: number; loop: number; count: number } | undefined;
+  return () => {
+    if (last?.store !== store.version || last.loop !== loop.version) last = { store: store.version, loop: loop.version, count: store.countProgrammed(programmed) };
+    return last.count;
+  };
+}
+
 export class RouteNetwork<A, D> implements Network {
   readonly lease: Lease;
   readonly networkName: string;
@@ -108,6 +122,8 @@ export class RouteNetwork<A, D> implements Network {
   private readonly events: NodeEvents;
   private pendingRepair: PendingRepair | undefined;
   private readonly nodeObjects: NodeObjects | undefined;
+  /** How many accepted peers have every item programmed (status().peersProgrammed). */
+  private readonly programmed: () => number;
   /** The agent's hooks, given to run. */
   private hooks: NetworkHooks = {};
   /** --restart-service-on-hns-restart (./service-restart.ts); undefined without the flag. */
@@ -172,6 +188,7 @@ export class RouteNetwork<A, D> implements Network {
       rebuild: rebuild ? (signal) => this.rebuilt(rebuild, signal) : undefined,
       owner: 'peer',
     });
+    this.programmed = programmedCounter(this.store, this.reconciler);
     const service = deps.flags?.restartServiceOnHnsRestart;
     if (service && !deps.host.restartService) this.log.warn('cannot restart a service on this host', { service, code: 'FLANNEL_ERR_SERVICE' });
     this.serviceRestarter =
@@ -336,14 +353,13 @@ export class RouteNetwork<A, D> implements Network {
   }
 
   /**
-   * `peersProgrammed` is counted when read: it walks every peer's items, and the readiness loop and
-   * /readyz read the status every 10 s for other fields. At 50,000 peers that walk was most of the idle
-   * agent's CPU (docs/performance.md, 50,000 Nodes); a scrape and /status still count.
+   * `peersProgrammed` is counted when read, and counted again only after the store or the loop changed
+   * (programmedCounter): a scrape, /status or /readyz read of an agent at rest walks no peer.
    */
   status(): NetworkStatus {
     const { store, reconciler } = this;
-    const programmed = (k: string) => !store.isDirty(k) && reconciler.isProgrammed(k);
     const { inSync, missing, refused: _refused, ...passes } = reconciler.status();
+    const programmed = this.programmed;
     return {
       inSync,
       networkMissing: missing,
@@ -351,7 +367,7 @@ export class RouteNetwork<A, D> implements Network {
       refusedItems: this.problems.refusedItems(),
       peersDesired: store.size,
       get peersProgrammed() {
-        return store.countProgrammed(programmed);
+        return programmed();
       },
       listed: store.listed,
       rejections: store.rejected(),

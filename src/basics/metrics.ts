@@ -102,7 +102,10 @@ const FAMILIES: Record<string, [string, Kind, string[]?, number[]?]> = {
   ],
   [METRIC.hnsCallErrors]: ['HNS and iphlpapi route calls that failed, by Windows function and HRESULT (0x%08X; timeout, unknown, overflow).', 'counter', ['op', 'hresult']],
   [METRIC.ready]: ['1 while /readyz answers 200 (the node can serve pods), else 0; read at each scrape.', 'gauge'],
-  [METRIC.peersProgrammed]: ['Accepted peers the dataplane holds completely (their routes or policies all written); read at each scrape.', 'gauge'],
+  [METRIC.peersProgrammed]: [
+    'Accepted peers the dataplane holds completely (their routes or policies all written); read at each scrape, counted again only after a peer, an item or a pass changed.',
+    'gauge',
+  ],
   [METRIC.peersRejected]: ['Peers whose current lease is rejected (see flannel_leases_rejected_total for why); read at each scrape.', 'gauge'],
   [METRIC.netpolPolicies]: ['--network-policy: NetworkPolicies the controller knows, cluster-wide.', 'gauge'],
   [METRIC.netpolRules]: ["--network-policy: ACL rules wanted on this node's pod endpoints.", 'gauge'],

@@ -170,6 +170,8 @@ export class PeerStore<D> {
   /** During apply(): subnets some claimant left (a tie may be resolved now). */
   private readonly left = new Set<string>();
   private onChange: () => void = () => {};
+  /** Changes of the items, their keys or the dirty keys so far (`version`). */
+  private changes = 0;
   /** whenFree's checks, run after every update that changed a lease. */
   private readonly freeChecks = new Set<() => void>();
 
@@ -267,8 +269,14 @@ export class PeerStore<D> {
     return [...this.desiredByKey.values()];
   }
 
+  /** Grows with every change of the accepted peers' keys, the desired items or the dirty keys (what `countProgrammed` reads). */
+  get version(): number {
+    return this.changes;
+  }
+
   /** The keys whose desired item changed since the last call (each once). */
   takeDirty(): string[] {
+    if (this.dirtyKeys.size > 0) this.changes++;
     const keys = [...this.dirtyKeys];
     this.dirtyKeys.clear();
     return keys;
@@ -302,6 +310,7 @@ export class PeerStore<D> {
     this.ownerOf.clear();
     this.departed.clear();
     for (const [key, p] of this.peersByKey) if (p.held !== undefined && p.lease) this.accept(key, p, p.lease, ipv6Of(validateLease(p.lease, this.ctx)));
+    this.changes++;
     this.onChange();
   }
 
@@ -312,6 +321,7 @@ export class PeerStore<D> {
     try {
       this.applyUpdate(update);
     } catch (err) {
+      this.changes++; // it may have changed items before it failed
       // A bug here must not stop the watch; the next list repairs what was missed.
       this.log.error('peer update failed', { error: err instanceof Error ? err.message : String(err) });
     }
@@ -334,6 +344,7 @@ export class PeerStore<D> {
     }
     if (touched.size > 0) this.settle(touched, firstList);
     this.left.clear();
+    if (touched.size > 0) this.changes++;
     if (touched.size > 0 || firstList) this.onChange();
     if (touched.size > 0 && this.freeChecks.size > 0) for (const check of [...this.freeChecks]) check();
   }

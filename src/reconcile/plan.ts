@@ -106,6 +106,7 @@ export function planTouches<A, D, K extends ItemKey>(plan: ReconcilePlan<A, D>, 
 /** The actual dataplane by key, as last read and changed by our own successful writes since. */
 export class ActualCache<A, K extends ItemKey = string> {
   private readonly byKey = new Map<K, A[]>();
+  private changes = 0;
 
   constructor(items: readonly A[], key: (a: A) => K) {
     for (const a of items) this.add(key(a), a);
@@ -124,13 +125,20 @@ export class ActualCache<A, K extends ItemKey = string> {
     return [...this.byKey.values()].flat();
   }
 
+  /** Counts every add and remove (what a count of the items held may be cached against). */
+  get version(): number {
+    return this.changes;
+  }
+
   add(k: K, a: A): void {
+    this.changes++;
     const list = this.byKey.get(k);
     if (list) list.push(a);
     else this.byKey.set(k, [a]);
   }
 
   remove(k: K, a: A): void {
+    this.changes++;
     const rest = this.get(k).filter((x) => x !== a);
     if (rest.length > 0) this.byKey.set(k, rest);
     else this.byKey.delete(k);

@@ -210,7 +210,9 @@ export class Reconciler<A, D, K extends ItemKey = string> {
 
   private readonly desired: DesiredSet<D, K>;
   /** The dataplane as last read, plus our own successful writes since; undefined = read at the next pass. */
-  private cache: ActualCache<A, K> | undefined;
+  private held: ActualCache<A, K> | undefined;
+  /** The changes of the caches replaced so far, and one per replacement (`version`). */
+  private pastCaches = 0;
   /** Keys whose refused item is due for a retry (the incremental pass writes these and the store's dirty keys). */
   private readonly retryKeys = new Set<K>();
   private fullPending = true;
@@ -267,6 +269,24 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     this.dirty = true;
     this.inSync = false;
     this.alarm.ring();
+  }
+
+  private get cache(): ActualCache<A, K> | undefined {
+    return this.held;
+  }
+
+  private set cache(c: ActualCache<A, K> | undefined) {
+    this.pastCaches += (this.held?.version ?? 0) + 1;
+    this.held = c;
+  }
+
+  /**
+   * Grows with every change of what `isProgrammed` answers from the loop's side (the cache replaced or
+   * written, a refusal made or cleared; its lowest bit is `inSync`), so a count over it can be kept until
+   * this or the desired side's version moves (RouteNetwork.status).
+   */
+  get version(): number {
+    return 2 * (this.pastCaches + (this.held?.version ?? 0) + this.refusals.version) + (this.inSync ? 1 : 0);
   }
 
   /** The loop's part of its owner's status. */

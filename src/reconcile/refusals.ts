@@ -32,6 +32,7 @@ export interface RefusalSink<K extends ItemKey = string> {
 export class Refusals<K extends ItemKey = string> {
   /** Refusals in a row, and when the key is due for its retry, by key. */
   private readonly byKey = new Map<K, { attempts: number; retryAt: number }>();
+  private changes = 0;
 
   constructor(
     private readonly sink: RefusalSink<K>,
@@ -41,6 +42,7 @@ export class Refusals<K extends ItemKey = string> {
 
   /** The dataplane refused the item for `key`: back off (base * 2^n, at most cap) and tell the sink; true when it is news. */
   refused(key: K, error: unknown): boolean {
+    this.changes++;
     const attempts = (this.byKey.get(key)?.attempts ?? 0) + 1;
     const retryInMs = backoffDelay(attempts - 1, this.backoff.baseMs, this.backoff.capMs);
     this.byKey.set(key, { attempts, retryAt: this.clock.now() + retryInMs });
@@ -49,7 +51,14 @@ export class Refusals<K extends ItemKey = string> {
 
   /** The key is no longer refused (`how`); nothing when it was not. */
   clear(key: K, how: Cleared): void {
-    if (this.byKey.delete(key)) this.sink.cleared(key, how);
+    if (!this.byKey.delete(key)) return;
+    this.changes++;
+    this.sink.cleared(key, how);
+  }
+
+  /** Counts every refusal and clearing (what `has` answers changes only with it). */
+  get version(): number {
+    return this.changes;
   }
 
   has(key: K): boolean {
