@@ -71,15 +71,20 @@ class Alarm {
     this.ringer?.();
   }
 
-  /** Sleep until `at` on `clock`; true when rung first, false when the time came or `signal` aborted. */
-  async sleep(clock: Clock, at: number, signal: AbortSignal): Promise<boolean> {
+  /**
+   * Sleep until `at` on `clock` (undefined: until rung); true when rung first, false when the time came or
+   * `signal` aborted.
+   */
+  async sleep(clock: Clock, at: number | undefined, signal: AbortSignal): Promise<boolean> {
     if (signal.aborted) return false;
     if (this.timer !== undefined && this.timer.at !== at) {
       this.timer.cancel();
       this.timer = undefined;
     }
-    if (this.timer === undefined) this.arm(clock, at, signal);
+    if (this.timer === undefined && at !== undefined) this.arm(clock, at, signal);
     let rung = false;
+    const aborted = () => this.wake?.(); // with a timer, its own abort listener wakes the sleep too
+    if (at === undefined) signal.addEventListener('abort', aborted, { once: true });
     await new Promise<void>((resolve) => {
       this.ringer = () => {
         rung = true;
@@ -87,6 +92,7 @@ class Alarm {
       };
       this.wake = resolve;
     });
+    signal.removeEventListener('abort', aborted);
     this.ringer = undefined;
     this.wake = undefined;
     return rung;
@@ -500,7 +506,9 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     const resyncAt = this.lastFullAt === undefined ? now + this.resyncMs : Math.max(now, this.lastFullAt + this.resyncMs);
     const listed = this.desired.listed;
     const retryAt = listed ? this.refusals.nextRetryAt() : undefined;
-    const at = retryAt === undefined ? resyncAt : Math.min(resyncAt, Math.max(now, retryAt));
+    // Before the complete list the resync and the retries wait for it (its end rings): a due resync here
+    // would wake the loop at once, again and again, for as long as the list pages.
+    const at = !listed ? undefined : retryAt === undefined ? resyncAt : Math.min(resyncAt, Math.max(now, retryAt));
     const woken = await this.alarm.sleep(this.clock, at, signal);
     if (signal.aborted || woken || !listed) return;
     const t = this.clock.now();

@@ -80,6 +80,31 @@ describe('Reconciler', () => {
     expect(r.status()).toMatchObject({ inSync: true, passes: 2, consecutiveFailures: 0 });
   });
 
+  it('before the complete list a due resync waits for the list: the loop arms no timer again and again', async () => {
+    // An early pass (additions while the Node list pages) starts the resync clock; a list that takes longer than
+    // the resync interval (18 s at 50,000 Nodes, docs/performance.md) must not turn the idle loop into a spin of
+    // zero-delay timers until it ends.
+    const { clock, driver, r, ac, items } = setup({ resyncMs: 10_000 });
+    let armed = 0;
+    const after = clock.after.bind(clock);
+    clock.after = (ms, fn) => {
+      if (++armed > 100) ac.abort(); // a spin: stop it so the test fails rather than hangs
+      return after(ms, fn);
+    };
+    items.updatePeers([alone('a=1')]);
+    const done = r.run(ac.signal);
+    await flush();
+    expect(driver.actual).toEqual(['a=1']); // the early pass
+    await clock.advance(30_000);
+    expect(armed).toBeLessThanOrEqual(2);
+    expect(ac.signal.aborted).toBe(false);
+    items.markListed();
+    await flush();
+    expect(r.status().inSync).toBe(true); // the list's end ends the wait: the pass runs at once
+    ac.abort();
+    await done;
+  });
+
   it('a failure stays dirty and retries with capped exponential backoff, then succeeds', async () => {
     const { clock, driver, metrics, r, ac, items } = setup();
     driver.failAdds = 4;
