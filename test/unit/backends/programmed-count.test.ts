@@ -40,7 +40,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('refuse' as const), subnet: subnetArb, ip: ipArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('unrefuse' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('rebind' as const) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 3000 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 12_000 }) }) },
 );
 
 function setup() {
