@@ -506,9 +506,9 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     const resyncAt = this.lastFullAt === undefined ? now + this.resyncMs : Math.max(now, this.lastFullAt + this.resyncMs);
     const listed = this.desired.listed;
     const retryAt = listed ? this.refusals.nextRetryAt() : undefined;
-    // Before the complete list the resync and the retries wait for it (its end rings): a due resync here
-    // would wake the loop at once, again and again, for as long as the list pages.
-    const at = !listed ? undefined : retryAt === undefined ? resyncAt : Math.min(resyncAt, Math.max(now, retryAt));
+    // Before the complete list a resync already due waits for the list's end (which rings): a timer for it
+    // would wake the loop at once, again and again, for as long as the list pages. Retries wait for it too.
+    const at = !listed && resyncAt <= now ? undefined : retryAt === undefined ? resyncAt : Math.min(resyncAt, Math.max(now, retryAt));
     const woken = await this.alarm.sleep(this.clock, at, signal);
     if (signal.aborted || woken || !listed) return;
     const t = this.clock.now();
