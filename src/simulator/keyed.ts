@@ -112,15 +112,11 @@ export function canonicalJson(v: unknown): string | undefined {
       return out + ']';
     }
     const keys = Object.keys(o);
-    // Object.keys lists the array-index keys first, ascending; the rest in insertion order: sort those.
+    // Object.keys lists the array-index keys first, ascending; the rest in insertion order: sort those
+    // (sort's default order is by UTF-16 code units).
     let first = 0;
     while (first < keys.length && isArrayIndex(keys[first])) first++;
-    for (let i = first + 1; i < keys.length; i++) {
-      const k = keys[i];
-      let j = i - 1;
-      for (; j >= first && keys[j] > k; j--) keys[j + 1] = keys[j];
-      keys[j + 1] = k;
-    }
+    if (keys.length - first > 1) keys.push(...keys.splice(first).sort());
     let out = '{';
     for (const k of keys) {
       const x = canonicalJson(o[k]);
