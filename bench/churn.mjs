@@ -5,8 +5,10 @@
 // holding it), and the dataplane calls the agent made (its /metrics counters). The periodic resync is off, so
 // every call is event-driven. Same-run baselines: the idle phases (CPU per event is net of idle), and a bare
 // client-node Watch on the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the
-// same events. A phase's CPU (agent and baseline alike) runs until both have decoded every event of the phase
-// (lib/common.mjs waitDrained), over the wall time of the phase's changes.
+// same events; and the least writer (lib/least-writer-child.mjs), that watch plus only the HNS write a lease
+// change needs, on its own simulated HNS with the same latency: what a node event's necessary work costs
+// (docs/performance.md, "The least writer"). A phase's CPU (agent and baselines alike) runs until all three
+// have handled every event of the phase (lib/common.mjs waitDrained), over the wall time of the phase's changes.
 import { fork } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -378,10 +380,11 @@ async function churnAt(n, { quick, short }) {
         agentOverFloorRounds: eventRounds.map((r) => r.agentOverFloor),
         // The definition before 5 December (only the policy store's time left out), its own median round.
         agentOverFloorStoreOnly: median(eventRounds.map((r) => r.agentOverFloorStoreOnly)),
-        // The least writer's, from the same median round, and every round's.
-        leastWriterCpuMsPerNodeEvent: events.leastWriterCpuMsPerNodeEvent,
-        leastWriterOverFloor: events.leastWriterOverFloor,
-        agentOverLeastWriter: events.agentOverLeastWriter,
+        // The least writer's: each the median over the rounds of a same-round figure (the round picked by
+        // agentOverFloor is a random draw of the least writer's, which moved by 0.2 between rounds), and every round's.
+        leastWriterCpuMsPerNodeEvent: median(eventRounds.map((r) => r.leastWriterCpuMsPerNodeEvent)),
+        leastWriterOverFloor: median(eventRounds.map((r) => r.leastWriterOverFloor)),
+        agentOverLeastWriter: median(eventRounds.map((r) => r.agentOverLeastWriter)),
         leastWriterOverFloorRounds: eventRounds.map((r) => r.leastWriterOverFloor),
         agentOverLeastWriterRounds: eventRounds.map((r) => r.agentOverLeastWriter),
       },
@@ -447,6 +450,7 @@ export async function run({ quick, large }) {
       "CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows; agentCpuMsPerNodeEvent and churnAgentOverWatch leave it out: the time spent in its policy store (simHnsStoreMsPerNodeEvent) and in the synchronous part of each HcnModifyNetwork before its modelled latency (the parse, the checks, the call's count; it also arms the latency's timer, which the floor's wakeup counts too), measured in the same run; its garbage stays in. agentOverFloorStoreOnly leaves out the policy store alone, the definition before 5 December.",
       `The figure's phases (idle, node add/del 10/s) run in rounds (${quick ? 7 : 3}; BENCH_CHURN_ROUNDS=n sets them); each idle phase is as long as a node add/del phase and run the same way, and the idle rate subtracted is pooled over the rounds' idle phases; the node-event figures are the median round's (by agentOverFloor), agentOverFloorRounds every round's.`,
       "wakeupMs: one idle timer wakeup of a Node process on this machine (lib/wakeup-child.mjs), measured in the same run. The agent wakes twice per node event it writes (the watch line, then the HNS call's return), the bare watch once: watchPlusWakeupMsPerNodeEvent is the bare watch's figure plus one wakeup, the floor of an agent that makes one asynchronous call per event; agentOverFloor is agentCpuMsPerNodeEvent over it.",
+      "leastWriterCpuMsPerNodeEvent: the least writer's CPU per node event (lib/least-writer-child.mjs: the bare watch, a Map of each Node's podCIDR, public-ip and backend-data, and on a lease change the agent's RemoteSubnetRoute request awaited on its own simulated HNS with the agent's latency model), net of its idle rate and of its simulated HNS's CPU as the agent's figure is; it wakes twice per node event, as the agent does. leastWriterOverFloor is it over watchPlusWakeupMsPerNodeEvent (what the necessary work costs beyond the floor), agentOverLeastWriter the agent's figure over it (the agent's own overhead); each the median over the rounds (of each round's same-run figure), *Rounds every round's.",
       large.length === 0
         ? 'No 20,000- or 50,000-Node run (quick mode without --with-20k or --with-50k).'
         : quick
