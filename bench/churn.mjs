@@ -5,8 +5,10 @@
 // holding it), and the dataplane calls the agent made (its /metrics counters). The periodic resync is off, so
 // every call is event-driven. Same-run baselines: the idle phases (CPU per event is net of idle), and a bare
 // client-node Watch on the same Nodes in its own process (lib/watch-child.mjs): the floor of decoding the
-// same events. A phase's CPU (agent and baseline alike) runs until both have decoded every event of the phase
-// (lib/common.mjs waitDrained), over the wall time of the phase's changes.
+// same events; and the least writer (lib/least-writer-child.mjs), that watch plus only the HNS write a lease
+// change needs, on its own simulated HNS with the same latency: what a node event's necessary work costs
+// (docs/performance.md, "The least writer"). A phase's CPU (agent and baselines alike) runs until all three
+// have handled every event of the phase (lib/common.mjs waitDrained), over the wall time of the phase's changes.
 import { fork } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -14,7 +16,6 @@ import { join } from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { METRIC } from '../dist/basics/metrics.js';
-import { SimulatedHnsTransport } from '../dist/simulator/hns.js';
 import {
   ApiServerProcess,
   BENCH_DIR,
@@ -25,6 +26,10 @@ import {
   hookWrites,
   log,
   makeTmpDir,
+  OWN_IP,
+  OWN_NODE,
+  OWN_PREFIX_LENGTH,
+  OWN_SUBNET,
   metricSum,
   peer,
   percentile,
@@ -36,27 +41,42 @@ import {
   table,
   waitDrained,
   waitInSync,
+  VXLAN_NET_CONF,
 } from './lib/common.mjs';
+import { cpuNowMs, timeSimulatedHns } from './lib/sim-hns-cpu.mjs';
 
-/** The baseline watcher; `cpu()` answers its CPU ms and decoded events so far. */
-export async function startWatchBaseline(kubeconfig) {
-  const child = fork(join(BENCH_DIR, 'lib', 'watch-child.mjs'), [kubeconfig], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  await new Promise((resolve, reject) => {
+/** A same-run baseline in its own process (`script` in lib/): `cpu()` answers its CPU ms and the rest of its probe. */
+function startBaselineChild(script, args) {
+  const child = fork(join(BENCH_DIR, 'lib', script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ready = new Promise((resolve, reject) => {
     child.once('message', resolve);
-    child.once('exit', (code) => reject(new Error(`watch baseline exited ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${script} exited ${code}`)));
   });
-  return {
+  return ready.then(() => ({
     cpu: () =>
       new Promise((resolve) => {
-        child.once('message', (m) => resolve({ cpuMs: (m.user + m.system) / 1000, events: m.events }));
+        child.once('message', (m) => resolve({ ...m, cpuMs: (m.user + m.system) / 1000 }));
         child.send({ probe: 'cpu' });
       }),
     stop: () => {
       child.kill();
       return new Promise((r) => child.once('exit', r));
     },
-  };
+  }));
 }
+
+/** The baseline watcher; `cpu()` answers its CPU ms and decoded events so far. */
+export const startWatchBaseline = (kubeconfig) => startBaselineChild('watch-child.mjs', [kubeconfig]);
+
+/**
+ * The least writer (lib/least-writer-child.mjs): the bare watch plus the HNS write a lease change needs, on
+ * its own simulated HNS with the agent's latency model; `cpu()` also answers the simulated HNS's CPU ms.
+ */
+const startLeastWriter = (kubeconfig) =>
+  startBaselineChild('least-writer-child.mjs', [
+    kubeconfig,
+    JSON.stringify({ nodeIP: OWN_IP, nodePrefixLength: OWN_PREFIX_LENGTH, subnet: OWN_SUBNET, ownNode: OWN_NODE, vni: VXLAN_NET_CONF.Backend.VNI, latency: COLD_LATENCY }),
+  ]);
 
 /** CPU ms of one idle wakeup of a Node process on this machine (lib/wakeup-child.mjs), `wakeups` of them. */
 export function wakeupCost(wakeups) {
@@ -86,12 +106,6 @@ async function profileStop(file) {
   const { profile } = await session.post('Profiler.stop');
   writeFileSync(file, JSON.stringify(profile));
   session.disconnect();
-}
-
-/** This process's CPU time so far, ms. */
-function cpuNowMs() {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
 }
 
 /**
@@ -151,46 +165,24 @@ async function churnAt(n, { quick, short }) {
   const writes = { add: new Map(), remove: new Map() };
   let a;
   let baseline;
-  let restoreTransport;
+  let simHns;
+  let leastWriter;
   try {
     a = await startAgent({ api, backend: 'vxlan', latency: COLD_LATENCY, resyncMs: 3_600_000 });
     hookWrites(a.sim, (kind, prefix, t) => {
       if (!writes[kind].has(prefix)) writes[kind].set(prefix, t);
     });
-    // Time spent in the simulated HNS's policy store (synchronous, in this process): the simulator's
-    // share of the agent process's CPU per node event, which on Windows is HNS's, not flanneld's. CPU
-    // time, not wall time: on a loaded machine a wall clock counts the time the process waited for a core
-    // too, and took 0.25-0.5 ms an event off the agent's figure in runs of the same code.
-    let simMs = 0;
-    const modify = a.sim.modifyNetworkPolicies.bind(a.sim);
-    a.sim.modifyNetworkPolicies = (...args) => {
-      const t = cpuNowMs();
-      try {
-        return modify(...args);
-      } finally {
-        simMs += cpuNowMs() - t;
-      }
-    };
-    // The rest of the simulated HNS's work per call, also HNS's process on Windows (the request's parse, the
-    // handle check, the call's count and fault rules): the synchronous part of SimulatedHnsTransport's
-    // modifyNetwork, before it waits out the modelled latency. That part also arms the latency's timer, the
+    // The simulated HNS's CPU (its policy store and the synchronous part of each HcnModifyNetwork), which on
+    // Windows is HNS's process's (lib/sim-hns-cpu.mjs). Its synchronous part also arms the latency's timer, the
     // agent's second wakeup, which the floor counts too (its wakeupMs): a few µs in the agent's favour.
-    let simCallMs = 0;
-    const modifyNetwork = SimulatedHnsTransport.prototype.modifyNetwork;
-    restoreTransport = () => (SimulatedHnsTransport.prototype.modifyNetwork = modifyNetwork);
-    SimulatedHnsTransport.prototype.modifyNetwork = function (...args) {
-      const t = cpuNowMs();
-      try {
-        return modifyNetwork.apply(this, args);
-      } finally {
-        simCallMs += cpuNowMs() - t;
-      }
-    };
+    simHns = timeSimulatedHns(a.sim);
     while (!a.agent.network) await sleep(10);
     await waitInSync(a.agent);
     baseline = await startWatchBaseline(api.kubeconfig);
+    leastWriter = await startLeastWriter(api.kubeconfig);
     await sleep(500);
-    const watchEvents = async () => (await baseline.cpu()).events;
+    // A phase is drained when the bare watch and the least writer have both handled its events.
+    const watchEvents = async () => Math.min((await baseline.cpu()).events, (await leastWriter.cpu()).events);
     const agentCpuMs = cpuNowMs;
     // Warm-up, not measured: the same kinds of events for a few seconds first, so that both processes are
     // measured in their steady state (the add, delete and status paths compiled and their feedback
@@ -231,9 +223,10 @@ async function churnAt(n, { quick, short }) {
       const gc0 = gc.sample();
       const calls0 = await dataplaneCallsFromMetrics(a.metrics);
       const reconnects0 = await metricSum(a.metrics, METRIC.apiReconnects);
-      const simMs0 = simMs;
-      const simCallMs0 = simCallMs;
+      const simMs0 = simHns.storeMs();
+      const simCallMs0 = simHns.callMs();
       const base0 = await baseline.cpu();
+      const least0 = await leastWriter.cpu();
       const word = ph.name.split(' ')[0];
       const profiled = PROFILE && (PROFILE_PHASES?.includes(word) ?? ph.name === 'node add/del 10/s');
       const profileFile = `${PROFILE}.${n}.${[PROFILE_PHASES && word, ph.round !== undefined && ph.round + 1].filter(Boolean).join('.')}.cpuprofile`;
@@ -252,6 +245,7 @@ async function churnAt(n, { quick, short }) {
       const c = { ...cpu(), wallMs: phaseWallMs };
       const threads = threadCpuMs();
       const base1 = await baseline.cpu();
+      const least1 = await leastWriter.cpu();
       // Let the last changes land (they are timed from the API change, not from now).
       await sleep(1000);
       const lat = [];
@@ -266,7 +260,16 @@ async function churnAt(n, { quick, short }) {
       rows.push({
         phase: ph.name,
         ...(ph.round === undefined ? {} : { round: ph.round + 1 }),
-        raw: { seconds: c.wallMs / 1000, cpuMs: c.cpuMs, baseCpuMs: base1.cpuMs - base0.cpuMs, simMs: simMs - simMs0, simCallMs: simCallMs - simCallMs0, wakeupMs },
+        raw: {
+          seconds: c.wallMs / 1000,
+          cpuMs: c.cpuMs,
+          baseCpuMs: base1.cpuMs - base0.cpuMs,
+          simMs: simHns.storeMs() - simMs0,
+          simCallMs: simHns.callMs() - simCallMs0,
+          wakeupMs,
+          leastCpuMs: least1.cpuMs - least0.cpuMs,
+          leastSimMs: least1.simStoreMs - least0.simStoreMs + least1.simCallMs - least0.simCallMs,
+        },
         seconds: r1(c.wallMs / 1000),
         nodeEvents: res.events.length,
         statusUpdates: res.statusUpdates,
@@ -284,6 +287,8 @@ async function churnAt(n, { quick, short }) {
         reads: calls.reads,
         readsPerNodeEvent: res.events.length ? r2(calls.reads / res.events.length) : null,
         writesPerNodeEvent: res.events.length ? r2(calls.writes / res.events.length) : null,
+        leastWriterWrites: least1.writes - least0.writes,
+        leastWriterFailures: least1.failures - least0.failures,
         apiReconnects: (await metricSum(a.metrics, METRIC.apiReconnects)) - reconnects0,
         // Where the process's CPU went: the main thread, the others (docs/performance.md, "CPU per node event
         // at 5,000 Nodes (session 11)"); V8's old space in use at the phase's end (it falls at a mark-compact).
@@ -301,8 +306,9 @@ async function churnAt(n, { quick, short }) {
     const idleSeconds = idleRows.reduce((t, r) => t + r.raw.seconds, 0);
     const idleCpuMsPerSec = idleRows.reduce((t, r) => t + r.raw.cpuMs, 0) / idleSeconds;
     const idleBaseCpuMsPerSec = idleRows.reduce((t, r) => t + r.raw.baseCpuMs, 0) / idleSeconds;
+    const idleLeastCpuMsPerSec = idleRows.reduce((t, r) => t + r.raw.leastCpuMs - r.raw.leastSimMs, 0) / idleSeconds;
     for (const row of rows) {
-      const { seconds, cpuMs, baseCpuMs, simMs: store, simCallMs, wakeupMs: wake } = row.raw;
+      const { seconds, cpuMs, baseCpuMs, simMs: store, simCallMs, wakeupMs: wake, leastCpuMs, leastSimMs } = row.raw;
       const { nodeEvents } = row;
       const perEvent = (x) => (nodeEvents ? x / nodeEvents : null);
       const watchMs = perEvent(baseCpuMs - idleBaseCpuMsPerSec * seconds);
@@ -311,6 +317,8 @@ async function churnAt(n, { quick, short }) {
       const sim = store + simCallMs;
       const agentMs = perEvent(cpuMs - idleCpuMsPerSec * seconds - sim);
       const agentStoreOnlyMs = perEvent(cpuMs - idleCpuMsPerSec * seconds - store);
+      // The least writer's, net of its idle and of its simulated HNS, as the agent's.
+      const leastMs = perEvent(leastCpuMs - leastSimMs - idleLeastCpuMsPerSec * seconds);
       Object.assign(row, {
         cpuSharePct: r2(cpuMs / seconds / 10),
         cpuMsPerNodeEvent: r2(perEvent(cpuMs - idleCpuMsPerSec * seconds)),
@@ -323,6 +331,9 @@ async function churnAt(n, { quick, short }) {
         wakeupMs: nodeEvents ? r2(wake) : null,
         agentOverFloor: nodeEvents ? r2(agentMs / (watchMs + wake)) : null,
         agentOverFloorStoreOnly: nodeEvents ? r2(agentStoreOnlyMs / (watchMs + wake)) : null,
+        leastWriterCpuMsPerNodeEvent: r2(leastMs),
+        leastWriterOverFloor: nodeEvents ? r2(leastMs / (watchMs + wake)) : null,
+        agentOverLeastWriter: nodeEvents ? r2(agentMs / leastMs) : null,
       });
     }
     gc.stop();
@@ -369,10 +380,18 @@ async function churnAt(n, { quick, short }) {
         agentOverFloorRounds: eventRounds.map((r) => r.agentOverFloor),
         // The definition before 5 December (only the policy store's time left out), its own median round.
         agentOverFloorStoreOnly: median(eventRounds.map((r) => r.agentOverFloorStoreOnly)),
+        // The least writer's: each the median over the rounds of a same-round figure (the round picked by
+        // agentOverFloor is a random draw of the least writer's, which moved by 0.2 between rounds), and every round's.
+        leastWriterCpuMsPerNodeEvent: median(eventRounds.map((r) => r.leastWriterCpuMsPerNodeEvent)),
+        leastWriterOverFloor: median(eventRounds.map((r) => r.leastWriterOverFloor)),
+        agentOverLeastWriter: median(eventRounds.map((r) => r.agentOverLeastWriter)),
+        leastWriterOverFloorRounds: eventRounds.map((r) => r.leastWriterOverFloor),
+        agentOverLeastWriterRounds: eventRounds.map((r) => r.agentOverLeastWriter),
       },
     };
   } finally {
-    restoreTransport?.();
+    simHns?.restore();
+    await leastWriter?.stop();
     await baseline?.stop();
     await a?.stop();
     await api.close();
@@ -398,6 +417,9 @@ export async function run({ quick, large }) {
     wakeup_cpu_ms: f.wakeupMs,
     client_node_watch_plus_wakeup_ms_per_node_event_5k: f.watchPlusWakeupMsPerNodeEvent,
     agent_cpu_per_node_event_over_floor_5k: f.agentOverFloor,
+    least_writer_cpu_ms_per_node_event: f.leastWriterCpuMsPerNodeEvent,
+    least_writer_cpu_per_node_event_over_floor: f.leastWriterOverFloor,
+    agent_cpu_per_node_event_over_least_writer: f.agentOverLeastWriter,
   };
   for (const n of large) {
     const at = await churnAt(n, { quick, short: quick });
@@ -409,6 +431,9 @@ export async function run({ quick, large }) {
       [`agent_cpu_ms_per_node_event_${k}`]: g.agentCpuMsPerNodeEvent,
       [`client_node_watch_plus_wakeup_ms_per_node_event_${k}`]: g.watchPlusWakeupMsPerNodeEvent,
       [`agent_cpu_per_node_event_over_floor_${k}`]: g.agentOverFloor,
+      [`least_writer_cpu_ms_per_node_event_${k}`]: g.leastWriterCpuMsPerNodeEvent,
+      [`least_writer_cpu_per_node_event_over_floor_${k}`]: g.leastWriterOverFloor,
+      [`agent_cpu_per_node_event_over_least_writer_${k}`]: g.agentOverLeastWriter,
       [`churn_${k}_agent_over_client_node_watch`]: g.churnAgentOverWatch,
       [`status_storm_${k}_over_client_node_watch`]: g.stormOverWatch,
       [`churn_${k}_over_client_node_watch`]: g.churnOverWatch,
@@ -425,6 +450,7 @@ export async function run({ quick, large }) {
       "CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows; agentCpuMsPerNodeEvent and churnAgentOverWatch leave it out: the time spent in its policy store (simHnsStoreMsPerNodeEvent) and in the synchronous part of each HcnModifyNetwork before its modelled latency (the parse, the checks, the call's count; it also arms the latency's timer, which the floor's wakeup counts too), measured in the same run; its garbage stays in. agentOverFloorStoreOnly leaves out the policy store alone, the definition before 5 December.",
       `The figure's phases (idle, node add/del 10/s) run in rounds (${quick ? 7 : 3}; BENCH_CHURN_ROUNDS=n sets them); each idle phase is as long as a node add/del phase and run the same way, and the idle rate subtracted is pooled over the rounds' idle phases; the node-event figures are the median round's (by agentOverFloor), agentOverFloorRounds every round's.`,
       "wakeupMs: one idle timer wakeup of a Node process on this machine (lib/wakeup-child.mjs), measured in the same run. The agent wakes twice per node event it writes (the watch line, then the HNS call's return), the bare watch once: watchPlusWakeupMsPerNodeEvent is the bare watch's figure plus one wakeup, the floor of an agent that makes one asynchronous call per event; agentOverFloor is agentCpuMsPerNodeEvent over it.",
+      "leastWriterCpuMsPerNodeEvent: the least writer's CPU per node event (lib/least-writer-child.mjs: the bare watch, a Map of each Node's podCIDR, public-ip and backend-data, and on a lease change the agent's RemoteSubnetRoute request awaited on its own simulated HNS with the agent's latency model), net of its idle rate and of its simulated HNS's CPU as the agent's figure is; it wakes twice per node event, as the agent does. leastWriterOverFloor is it over watchPlusWakeupMsPerNodeEvent (what the necessary work costs beyond the floor), agentOverLeastWriter the agent's figure over it (the agent's own overhead); each the median over the rounds (of each round's same-run figure), *Rounds every round's.",
       large.length === 0
         ? 'No 20,000- or 50,000-Node run (quick mode without --with-20k or --with-50k).'
         : quick
