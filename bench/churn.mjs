@@ -38,9 +38,9 @@ import {
   waitInSync,
 } from './lib/common.mjs';
 
-/** The baseline watcher; `cpu()` answers its CPU ms and decoded events so far. */
-export async function startWatchBaseline(kubeconfig) {
-  const child = fork(join(BENCH_DIR, 'lib', 'watch-child.mjs'), [kubeconfig], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** The baseline watcher (`--keep-peers`: keeping the peers, lib/watch-child.mjs); `cpu()` answers its CPU ms and decoded events so far. */
+export async function startWatchBaseline(kubeconfig, mode) {
+  const child = fork(join(BENCH_DIR, 'lib', 'watch-child.mjs'), [kubeconfig, ...(mode ? [mode] : [])], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`watch baseline exited ${code}`)));
@@ -151,6 +151,7 @@ async function churnAt(n, { quick, short }) {
   const writes = { add: new Map(), remove: new Map() };
   let a;
   let baseline;
+  let peerBaseline;
   let restoreTransport;
   try {
     a = await startAgent({ api, backend: 'vxlan', latency: COLD_LATENCY, resyncMs: 3_600_000 });
@@ -189,6 +190,7 @@ async function churnAt(n, { quick, short }) {
     while (!a.agent.network) await sleep(10);
     await waitInSync(a.agent);
     baseline = await startWatchBaseline(api.kubeconfig);
+    peerBaseline = await startWatchBaseline(api.kubeconfig, '--keep-peers');
     await sleep(500);
     const watchEvents = async () => (await baseline.cpu()).events;
     const agentCpuMs = cpuNowMs;
@@ -234,6 +236,7 @@ async function churnAt(n, { quick, short }) {
       const simMs0 = simMs;
       const simCallMs0 = simCallMs;
       const base0 = await baseline.cpu();
+      const peerBase0 = await peerBaseline.cpu();
       const word = ph.name.split(' ')[0];
       const profiled = PROFILE && (PROFILE_PHASES?.includes(word) ?? ph.name === 'node add/del 10/s');
       const profileFile = `${PROFILE}.${n}.${[PROFILE_PHASES && word, ph.round !== undefined && ph.round + 1].filter(Boolean).join('.')}.cpuprofile`;
@@ -252,6 +255,8 @@ async function churnAt(n, { quick, short }) {
       const c = { ...cpu(), wallMs: phaseWallMs };
       const threads = threadCpuMs();
       const base1 = await baseline.cpu();
+      let peerBase1 = await peerBaseline.cpu();
+      for (let i = 0; i < 500 && peerBase1.events < base1.events - base0.events + peerBase0.events; i++) peerBase1 = await sleep(10).then(() => peerBaseline.cpu());
       // Let the last changes land (they are timed from the API change, not from now).
       await sleep(1000);
       const lat = [];
@@ -266,7 +271,15 @@ async function churnAt(n, { quick, short }) {
       rows.push({
         phase: ph.name,
         ...(ph.round === undefined ? {} : { round: ph.round + 1 }),
-        raw: { seconds: c.wallMs / 1000, cpuMs: c.cpuMs, baseCpuMs: base1.cpuMs - base0.cpuMs, simMs: simMs - simMs0, simCallMs: simCallMs - simCallMs0, wakeupMs },
+        raw: {
+          seconds: c.wallMs / 1000,
+          cpuMs: c.cpuMs,
+          baseCpuMs: base1.cpuMs - base0.cpuMs,
+          peerBaseCpuMs: peerBase1.cpuMs - peerBase0.cpuMs,
+          simMs: simMs - simMs0,
+          simCallMs: simCallMs - simCallMs0,
+          wakeupMs,
+        },
         seconds: r1(c.wallMs / 1000),
         nodeEvents: res.events.length,
         statusUpdates: res.statusUpdates,
@@ -302,7 +315,7 @@ async function churnAt(n, { quick, short }) {
     const idleCpuMsPerSec = idleRows.reduce((t, r) => t + r.raw.cpuMs, 0) / idleSeconds;
     const idleBaseCpuMsPerSec = idleRows.reduce((t, r) => t + r.raw.baseCpuMs, 0) / idleSeconds;
     for (const row of rows) {
-      const { seconds, cpuMs, baseCpuMs, simMs: store, simCallMs, wakeupMs: wake } = row.raw;
+      const { seconds, cpuMs, baseCpuMs, peerBaseCpuMs, simMs: store, simCallMs, wakeupMs: wake } = row.raw;
       const { nodeEvents } = row;
       const perEvent = (x) => (nodeEvents ? x / nodeEvents : null);
       const watchMs = perEvent(baseCpuMs - idleBaseCpuMsPerSec * seconds);
@@ -319,6 +332,7 @@ async function churnAt(n, { quick, short }) {
         agentCpuMsPerNodeEvent: r2(agentMs),
         agentCpuSharePct: r2((cpuMs - sim) / seconds / 10),
         watchBaselineCpuSharePct: r2(baseCpuMs / seconds / 10),
+        peerWatchBaselineCpuSharePct: r2(peerBaseCpuMs / seconds / 10),
         watchBaselineCpuMsPerNodeEvent: r2(watchMs),
         wakeupMs: nodeEvents ? r2(wake) : null,
         agentOverFloor: nodeEvents ? r2(agentMs / (watchMs + wake)) : null,
@@ -356,6 +370,8 @@ async function churnAt(n, { quick, short }) {
         stormCpuPct: storm.cpuSharePct,
         stormWatchCpuPct: storm.watchBaselineCpuSharePct,
         stormOverWatch: ratio(storm.cpuSharePct, storm.watchBaselineCpuSharePct),
+        stormPeerWatchCpuPct: storm.peerWatchBaselineCpuSharePct,
+        stormOverPeerWatch: ratio(storm.cpuSharePct, storm.peerWatchBaselineCpuSharePct),
         churnCpuPct: events.cpuSharePct,
         churnWatchCpuPct: events.watchBaselineCpuSharePct,
         churnOverWatch: ratio(events.cpuSharePct, events.watchBaselineCpuSharePct),
@@ -374,15 +390,17 @@ async function churnAt(n, { quick, short }) {
   } finally {
     restoreTransport?.();
     await baseline?.stop();
+    await peerBaseline?.stop();
     await a?.stop();
     await api.close();
   }
 }
 
 export async function run({ quick, large }) {
-  const at5k = await churnAt(5000, { quick, short: false });
-  const f = at5k.figures;
-  const sizes = { 5000: at5k };
+  // BENCH_CHURN_LARGE_ONLY=1 (with --with-20k or --with-50k): the larger sizes alone, for A/B runs of one size.
+  const at5k = process.env.BENCH_CHURN_LARGE_ONLY === '1' && large.length > 0 ? undefined : await churnAt(5000, { quick, short: false });
+  const f = at5k?.figures ?? {};
+  const sizes = at5k ? { 5000: at5k } : {};
   const summary = {
     cpu_ms_per_node_event_5k: f.cpuMsPerNodeEvent,
     event_to_dataplane_p50_ms: f.p50ms,
@@ -390,6 +408,7 @@ export async function run({ quick, large }) {
     status_storm_cpu_pct: f.stormCpuPct,
     status_storm_client_node_watch_cpu_pct: f.stormWatchCpuPct,
     status_storm_over_client_node_watch: f.stormOverWatch,
+    status_storm_over_peer_keeping_watch: f.stormOverPeerWatch,
     churn_cpu_pct: f.churnCpuPct,
     churn_client_node_watch_cpu_pct: f.churnWatchCpuPct,
     churn_over_client_node_watch: f.churnOverWatch,
@@ -411,6 +430,7 @@ export async function run({ quick, large }) {
       [`agent_cpu_per_node_event_over_floor_${k}`]: g.agentOverFloor,
       [`churn_${k}_agent_over_client_node_watch`]: g.churnAgentOverWatch,
       [`status_storm_${k}_over_client_node_watch`]: g.stormOverWatch,
+      [`status_storm_${k}_over_peer_keeping_watch`]: g.stormOverPeerWatch,
       [`churn_${k}_over_client_node_watch`]: g.churnOverWatch,
     });
   }
