@@ -110,7 +110,10 @@ export function canonicalJson(v: unknown): string | undefined {
 
 /** Append `v`'s canonical JSON to `out`; false (nothing appended) when it has none (undefined, a function). */
 function writeJson(v: unknown, out: string[]): boolean {
-  if (v === null) return out.push('null') > 0;
+  if (v === null) {
+    out.push('null');
+    return true;
+  }
   if (typeof v === 'object') {
     const o = v as Record<string, unknown> & { toJSON?: unknown };
     if (typeof o.toJSON === 'function') return writeJson((o.toJSON as () => unknown)(), out);
@@ -120,7 +123,8 @@ function writeJson(v: unknown, out: string[]): boolean {
         if (i > 0) out.push(',');
         if (!writeJson(v[i], out)) out.push('null');
       }
-      return out.push(']') > 0;
+      out.push(']');
+      return true;
     }
     const keys = Object.keys(o);
     // Object.keys lists the array-index keys first, ascending; the rest in insertion order: sort those
@@ -136,10 +140,13 @@ function writeJson(v: unknown, out: string[]): boolean {
       if (writeJson(o[k], out)) members++;
       else out.length = at; // an undefined member is left out
     }
-    return out.push('}') > 0;
+    out.push('}');
+    return true;
   }
   const text = JSON.stringify(v);
-  return text !== undefined && out.push(text) > 0;
+  if (text === undefined) return false;
+  out.push(text);
+  return true;
 }
 
 /** Whether `k` is an array index (a canonical uint32 below 2^32 - 1), which JavaScript enumerates first. */
