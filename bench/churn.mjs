@@ -327,6 +327,9 @@ async function churnAt(n, { quick, short }) {
         agentCpuMsPerNodeEvent: r2(agentMs),
         agentCpuSharePct: r2((cpuMs - sim) / seconds / 10),
         watchBaselineCpuSharePct: r2(baseCpuMs / seconds / 10),
+        // The least writer's whole process, as cpuSharePct is the agent's: in a status-only phase it writes
+        // nothing, and what it pays is the watch, its peers' Map and a heap that holds them and its simulated HNS.
+        leastWriterCpuSharePct: r2(leastCpuMs / seconds / 10),
         watchBaselineCpuMsPerNodeEvent: r2(watchMs),
         wakeupMs: nodeEvents ? r2(wake) : null,
         agentOverFloor: nodeEvents ? r2(agentMs / (watchMs + wake)) : null,
@@ -367,6 +370,8 @@ async function churnAt(n, { quick, short }) {
         stormCpuPct: storm.cpuSharePct,
         stormWatchCpuPct: storm.watchBaselineCpuSharePct,
         stormOverWatch: ratio(storm.cpuSharePct, storm.watchBaselineCpuSharePct),
+        stormLeastWriterCpuPct: storm.leastWriterCpuSharePct,
+        stormOverLeastWriter: ratio(storm.cpuSharePct, storm.leastWriterCpuSharePct),
         churnCpuPct: events.cpuSharePct,
         churnWatchCpuPct: events.watchBaselineCpuSharePct,
         churnOverWatch: ratio(events.cpuSharePct, events.watchBaselineCpuSharePct),
@@ -399,9 +404,10 @@ async function churnAt(n, { quick, short }) {
 }
 
 export async function run({ quick, large }) {
-  const at5k = await churnAt(5000, { quick, short: false });
-  const f = at5k.figures;
-  const sizes = { 5000: at5k };
+  // BENCH_CHURN_LARGE_ONLY=1 (with --with-20k or --with-50k): the larger sizes alone, for A/B runs of one size.
+  const at5k = process.env.BENCH_CHURN_LARGE_ONLY === '1' && large.length > 0 ? undefined : await churnAt(5000, { quick, short: false });
+  const f = at5k?.figures ?? {};
+  const sizes = at5k ? { 5000: at5k } : {};
   const summary = {
     cpu_ms_per_node_event_5k: f.cpuMsPerNodeEvent,
     event_to_dataplane_p50_ms: f.p50ms,
@@ -409,6 +415,7 @@ export async function run({ quick, large }) {
     status_storm_cpu_pct: f.stormCpuPct,
     status_storm_client_node_watch_cpu_pct: f.stormWatchCpuPct,
     status_storm_over_client_node_watch: f.stormOverWatch,
+    status_storm_over_least_writer: f.stormOverLeastWriter,
     churn_cpu_pct: f.churnCpuPct,
     churn_client_node_watch_cpu_pct: f.churnWatchCpuPct,
     churn_over_client_node_watch: f.churnOverWatch,
@@ -436,6 +443,7 @@ export async function run({ quick, large }) {
       [`agent_cpu_per_node_event_over_least_writer_${k}`]: g.agentOverLeastWriter,
       [`churn_${k}_agent_over_client_node_watch`]: g.churnAgentOverWatch,
       [`status_storm_${k}_over_client_node_watch`]: g.stormOverWatch,
+      [`status_storm_${k}_over_least_writer`]: g.stormOverLeastWriter,
       [`churn_${k}_over_client_node_watch`]: g.churnOverWatch,
     });
   }
@@ -450,6 +458,7 @@ export async function run({ quick, large }) {
       "CPU per node event includes the simulated HNS (simHnsMsPerNodeEvent), which runs in the agent process here and in HNS on Windows; agentCpuMsPerNodeEvent and churnAgentOverWatch leave it out: the time spent in its policy store (simHnsStoreMsPerNodeEvent) and in the synchronous part of each HcnModifyNetwork before its modelled latency (the parse, the checks, the call's count; it also arms the latency's timer, which the floor's wakeup counts too), measured in the same run; its garbage stays in. agentOverFloorStoreOnly leaves out the policy store alone, the definition before 5 December.",
       `The figure's phases (idle, node add/del 10/s) run in rounds (${quick ? 7 : 3}; BENCH_CHURN_ROUNDS=n sets them); each idle phase is as long as a node add/del phase and run the same way, and the idle rate subtracted is pooled over the rounds' idle phases; the node-event figures are the median round's (by agentOverFloor), agentOverFloorRounds every round's.`,
       "wakeupMs: one idle timer wakeup of a Node process on this machine (lib/wakeup-child.mjs), measured in the same run. The agent wakes twice per node event it writes (the watch line, then the HNS call's return), the bare watch once: watchPlusWakeupMsPerNodeEvent is the bare watch's figure plus one wakeup, the floor of an agent that makes one asynchronous call per event; agentOverFloor is agentCpuMsPerNodeEvent over it.",
+      "stormOverLeastWriter (status_storm_*_over_least_writer): the agent's process's CPU share in the status-only storm over the least writer's whole process's: a peer-keeping consumer of the same watch that keeps a Map of its peers and a simulated HNS holding their policies, as the agent's process does; no target (docs/performance.md, \"The storm at 20,000 Nodes: the heap per peer (session 13)\").",
       "leastWriterCpuMsPerNodeEvent: the least writer's CPU per node event (lib/least-writer-child.mjs: the bare watch, a Map of each Node's podCIDR, public-ip and backend-data, and on a lease change the agent's RemoteSubnetRoute request awaited on its own simulated HNS with the agent's latency model), net of its idle rate and of its simulated HNS's CPU as the agent's figure is; it wakes twice per node event, as the agent does. leastWriterOverFloor is it over watchPlusWakeupMsPerNodeEvent (what the necessary work costs beyond the floor), agentOverLeastWriter the agent's figure over it (the agent's own overhead); each the median over the rounds (of each round's same-run figure), *Rounds every round's.",
       large.length === 0
         ? 'No 20,000- or 50,000-Node run (quick mode without --with-20k or --with-50k).'

@@ -90,11 +90,27 @@ function vniOf(l: Lease): { vni?: number } {
 function sameLease(a: Lease, b: Lease): boolean {
   if (a.subnet !== b.subnet || a.publicIP !== b.publicIP || a.backendType !== b.backendType || a.created !== b.created) return false;
   if (a.ipv6Subnet !== b.ipv6Subnet || a.publicIPv6 !== b.publicIPv6) return false;
-  const x = a.backendData ?? null;
-  const y = b.backendData ?? null;
-  // Every status update of a node comes here: the native stringify settles the usual case (the same
-  // annotation decoded again); key order alone differing falls through to the sorted comparison.
-  return x === y || JSON.stringify(x) === JSON.stringify(y) || stable(x) === stable(y);
+  // Every status update of a node comes here with the same backend-data decoded again.
+  return sameJson(a.backendData ?? null, b.backendData ?? null);
+}
+
+/**
+ * Whether two decoded JSON values are equal, whatever the order of their keys. It allocates nothing: every
+ * status update of a node compares its backend-data, which two JSON.stringify texts made about 470 bytes of
+ * garbage for (docs/performance.md, session 13).
+ */
+function sameJson(x: unknown, y: unknown): boolean {
+  if (x === y) return true;
+  if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null || Array.isArray(x) !== Array.isArray(y)) return false;
+  const a = x as Record<string, unknown>;
+  const b = y as Record<string, unknown>;
+  let n = 0;
+  for (const k in a) {
+    if (!Object.hasOwn(b, k) || !sameJson(a[k], b[k])) return false;
+    n++;
+  }
+  for (const _ in b) n--;
+  return n === 0;
 }
 
 /** The IPv6 half's rejection of an accepted lease's verdict. */
@@ -155,8 +171,11 @@ export class PeerStore<D> {
   private source: ItemSource<D>;
   /** Every peer reported, by key. */
   private readonly peersByKey = new Map<string, Peer<D>>();
-  /** Reported keys by subnet: the claimants of each subnet. */
-  private readonly claimants = new Map<string, Set<string>>();
+  /**
+   * Reported keys by subnet: the claimants of each subnet, the one key itself while one peer claims it and a
+   * Set only while several do (a Set per subnet was 150 bytes a peer: docs/performance.md, session 13).
+   */
+  private readonly claimants = new Map<string, string | Set<string>>();
   /** The key holding each accepted subnet, and how many peers are accepted. */
   private readonly holder = new Map<string, string>();
   private acceptedCount = 0;
@@ -227,7 +246,7 @@ export class PeerStore<D> {
   keeperOf(subnet: string, created: number | undefined): string | undefined {
     const own = { key: this.ownLeaseKey ?? '', created };
     let keeper: Lease | undefined;
-    for (const key of this.claimants.get(subnet) ?? []) {
+    for (const key of this.claimantsOf(subnet)) {
       const l = this.peersByKey.get(key)?.lease;
       if (!l || claimsFirst(own, l)) continue; // the own Node would win: this one would lose the subnet
       if (this.holder.get(subnet) === key) return key;
@@ -338,7 +357,7 @@ export class PeerStore<D> {
       // provisional: an older claimant may have come on a later page). A subnet one peer claims and holds is
       // decided as it was, by that peer's verdict alone: deciding it again re-made every peer's items, 1.3 s
       // of a 50,000-Node cold start (docs/performance.md, 50,000 Nodes).
-      if (firstList) for (const [sn, keys] of this.claimants) if (keys.size > 1 || !keys.has(this.holder.get(sn) ?? '')) for (const key of keys) touched.add(key);
+      if (firstList) for (const [sn, c] of this.claimants) if (c !== this.holder.get(sn)) for (const key of typeof c === 'string' ? [c] : c) touched.add(key);
     } else {
       for (const p of update.peers) this.report(p, touched);
     }
@@ -381,9 +400,10 @@ export class PeerStore<D> {
       cur.lease = lease;
       delete cur.invalid;
     } else this.peersByKey.set(key, { lease });
-    let s = this.claimants.get(lease.subnet);
-    if (!s) this.claimants.set(lease.subnet, (s = new Set()));
-    s.add(key);
+    const c = this.claimants.get(lease.subnet);
+    if (c === undefined) this.claimants.set(lease.subnet, key);
+    else if (typeof c !== 'string') c.add(key);
+    else if (c !== key) this.claimants.set(lease.subnet, new Set([c, key]));
     touched.add(key);
   }
 
@@ -400,11 +420,17 @@ export class PeerStore<D> {
     };
   }
 
+  /** The keys claiming `sn`. */
+  private claimantsOf(sn: string): Iterable<string> {
+    const c = this.claimants.get(sn);
+    return c === undefined ? [] : typeof c === 'string' ? [c] : c;
+  }
+
   private unclaim(key: string, old: Lease): void {
     this.left.add(old.subnet);
-    const s = this.claimants.get(old.subnet);
-    s?.delete(key);
-    if (s && s.size === 0) this.claimants.delete(old.subnet);
+    const c = this.claimants.get(old.subnet);
+    if (c === key) this.claimants.delete(old.subnet);
+    else if (typeof c === 'object' && c.delete(key) && c.size === 1) this.claimants.set(old.subnet, c.values().next().value!);
   }
 
   /** Steps 2-4: free the subnets of changed holders, decide the claimed subnets, update the items. */
@@ -458,7 +484,7 @@ export class PeerStore<D> {
   /** Who holds subnet `sn` now: its holder if any, else the first valid claimant by claimsFirst. */
   private decide(sn: string, verdict: (l: Lease) => LeaseValidation, freedFrom: string | undefined, changed: Set<string>): void {
     const valid: Lease[] = [];
-    for (const key of this.claimants.get(sn) ?? []) {
+    for (const key of this.claimantsOf(sn)) {
       const l = this.peersByKey.get(key)!.lease!;
       const v = verdict(l);
       if (v.ok) valid.push(l);

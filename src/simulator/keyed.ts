@@ -99,17 +99,32 @@ export function keepKey(original: HcnPolicy, copy: HcnPolicy): HcnPolicy {
  * sorted entries: that made four arrays and an object per object of every call's policies, a quarter of
  * the simulated HNS's garbage per node event (docs/performance.md, session 12). The order is the one those
  * rebuilt objects had: array-index keys first, ascending (JavaScript enumerates them so whatever the
- * insertion order), then the other keys by UTF-16 code units.
+ * insertion order), then the other keys by UTF-16 code units. The parts are joined once: a text built by
+ * `+=` stays a tree of its parts in V8, about 21 nodes and 1 KB a policy key that the store keeps (21 MB of
+ * the heap at 20,000 peers: docs/performance.md, session 13), where the joined text is one string.
  */
 export function canonicalJson(v: unknown): string | undefined {
-  if (v === null) return 'null';
+  const out: string[] = [];
+  return writeJson(v, out) ? out.join('') : undefined;
+}
+
+/** Append `v`'s canonical JSON to `out`; false (nothing appended) when it has none (undefined, a function). */
+function writeJson(v: unknown, out: string[]): boolean {
+  if (v === null) {
+    out.push('null');
+    return true;
+  }
   if (typeof v === 'object') {
     const o = v as Record<string, unknown> & { toJSON?: unknown };
-    if (typeof o.toJSON === 'function') return canonicalJson((o.toJSON as () => unknown)());
+    if (typeof o.toJSON === 'function') return writeJson((o.toJSON as () => unknown)(), out);
     if (Array.isArray(v)) {
-      let out = '[';
-      for (let i = 0; i < v.length; i++) out += (i > 0 ? ',' : '') + (canonicalJson(v[i]) ?? 'null');
-      return out + ']';
+      out.push('[');
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) out.push(',');
+        if (!writeJson(v[i], out)) out.push('null');
+      }
+      out.push(']');
+      return true;
     }
     const keys = Object.keys(o);
     // Object.keys lists the array-index keys first, ascending; the rest in insertion order: sort those
@@ -117,15 +132,21 @@ export function canonicalJson(v: unknown): string | undefined {
     let first = 0;
     while (first < keys.length && isArrayIndex(keys[first])) first++;
     if (keys.length - first > 1) keys.push(...keys.splice(first).sort());
-    let out = '{';
+    out.push('{');
+    let members = 0;
     for (const k of keys) {
-      const x = canonicalJson(o[k]);
-      if (x === undefined) continue;
-      out += (out.length > 1 ? ',' : '') + JSON.stringify(k) + ':' + x;
+      const at = out.length;
+      out.push(members > 0 ? ',' : '', JSON.stringify(k), ':');
+      if (writeJson(o[k], out)) members++;
+      else out.length = at; // an undefined member is left out
     }
-    return out + '}';
+    out.push('}');
+    return true;
   }
-  return JSON.stringify(v);
+  const text = JSON.stringify(v);
+  if (text === undefined) return false;
+  out.push(text);
+  return true;
 }
 
 /** Whether `k` is an array index (a canonical uint32 below 2^32 - 1), which JavaScript enumerates first. */

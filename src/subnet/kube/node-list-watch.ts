@@ -78,7 +78,8 @@ export function nodePodCIDR(spec: unknown): string | undefined {
   // would accept a Node the API server's own validation could never have produced.
   if (list !== undefined && list !== null && list !== '' && !Array.isArray(list)) return undefined;
   if (Array.isArray(list) && list.length > 0) {
-    for (const c of list.slice(0, 8)) {
+    for (let i = 0; i < list.length && i < 8; i++) {
+      const c: unknown = list[i];
       if (typeof c !== 'string') continue;
       const p = podCidr(c);
       if (p) return p;
@@ -196,18 +197,17 @@ export function projectNode(node: unknown, keys: AnnotationKeys, ipv6 = false): 
 export function toLease(rec: NodeLease): Lease | undefined {
   const subnet = rec.podCIDR ?? rec.badPodCIDR;
   if (rec.subnetManager !== 'true' || subnet === undefined) return undefined;
-  const oversized = rec.oversized ?? [];
-  return {
-    key: rec.name,
-    subnet,
-    ...(rec.created !== undefined ? { created: rec.created } : {}),
-    publicIP: rec.publicIP ?? '',
-    backendType: rec.backendType ?? '',
-    backendData: oversized.includes('backendData') ? undefined : decodeBackendData(rec.backendData),
-    // The IPv6 half only when the Node has both an IPv6 podCIDR and a public-ipv6: a peer without them
-    // keeps its IPv4 route (upstream drops such a peer altogether; a v4-only Windows peer is one).
-    ...(rec.ipv6PodCIDR !== undefined && rec.publicIPv6 !== undefined && rec.publicIPv6 !== '' ? { ipv6Subnet: rec.ipv6PodCIDR, publicIPv6: rec.publicIPv6 } : {}),
-  };
+  // Written field by field: spreads of conditional objects made two objects and an array per status update.
+  const lease: Lease = { key: rec.name, subnet, publicIP: rec.publicIP ?? '', backendType: rec.backendType ?? '', backendData: undefined };
+  if (rec.created !== undefined) lease.created = rec.created;
+  if (!rec.oversized?.includes('backendData')) lease.backendData = decodeBackendData(rec.backendData);
+  // The IPv6 half only when the Node has both an IPv6 podCIDR and a public-ipv6: a peer without them
+  // keeps its IPv4 route (upstream drops such a peer altogether; a v4-only Windows peer is one).
+  if (rec.ipv6PodCIDR !== undefined && rec.publicIPv6 !== undefined && rec.publicIPv6 !== '') {
+    lease.ipv6Subnet = rec.ipv6PodCIDR;
+    lease.publicIPv6 = rec.publicIPv6;
+  }
+  return lease;
 }
 
 // --- list and watch ---

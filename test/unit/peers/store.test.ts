@@ -219,6 +219,38 @@ describe('PeerStore', () => {
     expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.5.0/24', from: 'zeta', to: 'alpha' })]);
   });
 
+  it('three claimants of one subnet: the holder keeps it while others come and go; then the next by age, then a newcomer waits', () => {
+    const { w, handovers } = setup();
+    const a = peer(6, { key: 'a', created: T0 });
+    const b = peer(6, { key: 'b', created: T0 + 1, publicIP: '192.168.1.98' });
+    const c = peer(6, { key: 'c', created: T0 + 2, publicIP: '192.168.1.97' });
+    w.update({ kind: 'snapshot', leases: [c, b, a] });
+    expect(w.peers().map((l) => l.key)).toEqual(['a']);
+    // b leaves, then a: c, the last claimant, takes the subnet
+    expect(w.update({ kind: 'events', events: [{ type: 'removed', lease: b }] })).toEqual([]);
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'removed', lease: a }] }))).toEqual(['removed:a', 'added:c']);
+    expect(handovers()).toEqual([expect.objectContaining({ subnet: '10.244.6.0/24', from: 'a', to: 'c' })]);
+    // b (older than c) comes back: c holds, b waits; c moves away: b takes it
+    expect(w.update({ kind: 'events', events: [{ type: 'added', lease: b }] })).toEqual([]);
+    expect(w.store.keeperOf('10.244.6.0/24', T0 + 9)).toBe('c');
+    expect(brief(w.update({ kind: 'events', events: [{ type: 'added', lease: peer(7, { key: 'c', created: T0 + 2 }) }] }))).toEqual(['added:b', 'removed:c', 'added:c']);
+    // one claimant again: a re-list decides nothing anew
+    w.store.takeDirty();
+    expect(w.update({ kind: 'snapshot', leases: [b, peer(7, { key: 'c', created: T0 + 2 })] })).toEqual([]);
+    expect(w.store.takeDirty()).toEqual([]);
+  });
+
+  it('keeps under 550 bytes of heap per accepted peer: no Set per uncontested subnet (624 bytes with one; docs/performance.md, session 13)', () => {
+    const w = new LeaseSet({ ownLeaseKey: 'own', ownSubnet: '10.255.255.0/24', validation: { network: '10.0.0.0/8', subnetLen: 24, backendType: 'vxlan' } });
+    const n = 10_000;
+    const leases = Array.from({ length: n }, (_, i) => peer(2, { key: `peer-${i}`, subnet: `10.${1 + (i >> 8)}.${i & 255}.0/24`, publicIP: `192.168.${i >> 8}.${i & 255}` }));
+    const before = heapAfterGc();
+    for (const l of leases) w.store.apply({ kind: 'peers', peers: [{ key: l.key, lease: l }] });
+    const perPeer = (heapAfterGc() - before) / n;
+    expect(w.size).toBe(n);
+    expect(perPeer).toBeLessThan(550);
+  });
+
   it('pages before the first complete list only add; the list then decides a contested subnet by age', () => {
     const { w } = setup();
     expect(brief(w.update({ kind: 'page', leases: [peer(2), peer(6, { key: 'newer', created: T0 + 1 })] }))).toEqual(['added:newer', 'added:node-2']);

@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { canonicalJson, policyKey } from '../../../src/simulator/keyed.js';
+import { heapAfterGc } from '../../support/heap.js';
 
 /** The earlier canonical form: each object rebuilt from its defined entries, sorted by key. */
 function oracle(v: unknown): string | undefined {
@@ -59,5 +60,21 @@ describe('canonicalJson', () => {
     const p = { Type: 'RemoteSubnetRoute' as const, Settings: { IsolationId: 4096, DestinationPrefix: '10.244.1.0/24' } };
     expect(policyKey(p)).toBe(oracle(p));
     expect(policyKey(p)).toBe(policyKey(p));
+  });
+
+  it('keeps one string per policy key, not a tree of its parts', () => {
+    // A key built by `+=` stays a tree of its ~21 parts in V8 (about 0.8 KB for this policy); the simulated HNS
+    // keeps a key per policy, 21 MB of the bench process's heap at 20,000 peers (docs/performance.md, session 13).
+    const n = 5000;
+    const policies = Array.from({ length: n }, (_, i) => ({
+      Type: 'RemoteSubnetRoute' as const,
+      Settings: { IsolationId: 4096, DestinationPrefix: `10.${i >> 8}.${i & 255}.0/24`, ProviderAddress: `192.168.${i >> 8}.${i & 255}` },
+    }));
+    const before = heapAfterGc();
+    const keys = policies.map(policyKey);
+    const perKey = (heapAfterGc() - before) / n;
+    expect(keys[n - 1]).toBe(oracle(policies[n - 1]));
+    // The text is about 110 characters: one flat string and the WeakMap's entry, about 160 bytes (880 as a tree).
+    expect(perKey).toBeLessThan(400);
   });
 });
