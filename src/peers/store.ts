@@ -550,9 +550,10 @@ export class PeerStore<D> {
   /** `key` is no longer accepted: its items are no longer desired. */
   private release(key: string, p: Peer<D>): void {
     if (p.keys) this.dropItems(key, p.keys);
-    delete p.held;
-    delete p.items;
-    delete p.keys;
+    // Cleared, not deleted: a deleted property turns the object into a dictionary (V8), a cost on every event.
+    p.held = undefined;
+    p.items = undefined;
+    p.keys = undefined;
     this.acceptedCount--;
   }
 

@@ -335,12 +335,15 @@ export class Reconciler<A, D, K extends ItemKey = string> {
 
   /** One pass now, after any pass in progress: the loop's own step (the changed keys, or everything when a full read is due). */
   pass(): Promise<PassResult> {
-    const prev = this.running ?? Promise.resolve(undefined);
-    const next = prev.then(() => this.onePass());
+    // With none in progress (a node event's pass) it starts now: no hop through a resolved promise, nor a
+    // pass's promise handed on by a `then` (two more), nor `finally`'s, whose promise also rejected unhandled
+    // with a failed pass (docs/performance.md, "The event's path, shorter (session 13)").
+    const next = this.running === undefined ? this.onePass() : this.running.then(() => this.onePass());
     this.running = next;
-    void next.finally(() => {
+    const ended = () => {
       if (this.running === next) this.running = undefined;
-    });
+    };
+    next.then(ended, ended);
     return next;
   }
 
