@@ -198,7 +198,11 @@ export class KubeSubnetManager implements SubnetManager {
     events.record(ownSubnetContestedAtStartEvent(own.key, own.subnet, keeper.key, sameSecond));
     await events.flushed(); // the agent stops next
     const holder = sameSecond ? `Node "${keeper.key}", created in the same second with a name that sorts first` : `the older Node "${keeper.key}"`;
-    const fix = ownSubnetContestedFix(own.key, keeper.key, 'then start flanneld again (its DaemonSet or service restarts it)');
+    const fix = ownSubnetContestedFix(
+      own.key,
+      keeper.key,
+      'then start flanneld again (its DaemonSet or service restarts it): on the same podCIDR it reuses the HNS network it built, on a new one it replaces it',
+    );
     throw new KubeError(
       'FLANNEL_ERR_SUBNET_CONTESTED',
       `podCIDR ${own.subnet} of Node "${own.key}" is held by ${holder}, which keeps a contested subnet; flanneld published nothing (no annotations, no subnet.env); fix: ${fix}`,
