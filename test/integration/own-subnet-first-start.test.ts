@@ -64,7 +64,7 @@ describe('the own podCIDR another Node has at the first start', () => {
     expect(contestEvents('win')).toEqual([expect.objectContaining({ type: 'Warning', message: expect.stringContaining('the older Node linux-1 holds') })]);
     // The network it built while the list paged, its peer programmed.
     const [built] = overlayNetworks(agent);
-    expect({ networks: overlayNetworks(agent).length, subnet: subnetOf(built), peers: agent.state.remoteSubnets(built!.Name!) }).toEqual({
+    expect({ networks: overlayNetworks(agent).length, subnet: subnetOf(built), peers: agent.state.remoteSubnets(built.Name) }).toEqual({
       networks: 1,
       subnet: CIDR,
       peers: ['10.244.2.0/24'],
@@ -80,9 +80,9 @@ describe('the own podCIDR another Node has at the first start', () => {
     expect(cluster.api.getNode('win')?.metadata.annotations?.['flannel.alpha.coreos.com/public-ip']).toBe(WIN_IP);
     await waitFor(() => networkUnavailable('win')?.status === 'False', 'NetworkUnavailable=False on win');
     // "the HNS network it built is reused": the same network (its ID), no second one, its peer kept.
-    expect(overlayNetworks(again).map((n) => ({ id: n.ID, subnet: subnetOf(n) }))).toEqual([{ id: built!.ID, subnet: CIDR }]);
-    expect(again.state.remoteSubnets(built!.Name!)).toEqual(['10.244.2.0/24']);
-    expect(again.lines.some((l) => l.message === 'reusing existing HNS network' && l['id'] === built!.ID)).toBe(true);
+    expect(overlayNetworks(again).map((n) => ({ id: n.ID, subnet: subnetOf(n) }))).toEqual([{ id: built.ID, subnet: CIDR }]);
+    expect(again.state.remoteSubnets(built.Name)).toEqual(['10.244.2.0/24']);
+    expect(again.lines.some((l) => l.message === 'reusing existing HNS network' && l['id'] === built.ID)).toBe(true);
   });
 
   it('refused, then the own Node registered again with a new podCIDR (kubelet restarted, kube-controller-manager assigns one): the next start moves the network onto it', async () => {
@@ -122,18 +122,18 @@ describe('the own podCIDR another Node has at the first start', () => {
     // One network, on the new podCIDR: the one on the old subnet, flanneld's by its name (net-conf's), is
     // replaced as at any restart on a new podCIDR; both peers (linux-1 keeps the old subnet) are programmed.
     const now = overlayNetworks(again);
-    expect(now.map((n) => ({ name: n.Name, subnet: subnetOf(n) }))).toEqual([{ name: built!.Name, subnet: NEW_CIDR }]);
-    expect(now[0]!.ID).not.toBe(built!.ID);
+    expect(now.map((n) => ({ name: n.Name, subnet: subnetOf(n) }))).toEqual([{ name: built.Name, subnet: NEW_CIDR }]);
+    expect(now[0].ID).not.toBe(built.ID);
     expect(
       again.state
         .read()
         .networks.filter((n) => n.Type !== 'Overlay')
         .map((n) => n.ID),
     ).toEqual([nat.ID]);
-    await again.state.waitFor((s) => s.networks.length > 0 && again.state.remoteSubnets(built!.Name!).length === 2, 'both peers programmed');
-    expect(again.state.remoteSubnets(built!.Name!)).toEqual(['10.244.2.0/24', CIDR]);
+    await again.state.waitFor(() => again.state.remoteSubnets(built.Name).length === 2, 'both peers programmed');
+    expect(again.state.remoteSubnets(built.Name)).toEqual(['10.244.2.0/24', CIDR]);
     expect(again.lines.find((l) => l.message === 'deleting HNS network whose type, subnet, VNI, VXLAN port or adapter changed')).toMatchObject({
-      id: built!.ID,
+      id: built.ID,
       subnet: CIDR,
       want: NEW_CIDR,
     });
