@@ -40,18 +40,26 @@ const networkUnavailable = (node: string) => cluster.api.getNode(node)?.status?.
 /** The coded error line the agent stopped with. */
 const stoppedWith = (agent: SimAgent, code: string) => agent.lines.find((l) => l.level === 'error' && l['code'] === code);
 
+/**
+ * `win` starts on CIDR, which the older Node linux-1 has; linux-2 is its one other peer. The agent's state
+ * dir (its simulated node) outlives the process, so a second start runs on what the first built.
+ */
+async function startContested(): Promise<{ sourceVipFile: string; args: string[]; agent: SimAgent }> {
+  cluster = await new TestCluster().start();
+  const older = linuxFlannelNode({ name: 'linux-1', podCIDR: CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' });
+  older.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
+  cluster.api.addNode(older);
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
+  cluster.addWindowsNode('win', CIDR, WIN_IP);
+  // kube-proxy's scripts read the source VIP file (src/backends/vxlan/source-vip.ts): it is held as subnet.env is.
+  const sourceVipFile = join(dirname(cluster.stateOf('win').path), 'sourcevip.json');
+  const args = [`--iface=${WIN_IP}`, `--source-vip-file=${sourceVipFile}`, '--source-vip-compat-files=none'];
+  return { sourceVipFile, args, agent: await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args }) };
+}
+
 describe('the own podCIDR another Node has at the first start', () => {
   it('an older Node has it: stops with FLANNEL_ERR_SUBNET_CONTESTED and an Event, no subnet.env, no source VIP file, no annotations; the fix named works', async () => {
-    cluster = await new TestCluster().start();
-    const older = linuxFlannelNode({ name: 'linux-1', podCIDR: CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' });
-    older.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
-    cluster.api.addNode(older);
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
-    cluster.addWindowsNode('win', CIDR, WIN_IP);
-    // kube-proxy's scripts read the source VIP file (src/backends/vxlan/source-vip.ts): it is held as subnet.env is.
-    const sourceVipFile = join(dirname(cluster.stateOf('win').path), 'sourcevip.json');
-    const args = [`--iface=${WIN_IP}`, `--source-vip-file=${sourceVipFile}`, '--source-vip-compat-files=none'];
-    const agent = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args });
+    const { sourceVipFile, args, agent } = await startContested();
 
     expect({ outcome: await outcome(agent), log: '' }).toMatchObject({ outcome: { exited: 1 } });
     const err = stoppedWith(agent, CONTESTED);
@@ -86,15 +94,7 @@ describe('the own podCIDR another Node has at the first start', () => {
   });
 
   it('refused, then the own Node registered again with a new podCIDR (kubelet restarted, kube-controller-manager assigns one): the next start moves the network onto it', async () => {
-    cluster = await new TestCluster().start();
-    const older = linuxFlannelNode({ name: 'linux-1', podCIDR: CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' });
-    older.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
-    cluster.api.addNode(older);
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
-    cluster.addWindowsNode('win', CIDR, WIN_IP);
-    const sourceVipFile = join(dirname(cluster.stateOf('win').path), 'sourcevip.json');
-    const args = [`--iface=${WIN_IP}`, `--source-vip-file=${sourceVipFile}`, '--source-vip-compat-files=none'];
-    const agent = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args });
+    const { sourceVipFile, args, agent } = await startContested();
     expect({ outcome: await outcome(agent), log: '' }).toMatchObject({ outcome: { exited: 1 } });
     expect(stoppedWith(agent, CONTESTED)).toMatchObject({ node: 'win', holder: 'linux-1' });
     const [built] = overlayNetworks(agent);
