@@ -14,8 +14,8 @@ import { toLease, type NodeLease, type NodeObserver } from './node-list-watch.js
 export class UnleasedClaimants implements NodeObserver {
   /** Node name -> its podCIDR and creation time, for Nodes with a podCIDR and no lease. */
   private readonly claims = new Map<string, { subnet: string; created?: number }>();
-  /** Names seen by the list in progress: one that is not was deleted while the watch was down. */
-  private listed: Set<string> | undefined;
+  /** During a list, the claims it has not shown yet: one it never shows was deleted while the watch was down. */
+  private unlisted: Set<string> | undefined;
   /** whenFree's checks, run after every change. */
   private readonly checks = new Set<() => void>();
 
@@ -23,11 +23,11 @@ export class UnleasedClaimants implements NodeObserver {
   constructor(private readonly own: string) {}
 
   listStarted(): void {
-    this.listed = new Set();
+    this.unlisted = new Set(this.claims.keys());
   }
 
   seen(rec: NodeLease): void {
-    this.listed?.add(rec.name);
+    this.unlisted?.delete(rec.name);
     if (rec.name === this.own) return;
     const before = this.claims.get(rec.name);
     if (rec.podCIDR !== undefined && toLease(rec) === undefined) {
@@ -42,12 +42,11 @@ export class UnleasedClaimants implements NodeObserver {
   }
 
   listEnded(): void {
-    const listed = this.listed;
-    this.listed = undefined;
-    if (!listed) return;
-    let removed = false;
-    for (const name of this.claims.keys()) if (!listed.has(name)) removed = this.claims.delete(name) || removed;
-    if (removed) this.changed();
+    const unlisted = this.unlisted;
+    this.unlisted = undefined;
+    if (!unlisted?.size) return;
+    for (const name of unlisted) this.claims.delete(name);
+    this.changed();
   }
 
   /** The Node without a lease that keeps `subnet` against the own Node created at `created` (claimsFirst), if any. */
