@@ -344,12 +344,19 @@ export class RouteNetwork<A, D> implements Network {
     this.events.record(event);
   }
 
+  /** A peer, or (kube) a Node without a lease yet: either holds its podCIDR (docs/compatibility.md, "Who holds a contested subnet"). */
   subnetKeeper(subnet: string, created: number | undefined): string | undefined {
-    return this.store.keeperOf(subnet, created);
+    return this.store.keeperOf(subnet, created) ?? this.deps.subnetManager.unleasedKeeper?.(subnet, created);
   }
 
-  whenSubnetFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void> {
-    return this.store.whenFree(subnet, created, signal);
+  /** Until neither keeps it at once: a Node without a lease that gets one moves from the manager to the store. */
+  async whenSubnetFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void> {
+    const manager = this.deps.subnetManager;
+    for (;;) {
+      await this.store.whenFree(subnet, created, signal);
+      if (manager.unleasedKeeper?.(subnet, created) === undefined) return;
+      await manager.whenUnleasedFree!(subnet, created, signal);
+    }
   }
 
   /**

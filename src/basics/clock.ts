@@ -48,6 +48,32 @@ export function abortReason(signal: AbortSignal): Error {
   return signal.reason as Error;
 }
 
+/**
+ * Resolves once `holds()` is true: asked now, and again each time the owner of `checks` runs them (after
+ * every change of what `holds` reads); rejects with the abort reason once `signal` aborts first.
+ */
+export function whenHolds(checks: Set<() => void>, holds: () => boolean, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      checks.delete(check);
+      signal.removeEventListener('abort', aborted);
+    };
+    const check = () => {
+      if (!holds()) return;
+      done();
+      resolve();
+    };
+    const aborted = () => {
+      done();
+      reject(abortReason(signal));
+    };
+    if (signal.aborted) return reject(abortReason(signal));
+    signal.addEventListener('abort', aborted, { once: true });
+    checks.add(check);
+    check();
+  });
+}
+
 /** What `p` settles with, or a rejection with the abort reason once `signal` aborts first (`p` goes on). */
 export function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {

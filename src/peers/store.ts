@@ -22,7 +22,7 @@
 // per family), and two peers wanting one IPv6 route key are settled as any shared item key (first claimant).
 // A bad IPv6 half is rejected alone (docs/compatibility.md, Dual-stack): the peer is accepted with its IPv4
 // half only, and the IPv6 rejection is the ledger's (counted, logged, an Event, in the status).
-import { abortReason, type Clock } from '../basics/clock.js';
+import { whenHolds, type Clock } from '../basics/clock.js';
 import type { Logger } from '../basics/log.js';
 import { silentLogger } from '../basics/log.js';
 import type { Metrics } from '../basics/metrics.js';
@@ -257,25 +257,7 @@ export class PeerStore<D> {
 
   /** Resolves once no peer keeps `subnet` against a Node created at `created` (keeperOf), checked after every change; rejects when `signal` aborts. */
   whenFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const done = () => {
-        this.freeChecks.delete(check);
-        signal.removeEventListener('abort', aborted);
-      };
-      const check = () => {
-        if (this.keeperOf(subnet, created) !== undefined) return;
-        done();
-        resolve();
-      };
-      const aborted = () => {
-        done();
-        reject(abortReason(signal));
-      };
-      if (signal.aborted) return reject(abortReason(signal));
-      signal.addEventListener('abort', aborted, { once: true });
-      this.freeChecks.add(check);
-      check();
-    });
+    return whenHolds(this.freeChecks, () => this.keeperOf(subnet, created) === undefined, signal);
   }
 
   // --- the desired items, as the reconciler reads them ---

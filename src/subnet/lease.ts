@@ -152,6 +152,13 @@ export interface SubnetManager {
    */
   onOwnLeaseChange?(handler: (change: OwnLeaseChange) => void): void;
   /**
+   * kube: the Node without a lease (no flannel annotations yet) whose podCIDR is `subnet` and that keeps it
+   * against the own Node created at `created` (claimsFirst); the peer store knows only leases. etcd has none.
+   */
+  unleasedKeeper?(subnet: string, created: number | undefined): string | undefined;
+  /** kube: resolves once no Node without a lease keeps `subnet` (unleasedKeeper); rejects when `signal` aborts. */
+  whenUnleasedFree?(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void>;
+  /**
    * kube: what another list-watch of the same API server is built with (the NetworkPolicy controller's,
    * src/policy/sources.ts), so it shares the manager's client, timings, page size and jitter. etcd has none.
    */

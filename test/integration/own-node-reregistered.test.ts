@@ -168,3 +168,56 @@ describe('the own Node registered again with the podCIDR of an older peer', () =
     expect(peerPrefixes(a, 'vxlan')).toEqual([PEER_CIDR]);
   });
 });
+
+// The own Node registered again with the podCIDR of an older Node that flannel has not annotated yet (its
+// flanneld has not started). The rule is the first start's (docs/compatibility.md, "Who holds a contested
+// subnet"): every Node with that spec.podCIDR counts, annotated or not, and the older one keeps it, so that
+// when the older Node's flanneld starts (it lists the Nodes, finds itself older and goes on) exactly one of
+// the two has published the subnet. Upstream takes its Node's podCIDR as its lease whatever others hold
+// (flannel pkg/subnet/kube/kube.go AcquireLease).
+describe('the own Node registered again with the podCIDR of an older Node flannel has not annotated', () => {
+  it('vxlan: keeps its old network, not ready naming that Node, publishes nothing on its subnet; leases again once that Node is deleted', async () => {
+    cluster = await new TestCluster().start();
+    const PEER_CIDR = '10.244.1.0/24';
+    const UNANNOTATED_CIDR = '10.244.50.0/24';
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' }));
+    const waiting = bareNode({ name: 'linux-new', podCIDR: UNANNOTATED_CIDR, internalIP: '10.0.0.12' });
+    waiting.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
+    cluster.api.addNode(waiting);
+    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
+    await waitFor(() => a.agent.isReady && peerPrefixes(a, 'vxlan').length === 1 && conditionOf(cluster)?.status === 'False', 'the agent ready with its peer');
+    const envBefore = readFileSync(a.subnetFile, 'utf8');
+
+    cluster.api.deleteNode(WIN);
+    await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
+    cluster.api.addNode(bareNode({ name: WIN, podCIDR: UNANNOTATED_CIDR, internalIP: WIN_IP }));
+    await waitFor(
+      () => a.agent.notReadyReason()?.startsWith('own-subnet-contested') || readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.50.1/24'),
+      'the re-registration handled',
+      { timeoutMs: 20_000, detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}` },
+    );
+    expect(a.agent.notReadyReason()).toMatch(
+      /^own-subnet-contested: the own Node "win-1" was registered again with podCIDR 10\.244\.50\.0\/24, which the older Node "linux-new" holds/,
+    );
+    expect(readFileSync(a.subnetFile, 'utf8')).toBe(envBefore);
+    expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
+    expect(peerPrefixes(a, 'vxlan')).toEqual([PEER_CIDR]);
+    expect(Object.keys(cluster.api.getNode(WIN)?.metadata.annotations ?? {}).filter((k) => k.startsWith('flannel.alpha.coreos.com/'))).toEqual([]);
+    await waitFor(() => conditionOf(cluster)?.status === 'True', 'NetworkUnavailable=True on the contested Node', 20_000);
+    expect(conditionOf(cluster)).toMatchObject({ reason: 'FlannelSubnetContested' });
+
+    // That Node's flanneld starts and publishes its lease: it keeps the subnet as a peer now, still against this node.
+    const annotations = linuxFlannelNode({ name: 'linux-new', podCIDR: UNANNOTATED_CIDR, publicIP: '10.0.0.12', backendType: 'vxlan' }).metadata.annotations;
+    cluster.api.updateNode('linux-new', (n) => void (n.metadata.annotations = { ...n.metadata.annotations, ...annotations }));
+    await waitFor(() => peerPrefixes(a, 'vxlan').length === 2, 'the older Node routed as a peer', 20_000);
+    expect(a.agent.notReadyReason()).toMatch(/^own-subnet-contested: .*which the older Node "linux-new" holds/);
+    expect(readFileSync(a.subnetFile, 'utf8')).toBe(envBefore);
+
+    // The older Node was stale: deleted, the subnet is free and the agent leases on it by itself.
+    cluster.api.deleteNode('linux-new');
+    await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.50.1/24'), 'subnet.env on the freed podCIDR', 20_000);
+    await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === UNANNOTATED_CIDR && peerPrefixes(a, 'vxlan').length === 1, 'ready on the freed podCIDR', 20_000);
+    await waitFor(() => conditionOf(cluster)?.status === 'False', 'NetworkUnavailable=False once the subnet is free', 20_000);
+  });
+});

@@ -13,8 +13,10 @@ import { dirname, join } from 'node:path';
 import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { TestCluster, VXLAN_NET_CONF, WIN_IP, waitFor } from '../support/cluster.js';
 import type { SimAgent } from '../support/sim-node.js';
+import type { HcnNetwork } from '../../src/hns/schema.js';
 
 const CIDR = '10.244.9.0/24';
+const NEW_CIDR = '10.244.10.0/24';
 const CONTESTED = 'FLANNEL_ERR_SUBNET_CONTESTED';
 
 let cluster: TestCluster;
@@ -30,21 +32,34 @@ function outcome(agent: SimAgent): Promise<{ exited: number | null } | 'ready'> 
   return Promise.race([agent.exited.then((code) => ({ exited: code })), agent.waitReady(30_000).then(() => 'ready' as const)]);
 }
 
+/** The Overlay networks on the agent's simulated node (its state file outlives the process). */
+const overlayNetworks = (agent: SimAgent) => agent.state.read().networks.filter((n) => n.Type === 'Overlay');
+const subnetOf = (net: HcnNetwork | undefined) => net?.Ipams?.[0]?.Subnets?.[0]?.IpAddressPrefix;
+const networkUnavailable = (node: string) => cluster.api.getNode(node)?.status?.conditions?.find((c) => c.type === 'NetworkUnavailable');
+
 /** The coded error line the agent stopped with. */
 const stoppedWith = (agent: SimAgent, code: string) => agent.lines.find((l) => l.level === 'error' && l['code'] === code);
 
+/**
+ * `win` starts on CIDR, which the older Node linux-1 has; linux-2 is its one other peer. The agent's state
+ * dir (its simulated node) outlives the process, so a second start runs on what the first built.
+ */
+async function startContested(): Promise<{ sourceVipFile: string; args: string[]; agent: SimAgent }> {
+  cluster = await new TestCluster().start();
+  const older = linuxFlannelNode({ name: 'linux-1', podCIDR: CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' });
+  older.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
+  cluster.api.addNode(older);
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
+  cluster.addWindowsNode('win', CIDR, WIN_IP);
+  // kube-proxy's scripts read the source VIP file (src/backends/vxlan/source-vip.ts): it is held as subnet.env is.
+  const sourceVipFile = join(dirname(cluster.stateOf('win').path), 'sourcevip.json');
+  const args = [`--iface=${WIN_IP}`, `--source-vip-file=${sourceVipFile}`, '--source-vip-compat-files=none'];
+  return { sourceVipFile, args, agent: await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args }) };
+}
+
 describe('the own podCIDR another Node has at the first start', () => {
   it('an older Node has it: stops with FLANNEL_ERR_SUBNET_CONTESTED and an Event, no subnet.env, no source VIP file, no annotations; the fix named works', async () => {
-    cluster = await new TestCluster().start();
-    const older = linuxFlannelNode({ name: 'linux-1', podCIDR: CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' });
-    older.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
-    cluster.api.addNode(older);
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-2', podCIDR: '10.244.2.0/24', publicIP: '10.0.0.12', backendType: 'vxlan' }));
-    cluster.addWindowsNode('win', CIDR, WIN_IP);
-    // kube-proxy's scripts read the source VIP file (src/backends/vxlan/source-vip.ts): it is held as subnet.env is.
-    const sourceVipFile = join(dirname(cluster.stateOf('win').path), 'sourcevip.json');
-    const args = [`--iface=${WIN_IP}`, `--source-vip-file=${sourceVipFile}`, '--source-vip-compat-files=none'];
-    const agent = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args });
+    const { sourceVipFile, args, agent } = await startContested();
 
     expect({ outcome: await outcome(agent), log: '' }).toMatchObject({ outcome: { exited: 1 } });
     const err = stoppedWith(agent, CONTESTED);
@@ -55,14 +70,73 @@ describe('the own podCIDR another Node has at the first start', () => {
     expect(flannelAnnotations('win')).toEqual([]);
     expect(cluster.api.getNode('win')?.status?.conditions?.find((c) => c.type === 'NetworkUnavailable')).toBeUndefined();
     expect(contestEvents('win')).toEqual([expect.objectContaining({ type: 'Warning', message: expect.stringContaining('the older Node linux-1 holds') })]);
+    // The network it built while the list paged, its peer programmed.
+    const [built] = overlayNetworks(agent);
+    expect({ networks: overlayNetworks(agent).length, subnet: subnetOf(built), peers: agent.state.remoteSubnets(built.Name) }).toEqual({
+      networks: 1,
+      subnet: CIDR,
+      peers: ['10.244.2.0/24'],
+    });
 
-    // The fix it names for a stale older Node: delete it; the next start takes the subnet.
+    // The fix it names for a stale older Node: delete it; the next start (the same state dir) takes the
+    // subnet and publishes everything on the network the refused start built.
     cluster.api.deleteNode('linux-1');
     const again = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args });
     expect(await outcome(again)).toBe('ready');
     expect(readFileSync(again.subnetFile, 'utf8')).toContain('FLANNEL_SUBNET=10.244.9.1/24');
     expect(JSON.parse(readFileSync(sourceVipFile, 'utf8'))).toMatchObject({ ip: '10.244.9.2', subnet: CIDR });
     expect(cluster.api.getNode('win')?.metadata.annotations?.['flannel.alpha.coreos.com/public-ip']).toBe(WIN_IP);
+    await waitFor(() => networkUnavailable('win')?.status === 'False', 'NetworkUnavailable=False on win');
+    // "the HNS network it built is reused": the same network (its ID), no second one, its peer kept.
+    expect(overlayNetworks(again).map((n) => ({ id: n.ID, subnet: subnetOf(n) }))).toEqual([{ id: built.ID, subnet: CIDR }]);
+    expect(again.state.remoteSubnets(built.Name)).toEqual(['10.244.2.0/24']);
+    expect(again.lines.some((l) => l.message === 'reusing existing HNS network' && l['id'] === built.ID)).toBe(true);
+  });
+
+  it('refused, then the own Node registered again with a new podCIDR (kubelet restarted, kube-controller-manager assigns one): the next start moves the network onto it', async () => {
+    const { sourceVipFile, args, agent } = await startContested();
+    expect({ outcome: await outcome(agent), log: '' }).toMatchObject({ outcome: { exited: 1 } });
+    expect(stoppedWith(agent, CONTESTED)).toMatchObject({ node: 'win', holder: 'linux-1' });
+    const [built] = overlayNetworks(agent);
+    expect(subnetOf(built)).toBe(CIDR);
+
+    // The fix it names for the own Node: `kubectl delete node win`, the kubelet restarted registers it
+    // again (a new uid) and kube-controller-manager assigns a free podCIDR; then flanneld starts again.
+    // Another program's network on the node (Docker's `nat`): not flanneld's, so it stays whatever happens.
+    const nat = agent.state.model().createNetwork('HcnCreateNetwork', {
+      Name: 'nat',
+      Type: 'NAT',
+      Ipams: [{ Type: 'Static', Subnets: [{ IpAddressPrefix: '172.20.16.0/20', Routes: [{ NextHop: '172.20.16.1', DestinationPrefix: '0.0.0.0/0' }] }] }],
+      SchemaVersion: { Major: 2, Minor: 0 },
+    });
+    const oldUid = cluster.api.getNode('win')!.metadata.uid;
+    cluster.api.deleteNode('win');
+    const registered = cluster.api.addNode(bareNode({ name: 'win', podCIDR: NEW_CIDR, internalIP: WIN_IP }));
+    expect(registered.metadata.uid).not.toBe(oldUid);
+    const again = await cluster.startProcess({ nodeName: 'win', netConf: VXLAN_NET_CONF, args });
+    expect({ outcome: await outcome(again), log: '' }).toEqual({ outcome: 'ready', log: '' });
+    expect(readFileSync(again.subnetFile, 'utf8')).toContain('FLANNEL_SUBNET=10.244.10.1/24');
+    expect(JSON.parse(readFileSync(sourceVipFile, 'utf8'))).toMatchObject({ ip: '10.244.10.2', subnet: NEW_CIDR });
+    expect(cluster.api.getNode('win')?.metadata.annotations?.['flannel.alpha.coreos.com/public-ip']).toBe(WIN_IP);
+    await waitFor(() => networkUnavailable('win')?.status === 'False', 'NetworkUnavailable=False on win');
+    // One network, on the new podCIDR: the one on the old subnet, flanneld's by its name (net-conf's), is
+    // replaced as at any restart on a new podCIDR; both peers (linux-1 keeps the old subnet) are programmed.
+    const now = overlayNetworks(again);
+    expect(now.map((n) => ({ name: n.Name, subnet: subnetOf(n) }))).toEqual([{ name: built.Name, subnet: NEW_CIDR }]);
+    expect(now[0].ID).not.toBe(built.ID);
+    expect(
+      again.state
+        .read()
+        .networks.filter((n) => n.Type !== 'Overlay')
+        .map((n) => n.ID),
+    ).toEqual([nat.ID]);
+    await again.state.waitFor(() => again.state.remoteSubnets(built.Name).length === 2, 'both peers programmed');
+    expect(again.state.remoteSubnets(built.Name)).toEqual(['10.244.2.0/24', CIDR]);
+    expect(again.lines.find((l) => l.message === 'deleting HNS network whose type, subnet, VNI, VXLAN port or adapter changed')).toMatchObject({
+      id: built.ID,
+      subnet: CIDR,
+      want: NEW_CIDR,
+    });
   });
 
   it('two Nodes created in the same second: exactly one proceeds, the one whose name sorts first', async () => {

@@ -19,6 +19,7 @@ import { KubeHttp } from '../../kube/http.js';
 import { ownSubnetContestedAtStartEvent, ownSubnetContestedFix } from '../../node-events.js';
 import { NodeListWatch, nodeListFn, nodeWatchFn, observeAll } from './node-list-watch.js';
 import { OwnSubnetClaimants } from './own-subnet-claimants.js';
+import { UnleasedClaimants } from './unleased-claimants.js';
 import { OwnNodePublisher } from './own-node.js';
 import { OwnNodeWatch } from './own-node-watch.js';
 import type { KubeConfig } from '../../kube/kubeconfig.js';
@@ -86,6 +87,8 @@ export class KubeSubnetManager implements SubnetManager {
   private ownLeaseHandler: ((change: OwnLeaseChange) => void) | undefined;
   /** After a held acquireLease, until confirmLease. */
   private held: HeldLease | undefined;
+  /** The Nodes with a podCIDR and no lease, from the first acquireLease on (a re-registered own Node must not take one's podCIDR). */
+  private unleased: UnleasedClaimants | undefined;
 
   constructor(opts: KubeSubnetManagerOptions) {
     if (!isNetworkCidr(opts.network)) {
@@ -157,7 +160,8 @@ export class KubeSubnetManager implements SubnetManager {
   async acquireLease(attrsFor: LeaseAttrsSource, signal: AbortSignal, opts: AcquireOptions = {}): Promise<Lease> {
     const lease = await this.own.acquire(attrsFor, signal, opts.hold === true);
     const handler = this.ownLeaseHandler;
-    const follow = handler && new OwnNodeWatch({ node: lease.key, uid: this.own.acquiredUid, subnet: lease.subnet, onChange: handler });
+    const ownNode = handler && new OwnNodeWatch({ node: lease.key, uid: this.own.acquiredUid, subnet: lease.subnet, onChange: handler });
+    const follow = observeAll(ownNode, handler && (this.unleased ??= new UnleasedClaimants(lease.key)));
     this.held = undefined;
     if (!opts.hold) {
       this.nodes.observer = follow;
@@ -198,7 +202,11 @@ export class KubeSubnetManager implements SubnetManager {
     events.record(ownSubnetContestedAtStartEvent(own.key, own.subnet, keeper.key, sameSecond));
     await events.flushed(); // the agent stops next
     const holder = sameSecond ? `Node "${keeper.key}", created in the same second with a name that sorts first` : `the older Node "${keeper.key}"`;
-    const fix = ownSubnetContestedFix(own.key, keeper.key, 'then start flanneld again (its DaemonSet or service restarts it)');
+    const fix = ownSubnetContestedFix(
+      own.key,
+      keeper.key,
+      'then start flanneld again (its DaemonSet or service restarts it): on the same podCIDR it reuses the HNS network it built, on a new one it replaces it',
+    );
     throw new KubeError(
       'FLANNEL_ERR_SUBNET_CONTESTED',
       `podCIDR ${own.subnet} of Node "${own.key}" is held by ${holder}, which keeps a contested subnet; flanneld published nothing (no annotations, no subnet.env); fix: ${fix}`,
@@ -219,6 +227,14 @@ export class KubeSubnetManager implements SubnetManager {
 
   onOwnLeaseChange(handler: (change: OwnLeaseChange) => void): void {
     this.ownLeaseHandler = handler;
+  }
+
+  unleasedKeeper(subnet: string, created: number | undefined): string | undefined {
+    return this.unleased?.keeperOf(subnet, created);
+  }
+
+  whenUnleasedFree(subnet: string, created: number | undefined, signal: AbortSignal): Promise<void> {
+    return this.unleased ? this.unleased.whenFree(subnet, created, signal) : Promise.resolve();
   }
 
   completeLease(_lease: Lease, signal: AbortSignal): Promise<void> {
