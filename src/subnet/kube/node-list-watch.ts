@@ -189,6 +189,11 @@ export function projectNode(node: unknown, keys: AnnotationKeys, ipv6 = false): 
   return rec;
 }
 
+/** Whether a record stands for a peer lease (toLease): `kube-subnet-manager == "true"` and a podCIDR. */
+export function holdsLease(rec: NodeLease): boolean {
+  return rec.subnetManager === 'true' && (rec.podCIDR ?? rec.badPodCIDR) !== undefined;
+}
+
 /**
  * The peer lease a record stands for: only Nodes with `kube-subnet-manager == "true"` and a podCIDR.
  * Other fields pass through as published (an invalid subnet, public IP or backend-data is the
@@ -196,7 +201,7 @@ export function projectNode(node: unknown, keys: AnnotationKeys, ipv6 = false): 
  */
 export function toLease(rec: NodeLease): Lease | undefined {
   const subnet = rec.podCIDR ?? rec.badPodCIDR;
-  if (rec.subnetManager !== 'true' || subnet === undefined) return undefined;
+  if (!holdsLease(rec) || subnet === undefined) return undefined;
   // Written field by field: spreads of conditional objects made two objects and an array per status update.
   const lease: Lease = { key: rec.name, subnet, publicIP: rec.publicIP ?? '', backendType: rec.backendType ?? '', backendData: undefined };
   if (rec.created !== undefined) lease.created = rec.created;

@@ -9,7 +9,7 @@
 // in a running cluster, so the index costs nothing per peer. Pure: told what the watch saw.
 import { whenHolds } from '../../basics/clock.js';
 import { claimsFirst, type SubnetClaim } from '../lease.js';
-import { toLease, type NodeLease, type NodeObserver } from './node-list-watch.js';
+import { holdsLease, type NodeLease, type NodeObserver } from './node-list-watch.js';
 
 export class UnleasedClaimants implements NodeObserver {
   /** Node name -> its podCIDR and creation time, for Nodes with a podCIDR and no lease. */
@@ -30,7 +30,8 @@ export class UnleasedClaimants implements NodeObserver {
     this.unlisted?.delete(rec.name);
     if (rec.name === this.own) return;
     const before = this.claims.get(rec.name);
-    if (rec.podCIDR !== undefined && toLease(rec) === undefined) {
+    // Seen for every Node update (status updates included): the lease test is a field read, not toLease's decode.
+    if (rec.podCIDR !== undefined && !holdsLease(rec)) {
       if (before?.subnet === rec.podCIDR) return;
       this.claims.set(rec.name, { subnet: rec.podCIDR, ...(rec.created !== undefined ? { created: rec.created } : {}) });
     } else if (!this.claims.delete(rec.name)) return;
