@@ -92,6 +92,13 @@ export function claimsFirst(a: SubnetClaim, b: SubnetClaim): boolean {
   return ta < tb || (ta === tb && a.key < b.key);
 }
 
+/** Of `claims`, the one that keeps the subnet against `own`: the first by claimsFirst, if it claims before `own`. */
+export function keeperAgainst<C extends SubnetClaim>(claims: Iterable<C>, own: SubnetClaim): C | undefined {
+  let keeper: C | undefined;
+  for (const c of claims) if (claimsFirst(c, own) && (!keeper || claimsFirst(c, keeper))) keeper = c;
+  return keeper;
+}
+
 /** How acquireLease publishes the lease. */
 export interface AcquireOptions {
   /**

@@ -91,34 +91,39 @@ describe.each([
 // network onto that subnet, keeps its old dataplane and the peer's route, says why it is not ready with a
 // fix, and raises FlannelSubnetContested; once the subnet is free (the stale peer deleted) or the own Node
 // has another podCIDR, it leases again by itself.
+const PEER_CIDR = '10.244.1.0/24';
+
+/**
+ * The agent ready beside the older peer linux-1 (on PEER_CIDR) and `others`, then its Node deleted and registered
+ * again with `podCIDR`, until the agent has handled it: the contest named, or (the behaviour before the contest
+ * rule) subnet.env on that podCIDR.
+ */
+async function reregistered(backend: 'vxlan' | 'host-gw', netConf: unknown, podCIDR: string, others: ReturnType<typeof bareNode>[] = []) {
+  cluster = await new TestCluster().start();
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: backend }));
+  for (const n of others) cluster.api.addNode(n);
+  cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+  const sink = logSink('info');
+  const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf, log: sink.log });
+  await waitFor(() => a.agent.isReady && peerPrefixes(a, backend).length === 1 && conditionOf(cluster)?.status === 'False', 'the agent ready with its peer');
+  const envBefore = readFileSync(a.subnetFile, 'utf8');
+
+  cluster.api.deleteNode(WIN);
+  await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
+  cluster.api.addNode(bareNode({ name: WIN, podCIDR, internalIP: WIN_IP }));
+  const onNewSubnet = `FLANNEL_SUBNET=${podCIDR.replace(/\.0\/24$/, '.1/24')}`;
+  await waitFor(() => a.agent.notReadyReason()?.startsWith('own-subnet-contested') || readFileSync(a.subnetFile, 'utf8').includes(onNewSubnet), 'the re-registration handled', {
+    timeoutMs: 20_000,
+    detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}`,
+  });
+  return { a, sink, envBefore };
+}
+
 describe('the own Node registered again with the podCIDR of an older peer', () => {
-  const PEER_CIDR = '10.244.1.0/24';
-
-  async function contested(backend: 'vxlan' | 'host-gw', netConf: unknown) {
-    cluster = await new TestCluster().start();
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: backend }));
-    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
-    const sink = logSink('info');
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf, log: sink.log });
-    await waitFor(() => a.agent.isReady && peerPrefixes(a, backend).length === 1 && conditionOf(cluster)?.status === 'False', 'the agent ready with its peer');
-    const envBefore = readFileSync(a.subnetFile, 'utf8');
-
-    cluster.api.deleteNode(WIN);
-    await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
-    cluster.api.addNode(bareNode({ name: WIN, podCIDR: PEER_CIDR, internalIP: WIN_IP }));
-    // Whatever the agent makes of it: the contest named, or (the old behaviour) subnet.env on the peer's subnet.
-    await waitFor(
-      () => a.agent.notReadyReason()?.startsWith('own-subnet-contested') || readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.1.1/24'),
-      'the re-registration handled',
-      { timeoutMs: 20_000, detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}` },
-    );
-    return { a, sink, envBefore };
-  }
-
   const contestedEvents = () => cluster.api.events({ kind: 'Node', name: WIN }).filter((e) => e['reason'] === 'FlannelSubnetContested');
 
   it('host-gw: keeps its old network and the peer route, not ready with the reason and a fix, an Event; leases again once the stale peer is deleted', async () => {
-    const { a, sink, envBefore } = await contested('host-gw', HOSTGW_NET_CONF);
+    const { a, sink, envBefore } = await reregistered('host-gw', HOSTGW_NET_CONF, PEER_CIDR);
     expect(a.agent.isReady).toBe(false);
     const why = a.agent.notReadyReason()!;
     expect(why).toMatch(/^own-subnet-contested: the own Node "win-1" was registered again with podCIDR 10\.244\.1\.0\/24, which the older Node "linux-1" holds/);
@@ -154,7 +159,7 @@ describe('the own Node registered again with the podCIDR of an older peer', () =
   });
 
   it('vxlan: the own Node deleted and registered again with a podCIDR of its own ends the contest', async () => {
-    const { a } = await contested('vxlan', VXLAN_NET_CONF);
+    const { a } = await reregistered('vxlan', VXLAN_NET_CONF, PEER_CIDR);
     expect(a.agent.notReadyReason()).toMatch(/^own-subnet-contested: /);
     expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
     expect(peerPrefixes(a, 'vxlan')).toEqual([PEER_CIDR]);
@@ -177,26 +182,10 @@ describe('the own Node registered again with the podCIDR of an older peer', () =
 // (flannel pkg/subnet/kube/kube.go AcquireLease).
 describe('the own Node registered again with the podCIDR of an older Node flannel has not annotated', () => {
   it('vxlan: keeps its old network, not ready naming that Node, publishes nothing on its subnet; leases again once that Node is deleted', async () => {
-    cluster = await new TestCluster().start();
-    const PEER_CIDR = '10.244.1.0/24';
     const UNANNOTATED_CIDR = '10.244.50.0/24';
-    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' }));
     const waiting = bareNode({ name: 'linux-new', podCIDR: UNANNOTATED_CIDR, internalIP: '10.0.0.12' });
     waiting.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
-    cluster.api.addNode(waiting);
-    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
-    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
-    await waitFor(() => a.agent.isReady && peerPrefixes(a, 'vxlan').length === 1 && conditionOf(cluster)?.status === 'False', 'the agent ready with its peer');
-    const envBefore = readFileSync(a.subnetFile, 'utf8');
-
-    cluster.api.deleteNode(WIN);
-    await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
-    cluster.api.addNode(bareNode({ name: WIN, podCIDR: UNANNOTATED_CIDR, internalIP: WIN_IP }));
-    await waitFor(
-      () => a.agent.notReadyReason()?.startsWith('own-subnet-contested') || readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.50.1/24'),
-      'the re-registration handled',
-      { timeoutMs: 20_000, detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}` },
-    );
+    const { a, envBefore } = await reregistered('vxlan', VXLAN_NET_CONF, UNANNOTATED_CIDR, [waiting]);
     expect(a.agent.notReadyReason()).toMatch(
       /^own-subnet-contested: the own Node "win-1" was registered again with podCIDR 10\.244\.50\.0\/24, which the older Node "linux-new" holds/,
     );

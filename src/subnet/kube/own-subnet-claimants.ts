@@ -7,7 +7,7 @@
 // spec.podCIDR counts, annotated by flannel or not: the podCIDR is the node IPAM controller's allocation, and
 // a Node whose flanneld has not published yet (two nodes starting at once) must be seen by both sides for
 // exactly one of them to go on. Pure: told what the list saw, it says who keeps the podCIDR once it is complete.
-import { claimsFirst, type SubnetClaim } from '../lease.js';
+import { keeperAgainst, type SubnetClaim } from '../lease.js';
 import type { NodeLease, NodeObserver } from './node-list-watch.js';
 
 export interface OwnSubnetClaimantsOptions {
@@ -42,8 +42,7 @@ export class OwnSubnetClaimants implements NodeObserver {
   listEnded(): void {
     if (this.done) return;
     this.done = true;
-    let keeper: SubnetClaim | undefined;
-    for (const c of this.others.values()) if (claimsFirst(c, this.o.own) && (!keeper || claimsFirst(c, keeper))) keeper = c;
+    const keeper = keeperAgainst(this.others.values(), this.o.own);
     this.others.clear();
     this.o.decided(keeper);
   }

@@ -8,12 +8,12 @@
 // (flannel pkg/subnet/kube/kube.go AcquireLease). Only Nodes without a lease are kept, a handful at most
 // in a running cluster, so the index costs nothing per peer. Pure: told what the watch saw.
 import { whenHolds } from '../../basics/clock.js';
-import { claimsFirst, type SubnetClaim } from '../lease.js';
+import { keeperAgainst, type SubnetClaim } from '../lease.js';
 import { holdsLease, type NodeLease, type NodeObserver } from './node-list-watch.js';
 
 export class UnleasedClaimants implements NodeObserver {
-  /** Node name -> its podCIDR and creation time, for Nodes with a podCIDR and no lease. */
-  private readonly claims = new Map<string, { subnet: string; created?: number }>();
+  /** Node name -> its claim (name, creation time) and podCIDR, for Nodes with a podCIDR and no lease. */
+  private readonly claims = new Map<string, SubnetClaim & { subnet: string }>();
   /** During a list, the claims it has not shown yet: one it never shows was deleted while the watch was down. */
   private unlisted: Set<string> | undefined;
   /** whenFree's checks, run after every change. */
@@ -33,7 +33,7 @@ export class UnleasedClaimants implements NodeObserver {
     // Seen for every Node update (status updates included): the lease test is a field read, not toLease's decode.
     if (rec.podCIDR !== undefined && !holdsLease(rec)) {
       if (before?.subnet === rec.podCIDR) return;
-      this.claims.set(rec.name, { subnet: rec.podCIDR, ...(rec.created !== undefined ? { created: rec.created } : {}) });
+      this.claims.set(rec.name, { key: rec.name, subnet: rec.podCIDR, ...(rec.created !== undefined ? { created: rec.created } : {}) });
     } else if (!this.claims.delete(rec.name)) return;
     this.changed();
   }
@@ -53,13 +53,10 @@ export class UnleasedClaimants implements NodeObserver {
   /** The Node without a lease that keeps `subnet` against the own Node created at `created` (claimsFirst), if any. */
   keeperOf(subnet: string, created: number | undefined): string | undefined {
     const own: SubnetClaim = { key: this.own, ...(created !== undefined ? { created } : {}) };
-    let keeper: SubnetClaim | undefined;
-    for (const [key, c] of this.claims) {
-      if (c.subnet !== subnet) continue;
-      const claim = { key, ...(c.created !== undefined ? { created: c.created } : {}) };
-      if (claimsFirst(claim, own) && (!keeper || claimsFirst(claim, keeper))) keeper = claim;
-    }
-    return keeper?.key;
+    return keeperAgainst(
+      [...this.claims.values()].filter((c) => c.subnet === subnet),
+      own,
+    )?.key;
   }
 
   /** Resolves once no Node without a lease keeps `subnet` (keeperOf); rejects when `signal` aborts. */
