@@ -210,3 +210,59 @@ describe('the own Node registered again with the podCIDR of an older Node flanne
     await waitFor(() => conditionOf(cluster)?.status === 'False', 'NetworkUnavailable=False once the subnet is free', 20_000);
   });
 });
+
+// The re-registration seen in a relist, not in the watch: the API server was away (or the watch expired,
+// 410 Gone, https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes)
+// while the own Node was deleted and registered again with the podCIDR of an older Node the agent has not
+// seen, and the list that follows holds both. The older Node may come after the own Node in the list (its
+// name sorts later) or before it in the same page; either way the agent decides once the list is complete,
+// as from the watch: it keeps its network, is not ready naming that Node, and deletes nothing.
+describe('the own Node registered again, seen in a relist with an older Node of the same podCIDR it has not seen', () => {
+  const CONTESTED = '10.244.60.0/24';
+  const older = (n: ReturnType<typeof bareNode>) => {
+    n.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
+    return n;
+  };
+  it.each([
+    ['a peer with a lease', () => older(linuxFlannelNode({ name: 'linux-old', podCIDR: CONTESTED, publicIP: '10.0.0.13', backendType: 'vxlan' }))],
+    ['a Node flannel has not annotated, listed after the own Node', () => older(bareNode({ name: 'zz-waiting', podCIDR: CONTESTED, internalIP: '10.0.0.14' }))],
+  ] as const)('vxlan, %s: keeps its working network and says the subnet is contested', async (_what, olderNode) => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' }));
+    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+    const sink = logSink('info');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF, log: sink.log });
+    await waitFor(() => a.agent.isReady && peerPrefixes(a, 'vxlan').length === 1 && conditionOf(cluster)?.status === 'False', 'the agent ready with its peer');
+    const envBefore = readFileSync(a.subnetFile, 'utf8');
+    const networkId = a.sim.snapshot().networks.find((n) => n.Name === a.agent.network?.networkName)?.ID;
+
+    // While the API server is away: the own Node deleted and registered again with the older Node's podCIDR;
+    // compacted, so the watch's resume gets 410 Gone and the agent relists.
+    await cluster.api.stop();
+    const node = olderNode();
+    cluster.api.addNode(node);
+    cluster.api.deleteNode(WIN);
+    cluster.api.addNode(bareNode({ name: WIN, podCIDR: CONTESTED, internalIP: WIN_IP }));
+    cluster.api.compact();
+    await cluster.api.start();
+
+    await waitFor(() => a.agent.notReadyReason()?.startsWith('own-subnet-contested') === true, 'the contest named', {
+      timeoutMs: 20_000,
+      detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}`,
+    });
+    expect(a.agent.notReadyReason()).toMatch(
+      new RegExp(`^own-subnet-contested: the own Node "win-1" was registered again with podCIDR 10\\.244\\.60\\.0/24, which the older Node "${node.metadata.name}" holds`),
+    );
+    // Its working network, untouched: the same HNS network on the old podCIDR, its peer, subnet.env as it was.
+    const nets = a.sim.snapshot().networks;
+    expect(nets.map((n) => n.ID)).toEqual([networkId]);
+    expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
+    expect(readFileSync(a.subnetFile, 'utf8')).toBe(envBefore);
+    expect(sink.entries.some((e) => e['message'] === 'own Node registered again; leasing again')).toBe(false);
+    await waitFor(() => conditionOf(cluster)?.status === 'True', 'NetworkUnavailable=True on the contested Node', 20_000);
+    expect(conditionOf(cluster)).toMatchObject({ reason: 'FlannelSubnetContested' });
+    // Still running: it did not stop with FLANNEL_ERR_SUBNET_CONTESTED.
+    expect(await Promise.race([a.outcome.then((e) => ({ stopped: e })), Promise.resolve('running')])).toBe('running');
+    expect(a.agent.phase).toBe('running');
+  });
+});
