@@ -5,7 +5,8 @@
 // a network rebuilt on it, with an Event. While the Node stays deleted it keeps the dataplane and is not
 // ready, saying why.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { renderStatusTable } from '../../src/commands/status.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
@@ -264,5 +265,43 @@ describe('the own Node registered again, seen in a relist with an older Node of 
     // Still running: it did not stop with FLANNEL_ERR_SUBNET_CONTESTED.
     expect(await Promise.race([a.outcome.then((e) => ({ stopped: e })), Promise.resolve('running')])).toBe('running');
     expect(a.agent.phase).toBe('running');
+  });
+});
+
+// The agent's own reservation in host-local's store (src/backends/ipam-reservation.ts: `<dataDir>/<network>/<ip>`,
+// `<container ID>\r\n<ifname>`, containernetworking/plugins plugins/ipam/host-local/backend/disk/backend.go)
+// follows the own podCIDR: once the agent leases on the re-registered Node's new podCIDR, the file naming
+// its own container ID in the old one (vxlan's source VIP, host-gw's bridge endpoint `.2`) is removed, as
+// host-local's Release removes the files naming a container that is gone. Nothing else is: a pod's file, a
+// torn one (no container ID) and one that cannot be read stay.
+describe.each([
+  ['vxlan', VXLAN_NET_CONF, 'flannel.4096', 'flanneld-source-vip\r\nsourcevip'],
+  ['host-gw', HOSTGW_NET_CONF, 'cbr0', 'flanneld-host-endpoint\r\ncbr0_ep'],
+] as const)('%s: the own reservation in host-local’s store, when the own Node is registered again with a new podCIDR', (backend, netConf, network, own) => {
+  it('is removed from the old podCIDR and written in the new one; a pod’s, a torn and an unreadable file stay', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: backend }));
+    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+    const ipam = join(cluster.dir, WIN, 'ipam');
+    const store = join(ipam, network);
+    const vipArgs = backend === 'vxlan' ? [`--source-vip-file=${join(cluster.dir, WIN, 'sourcevip.json')}`, '--source-vip-compat-files='] : [];
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf, extraArgs: [`--cni-ipam-data-dir=${ipam}`, ...vipArgs] });
+    await waitFor(() => a.agent.isReady && peerPrefixes(a, backend).length === 1, 'the agent ready with its peer');
+    expect(readFileSync(join(store, '10.244.100.2'), 'utf8')).toBe(own);
+    // A pod's address, a torn file (a power loss in host-local's write) and one that cannot be read as a file.
+    writeFileSync(join(store, '10.244.100.3'), 'f00dpod\r\neth0');
+    writeFileSync(join(store, '10.244.100.4'), '');
+    mkdirSync(join(store, '10.244.100.5'));
+
+    cluster.api.deleteNode(WIN);
+    await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
+    cluster.api.addNode(bareNode({ name: WIN, podCIDR: NEW_CIDR, internalIP: WIN_IP }));
+    await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === NEW_CIDR, 'ready on the new podCIDR', 20_000);
+
+    expect(readFileSync(join(store, '10.244.101.2'), 'utf8')).toBe(own);
+    expect(existsSync(join(store, '10.244.100.2'))).toBe(false);
+    expect(readFileSync(join(store, '10.244.100.3'), 'utf8')).toBe('f00dpod\r\neth0');
+    expect(readFileSync(join(store, '10.244.100.4'), 'utf8')).toBe('');
+    expect(existsSync(join(store, '10.244.100.5'))).toBe(true);
   });
 });
