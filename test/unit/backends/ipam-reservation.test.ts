@@ -75,6 +75,16 @@ describe('releaseOwnReservations', () => {
   const OWNER = 'flanneld-host-endpoint';
   /** Not a file's content: a directory where the file would be, which cannot be read as one. */
   const DIRECTORY = Symbol('directory').toString();
+  /** `fn` on a fresh data dir with the network's directory `cbr0`, removed afterwards. */
+  const inStore = (fn: (dir: string) => void) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
+    try {
+      mkdirSync(join(dir, 'cbr0'));
+      fn(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
   it.each<[string, string, boolean]>([
     ['ours at an earlier address: removed', `${OWNER}\r\ncbr0_ep`, false],
     ['ours (Linux line break): removed', `${OWNER}\ncbr0_ep`, false],
@@ -84,10 +94,8 @@ describe('releaseOwnReservations', () => {
     ['torn (zero-filled): kept', '\0\0\0\0', true],
     ['unreadable (a directory): kept, a failed read is unknown', DIRECTORY, true],
   ])('%s', (_what, content, kept) => {
-    const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
-    try {
+    inStore((dir) => {
       const store = join(dir, 'cbr0');
-      mkdirSync(store);
       const path = join(store, '10.244.3.2');
       if (content === DIRECTORY) mkdirSync(path);
       else writeFileSync(path, content);
@@ -96,29 +104,21 @@ describe('releaseOwnReservations', () => {
       expect(fs.existsSync(path)).toBe(kept);
       expect(removed).toEqual(kept ? [] : [path]);
       expect(readFileSync(join(store, '10.244.9.2'), 'utf8')).toBe(`${OWNER}\r\ncbr0_ep`); // the one kept
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("host-local's own files are no reservation, whatever they hold; a store that cannot be listed releases nothing", () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
-    try {
-      mkdirSync(join(dir, 'cbr0'));
+    inStore((dir) => {
       writeFileSync(join(dir, 'cbr0', 'lock'), `${OWNER}\r\ncbr0_ep`);
       writeFileSync(join(dir, 'cbr0', 'last_reserved_ip.0'), '10.244.3.7');
       expect(releaseOwnReservations(fs, { dataDir: dir, network: 'cbr0', owner: OWNER, keep: '10.244.9.2' }, logSink('info').log)).toEqual([]);
       expect(fs.readdirSync(join(dir, 'cbr0')).sort()).toEqual(['last_reserved_ip.0', 'lock']);
       expect(releaseOwnReservations(fs, { dataDir: dir, network: 'missing', owner: OWNER, keep: '10.244.9.2' }, logSink('info').log)).toEqual([]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('a file that cannot be removed is said, with the fix, and the others still go', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ipam-'));
-    try {
-      mkdirSync(join(dir, 'cbr0'));
+    inStore((dir) => {
       for (const ip of ['10.244.3.2', '10.244.4.2']) writeFileSync(join(dir, 'cbr0', ip), `${OWNER}\r\ncbr0_ep`);
       const stuck = join(dir, 'cbr0', '10.244.3.2');
       const sink = logSink('info');
@@ -132,8 +132,6 @@ describe('releaseOwnReservations', () => {
       expect(releaseOwnReservations(refusing, { dataDir: dir, network: 'cbr0', owner: OWNER, keep: '10.244.9.2' }, sink.log)).toEqual([join(dir, 'cbr0', '10.244.4.2')]);
       expect(fs.existsSync(stuck)).toBe(true);
       expect(sink.entries.find((e) => e['level'] === 'warn')).toMatchObject({ path: stuck, fix: expect.stringContaining(`delete ${stuck}`) });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
