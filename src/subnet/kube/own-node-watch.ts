@@ -25,9 +25,9 @@ export class OwnNodeWatch implements NodeObserver {
   /** The Node followed: the one the lease was taken from, then the one last reported as its replacement. */
   private uid: string | undefined;
   private gone = false;
-  /** During a list, whether it held the own Node; undefined outside a list. */
-  private inList: boolean | undefined;
-  /** During a list, the own Node's record it held, told at listEnded. */
+  /** Between listStarted and listEnded. */
+  private listing = false;
+  /** The own Node's record the list held, told at listEnded. */
   private listed: NodeLease | undefined;
 
   constructor(private readonly o: OwnNodeWatchOptions) {
@@ -35,18 +35,14 @@ export class OwnNodeWatch implements NodeObserver {
   }
 
   listStarted(): void {
-    this.inList = false;
+    this.listing = true;
     this.listed = undefined;
   }
 
   seen(rec: NodeLease): void {
     if (rec.name !== this.o.node) return;
-    if (this.inList !== undefined) {
-      this.inList = true;
-      this.listed = rec;
-      return;
-    }
-    this.follow(rec);
+    if (this.listing) this.listed = rec;
+    else this.follow(rec);
   }
 
   private follow(rec: NodeLease): void {
@@ -82,7 +78,7 @@ export class OwnNodeWatch implements NodeObserver {
 
   listEnded(): void {
     const listed = this.listed;
-    this.inList = undefined;
+    this.listing = false;
     this.listed = undefined;
     if (listed) this.follow(listed);
     else this.lost(`the own Node "${this.o.node}" is not in the Node list: it was deleted from the API server`);
