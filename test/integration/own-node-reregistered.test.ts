@@ -268,6 +268,26 @@ describe('the own Node registered again, seen in a relist with an older Node of 
   });
 });
 
+// The re-registration on a free podCIDR seen in a relist: the agent leases again, as from the watch. The lease
+// round ends from inside the list's handler; the list-watch then stops instead of watching on.
+it('vxlan: the own Node registered again with a free podCIDR, seen in a relist: leases again on it', async () => {
+  cluster = await new TestCluster().start();
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' }));
+  cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+  const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
+  await waitFor(() => a.agent.isReady && peerPrefixes(a, 'vxlan').length === 1, 'the agent ready with its peer');
+  await cluster.api.stop();
+  cluster.api.deleteNode(WIN);
+  cluster.api.addNode(bareNode({ name: WIN, podCIDR: NEW_CIDR, internalIP: WIN_IP }));
+  cluster.api.compact();
+  await cluster.api.start();
+  await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.101.1/24'), 'subnet.env on the new podCIDR', {
+    timeoutMs: 20_000,
+    detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}; phase ${a.agent.phase}`,
+  });
+  await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === NEW_CIDR && peerPrefixes(a, 'vxlan').length === 1, 'ready with the peer on the new podCIDR', 20_000);
+});
+
 // The agent's own reservation in host-local's store (src/backends/ipam-reservation.ts: `<dataDir>/<network>/<ip>`,
 // `<container ID>\r\n<ifname>`, containernetworking/plugins plugins/ipam/host-local/backend/disk/backend.go)
 // follows the own podCIDR: once the agent leases on the re-registered Node's new podCIDR, the file naming
