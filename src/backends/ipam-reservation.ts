@@ -8,9 +8,13 @@
 // would hand `.2` out first. An address a pod already holds is never taken from it. A torn reservation
 // (empty, or zero-filled: a power loss between host-local's O_EXCL create and its write, or NTFS's
 // unwritten clusters) names no container a CNI runtime could have given (CNI spec: a container ID is
-// `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`), so it is nobody's and is rewritten.
+// `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`), so it is nobody's and is rewritten. The agent holds one reservation per
+// network, the one it reserves now: one naming its container ID at another address (left from an earlier
+// podCIDR, the own Node registered again with another) is released, as host-local's ReleaseByID removes the
+// files naming the container it releases; nothing else is (a pod's, a torn one, one that cannot be read).
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../basics/errors.js';
+import { isIp4 } from '../basics/ip4.js';
 import type { Logger } from '../basics/log.js';
 
 /** host-local's line break on Windows (disk backend `LineBreak`). */
@@ -105,4 +109,46 @@ export function reserveAddressOrWarn(fs: ReservationFs, r: Reservation, log: Log
     });
     return undefined;
   }
+}
+
+/** What releaseOwnReservations reads and removes. */
+export interface ReleaseFs extends Pick<ReservationFs, 'readFileSync'> {
+  readdirSync(path: string): string[];
+  unlinkSync(path: string): void;
+}
+
+/**
+ * Remove `owner`'s reservations in `<dataDir>/<network>` at another address than `keep` (left from an earlier
+ * podCIDR); returns the paths removed. Only a file whose container ID is `owner` goes: a pod's, a torn one
+ * and one that cannot be read (a failed read is unknown) stay, and so does everything when the directory
+ * cannot be listed. A file that cannot be removed is logged: it stays reserved, as before.
+ */
+export function releaseOwnReservations(fs: ReleaseFs, r: Pick<Reservation, 'dataDir' | 'network' | 'owner'> & { keep: string }, log: Logger): string[] {
+  const dir = join(r.dataDir, r.network);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    if (name === r.keep || !isIp4(name)) continue; // host-local's own files (last_reserved_ip.0, lock) are no reservation
+    const path = join(dir, name);
+    if (reservationOwner(fs, path) !== r.owner) continue;
+    try {
+      fs.unlinkSync(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      log.warn("cannot remove the agent's reservation left from an earlier podCIDR; host-local keeps that address reserved", {
+        path,
+        error: errorMessage(err),
+        fix: `delete ${path} (it names ${r.owner}, this agent)`,
+      });
+      continue;
+    }
+    removed.push(path);
+    log.info("released the agent's reservation left from an earlier podCIDR in host-local's store", { path, ip: name, kept: r.keep });
+  }
+  return removed;
 }

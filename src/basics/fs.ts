@@ -162,6 +162,8 @@ export const nodeSubnetEnvFs: Readonly<SubnetEnvFs> = Object.freeze({
 export interface SourceVipFs extends AtomicWriteFs {
   readFileSync(path: string, encoding: 'utf8'): string;
   readdirSync(path: string): string[];
+  /** Removes a reservation of the agent's left from an earlier podCIDR (src/backends/ipam-reservation.ts). */
+  unlinkSync(path: string): void;
 }
 
 /**

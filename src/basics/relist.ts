@@ -96,6 +96,8 @@ export async function runRelistLoop<C>(source: ListWatchSource<C>, o: RelistOpti
         continue;
       }
       if (lists++ > 0) o.metrics.inc(METRIC.apiReconnects, reconnect);
+      // The owner may have aborted while it took the list (its handler ends what the list-watch serves).
+      if (signal.aborted) return;
     }
     const started = o.clock.now();
     const end = await source.watch(cursor, signal);

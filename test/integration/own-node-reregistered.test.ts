@@ -5,7 +5,8 @@
 // a network rebuilt on it, with an Event. While the Node stays deleted it keeps the dataplane and is not
 // ready, saying why.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { bareNode, linuxFlannelNode } from '../../src/demo/kube-fake/api-server.js';
 import { renderStatusTable } from '../../src/commands/status.js';
 import { HOSTGW_NET_CONF, TestCluster, VXLAN_NET_CONF, waitFor, type RunningAgent, WIN_IP } from '../support/cluster.js';
@@ -208,5 +209,119 @@ describe('the own Node registered again with the podCIDR of an older Node flanne
     await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.50.1/24'), 'subnet.env on the freed podCIDR', 20_000);
     await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === UNANNOTATED_CIDR && peerPrefixes(a, 'vxlan').length === 1, 'ready on the freed podCIDR', 20_000);
     await waitFor(() => conditionOf(cluster)?.status === 'False', 'NetworkUnavailable=False once the subnet is free', 20_000);
+  });
+});
+
+// The re-registration seen in a relist, not in the watch: the API server was away (or the watch expired,
+// 410 Gone, https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes)
+// while the own Node was deleted and registered again with the podCIDR of an older Node the agent has not
+// seen, and the list that follows holds both. The older Node may come after the own Node in the list (its
+// name sorts later) or before it in the same page; either way the agent decides once the list is complete,
+// as from the watch: it keeps its network, is not ready naming that Node, and deletes nothing.
+describe('the own Node registered again, seen in a relist with an older Node of the same podCIDR it has not seen', () => {
+  const CONTESTED = '10.244.60.0/24';
+  const older = (n: ReturnType<typeof bareNode>) => {
+    n.metadata.creationTimestamp = '2020-01-01T00:00:00Z';
+    return n;
+  };
+  it.each([
+    ['a peer with a lease', () => older(linuxFlannelNode({ name: 'linux-old', podCIDR: CONTESTED, publicIP: '10.0.0.13', backendType: 'vxlan' }))],
+    ['a Node flannel has not annotated, listed after the own Node', () => older(bareNode({ name: 'zz-waiting', podCIDR: CONTESTED, internalIP: '10.0.0.14' }))],
+  ] as const)('vxlan, %s: keeps its working network and says the subnet is contested', async (_what, olderNode) => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' }));
+    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+    const sink = logSink('info');
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF, log: sink.log });
+    await waitFor(() => a.agent.isReady && peerPrefixes(a, 'vxlan').length === 1 && conditionOf(cluster)?.status === 'False', 'the agent ready with its peer');
+    const envBefore = readFileSync(a.subnetFile, 'utf8');
+    const networkId = a.sim.snapshot().networks.find((n) => n.Name === a.agent.network?.networkName)?.ID;
+
+    // While the API server is away: the own Node deleted and registered again with the older Node's podCIDR;
+    // compacted, so the watch's resume gets 410 Gone and the agent relists.
+    await cluster.api.stop();
+    const node = olderNode();
+    cluster.api.addNode(node);
+    cluster.api.deleteNode(WIN);
+    cluster.api.addNode(bareNode({ name: WIN, podCIDR: CONTESTED, internalIP: WIN_IP }));
+    cluster.api.compact();
+    await cluster.api.start();
+
+    await waitFor(() => a.agent.notReadyReason()?.startsWith('own-subnet-contested') === true, 'the contest named', {
+      timeoutMs: 20_000,
+      detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}`,
+    });
+    expect(a.agent.notReadyReason()).toMatch(
+      new RegExp(`^own-subnet-contested: the own Node "win-1" was registered again with podCIDR 10\\.244\\.60\\.0/24, which the older Node "${node.metadata.name}" holds`),
+    );
+    // Its working network, untouched: the same HNS network on the old podCIDR, its peer, subnet.env as it was.
+    const nets = a.sim.snapshot().networks;
+    expect(nets.map((n) => n.ID)).toEqual([networkId]);
+    expect(ownNetworkSubnet(a)).toBe(OLD_CIDR);
+    expect(readFileSync(a.subnetFile, 'utf8')).toBe(envBefore);
+    expect(sink.entries.some((e) => e['message'] === 'own Node registered again; leasing again')).toBe(false);
+    await waitFor(() => conditionOf(cluster)?.status === 'True', 'NetworkUnavailable=True on the contested Node', 20_000);
+    expect(conditionOf(cluster)).toMatchObject({ reason: 'FlannelSubnetContested' });
+    // Still running: it did not stop with FLANNEL_ERR_SUBNET_CONTESTED.
+    expect(await Promise.race([a.outcome.then((e) => ({ stopped: e })), Promise.resolve('running')])).toBe('running');
+    expect(a.agent.phase).toBe('running');
+  });
+});
+
+// The re-registration on a free podCIDR seen in a relist: the agent leases again, as from the watch. The lease
+// round ends from inside the list's handler; the list-watch then stops instead of watching on.
+it('vxlan: the own Node registered again with a free podCIDR, seen in a relist: leases again on it', async () => {
+  cluster = await new TestCluster().start();
+  cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: 'vxlan' }));
+  cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+  const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf: VXLAN_NET_CONF });
+  await waitFor(() => a.agent.isReady && peerPrefixes(a, 'vxlan').length === 1, 'the agent ready with its peer');
+  await cluster.api.stop();
+  cluster.api.deleteNode(WIN);
+  cluster.api.addNode(bareNode({ name: WIN, podCIDR: NEW_CIDR, internalIP: WIN_IP }));
+  cluster.api.compact();
+  await cluster.api.start();
+  await waitFor(() => readFileSync(a.subnetFile, 'utf8').includes('FLANNEL_SUBNET=10.244.101.1/24'), 'subnet.env on the new podCIDR', {
+    timeoutMs: 20_000,
+    detail: () => `not ready: ${a.agent.notReadyReason() ?? 'no reason'}; phase ${a.agent.phase}`,
+  });
+  await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === NEW_CIDR && peerPrefixes(a, 'vxlan').length === 1, 'ready with the peer on the new podCIDR', 20_000);
+});
+
+// The agent's own reservation in host-local's store (src/backends/ipam-reservation.ts: `<dataDir>/<network>/<ip>`,
+// `<container ID>\r\n<ifname>`, containernetworking/plugins plugins/ipam/host-local/backend/disk/backend.go)
+// follows the own podCIDR: once the agent leases on the re-registered Node's new podCIDR, the file naming
+// its own container ID in the old one (vxlan's source VIP, host-gw's bridge endpoint `.2`) is removed, as
+// host-local's Release removes the files naming a container that is gone. Nothing else is: a pod's file, a
+// torn one (no container ID) and one that cannot be read stay.
+describe.each([
+  ['vxlan', VXLAN_NET_CONF, 'flannel.4096', 'flanneld-source-vip\r\nsourcevip'],
+  ['host-gw', HOSTGW_NET_CONF, 'cbr0', 'flanneld-host-endpoint\r\ncbr0_ep'],
+] as const)('%s: the own reservation in host-local’s store, when the own Node is registered again with a new podCIDR', (backend, netConf, network, own) => {
+  it('is removed from the old podCIDR and written in the new one; a pod’s, a torn and an unreadable file stay', async () => {
+    cluster = await new TestCluster().start();
+    cluster.api.addNode(linuxFlannelNode({ name: 'linux-1', podCIDR: PEER_CIDR, publicIP: '10.0.0.11', backendType: backend }));
+    cluster.addWindowsNode(WIN, OLD_CIDR, WIN_IP);
+    const ipam = join(cluster.dir, WIN, 'ipam');
+    const store = join(ipam, network);
+    const vipArgs = backend === 'vxlan' ? [`--source-vip-file=${join(cluster.dir, WIN, 'sourcevip.json')}`, '--source-vip-compat-files='] : [];
+    const a = cluster.startAgent({ nodeName: WIN, ip: WIN_IP, netConf, extraArgs: [`--cni-ipam-data-dir=${ipam}`, ...vipArgs] });
+    await waitFor(() => a.agent.isReady && peerPrefixes(a, backend).length === 1, 'the agent ready with its peer');
+    expect(readFileSync(join(store, '10.244.100.2'), 'utf8')).toBe(own);
+    // A pod's address, a torn file (a power loss in host-local's write) and one that cannot be read as a file.
+    writeFileSync(join(store, '10.244.100.3'), 'f00dpod\r\neth0');
+    writeFileSync(join(store, '10.244.100.4'), '');
+    mkdirSync(join(store, '10.244.100.5'));
+
+    cluster.api.deleteNode(WIN);
+    await waitFor(() => !a.agent.isReady, 'not ready once the own Node is deleted');
+    cluster.api.addNode(bareNode({ name: WIN, podCIDR: NEW_CIDR, internalIP: WIN_IP }));
+    await waitFor(() => a.agent.isReady && ownNetworkSubnet(a) === NEW_CIDR, 'ready on the new podCIDR', 20_000);
+
+    expect(readFileSync(join(store, '10.244.101.2'), 'utf8')).toBe(own);
+    expect(existsSync(join(store, '10.244.100.2'))).toBe(false);
+    expect(readFileSync(join(store, '10.244.100.3'), 'utf8')).toBe('f00dpod\r\neth0');
+    expect(readFileSync(join(store, '10.244.100.4'), 'utf8')).toBe('');
+    expect(existsSync(join(store, '10.244.100.5'))).toBe(true);
   });
 });

@@ -4,7 +4,7 @@
 // Beside the network it keeps the record of the routes it created (./route-record.ts, beside subnet.env)
 // and the host endpoint's address reserved in host-local's store (the network's `settle`).
 import { poll, type Backend, type BackendDeps, type Network } from '../backend.js';
-import { reserveAddressOrWarn } from '../ipam-reservation.js';
+import { releaseOwnReservations, reserveAddressOrWarn } from '../ipam-reservation.js';
 import { RouteNetwork, type HnsObjectKind, type NetworkBinding, type NodeObjects } from '../route-network.js';
 import { decideSubnetHolder } from '../subnet-holder.js';
 import { hostGwRouteDriver, ManagementVNic } from './routes.js';
@@ -151,6 +151,7 @@ export class HostGwBackend implements Backend, NodeObjects {
   /**
    * Reserve the bridge endpoint's address (`.2`, every pod's gateway under win-bridge) in host-local's
    * store (--cni-ipam-data-dir), so no pod gets it. An address a pod already holds stays with that pod.
+   * The reservation of an earlier podCIDR's `.2` is released.
    */
   settle(network: Network): Promise<void> {
     const { log, flags, files } = this.deps;
@@ -158,6 +159,8 @@ export class HostGwBackend implements Backend, NodeObjects {
     const ip = hostEndpointAddress(network.lease.subnet);
     const ifname = `${network.networkName}_ep`;
     const r = reserveAddressOrWarn(files, { dataDir: flags.cniIpamDataDir, network: network.networkName, ip, owner: HOST_ENDPOINT_OWNER, ifname }, log);
+    // The one of an earlier podCIDR (the own Node registered again with another) is released.
+    releaseOwnReservations(files, { dataDir: flags.cniIpamDataDir, network: network.networkName, owner: HOST_ENDPOINT_OWNER, keep: ip }, log);
     if (!r) return Promise.resolve();
     if (r.torn) log.warn('rewrote a torn host-local reservation (empty or zero-filled: no container holds it)', { path: r.path, ip, endpoint: ifname });
     else if (r.result === 'reserved') log.info('reserved the host endpoint address in host-local IPAM', { path: r.path, ip, endpoint: ifname });

@@ -19,6 +19,7 @@
 //    `<network>_sourcevip` with that address and the node's ProviderAddress policy;
 //  * a reservation file in host-local's store (`<cni-ipam-data-dir>/<network>/<ip>`, the CNI network name
 //    being the HNS network name), so the flannel CNI's host-local IPAM never hands the address to a pod;
+//    the one it wrote for an earlier address (an earlier podCIDR) is released (../ipam-reservation.ts);
 //  * the files, once the agent publishes the network with subnet.env (not while it holds the lease:
 //    ../../agent/lease-rounds.ts): `--source-vip-file` (default `C:\run\flannel\sourcevip.json`) and every
 //    `--source-vip-compat-files` path (default `C:\k\sourceVip.json` and `C:\sourcevip\sourceVip.json`),
@@ -36,7 +37,7 @@ import type { HnsClient } from '../../hns/client.js';
 import { ENDPOINT_FLAG_REMOTE, policySetting, sameId, type HcnEndpoint } from '../../hns/schema.js';
 import { contains, hostAddresses, nthAddress, parseCidr } from '../../basics/ip4.js';
 import type { Logger } from '../../basics/log.js';
-import { reservationOwner, reserveAddressOrWarn } from '../ipam-reservation.js';
+import { releaseOwnReservations, reservationOwner, reserveAddressOrWarn } from '../ipam-reservation.js';
 
 /** Host index of the default source VIP inside the pod subnet (`.2`). */
 const SOURCE_VIP_HOST_INDEX = 2;
@@ -257,6 +258,7 @@ export async function reserveSourceVip(opts: SourceVipOptions): Promise<SourceVi
     else if (r?.result === 'reserved') log.info('reserved the source VIP in host-local IPAM', { path: r.path });
     else if (r?.result === 'held' && r.holder !== SCRIPT_CONTAINER_ID)
       log.warn('a container holds the source VIP in host-local IPAM; recreate that pod', { path: r.path, ip, container: r.holder });
+    releaseOwnReservations(fs, { dataDir: opts.ipamDataDir, network: networkName, owner: SOURCE_VIP_OWNER, keep: ip }, log);
   }
   if (opts.writeFiles !== false) publishSourceVipFiles(fs, rec, opts);
   return rec;

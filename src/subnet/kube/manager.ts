@@ -161,7 +161,8 @@ export class KubeSubnetManager implements SubnetManager {
     const lease = await this.own.acquire(attrsFor, signal, opts.hold === true);
     const handler = this.ownLeaseHandler;
     const ownNode = handler && new OwnNodeWatch({ node: lease.key, uid: this.own.acquiredUid, subnet: lease.subnet, onChange: handler });
-    const follow = observeAll(ownNode, handler && (this.unleased ??= new UnleasedClaimants(lease.key)));
+    // The Nodes without a lease first: at a list's end they have dropped those the list no longer holds before the own Node's record is told.
+    const follow = observeAll(handler && (this.unleased ??= new UnleasedClaimants(lease.key)), ownNode);
     this.held = undefined;
     if (!opts.hold) {
       this.nodes.observer = follow;

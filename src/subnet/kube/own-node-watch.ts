@@ -6,7 +6,10 @@
 // agent went on with the old lease until a restart. Pure: told what the watch saw, it says what changed.
 // After a re-registration it follows the new Node until the agent leases again (a new watch then): the
 // agent may not take the new podCIDR at once (an older peer holds it), and that Node may be deleted and
-// registered again meanwhile.
+// registered again meanwhile. In a list, what the own Node's record says is told once the list is complete
+// (listEnded): whether another Node keeps its new podCIDR is decided from the peers and the Nodes without a
+// lease (../lease.ts keeperAgainst), which know the list's other Nodes only then (a relist after 410 Gone
+// may hold the re-registered own Node and an older Node with its podCIDR, in any order and page).
 import type { OwnLeaseChange } from '../lease.js';
 import type { NodeLease, NodeObserver } from './node-list-watch.js';
 
@@ -22,19 +25,27 @@ export class OwnNodeWatch implements NodeObserver {
   /** The Node followed: the one the lease was taken from, then the one last reported as its replacement. */
   private uid: string | undefined;
   private gone = false;
-  private inList = false;
+  /** Between listStarted and listEnded. */
+  private listing = false;
+  /** The own Node's record the list held, told at listEnded. */
+  private listed: NodeLease | undefined;
 
   constructor(private readonly o: OwnNodeWatchOptions) {
     this.uid = o.uid;
   }
 
   listStarted(): void {
-    this.inList = false;
+    this.listing = true;
+    this.listed = undefined;
   }
 
   seen(rec: NodeLease): void {
     if (rec.name !== this.o.node) return;
-    this.inList = true;
+    if (this.listing) this.listed = rec;
+    else this.follow(rec);
+  }
+
+  private follow(rec: NodeLease): void {
     this.uid ??= rec.uid;
     if (rec.uid === undefined || rec.uid === this.uid) {
       if (this.gone) {
@@ -66,7 +77,11 @@ export class OwnNodeWatch implements NodeObserver {
   }
 
   listEnded(): void {
-    if (!this.inList) this.lost(`the own Node "${this.o.node}" is not in the Node list: it was deleted from the API server`);
+    const listed = this.listed;
+    this.listing = false;
+    this.listed = undefined;
+    if (listed) this.follow(listed);
+    else this.lost(`the own Node "${this.o.node}" is not in the Node list: it was deleted from the API server`);
   }
 
   private lost(reason: string): void {

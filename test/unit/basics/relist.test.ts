@@ -187,6 +187,23 @@ describe('runRelistLoop', () => {
     expect(clock.pending()).toEqual([]);
   });
 
+  // The owner may abort from inside the list's handler (the own Node seen re-registered: the agent's lease round
+  // ends); a watch then opened on the aborted signal would run until the server closes it.
+  it('an abort while the list is handled ends the loop without a watch', async () => {
+    const clock = new FakeClock();
+    const ctrl = new AbortController();
+    let watches = 0;
+    const source: ListWatchSource<string> = {
+      list: () => {
+        ctrl.abort(); // as a handler's listEnded does
+        return Promise.resolve('r1');
+      },
+      watch: () => (watches++, new Promise<WatchEnd<string>>(() => undefined)), // a watch the server keeps open
+    };
+    await expect(runRelistLoop(source, { clock, random: () => 0, metrics: new Metrics(), resource: 'nodes' }, ctrl.signal)).resolves.toBeUndefined();
+    expect(watches).toBe(0);
+  });
+
   // A server that ends every round at once gets a handful of requests per 15 s, whatever the jitter.
   it.each<[string, WatchEnd<string>]>([
     ['every watch answered 410 Gone', stale],

@@ -109,4 +109,22 @@ describe('OwnNodeWatch', () => {
     w.seen({ ...own('u2', '10.244.1.0/24'), created: 1_700_000_000_000 });
     expect(changes).toEqual([{ kind: 'replaced', subnet: '10.244.1.0/24', created: 1_700_000_000_000, reason: expect.stringContaining('u1 -> u2') }]);
   });
+
+  it('in a list, the own Node is told once the list is complete: the other Nodes it holds are known by then', () => {
+    const changes: OwnLeaseChange[] = [];
+    const w = new OwnNodeWatch({ node: 'win1', uid: 'u1', subnet: '10.244.7.0/24', onChange: (c) => changes.push(c) });
+    w.listStarted();
+    w.seen(own('u2', '10.244.1.0/24'));
+    w.seen(peer);
+    expect(changes).toEqual([]);
+    w.listEnded();
+    expect(changes.map((c) => c.kind)).toEqual(['replaced']);
+    // A list that fails part-way tells nothing; the next one, complete, does.
+    w.listStarted();
+    w.seen(own('u3', '10.244.2.0/24'));
+    w.listStarted();
+    w.seen(own('u3', '10.244.2.0/24'));
+    w.listEnded();
+    expect(changes.map((c) => (c.kind === 'replaced' ? c.subnet : c.kind))).toEqual(['10.244.1.0/24', '10.244.2.0/24']);
+  });
 });
