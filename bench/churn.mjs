@@ -190,8 +190,11 @@ async function churnAt(n, { quick, short }) {
     // its later ones, the bare watch's as much as the agent's (docs/performance.md). 800 node events in quick
     // mode (5 s of 50 until session 11): V8's optimizing compiler, on the process's other threads, kept
     // compiling the agent's path for 500-800 events after the old warm-up, and the later rounds paid for it
-    // ("CPU per node event at 5,000 Nodes (session 11)").
-    const warmUp = { addDelPerSec: 40, statusPerSec: 50, durationMs: quick ? 20_000 : 30_000 };
+    // ("CPU per node event at 5,000 Nodes (session 11)"). 3,200 node events and 4,000 status updates since
+    // session 14: after 800 and 1,000, V8 still compiled the agent's once-per-event functions (writeOne, the
+    // loop's idle, the metrics' inc) for the first time during the measured rounds, and those rounds' figures
+    // rose with the compiler thread's CPU ("CPU per node event against the least writer (session 14)").
+    const warmUp = { addDelPerSec: 40, statusPerSec: 50, durationMs: 80_000 };
     log(`churn: ${n} nodes, warm-up (not measured) for ${warmUp.durationMs / 1000}s`);
     const warmBase = (await baseline.cpu()).events;
     const warm = await api.call('churn', warmUp);
@@ -451,7 +454,7 @@ export async function run({ quick, large }) {
     sizes,
     summary,
     notes: [
-      'Before the measured phases, a warm-up of node adds/deletes (40/s, 800 of them in quick mode) and status updates (50/s) that is not measured: both the agent and the bare watch are measured in their steady state.',
+      'Before the measured phases, a warm-up of node adds/deletes (40/s, 3,200 of them) and status updates (50/s, 4,000) that is not measured: the agent and both baselines are measured in their steady state, their once-per-event functions optimized (docs/performance.md, "CPU per node event against the least writer (session 14)").',
       'Resync disabled during churn (resyncMs 1h) so every dataplane call is attributable to an event.',
       'Node events alternate delete-oldest / add-new; the API server runs in its own process and generates the churn; CPU is the agent process only (the bench harness in it is idle).',
       "reads/writes: the agent's flannel_dataplane_calls_total by op (reads = hns get/list, routes.list; writes = hns add/remove/create/delete, routes add/remove).",
