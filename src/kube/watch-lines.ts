@@ -152,6 +152,9 @@ function isKey(b: Buffer, at: number, end: number, key: string): boolean {
   return true;
 }
 
+/** withoutFields's copy of the kept bytes, used and read within one call (a Node's kept text is about 1.3 KB). */
+const SCRATCH = Buffer.allocUnsafeSlow(16 * 1024);
+
 /**
  * The UTF-8 text of `json` without the `drop` fields (see above): JSON.parse of it equals JSON.parse of
  * the whole text with those values deleted. It works on the bytes and decodes only what it keeps (a cut
@@ -161,7 +164,8 @@ function isKey(b: Buffer, at: number, end: number, key: string): boolean {
 export function withoutFields(json: Buffer | string, drop: readonly DroppedField[]): string {
   const b = typeof json === 'string' ? Buffer.from(json) : json;
   const whole = () => (typeof json === 'string' ? json : json.toString('utf8'));
-  const parts: string[] = [];
+  /** The kept byte ranges, as start and end pairs: copied together and decoded once, not as parts joined. */
+  const kept: number[] = [];
   let from = 0;
   let depth = 0;
   /** The last structural byte outside strings ('{' or ',' before a key). */
@@ -196,7 +200,7 @@ export function withoutFields(json: Buffer | string, drop: readonly DroppedField
         while (isSpace(b[after])) after++;
         if (b[after] === COMMA) cutTo = after + 1;
       }
-      parts.push(b.toString('utf8', from, cutFrom));
+      kept.push(from, cutFrom);
       from = cutTo;
       // `prev` stays: the container's '{' when a first key went, else the next comma or bracket updates it.
       i = cutTo - 1;
@@ -207,7 +211,15 @@ export function withoutFields(json: Buffer | string, drop: readonly DroppedField
       prev = i;
     } else if (c === COMMA || c === COLON) prev = i;
   }
-  if (parts.length === 0) return whole();
-  parts.push(b.toString('utf8', from));
-  return parts.join('');
+  if (kept.length === 0) return whole();
+  kept.push(from, b.length);
+  // Decoded once: each part's text and then their join made the kept text twice, about 1.2 KB of a status
+  // update's garbage (docs/performance.md, session 14). A watch line's kept bytes go through one scratch
+  // buffer (no allocation, and no memory outside the heap per line); a list page's through a buffer of its own.
+  let size = 0;
+  for (let k = 0; k < kept.length; k += 2) size += kept[k + 1] - kept[k];
+  const out = size <= SCRATCH.length ? SCRATCH : Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let k = 0; k < kept.length; k += 2) at += b.copy(out, at, kept[k], kept[k + 1]);
+  return out.toString('utf8', 0, size);
 }
