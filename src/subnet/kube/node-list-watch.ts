@@ -5,8 +5,8 @@
 // relist loop's pauses); what is the Nodes' own is here:
 // - the projection (projectNode, toLease below): only the fields flannel needs are read; an object that
 //   cannot be projected is skipped, logged and counted, and the rest of the list still counts;
-// - the fields never read, cut from the text before it is parsed (NODE_EVENT_UNREAD, NODE_LIST_UNREAD: status and
-//   metadata.managedFields, nine tenths of a real Node);
+// - the fields never read, cut from the text before it is parsed (NODE_EVENT_UNREAD, NODE_LIST_UNREAD: status,
+//   metadata.managedFields and metadata.labels, nine tenths of a real Node);
 // - the peer updates: list pages as `peers`, the complete list as `listed` naming every lease it held (so
 //   nothing is removed on a partial view), each watch event as a one-peer `peers`. Full Node objects are
 //   never kept, and nothing is kept between events: the peer store (src/peers/store.ts) is the one copy
@@ -223,11 +223,14 @@ const NODES = '/api/v1/nodes';
 // and metadata.managedFields are about nine tenths (bench/lib/nodes.mjs takes its shape from a real
 // cluster's Node). The kube subnet manager reads only metadata (name, uid, creationTimestamp,
 // annotations, resourceVersion) and spec (podCIDR, podCIDRs), as upstream flanneld's nodeToLease
-// (pkg/subnet/kube/kube.go): a kubelet heartbeat changes only status, and costs no parse of it.
+// (pkg/subnet/kube/kube.go): a kubelet heartbeat changes only status, and costs no parse of it. The labels
+// (topology, OS, instance type: a quarter of what is left) are never read either (doctor reads the OS label
+// from its own GET, not through this cut).
 /** The fields of a Node never read (../../kube/watch-lines.ts withoutFields): in a watch line, in a NodeList page. */
 export const { event: NODE_EVENT_UNREAD, list: NODE_LIST_UNREAD } = unreadFields([
   { depth: 1, key: 'status', open: '{' },
   { depth: 2, key: 'managedFields', open: '[' },
+  { depth: 2, key: 'labels', open: '{' },
 ]);
 
 /** The Node list over `http`, one page per call, each with a `timeoutMs` deadline; its Nodes without the unread fields. */

@@ -109,6 +109,8 @@ function heavyNode(name: string): Record<string, unknown> {
     kind: 'Node',
     apiVersion: 'v1',
     metadata: {
+      // Never read (NODE_EVENT_UNREAD): as the first key, its trailing comma goes with it.
+      labels: { 'kubernetes.io/os': 'windows', 'topology.kubernetes.io/zone': 'westeurope-1', status: '{' },
       name,
       uid: 'u-1',
       creationTimestamp: '2026-11-02T08:00:00Z',
@@ -130,12 +132,13 @@ function heavyNode(name: string): Record<string, unknown> {
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json => v as Json;
 
-/** `value` as JSON.parse of its text gives it, with the status object and metadata.managedFields of `nodes(copy)` deleted. */
+/** `value` as JSON.parse of its text gives it, with the status object, metadata.managedFields and metadata.labels of `nodes(copy)` deleted. */
 function expectedWithout(value: unknown, nodes: (copy: Json) => Json[]): unknown {
   const copy = obj(JSON.parse(JSON.stringify(value)));
   for (const n of nodes(copy)) {
     delete n.status;
     delete obj(n.metadata).managedFields;
+    delete obj(n.metadata).labels;
   }
   return copy;
 }
@@ -144,7 +147,7 @@ describe('withoutFields', () => {
   const event = { type: 'MODIFIED', object: heavyNode('node-1') };
   const list = { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: '7', continue: '' }, items: [heavyNode('a'), heavyNode('b')] };
   it.each<[string, string, readonly { depth: number; key: string; open: '{' | '[' }[], unknown]>([
-    ['a watch line: the Node without status and managedFields', JSON.stringify(event), NODE_EVENT_UNREAD, expectedWithout(event, (e) => [obj(e.object)])],
+    ['a watch line: the Node without status, managedFields and labels', JSON.stringify(event), NODE_EVENT_UNREAD, expectedWithout(event, (e) => [obj(e.object)])],
     ['a list page: every Node without them', JSON.stringify(list), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
     ['a pretty-printed list page (spaces, tabs, newlines)', JSON.stringify(list, null, '\t'), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
     [
@@ -179,7 +182,7 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     api = undefined;
   });
 
-  it('hand over Nodes with metadata and spec as served, without status and managedFields', async () => {
+  it('hand over Nodes with metadata and spec as served, without status, managedFields and labels', async () => {
     api = new FakeKubeApiServer();
     await api.start();
     const served = linuxFlannelNode({ name: 'node-1', podCIDR: '10.128.1.0/24', publicIP: '172.16.0.11', backendType: 'vxlan' });
@@ -193,7 +196,7 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     const ctrl = new AbortController();
     const page = obj(await nodeListFn(http, 10_000)({ limit: 10 }, ctrl.signal));
     const held = api.getNode('node-1')!;
-    const { managedFields: _mf, ...metadata } = held.metadata;
+    const { managedFields: _mf, labels: _labels, ...metadata } = held.metadata;
     expect(page.items).toEqual([{ kind: held.kind, apiVersion: held.apiVersion, metadata, spec: held.spec }]);
 
     const events: [unknown, Json][] = [];
@@ -213,6 +216,7 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     expect(type).toBe('MODIFIED');
     expect(node.status).toBeUndefined();
     expect(obj(node.metadata).managedFields).toBeUndefined();
+    expect(obj(node.metadata).labels).toBeUndefined();
     expect(obj(node.metadata).annotations).toEqual(held.metadata.annotations);
     expect(node.spec).toEqual(held.spec);
     // What the watch received was split into lines, each byte searched once: at least the MODIFIED line.
