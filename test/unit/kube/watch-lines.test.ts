@@ -146,9 +146,16 @@ function expectedWithout(value: unknown, nodes: (copy: Json) => Json[]): unknown
 describe('withoutFields', () => {
   const event = { type: 'MODIFIED', object: heavyNode('node-1') };
   const list = { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: '7', continue: '' }, items: [heavyNode('a'), heavyNode('b')] };
+  const bigList = { ...list, items: Array.from({ length: 100 }, (_, i) => heavyNode(`node-${i}`)) };
   it.each<[string, string, readonly { depth: number; key: string; open: '{' | '[' }[], unknown]>([
     ['a watch line: the Node without status, managedFields and labels', JSON.stringify(event), NODE_EVENT_UNREAD, expectedWithout(event, (e) => [obj(e.object)])],
     ['a list page: every Node without them', JSON.stringify(list), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
+    [
+      'a list page whose kept text is larger than the scratch buffer a watch line goes through',
+      JSON.stringify(bigList),
+      NODE_LIST_UNREAD,
+      expectedWithout(bigList, (l) => (l.items as unknown[]).map(obj)),
+    ],
     ['a pretty-printed list page (spaces, tabs, newlines)', JSON.stringify(list, null, '\t'), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
     [
       'status as the first key (its trailing comma goes with it) and as the only one',
