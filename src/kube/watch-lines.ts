@@ -25,10 +25,20 @@ export interface WatchLineSplitterOptions {
   metrics?: Metrics;
 }
 
+/** The longest line put together in the splitter's reused buffer; a longer one gets a buffer of its own. */
+const MAX_REUSED_LINE_BYTES = 64 * 1024;
+
 export class WatchLineSplitter {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private readonly maxLineBytes: number;
+  /**
+   * Where a line that spans chunks is put together, reused: a 10.8 KB Node line mostly spans two TLS records,
+   * and a buffer of its own per line (Buffer.concat: an ArrayBuffer allocated, copied into, freed) was 7% of
+   * the agent's CPU in a status storm at 50,000 Nodes (docs/performance.md, session 14). Grown up to
+   * MAX_REUSED_LINE_BYTES.
+   */
+  private joined: Buffer | undefined;
 
   constructor(
     private readonly what: string,
@@ -45,7 +55,7 @@ export class WatchLineSplitter {
     return this.pushBytes(chunk).map((line) => line.toString('utf8'));
   }
 
-  /** As push, the lines as bytes (views of `chunk` where they can be: read them before the next push). */
+  /** As push, the lines as bytes (views of `chunk` or of a buffer the splitter reuses: read them before the next push). */
   pushBytes(chunk: Buffer): Buffer[] {
     const lines: Buffer[] = [];
     let start = 0;
@@ -56,7 +66,7 @@ export class WatchLineSplitter {
       if (nl < 0) break;
       const tail = chunk.subarray(start, nl);
       this.check(this.pendingBytes + tail.length);
-      lines.push(this.pending.length === 0 ? tail : Buffer.concat([...this.pending, tail]));
+      lines.push(this.pending.length === 0 ? tail : this.join(tail));
       this.pending = [];
       this.pendingBytes = 0;
       start = nl + 1;
@@ -69,6 +79,17 @@ export class WatchLineSplitter {
       this.pendingBytes += rest.length;
     }
     return lines;
+  }
+
+  /** The pending bytes and `tail`, as one line (only the first line of a push can span chunks). */
+  private join(tail: Buffer): Buffer {
+    const size = this.pendingBytes + tail.length;
+    if (size > MAX_REUSED_LINE_BYTES) return Buffer.concat([...this.pending, tail], size);
+    if (!this.joined || this.joined.length < size) this.joined = Buffer.allocUnsafeSlow(Math.min(MAX_REUSED_LINE_BYTES, Math.max(size, 2 * (this.joined?.length ?? 8 * 1024))));
+    let at = 0;
+    for (const p of this.pending) at += p.copy(this.joined, at);
+    tail.copy(this.joined, at);
+    return this.joined.subarray(0, size);
   }
 
   private check(bytes: number): void {

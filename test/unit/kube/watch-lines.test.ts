@@ -38,6 +38,11 @@ describe('WatchLineSplitter', () => {
     ['an unfinished last line is kept back', ['{"a":1}\n{"b"'], ['{"a":1}']],
     ['empty lines pass through (the caller skips them)', ['\n\n'], ['', '']],
     ['a multi-byte character cut between chunks', [euro.subarray(0, 8), euro.subarray(8)], ['{"n":"€"}']],
+    [
+      'lines across chunks one after another, short and longer than the buffer they are joined in',
+      ['{"a":"', 'x"}\n{"b":"', `${'y'.repeat(20_000)}"}\n{"c"`, ':3}\n{"d":"', `${'z'.repeat(70_000)}"}\n`],
+      ['{"a":"x"}', `{"b":"${'y'.repeat(20_000)}"}`, '{"c":3}', `{"d":"${'z'.repeat(70_000)}"}`],
+    ],
   ])('%s', (_what, chunks, lines) => {
     expect(split(chunks)).toEqual(lines);
   });
