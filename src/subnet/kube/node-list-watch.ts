@@ -195,6 +195,31 @@ export function holdsLease(rec: NodeLease): boolean {
 }
 
 /**
+ * A lease as projected from a Node: made by a constructor, not an object literal. V8 tenures the objects of
+ * an object literal whose objects outlive their young generation (allocation-site pretenuring): a list keeps
+ * every lease it makes, so the literal's leases were then allocated in the old generation, and so was the
+ * new lease of every status update after it, dead at once: about 330 bytes of old space a status update, collected only
+ * by a mark-compact (docs/performance.md, session 14). A constructor's objects start young.
+ */
+class ProjectedLease implements Lease {
+  key: string;
+  subnet: string;
+  publicIP: string;
+  backendType: string;
+  backendData: unknown;
+  declare created?: number;
+  declare ipv6Subnet?: string;
+  declare publicIPv6?: string;
+  constructor(key: string, subnet: string, publicIP: string, backendType: string) {
+    this.key = key;
+    this.subnet = subnet;
+    this.publicIP = publicIP;
+    this.backendType = backendType;
+    this.backendData = undefined;
+  }
+}
+
+/**
  * The peer lease a record stands for: only Nodes with `kube-subnet-manager == "true"` and a podCIDR.
  * Other fields pass through as published (an invalid subnet, public IP or backend-data is the
  * peer store's to reject, with a reason); oversized backend-data decodes as `undefined` (malformed).
@@ -203,7 +228,7 @@ export function toLease(rec: NodeLease): Lease | undefined {
   const subnet = rec.podCIDR ?? rec.badPodCIDR;
   if (!holdsLease(rec) || subnet === undefined) return undefined;
   // Written field by field: spreads of conditional objects made two objects and an array per status update.
-  const lease: Lease = { key: rec.name, subnet, publicIP: rec.publicIP ?? '', backendType: rec.backendType ?? '', backendData: undefined };
+  const lease: Lease = new ProjectedLease(rec.name, subnet, rec.publicIP ?? '', rec.backendType ?? '');
   if (rec.created !== undefined) lease.created = rec.created;
   if (!rec.oversized?.includes('backendData')) lease.backendData = decodeBackendData(rec.backendData);
   // The IPv6 half only when the Node has both an IPv6 podCIDR and a public-ipv6: a peer without them
