@@ -234,7 +234,7 @@ export function withoutFields(json: Buffer | string, drop: readonly DroppedField
   }
   if (kept.length === 0) return whole();
   kept.push(from, b.length);
-  // Decoded once: each part's text and then their join made the kept text twice, about 1.2 KB of a status
+  // Decoded once: each part's text and then their join made the kept text twice, about 1 KB of a status
   // update's garbage (docs/performance.md, session 14). A watch line's kept bytes go through one scratch
   // buffer (no allocation, and no memory outside the heap per line); a list page's through a buffer of its own.
   let size = 0;

@@ -374,8 +374,7 @@ export class PeerStore<D> {
     }
     // The same lease again (a status update): no dataplane work, and the stored one stays. Storing the new copy,
     // equal in every field sameLease reads (all of a Lease's), pointed the old peer at a young lease at every
-    // update, which survived its scavenges and was promoted: old space grew by it until a mark-compact
-    // (docs/performance.md, session 14).
+    // update, which was then promoted: old space grew by it until a mark-compact (docs/performance.md, session 14).
     if (cur?.lease && sameLease(cur.lease, lease)) return;
     if (cur?.invalid && cur.invalid.content === digest(leaseContent(lease))) return; // the same invalid lease again
     if (cur?.lease) this.unclaim(key, cur.lease);
