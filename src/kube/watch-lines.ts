@@ -25,10 +25,20 @@ export interface WatchLineSplitterOptions {
   metrics?: Metrics;
 }
 
+/** The longest line put together in the splitter's reused buffer; a longer one gets a buffer of its own. */
+const MAX_REUSED_LINE_BYTES = 64 * 1024;
+
 export class WatchLineSplitter {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private readonly maxLineBytes: number;
+  /**
+   * Where a line that spans chunks is put together, reused: a 10.8 KB Node line mostly spans two TLS records,
+   * and a buffer of its own per line (Buffer.concat: an ArrayBuffer allocated, copied into, freed) was 7% of
+   * the agent's CPU in a status storm at 50,000 Nodes (docs/performance.md, session 14). Grown up to
+   * MAX_REUSED_LINE_BYTES.
+   */
+  private joined: Buffer | undefined;
 
   constructor(
     private readonly what: string,
@@ -45,7 +55,7 @@ export class WatchLineSplitter {
     return this.pushBytes(chunk).map((line) => line.toString('utf8'));
   }
 
-  /** As push, the lines as bytes (views of `chunk` where they can be: read them before the next push). */
+  /** As push, the lines as bytes (views of `chunk` or of a buffer the splitter reuses: read them before the next push). */
   pushBytes(chunk: Buffer): Buffer[] {
     const lines: Buffer[] = [];
     let start = 0;
@@ -56,7 +66,7 @@ export class WatchLineSplitter {
       if (nl < 0) break;
       const tail = chunk.subarray(start, nl);
       this.check(this.pendingBytes + tail.length);
-      lines.push(this.pending.length === 0 ? tail : Buffer.concat([...this.pending, tail]));
+      lines.push(this.pending.length === 0 ? tail : this.join(tail));
       this.pending = [];
       this.pendingBytes = 0;
       start = nl + 1;
@@ -69,6 +79,17 @@ export class WatchLineSplitter {
       this.pendingBytes += rest.length;
     }
     return lines;
+  }
+
+  /** The pending bytes and `tail`, as one line (only the first line of a push can span chunks). */
+  private join(tail: Buffer): Buffer {
+    const size = this.pendingBytes + tail.length;
+    if (size > MAX_REUSED_LINE_BYTES) return Buffer.concat([...this.pending, tail], size);
+    if (!this.joined || this.joined.length < size) this.joined = Buffer.allocUnsafeSlow(Math.min(MAX_REUSED_LINE_BYTES, Math.max(size, 2 * (this.joined?.length ?? 8 * 1024))));
+    let at = 0;
+    for (const p of this.pending) at += p.copy(this.joined, at);
+    tail.copy(this.joined, at);
+    return this.joined.subarray(0, size);
   }
 
   private check(bytes: number): void {
@@ -152,6 +173,9 @@ function isKey(b: Buffer, at: number, end: number, key: string): boolean {
   return true;
 }
 
+/** withoutFields's copy of the kept bytes, used and read within one call (a Node's kept text is about 1.3 KB). */
+const SCRATCH = Buffer.allocUnsafeSlow(16 * 1024);
+
 /**
  * The UTF-8 text of `json` without the `drop` fields (see above): JSON.parse of it equals JSON.parse of
  * the whole text with those values deleted. It works on the bytes and decodes only what it keeps (a cut
@@ -161,7 +185,8 @@ function isKey(b: Buffer, at: number, end: number, key: string): boolean {
 export function withoutFields(json: Buffer | string, drop: readonly DroppedField[]): string {
   const b = typeof json === 'string' ? Buffer.from(json) : json;
   const whole = () => (typeof json === 'string' ? json : json.toString('utf8'));
-  const parts: string[] = [];
+  /** The kept byte ranges, as start and end pairs: copied together and decoded once, not as parts joined. */
+  const kept: number[] = [];
   let from = 0;
   let depth = 0;
   /** The last structural byte outside strings ('{' or ',' before a key). */
@@ -196,7 +221,7 @@ export function withoutFields(json: Buffer | string, drop: readonly DroppedField
         while (isSpace(b[after])) after++;
         if (b[after] === COMMA) cutTo = after + 1;
       }
-      parts.push(b.toString('utf8', from, cutFrom));
+      kept.push(from, cutFrom);
       from = cutTo;
       // `prev` stays: the container's '{' when a first key went, else the next comma or bracket updates it.
       i = cutTo - 1;
@@ -207,7 +232,15 @@ export function withoutFields(json: Buffer | string, drop: readonly DroppedField
       prev = i;
     } else if (c === COMMA || c === COLON) prev = i;
   }
-  if (parts.length === 0) return whole();
-  parts.push(b.toString('utf8', from));
-  return parts.join('');
+  if (kept.length === 0) return whole();
+  kept.push(from, b.length);
+  // Decoded once: each part's text and then their join made the kept text twice, about 1 KB of a status
+  // update's garbage (docs/performance.md, session 14). A watch line's kept bytes go through one scratch
+  // buffer (no allocation, and no memory outside the heap per line); a list page's through a buffer of its own.
+  let size = 0;
+  for (let k = 0; k < kept.length; k += 2) size += kept[k + 1] - kept[k];
+  const out = size <= SCRATCH.length ? SCRATCH : Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let k = 0; k < kept.length; k += 2) at += b.copy(out, at, kept[k], kept[k + 1]);
+  return out.toString('utf8', 0, size);
 }

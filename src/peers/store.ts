@@ -372,10 +372,10 @@ export class PeerStore<D> {
       touched.add(key);
       return;
     }
-    if (cur?.lease && sameLease(cur.lease, lease)) {
-      cur.lease = lease; // the newest record (e.g. an expiration renewal), no dataplane work
-      return;
-    }
+    // The same lease again (a status update): no dataplane work, and the stored one stays. Storing the new copy,
+    // equal in every field sameLease reads (all of a Lease's), pointed the old peer at a young lease at every
+    // update, which was then promoted: old space grew by it until a mark-compact (docs/performance.md, session 14).
+    if (cur?.lease && sameLease(cur.lease, lease)) return;
     if (cur?.invalid && cur.invalid.content === digest(leaseContent(lease))) return; // the same invalid lease again
     if (cur?.lease) this.unclaim(key, cur.lease);
     if (cur) {

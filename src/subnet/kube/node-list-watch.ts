@@ -5,8 +5,8 @@
 // relist loop's pauses); what is the Nodes' own is here:
 // - the projection (projectNode, toLease below): only the fields flannel needs are read; an object that
 //   cannot be projected is skipped, logged and counted, and the rest of the list still counts;
-// - the fields never read, cut from the text before it is parsed (NODE_EVENT_UNREAD, NODE_LIST_UNREAD: status and
-//   metadata.managedFields, nine tenths of a real Node);
+// - the fields never read, cut from the text before it is parsed (NODE_EVENT_UNREAD, NODE_LIST_UNREAD: status,
+//   metadata.managedFields and metadata.labels, nine tenths of a real Node);
 // - the peer updates: list pages as `peers`, the complete list as `listed` naming every lease it held (so
 //   nothing is removed on a partial view), each watch event as a one-peer `peers`. Full Node objects are
 //   never kept, and nothing is kept between events: the peer store (src/peers/store.ts) is the one copy
@@ -195,6 +195,31 @@ export function holdsLease(rec: NodeLease): boolean {
 }
 
 /**
+ * A lease as projected from a Node: made by a constructor, not an object literal. V8 tenures the objects of
+ * an object literal whose objects outlive their young generation (allocation-site pretenuring): a list keeps
+ * every lease it makes, so the literal's leases were then allocated in the old generation, and so was the
+ * new lease of every status update after it, dead at once: about 330 bytes of old space a status update, collected only
+ * by a mark-compact (docs/performance.md, session 14). A constructor's objects start young.
+ */
+class ProjectedLease implements Lease {
+  key: string;
+  subnet: string;
+  publicIP: string;
+  backendType: string;
+  backendData: unknown;
+  declare created?: number;
+  declare ipv6Subnet?: string;
+  declare publicIPv6?: string;
+  constructor(key: string, subnet: string, publicIP: string, backendType: string) {
+    this.key = key;
+    this.subnet = subnet;
+    this.publicIP = publicIP;
+    this.backendType = backendType;
+    this.backendData = undefined;
+  }
+}
+
+/**
  * The peer lease a record stands for: only Nodes with `kube-subnet-manager == "true"` and a podCIDR.
  * Other fields pass through as published (an invalid subnet, public IP or backend-data is the
  * peer store's to reject, with a reason); oversized backend-data decodes as `undefined` (malformed).
@@ -203,7 +228,7 @@ export function toLease(rec: NodeLease): Lease | undefined {
   const subnet = rec.podCIDR ?? rec.badPodCIDR;
   if (!holdsLease(rec) || subnet === undefined) return undefined;
   // Written field by field: spreads of conditional objects made two objects and an array per status update.
-  const lease: Lease = { key: rec.name, subnet, publicIP: rec.publicIP ?? '', backendType: rec.backendType ?? '', backendData: undefined };
+  const lease: Lease = new ProjectedLease(rec.name, subnet, rec.publicIP ?? '', rec.backendType ?? '');
   if (rec.created !== undefined) lease.created = rec.created;
   if (!rec.oversized?.includes('backendData')) lease.backendData = decodeBackendData(rec.backendData);
   // The IPv6 half only when the Node has both an IPv6 podCIDR and a public-ipv6: a peer without them
@@ -223,11 +248,14 @@ const NODES = '/api/v1/nodes';
 // and metadata.managedFields are about nine tenths (bench/lib/nodes.mjs takes its shape from a real
 // cluster's Node). The kube subnet manager reads only metadata (name, uid, creationTimestamp,
 // annotations, resourceVersion) and spec (podCIDR, podCIDRs), as upstream flanneld's nodeToLease
-// (pkg/subnet/kube/kube.go): a kubelet heartbeat changes only status, and costs no parse of it.
+// (pkg/subnet/kube/kube.go): a kubelet heartbeat changes only status, and costs no parse of it. The labels
+// (topology, OS, instance type: a quarter of what is left) are never read either (doctor reads the OS label
+// from its own GET, not through this cut).
 /** The fields of a Node never read (../../kube/watch-lines.ts withoutFields): in a watch line, in a NodeList page. */
 export const { event: NODE_EVENT_UNREAD, list: NODE_LIST_UNREAD } = unreadFields([
   { depth: 1, key: 'status', open: '{' },
   { depth: 2, key: 'managedFields', open: '[' },
+  { depth: 2, key: 'labels', open: '{' },
 ]);
 
 /** The Node list over `http`, one page per call, each with a `timeoutMs` deadline; its Nodes without the unread fields. */
@@ -321,6 +349,8 @@ export class NodeListWatch {
       listSummary: () => ({ leases: keys.size }),
       listEnded: () => {
         onUpdate({ kind: 'listed', keys });
+        // Not kept until the next list: a Set of every lease's name is 1.5 MB at 50,000 Nodes (docs/performance.md, session 14).
+        keys = new Set<string>();
         this.observer?.listEnded();
       },
       watched: (type, rec) => {

@@ -38,6 +38,11 @@ describe('WatchLineSplitter', () => {
     ['an unfinished last line is kept back', ['{"a":1}\n{"b"'], ['{"a":1}']],
     ['empty lines pass through (the caller skips them)', ['\n\n'], ['', '']],
     ['a multi-byte character cut between chunks', [euro.subarray(0, 8), euro.subarray(8)], ['{"n":"€"}']],
+    [
+      'lines across chunks one after another, short and longer than the buffer they are joined in',
+      ['{"a":"', 'x"}\n{"b":"', `${'y'.repeat(20_000)}"}\n{"c"`, ':3}\n{"d":"', `${'z'.repeat(70_000)}"}\n`],
+      ['{"a":"x"}', `{"b":"${'y'.repeat(20_000)}"}`, '{"c":3}', `{"d":"${'z'.repeat(70_000)}"}`],
+    ],
   ])('%s', (_what, chunks, lines) => {
     expect(split(chunks)).toEqual(lines);
   });
@@ -109,6 +114,8 @@ function heavyNode(name: string): Record<string, unknown> {
     kind: 'Node',
     apiVersion: 'v1',
     metadata: {
+      // Never read (NODE_EVENT_UNREAD): as the first key, its trailing comma goes with it.
+      labels: { 'kubernetes.io/os': 'windows', 'topology.kubernetes.io/zone': 'westeurope-1', status: '{' },
       name,
       uid: 'u-1',
       creationTimestamp: '2026-11-02T08:00:00Z',
@@ -130,12 +137,13 @@ function heavyNode(name: string): Record<string, unknown> {
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json => v as Json;
 
-/** `value` as JSON.parse of its text gives it, with the status object and metadata.managedFields of `nodes(copy)` deleted. */
+/** `value` as JSON.parse of its text gives it, with the status object, metadata.managedFields and metadata.labels of `nodes(copy)` deleted. */
 function expectedWithout(value: unknown, nodes: (copy: Json) => Json[]): unknown {
   const copy = obj(JSON.parse(JSON.stringify(value)));
   for (const n of nodes(copy)) {
     delete n.status;
     delete obj(n.metadata).managedFields;
+    delete obj(n.metadata).labels;
   }
   return copy;
 }
@@ -143,9 +151,16 @@ function expectedWithout(value: unknown, nodes: (copy: Json) => Json[]): unknown
 describe('withoutFields', () => {
   const event = { type: 'MODIFIED', object: heavyNode('node-1') };
   const list = { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: '7', continue: '' }, items: [heavyNode('a'), heavyNode('b')] };
+  const bigList = { ...list, items: Array.from({ length: 100 }, (_, i) => heavyNode(`node-${i}`)) };
   it.each<[string, string, readonly { depth: number; key: string; open: '{' | '[' }[], unknown]>([
-    ['a watch line: the Node without status and managedFields', JSON.stringify(event), NODE_EVENT_UNREAD, expectedWithout(event, (e) => [obj(e.object)])],
+    ['a watch line: the Node without status, managedFields and labels', JSON.stringify(event), NODE_EVENT_UNREAD, expectedWithout(event, (e) => [obj(e.object)])],
     ['a list page: every Node without them', JSON.stringify(list), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
+    [
+      'a list page whose kept text is larger than the scratch buffer a watch line goes through',
+      JSON.stringify(bigList),
+      NODE_LIST_UNREAD,
+      expectedWithout(bigList, (l) => (l.items as unknown[]).map(obj)),
+    ],
     ['a pretty-printed list page (spaces, tabs, newlines)', JSON.stringify(list, null, '\t'), NODE_LIST_UNREAD, expectedWithout(list, (l) => (l.items as unknown[]).map(obj))],
     [
       'status as the first key (its trailing comma goes with it) and as the only one',
@@ -179,7 +194,7 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     api = undefined;
   });
 
-  it('hand over Nodes with metadata and spec as served, without status and managedFields', async () => {
+  it('hand over Nodes with metadata and spec as served, without status, managedFields and labels', async () => {
     api = new FakeKubeApiServer();
     await api.start();
     const served = linuxFlannelNode({ name: 'node-1', podCIDR: '10.128.1.0/24', publicIP: '172.16.0.11', backendType: 'vxlan' });
@@ -193,7 +208,7 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     const ctrl = new AbortController();
     const page = obj(await nodeListFn(http, 10_000)({ limit: 10 }, ctrl.signal));
     const held = api.getNode('node-1')!;
-    const { managedFields: _mf, ...metadata } = held.metadata;
+    const { managedFields: _mf, labels: _labels, ...metadata } = held.metadata;
     expect(page.items).toEqual([{ kind: held.kind, apiVersion: held.apiVersion, metadata, spec: held.spec }]);
 
     const events: [unknown, Json][] = [];
@@ -213,6 +228,7 @@ describe('nodeListFn and nodeWatchFn against the fake API server', () => {
     expect(type).toBe('MODIFIED');
     expect(node.status).toBeUndefined();
     expect(obj(node.metadata).managedFields).toBeUndefined();
+    expect(obj(node.metadata).labels).toBeUndefined();
     expect(obj(node.metadata).annotations).toEqual(held.metadata.annotations);
     expect(node.spec).toEqual(held.spec);
     // What the watch received was split into lines, each byte searched once: at least the MODIFIED line.
