@@ -148,7 +148,10 @@ export class SimAgent {
     // Its own health server first: a 200 from another process on the port is not this agent's.
     await waitFor(() => this.lines.some((l) => l.message === 'health server listening' && l['port'] === this.port), `the health server on port ${this.port}`, {
       timeoutMs,
-      failIf: () => (this.child.exitCode !== null ? `the agent exited (${this.child.exitCode}): ${this.dump().slice(-3000)}` : undefined),
+      failIf: () =>
+        this.child.exitCode !== null || this.child.signalCode !== null
+          ? `the agent exited (${this.child.exitCode ?? this.child.signalCode}): ${this.dump().slice(-3000)}`
+          : undefined,
     });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${this.port}/readyz`).catch(() => undefined))?.status === 200, 'readyz 200', timeoutMs);
   }
