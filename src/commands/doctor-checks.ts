@@ -926,8 +926,9 @@ function ipamRows(f: DoctorFacts, conf: Conf, net: NetworkFact | undefined): Che
 
 /**
  * The address the agent reserves for the podCIDR it runs now (host-gw's `.2`: src/backends/hostgw/backend.ts
- * settle; vxlan's source VIP, one of its reservations in the podCIDR): one
- * left from an earlier podCIDR (the Node registered again with another) is not it. Dual-stack host-gw: the
+ * settle; vxlan's source VIP, one of its reservations in the podCIDR): one left from an earlier podCIDR
+ * (the Node registered again with another; the agent removes it, src/backends/ipam-reservation.ts, so it is
+ * there only if that failed, and the agent warned) is not it. Dual-stack host-gw: the
  * IPv6 gateway `::2` (the host endpoint's; the conflist's range starts at `::3`) is held by no pod.
  */
 function gatewayRow(f: DoctorFacts, conf: Conf, list: ReservationFact[], owner: string): CheckRow {
