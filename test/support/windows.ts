@@ -238,12 +238,19 @@ export async function ensurePrefix(build: WindowsBuild, opts: { prefix?: string;
   if (ready()) return prefix;
   const env = wineEnv({ WINEPREFIX: prefix });
   return withLock(prefix === prefixDir() ? 'prefix' : `prefix-${prefix.split('/').pop()}`, async () => {
+    // Another suite may have made it ready while this one waited for the lock, and its Wine processes may
+    // be loading the DLLs now: a copy over them (truncate, then write) would let a loader map a short file.
+    if (ready()) return prefix;
     if (!existsSync(join(prefix, 'system.reg'))) {
       mkdirSync(prefix, { recursive: true });
       await run(WINE, ['wineboot', '-i'], { env, timeout: 180_000 });
       await run('wineserver', ['-w'], { env, timeout: 180_000 });
     }
-    for (const [from, to] of copies) cpSync(from, to);
+    // A new file renamed over the old: a process that has the old one mapped keeps it whole.
+    for (const [from, to] of copies) {
+      cpSync(from, `${to}.tmp-${process.pid}`);
+      renameSync(`${to}.tmp-${process.pid}`, to);
+    }
     return prefix;
   });
 }
