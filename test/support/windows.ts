@@ -238,12 +238,19 @@ export async function ensurePrefix(build: WindowsBuild, opts: { prefix?: string;
   if (ready()) return prefix;
   const env = wineEnv({ WINEPREFIX: prefix });
   return withLock(prefix === prefixDir() ? 'prefix' : `prefix-${prefix.split('/').pop()}`, async () => {
+    // Another suite may have made it ready while this one waited for the lock, and its Wine processes may
+    // be loading the DLLs now: a copy over them (truncate, then write) would let a loader map a short file.
+    if (ready()) return prefix;
     if (!existsSync(join(prefix, 'system.reg'))) {
       mkdirSync(prefix, { recursive: true });
       await run(WINE, ['wineboot', '-i'], { env, timeout: 180_000 });
       await run('wineserver', ['-w'], { env, timeout: 180_000 });
     }
-    for (const [from, to] of copies) cpSync(from, to);
+    // A new file renamed over the old: a process that has the old one mapped keeps it whole.
+    for (const [from, to] of copies) {
+      cpSync(from, `${to}.tmp-${process.pid}`);
+      renameSync(`${to}.tmp-${process.pid}`, to);
+    }
     return prefix;
   });
 }
@@ -332,7 +339,47 @@ export interface WineRun {
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
+  /** The program's stderr, without Wine's own messages. */
   stderr: string;
+  /**
+   * Wine's own messages (its `err` channel, `WINEDEBUG=-all,err+all` unless `opts.env` sets WINEDEBUG):
+   * why a DLL did not load, why `sc` failed (Wine's sc.exe reports a failed call only as
+   * `err:sc:wmain failed to start service <code>`), an unhandled exception.
+   */
+  wineLog: string;
+}
+
+/**
+ * WINEDEBUG for a run: only Wine's errors, which name the cause when a program fails without a word of
+ * its own. Starts with `-all` so that Debian's /usr/bin/wine script prints no wine32 hint.
+ */
+export const WINE_ERRORS = '-all,err+all';
+
+/** A Wine debug line: `[timestamp:][pid:]tid:class:channel:function ...` (WINEDEBUG's format, Wine 8). */
+const WINE_DEBUG_LINE = /^(?:\d+\.\d{3}:)?(?:[0-9a-f]{4,8}:){1,2}(?:err|warn|fixme|trace):/;
+
+/** Split Wine's debug lines from a program's stderr (both share fd 2). */
+export function splitWineLog(raw: string): { stderr: string; wineLog: string } {
+  const own: string[] = [];
+  const wine: string[] = [];
+  for (const line of raw.split(/(?<=\n)/)) (WINE_DEBUG_LINE.test(line) ? wine : own).push(line);
+  return { stderr: own.join(''), wineLog: wine.join('') };
+}
+
+/** A run's outcome in full, for a test's failure message. */
+export function explainRun(r: WineRun): string {
+  const part = (name: string, text: string) => (text ? `\n--- ${name}:\n${text.slice(-4000)}` : `\n--- ${name}: (empty)`);
+  return `exit code ${r.code}, signal ${r.signal}` + part('stdout', r.stdout) + part('stderr', r.stderr) + part('wine', r.wineLog);
+}
+
+/** Throw with the whole run (exit code, signal, stdout, stderr, Wine's messages) unless it is what `want` says. */
+export function expectRun(r: WineRun, what: string, want: { code?: number; stdout?: RegExp; stderr?: RegExp }): void {
+  const wrong = [
+    want.code !== undefined && r.code !== want.code ? `exit code ${r.code}, want ${want.code}` : '',
+    want.stdout && !want.stdout.test(r.stdout) ? `stdout does not match ${want.stdout}` : '',
+    want.stderr && !want.stderr.test(r.stderr) ? `stderr does not match ${want.stderr}` : '',
+  ].filter(Boolean);
+  if (wrong.length > 0) throw new Error(`${what}: ${wrong.join('; ')}\n${explainRun(r)}`);
 }
 
 /**
@@ -346,7 +393,7 @@ export async function runUnderWine(exe: string, args: string[], opts: { env?: Re
   const out = openSync(`${base}.out`, 'w');
   const err = openSync(`${base}.err`, 'w');
   try {
-    const child = spawn(WINE, [exe, ...args], { env: wineEnv(opts.env), stdio: ['ignore', out, err] });
+    const child = spawn(WINE, [exe, ...args], { env: wineEnv({ WINEDEBUG: WINE_ERRORS, ...opts.env }), stdio: ['ignore', out, err] });
     const result = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveRun, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
@@ -358,7 +405,7 @@ export async function runUnderWine(exe: string, args: string[], opts: { env?: Re
         resolveRun({ code, signal });
       });
     });
-    return { ...result, stdout: readFileSync(`${base}.out`, 'utf8'), stderr: readFileSync(`${base}.err`, 'utf8') };
+    return { ...result, stdout: readFileSync(`${base}.out`, 'utf8'), ...splitWineLog(readFileSync(`${base}.err`, 'utf8')) };
   } finally {
     closeSync(out);
     closeSync(err);
@@ -611,6 +658,34 @@ export function extractZip(zipFile: string, dest: string): void {
     const out = join(dest, ...e.name.split('/'));
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, data, { mode: e.mode & 0o777 || 0o644 });
+  }
+}
+
+/**
+ * Keep a prefix's wineserver up (services end with the last Wine process of a prefix) and start its
+ * session with Wine's errors kept in `logFile`. The first Wine process of a session starts
+ * `wineboot --init`, which starts services.exe; both inherit that process's stdio and WINEDEBUG, so the
+ * service control manager's own account of a failed start (e.g. `err:service:... service L"hns" failed to
+ * start`, after its 10 s ServicesPipeTimeout: programs/services/services.c) lands in `logFile` rather
+ * than in a run's deleted output.
+ */
+export async function startWineSession(prefix: string, logFile: string): Promise<void> {
+  const env = wineEnv({ WINEPREFIX: prefix, WINEDEBUG: WINE_ERRORS });
+  await new Promise<void>((res, rej) => {
+    // no pipes: the daemonized wineserver would hold them open
+    const ws = spawn('wineserver', ['-p'], { env, stdio: 'ignore' });
+    ws.on('error', rej);
+    ws.on('exit', () => res());
+  });
+  const log = openSync(logFile, 'a');
+  try {
+    const first = spawn(WINE, ['sc', 'query', 'PlugPlay'], { env, stdio: ['ignore', log, log] });
+    await new Promise<void>((res, rej) => {
+      first.on('error', rej);
+      first.on('exit', () => res());
+    });
+  } finally {
+    closeSync(log);
   }
 }
 

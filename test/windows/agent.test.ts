@@ -377,6 +377,13 @@ interface Scenario {
       const networkId = net.ID;
       const created = s.sim.dp.calls.get('HcnCreateNetwork') ?? 0;
       const createdV1 = s.sim.dp.calls.get('HNSCall POST /networks/') ?? 0;
+      // The doctor below judges the Node's NetworkUnavailable, which the agent's readiness loop writes on its
+      // own schedule (src/agent/readiness.ts): stopping before it did would leave the Node without it.
+      await waitForAgent(
+        () => s.api.getNode(WIN)?.status?.conditions?.find((c) => c.type === 'NetworkUnavailable' && c.status === 'True'),
+        'NetworkUnavailable=True on the Node (no CNI config)',
+        agent,
+      );
       await agent.stop();
 
       // `flanneld doctor` with no agent running: it says so and still judges the dataplane through the DLLs.

@@ -2,7 +2,7 @@
 // `npm run package:windows`) under Wine: the file reaches flanneld, and a missing one named with
 // --flanneld-env-file gives flanneld's own error naming it, not Node's "FILE: not found" (Node reads
 // --env-file after the script too: nodejs/node#54232; the node side: test/integration/env-file.test.ts).
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -11,6 +11,7 @@ import {
   ensurePackage,
   ensurePrefix,
   ensureWindowsNode,
+  expectRun,
   mustFailWhenSkipped,
   runUnderWine,
   winPath,
@@ -46,8 +47,7 @@ if (!harness.run && mustFailWhenSkipped()) {
     '%sFILE: flanneld reads it',
     async (flag) => {
       const r = await runUnderWine(exe(), [flag + winPath(join(dir, 'flanneld.env'))], { timeoutMs: 60_000 });
-      expect(r.stderr).toContain('"chatty" for flag -log-level');
-      expect(r.code).toBe(2);
+      expectRun(r, `flanneld.exe ${flag}FILE`, { code: 2, stderr: /"chatty" for flag -log-level/ });
     },
     90_000,
   );
@@ -58,8 +58,7 @@ if (!harness.run && mustFailWhenSkipped()) {
     "%sMISSING: flanneld's own error naming the file, exit 2",
     async (flag) => {
       const r = await runUnderWine(exe(), [flag + winPath(join(dir, 'missing.env'))], { timeoutMs: 60_000 });
-      expect(r.stderr).toMatch(/flanneld: cannot read env file .*missing\.env/);
-      expect(r.code).toBe(2);
+      expectRun(r, `flanneld.exe ${flag}MISSING`, { code: 2, stderr: /flanneld: cannot read env file .*missing\.env/ });
     },
     90_000,
   );

@@ -6,7 +6,7 @@
 // with `sc create`; each records its starts with its PID. A prefix of its own with a persistent
 // wineserver (services end with the last Wine process of a prefix), killed at the end.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,15 +16,19 @@ import { waitFor } from '../support/wait-for.js';
 import {
   CACHE,
   ensureIsolatedPrefix,
+  expectRun,
+  explainRun,
   mustFailWhenSkipped,
   prepareHarness,
   resetPrefixRunDir,
   runUnderWine,
   startWindowsAgent,
+  startWineSession,
   windowsHarness,
   wineEnv,
   winPath,
   type PreparedHarness,
+  type WineRun,
   type WindowsAgent,
 } from '../support/windows.js';
 import { WindowsSimServer } from './sim-server.js';
@@ -55,27 +59,31 @@ if (!harness.run && mustFailWhenSkipped()) {
     const f = join(dir, `${svc}.log`);
     return existsSync(f) ? [...readFileSync(f, 'utf8').matchAll(/^start (\d+)$/gm)].map((m) => m[1]) : [];
   };
+  const sessionLog = () => join(dir, 'wine-session.log');
   const state = async (svc: string) => /STATE\s*:\s*\d+\s+(\w+)/.exec((await sc(['query', svc])).stdout)?.[1];
-  const waitState = (svc: string, want: string) => waitFor(async () => (await state(svc)) === want, `${svc} ${want}`, { timeoutMs: 30_000, intervalMs: 250 });
+  /** Wait for `svc` to reach `want` after `sc <control> svc`, whose whole run the timeout message carries. */
+  const waitState = (svc: string, want: string, control: WineRun) =>
+    waitFor(async () => (await state(svc)) === want, `${svc} ${want}`, {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      detail: () =>
+        `sc ${control.code === 0 ? 'succeeded' : 'failed'}: ${explainRun(control)}\n--- ${svc}'s starts: ${starts(svc).join(', ') || 'none'}` +
+        `\n--- the session's Wine errors (services.exe):\n${readFileSync(sessionLog(), 'utf8').slice(-4000)}`,
+    });
 
   beforeAll(async () => {
     prefix = await ensureIsolatedPrefix('prefix-scm');
     prepared = await prepareHarness({ agent: true, prefix });
     env = { WINEPREFIX: prefix };
-    await new Promise<void>((res, rej) => {
-      const ws = spawn('wineserver', ['-p'], { env: wineEnv(env), stdio: 'ignore' });
-      ws.on('error', rej);
-      ws.on('exit', () => res());
-    });
     mkdirSync(join(CACHE, 'runs'), { recursive: true });
     dir = mkdtempSync(join(CACHE, 'runs', 'scm-'));
+    await startWineSession(prefix, sessionLog());
     for (const svc of ['hns', 'kubeproxy']) {
       await sc(['stop', svc]);
       await sc(['delete', svc]); // a leftover of a killed run
       const created = await sc(['create', svc, 'binPath=', `${winPath(prepared.build.dummyServiceExe)} ${winPath(join(dir, `${svc}.log`))}`]);
-      expect(created.stdout + created.stderr).not.toMatch(/FAILED/);
-      await sc(['start', svc]);
-      await waitState(svc, 'RUNNING');
+      expectRun(created, `sc create ${svc}`, { code: 0 });
+      await waitState(svc, 'RUNNING', await sc(['start', svc]));
     }
   }, 600_000);
 
@@ -130,11 +138,9 @@ if (!harness.run && mustFailWhenSkipped()) {
     await waitLog(/first reconcile pass done/, 'the first reconcile pass');
 
     // HNS restarts: the service stops and starts in a new process; HNS lost the endpoints it had not persisted.
-    await sc(['stop', 'hns']);
-    await waitState('hns', 'STOPPED');
+    await waitState('hns', 'STOPPED', await sc(['stop', 'hns']));
     sim.dp.restartHns();
-    await sc(['start', 'hns']);
-    await waitState('hns', 'RUNNING');
+    await waitState('hns', 'RUNNING', await sc(['start', 'hns']));
     const newHnsPid = starts('hns')[1];
     expect(newHnsPid).toBeDefined();
 
