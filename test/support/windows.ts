@@ -690,19 +690,39 @@ export async function startWineSession(prefix: string, logFile: string): Promise
 }
 
 /**
+ * How long services.exe waits for a service's process to connect before it fails the start with 1053
+ * (ERROR_SERVICE_REQUEST_TIMEOUT). Wine's default is 10 s and it reads the value as REG_SZ
+ * (programs/services/services.c load_registry_parameters; Windows reads a REG_DWORD, 30 s by default:
+ * Microsoft KB 922918). A service's Wine process took 10.6 s to connect on this 2-core machine under
+ * load, and `sc start hns` failed in CI; "1" makes a start fail with 1053, so the value is read.
+ */
+export const SERVICES_PIPE_TIMEOUT_MS = 60_000;
+
+/**
  * A Wine prefix of its own (created once, cached) for tests that register services or keep a
- * persistent wineserver: `wineserver -k` there cannot touch the other suites' Wine processes.
+ * persistent wineserver: `wineserver -k` there cannot touch the other suites' Wine processes. Its
+ * services.exe waits SERVICES_PIPE_TIMEOUT_MS for a service to start; services.exe reads it when a
+ * session starts, so it is written with no session running (after `wineboot -i`, before `wineserver -w`).
  */
 export async function ensureIsolatedPrefix(name: string): Promise<string> {
   const prefix = join(CACHE, name);
-  if (existsSync(join(prefix, 'system.reg'))) return prefix;
+  const ready = () => existsSync(join(prefix, 'system.reg')) && servicesPipeTimeout(prefix) === SERVICES_PIPE_TIMEOUT_MS;
+  if (ready()) return prefix;
   return withLock(name, async () => {
-    if (!existsSync(join(prefix, 'system.reg'))) {
-      mkdirSync(prefix, { recursive: true });
-      const env = wineEnv({ WINEPREFIX: prefix });
-      await run(WINE, ['wineboot', '-i'], { env, timeout: 180_000 });
-      await run('wineserver', ['-w'], { env, timeout: 180_000 });
-    }
+    if (ready()) return prefix;
+    mkdirSync(prefix, { recursive: true });
+    const env = wineEnv({ WINEPREFIX: prefix });
+    if (!existsSync(join(prefix, 'system.reg'))) await run(WINE, ['wineboot', '-i'], { env, timeout: 180_000 });
+    const key = 'HKLM\\System\\CurrentControlSet\\Control';
+    await run(WINE, ['reg', 'add', key, '/v', 'ServicesPipeTimeout', '/t', 'REG_SZ', '/d', String(SERVICES_PIPE_TIMEOUT_MS), '/f'], { env, timeout: 180_000 });
+    await run('wineserver', ['-w'], { env, timeout: 180_000 });
     return prefix;
   });
+}
+
+/** services.exe's ServicesPipeTimeout in a prefix's system.reg (Wine writes the registry there when its session ends). */
+export function servicesPipeTimeout(prefix: string): number | undefined {
+  const reg = readFileSync(join(prefix, 'system.reg'), 'utf8');
+  const m = /^"ServicesPipeTimeout"="(\d+)"$/m.exec(reg);
+  return m ? Number(m[1]) : undefined;
 }

@@ -22,6 +22,8 @@ import {
   prepareHarness,
   resetPrefixRunDir,
   runUnderWine,
+  SERVICES_PIPE_TIMEOUT_MS,
+  servicesPipeTimeout,
   startWindowsAgent,
   startWineSession,
   windowsHarness,
@@ -73,6 +75,8 @@ if (!harness.run && mustFailWhenSkipped()) {
 
   beforeAll(async () => {
     prefix = await ensureIsolatedPrefix('prefix-scm');
+    // services.exe's 10 s default failed `sc start hns` under load (SERVICES_PIPE_TIMEOUT_MS)
+    expect(servicesPipeTimeout(prefix)).toBe(SERVICES_PIPE_TIMEOUT_MS);
     prepared = await prepareHarness({ agent: true, prefix });
     env = { WINEPREFIX: prefix };
     mkdirSync(join(CACHE, 'runs'), { recursive: true });
