@@ -4,7 +4,7 @@
 // The Wine part uses a prefix of its own with a persistent wineserver (services end with the last
 // Wine process of a prefix), killed at the end without touching the other suites' Wine processes.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -20,6 +20,7 @@ import {
   ensureWindowsNode,
   mustFailWhenSkipped,
   runUnderWine,
+  startWineSession,
   winPath,
   windowsHarness,
   wineEnv,
@@ -184,19 +185,14 @@ const NODE = 'win-1';
     pkg = await ensurePackage(nodeExe);
     env = { WINEPREFIX: prefix };
     rmSync(join(prefix, 'drive_c', 'k'), { recursive: true, force: true });
-    // services end with the last Wine process of the prefix: keep the wineserver up while we inspect
-    const t1 = Date.now();
-    await new Promise<void>((res, rej) => {
-      // no pipes: the daemonized wineserver would hold them open
-      const ws = spawn('wineserver', ['-p'], { env: wineEnv(env), stdio: 'ignore' });
-      ws.on('error', rej);
-      ws.on('exit', () => res());
-    });
-    const t2 = Date.now();
-    await flanneld(['service', 'uninstall', '--name', SVC]); // a leftover of a killed run
-    console.log(`wineserver -p ${t2 - t1} ms, first uninstall ${Date.now() - t2} ms`);
     mkdirSync(join(CACHE, 'runs'), { recursive: true });
     dir = mkdtempSync(join(CACHE, 'runs', 'service-'));
+    // services end with the last Wine process of the prefix: keep the wineserver up while we inspect
+    const t1 = Date.now();
+    await startWineSession(prefix, join(dir, 'wine-session.log'));
+    const t2 = Date.now();
+    await flanneld(['service', 'uninstall', '--name', SVC]); // a leftover of a killed run
+    console.log(`wine session ${t2 - t1} ms, first uninstall ${Date.now() - t2} ms`);
     api = new FakeKubeApiServer();
     await api.start();
     api.addNode(bareNode({ name: NODE, podCIDR: '10.244.100.0/24', internalIP: '10.0.0.2' }));
