@@ -122,10 +122,17 @@ export function serverTls() {
   return tlsMaterial;
 }
 
-/** A FakeKubeApiServer in its own process (its CPU and memory stay out of the agent's figures). */
+/**
+ * A FakeKubeApiServer in its own process (its CPU and memory stay out of the agent's figures), with Node's own
+ * flags (`execArgv: []`), not the agent's that the bench process runs with (packaging/runtime-flags.mjs): a
+ * 1 MB young generation in a server holding 50,000 heavy Nodes promoted most of what it allocated, and at
+ * 50,000 Nodes four of the churn's 15 phases waited 23-30 s for their drain (one gave up at 30 s), at the same
+ * places in two runs; with Node's flags three waited 13.7-15.5 s (docs/performance.md, "The churn benchmark
+ * at 50,000 Nodes: phases that wait (session 16)").
+ */
 export class ApiServerProcess {
   constructor() {
-    this.child = fork(join(BENCH_DIR, 'lib', 'api-child.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+    this.child = fork(join(BENCH_DIR, 'lib', 'api-child.mjs'), [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
     this.seq = 0;
     this.pending = new Map();
     this.child.on('message', (m) => {
