@@ -124,11 +124,10 @@ export function serverTls() {
 
 /**
  * A FakeKubeApiServer in its own process (its CPU and memory stay out of the agent's figures), with Node's own
- * flags (`execArgv: []`), not the agent's that the bench process runs with (packaging/runtime-flags.mjs): a
- * 1 MB young generation in a server holding 50,000 heavy Nodes promoted most of what it allocated, and at
- * 50,000 Nodes four of the churn's 15 phases waited 23-30 s for their drain (one gave up at 30 s), at the same
- * places in two runs; with Node's flags three waited 13.7-15.5 s (docs/performance.md, "The churn benchmark
- * at 50,000 Nodes: phases that wait (session 16)").
+ * flags (`execArgv: []`), not the agent's that the bench process runs with (packaging/runtime-flags.mjs): with a
+ * 1 MB young generation the server holding 50,000 heavy Nodes promoted most of what it allocated, and served their
+ * list in 18.0 s, against 8.2 s with Node's flags (the cold-start benchmark's raw list; docs/performance.md, "The
+ * churn benchmark at 50,000 Nodes: phases that wait (session 16)").
  */
 export class ApiServerProcess {
   constructor() {

@@ -75,8 +75,9 @@ function write(requestType, f) {
 }
 function onEvent(type, obj) {
   resourceVersion = obj?.metadata?.resourceVersion ?? resourceVersion;
+  if (type === 'BOOKMARK') return; // not counted, as lib/watch-child.mjs does not
   const name = obj?.metadata?.name;
-  if (type === 'BOOKMARK' || !name || name === opts.ownNode) {
+  if (!name || name === opts.ownNode) {
     events++;
     return;
   }
