@@ -368,7 +368,7 @@ export class Reconciler<A, D, K extends ItemKey = string> {
     let keys: readonly K[] = changed;
     if (incremental && this.retryKeys.size > 0) keys = [...new Set([...changed, ...this.retryKeys])];
     this.dirty = false;
-    this.retryKeys.clear();
+    if (this.retryKeys.size > 0) this.retryKeys.clear(); // an empty Set's clear allocates (src/peers/store.ts applyUpdate)
     if (!incremental) this.fullPending = false;
     const start = this.ledger.begin();
     const out: PassResult = { ok: true, added: 0, removed: 0, replaced: 0 };

@@ -138,6 +138,19 @@ export function nodeIPv6PodCIDR(spec: unknown): { cidr?: string; count?: number 
 }
 
 /**
+ * A Node's record, made by a constructor for the reason ProjectedLease is (below): a list page keeps the
+ * records of its Nodes until it is handed on, so V8 tenured an object literal's records, and every watch
+ * event's record after the list was allocated in the old generation, dead at once: about 170 bytes of old
+ * space a status update, collected only by a mark-compact (docs/performance.md, session 17).
+ */
+class ProjectedNode implements NodeLease {
+  name: string;
+  constructor(name: string) {
+    this.name = name;
+  }
+}
+
+/**
  * Project a raw Node to its lease record; undefined without a usable name. `ipv6` (EnableIPv6) also reads
  * the IPv6 half: the IPv6 podCIDR and the public-ipv6, public-ipv6-overwrite, node-public-ipv6 and
  * backend-v6-data annotations. Without it the record is exactly the IPv4 one.
@@ -147,7 +160,7 @@ export function projectNode(node: unknown, keys: AnnotationKeys, ipv6 = false): 
   const meta = asObj(n?.metadata);
   const name = meta?.name;
   if (typeof name !== 'string' || name === '' || name.length > MAX_NAME_LENGTH) return undefined;
-  const rec: NodeLease = { name };
+  const rec: NodeLease = new ProjectedNode(name);
   if (typeof meta?.uid === 'string' && meta.uid !== '' && meta.uid.length <= MAX_NAME_LENGTH) rec.uid = meta.uid;
   const pod = nodePodCIDR(n?.spec);
   if (pod !== undefined) rec.podCIDR = pod;

@@ -5,7 +5,7 @@ import { Metrics, METRIC } from '../../../src/basics/metrics.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { logSink } from '../../support/log-sink.js';
 import { readMetric } from '../../support/agent-signals.js';
-import { heapAfterGc } from '../../support/heap.js';
+import { heapAfterGc, oldSpaceAfterScavenges } from '../../support/heap.js';
 
 function peer(n: number, over: Partial<Lease> = {}): Lease {
   return {
@@ -251,6 +251,21 @@ describe('PeerStore', () => {
     const perPeer = (heapAfterGc() - before) / n;
     expect(w.size).toBe(n);
     expect(perPeer).toBeLessThan(550);
+  });
+
+  it('takes 20,000 same-content updates without growing old space (a table per update was promoted; docs/performance.md, session 17)', () => {
+    const w = new LeaseSet({ ownLeaseKey: 'own', ownSubnet: '10.255.255.0/24', validation: { network: '10.0.0.0/8', subnetLen: 24, backendType: 'vxlan' } });
+    const leases = Array.from({ length: 1000 }, (_, i) => peer(2, { key: `peer-${i}`, subnet: `10.${1 + (i >> 8)}.${i & 255}.0/24`, publicIP: `192.168.${i >> 8}.${i & 255}` }));
+    for (const l of leases) w.store.apply({ kind: 'peers', peers: [{ key: l.key, lease: l }] });
+    w.store.takeDirty();
+    heapAfterGc(); // the store in old space, as after a list
+    const before = oldSpaceAfterScavenges();
+    for (let i = 0; i < 20_000; i++) {
+      const l = leases[i % leases.length];
+      w.store.apply({ kind: 'peers', peers: [{ key: l.key, lease: { ...l } }] }); // a status update: the same lease again
+    }
+    expect(w.store.takeDirty()).toEqual([]);
+    expect(oldSpaceAfterScavenges() - before).toBeLessThan(256 * 1024);
   });
 
   it('pages before the first complete list only add; the list then decides a contested subnet by age', () => {
